@@ -1,0 +1,170 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Condition types shared by the kinds of this API. Every kind reports Ready;
+// Reconciling and Stalled follow kstatus, so that GitOps tools can wait on
+// the objects.
+const (
+	// ReadyCondition summarises an object: True when it serves its purpose.
+	ReadyCondition = "Ready"
+	// ReconcilingCondition is True while a controller works towards the spec.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition is True when progress needs a change by a human.
+	StalledCondition = "Stalled"
+)
+
+// BackendClass names the way a sandbox is isolated on its node.
+// +kubebuilder:validation:Enum=oci;jail;lima
+type BackendClass string
+
+const (
+	// BackendOCI is a persistent OCI container run by runc (Linux).
+	BackendOCI BackendClass = "oci"
+	// BackendJail is a FreeBSD jail.
+	BackendJail BackendClass = "jail"
+	// BackendLima is a Lima virtual machine; it runs commands synchronously only.
+	BackendLima BackendClass = "lima"
+)
+
+// ReclaimPolicy says what happens to a tenant's pile storage when its
+// sandbox is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ReclaimPolicy string
+
+const (
+	// ReclaimRetain keeps the pile directory on the node after deletion.
+	ReclaimRetain ReclaimPolicy = "Retain"
+	// ReclaimDelete removes the pile directory with the sandbox.
+	ReclaimDelete ReclaimPolicy = "Delete"
+)
+
+// SandboxResources bounds what one sandbox may use on its node. The oci
+// backend enforces them as cgroup limits on the sandbox's container.
+type SandboxResources struct {
+	// CPU is the CPU time the sandbox may use, in cores (for example "500m"
+	// or "2"), enforced as a CFS quota.
+	// +kubebuilder:default="1"
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// Memory is the most memory the sandbox's processes may use together
+	// (for example "512Mi"); past it the kernel's OOM killer acts inside the
+	// sandbox only.
+	// +kubebuilder:default="1Gi"
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+
+	// PIDs is the most processes and threads that may exist in the sandbox
+	// at once.
+	// +kubebuilder:default=1024
+	// +kubebuilder:validation:Minimum=16
+	// +kubebuilder:validation:Maximum=1048576
+	// +optional
+	PIDs *int64 `json:"pids,omitempty"`
+}
+
+// StorageSpec describes the sandbox's storage on its node: a writable
+// workspace layer and the tenant's pile directory.
+type StorageSpec struct {
+	// Size is the space the sandbox's writable layer may use, where the
+	// node's filesystem can enforce it (project quotas, ZFS). It is a request
+	// to the backend; a backend that cannot enforce it reports so in the
+	// Sandbox's conditions.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// ReclaimPolicy says whether the tenant's pile directory outlives the
+	// sandbox: Retain (the default) keeps it on the node, Delete removes it
+	// together with the sandbox. The workspace layer always goes with the
+	// sandbox.
+	// +kubebuilder:default=Retain
+	// +optional
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+}
+
+// LoginProfile holds the defaults that `login` shells load and `clean`
+// shells do not.
+type LoginProfile struct {
+	// Env lists environment variables that login shells start with.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Env []EnvVar `json:"env,omitempty"`
+
+	// Script is shell code that login shells source before the command, for
+	// example aliases or a PATH extension. It runs with the tenant's
+	// privileges inside the sandbox.
+	// +kubebuilder:validation:MaxLength=16384
+	// +optional
+	Script string `json:"script,omitempty"`
+}
+
+// EnvVar is one environment variable of a login profile.
+type EnvVar struct {
+	// Name is the variable's name: letters, digits and underscores, not
+	// starting with a digit.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	Name string `json:"name"`
+
+	// Value is the variable's value.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Value string `json:"value,omitempty"`
+}
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	// Name is the object's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+}
+
+// SecretKeyReference names one key of a Secret in the same namespace.
+type SecretKeyReference struct {
+	// Name is the Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// Key is the key within the Secret's data.
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:default=token
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// FacultyBundleReference names a FacultyBundle in the same namespace whose
+// binaries are installed on the sandbox's PATH.
+type FacultyBundleReference struct {
+	// Name is the FacultyBundle's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+}

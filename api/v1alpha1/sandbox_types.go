@@ -1,0 +1,211 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SandboxPhase is the coarse lifecycle state of a Sandbox.
+// +kubebuilder:validation:Enum=Pending;Provisioning;Ready;Detached;Failed;Terminating
+type SandboxPhase string
+
+const (
+	// SandboxPending: not yet bound to a node, or its node's agent has not
+	// picked it up.
+	SandboxPending SandboxPhase = "Pending"
+	// SandboxProvisioning: the node's agent is creating the backend resources.
+	SandboxProvisioning SandboxPhase = "Provisioning"
+	// SandboxReady: running; sessions can open and commands run.
+	SandboxReady SandboxPhase = "Ready"
+	// SandboxDetached: provisioned, storage in place, no session open.
+	SandboxDetached SandboxPhase = "Detached"
+	// SandboxFailed: the backend refused; the reason is in the Ready condition.
+	SandboxFailed SandboxPhase = "Failed"
+	// SandboxTerminating: being destroyed.
+	SandboxTerminating SandboxPhase = "Terminating"
+)
+
+// Sandbox condition types beyond Ready.
+const (
+	// BoundCondition is True once the sandbox is bound to a node.
+	BoundCondition = "Bound"
+	// ProvisionedCondition is True once the node's agent created the
+	// backend resources.
+	ProvisionedCondition = "Provisioned"
+)
+
+// SandboxTemplate is what a Tenant asks of its sandbox; the Tenant
+// controller copies it into the Sandbox it creates.
+type SandboxTemplate struct {
+	// Backend is how the sandbox is isolated: oci (a runc container, Linux),
+	// jail (FreeBSD) or lima (a VM, synchronous commands only). It cannot
+	// change once the sandbox exists.
+	// +kubebuilder:default=oci
+	// +optional
+	Backend BackendClass `json:"backend,omitempty"`
+
+	// Resources bounds the sandbox's CPU, memory and process count.
+	// +kubebuilder:default={}
+	// +optional
+	Resources SandboxResources `json:"resources,omitempty"`
+
+	// Storage describes the workspace layer and the pile's reclaim policy.
+	// +kubebuilder:default={}
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// Faculties lists FacultyBundles whose binaries are installed read-only on
+	// the sandbox's PATH.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Faculties []FacultyBundleReference `json:"faculties,omitempty"`
+
+	// LoginProfile holds the environment and shell code that `login` shells
+	// load; `clean` shells (used by read and write) ignore it.
+	// +optional
+	LoginProfile LoginProfile `json:"loginProfile,omitempty"`
+
+	// NodeSelector restricts the nodes the sandbox may be bound to, by node
+	// label, as a Pod's nodeSelector does.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+}
+
+// SandboxSpec is the desired state of a Sandbox.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.nodeName) || (has(self.nodeName) && self.nodeName == oldSelf.nodeName)",message="nodeName is set once: the sandbox's storage lives on that node"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.backend) || (has(self.backend) && self.backend == oldSelf.backend)",message="backend cannot change once set: create a new Sandbox instead"
+type SandboxSpec struct {
+	// TenantRef names the Tenant, in the same namespace, that this sandbox
+	// serves. It cannot change.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tenantRef is immutable"
+	// +required
+	TenantRef LocalObjectReference `json:"tenantRef"`
+
+	// Persona is the identity the tenant's shells present, exported as
+	// PERSONA in login shells.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$`
+	// +optional
+	Persona string `json:"persona,omitempty"`
+
+	SandboxTemplate `json:",inline"`
+
+	// NodeName is the node the sandbox is bound to. The manager sets it when
+	// it binds the sandbox; set it yourself to pin the sandbox to a node.
+	// Once set it cannot change: the sandbox's storage lives on that node.
+	// The binding is kept in spec, not status, so that a backup restored
+	// without status still finds its workspace.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+}
+
+// FacultyInstallStatus reports one faculty bundle installed in a sandbox.
+type FacultyInstallStatus struct {
+	// Name is the FacultyBundle's name.
+	// +required
+	Name string `json:"name"`
+
+	// Fingerprint is the content fingerprint of the installed build.
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// SandboxStatus is the observed state of a Sandbox, reported by the agent
+// on its node and by the manager's binder.
+type SandboxStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready summarises; Bound and Provisioned detail the steps.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Phase is the coarse lifecycle state.
+	// +optional
+	Phase SandboxPhase `json:"phase,omitempty"`
+
+	// SandboxID is the stable identity of the sandbox, the same across agent
+	// restarts, sessions and backups. open_session returns it.
+	// +optional
+	SandboxID string `json:"sandboxID,omitempty"`
+
+	// Endpoint is the address of the agent API that serves this sandbox.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// OpenHandles is the number of session handles open on the sandbox.
+	// +optional
+	OpenHandles int32 `json:"openHandles,omitempty"`
+
+	// Faculties lists the faculty bundles installed in the sandbox.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Faculties []FacultyInstallStatus `json:"faculties,omitempty"`
+}
+
+// Sandbox is one persistent shell-and-file environment of a tenant, bound to
+// one node. Deleting it destroys the backend resources on that node; the
+// tenant's pile storage follows spec.storage.reclaimPolicy.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=sbx,categories=playground
+// +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.spec.tenantRef.name`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
+// +kubebuilder:printcolumn:name="ID",type=string,JSONPath=`.status.sandboxID`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Sandbox struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state.
+	// +required
+	Spec SandboxSpec `json:"spec"`
+
+	// Status is the observed state.
+	// +optional
+	Status SandboxStatus `json:"status,omitempty"`
+}
+
+// SandboxList is a list of Sandboxes.
+//
+// +kubebuilder:object:root=true
+type SandboxList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Sandboxes.
+	Items []Sandbox `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Sandbox{}, &SandboxList{})
+}

@@ -1,0 +1,176 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Catalog is the set of MCP tools a tenant is served.
+// +kubebuilder:validation:Enum=sandbox;workers
+type Catalog string
+
+const (
+	// CatalogSandbox serves Playground's eight sandbox tools.
+	CatalogSandbox Catalog = "sandbox"
+	// CatalogWorkers forwards to the tenant's native MCP worker (see
+	// WorkerMapping) and serves its catalogue instead.
+	CatalogWorkers Catalog = "workers"
+)
+
+// Tenant condition types beyond Ready.
+const (
+	// CredentialsReadyCondition is True when the tenant's token is minted and
+	// accepted; False while suspended.
+	CredentialsReadyCondition = "CredentialsReady"
+	// SandboxReadyCondition mirrors the Ready condition of the tenant's Sandbox.
+	SandboxReadyCondition = "SandboxReady"
+)
+
+// CredentialsSpec controls the tenant's bearer token.
+type CredentialsSpec struct {
+	// RotationRequest asks for a new token: set it to any new value (a date,
+	// a counter) and the controller mints a new token into the Secret. The
+	// previous token is refused from the next request on.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	RotationRequest string `json:"rotationRequest,omitempty"`
+}
+
+// TenantSpec is the desired state of a Tenant.
+type TenantSpec struct {
+	// Persona is the identity the tenant's shells present, exported as
+	// PERSONA in login shells. Defaults to the Tenant's name.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$`
+	// +optional
+	Persona string `json:"persona,omitempty"`
+
+	// Sandbox is the template of the tenant's sandbox. Changes reach the
+	// Sandbox where they can (resources, faculties, login profile); backend
+	// and node binding are fixed once the sandbox exists.
+	// +kubebuilder:default={}
+	// +optional
+	Sandbox SandboxTemplate `json:"sandbox,omitempty"`
+
+	// Catalog is the set of MCP tools the tenant is served: sandbox (the
+	// eight sandbox tools) or workers (its native MCP worker, through a
+	// WorkerMapping).
+	// +kubebuilder:default=sandbox
+	// +optional
+	Catalog Catalog `json:"catalog,omitempty"`
+
+	// Credentials controls the tenant's bearer token.
+	// +optional
+	Credentials CredentialsSpec `json:"credentials,omitempty"`
+
+	// Suspended revokes the tenant's access from the next request on,
+	// without touching its sandbox. Clearing it restores access with the
+	// same token.
+	// +optional
+	Suspended bool `json:"suspended,omitempty"`
+}
+
+// CredentialsStatus describes the tenant's current token without revealing it.
+type CredentialsStatus struct {
+	// SecretRef names the Secret, in the Tenant's namespace, that holds the
+	// token under the key "token".
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Fingerprint identifies the current token without revealing it: the
+	// first 16 hex digits of its SHA-256. Compare it with a token you hold
+	// to tell which one is current.
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+
+	// RotationRequest is the spec.credentials.rotationRequest the current
+	// token was minted for.
+	// +optional
+	RotationRequest string `json:"rotationRequest,omitempty"`
+
+	// IssuedAt is when the current token was minted.
+	// +optional
+	IssuedAt *metav1.Time `json:"issuedAt,omitempty"`
+}
+
+// TenantStatus is the observed state of a Tenant.
+type TenantStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready summarises; CredentialsReady and SandboxReady detail it.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Credentials describes the current token: where it is and its fingerprint.
+	// +optional
+	Credentials CredentialsStatus `json:"credentials,omitempty"`
+
+	// SandboxRef names the tenant's Sandbox.
+	// +optional
+	SandboxRef *LocalObjectReference `json:"sandboxRef,omitempty"`
+
+	// SandboxID is the stable ID of the tenant's sandbox.
+	// +optional
+	SandboxID string `json:"sandboxID,omitempty"`
+}
+
+// Tenant is who may use a sandbox, and with what: a persona, a sandbox
+// template, the MCP catalog served and a bearer token minted into a Secret.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tn,categories=playground
+// +kubebuilder:printcolumn:name="Catalog",type=string,JSONPath=`.spec.catalog`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspended`
+// +kubebuilder:printcolumn:name="Sandbox",type=string,JSONPath=`.status.sandboxRef.name`
+// +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.credentials.fingerprint`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Tenant struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state.
+	// +kubebuilder:default={}
+	// +optional
+	Spec TenantSpec `json:"spec,omitempty"`
+
+	// Status is the observed state.
+	// +optional
+	Status TenantStatus `json:"status,omitempty"`
+}
+
+// TenantList is a list of Tenants.
+//
+// +kubebuilder:object:root=true
+type TenantList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Tenants.
+	Items []Tenant `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Tenant{}, &TenantList{})
+}

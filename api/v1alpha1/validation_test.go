@@ -1,0 +1,260 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/internal/manifest"
+)
+
+// newNamespace creates a namespace for one test, so tests never see each
+// other's objects.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "api-test-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// decode reads one object written in YAML.
+func decode(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+		t.Fatalf("decoding %q: %v", doc, err)
+	}
+	return obj
+}
+
+// readSamples returns every object of config/samples.
+func readSamples(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	root, err := controlplane.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifest.ReadKustomization(filepath.Join(root, "config", "samples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func TestSamplesAreAccepted(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	kinds := map[string]bool{}
+	for _, obj := range readSamples(t) {
+		obj.SetNamespace(ns)
+		g.Expect(k8s.Create(context.Background(), obj)).To(Succeed(), "sample %s/%s", obj.GetKind(), obj.GetName())
+		kinds[obj.GetKind()] = true
+	}
+	g.Expect(kinds).To(HaveKey("Tenant"))
+	g.Expect(kinds).To(HaveKey("WorkerMapping"))
+	g.Expect(kinds).To(HaveKey("FacultyBundle"))
+}
+
+// TestInvalidSpecsAreRefused holds the API's admission rules: each spec is
+// refused by the API server with the message its validation writes.
+func TestInvalidSpecsAreRefused(t *testing.T) {
+	const (
+		tenant = "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\n"
+		sbx    = "apiVersion: playground.dev/v1alpha1\nkind: Sandbox\nmetadata: {name: s}\n"
+		wm     = "apiVersion: playground.dev/v1alpha1\nkind: WorkerMapping\nmetadata: {name: w}\n"
+		fb     = "apiVersion: playground.dev/v1alpha1\nkind: FacultyBundle\nmetadata: {name: f}\n"
+		cmSrc  = "  source: {configMap: {name: tools}}\n"
+	)
+	cases := []struct {
+		name, doc, want string
+	}{
+		{"unknown catalog", tenant + "spec: {catalog: both}", `spec.catalog: Unsupported value: "both"`},
+		{"unknown backend", tenant + "spec: {sandbox: {backend: docker}}", `spec.sandbox.backend: Unsupported value: "docker"`},
+		{"too few pids", tenant + "spec: {sandbox: {resources: {pids: 1}}}", "spec.sandbox.resources.pids: Invalid value: 1: spec.sandbox.resources.pids in body should be greater than or equal to 16"},
+		{"unknown reclaim policy", tenant + "spec: {sandbox: {storage: {reclaimPolicy: Recycle}}}", `spec.sandbox.storage.reclaimPolicy: Unsupported value: "Recycle"`},
+		{"bad env name", tenant + "spec: {sandbox: {loginProfile: {env: [{name: 1BAD, value: x}]}}}", "spec.sandbox.loginProfile.env[0].name in body should match"},
+		{"duplicate env", tenant + "spec: {sandbox: {loginProfile: {env: [{name: A}, {name: A}]}}}", `spec.sandbox.loginProfile.env[1]: Duplicate value: {"name":"A"}`},
+		{"duplicate faculty", tenant + "spec: {sandbox: {faculties: [{name: a}, {name: a}]}}", "spec.sandbox.faculties[1]: Duplicate value"},
+		{"bad persona", tenant + "spec: {persona: '-x'}", "spec.persona in body should match"},
+		{"rotation request too long", tenant + "spec: {credentials: {rotationRequest: " + strings.Repeat("x", 64) + "}}", "spec.credentials.rotationRequest: Too long: may not be more than 63 bytes"},
+		{"sandbox without tenant", sbx + "spec: {}", "spec.tenantRef: Required value"},
+		{"sandbox node name not a DNS name", sbx + "spec: {tenantRef: {name: t}, nodeName: Node_A}", "spec.nodeName in body should match"},
+		{"two worker destinations", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80}, sandbox: {command: [w], port: 8080}}}", "set exactly one destination: service or sandbox"},
+		{"no worker destination", wm + "spec: {tenantRef: {name: t}, destination: {}}", "set exactly one destination: service or sandbox"},
+		{"service port zero", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 0}}}", "spec.destination.service.port in body should be greater than or equal to 1"},
+		{"privileged sandbox worker port", wm + "spec: {tenantRef: {name: t}, destination: {sandbox: {command: [w], port: 80}}}", "spec.destination.sandbox.port in body should be greater than or equal to 1024"},
+		{"worker without command", wm + "spec: {tenantRef: {name: t}, destination: {sandbox: {command: [], port: 8080}}}", "spec.destination.sandbox.command in body should have at least 1 items"},
+		{"relative worker path", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80, path: mcp}}}", "spec.destination.service.path in body should match"},
+		{"binary is a path", fb + "spec:\n" + cmSrc + "  binaries: [bin/tool]", "binaries must be plain file names"},
+		{"binary is dot-dot", fb + "spec:\n" + cmSrc + "  binaries: ['..']", "binaries must be plain file names"},
+		{"no binaries", fb + "spec:\n" + cmSrc + "  binaries: []", "spec.binaries in body should have at least 1 items"},
+		{"duplicate binaries", fb + "spec:\n" + cmSrc + "  binaries: [a, a]", `spec.binaries[1]: Duplicate value: "a"`},
+		{"two bundle sources", fb + "spec: {source: {configMap: {name: c}, hostPath: {path: /opt/t}}, binaries: [a]}", "set exactly one source: configMap or hostPath"},
+		{"relative host path", fb + "spec: {source: {hostPath: {path: opt/t}}, binaries: [a]}", "spec.source.hostPath.path in body should match"},
+		{"empty build command", fb + "spec:\n" + cmSrc + "  binaries: [a]\n  build: {command: []}", "spec.build.command in body should have at least 1 items"},
+	}
+	ns := newNamespace(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := decode(t, tc.doc)
+			obj.SetNamespace(ns)
+			err := k8s.Create(context.Background(), obj)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want the API server to refuse it as invalid, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("refused, but the message\n  %s\ndoes not say\n  %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTransitionRules holds the rules that span an update: a Sandbox's
+// binding, tenant and backend are fixed once set.
+func TestTransitionRules(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	update := func(t *testing.T, name string, mutate func(*playgroundv1alpha1.Sandbox)) error {
+		t.Helper()
+		var s playgroundv1alpha1.Sandbox
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+			t.Fatal(err)
+		}
+		mutate(&s)
+		return k8s.Update(ctx, &s)
+	}
+	create := func(t *testing.T, name, node string) {
+		t.Helper()
+		s := &playgroundv1alpha1.Sandbox{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: playgroundv1alpha1.SandboxSpec{
+				TenantRef: playgroundv1alpha1.LocalObjectReference{Name: "t"},
+				NodeName:  node,
+			},
+		}
+		if err := k8s.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("an unbound sandbox can be bound", func(t *testing.T) {
+		create(t, "unbound", "")
+		if err := update(t, "unbound", func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "node-a" }); err != nil {
+			t.Fatalf("binding refused: %v", err)
+		}
+	})
+	refusals := []struct {
+		name   string
+		mutate func(*playgroundv1alpha1.Sandbox)
+		want   string
+	}{
+		{"rebinding", func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "node-b" }, "nodeName is set once: the sandbox's storage lives on that node"},
+		{"unbinding", func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "" }, "nodeName is set once"},
+		{"changing tenant", func(s *playgroundv1alpha1.Sandbox) { s.Spec.TenantRef.Name = "other" }, "tenantRef is immutable"},
+		{"changing backend", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Backend = playgroundv1alpha1.BackendLima }, "backend cannot change once set"},
+	}
+	create(t, "bound", "node-a")
+	for _, tc := range refusals {
+		t.Run(tc.name+" is refused", func(t *testing.T) {
+			err := update(t, "bound", tc.mutate)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want refusal saying %q, got %v", tc.want, err)
+			}
+		})
+	}
+	t.Run("resources can change on a bound sandbox", func(t *testing.T) {
+		q := resource.MustParse("2Gi")
+		if err := update(t, "bound", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Resources.Memory = &q }); err != nil {
+			t.Fatalf("resizing refused: %v", err)
+		}
+	})
+}
+
+func TestDefaultsAreApplied(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	obj := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: minimal}\n")
+	obj.SetNamespace(ns)
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+
+	var tn playgroundv1alpha1.Tenant
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "minimal"}, &tn)).To(Succeed())
+	g.Expect(tn.Spec.Catalog).To(Equal(playgroundv1alpha1.CatalogSandbox))
+	g.Expect(tn.Spec.Sandbox.Backend).To(Equal(playgroundv1alpha1.BackendOCI))
+	g.Expect(tn.Spec.Sandbox.Storage.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimRetain))
+	g.Expect(tn.Spec.Sandbox.Resources.CPU).To(HaveValue(Equal(resource.MustParse("1"))))
+	g.Expect(tn.Spec.Sandbox.Resources.Memory).To(HaveValue(Equal(resource.MustParse("1Gi"))))
+	g.Expect(tn.Spec.Sandbox.Resources.PIDs).To(HaveValue(BeEquivalentTo(1024)))
+
+	wm := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: WorkerMapping\nmetadata: {name: w}\nspec: {tenantRef: {name: minimal}, destination: {service: {name: mcp, port: 80}}}")
+	wm.SetNamespace(ns)
+	g.Expect(k8s.Create(ctx, wm)).To(Succeed())
+	var m playgroundv1alpha1.WorkerMapping
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, &m)).To(Succeed())
+	g.Expect(m.Spec.Destination.Service.Path).To(Equal("/mcp"))
+	g.Expect(m.Spec.Destination.Service.Scheme).To(Equal("http"))
+	g.Expect(m.Spec.Timeout.Duration.String()).To(Equal("1m0s"))
+
+	fbObj := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: FacultyBundle\nmetadata: {name: f}\nspec: {source: {configMap: {name: c}}, binaries: [a], build: {command: [make]}}")
+	fbObj.SetNamespace(ns)
+	g.Expect(k8s.Create(ctx, fbObj)).To(Succeed())
+	var fb playgroundv1alpha1.FacultyBundle
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "f"}, &fb)).To(Succeed())
+	g.Expect(fb.Spec.RetainStale).To(HaveValue(BeEquivalentTo(2)))
+	g.Expect(fb.Spec.Build.Timeout.Duration.String()).To(Equal("10m0s"))
+}
+
+// TestKubectl runs the built kubectl against the test server: the field
+// docs reach `kubectl explain`, and `kubectl get` shows the printer columns.
+func TestKubectl(t *testing.T) {
+	g := NewWithT(t)
+	explains := map[string]string{
+		"tenants.spec.suspended":          "revokes the tenant's access from the next request on",
+		"sandboxes.spec.nodeName":         "Once set it cannot change",
+		"workermappings.spec.destination": "exactly one of service or sandbox",
+		"facultybundles.spec.binaries":    "allowlist of files",
+		"tenants.status.credentials":      "without revealing it",
+	}
+	for field, want := range explains {
+		out, err := cp.Kubectl(kubeconfig, "explain", field)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(strings.Join(strings.Fields(out), " ")).To(ContainSubstring(want), "kubectl explain %s", field)
+	}
+
+	ns := newNamespace(t)
+	for _, obj := range readSamples(t) {
+		obj.SetNamespace(ns)
+		g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	}
+	out, err := cp.Kubectl(kubeconfig, "get", "tenants,workermappings,facultybundles,sandboxes", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`NAME\s+CATALOG\s+READY\s+SUSPENDED\s+SANDBOX\s+AGE`))
+	g.Expect(out).To(MatchRegexp(`tenant.playground.dev/demo\s+sandbox`))
+	g.Expect(out).To(MatchRegexp(`NAME\s+TENANT\s+READY\s+ENDPOINT\s+AGE`))
+	g.Expect(out).To(MatchRegexp(`NAME\s+READY\s+FINGERPRINT\s+NODES\s+AGE`))
+
+	out, err = cp.Kubectl(kubeconfig, "get", "playground", "-n", ns, "-o", "name")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("tenant.playground.dev/demo"))
+	g.Expect(out).To(ContainSubstring("facultybundle.playground.dev/hello-tools"))
+
+	out, err = cp.Kubectl(kubeconfig, "get", "tn,wm,fb,sbx", "-n", ns, "-o", "name")
+	g.Expect(err).NotTo(HaveOccurred(), "short names")
+	g.Expect(out).To(ContainSubstring("workermapping.playground.dev/worker-demo"))
+}

@@ -1,0 +1,70 @@
+// Command playground is Playground's one binary. Its first argument picks
+// the role: manager (the controllers), agent (the node's host agent),
+// gateway (the MCP gateway) or dev (everything, locally, on an embedded
+// control plane).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/playground-dev/playground/internal/devenv"
+)
+
+const usage = `Usage: playground <role> [flags]
+
+Roles:
+  dev       run the control plane, the components and the samples on this machine
+  manager   run the controllers (not implemented yet)
+  agent     run the host agent of this node (not implemented yet)
+  gateway   run the MCP gateway (not implemented yet)
+
+Run 'playground <role> -h' for the flags of a role.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	role, args := os.Args[1], os.Args[2:]
+	var err error
+	switch role {
+	case "dev":
+		err = runDev(ctx, args)
+	case "manager", "agent", "gateway":
+		err = fmt.Errorf("the %s role is not implemented yet: see the open issues", role)
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "playground: unknown role %q\n\n%s", role, usage)
+		os.Exit(2)
+	}
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "playground:", err)
+		os.Exit(1)
+	}
+}
+
+func runDev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("playground dev", flag.ContinueOnError)
+	var opts devenv.Options
+	fs.StringVar(&opts.ControlPlaneDir, "control-plane", "", "directory holding kube-apiserver, etcd and kubectl (default: built by hack/controlplane.sh)")
+	fs.StringVar(&opts.StateDir, "state-dir", ".dev", "directory for the local cluster's state; kept across runs")
+	fs.StringVar(&opts.Samples, "samples", "config/samples", "directory of sample objects to apply")
+	fs.StringVar(&opts.CRDs, "crds", "config/crd/bases", "directory of the CRDs to install")
+	fs.StringVar(&opts.Namespace, "namespace", "default", "namespace for the samples")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return devenv.Run(ctx, opts, os.Stdout)
+}

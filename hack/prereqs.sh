@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs, when missing, the Debian packages that the tests and `make dev`
+# need, so that a fresh Debian machine needs no manual step.
+set -euo pipefail
+
+# command -> Debian package
+declare -A want=(
+	[git]=git
+	[curl]=curl
+	[jq]=jq
+)
+
+missing=()
+for cmd in "${!want[@]}"; do
+	command -v "$cmd" >/dev/null 2>&1 || missing+=("${want[$cmd]}")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "prereqs: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

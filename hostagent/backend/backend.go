@@ -1,0 +1,156 @@
+// Package backend defines what the host agent needs from a way of isolating
+// sandboxes (an OCI runtime, FreeBSD jails, Lima VMs): provisioning and
+// lifecycle, command execution with streamed output, and the capabilities
+// that decide which tools a backend may serve.
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Capabilities says what a backend can guarantee.
+type Capabilities struct {
+	// ProvesCleanup is true when Kill returns only after every descendant of
+	// the command (including ones that setsid, double-fork or ignore
+	// SIGTERM) is dead. Background jobs are admitted only on such backends.
+	ProvesCleanup bool
+	// AppendOnlyPile is true when the pile's files are append-only as seen
+	// from inside the sandbox (truncation and overwrite are refused).
+	AppendOnlyPile bool
+}
+
+// ShellMode selects the environment of the /bin/sh that runs a command.
+type ShellMode string
+
+const (
+	// ShellLogin loads the tenant's login profile (environment and script).
+	ShellLogin ShellMode = "login"
+	// ShellClean starts from a fixed minimal environment and loads no profile.
+	ShellClean ShellMode = "clean"
+)
+
+// EnvVar is one environment variable.
+type EnvVar struct {
+	Name  string
+	Value string
+}
+
+// Resources are the limits a sandbox runs under; zero means the backend's
+// default.
+type Resources struct {
+	CPUMillis   int64
+	MemoryBytes int64
+	PIDs        int64
+}
+
+// Spec is everything a backend needs to provision one sandbox.
+type Spec struct {
+	// ID is the stable sandbox ID; the backend keys all its state by it.
+	ID string
+	// Tenant is namespace/name of the owning tenant, for labels and logs.
+	Tenant string
+	// Persona is exported as PERSONA in login shells.
+	Persona string
+	// Resources bound the sandbox.
+	Resources Resources
+	// LoginEnv and LoginScript are the login profile.
+	LoginEnv    []EnvVar
+	LoginScript string
+}
+
+// ExecRequest is one command to run in a fresh /bin/sh.
+type ExecRequest struct {
+	Command string
+	Shell   ShellMode
+	// Cwd is the working directory; empty means the sandbox user's home.
+	Cwd string
+	// Stdin is the command's whole standard input; nil means empty.
+	Stdin []byte
+}
+
+// Stream identifies an output stream of a command.
+type Stream uint8
+
+const (
+	Stdout Stream = 1
+	Stderr Stream = 2
+)
+
+func (s Stream) String() string {
+	switch s {
+	case Stdout:
+		return "stdout"
+	case Stderr:
+		return "stderr"
+	}
+	return "unknown"
+}
+
+// Sink receives a command's output as it is produced, in order per stream.
+// Write must not retain p and must not block for long: a slow consumer
+// buffers or drops, it never stalls the command.
+type Sink interface {
+	Write(stream Stream, p []byte)
+}
+
+// ExitStatus is how a command ended.
+type ExitStatus struct {
+	// Code is the exit code when the shell exited normally, else -1.
+	Code int
+	// Signal names the signal that ended the shell ("SIGKILL"), if any.
+	Signal string
+	// Killed is true when the command was ended by Kill (cancel or timeout).
+	Killed bool
+	// Duration is the time from start to end.
+	Duration time.Duration
+}
+
+// Process is a running command.
+type Process interface {
+	// Wait blocks until the command's shell has exited and all its output
+	// has reached the sink, or ctx ends.
+	Wait(ctx context.Context) (ExitStatus, error)
+	// Kill ends the command and every descendant. On a backend that
+	// ProvesCleanup it returns nil only once none is left; otherwise it
+	// returns an error wrapping ErrProofLost.
+	Kill(ctx context.Context) error
+}
+
+// Backend provisions sandboxes and runs commands in them. Implementations
+// are safe for concurrent use.
+type Backend interface {
+	// Name is the backend class, e.g. "oci".
+	Name() string
+	Capabilities() Capabilities
+	// Provision creates the sandbox's storage and definition; it is
+	// idempotent and keeps existing files.
+	Provision(ctx context.Context, spec Spec) error
+	// Start runs a provisioned sandbox; starting a running one is a no-op.
+	Start(ctx context.Context, id string) error
+	// Reattach takes over a sandbox that a previous agent process left,
+	// keeping its files and its running processes.
+	Reattach(ctx context.Context, spec Spec) error
+	// Detach releases the agent's hold on a sandbox when its last session
+	// closes; files stay, and the backend may keep it running.
+	Detach(ctx context.Context, id string) error
+	// Destroy removes the sandbox and its workspace; the pile directory is
+	// removed too unless keepPile.
+	Destroy(ctx context.Context, id string, keepPile bool) error
+	// Exec starts a command; output goes to sink until the Process ends.
+	Exec(ctx context.Context, id string, req ExecRequest, sink Sink) (Process, error)
+	// PileDir is the host directory of the sandbox's pile.
+	PileDir(id string) string
+}
+
+// Errors a backend returns for expected states.
+var (
+	// ErrNotFound: no sandbox with that ID on this node.
+	ErrNotFound = errors.New("sandbox not found")
+	// ErrNotRunning: the sandbox exists but is not started.
+	ErrNotRunning = errors.New("sandbox not running")
+	// ErrProofLost: the backend cannot prove that a command's descendants
+	// are dead. The agent stops admitting jobs on this backend.
+	ErrProofLost = errors.New("cannot prove cleanup of the command's processes")
+)
