@@ -1,0 +1,268 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+func TestDefaultLimits(t *testing.T) {
+	l := DefaultLimits()
+	want := Limits{
+		ActivePerTenant: 8, ActivePerAgent: 32, RetainedPerTenant: 8, RetainedPerAgent: 64,
+		RingBytes: 4 << 20, RingChunks: 1024, ChunkBytes: 64 << 10,
+		TerminalTTL: time.Hour, SweepInterval: time.Minute,
+		DefaultPollBytes: 1 << 20, MaxPollBytes: 4 << 20, MaxPollWait: 30 * time.Second,
+		KillDrain: 10 * time.Second,
+	}
+	if l != want {
+		t.Fatalf("DefaultLimits() = %+v\nwant %+v", l, want)
+	}
+	for _, bad := range []Limits{
+		{ActivePerTenant: -1},
+		{RingBytes: 100, ChunkBytes: 200},
+		{DefaultPollBytes: 10, MaxPollBytes: 5},
+		{RingBytes: 2 << 30},
+	} {
+		if _, err := New(bad, nil); err == nil {
+			t.Errorf("New(%+v) accepted", bad)
+		}
+	}
+}
+
+// TestAdmissionDefaults is DESIGN.md's acceptance: the 9th active job of a
+// tenant and the 33rd overall are refused with a clear message, and a
+// refusal kills nothing.
+func TestAdmissionDefaults(t *testing.T) {
+	h := newHarness(t, Limits{})
+	var procs []*fakeProc
+	var ids []string
+	for i := 0; i < 8; i++ {
+		info, p := h.start("ns/a", nil)
+		procs, ids = append(procs, p), append(ids, info.ID)
+	}
+	_, _, err := h.tryStart("ns/a", nil)
+	wantMsg := "tenant ns/a has 8 active jobs (limit 8): wait for one to finish or cancel one with job_cancel"
+	var le *LimitError
+	if !errors.As(err, &le) || le.Bound != BoundActivePerTenant || le.Limit != 8 || le.Count != 8 || err.Error() != wantMsg {
+		t.Fatalf("9th job of ns/a: %v\nwant %s", err, wantMsg)
+	}
+	if !errors.Is(err, ErrCapacity) {
+		t.Fatal("LimitError is not ErrCapacity")
+	}
+
+	for _, tenant := range []string{"ns/b", "ns/c", "ns/d"} {
+		for i := 0; i < 8; i++ {
+			info, p := h.start(tenant, nil)
+			procs, ids = append(procs, p), append(ids, info.ID)
+		}
+	}
+	_, _, err = h.tryStart("ns/e", nil)
+	wantMsg = "this node has 32 active jobs across all tenants (limit 32): retry when some have finished, or cancel one of yours with job_cancel"
+	if !errors.As(err, &le) || le.Bound != BoundActivePerAgent || le.Limit != 32 || le.Count != 32 || err.Error() != wantMsg {
+		t.Fatalf("33rd job: %v\nwant %s", err, wantMsg)
+	}
+	for i, p := range procs {
+		if p.kills.Load() != 0 {
+			t.Fatalf("job %d was killed by a refusal", i)
+		}
+	}
+	if s := h.m.Stats(); s.Active != 32 || s.Retained != 32 || s.Started != 32 || s.Refused != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+
+	// A job ending frees an active slot for everyone but its tenant, whose
+	// retained bound (8) still counts the unread terminal job.
+	h.finish(ids[8], procs[8], 0) // a job of ns/b
+	h.start("ns/e", nil)
+	if _, _, err := h.tryStart("ns/b", nil); !errors.As(err, &le) || le.Bound != BoundActivePerAgent {
+		t.Fatalf("after ns/e took the freed slot: %v", err)
+	}
+}
+
+// TestAdmissionTable covers every bound and every way capacity is freed,
+// with small limits. The sweeper is slowed down so that only admission
+// recycles.
+func TestAdmissionTable(t *testing.T) {
+	base := Limits{
+		ActivePerTenant: 2, ActivePerAgent: 3, RetainedPerTenant: 3, RetainedPerAgent: 5,
+		SweepInterval: 1000 * time.Hour,
+	}
+	type step func(h *harness) // prepares the state
+	run := func(tenant string, n int) step {
+		return func(h *harness) {
+			for i := 0; i < n; i++ {
+				h.start(tenant, nil)
+			}
+		}
+	}
+	// ended starts n jobs and lets them exit; ack additionally polls them to
+	// the end and once more; read polls them to the end only.
+	ended := func(tenant string, n int, mode string) step {
+		return func(h *harness) {
+			for i := 0; i < n; i++ {
+				info, p := h.start(tenant, nil)
+				p.sink.Write(backend.Stdout, []byte("out"))
+				h.finish(info.ID, p, 0)
+				switch mode {
+				case "ack":
+					cur, _ := h.drain(tenant, info.ID, "")
+					if r := h.poll(tenant, info.ID, cur, 0); !r.Done {
+						h.t.Fatal("ack poll not done")
+					}
+				case "read":
+					h.drain(tenant, info.ID, "")
+				}
+			}
+		}
+	}
+	advance := func(d time.Duration) step { return func(h *harness) { h.clock.Advance(d) } }
+
+	tests := []struct {
+		name      string
+		steps     []step
+		tenant    string
+		wantBound Bound // "" means admitted
+		wantMsg   string
+	}{
+		{name: "under all bounds", steps: []step{run("a", 1)}, tenant: "a"},
+		{name: "active per tenant", steps: []step{run("a", 2)}, tenant: "a", wantBound: BoundActivePerTenant},
+		{name: "active per tenant is per tenant", steps: []step{run("a", 2)}, tenant: "b"},
+		{name: "active per agent", steps: []step{run("a", 2), run("b", 1)}, tenant: "c", wantBound: BoundActivePerAgent},
+		{name: "retained per tenant: unread", steps: []step{ended("a", 3, "")}, tenant: "a", wantBound: BoundRetainedPerTenant,
+			wantMsg: "tenant a holds 3 jobs that are still running or whose results were not collected (limit 3): " +
+				"poll terminal jobs to their end (until done, then once more) so they can be recycled, cancel jobs you no longer need, " +
+				"or wait for unread results to expire after 1h0m0s"},
+		{name: "retained per tenant: read to done but not acknowledged", steps: []step{ended("a", 3, "read")}, tenant: "a", wantBound: BoundRetainedPerTenant},
+		{name: "retained per tenant: freed by acknowledgement", steps: []step{ended("a", 2, ""), ended("a", 1, "ack")}, tenant: "a"},
+		{name: "retained per tenant: freed by expiry", steps: []step{ended("a", 3, ""), advance(time.Hour)}, tenant: "a"},
+		{name: "retained per tenant: not yet expired", steps: []step{ended("a", 3, ""), advance(time.Hour - time.Second)}, tenant: "a", wantBound: BoundRetainedPerTenant},
+		{name: "active bound is reported before retained", steps: []step{ended("a", 1, ""), run("a", 2)}, tenant: "a", wantBound: BoundActivePerTenant},
+		{name: "retained per tenant: mixed running and unread", steps: []step{ended("a", 2, ""), run("a", 1)}, tenant: "a", wantBound: BoundRetainedPerTenant},
+		{name: "retained per agent", steps: []step{ended("a", 3, ""), ended("b", 2, "")}, tenant: "c", wantBound: BoundRetainedPerAgent,
+			wantMsg: "this node holds 5 jobs across all tenants that are still running or whose results were not collected (limit 5): " +
+				"poll your terminal jobs to their end (until done, then once more) so they can be recycled, or retry later"},
+		{name: "retained per agent: freed by another tenant's acknowledgement", steps: []step{ended("a", 3, ""), ended("b", 1, ""), ended("b", 1, "ack")}, tenant: "c"},
+		{name: "retained per agent: freed by expiry", steps: []step{ended("a", 3, ""), ended("b", 2, ""), advance(2 * time.Hour)}, tenant: "c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, base)
+			for _, s := range tt.steps {
+				s(h)
+			}
+			before := h.m.Stats()
+			_, _, err := h.tryStart(tt.tenant, nil)
+			if tt.wantBound == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var le *LimitError
+			if !errors.As(err, &le) || le.Bound != tt.wantBound {
+				t.Fatalf("got %v, want a %s refusal", err, tt.wantBound)
+			}
+			if tt.wantMsg != "" && err.Error() != tt.wantMsg {
+				t.Fatalf("message:\n%s\nwant\n%s", err, tt.wantMsg)
+			}
+			after := h.m.Stats()
+			if after.Active != before.Active {
+				t.Fatalf("a refusal changed the active count: %d -> %d", before.Active, after.Active)
+			}
+		})
+	}
+}
+
+func TestStartFailureReleasesCapacity(t *testing.T) {
+	h := newHarness(t, Limits{ActivePerTenant: 1})
+	boom := errors.New("exec failed")
+	_, err := h.m.Start(context.Background(), "a", "sb", func(s backend.Sink) (backend.Process, error) {
+		s.Write(backend.Stdout, []byte("partial"))
+		return nil, boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Start: %v, want %v", err, boom)
+	}
+	_, err = h.m.Start(context.Background(), "a", "sb", func(backend.Sink) (backend.Process, error) { panic("bug") })
+	if err == nil || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("Start with a panicking start func: %v", err)
+	}
+	_, err = h.m.Start(context.Background(), "a", "sb", func(backend.Sink) (backend.Process, error) { return nil, nil })
+	if err == nil {
+		t.Fatal("Start with no process succeeded")
+	}
+	if s := h.m.Stats(); s.Active != 0 || s.Retained != 0 || s.StartFailed != 3 {
+		t.Fatalf("stats after failed starts: %+v", s)
+	}
+	h.start("a", nil) // the slot is free
+}
+
+// TestAdmissionIsAtomic races many Starts against a bound: exactly the bound
+// is admitted, even though start funcs run outside the lock.
+func TestAdmissionIsAtomic(t *testing.T) {
+	h := newHarness(t, Limits{ActivePerTenant: 5, RetainedPerTenant: 5})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted, refused := 0, 0
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := h.m.Start(context.Background(), "a", "sb", func(s backend.Sink) (backend.Process, error) {
+				time.Sleep(time.Millisecond) // widen the window a TOCTOU would need
+				return newFakeProc(s), nil
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				admitted++
+			} else if errors.Is(err, ErrCapacity) {
+				refused++
+			} else {
+				t.Errorf("Start: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted != 5 || refused != 45 {
+		t.Fatalf("admitted %d refused %d, want 5 and 45", admitted, refused)
+	}
+}
+
+func TestJobIDs(t *testing.T) {
+	h := newHarness(t, Limits{})
+	seen := map[string]bool{}
+	h.m.mu.Lock()
+	for i := 0; i < 10000; i++ {
+		id := h.m.newIDLocked()
+		if seen[id] {
+			t.Fatalf("duplicate id %s", id)
+		}
+		seen[id] = true
+		if !strings.HasPrefix(id, "job_") || len(id) != 4+26 || strings.ToLower(id) != id {
+			t.Fatalf("id %q is not job_ and 26 lower-case base32 characters", id)
+		}
+	}
+	h.m.mu.Unlock()
+}
+
+func TestStartValidates(t *testing.T) {
+	h := newHarness(t, Limits{})
+	if _, err := h.m.Start(context.Background(), "", "sb", func(backend.Sink) (backend.Process, error) { return nil, nil }); err == nil {
+		t.Error("empty tenant accepted")
+	}
+	if _, err := h.m.Start(context.Background(), "a", "sb", nil); err == nil {
+		t.Error("nil start func accepted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.m.Start(ctx, "a", "sb", func(backend.Sink) (backend.Process, error) { return nil, nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled ctx: %v", err)
+	}
+}

@@ -1,0 +1,103 @@
+package jobs
+
+import (
+	"encoding/base64"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+// Chunk is a piece of a job's output as a poll returns it.
+type Chunk struct {
+	Stream backend.Stream
+	// Seq numbers the chunk in the job's output, from 0, across both streams.
+	Seq uint64
+	// Offset is where Data starts within the chunk; it is non-zero only when
+	// a poll's byte budget split the chunk and this is a later part.
+	Offset int
+	// Data is the chunk's bytes, owned by the caller.
+	Data []byte
+}
+
+// Chunk encodings.
+const (
+	EncodingText   = "text"
+	EncodingBase64 = "base64"
+)
+
+// EncodedChunk is a chunk in a form that survives JSON byte for byte.
+type EncodedChunk struct {
+	Stream   string `json:"stream"`
+	Seq      uint64 `json:"seq"`
+	Offset   int    `json:"offset,omitempty"`
+	Encoding string `json:"encoding"`
+	Data     string `json:"data"`
+}
+
+// Encode returns the chunk as text when its bytes are valid UTF-8 and as
+// standard base64 otherwise. Either way Decode gives back the exact bytes:
+// JSON would replace invalid UTF-8 with U+FFFD, so text is used only when
+// there is nothing to replace. A chunk that ends or starts in the middle of a
+// multi-byte character (the process wrote it in two pieces) is not valid
+// UTF-8 on its own and goes as base64.
+func (c Chunk) Encode() EncodedChunk {
+	e := EncodedChunk{Stream: c.Stream.String(), Seq: c.Seq, Offset: c.Offset}
+	if utf8.Valid(c.Data) {
+		e.Encoding, e.Data = EncodingText, string(c.Data)
+	} else {
+		e.Encoding, e.Data = EncodingBase64, base64.StdEncoding.EncodeToString(c.Data)
+	}
+	return e
+}
+
+// Bytes decodes the chunk's data; it is the inverse of Chunk.Encode and is
+// strict about the encoding name and base64 padding.
+func (e EncodedChunk) Bytes() ([]byte, error) {
+	switch e.Encoding {
+	case EncodingText:
+		return []byte(e.Data), nil
+	case EncodingBase64:
+		return base64.StdEncoding.Strict().DecodeString(e.Data)
+	}
+	return nil, fmt.Errorf("unknown chunk encoding %q", e.Encoding)
+}
+
+// Gap reports output the client had not read when the ring evicted it.
+// Chunks FromSeq up to, not including, ToSeq were lost (Chunks of them, the
+// first possibly after the client had read part of it) and Bytes bytes of
+// them the client never received. The poll resumes at ToSeq.
+type Gap struct {
+	FromSeq uint64 `json:"from_seq"`
+	ToSeq   uint64 `json:"to_seq"`
+	Chunks  uint64 `json:"chunks"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// isContinuation reports whether b is a UTF-8 continuation byte.
+func isContinuation(b byte) bool { return b&0xC0 == 0x80 }
+
+// runeCut moves a cut at n (0 < n) back to the start of the character that
+// the byte at n belongs to, when that start is within utf8.UTFMax bytes, so
+// that splitting output does not split a character and both halves can stay
+// text. at(i) returns the byte at i; it is called for i in (n-UTFMax, n]. If
+// there is no such start, or it is at 0 (the cut would make no progress), n
+// is returned unchanged: splitting is always allowed, it only costs the text
+// encoding of the two halves.
+func runeCut(n int, at func(int) byte) int {
+	if c := runeStart(n, at); c > 0 {
+		return c
+	}
+	return n
+}
+
+// runeStart returns the largest i in [max(0, n-UTFMax+1), n] where at(i) is
+// not a continuation byte, or -1 if there is none.
+func runeStart(n int, at func(int) byte) int {
+	for i := n; i >= 0 && i > n-utf8.UTFMax; i-- {
+		if !isContinuation(at(i)) {
+			return i
+		}
+	}
+	return -1
+}

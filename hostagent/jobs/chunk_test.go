@@ -1,0 +1,124 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+func TestEncodeChunk(t *testing.T) {
+	tests := []struct {
+		name string
+		data []byte
+		enc  string
+	}{
+		{"ascii", []byte("hello\n"), EncodingText},
+		{"utf8", []byte("héllo €𝄞\x00\t"), EncodingText},
+		{"invalid", []byte{0xff, 'a'}, EncodingBase64},
+		{"split rune head", []byte("ab\xe2\x82"), EncodingBase64},
+		{"split rune tail", []byte("\xacab"), EncodingBase64},
+		{"surrogate", []byte("\xed\xa0\x80"), EncodingBase64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Chunk{Stream: backend.Stderr, Seq: 7, Offset: 3, Data: tt.data}.Encode()
+			if e.Encoding != tt.enc || e.Stream != "stderr" || e.Seq != 7 || e.Offset != 3 {
+				t.Fatalf("Encode = %+v, want encoding %s", e, tt.enc)
+			}
+			// Through JSON, as a client sees it.
+			raw, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back EncodedChunk
+			if err := json.Unmarshal(raw, &back); err != nil {
+				t.Fatal(err)
+			}
+			got, err := back.Bytes()
+			if err != nil || !bytes.Equal(got, tt.data) {
+				t.Fatalf("round trip: %q, %v; want %q", got, err, tt.data)
+			}
+		})
+	}
+}
+
+func TestEncodedChunkBytesRejects(t *testing.T) {
+	for _, e := range []EncodedChunk{
+		{Encoding: "hex", Data: "00"},
+		{Encoding: EncodingBase64, Data: "not base64!"},
+		{Encoding: EncodingBase64, Data: "QQ"}, // unpadded
+	} {
+		if _, err := e.Bytes(); err == nil {
+			t.Errorf("Bytes(%+v) accepted", e)
+		}
+	}
+}
+
+// TestSplitUTF8RoundTrip splits UTF-8 text at every byte offset into two
+// chunks: both halves decode to the exact bytes whatever their encoding.
+func TestSplitUTF8RoundTrip(t *testing.T) {
+	text := []byte("a€b𝄞c héllo")
+	for i := 0; i <= len(text); i++ {
+		var got []byte
+		for _, part := range [][]byte{text[:i], text[i:]} {
+			e := Chunk{Stream: backend.Stdout, Data: part}.Encode()
+			if e.Encoding == EncodingText && !utf8.Valid(part) {
+				t.Fatalf("split %d: invalid UTF-8 sent as text", i)
+			}
+			b, err := e.Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, b...)
+		}
+		if !bytes.Equal(got, text) {
+			t.Fatalf("split %d: %q", i, got)
+		}
+	}
+}
+
+func TestRuneCut(t *testing.T) {
+	p := []byte("ab€c𝄞") // € at 2..4, 𝄞 at 6..9
+	at := func(i int) byte { return p[i] }
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 2, 5: 5, 6: 6, 7: 6, 8: 6, 9: 6} {
+		if got := runeCut(n, at); got != want {
+			t.Errorf("runeCut(%d) = %d, want %d", n, got, want)
+		}
+	}
+	// No boundary to retreat to: the cut stays.
+	q := []byte("\x82\x82\x82\x82\x82")
+	if got := runeCut(4, func(i int) byte { return q[i] }); got != 4 {
+		t.Errorf("runeCut in continuation bytes = %d, want 4", got)
+	}
+}
+
+// FuzzChunkRoundTrip: any bytes survive Encode, JSON and Bytes exactly.
+func FuzzChunkRoundTrip(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 8; i++ {
+		b := make([]byte, rng.IntN(64))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("héllo"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw, err := json.Marshal(Chunk{Stream: backend.Stdout, Data: data}.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e EncodedChunk
+		if err := json.Unmarshal(raw, &e); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Bytes()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("round trip of %q: %q, %v", data, got, err)
+		}
+	})
+}

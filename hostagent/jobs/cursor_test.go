@@ -1,0 +1,58 @@
+package jobs
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseCursor(t *testing.T) {
+	good := []struct {
+		in   string
+		want cursor
+	}{
+		{"", cursor{}},
+		{"0.0", cursor{}},
+		{"12.345", cursor{12, 345}},
+		{"18446744073709551615.18446744073709551615", cursor{1<<64 - 1, 1<<64 - 1}},
+	}
+	for _, tt := range good {
+		got, err := parseCursor(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("parseCursor(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+	}
+	bad := []string{
+		"0", "1.", ".1", ".", "01.1", "1.01", "-1.0", "+1.0", "1.2.3", " 1.2", "1.2 ",
+		"18446744073709551616.0", "0.18446744073709551616", "a.b", "1,2", "١.٢", "0x1.0",
+		"1e3.0", "00000000000000000000000000000000000001.0",
+	}
+	for _, in := range bad {
+		if c, err := parseCursor(in); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("parseCursor(%q) = %+v, %v; want ErrBadCursor", in, c, err)
+		}
+	}
+}
+
+// FuzzParseCursor: cursors come from clients. Decoding never panics, accepts
+// only canonical spellings, and round-trips.
+func FuzzParseCursor(f *testing.F) {
+	for _, s := range []string{"", "0.0", "12.345", "18446744073709551615.18446744073709551615", "01.1", "1..2", "-1.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := parseCursor(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadCursor) {
+				t.Fatalf("parseCursor(%q): error %v is not ErrBadCursor", s, err)
+			}
+			return
+		}
+		if s != "" && c.String() != s {
+			t.Fatalf("parseCursor(%q) accepted a non-canonical spelling of %q", s, c.String())
+		}
+		back, err := parseCursor(c.String())
+		if err != nil || back != c {
+			t.Fatalf("round trip of %+v: %+v, %v", c, back, err)
+		}
+	})
+}

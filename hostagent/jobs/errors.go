@@ -1,0 +1,125 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinels for errors.Is; the typed errors below carry the details.
+var (
+	// ErrCapacity: a job bound was hit and no capacity could be freed.
+	ErrCapacity = errors.New("job capacity exhausted")
+	// ErrNotFound: no such job for this tenant.
+	ErrNotFound = errors.New("job not found")
+	// ErrAdmissionHalted: the manager stopped admitting jobs because a kill
+	// could not be proven.
+	ErrAdmissionHalted = errors.New("job admission halted")
+	// ErrBadCursor: the cursor is malformed or does not fit the job's output.
+	ErrBadCursor = errors.New("bad cursor")
+	// ErrClosed: the manager has been closed.
+	ErrClosed = errors.New("job manager closed")
+)
+
+// Bound names a capacity bound.
+type Bound string
+
+const (
+	BoundActivePerTenant   Bound = "active_per_tenant"
+	BoundActivePerAgent    Bound = "active_per_agent"
+	BoundRetainedPerTenant Bound = "retained_per_tenant"
+	BoundRetainedPerAgent  Bound = "retained_per_agent"
+)
+
+// LimitError is a refused Start: which bound was hit, its value, and what the
+// caller can do about it.
+type LimitError struct {
+	Bound  Bound
+	Tenant string
+	// Count is how many jobs the bound was counting, Limit its value.
+	Count int
+	Limit int
+	// TTL is the terminal-job TTL, quoted in the advice for retained bounds.
+	TTL time.Duration
+}
+
+func (e *LimitError) Error() string {
+	switch e.Bound {
+	case BoundActivePerTenant:
+		return fmt.Sprintf("tenant %s has %d active jobs (limit %d): wait for one to finish or cancel one with job_cancel",
+			e.Tenant, e.Count, e.Limit)
+	case BoundActivePerAgent:
+		return fmt.Sprintf("this node has %d active jobs across all tenants (limit %d): retry when some have finished, or cancel one of yours with job_cancel",
+			e.Count, e.Limit)
+	case BoundRetainedPerTenant:
+		return fmt.Sprintf("tenant %s holds %d jobs that are still running or whose results were not collected (limit %d): "+
+			"poll terminal jobs to their end (until done, then once more) so they can be recycled, cancel jobs you no longer need, "+
+			"or wait for unread results to expire after %s",
+			e.Tenant, e.Count, e.Limit, e.TTL)
+	case BoundRetainedPerAgent:
+		return fmt.Sprintf("this node holds %d jobs across all tenants that are still running or whose results were not collected (limit %d): "+
+			"poll your terminal jobs to their end (until done, then once more) so they can be recycled, or retry later",
+			e.Count, e.Limit)
+	}
+	return fmt.Sprintf("job bound %s hit (%d of %d)", e.Bound, e.Count, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrCapacity) true.
+func (e *LimitError) Is(target error) bool { return target == ErrCapacity }
+
+// NotFoundError is returned for unknown, recycled and other tenants' jobs
+// alike, with the same message, so that a caller learns nothing about jobs
+// that are not its own.
+type NotFoundError struct {
+	JobID string
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("job %q not found: it never existed for this tenant, or it ended and was recycled after its final page was acknowledged or its result went unread too long; start it again with job_exec if you still need it",
+		e.JobID)
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// maxQuotedID bounds how much of a caller-supplied job ID is echoed back.
+const maxQuotedID = 64
+
+func notFound(id string) error {
+	if len(id) > maxQuotedID {
+		id = id[:maxQuotedID] + "..."
+	}
+	return &NotFoundError{JobID: id}
+}
+
+// HaltedError refuses a Start while admission is halted. Its message is shown
+// to every tenant, so it names the reason but not the job or tenant that
+// caused it; Cause (and AdmissionStatus) carry the details for operators.
+type HaltedError struct {
+	Since time.Time
+	Cause error
+}
+
+func (e *HaltedError) Error() string {
+	return "job admission is halted on this node: the backend could not prove that a killed job's processes are gone, " +
+		"so the node stopped starting jobs instead of reusing a sandbox that may not be clean; " +
+		"an operator must investigate and resume admission; retry later"
+}
+
+// Is makes errors.Is(err, ErrAdmissionHalted) true.
+func (e *HaltedError) Is(target error) bool { return target == ErrAdmissionHalted }
+
+// Unwrap exposes the backend error, e.g. backend.ErrProofLost.
+func (e *HaltedError) Unwrap() error { return e.Cause }
+
+// CursorError refuses a cursor.
+type CursorError struct {
+	Reason string
+}
+
+func (e *CursorError) Error() string {
+	return "bad cursor: " + e.Reason + "; pass the next_cursor of your previous poll of this job, or an empty cursor to start from the oldest output kept"
+}
+
+// Is makes errors.Is(err, ErrBadCursor) true.
+func (e *CursorError) Is(target error) bool { return target == ErrBadCursor }

@@ -1,0 +1,462 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+func TestAckThenRecycle(t *testing.T) {
+	h := newHarness(t, Limits{})
+	info, p := h.start("a", nil)
+	p.sink.Write(backend.Stdout, []byte("result"))
+	h.finish(info.ID, p, 0)
+
+	cur, out := h.drain("a", info.ID, "")
+	if string(out[backend.Stdout]) != "result" {
+		t.Fatalf("output %q", out[backend.Stdout])
+	}
+	// Polls from an earlier cursor re-read; they do not acknowledge.
+	if r := h.poll("a", info.ID, "", 0); !r.Done || len(r.Chunks) != 1 {
+		t.Fatalf("re-read %+v", r)
+	}
+	h.clock.Advance(DefaultSweepInterval)
+	if h.job(info.ID) == nil {
+		t.Fatal("recycled without acknowledgement")
+	}
+	// The acknowledgement: a later poll at the end. It still answers.
+	if r := h.poll("a", info.ID, cur, 0); !r.Done || len(r.Chunks) != 0 || r.Job.Result.ExitCode != 0 {
+		t.Fatalf("ack poll %+v", r)
+	}
+	h.clock.Advance(DefaultSweepInterval)
+	_, err := h.m.Poll(context.Background(), "a", info.ID, cur, 0, 0)
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("poll after recycling: %v", err)
+	}
+	if s := h.m.Stats(); s.Retained != 0 || s.Recycled != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestDonePageIsNotAnAck: the page that first says Done is not the
+// acknowledgement, even when it carries no chunks (the client had drained
+// the output while the job ran).
+func TestDonePageIsNotAnAck(t *testing.T) {
+	h := newHarness(t, Limits{})
+	info, p := h.start("a", nil)
+	p.sink.Write(backend.Stdout, []byte("x"))
+	cur := h.poll("a", info.ID, "", 0).NextCursor
+	h.finish(info.ID, p, 0)
+	if r := h.poll("a", info.ID, cur, 0); !r.Done || len(r.Chunks) != 0 {
+		t.Fatalf("%+v", r)
+	}
+	h.clock.Advance(DefaultSweepInterval)
+	if h.job(info.ID) == nil {
+		t.Fatal("recycled on the first done page")
+	}
+}
+
+func TestTTL(t *testing.T) {
+	t.Run("unread terminal job expires", func(t *testing.T) {
+		h := newHarness(t, Limits{})
+		info, p := h.start("a", nil)
+		h.finish(info.ID, p, 0)
+		for i := 0; i < 59; i++ {
+			h.clock.Advance(time.Minute) // the sweeper runs each minute
+		}
+		if h.job(info.ID) == nil {
+			t.Fatal("expired before the TTL")
+		}
+		h.clock.Advance(time.Minute)
+		if h.job(info.ID) != nil {
+			t.Fatal("sweeper did not recycle the expired job")
+		}
+		if _, err := h.m.Poll(context.Background(), "a", info.ID, "", 0, 0); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("poll: %v", err)
+		}
+	})
+	t.Run("measured from the last poll", func(t *testing.T) {
+		h := newHarness(t, Limits{SweepInterval: 1000 * time.Hour})
+		info, p := h.start("a", nil)
+		p.sink.Write(backend.Stdout, make([]byte, 3<<20))
+		h.finish(info.ID, p, 0)
+		h.clock.Advance(50 * time.Minute)
+		r := h.poll("a", info.ID, "", 1<<20) // a client paging slowly
+		h.clock.Advance(50 * time.Minute)
+		r = h.poll("a", info.ID, r.NextCursor, 1<<20)
+		h.clock.Advance(time.Hour - time.Nanosecond)
+		h.poll("a", info.ID, r.NextCursor, 1<<20)
+		h.clock.Advance(time.Hour)
+		// Found lazily by the lookup, without the sweeper.
+		if _, err := h.m.Poll(context.Background(), "a", info.ID, "", 0, 0); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("poll after the TTL: %v", err)
+		}
+		if s := h.m.Stats(); s.Retained != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+	t.Run("running jobs never expire", func(t *testing.T) {
+		h := newHarness(t, Limits{})
+		info, _ := h.start("a", nil)
+		h.clock.Advance(48 * time.Hour)
+		h.poll("a", info.ID, "", 0)
+	})
+}
+
+func TestOtherTenantsJobsAreNotFound(t *testing.T) {
+	h := newHarness(t, Limits{})
+	info, p := h.start("a", nil)
+	p.sink.Write(backend.Stdout, []byte("secret"))
+
+	_, pollErr := h.m.Poll(context.Background(), "b", info.ID, "", 0, 0)
+	_, cancelErr := h.m.Cancel(context.Background(), "b", info.ID)
+	var nf *NotFoundError
+	if !errors.As(pollErr, &nf) || !errors.As(cancelErr, &nf) {
+		t.Fatalf("poll %v, cancel %v; want NotFoundError", pollErr, cancelErr)
+	}
+	if p.kills.Load() != 0 || h.poll("a", info.ID, "", 0).Job.State != StateRunning {
+		t.Fatal("another tenant's cancel touched the job")
+	}
+	// The same message as for a job that never existed, and as for one
+	// that was recycled.
+	h.finish(info.ID, p, 0)
+	cur, _ := h.drain("a", info.ID, "")
+	h.poll("a", info.ID, cur, 0)
+	h.clock.Advance(DefaultSweepInterval)
+	_, goneErr := h.m.Poll(context.Background(), "a", info.ID, "", 0, 0)
+	if pollErr.Error() != goneErr.Error() || cancelErr.Error() != goneErr.Error() {
+		t.Fatalf("messages differ:\n%v\n%v\n%v", pollErr, cancelErr, goneErr)
+	}
+	if strings.Contains(pollErr.Error(), "tenant a") {
+		t.Fatal("message names the owner")
+	}
+	// A long, made-up ID is not echoed in full.
+	_, err := h.m.Poll(context.Background(), "a", strings.Repeat("x", 10000), "", 0, 0)
+	if !errors.Is(err, ErrNotFound) || len(err.Error()) > 400 {
+		t.Fatalf("long id: %d bytes: %v", len(err.Error()), err)
+	}
+}
+
+func TestCancelWithProof(t *testing.T) {
+	h := newHarness(t, Limits{})
+	gate := make(chan struct{})
+	info, p := h.start("a", func(p *fakeProc) { p.killGate = gate })
+	p.sink.Write(backend.Stdout, []byte("before"))
+
+	done := make(chan JobInfo, 1)
+	go func() {
+		ci, err := h.m.Cancel(context.Background(), "a", info.ID)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ci
+	}()
+	<-p.killStarted
+	// Cancelling until the backend proves the tree dead; still active.
+	r := h.poll("a", info.ID, "", 0)
+	if r.Job.State != StateCancelling || r.Done || h.m.Stats().Active != 1 {
+		t.Fatalf("during kill: %+v", r.Job)
+	}
+	close(gate)
+	ci := <-done
+	if ci.State != StateKilled || ci.Result == nil || !ci.Result.Killed || ci.Result.Signal != "SIGKILL" || ci.Result.TimedOut {
+		t.Fatalf("after kill: %+v %+v", ci, ci.Result)
+	}
+	if s := h.m.Stats(); s.Active != 0 || s.Retained != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	// Output written before the kill is still there.
+	_, out := h.drain("a", info.ID, "")
+	if string(out[backend.Stdout]) != "before" {
+		t.Fatalf("output %q", out[backend.Stdout])
+	}
+	// Cancelling a terminal job changes nothing.
+	again, err := h.m.Cancel(context.Background(), "a", info.ID)
+	if err != nil || again.State != StateKilled || p.kills.Load() != 1 {
+		t.Fatalf("second cancel: %+v %v, %d kills", again, err, p.kills.Load())
+	}
+	if h.m.AdmissionStatus().Halted {
+		t.Fatal("a proven kill halted admission")
+	}
+}
+
+// TestCancelWaitsForProofEvenIfTheShellExits: the shell ending during the
+// kill does not make the job terminal; only the kill's proof does.
+func TestCancelWaitsForProofEvenIfTheShellExits(t *testing.T) {
+	h := newHarness(t, Limits{})
+	gate := make(chan struct{})
+	info, p := h.start("a", func(p *fakeProc) { p.killGate = gate })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.m.Cancel(ctx, "a", info.ID)
+	<-p.killStarted
+	p.exit(backend.ExitStatus{Code: 143, Signal: "SIGTERM"}, nil)
+	eventually(t, "the waiter", func() bool {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		return h.m.jobs[info.ID].waitDone
+	})
+	if st := h.poll("a", info.ID, "", 0).Job.State; st != StateCancelling {
+		t.Fatalf("state %s before the proof", st)
+	}
+	close(gate)
+	if got := h.waitDone(info.ID); got.State != StateKilled || got.Result.Signal != "SIGTERM" {
+		t.Fatalf("%+v %+v", got, got.Result)
+	}
+}
+
+// TestCancelReturnsWhenCtxEnds: a slow kill does not hold the caller.
+func TestCancelReturnsWhenCtxEnds(t *testing.T) {
+	h := newHarness(t, Limits{})
+	gate := make(chan struct{})
+	info, _ := h.start("a", func(p *fakeProc) { p.killGate = gate })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	ci, err := h.m.Cancel(ctx, "a", info.ID)
+	if err != nil || ci.State != StateCancelling {
+		t.Fatalf("%+v %v", ci, err)
+	}
+	close(gate)
+	if got := h.waitDone(info.ID); got.State != StateKilled {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func TestCancelProofLost(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		killErr error
+	}{
+		{"ErrProofLost", fmt.Errorf("cgroup.kill: descendants remain: %w", backend.ErrProofLost)},
+		{"other error", errors.New("runc: exit status 1")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Limits{})
+			bystander, bp := h.start("b", nil)
+			info, _ := h.start("a", func(p *fakeProc) { p.killErr = tc.killErr })
+
+			ci, err := h.m.Cancel(context.Background(), "a", info.ID)
+			if err != nil || ci.State != StateFailed || ci.Result == nil || ci.Result.Killed ||
+				!strings.Contains(ci.Result.Error, tc.killErr.Error()) || !strings.Contains(ci.Result.Error, "could not prove") {
+				t.Fatalf("%+v %+v %v", ci, ci.Result, err)
+			}
+			// Admission stops for everyone, saying why but not whose job.
+			_, _, err = h.tryStart("c", nil)
+			var he *HaltedError
+			if !errors.As(err, &he) || !errors.Is(err, ErrAdmissionHalted) || !errors.Is(err, backend.ErrProofLost) {
+				t.Fatalf("Start while halted: %v", err)
+			}
+			if !strings.Contains(err.Error(), "could not prove") || strings.Contains(err.Error(), info.ID) || strings.Contains(err.Error(), "sb-a") {
+				t.Fatalf("halt message: %s", err)
+			}
+			st := h.m.AdmissionStatus()
+			if !st.Halted || st.JobID != info.ID || st.Tenant != "a" || st.SandboxID != "sb-a" || !strings.Contains(st.Reason, tc.killErr.Error()) {
+				t.Fatalf("admission status %+v", st)
+			}
+			if !h.m.Stats().AdmissionHalted {
+				t.Fatal("stats do not show the halt")
+			}
+			// Running work is untouched; polls still work.
+			if r := h.poll("b", bystander.ID, "", 0); r.Job.State != StateRunning || bp.kills.Load() != 0 {
+				t.Fatal("the halt touched another job")
+			}
+			// Only an explicit reset resumes admission.
+			if prev := h.m.ResumeAdmission(); prev.JobID != info.ID {
+				t.Fatalf("ResumeAdmission returned %+v", prev)
+			}
+			h.start("c", nil)
+		})
+	}
+}
+
+func TestKillDrain(t *testing.T) {
+	// The kill is proven but the backend never finishes delivering output:
+	// after KillDrain the job is killed anyway, with a caveat.
+	h := newHarness(t, Limits{})
+	info, _ := h.start("a", func(p *fakeProc) { p.keepRunningOnKill = true })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.m.Cancel(ctx, "a", info.ID)
+	eventually(t, "the kill", func() bool {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		return h.m.jobs[info.ID].killProven
+	})
+	if st := h.poll("a", info.ID, "", 0).Job.State; st != StateCancelling {
+		t.Fatalf("state %s before the drain timeout", st)
+	}
+	h.clock.Advance(DefaultKillDrain)
+	got := h.waitDone(info.ID)
+	if got.State != StateKilled || !got.Result.Killed || !strings.Contains(got.Result.Error, "output may be missing") {
+		t.Fatalf("%+v %+v", got, got.Result)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	h := newHarness(t, Limits{})
+	info, p := h.start("a", nil, WithTimeout(10*time.Second))
+	h.clock.Advance(9 * time.Second)
+	if p.kills.Load() != 0 {
+		t.Fatal("killed early")
+	}
+	h.clock.Advance(time.Second)
+	got := h.waitDone(info.ID)
+	if got.State != StateTimedOut || !got.Result.TimedOut || !got.Result.Killed || p.kills.Load() != 1 {
+		t.Fatalf("%+v %+v", got, got.Result)
+	}
+
+	// A job that ends first is not killed later.
+	info, p = h.start("a", nil, WithTimeout(10*time.Second))
+	h.finish(info.ID, p, 0)
+	h.clock.Advance(time.Minute)
+	if p.kills.Load() != 0 {
+		t.Fatal("timeout fired after the job ended")
+	}
+
+	// A timeout whose kill is not proven halts admission like a cancel.
+	info, _ = h.start("a", func(p *fakeProc) { p.killErr = backend.ErrProofLost }, WithTimeout(time.Second))
+	h.clock.Advance(time.Second)
+	if got := h.waitDone(info.ID); got.State != StateFailed {
+		t.Fatalf("%+v", got)
+	}
+	if !h.m.AdmissionStatus().Halted {
+		t.Fatal("not halted")
+	}
+}
+
+func TestWaitError(t *testing.T) {
+	h := newHarness(t, Limits{})
+	info, p := h.start("a", nil)
+	p.exit(backend.ExitStatus{}, errors.New("lost the shim"))
+	got := h.waitDone(info.ID)
+	if got.State != StateFailed || !strings.Contains(got.Result.Error, "lost the shim") || got.Result.ExitCode != -1 {
+		t.Fatalf("%+v %+v", got, got.Result)
+	}
+}
+
+func TestClose(t *testing.T) {
+	t.Run("kills active jobs", func(t *testing.T) {
+		clock := newFakeClock()
+		m, err := New(Limits{}, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &harness{t: t, m: m, clock: clock}
+		a, pa := h.start("a", nil)
+		b, pb := h.start("b", nil)
+		c, pc := h.start("c", nil)
+		h.finish(c.ID, pc, 0)
+		if err := m.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			id string
+			p  *fakeProc
+		}{{a.ID, pa}, {b.ID, pb}} {
+			if tc.p.kills.Load() != 1 || m.jobs[tc.id].state != StateKilled {
+				t.Fatalf("job %s: %d kills, state %s", tc.id, tc.p.kills.Load(), m.jobs[tc.id].state)
+			}
+		}
+		if pc.kills.Load() != 0 {
+			t.Fatal("a terminal job was killed")
+		}
+		if _, _, err := h.tryStart("a", nil); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Start after Close: %v", err)
+		}
+		if _, err := m.Poll(context.Background(), "a", a.ID, "", 0, 0); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Poll after Close: %v", err)
+		}
+		if err := m.Close(context.Background()); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		if n := clock.pending(); n != 0 {
+			t.Fatalf("%d timers left", n)
+		}
+	})
+	t.Run("abandons when ctx ends", func(t *testing.T) {
+		m, err := New(Limits{}, newFakeClock())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &harness{t: t, m: m}
+		info, _ := h.start("a", func(p *fakeProc) { p.killGate = make(chan struct{}) }) // a kill that hangs
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		err = m.Close(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close: %v", err)
+		}
+		// Every goroutine is gone: the job ended as failed, without
+		// halting admission (the kill was abandoned, not disproven).
+		if st := m.jobs[info.ID].state; st != StateFailed || m.halt != nil {
+			t.Fatalf("state %s, halt %+v", st, m.halt)
+		}
+	})
+	t.Run("reports kills that failed", func(t *testing.T) {
+		m, err := New(Limits{}, newFakeClock())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &harness{t: t, m: m}
+		h.start("a", func(p *fakeProc) { p.killErr = backend.ErrProofLost })
+		if err := m.Close(context.Background()); !errors.Is(err, backend.ErrProofLost) {
+			t.Fatalf("Close: %v", err)
+		}
+	})
+	t.Run("kills a job that was starting", func(t *testing.T) {
+		m, err := New(Limits{}, newFakeClock())
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		var p *fakeProc
+		startErr := make(chan error, 1)
+		go func() {
+			_, err := m.Start(context.Background(), "a", "sb", func(s backend.Sink) (backend.Process, error) {
+				<-release
+				p = newFakeProc(s)
+				return p, nil
+			})
+			startErr <- err
+		}()
+		eventually(t, "the start to be admitted", func() bool { return m.Stats().Active == 1 })
+		closed := make(chan error, 1)
+		go func() { closed <- m.Close(context.Background()) }()
+		eventually(t, "close to begin", func() bool {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.closed
+		})
+		close(release)
+		if err := <-startErr; !errors.Is(err, ErrClosed) {
+			t.Fatalf("Start: %v", err)
+		}
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		if p.kills.Load() != 1 {
+			t.Fatal("the started process was not killed")
+		}
+	})
+}
+
+func TestStats(t *testing.T) {
+	h := newHarness(t, Limits{RingBytes: 100, ChunkBytes: 10})
+	info, p := h.start("a", nil)
+	h.start("a", nil)
+	for i := 0; i < 15; i++ {
+		p.sink.Write(backend.Stream(1+i%2), []byte("0123456789"))
+	}
+	h.finish(info.ID, p, 0)
+	p.sink.Write(backend.Stdout, []byte("late")) // after the end: discarded
+	s := h.m.Stats()
+	want := Stats{Active: 1, Retained: 2, Started: 2, OutputBytes: 150, DroppedBytes: 50, Evictions: 5, DiscardedBytes: 4}
+	if s != want {
+		t.Fatalf("stats %+v\nwant %+v", s, want)
+	}
+}

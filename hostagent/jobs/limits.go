@@ -1,0 +1,137 @@
+package jobs
+
+import (
+	"fmt"
+	"time"
+)
+
+// Limits bounds the manager. The zero value of a field means its default.
+type Limits struct {
+	// ActivePerTenant and ActivePerAgent bound running and cancelling jobs.
+	ActivePerTenant int
+	ActivePerAgent  int
+	// RetainedPerTenant and RetainedPerAgent bound jobs that exist in the
+	// manager at all: active ones and terminal ones not yet recycled.
+	RetainedPerTenant int
+	RetainedPerAgent  int
+
+	// RingBytes and RingChunks bound the output kept per job.
+	RingBytes  int
+	RingChunks int
+	// ChunkBytes is the largest chunk: small writes to one stream are
+	// coalesced up to it and larger writes split at it. Keeping it well below
+	// RingBytes makes eviction fine-grained.
+	ChunkBytes int
+
+	// TerminalTTL is how long a terminal job is kept without being polled.
+	TerminalTTL time.Duration
+	// SweepInterval is how often expired and acknowledged jobs are recycled
+	// in the background, releasing their rings.
+	SweepInterval time.Duration
+
+	// DefaultPollBytes is a poll's page size when the caller names none;
+	// MaxPollBytes caps what a caller may ask for.
+	DefaultPollBytes int
+	MaxPollBytes     int
+	// MaxPollWait caps a long poll.
+	MaxPollWait time.Duration
+
+	// KillDrain is how long, after Kill proved the tree dead, the manager
+	// waits for the backend to deliver the remaining output before it
+	// stops waiting and reports the job killed with possibly incomplete
+	// output. It bounds how long a job can stay "cancelling" after a
+	// successful kill.
+	KillDrain time.Duration
+}
+
+// Defaults from DESIGN.md section 4, and the manager's own choices for the
+// bounds the design leaves open.
+const (
+	DefaultActivePerTenant   = 8
+	DefaultActivePerAgent    = 32
+	DefaultRetainedPerTenant = 8
+	DefaultRetainedPerAgent  = 64
+	DefaultRingBytes         = 4 << 20
+	DefaultRingChunks        = 1024
+	DefaultChunkBytes        = 64 << 10
+	DefaultTerminalTTL       = time.Hour
+	DefaultSweepInterval     = time.Minute
+	DefaultPollBytes         = 1 << 20
+	DefaultMaxPollBytes      = 4 << 20
+	DefaultMaxPollWait       = 30 * time.Second
+	DefaultKillDrain         = 10 * time.Second
+)
+
+// DefaultLimits returns the defaults.
+func DefaultLimits() Limits {
+	return Limits{}.withDefaults()
+}
+
+func (l Limits) withDefaults() Limits {
+	setInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setInt(&l.ActivePerTenant, DefaultActivePerTenant)
+	setInt(&l.ActivePerAgent, DefaultActivePerAgent)
+	setInt(&l.RetainedPerTenant, DefaultRetainedPerTenant)
+	setInt(&l.RetainedPerAgent, DefaultRetainedPerAgent)
+	setInt(&l.RingBytes, DefaultRingBytes)
+	setInt(&l.RingChunks, DefaultRingChunks)
+	// A ring smaller than the default chunk gets chunks no larger than itself.
+	setInt(&l.ChunkBytes, min(DefaultChunkBytes, l.RingBytes))
+	setDur(&l.TerminalTTL, DefaultTerminalTTL)
+	setDur(&l.SweepInterval, DefaultSweepInterval)
+	setInt(&l.MaxPollBytes, DefaultMaxPollBytes)
+	setInt(&l.DefaultPollBytes, min(DefaultPollBytes, l.MaxPollBytes))
+	setDur(&l.MaxPollWait, DefaultMaxPollWait)
+	setDur(&l.KillDrain, DefaultKillDrain)
+	return l
+}
+
+// maxRingBytes keeps ring positions and chunk sizes far from int overflow on
+// any platform.
+const maxRingBytes = 1 << 30
+
+func (l Limits) validate() error {
+	pos := []struct {
+		name string
+		v    int64
+	}{
+		{"ActivePerTenant", int64(l.ActivePerTenant)},
+		{"ActivePerAgent", int64(l.ActivePerAgent)},
+		{"RetainedPerTenant", int64(l.RetainedPerTenant)},
+		{"RetainedPerAgent", int64(l.RetainedPerAgent)},
+		{"RingBytes", int64(l.RingBytes)},
+		{"RingChunks", int64(l.RingChunks)},
+		{"ChunkBytes", int64(l.ChunkBytes)},
+		{"TerminalTTL", int64(l.TerminalTTL)},
+		{"SweepInterval", int64(l.SweepInterval)},
+		{"DefaultPollBytes", int64(l.DefaultPollBytes)},
+		{"MaxPollBytes", int64(l.MaxPollBytes)},
+		{"MaxPollWait", int64(l.MaxPollWait)},
+		{"KillDrain", int64(l.KillDrain)},
+	}
+	for _, f := range pos {
+		if f.v <= 0 {
+			return fmt.Errorf("jobs: limit %s must be positive, got %d", f.name, f.v)
+		}
+	}
+	switch {
+	case l.RingBytes > maxRingBytes:
+		return fmt.Errorf("jobs: RingBytes %d exceeds %d", l.RingBytes, maxRingBytes)
+	case l.ChunkBytes > l.RingBytes:
+		return fmt.Errorf("jobs: ChunkBytes %d exceeds RingBytes %d", l.ChunkBytes, l.RingBytes)
+	case l.DefaultPollBytes > l.MaxPollBytes:
+		return fmt.Errorf("jobs: DefaultPollBytes %d exceeds MaxPollBytes %d", l.DefaultPollBytes, l.MaxPollBytes)
+	case l.MaxPollBytes > maxRingBytes:
+		return fmt.Errorf("jobs: MaxPollBytes %d exceeds %d", l.MaxPollBytes, maxRingBytes)
+	}
+	return nil
+}

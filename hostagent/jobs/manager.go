@@ -1,0 +1,735 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+// Manager runs the jobs of one host agent (one backend). It is safe for
+// concurrent use.
+//
+// One mutex guards all of its state, including the rings: every bound is
+// checked and applied in the same critical section as the change it bounds.
+// Critical sections are short and bounded: a Sink write copies at most
+// RingBytes+ChunkBytes bytes, a poll at most MaxPollBytes; backend calls
+// (start, Wait, Kill) are never made with the lock held.
+type Manager struct {
+	limits Limits
+	clock  Clock
+
+	// ctx is the parent of every Wait and Kill the manager makes; Close
+	// cancels it to abandon them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg counts the goroutines the manager owns (waiters and killers) and
+	// Start calls in progress; Close waits for it.
+	wg sync.WaitGroup
+
+	mu               sync.Mutex
+	jobs             map[string]*job
+	activeByTenant   map[string]int
+	retainedByTenant map[string]int
+	active           int
+	halt             *AdmissionStatus
+	haltCause        error
+	closed           bool
+	sweeper          Timer
+	stats            Stats
+}
+
+// job is one job's state, guarded by Manager.mu.
+type job struct {
+	id, tenant, sandbox string
+	state               State
+	// starting is true from admission until the start func returns; such a
+	// job holds capacity but is invisible to lookups.
+	starting bool
+	ring     ring
+
+	proc       backend.Process
+	waitCtx    context.Context
+	cancelWait context.CancelFunc
+	timeout    Timer
+	drain      Timer
+
+	// Kill bookkeeping: cause is why Kill was called, killing that it is in
+	// flight, killProven that it returned nil.
+	cause      killCause
+	killing    bool
+	killProven bool
+	killErr    error
+
+	waitDone bool
+	exit     backend.ExitStatus
+	waitErr  error
+
+	result    *Result
+	startedAt time.Time
+	endedAt   time.Time
+	lastPoll  time.Time
+
+	// doneSent: a poll has returned Done; acked: a later one acknowledged it.
+	doneSent bool
+	acked    bool
+
+	// notify is closed and cleared on any change, to wake long polls. It is
+	// allocated only when a poll waits, so writes without waiting pollers
+	// allocate nothing.
+	notify chan struct{}
+	// done is closed when the job turns terminal.
+	done chan struct{}
+}
+
+type killCause int
+
+const (
+	causeCancel killCause = iota + 1
+	causeTimeout
+	causeShutdown
+)
+
+// New returns a manager with the given limits (zero fields take their
+// defaults) and clock (nil means the wall clock). Close it to stop its
+// background work.
+func New(limits Limits, clock Clock) (*Manager, error) {
+	limits = limits.withDefaults()
+	if err := limits.validate(); err != nil {
+		return nil, err
+	}
+	if clock == nil {
+		clock = RealClock{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		limits:           limits,
+		clock:            clock,
+		ctx:              ctx,
+		cancel:           cancel,
+		jobs:             make(map[string]*job),
+		activeByTenant:   make(map[string]int),
+		retainedByTenant: make(map[string]int),
+	}
+	m.mu.Lock()
+	m.sweeper = clock.AfterFunc(limits.SweepInterval, m.sweepTick)
+	m.mu.Unlock()
+	return m, nil
+}
+
+// Limits returns the manager's effective limits.
+func (m *Manager) Limits() Limits { return m.limits }
+
+// Start admits a job for tenant in sandboxID and starts it with start. It
+// refuses with a *LimitError when a bound is hit and no capacity can be
+// freed, a *HaltedError while admission is halted, or ErrClosed. Admission
+// reserves the capacity before start is called, so concurrent Starts cannot
+// both take the last slot; if start fails the reservation is released and its
+// error returned. ctx bounds only the admission; start should close over
+// the context its own work needs.
+func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start StartFunc, opts ...StartOption) (JobInfo, error) {
+	if tenant == "" {
+		return JobInfo{}, errors.New("jobs: empty tenant")
+	}
+	if start == nil {
+		return JobInfo{}, errors.New("jobs: nil start func")
+	}
+	if err := ctx.Err(); err != nil {
+		return JobInfo{}, err
+	}
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+
+	m.mu.Lock()
+	if err := m.admitLocked(tenant); err != nil {
+		m.stats.Refused++
+		m.mu.Unlock()
+		return JobInfo{}, err
+	}
+	now := m.clock.Now()
+	j := &job{
+		id:        m.newIDLocked(),
+		tenant:    tenant,
+		sandbox:   sandboxID,
+		state:     StateRunning,
+		starting:  true,
+		ring:      newRing(m.limits.RingBytes, m.limits.RingChunks, m.limits.ChunkBytes),
+		startedAt: now,
+		lastPoll:  now,
+		done:      make(chan struct{}),
+	}
+	m.jobs[j.id] = j
+	m.activeByTenant[tenant]++
+	m.retainedByTenant[tenant]++
+	m.active++
+	m.wg.Add(1)
+	m.mu.Unlock()
+	defer m.wg.Done()
+
+	proc, err := m.callStart(start, &sink{m: m, j: j})
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil && proc == nil {
+		err = errors.New("start returned no process")
+	}
+	if err != nil {
+		m.active--
+		decr(m.activeByTenant, tenant)
+		decr(m.retainedByTenant, tenant)
+		delete(m.jobs, j.id)
+		m.stats.StartFailed++
+		return JobInfo{}, fmt.Errorf("starting job: %w", err)
+	}
+	j.starting = false
+	j.proc = proc
+	j.waitCtx, j.cancelWait = context.WithCancel(m.ctx)
+	m.stats.Started++
+	m.wg.Add(1)
+	go m.wait(j)
+	if o.timeout > 0 {
+		j.timeout = m.clock.AfterFunc(o.timeout, func() { m.timedOut(j) })
+	}
+	if m.closed {
+		// Close ran while the command was starting and could not kill it;
+		// the caller could not poll the job anyway.
+		m.beginKillLocked(j, causeShutdown)
+		return JobInfo{}, ErrClosed
+	}
+	return j.infoLocked(), nil
+}
+
+// callStart runs the start func, turning a panic into an error so that the
+// reservation is released.
+func (m *Manager) callStart(start StartFunc, s backend.Sink) (p backend.Process, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("start panicked: %v", r)
+		}
+	}()
+	return start(s)
+}
+
+func decr(counts map[string]int, k string) {
+	if counts[k] <= 1 {
+		delete(counts, k) // keep the maps as small as the live tenants
+		return
+	}
+	counts[k]--
+}
+
+// admitLocked is the admission check. Active bounds are checked first: their
+// advice (wait or cancel) is what helps when both are hit. Retained bounds
+// first try to free capacity by recycling acknowledged and expired jobs;
+// nothing active is ever touched.
+func (m *Manager) admitLocked(tenant string) error {
+	l := m.limits
+	switch {
+	case m.closed:
+		return ErrClosed
+	case m.halt != nil:
+		return &HaltedError{Since: m.halt.Since, Cause: m.haltCause}
+	case m.activeByTenant[tenant] >= l.ActivePerTenant:
+		return &LimitError{Bound: BoundActivePerTenant, Tenant: tenant, Count: m.activeByTenant[tenant], Limit: l.ActivePerTenant}
+	case m.active >= l.ActivePerAgent:
+		return &LimitError{Bound: BoundActivePerAgent, Tenant: tenant, Count: m.active, Limit: l.ActivePerAgent}
+	}
+	if m.retainedByTenant[tenant] >= l.RetainedPerTenant || len(m.jobs) >= l.RetainedPerAgent {
+		m.sweepLocked()
+	}
+	switch {
+	case m.retainedByTenant[tenant] >= l.RetainedPerTenant:
+		return &LimitError{Bound: BoundRetainedPerTenant, Tenant: tenant, Count: m.retainedByTenant[tenant], Limit: l.RetainedPerTenant, TTL: l.TerminalTTL}
+	case len(m.jobs) >= l.RetainedPerAgent:
+		return &LimitError{Bound: BoundRetainedPerAgent, Tenant: tenant, Count: len(m.jobs), Limit: l.RetainedPerAgent, TTL: l.TerminalTTL}
+	}
+	return nil
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newIDLocked returns "job_" and 128 random bits in lower-case base32. IDs are
+// unguessable, so knowing one proves it was handed out; the collision check
+// only guards the live map, since a repeat of a recycled ID is as likely as
+// guessing one.
+func (m *Manager) newIDLocked() string {
+	for {
+		var b [16]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes the program instead
+		id := "job_" + strings.ToLower(idEncoding.EncodeToString(b[:]))
+		if _, dup := m.jobs[id]; !dup {
+			return id
+		}
+	}
+}
+
+// sink is a job's backend.Sink.
+type sink struct {
+	m *Manager
+	j *job
+}
+
+// Write copies p into the job's ring. It never waits for a reader: the only
+// wait is the manager's mutex, whose holders do bounded work.
+func (s *sink) Write(stream backend.Stream, p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	m, j := s.m, s.j
+	m.mu.Lock()
+	if j.state.Terminal() {
+		m.stats.DiscardedBytes += uint64(len(p))
+		m.mu.Unlock()
+		return
+	}
+	b, c := j.ring.droppedBytes, j.ring.droppedChunks
+	j.ring.write(stream, p)
+	m.stats.OutputBytes += uint64(len(p))
+	m.stats.DroppedBytes += j.ring.droppedBytes - b
+	m.stats.Evictions += j.ring.droppedChunks - c
+	wakeLocked(j)
+	m.mu.Unlock()
+}
+
+func wakeLocked(j *job) {
+	if j.notify != nil {
+		close(j.notify)
+		j.notify = nil
+	}
+}
+
+// lookupLocked finds tenant's job. Unknown, starting, recycled, expired and
+// other tenants' jobs all give the same error.
+func (m *Manager) lookupLocked(tenant, id string) (*job, error) {
+	if m.closed {
+		return nil, ErrClosed
+	}
+	j := m.jobs[id]
+	if j == nil || j.starting || j.tenant != tenant {
+		return nil, notFound(id)
+	}
+	if m.expiredLocked(j, m.clock.Now()) {
+		m.recycleLocked(j)
+		return nil, notFound(id)
+	}
+	return j, nil
+}
+
+// expiredLocked is the TTL rule: a terminal job expires TerminalTTL after
+// the later of when it became terminal and when it was last polled.
+func (m *Manager) expiredLocked(j *job, now time.Time) bool {
+	if !j.state.Terminal() {
+		return false
+	}
+	last := j.endedAt
+	if j.lastPoll.After(last) {
+		last = j.lastPoll
+	}
+	return !now.Before(last.Add(m.limits.TerminalTTL))
+}
+
+// sweepLocked recycles every acknowledged or expired terminal job.
+func (m *Manager) sweepLocked() {
+	now := m.clock.Now()
+	for _, j := range m.jobs {
+		if j.state.Terminal() && (j.acked || m.expiredLocked(j, now)) {
+			m.recycleLocked(j)
+		}
+	}
+}
+
+func (m *Manager) sweepTick() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	m.sweepLocked()
+	m.sweeper = m.clock.AfterFunc(m.limits.SweepInterval, m.sweepTick)
+}
+
+func (m *Manager) recycleLocked(j *job) {
+	delete(m.jobs, j.id)
+	decr(m.retainedByTenant, j.tenant)
+	j.ring.release()
+	m.stats.Recycled++
+}
+
+// Poll returns tenant's job's output after cursor ("" for the start), at
+// most maxBytes of it (<= 0 means Limits.DefaultPollBytes; capped at
+// Limits.MaxPollBytes). When there is nothing new and the job is active, it
+// waits up to wait (capped at Limits.MaxPollWait) for output or a state
+// change; a wait that times out returns an empty page, not an error, while
+// ctx ending returns ctx's error.
+//
+// Errors: *NotFoundError (also for other tenants' jobs), *CursorError,
+// ErrClosed.
+func (m *Manager) Poll(ctx context.Context, tenant, jobID, cursorText string, maxBytes int, wait time.Duration) (PollResult, error) {
+	cur, err := parseCursor(cursorText)
+	if err != nil {
+		return PollResult{}, err
+	}
+	if maxBytes <= 0 {
+		maxBytes = m.limits.DefaultPollBytes
+	}
+	maxBytes = min(maxBytes, m.limits.MaxPollBytes)
+	wait = min(max(wait, 0), m.limits.MaxPollWait)
+
+	var waitCtx context.Context
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var seen State
+	for first := true; ; first = false {
+		j, err := m.lookupLocked(tenant, jobID)
+		if err != nil {
+			return PollResult{}, err
+		}
+		if first {
+			seen = j.state
+		}
+		res, err := m.pageLocked(j, cur, maxBytes)
+		if err != nil {
+			return PollResult{}, err
+		}
+		if len(res.Chunks) > 0 || res.Gap != nil || res.Done || j.state != seen || wait == 0 {
+			return res, nil
+		}
+		// Nothing new and the job is active: wait for a change. The timer
+		// runs on the manager's clock so that tests control it.
+		if waitCtx == nil {
+			var cancel context.CancelFunc
+			waitCtx, cancel = context.WithCancel(ctx)
+			t := m.clock.AfterFunc(wait, cancel)
+			defer t.Stop()
+			defer cancel()
+		}
+		if j.notify == nil {
+			j.notify = make(chan struct{})
+		}
+		ch := j.notify
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-waitCtx.Done():
+		}
+		m.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			return PollResult{}, err
+		}
+		if waitCtx.Err() != nil {
+			wait = 0 // timed out: one last look, then return whatever there is
+		}
+	}
+}
+
+// pageLocked builds one page and does the poll's bookkeeping: the poll time
+// (for the TTL), sealing, and acknowledgement.
+func (m *Manager) pageLocked(j *job, c cursor, maxBytes int) (PollResult, error) {
+	c, gap, err := j.ring.resolve(c)
+	if err != nil {
+		return PollResult{}, err
+	}
+	j.lastPoll = m.clock.Now()
+	chunks, next := j.ring.read(c, maxBytes)
+	res := PollResult{
+		Chunks:        chunks,
+		NextCursor:    next.String(),
+		Gap:           gap,
+		DroppedBytes:  j.ring.droppedBytes,
+		DroppedChunks: j.ring.droppedChunks,
+		Done:          j.state.Terminal() && next.seq == j.ring.nextSeq() && next.pos == j.ring.tail,
+	}
+	if res.Done {
+		// A page with nothing new, after a page that was already Done: the
+		// client has the final page.
+		if j.doneSent && len(chunks) == 0 && gap == nil {
+			j.acked = true
+		}
+		j.doneSent = true
+	}
+	res.Job = j.infoLocked()
+	return res, nil
+}
+
+// Cancel asks the backend to kill tenant's job. The job is "cancelling" at
+// once; Cancel then waits until it is terminal or ctx ends, and returns the
+// job's state at that moment (possibly still cancelling: the kill goes on in
+// the background). Cancelling a terminal job changes nothing and returns its
+// state. Errors: *NotFoundError (also for other tenants' jobs), ErrClosed.
+func (m *Manager) Cancel(ctx context.Context, tenant, jobID string) (JobInfo, error) {
+	m.mu.Lock()
+	j, err := m.lookupLocked(tenant, jobID)
+	if err != nil {
+		m.mu.Unlock()
+		return JobInfo{}, err
+	}
+	if j.state.Terminal() {
+		info := j.infoLocked()
+		m.mu.Unlock()
+		return info, nil
+	}
+	m.beginKillLocked(j, causeCancel)
+	m.mu.Unlock()
+
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return j.infoLocked(), nil
+}
+
+// timedOut is the job timeout's timer callback.
+func (m *Manager) timedOut(j *job) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if j.state == StateRunning {
+		m.beginKillLocked(j, causeTimeout)
+	}
+}
+
+// beginKillLocked moves a running job to cancelling and kills it in a
+// goroutine owned by the manager. A job already cancelling keeps its first
+// cause.
+func (m *Manager) beginKillLocked(j *job, cause killCause) {
+	if j.state != StateRunning || j.proc == nil {
+		return
+	}
+	j.state = StateCancelling
+	j.cause = cause
+	j.killing = true
+	wakeLocked(j)
+	m.wg.Add(1)
+	go m.kill(j)
+}
+
+// kill runs Process.Kill. Only a nil error turns the job killed; any error is
+// a failure to prove the tree dead (the interface allows no other), except
+// when Close abandoned the kill.
+func (m *Manager) kill(j *job) {
+	defer m.wg.Done()
+	err := j.proc.Kill(m.ctx)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j.killing = false
+	if j.state.Terminal() {
+		return
+	}
+	if err == nil {
+		j.killProven = true
+		if j.waitDone {
+			m.finishKilledLocked(j)
+			return
+		}
+		// The tree is dead; give the backend a bounded time to deliver the
+		// last output, then stop waiting (the waiter finishes the job).
+		j.drain = m.clock.AfterFunc(m.limits.KillDrain, j.cancelWait)
+		return
+	}
+	j.killErr = err
+	if m.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		m.finishLocked(j, StateFailed, &Result{
+			ExitCode: -1,
+			Error:    "the job manager shut down before the kill completed: " + err.Error(),
+			Duration: m.clock.Now().Sub(j.startedAt),
+		})
+		return
+	}
+	if !errors.Is(err, backend.ErrProofLost) {
+		err = fmt.Errorf("%w: %w", backend.ErrProofLost, err)
+	}
+	if m.halt == nil {
+		m.halt = &AdmissionStatus{
+			Halted:    true,
+			Reason:    fmt.Sprintf("killing job %s of tenant %s in sandbox %s: %v", j.id, j.tenant, j.sandbox, err),
+			Since:     m.clock.Now(),
+			JobID:     j.id,
+			Tenant:    j.tenant,
+			SandboxID: j.sandbox,
+		}
+		m.haltCause = err
+	}
+	m.finishLocked(j, StateFailed, &Result{
+		ExitCode: -1,
+		Error:    "the kill could not prove that the job's processes are gone, so some may still run in the sandbox: " + err.Error(),
+		Duration: m.clock.Now().Sub(j.startedAt),
+	})
+	// finishLocked cancelled the job's Wait: the process may live on, and
+	// the waiter must not wait for it.
+}
+
+// wait is the job's waiter goroutine: it ends when the process's Wait
+// returns, which the backend guarantees once the process has ended or the
+// job's wait context is cancelled (after a failed kill, a drain timeout, or
+// Close abandoning).
+func (m *Manager) wait(j *job) {
+	defer m.wg.Done()
+	st, err := j.proc.Wait(j.waitCtx)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j.waitDone, j.exit, j.waitErr = true, st, err
+	switch {
+	case j.state.Terminal():
+		// A failed kill already ended it.
+	case j.killProven:
+		m.finishKilledLocked(j)
+	case j.killing:
+		// The kill decides: the job is terminal only once it is proven.
+	case err != nil:
+		m.finishLocked(j, StateFailed, &Result{
+			ExitCode: -1,
+			Error:    "waiting for the command failed: " + err.Error(),
+			Duration: m.clock.Now().Sub(j.startedAt),
+		})
+	default:
+		m.finishLocked(j, StateExited, &Result{ExitCode: st.Code, Signal: st.Signal, Duration: st.Duration})
+	}
+}
+
+func (m *Manager) finishKilledLocked(j *job) {
+	state := StateKilled
+	if j.cause == causeTimeout {
+		state = StateTimedOut
+	}
+	r := &Result{ExitCode: j.exit.Code, Signal: j.exit.Signal, Killed: true, TimedOut: j.cause == causeTimeout, Duration: j.exit.Duration}
+	if j.waitErr != nil {
+		r.ExitCode, r.Signal = -1, ""
+		r.Duration = m.clock.Now().Sub(j.startedAt)
+		r.Error = fmt.Sprintf("the processes are proven dead, but the backend did not finish delivering output within %s; some output may be missing: %v",
+			m.limits.KillDrain, j.waitErr)
+	}
+	m.finishLocked(j, state, r)
+}
+
+// finishLocked turns j terminal: it releases its active capacity (it stays
+// retained until recycled), stops its timers and wakes its pollers.
+func (m *Manager) finishLocked(j *job, state State, r *Result) {
+	j.state = state
+	j.result = r
+	j.endedAt = m.clock.Now()
+	m.active--
+	decr(m.activeByTenant, j.tenant)
+	if j.timeout != nil {
+		j.timeout.Stop()
+	}
+	if j.drain != nil {
+		j.drain.Stop()
+	}
+	j.cancelWait()
+	close(j.done)
+	wakeLocked(j)
+}
+
+func (j *job) infoLocked() JobInfo {
+	info := JobInfo{
+		ID:        j.id,
+		Tenant:    j.tenant,
+		SandboxID: j.sandbox,
+		State:     j.state,
+		StartedAt: j.startedAt,
+		EndedAt:   j.endedAt,
+	}
+	if j.result != nil {
+		r := *j.result
+		info.Result = &r
+	}
+	return info
+}
+
+// Stats returns the current counters.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.Active = m.active
+	s.Retained = len(m.jobs)
+	s.AdmissionHalted = m.halt != nil
+	return s
+}
+
+// AdmissionStatus reports whether admission is halted, and why.
+func (m *Manager) AdmissionStatus() AdmissionStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.halt == nil {
+		return AdmissionStatus{}
+	}
+	return *m.halt
+}
+
+// ResumeAdmission lifts a halt, for an operator who has dealt with its cause
+// (for example destroyed the sandbox). It returns the status it cleared.
+func (m *Manager) ResumeAdmission() AdmissionStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var prev AdmissionStatus
+	if m.halt != nil {
+		prev = *m.halt
+	}
+	m.halt, m.haltCause = nil, nil
+	return prev
+}
+
+// Close stops the manager. It refuses new calls, kills every active job
+// (with proof, as a cancel would) and waits for the kills and the jobs'
+// waiters to end. If ctx ends first it abandons them: it cancels the
+// context of every outstanding Kill and Wait, waits for those calls to
+// return (backends must honor their context), and returns ctx's error; an
+// abandoned job's processes may live on in its sandbox. It also returns the
+// errors of kills that failed (a failed kill halts admission as usual, so
+// AdmissionStatus still tells). A second Close returns nil at once.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	if m.sweeper != nil {
+		m.sweeper.Stop()
+	}
+	var killed []*job
+	for _, j := range m.jobs {
+		if j.state == StateRunning && j.proc != nil {
+			m.beginKillLocked(j, causeShutdown)
+			killed = append(killed, j)
+		}
+		wakeLocked(j) // pollers see ErrClosed
+	}
+	m.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("jobs: abandoning jobs still ending at close: %w", ctx.Err()))
+		m.cancel()
+		<-done
+	}
+	m.cancel()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, j := range killed {
+		if j.killErr != nil {
+			errs = append(errs, fmt.Errorf("jobs: killing job %s: %w", j.id, j.killErr))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,154 @@
+package jobs
+
+import (
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+// State is a job's lifecycle state.
+type State string
+
+const (
+	// StateRunning: the command runs.
+	StateRunning State = "running"
+	// StateCancelling: Kill was called (cancel, timeout or shutdown) and has
+	// not yet proven the command's process tree dead.
+	StateCancelling State = "cancelling"
+	// StateExited: the command ended by itself; see Result.ExitCode and
+	// Result.Signal.
+	StateExited State = "exited"
+	// StateKilled: job_cancel (or shutdown) ended it and the backend proved
+	// its process tree dead.
+	StateKilled State = "killed"
+	// StateTimedOut: its timeout ended it, with the same proof as killed.
+	StateTimedOut State = "timed_out"
+	// StateFailed: the manager lost track of the command: Wait failed, or
+	// Kill could not prove the tree dead. Result.Error says which.
+	StateFailed State = "failed"
+)
+
+// Terminal reports whether the job has ended.
+func (s State) Terminal() bool {
+	return s != StateRunning && s != StateCancelling
+}
+
+// JobInfo describes a job.
+type JobInfo struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	SandboxID string    `json:"sandbox_id"`
+	State     State     `json:"state"`
+	StartedAt time.Time `json:"started_at"`
+	// EndedAt is when the job became terminal; zero while active.
+	EndedAt time.Time `json:"ended_at,omitzero"`
+	// Result is set once the job is terminal.
+	Result *Result `json:"result,omitempty"`
+}
+
+// Result is how a job ended.
+type Result struct {
+	// ExitCode is the shell's exit code, or -1 when it did not exit normally
+	// or the manager does not know.
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that ended the shell, if any.
+	Signal string `json:"signal,omitempty"`
+	// Killed is true when the job was ended by Kill (cancel, timeout or
+	// shutdown) and the backend proved its process tree dead.
+	Killed bool `json:"killed,omitempty"`
+	// TimedOut is true when the Kill was due to the job's timeout.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Error explains a failed job, or a caveat of a killed one (output the
+	// backend did not deliver in time).
+	Error string `json:"error,omitempty"`
+	// Duration is from start to end.
+	Duration time.Duration `json:"duration"`
+}
+
+// PollResult is one page of a job's output.
+type PollResult struct {
+	// Job is the job's state when the page was taken.
+	Job JobInfo
+	// Chunks are the output after the cursor, oldest first, at most the
+	// poll's byte budget in total.
+	Chunks []Chunk
+	// NextCursor is the cursor for the next poll.
+	NextCursor string
+	// Gap is set when output after the cursor was evicted before this poll.
+	Gap *Gap
+	// DroppedBytes and DroppedChunks count all output the job's ring has
+	// evicted so far, read or not.
+	DroppedBytes  uint64
+	DroppedChunks uint64
+	// Done is true when the job is terminal and this page reaches the end of
+	// its output: Job.Result is final and there is nothing more to read. A
+	// later poll with NextCursor acknowledges it.
+	Done bool
+}
+
+// EncodedChunks returns the page's chunks encoded for JSON.
+func (r PollResult) EncodedChunks() []EncodedChunk {
+	out := make([]EncodedChunk, len(r.Chunks))
+	for i, c := range r.Chunks {
+		out[i] = c.Encode()
+	}
+	return out
+}
+
+// Stats are counters for metrics. Counts are current values; the uint64
+// fields only grow.
+type Stats struct {
+	// Active and Retained are the jobs currently counted against the bounds.
+	Active   int
+	Retained int
+	// Started counts jobs admitted and started; Refused, Starts refused by
+	// admission (bounds, halt, closed); StartFailed, admitted jobs whose
+	// start func failed; Recycled, terminal jobs recycled.
+	Started     uint64
+	Refused     uint64
+	StartFailed uint64
+	Recycled    uint64
+	// OutputBytes counts bytes written by jobs into their rings.
+	OutputBytes uint64
+	// DroppedBytes and Evictions count bytes and chunks the rings evicted.
+	DroppedBytes uint64
+	Evictions    uint64
+	// DiscardedBytes counts output that arrived after its job was terminal
+	// (only possible when the manager stopped waiting for it) and was not
+	// kept.
+	DiscardedBytes uint64
+	// AdmissionHalted mirrors AdmissionStatus().Halted.
+	AdmissionHalted bool
+}
+
+// AdmissionStatus says whether the manager admits jobs; it is the source of a
+// node condition.
+type AdmissionStatus struct {
+	Halted bool
+	// Reason is the error that halted admission, for operators: it may name
+	// a tenant's job and sandbox.
+	Reason string
+	Since  time.Time
+	// JobID, Tenant and SandboxID identify the job whose kill was not proven.
+	JobID     string
+	Tenant    string
+	SandboxID string
+}
+
+// StartFunc starts a job's command with output going to sink, typically by
+// calling Backend.Exec. It is called without the manager's lock held.
+type StartFunc func(sink backend.Sink) (backend.Process, error)
+
+// StartOption modifies one Start.
+type StartOption func(*startOptions)
+
+type startOptions struct {
+	timeout time.Duration
+}
+
+// WithTimeout kills the job (with the same proof as a cancel) once d has
+// passed since its start func returned, and reports it timed_out. d <= 0
+// means no timeout.
+func WithTimeout(d time.Duration) StartOption {
+	return func(o *startOptions) { o.timeout = d }
+}
