@@ -8,6 +8,7 @@ declare -A want=(
 	[git]=git
 	[curl]=curl
 	[jq]=jq
+	[runc]=runc    # the oci backend's runtime
 )
 
 missing=()

@@ -1,0 +1,26 @@
+// Command playground-sandbox runs inside every oci sandbox: as the
+// container's PID 1 ("init") and as the per-command shepherd that init keeps
+// ready ("shepherd"). The host agent bind-mounts it read-only into the
+// container, so it must be static (CGO_ENABLED=0) and must not depend on
+// the sandbox's base filesystem. See package hostagent/guest.
+//
+//	playground-sandbox init [-spares N]
+//	playground-sandbox shepherd   (started by init only)
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	os.Exit(run(os.Args[1], os.Args[2:]))
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: playground-sandbox init [-spares N] | shepherd")
+	os.Exit(2)
+}

@@ -1,0 +1,37 @@
+// Package oci is the Linux sandbox backend: one persistent OCI container per
+// sandbox, run detached by runc from the distribution, with its state kept
+// under the agent's state directory so that the workspace (and the processes
+// in it) outlive the agent process.
+//
+// # Layout
+//
+//	<state>/runc/                   runc --root: container state (0700)
+//	<state>/bin/playground-sandbox-<hash>  the guest binary, by content
+//	<state>/sandboxes/<id>/         one sandbox (root:<its gid>, 0710)
+//	    sandbox.json                the Spec and the sandbox's ID-map slot
+//	    config.json                 the runc bundle, rewritten at each start
+//	    rootfs/                     read-only root: mount points and symlinks
+//	    etc/                        generated /etc (passwd, profile, hosts…)
+//	    home/ workspace/ tmp/       the persistent writable layer
+//	    pile/                       the append-only pile, at /pile
+//	    run/                        init's socket directory (container root, 0700)
+//	    init.log                    init's stderr, runc's errors
+//
+// # Execution
+//
+// The container's PID 1 is playground-sandbox (package hostagent/guest), which
+// keeps idle shepherds ready on a unix socket in run/. Exec connects to that
+// socket; no runc process is involved per command. See package guest for the
+// protocol, and docs/isolation.md for what the sandbox does and does not
+// isolate.
+//
+// # Deployment
+//
+// Containers are started with `runc run --detach` and reparent away from the
+// agent, so they survive the agent process. For them to survive the agent's
+// pod as well, the agent must run in the host's PID namespace (a container's
+// PID namespace is nested in its creator's and dies with it), with StateDir
+// on a host path, and with an absolute Options.CgroupParent outside the
+// pod's cgroup. One Backend per state directory at a time: lifecycle
+// operations are serialised within a Backend, not across processes.
+package oci

@@ -1,0 +1,283 @@
+//go:build linux
+
+package oci
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// maxSocketPath is the usable length of sun_path; longer socket paths are
+// reached through /proc/self/fd of their directory.
+const maxSocketPath = 107
+
+// Exec implements backend.Backend. It connects to the sandbox's init, whose
+// idle shepherd accepts the connection and runs the command; ctx bounds
+// only the start. The command runs until it ends or Kill is called; if the
+// agent's connection breaks, the shepherd kills the command's whole tree,
+// since nobody is left to collect its result.
+func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	login := true
+	switch req.Shell {
+	case backend.ShellLogin, "":
+	case backend.ShellClean:
+		login = false
+	default:
+		return nil, fmt.Errorf("oci: unknown shell mode %q", req.Shell)
+	}
+	if len(req.Command) > guest.MaxCommand {
+		return nil, fmt.Errorf("oci: command is %d bytes, more than %d", len(req.Command), guest.MaxCommand)
+	}
+	if len(req.Stdin) > guest.MaxStdin {
+		return nil, fmt.Errorf("oci: stdin is %d bytes, more than %d", len(req.Stdin), guest.MaxStdin)
+	}
+	if sink == nil {
+		sink = discardSink{}
+	}
+
+	// The whole request goes out in one write.
+	buf, err := guest.AppendJSONFrame(make([]byte, 0, 256+len(req.Command)+len(req.Stdin)+guest.HeaderSize*(2+len(req.Stdin)/guest.StdinChunk)),
+		guest.FrameStart, guest.StartRequest{Version: guest.ProtocolVersion, Command: req.Command, Login: login, Cwd: req.Cwd})
+	if err != nil {
+		return nil, err
+	}
+	for rest := req.Stdin; len(rest) > 0; {
+		n := min(len(rest), guest.StdinChunk)
+		buf = guest.AppendFrame(buf, guest.FrameStdin, rest[:n])
+		rest = rest[n:]
+	}
+	buf = guest.AppendFrame(buf, guest.FrameStdinEnd, nil)
+
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	life := b.lifeline(id)
+	conn, err := b.dial(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// Until the command runs, ctx bounds every read and write.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	fail := func(err error) (backend.Process, error) {
+		stop()
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, ctx.Err())
+		}
+		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
+	}
+	if _, err := conn.Write(buf); err != nil {
+		return fail(err)
+	}
+	fr := guest.NewFrameReader(bufio.NewReaderSize(conn, guest.OutputChunk+guest.HeaderSize))
+	t, payload, err := fr.ReadFrame()
+	if err != nil {
+		return fail(err)
+	}
+	switch t {
+	case guest.FrameStarted:
+	case guest.FrameError:
+		stop()
+		conn.Close()
+		return nil, fmt.Errorf("oci: sandbox %s: %s", id, payload)
+	default:
+		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
+	}
+	if !stop() {
+		// ctx ended while the shell was starting: it runs; kill it.
+		p := newProcess(conn, fr, sink, start, life)
+		kctx, cancel := context.WithTimeout(context.Background(), guest.ProofTimeout+5*time.Second)
+		defer cancel()
+		if kerr := p.Kill(kctx); kerr != nil {
+			return nil, fmt.Errorf("oci: starting command in sandbox %s: %w (and killing it: %w)", id, ctx.Err(), kerr)
+		}
+		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, ctx.Err())
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return newProcess(conn, fr, sink, start, life), nil
+}
+
+// dial connects to the sandbox's init.
+func (b *Backend) dial(ctx context.Context, id string) (*net.UnixConn, error) {
+	path := b.socketPath(id)
+	// The run directory belongs to the sandbox's root: never follow a
+	// symlink it may have put there to some socket of the host's.
+	if fi, err := os.Lstat(path); err != nil {
+		return nil, b.dialError(id, err)
+	} else if fi.Mode().Type() != os.ModeSocket {
+		return nil, fmt.Errorf("oci: sandbox %s: %s is not a socket", id, path)
+	}
+	if len(path) > maxSocketPath {
+		dir, err := os.Open(filepath.Dir(path))
+		if err != nil {
+			return nil, b.dialError(id, err)
+		}
+		defer dir.Close()
+		path = fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), guest.SocketName)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, b.dialError(id, err)
+	}
+	return c.(*net.UnixConn), nil
+}
+
+func (b *Backend) dialError(id string, err error) error {
+	if !fileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
+		return fmt.Errorf("oci: sandbox %s: %w", id, backend.ErrNotFound)
+	}
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("oci: sandbox %s: %w", id, backend.ErrNotRunning)
+	}
+	return fmt.Errorf("oci: sandbox %s: connecting to its init: %w", id, err)
+}
+
+// process is a command running under a shepherd. One goroutine per process
+// reads the connection; it ends when the shepherd ends the command (which
+// it always does: normal exit, Kill, or lost proof) and closes the
+// connection.
+type process struct {
+	conn  *net.UnixConn
+	sink  backend.Sink
+	start time.Time
+	life  *lifeline
+
+	done   chan struct{}
+	status backend.ExitStatus // valid after done
+	err    error              // valid after done
+
+	killOnce sync.Once
+	killErr  error
+}
+
+func newProcess(conn *net.UnixConn, fr *guest.FrameReader, sink backend.Sink, start time.Time, life *lifeline) *process {
+	p := &process{conn: conn, sink: sink, start: start, life: life, done: make(chan struct{})}
+	go p.read(fr)
+	return p
+}
+
+func (p *process) read(fr *guest.FrameReader) {
+	defer close(p.done)
+	defer p.conn.Close()
+	for {
+		t, payload, err := fr.ReadFrame()
+		if err != nil {
+			p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
+			p.err = p.connectionLost(err)
+			if p.err == nil {
+				p.status.Killed, p.status.Signal = true, "SIGKILL"
+			}
+			return
+		}
+		switch t {
+		case guest.FrameStdout:
+			p.sink.Write(backend.Stdout, payload)
+		case guest.FrameStderr:
+			p.sink.Write(backend.Stderr, payload)
+		case guest.FrameExit:
+			var e guest.Exit
+			if err := json.Unmarshal(payload, &e); err != nil {
+				p.err = fmt.Errorf("%w: bad Exit frame: %v", backend.ErrProofLost, err)
+				p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
+				return
+			}
+			p.status = exitStatus(e, time.Since(p.start))
+			return
+		case guest.FrameProofLost:
+			p.err = fmt.Errorf("%w: %s", backend.ErrProofLost, payload)
+			p.status = backend.ExitStatus{Code: -1, Killed: true, Duration: time.Since(p.start)}
+			return
+		default:
+			p.err = fmt.Errorf("%w: protocol error: unexpected %v frame", backend.ErrProofLost, t)
+			p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
+			return
+		}
+	}
+}
+
+// connectionLost explains a connection that broke without a result. If
+// Destroy is tearing the container down, the command died with it, and the
+// teardown's success is the proof; otherwise the proof is lost.
+func (p *process) connectionLost(err error) error {
+	if p.life.tearingDown.Load() {
+		<-p.life.ended // Destroy holds no lock we need; runc delete is bounded by its ctx
+		if p.life.err == nil {
+			return nil
+		}
+		return fmt.Errorf("%w: the sandbox's container could not be removed: %v", backend.ErrProofLost, p.life.err)
+	}
+	return fmt.Errorf("%w: the sandbox's shepherd went away without a result: %v", backend.ErrProofLost, err)
+}
+
+func exitStatus(e guest.Exit, d time.Duration) backend.ExitStatus {
+	s := backend.ExitStatus{Code: e.Code, Killed: e.Killed, Duration: d}
+	if e.Signal != 0 {
+		s.Code = -1
+		s.Signal = unix.SignalName(unix.Signal(e.Signal))
+		if s.Signal == "" {
+			s.Signal = fmt.Sprintf("signal %d", e.Signal)
+		}
+	}
+	return s
+}
+
+// Wait implements backend.Process.
+func (p *process) Wait(ctx context.Context) (backend.ExitStatus, error) {
+	select {
+	case <-p.done:
+		return p.status, p.err
+	case <-ctx.Done():
+		return backend.ExitStatus{}, ctx.Err()
+	}
+}
+
+// Kill implements backend.Process. It returns nil once the shepherd has
+// proven that no descendant of the command is left, or if the command had
+// already ended by itself (its background processes then belong to the
+// sandbox, like those of any finished command).
+func (p *process) Kill(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	p.killOnce.Do(func() {
+		stop := context.AfterFunc(ctx, func() { _ = p.conn.SetWriteDeadline(time.Now()) })
+		_, p.killErr = p.conn.Write(guest.AppendFrame(nil, guest.FrameKill, nil))
+		stop()
+	})
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		if p.killErr != nil {
+			return fmt.Errorf("%w: sending kill: %w", backend.ErrProofLost, p.killErr)
+		}
+		return fmt.Errorf("%w: no proof of cleanup yet: %w", backend.ErrProofLost, ctx.Err())
+	}
+}
+
+type discardSink struct{}
+
+func (discardSink) Write(backend.Stream, []byte) {}

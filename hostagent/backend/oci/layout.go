@@ -1,0 +1,430 @@
+//go:build linux
+
+package oci
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// sandbox is one sandbox's persisted definition.
+type sandbox struct {
+	dir  string
+	spec backend.Spec
+	// slot selects the sandbox's host ID range; it never changes, since
+	// the files of the writable layer are owned by IDs in that range.
+	slot int
+}
+
+// sandboxFile is the JSON form of a sandbox in <dir>/sandbox.json.
+type sandboxFile struct {
+	Spec backend.Spec `json:"spec"`
+	Slot int          `json:"slot"`
+}
+
+// idPattern bounds sandbox IDs to what is safe as a path element, a runc
+// container ID and a hostname.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+func validateID(id string) error {
+	if !idPattern.MatchString(id) || strings.Contains(id, "..") {
+		return fmt.Errorf("oci: invalid sandbox ID %q: want 1-63 of [A-Za-z0-9_.-], starting alphanumeric", id)
+	}
+	return nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func validateSpec(spec backend.Spec) error {
+	for _, e := range spec.LoginEnv {
+		if !envName.MatchString(e.Name) {
+			return fmt.Errorf("oci: login environment variable name %q is not a shell identifier", e.Name)
+		}
+		if strings.ContainsRune(e.Value, 0) {
+			return fmt.Errorf("oci: login environment variable %s contains a NUL byte", e.Name)
+		}
+	}
+	if strings.ContainsRune(spec.Persona, 0) || strings.ContainsRune(spec.LoginScript, 0) {
+		return errors.New("oci: persona and login script must not contain NUL bytes")
+	}
+	r := spec.Resources
+	if r.CPUMillis < 0 || r.MemoryBytes < 0 || r.PIDs < 0 {
+		return errors.New("oci: resources must not be negative")
+	}
+	if r.MemoryBytes > 0 && r.MemoryBytes < 32<<20 {
+		return fmt.Errorf("oci: memory limit %d is below the 32 MiB a sandbox's init needs", r.MemoryBytes)
+	}
+	if r.PIDs > 0 && r.PIDs < 16 {
+		return fmt.Errorf("oci: pids limit %d is below the 16 a sandbox's init and shepherds need", r.PIDs)
+	}
+	return nil
+}
+
+// load reads a sandbox's definition; ErrNotFound if it was never
+// provisioned (or was destroyed).
+func (b *Backend) load(id string) (*sandbox, error) {
+	dir := b.sandboxDir(id)
+	data, err := os.ReadFile(filepath.Join(dir, "sandbox.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("oci: sandbox %s: %w", id, backend.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var f sandboxFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("oci: sandbox %s: %w", id, err)
+	}
+	if f.Spec.ID != id || f.Slot < 0 || f.Slot >= b.opts.IDMapSlots {
+		return nil, fmt.Errorf("oci: sandbox %s: inconsistent sandbox.json", id)
+	}
+	return &sandbox{dir: dir, spec: f.Spec, slot: f.Slot}, nil
+}
+
+// allocate records a new sandbox with a free ID-map slot. The slot search
+// starts from a hash of the ID, so that agents with distinct state
+// directories on one host rarely collide. b.mu is held until sandbox.json
+// is written, so concurrent provisions never pick the same slot.
+func (b *Backend) allocate(spec backend.Spec) (*sandbox, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	slot, err := b.freeSlot(spec.ID)
+	if err != nil {
+		return nil, err
+	}
+	sb := &sandbox{dir: b.sandboxDir(spec.ID), spec: spec, slot: slot}
+	if err := os.Mkdir(sb.dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(sb.dir, "sandbox.json"), sandboxFile{Spec: spec, Slot: slot}, 0o600); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// freeSlot picks an ID-map slot no other sandbox of this state directory
+// uses. The caller holds b.mu.
+func (b *Backend) freeSlot(id string) (int, error) {
+	used := make(map[int]bool)
+	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		if e.Name() == id {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(b.opts.StateDir, "sandboxes", e.Name(), "sandbox.json"))
+		if err != nil {
+			continue
+		}
+		var f sandboxFile
+		if json.Unmarshal(data, &f) == nil {
+			used[f.Slot] = true
+		}
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	n := b.opts.IDMapSlots
+	start := int(h.Sum32() % uint32(n))
+	for i := 0; i < n; i++ {
+		if s := (start + i) % n; !used[s] {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("oci: all %d ID-map slots are in use", n)
+}
+
+func (b *Backend) hostIDs(sb *sandbox) (root, tenant int) {
+	base := int(b.opts.IDMapBase) + sb.slot*idMapSize
+	return base, base + guest.TenantUID
+}
+
+// prepare creates or refreshes everything of sb on disk except the runc
+// config: the directory skeleton, read-only root of mount points, generated
+// /etc, the writable layer and the pile. Existing tenant files are kept.
+func (b *Backend) prepare(sb *sandbox) error {
+	hostRoot, hostTenant := b.hostIDs(sb)
+	dir := sb.dir
+	// Only the sandbox's own root (by group) may traverse its directory.
+	if err := ensureDir(dir, 0o710, 0, hostRoot); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, "sandbox.json"), sandboxFile{Spec: sb.spec, Slot: sb.slot}, 0o600); err != nil {
+		return err
+	}
+	if err := b.prepareRootfs(dir); err != nil {
+		return err
+	}
+	if err := b.prepareEtc(sb); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name     string
+		mode     os.FileMode
+		uid, gid int
+	}{
+		{"home", 0o755, hostTenant, hostTenant},
+		{"workspace", 0o755, hostTenant, hostTenant},
+		{"tmp", 0o1777, hostRoot, hostRoot},
+	} {
+		p := filepath.Join(dir, d.name)
+		if fileExists(p) {
+			// The tenant may have changed modes of its own directories;
+			// only ownership is ours to keep right.
+			if err := os.Lchown(p, d.uid, d.gid); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := ensureDir(p, d.mode, d.uid, d.gid); err != nil {
+			return err
+		}
+	}
+	// init's socket directory: the sandbox's root only, never the tenant.
+	if err := ensureDir(filepath.Join(dir, "run"), 0o700, hostRoot, hostRoot); err != nil {
+		return err
+	}
+	return b.preparePile(sb)
+}
+
+// prepareRootfs creates the read-only root: mount points and the symlinks
+// of merged-/usr systems. Nothing in it is writable by the sandbox.
+func (b *Backend) prepareRootfs(dir string) error {
+	rootfs := filepath.Join(dir, "rootfs")
+	if err := ensureDir(rootfs, 0o755, 0, 0); err != nil {
+		return err
+	}
+	dirs := []string{"proc", "dev", "sys", "etc", "run", "tmp", "var", "home", guest.TenantHome, guest.Workspace, guest.PileDir, guest.Dir, guest.RunDir, filepath.Dir(guest.Binary)}
+	dirs = append(dirs, b.baseDirs...)
+	for _, d := range dirs {
+		if err := ensureDir(filepath.Join(rootfs, d), 0o755, 0, 0); err != nil {
+			return err
+		}
+	}
+	if err := ensureFile(filepath.Join(rootfs, guest.Binary), 0o644); err != nil {
+		return err
+	}
+	links := map[string]string{"var/tmp": "/tmp"}
+	for d, target := range b.baseLinks {
+		links[strings.TrimPrefix(d, "/")] = target
+	}
+	for name, target := range links {
+		p := filepath.Join(rootfs, name)
+		if cur, err := os.Readlink(p); err == nil && cur == target {
+			continue
+		}
+		_ = os.Remove(p)
+		if err := os.Symlink(target, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareEtc generates the sandbox's /etc: identities, name resolution and
+// the login profile, plus mount points for the host entries in EtcFiles.
+func (b *Backend) prepareEtc(sb *sandbox) error {
+	etc := filepath.Join(sb.dir, "etc")
+	if err := ensureDir(etc, 0o755, 0, 0); err != nil {
+		return err
+	}
+	u, g, home := guest.TenantUID, guest.TenantGID, guest.TenantHome
+	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + hostname(sb.spec.ID) + "\n"
+	resolv := "# No network: this sandbox has only a loopback interface.\n"
+	if b.opts.Network == NetworkHost {
+		if data, err := os.ReadFile(filepath.Join(b.opts.BaseRoot, "etc", "resolv.conf")); err == nil {
+			resolv = string(data)
+		}
+	}
+	files := map[string]string{
+		"passwd": fmt.Sprintf("root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n%s:x:%d:%d:%s:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			guest.TenantUser, u, g, guest.TenantUser, home),
+		"group":         fmt.Sprintf("root:x:0:\ntty:x:5:\n%s:x:%d:\nnogroup:x:65534:\n", guest.TenantUser, g),
+		"hosts":         hosts,
+		"hostname":      hostname(sb.spec.ID) + "\n",
+		"resolv.conf":   resolv,
+		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
+		"profile":       loginProfile(sb.spec),
+	}
+	for name, content := range files {
+		if err := writeFileAtomic(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, e := range b.etcBinds {
+		src := filepath.Join(b.opts.BaseRoot, "etc", e)
+		dst := filepath.Join(etc, e)
+		fi, err := os.Stat(src)
+		if err != nil {
+			continue
+		}
+		if err := ensureDir(filepath.Dir(dst), 0o755, 0, 0); err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			err = ensureDir(dst, 0o755, 0, 0)
+		} else {
+			err = ensureFile(dst, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loginProfile renders /etc/profile, which login shells (sh -l) read: the
+// tenant's login variables and PERSONA, exported with single quotes so any
+// byte but NUL survives, then the login script. ~/.profile runs after it.
+func loginProfile(spec backend.Spec) string {
+	var p strings.Builder
+	p.WriteString("# Generated by the playground agent: the tenant's login profile.\n")
+	p.WriteString("export PERSONA=" + shellQuote(spec.Persona) + "\n")
+	for _, e := range spec.LoginEnv {
+		p.WriteString("export " + e.Name + "=" + shellQuote(e.Value) + "\n")
+	}
+	if spec.LoginScript != "" {
+		p.WriteString("# Login script.\n")
+		p.WriteString(spec.LoginScript)
+		if !strings.HasSuffix(spec.LoginScript, "\n") {
+			p.WriteString("\n")
+		}
+	}
+	return p.String()
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// removeSandboxDir deletes a sandbox's files; with keepPile the pile stays
+// (flags and all) at PileDir.
+func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
+	dir := b.sandboxDir(id)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if e.Name() == "pile" {
+			if keepPile {
+				continue
+			}
+			if err := clearAppendOnly(p); err != nil {
+				return fmt.Errorf("oci: clearing the pile's append-only flags: %w", err)
+			}
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	if keepPile && fileExists(filepath.Join(dir, "pile")) {
+		return nil
+	}
+	return os.Remove(dir)
+}
+
+// cgroupDefaults picks the cgroup parent and whether memory+swap can be
+// limited (v1 needs swap accounting for memory.memsw.*).
+func cgroupDefaults(opts Options) (parent string, swap bool) {
+	unifiedOnly := fileExists("/sys/fs/cgroup/cgroup.controllers")
+	swap = unifiedOnly || fileExists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
+	if opts.CgroupParent != "" {
+		return opts.CgroupParent, swap
+	}
+	h := sha256.Sum256([]byte(opts.StateDir))
+	name := "playground/" + hex.EncodeToString(h[:])[:12]
+	if unifiedOnly {
+		return "/" + name, swap
+	}
+	return name, swap
+}
+
+// ensureDir creates p (if missing) and sets its mode and owner.
+func ensureDir(p string, mode os.FileMode, uid, gid int) error {
+	if err := os.Mkdir(p, mode); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := os.Lchown(p, uid, gid); err != nil {
+		return err
+	}
+	return os.Chmod(p, mode)
+}
+
+// ensureFile creates an empty file (a mount point) if p is missing.
+func ensureFile(p string, mode os.FileMode) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDONLY, mode)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func writeJSON(path string, v any, mode os.FileMode) error {
+	data, err := json.MarshalIndent(v, "", "\t")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(data, '\n'), mode)
+}
+
+// writeFileAtomic replaces path by rename, so readers (and bind mounts of
+// the containing directory) see the old or the new content, never a mix.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if cur, err := os.ReadFile(path); err == nil && string(cur) == string(data) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// tail returns the end of a log file for error messages.
+func tail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "(no log)"
+	}
+	defer f.Close()
+	const max = 2048
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		_, _ = f.Seek(-max, io.SeekEnd)
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, max))
+	return strings.TrimSpace(string(data))
+}

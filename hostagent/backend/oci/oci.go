@@ -1,0 +1,607 @@
+//go:build linux
+
+package oci
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// Network selects a sandbox's networking.
+type Network string
+
+const (
+	// NetworkNone gives each sandbox its own network namespace with only a
+	// loopback interface: no route anywhere, not even to the node.
+	NetworkNone Network = "none"
+	// NetworkHost shares the node's network namespace: the sandbox reaches
+	// whatever the node reaches and can bind the node's ports. Use it only
+	// where that is acceptable (see docs/isolation.md).
+	NetworkHost Network = "host"
+)
+
+// GuestBinaryName is the file name of the in-sandbox binary
+// (cmd/playground-sandbox), looked up next to the agent's executable.
+const GuestBinaryName = "playground-sandbox"
+
+// Options configure a Backend. Only StateDir is required.
+type Options struct {
+	// StateDir holds every sandbox, runc's state and the installed guest
+	// binary. It must be an absolute path whose ancestors are searchable by
+	// others (mode o+x): the sandbox's unprivileged root traverses it to
+	// reach its bundle. Distinct state directories never see each other's
+	// sandboxes (tests use that to stand in for several nodes).
+	StateDir string
+	// Runtime is the OCI runtime binary; default "runc" from PATH.
+	Runtime string
+	// GuestBinary is the static playground-sandbox binary to install into
+	// sandboxes. Default: GuestBinaryName next to the running executable
+	// (the agent image ships both in one directory), else from PATH. Tests
+	// build it and pass its path. It is copied into StateDir by content
+	// hash, so running sandboxes keep the binary they started with.
+	GuestBinary string
+	// BaseRoot is the directory whose system directories form the
+	// sandbox's read-only base; default "/" (the agent image or the node).
+	BaseRoot string
+	// BaseDirs are the directories of BaseRoot mounted read-only (or, when
+	// they are symlinks, such as /bin on merged-/usr systems, recreated as
+	// symlinks). Missing ones are skipped. Default: /usr /bin /sbin /lib
+	// /lib32 /lib64 /libx32.
+	BaseDirs []string
+	// EtcFiles are the entries of BaseRoot/etc visible in the sandbox, each
+	// bind-mounted read-only; the rest of /etc is generated (passwd, group,
+	// hosts, resolv.conf, profile…). Missing ones are skipped. Default:
+	// DefaultEtcFiles.
+	EtcFiles []string
+	// Network is NetworkNone (default) or NetworkHost.
+	Network Network
+	// DefaultResources fill in zero fields of a Spec's Resources. Default:
+	// 1000 millicores, 1 GiB, 1024 PIDs.
+	DefaultResources backend.Resources
+	// IDMapBase is the first host UID/GID of sandbox ID maps. Each sandbox
+	// gets its own 65536 IDs at IDMapBase + slot×65536. Default 1<<28,
+	// clear of /etc/subuid's usual 100000+ ranges.
+	IDMapBase uint32
+	// IDMapSlots is how many sandboxes' ranges fit above IDMapBase;
+	// default 4096.
+	IDMapSlots int
+	// CgroupParent is where sandbox cgroups go. A relative path nests them
+	// under the agent's own cgroup (per controller on cgroup v1); an
+	// absolute one places them there. Default: relative
+	// "playground/<hash of StateDir>" on cgroup v1, absolute
+	// "/playground/<hash>" on a cgroup v2-only host (where the agent's own
+	// cgroup, holding processes, cannot delegate controllers). An agent
+	// running as a pod sets an absolute parent outside its pod's cgroup,
+	// so that sandboxes outlive the pod.
+	CgroupParent string
+	// SpareShepherds is how many idle shepherds each sandbox keeps, so a
+	// command never waits for one to start; default 2.
+	SpareShepherds int
+	// PileFiles are created (empty, owned by the tenant, append-only) in
+	// every pile. The tenant cannot create files in the pile itself: see
+	// docs/isolation.md. Default: {"self.pile"}.
+	PileFiles []string
+	// StartTimeout bounds starting a container and reaching its init, and
+	// a command's start when the caller's context has no deadline; default
+	// 30s.
+	StartTimeout time.Duration
+}
+
+// DefaultEtcFiles are the host /etc entries a sandbox sees by default:
+// what the dynamic linker, TLS, time zones and common tools need. Nothing
+// with secrets (shadow, ssh keys, ssl/private, credentials) is listed.
+var DefaultEtcFiles = []string{
+	"alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+	"ssl/certs", "ca-certificates", "ca-certificates.conf",
+	"localtime", "timezone", "os-release", "debian_version",
+	"protocols", "services", "mime.types", "inputrc", "bash.bashrc",
+	"terminfo", "gai.conf", "host.conf",
+}
+
+// idMapSize is the number of IDs mapped into every sandbox.
+const idMapSize = 65536
+
+// Backend is the oci backend. It is safe for concurrent use; lifecycle
+// operations on one sandbox are serialised, Exec calls are not.
+type Backend struct {
+	opts         Options
+	runc         *runc
+	guestBin     string   // installed guest binary (inside StateDir)
+	baseDirs     []string // BaseDirs to bind-mount
+	baseLinks    map[string]string
+	etcBinds     []string
+	cgroupParent string
+	swapLimit    bool
+
+	mu        sync.Mutex
+	locks     map[string]*sync.Mutex
+	lifelines map[string]*lifeline
+}
+
+// lifeline is one incarnation of a sandbox's container as seen by the
+// commands started in it. When Destroy tears the container down, the
+// commands' connections break without an Exit frame; the lifeline tells
+// them whether that teardown proved every process gone (runc removed the
+// container's cgroup, which it can only do once it is empty).
+type lifeline struct {
+	tearingDown atomic.Bool
+	ended       chan struct{} // closed when the teardown finished
+	err         error         // the teardown's error; read after ended
+}
+
+// lifeline returns the current incarnation of sandbox id.
+func (b *Backend) lifeline(id string) *lifeline {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l, ok := b.lifelines[id]
+	if !ok {
+		l = &lifeline{ended: make(chan struct{})}
+		b.lifelines[id] = l
+	}
+	return l
+}
+
+// endLifeline starts a teardown: commands started before it learn its
+// outcome from finish; commands started after it get a new lifeline.
+func (b *Backend) endLifeline(id string) (finish func(error)) {
+	b.mu.Lock()
+	l, ok := b.lifelines[id]
+	delete(b.lifelines, id)
+	b.mu.Unlock()
+	if !ok {
+		return func(error) {}
+	}
+	l.tearingDown.Store(true)
+	return func(err error) {
+		l.err = err
+		close(l.ended)
+	}
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New checks the host (runtime, state directory, guest binary) and returns
+// a Backend. It does not touch existing sandboxes: call Reattach for each.
+func New(opts Options) (*Backend, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	rt, err := exec.LookPath(opts.Runtime)
+	if err != nil {
+		return nil, fmt.Errorf("oci runtime: %w", err)
+	}
+	b := &Backend{
+		opts:      opts,
+		runc:      &runc{bin: rt, root: filepath.Join(opts.StateDir, "runc")},
+		baseLinks: make(map[string]string),
+		locks:     make(map[string]*sync.Mutex),
+		lifelines: make(map[string]*lifeline),
+	}
+	if err := b.prepareStateDir(); err != nil {
+		return nil, err
+	}
+	if b.guestBin, err = b.installGuest(); err != nil {
+		return nil, err
+	}
+	for _, d := range opts.BaseDirs {
+		p := filepath.Join(opts.BaseRoot, d)
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return nil, err
+			}
+			b.baseLinks[d] = target
+		case fi.IsDir():
+			b.baseDirs = append(b.baseDirs, d)
+		}
+	}
+	if len(b.baseDirs) == 0 {
+		return nil, fmt.Errorf("no base directory of %v exists under %s", opts.BaseDirs, opts.BaseRoot)
+	}
+	for _, e := range opts.EtcFiles {
+		// Stat, not Lstat: a symlink (localtime) is bound by its target.
+		if _, err := os.Stat(filepath.Join(opts.BaseRoot, "etc", e)); err == nil {
+			b.etcBinds = append(b.etcBinds, e)
+		}
+	}
+	b.cgroupParent, b.swapLimit = cgroupDefaults(opts)
+	return b, nil
+}
+
+func (o *Options) setDefaults() error {
+	if o.StateDir == "" || !filepath.IsAbs(o.StateDir) {
+		return fmt.Errorf("oci: StateDir must be an absolute path, not %q", o.StateDir)
+	}
+	o.StateDir = filepath.Clean(o.StateDir)
+	if o.Runtime == "" {
+		o.Runtime = "runc"
+	}
+	if o.BaseRoot == "" {
+		o.BaseRoot = "/"
+	}
+	if o.BaseDirs == nil {
+		o.BaseDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+	}
+	for _, d := range o.BaseDirs {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d || d == "/" {
+			return fmt.Errorf("oci: base directory %q must be a clean absolute path below /", d)
+		}
+		switch d {
+		case "/etc", "/proc", "/dev", "/sys", "/run", "/tmp", "/home", guest.Workspace, guest.PileDir, guest.Dir:
+			return fmt.Errorf("oci: base directory %q would hide a sandbox mount", d)
+		}
+	}
+	if o.EtcFiles == nil {
+		o.EtcFiles = DefaultEtcFiles
+	}
+	for _, e := range o.EtcFiles {
+		if filepath.IsAbs(e) || !filepath.IsLocal(e) {
+			return fmt.Errorf("oci: etc entry %q must be a relative path inside /etc", e)
+		}
+		switch filepath.Clean(e) {
+		case "passwd", "group", "hosts", "hostname", "resolv.conf", "nsswitch.conf", "profile":
+			return fmt.Errorf("oci: etc entry %q is generated per sandbox", e)
+		}
+	}
+	switch o.Network {
+	case "":
+		o.Network = NetworkNone
+	case NetworkNone, NetworkHost:
+	default:
+		return fmt.Errorf("oci: network %q is neither %q nor %q", o.Network, NetworkNone, NetworkHost)
+	}
+	d := &o.DefaultResources
+	if d.CPUMillis <= 0 {
+		d.CPUMillis = 1000
+	}
+	if d.MemoryBytes <= 0 {
+		d.MemoryBytes = 1 << 30
+	}
+	if d.PIDs <= 0 {
+		d.PIDs = 1024
+	}
+	if o.IDMapBase == 0 {
+		o.IDMapBase = 1 << 28
+	}
+	if o.IDMapSlots <= 0 {
+		o.IDMapSlots = 4096
+	}
+	if uint64(o.IDMapBase)+uint64(o.IDMapSlots)*idMapSize > 1<<32-2 {
+		return fmt.Errorf("oci: ID map slots exceed the 32-bit ID space")
+	}
+	if o.SpareShepherds <= 0 {
+		o.SpareShepherds = 2
+	}
+	if o.PileFiles == nil {
+		o.PileFiles = []string{"self.pile"}
+	}
+	for _, f := range o.PileFiles {
+		if !filepath.IsLocal(f) || filepath.Base(f) != f {
+			return fmt.Errorf("oci: pile file %q must be a plain file name", f)
+		}
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	if o.GuestBinary == "" {
+		if exe, err := os.Executable(); err == nil {
+			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
+				o.GuestBinary = p
+			}
+		}
+	}
+	if o.GuestBinary == "" {
+		p, err := exec.LookPath(GuestBinaryName)
+		if err != nil {
+			return fmt.Errorf("oci: guest binary %s not found next to the agent or in PATH; set Options.GuestBinary", GuestBinaryName)
+		}
+		o.GuestBinary = p
+	}
+	return nil
+}
+
+// prepareStateDir creates the state directory's skeleton and checks that a
+// sandbox's unprivileged root can traverse to its bundle.
+func (b *Backend) prepareStateDir() error {
+	s := b.opts.StateDir
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{s, 0o711}, {filepath.Join(s, "sandboxes"), 0o711}, {filepath.Join(s, "bin"), 0o711}, {b.runc.root, 0o700}} {
+		if err := os.MkdirAll(d.path, d.mode); err != nil {
+			return fmt.Errorf("oci: state directory: %w", err)
+		}
+		if err := os.Chmod(d.path, d.mode); err != nil {
+			return fmt.Errorf("oci: state directory: %w", err)
+		}
+	}
+	for p := filepath.Dir(s); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("oci: state directory: %w", err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("oci: state directory %s: its ancestor %s (mode %v) is not searchable by others; sandboxes run as an unprivileged host uid that must traverse it", s, p, fi.Mode().Perm())
+		}
+		if p == "/" {
+			return nil
+		}
+	}
+}
+
+// installGuest copies the guest binary into StateDir/bin under a name
+// derived from its content. A running sandbox keeps the file it mounted;
+// a changed binary gets a new name and is used from the next start on.
+func (b *Backend) installGuest() (string, error) {
+	src, err := os.Open(b.opts.GuestBinary)
+	if err != nil {
+		return "", fmt.Errorf("oci: guest binary: %w", err)
+	}
+	defer src.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, src); err != nil {
+		return "", fmt.Errorf("oci: guest binary: %w", err)
+	}
+	dst := filepath.Join(b.opts.StateDir, "bin", GuestBinaryName+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if fileExists(dst) {
+		return dst, nil
+	}
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".install-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	return dst, os.Rename(tmp.Name(), dst)
+}
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return "oci" }
+
+// Capabilities implements backend.Backend: shepherds prove cleanup, and
+// pile files carry FS_APPEND_FL, which the sandbox cannot clear.
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
+}
+
+// PileDir implements backend.Backend.
+func (b *Backend) PileDir(id string) string {
+	return filepath.Join(b.sandboxDir(id), "pile")
+}
+
+// lock serialises lifecycle operations on one sandbox.
+func (b *Backend) lock(id string) func() {
+	b.mu.Lock()
+	l, ok := b.locks[id]
+	if !ok {
+		l = new(sync.Mutex)
+		b.locks[id] = l
+	}
+	b.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// Provision implements backend.Backend. It creates or refreshes the
+// sandbox's storage, generated files and pile; existing files are kept.
+func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
+	if err := validateID(spec.ID); err != nil {
+		return err
+	}
+	if err := validateSpec(spec); err != nil {
+		return err
+	}
+	defer b.lock(spec.ID)()
+	sb, err := b.load(spec.ID)
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		if sb, err = b.allocate(spec); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	}
+	sb.spec = spec
+	return b.prepare(sb)
+}
+
+// Start implements backend.Backend.
+func (b *Backend) Start(ctx context.Context, id string) error {
+	if err := validateID(id); err != nil {
+		return err
+	}
+	defer b.lock(id)()
+	sb, err := b.load(id)
+	if err != nil {
+		return err
+	}
+	return b.start(ctx, sb)
+}
+
+// Reattach implements backend.Backend. A running container is left alone
+// (files and processes intact) once its init answers; a stopped one (say
+// after a node reboot) is started again over the same files. The login
+// profile is refreshed from spec; resource changes apply from the next
+// start of the container.
+func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
+	if err := validateID(spec.ID); err != nil {
+		return err
+	}
+	if err := validateSpec(spec); err != nil {
+		return err
+	}
+	defer b.lock(spec.ID)()
+	sb, err := b.load(spec.ID)
+	if err != nil {
+		return err
+	}
+	sb.spec = spec
+	if err := b.prepare(sb); err != nil {
+		return err
+	}
+	return b.start(ctx, sb)
+}
+
+// Detach implements backend.Backend. The container keeps running so that
+// the tenant's background processes survive between sessions; its
+// resources stay bounded by its cgroup.
+func (b *Backend) Detach(ctx context.Context, id string) error {
+	if err := validateID(id); err != nil {
+		return err
+	}
+	defer b.lock(id)()
+	_, err := b.load(id)
+	return err
+}
+
+// Destroy implements backend.Backend. Destroying a sandbox that does not
+// exist succeeds, so a retried delete converges.
+func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
+	if err := validateID(id); err != nil {
+		return err
+	}
+	defer b.lock(id)()
+	cid := containerID(id)
+	if b.runc.exists(cid) {
+		cgroups := b.runc.cgroupPaths(cid)
+		finish := b.endLifeline(id)
+		err := b.runc.delete(ctx, cid, true)
+		finish(err)
+		if err != nil {
+			return fmt.Errorf("oci: destroying sandbox %s: %w", id, err)
+		}
+		b.removeCgroupParents(cgroups)
+	}
+	return b.removeSandboxDir(id, keepPile)
+}
+
+// removeCgroupParents removes the default parent cgroups ("playground" and
+// the state directory's hash) above a deleted container's cgroups once they
+// are empty; runc removes only the container's own. rmdir of a cgroup
+// fails while it has children, so a parent still in use stays. A parent
+// configured in Options.CgroupParent belongs to the operator: left alone.
+func (b *Backend) removeCgroupParents(paths []string) {
+	if b.opts.CgroupParent != "" {
+		return
+	}
+	for _, p := range paths {
+		parent := filepath.Dir(p)
+		if filepath.Base(parent) != filepath.Base(b.cgroupParent) {
+			continue
+		}
+		_ = os.Remove(parent)
+		if top := filepath.Dir(parent); filepath.Base(top) == "playground" {
+			_ = os.Remove(top)
+		}
+	}
+}
+
+// start runs sb's container unless it runs already, and waits for its init.
+// The caller holds sb's lock.
+func (b *Backend) start(ctx context.Context, sb *sandbox) error {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
+	defer cancel()
+	cid := containerID(sb.spec.ID)
+	sock := b.socketPath(sb.spec.ID)
+	if b.runc.exists(cid) {
+		st, err := b.runc.state(ctx, cid)
+		if err != nil {
+			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+		}
+		switch st.Status {
+		case "running":
+			return b.waitReady(ctx, sb, st.Pid)
+		case "paused":
+			if err := b.runc.resume(ctx, cid); err != nil {
+				return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+			}
+			return b.waitReady(ctx, sb, st.Pid)
+		}
+		// created (init never started) or stopped: start over, same files.
+		if err := b.runc.delete(ctx, cid, true); err != nil {
+			return fmt.Errorf("oci: sandbox %s: removing stopped container: %w", sb.spec.ID, err)
+		}
+	}
+	if err := b.prepare(sb); err != nil {
+		return err
+	}
+	if err := writeSpec(filepath.Join(sb.dir, "config.json"), b.buildSpec(sb)); err != nil {
+		return err
+	}
+	// The socket's existence is init's readiness signal; drop a stale one.
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	logPath := filepath.Join(sb.dir, "init.log")
+	if err := b.runc.run(ctx, sb.dir, cid, logPath); err != nil {
+		return fmt.Errorf("oci: starting sandbox %s: %w", sb.spec.ID, err)
+	}
+	st, err := b.runc.state(ctx, cid)
+	if err != nil {
+		return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+	}
+	return b.waitReady(ctx, sb, st.Pid)
+}
+
+// waitReady waits until init's socket exists (init creates it listening).
+func (b *Backend) waitReady(ctx context.Context, sb *sandbox, pid int) error {
+	sock := b.socketPath(sb.spec.ID)
+	for delay := time.Millisecond; ; {
+		if fileExists(sock) {
+			return nil
+		}
+		if pid > 0 && !fileExists(fmt.Sprintf("/proc/%d", pid)) {
+			return fmt.Errorf("oci: sandbox %s: init exited during start: %s", sb.spec.ID, tail(filepath.Join(sb.dir, "init.log")))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("oci: sandbox %s: init not ready: %w; log: %s", sb.spec.ID, ctx.Err(), tail(filepath.Join(sb.dir, "init.log")))
+		case <-time.After(delay):
+		}
+		if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// containerID is the runc container ID of a sandbox: valid for runc since
+// sandbox IDs are validated, and recognisable in `runc list`.
+func containerID(id string) string { return "pg-" + id }
+
+func (b *Backend) sandboxDir(id string) string {
+	return filepath.Join(b.opts.StateDir, "sandboxes", id)
+}
+
+func (b *Backend) socketPath(id string) string {
+	return filepath.Join(b.sandboxDir(id), "run", guest.SocketName)
+}

@@ -1,0 +1,846 @@
+//go:build linux
+
+package oci
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/testbin"
+)
+
+// These tests run real runc containers. They need root and runc
+// (`apt-get install runc`); without them they skip. The guest binary is
+// built once by TestMain with CGO_ENABLED=0, exactly as the agent image
+// ships it, and passed to the backend through Options.GuestBinary.
+
+var (
+	guestBinary string
+	skipReason  string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	switch {
+	case os.Geteuid() != 0:
+		skipReason = "oci backend tests need root (user namespaces, cgroups, chattr)"
+	default:
+		// As root the tests run, so a missing runc is a broken set-up, not
+		// a reason to skip: make test installs it (hack/prereqs.sh).
+		if _, err := exec.LookPath("runc"); err != nil {
+			fmt.Fprintln(os.Stderr, "runc is not installed: run make prereqs (or apt-get install runc)")
+			return 1
+		}
+	}
+	if skipReason == "" {
+		var err error
+		if guestBinary, err = testbin.Build("github.com/playground-dev/playground/cmd/playground-sandbox"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+func requireRunc(tb testing.TB) {
+	tb.Helper()
+	if skipReason != "" {
+		tb.Skip(skipReason)
+	}
+}
+
+// newStateDir makes a state directory that a sandbox's unprivileged root
+// can traverse (t.TempDir is 0700).
+func newStateDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "pg-oci-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		// Whatever a test left: containers first, then files (the pile's
+		// append-only flags must go before it can be removed).
+		b, err := New(Options{StateDir: dir, GuestBinary: guestBinary})
+		if err == nil {
+			entries, _ := os.ReadDir(filepath.Join(dir, "sandboxes"))
+			for _, e := range entries {
+				if err := b.Destroy(context.Background(), e.Name(), false); err != nil {
+					tb.Errorf("cleanup: %v", err)
+				}
+			}
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
+func newBackend(tb testing.TB, stateDir string) *Backend {
+	tb.Helper()
+	b, err := New(Options{StateDir: stateDir, GuestBinary: guestBinary})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// newSandbox provisions and starts a sandbox on a fresh "node".
+func newSandbox(tb testing.TB, spec backend.Spec) (*Backend, string) {
+	tb.Helper()
+	requireRunc(tb)
+	b := newBackend(tb, newStateDir(tb))
+	startSandbox(tb, b, spec)
+	return b, spec.ID
+}
+
+func startSandbox(tb testing.TB, b *Backend, spec backend.Spec) {
+	tb.Helper()
+	ctx := context.Background()
+	if err := b.Provision(ctx, spec); err != nil {
+		tb.Fatal(err)
+	}
+	if err := b.Start(ctx, spec.ID); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// collector is a Sink that keeps everything and can wait for a marker.
+type collector struct {
+	mu     sync.Mutex
+	out    bytes.Buffer
+	err    bytes.Buffer
+	change chan struct{}
+}
+
+func newCollector() *collector { return &collector{change: make(chan struct{}, 1)} }
+
+func (c *collector) Write(s backend.Stream, p []byte) {
+	c.mu.Lock()
+	if s == backend.Stdout {
+		c.out.Write(p)
+	} else {
+		c.err.Write(p)
+	}
+	c.mu.Unlock()
+	select {
+	case c.change <- struct{}{}:
+	default:
+	}
+}
+
+func (c *collector) stdout() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.String()
+}
+
+func (c *collector) stderr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err.String()
+}
+
+// waitFor waits until stdout contains marker.
+func (c *collector) waitFor(tb testing.TB, marker string, timeout time.Duration) {
+	tb.Helper()
+	deadline := time.After(timeout)
+	for !strings.Contains(c.stdout(), marker) {
+		select {
+		case <-c.change:
+		case <-deadline:
+			tb.Fatalf("timed out waiting for %q; stdout %q, stderr %q", marker, c.stdout(), c.stderr())
+		}
+	}
+}
+
+type result struct {
+	stdout, stderr string
+	status         backend.ExitStatus
+}
+
+func run(tb testing.TB, b *Backend, id string, req backend.ExecRequest) result {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := newCollector()
+	p, err := b.Exec(ctx, id, req, c)
+	if err != nil {
+		tb.Fatalf("exec %q: %v", req.Command, err)
+	}
+	st, err := p.Wait(ctx)
+	if err != nil {
+		tb.Fatalf("wait %q: %v", req.Command, err)
+	}
+	return result{c.stdout(), c.stderr(), st}
+}
+
+// sh runs a clean-mode command that must succeed and returns its stdout.
+func sh(tb testing.TB, b *Backend, id, cmd string) string {
+	tb.Helper()
+	r := run(tb, b, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean})
+	if r.status.Code != 0 || r.status.Signal != "" {
+		tb.Fatalf("%q: %+v, stderr %q", cmd, r.status, r.stderr)
+	}
+	return r.stdout
+}
+
+func TestExec(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{
+		ID: "exec", Tenant: "team-a/alice", Persona: "alice's helper",
+		LoginEnv:    []backend.EnvVar{{Name: "GREETING", Value: "it's $HOME"}},
+		LoginScript: "export FROM_SCRIPT=yes",
+	})
+
+	t.Run("files persist, cd does not", func(t *testing.T) {
+		sh(t, b, id, "mkdir -p sub && cd sub && echo hello > f && pwd")
+		if got := sh(t, b, id, "cat sub/f; pwd"); got != "hello\n"+guest.TenantHome+"\n" {
+			t.Fatalf("got %q", got)
+		}
+	})
+
+	t.Run("login and clean environments", func(t *testing.T) {
+		login := run(t, b, id, backend.ExecRequest{Command: `echo "$PERSONA|$GREETING|$FROM_SCRIPT|$HOME|$(id -un)"`, Shell: backend.ShellLogin})
+		if want := "alice's helper|it's $HOME|yes|" + guest.TenantHome + "|sandbox\n"; login.stdout != want {
+			t.Fatalf("login: got %q, want %q (stderr %q)", login.stdout, want, login.stderr)
+		}
+		clean := sh(t, b, id, `echo "${PERSONA-unset}|${GREETING-unset}|$HOME"; env | sort`)
+		if want := "unset|unset|" + guest.TenantHome + "\n"; !strings.HasPrefix(clean, want) {
+			t.Fatalf("clean: got %q, want prefix %q", clean, want)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(clean), "\n")[1:] {
+			name, _, _ := strings.Cut(line, "=")
+			switch name {
+			case "PATH", "HOME", "PWD":
+			default:
+				t.Errorf("clean env has %q", line)
+			}
+		}
+	})
+
+	t.Run("stdin", func(t *testing.T) {
+		in := bytes.Repeat([]byte("0123456789abcdef"), 20000) // 320 KB: several frames
+		r := run(t, b, id, backend.ExecRequest{Command: "wc -c; sha256sum -", Shell: backend.ShellClean, Stdin: in})
+		if !strings.HasPrefix(r.stdout, "320000\n") {
+			t.Fatalf("got %q", r.stdout)
+		}
+		if got := sh(t, b, id, "cat"); got != "" {
+			t.Fatalf("no stdin: got %q", got)
+		}
+	})
+
+	t.Run("byte-exact output", func(t *testing.T) {
+		r := run(t, b, id, backend.ExecRequest{Command: `printf '\377\376a\000b\n'; printf '\200err' >&2; head -c 200000 /dev/zero`, Shell: backend.ShellClean})
+		want := "\xff\xfea\x00b\n" + strings.Repeat("\x00", 200000)
+		if r.stdout != want {
+			t.Fatalf("stdout: got %d bytes %q…", len(r.stdout), r.stdout[:min(len(r.stdout), 16)])
+		}
+		if r.stderr != "\x80err" {
+			t.Fatalf("stderr: got %q", r.stderr)
+		}
+	})
+
+	t.Run("exit codes and signals", func(t *testing.T) {
+		for _, tc := range []struct {
+			cmd    string
+			code   int
+			signal string
+		}{
+			{"true", 0, ""},
+			{"exit 3", 3, ""},
+			{"kill -TERM $$", -1, "SIGTERM"},
+			{"kill -KILL $$", -1, "SIGKILL"},
+			{"sh -c 'kill -SEGV $$'; exit $?", 128 + 11, ""},
+		} {
+			r := run(t, b, id, backend.ExecRequest{Command: tc.cmd, Shell: backend.ShellClean})
+			if r.status.Code != tc.code || r.status.Signal != tc.signal || r.status.Killed {
+				t.Errorf("%q: got %+v, want code %d signal %q", tc.cmd, r.status, tc.code, tc.signal)
+			}
+		}
+	})
+
+	t.Run("cwd", func(t *testing.T) {
+		if got := run(t, b, id, backend.ExecRequest{Command: "pwd", Cwd: "/tmp", Shell: backend.ShellClean}).stdout; got != "/tmp\n" {
+			t.Fatalf("got %q", got)
+		}
+		if got := run(t, b, id, backend.ExecRequest{Command: "pwd", Cwd: "sub", Shell: backend.ShellClean}).stdout; got != guest.TenantHome+"/sub\n" {
+			t.Fatalf("relative: got %q", got)
+		}
+		_, err := b.Exec(context.Background(), id, backend.ExecRequest{Command: "pwd", Cwd: "/no/such/dir"}, nil)
+		if err == nil || !strings.Contains(err.Error(), `working directory "/no/such/dir"`) {
+			t.Fatalf("missing cwd: got %v", err)
+		}
+	})
+
+	t.Run("background processes outlive their command", func(t *testing.T) {
+		// The background loop keeps writing to the command's stdout after
+		// the command ended; init drains the pipe, so it does not die.
+		// Ticks written before the shell ended may be part of the output.
+		var pid string
+		for _, f := range strings.Fields(sh(t, b, id, "(while :; do echo tick; sleep 0.05; done) & echo pid=$!")) {
+			if p, ok := strings.CutPrefix(f, "pid="); ok {
+				pid = p
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		if got := sh(t, b, id, "kill -0 "+pid+" && echo alive; kill "+pid); got != "alive\n" {
+			t.Fatalf("background writer: got %q", got)
+		}
+	})
+
+	t.Run("concurrent commands", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				want := strconv.Itoa(i)
+				if got := strings.TrimSpace(sh(t, b, id, "sleep 0.1; echo "+want)); got != want {
+					t.Errorf("got %q, want %q", got, want)
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
+func TestErrors(t *testing.T) {
+	requireRunc(t)
+	b := newBackend(t, newStateDir(t))
+	ctx := context.Background()
+	if _, err := b.Exec(ctx, "nope", backend.ExecRequest{Command: "true"}, nil); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("unknown sandbox: %v", err)
+	}
+	if err := b.Reattach(ctx, backend.Spec{ID: "nope"}); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("reattach unknown: %v", err)
+	}
+	if err := b.Provision(ctx, backend.Spec{ID: "idle"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Exec(ctx, "idle", backend.ExecRequest{Command: "true"}, nil); !errors.Is(err, backend.ErrNotRunning) {
+		t.Fatalf("not started: %v", err)
+	}
+	for _, id := range []string{"", "../x", "a/b", ".hidden", strings.Repeat("x", 64)} {
+		if err := b.Provision(ctx, backend.Spec{ID: id}); err == nil {
+			t.Errorf("Provision(%q) succeeded", id)
+		}
+	}
+	if err := b.Destroy(ctx, "never-existed", false); err != nil {
+		t.Fatalf("destroying nothing: %v", err)
+	}
+}
+
+// cancelFixture starts, in an existing sandbox, a job whose descendants
+// escape every way a shell can: setsid with SIGTERM ignored, and a double
+// fork. It returns once both have recorded their PIDs.
+func cancelFixture(t *testing.T, b *Backend, id string, n int) (backend.Process, *collector, []string) {
+	t.Helper()
+	d, f := fmt.Sprintf("/tmp/desc-%d.pid", n), fmt.Sprintf("/tmp/dbl-%d.pid", n)
+	cmd := fmt.Sprintf(`
+setsid sh -c 'trap "" TERM; echo $$ > %[1]s; exec sleep 1000' </dev/null >/dev/null 2>&1 &
+( sh -c 'sh -c "echo \$\$ > %[2]s; trap \"\" TERM HUP; sleep 1000" &' & )
+while [ ! -s %[1]s ] || [ ! -s %[2]s ]; do sleep 0.01; done
+echo ready
+sleep 1000
+`, d, f)
+	c := newCollector()
+	p, err := b.Exec(context.Background(), id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, "ready", 20*time.Second)
+	pids := strings.Fields(sh(t, b, id, "cat "+d+" "+f))
+	if len(pids) != 2 {
+		t.Fatalf("fixture PIDs: %q", pids)
+	}
+	return p, c, pids
+}
+
+func alive(t *testing.T, b *Backend, id string, pids ...string) []bool {
+	t.Helper()
+	script := ""
+	for _, p := range pids {
+		// kill -0 also succeeds on zombies; proof means reaped, so check
+		// that the PID is gone from /proc altogether.
+		script += "if [ -e /proc/" + p + " ]; then echo 1; else echo 0; fi; "
+	}
+	out := strings.Fields(sh(t, b, id, script))
+	res := make([]bool, len(out))
+	for i, o := range out {
+		res[i] = o == "1"
+	}
+	return res
+}
+
+func startSentinel(t *testing.T, b *Backend, id string) string {
+	t.Helper()
+	return strings.TrimSpace(sh(t, b, id, "setsid sleep 100000 </dev/null >/dev/null 2>&1 & echo $!"))
+}
+
+func TestKillProvesCleanup(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{ID: "cancel"})
+	sentinel := startSentinel(t, b, id)
+	for i := range 20 {
+		p, _, pids := cancelFixture(t, b, id, i)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		t0 := time.Now()
+		if err := p.Kill(ctx); err != nil {
+			t.Fatalf("round %d: Kill: %v", i, err)
+		}
+		t.Logf("round %d: Kill took %v", i, time.Since(t0))
+		st, err := p.Wait(ctx)
+		cancel()
+		if err != nil || !st.Killed || st.Signal != "SIGKILL" {
+			t.Fatalf("round %d: status %+v, %v", i, st, err)
+		}
+		got := alive(t, b, id, append(pids, sentinel)...)
+		if got[0] || got[1] {
+			t.Fatalf("round %d: descendants survived Kill: %v (pids %v)", i, got, pids)
+		}
+		if !got[2] {
+			t.Fatalf("round %d: the sentinel %s died", i, sentinel)
+		}
+	}
+}
+
+func TestTimeoutProvesCleanup(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{ID: "timeout"})
+	sentinel := startSentinel(t, b, id)
+	for i := range 5 {
+		p, c, pids := cancelFixture(t, b, id, i)
+		// The caller's timeout: Wait gives up at the deadline, then Kill.
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err := p.Wait(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("round %d: Wait: %v", i, err)
+		}
+		kctx, kcancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if err := p.Kill(kctx); err != nil {
+			t.Fatalf("round %d: Kill: %v", i, err)
+		}
+		st, err := p.Wait(kctx)
+		kcancel()
+		if err != nil || !st.Killed {
+			t.Fatalf("round %d: status %+v, %v", i, st, err)
+		}
+		if c.stdout() != "ready\n" {
+			t.Fatalf("round %d: output so far lost: %q", i, c.stdout())
+		}
+		got := alive(t, b, id, append(pids, sentinel)...)
+		if got[0] || got[1] || !got[2] {
+			t.Fatalf("round %d: alive(desc, dbl, sentinel) = %v", i, got)
+		}
+	}
+}
+
+// TestAgentGoneKills covers the agent dying mid-command: the shepherd sees
+// its connection close and kills the command's tree, since nobody is left
+// to collect or cancel it.
+func TestAgentGoneKills(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{ID: "gone"})
+	sentinel := startSentinel(t, b, id)
+	conn, err := b.dial(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.ProtocolVersion,
+		Command: "setsid sh -c 'trap \"\" TERM; sleep 1000' </dev/null >/dev/null 2>&1 & echo $!; sleep 1000"})
+	req = guest.AppendFrame(req, guest.FrameStdinEnd, nil)
+	if _, err := conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	fr := guest.NewFrameReader(conn)
+	var pid string
+	for pid == "" {
+		ft, payload, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ft == guest.FrameStdout {
+			pid = strings.TrimSpace(string(payload))
+		}
+	}
+	conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := alive(t, b, id, pid, sentinel)
+		if !got[1] {
+			t.Fatal("sentinel died")
+		}
+		if !got[0] {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("descendant %s survived the agent's disconnect", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestPileAppendOnly(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{ID: "pile"})
+	f := guest.PileDir + "/self.pile"
+	sh(t, b, id, "echo one >> "+f+" && printf two >> "+f)
+	for _, cmd := range []string{
+		": > " + f,
+		"echo overwrite > " + f,
+		"printf X | dd of=" + f + " conv=notrunc status=none",
+		"truncate -s 0 " + f,
+		"rm -f " + f,
+		"mv " + f + " " + guest.PileDir + "/moved",
+		"ln " + f + " /tmp/link",
+		"chmod 600 " + f,
+		"chattr -a " + f,
+		"touch " + guest.PileDir + "/new-file",
+		"python3 -c 'import os; fd=os.open(\"" + f + "\", os.O_WRONLY); os.pwrite(fd, b\"Z\", 0)'",
+	} {
+		r := run(t, b, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean})
+		if r.status.Code == 0 {
+			t.Errorf("%q succeeded in the pile", cmd)
+		}
+	}
+	if got := sh(t, b, id, "cat "+f); got != "one\ntwo" {
+		t.Fatalf("pile content %q", got)
+	}
+	// The host sees the same bytes, and the flag is set on the host inode.
+	host := filepath.Join(b.PileDir(id), "self.pile")
+	if data, err := os.ReadFile(host); err != nil || string(data) != "one\ntwo" {
+		t.Fatalf("host pile: %q, %v", data, err)
+	}
+	fd, err := unix.Open(host, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	unix.Close(fd)
+	if err != nil || flags&fsAppendFL == 0 {
+		t.Fatalf("host flags %#x, %v", flags, err)
+	}
+}
+
+func TestIsolation(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	b := newBackend(t, state)
+	startSandbox(t, b, backend.Spec{ID: "iso-a"})
+	startSandbox(t, b, backend.Spec{ID: "iso-b"})
+	sh(t, b, "iso-a", "echo secret-of-a > ~/marker")
+
+	checks := map[string]string{
+		"id":                          "id -u; id -g",
+		"uid_map":                     "cat /proc/self/uid_map",
+		"root":                        "ls -d /root 2>&1 || echo absent",
+		"state dir":                   "ls -d " + state + " 2>&1 || echo absent",
+		"other sandbox path":          "ls -d " + b.sandboxDir("iso-a") + " 2>&1 || echo absent",
+		"other sandbox marker":        "cat ~/marker 2>&1 || echo absent",
+		"shadow":                      "ls /etc/shadow /etc/ssh 2>&1 || echo absent",
+		"top level":                   "ls -A / | tr '\\n' ' '",
+		"status":                      "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\\t' ' '",
+		"ps":                          "ps -eo user=,comm= | tr -s ' ' | sort -u | tr '\\n' ';'",
+		"net":                         "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+		"unshare":                     "unshare -Ur true 2>&1 && echo allowed || echo refused",
+		"socket dir":                  "ls " + guest.RunDir + " 2>&1 || echo refused",
+		"kill init":                   "kill -9 1 2>&1 && echo allowed || echo refused",
+		"read init environ":           "cat /proc/1/environ 2>&1 >/dev/null && echo allowed || echo refused",
+		"write outside writable dirs": "touch /usr/x /etc/x /x 2>&1; echo done",
+	}
+	got := make(map[string]string)
+	for name, cmd := range checks {
+		got[name] = strings.TrimSpace(run(t, b, "iso-b", backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}).stdout)
+	}
+	if got["id"] != "1000\n1000" {
+		t.Errorf("id: %q", got["id"])
+	}
+	if f := strings.Fields(got["uid_map"]); len(f) != 3 || f[0] != "0" || f[1] == "0" || f[2] != "65536" {
+		t.Errorf("uid_map %q: container root must map to a non-root host uid", got["uid_map"])
+	}
+	for _, name := range []string{"root", "state dir", "other sandbox path", "other sandbox marker"} {
+		if !strings.HasSuffix(got[name], "absent") || strings.Contains(got[name], "secret") {
+			t.Errorf("%s visible: %q", name, got[name])
+		}
+	}
+	if !strings.Contains(got["shadow"], "absent") {
+		t.Errorf("host secrets: %q", got["shadow"])
+	}
+	want := map[string]bool{".playground": true, "bin": true, "dev": true, "etc": true, "home": true, "lib": true,
+		"lib64": true, "pile": true, "proc": true, "run": true, "sbin": true, "sys": true, "tmp": true, "usr": true,
+		"var": true, "workspace": true, "lib32": true, "libx32": true}
+	for _, e := range strings.Fields(got["top level"]) {
+		if !want[e] {
+			t.Errorf("unexpected top-level entry %q", e)
+		}
+	}
+	for _, w := range []string{"CapEff: 0000000000000000", "CapBnd: 00000000000000e0", "NoNewPrivs: 1", "Seccomp: 2"} {
+		if !strings.Contains(got["status"], w) {
+			t.Errorf("status %q lacks %q", got["status"], w)
+		}
+	}
+	for _, p := range strings.Split(strings.Trim(got["ps"], ";"), ";") {
+		switch p {
+		case "root playground-sand", "sandbox sh", "sandbox ps", "sandbox sort", "sandbox tr":
+		default:
+			t.Errorf("process visible in the sandbox: %q (all: %q)", p, got["ps"])
+		}
+	}
+	if got["net"] != "lo" {
+		t.Errorf("network interfaces: %q", got["net"])
+	}
+	for _, name := range []string{"unshare", "socket dir", "kill init", "read init environ"} {
+		if !strings.HasSuffix(got[name], "refused") {
+			t.Errorf("%s: %q", name, got[name])
+		}
+	}
+	if strings.Count(got["write outside writable dirs"], "Read-only file system")+
+		strings.Count(got["write outside writable dirs"], "Permission denied") != 3 {
+		t.Errorf("writes outside the writable layer: %q", got["write outside writable dirs"])
+	}
+}
+
+func TestReattach(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	spec := backend.Spec{ID: "persist", Persona: "first"}
+	b1 := newBackend(t, state)
+	startSandbox(t, b1, spec)
+	sh(t, b1, spec.ID, "echo kept > ~/file")
+	sentinel := startSentinel(t, b1, spec.ID)
+
+	// A new agent process over the same state directory.
+	b2 := newBackend(t, state)
+	spec.Persona = "second"
+	if err := b2.Reattach(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, b2, spec.ID, "cat ~/file"); got != "kept\n" {
+		t.Fatalf("file after reattach: %q", got)
+	}
+	if got := alive(t, b2, spec.ID, sentinel); !got[0] {
+		t.Fatal("sentinel died on reattach")
+	}
+	if got := run(t, b2, spec.ID, backend.ExecRequest{Command: "echo $PERSONA", Shell: backend.ShellLogin}).stdout; got != "second\n" {
+		t.Fatalf("login profile not refreshed: %q", got)
+	}
+
+	// Another node (state directory) does not see it.
+	other := newBackend(t, newStateDir(t))
+	if err := other.Reattach(context.Background(), spec); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("other node: %v", err)
+	}
+
+	// A stopped container (as after a reboot) is started again, same files.
+	if _, err := b2.runc.output(context.Background(), "kill", containerID(spec.ID), "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		st, err := b2.runc.state(context.Background(), containerID(spec.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status == "stopped" {
+			break
+		}
+		if i > 500 {
+			t.Fatalf("container still %s", st.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := b2.Exec(context.Background(), spec.ID, backend.ExecRequest{Command: "true"}, nil); !errors.Is(err, backend.ErrNotRunning) {
+		t.Fatalf("exec in stopped sandbox: %v", err)
+	}
+	b3 := newBackend(t, state)
+	if err := b3.Reattach(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, b3, spec.ID, "cat ~/file"); got != "kept\n" {
+		t.Fatalf("file after restart: %q", got)
+	}
+	if err := b3.Detach(context.Background(), spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, b3, spec.ID, "cat ~/file"); got != "kept\n" {
+		t.Fatalf("file after detach: %q", got)
+	}
+}
+
+func TestCgroupLimits(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{ID: "limits", Resources: backend.Resources{CPUMillis: 500, MemoryBytes: 256 << 20, PIDs: 64}})
+	st, err := b.runc.state(context.Background(), containerID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(v1ctl, v1file, v2file string) string {
+		t.Helper()
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", st.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			var path string
+			switch {
+			case fileExists("/sys/fs/cgroup/cgroup.controllers") && parts[0] == "0":
+				path = filepath.Join("/sys/fs/cgroup", parts[2], v2file)
+			case parts[1] == v1ctl || strings.Contains(","+parts[1]+",", ","+v1ctl+","):
+				path = filepath.Join("/sys/fs/cgroup", parts[1], parts[2], v1file)
+			default:
+				continue
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSpace(string(data))
+		}
+		t.Fatalf("no %s cgroup for pid %d", v1ctl, st.Pid)
+		return ""
+	}
+	if got := read("memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(256<<20) {
+		t.Errorf("memory limit %s", got)
+	}
+	if got := read("pids", "pids.max", "pids.max"); got != "64" {
+		t.Errorf("pids limit %s", got)
+	}
+	if got := read("cpu", "cpu.cfs_quota_us", "cpu.max"); got != "50000" && got != "50000 100000" {
+		t.Errorf("cpu quota %s", got)
+	}
+	// The pids limit holds inside: 100 sleeps cannot all start.
+	r := run(t, b, id, backend.ExecRequest{Command: "for i in $(seq 100); do sleep 5 & done 2>/dev/null; wait", Shell: backend.ShellClean})
+	_ = r
+	if got := sh(t, b, id, "echo ok"); got != "ok\n" {
+		t.Fatalf("sandbox unusable after hitting the pids limit: %q", got)
+	}
+}
+
+func TestDestroy(t *testing.T) {
+	requireRunc(t)
+	b := newBackend(t, newStateDir(t))
+	ctx := context.Background()
+	startSandbox(t, b, backend.Spec{ID: "gone"})
+	sh(t, b, "gone", "echo entry >> /pile/self.pile")
+	if err := b.Destroy(ctx, "gone", true); err != nil {
+		t.Fatal(err)
+	}
+	if b.runc.exists(containerID("gone")) {
+		t.Fatal("container survived Destroy")
+	}
+	if data, err := os.ReadFile(filepath.Join(b.PileDir("gone"), "self.pile")); err != nil || string(data) != "entry\n" {
+		t.Fatalf("kept pile: %q, %v", data, err)
+	}
+	if fileExists(filepath.Join(b.sandboxDir("gone"), "home")) {
+		t.Fatal("workspace survived Destroy")
+	}
+	// Provisioning again adopts the kept pile.
+	startSandbox(t, b, backend.Spec{ID: "gone"})
+	if got := sh(t, b, "gone", "cat /pile/self.pile; ls ~ | wc -l"); got != "entry\n0\n" {
+		t.Fatalf("re-provisioned: %q", got)
+	}
+	// Destroying a sandbox ends its running commands, and the container's
+	// removal is their proof of cleanup.
+	c := newCollector()
+	p, err := b.Exec(ctx, "gone", backend.ExecRequest{Command: "echo running; sleep 1000"}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, "running", 10*time.Second)
+	if err := b.Destroy(ctx, "gone", false); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Wait(ctx); err != nil || !st.Killed {
+		t.Fatalf("command in destroyed sandbox: %+v, %v", st, err)
+	}
+	if fileExists(b.sandboxDir("gone")) {
+		t.Fatal("sandbox directory survived Destroy without keepPile")
+	}
+}
+
+// BenchmarkExecTrue compares a command round trip through the backend
+// (connect, shepherd forks /bin/sh as the tenant, output, exit status)
+// with a bare fork/exec of the same shell on the host, in the same run.
+func BenchmarkExecTrue(b *testing.B) {
+	requireRunc(b)
+	be, id := newSandbox(b, backend.Spec{ID: "bench"})
+	b.Run("bare", func(b *testing.B) {
+		for b.Loop() {
+			if err := exec.Command("/bin/sh", "-c", "true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("backend", func(b *testing.B) {
+		ctx := context.Background()
+		for b.Loop() {
+			p, err := be.Exec(ctx, id, backend.ExecRequest{Command: "true", Shell: backend.ShellClean}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+				b.Fatal(st, err)
+			}
+		}
+	})
+}
+
+func TestHostNetwork(t *testing.T) {
+	requireRunc(t)
+	b, err := New(Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Network: NetworkHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSandbox(t, b, backend.Spec{ID: "hostnet"})
+	ifaces := func(dev string) string {
+		var names []string
+		for _, line := range strings.Split(dev, "\n") {
+			if name, _, ok := strings.Cut(line, ":"); ok {
+				names = append(names, strings.TrimSpace(name))
+			}
+		}
+		return strings.Join(names, " ")
+	}
+	host, err := os.ReadFile("/proc/net/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ifaces(sh(t, b, "hostnet", "cat /proc/net/dev")), ifaces(string(host)); got != want {
+		t.Fatalf("host network: sandbox sees %q, host %q", got, want)
+	}
+	// Still its own user: no route to root, no capabilities.
+	if got := sh(t, b, "hostnet", "id -u; ls /sys | wc -l"); got != "1000\n0\n" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestLongStatePath covers socket paths beyond sun_path's 108 bytes, which
+// the agent reaches through /proc/self/fd of the socket's directory.
+func TestLongStatePath(t *testing.T) {
+	requireRunc(t)
+	state := filepath.Join(newStateDir(t), strings.Repeat("long-state-directory-", 4))
+	b := newBackend(t, state)
+	startSandbox(t, b, backend.Spec{ID: "a-sandbox-with-a-long-name"})
+	t.Cleanup(func() { _ = b.Destroy(context.Background(), "a-sandbox-with-a-long-name", false) })
+	if n := len(b.socketPath("a-sandbox-with-a-long-name")); n <= maxSocketPath {
+		t.Fatalf("socket path only %d bytes long", n)
+	}
+	if got := sh(t, b, "a-sandbox-with-a-long-name", "echo ok"); got != "ok\n" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -1,0 +1,77 @@
+// Package ocitest gives other packages' tests real oci backends: runc
+// containers on this machine, each backend with its own state directory (a
+// "node"). The tests need root; without it they skip, and without runc they
+// fail, since `make test` installs it.
+package ocitest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/internal/testbin"
+)
+
+// Require skips tb unless it can run real containers.
+func Require(tb testing.TB) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("real oci sandboxes need root (user namespaces, cgroups, chattr)")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		tb.Fatal("runc is not installed: run make prereqs (or apt-get install runc)")
+	}
+}
+
+// GuestBinary returns the static playground-sandbox binary, built once.
+func GuestBinary(tb testing.TB) string {
+	tb.Helper()
+	p, err := testbin.Build("github.com/playground-dev/playground/cmd/playground-sandbox")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// StateDir makes a node's state directory that sandboxes' unprivileged
+// roots can traverse, and destroys whatever the test left in it.
+func StateDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "pg-node-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		tb.Fatal(err)
+	}
+	guest := GuestBinary(tb)
+	tb.Cleanup(func() {
+		if b, err := oci.New(oci.Options{StateDir: dir, GuestBinary: guest}); err == nil {
+			entries, _ := os.ReadDir(filepath.Join(dir, "sandboxes"))
+			for _, e := range entries {
+				if err := b.Destroy(context.Background(), e.Name(), false); err != nil {
+					tb.Errorf("cleanup: %v", err)
+				}
+			}
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
+// New returns a backend over stateDir (a new one when empty).
+func New(tb testing.TB, stateDir string) *oci.Backend {
+	tb.Helper()
+	Require(tb)
+	if stateDir == "" {
+		stateDir = StateDir(tb)
+	}
+	b, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: GuestBinary(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,134 @@
+//go:build linux
+
+package oci
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// runc drives the OCI runtime binary. All its state lives under root, one
+// per agent state directory, so agents never see each other's containers.
+type runc struct {
+	bin  string
+	root string
+}
+
+// containerState is the part of `runc state` output that we use.
+type containerState struct {
+	ID     string `json:"id"`
+	Pid    int    `json:"pid"`
+	Status string `json:"status"` // created, running, paused, stopped
+}
+
+// maxLogSize bounds init.log: it is truncated at the next start beyond it.
+const maxLogSize = 1 << 20
+
+// exists reports whether runc has state for the container. It avoids
+// parsing runc's "does not exist" error text.
+func (r *runc) exists(id string) bool {
+	return fileExists(filepath.Join(r.root, id, "state.json"))
+}
+
+func (r *runc) state(ctx context.Context, id string) (*containerState, error) {
+	out, err := r.output(ctx, "state", id)
+	if err != nil {
+		return nil, err
+	}
+	var st containerState
+	if err := json.Unmarshal(out, &st); err != nil {
+		return nil, fmt.Errorf("runc state %s: %w", id, err)
+	}
+	return &st, nil
+}
+
+// run creates and starts the container detached. Its stdio is not tied to
+// the agent: stdin is /dev/null and stdout/stderr go to logPath, which is
+// also where runc's own errors land. A pipe here would keep the agent
+// waiting for the container's exit.
+func (r *runc) run(ctx context.Context, bundle, id, logPath string) error {
+	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxLogSize {
+		_ = os.Truncate(logPath, 0)
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	before, _ := logf.Seek(0, 2)
+	cmd := exec.CommandContext(ctx, r.bin, "--root", r.root, "run", "--detach", "--bundle", bundle, id)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Run(); err != nil {
+		msg := tailFrom(logPath, before)
+		return fmt.Errorf("runc run: %w: %s", err, msg)
+	}
+	return nil
+}
+
+// cgroupPaths returns the container's cgroup directories (one per v1
+// controller, or the v2 one) from runc's state file.
+func (r *runc) cgroupPaths(id string) []string {
+	data, err := os.ReadFile(filepath.Join(r.root, id, "state.json"))
+	if err != nil {
+		return nil
+	}
+	var st struct {
+		CgroupPaths map[string]string `json:"cgroup_paths"`
+	}
+	if json.Unmarshal(data, &st) != nil {
+		return nil
+	}
+	var paths []string
+	for _, p := range st.CgroupPaths {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+func (r *runc) resume(ctx context.Context, id string) error {
+	_, err := r.output(ctx, "resume", id)
+	return err
+}
+
+// delete removes the container; with force it kills a running one first
+// (SIGKILL to every process of the container).
+func (r *runc) delete(ctx context.Context, id string, force bool) error {
+	args := []string{"delete"}
+	if force {
+		args = append(args, "--force")
+	}
+	_, err := r.output(ctx, append(args, id)...)
+	return err
+}
+
+func (r *runc) output(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, r.bin, append([]string{"--root", r.root}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("runc %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// tailFrom returns what was appended to a log after offset, bounded.
+func tailFrom(path string, offset int64) string {
+	data, err := os.ReadFile(path)
+	if err != nil || offset > int64(len(data)) {
+		return tail(path)
+	}
+	data = data[offset:]
+	if len(data) > 2048 {
+		data = data[len(data)-2048:]
+	}
+	return strings.TrimSpace(string(data))
+}

@@ -1,0 +1,316 @@
+//go:build linux
+
+package oci
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// The subset of the OCI runtime specification (runtime-spec v1.0.2) that
+// this backend writes. Declared here rather than imported so the module
+// does not take a dependency for a few structs.
+type (
+	runtimeSpec struct {
+		Version  string      `json:"ociVersion"`
+		Process  specProcess `json:"process"`
+		Root     root        `json:"root"`
+		Hostname string      `json:"hostname,omitempty"`
+		Mounts   []mount     `json:"mounts"`
+		Linux    linuxCfg    `json:"linux"`
+	}
+	specProcess struct {
+		Terminal        bool          `json:"terminal"`
+		User            user          `json:"user"`
+		Args            []string      `json:"args"`
+		Env             []string      `json:"env"`
+		Cwd             string        `json:"cwd"`
+		Capabilities    *capabilities `json:"capabilities,omitempty"`
+		Rlimits         []rlimit      `json:"rlimits,omitempty"`
+		NoNewPrivileges bool          `json:"noNewPrivileges"`
+	}
+	user struct {
+		UID uint32 `json:"uid"`
+		GID uint32 `json:"gid"`
+	}
+	capabilities struct {
+		Bounding    []string `json:"bounding"`
+		Effective   []string `json:"effective"`
+		Permitted   []string `json:"permitted"`
+		Inheritable []string `json:"inheritable"`
+		Ambient     []string `json:"ambient"`
+	}
+	rlimit struct {
+		Type string `json:"type"`
+		Hard uint64 `json:"hard"`
+		Soft uint64 `json:"soft"`
+	}
+	root struct {
+		Path     string `json:"path"`
+		Readonly bool   `json:"readonly"`
+	}
+	mount struct {
+		Destination string   `json:"destination"`
+		Type        string   `json:"type"`
+		Source      string   `json:"source"`
+		Options     []string `json:"options,omitempty"`
+	}
+	linuxCfg struct {
+		UIDMappings   []idMapping  `json:"uidMappings"`
+		GIDMappings   []idMapping  `json:"gidMappings"`
+		Resources     resources    `json:"resources"`
+		CgroupsPath   string       `json:"cgroupsPath"`
+		Namespaces    []namespace  `json:"namespaces"`
+		MaskedPaths   []string     `json:"maskedPaths"`
+		ReadonlyPaths []string     `json:"readonlyPaths"`
+		Seccomp       *seccompSpec `json:"seccomp,omitempty"`
+	}
+	idMapping struct {
+		ContainerID uint32 `json:"containerID"`
+		HostID      uint32 `json:"hostID"`
+		Size        uint32 `json:"size"`
+	}
+	namespace struct {
+		Type string `json:"type"`
+		Path string `json:"path,omitempty"`
+	}
+	resources struct {
+		Devices []deviceRule `json:"devices"`
+		Memory  *memory      `json:"memory,omitempty"`
+		CPU     *cpu         `json:"cpu,omitempty"`
+		Pids    *pids        `json:"pids,omitempty"`
+	}
+	deviceRule struct {
+		Allow  bool   `json:"allow"`
+		Access string `json:"access"`
+	}
+	memory struct {
+		Limit *int64 `json:"limit,omitempty"`
+		Swap  *int64 `json:"swap,omitempty"`
+	}
+	cpu struct {
+		Quota  *int64  `json:"quota,omitempty"`
+		Period *uint64 `json:"period,omitempty"`
+	}
+	pids struct {
+		Limit int64 `json:"limit"`
+	}
+	seccompSpec struct {
+		DefaultAction string           `json:"defaultAction"`
+		Syscalls      []seccompSyscall `json:"syscalls"`
+	}
+	seccompSyscall struct {
+		Names    []string     `json:"names"`
+		Action   string       `json:"action"`
+		ErrnoRet *uint        `json:"errnoRet,omitempty"`
+		Args     []seccompArg `json:"args,omitempty"`
+	}
+	seccompArg struct {
+		Index    uint   `json:"index"`
+		Value    uint64 `json:"value"`
+		ValueTwo uint64 `json:"valueTwo"`
+		Op       string `json:"op"`
+	}
+)
+
+// cpuPeriod is the CFS period for CPUMillis; quota = millis × period / 1000.
+const cpuPeriod = 100000
+
+// guestCaps are the only capabilities of init and the shepherds (container
+// root, inside the sandbox's user namespace): dropping to the tenant uid
+// and killing the tenant's processes. Tenant commands run as TenantUID and
+// hold none.
+var guestCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
+
+// buildSpec renders the runc config for sandbox sb.
+func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
+	dir := sb.dir
+	bindRO := []string{"bind", "ro", "nosuid", "nodev"}
+	rw := []string{"bind", "rw", "nosuid", "nodev"}
+
+	mounts := []mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+	}
+	if b.opts.Network == NetworkNone {
+		// sysfs may only be mounted by the owner of the network namespace.
+		mounts = append(mounts, mount{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}})
+	}
+	for _, d := range b.baseDirs {
+		mounts = append(mounts, mount{Destination: d, Type: "bind", Source: filepath.Join(b.opts.BaseRoot, d), Options: bindRO})
+	}
+	mounts = append(mounts, mount{Destination: "/etc", Type: "bind", Source: filepath.Join(dir, "etc"), Options: append(bindRO, "noexec")})
+	for _, e := range b.etcBinds {
+		mounts = append(mounts, mount{Destination: filepath.Join("/etc", e), Type: "bind", Source: filepath.Join(b.opts.BaseRoot, "etc", e), Options: append(bindRO, "noexec")})
+	}
+	mounts = append(mounts,
+		mount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=16384k"}},
+		mount{Destination: guest.TenantHome, Type: "bind", Source: filepath.Join(dir, "home"), Options: rw},
+		mount{Destination: guest.Workspace, Type: "bind", Source: filepath.Join(dir, "workspace"), Options: rw},
+		mount{Destination: "/tmp", Type: "bind", Source: filepath.Join(dir, "tmp"), Options: rw},
+		mount{Destination: guest.PileDir, Type: "bind", Source: filepath.Join(dir, "pile"), Options: append(rw, "noexec")},
+		mount{Destination: guest.Binary, Type: "bind", Source: b.guestBin, Options: []string{"bind", "ro", "nosuid", "nodev"}},
+		mount{Destination: guest.RunDir, Type: "bind", Source: filepath.Join(dir, "run"), Options: append(rw, "noexec")},
+	)
+
+	namespaces := []namespace{{Type: "pid"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"}, {Type: "user"}}
+	if b.opts.Network == NetworkNone {
+		// A fresh network namespace: runc brings up loopback only.
+		namespaces = append(namespaces, namespace{Type: "network"})
+	}
+
+	res := b.resources(sb.spec.Resources)
+	rs := resources{
+		// No device nodes beyond the defaults runc bind-mounts.
+		Devices: []deviceRule{{Allow: false, Access: "rwm"}},
+		Memory:  &memory{Limit: &res.MemoryBytes},
+		Pids:    &pids{Limit: res.PIDs},
+	}
+	if b.swapLimit {
+		// memory+swap = memory: the sandbox does not swap.
+		rs.Memory.Swap = &res.MemoryBytes
+	}
+	if res.CPUMillis > 0 {
+		quota, period := res.CPUMillis*cpuPeriod/1000, uint64(cpuPeriod)
+		rs.CPU = &cpu{Quota: &quota, Period: &period}
+	}
+
+	uidBase := b.opts.IDMapBase + uint32(sb.slot)*idMapSize
+	// A user namespace cannot raise a hard limit beyond the agent's own.
+	nofile := uint64(65536)
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Max < nofile {
+		nofile = lim.Max
+	}
+	env := []string{"PATH=" + guest.DefaultPath, "PLAYGROUND_SANDBOX=" + sb.spec.ID}
+	return &runtimeSpec{
+		Version: "1.0.2",
+		Process: specProcess{
+			User: user{UID: 0, GID: 0},
+			Args: []string{guest.Binary, "init", "-spares", strconv.Itoa(b.opts.SpareShepherds)},
+			Env:  env,
+			Cwd:  "/",
+			Capabilities: &capabilities{
+				Bounding: guestCaps, Effective: guestCaps, Permitted: guestCaps,
+				Inheritable: []string{}, Ambient: []string{},
+			},
+			Rlimits: []rlimit{
+				{Type: "RLIMIT_NOFILE", Hard: nofile, Soft: nofile},
+				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+			},
+			NoNewPrivileges: true,
+		},
+		Root:     root{Path: filepath.Join(dir, "rootfs"), Readonly: true},
+		Hostname: hostname(sb.spec.ID),
+		Mounts:   mounts,
+		Linux: linuxCfg{
+			UIDMappings: []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
+			GIDMappings: []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
+			Resources:   rs,
+			CgroupsPath: b.cgroupPath(sb),
+			Namespaces:  namespaces,
+			// runc's defaults (runc spec).
+			MaskedPaths: []string{
+				"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
+				"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+				"/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+			},
+			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
+			Seccomp:       seccompProfile(),
+		},
+	}
+}
+
+func (b *Backend) cgroupPath(sb *sandbox) string {
+	return filepath.Join(b.cgroupParent, containerID(sb.spec.ID))
+}
+
+// hostname is the sandbox's UTS name: its ID, cut to the kernel's limit.
+func hostname(id string) string {
+	if len(id) > 63 {
+		return id[:63]
+	}
+	return id
+}
+
+// seccompProfile allows every system call except those that widen the
+// kernel surface a tenant can reach without being useful in a shell
+// sandbox: new namespaces (a nested user namespace would hand the tenant
+// capabilities over fresh mounts and networks), mounting, keyrings (not
+// namespaced), BPF, perf, userfaultfd, io_uring, handle-based opens,
+// kernel modules and kexec, and host-global knobs. Most of them also need
+// capabilities the sandbox does not have; the filter is defence in depth.
+// It is a deny list on purpose: an allow list drifts out of date with the
+// base image's software and breaks it in hard-to-diagnose ways.
+func seccompProfile() *seccompSpec {
+	eperm, enosys := uint(1), uint(38)
+	deny := []string{
+		"unshare", "setns",
+		"mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree",
+		"fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+		"keyctl", "add_key", "request_key",
+		"bpf", "perf_event_open", "userfaultfd",
+		"io_uring_setup", "io_uring_enter", "io_uring_register",
+		"open_by_handle_at", "name_to_handle_at",
+		"init_module", "finit_module", "delete_module",
+		"kexec_load", "kexec_file_load",
+		"acct", "swapon", "swapoff", "reboot", "syslog", "quotactl", "quotactl_fd",
+		"lookup_dcookie", "nfsservctl", "vm86", "vm86old", "iopl", "ioperm",
+		"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime",
+	}
+	sc := []seccompSyscall{
+		{Names: deny, Action: "SCMP_ACT_ERRNO", ErrnoRet: &eperm},
+		// clone3 takes its flags in memory, which seccomp cannot inspect;
+		// ENOSYS makes libc fall back to clone, whose flags are checked.
+		{Names: []string{"clone3"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: &enosys},
+	}
+	// clone with any namespace flag; one rule per flag, rules are ORed.
+	for _, flag := range []uint64{
+		0x00020000, // CLONE_NEWNS
+		0x02000000, // CLONE_NEWCGROUP
+		0x04000000, // CLONE_NEWUTS
+		0x08000000, // CLONE_NEWIPC
+		0x10000000, // CLONE_NEWUSER
+		0x20000000, // CLONE_NEWPID
+		0x40000000, // CLONE_NEWNET
+	} {
+		sc = append(sc, seccompSyscall{
+			Names: []string{"clone"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: &eperm,
+			Args: []seccompArg{{Index: 0, Value: flag, ValueTwo: flag, Op: "SCMP_CMP_MASKED_EQ"}},
+		})
+	}
+	return &seccompSpec{DefaultAction: "SCMP_ACT_ALLOW", Syscalls: sc}
+}
+
+// writeSpec writes config.json atomically.
+func writeSpec(path string, spec *runtimeSpec) error {
+	return writeJSON(path, spec, 0o600)
+}
+
+func (b *Backend) resources(r backend.Resources) backend.Resources {
+	d := b.opts.DefaultResources
+	if r.CPUMillis <= 0 {
+		r.CPUMillis = d.CPUMillis
+	}
+	if r.MemoryBytes <= 0 {
+		r.MemoryBytes = d.MemoryBytes
+	}
+	if r.PIDs <= 0 {
+		r.PIDs = d.PIDs
+	}
+	return r
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}

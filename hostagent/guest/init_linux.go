@@ -1,0 +1,329 @@
+//go:build linux
+
+package guest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// File descriptors a shepherd inherits from init.
+const (
+	// shepherdListenFD is init's listening socket; idle shepherds block in
+	// accept(2) on it, so the kernel hands each connection to exactly one.
+	shepherdListenFD = 3
+	// shepherdBusyFD is the write end of a pipe on which a shepherd reports
+	// that it accepted a connection (so init starts a spare) or went back to
+	// accepting.
+	shepherdBusyFD = 4
+	// shepherdDrainFD is a datagram socket on which a finished shepherd
+	// hands init the output pipes that background processes still hold.
+	shepherdDrainFD = 5
+)
+
+// Bounds of init.
+const (
+	// maxDrains bounds the output pipes init drains for background
+	// processes; beyond it a pipe is closed and its writers get EPIPE.
+	maxDrains = 1024
+	// minSpawnBackoff and maxSpawnBackoff pace respawns of shepherds that
+	// die before accepting (for example while the pids limit is reached).
+	minSpawnBackoff = 50 * time.Millisecond
+	maxSpawnBackoff = 5 * time.Second
+	// IdleTimeout is how long a reused shepherd waits for a connection
+	// before it exits.
+	IdleTimeout = time.Minute
+)
+
+// InitOptions configure RunInit.
+type InitOptions struct {
+	// Spares is how many idle shepherds init keeps blocked in accept(2).
+	// A command whose shepherd is already running starts without paying
+	// for a process start of this binary; at least one is always kept.
+	Spares int
+	// Log receives init's and the shepherds' diagnostics; it is the
+	// container's stderr, kept by the agent in the sandbox directory.
+	Log *os.File
+}
+
+// RunInit is the container's PID 1. It listens on RunDir/SocketName, keeps
+// opts.Spares idle shepherds, reaps every orphan that reparents to it
+// (background processes of finished commands), and drains output pipes that
+// such processes still hold. It returns only on SIGTERM/SIGINT or a setup
+// error; the container ends with it.
+func RunInit(opts InitOptions) error {
+	if os.Getpid() != 1 {
+		return errors.New("playground-sandbox init must be PID 1 of the sandbox")
+	}
+	if opts.Spares < 1 {
+		opts.Spares = 1
+	}
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
+	in := &initProc{
+		opts: opts,
+		log:  log.New(opts.Log, "playground-sandbox init: ", log.LstdFlags|log.LUTC),
+		idle: make(map[int]bool),
+		busy: make(map[int]bool),
+	}
+	return in.run()
+}
+
+type initProc struct {
+	opts InitOptions
+	log  *log.Logger
+	self string // our executable
+
+	listener *os.File // blocking listening socket, never accepted on by init
+	busyR    *os.File
+	busyW    *os.File
+	drainR   int
+	drainW   *os.File
+	devNull  *os.File
+
+	idle map[int]bool // spare shepherds blocked in accept
+	busy map[int]bool // shepherds serving a command
+
+	backoff   time.Duration
+	nextSpawn time.Time
+
+	drains atomic.Int32
+}
+
+func (in *initProc) run() error {
+	var err error
+	// Start shepherds by our real path rather than /proc/self/exe, so that
+	// they show up in ps as playground-sandbox, not "exe".
+	if in.self, err = os.Executable(); err != nil {
+		return err
+	}
+	if in.devNull, err = os.Open(os.DevNull); err != nil {
+		return err
+	}
+	if err := in.listen(); err != nil {
+		return err
+	}
+	if in.busyR, in.busyW, err = os.Pipe(); err != nil {
+		return err
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("drain socketpair: %w", err)
+	}
+	in.drainR = pair[0]
+	in.drainW = os.NewFile(uintptr(pair[1]), "drain")
+
+	sigs := make(chan os.Signal, 64)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT)
+
+	// Both goroutines live as long as init, which is the container's
+	// lifetime: their owner is the process itself.
+	busyPIDs := make(chan int32, 64)
+	go in.readBusy(busyPIDs)
+	go in.receiveDrains()
+
+	var retry <-chan time.Time
+	for {
+		retry = in.fill()
+		select {
+		case msg := <-busyPIDs:
+			switch pid := int(msg); {
+			case pid > 0 && in.idle[pid]:
+				delete(in.idle, pid)
+				in.busy[pid] = true
+				in.backoff = 0
+			case pid < 0 && in.busy[-pid]:
+				delete(in.busy, -pid)
+				in.idle[-pid] = true
+			}
+		case s := <-sigs:
+			if s != unix.SIGCHLD {
+				in.log.Printf("received %v, stopping the sandbox", s)
+				return nil
+			}
+			in.reap()
+		case <-retry:
+		}
+	}
+}
+
+// listen creates the agent socket. It binds a temporary name and renames it
+// into place once listening, so the agent can take the socket's existence
+// as readiness. The socket stays in blocking mode: the shepherds block in
+// accept(2) on it, and O_NONBLOCK would be shared with them.
+func (in *initProc) listen() error {
+	if err := os.Chmod(RunDir, 0o700); err != nil {
+		return fmt.Errorf("run directory: %w", err)
+	}
+	path := filepath.Join(RunDir, SocketName)
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: tmp}); err != nil {
+		return fmt.Errorf("bind %s: %w", tmp, err)
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return err
+	}
+	// accept(2) honours SO_RCVTIMEO: idle shepherds wake up now and then,
+	// and those left over from a burst of concurrent commands exit.
+	tv := unix.NsecToTimeval(IdleTimeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("listener timeout: %w", err)
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	in.listener = os.NewFile(uintptr(fd), "listener")
+	return nil
+}
+
+// fill starts spares until opts.Spares are idle. After failures it waits
+// (exponential backoff) and returns a timer for the next attempt.
+func (in *initProc) fill() <-chan time.Time {
+	for len(in.idle) < in.opts.Spares {
+		if wait := time.Until(in.nextSpawn); wait > 0 {
+			return time.After(wait)
+		}
+		pid, err := in.spawn()
+		if err != nil {
+			in.log.Printf("starting a shepherd: %v", err)
+			in.fail()
+			continue
+		}
+		in.idle[pid] = true
+	}
+	return nil
+}
+
+func (in *initProc) fail() {
+	switch {
+	case in.backoff == 0:
+		in.backoff = minSpawnBackoff
+	case in.backoff < maxSpawnBackoff:
+		in.backoff *= 2
+	}
+	in.nextSpawn = time.Now().Add(in.backoff)
+}
+
+func (in *initProc) spawn() (int, error) {
+	p, err := os.StartProcess(in.self, []string{"playground-sandbox", "shepherd"}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{"PATH=" + DefaultPath},
+		Files: []*os.File{in.devNull, in.opts.Log, in.opts.Log, in.listener, in.busyW, in.drainW},
+	})
+	if err != nil {
+		return 0, err
+	}
+	pid := p.Pid
+	// init reaps with wait4(-1) because it must reap orphans too; the
+	// os.Process handle is not needed.
+	_ = p.Release()
+	return pid, nil
+}
+
+// reap collects every exited child: shepherds and reparented orphans. A
+// shepherd exits 0 once it has served a connection; any other end of an
+// idle one is a failure that slows down respawning.
+func (in *initProc) reap() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+		wasIdle := in.idle[pid]
+		delete(in.idle, pid)
+		delete(in.busy, pid)
+		if wasIdle && !(ws.Exited() && ws.ExitStatus() == 0) {
+			in.log.Printf("idle shepherd %d ended: %s", pid, describeWait(ws))
+			in.fail()
+		}
+	}
+}
+
+// readBusy forwards the state changes that shepherds report: their PID
+// when they accept a connection, its negation when they are idle again.
+func (in *initProc) readBusy(out chan<- int32) {
+	var b [4]byte
+	for {
+		if _, err := io.ReadFull(in.busyR, b[:]); err != nil {
+			in.log.Printf("busy pipe: %v", err)
+			return
+		}
+		out <- int32(binary.NativeEndian.Uint32(b[:]))
+	}
+}
+
+// receiveDrains takes output pipes from finished shepherds and discards
+// what background processes write to them until the last writer closes,
+// so a background process that logs to the command's stdout keeps running
+// instead of dying of SIGPIPE.
+func (in *initProc) receiveDrains() {
+	oob := make([]byte, unix.CmsgSpace(2*4))
+	var one [1]byte
+	for {
+		_, oobn, _, _, err := unix.Recvmsg(in.drainR, one[:], oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			in.log.Printf("drain socket: %v", err)
+			return
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			continue
+		}
+		for _, m := range msgs {
+			fds, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				continue
+			}
+			for _, fd := range fds {
+				if in.drains.Add(1) > maxDrains {
+					in.drains.Add(-1)
+					unix.Close(fd)
+					continue
+				}
+				go in.discard(fd)
+			}
+		}
+	}
+}
+
+// discard reads fd until EOF. The fd is non-blocking, so os.NewFile puts
+// it on the runtime poller and an idle pipe costs no thread.
+func (in *initProc) discard(fd int) {
+	defer in.drains.Add(-1)
+	f := os.NewFile(uintptr(fd), "background-output")
+	defer f.Close()
+	_, _ = io.Copy(io.Discard, f)
+}
+
+func describeWait(ws unix.WaitStatus) string {
+	if ws.Signaled() {
+		return "killed by " + unix.SignalName(ws.Signal())
+	}
+	return fmt.Sprintf("exit status %d", ws.ExitStatus())
+}

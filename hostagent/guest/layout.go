@@ -1,0 +1,56 @@
+package guest
+
+// Paths and identities inside a sandbox. The host agent builds the
+// container's filesystem to match them; init and the shepherds rely on them.
+const (
+	// Dir holds everything of ours inside the container. It is not part of
+	// the tenant's writable storage.
+	Dir = "/.playground"
+	// Binary is where the playground-sandbox binary is bind-mounted
+	// read-only.
+	Binary = Dir + "/bin/playground-sandbox"
+	// RunDir is bind-mounted from the host and owned by container root with
+	// mode 0700, so the tenant cannot reach the socket inside it.
+	RunDir = Dir + "/run"
+	// SocketName is the name of init's listening socket in RunDir.
+	SocketName = "agent.sock"
+
+	// TenantUID and TenantGID run every tenant command. They are not
+	// container root, so the tenant cannot signal or trace init and the
+	// shepherds, and holds no capabilities.
+	TenantUID = 1000
+	TenantGID = 1000
+	// TenantUser names TenantUID in the sandbox's /etc/passwd.
+	TenantUser = "sandbox"
+	// TenantHome is the tenant's home and the default working directory.
+	TenantHome = "/home/" + TenantUser
+	// Workspace is a second persistent, tenant-owned directory.
+	Workspace = "/workspace"
+	// PileDir is where the tenant's append-only pile is mounted.
+	PileDir = "/pile"
+
+	// Shell runs every command.
+	Shell = "/bin/sh"
+	// DefaultPath is PATH in both shell modes (a login profile may change
+	// it).
+	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// CleanEnv is the whole environment of a clean-mode shell: fixed, minimal
+// and independent of any profile.
+func CleanEnv() []string {
+	return []string{"PATH=" + DefaultPath, "HOME=" + TenantHome}
+}
+
+// LoginEnv is the environment a login-mode shell starts with, before
+// /etc/profile (which exports the tenant's login variables and PERSONA) and
+// ~/.profile run.
+func LoginEnv() []string {
+	return []string{
+		"PATH=" + DefaultPath,
+		"HOME=" + TenantHome,
+		"USER=" + TenantUser,
+		"LOGNAME=" + TenantUser,
+		"SHELL=" + Shell,
+	}
+}

@@ -1,0 +1,227 @@
+// Package guest is the part of the oci backend that runs inside a sandbox:
+// the container's init (PID 1) and the per-command shepherds it keeps ready,
+// plus the framed protocol the host agent speaks to them over a unix socket.
+//
+// The agent never uses `runc exec` on the hot path (about 23 ms per call on
+// the reference machine). Instead the container's PID 1 is this package's
+// init, started from the static playground-sandbox binary. It listens on a
+// unix socket in a directory only container root can enter and keeps a few
+// idle shepherd processes blocked in accept(2) on that socket, so no process
+// start is on a command's path. A shepherd that accepts a connection runs
+// that connection's one command; it serves another connection afterwards
+// only if the command left no process behind (otherwise it exits, so that
+// the leftovers become init's):
+//
+//	agent                         shepherd (container root, subreaper)
+//	  Start{cmd, mode, cwd} ───▶
+//	  Stdin… StdinEnd       ───▶  fork /bin/sh -c CMD as the tenant uid
+//	                        ◀───  Started{pid} | Error{message}
+//	                        ◀───  Stdout… Stderr… (as produced)
+//	  Kill (optional)       ───▶  SIGKILL every descendant until wait4 says ECHILD
+//	                        ◀───  Exit{code, signal, killed} | ProofLost{message}
+//
+// Every frame is a one-byte type, a four-byte big-endian payload length and
+// the payload. Lengths are bounded (MaxFrame) so neither side can be made to
+// allocate without limit by the other.
+//
+// This file is portable so that the agent side compiles everywhere; the init
+// and shepherd are Linux-only.
+package guest
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ProtocolVersion is carried in every Start frame. A shepherd refuses a
+// version it does not speak, so an agent upgraded under a running container
+// fails loudly instead of misinterpreting frames.
+const ProtocolVersion = 1
+
+// Bounds of the protocol.
+const (
+	// HeaderSize is the size of a frame header: type and payload length.
+	HeaderSize = 5
+	// MaxFrame bounds any frame's payload; a larger length is a protocol
+	// error and ends the connection.
+	MaxFrame = 1 << 20
+	// MaxCommand bounds the shell command text carried in a Start frame.
+	MaxCommand = 512 << 10
+	// MaxStdin bounds the whole standard input of one command. The shepherd
+	// holds it in memory (charged to the sandbox's memory limit) so that
+	// the command can start only once its input is complete.
+	MaxStdin = 8 << 20
+	// StdinChunk is the payload size the agent uses for Stdin frames.
+	StdinChunk = 64 << 10
+	// OutputChunk is the largest Stdout/Stderr payload a shepherd sends.
+	OutputChunk = 32 << 10
+)
+
+// FrameType identifies a frame.
+type FrameType uint8
+
+// Frames sent by the agent.
+const (
+	// FrameStart carries a JSON StartRequest; it is the first frame.
+	FrameStart FrameType = 1
+	// FrameStdin carries raw standard-input bytes.
+	FrameStdin FrameType = 2
+	// FrameStdinEnd closes standard input; the command starts after it.
+	FrameStdinEnd FrameType = 3
+	// FrameKill asks the shepherd to kill the command and all descendants.
+	FrameKill FrameType = 4
+)
+
+// Frames sent by the shepherd.
+const (
+	// FrameStarted carries a JSON Started: the shell is running.
+	FrameStarted FrameType = 16
+	// FrameError carries a UTF-8 message: the command could not start.
+	FrameError FrameType = 17
+	// FrameStdout and FrameStderr carry raw output bytes, in order.
+	FrameStdout FrameType = 18
+	FrameStderr FrameType = 19
+	// FrameExit carries a JSON Exit; it is the last frame of a command.
+	FrameExit FrameType = 20
+	// FrameProofLost carries a UTF-8 message: the shepherd could not prove
+	// that every descendant is dead. It is the last frame of a command.
+	FrameProofLost FrameType = 21
+)
+
+func (t FrameType) String() string {
+	switch t {
+	case FrameStart:
+		return "Start"
+	case FrameStdin:
+		return "Stdin"
+	case FrameStdinEnd:
+		return "StdinEnd"
+	case FrameKill:
+		return "Kill"
+	case FrameStarted:
+		return "Started"
+	case FrameError:
+		return "Error"
+	case FrameStdout:
+		return "Stdout"
+	case FrameStderr:
+		return "Stderr"
+	case FrameExit:
+		return "Exit"
+	case FrameProofLost:
+		return "ProofLost"
+	}
+	return fmt.Sprintf("FrameType(%d)", uint8(t))
+}
+
+// StartRequest is the payload of FrameStart.
+type StartRequest struct {
+	// Version is ProtocolVersion of the sender.
+	Version int `json:"v"`
+	// Command is run as `/bin/sh -c Command` (login: `/bin/sh -l -c`).
+	Command string `json:"cmd"`
+	// Login selects a login shell, which reads /etc/profile (the tenant's
+	// generated login profile) and ~/.profile; otherwise the shell gets
+	// CleanEnv and reads no profile.
+	Login bool `json:"login,omitempty"`
+	// Cwd is the working directory; empty means TenantHome.
+	Cwd string `json:"cwd,omitempty"`
+}
+
+// Started is the payload of FrameStarted.
+type Started struct {
+	// PID is the shell's process ID in the sandbox's PID namespace.
+	PID int `json:"pid"`
+}
+
+// Exit is the payload of FrameExit.
+type Exit struct {
+	// Code is the shell's exit code, or -1 when it died of a signal.
+	Code int `json:"code"`
+	// Signal is the number of the signal that ended the shell, or 0.
+	Signal int `json:"signal,omitempty"`
+	// Killed is true when the command ended because of a Kill frame (or
+	// because the agent went away) and every descendant is proven dead.
+	Killed bool `json:"killed,omitempty"`
+}
+
+// ErrFrameTooLarge is returned for a header announcing more than MaxFrame.
+var ErrFrameTooLarge = errors.New("guest protocol: frame too large")
+
+// AppendFrame appends a frame with the given type and payload to dst.
+func AppendFrame(dst []byte, t FrameType, payload []byte) []byte {
+	var hdr [HeaderSize]byte
+	hdr[0] = byte(t)
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(payload)))
+	dst = append(dst, hdr[:]...)
+	return append(dst, payload...)
+}
+
+// AppendJSONFrame appends a frame whose payload is v encoded as JSON.
+func AppendJSONFrame(dst []byte, t FrameType, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, err
+	}
+	if len(b) > MaxFrame {
+		return dst, ErrFrameTooLarge
+	}
+	return AppendFrame(dst, t, b), nil
+}
+
+// ParseFrame decodes the first frame of b. It returns n == 0 (and no error)
+// when b does not yet hold a whole frame; payload aliases b.
+func ParseFrame(b []byte) (t FrameType, payload []byte, n int, err error) {
+	if len(b) < HeaderSize {
+		return 0, nil, 0, nil
+	}
+	size := binary.BigEndian.Uint32(b[1:HeaderSize])
+	if size > MaxFrame {
+		return 0, nil, 0, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, size)
+	}
+	end := HeaderSize + int(size)
+	if len(b) < end {
+		return 0, nil, 0, nil
+	}
+	return FrameType(b[0]), b[HeaderSize:end], end, nil
+}
+
+// FrameReader reads frames from a stream. It reuses one buffer, grown up to
+// MaxFrame as needed, so a payload is valid only until the next ReadFrame.
+type FrameReader struct {
+	r   io.Reader
+	hdr [HeaderSize]byte
+	buf []byte
+}
+
+// NewFrameReader returns a FrameReader on r; r should be buffered if it is
+// read in small pieces.
+func NewFrameReader(r io.Reader) *FrameReader {
+	return &FrameReader{r: r}
+}
+
+// ReadFrame returns the next frame. io.EOF means the stream ended cleanly
+// between frames; io.ErrUnexpectedEOF means it ended inside one.
+func (fr *FrameReader) ReadFrame() (FrameType, []byte, error) {
+	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	size := binary.BigEndian.Uint32(fr.hdr[1:])
+	if size > MaxFrame {
+		return 0, nil, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, size)
+	}
+	if cap(fr.buf) < int(size) {
+		fr.buf = make([]byte, size)
+	}
+	p := fr.buf[:size]
+	if _, err := io.ReadFull(fr.r, p); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return FrameType(fr.hdr[0]), p, nil
+}

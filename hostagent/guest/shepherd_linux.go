@@ -1,0 +1,647 @@
+//go:build linux
+
+package guest
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// requestTimeout bounds how long a shepherd waits for a whole request
+	// (Start, Stdin…, StdinEnd) once it has accepted a connection.
+	requestTimeout = 30 * time.Second
+	// ProofTimeout bounds how long a shepherd keeps killing and reaping
+	// before it reports that it cannot prove cleanup (for example a
+	// process stuck in uninterruptible sleep).
+	ProofTimeout = 10 * time.Second
+	// maxDrainAfterExit bounds how much output a shepherd still forwards
+	// from a stream after the shell has ended: what the shell and its
+	// foreground children wrote is already in the pipe (at most its
+	// capacity); anything beyond is background chatter.
+	maxDrainAfterExit = 1 << 20
+	// maxPendingInput bounds unparsed bytes from the agent once the command
+	// runs; the agent sends only Kill frames then.
+	maxPendingInput = 4 * HeaderSize
+)
+
+// RunShepherd is a spare shepherd, started by init with the descriptors
+// documented at shepherdListenFD. It becomes a child subreaper and serves
+// connections one at a time, each running one command. After a command it
+// accepts the next connection only if it has no children left, that is if
+// the command left no background process: then it is exactly as clean as
+// a freshly started shepherd, and reusing it keeps a process start off the
+// path of every command. Otherwise it exits, so that the background
+// processes reparent to init and outlive it. RunShepherd returns the
+// process exit code: 0 once a connection was accepted (whatever became of
+// the command), 1 if it failed before.
+func RunShepherd() int {
+	for _, fd := range []int{shepherdListenFD, shepherdBusyFD, shepherdDrainFD} {
+		// Inherited descriptors are not close-on-exec; the tenant's shell
+		// must inherit none of them.
+		unix.CloseOnExec(fd)
+	}
+	// Every orphaned descendant of the command reparents to us, so "no
+	// children" proves "no descendants".
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "playground-sandbox shepherd: PR_SET_CHILD_SUBREAPER: %v\n", err)
+		return 1
+	}
+	for served := 0; ; {
+		conn, err := accept()
+		if errors.Is(err, unix.EAGAIN) {
+			// Idle for IdleTimeout. A shepherd that has served commands
+			// is surplus from an earlier burst: go, init keeps the spares.
+			if served > 0 {
+				return 0
+			}
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "playground-sandbox shepherd: accept: %v\n", err)
+			if served == 0 {
+				return 1
+			}
+			return 0
+		}
+		reportState(true)
+		s := &shepherd{conn: conn}
+		s.serve()
+		unix.Close(conn)
+		served++
+		if served >= maxCommandsPerShepherd || !noChildren() {
+			return 0
+		}
+		reportState(false)
+	}
+}
+
+// maxCommandsPerShepherd bounds reuse, so that whatever a long-lived
+// shepherd might accumulate (heap fragmentation) is shed now and then.
+const maxCommandsPerShepherd = 1000
+
+func accept() (int, error) {
+	for {
+		fd, _, err := unix.Accept4(shepherdListenFD, unix.SOCK_CLOEXEC)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// reportState tells init that this shepherd became busy (so init starts a
+// spare) or idle again. The message is our PID, negated for idle; a 4-byte
+// write to a pipe is atomic.
+func reportState(busy bool) {
+	v := int32(os.Getpid())
+	if !busy {
+		v = -v
+	}
+	var b [4]byte
+	binary.NativeEndian.PutUint32(b[:], uint32(v))
+	_, _ = unix.Write(shepherdBusyFD, b[:])
+}
+
+// noChildren reaps exited children and reports whether none is left.
+func noChildren() bool {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.ECHILD):
+			return true
+		case err != nil || pid == 0:
+			return false
+		}
+	}
+}
+
+// shepherd runs one command and owns its process tree.
+type shepherd struct {
+	conn    int
+	pending []byte // bytes from the agent not yet parsed into frames
+	lost    bool   // the agent connection failed; report nothing more
+}
+
+// outStream is one of the command's output pipes, read end.
+type outStream struct {
+	fd    int
+	frame FrameType
+	eof   bool
+}
+
+func (s *shepherd) serve() {
+	req, stdin, err := s.readRequest()
+	if err != nil {
+		s.sendError(err.Error())
+		return
+	}
+
+	cmd, err := s.start(req, stdin)
+	if err != nil {
+		s.sendError(err.Error())
+		return
+	}
+	if started, err := AppendJSONFrame(nil, FrameStarted, Started{PID: cmd.pid}); err == nil {
+		s.send(started)
+	}
+	if s.lost {
+		s.kill(cmd)
+		return
+	}
+	s.supervise(cmd)
+}
+
+// readRequest reads Start, Stdin… and StdinEnd under requestTimeout.
+func (s *shepherd) readRequest() (StartRequest, []byte, error) {
+	var req StartRequest
+	tv := unix.NsecToTimeval(requestTimeout.Nanoseconds())
+	_ = unix.SetsockoptTimeval(s.conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	defer func() {
+		var zero unix.Timeval
+		_ = unix.SetsockoptTimeval(s.conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &zero)
+	}()
+
+	br := bufio.NewReaderSize(fdReader(s.conn), 64<<10)
+	fr := NewFrameReader(br)
+	t, p, err := fr.ReadFrame()
+	if err != nil {
+		return req, nil, fmt.Errorf("reading the request: %w", err)
+	}
+	if t != FrameStart {
+		return req, nil, fmt.Errorf("protocol error: first frame is %v, not Start", t)
+	}
+	if err := json.Unmarshal(p, &req); err != nil {
+		return req, nil, fmt.Errorf("protocol error: Start: %w", err)
+	}
+	if req.Version != ProtocolVersion {
+		return req, nil, fmt.Errorf("protocol version %d not supported (this sandbox speaks %d); restart the sandbox", req.Version, ProtocolVersion)
+	}
+	if len(req.Command) > MaxCommand {
+		return req, nil, fmt.Errorf("command is %d bytes, more than %d", len(req.Command), MaxCommand)
+	}
+	var stdin []byte
+	for {
+		t, p, err := fr.ReadFrame()
+		if err != nil {
+			return req, nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		switch t {
+		case FrameStdin:
+			if len(stdin)+len(p) > MaxStdin {
+				return req, nil, fmt.Errorf("stdin is more than %d bytes", MaxStdin)
+			}
+			stdin = append(stdin, p...)
+		case FrameStdinEnd:
+			// Keep whatever the agent sent after StdinEnd (a Kill) for the
+			// supervision loop, which reads the socket directly.
+			if n := br.Buffered(); n > 0 {
+				rest, _ := br.Peek(n)
+				s.pending = append(s.pending, rest...)
+			}
+			return req, stdin, nil
+		default:
+			return req, nil, fmt.Errorf("protocol error: unexpected %v frame before StdinEnd", t)
+		}
+	}
+}
+
+// command is a started shell and the shepherd's ends of its pipes.
+type command struct {
+	pid    int
+	pidfd  int
+	stdinW int // -1 when closed or unused
+	stdin  []byte
+	outs   [2]*outStream
+	status unix.WaitStatus
+	reaped bool
+}
+
+func (s *shepherd) start(req StartRequest, stdin []byte) (*command, error) {
+	dir := req.Cwd
+	switch {
+	case dir == "":
+		dir = TenantHome
+	case !filepath.IsAbs(dir):
+		dir = filepath.Join(TenantHome, dir)
+	}
+	argv := []string{"sh", "-c", req.Command}
+	env := CleanEnv()
+	if req.Login {
+		// A login shell reads /etc/profile (the generated login profile)
+		// and then ~/.profile.
+		argv = []string{"sh", "-l", "-c", req.Command}
+		env = LoginEnv()
+	}
+
+	c := &command{stdinW: -1, pidfd: -1}
+	var childFDs []int
+	closeChild := func() {
+		for _, fd := range childFDs {
+			unix.Close(fd)
+		}
+	}
+
+	// Standard input: /dev/null when empty, else a pipe fed from memory.
+	var stdinR int
+	if len(stdin) == 0 {
+		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		stdinR = fd
+	} else {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			return nil, err
+		}
+		stdinR, c.stdinW, c.stdin = p[0], p[1], stdin
+		_ = unix.SetNonblock(c.stdinW, true)
+	}
+	childFDs = append(childFDs, stdinR)
+
+	var outW [2]int
+	for i, ft := range []FrameType{FrameStdout, FrameStderr} {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			closeChild()
+			c.closeFDs()
+			return nil, err
+		}
+		// Only our read end is non-blocking: O_NONBLOCK belongs to the open
+		// file description, and the two ends of a pipe have their own.
+		_ = unix.SetNonblock(p[0], true)
+		c.outs[i] = &outStream{fd: p[0], frame: ft}
+		outW[i] = p[1]
+		childFDs = append(childFDs, p[1])
+	}
+
+	pid, err := syscall.ForkExec(Shell, argv, &syscall.ProcAttr{
+		Dir:   dir,
+		Env:   env,
+		Files: []uintptr{uintptr(stdinR), uintptr(outW[0]), uintptr(outW[1])},
+		Sys: &syscall.SysProcAttr{
+			// Tenant credentials: not container root, no capabilities, no
+			// supplementary groups.
+			Credential: &syscall.Credential{Uid: TenantUID, Gid: TenantGID, Groups: []uint32{}},
+			// A session of its own, so job control in the command does not
+			// reach init or other commands.
+			Setsid: true,
+			PidFD:  &c.pidfd,
+		},
+	})
+	closeChild()
+	if err != nil {
+		c.closeFDs()
+		return nil, startError(dir, req.Cwd != "", err)
+	}
+	c.pid = pid
+	if c.pidfd < 0 {
+		// Without a pidfd the supervision loop cannot see the shell end.
+		_ = unix.Kill(pid, unix.SIGKILL)
+		c.wait()
+		c.closeFDs()
+		return nil, errors.New("the kernel did not return a pidfd for the shell (Linux 5.3 or later is required)")
+	}
+	return c, nil
+}
+
+// startError explains a failed fork/exec. The child chdirs (as the tenant)
+// after dropping privileges and before exec; since the shell exists, an
+// ENOENT, ENOTDIR or EACCES there is the working directory's fault.
+func startError(dir string, cwdGiven bool, err error) error {
+	if _, statErr := os.Stat(Shell); statErr != nil {
+		return fmt.Errorf("cannot run %s: %v", Shell, statErr)
+	}
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES) {
+		if cwdGiven {
+			return fmt.Errorf("working directory %q: %v", dir, err)
+		}
+		return fmt.Errorf("home directory %q: %v", dir, err)
+	}
+	return fmt.Errorf("starting %s: %v", Shell, err)
+}
+
+func (c *command) closeFDs() {
+	if c.stdinW >= 0 {
+		unix.Close(c.stdinW)
+		c.stdinW = -1
+	}
+	for _, o := range c.outs {
+		if o != nil && o.fd >= 0 {
+			unix.Close(o.fd)
+			o.fd = -1
+		}
+	}
+	if c.pidfd >= 0 {
+		unix.Close(c.pidfd)
+		c.pidfd = -1
+	}
+}
+
+// supervise forwards output and stdin until the shell exits (the command
+// is done; its background processes stay) or the agent asks for a kill or
+// goes away (the whole tree dies).
+func (s *shepherd) supervise(c *command) {
+	if s.parseAgent() {
+		s.kill(c)
+		return
+	}
+	buf := make([]byte, HeaderSize+OutputChunk)
+	var pfds []unix.PollFd
+	for {
+		pfds = pfds[:0]
+		pfds = append(pfds,
+			unix.PollFd{Fd: int32(s.conn), Events: unix.POLLIN},
+			unix.PollFd{Fd: int32(c.pidfd), Events: unix.POLLIN})
+		outIdx := [2]int{-1, -1}
+		for i, o := range c.outs {
+			if !o.eof {
+				outIdx[i] = len(pfds)
+				pfds = append(pfds, unix.PollFd{Fd: int32(o.fd), Events: unix.POLLIN})
+			}
+		}
+		stdinIdx := -1
+		if c.stdinW >= 0 {
+			stdinIdx = len(pfds)
+			pfds = append(pfds, unix.PollFd{Fd: int32(c.stdinW), Events: unix.POLLOUT})
+		}
+		if _, err := unix.Poll(pfds, -1); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			s.lost = true
+			s.kill(c)
+			return
+		}
+
+		// A Kill request (or the agent going away) wins over everything.
+		if pfds[0].Revents != 0 && s.readAgent() {
+			s.kill(c)
+			return
+		}
+		for i, o := range c.outs {
+			if outIdx[i] >= 0 && pfds[outIdx[i]].Revents != 0 {
+				s.forward(o, buf)
+			}
+		}
+		if s.lost {
+			s.kill(c)
+			return
+		}
+		if stdinIdx >= 0 && pfds[stdinIdx].Revents != 0 {
+			c.feedStdin()
+		}
+		if pfds[1].Revents != 0 {
+			s.finish(c, buf)
+			return
+		}
+	}
+}
+
+// readAgent reads what the agent sent; it returns true when the command
+// must be killed: a Kill frame, end of stream, or a protocol error.
+func (s *shepherd) readAgent() bool {
+	var b [64]byte
+	n, err := unix.Read(s.conn, b[:])
+	switch {
+	case errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN):
+	case err != nil || n == 0:
+		s.lost = true
+		return true
+	default:
+		s.pending = append(s.pending, b[:n]...)
+	}
+	return s.parseAgent()
+}
+
+// parseAgent handles the complete frames in s.pending, like readAgent.
+func (s *shepherd) parseAgent() bool {
+	for len(s.pending) > 0 {
+		t, _, used, err := ParseFrame(s.pending)
+		if err != nil {
+			s.lost = true
+			return true
+		}
+		if used == 0 {
+			if len(s.pending) > maxPendingInput {
+				s.lost = true
+				return true
+			}
+			return false
+		}
+		s.pending = s.pending[used:]
+		if t == FrameKill {
+			return true
+		}
+		// Nothing else is valid while the command runs.
+		s.lost = true
+		return true
+	}
+	return false
+}
+
+// forward reads one chunk of o and sends it; it returns the bytes read.
+func (s *shepherd) forward(o *outStream, buf []byte) int {
+	n, err := unix.Read(o.fd, buf[HeaderSize:])
+	if n > 0 {
+		buf[0] = byte(o.frame)
+		binary.BigEndian.PutUint32(buf[1:HeaderSize], uint32(n))
+		s.send(buf[:HeaderSize+n])
+		return n
+	}
+	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+		return 0
+	}
+	o.eof = true // EOF or error: every writer is gone
+	return 0
+}
+
+// drain forwards what is left in o without blocking, up to a bound.
+func (s *shepherd) drain(o *outStream, buf []byte) {
+	for total := 0; !o.eof && total < maxDrainAfterExit; {
+		n := s.forward(o, buf)
+		if n == 0 {
+			return
+		}
+		total += n
+	}
+}
+
+func (c *command) feedStdin() {
+	n, err := unix.Write(c.stdinW, c.stdin)
+	if n > 0 {
+		c.stdin = c.stdin[n:]
+	}
+	if (err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR)) || len(c.stdin) == 0 {
+		// Delivered, or the reader is gone (EPIPE): close it either way.
+		unix.Close(c.stdinW)
+		c.stdinW = -1
+		c.stdin = nil
+	}
+}
+
+// finish handles the shell's normal end: report its status after the
+// output it produced, then leave its background processes running. They
+// reparent to init when we exit; output pipes they still hold go to init,
+// which drains them, so they do not die of SIGPIPE.
+func (s *shepherd) finish(c *command, buf []byte) {
+	c.wait()
+	if c.stdinW >= 0 {
+		unix.Close(c.stdinW)
+		c.stdinW = -1
+	}
+	for _, o := range c.outs {
+		s.drain(o, buf)
+	}
+	s.sendExit(c, false)
+
+	var keep []int
+	for _, o := range c.outs {
+		if !o.eof {
+			keep = append(keep, o.fd)
+		}
+	}
+	if len(keep) > 0 {
+		_ = unix.Sendmsg(shepherdDrainFD, []byte{0}, unix.UnixRights(keep...), nil, 0)
+	}
+	c.closeFDs()
+}
+
+// wait reaps the shell itself.
+func (c *command) wait() {
+	if c.reaped {
+		return
+	}
+	for {
+		_, err := unix.Wait4(c.pid, &c.status, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		c.reaped = err == nil
+		return
+	}
+}
+
+// kill ends the command with proof: it SIGKILLs every descendant and reaps
+// until wait4 reports ECHILD. Because the shepherd is a child subreaper,
+// every orphan in the tree (setsid, double fork, SIGTERM ignored) has been
+// reparented to it, so having no children proves there are no descendants.
+// Output still buffered in the pipes is forwarded afterwards.
+func (s *shepherd) kill(c *command) {
+	deadline := time.Now().Add(ProofTimeout)
+	self := os.Getpid()
+	pause := 100 * time.Microsecond
+	for {
+		for _, p := range descendants(self) {
+			killProc(p)
+		}
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if errors.Is(err, unix.ECHILD) {
+				buf := make([]byte, HeaderSize+OutputChunk)
+				for _, o := range c.outs {
+					s.drain(o, buf)
+				}
+				s.sendExit(c, true)
+				c.closeFDs()
+				return
+			}
+			if err != nil {
+				s.proofLost(c, fmt.Sprintf("wait4: %v", err))
+				return
+			}
+			if pid == 0 {
+				break
+			}
+			if pid == c.pid {
+				c.status, c.reaped = ws, true
+			}
+		}
+		if time.Now().After(deadline) {
+			s.proofLost(c, fmt.Sprintf("descendants still alive after %v: %s", ProofTimeout, describeProcs(descendants(self))))
+			return
+		}
+		time.Sleep(pause)
+		if pause < 10*time.Millisecond {
+			pause *= 2
+		}
+	}
+}
+
+func (s *shepherd) proofLost(c *command, msg string) {
+	s.send(AppendFrame(nil, FrameProofLost, []byte(msg)))
+	c.closeFDs()
+}
+
+func (s *shepherd) sendExit(c *command, killed bool) {
+	e := Exit{Code: -1, Killed: killed}
+	switch {
+	case !c.reaped:
+	case c.status.Exited():
+		e.Code = c.status.ExitStatus()
+	case c.status.Signaled():
+		e.Signal = int(c.status.Signal())
+	}
+	if f, err := AppendJSONFrame(nil, FrameExit, e); err == nil {
+		s.send(f)
+	}
+}
+
+func (s *shepherd) sendError(msg string) {
+	s.send(AppendFrame(nil, FrameError, []byte(msg)))
+}
+
+// send writes a whole frame to the agent (blocking). A failed write means
+// the agent is gone; the caller then kills the command.
+func (s *shepherd) send(frame []byte) {
+	for len(frame) > 0 && !s.lost {
+		n, err := unix.Write(s.conn, frame)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			s.lost = true
+			return
+		}
+		frame = frame[n:]
+	}
+}
+
+// fdReader reads a raw blocking descriptor.
+type fdReader int
+
+func (r fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(int(r), p)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) {
+				return 0, errors.New("timed out")
+			}
+			return 0, err
+		}
+		if n == 0 {
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}

@@ -1,0 +1,42 @@
+// Package testbin builds this module's commands for tests that run them as
+// real processes (the guest binary in a sandbox, the playground binary).
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/playground-dev/playground/internal/controlplane"
+)
+
+var (
+	mu    sync.Mutex
+	built = map[string]string{}
+)
+
+// Build builds the command at pkg (an import path of this module) into the
+// repository's bin/test/ once per test process, and returns its path. The
+// guest binary is static (CGO_ENABLED=0), as the agent image ships it.
+func Build(pkg string) (string, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := built[pkg]; ok {
+		return p, nil
+	}
+	root, err := controlplane.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(root, "bin", "test", filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	built[pkg] = out
+	return out, nil
+}
