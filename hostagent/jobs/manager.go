@@ -548,17 +548,8 @@ func (m *Manager) kill(j *job) {
 	if !errors.Is(err, backend.ErrProofLost) {
 		err = fmt.Errorf("%w: %w", backend.ErrProofLost, err)
 	}
-	if m.halt == nil {
-		m.halt = &AdmissionStatus{
-			Halted:    true,
-			Reason:    fmt.Sprintf("killing job %s of tenant %s in sandbox %s: %v", j.id, j.tenant, j.sandbox, err),
-			Since:     m.clock.Now(),
-			JobID:     j.id,
-			Tenant:    j.tenant,
-			SandboxID: j.sandbox,
-		}
-		m.haltCause = err
-	}
+	m.haltLocked(fmt.Sprintf("killing job %s of tenant %s in sandbox %s: %v", j.id, j.tenant, j.sandbox, err),
+		j.id, j.tenant, j.sandbox, err)
 	m.finishLocked(j, StateFailed, &Result{
 		ExitCode: -1,
 		Error:    "the kill could not prove that the job's processes are gone, so some may still run in the sandbox: " + err.Error(),
@@ -666,6 +657,30 @@ func (m *Manager) AdmissionStatus() AdmissionStatus {
 		return AdmissionStatus{}
 	}
 	return *m.halt
+}
+
+// HaltAdmission stops admitting jobs because a kill outside the manager (a
+// timed-out synchronous command) could not prove its processes dead. Like a
+// job's failed kill, it holds until ResumeAdmission; the first cause is kept.
+func (m *Manager) HaltAdmission(reason, tenant, sandboxID string, cause error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.haltLocked(reason, "", tenant, sandboxID, cause)
+}
+
+func (m *Manager) haltLocked(reason, jobID, tenant, sandboxID string, cause error) {
+	if m.halt != nil {
+		return
+	}
+	m.halt = &AdmissionStatus{
+		Halted:    true,
+		Reason:    reason,
+		Since:     m.clock.Now(),
+		JobID:     jobID,
+		Tenant:    tenant,
+		SandboxID: sandboxID,
+	}
+	m.haltCause = cause
 }
 
 // ResumeAdmission lifts a halt, for an operator who has dealt with its cause

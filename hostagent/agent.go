@@ -1,0 +1,320 @@
+// Package hostagent is the execution kernel of a node: the sandboxes this
+// node serves, the session handles open on them, synchronous commands,
+// background jobs and file transfer, all on top of one backend. The agent
+// API (hostagent/agentapi) exposes it to the gateway; the node-local
+// reconciler drives its sandboxes from the Sandbox resources.
+//
+// Every call names the tenant, and the agent checks that the sandbox,
+// handle or job belongs to it; a caller asking for another tenant's gets the
+// same answer as for one that does not exist.
+package hostagent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// Defaults of Options.
+const (
+	DefaultHandleTTL           = 15 * time.Minute
+	DefaultMaxHandlesPerTenant = 64
+	DefaultMaxHandles          = 4096
+	DefaultExecOutputLimit     = 4 << 20
+	DefaultMaxFileBytes        = 3 << 20
+	DefaultKillTimeout         = 30 * time.Second
+)
+
+// Options configure an Agent. Zero fields take the defaults above.
+type Options struct {
+	Backend backend.Backend
+	// JobLimits bound the job manager (jobs.DefaultLimits when zero).
+	JobLimits jobs.Limits
+	// Clock drives handle expiry and the job manager; nil is the real clock.
+	Clock jobs.Clock
+	// HandleTTL is how long an unused session handle lives; every use renews it.
+	HandleTTL time.Duration
+	// MaxHandlesPerTenant and MaxHandles bound the open handles.
+	MaxHandlesPerTenant int
+	MaxHandles          int
+	// ExecOutputLimit bounds what a synchronous command keeps per stream;
+	// beyond it the output is counted as dropped (job_exec keeps more).
+	ExecOutputLimit int
+	// MaxFileBytes bounds read and write payloads.
+	MaxFileBytes int
+	// KillTimeout bounds the kill of a timed-out command.
+	KillTimeout time.Duration
+}
+
+// Agent is the execution kernel of one node. It is safe for concurrent use.
+type Agent struct {
+	be    backend.Backend
+	jobs  *jobs.Manager
+	clock jobs.Clock
+	opts  Options
+
+	mu        sync.Mutex
+	sandboxes map[string]*sandbox // by sandbox ID
+	handles   map[string]*handle  // by handle ID
+	perTenant map[string]int      // open handles per tenant
+}
+
+type sandbox struct {
+	spec    backend.Spec
+	handles int
+}
+
+type handle struct {
+	id, tenant, sandboxID string
+	expires               time.Time
+}
+
+// Handle is an open session on a sandbox: a lease that expires unless used
+// or renewed within the TTL.
+type Handle struct {
+	ID        string    `json:"handle"`
+	SandboxID string    `json:"sandbox_id"`
+	Expires   time.Time `json:"expires"`
+}
+
+// New returns an agent on opts.Backend.
+func New(opts Options) (*Agent, error) {
+	if opts.Backend == nil {
+		return nil, errors.New("hostagent: a backend is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = jobs.RealClock{}
+	}
+	setDefault(&opts.HandleTTL, DefaultHandleTTL)
+	setDefault(&opts.MaxHandlesPerTenant, DefaultMaxHandlesPerTenant)
+	setDefault(&opts.MaxHandles, DefaultMaxHandles)
+	setDefault(&opts.ExecOutputLimit, DefaultExecOutputLimit)
+	setDefault(&opts.MaxFileBytes, DefaultMaxFileBytes)
+	setDefault(&opts.KillTimeout, DefaultKillTimeout)
+	jm, err := jobs.New(opts.JobLimits, opts.Clock)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{
+		be:        opts.Backend,
+		jobs:      jm,
+		clock:     opts.Clock,
+		opts:      opts,
+		sandboxes: map[string]*sandbox{},
+		handles:   map[string]*handle{},
+		perTenant: map[string]int{},
+	}, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// Backend is the agent's backend.
+func (a *Agent) Backend() backend.Backend { return a.be }
+
+// Jobs is the agent's job manager, for status and metrics.
+func (a *Agent) Jobs() *jobs.Manager { return a.jobs }
+
+// Close stops the job manager, killing running jobs with proof. Sandboxes
+// and their files stay; they are reattached by the next agent.
+func (a *Agent) Close(ctx context.Context) error { return a.jobs.Close(ctx) }
+
+// Ensure makes the sandbox of spec ready on this node and serves it:
+// reattached if the backend still has it (files and processes untouched),
+// provisioned otherwise, and started.
+func (a *Agent) Ensure(ctx context.Context, spec backend.Spec) error {
+	if spec.ID == "" || spec.Tenant == "" {
+		return errorf(CodeInvalid, "a sandbox needs an ID and a tenant")
+	}
+	err := a.be.Reattach(ctx, spec)
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		if err := a.be.Provision(ctx, spec); err != nil {
+			return fmt.Errorf("provisioning sandbox %s: %w", spec.ID, err)
+		}
+		if err := a.be.Start(ctx, spec.ID); err != nil {
+			return fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
+		}
+	case errors.Is(err, backend.ErrNotRunning):
+		if err := a.be.Start(ctx, spec.ID); err != nil {
+			return fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reattaching sandbox %s: %w", spec.ID, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.sandboxes[spec.ID]; ok {
+		s.spec = spec
+		return nil
+	}
+	a.sandboxes[spec.ID] = &sandbox{spec: spec}
+	return nil
+}
+
+// Remove stops serving a sandbox and destroys it: its handles are closed
+// and its backend resources removed; the pile stays when keepPile.
+func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
+	a.mu.Lock()
+	for hid, h := range a.handles {
+		if h.sandboxID == id {
+			a.dropHandleLocked(hid, h)
+		}
+	}
+	delete(a.sandboxes, id)
+	a.mu.Unlock()
+	if err := a.be.Destroy(ctx, id, keepPile); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Errorf("destroying sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// OpenHandles is the number of session handles open on a sandbox.
+func (a *Agent) OpenHandles(id string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.expireLocked()
+	if s, ok := a.sandboxes[id]; ok {
+		return s.handles
+	}
+	return 0
+}
+
+// Open opens a session handle on the tenant's sandbox.
+func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.expireLocked()
+	s, ok := a.sandboxes[sandboxID]
+	if !ok || s.spec.Tenant != tenant {
+		return Handle{}, errorf(CodeNotFound, "no sandbox %q for tenant %s on this node: it is not provisioned here yet, or it is not yours", truncate(sandboxID), tenant)
+	}
+	if n := a.perTenant[tenant]; n >= a.opts.MaxHandlesPerTenant {
+		return Handle{}, errorf(CodeExhausted, "tenant %s has %d open session handles (limit %d): close unused ones with close_session, or let them expire after %s unused",
+			tenant, n, a.opts.MaxHandlesPerTenant, a.opts.HandleTTL)
+	}
+	if len(a.handles) >= a.opts.MaxHandles {
+		return Handle{}, errorf(CodeExhausted, "this node has %d open session handles (limit %d): retry later", len(a.handles), a.opts.MaxHandles)
+	}
+	h := &handle{id: newID("h_"), tenant: tenant, sandboxID: sandboxID, expires: a.clock.Now().Add(a.opts.HandleTTL)}
+	a.handles[h.id] = h
+	a.perTenant[tenant]++
+	s.handles++
+	return Handle{ID: h.id, SandboxID: sandboxID, Expires: h.expires}, nil
+}
+
+// Renew extends a handle's lease.
+func (a *Agent) Renew(tenant, handleID string) (Handle, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, err := a.useLocked(tenant, handleID)
+	if err != nil {
+		return Handle{}, err
+	}
+	return Handle{ID: h.id, SandboxID: h.sandboxID, Expires: h.expires}, nil
+}
+
+// CloseHandle releases a handle. When the last handle of a sandbox goes, the
+// sandbox is detached; its files and processes stay.
+func (a *Agent) CloseHandle(ctx context.Context, tenant, handleID string) error {
+	a.mu.Lock()
+	h, err := a.useLocked(tenant, handleID)
+	if err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	last := a.dropHandleLocked(handleID, h)
+	a.mu.Unlock()
+	if last {
+		if err := a.be.Detach(ctx, h.sandboxID); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			return fmt.Errorf("detaching sandbox %s: %w", h.sandboxID, err)
+		}
+	}
+	return nil
+}
+
+// useLocked resolves a handle of the tenant and renews its lease.
+func (a *Agent) useLocked(tenant, handleID string) (*handle, error) {
+	a.expireLocked()
+	h, ok := a.handles[handleID]
+	if !ok || h.tenant != tenant {
+		return nil, handleNotFound(handleID)
+	}
+	h.expires = a.clock.Now().Add(a.opts.HandleTTL)
+	return h, nil
+}
+
+// dropHandleLocked removes a handle and reports whether it was its
+// sandbox's last.
+func (a *Agent) dropHandleLocked(id string, h *handle) bool {
+	delete(a.handles, id)
+	decr(a.perTenant, h.tenant)
+	if s, ok := a.sandboxes[h.sandboxID]; ok {
+		s.handles--
+		return s.handles == 0
+	}
+	return false
+}
+
+// expireLocked drops handles past their lease. The handle map is bounded,
+// so a scan per call is cheap next to the command it precedes.
+func (a *Agent) expireLocked() {
+	now := a.clock.Now()
+	for id, h := range a.handles {
+		if now.After(h.expires) {
+			a.dropHandleLocked(id, h)
+		}
+	}
+}
+
+// resolve returns the sandbox behind a tenant's handle, renewing the lease.
+func (a *Agent) resolve(tenant, handleID string) (backend.Spec, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, err := a.useLocked(tenant, handleID)
+	if err != nil {
+		return backend.Spec{}, err
+	}
+	s, ok := a.sandboxes[h.sandboxID]
+	if !ok {
+		return backend.Spec{}, handleNotFound(handleID)
+	}
+	return s.spec, nil
+}
+
+func decr(m map[string]int, k string) {
+	if m[k] <= 1 {
+		delete(m, k)
+		return
+	}
+	m[k]--
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newID returns prefix and 128 random bits: unguessable, so holding one
+// proves it was handed out.
+func newID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail; it crashes the program instead
+	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64]
+	}
+	return s
+}

@@ -1,0 +1,162 @@
+package agentapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// maxResponseBytes bounds what the client reads of a response: the largest
+// is an exec result with two full output buffers, as base64.
+const maxResponseBytes = 16 << 20
+
+// Client calls one agent's API. It is safe for concurrent use and keeps its
+// connections: calls to one agent share an HTTP/2 connection.
+type Client struct {
+	base  *url.URL
+	token string
+	http  *http.Client
+}
+
+// NewTransport returns a transport that speaks HTTP/2 to agents: over TLS
+// when tlsConfig is set, else cleartext h2c. One transport serves every
+// agent a gateway talks to.
+func NewTransport(tlsConfig *tls.Config) *http.Transport {
+	t := &http.Transport{
+		Proxy:               nil, // agents are reached directly, never through a proxy
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 5 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+		MaxIdleConnsPerHost: 16,
+		ForceAttemptHTTP2:   true,
+	}
+	t.Protocols = new(http.Protocols)
+	if tlsConfig != nil {
+		t.Protocols.SetHTTP2(true)
+	} else {
+		t.Protocols.SetUnencryptedHTTP2(true)
+	}
+	return t
+}
+
+// NewClient returns a client of the agent at endpoint (http:// for h2c,
+// https:// for TLS) that presents token. rt may be shared between clients;
+// nil means a new cleartext transport.
+func NewClient(endpoint, token string, rt http.RoundTripper) (*Client, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("agent endpoint %q is not an http(s) URL", endpoint)
+	}
+	if rt == nil {
+		rt = NewTransport(nil)
+	}
+	return &Client{base: u, token: token, http: &http.Client{Transport: rt}}, nil
+}
+
+// do posts body as JSON to path and decodes the answer into out (nil for
+// none). Agent errors come back as *hostagent.Error with their code.
+func (c *Client) do(ctx context.Context, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(path).String(), bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return &hostagent.Error{Code: hostagent.CodeUnavailable, Err: err,
+			Message: "the sandbox's node cannot be reached right now: retry shortly"}
+	}
+	defer resp.Body.Close()
+	body2 := io.LimitReader(resp.Body, maxResponseBytes)
+	if resp.StatusCode >= 300 {
+		var e ErrorResponse
+		if err := json.NewDecoder(body2).Decode(&e); err != nil || e.Code == "" {
+			return &hostagent.Error{Code: hostagent.CodeInternal, Message: fmt.Sprintf("the agent answered %s", resp.Status)}
+		}
+		return &hostagent.Error{Code: e.Code, Message: e.Message}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(body2).Decode(out); err != nil {
+		return fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
+	}
+	return nil
+}
+
+// Open opens a session handle on the tenant's sandbox.
+func (c *Client) Open(ctx context.Context, tenant, sandboxID string) (hostagent.Handle, error) {
+	var h hostagent.Handle
+	err := c.do(ctx, "/v1/sandboxes/"+url.PathEscape(sandboxID)+"/handles", TenantRequest{Tenant: tenant}, &h)
+	return h, err
+}
+
+// Renew extends a handle's lease.
+func (c *Client) Renew(ctx context.Context, tenant, handle string) (hostagent.Handle, error) {
+	var h hostagent.Handle
+	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/renew", TenantRequest{Tenant: tenant}, &h)
+	return h, err
+}
+
+// Close releases a handle.
+func (c *Client) Close(ctx context.Context, tenant, handle string) error {
+	return c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/close", TenantRequest{Tenant: tenant}, nil)
+}
+
+// Exec runs a command to its end.
+func (c *Client) Exec(ctx context.Context, tenant, handle string, req hostagent.ExecRequest) (hostagent.ExecResult, error) {
+	var res hostagent.ExecResult
+	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/exec", ExecRequest{Tenant: tenant, ExecRequest: req}, &res)
+	return res, err
+}
+
+// StartJob starts a background job.
+func (c *Client) StartJob(ctx context.Context, tenant, handle string, req hostagent.ExecRequest) (jobs.JobInfo, error) {
+	var info jobs.JobInfo
+	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/jobs", ExecRequest{Tenant: tenant, ExecRequest: req}, &info)
+	return info, err
+}
+
+// Poll returns a page of a job's output.
+func (c *Client) Poll(ctx context.Context, req PollRequest, jobID string) (PollResponse, error) {
+	var res PollResponse
+	err := c.do(ctx, "/v1/jobs/"+url.PathEscape(jobID)+"/poll", req, &res)
+	return res, err
+}
+
+// Cancel cancels a job.
+func (c *Client) Cancel(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
+	var info jobs.JobInfo
+	err := c.do(ctx, "/v1/jobs/"+url.PathEscape(jobID)+"/cancel", TenantRequest{Tenant: tenant}, &info)
+	return info, err
+}
+
+// Read reads a whole file.
+func (c *Client) Read(ctx context.Context, tenant, handle, path, cwd string) (hostagent.FileContent, error) {
+	var f hostagent.FileContent
+	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/read", ReadRequest{Tenant: tenant, Path: path, Cwd: cwd}, &f)
+	return f, err
+}
+
+// Write replaces a file atomically.
+func (c *Client) Write(ctx context.Context, tenant, handle, path, cwd string, data []byte) (hostagent.FileInfo, error) {
+	var f hostagent.FileInfo
+	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/write", WriteRequest{Tenant: tenant, Path: path, Cwd: cwd, Data: data}, &f)
+	return f, err
+}

@@ -1,0 +1,284 @@
+package agentapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent"
+)
+
+// Server serves the agent API of one Agent.
+type Server struct {
+	agent *hostagent.Agent
+	log   *slog.Logger
+
+	mu     sync.RWMutex
+	tokens [][sha256.Size]byte // hashes of the accepted bearer tokens
+}
+
+// NewServer returns a server for agent that accepts the given bearer tokens
+// (several during a rotation). With no token it refuses every call: closed
+// by default.
+func NewServer(agent *hostagent.Agent, log *slog.Logger, tokens ...string) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{agent: agent, log: log}
+	s.SetTokens(tokens...)
+	return s
+}
+
+// SetTokens replaces the accepted bearer tokens, e.g. after a rotation of
+// the Secret they come from. Empty tokens are ignored.
+func (s *Server) SetTokens(tokens ...string) {
+	hashes := make([][sha256.Size]byte, 0, len(tokens))
+	for _, t := range tokens {
+		if t != "" {
+			hashes = append(hashes, sha256.Sum256([]byte(t)))
+		}
+	}
+	s.mu.Lock()
+	s.tokens = hashes
+	s.mu.Unlock()
+}
+
+// authorized compares the presented token's hash with every accepted one in
+// constant time, so timing tells nothing about the tokens.
+func (s *Server) authorized(r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || token == "" {
+		return false
+	}
+	h := sha256.Sum256([]byte(token))
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	match := 0
+	for _, t := range s.tokens {
+		match |= subtle.ConstantTimeCompare(h[:], t[:])
+	}
+	return match == 1
+}
+
+// Handler returns the API's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("POST /v1/sandboxes/{sandbox}/handles", s.call(s.open))
+	mux.Handle("POST /v1/handles/{handle}/renew", s.call(s.renew))
+	mux.Handle("POST /v1/handles/{handle}/close", s.call(s.close))
+	mux.Handle("POST /v1/handles/{handle}/exec", s.call(s.exec))
+	mux.Handle("POST /v1/handles/{handle}/jobs", s.call(s.startJob))
+	mux.Handle("POST /v1/handles/{handle}/read", s.call(s.read))
+	mux.Handle("POST /v1/handles/{handle}/write", s.call(s.write))
+	mux.Handle("POST /v1/jobs/{job}/poll", s.call(s.poll))
+	mux.Handle("POST /v1/jobs/{job}/cancel", s.call(s.cancel))
+	return mux
+}
+
+// call authenticates, bounds the body, and writes the result or error.
+func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="playground-agent"`)
+			writeJSON(w, http.StatusUnauthorized, ErrorResponse{Code: hostagent.CodeUnauth,
+				Message: "the agent API accepts only the gateway and the manager: present their bearer token"})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBytes)
+		res, err := fn(r)
+		if err != nil {
+			code := hostagent.CodeOf(err)
+			if code == hostagent.CodeInternal {
+				s.log.Error("Agent API call failed", "path", r.URL.Path, "err", err)
+			}
+			writeJSON(w, statusOf(code), ErrorResponse{Code: code, Message: err.Error()})
+			return
+		}
+		if res == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+}
+
+func statusOf(c hostagent.Code) int {
+	switch c {
+	case hostagent.CodeInvalid:
+		return http.StatusBadRequest
+	case hostagent.CodeNotFound:
+		return http.StatusNotFound
+	case hostagent.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case hostagent.CodeExhausted:
+		return http.StatusTooManyRequests
+	case hostagent.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	case hostagent.CodeUnauth:
+		return http.StatusUnauthorized
+	}
+	return http.StatusInternalServerError
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a JSON body; every call must name its tenant.
+func decode(r *http.Request, v any, tenant func() string) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &hostagent.Error{Code: hostagent.CodeTooLarge, Err: err,
+				Message: fmt.Sprintf("the request body is over %d bytes", MaxRequestBytes)}
+		}
+		return &hostagent.Error{Code: hostagent.CodeInvalid, Err: err, Message: "malformed request body: " + err.Error()}
+	}
+	if tenant() == "" {
+		return &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no tenant"}
+	}
+	return nil
+}
+
+func (s *Server) open(r *http.Request) (any, error) {
+	var req TenantRequest
+	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	return s.agent.Open(r.Context(), req.Tenant, r.PathValue("sandbox"))
+}
+
+func (s *Server) renew(r *http.Request) (any, error) {
+	var req TenantRequest
+	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	return s.agent.Renew(req.Tenant, r.PathValue("handle"))
+}
+
+func (s *Server) close(r *http.Request) (any, error) {
+	var req TenantRequest
+	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	return nil, s.agent.CloseHandle(r.Context(), req.Tenant, r.PathValue("handle"))
+}
+
+func (s *Server) exec(r *http.Request) (any, error) {
+	var req ExecRequest
+	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	return s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req.ExecRequest)
+}
+
+func (s *Server) startJob(r *http.Request) (any, error) {
+	var req ExecRequest
+	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	return s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), req.ExecRequest)
+}
+
+func (s *Server) poll(r *http.Request) (any, error) {
+	var req PollRequest
+	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	res, err := s.agent.PollJob(r.Context(), req.Tenant, r.PathValue("job"), req.Cursor, req.MaxBytes, req.Wait)
+	if err != nil {
+		return nil, err
+	}
+	return PollResponse{
+		Job:           res.Job,
+		Chunks:        res.EncodedChunks(),
+		NextCursor:    res.NextCursor,
+		Gap:           res.Gap,
+		DroppedBytes:  res.DroppedBytes,
+		DroppedChunks: res.DroppedChunks,
+		Done:          res.Done,
+	}, nil
+}
+
+func (s *Server) cancel(r *http.Request) (any, error) {
+	var req TenantRequest
+	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	return s.agent.CancelJob(r.Context(), req.Tenant, r.PathValue("job"))
+}
+
+func (s *Server) read(r *http.Request) (any, error) {
+	var req ReadRequest
+	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	return s.agent.ReadFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd)
+}
+
+func (s *Server) write(r *http.Request) (any, error) {
+	var req WriteRequest
+	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	return s.agent.WriteFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd, req.Data)
+}
+
+// HTTPServer returns an http.Server for the API that speaks HTTP/2 over TLS
+// when tlsConfig is set, else HTTP/1.1 and cleartext HTTP/2 (h2c).
+func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		Protocols:         new(http.Protocols),
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(true)
+	if tlsConfig == nil {
+		srv.Protocols.SetUnencryptedHTTP2(true)
+	}
+	return srv
+}
+
+// Serve serves the API on ln until ctx ends, then shuts down gracefully
+// within grace.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, grace time.Duration) error {
+	srv := s.HTTPServer(tlsConfig)
+	errc := make(chan error, 1)
+	go func() {
+		if tlsConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-errc
+	return err
+}

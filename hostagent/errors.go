@@ -1,0 +1,65 @@
+package hostagent
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// Code classifies an agent error for the API: each maps to one HTTP status
+// and, in the gateway, to an MCP tool error a client can act on.
+type Code string
+
+const (
+	CodeInvalid     Code = "invalid_argument"    // the request is wrong; fix it
+	CodeNotFound    Code = "not_found"           // no such handle, job, file or sandbox for this tenant
+	CodeTooLarge    Code = "too_large"           // a payload or file over the limit
+	CodeExhausted   Code = "resource_exhausted"  // a capacity bound; retry later or free capacity
+	CodeUnavailable Code = "unavailable"         // the sandbox or node cannot serve now
+	CodeInternal    Code = "internal"            // a bug or an unexpected backend failure
+	CodeUnauth      Code = "unauthenticated"     // the caller is not the gateway or manager
+)
+
+// Error is an error with a Code and a message that says what to do.
+type Error struct {
+	Code    Code
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+func errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf classifies any error the agent returns.
+func CodeOf(err error) Code {
+	var e *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &e):
+		return e.Code
+	case errors.Is(err, jobs.ErrNotFound):
+		return CodeNotFound
+	case errors.Is(err, jobs.ErrBadCursor):
+		return CodeInvalid
+	case errors.Is(err, jobs.ErrCapacity):
+		return CodeExhausted
+	case errors.Is(err, jobs.ErrAdmissionHalted), errors.Is(err, jobs.ErrClosed):
+		return CodeUnavailable
+	}
+	return CodeInternal
+}
+
+// handleNotFound is the one answer for unknown, expired and other tenants'
+// handles, so that a caller learns nothing about handles not its own.
+func handleNotFound(h string) *Error {
+	if len(h) > 64 {
+		h = h[:64]
+	}
+	return errorf(CodeNotFound, "session handle %q not found: it was closed, expired after going unused, or is not yours; open a new one with open_session", h)
+}

@@ -1,0 +1,206 @@
+package hostagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// MaxTimeout bounds the timeout of one command or job.
+const MaxTimeout = 24 * time.Hour
+
+// ExecRequest is a command for exec or job_exec.
+type ExecRequest struct {
+	Command string            `json:"command"`
+	Shell   backend.ShellMode `json:"shell,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Stdin   []byte            `json:"stdin,omitempty"`
+	// Timeout kills the command and its descendants when it passes; zero
+	// means none for jobs and the caller's deadline for exec.
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+func (r *ExecRequest) validate(maxStdin int) error {
+	switch r.Shell {
+	case "":
+		r.Shell = backend.ShellLogin
+	case backend.ShellLogin, backend.ShellClean:
+	default:
+		return errorf(CodeInvalid, "shell %q is not known: use login (loads the tenant's profile) or clean", r.Shell)
+	}
+	if r.Command == "" {
+		return errorf(CodeInvalid, "command is empty: give the shell text to run")
+	}
+	if len(r.Command) > 1<<20 {
+		return errorf(CodeTooLarge, "command is %d bytes (limit 1 MiB): write long scripts to a file with write, then run the file", len(r.Command))
+	}
+	if len(r.Stdin) > maxStdin {
+		return errorf(CodeTooLarge, "stdin is %d bytes (limit %d): write it to a file with write and redirect from it", len(r.Stdin), maxStdin)
+	}
+	if r.Timeout < 0 || r.Timeout > MaxTimeout {
+		return errorf(CodeInvalid, "timeout %s is out of range (0 to %s)", r.Timeout, MaxTimeout)
+	}
+	return nil
+}
+
+func (r ExecRequest) backendRequest() backend.ExecRequest {
+	return backend.ExecRequest{Command: r.Command, Shell: r.Shell, Cwd: r.Cwd, Stdin: r.Stdin}
+}
+
+// ExecResult is how a synchronous command ended, with its output.
+type ExecResult struct {
+	Stdout []byte `json:"stdout"`
+	Stderr []byte `json:"stderr"`
+	// StdoutDropped and StderrDropped count output beyond the exec output
+	// limit, which is not returned (job_exec keeps and pages more).
+	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
+	StderrDropped int64  `json:"stderr_dropped,omitempty"`
+	ExitCode      int    `json:"exit_code"`
+	Signal        string `json:"signal,omitempty"`
+	// TimedOut is true when the timeout killed the command; its descendants
+	// were proven dead before the result was returned.
+	TimedOut bool          `json:"timed_out,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Exec runs a command to its end in a fresh /bin/sh of the handle's sandbox.
+// On timeout the command and every descendant are killed, with proof, and
+// the output produced so far is returned.
+func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecRequest) (ExecResult, error) {
+	if err := req.validate(a.opts.MaxFileBytes); err != nil {
+		return ExecResult{}, err
+	}
+	spec, err := a.resolve(tenant, handleID)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	out := &execOutput{limit: a.opts.ExecOutputLimit}
+	started := time.Now()
+	proc, err := a.be.Exec(ctx, spec.ID, req.backendRequest(), out)
+	if err != nil {
+		return ExecResult{}, a.execError(err)
+	}
+	waitCtx := ctx
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	st, err := proc.Wait(waitCtx)
+	if err == nil {
+		return out.result(st, false), nil
+	}
+	timedOut := waitCtx.Err() != nil && ctx.Err() == nil
+	// The timeout passed, or the caller went away: end the command's
+	// whole tree before answering, so nothing of it outlives the call.
+	killCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.KillTimeout)
+	defer cancel()
+	if kerr := proc.Kill(killCtx); kerr != nil {
+		reason := fmt.Sprintf("killing a timed-out command of tenant %s in sandbox %s: %v", tenant, spec.ID, kerr)
+		a.jobs.HaltAdmission(reason, tenant, spec.ID, kerr)
+		return ExecResult{}, &Error{Code: CodeUnavailable, Err: kerr,
+			Message: "the command timed out and its processes could not be proven dead; this node stopped admitting jobs until an operator checks the sandbox"}
+	}
+	st, werr := proc.Wait(killCtx)
+	if werr != nil {
+		st = backend.ExitStatus{Code: -1, Killed: true, Duration: time.Since(started)}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return ExecResult{}, ctx.Err()
+	case !timedOut:
+		return ExecResult{}, &Error{Code: CodeInternal, Err: err, Message: "waiting for the command failed, so it was killed: " + err.Error()}
+	}
+	return out.result(st, true), nil
+}
+
+func (a *Agent) execError(err error) error {
+	switch {
+	case errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
+		return &Error{Code: CodeUnavailable, Err: err, Message: "the sandbox is not running on this node right now: retry shortly; if it persists, check the Sandbox's conditions"}
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Code: CodeInternal, Err: err, Message: "starting the command failed: " + err.Error()}
+}
+
+// execOutput keeps up to limit bytes of each stream and counts the rest.
+type execOutput struct {
+	limit int
+
+	mu             sync.Mutex
+	stdout, stderr []byte
+	dropOut        int64
+	dropErr        int64
+}
+
+func (o *execOutput) Write(s backend.Stream, p []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	buf, drop := &o.stdout, &o.dropOut
+	if s == backend.Stderr {
+		buf, drop = &o.stderr, &o.dropErr
+	}
+	room := o.limit - len(*buf)
+	if room < len(p) {
+		*drop += int64(len(p) - max(room, 0))
+		p = p[:max(room, 0)]
+	}
+	*buf = append(*buf, p...)
+}
+
+func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return ExecResult{
+		Stdout:        o.stdout,
+		Stderr:        o.stderr,
+		StdoutDropped: o.dropOut,
+		StderrDropped: o.dropErr,
+		ExitCode:      st.Code,
+		Signal:        st.Signal,
+		TimedOut:      timedOut,
+		Duration:      st.Duration,
+	}
+}
+
+// StartJob starts a command in the background on a backend that can prove
+// its cleanup.
+func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecRequest) (jobs.JobInfo, error) {
+	if !a.be.Capabilities().ProvesCleanup {
+		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", a.be.Name())
+	}
+	if err := req.validate(a.opts.MaxFileBytes); err != nil {
+		return jobs.JobInfo{}, err
+	}
+	spec, err := a.resolve(tenant, handleID)
+	if err != nil {
+		return jobs.JobInfo{}, err
+	}
+	start := func(sink backend.Sink) (backend.Process, error) {
+		// The job outlives this call: its process must not die with ctx.
+		p, err := a.be.Exec(context.WithoutCancel(ctx), spec.ID, req.backendRequest(), sink)
+		if err != nil {
+			return nil, a.execError(err)
+		}
+		return p, nil
+	}
+	return a.jobs.Start(ctx, tenant, spec.ID, start, jobs.WithTimeout(req.Timeout))
+}
+
+// PollJob returns a page of a job's output; see jobs.Manager.Poll.
+func (a *Agent) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error) {
+	return a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
+}
+
+// CancelJob cancels a job; see jobs.Manager.Cancel.
+func (a *Agent) CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
+	return a.jobs.Cancel(ctx, tenant, jobID)
+}
