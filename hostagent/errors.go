@@ -12,13 +12,13 @@ import (
 type Code string
 
 const (
-	CodeInvalid     Code = "invalid_argument"    // the request is wrong; fix it
-	CodeNotFound    Code = "not_found"           // no such handle, job, file or sandbox for this tenant
-	CodeTooLarge    Code = "too_large"           // a payload or file over the limit
-	CodeExhausted   Code = "resource_exhausted"  // a capacity bound; retry later or free capacity
-	CodeUnavailable Code = "unavailable"         // the sandbox or node cannot serve now
-	CodeInternal    Code = "internal"            // a bug or an unexpected backend failure
-	CodeUnauth      Code = "unauthenticated"     // the caller is not the gateway or manager
+	CodeInvalid     Code = "invalid_argument"   // the request is wrong; fix it
+	CodeNotFound    Code = "not_found"          // no such handle, job, file or sandbox for this tenant
+	CodeTooLarge    Code = "too_large"          // a payload or file over the limit
+	CodeExhausted   Code = "resource_exhausted" // a capacity bound; retry later or free capacity
+	CodeUnavailable Code = "unavailable"        // the sandbox or node cannot serve now
+	CodeInternal    Code = "internal"           // a bug or an unexpected backend failure
+	CodeUnauth      Code = "unauthenticated"    // the caller is not the gateway or manager
 )
 
 // Error is an error with a Code and a message that says what to do.

@@ -231,7 +231,10 @@ func TestBadInput(t *testing.T) {
 			_, err := n.client.Exec(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "true", Shell: "bash"})
 			return err
 		}, hostagent.CodeInvalid, "use login"},
-		{"an unknown handle", func() error { _, err := n.client.Exec(ctx, "ns/a", "h_nope", hostagent.ExecRequest{Command: "true"}); return err }, hostagent.CodeNotFound, "open a new one with open_session"},
+		{"an unknown handle", func() error {
+			_, err := n.client.Exec(ctx, "ns/a", "h_nope", hostagent.ExecRequest{Command: "true"})
+			return err
+		}, hostagent.CodeNotFound, "open a new one with open_session"},
 		{"a malformed cursor", func() error {
 			j, err := n.client.StartJob(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "true"})
 			if err != nil {
@@ -277,13 +280,22 @@ func TestTenantScope(t *testing.T) {
 		t.Fatalf("tenant b opened a's sandbox: %v", err)
 	}
 	calls := map[string]func(tenant, handle, jobID string) error{
-		"exec":   func(tn, h, _ string) error { _, err := n.client.Exec(ctx, tn, h, hostagent.ExecRequest{Command: "true"}); return err },
-		"job":    func(tn, h, _ string) error { _, err := n.client.StartJob(ctx, tn, h, hostagent.ExecRequest{Command: "true"}); return err },
-		"read":   func(tn, h, _ string) error { _, err := n.client.Read(ctx, tn, h, "/etc/hostname", ""); return err },
-		"write":  func(tn, h, _ string) error { _, err := n.client.Write(ctx, tn, h, "x", "", []byte("x")); return err },
-		"renew":  func(tn, h, _ string) error { _, err := n.client.Renew(ctx, tn, h); return err },
-		"close":  func(tn, h, _ string) error { return n.client.Close(ctx, tn, h) },
-		"poll":   func(tn, _, j string) error { _, err := n.client.Poll(ctx, agentapi.PollRequest{Tenant: tn}, j); return err },
+		"exec": func(tn, h, _ string) error {
+			_, err := n.client.Exec(ctx, tn, h, hostagent.ExecRequest{Command: "true"})
+			return err
+		},
+		"job": func(tn, h, _ string) error {
+			_, err := n.client.StartJob(ctx, tn, h, hostagent.ExecRequest{Command: "true"})
+			return err
+		},
+		"read":  func(tn, h, _ string) error { _, err := n.client.Read(ctx, tn, h, "/etc/hostname", ""); return err },
+		"write": func(tn, h, _ string) error { _, err := n.client.Write(ctx, tn, h, "x", "", []byte("x")); return err },
+		"renew": func(tn, h, _ string) error { _, err := n.client.Renew(ctx, tn, h); return err },
+		"close": func(tn, h, _ string) error { return n.client.Close(ctx, tn, h) },
+		"poll": func(tn, _, j string) error {
+			_, err := n.client.Poll(ctx, agentapi.PollRequest{Tenant: tn}, j)
+			return err
+		},
 		"cancel": func(tn, _, j string) error { _, err := n.client.Cancel(ctx, tn, j); return err },
 	}
 	for name, call := range calls {
