@@ -17,6 +17,9 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -40,14 +43,42 @@ const (
 	SandboxTerminating SandboxPhase = "Terminating"
 )
 
-// Sandbox condition types beyond Ready.
+// Sandbox condition types beyond Ready. Each has one author: the manager
+// writes Bound, NodeHealthy and Ready (and the phase); the node's agent
+// writes Provisioned (and sandboxID, endpoint, openHandles). Both write with
+// server-side apply under their own field manager, so neither overwrites the
+// other's conditions.
 const (
 	// BoundCondition is True once the sandbox is bound to a node.
 	BoundCondition = "Bound"
+	// NodeHealthyCondition is True while the bound node's agent keeps its
+	// registration Lease renewed.
+	NodeHealthyCondition = "NodeHealthy"
 	// ProvisionedCondition is True once the node's agent created the
-	// backend resources.
+	// backend resources and serves the sandbox.
 	ProvisionedCondition = "Provisioned"
 )
+
+// Condition reasons of Sandboxes.
+const (
+	ReasonBound            = "Bound"
+	ReasonNoEligibleNode   = "NoEligibleNode"
+	ReasonAgentHealthy     = "AgentHealthy"
+	ReasonAgentUnavailable = "AgentUnavailable"
+	ReasonProvisioning     = "Provisioning"
+	ReasonProvisioned      = "Provisioned"
+	ReasonBackendFailed    = "BackendFailed"
+	ReasonTerminating      = "Terminating"
+	ReasonReady            = "Ready"
+)
+
+// SandboxID is the stable ID of the Sandbox namespace/name: the same on every
+// agent, across restarts and across a backup restored without status. A
+// Sandbox re-created under the same name finds a pile that was retained.
+func SandboxID(namespace, name string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	return "sbx-" + hex.EncodeToString(sum[:10])
+}
 
 // SandboxTemplate is what a Tenant asks of its sandbox; the Tenant
 // controller copies it into the Sandbox it creates.
@@ -174,6 +205,8 @@ type SandboxStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=sbx,categories=playground
+// +kubebuilder:selectablefield:JSONPath=".spec.nodeName"
+// +kubebuilder:selectablefield:JSONPath=".spec.tenantRef.name"
 // +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.spec.tenantRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`

@@ -1,0 +1,40 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Finalizers, labels and Secret conventions shared by the manager, the
+// agents and the gateway.
+const (
+	// TenantFinalizer guards a Tenant until its Sandbox and Secret are gone.
+	TenantFinalizer = "playground.dev/tenant"
+	// SandboxFinalizer guards a Sandbox until its node's agent destroyed the
+	// backend resources (and the pile, with reclaimPolicy Delete).
+	SandboxFinalizer = "playground.dev/sandbox"
+
+	// TenantLabel names, on a Sandbox or credential Secret, the Tenant (in
+	// the same namespace) it belongs to.
+	TenantLabel = "playground.dev/tenant"
+
+	// CredentialSecretType is the type of the Secrets holding tenant tokens;
+	// the gateway watches only Secrets of this type.
+	CredentialSecretType = "playground.dev/tenant-token"
+	// CredentialTokenKey is the key of the token in a credential Secret.
+	CredentialTokenKey = "token"
+)
+
+// CredentialSecretName is the name of a Tenant's credential Secret.
+func CredentialSecretName(tenant string) string { return tenant + "-token" }

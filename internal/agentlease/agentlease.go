@@ -1,0 +1,139 @@
+// Package agentlease is how a host agent registers itself: one
+// coordination.k8s.io Lease per agent, renewed while the agent is healthy,
+// carrying what the manager's binder and the gateway need to know of the
+// node: its agent API endpoint, the backends it offers, its labels (for
+// node selectors) and whether it admits jobs.
+//
+// An agent is healthy while now < renewTime + leaseDurationSeconds. The
+// manager binds sandboxes only to healthy agents and marks the sandboxes
+// of an expired one not Ready.
+package agentlease
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// DefaultNamespace holds the agents' Leases.
+	DefaultNamespace = "playground-system"
+	// DefaultDuration is how long a registration lasts without renewal;
+	// agents renew every third of it.
+	DefaultDuration = 15 * time.Second
+
+	// LabelAgent marks every agent Lease ("true"), for list and watch.
+	LabelAgent = "playground.dev/agent"
+	// AnnotationEndpoint is the agent API's URL.
+	AnnotationEndpoint = "playground.dev/endpoint"
+	// AnnotationBackends lists the backend classes offered, comma-separated.
+	AnnotationBackends = "playground.dev/backends"
+	// AnnotationNodeLabels is the node's labels as a JSON object.
+	AnnotationNodeLabels = "playground.dev/node-labels"
+	// AnnotationAdmission is empty while the agent admits jobs, else why not.
+	AnnotationAdmission = "playground.dev/admission-halted"
+)
+
+// Name is the Lease name of the agent of node.
+func Name(node string) string { return "agent-" + node }
+
+// Registration is what an agent publishes about itself.
+type Registration struct {
+	Node     string
+	Endpoint string
+	Backends []string
+	Labels   map[string]string
+	// AdmissionHalted says why the agent stopped admitting jobs, if it did.
+	AdmissionHalted string
+	// Duration and Renewed are the Lease's duration and last renewal.
+	Duration time.Duration
+	Renewed  time.Time
+}
+
+// Healthy reports whether the registration is current at now.
+func (r Registration) Healthy(now time.Time) bool {
+	return !r.Renewed.IsZero() && now.Before(r.Renewed.Add(r.Duration))
+}
+
+// Offers reports whether the agent offers the backend class.
+func (r Registration) Offers(backend string) bool {
+	for _, b := range r.Backends {
+		if b == backend {
+			return true
+		}
+	}
+	return false
+}
+
+// Matches reports whether the node's labels satisfy a node selector.
+func (r Registration) Matches(selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := r.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Apply writes the registration into lease, renewed at now.
+func (r Registration) Apply(lease *coordinationv1.Lease, now time.Time) error {
+	labels, err := json.Marshal(r.Labels)
+	if err != nil {
+		return err
+	}
+	if lease.Labels == nil {
+		lease.Labels = map[string]string{}
+	}
+	lease.Labels[LabelAgent] = "true"
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	backends := append([]string(nil), r.Backends...)
+	sort.Strings(backends)
+	lease.Annotations[AnnotationEndpoint] = r.Endpoint
+	lease.Annotations[AnnotationBackends] = strings.Join(backends, ",")
+	lease.Annotations[AnnotationNodeLabels] = string(labels)
+	lease.Annotations[AnnotationAdmission] = r.AdmissionHalted
+	holder := r.Node
+	seconds := int32(r.Duration / time.Second)
+	renewed := metav1.NewMicroTime(now)
+	lease.Spec.HolderIdentity = &holder
+	lease.Spec.LeaseDurationSeconds = &seconds
+	lease.Spec.RenewTime = &renewed
+	if lease.Spec.AcquireTime == nil {
+		lease.Spec.AcquireTime = &renewed
+	}
+	return nil
+}
+
+// FromLease reads a registration from an agent's Lease.
+func FromLease(lease *coordinationv1.Lease) (Registration, error) {
+	r := Registration{
+		Endpoint:        lease.Annotations[AnnotationEndpoint],
+		AdmissionHalted: lease.Annotations[AnnotationAdmission],
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		return r, fmt.Errorf("lease %s/%s has no holder", lease.Namespace, lease.Name)
+	}
+	r.Node = *lease.Spec.HolderIdentity
+	if b := lease.Annotations[AnnotationBackends]; b != "" {
+		r.Backends = strings.Split(b, ",")
+	}
+	if l := lease.Annotations[AnnotationNodeLabels]; l != "" && l != "null" {
+		if err := json.Unmarshal([]byte(l), &r.Labels); err != nil {
+			return r, fmt.Errorf("lease %s/%s: node labels: %w", lease.Namespace, lease.Name, err)
+		}
+	}
+	if lease.Spec.LeaseDurationSeconds != nil {
+		r.Duration = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	if lease.Spec.RenewTime != nil {
+		r.Renewed = lease.Spec.RenewTime.Time
+	}
+	return r, nil
+}
