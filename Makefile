@@ -49,6 +49,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs (and, from the components' markers, RBAC).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=playground-agent paths=./hostagent/... output:rbac:artifacts:config=config/rbac/agent
+	$(CONTROLLER_GEN) rbac:roleName=playground-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac/manager
 
 .PHONY: fmt
 fmt: ## Format the Go code.

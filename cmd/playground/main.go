@@ -20,8 +20,8 @@ const usage = `Usage: playground <role> [flags]
 
 Roles:
   dev       run the control plane, the components and the samples on this machine
-  manager   run the controllers (not implemented yet)
-  agent     run the host agent of this node (not implemented yet)
+  manager   run the controllers
+  agent     run the host agent of this node
   gateway   run the MCP gateway (not implemented yet)
 
 Run 'playground <role> -h' for the flags of a role.
@@ -40,7 +40,11 @@ func main() {
 	switch role {
 	case "dev":
 		err = runDev(ctx, args)
-	case "manager", "agent", "gateway":
+	case "manager":
+		err = runManager(ctx, args)
+	case "agent":
+		err = runAgent(ctx, args)
+	case "gateway":
 		err = fmt.Errorf("the %s role is not implemented yet: see the open issues", role)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)

@@ -1,0 +1,381 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/agentlease"
+)
+
+// ManagerFieldOwner is the field manager of what the manager writes by
+// server-side apply.
+const ManagerFieldOwner = client.FieldOwner("playground-manager")
+
+// nodeNameIndex indexes Sandboxes by spec.nodeName, to count each node's load.
+const nodeNameIndex = "spec.nodeName"
+
+// SandboxReconciler binds Sandboxes to healthy nodes and summarises their
+// state: it writes spec.nodeName once, the Bound, NodeHealthy and Ready
+// conditions, and the phase. The node's agent writes Provisioned.
+type SandboxReconciler struct {
+	client.Client
+	Recorder recorder.EventRecorder
+	Options  Options
+
+	// pending holds bindings this process made that the cache may not show
+	// yet, so that a burst of new sandboxes spreads instead of piling onto
+	// the node that looked emptiest a moment ago.
+	mu      sync.Mutex
+	pending map[types.NamespacedName]string
+}
+
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile binds and summarises one Sandbox.
+func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	var sbx playgroundv1alpha1.Sandbox
+	if err := r.Get(ctx, req.NamespacedName, &sbx); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	agents, err := r.registrations(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := r.Options.Now()
+
+	if sbx.Spec.NodeName == "" && sbx.DeletionTimestamp.IsZero() {
+		node, why := r.choose(ctx, &sbx, agents, now)
+		if node == "" {
+			log.V(1).Info("No eligible node", "sandbox", klog.KObj(&sbx), "why", why)
+			return ctrl.Result{}, r.applyStatus(ctx, &sbx, summary{
+				phase: playgroundv1alpha1.SandboxPending,
+				bound: condition(playgroundv1alpha1.BoundCondition, false, playgroundv1alpha1.ReasonNoEligibleNode, why),
+			})
+		}
+		if err := r.bind(ctx, &sbx, node); err != nil {
+			return ctrl.Result{}, err
+		}
+		log.Info("Bound sandbox", "sandbox", klog.KObj(&sbx), "node", node)
+		r.Recorder.Eventf(&sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonBound, "Bind", "Bound to node %s", node)
+	}
+
+	s := summarise(&sbx, agents, now)
+	res := ctrl.Result{}
+	if reg, ok := agents[sbx.Spec.NodeName]; ok && reg.Healthy(now) {
+		// Nothing announces a lease's expiry: look again just after it.
+		res.RequeueAfter = reg.Renewed.Add(reg.Duration).Sub(now) + time.Second
+	}
+	return res, r.applyStatus(ctx, &sbx, s)
+}
+
+// registrations returns the agents' registrations by node.
+func (r *SandboxReconciler) registrations(ctx context.Context) (map[string]agentlease.Registration, error) {
+	var leases coordinationv1.LeaseList
+	if err := r.List(ctx, &leases, client.InNamespace(r.Options.LeaseNamespace), client.MatchingLabels{agentlease.LabelAgent: "true"}); err != nil {
+		return nil, fmt.Errorf("listing agent registrations: %w", err)
+	}
+	regs := make(map[string]agentlease.Registration, len(leases.Items))
+	for i := range leases.Items {
+		reg, err := agentlease.FromLease(&leases.Items[i])
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Info("Ignoring a malformed agent registration", "lease", klog.KObj(&leases.Items[i]), "err", err)
+			continue
+		}
+		regs[reg.Node] = reg
+	}
+	return regs, nil
+}
+
+// choose picks the eligible node with the fewest sandboxes; ties go to a
+// hash of sandbox and node, so that equal nodes share the load. It returns
+// "" and why when none is eligible.
+func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) (string, string) {
+	backend := string(cmp.Or(sbx.Spec.Backend, playgroundv1alpha1.BackendOCI))
+	type candidate struct {
+		node string
+		load int
+		tie  uint32
+	}
+	var eligible []candidate
+	healthy := 0
+	for node, reg := range agents {
+		if !reg.Healthy(now) {
+			continue
+		}
+		healthy++
+		if !reg.Offers(backend) || !reg.Matches(sbx.Spec.NodeSelector) {
+			continue
+		}
+		h := fnv.New32a()
+		h.Write([]byte(string(sbx.UID) + "/" + node))
+		eligible = append(eligible, candidate{node: node, load: r.load(ctx, node), tie: h.Sum32()})
+	}
+	if len(eligible) == 0 {
+		why := fmt.Sprintf("no healthy agent offers the %s backend", backend)
+		if len(sbx.Spec.NodeSelector) > 0 {
+			why += " on a node matching " + formatSelector(sbx.Spec.NodeSelector)
+		}
+		return "", fmt.Sprintf("%s (%d agents registered, %d healthy); the sandbox waits for one", why, len(agents), healthy)
+	}
+	best := slices.MinFunc(eligible, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(a.tie, b.tie), strings.Compare(a.node, b.node))
+	})
+	return best.node, ""
+}
+
+// load counts the sandboxes bound to node: those the cache shows, and those
+// this process bound that the cache does not show yet.
+func (r *SandboxReconciler) load(ctx context.Context, node string) int {
+	var list playgroundv1alpha1.SandboxList
+	n := 0
+	if err := r.List(ctx, &list, client.MatchingFields{nodeNameIndex: node}); err == nil {
+		n = len(list.Items)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, bound := range r.pending {
+		var cached playgroundv1alpha1.Sandbox
+		err := r.Get(ctx, key, &cached)
+		switch {
+		case apierrors.IsNotFound(err), err == nil && cached.Spec.NodeName != "":
+			delete(r.pending, key) // the cache caught up (or it is gone)
+		case bound == node:
+			n++
+		}
+	}
+	return n
+}
+
+// bind sets spec.nodeName once; the API server refuses any later change.
+func (r *SandboxReconciler) bind(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, node string) error {
+	patch := client.MergeFromWithOptions(sbx.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	sbx.Spec.NodeName = node
+	if err := r.Patch(ctx, sbx, patch); err != nil {
+		return fmt.Errorf("binding sandbox %s to node %s: %w", klog.KObj(sbx), node, err)
+	}
+	r.mu.Lock()
+	if r.pending == nil {
+		r.pending = map[types.NamespacedName]string{}
+	}
+	r.pending[client.ObjectKeyFromObject(sbx)] = node
+	r.mu.Unlock()
+	return nil
+}
+
+// summary is what the manager owns of a Sandbox's status.
+type summary struct {
+	phase playgroundv1alpha1.SandboxPhase
+	bound metav1.Condition
+	// health and ready are unset while the sandbox is unbound.
+	health *metav1.Condition
+	ready  *metav1.Condition
+}
+
+func condition(typ string, ok bool, reason, msg string) metav1.Condition {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg}
+}
+
+// summarise derives the manager's conditions and the phase of a bound
+// sandbox from its node's registration and the agent's Provisioned.
+func summarise(sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) summary {
+	node := sbx.Spec.NodeName
+	s := summary{bound: condition(playgroundv1alpha1.BoundCondition, true, playgroundv1alpha1.ReasonBound, "Bound to node "+node)}
+	reg, registered := agents[node]
+	switch {
+	case !registered:
+		c := condition(playgroundv1alpha1.NodeHealthyCondition, false, playgroundv1alpha1.ReasonAgentUnavailable,
+			fmt.Sprintf("No agent is registered for node %s; the sandbox's storage is there, so it waits for that node's agent", node))
+		s.health = &c
+	case !reg.Healthy(now):
+		c := condition(playgroundv1alpha1.NodeHealthyCondition, false, playgroundv1alpha1.ReasonAgentUnavailable,
+			fmt.Sprintf("The agent of node %s has not renewed its registration since %s; sessions cannot reach the sandbox until it does", node, reg.Renewed.UTC().Format(time.RFC3339)))
+		s.health = &c
+	default:
+		c := condition(playgroundv1alpha1.NodeHealthyCondition, true, playgroundv1alpha1.ReasonAgentHealthy, "The agent of node "+node+" is registered and renewing")
+		s.health = &c
+	}
+
+	prov := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
+	switch {
+	case !sbx.DeletionTimestamp.IsZero():
+		s.phase = playgroundv1alpha1.SandboxTerminating
+	case prov == nil:
+		s.phase = playgroundv1alpha1.SandboxPending
+	case prov.Status == metav1.ConditionTrue && sbx.Status.OpenHandles == 0:
+		s.phase = playgroundv1alpha1.SandboxDetached
+	case prov.Status == metav1.ConditionTrue:
+		s.phase = playgroundv1alpha1.SandboxReady
+	case prov.Reason == playgroundv1alpha1.ReasonBackendFailed:
+		s.phase = playgroundv1alpha1.SandboxFailed
+	case prov.Reason == playgroundv1alpha1.ReasonTerminating:
+		s.phase = playgroundv1alpha1.SandboxTerminating
+	default:
+		s.phase = playgroundv1alpha1.SandboxProvisioning
+	}
+
+	var ready metav1.Condition
+	switch {
+	case !sbx.DeletionTimestamp.IsZero():
+		ready = condition(playgroundv1alpha1.ReadyCondition, false, playgroundv1alpha1.ReasonTerminating, "The sandbox is being destroyed")
+	case s.health.Status != metav1.ConditionTrue:
+		ready = condition(playgroundv1alpha1.ReadyCondition, false, s.health.Reason, s.health.Message)
+	case prov == nil:
+		ready = condition(playgroundv1alpha1.ReadyCondition, false, playgroundv1alpha1.ReasonProvisioning, "Waiting for the agent of node "+node+" to provision the sandbox")
+	case prov.Status != metav1.ConditionTrue:
+		ready = condition(playgroundv1alpha1.ReadyCondition, false, prov.Reason, prov.Message)
+	default:
+		ready = condition(playgroundv1alpha1.ReadyCondition, true, playgroundv1alpha1.ReasonReady, "The sandbox runs on node "+node)
+	}
+	s.ready = &ready
+	return s
+}
+
+// applyStatus writes the manager's part of the status with server-side
+// apply, keeping each condition's transition time while its status holds.
+func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, s summary) error {
+	ready := s.ready
+	if ready == nil {
+		c := condition(playgroundv1alpha1.ReadyCondition, false, s.bound.Reason, s.bound.Message)
+		ready = &c
+	}
+	conds := []metav1.Condition{s.bound, *ready}
+	if s.health != nil {
+		conds = append(conds, *s.health)
+	}
+	if ready.Status != metav1.ConditionTrue {
+		conds = append(conds, condition(playgroundv1alpha1.ReconcilingCondition, true, ready.Reason, ready.Message))
+	}
+	existing := slices.Clone(sbx.Status.Conditions)
+	var out []any
+	for _, c := range conds {
+		c.ObservedGeneration = sbx.Generation
+		meta.SetStatusCondition(&existing, c)
+		kept := meta.FindStatusCondition(existing, c.Type)
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kept)
+		if err != nil {
+			return err
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].(map[string]any)["type"].(string) < out[j].(map[string]any)["type"].(string)
+	})
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"status": map[string]any{
+			"observedGeneration": sbx.Generation,
+			"phase":              string(s.phase),
+			"conditions":         out,
+		},
+	}}
+	u.SetGroupVersionKind(playgroundv1alpha1.GroupVersion.WithKind("Sandbox"))
+	u.SetNamespace(sbx.Namespace)
+	u.SetName(sbx.Name)
+	err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), ManagerFieldOwner, client.ForceOwnership)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("updating the status of sandbox %s: %w", klog.KObj(sbx), err)
+	}
+	return nil
+}
+
+func formatSelector(sel map[string]string) string {
+	parts := make([]string, 0, len(sel))
+	for k, v := range sel {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// SetupWithManager registers the reconciler. Agent registrations trigger
+// it: a new or returning agent, or one whose offer changed, may take
+// unbound sandboxes and turns its own sandboxes' conditions.
+func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &playgroundv1alpha1.Sandbox{}, nodeNameIndex, func(o client.Object) []string {
+		if n := o.(*playgroundv1alpha1.Sandbox).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	leaseChanged := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, err := agentlease.FromLease(e.ObjectOld.(*coordinationv1.Lease))
+			if err != nil {
+				return true
+			}
+			// A plain renewal of a healthy agent changes nothing here.
+			return !old.Healthy(r.Options.Now()) || !maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+		},
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&playgroundv1alpha1.Sandbox{}).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.sandboxesOfLease),
+			builder.WithPredicates(leaseChanged, predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetNamespace() == r.Options.LeaseNamespace && o.GetLabels()[agentlease.LabelAgent] == "true"
+			}))).
+		Named("sandbox").
+		Complete(r)
+}
+
+// sandboxesOfLease maps an agent's registration to the sandboxes it may
+// concern: its node's, and every unbound one.
+func (r *SandboxReconciler) sandboxesOfLease(ctx context.Context, o client.Object) []reconcile.Request {
+	reg, err := agentlease.FromLease(o.(*coordinationv1.Lease))
+	if err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, node := range []string{reg.Node, ""} {
+		var list playgroundv1alpha1.SandboxList
+		opts := []client.ListOption{client.MatchingFields{nodeNameIndex: node}}
+		if node == "" {
+			opts = nil
+		}
+		if err := r.List(ctx, &list, opts...); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			if node == "" && list.Items[i].Spec.NodeName != "" {
+				continue
+			}
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}

@@ -1,0 +1,201 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/agentlease"
+)
+
+// The binder's tests register agents by writing their Leases, exactly as
+// agents do (hostagent/nodeagent's tests hold the agents' side).
+
+// registerAgent writes node's registration, renewed now, and removes it
+// when the test ends.
+func registerAgent(t *testing.T, node string, labels map[string]string, duration time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
+	if err := k8sClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(node)}}
+	renewAgent(t, lease, node, labels, duration)
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), lease) })
+}
+
+func renewAgent(t *testing.T, lease *coordinationv1.Lease, node string, labels map[string]string, duration time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	reg := agentlease.Registration{Node: node, Endpoint: "http://" + node + ":9443", Backends: []string{"oci"}, Labels: labels, Duration: duration}
+	err := k8sClient.Get(ctx, client.ObjectKeyFromObject(lease), lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := reg.Apply(lease, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		err = k8sClient.Create(ctx, lease)
+	case err == nil:
+		if err := reg.Apply(lease, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		err = k8sClient.Update(ctx, lease)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newSandbox(t *testing.T, ns, name string, selector map[string]string) *playgroundv1alpha1.Sandbox {
+	t.Helper()
+	s := &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: playgroundv1alpha1.SandboxSpec{
+			TenantRef:       playgroundv1alpha1.LocalObjectReference{Name: name},
+			SandboxTemplate: playgroundv1alpha1.SandboxTemplate{NodeSelector: selector},
+		},
+	}
+	if err := k8sClient.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func getSandbox(g Gomega, ns, name string) *playgroundv1alpha1.Sandbox {
+	var s playgroundv1alpha1.Sandbox
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &s)).To(Succeed())
+	return &s
+}
+
+func conditionOf(s *playgroundv1alpha1.Sandbox, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(s.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// markProvisioned writes the agent's part of the status, as the node's
+// agent does, under its own field manager.
+func markProvisioned(g Gomega, s *playgroundv1alpha1.Sandbox) {
+	s = getSandbox(g, s.Namespace, s.Name)
+	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ProvisionedCondition, Status: metav1.ConditionTrue,
+		Reason: playgroundv1alpha1.ReasonProvisioned, Message: "Running", ObservedGeneration: s.Generation})
+	s.Status.SandboxID = playgroundv1alpha1.SandboxID(s.Namespace, s.Name)
+	g.Expect(k8sClient.Status().Update(context.Background(), s, client.FieldOwner("playground-agent"))).To(Succeed())
+}
+
+// TestBindingSpreadsLoad: sandboxes go to healthy nodes, evenly; a node
+// selector puts one where it asks.
+func TestBindingSpreadsLoad(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	suffix := rand.String(5)
+	nodes := []string{"spread-a-" + suffix, "spread-b-" + suffix, "spread-c-" + suffix}
+	for i, n := range nodes {
+		registerAgent(t, n, map[string]string{"zone": fmt.Sprintf("z%d-%s", i, suffix)}, time.Hour)
+	}
+	for i := 0; i < 9; i++ {
+		newSandbox(t, ns, fmt.Sprintf("s%d", i), nil)
+	}
+	pinned := newSandbox(t, ns, "pinned", map[string]string{"zone": "z2-" + suffix})
+
+	g.Eventually(func(g Gomega) {
+		var list playgroundv1alpha1.SandboxList
+		g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		for _, s := range list.Items {
+			g.Expect(s.Spec.NodeName).NotTo(BeEmpty(), "sandbox %s is not bound", s.Name)
+			g.Expect(conditionOf(&s, playgroundv1alpha1.BoundCondition).Status).To(Equal(metav1.ConditionTrue))
+		}
+	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	g.Expect(getSandbox(g, ns, pinned.Name).Spec.NodeName).To(Equal(nodes[2]), "the node selector was not honoured")
+	loads := map[string]int{}
+	for _, n := range nodes {
+		var list playgroundv1alpha1.SandboxList
+		g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		for _, s := range list.Items {
+			if s.Spec.NodeName == n {
+				loads[n]++
+			}
+		}
+	}
+	minLoad, maxLoad := 100, 0
+	for _, n := range nodes {
+		minLoad, maxLoad = min(minLoad, loads[n]), max(maxLoad, loads[n])
+	}
+	g.Expect(maxLoad-minLoad).To(BeNumerically("<=", 1), "uneven spread: %v", loads)
+}
+
+// TestNoEligibleNodeWaits: a sandbox no node can take says so and waits;
+// it is bound as soon as a fitting agent registers.
+func TestNoEligibleNodeWaits(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	zone := "nowhere-" + rand.String(5)
+	s := newSandbox(t, ns, "waiting", map[string]string{"zone": zone})
+
+	g.Eventually(func(g Gomega) {
+		got := getSandbox(g, ns, s.Name)
+		bound := conditionOf(got, playgroundv1alpha1.BoundCondition)
+		g.Expect(bound.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(bound.Reason).To(Equal(playgroundv1alpha1.ReasonNoEligibleNode))
+		g.Expect(bound.Message).To(ContainSubstring("zone=" + zone))
+		g.Expect(conditionOf(got, playgroundv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(got.Status.Phase).To(Equal(playgroundv1alpha1.SandboxPending))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	node := "late-" + rand.String(5)
+	registerAgent(t, node, map[string]string{"zone": zone}, time.Hour)
+	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
+}
+
+// TestAgentHealth: when an agent's registration expires its sandboxes turn
+// not Ready with the reason, stay bound, and new sandboxes go elsewhere;
+// when it renews they recover.
+func TestAgentHealth(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	zone := "health-" + rand.String(5)
+	flaky := "flaky-" + rand.String(5)
+	const short = 3 * time.Second
+	registerAgent(t, flaky, map[string]string{"zone": zone}, short)
+	s := newSandbox(t, ns, "on-flaky", map[string]string{"zone": zone})
+	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(flaky))
+	markProvisioned(g, s)
+	g.Eventually(func() metav1.ConditionStatus {
+		return conditionOf(getSandbox(g, ns, s.Name), playgroundv1alpha1.ReadyCondition).Status
+	}, 10*time.Second, 100*time.Millisecond).Should(Equal(metav1.ConditionTrue))
+	g.Expect(getSandbox(g, ns, s.Name).Status.Phase).To(Equal(playgroundv1alpha1.SandboxDetached), "provisioned with no session open")
+
+	// The agent stops renewing.
+	g.Eventually(func(g Gomega) {
+		ready := conditionOf(getSandbox(g, ns, s.Name), playgroundv1alpha1.ReadyCondition)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(playgroundv1alpha1.ReasonAgentUnavailable))
+		g.Expect(ready.Message).To(ContainSubstring(flaky))
+	}, short+10*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	other := "healthy-" + rand.String(5)
+	registerAgent(t, other, map[string]string{"zone": zone}, time.Hour)
+	s2 := newSandbox(t, ns, "new-one", map[string]string{"zone": zone})
+	g.Eventually(func() string { return getSandbox(g, ns, s2.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(other))
+	g.Expect(getSandbox(g, ns, s.Name).Spec.NodeName).To(Equal(flaky), "a sandbox never moves: its storage is on its node")
+
+	// It comes back.
+	renewAgent(t, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(flaky)}}, flaky, map[string]string{"zone": zone}, time.Hour)
+	g.Eventually(func() metav1.ConditionStatus {
+		return conditionOf(getSandbox(g, ns, s.Name), playgroundv1alpha1.ReadyCondition).Status
+	}, 10*time.Second, 100*time.Millisecond).Should(Equal(metav1.ConditionTrue))
+}

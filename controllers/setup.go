@@ -1,0 +1,47 @@
+package controllers
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/playground-dev/playground/internal/agentlease"
+)
+
+// Options configure the manager's reconcilers.
+type Options struct {
+	// LeaseNamespace holds the agents' registration Leases.
+	LeaseNamespace string
+	// Now is the clock for lease expiry; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.LeaseNamespace == "" {
+		o.LeaseNamespace = agentlease.DefaultNamespace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// CacheOptions narrow the manager's informers to what the reconcilers
+// read: agent registrations only from the lease namespace.
+func CacheOptions(opts Options) cache.Options {
+	opts.defaults()
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{opts.LeaseNamespace: {}}},
+	}}
+}
+
+// Setup registers every reconciler of the manager with mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	opts.defaults()
+	if err := (&TenantReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller")}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}).SetupWithManager(mgr)
+}

@@ -1,0 +1,216 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/controlplane"
+)
+
+// The controller tests run against one real kube-apiserver and etcd with
+// the CRDs installed, and one manager running every reconciler of
+// controllers.Setup in this process, as `playground manager` does. No node
+// agent runs: tests that need one write its Lease and its part of a
+// Sandbox's status themselves.
+//
+// Helpers for every test file of the package:
+//   - k8sClient: an uncached administrator's client (reads see the API
+//     server, not the manager's cache);
+//   - newNamespace(t): a fresh namespace for one test;
+//   - eventually(t, f): Gomega's Eventually with the suite's timeouts;
+//   - restartManager(t): stops the manager and starts a new one on the same
+//     API server. Tests that call it must not call t.Parallel();
+//   - managerLogs(): everything the managers logged so far.
+var (
+	cp         *controlplane.ControlPlane
+	restConfig *rest.Config
+	testScheme *runtime.Scheme
+	k8sClient  client.Client
+
+	mgrMu sync.Mutex
+	mgr   *testManager
+)
+
+// Timeouts of eventually: generous, as two cores are shared with builds.
+const (
+	eventuallyTimeout = 30 * time.Second
+	eventuallyPolling = 100 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctrl.SetLogger(testLogger())
+	var err error
+	if cp, err = controlplane.Start(controlplane.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}()
+	restConfig = cp.Config
+	testScheme = runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(testScheme), playgroundv1alpha1.AddToScheme(testScheme)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if k8sClient, err = client.New(restConfig, client.Options{Scheme: testScheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if mgr, err = startManager(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		mgrMu.Lock()
+		defer mgrMu.Unlock()
+		if err := mgr.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the manager:", err)
+		}
+	}()
+	return m.Run()
+}
+
+// testManager is a controller-runtime manager running in a goroutine that
+// stop ends and waits for.
+type testManager struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startManager starts a manager with every reconciler, as `playground
+// manager` runs it, and waits until its caches have synced.
+func startManager() (*testManager, error) {
+	m, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                 testScheme,
+		Cache:                  CacheOptions(Options{}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// A restarted manager registers the same controller names again.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := Setup(m, Options{}); err != nil {
+		return nil, fmt.Errorf("setting up the controllers: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tm := &testManager{cancel: cancel, done: make(chan error, 1)}
+	go func() { tm.done <- m.Start(ctx) }()
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	if !m.GetCache().WaitForCacheSync(sctx) {
+		_ = tm.stop()
+		return nil, errors.New("the manager's caches did not sync")
+	}
+	return tm, nil
+}
+
+func (tm *testManager) stop() error {
+	tm.cancel()
+	select {
+	case err := <-tm.done:
+		return err
+	case <-time.After(time.Minute):
+		return errors.New("the manager did not stop within a minute")
+	}
+}
+
+// restartManager stops the running manager and starts a new one on the
+// same API server, as a rollout of the manager's Deployment would.
+func restartManager(t *testing.T) {
+	t.Helper()
+	mgrMu.Lock()
+	defer mgrMu.Unlock()
+	if err := mgr.stop(); err != nil {
+		t.Fatalf("stopping the manager: %v", err)
+	}
+	var err error
+	if mgr, err = startManager(); err != nil {
+		t.Fatalf("starting a new manager: %v", err)
+	}
+}
+
+// newNamespace creates a namespace for one test and returns its name. (The
+// test control plane runs no namespace controller, so its objects stay
+// after the test; the names never collide.)
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// eventually asserts that f passes within the suite's timeout.
+func eventually(t *testing.T, f func(g Gomega), msgAndArgs ...any) {
+	t.Helper()
+	NewWithT(t).Eventually(f).WithTimeout(eventuallyTimeout).WithPolling(eventuallyPolling).Should(Succeed(), msgAndArgs...)
+}
+
+// consistently asserts that f keeps passing for d.
+func consistently(t *testing.T, d time.Duration, f func(g Gomega), msgAndArgs ...any) {
+	t.Helper()
+	NewWithT(t).Consistently(f).WithTimeout(d).WithPolling(eventuallyPolling).Should(Succeed(), msgAndArgs...)
+}
+
+// The managers' logs are kept (up to logLimit) so that tests can check
+// what never appears in them; PLAYGROUND_TEST_LOGS=1 also prints them.
+const logLimit = 64 << 20
+
+var (
+	logMu  sync.Mutex
+	logBuf bytes.Buffer
+)
+
+func testLogger() logr.Logger {
+	echo := os.Getenv("PLAYGROUND_TEST_LOGS") != ""
+	return funcr.New(func(prefix, args string) {
+		line := prefix + " " + args + "\n"
+		logMu.Lock()
+		if logBuf.Len() < logLimit {
+			logBuf.WriteString(line)
+		}
+		logMu.Unlock()
+		if echo {
+			fmt.Fprint(os.Stderr, line)
+		}
+	}, funcr.Options{Verbosity: 5})
+}
+
+// managerLogs returns what the managers logged so far.
+func managerLogs() string {
+	logMu.Lock()
+	defer logMu.Unlock()
+	return logBuf.String()
+}

@@ -1,0 +1,657 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
+)
+
+// TenantFieldOwner is the field manager of everything the Tenant reconciler
+// writes: Tenants' finalizer and status, credential Secrets, and the
+// Sandboxes' spec except nodeName (the binder's).
+const TenantFieldOwner = "playground-tenant-controller"
+
+// Annotations the Tenant reconciler keeps on a credential Secret, so that
+// the Secret alone says which rotation request its token answers: a status
+// lost (a restore without status, a failed status write after a rotation)
+// never makes it mint again.
+const (
+	AnnotationRotationRequest = "playground.dev/rotation-request"
+	AnnotationIssuedAt        = "playground.dev/issued-at"
+)
+
+// Condition and Event reasons of Tenants. Events of a transition use the
+// reason of the condition it leads to; TokenRotated, TokenReissued,
+// Resumed, SandboxCreated and SandboxUpdated are Events only.
+const (
+	// ReasonTokenIssued: CredentialsReady=True, the token is in the Secret.
+	ReasonTokenIssued = "TokenIssued"
+	// ReasonTokenRotated: a new token answers a new rotation request.
+	ReasonTokenRotated = "TokenRotated"
+	// ReasonTokenReissued: the Secret was gone, held no valid token or was
+	// adopted (not minted for this Tenant), so a new token was minted; this
+	// rotates the tenant's credential.
+	ReasonTokenReissued = "TokenReissued"
+	// ReasonSuspended: CredentialsReady=False and Ready=False while
+	// spec.suspended; the gateway refuses the token.
+	ReasonSuspended = "Suspended"
+	// ReasonResumed: spec.suspended was cleared, the same token works again.
+	ReasonResumed = "Resumed"
+	// ReasonSecretConflict (Stalled): the Secret's name is taken by a Secret
+	// this Tenant cannot own.
+	ReasonSecretConflict = "SecretConflict"
+	// ReasonCredentialsError: reading or writing the Secret failed; retried.
+	ReasonCredentialsError = "CredentialsError"
+	// ReasonSandboxPending: SandboxReady=Unknown until the Sandbox reports Ready.
+	ReasonSandboxPending = "SandboxPending"
+	// ReasonSandboxCreated and ReasonSandboxUpdated: the Sandbox was
+	// created, or the template's changes were copied into it.
+	ReasonSandboxCreated = "SandboxCreated"
+	ReasonSandboxUpdated = "SandboxUpdated"
+	// ReasonSandboxConflict (Stalled): the Sandbox's name is taken by one
+	// this Tenant cannot own.
+	ReasonSandboxConflict = "SandboxConflict"
+	// ReasonBackendImmutable (Stalled): spec.sandbox.backend differs from the
+	// existing Sandbox's, which cannot change.
+	ReasonBackendImmutable = "BackendImmutable"
+	// ReasonSandboxError: reading or writing the Sandbox failed; retried.
+	ReasonSandboxError = "SandboxError"
+	// ReasonDeleting: the Tenant is being deleted.
+	ReasonDeleting = "Deleting"
+)
+
+const (
+	// tokenPrefix marks Playground tenant tokens, for secret scanners.
+	tokenPrefix = "pgt_"
+	// tokenBytes is the token's entropy: 256 bits.
+	tokenBytes = 32
+	// cacheLag is how long to wait when a write finds the cache behind.
+	cacheLag = time.Second
+)
+
+// TenantReconciler mints tenants' credentials and ensures their Sandbox.
+//
+// Credentials: a token of 256 random bits, "pgt_" + base64url, in the
+// Secret CredentialSecretName(tenant) (type CredentialSecretType, key
+// CredentialTokenKey, label TenantLabel, controlled by the Tenant). A token
+// in the Secret is kept across restarts; a new one is minted when
+// spec.credentials.rotationRequest changes, and also when the Secret is
+// deleted, its token corrupted or the Secret adopted (a token this
+// controller did not mint is never trusted), which therefore rotates the
+// credential (Event TokenReissued). The token never
+// appears in status, events or logs: only its fingerprint does.
+type TenantReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants/finalizers,verbs=update
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// The manager's leader election, in the namespace of --lease-namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=playground-system,resources=events,verbs=create;patch
+
+// Reconcile reconciles one Tenant.
+func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	tenant := &playgroundv1alpha1.Tenant{}
+	if err := r.Get(ctx, req.NamespacedName, tenant); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	deleting := !tenant.DeletionTimestamp.IsZero()
+	if !controllerutil.ContainsFinalizer(tenant, playgroundv1alpha1.TenantFinalizer) {
+		if deleting {
+			return ctrl.Result{}, nil
+		}
+		patch := client.MergeFromWithOptions(tenant.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(tenant, playgroundv1alpha1.TenantFinalizer)
+		if err := r.Patch(ctx, tenant, patch); err != nil {
+			return pgreconcile.Result(conflictIsWait(fmt.Errorf("adding the finalizer to tenant %s: %w", klog.KObj(tenant), err)))
+		}
+	}
+
+	before := tenant.DeepCopy()
+	var err error
+	defer func() {
+		if perr := r.patchStatus(ctx, before, tenant, err); perr != nil {
+			retErr = errors.Join(retErr, perr)
+		}
+	}()
+	if deleting {
+		err = r.reconcileDelete(ctx, tenant)
+	} else {
+		err = r.reconcileNormal(ctx, tenant)
+	}
+	return pgreconcile.Result(err)
+}
+
+// conflictIsWait turns a conflict (a write based on a cached object that
+// the API server has since changed) into a bounded wait for the cache.
+func conflictIsWait(err error) error {
+	if apierrors.IsConflict(err) {
+		return pgreconcile.Wait(cacheLag, "%v", err)
+	}
+	return err
+}
+
+// patchStatus writes the status the pass computed, in one patch; the
+// observed generation moves only when the pass settled.
+func (r *TenantReconciler) patchStatus(ctx context.Context, before, tenant *playgroundv1alpha1.Tenant, err error) error {
+	if !controllerutil.ContainsFinalizer(tenant, playgroundv1alpha1.TenantFinalizer) {
+		return nil // released: the Tenant is gone or going
+	}
+	if pgreconcile.Settled(err) {
+		tenant.Status.ObservedGeneration = tenant.Generation
+	}
+	if equality.Semantic.DeepEqual(before.Status, tenant.Status) {
+		return nil
+	}
+	if err := client.IgnoreNotFound(r.Status().Patch(ctx, tenant, client.MergeFrom(before))); err != nil {
+		return fmt.Errorf("patching the status of tenant %s: %w", klog.KObj(tenant), err)
+	}
+	return nil
+}
+
+// reconcileNormal runs the phases, each setting its own condition, then
+// summarises them into Ready, Reconciling and Stalled.
+func (r *TenantReconciler) reconcileNormal(ctx context.Context, t *playgroundv1alpha1.Tenant) error {
+	var errs []error
+	for _, phase := range []func(context.Context, *playgroundv1alpha1.Tenant) error{
+		r.reconcileCredentials,
+		r.reconcileSandbox,
+	} {
+		if err := phase(ctx, t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	err := errors.Join(errs...)
+	ready, progressing := tenantReady(t)
+	pgreconcile.Summarize(&t.Status.Conditions, t.Generation, ready, progressing, err)
+	return err
+}
+
+// tenantReady summarises CredentialsReady and SandboxReady into Ready, and
+// says whether the controller is still working towards the spec.
+func tenantReady(t *playgroundv1alpha1.Tenant) (metav1.Condition, bool) {
+	creds := conditionOrUnknown(t.Status.Conditions, playgroundv1alpha1.CredentialsReadyCondition)
+	sbx := conditionOrUnknown(t.Status.Conditions, playgroundv1alpha1.SandboxReadyCondition)
+	sandboxProgressing := sbx.Status != metav1.ConditionTrue
+	switch {
+	case t.Spec.Suspended:
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSuspended,
+			Message: "The tenant is suspended: the gateway refuses its token until spec.suspended is cleared"}, sandboxProgressing
+	case creds.Status != metav1.ConditionTrue:
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: creds.Reason, Message: creds.Message}, true
+	case sbx.Status != metav1.ConditionTrue:
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: sbx.Reason, Message: "Sandbox: " + sbx.Message}, true
+	default:
+		return metav1.Condition{Status: metav1.ConditionTrue, Reason: playgroundv1alpha1.ReasonReady,
+			Message: "The token is issued and the sandbox is ready"}, false
+	}
+}
+
+func conditionOrUnknown(conds []metav1.Condition, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: "Pending", Message: typ + " is not reported yet"}
+}
+
+func (r *TenantReconciler) setCondition(t *playgroundv1alpha1.Tenant, typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
+	meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...), ObservedGeneration: t.Generation,
+	})
+}
+
+// reconcileCredentials keeps a valid token in the tenant's Secret, minting
+// one when there is none or a rotation is requested, and reports it.
+func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgroundv1alpha1.Tenant) error {
+	log := ctrl.LoggerFrom(ctx)
+	name := playgroundv1alpha1.CredentialSecretName(t.Name)
+	secret := &corev1.Secret{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, secret); {
+	case apierrors.IsNotFound(err):
+		secret = nil
+	case err != nil:
+		r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Reading Secret %s: %v", name, err)
+		return fmt.Errorf("reading the credential Secret %s/%s: %w", t.Namespace, name, err)
+	}
+	if secret != nil {
+		if why := ownable(secret, t); why != "" || secret.Type != playgroundv1alpha1.CredentialSecretType {
+			if why == "" {
+				why = fmt.Sprintf("it has type %s, not %s", secret.Type, playgroundv1alpha1.CredentialSecretType)
+			}
+			err := pgreconcile.Stall(ReasonSecretConflict, "Secret %s exists and cannot hold this tenant's token: %s; delete or rename it", name, why)
+			r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSecretConflict, "%s", err.Error())
+			return err
+		}
+	}
+
+	want := t.Spec.Credentials.RotationRequest
+	token := ""
+	if secret != nil {
+		token = string(secret.Data[playgroundv1alpha1.CredentialTokenKey])
+	}
+	var mintReason string
+	switch {
+	case secret == nil && t.Status.Credentials.Fingerprint == "":
+		mintReason = ReasonTokenIssued
+	case secret == nil, !ValidToken(token), !metav1.IsControlledBy(secret, t):
+		// A token this Tenant's controller did not mint (a Secret adopted,
+		// say one planted before the Tenant existed) is never trusted.
+		mintReason = ReasonTokenReissued
+	case mintedFor(secret, t) != want:
+		mintReason = ReasonTokenRotated
+	}
+
+	previous := t.Status.Credentials.Fingerprint
+	if mintReason != "" {
+		var err error
+		if token, err = MintToken(); err != nil {
+			r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Minting a token: %v", err)
+			return err
+		}
+	}
+	create := secret == nil
+	if create {
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: name},
+			Type:       playgroundv1alpha1.CredentialSecretType,
+		}
+	}
+	desired := secret.DeepCopy()
+	if mintReason != "" {
+		if desired.Data == nil {
+			desired.Data = map[string][]byte{}
+		}
+		desired.Data[playgroundv1alpha1.CredentialTokenKey] = []byte(token)
+		metav1.SetMetaDataAnnotation(&desired.ObjectMeta, AnnotationRotationRequest, want)
+		metav1.SetMetaDataAnnotation(&desired.ObjectMeta, AnnotationIssuedAt, time.Now().UTC().Format(time.RFC3339))
+	}
+	metav1.SetMetaDataLabel(&desired.ObjectMeta, playgroundv1alpha1.TenantLabel, t.Name)
+	if err := r.setController(t, desired); err != nil {
+		return err
+	}
+
+	var werr error
+	switch {
+	case create:
+		werr = r.Create(ctx, desired)
+	case !equality.Semantic.DeepEqual(secret, desired):
+		werr = r.Update(ctx, desired) // resourceVersion guards against a stale read
+	}
+	if werr != nil {
+		r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Writing Secret %s: %v", name, werr)
+		if apierrors.IsAlreadyExists(werr) {
+			return pgreconcile.Wait(cacheLag, "Secret %s exists but is not cached yet", name)
+		}
+		return conflictIsWait(fmt.Errorf("writing the credential Secret %s/%s: %w", t.Namespace, name, werr))
+	}
+	secret = desired
+
+	fp := Fingerprint(token)
+	t.Status.Credentials.SecretRef = &playgroundv1alpha1.LocalObjectReference{Name: name}
+	t.Status.Credentials.Fingerprint = fp
+	t.Status.Credentials.RotationRequest = mintedFor(secret, t)
+	t.Status.Credentials.IssuedAt = issuedAt(secret)
+
+	switch mintReason {
+	case ReasonTokenIssued:
+		log.Info("Minted the tenant's token", "secret", name, "fingerprint", fp)
+		r.Recorder.Eventf(t, secret, corev1.EventTypeNormal, ReasonTokenIssued, "MintToken",
+			"Minted a token into Secret %s (fingerprint %s)", name, fp)
+	case ReasonTokenRotated:
+		log.Info("Rotated the tenant's token", "secret", name, "fingerprint", fp, "previous", previous, "rotationRequest", want)
+		r.Recorder.Eventf(t, secret, corev1.EventTypeNormal, ReasonTokenRotated, "RotateToken",
+			"Minted a new token into Secret %s for rotation request %q (fingerprint %s, was %s); the previous token is refused from now on", name, want, fp, previous)
+	case ReasonTokenReissued:
+		log.Info("Reissued the tenant's token: its Secret was missing, not the tenant's, or held no valid token", "secret", name, "fingerprint", fp, "previous", previous)
+		r.Recorder.Eventf(t, secret, corev1.EventTypeWarning, ReasonTokenReissued, "MintToken",
+			"Secret %s was missing, not this tenant's, or held no valid token: minted a new one (fingerprint %s); any previous token is refused", name, fp)
+	}
+
+	prev := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.CredentialsReadyCondition)
+	wasSuspended := prev != nil && prev.Reason == ReasonSuspended
+	if t.Spec.Suspended {
+		r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended,
+			"The tenant is suspended: the gateway refuses its token (fingerprint %s) until spec.suspended is cleared", fp)
+		if !wasSuspended {
+			log.Info("Suspended the tenant")
+			r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonSuspended, "Suspend", "Suspended: the token (fingerprint %s) is refused; the sandbox is kept", fp)
+		}
+		return nil
+	}
+	r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionTrue, ReasonTokenIssued,
+		"The token (fingerprint %s) is in Secret %s", fp, name)
+	if wasSuspended {
+		log.Info("Resumed the tenant")
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonResumed, "Resume", "Resumed: the token (fingerprint %s) is accepted again", fp)
+	}
+	return nil
+}
+
+// mintedFor is the rotation request the Secret's token was minted for.
+func mintedFor(secret *corev1.Secret, t *playgroundv1alpha1.Tenant) string {
+	if v, ok := secret.Annotations[AnnotationRotationRequest]; ok {
+		return v
+	}
+	return t.Status.Credentials.RotationRequest
+}
+
+// issuedAt is when the Secret's token was minted.
+func issuedAt(secret *corev1.Secret) *metav1.Time {
+	if ts, err := time.Parse(time.RFC3339, secret.Annotations[AnnotationIssuedAt]); err == nil {
+		return &metav1.Time{Time: ts}
+	}
+	ts := secret.CreationTimestamp
+	return &ts
+}
+
+// MintToken returns a new tenant token: "pgt_" and 256 random bits in
+// unpadded base64url.
+func MintToken() (string, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("reading random bytes: %w", err)
+	}
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// ValidToken reports whether s has the form MintToken returns.
+func ValidToken(s string) bool {
+	rest, ok := strings.CutPrefix(s, tokenPrefix)
+	if !ok || len(rest) != base64.RawURLEncoding.EncodedLen(tokenBytes) {
+		return false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(rest)
+	return err == nil && len(b) == tokenBytes
+}
+
+// Fingerprint identifies a token without revealing it: the first 16 hex
+// digits of the SHA-256 of the token as stored (prefix included).
+func Fingerprint(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:8])
+}
+
+// ownable returns "" when obj is controlled by t or may be adopted by it:
+// no controller, or a Tenant of the same name whose UID went stale (a
+// restore from backup). Otherwise it says who controls obj.
+func ownable(obj metav1.Object, t *playgroundv1alpha1.Tenant) string {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.UID == t.UID {
+		return ""
+	}
+	if ref.Kind == "Tenant" && ref.Name == t.Name && strings.HasPrefix(ref.APIVersion, playgroundv1alpha1.GroupVersion.Group+"/") {
+		return ""
+	}
+	return fmt.Sprintf("it is controlled by %s %s", ref.Kind, ref.Name)
+}
+
+// setController makes t the controller of obj, replacing a stale reference
+// to a former Tenant of the same name.
+func (r *TenantReconciler) setController(t *playgroundv1alpha1.Tenant, obj metav1.Object) error {
+	if ref := metav1.GetControllerOf(obj); ref != nil && ref.UID != t.UID {
+		refs := obj.GetOwnerReferences()
+		kept := refs[:0]
+		for _, o := range refs {
+			if o.UID != ref.UID {
+				kept = append(kept, o)
+			}
+		}
+		obj.SetOwnerReferences(kept)
+	}
+	if err := controllerutil.SetControllerReference(t, obj, r.Scheme); err != nil {
+		return fmt.Errorf("setting the owner of %s: %w", obj.GetName(), err)
+	}
+	return nil
+}
+
+// desiredSandbox is the Sandbox the Tenant's template asks for.
+func desiredSandbox(t *playgroundv1alpha1.Tenant) *playgroundv1alpha1.Sandbox {
+	persona := t.Spec.Persona
+	if persona == "" {
+		persona = t.Name
+		if len(persona) > 128 { // a Sandbox's persona is at most 128 characters
+			persona = persona[:128]
+		}
+	}
+	return &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: t.Namespace,
+			Name:      t.Name,
+			Labels:    map[string]string{playgroundv1alpha1.TenantLabel: t.Name},
+		},
+		Spec: playgroundv1alpha1.SandboxSpec{
+			TenantRef:       playgroundv1alpha1.LocalObjectReference{Name: t.Name},
+			Persona:         persona,
+			SandboxTemplate: *t.Spec.Sandbox.DeepCopy(),
+		},
+	}
+}
+
+// updateSandbox copies into sbx what may change of the desired spec and
+// returns the names of the fields it changed. The backend is never changed:
+// backendFixed is true when the template asks for another one. nodeName is
+// the binder's and is never touched; the node selector only matters, and
+// is only copied, until the sandbox is bound.
+func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.Sandbox) (changed []string, backendFixed bool) {
+	have, w := &sbx.Spec, &want.Spec
+	set := func(field string, equal bool, apply func()) {
+		if !equal {
+			apply()
+			changed = append(changed, field)
+		}
+	}
+	set("persona", have.Persona == w.Persona, func() { have.Persona = w.Persona })
+	set("resources", equality.Semantic.DeepEqual(have.Resources, w.Resources), func() { have.Resources = w.Resources })
+	set("storage", equality.Semantic.DeepEqual(have.Storage, w.Storage), func() { have.Storage = w.Storage })
+	set("faculties", equality.Semantic.DeepEqual(have.Faculties, w.Faculties), func() { have.Faculties = w.Faculties })
+	set("loginProfile", equality.Semantic.DeepEqual(have.LoginProfile, w.LoginProfile), func() { have.LoginProfile = w.LoginProfile })
+	if have.NodeName == "" {
+		set("nodeSelector", equality.Semantic.DeepEqual(have.NodeSelector, w.NodeSelector), func() { have.NodeSelector = w.NodeSelector })
+	}
+	if sbx.Labels[playgroundv1alpha1.TenantLabel] != want.Name {
+		set("labels", false, func() { metav1.SetMetaDataLabel(&sbx.ObjectMeta, playgroundv1alpha1.TenantLabel, want.Name) })
+	}
+	backendFixed = w.Backend != "" && have.Backend != w.Backend
+	return changed, backendFixed
+}
+
+// sandboxReady mirrors a Sandbox's Ready condition as SandboxReady.
+func sandboxReady(sbx *playgroundv1alpha1.Sandbox) metav1.Condition {
+	c := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition)
+	if c == nil {
+		return metav1.Condition{Type: playgroundv1alpha1.SandboxReadyCondition, Status: metav1.ConditionUnknown, Reason: ReasonSandboxPending,
+			Message: fmt.Sprintf("Waiting for Sandbox %s to report Ready", sbx.Name)}
+	}
+	return metav1.Condition{Type: playgroundv1alpha1.SandboxReadyCondition, Status: c.Status, Reason: c.Reason, Message: c.Message}
+}
+
+// reconcileSandbox ensures the tenant's Sandbox and mirrors its readiness.
+func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1alpha1.Tenant) error {
+	log := ctrl.LoggerFrom(ctx)
+	want := desiredSandbox(t)
+	sbx := &playgroundv1alpha1.Sandbox{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), sbx)
+	if apierrors.IsNotFound(err) {
+		if err := r.setController(t, want); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, want); err != nil {
+			r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Creating Sandbox %s: %v", want.Name, err)
+			if apierrors.IsAlreadyExists(err) {
+				return pgreconcile.Wait(cacheLag, "Sandbox %s exists but is not cached yet", want.Name)
+			}
+			return fmt.Errorf("creating sandbox %s: %w", klog.KObj(want), err)
+		}
+		log.Info("Created the tenant's sandbox", "sandbox", klog.KObj(want))
+		r.Recorder.Eventf(t, want, corev1.EventTypeNormal, ReasonSandboxCreated, "CreateSandbox",
+			"Created Sandbox %s (backend %s)", want.Name, want.Spec.Backend)
+		sbx = want
+	} else if err != nil {
+		r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Reading Sandbox %s: %v", want.Name, err)
+		return fmt.Errorf("reading sandbox %s: %w", klog.KObj(want), err)
+	}
+
+	why := ownable(sbx, t)
+	if why == "" && sbx.Spec.TenantRef.Name != t.Name {
+		why = fmt.Sprintf("it serves tenant %s", sbx.Spec.TenantRef.Name)
+	}
+	if why != "" {
+		err := pgreconcile.Stall(ReasonSandboxConflict, "Sandbox %s exists and cannot be this tenant's: %s; delete or rename it", sbx.Name, why)
+		r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionFalse, ReasonSandboxConflict, "%s", err.Error())
+		return err
+	}
+	t.Status.SandboxRef = &playgroundv1alpha1.LocalObjectReference{Name: sbx.Name}
+	t.Status.SandboxID = sbx.Status.SandboxID
+	if t.Status.SandboxID == "" {
+		t.Status.SandboxID = playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
+	}
+	ready := sandboxReady(sbx)
+	ready.ObservedGeneration = t.Generation
+	meta.SetStatusCondition(&t.Status.Conditions, ready)
+	if !sbx.DeletionTimestamp.IsZero() {
+		return nil // deleted from under us: re-created once gone (its deletion is watched)
+	}
+
+	updated := sbx.DeepCopy()
+	if err := r.setController(t, updated); err != nil {
+		return err
+	}
+	changed, backendFixed := updateSandbox(updated, want)
+	if len(changed) > 0 || !equality.Semantic.DeepEqual(sbx.OwnerReferences, updated.OwnerReferences) {
+		// A merge patch carries only what changed: it cannot undo the binder's nodeName.
+		if err := r.Patch(ctx, updated, client.MergeFrom(sbx)); err != nil {
+			return fmt.Errorf("updating sandbox %s: %w", klog.KObj(sbx), err)
+		}
+		if len(changed) > 0 {
+			log.Info("Updated the tenant's sandbox", "sandbox", klog.KObj(sbx), "fields", changed)
+			r.Recorder.Eventf(t, updated, corev1.EventTypeNormal, ReasonSandboxUpdated, "UpdateSandbox",
+				"Copied %s of the template into Sandbox %s", strings.Join(changed, ", "), sbx.Name)
+		}
+	}
+	if backendFixed {
+		if c := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.StalledCondition); c == nil || c.Reason != ReasonBackendImmutable {
+			r.Recorder.Eventf(t, sbx, corev1.EventTypeWarning, ReasonBackendImmutable, "UpdateSandbox",
+				"Sandbox %s runs backend %s and cannot change to %s", sbx.Name, sbx.Spec.Backend, want.Spec.Backend)
+		}
+		return pgreconcile.Stall(ReasonBackendImmutable,
+			"spec.sandbox.backend is %s but Sandbox %s runs %s, and a sandbox's backend cannot change: set it back, or delete Sandbox %s to have it re-created with %s (its pile follows its reclaimPolicy)",
+			want.Spec.Backend, sbx.Name, sbx.Spec.Backend, sbx.Name, want.Spec.Backend)
+	}
+	return nil
+}
+
+// reconcileDelete revokes the token at once, then deletes the Sandbox and
+// waits until it is gone (its node's agent destroys the backend resources
+// and handles the pile per the reclaim policy first), then releases the
+// Tenant.
+func (r *TenantReconciler) reconcileDelete(ctx context.Context, t *playgroundv1alpha1.Tenant) error {
+	log := ctrl.LoggerFrom(ctx)
+	if c := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.ReadyCondition); c == nil || c.Reason != ReasonDeleting {
+		log.Info("Deleting the tenant")
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonDeleting, "Delete", "Revoking the token and deleting Sandbox %s", t.Name)
+	}
+	gone, err := r.deleteDependents(ctx, t)
+	if err == nil && gone {
+		patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(t, playgroundv1alpha1.TenantFinalizer)
+		if err := client.IgnoreNotFound(r.Patch(ctx, t, patch)); err != nil {
+			return conflictIsWait(fmt.Errorf("removing the finalizer of tenant %s: %w", klog.KObj(t), err))
+		}
+		log.Info("Released the tenant: its sandbox and token are gone")
+		return nil
+	}
+	// Still here: the Sandbox's deletion is watched and brings the Tenant back.
+	pgreconcile.Summarize(&t.Status.Conditions, t.Generation, metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonDeleting,
+		Message: fmt.Sprintf("Waiting for Sandbox %s to be deleted: its node's agent destroys it first", t.Name)}, true, err)
+	return err
+}
+
+// deleteDependents revokes the token (deletes the Secret, without waiting)
+// and deletes the Sandbox, reporting whether the Sandbox is gone.
+func (r *TenantReconciler) deleteDependents(ctx context.Context, t *playgroundv1alpha1.Tenant) (bool, error) {
+	if _, err := r.deleteOwned(ctx, t, &corev1.Secret{}, playgroundv1alpha1.CredentialSecretName(t.Name)); err != nil {
+		return false, err
+	}
+	r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonDeleting, "The tenant is being deleted: its token is revoked")
+	sbx := &playgroundv1alpha1.Sandbox{}
+	gone, err := r.deleteOwned(ctx, t, sbx, t.Name)
+	if err != nil || gone {
+		return gone, err
+	}
+	ready := sandboxReady(sbx)
+	ready.ObservedGeneration = t.Generation
+	meta.SetStatusCondition(&t.Status.Conditions, ready)
+	return false, nil
+}
+
+// deleteOwned deletes the object of that name if t controls it, and reports
+// whether it is gone (or was never t's).
+func (r *TenantReconciler) deleteOwned(ctx context.Context, t *playgroundv1alpha1.Tenant, obj client.Object, name string) (bool, error) {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("reading %s/%s: %w", t.Namespace, name, err)
+	}
+	if !metav1.IsControlledBy(obj, t) {
+		return true, nil
+	}
+	if obj.GetDeletionTimestamp().IsZero() {
+		uid := obj.GetUID()
+		if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, fmt.Errorf("deleting %s/%s: %w", t.Namespace, name, err)
+		}
+	}
+	return false, nil
+}
+
+// SetupWithManager registers the reconciler. It owns Sandboxes and Secrets,
+// so that their changes (a Sandbox turning Ready, a Secret deleted) bring
+// their Tenant back.
+func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Scheme == nil {
+		r.Scheme = mgr.GetScheme()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("tenant-controller")
+	}
+	r.Client = client.WithFieldOwner(r.Client, TenantFieldOwner)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&playgroundv1alpha1.Tenant{}).
+		Owns(&playgroundv1alpha1.Sandbox{}).
+		Owns(&corev1.Secret{}).
+		Named("tenant").
+		Complete(r)
+}

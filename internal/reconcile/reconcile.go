@@ -1,0 +1,155 @@
+// Package reconcile holds what the reconcilers share about the outcome of a
+// pass: typed errors for expected states (stalled on a human, waiting on
+// the world), the controller-runtime result they map to, and the kstatus
+// conditions (Ready, Reconciling, Stalled) derived from them in one place.
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+)
+
+// Reconciling reasons of a pass that did not finish.
+const (
+	// ReasonError: the pass failed and is retried with backoff.
+	ReasonError = "RetryingAfterError"
+	// ReasonWaiting: the pass waits for the world to catch up.
+	ReasonWaiting = "Waiting"
+)
+
+// StalledError says that progress needs a change by a human: retrying
+// cannot help, so the object reports Stalled and waits for a change.
+type StalledError struct {
+	Reason  string
+	Message string
+}
+
+func (e *StalledError) Error() string { return e.Message }
+
+// Stall returns a StalledError.
+func Stall(reason, format string, args ...any) error {
+	return &StalledError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// WaitingError says that the world has to catch up (a cache behind a write,
+// a conflicting writer): the pass is retried after a bounded delay instead
+// of the exponential backoff, and nothing is logged as an error.
+type WaitingError struct {
+	After   time.Duration
+	Message string
+}
+
+func (e *WaitingError) Error() string { return e.Message }
+
+// Wait returns a WaitingError.
+func Wait(after time.Duration, format string, args ...any) error {
+	return &WaitingError{After: after, Message: fmt.Sprintf(format, args...)}
+}
+
+// leaves flattens errors.Join trees.
+func leaves(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// Settled reports whether a pass that returned err reached a state it can
+// report as the observed generation: it succeeded, or it stalled.
+func Settled(err error) bool {
+	for _, e := range leaves(err) {
+		var s *StalledError
+		if !errors.As(e, &s) {
+			return false
+		}
+	}
+	return true
+}
+
+// Result maps the error of a pass to what controller-runtime expects:
+// stalled errors end the pass (a watched change starts the next), waiting
+// errors requeue after their delay, anything else is returned for the
+// rate-limited retry.
+func Result(err error) (ctrl.Result, error) {
+	var res ctrl.Result
+	var other []error
+	for _, e := range leaves(err) {
+		var s *StalledError
+		var w *WaitingError
+		switch {
+		case errors.As(e, &s):
+		case errors.As(e, &w):
+			if res.RequeueAfter == 0 || w.After < res.RequeueAfter {
+				res.RequeueAfter = w.After
+			}
+		default:
+			other = append(other, e)
+		}
+	}
+	if len(other) > 0 {
+		return ctrl.Result{}, errors.Join(other...)
+	}
+	return res, nil
+}
+
+// Summarize sets the kstatus conditions of an object from the Ready summary
+// its phases reached and the error of the pass:
+//   - a StalledError: Stalled=True with its reason, Ready=False with the
+//     same, no Reconciling;
+//   - any other error: Reconciling=True, reason RetryingAfterError (or
+//     Waiting when every error is a WaitingError), message the error;
+//   - progressing: Reconciling=True with Ready's reason and message;
+//   - otherwise neither Reconciling nor Stalled, so that kstatus reads
+//     Ready alone.
+//
+// Every condition set carries generation as its observedGeneration.
+func Summarize(conds *[]metav1.Condition, generation int64, ready metav1.Condition, progressing bool, err error) {
+	ready.Type = playgroundv1alpha1.ReadyCondition
+	ready.ObservedGeneration = generation
+	var stalled *StalledError
+	for _, e := range leaves(err) {
+		if errors.As(e, &stalled) {
+			break
+		}
+	}
+	switch {
+	case stalled != nil:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, stalled.Reason, stalled.Message
+		meta.SetStatusCondition(conds, metav1.Condition{Type: playgroundv1alpha1.StalledCondition, Status: metav1.ConditionTrue,
+			Reason: stalled.Reason, Message: stalled.Message, ObservedGeneration: generation})
+		meta.RemoveStatusCondition(conds, playgroundv1alpha1.ReconcilingCondition)
+	case err != nil:
+		meta.RemoveStatusCondition(conds, playgroundv1alpha1.StalledCondition)
+		reason := ReasonWaiting
+		for _, e := range leaves(err) {
+			var w *WaitingError
+			if !errors.As(e, &w) {
+				reason = ReasonError
+			}
+		}
+		meta.SetStatusCondition(conds, metav1.Condition{Type: playgroundv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue,
+			Reason: reason, Message: err.Error(), ObservedGeneration: generation})
+	case progressing:
+		meta.RemoveStatusCondition(conds, playgroundv1alpha1.StalledCondition)
+		meta.SetStatusCondition(conds, metav1.Condition{Type: playgroundv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue,
+			Reason: ready.Reason, Message: ready.Message, ObservedGeneration: generation})
+	default:
+		meta.RemoveStatusCondition(conds, playgroundv1alpha1.StalledCondition)
+		meta.RemoveStatusCondition(conds, playgroundv1alpha1.ReconcilingCondition)
+	}
+	meta.SetStatusCondition(conds, ready)
+}

@@ -1,0 +1,83 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func TestResult(t *testing.T) {
+	boom := errors.New("boom")
+	stalled := Stall("Why", "needs a human")
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    ctrl.Result
+		wantErr bool
+		settled bool
+	}{
+		{"nil", nil, ctrl.Result{}, false, true},
+		{"stalled", stalled, ctrl.Result{}, false, true},
+		{"wrapped stalled", fmt.Errorf("phase: %w", stalled), ctrl.Result{}, false, true},
+		{"waiting", Wait(2*time.Second, "cache"), ctrl.Result{RequeueAfter: 2 * time.Second}, false, false},
+		{"shortest wait", errors.Join(Wait(2*time.Second, "a"), Wait(time.Second, "b"), stalled), ctrl.Result{RequeueAfter: time.Second}, false, false},
+		{"error", boom, ctrl.Result{}, true, false},
+		{"error beats waiting and stalled", errors.Join(stalled, Wait(time.Second, "a"), boom), ctrl.Result{}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Result(tc.err)
+			if res != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("Result(%v) = %v, %v; want %v, error %v", tc.err, res, err, tc.want, tc.wantErr)
+			}
+			if err != nil && !errors.Is(err, boom) {
+				t.Errorf("Result lost the error: %v", err)
+			}
+			if got := Settled(tc.err); got != tc.settled {
+				t.Errorf("Settled(%v) = %v, want %v", tc.err, got, tc.settled)
+			}
+		})
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	ready := metav1.Condition{Status: metav1.ConditionFalse, Reason: "Waiting", Message: "for the sandbox"}
+	for _, tc := range []struct {
+		name        string
+		progressing bool
+		err         error
+		// Status and reason of Ready, Reconciling and Stalled ("" when absent).
+		want [3]string
+	}{
+		{"settled", false, nil, [3]string{"False/Waiting", "", ""}},
+		{"progressing", true, nil, [3]string{"False/Waiting", "True/Waiting", ""}},
+		{"stalled", true, Stall("BackendImmutable", "cannot"), [3]string{"False/BackendImmutable", "", "True/BackendImmutable"}},
+		{"error", false, errors.New("boom"), [3]string{"False/Waiting", "True/" + ReasonError, ""}},
+		{"waiting only", false, Wait(time.Second, "cache"), [3]string{"False/Waiting", "True/" + ReasonWaiting, ""}},
+		{"stalled among errors", false, errors.Join(errors.New("boom"), Stall("X", "y")), [3]string{"False/X", "", "True/X"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conds := []metav1.Condition{
+				{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "Old"},
+				{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "Old"},
+			}
+			Summarize(&conds, 7, ready, tc.progressing, tc.err)
+			var got [3]string
+			for i, typ := range []string{"Ready", "Reconciling", "Stalled"} {
+				if c := meta.FindStatusCondition(conds, typ); c != nil {
+					got[i] = string(c.Status) + "/" + c.Reason
+					if c.ObservedGeneration != 7 {
+						t.Errorf("%s: observedGeneration %d, want 7", typ, c.ObservedGeneration)
+					}
+				}
+			}
+			if got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
