@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/internal/agentlease"
+)
+
+// runAgent runs the host agent of this node until ctx ends.
+func runAgent(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("playground agent", flag.ContinueOnError)
+	var (
+		opts       nodeagent.Options
+		network    string
+		labels     string
+		kubeconfig string
+	)
+	fs.StringVar(&opts.NodeName, "node-name", defaultNodeName(), "the node this agent serves ($NODE_NAME, else the hostname)")
+	fs.StringVar(&opts.OCI.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes; it must outlive the agent")
+	fs.StringVar(&opts.OCI.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
+	fs.StringVar(&opts.OCI.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
+	fs.StringVar(&network, "network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or host")
+	fs.StringVar(&opts.ListenAddress, "listen", ":9443", "address of the agent API")
+	fs.StringVar(&opts.Endpoint, "advertise", "", "URL of the agent API published in the node's Lease (default: http(s)://$POD_IP, else the listen host, else the hostname, with the listen port)")
+	fs.StringVar(&opts.TokenFile, "token-file", "", "file of the bearer tokens the API accepts, one per line (the gateway's and the manager's); required, re-read on change")
+	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "TLS certificate of the API (default: cleartext HTTP/2)")
+	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "TLS key of the API")
+	fs.StringVar(&opts.LeaseNamespace, "lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases (it must exist)")
+	fs.DurationVar(&opts.LeaseDuration, "lease-duration", agentlease.DefaultDuration, "how long the registration lasts unrenewed; renewed every third of it")
+	fs.StringVar(&labels, "node-labels", "", "the node's labels for node selectors, as k=v,k=v")
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+
+	log := logr.FromSlogHandler(slog.NewJSONHandler(os.Stderr, nil))
+	ctrl.SetLogger(log)
+	opts.Logger = log
+
+	switch n := oci.Network(network); n {
+	case oci.NetworkNone, oci.NetworkHost:
+		opts.OCI.Network = n
+	default:
+		return fmt.Errorf("--network: want none or host, not %q", network)
+	}
+	var err error
+	if opts.Labels, err = parseLabels(labels); err != nil {
+		return fmt.Errorf("--node-labels: %w", err)
+	}
+	if opts.TokenFile == "" {
+		return fmt.Errorf("--token-file is required: the agent API accepts only the gateway's and the manager's tokens")
+	}
+	if opts.Endpoint == "" {
+		if opts.AdvertiseHost, err = advertiseHost(opts.ListenAddress, os.Getenv("POD_IP")); err != nil {
+			return err
+		}
+	}
+	if opts.Config, err = restConfig(kubeconfig); err != nil {
+		return err
+	}
+	return nodeagent.Run(ctx, opts)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+func defaultNodeName() string {
+	if n := os.Getenv("NODE_NAME"); n != "" {
+		return n
+	}
+	h, _ := os.Hostname()
+	return strings.ToLower(h)
+}
+
+// advertiseHost is the host of the agent API's URL as peers reach it
+// (the port is the listener's): the pod's IP when set, else the listen
+// host unless it is a wildcard, else the hostname.
+func advertiseHost(listen, podIP string) (string, error) {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	if podIP != "" {
+		return podIP, nil
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return host, nil
+	}
+	if host, err = os.Hostname(); err != nil {
+		return "", fmt.Errorf("deriving --advertise: %w", err)
+	}
+	return host, nil
+}
+
+// parseLabels parses k=v,k=v into node labels, validated as Kubernetes
+// labels.
+func parseLabels(s string) (map[string]string, error) {
+	labels := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, fmt.Errorf("label key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return nil, fmt.Errorf("label %s value %q: %s", k, v, strings.Join(errs, "; "))
+		}
+		labels[k] = v
+	}
+	return labels, nil
+}

@@ -1,0 +1,189 @@
+package nodeagent
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestReadTokenFile(t *testing.T) {
+	long := strings.Repeat("x", maxTokenFile)
+	for _, tc := range []struct {
+		name, content string
+		want          []string
+		err           string
+	}{
+		{name: "one per line, blanks and spaces skipped", content: "\n  token-one-0123456789  \r\n\ntoken-two-0123456789\n", want: []string{"token-one-0123456789", "token-two-0123456789"}},
+		{name: "empty", content: "", want: nil},
+		{name: "short token refused, not echoed", content: "token-one-0123456789\nshort\n", err: "line 2 is shorter than 16 bytes"},
+		{name: "over the bound", content: long + "\n", err: "is over"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := filepath.Join(t.TempDir(), "tokens")
+			g.Expect(os.WriteFile(p, []byte(tc.content), 0o600)).To(Succeed())
+			got, _, err := readTokenFile(p)
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				g.Expect(err.Error()).NotTo(ContainSubstring("short\n"))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+// setRecorder records the token sets a tokenSource hands over.
+type setRecorder struct {
+	mu   sync.Mutex
+	sets [][]string
+}
+
+func (r *setRecorder) set(toks ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sets = append(r.sets, toks)
+}
+
+func (r *setRecorder) calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sets)
+}
+
+func (r *setRecorder) last() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.sets) == 0 {
+		return nil
+	}
+	return r.sets[len(r.sets)-1]
+}
+
+// watch runs ts.watch until the test ends.
+func watch(t *testing.T, ts *tokenSource) *setRecorder {
+	r := &setRecorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ts.watch(ctx, 10*time.Millisecond, r.set) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+// A rotated token file takes effect without a restart; a botched one (no
+// token left) keeps the previous tokens.
+func TestTokenFileRotation(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	_, err := newTokenSource(nil, filepath.Join(dir, "missing"))
+	g.Expect(err).To(HaveOccurred())
+	empty := filepath.Join(dir, "empty")
+	g.Expect(os.WriteFile(empty, []byte("\n"), 0o600)).To(Succeed())
+	_, err = newTokenSource(nil, empty)
+	g.Expect(err).To(MatchError(ContainSubstring("accept no token")))
+
+	p := filepath.Join(dir, "tokens")
+	g.Expect(os.WriteFile(p, []byte("old-token-0123456789\n"), 0o600)).To(Succeed())
+	ts, err := newTokenSource([]string{"static-token-0123456789"}, p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ts.current()).To(ConsistOf("static-token-0123456789", "old-token-0123456789"))
+	r := watch(t, ts)
+	g.Expect(os.WriteFile(p, []byte("new-token-0123456789\n"), 0o600)).To(Succeed())
+	g.Eventually(r.last).Should(ConsistOf("static-token-0123456789", "new-token-0123456789"))
+	// An empty file still leaves the static token: a valid set.
+	g.Expect(os.WriteFile(p, nil, 0o600)).To(Succeed())
+	g.Eventually(r.last).Should(ConsistOf("static-token-0123456789"))
+
+	// Without static tokens, a file emptied by mistake keeps the old set.
+	only := filepath.Join(dir, "only")
+	g.Expect(os.WriteFile(only, []byte("only-token-0123456789\n"), 0o600)).To(Succeed())
+	ts2, err := newTokenSource(nil, only)
+	g.Expect(err).NotTo(HaveOccurred())
+	r2 := watch(t, ts2)
+	g.Expect(os.WriteFile(only, []byte("\n"), 0o600)).To(Succeed())
+	g.Consistently(r2.calls).WithTimeout(200 * time.Millisecond).Should(BeZero())
+	g.Expect(ts2.current()).To(ConsistOf("only-token-0123456789"))
+	// A good file afterwards is taken.
+	g.Expect(os.WriteFile(only, []byte("next-token-0123456789\n"), 0o600)).To(Succeed())
+	g.Eventually(r2.last).Should(ConsistOf("next-token-0123456789"))
+}
+
+// writeKeyPair writes a self-signed certificate for cn and its key.
+func writeKeyPair(t *testing.T, dir, cn string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// A renewed key pair on disk is served from the next check on.
+func TestKeyPairReload(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	certFile, keyFile := writeKeyPair(t, dir, "first")
+	kp := &keyPair{certFile: certFile, keyFile: keyFile}
+	g.Expect(kp.load()).To(Succeed())
+	cn := func() string {
+		c, err := kp.get(nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		leaf, err := x509.ParseCertificate(c.Certificate[0])
+		g.Expect(err).NotTo(HaveOccurred())
+		return leaf.Subject.CommonName
+	}
+	g.Expect(cn()).To(Equal("first"))
+
+	writeKeyPair(t, dir, "second")
+	later := time.Now().Add(time.Minute) // a distinct mtime, whatever the clock's resolution
+	g.Expect(os.Chtimes(certFile, later, later)).To(Succeed())
+	g.Expect(cn()).To(Equal("first"), "not before the check interval")
+	kp.mu.Lock()
+	kp.checked = time.Time{}
+	kp.mu.Unlock()
+	g.Expect(cn()).To(Equal("second"))
+
+	// A broken renewal keeps serving the previous pair.
+	g.Expect(os.WriteFile(keyFile, []byte("garbage"), 0o600)).To(Succeed())
+	g.Expect(os.Chtimes(keyFile, later.Add(time.Minute), later.Add(time.Minute))).To(Succeed())
+	kp.mu.Lock()
+	kp.checked = time.Time{}
+	kp.mu.Unlock()
+	g.Expect(cn()).To(Equal("second"))
+}

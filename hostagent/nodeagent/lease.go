@@ -1,0 +1,66 @@
+package nodeagent
+
+import (
+	"context"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/playground-dev/playground/internal/agentlease"
+)
+
+// heartbeat keeps the node's registration Lease renewed. It reads the
+// Lease from the API server, not a cache: the agent watches no Leases.
+type heartbeat struct {
+	reader       client.Reader
+	writer       client.Writer
+	node, ns     string
+	period       time.Duration
+	registration func() agentlease.Registration
+}
+
+// run renews the Lease every period until ctx ends. A failed renewal is
+// logged and retried at the next tick: two may fail before the Lease
+// lapses. On shutdown the Lease is left to expire (see the package doc).
+func (h *heartbeat) run(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx)
+	t := time.NewTicker(h.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := h.renew(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Renewing the node's registration Lease", "lease", h.ns+"/"+agentlease.Name(h.node))
+		}
+	}
+}
+
+// renew creates or renews the Lease with the current registration.
+func (h *heartbeat) renew(ctx context.Context) error {
+	reg := h.registration()
+	key := types.NamespacedName{Namespace: h.ns, Name: agentlease.Name(h.node)}
+	var lease coordinationv1.Lease
+	err := h.reader.Get(ctx, key, &lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+		if err := reg.Apply(&lease, time.Now()); err != nil {
+			return err
+		}
+		return h.writer.Create(ctx, &lease)
+	case err != nil:
+		return err
+	}
+	if err := reg.Apply(&lease, time.Now()); err != nil {
+		return err
+	}
+	return h.writer.Update(ctx, &lease)
+}

@@ -1,0 +1,345 @@
+// Package nodeagent runs the host agent of one node: the execution kernel
+// (hostagent.Agent) on a backend, its authenticated API (agentapi), the
+// node's registration Lease (agentlease) and the node-local reconciler that
+// drives the kernel from the Sandboxes bound to the node, as the kubelet
+// does with its Pods.
+//
+// Start-up order: the API listener is bound, the Lease is registered (so a
+// restart within the Lease's duration does not make the node look
+// unhealthy), the node's provisioned Sandboxes are reattached, and only
+// then are the API served and the reconciler started.
+//
+// On shutdown the Lease is left to expire rather than deleted: a restarted
+// agent renews it before it lapses, so its Sandboxes stay Ready across a
+// rollout, while an agent that is gone for good is noticed by the manager
+// once the Lease's duration has passed.
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/internal/agentlease"
+)
+
+// FieldManager is the server-side apply field manager of everything the
+// agent writes on a Sandbox's status.
+const FieldManager = "playground-agent"
+
+// Defaults of Options.
+const (
+	DefaultShutdownGrace       = 30 * time.Second
+	DefaultResyncInterval      = 5 * time.Second
+	DefaultTokenReloadInterval = 30 * time.Second
+	DefaultWorkers             = 4
+)
+
+// Options configure a node's agent.
+type Options struct {
+	// Config reaches the API server.
+	Config *rest.Config
+	// NodeName is the node this agent serves: it reconciles the Sandboxes
+	// whose spec.nodeName it is, and registers under it.
+	NodeName string
+
+	// Backend runs the sandboxes; nil means an oci backend built from OCI.
+	Backend backend.Backend
+	// OCI configures the default backend (StateDir is required then).
+	OCI oci.Options
+	// Agent configures the execution kernel; its Backend is ignored.
+	Agent hostagent.Options
+
+	// Listener serves the agent API (Run closes it); nil means listen on
+	// ListenAddress.
+	Listener      net.Listener
+	ListenAddress string
+	// Endpoint is the agent API's URL published in the Lease and in the
+	// Sandboxes' status. Empty means derived: AdvertiseHost (the pod's IP,
+	// say) with the listener's port, or else the listener's address, which
+	// must then be a specific one.
+	Endpoint      string
+	AdvertiseHost string
+	// Tokens are the bearer tokens the API accepts, and TokenFile a file
+	// holding more, one per line, re-read every TokenReloadInterval so a
+	// rotated Secret takes effect without a restart. With none at all the
+	// agent refuses to start: the API is closed by default.
+	Tokens              []string
+	TokenFile           string
+	TokenReloadInterval time.Duration
+	// TLSCertFile and TLSKeyFile serve the API over TLS (re-read when they
+	// change); without them it speaks cleartext HTTP/2 (h2c).
+	TLSCertFile string
+	TLSKeyFile  string
+
+	// LeaseNamespace holds the agent's Lease; it must exist.
+	// Default agentlease.DefaultNamespace.
+	LeaseNamespace string
+	// LeaseDuration is the registration's lifetime, renewed every third of
+	// it; whole seconds, at least 3. Default agentlease.DefaultDuration.
+	LeaseDuration time.Duration
+	// Labels are the node's labels as node selectors see them. The agent
+	// adds kubernetes.io/hostname=NodeName unless set.
+	Labels map[string]string
+
+	// Logger is the agent's logger; the zero value discards.
+	Logger logr.Logger
+	// MetricsBindAddress serves controller-runtime's metrics; "" or "0"
+	// disables them.
+	MetricsBindAddress string
+	// ShutdownGrace bounds the API's graceful shutdown and the kill of
+	// running jobs.
+	ShutdownGrace time.Duration
+	// ResyncInterval is how often the agent compares what it serves (open
+	// session handles, its status fields) with the Sandboxes' status and
+	// re-reconciles the ones that drifted.
+	ResyncInterval time.Duration
+	// Workers is the number of Sandboxes reconciled concurrently.
+	Workers int
+}
+
+func (o *Options) setDefaults() error {
+	if o.Config == nil {
+		return errors.New("nodeagent: a rest.Config is required")
+	}
+	if errs := validation.IsDNS1123Subdomain(o.NodeName); len(errs) > 0 {
+		return fmt.Errorf("nodeagent: node name %q: %s", o.NodeName, strings.Join(errs, "; "))
+	}
+	if o.Backend == nil && o.OCI.StateDir == "" {
+		return errors.New("nodeagent: a backend or a state directory is required")
+	}
+	if o.Listener == nil && o.ListenAddress == "" {
+		return errors.New("nodeagent: a listener or a listen address is required")
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return errors.New("nodeagent: TLS needs both a certificate and a key")
+	}
+	if o.LeaseNamespace == "" {
+		o.LeaseNamespace = agentlease.DefaultNamespace
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = agentlease.DefaultDuration
+	}
+	if o.LeaseDuration < 3*time.Second || o.LeaseDuration%time.Second != 0 {
+		return fmt.Errorf("nodeagent: lease duration %s: want whole seconds, at least 3s", o.LeaseDuration)
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	if o.MetricsBindAddress == "" {
+		o.MetricsBindAddress = "0"
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = DefaultShutdownGrace
+	}
+	if o.ResyncInterval <= 0 {
+		o.ResyncInterval = DefaultResyncInterval
+	}
+	if o.TokenReloadInterval <= 0 {
+		o.TokenReloadInterval = DefaultTokenReloadInterval
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	labels := make(map[string]string, len(o.Labels)+1)
+	for k, v := range o.Labels {
+		labels[k] = v
+	}
+	if _, ok := labels["kubernetes.io/hostname"]; !ok {
+		labels["kubernetes.io/hostname"] = o.NodeName
+	}
+	o.Labels = labels
+	return nil
+}
+
+// Scheme returns the scheme the agent's clients use.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(playgroundv1alpha1.AddToScheme(s))
+	return s
+}
+
+// Run runs the node's agent until ctx ends. It returns nil after a clean
+// shutdown, or the error that stopped it.
+func Run(ctx context.Context, opts Options) error {
+	if err := opts.setDefaults(); err != nil {
+		return err
+	}
+	log := opts.Logger.WithValues("node", opts.NodeName)
+	ctx = logr.NewContext(ctx, log)
+
+	// Tokens first: an agent that would refuse every call is a
+	// misconfiguration to report before touching anything.
+	tokens, err := newTokenSource(opts.Tokens, opts.TokenFile)
+	if err != nil {
+		return err
+	}
+	tlsConfig, err := newTLSConfig(opts.TLSCertFile, opts.TLSKeyFile, log)
+	if err != nil {
+		return err
+	}
+
+	be := opts.Backend
+	if be == nil {
+		if be, err = oci.New(opts.OCI); err != nil {
+			return fmt.Errorf("nodeagent: %w", err)
+		}
+	}
+	agentOpts := opts.Agent
+	agentOpts.Backend = be
+	agent, err := hostagent.New(agentOpts)
+	if err != nil {
+		return fmt.Errorf("nodeagent: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownGrace)
+		defer cancel()
+		if err := agent.Close(cctx); err != nil {
+			log.Error(err, "Stopping the agent's jobs")
+		}
+	}()
+
+	ln := opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", opts.ListenAddress); err != nil {
+			return fmt.Errorf("nodeagent: agent API: %w", err)
+		}
+	}
+	defer ln.Close()
+	endpoint := opts.Endpoint
+	if endpoint == "" {
+		if endpoint, err = endpointOf(ln.Addr(), opts.AdvertiseHost, tlsConfig != nil); err != nil {
+			return err
+		}
+	}
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("nodeagent: endpoint %q is not an http(s) URL", endpoint)
+	}
+
+	mgr, rec, err := newManager(opts, agent, endpoint)
+	if err != nil {
+		return err
+	}
+
+	hb := &heartbeat{
+		reader: mgr.GetAPIReader(),
+		writer: mgr.GetClient(),
+		node:   opts.NodeName,
+		ns:     opts.LeaseNamespace,
+		period: opts.LeaseDuration / 3,
+		registration: func() agentlease.Registration {
+			return agentlease.Registration{
+				Node:            opts.NodeName,
+				Endpoint:        endpoint,
+				Backends:        []string{be.Name()},
+				Labels:          opts.Labels,
+				AdmissionHalted: agent.Jobs().AdmissionStatus().Reason,
+				Duration:        opts.LeaseDuration,
+			}
+		},
+	}
+	if err := hb.renew(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return fmt.Errorf("nodeagent: registering node %s in Lease %s/%s: %w", opts.NodeName, opts.LeaseNamespace, agentlease.Name(opts.NodeName), err)
+	}
+	log.Info("Registered the node", "lease", opts.LeaseNamespace+"/"+agentlease.Name(opts.NodeName), "endpoint", endpoint)
+
+	server := agentapi.NewServer(agent, slog.New(logr.ToSlogHandler(log.WithName("api"))), tokens.current()...)
+	return runAll(ctx,
+		task{"lease heartbeat", hb.run},
+		task{"reattach and serve", func(ctx context.Context) error {
+			if err := rec.reattachAll(ctx); err != nil {
+				return err
+			}
+			return runAll(ctx,
+				task{"agent API", func(ctx context.Context) error {
+					log.Info("Serving the agent API", "address", ln.Addr().String(), "tls", tlsConfig != nil)
+					return server.Serve(ctx, ln, tlsConfig, opts.ShutdownGrace)
+				}},
+				task{"reconciler", mgr.Start},
+			)
+		}},
+		task{"token reload", func(ctx context.Context) error {
+			return tokens.watch(ctx, opts.TokenReloadInterval, server.SetTokens)
+		}},
+	)
+}
+
+// endpointOf derives the API's URL from the listener's port and host, or
+// the listener's address when it is a specific one: a wildcard address
+// says nothing about how peers reach it.
+func endpointOf(addr net.Addr, host string, tls bool) (string, error) {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "", fmt.Errorf("nodeagent: the API listens on %s, not TCP: set the endpoint to advertise", addr)
+	}
+	if host == "" {
+		if tcp.IP == nil || tcp.IP.IsUnspecified() {
+			return "", fmt.Errorf("nodeagent: the API listens on %s: set the endpoint or host to advertise", addr)
+		}
+		host = tcp.IP.String()
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port)), nil
+}
+
+// task is one long-running component of the agent.
+type task struct {
+	name string
+	run  func(context.Context) error
+}
+
+// runAll runs tasks until ctx ends or one of them stops, then stops the
+// others and waits for all. It returns the first error; a task that stops
+// on its own before ctx ends is an error too.
+func runAll(ctx context.Context, tasks ...task) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(tasks))
+	for _, t := range tasks {
+		go func() {
+			err := t.run(ctx)
+			switch {
+			case ctx.Err() != nil && errors.Is(err, context.Canceled):
+				err = nil // stopped as asked
+			case err == nil && ctx.Err() == nil:
+				err = fmt.Errorf("nodeagent: %s stopped unexpectedly", t.name)
+			case err != nil:
+				err = fmt.Errorf("nodeagent: %s: %w", t.name, err)
+			}
+			errc <- err
+		}()
+	}
+	var first error
+	for range tasks {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+		cancel()
+	}
+	return first
+}

@@ -1,0 +1,269 @@
+package nodeagent_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/internal/agentlease"
+)
+
+// Three agents as three nodes: each provisions the Sandboxes bound to it
+// and no other, reports them, and serves them through its API to callers
+// holding its token only.
+func TestThreeNodesServeTheirOwnSandboxes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "three-nodes")
+	nodes := []*node{startNode(t, "three-a", "", ""), startNode(t, "three-b", "", ""), startNode(t, "three-c", "", "")}
+	for _, n := range nodes {
+		createSandbox(t, ns, "on-"+n.name, n.name)
+	}
+	createSandbox(t, ns, "unbound", "")
+
+	for _, n := range nodes {
+		s := waitProvisioned(t, ns, "on-"+n.name)
+		g.Expect(s.Status.SandboxID).To(Equal(playgroundv1alpha1.SandboxID(ns, "on-"+n.name)))
+		g.Expect(s.Status.Endpoint).To(Equal(n.endpoint), "the endpoint of the node's own agent")
+		g.Expect(s.Finalizers).To(ContainElement(playgroundv1alpha1.SandboxFinalizer))
+		g.Expect(provisioned(s).Reason).To(Equal(playgroundv1alpha1.ReasonProvisioned))
+		// runc sees this node's sandbox, and only it.
+		g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "on-"+n.name)))
+		// The agent owns its fields under its field manager, by apply, on
+		// the status subresource, and never the manager's conditions.
+		g.Expect(agentFields(t, s)).To(And(
+			ContainSubstring(`"f:sandboxID"`), ContainSubstring(`"f:endpoint"`), ContainSubstring(`"f:openHandles"`),
+			ContainSubstring(`"k:{\"type\":\"Provisioned\"}"`), Not(ContainSubstring(`Ready`)), Not(ContainSubstring(`"f:phase"`))))
+	}
+	waitEvent(t, ns, "on-three-a", corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned)
+
+	// No agent touched the unbound sandbox.
+	unbound := getSandbox(g, ns, "unbound")
+	g.Expect(unbound.Finalizers).To(BeEmpty())
+	g.Expect(unbound.Status.Conditions).To(BeEmpty())
+	g.Expect(unbound.Status.SandboxID).To(BeEmpty())
+	// Bound later, as the binder does, it enters node c's watch and only
+	// node c provisions it.
+	unbound.Spec.NodeName = "three-c"
+	g.Expect(k8s.Update(ctx, unbound)).To(Succeed())
+	g.Expect(waitProvisioned(t, ns, "unbound").Status.Endpoint).To(Equal(nodes[2].endpoint))
+	g.Expect(nodes[2].containers(t)).To(ConsistOf(containerOf(ns, "on-three-c"), containerOf(ns, "unbound")))
+	g.Expect(nodes[0].containers(t)).To(ConsistOf(containerOf(ns, "on-three-a")))
+	g.Expect(nodes[1].containers(t)).To(ConsistOf(containerOf(ns, "on-three-b")))
+
+	// A session through node a's API: the tenant is namespace/tenantRef.
+	a := nodes[0]
+	tenant, id := ns+"/on-three-a", playgroundv1alpha1.SandboxID(ns, "on-three-a")
+	h, err := a.client.Open(ctx, tenant, id)
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := a.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "echo hi"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal("hi\n"))
+	g.Expect(res.ExitCode).To(BeZero())
+	// The open handle shows in the status, and goes when closed.
+	g.Eventually(func(g Gomega) {
+		g.Expect(getSandbox(g, ns, "on-three-a").Status.OpenHandles).To(BeEquivalentTo(1))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(a.client.Close(ctx, tenant, h.ID)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getSandbox(g, ns, "on-three-a").Status.OpenHandles).To(BeZero())
+	}).WithTimeout(timeout).Should(Succeed())
+
+	// Node b does not serve node a's sandbox.
+	_, err = nodes[1].client.Open(ctx, tenant, id)
+	g.Expect(hostagent.CodeOf(err)).To(Equal(hostagent.CodeNotFound))
+
+	// Without the token, or with another, the API refuses.
+	for _, tok := range []string{"", "not-the-agent-token-at-all"} {
+		c, err := agentapi.NewClient(a.endpoint, tok, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = c.Open(ctx, tenant, id)
+		g.Expect(hostagent.CodeOf(err)).To(Equal(hostagent.CodeUnauth), "token %q", tok)
+	}
+	resp, err := http.Post(a.endpoint+"/v1/sandboxes/"+id+"/handles", "application/json", strings.NewReader(`{"tenant":"`+tenant+`"}`))
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
+}
+
+// agentFields is the agent's managed fields entry of s, as JSON.
+func agentFields(t *testing.T, s *playgroundv1alpha1.Sandbox) string {
+	t.Helper()
+	for _, m := range s.ManagedFields {
+		if m.Manager == nodeagent.FieldManager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
+			return string(m.FieldsV1.Raw)
+		}
+	}
+	t.Fatalf("no status apply by %s in %+v", nodeagent.FieldManager, s.ManagedFields)
+	return ""
+}
+
+// The agent registers in its Lease, renews it every third of its
+// duration, and leaves it to expire when it stops.
+func TestLeaseRegistration(t *testing.T) {
+	g := NewWithT(t)
+	n := startNode(t, "lease-a", "", "")
+	key := client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(n.name)}
+	var lease coordinationv1.Lease
+	g.Eventually(func() error { return k8s.Get(context.Background(), key, &lease) }).WithTimeout(timeout).Should(Succeed())
+	g.Expect(lease.Labels).To(HaveKeyWithValue(agentlease.LabelAgent, "true"))
+	g.Expect(lease.Annotations).To(And(
+		HaveKeyWithValue(agentlease.AnnotationEndpoint, n.endpoint),
+		HaveKeyWithValue(agentlease.AnnotationBackends, "oci"),
+		HaveKeyWithValue(agentlease.AnnotationAdmission, "")))
+	var labels map[string]string
+	g.Expect(json.Unmarshal([]byte(lease.Annotations[agentlease.AnnotationNodeLabels]), &labels)).To(Succeed())
+	g.Expect(labels).To(Equal(map[string]string{"playground.dev/test-node": "lease-a", "kubernetes.io/hostname": "lease-a"}))
+	reg, err := agentlease.FromLease(&lease)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reg.Node).To(Equal("lease-a"))
+	g.Expect(reg.Duration).To(Equal(leaseDuration))
+	g.Expect(reg.Healthy(time.Now())).To(BeTrue())
+
+	first := reg.Renewed
+	g.Eventually(func(g Gomega) {
+		var l coordinationv1.Lease
+		g.Expect(k8s.Get(context.Background(), key, &l)).To(Succeed())
+		g.Expect(l.Spec.RenewTime.Time).To(BeTemporally(">", first))
+	}).WithTimeout(leaseDuration).WithPolling(100 * time.Millisecond).Should(Succeed())
+
+	n.stop()
+	g.Expect(k8s.Get(context.Background(), key, &lease)).To(Succeed(), "the Lease is left to expire")
+	stopped := lease.Spec.RenewTime.Time
+	time.Sleep(leaseDuration / 2)
+	g.Expect(k8s.Get(context.Background(), key, &lease)).To(Succeed())
+	g.Expect(lease.Spec.RenewTime.Time).To(Equal(stopped), "no renewal after the agent stopped")
+}
+
+// Deleting a Sandbox destroys its container; the pile stays with Retain
+// (the default) and goes with Delete; the finalizer lets go.
+func TestDeleteFollowsReclaimPolicy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "reclaim")
+	n := startNode(t, "reclaim-a", "", "")
+	createSandbox(t, ns, "keep", n.name)
+	createSandbox(t, ns, "drop", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
+	})
+	keep, drop := waitProvisioned(t, ns, "keep"), waitProvisioned(t, ns, "drop")
+	g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "keep"), containerOf(ns, "drop")))
+	keepPile, dropPile := n.backend.PileDir(keep.Status.SandboxID), n.backend.PileDir(drop.Status.SandboxID)
+	g.Expect(keepPile).To(BeADirectory())
+	g.Expect(dropPile).To(BeADirectory())
+
+	g.Expect(k8s.Delete(ctx, keep)).To(Succeed())
+	g.Expect(k8s.Delete(ctx, drop)).To(Succeed())
+	waitGone(t, ns, "keep")
+	waitGone(t, ns, "drop")
+	g.Expect(n.containers(t)).To(BeEmpty())
+	g.Expect(keepPile).To(BeADirectory(), "Retain keeps the pile")
+	_, err := os.Stat(dropPile)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "Delete removes the pile: %v", err)
+	waitEvent(t, ns, "drop", corev1.EventTypeNormal, playgroundv1alpha1.ReasonTerminating)
+}
+
+// A backend refusal shows as Provisioned=False with the reason and an
+// Event; fixing the spec lets the retry succeed.
+func TestBackendFailureIsReportedAndRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "failure")
+	n := startNode(t, "failure-a", "", "")
+	tiny := resource.MustParse("16Mi")
+	createSandbox(t, ns, "tiny", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Resources.Memory = &tiny })
+
+	g.Eventually(func(g Gomega) {
+		s := getSandbox(g, ns, "tiny")
+		c := provisioned(s)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonBackendFailed))
+		g.Expect(c.Message).To(ContainSubstring("32 MiB"))
+		g.Expect(c.ObservedGeneration).To(Equal(s.Generation))
+	}).WithTimeout(timeout).Should(Succeed())
+	e := waitEvent(t, ns, "tiny", corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed)
+	g.Expect(e.Note).To(ContainSubstring("32 MiB"))
+	g.Expect(n.containers(t)).To(BeEmpty())
+
+	s := getSandbox(g, ns, "tiny")
+	enough := resource.MustParse("64Mi")
+	s.Spec.Resources.Memory = &enough
+	g.Expect(k8s.Update(ctx, s)).To(Succeed())
+	waitProvisioned(t, ns, "tiny")
+	g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "tiny")))
+}
+
+// Restarting the agent changes nothing a tenant sees: the same sandbox ID,
+// its files, its background processes, and Provisioned stays True.
+func TestRestartKeepsSandboxes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "restart")
+	first := startNode(t, "restart-a", "", "")
+	createSandbox(t, ns, "ws", first.name)
+	before := waitProvisioned(t, ns, "ws")
+	tenant, id := ns+"/ws", before.Status.SandboxID
+
+	h, err := first.client.Open(ctx, tenant, id)
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := first.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "echo kept > file; setsid sleep 1000 >/dev/null 2>&1 & echo $!"})
+	g.Expect(err).NotTo(HaveOccurred())
+	pid := strings.TrimSpace(string(res.Stdout))
+	_, err = strconv.Atoi(pid)
+	g.Expect(err).NotTo(HaveOccurred(), "no pid: %q %q", res.Stdout, res.Stderr)
+	// Sessions end with the agent process: close ours first, so that the
+	// count the new agent reports below is its own.
+	g.Expect(first.client.Close(ctx, tenant, h.ID)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getSandbox(g, ns, "ws").Status.OpenHandles).To(BeZero())
+	}).WithTimeout(timeout).Should(Succeed())
+	since := provisioned(getSandbox(g, ns, "ws")).LastTransitionTime
+
+	first.stop()
+	// Same node, same state directory, same address: a new agent process.
+	// It reattaches before it serves, so the first call already finds the
+	// sandbox (it waits in the listener's backlog until then).
+	second := startNode(t, first.name, first.stateDir, strings.TrimPrefix(first.endpoint, "http://"))
+	h2, err := second.client.Open(ctx, tenant, id)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getSandbox(g, ns, "ws").Status.OpenHandles).To(BeEquivalentTo(1))
+	}).WithTimeout(timeout).Should(Succeed(), "the new agent reports its handle")
+	after := waitProvisioned(t, ns, "ws")
+	g.Expect(after.Status.SandboxID).To(Equal(id))
+	g.Expect(provisioned(after).LastTransitionTime).To(Equal(since), "Provisioned stayed True throughout")
+	g.Expect(second.containers(t)).To(ConsistOf(containerOf(ns, "ws")))
+
+	res, err = second.client.Exec(ctx, tenant, h2.ID, hostagent.ExecRequest{Command: "cat file; kill -0 " + pid + " && echo alive"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal("kept\nalive\n"), "stderr: %s", res.Stderr)
+}
+
+// The API is closed by default: no token, no agent.
+func TestRunRefusesWithoutTokens(t *testing.T) {
+	err := nodeagent.Run(context.Background(), nodeagent.Options{
+		Config:        cp.Config,
+		NodeName:      "no-tokens",
+		OCI:           oci.Options{StateDir: t.TempDir()},
+		ListenAddress: "127.0.0.1:0",
+	})
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("accept no token")))
+}

@@ -1,0 +1,404 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+// The agent's rights: its own node's Sandboxes (the finalizer, the status
+// fields it owns), its Lease and Events. The Lease rights are namespaced:
+// the Role lives in the Leases' namespace.
+//
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/status,verbs=update;patch
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// nodeNameField is the Sandbox's selectable field that binds it to a node.
+const nodeNameField = "spec.nodeName"
+
+// maxMessage bounds a condition message built from a backend error.
+const maxMessage = 1024
+
+// onNode selects the Sandboxes bound to node, on the API server.
+func onNode(node string) fields.Selector {
+	return fields.OneTermEqualSelector(nodeNameField, node)
+}
+
+// newManager builds the node-local controller manager: its cache holds
+// only this node's Sandboxes (filtered by the API server), there is no
+// leader election (one agent per node), and the reconciler is registered.
+func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.Manager, *sandboxReconciler, error) {
+	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
+		Scheme: Scheme(),
+		Logger: opts.Logger.WithName("nodeagent").WithValues("node", opts.NodeName),
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				&playgroundv1alpha1.Sandbox{}: {Field: onNode(opts.NodeName)},
+			},
+		},
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+		// One agent per process in a cluster; tests run several, each a node.
+		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
+		GracefulShutdownTimeout: ptr.To(opts.ShutdownGrace),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("nodeagent: %w", err)
+	}
+	r := &sandboxReconciler{
+		client:   mgr.GetClient(),
+		reader:   mgr.GetAPIReader(),
+		agent:    agent,
+		node:     opts.NodeName,
+		endpoint: endpoint,
+		recorder: mgr.GetEventRecorder(FieldManager),
+	}
+	drift := make(chan event.GenericEvent, 256)
+	if err := mgr.Add(&resync{client: mgr.GetClient(), cache: mgr.GetCache(), r: r, every: opts.ResyncInterval, out: drift}); err != nil {
+		return nil, nil, err
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		For(&playgroundv1alpha1.Sandbox{}, builder.WithPredicates(predicate.Or[client.Object](
+			// Status writes (the manager's and ours) are not a reason to
+			// touch the backend; spec, deletion and finalizers are.
+			predicate.GenerationChangedPredicate{},
+			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+					!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+			}},
+		))).
+		WatchesRawSource(source.Channel(drift, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
+		Named("nodeagent-sandbox").
+		Complete(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nodeagent: %w", err)
+	}
+	return mgr, r, nil
+}
+
+// sandboxReconciler makes the node's backend match the Sandboxes bound to
+// it. It writes, with server-side apply under FieldManager, only
+// status.sandboxID, status.endpoint, status.openHandles and the Provisioned
+// condition; the manager derives Ready and the phase from them.
+type sandboxReconciler struct {
+	client   client.Client
+	reader   client.Reader // the API server itself, for the start-up list
+	agent    *hostagent.Agent
+	node     string
+	endpoint string
+	recorder events.EventRecorder
+}
+
+// Reconcile provisions (or reattaches) one Sandbox, or destroys it.
+func (r *sandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sbx := &playgroundv1alpha1.Sandbox{}
+	if err := r.client.Get(ctx, req.NamespacedName, sbx); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if sbx.Spec.NodeName != r.node { // the cache holds this node's only; be sure
+		return ctrl.Result{}, nil
+	}
+	if !sbx.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, sbx)
+	}
+	if !controllerutil.ContainsFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer) {
+		patch := client.MergeFromWithOptions(sbx.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer)
+		if err := r.client.Patch(ctx, sbx, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	return ctrl.Result{}, r.reconcileNormal(ctx, sbx)
+}
+
+func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
+	log := ctrl.LoggerFrom(ctx)
+	spec := specOf(sbx)
+	if class := backendClass(sbx); class != r.agent.Backend().Name() {
+		// A spec problem, not a backend one: retrying cannot help, and the
+		// backend class is immutable, so only a new binding would.
+		msg := fmt.Sprintf("Node %s offers the %s backend, not %s", r.node, r.agent.Backend().Name(), class)
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Provision", msg)
+		return r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg)
+	}
+
+	prev := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
+	if prev == nil {
+		msg := fmt.Sprintf("Provisioning sandbox %s on node %s", spec.ID, r.node)
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioning, "Provision", msg)
+		if err := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonProvisioning, msg); err != nil {
+			return err
+		}
+	}
+	wasProvisioned := prev != nil && prev.Status == metav1.ConditionTrue
+
+	if err := r.agent.Ensure(ctx, spec); err != nil {
+		if ctx.Err() != nil {
+			return err // shutting down; the next agent picks it up
+		}
+		msg := truncate(err.Error())
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Provision", "%s", msg)
+		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg); serr != nil {
+			log.Error(serr, "Reporting a backend failure")
+		}
+		// Returned, so that controller-runtime retries with backoff.
+		return fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err)
+	}
+	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node)
+	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
+		return err
+	}
+	if !wasProvisioned {
+		log.Info("Provisioned the sandbox", "id", spec.ID)
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned, "Provision", msg)
+	}
+	return nil
+}
+
+func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
+	if !controllerutil.ContainsFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer) {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	id := playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
+	keepPile := sbx.Spec.Storage.ReclaimPolicy != playgroundv1alpha1.ReclaimDelete
+	pile := "deleted"
+	if keepPile {
+		pile = "retained"
+	}
+	msg := fmt.Sprintf("Destroying sandbox %s on node %s; its pile is %s", id, r.node, pile)
+	if err := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonTerminating, msg); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if err := r.agent.Remove(ctx, id, keepPile); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		msg := truncate(err.Error())
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Destroy", "%s", msg)
+		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg); serr != nil {
+			log.Error(serr, "Reporting a backend failure")
+		}
+		return fmt.Errorf("destroying sandbox %s: %w", id, err)
+	}
+	log.Info("Destroyed the sandbox", "id", id, "pile", pile)
+	r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonTerminating, "Destroy",
+		"Destroyed sandbox %s on node %s; its pile is %s", id, r.node, pile)
+
+	patch := client.MergeFromWithOptions(sbx.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer)
+	return client.IgnoreNotFound(r.client.Patch(ctx, sbx, patch))
+}
+
+// setProvisioned applies the agent's status fields: the Provisioned
+// condition with reason and message, and sandboxID, endpoint and
+// openHandles as the agent sees them now. It writes nothing when they are
+// already so.
+func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, status metav1.ConditionStatus, reason, message string) error {
+	id := playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
+	handles := int32(r.agent.OpenHandles(id))
+	conds := slices.Clone(sbx.Status.Conditions)
+	changed := meta.SetStatusCondition(&conds, metav1.Condition{
+		Type:               playgroundv1alpha1.ProvisionedCondition,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: sbx.Generation,
+	})
+	if !changed && sbx.Status.SandboxID == id && sbx.Status.Endpoint == r.endpoint && sbx.Status.OpenHandles == handles {
+		return nil
+	}
+	// Kept from the current condition when the status does not change.
+	c := meta.FindStatusCondition(conds, playgroundv1alpha1.ProvisionedCondition)
+	gvk := playgroundv1alpha1.GroupVersion.WithKind("Sandbox")
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvk.GroupVersion().String(),
+		"kind":       gvk.Kind,
+		"metadata":   map[string]any{"name": sbx.Name, "namespace": sbx.Namespace},
+		"status": map[string]any{
+			"sandboxID":   id,
+			"endpoint":    r.endpoint,
+			"openHandles": int64(handles),
+			"conditions": []any{map[string]any{
+				"type":               c.Type,
+				"status":             string(c.Status),
+				"reason":             c.Reason,
+				"message":            c.Message,
+				"observedGeneration": c.ObservedGeneration,
+				"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+			}},
+		},
+	}}
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying the status of sandbox %s/%s: %w", sbx.Namespace, sbx.Name, err)
+	}
+	sbx.Status.Conditions = conds
+	sbx.Status.SandboxID, sbx.Status.Endpoint, sbx.Status.OpenHandles = id, r.endpoint, handles
+	return nil
+}
+
+// reattachAll takes over, before the API serves, every sandbox this node
+// provisioned before (those carrying the finalizer), so that a restart
+// keeps their IDs, files and processes. A sandbox that fails is left to the
+// reconciler, which reports and retries it.
+func (r *sandboxReconciler) reattachAll(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx)
+	var list playgroundv1alpha1.SandboxList
+	if err := r.reader.List(ctx, &list, client.MatchingFieldsSelector{Selector: onNode(r.node)}); err != nil {
+		return fmt.Errorf("listing the sandboxes of node %s: %w", r.node, err)
+	}
+	n := 0
+	for i := range list.Items {
+		sbx := &list.Items[i]
+		if !sbx.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer) ||
+			backendClass(sbx) != r.agent.Backend().Name() {
+			continue
+		}
+		if err := r.agent.Ensure(ctx, specOf(sbx)); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			log.Error(err, "Reattaching a sandbox failed; the reconciler retries", "sandbox", klog.KObj(sbx))
+			continue
+		}
+		n++
+	}
+	log.Info("Reattached the node's sandboxes", "reattached", n, "bound", len(list.Items))
+	return nil
+}
+
+// specOf is what the backend needs of a Sandbox.
+func specOf(sbx *playgroundv1alpha1.Sandbox) backend.Spec {
+	spec := backend.Spec{
+		ID:          playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name),
+		Tenant:      sbx.Namespace + "/" + sbx.Spec.TenantRef.Name,
+		Persona:     sbx.Spec.Persona,
+		LoginScript: sbx.Spec.LoginProfile.Script,
+	}
+	res := sbx.Spec.Resources
+	if res.CPU != nil {
+		spec.Resources.CPUMillis = res.CPU.MilliValue()
+	}
+	if res.Memory != nil {
+		spec.Resources.MemoryBytes = res.Memory.Value()
+	}
+	if res.PIDs != nil {
+		spec.Resources.PIDs = *res.PIDs
+	}
+	for _, e := range sbx.Spec.LoginProfile.Env {
+		spec.LoginEnv = append(spec.LoginEnv, backend.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	return spec
+}
+
+func backendClass(sbx *playgroundv1alpha1.Sandbox) string {
+	if sbx.Spec.Backend == "" {
+		return string(playgroundv1alpha1.BackendOCI)
+	}
+	return string(sbx.Spec.Backend)
+}
+
+// truncate bounds s to maxMessage bytes on a rune boundary.
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	s = s[:maxMessage]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// resync compares, every interval, what the agent serves with the cached
+// Sandboxes' status and queues the ones that drifted: session handles open
+// and close without any API event, and a status may be lost or edited.
+type resync struct {
+	client client.Reader
+	cache  cache.Cache
+	r      *sandboxReconciler
+	every  time.Duration
+	out    chan<- event.GenericEvent
+}
+
+func (s *resync) Start(ctx context.Context) error {
+	if !s.cache.WaitForCacheSync(ctx) {
+		return nil
+	}
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		var list playgroundv1alpha1.SandboxList
+		if err := s.client.List(ctx, &list); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the node's sandboxes from the cache")
+			continue
+		}
+		for i := range list.Items {
+			sbx := &list.Items[i]
+			if !s.drifted(sbx) {
+				continue
+			}
+			select {
+			case s.out <- event.GenericEvent{Object: sbx}:
+			default: // full: the next tick tries again
+			}
+		}
+	}
+}
+
+func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
+	if sbx.Spec.NodeName != s.r.node || !sbx.DeletionTimestamp.IsZero() {
+		return false
+	}
+	c := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
+	switch {
+	case c == nil:
+		// Provisioned here before (the finalizer says so) but the status
+		// was lost: report again.
+		return controllerutil.ContainsFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer)
+	case c.Status != metav1.ConditionTrue:
+		return false // in progress or failing: the reconciler's backoff owns it
+	}
+	id := playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
+	return c.ObservedGeneration != sbx.Generation || sbx.Status.SandboxID != id ||
+		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id))
+}
