@@ -1,0 +1,293 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+)
+
+const settle = 60 * time.Second
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func applyTenant(t *testing.T, ns, name string, mutate func(*playgroundv1alpha1.Tenant)) {
+	t.Helper()
+	tn := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if mutate != nil {
+		mutate(tn)
+	}
+	if err := k8sClient.Create(context.Background(), tn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each test's nodes and tenants share a pool label of their own, so that
+// one test's tenants never land on another test's nodes.
+func pool(name string) map[string]string { return map[string]string{"e2e-pool": name} }
+
+func inPool(name string) func(*playgroundv1alpha1.Tenant) {
+	return func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.NodeSelector = pool(name) }
+}
+
+func isTrue(conds []metav1.Condition, typ string) bool {
+	return meta.IsStatusConditionTrue(conds, typ)
+}
+
+// waitReady waits until the tenant and its sandbox are Ready and returns both.
+func waitReady(t *testing.T, ns, name string) (*playgroundv1alpha1.Tenant, *playgroundv1alpha1.Sandbox) {
+	t.Helper()
+	var tn playgroundv1alpha1.Tenant
+	var sbx playgroundv1alpha1.Sandbox
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &tn)).To(Succeed())
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &sbx)).To(Succeed())
+		g.Expect(isTrue(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition)).To(BeTrue(), "sandbox %s/%s: %+v", ns, name, sbx.Status.Conditions)
+		g.Expect(isTrue(tn.Status.Conditions, playgroundv1alpha1.ReadyCondition)).To(BeTrue(), "tenant %s/%s: %+v", ns, name, tn.Status.Conditions)
+	}, settle, 100*time.Millisecond).Should(Succeed())
+	return &tn, &sbx
+}
+
+func tokenOf(g Gomega, ns, name string) string {
+	var s corev1.Secret
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName(name)}, &s)).To(Succeed())
+	return string(s.Data[playgroundv1alpha1.CredentialTokenKey])
+}
+
+func fingerprint(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// shell runs a command in the tenant's sandbox through its agent's API, as
+// the gateway does.
+func shell(t *testing.T, sbx *playgroundv1alpha1.Sandbox, command string) string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := agentapi.NewClient(sbx.Status.Endpoint, agentToken, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := sbx.Namespace + "/" + sbx.Spec.TenantRef.Name
+	h, err := c.Open(ctx, tenant, sbx.Status.SandboxID)
+	if err != nil {
+		t.Fatalf("opening %s: %v", sbx.Status.SandboxID, err)
+	}
+	defer func() { _ = c.Close(ctx, tenant, h.ID) }()
+	res, err := c.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: command})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%q: %+v %v", command, res, err)
+	}
+	return string(res.Stdout)
+}
+
+func kstatusOf(t *testing.T, obj client.Object) status.Status {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := status.Compute(&unstructured.Unstructured{Object: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
+// TestTenantLifecycle: apply a Tenant and it is Ready with a token and a
+// running sandbox; rotate, suspend and resume; delete it and its container
+// goes, its pile per the reclaim policy, with no finalizer left behind.
+func TestTenantLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startManager(t)
+	n := &node{name: "life-1", labels: pool("life")}
+	startNode(t, n)
+	ns := newNamespace(t)
+
+	applyTenant(t, ns, "keeper", inPool("life"))
+	applyTenant(t, ns, "dropper", func(tn *playgroundv1alpha1.Tenant) {
+		inPool("life")(tn)
+		tn.Spec.Sandbox.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
+	})
+	tn, sbx := waitReady(t, ns, "keeper")
+	_, drop := waitReady(t, ns, "dropper")
+
+	token := tokenOf(g, ns, "keeper")
+	g.Expect(token).To(HavePrefix("pgt_"))
+	g.Expect(len(token)).To(BeNumerically(">=", 4+43), "256 random bits, base64url")
+	g.Expect(tn.Status.Credentials.Fingerprint).To(Equal(fingerprint(token)))
+	g.Expect(sbx.Spec.NodeName).To(Equal(n.name))
+	g.Expect(sbx.Status.SandboxID).To(Equal(playgroundv1alpha1.SandboxID(ns, "keeper")))
+	g.Expect(runcContainers(t, n)).To(ContainSubstring(sbx.Status.SandboxID))
+	g.Expect(kstatusOf(t, tn)).To(Equal(status.CurrentStatus))
+	g.Expect(kstatusOf(t, sbx)).To(Equal(status.CurrentStatus))
+	g.Expect(shell(t, sbx, "echo hello >> /pile/self.pile; echo $PERSONA")).To(Equal("keeper\n"))
+	shell(t, drop, "echo bye >> /pile/self.pile")
+
+	// Rotate.
+	patch := client.MergeFrom(tn.DeepCopy())
+	tn.Spec.Credentials.RotationRequest = "first"
+	g.Expect(k8sClient.Patch(ctx, tn, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		var cur playgroundv1alpha1.Tenant
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tn), &cur)).To(Succeed())
+		g.Expect(cur.Status.Credentials.RotationRequest).To(Equal("first"))
+		newToken := tokenOf(g, ns, "keeper")
+		g.Expect(newToken).NotTo(Equal(token))
+		g.Expect(cur.Status.Credentials.Fingerprint).To(Equal(fingerprint(newToken)))
+	}, settle, 100*time.Millisecond).Should(Succeed())
+
+	// Suspend and resume flip CredentialsReady; the sandbox is untouched.
+	for _, suspended := range []bool{true, false} {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tn), tn)).To(Succeed())
+		patch := client.MergeFrom(tn.DeepCopy())
+		tn.Spec.Suspended = suspended
+		g.Expect(k8sClient.Patch(ctx, tn, patch)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			var cur playgroundv1alpha1.Tenant
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tn), &cur)).To(Succeed())
+			g.Expect(isTrue(cur.Status.Conditions, playgroundv1alpha1.CredentialsReadyCondition)).To(Equal(!suspended))
+		}, settle, 100*time.Millisecond).Should(Succeed())
+	}
+	g.Expect(runcContainers(t, n)).To(ContainSubstring(sbx.Status.SandboxID), "suspension touched the sandbox")
+
+	// Delete both: containers go; the pile stays with Retain, goes with Delete.
+	be, err := oci.New(oci.Options{StateDir: n.stateDir, GuestBinary: ocitest.GuestBinary(t)})
+	g.Expect(err).NotTo(HaveOccurred())
+	keepPile, dropPile := be.PileDir(sbx.Status.SandboxID), be.PileDir(drop.Status.SandboxID)
+	for _, name := range []string{"keeper", "dropper"} {
+		g.Expect(k8sClient.Delete(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		for _, name := range []string{"keeper", "dropper"} {
+			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &playgroundv1alpha1.Tenant{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "tenant %s still there (a finalizer hangs?)", name)
+			err = k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &playgroundv1alpha1.Sandbox{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "sandbox %s still there", name)
+		}
+	}, settle, 200*time.Millisecond).Should(Succeed())
+	g.Expect(runcContainers(t, n)).NotTo(ContainSubstring(sbx.Status.SandboxID))
+	g.Expect(runcContainers(t, n)).NotTo(ContainSubstring(drop.Status.SandboxID))
+	pile, err := os.ReadFile(keepPile + "/self.pile")
+	g.Expect(err).NotTo(HaveOccurred(), "Retain keeps the pile")
+	g.Expect(string(pile)).To(Equal("hello\n"))
+	_, err = os.Stat(dropPile)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "Delete removes the pile: %v", err)
+}
+
+// TestSpreadAndSelector: three nodes, ten tenants spread over them; a node
+// selector puts a sandbox where it asks.
+func TestSpreadAndSelector(t *testing.T) {
+	g := NewWithT(t)
+	startManager(t)
+	ssd := pool("spread")
+	ssd["disk"] = "ssd"
+	nodes := []*node{{name: "spread-1", labels: pool("spread")}, {name: "spread-2", labels: pool("spread")}, {name: "spread-3", labels: ssd}}
+	for _, n := range nodes {
+		startNode(t, n)
+	}
+	ns := newNamespace(t)
+	for i := 0; i < 10; i++ {
+		applyTenant(t, ns, fmt.Sprintf("t%d", i), inPool("spread"))
+	}
+	applyTenant(t, ns, "picky", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.NodeSelector = ssd })
+
+	load := map[string]int{}
+	for i := 0; i < 10; i++ {
+		_, sbx := waitReady(t, ns, fmt.Sprintf("t%d", i))
+		load[sbx.Spec.NodeName]++
+	}
+	for _, n := range nodes {
+		g.Expect(load[n.name]).To(BeNumerically(">=", 3), "uneven spread: %v", load)
+	}
+	_, picky := waitReady(t, ns, "picky")
+	g.Expect(picky.Spec.NodeName).To(Equal("spread-3"))
+	g.Expect(runcContainers(t, nodes[2])).To(ContainSubstring(picky.Status.SandboxID))
+}
+
+// TestRestarts: an agent restart keeps sandbox IDs, files and background
+// processes, and the sandbox stays Ready; a manager restart re-creates and
+// re-mints nothing; an agent gone for good turns its sandboxes not Ready
+// with a reason, and new sandboxes go elsewhere.
+func TestRestarts(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	manager := startManager(t)
+	a, b := &node{name: "restart-a", labels: pool("restart")}, &node{name: "restart-b", labels: pool("restart")}
+	startNode(t, a)
+	ns := newNamespace(t)
+	applyTenant(t, ns, "survivor", inPool("restart"))
+	tn, sbx := waitReady(t, ns, "survivor")
+	g.Expect(sbx.Spec.NodeName).To(Equal(a.name))
+	shell(t, sbx, "echo kept > file")
+	pid := strings.TrimSpace(shell(t, sbx, "setsid sleep 1000 >/dev/null 2>&1 & echo $!"))
+	readySince := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition).LastTransitionTime
+
+	// Restart the agent on the same state directory and endpoint.
+	a.agent.Stop(t)
+	startNode(t, a)
+	_, sbx = waitReady(t, ns, "survivor")
+	g.Expect(sbx.Status.SandboxID).To(Equal(playgroundv1alpha1.SandboxID(ns, "survivor")))
+	g.Expect(shell(t, sbx, "cat file; kill -0 "+pid+" && echo alive")).To(Equal("kept\nalive\n"))
+	g.Expect(meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition).LastTransitionTime).To(Equal(readySince), "Ready flapped across the agent restart")
+
+	// Restart the manager: same token, same sandbox.
+	var secret corev1.Secret
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName("survivor")}, &secret)).To(Succeed())
+	manager.Stop(t)
+	startManager(t)
+	g.Consistently(func(g Gomega) {
+		var s corev1.Secret
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&secret), &s)).To(Succeed())
+		g.Expect(s.ResourceVersion).To(Equal(secret.ResourceVersion), "the manager restart rewrote the Secret")
+		var cur playgroundv1alpha1.Sandbox
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(sbx), &cur)).To(Succeed())
+		g.Expect(cur.UID).To(Equal(sbx.UID), "the manager restart re-created the sandbox")
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+	_, _ = waitReady(t, ns, "survivor")
+	_ = tn
+
+	// Stop agent a for good, with b available.
+	startNode(t, b)
+	a.agent.Stop(t)
+	g.Eventually(func(g Gomega) {
+		var cur playgroundv1alpha1.Sandbox
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(sbx), &cur)).To(Succeed())
+		ready := meta.FindStatusCondition(cur.Status.Conditions, playgroundv1alpha1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(playgroundv1alpha1.ReasonAgentUnavailable))
+		g.Expect(cur.Spec.NodeName).To(Equal(a.name))
+	}, leaseDuration+settle, 200*time.Millisecond).Should(Succeed())
+	applyTenant(t, ns, "newcomer", inPool("restart"))
+	_, fresh := waitReady(t, ns, "newcomer")
+	g.Expect(fresh.Spec.NodeName).To(Equal(b.name))
+}

@@ -1,0 +1,177 @@
+// Package e2e holds the user stories of the whole system on one machine: a
+// real kube-apiserver and etcd, the manager's controllers, and host agents
+// as distinct nodes (each its own node name and state directory) running
+// real runc sandboxes.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/controllers"
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/controlplane"
+)
+
+// agentToken is the bearer the test presents to agents, as the gateway would.
+const agentToken = "e2e-agent-token-0123456789"
+
+// leaseDuration is short so that a stopped agent is noticed quickly.
+const leaseDuration = 3 * time.Second
+
+var (
+	cp        *controlplane.ControlPlane
+	k8sClient client.Client
+	scheme    = runtime.NewScheme()
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "e2e: skipped, real sandboxes need root")
+		return 0
+	}
+	ctrl.SetLogger(logr.Discard())
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = playgroundv1alpha1.AddToScheme(scheme)
+	var err error
+	if cp, err = controlplane.Start(controlplane.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = cp.Stop() }()
+	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// component is a goroutine-run part of the system that a test can stop.
+type component struct {
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// Stop ends the component and waits for it; later calls do nothing.
+func (c *component) Stop(t *testing.T) {
+	t.Helper()
+	c.once.Do(func() {
+		c.cancel()
+		select {
+		case err := <-c.done:
+			if err != nil && err != context.Canceled {
+				t.Errorf("stopping: %v", err)
+			}
+		case <-time.After(time.Minute):
+			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+			t.Error("a component did not stop within a minute")
+		}
+	})
+}
+
+// startManager runs the manager's controllers until stopped or the test ends.
+func startManager(t *testing.T) *component {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  controllers.CacheOptions(controllers.Options{}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controllers.Setup(mgr, controllers.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return goRun(t, mgr.Start)
+}
+
+func goRun(t *testing.T, fn func(context.Context) error) *component {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &component{cancel: cancel, done: make(chan error, 1)}
+	go func() { c.done <- fn(ctx) }()
+	t.Cleanup(func() { c.Stop(t) })
+	return c
+}
+
+// node is one host agent: a node name, a state directory, an endpoint.
+type node struct {
+	name, stateDir, endpoint string
+	labels                   map[string]string
+	agent                    *component
+}
+
+// startNode runs an agent for n until stopped or the test ends.
+func startNode(t *testing.T, n *node) {
+	t.Helper()
+	ocitest.Require(t)
+	if n.stateDir == "" {
+		n.stateDir = ocitest.StateDir(t)
+	}
+	addr := "127.0.0.1:0"
+	if n.endpoint != "" {
+		addr = strings.TrimPrefix(n.endpoint, "http://")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.endpoint = "http://" + ln.Addr().String()
+	opts := nodeagent.Options{
+		Config:         cp.Config,
+		NodeName:       n.name,
+		OCI:            oci.Options{StateDir: n.stateDir, GuestBinary: ocitest.GuestBinary(t)},
+		Listener:       ln,
+		Tokens:         []string{agentToken},
+		LeaseDuration:  leaseDuration,
+		Labels:         n.labels,
+		ResyncInterval: time.Second,
+	}
+	n.agent = goRun(t, func(ctx context.Context) error { return nodeagent.Run(ctx, opts) })
+}
+
+// runcContainers lists the containers runc runs for a node.
+func runcContainers(t *testing.T, n *node) string {
+	t.Helper()
+	out, err := exec.Command("runc", "--root", filepath.Join(n.stateDir, "runc"), "list", "-q").CombinedOutput()
+	if err != nil {
+		t.Fatalf("runc list: %v\n%s", err, out)
+	}
+	return string(out)
+}
