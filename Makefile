@@ -69,8 +69,10 @@ vet: ## Run go vet.
 ##@ Build
 
 .PHONY: build
-build: ## Build the playground binary into bin/.
+build: ## Build the playground binaries into bin/.
 	$(GO) build -o $(BIN)/playground ./cmd/playground
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/playground-sandbox ./cmd/playground-sandbox
+	$(GO) build -o $(BIN)/kubectl-playground ./cmd/kubectl-playground
 
 .PHONY: envtest
 envtest: ## Build the control plane (kube-apiserver, etcd, kubectl) and print its path.

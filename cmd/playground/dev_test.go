@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +14,12 @@ import (
 	"testing"
 	"time"
 
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/devenv"
+	"github.com/playground-dev/playground/internal/testbin"
 )
 
 // TestDev walks the README's `make dev`: the binary starts the control plane,
@@ -36,20 +42,35 @@ func TestDev(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	state := t.TempDir()
-
-	firstUID := runDevOnce(t, root, bin, assets, state)
-	secondUID := runDevOnce(t, root, bin, assets, state)
-	if firstUID != secondUID {
-		t.Fatalf("the second run re-created the sample tenant (uid %s, then %s): its state was not kept", firstUID, secondUID)
+	guest, err := testbin.Build("github.com/playground-dev/playground/cmd/playground-sandbox")
+	if err != nil {
+		t.Fatal(err)
 	}
+	state, err := os.MkdirTemp("", "pg-dev-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(state) })
+
+	first := runDevOnce(t, root, bin, guest, assets, state, "echo persisted > kept")
+	second := runDevOnce(t, root, bin, guest, assets, state, "cat kept")
+	if first.uid != second.uid || first.sandboxID != second.sandboxID {
+		t.Fatalf("the second run re-created the sample tenant or its sandbox (%+v, then %+v): its state was not kept", first, second)
+	}
+	if second.output != "persisted\n" {
+		t.Fatalf("a file written in the first run reads %q in the second", second.output)
+	}
+}
+
+type devRun struct {
+	uid, sandboxID, output string
 }
 
 // runDevOnce runs `playground dev` until it is ready, checks the cluster
 // with kubectl, interrupts it, and returns the sample tenant's UID.
-func runDevOnce(t *testing.T, root, bin, assets, state string) string {
+func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) devRun {
 	t.Helper()
-	cmd := exec.Command(bin, "dev", "--control-plane", assets, "--state-dir", state)
+	cmd := exec.Command(bin, "dev", "--control-plane", assets, "--state-dir", state, "--guest-binary", guest)
 	cmd.Dir = root
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -75,7 +96,7 @@ func runDevOnce(t *testing.T, root, bin, assets, state string) string {
 	}()
 	select {
 	case <-ready:
-	case <-time.After(3 * time.Minute):
+	case <-time.After(4 * time.Minute):
 		t.Fatalf("playground dev did not get ready:\n%s\n%s", printed.String(), stderr.String())
 	}
 	time.Sleep(100 * time.Millisecond) // the lines after the ready line
@@ -93,12 +114,23 @@ func runDevOnce(t *testing.T, root, bin, assets, state string) string {
 		return string(out)
 	}
 	out := kubectl("get", "tenants,workermappings,facultybundles,sandboxes", "-A")
+	if !regexp.MustCompile(`tenant.playground.dev/demo\s+sandbox\s+True`).MatchString(out) {
+		t.Fatalf("the sample tenant is not Ready:\n%s", out)
+	}
 	for _, want := range []string{`tenant.playground.dev/demo\s+sandbox`, `workermapping.playground.dev/worker-demo\s+worker-demo`, `facultybundle.playground.dev/hello-tools`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Fatalf("kubectl get does not show %s:\n%s", want, out)
 		}
 	}
 	uid := kubectl("get", "tenant", "demo", "-n", "default", "-o", "jsonpath={.metadata.uid}")
+	if !regexp.MustCompile(`(?m)^  token:\s+pgt_\S{43}$`).MatchString(printed.String()) {
+		t.Fatalf("no token printed:\n%s", printed.String())
+	}
+	var sbx playgroundv1alpha1.Sandbox
+	if err := json.Unmarshal([]byte(kubectl("get", "sandbox", "demo", "-n", "default", "-o", "json")), &sbx); err != nil {
+		t.Fatal(err)
+	}
+	output := shellIn(t, state, &sbx, command)
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -116,7 +148,37 @@ func runDevOnce(t *testing.T, root, bin, assets, state string) string {
 	if left := processesMentioning(state); len(left) > 0 {
 		t.Fatalf("processes left running after Ctrl-C: %v", left)
 	}
-	return uid
+	left, err := exec.Command("runc", "--root", filepath.Join(state, "node", "runc"), "list", "-q").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(left)) != "" {
+		t.Fatalf("containers left after Ctrl-C: %q %v", left, err)
+	}
+	return devRun{uid: uid, sandboxID: sbx.Status.SandboxID, output: output}
+}
+
+// shellIn runs a command in the sandbox through its agent's API, with the
+// agent token that playground dev keeps in its state directory.
+func shellIn(t *testing.T, state string, sbx *playgroundv1alpha1.Sandbox, command string) string {
+	t.Helper()
+	token, err := os.ReadFile(filepath.Join(state, "agent-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := agentapi.NewClient(sbx.Status.Endpoint, strings.TrimSpace(string(token)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tenant := sbx.Namespace + "/" + sbx.Spec.TenantRef.Name
+	h, err := c.Open(ctx, tenant, sbx.Status.SandboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close(ctx, tenant, h.ID) }()
+	res, err := c.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: command})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%q: %+v %v", command, res, err)
+	}
+	return string(res.Stdout)
 }
 
 // processesMentioning lists the command lines of processes that name s.

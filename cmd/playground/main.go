@@ -67,6 +67,8 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Samples, "samples", "config/samples", "directory of sample objects to apply")
 	fs.StringVar(&opts.CRDs, "crds", "config/crd/bases", "directory of the CRDs to install")
 	fs.StringVar(&opts.Namespace, "namespace", "default", "namespace for the samples")
+	fs.StringVar(&opts.Tenant, "tenant", "demo", "the sample tenant to wait for and print the token of")
+	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -1,19 +1,39 @@
 // Package devenv is `playground dev`: the whole system on this machine, on
-// an embedded control plane, for trying Playground and developing it.
+// an embedded control plane, for trying Playground and developing it. This
+// machine is the one node; its agent runs sandboxes with the oci backend.
 package devenv
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes/scheme"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/controllers"
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/manifest"
 )
@@ -22,7 +42,7 @@ import (
 type Options struct {
 	// ControlPlaneDir holds kube-apiserver, etcd and kubectl.
 	ControlPlaneDir string
-	// StateDir keeps the local cluster's state across runs.
+	// StateDir keeps the local cluster's and the node's state across runs.
 	StateDir string
 	// Samples is a directory of objects applied at start.
 	Samples string
@@ -30,13 +50,20 @@ type Options struct {
 	CRDs string
 	// Namespace receives the samples.
 	Namespace string
+	// Tenant is the sample tenant waited for and whose token is printed.
+	Tenant string
+	// GuestBinary is the in-sandbox binary; empty means next to this one.
+	GuestBinary string
+	// Logger receives the components' logs; the zero value discards them.
+	Logger logr.Logger
 }
 
 // ReadyLine is printed once everything runs; scripts wait for it.
 const ReadyLine = "Playground dev is running."
 
 // Run starts the local system, prints how to reach it to out, and runs until
-// ctx ends; then it stops everything it started.
+// ctx ends; then it stops everything it started, sandboxes included (their
+// files stay for the next run).
 func Run(ctx context.Context, opts Options, out io.Writer) error {
 	state, err := filepath.Abs(opts.StateDir)
 	if err != nil {
@@ -70,13 +97,92 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
-	if err := playgroundv1alpha1.AddToScheme(scheme.Scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme.Scheme})
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = playgroundv1alpha1.AddToScheme(scheme)
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+
+	// The components run until ctx ends; stop waits for them all.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	stop := func() { cancel(); wg.Wait() }
+	defer stop()
+	goRun := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 opts.Logger.WithName("manager"),
+		Cache:                  controllers.CacheOptions(controllers.Options{}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return err
+	}
+	if err := controllers.Setup(mgr, controllers.Options{}); err != nil {
+		return err
+	}
+	goRun("manager", mgr.Start)
+	progress("manager running")
+
+	nodeDir := filepath.Join(state, "node")
+	if err := os.MkdirAll(nodeDir, 0o711); err != nil {
+		return err
+	}
+	// Sandboxes' unprivileged roots traverse the path to their bundles.
+	if err := os.Chmod(state, 0o711); err != nil {
+		return err
+	}
+	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary})
+	if err != nil {
+		return fmt.Errorf("the oci backend: %w", err)
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+		defer scancel()
+		stop() // the agent first: it must not restart what is being stopped
+		progress("stopping the sandboxes (their files stay in %s)", nodeDir)
+		if err := be.StopAll(sctx); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the sandboxes:", err)
+		}
+	}()
+	agentToken, err := loadOrCreateToken(filepath.Join(state, "agent-token"))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	node := nodeName()
+	goRun("agent", func(ctx context.Context) error {
+		return nodeagent.Run(ctx, nodeagent.Options{
+			Config:   cp.Config,
+			NodeName: node,
+			Backend:  be,
+			Listener: ln,
+			Tokens:   []string{agentToken},
+			Logger:   opts.Logger.WithName("agent"),
+		})
+	})
+	progress("host agent running as node %s (oci backend, state in %s)", node, nodeDir)
+
 	objs, err := manifest.ReadKustomization(opts.Samples)
 	if err != nil {
 		return fmt.Errorf("reading the samples: %w", err)
@@ -86,20 +192,90 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	progress("applied %d sample objects from %s to namespace %s", len(objs), opts.Samples, opts.Namespace)
 
+	progress("waiting for tenant %s/%s to be Ready", opts.Namespace, opts.Tenant)
+	tenant, err := waitTenant(ctx, c, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Tenant}, errs, progress)
+	if err != nil {
+		return err
+	}
+	var secret corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: tenant.Namespace, Name: tenant.Status.Credentials.SecretRef.Name}, &secret); err != nil {
+		return err
+	}
+
 	kubectl := filepath.Join(cp.Assets(), "kubectl")
 	fmt.Fprintf(out, `
 %s
+  tenant:      %s/%s (sandbox %s on node %s)
+  token:       %s
   kubeconfig:  %s
   kubectl:     %s
   try:         %s --kubeconfig %s get playground -A
 
-What runs yet: kube-apiserver and etcd with the Playground CRDs and the samples.
-The manager, host agent and MCP gateway come with the next issues, and with
-them the MCP endpoint and token.
+What runs: kube-apiserver and etcd with the Playground CRDs, the manager,
+one host agent (this machine, oci backend) and the samples. The MCP gateway
+comes with its issue, and with it the MCP endpoint.
 
-Press Ctrl-C to stop; the cluster's state stays in %s for the next run.
-`, ReadyLine, kubeconfig, kubectl, kubectl, kubeconfig, state)
+Press Ctrl-C to stop; the cluster's and the sandboxes' state stays in %s.
+`, ReadyLine, tenant.Namespace, tenant.Name, tenant.Status.SandboxID, node,
+		secret.Data[playgroundv1alpha1.CredentialTokenKey], kubeconfig, kubectl, kubectl, kubeconfig, state)
 
-	<-ctx.Done()
-	return nil
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errs:
+		return err
+	}
+}
+
+// waitTenant waits until the tenant is Ready, printing its sandbox's phase
+// as it changes.
+func waitTenant(ctx context.Context, c client.Client, key client.ObjectKey, errs <-chan error, progress func(string, ...any)) (*playgroundv1alpha1.Tenant, error) {
+	deadline := time.After(3 * time.Minute)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		var t playgroundv1alpha1.Tenant
+		if err := c.Get(ctx, key, &t); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		ready := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.ReadyCondition)
+		if ready != nil && ready.Status == metav1.ConditionTrue && t.Status.Credentials.SecretRef != nil {
+			return &t, nil
+		}
+		if ready != nil && ready.Message != last {
+			last = ready.Message
+			progress("  %s: %s", ready.Reason, ready.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case err := <-errs:
+			return nil, err
+		case <-deadline:
+			return nil, fmt.Errorf("tenant %s is not Ready after 3 minutes: %s", key, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// loadOrCreateToken keeps the agent's API token across runs.
+func loadOrCreateToken(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var raw [32]byte
+	_, _ = rand.Read(raw[:])
+	token := hex.EncodeToString(raw[:])
+	return token, os.WriteFile(path, []byte(token+"\n"), 0o600)
+}
+
+// nodeName is this machine's name as a node name (a DNS label).
+func nodeName() string {
+	h, _ := os.Hostname()
+	h = strings.Trim(regexp.MustCompile(`[^a-z0-9-]+`).ReplaceAllString(strings.ToLower(h), "-"), "-")
+	if h == "" {
+		return "local"
+	}
+	return h
 }

@@ -505,6 +505,48 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	return b.removeSandboxDir(id, keepPile)
 }
 
+// Stop ends a sandbox's container and every process in it but keeps its
+// files; the next Reattach or Start runs it again over them. It is what a
+// node shutdown does to sandboxes, and what `playground dev` does on Ctrl-C
+// so that it leaves no process behind.
+func (b *Backend) Stop(ctx context.Context, id string) error {
+	if err := validateID(id); err != nil {
+		return err
+	}
+	defer b.lock(id)()
+	cid := containerID(id)
+	if !b.runc.exists(cid) {
+		return nil
+	}
+	cgroups := b.runc.cgroupPaths(cid)
+	finish := b.endLifeline(id)
+	err := b.runc.delete(ctx, cid, true)
+	finish(err)
+	if err != nil {
+		return fmt.Errorf("oci: stopping sandbox %s: %w", id, err)
+	}
+	b.removeCgroupParents(cgroups)
+	return nil
+}
+
+// StopAll stops every sandbox of this state directory; see Stop.
+func (b *Backend) StopAll(ctx context.Context) error {
+	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() {
+			errs = append(errs, b.Stop(ctx, e.Name()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // removeCgroupParents removes the default parent cgroups ("playground" and
 // the state directory's hash) above a deleted container's cgroups once they
 // are empty; runc removes only the container's own. rmdir of a cgroup

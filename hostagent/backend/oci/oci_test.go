@@ -844,3 +844,36 @@ func TestLongStatePath(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestStopAll: stopping a node's sandboxes ends every process in them and
+// leaves their files; the next Reattach runs them again over those files.
+func TestStopAll(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	b := newBackend(t, state)
+	spec := backend.Spec{ID: "stopped", Persona: "p"}
+	startSandbox(t, b, spec)
+	sh(t, b, spec.ID, "echo kept > ~/file")
+	sentinel := startSentinel(t, b, spec.ID)
+
+	if err := b.StopAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b.runc.exists(containerID(spec.ID)) {
+		t.Fatal("the container still exists after StopAll")
+	}
+	if _, err := b.Exec(context.Background(), spec.ID, backend.ExecRequest{Command: "true"}, newCollector()); err == nil {
+		t.Fatal("a stopped sandbox still runs commands")
+	}
+
+	b2 := newBackend(t, state)
+	if err := b2.Reattach(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, b2, spec.ID, "cat ~/file"); got != "kept\n" {
+		t.Fatalf("file after the restart: %q", got)
+	}
+	if got := alive(t, b2, spec.ID, sentinel); got[0] {
+		t.Fatal("a process survived StopAll")
+	}
+}
