@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/internal/kubectlplugin"
 )
 
 const settle = 60 * time.Second
@@ -293,4 +295,73 @@ func TestRestarts(t *testing.T) {
 	applyTenant(t, ns, "newcomer", inPool("restart"))
 	_, fresh := waitReady(t, ns, "newcomer")
 	g.Expect(fresh.Spec.NodeName).To(Equal(b.name))
+}
+
+// TestKubectlPlugin: the kubectl plugin's tenant workflow against the real
+// system: create prints a working token once, reset replaces it, suspend
+// and resume flip access, attach and status describe, destroy cleans up.
+func TestKubectlPlugin(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startManager(t)
+	n := &node{name: "plugin-1", labels: pool("plugin")}
+	startNode(t, n)
+	ns := newNamespace(t)
+	kubectl := func(args ...string) (string, error) {
+		var out, errOut strings.Builder
+		err := kubectlplugin.Run(ctx, append([]string{"-n", ns, "--timeout", "60s"}, args...), &out, &errOut, k8sClient)
+		return out.String() + errOut.String(), err
+	}
+
+	out, err := kubectl("tenant", "create", "cli", "--persona", "cli-bot")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	token := regexp.MustCompile(`token: (pgt_\S+)`).FindStringSubmatch(out)
+	g.Expect(token).To(HaveLen(2), out)
+	g.Expect(tokenOf(g, ns, "cli")).To(Equal(token[1]))
+	_, err = kubectl("tenant", "create", "cli")
+	g.Expect(err).To(MatchError(ContainSubstring("already exists")))
+
+	// The tenant's sandbox lands in this test's pool.
+	var sbx playgroundv1alpha1.Sandbox
+	g.Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, &sbx) }, settle, 100*time.Millisecond).Should(Succeed())
+	var tn playgroundv1alpha1.Tenant
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, &tn)).To(Succeed())
+	patch := client.MergeFrom(tn.DeepCopy())
+	tn.Spec.Sandbox.NodeSelector = pool("plugin")
+	g.Expect(k8sClient.Patch(ctx, &tn, patch)).To(Succeed())
+	_, ready := waitReady(t, ns, "cli")
+
+	out, err = kubectl("attach", "cli")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`sandbox:\s+` + ready.Status.SandboxID))
+	g.Expect(out).To(MatchRegexp(`node:\s+plugin-1`))
+	g.Expect(out).To(MatchRegexp(`persona:\s+cli-bot`))
+
+	out, err = kubectl("status", "cli")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`tenant/cli\s+Ready\s+True`))
+	g.Expect(out).To(MatchRegexp(`sandbox/cli\s+Ready\s+True`))
+	g.Expect(out).To(MatchRegexp(`node/plugin-1\s+Registered\s+True\s+AgentHealthy`))
+
+	out, err = kubectl("tenant", "token", "reset", "cli")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	fresh := regexp.MustCompile(`token: (pgt_\S+)`).FindStringSubmatch(out)
+	g.Expect(fresh).To(HaveLen(2), out)
+	g.Expect(fresh[1]).NotTo(Equal(token[1]))
+	g.Expect(tokenOf(g, ns, "cli")).To(Equal(fresh[1]))
+
+	out, err = kubectl("tenant", "suspend", "cli")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("suspended"))
+	out, err = kubectl("tenant", "resume", "cli")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("resumed"))
+
+	out, err = kubectl("tenant", "destroy", "cli")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(runcContainers(t, n)).NotTo(ContainSubstring(ready.Status.SandboxID))
+	_, err = kubectl("attach", "cli")
+	g.Expect(err).To(MatchError(ContainSubstring(`no tenant "cli"`)))
+	_, err = kubectl("tenant", "frobnicate", "cli")
+	g.Expect(err).To(MatchError(ContainSubstring("is not a command")))
 }

@@ -1,0 +1,433 @@
+// Package kubectlplugin is kubectl-playground: the everyday tenant
+// operations as one command each, doing what kubectl and YAML do, faster.
+package kubectlplugin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/agentlease"
+)
+
+const usage = `Usage: kubectl playground [flags] <command>
+
+Commands:
+  tenant create NAME        create a tenant and print its token (shown once)
+  tenant token reset NAME   mint a new token; the old one stops working
+  tenant suspend NAME       refuse the tenant's token; the sandbox stays
+  tenant resume NAME        accept the same token again
+  tenant destroy NAME       delete the tenant, its sandbox and its token
+  attach NAME               print the tenant's sandbox ID, node and persona
+  status NAME               conditions of the tenant, its sandbox and its node
+
+Flags:
+  -n, --namespace NS        namespace (default: the kubeconfig context's)
+  --kubeconfig PATH         kubeconfig file (default: $KUBECONFIG or ~/.kube/config)
+  --context NAME            kubeconfig context
+  --timeout DURATION        how long to wait for the cluster (default 60s)
+  --persona NAME            tenant create: the persona (default: the name)
+  --catalog sandbox|workers tenant create: the MCP catalog (default sandbox)
+  --lease-namespace NS      where agents register (default playground-system)
+`
+
+// cli is one invocation: flags, a client and where to print.
+type cli struct {
+	c              client.Client
+	namespace      string
+	timeout        time.Duration
+	persona        string
+	catalog        string
+	leaseNamespace string
+	out            io.Writer
+}
+
+// Run parses args and runs the command. c is injected by tests; nil means
+// a client from the kubeconfig.
+func Run(ctx context.Context, args []string, out, errOut io.Writer, c client.Client) error {
+	fs := flag.NewFlagSet("kubectl playground", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() { fmt.Fprint(errOut, usage) }
+	var kubeconfig, kubeContext string
+	x := &cli{out: out}
+	fs.StringVar(&x.namespace, "namespace", "", "")
+	fs.StringVar(&x.namespace, "n", "", "")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "")
+	fs.StringVar(&kubeContext, "context", "", "")
+	fs.DurationVar(&x.timeout, "timeout", 60*time.Second, "")
+	fs.StringVar(&x.persona, "persona", "", "")
+	fs.StringVar(&x.catalog, "catalog", string(playgroundv1alpha1.CatalogSandbox), "")
+	fs.StringVar(&x.leaseNamespace, "lease-namespace", agentlease.DefaultNamespace, "")
+	if err := fs.Parse(interleave(args)); err != nil {
+		return err
+	}
+	words := fs.Args()
+
+	if c == nil {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = kubeconfig
+		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+		cfg, err := loader.ClientConfig()
+		if err != nil {
+			return fmt.Errorf("loading the kubeconfig: %w", err)
+		}
+		if x.namespace == "" {
+			if x.namespace, _, err = loader.Namespace(); err != nil {
+				return err
+			}
+		}
+		scheme := runtime.NewScheme()
+		_ = clientgoscheme.AddToScheme(scheme)
+		_ = playgroundv1alpha1.AddToScheme(scheme)
+		if c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+			return err
+		}
+	}
+	if x.namespace == "" {
+		x.namespace = "default"
+	}
+	x.c = c
+
+	cmd, name, err := parseCommand(words)
+	if err != nil {
+		fmt.Fprint(errOut, usage)
+		return err
+	}
+	switch cmd {
+	case "tenant create":
+		return x.create(ctx, name)
+	case "tenant token reset":
+		return x.resetToken(ctx, name)
+	case "tenant suspend":
+		return x.setSuspended(ctx, name, true)
+	case "tenant resume":
+		return x.setSuspended(ctx, name, false)
+	case "tenant destroy":
+		return x.destroy(ctx, name)
+	case "attach":
+		return x.attach(ctx, name)
+	case "status":
+		return x.status(ctx, name)
+	}
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// interleave moves flags before the positional words, so that flags may
+// follow the command as kubectl users write them.
+func interleave(args []string) []string {
+	var flags, words []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			words = append(words, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-"):
+			flags = append(flags, a)
+			if !strings.Contains(a, "=") && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		default:
+			words = append(words, a)
+		}
+	}
+	return append(flags, words...)
+}
+
+// parseCommand splits words into a known command and the tenant's name.
+func parseCommand(words []string) (string, string, error) {
+	commands := []string{"tenant create", "tenant token reset", "tenant suspend", "tenant resume", "tenant destroy", "attach", "status"}
+	for _, c := range commands {
+		n := len(strings.Fields(c))
+		if len(words) == n+1 && strings.Join(words[:n], " ") == c {
+			return c, words[n], nil
+		}
+	}
+	if len(words) == 0 {
+		return "", "", errors.New("no command given")
+	}
+	return "", "", fmt.Errorf("%q is not a command (or lacks the tenant's name)", strings.Join(words, " "))
+}
+
+func (x *cli) key(name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: x.namespace, Name: name}
+}
+
+func (x *cli) getTenant(ctx context.Context, name string) (*playgroundv1alpha1.Tenant, error) {
+	var t playgroundv1alpha1.Tenant
+	if err := x.c.Get(ctx, x.key(name), &t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("no tenant %q in namespace %s", name, x.namespace)
+		}
+		return nil, err
+	}
+	return &t, nil
+}
+
+// waitFor polls until done reports true, an error, or the timeout.
+func (x *cli) waitFor(ctx context.Context, what string, done func(ctx context.Context) (bool, error)) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, x.timeout, true, done)
+	if wait.Interrupted(err) {
+		return fmt.Errorf("timed out after %s waiting for %s: is the Playground manager running? (kubectl playground status shows the conditions)", x.timeout, what)
+	}
+	return err
+}
+
+// tokenOf reads the tenant's current token and checks it against the
+// fingerprint in the Tenant's status, so that a token printed is the one
+// the gateway accepts.
+func (x *cli) tokenOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (string, bool, error) {
+	ref := t.Status.Credentials.SecretRef
+	if ref == nil || t.Status.Credentials.Fingerprint == "" {
+		return "", false, nil
+	}
+	var s corev1.Secret
+	if err := x.c.Get(ctx, x.key(ref.Name), &s); err != nil {
+		return "", false, client.IgnoreNotFound(err)
+	}
+	token := string(s.Data[playgroundv1alpha1.CredentialTokenKey])
+	sum := sha256.Sum256([]byte(token))
+	return token, token != "" && hex.EncodeToString(sum[:])[:16] == t.Status.Credentials.Fingerprint, nil
+}
+
+func (x *cli) create(ctx context.Context, name string) error {
+	t := &playgroundv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: x.namespace, Name: name},
+		Spec:       playgroundv1alpha1.TenantSpec{Persona: x.persona, Catalog: playgroundv1alpha1.Catalog(x.catalog)},
+	}
+	if err := x.c.Create(ctx, t); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("tenant %q already exists in namespace %s: its token was shown when it was created; reset it with: kubectl playground tenant token reset %s", name, x.namespace, name)
+		}
+		return err
+	}
+	var token string
+	err := x.waitFor(ctx, "the tenant's token", func(ctx context.Context) (bool, error) {
+		t, err := x.getTenant(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		tok, ok, err := x.tokenOf(ctx, t)
+		token = tok
+		return ok, err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s created in namespace %s\ntoken: %s\n(the token is shown once; it is kept in Secret %s)\n",
+		name, x.namespace, token, playgroundv1alpha1.CredentialSecretName(name))
+	return nil
+}
+
+func (x *cli) resetToken(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	old := t.Status.Credentials.Fingerprint
+	patch := client.MergeFrom(t.DeepCopy())
+	t.Spec.Credentials.RotationRequest = strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := x.c.Patch(ctx, t, patch); err != nil {
+		return err
+	}
+	want := t.Spec.Credentials.RotationRequest
+	var token string
+	err = x.waitFor(ctx, "the new token", func(ctx context.Context) (bool, error) {
+		t, err := x.getTenant(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		if t.Status.Credentials.RotationRequest != want || t.Status.Credentials.Fingerprint == old {
+			return false, nil
+		}
+		tok, ok, err := x.tokenOf(ctx, t)
+		token = tok
+		return ok, err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s has a new token; the old one is refused from now on\ntoken: %s\n", name, token)
+	return nil
+}
+
+func (x *cli) setSuspended(ctx context.Context, name string, suspended bool) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(t.DeepCopy())
+	t.Spec.Suspended = suspended
+	if err := x.c.Patch(ctx, t, patch); err != nil {
+		return err
+	}
+	want := metav1.ConditionTrue
+	verb := "resumed: its token works again"
+	if suspended {
+		want, verb = metav1.ConditionFalse, "suspended: its token is refused; its sandbox and files stay"
+	}
+	err = x.waitFor(ctx, "the tenant's credentials to follow", func(ctx context.Context) (bool, error) {
+		t, err := x.getTenant(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.CredentialsReadyCondition)
+		return c != nil && c.Status == want && c.ObservedGeneration == t.Generation, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s %s\n", name, verb)
+	return nil
+}
+
+func (x *cli) destroy(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := x.c.Delete(ctx, t); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	err = x.waitFor(ctx, "the tenant and its sandbox to be destroyed", func(ctx context.Context) (bool, error) {
+		_, err := x.getTenant(ctx, name)
+		return err != nil && strings.HasPrefix(err.Error(), "no tenant"), nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s destroyed: its sandbox and token are gone (the pile follows the reclaim policy, %s)\n",
+		name, reclaimOf(t))
+	return nil
+}
+
+func reclaimOf(t *playgroundv1alpha1.Tenant) playgroundv1alpha1.ReclaimPolicy {
+	if p := t.Spec.Sandbox.Storage.ReclaimPolicy; p != "" {
+		return p
+	}
+	return playgroundv1alpha1.ReclaimRetain
+}
+
+func (x *cli) sandboxOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (*playgroundv1alpha1.Sandbox, error) {
+	name := t.Name
+	if t.Status.SandboxRef != nil {
+		name = t.Status.SandboxRef.Name
+	}
+	var s playgroundv1alpha1.Sandbox
+	if err := x.c.Get(ctx, x.key(name), &s); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return &s, nil
+}
+
+func (x *cli) attach(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	s, err := x.sandboxOf(ctx, t)
+	if err != nil {
+		return err
+	}
+	if s == nil || s.Spec.NodeName == "" || s.Status.SandboxID == "" {
+		return fmt.Errorf("tenant %q has no provisioned sandbox yet: kubectl playground status %s tells why", name, name)
+	}
+	persona := cmpOr(s.Spec.Persona, t.Spec.Persona, t.Name)
+	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "tenant:\t%s/%s\n", x.namespace, name)
+	fmt.Fprintf(w, "sandbox:\t%s\n", s.Status.SandboxID)
+	fmt.Fprintf(w, "node:\t%s\n", s.Spec.NodeName)
+	fmt.Fprintf(w, "persona:\t%s\n", persona)
+	fmt.Fprintf(w, "phase:\t%s\n", s.Status.Phase)
+	return w.Flush()
+}
+
+func cmpOr(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (x *cli) status(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "OBJECT\tCONDITION\tSTATUS\tREASON\tMESSAGE")
+	printConditions(w, "tenant/"+t.Name, t.Status.Conditions)
+	s, err := x.sandboxOf(ctx, t)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		fmt.Fprintf(w, "sandbox/%s\t-\t-\tNotFound\tthe manager has not created it yet\n", t.Name)
+		return w.Flush()
+	}
+	printConditions(w, "sandbox/"+s.Name, s.Status.Conditions)
+	if s.Spec.NodeName != "" {
+		var lease coordinationv1.Lease
+		err := x.c.Get(ctx, client.ObjectKey{Namespace: x.leaseNamespace, Name: agentlease.Name(s.Spec.NodeName)}, &lease)
+		switch {
+		case apierrors.IsNotFound(err):
+			fmt.Fprintf(w, "node/%s\tRegistered\tFalse\tNoAgent\tno agent registration in namespace %s\n", s.Spec.NodeName, x.leaseNamespace)
+		case err != nil:
+			fmt.Fprintf(w, "node/%s\tRegistered\tUnknown\tError\t%v\n", s.Spec.NodeName, err)
+		default:
+			reg, err := agentlease.FromLease(&lease)
+			healthy := err == nil && reg.Healthy(time.Now())
+			status, reason, msg := "True", "AgentHealthy", "renewed "+reg.Renewed.UTC().Format(time.RFC3339)+" at "+reg.Endpoint
+			if !healthy {
+				status, reason = "False", "AgentUnavailable"
+			}
+			if reg.AdmissionHalted != "" {
+				msg += "; jobs not admitted: " + reg.AdmissionHalted
+			}
+			fmt.Fprintf(w, "node/%s\tRegistered\t%s\t%s\t%s\n", s.Spec.NodeName, status, reason, msg)
+		}
+	}
+	return w.Flush()
+}
+
+func printConditions(w io.Writer, object string, conds []metav1.Condition) {
+	if len(conds) == 0 {
+		fmt.Fprintf(w, "%s\t-\t-\t-\tno conditions reported yet\n", object)
+		return
+	}
+	sorted := append([]metav1.Condition(nil), conds...)
+	sort.Slice(sorted, func(i, j int) bool {
+		// Ready first: it is the summary.
+		if (sorted[i].Type == playgroundv1alpha1.ReadyCondition) != (sorted[j].Type == playgroundv1alpha1.ReadyCondition) {
+			return sorted[i].Type == playgroundv1alpha1.ReadyCondition
+		}
+		return sorted[i].Type < sorted[j].Type
+	})
+	for _, c := range sorted {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", object, c.Type, c.Status, c.Reason, c.Message)
+	}
+}
