@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,6 +122,10 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 
 func (a *Agent) execError(err error) error {
 	switch {
+	case errors.Is(err, backend.ErrInvalidRequest):
+		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
+		return &Error{Code: CodeInvalid, Err: err, Message: "the command could not start: " + why +
+			" (the directory does not exist or cannot be entered): give an existing directory as cwd, or create it first with exec (mkdir -p)"}
 	case errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
 		return &Error{Code: CodeUnavailable, Err: err, Message: "the sandbox is not running on this node right now: retry shortly; if it persists, check the Sandbox's conditions"}
 	}

@@ -150,6 +150,10 @@ var (
 	ErrNotFound = errors.New("sandbox not found")
 	// ErrNotRunning: the sandbox exists but is not started.
 	ErrNotRunning = errors.New("sandbox not running")
+	// ErrInvalidRequest: the sandbox could not start the command as asked
+	// (a cwd that does not exist or cannot be entered); the error's message
+	// says why, for the caller to fix.
+	ErrInvalidRequest = errors.New("the command could not start as requested")
 	// ErrProofLost: the backend cannot prove that a command's descendants
 	// are dead. The agent stops admitting jobs on this backend.
 	ErrProofLost = errors.New("cannot prove cleanup of the command's processes")

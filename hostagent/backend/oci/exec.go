@@ -99,7 +99,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	case guest.FrameError:
 		stop()
 		conn.Close()
-		return nil, fmt.Errorf("oci: sandbox %s: %s", id, payload)
+		return nil, fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload)
 	default:
 		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
 	}
