@@ -51,6 +51,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (and, from the components' markers
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=playground-agent paths=./hostagent/... output:rbac:artifacts:config=config/rbac/agent
 	$(CONTROLLER_GEN) rbac:roleName=playground-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac/manager
+	$(CONTROLLER_GEN) rbac:roleName=playground-gateway paths=./mcpgateway/... output:rbac:artifacts:config=config/rbac/gateway
 
 .PHONY: fmt
 fmt: ## Format the Go code.

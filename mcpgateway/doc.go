@@ -14,8 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package mcpgateway is the MCP gateway: it authenticates MCP clients,
-// resolves tenant, sandbox and node from informer caches, and serves the
-// eight sandbox tools through the node's host agent. It lands with the
-// gateway issue; see the README's "What runs yet".
+// Package mcpgateway is the MCP gateway: it authenticates MCP clients by
+// their tenant's bearer token (hashes of the credential Secrets, from
+// informers; see clusterview), resolves tenant, Sandbox and node from the
+// same informer caches, and serves the eight sandbox tools (see tools)
+// through the node's host agent. It serves Streamable HTTP at /mcp, stateless
+// by default so that any replica serves any request, or one tenant over stdio
+// authorised by the caller's kubeconfig. It refuses every request while it
+// cannot trust its view of credentials (fail closed). docs/tools.md is the
+// reference.
 package mcpgateway

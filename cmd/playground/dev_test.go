@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/hostagent"
-	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/devenv"
 	"github.com/playground-dev/playground/internal/testbin"
@@ -70,7 +70,7 @@ type devRun struct {
 // with kubectl, interrupts it, and returns the sample tenant's UID.
 func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) devRun {
 	t.Helper()
-	cmd := exec.Command(bin, "dev", "--control-plane", assets, "--state-dir", state, "--guest-binary", guest)
+	cmd := exec.Command(bin, "dev", "--control-plane", assets, "--state-dir", state, "--guest-binary", guest, "--listen", "127.0.0.1:0")
 	cmd.Dir = root
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -101,7 +101,7 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) d
 	}
 	time.Sleep(100 * time.Millisecond) // the lines after the ready line
 	kubeconfig := filepath.Join(state, "kubeconfig")
-	if !strings.Contains(printed.String(), "kubeconfig:  "+kubeconfig) {
+	if !strings.Contains(printed.String(), "kubeconfig:    "+kubeconfig) {
 		t.Fatalf("the kubeconfig path is not printed:\n%s", printed.String())
 	}
 
@@ -123,14 +123,12 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) d
 		}
 	}
 	uid := kubectl("get", "tenant", "demo", "-n", "default", "-o", "jsonpath={.metadata.uid}")
-	if !regexp.MustCompile(`(?m)^  token:\s+pgt_\S{43}$`).MatchString(printed.String()) {
-		t.Fatalf("no token printed:\n%s", printed.String())
+	token := regexp.MustCompile(`(?m)^  token:\s+(pgt_\S{43})$`).FindStringSubmatch(printed.String())
+	endpoint := regexp.MustCompile(`(?m)^  MCP endpoint:\s+(http://\S+/mcp)`).FindStringSubmatch(printed.String())
+	if token == nil || endpoint == nil {
+		t.Fatalf("no MCP endpoint or token printed:\n%s", printed.String())
 	}
-	var sbx playgroundv1alpha1.Sandbox
-	if err := json.Unmarshal([]byte(kubectl("get", "sandbox", "demo", "-n", "default", "-o", "json")), &sbx); err != nil {
-		t.Fatal(err)
-	}
-	output := shellIn(t, state, &sbx, command)
+	sandboxID, output := execOverMCP(t, endpoint[1], token[1], command)
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -152,33 +150,67 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) d
 	if err != nil || strings.TrimSpace(string(left)) != "" {
 		t.Fatalf("containers left after Ctrl-C: %q %v", left, err)
 	}
-	return devRun{uid: uid, sandboxID: sbx.Status.SandboxID, output: output}
+	return devRun{uid: uid, sandboxID: sandboxID, output: output}
 }
 
-// shellIn runs a command in the sandbox through its agent's API, with the
-// agent token that playground dev keeps in its state directory.
-func shellIn(t *testing.T, state string, sbx *playgroundv1alpha1.Sandbox, command string) string {
+// bearer adds the tenant's token to every request, as an MCP client
+// configured with an Authorization header does.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// execOverMCP opens a session through the gateway with the go-sdk client,
+// runs a command, and returns the sandbox ID and the command's output.
+func execOverMCP(t *testing.T, endpoint, token, command string) (string, string) {
 	t.Helper()
-	token, err := os.ReadFile(filepath.Join(state, "agent-token"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "dev-test", Version: "v0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("connecting to %s: %v", endpoint, err)
 	}
-	c, err := agentapi.NewClient(sbx.Status.Endpoint, strings.TrimSpace(string(token)), nil)
-	if err != nil {
-		t.Fatal(err)
+	defer cs.Close()
+	call := func(name string, args, out any) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.IsError {
+			var msg []string
+			for _, c := range res.Content {
+				if tc, ok := c.(*mcp.TextContent); ok {
+					msg = append(msg, tc.Text)
+				}
+			}
+			t.Fatalf("%s failed: %s", name, strings.Join(msg, "; "))
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
 	}
-	ctx := context.Background()
-	tenant := sbx.Namespace + "/" + sbx.Spec.TenantRef.Name
-	h, err := c.Open(ctx, tenant, sbx.Status.SandboxID)
-	if err != nil {
-		t.Fatal(err)
+	var session struct {
+		SandboxID string `json:"sandbox_id"`
+		Handle    string `json:"handle"`
 	}
-	defer func() { _ = c.Close(ctx, tenant, h.ID) }()
-	res, err := c.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: command})
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("%q: %+v %v", command, res, err)
+	call("open_session", map[string]any{}, &session)
+	var res struct {
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
 	}
-	return string(res.Stdout)
+	call("exec", map[string]any{"handle": session.Handle, "command": command}, &res)
+	if res.ExitCode != 0 {
+		t.Fatalf("%q exited %d", command, res.ExitCode)
+	}
+	var closed struct{}
+	call("close_session", map[string]any{"handle": session.Handle}, &closed)
+	return session.SandboxID, res.Stdout
 }
 
 // processesMentioning lists the command lines of processes that name s.

@@ -22,7 +22,7 @@ Roles:
   dev       run the control plane, the components and the samples on this machine
   manager   run the controllers
   agent     run the host agent of this node
-  gateway   run the MCP gateway (not implemented yet)
+  gateway   run the MCP gateway
 
 Run 'playground <role> -h' for the flags of a role.
 `
@@ -45,7 +45,7 @@ func main() {
 	case "agent":
 		err = runAgent(ctx, args)
 	case "gateway":
-		err = fmt.Errorf("the %s role is not implemented yet: see the open issues", role)
+		err = runGateway(ctx, args)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -68,6 +68,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.CRDs, "crds", "config/crd/bases", "directory of the CRDs to install")
 	fs.StringVar(&opts.Namespace, "namespace", "default", "namespace for the samples")
 	fs.StringVar(&opts.Tenant, "tenant", "demo", "the sample tenant to wait for and print the token of")
+	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:7080", "address of the MCP gateway")
 	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -1,15 +1,18 @@
 // Package devenv is `playground dev`: the whole system on this machine, on
-// an embedded control plane, for trying Playground and developing it. This
-// machine is the one node; its agent runs sandboxes with the oci backend.
+// an embedded control plane, for trying Playground and developing it: the
+// manager, one host agent (this machine is the node, oci backend) and the
+// MCP gateway, with the samples applied.
 package devenv
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -36,6 +39,7 @@ import (
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/manifest"
+	"github.com/playground-dev/playground/mcpgateway"
 )
 
 // Options configure `playground dev`.
@@ -52,6 +56,8 @@ type Options struct {
 	Namespace string
 	// Tenant is the sample tenant waited for and whose token is printed.
 	Tenant string
+	// Listen is the MCP gateway's address.
+	Listen string
 	// GuestBinary is the in-sandbox binary; empty means next to this one.
 	GuestBinary string
 	// Logger receives the components' logs; the zero value discards them.
@@ -112,7 +118,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	// The components run until ctx ends; stop waits for them all.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	stop := func() { cancel(); wg.Wait() }
 	defer stop()
 	goRun := func(name string, fn func(context.Context) error) {
@@ -183,6 +189,22 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	})
 	progress("host agent running as node %s (oci backend, state in %s)", node, nodeDir)
 
+	gw, err := mcpgateway.New(mcpgateway.Options{
+		Config:     cp.Config,
+		AgentToken: func() (string, error) { return agentToken, nil },
+		Logger:     slog.New(logr.ToSlogHandler(opts.Logger.WithName("gateway"))),
+	})
+	if err != nil {
+		return err
+	}
+	gwln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("the MCP gateway's address (--listen): %w", err)
+	}
+	goRun("gateway", func(ctx context.Context) error { return gw.Run(ctx, gwln) })
+	endpoint := "http://" + gwln.Addr().String() + "/mcp"
+	progress("MCP gateway listening on %s", endpoint)
+
 	objs, err := manifest.ReadKustomization(opts.Samples)
 	if err != nil {
 		return fmt.Errorf("reading the samples: %w", err)
@@ -193,7 +215,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	progress("applied %d sample objects from %s to namespace %s", len(objs), opts.Samples, opts.Namespace)
 
 	progress("waiting for tenant %s/%s to be Ready", opts.Namespace, opts.Tenant)
-	tenant, err := waitTenant(ctx, c, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Tenant}, errs, progress)
+	agentEndpoint := "http://" + ln.Addr().String()
+	tenant, err := waitTenant(ctx, c, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Tenant}, agentEndpoint, errs, progress)
 	if err != nil {
 		return err
 	}
@@ -202,22 +225,28 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		return err
 	}
 
+	token := string(secret.Data[playgroundv1alpha1.CredentialTokenKey])
+	clientConfig, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"playground": map[string]any{
+		"type": "http", "url": endpoint, "headers": map[string]string{"Authorization": "Bearer " + token},
+	}}}, "  ", "  ")
+	if err != nil {
+		return err
+	}
 	kubectl := filepath.Join(cp.Assets(), "kubectl")
 	fmt.Fprintf(out, `
 %s
-  tenant:      %s/%s (sandbox %s on node %s)
-  token:       %s
-  kubeconfig:  %s
-  kubectl:     %s
-  try:         %s --kubeconfig %s get playground -A
+  MCP endpoint:  %s   (Streamable HTTP)
+  token:         %s
+  tenant:        %s/%s (sandbox %s on node %s)
+  kubeconfig:    %s
+  kubectl:       %s --kubeconfig %s get playground -A
 
-What runs: kube-apiserver and etcd with the Playground CRDs, the manager,
-one host agent (this machine, oci backend) and the samples. The MCP gateway
-comes with its issue, and with it the MCP endpoint.
+An MCP client configuration (Claude Code, Cursor and others read this shape):
+  %s
 
 Press Ctrl-C to stop; the cluster's and the sandboxes' state stays in %s.
-`, ReadyLine, tenant.Namespace, tenant.Name, tenant.Status.SandboxID, node,
-		secret.Data[playgroundv1alpha1.CredentialTokenKey], kubeconfig, kubectl, kubectl, kubeconfig, state)
+`, ReadyLine, endpoint, token, tenant.Namespace, tenant.Name, tenant.Status.SandboxID, node,
+		kubeconfig, kubectl, kubeconfig, clientConfig, state)
 
 	select {
 	case <-ctx.Done():
@@ -227,9 +256,10 @@ Press Ctrl-C to stop; the cluster's and the sandboxes' state stays in %s.
 	}
 }
 
-// waitTenant waits until the tenant is Ready, printing its sandbox's phase
-// as it changes.
-func waitTenant(ctx context.Context, c client.Client, key client.ObjectKey, errs <-chan error, progress func(string, ...any)) (*playgroundv1alpha1.Tenant, error) {
+// waitTenant waits until the tenant is Ready and its sandbox is served by
+// this run's agent (a previous run's Ready stays in etcd until the manager
+// and the agent catch up), printing the reason while it waits.
+func waitTenant(ctx context.Context, c client.Client, key client.ObjectKey, agentEndpoint string, errs <-chan error, progress func(string, ...any)) (*playgroundv1alpha1.Tenant, error) {
 	deadline := time.After(3 * time.Minute)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -240,7 +270,12 @@ func waitTenant(ctx context.Context, c client.Client, key client.ObjectKey, errs
 			return nil, err
 		}
 		ready := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.ReadyCondition)
-		if ready != nil && ready.Status == metav1.ConditionTrue && t.Status.Credentials.SecretRef != nil {
+		var sbx playgroundv1alpha1.Sandbox
+		if err := c.Get(ctx, key, &sbx); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		if ready != nil && ready.Status == metav1.ConditionTrue && t.Status.Credentials.SecretRef != nil &&
+			sbx.Status.Endpoint == agentEndpoint && meta.IsStatusConditionTrue(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
 			return &t, nil
 		}
 		if ready != nil && ready.Message != last {

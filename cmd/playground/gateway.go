@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/playground-dev/playground/mcpgateway"
+	"github.com/playground-dev/playground/mcpgateway/clusterview"
+)
+
+// runGateway runs the MCP gateway: Streamable HTTP for every tenant, or
+// stdio for one tenant authorised by the caller's kubeconfig.
+func runGateway(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("playground gateway", flag.ContinueOnError)
+	var (
+		listen      = fs.String("listen", ":8080", "address of the MCP endpoint (served at /mcp; /healthz and /readyz beside it)")
+		catalog     = fs.String("catalog", mcpgateway.CatalogSandbox, "the catalog served: sandbox (the eight sandbox tools) or workers (not implemented yet)")
+		tokenFile   = fs.String("agent-token-file", "", "file holding the bearer token the gateway presents to the host agents; required, re-read on change")
+		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates, for https:// agent endpoints (default: the system's roots; http:// endpoints use cleartext HTTP/2)")
+		namespace   = fs.String("namespace", "", "serve only the tenants of this namespace (default: all namespaces)")
+		stdio       = fs.Bool("stdio", false, "serve one tenant over stdin/stdout instead of HTTP, authorised by your kubeconfig (needs --tenant)")
+		tenant      = fs.String("tenant", "", "with --stdio: the tenant to serve, as NAMESPACE/NAME")
+		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+		sessions    = fs.String("sessions", "stateless", "MCP transport sessions: stateless (any replica serves any request) or stateful (kept in memory; needs sticky routing with several replicas)")
+		idleTimeout = fs.Duration("session-idle-timeout", mcpgateway.DefaultSessionIdleTimeout, "with --sessions stateful: close a transport session unused this long")
+		staleAfter  = fs.Duration("watch-stale-after", clusterview.DefaultStaleAfter, "refuse every request once a watch of credentials, tenants or sandboxes has been broken this long")
+		execTimeout = fs.Duration("exec-timeout", 10*time.Minute, "exec's timeout when the caller names none")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := mcpgateway.CheckCatalog(*catalog); err != nil {
+		return fmt.Errorf("--catalog: %w", err)
+	}
+	if *tokenFile == "" {
+		return errors.New("--agent-token-file is required: the host agents accept only the gateway's and the manager's token")
+	}
+	agentToken := mcpgateway.FileToken(*tokenFile)
+	if _, err := agentToken(); err != nil {
+		return fmt.Errorf("--agent-token-file: %w", err)
+	}
+	var agentTLS *tls.Config
+	if *tlsCA != "" {
+		pem, err := os.ReadFile(*tlsCA)
+		if err != nil {
+			return fmt.Errorf("--agent-tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--agent-tls-ca: %s holds no PEM certificate", *tlsCA)
+		}
+		agentTLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+
+	// Logs go to stderr: in stdio mode stdout carries the protocol.
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	cfg, err := gatewayRESTConfig(*kubeconfig)
+	if err != nil {
+		return err
+	}
+
+	if *stdio {
+		if *tenant == "" {
+			return errors.New("--stdio needs --tenant NAMESPACE/NAME")
+		}
+		id, err := mcpgateway.ParseTenant(*tenant)
+		if err != nil {
+			return fmt.Errorf("--tenant: %w", err)
+		}
+		return mcpgateway.ServeStdio(ctx, mcpgateway.StdioOptions{
+			Config: cfg, Tenant: id, Catalog: *catalog,
+			AgentToken: agentToken, AgentTLS: agentTLS,
+			StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Logger: log,
+		}, &mcp.StdioTransport{})
+	}
+	if *tenant != "" {
+		return errors.New("--tenant is for --stdio; over HTTP the tenant comes from each client's token")
+	}
+	var stateful bool
+	switch *sessions {
+	case "stateless":
+	case "stateful":
+		stateful = true
+	default:
+		return fmt.Errorf("--sessions: want stateless or stateful, not %q", *sessions)
+	}
+	gw, err := mcpgateway.New(mcpgateway.Options{
+		Config: cfg, Namespace: *namespace, Catalog: *catalog,
+		AgentToken: agentToken, AgentTLS: agentTLS,
+		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
+		StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	return gw.Run(ctx, ln)
+}
+
+func gatewayRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}

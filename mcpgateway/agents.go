@@ -1,0 +1,125 @@
+package mcpgateway
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/agentapi"
+)
+
+// maxAgents bounds the agent clients kept: one per node's endpoint.
+const maxAgents = 4096
+
+// agentPool keeps one client per agent endpoint over shared HTTP/2
+// transports (cleartext h2c for http:// endpoints, TLS for https://), so
+// calls to a node share a connection.
+type agentPool struct {
+	token func() (string, error)
+	h2c   http.RoundTripper
+	tls   http.RoundTripper
+
+	mu      sync.Mutex
+	clients map[string]pooledAgent
+}
+
+type pooledAgent struct {
+	token  string
+	client *agentapi.Client
+}
+
+// newAgentPool returns a pool presenting token; tlsConfig verifies https://
+// agents (nil: the system's roots).
+func newAgentPool(token func() (string, error), tlsConfig *tls.Config) *agentPool {
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return &agentPool{
+		token:   token,
+		h2c:     agentapi.NewTransport(nil),
+		tls:     agentapi.NewTransport(tlsConfig),
+		clients: map[string]pooledAgent{},
+	}
+}
+
+// client returns the client of the agent at endpoint, presenting the
+// current agent token (a rotated token file takes effect here).
+func (p *agentPool) client(endpoint string) (*agentapi.Client, error) {
+	tok, err := p.token()
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[endpoint]; ok && c.token == tok {
+		return c.client, nil
+	}
+	rt := p.h2c
+	if strings.HasPrefix(endpoint, "https://") {
+		rt = p.tls
+	}
+	c, err := agentapi.NewClient(endpoint, tok, rt)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.clients) >= maxAgents {
+		clear(p.clients)
+	}
+	p.clients[endpoint] = pooledAgent{token: tok, client: c}
+	return c, nil
+}
+
+// FileToken returns a token source reading path, re-read when the file
+// changes (a mounted Secret is updated in place), checked at most every
+// few seconds. The token is the file's content without surrounding
+// whitespace.
+func FileToken(path string) func() (string, error) {
+	var (
+		mu      sync.Mutex
+		checked time.Time
+		modTime time.Time
+		size    int64
+		token   string
+	)
+	return func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if token != "" && time.Since(checked) < 2*time.Second {
+			return token, nil
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return "", fmt.Errorf("reading the agent token: %w", err)
+		}
+		checked = time.Now()
+		if token != "" && fi.ModTime().Equal(modTime) && fi.Size() == size {
+			return token, nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("reading the agent token: %w", err)
+		}
+		t := string(bytes.TrimSpace(b))
+		if t == "" {
+			return "", errors.New("the agent token file is empty")
+		}
+		token, modTime, size = t, fi.ModTime(), fi.Size()
+		return token, nil
+	}
+}
+
+// StaticToken returns a token source of a fixed token.
+func StaticToken(token string) func() (string, error) {
+	return func() (string, error) {
+		if token == "" {
+			return "", errors.New("no agent token is configured")
+		}
+		return token, nil
+	}
+}

@@ -1,0 +1,354 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/mcpgateway"
+)
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+
+// post sends one raw MCP request and returns the response.
+func post(t *testing.T, url, token, sessionID, body string) (*http.Response, string) {
+	t.Helper()
+	return do(t, http.MethodPost, url, token, sessionID, body)
+}
+
+func do(t *testing.T, method, url, token, sessionID, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", sessionID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// statusOf is the status an initialize with token gets.
+func statusOf(t *testing.T, url, token string) int {
+	t.Helper()
+	resp, _ := post(t, url, token, "", initializeBody)
+	return resp.StatusCode
+}
+
+func wantStatus(url string, t *testing.T, token string, want int) func() error {
+	return func() error {
+		if got := statusOf(t, url, token); got != want {
+			return fmt.Errorf("status %d, want %d", got, want)
+		}
+		return nil
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	carol := newTenant(t, ns, "carol", nil)
+	dave := newTenant(t, ns, "dave", nil)
+	g := startGateway(t, mcpgateway.Options{})
+	g.waitReady(t)
+
+	t.Run("no token", func(t *testing.T) {
+		resp, body := post(t, g.url, "", "", initializeBody)
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Fatalf("%s, WWW-Authenticate %q; want 401 with a Bearer challenge", resp.Status, resp.Header.Get("WWW-Authenticate"))
+		}
+		if !strings.Contains(body, "token") {
+			t.Errorf("401 body does not say what to do: %q", body)
+		}
+		if _, err := connectErr(g.url, "", http.DefaultTransport, nil); err == nil {
+			t.Fatal("an MCP client connected without a token")
+		}
+	})
+
+	t.Run("wrong token", func(t *testing.T) {
+		for _, tok := range []string{"wrong", carol.token + "x", strings.ToUpper(carol.token), playgroundv1alpha1.CredentialSecretName("carol")} {
+			resp, _ := post(t, g.url, tok, "", initializeBody)
+			if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Fatalf("token %q: %s, want 401 with a Bearer challenge", tok, resp.Status)
+			}
+		}
+		if got := statusOf(t, g.url, carol.token); got != http.StatusOK {
+			t.Fatalf("the right token: %d", got)
+		}
+	})
+
+	t.Run("body limit", func(t *testing.T) {
+		// A 3 MiB base64 write fits (TestGateway writes one); more does not.
+		body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write","arguments":{"handle":"h","path":"p","base64":"` +
+			strings.Repeat("A", mcpgateway.MaxRequestBytes) + `"}}}`
+		if resp, _ := post(t, g.url, carol.token, "", body); resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("a body over %d bytes: %s, want 413", mcpgateway.MaxRequestBytes, resp.Status)
+		}
+	})
+
+	t.Run("only the credential Secret counts", func(t *testing.T) {
+		stray := newToken()
+		for _, s := range []*corev1.Secret{
+			{ // the credential type and label, but not the tenant's Secret name
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "extra-token", Labels: map[string]string{playgroundv1alpha1.TenantLabel: "carol"}},
+				Type:       playgroundv1alpha1.CredentialSecretType,
+				Data:       map[string][]byte{playgroundv1alpha1.CredentialTokenKey: []byte(stray)},
+			},
+			{ // the tenant's Secret name, but not the credential type
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName("erin"), Labels: map[string]string{playgroundv1alpha1.TenantLabel: "erin"}},
+				Data:       map[string][]byte{playgroundv1alpha1.CredentialTokenKey: []byte(stray)},
+			},
+		} {
+			if err := k8s.Create(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := k8s.Create(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "erin"}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // let the informers see them
+		if got := statusOf(t, g.url, stray); got != http.StatusUnauthorized {
+			t.Fatalf("a stray Secret's token: %d, want 401", got)
+		}
+	})
+
+	t.Run("rotation", func(t *testing.T) {
+		old := carol.rotate(t)
+		waitFor(t, "the new token to be accepted", 10*time.Second, wantStatus(g.url, t, carol.token, http.StatusOK))
+		// From the request after the gateway saw the new token, the old one
+		// is refused.
+		if got := statusOf(t, g.url, old); got != http.StatusUnauthorized {
+			t.Fatalf("the rotated-away token: %d, want 401", got)
+		}
+		// An open MCP session with the old token is refused on its next call.
+		cs := connect(t, g.url, carol.token, nil)
+		carol.rotate(t)
+		waitFor(t, "the session's calls to be refused", 10*time.Second, func() error {
+			if _, err := cs.ListTools(ctx, nil); err == nil {
+				return errNotYet
+			}
+			return nil
+		})
+	})
+
+	t.Run("suspension", func(t *testing.T) {
+		setSuspended(t, ns, "dave", true)
+		waitFor(t, "the suspended tenant to be refused", 10*time.Second, wantStatus(g.url, t, dave.token, http.StatusForbidden))
+		resp, body := post(t, g.url, dave.token, "", initializeBody)
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "suspended") {
+			t.Fatalf("%s %q", resp.Status, body)
+		}
+		setSuspended(t, ns, "dave", false)
+		waitFor(t, "the same token to work again", 10*time.Second, wantStatus(g.url, t, dave.token, http.StatusOK))
+	})
+
+	t.Run("workers catalog tenant", func(t *testing.T) {
+		var tn playgroundv1alpha1.Tenant
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dave"}, &tn); err != nil {
+			t.Fatal(err)
+		}
+		tn.Spec.Catalog = playgroundv1alpha1.CatalogWorkers
+		if err := k8s.Update(ctx, &tn); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "a workers tenant to be refused by a sandbox gateway", 10*time.Second, wantStatus(g.url, t, dave.token, http.StatusForbidden))
+	})
+
+	t.Run("deletion", func(t *testing.T) {
+		if err := k8s.Delete(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carol"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "a deleted tenant's token to be refused", 10*time.Second, wantStatus(g.url, t, carol.token, http.StatusUnauthorized))
+	})
+}
+
+func setSuspended(t *testing.T, ns, name string, suspended bool) {
+	t.Helper()
+	var tn playgroundv1alpha1.Tenant
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &tn); err != nil {
+		t.Fatal(err)
+	}
+	tn.Spec.Suspended = suspended
+	if err := k8s.Update(context.Background(), &tn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFailClosed(t *testing.T) {
+	ns := newNamespace(t)
+	frank := newTenant(t, ns, "frank", nil)
+
+	t.Run("not synced", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close() // nothing listens: the informers never sync
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Host = "https://" + addr
+		g := startGateway(t, mcpgateway.Options{Config: cfg})
+		time.Sleep(300 * time.Millisecond)
+		resp, body := post(t, g.url, frank.token, "", initializeBody)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("before the first sync: %s %q, want 503 with Retry-After", resp.Status, body)
+		}
+		ready, _ := do(t, http.MethodGet, strings.TrimSuffix(g.url, "/mcp")+"/readyz", "", "", "")
+		if ready.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("/readyz before the first sync: %s", ready.Status)
+		}
+	})
+
+	t.Run("watch broken", func(t *testing.T) {
+		api, err := url.Parse(cp.Config.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := startProxy(t, api.Host)
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Host = "https://" + p.addr
+		g := startGateway(t, mcpgateway.Options{Config: cfg, StaleAfter: 500 * time.Millisecond})
+		g.waitReady(t)
+		if got := statusOf(t, g.url, frank.token); got != http.StatusOK {
+			t.Fatalf("through the proxy: %d", got)
+		}
+		p.stop()
+		waitFor(t, "a broken watch to refuse requests", 15*time.Second, wantStatus(g.url, t, frank.token, http.StatusServiceUnavailable))
+		p.start(t)
+		waitFor(t, "the restored watch to serve again", 45*time.Second, wantStatus(g.url, t, frank.token, http.StatusOK))
+	})
+}
+
+// proxy forwards TCP to the API server and can be cut and restored, as a
+// network partition would.
+type proxy struct {
+	target, addr string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]bool
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	p := &proxy{target: target, addr: "127.0.0.1:0", conns: map[net.Conn]bool{}}
+	p.start(t)
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *proxy) start(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[up] = true, true
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+}
+
+func (p *proxy) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+func TestStatefulSessions(t *testing.T) {
+	ns := newNamespace(t)
+	gina := newTenant(t, ns, "gina", nil)
+	hank := newTenant(t, ns, "hank", nil)
+	g := startGateway(t, mcpgateway.Options{Stateful: true, SessionIdleTimeout: 700 * time.Millisecond})
+	g.waitReady(t)
+
+	open := func() string {
+		resp, body := post(t, g.url, gina.token, "", initializeBody)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != http.StatusOK || sid == "" {
+			t.Fatalf("initialize: %s %q, session %q", resp.Status, body, sid)
+		}
+		if resp, _ := post(t, g.url, gina.token, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("initialized: %s", resp.Status)
+		}
+		return sid
+	}
+	const list = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	sid := open()
+	if resp, body := post(t, g.url, gina.token, sid, list); resp.StatusCode != http.StatusOK || !strings.Contains(body, "open_session") {
+		t.Fatalf("tools/list in the session: %s %q", resp.Status, body)
+	}
+	// Another tenant cannot use the session.
+	if resp, _ := post(t, g.url, hank.token, sid, list); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("another tenant in the session: %s, want 403", resp.Status)
+	}
+	// DELETE ends it; then it is unknown: 404.
+	if resp, _ := do(t, http.MethodDelete, g.url, gina.token, sid, ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %s", resp.Status)
+	}
+	if resp, _ := post(t, g.url, gina.token, sid, list); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a deleted session: %s, want 404", resp.Status)
+	}
+	if resp, _ := post(t, g.url, gina.token, "no-such-session", list); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("an unknown session: %s, want 404", resp.Status)
+	}
+	// An idle session expires.
+	sid = open()
+	time.Sleep(1500 * time.Millisecond)
+	if resp, _ := post(t, g.url, gina.token, sid, list); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("an idle session: %s, want 404", resp.Status)
+	}
+	// The SDK's client works against a stateful gateway too.
+	cs := connect(t, g.url, gina.token, nil)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+}

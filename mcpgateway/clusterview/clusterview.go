@@ -1,0 +1,486 @@
+// Package clusterview is the gateway's read-only view of the cluster: the
+// tenants' credential Secrets (kept as SHA-256 hashes only), the Tenants and
+// their Sandboxes, from informers. It answers "whose token is this?" and
+// "where is this tenant's sandbox?", and it says when it cannot be trusted:
+// before the first sync, and when a watch has been broken for longer than a
+// bound. Callers refuse to serve then (fail closed).
+package clusterview
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/agentlease"
+)
+
+// DefaultStaleAfter is how long a broken watch is tolerated before the view
+// refuses to answer. Within it the reflector's backoff (up to 30 s between
+// attempts) normally re-establishes the watch.
+const DefaultStaleAfter = 30 * time.Second
+
+// tokenHashKey is where a cached credential Secret keeps the SHA-256 of its
+// token; the transform drops the token itself before the object is stored.
+const tokenHashKey = "token.sha256"
+
+// Options configure a View.
+type Options struct {
+	// Namespace limits the view to one namespace; empty means all.
+	Namespace string
+	// Name limits Tenants and Sandboxes to objects of this name (stdio mode
+	// serves one tenant and may only be allowed to read its own objects).
+	Name string
+	// Credentials enables the informer over credential Secrets, needed to
+	// authenticate bearer tokens. Stdio mode does without.
+	Credentials bool
+	// LeaseNamespace, when set, makes the view track the agents'
+	// registrations there, so that the gateway sends its agent token only
+	// to an endpoint an agent registered (see AgentEndpoint).
+	LeaseNamespace string
+	// StaleAfter bounds how long a broken watch is tolerated; zero means
+	// DefaultStaleAfter.
+	StaleAfter time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives watch errors (never object contents).
+	Logger *slog.Logger
+}
+
+// View is the gateway's cache of credentials, Tenants and Sandboxes.
+type View struct {
+	opts      Options
+	secrets   *tracked // nil without Options.Credentials
+	tenants   *tracked
+	sandboxes *tracked
+	leases    *tracked // nil without Options.LeaseNamespace
+}
+
+// Identity is the tenant a credential belongs to.
+type Identity struct {
+	Namespace string
+	Name      string
+}
+
+// String is the tenant as the host agents know it: "namespace/name".
+func (i Identity) String() string { return i.Namespace + "/" + i.Name }
+
+// Errors of Authenticate and Tenant. Their messages are safe to show to the
+// caller.
+var (
+	// ErrUnknownToken: no current credential has this token (never issued,
+	// rotated away, or its Tenant or Secret was deleted).
+	ErrUnknownToken = errors.New("the bearer token is not a current tenant credential: it is wrong, was rotated, or its tenant was deleted; use the token in the tenant's credential Secret")
+	// ErrNotReady: the view cannot be trusted right now.
+	ErrNotReady = errors.New("the gateway's view of credentials is not current")
+)
+
+// SuspendedError refuses a suspended tenant.
+type SuspendedError struct{ Tenant Identity }
+
+func (e *SuspendedError) Error() string {
+	return fmt.Sprintf("tenant %s is suspended: an operator set spec.suspended on the Tenant; access returns with the same token when it is cleared", e.Tenant)
+}
+
+// WrongCatalogError refuses a tenant configured for another catalog than the
+// one this gateway serves.
+type WrongCatalogError struct {
+	Tenant  Identity
+	Catalog playgroundv1alpha1.Catalog
+}
+
+func (e *WrongCatalogError) Error() string {
+	return fmt.Sprintf("tenant %s is configured for the %q catalog, which this gateway does not serve: connect to a gateway of that catalog", e.Tenant, e.Catalog)
+}
+
+// New returns a view over the API server of cfg; Start runs it.
+func New(cfg *rest.Config, opts Options) (*View, error) {
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = DefaultStaleAfter
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := playgroundv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client of the API server: %w", err)
+	}
+	v := &View{opts: opts}
+	var nameSel fields.Selector
+	if opts.Name != "" {
+		nameSel = fields.OneTermEqualSelector("metadata.name", opts.Name)
+	}
+	if opts.Credentials {
+		v.secrets = v.newTracked("credential Secrets", cl, &corev1.Secret{}, func() client.ObjectList { return &corev1.SecretList{} },
+			fields.OneTermEqualSelector("type", playgroundv1alpha1.CredentialSecretType), hashCredential)
+	}
+	if opts.LeaseNamespace != "" {
+		v.leases = v.newTracked("agent registrations", cl, &coordinationv1.Lease{}, func() client.ObjectList { return &coordinationv1.LeaseList{} },
+			nil, stripManagedFields)
+		lw := v.leases.lw
+		lw.namespace = opts.LeaseNamespace
+		lw.labels = labels.SelectorFromSet(labels.Set{agentlease.LabelAgent: "true"})
+	}
+	v.tenants = v.newTracked("Tenants", cl, &playgroundv1alpha1.Tenant{}, func() client.ObjectList { return &playgroundv1alpha1.TenantList{} },
+		nameSel, stripManagedFields)
+	v.sandboxes = v.newTracked("Sandboxes", cl, &playgroundv1alpha1.Sandbox{}, func() client.ObjectList { return &playgroundv1alpha1.SandboxList{} },
+		nameSel, stripManagedFields)
+	return v, nil
+}
+
+// Start runs the informers until ctx ends. It does not wait for them to
+// sync: Ready says when they have.
+func (v *View) Start(ctx context.Context) {
+	for _, t := range v.all() {
+		go t.informer.RunWithContext(ctx)
+	}
+}
+
+// WaitForSync waits until every informer has synced or ctx ends.
+func (v *View) WaitForSync(ctx context.Context) bool {
+	var synced []toolscache.InformerSynced
+	for _, t := range v.all() {
+		synced = append(synced, t.informer.HasSynced)
+	}
+	return toolscache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+func (v *View) all() []*tracked {
+	ts := []*tracked{v.tenants, v.sandboxes}
+	if v.secrets != nil {
+		ts = append(ts, v.secrets)
+	}
+	if v.leases != nil {
+		ts = append(ts, v.leases)
+	}
+	return ts
+}
+
+// Ready returns nil when the view can be trusted: every informer has synced
+// and none has had its watch broken for longer than Options.StaleAfter. The
+// error wraps ErrNotReady and says why, for operators and for a 503 body.
+func (v *View) Ready() error {
+	now := v.opts.Now()
+	for _, t := range v.all() {
+		if !t.informer.HasSynced() {
+			return fmt.Errorf("%w: the %s have not been listed from the API server yet", ErrNotReady, t.what)
+		}
+		if since, down := t.downSince(); down && now.Sub(since) > v.opts.StaleAfter {
+			return fmt.Errorf("%w: the watch of %s has been broken since %s", ErrNotReady, t.what, since.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// Authenticate returns the tenant whose current credential is token, if the
+// tenant may be served. The token's hash is compared in constant time with
+// every credential's; the token itself is neither kept nor logged.
+func (v *View) Authenticate(token string) (Identity, error) {
+	if v.secrets == nil {
+		return Identity{}, errors.New("this view has no credentials")
+	}
+	if err := v.Ready(); err != nil {
+		return Identity{}, err
+	}
+	if token == "" {
+		return Identity{}, ErrUnknownToken
+	}
+	sum := sha256.Sum256([]byte(token))
+	var found *corev1.Secret
+	for _, obj := range v.secrets.informer.GetStore().List() {
+		s, ok := obj.(*corev1.Secret)
+		if !ok {
+			continue
+		}
+		stored := s.Data[tokenHashKey]
+		if len(stored) != sha256.Size {
+			continue
+		}
+		if subtle.ConstantTimeCompare(sum[:], stored) == 1 && found == nil {
+			found = s
+		}
+	}
+	if found == nil {
+		return Identity{}, ErrUnknownToken
+	}
+	// Only the Secret the Tenant controller names counts: a stray Secret of
+	// the credential type carrying a tenant label mints nothing.
+	tenant := found.Labels[playgroundv1alpha1.TenantLabel]
+	if tenant == "" || found.Name != playgroundv1alpha1.CredentialSecretName(tenant) ||
+		found.Type != playgroundv1alpha1.CredentialSecretType || found.DeletionTimestamp != nil {
+		return Identity{}, ErrUnknownToken
+	}
+	id := Identity{Namespace: found.Namespace, Name: tenant}
+	if _, err := v.Tenant(id); err != nil {
+		return Identity{}, err
+	}
+	return id, nil
+}
+
+// Tenant returns the tenant if it may be served now: it exists, is not
+// being deleted, is not suspended and uses the sandbox catalog. A missing
+// or deleted tenant is ErrUnknownToken, as its credential no longer counts.
+func (v *View) Tenant(id Identity) (*playgroundv1alpha1.Tenant, error) {
+	if err := v.Ready(); err != nil {
+		return nil, err
+	}
+	obj, ok, err := v.tenants.informer.GetStore().GetByKey(id.String())
+	if err != nil || !ok {
+		return nil, ErrUnknownToken
+	}
+	t := obj.(*playgroundv1alpha1.Tenant)
+	switch {
+	case t.DeletionTimestamp != nil:
+		return nil, ErrUnknownToken
+	case t.Spec.Suspended:
+		return nil, &SuspendedError{Tenant: id}
+	case t.Spec.Catalog != "" && t.Spec.Catalog != playgroundv1alpha1.CatalogSandbox:
+		return nil, &WrongCatalogError{Tenant: id, Catalog: t.Spec.Catalog}
+	}
+	return t, nil
+}
+
+// Sandbox returns the tenant's Sandbox: the one of the same name in the same
+// namespace that names the tenant as its owner. The object is shared with
+// the cache: do not modify it.
+func (v *View) Sandbox(id Identity) (*playgroundv1alpha1.Sandbox, bool) {
+	obj, ok, err := v.sandboxes.informer.GetStore().GetByKey(id.String())
+	if err != nil || !ok {
+		return nil, false
+	}
+	s := obj.(*playgroundv1alpha1.Sandbox)
+	if s.Spec.TenantRef.Name != id.Name {
+		return nil, false
+	}
+	return s, true
+}
+
+// AgentEndpoint returns the endpoint the agent of node registered, if its
+// registration is current. A Sandbox's status.endpoint is trusted only when
+// it matches: whoever could write a Sandbox's status could otherwise steer
+// the gateway's agent token to a server of theirs.
+func (v *View) AgentEndpoint(node string) (string, bool) {
+	if v.leases == nil {
+		return "", false
+	}
+	obj, ok, err := v.leases.informer.GetStore().GetByKey(v.opts.LeaseNamespace + "/" + agentlease.Name(node))
+	if err != nil || !ok {
+		return "", false
+	}
+	reg, err := agentlease.FromLease(obj.(*coordinationv1.Lease))
+	if err != nil || reg.Node != node || !reg.Healthy(v.opts.Now()) {
+		return "", false
+	}
+	return reg.Endpoint, true
+}
+
+// hashCredential replaces a credential Secret's data by the SHA-256 of its
+// token before the informer stores it, so that no token stays in memory.
+func hashCredential(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Secret{
+		TypeMeta: s.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
+			Labels: s.Labels, DeletionTimestamp: s.DeletionTimestamp,
+		},
+		Type: s.Type,
+	}
+	if tok := s.Data[playgroundv1alpha1.CredentialTokenKey]; len(tok) > 0 {
+		sum := sha256.Sum256(tok)
+		out.Data = map[string][]byte{tokenHashKey: sum[:]}
+	}
+	return out, nil
+}
+
+func stripManagedFields(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// tracked is an informer whose list and watch calls are observed, so that
+// the view knows when its watch is broken: from a failed list or watch, or a
+// watch stream that ended, until the next watch starts.
+type tracked struct {
+	what     string
+	lw       *listWatcher
+	informer toolscache.SharedIndexInformer
+	now      func() time.Time
+	log      *slog.Logger
+
+	mu    sync.Mutex
+	down  bool
+	since time.Time
+}
+
+func (v *View) newTracked(what string, cl client.WithWatch, example client.Object, newList func() client.ObjectList,
+	sel fields.Selector, transform toolscache.TransformFunc) *tracked {
+	t := &tracked{what: what, now: v.opts.Now, log: v.opts.Logger}
+	lw := &listWatcher{t: t, cl: cl, newList: newList, namespace: v.opts.Namespace, fields: sel}
+	t.lw = lw
+	t.informer = toolscache.NewSharedIndexInformerWithOptions(lw, example, toolscache.SharedIndexInformerOptions{ObjectDescription: what})
+	_ = t.informer.SetTransform(transform)
+	_ = t.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
+		t.markDown()
+		t.log.Warn("Watch failed; retrying", "resource", what, "err", err)
+	})
+	return t
+}
+
+func (t *tracked) markDown() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.down {
+		t.down, t.since = true, t.now()
+	}
+}
+
+func (t *tracked) markUp() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.down, t.since = false, time.Time{}
+}
+
+func (t *tracked) downSince() (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.since, t.down
+}
+
+// listWatcher lists and watches one kind through a controller-runtime
+// client and reports every outcome to its tracked informer.
+type listWatcher struct {
+	t         *tracked
+	cl        client.WithWatch
+	newList   func() client.ObjectList
+	namespace string
+	fields    fields.Selector
+	labels    labels.Selector
+}
+
+var _ toolscache.ListerWatcherWithContext = (*listWatcher)(nil)
+
+func (lw *listWatcher) options(o metav1.ListOptions) []client.ListOption {
+	if lw.fields != nil {
+		o.FieldSelector = lw.fields.String()
+	}
+	if lw.labels != nil {
+		o.LabelSelector = lw.labels.String()
+	}
+	opts := []client.ListOption{&client.ListOptions{Raw: &o}}
+	if lw.namespace != "" {
+		opts = append(opts, client.InNamespace(lw.namespace))
+	}
+	return opts
+}
+
+func (lw *listWatcher) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	list := lw.newList()
+	if err := lw.cl.List(ctx, list, lw.options(o)...); err != nil {
+		lw.t.markDown()
+		return nil, err
+	}
+	return list, nil
+}
+
+func (lw *listWatcher) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	w, err := lw.cl.Watch(ctx, lw.newList(), lw.options(o)...)
+	if err != nil {
+		lw.t.markDown()
+		return nil, err
+	}
+	lw.t.markUp()
+	return newObservedWatch(w, lw.t.markDown), nil
+}
+
+func (lw *listWatcher) List(o metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), o)
+}
+
+func (lw *listWatcher) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), o)
+}
+
+// IsWatchListSemanticsUnSupported makes the reflector list and then watch,
+// the two calls this wrapper observes, rather than stream the list.
+func (lw *listWatcher) IsWatchListSemanticsUnSupported() bool { return true }
+
+// observedWatch forwards a watch's events and calls ended when the stream
+// ends by itself (not by Stop): from then until the next watch starts, the
+// view is not being kept current.
+type observedWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func newObservedWatch(inner watch.Interface, ended func()) *observedWatch {
+	w := &observedWatch{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(w.out)
+		in := inner.ResultChan()
+		for {
+			select {
+			case ev, ok := <-in:
+				if !ok {
+					select {
+					case <-w.stop:
+					default:
+						ended()
+					}
+					return
+				}
+				select {
+				case w.out <- ev:
+				case <-w.stop:
+					return
+				}
+			case <-w.stop:
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *observedWatch) Stop() {
+	w.once.Do(func() {
+		close(w.stop)
+		w.inner.Stop()
+	})
+}
+
+func (w *observedWatch) ResultChan() <-chan watch.Event { return w.out }

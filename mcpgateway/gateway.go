@@ -1,0 +1,280 @@
+package mcpgateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/client-go/rest"
+
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/mcpgateway/clusterview"
+	"github.com/playground-dev/playground/mcpgateway/tools"
+)
+
+// Catalogs a gateway can serve; a deployment serves one, never both.
+const (
+	CatalogSandbox = "sandbox"
+	CatalogWorkers = "workers"
+)
+
+// MaxRequestBytes bounds an MCP request body: a 3 MiB file as base64 is
+// 4 MiB, plus the JSON around it and room for escaped text.
+const MaxRequestBytes = 6 << 20
+
+// Defaults of Options.
+const (
+	DefaultSessionIdleTimeout = 10 * time.Minute
+	DefaultShutdownGrace      = 10 * time.Second
+)
+
+// Options configure an HTTP gateway.
+type Options struct {
+	// Config reaches the API server whose Tenants, Sandboxes and credential
+	// Secrets the gateway reads.
+	Config *rest.Config
+	// Namespace limits the gateway to one namespace's tenants; empty is all.
+	Namespace string
+	// Catalog is CatalogSandbox; CatalogWorkers is not implemented yet.
+	Catalog string
+	// AgentToken returns the bearer token the gateway presents to agents.
+	AgentToken func() (string, error)
+	// AgentTLS verifies agents whose endpoint is https:// (nil: the
+	// system's roots); http:// endpoints are reached over cleartext HTTP/2
+	// (h2c), for a trusted network.
+	AgentTLS *tls.Config
+	// Stateful keeps MCP transport sessions in memory (Mcp-Session-Id),
+	// expiring after SessionIdleTimeout. The default, stateless, keeps none:
+	// any replica serves any request. See docs/tools.md.
+	Stateful           bool
+	SessionIdleTimeout time.Duration
+	// LeaseNamespace holds the agents' registrations: the gateway presents
+	// its agent token only to the endpoint a Sandbox's node registered
+	// there. Default agentlease.DefaultNamespace.
+	LeaseNamespace string
+	// StaleAfter bounds how long a broken watch is tolerated before the
+	// gateway refuses every request (clusterview.DefaultStaleAfter).
+	StaleAfter time.Duration
+	// ExecTimeout and ProgressInterval tune the tools (tools.Options).
+	ExecTimeout      time.Duration
+	ProgressInterval time.Duration
+	// Logger receives the gateway's logs; never tokens or payloads.
+	Logger *slog.Logger
+}
+
+// Gateway serves the MCP tools over Streamable HTTP.
+type Gateway struct {
+	opts    Options
+	view    *clusterview.View
+	handler http.Handler
+	log     *slog.Logger
+	// lastRefusalLog rate-limits the log of fail-closed refusals.
+	lastRefusalLog atomic.Int64
+}
+
+// CheckCatalog refuses catalogs the gateway cannot serve.
+func CheckCatalog(c string) error {
+	switch c {
+	case "", CatalogSandbox:
+		return nil
+	case CatalogWorkers:
+		return errors.New("the workers catalog is not implemented yet: serve --catalog sandbox")
+	}
+	return fmt.Errorf("unknown catalog %q: want sandbox (or workers, once it is implemented)", c)
+}
+
+// The gateway reads, and never writes: credential Secrets (only their
+// token's hash is kept), Tenants, Sandboxes, and the agents' registrations.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants;sandboxes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=list;watch
+
+// New returns a gateway; Run (or Start and Handler) serves it.
+func New(opts Options) (*Gateway, error) {
+	if err := CheckCatalog(opts.Catalog); err != nil {
+		return nil, err
+	}
+	if opts.Config == nil {
+		return nil, errors.New("mcpgateway: a client configuration is required")
+	}
+	if opts.AgentToken == nil {
+		return nil, errors.New("mcpgateway: an agent token is required: the agents accept only the gateway's and the manager's")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.SessionIdleTimeout <= 0 {
+		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if opts.LeaseNamespace == "" {
+		opts.LeaseNamespace = agentlease.DefaultNamespace
+	}
+	view, err := clusterview.New(opts.Config, clusterview.Options{
+		Namespace:      opts.Namespace,
+		Credentials:    true,
+		LeaseNamespace: opts.LeaseNamespace,
+		StaleAfter:     opts.StaleAfter,
+		Logger:         opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{opts: opts, view: view, log: opts.Logger}
+	server := newServer(&router{view: view, agents: newAgentPool(opts.AgentToken, opts.AgentTLS), log: opts.Logger, trustRegistrations: true},
+		opts.ExecTimeout, opts.ProgressInterval, opts.Logger)
+	streamOpts := &mcp.StreamableHTTPOptions{
+		Stateless:           !opts.Stateful,
+		MaxRequestBodyBytes: MaxRequestBytes,
+		Logger:              opts.Logger,
+		// A call ends with its HTTP request (protocol 2026-07-28): a client
+		// that gives up on an exec kills its command.
+		PropagateRequestCancellation: true,
+	}
+	if opts.Stateful {
+		streamOpts.SessionTimeout = opts.SessionIdleTimeout
+	}
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, streamOpts)
+	// The SDK's bearer middleware carries the tenant, authenticated by
+	// ours, into each tool call (and, when stateful, binds the session to
+	// the tenant so no other tenant can use it).
+	carry := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		id, ok := ctx.Value(tenantKey{}).(clusterview.Identity)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: id.String(), Extra: map[string]any{tokenInfoTenant: id}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", g.authenticate(carry(mcpHandler)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := view.Ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	g.handler = mux
+	return g, nil
+}
+
+// newServer is the MCP server of the sandbox catalog.
+func newServer(r tools.Router, execTimeout, progress time.Duration, log *slog.Logger) *mcp.Server {
+	server := mcp.NewServer(&mcp.Implementation{Name: "playground", Title: "Playground sandboxes", Version: "v1alpha1"},
+		&mcp.ServerOptions{Instructions: tools.Instructions, Logger: log})
+	tools.Register(server, tools.Options{Router: r, ExecTimeout: execTimeout, ProgressInterval: progress, Logger: log})
+	return server
+}
+
+// Handler serves /mcp (Streamable HTTP), /healthz and /readyz.
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+// Start runs the gateway's informers until ctx ends; until they have synced
+// every MCP request is refused with 503.
+func (g *Gateway) Start(ctx context.Context) { g.view.Start(ctx) }
+
+// Ready returns nil when the gateway trusts its view of credentials.
+func (g *Gateway) Ready() error { return g.view.Ready() }
+
+// Run starts the informers and serves on ln until ctx ends, then shuts down
+// within DefaultShutdownGrace. Calls still running then are cancelled (an
+// exec's command is killed; jobs live on in the agents).
+func (g *Gateway) Run(ctx context.Context, ln net.Listener) error {
+	g.Start(ctx)
+	srv := &http.Server{
+		Handler:           g.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	g.log.Info("Serving MCP", "address", ln.Addr().String(), "path", "/mcp", "stateless", !g.opts.Stateful)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultShutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
+	<-errc
+	return err
+}
+
+type tenantKey struct{}
+
+// authenticate admits a request only with a current tenant credential, and
+// only while the gateway trusts its view of credentials (fail closed).
+func (g *Gateway) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearerToken(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="playground"`)
+			http.Error(w, "Unauthorized: present your tenant's token as Authorization: Bearer <token> (it is in the tenant's credential Secret, key \"token\")", http.StatusUnauthorized)
+			return
+		}
+		if err := g.view.Ready(); err != nil {
+			if now := time.Now().UnixNano(); now-g.lastRefusalLog.Load() > int64(10*time.Second) {
+				g.lastRefusalLog.Store(now)
+				g.log.Warn("Refusing requests: the credential view is not current", "err", err)
+			}
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "Service Unavailable: the gateway cannot verify credentials right now (its view of the cluster is not current); retry shortly", http.StatusServiceUnavailable)
+			return
+		}
+		id, err := g.view.Authenticate(token)
+		var susp *clusterview.SuspendedError
+		var cat *clusterview.WrongCatalogError
+		switch {
+		case err == nil:
+		case errors.Is(err, clusterview.ErrNotReady):
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "Service Unavailable: the gateway cannot verify credentials right now; retry shortly", http.StatusServiceUnavailable)
+			return
+		case errors.As(err, &susp), errors.As(err, &cat):
+			g.log.Info("Refused a tenant", "tenant", tenantOf(susp, cat), "reason", err.Error())
+			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+			return
+		default:
+			g.log.Debug("Refused an unknown token", "remote", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="playground", error="invalid_token", error_description="the token is not a current tenant credential"`)
+			http.Error(w, "Unauthorized: "+clusterview.ErrUnknownToken.Error(), http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, id)))
+	})
+}
+
+func tenantOf(s *clusterview.SuspendedError, c *clusterview.WrongCatalogError) string {
+	if s != nil {
+		return s.Tenant.String()
+	}
+	if c != nil {
+		return c.Tenant.String()
+	}
+	return ""
+}
+
+// bearerToken returns the request's bearer token, if it has one.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != "" && !strings.ContainsAny(token, " \t")
+}

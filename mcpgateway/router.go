@@ -1,0 +1,133 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/mcpgateway/clusterview"
+	"github.com/playground-dev/playground/mcpgateway/tools"
+)
+
+// tokenInfoTenant is the key of the caller's tenant in the TokenInfo that
+// the HTTP middleware attaches to each request.
+const tokenInfoTenant = "playground.dev/tenant"
+
+// router resolves each call to the caller's tenant, that tenant's Sandbox
+// (same name, same namespace) and the agent serving it. The tenant comes
+// from the credential (HTTP) or the authorised --tenant (stdio), never from
+// tool arguments. A tenant has exactly one sandbox, so sending its handles
+// and job IDs to that sandbox's agent, with the tenant named, is the whole
+// scope check the gateway can make without state; the agent then answers
+// not_found for a handle or job of any other tenant.
+type router struct {
+	view   *clusterview.View
+	agents *agentPool
+	log    *slog.Logger
+	// fixed is the tenant of a stdio gateway; authorize re-checks it.
+	fixed     *clusterview.Identity
+	authorize func(context.Context) error
+	// trustRegistrations sends the agent token only to the endpoint the
+	// sandbox's node registered (HTTP mode; a stdio caller reads with its
+	// own credentials and may not see the agents' Leases).
+	trustRegistrations bool
+}
+
+// errNotAuthenticated should not happen: the middleware refuses requests
+// without a tenant.
+var errNotAuthenticated = errors.New("unauthenticated: the request carries no tenant credential; connect with your tenant's bearer token")
+
+func (r *router) identity(req *mcp.CallToolRequest) (clusterview.Identity, error) {
+	if r.fixed != nil {
+		return *r.fixed, nil
+	}
+	if req == nil || req.Extra == nil || req.Extra.TokenInfo == nil {
+		return clusterview.Identity{}, errNotAuthenticated
+	}
+	id, ok := req.Extra.TokenInfo.Extra[tokenInfoTenant].(clusterview.Identity)
+	if !ok || id.Name == "" {
+		return clusterview.Identity{}, errNotAuthenticated
+	}
+	return id, nil
+}
+
+func (r *router) Route(ctx context.Context, req *mcp.CallToolRequest) (tools.Route, error) {
+	id, err := r.identity(req)
+	if err != nil {
+		return tools.Route{}, err
+	}
+	if r.authorize != nil {
+		if err := r.authorize(ctx); err != nil {
+			return tools.Route{}, fmt.Errorf("unauthenticated: %w", err)
+		}
+	}
+	// Re-check the tenant at the call: suspension and deletion take effect
+	// on the next call, also in stdio mode and on long-lived streams.
+	if _, err := r.view.Tenant(id); err != nil {
+		return tools.Route{}, tenantError(err)
+	}
+	sbx, ok := r.view.Sandbox(id)
+	if !ok {
+		return tools.Route{}, fmt.Errorf("%s: your sandbox has not been created yet: the Tenant's controller creates it; retry in a few seconds, and if it persists ask the operator to check the Tenant %s", hostagent.CodeUnavailable, id)
+	}
+	if err := sandboxUsable(sbx); err != nil {
+		return tools.Route{}, err
+	}
+	if r.trustRegistrations {
+		if ep, ok := r.view.AgentEndpoint(sbx.Spec.NodeName); !ok || ep != sbx.Status.Endpoint {
+			return tools.Route{}, fmt.Errorf("%s: your sandbox's node %s has no current agent registration at the sandbox's endpoint; retry in a few seconds, and if it persists ask the operator to check the node's agent", hostagent.CodeUnavailable, sbx.Spec.NodeName)
+		}
+	}
+	agent, err := r.agents.client(sbx.Status.Endpoint)
+	if err != nil {
+		r.log.Error("No agent client", "sandbox", id.String(), "err", err)
+		return tools.Route{}, fmt.Errorf("%s: the gateway cannot reach your sandbox's node right now (a deployment problem): retry later and tell the operator", hostagent.CodeUnavailable)
+	}
+	return tools.Route{Tenant: id.String(), SandboxID: sbx.Status.SandboxID, Agent: agent}, nil
+}
+
+// sandboxUsable refuses a sandbox that cannot serve, with its own reason.
+// Otherwise the agent is asked and has the last word: a sandbox that is
+// Detached, or whose node is briefly unhealthy, may well serve.
+func sandboxUsable(s *playgroundv1alpha1.Sandbox) error {
+	ready := apimeta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.ReadyCondition)
+	reason := ""
+	if ready != nil && ready.Status != metav1.ConditionTrue && ready.Message != "" {
+		reason = " (" + ready.Message + ")"
+	}
+	switch {
+	case s.DeletionTimestamp != nil || s.Status.Phase == playgroundv1alpha1.SandboxTerminating:
+		return fmt.Errorf("%s: your sandbox is being deleted; ask the operator if that is unexpected", hostagent.CodeUnavailable)
+	case s.Status.Phase == playgroundv1alpha1.SandboxFailed:
+		return fmt.Errorf("%s: your sandbox failed%s; ask the operator to check its Sandbox", hostagent.CodeUnavailable, reason)
+	case s.Status.Endpoint == "" || s.Status.SandboxID == "":
+		phase := string(s.Status.Phase)
+		if phase == "" {
+			phase = string(playgroundv1alpha1.SandboxPending)
+		}
+		return fmt.Errorf("%s: your sandbox is not provisioned yet (phase %s%s): retry in a few seconds", hostagent.CodeUnavailable, phase, reason)
+	}
+	return nil
+}
+
+// tenantError describes a refused tenant to its own caller.
+func tenantError(err error) error {
+	var susp *clusterview.SuspendedError
+	var cat *clusterview.WrongCatalogError
+	switch {
+	case errors.Is(err, clusterview.ErrNotReady):
+		return fmt.Errorf("%s: the gateway cannot verify credentials right now (its view of the cluster is not current): retry in a few seconds", hostagent.CodeUnavailable)
+	case errors.As(err, &susp), errors.As(err, &cat):
+		return fmt.Errorf("unauthenticated: %w", err)
+	case errors.Is(err, clusterview.ErrUnknownToken):
+		return errors.New("unauthenticated: your tenant no longer exists or your credential was revoked; get the current token from the tenant's credential Secret")
+	}
+	return fmt.Errorf("%s: %w", hostagent.CodeUnavailable, err)
+}

@@ -1,0 +1,230 @@
+package mcpgateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/mcpgateway/clusterview"
+)
+
+// UseVerb is the custom RBAC verb on tenants that lets a Kubernetes user
+// act as the tenant in stdio mode.
+const UseVerb = "use"
+
+// DefaultReauthorizeEvery is how long a stdio gateway trusts an access
+// review before it asks again, so that revoked RBAC takes effect within it.
+const DefaultReauthorizeEvery = 30 * time.Second
+
+// StdioOptions configure a gateway serving one tenant over stdio.
+type StdioOptions struct {
+	// Config is the caller's own client configuration (its kubeconfig):
+	// it decides whether the caller may use the tenant, and reads the
+	// Tenant and its Sandbox.
+	Config *rest.Config
+	// Tenant is the tenant to serve.
+	Tenant clusterview.Identity
+	// Catalog is CatalogSandbox; CatalogWorkers is not implemented yet.
+	Catalog string
+	// AgentToken and AgentTLS reach the agents, as in Options.
+	AgentToken func() (string, error)
+	AgentTLS   *tls.Config
+	// StaleAfter, ExecTimeout and ProgressInterval as in Options.
+	StaleAfter       time.Duration
+	ExecTimeout      time.Duration
+	ProgressInterval time.Duration
+	// SyncTimeout bounds the wait for the first view of the tenant
+	// (default 30 s).
+	SyncTimeout time.Duration
+	// ReauthorizeEvery is how long an access review is trusted before it is
+	// repeated on the next call (default 30 s).
+	ReauthorizeEvery time.Duration
+	Logger           *slog.Logger
+}
+
+// ParseTenant parses "namespace/name".
+func ParseTenant(s string) (clusterview.Identity, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return clusterview.Identity{}, fmt.Errorf("tenant %q is not NAMESPACE/NAME", s)
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return clusterview.Identity{}, fmt.Errorf("tenant namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return clusterview.Identity{}, fmt.Errorf("tenant name %q: %s", name, strings.Join(errs, "; "))
+	}
+	return clusterview.Identity{Namespace: ns, Name: name}, nil
+}
+
+// DeniedError says the caller's Kubernetes identity may not use the tenant.
+type DeniedError struct {
+	Tenant clusterview.Identity
+	Reason string
+}
+
+func (e *DeniedError) Error() string {
+	msg := fmt.Sprintf("your kubeconfig's user may not use tenant %s: it needs RBAC verb %q on tenants.playground.dev %q, or get on secrets %q, in namespace %s",
+		e.Tenant, UseVerb, e.Tenant.Name, playgroundv1alpha1.CredentialSecretName(e.Tenant.Name), e.Tenant.Namespace)
+	if e.Reason != "" {
+		msg += " (" + e.Reason + ")"
+	}
+	return msg
+}
+
+// Authorize asks the API server, as the caller, whether the caller may use
+// the tenant: either the custom verb "use" on the Tenant, or "get" on its
+// credential Secret (whoever can read the token could use it over HTTP
+// anyway). Any other answer, including a failed review, refuses.
+func Authorize(ctx context.Context, cfg *rest.Config, id clusterview.Identity) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	reviews := []authorizationv1.ResourceAttributes{
+		{Namespace: id.Namespace, Verb: UseVerb, Group: playgroundv1alpha1.GroupVersion.Group, Resource: "tenants", Name: id.Name},
+		{Namespace: id.Namespace, Verb: "get", Resource: "secrets", Name: playgroundv1alpha1.CredentialSecretName(id.Name)},
+	}
+	var reasons []string
+	for _, attrs := range reviews {
+		res, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("asking the API server whether you may use tenant %s: %w", id, err)
+		}
+		if res.Status.Allowed && !res.Status.Denied {
+			return nil
+		}
+		if res.Status.Reason != "" {
+			reasons = append(reasons, res.Status.Reason)
+		}
+	}
+	return &DeniedError{Tenant: id, Reason: strings.Join(reasons, "; ")}
+}
+
+// ServeStdio serves the sandbox tools of one tenant on transport (an
+// mcp.StdioTransport for `playground gateway --stdio`) until the client
+// disconnects or ctx ends. It refuses to start unless the caller's
+// kubeconfig may use the tenant, and re-checks that every ReauthorizeEvery of use.
+func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport) error {
+	if err := CheckCatalog(opts.Catalog); err != nil {
+		return err
+	}
+	if opts.AgentToken == nil {
+		return errors.New("an agent token is required (--agent-token-file): the agents accept only the gateway's and the manager's")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = 30 * time.Second
+	}
+	if opts.ReauthorizeEvery <= 0 {
+		opts.ReauthorizeEvery = DefaultReauthorizeEvery
+	}
+	id := opts.Tenant
+	if err := Authorize(ctx, opts.Config, id); err != nil {
+		return err
+	}
+	// Read the objects once directly, for a clear error when the caller
+	// may use the tenant but not read it.
+	view, err := clusterview.New(opts.Config, clusterview.Options{
+		Namespace: id.Namespace, Name: id.Name, StaleAfter: opts.StaleAfter, Logger: opts.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := checkReadable(ctx, opts.Config, id); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	view.Start(ctx)
+	syncCtx, cancelSync := context.WithTimeout(ctx, opts.SyncTimeout)
+	synced := view.WaitForSync(syncCtx)
+	cancelSync()
+	if !synced {
+		return fmt.Errorf("could not list and watch tenant %s and its sandbox within %s: check that your kubeconfig may list and watch them", id, opts.SyncTimeout)
+	}
+	if _, err := view.Tenant(id); err != nil {
+		return fmt.Errorf("tenant %s cannot be served: %w", id, err)
+	}
+	authz := &reauthorizer{check: func(ctx context.Context) error { return Authorize(ctx, opts.Config, id) }, every: opts.ReauthorizeEvery, last: time.Now()}
+	r := &router{view: view, agents: newAgentPool(opts.AgentToken, opts.AgentTLS), log: opts.Logger, fixed: &id, authorize: authz.authorize}
+	server := newServer(r, opts.ExecTimeout, opts.ProgressInterval, opts.Logger)
+	opts.Logger.Info("Serving MCP on stdio", "tenant", id.String())
+	return server.Run(ctx, transport)
+}
+
+// checkReadable gets the Tenant and its Sandbox as the caller.
+func checkReadable(ctx context.Context, cfg *rest.Config, id clusterview.Identity) error {
+	scheme := runtime.NewScheme()
+	if err := playgroundv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	key := client.ObjectKey{Namespace: id.Namespace, Name: id.Name}
+	for _, obj := range []client.Object{&playgroundv1alpha1.Tenant{}, &playgroundv1alpha1.Sandbox{}} {
+		err := cl.Get(ctx, key, obj)
+		_, isTenant := obj.(*playgroundv1alpha1.Tenant)
+		what := "Sandbox"
+		if isTenant {
+			what = "Tenant"
+		}
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err) && isTenant:
+			return fmt.Errorf("tenant %s does not exist", id)
+		case apierrors.IsNotFound(err):
+			// The sandbox may still be on its way; the tools say so.
+		case apierrors.IsForbidden(err):
+			return fmt.Errorf("your kubeconfig's user may use tenant %s but not read its %s: it needs get, list and watch on it (resource name %q)", id, what, id.Name)
+		default:
+			return fmt.Errorf("reading the %s %s: %w", what, id, err)
+		}
+	}
+	return nil
+}
+
+// reauthorizer repeats the access review when the last one is older than
+// every; a failed review refuses (fail closed).
+type reauthorizer struct {
+	check func(context.Context) error
+	every time.Duration
+
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (a *reauthorizer) authorize(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if time.Since(a.last) < a.every {
+		return nil
+	}
+	if err := a.check(ctx); err != nil {
+		return err
+	}
+	a.last = time.Now()
+	return nil
+}

@@ -1,0 +1,184 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/mcpgateway"
+	"github.com/playground-dev/playground/mcpgateway/tools"
+)
+
+// serviceAccountConfig creates a ServiceAccount and returns a client
+// configuration that authenticates as it: a Kubernetes user with only the
+// RBAC the test grants.
+func serviceAccountConfig(t *testing.T, ns, name string) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(cp.Config)
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(cp.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// stdioGateway runs ServeStdio over pipes; the returned channel has its
+// result.
+func stdioGateway(t *testing.T, cfg *rest.Config, tn *tenant, reauth time.Duration) (client *mcp.IOTransport, errc chan error) {
+	t.Helper()
+	id, err := mcpgateway.ParseTenant(tn.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientR, serverW := io.Pipe()
+	serverR, clientW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc = make(chan error, 1)
+	go func() {
+		errc <- mcpgateway.ServeStdio(ctx, mcpgateway.StdioOptions{
+			Config: cfg, Tenant: id, AgentToken: mcpgateway.StaticToken(agentToken),
+			ProgressInterval: 200 * time.Millisecond, ReauthorizeEvery: reauth,
+		}, &mcp.IOTransport{Reader: serverR, Writer: serverW})
+		serverW.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		clientW.Close()
+		clientR.Close()
+	})
+	return &mcp.IOTransport{Reader: clientR, Writer: clientW}, errc
+}
+
+func testStdio(t *testing.T, alice *tenant) {
+	ctx := context.Background()
+	session := func(t *testing.T, cfg *rest.Config, reauth time.Duration) *mcp.ClientSession {
+		tr, errc := stdioGateway(t, cfg, alice, reauth)
+		c := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "v0"}, nil)
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		type result struct {
+			cs  *mcp.ClientSession
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			cs, err := c.Connect(cctx, tr, nil)
+			done <- result{cs, err}
+		}()
+		select {
+		case err := <-errc:
+			t.Fatalf("the stdio gateway ended: %v", err)
+		case r := <-done:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			t.Cleanup(func() { _ = r.cs.Close() })
+			return r.cs
+		}
+		return nil
+	}
+
+	t.Run("administrator", func(t *testing.T) {
+		cs := session(t, cp.Config, 0)
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil || len(res.Tools) != len(tools.Names) {
+			t.Fatalf("tools/list over stdio: %v, %d tools", err, len(res.Tools))
+		}
+		var open tools.OpenSessionOutput
+		callOK(t, cs, "open_session", nil, &open)
+		if open.SandboxID != alice.sandboxID {
+			t.Fatalf("stdio opened %+v", open)
+		}
+		var ex tools.ExecOutput
+		callOK(t, cs, "exec", map[string]any{"handle": open.Handle, "command": "echo over stdio"}, &ex)
+		if ex.Stdout != "over stdio\n" {
+			t.Fatalf("exec over stdio: %+v", ex)
+		}
+		callOK(t, cs, "close_session", map[string]any{"handle": open.Handle}, nil)
+	})
+
+	t.Run("denied", func(t *testing.T) {
+		cfg := serviceAccountConfig(t, alice.ns, "stdio-nobody")
+		_, errc := stdioGateway(t, cfg, alice, 0)
+		select {
+		case err := <-errc:
+			var denied *mcpgateway.DeniedError
+			if !errors.As(err, &denied) {
+				t.Fatalf("ServeStdio without RBAC: %v, want a DeniedError", err)
+			}
+			t.Logf("refused: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("ServeStdio did not refuse a user without RBAC")
+		}
+	})
+
+	t.Run("use verb, then revoked", func(t *testing.T) {
+		cfg := serviceAccountConfig(t, alice.ns, "stdio-user")
+		cs := kubernetes.NewForConfigOrDie(cp.Config)
+		role := &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: alice.ns, Name: "use-alice"},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{playgroundv1alpha1.GroupVersion.Group}, Resources: []string{"tenants"}, ResourceNames: []string{alice.name}, Verbs: []string{"use", "get", "list", "watch"}},
+				{APIGroups: []string{playgroundv1alpha1.GroupVersion.Group}, Resources: []string{"sandboxes"}, ResourceNames: []string{alice.name}, Verbs: []string{"get", "list", "watch"}},
+			},
+		}
+		if _, err := cs.RbacV1().Roles(alice.ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: alice.ns, Name: "use-alice"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: alice.ns, Name: "stdio-user"}},
+		}
+		if _, err := cs.RbacV1().RoleBindings(alice.ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		session := session(t, cfg, 200*time.Millisecond)
+		var open tools.OpenSessionOutput
+		callOK(t, session, "open_session", nil, &open)
+		if err := cs.RbacV1().RoleBindings(alice.ns).Delete(ctx, binding.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "revoked RBAC to refuse calls", 10*time.Second, func() error {
+			res := call(t, session, "exec", map[string]any{"handle": open.Handle, "command": "true"})
+			if !res.IsError {
+				return errNotYet
+			}
+			if msg := resultText(res); !containsAll(msg, "unauthenticated", "may not use tenant") {
+				t.Fatalf("refusal: %s", msg)
+			}
+			return nil
+		})
+	})
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

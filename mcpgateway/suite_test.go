@@ -1,0 +1,322 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/mcpgateway"
+)
+
+// The gateway tests run against one real kube-apiserver and etcd, and real
+// host agents on runc sandboxes served over loopback. The manager is not
+// involved: the tests create Tenants, credential Secrets and Sandboxes, and
+// write the Sandbox status an agent would.
+
+const agentToken = "gateway-agent-token-for-tests"
+
+var (
+	cp  *controlplane.ControlPlane
+	k8s client.Client
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctrl.SetLogger(logr.Discard())
+	var err error
+	cp, err = controlplane.Start(controlplane.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = playgroundv1alpha1.AddToScheme(scheme)
+	if k8s, err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	leases := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
+	if err := k8s.Create(context.Background(), leases); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// node is one host agent on real runc sandboxes, its API on loopback,
+// registered as an agent does (the gateway trusts only registered endpoints).
+type node struct {
+	name     string
+	agent    *hostagent.Agent
+	endpoint string
+}
+
+var nodeSeq atomic.Int32
+
+func startNode(t *testing.T) *node {
+	t.Helper()
+	ocitest.Require(t)
+	agent, err := hostagent.New(hostagent.Options{Backend: ocitest.New(t, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = agentapi.NewServer(agent, nil, agentToken).Serve(ctx, ln, nil, 5*time.Second)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = agent.Close(context.Background())
+	})
+	n := &node{name: fmt.Sprintf("gw-node-%d", nodeSeq.Add(1)), agent: agent, endpoint: "http://" + ln.Addr().String()}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(n.name)}}
+	reg := agentlease.Registration{Node: n.name, Endpoint: n.endpoint, Backends: []string{"oci"}, Duration: time.Hour}
+	if err := reg.Apply(lease, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), lease) })
+	return n
+}
+
+// tenant is a Tenant with its credential Secret and, when placed on a
+// node, its Sandbox.
+type tenant struct {
+	ns, name  string
+	token     string
+	sandboxID string
+}
+
+func (tn *tenant) String() string { return tn.ns + "/" + tn.name }
+
+func newToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return "pg_" + hex.EncodeToString(b)
+}
+
+var nsSeq struct {
+	sync.Mutex
+	n int
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	nsSeq.Lock()
+	nsSeq.n++
+	name := fmt.Sprintf("gw-%d", nsSeq.n)
+	nsSeq.Unlock()
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// newTenant creates a Tenant and its credential Secret, and, with a node,
+// its Sandbox: provisioned on the node's agent and with the status the
+// agent and manager would write.
+func newTenant(t *testing.T, ns, name string, n *node) *tenant {
+	t.Helper()
+	ctx := context.Background()
+	tn := &tenant{ns: ns, name: name, token: newToken()}
+	if err := k8s.Create(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName(name),
+			Labels: map[string]string{playgroundv1alpha1.TenantLabel: name},
+		},
+		Type: playgroundv1alpha1.CredentialSecretType,
+		Data: map[string][]byte{playgroundv1alpha1.CredentialTokenKey: []byte(tn.token)},
+	}
+	if err := k8s.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	if n == nil {
+		return tn
+	}
+	tn.sandboxID = playgroundv1alpha1.SandboxID(ns, name)
+	if err := n.agent.Ensure(ctx, backend.Spec{ID: tn.sandboxID, Tenant: ns + "/" + name, Persona: name}); err != nil {
+		t.Fatal(err)
+	}
+	sbx := &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{playgroundv1alpha1.TenantLabel: name}},
+		Spec:       playgroundv1alpha1.SandboxSpec{TenantRef: playgroundv1alpha1.LocalObjectReference{Name: name}, NodeName: n.name},
+	}
+	if err := k8s.Create(ctx, sbx); err != nil {
+		t.Fatal(err)
+	}
+	sbx.Status = playgroundv1alpha1.SandboxStatus{
+		Phase: playgroundv1alpha1.SandboxReady, SandboxID: tn.sandboxID, Endpoint: n.endpoint,
+	}
+	apimeta.SetStatusCondition(&sbx.Status.Conditions, metav1.Condition{
+		Type: playgroundv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: playgroundv1alpha1.ReasonReady, Message: "serving",
+	})
+	if err := k8s.Status().Update(ctx, sbx); err != nil {
+		t.Fatal(err)
+	}
+	return tn
+}
+
+// rotate gives the tenant a new token, as the Tenant controller would.
+func (tn *tenant) rotate(t *testing.T) (old string) {
+	t.Helper()
+	var s corev1.Secret
+	key := client.ObjectKey{Namespace: tn.ns, Name: playgroundv1alpha1.CredentialSecretName(tn.name)}
+	if err := k8s.Get(context.Background(), key, &s); err != nil {
+		t.Fatal(err)
+	}
+	old, tn.token = tn.token, newToken()
+	s.Data[playgroundv1alpha1.CredentialTokenKey] = []byte(tn.token)
+	if err := k8s.Update(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+	return old
+}
+
+// gateway is one gateway replica serving on loopback.
+type gateway struct {
+	gw  *mcpgateway.Gateway
+	srv *httptest.Server
+	url string
+}
+
+func startGateway(t *testing.T, opts mcpgateway.Options) *gateway {
+	t.Helper()
+	if opts.Config == nil {
+		opts.Config = cp.Config
+	}
+	if opts.AgentToken == nil {
+		opts.AgentToken = mcpgateway.StaticToken(agentToken)
+	}
+	if opts.ProgressInterval == 0 {
+		opts.ProgressInterval = 200 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	gw, err := mcpgateway.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	gw.Start(ctx)
+	srv := httptest.NewServer(gw.Handler())
+	t.Cleanup(srv.Close)
+	return &gateway{gw: gw, srv: srv, url: srv.URL + "/mcp"}
+}
+
+// waitReady waits until the gateway trusts its view.
+func (g *gateway) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for g.gw.Ready() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not sync: %v", g.gw.Ready())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// bearer adds a token to every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// connect opens an MCP client session over Streamable HTTP with token.
+func connect(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := connectErr(url, token, http.DefaultTransport, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func connectErr(url, token string, rt http.RoundTripper, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "v0"}, opts)
+	tr := &mcp.StreamableClientTransport{
+		Endpoint:   url,
+		HTTPClient: &http.Client{Transport: bearer{token: token, base: rt}},
+		MaxRetries: -1,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.Connect(ctx, tr, nil)
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+var errNotYet = errors.New("not yet")

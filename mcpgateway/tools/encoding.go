@@ -1,0 +1,136 @@
+package tools
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Encodings of bytes in results.
+const (
+	encodingText   = "text"
+	encodingBase64 = "base64"
+)
+
+// MaxFileBytes bounds read and write payloads: larger files are refused,
+// never truncated.
+const MaxFileBytes = 3 << 20
+
+// maxIDLength bounds handles and job IDs from clients (the agents' are 30
+// characters or so).
+const maxIDLength = 128
+
+// encodeBytes returns b as text when it is valid UTF-8 (JSON keeps it byte
+// for byte then), else as standard base64.
+func encodeBytes(b []byte) (data, encoding string) {
+	if utf8.Valid(b) {
+		return string(b), encodingText
+	}
+	return base64.StdEncoding.EncodeToString(b), encodingBase64
+}
+
+// decodeBase64 decodes a payload from a model or a program. It accepts the
+// standard and the URL alphabet, with or without padding, and ignores line
+// breaks and spaces (MIME-wrapped base64); it is strict otherwise, so that
+// every accepted text denotes exactly one byte string. limit bounds the
+// decoded size; larger payloads are refused before they are decoded.
+func decodeBase64(field, s string, limit int) ([]byte, error) {
+	clean := strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\t', '\r', '\n':
+			return -1
+		}
+		return r
+	}, s)
+	if base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(clean, "="))) > limit {
+		return nil, fmt.Errorf("%s decodes to more than %d bytes (the limit is 3 MiB): split the content into several files, or write parts and join them with exec (cat a b > c)", field, limit)
+	}
+	enc := base64.StdEncoding
+	if strings.ContainsAny(clean, "-_") {
+		enc = base64.URLEncoding
+	}
+	if !strings.HasSuffix(clean, "=") {
+		enc = enc.WithPadding(base64.NoPadding)
+	}
+	b, err := enc.Strict().DecodeString(clean)
+	if err != nil {
+		var corrupt base64.CorruptInputError
+		if errors.As(err, &corrupt) {
+			return nil, fmt.Errorf("%s is not valid base64 (the first bad character is at offset %d of the text without whitespace): encode the bytes with standard base64, or pass text instead", field, int64(corrupt))
+		}
+		return nil, fmt.Errorf("%s is not valid base64: %v", field, err)
+	}
+	return b, nil
+}
+
+// checkID refuses a handle or job ID that no agent could have issued, so
+// that garbage never travels to a node. Ownership is the agent's check: it
+// answers not_found for another tenant's handle or job.
+func checkID(field, id string) error {
+	if id == "" {
+		return fmt.Errorf("%s is empty: pass the %s you were given", field, field)
+	}
+	if len(id) > maxIDLength {
+		return fmt.Errorf("%s is %d characters long; the ones Playground issues are far shorter: pass the %s you were given", field, len(id), field)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("%s %q contains characters Playground never issues: pass the %s you were given", field, quoteShort(id), field)
+		}
+	}
+	return nil
+}
+
+// quoteShort shortens s for an error message.
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+// validationPrefix starts the SDK's message for arguments that do not fit
+// a tool's input schema.
+const validationPrefix = `validating "arguments": `
+
+// clarifyArguments rewrites the SDK's schema-validation message into one
+// that names the argument and what to do, in the tools' error style.
+func clarifyArguments(tool, msg string) (string, bool) {
+	detail, ok := strings.CutPrefix(msg, validationPrefix)
+	if !ok {
+		if !strings.HasPrefix(msg, "json: ") {
+			return msg, false
+		}
+		detail = msg
+	}
+	field := ""
+	if i := strings.LastIndex(detail, "/properties/"); i >= 0 {
+		rest := detail[i+len("/properties/"):]
+		if j := strings.Index(rest, ": "); j > 0 {
+			field, detail = rest[:j], rest[j+2:]
+		}
+	} else {
+		detail = strings.TrimPrefix(detail, "validating root: ")
+	}
+	var what string
+	switch {
+	case strings.HasPrefix(detail, "required: missing properties: "):
+		var names []string
+		if json.Unmarshal([]byte(strings.TrimPrefix(detail, "required: missing properties: ")), &names) == nil && len(names) > 0 {
+			what = "missing required argument " + strings.Join(names, ", ")
+		} else {
+			what = detail
+		}
+	case strings.HasPrefix(detail, "unexpected additional properties "):
+		what = "unknown argument " + strings.Trim(strings.TrimPrefix(detail, "unexpected additional properties "), "[]")
+	case field != "":
+		what = fmt.Sprintf("argument %s is invalid: %s", field, detail)
+	default:
+		what = "the arguments are invalid: " + detail
+	}
+	return fmt.Sprintf("%s: %s: %s; see the tool's input schema for its arguments", "invalid_argument", tool, what), true
+}

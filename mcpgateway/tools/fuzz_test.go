@@ -1,0 +1,261 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// fakeAgent records what reaches the agent; the fuzz target checks that
+// only well-formed requests do.
+type fakeAgent struct {
+	mu    sync.Mutex
+	write []byte
+	exec  *hostagent.ExecRequest
+	calls int
+}
+
+func (f *fakeAgent) record(req *hostagent.ExecRequest, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	f.exec, f.write = req, data
+}
+
+func (f *fakeAgent) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls, f.exec, f.write = 0, nil, nil
+}
+
+func (f *fakeAgent) Open(context.Context, string, string) (hostagent.Handle, error) {
+	f.record(nil, nil)
+	return hostagent.Handle{ID: "h_fake", SandboxID: "sbx-fake", Expires: time.Unix(0, 0)}, nil
+}
+
+func (f *fakeAgent) Close(context.Context, string, string) error { f.record(nil, nil); return nil }
+
+func (f *fakeAgent) Exec(_ context.Context, _, _ string, req hostagent.ExecRequest) (hostagent.ExecResult, error) {
+	f.record(&req, nil)
+	return hostagent.ExecResult{Stdout: []byte("out\xff"), Stderr: req.Stdin}, nil
+}
+
+func (f *fakeAgent) StartJob(_ context.Context, _, _ string, req hostagent.ExecRequest) (jobs.JobInfo, error) {
+	f.record(&req, nil)
+	return jobs.JobInfo{ID: "job_fake", State: jobs.StateRunning}, nil
+}
+
+func (f *fakeAgent) Poll(_ context.Context, req agentapi.PollRequest, _ string) (agentapi.PollResponse, error) {
+	f.record(nil, nil)
+	if req.Cursor == "bad" {
+		return agentapi.PollResponse{}, &hostagent.Error{Code: hostagent.CodeInvalid, Message: "bad cursor"}
+	}
+	return agentapi.PollResponse{
+		Job:    jobs.JobInfo{ID: "job_fake", State: jobs.StateExited, Result: &jobs.Result{ExitCode: 0}},
+		Chunks: []jobs.EncodedChunk{{Stream: "stdout", Seq: 0, Encoding: "text", Data: "x"}, {Stream: "stderr", Seq: 1, Encoding: "base64", Data: "/w=="}},
+		Done:   true, NextCursor: "2.2",
+	}, nil
+}
+
+func (f *fakeAgent) Cancel(context.Context, string, string) (jobs.JobInfo, error) {
+	f.record(nil, nil)
+	return jobs.JobInfo{ID: "job_fake", State: jobs.StateCancelling}, nil
+}
+
+func (f *fakeAgent) Read(_ context.Context, _, _, path, _ string) (hostagent.FileContent, error) {
+	f.record(nil, nil)
+	data := []byte(path)
+	if strings.HasSuffix(path, ".bin") {
+		data = append(data, 0xff, 0)
+	}
+	return hostagent.FileContent{Path: path, Data: data, Size: len(data), MIME: hostagent.DetectMIME(path, data)}, nil
+}
+
+func (f *fakeAgent) Write(_ context.Context, _, _, path, _ string, data []byte) (hostagent.FileInfo, error) {
+	f.record(nil, data)
+	return hostagent.FileInfo{Path: "/home/" + path, Size: len(data), MIME: hostagent.DetectMIME(path, data)}, nil
+}
+
+type fakeRouter struct{ agent *fakeAgent }
+
+func (r fakeRouter) Route(context.Context, *mcp.CallToolRequest) (Route, error) {
+	return Route{Tenant: "ns/fuzz", SandboxID: "sbx-fake", Agent: r.agent}, nil
+}
+
+// session serves the tools over an in-memory transport.
+func session(tb testing.TB) (*mcp.ClientSession, *fakeAgent) {
+	tb.Helper()
+	agent := &fakeAgent{}
+	server := mcp.NewServer(&mcp.Implementation{Name: "fuzz", Version: "v0"}, nil)
+	Register(server, Options{Router: fakeRouter{agent}, ProgressInterval: time.Hour})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fuzz", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
+	return cs, agent
+}
+
+// errorCodes are the prefixes of every tool error message.
+var errorCodes = []string{"invalid_argument:", "not_found:", "too_large:", "resource_exhausted:", "unavailable:", "internal:", "unauthenticated:"}
+
+// FuzzToolArguments sends arbitrary arguments to every tool: none may cause
+// a protocol error or a panic, every refusal must be a coded tool error, and
+// what reaches the agent must be well-formed (a write's bytes exactly the
+// decoded payload, within the limit).
+func FuzzToolArguments(f *testing.F) {
+	seeds := map[string][]string{
+		"open_session":  {`{}`, `null`, `{"tenant":"other/ns"}`},
+		"close_session": {`{"handle":"h_abc"}`, `{"handle":""}`, `{"handle":"../../etc"}`},
+		"exec": {`{"handle":"h_a","command":"ls"}`, `{"handle":"h_a","command":"x","shell":"clean","cwd":"/tmp","timeout_seconds":5}`,
+			`{"handle":"h_a","command":"x","stdin":"a","stdin_base64":"YQ=="}`, `{"handle":"h_a","command":"x","stdin_base64":"_-8"}`,
+			`{"handle":"h_a","command":"x","timeout_seconds":-1}`, `{"handle":"h_a","command":"x","timeout_seconds":1e30}`},
+		"job_exec":   {`{"handle":"h_a","command":"sleep 1"}`, `{"handle":"h_a","command":"x","timeout_seconds":86401}`},
+		"job_poll":   {`{"job_id":"job_a"}`, `{"job_id":"job_a","cursor":"bad","max_bytes":99999999}`, `{"job_id":"job_a","wait_seconds":31}`},
+		"job_cancel": {`{"job_id":"job_a"}`, `{"job_id":"a b"}`},
+		"read":       {`{"handle":"h_a","path":"f.txt"}`, `{"handle":"h_a","path":"img.png"}`, `{"handle":"h_a","path":"x.bin","cwd":"d"}`, `{"handle":"h_a","path":""}`},
+		"write": {`{"handle":"h_a","path":"f","text":"hi"}`, `{"handle":"h_a","path":"f","base64":"aGk="}`, `{"handle":"h_a","path":"f","base64":"aGk"}`,
+			`{"handle":"h_a","path":"f","base64":"aG\nk="}`, `{"handle":"h_a","path":"f","text":"a","base64":"YQ=="}`, `{"handle":"h_a","path":"f"}`,
+			`{"handle":"h_a","path":"f","base64":"!!"}`, `{"handle":"h_a","path":"f","text":null}`, `{"handle":"h_a","path":"f","text":""}`},
+	}
+	for i, name := range Names {
+		for _, s := range seeds[name] {
+			f.Add(uint8(i), []byte(s))
+		}
+		f.Add(uint8(i), []byte(`[1,2]`))
+		f.Add(uint8(i), []byte(`"x"`))
+	}
+	cs, agent := session(f)
+	f.Fuzz(func(t *testing.T, which uint8, args []byte) {
+		if !json.Valid(args) {
+			return
+		}
+		name := Names[int(which)%len(Names)]
+		agent.reset()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("%s %s: protocol error %v", name, args, err)
+		}
+		text := ""
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		if res.IsError {
+			ok := false
+			for _, c := range errorCodes {
+				ok = ok || strings.HasPrefix(text, c)
+			}
+			if !ok {
+				t.Fatalf("%s %s: tool error without a code: %q", name, args, text)
+			}
+			if name == "write" || name == "exec" || name == "job_exec" {
+				if agent.calls != 0 {
+					t.Fatalf("%s %s: refused, yet the agent was called", name, args)
+				}
+			}
+			return
+		}
+		var in map[string]any
+		_ = json.Unmarshal(args, &in)
+		switch name {
+		case "write":
+			var want []byte
+			if s, ok := in["text"].(string); ok {
+				want = []byte(s)
+			} else {
+				want = decodeAny(t, in["base64"].(string))
+			}
+			if !bytes.Equal(agent.write, want) || len(agent.write) > MaxFileBytes {
+				t.Fatalf("write %s: the agent got %q, want %q", args, agent.write, want)
+			}
+		case "exec", "job_exec":
+			req := agent.exec
+			if req == nil || req.Command != in["command"] || (req.Shell != "login" && req.Shell != "clean") ||
+				req.Timeout < 0 || req.Timeout > hostagent.MaxTimeout || len(req.Stdin) > MaxFileBytes {
+				t.Fatalf("%s %s: the agent got %+v", name, args, req)
+			}
+			if name == "exec" && req.Timeout == 0 {
+				t.Fatalf("exec %s without a timeout", args)
+			}
+		}
+	})
+}
+
+// decodeAny decodes base64 in any of the variants write accepts, with the
+// standard library alone.
+func decodeAny(t *testing.T, s string) []byte {
+	s = strings.Map(func(r rune) rune {
+		if strings.ContainsRune(" \t\r\n", r) {
+			return -1
+		}
+		return r
+	}, s)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return b
+		}
+	}
+	t.Fatalf("write accepted %q, which is no base64", s)
+	return nil
+}
+
+// FuzzDecodeBase64 checks that every variant of base64 write accepts
+// decodes to the bytes encoded, and that any text decodes within the limit
+// or is refused.
+func FuzzDecodeBase64(f *testing.F) {
+	f.Add([]byte("hello"), uint8(0), "aGVsbG8=")
+	f.Add([]byte{0xff, 0xfe, 0}, uint8(3), "__4A")
+	f.Add([]byte{}, uint8(1), "")
+	f.Fuzz(func(t *testing.T, data []byte, variant uint8, text string) {
+		encs := []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding}
+		enc := encs[int(variant)%len(encs)].EncodeToString(data)
+		if variant&4 != 0 {
+			// MIME-style line breaks.
+			var b strings.Builder
+			for i := 0; i < len(enc); i += 76 {
+				b.WriteString(enc[i:min(i+76, len(enc))])
+				b.WriteString("\r\n")
+			}
+			enc = b.String()
+		}
+		got, err := decodeBase64("base64", enc, MaxFileBytes)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%q (variant %d) decoded to %q, %v; want %q", enc, variant, got, err, data)
+		}
+		if b, err := decodeBase64("base64", text, 64); err == nil && len(b) > 64 {
+			t.Fatalf("%q decoded to %d bytes, over the limit", text, len(b))
+		}
+	})
+}
+
+func TestClarifyArguments(t *testing.T) {
+	for in, want := range map[string]string{
+		`validating "arguments": validating root: required: missing properties: ["path"]`:                       "invalid_argument: read: missing required argument path;",
+		`validating "arguments": validating root: unexpected additional properties ["tenant"]`:                  `invalid_argument: read: unknown argument "tenant";`,
+		`validating "arguments": validating root: validating /properties/shell: enum: x does not equal any of:`: "invalid_argument: read: argument shell is invalid: enum",
+	} {
+		got, ok := clarifyArguments("read", in)
+		if !ok || !strings.HasPrefix(got, want) {
+			t.Errorf("%s\n  became %s\n  want   %s...", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// withProgress sends a progress notification every interval while h runs,
+// when the request carries a progress token, so that a client with a fixed
+// call timeout that resets on progress keeps waiting for a long exec or
+// poll. The notifications go out on the request's own response stream,
+// which works in stateless mode too.
+func withProgress[In, Out any](tool string, interval time.Duration, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		if req != nil && req.Session != nil && req.Params != nil {
+			if token := req.Params.GetProgressToken(); token != nil {
+				stop := heartbeat(ctx, req.Session, token, tool, interval)
+				defer stop()
+			}
+		}
+		return h(ctx, req, in)
+	}
+}
+
+// heartbeat runs the notifications until the returned stop is called; stop
+// waits for the goroutine to end, so no notification follows the result.
+func heartbeat(ctx context.Context, ss *mcp.ServerSession, token any, tool string, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		start := time.Now()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			elapsed := time.Since(start).Truncate(time.Second)
+			// Progress must increase; the total is unknown.
+			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token,
+				Progress:      float64(n),
+				Message:       fmt.Sprintf("%s still running after %s", tool, elapsed),
+			})
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}

@@ -1,0 +1,74 @@
+package tools
+
+import (
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// inputSchema derives In's schema and applies refine to its properties, so
+// that a model sees the enums, defaults and bounds the handlers enforce.
+func inputSchema[In any](refine func(props propMap)) *jsonschema.Schema {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tools: schema of %T: %v", *new(In), err))
+	}
+	if refine != nil {
+		refine(s.Properties)
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// propMap is a schema's properties.
+type propMap = map[string]*jsonschema.Schema
+
+// Refinements shared by several tools.
+func refineHandle(p propMap) {
+	p["handle"].MinLength = ptr(1)
+	p["handle"].MaxLength = ptr(maxIDLength)
+}
+
+func refineJobID(p propMap) {
+	p["job_id"].MinLength = ptr(1)
+	p["job_id"].MaxLength = ptr(maxIDLength)
+}
+
+func refineCommand(p propMap, defaultTimeout int, maxTimeout int) {
+	refineHandle(p)
+	p["command"].MinLength = ptr(1)
+	p["shell"].Enum = []any{"login", "clean"}
+	p["shell"].Default = []byte(`"login"`)
+	p["timeout_seconds"].Minimum = ptr(0.0)
+	p["timeout_seconds"].Maximum = ptr(float64(maxTimeout))
+	if defaultTimeout > 0 {
+		p["timeout_seconds"].Default = fmt.Appendf(nil, "%d", defaultTimeout)
+	}
+}
+
+func refinePath(p propMap) {
+	refineHandle(p)
+	p["path"].MinLength = ptr(1)
+	p["path"].MaxLength = ptr(4096)
+}
+
+// outputSchema derives Out's schema and applies refine.
+func outputSchema[Out any](refine func(props propMap)) *jsonschema.Schema {
+	s, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tools: schema of %T: %v", *new(Out), err))
+	}
+	if refine != nil {
+		refine(s.Properties)
+	}
+	return s
+}
+
+func refineEncodings(names ...string) func(propMap) {
+	return func(p propMap) {
+		for _, n := range names {
+			p[n].Enum = []any{encodingText, encodingBase64}
+		}
+	}
+}

@@ -1,0 +1,685 @@
+// Package tools is the sandbox catalog: the eight MCP tools of DESIGN.md
+// section 3 (open_session, close_session, exec, job_exec, job_poll,
+// job_cancel, read, write) on a go-sdk server. Each call is routed to the
+// calling tenant's sandbox (by a Router that knows the tenant from the
+// credential) and served by that sandbox's host agent. The tools keep no
+// state: handles and jobs live in the agents.
+//
+// Failures are tool results with isError and a message that says what to do
+// next; protocol errors are left to the SDK (malformed JSON-RPC).
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// Defaults of Options.
+const (
+	// DefaultExecTimeout bounds an exec that names no timeout, so that a
+	// synchronous call cannot hang forever.
+	DefaultExecTimeout = 10 * time.Minute
+	// DefaultProgressInterval is how often a running call sends a progress
+	// notification when the client asked for them.
+	DefaultProgressInterval = 5 * time.Second
+	// DefaultPollWait is job_poll's wait when the caller names none.
+	DefaultPollWait = 10 * time.Second
+	// MaxPollWait and MaxPollBytes are the agent's caps on a poll.
+	MaxPollWait  = jobs.DefaultMaxPollWait
+	MaxPollBytes = jobs.DefaultMaxPollBytes
+)
+
+// Names are the tools of the sandbox catalog, in the order they are listed.
+var Names = []string{"open_session", "close_session", "exec", "job_exec", "job_poll", "job_cancel", "read", "write"}
+
+// Agent is what the tools need of a host agent: agentapi.Client.
+type Agent interface {
+	Open(ctx context.Context, tenant, sandboxID string) (hostagent.Handle, error)
+	Close(ctx context.Context, tenant, handle string) error
+	Exec(ctx context.Context, tenant, handle string, req hostagent.ExecRequest) (hostagent.ExecResult, error)
+	StartJob(ctx context.Context, tenant, handle string, req hostagent.ExecRequest) (jobs.JobInfo, error)
+	Poll(ctx context.Context, req agentapi.PollRequest, jobID string) (agentapi.PollResponse, error)
+	Cancel(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error)
+	Read(ctx context.Context, tenant, handle, path, cwd string) (hostagent.FileContent, error)
+	Write(ctx context.Context, tenant, handle, path, cwd string, data []byte) (hostagent.FileInfo, error)
+}
+
+var _ Agent = (*agentapi.Client)(nil)
+
+// Route is where one call goes: the caller's tenant, its sandbox and the
+// agent serving that sandbox.
+type Route struct {
+	// Tenant is "namespace/name", as the agents know tenants.
+	Tenant    string
+	SandboxID string
+	Agent     Agent
+}
+
+// Router resolves the calling tenant from the request (its credential, never
+// its arguments) and the tenant's sandbox. Its errors are shown to the
+// caller as they are: they must say what to do and reveal nothing of other
+// tenants.
+type Router interface {
+	Route(ctx context.Context, req *mcp.CallToolRequest) (Route, error)
+}
+
+// Options configure the tools.
+type Options struct {
+	Router Router
+	// ExecTimeout is exec's timeout when the caller names none (default
+	// DefaultExecTimeout).
+	ExecTimeout time.Duration
+	// ProgressInterval is the period of progress notifications (default
+	// DefaultProgressInterval).
+	ProgressInterval time.Duration
+	// Logger receives unexpected failures (never payloads or tokens).
+	Logger *slog.Logger
+}
+
+// Instructions tell a model how the tools fit together.
+const Instructions = `Playground gives you a persistent Linux sandbox. Start with open_session: it returns your sandbox_id and a handle. ` +
+	`Run commands with exec (waits for the end) or job_exec + job_poll (background, for long or large output; job_cancel stops one). ` +
+	`Move files with read and write (at most 3 MiB each). Each command runs in a fresh /bin/sh: files and processes persist, a cd does not. ` +
+	`close_session when done; your files stay, and the next open_session returns the same sandbox.`
+
+// Register adds the eight tools to s.
+func Register(s *mcp.Server, opts Options) {
+	if opts.Router == nil {
+		panic("tools: a Router is required")
+	}
+	if opts.ExecTimeout <= 0 {
+		opts.ExecTimeout = DefaultExecTimeout
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	t := &catalog{opts: opts}
+	s.AddReceivingMiddleware(guardCalls(opts.Logger))
+	maxTimeout := int(hostagent.MaxTimeout / time.Second)
+
+	add(s, t, &mcp.Tool{
+		Name:  "open_session",
+		Title: "Open a sandbox session",
+		Description: "Open a session on your sandbox and get a handle for exec, job_exec, read and write. " +
+			"Your sandbox is persistent: sandbox_id is the same every time, and files and background processes from earlier sessions are still there. " +
+			"The handle expires after 15 minutes unused; open another one any time.",
+		InputSchema:  inputSchema[OpenSessionInput](nil),
+		OutputSchema: outputSchema[OpenSessionOutput](nil),
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(false)},
+	}, t.openSession)
+
+	add(s, t, &mcp.Tool{
+		Name:         "close_session",
+		Title:        "Close a sandbox session",
+		Description:  "Release a session handle. The sandbox keeps its files and processes; when its last handle closes it is detached until the next open_session.",
+		InputSchema:  inputSchema[CloseSessionInput](refineHandle),
+		OutputSchema: outputSchema[CloseSessionOutput](nil),
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, t.closeSession)
+
+	add(s, t, &mcp.Tool{
+		Name:  "exec",
+		Title: "Run a command",
+		Description: "Run a shell command in your sandbox and wait for it to end; returns exit_code, stdout and stderr byte for byte " +
+			"(text when valid UTF-8, else base64). Each command runs in a fresh /bin/sh: use cwd or chain with && instead of a separate cd. " +
+			"A non-zero exit code is a normal result, not a tool error. Output beyond 4 MiB per stream is counted, not returned: " +
+			"use job_exec for long-running commands or large output.",
+		InputSchema: inputSchema[ExecInput](func(p propMap) {
+			refineCommand(p, int(opts.ExecTimeout/time.Second), maxTimeout)
+		}),
+		OutputSchema: outputSchema[ExecOutput](refineEncodings("stdout_encoding", "stderr_encoding")),
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+	}, t.exec)
+
+	add(s, t, &mcp.Tool{
+		Name:  "job_exec",
+		Title: "Start a background job",
+		Description: "Start a shell command in the background and return at once with its job_id and a cursor; read its output with job_poll " +
+			"and stop it with job_cancel, which kills every process the job started. The job keeps running if you disconnect.",
+		InputSchema:  inputSchema[JobExecInput](func(p propMap) { refineCommand(p, 0, maxTimeout) }),
+		OutputSchema: outputSchema[JobExecOutput](nil),
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+	}, t.jobExec)
+
+	add(s, t, &mcp.Tool{
+		Name:  "job_poll",
+		Title: "Read a job's output",
+		Description: "Return the job's output after cursor, its state, and next_cursor for the next call. Chunks are byte-exact " +
+			"(encoding text or base64). When nothing is new it waits up to wait_seconds. done=true means the job ended and you have all its output; " +
+			"poll once more with next_cursor to acknowledge it so the job is recycled. A gap says how much output was evicted before you read it.",
+		InputSchema: inputSchema[JobPollInput](func(p propMap) {
+			refineJobID(p)
+			p["max_bytes"].Minimum = ptr(0.0)
+			p["max_bytes"].Maximum = ptr(float64(MaxPollBytes))
+			p["wait_seconds"].Minimum = ptr(0.0)
+			p["wait_seconds"].Maximum = ptr(MaxPollWait.Seconds())
+			p["wait_seconds"].Default = fmt.Appendf(nil, "%d", int(DefaultPollWait/time.Second))
+			p["cursor"].MaxLength = ptr(64)
+		}),
+		OutputSchema: outputSchema[JobPollOutput](func(p propMap) {
+			items := p["chunks"].Items
+			items.Properties["encoding"].Enum = []any{encodingText, encodingBase64}
+			items.Properties["stream"].Enum = []any{"stdout", "stderr"}
+		}),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, t.jobPoll)
+
+	add(s, t, &mcp.Tool{
+		Name:  "job_cancel",
+		Title: "Cancel a job",
+		Description: "Cancel a background job: every process it started is killed, and the state is cancelling until that is proven, then killed. " +
+			"Poll it afterwards to collect the rest of its output and its result. Cancelling a job that already ended changes nothing.",
+		InputSchema:  inputSchema[JobCancelInput](refineJobID),
+		OutputSchema: outputSchema[JobCancelOutput](nil),
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, t.jobCancel)
+
+	add(s, t, &mcp.Tool{
+		Name:  "read",
+		Title: "Read a file",
+		Description: "Read a whole file of up to 3 MiB from your sandbox. Valid UTF-8 text comes back as a text block, images as an image block, " +
+			"other files as an embedded resource with base64 data; structured output gives path, size, MIME type and sha256. " +
+			"Larger files are refused, never truncated: use exec (head, tail, split) for those.",
+		InputSchema: inputSchema[ReadInput](refinePath),
+		OutputSchema: outputSchema[ReadOutput](func(p propMap) {
+			p["content"].Enum = []any{"text", "image", "blob"}
+		}),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, t.read)
+
+	add(s, t, &mcp.Tool{
+		Name:  "write",
+		Title: "Write a file",
+		Description: "Create or replace a file in your sandbox atomically (readers see the old file or the new one, never a part). " +
+			"Give exactly one of text (UTF-8) or base64 (any bytes), at most 3 MiB. The directory must exist (create it with exec: mkdir -p). " +
+			"Returns the absolute path, size, MIME type and sha256.",
+		InputSchema:  inputSchema[WriteInput](refinePath),
+		OutputSchema: outputSchema[WriteOutput](nil),
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, t.write)
+}
+
+type catalog struct {
+	opts Options
+}
+
+// add registers a typed handler with progress notifications.
+func add[In, Out any](s *mcp.Server, c *catalog, tool *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	mcp.AddTool(s, tool, withProgress(tool.Name, c.opts.ProgressInterval, h))
+}
+
+func (c *catalog) route(ctx context.Context, req *mcp.CallToolRequest) (Route, error) {
+	r, err := c.opts.Router.Route(ctx, req)
+	if err != nil {
+		return Route{}, err
+	}
+	if r.Agent == nil || r.Tenant == "" || r.SandboxID == "" {
+		return Route{}, errors.New("unavailable: your sandbox is not ready yet: retry in a few seconds")
+	}
+	return r, nil
+}
+
+func (c *catalog) openSession(ctx context.Context, req *mcp.CallToolRequest, _ OpenSessionInput) (*mcp.CallToolResult, OpenSessionOutput, error) {
+	r, err := c.route(ctx, req)
+	if err != nil {
+		return nil, OpenSessionOutput{}, err
+	}
+	h, err := r.Agent.Open(ctx, r.Tenant, r.SandboxID)
+	if err != nil {
+		return nil, OpenSessionOutput{}, c.agentError("open_session", err, "")
+	}
+	out := OpenSessionOutput{SandboxID: h.SandboxID, Handle: h.ID, Expires: h.Expires}
+	return text(fmt.Sprintf("Session open on sandbox %s.\nhandle: %s\nPass the handle to exec, job_exec, read, write and close_session; it expires at %s if unused (every use renews it).",
+		out.SandboxID, out.Handle, out.Expires.UTC().Format(time.RFC3339))), out, nil
+}
+
+func (c *catalog) closeSession(ctx context.Context, req *mcp.CallToolRequest, in CloseSessionInput) (*mcp.CallToolResult, CloseSessionOutput, error) {
+	if err := checkID("handle", in.Handle); err != nil {
+		return nil, CloseSessionOutput{}, invalid(err)
+	}
+	r, err := c.route(ctx, req)
+	if err != nil {
+		return nil, CloseSessionOutput{}, err
+	}
+	if err := r.Agent.Close(ctx, r.Tenant, in.Handle); err != nil {
+		return nil, CloseSessionOutput{}, c.agentError("close_session", err, "")
+	}
+	return text("Session " + in.Handle + " closed. Your sandbox keeps its files and processes; open_session gives a new handle."),
+		CloseSessionOutput{Handle: in.Handle, Closed: true}, nil
+}
+
+// execRequest validates the common command arguments.
+func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSeconds int, defaultTimeout time.Duration) (hostagent.ExecRequest, error) {
+	if err := checkID("handle", handle); err != nil {
+		return hostagent.ExecRequest{}, err
+	}
+	if command == "" {
+		return hostagent.ExecRequest{}, errors.New("command is empty: give the shell text to run")
+	}
+	var mode backend.ShellMode
+	switch shell {
+	case "", "login":
+		mode = backend.ShellLogin
+	case "clean":
+		mode = backend.ShellClean
+	default:
+		return hostagent.ExecRequest{}, fmt.Errorf("shell %q is not known: use login (loads your profile) or clean", quoteShort(shell))
+	}
+	if timeoutSeconds < 0 || time.Duration(timeoutSeconds)*time.Second > hostagent.MaxTimeout {
+		return hostagent.ExecRequest{}, fmt.Errorf("timeout_seconds %d is out of range: give 1 to %d", timeoutSeconds, int(hostagent.MaxTimeout/time.Second))
+	}
+	timeout := time.Duration(timeoutSeconds) * time.Second
+	if timeout == 0 {
+		timeout = defaultTimeout
+	}
+	var in []byte
+	switch {
+	case stdin != "" && stdinB64 != "":
+		return hostagent.ExecRequest{}, errors.New("both stdin and stdin_base64 are given: give one of them")
+	case stdin != "":
+		in = []byte(stdin)
+	case stdinB64 != "":
+		var err error
+		if in, err = decodeBase64("stdin_base64", stdinB64, MaxFileBytes); err != nil {
+			return hostagent.ExecRequest{}, err
+		}
+	}
+	if len(in) > MaxFileBytes {
+		return hostagent.ExecRequest{}, fmt.Errorf("stdin is %d bytes, over the 3 MiB limit: write it to a file with write and redirect from it", len(in))
+	}
+	return hostagent.ExecRequest{Command: command, Shell: mode, Cwd: cwd, Stdin: in, Timeout: timeout}, nil
+}
+
+func (c *catalog) exec(ctx context.Context, req *mcp.CallToolRequest, in ExecInput) (*mcp.CallToolResult, ExecOutput, error) {
+	er, err := execRequest(in.Handle, in.Command, in.Shell, in.Cwd, in.Stdin, in.StdinBase64, in.TimeoutSeconds, c.opts.ExecTimeout)
+	if err != nil {
+		return nil, ExecOutput{}, invalid(err)
+	}
+	r, err := c.route(ctx, req)
+	if err != nil {
+		return nil, ExecOutput{}, err
+	}
+	res, err := r.Agent.Exec(ctx, r.Tenant, in.Handle, er)
+	if err != nil {
+		return nil, ExecOutput{}, c.agentError("exec", err, in.Cwd)
+	}
+	out := ExecOutput{
+		ExitCode:      res.ExitCode,
+		Signal:        res.Signal,
+		TimedOut:      res.TimedOut,
+		StdoutDropped: res.StdoutDropped,
+		StderrDropped: res.StderrDropped,
+		DurationMS:    res.Duration.Milliseconds(),
+	}
+	out.Stdout, out.StdoutEncoding = encodeBytes(res.Stdout)
+	out.Stderr, out.StderrEncoding = encodeBytes(res.Stderr)
+	return text(renderExec(out, er.Timeout)), out, nil
+}
+
+func renderExec(o ExecOutput, timeout time.Duration) string {
+	var b strings.Builder
+	switch {
+	case o.TimedOut:
+		fmt.Fprintf(&b, "timed out after %s: the command and all its processes were killed (exit_code %d)\n", timeout, o.ExitCode)
+	case o.Signal != "":
+		fmt.Fprintf(&b, "killed by %s (exit_code %d)\n", o.Signal, o.ExitCode)
+	default:
+		fmt.Fprintf(&b, "exit_code: %d\n", o.ExitCode)
+	}
+	stream := func(name, data, enc string, dropped int64) {
+		if data == "" && dropped == 0 {
+			return
+		}
+		if enc == encodingBase64 {
+			fmt.Fprintf(&b, "--- %s (not valid UTF-8: base64) ---\n%s\n", name, data)
+		} else {
+			fmt.Fprintf(&b, "--- %s ---\n%s", name, data)
+			if !strings.HasSuffix(data, "\n") {
+				b.WriteString("\n")
+			}
+		}
+		if dropped > 0 {
+			fmt.Fprintf(&b, "(%d more bytes of %s were not kept: exec keeps 4 MiB per stream; use job_exec to page through large output)\n", dropped, name)
+		}
+	}
+	stream("stdout", o.Stdout, o.StdoutEncoding, o.StdoutDropped)
+	stream("stderr", o.Stderr, o.StderrEncoding, o.StderrDropped)
+	if o.Stdout == "" && o.Stderr == "" && o.StdoutDropped == 0 && o.StderrDropped == 0 {
+		b.WriteString("(no output)\n")
+	}
+	return b.String()
+}
+
+func (c *catalog) jobExec(ctx context.Context, req *mcp.CallToolRequest, in JobExecInput) (*mcp.CallToolResult, JobExecOutput, error) {
+	er, err := execRequest(in.Handle, in.Command, in.Shell, in.Cwd, in.Stdin, in.StdinBase64, in.TimeoutSeconds, 0)
+	if err != nil {
+		return nil, JobExecOutput{}, invalid(err)
+	}
+	r, err := c.route(ctx, req)
+	if err != nil {
+		return nil, JobExecOutput{}, err
+	}
+	info, err := r.Agent.StartJob(ctx, r.Tenant, in.Handle, er)
+	if err != nil {
+		return nil, JobExecOutput{}, c.agentError("job_exec", err, in.Cwd)
+	}
+	out := JobExecOutput{JobID: info.ID, State: string(info.State), Cursor: ""}
+	return text(fmt.Sprintf("Job %s started (state %s). Read its output with job_poll {\"job_id\": %q, \"cursor\": \"\"}; stop it with job_cancel.",
+		out.JobID, out.State, out.JobID)), out, nil
+}
+
+func (c *catalog) jobPoll(ctx context.Context, req *mcp.CallToolRequest, in JobPollInput) (*mcp.CallToolResult, JobPollOutput, error) {
+	if err := checkID("job_id", in.JobID); err != nil {
+		return nil, JobPollOutput{}, invalid(err)
+	}
+	if in.MaxBytes < 0 || in.MaxBytes > MaxPollBytes {
+		return nil, JobPollOutput{}, invalid(fmt.Errorf("max_bytes %d is out of range: give 1 to %d, or omit it for 1 MiB", in.MaxBytes, MaxPollBytes))
+	}
+	if in.WaitSeconds < 0 || time.Duration(in.WaitSeconds)*time.Second > MaxPollWait {
+		return nil, JobPollOutput{}, invalid(fmt.Errorf("wait_seconds %d is out of range: give 0 to %d", in.WaitSeconds, int(MaxPollWait/time.Second)))
+	}
+	if len(in.Cursor) > 64 || !utf8.ValidString(in.Cursor) {
+		return nil, JobPollOutput{}, invalid(errors.New("cursor is not one Playground issued: pass the next_cursor of your previous job_poll, or an empty cursor"))
+	}
+	r, err := c.route(ctx, req)
+	if err != nil {
+		return nil, JobPollOutput{}, err
+	}
+	res, err := r.Agent.Poll(ctx, agentapi.PollRequest{
+		Tenant: r.Tenant, Cursor: in.Cursor, MaxBytes: in.MaxBytes, Wait: time.Duration(in.WaitSeconds) * time.Second,
+	}, in.JobID)
+	if err != nil {
+		return nil, JobPollOutput{}, c.agentError("job_poll", err, "")
+	}
+	out := JobPollOutput{
+		JobID:         in.JobID,
+		State:         string(res.Job.State),
+		Chunks:        make([]Chunk, len(res.Chunks)),
+		NextCursor:    res.NextCursor,
+		DroppedBytes:  res.DroppedBytes,
+		DroppedChunks: res.DroppedChunks,
+		Done:          res.Done,
+		Result:        jobResult(res.Job.Result),
+	}
+	for i, ch := range res.Chunks {
+		out.Chunks[i] = Chunk{Stream: ch.Stream, Seq: ch.Seq, Offset: ch.Offset, Encoding: ch.Encoding, Data: ch.Data}
+	}
+	if g := res.Gap; g != nil {
+		out.Gap = &Gap{FromSeq: g.FromSeq, ToSeq: g.ToSeq, Chunks: g.Chunks, Bytes: g.Bytes}
+	}
+	return text(renderPoll(out)), out, nil
+}
+
+func jobResult(r *jobs.Result) *JobResult {
+	if r == nil {
+		return nil
+	}
+	return &JobResult{ExitCode: r.ExitCode, Signal: r.Signal, Killed: r.Killed, TimedOut: r.TimedOut, Error: r.Error, DurationMS: r.Duration.Milliseconds()}
+}
+
+func describeState(state string, r *JobResult) string {
+	if r == nil {
+		return state
+	}
+	s := fmt.Sprintf("%s, exit_code %d", state, r.ExitCode)
+	if r.Signal != "" {
+		s += ", signal " + r.Signal
+	}
+	if r.Error != "" {
+		s += ": " + r.Error
+	}
+	return s
+}
+
+func renderPoll(o JobPollOutput) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "job %s: %s\n", o.JobID, describeState(o.State, o.Result))
+	if o.Gap != nil {
+		fmt.Fprintf(&b, "gap: %d bytes in chunks %d to %d were evicted before you read them (the job's output buffer holds 4 MiB)\n",
+			o.Gap.Bytes, o.Gap.FromSeq, o.Gap.ToSeq-1)
+	}
+	last := ""
+	for _, ch := range o.Chunks {
+		if ch.Encoding == encodingBase64 {
+			fmt.Fprintf(&b, "--- %s chunk %d (not valid UTF-8: base64) ---\n%s\n", ch.Stream, ch.Seq, ch.Data)
+			last = ""
+			continue
+		}
+		if ch.Stream != last {
+			fmt.Fprintf(&b, "--- %s ---\n", ch.Stream)
+			last = ch.Stream
+		}
+		b.WriteString(ch.Data)
+	}
+	if len(o.Chunks) > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteString("\n")
+	}
+	if len(o.Chunks) == 0 {
+		b.WriteString("(no new output)\n")
+	}
+	if o.Done {
+		fmt.Fprintf(&b, "done: this is all of the job's output. Poll once more with cursor %q to acknowledge it.\n", o.NextCursor)
+	} else {
+		fmt.Fprintf(&b, "next_cursor: %q (pass it as cursor to the next job_poll)\n", o.NextCursor)
+	}
+	return b.String()
+}
+
+func (c *catalog) jobCancel(ctx context.Context, req *mcp.CallToolRequest, in JobCancelInput) (*mcp.CallToolResult, JobCancelOutput, error) {
+	if err := checkID("job_id", in.JobID); err != nil {
+		return nil, JobCancelOutput{}, invalid(err)
+	}
+	r, err := c.route(ctx, req)
+	if err != nil {
+		return nil, JobCancelOutput{}, err
+	}
+	info, err := r.Agent.Cancel(ctx, r.Tenant, in.JobID)
+	if err != nil {
+		return nil, JobCancelOutput{}, c.agentError("job_cancel", err, "")
+	}
+	out := JobCancelOutput{JobID: in.JobID, State: string(info.State), Result: jobResult(info.Result)}
+	msg := fmt.Sprintf("job %s: %s", in.JobID, describeState(out.State, out.Result))
+	if !info.State.Terminal() {
+		msg += "\nIts processes are being killed; job_poll shows the rest of its output and the final state."
+	}
+	return text(msg), out, nil
+}
+
+func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
+	if err := checkID("handle", in.Handle); err != nil {
+		return nil, ReadOutput{}, invalid(err)
+	}
+	if in.Path == "" {
+		return nil, ReadOutput{}, invalid(errors.New("path is empty: give a file path, absolute or relative to cwd"))
+	}
+	r, err := c.route(ctx, req)
+	if err != nil {
+		return nil, ReadOutput{}, err
+	}
+	f, err := r.Agent.Read(ctx, r.Tenant, in.Handle, in.Path, in.Cwd)
+	if err != nil {
+		return nil, ReadOutput{}, c.agentError("read", err, in.Cwd)
+	}
+	if len(f.Data) > MaxFileBytes {
+		// The agent enforces the same limit; never pass on more.
+		return nil, ReadOutput{}, fmt.Errorf("too_large: %q is %d bytes, over the 3 MiB read limit; read refuses rather than truncates: use exec (head, tail, split)", in.Path, len(f.Data))
+	}
+	sum := sha256.Sum256(f.Data)
+	out := ReadOutput{Path: in.Path, Size: len(f.Data), MIME: f.MIME, SHA256: hex.EncodeToString(sum[:])}
+	summary := fmt.Sprintf("%s: %d bytes, %s, sha256 %s", in.Path, out.Size, out.MIME, out.SHA256)
+	res := &mcp.CallToolResult{}
+	switch {
+	case isImage(f.MIME):
+		out.Content = "image"
+		res.Content = []mcp.Content{&mcp.ImageContent{Data: f.Data, MIMEType: f.MIME}, &mcp.TextContent{Text: summary}}
+	case isText(f.Data):
+		out.Content = "text"
+		res.Content = []mcp.Content{&mcp.TextContent{Text: string(f.Data)}}
+	default:
+		out.Content = "blob"
+		res.Content = []mcp.Content{
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: resourceURI(r.SandboxID, in.Path), MIMEType: f.MIME, Blob: f.Data}},
+			&mcp.TextContent{Text: summary + " (not text: the bytes are in the embedded resource, base64)"},
+		}
+	}
+	return res, out, nil
+}
+
+// isImage reports whether a MIME type is an image a client can show; SVG is
+// XML text and goes as text.
+func isImage(mime string) bool {
+	return strings.HasPrefix(mime, "image/") && !strings.HasPrefix(mime, "image/svg")
+}
+
+// isText reports whether data goes as a text block: valid UTF-8 without NUL
+// bytes (JSON would keep those too, but they mark binary files).
+func isText(data []byte) bool {
+	return utf8.Valid(data) && !strings.ContainsRune(string(data), 0)
+}
+
+func resourceURI(sandboxID, path string) string {
+	return (&url.URL{Scheme: "sandbox", Host: sandboxID, Path: path}).String()
+}
+
+func (c *catalog) write(ctx context.Context, req *mcp.CallToolRequest, in WriteInput) (*mcp.CallToolResult, WriteOutput, error) {
+	data, err := writePayload(in)
+	if err != nil {
+		return nil, WriteOutput{}, invalid(err)
+	}
+	r, err := c.route(ctx, req)
+	if err != nil {
+		return nil, WriteOutput{}, err
+	}
+	f, err := r.Agent.Write(ctx, r.Tenant, in.Handle, in.Path, in.Cwd, data)
+	if err != nil {
+		return nil, WriteOutput{}, c.agentError("write", err, in.Cwd)
+	}
+	out := WriteOutput{Path: f.Path, Size: f.Size, MIME: f.MIME, SHA256: f.SHA256}
+	return text(fmt.Sprintf("Wrote %s: %d bytes, %s, sha256 %s", out.Path, out.Size, out.MIME, out.SHA256)), out, nil
+}
+
+// writePayload validates write's arguments and returns the bytes to write.
+func writePayload(in WriteInput) ([]byte, error) {
+	if err := checkID("handle", in.Handle); err != nil {
+		return nil, err
+	}
+	if in.Path == "" {
+		return nil, errors.New("path is empty: give the file to write, absolute or relative to cwd")
+	}
+	var data []byte
+	switch {
+	case in.Text != nil && in.Base64 != nil:
+		return nil, errors.New("both text and base64 are given: give exactly one (text for UTF-8 content, base64 for any bytes)")
+	case in.Text == nil && in.Base64 == nil:
+		return nil, errors.New("neither text nor base64 is given: give exactly one (text for UTF-8 content, base64 for any bytes); an empty text writes an empty file")
+	case in.Text != nil:
+		data = []byte(*in.Text)
+	default:
+		var err error
+		if data, err = decodeBase64("base64", *in.Base64, MaxFileBytes); err != nil {
+			return nil, err
+		}
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("the content is %d bytes, over the 3 MiB write limit: split it into several files, or write parts and join them with exec (cat a b > c)", len(data))
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+// guardCalls wraps every tools/call. It passes "arguments": null on as {}
+// (the SDK v1.8.0 would panic applying schema defaults to a nil map, which
+// crashes the process), turns any other panic into a tool error instead of a
+// crashed gateway, and rewrites the SDK's messages for arguments that do not
+// fit a tool's schema (it validates them before the handlers run).
+func guardCalls(log *slog.Logger) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+			call, ok := req.(*mcp.CallToolRequest)
+			if !ok || call.Params == nil {
+				return next(ctx, method, req)
+			}
+			if a := bytes.TrimSpace(call.Params.Arguments); len(a) == 0 || bytes.Equal(a, []byte("null")) {
+				call.Params.Arguments = json.RawMessage("{}")
+			}
+			defer func() {
+				if p := recover(); p != nil {
+					log.Error("A tool call panicked", "tool", call.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					res, err = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+						Text: fmt.Sprintf("%s: %s failed unexpectedly in the gateway; retry, and tell the operator if it persists", hostagent.CodeInternal, call.Params.Name),
+					}}}, nil
+				}
+			}()
+			res, err = next(ctx, method, req)
+			ctr, ok := res.(*mcp.CallToolResult)
+			if err != nil || !ok || !ctr.IsError || len(ctr.Content) != 1 {
+				return res, err
+			}
+			if tc, ok := ctr.Content[0].(*mcp.TextContent); ok {
+				if msg, changed := clarifyArguments(call.Params.Name, tc.Text); changed {
+					tc.Text = msg
+				}
+			}
+			return res, err
+		}
+	}
+}
+
+// text is a result whose content is one text block.
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// invalid marks a refused argument.
+func invalid(err error) error {
+	return fmt.Errorf("%s: %w", hostagent.CodeInvalid, err)
+}
+
+// agentError turns an agent's error into the tool error a caller sees. The
+// agents' messages are written for tenants (and name nothing of others), so
+// they pass through; authentication trouble between gateway and agent, and
+// internal failures, are described without internals.
+func (c *catalog) agentError(tool string, err error, cwd string) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s was cancelled before the sandbox answered; if it ran a command, check its effects before retrying", tool)
+	}
+	var he *hostagent.Error
+	if !errors.As(err, &he) {
+		c.opts.Logger.Error("Agent call failed", "tool", tool, "err", err)
+		return fmt.Errorf("%s: the sandbox's node gave an answer the gateway could not read; retry, and tell the operator if it persists", hostagent.CodeInternal)
+	}
+	switch he.Code {
+	case hostagent.CodeUnauth:
+		c.opts.Logger.Error("An agent refused the gateway's token", "tool", tool)
+		return fmt.Errorf("%s: the gateway could not authenticate to your sandbox's node; this is a deployment problem (the gateway's agent token): retry later and tell the operator", hostagent.CodeUnavailable)
+	case hostagent.CodeInternal:
+		c.opts.Logger.Warn("Agent reported an internal error", "tool", tool, "err", he.Message)
+		return fmt.Errorf("%s: %s failed in your sandbox's node: %s; retry, and tell the operator if it persists", hostagent.CodeInternal, tool, he.Message)
+	case "":
+		return fmt.Errorf("%s: %s", hostagent.CodeInternal, he.Message)
+	}
+	return fmt.Errorf("%s: %s", he.Code, he.Message)
+}

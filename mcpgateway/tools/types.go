@@ -1,0 +1,165 @@
+package tools
+
+import "time"
+
+// The tools' inputs and outputs. Their JSON schemas are derived from these
+// types (jsonschema tags are the descriptions a model reads) and refined in
+// schemas.go with enums, defaults and bounds.
+
+// OpenSessionInput takes nothing: the tenant comes from the credential.
+type OpenSessionInput struct{}
+
+// OpenSessionOutput is an open session.
+type OpenSessionOutput struct {
+	SandboxID string    `json:"sandbox_id" jsonschema:"the stable ID of your sandbox: the same in every session, so the files and processes you left are still there"`
+	Handle    string    `json:"handle" jsonschema:"the session handle: pass it to exec, job_exec, read, write and close_session"`
+	Expires   time.Time `json:"expires" jsonschema:"when the handle expires if it goes unused; every call with it renews it"`
+}
+
+// CloseSessionInput names the handle to release.
+type CloseSessionInput struct {
+	Handle string `json:"handle" jsonschema:"the handle that open_session returned"`
+}
+
+// CloseSessionOutput confirms the release.
+type CloseSessionOutput struct {
+	Handle string `json:"handle" jsonschema:"the handle that was closed; it cannot be used again"`
+	Closed bool   `json:"closed" jsonschema:"always true: the handle is released (files and processes in the sandbox stay)"`
+}
+
+// ExecInput is a command to run to its end.
+type ExecInput struct {
+	Handle         string `json:"handle" jsonschema:"the session handle from open_session"`
+	Command        string `json:"command" jsonschema:"shell text run by a fresh /bin/sh -c; a cd or variable does not carry into the next command (use cwd, or chain with &&)"`
+	Shell          string `json:"shell,omitempty" jsonschema:"login (default) loads your profile (PATH, environment); clean starts from a minimal environment"`
+	Cwd            string `json:"cwd,omitempty" jsonschema:"working directory, absolute or relative to the home directory (default: the home directory); it must exist"`
+	Stdin          string `json:"stdin,omitempty" jsonschema:"standard input as UTF-8 text (default: empty); use stdin_base64 for bytes that are not text"`
+	StdinBase64    string `json:"stdin_base64,omitempty" jsonschema:"standard input as base64, for binary input; give stdin or stdin_base64, not both"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"kill the command and all its processes after this many seconds (default 600); for longer work use job_exec"`
+}
+
+// ExecOutput is how a command ended and what it wrote. Output is byte-exact:
+// a stream that is valid UTF-8 is text, anything else base64.
+type ExecOutput struct {
+	ExitCode       int    `json:"exit_code" jsonschema:"the shell's exit code; -1 when it was killed by a signal"`
+	Signal         string `json:"signal,omitempty" jsonschema:"the signal that ended the shell, if any"`
+	TimedOut       bool   `json:"timed_out" jsonschema:"true when timeout_seconds passed and the command and its processes were killed"`
+	Stdout         string `json:"stdout" jsonschema:"standard output, encoded as stdout_encoding says"`
+	StdoutEncoding string `json:"stdout_encoding" jsonschema:"text when stdout is valid UTF-8, else base64"`
+	StdoutDropped  int64  `json:"stdout_dropped" jsonschema:"bytes of stdout beyond the 4 MiB exec limit that were not kept; use job_exec to page through large output"`
+	Stderr         string `json:"stderr" jsonschema:"standard error, encoded as stderr_encoding says"`
+	StderrEncoding string `json:"stderr_encoding" jsonschema:"text when stderr is valid UTF-8, else base64"`
+	StderrDropped  int64  `json:"stderr_dropped" jsonschema:"bytes of stderr beyond the 4 MiB exec limit that were not kept"`
+	DurationMS     int64  `json:"duration_ms" jsonschema:"how long the command ran, in milliseconds"`
+}
+
+// JobExecInput is a command to start in the background.
+type JobExecInput struct {
+	Handle         string `json:"handle" jsonschema:"the session handle from open_session"`
+	Command        string `json:"command" jsonschema:"shell text run by a fresh /bin/sh -c in the background"`
+	Shell          string `json:"shell,omitempty" jsonschema:"login (default) loads your profile (PATH, environment); clean starts from a minimal environment"`
+	Cwd            string `json:"cwd,omitempty" jsonschema:"working directory, absolute or relative to the home directory (default: the home directory); it must exist"`
+	Stdin          string `json:"stdin,omitempty" jsonschema:"standard input as UTF-8 text (default: empty)"`
+	StdinBase64    string `json:"stdin_base64,omitempty" jsonschema:"standard input as base64; give stdin or stdin_base64, not both"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"kill the job and all its processes after this many seconds (default: no timeout; cancel it with job_cancel)"`
+}
+
+// JobExecOutput is a started job.
+type JobExecOutput struct {
+	JobID  string `json:"job_id" jsonschema:"the job's ID for job_poll and job_cancel; it stays valid across gateway restarts and sessions"`
+	State  string `json:"state" jsonschema:"running"`
+	Cursor string `json:"cursor" jsonschema:"the cursor of the job's first output: pass it to job_poll (empty means the start)"`
+}
+
+// JobPollInput asks for a page of a job's output.
+type JobPollInput struct {
+	JobID       string `json:"job_id" jsonschema:"the job_id that job_exec returned"`
+	Cursor      string `json:"cursor,omitempty" jsonschema:"where to continue: the next_cursor of your previous job_poll of this job (empty: the oldest output kept)"`
+	MaxBytes    int    `json:"max_bytes,omitempty" jsonschema:"the most output bytes to return in this page (default 1 MiB, at most 4 MiB)"`
+	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"when there is no new output yet, wait up to this many seconds for some (default 10, at most 30, 0 returns at once)"`
+}
+
+// JobPollOutput is a page of a job's output.
+type JobPollOutput struct {
+	JobID         string     `json:"job_id" jsonschema:"the job"`
+	State         string     `json:"state" jsonschema:"running, cancelling, or terminal: exited, killed, timed_out, failed"`
+	Chunks        []Chunk    `json:"chunks" jsonschema:"the output after the cursor, oldest first"`
+	NextCursor    string     `json:"next_cursor" jsonschema:"pass this as cursor to the next job_poll"`
+	Gap           *Gap       `json:"gap,omitempty" jsonschema:"set when output after your cursor was evicted before you read it"`
+	DroppedBytes  uint64     `json:"dropped_bytes" jsonschema:"bytes of this job's output evicted so far from its 4 MiB buffer, read or not"`
+	DroppedChunks uint64     `json:"dropped_chunks" jsonschema:"chunks of this job's output evicted so far"`
+	Done          bool       `json:"done" jsonschema:"true when the job has ended and this page reaches the end of its output; poll once more with next_cursor to acknowledge, so the job is recycled"`
+	Result        *JobResult `json:"result,omitempty" jsonschema:"how the job ended, once it is terminal"`
+}
+
+// Chunk is a piece of a job's output.
+type Chunk struct {
+	Stream   string `json:"stream" jsonschema:"stdout or stderr"`
+	Seq      uint64 `json:"seq" jsonschema:"the chunk's number in the job's output, across both streams"`
+	Offset   int    `json:"offset,omitempty" jsonschema:"where data starts within the chunk, when a page boundary split it"`
+	Encoding string `json:"encoding" jsonschema:"text (valid UTF-8) or base64"`
+	Data     string `json:"data" jsonschema:"the bytes, in the chunk's encoding"`
+}
+
+// Gap is output lost before it was read.
+type Gap struct {
+	FromSeq uint64 `json:"from_seq" jsonschema:"the first lost chunk"`
+	ToSeq   uint64 `json:"to_seq" jsonschema:"the chunk after the last lost one; this page resumes there"`
+	Chunks  uint64 `json:"chunks" jsonschema:"how many chunks were lost"`
+	Bytes   uint64 `json:"bytes" jsonschema:"how many bytes you never received"`
+}
+
+// JobResult is how a job ended.
+type JobResult struct {
+	ExitCode   int    `json:"exit_code" jsonschema:"the shell's exit code, or -1 when it did not exit by itself"`
+	Signal     string `json:"signal,omitempty" jsonschema:"the signal that ended the shell, if any"`
+	Killed     bool   `json:"killed" jsonschema:"true when job_cancel or the timeout ended it and all its processes were proven dead"`
+	TimedOut   bool   `json:"timed_out" jsonschema:"true when its timeout ended it"`
+	Error      string `json:"error,omitempty" jsonschema:"why a failed job failed, or a caveat of a killed one"`
+	DurationMS int64  `json:"duration_ms" jsonschema:"from start to end, in milliseconds"`
+}
+
+// JobCancelInput names the job to cancel.
+type JobCancelInput struct {
+	JobID string `json:"job_id" jsonschema:"the job_id that job_exec returned"`
+}
+
+// JobCancelOutput is the job's state after the cancel.
+type JobCancelOutput struct {
+	JobID  string     `json:"job_id" jsonschema:"the job"`
+	State  string     `json:"state" jsonschema:"cancelling until every process of the job is proven dead, then killed (or the terminal state it had already reached)"`
+	Result *JobResult `json:"result,omitempty" jsonschema:"how the job ended, once it is terminal"`
+}
+
+// ReadInput names a file to read.
+type ReadInput struct {
+	Handle string `json:"handle" jsonschema:"the session handle from open_session"`
+	Path   string `json:"path" jsonschema:"the file, absolute or relative to cwd"`
+	Cwd    string `json:"cwd,omitempty" jsonschema:"the directory relative paths start from (default: the home directory)"`
+}
+
+// ReadOutput describes the file read; its bytes are in the result's content.
+type ReadOutput struct {
+	Path    string `json:"path" jsonschema:"the path as given"`
+	Size    int    `json:"size" jsonschema:"the file's size in bytes"`
+	MIME    string `json:"mime" jsonschema:"the file's media type, from its extension or else its content"`
+	SHA256  string `json:"sha256" jsonschema:"the SHA-256 of the file's bytes, in hex"`
+	Content string `json:"content" jsonschema:"how the bytes are returned in the result's content: text (a text block), image (an image block) or blob (an embedded resource with base64 data)"`
+}
+
+// WriteInput is a file to replace.
+type WriteInput struct {
+	Handle string  `json:"handle" jsonschema:"the session handle from open_session"`
+	Path   string  `json:"path" jsonschema:"the file to create or replace, absolute or relative to cwd; its directory must exist"`
+	Text   *string `json:"text,omitempty" jsonschema:"the new content as UTF-8 text; give exactly one of text or base64"`
+	Base64 *string `json:"base64,omitempty" jsonschema:"the new content as base64 (standard or URL alphabet, padding optional), for bytes that are not text; at most 3 MiB decoded"`
+	Cwd    string  `json:"cwd,omitempty" jsonschema:"the directory relative paths start from (default: the home directory)"`
+}
+
+// WriteOutput describes the file written.
+type WriteOutput struct {
+	Path   string `json:"path" jsonschema:"the file's absolute path, symlinks in its directory resolved"`
+	Size   int    `json:"size" jsonschema:"bytes written"`
+	MIME   string `json:"mime" jsonschema:"the file's media type, from its extension or else its content"`
+	SHA256 string `json:"sha256" jsonschema:"the SHA-256 of the bytes written, in hex"`
+}
