@@ -32,9 +32,24 @@ help: ## Show this help.
 dev: prereqs build envtest ## Run the whole system locally on an embedded control plane.
 	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)"
 
+# Fuzz targets of the decoders of untrusted input, as package:target; make
+# test runs each for FUZZTIME on top of its seed corpus.
+FUZZ := ./mcpgateway/tools:FuzzToolArguments ./mcpgateway/tools:FuzzDecodeBase64 \
+	./hostagent/jobs:FuzzParseCursor ./hostagent/jobs:FuzzPoll ./hostagent/guest:FuzzParseFrame \
+	./internal/manifest:FuzzDecode
+FUZZTIME ?= 5s
+
 .PHONY: test
-test: prereqs envtest ## Run the test suite against a real kube-apiserver and etcd.
+test: prereqs envtest ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 $(TESTFLAGS)
+	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 5s).
+	@for f in $(FUZZ); do \
+		echo "fuzz $${f#*:} ($${f%%:*}) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) "$${f%%:*}" || exit 1; \
+	done
 
 .PHONY: verify
 verify: generate manifests fmt tidy ## Fail when generated files, go.mod or formatting are stale.
