@@ -67,172 +67,53 @@ type Options struct {
 // ReadyLine is printed once everything runs; scripts wait for it.
 const ReadyLine = "Playground dev is running."
 
+// Env is a running local system.
+type Env struct {
+	// Client is an administrator's client of the API server.
+	Client client.Client
+	// Endpoint is the MCP gateway's URL and Token the sample tenant's token.
+	Endpoint, Token string
+	// Tenant is the sample tenant, Ready.
+	Tenant *playgroundv1alpha1.Tenant
+	// Node is this machine's node name; Backend runs its sandboxes.
+	Node    string
+	Backend *oci.Backend
+	// Kubeconfig and Kubectl reach the API server; State holds it all.
+	Kubeconfig, Kubectl, State string
+	// AgentEndpoint and AgentToken reach the node's agent API.
+	AgentEndpoint, AgentToken string
+
+	errs     chan error
+	cleanups []func()
+}
+
+// Err reports a component that stopped on its own.
+func (e *Env) Err() <-chan error { return e.errs }
+
+// Stop stops everything Start started, in reverse order: the components,
+// then the sandbox containers (their files stay), then the control plane.
+func (e *Env) Stop() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+	e.cleanups = nil
+}
+
 // Run starts the local system, prints how to reach it to out, and runs until
 // ctx ends; then it stops everything it started, sandboxes included (their
 // files stay for the next run).
 func Run(ctx context.Context, opts Options, out io.Writer) error {
-	state, err := filepath.Abs(opts.StateDir)
+	env, err := Start(ctx, opts, out)
 	if err != nil {
 		return err
 	}
-	crds, err := filepath.Abs(opts.CRDs)
-	if err != nil {
-		return err
-	}
-	progress := func(format string, args ...any) { fmt.Fprintf(out, "==> "+format+"\n", args...) }
-
-	progress("starting kube-apiserver and etcd (state in %s)", state)
-	started := time.Now()
-	cp, err := controlplane.Start(controlplane.Options{
-		AssetsDir: opts.ControlPlaneDir,
-		DataDir:   filepath.Join(state, "etcd"),
-		CRDDirs:   []string{crds},
-	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		progress("stopping the control plane")
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-		}
-	}()
-	progress("control plane up with the CRDs installed in %s", time.Since(started).Round(100*time.Millisecond))
-
-	kubeconfig := filepath.Join(state, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		return err
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = playgroundv1alpha1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-
-	// The components run until ctx ends; stop waits for them all.
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	stop := func() { cancel(); wg.Wait() }
-	defer stop()
-	goRun := func(name string, fn func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(runCtx); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("%s: %w", name, err)
-			}
-		}()
-	}
-
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 opts.Logger.WithName("manager"),
-		Cache:                  controllers.CacheOptions(controllers.Options{}),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		return err
-	}
-	if err := controllers.Setup(mgr, controllers.Options{}); err != nil {
-		return err
-	}
-	goRun("manager", mgr.Start)
-	progress("manager running")
-
-	nodeDir := filepath.Join(state, "node")
-	if err := os.MkdirAll(nodeDir, 0o711); err != nil {
-		return err
-	}
-	// Sandboxes' unprivileged roots traverse the path to their bundles.
-	if err := os.Chmod(state, 0o711); err != nil {
-		return err
-	}
-	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary})
-	if err != nil {
-		return fmt.Errorf("the oci backend: %w", err)
-	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
-		defer scancel()
-		stop() // the agent first: it must not restart what is being stopped
-		progress("stopping the sandboxes (their files stay in %s)", nodeDir)
-		if err := be.StopAll(sctx); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the sandboxes:", err)
-		}
-	}()
-	agentToken, err := loadOrCreateToken(filepath.Join(state, "agent-token"))
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	node := nodeName()
-	goRun("agent", func(ctx context.Context) error {
-		return nodeagent.Run(ctx, nodeagent.Options{
-			Config:   cp.Config,
-			NodeName: node,
-			Backend:  be,
-			Listener: ln,
-			Tokens:   []string{agentToken},
-			Logger:   opts.Logger.WithName("agent"),
-		})
-	})
-	progress("host agent running as node %s (oci backend, state in %s)", node, nodeDir)
-
-	gw, err := mcpgateway.New(mcpgateway.Options{
-		Config:     cp.Config,
-		AgentToken: func() (string, error) { return agentToken, nil },
-		Logger:     slog.New(logr.ToSlogHandler(opts.Logger.WithName("gateway"))),
-	})
-	if err != nil {
-		return err
-	}
-	gwln, err := net.Listen("tcp", opts.Listen)
-	if err != nil {
-		return fmt.Errorf("the MCP gateway's address (--listen): %w", err)
-	}
-	goRun("gateway", func(ctx context.Context) error { return gw.Run(ctx, gwln) })
-	endpoint := "http://" + gwln.Addr().String() + "/mcp"
-	progress("MCP gateway listening on %s", endpoint)
-
-	objs, err := manifest.ReadKustomization(opts.Samples)
-	if err != nil {
-		return fmt.Errorf("reading the samples: %w", err)
-	}
-	if err := manifest.Apply(ctx, c, opts.Namespace, objs); err != nil {
-		return err
-	}
-	progress("applied %d sample objects from %s to namespace %s", len(objs), opts.Samples, opts.Namespace)
-
-	progress("waiting for tenant %s/%s to be Ready", opts.Namespace, opts.Tenant)
-	agentEndpoint := "http://" + ln.Addr().String()
-	tenant, err := waitTenant(ctx, c, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Tenant}, agentEndpoint, errs, progress)
-	if err != nil {
-		return err
-	}
-	var secret corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: tenant.Namespace, Name: tenant.Status.Credentials.SecretRef.Name}, &secret); err != nil {
-		return err
-	}
-
-	token := string(secret.Data[playgroundv1alpha1.CredentialTokenKey])
+	defer env.Stop()
 	clientConfig, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"playground": map[string]any{
-		"type": "http", "url": endpoint, "headers": map[string]string{"Authorization": "Bearer " + token},
+		"type": "http", "url": env.Endpoint, "headers": map[string]string{"Authorization": "Bearer " + env.Token},
 	}}}, "  ", "  ")
 	if err != nil {
 		return err
 	}
-	kubectl := filepath.Join(cp.Assets(), "kubectl")
 	fmt.Fprintf(out, `
 %s
   MCP endpoint:  %s   (Streamable HTTP)
@@ -245,15 +126,181 @@ An MCP client configuration (Claude Code, Cursor and others read this shape):
   %s
 
 Press Ctrl-C to stop; the cluster's and the sandboxes' state stays in %s.
-`, ReadyLine, endpoint, token, tenant.Namespace, tenant.Name, tenant.Status.SandboxID, node,
-		kubeconfig, kubectl, kubeconfig, clientConfig, state)
+`, ReadyLine, env.Endpoint, env.Token, env.Tenant.Namespace, env.Tenant.Name, env.Tenant.Status.SandboxID, env.Node,
+		env.Kubeconfig, env.Kubectl, env.Kubeconfig, clientConfig, env.State)
 
 	select {
 	case <-ctx.Done():
 		return nil
-	case err := <-errs:
+	case err := <-env.Err():
 		return err
 	}
+}
+
+// Start starts the local system and returns once the sample tenant is
+// Ready, printing progress to out. On error it stops what it started.
+func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error) {
+	state, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	crds, err := filepath.Abs(opts.CRDs)
+	if err != nil {
+		return nil, err
+	}
+	progress := func(format string, args ...any) { fmt.Fprintf(out, "==> "+format+"\n", args...) }
+	env := &Env{State: state, errs: make(chan error, 3)}
+	defer func() {
+		if err != nil {
+			env.Stop()
+		}
+	}()
+
+	progress("starting kube-apiserver and etcd (state in %s)", state)
+	started := time.Now()
+	cp, err := controlplane.Start(controlplane.Options{
+		AssetsDir: opts.ControlPlaneDir,
+		DataDir:   filepath.Join(state, "etcd"),
+		CRDDirs:   []string{crds},
+	})
+	if err != nil {
+		return nil, err
+	}
+	env.cleanups = append(env.cleanups, func() {
+		progress("stopping the control plane")
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	})
+	progress("control plane up with the CRDs installed in %s", time.Since(started).Round(100*time.Millisecond))
+
+	env.Kubeconfig = filepath.Join(state, "kubeconfig")
+	env.Kubectl = filepath.Join(cp.Assets(), "kubectl")
+	if err := cp.WriteKubeconfig(env.Kubeconfig); err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = playgroundv1alpha1.AddToScheme(scheme)
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	env.Client = c
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+
+	nodeDir := filepath.Join(state, "node")
+	if err := os.MkdirAll(nodeDir, 0o711); err != nil {
+		return nil, err
+	}
+	// Sandboxes' unprivileged roots traverse the path to their bundles.
+	if err := os.Chmod(state, 0o711); err != nil {
+		return nil, err
+	}
+	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary})
+	if err != nil {
+		return nil, fmt.Errorf("the oci backend: %w", err)
+	}
+	env.Backend = be
+	env.cleanups = append(env.cleanups, func() {
+		progress("stopping the sandboxes (their files stay in %s)", nodeDir)
+		sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+		defer scancel()
+		if err := be.StopAll(sctx); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the sandboxes:", err)
+		}
+	})
+
+	// The components run until Stop; it waits for them all before the
+	// sandboxes are stopped, so that no agent restarts what is stopping.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	env.cleanups = append(env.cleanups, func() { cancel(); wg.Wait() })
+	goRun := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+				env.errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 opts.Logger.WithName("manager"),
+		Cache:                  controllers.CacheOptions(controllers.Options{}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := controllers.Setup(mgr, controllers.Options{}); err != nil {
+		return nil, err
+	}
+	goRun("manager", mgr.Start)
+	progress("manager running")
+
+	if env.AgentToken, err = loadOrCreateToken(filepath.Join(state, "agent-token")); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	env.AgentEndpoint = "http://" + ln.Addr().String()
+	env.Node = nodeName()
+	goRun("agent", func(ctx context.Context) error {
+		return nodeagent.Run(ctx, nodeagent.Options{
+			Config:   cp.Config,
+			NodeName: env.Node,
+			Backend:  be,
+			Listener: ln,
+			Tokens:   []string{env.AgentToken},
+			Logger:   opts.Logger.WithName("agent"),
+		})
+	})
+	progress("host agent running as node %s (oci backend, state in %s)", env.Node, nodeDir)
+
+	gw, err := mcpgateway.New(mcpgateway.Options{
+		Config:     cp.Config,
+		AgentToken: func() (string, error) { return env.AgentToken, nil },
+		Logger:     slog.New(logr.ToSlogHandler(opts.Logger.WithName("gateway"))),
+	})
+	if err != nil {
+		return nil, err
+	}
+	gwln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("the MCP gateway's address (--listen): %w", err)
+	}
+	goRun("gateway", func(ctx context.Context) error { return gw.Run(ctx, gwln) })
+	env.Endpoint = "http://" + gwln.Addr().String() + "/mcp"
+	progress("MCP gateway listening on %s", env.Endpoint)
+
+	objs, err := manifest.ReadKustomization(opts.Samples)
+	if err != nil {
+		return nil, fmt.Errorf("reading the samples: %w", err)
+	}
+	if err := manifest.Apply(ctx, c, opts.Namespace, objs); err != nil {
+		return nil, err
+	}
+	progress("applied %d sample objects from %s to namespace %s", len(objs), opts.Samples, opts.Namespace)
+
+	progress("waiting for tenant %s/%s to be Ready", opts.Namespace, opts.Tenant)
+	if env.Tenant, err = waitTenant(ctx, c, client.ObjectKey{Namespace: opts.Namespace, Name: opts.Tenant}, env.AgentEndpoint, env.errs, progress); err != nil {
+		return nil, err
+	}
+	var secret corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: env.Tenant.Namespace, Name: env.Tenant.Status.Credentials.SecretRef.Name}, &secret); err != nil {
+		return nil, err
+	}
+	env.Token = string(secret.Data[playgroundv1alpha1.CredentialTokenKey])
+	return env, nil
 }
 
 // waitTenant waits until the tenant is Ready and its sandbox is served by
