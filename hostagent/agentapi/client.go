@@ -16,9 +16,11 @@ import (
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
-// maxResponseBytes bounds what the client reads of a response: the largest
-// is an exec result with two full output buffers, as base64.
-const maxResponseBytes = 16 << 20
+// maxResponseBytes bounds what the client reads of a response. The largest
+// is an exec result with two full 4 MiB output buffers of control bytes:
+// valid UTF-8 goes as JSON text, where each such byte is escaped to six
+// (\u0000), so 2 × 4 MiB × 6 plus the JSON around it.
+const maxResponseBytes = 64 << 20
 
 // Client calls one agent's API. It is safe for concurrent use and keeps its
 // connections: calls to one agent share an HTTP/2 connection.

@@ -1,0 +1,544 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/devenv"
+	"github.com/playground-dev/playground/mcpgateway/tools"
+)
+
+type options struct {
+	quick          bool
+	out            string
+	controlPlane   string
+	guest          string
+	verbose        bool
+}
+
+// sizes are the repetitions and payloads of one run.
+type sizes struct {
+	execs, opens, runcExecs, tenants int
+	jobBytes, memJobBytes            int64
+	sustained                        time.Duration
+}
+
+func sizesFor(quick bool) sizes {
+	if quick {
+		return sizes{execs: 200, opens: 200, runcExecs: 20, tenants: 20, jobBytes: 256 << 20, memJobBytes: 64 << 20, sustained: 3 * time.Second}
+	}
+	return sizes{execs: 1000, opens: 500, runcExecs: 50, tenants: 50, jobBytes: 1 << 30, memJobBytes: 1 << 30, sustained: 10 * time.Second}
+}
+
+// row is one line of the report.
+type row struct {
+	metric, ours, baseline, ratio, goal, verdict string
+}
+
+func run(ctx context.Context, opts options, out, log io.Writer) error {
+	sz := sizesFor(opts.quick)
+	state, err := os.MkdirTemp("", "pg-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+	fmt.Fprintln(out, "Starting the system (control plane, manager, agent, gateway)...")
+	env, err := devenv.Start(ctx, devenv.Options{
+		ControlPlaneDir: opts.controlPlane,
+		StateDir:        state,
+		Samples:         "config/samples",
+		CRDs:            "config/crd/bases",
+		Namespace:       "default",
+		Tenant:          "demo",
+		Listen:          "127.0.0.1:0",
+		GuestBinary:     opts.guest,
+	}, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		env.Stop()
+		destroyAll(env)
+	}()
+
+	b := &bench{env: env, sz: sz, out: out}
+	cs, err := b.connect(ctx, env.Token)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	b.cs = cs
+	var open tools.OpenSessionOutput
+	if err := call(ctx, cs, "open_session", map[string]any{}, &open); err != nil {
+		return err
+	}
+	b.handle, b.sandboxID = open.Handle, open.SandboxID
+
+	var rows []row
+	for _, step := range []struct {
+		name string
+		fn   func(context.Context) ([]row, error)
+	}{
+		{"P1 exec round trip", b.execRoundTrip},
+		{"sustained exec/s", b.sustained},
+		{"P4 open_session", b.openSession},
+		{"P2 job output throughput", b.jobThroughput},
+		{"P3 tenant to Ready, P6 idle sandbox memory", b.tenantsReady},
+		{"P7 agent memory under 32 jobs", b.jobMemory},
+	} {
+		fmt.Fprintf(out, "Running %s...\n", step.name)
+		r, err := step.fn(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", step.name, err)
+		}
+		rows = append(rows, r...)
+	}
+	rows = append(rows, row{"P5 1000 tenants at once → all Ready; manager peak memory", "not measured", "", "", "≤ 30 s; ≤ 300 MiB", "—"})
+
+	table := formatTable(rows)
+	fmt.Fprintln(out)
+	fmt.Fprint(out, table)
+	if opts.out != "" {
+		return writeReport(opts, table)
+	}
+	return nil
+}
+
+type bench struct {
+	env               *devenv.Env
+	sz                sizes
+	out               io.Writer
+	cs                *mcp.ClientSession
+	handle, sandboxID string
+}
+
+// bearer adds a tenant's token to every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// transport is shared by the bench's clients, with enough idle connections
+// for the concurrent ones.
+var transport = &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
+
+func (b *bench) connect(ctx context.Context, token string) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "playground-bench", Version: "v0"}, nil)
+	return c.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   b.env.Endpoint,
+		HTTPClient: &http.Client{Transport: bearer{token: token, base: transport}},
+	}, nil)
+}
+
+// call runs a tool and decodes its structured result into out.
+func call(ctx context.Context, cs *mcp.ClientSession, name string, args, out any) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if res.IsError {
+		var msg []string
+		for _, c := range res.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				msg = append(msg, t.Text)
+			}
+		}
+		return fmt.Errorf("%s: %s", name, strings.Join(msg, "; "))
+	}
+	if out == nil {
+		return nil
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// timeN runs fn n times after n/10 warm-up runs and returns the durations.
+func timeN(n int, fn func() error) ([]time.Duration, error) {
+	for i := 0; i < max(n/10, 3); i++ {
+		if err := fn(); err != nil {
+			return nil, err
+		}
+	}
+	ds := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if err := fn(); err != nil {
+			return nil, err
+		}
+		ds = append(ds, time.Since(start))
+	}
+	slices.Sort(ds)
+	return ds, nil
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	i := int(float64(len(ds)-1) * p)
+	return ds[i]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func bareShell() error { return exec.Command("/bin/sh", "-c", "true").Run() }
+
+func (b *bench) exec(ctx context.Context, cs *mcp.ClientSession, command string) error {
+	var res tools.ExecOutput
+	if err := call(ctx, cs, "exec", map[string]any{"handle": b.handle, "command": command}, &res); err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%q exited %d", command, res.ExitCode)
+	}
+	return nil
+}
+
+// execRoundTrip is P1: exec of `true` from the MCP client through gateway,
+// agent and sandbox, against a bare fork/exec of /bin/sh and against runc
+// exec into the same container.
+func (b *bench) execRoundTrip(ctx context.Context) ([]row, error) {
+	ours, err := timeN(b.sz.execs, func() error { return b.exec(ctx, b.cs, "true") })
+	if err != nil {
+		return nil, err
+	}
+	bare, err := timeN(b.sz.execs, bareShell)
+	if err != nil {
+		return nil, err
+	}
+	runcRoot := filepath.Join(b.env.State, "node", "runc")
+	runcExec, err := timeN(b.sz.runcExecs, func() error {
+		return exec.Command("runc", "--root", runcRoot, "exec", "pg-"+b.sandboxID, "/bin/sh", "-c", "true").Run()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runc exec: %w", err)
+	}
+	p50, p99 := ratio(pct(ours, .5), pct(bare, .5)), ratio(pct(ours, .99), pct(bare, .99))
+	return []row{
+		{"P1 exec `true` p50 (MCP → gateway → agent → sandbox)", ms(pct(ours, .5)), "bare fork/exec " + ms(pct(bare, .5)), fmt.Sprintf("%.1f×", p50), "≤ 3×", verdict(p50 <= 3)},
+		{"P1 exec `true` p99", ms(pct(ours, .99)), "bare fork/exec " + ms(pct(bare, .99)), fmt.Sprintf("%.1f×", p99), "≤ 10×", verdict(p99 <= 10)},
+		{"P1 exec `true` p50 against runc exec", ms(pct(ours, .5)), "runc exec " + ms(pct(runcExec, .5)), fmt.Sprintf("%.2f×", ratio(pct(ours, .5), pct(runcExec, .5))), "(for reference)", "—"},
+	}, nil
+}
+
+// sustained counts execs per second with 8 concurrent clients, against 8
+// concurrent bare fork/exec loops.
+func (b *bench) sustained(ctx context.Context) ([]row, error) {
+	const workers = 8
+	var sessions []*mcp.ClientSession
+	for i := 0; i < workers; i++ {
+		cs, err := b.connect(ctx, b.env.Token)
+		if err != nil {
+			return nil, err
+		}
+		defer cs.Close()
+		sessions = append(sessions, cs)
+	}
+	rate := func(fn func(i int) error) (float64, error) {
+		var n atomic.Int64
+		var firstErr atomic.Value
+		deadline := time.Now().Add(b.sz.sustained)
+		var wg sync.WaitGroup
+		for i := 0; i < workers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					if err := fn(i); err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					n.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if err, ok := firstErr.Load().(error); ok {
+			return 0, err
+		}
+		return float64(n.Load()) / b.sz.sustained.Seconds(), nil
+	}
+	ours, err := rate(func(i int) error { return b.exec(ctx, sessions[i], "true") })
+	if err != nil {
+		return nil, err
+	}
+	bare, err := rate(func(int) error { return bareShell() })
+	if err != nil {
+		return nil, err
+	}
+	return []row{{"sustained exec/s, 8 concurrent clients", fmt.Sprintf("%.0f /s", ours), fmt.Sprintf("8 bare fork/exec loops %.0f /s", bare), fmt.Sprintf("%.0f%%", 100*ours/bare), "(no goal set)", "—"}}, nil
+}
+
+// openSession is P4: open_session on an existing sandbox.
+func (b *bench) openSession(ctx context.Context) ([]row, error) {
+	var handles []string
+	ds, err := timeN(b.sz.opens, func() error {
+		var open tools.OpenSessionOutput
+		if err := call(ctx, b.cs, "open_session", map[string]any{}, &open); err != nil {
+			return err
+		}
+		handles = append(handles, open.Handle)
+		// Stay within the 64 handles a tenant may hold.
+		if len(handles) > 32 {
+			for _, h := range handles {
+				_ = call(ctx, b.cs, "close_session", map[string]any{"handle": h}, nil)
+			}
+			handles = handles[:0]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range handles {
+		_ = call(ctx, b.cs, "close_session", map[string]any{"handle": h}, nil)
+	}
+	bare, err := timeN(b.sz.opens, bareShell)
+	if err != nil {
+		return nil, err
+	}
+	p50 := pct(ds, .5)
+	return []row{{"P4 open_session on an existing sandbox, p50", ms(p50), "bare fork/exec " + ms(pct(bare, .5)), fmt.Sprintf("%.1f×", ratio(p50, pct(bare, .5))), "≤ 5 ms", verdict(p50 <= 5*time.Millisecond)}}, nil
+}
+
+// jobThroughput is P2: a job writing jobBytes of /dev/zero, read through
+// job_poll by the client, against `head -c | cat >/dev/null`.
+func (b *bench) jobThroughput(ctx context.Context) ([]row, error) {
+	size := b.sz.jobBytes
+	start := time.Now()
+	if err := exec.Command("/bin/sh", "-c", fmt.Sprintf("head -c %d /dev/zero | cat >/dev/null", size)).Run(); err != nil {
+		return nil, err
+	}
+	pipe := float64(size) / time.Since(start).Seconds()
+
+	var rows []row
+	for _, src := range []struct{ name, cmd string }{
+		{"/dev/zero (NUL bytes: JSON escapes each as \\u0000)", fmt.Sprintf("head -c %d /dev/zero", size)},
+		{"text (`yes`)", fmt.Sprintf("yes | head -c %d", size)},
+	} {
+		got, dropped, elapsed, err := b.drainJob(ctx, src.cmd)
+		if err != nil {
+			return nil, err
+		}
+		rate := float64(got+dropped) / elapsed.Seconds()
+		delivered := float64(got) / elapsed.Seconds()
+		rows = append(rows, row{
+			fmt.Sprintf("P2 job output, %d MiB of %s", size>>20, src.name),
+			fmt.Sprintf("%.0f MiB/s produced, %.0f MiB/s delivered (%d MiB dropped)", rate/(1<<20), delivered/(1<<20), dropped>>20),
+			fmt.Sprintf("pipe %.0f MiB/s", pipe/(1<<20)),
+			fmt.Sprintf("%.0f%% (delivered)", 100*delivered/pipe),
+			"≥ 25% of the pipe", verdict(delivered >= pipe/4),
+		})
+	}
+	return rows, nil
+}
+
+// drainJob runs command as a job and polls it to its end as fast as the
+// client can, returning the bytes received, the bytes the ring dropped and
+// the time from start to the last page.
+func (b *bench) drainJob(ctx context.Context, command string) (int64, int64, time.Duration, error) {
+	start := time.Now()
+	var job tools.JobExecOutput
+	if err := call(ctx, b.cs, "job_exec", map[string]any{"handle": b.handle, "command": command}, &job); err != nil {
+		return 0, 0, 0, err
+	}
+	cursor := job.Cursor
+	var got int64
+	for {
+		var page tools.JobPollOutput
+		if err := call(ctx, b.cs, "job_poll", map[string]any{"job_id": job.JobID, "cursor": cursor, "max_bytes": 4 << 20, "wait_seconds": 5}, &page); err != nil {
+			return 0, 0, 0, err
+		}
+		for _, c := range page.Chunks {
+			if c.Encoding == "base64" {
+				n, err := base64.StdEncoding.DecodeString(c.Data)
+				if err != nil {
+					return 0, 0, 0, err
+				}
+				got += int64(len(n))
+			} else {
+				got += int64(len(c.Data))
+			}
+		}
+		cursor = page.NextCursor
+		if page.Done {
+			elapsed := time.Since(start)
+			// Acknowledge the final page so the job is recycled.
+			_ = call(ctx, b.cs, "job_poll", map[string]any{"job_id": job.JobID, "cursor": cursor}, nil)
+			return got, int64(page.DroppedBytes), elapsed, nil
+		}
+	}
+}
+
+// tenantsReady is P3 (Tenant applied → Ready with a token and a running
+// sandbox) and P6 (memory of an idle sandbox).
+func (b *bench) tenantsReady(ctx context.Context) ([]row, error) {
+	c := b.env.Client
+	ns := "bench"
+	if err := c.Create(ctx, namespace(ns)); err != nil {
+		return nil, err
+	}
+	var memBefore runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&memBefore)
+
+	created := map[string]time.Time{}
+	readyAt := map[string]time.Duration{}
+	for i := 0; i < b.sz.tenants; i++ {
+		name := fmt.Sprintf("t%03d", i)
+		created[name] = time.Now()
+		if err := c.Create(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			return nil, err
+		}
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for len(readyAt) < len(created) {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d tenants Ready after 5 minutes", len(readyAt), len(created))
+		}
+		var list playgroundv1alpha1.TenantList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		for _, t := range list.Items {
+			if _, done := readyAt[t.Name]; !done && meta.IsStatusConditionTrue(t.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
+				readyAt[t.Name] = now.Sub(created[t.Name])
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var ds []time.Duration
+	for _, d := range readyAt {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	p50, p99 := pct(ds, .5), pct(ds, .99)
+
+	// P6: the sandboxes' processes (init and idle shepherds), and the agent's
+	// heap grown for them.
+	pss, n, err := sandboxPss(b.env)
+	if err != nil {
+		return nil, err
+	}
+	var memAfter runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&memAfter)
+	agentPer := (int64(memAfter.HeapInuse) - int64(memBefore.HeapInuse)) / int64(b.sz.tenants)
+	perSandbox := pss / int64(n)
+	return []row{
+		{fmt.Sprintf("P3 Tenant applied → Ready (token, running sandbox), p50 of %d", b.sz.tenants), ms(p50), "", "", "≤ 150 ms", verdict(p50 <= 150*time.Millisecond)},
+		{fmt.Sprintf("P3 Tenant applied → Ready, p99 of %d", b.sz.tenants), ms(p99), "", "", "≤ 500 ms", verdict(p99 <= 500*time.Millisecond)},
+		{fmt.Sprintf("P6 host memory per idle sandbox (PSS of its processes, %d sandboxes)", n), fmt.Sprintf("%.2f MiB", float64(perSandbox)/(1<<20)),
+			fmt.Sprintf("+ %.0f KiB heap in this process (manager, agent, gateway)", float64(agentPer)/1024), "", "≤ 2 MiB", verdict(perSandbox <= 2<<20)},
+	}, nil
+}
+
+// jobMemory is P7: this process's peak heap (it holds the agent) while 32
+// jobs each write memJobBytes with nobody reading.
+func (b *bench) jobMemory(ctx context.Context) ([]row, error) {
+	// 8 active jobs per tenant: four tenants' sessions, 8 jobs each.
+	c := b.env.Client
+	var sessions []*mcp.ClientSession
+	var handles []string
+	for i := 0; i < 4; i++ {
+		token, err := tokenOf(ctx, c, "bench", fmt.Sprintf("t%03d", i))
+		if err != nil {
+			return nil, err
+		}
+		cs, err := b.connect(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		defer cs.Close()
+		var open tools.OpenSessionOutput
+		if err := call(ctx, cs, "open_session", map[string]any{}, &open); err != nil {
+			return nil, err
+		}
+		sessions, handles = append(sessions, cs), append(handles, open.Handle)
+	}
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	type jobRef struct {
+		cs *mcp.ClientSession
+		id string
+	}
+	var jobs []jobRef
+	for i, cs := range sessions {
+		for j := 0; j < 8; j++ {
+			var job tools.JobExecOutput
+			if err := call(ctx, cs, "job_exec", map[string]any{"handle": handles[i], "command": fmt.Sprintf("head -c %d /dev/urandom", b.sz.memJobBytes)}, &job); err != nil {
+				return nil, err
+			}
+			jobs = append(jobs, jobRef{cs, job.JobID})
+		}
+	}
+	var peak uint64
+	for {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapInuse)
+		running := 0
+		for _, j := range jobs {
+			var page tools.JobPollOutput
+			if err := call(ctx, j.cs, "job_poll", map[string]any{"job_id": j.id, "max_bytes": 1}, &page); err != nil {
+				return nil, err
+			}
+			if page.Result == nil {
+				running++
+			}
+		}
+		if running == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	grown := int64(peak) - int64(base.HeapInuse)
+	goal := int64(64*4<<20 + 64<<20)
+	return []row{{fmt.Sprintf("P7 agent memory while 32 jobs each write %d MiB, unread", b.sz.memJobBytes>>20),
+		fmt.Sprintf("%.0f MiB heap growth", float64(grown)/(1<<20)), "", "", "≤ 64 × 4 MiB + 64 MiB", verdict(grown <= goal)}}, nil
+}
+
+func formatTable(rows []row) string {
+	var sb strings.Builder
+	sb.WriteString("| metric | ours | baseline (same run) | ratio | goal | |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s |\n", r.metric, r.ours, r.baseline, r.ratio, r.goal, r.verdict)
+	}
+	return sb.String()
+}

@@ -1,0 +1,43 @@
+// Command playground-bench measures Playground against the floor of this
+// machine: every figure beside a baseline measured in the same run (a bare
+// fork/exec, a pipe, runc exec), since the machines it runs on are shared
+// and noisy. It starts what `playground dev` starts, in a temporary state
+// directory, runs each benchmark after a warm-up, prints one table and
+// writes it to docs/benchmarks.md. `make bench` runs it; --quick keeps it
+// to a few minutes.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func main() {
+	var opts options
+	flag.BoolVar(&opts.quick, "quick", false, "fewer repetitions and smaller payloads: a few minutes")
+	flag.StringVar(&opts.out, "out", "docs/benchmarks.md", "where to write the report (empty: nowhere)")
+	flag.StringVar(&opts.controlPlane, "control-plane", "", "directory of kube-apiserver, etcd and kubectl (default: hack/controlplane.sh)")
+	flag.StringVar(&opts.guest, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
+	flag.BoolVar(&opts.verbose, "v", false, "print the system's progress while it starts")
+	flag.Parse()
+
+	ctrl.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := io.Writer(io.Discard)
+	if opts.verbose {
+		log = os.Stderr
+	}
+	if err := run(ctx, opts, os.Stdout, log); err != nil {
+		fmt.Fprintln(os.Stderr, "playground-bench:", err)
+		os.Exit(1)
+	}
+}

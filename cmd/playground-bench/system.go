@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/devenv"
+)
+
+func namespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func tokenOf(ctx context.Context, c client.Client, ns, tenant string) (string, error) {
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName(tenant)}, &s); err != nil {
+		return "", err
+	}
+	return string(s.Data[playgroundv1alpha1.CredentialTokenKey]), nil
+}
+
+func sandboxIDs(env *devenv.Env) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(env.State, "node", "sandboxes"))
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+// sandboxPss sums the proportional set size of every process of every
+// sandbox on the node, and returns it with the number of sandboxes.
+func sandboxPss(env *devenv.Env) (int64, int, error) {
+	ids, err := sandboxIDs(env)
+	if err != nil {
+		return 0, 0, err
+	}
+	root := filepath.Join(env.State, "node", "runc")
+	var total int64
+	for _, id := range ids {
+		out, err := exec.Command("runc", "--root", root, "ps", "--format", "json", "pg-"+id).Output()
+		if err != nil {
+			return 0, 0, fmt.Errorf("runc ps %s: %w", id, err)
+		}
+		var pids []int
+		if err := json.Unmarshal(out, &pids); err != nil {
+			return 0, 0, err
+		}
+		for _, pid := range pids {
+			total += pssOf(pid)
+		}
+	}
+	return total, len(ids), nil
+}
+
+// pssOf reads a process's PSS in bytes from smaps_rollup.
+func pssOf(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if f := strings.Fields(s.Text()); len(f) >= 2 && f[0] == "Pss:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// destroyAll removes the bench's sandboxes, files included, so that its
+// temporary state directory can go.
+func destroyAll(env *devenv.Env) {
+	ids, _ := sandboxIDs(env)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, id := range ids {
+		if err := env.Backend.Destroy(ctx, id, false); err != nil {
+			fmt.Fprintln(os.Stderr, "removing sandbox", id, err)
+		}
+	}
+}
+
+// machine describes this machine for the report.
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]); len(f) >= 2 {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			mem = fmt.Sprintf(", %.0f GiB memory", float64(kb)/(1<<20))
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%d × %s%s, Linux %s, %s", runtime.NumCPU(), cpu, mem, strings.TrimSpace(string(kernel)), runtime.Version())
+}
+
+func writeReport(opts options, table string) error {
+	mode, cmd := "full", "make bench"
+	if opts.quick {
+		mode, cmd = "quick", "make bench BENCHFLAGS=--quick"
+	}
+	body := fmt.Sprintf(`# Benchmarks
+
+Written by %s (%s mode) on %s.
+
+Machine: %s. These machines are shared and noisy: every figure stands beside a
+baseline measured in the same run, and the ratio is what to compare.
+
+%s
+%s`, "`"+cmd+"`", mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), table, notes)
+	return os.WriteFile(opts.out, []byte(body), 0o644)
+}
