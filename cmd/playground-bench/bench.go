@@ -28,11 +28,11 @@ import (
 )
 
 type options struct {
-	quick          bool
-	out            string
-	controlPlane   string
-	guest          string
-	verbose        bool
+	quick        bool
+	out          string
+	controlPlane string
+	guest        string
+	verbose      bool
 }
 
 // sizes are the repetitions and payloads of one run.
