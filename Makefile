@@ -44,6 +44,15 @@ test: prereqs envtest ## Run the test suite against a real kube-apiserver and et
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 $(TESTFLAGS)
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
 
+.PHONY: smoke
+smoke: build envtest prereqs ## Run hack/smoke.sh, with the cancellation proof, against a fresh playground dev.
+	hack/dev-smoke.sh
+
+.PHONY: bench
+bench: prereqs build envtest ## Run the benchmarks against same-run baselines; write docs/benchmarks.md (BENCHFLAGS=--quick for a few minutes).
+	$(GO) build -o $(BIN)/playground-bench ./cmd/playground-bench
+	$(BIN)/playground-bench --control-plane "$$(hack/controlplane.sh)" --guest-binary $(BIN)/playground-sandbox $(BENCHFLAGS)
+
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 5s).
 	@for f in $(FUZZ); do \

@@ -13,6 +13,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/playground-dev/playground/internal/devenv"
 )
 
@@ -70,8 +74,14 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Tenant, "tenant", "demo", "the sample tenant to wait for and print the token of")
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:7080", "address of the MCP gateway")
 	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
+	verbose := fs.Bool("v", false, "print the components' logs to standard error")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	opts.Logger = logr.Discard()
+	if *verbose {
+		opts.Logger = textlogger.NewLogger(textlogger.NewConfig())
+	}
+	ctrl.SetLogger(opts.Logger)
 	return devenv.Run(ctx, opts, os.Stdout)
 }
