@@ -37,9 +37,13 @@ func CacheOptions(opts Options) cache.Options {
 	}}
 }
 
-// Setup registers every reconciler of the manager with mgr.
+// Setup registers every reconciler of the manager with mgr, and the
+// manager's metrics (metrics.go) on controller-runtime's registry.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	opts.defaults()
+	if err := registerMetrics(mgr); err != nil {
+		return err
+	}
 	if err := (&TenantReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller")}).SetupWithManager(mgr); err != nil {
 		return err
 	}

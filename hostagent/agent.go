@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
@@ -60,6 +62,8 @@ type Agent struct {
 	jobs  *jobs.Manager
 	clock jobs.Clock
 	opts  Options
+	// execDuration is exec's latency by outcome (metrics.go).
+	execDuration *prometheus.HistogramVec
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox // by sandbox ID
@@ -104,13 +108,14 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	return &Agent{
-		be:        opts.Backend,
-		jobs:      jm,
-		clock:     opts.Clock,
-		opts:      opts,
-		sandboxes: map[string]*sandbox{},
-		handles:   map[string]*handle{},
-		perTenant: map[string]int{},
+		be:           opts.Backend,
+		jobs:         jm,
+		clock:        opts.Clock,
+		opts:         opts,
+		execDuration: newExecDuration(),
+		sandboxes:    map[string]*sandbox{},
+		handles:      map[string]*handle{},
+		perTenant:    map[string]int{},
 	}, nil
 }
 

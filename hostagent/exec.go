@@ -72,7 +72,7 @@ type ExecResult struct {
 // Exec runs a command to its end in a fresh /bin/sh of the handle's sandbox.
 // On timeout the command and every descendant are killed, with proof, and
 // the output produced so far is returned.
-func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecRequest) (ExecResult, error) {
+func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecRequest) (res ExecResult, err error) {
 	if err := req.validate(a.opts.MaxFileBytes); err != nil {
 		return ExecResult{}, err
 	}
@@ -82,6 +82,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	}
 	out := &execOutput{limit: a.opts.ExecOutputLimit}
 	started := time.Now()
+	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
 	proc, err := a.be.Exec(ctx, spec.ID, req.backendRequest(), out)
 	if err != nil {
 		return ExecResult{}, a.execError(err)

@@ -223,11 +223,13 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
 		if !ok {
+			authFailed(missingOrMalformed(r))
 			w.Header().Set("WWW-Authenticate", `Bearer realm="playground"`)
 			http.Error(w, "Unauthorized: present your tenant's token as Authorization: Bearer <token> (it is in the tenant's credential Secret, key \"token\")", http.StatusUnauthorized)
 			return
 		}
 		if err := g.view.Ready(); err != nil {
+			authFailed(AuthNotReady)
 			if now := time.Now().UnixNano(); now-g.lastRefusalLog.Load() > int64(10*time.Second) {
 				g.lastRefusalLog.Store(now)
 				g.log.Warn("Refusing requests: the credential view is not current", "err", err)
@@ -242,14 +244,17 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 		switch {
 		case err == nil:
 		case errors.Is(err, clusterview.ErrNotReady):
+			authFailed(AuthNotReady)
 			w.Header().Set("Retry-After", "5")
 			http.Error(w, "Service Unavailable: the gateway cannot verify credentials right now; retry shortly", http.StatusServiceUnavailable)
 			return
 		case errors.As(err, &susp), errors.As(err, &cat):
+			authFailed(refusal(susp))
 			g.log.Info("Refused a tenant", "tenant", tenantOf(susp, cat), "reason", err.Error())
 			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 			return
 		default:
+			authFailed(AuthUnknownToken)
 			g.log.Debug("Refused an unknown token", "remote", r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="playground", error="invalid_token", error_description="the token is not a current tenant credential"`)
 			http.Error(w, "Unauthorized: "+clusterview.ErrUnknownToken.Error(), http.StatusUnauthorized)

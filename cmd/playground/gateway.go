@@ -39,6 +39,7 @@ func runGateway(ctx context.Context, args []string) error {
 		idleTimeout = fs.Duration("session-idle-timeout", mcpgateway.DefaultSessionIdleTimeout, "with --sessions stateful: close a transport session unused this long")
 		staleAfter  = fs.Duration("watch-stale-after", clusterview.DefaultStaleAfter, "refuse every request once a watch of credentials, tenants or sandboxes has been broken this long")
 		execTimeout = fs.Duration("exec-timeout", 10*time.Minute, "exec's timeout when the caller names none")
+		metricsAddr = fs.String("metrics-bind-address", ":9090", `address of the Prometheus metrics endpoint (served at /metrics; not with --stdio); "0" disables it`)
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -115,7 +116,30 @@ func runGateway(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	return gw.Run(ctx, ln)
+	if *metricsAddr == "" || *metricsAddr == "0" {
+		return gw.Run(ctx, ln)
+	}
+	mln, err := net.Listen("tcp", *metricsAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("--metrics-bind-address: %w", err)
+	}
+	// The gateway and its metrics endpoint stop together: when ctx ends, or
+	// when either fails.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	merr := make(chan error, 1)
+	go func() {
+		err := mcpgateway.ServeMetrics(ctx, mln, log)
+		if err != nil {
+			err = fmt.Errorf("metrics endpoint: %w", err)
+		}
+		merr <- err
+		cancel()
+	}()
+	err = gw.Run(ctx, ln)
+	cancel()
+	return errors.Join(err, <-merr)
 }
 
 func gatewayRESTConfig(kubeconfig string) (*rest.Config, error) {

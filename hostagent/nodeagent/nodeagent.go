@@ -217,6 +217,7 @@ func Run(ctx context.Context, opts Options) error {
 			log.Error(err, "Stopping the agent's jobs")
 		}
 	}()
+	defer registerMetrics(agent, opts.NodeName, log)() // registered now, unregistered on return
 
 	ln := opts.Listener
 	if ln == nil {

@@ -145,8 +145,8 @@ type node struct {
 
 // startNode runs an agent for the node name over stateDir (a new one when
 // empty), serving on addr (any loopback port when empty), until stop or
-// the end of the test.
-func startNode(t *testing.T, name, stateDir, addr string) *node {
+// the end of the test. Each mutate adjusts the agent's options.
+func startNode(t *testing.T, name, stateDir, addr string, mutate ...func(*nodeagent.Options)) *node {
 	t.Helper()
 	ocitest.Require(t)
 	if stateDir == "" {
@@ -165,20 +165,22 @@ func startNode(t *testing.T, name, stateDir, addr string) *node {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- nodeagent.Run(ctx, nodeagent.Options{
-			Config:         agentConfig,
-			NodeName:       name,
-			Backend:        n.backend,
-			Listener:       ln,
-			Tokens:         []string{token},
-			LeaseDuration:  leaseDuration,
-			Labels:         map[string]string{"playground.dev/test-node": name},
-			Logger:         log.WithName(name),
-			ShutdownGrace:  5 * time.Second,
-			ResyncInterval: 200 * time.Millisecond,
-		})
-	}()
+	opts := nodeagent.Options{
+		Config:         agentConfig,
+		NodeName:       name,
+		Backend:        n.backend,
+		Listener:       ln,
+		Tokens:         []string{token},
+		LeaseDuration:  leaseDuration,
+		Labels:         map[string]string{"playground.dev/test-node": name},
+		Logger:         log.WithName(name),
+		ShutdownGrace:  5 * time.Second,
+		ResyncInterval: 200 * time.Millisecond,
+	}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	go func() { done <- nodeagent.Run(ctx, opts) }()
 	stopped := false
 	n.stop = func() {
 		if stopped {

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGatewayMetricsEndpoint: `playground gateway --metrics-bind-address`
+// serves Prometheus metrics, among them the gateway's refusals; and the
+// endpoint stops with the gateway. The gateway's API server is
+// unreachable: metrics need none.
+func TestGatewayMetricsEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(dir, "agent-token")
+	if err := os.WriteFile(tokenFile, []byte("agent-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listen, metricsAddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- runGateway(ctx, []string{"--kubeconfig", kubeconfig, "--agent-token-file", tokenFile,
+			"--listen", listen, "--metrics-bind-address", metricsAddr})
+	}()
+
+	metricsURL := "http://" + metricsAddr + "/metrics"
+	var before float64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := missingTokenRefusals(metricsURL)
+		if err == nil {
+			before = v
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the metrics endpoint did not come up: %v", err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the gateway stopped: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	resp, err := http.Post("http://"+listen+"/mcp", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a request without a token: %s, want 401", resp.Status)
+	}
+	after, err := missingTokenRefusals(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before+1 {
+		t.Fatalf(`auth failures{reason="missing"} went from %v to %v, want one more`, before, after)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the gateway stopped with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the gateway did not stop")
+	}
+	if _, err := net.DialTimeout("tcp", metricsAddr, time.Second); err == nil {
+		t.Fatal("the metrics endpoint outlived the gateway")
+	}
+}
+
+var missingRE = regexp.MustCompile(`(?m)^playground_gateway_auth_failures_total\{reason="missing"\} (\S+)$`)
+
+// missingTokenRefusals scrapes the count of requests refused for want of
+// a token.
+func missingTokenRefusals(url string) (float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	m := missingRE.FindSubmatch(body)
+	if m == nil {
+		return 0, fmt.Errorf("no playground_gateway_auth_failures_total{reason=\"missing\"} in:\n%s", body)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

@@ -1,0 +1,115 @@
+package hostagent
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The agent's Prometheus metrics (docs/metrics.md). The job counters are
+// read from the job manager's Stats at scrape time, so the output path
+// counts nothing twice; only exec's latency is observed as it happens.
+// No metric carries a tenant, a sandbox or a job: their number is
+// unbounded.
+var (
+	jobsActiveDesc = prometheus.NewDesc("playground_jobs_active",
+		"Background jobs running or being cancelled on this agent.", nil, nil)
+	jobsRetainedDesc = prometheus.NewDesc("playground_jobs_retained",
+		"Background jobs held by this agent, active or ended and not yet recycled; bounded by the agent's retained-jobs limit.", nil, nil)
+	jobsStartedDesc = prometheus.NewDesc("playground_jobs_started_total",
+		"Background jobs admitted and started.", nil, nil)
+	jobsRefusedDesc = prometheus.NewDesc("playground_jobs_refused_total",
+		"Background job starts refused by admission: a bound was reached, or admission is halted.", nil, nil)
+	jobsHaltedDesc = prometheus.NewDesc("playground_jobs_admission_halted",
+		"1 while the agent admits no new job because a kill could not be proven, else 0.", nil, nil)
+	jobOutputDesc = prometheus.NewDesc("playground_job_output_bytes_total",
+		"Bytes of output that background jobs wrote into their rings.", nil, nil)
+	jobDroppedDesc = prometheus.NewDesc("playground_job_dropped_bytes_total",
+		"Bytes of background jobs' output evicted from their rings before being read to the end (a poll reports them as a gap).", nil, nil)
+	jobEvictionsDesc = prometheus.NewDesc("playground_job_ring_evictions_total",
+		"Output chunks evicted from background jobs' rings.", nil, nil)
+)
+
+// Outcomes of exec, the values of playground_exec_duration_seconds's
+// outcome label.
+const (
+	// ExecExited: the command ran to its end, whatever its exit code or
+	// signal.
+	ExecExited = "exited"
+	// ExecTimedOut: the command's timeout killed it (with proof).
+	ExecTimedOut = "timed_out"
+	// ExecCancelled: the caller went away before the command ended; it
+	// was killed.
+	ExecCancelled = "cancelled"
+	// ExecFailed: the command could not start, or the agent lost it.
+	ExecFailed = "failed"
+)
+
+// execBuckets span a builtin's milliseconds to a build's hour.
+var execBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+
+func newExecDuration() *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "playground_exec_duration_seconds",
+		Help:    "Wall-clock time of synchronous commands (exec), from their start in the sandbox to their result, by outcome.",
+		Buckets: execBuckets,
+	}, []string{"outcome"})
+	for _, o := range []string{ExecExited, ExecTimedOut, ExecCancelled, ExecFailed} {
+		h.WithLabelValues(o) // every outcome is exported from the start, at zero
+	}
+	return h
+}
+
+// observeExec records one exec that reached the backend.
+func (a *Agent) observeExec(ctx context.Context, res ExecResult, err error, took time.Duration) {
+	outcome := ExecExited
+	switch {
+	case err == nil && res.TimedOut:
+		outcome = ExecTimedOut
+	case err != nil && ctx.Err() != nil:
+		outcome = ExecCancelled
+	case err != nil:
+		outcome = ExecFailed
+	}
+	a.execDuration.WithLabelValues(outcome).Observe(took.Seconds())
+}
+
+// Collector returns the agent's metrics as a Prometheus collector: its jobs
+// (read from the job manager when scraped) and exec's latency. Register it
+// once per agent; when several agents share a registry, as in tests, wrap
+// it with a label that tells them apart (nodeagent adds node=<name>).
+func (a *Agent) Collector() prometheus.Collector { return collector{a} }
+
+type collector struct{ a *Agent }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc,
+		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc} {
+		ch <- d
+	}
+	c.a.execDuration.Describe(ch)
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.a.jobs.Stats()
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	halted := 0.0
+	if s.AdmissionHalted {
+		halted = 1
+	}
+	gauge(jobsActiveDesc, float64(s.Active))
+	gauge(jobsRetainedDesc, float64(s.Retained))
+	gauge(jobsHaltedDesc, halted)
+	counter(jobsStartedDesc, s.Started)
+	counter(jobsRefusedDesc, s.Refused)
+	counter(jobOutputDesc, s.OutputBytes)
+	counter(jobDroppedDesc, s.DroppedBytes)
+	counter(jobEvictionsDesc, s.Evictions)
+	c.a.execDuration.Collect(ch)
+}

@@ -1,0 +1,25 @@
+package nodeagent
+
+import (
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/playground-dev/playground/hostagent"
+)
+
+// registerMetrics adds the agent's metrics to controller-runtime's
+// registry, which the manager's metrics server (Options.MetricsBindAddress)
+// serves, labelled node=<node> so that several agents in one process (tests,
+// or an operator running a few) stay apart. It returns the unregistration,
+// so that an agent restarted in the same process registers again. A failure
+// to register is logged, never fatal: metrics are not worth a node.
+func registerMetrics(agent *hostagent.Agent, node string, log logr.Logger) (unregister func()) {
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node": node}, metrics.Registry)
+	c := agent.Collector()
+	if err := reg.Register(c); err != nil {
+		log.Error(err, "Not exporting the agent's metrics: registering them failed (is another agent of this node running in this process?)")
+		return func() {}
+	}
+	return func() { reg.Unregister(c) }
+}

@@ -1,0 +1,104 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/playground-dev/playground/mcpgateway/clusterview"
+)
+
+// Reasons of playground_gateway_auth_failures_total: why a request to /mcp
+// was refused before reaching the tools. The tenant is never a label: a
+// label per tenant (or, worse, per token) would grow without bound and
+// name who is being refused.
+const (
+	// AuthMissing: no Authorization header.
+	AuthMissing = "missing"
+	// AuthMalformed: an Authorization header that is not "Bearer <token>".
+	AuthMalformed = "malformed"
+	// AuthUnknownToken: the token is no current credential (401).
+	AuthUnknownToken = "unknown_token"
+	// AuthSuspended: the token's tenant is suspended (403).
+	AuthSuspended = "suspended"
+	// AuthWrongCatalog: the tenant is configured for another catalog (403).
+	AuthWrongCatalog = "wrong_catalog"
+	// AuthNotReady: the gateway's view of credentials is not current, so it
+	// could not check the token (503, fail closed).
+	AuthNotReady = "not_ready"
+)
+
+// authFailures counts refused requests by reason, for every gateway of the
+// process, on controller-runtime's registry.
+var authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "playground_gateway_auth_failures_total",
+	Help: "Requests to the MCP endpoint refused by authentication, by reason: missing, malformed, unknown_token, suspended, wrong_catalog, not_ready.",
+}, []string{"reason"})
+
+func init() {
+	metrics.Registry.MustRegister(authFailures)
+	for _, r := range []string{AuthMissing, AuthMalformed, AuthUnknownToken, AuthSuspended, AuthWrongCatalog, AuthNotReady} {
+		authFailures.WithLabelValues(r) // every reason is exported from the start, at zero
+	}
+}
+
+func authFailed(reason string) { authFailures.WithLabelValues(reason).Inc() }
+
+// MetricsHandler serves controller-runtime's registry (the gateway's
+// metrics, Go's and the process's) in the Prometheus exposition format.
+func MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+}
+
+// ServeMetrics serves MetricsHandler at /metrics on ln until ctx ends.
+func ServeMetrics(ctx context.Context, ln net.Listener, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", MetricsHandler())
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("Serving metrics", "address", ln.Addr().String(), "path", "/metrics")
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultShutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
+	<-errc
+	return err
+}
+
+// missingOrMalformed is the reason of a request without a bearer token.
+func missingOrMalformed(r *http.Request) string {
+	if r.Header.Get("Authorization") == "" {
+		return AuthMissing
+	}
+	return AuthMalformed
+}
+
+// refusal is the reason of a tenant refused by policy.
+func refusal(susp *clusterview.SuspendedError) string {
+	if susp != nil {
+		return AuthSuspended
+	}
+	return AuthWrongCatalog
+}
