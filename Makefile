@@ -40,7 +40,7 @@ FUZZ := ./mcpgateway/tools:FuzzToolArguments ./mcpgateway/tools:FuzzDecodeBase64
 FUZZTIME ?= 5s
 
 .PHONY: test
-test: prereqs envtest ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
+test: prereqs envtest helm ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 $(TESTFLAGS)
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
 
@@ -76,6 +76,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (and, from the components' markers
 	$(CONTROLLER_GEN) rbac:roleName=playground-agent paths=./hostagent/... output:rbac:artifacts:config=config/rbac/agent
 	$(CONTROLLER_GEN) rbac:roleName=playground-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac/manager
 	$(CONTROLLER_GEN) rbac:roleName=playground-gateway paths=./mcpgateway/... output:rbac:artifacts:config=config/rbac/gateway
+	hack/sync-chart-crds.sh
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -102,6 +103,10 @@ build: ## Build the playground binaries into bin/.
 .PHONY: envtest
 envtest: ## Build the control plane (kube-apiserver, etcd, kubectl) and print its path.
 	@hack/controlplane.sh
+
+.PHONY: helm
+helm: ## Build helm from the Go module proxy (for the chart's tests) and print its path.
+	@hack/helm.sh
 
 .PHONY: prereqs
 prereqs: ## Install the Debian packages the tests and the agent need, when missing.
