@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ type options struct {
 	controlPlane string
 	guest        string
 	verbose      bool
+	profileDir   string
 }
 
 // sizes are the repetitions and payloads of one run.
@@ -106,7 +108,12 @@ func run(ctx context.Context, opts options, out, log io.Writer) error {
 		{"P7 agent memory under 32 jobs", b.jobMemory},
 	} {
 		fmt.Fprintf(out, "Running %s...\n", step.name)
+		stopProfile, err := startProfile(opts.profileDir, step.name)
+		if err != nil {
+			return err
+		}
 		r, err := step.fn(ctx)
+		stopProfile()
 		if err != nil {
 			return fmt.Errorf("%s: %w", step.name, err)
 		}
@@ -121,6 +128,26 @@ func run(ctx context.Context, opts options, out, log io.Writer) error {
 		return writeReport(opts, table)
 	}
 	return nil
+}
+
+// startProfile writes a CPU profile of one benchmark into dir, if set.
+func startProfile(dir, name string) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	file := strings.NewReplacer(" ", "-", ",", "", "/", "-").Replace(strings.ToLower(name)) + ".pprof"
+	f, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 type bench struct {

@@ -27,6 +27,7 @@ func main() {
 	flag.StringVar(&opts.controlPlane, "control-plane", "", "directory of kube-apiserver, etcd and kubectl (default: hack/controlplane.sh)")
 	flag.StringVar(&opts.guest, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	flag.BoolVar(&opts.verbose, "v", false, "print the system's progress while it starts")
+	flag.StringVar(&opts.profileDir, "profile-dir", "", "write a CPU profile of each benchmark (this process: gateway, agent, manager and client) into this directory")
 	flag.Parse()
 
 	ctrl.SetLogger(logr.Discard())

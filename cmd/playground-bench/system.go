@@ -137,6 +137,6 @@ Machine: %s. These machines are shared and noisy: every figure stands beside a
 baseline measured in the same run, and the ratio is what to compare.
 
 %s
-%s`, "`"+cmd+"`", mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), table, notes)
+%s%s`, "`"+cmd+"`", mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), table, notes, analysis)
 	return os.WriteFile(opts.out, []byte(body), 0o644)
 }
