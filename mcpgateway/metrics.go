@@ -2,7 +2,6 @@ package mcpgateway
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 )
 
@@ -69,22 +69,8 @@ func ServeMetrics(ctx context.Context, ln net.Listener, log *slog.Logger) error 
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	log.Info("Serving metrics", "address", ln.Addr().String(), "path", "/metrics")
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultShutdownGrace)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = srv.Close()
-	}
-	<-errc
-	return err
+	return httpserve.Serve(ctx, srv, ln, DefaultShutdownGrace)
 }
 
 // missingOrMalformed is the reason of a request without a bearer token.

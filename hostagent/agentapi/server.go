@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/internal/httpserve"
 )
 
 // Server serves the agent API of one Agent.
@@ -262,23 +263,5 @@ func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
 // Serve serves the API on ln until ctx ends, then shuts down gracefully
 // within grace.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, grace time.Duration) error {
-	srv := s.HTTPServer(tlsConfig)
-	errc := make(chan error, 1)
-	go func() {
-		if tlsConfig != nil {
-			errc <- srv.ServeTLS(ln, "", "")
-		} else {
-			errc <- srv.Serve(ln)
-		}
-	}()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	<-errc
-	return err
+	return httpserve.Serve(ctx, s.HTTPServer(tlsConfig), ln, grace)
 }
