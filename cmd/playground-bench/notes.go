@@ -44,7 +44,11 @@ const analysis = `
   repeating it, and a binary-friendly encoding for control bytes.
 * **P3, tenant applied → Ready (seconds, not 150 ms).** The path is Tenant →
   Secret and Sandbox (manager) → binding → the agent's ` + "`runc run`" + ` and the
-  container's init → status → Ready. Starting a container costs about
+  container's init → status → Ready. One tenant alone, timed by polling its objects
+  every 5 ms: finalizer 41 ms, Sandbox created 49 ms, bound 78 ms, token 97 ms,
+  the agent's finalizer 134 ms, provisioned 448 ms, Sandbox Ready 490 ms,
+  Tenant Ready 507 ms: the controllers take about 130 ms and the container's
+  start about 310 ms. Starting a container costs about
   100–300 ms of runc and kernel work on this machine, outside this process's
   profile; the agent starts four at a time, so a burst of tenants queues (50 at once:
   p50 about 9 s). A

@@ -116,6 +116,10 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
+	// As ctrl.GetConfig does for the components in a cluster: no client-side
+	// throttling (client-go's default is 5 requests a second), the API
+	// server's priority and fairness protects it.
+	cfg.QPS = -1
 	return &ControlPlane{env: env, assets: assets, Config: cfg}, nil
 }
 
