@@ -89,11 +89,15 @@ func conditionOf(s *playgroundv1alpha1.Sandbox, typ string) metav1.Condition {
 // markProvisioned writes the agent's part of the status, as the node's
 // agent does, under its own field manager.
 func markProvisioned(g Gomega, s *playgroundv1alpha1.Sandbox) {
-	s = getSandbox(g, s.Namespace, s.Name)
-	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ProvisionedCondition, Status: metav1.ConditionTrue,
-		Reason: playgroundv1alpha1.ReasonProvisioned, Message: "Running", ObservedGeneration: s.Generation})
-	s.Status.SandboxID = playgroundv1alpha1.SandboxID(s.Namespace, s.Name)
-	g.Expect(k8sClient.Status().Update(context.Background(), s, client.FieldOwner("playground-agent"))).To(Succeed())
+	// The manager writes the same status concurrently: retry on conflict,
+	// as the agent's server-side apply never has to.
+	g.Eventually(func() error {
+		cur := getSandbox(g, s.Namespace, s.Name)
+		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ProvisionedCondition, Status: metav1.ConditionTrue,
+			Reason: playgroundv1alpha1.ReasonProvisioned, Message: "Running", ObservedGeneration: cur.Generation})
+		cur.Status.SandboxID = playgroundv1alpha1.SandboxID(cur.Namespace, cur.Name)
+		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner("playground-agent"))
+	}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 }
 
 // TestBindingSpreadsLoad: sandboxes go to healthy nodes, evenly; a node
