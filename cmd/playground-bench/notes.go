@@ -31,7 +31,7 @@ const analysis = `
 ## Goals not met, and why
 
 * **P2, job output to the client (about 1–4 MiB/s delivered).** The job itself
-  produces at about 90–130 MiB/s in the sandbox while the client polls
+  produces at about 85–130 MiB/s in the sandbox while the client polls
   (the two cores are shared with the client, the gateway and the agent); what the
   client cannot read in time is dropped from the 4 MiB ring, by design, and
   counted. The client's reading is bound by MCP's JSON path: in a CPU profile
@@ -51,12 +51,13 @@ const analysis = `
   start about 310 ms. Starting a container costs about
   100–300 ms of runc and kernel work on this machine, outside this process's
   profile; the agent starts four at a time, so a burst of tenants queues (50 at once:
-  p50 about 9 s). A
+  p50 about 8–9 s). A
   150 ms p50 needs sandboxes started ahead of demand (a warm pool bound on
   claim), which is not built yet.
-* **P6, idle sandbox memory (about 2.9 MiB).** An idle sandbox is its init and
-  two idle shepherds, each a small static Go process of about 1 MiB PSS. The
-  spare shepherds keep a command's start off the critical path (P1); one spare
-  instead of two would meet 2 MiB at the price of a slower second concurrent
-  command. (oci.Options.SpareShepherds.)
+* **P6, idle sandbox memory (about 2.3 MiB).** An idle sandbox is its init and
+  one idle shepherd, each a small static Go process of about 1 MiB PSS (most
+  of it the Go runtime). Going from two spare shepherds to one saved 0.7 MiB
+  and cost nothing measurable in P1 or in exec/s. Below 2 MiB needs a smaller
+  init: a shepherd forked on demand by a non-Go init, or the init serving as
+  its own spare. (oci.Options.SpareShepherds.)
 `

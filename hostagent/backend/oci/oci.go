@@ -88,7 +88,9 @@ type Options struct {
 	// so that sandboxes outlive the pod.
 	CgroupParent string
 	// SpareShepherds is how many idle shepherds each sandbox keeps, so a
-	// command never waits for one to start; default 2.
+	// command never waits for one to start; default 1. Each is a small Go
+	// process of about 1 MiB; one spare measured as fast as two (see
+	// docs/benchmarks.md, P1 and P6).
 	SpareShepherds int
 	// PileFiles are created (empty, owned by the tenant, append-only) in
 	// every pile. The tenant cannot create files in the pile itself: see
@@ -287,7 +289,7 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("oci: ID map slots exceed the 32-bit ID space")
 	}
 	if o.SpareShepherds <= 0 {
-		o.SpareShepherds = 2
+		o.SpareShepherds = 1
 	}
 	if o.PileFiles == nil {
 		o.PileFiles = []string{"self.pile"}
