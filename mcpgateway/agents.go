@@ -1,7 +1,6 @@
 package mcpgateway
 
 import (
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -77,8 +76,10 @@ func (p *agentPool) client(endpoint string) (*agentapi.Client, error) {
 
 // FileToken returns a token source reading path, re-read when the file
 // changes (a mounted Secret is updated in place), checked at most every
-// few seconds. The token is the file's content without surrounding
-// whitespace.
+// few seconds. The token is the file's first non-empty line: agents accept
+// every line of the same file, so a rotation writes the new token first and
+// keeps the old one below it until every agent has reloaded, and no call is
+// refused in between.
 func FileToken(path string) func() (string, error) {
 	var (
 		mu      sync.Mutex
@@ -105,7 +106,12 @@ func FileToken(path string) func() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("reading the agent token: %w", err)
 		}
-		t := string(bytes.TrimSpace(b))
+		var t string
+		for _, line := range strings.Split(string(b), "\n") {
+			if t = strings.TrimSpace(line); t != "" {
+				break
+			}
+		}
 		if t == "" {
 			return "", errors.New("the agent token file is empty")
 		}
