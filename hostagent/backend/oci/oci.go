@@ -493,16 +493,8 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 		return err
 	}
 	defer b.lock(id)()
-	cid := containerID(id)
-	if b.runc.exists(cid) {
-		cgroups := b.runc.cgroupPaths(cid)
-		finish := b.endLifeline(id)
-		err := b.runc.delete(ctx, cid, true)
-		finish(err)
-		if err != nil {
-			return fmt.Errorf("oci: destroying sandbox %s: %w", id, err)
-		}
-		b.removeCgroupParents(cgroups)
+	if err := b.removeContainer(ctx, id); err != nil {
+		return fmt.Errorf("oci: destroying sandbox %s: %w", id, err)
 	}
 	return b.removeSandboxDir(id, keepPile)
 }
@@ -516,6 +508,16 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	defer b.lock(id)()
+	if err := b.removeContainer(ctx, id); err != nil {
+		return fmt.Errorf("oci: stopping sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// removeContainer force-deletes the sandbox's container, if any (killing
+// every process in it), and its now empty parent cgroups; files stay. The
+// caller holds the sandbox's lock.
+func (b *Backend) removeContainer(ctx context.Context, id string) error {
 	cid := containerID(id)
 	if !b.runc.exists(cid) {
 		return nil
@@ -525,7 +527,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 	err := b.runc.delete(ctx, cid, true)
 	finish(err)
 	if err != nil {
-		return fmt.Errorf("oci: stopping sandbox %s: %w", id, err)
+		return err
 	}
 	b.removeCgroupParents(cgroups)
 	return nil
