@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,7 +28,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
-	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/agentapi/agentapitest"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -98,22 +97,7 @@ func startNode(t *testing.T) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = agentapi.NewServer(agent, nil, agentToken).Serve(ctx, ln, nil, 5*time.Second)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = agent.Close(context.Background())
-	})
-	n := &node{name: fmt.Sprintf("gw-node-%d", nodeSeq.Add(1)), agent: agent, endpoint: "http://" + ln.Addr().String()}
+	n := &node{name: fmt.Sprintf("gw-node-%d", nodeSeq.Add(1)), agent: agent, endpoint: agentapitest.Serve(t, agent, agentToken)}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(n.name)}}
 	reg := agentlease.Registration{Node: n.name, Endpoint: n.endpoint, Backends: []string{"oci"}, Duration: time.Hour}
 	if err := reg.Apply(lease, time.Now()); err != nil {

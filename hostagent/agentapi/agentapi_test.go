@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"net"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/agentapi/agentapitest"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -50,22 +50,7 @@ func startNode(t *testing.T, stateDir string, clock jobs.Clock, specs ...backend
 			t.Fatal(err)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = agentapi.NewServer(agent, nil, gatewayToken).Serve(ctx, ln, nil, 5*time.Second)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = agent.Close(context.Background())
-	})
-	endpoint := "http://" + ln.Addr().String()
+	endpoint := agentapitest.Serve(t, agent, gatewayToken)
 	c, err := agentapi.NewClient(endpoint, gatewayToken, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,35 @@
+// Package agentapitest serves an agent's API on loopback for tests, as a
+// node's agent does, and stops it with the test.
+package agentapitest
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+)
+
+// Serve serves agent's API with token until the test ends, then closes the
+// agent, and returns the API's endpoint.
+func Serve(tb testing.TB, agent *hostagent.Agent, token string) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = agentapi.NewServer(agent, nil, token).Serve(ctx, ln, nil, 5*time.Second)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		_ = agent.Close(context.Background())
+	})
+	return "http://" + ln.Addr().String()
+}
