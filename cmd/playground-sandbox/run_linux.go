@@ -12,7 +12,7 @@ func run(mode string, args []string) int {
 	switch mode {
 	case "init":
 		fs := flag.NewFlagSet("init", flag.ExitOnError)
-		spares := fs.Int("spares", 2, "idle shepherds kept ready for the next command")
+		spares := fs.Int("spares", 1, "idle shepherds kept ready for the next command")
 		_ = fs.Parse(args)
 		if err := guest.RunInit(guest.InitOptions{Spares: *spares, Log: os.Stderr}); err != nil {
 			fmt.Fprintf(os.Stderr, "playground-sandbox init: %v\n", err)
