@@ -79,11 +79,24 @@ func runAgent(ctx context.Context, args []string) error {
 	return nodeagent.Run(ctx, opts)
 }
 
+// restConfig loads the client configuration of the agent and the gateway:
+// the kubeconfig file when given, else ctrl.GetConfig's order ($KUBECONFIG,
+// in-cluster, ~/.kube/config). Like controller-runtime's loader, it leaves
+// throttling to the API server's priority and fairness: client-go's default
+// of 5 requests/s would make an agent take minutes to bring up a thousand
+// sandboxes.
 func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	return cfg, nil
 }
 
 func defaultNodeName() string {

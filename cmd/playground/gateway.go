@@ -14,8 +14,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/playground-dev/playground/mcpgateway"
@@ -73,7 +71,7 @@ func runGateway(ctx context.Context, args []string) error {
 	// Logs go to stderr: in stdio mode stdout carries the protocol.
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
-	cfg, err := gatewayRESTConfig(*kubeconfig)
+	cfg, err := restConfig(*kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -140,11 +138,4 @@ func runGateway(ctx context.Context, args []string) error {
 	err = gw.Run(ctx, ln)
 	cancel()
 	return errors.Join(err, <-merr)
-}
-
-func gatewayRESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	return ctrl.GetConfig()
 }
