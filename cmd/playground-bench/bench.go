@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -35,20 +36,22 @@ type options struct {
 	guest        string
 	verbose      bool
 	profileDir   string
+	playground   string
+	only         *regexp.Regexp
 }
 
 // sizes are the repetitions and payloads of one run.
 type sizes struct {
-	execs, opens, runcExecs, tenants int
-	jobBytes, memJobBytes            int64
-	sustained                        time.Duration
+	execs, opens, runcExecs, tenants, scaleTenants int
+	jobBytes, memJobBytes                          int64
+	sustained                                      time.Duration
 }
 
 func sizesFor(quick bool) sizes {
 	if quick {
-		return sizes{execs: 200, opens: 200, runcExecs: 20, tenants: 20, jobBytes: 256 << 20, memJobBytes: 64 << 20, sustained: 3 * time.Second}
+		return sizes{execs: 200, opens: 200, runcExecs: 20, tenants: 20, scaleTenants: 100, jobBytes: 256 << 20, memJobBytes: 64 << 20, sustained: 3 * time.Second}
 	}
-	return sizes{execs: 1000, opens: 500, runcExecs: 50, tenants: 50, jobBytes: 1 << 30, memJobBytes: 1 << 30, sustained: 10 * time.Second}
+	return sizes{execs: 1000, opens: 500, runcExecs: 50, tenants: 50, scaleTenants: 1000, jobBytes: 1 << 30, memJobBytes: 1 << 30, sustained: 10 * time.Second}
 }
 
 // row is one line of the report.
@@ -58,9 +61,63 @@ type row struct {
 
 func run(ctx context.Context, opts options, out, log io.Writer) error {
 	sz := sizesFor(opts.quick)
-	state, err := os.MkdirTemp("", "pg-bench-")
+	rows, err := inProcess(ctx, opts, sz, out, log)
 	if err != nil {
 		return err
+	}
+	// P5 last, on a control plane of its own, once the others' system is gone.
+	if opts.selected("P5") {
+		fmt.Fprintf(out, "Running P5 %d tenants at once (separate manager and agent processes)...\n", sz.scaleTenants)
+		stopProfile, err := startProfile(opts.profileDir, "P5")
+		if err != nil {
+			return err
+		}
+		r, err := scale(ctx, opts, sz.scaleTenants, out)
+		stopProfile()
+		if err != nil {
+			return fmt.Errorf("P5: %w", err)
+		}
+		rows = append(rows, r...)
+	}
+
+	table := formatTable(rows)
+	fmt.Fprintln(out)
+	fmt.Fprint(out, table)
+	if opts.out != "" && opts.only == nil {
+		return writeReport(opts, table)
+	}
+	return nil
+}
+
+// selected says whether the benchmark named name runs (--only).
+func (o options) selected(name string) bool { return o.only == nil || o.only.MatchString(name) }
+
+// step is one benchmark, giving rows of the report.
+type step struct {
+	name string
+	fn   func(context.Context) ([]row, error)
+}
+
+// inProcess runs the benchmarks against one process holding the manager,
+// the agent and the gateway, as `playground dev` runs them.
+func inProcess(ctx context.Context, opts options, sz sizes, out, log io.Writer) ([]row, error) {
+	b := &bench{sz: sz, out: out}
+	steps := []step{
+		{"P1 exec round trip", b.execRoundTrip},
+		{"sustained exec/s", b.sustained},
+		{"P4 open_session", b.openSession},
+		{"P2 job output throughput", b.jobThroughput},
+		{"P3 tenant to Ready, P6 idle sandbox memory", b.tenantsReady},
+		{"P7 agent memory under 32 jobs", b.jobMemory},
+	}
+	steps = slices.DeleteFunc(steps, func(s step) bool { return !opts.selected(s.name) })
+	if len(steps) == 0 {
+		return nil, nil
+	}
+
+	state, err := os.MkdirTemp("", "pg-bench-")
+	if err != nil {
+		return nil, err
 	}
 	defer os.RemoveAll(state)
 	fmt.Fprintln(out, "Starting the system (control plane, manager, agent, gateway)...")
@@ -75,59 +132,41 @@ func run(ctx context.Context, opts options, out, log io.Writer) error {
 		GuestBinary:     opts.guest,
 	}, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		env.Stop()
 		destroyAll(env)
 	}()
 
-	b := &bench{env: env, sz: sz, out: out}
+	b.env = env
 	cs, err := b.connect(ctx, env.Token)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cs.Close()
 	b.cs = cs
 	var open tools.OpenSessionOutput
 	if err := call(ctx, cs, "open_session", map[string]any{}, &open); err != nil {
-		return err
+		return nil, err
 	}
 	b.handle, b.sandboxID = open.Handle, open.SandboxID
 
 	var rows []row
-	for _, step := range []struct {
-		name string
-		fn   func(context.Context) ([]row, error)
-	}{
-		{"P1 exec round trip", b.execRoundTrip},
-		{"sustained exec/s", b.sustained},
-		{"P4 open_session", b.openSession},
-		{"P2 job output throughput", b.jobThroughput},
-		{"P3 tenant to Ready, P6 idle sandbox memory", b.tenantsReady},
-		{"P7 agent memory under 32 jobs", b.jobMemory},
-	} {
+	for _, step := range steps {
 		fmt.Fprintf(out, "Running %s...\n", step.name)
 		stopProfile, err := startProfile(opts.profileDir, step.name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r, err := step.fn(ctx)
 		stopProfile()
 		if err != nil {
-			return fmt.Errorf("%s: %w", step.name, err)
+			return nil, fmt.Errorf("%s: %w", step.name, err)
 		}
 		rows = append(rows, r...)
 	}
-	rows = append(rows, row{"P5 1000 tenants at once → all Ready; manager peak memory", "not measured", "", "", "≤ 30 s; ≤ 300 MiB", "—"})
-
-	table := formatTable(rows)
-	fmt.Fprintln(out)
-	fmt.Fprint(out, table)
-	if opts.out != "" {
-		return writeReport(opts, table)
-	}
-	return nil
+	return rows, nil
 }
 
 // startProfile writes a CPU profile of one benchmark into dir, if set.

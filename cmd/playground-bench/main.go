@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -28,7 +29,17 @@ func main() {
 	flag.StringVar(&opts.guest, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	flag.BoolVar(&opts.verbose, "v", false, "print the system's progress while it starts")
 	flag.StringVar(&opts.profileDir, "profile-dir", "", "write a CPU profile of each benchmark (this process: gateway, agent, manager and client) into this directory")
+	flag.StringVar(&opts.playground, "playground-binary", "", "the playground binary P5 runs as manager and agent (default: next to this one)")
+	only := flag.String("only", "", "run only the benchmarks whose name matches this regular expression (e.g. P5); the report is then printed, not written")
 	flag.Parse()
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "playground-bench: --only:", err)
+			os.Exit(2)
+		}
+		opts.only = re
+	}
 
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

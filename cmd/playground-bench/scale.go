@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/controlplane"
+)
+
+// scaleNode is the node name of P5's agent.
+const scaleNode = "bench-scale"
+
+// scale is P5: n tenants applied at once on one node, until every one is
+// Ready. Unlike the other benchmarks, the manager and the agent run as the
+// `playground manager` and `playground agent` processes a cluster runs, on
+// a control plane of their own, so that their peak memory (VmHWM: the most
+// resident memory the kernel saw) is theirs alone.
+func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, err error) {
+	state, err := os.MkdirTemp("", "pg-bench-scale-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(state)
+	// Sandboxes' unprivileged roots traverse the path to their bundles.
+	if err := os.Chmod(state, 0o711); err != nil {
+		return nil, err
+	}
+	crds, err := filepath.Abs("config/crd/bases")
+	if err != nil {
+		return nil, err
+	}
+	cp, err := controlplane.Start(controlplane.Options{AssetsDir: opts.controlPlane, CRDDirs: []string{crds}})
+	if err != nil {
+		return nil, err
+	}
+	defer cp.Stop()
+	kubeconfig := filepath.Join(state, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	scheme := kruntime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = playgroundv1alpha1.AddToScheme(scheme)
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range []string{agentlease.DefaultNamespace, "scale"} {
+		if err := c.Create(ctx, namespace(ns)); err != nil {
+			return nil, err
+		}
+	}
+
+	bin, err := binaryNextToThis(opts.playground, "playground")
+	if err != nil {
+		return nil, err
+	}
+	token := make([]byte, 32)
+	_, _ = rand.Read(token)
+	tokenFile := filepath.Join(state, "agent-token")
+	if err := os.WriteFile(tokenFile, []byte(hex.EncodeToString(token)+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	listen, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	nodeDir := filepath.Join(state, "node")
+	manager, err := startProcess(ctx, filepath.Join(state, "manager.log"), bin, "manager",
+		"--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	if err != nil {
+		return nil, err
+	}
+	defer manager.stop()
+	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--node-name", scaleNode, "--state-dir", nodeDir,
+		"--token-file", tokenFile, "--listen", listen}
+	if opts.guest != "" {
+		agentArgs = append(agentArgs, "--guest-binary", opts.guest)
+	}
+	agent, err := startProcess(ctx, filepath.Join(state, "agent.log"), bin, agentArgs...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		agent.stop()
+		destroySandboxes(nodeDir, opts.guest)
+	}()
+	if err := waitLease(ctx, c, manager, agent); err != nil {
+		return nil, err
+	}
+
+	// Applied at once: eight clients create the tenants as fast as the API
+	// server takes them, as `kubectl apply` of one big file would.
+	start := time.Now()
+	created := make([]time.Time, n)
+	names := make(chan int)
+	var wg sync.WaitGroup
+	var createErr error
+	var mu sync.Mutex
+	for range 8 {
+		wg.Go(func() {
+			for i := range names {
+				created[i] = time.Now()
+				t := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "scale", Name: fmt.Sprintf("t%04d", i)}}
+				if err := c.Create(ctx, t); err != nil {
+					mu.Lock()
+					createErr = errors.Join(createErr, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		names <- i
+	}
+	close(names)
+	wg.Wait()
+	if createErr != nil {
+		return nil, createErr
+	}
+	applied := time.Since(start)
+
+	var latencies []time.Duration
+	seen := map[string]bool{}
+	deadline := time.Now().Add(15 * time.Minute)
+	lastReport := time.Now()
+	for len(seen) < n {
+		if err := failed(manager, agent); err != nil {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d tenants Ready after 15 minutes (logs in %s)", len(seen), n, state)
+		}
+		var list playgroundv1alpha1.TenantList
+		if err := c.List(ctx, &list, client.InNamespace("scale")); err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		for _, t := range list.Items {
+			if !seen[t.Name] && meta.IsStatusConditionTrue(t.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
+				seen[t.Name] = true
+				i, _ := strconv.Atoi(strings.TrimPrefix(t.Name, "t"))
+				latencies = append(latencies, now.Sub(created[i]))
+			}
+		}
+		if time.Since(lastReport) > 15*time.Second {
+			lastReport = time.Now()
+			fmt.Fprintf(out, "  %d of %d Ready after %s\n", len(seen), n, time.Since(start).Round(time.Second))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	all := time.Since(start)
+	slices.Sort(latencies)
+	managerPeak, agentPeak := manager.peak(), agent.peak()
+
+	return []row{
+		{fmt.Sprintf("P5 %d tenants applied at once on one node → all Ready (separate manager and agent processes)", n),
+			fmt.Sprintf("%.1f s (applied in %.1f s; p50 %.1f s per tenant)", all.Seconds(), applied.Seconds(), pct(latencies, .5).Seconds()),
+			"", "", "≤ 30 s", verdict(all <= 30*time.Second)},
+		{"P5 manager peak memory (VmHWM)", mib(managerPeak), "", "", "≤ 300 MiB", verdict(managerPeak <= 300<<20)},
+		{"P5 agent peak memory (VmHWM)", mib(agentPeak), "", "", "(no goal set)", "—"},
+	}, nil
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// binaryNextToThis is flagValue, else the named binary beside this one.
+func binaryNextToThis(flagValue, name string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(filepath.Dir(self), name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is not next to this binary (%w): build it, or pass its path", name, err)
+	}
+	return p, nil
+}
+
+func freeAddress() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// process is a component running as a child process.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+func startProcess(ctx context.Context, logPath, bin string, args ...string) (*process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	p := &process{name: args[0], cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited says why the process ended, with the end of its log, or nil while
+// it runs.
+func (p *process) exited() error {
+	select {
+	case <-p.done:
+	default:
+		return nil
+	}
+	tail, _ := os.ReadFile(p.log)
+	if len(tail) > 2000 {
+		tail = tail[len(tail)-2000:]
+	}
+	return fmt.Errorf("playground %s exited: %v\n%s", p.name, p.err, tail)
+}
+
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// peak is the process's peak resident memory, VmHWM in /proc/<pid>/status.
+func (p *process) peak() int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if f := strings.Fields(s.Text()); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func failed(ps ...*process) error {
+	for _, p := range ps {
+		if err := p.exited(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitLease waits for the agent's registration, so that the clock starts
+// on a system ready to serve.
+func waitLease(ctx context.Context, c client.Client, ps ...*process) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var lease coordinationv1.Lease
+		err := c.Get(ctx, client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(scaleNode)}, &lease)
+		if err == nil {
+			return nil
+		}
+		if err := failed(ps...); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the agent did not register within a minute: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// destroySandboxes removes every sandbox under nodeDir, files included, a
+// few at a time.
+func destroySandboxes(nodeDir, guest string) {
+	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: guest})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "removing the P5 sandboxes:", err)
+		return
+	}
+	entries, _ := os.ReadDir(filepath.Join(nodeDir, "sandboxes"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ids := make(chan string)
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() * 2 {
+		wg.Go(func() {
+			for id := range ids {
+				if err := be.Destroy(ctx, id, false); err != nil {
+					fmt.Fprintln(os.Stderr, "removing sandbox", id, err)
+				}
+			}
+		})
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			ids <- e.Name()
+		}
+	}
+	close(ids)
+	wg.Wait()
+}
