@@ -24,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -349,6 +350,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(leaseChanged, predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return o.GetNamespace() == r.Options.LeaseNamespace && o.GetLabels()[agentlease.LabelAgent] == "true"
 			}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Named("sandbox").
 		Complete(r)
 }

@@ -17,7 +17,15 @@ type Options struct {
 	LeaseNamespace string
 	// Now is the clock for lease expiry; nil means time.Now.
 	Now func() time.Time
+	// Workers is how many Tenants, and how many Sandboxes, are reconciled
+	// at once; 0 means DefaultWorkers. Each object is only ever reconciled
+	// by one worker at a time.
+	Workers int
 }
+
+// DefaultWorkers lets a burst of Tenants overlap their round trips to the
+// API server instead of queueing behind one another.
+const DefaultWorkers = 4
 
 func (o *Options) defaults() {
 	if o.LeaseNamespace == "" {
@@ -25,6 +33,9 @@ func (o *Options) defaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
 	}
 }
 
@@ -44,7 +55,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := registerMetrics(mgr); err != nil {
 		return err
 	}
-	if err := (&TenantReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller")}).SetupWithManager(mgr); err != nil {
+	if err := (&TenantReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller"), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}).SetupWithManager(mgr)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -105,6 +106,8 @@ type TenantReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
+	// Workers is how many Tenants are reconciled at once; 0 means one.
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=playground.dev,resources=tenants,verbs=get;list;watch;update;patch
@@ -652,6 +655,7 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&playgroundv1alpha1.Tenant{}).
 		Owns(&playgroundv1alpha1.Sandbox{}).
 		Owns(&corev1.Secret{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Named("tenant").
 		Complete(r)
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -169,9 +171,9 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 				latencies = append(latencies, now.Sub(created[i]))
 			}
 		}
-		if time.Since(lastReport) > 15*time.Second {
+		if time.Since(lastReport) > 10*time.Second {
 			lastReport = time.Now()
-			fmt.Fprintf(out, "  %d of %d Ready after %s\n", len(seen), n, time.Since(start).Round(time.Second))
+			fmt.Fprintf(out, "  after %s: %d of %d tenants Ready; sandboxes %s\n", time.Since(start).Round(time.Second), len(seen), n, sandboxPhases(ctx, c))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -186,6 +188,27 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 		{"P5 manager peak memory (VmHWM)", mib(managerPeak), "", "", "≤ 300 MiB", verdict(managerPeak <= 300<<20)},
 		{"P5 agent peak memory (VmHWM)", mib(agentPeak), "", "", "(no goal set)", "—"},
 	}, nil
+}
+
+// sandboxPhases counts P5's Sandboxes by phase, for the progress lines.
+func sandboxPhases(ctx context.Context, c client.Client) string {
+	var list playgroundv1alpha1.SandboxList
+	if err := c.List(ctx, &list, client.InNamespace("scale")); err != nil {
+		return err.Error()
+	}
+	unbound := 0
+	count := map[playgroundv1alpha1.SandboxPhase]int{}
+	for _, s := range list.Items {
+		if s.Spec.NodeName == "" {
+			unbound++
+		}
+		count[s.Status.Phase]++
+	}
+	parts := []string{fmt.Sprintf("%d created", len(list.Items)), fmt.Sprintf("%d unbound", unbound)}
+	for _, p := range slices.Sorted(maps.Keys(count)) {
+		parts = append(parts, fmt.Sprintf("%d %s", count[p], cmp.Or(string(p), "(no phase)")))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }

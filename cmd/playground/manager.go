@@ -34,6 +34,7 @@ func runManager(ctx context.Context, args []string) error {
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader among manager replicas, so that one reconciles at a time")
 	leaseNamespace := fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases and of the leader election Lease")
+	workers := fs.Int("workers", controllers.DefaultWorkers, "how many Tenants, and how many Sandboxes, are reconciled at once")
 	verbosity := fs.Int("v", 0, "log verbosity")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -67,7 +68,7 @@ func runManager(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := controllers.Setup(mgr, controllers.Options{LeaseNamespace: *leaseNamespace}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers}); err != nil {
 		return fmt.Errorf("setting up the controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
