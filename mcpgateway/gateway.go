@@ -132,18 +132,7 @@ func New(opts Options) (*Gateway, error) {
 	g := &Gateway{opts: opts, view: view, log: opts.Logger}
 	server := newServer(&router{view: view, agents: newAgentPool(opts.AgentToken, opts.AgentTLS), log: opts.Logger, trustRegistrations: true},
 		opts.ExecTimeout, opts.ProgressInterval, opts.Logger)
-	streamOpts := &mcp.StreamableHTTPOptions{
-		Stateless:           !opts.Stateful,
-		MaxRequestBodyBytes: MaxRequestBytes,
-		Logger:              opts.Logger,
-		// A call ends with its HTTP request (protocol 2026-07-28): a client
-		// that gives up on an exec kills its command.
-		PropagateRequestCancellation: true,
-	}
-	if opts.Stateful {
-		streamOpts.SessionTimeout = opts.SessionIdleTimeout
-	}
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, streamOpts)
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, streamableOptions(opts))
 	// The SDK's bearer middleware carries the tenant, authenticated by
 	// ours, into each tool call (and, when stateful, binds the session to
 	// the tenant so no other tenant can use it).
@@ -167,6 +156,22 @@ func New(opts Options) (*Gateway, error) {
 	})
 	g.handler = mux
 	return g, nil
+}
+
+// streamableOptions are the Streamable HTTP transport's options for opts.
+func streamableOptions(opts Options) *mcp.StreamableHTTPOptions {
+	so := &mcp.StreamableHTTPOptions{
+		Stateless:           !opts.Stateful,
+		MaxRequestBodyBytes: MaxRequestBytes,
+		Logger:              opts.Logger,
+		// A call ends with its HTTP request (protocol 2026-07-28): a client
+		// that gives up on an exec kills its command.
+		PropagateRequestCancellation: true,
+	}
+	if opts.Stateful {
+		so.SessionTimeout = opts.SessionIdleTimeout
+	}
+	return so
 }
 
 // newServer is the MCP server of the sandbox catalog.
