@@ -226,7 +226,7 @@ func (in *initProc) fail() {
 func (in *initProc) spawn() (int, error) {
 	p, err := os.StartProcess(in.self, []string{"playground-sandbox", "shepherd"}, &os.ProcAttr{
 		Dir:   "/",
-		Env:   []string{"PATH=" + DefaultPath},
+		Env:   OwnEnv(),
 		Files: []*os.File{in.devNull, in.opts.Log, in.opts.Log, in.listener, in.busyW, in.drainW},
 	})
 	if err != nil {

@@ -36,6 +36,14 @@ const (
 	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 )
 
+// OwnEnv is the environment of the guest's own processes, init and its
+// shepherds (never a command's): PATH, and one P for the Go runtime. They
+// only wait and hand file descriptors on, so more Ps would buy nothing but
+// threads and per-P caches, paid once per idle sandbox.
+func OwnEnv() []string {
+	return []string{"PATH=" + DefaultPath, "GOMAXPROCS=1"}
+}
+
 // CleanEnv is the whole environment of a clean-mode shell: fixed, minimal
 // and independent of any profile.
 func CleanEnv() []string {

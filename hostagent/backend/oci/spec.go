@@ -191,7 +191,7 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Max < nofile {
 		nofile = lim.Max
 	}
-	env := []string{"PATH=" + guest.DefaultPath, "PLAYGROUND_SANDBOX=" + sb.spec.ID}
+	env := append(guest.OwnEnv(), "PLAYGROUND_SANDBOX="+sb.spec.ID)
 	return &runtimeSpec{
 		Version: "1.0.2",
 		Process: specProcess{
