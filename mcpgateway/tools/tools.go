@@ -162,12 +162,14 @@ func Register(s *mcp.Server, opts Options) {
 		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}, t.jobExec)
 
-	add(s, t, &mcp.Tool{
+	addLarge(s, t, &mcp.Tool{
 		Name:  "job_poll",
 		Title: "Read a job's output",
 		Description: "Return the job's output after cursor, its state, and next_cursor for the next call. Chunks are byte-exact " +
 			"(encoding text or base64). When nothing is new it waits up to wait_seconds. done=true means the job ended and you have all its output; " +
-			"poll once more with next_cursor to acknowledge it so the job is recycled. A gap says how much output was evicted before you read it.",
+			"poll once more with next_cursor to acknowledge it so the job is recycled. A gap says how much output was evicted before you read it. " +
+			"The text content repeats a page's output when it is at most 64 KiB; of a larger page it shows the first and last 16 KiB " +
+			"and says how to read the rest as text (poll from the same cursor with max_bytes 65536); the structured chunks always hold the whole page.",
 		InputSchema: inputSchema[JobPollInput](func(p propMap) {
 			refineJobID(p)
 			p["max_bytes"].Minimum = ptr(0.0)
@@ -428,7 +430,7 @@ func (c *catalog) jobPoll(ctx context.Context, req *mcp.CallToolRequest, in JobP
 	if g := res.Gap; g != nil {
 		out.Gap = &Gap{FromSeq: g.FromSeq, ToSeq: g.ToSeq, Chunks: g.Chunks, Bytes: g.Bytes}
 	}
-	return text(renderPoll(out)), out, nil
+	return text(renderPoll(out, in.Cursor)), out, nil
 }
 
 func jobResult(r *jobs.Result) *JobResult {
@@ -452,28 +454,33 @@ func describeState(state string, r *JobResult) string {
 	return s
 }
 
-func renderPoll(o JobPollOutput) string {
+// The text content of a job_poll result repeats the page's output when it
+// is at most pollTextFull bytes (so that a poll with that max_bytes is
+// always shown whole); of a larger page it shows the first and last
+// pollTextExcerpt characters and says how to read the rest. The structured
+// chunks always hold the whole page: repeating megabytes in the text would
+// double what every layer of MCP encodes, copies and decodes, and no model
+// reads 4 MiB of output in one go.
+const (
+	pollTextFull    = 64 << 10
+	pollTextExcerpt = 16 << 10
+)
+
+func renderPoll(o JobPollOutput, cursor string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "job %s: %s\n", o.JobID, describeState(o.State, o.Result))
 	if o.Gap != nil {
 		fmt.Fprintf(&b, "gap: %d bytes in chunks %d to %d were evicted before you read them (the job's output buffer holds 4 MiB)\n",
 			o.Gap.Bytes, o.Gap.FromSeq, o.Gap.ToSeq-1)
 	}
-	last := ""
+	size := 0
 	for _, ch := range o.Chunks {
-		if ch.Encoding == encodingBase64 {
-			fmt.Fprintf(&b, "--- %s chunk %d (not valid UTF-8: base64) ---\n%s\n", ch.Stream, ch.Seq, ch.Data)
-			last = ""
-			continue
-		}
-		if ch.Stream != last {
-			fmt.Fprintf(&b, "--- %s ---\n", ch.Stream)
-			last = ch.Stream
-		}
-		b.WriteString(ch.Data)
+		size += outputBytes(ch)
 	}
-	if len(o.Chunks) > 0 && !strings.HasSuffix(b.String(), "\n") {
-		b.WriteString("\n")
+	if size <= pollTextFull {
+		renderChunks(&b, o.Chunks)
+	} else {
+		renderExcerpts(&b, o.Chunks, cursor)
 	}
 	if len(o.Chunks) == 0 {
 		b.WriteString("(no new output)\n")
@@ -484,6 +491,129 @@ func renderPoll(o JobPollOutput) string {
 		fmt.Fprintf(&b, "next_cursor: %q (pass it as cursor to the next job_poll)\n", o.NextCursor)
 	}
 	return b.String()
+}
+
+// renderChunks writes chunks as text, a header before each change of
+// stream and before each base64 chunk, and ends with a newline.
+func renderChunks(b *strings.Builder, chunks []Chunk) {
+	last := ""
+	endsLine := true
+	for _, ch := range chunks {
+		if ch.Encoding == encodingBase64 {
+			if !endsLine {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(b, "--- %s chunk %d (not valid UTF-8: base64) ---\n%s\n", ch.Stream, ch.Seq, ch.Data)
+			last, endsLine = "", true
+			continue
+		}
+		if ch.Stream != last {
+			if !endsLine {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(b, "--- %s ---\n", ch.Stream)
+			last = ch.Stream
+		}
+		b.WriteString(ch.Data)
+		if ch.Data != "" {
+			endsLine = strings.HasSuffix(ch.Data, "\n")
+		}
+	}
+	if !endsLine {
+		b.WriteString("\n")
+	}
+}
+
+// renderExcerpts writes the first and the last pollTextExcerpt bytes of a
+// large page's chunks and, between them, how much was left out and how to
+// read it.
+func renderExcerpts(b *strings.Builder, chunks []Chunk, cursor string) {
+	head, tail, omitted := excerpts(chunks, pollTextExcerpt)
+	renderChunks(b, head)
+	fmt.Fprintf(b, "[... %d bytes of output are not repeated in this text; the structured result's chunks hold the whole page. "+
+		"To read it all as text, poll with cursor %q and max_bytes %d, then continue from each next_cursor ...]\n",
+		omitted, cursor, pollTextFull)
+	renderChunks(b, tail)
+}
+
+// excerpts returns the first and the last n characters of the chunks'
+// data, cut where the encoding allows (between characters of text, between
+// 4-character groups of base64), and the bytes of output between them. The
+// chunks' data must be longer than 2n; they are not modified.
+func excerpts(chunks []Chunk, n int) (head, tail []Chunk, omitted int) {
+	// The head ends at chunks[hi].Data[ho], the tail starts at
+	// chunks[ti].Data[to].
+	hi, left := 0, n
+	for hi < len(chunks)-1 && len(chunks[hi].Data) <= left {
+		left -= len(chunks[hi].Data)
+		hi++
+	}
+	ho := cutForward(chunks[hi], min(left, len(chunks[hi].Data)))
+	ti := len(chunks) - 1
+	left = n
+	for ti > hi && len(chunks[ti].Data) <= left {
+		left -= len(chunks[ti].Data)
+		ti--
+	}
+	to := cutBackward(chunks[ti], max(len(chunks[ti].Data)-left, 0))
+	if ti == hi {
+		to = max(to, ho)
+	}
+
+	part := func(ch Chunk, from, to int) Chunk {
+		ch.Data = ch.Data[from:to]
+		return ch
+	}
+	head = chunks[:hi:hi]
+	if ho > 0 {
+		head = append(head, part(chunks[hi], 0, ho))
+	}
+	if to < len(chunks[ti].Data) {
+		tail = append(tail, part(chunks[ti], to, len(chunks[ti].Data)))
+	}
+	tail = append(tail, chunks[ti+1:]...)
+	if ti == hi {
+		return head, tail, outputBytes(part(chunks[hi], ho, to))
+	}
+	omitted = outputBytes(part(chunks[hi], ho, len(chunks[hi].Data))) + outputBytes(part(chunks[ti], 0, to))
+	for _, ch := range chunks[hi+1 : ti] {
+		omitted += outputBytes(ch)
+	}
+	return head, tail, omitted
+}
+
+// cutForward moves a cut at n in ch's data back to where the encoding
+// allows one.
+func cutForward(ch Chunk, n int) int {
+	if ch.Encoding == encodingBase64 {
+		return n - n%4
+	}
+	for n > 0 && n < len(ch.Data) && !utf8.RuneStart(ch.Data[n]) {
+		n--
+	}
+	return n
+}
+
+// cutBackward moves a cut at n in ch's data forward to where the encoding
+// allows one.
+func cutBackward(ch Chunk, n int) int {
+	if ch.Encoding == encodingBase64 {
+		return min((n+3)/4*4, len(ch.Data))
+	}
+	for n < len(ch.Data) && !utf8.RuneStart(ch.Data[n]) {
+		n++
+	}
+	return n
+}
+
+// outputBytes is how many bytes of output a piece of a chunk's data, cut
+// as cutForward and cutBackward cut, stands for.
+func outputBytes(ch Chunk) int {
+	if ch.Encoding != encodingBase64 {
+		return len(ch.Data)
+	}
+	pad := len(ch.Data) - len(strings.TrimRight(ch.Data, "="))
+	return len(ch.Data)/4*3 - pad
 }
 
 func (c *catalog) jobCancel(ctx context.Context, req *mcp.CallToolRequest, in JobCancelInput) (*mcp.CallToolResult, JobCancelOutput, error) {
