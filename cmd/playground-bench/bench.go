@@ -20,9 +20,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/devenv"
@@ -482,8 +480,11 @@ func (b *bench) tenantsReady(ctx context.Context) ([]row, error) {
 	runtime.GC()
 	runtime.ReadMemStats(&memBefore)
 
+	rw, err := watchReady(ctx, b.env.Config, ns)
+	if err != nil {
+		return nil, err
+	}
 	created := map[string]time.Time{}
-	readyAt := map[string]time.Duration{}
 	for i := 0; i < b.sz.tenants; i++ {
 		name := fmt.Sprintf("t%03d", i)
 		created[name] = time.Now()
@@ -491,26 +492,13 @@ func (b *bench) tenantsReady(ctx context.Context) ([]row, error) {
 			return nil, err
 		}
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for len(readyAt) < len(created) {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d tenants Ready after 5 minutes", len(readyAt), len(created))
-		}
-		var list playgroundv1alpha1.TenantList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return nil, err
-		}
-		now := time.Now()
-		for _, t := range list.Items {
-			if _, done := readyAt[t.Name]; !done && meta.IsStatusConditionTrue(t.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
-				readyAt[t.Name] = now.Sub(created[t.Name])
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
+	readyAt, err := rw.wait(ctx, len(created), 5*time.Minute, func(int) {}, func() error { return nil })
+	if err != nil {
+		return nil, err
 	}
 	var ds []time.Duration
-	for _, d := range readyAt {
-		ds = append(ds, d)
+	for name, at := range readyAt {
+		ds = append(ds, at.Sub(created[name]))
 	}
 	slices.Sort(ds)
 	p50, p99 := pct(ds, .5), pct(ds, .99)

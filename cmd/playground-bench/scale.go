@@ -23,7 +23,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -48,7 +47,13 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(state)
+	defer func() {
+		if err != nil {
+			fmt.Fprintf(out, "P5 failed; the manager's and the agent's logs are kept in %s\n", state)
+			return
+		}
+		os.RemoveAll(state)
+	}()
 	// Sandboxes' unprivileged roots traverse the path to their bundles.
 	if err := os.Chmod(state, 0o711); err != nil {
 		return nil, err
@@ -117,6 +122,10 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 		return nil, err
 	}
 
+	rw, err := watchReady(ctx, cp.Config, "scale")
+	if err != nil {
+		return nil, err
+	}
 	// Applied at once: eight clients create the tenants as fast as the API
 	// server takes them, as `kubectl apply` of one big file would.
 	start := time.Now()
@@ -148,36 +157,22 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 	}
 	applied := time.Since(start)
 
-	var latencies []time.Duration
-	seen := map[string]bool{}
-	deadline := time.Now().Add(15 * time.Minute)
-	lastReport := time.Now()
-	for len(seen) < n {
-		if err := failed(manager, agent); err != nil {
-			return nil, err
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d tenants Ready after 15 minutes (logs in %s)", len(seen), n, state)
-		}
-		var list playgroundv1alpha1.TenantList
-		if err := c.List(ctx, &list, client.InNamespace("scale")); err != nil {
-			return nil, err
-		}
-		now := time.Now()
-		for _, t := range list.Items {
-			if !seen[t.Name] && meta.IsStatusConditionTrue(t.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
-				seen[t.Name] = true
-				i, _ := strconv.Atoi(strings.TrimPrefix(t.Name, "t"))
-				latencies = append(latencies, now.Sub(created[i]))
-			}
-		}
-		if time.Since(lastReport) > 10*time.Second {
-			lastReport = time.Now()
-			fmt.Fprintf(out, "  after %s: %d of %d tenants Ready; sandboxes %s\n", time.Since(start).Round(time.Second), len(seen), n, sandboxPhases(ctx, c))
-		}
-		time.Sleep(100 * time.Millisecond)
+	readyAt, err := rw.wait(ctx, n, 15*time.Minute, func(ready int) {
+		fmt.Fprintf(out, "  after %s: %d of %d tenants Ready; sandboxes %s\n", time.Since(start).Round(time.Second), ready, n, sandboxPhases(ctx, c))
+	}, func() error { return failed(manager, agent) })
+	if err != nil {
+		return nil, err
 	}
-	all := time.Since(start)
+	var latencies []time.Duration
+	last := start
+	for name, at := range readyAt {
+		i, _ := strconv.Atoi(strings.TrimPrefix(name, "t"))
+		latencies = append(latencies, at.Sub(created[i]))
+		if at.After(last) {
+			last = at
+		}
+	}
+	all := last.Sub(start)
 	slices.Sort(latencies)
 	managerPeak, agentPeak := manager.peak(), agent.peak()
 

@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -69,8 +70,10 @@ const ReadyLine = "Playground dev is running."
 
 // Env is a running local system.
 type Env struct {
-	// Client is an administrator's client of the API server.
+	// Client is an administrator's client of the API server, and Config
+	// its configuration.
 	Client client.Client
+	Config *rest.Config
 	// Endpoint is the MCP gateway's URL and Token the sample tenant's token.
 	Endpoint, Token string
 	// Tenant is the sample tenant, Ready.
@@ -186,7 +189,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	if err != nil {
 		return nil, err
 	}
-	env.Client = c
+	env.Client, env.Config = c, cp.Config
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err

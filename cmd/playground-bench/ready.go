@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+)
+
+// readyWatch records when each Tenant of a namespace first turns Ready. It
+// watches rather than polls: listing a thousand Tenants every few
+// milliseconds would cost the API server more than the system measured.
+type readyWatch struct {
+	mu      sync.Mutex
+	readyAt map[string]time.Time
+	err     error
+	changed chan struct{}
+}
+
+// watchReady starts watching the Tenants of ns; it stops with ctx.
+func watchReady(ctx context.Context, cfg *rest.Config, ns string) (*readyWatch, error) {
+	scheme := kruntime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = playgroundv1alpha1.AddToScheme(scheme)
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	rw := &readyWatch{readyAt: map[string]time.Time{}, changed: make(chan struct{}, 1)}
+	var list playgroundv1alpha1.TenantList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		rw.observe(&list.Items[i])
+	}
+	go rw.run(ctx, c, ns, list.ResourceVersion)
+	return rw, nil
+}
+
+func (rw *readyWatch) run(ctx context.Context, c client.WithWatch, ns, rv string) {
+	for ctx.Err() == nil {
+		w, err := c.Watch(ctx, &playgroundv1alpha1.TenantList{}, client.InNamespace(ns),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+		if err != nil {
+			rw.fail(err)
+			return
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				rw.fail(fmt.Errorf("watching tenants: %v", ev.Object))
+				w.Stop()
+				return
+			}
+			if t, ok := ev.Object.(*playgroundv1alpha1.Tenant); ok {
+				rv = t.ResourceVersion
+				rw.observe(t)
+			}
+		}
+		w.Stop() // closed by the server: resume where it ended
+	}
+}
+
+func (rw *readyWatch) observe(t *playgroundv1alpha1.Tenant) {
+	if !meta.IsStatusConditionTrue(t.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
+		return
+	}
+	now := time.Now()
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if _, seen := rw.readyAt[t.Name]; !seen {
+		rw.readyAt[t.Name] = now
+		select {
+		case rw.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (rw *readyWatch) fail(err error) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.err = err
+	select {
+	case rw.changed <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns once n Tenants are Ready, with when each turned Ready. Every
+// ten seconds it calls progress with the count so far; check may end the
+// wait early with an error (a component that died).
+func (rw *readyWatch) wait(ctx context.Context, n int, timeout time.Duration, progress func(ready int), check func() error) (map[string]time.Time, error) {
+	deadline := time.After(timeout)
+	report := time.NewTicker(10 * time.Second)
+	defer report.Stop()
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		rw.mu.Lock()
+		ready, err := len(rw.readyAt), rw.err
+		rw.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if ready >= n {
+			rw.mu.Lock()
+			defer rw.mu.Unlock()
+			return maps.Clone(rw.readyAt), nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline:
+			return nil, fmt.Errorf("%d of %d tenants Ready after %s", ready, n, timeout)
+		case <-report.C:
+			progress(ready)
+		case <-poll.C:
+			if err := check(); err != nil {
+				return nil, err
+			}
+		case <-rw.changed:
+		}
+	}
+}
