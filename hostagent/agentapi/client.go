@@ -1,15 +1,18 @@
 package agentapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
@@ -69,37 +72,50 @@ func NewClient(endpoint, token string, rt http.RoundTripper) (*Client, error) {
 // do posts body as JSON to path and decodes the answer into out (nil for
 // none). Agent errors come back as *hostagent.Error with their code.
 func (c *Client) do(ctx context.Context, path string, body, out any) error {
-	b, err := json.Marshal(body)
+	resp, err := c.post(ctx, path, body, "")
 	if err != nil {
 		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(path).String(), bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return &hostagent.Error{Code: hostagent.CodeUnavailable, Err: err,
-			Message: "the sandbox's node cannot be reached right now: retry shortly"}
 	}
 	defer resp.Body.Close()
-	body2 := io.LimitReader(resp.Body, maxResponseBytes)
-	if resp.StatusCode >= 300 {
-		var e ErrorResponse
-		if err := json.NewDecoder(body2).Decode(&e); err != nil || e.Code == "" {
-			return &hostagent.Error{Code: hostagent.CodeInternal, Message: fmt.Sprintf("the agent answered %s", resp.Status)}
-		}
-		return &hostagent.Error{Code: e.Code, Message: e.Message}
-	}
 	if out == nil {
 		return nil
 	}
-	if err := json.NewDecoder(body2).Decode(out); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
 		return fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
 	}
 	return nil
+}
+
+// post posts body as JSON to path, asking for accept (default JSON), and
+// returns a successful answer for the caller to read and close.
+func (c *Client) post(ctx context.Context, path string, body any, accept string) (*http.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(path).String(), bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, &hostagent.Error{Code: hostagent.CodeUnavailable, Err: err,
+			Message: "the sandbox's node cannot be reached right now: retry shortly"}
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var e ErrorResponse
+		if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(&e); err != nil || e.Code == "" {
+			return nil, &hostagent.Error{Code: hostagent.CodeInternal, Message: fmt.Sprintf("the agent answered %s", resp.Status)}
+		}
+		return nil, &hostagent.Error{Code: e.Code, Message: e.Message}
+	}
+	return resp, nil
 }
 
 // Open opens a session handle on the tenant's sandbox.
@@ -135,11 +151,70 @@ func (c *Client) StartJob(ctx context.Context, tenant, handle string, req hostag
 	return info, err
 }
 
-// Poll returns a page of a job's output.
+// Poll returns a page of a job's output. It asks for the binary answer
+// (PollMediaType) and reads JSON too, from an agent that does not know it.
 func (c *Client) Poll(ctx context.Context, req PollRequest, jobID string) (PollResponse, error) {
+	path := "/v1/jobs/" + url.PathEscape(jobID) + "/poll"
+	resp, err := c.post(ctx, path, req, PollMediaType+", application/json;q=0.5")
+	if err != nil {
+		return PollResponse{}, err
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, maxResponseBytes)
 	var res PollResponse
-	err := c.do(ctx, "/v1/jobs/"+url.PathEscape(jobID)+"/poll", req, &res)
-	return res, err
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), PollMediaType) {
+		res, err = readBinaryPoll(body)
+	} else {
+		err = json.NewDecoder(body).Decode(&res)
+	}
+	if err != nil {
+		return PollResponse{}, fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
+	}
+	return res, nil
+}
+
+// readBinaryPoll reads a PollMediaType answer and encodes its chunks as
+// the JSON answer carries them.
+func readBinaryPoll(r io.Reader) (PollResponse, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return PollResponse{}, fmt.Errorf("reading the header: %w", err)
+	}
+	var h PollHeader
+	if err := json.Unmarshal(line, &h); err != nil {
+		return PollResponse{}, fmt.Errorf("the header: %w", err)
+	}
+	total := 0
+	for _, c := range h.Chunks {
+		if c.Size < 0 || c.Size > maxResponseBytes-total {
+			return PollResponse{}, fmt.Errorf("chunk %d claims %d bytes, more than an answer holds", c.Seq, c.Size)
+		}
+		total += c.Size
+	}
+	data := make([]byte, total)
+	if _, err := io.ReadFull(br, data); err != nil {
+		return PollResponse{}, fmt.Errorf("reading %d bytes of chunks: %w", total, err)
+	}
+	if n, _ := br.Read(make([]byte, 1)); n > 0 {
+		return PollResponse{}, errors.New("bytes after the last chunk")
+	}
+	res := PollResponse{
+		Job:           h.Job,
+		Chunks:        make([]jobs.EncodedChunk, len(h.Chunks)),
+		NextCursor:    h.NextCursor,
+		Gap:           h.Gap,
+		DroppedBytes:  h.DroppedBytes,
+		DroppedChunks: h.DroppedChunks,
+		Done:          h.Done,
+	}
+	for i, c := range h.Chunks {
+		e := jobs.EncodedChunk{Stream: c.Stream, Seq: c.Seq, Offset: c.Offset}
+		e.Encoding, e.Data = jobs.EncodeData(data[:c.Size])
+		data = data[c.Size:]
+		res.Chunks[i] = e
+	}
+	return res, nil
 }
 
 // Cancel cancels a job.

@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/httpserve"
 )
 
@@ -107,11 +109,14 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 			writeJSON(w, statusOf(code), ErrorResponse{Code: code, Message: err.Error()})
 			return
 		}
-		if res == nil {
+		switch res := res.(type) {
+		case nil:
 			w.WriteHeader(http.StatusNoContent)
-			return
+		case binaryPoll:
+			res.write(w)
+		default:
+			writeJSON(w, http.StatusOK, res)
 		}
-		writeJSON(w, http.StatusOK, res)
 	})
 }
 
@@ -206,6 +211,9 @@ func (s *Server) poll(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if accepts(r, PollMediaType) {
+		return binaryPoll(res), nil
+	}
 	return PollResponse{
 		Job:           res.Job,
 		Chunks:        res.EncodedChunks(),
@@ -215,6 +223,54 @@ func (s *Server) poll(r *http.Request) (any, error) {
 		DroppedChunks: res.DroppedChunks,
 		Done:          res.Done,
 	}, nil
+}
+
+// accepts reports whether the request's Accept header names mediaType.
+func accepts(r *http.Request, mediaType string) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), mediaType) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// binaryPoll is a page answered as PollMediaType.
+type binaryPoll jobs.PollResult
+
+func (p binaryPoll) write(w http.ResponseWriter) {
+	h := PollHeader{
+		Job:           p.Job,
+		Chunks:        make([]ChunkHeader, len(p.Chunks)),
+		NextCursor:    p.NextCursor,
+		Gap:           p.Gap,
+		DroppedBytes:  p.DroppedBytes,
+		DroppedChunks: p.DroppedChunks,
+		Done:          p.Done,
+	}
+	size := 0
+	for i, c := range p.Chunks {
+		h.Chunks[i] = ChunkHeader{Stream: c.Stream.String(), Seq: c.Seq, Offset: c.Offset, Size: len(c.Data)}
+		size += len(c.Data)
+	}
+	head, err := json.Marshal(h)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, ErrorResponse{Code: hostagent.CodeInternal, Message: "encoding the page: " + err.Error()})
+		return
+	}
+	// JSON from Marshal has no raw newline: the header is the first line.
+	w.Header().Set("Content-Type", PollMediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+1+size))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(head, '\n'))
+	for _, c := range p.Chunks {
+		if _, err := w.Write(c.Data); err != nil {
+			return
+		}
+	}
 }
 
 func (s *Server) cancel(r *http.Request) (any, error) {

@@ -1,6 +1,7 @@
 // Package agentapi is the host agent's network API: the calls the gateway
 // (and the manager) make to the agent of a node, as JSON over HTTP/2 (TLS,
-// or cleartext h2c on a trusted network), authenticated by a bearer token
+// or cleartext h2c on a trusted network; a poll's page may come as raw
+// bytes after a JSON header, PollMediaType), authenticated by a bearer token
 // that only the gateway and the manager hold. Every call names the tenant;
 // the agent checks that the handle or job belongs to it. docs/agent-api.md
 // describes the wire format.
@@ -46,6 +47,34 @@ type PollResponse struct {
 	DroppedBytes  uint64              `json:"dropped_bytes"`
 	DroppedChunks uint64              `json:"dropped_chunks"`
 	Done          bool                `json:"done"`
+}
+
+// PollMediaType is the media type of a poll's binary answer, which a
+// client asks for with Accept: a JSON header on one line, then the chunks'
+// bytes, raw and back to back (see docs/agent-api.md). It spares both ends
+// the JSON escaping of megabytes of output; an agent that does not know it
+// answers JSON, which the client reads too.
+const PollMediaType = "application/vnd.playground.poll"
+
+// PollHeader is the first line of a binary poll answer: a PollResponse
+// whose chunks carry their sizes instead of their data.
+type PollHeader struct {
+	Job           jobs.JobInfo  `json:"job"`
+	Chunks        []ChunkHeader `json:"chunks"`
+	NextCursor    string        `json:"next_cursor"`
+	Gap           *jobs.Gap     `json:"gap,omitempty"`
+	DroppedBytes  uint64        `json:"dropped_bytes"`
+	DroppedChunks uint64        `json:"dropped_chunks"`
+	Done          bool          `json:"done"`
+}
+
+// ChunkHeader describes a chunk of a binary poll answer; its Size bytes
+// follow those of the chunks before it.
+type ChunkHeader struct {
+	Stream string `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	Offset int    `json:"offset,omitempty"`
+	Size   int    `json:"size"`
 }
 
 // ReadRequest is the body of a file read.

@@ -43,12 +43,16 @@ type EncodedChunk struct {
 // UTF-8 on its own and goes as base64.
 func (c Chunk) Encode() EncodedChunk {
 	e := EncodedChunk{Stream: c.Stream.String(), Seq: c.Seq, Offset: c.Offset}
-	if utf8.Valid(c.Data) {
-		e.Encoding, e.Data = EncodingText, string(c.Data)
-	} else {
-		e.Encoding, e.Data = EncodingBase64, base64.StdEncoding.EncodeToString(c.Data)
-	}
+	e.Encoding, e.Data = EncodeData(c.Data)
 	return e
+}
+
+// EncodeData encodes a chunk's bytes as Chunk.Encode does.
+func EncodeData(b []byte) (encoding, data string) {
+	if utf8.Valid(b) {
+		return EncodingText, string(b)
+	}
+	return EncodingBase64, base64.StdEncoding.EncodeToString(b)
 }
 
 // Bytes decodes the chunk's data; it is the inverse of Chunk.Encode and is

@@ -1,0 +1,169 @@
+package agentapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/agentapi/agentapitest"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// piece is one write of a scripted command.
+type piece struct {
+	stream backend.Stream
+	data   string
+}
+
+// scriptBackend is an in-memory backend whose every command writes its
+// pieces and exits 0; it needs no containers.
+type scriptBackend struct{ pieces []piece }
+
+func (s *scriptBackend) Name() string { return "script" }
+func (s *scriptBackend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{ProvesCleanup: true}
+}
+func (s *scriptBackend) Provision(context.Context, backend.Spec) error { return nil }
+func (s *scriptBackend) Start(context.Context, string) error           { return nil }
+func (s *scriptBackend) Reattach(context.Context, backend.Spec) error  { return backend.ErrNotFound }
+func (s *scriptBackend) Detach(context.Context, string) error          { return nil }
+func (s *scriptBackend) Destroy(context.Context, string, bool) error   { return nil }
+func (s *scriptBackend) PileDir(id string) string                      { return "/nonexistent/" + id }
+func (s *scriptBackend) Exec(_ context.Context, _ string, _ backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+	for _, p := range s.pieces {
+		sink.Write(p.stream, []byte(p.data))
+	}
+	return scriptProcess{}, nil
+}
+
+type scriptProcess struct{}
+
+func (scriptProcess) Wait(context.Context) (backend.ExitStatus, error) {
+	return backend.ExitStatus{Code: 3, Duration: time.Millisecond}, nil
+}
+func (scriptProcess) Kill(context.Context) error { return nil }
+
+// TestPollBinaryAnswer: a poll answered in PollMediaType reads exactly as
+// the JSON answer does, and the client still reads an agent that answers
+// JSON only.
+func TestPollBinaryAnswer(t *testing.T) {
+	ctx := context.Background()
+	pieces := []piece{
+		{backend.Stdout, "hello <world> & \"quotes\"\n"},
+		{backend.Stderr, "\xff\x00\xfe not text\n"},
+		{backend.Stdout, "caf\xc3"}, // a character split over two writes
+		{backend.Stdout, "\xa9\n"},
+		{backend.Stdout, strings.Repeat("line of output\twith a tab\n", 12000)},
+		{backend.Stderr, ""},
+		{backend.Stderr, "\x00\x01 control bytes are text\n"},
+	}
+	agent, err := hostagent.New(hostagent.Options{Backend: &scriptBackend{pieces: pieces}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Ensure(ctx, spec("bin", "ns/a")); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := agentapitest.Serve(t, agent, gatewayToken)
+	c, err := agentapi.NewClient(endpoint, gatewayToken, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Open(ctx, "ns/a", "bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := c.StartJob(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := agentapi.PollRequest{Tenant: "ns/a", MaxBytes: 1 << 20, Wait: 2 * time.Second}
+	var bin agentapi.PollResponse
+	for deadline := time.Now().Add(10 * time.Second); bin.Job.Result == nil; {
+		if bin, err = c.Poll(ctx, req, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job did not end")
+		}
+	}
+
+	// The same page as JSON, asked for without Accept.
+	body, _ := json.Marshal(req)
+	hr, _ := http.NewRequest(http.MethodPost, endpoint+"/v1/jobs/"+job.ID+"/poll", bytes.NewReader(body))
+	hr.Header.Set("Authorization", "Bearer "+gatewayToken)
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("a poll without Accept was answered %s", ct)
+	}
+	var js agentapi.PollResponse
+	if err := json.NewDecoder(resp.Body).Decode(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(bin, js) {
+		t.Fatalf("the binary answer reads\n%+.400v\nthe JSON one\n%+.400v", bin, js)
+	}
+	var stdout, stderr []byte
+	encodings := map[string]bool{}
+	for _, ch := range bin.Chunks {
+		b, err := ch.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		encodings[ch.Encoding] = true
+		if ch.Stream == "stdout" {
+			stdout = append(stdout, b...)
+		} else {
+			stderr = append(stderr, b...)
+		}
+	}
+	var wantOut, wantErr []byte
+	for _, p := range pieces {
+		if p.stream == backend.Stdout {
+			wantOut = append(wantOut, p.data...)
+		} else {
+			wantErr = append(wantErr, p.data...)
+		}
+	}
+	if !bytes.Equal(stdout, wantOut) || !bytes.Equal(stderr, wantErr) || !encodings[jobs.EncodingText] || !encodings[jobs.EncodingBase64] {
+		t.Fatalf("the page is not the output byte for byte (encodings %v)", encodings)
+	}
+
+	// An agent that knows only JSON: a proxy that drops Accept.
+	target, _ := url.Parse(endpoint)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	director := proxy.Director
+	proxy.Director = func(r *http.Request) { director(r); r.Header.Del("Accept") }
+	old := httptest.NewServer(proxy)
+	defer old.Close()
+	oc, err := agentapi.NewClient(old.URL, gatewayToken, http.DefaultTransport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaJSON, err := oc.Poll(ctx, req, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(viaJSON, bin) {
+		t.Fatal("the client reads a JSON answer differently")
+	}
+	// Errors come back coded either way.
+	if _, err := c.Poll(ctx, agentapi.PollRequest{Tenant: "ns/a", Cursor: "not-a-cursor"}, job.ID); codeOf(err) != hostagent.CodeInvalid {
+		t.Fatalf("a bad cursor: %v", err)
+	}
+}
