@@ -31,6 +31,9 @@ import (
 var (
 	guestBinary string
 	skipReason  string
+	// testRuntime is the OCI runtime the tests run: runc, or the one named
+	// by $PLAYGROUND_OCI_RUNTIME (say crun) to check the backend with it.
+	testRuntime = "runc"
 )
 
 func TestMain(m *testing.M) {
@@ -38,14 +41,17 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	if rt := os.Getenv("PLAYGROUND_OCI_RUNTIME"); rt != "" {
+		testRuntime = rt
+	}
 	switch {
 	case os.Geteuid() != 0:
 		skipReason = "oci backend tests need root (user namespaces, cgroups, chattr)"
 	default:
 		// As root the tests run, so a missing runc is a broken set-up, not
 		// a reason to skip: make test installs it (hack/prereqs.sh).
-		if _, err := exec.LookPath("runc"); err != nil {
-			fmt.Fprintln(os.Stderr, "runc is not installed: run make prereqs (or apt-get install runc)")
+		if _, err := exec.LookPath(testRuntime); err != nil {
+			fmt.Fprintf(os.Stderr, "%s is not installed: run make prereqs (or apt-get install runc)\n", testRuntime)
 			return 1
 		}
 	}
@@ -80,7 +86,7 @@ func newStateDir(tb testing.TB) string {
 	tb.Cleanup(func() {
 		// Whatever a test left: containers first, then files (the pile's
 		// append-only flags must go before it can be removed).
-		b, err := New(Options{StateDir: dir, GuestBinary: guestBinary})
+		b, err := New(Options{StateDir: dir, GuestBinary: guestBinary, Runtime: testRuntime})
 		if err == nil {
 			entries, _ := os.ReadDir(filepath.Join(dir, "sandboxes"))
 			for _, e := range entries {
@@ -96,7 +102,7 @@ func newStateDir(tb testing.TB) string {
 
 func newBackend(tb testing.TB, stateDir string) *Backend {
 	tb.Helper()
-	b, err := New(Options{StateDir: stateDir, GuestBinary: guestBinary})
+	b, err := New(Options{StateDir: stateDir, GuestBinary: guestBinary, Runtime: testRuntime})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -802,7 +808,7 @@ func BenchmarkExecTrue(b *testing.B) {
 
 func TestHostNetwork(t *testing.T) {
 	requireRunc(t)
-	b, err := New(Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Network: NetworkHost})
+	b, err := New(Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Runtime: testRuntime, Network: NetworkHost})
 	if err != nil {
 		t.Fatal(err)
 	}

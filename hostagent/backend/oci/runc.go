@@ -30,10 +30,12 @@ type containerState struct {
 // maxLogSize bounds init.log: it is truncated at the next start beyond it.
 const maxLogSize = 1 << 20
 
-// exists reports whether runc has state for the container. It avoids
-// parsing runc's "does not exist" error text.
+// exists reports whether the runtime has state for the container: its
+// directory under root, which is also how runc and crun themselves decide
+// that an ID is taken (runc keeps state.json in it, crun status). It
+// avoids parsing the runtime's "does not exist" error text.
 func (r *runc) exists(id string) bool {
-	return fileExists(filepath.Join(r.root, id, "state.json"))
+	return fileExists(filepath.Join(r.root, id))
 }
 
 func (r *runc) state(ctx context.Context, id string) (*containerState, error) {
