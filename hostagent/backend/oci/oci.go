@@ -609,14 +609,11 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 		return err
 	}
 	logPath := filepath.Join(sb.dir, "init.log")
-	if err := b.runc.run(ctx, sb.dir, cid, logPath); err != nil {
+	pid, err := b.runc.run(ctx, sb.dir, cid, logPath)
+	if err != nil {
 		return fmt.Errorf("oci: starting sandbox %s: %w", sb.spec.ID, err)
 	}
-	st, err := b.runc.state(ctx, cid)
-	if err != nil {
-		return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
-	}
-	return b.waitReady(ctx, sb, st.Pid)
+	return b.waitReady(ctx, sb, pid)
 }
 
 // waitReady waits until init's socket exists (init creates it listening).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -54,23 +55,33 @@ func (r *runc) state(ctx context.Context, id string) (*containerState, error) {
 // the agent: stdin is /dev/null and stdout/stderr go to logPath, which is
 // also where runc's own errors land. A pipe here would keep the agent
 // waiting for the container's exit.
-func (r *runc) run(ctx context.Context, bundle, id, logPath string) error {
+func (r *runc) run(ctx context.Context, bundle, id, logPath string) (pid int, err error) {
 	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxLogSize {
 		_ = os.Truncate(logPath, 0)
 	}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer logf.Close()
 	before, _ := logf.Seek(0, 2)
-	cmd := exec.CommandContext(ctx, r.bin, "--root", r.root, "run", "--detach", "--bundle", bundle, id)
+	// The PID file saves a `runc state` after the start: a third runtime
+	// process, about 18 ms of a 70 ms start on a small machine.
+	pidFile := filepath.Join(bundle, "init.pid")
+	cmd := exec.CommandContext(ctx, r.bin, "--root", r.root, "run", "--detach", "--pid-file", pidFile, "--bundle", bundle, id)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Run(); err != nil {
 		msg := tailFrom(logPath, before)
-		return fmt.Errorf("runc run: %w: %s", err, msg)
+		return 0, fmt.Errorf("%s run: %w: %s", filepath.Base(r.bin), err, msg)
 	}
-	return nil
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, fmt.Errorf("%s run: the container's PID: %w", filepath.Base(r.bin), err)
+	}
+	if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil || pid <= 0 {
+		return 0, fmt.Errorf("%s run: the container's PID file holds %q", filepath.Base(r.bin), b)
+	}
+	return pid, nil
 }
 
 // cgroupPaths returns the container's cgroup directories (one per v1
