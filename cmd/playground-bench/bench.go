@@ -484,6 +484,22 @@ func (b *bench) tenantsReady(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One tenant at a time first: the path's latency when nothing queues.
+	var alone []time.Duration
+	for i := range 5 {
+		name := fmt.Sprintf("alone%d", i)
+		start := time.Now()
+		if err := c.Create(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			return nil, err
+		}
+		at, err := rw.waitName(ctx, name, time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		alone = append(alone, at.Sub(start))
+	}
+	slices.Sort(alone)
+
 	created := map[string]time.Time{}
 	for i := 0; i < b.sz.tenants; i++ {
 		name := fmt.Sprintf("t%03d", i)
@@ -492,13 +508,13 @@ func (b *bench) tenantsReady(ctx context.Context) ([]row, error) {
 			return nil, err
 		}
 	}
-	readyAt, err := rw.wait(ctx, len(created), 5*time.Minute, func(int) {}, func() error { return nil })
+	readyAt, err := rw.wait(ctx, len(alone)+len(created), 5*time.Minute, func(int) {}, func() error { return nil })
 	if err != nil {
 		return nil, err
 	}
 	var ds []time.Duration
-	for name, at := range readyAt {
-		ds = append(ds, at.Sub(created[name]))
+	for name, t0 := range created {
+		ds = append(ds, readyAt[name].Sub(t0))
 	}
 	slices.Sort(ds)
 	p50, p99 := pct(ds, .5), pct(ds, .99)
@@ -515,7 +531,8 @@ func (b *bench) tenantsReady(ctx context.Context) ([]row, error) {
 	agentPer := (int64(memAfter.HeapInuse) - int64(memBefore.HeapInuse)) / int64(b.sz.tenants)
 	perSandbox := pss / int64(n)
 	return []row{
-		{fmt.Sprintf("P3 Tenant applied → Ready (token, running sandbox), p50 of %d", b.sz.tenants), ms(p50), "", "", "≤ 150 ms", verdict(p50 <= 150*time.Millisecond)},
+		{"P3 one Tenant applied alone → Ready, median of 5", ms(pct(alone, .5)), "", "", "(for reference)", "—"},
+		{fmt.Sprintf("P3 Tenant applied → Ready (token, running sandbox), p50 of %d at once", b.sz.tenants), ms(p50), "", "", "≤ 150 ms", verdict(p50 <= 150*time.Millisecond)},
 		{fmt.Sprintf("P3 Tenant applied → Ready, p99 of %d", b.sz.tenants), ms(p99), "", "", "≤ 500 ms", verdict(p99 <= 500*time.Millisecond)},
 		{fmt.Sprintf("P6 host memory per idle sandbox (PSS of its processes, %d sandboxes)", n), fmt.Sprintf("%.2f MiB", float64(perSandbox)/(1<<20)),
 			fmt.Sprintf("+ %.0f KiB heap in this process (manager, agent, gateway)", float64(agentPer)/1024), "", "≤ 2 MiB", verdict(perSandbox <= 2<<20)},

@@ -98,6 +98,30 @@ func (rw *readyWatch) fail(err error) {
 	}
 }
 
+// waitName returns when the Tenant name turned Ready.
+func (rw *readyWatch) waitName(ctx context.Context, name string, timeout time.Duration) (time.Time, error) {
+	deadline := time.After(timeout)
+	for {
+		rw.mu.Lock()
+		at, ok := rw.readyAt[name]
+		err := rw.err
+		rw.mu.Unlock()
+		switch {
+		case ok:
+			return at, nil
+		case err != nil:
+			return time.Time{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-deadline:
+			return time.Time{}, fmt.Errorf("tenant %s not Ready after %s", name, timeout)
+		case <-rw.changed:
+		}
+	}
+}
+
 // wait returns once n Tenants are Ready, with when each turned Ready. Every
 // ten seconds it calls progress with the count so far; check may end the
 // wait early with an error (a component that died).
