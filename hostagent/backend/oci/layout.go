@@ -111,40 +111,64 @@ func (b *Backend) allocate(spec backend.Spec) (*sandbox, error) {
 	if err := writeJSON(filepath.Join(sb.dir, "sandbox.json"), sandboxFile{Spec: spec, Slot: slot}, 0o600); err != nil {
 		return nil, err
 	}
+	b.slots[slot] = spec.ID
 	return sb, nil
 }
 
 // freeSlot picks an ID-map slot no other sandbox of this state directory
 // uses. The caller holds b.mu.
 func (b *Backend) freeSlot(id string) (int, error) {
-	used := make(map[int]bool)
-	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
-	if err != nil {
+	if err := b.loadSlots(); err != nil {
 		return 0, err
-	}
-	for _, e := range entries {
-		if e.Name() == id {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(b.opts.StateDir, "sandboxes", e.Name(), "sandbox.json"))
-		if err != nil {
-			continue
-		}
-		var f sandboxFile
-		if json.Unmarshal(data, &f) == nil {
-			used[f.Slot] = true
-		}
 	}
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	n := b.opts.IDMapSlots
 	start := int(h.Sum32() % uint32(n))
 	for i := 0; i < n; i++ {
-		if s := (start + i) % n; !used[s] {
+		if s := (start + i) % n; b.slots[s] == "" || b.slots[s] == id {
 			return s, nil
 		}
 	}
 	return 0, fmt.Errorf("oci: all %d ID-map slots are in use", n)
+}
+
+// loadSlots reads, once, which slots the sandboxes on disk hold, so that
+// provisioning a sandbox does not read every other one's sandbox.json (a
+// thousand sandboxes made that a second of reading per provision). The
+// caller holds b.mu.
+func (b *Backend) loadSlots() error {
+	if b.slots != nil {
+		return nil
+	}
+	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
+	if err != nil {
+		return err
+	}
+	slots := make(map[int]string, len(entries))
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(b.opts.StateDir, "sandboxes", e.Name(), "sandbox.json"))
+		if err != nil {
+			continue
+		}
+		var f sandboxFile
+		if json.Unmarshal(data, &f) == nil {
+			slots[f.Slot] = e.Name()
+		}
+	}
+	b.slots = slots
+	return nil
+}
+
+// releaseSlot frees id's slot once its sandbox.json is gone.
+func (b *Backend) releaseSlot(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s, holder := range b.slots {
+		if holder == id {
+			delete(b.slots, s)
+		}
+	}
 }
 
 func (b *Backend) hostIDs(sb *sandbox) (root, tenant int) {
@@ -314,6 +338,11 @@ func shellQuote(s string) string {
 // (flags and all) at PileDir.
 func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 	dir := b.sandboxDir(id)
+	defer func() {
+		if !fileExists(filepath.Join(dir, "sandbox.json")) {
+			b.releaseSlot(id)
+		}
+	}()
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

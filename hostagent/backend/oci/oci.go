@@ -131,6 +131,9 @@ type Backend struct {
 	mu        sync.Mutex
 	locks     map[string]*sync.Mutex
 	lifelines map[string]*lifeline
+	// slots maps the ID-map slots in use to their sandboxes; read from the
+	// sandboxes' files on first use, then kept here (under mu).
+	slots map[int]string
 }
 
 // lifeline is one incarnation of a sandbox's container as seen by the

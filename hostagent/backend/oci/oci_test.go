@@ -779,6 +779,54 @@ func TestDestroy(t *testing.T) {
 	}
 }
 
+// TestIDMapSlots: each sandbox holds its own ID range until it is
+// destroyed; a full node refuses with a clear error and loses nothing, and
+// a restarted agent (a new Backend) sees the ranges its predecessor gave.
+func TestIDMapSlots(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	ctx := context.Background()
+	b, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, IDMapSlots: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := b.Provision(ctx, backend.Spec{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slotOf := func(b *Backend, id string) int {
+		sb, err := b.load(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb.slot
+	}
+	if slotOf(b, "a") == slotOf(b, "b") {
+		t.Fatal("two sandboxes share an ID range")
+	}
+	if err := b.Provision(ctx, backend.Spec{ID: "c"}); err == nil || !strings.Contains(err.Error(), "all 2 ID-map slots are in use") {
+		t.Fatalf("third sandbox on two slots: %v", err)
+	}
+	freed := slotOf(b, "a")
+	if err := b.Destroy(ctx, "a", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Provision(ctx, backend.Spec{ID: "c"}); err != nil {
+		t.Fatalf("after a destroy: %v", err)
+	}
+	if got := slotOf(b, "c"); got != freed {
+		t.Fatalf("c got slot %d, want the freed %d", got, freed)
+	}
+	restarted, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, IDMapSlots: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := restarted.Provision(ctx, backend.Spec{ID: "d"}); err == nil {
+		t.Fatal("a restarted backend gave away a slot in use")
+	}
+}
+
 // BenchmarkExecTrue compares a command round trip through the backend
 // (connect, shepherd forks /bin/sh as the tenant, output, exit status)
 // with a bare fork/exec of the same shell on the host, in the same run.
