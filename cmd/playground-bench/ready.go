@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -157,4 +159,113 @@ func (rw *readyWatch) wait(ctx context.Context, n int, timeout time.Duration, pr
 		case <-rw.changed:
 		}
 	}
+}
+
+// stages records when one tenant's path first reaches each milestone, as
+// seen by watching its Tenant and its Sandbox: which hop of the
+// Tenant → Sandbox → binding → agent → status chain takes the time.
+type stages struct {
+	mu   sync.Mutex
+	name string
+	at   map[string]time.Time
+}
+
+// The milestones, in the order the path passes them.
+var stageOrder = []string{"tenant finalizer", "sandbox created", "bound", "token", "agent finalizer", "provisioning", "provisioned", "sandbox Ready", "tenant Ready"}
+
+// watchStages watches the Tenants and Sandboxes of ns for the one named
+// name; it stops with ctx.
+func watchStages(ctx context.Context, cfg *rest.Config, ns, name string) (*stages, error) {
+	scheme := kruntime.NewScheme()
+	_ = playgroundv1alpha1.AddToScheme(scheme)
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	st := &stages{name: name, at: map[string]time.Time{}}
+	sel := client.MatchingFields{"metadata.name": name}
+	for _, list := range []client.ObjectList{&playgroundv1alpha1.TenantList{}, &playgroundv1alpha1.SandboxList{}} {
+		w, err := c.Watch(ctx, list, client.InNamespace(ns), sel)
+		if err != nil {
+			return nil, err
+		}
+		go func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				st.observe(ev.Object)
+			}
+		}()
+	}
+	return st, nil
+}
+
+func (st *stages) observe(o kruntime.Object) {
+	now := time.Now()
+	var reached []string
+	switch o := o.(type) {
+	case *playgroundv1alpha1.Tenant:
+		if len(o.Finalizers) > 0 {
+			reached = append(reached, "tenant finalizer")
+		}
+		if meta.IsStatusConditionTrue(o.Status.Conditions, playgroundv1alpha1.CredentialsReadyCondition) {
+			reached = append(reached, "token")
+		}
+		if meta.IsStatusConditionTrue(o.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
+			reached = append(reached, "tenant Ready")
+		}
+	case *playgroundv1alpha1.Sandbox:
+		reached = append(reached, "sandbox created")
+		if o.Spec.NodeName != "" {
+			reached = append(reached, "bound")
+		}
+		if slices.Contains(o.Finalizers, playgroundv1alpha1.SandboxFinalizer) {
+			reached = append(reached, "agent finalizer")
+		}
+		if meta.FindStatusCondition(o.Status.Conditions, playgroundv1alpha1.ProvisionedCondition) != nil {
+			reached = append(reached, "provisioning")
+		}
+		if meta.IsStatusConditionTrue(o.Status.Conditions, playgroundv1alpha1.ProvisionedCondition) {
+			reached = append(reached, "provisioned")
+		}
+		if meta.IsStatusConditionTrue(o.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
+			reached = append(reached, "sandbox Ready")
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, s := range reached {
+		if _, seen := st.at[s]; !seen {
+			st.at[s] = now
+		}
+	}
+}
+
+// since returns each milestone's time after start.
+func (st *stages) since(start time.Time) map[string]time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	d := map[string]time.Duration{}
+	for s, at := range st.at {
+		d[s] = at.Sub(start)
+	}
+	return d
+}
+
+// medianStages formats the median time of each milestone over runs.
+func medianStages(runs []map[string]time.Duration) string {
+	var parts []string
+	for _, s := range stageOrder {
+		var ds []time.Duration
+		for _, r := range runs {
+			if d, ok := r[s]; ok {
+				ds = append(ds, d)
+			}
+		}
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		parts = append(parts, fmt.Sprintf("%s %d", s, pct(ds, .5).Milliseconds()))
+	}
+	return strings.Join(parts, ", ") + " (ms)"
 }
