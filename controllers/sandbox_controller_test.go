@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -202,4 +206,57 @@ func TestAgentHealth(t *testing.T) {
 	g.Eventually(func() metav1.ConditionStatus {
 		return conditionOf(getSandbox(g, ns, s.Name), playgroundv1alpha1.ReadyCondition).Status
 	}, 10*time.Second, 100*time.Millisecond).Should(Equal(metav1.ConditionTrue))
+}
+
+// TestSettledStatusIsNotRewritten: a sandbox whose status already says what
+// the binder would write costs the API server nothing when it comes back
+// (every event of it, and every lease period, brings it back).
+func TestSettledStatusIsNotRewritten(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	zone := "settled-" + rand.String(5)
+	node := "steady-" + rand.String(5)
+	registerAgent(t, node, map[string]string{"zone": zone}, time.Hour)
+	s := newSandbox(t, ns, "settled", map[string]string{"zone": zone})
+	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
+	markProvisioned(g, s)
+	g.Eventually(func() playgroundv1alpha1.SandboxPhase { return getSandbox(g, ns, s.Name).Status.Phase },
+		10*time.Second, 100*time.Millisecond).Should(Equal(playgroundv1alpha1.SandboxDetached))
+
+	// The same reconciler as the manager's, over a client that counts the
+	// status writes.
+	direct, err := client.NewWithWatch(restConfig, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int32
+	counting := interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			writes.Add(1)
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			writes.Add(1)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	r := &SandboxReconciler{Client: counting, Options: Options{}}
+	r.Options.defaults()
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes.Load(); n != 0 {
+		t.Fatalf("reconciling a settled sandbox wrote its status %d times", n)
+	}
+
+	// A real change is still written: the agent's report turns to a failure.
+	g.Eventually(func() error {
+		cur := getSandbox(g, ns, s.Name)
+		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ProvisionedCondition, Status: metav1.ConditionFalse,
+			Reason: playgroundv1alpha1.ReasonBackendFailed, Message: "disk full", ObservedGeneration: cur.Generation})
+		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner("playground-agent"))
+	}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
+	g.Eventually(func() string {
+		return conditionOf(getSandbox(g, ns, s.Name), playgroundv1alpha1.ReadyCondition).Reason
+	}, 10*time.Second, 100*time.Millisecond).Should(Equal(playgroundv1alpha1.ReasonBackendFailed))
 }
