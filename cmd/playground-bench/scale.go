@@ -122,6 +122,10 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 		return nil, err
 	}
 
+	writesBefore, err := apiWrites(ctx, cp.Config)
+	if err != nil {
+		return nil, err
+	}
 	rw, err := watchReady(ctx, cp.Config, "scale")
 	if err != nil {
 		return nil, err
@@ -175,11 +179,17 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 	all := last.Sub(start)
 	slices.Sort(latencies)
 	managerPeak, agentPeak := manager.peak(), agent.peak()
+	writesAfter, err := apiWrites(ctx, cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	writes, total := perTenant(writesBefore, writesAfter, n)
 
 	return []row{
 		{fmt.Sprintf("P5 %d tenants applied at once on one node → all Ready (separate manager and agent processes)", n),
 			fmt.Sprintf("%.1f s (applied in %.1f s; p50 %.1f s per tenant)", all.Seconds(), applied.Seconds(), pct(latencies, .5).Seconds()),
 			"", "", "≤ 30 s", verdict(all <= 30*time.Second)},
+		{"P5 API server writes per tenant (by resource, from apiserver_request_total)", fmt.Sprintf("%.1f: %s", total, writes), "", "", "", ""},
 		{"P5 manager peak memory (VmHWM)", mib(managerPeak), "", "", "≤ 300 MiB", verdict(managerPeak <= 300<<20)},
 		{"P5 agent peak memory (VmHWM)", mib(agentPeak), "", "", "(no goal set)", "—"},
 	}, nil
