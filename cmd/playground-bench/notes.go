@@ -13,51 +13,69 @@ const notes = `
   The producer is never blocked by the reader (by design): what the client does
   not read in time is dropped from the 4 MiB ring and reported, so the table
   gives both the rate the job produced at and the rate delivered to the client.
-* **P3** creates the tenants at once and polls until each reports Ready: a
-  token minted, a sandbox bound, provisioned and running.
+* **P3** first creates five tenants one at a time, each after the last is
+  Ready, and reports their median and when each step of the path was seen
+  (watching the Tenant and its Sandbox); then it creates the burst at once and
+  times each tenant from its create to Ready (token minted, sandbox bound,
+  provisioned and running), seen through a watch.
 * **P6** sums the PSS of every process of the idle sandboxes (init and its
-  idle shepherds) from ` + "`/proc/<pid>/smaps_rollup`" + `.
+  idle shepherd) from ` + "`/proc/<pid>/smaps_rollup`" + `.
 * **P7** is the heap growth of this process, which runs the agent (and the
   manager and gateway), while 32 jobs write and nobody reads.
-* **P5** needs the manager and the agent in processes of their own to measure
-  their memory apart; it is not measured yet.
+* **P5** runs last, on a control plane of its own, with ` + "`playground manager`" + `
+  and ` + "`playground agent`" + ` as child processes, as a cluster runs them; their
+  peak memory is the kernel's VmHWM, and the API server's writes come from its
+  own ` + "`apiserver_request_total`" + `.
 `
 
-// analysis says why the goals not met are not, with the evidence of a
-// profile of this process (make bench BENCHFLAGS=--profile-dir=DIR, then
-// go tool pprof -top). It is written from the run of 2026-11-30 and kept
-// until the code it explains changes.
+// analysis says what bounds each figure, and why the goals not met are not,
+// with the evidence of profiles (make bench BENCHFLAGS=--profile-dir=DIR,
+// then go tool pprof -top; perf for runc). It is written from the runs of
+// 2026-11-30 and kept until the code it explains changes.
 const analysis = `
-## Goals not met, and why
+## What bounds each figure
 
-* **P2, job output to the client (about 1–4 MiB/s delivered).** The job itself
-  produces at about 85–130 MiB/s in the sandbox while the client polls
-  (the two cores are shared with the client, the gateway and the agent); what the
-  client cannot read in time is dropped from the 4 MiB ring, by design, and
-  counted. The client's reading is bound by MCP's JSON path: in a CPU profile
-  of this benchmark, go-sdk's ` + "`jsonrpc2.jsonMarshal`" + ` (27%), its client-side
-  ` + "`json.Unmarshal`" + ` (27%), ` + "`bytes.growSlice`" + ` (21%) and the GC (` + "`gcBgMarkWorker`" + `,
-  22%) dominate: each 4 MiB page is encoded into the tool result's
-  structured content, copied into the JSON-RPC response, and decoded again by
-  the client, with NUL bytes escaped six-fold as ` + "`\\u0000`" + `. The next steps: a page
-  size tuned to the transport, text content that summarises a page instead of
-  repeating it, and a binary-friendly encoding for control bytes.
-* **P3, tenant applied → Ready (seconds, not 150 ms).** The path is Tenant →
-  Secret and Sandbox (manager) → binding → the agent's ` + "`runc run`" + ` and the
-  container's init → status → Ready. One tenant alone, timed by polling its objects
-  every 5 ms: finalizer 41 ms, Sandbox created 49 ms, bound 78 ms, token 97 ms,
-  the agent's finalizer 134 ms, provisioned 448 ms, Sandbox Ready 490 ms,
-  Tenant Ready 507 ms: the controllers take about 130 ms and the container's
-  start about 310 ms. Starting a container costs about
-  100–300 ms of runc and kernel work on this machine, outside this process's
-  profile; the agent starts four at a time, so a burst of tenants queues (50 at once:
-  p50 about 8–9 s). A
-  150 ms p50 needs sandboxes started ahead of demand (a warm pool bound on
-  claim), which is not built yet.
-* **P6, idle sandbox memory (about 2.3 MiB).** An idle sandbox is its init and
-  one idle shepherd, each a small static Go process of about 1 MiB PSS (most
-  of it the Go runtime). Going from two spare shepherds to one saved 0.7 MiB
-  and cost nothing measurable in P1 or in exec/s. Below 2 MiB needs a smaller
-  init: a shepherd forked on demand by a non-Go init, or the init serving as
-  its own spare. (oci.Options.SpareShepherds.)
+* **P2, job output to the client (single-digit MiB/s delivered).** The job
+  produces at 50–130 MiB/s in the sandbox while the client polls (two cores,
+  shared with the client, the gateway and the agent); what the client cannot
+  read in time is dropped from the 4 MiB ring, by design, and counted. Each
+  page now crosses the agent API as raw bytes after a JSON header, is encoded
+  once by the gateway, and the text content repeats only 32 KiB of a large
+  page (all of it up to 64 KiB); a 4 MiB text page went from about 800 to
+  280 ms end to end (` + "`go test ./mcpgateway -bench JobPollPage`" + `). What is
+  left is go-sdk v1.8.0's JSON-RPC path: in that benchmark's CPU profile,
+  memory clearing of fresh buffers (18%), the client's string decoding
+  (segmentio ` + "`parseString`" + `, 14%), ` + "`memmove`" + ` (12%), the server's re-compaction of
+  the raw result (` + "`encoding/json.appendCompact`" + `, 10%) and the GC (about 16%),
+  with the server's response building 28% and the client 37% of the whole.
+  25% of a pipe (hundreds of MiB/s) through JSON-RPC on two shared cores would
+  need a transport for pages outside JSON, which MCP does not have; NUL bytes,
+  valid UTF-8 and so sent as text, are escaped six-fold as ` + "`\\u0000`" + `.
+* **P3, tenant applied → Ready (hundreds of ms alone, seconds in a burst).**
+  The table's step times show where one tenant's time goes: the controllers
+  reach the agent in about 60 ms (finalizer, Secret and Sandbox, binding, the
+  agent's finalizer, each one write and one watch event), the container's
+  start takes about 140 ms, and the two status hops back (Sandbox Ready, then
+  Tenant Ready) about 80 ms. The start is mostly runc starting itself: a
+  ` + "`runc run`" + ` is two Go processes and three loads of the binary (in a perf
+  profile, Go package initialisation 29% and page faults 25% of runc's CPU;
+  mounts, namespaces, cgroups and seccomp a few percent each). crun starts the
+  same bundle in half the time, but 1.8.1 refuses hosts with cgroup v1 and v2
+  controllers mixed, as this one is, so the backend keeps runc. A burst queues
+  on the two cores (runc, the API server and the controllers share them): p50
+  in seconds. 150 ms would need sandboxes started ahead of demand (a warm pool
+  bound on claim), which is not built.
+* **P5, a thousand tenants at once (minutes, not 30 s).** The API server is
+  the bound on this machine: while the agent waits for work it runs at about
+  80% of a core, and each tenant costs it about 20 writes (the table lists
+  them by resource: the Sandbox's status is written by the binder and the
+  agent as it moves, plus five Events). Two fixes came from this benchmark:
+  the binder no longer re-applies a status that already holds (8.7 status
+  writes per sandbox before, 5.6 after) and the manager reconciles four
+  objects at once instead of one. The manager's memory is far inside its goal.
+* **P6, idle sandbox memory.** An idle sandbox is its init and one idle
+  shepherd, two small static Go processes with one P each (GOMAXPROCS=1 took
+  an init from 7 threads to 6 and about 10% off its anonymous memory); the
+  binary's pages are shared by every sandbox, so the anonymous memory (about
+  0.6 MiB each) is most of what a sandbox costs.
 `
