@@ -47,29 +47,25 @@ func sandboxIDs(env *devenv.Env) ([]string, error) {
 	return ids, nil
 }
 
-// sandboxPss sums the proportional set size of every process of every
-// sandbox on the node, and returns it with the number of sandboxes.
-func sandboxPss(env *devenv.Env) (int64, int, error) {
-	ids, err := sandboxIDs(env)
-	if err != nil {
-		return 0, 0, err
-	}
+// sandboxPss sums the proportional set size of every process of the
+// sandboxes ids.
+func sandboxPss(env *devenv.Env, ids []string) (int64, error) {
 	root := filepath.Join(env.State, "node", "runc")
 	var total int64
 	for _, id := range ids {
 		out, err := exec.Command("runc", "--root", root, "ps", "--format", "json", "pg-"+id).Output()
 		if err != nil {
-			return 0, 0, fmt.Errorf("runc ps %s: %w", id, err)
+			return 0, fmt.Errorf("runc ps %s: %w", id, err)
 		}
 		var pids []int
 		if err := json.Unmarshal(out, &pids); err != nil {
-			return 0, 0, err
+			return 0, err
 		}
 		for _, pid := range pids {
 			total += pssOf(pid)
 		}
 	}
-	return total, len(ids), nil
+	return total, nil
 }
 
 // pssOf reads a process's PSS in bytes from smaps_rollup.
