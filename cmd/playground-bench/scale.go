@@ -130,6 +130,13 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 	if err != nil {
 		return nil, err
 	}
+	pids := map[string]int{
+		"kube-apiserver":  newestProcess(filepath.Join(cp.Assets(), "kube-apiserver")),
+		"etcd":            newestProcess(filepath.Join(cp.Assets(), "etcd")),
+		"manager":         manager.cmd.Process.Pid,
+		"agent with runc": agent.cmd.Process.Pid,
+	}
+	cpuBefore := sampleCPU(pids)
 	// Applied at once: eight clients create the tenants as fast as the API
 	// server takes them, as `kubectl apply` of one big file would.
 	start := time.Now()
@@ -179,6 +186,7 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 	all := last.Sub(start)
 	slices.Sort(latencies)
 	managerPeak, agentPeak := manager.peak(), agent.peak()
+	cpu := perTenantCPU(cpuBefore, sampleCPU(pids), []string{"kube-apiserver", "etcd", "agent with runc", "manager"}, n)
 	writesAfter, err := apiWrites(ctx, cp.Config)
 	if err != nil {
 		return nil, err
@@ -190,6 +198,7 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 			fmt.Sprintf("%.1f s (applied in %.1f s; p50 %.1f s per tenant)", all.Seconds(), applied.Seconds(), pct(latencies, .5).Seconds()),
 			"", "", "≤ 30 s", verdict(all <= 30*time.Second)},
 		{"P5 API server writes per tenant (by resource, from apiserver_request_total)", fmt.Sprintf("%.1f: %s", total, writes), "", "", "", ""},
+		{"P5 CPU per tenant (core-ms, the whole machine while they became Ready)", cpu, "", "", "", ""},
 		{"P5 manager peak memory (VmHWM)", mib(managerPeak), "", "", "≤ 300 MiB", verdict(managerPeak <= 300<<20)},
 		{"P5 agent peak memory (VmHWM)", mib(agentPeak), "", "", "(no goal set)", "—"},
 	}, nil
