@@ -18,8 +18,8 @@ const notes = `
   (watching the Tenant and its Sandbox); then it creates the burst at once and
   times each tenant from its create to Ready (token minted, sandbox bound,
   provisioned and running), seen through a watch.
-* **P6** sums the PSS of every process of the idle sandboxes (init and its
-  idle shepherd) from ` + "`/proc/<pid>/smaps_rollup`" + `.
+* **P6** sums the PSS of every process of the idle sandboxes P3 created
+  (init and its idle shepherd) from ` + "`/proc/<pid>/smaps_rollup`" + `.
 * **P7** is the heap growth of this process, which runs the agent (and the
   manager and gateway), while 32 jobs write and nobody reads.
 * **P5** runs last, on a control plane of its own, with ` + "`playground manager`" + `
@@ -36,7 +36,7 @@ const analysis = `
 ## What bounds each figure
 
 * **P2, job output to the client (single-digit MiB/s delivered).** The job
-  produces at 50–130 MiB/s in the sandbox while the client polls (two cores,
+  produces at 50–200 MiB/s in the sandbox while the client polls (two cores,
   shared with the client, the gateway and the agent); what the client cannot
   read in time is dropped from the 4 MiB ring, by design, and counted. Each
   page now crosses the agent API as raw bytes after a JSON header, is encoded
@@ -53,10 +53,11 @@ const analysis = `
   valid UTF-8 and so sent as text, are escaped six-fold as ` + "`\\u0000`" + `.
 * **P3, tenant applied → Ready (hundreds of ms alone, seconds in a burst).**
   The table's step times show where one tenant's time goes: the controllers
-  reach the agent in about 60 ms (finalizer, Secret and Sandbox, binding, the
-  agent's finalizer, each one write and one watch event), the container's
-  start takes about 140 ms, and the two status hops back (Sandbox Ready, then
-  Tenant Ready) about 80 ms. The start is mostly runc starting itself: a
+  reach the agent in about 70 ms (finalizer, Secret and Sandbox, binding, the
+  agent's finalizer and its Provisioning status, each one write and one watch
+  event), the container's start takes about 140 ms, and the status comes back
+  to the Sandbox and the Tenant in under 20 ms. The start is mostly runc
+  starting itself: a
   ` + "`runc run`" + ` is two Go processes and three loads of the binary (in a perf
   profile, Go package initialisation 29% and page faults 25% of runc's CPU;
   mounts, namespaces, cgroups and seccomp a few percent each). crun starts the
@@ -65,17 +66,23 @@ const analysis = `
   on the two cores (runc, the API server and the controllers share them): p50
   in seconds. 150 ms would need sandboxes started ahead of demand (a warm pool
   bound on claim), which is not built.
-* **P5, a thousand tenants at once (minutes, not 30 s).** The API server is
-  the bound on this machine: while the agent waits for work it runs at about
-  80% of a core, and each tenant costs it about 20 writes (the table lists
-  them by resource: the Sandbox's status is written by the binder and the
-  agent as it moves, plus five Events). Two fixes came from this benchmark:
-  the binder no longer re-applies a status that already holds (8.7 status
-  writes per sandbox before, 5.6 after) and the manager reconciles four
-  objects at once instead of one. The manager's memory is far inside its goal.
-* **P6, idle sandbox memory.** An idle sandbox is its init and one idle
-  shepherd, two small static Go processes with one P each (GOMAXPROCS=1 took
-  an init from 7 threads to 6 and about 10% off its anonymous memory); the
-  binary's pages are shared by every sandbox, so the anonymous memory (about
-  0.6 MiB each) is most of what a sandbox costs.
+* **P5, a thousand tenants at once (minutes, not 30 s).** The burst is
+  CPU-bound: each tenant costs the machine about 450 core-milliseconds (the
+  table splits them: the API server and the agent with its runc processes
+  about 130 each, etcd and the manager some 20–30, and about 130 for the rest:
+  the sandboxes' own start, the kernel, this process). Two cores give a
+  thousand tenants 60 core-milliseconds each in 30 s. Each tenant costs the API
+  server about 20 writes, listed by resource (the Sandbox's status as the
+  binder and the agent move it, five Events, the Tenant's status). Two fixes
+  came from this benchmark: the binder no longer re-applies a status that
+  already holds (8.7 status writes per sandbox before, 5.5 after), and the
+  manager reconciles four objects at once instead of one. The manager's
+  memory is far inside its goal.
+* **P6, idle sandbox memory (met).** An idle sandbox is its init and one
+  idle shepherd, two small static Go processes with one P each (GOMAXPROCS=1
+  took an init from 7 threads to 6 and about 10% off its anonymous memory).
+  The binary's pages are shared by every sandbox, so the anonymous memory,
+  about 0.6 MiB a process, is most of what a sandbox costs. A sandbox that has
+  worked costs more until its processes' heaps shrink: the one P1 and P2 ran
+  in is left out of the figure.
 `

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/benchmarks.md's explanations from notes.go, keeping its table")
+
+// TestReportExplanations: the explanations under the table in
+// docs/benchmarks.md are the ones make bench writes (notes.go), so that
+// editing one without the other fails here rather than leaving the
+// document saying what the benchmark no longer does.
+func TestReportExplanations(t *testing.T) {
+	const path = "../../docs/benchmarks.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(doc), notes)
+	if *update {
+		start := strings.Index(string(doc), "\n## How each figure is measured")
+		if start < 0 {
+			t.Fatalf("%s has no explanations to replace", path)
+		}
+		if err := os.WriteFile(path, []byte(string(doc[:start])+notes+analysis), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if i < 0 || string(doc[i:]) != notes+analysis {
+		t.Fatalf("%s's explanations differ from notes.go: run make bench, or go test ./cmd/playground-bench -run TestReportExplanations -update", path)
+	}
+}
