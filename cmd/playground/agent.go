@@ -41,6 +41,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "TLS key of the API")
 	fs.StringVar(&opts.LeaseNamespace, "lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases (it must exist)")
 	fs.DurationVar(&opts.LeaseDuration, "lease-duration", agentlease.DefaultDuration, "how long the registration lasts unrenewed; renewed every third of it")
+	fs.IntVar(&opts.Workers, "workers", nodeagent.DefaultWorkers, "how many sandboxes are provisioned or destroyed at once")
 	fs.StringVar(&labels, "node-labels", "", "the node's labels for node selectors, as k=v,k=v")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
