@@ -575,6 +575,29 @@ func tinyPNG() []byte {
 // TestUnregisteredEndpointRefused: a Sandbox whose status points anywhere
 // but where its node's agent registered is not called, so that whoever can
 // write a Sandbox's status cannot collect the gateway's agent token.
+// TestLeaseNamespace: the gateway trusts the registrations of its lease
+// namespace only: the same agent, registered elsewhere, is served by a
+// gateway told that namespace and refused by one that is not.
+func TestLeaseNamespace(t *testing.T) {
+	leases := newNamespace(t)
+	n := startNodeIn(t, leases)
+	tn := newTenant(t, newNamespace(t), "elsewhere", n)
+	told := startGateway(t, mcpgateway.Options{LeaseNamespace: leases})
+	told.waitReady(t)
+	untold := startGateway(t, mcpgateway.Options{})
+	untold.waitReady(t)
+
+	cs := connect(t, told.url, tn.token, nil)
+	waitFor(t, "the gateway told the lease namespace to serve", 10*time.Second, func() error {
+		if res := call(t, cs, "open_session", map[string]any{}); res.IsError {
+			return fmt.Errorf("%w: %s", errNotYet, resultText(res))
+		}
+		return nil
+	})
+	other := connect(t, untold.url, tn.token, nil)
+	callErr(t, other, "open_session", map[string]any{}, "no current agent registration")
+}
+
 func TestUnregisteredEndpointRefused(t *testing.T) {
 	n := startNode(t)
 	ns := newNamespace(t)

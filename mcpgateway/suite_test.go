@@ -92,13 +92,19 @@ var nodeSeq atomic.Int32
 
 func startNode(t *testing.T) *node {
 	t.Helper()
+	return startNodeIn(t, agentlease.DefaultNamespace)
+}
+
+// startNodeIn starts a node whose agent registers in leaseNS.
+func startNodeIn(t *testing.T, leaseNS string) *node {
+	t.Helper()
 	ocitest.Require(t)
 	agent, err := hostagent.New(hostagent.Options{Backend: ocitest.New(t, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &node{name: fmt.Sprintf("gw-node-%d", nodeSeq.Add(1)), agent: agent, endpoint: agentapitest.Serve(t, agent, agentToken)}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(n.name)}}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: agentlease.Name(n.name)}}
 	reg := agentlease.Registration{Node: n.name, Endpoint: n.endpoint, Backends: []string{"oci"}, Duration: time.Hour}
 	if err := reg.Apply(lease, time.Now()); err != nil {
 		t.Fatal(err)

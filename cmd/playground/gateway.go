@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 )
@@ -30,6 +31,7 @@ func runGateway(ctx context.Context, args []string) error {
 		tokenFile   = fs.String("agent-token-file", "", "file holding the bearer token the gateway presents to the host agents; required, re-read on change")
 		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates, for https:// agent endpoints (default: the system's roots; http:// endpoints use cleartext HTTP/2)")
 		namespace   = fs.String("namespace", "", "serve only the tenants of this namespace (default: all namespaces)")
+		leaseNS     = fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases: the agent token goes only to endpoints registered there")
 		stdio       = fs.Bool("stdio", false, "serve one tenant over stdin/stdout instead of HTTP, authorised by your kubeconfig (needs --tenant)")
 		tenant      = fs.String("tenant", "", "with --stdio: the tenant to serve, as NAMESPACE/NAME")
 		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
@@ -102,7 +104,7 @@ func runGateway(ctx context.Context, args []string) error {
 		return fmt.Errorf("--sessions: want stateless or stateful, not %q", *sessions)
 	}
 	gw, err := mcpgateway.New(mcpgateway.Options{
-		Config: cfg, Namespace: *namespace, Catalog: *catalog,
+		Config: cfg, Namespace: *namespace, Catalog: *catalog, LeaseNamespace: *leaseNS,
 		AgentToken: agentToken, AgentTLS: agentTLS,
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
 		StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Logger: log,

@@ -655,6 +655,7 @@ func TestFlagsParse(t *testing.T) {
 	bin := playgroundBinary(t)
 	all := renderings(t)
 	all["helm with custom values"] = renderHelmCustom(t)
+	all["helm with another lease namespace"] = renderHelmLeaseNamespace(t)
 	for name, r := range all {
 		for _, o := range r.objs {
 			if o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet" {
@@ -779,20 +780,35 @@ func TestHelmCustomValues(t *testing.T) {
 	}
 }
 
-// TestHelmLeaseNamespace: the chart refuses a lease namespace other than
-// playground-system, because the gateway cannot be told to look elsewhere.
-// Once `playground gateway` has --lease-namespace, this test says so: pass
-// it in the chart and drop the refusal.
+// TestHelmLeaseNamespace: another lease namespace reaches every component
+// (the gateway sends the agent token only to endpoints registered there),
+// and the Roles that read and write the Leases move with it.
 func TestHelmLeaseNamespace(t *testing.T) {
-	cmd := exec.Command(helm(t), "template", release, filepath.Join(repoRoot(t), "charts", "playground"),
-		"--namespace", namespace, "--set", "leaseNamespace=elsewhere")
-	cmd.Env = append(os.Environ(), helmEnv(t)...)
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "--lease-namespace") {
-		t.Errorf("helm template with leaseNamespace=elsewhere: %v, want a refusal naming the gateway's missing --lease-namespace:\n%s", err, lastLines(string(out), 5))
+	r := renderHelmLeaseNamespace(t)
+	for _, o := range r.objs {
+		if k := o.GetKind(); (k == "Role" || k == "RoleBinding") && o.GetNamespace() != "elsewhere" {
+			t.Errorf("%s is not in the lease namespace elsewhere", key(o))
+		}
 	}
-	gw := exec.Command(playgroundBinary(t), "gateway", "--lease-namespace=elsewhere", "-h")
-	if out, err := gw.CombinedOutput(); err == nil {
-		t.Errorf("`playground gateway` accepts --lease-namespace now: render it from leaseNamespace in charts/playground/templates/gateway.yaml and drop the refusal in _helpers.tpl\n%s", lastLines(string(out), 2))
+	for kind, name := range map[string]string{"DaemonSet": "playground-agent", "Deployment": "playground-manager"} {
+		pod := mustNested(t, find(t, r, kind, name), "spec", "template", "spec")
+		args := podArgs(t, pod)
+		if v, _ := flagValue(args, "lease-namespace"); v != "elsewhere" {
+			t.Errorf("%s --lease-namespace %q, want elsewhere", name, v)
+		}
 	}
+	gw := workload[appsv1.Deployment](t, find(t, r, "Deployment", "playground-gateway"))
+	if v, _ := flagValue(gw.Spec.Template.Spec.Containers[0].Args, "lease-namespace"); v != "elsewhere" {
+		t.Errorf("gateway --lease-namespace %q, want elsewhere", v)
+	}
+}
+
+// podArgs are the first container's arguments of a pod spec.
+func podArgs(t *testing.T, pod map[string]any) []string {
+	t.Helper()
+	var spec corev1.PodSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(pod, &spec); err != nil {
+		t.Fatal(err)
+	}
+	return spec.Containers[0].Args
 }

@@ -232,6 +232,10 @@ func renderHelmCustom(t *testing.T) rendering {
 	return renderHelm(t, "helm (custom values)", customHelmValues...)
 }
 
+func renderHelmLeaseNamespace(t *testing.T) rendering {
+	return renderHelm(t, "helm (lease namespace elsewhere)", "--set", "leaseNamespace=elsewhere")
+}
+
 // decode reads a multi-document YAML stream into objects, numbers as int64
 // as the API machinery has them.
 func decode(raw []byte) ([]*unstructured.Unstructured, error) {

@@ -52,11 +52,7 @@ app.kubernetes.io/part-of: playground
 
 {{/* The namespace of the Leases and of the components' Roles. */}}
 {{- define "playground.leaseNamespace" -}}
-{{- $ns := default "playground-system" .Values.leaseNamespace }}
-{{- if ne $ns "playground-system" }}
-{{- fail (printf "leaseNamespace %q: only playground-system is supported yet, because `playground gateway` has no --lease-namespace flag and reads the agents' Leases there" $ns) }}
-{{- end }}
-{{- $ns }}
+{{- default "playground-system" .Values.leaseNamespace }}
 {{- end }}
 
 {{/* The Secret holding the agent API's token (key "token"). */}}
