@@ -186,6 +186,15 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 	return nil
 }
 
+// Alive says whether the sandbox's init still runs, when the backend can
+// tell (backend.Prober); otherwise true.
+func (a *Agent) Alive(id string) bool {
+	if p, ok := a.be.(backend.Prober); ok {
+		return p.Alive(id)
+	}
+	return true
+}
+
 // OpenHandles is the number of session handles open on a sandbox.
 func (a *Agent) OpenHandles(id string) int {
 	a.mu.Lock()

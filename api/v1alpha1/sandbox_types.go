@@ -59,7 +59,7 @@ const (
 	ProvisionedCondition = "Provisioned"
 )
 
-// Condition reasons of Sandboxes.
+// Condition and event reasons of Sandboxes.
 const (
 	ReasonBound            = "Bound"
 	ReasonNoEligibleNode   = "NoEligibleNode"
@@ -68,6 +68,7 @@ const (
 	ReasonProvisioning     = "Provisioning"
 	ReasonProvisioned      = "Provisioned"
 	ReasonBackendFailed    = "BackendFailed"
+	ReasonRestarted        = "Restarted"
 	ReasonTerminating      = "Terminating"
 	ReasonReady            = "Ready"
 )

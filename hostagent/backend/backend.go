@@ -158,3 +158,12 @@ var (
 	// are dead. The agent stops admitting jobs on this backend.
 	ErrProofLost = errors.New("cannot prove cleanup of the command's processes")
 )
+
+// Prober is implemented by backends that can tell cheaply, without a
+// runtime call, whether a sandbox's init still runs. The node agent asks on
+// every resync, so that a sandbox whose init died (killed, out of memory)
+// is started again over its files within seconds instead of at its next
+// spec change. Alive is true when the backend cannot tell.
+type Prober interface {
+	Alive(id string) bool
+}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,6 +257,48 @@ func TestRestartKeepsSandboxes(t *testing.T) {
 	res, err = second.client.Exec(ctx, tenant, h2.ID, hostagent.ExecRequest{Command: "cat file; kill -0 " + pid + " && echo alive"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(res.Stdout)).To(Equal("kept\nalive\n"), "stderr: %s", res.Stderr)
+}
+
+// TestDeadInitIsRestarted: a sandbox whose init dies (killed, out of
+// memory) is started again over its files by the next resync, with a
+// Warning event, and serves again; nobody had to touch its spec.
+func TestDeadInitIsRestarted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "dead-init")
+	n := startNode(t, "dead-init-a", "", "")
+	createSandbox(t, ns, "ws", n.name)
+	id := waitProvisioned(t, ns, "ws").Status.SandboxID
+	tenant := ns + "/ws"
+	h, err := n.client.Open(ctx, tenant, id)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = n.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "echo kept > file"})
+	g.Expect(err).NotTo(HaveOccurred())
+	// Let the status report the handle first, so that no pass is under way
+	// when init dies.
+	g.Eventually(func(g Gomega) {
+		g.Expect(getSandbox(g, ns, "ws").Status.OpenHandles).To(BeEquivalentTo(1))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	initPID := func() int {
+		b, err := os.ReadFile(filepath.Join(n.stateDir, "sandboxes", id, "init.pid"))
+		g.Expect(err).NotTo(HaveOccurred())
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		g.Expect(err).NotTo(HaveOccurred())
+		return pid
+	}
+	dead := initPID()
+	g.Expect(n.backend.Alive(id)).To(BeTrue())
+	g.Expect(syscall.Kill(dead, syscall.SIGKILL)).To(Succeed())
+
+	g.Eventually(func() bool { return initPID() != dead && n.backend.Alive(id) }).
+		WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(BeTrue(), "a new init")
+	e := waitEvent(t, ns, "ws", corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted)
+	g.Expect(e.Note).To(ContainSubstring(id))
+	res, err := n.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "cat file"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal("kept\n"), "stderr: %s", res.Stderr)
+	g.Expect(provisioned(getSandbox(g, ns, "ws")).Status).To(Equal(metav1.ConditionTrue))
 }
 
 // The API is closed by default: no token, no agent.

@@ -164,6 +164,11 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		}
 	}
 	wasProvisioned := prev != nil && prev.Status == metav1.ConditionTrue
+	// Its init died (killed, out of memory): Ensure starts it again over the
+	// same files; the processes it ran are gone. An init that dies while
+	// this pass runs is started again without the event (events are
+	// best-effort).
+	restarting := wasProvisioned && !r.agent.Alive(spec.ID)
 
 	if err := r.agent.Ensure(ctx, spec); err != nil {
 		if ctx.Err() != nil {
@@ -176,6 +181,11 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		}
 		// Returned, so that controller-runtime retries with backoff.
 		return fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err)
+	}
+	if restarting {
+		log.Info("Started the sandbox again: its init had exited", "id", spec.ID)
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Restart",
+			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)
 	}
 	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node)
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
@@ -400,5 +410,6 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 	}
 	id := playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
 	return c.ObservedGeneration != sbx.Generation || sbx.Status.SandboxID != id ||
-		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id))
+		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id)) ||
+		!s.r.agent.Alive(id)
 }

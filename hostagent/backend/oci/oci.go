@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -589,6 +591,9 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 		}
 		switch st.Status {
 		case "running":
+			// Alive reads init.pid: keep it true to the runtime's view
+			// (a sandbox started by an agent before init.pid existed).
+			_ = os.WriteFile(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
 			return b.waitReady(ctx, sb, st.Pid)
 		case "paused":
 			if err := b.runc.resume(ctx, cid); err != nil {
@@ -617,6 +622,30 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 		return fmt.Errorf("oci: starting sandbox %s: %w", sb.spec.ID, err)
 	}
 	return b.waitReady(ctx, sb, pid)
+}
+
+// Alive implements backend.Prober: whether the process that init.pid names
+// still runs the guest's init. A sandbox started before init.pid was
+// written counts as alive (the runtime's state would have to be asked).
+func (b *Backend) Alive(id string) bool {
+	if validateID(id) != nil {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), "init.pid"))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist) && fileExists(b.sandboxDir(id))
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	// The PID may have been reused: it must still be the guest's init.
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+	return argv0 == guest.Binary
 }
 
 // waitReady waits until init's socket exists (init creates it listening).

@@ -915,11 +915,17 @@ func TestStopAll(t *testing.T) {
 		t.Fatalf("the sentinel is not running before StopAll (%s found)", got)
 	}
 
+	if !b.Alive(spec.ID) {
+		t.Fatal("a running sandbox's init is reported dead")
+	}
 	if err := b.StopAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if b.runc.exists(containerID(spec.ID)) {
 		t.Fatal("the container still exists after StopAll")
+	}
+	if b.Alive(spec.ID) {
+		t.Fatal("a stopped sandbox's init is reported alive")
 	}
 	if _, err := b.Exec(context.Background(), spec.ID, backend.ExecRequest{Command: "true"}, newCollector()); err == nil {
 		t.Fatal("a stopped sandbox still runs commands")
@@ -928,6 +934,9 @@ func TestStopAll(t *testing.T) {
 	b2 := newBackend(t, state)
 	if err := b2.Reattach(context.Background(), spec); err != nil {
 		t.Fatal(err)
+	}
+	if !b2.Alive(spec.ID) {
+		t.Fatal("a restarted sandbox's init is reported dead")
 	}
 	if got := sh(t, b2, spec.ID, "cat ~/file"); got != "kept\n" {
 		t.Fatalf("file after the restart: %q", got)
