@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -308,19 +307,7 @@ func (p *process) stop() {
 
 // peak is the process's peak resident memory, VmHWM in /proc/<pid>/status.
 func (p *process) peak() int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if f := strings.Fields(s.Text()); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	return procKiB(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid), "VmHWM:")
 }
 
 func failed(ps ...*process) error {

@@ -69,15 +69,19 @@ func sandboxPss(env *devenv.Env, ids []string) (int64, error) {
 }
 
 // pssOf reads a process's PSS in bytes from smaps_rollup.
-func pssOf(pid int) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+func pssOf(pid int) int64 { return procKiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:") }
+
+// procKiB reads a size that a /proc file gives in kB ("Pss:", "VmHWM:")
+// and returns it in bytes; 0 when the file or the field is missing.
+func procKiB(path, field string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if f := strings.Fields(s.Text()); len(f) >= 2 && f[0] == "Pss:" {
+		if f := strings.Fields(s.Text()); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
 		}
