@@ -26,6 +26,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -41,6 +42,9 @@ Commands:
   tenant destroy NAME       delete the tenant, its sandbox and its token
   attach NAME               print the tenant's sandbox ID, node and persona
   status NAME               conditions of the tenant, its sandbox and its node
+  node forget NODE          release the deleted sandboxes of a node that is gone
+                            (their files on it are lost); refused while its
+                            agent renews its registration
 
 Flags:
   -n, --namespace NS        namespace (default: the kubeconfig context's)
@@ -129,6 +133,8 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, c client.Cli
 		return x.attach(ctx, name)
 	case "status":
 		return x.status(ctx, name)
+	case "node forget":
+		return x.forgetNode(ctx, name)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
 }
@@ -158,7 +164,7 @@ func interleave(args []string) []string {
 
 // parseCommand splits words into a known command and the tenant's name.
 func parseCommand(words []string) (string, string, error) {
-	commands := []string{"tenant create", "tenant token reset", "tenant suspend", "tenant resume", "tenant destroy", "attach", "status"}
+	commands := []string{"tenant create", "tenant token reset", "tenant suspend", "tenant resume", "tenant destroy", "attach", "status", "node forget"}
 	for _, c := range commands {
 		n := len(strings.Fields(c))
 		if len(words) == n+1 && strings.Join(words[:n], " ") == c {
@@ -168,7 +174,7 @@ func parseCommand(words []string) (string, string, error) {
 	if len(words) == 0 {
 		return "", "", errors.New("no command given")
 	}
-	return "", "", fmt.Errorf("%q is not a command (or lacks the tenant's name)", strings.Join(words, " "))
+	return "", "", fmt.Errorf("%q is not a command (or lacks the tenant's or node's name)", strings.Join(words, " "))
 }
 
 func (x *cli) key(name string) client.ObjectKey {
@@ -412,6 +418,54 @@ func (x *cli) status(ctx context.Context, name string) error {
 		}
 	}
 	return w.Flush()
+}
+
+// forgetNode releases the Sandboxes of a node that will not come back: the
+// agent's finalizer on those being deleted is removed, as the agent would
+// once it had destroyed them; their files on the node are lost. It refuses
+// while the node's agent renews its registration, and lists the node's
+// sandboxes that are not being deleted (delete them or their Tenants first).
+func (x *cli) forgetNode(ctx context.Context, node string) error {
+	var lease coordinationv1.Lease
+	err := x.c.Get(ctx, client.ObjectKey{Namespace: x.leaseNamespace, Name: agentlease.Name(node)}, &lease)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading the registration of node %s: %w", node, err)
+	default:
+		if reg, err := agentlease.FromLease(&lease); err == nil && reg.Healthy(time.Now()) {
+			return fmt.Errorf("the agent of node %s renewed its registration at %s: it is running, and destroys its deleted sandboxes itself; forget only a node whose agent is gone",
+				node, reg.Renewed.UTC().Format(time.RFC3339))
+		}
+	}
+	var list playgroundv1alpha1.SandboxList
+	if err := x.c.List(ctx, &list, client.MatchingFields{"spec.nodeName": node}); err != nil {
+		return fmt.Errorf("listing the sandboxes of node %s: %w", node, err)
+	}
+	released, waiting := 0, 0
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Spec.NodeName != node {
+			continue
+		}
+		if s.DeletionTimestamp.IsZero() {
+			waiting++
+			fmt.Fprintf(x.out, "sandbox %s/%s is bound to node %s and not being deleted: delete its Tenant (or the Sandbox), then run this again\n", s.Namespace, s.Name, node)
+			continue
+		}
+		if !controllerutil.ContainsFinalizer(s, playgroundv1alpha1.SandboxFinalizer) {
+			continue
+		}
+		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(s, playgroundv1alpha1.SandboxFinalizer)
+		if err := x.c.Patch(ctx, s, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing sandbox %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		released++
+		fmt.Fprintf(x.out, "sandbox %s/%s released: its files on node %s are lost\n", s.Namespace, s.Name, node)
+	}
+	fmt.Fprintf(x.out, "node %s: %d sandboxes released, %d still bound and not being deleted\n", node, released, waiting)
+	return nil
 }
 
 func printConditions(w io.Writer, object string, conds []metav1.Condition) {

@@ -1,0 +1,135 @@
+package kubectlplugin
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/controlplane"
+)
+
+var k8s client.Client
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	cp, err := controlplane.Start(controlplane.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cp.Stop()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = playgroundv1alpha1.AddToScheme(scheme)
+	if k8s, err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// register writes node's agent registration, renewed at renewed.
+func register(t *testing.T, node string, renewed time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(node)}}
+	reg := agentlease.Registration{Node: node, Endpoint: "http://" + node + ":9443", Backends: []string{"oci"}, Duration: 15 * time.Second}
+	if err := reg.Apply(lease, renewed); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// boundSandbox creates a Sandbox bound to node that carries the agent's
+// finalizer, as a provisioned one does, and deletes it when deleting.
+func boundSandbox(t *testing.T, ns, name, node string, deleting bool) client.ObjectKey {
+	t.Helper()
+	ctx := context.Background()
+	s := &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{playgroundv1alpha1.SandboxFinalizer}},
+		Spec:       playgroundv1alpha1.SandboxSpec{TenantRef: playgroundv1alpha1.LocalObjectReference{Name: name}, NodeName: node},
+	}
+	if err := k8s.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if deleting {
+		if err := k8s.Delete(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return client.ObjectKeyFromObject(s)
+}
+
+func exists(t *testing.T, key client.ObjectKey) bool {
+	t.Helper()
+	err := k8s.Get(context.Background(), key, &playgroundv1alpha1.Sandbox{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestNodeForget: the deleted sandboxes of a node whose agent is gone are
+// released; those not being deleted, and other nodes' sandboxes, are left;
+// a node whose agent still renews its registration is refused.
+func TestNodeForget(t *testing.T) {
+	ctx := context.Background()
+	for _, ns := range []string{"forget-a", "forget-b"} {
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register(t, "lost", time.Now().Add(-time.Hour))
+	register(t, "alive", time.Now())
+	gone := boundSandbox(t, "forget-a", "gone", "lost", true)
+	goneToo := boundSandbox(t, "forget-b", "gone-too", "lost", true)
+	kept := boundSandbox(t, "forget-a", "kept", "lost", false)
+	elsewhere := boundSandbox(t, "forget-a", "elsewhere", "alive", true)
+
+	var out, errOut bytes.Buffer
+	err := Run(ctx, []string{"node", "forget", "alive"}, &out, &errOut, k8s)
+	if err == nil || !strings.Contains(err.Error(), "it is running") {
+		t.Fatalf("forgetting a node whose agent renews: %v", err)
+	}
+	if !exists(t, elsewhere) {
+		t.Fatal("a refused forget released a sandbox")
+	}
+
+	out.Reset()
+	if err := Run(ctx, []string{"node", "forget", "lost"}, &out, &errOut, k8s); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	for _, key := range []client.ObjectKey{gone, goneToo} {
+		if exists(t, key) {
+			t.Errorf("sandbox %s of the lost node is still there", key)
+		}
+	}
+	if !exists(t, kept) || !exists(t, elsewhere) {
+		t.Error("forget released a sandbox not being deleted, or another node's")
+	}
+	for _, want := range []string{"forget-a/gone released", "forget-b/gone-too released", "forget-a/kept is bound to node lost and not being deleted", "2 sandboxes released, 1 still bound"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
