@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/devenv"
 	"github.com/playground-dev/playground/internal/testbin"
@@ -50,7 +51,21 @@ func TestDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(state) })
+	t.Cleanup(func() {
+		// The piles' files are append-only: the backend's Destroy lifts that
+		// before it removes them, as an operator's cleanup would.
+		if be, err := oci.New(oci.Options{StateDir: filepath.Join(state, "node"), GuestBinary: guest}); err == nil {
+			entries, _ := os.ReadDir(filepath.Join(state, "node", "sandboxes"))
+			for _, e := range entries {
+				if err := be.Destroy(context.Background(), e.Name(), false); err != nil {
+					t.Errorf("removing sandbox %s: %v", e.Name(), err)
+				}
+			}
+		}
+		if err := os.RemoveAll(state); err != nil {
+			t.Errorf("removing the state directory: %v", err)
+		}
+	})
 
 	first := runDevOnce(t, root, bin, guest, assets, state, "echo persisted > kept")
 	second := runDevOnce(t, root, bin, guest, assets, state, "cat kept")
