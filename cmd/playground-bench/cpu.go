@@ -33,19 +33,28 @@ func machineCPU() float64 {
 // processCPU is the CPU time of pid and of its children it has waited for
 // (for the agent, the runc processes it ran), in core-seconds.
 func processCPU(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	f := statFields(pid)
+	if len(f) < 15 {
 		return 0
 	}
-	// The command name is in parentheses and may hold spaces.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	total := 0.0
 	for _, i := range []int{11, 12, 13, 14} { // utime, stime, cutime, cstime
 		n, _ := strconv.ParseFloat(f[i], 64)
 		total += n
 	}
 	return total / userHZ
+}
+
+// statFields are the fields of /proc/<pid>/stat after the command name
+// (which is in parentheses and may hold spaces): the state is f[0]; nil
+// when the process is gone.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
 
 // newestProcess is the most recently started process running exe, or 0.
@@ -60,12 +69,10 @@ func newestProcess(exe string) int {
 		if target, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err != nil || target != exe {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
+		f := statFields(pid)
+		if len(f) < 20 {
 			continue
 		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 		start, _ := strconv.ParseFloat(f[19], 64) // starttime
 		if start > bestStart {
 			best, bestStart = pid, start

@@ -20,6 +20,19 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 )
 
+// newClient is a client of Kubernetes' and Playground's kinds that can
+// also watch.
+func newClient(cfg *rest.Config) (client.WithWatch, error) {
+	scheme := kruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := playgroundv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+}
+
 // readyWatch records when each Tenant of a namespace first turns Ready. It
 // watches rather than polls: listing a thousand Tenants every few
 // milliseconds would cost the API server more than the system measured.
@@ -32,10 +45,7 @@ type readyWatch struct {
 
 // watchReady starts watching the Tenants of ns; it stops with ctx.
 func watchReady(ctx context.Context, cfg *rest.Config, ns string) (*readyWatch, error) {
-	scheme := kruntime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = playgroundv1alpha1.AddToScheme(scheme)
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	c, err := newClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -176,9 +186,7 @@ var stageOrder = []string{"tenant finalizer", "sandbox created", "bound", "token
 // watchStages watches the Tenants and Sandboxes of ns for the one named
 // name; it stops with ctx.
 func watchStages(ctx context.Context, cfg *rest.Config, ns, name string) (*stages, error) {
-	scheme := kruntime.NewScheme()
-	_ = playgroundv1alpha1.AddToScheme(scheme)
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	c, err := newClient(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -23,8 +23,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -70,10 +68,7 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err
 	}
-	scheme := kruntime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = playgroundv1alpha1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	c, err := newClient(cp.Config)
 	if err != nil {
 		return nil, err
 	}
