@@ -55,6 +55,8 @@ type SandboxReconciler struct {
 	// the node that looked emptiest a moment ago.
 	mu      sync.Mutex
 	pending map[types.NamespacedName]string
+	// bindMu serialises choosing a node and binding to it.
+	bindMu sync.Mutex
 }
 
 // +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;update;patch
@@ -76,15 +78,22 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	now := r.Options.Now()
 
 	if sbx.Spec.NodeName == "" && sbx.DeletionTimestamp.IsZero() {
+		// One binding at a time, from the choice to its record in pending:
+		// workers choosing at once would all see the same loads and pile
+		// a burst onto one node. Status writes stay concurrent.
+		r.bindMu.Lock()
 		node, why := r.choose(ctx, &sbx, agents, now)
 		if node == "" {
+			r.bindMu.Unlock()
 			log.V(1).Info("No eligible node", "sandbox", klog.KObj(&sbx), "why", why)
 			return ctrl.Result{}, r.applyStatus(ctx, &sbx, summary{
 				phase: playgroundv1alpha1.SandboxPending,
 				bound: condition(playgroundv1alpha1.BoundCondition, false, playgroundv1alpha1.ReasonNoEligibleNode, why),
 			})
 		}
-		if err := r.bind(ctx, &sbx, node); err != nil {
+		err := r.bind(ctx, &sbx, node)
+		r.bindMu.Unlock()
+		if err != nil {
 			return ctrl.Result{}, err
 		}
 		log.Info("Bound sandbox", "sandbox", klog.KObj(&sbx), "node", node)
