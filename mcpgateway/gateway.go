@@ -76,6 +76,7 @@ type Options struct {
 type Gateway struct {
 	opts    Options
 	view    *clusterview.View
+	router  *router
 	handler http.Handler
 	log     *slog.Logger
 	// lastRefusalLog rate-limits the log of fail-closed refusals.
@@ -129,9 +130,9 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{opts: opts, view: view, log: opts.Logger}
-	server := newServer(&router{view: view, agents: newAgentPool(opts.AgentToken, opts.AgentTLS), log: opts.Logger, trustRegistrations: true},
-		opts.ExecTimeout, opts.ProgressInterval, opts.Logger)
+	g := &Gateway{opts: opts, view: view, log: opts.Logger,
+		router: &router{view: view, agents: newAgentPool(opts.AgentToken, opts.AgentTLS), log: opts.Logger, trustRegistrations: true}}
+	server := newServer(g.router, opts.ExecTimeout, opts.ProgressInterval, opts.Logger)
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, streamableOptions(opts))
 	// The SDK's bearer middleware carries the tenant, authenticated by
 	// ours, into each tool call (and, when stateful, binds the session to
@@ -191,6 +192,24 @@ func (g *Gateway) Start(ctx context.Context) { g.view.Start(ctx) }
 
 // Ready returns nil when the gateway trusts its view of credentials.
 func (g *Gateway) Ready() error { return g.view.Ready() }
+
+// Serves returns nil when a tool call made now with token would reach its
+// tenant's sandbox: the view is current, token is a current credential, and
+// the tenant's Sandbox, as this gateway sees it, is served by the agent its
+// node registered. Otherwise the error says which of these does not hold
+// yet. The view trails the API server, so whoever announces the gateway to
+// clients (as `playground dev` does) waits for this, not for the objects.
+func (g *Gateway) Serves(token string) error {
+	if err := g.view.Ready(); err != nil {
+		return err
+	}
+	id, err := g.view.Authenticate(token)
+	if err != nil {
+		return err
+	}
+	_, err = g.router.routeTenant(id)
+	return err
+}
 
 // Run starts the informers and serves on ln until ctx ends, then shuts down
 // within DefaultShutdownGrace. Calls still running then are cancelled (an

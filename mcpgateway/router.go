@@ -68,6 +68,11 @@ func (r *router) Route(ctx context.Context, req *mcp.CallToolRequest) (tools.Rou
 			return tools.Route{}, fmt.Errorf("unauthenticated: %w", err)
 		}
 	}
+	return r.routeTenant(id)
+}
+
+// routeTenant resolves an authenticated tenant to its sandbox and agent.
+func (r *router) routeTenant(id clusterview.Identity) (tools.Route, error) {
 	// Re-check the tenant at the call: suspension and deletion take effect
 	// on the next call, also in stdio mode and on long-lived streams.
 	if _, err := r.view.Tenant(id); err != nil {

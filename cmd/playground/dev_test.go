@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -87,37 +87,47 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) d
 	t.Helper()
 	cmd := exec.Command(bin, "dev", "--control-plane", assets, "--state-dir", state, "--guest-binary", guest, "--listen", "127.0.0.1:0")
 	cmd.Dir = root
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stdout, stderr := newLineLog(), newLineLog()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill() }()
-
-	var printed strings.Builder
-	ready := make(chan struct{})
-	go func() {
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			printed.WriteString(s.Text() + "\n")
-			if s.Text() == devenv.ReadyLine {
-				close(ready)
-			}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// However the test ends, dev is interrupted as Ctrl-C would, so that
+	// it stops the control plane and the containers it started; a kill
+	// would leave its kube-apiserver and etcd running.
+	stopped := false
+	defer func() {
+		if stopped {
+			return
+		}
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
 		}
 	}()
+
+	// The announcement ends with the Ctrl-C line; everything it says is
+	// printed by then.
 	select {
-	case <-ready:
+	case <-stdout.seen("Press Ctrl-C to stop"):
+	case err := <-done:
+		stopped = true
+		t.Fatalf("playground dev exited (%v) before it got ready:\n%s\n%s", err, stdout, stderr)
 	case <-time.After(4 * time.Minute):
-		t.Fatalf("playground dev did not get ready:\n%s\n%s", printed.String(), stderr.String())
+		t.Fatalf("playground dev did not get ready:\n%s\n%s", stdout, stderr)
 	}
-	time.Sleep(100 * time.Millisecond) // the lines after the ready line
+	printed := stdout.String()
+	if !strings.Contains(printed, "\n"+devenv.ReadyLine+"\n") {
+		t.Fatalf("the ready line %q is not printed:\n%s", devenv.ReadyLine, printed)
+	}
 	kubeconfig := filepath.Join(state, "kubeconfig")
-	if !strings.Contains(printed.String(), "kubeconfig:    "+kubeconfig) {
-		t.Fatalf("the kubeconfig path is not printed:\n%s", printed.String())
+	if !strings.Contains(printed, "kubeconfig:    "+kubeconfig) {
+		t.Fatalf("the kubeconfig path is not printed:\n%s", printed)
 	}
 
 	kubectl := func(args ...string) string {
@@ -138,22 +148,21 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) d
 		}
 	}
 	uid := kubectl("get", "tenant", "demo", "-n", "default", "-o", "jsonpath={.metadata.uid}")
-	token := regexp.MustCompile(`(?m)^  token:\s+(pgt_\S{43})$`).FindStringSubmatch(printed.String())
-	endpoint := regexp.MustCompile(`(?m)^  MCP endpoint:\s+(http://\S+/mcp)`).FindStringSubmatch(printed.String())
+	token := regexp.MustCompile(`(?m)^  token:\s+(pgt_\S{43})$`).FindStringSubmatch(printed)
+	endpoint := regexp.MustCompile(`(?m)^  MCP endpoint:\s+(http://\S+/mcp)`).FindStringSubmatch(printed)
 	if token == nil || endpoint == nil {
-		t.Fatalf("no MCP endpoint or token printed:\n%s", printed.String())
+		t.Fatalf("no MCP endpoint or token printed:\n%s", printed)
 	}
 	sandboxID, output := execOverMCP(t, endpoint[1], token[1], command)
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
+		stopped = true
 		if err != nil {
-			t.Fatalf("playground dev exited with %v after Ctrl-C:\n%s", err, stderr.String())
+			t.Fatalf("playground dev exited with %v after Ctrl-C:\n%s", err, stderr)
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("playground dev did not stop within a minute of Ctrl-C")
@@ -243,4 +252,51 @@ func processesMentioning(s string) []string {
 		}
 	}
 	return found
+}
+
+// lineLog collects a process's output, safe to read while it is written,
+// and tells when a line with a given prefix has been printed.
+type lineLog struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	waiters map[string]chan struct{}
+}
+
+func newLineLog() *lineLog { return &lineLog{waiters: map[string]chan struct{}{}} }
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	l.notifyLocked()
+	return len(p), nil
+}
+
+// seen returns a channel closed once a whole line starting with prefix
+// has been written.
+func (l *lineLog) seen(prefix string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := make(chan struct{})
+	l.waiters[prefix] = ch
+	l.notifyLocked()
+	return ch
+}
+
+func (l *lineLog) notifyLocked() {
+	for prefix, ch := range l.waiters {
+		for _, line := range strings.SplitAfter(l.buf.String(), "\n") {
+			if strings.HasPrefix(line, prefix) && strings.HasSuffix(line, "\n") {
+				close(ch)
+				delete(l.waiters, prefix)
+				break
+			}
+		}
+	}
+}
+
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

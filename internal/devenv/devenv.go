@@ -303,7 +303,40 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		return nil, err
 	}
 	env.Token = string(secret.Data[playgroundv1alpha1.CredentialTokenKey])
+	// The gateway's view trails the API server: announce the endpoint only
+	// once the gateway itself would serve this token.
+	if err := waitServing(ctx, gw, env.Token, env.errs, progress); err != nil {
+		return nil, err
+	}
 	return env, nil
+}
+
+// waitServing waits until the gateway would serve a tool call made with
+// token (Gateway.Serves), printing the reason while it waits.
+func waitServing(ctx context.Context, gw *mcpgateway.Gateway, token string, errs <-chan error, progress func(string, ...any)) error {
+	deadline := time.After(time.Minute)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		err := gw.Serves(token)
+		if err == nil {
+			return nil
+		}
+		if err.Error() != last {
+			last = err.Error()
+			progress("  waiting for the gateway: %s", last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errs:
+			return err
+		case <-deadline:
+			return fmt.Errorf("the MCP gateway does not serve the sample tenant after a minute: %s", last)
+		case <-tick.C:
+		}
+	}
 }
 
 // waitTenant waits until the tenant is Ready and its sandbox is served by
