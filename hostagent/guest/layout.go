@@ -20,6 +20,14 @@ const (
 	// shepherds, and holds no capabilities.
 	TenantUID = 1000
 	TenantGID = 1000
+	// TenantOOMScoreBoost is how much higher than init's and the
+	// shepherds' the OOM score adjustment of tenant commands starts (at
+	// most 1000), so that when a tenant fills its memory cgroup the OOM
+	// killer takes one of the tenant's processes, not the supervision
+	// that proves cleanup. Raising a score needs no privilege, so this
+	// works in any sandbox; a tenant can lower its own processes back to
+	// the supervisors' score, but not below, and only its sandbox suffers.
+	TenantOOMScoreBoost = 500
 	// TenantUser names TenantUID in the sandbox's /etc/passwd.
 	TenantUser = "sandbox"
 	// TenantHome is the tenant's home and the default working directory.

@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,6 +59,7 @@ func RunShepherd() int {
 		fmt.Fprintf(os.Stderr, "playground-sandbox shepherd: PR_SET_CHILD_SUBREAPER: %v\n", err)
 		return 1
 	}
+	ownOOMScoreAdj = readOOMScoreAdj()
 	for served := 0; ; {
 		conn, err := accept()
 		if errors.Is(err, unix.EAGAIN) {
@@ -288,6 +291,11 @@ func (s *shepherd) start(req StartRequest, stdin []byte) (*command, error) {
 		childFDs = append(childFDs, p[1])
 	}
 
+	// The command starts with an OOM score TenantOOMScoreBoost above the
+	// shepherd's: the child inherits the score at fork, so the shepherd
+	// raises its own for the fork only, then lowers it back (allowed down
+	// to the score it was given).
+	guarded := ownOOMScoreAdj < 1000 && setOOMScoreAdj(min(ownOOMScoreAdj+TenantOOMScoreBoost, 1000)) == nil
 	pid, err := syscall.ForkExec(Shell, argv, &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   env,
@@ -302,6 +310,9 @@ func (s *shepherd) start(req StartRequest, stdin []byte) (*command, error) {
 			PidFD:  &c.pidfd,
 		},
 	})
+	if guarded {
+		_ = setOOMScoreAdj(ownOOMScoreAdj)
+	}
 	closeChild()
 	if err != nil {
 		c.closeFDs()
@@ -644,4 +655,27 @@ func (r fdReader) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// ownOOMScoreAdj is the shepherd's OOM score adjustment as inherited from
+// init, read once at start.
+var ownOOMScoreAdj int
+
+func readOOMScoreAdj() int {
+	b, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// setOOMScoreAdj sets the shepherd's own OOM score adjustment. Raising it
+// needs no privilege, and neither does lowering it back down to the score
+// it started with (the kernel's oom_score_adj_min, inherited at fork).
+func setOOMScoreAdj(v int) error {
+	return os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(v)), 0)
 }

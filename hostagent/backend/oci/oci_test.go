@@ -945,3 +945,50 @@ func TestStopAll(t *testing.T) {
 		t.Fatalf("a process survived StopAll (%s found)", got)
 	}
 }
+
+// TestOOMSparesTheSupervision is issue 11's memfd attack: a tenant fills
+// its memory cgroup with shared memory that no process maps (a memfd, or
+// here a file in /dev/shm), so that no process looks big. The OOM killer
+// must take the tenant's processes, not the sandbox's init or a shepherd
+// (which would end the proof of cleanup of every running command): tenant
+// commands start with an OOM score guest.TenantOOMScoreBoost above theirs.
+func TestOOMSparesTheSupervision(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{ID: "oom", Resources: backend.Resources{MemoryBytes: 48 << 20}})
+	initPID := func() string {
+		data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), "init.pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(data))
+	}
+	pid := initPID()
+	score, err := os.ReadFile("/proc/" + pid + "/oom_score_adj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	initScore, err := strconv.Atoi(strings.TrimSpace(string(score)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if initScore >= 1000 {
+		t.Skipf("init runs at the highest OOM score (%d): nothing can rank below it", initScore)
+	}
+	want := fmt.Sprintf("%d\n", min(initScore+guest.TenantOOMScoreBoost, 1000))
+	if got := sh(t, b, id, "cat /proc/self/oom_score_adj"); got != want {
+		t.Fatalf("a tenant command's oom_score_adj is %q, want %q (init's is %d)", got, want, initScore)
+	}
+
+	// /dev/shm (64 MiB) is larger than the memory limit (48 MiB): the
+	// cgroup runs out first, while cat itself stays small. The file is
+	// unlinked at once, so that it is freed with the command.
+	r := run(t, b, id, backend.ExecRequest{Command: "exec 3<>/dev/shm/fill && rm /dev/shm/fill && cat /dev/zero >&3", Shell: backend.ShellClean})
+	if r.status.Signal != "SIGKILL" && r.status.Code != 128+9 {
+		t.Fatalf("the filler ended with %+v (stderr %q), want killed by the OOM killer", r.status, r.stderr)
+	}
+	if got := initPID(); got != pid || !b.Alive(id) {
+		t.Fatalf("the sandbox's init died (pid %s, now %s): the OOM killer chose it", pid, got)
+	}
+	if got := sh(t, b, id, "echo ok"); got != "ok\n" {
+		t.Fatalf("the sandbox is unusable after the OOM: %q", got)
+	}
+}
