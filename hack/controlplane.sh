@@ -21,6 +21,15 @@ log() { echo "controlplane: $*" >&2; }
 
 if complete "$out"; then echo "$out"; exit 0; fi
 
+# One build at a time per cache: a second clone (or test binary) that asks
+# while the first builds waits for it and then links its result.
+mkdir -p "$(dirname "$cache")"
+exec 9>"$cache.lock"
+if ! complete "$cache" && ! flock -n 9; then
+	log "another build of the control plane is under way; waiting for it"
+	flock 9
+fi
+
 if ! complete "$cache"; then
 	log "building kube-apiserver, kubectl v$KUBE_VERSION and etcd v$ETCD_VERSION from the Go module proxy"
 	log "(several minutes on a cold cache; later runs reuse $cache)"
