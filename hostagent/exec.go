@@ -106,7 +106,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 		reason := fmt.Sprintf("killing a timed-out command of tenant %s in sandbox %s: %v", tenant, spec.ID, kerr)
 		a.jobs.HaltAdmission(reason, tenant, spec.ID, kerr)
 		return ExecResult{}, &Error{Code: CodeUnavailable, Err: kerr,
-			Message: "the command timed out and its processes could not be proven dead; this node stopped admitting jobs until an operator checks the sandbox"}
+			Message: "the command timed out and its processes could not be proven dead: background jobs are halted in this sandbox until it is restarted (ask the operator: kubectl playground tenant restart)"}
 	}
 	st, werr := proc.Wait(killCtx)
 	if werr != nil {
@@ -125,8 +125,7 @@ func (a *Agent) execError(err error) error {
 	switch {
 	case errors.Is(err, backend.ErrInvalidRequest):
 		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
-		return &Error{Code: CodeInvalid, Err: err, Message: "the command could not start: " + why +
-			" (the directory does not exist or cannot be entered): give an existing directory as cwd, or create it first with exec (mkdir -p)"}
+		return &Error{Code: CodeInvalid, Err: err, Message: "the command could not start: " + why}
 	case errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
 		return &Error{Code: CodeUnavailable, Err: err, Message: "the sandbox is not running on this node right now: retry shortly; if it persists, check the Sandbox's conditions"}
 	}

@@ -336,11 +336,16 @@ func startError(dir string, cwdGiven bool, err error) error {
 	if _, statErr := os.Stat(Shell); statErr != nil {
 		return fmt.Errorf("cannot run %s: %v", Shell, statErr)
 	}
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES) {
+	switch {
+	case errors.Is(err, unix.EAGAIN):
+		return fmt.Errorf("the sandbox's process limit is reached (fork: %v): end some of its background processes, or ask the operator for a higher spec.resources.pids", err)
+	case errors.Is(err, unix.ENOMEM):
+		return fmt.Errorf("the sandbox is out of memory (fork: %v): end some of its processes, or ask the operator for a higher spec.resources.memory", err)
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EACCES):
 		if cwdGiven {
-			return fmt.Errorf("working directory %q: %v", dir, err)
+			return fmt.Errorf("working directory %q does not exist or cannot be entered (%v): give an existing directory as cwd, or create it first with exec (mkdir -p)", dir, err)
 		}
-		return fmt.Errorf("home directory %q: %v", dir, err)
+		return fmt.Errorf("home directory %q does not exist or cannot be entered (%v)", dir, err)
 	}
 	return fmt.Errorf("starting %s: %v", Shell, err)
 }

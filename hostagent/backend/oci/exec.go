@@ -84,6 +84,11 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, ctx.Err())
 		}
+		if !b.Alive(id) {
+			// The connection reached a sandbox whose init was dying (a
+			// shepherd still held the listener): it is not running.
+			return nil, fmt.Errorf("oci: sandbox %s: %w (its init exited while the command started)", id, backend.ErrNotRunning)
+		}
 		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
 	}
 	if _, err := conn.Write(buf); err != nil {
