@@ -21,8 +21,10 @@ var (
 		"Background jobs admitted and started.", nil, nil)
 	jobsRefusedDesc = prometheus.NewDesc("playground_jobs_refused_total",
 		"Background job starts refused by admission: a bound was reached, or admission is halted.", nil, nil)
-	jobsHaltedDesc = prometheus.NewDesc("playground_jobs_admission_halted",
-		"1 while the agent admits no new job because a kill could not be proven, else 0.", nil, nil)
+	jobsHaltedDesc = prometheus.NewDesc("playground_jobs_halted_sandboxes",
+		"Sandboxes in which the agent admits no new job because a kill there could not be proven (each Sandbox's JobsAdmitted condition says why).", nil, nil)
+	jobsReclaimedDesc = prometheus.NewDesc("playground_jobs_reclaimed_total",
+		"Unread finished jobs recycled to give their slot to a tenant holding fewer (the fair share of the node's retained slots).", nil, nil)
 	jobOutputDesc = prometheus.NewDesc("playground_job_output_bytes_total",
 		"Bytes of output that background jobs wrote into their rings.", nil, nil)
 	jobDroppedDesc = prometheus.NewDesc("playground_job_dropped_bytes_total",
@@ -84,7 +86,7 @@ func (a *Agent) Collector() prometheus.Collector { return collector{a} }
 type collector struct{ a *Agent }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc,
+	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc, jobsReclaimedDesc,
 		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc} {
 		ch <- d
 	}
@@ -99,15 +101,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
-	halted := 0.0
-	if s.AdmissionHalted {
-		halted = 1
-	}
 	gauge(jobsActiveDesc, float64(s.Active))
 	gauge(jobsRetainedDesc, float64(s.Retained))
-	gauge(jobsHaltedDesc, halted)
+	gauge(jobsHaltedDesc, float64(s.HaltedSandboxes))
 	counter(jobsStartedDesc, s.Started)
 	counter(jobsRefusedDesc, s.Refused)
+	counter(jobsReclaimedDesc, s.Reclaimed)
 	counter(jobOutputDesc, s.OutputBytes)
 	counter(jobDroppedDesc, s.DroppedBytes)
 	counter(jobEvictionsDesc, s.Evictions)

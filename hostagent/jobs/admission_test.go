@@ -137,16 +137,18 @@ func TestAdmissionTable(t *testing.T) {
 		{name: "retained per tenant: unread", steps: []step{ended("a", 3, "")}, tenant: "a", wantBound: BoundRetainedPerTenant,
 			wantMsg: "tenant a holds 3 jobs that are still running or whose results were not collected (limit 3): " +
 				"poll terminal jobs to their end (until done, then once more) so they can be recycled, cancel jobs you no longer need, " +
-				"or wait for unread results to expire after 1h0m0s"},
+				"or wait for unread results to expire after 1h0m0s (the first in 1h0m0s)"},
 		{name: "retained per tenant: read to done but not acknowledged", steps: []step{ended("a", 3, "read")}, tenant: "a", wantBound: BoundRetainedPerTenant},
 		{name: "retained per tenant: freed by acknowledgement", steps: []step{ended("a", 2, ""), ended("a", 1, "ack")}, tenant: "a"},
 		{name: "retained per tenant: freed by expiry", steps: []step{ended("a", 3, ""), advance(time.Hour)}, tenant: "a"},
 		{name: "retained per tenant: not yet expired", steps: []step{ended("a", 3, ""), advance(time.Hour - time.Second)}, tenant: "a", wantBound: BoundRetainedPerTenant},
 		{name: "active bound is reported before retained", steps: []step{ended("a", 1, ""), run("a", 2)}, tenant: "a", wantBound: BoundActivePerTenant},
 		{name: "retained per tenant: mixed running and unread", steps: []step{ended("a", 2, ""), run("a", 1)}, tenant: "a", wantBound: BoundRetainedPerTenant},
-		{name: "retained per agent", steps: []step{ended("a", 3, ""), ended("b", 2, "")}, tenant: "c", wantBound: BoundRetainedPerAgent,
-			wantMsg: "this node holds 5 jobs across all tenants that are still running or whose results were not collected (limit 5): " +
-				"poll your terminal jobs to their end (until done, then once more) so they can be recycled, or retry later"},
+		{name: "retained per agent: fair share takes an unread result of the tenant holding the most", steps: []step{ended("a", 3, ""), ended("b", 2, "")}, tenant: "c"},
+		{name: "retained per agent: refused at a fair share", steps: []step{ended("a", 2, ""), ended("b", 2, ""), ended("c", 1, "")}, tenant: "c", wantBound: BoundRetainedPerAgent,
+			wantMsg: "this node holds 5 jobs across all tenants that are still running or whose results were not collected (limit 5), " +
+				"and you hold as many as any other tenant (the node's slots are shared fairly): poll your terminal jobs to their end " +
+				"(until done, then once more) so they can be recycled, or retry when a running job ends, or in 1h0m0s, when the first unread result expires"},
 		{name: "retained per agent: freed by another tenant's acknowledgement", steps: []step{ended("a", 3, ""), ended("b", 1, ""), ended("b", 1, "ack")}, tenant: "c"},
 		{name: "retained per agent: freed by expiry", steps: []step{ended("a", 3, ""), ended("b", 2, ""), advance(2 * time.Hour)}, tenant: "c"},
 	}
@@ -264,5 +266,100 @@ func TestStartValidates(t *testing.T) {
 	cancel()
 	if _, err := h.m.Start(ctx, "a", "sb", func(backend.Sink) (backend.Process, error) { return nil, nil }); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled ctx: %v", err)
+	}
+}
+
+// TestFairShare is issue 11's hoarding attack: tenants that leave finished
+// jobs unread cannot keep another tenant out of the node's retained slots,
+// and a tenant's running jobs are never what is taken.
+func TestFairShare(t *testing.T) {
+	h := newHarness(t, Limits{SweepInterval: 1000 * time.Hour})
+	// Eight tenants leave eight unread results each: the node's 64 slots.
+	for _, tenant := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		for i := 0; i < 8; i++ {
+			info, p := h.start(tenant, nil)
+			h.finish(info.ID, p, 0)
+		}
+	}
+	if s := h.m.Stats(); s.Retained != 64 {
+		t.Fatalf("retained %d", s.Retained)
+	}
+	// A newcomer gets in, by taking the oldest unread result of a tenant
+	// holding the most; so does the next, and the newcomer again.
+	h.start("new", nil)
+	h.start("new2", nil)
+	h.start("new", nil)
+	if s := h.m.Stats(); s.Retained != 64 || s.Reclaimed != 3 {
+		t.Fatalf("stats %+v", s)
+	}
+	// Shares converge: once "new" holds as many as each of the others
+	// (7 of the 64), it is refused, and told when to retry.
+	for i := 0; i < 5; i++ {
+		h.start("new", nil)
+	}
+	_, _, err := h.tryStart("new", nil)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Bound != BoundRetainedPerAgent || le.RetryAfter != time.Hour || !strings.Contains(err.Error(), "shared fairly") {
+		t.Fatalf("eighth job of new: %v", err)
+	}
+	if s := h.m.Stats(); s.Retained != 64 || s.Reclaimed != 8 {
+		t.Fatalf("stats %+v", s)
+	}
+
+	// Running jobs are never taken.
+	h2 := newHarness(t, Limits{ActivePerTenant: 4, ActivePerAgent: 8, RetainedPerTenant: 4, RetainedPerAgent: 4, SweepInterval: 1000 * time.Hour})
+	var running []*fakeProc
+	for i := 0; i < 3; i++ {
+		_, p := h2.start("a", nil)
+		running = append(running, p)
+	}
+	info, p := h2.start("a", nil)
+	h2.finish(info.ID, p, 0)
+	h2.start("b", nil) // takes a's unread result
+	_, _, err = h2.tryStart("c", nil)
+	if !errors.As(err, &le) || le.Bound != BoundRetainedPerAgent || le.RetryAfter != 0 {
+		t.Fatalf("c while a's jobs all run: %v", err)
+	}
+	for i, p := range running {
+		if p.kills.Load() != 0 {
+			t.Fatalf("running job %d was killed", i)
+		}
+	}
+}
+
+// TestEndSandbox: a sandbox's processes all end at once (restart,
+// suspension, deletion): its running jobs turn failed with why, and a
+// deleted sandbox's jobs free their slots at once, read or not.
+func TestEndSandbox(t *testing.T) {
+	h := newHarness(t, Limits{SweepInterval: 1000 * time.Hour})
+	other, _ := h.start("b", nil)
+	running, _ := h.start("a", nil)
+	done, p := h.start("a", nil)
+	p.sink.Write(backend.Stdout, []byte("kept"))
+	h.finish(done.ID, p, 0)
+
+	if n := h.m.EndSandbox("sb-a", "the sandbox was restarted", false); n != 1 {
+		t.Fatalf("EndSandbox ended %d running jobs, want 1", n)
+	}
+	got := h.poll("a", running.ID, "", 0)
+	if got.Job.State != StateFailed || got.Job.Result == nil || got.Job.Result.Error != "the sandbox was restarted" {
+		t.Fatalf("%+v %+v", got.Job, got.Job.Result)
+	}
+	if _, out := h.drain("a", done.ID, ""); string(out[backend.Stdout]) != "kept" {
+		t.Fatalf("a finished job's output after a restart: %q", out[backend.Stdout])
+	}
+	if r := h.poll("b", other.ID, "", 0); r.Job.State != StateRunning {
+		t.Fatalf("another sandbox's job: %s", r.Job.State)
+	}
+	if s := h.m.Stats(); s.Active != 1 || s.Retained != 3 {
+		t.Fatalf("after a restart: %+v", s)
+	}
+
+	h.m.EndSandbox("sb-a", "the sandbox was deleted", true)
+	if s := h.m.Stats(); s.Active != 1 || s.Retained != 1 {
+		t.Fatalf("after a deletion: %+v", s)
+	}
+	if _, err := h.m.Poll(context.Background(), "a", done.ID, "", 0, 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a deleted sandbox's job: %v", err)
 	}
 }

@@ -53,7 +53,9 @@
 // goroutine the manager owns. The job turns terminal only once Kill has
 // returned nil (the backend proved every descendant dead) and the process's
 // Wait has returned (all output delivered). If Kill fails, the job becomes
-// "failed" with the error, and the manager halts admission until
-// ResumeAdmission is called: it cannot promise that the sandbox is clean. The
-// same path serves per-job timeouts.
+// "failed" with the error, and the manager halts admission in that sandbox
+// until ResumeAdmission is called for it: it cannot promise that the
+// sandbox is clean. Other sandboxes are unaffected. The same path serves
+// per-job timeouts. EndSandbox ends a sandbox's jobs when all of its
+// processes are killed at once (restart, suspension, destroy).
 package jobs

@@ -12,7 +12,7 @@ var (
 	ErrCapacity = errors.New("job capacity exhausted")
 	// ErrNotFound: no such job for this tenant.
 	ErrNotFound = errors.New("job not found")
-	// ErrAdmissionHalted: the manager stopped admitting jobs because a kill
+	// ErrAdmissionHalted: the manager stopped admitting jobs in a sandbox because a kill
 	// could not be proven.
 	ErrAdmissionHalted = errors.New("job admission halted")
 	// ErrBadCursor: the cursor is malformed or does not fit the job's output.
@@ -41,6 +41,10 @@ type LimitError struct {
 	Limit int
 	// TTL is the terminal-job TTL, quoted in the advice for retained bounds.
 	TTL time.Duration
+	// RetryAfter, for retained bounds, is when the first unread result
+	// counted by the bound expires and frees a slot; zero when every job
+	// it counts is still running.
+	RetryAfter time.Duration
 }
 
 func (e *LimitError) Error() string {
@@ -52,14 +56,23 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("this node has %d active jobs across all tenants (limit %d): retry when some have finished, or cancel one of yours with job_cancel",
 			e.Count, e.Limit)
 	case BoundRetainedPerTenant:
+		first := ""
+		if e.RetryAfter > 0 {
+			first = fmt.Sprintf(" (the first in %s)", e.RetryAfter.Round(time.Second))
+		}
 		return fmt.Sprintf("tenant %s holds %d jobs that are still running or whose results were not collected (limit %d): "+
 			"poll terminal jobs to their end (until done, then once more) so they can be recycled, cancel jobs you no longer need, "+
-			"or wait for unread results to expire after %s",
-			e.Tenant, e.Count, e.Limit, e.TTL)
+			"or wait for unread results to expire after %s%s",
+			e.Tenant, e.Count, e.Limit, e.TTL, first)
 	case BoundRetainedPerAgent:
-		return fmt.Sprintf("this node holds %d jobs across all tenants that are still running or whose results were not collected (limit %d): "+
-			"poll your terminal jobs to their end (until done, then once more) so they can be recycled, or retry later",
-			e.Count, e.Limit)
+		first := ""
+		if e.RetryAfter > 0 {
+			first = fmt.Sprintf(", or in %s, when the first unread result expires", e.RetryAfter.Round(time.Second))
+		}
+		return fmt.Sprintf("this node holds %d jobs across all tenants that are still running or whose results were not collected (limit %d), "+
+			"and you hold as many as any other tenant (the node's slots are shared fairly): poll your terminal jobs to their end "+
+			"(until done, then once more) so they can be recycled, or retry when a running job ends%s",
+			e.Count, e.Limit, first)
 	}
 	return fmt.Sprintf("job bound %s hit (%d of %d)", e.Bound, e.Count, e.Limit)
 }
@@ -92,18 +105,21 @@ func notFound(id string) error {
 	return &NotFoundError{JobID: id}
 }
 
-// HaltedError refuses a Start while admission is halted. Its message is shown
-// to every tenant, so it names the reason but not the job or tenant that
-// caused it; Cause (and AdmissionStatus) carry the details for operators.
+// HaltedError refuses a Start in a sandbox whose admission is halted. Its
+// message is shown to the sandbox's tenant: it names the reason but not the
+// job that caused it; Cause (and AdmissionStatus) carry the details for
+// operators.
 type HaltedError struct {
-	Since time.Time
-	Cause error
+	SandboxID string
+	Since     time.Time
+	Cause     error
 }
 
 func (e *HaltedError) Error() string {
-	return "job admission is halted on this node: the backend could not prove that a killed job's processes are gone, " +
-		"so the node stopped starting jobs instead of reusing a sandbox that may not be clean; " +
-		"an operator must investigate and resume admission; retry later"
+	return "background jobs are halted in this sandbox: the backend could not prove that a killed command's processes are gone " +
+		"(its sandbox ran out of memory, or a process of the sandbox's supervision was killed), so no job starts here until the sandbox is restarted, " +
+		"which kills every process in it; exec still works; ask the operator to restart it (kubectl playground tenant restart), " +
+		"or it restarts by itself if its init died"
 }
 
 // Is makes errors.Is(err, ErrAdmissionHalted) true.

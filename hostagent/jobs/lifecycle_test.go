@@ -180,7 +180,7 @@ func TestCancelWithProof(t *testing.T) {
 	if err != nil || again.State != StateKilled || p.kills.Load() != 1 {
 		t.Fatalf("second cancel: %+v %v, %d kills", again, err, p.kills.Load())
 	}
-	if h.m.AdmissionStatus().Halted {
+	if h.m.AdmissionStatus("sb-a").Halted || len(h.m.Halts()) != 0 {
 		t.Fatal("a proven kill halted admission")
 	}
 }
@@ -245,31 +245,45 @@ func TestCancelProofLost(t *testing.T) {
 				!strings.Contains(ci.Result.Error, tc.killErr.Error()) || !strings.Contains(ci.Result.Error, "could not prove") {
 				t.Fatalf("%+v %+v %v", ci, ci.Result, err)
 			}
-			// Admission stops for everyone, saying why but not whose job.
-			_, _, err = h.tryStart("c", nil)
+			// Admission stops in that sandbox only, saying why but not whose job.
+			_, _, err = h.tryStart("a", nil)
 			var he *HaltedError
-			if !errors.As(err, &he) || !errors.Is(err, ErrAdmissionHalted) || !errors.Is(err, backend.ErrProofLost) {
+			if !errors.As(err, &he) || !errors.Is(err, ErrAdmissionHalted) || !errors.Is(err, backend.ErrProofLost) || he.SandboxID != "sb-a" {
 				t.Fatalf("Start while halted: %v", err)
 			}
-			if !strings.Contains(err.Error(), "could not prove") || strings.Contains(err.Error(), info.ID) || strings.Contains(err.Error(), "sb-a") {
+			if !strings.Contains(err.Error(), "could not prove") || !strings.Contains(err.Error(), "restart") || strings.Contains(err.Error(), info.ID) {
 				t.Fatalf("halt message: %s", err)
 			}
-			st := h.m.AdmissionStatus()
+			st := h.m.AdmissionStatus("sb-a")
 			if !st.Halted || st.JobID != info.ID || st.Tenant != "a" || st.SandboxID != "sb-a" || !strings.Contains(st.Reason, tc.killErr.Error()) {
 				t.Fatalf("admission status %+v", st)
 			}
-			if !h.m.Stats().AdmissionHalted {
-				t.Fatal("stats do not show the halt")
+			if s := h.m.Stats(); s.HaltedSandboxes != 1 {
+				t.Fatalf("stats do not show the halt: %+v", s)
 			}
+			if hs := h.m.Halts(); len(hs) != 1 || hs[0].SandboxID != "sb-a" {
+				t.Fatalf("Halts() = %+v", hs)
+			}
+			// Every other sandbox admits as before.
+			if h.m.AdmissionStatus("sb-c").Halted {
+				t.Fatal("another sandbox is halted")
+			}
+			h.start("c", nil)
 			// Running work is untouched; polls still work.
 			if r := h.poll("b", bystander.ID, "", 0); r.Job.State != StateRunning || bp.kills.Load() != 0 {
 				t.Fatal("the halt touched another job")
 			}
-			// Only an explicit reset resumes admission.
-			if prev := h.m.ResumeAdmission(); prev.JobID != info.ID {
+			// Only resuming that sandbox (after its restart) lifts it.
+			if prev := h.m.ResumeAdmission("sb-c"); prev.Halted {
+				t.Fatalf("ResumeAdmission of another sandbox returned %+v", prev)
+			}
+			if _, _, err := h.tryStart("a", nil); !errors.Is(err, ErrAdmissionHalted) {
+				t.Fatalf("Start after resuming another sandbox: %v", err)
+			}
+			if prev := h.m.ResumeAdmission("sb-a"); prev.JobID != info.ID {
 				t.Fatalf("ResumeAdmission returned %+v", prev)
 			}
-			h.start("c", nil)
+			h.start("a", nil)
 		})
 	}
 }
@@ -324,7 +338,7 @@ func TestTimeout(t *testing.T) {
 	if got := h.waitDone(info.ID); got.State != StateFailed {
 		t.Fatalf("%+v", got)
 	}
-	if !h.m.AdmissionStatus().Halted {
+	if !h.m.AdmissionStatus("sb-a").Halted {
 		t.Fatal("not halted")
 	}
 }
@@ -336,6 +350,21 @@ func TestWaitError(t *testing.T) {
 	got := h.waitDone(info.ID)
 	if got.State != StateFailed || !strings.Contains(got.Result.Error, "lost the shim") || got.Result.ExitCode != -1 {
 		t.Fatalf("%+v %+v", got, got.Result)
+	}
+}
+
+// TestWaitProofLost: a job whose backend lost track of it (its shepherd
+// died) may leave processes behind: it fails, and its sandbox halts.
+func TestWaitProofLost(t *testing.T) {
+	h := newHarness(t, Limits{})
+	info, p := h.start("a", nil)
+	p.exit(backend.ExitStatus{Code: -1}, fmt.Errorf("%w: the shepherd went away", backend.ErrProofLost))
+	got := h.waitDone(info.ID)
+	if got.State != StateFailed || !strings.Contains(got.Result.Error, "may still run") {
+		t.Fatalf("%+v %+v", got, got.Result)
+	}
+	if !h.m.AdmissionStatus("sb-a").Halted || h.m.AdmissionStatus("sb-b").Halted {
+		t.Fatalf("halts %+v", h.m.Halts())
 	}
 }
 
@@ -393,8 +422,8 @@ func TestClose(t *testing.T) {
 		}
 		// Every goroutine is gone: the job ended as failed, without
 		// halting admission (the kill was abandoned, not disproven).
-		if st := m.jobs[info.ID].state; st != StateFailed || m.halt != nil {
-			t.Fatalf("state %s, halt %+v", st, m.halt)
+		if st := m.jobs[info.ID].state; st != StateFailed || len(m.halts) != 0 {
+			t.Fatalf("state %s, halts %+v", st, m.halts)
 		}
 	})
 	t.Run("reports kills that failed", func(t *testing.T) {

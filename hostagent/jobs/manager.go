@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,11 +39,18 @@ type Manager struct {
 	activeByTenant   map[string]int
 	retainedByTenant map[string]int
 	active           int
-	halt             *AdmissionStatus
-	haltCause        error
-	closed           bool
-	sweeper          Timer
-	stats            Stats
+	// halts holds, by sandbox ID, the sandboxes whose job admission is
+	// halted because a kill there could not be proven.
+	halts   map[string]*halt
+	closed  bool
+	sweeper Timer
+	stats   Stats
+}
+
+// halt is one sandbox's halted admission.
+type halt struct {
+	status AdmissionStatus
+	cause  error
 }
 
 // job is one job's state, guarded by Manager.mu.
@@ -116,6 +124,7 @@ func New(limits Limits, clock Clock) (*Manager, error) {
 		jobs:             make(map[string]*job),
 		activeByTenant:   make(map[string]int),
 		retainedByTenant: make(map[string]int),
+		halts:            make(map[string]*halt),
 	}
 	m.mu.Lock()
 	m.sweeper = clock.AfterFunc(limits.SweepInterval, m.sweepTick)
@@ -149,7 +158,7 @@ func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start Sta
 	}
 
 	m.mu.Lock()
-	if err := m.admitLocked(tenant); err != nil {
+	if err := m.admitLocked(tenant, sandboxID); err != nil {
 		m.stats.Refused++
 		m.mu.Unlock()
 		return JobInfo{}, err
@@ -228,15 +237,17 @@ func decr(counts map[string]int, k string) {
 
 // admitLocked is the admission check. Active bounds are checked first: their
 // advice (wait or cancel) is what helps when both are hit. Retained bounds
-// first try to free capacity by recycling acknowledged and expired jobs;
-// nothing active is ever touched.
-func (m *Manager) admitLocked(tenant string) error {
+// first try to free capacity by recycling acknowledged and expired jobs,
+// then, for the node-wide bound, by taking a slot from the tenant that holds
+// the most (shareLocked); nothing active is ever touched.
+func (m *Manager) admitLocked(tenant, sandboxID string) error {
 	l := m.limits
 	switch {
 	case m.closed:
 		return ErrClosed
-	case m.halt != nil:
-		return &HaltedError{Since: m.halt.Since, Cause: m.haltCause}
+	case m.halts[sandboxID] != nil:
+		h := m.halts[sandboxID]
+		return &HaltedError{SandboxID: sandboxID, Since: h.status.Since, Cause: h.cause}
 	case m.activeByTenant[tenant] >= l.ActivePerTenant:
 		return &LimitError{Bound: BoundActivePerTenant, Tenant: tenant, Count: m.activeByTenant[tenant], Limit: l.ActivePerTenant}
 	case m.active >= l.ActivePerAgent:
@@ -245,13 +256,66 @@ func (m *Manager) admitLocked(tenant string) error {
 	if m.retainedByTenant[tenant] >= l.RetainedPerTenant || len(m.jobs) >= l.RetainedPerAgent {
 		m.sweepLocked()
 	}
-	switch {
-	case m.retainedByTenant[tenant] >= l.RetainedPerTenant:
-		return &LimitError{Bound: BoundRetainedPerTenant, Tenant: tenant, Count: m.retainedByTenant[tenant], Limit: l.RetainedPerTenant, TTL: l.TerminalTTL}
-	case len(m.jobs) >= l.RetainedPerAgent:
-		return &LimitError{Bound: BoundRetainedPerAgent, Tenant: tenant, Count: len(m.jobs), Limit: l.RetainedPerAgent, TTL: l.TerminalTTL}
+	if m.retainedByTenant[tenant] >= l.RetainedPerTenant {
+		return &LimitError{Bound: BoundRetainedPerTenant, Tenant: tenant, Count: m.retainedByTenant[tenant], Limit: l.RetainedPerTenant,
+			TTL: l.TerminalTTL, RetryAfter: m.nextExpiryLocked(tenant)}
+	}
+	if len(m.jobs) >= l.RetainedPerAgent && !m.shareLocked(tenant) {
+		return &LimitError{Bound: BoundRetainedPerAgent, Tenant: tenant, Count: len(m.jobs), Limit: l.RetainedPerAgent,
+			TTL: l.TerminalTTL, RetryAfter: m.nextExpiryLocked("")}
 	}
 	return nil
+}
+
+// shareLocked makes room for tenant when the node's retained slots are all
+// taken, by the fair-share rule: the tenant holding the most retained jobs
+// gives up its oldest terminal one (its result unread) if it holds at least
+// two more than tenant. Repeated, this converges on equal shares among the
+// tenants that want slots, so that no tenant can keep another out by
+// leaving results unread. Running jobs are never taken.
+func (m *Manager) shareLocked(tenant string) bool {
+	top, most := "", 0
+	for t, n := range m.retainedByTenant {
+		if t != tenant && (n > most || (n == most && t < top)) {
+			top, most = t, n
+		}
+	}
+	if most < m.retainedByTenant[tenant]+2 {
+		return false
+	}
+	var oldest *job
+	for _, j := range m.jobs {
+		if j.tenant == top && j.state.Terminal() && (oldest == nil || j.endedAt.Before(oldest.endedAt)) {
+			oldest = j
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	m.recycleLocked(oldest)
+	m.stats.Reclaimed++
+	return true
+}
+
+// nextExpiryLocked is how long until the first of tenant's terminal jobs
+// (every tenant's when tenant is empty) expires, or zero if none is
+// terminal yet.
+func (m *Manager) nextExpiryLocked(tenant string) time.Duration {
+	now := m.clock.Now()
+	var next time.Duration
+	for _, j := range m.jobs {
+		if !j.state.Terminal() || (tenant != "" && j.tenant != tenant) {
+			continue
+		}
+		last := j.endedAt
+		if j.lastPoll.After(last) {
+			last = j.lastPoll
+		}
+		if d := last.Add(m.limits.TerminalTTL).Sub(now); next == 0 || d < next {
+			next = max(d, time.Second)
+		}
+	}
+	return next
 }
 
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
@@ -577,6 +641,15 @@ func (m *Manager) wait(j *job) {
 		m.finishKilledLocked(j)
 	case j.killing:
 		// The kill decides: the job is terminal only once it is proven.
+	case errors.Is(err, backend.ErrProofLost):
+		// The backend lost track of the command (its shepherd died): its
+		// processes may live on, as after a failed kill.
+		m.haltLocked(fmt.Sprintf("job %s of tenant %s in sandbox %s: %v", j.id, j.tenant, j.sandbox, err), j.id, j.tenant, j.sandbox, err)
+		m.finishLocked(j, StateFailed, &Result{
+			ExitCode: -1,
+			Error:    "the sandbox lost track of the command, so some of its processes may still run in the sandbox: " + err.Error(),
+			Duration: m.clock.Now().Sub(j.startedAt),
+		})
 	case err != nil:
 		m.finishLocked(j, StateFailed, &Result{
 			ExitCode: -1,
@@ -645,23 +718,41 @@ func (m *Manager) Stats() Stats {
 	s := m.stats
 	s.Active = m.active
 	s.Retained = len(m.jobs)
-	s.AdmissionHalted = m.halt != nil
+	s.HaltedSandboxes = len(m.halts)
 	return s
 }
 
-// AdmissionStatus reports whether admission is halted, and why.
-func (m *Manager) AdmissionStatus() AdmissionStatus {
+// AdmissionStatus reports whether admission is halted in a sandbox, and why.
+func (m *Manager) AdmissionStatus(sandboxID string) AdmissionStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.halt == nil {
-		return AdmissionStatus{}
+	if h := m.halts[sandboxID]; h != nil {
+		return h.status
 	}
-	return *m.halt
+	return AdmissionStatus{}
 }
 
-// HaltAdmission stops admitting jobs because a kill outside the manager (a
-// timed-out synchronous command) could not prove its processes dead. Like a
-// job's failed kill, it holds until ResumeAdmission; the first cause is kept.
+// Halts lists the sandboxes whose admission is halted, oldest first.
+func (m *Manager) Halts() []AdmissionStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]AdmissionStatus, 0, len(m.halts))
+	for _, h := range m.halts {
+		out = append(out, h.status)
+	}
+	slices.SortFunc(out, func(a, b AdmissionStatus) int {
+		if c := a.Since.Compare(b.Since); c != 0 {
+			return c
+		}
+		return strings.Compare(a.SandboxID, b.SandboxID)
+	})
+	return out
+}
+
+// HaltAdmission stops admitting jobs in a sandbox because a kill outside
+// the manager (a timed-out synchronous command) could not prove its
+// processes dead. Like a job's failed kill, it holds until
+// ResumeAdmission; the first cause is kept. Other sandboxes are unaffected.
 func (m *Manager) HaltAdmission(reason, tenant, sandboxID string, cause error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -669,31 +760,67 @@ func (m *Manager) HaltAdmission(reason, tenant, sandboxID string, cause error) {
 }
 
 func (m *Manager) haltLocked(reason, jobID, tenant, sandboxID string, cause error) {
-	if m.halt != nil {
+	if m.halts[sandboxID] != nil {
 		return
 	}
-	m.halt = &AdmissionStatus{
-		Halted:    true,
-		Reason:    reason,
-		Since:     m.clock.Now(),
-		JobID:     jobID,
-		Tenant:    tenant,
-		SandboxID: sandboxID,
+	m.halts[sandboxID] = &halt{
+		status: AdmissionStatus{
+			Halted:    true,
+			Reason:    reason,
+			Since:     m.clock.Now(),
+			JobID:     jobID,
+			Tenant:    tenant,
+			SandboxID: sandboxID,
+		},
+		cause: cause,
 	}
-	m.haltCause = cause
 }
 
-// ResumeAdmission lifts a halt, for an operator who has dealt with its cause
-// (for example destroyed the sandbox). It returns the status it cleared.
-func (m *Manager) ResumeAdmission() AdmissionStatus {
+// ResumeAdmission lifts a sandbox's halt once its cause is dealt with: the
+// sandbox was restarted (every process of it killed) or destroyed. It
+// returns the status it cleared.
+func (m *Manager) ResumeAdmission(sandboxID string) AdmissionStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var prev AdmissionStatus
-	if m.halt != nil {
-		prev = *m.halt
+	if h := m.halts[sandboxID]; h != nil {
+		prev = h.status
 	}
-	m.halt, m.haltCause = nil, nil
+	delete(m.halts, sandboxID)
 	return prev
+}
+
+// EndSandbox ends every job of a sandbox whose processes are about to be
+// killed wholesale (a restart, a suspension, a destroy) or already were (its
+// init died): running jobs turn failed with why, their slots are released,
+// and their output stays readable until acknowledged or expired as usual.
+// When forget is true (the sandbox is destroyed), its terminal jobs are
+// recycled at once instead, so that a destroyed tenant holds no slot.
+// It returns how many jobs were running.
+func (m *Manager) EndSandbox(sandboxID, why string, forget bool) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ended := 0
+	for _, j := range m.jobs {
+		if j.sandbox != sandboxID || j.starting {
+			continue
+		}
+		if !j.state.Terminal() {
+			ended++
+			m.finishLocked(j, StateFailed, &Result{
+				ExitCode: -1,
+				Error:    why,
+				Duration: m.clock.Now().Sub(j.startedAt),
+			})
+		}
+		if forget {
+			m.recycleLocked(j)
+		}
+	}
+	if forget {
+		delete(m.halts, sandboxID)
+	}
+	return ended
 }
 
 // Close stops the manager. It refuses new calls, kills every active job

@@ -108,6 +108,9 @@ type Stats struct {
 	Refused     uint64
 	StartFailed uint64
 	Recycled    uint64
+	// Reclaimed counts unread terminal jobs recycled to give their slot to
+	// a tenant holding fewer (the fair-share rule of the node-wide bound).
+	Reclaimed uint64
 	// OutputBytes counts bytes written by jobs into their rings.
 	OutputBytes uint64
 	// DroppedBytes and Evictions count bytes and chunks the rings evicted.
@@ -117,12 +120,12 @@ type Stats struct {
 	// (only possible when the manager stopped waiting for it) and was not
 	// kept.
 	DiscardedBytes uint64
-	// AdmissionHalted mirrors AdmissionStatus().Halted.
-	AdmissionHalted bool
+	// HaltedSandboxes counts the sandboxes whose admission is halted.
+	HaltedSandboxes int
 }
 
-// AdmissionStatus says whether the manager admits jobs; it is the source of a
-// node condition.
+// AdmissionStatus says whether the manager admits jobs in a sandbox; it is
+// the source of the Sandbox's JobsAdmitted condition.
 type AdmissionStatus struct {
 	Halted bool
 	// Reason is the error that halted admission, for operators: it may name

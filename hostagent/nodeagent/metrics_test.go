@@ -52,7 +52,7 @@ func TestMetrics(t *testing.T) {
 		WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Succeed(), "the metrics endpoint did not come up")
 	g.Expect(before.value(t, "playground_jobs_active", on...)).To(BeZero())
 	g.Expect(before.value(t, "playground_jobs_retained", on...)).To(BeZero())
-	g.Expect(before.value(t, "playground_jobs_admission_halted", on...)).To(BeZero())
+	g.Expect(before.value(t, "playground_jobs_halted_sandboxes", on...)).To(BeZero())
 	g.Expect(before.count(t, "playground_exec_duration_seconds", with("outcome", hostagent.ExecExited)...)).To(BeZero())
 	// controller-runtime's own metrics of the node's reconciler are served beside ours.
 	g.Expect(before.has("controller_runtime_reconcile_errors_total", "controller", "nodeagent-sandbox")).To(BeTrue())
