@@ -254,6 +254,8 @@ func summarise(sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Reg
 		s.phase = playgroundv1alpha1.SandboxFailed
 	case prov.Reason == playgroundv1alpha1.ReasonTerminating:
 		s.phase = playgroundv1alpha1.SandboxTerminating
+	case prov.Reason == playgroundv1alpha1.ReasonSuspended:
+		s.phase = playgroundv1alpha1.SandboxSuspended
 	default:
 		s.phase = playgroundv1alpha1.SandboxProvisioning
 	}
@@ -287,7 +289,8 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 	if s.health != nil {
 		conds = append(conds, *s.health)
 	}
-	if ready.Status != metav1.ConditionTrue {
+	// Suspended is where the sandbox is meant to be, not on its way.
+	if ready.Status != metav1.ConditionTrue && s.phase != playgroundv1alpha1.SandboxSuspended {
 		conds = append(conds, condition(playgroundv1alpha1.ReconcilingCondition, true, ready.Reason, ready.Message))
 	}
 	if statusHolds(sbx, s.phase, conds) {

@@ -455,6 +455,7 @@ func desiredSandbox(t *playgroundv1alpha1.Tenant) *playgroundv1alpha1.Sandbox {
 			TenantRef:       playgroundv1alpha1.LocalObjectReference{Name: t.Name},
 			Persona:         persona,
 			SandboxTemplate: *t.Spec.Sandbox.DeepCopy(),
+			Suspended:       t.Spec.Suspended,
 		},
 	}
 }
@@ -473,6 +474,7 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 		}
 	}
 	set("persona", have.Persona == w.Persona, func() { have.Persona = w.Persona })
+	set("suspended", have.Suspended == w.Suspended, func() { have.Suspended = w.Suspended })
 	set("resources", equality.Semantic.DeepEqual(have.Resources, w.Resources), func() { have.Resources = w.Resources })
 	set("storage", equality.Semantic.DeepEqual(have.Storage, w.Storage), func() { have.Storage = w.Storage })
 	set("faculties", equality.Semantic.DeepEqual(have.Faculties, w.Faculties), func() { have.Faculties = w.Faculties })

@@ -74,6 +74,8 @@ type Agent struct {
 type sandbox struct {
 	spec    backend.Spec
 	handles int
+	// suspended: stopped by Suspend; Ensure starts it again.
+	suspended bool
 }
 
 type handle struct {
@@ -153,9 +155,14 @@ func (a *Agent) Ensure(ctx context.Context, spec backend.Spec) error {
 			return fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
 	case errors.Is(err, backend.ErrNotRunning):
+		// Its init is gone, and with it every process of the sandbox (a
+		// node reboot, an OOM kill, a Stop): its jobs are over, and a
+		// fresh start is as clean as a restart.
+		a.jobs.EndSandbox(spec.ID, "the sandbox stopped (its init exited: out of memory, killed, or the node restarted), and every process in it with it; the job's output so far is kept", false)
 		if err := a.be.Start(ctx, spec.ID); err != nil {
 			return fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
+		a.jobs.ResumeAdmission(spec.ID)
 	case err != nil:
 		return fmt.Errorf("reattaching sandbox %s: %w", spec.ID, err)
 	}
@@ -163,9 +170,52 @@ func (a *Agent) Ensure(ctx context.Context, spec backend.Spec) error {
 	defer a.mu.Unlock()
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
+		s.suspended = false
 		return nil
 	}
 	a.sandboxes[spec.ID] = &sandbox{spec: spec}
+	return nil
+}
+
+// Restart kills every process of a sandbox and starts it again over its
+// files. Its running jobs end (failed, with why), its open handles stay,
+// and a halt of its job admission is lifted: the restart is the proof that
+// nothing of a job whose kill was not proven still runs.
+func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
+	a.jobs.EndSandbox(spec.ID, "the sandbox was restarted by an operator, which killed every process in it; the job's output so far is kept", false)
+	if err := a.be.Stop(ctx, spec.ID); err != nil {
+		return fmt.Errorf("stopping sandbox %s: %w", spec.ID, err)
+	}
+	if err := a.Ensure(ctx, spec); err != nil {
+		return err
+	}
+	a.jobs.ResumeAdmission(spec.ID)
+	return nil
+}
+
+// Suspend stops a sandbox's compute and keeps its files: its running jobs
+// end (failed, with why), its handles close, and every process in it is
+// killed. Ensure starts it again.
+func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) error {
+	id := spec.ID
+	a.mu.Lock()
+	for hid, h := range a.handles {
+		if h.sandboxID == id {
+			a.dropHandleLocked(hid, h)
+		}
+	}
+	if s, ok := a.sandboxes[id]; ok {
+		s.spec, s.suspended = spec, true
+	} else {
+		a.sandboxes[id] = &sandbox{spec: spec, suspended: true}
+	}
+	a.mu.Unlock()
+	a.jobs.EndSandbox(id, "the tenant was suspended, which stopped every process in its sandbox; the job's output so far is kept", false)
+	if err := a.be.Stop(ctx, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Errorf("stopping sandbox %s: %w", id, err)
+	}
+	// Stopped, every process of it is gone: no halt can outlive that.
+	a.jobs.ResumeAdmission(id)
 	return nil
 }
 
@@ -180,6 +230,8 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 	}
 	delete(a.sandboxes, id)
 	a.mu.Unlock()
+	// Its jobs go with it, read or not: a deleted tenant holds no slot.
+	a.jobs.EndSandbox(id, "the sandbox was deleted", true)
 	if err := a.be.Destroy(ctx, id, keepPile); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("destroying sandbox %s: %w", id, err)
 	}
@@ -187,8 +239,16 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 }
 
 // Alive says whether the sandbox's init still runs, when the backend can
-// tell (backend.Prober); otherwise true.
+// tell (backend.Prober); otherwise true. A suspended sandbox is as it
+// should be: true.
 func (a *Agent) Alive(id string) bool {
+	a.mu.Lock()
+	s, ok := a.sandboxes[id]
+	suspended := ok && s.suspended
+	a.mu.Unlock()
+	if suspended {
+		return true // stopped on purpose: nothing is to run
+	}
 	if p, ok := a.be.(backend.Prober); ok {
 		return p.Alive(id)
 	}
@@ -214,6 +274,9 @@ func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, err
 	s, ok := a.sandboxes[sandboxID]
 	if !ok || s.spec.Tenant != tenant {
 		return Handle{}, errorf(CodeNotFound, "no sandbox %q for tenant %s on this node: it is not provisioned here yet, or it is not yours", truncate(sandboxID), tenant)
+	}
+	if s.suspended {
+		return Handle{}, errorf(CodeUnavailable, "tenant %s is suspended: its sandbox is stopped (its files are kept) until an operator clears spec.suspended on the Tenant", tenant)
 	}
 	if n := a.perTenant[tenant]; n >= a.opts.MaxHandlesPerTenant {
 		return Handle{}, errorf(CodeExhausted, "tenant %s has %d open session handles (limit %d): close unused ones with close_session, or let them expire after %s unused",
@@ -302,7 +365,7 @@ func (a *Agent) resolve(tenant, handleID string) (backend.Spec, error) {
 		return backend.Spec{}, err
 	}
 	s, ok := a.sandboxes[h.sandboxID]
-	if !ok {
+	if !ok || s.suspended {
 		return backend.Spec{}, handleNotFound(handleID)
 	}
 	return s.spec, nil

@@ -180,6 +180,7 @@ func (m *memBackend) Reattach(context.Context, backend.Spec) error {
 	return backend.ErrNotFound
 }
 func (m *memBackend) Detach(context.Context, string) error        { return nil }
+func (m *memBackend) Stop(context.Context, string) error          { return nil }
 func (m *memBackend) Destroy(context.Context, string, bool) error { return nil }
 func (m *memBackend) PileDir(id string) string                    { return "/nonexistent/" + id }
 

@@ -24,7 +24,7 @@ import (
 )
 
 // SandboxPhase is the coarse lifecycle state of a Sandbox.
-// +kubebuilder:validation:Enum=Pending;Provisioning;Ready;Detached;Failed;Terminating
+// +kubebuilder:validation:Enum=Pending;Provisioning;Ready;Detached;Suspended;Failed;Terminating
 type SandboxPhase string
 
 const (
@@ -37,6 +37,9 @@ const (
 	SandboxReady SandboxPhase = "Ready"
 	// SandboxDetached: provisioned, storage in place, no session open.
 	SandboxDetached SandboxPhase = "Detached"
+	// SandboxSuspended: stopped because its Tenant is suspended; its files
+	// are kept and it starts again when the suspension is lifted.
+	SandboxSuspended SandboxPhase = "Suspended"
 	// SandboxFailed: the backend refused; the reason is in the Ready condition.
 	SandboxFailed SandboxPhase = "Failed"
 	// SandboxTerminating: being destroyed.
@@ -57,6 +60,11 @@ const (
 	// ProvisionedCondition is True once the node's agent created the
 	// backend resources and serves the sandbox.
 	ProvisionedCondition = "Provisioned"
+	// JobsAdmittedCondition, written by the node's agent, is False while
+	// the agent starts no background job in the sandbox because a kill
+	// there could not be proven (reason ProofLost); a restart of the
+	// sandbox (spec.restartRequest) proves it clean and lifts it.
+	JobsAdmittedCondition = "JobsAdmitted"
 )
 
 // Condition and event reasons of Sandboxes.
@@ -69,6 +77,9 @@ const (
 	ReasonProvisioned      = "Provisioned"
 	ReasonBackendFailed    = "BackendFailed"
 	ReasonRestarted        = "Restarted"
+	ReasonSuspended        = "Suspended"
+	ReasonProofLost        = "ProofLost"
+	ReasonJobsAdmitted     = "JobsAdmitted"
 	ReasonTerminating      = "Terminating"
 	ReasonReady            = "Ready"
 )
@@ -149,6 +160,21 @@ type SandboxSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
+
+	// Suspended stops the sandbox's processes and keeps its files; clearing
+	// it starts the sandbox again. The Tenant controller copies the
+	// Tenant's spec.suspended here.
+	// +optional
+	Suspended bool `json:"suspended,omitempty"`
+
+	// RestartRequest asks the node's agent to restart the sandbox: every
+	// process in it is killed, its running jobs end, and it starts again
+	// over the same files. Set it to any new value (a date, say); the
+	// agent reports the value it acted on in status.restartRequest. A
+	// restart lifts a halt of job admission (condition JobsAdmitted).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	RestartRequest string `json:"restartRequest,omitempty"`
 }
 
 // FacultyInstallStatus reports one faculty bundle installed in a sandbox.
@@ -191,6 +217,10 @@ type SandboxStatus struct {
 	// OpenHandles is the number of session handles open on the sandbox.
 	// +optional
 	OpenHandles int32 `json:"openHandles,omitempty"`
+
+	// RestartRequest is the spec.restartRequest the agent last acted on.
+	// +optional
+	RestartRequest string `json:"restartRequest,omitempty"`
 
 	// Faculties lists the faculty bundles installed in the sandbox.
 	// +listType=map

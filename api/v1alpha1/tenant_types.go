@@ -78,9 +78,10 @@ type TenantSpec struct {
 	// +optional
 	Credentials CredentialsSpec `json:"credentials,omitempty"`
 
-	// Suspended revokes the tenant's access from the next request on,
-	// without touching its sandbox. Clearing it restores access with the
-	// same token.
+	// Suspended revokes the tenant's access from the next request on and
+	// stops its sandbox's processes (its running jobs end); its files are
+	// kept. Clearing it restores access with the same token and starts the
+	// sandbox again over the same files.
 	// +optional
 	Suspended bool `json:"suspended,omitempty"`
 }

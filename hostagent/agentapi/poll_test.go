@@ -38,6 +38,7 @@ func (s *scriptBackend) Provision(context.Context, backend.Spec) error { return 
 func (s *scriptBackend) Start(context.Context, string) error           { return nil }
 func (s *scriptBackend) Reattach(context.Context, backend.Spec) error  { return backend.ErrNotFound }
 func (s *scriptBackend) Detach(context.Context, string) error          { return nil }
+func (s *scriptBackend) Stop(context.Context, string) error            { return nil }
 func (s *scriptBackend) Destroy(context.Context, string, bool) error   { return nil }
 func (s *scriptBackend) PileDir(id string) string                      { return "/nonexistent/" + id }
 func (s *scriptBackend) Exec(_ context.Context, _ string, _ backend.ExecRequest, sink backend.Sink) (backend.Process, error) {

@@ -135,6 +135,11 @@ type Backend interface {
 	// Detach releases the agent's hold on a sandbox when its last session
 	// closes; files stay, and the backend may keep it running.
 	Detach(ctx context.Context, id string) error
+	// Stop ends every process of the sandbox and keeps its files; Start
+	// runs it again over them. When it returns nil no process of the
+	// sandbox is left, so a restart (Stop, then Start) proves it clean.
+	// Stopping a sandbox that is not running succeeds.
+	Stop(ctx context.Context, id string) error
 	// Destroy removes the sandbox and its workspace; the pile directory is
 	// removed too unless keepPile.
 	Destroy(ctx context.Context, id string, keepPile bool) error

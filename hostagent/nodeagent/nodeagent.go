@@ -38,6 +38,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
 
@@ -253,7 +254,7 @@ func Run(ctx context.Context, opts Options) error {
 				Endpoint:        endpoint,
 				Backends:        []string{be.Name()},
 				Labels:          opts.Labels,
-				AdmissionHalted: agent.Jobs().AdmissionStatus().Reason,
+				AdmissionHalted: haltSummary(agent.Jobs().Halts()),
 				Duration:        opts.LeaseDuration,
 			}
 		},
@@ -343,4 +344,21 @@ func runAll(ctx context.Context, tasks ...task) error {
 		cancel()
 	}
 	return first
+}
+
+// haltSummary says, for the node's Lease, in which sandboxes job admission
+// is halted; each Sandbox's JobsAdmitted condition has the details.
+func haltSummary(halts []jobs.AdmissionStatus) string {
+	if len(halts) == 0 {
+		return ""
+	}
+	ids := make([]string, 0, min(len(halts), 8))
+	for _, h := range halts[:min(len(halts), 8)] {
+		ids = append(ids, h.SandboxID)
+	}
+	more := ""
+	if len(halts) > len(ids) {
+		more = fmt.Sprintf(" and %d more", len(halts)-len(ids))
+	}
+	return fmt.Sprintf("in %d sandbox(es): %s%s (see their JobsAdmitted condition)", len(halts), strings.Join(ids, ", "), more)
 }

@@ -156,6 +156,9 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	}
 
 	prev := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
+	if sbx.Spec.Suspended {
+		return r.reconcileSuspended(ctx, sbx, prev)
+	}
 	if prev == nil {
 		msg := fmt.Sprintf("Provisioning sandbox %s on node %s", spec.ID, r.node)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioning, "Provision", msg)
@@ -170,7 +173,12 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	// best-effort).
 	restarting := wasProvisioned && !r.agent.Alive(spec.ID)
 
-	if err := r.agent.Ensure(ctx, spec); err != nil {
+	restart := wasProvisioned && sbx.Spec.RestartRequest != "" && sbx.Spec.RestartRequest != sbx.Status.RestartRequest
+	ensure := r.agent.Ensure
+	if restart {
+		ensure = r.agent.Restart
+	}
+	if err := ensure(ctx, spec); err != nil {
 		if ctx.Err() != nil {
 			return err // shutting down; the next agent picks it up
 		}
@@ -182,20 +190,56 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		// Returned, so that controller-runtime retries with backoff.
 		return fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err)
 	}
-	if restarting {
+	// A request made before the sandbox first ran is met by that start.
+	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
+	switch {
+	case restart:
+		log.Info("Restarted the sandbox as requested", "id", spec.ID, "request", sbx.Spec.RestartRequest)
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonRestarted, "Restart",
+			"Restarted sandbox %s on node %s as requested (%q): every process in it was killed; its files are kept", spec.ID, r.node, sbx.Spec.RestartRequest)
+	case restarting:
 		log.Info("Started the sandbox again: its init had exited", "id", spec.ID)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)
 	}
 	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node)
+	resumed := prev != nil && prev.Reason == playgroundv1alpha1.ReasonSuspended
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
 		return err
 	}
-	if !wasProvisioned {
+	if resumed {
+		log.Info("Started the sandbox again: its tenant is no longer suspended", "id", spec.ID)
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned, "Resume",
+			"Started sandbox %s again on node %s over its files: its tenant is no longer suspended", spec.ID, r.node)
+	}
+	if !wasProvisioned && !resumed {
 		log.Info("Provisioned the sandbox", "id", spec.ID)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned, "Provision", msg)
 	}
 	return nil
+}
+
+// reconcileSuspended stops the sandbox of a suspended tenant: its processes
+// and jobs end, its files stay.
+func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, prev *metav1.Condition) error {
+	spec := specOf(sbx)
+	if err := r.agent.Suspend(ctx, spec); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		msg := truncate(err.Error())
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Suspend", "%s", msg)
+		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg); serr != nil {
+			ctrl.LoggerFrom(ctx).Error(serr, "Reporting a backend failure")
+		}
+		return fmt.Errorf("suspending sandbox %s: %w", spec.ID, err)
+	}
+	msg := fmt.Sprintf("Sandbox %s is stopped on node %s because its tenant is suspended; its files are kept and it starts again when spec.suspended is cleared", spec.ID, r.node)
+	if prev == nil || prev.Reason != playgroundv1alpha1.ReasonSuspended {
+		ctrl.LoggerFrom(ctx).Info("Stopped the sandbox: its tenant is suspended", "id", spec.ID)
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonSuspended, "Suspend", "%s", msg)
+	}
+	return r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonSuspended, msg)
 }
 
 func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
@@ -248,28 +292,38 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 		Message:            message,
 		ObservedGeneration: sbx.Generation,
 	})
+	jobs := r.jobsAdmitted(id)
+	jobs.ObservedGeneration = sbx.Generation
+	if meta.SetStatusCondition(&conds, jobs) {
+		changed = true
+	}
 	if !changed && sbx.Status.SandboxID == id && sbx.Status.Endpoint == r.endpoint && sbx.Status.OpenHandles == handles {
 		return nil
 	}
-	// Kept from the current condition when the status does not change.
-	c := meta.FindStatusCondition(conds, playgroundv1alpha1.ProvisionedCondition)
+	// Kept from the current conditions when their status does not change.
+	var applied []any
+	for _, typ := range []string{playgroundv1alpha1.JobsAdmittedCondition, playgroundv1alpha1.ProvisionedCondition} {
+		c := meta.FindStatusCondition(conds, typ)
+		applied = append(applied, map[string]any{
+			"type":               c.Type,
+			"status":             string(c.Status),
+			"reason":             c.Reason,
+			"message":            c.Message,
+			"observedGeneration": c.ObservedGeneration,
+			"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+		})
+	}
 	gvk := playgroundv1alpha1.GroupVersion.WithKind("Sandbox")
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvk.GroupVersion().String(),
 		"kind":       gvk.Kind,
 		"metadata":   map[string]any{"name": sbx.Name, "namespace": sbx.Namespace},
 		"status": map[string]any{
-			"sandboxID":   id,
-			"endpoint":    r.endpoint,
-			"openHandles": int64(handles),
-			"conditions": []any{map[string]any{
-				"type":               c.Type,
-				"status":             string(c.Status),
-				"reason":             c.Reason,
-				"message":            c.Message,
-				"observedGeneration": c.ObservedGeneration,
-				"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
-			}},
+			"sandboxID":      id,
+			"endpoint":       r.endpoint,
+			"openHandles":    int64(handles),
+			"restartRequest": sbx.Status.RestartRequest,
+			"conditions":     applied,
 		},
 	}}
 	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
@@ -279,6 +333,20 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	sbx.Status.Conditions = conds
 	sbx.Status.SandboxID, sbx.Status.Endpoint, sbx.Status.OpenHandles = id, r.endpoint, handles
 	return nil
+}
+
+// jobsAdmitted is the JobsAdmitted condition of a sandbox as the agent's
+// job manager sees it now.
+func (r *sandboxReconciler) jobsAdmitted(id string) metav1.Condition {
+	st := r.agent.Jobs().AdmissionStatus(id)
+	if !st.Halted {
+		return metav1.Condition{Type: playgroundv1alpha1.JobsAdmittedCondition, Status: metav1.ConditionTrue,
+			Reason: playgroundv1alpha1.ReasonJobsAdmitted, Message: "Background jobs are admitted"}
+	}
+	return metav1.Condition{Type: playgroundv1alpha1.JobsAdmittedCondition, Status: metav1.ConditionFalse,
+		Reason: playgroundv1alpha1.ReasonProofLost,
+		Message: truncate(fmt.Sprintf("No background job starts in this sandbox since %s: %s. Restart the sandbox to kill every process in it and lift this (kubectl playground tenant restart, or set spec.restartRequest)",
+			st.Since.UTC().Format(time.RFC3339), st.Reason))}
 }
 
 // reattachAll takes over, before the API serves, every sandbox this node
@@ -298,7 +366,11 @@ func (r *sandboxReconciler) reattachAll(ctx context.Context) error {
 			backendClass(sbx) != r.agent.Backend().Name() {
 			continue
 		}
-		if err := r.agent.Ensure(ctx, specOf(sbx)); err != nil {
+		ensure := r.agent.Ensure
+		if sbx.Spec.Suspended {
+			ensure = r.agent.Suspend
+		}
+		if err := ensure(ctx, specOf(sbx)); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -409,7 +481,9 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 		return false // in progress or failing: the reconciler's backoff owns it
 	}
 	id := playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
+	halted := s.r.agent.Jobs().AdmissionStatus(id).Halted
 	return c.ObservedGeneration != sbx.Generation || sbx.Status.SandboxID != id ||
+		halted != meta.IsStatusConditionFalse(sbx.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition) ||
 		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id)) ||
 		!s.r.agent.Alive(id)
 }

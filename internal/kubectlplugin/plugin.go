@@ -37,8 +37,13 @@ const usage = `Usage: kubectl playground [flags] <command>
 Commands:
   tenant create NAME        create a tenant and print its token (shown once)
   tenant token reset NAME   mint a new token; the old one stops working
-  tenant suspend NAME       refuse the tenant's token; the sandbox stays
-  tenant resume NAME        accept the same token again
+  tenant suspend NAME       refuse the tenant's token and stop its sandbox's
+                            processes; its files stay
+  tenant resume NAME        accept the same token again; the sandbox starts
+                            again over its files
+  tenant restart NAME       kill every process in the tenant's sandbox and
+                            start it again over its files (lifts a halt of
+                            background jobs: condition JobsAdmitted)
   tenant destroy NAME       delete the tenant, its sandbox and its token
   attach NAME               print the tenant's sandbox ID, node and persona
   status NAME               conditions of the tenant, its sandbox and its node
@@ -127,6 +132,8 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, c client.Cli
 		return x.setSuspended(ctx, name, true)
 	case "tenant resume":
 		return x.setSuspended(ctx, name, false)
+	case "tenant restart":
+		return x.restart(ctx, name)
 	case "tenant destroy":
 		return x.destroy(ctx, name)
 	case "attach":
@@ -164,7 +171,7 @@ func interleave(args []string) []string {
 
 // parseCommand splits words into a known command and the tenant's name.
 func parseCommand(words []string) (string, string, error) {
-	commands := []string{"tenant create", "tenant token reset", "tenant suspend", "tenant resume", "tenant destroy", "attach", "status", "node forget"}
+	commands := []string{"tenant create", "tenant token reset", "tenant suspend", "tenant resume", "tenant restart", "tenant destroy", "attach", "status", "node forget"}
 	for _, c := range commands {
 		n := len(strings.Fields(c))
 		if len(words) == n+1 && strings.Join(words[:n], " ") == c {
@@ -292,7 +299,7 @@ func (x *cli) setSuspended(ctx context.Context, name string, suspended bool) err
 	want := metav1.ConditionTrue
 	verb := "resumed: its token works again"
 	if suspended {
-		want, verb = metav1.ConditionFalse, "suspended: its token is refused; its sandbox and files stay"
+		want, verb = metav1.ConditionFalse, "suspended: its token is refused and its sandbox's processes stop; its files stay"
 	}
 	err = x.waitFor(ctx, "the tenant's credentials to follow", func(ctx context.Context) (bool, error) {
 		t, err := x.getTenant(ctx, name)
@@ -306,6 +313,40 @@ func (x *cli) setSuspended(ctx context.Context, name string, suspended bool) err
 		return err
 	}
 	fmt.Fprintf(x.out, "tenant/%s %s\n", name, verb)
+	return nil
+}
+
+// restart asks the node's agent to restart the tenant's sandbox and waits
+// until it has.
+func (x *cli) restart(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	s, err := x.sandboxOf(ctx, t)
+	if err != nil {
+		return err
+	}
+	if s == nil || s.Status.SandboxID == "" {
+		return fmt.Errorf("tenant %q has no provisioned sandbox to restart: kubectl playground status %s tells why", name, name)
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	s.Spec.RestartRequest = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := x.c.Patch(ctx, s, patch); err != nil {
+		return err
+	}
+	want := s.Spec.RestartRequest
+	err = x.waitFor(ctx, "the sandbox's agent to restart it", func(ctx context.Context) (bool, error) {
+		var cur playgroundv1alpha1.Sandbox
+		if err := x.c.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+			return false, err
+		}
+		return cur.Status.RestartRequest == want, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s: sandbox %s restarted on node %s; every process in it was killed, its files are kept\n", name, s.Status.SandboxID, s.Spec.NodeName)
 	return nil
 }
 

@@ -167,7 +167,8 @@ func TestTenantLifecycle(t *testing.T) {
 		g.Expect(cur.Status.Credentials.Fingerprint).To(Equal(fingerprint(newToken)))
 	}, settle, 100*time.Millisecond).Should(Succeed())
 
-	// Suspend and resume flip CredentialsReady; the sandbox is untouched.
+	// Suspend and resume flip CredentialsReady; suspension stops the
+	// sandbox (phase Suspended, no container) and resuming starts it again.
 	for _, suspended := range []bool{true, false} {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tn), tn)).To(Succeed())
 		patch := client.MergeFrom(tn.DeepCopy())
@@ -177,9 +178,17 @@ func TestTenantLifecycle(t *testing.T) {
 			var cur playgroundv1alpha1.Tenant
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tn), &cur)).To(Succeed())
 			g.Expect(isTrue(cur.Status.Conditions, playgroundv1alpha1.CredentialsReadyCondition)).To(Equal(!suspended))
+			var s playgroundv1alpha1.Sandbox
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(sbx), &s)).To(Succeed())
+			if suspended {
+				g.Expect(s.Status.Phase).To(Equal(playgroundv1alpha1.SandboxSuspended))
+				g.Expect(runcContainers(t, n)).NotTo(ContainSubstring(sbx.Status.SandboxID), "a suspended sandbox runs no container")
+			} else {
+				g.Expect(s.Status.Phase).To(BeElementOf(playgroundv1alpha1.SandboxReady, playgroundv1alpha1.SandboxDetached))
+				g.Expect(runcContainers(t, n)).To(ContainSubstring(sbx.Status.SandboxID), "resuming starts the sandbox again")
+			}
 		}, settle, 100*time.Millisecond).Should(Succeed())
 	}
-	g.Expect(runcContainers(t, n)).To(ContainSubstring(sbx.Status.SandboxID), "suspension touched the sandbox")
 
 	// Delete both: containers go; the pile stays with Retain, goes with Delete.
 	be, err := oci.New(oci.Options{StateDir: n.stateDir, GuestBinary: ocitest.GuestBinary(t)})

@@ -1,0 +1,232 @@
+package nodeagent_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// session is an open handle of one tenant's sandbox on a node.
+type session struct {
+	tenant, id, handle string
+	client             *agentapi.Client
+}
+
+func openSession(t *testing.T, n *node, ns, name string) session {
+	t.Helper()
+	id := waitProvisioned(t, ns, name).Status.SandboxID
+	h, err := n.client.Open(context.Background(), ns+"/"+name, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return session{tenant: ns + "/" + name, id: id, handle: h.ID, client: n.client}
+}
+
+func (s session) exec(t *testing.T, cmd string) string {
+	t.Helper()
+	res, err := s.client.Exec(context.Background(), s.tenant, s.handle, hostagent.ExecRequest{Command: cmd})
+	if err != nil {
+		t.Fatalf("%q: %v", cmd, err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("%q exited %d: %s", cmd, res.ExitCode, res.Stderr)
+	}
+	return string(res.Stdout)
+}
+
+func (s session) startJob(cmd string) (jobs.JobInfo, error) {
+	return s.client.StartJob(context.Background(), s.tenant, s.handle, hostagent.ExecRequest{Command: cmd})
+}
+
+// pidsOf lists the host PIDs of processes whose command line contains s.
+func pidsOf(s string) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var pids []int
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil || !strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// parentOf is the host PID of pid's parent.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			ppid, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ppid
+		}
+	}
+	t.Fatalf("no PPid for %d", pid)
+	return 0
+}
+
+func jobsAdmitted(g Gomega, ns, name string) *metav1.Condition {
+	c := meta.FindStatusCondition(getSandbox(g, ns, name).Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition)
+	g.Expect(c).NotTo(BeNil())
+	return c
+}
+
+// TestLostProofHaltsOnlyItsSandbox is issue 11's acceptance: killing
+// sandbox A's shepherd from the host during an exec halts A's jobs only,
+// says so on A's Sandbox, and tenant B on the same node still runs
+// job_exec; restarting A (spec.restartRequest) clears it and keeps A's
+// files.
+func TestLostProofHaltsOnlyItsSandbox(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "lost-proof")
+	n := startNode(t, "lost-proof-a", "", "")
+	createSandbox(t, ns, "a", n.name)
+	createSandbox(t, ns, "b", n.name)
+	a, b := openSession(t, n, ns, "a"), openSession(t, n, ns, "b")
+	a.exec(t, "echo kept > file")
+	g.Eventually(func(g Gomega) {
+		g.Expect(jobsAdmitted(g, ns, "a").Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	const marker = "lost-proof-marker-3c9f"
+	execErr := make(chan error, 1)
+	go func() {
+		_, err := a.client.Exec(ctx, a.tenant, a.handle, hostagent.ExecRequest{Command: "sleep 1000 & wait # " + marker})
+		execErr <- err
+	}()
+	var shell int
+	g.Eventually(func() []int {
+		pids := pidsOf(marker)
+		if len(pids) > 0 {
+			shell = pids[0]
+		}
+		return pids
+	}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).ShouldNot(BeEmpty())
+	g.Expect(syscall.Kill(parentOf(t, shell), syscall.SIGKILL)).To(Succeed(), "killing the shepherd")
+	select {
+	case err := <-execErr:
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(err.Error()).To(ContainSubstring("restart"))
+	case <-time.After(timeout):
+		t.Fatal("the exec did not return after its shepherd was killed")
+	}
+
+	_, err := a.startJob("true")
+	g.Expect(err).To(MatchError(ContainSubstring("halted in this sandbox")))
+	g.Eventually(func(g Gomega) {
+		c := jobsAdmitted(g, ns, "a")
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonProofLost))
+	}).WithTimeout(timeout).Should(Succeed())
+	// Tenant B on the same node is untouched.
+	info, err := b.startJob("echo b")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.State).To(Equal(jobs.StateRunning))
+	g.Expect(jobsAdmitted(g, ns, "b").Status).To(Equal(metav1.ConditionTrue))
+
+	// The operator restarts A: every process in it is killed, its files stay.
+	sbx := getSandbox(g, ns, "a")
+	patch := client.MergeFrom(sbx.DeepCopy())
+	sbx.Spec.RestartRequest = "2026-11-30T16:00:00Z"
+	g.Expect(k8s.Patch(ctx, sbx, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		s := getSandbox(g, ns, "a")
+		g.Expect(s.Status.RestartRequest).To(Equal("2026-11-30T16:00:00Z"))
+		g.Expect(jobsAdmitted(g, ns, "a").Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed())
+	waitEvent(t, ns, "a", corev1.EventTypeNormal, playgroundv1alpha1.ReasonRestarted)
+	g.Expect(pidsOf(marker)).To(BeEmpty(), "the restart killed what the lost shepherd left")
+	_, err = a.startJob("true")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a.exec(t, "cat file")).To(Equal("kept\n"))
+}
+
+// TestSuspendStopsCompute: a suspended sandbox's processes are gone
+// (checked from the host) and its running jobs end with a clear state;
+// its files are kept, and resuming starts it again with the same files.
+func TestSuspendStopsCompute(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "suspend")
+	n := startNode(t, "suspend-a", "", "")
+	createSandbox(t, ns, "ws", n.name)
+	s := openSession(t, n, ns, "ws")
+	const marker = "sleep 987651" // a background process left by a command
+	s.exec(t, "echo kept > file; setsid "+marker+" >/dev/null 2>&1 &")
+	job, err := s.startJob("sleep 1000")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pidsOf(marker)).NotTo(BeEmpty())
+
+	set := func(suspended bool) {
+		sbx := getSandbox(g, ns, "ws")
+		patch := client.MergeFrom(sbx.DeepCopy())
+		sbx.Spec.Suspended = suspended
+		g.Expect(k8s.Patch(ctx, sbx, patch)).To(Succeed())
+	}
+	set(true)
+	g.Eventually(func(g Gomega) {
+		c := provisioned(getSandbox(g, ns, "ws"))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(n.containers(t)).To(BeEmpty(), "no container while suspended")
+	g.Expect(pidsOf(marker)).To(BeEmpty(), "the tenant's processes are gone")
+	res, err := n.client.Poll(ctx, agentapi.PollRequest{Tenant: s.tenant}, job.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Job.State).To(Equal(jobs.StateFailed))
+	g.Expect(res.Job.Result.Error).To(ContainSubstring("suspended"))
+	// Its handle is gone, and no new one opens.
+	_, err = n.client.Exec(ctx, s.tenant, s.handle, hostagent.ExecRequest{Command: "true"})
+	g.Expect(err).To(HaveOccurred())
+	_, err = n.client.Open(ctx, s.tenant, s.id)
+	var he *hostagent.Error
+	g.Expect(errors.As(err, &he) && strings.Contains(he.Message, "suspended")).To(BeTrue(), "open while suspended: %v", err)
+	waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonSuspended)
+
+	set(false)
+	s2 := openSessionEventually(t, n, ns, "ws")
+	g.Expect(s2.exec(t, "cat file")).To(Equal("kept\n"))
+	g.Expect(pidsOf(marker)).To(BeEmpty(), "resuming starts new processes, not the old ones")
+}
+
+// openSessionEventually opens a handle once the sandbox serves again.
+func openSessionEventually(t *testing.T, n *node, ns, name string) session {
+	t.Helper()
+	var s session
+	NewWithT(t).Eventually(func(g Gomega) {
+		sbx := getSandbox(g, ns, name)
+		c := provisioned(sbx)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		h, err := n.client.Open(context.Background(), ns+"/"+name, sbx.Status.SandboxID)
+		g.Expect(err).NotTo(HaveOccurred())
+		s = session{tenant: ns + "/" + name, id: sbx.Status.SandboxID, handle: h.ID, client: n.client}
+	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
+	return s
+}
