@@ -65,8 +65,11 @@ type ExecResult struct {
 	Signal        string `json:"signal,omitempty"`
 	// TimedOut is true when the timeout killed the command; its descendants
 	// were proven dead before the result was returned.
-	TimedOut bool          `json:"timed_out,omitempty"`
-	Duration time.Duration `json:"duration"`
+	TimedOut bool `json:"timed_out,omitempty"`
+	// OOMKilled is true when the sandbox ran out of memory while the
+	// command ran and the OOM killer killed one of its processes.
+	OOMKilled bool          `json:"oom_killed,omitempty"`
+	Duration  time.Duration `json:"duration"`
 }
 
 // Exec runs a command to its end in a fresh /bin/sh of the handle's sandbox.
@@ -103,10 +106,18 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	killCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.KillTimeout)
 	defer cancel()
 	if kerr := proc.Kill(killCtx); kerr != nil {
-		reason := fmt.Sprintf("killing a timed-out command of tenant %s in sandbox %s: %v", tenant, spec.ID, kerr)
+		what := "a timed-out command"
+		msg := "the command timed out and its processes could not be proven dead"
+		switch {
+		case errors.Is(err, backend.ErrProofLost) && st.OOMKilled:
+			what, msg = "a command", "the sandbox ran out of memory and the OOM killer took the command's supervision, so its processes could not be proven dead"
+		case errors.Is(err, backend.ErrProofLost):
+			what, msg = "a command", "the sandbox lost track of the command (its supervising process went away), so its processes could not be proven dead"
+		}
+		reason := fmt.Sprintf("killing %s of tenant %s in sandbox %s: %v", what, tenant, spec.ID, kerr)
 		a.jobs.HaltAdmission(reason, tenant, spec.ID, kerr)
 		return ExecResult{}, &Error{Code: CodeUnavailable, Err: kerr,
-			Message: "the command timed out and its processes could not be proven dead: background jobs are halted in this sandbox until it is restarted (ask the operator: kubectl playground tenant restart)"}
+			Message: msg + ": background jobs are halted in this sandbox until it is restarted (ask the operator: kubectl playground tenant restart)"}
 	}
 	st, werr := proc.Wait(killCtx)
 	if werr != nil {
@@ -172,6 +183,7 @@ func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
 		ExitCode:      st.Code,
 		Signal:        st.Signal,
 		TimedOut:      timedOut,
+		OOMKilled:     st.OOMKilled,
 		Duration:      st.Duration,
 	}
 }

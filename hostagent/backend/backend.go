@@ -103,6 +103,11 @@ type ExitStatus struct {
 	Signal string
 	// Killed is true when the command was ended by Kill (cancel or timeout).
 	Killed bool
+	// OOMKilled is true when the sandbox ran out of memory while the
+	// command ran and the OOM killer killed one of its processes (the
+	// command's shell or another): a command that ended by a signal or
+	// lost its shepherd is checked.
+	OOMKilled bool
 	// Duration is the time from start to end.
 	Duration time.Duration
 }

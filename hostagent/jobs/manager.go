@@ -645,10 +645,15 @@ func (m *Manager) wait(j *job) {
 		// The backend lost track of the command (its shepherd died): its
 		// processes may live on, as after a failed kill.
 		m.haltLocked(fmt.Sprintf("job %s of tenant %s in sandbox %s: %v", j.id, j.tenant, j.sandbox, err), j.id, j.tenant, j.sandbox, err)
+		why := "the sandbox lost track of the command, so some of its processes may still run in the sandbox: "
+		if st.OOMKilled {
+			why = "the sandbox ran out of memory and the OOM killer took the command's supervision, so some of its processes may still run in the sandbox: "
+		}
 		m.finishLocked(j, StateFailed, &Result{
-			ExitCode: -1,
-			Error:    "the sandbox lost track of the command, so some of its processes may still run in the sandbox: " + err.Error(),
-			Duration: m.clock.Now().Sub(j.startedAt),
+			ExitCode:  -1,
+			OOMKilled: st.OOMKilled,
+			Error:     why + err.Error(),
+			Duration:  m.clock.Now().Sub(j.startedAt),
 		})
 	case err != nil:
 		m.finishLocked(j, StateFailed, &Result{
@@ -657,7 +662,7 @@ func (m *Manager) wait(j *job) {
 			Duration: m.clock.Now().Sub(j.startedAt),
 		})
 	default:
-		m.finishLocked(j, StateExited, &Result{ExitCode: st.Code, Signal: st.Signal, Duration: st.Duration})
+		m.finishLocked(j, StateExited, &Result{ExitCode: st.Code, Signal: st.Signal, OOMKilled: st.OOMKilled, Duration: st.Duration})
 	}
 }
 

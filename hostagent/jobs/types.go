@@ -58,6 +58,9 @@ type Result struct {
 	Killed bool `json:"killed,omitempty"`
 	// TimedOut is true when the Kill was due to the job's timeout.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// OOMKilled is true when the sandbox ran out of memory while the job
+	// ran and the OOM killer killed one of its processes.
+	OOMKilled bool `json:"oom_killed,omitempty"`
 	// Error explains a failed job, or a caveat of a killed one (output the
 	// backend did not deliver in time).
 	Error string `json:"error,omitempty"`

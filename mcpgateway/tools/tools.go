@@ -330,6 +330,7 @@ func (c *catalog) exec(ctx context.Context, req *mcp.CallToolRequest, in ExecInp
 		ExitCode:      res.ExitCode,
 		Signal:        res.Signal,
 		TimedOut:      res.TimedOut,
+		OOMKilled:     res.OOMKilled,
 		StdoutDropped: res.StdoutDropped,
 		StderrDropped: res.StderrDropped,
 		DurationMS:    res.Duration.Milliseconds(),
@@ -348,6 +349,9 @@ func renderExec(o ExecOutput, timeout time.Duration) string {
 		fmt.Fprintf(&b, "killed by %s (exit_code %d)\n", o.Signal, o.ExitCode)
 	default:
 		fmt.Fprintf(&b, "exit_code: %d\n", o.ExitCode)
+	}
+	if o.OOMKilled {
+		b.WriteString("the sandbox ran out of memory: the kernel's OOM killer killed a process of this command (use less memory, or ask the operator for a higher memory limit)\n")
 	}
 	stream := func(name, data, enc string, dropped int64) {
 		if data == "" && dropped == 0 {
@@ -437,7 +441,7 @@ func jobResult(r *jobs.Result) *JobResult {
 	if r == nil {
 		return nil
 	}
-	return &JobResult{ExitCode: r.ExitCode, Signal: r.Signal, Killed: r.Killed, TimedOut: r.TimedOut, Error: r.Error, DurationMS: r.Duration.Milliseconds()}
+	return &JobResult{ExitCode: r.ExitCode, Signal: r.Signal, Killed: r.Killed, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Error: r.Error, DurationMS: r.Duration.Milliseconds()}
 }
 
 func describeState(state string, r *JobResult) string {
@@ -447,6 +451,9 @@ func describeState(state string, r *JobResult) string {
 	s := fmt.Sprintf("%s, exit_code %d", state, r.ExitCode)
 	if r.Signal != "" {
 		s += ", signal " + r.Signal
+	}
+	if r.OOMKilled {
+		s += ", out of memory (the kernel's OOM killer killed a process of it)"
 	}
 	if r.Error != "" {
 		s += ": " + r.Error

@@ -44,6 +44,7 @@ type ExecOutput struct {
 	ExitCode       int    `json:"exit_code" jsonschema:"the shell's exit code; -1 when it was killed by a signal"`
 	Signal         string `json:"signal,omitempty" jsonschema:"the signal that ended the shell, if any"`
 	TimedOut       bool   `json:"timed_out" jsonschema:"true when timeout_seconds passed and the command and its processes were killed"`
+	OOMKilled      bool   `json:"oom_killed,omitempty" jsonschema:"true when the sandbox ran out of memory while the command ran and the kernel killed one of its processes"`
 	Stdout         string `json:"stdout" jsonschema:"standard output, encoded as stdout_encoding says"`
 	StdoutEncoding string `json:"stdout_encoding" jsonschema:"text when stdout is valid UTF-8, else base64"`
 	StdoutDropped  int64  `json:"stdout_dropped" jsonschema:"bytes of stdout beyond the 4 MiB exec limit that were not kept; use job_exec to page through large output"`
@@ -115,6 +116,7 @@ type JobResult struct {
 	Signal     string `json:"signal,omitempty" jsonschema:"the signal that ended the shell, if any"`
 	Killed     bool   `json:"killed" jsonschema:"true when job_cancel or the timeout ended it and all its processes were proven dead"`
 	TimedOut   bool   `json:"timed_out" jsonschema:"true when its timeout ended it"`
+	OOMKilled  bool   `json:"oom_killed,omitempty" jsonschema:"true when the sandbox ran out of memory while the job ran and the kernel killed one of its processes"`
 	Error      string `json:"error,omitempty" jsonschema:"why a failed job failed, or a caveat of a killed one"`
 	DurationMS int64  `json:"duration_ms" jsonschema:"from start to end, in milliseconds"`
 }

@@ -72,6 +72,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	}
 	start := time.Now()
 	life := b.lifeline(id)
+	oomBefore, oomKnown := life.oomKills(b.runc, id)
 	conn, err := b.dial(ctx, id)
 	if err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	}
 	if !stop() {
 		// ctx ended while the shell was starting: it runs; kill it.
-		p := newProcess(conn, fr, sink, start, life)
+		p := newProcess(conn, fr, sink, start, life, nil)
 		kctx, cancel := context.WithTimeout(context.Background(), guest.ProofTimeout+5*time.Second)
 		defer cancel()
 		if kerr := p.Kill(kctx); kerr != nil {
@@ -119,7 +120,14 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, ctx.Err())
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return newProcess(conn, fr, sink, start, life), nil
+	var oomKilled func() bool
+	if oomKnown {
+		oomKilled = func() bool {
+			after, ok := life.oomKills(b.runc, id)
+			return ok && after > oomBefore
+		}
+	}
+	return newProcess(conn, fr, sink, start, life, oomKilled), nil
 }
 
 // dial connects to the sandbox's init.
@@ -167,6 +175,9 @@ type process struct {
 	sink  backend.Sink
 	start time.Time
 	life  *lifeline
+	// oomKilled says whether the sandbox's OOM killer killed a process
+	// since the command started; nil when the kernel does not count.
+	oomKilled func() bool
 
 	done   chan struct{}
 	status backend.ExitStatus // valid after done
@@ -176,8 +187,8 @@ type process struct {
 	killErr  error
 }
 
-func newProcess(conn *net.UnixConn, fr *guest.FrameReader, sink backend.Sink, start time.Time, life *lifeline) *process {
-	p := &process{conn: conn, sink: sink, start: start, life: life, done: make(chan struct{})}
+func newProcess(conn *net.UnixConn, fr *guest.FrameReader, sink backend.Sink, start time.Time, life *lifeline, oomKilled func() bool) *process {
+	p := &process{conn: conn, sink: sink, start: start, life: life, oomKilled: oomKilled, done: make(chan struct{})}
 	go p.read(fr)
 	return p
 }
@@ -185,6 +196,11 @@ func newProcess(conn *net.UnixConn, fr *guest.FrameReader, sink backend.Sink, st
 func (p *process) read(fr *guest.FrameReader) {
 	defer close(p.done)
 	defer p.conn.Close()
+	defer func() {
+		if p.oomKilled != nil && (p.status.Signal != "" || p.status.Code > 128 || p.err != nil) {
+			p.status.OOMKilled = p.oomKilled()
+		}
+	}()
 	for {
 		t, payload, err := fr.ReadFrame()
 		if err != nil {

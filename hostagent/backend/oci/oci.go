@@ -147,6 +147,31 @@ type lifeline struct {
 	tearingDown atomic.Bool
 	ended       chan struct{} // closed when the teardown finished
 	err         error         // the teardown's error; read after ended
+
+	// oomFile is the container's memory cgroup file that counts OOM kills
+	// (cgroup v1 memory.oom_control, v2 memory.events); empty if unknown.
+	oomOnce sync.Once
+	oomFile string
+}
+
+// oomKills returns how many processes the OOM killer has killed in the
+// sandbox's memory cgroup during this incarnation, if the kernel says.
+func (l *lifeline) oomKills(r *runc, id string) (uint64, bool) {
+	l.oomOnce.Do(func() { l.oomFile = r.oomCounter(containerID(id)) })
+	if l.oomFile == "" {
+		return 0, false
+	}
+	data, err := os.ReadFile(l.oomFile)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // lifeline returns the current incarnation of sandbox id.

@@ -982,13 +982,18 @@ func TestOOMSparesTheSupervision(t *testing.T) {
 	// cgroup runs out first, while cat itself stays small. The file is
 	// unlinked at once, so that it is freed with the command.
 	r := run(t, b, id, backend.ExecRequest{Command: "exec 3<>/dev/shm/fill && rm /dev/shm/fill && cat /dev/zero >&3", Shell: backend.ShellClean})
-	if r.status.Signal != "SIGKILL" && r.status.Code != 128+9 {
-		t.Fatalf("the filler ended with %+v (stderr %q), want killed by the OOM killer", r.status, r.stderr)
+	if (r.status.Signal != "SIGKILL" && r.status.Code != 128+9) || !r.status.OOMKilled {
+		t.Fatalf("the filler ended with %+v (stderr %q), want killed by the OOM killer, and said so", r.status, r.stderr)
 	}
 	if got := initPID(); got != pid || !b.Alive(id) {
 		t.Fatalf("the sandbox's init died (pid %s, now %s): the OOM killer chose it", pid, got)
 	}
 	if got := sh(t, b, id, "echo ok"); got != "ok\n" {
 		t.Fatalf("the sandbox is unusable after the OOM: %q", got)
+	}
+	// Once the sandbox has settled, a SIGKILL that is not the OOM killer's
+	// does not read as one.
+	if r := run(t, b, id, backend.ExecRequest{Command: "kill -9 $$", Shell: backend.ShellClean}); r.status.OOMKilled {
+		t.Fatalf("a command killed by SIGKILL without an OOM reads as OOM-killed: %+v", r.status)
 	}
 }

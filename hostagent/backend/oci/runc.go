@@ -106,6 +106,28 @@ func (r *runc) cgroupPaths(id string) []string {
 	return paths
 }
 
+// oomCounter returns the file of the container's memory cgroup that
+// counts OOM kills ("oom_kill N"), or "" when runc's state names none.
+func (r *runc) oomCounter(id string) string {
+	data, err := os.ReadFile(filepath.Join(r.root, id, "state.json"))
+	if err != nil {
+		return ""
+	}
+	var st struct {
+		CgroupPaths map[string]string `json:"cgroup_paths"`
+	}
+	if json.Unmarshal(data, &st) != nil {
+		return ""
+	}
+	if p := st.CgroupPaths["memory"]; p != "" {
+		return filepath.Join(p, "memory.oom_control")
+	}
+	if p := st.CgroupPaths[""]; p != "" {
+		return filepath.Join(p, "memory.events")
+	}
+	return ""
+}
+
 func (r *runc) resume(ctx context.Context, id string) error {
 	_, err := r.output(ctx, "resume", id)
 	return err
