@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -352,6 +353,14 @@ func TestKubectlPlugin(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`sandbox/cli\s+Ready\s+True`))
 	g.Expect(out).To(MatchRegexp(`node/plugin-1\s+Registered\s+True\s+AgentHealthy`))
 
+	// restart: the agent kills every process of the sandbox and starts it
+	// again; the command waits for the agent's answer.
+	initBefore := initPID(g, n, ready.Status.SandboxID)
+	out, err = kubectl("tenant", "restart", "cli")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("restarted"))
+	g.Expect(initPID(g, n, ready.Status.SandboxID)).NotTo(Equal(initBefore), "a restart starts a new init")
+
 	out, err = kubectl("tenant", "token", "reset", "cli")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	fresh := regexp.MustCompile(`token: (pgt_\S+)`).FindStringSubmatch(out)
@@ -373,4 +382,11 @@ func TestKubectlPlugin(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`no tenant "cli"`)))
 	_, err = kubectl("tenant", "frobnicate", "cli")
 	g.Expect(err).To(MatchError(ContainSubstring("is not a command")))
+}
+
+// initPID is the host PID of the init of a sandbox on node n.
+func initPID(g Gomega, n *node, id string) string {
+	b, err := os.ReadFile(filepath.Join(n.stateDir, "sandboxes", id, "init.pid"))
+	g.Expect(err).NotTo(HaveOccurred())
+	return strings.TrimSpace(string(b))
 }
