@@ -18,11 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/controlplane"
@@ -108,19 +105,10 @@ type testManager struct {
 // startManager starts a manager with every reconciler, as `playground
 // manager` runs it, and waits until its caches have synced.
 func startManager() (*testManager, error) {
-	m, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                 testScheme,
-		Cache:                  CacheOptions(Options{}),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// A restarted manager registers the same controller names again.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	// A restarted manager registers the same controller names again.
+	m, err := NewManager(restConfig, ManagerOptions{SkipNameValidation: true})
 	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := Setup(m, Options{}); err != nil {
-		return nil, fmt.Errorf("setting up the controllers: %w", err)
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tm := &testManager{cancel: cancel, done: make(chan error, 1)}

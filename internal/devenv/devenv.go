@@ -29,9 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/controllers"
@@ -232,17 +230,8 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		}()
 	}
 
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 opts.Logger.WithName("manager"),
-		Cache:                  controllers.CacheOptions(controllers.Options{}),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{Logger: opts.Logger.WithName("manager")})
 	if err != nil {
-		return nil, err
-	}
-	if err := controllers.Setup(mgr, controllers.Options{}); err != nil {
 		return nil, err
 	}
 	goRun("manager", mgr.Start)

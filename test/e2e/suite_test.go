@@ -22,11 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/controllers"
@@ -106,17 +103,8 @@ func (c *component) Stop(t *testing.T) {
 // startManager runs the manager's controllers until stopped or the test ends.
 func startManager(t *testing.T) *component {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controllers.CacheOptions(controllers.Options{}),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{SkipNameValidation: true})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.Setup(mgr, controllers.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return goRun(t, mgr.Start)

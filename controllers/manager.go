@@ -1,0 +1,123 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+)
+
+// LeaderElectionID names the Lease that manager replicas elect a leader on,
+// in the lease namespace.
+const LeaderElectionID = "playground-manager.playground.dev"
+
+// ManagerOptions configure a manager process: the reconcilers' Options and
+// how the process serves.
+type ManagerOptions struct {
+	Options
+	// Logger receives the manager's logs; the zero value is
+	// controller-runtime's global logger.
+	Logger logr.Logger
+	// MetricsBindAddress and HealthProbeBindAddress are where the
+	// Prometheus metrics and /healthz, /readyz are served; empty or "0"
+	// serves none.
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	// LeaderElection makes replicas elect a leader (LeaderElectionID, in
+	// the lease namespace), so that one reconciles at a time.
+	LeaderElection bool
+	// SkipNameValidation lets one process run several managers (tests,
+	// `playground dev`): controller names are otherwise process-unique.
+	SkipNameValidation bool
+}
+
+// Scheme holds the types the manager reads and writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(playgroundv1alpha1.AddToScheme(s))
+	return s
+}
+
+// NewManager builds the manager that `playground manager`, `playground dev`
+// and the test suites run: its informers narrowed by CacheOptions, every
+// reconciler set up, and health checks that report ready once the
+// informers have synced. Start it to run the controllers.
+func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
+	opts.defaults()
+	disabled := func(addr string) string {
+		if addr == "" {
+			return "0"
+		}
+		return addr
+	}
+	mo := ctrl.Options{
+		Scheme:                        Scheme(),
+		Cache:                         CacheOptions(opts.Options),
+		Metrics:                       metricsserver.Options{BindAddress: disabled(opts.MetricsBindAddress)},
+		HealthProbeBindAddress:        disabled(opts.HealthProbeBindAddress),
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaseNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if opts.Logger.GetSink() != nil {
+		mo.Logger = opts.Logger
+	}
+	if opts.SkipNameValidation {
+		mo.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := Setup(mgr, opts.Options); err != nil {
+		return nil, fmt.Errorf("setting up the controllers: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	// Ready once the informers have synced: before that the manager would
+	// act on an empty view of the cluster.
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("the informers have not synced yet")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
