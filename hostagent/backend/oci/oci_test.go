@@ -749,10 +749,14 @@ func TestDestroy(t *testing.T) {
 	if b.runc.exists(containerID("gone")) {
 		t.Fatal("container survived Destroy")
 	}
-	if data, err := os.ReadFile(filepath.Join(b.PileDir("gone"), "self.pile")); err != nil || string(data) != "entry\n" {
+	var data []byte
+	if err := b.InspectPile("gone", func(dir string) (err error) {
+		data, err = os.ReadFile(filepath.Join(dir, "self.pile"))
+		return err
+	}); err != nil || string(data) != "entry\n" {
 		t.Fatalf("kept pile: %q, %v", data, err)
 	}
-	if fileExists(filepath.Join(b.sandboxDir("gone"), "home")) {
+	if fileExists(filepath.Join(b.sandboxDir("gone"), layerName)) {
 		t.Fatal("workspace survived Destroy")
 	}
 	// Provisioning again adopts the kept pile.

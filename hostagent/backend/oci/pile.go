@@ -3,6 +3,7 @@
 package oci
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,11 +35,19 @@ const fsAppendFL = 0x20
 // agent marked it, and a descriptor opened for writing before the mark
 // keeps its right to write anywhere in the file. Files the agent creates
 // are append-only before any tenant process can open them.
-func (b *Backend) preparePile(sb *sandbox) error {
+func (b *Backend) preparePile(ctx context.Context, sb *sandbox) error {
 	hostRoot, hostTenant := b.hostIDs(sb)
-	pile := filepath.Join(sb.dir, "pile")
-	if err := os.Mkdir(pile, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	pile := filepath.Join(sb.dir, pileName)
+	fresh, err := b.mountVolume(ctx, sb, b.volumes(sb)[1])
+	if err != nil {
 		return err
+	}
+	if fresh && !b.opts.UnboundedStorage {
+		// mkfs's lost+found would show in /pile; e2fsck makes it again
+		// if it ever needs one.
+		if err := os.Remove(filepath.Join(pile, "lost+found")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("oci: pile: %w", err)
+		}
 	}
 	if err := setOwnerMode(pile, hostRoot, hostRoot, 0o755); err != nil {
 		return fmt.Errorf("oci: pile: %w", err)
@@ -57,7 +66,7 @@ func (b *Backend) preparePile(sb *sandbox) error {
 	// Seal everything below the pile: files the operator placed there and
 	// piles kept from an earlier incarnation of the sandbox (whose ID
 	// range may differ) become the tenant's and append-only.
-	err := filepath.WalkDir(pile, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(pile, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
