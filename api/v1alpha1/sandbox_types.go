@@ -68,9 +68,12 @@ const (
 	ReasonProvisioning     = "Provisioning"
 	ReasonProvisioned      = "Provisioned"
 	ReasonBackendFailed    = "BackendFailed"
-	ReasonRestarted        = "Restarted"
-	ReasonTerminating      = "Terminating"
-	ReasonReady            = "Ready"
+	// ReasonInsufficientStorage: the node's free disk space is below the
+	// reserve its agent keeps, so it provisions no new sandbox.
+	ReasonInsufficientStorage = "InsufficientStorage"
+	ReasonRestarted           = "Restarted"
+	ReasonTerminating         = "Terminating"
+	ReasonReady               = "Ready"
 )
 
 // SandboxID is the stable ID of the Sandbox namespace/name: the same on every

@@ -185,3 +185,10 @@ var (
 type Prober interface {
 	Alive(id string) bool
 }
+
+// StorageReporter is implemented by backends that fix a sandbox's disk
+// limits when they provision it: Storage returns the limits in force,
+// defaults resolved, so that a spec asking for others can be told so.
+type StorageReporter interface {
+	Storage(id string) (Storage, error)
+}

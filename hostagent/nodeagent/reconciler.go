@@ -2,12 +2,14 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -175,8 +177,13 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 			return err // shutting down; the next agent picks it up
 		}
 		msg := truncate(err.Error())
-		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Provision", "%s", msg)
-		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg); serr != nil {
+		reason := playgroundv1alpha1.ReasonBackendFailed
+		if errors.Is(err, backend.ErrInsufficientStorage) {
+			// Retried with backoff: space may be freed on the node.
+			reason = playgroundv1alpha1.ReasonInsufficientStorage
+		}
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "Provision", "%s", msg)
+		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, reason, msg); serr != nil {
 			log.Error(serr, "Reporting a backend failure")
 		}
 		// Returned, so that controller-runtime retries with backoff.
@@ -187,7 +194,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)
 	}
-	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node)
+	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node) + r.storageFixed(spec)
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
 		return err
 	}
@@ -196,6 +203,28 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned, "Provision", msg)
 	}
 	return nil
+}
+
+// storageFixed says, for the Provisioned message, when the spec asks for
+// other disk limits than the sandbox was provisioned with: they are fixed
+// on the node, and a spec change does not resize the images.
+func (r *sandboxReconciler) storageFixed(spec backend.Spec) string {
+	rep, ok := r.agent.Backend().(backend.StorageReporter)
+	if !ok {
+		return ""
+	}
+	have, err := rep.Storage(spec.ID)
+	if err != nil {
+		return ""
+	}
+	want := spec.Storage
+	differs := func(w, h int64) bool { return w != 0 && w != h }
+	if !differs(want.LayerBytes, have.LayerBytes) && !differs(want.LayerInodes, have.LayerInodes) &&
+		!differs(want.PileBytes, have.PileBytes) && !differs(want.PileInodes, have.PileInodes) {
+		return ""
+	}
+	return fmt.Sprintf("; its storage keeps the limits it was provisioned with (writable layer %s and %d inodes, pile %s and %d inodes), not its spec's: limits are fixed on the node, create a new Sandbox for others",
+		resource.NewQuantity(have.LayerBytes, resource.BinarySI), have.LayerInodes, resource.NewQuantity(have.PileBytes, resource.BinarySI), have.PileInodes)
 }
 
 func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
@@ -328,6 +357,19 @@ func specOf(sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 	}
 	if res.PIDs != nil {
 		spec.Resources.PIDs = *res.PIDs
+	}
+	st := sbx.Spec.Storage
+	if st.Size != nil {
+		spec.Storage.LayerBytes = st.Size.Value()
+	}
+	if st.Inodes != nil {
+		spec.Storage.LayerInodes = *st.Inodes
+	}
+	if st.Pile.Size != nil {
+		spec.Storage.PileBytes = st.Pile.Size.Value()
+	}
+	if st.Pile.Inodes != nil {
+		spec.Storage.PileInodes = *st.Pile.Inodes
 	}
 	for _, e := range sbx.Spec.LoginProfile.Env {
 		spec.LoginEnv = append(spec.LoginEnv, backend.EnvVar{Name: e.Name, Value: e.Value})

@@ -72,6 +72,21 @@ type volume struct {
 	flags  uintptr // mount flags beyond nosuid and nodev
 }
 
+var _ backend.StorageReporter = (*Backend)(nil)
+
+// Storage implements backend.StorageReporter: the limits sandbox id was
+// provisioned with (its images have them).
+func (b *Backend) Storage(id string) (backend.Storage, error) {
+	if err := validateID(id); err != nil {
+		return backend.Storage{}, err
+	}
+	sb, err := b.load(id)
+	if err != nil {
+		return backend.Storage{}, err
+	}
+	return b.storage(sb.spec.Storage), nil
+}
+
 // storage fills zero limits from the backend's defaults.
 func (b *Backend) storage(s backend.Storage) backend.Storage {
 	d := b.opts.DefaultStorage
