@@ -429,6 +429,24 @@ func TestTenantReady(t *testing.T) {
 	g.Expect(getSandbox(g, ns, name).Spec.Backend).To(Equal(playgroundv1alpha1.BackendOCI))
 	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.Backend = playgroundv1alpha1.BackendOCI })
 	eventually(t, ready)
+
+	// Storage limits are fixed once bound: Stalled, until reverted; the
+	// reclaim policy still follows the template.
+	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) {
+		tn.Spec.Sandbox.Storage.Pile.Inodes = ptr.To[int64](8192)
+		tn.Spec.Sandbox.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
+	})
+	eventually(t, func(g Gomega) {
+		tn := getTenant(g, ns, name)
+		stalled := tenantCondition(tn, playgroundv1alpha1.StalledCondition)
+		g.Expect([]string{string(stalled.Status), stalled.Reason}).To(Equal([]string{"True", ReasonStorageImmutable}))
+		g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonStorageImmutable))
+		sbx := getSandbox(g, ns, name)
+		g.Expect(sbx.Spec.Storage.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
+		g.Expect(sbx.Spec.Storage.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimDelete))
+	})
+	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.Storage.Pile.Inodes = ptr.To[int64](4096) })
+	eventually(t, ready)
 }
 
 // TestTenantConflict: a Secret of another kind under the token's name is
