@@ -63,6 +63,9 @@ var DefaultStorage = backend.Storage{
 	PileBytes: 512 << 20, PileInodes: 4096,
 }
 
+// loopControl is the loop devices' control node; a variable for tests.
+var loopControl = "/dev/loop-control"
+
 // volume is one kernel-bounded filesystem of a sandbox, mounted at
 // <sandbox>/<name> from the image <sandbox>/<name>.img.
 type volume struct {
@@ -134,9 +137,9 @@ func checkDiskSupport(mkfs string) error {
 	if _, err := exec.LookPath(mkfs); err != nil {
 		return fmt.Errorf("oci: disk limits need %s (Debian: apt-get install e2fsprogs): %w", mkfs, err)
 	}
-	fd, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(loopControl, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("oci: disk limits need loop devices, and /dev/loop-control cannot be opened (%w): run the agent as root with the host's /dev (a privileged pod), load the loop module, or opt out of disk limits explicitly (--unbounded-storage)", err)
+		return fmt.Errorf("oci: disk limits need loop devices, and %s cannot be opened (%w): run the agent as root with the host's /dev (a privileged pod), load the loop module, or opt out of disk limits explicitly (--unbounded-storage)", loopControl, err)
 	}
 	unix.Close(fd)
 	return nil
@@ -366,7 +369,7 @@ func attachAndMount(img, dir string, flags uintptr) error {
 
 // attachLoop binds img to a free loop device and returns it, open.
 func attachLoop(img string) (string, int, error) {
-	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	ctl, err := unix.Open(loopControl, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", -1, fmt.Errorf("loop devices: %w", err)
 	}

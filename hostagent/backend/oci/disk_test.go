@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
 )
@@ -257,4 +259,111 @@ func TestLegacyLayoutMigrates(t *testing.T) {
 	if r := run(t, b, spec.ID, backend.ExecRequest{Command: ": > /pile/self.pile", Shell: backend.ShellClean}); r.status.Code == 0 {
 		t.Fatal("the migrated pile is not append-only")
 	}
+}
+
+// TestFailsClosed: without loop devices or mkfs.ext4 the backend refuses
+// to start and says why and what to do, unless disk limits are opted out
+// of explicitly; then the layer and the pile are plain directories.
+func TestFailsClosed(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	_, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, Mkfs: "/nonexistent/mkfs.ext4"})
+	if err == nil || !strings.Contains(err.Error(), "apt-get install e2fsprogs") {
+		t.Fatalf("without mkfs.ext4: %v", err)
+	}
+	loopControl = "/nonexistent/loop-control"
+	t.Cleanup(func() { loopControl = "/dev/loop-control" })
+	_, err = New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime})
+	if err == nil || !strings.Contains(err.Error(), "disk limits need loop devices") || !strings.Contains(err.Error(), "--unbounded-storage") {
+		t.Fatalf("without loop devices: %v", err)
+	}
+	b, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, UnboundedStorage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSandbox(t, b, backend.Spec{ID: "unbounded", Storage: small})
+	if got := sh(t, b, "unbounded", "echo x >> /pile/self.pile; echo y > ~/f; cat /pile/self.pile ~/f"); got != "x\ny\n" {
+		t.Fatalf("unbounded sandbox: %q", got)
+	}
+	if fileExists(filepath.Join(b.sandboxDir("unbounded"), layerName+imageSuffix)) || len(volumeMounts(t, state)) > 0 {
+		t.Fatal("an unbounded sandbox has disk images")
+	}
+}
+
+// BenchmarkProvision measures what disk limits cost a new sandbox:
+// Provision (making and mounting the images, with the default 4 GiB and
+// 512 MiB limits) and Start, against plain directories, and the disk the
+// sandbox's directory then takes (disk-KiB/op, from allocated blocks).
+func BenchmarkProvision(b *testing.B) {
+	requireRunc(b)
+	for _, unbounded := range []bool{false, true} {
+		name := "images"
+		if unbounded {
+			name = "unbounded"
+		}
+		b.Run(name, func(b *testing.B) {
+			state := newStateDir(b)
+			be, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, UnboundedStorage: unbounded})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			var disk int64
+			i := 0
+			for b.Loop() {
+				id := "p" + strconv.Itoa(i)
+				i++
+				if err := be.Provision(ctx, backend.Spec{ID: id}); err != nil {
+					b.Fatal(err)
+				}
+				if err := be.Start(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				disk += duKiB(b, be.sandboxDir(id))
+				if err := be.Destroy(ctx, id, false); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(disk)/float64(i), "disk-KiB/op")
+		})
+	}
+}
+
+// duKiB is the disk allocated to the files below dir, across mounts.
+func duKiB(tb testing.TB, dir string) int64 {
+	tb.Helper()
+	var total int64
+	seen := map[[2]uint64]bool{}
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
+			return nil
+		}
+		key := [2]uint64{st.Dev, st.Ino}
+		if seen[key] {
+			return nil
+		}
+		seen[key] = true
+		// Files inside the images count in the images' blocks already.
+		if st.Dev != rootDev(dir) {
+			return nil
+		}
+		total += st.Blocks * 512
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return total / 1024
+}
+
+func rootDev(dir string) uint64 {
+	var st unix.Stat_t
+	_ = unix.Lstat(dir, &st)
+	return st.Dev
 }

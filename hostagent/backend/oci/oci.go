@@ -348,6 +348,15 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Mkfs == "" {
 		o.Mkfs = "mkfs.ext4"
+		// It lives in /sbin, which the agent's PATH may lack.
+		if _, err := exec.LookPath(o.Mkfs); err != nil {
+			for _, p := range []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"} {
+				if fileExists(p) {
+					o.Mkfs = p
+					break
+				}
+			}
+		}
 	}
 	if o.GuestBinary == "" {
 		if exe, err := os.Executable(); err == nil {
