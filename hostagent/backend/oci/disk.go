@@ -175,38 +175,32 @@ func humanBytes(n int64) string {
 
 // mountVolume makes <sandbox>/<name> the root of the volume: it makes the
 // image at first use (fixing its limits) and mounts it unless it is
-// mounted already. fresh is true when the filesystem was just made. With
-// UnboundedStorage it is a plain directory.
-func (b *Backend) mountVolume(ctx context.Context, sb *sandbox, v volume) (fresh bool, err error) {
+// mounted already. With UnboundedStorage it is a plain directory.
+func (b *Backend) mountVolume(ctx context.Context, sb *sandbox, v volume) error {
 	dir := filepath.Join(sb.dir, v.name)
-	if b.opts.UnboundedStorage {
-		err := os.Mkdir(dir, 0o700)
-		if err != nil && !errors.Is(err, os.ErrExist) {
-			return false, err
-		}
-		return err == nil, nil
-	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return false, err
+		return err
+	}
+	if b.opts.UnboundedStorage {
+		return nil
 	}
 	img := dir + imageSuffix
 	if fileExists(img) {
 		if ok, err := mountedFrom(dir, img); ok || err != nil {
-			return false, err
+			return err
 		}
 	} else {
 		if mounted, err := isMountPoint(dir); err != nil || mounted {
-			return false, fmt.Errorf("oci: %s is a mount point without its image %s: %v", dir, img, err)
+			return fmt.Errorf("oci: %s is a mount point without its image %s: %v", dir, img, err)
 		}
 		if err := b.makeImage(ctx, img, v); err != nil {
-			return false, err
+			return err
 		}
-		fresh = true
 	}
 	if err := attachAndMount(img, dir, v.flags); err != nil {
-		return false, fmt.Errorf("oci: sandbox %s: mounting its %s: %w", sb.spec.ID, v.name, err)
+		return fmt.Errorf("oci: sandbox %s: mounting its %s: %w", sb.spec.ID, v.name, err)
 	}
-	return fresh, nil
+	return nil
 }
 
 // makeImage creates a sparse ext4 image of v's size and inodes, under a
@@ -502,7 +496,7 @@ func (b *Backend) migrateLegacy(ctx context.Context, sb *sandbox) error {
 	}
 	vols := b.volumes(sb)
 	if layerLegacy {
-		if _, err := b.mountVolume(ctx, sb, vols[0]); err != nil {
+		if err := b.mountVolume(ctx, sb, vols[0]); err != nil {
 			return err
 		}
 		for _, name := range []string{"home", "workspace", "tmp"} {
@@ -524,7 +518,7 @@ func (b *Backend) migrateLegacy(ctx context.Context, sb *sandbox) error {
 				return err
 			}
 		}
-		if _, err := b.mountVolume(ctx, sb, vols[1]); err != nil {
+		if err := b.mountVolume(ctx, sb, vols[1]); err != nil {
 			return err
 		}
 		_ = os.Remove(filepath.Join(pile, "lost+found"))

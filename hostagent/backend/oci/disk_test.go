@@ -103,6 +103,15 @@ func TestDiskLimits(t *testing.T) {
 		}
 	})
 
+	t.Run("the node still provisions", func(t *testing.T) {
+		// The full sandbox filled its images, not the state directory: the
+		// agent's own files and a new sandbox are unaffected.
+		startSandbox(t, b, backend.Spec{ID: "later", Storage: small})
+		if got := sh(t, b, "later", "echo ok > ~/f && cat ~/f"); got != "ok\n" {
+			t.Fatalf("new sandbox: %q", got)
+		}
+	})
+
 	t.Run("after an agent restart", func(t *testing.T) {
 		b2 := newBackend(t, state)
 		// The spec asks for more; the limits are fixed at provisioning.

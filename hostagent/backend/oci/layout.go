@@ -199,7 +199,7 @@ func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 	if err := b.migrateLegacy(ctx, sb); err != nil {
 		return err
 	}
-	if _, err := b.mountVolume(ctx, sb, b.volumes(sb)[0]); err != nil {
+	if err := b.mountVolume(ctx, sb, b.volumes(sb)[0]); err != nil {
 		return err
 	}
 	layer := filepath.Join(dir, layerName)

@@ -38,16 +38,14 @@ const fsAppendFL = 0x20
 func (b *Backend) preparePile(ctx context.Context, sb *sandbox) error {
 	hostRoot, hostTenant := b.hostIDs(sb)
 	pile := filepath.Join(sb.dir, pileName)
-	fresh, err := b.mountVolume(ctx, sb, b.volumes(sb)[1])
-	if err != nil {
+	if err := b.mountVolume(ctx, sb, b.volumes(sb)[1]); err != nil {
 		return err
 	}
-	if fresh && !b.opts.UnboundedStorage {
-		// mkfs's lost+found would show in /pile; e2fsck makes it again
-		// if it ever needs one.
-		if err := os.Remove(filepath.Join(pile, "lost+found")); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("oci: pile: %w", err)
-		}
+	if !b.opts.UnboundedStorage {
+		// mkfs's empty lost+found would show in /pile (also after a mount
+		// that failed once); e2fsck makes it again if it ever needs one,
+		// and one it filled stays.
+		_ = os.Remove(filepath.Join(pile, "lost+found"))
 	}
 	if err := setOwnerMode(pile, hostRoot, hostRoot, 0o755); err != nil {
 		return fmt.Errorf("oci: pile: %w", err)
@@ -66,7 +64,7 @@ func (b *Backend) preparePile(ctx context.Context, sb *sandbox) error {
 	// Seal everything below the pile: files the operator placed there and
 	// piles kept from an earlier incarnation of the sandbox (whose ID
 	// range may differ) become the tenant's and append-only.
-	err = filepath.WalkDir(pile, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(pile, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
