@@ -84,6 +84,11 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, ctx.Err())
 		}
+		if !b.Alive(id) {
+			// Its init died and the kernel is still killing the rest: a
+			// spare shepherd took the connection and went with them.
+			return nil, fmt.Errorf("oci: sandbox %s: its init has exited (%v): %w", id, err, backend.ErrNotRunning)
+		}
 		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
 	}
 	if _, err := conn.Write(buf); err != nil {
