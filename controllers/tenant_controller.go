@@ -76,6 +76,9 @@ const (
 	// ReasonBackendImmutable (Stalled): spec.sandbox.backend differs from the
 	// existing Sandbox's, which cannot change.
 	ReasonBackendImmutable = "BackendImmutable"
+	// ReasonStorageImmutable (Stalled): spec.sandbox.storage asks for other
+	// size or inode limits than the bound Sandbox's, which are fixed.
+	ReasonStorageImmutable = "StorageImmutable"
 	// ReasonSandboxError: reading or writing the Sandbox failed; retried.
 	ReasonSandboxError = "SandboxError"
 	// ReasonDeleting: the Tenant is being deleted.
@@ -464,8 +467,10 @@ func desiredSandbox(t *playgroundv1alpha1.Tenant) *playgroundv1alpha1.Sandbox {
 // returns the names of the fields it changed. The backend is never changed:
 // backendFixed is true when the template asks for another one. nodeName is
 // the binder's and is never touched; the node selector only matters, and
-// is only copied, until the sandbox is bound.
-func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.Sandbox) (changed []string, backendFixed bool) {
+// is only copied, until the sandbox is bound. So do the storage limits,
+// which are fixed on the node once bound (the API server refuses a change
+// then): storageFixed is true when the template asks for others.
+func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.Sandbox) (changed []string, backendFixed, storageFixed bool) {
 	have, w := &sbx.Spec, &want.Spec
 	set := func(field string, equal bool, apply func()) {
 		if !equal {
@@ -476,7 +481,13 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 	set("persona", have.Persona == w.Persona, func() { have.Persona = w.Persona })
 	set("suspended", have.Suspended == w.Suspended, func() { have.Suspended = w.Suspended })
 	set("resources", equality.Semantic.DeepEqual(have.Resources, w.Resources), func() { have.Resources = w.Resources })
-	set("storage", equality.Semantic.DeepEqual(have.Storage, w.Storage), func() { have.Storage = w.Storage })
+	if have.NodeName == "" {
+		set("storage", equality.Semantic.DeepEqual(have.Storage, w.Storage), func() { have.Storage = w.Storage })
+	} else {
+		set("storage", have.Storage.ReclaimPolicy == w.Storage.ReclaimPolicy, func() { have.Storage.ReclaimPolicy = w.Storage.ReclaimPolicy })
+		limits := func(s playgroundv1alpha1.StorageSpec) playgroundv1alpha1.StorageSpec { s.ReclaimPolicy = ""; return s }
+		storageFixed = !equality.Semantic.DeepEqual(limits(have.Storage), limits(w.Storage))
+	}
 	set("faculties", equality.Semantic.DeepEqual(have.Faculties, w.Faculties), func() { have.Faculties = w.Faculties })
 	set("loginProfile", equality.Semantic.DeepEqual(have.LoginProfile, w.LoginProfile), func() { have.LoginProfile = w.LoginProfile })
 	if have.NodeName == "" {
@@ -486,7 +497,7 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 		set("labels", false, func() { metav1.SetMetaDataLabel(&sbx.ObjectMeta, playgroundv1alpha1.TenantLabel, want.Name) })
 	}
 	backendFixed = w.Backend != "" && have.Backend != w.Backend
-	return changed, backendFixed
+	return changed, backendFixed, storageFixed
 }
 
 // sandboxReady mirrors a Sandbox's Ready condition as SandboxReady.
@@ -550,7 +561,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	if err := r.setController(t, updated); err != nil {
 		return err
 	}
-	changed, backendFixed := updateSandbox(updated, want)
+	changed, backendFixed, storageFixed := updateSandbox(updated, want)
 	if len(changed) > 0 || !equality.Semantic.DeepEqual(sbx.OwnerReferences, updated.OwnerReferences) {
 		// A merge patch carries only what changed: it cannot undo the binder's nodeName.
 		if err := r.Patch(ctx, updated, client.MergeFrom(sbx)); err != nil {
@@ -570,6 +581,15 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		return pgreconcile.Stall(ReasonBackendImmutable,
 			"spec.sandbox.backend is %s but Sandbox %s runs %s, and a sandbox's backend cannot change: set it back, or delete Sandbox %s to have it re-created with %s (its pile follows its reclaimPolicy)",
 			want.Spec.Backend, sbx.Name, sbx.Spec.Backend, sbx.Name, want.Spec.Backend)
+	}
+	if storageFixed {
+		if c := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.StalledCondition); c == nil || c.Reason != ReasonStorageImmutable {
+			r.Recorder.Eventf(t, sbx, corev1.EventTypeWarning, ReasonStorageImmutable, "UpdateSandbox",
+				"Sandbox %s keeps the storage limits it was provisioned with", sbx.Name)
+		}
+		return pgreconcile.Stall(ReasonStorageImmutable,
+			"spec.sandbox.storage asks for other size or inode limits than Sandbox %s was provisioned with on node %s, and they are fixed there: set them back, or delete Sandbox %s to have it re-created with the new limits (its files go; its pile follows its reclaimPolicy and keeps its old limits)",
+			sbx.Name, sbx.Spec.NodeName, sbx.Name)
 	}
 	return nil
 }

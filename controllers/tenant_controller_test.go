@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -428,6 +429,24 @@ func TestTenantReady(t *testing.T) {
 	g.Expect(getSandbox(g, ns, name).Spec.Backend).To(Equal(playgroundv1alpha1.BackendOCI))
 	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.Backend = playgroundv1alpha1.BackendOCI })
 	eventually(t, ready)
+
+	// Storage limits are fixed once bound: Stalled, until reverted; the
+	// reclaim policy still follows the template.
+	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) {
+		tn.Spec.Sandbox.Storage.Pile.Inodes = ptr.To[int64](8192)
+		tn.Spec.Sandbox.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
+	})
+	eventually(t, func(g Gomega) {
+		tn := getTenant(g, ns, name)
+		stalled := tenantCondition(tn, playgroundv1alpha1.StalledCondition)
+		g.Expect([]string{string(stalled.Status), stalled.Reason}).To(Equal([]string{"True", ReasonStorageImmutable}))
+		g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonStorageImmutable))
+		sbx := getSandbox(g, ns, name)
+		g.Expect(sbx.Spec.Storage.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
+		g.Expect(sbx.Spec.Storage.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimDelete))
+	})
+	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.Storage.Pile.Inodes = ptr.To[int64](4096) })
+	eventually(t, ready)
 }
 
 // TestTenantConflict: a Secret of another kind under the token's name is
@@ -585,6 +604,7 @@ func TestUpdateSandbox(t *testing.T) {
 		have, want  func(*playgroundv1alpha1.Sandbox)
 		changed     []string
 		fixed       bool
+		storage     bool
 		nodeName    string
 		selectorSet bool
 	}{
@@ -604,6 +624,11 @@ func TestUpdateSandbox(t *testing.T) {
 		{name: "nodeName is the binder's", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
 			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Resources.CPU = &two }, changed: []string{"resources"}, nodeName: "n1"},
 		{name: "label repaired", have: func(s *playgroundv1alpha1.Sandbox) { s.Labels = nil }, changed: []string{"labels"}},
+		{name: "storage while unbound", want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Size = &two }, changed: []string{"storage"}},
+		{name: "storage limits once bound", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
+			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Pile.Inodes = ptr.To[int64](300) }, storage: true, nodeName: "n1"},
+		{name: "reclaim policy once bound", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
+			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete }, changed: []string{"storage"}, nodeName: "n1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -614,14 +639,15 @@ func TestUpdateSandbox(t *testing.T) {
 			if tc.want != nil {
 				tc.want(want)
 			}
-			changed, fixed := updateSandbox(have, want)
+			changed, fixed, storage := updateSandbox(have, want)
 			g.Expect(changed).To(Equal(tc.changed))
 			g.Expect(fixed).To(Equal(tc.fixed))
+			g.Expect(storage).To(Equal(tc.storage))
 			g.Expect(have.Spec.Backend).To(Equal(playgroundv1alpha1.BackendOCI))
 			g.Expect(have.Spec.NodeName).To(Equal(tc.nodeName))
 			g.Expect(have.Spec.NodeSelector != nil).To(Equal(tc.selectorSet))
 			if tc.changed != nil {
-				again, _ := updateSandbox(have, want)
+				again, _, _ := updateSandbox(have, want)
 				g.Expect(again).To(BeEmpty(), "not idempotent")
 			}
 		})

@@ -9,8 +9,11 @@ declare -A want=(
 	[curl]=curl
 	[jq]=jq
 	[runc]=runc    # the oci backend's runtime
+	[mkfs.ext4]=e2fsprogs # each sandbox's disk images (ext4 on a loop device)
 )
 
+# mkfs.ext4 is in /sbin, which a user's PATH may lack.
+PATH="$PATH:/usr/sbin:/sbin"
 missing=()
 for cmd in "${!want[@]}"; do
 	command -v "$cmd" >/dev/null 2>&1 || missing+=("${want[$cmd]}")

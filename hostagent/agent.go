@@ -145,6 +145,18 @@ func (a *Agent) Ensure(ctx context.Context, spec backend.Spec) error {
 	if spec.ID == "" || spec.Tenant == "" {
 		return errorf(CodeInvalid, "a sandbox needs an ID and a tenant")
 	}
+	// A sandbox this agent served whose init is gone lost every process
+	// with it (an OOM kill, a kill from the host, a Stop): its jobs are
+	// over, whatever their connections said as they broke, and starting
+	// it again is as clean as a restart.
+	const why = "the sandbox stopped (its init exited: out of memory, killed, or stopped), and every process in it with it; the job's output so far is kept"
+	a.mu.Lock()
+	s, served := a.sandboxes[spec.ID]
+	dead := served && !s.suspended && !a.backendAlive(spec.ID)
+	a.mu.Unlock()
+	if dead {
+		a.jobs.EndSandbox(spec.ID, why, false)
+	}
 	err := a.be.Reattach(ctx, spec)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
@@ -155,16 +167,16 @@ func (a *Agent) Ensure(ctx context.Context, spec backend.Spec) error {
 			return fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
 	case errors.Is(err, backend.ErrNotRunning):
-		// Its init is gone, and with it every process of the sandbox (a
-		// node reboot, an OOM kill, a Stop): its jobs are over, and a
-		// fresh start is as clean as a restart.
-		a.jobs.EndSandbox(spec.ID, "the sandbox stopped (its init exited: out of memory, killed, or the node restarted), and every process in it with it; the job's output so far is kept", false)
+		a.jobs.EndSandbox(spec.ID, why, false)
 		if err := a.be.Start(ctx, spec.ID); err != nil {
 			return fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
-		a.jobs.ResumeAdmission(spec.ID)
+		dead = true
 	case err != nil:
 		return fmt.Errorf("reattaching sandbox %s: %w", spec.ID, err)
+	}
+	if dead {
+		a.jobs.ResumeAdmission(spec.ID)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -249,6 +261,12 @@ func (a *Agent) Alive(id string) bool {
 	if suspended {
 		return true // stopped on purpose: nothing is to run
 	}
+	return a.backendAlive(id)
+}
+
+// backendAlive asks the backend whether the sandbox's init runs, when it
+// can tell.
+func (a *Agent) backendAlive(id string) bool {
 	if p, ok := a.be.(backend.Prober); ok {
 		return p.Alive(id)
 	}

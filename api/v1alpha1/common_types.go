@@ -83,22 +83,58 @@ type SandboxResources struct {
 }
 
 // StorageSpec describes the sandbox's storage on its node: a writable
-// workspace layer and the tenant's pile directory.
+// layer (home, workspace and /tmp) and the tenant's pile, each bounded in
+// bytes and in inodes by the kernel (on the oci backend, each is an ext4
+// filesystem of its own: a full one gets ENOSPC inside the sandbox, and
+// nothing outside it notices). The limits are fixed when the sandbox is
+// provisioned on its node: later changes do not resize it (the agent says
+// so in the Provisioned condition). The oci backend refuses sizes below
+// 32Mi and more than one inode per 4Ki of size. See docs/isolation.md.
+// (Quantities are int-or-string, whose CEL cost the API server estimates
+// as unbounded: the agent checks them, not a CEL rule.)
 type StorageSpec struct {
-	// Size is the space the sandbox's writable layer may use, where the
-	// node's filesystem can enforce it (project quotas, ZFS). It is a request
-	// to the backend; a backend that cannot enforce it reports so in the
-	// Sandbox's conditions.
+	// Size is the most bytes the writable layer (home, workspace and /tmp
+	// together) may hold, filesystem overhead included (about 3%), for
+	// example "4Gi"; at least 32Mi.
+	// +kubebuilder:default="4Gi"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
-	// ReclaimPolicy says whether the tenant's pile directory outlives the
-	// sandbox: Retain (the default) keeps it on the node, Delete removes it
-	// together with the sandbox. The workspace layer always goes with the
-	// sandbox.
+	// Inodes is the most files, directories and symlinks the writable layer
+	// may hold (ext4 rounds it up to fill its inode tables).
+	// +kubebuilder:default=262144
+	// +kubebuilder:validation:Minimum=256
+	// +kubebuilder:validation:Maximum=4294967295
+	// +optional
+	Inodes *int64 `json:"inodes,omitempty"`
+
+	// Pile bounds the tenant's pile.
+	// +kubebuilder:default={}
+	// +optional
+	Pile PileStorage `json:"pile,omitempty"`
+
+	// ReclaimPolicy says whether the tenant's pile outlives the sandbox:
+	// Retain (the default) keeps it on the node, Delete removes it together
+	// with the sandbox. The writable layer always goes with the sandbox.
 	// +kubebuilder:default=Retain
 	// +optional
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+}
+
+// PileStorage bounds the pile, the sandbox's append-only storage.
+type PileStorage struct {
+	// Size is the most bytes the pile may hold, for example "512Mi"; at
+	// least 32Mi.
+	// +kubebuilder:default="512Mi"
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// Inodes is the most files and directories the pile may hold.
+	// +kubebuilder:default=4096
+	// +kubebuilder:validation:Minimum=256
+	// +kubebuilder:validation:Maximum=4294967295
+	// +optional
+	Inodes *int64 `json:"inodes,omitempty"`
 }
 
 // LoginProfile holds the defaults that `login` shells load and `clean`

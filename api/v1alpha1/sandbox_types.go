@@ -76,12 +76,15 @@ const (
 	ReasonProvisioning     = "Provisioning"
 	ReasonProvisioned      = "Provisioned"
 	ReasonBackendFailed    = "BackendFailed"
-	ReasonRestarted        = "Restarted"
-	ReasonSuspended        = "Suspended"
-	ReasonProofLost        = "ProofLost"
-	ReasonJobsAdmitted     = "JobsAdmitted"
-	ReasonTerminating      = "Terminating"
-	ReasonReady            = "Ready"
+	// ReasonInsufficientStorage: the node's free disk space is below the
+	// reserve its agent keeps, so it provisions no new sandbox.
+	ReasonInsufficientStorage = "InsufficientStorage"
+	ReasonRestarted           = "Restarted"
+	ReasonSuspended           = "Suspended"
+	ReasonProofLost           = "ProofLost"
+	ReasonJobsAdmitted        = "JobsAdmitted"
+	ReasonTerminating         = "Terminating"
+	ReasonReady               = "Ready"
 )
 
 // SandboxID is the stable ID of the Sandbox namespace/name: the same on every

@@ -92,6 +92,8 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"duplicate faculty", tenant + "spec: {sandbox: {faculties: [{name: a}, {name: a}]}}", "spec.sandbox.faculties[1]: Duplicate value"},
 		{"bad persona", tenant + "spec: {persona: '-x'}", "spec.persona in body should match"},
 		{"rotation request too long", tenant + "spec: {credentials: {rotationRequest: " + strings.Repeat("x", 64) + "}}", "spec.credentials.rotationRequest: Too long: may not be more than 63 bytes"},
+		{"too few inodes", tenant + "spec: {sandbox: {storage: {inodes: 10}}}", "spec.sandbox.storage.inodes in body should be greater than or equal to 256"},
+		{"too few pile inodes", tenant + "spec: {sandbox: {storage: {pile: {inodes: 10}}}}", "spec.sandbox.storage.pile.inodes in body should be greater than or equal to 256"},
 		{"sandbox without tenant", sbx + "spec: {}", "spec.tenantRef: Required value"},
 		{"sandbox node name not a DNS name", sbx + "spec: {tenantRef: {name: t}, nodeName: Node_A}", "spec.nodeName in body should match"},
 		{"two worker destinations", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80}, sandbox: {command: [w], port: 8080}}}", "set exactly one destination: service or sandbox"},
@@ -201,6 +203,11 @@ func TestDefaultsAreApplied(t *testing.T) {
 	g.Expect(tn.Spec.Sandbox.Resources.CPU).To(HaveValue(Equal(resource.MustParse("1"))))
 	g.Expect(tn.Spec.Sandbox.Resources.Memory).To(HaveValue(Equal(resource.MustParse("1Gi"))))
 	g.Expect(tn.Spec.Sandbox.Resources.PIDs).To(HaveValue(BeEquivalentTo(1024)))
+	st := tn.Spec.Sandbox.Storage
+	g.Expect(st.Size).To(HaveValue(Equal(resource.MustParse("4Gi"))))
+	g.Expect(st.Inodes).To(HaveValue(BeEquivalentTo(262144)))
+	g.Expect(st.Pile.Size).To(HaveValue(Equal(resource.MustParse("512Mi"))))
+	g.Expect(st.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
 
 	wm := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: WorkerMapping\nmetadata: {name: w}\nspec: {tenantRef: {name: minimal}, destination: {service: {name: mcp, port: 80}}}")
 	wm.SetNamespace(ns)

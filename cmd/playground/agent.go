@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -28,12 +29,15 @@ func runAgent(ctx context.Context, args []string) error {
 		network    string
 		labels     string
 		kubeconfig string
+		reserve    string
 	)
 	fs.StringVar(&opts.NodeName, "node-name", defaultNodeName(), "the node this agent serves ($NODE_NAME, else the hostname)")
 	fs.StringVar(&opts.OCI.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes; it must outlive the agent")
 	fs.StringVar(&opts.OCI.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
 	fs.StringVar(&opts.OCI.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
 	fs.StringVar(&network, "network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or host")
+	fs.StringVar(&reserve, "storage-reserve", "2Gi", "free space (a quantity, e.g. 10Gi) that the state directory's filesystem keeps: below it no new sandbox is provisioned on this node (0 disables)")
+	fs.BoolVar(&opts.OCI.UnboundedStorage, "unbounded-storage", false, "run without per-sandbox disk limits (no loop devices needed): one sandbox can then fill the node's disk; see docs/isolation.md")
 	fs.StringVar(&opts.ListenAddress, "listen", ":9443", "address of the agent API")
 	fs.StringVar(&opts.Endpoint, "advertise", "", "URL of the agent API published in the node's Lease (default: http(s)://$POD_IP, else the listen host, else the hostname, with the listen port)")
 	fs.StringVar(&opts.TokenFile, "token-file", "", "file of the bearer tokens the API accepts, one per line (the gateway's and the manager's); required, re-read on change")
@@ -62,7 +66,11 @@ func runAgent(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("--network: want none or host, not %q", network)
 	}
-	var err error
+	q, err := resource.ParseQuantity(reserve)
+	if err != nil || q.Sign() < 0 {
+		return fmt.Errorf("--storage-reserve: want a non-negative quantity such as 10Gi, not %q", reserve)
+	}
+	opts.OCI.StorageReserve = q.Value()
 	if opts.Labels, err = parseLabels(labels); err != nil {
 		return fmt.Errorf("--node-labels: %w", err)
 	}

@@ -174,6 +174,9 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) d
 	if err != nil || strings.TrimSpace(string(left)) != "" {
 		t.Fatalf("containers left after Ctrl-C: %q %v", left, err)
 	}
+	if left := mountsUnder(state); len(left) > 0 {
+		t.Fatalf("sandbox disk mounts or loop devices left after Ctrl-C: %v", left)
+	}
 	return devRun{uid: uid, sandboxID: sandboxID, output: output}
 }
 
@@ -235,6 +238,26 @@ func execOverMCP(t *testing.T, endpoint, token, command string) (string, string)
 	var closed struct{}
 	call("close_session", map[string]any{"handle": session.Handle}, &closed)
 	return session.SandboxID, res.Stdout
+}
+
+// mountsUnder lists the mounts below dir and the loop devices backed by a
+// file below it (the sandboxes' disk images).
+func mountsUnder(dir string) []string {
+	var found []string
+	if data, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+				found = append(found, "mount "+f[4])
+			}
+		}
+	}
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(data), dir+"/") {
+			found = append(found, "loop device of "+strings.TrimSpace(string(data)))
+		}
+	}
+	return found
 }
 
 // processesMentioning lists the command lines of processes that name s.

@@ -45,6 +45,18 @@ type Resources struct {
 	PIDs        int64
 }
 
+// Storage bounds a sandbox's disk: its writable layer (home, workspace,
+// tmp) and its pile, each in bytes and in inodes (files, directories,
+// symlinks). Zero means the backend's default. A backend that enforces
+// them fixes them when it provisions the sandbox: later values apply only
+// to a sandbox provisioned anew.
+type Storage struct {
+	LayerBytes  int64
+	LayerInodes int64
+	PileBytes   int64
+	PileInodes  int64
+}
+
 // Spec is everything a backend needs to provision one sandbox.
 type Spec struct {
 	// ID is the stable sandbox ID; the backend keys all its state by it.
@@ -55,6 +67,8 @@ type Spec struct {
 	Persona string
 	// Resources bound the sandbox.
 	Resources Resources
+	// Storage bounds the sandbox's disk.
+	Storage Storage
 	// LoginEnv and LoginScript are the login profile.
 	LoginEnv    []EnvVar
 	LoginScript string
@@ -167,6 +181,10 @@ var (
 	// ErrProofLost: the backend cannot prove that a command's descendants
 	// are dead. The agent stops admitting jobs on this backend.
 	ErrProofLost = errors.New("cannot prove cleanup of the command's processes")
+	// ErrInsufficientStorage: the node's free disk space is below the
+	// reserve it keeps, so no new sandbox is provisioned there; existing
+	// ones keep running.
+	ErrInsufficientStorage = errors.New("insufficient free disk space on the node")
 )
 
 // Prober is implemented by backends that can tell cheaply, without a
@@ -176,4 +194,11 @@ var (
 // spec change. Alive is true when the backend cannot tell.
 type Prober interface {
 	Alive(id string) bool
+}
+
+// StorageReporter is implemented by backends that fix a sandbox's disk
+// limits when they provision it: Storage returns the limits in force,
+// defaults resolved, so that a spec asking for others can be told so.
+type StorageReporter interface {
+	Storage(id string) (Storage, error)
 }

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,8 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
@@ -177,9 +180,53 @@ func TestDeleteFollowsReclaimPolicy(t *testing.T) {
 	waitGone(t, ns, "drop")
 	g.Expect(n.containers(t)).To(BeEmpty())
 	g.Expect(keepPile).To(BeADirectory(), "Retain keeps the pile")
+	g.Expect(n.backend.InspectPile(keep.Status.SandboxID, func(dir string) error {
+		_, err := os.Stat(filepath.Join(dir, "self.pile"))
+		return err
+	})).To(Succeed(), "Retain keeps the pile's image and files")
 	_, err := os.Stat(dropPile)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "Delete removes the pile: %v", err)
 	waitEvent(t, ns, "drop", corev1.EventTypeNormal, playgroundv1alpha1.ReasonTerminating)
+}
+
+// A node whose free disk space is below its agent's reserve provisions no
+// new sandbox: Provisioned=False with reason InsufficientStorage and an
+// Event say why, and a sandbox provisioned before keeps running.
+func TestStorageReserveRefusal(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, "reserve")
+	state := ocitest.StateDir(t)
+	n := startNode(t, "reserve-a", state, "")
+	createSandbox(t, ns, "before", n.name)
+	waitProvisioned(t, ns, "before")
+	n.stop()
+
+	reserving, err := oci.New(oci.Options{StateDir: state, GuestBinary: ocitest.GuestBinary(t), StorageReserve: 1 << 60})
+	g.Expect(err).NotTo(HaveOccurred())
+	n = startNode(t, "reserve-a", state, "", func(o *nodeagent.Options) { o.Backend = reserving })
+	createSandbox(t, ns, "after", n.name)
+	g.Eventually(func(g Gomega) {
+		c := provisioned(getSandbox(g, ns, "after"))
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonInsufficientStorage))
+		g.Expect(c.Message).To(ContainSubstring("below its reserve of"))
+	}).WithTimeout(timeout).Should(Succeed())
+	e := waitEvent(t, ns, "after", corev1.EventTypeWarning, playgroundv1alpha1.ReasonInsufficientStorage)
+	g.Expect(e.Note).To(ContainSubstring("no new sandbox is provisioned here"))
+	g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "before")))
+	waitProvisioned(t, ns, "before")
+
+	// Limits are fixed at provisioning: a spec asking for others is told so.
+	before := getSandbox(g, ns, "before")
+	bigger := resource.MustParse("8Gi")
+	before.Spec.Storage.Size = &bigger
+	g.Expect(k8s.Update(context.Background(), before)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := provisioned(getSandbox(g, ns, "before"))
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(ContainSubstring("keeps the limits it was provisioned with (writable layer 4Gi and 262144 inodes"))
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 // A backend refusal shows as Provisioned=False with the reason and an
@@ -274,6 +321,8 @@ func TestDeadInitIsRestarted(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = n.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "echo kept > file"})
 	g.Expect(err).NotTo(HaveOccurred())
+	job, err := n.client.StartJob(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "sleep 1000"})
+	g.Expect(err).NotTo(HaveOccurred())
 	// Let the status report the handle first, so that no pass is under way
 	// when init dies.
 	g.Eventually(func(g Gomega) {
@@ -299,6 +348,16 @@ func TestDeadInitIsRestarted(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(res.Stdout)).To(Equal("kept\n"), "stderr: %s", res.Stderr)
 	g.Expect(provisioned(getSandbox(g, ns, "ws")).Status).To(Equal(metav1.ConditionTrue))
+	// The job died with its sandbox: it ended, and the restart proved the
+	// sandbox clean, so jobs start there again.
+	page, err := n.client.Poll(ctx, agentapi.PollRequest{Tenant: tenant}, job.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(page.Job.State).To(Equal(jobs.StateFailed))
+	_, err = n.client.StartJob(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "true"})
+	g.Expect(err).NotTo(HaveOccurred(), "a sandbox restarted after its init died admits jobs")
+	g.Eventually(func(g Gomega) {
+		g.Expect(meta.IsStatusConditionTrue(getSandbox(g, ns, "ws").Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition)).To(BeTrue())
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 // The API is closed by default: no token, no agent.

@@ -2,13 +2,16 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -120,6 +123,33 @@ type sandboxReconciler struct {
 	node     string
 	endpoint string
 	recorder events.EventRecorder
+
+	// answered holds, by sandbox ID, the last restartRequest this agent
+	// acted on: the cached status trails the write that records it, and a
+	// request must restart the sandbox once, not once per stale read.
+	mu       sync.Mutex
+	answered map[string]string
+}
+
+// restartRequested says whether sbx asks for a restart not yet answered.
+func (r *sandboxReconciler) restartRequested(sbx *playgroundv1alpha1.Sandbox) bool {
+	want := sbx.Spec.RestartRequest
+	if want == "" || want == sbx.Status.RestartRequest {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.answered[playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)] != want
+}
+
+// restartAnswered records that the agent acted on the sandbox's request.
+func (r *sandboxReconciler) restartAnswered(id, request string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.answered == nil {
+		r.answered = map[string]string{}
+	}
+	r.answered[id] = request
 }
 
 // Reconcile provisions (or reattaches) one Sandbox, or destroys it.
@@ -173,7 +203,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	// best-effort).
 	restarting := wasProvisioned && !r.agent.Alive(spec.ID)
 
-	restart := wasProvisioned && sbx.Spec.RestartRequest != "" && sbx.Spec.RestartRequest != sbx.Status.RestartRequest
+	restart := wasProvisioned && r.restartRequested(sbx)
 	ensure := r.agent.Ensure
 	if restart {
 		ensure = r.agent.Restart
@@ -183,8 +213,13 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 			return err // shutting down; the next agent picks it up
 		}
 		msg := truncate(err.Error())
-		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Provision", "%s", msg)
-		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg); serr != nil {
+		reason := playgroundv1alpha1.ReasonBackendFailed
+		if errors.Is(err, backend.ErrInsufficientStorage) {
+			// Retried with backoff: space may be freed on the node.
+			reason = playgroundv1alpha1.ReasonInsufficientStorage
+		}
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "Provision", "%s", msg)
+		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, reason, msg); serr != nil {
 			log.Error(serr, "Reporting a backend failure")
 		}
 		// Returned, so that controller-runtime retries with backoff.
@@ -192,6 +227,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	}
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
+	r.restartAnswered(spec.ID, sbx.Spec.RestartRequest)
 	switch {
 	case restart:
 		log.Info("Restarted the sandbox as requested", "id", spec.ID, "request", sbx.Spec.RestartRequest)
@@ -202,7 +238,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)
 	}
-	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node)
+	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node) + r.storageFixed(spec)
 	resumed := prev != nil && prev.Reason == playgroundv1alpha1.ReasonSuspended
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
 		return err
@@ -242,6 +278,28 @@ func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgro
 	return r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonSuspended, msg)
 }
 
+// storageFixed says, for the Provisioned message, when the spec asks for
+// other disk limits than the sandbox was provisioned with: they are fixed
+// on the node, and a spec change does not resize the images.
+func (r *sandboxReconciler) storageFixed(spec backend.Spec) string {
+	rep, ok := r.agent.Backend().(backend.StorageReporter)
+	if !ok {
+		return ""
+	}
+	have, err := rep.Storage(spec.ID)
+	if err != nil {
+		return ""
+	}
+	want := spec.Storage
+	differs := func(w, h int64) bool { return w != 0 && w != h }
+	if !differs(want.LayerBytes, have.LayerBytes) && !differs(want.LayerInodes, have.LayerInodes) &&
+		!differs(want.PileBytes, have.PileBytes) && !differs(want.PileInodes, have.PileInodes) {
+		return ""
+	}
+	return fmt.Sprintf("; its storage keeps the limits it was provisioned with (writable layer %s and %d inodes, pile %s and %d inodes), not its spec's: limits are fixed on the node, create a new Sandbox for others",
+		resource.NewQuantity(have.LayerBytes, resource.BinarySI), have.LayerInodes, resource.NewQuantity(have.PileBytes, resource.BinarySI), have.PileInodes)
+}
+
 func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
 	if !controllerutil.ContainsFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer) {
 		return nil
@@ -268,6 +326,9 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 		}
 		return fmt.Errorf("destroying sandbox %s: %w", id, err)
 	}
+	r.mu.Lock()
+	delete(r.answered, id)
+	r.mu.Unlock()
 	log.Info("Destroyed the sandbox", "id", id, "pile", pile)
 	r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonTerminating, "Destroy",
 		"Destroyed sandbox %s on node %s; its pile is %s", id, r.node, pile)
@@ -400,6 +461,19 @@ func specOf(sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 	}
 	if res.PIDs != nil {
 		spec.Resources.PIDs = *res.PIDs
+	}
+	st := sbx.Spec.Storage
+	if st.Size != nil {
+		spec.Storage.LayerBytes = st.Size.Value()
+	}
+	if st.Inodes != nil {
+		spec.Storage.LayerInodes = *st.Inodes
+	}
+	if st.Pile.Size != nil {
+		spec.Storage.PileBytes = st.Pile.Size.Value()
+	}
+	if st.Pile.Inodes != nil {
+		spec.Storage.PileInodes = *st.Pile.Inodes
 	}
 	for _, e := range sbx.Spec.LoginProfile.Env {
 		spec.LoginEnv = append(spec.LoginEnv, backend.EnvVar{Name: e.Name, Value: e.Value})

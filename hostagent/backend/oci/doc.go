@@ -12,10 +12,21 @@
 //	    config.json                 the runc bundle, rewritten at each start
 //	    rootfs/                     read-only root: mount points and symlinks
 //	    etc/                        generated /etc (passwd, profile, hosts…)
-//	    home/ workspace/ tmp/       the persistent writable layer
-//	    pile/                       the append-only pile, at /pile
+//	    layer.img                   the writable layer's ext4 image (sparse)
+//	    layer/                      its mount: home/ workspace/ tmp/
+//	    pile.img                    the pile's ext4 image (sparse)
+//	    pile/                       its mount: the append-only pile, at /pile
 //	    run/                        init's socket directory (container root, 0700)
 //	    init.log                    init's stderr, runc's errors
+//
+// # Disk
+//
+// The writable layer and the pile are each a filesystem of its own, in a
+// sparse image loop-mounted by the agent, so the kernel bounds their bytes
+// and inodes (see disk.go and docs/isolation.md). The images are mounted
+// while the sandbox is provisioned, and unmounted (their loop devices
+// released) by Stop, StopAll and Destroy. Destroy keeps pile.img when the
+// pile is retained; InspectPile reads it.
 //
 // # Execution
 //

@@ -3,6 +3,7 @@
 package oci
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -179,7 +180,7 @@ func (b *Backend) hostIDs(sb *sandbox) (root, tenant int) {
 // prepare creates or refreshes everything of sb on disk except the runc
 // config: the directory skeleton, read-only root of mount points, generated
 // /etc, the writable layer and the pile. Existing tenant files are kept.
-func (b *Backend) prepare(sb *sandbox) error {
+func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 	hostRoot, hostTenant := b.hostIDs(sb)
 	dir := sb.dir
 	// Only the sandbox's own root (by group) may traverse its directory.
@@ -195,6 +196,17 @@ func (b *Backend) prepare(sb *sandbox) error {
 	if err := b.prepareEtc(sb); err != nil {
 		return err
 	}
+	if err := b.migrateLegacy(ctx, sb); err != nil {
+		return err
+	}
+	if err := b.mountVolume(ctx, sb, b.volumes(sb)[0]); err != nil {
+		return err
+	}
+	layer := filepath.Join(dir, layerName)
+	// The sandbox's root traverses the layer's root to its directories.
+	if err := ensureDir(layer, 0o710, 0, hostRoot); err != nil {
+		return err
+	}
 	for _, d := range []struct {
 		name     string
 		mode     os.FileMode
@@ -204,7 +216,7 @@ func (b *Backend) prepare(sb *sandbox) error {
 		{"workspace", 0o755, hostTenant, hostTenant},
 		{"tmp", 0o1777, hostRoot, hostRoot},
 	} {
-		p := filepath.Join(dir, d.name)
+		p := filepath.Join(layer, d.name)
 		if fileExists(p) {
 			// The tenant may have changed modes of its own directories;
 			// only ownership is ours to keep right.
@@ -221,7 +233,7 @@ func (b *Backend) prepare(sb *sandbox) error {
 	if err := ensureDir(filepath.Join(dir, "run"), 0o700, hostRoot, hostRoot); err != nil {
 		return err
 	}
-	return b.preparePile(sb)
+	return b.preparePile(ctx, sb)
 }
 
 // prepareRootfs creates the read-only root: mount points and the symlinks
@@ -334,8 +346,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// removeSandboxDir deletes a sandbox's files; with keepPile the pile stays
-// (flags and all) at PileDir.
+// removeSandboxDir unmounts a sandbox's volumes and deletes its files;
+// with keepPile the pile stays (flags and all): its image, or with
+// UnboundedStorage its directory at PileDir.
 func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 	dir := b.sandboxDir(id)
 	defer func() {
@@ -343,6 +356,10 @@ func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 			b.releaseSlot(id)
 		}
 	}()
+	// Never remove files through a mount: a kept pile would go too.
+	if err := b.unmountVolumes(id); err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -350,21 +367,25 @@ func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 	if err != nil {
 		return err
 	}
+	pile := filepath.Join(dir, pileName)
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if e.Name() == "pile" {
+		switch e.Name() {
+		case pileName, pileName + imageSuffix, pileName + ".legacy":
 			if keepPile {
 				continue
 			}
-			if err := clearAppendOnly(p); err != nil {
-				return fmt.Errorf("oci: clearing the pile's append-only flags: %w", err)
+			if e.IsDir() {
+				if err := clearAppendOnly(p); err != nil {
+					return fmt.Errorf("oci: clearing the pile's append-only flags: %w", err)
+				}
 			}
 		}
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}
 	}
-	if keepPile && fileExists(filepath.Join(dir, "pile")) {
+	if keepPile && (fileExists(pile) || fileExists(pile+imageSuffix)) {
 		return nil
 	}
 	return os.Remove(dir)

@@ -102,6 +102,24 @@ type Options struct {
 	// a command's start when the caller's context has no deadline; default
 	// 30s.
 	StartTimeout time.Duration
+
+	// DefaultStorage fills in zero limits of a Spec's Storage; its own zero
+	// fields default to DefaultStorage (the package variable). Limits are
+	// fixed when a sandbox is provisioned (see disk.go).
+	DefaultStorage backend.Storage
+	// StorageReserve is the free space, in bytes, that the state
+	// directory's filesystem keeps: below it, Provision refuses new
+	// sandboxes with backend.ErrInsufficientStorage (existing ones are
+	// reattached and started as usual). Zero disables the check.
+	StorageReserve int64
+	// UnboundedStorage opts out of disk limits: the writable layer and the
+	// pile are plain directories of the state directory, and one sandbox
+	// can fill the node. Only for hosts without loop devices, knowingly;
+	// without it, New fails there.
+	UnboundedStorage bool
+	// Mkfs is the mkfs.ext4 binary (e2fsprogs); default "mkfs.ext4" from
+	// PATH.
+	Mkfs string
 }
 
 // DefaultEtcFiles are the host /etc entries a sandbox sees by default:
@@ -222,6 +240,12 @@ func New(opts Options) (*Backend, error) {
 		locks:     make(map[string]*sync.Mutex),
 		lifelines: make(map[string]*lifeline),
 	}
+	if !opts.UnboundedStorage {
+		// Fail closed: never run sandboxes unbounded unless asked to.
+		if err := checkDiskSupport(opts.Mkfs); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.prepareStateDir(); err != nil {
 		return nil, err
 	}
@@ -332,6 +356,33 @@ func (o *Options) setDefaults() error {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
 	}
+	d2 := &o.DefaultStorage
+	for _, f := range []struct{ v, d *int64 }{
+		{&d2.LayerBytes, &DefaultStorage.LayerBytes}, {&d2.LayerInodes, &DefaultStorage.LayerInodes},
+		{&d2.PileBytes, &DefaultStorage.PileBytes}, {&d2.PileInodes, &DefaultStorage.PileInodes},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	if err := validateStorage(o.DefaultStorage); err != nil {
+		return fmt.Errorf("default storage: %w", err)
+	}
+	if o.StorageReserve < 0 {
+		return fmt.Errorf("oci: storage reserve %d is negative", o.StorageReserve)
+	}
+	if o.Mkfs == "" {
+		o.Mkfs = "mkfs.ext4"
+		// It lives in /sbin, which the agent's PATH may lack.
+		if _, err := exec.LookPath(o.Mkfs); err != nil {
+			for _, p := range []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"} {
+				if fileExists(p) {
+					o.Mkfs = p
+					break
+				}
+			}
+		}
+	}
 	if o.GuestBinary == "" {
 		if exe, err := os.Executable(); err == nil {
 			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
@@ -426,7 +477,9 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
 }
 
-// PileDir implements backend.Backend.
+// PileDir implements backend.Backend. The pile's filesystem is mounted
+// there while the sandbox is provisioned; a retained pile of a destroyed
+// sandbox is read with InspectPile.
 func (b *Backend) PileDir(id string) string {
 	return filepath.Join(b.sandboxDir(id), "pile")
 }
@@ -453,18 +506,29 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := validateSpec(spec); err != nil {
 		return err
 	}
+	if err := validateStorage(b.storage(spec.Storage)); err != nil {
+		return err
+	}
 	defer b.lock(spec.ID)()
 	sb, err := b.load(spec.ID)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
+		if err := b.checkReserve(); err != nil {
+			return err
+		}
+		// The limits are fixed now, defaults included: a later change of
+		// the defaults or of the spec does not resize existing images.
+		spec.Storage = b.storage(spec.Storage)
 		if sb, err = b.allocate(spec); err != nil {
 			return err
 		}
 	case err != nil:
 		return err
+	default:
+		spec.Storage = sb.spec.Storage
 	}
 	sb.spec = spec
-	return b.prepare(sb)
+	return b.prepare(ctx, sb)
 }
 
 // Start implements backend.Backend.
@@ -497,8 +561,9 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err != nil {
 		return err
 	}
+	spec.Storage = sb.spec.Storage // fixed at provisioning
 	sb.spec = spec
-	if err := b.prepare(sb); err != nil {
+	if err := b.prepare(ctx, sb); err != nil {
 		return err
 	}
 	return b.start(ctx, sb)
@@ -541,7 +606,9 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 	if err := b.removeContainer(ctx, id); err != nil {
 		return fmt.Errorf("oci: stopping sandbox %s: %w", id, err)
 	}
-	return nil
+	// The images are mounted again at the next start; until then no
+	// mount or loop device stays behind.
+	return b.unmountVolumes(id)
 }
 
 // removeContainer force-deletes the sandbox's container, if any (killing
@@ -631,7 +698,7 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("oci: sandbox %s: removing stopped container: %w", sb.spec.ID, err)
 		}
 	}
-	if err := b.prepare(sb); err != nil {
+	if err := b.prepare(ctx, sb); err != nil {
 		return err
 	}
 	if err := writeSpec(filepath.Join(sb.dir, "config.json"), b.buildSpec(sb)); err != nil {

@@ -3,6 +3,7 @@
 package oci
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,11 +35,17 @@ const fsAppendFL = 0x20
 // agent marked it, and a descriptor opened for writing before the mark
 // keeps its right to write anywhere in the file. Files the agent creates
 // are append-only before any tenant process can open them.
-func (b *Backend) preparePile(sb *sandbox) error {
+func (b *Backend) preparePile(ctx context.Context, sb *sandbox) error {
 	hostRoot, hostTenant := b.hostIDs(sb)
-	pile := filepath.Join(sb.dir, "pile")
-	if err := os.Mkdir(pile, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	pile := filepath.Join(sb.dir, pileName)
+	if err := b.mountVolume(ctx, sb, b.volumes(sb)[1]); err != nil {
 		return err
+	}
+	if !b.opts.UnboundedStorage {
+		// mkfs's empty lost+found would show in /pile (also after a mount
+		// that failed once); e2fsck makes it again if it ever needs one,
+		// and one it filled stays.
+		_ = os.Remove(filepath.Join(pile, "lost+found"))
 	}
 	if err := setOwnerMode(pile, hostRoot, hostRoot, 0o755); err != nil {
 		return fmt.Errorf("oci: pile: %w", err)

@@ -154,10 +154,10 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 	}
 	mounts = append(mounts,
 		mount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=16384k"}},
-		mount{Destination: guest.TenantHome, Type: "bind", Source: filepath.Join(dir, "home"), Options: rw},
-		mount{Destination: guest.Workspace, Type: "bind", Source: filepath.Join(dir, "workspace"), Options: rw},
-		mount{Destination: "/tmp", Type: "bind", Source: filepath.Join(dir, "tmp"), Options: rw},
-		mount{Destination: guest.PileDir, Type: "bind", Source: filepath.Join(dir, "pile"), Options: append(rw, "noexec")},
+		mount{Destination: guest.TenantHome, Type: "bind", Source: filepath.Join(dir, layerName, "home"), Options: rw},
+		mount{Destination: guest.Workspace, Type: "bind", Source: filepath.Join(dir, layerName, "workspace"), Options: rw},
+		mount{Destination: "/tmp", Type: "bind", Source: filepath.Join(dir, layerName, "tmp"), Options: rw},
+		mount{Destination: guest.PileDir, Type: "bind", Source: filepath.Join(dir, pileName), Options: append(rw, "noexec")},
 		mount{Destination: guest.Binary, Type: "bind", Source: b.guestBin, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 		mount{Destination: guest.RunDir, Type: "bind", Source: filepath.Join(dir, "run"), Options: append(rw, "noexec")},
 	)

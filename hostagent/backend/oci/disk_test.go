@@ -1,0 +1,378 @@
+//go:build linux
+
+package oci
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// small are limits that tests can reach in a second.
+var small = backend.Storage{LayerBytes: 64 << 20, LayerInodes: 1024, PileBytes: 32 << 20, PileInodes: 256}
+
+// enospc runs cmd, which must fail with "No space left on device".
+func enospc(t *testing.T, b *Backend, id, cmd string) {
+	t.Helper()
+	r := run(t, b, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean})
+	if r.status.Code == 0 || !strings.Contains(r.stdout+r.stderr, "No space left on device") {
+		t.Fatalf("%q: want ENOSPC, got %+v, stdout %q, stderr %q", cmd, r.status, r.stdout, r.stderr)
+	}
+}
+
+// fillInodes creates empty files in a directory until the filesystem
+// refuses one; it prints how many it made and the refusal.
+const fillInodes = `mkdir -p %[1]s && i=0; while true > %[1]s/f$i; do i=$((i+1)); done 2>/tmp/.err || true; echo $i; cat /tmp/.err >&2; exit 1`
+
+// volumeMounts lists the mounts and loop devices of a state directory.
+func volumeMounts(t *testing.T, state string) []string {
+	t.Helper()
+	var found []string
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], state+"/") {
+			found = append(found, "mount "+f[4])
+		}
+	}
+	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, l := range loops {
+		if data, err := os.ReadFile(l); err == nil && strings.HasPrefix(string(data), state+"/") {
+			found = append(found, "loop "+strings.TrimSpace(string(data)))
+		}
+	}
+	return found
+}
+
+// TestDiskLimits: a sandbox that fills its writable layer or its pile, in
+// bytes or in inodes, gets ENOSPC inside, while a second sandbox on the
+// node writes normally; the limits hold after the backend is re-created
+// (an agent restart) and after StopAll, which leaves no mount or loop
+// device behind.
+func TestDiskLimits(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	b := newBackend(t, state)
+	full := backend.Spec{ID: "full", Storage: small}
+	startSandbox(t, b, full)
+	startSandbox(t, b, backend.Spec{ID: "neighbour", Storage: small})
+
+	t.Run("bytes", func(t *testing.T) {
+		enospc(t, b, full.ID, "fallocate -l 100M "+guest.Workspace+"/big")
+		// Every directory of the layer shares the one limit.
+		sh(t, b, full.ID, "rm -f "+guest.Workspace+"/big; fallocate -l 40M ~/a")
+		enospc(t, b, full.ID, "fallocate -l 30M /tmp/b")
+		enospc(t, b, full.ID, "head -c 30M /dev/zero > "+guest.Workspace+"/c")
+		if got := sh(t, b, "neighbour", "fallocate -l 40M "+guest.Workspace+"/big && head -c 1M /dev/zero > ~/d && echo ok"); got != "ok\n" {
+			t.Fatalf("neighbour: %q", got)
+		}
+		sh(t, b, full.ID, "rm -f ~/a /tmp/b "+guest.Workspace+"/c")
+	})
+
+	t.Run("inodes", func(t *testing.T) {
+		r := run(t, b, full.ID, backend.ExecRequest{Command: strings.ReplaceAll(fillInodes, "%[1]s", guest.Workspace+"/many"), Shell: backend.ShellClean})
+		if !strings.Contains(r.stderr, "No space left on device") {
+			t.Fatalf("inode loop: stdout %q, stderr %q", r.stdout, r.stderr)
+		}
+		// ext4 rounds the inode count up to fill its tables: a little over 1024.
+		if n, err := strconv.Atoi(strings.TrimSpace(r.stdout)); err != nil || n < 900 || n > 1100 {
+			t.Fatalf("created %q files before ENOSPC, want about 1024", r.stdout)
+		}
+		if got := sh(t, b, "neighbour", "mkdir -p m && for i in $(seq 200); do : > m/f$i; done && ls m | wc -l"); got != "200\n" {
+			t.Fatalf("neighbour: %q", got)
+		}
+		sh(t, b, full.ID, "rm -rf "+guest.Workspace+"/many")
+	})
+
+	t.Run("pile", func(t *testing.T) {
+		enospc(t, b, full.ID, "head -c 40M /dev/zero >> "+guest.PileDir+"/self.pile")
+		// Still append-only when full.
+		if r := run(t, b, full.ID, backend.ExecRequest{Command: ": > " + guest.PileDir + "/self.pile", Shell: backend.ShellClean}); r.status.Code == 0 {
+			t.Fatal("a full pile could be truncated")
+		}
+	})
+
+	t.Run("the node still provisions", func(t *testing.T) {
+		// The full sandbox filled its images, not the state directory: the
+		// agent's own files and a new sandbox are unaffected.
+		startSandbox(t, b, backend.Spec{ID: "later", Storage: small})
+		if got := sh(t, b, "later", "echo ok > ~/f && cat ~/f"); got != "ok\n" {
+			t.Fatalf("new sandbox: %q", got)
+		}
+	})
+
+	t.Run("after an agent restart", func(t *testing.T) {
+		b2 := newBackend(t, state)
+		// The spec asks for more; the limits are fixed at provisioning.
+		bigger := full
+		bigger.Storage = backend.Storage{LayerBytes: 1 << 30, LayerInodes: 100000}
+		if err := b2.Reattach(context.Background(), bigger); err != nil {
+			t.Fatal(err)
+		}
+		enospc(t, b2, full.ID, "fallocate -l 100M "+guest.Workspace+"/big")
+	})
+
+	t.Run("after StopAll", func(t *testing.T) {
+		if err := b.StopAll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if left := volumeMounts(t, state); len(left) > 0 {
+			t.Fatalf("StopAll left %q", left)
+		}
+		b3 := newBackend(t, state)
+		if err := b3.Reattach(context.Background(), full); err != nil {
+			t.Fatal(err)
+		}
+		enospc(t, b3, full.ID, "fallocate -l 100M "+guest.Workspace+"/big")
+		// The pile is the same filesystem, still full.
+		enospc(t, b3, full.ID, "head -c 1M /dev/zero >> "+guest.PileDir+"/self.pile")
+	})
+}
+
+// TestDestroyReleasesVolumes: Destroy leaves no mount or loop device; a
+// retained pile is its image, readable with InspectPile and adopted by the
+// next sandbox of that ID.
+func TestDestroyReleasesVolumes(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	b := newBackend(t, state)
+	ctx := context.Background()
+	spec := backend.Spec{ID: "kept", Storage: small}
+	startSandbox(t, b, spec)
+	sh(t, b, spec.ID, "echo entry >> /pile/self.pile; echo gone > ~/f")
+	if err := b.Destroy(ctx, spec.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if left := volumeMounts(t, state); len(left) > 0 {
+		t.Fatalf("Destroy left %q", left)
+	}
+	if fileExists(filepath.Join(b.sandboxDir(spec.ID), layerName+imageSuffix)) {
+		t.Fatal("the writable layer's image survived Destroy")
+	}
+	var kept []byte
+	if err := b.InspectPile(spec.ID, func(dir string) (err error) {
+		kept, err = os.ReadFile(filepath.Join(dir, "self.pile"))
+		return err
+	}); err != nil || string(kept) != "entry\n" {
+		t.Fatalf("retained pile: %q, %v", kept, err)
+	}
+	if left := volumeMounts(t, state); len(left) > 0 {
+		t.Fatalf("InspectPile left %q", left)
+	}
+	startSandbox(t, b, spec)
+	if got := sh(t, b, spec.ID, "cat /pile/self.pile; ls ~ | wc -l; ls -A /pile"); got != "entry\n0\nself.pile\n" {
+		t.Fatalf("re-provisioned: %q", got)
+	}
+	if err := b.Destroy(ctx, spec.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if left := volumeMounts(t, state); len(left) > 0 || fileExists(b.sandboxDir(spec.ID)) {
+		t.Fatalf("Destroy without keepPile left %q and the directory: %v", left, fileExists(b.sandboxDir(spec.ID)))
+	}
+}
+
+// TestStorageReserve: below the reserve, a new sandbox is refused with
+// ErrInsufficientStorage; an existing one still reattaches.
+func TestStorageReserve(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	startSandbox(t, newBackend(t, state), backend.Spec{ID: "before", Storage: small})
+	b, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, StorageReserve: 1 << 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Provision(context.Background(), backend.Spec{ID: "after", Storage: small})
+	if !errors.Is(err, backend.ErrInsufficientStorage) || !strings.Contains(err.Error(), "below its reserve of") {
+		t.Fatalf("provisioning below the reserve: %v", err)
+	}
+	if fileExists(b.sandboxDir("after")) {
+		t.Fatal("a refused sandbox left files")
+	}
+	if err := b.Reattach(context.Background(), backend.Spec{ID: "before", Storage: small}); err != nil {
+		t.Fatalf("reattaching below the reserve: %v", err)
+	}
+}
+
+// TestStorageValidation: limits the images cannot honour are refused
+// before anything is made.
+func TestStorageValidation(t *testing.T) {
+	requireRunc(t)
+	b := newBackend(t, newStateDir(t))
+	for _, tc := range []struct {
+		s    backend.Storage
+		want string
+	}{
+		{backend.Storage{LayerBytes: 1 << 20}, "below the minimum"},
+		{backend.Storage{PileInodes: 10}, "below the minimum"},
+		{backend.Storage{LayerBytes: 64 << 20, LayerInodes: 1 << 20}, "one inode per 4 KiB"},
+	} {
+		if err := b.Provision(context.Background(), backend.Spec{ID: "bad", Storage: tc.s}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: got %v, want %q", tc.s, err, tc.want)
+		}
+	}
+}
+
+// TestLegacyLayoutMigrates: a sandbox made before disk limits (plain
+// directories, possibly a retained pile) keeps its files and gets its
+// limits at the next reattach.
+func TestLegacyLayoutMigrates(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	ctx := context.Background()
+	old, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, UnboundedStorage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := backend.Spec{ID: "legacy", Storage: small}
+	startSandbox(t, old, spec)
+	sh(t, old, spec.ID, "echo mine > ~/f; mkdir -p "+guest.Workspace+"/src && echo code > "+guest.Workspace+"/src/main.go; echo entry >> /pile/self.pile")
+	if err := old.Stop(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The layout before disk limits: the layer's directories at the top.
+	dir := old.sandboxDir(spec.ID)
+	for _, name := range []string{"home", "workspace", "tmp"} {
+		if err := os.Rename(filepath.Join(dir, layerName, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, layerName)); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newBackend(t, state)
+	if err := b.Reattach(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, b, spec.ID, "cat ~/f "+guest.Workspace+"/src/main.go /pile/self.pile; stat -c %U ~/f"); got != "mine\ncode\nentry\nsandbox\n" {
+		t.Fatalf("after migration: %q", got)
+	}
+	enospc(t, b, spec.ID, "fallocate -l 100M "+guest.Workspace+"/big")
+	enospc(t, b, spec.ID, "head -c 40M /dev/zero >> /pile/self.pile")
+	for _, name := range []string{"home", "workspace", "tmp", "pile.legacy"} {
+		if fileExists(filepath.Join(dir, name)) {
+			t.Errorf("%s left after migration", name)
+		}
+	}
+	if r := run(t, b, spec.ID, backend.ExecRequest{Command: ": > /pile/self.pile", Shell: backend.ShellClean}); r.status.Code == 0 {
+		t.Fatal("the migrated pile is not append-only")
+	}
+}
+
+// TestFailsClosed: without loop devices or mkfs.ext4 the backend refuses
+// to start and says why and what to do, unless disk limits are opted out
+// of explicitly; then the layer and the pile are plain directories.
+func TestFailsClosed(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	_, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, Mkfs: "/nonexistent/mkfs.ext4"})
+	if err == nil || !strings.Contains(err.Error(), "apt-get install e2fsprogs") {
+		t.Fatalf("without mkfs.ext4: %v", err)
+	}
+	loopControl = "/nonexistent/loop-control"
+	t.Cleanup(func() { loopControl = "/dev/loop-control" })
+	_, err = New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime})
+	if err == nil || !strings.Contains(err.Error(), "disk limits need loop devices") || !strings.Contains(err.Error(), "--unbounded-storage") {
+		t.Fatalf("without loop devices: %v", err)
+	}
+	b, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, UnboundedStorage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSandbox(t, b, backend.Spec{ID: "unbounded", Storage: small})
+	if got := sh(t, b, "unbounded", "echo x >> /pile/self.pile; echo y > ~/f; cat /pile/self.pile ~/f"); got != "x\ny\n" {
+		t.Fatalf("unbounded sandbox: %q", got)
+	}
+	if fileExists(filepath.Join(b.sandboxDir("unbounded"), layerName+imageSuffix)) || len(volumeMounts(t, state)) > 0 {
+		t.Fatal("an unbounded sandbox has disk images")
+	}
+}
+
+// BenchmarkProvision measures what disk limits cost a new sandbox:
+// Provision (making and mounting the images, with the default 4 GiB and
+// 512 MiB limits) and Start, against plain directories, and the disk the
+// sandbox's directory then takes (disk-KiB/op, from allocated blocks).
+func BenchmarkProvision(b *testing.B) {
+	requireRunc(b)
+	for _, unbounded := range []bool{false, true} {
+		name := "images"
+		if unbounded {
+			name = "unbounded"
+		}
+		b.Run(name, func(b *testing.B) {
+			state := newStateDir(b)
+			be, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, UnboundedStorage: unbounded})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			var disk int64
+			i := 0
+			for b.Loop() {
+				id := "p" + strconv.Itoa(i)
+				i++
+				if err := be.Provision(ctx, backend.Spec{ID: id}); err != nil {
+					b.Fatal(err)
+				}
+				if err := be.Start(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				disk += duKiB(b, be.sandboxDir(id))
+				if err := be.Destroy(ctx, id, false); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(disk)/float64(i), "disk-KiB/op")
+		})
+	}
+}
+
+// duKiB is the disk allocated to the files below dir, across mounts.
+func duKiB(tb testing.TB, dir string) int64 {
+	tb.Helper()
+	var total int64
+	seen := map[[2]uint64]bool{}
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
+			return nil
+		}
+		key := [2]uint64{st.Dev, st.Ino}
+		if seen[key] {
+			return nil
+		}
+		seen[key] = true
+		// Files inside the images count in the images' blocks already.
+		if st.Dev != rootDev(dir) {
+			return nil
+		}
+		total += st.Blocks * 512
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return total / 1024
+}
+
+func rootDev(dir string) uint64 {
+	var st unix.Stat_t
+	_ = unix.Lstat(dir, &st)
+	return st.Dev
+}
