@@ -116,7 +116,7 @@ func pollBenchSetup(b *testing.B, data []byte, jsonResponse bool) (*mcp.ClientSe
 		b.Fatal(err)
 	}
 	opts := Options{}
-	server := newServer(staticRouter{tools.Route{Tenant: tenant, SandboxID: sandbox, Agent: ac}}, 0, 0, nil)
+	server := newServer(staticRouter{tools.Route{Tenant: tenant, SandboxID: sandbox, Agent: ac}}, tools.Options{})
 	so := streamableOptions(opts)
 	so.JSONResponse = jsonResponse
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, so))

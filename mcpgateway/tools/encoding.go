@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // Encodings of bytes in results.
@@ -23,13 +24,81 @@ const MaxFileBytes = 3 << 20
 // characters or so).
 const maxIDLength = 128
 
-// encodeBytes returns b as text when it is valid UTF-8 (JSON keeps it byte
-// for byte then), else as standard base64.
+// encodeBytes returns b in the encoding that is smaller in JSON: text when
+// it is valid UTF-8 (JSON keeps it byte for byte then) and its escapes do
+// not make it longer than base64, else standard base64 (jobs.PreferText).
 func encodeBytes(b []byte) (data, encoding string) {
-	if utf8.Valid(b) {
+	if jobs.PreferText(b) {
 		return string(b), encodingText
 	}
 	return base64.StdEncoding.EncodeToString(b), encodingBase64
+}
+
+// appendEncoded appends b as a JSON string in the encoding encodeBytes
+// picks, without an intermediate copy, and returns the encoding.
+func appendEncoded(dst, b []byte) ([]byte, string) {
+	if jobs.PreferText(b) {
+		return appendJSONString(dst, b), encodingText
+	}
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"'), encodingBase64
+}
+
+// encodedLen is the length of appendEncoded's output.
+func encodedLen(b []byte) int {
+	if jobs.PreferText(b) {
+		return jobs.JSONTextLen(b) + 2
+	}
+	return base64.StdEncoding.EncodedLen(len(b)) + 2
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends valid UTF-8 b as a JSON string, escaped as
+// encoding/json escapes without HTML escaping (as go-sdk writes messages).
+func appendJSONString(dst, b []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		var esc string
+		switch {
+		case c == '"':
+			esc = `\"`
+		case c == '\\':
+			esc = `\\`
+		case c == '\n':
+			esc = `\n`
+		case c == '\r':
+			esc = `\r`
+		case c == '\t':
+			esc = `\t`
+		case c == '\b':
+			esc = `\b`
+		case c == '\f':
+			esc = `\f`
+		case c < 0x20:
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			start = i + 1
+			continue
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8:
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, `\u202`...)
+			dst = append(dst, hexDigits[b[i+2]&0xF])
+			i += 2
+			start = i + 1
+			continue
+		default:
+			continue
+		}
+		dst = append(dst, b[start:i]...)
+		dst = append(dst, esc...)
+		start = i + 1
+	}
+	dst = append(dst, b[start:]...)
+	return append(dst, '"')
 }
 
 // decodeBase64 decodes a payload from a model or a program. It accepts the

@@ -56,9 +56,12 @@ func addLarge[In, Out any](s *mcp.Server, c *catalog, tool *mcp.Tool, h mcp.Tool
 		if res == nil {
 			res = &mcp.CallToolResult{}
 		}
-		structured, err := marshalNoEscape(out)
-		if err != nil {
-			return nil, fmt.Errorf("marshaling output: %w", err)
+		// A result the handler encoded itself goes as it is.
+		structured, ok := any(out).(json.RawMessage)
+		if !ok {
+			if structured, err = marshalNoEscape(out); err != nil {
+				return nil, fmt.Errorf("marshaling output: %w", err)
+			}
 		}
 		res.StructuredContent = structured
 		if res.Content == nil {
