@@ -20,10 +20,14 @@ func Serve(tb testing.TB, agent *hostagent.Agent, token string) string {
 	return endpoint
 }
 
-// ServeAPI is Serve that also returns the API server, for its budget.
-func ServeAPI(tb testing.TB, agent *hostagent.Agent, token string) (string, *agentapi.Server) {
+// ServeAPI is Serve that also returns the API server, for its budget;
+// configure, if given, changes the server before it serves.
+func ServeAPI(tb testing.TB, agent *hostagent.Agent, token string, configure ...func(*agentapi.Server)) (string, *agentapi.Server) {
 	tb.Helper()
 	srv := agentapi.NewServer(agent, nil, token)
+	for _, c := range configure {
+		c(srv)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
