@@ -159,6 +159,13 @@ func (o *execOutput) Write(s backend.Stream, p []byte) {
 		*drop += int64(len(p) - max(room, 0))
 		p = p[:max(room, 0)]
 	}
+	if need := len(*buf) + len(p); need > cap(*buf) {
+		// Double, up to the limit: append grows large slices by a quarter,
+		// which for 4 MiB allocated some 20 MiB on the way.
+		grown := make([]byte, len(*buf), min(max(2*cap(*buf), need, 64<<10), o.limit))
+		copy(grown, *buf)
+		*buf = grown
+	}
 	*buf = append(*buf, p...)
 }
 
