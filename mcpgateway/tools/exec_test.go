@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -84,38 +83,5 @@ func TestExecHostileOutput(t *testing.T) {
 	}
 	if !utf8.ValidString(text) {
 		t.Error("an excerpt cut a character")
-	}
-}
-
-// TestExecJSON: the structured result written straight from the bytes is
-// the one encoding/json writes for ExecOutput.
-func TestExecJSON(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	alphabet := []string{"a", "\x00", "\x01", "\n", "\"", "\\", "<&>", "é", "\u2028", "\u2029", "\xff", "\t", "\x1f", "🙂"}
-	gen := func() []byte {
-		var b []byte
-		for j := rng.IntN(30); j > 0; j-- {
-			b = append(b, alphabet[rng.IntN(len(alphabet))]...)
-		}
-		return b
-	}
-	for i := 0; i < 3000; i++ {
-		r := hostagent.ExecResult{Stdout: gen(), Stderr: gen(), ExitCode: rng.IntN(300) - 1, TimedOut: rng.IntN(2) == 0,
-			StdoutDropped: rng.Int64N(10), StderrDropped: rng.Int64N(10), Duration: time.Duration(rng.Int64N(1e12))}
-		if rng.IntN(3) == 0 {
-			r.Signal = "SIGKILL"
-		}
-		want := ExecOutput{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, StdoutDropped: r.StdoutDropped,
-			StderrDropped: r.StderrDropped, DurationMS: r.Duration.Milliseconds()}
-		want.Stdout, want.StdoutEncoding = encodeBytes(r.Stdout)
-		want.Stderr, want.StderrEncoding = encodeBytes(r.Stderr)
-		wantJSON, err := marshalNoEscape(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := execJSON(r)
-		if !bytes.Equal(got, wantJSON) {
-			t.Fatalf("execJSON:\n%s\nencoding/json:\n%s", got, wantJSON)
-		}
 	}
 }

@@ -335,48 +335,38 @@ func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSec
 // result holds at most twice it.
 const execOutputLimit = hostagent.DefaultExecOutputLimit
 
-// exec's structured result is written straight from the agent's bytes
-// (execJSON): each stream is encoded once, into the one buffer that
-// becomes the result, instead of into a string that is then copied into
-// JSON. Its text content repeats the output only up to execTextFull bytes;
-// of larger output it shows excerpts (renderExec).
-func (c *catalog) exec(ctx context.Context, req *mcp.CallToolRequest, in ExecInput) (*mcp.CallToolResult, json.RawMessage, error) {
+// exec's structured result carries each stream once, in the smaller
+// encoding; its text content repeats the output only up to execTextFull
+// bytes, and of larger output shows excerpts (renderExec).
+func (c *catalog) exec(ctx context.Context, req *mcp.CallToolRequest, in ExecInput) (*mcp.CallToolResult, ExecOutput, error) {
 	er, err := execRequest(in.Handle, in.Command, in.Shell, in.Cwd, in.Stdin, in.StdinBase64, in.TimeoutSeconds, c.opts.ExecTimeout)
 	if err != nil {
-		return nil, nil, invalid(err)
+		return nil, ExecOutput{}, invalid(err)
 	}
 	r, err := c.route(ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return nil, ExecOutput{}, err
 	}
 	done, err := c.admit(ctx, req, r.Tenant, "exec", int64(len(er.Stdin))+2*execOutputLimit)
 	if err != nil {
-		return nil, nil, err
+		return nil, ExecOutput{}, err
 	}
 	defer done()
 	res, err := r.Agent.Exec(ctx, r.Tenant, in.Handle, er)
 	if err != nil {
-		return nil, nil, c.agentError("exec", err, in.Cwd)
+		return nil, ExecOutput{}, c.agentError("exec", err, in.Cwd)
 	}
-	return text(renderExec(res, er.Timeout)), execJSON(res), nil
-}
-
-// execJSON is ExecOutput's JSON for res, as marshalNoEscape would write
-// it, with each stream in the smaller encoding.
-func execJSON(res hostagent.ExecResult) json.RawMessage {
-	buf := make([]byte, 0, 256+len(res.Signal)*2+encodedLen(res.Stdout)+encodedLen(res.Stderr))
-	buf = fmt.Appendf(buf, `{"exit_code":%d,`, res.ExitCode)
-	if res.Signal != "" {
-		buf = append(buf, `"signal":`...)
-		buf = appendJSONString(buf, []byte(strings.ToValidUTF8(res.Signal, "?")))
-		buf = append(buf, ',')
+	out := ExecOutput{
+		ExitCode:      res.ExitCode,
+		Signal:        res.Signal,
+		TimedOut:      res.TimedOut,
+		StdoutDropped: res.StdoutDropped,
+		StderrDropped: res.StderrDropped,
+		DurationMS:    res.Duration.Milliseconds(),
 	}
-	buf = fmt.Appendf(buf, `"timed_out":%t,"stdout":`, res.TimedOut)
-	buf, enc := appendEncoded(buf, res.Stdout)
-	buf = fmt.Appendf(buf, `,"stdout_encoding":%q,"stdout_dropped":%d,"stderr":`, enc, res.StdoutDropped)
-	buf, enc = appendEncoded(buf, res.Stderr)
-	buf = fmt.Appendf(buf, `,"stderr_encoding":%q,"stderr_dropped":%d,"duration_ms":%d}`, enc, res.StderrDropped, res.Duration.Milliseconds())
-	return buf
+	out.Stdout, out.StdoutEncoding = encodeBytes(res.Stdout)
+	out.Stderr, out.StderrEncoding = encodeBytes(res.Stderr)
+	return text(renderExec(res, er.Timeout)), out, nil
 }
 
 // The text content of an exec result repeats its output when both streams
