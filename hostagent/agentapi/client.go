@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,10 +149,15 @@ func (c *Client) Exec(ctx context.Context, tenant, handle string, req hostagent.
 	defer resp.Body.Close()
 	body := io.LimitReader(resp.Body, maxResponseBytes)
 	var res hostagent.ExecResult
+	reserve, _ := ctx.Value(reserveKey{}).(func(int64) error)
+	if reserve == nil {
+		reserve = func(int64) error { return nil }
+	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), ExecMediaType) {
-		res, err = readBinaryExec(body)
-	} else {
-		err = json.NewDecoder(body).Decode(&res)
+		res, err = readBinaryExec(body, reserve)
+	} else if err = json.NewDecoder(body).Decode(&res); err == nil {
+		// An older agent's JSON: reserved only once decoded.
+		err = reserve(outputWeight(len(res.Stdout)) + outputWeight(len(res.Stderr)))
 	}
 	if err != nil {
 		return hostagent.ExecResult{}, fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
@@ -159,12 +165,27 @@ func (c *Client) Exec(ctx context.Context, tenant, handle string, req hostagent.
 	return res, nil
 }
 
+type reserveKey struct{}
+
+// WithOutputReservation returns a context under which Exec calls reserve,
+// once the agent's answer says how large the output is and before reading
+// it, the bytes the output takes here and in its encoding for the caller
+// (both streams, their raw bytes plus their base64, which bounds either
+// encoding). reserve may wait; its error abandons the answer.
+func WithOutputReservation(ctx context.Context, reserve func(bytes int64) error) context.Context {
+	return context.WithValue(ctx, reserveKey{}, reserve)
+}
+
+// outputWeight is what WithOutputReservation reserves for n bytes of a
+// stream.
+func outputWeight(n int) int64 { return int64(n) + int64(base64.StdEncoding.EncodedLen(n)) }
+
 // maxExecHeader bounds the first line of a binary exec answer.
 const maxExecHeader = 64 << 10
 
 // readBinaryExec reads an ExecMediaType answer: both streams land in one
 // buffer of their exact size, read once.
-func readBinaryExec(r io.Reader) (hostagent.ExecResult, error) {
+func readBinaryExec(r io.Reader, reserve func(int64) error) (hostagent.ExecResult, error) {
 	br := bufio.NewReaderSize(io.LimitReader(r, maxResponseBytes), maxExecHeader)
 	line, err := br.ReadSlice('\n')
 	if err != nil {
@@ -176,6 +197,9 @@ func readBinaryExec(r io.Reader) (hostagent.ExecResult, error) {
 	}
 	if h.StdoutSize < 0 || h.StderrSize < 0 || h.StdoutSize > maxResponseBytes/2 || h.StderrSize > maxResponseBytes/2 {
 		return hostagent.ExecResult{}, fmt.Errorf("the header claims %d and %d bytes of output, more than an answer holds", h.StdoutSize, h.StderrSize)
+	}
+	if err := reserve(outputWeight(h.StdoutSize) + outputWeight(h.StderrSize)); err != nil {
+		return hostagent.ExecResult{}, err
 	}
 	data := make([]byte, h.StdoutSize+h.StderrSize)
 	if _, err := io.ReadFull(br, data); err != nil {

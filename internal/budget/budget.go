@@ -230,6 +230,57 @@ func (l *Limiter) Acquire(ctx context.Context, tenant string, need int64) (relea
 	}
 }
 
+// Grow reserves need more bytes for tenant, for a call already admitted
+// whose size is now known (the gateway learns an exec's output size from
+// the agent's answer, after the command ran). It waits for room as long
+// as ctx lasts, never refusing: the call has had its effects, and its
+// result must not be lost. It cannot deadlock as long as the admitted
+// calls' own reservations leave room for one result (docs/operations.md
+// sizes the budgets so). A need larger than a whole budget is an
+// *ExhaustedError with TooLarge.
+func (l *Limiter) Grow(ctx context.Context, tenant string, need int64) (release func(), err error) {
+	if need <= 0 {
+		return func() {}, nil
+	}
+	if need > l.lim.BytesPerTenant || need > l.lim.Bytes {
+		return nil, &ExhaustedError{Scope: ScopeTenant, Bytes: l.lim.BytesPerTenant, TooLarge: true, Need: need}
+	}
+	for {
+		l.mu.Lock()
+		u := l.tenants[tenant]
+		if u != nil && u.bytes+need <= l.lim.BytesPerTenant && l.bytes+need <= l.lim.Bytes {
+			u.bytes += need
+			l.bytes += need
+			l.peakBytes = max(l.peakBytes, l.bytes)
+			l.mu.Unlock()
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					l.mu.Lock()
+					if u := l.tenants[tenant]; u != nil {
+						u.bytes -= need
+					}
+					l.bytes -= need
+					close(l.changed)
+					l.changed = make(chan struct{})
+					l.mu.Unlock()
+				})
+			}, nil
+		}
+		if u == nil {
+			l.mu.Unlock()
+			return nil, errors.New("budget: Grow without an admitted call")
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // retryAfter suggests when to retry: after about the wait, the time in
 // which the calls ahead did not end.
 func retryAfter(wait time.Duration) time.Duration {

@@ -118,3 +118,38 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGrow: a call admitted small grows once its size is known, waiting
+// for room rather than being refused, and gives the bytes back.
+func TestGrow(t *testing.T) {
+	l, err := New(Limits{CallsPerTenant: 2, Calls: 2, BytesPerTenant: 100, Bytes: 100, Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustAcquire(t, l, "a", 10)
+	b := mustAcquire(t, l, "a", 10)
+	g1, err := l.Grow(context.Background(), "a", 70)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		g2, err := l.Grow(context.Background(), "a", 50) // waits: 90 + 50 > 100
+		if err == nil {
+			g2()
+		}
+		got <- err
+	}()
+	g1()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Grow(context.Background(), "a", 101); err == nil {
+		t.Fatal("a growth larger than the budget was accepted")
+	}
+	a()
+	b()
+	if s := l.Stats(); s.Bytes != 0 || s.Calls != 0 || s.PeakBytes > 100 {
+		t.Fatalf("stats %+v", s)
+	}
+}

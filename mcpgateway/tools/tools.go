@@ -331,9 +331,9 @@ func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSec
 	return hostagent.ExecRequest{Command: command, Shell: mode, Cwd: cwd, Stdin: in, Timeout: timeout}, nil
 }
 
-// execOutputLimit is what the agents keep of each stream of an exec: a
-// result holds at most twice it.
-const execOutputLimit = hostagent.DefaultExecOutputLimit
+// execBaseBytes is what an exec reserves at admission besides its stdin:
+// its request and the small parts of its result.
+const execBaseBytes = 64 << 10
 
 // exec's structured result carries each stream once, in the smaller
 // encoding; its text content repeats the output only up to execTextFull
@@ -347,12 +347,16 @@ func (c *catalog) exec(ctx context.Context, req *mcp.CallToolRequest, in ExecInp
 	if err != nil {
 		return nil, ExecOutput{}, err
 	}
-	done, err := c.admit(ctx, req, r.Tenant, "exec", int64(len(er.Stdin))+2*execOutputLimit)
+	// Admitted with its stdin; its output is reserved once the agent says
+	// how large it is, before the gateway reads it (see growOutput).
+	done, err := c.admit(ctx, req, r.Tenant, "exec", int64(len(er.Stdin))+execBaseBytes)
 	if err != nil {
 		return nil, ExecOutput{}, err
 	}
 	defer done()
-	res, err := r.Agent.Exec(ctx, r.Tenant, in.Handle, er)
+	grown, reserve := c.growOutput(ctx, req, r.Tenant)
+	defer grown()
+	res, err := r.Agent.Exec(agentapi.WithOutputReservation(ctx, reserve), r.Tenant, in.Handle, er)
 	if err != nil {
 		return nil, ExecOutput{}, c.agentError("exec", err, in.Cwd)
 	}
@@ -448,11 +452,44 @@ func runeCutForward(b []byte, n int) int {
 	return n
 }
 
+// growOutput returns the reservation of an exec's output in the budget,
+// made by the agent client once the agent's answer gives its size: it
+// waits for room as long as the caller does (the command has run, its
+// result must not be lost) and is held like the call's admission. grown
+// gives back what Hold does not keep.
+func (c *catalog) growOutput(ctx context.Context, req *mcp.CallToolRequest, tenant string) (grown func(), reserve func(int64) error) {
+	var held []func()
+	reserve = func(n int64) error {
+		release, err := c.opts.Budget.Grow(ctx, tenant, n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &hostagent.Error{Code: hostagent.CodeTooLarge, Err: err,
+				Message: fmt.Sprintf("the command ran, but its output (%d bytes to hold with its encoding) is larger than the gateway's whole budget: ask the operator to raise --budget-bytes-per-tenant; use job_exec for large output", n)}
+		}
+		if c.opts.Hold == nil || !c.opts.Hold(req, release) {
+			held = append(held, release)
+		}
+		return nil
+	}
+	return func() {
+		for _, release := range held {
+			release()
+		}
+	}, reserve
+}
+
 // admit reserves a synchronous call and need bytes of the tenant's budget,
 // held until the result is written (Options.Hold) or else until the
 // handler returns. Past the budget the call is refused, retryably, before
 // it reaches the sandbox.
 // The returned done must be called when the handler returns.
+//
+// An exec reserves its output only when its size is known (growOutput):
+// reserving the worst case (8 MiB) at admission would let the budget
+// admit few execs although most print little, while reserving the actual
+// size keeps the bytes the gateway holds within the budget.
 func (c *catalog) admit(ctx context.Context, req *mcp.CallToolRequest, tenant, tool string, need int64) (done func(), err error) {
 	release, err := c.opts.Budget.Acquire(ctx, tenant, need)
 	var ex *budget.ExhaustedError
