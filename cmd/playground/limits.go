@@ -16,7 +16,7 @@ func budgetFlags(fs *flag.FlagSet, l *budget.Limits) {
 	fs.IntVar(&l.CallsPerTenant, "budget-calls-per-tenant", budget.DefaultCallsPerTenant, "synchronous calls (exec, read, write) of one tenant served at once; more wait --budget-wait, then are refused (retryable)")
 	fs.IntVar(&l.Calls, "budget-calls", budget.DefaultCalls, "synchronous calls of all tenants served at once")
 	l.BytesPerTenant, l.Bytes = budget.DefaultBytesPerTenant, budget.DefaultBytes
-	fs.Var(bytesFlag{&l.BytesPerTenant}, "budget-bytes-per-tenant", "bytes one tenant's synchronous calls may hold at once (a quantity: 64Mi); an exec reserves its stdin and 2 × 4 MiB of output")
+	fs.Var(bytesFlag{&l.BytesPerTenant}, "budget-bytes-per-tenant", "bytes one tenant's synchronous calls may hold at once (a quantity: 64Mi); an exec holds its stdin and its output (the agent reserves 2 × 4 MiB up front, the gateway the output's size and encoding once known)")
 	fs.Var(bytesFlag{&l.Bytes}, "budget-bytes", "bytes all tenants' synchronous calls may hold at once (a quantity: 256Mi)")
 	fs.DurationVar(&l.Wait, "budget-wait", budget.DefaultWait, "how long a call waits for room in a full budget before it is refused")
 }
