@@ -328,3 +328,32 @@ func TestLongestCommand(t *testing.T) {
 		t.Fatalf("the agent: %v", err)
 	}
 }
+
+// TestStatefulSessionBound: a stateful gateway keeps at most
+// MaxSessionsPerTenant sessions of a tenant: one more initialize is
+// refused with 429 and what to do, another tenant is unaffected, and
+// closing a session makes room.
+func TestStatefulSessionBound(t *testing.T) {
+	ns := newNamespace(t)
+	a := newTenant(t, ns, "chatty", nil)
+	b := newTenant(t, ns, "quiet", nil)
+	g := startGateway(t, mcpgateway.Options{Stateful: true, MaxSessionsPerTenant: 2})
+	g.waitReady(t)
+	first := connect(t, g.url, a.token, nil)
+	connect(t, g.url, a.token, nil)
+	_, err := connectErr(g.url, a.token, http.DefaultTransport, nil)
+	if err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
+		t.Fatalf("a third session: %v, want 429", err)
+	}
+	connect(t, g.url, b.token, nil)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "room for a new session", 30*time.Second, func() error {
+		cs, err := connectErr(g.url, a.token, http.DefaultTransport, nil)
+		if err != nil {
+			return err
+		}
+		return cs.Close()
+	})
+}
