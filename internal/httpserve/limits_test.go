@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
 // serve runs h within l on loopback until the test ends.
@@ -145,5 +147,37 @@ func TestMaxConns(t *testing.T) {
 	_ = idle.SetReadDeadline(time.Now().Add(time.Minute))
 	if _, err := idle.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("the idle connection: %v, want it closed by the server", err)
+	}
+}
+
+// TestStreamBound: the server tells each HTTP/2 connection how many
+// requests it may have in flight, MaxConcurrentStreams.
+func TestStreamBound(t *testing.T) {
+	l := short()
+	l.MaxConcurrentStreams = 3
+	addr := serve(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok {
+		t.Fatalf("the server's first frame is %v, not SETTINGS", f)
+	}
+	if v, ok := sf.Value(http2.SettingMaxConcurrentStreams); !ok || v != 3 {
+		t.Fatalf("SETTINGS_MAX_CONCURRENT_STREAMS = %d (%v), want 3", v, ok)
 	}
 }
