@@ -208,8 +208,16 @@ func readBinaryExec(r io.Reader, reserve func(int64) error) (hostagent.ExecResul
 	if n, _ := br.Read(make([]byte, 1)); n > 0 {
 		return hostagent.ExecResult{}, errors.New("bytes after the output")
 	}
+	// Empty output is nil, as the JSON answer decodes it.
+	var stdout, stderr []byte
+	if h.StdoutSize > 0 {
+		stdout = data[:h.StdoutSize:h.StdoutSize]
+	}
+	if h.StderrSize > 0 {
+		stderr = data[h.StdoutSize:]
+	}
 	return hostagent.ExecResult{
-		Stdout: data[:h.StdoutSize:h.StdoutSize], Stderr: data[h.StdoutSize:],
+		Stdout: stdout, Stderr: stderr,
 		StdoutDropped: h.StdoutDropped, StderrDropped: h.StderrDropped,
 		ExitCode: h.ExitCode, Signal: h.Signal, TimedOut: h.TimedOut, Duration: h.Duration,
 	}, nil
