@@ -172,27 +172,40 @@ func (p *progressWriter) Flush() { _ = p.FlushError() }
 func (p *progressWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
 // Listen bounds ln to MaxConns connections at once: Accept waits while
-// that many are open.
+// that many are open, and returns once the listener is closed.
 func (l Limits) Listen(ln net.Listener) net.Listener {
 	if l.MaxConns <= 0 {
 		return ln
 	}
-	return &limitListener{Listener: ln, sem: make(chan struct{}, l.MaxConns)}
+	return &limitListener{Listener: ln, sem: make(chan struct{}, l.MaxConns), done: make(chan struct{})}
 }
 
 type limitListener struct {
 	net.Listener
-	sem chan struct{}
+	sem  chan struct{}
+	done chan struct{}
+	once sync.Once
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
 	c, err := l.Listener.Accept()
 	if err != nil {
 		<-l.sem
 		return nil, err
 	}
 	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+// Close also ends an Accept waiting for a connection to close, so that a
+// full server shuts down at once.
+func (l *limitListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
 }
 
 type limitConn struct {
