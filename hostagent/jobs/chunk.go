@@ -61,7 +61,29 @@ func EncodeData(b []byte) (encoding, data string) {
 // PreferText says whether b goes as text: it is valid UTF-8 and its JSON
 // string is no longer than its base64.
 func PreferText(b []byte) bool {
-	return utf8.Valid(b) && JSONTextLen(b) <= base64.StdEncoding.EncodedLen(len(b))
+	return jsonTextFits(b, base64.StdEncoding.EncodedLen(len(b))) && utf8.Valid(b)
+}
+
+// jsonTextFits says whether JSONTextLen(b) <= limit, stopping as soon as
+// it is not: output full of control bytes is told after a fifth of it.
+func jsonTextFits(b []byte, limit int) bool {
+	n := len(b)
+	for i, c := range b {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+			n++
+		case c < 0x20:
+			n += 5
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9):
+			n += 3
+		default:
+			continue
+		}
+		if n > limit {
+			return false
+		}
+	}
+	return n <= limit
 }
 
 // JSONTextLen is the length of valid UTF-8 b as the inside of a JSON

@@ -66,8 +66,14 @@ func TestJSONTextLen(t *testing.T) {
 		if err := enc.Encode(string(b)); err != nil {
 			t.Fatal(err)
 		}
-		if want := buf.Len() - 3; JSONTextLen(b) != want { // quotes and newline
+		want := buf.Len() - 3 // quotes and newline
+		if JSONTextLen(b) != want {
 			t.Fatalf("JSONTextLen(%q) = %d, encoding/json wrote %d: %s", b, JSONTextLen(b), want, buf.Bytes())
+		}
+		for _, limit := range []int{want - 1, want, want + 1} {
+			if jsonTextFits(b, limit) != (want <= limit) {
+				t.Fatalf("jsonTextFits(%q, %d) = %v with a length of %d", b, limit, !(want <= limit), want)
+			}
 		}
 	}
 }
