@@ -77,8 +77,8 @@ const analysis = `
   wire without those two passes; removing them needs go-sdk to trust
   ` + "`json.Marshaler`" + ` output, or a transport outside JSON. The clients' decoding
   (in their own process here) costs about as much again, and the machine's
-  two cores were shared with other work (load average about 14) during the
-  run. In ` + "`go test ./mcpgateway -bench ExecHostile`" + ` (the path without runc),
+  two cores were shared with other work (load average 5 to 14) during the
+  runs. In ` + "`go test ./mcpgateway -bench ExecHostile`" + ` (the path without runc),
   handing the result to go-sdk as a value instead of pre-encoded JSON,
   which go-sdk compacted a third time, took one such exec from 2.15 to 0.85 s
   on the loaded machine.
