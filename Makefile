@@ -38,7 +38,7 @@ dev: prereqs build envtest ## Run the whole system locally on an embedded contro
 # coordinator stall on it and report "context deadline exceeded".)
 FUZZ := ./mcpgateway/tools:FuzzToolArguments \
 	./hostagent/jobs:FuzzParseCursor ./hostagent/jobs:FuzzPoll ./hostagent/guest:FuzzParseFrame \
-	./internal/manifest:FuzzDecode
+	./internal/manifest:FuzzDecode ./hostagent/agentapi:FuzzReadBinaryExec
 FUZZTIME ?= 5s
 
 .PHONY: test

@@ -37,8 +37,8 @@ func (r *ExecRequest) validate(maxStdin int) error {
 	if r.Command == "" {
 		return errorf(CodeInvalid, "command is empty: give the shell text to run")
 	}
-	if len(r.Command) > 1<<20 {
-		return errorf(CodeTooLarge, "command is %d bytes (limit 1 MiB): write long scripts to a file with write, then run the file", len(r.Command))
+	if len(r.Command) > backend.MaxCommandBytes {
+		return errorf(CodeTooLarge, "%s", backend.CommandTooLong(len(r.Command)))
 	}
 	if len(r.Stdin) > maxStdin {
 		return errorf(CodeTooLarge, "stdin is %d bytes (limit %d): write it to a file with write and redirect from it", len(r.Stdin), maxStdin)
@@ -169,6 +169,13 @@ func (o *execOutput) Write(s backend.Stream, p []byte) {
 		*drop += int64(len(p) - max(room, 0))
 		p = p[:max(room, 0)]
 	}
+	if need := len(*buf) + len(p); need > cap(*buf) {
+		// Double, up to the limit: append grows large slices by a quarter,
+		// which for 4 MiB allocated some 20 MiB on the way.
+		grown := make([]byte, len(*buf), min(max(2*cap(*buf), need, 64<<10), o.limit))
+		copy(grown, *buf)
+		*buf = grown
+	}
 	*buf = append(*buf, p...)
 }
 
@@ -221,3 +228,7 @@ func (a *Agent) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBy
 func (a *Agent) CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
 	return a.jobs.Cancel(ctx, tenant, jobID)
 }
+
+// ExecOutputLimit is how many bytes of each stream a synchronous command
+// keeps: what its result may hold is twice this.
+func (a *Agent) ExecOutputLimit() int { return a.opts.ExecOutputLimit }

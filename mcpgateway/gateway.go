@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 	"github.com/playground-dev/playground/mcpgateway/tools"
@@ -36,7 +37,15 @@ const MaxRequestBytes = 6 << 20
 const (
 	DefaultSessionIdleTimeout = 10 * time.Minute
 	DefaultShutdownGrace      = 10 * time.Second
+	// DefaultMaxSessionsPerTenant and DefaultMaxSessions bound the MCP
+	// transport sessions a stateful gateway keeps in memory.
+	DefaultMaxSessionsPerTenant = 32
+	DefaultMaxSessions          = 4096
 )
+
+// DefaultHTTPLimits are the gateway's connection limits (see
+// httpserve.Limits).
+func DefaultHTTPLimits() httpserve.Limits { return httpserve.DefaultLimits() }
 
 // Options configure an HTTP gateway.
 type Options struct {
@@ -58,6 +67,18 @@ type Options struct {
 	// any replica serves any request. See docs/tools.md.
 	Stateful           bool
 	SessionIdleTimeout time.Duration
+	// MaxSessionsPerTenant and MaxSessions bound the stateful sessions
+	// kept (defaults DefaultMaxSessionsPerTenant, DefaultMaxSessions); past
+	// them an initialize is refused with 429 until one closes or expires.
+	MaxSessionsPerTenant int
+	MaxSessions          int
+	// Budget bounds the synchronous calls (exec, read, write) in flight
+	// and the bytes they hold, per tenant and in total (zero fields: the
+	// defaults of package budget).
+	Budget budget.Limits
+	// HTTP bounds connections, streams and the time a peer may take
+	// (zero: DefaultHTTPLimits).
+	HTTP httpserve.Limits
 	// LeaseNamespace holds the agents' registrations: the gateway presents
 	// its agent token only to the endpoint a Sandbox's node registered
 	// there. Default agentlease.DefaultNamespace.
@@ -74,11 +95,13 @@ type Options struct {
 
 // Gateway serves the MCP tools over Streamable HTTP.
 type Gateway struct {
-	opts    Options
-	view    *clusterview.View
-	router  *router
-	handler http.Handler
-	log     *slog.Logger
+	opts     Options
+	view     *clusterview.View
+	router   *router
+	handler  http.Handler
+	log      *slog.Logger
+	budget   *budget.Limiter
+	sessions *sessionLimit
 	// lastRefusalLog rate-limits the log of fail-closed refusals.
 	lastRefusalLog atomic.Int64
 }
@@ -120,6 +143,22 @@ func New(opts Options) (*Gateway, error) {
 	if opts.LeaseNamespace == "" {
 		opts.LeaseNamespace = agentlease.DefaultNamespace
 	}
+	if opts.MaxSessionsPerTenant <= 0 {
+		opts.MaxSessionsPerTenant = DefaultMaxSessionsPerTenant
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.HTTP == (httpserve.Limits{}) {
+		opts.HTTP = DefaultHTTPLimits()
+	}
+	if err := opts.HTTP.Validate(); err != nil {
+		return nil, fmt.Errorf("mcpgateway: %w", err)
+	}
+	lim, err := budget.New(opts.Budget)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgateway: budget: %w", err)
+	}
 	view, err := clusterview.New(opts.Config, clusterview.Options{
 		Namespace:      opts.Namespace,
 		Credentials:    true,
@@ -130,9 +169,12 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{opts: opts, view: view, log: opts.Logger,
+	g := &Gateway{opts: opts, view: view, log: opts.Logger, budget: lim,
 		router: &router{view: view, agents: newAgentPool(opts.AgentToken, opts.AgentTLS), log: opts.Logger, trustRegistrations: true}}
-	server := newServer(g.router, opts.ExecTimeout, opts.ProgressInterval, opts.Logger)
+	holds := &callHolds{calls: map[string]*[]func(){}}
+	server := newServer(g.router,
+		tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold})
+	registerBudget(lim, opts.Logger)
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, streamableOptions(opts))
 	// The SDK's bearer middleware carries the tenant, authenticated by
 	// ours, into each tool call (and, when stateful, binds the session to
@@ -145,8 +187,14 @@ func New(opts Options) (*Gateway, error) {
 		return &auth.TokenInfo{UserID: id.String(), Extra: map[string]any{tokenInfoTenant: id}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 
+	serveMCP := carry(mcpHandler)
+	if opts.Stateful {
+		g.sessions = &sessionLimit{server: server, perTenant: opts.MaxSessionsPerTenant, total: opts.MaxSessions,
+			idle: opts.SessionIdleTimeout, byTenant: map[string]map[string]struct{}{}, pending: map[string]int{}}
+		serveMCP = g.sessions.middleware(serveMCP)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.authenticate(carry(mcpHandler)))
+	mux.Handle("/mcp", g.authenticate(holds.middleware(serveMCP)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := view.Ready(); err != nil {
@@ -175,13 +223,18 @@ func streamableOptions(opts Options) *mcp.StreamableHTTPOptions {
 	return so
 }
 
-// newServer is the MCP server of the sandbox catalog.
-func newServer(r tools.Router, execTimeout, progress time.Duration, log *slog.Logger) *mcp.Server {
+// newServer is the MCP server of the sandbox catalog; opts.Router is r.
+func newServer(r tools.Router, opts tools.Options) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "playground", Title: "Playground sandboxes", Version: "v1alpha1"},
-		&mcp.ServerOptions{Instructions: tools.Instructions, Logger: log})
-	tools.Register(server, tools.Options{Router: r, ExecTimeout: execTimeout, ProgressInterval: progress, Logger: log})
+		&mcp.ServerOptions{Instructions: tools.Instructions, Logger: opts.Logger})
+	opts.Router = r
+	tools.Register(server, opts)
 	return server
 }
+
+// Budget is the gateway's budget of synchronous calls, for tests and
+// metrics.
+func (g *Gateway) Budget() *budget.Limiter { return g.budget }
 
 // Handler serves /mcp (Streamable HTTP), /healthz and /readyz.
 func (g *Gateway) Handler() http.Handler { return g.handler }
@@ -216,14 +269,21 @@ func (g *Gateway) Serves(token string) error {
 // exec's command is killed; jobs live on in the agents).
 func (g *Gateway) Run(ctx context.Context, ln net.Listener) error {
 	g.Start(ctx)
-	srv := &http.Server{
-		Handler:           g.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
-	}
 	g.log.Info("Serving MCP", "address", ln.Addr().String(), "path", "/mcp", "stateless", !g.opts.Stateful)
-	return httpserve.Serve(ctx, srv, ln, DefaultShutdownGrace)
+	return g.Serve(ctx, ln)
+}
+
+// Serve serves the gateway on ln until ctx ends, within its HTTP limits;
+// Start must have been called.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	return httpserve.Serve(ctx, g.HTTPServer(), g.opts.HTTP.Listen(ln), DefaultShutdownGrace)
+}
+
+// HTTPServer is the gateway's http.Server: its handler within its HTTP
+// limits (timeouts per phase, streams per connection; see
+// httpserve.Limits). Serve also bounds its connections.
+func (g *Gateway) HTTPServer() *http.Server {
+	return g.opts.HTTP.Server(g.handler, slog.NewLogLogger(g.log.Handler(), slog.LevelWarn))
 }
 
 type tenantKey struct{}

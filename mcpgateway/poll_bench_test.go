@@ -71,6 +71,67 @@ func BenchmarkJobPollPage(b *testing.B) {
 	}
 }
 
+// BenchmarkExecHostile measures one exec whose command writes 4 MiB of
+// \x01 to stdout and to stderr, through the whole path of its result (the
+// agent's API over HTTP/2 on loopback, the tool, the Streamable HTTP
+// transport with the gateway's options, the go-sdk client), the output
+// made by an in-memory backend. Each iteration decodes both streams and
+// checks them.
+//
+//	go test ./mcpgateway -run XXX -bench ExecHostile -benchtime 10x -cpuprofile cpu.out -memprofile mem.out
+func BenchmarkExecHostile(b *testing.B) {
+	data := bytes.Repeat([]byte{1}, 4<<20)
+	ctx := context.Background()
+	agent, err := hostagent.New(hostagent.Options{Backend: &memBackend{out: data, both: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const tenant, sandbox, token = "bench/alice", "sbx-bench", "bench-agent-token"
+	if err := agent.Ensure(ctx, backend.Spec{ID: sandbox, Tenant: tenant}); err != nil {
+		b.Fatal(err)
+	}
+	ac, err := agentapi.NewClient(agentapitest.Serve(b, agent, token), token, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	server := newServer(staticRouter{tools.Route{Tenant: tenant, SandboxID: sandbox, Agent: ac}}, tools.Options{})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, streamableOptions(Options{})))
+	b.Cleanup(srv.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cs.Close() })
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "open_session", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		b.Fatal(err, res)
+	}
+	handle := res.StructuredContent.(map[string]any)["handle"].(string)
+	b.SetBytes(int64(2 * len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": handle, "command": "produce"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.IsError {
+			b.Fatalf("exec failed: %v", res.Content)
+		}
+		out := res.StructuredContent.(map[string]any)
+		for _, s := range []string{"stdout", "stderr"} {
+			got := []byte(out[s].(string))
+			if out[s+"_encoding"] == "base64" {
+				if got, err = base64.StdEncoding.DecodeString(out[s].(string)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if !bytes.Equal(got, data) {
+				b.Fatalf("%s: %d bytes back", s, len(got))
+			}
+		}
+	}
+}
+
 // pageBytes reads a job_poll result's structured content as the go-sdk
 // client hands it over (decoded into maps), decodes its chunks and returns
 // the number of output bytes in them.
@@ -116,7 +177,7 @@ func pollBenchSetup(b *testing.B, data []byte, jsonResponse bool) (*mcp.ClientSe
 		b.Fatal(err)
 	}
 	opts := Options{}
-	server := newServer(staticRouter{tools.Route{Tenant: tenant, SandboxID: sandbox, Agent: ac}}, 0, 0, nil)
+	server := newServer(staticRouter{tools.Route{Tenant: tenant, SandboxID: sandbox, Agent: ac}}, tools.Options{})
 	so := streamableOptions(opts)
 	so.JSONResponse = jsonResponse
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, so))
@@ -166,9 +227,13 @@ func (s staticRouter) Route(context.Context, *mcp.CallToolRequest) (tools.Route,
 	return s.r, nil
 }
 
-// memBackend is a backend whose every command writes out to stdout, in
-// pieces as a pipe would deliver them, and exits 0.
-type memBackend struct{ out []byte }
+// memBackend is a backend whose every command writes out to stdout (and,
+// with both, to stderr too), in pieces as a pipe would deliver them, and
+// exits 0.
+type memBackend struct {
+	out  []byte
+	both bool
+}
 
 func (m *memBackend) Name() string { return "mem" }
 func (m *memBackend) Capabilities() backend.Capabilities {
@@ -192,6 +257,9 @@ func (m *memBackend) Exec(_ context.Context, _ string, req backend.ExecRequest, 
 	for p := m.out; len(p) > 0; {
 		n := min(piece, len(p))
 		sink.Write(backend.Stdout, p[:n])
+		if m.both {
+			sink.Write(backend.Stderr, p[:n])
+		}
 		p = p[n:]
 	}
 	return memProcess{}, nil

@@ -22,6 +22,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
+	"github.com/playground-dev/playground/mcpgateway/tools"
 )
 
 // UseVerb is the custom RBAC verb on tenants that lets a Kubernetes user
@@ -168,7 +169,7 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	}
 	authz := &reauthorizer{check: func(ctx context.Context) error { return Authorize(ctx, opts.Config, id) }, every: opts.ReauthorizeEvery, last: time.Now()}
 	r := &router{view: view, agents: newAgentPool(opts.AgentToken, opts.AgentTLS), log: opts.Logger, fixed: &id, authorize: authz.authorize}
-	server := newServer(r, opts.ExecTimeout, opts.ProgressInterval, opts.Logger)
+	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger})
 	opts.Logger.Info("Serving MCP on stdio", "tenant", id.String())
 	return server.Run(ctx, transport)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/mcpgateway"
 )
@@ -86,6 +87,7 @@ type node struct {
 	name     string
 	agent    *hostagent.Agent
 	endpoint string
+	budget   *budget.Limiter
 }
 
 var nodeSeq atomic.Int32
@@ -103,7 +105,8 @@ func startNodeIn(t *testing.T, leaseNS string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{name: fmt.Sprintf("gw-node-%d", nodeSeq.Add(1)), agent: agent, endpoint: agentapitest.Serve(t, agent, agentToken)}
+	endpoint, api := agentapitest.ServeAPI(t, agent, agentToken)
+	n := &node{name: fmt.Sprintf("gw-node-%d", nodeSeq.Add(1)), agent: agent, endpoint: endpoint, budget: api.Budget()}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: agentlease.Name(n.name)}}
 	reg := agentlease.Registration{Node: n.name, Endpoint: n.endpoint, Backends: []string{"oci"}, Duration: time.Hour}
 	if err := reg.Apply(lease, time.Now()); err != nil {

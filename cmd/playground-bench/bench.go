@@ -107,6 +107,7 @@ func inProcess(ctx context.Context, opts options, sz sizes, out, log io.Writer) 
 		{"P2 job output throughput", b.jobThroughput},
 		{"P3 tenant to Ready, P6 idle sandbox memory", b.tenantsReady},
 		{"P7 agent memory under 32 jobs", b.jobMemory},
+		{"hostile output", b.hostileOutput},
 	}
 	steps = slices.DeleteFunc(steps, func(s step) bool { return !opts.selected(s.name) })
 	if len(steps) == 0 {

@@ -30,8 +30,13 @@ func main() {
 	flag.BoolVar(&opts.verbose, "v", false, "print the system's progress while it starts")
 	flag.StringVar(&opts.profileDir, "profile-dir", "", "write a CPU profile of each benchmark (this process: gateway, agent, manager and client) into this directory")
 	flag.StringVar(&opts.playground, "playground-binary", "", "the playground binary P5 runs as manager and agent (default: next to this one)")
+	client := flag.String("hostile-client", "", "internal: run the hostile-output clients (\"endpoint token handle n\") and print their report")
 	only := flag.String("only", "", "run only the benchmarks whose name matches this regular expression (e.g. P5); the report is then printed, not written")
 	flag.Parse()
+	if *client != "" {
+		hostileClients(*client)
+		return
+	}
 	if *only != "" {
 		re, err := regexp.Compile(*only)
 		if err != nil {

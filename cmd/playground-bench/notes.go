@@ -22,6 +22,14 @@ const notes = `
   (init and its idle shepherd) from ` + "`/proc/<pid>/smaps_rollup`" + `.
 * **P7** is the heap growth of this process, which runs the agent (and the
   manager and gateway), while 32 jobs write and nobody reads.
+* **hostile output** has 16 clients of the sample tenant, in a child process
+  so that they are not counted, each ` + "`exec`" + ` at once a command writing 4 MiB of
+  ` + "`\\x01`" + ` to stdout and 4 MiB to stderr (valid UTF-8 that JSON escapes six-fold),
+  with the default budgets; every served call is checked byte for byte. Memory
+  is the peak RSS (VmHWM, reset before the run) of this process, which holds
+  the gateway, the agent and an idle manager, over its RSS before; latency is
+  each call's, as its client saw it. Then the same with 64 calls, and the
+  budgets' own high-water marks (` + "`playground_budget_bytes_in_flight_peak`" + `).
 * **P5** runs last, on a control plane of its own, with ` + "`playground manager`" + `
   and ` + "`playground agent`" + ` as child processes, as a cluster runs them; their
   peak memory is the kernel's VmHWM, and the API server's writes come from its
@@ -51,6 +59,29 @@ const analysis = `
   25% of a pipe (hundreds of MiB/s) through JSON-RPC on two shared cores would
   need a transport for pages outside JSON, which MCP does not have; NUL bytes,
   valid UTF-8 and so sent as text, are escaped six-fold as ` + "`\\u0000`" + `.
+* **hostile output (memory met; p50 not met).** Before this work each such
+  call returned its 8 MiB as text escaped six-fold (about 48 MiB of JSON) in
+  both the structured and the text content, and nothing bounded how many ran
+  at once: eight of them took the process from 85 MiB to 5.4 GiB. Now each
+  stream goes as base64 (10.7 MiB for both), once; the agent answers with the
+  raw bytes; and the budgets let 8 calls of a tenant run at once (the agent
+  reserving 8 MiB each, the gateway each output and its encoding once the
+  agent says its size: 57 of 64 MiB at the peak), so memory follows the
+  budgets, not the callers: 64 calls peak at about what 16 do, the calls past
+  the 30 s wait refused with ` + "`resource_exhausted`" + ` and a retry time. The latency
+  is CPU: in this process's profile of the run, go-sdk v1.8.0 compacting each
+  result byte by byte twice (` + "`encoding/json.appendCompact`" + ` from
+  ` + "`CallToolResult.MarshalJSON`" + ` and again from the JSON-RPC encoding) is 59% of
+  the gateway's and agent's CPU; the gateway's own encoding (base64, the
+  escape count that picks it) under 10%. A tool result cannot reach the
+  wire without those two passes; removing them needs go-sdk to trust
+  ` + "`json.Marshaler`" + ` output, or a transport outside JSON. The clients' decoding
+  (in their own process here) costs about as much again, and the machine's
+  two cores were shared with other work (load average 5 to 14) during the
+  runs. In ` + "`go test ./mcpgateway -bench ExecHostile`" + ` (the path without runc),
+  handing the result to go-sdk as a value instead of pre-encoded JSON,
+  which go-sdk compacted a third time, took one such exec from 2.15 to 0.85 s
+  on the loaded machine.
 * **P3, tenant applied → Ready (hundreds of ms alone, seconds in a burst).**
   The table's step times show where one tenant's time goes: the controllers
   reach the agent in about 70 ms (finalizer, Secret and Sandbox, binding, the

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -49,6 +50,8 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&labels, "node-labels", "", "the node's labels for node selectors, as k=v,k=v")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+	budgetFlags(fs, &opts.Budget)
+	httpFlags(fs, &opts.HTTP, agentapi.DefaultHTTPLimits())
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +76,12 @@ func runAgent(ctx context.Context, args []string) error {
 	opts.OCI.StorageReserve = q.Value()
 	if opts.Labels, err = parseLabels(labels); err != nil {
 		return fmt.Errorf("--node-labels: %w", err)
+	}
+	if err := opts.Budget.Validate(); err != nil {
+		return fmt.Errorf("--budget-*: %w", err)
+	}
+	if err := opts.HTTP.Validate(); err != nil {
+		return fmt.Errorf("--http-*: %w", err)
 	}
 	if opts.TokenFile == "" {
 		return fmt.Errorf("--token-file is required: the agent API accepts only the gateway's and the manager's tokens")

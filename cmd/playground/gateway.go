@@ -17,6 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/budget"
+	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 )
@@ -41,11 +43,28 @@ func runGateway(ctx context.Context, args []string) error {
 		execTimeout = fs.Duration("exec-timeout", 10*time.Minute, "exec's timeout when the caller names none")
 		metricsAddr = fs.String("metrics-bind-address", ":9090", `address of the Prometheus metrics endpoint (served at /metrics; not with --stdio); "0" disables it`)
 	)
+	var (
+		lim               budget.Limits
+		httpLim           httpserve.Limits
+		sessionsPerTenant = fs.Int("max-sessions-per-tenant", mcpgateway.DefaultMaxSessionsPerTenant, "with --sessions stateful: MCP sessions one tenant may keep open on this replica")
+		sessionsTotal     = fs.Int("max-sessions", mcpgateway.DefaultMaxSessions, "with --sessions stateful: MCP sessions this replica keeps open")
+	)
+	budgetFlags(fs, &lim)
+	httpFlags(fs, &httpLim, mcpgateway.DefaultHTTPLimits())
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := lim.Validate(); err != nil {
+		return fmt.Errorf("--budget-*: %w", err)
+	}
+	if err := httpLim.Validate(); err != nil {
+		return fmt.Errorf("--http-*: %w", err)
+	}
+	if *sessionsPerTenant <= 0 || *sessionsTotal < *sessionsPerTenant {
+		return fmt.Errorf("--max-sessions-per-tenant %d, --max-sessions %d: want both positive, the total at least the per-tenant bound", *sessionsPerTenant, *sessionsTotal)
 	}
 	if err := mcpgateway.CheckCatalog(*catalog); err != nil {
 		return fmt.Errorf("--catalog: %w", err)
@@ -107,6 +126,8 @@ func runGateway(ctx context.Context, args []string) error {
 		Config: cfg, Namespace: *namespace, Catalog: *catalog, LeaseNamespace: *leaseNS,
 		AgentToken: agentToken, AgentTLS: agentTLS,
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
+		MaxSessionsPerTenant: *sessionsPerTenant, MaxSessions: *sessionsTotal,
+		Budget: lim, HTTP: httpLim,
 		StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Logger: log,
 	})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/jobs"
+	"github.com/playground-dev/playground/internal/budget"
 )
 
 const gatewayToken = "gateway-token-for-tests"
@@ -527,4 +528,73 @@ func TestGigabyteJob(t *testing.T) {
 		t.Fatalf("agent heap peaked at %d MiB while the job wrote 1 GiB; the ring bounds it to 4 MiB", peak>>20)
 	}
 	t.Logf("1 GiB job: %d bytes dropped, heap peak %d MiB", page.DroppedBytes, peak>>20)
+}
+
+// TestExecBudget: past the agent's budget an exec waits the bounded time,
+// then is refused as resource_exhausted (429) before it runs; another
+// tenant is served meanwhile, and the binary and JSON answers carry the
+// same output.
+func TestExecBudget(t *testing.T) {
+	ocitest.Require(t)
+	agent, err := hostagent.New(hostagent.Options{Backend: ocitest.New(t, ocitest.StateDir(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []backend.Spec{spec("budget-a", "ns/a"), spec("budget-b", "ns/b")} {
+		if err := agent.Ensure(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lim, err := budget.New(budget.Limits{CallsPerTenant: 1, Calls: 2, Wait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, _ := agentapitest.ServeAPI(t, agent, gatewayToken, func(s *agentapi.Server) { s.SetBudget(lim) })
+	c, err := agentapi.NewClient(endpoint, gatewayToken, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ha, err := c.Open(ctx, "ns/a", "budget-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := c.Open(ctx, "ns/b", "budget-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "ns/a", ha.ID, hostagent.ExecRequest{Command: "rm -f /tmp/go /tmp/ran"}); err != nil {
+		t.Fatal(err)
+	}
+	holding := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, "ns/a", ha.ID, hostagent.ExecRequest{Command: "until [ -e /tmp/go ]; do sleep 0.05; done"})
+		holding <- err
+	}()
+	for lim.Stats().Calls != 1 { // the first exec holds the tenant's slot
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err = c.Exec(ctx, "ns/a", ha.ID, hostagent.ExecRequest{Command: "touch /tmp/ran"})
+	if codeOf(err) != hostagent.CodeExhausted || !strings.Contains(err.Error(), "retry in") {
+		t.Fatalf("past the budget: %v, want resource_exhausted with a retry time", err)
+	}
+	// Another tenant is served, with byte-exact output either way.
+	want := append(bytes.Repeat([]byte{1}, 100000), "\xffend"...)
+	res := exec(t, &node{client: c}, "ns/b", hb.ID, `head -c 100000 /dev/zero | tr '\0' '\1'; printf '\377end'`)
+	if !bytes.Equal(res.Stdout, want) || res.ExitCode != 0 {
+		t.Fatalf("binary answer: %d bytes, exit %d", len(res.Stdout), res.ExitCode)
+	}
+	// Let the first call end through a job, which the budget does not hold.
+	if _, err := c.StartJob(ctx, "ns/a", ha.ID, hostagent.ExecRequest{Command: "touch /tmp/go"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-holding; err != nil {
+		t.Fatal(err)
+	}
+	if r := exec(t, &node{client: c}, "ns/a", ha.ID, "[ -e /tmp/ran ] && echo ran || echo never"); string(r.Stdout) != "never\n" {
+		t.Fatalf("the refused exec ran: %q", r.Stdout)
+	}
+	if s := lim.Stats(); s.Refused[budget.ScopeTenant] != 1 || s.Calls != 0 {
+		t.Fatalf("budget stats %+v", s)
+	}
 }

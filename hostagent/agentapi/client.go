@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,9 +21,8 @@ import (
 )
 
 // maxResponseBytes bounds what the client reads of a response. The largest
-// is an exec result with two full 4 MiB output buffers of control bytes:
-// valid UTF-8 goes as JSON text, where each such byte is escaped to six
-// (\u0000), so 2 × 4 MiB × 6 plus the JSON around it.
+// is an exec result with two full 4 MiB output buffers in the JSON answer
+// of an agent that does not speak ExecMediaType: base64, so well within.
 const maxResponseBytes = 64 << 20
 
 // Client calls one agent's API. It is safe for concurrent use and keeps its
@@ -137,11 +137,90 @@ func (c *Client) Close(ctx context.Context, tenant, handle string) error {
 	return c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/close", TenantRequest{Tenant: tenant}, nil)
 }
 
-// Exec runs a command to its end.
+// Exec runs a command to its end. It asks for the binary answer
+// (ExecMediaType), so the output arrives as raw bytes in one buffer, and
+// reads JSON too, from an agent that does not know it.
 func (c *Client) Exec(ctx context.Context, tenant, handle string, req hostagent.ExecRequest) (hostagent.ExecResult, error) {
+	path := "/v1/handles/" + url.PathEscape(handle) + "/exec"
+	resp, err := c.post(ctx, path, ExecRequest{Tenant: tenant, ExecRequest: req}, ExecMediaType+", application/json;q=0.5")
+	if err != nil {
+		return hostagent.ExecResult{}, err
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, maxResponseBytes)
 	var res hostagent.ExecResult
-	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/exec", ExecRequest{Tenant: tenant, ExecRequest: req}, &res)
-	return res, err
+	reserve, _ := ctx.Value(reserveKey{}).(func(int64) error)
+	if reserve == nil {
+		reserve = func(int64) error { return nil }
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), ExecMediaType) {
+		res, err = readBinaryExec(body, reserve)
+	} else if err = json.NewDecoder(body).Decode(&res); err == nil {
+		// An older agent's JSON: reserved only once decoded.
+		err = reserve(outputWeight(len(res.Stdout)) + outputWeight(len(res.Stderr)))
+	}
+	if err != nil {
+		return hostagent.ExecResult{}, fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
+	}
+	return res, nil
+}
+
+type reserveKey struct{}
+
+// WithOutputReservation returns a context under which Exec calls reserve,
+// once the agent's answer says how large the output is and before reading
+// it, the bytes the output takes here and in its encoding for the caller
+// (both streams, their raw bytes plus their base64, which bounds either
+// encoding). reserve may wait; its error abandons the answer.
+func WithOutputReservation(ctx context.Context, reserve func(bytes int64) error) context.Context {
+	return context.WithValue(ctx, reserveKey{}, reserve)
+}
+
+// outputWeight is what WithOutputReservation reserves for n bytes of a
+// stream.
+func outputWeight(n int) int64 { return int64(n) + int64(base64.StdEncoding.EncodedLen(n)) }
+
+// maxExecHeader bounds the first line of a binary exec answer.
+const maxExecHeader = 64 << 10
+
+// readBinaryExec reads an ExecMediaType answer: both streams land in one
+// buffer of their exact size, read once.
+func readBinaryExec(r io.Reader, reserve func(int64) error) (hostagent.ExecResult, error) {
+	br := bufio.NewReaderSize(io.LimitReader(r, maxResponseBytes), maxExecHeader)
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return hostagent.ExecResult{}, fmt.Errorf("reading the header: %w", err)
+	}
+	var h ExecHeader
+	if err := json.Unmarshal(line, &h); err != nil {
+		return hostagent.ExecResult{}, fmt.Errorf("the header: %w", err)
+	}
+	if h.StdoutSize < 0 || h.StderrSize < 0 || h.StdoutSize > maxResponseBytes/2 || h.StderrSize > maxResponseBytes/2 {
+		return hostagent.ExecResult{}, fmt.Errorf("the header claims %d and %d bytes of output, more than an answer holds", h.StdoutSize, h.StderrSize)
+	}
+	if err := reserve(outputWeight(h.StdoutSize) + outputWeight(h.StderrSize)); err != nil {
+		return hostagent.ExecResult{}, err
+	}
+	data := make([]byte, h.StdoutSize+h.StderrSize)
+	if _, err := io.ReadFull(br, data); err != nil {
+		return hostagent.ExecResult{}, fmt.Errorf("reading %d bytes of output: %w", len(data), err)
+	}
+	if n, _ := br.Read(make([]byte, 1)); n > 0 {
+		return hostagent.ExecResult{}, errors.New("bytes after the output")
+	}
+	// Empty output is nil, as the JSON answer decodes it.
+	var stdout, stderr []byte
+	if h.StdoutSize > 0 {
+		stdout = data[:h.StdoutSize:h.StdoutSize]
+	}
+	if h.StderrSize > 0 {
+		stderr = data[h.StdoutSize:]
+	}
+	return hostagent.ExecResult{
+		Stdout: stdout, Stderr: stderr,
+		StdoutDropped: h.StdoutDropped, StderrDropped: h.StderrDropped,
+		ExitCode: h.ExitCode, Signal: h.Signal, TimedOut: h.TimedOut, OOMKilled: h.OOMKilled, Duration: h.Duration,
+	}, nil
 }
 
 // StartJob starts a background job.

@@ -18,13 +18,16 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/jobs"
+	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
 )
 
 // Server serves the agent API of one Agent.
 type Server struct {
-	agent *hostagent.Agent
-	log   *slog.Logger
+	agent  *hostagent.Agent
+	log    *slog.Logger
+	budget *budget.Limiter
+	limits httpserve.Limits
 
 	mu     sync.RWMutex
 	tokens [][sha256.Size]byte // hashes of the accepted bearer tokens
@@ -37,10 +40,32 @@ func NewServer(agent *hostagent.Agent, log *slog.Logger, tokens ...string) *Serv
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{agent: agent, log: log}
+	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
+	s := &Server{agent: agent, log: log, budget: lim, limits: DefaultHTTPLimits()}
 	s.SetTokens(tokens...)
 	return s
 }
+
+// DefaultHTTPLimits are the agent API's connection limits: its one real
+// client, the gateway, multiplexes every call on one HTTP/2 connection per
+// replica, so a stream bound far above the synchronous-call budget never
+// stops it, while no connection can open streams without end.
+func DefaultHTTPLimits() httpserve.Limits {
+	l := httpserve.DefaultLimits()
+	l.MaxConcurrentStreams = 512
+	l.IdleTimeout = 5 * time.Minute
+	return l
+}
+
+// SetBudget replaces the budget of synchronous calls (exec, read, write)
+// and of the bytes they hold; call it before serving.
+func (s *Server) SetBudget(l *budget.Limiter) { s.budget = l }
+
+// Budget is the server's budget, for metrics and tests.
+func (s *Server) Budget() *budget.Limiter { return s.budget }
+
+// SetHTTPLimits replaces the connection limits; call it before serving.
+func (s *Server) SetHTTPLimits(l httpserve.Limits) { s.limits = l }
 
 // SetTokens replaces the accepted bearer tokens, e.g. after a rotation of
 // the Secret they come from. Empty tokens are ignored.
@@ -113,6 +138,8 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 		case nil:
 			w.WriteHeader(http.StatusNoContent)
 		case binaryPoll:
+			res.write(w)
+		case binaryExec:
 			res.write(w)
 		default:
 			writeJSON(w, http.StatusOK, res)
@@ -191,7 +218,37 @@ func (s *Server) exec(r *http.Request) (any, error) {
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	return s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req.ExecRequest)
+	release, err := s.admit(r, req.Tenant, int64(len(req.Stdin))+2*int64(s.agent.ExecOutputLimit()))
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req.ExecRequest)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if accepts(r, ExecMediaType) {
+		return binaryExec{res, release}, nil
+	}
+	defer release()
+	return res, nil
+}
+
+// admit reserves a synchronous call and the bytes it may hold in the
+// budget, waiting a bounded time; past it the call is refused as busy
+// (retryable) before anything runs.
+func (s *Server) admit(r *http.Request, tenant string, need int64) (release func(), err error) {
+	release, err = s.budget.Acquire(r.Context(), tenant, need)
+	var ex *budget.ExhaustedError
+	switch {
+	case errors.As(err, &ex) && ex.TooLarge:
+		return nil, &hostagent.Error{Code: hostagent.CodeTooLarge, Err: err, Message: "the agent refused the call: " + err.Error()}
+	case errors.As(err, &ex):
+		return nil, &hostagent.Error{Code: hostagent.CodeExhausted, Err: err, Message: "the sandbox's node is busy: " + err.Error()}
+	case err != nil:
+		return nil, err
+	}
+	return release, nil
 }
 
 func (s *Server) startJob(r *http.Request) (any, error) {
@@ -273,6 +330,34 @@ func (p binaryPoll) write(w http.ResponseWriter) {
 	}
 }
 
+// binaryExec is an exec result answered as ExecMediaType; release gives
+// its bytes back to the budget once they are written.
+type binaryExec struct {
+	res     hostagent.ExecResult
+	release func()
+}
+
+func (b binaryExec) write(w http.ResponseWriter) {
+	defer b.release()
+	r := b.res
+	head, err := json.Marshal(ExecHeader{
+		StdoutSize: len(r.Stdout), StderrSize: len(r.Stderr), StdoutDropped: r.StdoutDropped, StderrDropped: r.StderrDropped,
+		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Duration: r.Duration,
+	})
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, ErrorResponse{Code: hostagent.CodeInternal, Message: "encoding the result: " + err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", ExecMediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+1+len(r.Stdout)+len(r.Stderr)))
+	w.WriteHeader(http.StatusOK)
+	for _, p := range [][]byte{append(head, '\n'), r.Stdout, r.Stderr} {
+		if _, err := w.Write(p); err != nil {
+			return
+		}
+	}
+}
+
 func (s *Server) cancel(r *http.Request) (any, error) {
 	var req TenantRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
@@ -286,6 +371,12 @@ func (s *Server) read(r *http.Request) (any, error) {
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
+	// A read runs a command whose output buffers are exec's.
+	release, err := s.admit(r, req.Tenant, 2*int64(s.agent.ExecOutputLimit()))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return s.agent.ReadFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd)
 }
 
@@ -294,20 +385,25 @@ func (s *Server) write(r *http.Request) (any, error) {
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
+	release, err := s.admit(r, req.Tenant, int64(len(req.Data)))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return s.agent.WriteFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd, req.Data)
 }
 
 // HTTPServer returns an http.Server for the API that speaks HTTP/2 over TLS
 // when tlsConfig is set, else HTTP/1.1 and cleartext HTTP/2 (h2c).
+//
+// Its timeouts are httpserve's (see httpserve.Limits): headers and request
+// bodies have a deadline, idle connections are closed, and each write must
+// make progress, but no deadline covers a whole response, since a long exec
+// or a long poll answers only when it ends.
 func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       5 * time.Minute,
-		Protocols:         new(http.Protocols),
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	srv := s.limits.Server(s.Handler(), slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
+	srv.TLSConfig = tlsConfig
+	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetHTTP2(true)
 	if tlsConfig == nil {
@@ -319,5 +415,5 @@ func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
 // Serve serves the API on ln until ctx ends, then shuts down gracefully
 // within grace.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, grace time.Duration) error {
-	return httpserve.Serve(ctx, s.HTTPServer(tlsConfig), ln, grace)
+	return httpserve.Serve(ctx, s.HTTPServer(tlsConfig), s.limits.Listen(ln), grace)
 }

@@ -77,6 +77,28 @@ type ChunkHeader struct {
 	Size   int    `json:"size"`
 }
 
+// ExecMediaType is the media type of exec's binary answer, which a client
+// asks for with Accept: an ExecHeader as JSON on one line, then the
+// stdout bytes, then the stderr bytes, raw. Like PollMediaType it spares
+// both ends encoding and decoding up to 8 MiB of output as base64 inside
+// JSON; an agent that does not know it answers JSON (hostagent.ExecResult),
+// which the client reads too.
+const ExecMediaType = "application/vnd.playground.exec"
+
+// ExecHeader is the first line of a binary exec answer: an ExecResult
+// whose output is given by its sizes.
+type ExecHeader struct {
+	StdoutSize    int           `json:"stdout_size"`
+	StderrSize    int           `json:"stderr_size"`
+	StdoutDropped int64         `json:"stdout_dropped,omitempty"`
+	StderrDropped int64         `json:"stderr_dropped,omitempty"`
+	ExitCode      int           `json:"exit_code"`
+	Signal        string        `json:"signal,omitempty"`
+	TimedOut      bool          `json:"timed_out,omitempty"`
+	OOMKilled     bool          `json:"oom_killed,omitempty"`
+	Duration      time.Duration `json:"duration"`
+}
+
 // ReadRequest is the body of a file read.
 type ReadRequest struct {
 	Tenant string `json:"tenant"`

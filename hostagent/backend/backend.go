@@ -7,6 +7,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -72,6 +73,20 @@ type Spec struct {
 	// LoginEnv and LoginScript are the login profile.
 	LoginEnv    []EnvVar
 	LoginScript string
+}
+
+// MaxCommandBytes bounds the text of one command, everywhere: the gateway,
+// the agent and the guest in the sandbox check it, so that a command too
+// long is refused once, clearly, before it travels. Every backend runs a
+// command as one argument of /bin/sh -c, and Linux refuses an argument of
+// more than MAX_ARG_STRLEN bytes (32 pages, 131072, with its terminating
+// NUL) with E2BIG; a longer limit would only move the failure into the
+// sandbox, with a worse message.
+const MaxCommandBytes = 128<<10 - 1
+
+// CommandTooLong is the one message for a command over MaxCommandBytes.
+func CommandTooLong(n int) string {
+	return fmt.Sprintf("command is %d bytes, over the %d-byte limit (the kernel's bound on one argument of /bin/sh -c): write the script to a file with write, then run it (sh /path/to/script)", n, MaxCommandBytes)
 }
 
 // ExecRequest is one command to run in a fresh /bin/sh.

@@ -34,12 +34,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 // ProtocolVersion is carried in every Start frame. A shepherd refuses a
 // version it does not speak, so an agent upgraded under a running container
 // fails loudly instead of misinterpreting frames.
 const ProtocolVersion = 1
+
+// A Start frame with the longest command, all escaped, fits a frame.
+var _ [MaxFrame - 6*MaxCommand - 4096]struct{}
 
 // Bounds of the protocol.
 const (
@@ -48,8 +53,10 @@ const (
 	// MaxFrame bounds any frame's payload; a larger length is a protocol
 	// error and ends the connection.
 	MaxFrame = 1 << 20
-	// MaxCommand bounds the shell command text carried in a Start frame.
-	MaxCommand = 512 << 10
+	// MaxCommand bounds the shell command text carried in a Start frame:
+	// the limit of every backend. Escaped as JSON (six bytes for a control
+	// character at worst), it fits a frame.
+	MaxCommand = backend.MaxCommandBytes
 	// MaxStdin bounds the whole standard input of one command. The shepherd
 	// holds it in memory (charged to the sandbox's memory limit) so that
 	// the command can start only once its input is complete.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 const (
@@ -193,7 +195,7 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 		return req, nil, fmt.Errorf("protocol version %d not supported (this sandbox speaks %d); restart the sandbox", req.Version, ProtocolVersion)
 	}
 	if len(req.Command) > MaxCommand {
-		return req, nil, fmt.Errorf("command is %d bytes, more than %d", len(req.Command), MaxCommand)
+		return req, nil, errors.New(backend.CommandTooLong(len(req.Command)))
 	}
 	var stdin []byte
 	for {

@@ -35,12 +35,15 @@ type EncodedChunk struct {
 	Data     string `json:"data"`
 }
 
-// Encode returns the chunk as text when its bytes are valid UTF-8 and as
-// standard base64 otherwise. Either way Decode gives back the exact bytes:
-// JSON would replace invalid UTF-8 with U+FFFD, so text is used only when
-// there is nothing to replace. A chunk that ends or starts in the middle of a
-// multi-byte character (the process wrote it in two pieces) is not valid
-// UTF-8 on its own and goes as base64.
+// Encode returns the chunk in the encoding that is smaller in JSON: text
+// when its bytes are valid UTF-8 and their JSON string (escapes counted) is
+// no longer than their base64, else standard base64. Either way Decode
+// gives back the exact bytes: JSON would replace invalid UTF-8 with U+FFFD,
+// so text is used only when there is nothing to replace. A chunk that ends
+// or starts in the middle of a multi-byte character (the process wrote it
+// in two pieces) is not valid UTF-8 on its own and goes as base64; so does
+// output full of control bytes or NULs, which JSON escapes to six bytes
+// each (\u0001) where base64 spends four bytes on three.
 func (c Chunk) Encode() EncodedChunk {
 	e := EncodedChunk{Stream: c.Stream.String(), Seq: c.Seq, Offset: c.Offset}
 	e.Encoding, e.Data = EncodeData(c.Data)
@@ -49,10 +52,58 @@ func (c Chunk) Encode() EncodedChunk {
 
 // EncodeData encodes a chunk's bytes as Chunk.Encode does.
 func EncodeData(b []byte) (encoding, data string) {
-	if utf8.Valid(b) {
+	if PreferText(b) {
 		return EncodingText, string(b)
 	}
 	return EncodingBase64, base64.StdEncoding.EncodeToString(b)
+}
+
+// PreferText says whether b goes as text: it is valid UTF-8 and its JSON
+// string is no longer than its base64.
+func PreferText(b []byte) bool {
+	return jsonTextFits(b, base64.StdEncoding.EncodedLen(len(b))) && utf8.Valid(b)
+}
+
+// jsonTextFits says whether JSONTextLen(b) <= limit, stopping as soon as
+// it is not: output full of control bytes is told after a fifth of it.
+func jsonTextFits(b []byte, limit int) bool {
+	n := len(b)
+	for i, c := range b {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+			n++
+		case c < 0x20:
+			n += 5
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9):
+			n += 3
+		default:
+			continue
+		}
+		if n > limit {
+			return false
+		}
+	}
+	return n <= limit
+}
+
+// JSONTextLen is the length of valid UTF-8 b as the inside of a JSON
+// string, escaped as encoding/json escapes it without HTML escaping (the
+// way go-sdk writes JSON-RPC messages): quote and backslash and the
+// control characters that have a short form take two bytes, other control
+// characters six (\u00XX), U+2028 and U+2029 six instead of three.
+func JSONTextLen(b []byte) int {
+	n := len(b)
+	for i, c := range b {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+			n++
+		case c < 0x20:
+			n += 5
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9):
+			n += 3
+		}
+	}
+	return n
 }
 
 // Bytes decodes the chunk's data; it is the inverse of Chunk.Encode and is

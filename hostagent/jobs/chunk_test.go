@@ -22,6 +22,10 @@ func TestEncodeChunk(t *testing.T) {
 		{"split rune head", []byte("ab\xe2\x82"), EncodingBase64},
 		{"split rune tail", []byte("\xacab"), EncodingBase64},
 		{"surrogate", []byte("\xed\xa0\x80"), EncodingBase64},
+		// Valid UTF-8, but six bytes a byte in JSON: base64 is smaller.
+		{"control bytes", bytes.Repeat([]byte{1}, 4096), EncodingBase64},
+		{"NULs", make([]byte, 300), EncodingBase64},
+		{"text with some escapes", []byte("a\tb \"quoted\" \\ line\n\x1b[0m\n"), EncodingText},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,6 +47,34 @@ func TestEncodeChunk(t *testing.T) {
 				t.Fatalf("round trip: %q, %v; want %q", got, err, tt.data)
 			}
 		})
+	}
+}
+
+// TestJSONTextLen: the length counted is the length encoding/json writes
+// (without HTML escaping, as go-sdk writes messages).
+func TestJSONTextLen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "\x00", "\x01", "\x1f", "\n", "\r", "\t", "\b", "\f", "\"", "\\", "<", "&", "\x7f", "é", "€", "\u2028", "\u2029", "🙂", "\xe2\x80\xa7"}
+	for i := 0; i < 2000; i++ {
+		var b []byte
+		for j := rng.IntN(40); j > 0; j-- {
+			b = append(b, alphabet[rng.IntN(len(alphabet))]...)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(string(b)); err != nil {
+			t.Fatal(err)
+		}
+		want := buf.Len() - 3 // quotes and newline
+		if JSONTextLen(b) != want {
+			t.Fatalf("JSONTextLen(%q) = %d, encoding/json wrote %d: %s", b, JSONTextLen(b), want, buf.Bytes())
+		}
+		for _, limit := range []int{want - 1, want, want + 1} {
+			if jsonTextFits(b, limit) != (want <= limit) {
+				t.Fatalf("jsonTextFits(%q, %d) = %v with a length of %d", b, limit, !(want <= limit), want)
+			}
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/internal/budget"
 )
 
 // registerMetrics adds the agent's metrics to controller-runtime's
@@ -14,12 +15,18 @@ import (
 // or an operator running a few) stay apart. It returns the unregistration,
 // so that an agent restarted in the same process registers again. A failure
 // to register is logged, never fatal: metrics are not worth a node.
-func registerMetrics(agent *hostagent.Agent, node string, log logr.Logger) (unregister func()) {
+func registerMetrics(agent *hostagent.Agent, lim *budget.Limiter, node string, log logr.Logger) (unregister func()) {
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node": node}, metrics.Registry)
 	c := agent.Collector()
 	if err := reg.Register(c); err != nil {
 		log.Error(err, "Not exporting the agent's metrics: registering them failed (is another agent of this node running in this process?)")
 		return func() {}
 	}
-	return func() { reg.Unregister(c) }
+	breg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "agent"}, reg)
+	bc := lim.Collector()
+	if err := breg.Register(bc); err != nil {
+		log.Error(err, "Not exporting the agent's budget metrics")
+		return func() { reg.Unregister(c) }
+	}
+	return func() { reg.Unregister(c); breg.Unregister(bc) }
 }

@@ -40,6 +40,8 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/budget"
+	"github.com/playground-dev/playground/internal/httpserve"
 )
 
 // FieldManager is the server-side apply field manager of everything the
@@ -68,6 +70,13 @@ type Options struct {
 	OCI oci.Options
 	// Agent configures the execution kernel; its Backend is ignored.
 	Agent hostagent.Options
+	// Budget bounds the API's synchronous calls (exec, read, write) in
+	// flight and the bytes they hold, per tenant and in total (zero
+	// fields: the defaults of package budget).
+	Budget budget.Limits
+	// HTTP bounds the API's connections, streams and the time a peer may
+	// take (zero: agentapi.DefaultHTTPLimits).
+	HTTP httpserve.Limits
 
 	// Listener serves the agent API (Run closes it); nil means listen on
 	// ListenAddress.
@@ -160,6 +169,15 @@ func (o *Options) setDefaults() error {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
+	if err := o.Budget.Validate(); err != nil {
+		return fmt.Errorf("nodeagent: budget: %w", err)
+	}
+	if o.HTTP == (httpserve.Limits{}) {
+		o.HTTP = agentapi.DefaultHTTPLimits()
+	}
+	if err := o.HTTP.Validate(); err != nil {
+		return fmt.Errorf("nodeagent: %w", err)
+	}
 	labels := make(map[string]string, len(o.Labels)+1)
 	for k, v := range o.Labels {
 		labels[k] = v
@@ -218,7 +236,11 @@ func Run(ctx context.Context, opts Options) error {
 			log.Error(err, "Stopping the agent's jobs")
 		}
 	}()
-	defer registerMetrics(agent, opts.NodeName, log)() // registered now, unregistered on return
+	lim, err := budget.New(opts.Budget)
+	if err != nil {
+		return fmt.Errorf("nodeagent: budget: %w", err)
+	}
+	defer registerMetrics(agent, lim, opts.NodeName, log)() // registered now, unregistered on return
 
 	ln := opts.Listener
 	if ln == nil {
@@ -268,6 +290,8 @@ func Run(ctx context.Context, opts Options) error {
 	log.Info("Registered the node", "lease", opts.LeaseNamespace+"/"+agentlease.Name(opts.NodeName), "endpoint", endpoint)
 
 	server := agentapi.NewServer(agent, slog.New(logr.ToSlogHandler(log.WithName("api"))), tokens.current()...)
+	server.SetBudget(lim)
+	server.SetHTTPLimits(opts.HTTP)
 	return runAll(ctx,
 		task{"lease heartbeat", hb.run},
 		task{"reattach and serve", func(ctx context.Context) error {

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // Encodings of bytes in results.
@@ -23,10 +24,11 @@ const MaxFileBytes = 3 << 20
 // characters or so).
 const maxIDLength = 128
 
-// encodeBytes returns b as text when it is valid UTF-8 (JSON keeps it byte
-// for byte then), else as standard base64.
+// encodeBytes returns b in the encoding that is smaller in JSON: text when
+// it is valid UTF-8 (JSON keeps it byte for byte then) and its escapes do
+// not make it longer than base64, else standard base64 (jobs.PreferText).
 func encodeBytes(b []byte) (data, encoding string) {
-	if utf8.Valid(b) {
+	if jobs.PreferText(b) {
 		return string(b), encodingText
 	}
 	return base64.StdEncoding.EncodeToString(b), encodingBase64

@@ -12,13 +12,14 @@ import (
 )
 
 // addLarge registers a tool whose structured result can be megabytes
-// (job_poll's pages of up to 4 MiB). It does what mcp.AddTool does with the
-// arguments (validates them against the input schema, applies its defaults,
-// reports a mismatch with the same message, which guardCalls rewrites), but
-// it encodes the result once and does not validate it against the output
-// schema: the SDK (v1.8.0) marshals the result, decodes it again into maps,
-// walks it and marshals it once more, which for a 4 MiB page was about an
-// eighth of the call's CPU. The tool's tests check its results against the
+// (job_poll's pages of up to 4 MiB, exec's 2 × 4 MiB of output). It does
+// what mcp.AddTool does with the arguments (validates them against the
+// input schema, applies its defaults, reports a mismatch with the same
+// message, which guardCalls rewrites), but it leaves the result to be
+// encoded once, with the message, and does not validate it against the
+// output schema: the SDK (v1.8.0) marshals the result, decodes it again
+// into maps, walks it and marshals it once more, which for a 4 MiB page was
+// about an eighth of the call's CPU. The tool's tests check its results against the
 // output schema instead (TestLargeResultMatchesSchema).
 func addLarge[In, Out any](s *mcp.Server, c *catalog, tool *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	schema, ok := tool.InputSchema.(*jsonschema.Schema)
@@ -56,12 +57,19 @@ func addLarge[In, Out any](s *mcp.Server, c *catalog, tool *mcp.Tool, h mcp.Tool
 		if res == nil {
 			res = &mcp.CallToolResult{}
 		}
-		structured, err := marshalNoEscape(out)
-		if err != nil {
-			return nil, fmt.Errorf("marshaling output: %w", err)
-		}
-		res.StructuredContent = structured
+		// The output goes into the result as a value, encoded once by the
+		// SDK with the rest of the message. Pre-encoded JSON (a
+		// json.RawMessage, as the SDK's typed tools put there) would be
+		// re-compacted byte by byte twice on its way out (encoding/json's
+		// appendCompact: 45% of an 8 MiB exec's CPU in
+		// BenchmarkExecHostile), where strings in a struct are copied by
+		// encoding/json's fast string path.
+		res.StructuredContent = out
 		if res.Content == nil {
+			structured, err := marshalNoEscape(out)
+			if err != nil {
+				return nil, fmt.Errorf("marshaling output: %w", err)
+			}
 			res.Content = []mcp.Content{&mcp.TextContent{Text: string(structured)}}
 		}
 		return res, nil

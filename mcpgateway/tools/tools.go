@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
+	"github.com/playground-dev/playground/internal/budget"
 )
 
 // Defaults of Options.
@@ -92,6 +94,15 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Logger receives unexpected failures (never payloads or tokens).
 	Logger *slog.Logger
+	// Budget bounds the synchronous calls (exec, read, write) in flight
+	// and the bytes they hold, per tenant and in total (nil: the
+	// defaults of package budget).
+	Budget *budget.Limiter
+	// Hold, when set, keeps a call's budget until the transport has
+	// written its result (the gateway ties it to the HTTP request); it
+	// reports false when it cannot, and the budget is then given back
+	// when the handler returns.
+	Hold func(req *mcp.CallToolRequest, release func()) bool
 }
 
 // Instructions tell a model how the tools fit together.
@@ -113,6 +124,9 @@ func Register(s *mcp.Server, opts Options) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Budget == nil {
+		opts.Budget, _ = budget.New(budget.Limits{}) // the defaults are valid
 	}
 	t := &catalog{opts: opts}
 	s.AddReceivingMiddleware(guardCalls(opts.Logger))
@@ -138,13 +152,14 @@ func Register(s *mcp.Server, opts Options) {
 		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}, t.closeSession)
 
-	add(s, t, &mcp.Tool{
+	addLarge(s, t, &mcp.Tool{
 		Name:  "exec",
 		Title: "Run a command",
 		Description: "Run a shell command in your sandbox and wait for it to end; returns exit_code, stdout and stderr byte for byte " +
 			"(text when valid UTF-8, else base64). Each command runs in a fresh /bin/sh: use cwd or chain with && instead of a separate cd. " +
 			"A non-zero exit code is a normal result, not a tool error. Output beyond 4 MiB per stream is counted, not returned: " +
-			"use job_exec for long-running commands or large output.",
+			"use job_exec for long-running commands or large output. The structured result holds all the output kept; the text content repeats it " +
+			"when it is at most 64 KiB, and shows the first and last 16 KiB of each larger stream.",
 		InputSchema: inputSchema[ExecInput](func(p propMap) {
 			refineCommand(p, int(opts.ExecTimeout/time.Second), maxTimeout)
 		}),
@@ -279,6 +294,9 @@ func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSec
 	if command == "" {
 		return hostagent.ExecRequest{}, errors.New("command is empty: give the shell text to run")
 	}
+	if len(command) > backend.MaxCommandBytes {
+		return hostagent.ExecRequest{}, errors.New(backend.CommandTooLong(len(command)))
+	}
 	var mode backend.ShellMode
 	switch shell {
 	case "", "login":
@@ -313,6 +331,13 @@ func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSec
 	return hostagent.ExecRequest{Command: command, Shell: mode, Cwd: cwd, Stdin: in, Timeout: timeout}, nil
 }
 
+// execBaseBytes is what an exec reserves at admission besides its stdin:
+// its request and the small parts of its result.
+const execBaseBytes = 64 << 10
+
+// exec's structured result carries each stream once, in the smaller
+// encoding; its text content repeats the output only up to execTextFull
+// bytes, and of larger output shows excerpts (renderExec).
 func (c *catalog) exec(ctx context.Context, req *mcp.CallToolRequest, in ExecInput) (*mcp.CallToolResult, ExecOutput, error) {
 	er, err := execRequest(in.Handle, in.Command, in.Shell, in.Cwd, in.Stdin, in.StdinBase64, in.TimeoutSeconds, c.opts.ExecTimeout)
 	if err != nil {
@@ -322,7 +347,16 @@ func (c *catalog) exec(ctx context.Context, req *mcp.CallToolRequest, in ExecInp
 	if err != nil {
 		return nil, ExecOutput{}, err
 	}
-	res, err := r.Agent.Exec(ctx, r.Tenant, in.Handle, er)
+	// Admitted with its stdin; its output is reserved once the agent says
+	// how large it is, before the gateway reads it (see growOutput).
+	done, err := c.admit(ctx, req, r.Tenant, "exec", int64(len(er.Stdin))+execBaseBytes)
+	if err != nil {
+		return nil, ExecOutput{}, err
+	}
+	defer done()
+	grown, reserve := c.growOutput(ctx, req, r.Tenant)
+	defer grown()
+	res, err := r.Agent.Exec(agentapi.WithOutputReservation(ctx, reserve), r.Tenant, in.Handle, er)
 	if err != nil {
 		return nil, ExecOutput{}, c.agentError("exec", err, in.Cwd)
 	}
@@ -337,44 +371,146 @@ func (c *catalog) exec(ctx context.Context, req *mcp.CallToolRequest, in ExecInp
 	}
 	out.Stdout, out.StdoutEncoding = encodeBytes(res.Stdout)
 	out.Stderr, out.StderrEncoding = encodeBytes(res.Stderr)
-	return text(renderExec(out, er.Timeout)), out, nil
+	return text(renderExec(res, er.Timeout)), out, nil
 }
 
-func renderExec(o ExecOutput, timeout time.Duration) string {
+// The text content of an exec result repeats its output when both streams
+// together are at most execTextFull bytes; of a larger stream it shows the
+// first and last execTextExcerpt bytes and says where the rest is. A
+// result thus never holds megabytes twice.
+const (
+	execTextFull    = 64 << 10
+	execTextExcerpt = 16 << 10
+)
+
+func renderExec(res hostagent.ExecResult, timeout time.Duration) string {
 	var b strings.Builder
 	switch {
-	case o.TimedOut:
-		fmt.Fprintf(&b, "timed out after %s: the command and all its processes were killed (exit_code %d)\n", timeout, o.ExitCode)
-	case o.Signal != "":
-		fmt.Fprintf(&b, "killed by %s (exit_code %d)\n", o.Signal, o.ExitCode)
+	case res.TimedOut:
+		fmt.Fprintf(&b, "timed out after %s: the command and all its processes were killed (exit_code %d)\n", timeout, res.ExitCode)
+	case res.Signal != "":
+		fmt.Fprintf(&b, "killed by %s (exit_code %d)\n", res.Signal, res.ExitCode)
 	default:
-		fmt.Fprintf(&b, "exit_code: %d\n", o.ExitCode)
+		fmt.Fprintf(&b, "exit_code: %d\n", res.ExitCode)
 	}
-	if o.OOMKilled {
+	if res.OOMKilled {
 		b.WriteString("the sandbox ran out of memory: the kernel's OOM killer killed a process of this command (use less memory, or ask the operator for a higher memory limit)\n")
 	}
-	stream := func(name, data, enc string, dropped int64) {
-		if data == "" && dropped == 0 {
+	full := len(res.Stdout)+len(res.Stderr) <= execTextFull
+	piece := func(name, label string, p []byte) {
+		data, enc := encodeBytes(p)
+		if enc == encodingBase64 {
+			fmt.Fprintf(&b, "--- %s%s (base64: not UTF-8 text, or smaller so) ---\n%s\n", name, label, data)
 			return
 		}
-		if enc == encodingBase64 {
-			fmt.Fprintf(&b, "--- %s (not valid UTF-8: base64) ---\n%s\n", name, data)
+		fmt.Fprintf(&b, "--- %s%s ---\n%s", name, label, data)
+		if !strings.HasSuffix(data, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	stream := func(name string, data []byte, dropped int64) {
+		if len(data) == 0 && dropped == 0 {
+			return
+		}
+		if full || len(data) <= 2*execTextExcerpt {
+			piece(name, "", data)
 		} else {
-			fmt.Fprintf(&b, "--- %s ---\n%s", name, data)
-			if !strings.HasSuffix(data, "\n") {
-				b.WriteString("\n")
-			}
+			head := data[:runeCutBack(data, execTextExcerpt)]
+			tail := data[runeCutForward(data, len(data)-execTextExcerpt):]
+			piece(name, fmt.Sprintf(", first %d of %d bytes", len(head), len(data)), head)
+			fmt.Fprintf(&b, "[... %d bytes of %s are not repeated in this text: the structured result's %s holds all %d bytes ...]\n",
+				len(data)-len(head)-len(tail), name, name, len(data))
+			piece(name, fmt.Sprintf(", last %d bytes", len(tail)), tail)
 		}
 		if dropped > 0 {
 			fmt.Fprintf(&b, "(%d more bytes of %s were not kept: exec keeps 4 MiB per stream; use job_exec to page through large output)\n", dropped, name)
 		}
 	}
-	stream("stdout", o.Stdout, o.StdoutEncoding, o.StdoutDropped)
-	stream("stderr", o.Stderr, o.StderrEncoding, o.StderrDropped)
-	if o.Stdout == "" && o.Stderr == "" && o.StdoutDropped == 0 && o.StderrDropped == 0 {
+	stream("stdout", res.Stdout, res.StdoutDropped)
+	stream("stderr", res.Stderr, res.StderrDropped)
+	if len(res.Stdout) == 0 && len(res.Stderr) == 0 && res.StdoutDropped == 0 && res.StderrDropped == 0 {
 		b.WriteString("(no output)\n")
 	}
 	return b.String()
+}
+
+// runeCutBack moves a cut at n back to the start of a UTF-8 character, if
+// one starts within utf8.UTFMax bytes.
+func runeCutBack(b []byte, n int) int {
+	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			return i
+		}
+	}
+	return n
+}
+
+// runeCutForward moves a cut at n forward to the start of a UTF-8
+// character, if one starts within utf8.UTFMax bytes.
+func runeCutForward(b []byte, n int) int {
+	for i := n; i < len(b) && i < n+utf8.UTFMax; i++ {
+		if utf8.RuneStart(b[i]) {
+			return i
+		}
+	}
+	return n
+}
+
+// growOutput returns the reservation of an exec's output in the budget,
+// made by the agent client once the agent's answer gives its size: it
+// waits for room as long as the caller does (the command has run, its
+// result must not be lost) and is held like the call's admission. grown
+// gives back what Hold does not keep.
+func (c *catalog) growOutput(ctx context.Context, req *mcp.CallToolRequest, tenant string) (grown func(), reserve func(int64) error) {
+	var held []func()
+	reserve = func(n int64) error {
+		release, err := c.opts.Budget.Grow(ctx, tenant, n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &hostagent.Error{Code: hostagent.CodeTooLarge, Err: err,
+				Message: fmt.Sprintf("the command ran, but its output (%d bytes to hold with its encoding) is larger than the gateway's whole budget: ask the operator to raise --budget-bytes-per-tenant; use job_exec for large output", n)}
+		}
+		if c.opts.Hold == nil || !c.opts.Hold(req, release) {
+			held = append(held, release)
+		}
+		return nil
+	}
+	return func() {
+		for _, release := range held {
+			release()
+		}
+	}, reserve
+}
+
+// admit reserves a synchronous call and need bytes of the tenant's budget,
+// held until the result is written (Options.Hold) or else until the
+// handler returns. Past the budget the call is refused, retryably, before
+// it reaches the sandbox.
+// The returned done must be called when the handler returns.
+//
+// An exec reserves its output only when its size is known (growOutput):
+// reserving the worst case (8 MiB) at admission would let the budget
+// admit few execs although most print little, while reserving the actual
+// size keeps the bytes the gateway holds within the budget.
+func (c *catalog) admit(ctx context.Context, req *mcp.CallToolRequest, tenant, tool string, need int64) (done func(), err error) {
+	release, err := c.opts.Budget.Acquire(ctx, tenant, need)
+	var ex *budget.ExhaustedError
+	switch {
+	case errors.As(err, &ex) && ex.TooLarge:
+		return nil, fmt.Errorf("%s: %s: %w", hostagent.CodeTooLarge, tool, err)
+	case errors.As(err, &ex):
+		return nil, fmt.Errorf("%s: %s refused by the gateway: %w", hostagent.CodeExhausted, tool, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s was cancelled while it waited for room in the budget; nothing ran", tool)
+	}
+	if c.opts.Hold != nil && c.opts.Hold(req, release) {
+		return func() {}, nil
+	}
+	// Given back when the handler returns (stdio): the SDK's copies of
+	// the result that follow are not accounted.
+	return release, nil
 }
 
 func (c *catalog) jobExec(ctx context.Context, req *mcp.CallToolRequest, in JobExecInput) (*mcp.CallToolResult, JobExecOutput, error) {
@@ -654,6 +790,12 @@ func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInp
 	if err != nil {
 		return nil, ReadOutput{}, err
 	}
+	// The file, and its base64 in the result.
+	done, err := c.admit(ctx, req, r.Tenant, "read", int64(MaxFileBytes+base64.StdEncoding.EncodedLen(MaxFileBytes)))
+	if err != nil {
+		return nil, ReadOutput{}, err
+	}
+	defer done()
 	f, err := r.Agent.Read(ctx, r.Tenant, in.Handle, in.Path, in.Cwd)
 	if err != nil {
 		return nil, ReadOutput{}, c.agentError("read", err, in.Cwd)
@@ -708,6 +850,11 @@ func (c *catalog) write(ctx context.Context, req *mcp.CallToolRequest, in WriteI
 	if err != nil {
 		return nil, WriteOutput{}, err
 	}
+	done, err := c.admit(ctx, req, r.Tenant, "write", int64(len(data)))
+	if err != nil {
+		return nil, WriteOutput{}, err
+	}
+	defer done()
 	f, err := r.Agent.Write(ctx, r.Tenant, in.Handle, in.Path, in.Cwd, data)
 	if err != nil {
 		return nil, WriteOutput{}, c.agentError("write", err, in.Cwd)

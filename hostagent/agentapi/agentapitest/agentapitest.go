@@ -16,6 +16,18 @@ import (
 // agent, and returns the API's endpoint.
 func Serve(tb testing.TB, agent *hostagent.Agent, token string) string {
 	tb.Helper()
+	endpoint, _ := ServeAPI(tb, agent, token)
+	return endpoint
+}
+
+// ServeAPI is Serve that also returns the API server, for its budget;
+// configure, if given, changes the server before it serves.
+func ServeAPI(tb testing.TB, agent *hostagent.Agent, token string, configure ...func(*agentapi.Server)) (string, *agentapi.Server) {
+	tb.Helper()
+	srv := agentapi.NewServer(agent, nil, token)
+	for _, c := range configure {
+		c(srv)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -24,12 +36,12 @@ func Serve(tb testing.TB, agent *hostagent.Agent, token string) string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = agentapi.NewServer(agent, nil, token).Serve(ctx, ln, nil, 5*time.Second)
+		_ = srv.Serve(ctx, ln, nil, 5*time.Second)
 	}()
 	tb.Cleanup(func() {
 		cancel()
 		<-done
 		_ = agent.Close(context.Background())
 	})
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), srv
 }

@@ -42,8 +42,8 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	default:
 		return nil, fmt.Errorf("oci: unknown shell mode %q", req.Shell)
 	}
-	if len(req.Command) > guest.MaxCommand {
-		return nil, fmt.Errorf("oci: command is %d bytes, more than %d", len(req.Command), guest.MaxCommand)
+	if len(req.Command) > backend.MaxCommandBytes {
+		return nil, errors.New("oci: " + backend.CommandTooLong(len(req.Command)))
 	}
 	if len(req.Stdin) > guest.MaxStdin {
 		return nil, fmt.Errorf("oci: stdin is %d bytes, more than %d", len(req.Stdin), guest.MaxStdin)

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/playground-dev/playground/internal/budget"
+	"github.com/playground-dev/playground/internal/httpserve"
+)
+
+// budgetFlags registers the flags of a budget of synchronous calls, the
+// same for the agent and the gateway (docs/operations.md sizes them).
+func budgetFlags(fs *flag.FlagSet, l *budget.Limits) {
+	fs.IntVar(&l.CallsPerTenant, "budget-calls-per-tenant", budget.DefaultCallsPerTenant, "synchronous calls (exec, read, write) of one tenant served at once; more wait --budget-wait, then are refused (retryable)")
+	fs.IntVar(&l.Calls, "budget-calls", budget.DefaultCalls, "synchronous calls of all tenants served at once")
+	l.BytesPerTenant, l.Bytes = budget.DefaultBytesPerTenant, budget.DefaultBytes
+	fs.Var(bytesFlag{&l.BytesPerTenant}, "budget-bytes-per-tenant", "bytes one tenant's synchronous calls may hold at once (a quantity: 64Mi); an exec holds its stdin and its output (the agent reserves 2 × 4 MiB up front, the gateway the output's size and encoding once known)")
+	fs.Var(bytesFlag{&l.Bytes}, "budget-bytes", "bytes all tenants' synchronous calls may hold at once (a quantity: 256Mi)")
+	fs.DurationVar(&l.Wait, "budget-wait", budget.DefaultWait, "how long a call waits for room in a full budget before it is refused")
+}
+
+// httpFlags registers the flags of a server's HTTP limits, with defaults d.
+func httpFlags(fs *flag.FlagSet, l *httpserve.Limits, d httpserve.Limits) {
+	fs.DurationVar(&l.ReadHeaderTimeout, "http-read-header-timeout", d.ReadHeaderTimeout, "time a client has to send a request's headers; idle new connections are closed after it")
+	fs.DurationVar(&l.BodyTimeout, "http-body-timeout", d.BodyTimeout, "time a client has to send a request's body (responses, which stream, have no overall deadline)")
+	fs.DurationVar(&l.WriteTimeout, "http-write-timeout", d.WriteTimeout, "time each write of a response may take: a client that stops reading is cut off after it")
+	fs.DurationVar(&l.IdleTimeout, "http-idle-timeout", d.IdleTimeout, "close a keep-alive connection without a request in flight after this long")
+	fs.IntVar(&l.MaxConcurrentStreams, "http-max-streams-per-connection", d.MaxConcurrentStreams, "HTTP/2 requests one connection may have in flight")
+	fs.IntVar(&l.MaxConns, "http-max-connections", d.MaxConns, "connections served at once; further ones wait to be accepted")
+	l.MaxHeaderBytes = d.MaxHeaderBytes
+}
+
+// bytesFlag is a byte count given as a Kubernetes quantity (64Mi, 1Gi,
+// 1048576).
+type bytesFlag struct{ v *int64 }
+
+func (b bytesFlag) String() string {
+	if b.v == nil {
+		return ""
+	}
+	return resource.NewQuantity(*b.v, resource.BinarySI).String()
+}
+
+func (b bytesFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("want a byte count such as 64Mi or 1Gi: %w", err)
+	}
+	v, ok := q.AsInt64()
+	if !ok || v <= 0 {
+		return fmt.Errorf("want a positive whole number of bytes, not %s", s)
+	}
+	*b.v = v
+	return nil
+}

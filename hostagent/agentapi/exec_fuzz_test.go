@@ -1,0 +1,34 @@
+package agentapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// FuzzReadBinaryExec: an exec answer from an agent, however malformed, is
+// read within its bounds or refused; a well-formed one round-trips.
+func FuzzReadBinaryExec(f *testing.F) {
+	good := func(stdout, stderr []byte) []byte {
+		h, _ := json.Marshal(ExecHeader{StdoutSize: len(stdout), StderrSize: len(stderr), ExitCode: 3})
+		return append(append(append(h, '\n'), stdout...), stderr...)
+	}
+	f.Add(good([]byte("out"), []byte("err")))
+	f.Add(good(nil, nil))
+	f.Add([]byte(`{"stdout_size":1073741824,"stderr_size":0}` + "\n"))
+	f.Add([]byte(`{"stdout_size":-1}` + "\n"))
+	f.Add([]byte(`{"stdout_size":2}` + "\nabc"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var reserved int64
+		res, err := readBinaryExec(bytes.NewReader(data), func(n int64) error { reserved = n; return nil })
+		if err != nil {
+			return
+		}
+		if int64(len(res.Stdout)+len(res.Stderr)) > maxResponseBytes || reserved < int64(len(res.Stdout)+len(res.Stderr)) {
+			t.Fatalf("read %d+%d bytes with %d reserved", len(res.Stdout), len(res.Stderr), reserved)
+		}
+		if !bytes.HasSuffix(data, append(append([]byte{}, res.Stdout...), res.Stderr...)) {
+			t.Fatal("the output is not the answer's last bytes")
+		}
+	})
+}

@@ -1,0 +1,183 @@
+package httpserve
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// serve runs h within l on loopback until the test ends.
+func serve(t *testing.T, l Limits, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := l.Server(h, nil)
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = Serve(ctx, srv, l.Listen(ln), time.Second) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+func short() Limits {
+	l := DefaultLimits()
+	l.ReadHeaderTimeout = 300 * time.Millisecond
+	l.BodyTimeout = 300 * time.Millisecond
+	l.WriteTimeout = 300 * time.Millisecond
+	return l
+}
+
+// TestLongResponseNotCut: a handler that reads its body, then works for
+// longer than every timeout before answering, is answered, on HTTP/1.1 and
+// on HTTP/2, and its context is not cancelled: streaming calls are never
+// cut by a deadline of their own.
+func TestLongResponseNotCut(t *testing.T) {
+	addr := serve(t, short(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		select {
+		case <-time.After(time.Second): // past the body, write and header timeouts
+		case <-r.Context().Done():
+			http.Error(w, "cancelled", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "done %s", body)
+	}))
+	for _, h2 := range []bool{false, true} {
+		tr := &http.Transport{Protocols: new(http.Protocols)}
+		if h2 {
+			tr.Protocols.SetUnencryptedHTTP2(true)
+		} else {
+			tr.Protocols.SetHTTP1(true)
+		}
+		resp, err := (&http.Client{Transport: tr}).Post("http://"+addr+"/", "text/plain", strings.NewReader("work"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "done work" || resp.ProtoMajor != map[bool]int{false: 1, true: 2}[h2] {
+			t.Fatalf("HTTP/%d: %d %q", resp.ProtoMajor, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestSlowBody: a body that stops arriving fails the handler's read after
+// the body timeout.
+func TestSlowBody(t *testing.T) {
+	got := make(chan error, 1)
+	addr := serve(t, short(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		got <- err
+	}))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten b")
+	var ne net.Error
+	if err := <-got; err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("reading a stalled body: %v, want a timeout", err)
+	}
+}
+
+// TestStalledReader: a client that stops reading is cut off: the
+// handler's write fails after the write timeout instead of blocking.
+func TestStalledReader(t *testing.T) {
+	got := make(chan error, 1)
+	addr := serve(t, short(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 1<<20)
+		for i := 0; i < 1024; i++ {
+			if _, err := w.Write(chunk); err != nil {
+				got <- err
+				return
+			}
+		}
+		got <- nil
+	}))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil { // the status line, then nothing more is read
+		t.Fatal(err)
+	}
+	if err := <-got; err == nil {
+		t.Fatal("1 GiB was written to a client that reads nothing")
+	}
+}
+
+// TestMaxConns: past MaxConns a connection waits to be accepted until one
+// closes; the idle one is closed by the header timeout.
+func TestMaxConns(t *testing.T) {
+	l := short()
+	l.MaxConns = 1
+	addr := serve(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Fatalf("%q", b)
+	}
+	// The idle connection is the one that was closed.
+	_ = idle.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := idle.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the idle connection: %v, want it closed by the server", err)
+	}
+}
+
+// TestStreamBound: the server tells each HTTP/2 connection how many
+// requests it may have in flight, MaxConcurrentStreams.
+func TestStreamBound(t *testing.T) {
+	l := short()
+	l.MaxConcurrentStreams = 3
+	addr := serve(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok {
+		t.Fatalf("the server's first frame is %v, not SETTINGS", f)
+	}
+	if v, ok := sf.Value(http2.SettingMaxConcurrentStreams); !ok || v != 3 {
+		t.Fatalf("SETTINGS_MAX_CONCURRENT_STREAMS = %d (%v), want 3", v, ok)
+	}
+}
