@@ -19,6 +19,7 @@ package nodeagent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -131,7 +132,8 @@ func TestLostProofHaltsOnlyItsSandbox(t *testing.T) {
 		g.Expect(jobsAdmitted(g, ns, "a").Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(timeout).Should(Succeed())
 
-	const marker = "lost-proof-marker-3c9f"
+	// Unique to this run: pidsOf looks at every process of the host.
+	marker := fmt.Sprintf("lost-proof-%d-%d", os.Getpid(), time.Now().UnixNano())
 	execErr := make(chan error, 1)
 	go func() {
 		_, err := a.client.Exec(ctx, a.tenant, a.handle, hostagent.ExecRequest{Command: "sleep 1000 & wait # " + marker})
@@ -194,7 +196,9 @@ func TestSuspendStopsCompute(t *testing.T) {
 	n := startNode(t, "suspend-a", "", "")
 	createSandbox(t, ns, "ws", n.name)
 	s := openSession(t, n, ns, "ws")
-	const marker = "sleep 987651" // a background process left by a command
+	// A background process left by a command, unique to this run: pidsOf
+	// looks at every process of the host.
+	marker := fmt.Sprintf("sleep %d", 900000+time.Now().UnixNano()%99999)
 	s.exec(t, "echo kept > file; setsid "+marker+" >/dev/null 2>&1 &")
 	job, err := s.startJob("sleep 1000")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -421,6 +421,10 @@ func unmountVolume(dir string) error {
 		if err != nil {
 			return err
 		}
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); err == nil {
+			defer waitLoopReleased(st.Dev)
+		}
 		err = unix.Unmount(dir, 0)
 		if errors.Is(err, unix.EBUSY) {
 			err = unix.Unmount(dir, unix.MNT_DETACH)
@@ -430,6 +434,21 @@ func unmountVolume(dir string) error {
 		}
 	}
 	return fmt.Errorf("oci: %s stays mounted after 8 unmounts", dir)
+}
+
+// waitLoopReleased waits, a bounded time, until the loop device dev (if it
+// is one) is detached. Autoclear detaches it after its last unmount, but
+// the kernel does so asynchronously: without the wait, a Destroy or Stop
+// would return while the node still shows the device, backed by an image
+// that may already be deleted. A device still held elsewhere (a container
+// that outlived the agent's mount namespace) is left to autoclear.
+func waitLoopReleased(dev uint64) {
+	backing := fmt.Sprintf("/sys/dev/block/%d:%d/loop/backing_file", unix.Major(dev), unix.Minor(dev))
+	deadline := time.Now().Add(5 * time.Second)
+	for delay := time.Millisecond; fileExists(backing) && time.Now().Before(deadline); {
+		time.Sleep(delay)
+		delay = min(2*delay, 50*time.Millisecond)
+	}
 }
 
 // unmountVolumes unmounts the sandbox's volumes.
