@@ -63,7 +63,8 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 5s).
 	done
 
 .PHONY: verify
-verify: generate manifests fmt tidy ## Fail when generated files, go.mod or formatting are stale.
+verify: generate manifests fmt tidy ## Fail when generated files, go.mod or formatting are stale, or a license header is missing.
+	@hack/verify-boilerplate.sh
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "verify: these files are stale; run 'make generate manifests fmt tidy' and commit:"; \
 		git status --porcelain; git --no-pager diff --stat; exit 1; fi
