@@ -56,7 +56,7 @@ import (
 const ManagerFieldOwner = client.FieldOwner("playground-manager")
 
 // nodeNameIndex indexes Sandboxes by spec.nodeName, to count each node's load.
-const nodeNameIndex = "spec.nodeName"
+const nodeNameIndex = playgroundv1alpha1.SandboxNodeNameField
 
 // SandboxReconciler binds Sandboxes to healthy nodes and summarises their
 // state: it writes spec.nodeName once, the Bound, NodeHealthy and Ready
@@ -147,7 +147,7 @@ func (r *SandboxReconciler) registrations(ctx context.Context) (map[string]agent
 // hash of sandbox and node, so that equal nodes share the load. It returns
 // "" and why when none is eligible.
 func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) (string, string) {
-	backend := string(cmp.Or(sbx.Spec.Backend, playgroundv1alpha1.BackendOCI))
+	backend := string(playgroundv1alpha1.BackendClassOf(sbx))
 	type candidate struct {
 		node string
 		load int

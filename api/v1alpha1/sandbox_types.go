@@ -87,6 +87,20 @@ const (
 	ReasonReady               = "Ready"
 )
 
+// SandboxNodeNameField is the Sandbox's selectable field that binds it to
+// a node: agents watch their own Sandboxes by it, and the binder counts a
+// node's load by it.
+const SandboxNodeNameField = "spec.nodeName"
+
+// BackendClassOf is the backend a Sandbox asks for: spec.backend, or oci
+// (the API's default) when it is not set yet.
+func BackendClassOf(s *Sandbox) BackendClass {
+	if s.Spec.Backend == "" {
+		return BackendOCI
+	}
+	return s.Spec.Backend
+}
+
 // SandboxID is the stable ID of the Sandbox namespace/name: the same on every
 // agent, across restarts and across a backup restored without status. A
 // Sandbox re-created under the same name finds a pile that was retained.

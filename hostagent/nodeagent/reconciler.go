@@ -63,15 +63,12 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// nodeNameField is the Sandbox's selectable field that binds it to a node.
-const nodeNameField = "spec.nodeName"
-
 // maxMessage bounds a condition message built from a backend error.
 const maxMessage = 1024
 
 // onNode selects the Sandboxes bound to node, on the API server.
 func onNode(node string) fields.Selector {
-	return fields.OneTermEqualSelector(nodeNameField, node)
+	return fields.OneTermEqualSelector(playgroundv1alpha1.SandboxNodeNameField, node)
 }
 
 // newManager builds the node-local controller manager: its cache holds
@@ -498,10 +495,7 @@ func specOf(sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 }
 
 func backendClass(sbx *playgroundv1alpha1.Sandbox) string {
-	if sbx.Spec.Backend == "" {
-		return string(playgroundv1alpha1.BackendOCI)
-	}
-	return string(sbx.Spec.Backend)
+	return string(playgroundv1alpha1.BackendClassOf(sbx))
 }
 
 // truncate bounds s to maxMessage bytes on a rune boundary.

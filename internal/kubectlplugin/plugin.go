@@ -496,7 +496,7 @@ func (x *cli) forgetNode(ctx context.Context, node string) error {
 		}
 	}
 	var list playgroundv1alpha1.SandboxList
-	if err := x.c.List(ctx, &list, client.MatchingFields{"spec.nodeName": node}); err != nil {
+	if err := x.c.List(ctx, &list, client.MatchingFields{playgroundv1alpha1.SandboxNodeNameField: node}); err != nil {
 		return fmt.Errorf("listing the sandboxes of node %s: %w", node, err)
 	}
 	released, waiting := 0, 0
