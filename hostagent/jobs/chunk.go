@@ -19,6 +19,7 @@ package jobs
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -83,7 +84,24 @@ func PreferText(b []byte) bool {
 // jsonTextFits says whether JSONTextLen(b) <= limit, stopping as soon as
 // it is not: output full of control bytes is told after a fifth of it.
 func jsonTextFits(b []byte, limit int) bool {
-	n := len(b)
+	_, fits := jsonTextLen(b, limit)
+	return fits
+}
+
+// JSONTextLen is the length of valid UTF-8 b as the inside of a JSON
+// string, escaped as encoding/json escapes it without HTML escaping (the
+// way go-sdk writes JSON-RPC messages): quote and backslash and the
+// control characters that have a short form take two bytes, other control
+// characters six (\u00XX), U+2028 and U+2029 six instead of three.
+func JSONTextLen(b []byte) int {
+	n, _ := jsonTextLen(b, math.MaxInt)
+	return n
+}
+
+// jsonTextLen counts JSONTextLen(b) until it passes limit; fits says
+// whether it did not.
+func jsonTextLen(b []byte, limit int) (n int, fits bool) {
+	n = len(b)
 	for i, c := range b {
 		switch {
 		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
@@ -96,30 +114,10 @@ func jsonTextFits(b []byte, limit int) bool {
 			continue
 		}
 		if n > limit {
-			return false
+			return n, false
 		}
 	}
-	return n <= limit
-}
-
-// JSONTextLen is the length of valid UTF-8 b as the inside of a JSON
-// string, escaped as encoding/json escapes it without HTML escaping (the
-// way go-sdk writes JSON-RPC messages): quote and backslash and the
-// control characters that have a short form take two bytes, other control
-// characters six (\u00XX), U+2028 and U+2029 six instead of three.
-func JSONTextLen(b []byte) int {
-	n := len(b)
-	for i, c := range b {
-		switch {
-		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
-			n++
-		case c < 0x20:
-			n += 5
-		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9):
-			n += 3
-		}
-	}
-	return n
+	return n, n <= limit
 }
 
 // Bytes decodes the chunk's data; it is the inverse of Chunk.Encode and is
