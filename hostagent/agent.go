@@ -227,11 +227,7 @@ func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
 func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) error {
 	id := spec.ID
 	a.mu.Lock()
-	for hid, h := range a.handles {
-		if h.sandboxID == id {
-			a.dropHandleLocked(hid, h)
-		}
-	}
+	a.dropHandlesLocked(id)
 	if s, ok := a.sandboxes[id]; ok {
 		s.spec, s.suspended = spec, true
 	} else {
@@ -251,11 +247,7 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) error {
 // and its backend resources removed; the pile stays when keepPile.
 func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 	a.mu.Lock()
-	for hid, h := range a.handles {
-		if h.sandboxID == id {
-			a.dropHandleLocked(hid, h)
-		}
-	}
+	a.dropHandlesLocked(id)
 	delete(a.sandboxes, id)
 	a.mu.Unlock()
 	// Its jobs go with it, read or not: a deleted tenant holds no slot.
@@ -377,6 +369,15 @@ func (a *Agent) dropHandleLocked(id string, h *handle) bool {
 		return s.handles == 0
 	}
 	return false
+}
+
+// dropHandlesLocked drops every handle of a sandbox.
+func (a *Agent) dropHandlesLocked(sandboxID string) {
+	for hid, h := range a.handles {
+		if h.sandboxID == sandboxID {
+			a.dropHandleLocked(hid, h)
+		}
+	}
 }
 
 // expireLocked drops handles past their lease. The handle map is bounded,

@@ -225,18 +225,12 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		if ctx.Err() != nil {
 			return err // shutting down; the next agent picks it up
 		}
-		msg := truncate(err.Error())
 		reason := playgroundv1alpha1.ReasonBackendFailed
 		if errors.Is(err, backend.ErrInsufficientStorage) {
 			// Retried with backoff: space may be freed on the node.
 			reason = playgroundv1alpha1.ReasonInsufficientStorage
 		}
-		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "Provision", "%s", msg)
-		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, reason, msg); serr != nil {
-			log.Error(serr, "Reporting a backend failure")
-		}
-		// Returned, so that controller-runtime retries with backoff.
-		return fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err)
+		return r.backendFailed(ctx, sbx, reason, "Provision", fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err))
 	}
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
@@ -268,6 +262,19 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	return nil
 }
 
+// backendFailed reports a failed backend action in a Warning event and the
+// Provisioned condition, and returns err, so that controller-runtime
+// retries with backoff. The message is the backend's error as it was
+// (the caller's wrapping says what was being done).
+func (r *sandboxReconciler) backendFailed(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reason, action string, err error) error {
+	msg := truncate(errors.Unwrap(err).Error())
+	r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, action, "%s", msg)
+	if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, reason, msg); serr != nil {
+		ctrl.LoggerFrom(ctx).Error(serr, "Reporting a backend failure")
+	}
+	return err
+}
+
 // reconcileSuspended stops the sandbox of a suspended tenant: its processes
 // and jobs end, its files stay.
 func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, prev *metav1.Condition) error {
@@ -276,12 +283,7 @@ func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgro
 		if ctx.Err() != nil {
 			return err
 		}
-		msg := truncate(err.Error())
-		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Suspend", "%s", msg)
-		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg); serr != nil {
-			ctrl.LoggerFrom(ctx).Error(serr, "Reporting a backend failure")
-		}
-		return fmt.Errorf("suspending sandbox %s: %w", spec.ID, err)
+		return r.backendFailed(ctx, sbx, playgroundv1alpha1.ReasonBackendFailed, "Suspend", fmt.Errorf("suspending sandbox %s: %w", spec.ID, err))
 	}
 	msg := fmt.Sprintf("Sandbox %s is stopped on node %s because its tenant is suspended; its files are kept and it starts again when spec.suspended is cleared", spec.ID, r.node)
 	if prev == nil || prev.Reason != playgroundv1alpha1.ReasonSuspended {
@@ -332,12 +334,7 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 		if ctx.Err() != nil {
 			return err
 		}
-		msg := truncate(err.Error())
-		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Destroy", "%s", msg)
-		if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg); serr != nil {
-			log.Error(serr, "Reporting a backend failure")
-		}
-		return fmt.Errorf("destroying sandbox %s: %w", id, err)
+		return r.backendFailed(ctx, sbx, playgroundv1alpha1.ReasonBackendFailed, "Destroy", fmt.Errorf("destroying sandbox %s: %w", id, err))
 	}
 	r.mu.Lock()
 	delete(r.answered, id)

@@ -319,64 +319,77 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 // waitServing waits until the gateway would serve a tool call made with
 // token (Gateway.Serves), printing the reason while it waits.
 func waitServing(ctx context.Context, gw *mcpgateway.Gateway, token string, errs <-chan error, progress func(string, ...any)) error {
-	deadline := time.After(time.Minute)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for {
-		err := gw.Serves(token)
-		if err == nil {
-			return nil
+	last, err := waitUntil(ctx, 50*time.Millisecond, time.Minute, errs, func() (bool, string, error) {
+		if err := gw.Serves(token); err != nil {
+			return false, "waiting for the gateway: " + err.Error(), nil
 		}
-		if err.Error() != last {
-			last = err.Error()
-			progress("  waiting for the gateway: %s", last)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-errs:
-			return err
-		case <-deadline:
-			return fmt.Errorf("the MCP gateway does not serve the sample tenant after a minute: %s", last)
-		case <-tick.C:
-		}
+		return true, "", nil
+	}, progress)
+	if errors.Is(err, errWaitTimedOut) {
+		return fmt.Errorf("the MCP gateway does not serve the sample tenant after a minute: %s", last)
 	}
+	return err
 }
 
 // waitTenant waits until the tenant is Ready and its sandbox is served by
 // this run's agent (a previous run's Ready stays in etcd until the manager
 // and the agent catch up), printing the reason while it waits.
 func waitTenant(ctx context.Context, c client.Client, key client.ObjectKey, agentEndpoint string, errs <-chan error, progress func(string, ...any)) (*playgroundv1alpha1.Tenant, error) {
-	deadline := time.After(3 * time.Minute)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for {
-		var t playgroundv1alpha1.Tenant
+	var t playgroundv1alpha1.Tenant
+	last, err := waitUntil(ctx, 200*time.Millisecond, 3*time.Minute, errs, func() (bool, string, error) {
 		if err := c.Get(ctx, key, &t); client.IgnoreNotFound(err) != nil {
-			return nil, err
+			return false, "", err
 		}
 		ready := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.ReadyCondition)
 		var sbx playgroundv1alpha1.Sandbox
 		if err := c.Get(ctx, key, &sbx); client.IgnoreNotFound(err) != nil {
-			return nil, err
+			return false, "", err
 		}
 		if ready != nil && ready.Status == metav1.ConditionTrue && t.Status.Credentials.SecretRef != nil &&
 			sbx.Status.Endpoint == agentEndpoint && meta.IsStatusConditionTrue(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
-			return &t, nil
+			return true, "", nil
 		}
-		if ready != nil && ready.Message != last {
-			last = ready.Message
-			progress("  %s: %s", ready.Reason, ready.Message)
+		if ready == nil {
+			return false, "", nil
+		}
+		return false, ready.Reason + ": " + ready.Message, nil
+	}, progress)
+	if errors.Is(err, errWaitTimedOut) {
+		return nil, fmt.Errorf("tenant %s is not Ready after 3 minutes: %s", key, last)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+var errWaitTimedOut = errors.New("timed out")
+
+// waitUntil calls check every interval until it is done or fails, a
+// component stops (errs), ctx ends or timeout passes (errWaitTimedOut);
+// each new reason check gives for waiting is printed, and the last one is
+// returned.
+func waitUntil(ctx context.Context, every, timeout time.Duration, errs <-chan error, check func() (done bool, why string, err error), progress func(string, ...any)) (string, error) {
+	deadline := time.After(timeout)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	last := ""
+	for {
+		done, why, err := check()
+		if done || err != nil {
+			return last, err
+		}
+		if why != "" && why != last {
+			last = why
+			progress("  %s", why)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return last, ctx.Err()
 		case err := <-errs:
-			return nil, err
+			return last, err
 		case <-deadline:
-			return nil, fmt.Errorf("tenant %s is not Ready after 3 minutes: %s", key, last)
+			return last, errWaitTimedOut
 		case <-tick.C:
 		}
 	}
