@@ -158,8 +158,16 @@ func (a *Agent) Close(ctx context.Context) error { return a.jobs.Close(ctx) }
 // reattached if the backend still has it (files and processes untouched),
 // provisioned otherwise, and started.
 func (a *Agent) Ensure(ctx context.Context, spec backend.Spec) error {
+	_, err := a.EnsureRestarted(ctx, spec)
+	return err
+}
+
+// EnsureRestarted is Ensure, and also says whether the sandbox had stopped
+// while this agent served it (its init died, and every process with it)
+// and was started again over its files.
+func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restarted bool, err error) {
 	if spec.ID == "" || spec.Tenant == "" {
-		return errorf(CodeInvalid, "a sandbox needs an ID and a tenant")
+		return false, errorf(CodeInvalid, "a sandbox needs an ID and a tenant")
 	}
 	// A sandbox this agent served whose init is gone lost every process
 	// with it (an OOM kill, a kill from the host, a Stop): its jobs are
@@ -173,23 +181,23 @@ func (a *Agent) Ensure(ctx context.Context, spec backend.Spec) error {
 	if dead {
 		a.jobs.EndSandbox(spec.ID, why, false)
 	}
-	err := a.be.Reattach(ctx, spec)
+	err = a.be.Reattach(ctx, spec)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if err := a.be.Provision(ctx, spec); err != nil {
-			return fmt.Errorf("provisioning sandbox %s: %w", spec.ID, err)
+			return false, fmt.Errorf("provisioning sandbox %s: %w", spec.ID, err)
 		}
 		if err := a.be.Start(ctx, spec.ID); err != nil {
-			return fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
+			return false, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
 	case errors.Is(err, backend.ErrNotRunning):
 		a.jobs.EndSandbox(spec.ID, why, false)
 		if err := a.be.Start(ctx, spec.ID); err != nil {
-			return fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
+			return false, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
 		dead = true
 	case err != nil:
-		return fmt.Errorf("reattaching sandbox %s: %w", spec.ID, err)
+		return false, fmt.Errorf("reattaching sandbox %s: %w", spec.ID, err)
 	}
 	if dead {
 		a.jobs.ResumeAdmission(spec.ID)
@@ -199,10 +207,10 @@ func (a *Agent) Ensure(ctx context.Context, spec backend.Spec) error {
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
 		s.suspended = false
-		return nil
+		return dead, nil
 	}
 	a.sandboxes[spec.ID] = &sandbox{spec: spec}
-	return nil
+	return dead, nil
 }
 
 // Restart kills every process of a sandbox and starts it again over its

@@ -211,17 +211,20 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	}
 	wasProvisioned := prev != nil && prev.Status == metav1.ConditionTrue
 	// Its init died (killed, out of memory): Ensure starts it again over the
-	// same files; the processes it ran are gone. An init that dies while
-	// this pass runs is started again without the event (events are
-	// best-effort).
+	// same files; the processes it ran are gone. The agent says so when it
+	// served the sandbox; a sandbox found dead by a new agent process is
+	// seen here, before Ensure.
 	restarting := wasProvisioned && !r.agent.Alive(spec.ID)
 
 	restart := wasProvisioned && r.restartRequested(sbx)
-	ensure := r.agent.Ensure
+	var restarted bool
+	var err error
 	if restart {
-		ensure = r.agent.Restart
+		err = r.agent.Restart(ctx, spec)
+	} else {
+		restarted, err = r.agent.EnsureRestarted(ctx, spec)
 	}
-	if err := ensure(ctx, spec); err != nil {
+	if err != nil {
 		if ctx.Err() != nil {
 			return err // shutting down; the next agent picks it up
 		}
@@ -240,7 +243,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		log.Info("Restarted the sandbox as requested", "id", spec.ID, "request", sbx.Spec.RestartRequest)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"Restarted sandbox %s on node %s as requested (%q): every process in it was killed; its files are kept", spec.ID, r.node, sbx.Spec.RestartRequest)
-	case restarting:
+	case restarting || restarted:
 		log.Info("Started the sandbox again: its init had exited", "id", spec.ID)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)
