@@ -106,6 +106,9 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 			// shepherd still held the listener): it is not running.
 			return nil, fmt.Errorf("oci: sandbox %s: %w (its init exited while the command started)", id, backend.ErrNotRunning)
 		}
+		if after, ok := life.oomKills(b.runc, id); oomKnown && ok && after > oomBefore {
+			return nil, fmt.Errorf("the sandbox ran out of memory while the command started (the OOM killer took the process starting it): free memory in the sandbox and retry (%w)", err)
+		}
 		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
 	}
 	if _, err := conn.Write(buf); err != nil {
