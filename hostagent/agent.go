@@ -53,7 +53,10 @@ const (
 
 // Options configure an Agent. Zero fields take the defaults above.
 type Options struct {
-	Backend backend.Backend
+	// Backends run the sandboxes, one per backend class (their names must
+	// differ); a sandbox's Spec.Backend picks one, and an empty one means
+	// the first. At least one is required.
+	Backends []backend.Backend
 	// JobLimits bound the job manager (jobs.DefaultLimits when zero).
 	JobLimits jobs.Limits
 	// Clock drives handle expiry and the job manager; nil is the real clock.
@@ -74,8 +77,8 @@ type Options struct {
 
 // Agent is the execution kernel of one node. It is safe for concurrent use.
 type Agent struct {
-	be    backend.Backend
-	jobs  *jobs.Manager
+	backends []backend.Backend // in the order given; the first is the default
+	jobs     *jobs.Manager
 	clock jobs.Clock
 	opts  Options
 	// execDuration is exec's latency by outcome (metrics.go).
@@ -88,7 +91,9 @@ type Agent struct {
 }
 
 type sandbox struct {
-	spec    backend.Spec
+	spec backend.Spec
+	// be is the backend that runs it, the one its Spec.Backend names.
+	be      backend.Backend
 	handles int
 	// suspended: stopped by Suspend; Ensure starts it again.
 	suspended bool
@@ -102,15 +107,22 @@ type handle struct {
 // Handle is an open session on a sandbox: a lease that expires unless used
 // or renewed within the TTL.
 type Handle struct {
-	ID        string    `json:"handle"`
-	SandboxID string    `json:"sandbox_id"`
-	Expires   time.Time `json:"expires"`
+	ID        string
+	SandboxID string
+	Expires   time.Time
 }
 
-// New returns an agent on opts.Backend.
+// New returns an agent on opts.Backends.
 func New(opts Options) (*Agent, error) {
-	if opts.Backend == nil {
+	if len(opts.Backends) == 0 {
 		return nil, errors.New("hostagent: a backend is required")
+	}
+	seen := map[string]bool{}
+	for _, be := range opts.Backends {
+		if be == nil || be.Name() == "" || seen[be.Name()] {
+			return nil, errors.New("hostagent: each backend must be set and have a name of its own")
+		}
+		seen[be.Name()] = true
 	}
 	if opts.Clock == nil {
 		opts.Clock = jobs.RealClock{}
@@ -126,7 +138,7 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	return &Agent{
-		be:           opts.Backend,
+		backends:     opts.Backends,
 		jobs:         jm,
 		clock:        opts.Clock,
 		opts:         opts,
@@ -144,8 +156,44 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
-// Backend is the agent's backend.
-func (a *Agent) Backend() backend.Backend { return a.be }
+// Backends are the agent's backends, the default first.
+func (a *Agent) Backends() []backend.Backend { return a.backends }
+
+// Backend returns the backend of a class; "" is the default.
+func (a *Agent) Backend(class string) (backend.Backend, bool) {
+	if class == "" {
+		return a.backends[0], true
+	}
+	for _, be := range a.backends {
+		if be.Name() == class {
+			return be, true
+		}
+	}
+	return nil, false
+}
+
+// backendFor is the backend of spec, or an error that says which this
+// node offers.
+func (a *Agent) backendFor(spec backend.Spec) (backend.Backend, error) {
+	if be, ok := a.Backend(spec.Backend); ok {
+		return be, nil
+	}
+	names := make([]string, len(a.backends))
+	for i, be := range a.backends {
+		names[i] = be.Name()
+	}
+	return nil, errorf(CodeInvalid, "this node offers the backends %s, not %s", strings.Join(names, ", "), spec.Backend)
+}
+
+// backendOf is the backend of a sandbox this agent serves, or nil.
+func (a *Agent) backendOf(id string) backend.Backend {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.sandboxes[id]; ok {
+		return s.be
+	}
+	return nil
+}
 
 // Jobs is the agent's job manager, for status and metrics.
 func (a *Agent) Jobs() *jobs.Manager { return a.jobs }
@@ -169,6 +217,10 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 	if spec.ID == "" || spec.Tenant == "" {
 		return false, errorf(CodeInvalid, "a sandbox needs an ID and a tenant")
 	}
+	be, err := a.backendFor(spec)
+	if err != nil {
+		return false, err
+	}
 	// A sandbox this agent served whose init is gone lost every process
 	// with it (an OOM kill, a kill from the host, a Stop): its jobs are
 	// over, whatever their connections said as they broke, and starting
@@ -176,23 +228,27 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 	const why = "the sandbox stopped (its init exited: out of memory, killed, or stopped), and every process in it with it; the job's output so far is kept"
 	a.mu.Lock()
 	s, served := a.sandboxes[spec.ID]
-	dead := served && !s.suspended && !a.backendAlive(spec.ID)
+	dead := served && !s.suspended && !aliveOn(s.be, spec.ID)
+	if served && s.be != be {
+		a.mu.Unlock()
+		return false, errorf(CodeInvalid, "sandbox %s runs on the %s backend, not %s: a sandbox keeps its backend", spec.ID, s.be.Name(), be.Name())
+	}
 	a.mu.Unlock()
 	if dead {
 		a.jobs.EndSandbox(spec.ID, why, false)
 	}
-	err = a.be.Reattach(ctx, spec)
+	err = be.Reattach(ctx, spec)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
-		if err := a.be.Provision(ctx, spec); err != nil {
+		if err := be.Provision(ctx, spec); err != nil {
 			return false, fmt.Errorf("provisioning sandbox %s: %w", spec.ID, err)
 		}
-		if err := a.be.Start(ctx, spec.ID); err != nil {
+		if err := be.Start(ctx, spec.ID); err != nil {
 			return false, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
 	case errors.Is(err, backend.ErrNotRunning):
 		a.jobs.EndSandbox(spec.ID, why, false)
-		if err := a.be.Start(ctx, spec.ID); err != nil {
+		if err := be.Start(ctx, spec.ID); err != nil {
 			return false, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
 		dead = true
@@ -209,7 +265,7 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 		s.suspended = false
 		return dead, nil
 	}
-	a.sandboxes[spec.ID] = &sandbox{spec: spec}
+	a.sandboxes[spec.ID] = &sandbox{spec: spec, be: be}
 	return dead, nil
 }
 
@@ -218,8 +274,12 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 // and a halt of its job admission is lifted: the restart is the proof that
 // nothing of a job whose kill was not proven still runs.
 func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
+	be, err := a.backendFor(spec)
+	if err != nil {
+		return err
+	}
 	a.jobs.EndSandbox(spec.ID, "the sandbox was restarted by an operator, which killed every process in it; the job's output so far is kept", false)
-	if err := a.be.Stop(ctx, spec.ID); err != nil {
+	if err := be.Stop(ctx, spec.ID); err != nil {
 		return fmt.Errorf("stopping sandbox %s: %w", spec.ID, err)
 	}
 	if err := a.Ensure(ctx, spec); err != nil {
@@ -234,16 +294,20 @@ func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
 // killed. Ensure starts it again.
 func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) error {
 	id := spec.ID
+	be, err := a.backendFor(spec)
+	if err != nil {
+		return err
+	}
 	a.mu.Lock()
 	a.dropHandlesLocked(id)
 	if s, ok := a.sandboxes[id]; ok {
 		s.spec, s.suspended = spec, true
 	} else {
-		a.sandboxes[id] = &sandbox{spec: spec, suspended: true}
+		a.sandboxes[id] = &sandbox{spec: spec, be: be, suspended: true}
 	}
 	a.mu.Unlock()
 	a.jobs.EndSandbox(id, "the tenant was suspended, which stopped every process in its sandbox; the job's output so far is kept", false)
-	if err := a.be.Stop(ctx, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
+	if err := be.Stop(ctx, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("stopping sandbox %s: %w", id, err)
 	}
 	// Stopped, every process of it is gone: no halt can outlive that.
@@ -252,16 +316,26 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) error {
 }
 
 // Remove stops serving a sandbox and destroys it: its handles are closed
-// and its backend resources removed; the pile stays when keepPile.
+// and its backend resources removed; the pile stays when keepPile. A
+// sandbox this agent does not serve (deleted while no agent ran) is
+// destroyed on whichever backend has it.
 func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 	a.mu.Lock()
 	a.dropHandlesLocked(id)
+	var bes []backend.Backend
+	if s, ok := a.sandboxes[id]; ok {
+		bes = []backend.Backend{s.be}
+	} else {
+		bes = a.backends
+	}
 	delete(a.sandboxes, id)
 	a.mu.Unlock()
 	// Its jobs go with it, read or not: a deleted tenant holds no slot.
 	a.jobs.EndSandbox(id, "the sandbox was deleted", true)
-	if err := a.be.Destroy(ctx, id, keepPile); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return fmt.Errorf("destroying sandbox %s: %w", id, err)
+	for _, be := range bes {
+		if err := be.Destroy(ctx, id, keepPile); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			return fmt.Errorf("destroying sandbox %s: %w", id, err)
+		}
 	}
 	return nil
 }
@@ -272,18 +346,17 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 func (a *Agent) Alive(id string) bool {
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
-	suspended := ok && s.suspended
 	a.mu.Unlock()
-	if suspended {
-		return true // stopped on purpose: nothing is to run
+	if !ok || s.suspended {
+		return true // not served here, or stopped on purpose: nothing is to run
 	}
-	return a.backendAlive(id)
+	return aliveOn(s.be, id)
 }
 
-// backendAlive asks the backend whether the sandbox's init runs, when it
-// can tell.
-func (a *Agent) backendAlive(id string) bool {
-	if p, ok := a.be.(backend.Prober); ok {
+// aliveOn asks a backend whether the sandbox's init runs, when it can
+// tell.
+func aliveOn(be backend.Backend, id string) bool {
+	if p, ok := be.(backend.Prober); ok {
 		return p.Alive(id)
 	}
 	return true
@@ -348,8 +421,8 @@ func (a *Agent) CloseHandle(ctx context.Context, tenant, handleID string) error 
 	}
 	last := a.dropHandleLocked(handleID, h)
 	a.mu.Unlock()
-	if last {
-		if err := a.be.Detach(ctx, h.sandboxID); err != nil && !errors.Is(err, backend.ErrNotFound) {
+	if be := a.backendOf(h.sandboxID); last && be != nil {
+		if err := be.Detach(ctx, h.sandboxID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return fmt.Errorf("detaching sandbox %s: %w", h.sandboxID, err)
 		}
 	}
@@ -399,19 +472,20 @@ func (a *Agent) expireLocked() {
 	}
 }
 
-// resolve returns the sandbox behind a tenant's handle, renewing the lease.
-func (a *Agent) resolve(tenant, handleID string) (backend.Spec, error) {
+// resolve returns the sandbox behind a tenant's handle and its backend,
+// renewing the lease.
+func (a *Agent) resolve(tenant, handleID string) (backend.Spec, backend.Backend, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h, err := a.useLocked(tenant, handleID)
 	if err != nil {
-		return backend.Spec{}, err
+		return backend.Spec{}, nil, err
 	}
 	s, ok := a.sandboxes[h.sandboxID]
 	if !ok || s.suspended {
-		return backend.Spec{}, handleNotFound(handleID)
+		return backend.Spec{}, nil, handleNotFound(handleID)
 	}
-	return s.spec, nil
+	return s.spec, s.be, nil
 }
 
 func decr(m map[string]int, k string) {

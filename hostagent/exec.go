@@ -33,13 +33,13 @@ const MaxTimeout = 24 * time.Hour
 
 // ExecRequest is a command for exec or job_exec.
 type ExecRequest struct {
-	Command string            `json:"command"`
-	Shell   backend.ShellMode `json:"shell,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
-	Stdin   []byte            `json:"stdin,omitempty"`
+	Command string
+	Shell   backend.ShellMode
+	Cwd     string
+	Stdin   []byte
 	// Timeout kills the command and its descendants when it passes; zero
 	// means none for jobs and the caller's deadline for exec.
-	Timeout time.Duration `json:"timeout,omitempty"`
+	Timeout time.Duration
 }
 
 func (r *ExecRequest) validate(maxStdin int) error {
@@ -71,21 +71,21 @@ func (r ExecRequest) backendRequest() backend.ExecRequest {
 
 // ExecResult is how a synchronous command ended, with its output.
 type ExecResult struct {
-	Stdout []byte `json:"stdout"`
-	Stderr []byte `json:"stderr"`
+	Stdout []byte
+	Stderr []byte
 	// StdoutDropped and StderrDropped count output beyond the exec output
 	// limit, which is not returned (job_exec keeps and pages more).
-	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
-	StderrDropped int64  `json:"stderr_dropped,omitempty"`
-	ExitCode      int    `json:"exit_code"`
-	Signal        string `json:"signal,omitempty"`
+	StdoutDropped int64
+	StderrDropped int64
+	ExitCode      int
+	Signal        string
 	// TimedOut is true when the timeout killed the command; its descendants
 	// were proven dead before the result was returned.
-	TimedOut bool `json:"timed_out,omitempty"`
+	TimedOut bool
 	// OOMKilled is true when the sandbox ran out of memory while the
 	// command ran and the OOM killer killed one of its processes.
-	OOMKilled bool          `json:"oom_killed,omitempty"`
-	Duration  time.Duration `json:"duration"`
+	OOMKilled bool
+	Duration  time.Duration
 }
 
 // Exec runs a command to its end in a fresh /bin/sh of the handle's sandbox.
@@ -95,14 +95,14 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	if err := req.validate(a.opts.MaxFileBytes); err != nil {
 		return ExecResult{}, err
 	}
-	spec, err := a.resolve(tenant, handleID)
+	spec, be, err := a.resolve(tenant, handleID)
 	if err != nil {
 		return ExecResult{}, err
 	}
 	out := &execOutput{limit: a.opts.ExecOutputLimit}
 	started := time.Now()
 	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
-	proc, err := a.be.Exec(ctx, spec.ID, req.backendRequest(), out)
+	proc, err := be.Exec(ctx, spec.ID, req.backendRequest(), out)
 	if err != nil {
 		return ExecResult{}, a.execError(err)
 	}
@@ -214,19 +214,19 @@ func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
 // StartJob starts a command in the background on a backend that can prove
 // its cleanup.
 func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecRequest) (jobs.JobInfo, error) {
-	if !a.be.Capabilities().ProvesCleanup {
-		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", a.be.Name())
-	}
 	if err := req.validate(a.opts.MaxFileBytes); err != nil {
 		return jobs.JobInfo{}, err
 	}
-	spec, err := a.resolve(tenant, handleID)
+	spec, be, err := a.resolve(tenant, handleID)
 	if err != nil {
 		return jobs.JobInfo{}, err
 	}
+	if !be.Capabilities().ProvesCleanup {
+		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", be.Name())
+	}
 	start := func(sink backend.Sink) (backend.Process, error) {
 		// The job outlives this call: its process must not die with ctx.
-		p, err := a.be.Exec(context.WithoutCancel(ctx), spec.ID, req.backendRequest(), sink)
+		p, err := be.Exec(context.WithoutCancel(ctx), spec.ID, req.backendRequest(), sink)
 		if err != nil {
 			return nil, a.execError(err)
 		}

@@ -43,19 +43,19 @@ const (
 
 // FileContent is a file read from a sandbox.
 type FileContent struct {
-	Path   string `json:"path"`
-	Data   []byte `json:"data"`
-	Size   int    `json:"size"`
-	MIME   string `json:"mime"`
-	SHA256 string `json:"sha256"`
+	Path   string
+	Data   []byte
+	Size   int
+	MIME   string
+	SHA256 string
 }
 
 // FileInfo describes a file written to a sandbox.
 type FileInfo struct {
-	Path   string `json:"path"`
-	Size   int    `json:"size"`
-	MIME   string `json:"mime"`
-	SHA256 string `json:"sha256"`
+	Path   string
+	Size   int
+	MIME   string
+	SHA256 string
 }
 
 func checkPath(p string) error {

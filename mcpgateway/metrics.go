@@ -18,15 +18,18 @@ package mcpgateway
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 )
@@ -58,8 +61,28 @@ var authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Requests to the MCP endpoint refused by authentication, by reason: missing, malformed, unknown_token, suspended, wrong_catalog, not_ready.",
 }, []string{"reason"})
 
+// protocolRefusals counts calls refused because the sandbox's agent
+// speaks a major protocol version this gateway does not (a rollout that
+// mixes releases it should not).
+var protocolRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "playground_gateway_agent_protocol_refusals_total",
+	Help: "Tool calls refused because the sandbox's agent advertises an agent protocol version this gateway cannot speak, by its major version (MAJOR.x, or invalid).",
+}, []string{"agent_protocol"})
+
+// protocolRefused counts a refusal of an agent (err from agentVersion);
+// the label is the major version, so that it stays bounded
+// whatever agents write in their Leases.
+func protocolRefused(err error) {
+	label := "invalid"
+	var mm *agentapi.MajorMismatchError
+	if errors.As(err, &mm) {
+		label = strconv.Itoa(mm.Peer.Major) + ".x"
+	}
+	protocolRefusals.WithLabelValues(label).Inc()
+}
+
 func init() {
-	metrics.Registry.MustRegister(authFailures)
+	metrics.Registry.MustRegister(authFailures, protocolRefusals)
 	for _, r := range []string{AuthMissing, AuthMalformed, AuthUnknownToken, AuthSuspended, AuthWrongCatalog, AuthNotReady} {
 		authFailures.WithLabelValues(r) // every reason is exported from the start, at zero
 	}

@@ -32,7 +32,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/agentapi/agentapitest"
+	"github.com/playground-dev/playground/hostagent/agentserver/agentservertest"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -98,7 +98,7 @@ func BenchmarkJobPollPage(b *testing.B) {
 func BenchmarkExecHostile(b *testing.B) {
 	data := bytes.Repeat([]byte{1}, 4<<20)
 	ctx := context.Background()
-	agent, err := hostagent.New(hostagent.Options{Backend: &memBackend{out: data, both: true}})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{&memBackend{out: data, both: true}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func BenchmarkExecHostile(b *testing.B) {
 	if err := agent.Ensure(ctx, backend.Spec{ID: sandbox, Tenant: tenant}); err != nil {
 		b.Fatal(err)
 	}
-	ac, err := agentapi.NewClient(agentapitest.Serve(b, agent, token), token, nil)
+	ac, err := agentapi.NewClient(agentservertest.Serve(b, agent, token), token, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func pageBytes(tb testing.TB, res *mcp.CallToolResult) int {
 func pollBenchSetup(b *testing.B, data []byte, jsonResponse bool) (*mcp.ClientSession, string) {
 	b.Helper()
 	ctx := context.Background()
-	agent, err := hostagent.New(hostagent.Options{Backend: &memBackend{out: data}})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{&memBackend{out: data}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func pollBenchSetup(b *testing.B, data []byte, jsonResponse bool) (*mcp.ClientSe
 	if err := agent.Ensure(ctx, backend.Spec{ID: sandbox, Tenant: tenant}); err != nil {
 		b.Fatal(err)
 	}
-	ac, err := agentapi.NewClient(agentapitest.Serve(b, agent, token), token, nil)
+	ac, err := agentapi.NewClient(agentservertest.Serve(b, agent, token), token, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

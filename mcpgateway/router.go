@@ -27,7 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -96,22 +96,46 @@ func (r *router) routeTenant(id clusterview.Identity) (tools.Route, error) {
 	}
 	sbx, ok := r.view.Sandbox(id)
 	if !ok {
-		return tools.Route{}, fmt.Errorf("%s: your sandbox has not been created yet: the Tenant's controller creates it; retry in a few seconds, and if it persists ask the operator to check the Tenant %s", hostagent.CodeUnavailable, id)
+		return tools.Route{}, fmt.Errorf("%s: your sandbox has not been created yet: the Tenant's controller creates it; retry in a few seconds, and if it persists ask the operator to check the Tenant %s", agentapi.CodeUnavailable, id)
 	}
 	if err := sandboxUsable(sbx); err != nil {
 		return tools.Route{}, err
 	}
+	// Without registrations (stdio) the agent's version is not known: the
+	// client speaks this one, and an older agent answers what it knows.
+	version := agentapi.Current
+	var err error
 	if r.trustRegistrations {
-		if ep, ok := r.view.AgentEndpoint(sbx.Spec.NodeName); !ok || ep != sbx.Status.Endpoint {
-			return tools.Route{}, fmt.Errorf("%s: your sandbox's node %s has no current agent registration at the sandbox's endpoint; retry in a few seconds, and if it persists ask the operator to check the node's agent", hostagent.CodeUnavailable, sbx.Spec.NodeName)
+		reg, ok := r.view.Agent(sbx.Spec.NodeName)
+		if !ok || reg.Endpoint != sbx.Status.Endpoint {
+			return tools.Route{}, fmt.Errorf("%s: your sandbox's node %s has no current agent registration at the sandbox's endpoint; retry in a few seconds, and if it persists ask the operator to check the node's agent", agentapi.CodeUnavailable, sbx.Spec.NodeName)
+		}
+		if version, err = agentVersion(reg.Protocol); err != nil {
+			protocolRefused(err)
+			r.log.Error("Refusing an agent of another protocol", "node", reg.Node, "err", err)
+			return tools.Route{}, fmt.Errorf("%s: your sandbox's node %s runs an agent this gateway cannot speak to (a deployment problem during an upgrade): retry later and tell the operator: %w", agentapi.CodeUnavailable, reg.Node, err)
 		}
 	}
 	agent, err := r.agents.client(sbx.Status.Endpoint)
 	if err != nil {
 		r.log.Error("No agent client", "sandbox", id.String(), "err", err)
-		return tools.Route{}, fmt.Errorf("%s: the gateway cannot reach your sandbox's node right now (a deployment problem): retry later and tell the operator", hostagent.CodeUnavailable)
+		return tools.Route{}, fmt.Errorf("%s: the gateway cannot reach your sandbox's node right now (a deployment problem): retry later and tell the operator", agentapi.CodeUnavailable)
 	}
-	return tools.Route{Tenant: id.String(), SandboxID: sbx.Status.SandboxID, Agent: agent}, nil
+	return tools.Route{Tenant: id.String(), SandboxID: sbx.Status.SandboxID, Agent: agent.Speaking(version)}, nil
+}
+
+// agentVersion is the version to speak with an agent that advertises
+// protocol: the older of its and ours, or an error for another major (with
+// the agent's version) or an unreadable one.
+func agentVersion(protocol string) (agentapi.Version, error) {
+	if protocol == "" {
+		return agentapi.V1_0, nil // an agent from before versions
+	}
+	v, err := agentapi.ParseVersion(protocol)
+	if err != nil {
+		return v, err
+	}
+	return agentapi.Negotiate(v)
 }
 
 // sandboxUsable refuses a sandbox that cannot serve, with its own reason.
@@ -125,15 +149,15 @@ func sandboxUsable(s *playgroundv1alpha1.Sandbox) error {
 	}
 	switch {
 	case s.DeletionTimestamp != nil || s.Status.Phase == playgroundv1alpha1.SandboxTerminating:
-		return fmt.Errorf("%s: your sandbox is being deleted; ask the operator if that is unexpected", hostagent.CodeUnavailable)
+		return fmt.Errorf("%s: your sandbox is being deleted; ask the operator if that is unexpected", agentapi.CodeUnavailable)
 	case s.Status.Phase == playgroundv1alpha1.SandboxFailed:
-		return fmt.Errorf("%s: your sandbox failed%s; ask the operator to check its Sandbox", hostagent.CodeUnavailable, reason)
+		return fmt.Errorf("%s: your sandbox failed%s; ask the operator to check its Sandbox", agentapi.CodeUnavailable, reason)
 	case s.Status.Endpoint == "" || s.Status.SandboxID == "":
 		phase := string(s.Status.Phase)
 		if phase == "" {
 			phase = string(playgroundv1alpha1.SandboxPending)
 		}
-		return fmt.Errorf("%s: your sandbox is not provisioned yet (phase %s%s): retry in a few seconds", hostagent.CodeUnavailable, phase, reason)
+		return fmt.Errorf("%s: your sandbox is not provisioned yet (phase %s%s): retry in a few seconds", agentapi.CodeUnavailable, phase, reason)
 	}
 	return nil
 }
@@ -144,11 +168,11 @@ func tenantError(err error) error {
 	var cat *clusterview.WrongCatalogError
 	switch {
 	case errors.Is(err, clusterview.ErrNotReady):
-		return fmt.Errorf("%s: the gateway cannot verify credentials right now (its view of the cluster is not current): retry in a few seconds", hostagent.CodeUnavailable)
+		return fmt.Errorf("%s: the gateway cannot verify credentials right now (its view of the cluster is not current): retry in a few seconds", agentapi.CodeUnavailable)
 	case errors.As(err, &susp), errors.As(err, &cat):
 		return fmt.Errorf("unauthenticated: %w", err)
 	case errors.Is(err, clusterview.ErrUnknownToken):
 		return errors.New("unauthenticated: your tenant no longer exists or your credential was revoked; get the current token from the tenant's credential Secret")
 	}
-	return fmt.Errorf("%s: %w", hostagent.CodeUnavailable, err)
+	return fmt.Errorf("%s: %w", agentapi.CodeUnavailable, err)
 }

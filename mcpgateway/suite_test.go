@@ -44,7 +44,9 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
-	"github.com/playground-dev/playground/hostagent/agentapi/agentapitest"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/agentserver"
+	"github.com/playground-dev/playground/hostagent/agentserver/agentservertest"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -116,15 +118,34 @@ func startNode(t *testing.T) *node {
 // startNodeIn starts a node whose agent registers in leaseNS.
 func startNodeIn(t *testing.T, leaseNS string) *node {
 	t.Helper()
+	return startNodeWith(t, nodeOptions{leaseNS: leaseNS, protocol: agentapi.Current.String()})
+}
+
+// nodeOptions vary a node for tests of upgrades: the Lease namespace, the
+// protocol version the agent advertises and the one its API speaks, and a
+// wrapper that sees the requests it receives.
+type nodeOptions struct {
+	leaseNS  string
+	protocol string
+	speaks   *agentapi.Version
+	wrap     func(http.Handler) http.Handler
+}
+
+func startNodeWith(t *testing.T, o nodeOptions) *node {
+	t.Helper()
 	ocitest.Require(t)
-	agent, err := hostagent.New(hostagent.Options{Backend: ocitest.New(t, "")})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{ocitest.New(t, "")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoint, api := agentapitest.ServeAPI(t, agent, agentToken)
+	endpoint, api := agentservertest.ServeWrapped(t, agent, agentToken, o.wrap, func(s *agentserver.Server) {
+		if o.speaks != nil {
+			s.SetVersion(*o.speaks)
+		}
+	})
 	n := &node{name: fmt.Sprintf("gw-node-%d", nodeSeq.Add(1)), agent: agent, endpoint: endpoint, budget: api.Budget()}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: agentlease.Name(n.name)}}
-	reg := agentlease.Registration{Node: n.name, Endpoint: n.endpoint, Backends: []string{"oci"}, Duration: time.Hour}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: o.leaseNS, Name: agentlease.Name(n.name)}}
+	reg := agentlease.Registration{Node: n.name, Endpoint: n.endpoint, Protocol: o.protocol, Backends: []string{"oci"}, Duration: time.Hour}
 	if err := reg.Apply(lease, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/agentserver"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -43,18 +44,19 @@ func runAgent(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("playground agent", flag.ContinueOnError)
 	var (
 		opts       nodeagent.Options
+		ociOpts    oci.Options
 		network    string
 		labels     string
 		kubeconfig string
 		reserve    string
 	)
 	fs.StringVar(&opts.NodeName, "node-name", defaultNodeName(), "the node this agent serves ($NODE_NAME, else the hostname)")
-	fs.StringVar(&opts.OCI.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes; it must outlive the agent")
-	fs.StringVar(&opts.OCI.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
-	fs.StringVar(&opts.OCI.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
+	fs.StringVar(&ociOpts.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes; it must outlive the agent")
+	fs.StringVar(&ociOpts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
+	fs.StringVar(&ociOpts.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
 	fs.StringVar(&network, "network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or host")
 	fs.StringVar(&reserve, "storage-reserve", "2Gi", "free space (a quantity, e.g. 10Gi) that the state directory's filesystem keeps: below it no new sandbox is provisioned on this node (0 disables)")
-	fs.BoolVar(&opts.OCI.UnboundedStorage, "unbounded-storage", false, "run without per-sandbox disk limits (no loop devices needed): one sandbox can then fill the node's disk; see docs/isolation.md")
+	fs.BoolVar(&ociOpts.UnboundedStorage, "unbounded-storage", false, "run without per-sandbox disk limits (no loop devices needed): one sandbox can then fill the node's disk; see docs/isolation.md")
 	fs.StringVar(&opts.ListenAddress, "listen", ":9443", "address of the agent API")
 	fs.StringVar(&opts.Endpoint, "advertise", "", "URL of the agent API published in the node's Lease (default: http(s)://$POD_IP, else the listen host, else the hostname, with the listen port)")
 	fs.StringVar(&opts.TokenFile, "token-file", "", "file of the bearer tokens the API accepts, one per line (the gateway's and the manager's); required, re-read on change")
@@ -67,7 +69,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	budgetFlags(fs, &opts.Budget)
-	httpFlags(fs, &opts.HTTP, agentapi.DefaultHTTPLimits())
+	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,7 +83,7 @@ func runAgent(ctx context.Context, args []string) error {
 
 	switch n := oci.Network(network); n {
 	case oci.NetworkNone, oci.NetworkHost:
-		opts.OCI.Network = n
+		ociOpts.Network = n
 	default:
 		return fmt.Errorf("--network: want none or host, not %q", network)
 	}
@@ -89,7 +91,7 @@ func runAgent(ctx context.Context, args []string) error {
 	if err != nil || q.Sign() < 0 {
 		return fmt.Errorf("--storage-reserve: want a non-negative quantity such as 10Gi, not %q", reserve)
 	}
-	opts.OCI.StorageReserve = q.Value()
+	ociOpts.StorageReserve = q.Value()
 	if opts.Labels, err = parseLabels(labels); err != nil {
 		return fmt.Errorf("--node-labels: %w", err)
 	}
@@ -110,6 +112,12 @@ func runAgent(ctx context.Context, args []string) error {
 	if opts.Config, err = restConfig(kubeconfig); err != nil {
 		return err
 	}
+	// The backends this node offers; the oci backend is the one Linux has.
+	be, err := oci.New(ociOpts)
+	if err != nil {
+		return fmt.Errorf("the oci backend: %w", err)
+	}
+	opts.Backends = []backend.Backend{be}
 	return nodeagent.Run(ctx, opts)
 }
 

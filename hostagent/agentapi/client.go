@@ -31,9 +31,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/playground-dev/playground/hostagent"
-	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // maxResponseBytes bounds what the client reads of a response. The largest
@@ -44,9 +41,10 @@ const maxResponseBytes = 64 << 20
 // Client calls one agent's API. It is safe for concurrent use and keeps its
 // connections: calls to one agent share an HTTP/2 connection.
 type Client struct {
-	base  *url.URL
-	token string
-	http  *http.Client
+	base    *url.URL
+	token   string
+	http    *http.Client
+	version Version
 }
 
 // NewTransport returns a transport that speaks HTTP/2 to agents: over TLS
@@ -72,8 +70,8 @@ func NewTransport(tlsConfig *tls.Config) *http.Transport {
 }
 
 // NewClient returns a client of the agent at endpoint (http:// for h2c,
-// https:// for TLS) that presents token. rt may be shared between clients;
-// nil means a new cleartext transport.
+// https:// for TLS) that presents token and speaks Current. rt may be
+// shared between clients; nil means a new cleartext transport.
 func NewClient(endpoint, token string, rt http.RoundTripper) (*Client, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -82,11 +80,24 @@ func NewClient(endpoint, token string, rt http.RoundTripper) (*Client, error) {
 	if rt == nil {
 		rt = NewTransport(nil)
 	}
-	return &Client{base: u, token: token, http: &http.Client{Transport: rt}}, nil
+	return &Client{base: u, token: token, http: &http.Client{Transport: rt}, version: Current}, nil
 }
 
+// Speaking returns a client that speaks v to the agent, the version
+// Negotiate chose with the one the agent advertises: a gateway speaks the
+// older minor of an agent not yet upgraded, and asks it for nothing that
+// minor does not have.
+func (c *Client) Speaking(v Version) *Client {
+	c2 := *c
+	c2.version = v
+	return &c2
+}
+
+// Version is the protocol version the client speaks.
+func (c *Client) Version() Version { return c.version }
+
 // do posts body as JSON to path and decodes the answer into out (nil for
-// none). Agent errors come back as *hostagent.Error with their code.
+// none). Agent errors come back as *Error with their code.
 func (c *Client) do(ctx context.Context, path string, body, out any) error {
 	resp, err := c.post(ctx, path, body, "")
 	if err != nil {
@@ -115,35 +126,36 @@ func (c *Client) post(ctx context.Context, path string, body any, accept string)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	if accept != "" {
+	req.Header.Set(VersionHeader, c.version.String())
+	if accept != "" && c.version.BinaryAnswers() {
 		req.Header.Set("Accept", accept)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &hostagent.Error{Code: hostagent.CodeUnavailable, Err: err,
+		return nil, &Error{Code: CodeUnavailable, Err: err,
 			Message: "the sandbox's node cannot be reached right now: retry shortly"}
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		var e ErrorResponse
 		if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(&e); err != nil || e.Code == "" {
-			return nil, &hostagent.Error{Code: hostagent.CodeInternal, Message: fmt.Sprintf("the agent answered %s", resp.Status)}
+			return nil, &Error{Code: CodeInternal, Message: fmt.Sprintf("the agent answered %s", resp.Status)}
 		}
-		return nil, &hostagent.Error{Code: e.Code, Message: e.Message}
+		return nil, &Error{Code: e.Code, Message: e.Message}
 	}
 	return resp, nil
 }
 
 // Open opens a session handle on the tenant's sandbox.
-func (c *Client) Open(ctx context.Context, tenant, sandboxID string) (hostagent.Handle, error) {
-	var h hostagent.Handle
+func (c *Client) Open(ctx context.Context, tenant, sandboxID string) (Handle, error) {
+	var h Handle
 	err := c.do(ctx, "/v1/sandboxes/"+url.PathEscape(sandboxID)+"/handles", TenantRequest{Tenant: tenant}, &h)
 	return h, err
 }
 
 // Renew extends a handle's lease.
-func (c *Client) Renew(ctx context.Context, tenant, handle string) (hostagent.Handle, error) {
-	var h hostagent.Handle
+func (c *Client) Renew(ctx context.Context, tenant, handle string) (Handle, error) {
+	var h Handle
 	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/renew", TenantRequest{Tenant: tenant}, &h)
 	return h, err
 }
@@ -156,15 +168,16 @@ func (c *Client) Close(ctx context.Context, tenant, handle string) error {
 // Exec runs a command to its end. It asks for the binary answer
 // (ExecMediaType), so the output arrives as raw bytes in one buffer, and
 // reads JSON too, from an agent that does not know it.
-func (c *Client) Exec(ctx context.Context, tenant, handle string, req hostagent.ExecRequest) (hostagent.ExecResult, error) {
+func (c *Client) Exec(ctx context.Context, tenant, handle string, req ExecRequest) (ExecResult, error) {
 	path := "/v1/handles/" + url.PathEscape(handle) + "/exec"
-	resp, err := c.post(ctx, path, ExecRequest{Tenant: tenant, ExecRequest: req}, ExecMediaType+", application/json;q=0.5")
+	req.Tenant = tenant
+	resp, err := c.post(ctx, path, req, ExecMediaType+", application/json;q=0.5")
 	if err != nil {
-		return hostagent.ExecResult{}, err
+		return ExecResult{}, err
 	}
 	defer resp.Body.Close()
 	body := io.LimitReader(resp.Body, maxResponseBytes)
-	var res hostagent.ExecResult
+	var res ExecResult
 	reserve, _ := ctx.Value(reserveKey{}).(func(int64) error)
 	if reserve == nil {
 		reserve = func(int64) error { return nil }
@@ -176,7 +189,7 @@ func (c *Client) Exec(ctx context.Context, tenant, handle string, req hostagent.
 		err = reserve(outputWeight(len(res.Stdout)) + outputWeight(len(res.Stderr)))
 	}
 	if err != nil {
-		return hostagent.ExecResult{}, fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
+		return ExecResult{}, fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
 	}
 	return res, nil
 }
@@ -201,28 +214,28 @@ const maxExecHeader = 64 << 10
 
 // readBinaryExec reads an ExecMediaType answer: both streams land in one
 // buffer of their exact size, read once.
-func readBinaryExec(r io.Reader, reserve func(int64) error) (hostagent.ExecResult, error) {
+func readBinaryExec(r io.Reader, reserve func(int64) error) (ExecResult, error) {
 	br := bufio.NewReaderSize(io.LimitReader(r, maxResponseBytes), maxExecHeader)
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return hostagent.ExecResult{}, fmt.Errorf("reading the header: %w", err)
+		return ExecResult{}, fmt.Errorf("reading the header: %w", err)
 	}
 	var h ExecHeader
 	if err := json.Unmarshal(line, &h); err != nil {
-		return hostagent.ExecResult{}, fmt.Errorf("the header: %w", err)
+		return ExecResult{}, fmt.Errorf("the header: %w", err)
 	}
 	if h.StdoutSize < 0 || h.StderrSize < 0 || h.StdoutSize > maxResponseBytes/2 || h.StderrSize > maxResponseBytes/2 {
-		return hostagent.ExecResult{}, fmt.Errorf("the header claims %d and %d bytes of output, more than an answer holds", h.StdoutSize, h.StderrSize)
+		return ExecResult{}, fmt.Errorf("the header claims %d and %d bytes of output, more than an answer holds", h.StdoutSize, h.StderrSize)
 	}
 	if err := reserve(outputWeight(h.StdoutSize) + outputWeight(h.StderrSize)); err != nil {
-		return hostagent.ExecResult{}, err
+		return ExecResult{}, err
 	}
 	data := make([]byte, h.StdoutSize+h.StderrSize)
 	if _, err := io.ReadFull(br, data); err != nil {
-		return hostagent.ExecResult{}, fmt.Errorf("reading %d bytes of output: %w", len(data), err)
+		return ExecResult{}, fmt.Errorf("reading %d bytes of output: %w", len(data), err)
 	}
 	if n, _ := br.Read(make([]byte, 1)); n > 0 {
-		return hostagent.ExecResult{}, errors.New("bytes after the output")
+		return ExecResult{}, errors.New("bytes after the output")
 	}
 	// Empty output is nil, as the JSON answer decodes it.
 	var stdout, stderr []byte
@@ -232,7 +245,7 @@ func readBinaryExec(r io.Reader, reserve func(int64) error) (hostagent.ExecResul
 	if h.StderrSize > 0 {
 		stderr = data[h.StdoutSize:]
 	}
-	return hostagent.ExecResult{
+	return ExecResult{
 		Stdout: stdout, Stderr: stderr,
 		StdoutDropped: h.StdoutDropped, StderrDropped: h.StderrDropped,
 		ExitCode: h.ExitCode, Signal: h.Signal, TimedOut: h.TimedOut, OOMKilled: h.OOMKilled, Duration: h.Duration,
@@ -240,9 +253,10 @@ func readBinaryExec(r io.Reader, reserve func(int64) error) (hostagent.ExecResul
 }
 
 // StartJob starts a background job.
-func (c *Client) StartJob(ctx context.Context, tenant, handle string, req hostagent.ExecRequest) (jobs.JobInfo, error) {
-	var info jobs.JobInfo
-	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/jobs", ExecRequest{Tenant: tenant, ExecRequest: req}, &info)
+func (c *Client) StartJob(ctx context.Context, tenant, handle string, req ExecRequest) (JobInfo, error) {
+	var info JobInfo
+	req.Tenant = tenant
+	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/jobs", req, &info)
 	return info, err
 }
 
@@ -296,7 +310,7 @@ func readBinaryPoll(r io.Reader) (PollResponse, error) {
 	}
 	res := PollResponse{
 		Job:           h.Job,
-		Chunks:        make([]jobs.EncodedChunk, len(h.Chunks)),
+		Chunks:        make([]Chunk, len(h.Chunks)),
 		NextCursor:    h.NextCursor,
 		Gap:           h.Gap,
 		DroppedBytes:  h.DroppedBytes,
@@ -304,31 +318,29 @@ func readBinaryPoll(r io.Reader) (PollResponse, error) {
 		Done:          h.Done,
 	}
 	for i, c := range h.Chunks {
-		e := jobs.EncodedChunk{Stream: c.Stream, Seq: c.Seq, Offset: c.Offset}
-		e.Encoding, e.Data = jobs.EncodeData(data[:c.Size])
+		res.Chunks[i] = EncodeChunk(c.Stream, c.Seq, c.Offset, data[:c.Size])
 		data = data[c.Size:]
-		res.Chunks[i] = e
 	}
 	return res, nil
 }
 
 // Cancel cancels a job.
-func (c *Client) Cancel(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
-	var info jobs.JobInfo
+func (c *Client) Cancel(ctx context.Context, tenant, jobID string) (JobInfo, error) {
+	var info JobInfo
 	err := c.do(ctx, "/v1/jobs/"+url.PathEscape(jobID)+"/cancel", TenantRequest{Tenant: tenant}, &info)
 	return info, err
 }
 
 // Read reads a whole file.
-func (c *Client) Read(ctx context.Context, tenant, handle, path, cwd string) (hostagent.FileContent, error) {
-	var f hostagent.FileContent
+func (c *Client) Read(ctx context.Context, tenant, handle, path, cwd string) (FileContent, error) {
+	var f FileContent
 	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/read", ReadRequest{Tenant: tenant, Path: path, Cwd: cwd}, &f)
 	return f, err
 }
 
 // Write replaces a file atomically.
-func (c *Client) Write(ctx context.Context, tenant, handle, path, cwd string, data []byte) (hostagent.FileInfo, error) {
-	var f hostagent.FileInfo
+func (c *Client) Write(ctx context.Context, tenant, handle, path, cwd string, data []byte) (FileInfo, error) {
+	var f FileInfo
 	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/write", WriteRequest{Tenant: tenant, Path: path, Cwd: cwd, Data: data}, &f)
 	return f, err
 }

@@ -14,105 +14,107 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package agentapi is the host agent's network API: the calls the gateway
-// (and the manager) make to the agent of a node, as JSON over HTTP/2 (TLS,
-// or cleartext h2c on a trusted network; a poll's page may come as raw
-// bytes after a JSON header, PollMediaType), authenticated by a bearer token
-// that only the gateway and the manager hold. Every call names the tenant;
-// the agent checks that the handle or job belongs to it. docs/agent-api.md
-// describes the wire format.
+// Package agentapi is the host agent's protocol: the calls the gateway
+// makes to the agent of a node, as JSON over HTTP/2 (TLS, or cleartext h2c
+// on a trusted network; exec and poll may answer as raw bytes after a JSON
+// header), authenticated by a bearer token that only the gateway and the
+// manager hold, and the client that makes them. Every call names the
+// tenant; the agent checks that the handle or job belongs to it.
+//
+// The types here are the wire format and nothing else: the agent's kernel
+// (package hostagent and its jobs) has its own, and the agent's server
+// (package agentserver) maps between the two, so that a change of the
+// kernel cannot change what a gateway and an agent of different releases
+// say to each other during a rollout. The protocol is versioned (Version);
+// docs/agent-api.md is its reference.
 package agentapi
 
 import (
+	"fmt"
 	"time"
-
-	"github.com/playground-dev/playground/hostagent"
-	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // MaxRequestBytes bounds a request body: a 3 MiB payload as base64 is 4 MiB,
 // plus the JSON around it.
 const MaxRequestBytes = 5 << 20
 
+// Limits both ends check, so that a request over one is refused once,
+// clearly, before it travels. The agent's kernel has the same values; its
+// server's tests check that they agree.
+const (
+	// MaxCommandBytes bounds the text of one command: Linux refuses an
+	// argument of /bin/sh -c longer than MAX_ARG_STRLEN (131072 bytes with
+	// its NUL) with E2BIG.
+	MaxCommandBytes = 128<<10 - 1
+	// MaxTimeout bounds the timeout of one command or job.
+	MaxTimeout = 24 * time.Hour
+	// MaxPollWait bounds how long a poll waits for output.
+	MaxPollWait = 30 * time.Second
+	// MaxPollBytes bounds the output bytes of one poll's page.
+	MaxPollBytes = 4 << 20
+)
+
+// CommandTooLong is the one message for a command over MaxCommandBytes.
+func CommandTooLong(n int) string {
+	return fmt.Sprintf("command is %d bytes, over the %d-byte limit (the kernel's bound on one argument of /bin/sh -c): write the script to a file with write, then run it (sh /path/to/script)", n, MaxCommandBytes)
+}
+
+// Shell selects the environment of the /bin/sh that runs a command.
+type Shell string
+
+const (
+	// ShellLogin loads the tenant's login profile (environment and script).
+	ShellLogin Shell = "login"
+	// ShellClean starts from a fixed minimal environment and loads no profile.
+	ShellClean Shell = "clean"
+)
+
 // TenantRequest is the body of calls that need only the tenant.
 type TenantRequest struct {
 	Tenant string `json:"tenant"`
 }
 
-// ExecRequest is the body of exec and job start.
+// ExecRequest is the body of exec and job start: a command for a fresh
+// /bin/sh of the handle's sandbox.
 type ExecRequest struct {
-	Tenant string `json:"tenant"`
-	hostagent.ExecRequest
+	Tenant  string `json:"tenant"`
+	Command string `json:"command"`
+	// Shell is login (the default) or clean.
+	Shell Shell  `json:"shell,omitempty"`
+	Cwd   string `json:"cwd,omitempty"`
+	// Stdin is the command's whole standard input (base64 on the wire).
+	Stdin []byte `json:"stdin,omitempty"`
+	// Timeout kills the command and its descendants when it passes; zero
+	// means none for jobs and the caller's deadline for exec. Nanoseconds
+	// on the wire.
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
-// PollRequest is the body of a job poll.
-type PollRequest struct {
-	Tenant   string `json:"tenant"`
-	Cursor   string `json:"cursor,omitempty"`
-	MaxBytes int    `json:"max_bytes,omitempty"`
-	// Wait is how long to wait for new output when there is none yet.
-	Wait time.Duration `json:"wait,omitempty"`
+// ExecResult is how a synchronous command ended, with its output.
+type ExecResult struct {
+	Stdout []byte `json:"stdout"`
+	Stderr []byte `json:"stderr"`
+	// StdoutDropped and StderrDropped count output beyond the agent's exec
+	// output limit, which is not returned.
+	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
+	StderrDropped int64  `json:"stderr_dropped,omitempty"`
+	ExitCode      int    `json:"exit_code"`
+	Signal        string `json:"signal,omitempty"`
+	// TimedOut is true when the timeout killed the command; its descendants
+	// were proven dead before the result was returned.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// OOMKilled (1.1) is true when the sandbox ran out of memory while the
+	// command ran and the OOM killer killed one of its processes.
+	OOMKilled bool          `json:"oom_killed,omitempty"`
+	Duration  time.Duration `json:"duration"`
 }
 
-// PollResponse is a page of a job's output.
-type PollResponse struct {
-	Job           jobs.JobInfo        `json:"job"`
-	Chunks        []jobs.EncodedChunk `json:"chunks"`
-	NextCursor    string              `json:"next_cursor"`
-	Gap           *jobs.Gap           `json:"gap,omitempty"`
-	DroppedBytes  uint64              `json:"dropped_bytes"`
-	DroppedChunks uint64              `json:"dropped_chunks"`
-	Done          bool                `json:"done"`
-}
-
-// PollMediaType is the media type of a poll's binary answer, which a
-// client asks for with Accept: a JSON header on one line, then the chunks'
-// bytes, raw and back to back (see docs/agent-api.md). It spares both ends
-// the JSON escaping of megabytes of output; an agent that does not know it
-// answers JSON, which the client reads too.
-const PollMediaType = "application/vnd.playground.poll"
-
-// PollHeader is the first line of a binary poll answer: a PollResponse
-// whose chunks carry their sizes instead of their data.
-type PollHeader struct {
-	Job           jobs.JobInfo  `json:"job"`
-	Chunks        []ChunkHeader `json:"chunks"`
-	NextCursor    string        `json:"next_cursor"`
-	Gap           *jobs.Gap     `json:"gap,omitempty"`
-	DroppedBytes  uint64        `json:"dropped_bytes"`
-	DroppedChunks uint64        `json:"dropped_chunks"`
-	Done          bool          `json:"done"`
-}
-
-// ChunkHeader describes a chunk of a binary poll answer; its Size bytes
-// follow those of the chunks before it.
-type ChunkHeader struct {
-	Stream string `json:"stream"`
-	Seq    uint64 `json:"seq"`
-	Offset int    `json:"offset,omitempty"`
-	Size   int    `json:"size"`
-}
-
-// ExecMediaType is the media type of exec's binary answer, which a client
-// asks for with Accept: an ExecHeader as JSON on one line, then the
-// stdout bytes, then the stderr bytes, raw. Like PollMediaType it spares
-// both ends encoding and decoding up to 8 MiB of output as base64 inside
-// JSON; an agent that does not know it answers JSON (hostagent.ExecResult),
-// which the client reads too.
-const ExecMediaType = "application/vnd.playground.exec"
-
-// ExecHeader is the first line of a binary exec answer: an ExecResult
-// whose output is given by its sizes.
-type ExecHeader struct {
-	StdoutSize    int           `json:"stdout_size"`
-	StderrSize    int           `json:"stderr_size"`
-	StdoutDropped int64         `json:"stdout_dropped,omitempty"`
-	StderrDropped int64         `json:"stderr_dropped,omitempty"`
-	ExitCode      int           `json:"exit_code"`
-	Signal        string        `json:"signal,omitempty"`
-	TimedOut      bool          `json:"timed_out,omitempty"`
-	OOMKilled     bool          `json:"oom_killed,omitempty"`
-	Duration      time.Duration `json:"duration"`
+// Handle is an open session on a sandbox: a lease that expires unless used
+// or renewed.
+type Handle struct {
+	ID        string    `json:"handle"`
+	SandboxID string    `json:"sandbox_id"`
+	Expires   time.Time `json:"expires"`
 }
 
 // ReadRequest is the body of a file read.
@@ -130,8 +132,152 @@ type WriteRequest struct {
 	Data   []byte `json:"data"`
 }
 
+// FileContent is a file read from a sandbox.
+type FileContent struct {
+	Path   string `json:"path"`
+	Data   []byte `json:"data"`
+	Size   int    `json:"size"`
+	MIME   string `json:"mime"`
+	SHA256 string `json:"sha256"`
+}
+
+// FileInfo describes a file written to a sandbox.
+type FileInfo struct {
+	Path   string `json:"path"`
+	Size   int    `json:"size"`
+	MIME   string `json:"mime"`
+	SHA256 string `json:"sha256"`
+}
+
+// JobState is a background job's lifecycle state.
+type JobState string
+
+const (
+	JobRunning    JobState = "running"
+	JobCancelling JobState = "cancelling" // cancel was asked; the proof of cleanup is pending
+	JobExited     JobState = "exited"     // the command ended by itself
+	JobKilled     JobState = "killed"     // cancelled, its process tree proven dead
+	JobTimedOut   JobState = "timed_out"  // its timeout ended it, with the same proof
+	JobFailed     JobState = "failed"     // the agent lost track of it; Result.Error says why
+)
+
+// Terminal reports whether the job has ended.
+func (s JobState) Terminal() bool { return s != JobRunning && s != JobCancelling }
+
+// JobInfo describes a background job.
+type JobInfo struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	SandboxID string    `json:"sandbox_id"`
+	State     JobState  `json:"state"`
+	StartedAt time.Time `json:"started_at"`
+	// EndedAt is when the job became terminal; zero while active.
+	EndedAt time.Time `json:"ended_at,omitzero"`
+	// Result is set once the job is terminal.
+	Result *JobResult `json:"result,omitempty"`
+}
+
+// JobResult is how a job ended.
+type JobResult struct {
+	// ExitCode is the shell's exit code, or -1 when it did not exit
+	// normally or the agent does not know.
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	// Killed is true when cancel, timeout or shutdown ended the job and
+	// its process tree was proven dead.
+	Killed   bool `json:"killed,omitempty"`
+	TimedOut bool `json:"timed_out,omitempty"`
+	// OOMKilled (1.1): the sandbox ran out of memory while the job ran.
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	// Error explains a failed job, or a caveat of a killed one.
+	Error    string        `json:"error,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// PollRequest is the body of a job poll.
+type PollRequest struct {
+	Tenant   string `json:"tenant"`
+	Cursor   string `json:"cursor,omitempty"`
+	MaxBytes int    `json:"max_bytes,omitempty"`
+	// Wait is how long to wait for new output when there is none yet.
+	Wait time.Duration `json:"wait,omitempty"`
+}
+
+// Gap reports output the client had not read when the agent evicted it:
+// chunks FromSeq up to, not including, ToSeq (Chunks of them, Bytes bytes
+// the client never received). The poll resumes at ToSeq.
+type Gap struct {
+	FromSeq uint64 `json:"from_seq"`
+	ToSeq   uint64 `json:"to_seq"`
+	Chunks  uint64 `json:"chunks"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// PollResponse is a page of a job's output.
+type PollResponse struct {
+	Job           JobInfo `json:"job"`
+	Chunks        []Chunk `json:"chunks"`
+	NextCursor    string  `json:"next_cursor"`
+	Gap           *Gap    `json:"gap,omitempty"`
+	DroppedBytes  uint64  `json:"dropped_bytes"`
+	DroppedChunks uint64  `json:"dropped_chunks"`
+	// Done is true when the job is terminal and this page reaches the end
+	// of its output.
+	Done bool `json:"done"`
+}
+
+// PollMediaType (1.1) is the media type of a poll's binary answer, which a
+// client asks for with Accept: a JSON header on one line, then the chunks'
+// bytes, raw and back to back (see docs/agent-api.md). It spares both ends
+// the JSON escaping of megabytes of output; an agent that does not know it
+// answers JSON, which the client reads too.
+const PollMediaType = "application/vnd.playground.poll"
+
+// PollHeader is the first line of a binary poll answer: a PollResponse
+// whose chunks carry their sizes instead of their data.
+type PollHeader struct {
+	Job           JobInfo       `json:"job"`
+	Chunks        []ChunkHeader `json:"chunks"`
+	NextCursor    string        `json:"next_cursor"`
+	Gap           *Gap          `json:"gap,omitempty"`
+	DroppedBytes  uint64        `json:"dropped_bytes"`
+	DroppedChunks uint64        `json:"dropped_chunks"`
+	Done          bool          `json:"done"`
+}
+
+// ChunkHeader describes a chunk of a binary poll answer; its Size bytes
+// follow those of the chunks before it.
+type ChunkHeader struct {
+	Stream string `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	Offset int    `json:"offset,omitempty"`
+	Size   int    `json:"size"`
+}
+
+// ExecMediaType (1.1) is the media type of exec's binary answer, which a
+// client asks for with Accept: an ExecHeader as JSON on one line, then the
+// stdout bytes, then the stderr bytes, raw. Like PollMediaType it spares
+// both ends encoding and decoding up to 8 MiB of output as base64 inside
+// JSON; an agent that does not know it answers JSON (ExecResult), which
+// the client reads too.
+const ExecMediaType = "application/vnd.playground.exec"
+
+// ExecHeader is the first line of a binary exec answer: an ExecResult
+// whose output is given by its sizes.
+type ExecHeader struct {
+	StdoutSize    int           `json:"stdout_size"`
+	StderrSize    int           `json:"stderr_size"`
+	StdoutDropped int64         `json:"stdout_dropped,omitempty"`
+	StderrDropped int64         `json:"stderr_dropped,omitempty"`
+	ExitCode      int           `json:"exit_code"`
+	Signal        string        `json:"signal,omitempty"`
+	TimedOut      bool          `json:"timed_out,omitempty"`
+	OOMKilled     bool          `json:"oom_killed,omitempty"`
+	Duration      time.Duration `json:"duration"`
+}
+
 // ErrorResponse is the body of every failed call.
 type ErrorResponse struct {
-	Code    hostagent.Code `json:"code"`
-	Message string         `json:"message"`
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
 }

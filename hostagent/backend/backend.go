@@ -80,6 +80,10 @@ type Spec struct {
 	ID string
 	// Tenant is namespace/name of the owning tenant, for labels and logs.
 	Tenant string
+	// Backend is the backend class that runs the sandbox (the Sandbox's
+	// spec.backend): an agent with several backends routes by it, and
+	// empty means the agent's first. A backend itself may ignore it.
+	Backend string
 	// Persona is exported as PERSONA in login shells.
 	Persona string
 	// Resources bound the sandbox.

@@ -54,9 +54,8 @@ func TestPollPagesAndDone(t *testing.T) {
 	if !r3.Done || r3.Job.State != StateExited || r3.Job.Result == nil || r3.Job.Result.ExitCode != 3 || r3.Job.EndedAt.IsZero() {
 		t.Fatalf("final page %+v", r3)
 	}
-	enc := r.EncodedChunks()
-	if enc[0].Encoding != EncodingText || enc[0].Data != "hello world\n" || enc[1].Stream != "stderr" {
-		t.Fatalf("encoded %+v", enc)
+	if string(r.Chunks[0].Data) != "hello world\n" || r.Chunks[1].Stream != backend.Stderr {
+		t.Fatalf("chunks %+v", r.Chunks)
 	}
 }
 
@@ -205,22 +204,13 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, e := range r.EncodedChunks() {
-				b, err := e.Bytes()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if e.Encoding == EncodingText {
+			for _, c := range r.Chunks {
+				// Chunks cut at character boundaries stay valid UTF-8,
+				// so that the agent's answer can carry them as text.
+				if utf8.Valid(c.Data) {
 					texts++
-					if !utf8.ValidString(e.Data) {
-						t.Fatal("invalid UTF-8 as text")
-					}
 				}
-				s := backend.Stdout
-				if e.Stream == "stderr" {
-					s = backend.Stderr
-				}
-				got[s] = append(got[s], b...)
+				got[c.Stream] = append(got[c.Stream], c.Data...)
 			}
 			if r.Gap != nil {
 				t.Fatalf("seed %d: unexpected gap %+v", seed, r.Gap)

@@ -51,37 +51,37 @@ func (s State) Terminal() bool {
 
 // JobInfo describes a job.
 type JobInfo struct {
-	ID        string    `json:"id"`
-	Tenant    string    `json:"tenant"`
-	SandboxID string    `json:"sandbox_id"`
-	State     State     `json:"state"`
-	StartedAt time.Time `json:"started_at"`
+	ID        string
+	Tenant    string
+	SandboxID string
+	State     State
+	StartedAt time.Time
 	// EndedAt is when the job became terminal; zero while active.
-	EndedAt time.Time `json:"ended_at,omitzero"`
+	EndedAt time.Time
 	// Result is set once the job is terminal.
-	Result *Result `json:"result,omitempty"`
+	Result *Result
 }
 
 // Result is how a job ended.
 type Result struct {
 	// ExitCode is the shell's exit code, or -1 when it did not exit normally
 	// or the manager does not know.
-	ExitCode int `json:"exit_code"`
+	ExitCode int
 	// Signal names the signal that ended the shell, if any.
-	Signal string `json:"signal,omitempty"`
+	Signal string
 	// Killed is true when the job was ended by Kill (cancel, timeout or
 	// shutdown) and the backend proved its process tree dead.
-	Killed bool `json:"killed,omitempty"`
+	Killed bool
 	// TimedOut is true when the Kill was due to the job's timeout.
-	TimedOut bool `json:"timed_out,omitempty"`
+	TimedOut bool
 	// OOMKilled is true when the sandbox ran out of memory while the job
 	// ran and the OOM killer killed one of its processes.
-	OOMKilled bool `json:"oom_killed,omitempty"`
+	OOMKilled bool
 	// Error explains a failed job, or a caveat of a killed one (output the
 	// backend did not deliver in time).
-	Error string `json:"error,omitempty"`
+	Error string
 	// Duration is from start to end.
-	Duration time.Duration `json:"duration"`
+	Duration time.Duration
 }
 
 // PollResult is one page of a job's output.
@@ -103,15 +103,6 @@ type PollResult struct {
 	// its output: Job.Result is final and there is nothing more to read. A
 	// later poll with NextCursor acknowledges it.
 	Done bool
-}
-
-// EncodedChunks returns the page's chunks encoded for JSON.
-func (r PollResult) EncodedChunks() []EncodedChunk {
-	out := make([]EncodedChunk, len(r.Chunks))
-	for i, c := range r.Chunks {
-		out[i] = c.Encode()
-	}
-	return out
 }
 
 // Stats are counters for metrics. Counts are current values; the uint64

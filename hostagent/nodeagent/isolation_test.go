@@ -35,9 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // session is an open handle of one tenant's sandbox on a node.
@@ -58,7 +56,7 @@ func openSession(t *testing.T, n *node, ns, name string) session {
 
 func (s session) exec(t *testing.T, cmd string) string {
 	t.Helper()
-	res, err := s.client.Exec(context.Background(), s.tenant, s.handle, hostagent.ExecRequest{Command: cmd})
+	res, err := s.client.Exec(context.Background(), s.tenant, s.handle, agentapi.ExecRequest{Command: cmd})
 	if err != nil {
 		t.Fatalf("%q: %v", cmd, err)
 	}
@@ -68,8 +66,8 @@ func (s session) exec(t *testing.T, cmd string) string {
 	return string(res.Stdout)
 }
 
-func (s session) startJob(cmd string) (jobs.JobInfo, error) {
-	return s.client.StartJob(context.Background(), s.tenant, s.handle, hostagent.ExecRequest{Command: cmd})
+func (s session) startJob(cmd string) (agentapi.JobInfo, error) {
+	return s.client.StartJob(context.Background(), s.tenant, s.handle, agentapi.ExecRequest{Command: cmd})
 }
 
 // pidsOf lists the host PIDs of processes whose command line contains s.
@@ -136,7 +134,7 @@ func TestLostProofHaltsOnlyItsSandbox(t *testing.T) {
 	marker := fmt.Sprintf("lost-proof-%d-%d", os.Getpid(), time.Now().UnixNano())
 	execErr := make(chan error, 1)
 	go func() {
-		_, err := a.client.Exec(ctx, a.tenant, a.handle, hostagent.ExecRequest{Command: "sleep 1000 & wait # " + marker})
+		_, err := a.client.Exec(ctx, a.tenant, a.handle, agentapi.ExecRequest{Command: "sleep 1000 & wait # " + marker})
 		execErr <- err
 	}()
 	var shell int
@@ -166,7 +164,7 @@ func TestLostProofHaltsOnlyItsSandbox(t *testing.T) {
 	// Tenant B on the same node is untouched.
 	info, err := b.startJob("echo b")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(info.State).To(Equal(jobs.StateRunning))
+	g.Expect(info.State).To(Equal(agentapi.JobRunning))
 	g.Expect(jobsAdmitted(g, ns, "b").Status).To(Equal(metav1.ConditionTrue))
 
 	// The operator restarts A: every process in it is killed, its files stay.
@@ -219,13 +217,13 @@ func TestSuspendStopsCompute(t *testing.T) {
 	g.Expect(pidsOf(marker)).To(BeEmpty(), "the tenant's processes are gone")
 	res, err := n.client.Poll(ctx, agentapi.PollRequest{Tenant: s.tenant}, job.ID)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.Job.State).To(Equal(jobs.StateFailed))
+	g.Expect(res.Job.State).To(Equal(agentapi.JobFailed))
 	g.Expect(res.Job.Result.Error).To(ContainSubstring("suspended"))
 	// Its handle is gone, and no new one opens.
-	_, err = n.client.Exec(ctx, s.tenant, s.handle, hostagent.ExecRequest{Command: "true"})
+	_, err = n.client.Exec(ctx, s.tenant, s.handle, agentapi.ExecRequest{Command: "true"})
 	g.Expect(err).To(HaveOccurred())
 	_, err = n.client.Open(ctx, s.tenant, s.id)
-	var he *hostagent.Error
+	var he *agentapi.Error
 	g.Expect(errors.As(err, &he) && strings.Contains(he.Message, "suspended")).To(BeTrue(), "open while suspended: %v", err)
 	waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonSuspended)
 

@@ -33,7 +33,6 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 )
@@ -79,10 +78,10 @@ func TestMetrics(t *testing.T) {
 	// Four execs that end by themselves, whatever their exit code, and one
 	// its timeout kills.
 	for _, cmd := range []string{"echo one", "echo two", "true", "exit 3"} {
-		_, err := n.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: cmd})
+		_, err := n.client.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: cmd})
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	res, err := n.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "sleep 30", Timeout: 300 * time.Millisecond})
+	res, err := n.client.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "sleep 30", Timeout: 300 * time.Millisecond})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.TimedOut).To(BeTrue())
 	afterExec, err := scrape(url)
@@ -94,7 +93,7 @@ func TestMetrics(t *testing.T) {
 
 	// A running job is active; cancelled, it is not, and stays retained
 	// until its end is read.
-	sleeper, err := n.client.StartJob(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "sleep 100"})
+	sleeper, err := n.client.StartJob(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "sleep 100"})
 	g.Expect(err).NotTo(HaveOccurred())
 	running, err := scrape(url)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -102,7 +101,7 @@ func TestMetrics(t *testing.T) {
 	g.Expect(running.value(t, "playground_jobs_retained", on...)).To(BeEquivalentTo(1))
 	info, err := n.client.Cancel(ctx, tenant, sleeper.ID)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(info.State).To(Equal(jobs.StateKilled))
+	g.Expect(info.State).To(Equal(agentapi.JobKilled))
 	cancelled, err := scrape(url)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cancelled.value(t, "playground_jobs_active", on...)).To(BeZero())
@@ -112,7 +111,7 @@ func TestMetrics(t *testing.T) {
 	// counter grows by N, and the dropped bytes and evictions by what its
 	// poll reports as dropped.
 	const written = 300000
-	job, err := n.client.StartJob(ctx, tenant, h.ID, hostagent.ExecRequest{Command: fmt.Sprintf("head -c %d /dev/zero", written), Shell: backend.ShellClean})
+	job, err := n.client.StartJob(ctx, tenant, h.ID, agentapi.ExecRequest{Command: fmt.Sprintf("head -c %d /dev/zero", written), Shell: agentapi.ShellClean})
 	g.Expect(err).NotTo(HaveOccurred())
 	var page agentapi.PollResponse
 	cursor := ""

@@ -51,9 +51,8 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
-	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
@@ -80,18 +79,19 @@ type Options struct {
 	// whose spec.nodeName it is, and registers under it.
 	NodeName string
 
-	// Backend runs the sandboxes; nil means an oci backend built from OCI.
-	Backend backend.Backend
-	// OCI configures the default backend (StateDir is required then).
-	OCI oci.Options
-	// Agent configures the execution kernel; its Backend is ignored.
+	// Backends run the sandboxes, one per backend class: the agent offers
+	// them in its Lease, serves the Sandboxes bound to its node whose
+	// spec.backend names one, and closes them when it stops. At least
+	// one; cmd constructs them.
+	Backends []backend.Backend
+	// Agent configures the execution kernel; its Backends are ignored.
 	Agent hostagent.Options
 	// Budget bounds the API's synchronous calls (exec, read, write) in
 	// flight and the bytes they hold, per tenant and in total (zero
 	// fields: the defaults of package budget).
 	Budget budget.Limits
 	// HTTP bounds the API's connections, streams and the time a peer may
-	// take (zero: agentapi.DefaultHTTPLimits).
+	// take (zero: agentserver.DefaultHTTPLimits).
 	HTTP httpserve.Limits
 
 	// Listener serves the agent API (Run closes it); nil means listen on
@@ -149,8 +149,8 @@ func (o *Options) setDefaults() error {
 	if errs := validation.IsDNS1123Subdomain(o.NodeName); len(errs) > 0 {
 		return fmt.Errorf("nodeagent: node name %q: %s", o.NodeName, strings.Join(errs, "; "))
 	}
-	if o.Backend == nil && o.OCI.StateDir == "" {
-		return errors.New("nodeagent: a backend or a state directory is required")
+	if len(o.Backends) == 0 {
+		return errors.New("nodeagent: at least one backend is required")
 	}
 	if o.Listener == nil && o.ListenAddress == "" {
 		return errors.New("nodeagent: a listener or a listen address is required")
@@ -189,7 +189,7 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("nodeagent: budget: %w", err)
 	}
 	if o.HTTP == (httpserve.Limits{}) {
-		o.HTTP = agentapi.DefaultHTTPLimits()
+		o.HTTP = agentserver.DefaultHTTPLimits()
 	}
 	if err := o.HTTP.Validate(); err != nil {
 		return fmt.Errorf("nodeagent: %w", err)
@@ -233,14 +233,8 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	be := opts.Backend
-	if be == nil {
-		if be, err = oci.New(opts.OCI); err != nil {
-			return fmt.Errorf("nodeagent: %w", err)
-		}
-	}
 	agentOpts := opts.Agent
-	agentOpts.Backend = be
+	agentOpts.Backends = opts.Backends
 	agent, err := hostagent.New(agentOpts)
 	if err != nil {
 		return fmt.Errorf("nodeagent: %w", err)
@@ -280,6 +274,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	server := agentserver.NewServer(agent, slog.New(logr.ToSlogHandler(log.WithName("api"))), tokens.current()...)
+	server.SetBudget(lim)
+	server.SetHTTPLimits(opts.HTTP)
 	hb := &heartbeat{
 		reader: mgr.GetAPIReader(),
 		writer: mgr.GetClient(),
@@ -290,7 +287,8 @@ func Run(ctx context.Context, opts Options) error {
 			return agentlease.Registration{
 				Node:            opts.NodeName,
 				Endpoint:        endpoint,
-				Backends:        []string{be.Name()},
+				Protocol:        server.Version().String(),
+				Backends:        backendNames(opts.Backends),
 				Labels:          opts.Labels,
 				AdmissionHalted: haltSummary(agent.Jobs().Halts()),
 				Duration:        opts.LeaseDuration,
@@ -305,9 +303,6 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	log.Info("Registered the node", "lease", opts.LeaseNamespace+"/"+agentlease.Name(opts.NodeName), "endpoint", endpoint)
 
-	server := agentapi.NewServer(agent, slog.New(logr.ToSlogHandler(log.WithName("api"))), tokens.current()...)
-	server.SetBudget(lim)
-	server.SetHTTPLimits(opts.HTTP)
 	return runAll(ctx,
 		task{"lease heartbeat", hb.run},
 		task{"reattach and serve", func(ctx context.Context) error {
@@ -401,4 +396,13 @@ func haltSummary(halts []jobs.AdmissionStatus) string {
 		more = fmt.Sprintf(" and %d more", len(halts)-len(ids))
 	}
 	return fmt.Sprintf("in %d sandbox(es): %s%s (see their JobsAdmitted condition)", len(halts), strings.Join(ids, ", "), more)
+}
+
+// backendNames are the classes of backends, as the Lease offers them.
+func backendNames(bes []backend.Backend) []string {
+	names := make([]string, len(bes))
+	for i, be := range bes {
+		names[i] = be.Name()
+	}
+	return names
 }

@@ -37,11 +37,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
-	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
@@ -94,7 +93,7 @@ func TestThreeNodesServeTheirOwnSandboxes(t *testing.T) {
 	tenant, id := ns+"/on-three-a", playgroundv1alpha1.SandboxID(ns, "on-three-a")
 	h, err := a.client.Open(ctx, tenant, id)
 	g.Expect(err).NotTo(HaveOccurred())
-	res, err := a.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "echo hi"})
+	res, err := a.client.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "echo hi"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(res.Stdout)).To(Equal("hi\n"))
 	g.Expect(res.ExitCode).To(BeZero())
@@ -109,14 +108,14 @@ func TestThreeNodesServeTheirOwnSandboxes(t *testing.T) {
 
 	// Node b does not serve node a's sandbox.
 	_, err = nodes[1].client.Open(ctx, tenant, id)
-	g.Expect(hostagent.CodeOf(err)).To(Equal(hostagent.CodeNotFound))
+	g.Expect(agentapi.CodeOf(err)).To(Equal(agentapi.CodeNotFound))
 
 	// Without the token, or with another, the API refuses.
 	for _, tok := range []string{"", "not-the-agent-token-at-all"} {
 		c, err := agentapi.NewClient(a.endpoint, tok, nil)
 		g.Expect(err).NotTo(HaveOccurred())
 		_, err = c.Open(ctx, tenant, id)
-		g.Expect(hostagent.CodeOf(err)).To(Equal(hostagent.CodeUnauth), "token %q", tok)
+		g.Expect(agentapi.CodeOf(err)).To(Equal(agentapi.CodeUnauth), "token %q", tok)
 	}
 	resp, err := http.Post(a.endpoint+"/v1/sandboxes/"+id+"/handles", "application/json", strings.NewReader(`{"tenant":"`+tenant+`"}`))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -219,7 +218,7 @@ func TestStorageReserveRefusal(t *testing.T) {
 
 	reserving, err := oci.New(oci.Options{StateDir: state, GuestBinary: ocitest.GuestBinary(t), StorageReserve: 1 << 60})
 	g.Expect(err).NotTo(HaveOccurred())
-	n = startNode(t, "reserve-a", state, "", func(o *nodeagent.Options) { o.Backend = reserving })
+	n = startNode(t, "reserve-a", state, "", func(o *nodeagent.Options) { o.Backends = []backend.Backend{reserving} })
 	createSandbox(t, ns, "after", n.name)
 	g.Eventually(func(g Gomega) {
 		c := provisioned(getSandbox(g, ns, "after"))
@@ -289,7 +288,7 @@ func TestRestartKeepsSandboxes(t *testing.T) {
 
 	h, err := first.client.Open(ctx, tenant, id)
 	g.Expect(err).NotTo(HaveOccurred())
-	res, err := first.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "echo kept > file; setsid sleep 1000 >/dev/null 2>&1 & echo $!"})
+	res, err := first.client.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "echo kept > file; setsid sleep 1000 >/dev/null 2>&1 & echo $!"})
 	g.Expect(err).NotTo(HaveOccurred())
 	pid := strings.TrimSpace(string(res.Stdout))
 	_, err = strconv.Atoi(pid)
@@ -317,7 +316,7 @@ func TestRestartKeepsSandboxes(t *testing.T) {
 	g.Expect(provisioned(after).LastTransitionTime).To(Equal(since), "Provisioned stayed True throughout")
 	g.Expect(second.containers(t)).To(ConsistOf(containerOf(ns, "ws")))
 
-	res, err = second.client.Exec(ctx, tenant, h2.ID, hostagent.ExecRequest{Command: "cat file; kill -0 " + pid + " && echo alive"})
+	res, err = second.client.Exec(ctx, tenant, h2.ID, agentapi.ExecRequest{Command: "cat file; kill -0 " + pid + " && echo alive"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(res.Stdout)).To(Equal("kept\nalive\n"), "stderr: %s", res.Stderr)
 }
@@ -335,9 +334,9 @@ func TestDeadInitIsRestarted(t *testing.T) {
 	tenant := ns + "/ws"
 	h, err := n.client.Open(ctx, tenant, id)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = n.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "echo kept > file"})
+	_, err = n.client.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "echo kept > file"})
 	g.Expect(err).NotTo(HaveOccurred())
-	job, err := n.client.StartJob(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "sleep 1000"})
+	job, err := n.client.StartJob(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "sleep 1000"})
 	g.Expect(err).NotTo(HaveOccurred())
 	// Let the status report the handle first, so that no pass is under way
 	// when init dies.
@@ -360,7 +359,7 @@ func TestDeadInitIsRestarted(t *testing.T) {
 		WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(BeTrue(), "a new init")
 	e := waitEvent(t, ns, "ws", corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted)
 	g.Expect(e.Note).To(ContainSubstring(id))
-	res, err := n.client.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "cat file"})
+	res, err := n.client.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "cat file"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(res.Stdout)).To(Equal("kept\n"), "stderr: %s", res.Stderr)
 	g.Expect(provisioned(getSandbox(g, ns, "ws")).Status).To(Equal(metav1.ConditionTrue))
@@ -368,8 +367,8 @@ func TestDeadInitIsRestarted(t *testing.T) {
 	// sandbox clean, so jobs start there again.
 	page, err := n.client.Poll(ctx, agentapi.PollRequest{Tenant: tenant}, job.ID)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(page.Job.State).To(Equal(jobs.StateFailed))
-	_, err = n.client.StartJob(ctx, tenant, h.ID, hostagent.ExecRequest{Command: "true"})
+	g.Expect(page.Job.State).To(Equal(agentapi.JobFailed))
+	_, err = n.client.StartJob(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "true"})
 	g.Expect(err).NotTo(HaveOccurred(), "a sandbox restarted after its init died admits jobs")
 	g.Eventually(func(g Gomega) {
 		g.Expect(meta.IsStatusConditionTrue(getSandbox(g, ns, "ws").Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition)).To(BeTrue())
@@ -381,7 +380,7 @@ func TestRunRefusesWithoutTokens(t *testing.T) {
 	err := nodeagent.Run(context.Background(), nodeagent.Options{
 		Config:        cp.Config,
 		NodeName:      "no-tokens",
-		OCI:           oci.Options{StateDir: t.TempDir()},
+		Backends:      []backend.Backend{ocitest.New(t, ocitest.StateDir(t))},
 		ListenAddress: "127.0.0.1:0",
 	})
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("accept no token")))

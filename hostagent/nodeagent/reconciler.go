@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -190,10 +191,10 @@ func (r *sandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
 	log := ctrl.LoggerFrom(ctx)
 	spec := specOf(sbx)
-	if class := backendClass(sbx); class != r.agent.Backend().Name() {
+	if class := backendClass(sbx); !r.offers(class) {
 		// A spec problem, not a backend one: retrying cannot help, and the
 		// backend class is immutable, so only a new binding would.
-		msg := fmt.Sprintf("Node %s offers the %s backend, not %s", r.node, r.agent.Backend().Name(), class)
+		msg := fmt.Sprintf("Node %s offers the %s backends, not %s", r.node, strings.Join(backendNames(r.agent.Backends()), ", "), class)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Provision", msg)
 		return r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg)
 	}
@@ -300,7 +301,8 @@ func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgro
 // other disk limits than the sandbox was provisioned with: they are fixed
 // on the node, and a spec change does not resize the images.
 func (r *sandboxReconciler) storageFixed(spec backend.Spec) string {
-	rep, ok := r.agent.Backend().(backend.StorageReporter)
+	be, _ := r.agent.Backend(spec.Backend)
+	rep, ok := be.(backend.StorageReporter)
 	if !ok {
 		return ""
 	}
@@ -437,7 +439,7 @@ func (r *sandboxReconciler) reattachAll(ctx context.Context) error {
 	for i := range list.Items {
 		sbx := &list.Items[i]
 		if !sbx.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer) ||
-			backendClass(sbx) != r.agent.Backend().Name() {
+			!r.offers(backendClass(sbx)) {
 			continue
 		}
 		ensure := r.agent.Ensure
@@ -462,6 +464,7 @@ func specOf(sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 	spec := backend.Spec{
 		ID:          playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name),
 		Tenant:      sbx.Namespace + "/" + sbx.Spec.TenantRef.Name,
+		Backend:     backendClass(sbx),
 		Persona:     sbx.Spec.Persona,
 		LoginScript: sbx.Spec.LoginProfile.Script,
 	}
@@ -570,4 +573,10 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 		halted != meta.IsStatusConditionFalse(sbx.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition) ||
 		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id)) ||
 		!s.r.agent.Alive(id)
+}
+
+// offers says whether this node's agent has a backend of the class.
+func (r *sandboxReconciler) offers(class string) bool {
+	_, ok := r.agent.Backend(class)
+	return ok
 }

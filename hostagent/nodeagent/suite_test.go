@@ -43,6 +43,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
@@ -184,7 +185,7 @@ func startNode(t *testing.T, name, stateDir, addr string, mutate ...func(*nodeag
 	opts := nodeagent.Options{
 		Config:         agentConfig,
 		NodeName:       name,
-		Backend:        n.backend,
+		Backends:       []backend.Backend{n.backend},
 		Listener:       ln,
 		Tokens:         []string{token},
 		LeaseDuration:  leaseDuration,

@@ -17,8 +17,9 @@ limitations under the License.
 // Package agentlease is how a host agent registers itself: one
 // coordination.k8s.io Lease per agent, renewed while the agent is healthy,
 // carrying what the manager's binder and the gateway need to know of the
-// node: its agent API endpoint, the backends it offers, its labels (for
-// node selectors) and whether it admits jobs.
+// node: its agent API endpoint and the protocol version it speaks, the
+// backends it offers, its labels (for node selectors) and whether it
+// admits jobs.
 //
 // An agent is healthy while now < renewTime + leaseDurationSeconds. The
 // manager binds sandboxes only to healthy agents and marks the sandboxes
@@ -47,6 +48,10 @@ const (
 	LabelAgent = "playground.dev/agent"
 	// AnnotationEndpoint is the agent API's URL.
 	AnnotationEndpoint = "playground.dev/endpoint"
+	// AnnotationProtocol is the agent protocol version the agent speaks,
+	// MAJOR.MINOR (package hostagent/agentapi); an agent that advertises
+	// none speaks 1.0.
+	AnnotationProtocol = "playground.dev/agent-protocol"
 	// AnnotationBackends lists the backend classes offered, comma-separated.
 	AnnotationBackends = "playground.dev/backends"
 	// AnnotationNodeLabels is the node's labels as a JSON object.
@@ -62,6 +67,9 @@ func Name(node string) string { return "agent-" + node }
 type Registration struct {
 	Node     string
 	Endpoint string
+	// Protocol is the agent protocol version, MAJOR.MINOR; empty from an
+	// agent that predates versions (1.0).
+	Protocol string
 	Backends []string
 	Labels   map[string]string
 	// AdmissionHalted says why the agent stopped admitting jobs, if it did.
@@ -112,6 +120,7 @@ func (r Registration) Apply(lease *coordinationv1.Lease, now time.Time) error {
 	backends := append([]string(nil), r.Backends...)
 	sort.Strings(backends)
 	lease.Annotations[AnnotationEndpoint] = r.Endpoint
+	lease.Annotations[AnnotationProtocol] = r.Protocol
 	lease.Annotations[AnnotationBackends] = strings.Join(backends, ",")
 	lease.Annotations[AnnotationNodeLabels] = string(labels)
 	lease.Annotations[AnnotationAdmission] = r.AdmissionHalted
@@ -131,6 +140,7 @@ func (r Registration) Apply(lease *coordinationv1.Lease, now time.Time) error {
 func FromLease(lease *coordinationv1.Lease) (Registration, error) {
 	r := Registration{
 		Endpoint:        lease.Annotations[AnnotationEndpoint],
+		Protocol:        lease.Annotations[AnnotationProtocol],
 		AdmissionHalted: lease.Annotations[AnnotationAdmission],
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {

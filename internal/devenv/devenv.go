@@ -49,6 +49,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/controllers"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -266,7 +267,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		return nodeagent.Run(ctx, nodeagent.Options{
 			Config:   cp.Config,
 			NodeName: env.Node,
-			Backend:  be,
+			Backends: []backend.Backend{be},
 			Listener: ln,
 			Tokens:   []string{env.AgentToken},
 			Logger:   opts.Logger.WithName("agent"),

@@ -298,23 +298,24 @@ func (v *View) Sandbox(id Identity) (*playgroundv1alpha1.Sandbox, bool) {
 	return s, true
 }
 
-// AgentEndpoint returns the endpoint the agent of node registered, if its
-// registration is current. A Sandbox's status.endpoint is trusted only when
-// it matches: whoever could write a Sandbox's status could otherwise steer
-// the gateway's agent token to a server of theirs.
-func (v *View) AgentEndpoint(node string) (string, bool) {
+// Agent returns the registration of the agent of node (its endpoint, its
+// protocol version), if it is current. A Sandbox's status.endpoint is
+// trusted only when it matches the registered endpoint: whoever could
+// write a Sandbox's status could otherwise steer the gateway's agent token
+// to a server of theirs.
+func (v *View) Agent(node string) (agentlease.Registration, bool) {
 	if v.leases == nil {
-		return "", false
+		return agentlease.Registration{}, false
 	}
 	obj, ok, err := v.leases.informer.GetStore().GetByKey(v.opts.LeaseNamespace + "/" + agentlease.Name(node))
 	if err != nil || !ok {
-		return "", false
+		return agentlease.Registration{}, false
 	}
 	reg, err := agentlease.FromLease(obj.(*coordinationv1.Lease))
 	if err != nil || reg.Node != node || !reg.Healthy(v.opts.Now()) {
-		return "", false
+		return agentlease.Registration{}, false
 	}
-	return reg.Endpoint, true
+	return reg, true
 }
 
 // hashCredential replaces a credential Secret's data by the SHA-256 of its

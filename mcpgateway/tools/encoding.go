@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/playground-dev/playground/hostagent/jobs"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
 // Encodings of bytes in results.
@@ -42,9 +42,9 @@ const maxIDLength = 128
 
 // encodeBytes returns b in the encoding that is smaller in JSON: text when
 // it is valid UTF-8 (JSON keeps it byte for byte then) and its escapes do
-// not make it longer than base64, else standard base64 (jobs.PreferText).
+// not make it longer than base64, else standard base64 (agentapi.PreferText).
 func encodeBytes(b []byte) (data, encoding string) {
-	if jobs.PreferText(b) {
+	if agentapi.PreferText(b) {
 		return string(b), encodingText
 	}
 	return base64.StdEncoding.EncodeToString(b), encodingBase64

@@ -27,17 +27,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
 // outputAgent answers every exec with res.
 type outputAgent struct {
 	fakeAgent
-	res hostagent.ExecResult
+	res agentapi.ExecResult
 }
 
-func (o *outputAgent) Exec(context.Context, string, string, hostagent.ExecRequest) (hostagent.ExecResult, error) {
+func (o *outputAgent) Exec(context.Context, string, string, agentapi.ExecRequest) (agentapi.ExecResult, error) {
 	return o.res, nil
 }
 
@@ -65,7 +64,7 @@ func decodeStream(t *testing.T, data, enc string) []byte {
 func TestExecHostileOutput(t *testing.T) {
 	stdout := bytes.Repeat([]byte{1}, 4<<20)
 	stderr := append(bytes.Repeat([]byte("é"), 40<<10), 'x')
-	agent := &outputAgent{res: hostagent.ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: 3, Duration: time.Second}}
+	agent := &outputAgent{res: agentapi.ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: 3, Duration: time.Second}}
 	cs := sessionWith(t, agent)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": "h_1", "command": "hostile"}})
 	if err != nil {

@@ -30,7 +30,6 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // fakeAgent records what reaches the agent; the fuzz target checks that
@@ -38,11 +37,11 @@ import (
 type fakeAgent struct {
 	mu    sync.Mutex
 	write []byte
-	exec  *hostagent.ExecRequest
+	exec  *agentapi.ExecRequest
 	calls int
 }
 
-func (f *fakeAgent) record(req *hostagent.ExecRequest, data []byte) {
+func (f *fakeAgent) record(req *agentapi.ExecRequest, data []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -55,52 +54,52 @@ func (f *fakeAgent) reset() {
 	f.calls, f.exec, f.write = 0, nil, nil
 }
 
-func (f *fakeAgent) Open(context.Context, string, string) (hostagent.Handle, error) {
+func (f *fakeAgent) Open(context.Context, string, string) (agentapi.Handle, error) {
 	f.record(nil, nil)
-	return hostagent.Handle{ID: "h_fake", SandboxID: "sbx-fake", Expires: time.Unix(0, 0)}, nil
+	return agentapi.Handle{ID: "h_fake", SandboxID: "sbx-fake", Expires: time.Unix(0, 0)}, nil
 }
 
 func (f *fakeAgent) Close(context.Context, string, string) error { f.record(nil, nil); return nil }
 
-func (f *fakeAgent) Exec(_ context.Context, _, _ string, req hostagent.ExecRequest) (hostagent.ExecResult, error) {
+func (f *fakeAgent) Exec(_ context.Context, _, _ string, req agentapi.ExecRequest) (agentapi.ExecResult, error) {
 	f.record(&req, nil)
-	return hostagent.ExecResult{Stdout: []byte("out\xff"), Stderr: req.Stdin}, nil
+	return agentapi.ExecResult{Stdout: []byte("out\xff"), Stderr: req.Stdin}, nil
 }
 
-func (f *fakeAgent) StartJob(_ context.Context, _, _ string, req hostagent.ExecRequest) (jobs.JobInfo, error) {
+func (f *fakeAgent) StartJob(_ context.Context, _, _ string, req agentapi.ExecRequest) (agentapi.JobInfo, error) {
 	f.record(&req, nil)
-	return jobs.JobInfo{ID: "job_fake", State: jobs.StateRunning}, nil
+	return agentapi.JobInfo{ID: "job_fake", State: agentapi.JobRunning}, nil
 }
 
 func (f *fakeAgent) Poll(_ context.Context, req agentapi.PollRequest, _ string) (agentapi.PollResponse, error) {
 	f.record(nil, nil)
 	if req.Cursor == "bad" {
-		return agentapi.PollResponse{}, &hostagent.Error{Code: hostagent.CodeInvalid, Message: "bad cursor"}
+		return agentapi.PollResponse{}, &agentapi.Error{Code: agentapi.CodeInvalid, Message: "bad cursor"}
 	}
 	return agentapi.PollResponse{
-		Job:    jobs.JobInfo{ID: "job_fake", State: jobs.StateExited, Result: &jobs.Result{ExitCode: 0}},
-		Chunks: []jobs.EncodedChunk{{Stream: "stdout", Seq: 0, Encoding: "text", Data: "x"}, {Stream: "stderr", Seq: 1, Encoding: "base64", Data: "/w=="}},
+		Job:    agentapi.JobInfo{ID: "job_fake", State: agentapi.JobExited, Result: &agentapi.JobResult{ExitCode: 0}},
+		Chunks: []agentapi.Chunk{{Stream: "stdout", Seq: 0, Encoding: "text", Data: "x"}, {Stream: "stderr", Seq: 1, Encoding: "base64", Data: "/w=="}},
 		Done:   true, NextCursor: "2.2",
 	}, nil
 }
 
-func (f *fakeAgent) Cancel(context.Context, string, string) (jobs.JobInfo, error) {
+func (f *fakeAgent) Cancel(context.Context, string, string) (agentapi.JobInfo, error) {
 	f.record(nil, nil)
-	return jobs.JobInfo{ID: "job_fake", State: jobs.StateCancelling}, nil
+	return agentapi.JobInfo{ID: "job_fake", State: agentapi.JobCancelling}, nil
 }
 
-func (f *fakeAgent) Read(_ context.Context, _, _, path, _ string) (hostagent.FileContent, error) {
+func (f *fakeAgent) Read(_ context.Context, _, _, path, _ string) (agentapi.FileContent, error) {
 	f.record(nil, nil)
 	data := []byte(path)
 	if strings.HasSuffix(path, ".bin") {
 		data = append(data, 0xff, 0)
 	}
-	return hostagent.FileContent{Path: path, Data: data, Size: len(data), MIME: hostagent.DetectMIME(path, data)}, nil
+	return agentapi.FileContent{Path: path, Data: data, Size: len(data), MIME: hostagent.DetectMIME(path, data)}, nil
 }
 
-func (f *fakeAgent) Write(_ context.Context, _, _, path, _ string, data []byte) (hostagent.FileInfo, error) {
+func (f *fakeAgent) Write(_ context.Context, _, _, path, _ string, data []byte) (agentapi.FileInfo, error) {
 	f.record(nil, data)
-	return hostagent.FileInfo{Path: "/home/" + path, Size: len(data), MIME: hostagent.DetectMIME(path, data)}, nil
+	return agentapi.FileInfo{Path: "/home/" + path, Size: len(data), MIME: hostagent.DetectMIME(path, data)}, nil
 }
 
 type fakeRouter struct{ agent *fakeAgent }

@@ -31,7 +31,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // pageAgent answers every poll with page and records the request.
@@ -118,10 +117,10 @@ func listedOutputSchema(t *testing.T, cs *mcp.ClientSession, name string) *jsons
 // around the cuts, a base64 stderr chunk in the middle, and a distinct
 // first and last line.
 func bigPage() agentapi.PollResponse {
-	var chunks []jobs.EncodedChunk
+	var chunks []agentapi.Chunk
 	seq := uint64(0)
 	add := func(stream, enc, data string) {
-		chunks = append(chunks, jobs.EncodedChunk{Stream: stream, Seq: seq, Encoding: enc, Data: data})
+		chunks = append(chunks, agentapi.Chunk{Stream: stream, Seq: seq, Encoding: enc, Data: data})
 		seq++
 	}
 	add("stdout", "text", "FIRST LINE <tag> & more\n")
@@ -134,7 +133,7 @@ func bigPage() agentapi.PollResponse {
 	}
 	add("stdout", "text", "LAST LINE\n")
 	return agentapi.PollResponse{
-		Job:        jobs.JobInfo{ID: "job_big", State: jobs.StateRunning},
+		Job:        agentapi.JobInfo{ID: "job_big", State: agentapi.JobRunning},
 		Chunks:     chunks,
 		NextCursor: "82.0",
 	}
@@ -198,8 +197,8 @@ func TestJobPollLargePage(t *testing.T) {
 // the text content, for clients that show a model only that.
 func TestJobPollSmallPageText(t *testing.T) {
 	page := agentapi.PollResponse{
-		Job: jobs.JobInfo{ID: "job_s", State: jobs.StateExited, Result: &jobs.Result{ExitCode: 2}},
-		Chunks: []jobs.EncodedChunk{
+		Job: agentapi.JobInfo{ID: "job_s", State: agentapi.JobExited, Result: &agentapi.JobResult{ExitCode: 2}},
+		Chunks: []agentapi.Chunk{
 			{Stream: "stdout", Seq: 0, Encoding: "text", Data: "partial"},
 			{Stream: "stderr", Seq: 1, Encoding: "text", Data: "oops\n"},
 			{Stream: "stdout", Seq: 2, Encoding: "base64", Data: "/w=="},
@@ -227,7 +226,7 @@ func TestJobPollSmallPageText(t *testing.T) {
 // typed tool's: defaults applied, the schema enforced, the messages
 // rewritten alike.
 func TestJobPollArguments(t *testing.T) {
-	agent := &pageAgent{page: agentapi.PollResponse{Job: jobs.JobInfo{ID: "job_a", State: jobs.StateRunning}}}
+	agent := &pageAgent{page: agentapi.PollResponse{Job: agentapi.JobInfo{ID: "job_a", State: agentapi.JobRunning}}}
 	cs := sessionWith(t, agent)
 	call := func(args any) (string, bool) {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "job_poll", Arguments: args})

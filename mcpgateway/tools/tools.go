@@ -43,10 +43,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/budget"
 )
 
@@ -61,8 +58,8 @@ const (
 	// DefaultPollWait is job_poll's wait when the caller names none.
 	DefaultPollWait = 10 * time.Second
 	// MaxPollWait and MaxPollBytes are the agent's caps on a poll.
-	MaxPollWait  = jobs.DefaultMaxPollWait
-	MaxPollBytes = jobs.DefaultMaxPollBytes
+	MaxPollWait  = agentapi.MaxPollWait
+	MaxPollBytes = agentapi.MaxPollBytes
 )
 
 // Names are the tools of the sandbox catalog, in the order they are listed.
@@ -70,14 +67,14 @@ var Names = []string{"open_session", "close_session", "exec", "job_exec", "job_p
 
 // Agent is what the tools need of a host agent: agentapi.Client.
 type Agent interface {
-	Open(ctx context.Context, tenant, sandboxID string) (hostagent.Handle, error)
+	Open(ctx context.Context, tenant, sandboxID string) (agentapi.Handle, error)
 	Close(ctx context.Context, tenant, handle string) error
-	Exec(ctx context.Context, tenant, handle string, req hostagent.ExecRequest) (hostagent.ExecResult, error)
-	StartJob(ctx context.Context, tenant, handle string, req hostagent.ExecRequest) (jobs.JobInfo, error)
+	Exec(ctx context.Context, tenant, handle string, req agentapi.ExecRequest) (agentapi.ExecResult, error)
+	StartJob(ctx context.Context, tenant, handle string, req agentapi.ExecRequest) (agentapi.JobInfo, error)
 	Poll(ctx context.Context, req agentapi.PollRequest, jobID string) (agentapi.PollResponse, error)
-	Cancel(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error)
-	Read(ctx context.Context, tenant, handle, path, cwd string) (hostagent.FileContent, error)
-	Write(ctx context.Context, tenant, handle, path, cwd string, data []byte) (hostagent.FileInfo, error)
+	Cancel(ctx context.Context, tenant, jobID string) (agentapi.JobInfo, error)
+	Read(ctx context.Context, tenant, handle, path, cwd string) (agentapi.FileContent, error)
+	Write(ctx context.Context, tenant, handle, path, cwd string, data []byte) (agentapi.FileInfo, error)
 }
 
 var _ Agent = (*agentapi.Client)(nil)
@@ -146,7 +143,7 @@ func Register(s *mcp.Server, opts Options) {
 	}
 	t := &catalog{opts: opts}
 	s.AddReceivingMiddleware(guardCalls(opts.Logger))
-	maxTimeout := int(hostagent.MaxTimeout / time.Second)
+	maxTimeout := int(agentapi.MaxTimeout / time.Second)
 
 	add(s, t, &mcp.Tool{
 		Name:  "open_session",
@@ -303,27 +300,27 @@ func (c *catalog) closeSession(ctx context.Context, req *mcp.CallToolRequest, in
 }
 
 // execRequest validates the common command arguments.
-func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSeconds int, defaultTimeout time.Duration) (hostagent.ExecRequest, error) {
+func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSeconds int, defaultTimeout time.Duration) (agentapi.ExecRequest, error) {
 	if err := checkID("handle", handle); err != nil {
-		return hostagent.ExecRequest{}, err
+		return agentapi.ExecRequest{}, err
 	}
 	if command == "" {
-		return hostagent.ExecRequest{}, errors.New("command is empty: give the shell text to run")
+		return agentapi.ExecRequest{}, errors.New("command is empty: give the shell text to run")
 	}
-	if len(command) > backend.MaxCommandBytes {
-		return hostagent.ExecRequest{}, errors.New(backend.CommandTooLong(len(command)))
+	if len(command) > agentapi.MaxCommandBytes {
+		return agentapi.ExecRequest{}, errors.New(agentapi.CommandTooLong(len(command)))
 	}
-	var mode backend.ShellMode
+	var mode agentapi.Shell
 	switch shell {
 	case "", "login":
-		mode = backend.ShellLogin
+		mode = agentapi.ShellLogin
 	case "clean":
-		mode = backend.ShellClean
+		mode = agentapi.ShellClean
 	default:
-		return hostagent.ExecRequest{}, fmt.Errorf("shell %q is not known: use login (loads your profile) or clean", quoteShort(shell))
+		return agentapi.ExecRequest{}, fmt.Errorf("shell %q is not known: use login (loads your profile) or clean", quoteShort(shell))
 	}
-	if timeoutSeconds < 0 || time.Duration(timeoutSeconds)*time.Second > hostagent.MaxTimeout {
-		return hostagent.ExecRequest{}, fmt.Errorf("timeout_seconds %d is out of range: give 1 to %d", timeoutSeconds, int(hostagent.MaxTimeout/time.Second))
+	if timeoutSeconds < 0 || time.Duration(timeoutSeconds)*time.Second > agentapi.MaxTimeout {
+		return agentapi.ExecRequest{}, fmt.Errorf("timeout_seconds %d is out of range: give 1 to %d", timeoutSeconds, int(agentapi.MaxTimeout/time.Second))
 	}
 	timeout := time.Duration(timeoutSeconds) * time.Second
 	if timeout == 0 {
@@ -332,19 +329,19 @@ func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSec
 	var in []byte
 	switch {
 	case stdin != "" && stdinB64 != "":
-		return hostagent.ExecRequest{}, errors.New("both stdin and stdin_base64 are given: give one of them")
+		return agentapi.ExecRequest{}, errors.New("both stdin and stdin_base64 are given: give one of them")
 	case stdin != "":
 		in = []byte(stdin)
 	case stdinB64 != "":
 		var err error
 		if in, err = decodeBase64("stdin_base64", stdinB64, MaxFileBytes); err != nil {
-			return hostagent.ExecRequest{}, err
+			return agentapi.ExecRequest{}, err
 		}
 	}
 	if len(in) > MaxFileBytes {
-		return hostagent.ExecRequest{}, fmt.Errorf("stdin is %d bytes, over the 3 MiB limit: write it to a file with write and redirect from it", len(in))
+		return agentapi.ExecRequest{}, fmt.Errorf("stdin is %d bytes, over the 3 MiB limit: write it to a file with write and redirect from it", len(in))
 	}
-	return hostagent.ExecRequest{Command: command, Shell: mode, Cwd: cwd, Stdin: in, Timeout: timeout}, nil
+	return agentapi.ExecRequest{Command: command, Shell: mode, Cwd: cwd, Stdin: in, Timeout: timeout}, nil
 }
 
 // execBaseBytes is what an exec reserves at admission besides its stdin:
@@ -399,7 +396,7 @@ const (
 	execTextExcerpt = 16 << 10
 )
 
-func renderExec(res hostagent.ExecResult, timeout time.Duration) string {
+func renderExec(res agentapi.ExecResult, timeout time.Duration) string {
 	var b strings.Builder
 	switch {
 	case res.TimedOut:
@@ -485,7 +482,7 @@ func (c *catalog) growOutput(ctx context.Context, req *mcp.CallToolRequest, tena
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return &hostagent.Error{Code: hostagent.CodeTooLarge, Err: err,
+			return &agentapi.Error{Code: agentapi.CodeTooLarge, Err: err,
 				Message: fmt.Sprintf("the command ran, but its output (%d bytes to hold with its encoding) is larger than the gateway's whole budget: ask the operator to raise --budget-bytes-per-tenant; use job_exec for large output", n)}
 		}
 		if c.opts.Hold == nil || !c.opts.Hold(req, release) {
@@ -515,9 +512,9 @@ func (c *catalog) admit(ctx context.Context, req *mcp.CallToolRequest, tenant, t
 	var ex *budget.ExhaustedError
 	switch {
 	case errors.As(err, &ex) && ex.TooLarge:
-		return nil, fmt.Errorf("%s: %s: %w", hostagent.CodeTooLarge, tool, err)
+		return nil, fmt.Errorf("%s: %s: %w", agentapi.CodeTooLarge, tool, err)
 	case errors.As(err, &ex):
-		return nil, fmt.Errorf("%s: %s refused by the gateway: %w", hostagent.CodeExhausted, tool, err)
+		return nil, fmt.Errorf("%s: %s refused by the gateway: %w", agentapi.CodeExhausted, tool, err)
 	case err != nil:
 		return nil, fmt.Errorf("%s was cancelled while it waited for room in the budget; nothing ran", tool)
 	}
@@ -589,7 +586,7 @@ func (c *catalog) jobPoll(ctx context.Context, req *mcp.CallToolRequest, in JobP
 	return text(renderPoll(out, in.Cursor)), out, nil
 }
 
-func jobResult(r *jobs.Result) *JobResult {
+func jobResult(r *agentapi.JobResult) *JobResult {
 	if r == nil {
 		return nil
 	}
@@ -929,7 +926,7 @@ func guardCalls(log *slog.Logger) mcp.Middleware {
 				if p := recover(); p != nil {
 					log.Error("A tool call panicked", "tool", call.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					res, err = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-						Text: fmt.Sprintf("%s: %s failed unexpectedly in the gateway; retry, and tell the operator if it persists", hostagent.CodeInternal, call.Params.Name),
+						Text: fmt.Sprintf("%s: %s failed unexpectedly in the gateway; retry, and tell the operator if it persists", agentapi.CodeInternal, call.Params.Name),
 					}}}, nil
 				}
 			}()
@@ -955,7 +952,7 @@ func text(s string) *mcp.CallToolResult {
 
 // invalid marks a refused argument.
 func invalid(err error) error {
-	return fmt.Errorf("%s: %w", hostagent.CodeInvalid, err)
+	return fmt.Errorf("%s: %w", agentapi.CodeInvalid, err)
 }
 
 // agentError turns an agent's error into the tool error a caller sees. The
@@ -966,20 +963,20 @@ func (c *catalog) agentError(tool string, err error, cwd string) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s was cancelled before the sandbox answered; if it ran a command, check its effects before retrying", tool)
 	}
-	var he *hostagent.Error
+	var he *agentapi.Error
 	if !errors.As(err, &he) {
 		c.opts.Logger.Error("Agent call failed", "tool", tool, "err", err)
-		return fmt.Errorf("%s: the sandbox's node gave an answer the gateway could not read; retry, and tell the operator if it persists", hostagent.CodeInternal)
+		return fmt.Errorf("%s: the sandbox's node gave an answer the gateway could not read; retry, and tell the operator if it persists", agentapi.CodeInternal)
 	}
 	switch he.Code {
-	case hostagent.CodeUnauth:
+	case agentapi.CodeUnauth:
 		c.opts.Logger.Error("An agent refused the gateway's token", "tool", tool)
-		return fmt.Errorf("%s: the gateway could not authenticate to your sandbox's node; this is a deployment problem (the gateway's agent token): retry later and tell the operator", hostagent.CodeUnavailable)
-	case hostagent.CodeInternal:
+		return fmt.Errorf("%s: the gateway could not authenticate to your sandbox's node; this is a deployment problem (the gateway's agent token): retry later and tell the operator", agentapi.CodeUnavailable)
+	case agentapi.CodeInternal:
 		c.opts.Logger.Warn("Agent reported an internal error", "tool", tool, "err", he.Message)
-		return fmt.Errorf("%s: %s failed in your sandbox's node: %s; retry, and tell the operator if it persists", hostagent.CodeInternal, tool, he.Message)
+		return fmt.Errorf("%s: %s failed in your sandbox's node: %s; retry, and tell the operator if it persists", agentapi.CodeInternal, tool, he.Message)
 	case "":
-		return fmt.Errorf("%s: %s", hostagent.CodeInternal, he.Message)
+		return fmt.Errorf("%s: %s", agentapi.CodeInternal, he.Message)
 	}
 	return fmt.Errorf("%s: %s", he.Code, he.Message)
 }

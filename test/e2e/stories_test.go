@@ -39,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
@@ -120,7 +119,7 @@ func shell(t *testing.T, sbx *playgroundv1alpha1.Sandbox, command string) string
 		t.Fatalf("opening %s: %v", sbx.Status.SandboxID, err)
 	}
 	defer func() { _ = c.Close(ctx, tenant, h.ID) }()
-	res, err := c.Exec(ctx, tenant, h.ID, hostagent.ExecRequest{Command: command})
+	res, err := c.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: command})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%q: %+v %v", command, res, err)
 	}

@@ -43,6 +43,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/controllers"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
@@ -160,7 +161,7 @@ func startNode(t *testing.T, n *node) {
 	opts := nodeagent.Options{
 		Config:         cp.Config,
 		NodeName:       n.name,
-		OCI:            oci.Options{StateDir: n.stateDir, GuestBinary: ocitest.GuestBinary(t)},
+		Backends:       []backend.Backend{ociBackend(t, n.stateDir)},
 		Listener:       ln,
 		Tokens:         []string{agentToken},
 		LeaseDuration:  leaseDuration,
@@ -178,4 +179,14 @@ func runcContainers(t *testing.T, n *node) string {
 		t.Fatalf("runc list: %v\n%s", err, out)
 	}
 	return string(out)
+}
+
+// ociBackend is the oci backend of a node over stateDir, as cmd builds it.
+func ociBackend(t *testing.T, stateDir string) backend.Backend {
+	t.Helper()
+	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be
 }

@@ -14,18 +14,20 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package agentapitest serves an agent's API on loopback for tests, as a
+// Package agentservertest serves an agent's API on loopback for tests, as a
 // node's agent does, and stops it with the test.
-package agentapitest
+package agentservertest
 
 import (
 	"context"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
-	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/agentserver"
+	"github.com/playground-dev/playground/internal/httpserve"
 )
 
 // Serve serves agent's API with token until the test ends, then closes the
@@ -38,11 +40,24 @@ func Serve(tb testing.TB, agent *hostagent.Agent, token string) string {
 
 // ServeAPI is Serve that also returns the API server, for its budget;
 // configure, if given, changes the server before it serves.
-func ServeAPI(tb testing.TB, agent *hostagent.Agent, token string, configure ...func(*agentapi.Server)) (string, *agentapi.Server) {
+func ServeAPI(tb testing.TB, agent *hostagent.Agent, token string, configure ...func(*agentserver.Server)) (string, *agentserver.Server) {
 	tb.Helper()
-	srv := agentapi.NewServer(agent, nil, token)
+	return ServeWrapped(tb, agent, token, nil, configure...)
+}
+
+// ServeWrapped is ServeAPI with the API's handler wrapped by wrap (nil:
+// none), for a test to see the requests an agent receives.
+func ServeWrapped(tb testing.TB, agent *hostagent.Agent, token string, wrap func(http.Handler) http.Handler, configure ...func(*agentserver.Server)) (string, *agentserver.Server) {
+	tb.Helper()
+	srv := agentserver.NewServer(agent, nil, token)
 	for _, c := range configure {
 		c(srv)
+	}
+	serve := func(ctx context.Context, ln net.Listener) error { return srv.Serve(ctx, ln, nil, 5*time.Second) }
+	if wrap != nil {
+		hs := srv.HTTPServer(nil)
+		hs.Handler = wrap(hs.Handler)
+		serve = func(ctx context.Context, ln net.Listener) error { return httpserve.Serve(ctx, hs, ln, 5*time.Second) }
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,7 +67,7 @@ func ServeAPI(tb testing.TB, agent *hostagent.Agent, token string, configure ...
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.Serve(ctx, ln, nil, 5*time.Second)
+		_ = serve(ctx, ln)
 	}()
 	tb.Cleanup(func() {
 		cancel()

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package agentapi_test
+package agentserver_test
 
 import (
 	"bytes"
@@ -31,9 +31,8 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/agentapi/agentapitest"
+	"github.com/playground-dev/playground/hostagent/agentserver/agentservertest"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // piece is one write of a scripted command.
@@ -85,14 +84,14 @@ func TestPollBinaryAnswer(t *testing.T) {
 		{backend.Stderr, ""},
 		{backend.Stderr, "\x00\x01 control bytes are text\n"},
 	}
-	agent, err := hostagent.New(hostagent.Options{Backend: &scriptBackend{pieces: pieces}})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{&scriptBackend{pieces: pieces}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := agent.Ensure(ctx, spec("bin", "ns/a")); err != nil {
 		t.Fatal(err)
 	}
-	endpoint := agentapitest.Serve(t, agent, gatewayToken)
+	endpoint := agentservertest.Serve(t, agent, gatewayToken)
 	c, err := agentapi.NewClient(endpoint, gatewayToken, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +100,7 @@ func TestPollBinaryAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := c.StartJob(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "script"})
+	job, err := c.StartJob(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "script"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +156,7 @@ func TestPollBinaryAnswer(t *testing.T) {
 			wantErr = append(wantErr, p.data...)
 		}
 	}
-	if !bytes.Equal(stdout, wantOut) || !bytes.Equal(stderr, wantErr) || !encodings[jobs.EncodingText] || !encodings[jobs.EncodingBase64] {
+	if !bytes.Equal(stdout, wantOut) || !bytes.Equal(stderr, wantErr) || !encodings[agentapi.EncodingText] || !encodings[agentapi.EncodingBase64] {
 		t.Fatalf("the page is not the output byte for byte (encodings %v)", encodings)
 	}
 
@@ -180,7 +179,7 @@ func TestPollBinaryAnswer(t *testing.T) {
 		t.Fatal("the client reads a JSON answer differently")
 	}
 	// Errors come back coded either way.
-	if _, err := c.Poll(ctx, agentapi.PollRequest{Tenant: "ns/a", Cursor: "not-a-cursor"}, job.ID); codeOf(err) != hostagent.CodeInvalid {
+	if _, err := c.Poll(ctx, agentapi.PollRequest{Tenant: "ns/a", Cursor: "not-a-cursor"}, job.ID); codeOf(err) != agentapi.CodeInvalid {
 		t.Fatalf("a bad cursor: %v", err)
 	}
 }

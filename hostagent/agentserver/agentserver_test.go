@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package agentapi_test
+package agentserver_test
 
 import (
 	"bytes"
@@ -22,7 +22,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -33,7 +32,8 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/agentapi/agentapitest"
+	"github.com/playground-dev/playground/hostagent/agentserver"
+	"github.com/playground-dev/playground/hostagent/agentserver/agentservertest"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -58,7 +58,7 @@ func startNode(t *testing.T, stateDir string, clock jobs.Clock, specs ...backend
 	if stateDir == "" {
 		stateDir = ocitest.StateDir(t)
 	}
-	agent, err := hostagent.New(hostagent.Options{Backend: ocitest.New(t, stateDir), Clock: clock})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{ocitest.New(t, stateDir)}, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func startNode(t *testing.T, stateDir string, clock jobs.Clock, specs ...backend
 			t.Fatal(err)
 		}
 	}
-	endpoint := agentapitest.Serve(t, agent, gatewayToken)
+	endpoint := agentservertest.Serve(t, agent, gatewayToken)
 	c, err := agentapi.NewClient(endpoint, gatewayToken, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -79,22 +79,16 @@ func spec(id, tenant string) backend.Spec {
 	return backend.Spec{ID: id, Tenant: tenant, Persona: tenant + "-persona"}
 }
 
-func exec(t *testing.T, n *node, tenant, h, cmd string) hostagent.ExecResult {
+func exec(t *testing.T, n *node, tenant, h, cmd string) agentapi.ExecResult {
 	t.Helper()
-	res, err := n.client.Exec(context.Background(), tenant, h, hostagent.ExecRequest{Command: cmd})
+	res, err := n.client.Exec(context.Background(), tenant, h, agentapi.ExecRequest{Command: cmd})
 	if err != nil {
 		t.Fatalf("exec %q: %v", cmd, err)
 	}
 	return res
 }
 
-func codeOf(err error) hostagent.Code {
-	var e *hostagent.Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ""
-}
+func codeOf(err error) agentapi.Code { return agentapi.CodeOf(err) }
 
 func TestAuthentication(t *testing.T) {
 	n := startNode(t, "", nil, spec("auth", "ns/a"))
@@ -155,7 +149,7 @@ func TestSessionStory(t *testing.T) {
 		t.Fatal("read did not return the written bytes")
 	}
 
-	job, err := n.client.StartJob(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "for i in 1 2 3 4 5; do echo line $i; sleep 0.05; done; echo oops >&2"})
+	job, err := n.client.StartJob(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "for i in 1 2 3 4 5; do echo line $i; sleep 0.05; done; echo oops >&2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +169,7 @@ func TestSessionStory(t *testing.T) {
 		}
 		cursor = page.NextCursor
 		if page.Done {
-			if page.Job.State != jobs.StateExited || page.Job.Result.ExitCode != 0 {
+			if page.Job.State != agentapi.JobExited || page.Job.Result.ExitCode != 0 {
 				t.Fatalf("job ended %s with %+v", page.Job.State, page.Job.Result)
 			}
 			break
@@ -188,7 +182,7 @@ func TestSessionStory(t *testing.T) {
 	if err := n.client.Close(ctx, "ns/a", h.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.client.Exec(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "true"}); codeOf(err) != hostagent.CodeNotFound {
+	if _, err := n.client.Exec(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "true"}); codeOf(err) != agentapi.CodeNotFound {
 		t.Fatalf("a closed handle still works: %v", err)
 	}
 	h2, err := n.client.Open(ctx, "ns/a", "story")
@@ -214,37 +208,37 @@ func TestBadInput(t *testing.T) {
 	cases := []struct {
 		name string
 		call func() error
-		code hostagent.Code
+		code agentapi.Code
 		msg  string
 	}{
-		{"a file over 3 MiB is refused, not truncated", func() error { _, err := n.client.Read(ctx, "ns/a", h.ID, "big", ""); return err }, hostagent.CodeTooLarge, "3145729 bytes, over the 3145728-byte read limit"},
+		{"a file over 3 MiB is refused, not truncated", func() error { _, err := n.client.Read(ctx, "ns/a", h.ID, "big", ""); return err }, agentapi.CodeTooLarge, "3145729 bytes, over the 3145728-byte read limit"},
 		{"a write over 3 MiB is refused", func() error {
 			_, err := n.client.Write(ctx, "ns/a", h.ID, "x", "", make([]byte, 3<<20+1))
 			return err
-		}, hostagent.CodeTooLarge, "over the 3145728-byte write limit"},
-		{"a missing file", func() error { _, err := n.client.Read(ctx, "ns/a", h.ID, "nope", ""); return err }, hostagent.CodeNotFound, `no such file "nope"`},
-		{"reading a directory", func() error { _, err := n.client.Read(ctx, "ns/a", h.ID, "dir", ""); return err }, hostagent.CodeInvalid, "is not a regular file"},
-		{"writing into a missing directory", func() error { _, err := n.client.Write(ctx, "ns/a", h.ID, "no/such/f", "", []byte("x")); return err }, hostagent.CodeNotFound, "create it first"},
+		}, agentapi.CodeTooLarge, "over the 3145728-byte write limit"},
+		{"a missing file", func() error { _, err := n.client.Read(ctx, "ns/a", h.ID, "nope", ""); return err }, agentapi.CodeNotFound, `no such file "nope"`},
+		{"reading a directory", func() error { _, err := n.client.Read(ctx, "ns/a", h.ID, "dir", ""); return err }, agentapi.CodeInvalid, "is not a regular file"},
+		{"writing into a missing directory", func() error { _, err := n.client.Write(ctx, "ns/a", h.ID, "no/such/f", "", []byte("x")); return err }, agentapi.CodeNotFound, "create it first"},
 		{"a cwd that does not exist", func() error {
-			_, err := n.client.Exec(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "true", Cwd: "/no/such/dir"})
+			_, err := n.client.Exec(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "true", Cwd: "/no/such/dir"})
 			return err
 		}, "", "/no/such/dir"},
 		{"an unknown shell", func() error {
-			_, err := n.client.Exec(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "true", Shell: "bash"})
+			_, err := n.client.Exec(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "true", Shell: "bash"})
 			return err
-		}, hostagent.CodeInvalid, "use login"},
+		}, agentapi.CodeInvalid, "use login"},
 		{"an unknown handle", func() error {
-			_, err := n.client.Exec(ctx, "ns/a", "h_nope", hostagent.ExecRequest{Command: "true"})
+			_, err := n.client.Exec(ctx, "ns/a", "h_nope", agentapi.ExecRequest{Command: "true"})
 			return err
-		}, hostagent.CodeNotFound, "open a new one with open_session"},
+		}, agentapi.CodeNotFound, "open a new one with open_session"},
 		{"a malformed cursor", func() error {
-			j, err := n.client.StartJob(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "true"})
+			j, err := n.client.StartJob(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "true"})
 			if err != nil {
 				return err
 			}
 			_, err = n.client.Poll(ctx, agentapi.PollRequest{Tenant: "ns/a", Cursor: "not-a-cursor"}, j.ID)
 			return err
-		}, hostagent.CodeInvalid, "cursor"},
+		}, agentapi.CodeInvalid, "cursor"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,20 +268,20 @@ func TestTenantScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := n.client.StartJob(ctx, "ns/a", ha.ID, hostagent.ExecRequest{Command: "echo secret-of-a; sleep 100"})
+	job, err := n.client.StartJob(ctx, "ns/a", ha.ID, agentapi.ExecRequest{Command: "echo secret-of-a; sleep 100"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.client.Open(ctx, "ns/b", "sa"); codeOf(err) != hostagent.CodeNotFound {
+	if _, err := n.client.Open(ctx, "ns/b", "sa"); codeOf(err) != agentapi.CodeNotFound {
 		t.Fatalf("tenant b opened a's sandbox: %v", err)
 	}
 	calls := map[string]func(tenant, handle, jobID string) error{
 		"exec": func(tn, h, _ string) error {
-			_, err := n.client.Exec(ctx, tn, h, hostagent.ExecRequest{Command: "true"})
+			_, err := n.client.Exec(ctx, tn, h, agentapi.ExecRequest{Command: "true"})
 			return err
 		},
 		"job": func(tn, h, _ string) error {
-			_, err := n.client.StartJob(ctx, tn, h, hostagent.ExecRequest{Command: "true"})
+			_, err := n.client.StartJob(ctx, tn, h, agentapi.ExecRequest{Command: "true"})
 			return err
 		},
 		"read":  func(tn, h, _ string) error { _, err := n.client.Read(ctx, tn, h, "/etc/hostname", ""); return err },
@@ -304,7 +298,7 @@ func TestTenantScope(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			foreign := call("ns/b", ha.ID, job.ID)
 			unknown := call("ns/b", "h_"+strings.Repeat("x", 26), "job_"+strings.Repeat("x", 26))
-			if codeOf(foreign) != hostagent.CodeNotFound || codeOf(unknown) != hostagent.CodeNotFound {
+			if codeOf(foreign) != agentapi.CodeNotFound || codeOf(unknown) != agentapi.CodeNotFound {
 				t.Fatalf("foreign: %v; unknown: %v; want not_found for both", foreign, unknown)
 			}
 			msg := strings.NewReplacer(ha.ID, "ID", job.ID, "ID").Replace(foreign.Error())
@@ -316,7 +310,7 @@ func TestTenantScope(t *testing.T) {
 			}
 		})
 	}
-	if info, err := n.client.Cancel(ctx, "ns/a", job.ID); err != nil || info.State != jobs.StateKilled {
+	if info, err := n.client.Cancel(ctx, "ns/a", job.ID); err != nil || info.State != agentapi.JobKilled {
 		t.Fatalf("the owner's cancel: %+v, %v", info, err)
 	}
 }
@@ -337,7 +331,7 @@ func TestCancellationProof(t *testing.T) {
 	}
 	const escapee = `setsid sh -c 'trap "" TERM; sleep 1000' >/dev/null 2>&1 & echo $! > /tmp/escapee; (sh -c 'sleep 1000' &) ; echo started; sleep 1000`
 	for i := 0; i < 10; i++ {
-		job, err := n.client.StartJob(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: escapee})
+		job, err := n.client.StartJob(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: escapee})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +341,7 @@ func TestCancellationProof(t *testing.T) {
 		}
 		pid := strings.TrimSpace(string(exec(t, n, "ns/a", h.ID, "cat /tmp/escapee").Stdout))
 		info, err := n.client.Cancel(ctx, "ns/a", job.ID)
-		if err != nil || info.State != jobs.StateKilled {
+		if err != nil || info.State != agentapi.JobKilled {
 			t.Fatalf("round %d: cancel answered %+v, %v", i, info, err)
 		}
 		if alive(pid) {
@@ -355,7 +349,7 @@ func TestCancellationProof(t *testing.T) {
 		}
 		acknowledge(t, n, "ns/a", job.ID)
 	}
-	res, err := n.client.Exec(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: escapee, Timeout: 300 * time.Millisecond})
+	res, err := n.client.Exec(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: escapee, Timeout: 300 * time.Millisecond})
 	if err != nil || !res.TimedOut || string(res.Stdout) != "started\n" {
 		t.Fatalf("timed-out exec: %+v, %v", res, err)
 	}
@@ -395,14 +389,14 @@ func TestJobBounds(t *testing.T) {
 	}
 	var ids []string
 	for i := 0; i < 8; i++ {
-		j, err := n.client.StartJob(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "sleep 100"})
+		j, err := n.client.StartJob(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "sleep 100"})
 		if err != nil {
 			t.Fatalf("job %d: %v", i+1, err)
 		}
 		ids = append(ids, j.ID)
 	}
-	_, err = n.client.StartJob(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "sleep 100"})
-	if codeOf(err) != hostagent.CodeExhausted || !strings.Contains(err.Error(), "8 active jobs (limit 8)") {
+	_, err = n.client.StartJob(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "sleep 100"})
+	if codeOf(err) != agentapi.CodeExhausted || !strings.Contains(err.Error(), "8 active jobs (limit 8)") {
 		t.Fatalf("the 9th job: %v", err)
 	}
 	if got := n.agent.Jobs().Stats().Active; got != 8 {
@@ -413,7 +407,7 @@ func TestJobBounds(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if info, err := n.client.Cancel(ctx, "ns/a", id); err != nil || info.State != jobs.StateKilled {
+			if info, err := n.client.Cancel(ctx, "ns/a", id); err != nil || info.State != agentapi.JobKilled {
 				t.Errorf("cancel %s: %+v %v", id, info, err)
 			}
 		}()
@@ -490,7 +484,7 @@ func TestHandleLease(t *testing.T) {
 		t.Fatalf("%d open handles, want 1", got)
 	}
 	clock.Advance(hostagent.DefaultHandleTTL + time.Second)
-	if _, err := n.client.Exec(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "true"}); codeOf(err) != hostagent.CodeNotFound {
+	if _, err := n.client.Exec(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "true"}); codeOf(err) != agentapi.CodeNotFound {
 		t.Fatalf("an expired handle still works: %v", err)
 	}
 	if got := n.agent.OpenHandles("lease"); got != 0 {
@@ -510,7 +504,7 @@ func TestGigabyteJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := n.client.StartJob(ctx, "ns/a", h.ID, hostagent.ExecRequest{Command: "head -c 1073741824 /dev/zero"})
+	job, err := n.client.StartJob(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "head -c 1073741824 /dev/zero"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +546,7 @@ func TestGigabyteJob(t *testing.T) {
 // same output.
 func TestExecBudget(t *testing.T) {
 	ocitest.Require(t)
-	agent, err := hostagent.New(hostagent.Options{Backend: ocitest.New(t, ocitest.StateDir(t))})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{ocitest.New(t, ocitest.StateDir(t))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +559,7 @@ func TestExecBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoint, _ := agentapitest.ServeAPI(t, agent, gatewayToken, func(s *agentapi.Server) { s.SetBudget(lim) })
+	endpoint, _ := agentservertest.ServeAPI(t, agent, gatewayToken, func(s *agentserver.Server) { s.SetBudget(lim) })
 	c, err := agentapi.NewClient(endpoint, gatewayToken, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -579,19 +573,19 @@ func TestExecBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Exec(ctx, "ns/a", ha.ID, hostagent.ExecRequest{Command: "rm -f /tmp/go /tmp/ran"}); err != nil {
+	if _, err := c.Exec(ctx, "ns/a", ha.ID, agentapi.ExecRequest{Command: "rm -f /tmp/go /tmp/ran"}); err != nil {
 		t.Fatal(err)
 	}
 	holding := make(chan error, 1)
 	go func() {
-		_, err := c.Exec(ctx, "ns/a", ha.ID, hostagent.ExecRequest{Command: "until [ -e /tmp/go ]; do sleep 0.05; done"})
+		_, err := c.Exec(ctx, "ns/a", ha.ID, agentapi.ExecRequest{Command: "until [ -e /tmp/go ]; do sleep 0.05; done"})
 		holding <- err
 	}()
 	for lim.Stats().Calls != 1 { // the first exec holds the tenant's slot
 		time.Sleep(5 * time.Millisecond)
 	}
-	_, err = c.Exec(ctx, "ns/a", ha.ID, hostagent.ExecRequest{Command: "touch /tmp/ran"})
-	if codeOf(err) != hostagent.CodeExhausted || !strings.Contains(err.Error(), "retry in") {
+	_, err = c.Exec(ctx, "ns/a", ha.ID, agentapi.ExecRequest{Command: "touch /tmp/ran"})
+	if codeOf(err) != agentapi.CodeExhausted || !strings.Contains(err.Error(), "retry in") {
 		t.Fatalf("past the budget: %v, want resource_exhausted with a retry time", err)
 	}
 	// Another tenant is served, with byte-exact output either way.
@@ -601,7 +595,7 @@ func TestExecBudget(t *testing.T) {
 		t.Fatalf("binary answer: %d bytes, exit %d", len(res.Stdout), res.ExitCode)
 	}
 	// Let the first call end through a job, which the budget does not hold.
-	if _, err := c.StartJob(ctx, "ns/a", ha.ID, hostagent.ExecRequest{Command: "touch /tmp/go"}); err != nil {
+	if _, err := c.StartJob(ctx, "ns/a", ha.ID, agentapi.ExecRequest{Command: "touch /tmp/go"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-holding; err != nil {

@@ -14,7 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package agentapi
+// Package agentserver serves the host agent's protocol (package agentapi)
+// for one execution kernel (package hostagent): it authenticates the
+// caller, bounds what a call may hold, and maps between the protocol's
+// types and the kernel's, which change with the kernel while the protocol
+// changes only by version.
+package agentserver
 
 import (
 	"context"
@@ -33,6 +38,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
@@ -40,10 +46,11 @@ import (
 
 // Server serves the agent API of one Agent.
 type Server struct {
-	agent  *hostagent.Agent
-	log    *slog.Logger
-	budget *budget.Limiter
-	limits httpserve.Limits
+	agent   *hostagent.Agent
+	log     *slog.Logger
+	budget  *budget.Limiter
+	limits  httpserve.Limits
+	version agentapi.Version
 
 	mu     sync.RWMutex
 	tokens [][sha256.Size]byte // hashes of the accepted bearer tokens
@@ -57,7 +64,7 @@ func NewServer(agent *hostagent.Agent, log *slog.Logger, tokens ...string) *Serv
 		log = slog.New(slog.DiscardHandler)
 	}
 	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
-	s := &Server{agent: agent, log: log, budget: lim, limits: DefaultHTTPLimits()}
+	s := &Server{agent: agent, log: log, budget: lim, limits: DefaultHTTPLimits(), version: agentapi.Current}
 	s.SetTokens(tokens...)
 	return s
 }
@@ -79,6 +86,15 @@ func (s *Server) SetBudget(l *budget.Limiter) { s.budget = l }
 
 // Budget is the server's budget, for metrics and tests.
 func (s *Server) Budget() *budget.Limiter { return s.budget }
+
+// SetVersion makes the server speak an older minor version of the
+// protocol, as an agent of an earlier release does: the tests of a
+// rolling upgrade run a gateway against it. Call it before serving.
+func (s *Server) SetVersion(v agentapi.Version) { s.version = v }
+
+// Version is the protocol version the server speaks, which the agent
+// advertises in its Lease.
+func (s *Server) Version() agentapi.Version { return s.version }
 
 // SetHTTPLimits replaces the connection limits; call it before serving.
 func (s *Server) SetHTTPLimits(l httpserve.Limits) { s.limits = l }
@@ -131,23 +147,29 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// call authenticates, bounds the body, and writes the result or error.
+// call authenticates, checks the caller's protocol version, bounds the
+// body, and writes the result or error.
 func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(agentapi.VersionHeader, s.version.String())
 		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="playground-agent"`)
-			writeJSON(w, http.StatusUnauthorized, ErrorResponse{Code: hostagent.CodeUnauth,
+			writeJSON(w, http.StatusUnauthorized, agentapi.ErrorResponse{Code: agentapi.CodeUnauth,
 				Message: "the agent API accepts only the gateway and the manager: present their bearer token"})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBytes)
+		if err := checkVersion(r); err != nil {
+			writeJSON(w, http.StatusBadRequest, agentapi.ErrorResponse{Code: agentapi.CodeInvalid, Message: err.Error()})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, agentapi.MaxRequestBytes)
 		res, err := fn(r)
 		if err != nil {
-			code := hostagent.CodeOf(err)
-			if code == hostagent.CodeInternal {
+			code := codeOf(err)
+			if code == agentapi.CodeInternal {
 				s.log.Error("Agent API call failed", "path", r.URL.Path, "err", err)
 			}
-			writeJSON(w, statusOf(code), ErrorResponse{Code: code, Message: err.Error()})
+			writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: err.Error()})
 			return
 		}
 		switch res := res.(type) {
@@ -163,19 +185,38 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 	})
 }
 
-func statusOf(c hostagent.Code) int {
+// checkVersion refuses a caller of another major version; a caller that
+// names none speaks 1.0.
+func checkVersion(r *http.Request) error {
+	h := r.Header.Get(agentapi.VersionHeader)
+	if h == "" {
+		return nil
+	}
+	v, err := agentapi.ParseVersion(h)
+	if err != nil {
+		return err
+	}
+	_, err = agentapi.Negotiate(v)
+	return err
+}
+
+// codeOf is the protocol's code of a kernel error; the kernel's codes are
+// the protocol's, by name.
+func codeOf(err error) agentapi.Code { return agentapi.Code(hostagent.CodeOf(err)) }
+
+func statusOf(c agentapi.Code) int {
 	switch c {
-	case hostagent.CodeInvalid:
+	case agentapi.CodeInvalid:
 		return http.StatusBadRequest
-	case hostagent.CodeNotFound:
+	case agentapi.CodeNotFound:
 		return http.StatusNotFound
-	case hostagent.CodeTooLarge:
+	case agentapi.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case hostagent.CodeExhausted:
+	case agentapi.CodeExhausted:
 		return http.StatusTooManyRequests
-	case hostagent.CodeUnavailable:
+	case agentapi.CodeUnavailable:
 		return http.StatusServiceUnavailable
-	case hostagent.CodeUnauth:
+	case agentapi.CodeUnauth:
 		return http.StatusUnauthorized
 	}
 	return http.StatusInternalServerError
@@ -195,7 +236,7 @@ func decode(r *http.Request, v any, tenant func() string) error {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return &hostagent.Error{Code: hostagent.CodeTooLarge, Err: err,
-				Message: fmt.Sprintf("the request body is over %d bytes", MaxRequestBytes)}
+				Message: fmt.Sprintf("the request body is over %d bytes", agentapi.MaxRequestBytes)}
 		}
 		return &hostagent.Error{Code: hostagent.CodeInvalid, Err: err, Message: "malformed request body: " + err.Error()}
 	}
@@ -206,23 +247,25 @@ func decode(r *http.Request, v any, tenant func() string) error {
 }
 
 func (s *Server) open(r *http.Request) (any, error) {
-	var req TenantRequest
+	var req agentapi.TenantRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	return s.agent.Open(r.Context(), req.Tenant, r.PathValue("sandbox"))
+	h, err := s.agent.Open(r.Context(), req.Tenant, r.PathValue("sandbox"))
+	return wireHandle(h), err
 }
 
 func (s *Server) renew(r *http.Request) (any, error) {
-	var req TenantRequest
+	var req agentapi.TenantRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	return s.agent.Renew(req.Tenant, r.PathValue("handle"))
+	h, err := s.agent.Renew(req.Tenant, r.PathValue("handle"))
+	return wireHandle(h), err
 }
 
 func (s *Server) close(r *http.Request) (any, error) {
-	var req TenantRequest
+	var req agentapi.TenantRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
@@ -230,7 +273,7 @@ func (s *Server) close(r *http.Request) (any, error) {
 }
 
 func (s *Server) exec(r *http.Request) (any, error) {
-	var req ExecRequest
+	var req agentapi.ExecRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
@@ -238,16 +281,16 @@ func (s *Server) exec(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req.ExecRequest)
+	res, err := s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), kernelExec(req))
 	if err != nil {
 		release()
 		return nil, err
 	}
-	if accepts(r, ExecMediaType) {
+	if s.version.BinaryAnswers() && accepts(r, agentapi.ExecMediaType) {
 		return binaryExec{res, release}, nil
 	}
 	defer release()
-	return res, nil
+	return wireExecResult(res), nil
 }
 
 // admit reserves a synchronous call and the bytes it may hold in the
@@ -268,15 +311,16 @@ func (s *Server) admit(r *http.Request, tenant string, need int64) (release func
 }
 
 func (s *Server) startJob(r *http.Request) (any, error) {
-	var req ExecRequest
+	var req agentapi.ExecRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	return s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), req.ExecRequest)
+	info, err := s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), kernelExec(req))
+	return wireJob(info), err
 }
 
 func (s *Server) poll(r *http.Request) (any, error) {
-	var req PollRequest
+	var req agentapi.PollRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
@@ -284,14 +328,18 @@ func (s *Server) poll(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if accepts(r, PollMediaType) {
+	if s.version.BinaryAnswers() && accepts(r, agentapi.PollMediaType) {
 		return binaryPoll(res), nil
 	}
-	return PollResponse{
-		Job:           res.Job,
-		Chunks:        res.EncodedChunks(),
+	chunks := make([]agentapi.Chunk, len(res.Chunks))
+	for i, c := range res.Chunks {
+		chunks[i] = agentapi.EncodeChunk(c.Stream.String(), c.Seq, c.Offset, c.Data)
+	}
+	return agentapi.PollResponse{
+		Job:           wireJob(res.Job),
+		Chunks:        chunks,
 		NextCursor:    res.NextCursor,
-		Gap:           res.Gap,
+		Gap:           wireGap(res.Gap),
 		DroppedBytes:  res.DroppedBytes,
 		DroppedChunks: res.DroppedChunks,
 		Done:          res.Done,
@@ -315,27 +363,27 @@ func accepts(r *http.Request, mediaType string) bool {
 type binaryPoll jobs.PollResult
 
 func (p binaryPoll) write(w http.ResponseWriter) {
-	h := PollHeader{
-		Job:           p.Job,
-		Chunks:        make([]ChunkHeader, len(p.Chunks)),
+	h := agentapi.PollHeader{
+		Job:           wireJob(p.Job),
+		Chunks:        make([]agentapi.ChunkHeader, len(p.Chunks)),
 		NextCursor:    p.NextCursor,
-		Gap:           p.Gap,
+		Gap:           wireGap(p.Gap),
 		DroppedBytes:  p.DroppedBytes,
 		DroppedChunks: p.DroppedChunks,
 		Done:          p.Done,
 	}
 	size := 0
 	for i, c := range p.Chunks {
-		h.Chunks[i] = ChunkHeader{Stream: c.Stream.String(), Seq: c.Seq, Offset: c.Offset, Size: len(c.Data)}
+		h.Chunks[i] = agentapi.ChunkHeader{Stream: c.Stream.String(), Seq: c.Seq, Offset: c.Offset, Size: len(c.Data)}
 		size += len(c.Data)
 	}
 	head, err := json.Marshal(h)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, ErrorResponse{Code: hostagent.CodeInternal, Message: "encoding the page: " + err.Error()})
+		writeJSON(w, http.StatusInternalServerError, agentapi.ErrorResponse{Code: agentapi.CodeInternal, Message: "encoding the page: " + err.Error()})
 		return
 	}
 	// JSON from Marshal has no raw newline: the header is the first line.
-	w.Header().Set("Content-Type", PollMediaType)
+	w.Header().Set("Content-Type", agentapi.PollMediaType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(head)+1+size))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(head, '\n'))
@@ -356,15 +404,15 @@ type binaryExec struct {
 func (b binaryExec) write(w http.ResponseWriter) {
 	defer b.release()
 	r := b.res
-	head, err := json.Marshal(ExecHeader{
+	head, err := json.Marshal(agentapi.ExecHeader{
 		StdoutSize: len(r.Stdout), StderrSize: len(r.Stderr), StdoutDropped: r.StdoutDropped, StderrDropped: r.StderrDropped,
 		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Duration: r.Duration,
 	})
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, ErrorResponse{Code: hostagent.CodeInternal, Message: "encoding the result: " + err.Error()})
+		writeJSON(w, http.StatusInternalServerError, agentapi.ErrorResponse{Code: agentapi.CodeInternal, Message: "encoding the result: " + err.Error()})
 		return
 	}
-	w.Header().Set("Content-Type", ExecMediaType)
+	w.Header().Set("Content-Type", agentapi.ExecMediaType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(head)+1+len(r.Stdout)+len(r.Stderr)))
 	w.WriteHeader(http.StatusOK)
 	for _, p := range [][]byte{append(head, '\n'), r.Stdout, r.Stderr} {
@@ -375,15 +423,16 @@ func (b binaryExec) write(w http.ResponseWriter) {
 }
 
 func (s *Server) cancel(r *http.Request) (any, error) {
-	var req TenantRequest
+	var req agentapi.TenantRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	return s.agent.CancelJob(r.Context(), req.Tenant, r.PathValue("job"))
+	info, err := s.agent.CancelJob(r.Context(), req.Tenant, r.PathValue("job"))
+	return wireJob(info), err
 }
 
 func (s *Server) read(r *http.Request) (any, error) {
-	var req ReadRequest
+	var req agentapi.ReadRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
@@ -393,11 +442,12 @@ func (s *Server) read(r *http.Request) (any, error) {
 		return nil, err
 	}
 	defer release()
-	return s.agent.ReadFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd)
+	f, err := s.agent.ReadFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd)
+	return agentapi.FileContent(f), err
 }
 
 func (s *Server) write(r *http.Request) (any, error) {
-	var req WriteRequest
+	var req agentapi.WriteRequest
 	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
@@ -406,7 +456,8 @@ func (s *Server) write(r *http.Request) (any, error) {
 		return nil, err
 	}
 	defer release()
-	return s.agent.WriteFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd, req.Data)
+	f, err := s.agent.WriteFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd, req.Data)
+	return agentapi.FileInfo(f), err
 }
 
 // HTTPServer returns an http.Server for the API that speaks HTTP/2 over TLS

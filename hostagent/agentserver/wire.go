@@ -1,0 +1,86 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package agentserver
+
+import (
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// The mapping between the protocol's types and the kernel's. Each field
+// is named: a field the kernel gains reaches the wire only when a version
+// of the protocol adds it here.
+
+func kernelExec(r agentapi.ExecRequest) hostagent.ExecRequest {
+	return hostagent.ExecRequest{
+		Command: r.Command,
+		Shell:   backend.ShellMode(r.Shell),
+		Cwd:     r.Cwd,
+		Stdin:   r.Stdin,
+		Timeout: r.Timeout,
+	}
+}
+
+func wireExecResult(r hostagent.ExecResult) agentapi.ExecResult {
+	return agentapi.ExecResult{
+		Stdout:        r.Stdout,
+		Stderr:        r.Stderr,
+		StdoutDropped: r.StdoutDropped,
+		StderrDropped: r.StderrDropped,
+		ExitCode:      r.ExitCode,
+		Signal:        r.Signal,
+		TimedOut:      r.TimedOut,
+		OOMKilled:     r.OOMKilled,
+		Duration:      r.Duration,
+	}
+}
+
+func wireHandle(h hostagent.Handle) agentapi.Handle {
+	return agentapi.Handle{ID: h.ID, SandboxID: h.SandboxID, Expires: h.Expires}
+}
+
+func wireJob(j jobs.JobInfo) agentapi.JobInfo {
+	info := agentapi.JobInfo{
+		ID:        j.ID,
+		Tenant:    j.Tenant,
+		SandboxID: j.SandboxID,
+		State:     agentapi.JobState(j.State),
+		StartedAt: j.StartedAt,
+		EndedAt:   j.EndedAt,
+	}
+	if r := j.Result; r != nil {
+		info.Result = &agentapi.JobResult{
+			ExitCode:  r.ExitCode,
+			Signal:    r.Signal,
+			Killed:    r.Killed,
+			TimedOut:  r.TimedOut,
+			OOMKilled: r.OOMKilled,
+			Error:     r.Error,
+			Duration:  r.Duration,
+		}
+	}
+	return info
+}
+
+func wireGap(g *jobs.Gap) *agentapi.Gap {
+	if g == nil {
+		return nil
+	}
+	return &agentapi.Gap{FromSeq: g.FromSeq, ToSeq: g.ToSeq, Chunks: g.Chunks, Bytes: g.Bytes}
+}
