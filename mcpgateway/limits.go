@@ -17,7 +17,10 @@ limitations under the License.
 package mcpgateway
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -102,8 +105,8 @@ type sessionLimit struct {
 
 func (l *sessionLimit) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
-			next.ServeHTTP(w, r) // a request of an existing session, or none
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || !opensSession(r) {
+			next.ServeHTTP(w, r) // a request of an existing session, or of none
 			return
 		}
 		id, _ := r.Context().Value(tenantKey{}).(clusterview.Identity)
@@ -117,6 +120,36 @@ func (l *sessionLimit) middleware(next http.Handler) http.Handler {
 		defer l.settle(tenant, w)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// maxPeek bounds what opensSession reads of a body to find its method.
+const maxPeek = 64 << 10
+
+// opensSession says whether a POST without a session is an initialize,
+// which opens one: go-sdk clients first send server/discover without a
+// session, concurrently with their initialize, and counting it would
+// refuse a tenant below its bound. The body is read up to maxPeek and
+// given back whole to the handler; a body that cannot be read as one
+// JSON-RPC message within it counts as an initialize (closed by default).
+func opensSession(r *http.Request) bool {
+	head, err := io.ReadAll(io.LimitReader(r.Body, maxPeek))
+	r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	if err != nil {
+		return true
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(head, &msg) != nil {
+		return true
+	}
+	return msg.Method == "initialize"
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // reserve counts an initialize in flight, or says why it is refused.
