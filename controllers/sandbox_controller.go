@@ -51,10 +51,6 @@ import (
 	"github.com/playground-dev/playground/internal/agentlease"
 )
 
-// ManagerFieldOwner is the field manager of what the manager writes by
-// server-side apply.
-const ManagerFieldOwner = client.FieldOwner("playground-manager")
-
 // nodeNameIndex indexes Sandboxes by spec.nodeName, to count each node's load.
 const nodeNameIndex = playgroundv1alpha1.SandboxNodeNameField
 
@@ -337,7 +333,7 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 	u.SetGroupVersionKind(playgroundv1alpha1.GroupVersion.WithKind("Sandbox"))
 	u.SetNamespace(sbx.Namespace)
 	u.SetName(sbx.Name)
-	err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), ManagerFieldOwner, client.ForceOwnership)
+	err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(playgroundv1alpha1.SandboxControllerFieldOwner), client.ForceOwnership)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("updating the status of sandbox %s: %w", klog.KObj(sbx), err)
 	}

@@ -116,7 +116,7 @@ func markProvisioned(g Gomega, s *playgroundv1alpha1.Sandbox) {
 		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ProvisionedCondition, Status: metav1.ConditionTrue,
 			Reason: playgroundv1alpha1.ReasonProvisioned, Message: "Running", ObservedGeneration: cur.Generation})
 		cur.Status.SandboxID = playgroundv1alpha1.SandboxID(cur.Namespace, cur.Name)
-		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner("playground-agent"))
+		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner(playgroundv1alpha1.AgentFieldOwner))
 	}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 }
 
@@ -270,7 +270,7 @@ func TestSettledStatusIsNotRewritten(t *testing.T) {
 		cur := getSandbox(g, ns, s.Name)
 		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ProvisionedCondition, Status: metav1.ConditionFalse,
 			Reason: playgroundv1alpha1.ReasonBackendFailed, Message: "disk full", ObservedGeneration: cur.Generation})
-		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner("playground-agent"))
+		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner(playgroundv1alpha1.AgentFieldOwner))
 	}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 	g.Eventually(func() string {
 		return conditionOf(getSandbox(g, ns, s.Name), playgroundv1alpha1.ReadyCondition).Reason

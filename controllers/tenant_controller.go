@@ -44,11 +44,6 @@ import (
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
-// TenantFieldOwner is the field manager of everything the Tenant reconciler
-// writes: Tenants' finalizer and status, credential Secrets, and the
-// Sandboxes' spec except nodeName (the binder's).
-const TenantFieldOwner = "playground-tenant-controller"
-
 // Annotations the Tenant reconciler keeps on a credential Secret, so that
 // the Secret alone says which rotation request its token answers: a status
 // lost (a restore without status, a failed status write after a rotation)
@@ -688,7 +683,7 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("tenant-controller")
 	}
-	r.Client = client.WithFieldOwner(r.Client, TenantFieldOwner)
+	r.Client = client.WithFieldOwner(r.Client, playgroundv1alpha1.TenantControllerFieldOwner)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&playgroundv1alpha1.Tenant{}).
 		Owns(&playgroundv1alpha1.Sandbox{}).

@@ -128,11 +128,11 @@ func TestThreeNodesServeTheirOwnSandboxes(t *testing.T) {
 func agentFields(t *testing.T, s *playgroundv1alpha1.Sandbox) string {
 	t.Helper()
 	for _, m := range s.ManagedFields {
-		if m.Manager == nodeagent.FieldManager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
+		if m.Manager == playgroundv1alpha1.AgentFieldOwner && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
 			return string(m.FieldsV1.Raw)
 		}
 	}
-	t.Fatalf("no status apply by %s in %+v", nodeagent.FieldManager, s.ManagedFields)
+	t.Fatalf("no status apply by %s in %+v", playgroundv1alpha1.AgentFieldOwner, s.ManagedFields)
 	return ""
 }
 

@@ -99,7 +99,7 @@ func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.
 		agent:    agent,
 		node:     opts.NodeName,
 		endpoint: endpoint,
-		recorder: mgr.GetEventRecorder(FieldManager),
+		recorder: mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner),
 	}
 	drift := make(chan event.GenericEvent, 256)
 	if err := mgr.Add(&resync{client: mgr.GetClient(), cache: mgr.GetCache(), r: r, every: opts.ResyncInterval, out: drift}); err != nil {
@@ -126,7 +126,7 @@ func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.
 }
 
 // sandboxReconciler makes the node's backend match the Sandboxes bound to
-// it. It writes, with server-side apply under FieldManager, only
+// it. It writes, with server-side apply under AgentFieldOwner, only
 // status.sandboxID, status.endpoint, status.openHandles and the Provisioned
 // condition; the manager derives Ready and the phase from them.
 type sandboxReconciler struct {
@@ -401,7 +401,7 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 		},
 	}}
 	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying the status of sandbox %s/%s: %w", sbx.Namespace, sbx.Name, err)
 	}
 	sbx.Status.Conditions = conds
