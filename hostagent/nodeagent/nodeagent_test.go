@@ -276,6 +276,29 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "tiny")))
 }
 
+// A sandbox asking for a backend its node does not offer is a spec
+// problem, not a backend failure: Provisioned=False with reason
+// BackendFailed and a Warning Event say so, nothing is provisioned, and the
+// pass ends without a retry.
+func TestBackendNotOfferedStalls(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, "not-offered")
+	n := startNode(t, "not-offered-a", "", "")
+	createSandbox(t, ns, "lima", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Backend = playgroundv1alpha1.BackendLima })
+	g.Eventually(func(g Gomega) {
+		s := getSandbox(g, ns, "lima")
+		c := provisioned(s)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonBackendFailed))
+		g.Expect(c.Message).To(ContainSubstring("not lima"))
+		g.Expect(c.ObservedGeneration).To(Equal(s.Generation))
+	}).WithTimeout(timeout).Should(Succeed())
+	e := waitEvent(t, ns, "lima", corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed)
+	g.Expect(e.Note).To(ContainSubstring("not lima"))
+	g.Expect(n.containers(t)).To(BeEmpty())
+}
+
 // Restarting the agent changes nothing a tenant sees: the same sandbox ID,
 // its files, its background processes, and Provisioned stays True.
 func TestRestartKeepsSandboxes(t *testing.T) {
