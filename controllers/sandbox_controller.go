@@ -55,8 +55,9 @@ import (
 const nodeNameIndex = playgroundv1alpha1.SandboxNodeNameField
 
 // SandboxReconciler binds Sandboxes to healthy nodes and summarises their
-// state: it writes spec.nodeName once, the Bound, NodeHealthy and Ready
-// conditions, and the phase. The node's agent writes Provisioned.
+// state: it writes spec.nodeName once, the Bound, NodeHealthy, Ready and
+// Reconciling conditions, and the phase. The node's agent writes
+// Provisioned and JobsAdmitted.
 type SandboxReconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder

@@ -128,8 +128,9 @@ func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.
 
 // sandboxReconciler makes the node's backend match the Sandboxes bound to
 // it. It writes, with server-side apply under AgentFieldOwner, only
-// status.sandboxID, status.endpoint, status.openHandles and the Provisioned
-// condition; the manager derives Ready and the phase from them.
+// status.sandboxID, endpoint, openHandles, restartRequest and the
+// Provisioned and JobsAdmitted conditions; the manager derives Ready and
+// the phase from them.
 type sandboxReconciler struct {
 	client   client.Client
 	reader   client.Reader // the API server itself, for the start-up list
