@@ -226,17 +226,26 @@ func TestAgentHealth(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond).Should(Equal(metav1.ConditionTrue))
 }
 
+// boundSandbox creates the Sandbox name in ns with a healthy node of its
+// own to go to, and waits until the binder bound it there.
+func boundSandbox(t *testing.T, ns, name string) (*playgroundv1alpha1.Sandbox, string) {
+	t.Helper()
+	zone := name + "-" + rand.String(5)
+	node := name + "-node-" + rand.String(5)
+	registerAgent(t, node, map[string]string{"zone": zone}, time.Hour)
+	s := newSandbox(t, ns, name, map[string]string{"zone": zone})
+	g := NewWithT(t)
+	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
+	return s, node
+}
+
 // TestSettledStatusIsNotRewritten: a sandbox whose status already says what
 // the binder would write costs the API server nothing when it comes back
 // (every event of it, and every lease period, brings it back).
 func TestSettledStatusIsNotRewritten(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	zone := "settled-" + rand.String(5)
-	node := "steady-" + rand.String(5)
-	registerAgent(t, node, map[string]string{"zone": zone}, time.Hour)
-	s := newSandbox(t, ns, "settled", map[string]string{"zone": zone})
-	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
+	s, _ := boundSandbox(t, ns, "settled")
 	markProvisioned(g, s)
 	g.Eventually(func() playgroundv1alpha1.SandboxPhase { return getSandbox(g, ns, s.Name).Status.Phase },
 		10*time.Second, 100*time.Millisecond).Should(Equal(playgroundv1alpha1.SandboxDetached))
@@ -297,11 +306,7 @@ func statusFields(s *playgroundv1alpha1.Sandbox, manager string) string {
 func TestStatusOwners(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	zone := "owners-" + rand.String(5)
-	node := "owners-" + rand.String(5)
-	registerAgent(t, node, map[string]string{"zone": zone}, time.Hour)
-	s := newSandbox(t, ns, "owned", map[string]string{"zone": zone})
-	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
+	s, node := boundSandbox(t, ns, "owned")
 	id := playgroundv1alpha1.SandboxID(ns, s.Name)
 
 	// The agent's report, as the agent applies it.

@@ -245,6 +245,23 @@ func TestStorageReserveRefusal(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
+// waitFailed waits for Provisioned=False on the current generation with
+// reason, and a Warning Event with the same reason, both saying msg.
+func waitFailed(t *testing.T, ns, name, reason, msg string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		s := getSandbox(g, ns, name)
+		c := provisioned(s)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(reason))
+		g.Expect(c.Message).To(ContainSubstring(msg))
+		g.Expect(c.ObservedGeneration).To(Equal(s.Generation))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(waitEvent(t, ns, name, corev1.EventTypeWarning, reason).Note).To(ContainSubstring(msg))
+}
+
 // A backend refusal shows as Provisioned=False with the reason and an
 // Event; fixing the spec lets the retry succeed.
 func TestBackendFailureIsReportedAndRetried(t *testing.T) {
@@ -255,17 +272,7 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	tiny := resource.MustParse("16Mi")
 	createSandbox(t, ns, "tiny", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Resources.Memory = &tiny })
 
-	g.Eventually(func(g Gomega) {
-		s := getSandbox(g, ns, "tiny")
-		c := provisioned(s)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonBackendFailed))
-		g.Expect(c.Message).To(ContainSubstring("32 MiB"))
-		g.Expect(c.ObservedGeneration).To(Equal(s.Generation))
-	}).WithTimeout(timeout).Should(Succeed())
-	e := waitEvent(t, ns, "tiny", corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed)
-	g.Expect(e.Note).To(ContainSubstring("32 MiB"))
+	waitFailed(t, ns, "tiny", playgroundv1alpha1.ReasonBackendFailed, "32 MiB")
 	g.Expect(n.containers(t)).To(BeEmpty())
 
 	s := getSandbox(g, ns, "tiny")
@@ -285,17 +292,7 @@ func TestBackendNotOfferedStalls(t *testing.T) {
 	ns := newNamespace(t, "not-offered")
 	n := startNode(t, "not-offered-a", "", "")
 	createSandbox(t, ns, "lima", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Backend = playgroundv1alpha1.BackendLima })
-	g.Eventually(func(g Gomega) {
-		s := getSandbox(g, ns, "lima")
-		c := provisioned(s)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonBackendFailed))
-		g.Expect(c.Message).To(ContainSubstring("not lima"))
-		g.Expect(c.ObservedGeneration).To(Equal(s.Generation))
-	}).WithTimeout(timeout).Should(Succeed())
-	e := waitEvent(t, ns, "lima", corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed)
-	g.Expect(e.Note).To(ContainSubstring("not lima"))
+	waitFailed(t, ns, "lima", playgroundv1alpha1.ReasonBackendFailed, "not lima")
 	g.Expect(n.containers(t)).To(BeEmpty())
 }
 
