@@ -198,8 +198,7 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 		return err
 	}
 	ac := playgroundv1alpha1ac.Tenant(tenant.Name, tenant.Namespace).WithStatus(tenantStatus(&tenant.Status))
-	err = r.Status().Apply(ctx, ac, client.FieldOwner(playgroundv1alpha1.TenantControllerFieldOwner), client.ForceOwnership)
-	if err := client.IgnoreNotFound(err); err != nil {
+	if err := r.Status().Apply(ctx, ac, client.FieldOwner(playgroundv1alpha1.TenantControllerFieldOwner), client.ForceOwnership); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("applying the status of tenant %s: %w", klog.KObj(tenant), err)
 	}
 	return nil
