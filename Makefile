@@ -73,8 +73,9 @@ verify: generate manifests fmt tidy ## Fail when generated files, go.mod or form
 		git status --porcelain; git --no-pager diff --stat; exit 1; fi
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the apply configurations that status is written with.
+	rm -rf api/*/applyconfiguration
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt applyconfiguration:headerFile=hack/boilerplate.go.txt,omitToolVersion=true paths=./api/...
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs (and, from the components' markers, RBAC).

@@ -33,8 +33,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,19 +46,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
+	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
-
-// ManagerFieldOwner is the field manager of what the manager writes by
-// server-side apply.
-const ManagerFieldOwner = client.FieldOwner("playground-manager")
 
 // nodeNameIndex indexes Sandboxes by spec.nodeName, to count each node's load.
 const nodeNameIndex = playgroundv1alpha1.SandboxNodeNameField
 
 // SandboxReconciler binds Sandboxes to healthy nodes and summarises their
-// state: it writes spec.nodeName once, the Bound, NodeHealthy and Ready
-// conditions, and the phase. The node's agent writes Provisioned.
+// state: it writes spec.nodeName once, the Bound, NodeHealthy, Ready and
+// Reconciling conditions, and the phase. The node's agent writes
+// Provisioned and JobsAdmitted.
 type SandboxReconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder
@@ -294,50 +291,35 @@ func summarise(sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Reg
 }
 
 // applyStatus writes the manager's part of the status with server-side
-// apply, keeping each condition's transition time while its status holds.
+// apply: the phase, the observed generation, Bound, NodeHealthy (once
+// bound), and Ready with the Reconciling and Stalled that
+// internal/reconcile derives from it. Each condition keeps its transition
+// time while its status holds.
 func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, s summary) error {
 	ready := s.ready
 	if ready == nil {
 		c := condition(playgroundv1alpha1.ReadyCondition, false, s.bound.Reason, s.bound.Message)
 		ready = &c
 	}
-	conds := []metav1.Condition{s.bound, *ready}
-	if s.health != nil {
-		conds = append(conds, *s.health)
+	conds := slices.Clone(sbx.Status.Conditions)
+	for _, c := range []*metav1.Condition{&s.bound, s.health} {
+		if c != nil {
+			c.ObservedGeneration = sbx.Generation
+			meta.SetStatusCondition(&conds, *c)
+		}
 	}
 	// Suspended is where the sandbox is meant to be, not on its way.
-	if ready.Status != metav1.ConditionTrue && s.phase != playgroundv1alpha1.SandboxSuspended {
-		conds = append(conds, condition(playgroundv1alpha1.ReconcilingCondition, true, ready.Reason, ready.Message))
-	}
+	progressing := ready.Status != metav1.ConditionTrue && s.phase != playgroundv1alpha1.SandboxSuspended
+	pgreconcile.Summarize(&conds, sbx.Generation, *ready, progressing, nil)
 	if statusHolds(sbx, s.phase, conds) {
 		return nil
 	}
-	existing := slices.Clone(sbx.Status.Conditions)
-	var out []any
-	for _, c := range conds {
-		c.ObservedGeneration = sbx.Generation
-		meta.SetStatusCondition(&existing, c)
-		kept := meta.FindStatusCondition(existing, c.Type)
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kept)
-		if err != nil {
-			return err
-		}
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].(map[string]any)["type"].(string) < out[j].(map[string]any)["type"].(string)
-	})
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"status": map[string]any{
-			"observedGeneration": sbx.Generation,
-			"phase":              string(s.phase),
-			"conditions":         out,
-		},
-	}}
-	u.SetGroupVersionKind(playgroundv1alpha1.GroupVersion.WithKind("Sandbox"))
-	u.SetNamespace(sbx.Namespace)
-	u.SetName(sbx.Name)
-	err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), ManagerFieldOwner, client.ForceOwnership)
+	status := playgroundv1alpha1ac.SandboxStatus().
+		WithObservedGeneration(sbx.Generation).
+		WithPhase(s.phase).
+		WithConditions(pgreconcile.ApplyConditions(conds, managerConditions...)...)
+	err := r.Status().Apply(ctx, playgroundv1alpha1ac.Sandbox(sbx.Name, sbx.Namespace).WithStatus(status),
+		client.FieldOwner(playgroundv1alpha1.SandboxControllerFieldOwner), client.ForceOwnership)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("updating the status of sandbox %s: %w", klog.KObj(sbx), err)
 	}
@@ -345,17 +327,19 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 }
 
 // managerConditions are the condition types the manager owns in a
-// Sandbox's status (the agent owns Provisioned).
+// Sandbox's status (the agent owns Provisioned and JobsAdmitted).
 var managerConditions = []string{
 	playgroundv1alpha1.BoundCondition, playgroundv1alpha1.ReadyCondition,
 	playgroundv1alpha1.NodeHealthyCondition, playgroundv1alpha1.ReconcilingCondition,
+	playgroundv1alpha1.StalledCondition,
 }
 
 // statusHolds says whether sbx's status already shows what applyStatus
-// would apply, so that the apply can be skipped. Every event of a sandbox,
-// and every lease period, brings it back here; sending an unchanged apply
-// each time cost the API server about five requests per sandbox when a
-// thousand tenants were created at once. A condition the manager would drop
+// would apply (conds holding the manager's conditions as it would apply
+// them), so that the apply can be skipped. Every event of a sandbox, and
+// every lease period, brings it back here; sending an unchanged apply each
+// time cost the API server about five requests per sandbox when a thousand
+// tenants were created at once. A condition the manager would drop
 // (Reconciling, once Ready) counts as a change.
 func statusHolds(sbx *playgroundv1alpha1.Sandbox, phase playgroundv1alpha1.SandboxPhase, conds []metav1.Condition) bool {
 	if sbx.Status.Phase != phase || sbx.Status.ObservedGeneration != sbx.Generation {

@@ -31,11 +31,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
 
@@ -116,7 +118,7 @@ func markProvisioned(g Gomega, s *playgroundv1alpha1.Sandbox) {
 		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ProvisionedCondition, Status: metav1.ConditionTrue,
 			Reason: playgroundv1alpha1.ReasonProvisioned, Message: "Running", ObservedGeneration: cur.Generation})
 		cur.Status.SandboxID = playgroundv1alpha1.SandboxID(cur.Namespace, cur.Name)
-		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner("playground-agent"))
+		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner(playgroundv1alpha1.AgentFieldOwner))
 	}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 }
 
@@ -224,17 +226,26 @@ func TestAgentHealth(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond).Should(Equal(metav1.ConditionTrue))
 }
 
+// boundSandbox creates the Sandbox name in ns with a healthy node of its
+// own to go to, and waits until the binder bound it there.
+func boundSandbox(t *testing.T, ns, name string) (*playgroundv1alpha1.Sandbox, string) {
+	t.Helper()
+	zone := name + "-" + rand.String(5)
+	node := name + "-node-" + rand.String(5)
+	registerAgent(t, node, map[string]string{"zone": zone}, time.Hour)
+	s := newSandbox(t, ns, name, map[string]string{"zone": zone})
+	g := NewWithT(t)
+	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
+	return s, node
+}
+
 // TestSettledStatusIsNotRewritten: a sandbox whose status already says what
 // the binder would write costs the API server nothing when it comes back
 // (every event of it, and every lease period, brings it back).
 func TestSettledStatusIsNotRewritten(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	zone := "settled-" + rand.String(5)
-	node := "steady-" + rand.String(5)
-	registerAgent(t, node, map[string]string{"zone": zone}, time.Hour)
-	s := newSandbox(t, ns, "settled", map[string]string{"zone": zone})
-	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
+	s, _ := boundSandbox(t, ns, "settled")
 	markProvisioned(g, s)
 	g.Eventually(func() playgroundv1alpha1.SandboxPhase { return getSandbox(g, ns, s.Name).Status.Phase },
 		10*time.Second, 100*time.Millisecond).Should(Equal(playgroundv1alpha1.SandboxDetached))
@@ -270,9 +281,78 @@ func TestSettledStatusIsNotRewritten(t *testing.T) {
 		cur := getSandbox(g, ns, s.Name)
 		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ProvisionedCondition, Status: metav1.ConditionFalse,
 			Reason: playgroundv1alpha1.ReasonBackendFailed, Message: "disk full", ObservedGeneration: cur.Generation})
-		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner("playground-agent"))
+		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner(playgroundv1alpha1.AgentFieldOwner))
 	}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 	g.Eventually(func() string {
 		return conditionOf(getSandbox(g, ns, s.Name), playgroundv1alpha1.ReadyCondition).Reason
 	}, 10*time.Second, 100*time.Millisecond).Should(Equal(playgroundv1alpha1.ReasonBackendFailed))
+}
+
+// statusFields is the status apply entry of manager in s's managed fields,
+// as JSON ("" when there is none).
+func statusFields(s *playgroundv1alpha1.Sandbox, manager string) string {
+	for _, m := range s.ManagedFields {
+		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
+			return string(m.FieldsV1.Raw)
+		}
+	}
+	return ""
+}
+
+// TestStatusOwners: the binder and the node's agent each apply their own
+// part of a Sandbox's status under their own field manager, and neither's
+// write removes the other's fields; a condition the binder drops
+// (Reconciling, once Ready) goes, the agent's stay.
+func TestStatusOwners(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	s, node := boundSandbox(t, ns, "owned")
+	id := playgroundv1alpha1.SandboxID(ns, s.Name)
+
+	// The agent's report, as the agent applies it.
+	report := func(ok bool, reason string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		cur := getSandbox(g, ns, s.Name)
+		ac := playgroundv1alpha1ac.Sandbox(s.Name, ns).WithStatus(playgroundv1alpha1ac.SandboxStatus().
+			WithSandboxID(id).WithEndpoint("https://" + node + ":8443").WithOpenHandles(1).
+			WithConditions(metav1ac.Condition().WithType(playgroundv1alpha1.ProvisionedCondition).WithStatus(status).
+				WithReason(reason).WithMessage(reason).WithObservedGeneration(cur.Generation).WithLastTransitionTime(metav1.Now())))
+		g.Expect(k8sClient.Status().Apply(context.Background(), ac, client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership)).To(Succeed())
+	}
+	report(true, playgroundv1alpha1.ReasonProvisioned)
+	g.Eventually(func(g Gomega) {
+		cur := getSandbox(g, ns, s.Name)
+		g.Expect(cur.Status.Phase).To(Equal(playgroundv1alpha1.SandboxReady))
+		g.Expect(conditionOf(cur, playgroundv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(meta.FindStatusCondition(cur.Status.Conditions, playgroundv1alpha1.ReconcilingCondition)).To(BeNil())
+		g.Expect(conditionOf(cur, playgroundv1alpha1.ProvisionedCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(cur.Status.SandboxID).To(Equal(id))
+		g.Expect(statusFields(cur, playgroundv1alpha1.SandboxControllerFieldOwner)).To(And(
+			ContainSubstring(`"f:phase"`), ContainSubstring(`"f:observedGeneration"`),
+			ContainSubstring(`"k:{\"type\":\"Bound\"}"`), ContainSubstring(`"k:{\"type\":\"NodeHealthy\"}"`), ContainSubstring(`"k:{\"type\":\"Ready\"}"`),
+			Not(ContainSubstring(`Provisioned`)), Not(ContainSubstring(`"f:sandboxID"`)), Not(ContainSubstring(`"f:openHandles"`))))
+		g.Expect(statusFields(cur, playgroundv1alpha1.AgentFieldOwner)).To(And(
+			ContainSubstring(`"k:{\"type\":\"Provisioned\"}"`), ContainSubstring(`"f:sandboxID"`),
+			Not(ContainSubstring(`Ready`)), Not(ContainSubstring(`"f:phase"`))))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	// A failure: the binder says it is working on it...
+	report(false, playgroundv1alpha1.ReasonBackendFailed)
+	g.Eventually(func(g Gomega) {
+		cur := getSandbox(g, ns, s.Name)
+		g.Expect(cur.Status.Phase).To(Equal(playgroundv1alpha1.SandboxFailed))
+		g.Expect(conditionOf(cur, playgroundv1alpha1.ReconcilingCondition).Reason).To(Equal(playgroundv1alpha1.ReasonBackendFailed))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	// ...and, provisioned again, removes its Reconciling and nothing of the agent's.
+	report(true, playgroundv1alpha1.ReasonProvisioned)
+	g.Eventually(func(g Gomega) {
+		cur := getSandbox(g, ns, s.Name)
+		g.Expect(cur.Status.Phase).To(Equal(playgroundv1alpha1.SandboxReady))
+		g.Expect(meta.FindStatusCondition(cur.Status.Conditions, playgroundv1alpha1.ReconcilingCondition)).To(BeNil())
+		g.Expect(conditionOf(cur, playgroundv1alpha1.ProvisionedCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(cur.Status.OpenHandles).To(Equal(int32(1)))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 }

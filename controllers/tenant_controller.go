@@ -33,6 +33,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,13 +44,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
-
-// TenantFieldOwner is the field manager of everything the Tenant reconciler
-// writes: Tenants' finalizer and status, credential Secrets, and the
-// Sandboxes' spec except nodeName (the binder's).
-const TenantFieldOwner = "playground-tenant-controller"
 
 // Annotations the Tenant reconciler keeps on a credential Secret, so that
 // the Secret alone says which rotation request its token answers: a status
@@ -161,7 +160,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 	before := tenant.DeepCopy()
 	var err error
 	defer func() {
-		if perr := r.patchStatus(ctx, before, tenant, err); perr != nil {
+		if perr := r.applyStatus(ctx, before, tenant, err); perr != nil {
 			retErr = errors.Join(retErr, perr)
 		}
 	}()
@@ -182,9 +181,10 @@ func conflictIsWait(err error) error {
 	return err
 }
 
-// patchStatus writes the status the pass computed, in one patch; the
-// observed generation moves only when the pass settled.
-func (r *TenantReconciler) patchStatus(ctx context.Context, before, tenant *playgroundv1alpha1.Tenant, err error) error {
+// applyStatus writes the status the pass computed, in one server-side
+// apply of all of it (the Tenant reconciler owns every field of a Tenant's
+// status); the observed generation moves only when the pass settled.
+func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *playgroundv1alpha1.Tenant, err error) error {
 	if !controllerutil.ContainsFinalizer(tenant, playgroundv1alpha1.TenantFinalizer) {
 		return nil // released: the Tenant is gone or going
 	}
@@ -194,8 +194,75 @@ func (r *TenantReconciler) patchStatus(ctx context.Context, before, tenant *play
 	if equality.Semantic.DeepEqual(before.Status, tenant.Status) {
 		return nil
 	}
-	if err := client.IgnoreNotFound(r.Status().Patch(ctx, tenant, client.MergeFrom(before))); err != nil {
-		return fmt.Errorf("patching the status of tenant %s: %w", klog.KObj(tenant), err)
+	if err := r.upgradeStatusOwnership(ctx, tenant); err != nil {
+		return err
+	}
+	ac := playgroundv1alpha1ac.Tenant(tenant.Name, tenant.Namespace).WithStatus(tenantStatus(&tenant.Status))
+	if err := r.Status().Apply(ctx, ac, client.FieldOwner(playgroundv1alpha1.TenantControllerFieldOwner), client.ForceOwnership); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("applying the status of tenant %s: %w", klog.KObj(tenant), err)
+	}
+	return nil
+}
+
+// tenantConditions are the condition types of a Tenant's status, all the
+// Tenant reconciler's.
+var tenantConditions = []string{
+	playgroundv1alpha1.ReadyCondition, playgroundv1alpha1.ReconcilingCondition, playgroundv1alpha1.StalledCondition,
+	playgroundv1alpha1.CredentialsReadyCondition, playgroundv1alpha1.SandboxReadyCondition,
+}
+
+// tenantStatus is s as an apply configuration. A field left empty is left
+// out, so that the apply removes it.
+func tenantStatus(s *playgroundv1alpha1.TenantStatus) *playgroundv1alpha1ac.TenantStatusApplyConfiguration {
+	ref := func(r *playgroundv1alpha1.LocalObjectReference) *playgroundv1alpha1ac.LocalObjectReferenceApplyConfiguration {
+		return playgroundv1alpha1ac.LocalObjectReference().WithName(r.Name)
+	}
+	out := playgroundv1alpha1ac.TenantStatus().WithConditions(pgreconcile.ApplyConditions(s.Conditions, tenantConditions...)...)
+	if s.ObservedGeneration != 0 {
+		out.WithObservedGeneration(s.ObservedGeneration)
+	}
+	if s.SandboxRef != nil {
+		out.WithSandboxRef(ref(s.SandboxRef))
+	}
+	if s.SandboxID != "" {
+		out.WithSandboxID(s.SandboxID)
+	}
+	c := s.Credentials
+	if equality.Semantic.DeepEqual(c, playgroundv1alpha1.CredentialsStatus{}) {
+		return out
+	}
+	creds := playgroundv1alpha1ac.CredentialsStatus()
+	if c.SecretRef != nil {
+		creds.WithSecretRef(ref(c.SecretRef))
+	}
+	if c.Fingerprint != "" {
+		creds.WithFingerprint(c.Fingerprint)
+	}
+	if c.RotationRequest != "" {
+		creds.WithRotationRequest(c.RotationRequest)
+	}
+	if c.IssuedAt != nil {
+		creds.WithIssuedAt(*c.IssuedAt)
+	}
+	return out.WithCredentials(creds)
+}
+
+// upgradeStatusOwnership hands the status fields that an earlier version
+// of this reconciler wrote by merge patch (an Update entry of the same
+// field manager in managedFields) over to its apply entry, once, as
+// kubectl does when it moves from client-side to server-side apply.
+// Otherwise they would stay owned by that entry, and a condition the apply
+// leaves out (Reconciling once Ready) would never be removed.
+func (r *TenantReconciler) upgradeStatusOwnership(ctx context.Context, tenant *playgroundv1alpha1.Tenant) error {
+	owner := playgroundv1alpha1.TenantControllerFieldOwner
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(tenant, sets.New(owner), owner, csaupgrade.Subresource("status"))
+	if err != nil || patch == nil {
+		return err
+	}
+	// The patch sets the resourceVersion too: a stale view conflicts, and
+	// the next pass tries again.
+	if err := r.Patch(ctx, tenant.DeepCopy(), client.RawPatch(types.JSONPatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("moving the status of tenant %s to server-side apply: %w", klog.KObj(tenant), err)
 	}
 	return nil
 }
@@ -688,7 +755,7 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("tenant-controller")
 	}
-	r.Client = client.WithFieldOwner(r.Client, TenantFieldOwner)
+	r.Client = client.WithFieldOwner(r.Client, playgroundv1alpha1.TenantControllerFieldOwner)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&playgroundv1alpha1.Tenant{}).
 		Owns(&playgroundv1alpha1.Sandbox{}).

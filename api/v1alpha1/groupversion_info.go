@@ -17,7 +17,11 @@ limitations under the License.
 // Package v1alpha1 holds the Playground API: Tenant, Sandbox, WorkerMapping
 // and FacultyBundle in the group playground.dev.
 //
+// The apply configurations in applyconfiguration/ are what the manager and
+// the agents write status with (server-side apply, typed).
+//
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
 // +groupName=playground.dev
 package v1alpha1
 
@@ -29,6 +33,10 @@ import (
 var (
 	// GroupVersion is the group and version of every kind in this package.
 	GroupVersion = schema.GroupVersion{Group: "playground.dev", Version: "v1alpha1"}
+
+	// SchemeGroupVersion is GroupVersion under the name the generated apply
+	// configurations use.
+	SchemeGroupVersion = GroupVersion
 
 	// SchemeBuilder registers the kinds of this package with a scheme.
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}

@@ -36,5 +36,26 @@ const (
 	CredentialTokenKey = "token"
 )
 
+// Field managers: the names Playground's components write under, so that
+// an object's managedFields say who owns what. A Sandbox's status has two
+// owners, each applying (server-side, with the apply configurations of
+// applyconfiguration/) every status field it owns on every write and no
+// other: an owner's field it leaves out of an apply is removed.
+const (
+	// TenantControllerFieldOwner writes Tenants' finalizer and whole status,
+	// the credential Secrets, and the Sandboxes' spec except nodeName.
+	TenantControllerFieldOwner = "playground-tenant-controller"
+	// SandboxControllerFieldOwner is the manager's Sandbox reconciler (the
+	// binder): a Sandbox's status.phase, status.observedGeneration and the
+	// Bound, NodeHealthy, Ready, Reconciling and Stalled conditions.
+	SandboxControllerFieldOwner = "playground-manager"
+	// AgentFieldOwner is the agent of the Sandbox's node: its
+	// status.sandboxID, endpoint, openHandles, restartRequest and the
+	// Provisioned and JobsAdmitted conditions.
+	AgentFieldOwner = "playground-agent"
+	// ManifestFieldOwner applies the manifests of `playground dev`.
+	ManifestFieldOwner = "playground"
+)
+
 // CredentialSecretName is the name of a Tenant's credential Secret.
 func CredentialSecretName(tenant string) string { return tenant + "-token" }

@@ -59,10 +59,6 @@ import (
 	"github.com/playground-dev/playground/internal/httpserve"
 )
 
-// FieldManager is the server-side apply field manager of everything the
-// agent writes on a Sandbox's status.
-const FieldManager = "playground-agent"
-
 // Defaults of Options.
 const (
 	DefaultShutdownGrace       = 30 * time.Second

@@ -127,11 +127,11 @@ func TestThreeNodesServeTheirOwnSandboxes(t *testing.T) {
 func agentFields(t *testing.T, s *playgroundv1alpha1.Sandbox) string {
 	t.Helper()
 	for _, m := range s.ManagedFields {
-		if m.Manager == nodeagent.FieldManager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
+		if m.Manager == playgroundv1alpha1.AgentFieldOwner && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
 			return string(m.FieldsV1.Raw)
 		}
 	}
-	t.Fatalf("no status apply by %s in %+v", nodeagent.FieldManager, s.ManagedFields)
+	t.Fatalf("no status apply by %s in %+v", playgroundv1alpha1.AgentFieldOwner, s.ManagedFields)
 	return ""
 }
 
@@ -244,6 +244,23 @@ func TestStorageReserveRefusal(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
+// waitFailed waits for Provisioned=False on the current generation with
+// reason, and a Warning Event with the same reason, both saying msg.
+func waitFailed(t *testing.T, ns, name, reason, msg string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		s := getSandbox(g, ns, name)
+		c := provisioned(s)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(reason))
+		g.Expect(c.Message).To(ContainSubstring(msg))
+		g.Expect(c.ObservedGeneration).To(Equal(s.Generation))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(waitEvent(t, ns, name, corev1.EventTypeWarning, reason).Note).To(ContainSubstring(msg))
+}
+
 // A backend refusal shows as Provisioned=False with the reason and an
 // Event; fixing the spec lets the retry succeed.
 func TestBackendFailureIsReportedAndRetried(t *testing.T) {
@@ -254,17 +271,7 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	tiny := resource.MustParse("16Mi")
 	createSandbox(t, ns, "tiny", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Resources.Memory = &tiny })
 
-	g.Eventually(func(g Gomega) {
-		s := getSandbox(g, ns, "tiny")
-		c := provisioned(s)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonBackendFailed))
-		g.Expect(c.Message).To(ContainSubstring("32 MiB"))
-		g.Expect(c.ObservedGeneration).To(Equal(s.Generation))
-	}).WithTimeout(timeout).Should(Succeed())
-	e := waitEvent(t, ns, "tiny", corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed)
-	g.Expect(e.Note).To(ContainSubstring("32 MiB"))
+	waitFailed(t, ns, "tiny", playgroundv1alpha1.ReasonBackendFailed, "32 MiB")
 	g.Expect(n.containers(t)).To(BeEmpty())
 
 	s := getSandbox(g, ns, "tiny")
@@ -273,6 +280,19 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	g.Expect(k8s.Update(ctx, s)).To(Succeed())
 	waitProvisioned(t, ns, "tiny")
 	g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "tiny")))
+}
+
+// A sandbox asking for a backend its node does not offer is a spec
+// problem, not a backend failure: Provisioned=False with reason
+// BackendFailed and a Warning Event say so, nothing is provisioned, and the
+// pass ends without a retry.
+func TestBackendNotOfferedStalls(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, "not-offered")
+	n := startNode(t, "not-offered-a", "", "")
+	createSandbox(t, ns, "lima", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Backend = playgroundv1alpha1.BackendLima })
+	waitFailed(t, ns, "lima", playgroundv1alpha1.ReasonBackendFailed, "not lima")
+	g.Expect(n.containers(t)).To(BeEmpty())
 }
 
 // Restarting the agent changes nothing a tenant sees: the same sandbox ID,

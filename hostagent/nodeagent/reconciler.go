@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -50,8 +49,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
+	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
 // The agent's rights: its own node's Sandboxes (the finalizer, the status
@@ -100,7 +101,7 @@ func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.
 		agent:    agent,
 		node:     opts.NodeName,
 		endpoint: endpoint,
-		recorder: mgr.GetEventRecorder(FieldManager),
+		recorder: mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner),
 	}
 	drift := make(chan event.GenericEvent, 256)
 	if err := mgr.Add(&resync{client: mgr.GetClient(), cache: mgr.GetCache(), r: r, every: opts.ResyncInterval, out: drift}); err != nil {
@@ -127,9 +128,10 @@ func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.
 }
 
 // sandboxReconciler makes the node's backend match the Sandboxes bound to
-// it. It writes, with server-side apply under FieldManager, only
-// status.sandboxID, status.endpoint, status.openHandles and the Provisioned
-// condition; the manager derives Ready and the phase from them.
+// it. It writes, with server-side apply under AgentFieldOwner, only
+// status.sandboxID, endpoint, openHandles, restartRequest and the
+// Provisioned and JobsAdmitted conditions; the manager derives Ready and
+// the phase from them.
 type sandboxReconciler struct {
 	client   client.Client
 	reader   client.Reader // the API server itself, for the start-up list
@@ -176,7 +178,7 @@ func (r *sandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil
 	}
 	if !sbx.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, sbx)
+		return pgreconcile.Result(r.reconcileDelete(ctx, sbx))
 	}
 	if !controllerutil.ContainsFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer) {
 		patch := client.MergeFromWithOptions(sbx.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -185,7 +187,7 @@ func (r *sandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	return ctrl.Result{}, r.reconcileNormal(ctx, sbx)
+	return pgreconcile.Result(r.reconcileNormal(ctx, sbx))
 }
 
 func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
@@ -194,9 +196,8 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	if class := backendClass(sbx); !r.offers(class) {
 		// A spec problem, not a backend one: retrying cannot help, and the
 		// backend class is immutable, so only a new binding would.
-		msg := fmt.Sprintf("Node %s offers the %s backends, not %s", r.node, strings.Join(backendNames(r.agent.Backends()), ", "), class)
-		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBackendFailed, "Provision", msg)
-		return r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonBackendFailed, msg)
+		return r.failed(ctx, sbx, "Provision", pgreconcile.Stall(playgroundv1alpha1.ReasonBackendFailed,
+			"Node %s offers the %s backends, not %s", r.node, strings.Join(backendNames(r.agent.Backends()), ", "), class))
 	}
 
 	prev := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
@@ -229,12 +230,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		if ctx.Err() != nil {
 			return err // shutting down; the next agent picks it up
 		}
-		reason := playgroundv1alpha1.ReasonBackendFailed
-		if errors.Is(err, backend.ErrInsufficientStorage) {
-			// Retried with backoff: space may be freed on the node.
-			reason = playgroundv1alpha1.ReasonInsufficientStorage
-		}
-		return r.backendFailed(ctx, sbx, reason, "Provision", fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err))
+		return r.failed(ctx, sbx, "Provision", fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err))
 	}
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
@@ -266,15 +262,30 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	return nil
 }
 
-// backendFailed reports a failed backend action in a Warning event and the
-// Provisioned condition, and returns err, so that controller-runtime
-// retries with backoff. The message is the backend's error as it was
-// (the caller's wrapping says what was being done).
-func (r *sandboxReconciler) backendFailed(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reason, action string, err error) error {
-	msg := truncate(errors.Unwrap(err).Error())
+// failed reports a failed action in a Warning event and the Provisioned
+// condition, and returns err for Reconcile to map with internal/reconcile's
+// Result. A StalledError (a spec this node cannot serve) carries its reason
+// and message and ends the pass: only a change brings the sandbox back.
+// Any other error is the backend's (the caller's wrapping says what was
+// being done, the message is the backend's error as it was) and is
+// retried with backoff: reason InsufficientStorage while the node keeps
+// its disk reserve (space may be freed), BackendFailed otherwise.
+func (r *sandboxReconciler) failed(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, action string, err error) error {
+	var reason, msg string
+	var stalled *pgreconcile.StalledError
+	switch {
+	case errors.As(err, &stalled):
+		reason, msg = stalled.Reason, stalled.Message
+	case errors.Is(err, backend.ErrInsufficientStorage):
+		reason, msg = playgroundv1alpha1.ReasonInsufficientStorage, errors.Unwrap(err).Error()
+	default:
+		reason, msg = playgroundv1alpha1.ReasonBackendFailed, errors.Unwrap(err).Error()
+	}
+	msg = truncate(msg)
 	r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, action, "%s", msg)
 	if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, reason, msg); serr != nil {
-		ctrl.LoggerFrom(ctx).Error(serr, "Reporting a backend failure")
+		// Not reported: retried even when stalled.
+		return errors.Join(err, fmt.Errorf("reporting the failure: %w", serr))
 	}
 	return err
 }
@@ -287,7 +298,7 @@ func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgro
 		if ctx.Err() != nil {
 			return err
 		}
-		return r.backendFailed(ctx, sbx, playgroundv1alpha1.ReasonBackendFailed, "Suspend", fmt.Errorf("suspending sandbox %s: %w", spec.ID, err))
+		return r.failed(ctx, sbx, "Suspend", fmt.Errorf("suspending sandbox %s: %w", spec.ID, err))
 	}
 	msg := fmt.Sprintf("Sandbox %s is stopped on node %s because its tenant is suspended; its files are kept and it starts again when spec.suspended is cleared", spec.ID, r.node)
 	if prev == nil || prev.Reason != playgroundv1alpha1.ReasonSuspended {
@@ -339,7 +350,7 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 		if ctx.Err() != nil {
 			return err
 		}
-		return r.backendFailed(ctx, sbx, playgroundv1alpha1.ReasonBackendFailed, "Destroy", fmt.Errorf("destroying sandbox %s: %w", id, err))
+		return r.failed(ctx, sbx, "Destroy", fmt.Errorf("destroying sandbox %s: %w", id, err))
 	}
 	r.mu.Lock()
 	delete(r.answered, id)
@@ -353,10 +364,15 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 	return client.IgnoreNotFound(r.client.Patch(ctx, sbx, patch))
 }
 
+// agentConditions are the condition types the agent owns in a Sandbox's
+// status; the manager owns the others.
+var agentConditions = []string{playgroundv1alpha1.ProvisionedCondition, playgroundv1alpha1.JobsAdmittedCondition}
+
 // setProvisioned applies the agent's status fields: the Provisioned
-// condition with reason and message, and sandboxID, endpoint and
-// openHandles as the agent sees them now. It writes nothing when they are
-// already so.
+// condition with reason and message, JobsAdmitted, and sandboxID,
+// endpoint, openHandles and restartRequest as the agent sees them now. It
+// writes nothing when they are already so. Each condition keeps its
+// transition time while its status holds.
 func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, status metav1.ConditionStatus, reason, message string) error {
 	id := playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
 	handles := int32(r.agent.OpenHandles(id))
@@ -376,34 +392,15 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	if !changed && sbx.Status.SandboxID == id && sbx.Status.Endpoint == r.endpoint && sbx.Status.OpenHandles == handles {
 		return nil
 	}
-	// Kept from the current conditions when their status does not change.
-	var applied []any
-	for _, typ := range []string{playgroundv1alpha1.JobsAdmittedCondition, playgroundv1alpha1.ProvisionedCondition} {
-		c := meta.FindStatusCondition(conds, typ)
-		applied = append(applied, map[string]any{
-			"type":               c.Type,
-			"status":             string(c.Status),
-			"reason":             c.Reason,
-			"message":            c.Message,
-			"observedGeneration": c.ObservedGeneration,
-			"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
-		})
-	}
-	gvk := playgroundv1alpha1.GroupVersion.WithKind("Sandbox")
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": gvk.GroupVersion().String(),
-		"kind":       gvk.Kind,
-		"metadata":   map[string]any{"name": sbx.Name, "namespace": sbx.Namespace},
-		"status": map[string]any{
-			"sandboxID":      id,
-			"endpoint":       r.endpoint,
-			"openHandles":    int64(handles),
-			"restartRequest": sbx.Status.RestartRequest,
-			"conditions":     applied,
-		},
-	}}
-	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	// Every field the agent owns, every time: one left out would be removed.
+	applied := playgroundv1alpha1ac.SandboxStatus().
+		WithSandboxID(id).
+		WithEndpoint(r.endpoint).
+		WithOpenHandles(handles).
+		WithRestartRequest(sbx.Status.RestartRequest).
+		WithConditions(pgreconcile.ApplyConditions(conds, agentConditions...)...)
+	if err := r.client.Status().Apply(ctx, playgroundv1alpha1ac.Sandbox(sbx.Name, sbx.Namespace).WithStatus(applied),
+		client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying the status of sandbox %s/%s: %w", sbx.Namespace, sbx.Name, err)
 	}
 	sbx.Status.Conditions = conds

@@ -32,10 +32,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
-)
 
-// FieldOwner is the field manager of objects Playground applies.
-const FieldOwner = client.FieldOwner("playground")
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+)
 
 // Decode reads every object of a multi-document YAML stream; empty
 // documents are skipped. name labels errors.
@@ -107,7 +106,7 @@ func Apply(ctx context.Context, c client.Client, namespace string, objs []*unstr
 		if obj.GetNamespace() == "" {
 			obj.SetNamespace(namespace)
 		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), FieldOwner, client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(playgroundv1alpha1.ManifestFieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 		}
 	}

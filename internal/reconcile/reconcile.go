@@ -17,16 +17,20 @@ limitations under the License.
 // Package reconcile holds what the reconcilers share about the outcome of a
 // pass: typed errors for expected states (stalled on a human, waiting on
 // the world), the controller-runtime result they map to, and the kstatus
-// conditions (Ready, Reconciling, Stalled) derived from them in one place.
+// conditions (Ready, Reconciling, Stalled) derived from them in one place,
+// written with server-side apply by the field manager that owns them.
 package reconcile
 
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -168,4 +172,28 @@ func Summarize(conds *[]metav1.Condition, generation int64, ready metav1.Conditi
 		meta.RemoveStatusCondition(conds, playgroundv1alpha1.ReconcilingCondition)
 	}
 	meta.SetStatusCondition(conds, ready)
+}
+
+// ApplyConditions returns, as apply configurations sorted by type, the
+// conditions of conds whose type is one of owned: what one field manager
+// owns of a status's conditions. An owned type absent from conds is left
+// out, so that the apply removes it; the others' conditions are not
+// touched. Each keeps the lastTransitionTime it has in conds, where
+// meta.SetStatusCondition keeps it while the status holds.
+func ApplyConditions(conds []metav1.Condition, owned ...string) []*metav1ac.ConditionApplyConfiguration {
+	var out []*metav1ac.ConditionApplyConfiguration
+	for _, c := range conds {
+		if !slices.Contains(owned, c.Type) {
+			continue
+		}
+		out = append(out, metav1ac.Condition().
+			WithType(c.Type).
+			WithStatus(c.Status).
+			WithReason(c.Reason).
+			WithMessage(c.Message).
+			WithObservedGeneration(c.ObservedGeneration).
+			WithLastTransitionTime(c.LastTransitionTime))
+	}
+	slices.SortFunc(out, func(a, b *metav1ac.ConditionApplyConfiguration) int { return strings.Compare(*a.Type, *b.Type) })
+	return out
 }

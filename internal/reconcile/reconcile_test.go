@@ -97,3 +97,22 @@ func TestSummarize(t *testing.T) {
 		})
 	}
 }
+
+// ApplyConditions picks what one field manager owns, in a stable order,
+// with the transition times as they are.
+func TestApplyConditions(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	conds := []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", Message: "m", ObservedGeneration: 2, LastTransitionTime: since},
+		{Type: "Provisioned", Status: metav1.ConditionTrue, Reason: "Provisioned", LastTransitionTime: since},
+		{Type: "Bound", Status: metav1.ConditionFalse, Reason: "NoNode", LastTransitionTime: since},
+	}
+	got := ApplyConditions(conds, "Reconciling", "Ready", "Bound")
+	if len(got) != 2 || *got[0].Type != "Bound" || *got[1].Type != "Ready" {
+		t.Fatalf("ApplyConditions = %+v, want Bound and Ready", got)
+	}
+	r := got[1]
+	if *r.Status != metav1.ConditionTrue || *r.Reason != "Ready" || *r.Message != "m" || *r.ObservedGeneration != 2 || !r.LastTransitionTime.Equal(&since) {
+		t.Errorf("Ready = %+v, want it as it was", r)
+	}
+}
