@@ -562,11 +562,8 @@ func TestStopAll(t *testing.T) {
 	startSandbox(t, b, spec)
 	sh(t, b, spec.ID, "echo kept > ~/file")
 	// PIDs restart in a new container: find the sentinel by its command line.
-	sh(t, b, spec.ID, "setsid sleep 7654321 >/dev/null 2>&1 &")
-	const count = `for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f"; echo; done | grep -c '^sleep 7654321' || true`
-	if got := strings.TrimSpace(sh(t, b, spec.ID, count)); got != "1" {
-		t.Fatalf("the sentinel is not running before StopAll (%s found)", got)
-	}
+	const sentinel = "sleep 7654321"
+	conformance.StartNamed(t, b, spec.ID, sentinel)
 
 	if !b.Alive(spec.ID) {
 		t.Fatal("a running sandbox's init is reported dead")
@@ -594,8 +591,8 @@ func TestStopAll(t *testing.T) {
 	if got := sh(t, b2, spec.ID, "cat ~/file"); got != "kept\n" {
 		t.Fatalf("file after the restart: %q", got)
 	}
-	if got := strings.TrimSpace(sh(t, b2, spec.ID, count)); got != "0" {
-		t.Fatalf("a process survived StopAll (%s found)", got)
+	if got := conformance.Running(t, b2, spec.ID, sentinel); got != 0 {
+		t.Fatalf("a process survived StopAll (%d found)", got)
 	}
 }
 
