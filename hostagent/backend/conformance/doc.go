@@ -37,13 +37,16 @@ limitations under the License.
 //   - files: write and read byte-exact, atomic replacement, the size limit
 //     refusing rather than truncating, the tenant's permissions.
 //   - kill: Process.Kill proves dead every descendant of a command (setsid,
-//     double fork, SIGTERM ignored), while an unrelated process lives.
+//     double fork, SIGTERM ignored), while an unrelated process lives; also
+//     after a Wait that gave up at its deadline, and harmlessly after the
+//     command's end.
 //   - jobs: byte-exact output through the job manager, cancellation with
 //     that proof, and the bound on active jobs.
-//   - persistence: files and processes across closing the last session,
-//     across an agent restart (a new backend and kernel over the same node
-//     state), and files across a restart of the sandbox, which kills its
-//     processes.
+//   - persistence: files and processes across closing the last session
+//     and across an agent restart (a new backend and kernel over the same
+//     node state, the new login profile applied); files, but no process,
+//     across a restart of the sandbox and across a stop followed by a new
+//     agent (a node reboot); another node's backend does not know it.
 //   - limits: the PIDs and memory limits of backend.Resources hold inside.
 //   - pile: the pile is append-only inside, visible on the host, and kept
 //     by Destroy when asked.
@@ -70,6 +73,6 @@ limitations under the License.
 //		})
 //	}
 //
-// The helpers Exec, Sh, StartSentinel and Alive serve a backend's own tests
-// of what is particular to it.
+// The helpers Exec, Sh, Sink, StartSentinel, Alive, StartNamed and Running
+// serve a backend's own tests of what is particular to it.
 package conformance
