@@ -50,6 +50,19 @@ func testKill(t *testing.T, n *node) {
 		out.WaitFor(t, "ready")
 		return p, out, e.pids(t, sh)
 	}
+	// kill kills a launched command and checks the proof.
+	kill := func(t *testing.T, round int, p backend.Process, escapees []string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		if err := p.Kill(ctx); err != nil {
+			t.Fatalf("round %d: Kill: %v", round, err)
+		}
+		if st, err := p.Wait(ctx); err != nil || !st.Killed || st.Signal != "SIGKILL" {
+			t.Fatalf("round %d: the command ended %+v, %v; want killed by SIGKILL", round, st, err)
+		}
+		checkProof(t, sh, fmt.Sprintf("round %d", round), escapees, sentinel)
+	}
 
 	if !n.be.Capabilities().ProvesCleanup {
 		t.Run("no proof claimed", func(t *testing.T) {
@@ -66,17 +79,7 @@ func testKill(t *testing.T, n *node) {
 	t.Run("proves descendants dead", func(t *testing.T) {
 		for round := range killRounds {
 			p, _, pids := launch(t, round)
-			ctx, cancel := context.WithTimeout(context.Background(), patience)
-			if err := p.Kill(ctx); err != nil {
-				cancel()
-				t.Fatalf("round %d: Kill: %v", round, err)
-			}
-			st, err := p.Wait(ctx)
-			cancel()
-			if err != nil || !st.Killed || st.Signal != "SIGKILL" {
-				t.Fatalf("round %d: the command ended %+v, %v; want killed by SIGKILL", round, st, err)
-			}
-			checkProof(t, sh, fmt.Sprintf("round %d", round), pids, sentinel)
+			kill(t, round, p, pids)
 		}
 	})
 
@@ -90,20 +93,10 @@ func testKill(t *testing.T, n *node) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("round %d: Wait past its deadline: %v", round, err)
 			}
-			kctx, kcancel := context.WithTimeout(context.Background(), patience)
-			if err := p.Kill(kctx); err != nil {
-				kcancel()
-				t.Fatalf("round %d: Kill: %v", round, err)
-			}
-			st, err := p.Wait(kctx)
-			kcancel()
-			if err != nil || !st.Killed {
-				t.Fatalf("round %d: the command ended %+v, %v; want killed", round, st, err)
-			}
+			kill(t, round, p, pids)
 			if out.Stdout() != "ready\n" {
 				t.Fatalf("round %d: the output so far was lost: %q", round, out.Stdout())
 			}
-			checkProof(t, sh, fmt.Sprintf("round %d", round), pids, sentinel)
 		}
 	})
 
