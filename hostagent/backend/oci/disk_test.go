@@ -40,8 +40,8 @@ var small = backend.Storage{LayerBytes: 64 << 20, LayerInodes: 1024, PileBytes: 
 func enospc(t *testing.T, b *Backend, id, cmd string) {
 	t.Helper()
 	r := run(t, b, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean})
-	if r.status.Code == 0 || !strings.Contains(r.stdout+r.stderr, "No space left on device") {
-		t.Fatalf("%q: want ENOSPC, got %+v, stdout %q, stderr %q", cmd, r.status, r.stdout, r.stderr)
+	if r.Status.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "No space left on device") {
+		t.Fatalf("%q: want ENOSPC, got %+v, stdout %q, stderr %q", cmd, r.Status, r.Stdout, r.Stderr)
 	}
 }
 
@@ -98,12 +98,12 @@ func TestDiskLimits(t *testing.T) {
 
 	t.Run("inodes", func(t *testing.T) {
 		r := run(t, b, full.ID, backend.ExecRequest{Command: strings.ReplaceAll(fillInodes, "%[1]s", guest.Workspace+"/many"), Shell: backend.ShellClean})
-		if !strings.Contains(r.stderr, "No space left on device") {
-			t.Fatalf("inode loop: stdout %q, stderr %q", r.stdout, r.stderr)
+		if !strings.Contains(r.Stderr, "No space left on device") {
+			t.Fatalf("inode loop: stdout %q, stderr %q", r.Stdout, r.Stderr)
 		}
 		// ext4 rounds the inode count up to fill its tables: a little over 1024.
-		if n, err := strconv.Atoi(strings.TrimSpace(r.stdout)); err != nil || n < 900 || n > 1100 {
-			t.Fatalf("created %q files before ENOSPC, want about 1024", r.stdout)
+		if n, err := strconv.Atoi(strings.TrimSpace(r.Stdout)); err != nil || n < 900 || n > 1100 {
+			t.Fatalf("created %q files before ENOSPC, want about 1024", r.Stdout)
 		}
 		if got := sh(t, b, "neighbour", "mkdir -p m && for i in $(seq 200); do : > m/f$i; done && ls m | wc -l"); got != "200\n" {
 			t.Fatalf("neighbour: %q", got)
@@ -114,7 +114,7 @@ func TestDiskLimits(t *testing.T) {
 	t.Run("pile", func(t *testing.T) {
 		enospc(t, b, full.ID, "head -c 40M /dev/zero >> "+guest.PileDir+"/self.pile")
 		// Still append-only when full.
-		if r := run(t, b, full.ID, backend.ExecRequest{Command: ": > " + guest.PileDir + "/self.pile", Shell: backend.ShellClean}); r.status.Code == 0 {
+		if r := run(t, b, full.ID, backend.ExecRequest{Command: ": > " + guest.PileDir + "/self.pile", Shell: backend.ShellClean}); r.Status.Code == 0 {
 			t.Fatal("a full pile could be truncated")
 		}
 	})
@@ -281,7 +281,7 @@ func TestLegacyLayoutMigrates(t *testing.T) {
 			t.Errorf("%s left after migration", name)
 		}
 	}
-	if r := run(t, b, spec.ID, backend.ExecRequest{Command: ": > /pile/self.pile", Shell: backend.ShellClean}); r.status.Code == 0 {
+	if r := run(t, b, spec.ID, backend.ExecRequest{Command: ": > /pile/self.pile", Shell: backend.ShellClean}); r.Status.Code == 0 {
 		t.Fatal("the migrated pile is not append-only")
 	}
 }

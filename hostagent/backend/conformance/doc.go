@@ -1,0 +1,78 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package conformance is the test suite every sandbox backend runs: what
+// the host agent's kernel (package hostagent and its job manager) relies on
+// a backend for, checked against the real thing. A backend is done when it
+// passes; one that cannot run on the machine skips the suite and says why.
+//
+// The suite drives the backend through the kernel (hostagent.Agent) where
+// the kernel is what a user meets (exec, files, jobs, sessions, restarts),
+// and directly where the contract is the backend's own (the doc comments of
+// backend.Backend and backend.Process: Kill's proof of cleanup, the errors
+// for expected states, Stop, Destroy). Its groups, each a subtest on a
+// fresh node so that any of them runs alone (go test -run
+// 'TestConformance/jobs'):
+//
+//   - lifecycle: unknown and stopped sandboxes say so, unsafe IDs are
+//     refused, provisioning and starting again keep files and processes,
+//     Destroy ends running commands and removes the workspace.
+//   - exec: a fresh /bin/sh per call, login and clean shells, cwd, stdin,
+//     byte-exact output, exit status, background processes outliving their
+//     command, concurrent commands, and a timeout that kills the command's
+//     whole tree.
+//   - files: write and read byte-exact, atomic replacement, the size limit
+//     refusing rather than truncating, the tenant's permissions.
+//   - kill: Process.Kill proves dead every descendant of a command (setsid,
+//     double fork, SIGTERM ignored), while an unrelated process lives; also
+//     after a Wait that gave up at its deadline, and harmlessly after the
+//     command's end.
+//   - jobs: byte-exact output through the job manager, cancellation with
+//     that proof, and the bound on active jobs.
+//   - persistence: files and processes across closing the last session
+//     and across an agent restart (a new backend and kernel over the same
+//     node state, the new login profile applied); files, but no process,
+//     across a restart of the sandbox and across a stop followed by a new
+//     agent (a node reboot); another node's backend does not know it.
+//   - limits: the PIDs and memory limits of backend.Resources hold inside.
+//   - pile: the pile is append-only inside, visible on the host, and kept
+//     by Destroy when asked.
+//   - isolation: a second sandbox on the node sees neither the first's files
+//     nor its processes, and cannot signal them or the supervision.
+//
+// Capability flags decide: on a backend without ProvesCleanup the kernel
+// must refuse jobs and Kill must report a lost proof; without
+// AppendOnlyPile the pile group is skipped.
+//
+// # Running it
+//
+// A backend's tests call Run with a Harness that makes a node's state
+// directory and builds the backend over it; building it again over the same
+// directory is an agent restart. A backend that cannot run here skips first:
+//
+//	func TestConformance(t *testing.T) {
+//		if reason := unavailable(); reason != "" {
+//			t.Skip(reason)
+//		}
+//		conformance.Run(t, conformance.Harness{
+//			NewStateDir: func(tb testing.TB) string { return newStateDir(tb) },
+//			New: func(tb testing.TB, dir string) backend.Backend { return newBackend(tb, dir) },
+//		})
+//	}
+//
+// The helpers Exec, Sh, Sink, StartSentinel, Alive, StartNamed and Running
+// serve a backend's own tests of what is particular to it.
+package conformance

@@ -1,0 +1,162 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// testFiles checks read and write, which the kernel runs as clean-shell
+// commands in the sandbox: the backend carries the payload as stdin and
+// back as stdout, and the script's exit codes through.
+func testFiles(t *testing.T, n *node) {
+	s := n.open(t, spec("files"))
+	ctx := context.Background()
+	write := func(path, cwd string, data []byte) (hostagent.FileInfo, error) {
+		return s.agent.WriteFile(ctx, s.tenant, s.handle, path, cwd, data)
+	}
+	read := func(path, cwd string) (hostagent.FileContent, error) {
+		return s.agent.ReadFile(ctx, s.tenant, s.handle, path, cwd)
+	}
+	const limit = hostagent.DefaultMaxFileBytes
+
+	t.Run("byte-exact", func(t *testing.T) {
+		payload := make([]byte, limit)
+		_, _ = rand.Read(payload)
+		s.sh(t, "mkdir -p work")
+		info, err := write("work/blob.bin", "", payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(payload)
+		if info.Size != len(payload) || info.SHA256 != hex.EncodeToString(sum[:]) || info.Path != guest.TenantHome+"/work/blob.bin" {
+			t.Fatalf("write answered %+v", info)
+		}
+		if got := s.sh(t, "sha256sum < work/blob.bin"); got != info.SHA256+"  -\n" {
+			t.Fatalf("the sandbox holds other bytes: %s", got)
+		}
+		got, err := read("blob.bin", "work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Data, payload) {
+			t.Fatalf("read %d bytes that differ from the %d written", len(got.Data), len(payload))
+		}
+	})
+
+	t.Run("atomic replace", func(t *testing.T) {
+		a, b := bytes.Repeat([]byte("a"), 256<<10), bytes.Repeat([]byte("b"), 384<<10)
+		s.sh(t, "mkdir -p atomic")
+		for path, data := range map[string][]byte{"/tmp/A": a, "/tmp/B": b, "atomic/f": a} {
+			if _, err := write(path, "", data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.sh(t, "chmod 640 atomic/f; rm -f /tmp/stop /tmp/reading")
+		// A reader that takes one snapshot per open sees the old file or
+		// the new one, never a part.
+		type result struct {
+			hostagent.ExecResult
+			err error
+		}
+		reader := make(chan result, 1)
+		go func() {
+			res, err := s.tryExec(hostagent.ExecRequest{Shell: backend.ShellClean, Command: `n=0; : > /tmp/reading
+while [ ! -e /tmp/stop ]; do
+  cat atomic/f > /tmp/snap
+  cmp -s /tmp/snap /tmp/A || cmp -s /tmp/snap /tmp/B || { echo "torn after $n reads: $(wc -c < /tmp/snap) bytes"; exit 1; }
+  n=$((n+1))
+done
+echo $n`})
+			reader <- result{res, err}
+		}()
+		eventually(t, "the reader starting", func() error {
+			if s.sh(t, "[ -e /tmp/reading ] && echo yes || true") == "" {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
+		for i := range 20 {
+			if _, err := write("atomic/f", "", [][]byte{a, b}[i%2]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.sh(t, "touch /tmp/stop")
+		res := <-reader
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		if reads, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout))); res.ExitCode != 0 || err != nil || reads == 0 {
+			t.Fatalf("the reader: exit %d, %q %q", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		if got := s.sh(t, "ls -A atomic; ls -l atomic/f | cut -c1-10"); got != "f\n-rw-r-----\n" {
+			t.Fatalf("after the writes: %q, want the one file, its mode kept, and no temporary file", got)
+		}
+	})
+
+	t.Run("size limit", func(t *testing.T) {
+		s.sh(t, fmt.Sprintf("echo small > small; head -c %d /dev/zero > big", limit+1))
+		_, err := write("small", "", make([]byte, limit+1))
+		if hostagent.CodeOf(err) != hostagent.CodeTooLarge {
+			t.Fatalf("a write over the limit: %v, want too_large", err)
+		}
+		_, err = read("big", "")
+		if hostagent.CodeOf(err) != hostagent.CodeTooLarge || !strings.Contains(err.Error(), strconv.Itoa(limit+1)) {
+			t.Fatalf("reading a file over the limit: %v, want too_large with its size, not a truncated file", err)
+		}
+		if got := s.sh(t, "cat small; wc -c < big"); got != fmt.Sprintf("small\n%d\n", limit+1) {
+			t.Fatalf("a refused call changed the files: %q", got)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		s.sh(t, "mkdir -p dir")
+		for _, tc := range []struct {
+			name string
+			err  error
+			code hostagent.Code
+		}{
+			{"reading a missing file", second(read("nope", "")), hostagent.CodeNotFound},
+			{"reading a directory", second(read("dir", "")), hostagent.CodeInvalid},
+			{"writing into a missing directory", second(write("no/such/f", "", []byte("x"))), hostagent.CodeNotFound},
+			{"writing over a directory", second(write("dir", "", []byte("x"))), hostagent.CodeInvalid},
+			// As the tenant: the system's files are not its to change.
+			{"writing outside the tenant's directories", second(write("/etc/conformance", "", []byte("x"))), hostagent.CodeInvalid},
+		} {
+			if hostagent.CodeOf(tc.err) != tc.code {
+				t.Errorf("%s: %v (%s), want %s", tc.name, tc.err, hostagent.CodeOf(tc.err), tc.code)
+			}
+		}
+		if got := s.sh(t, "ls /etc/conformance 2>/dev/null; echo done"); got != "done\n" {
+			t.Fatalf("a refused write left %q", got)
+		}
+	})
+}
+
+func second[T any](_ T, err error) error { return err }

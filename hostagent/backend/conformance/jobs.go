@@ -1,0 +1,196 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/jobs"
+)
+
+// testJobs checks background jobs through the kernel: the job manager
+// keeps what the backend's sink receives and cancels with its Kill.
+func testJobs(t *testing.T, n *node) {
+	s := n.open(t, spec("jobs"))
+	if !n.be.Capabilities().ProvesCleanup {
+		_, err := s.startJob(hostagent.ExecRequest{Command: "true"})
+		if hostagent.CodeOf(err) != hostagent.CodeUnavailable {
+			t.Fatalf("a job on a backend that cannot prove cleanup: %v, want unavailable", err)
+		}
+		t.Skip("the backend does not prove cleanup, so the kernel admits no jobs on it")
+	}
+
+	t.Run("byte-exact output", func(t *testing.T) {
+		// Random bytes (rarely valid UTF-8: base64 on the wire) and text
+		// whose multi-byte characters the chunks may split, both larger
+		// than a chunk and than a poll's page.
+		bin := make([]byte, 1<<20)
+		_, _ = rand.Read(bin)
+		text := []byte(strings.Repeat("héllo wörld ✓ 𝄞\n", 20000))
+		for path, data := range map[string][]byte{"bin": bin, "text": text} {
+			if _, err := s.agent.WriteFile(context.Background(), s.tenant, s.handle, path, "", data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		job, err := s.startJob(hostagent.ExecRequest{Command: "cat bin; cat text >&2; exit 3"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := s.follow(job.ID)
+		r.untilDone(t)
+		if r.info.State != jobs.StateExited || r.info.Result.ExitCode != 3 {
+			t.Fatalf("the job ended %s with %+v, want exited 3", r.info.State, r.info.Result)
+		}
+		if !bytes.Equal(r.stdout.Bytes(), bin) {
+			t.Errorf("stdout: %d bytes that differ from the %d written", r.stdout.Len(), len(bin))
+		}
+		if !bytes.Equal(r.stderr.Bytes(), text) {
+			t.Errorf("stderr: %d bytes that differ from the %d written", r.stderr.Len(), len(text))
+		}
+	})
+
+	t.Run("cancel proves descendants dead", func(t *testing.T) {
+		sh := s.shell(t)
+		sentinel := startSentinel(sh)
+		for round := range 5 {
+			e := newEscapees(round)
+			job, err := s.startJob(hostagent.ExecRequest{Command: e.command()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := s.follow(job.ID)
+			r.until(t, func() bool { return strings.Contains(r.stdout.String(), "ready") })
+			pids := e.pids(t, sh)
+			info, err := s.agent.CancelJob(context.Background(), s.tenant, job.ID)
+			if err != nil || info.State != jobs.StateKilled || !info.Result.Killed {
+				t.Fatalf("round %d: cancel answered %+v, %v; want killed", round, info, err)
+			}
+			checkProof(t, sh, fmt.Sprintf("round %d", round), pids, sentinel)
+			r.untilDone(t)
+		}
+	})
+
+	t.Run("bounds", func(t *testing.T) {
+		// A tenant of its own, so that no earlier job counts.
+		b := n.open(t, spec("jobs-bounds"))
+		limit := n.agent.Jobs().Limits().ActivePerTenant
+		var ids []string
+		for i := range limit {
+			job, err := b.startJob(hostagent.ExecRequest{Command: "sleep 1000"})
+			if err != nil {
+				t.Fatalf("job %d of %d: %v", i+1, limit, err)
+			}
+			ids = append(ids, job.ID)
+		}
+		_, err := b.startJob(hostagent.ExecRequest{Command: "sleep 1000"})
+		if hostagent.CodeOf(err) != hostagent.CodeExhausted || !strings.Contains(err.Error(), fmt.Sprintf("(limit %d)", limit)) {
+			t.Fatalf("job %d: %v, want resource_exhausted naming the limit", limit+1, err)
+		}
+		// The refusal killed nothing.
+		for _, id := range ids {
+			page, err := n.agent.PollJob(context.Background(), b.tenant, id, "", 0, 0)
+			if err != nil || page.Job.State != jobs.StateRunning {
+				t.Fatalf("job %s after the refusal: %+v, %v; want running", id, page.Job, err)
+			}
+		}
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Go(func() {
+				if info, err := n.agent.CancelJob(context.Background(), b.tenant, id); err != nil || info.State != jobs.StateKilled {
+					t.Errorf("cancelling %s: %+v, %v", id, info, err)
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
+func (s *session) startJob(req hostagent.ExecRequest) (jobs.JobInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	return s.agent.StartJob(ctx, s.tenant, s.handle, req)
+}
+
+// jobReader pages through a job's output as a client does, every chunk
+// through the wire encoding.
+type jobReader struct {
+	s              *session
+	id             string
+	cursor         string
+	stdout, stderr bytes.Buffer
+	info           jobs.JobInfo
+	done           bool
+}
+
+func (s *session) follow(jobID string) *jobReader {
+	return &jobReader{s: s, id: jobID}
+}
+
+// poll reads one page, waiting a while for one.
+func (r *jobReader) poll(t testing.TB) {
+	t.Helper()
+	// Pages smaller than the output, so that chunks are split across them.
+	page, err := r.s.agent.PollJob(context.Background(), r.s.tenant, r.id, r.cursor, 100_000, time.Second)
+	if err != nil {
+		t.Fatalf("polling job %s: %v", r.id, err)
+	}
+	for _, c := range page.EncodedChunks() {
+		b, err := c.Bytes()
+		if err != nil {
+			t.Fatalf("decoding chunk %d: %v", c.Seq, err)
+		}
+		map[string]*bytes.Buffer{"stdout": &r.stdout, "stderr": &r.stderr}[c.Stream].Write(b)
+	}
+	if page.Gap != nil || page.DroppedBytes > 0 {
+		t.Fatalf("job %s dropped output: gap %+v, %d bytes", r.id, page.Gap, page.DroppedBytes)
+	}
+	r.cursor, r.info, r.done = page.NextCursor, page.Job, page.Done
+}
+
+// until polls until cond holds.
+func (r *jobReader) until(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if r.done || time.Now().After(deadline) {
+			t.Fatalf("job %s (%s): the awaited output did not come; stdout %q, stderr %q", r.id, r.info.State, r.stdout.String(), r.stderr.String())
+		}
+		r.poll(t)
+	}
+}
+
+// untilDone reads to the end and acknowledges it, so that the job's slot
+// is free for the next.
+func (r *jobReader) untilDone(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !r.done {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s after %v", r.id, r.info.State, patience)
+		}
+		r.poll(t)
+	}
+	r.poll(t)
+}

@@ -1,0 +1,91 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// testPile checks the tenant's pile: append-only inside the sandbox, the
+// same bytes in the host directory PileDir names, and kept by Destroy when
+// the tenant's reclaim policy retains it.
+func testPile(t *testing.T, n *node) {
+	if !n.be.Capabilities().AppendOnlyPile {
+		t.Skip("the backend does not claim an append-only pile")
+	}
+	ctx := context.Background()
+	be, sp := n.be, spec("pile")
+	start(t, be, sp)
+	// The backend makes the pile's files; the tenant only appends.
+	name, _, _ := strings.Cut(Sh(t, be, sp.ID, "ls "+guest.PileDir), "\n")
+	if name == "" {
+		t.Fatalf("the pile %s has no file to append to", guest.PileDir)
+	}
+	f := guest.PileDir + "/" + name
+
+	t.Run("append-only", func(t *testing.T) {
+		Sh(t, be, sp.ID, "echo one >> "+f+" && printf two >> "+f)
+		for _, cmd := range []string{
+			": > " + f,
+			"echo overwrite > " + f,
+			"printf X | dd of=" + f + " conv=notrunc status=none",
+			"truncate -s 0 " + f,
+			"rm -f " + f,
+			"mv " + f + " " + guest.PileDir + "/moved",
+			"ln " + f + " /tmp/link",
+			"chmod 600 " + f,
+			"chattr -a " + f,
+			"touch " + guest.PileDir + "/new-file",
+		} {
+			if r := Exec(t, be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code == 0 {
+				t.Errorf("%q succeeded in the pile", cmd)
+			}
+		}
+		if got := Sh(t, be, sp.ID, "cat "+f+"; ls "+guest.PileDir); got != "one\ntwo"+name+"\n" {
+			t.Fatalf("the pile after the refusals: %q", got)
+		}
+		if data, err := os.ReadFile(filepath.Join(be.PileDir(sp.ID), name)); err != nil || string(data) != "one\ntwo" {
+			t.Fatalf("the pile seen from the host: %q, %v", data, err)
+		}
+	})
+
+	t.Run("kept by destroy", func(t *testing.T) {
+		Sh(t, be, sp.ID, "echo entry >> "+f+"; echo scratch > ~/scratch")
+		want := Sh(t, be, sp.ID, "cat "+f)
+		if err := be.Destroy(ctx, sp.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		start(t, be, sp)
+		if got := Sh(t, be, sp.ID, "cat "+f+"; ls ~ | wc -l"); got != want+"0\n" {
+			t.Fatalf("provisioned again after Destroy keeping the pile: %q, want the pile %q and an empty home", got, want)
+		}
+		if err := be.Destroy(ctx, sp.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		start(t, be, sp)
+		if got := Sh(t, be, sp.ID, "cat "+guest.PileDir+"/*"); got != "" {
+			t.Fatalf("provisioned again after Destroy without the pile: it holds %q", got)
+		}
+	})
+}

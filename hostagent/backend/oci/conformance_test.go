@@ -1,0 +1,36 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package oci
+
+import (
+	"testing"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/conformance"
+)
+
+// TestConformance runs the suite every backend passes, on real runc
+// containers (or $PLAYGROUND_OCI_RUNTIME's).
+func TestConformance(t *testing.T) {
+	requireRunc(t)
+	conformance.Run(t, conformance.Harness{
+		NewStateDir: newStateDir,
+		New:         func(tb testing.TB, dir string) backend.Backend { return newBackend(tb, dir) },
+	})
+}
