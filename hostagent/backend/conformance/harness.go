@@ -95,7 +95,7 @@ func (n *node) restarted(t *testing.T) *node {
 // the kernel's defaults: the bounds the suite checks are the shipped ones.
 func newAgent(t *testing.T, be backend.Backend) *hostagent.Agent {
 	t.Helper()
-	a, err := hostagent.New(hostagent.Options{Backend: be})
+	a, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}})
 	if err != nil {
 		t.Fatal(err)
 	}

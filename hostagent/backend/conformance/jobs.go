@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -133,8 +134,8 @@ func (s *session) startJob(req hostagent.ExecRequest) (jobs.JobInfo, error) {
 	return s.agent.StartJob(ctx, s.tenant, s.handle, req)
 }
 
-// jobReader pages through a job's output as a client does, every chunk
-// through the wire encoding.
+// jobReader pages through a job's output as a client does (the wire
+// encoding of the chunks is the protocol's, tested in agentapi).
 type jobReader struct {
 	s              *session
 	id             string
@@ -156,12 +157,8 @@ func (r *jobReader) poll(t testing.TB) {
 	if err != nil {
 		t.Fatalf("polling job %s: %v", r.id, err)
 	}
-	for _, c := range page.EncodedChunks() {
-		b, err := c.Bytes()
-		if err != nil {
-			t.Fatalf("decoding chunk %d: %v", c.Seq, err)
-		}
-		map[string]*bytes.Buffer{"stdout": &r.stdout, "stderr": &r.stderr}[c.Stream].Write(b)
+	for _, c := range page.Chunks {
+		map[backend.Stream]*bytes.Buffer{backend.Stdout: &r.stdout, backend.Stderr: &r.stderr}[c.Stream].Write(c.Data)
 	}
 	if page.Gap != nil || page.DroppedBytes > 0 {
 		t.Fatalf("job %s dropped output: gap %+v, %d bytes", r.id, page.Gap, page.DroppedBytes)
