@@ -97,7 +97,15 @@ const analysis = `
   runs. In ` + "`go test ./mcpgateway -bench ExecHostile`" + ` (the path without runc),
   handing the result to go-sdk as a value instead of pre-encoded JSON,
   which go-sdk compacted a third time, took one such exec from 2.15 to 0.85 s
-  on the loaded machine.
+  on the loaded machine. Rerun on the quiet machine (load average under 1,
+  2026-11-30 18:20): p50 4.03 and 3.58 s in two runs, max 5.6 s, peak RSS
+  growth 383 MiB; compaction was 67% of the process's 25 CPU-seconds over
+  the 80 calls of both runs, and the clients' process used the other core.
+  Building with ` + "`GOEXPERIMENT=jsonv2`" + ` (encoding/json on the v2
+  implementation) cut the process's CPU by a third (16 s) but not the
+  latency (p50 4.16 s: the clients' decoding, also go-sdk, is then the
+  bottleneck) and raised the peak RSS past the goal (517 MiB), so the
+  binaries stay on the default encoding/json.
 * **P3, tenant applied → Ready (hundreds of ms alone, seconds in a burst).**
   The table's step times show where one tenant's time goes: the controllers
   reach the agent in about 70 ms (finalizer, Secret and Sandbox, binding, the
