@@ -29,7 +29,8 @@ const (
 	CodeExhausted   Code = "resource_exhausted" // a capacity bound; retry later or free capacity
 	CodeUnavailable Code = "unavailable"        // the sandbox or node cannot serve now
 	CodeInternal    Code = "internal"           // a bug or an unexpected backend failure
-	CodeUnauth      Code = "unauthenticated"    // the caller is not the gateway or manager
+	CodeUnauth      Code = "unauthenticated"    // the caller proves no identity the agent accepts
+	CodeForbidden   Code = "permission_denied"  // (1.2) the caller may not act as that tenant
 )
 
 // Error is an agent's refusal, or a failure to reach it, with a Code and a

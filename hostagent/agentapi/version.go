@@ -33,15 +33,24 @@ import (
 //   - 1.1: exec and poll may answer as raw bytes after a JSON header
 //     (ExecMediaType, PollMediaType), when asked with Accept; exec results
 //     and job results carry oom_killed.
+//   - 1.2: callers by Kubernetes identity: a trusted gateway with a token
+//     bound to the agent's node, or a user whose use of the tenant a
+//     SubjectAccessReview allows; permission_denied (403) refuses a user
+//     the tenant.
 type Version struct {
 	Major, Minor int
 }
 
 // Current is the version this package speaks.
-var Current = Version{Major: 1, Minor: 1}
+var Current = Version{Major: 1, Minor: 2}
 
 // V1_0 is the first version, which agents that advertise none speak.
 var V1_0 = Version{Major: 1, Minor: 0}
+
+// NodeAudience is the token audience of the agent of node (1.2): a
+// gateway presents a token of its ServiceAccount bound to it, so a token
+// one agent receives is useless against any other.
+func NodeAudience(node string) string { return "playground.dev/agent/" + node }
 
 // VersionHeader carries the sender's protocol version on every request
 // and answer; the Lease annotation agentlease.AnnotationProtocol carries

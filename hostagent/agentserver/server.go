@@ -51,14 +51,24 @@ type Server struct {
 	budget  *budget.Limiter
 	limits  httpserve.Limits
 	version agentapi.Version
+	// identities authenticates callers by their Kubernetes identity (nil:
+	// shared tokens only) and decides which tenants a user may act as.
+	identities IdentityAuth
 
 	mu     sync.RWMutex
-	tokens [][sha256.Size]byte // hashes of the accepted bearer tokens
+	tokens [][sha256.Size]byte // hashes of the accepted shared bearer tokens
 }
 
-// NewServer returns a server for agent that accepts the given bearer tokens
-// (several during a rotation). With no token it refuses every call: closed
-// by default.
+// IdentityAuth authenticates callers and authorizes their tenants;
+// KubeAuth is the one for clusters.
+type IdentityAuth interface {
+	Authenticator
+	TenantAuthorizer
+}
+
+// NewServer returns a server for agent that accepts the given shared
+// bearer tokens (several during a rotation) as a trusted gateway's. With
+// no token and no SetIdentities it refuses every call: closed by default.
 func NewServer(agent *hostagent.Agent, log *slog.Logger, tokens ...string) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -99,6 +109,10 @@ func (s *Server) Version() agentapi.Version { return s.version }
 // SetHTTPLimits replaces the connection limits; call it before serving.
 func (s *Server) SetHTTPLimits(l httpserve.Limits) { s.limits = l }
 
+// SetIdentities makes the server accept callers by their Kubernetes
+// identity (KubeAuth); call it before serving.
+func (s *Server) SetIdentities(a IdentityAuth) { s.identities = a }
+
 // SetTokens replaces the accepted bearer tokens, e.g. after a rotation of
 // the Secret they come from. Empty tokens are ignored.
 func (s *Server) SetTokens(tokens ...string) {
@@ -113,14 +127,9 @@ func (s *Server) SetTokens(tokens ...string) {
 	s.mu.Unlock()
 }
 
-// authorized compares the presented token's hash with every accepted one in
-// constant time, so timing tells nothing about the tokens.
-func (s *Server) authorized(r *http.Request) bool {
-	auth := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || token == "" {
-		return false
-	}
+// sharedToken compares the presented token's hash with every accepted
+// shared one in constant time, so timing tells nothing about the tokens.
+func (s *Server) sharedToken(token string) bool {
 	h := sha256.Sum256([]byte(token))
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -129,6 +138,51 @@ func (s *Server) authorized(r *http.Request) bool {
 		match |= subtle.ConstantTimeCompare(h[:], t[:])
 	}
 	return match == 1
+}
+
+// errNoCredential is every refusal of a caller's credential.
+var errNoCredential = &agentapi.Error{Code: agentapi.CodeUnauth,
+	Message: "the agent API accepts only trusted gateways (a token bound to this node) and Kubernetes users allowed to use the tenant: present such a bearer token"}
+
+// authenticate says who presented the request's bearer token.
+func (s *Server) authenticate(r *http.Request) (Caller, error) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return Caller{}, errNoCredential
+	}
+	if s.sharedToken(token) {
+		return Caller{Name: "the shared agent token", Gateway: true}, nil
+	}
+	if s.identities == nil {
+		return Caller{}, errNoCredential
+	}
+	c, err := s.identities.Authenticate(r.Context(), token)
+	switch {
+	case errors.Is(err, errUnauthenticated):
+		return Caller{}, errNoCredential
+	case err != nil:
+		return Caller{}, &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err,
+			Message: "the agent cannot verify callers right now (the API server did not answer): retry shortly"}
+	}
+	return c, nil
+}
+
+type callerKey struct{}
+
+// mayUse checks that the request's caller may act as tenant: a trusted
+// gateway may; a user only as a tenant its RBAC allows it to use.
+func (s *Server) mayUse(r *http.Request, tenant string) error {
+	c, ok := r.Context().Value(callerKey{}).(Caller)
+	if !ok {
+		return errNoCredential
+	}
+	if c.Gateway {
+		return nil
+	}
+	if s.identities == nil {
+		return errNoCredential
+	}
+	return s.identities.MayUse(r.Context(), c, tenant)
 }
 
 // Handler returns the API's HTTP handler.
@@ -152,12 +206,18 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(agentapi.VersionHeader, s.version.String())
-		if !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="playground-agent"`)
-			writeJSON(w, http.StatusUnauthorized, agentapi.ErrorResponse{Code: agentapi.CodeUnauth,
-				Message: "the agent API accepts only the gateway and the manager: present their bearer token"})
+		caller, err := s.authenticate(r)
+		if err != nil {
+			code := agentapi.CodeOf(err)
+			if code == agentapi.CodeUnauth {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="playground-agent"`)
+			} else {
+				s.log.Error("Cannot authenticate a caller", "err", err)
+			}
+			writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: err.Error()})
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
 		if err := checkVersion(r); err != nil {
 			writeJSON(w, http.StatusBadRequest, agentapi.ErrorResponse{Code: agentapi.CodeInvalid, Message: err.Error()})
 			return
@@ -200,9 +260,14 @@ func checkVersion(r *http.Request) error {
 	return err
 }
 
-// codeOf is the protocol's code of a kernel error; the kernel's codes are
-// the protocol's, by name.
-func codeOf(err error) agentapi.Code { return agentapi.Code(hostagent.CodeOf(err)) }
+// codeOf is the protocol's code of an error: the server's own, or the
+// kernel's, whose codes are the protocol's by name.
+func codeOf(err error) agentapi.Code {
+	if c := agentapi.CodeOf(err); c != "" {
+		return c
+	}
+	return agentapi.Code(hostagent.CodeOf(err))
+}
 
 func statusOf(c agentapi.Code) int {
 	switch c {
@@ -218,6 +283,8 @@ func statusOf(c agentapi.Code) int {
 		return http.StatusServiceUnavailable
 	case agentapi.CodeUnauth:
 		return http.StatusUnauthorized
+	case agentapi.CodeForbidden:
+		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
 }
@@ -228,8 +295,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// decode reads a JSON body; every call must name its tenant.
-func decode(r *http.Request, v any, tenant func() string) error {
+// decode reads a JSON body; every call must name its tenant, one the
+// caller may act as.
+func (s *Server) decode(r *http.Request, v any, tenant func() string) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -243,12 +311,12 @@ func decode(r *http.Request, v any, tenant func() string) error {
 	if tenant() == "" {
 		return &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no tenant"}
 	}
-	return nil
+	return s.mayUse(r, tenant())
 }
 
 func (s *Server) open(r *http.Request) (any, error) {
 	var req agentapi.TenantRequest
-	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
 	h, err := s.agent.Open(r.Context(), req.Tenant, r.PathValue("sandbox"))
@@ -257,7 +325,7 @@ func (s *Server) open(r *http.Request) (any, error) {
 
 func (s *Server) renew(r *http.Request) (any, error) {
 	var req agentapi.TenantRequest
-	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
 	h, err := s.agent.Renew(req.Tenant, r.PathValue("handle"))
@@ -266,7 +334,7 @@ func (s *Server) renew(r *http.Request) (any, error) {
 
 func (s *Server) close(r *http.Request) (any, error) {
 	var req agentapi.TenantRequest
-	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
 	return nil, s.agent.CloseHandle(r.Context(), req.Tenant, r.PathValue("handle"))
@@ -274,7 +342,7 @@ func (s *Server) close(r *http.Request) (any, error) {
 
 func (s *Server) exec(r *http.Request) (any, error) {
 	var req agentapi.ExecRequest
-	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
 	release, err := s.admit(r, req.Tenant, int64(len(req.Stdin))+2*int64(s.agent.ExecOutputLimit()))
@@ -312,7 +380,7 @@ func (s *Server) admit(r *http.Request, tenant string, need int64) (release func
 
 func (s *Server) startJob(r *http.Request) (any, error) {
 	var req agentapi.ExecRequest
-	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
 	info, err := s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), kernelExec(req))
@@ -321,7 +389,7 @@ func (s *Server) startJob(r *http.Request) (any, error) {
 
 func (s *Server) poll(r *http.Request) (any, error) {
 	var req agentapi.PollRequest
-	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
 	res, err := s.agent.PollJob(r.Context(), req.Tenant, r.PathValue("job"), req.Cursor, req.MaxBytes, req.Wait)
@@ -424,7 +492,7 @@ func (b binaryExec) write(w http.ResponseWriter) {
 
 func (s *Server) cancel(r *http.Request) (any, error) {
 	var req agentapi.TenantRequest
-	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
 	info, err := s.agent.CancelJob(r.Context(), req.Tenant, r.PathValue("job"))
@@ -433,7 +501,7 @@ func (s *Server) cancel(r *http.Request) (any, error) {
 
 func (s *Server) read(r *http.Request) (any, error) {
 	var req agentapi.ReadRequest
-	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
 	// A read runs a command whose output buffers are exec's.
@@ -448,7 +516,7 @@ func (s *Server) read(r *http.Request) (any, error) {
 
 func (s *Server) write(r *http.Request) (any, error) {
 	var req agentapi.WriteRequest
-	if err := decode(r, &req, func() string { return req.Tenant }); err != nil {
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
 	release, err := s.admit(r, req.Tenant, int64(len(req.Data)))
