@@ -33,7 +33,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/playground-dev/playground/internal/devenv"
+	"github.com/playground-dev/playground/cmd/playground/devenv"
 )
 
 const usage = `Usage: playground <role> [flags]
