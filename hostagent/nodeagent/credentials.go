@@ -17,13 +17,10 @@ limitations under the License.
 package nodeagent
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -31,47 +28,42 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/playground-dev/playground/internal/tokenfile"
 )
 
-const (
-	// maxTokenFile bounds the token file: a few tokens, not a database.
-	maxTokenFile = 64 << 10
-	// minTokenLen refuses tokens a caller could guess.
-	minTokenLen = 16
-	// certCheckInterval is how often, at most, a TLS handshake looks for a
-	// renewed certificate on disk.
-	certCheckInterval = 10 * time.Second
-)
+// certCheckInterval is how often, at most, a TLS handshake looks for a
+// renewed certificate on disk.
+const certCheckInterval = 10 * time.Second
 
 // tokenSource is the agent API's bearer tokens: the static ones and those
 // of a file (a mounted Secret, say), which is re-read so that a rotation
 // needs no restart.
 type tokenSource struct {
-	static   []string
-	file     string
-	fromFile []string
-	sum      [sha256.Size]byte // of the file's content, to notice changes
+	static []string
+	file   *tokenfile.File // nil without one
 }
 
 func newTokenSource(static []string, file string) (*tokenSource, error) {
-	ts := &tokenSource{file: file}
+	ts := &tokenSource{}
 	for i, t := range static {
 		t = strings.TrimSpace(t)
 		if t == "" {
 			continue
 		}
-		if len(t) < minTokenLen {
-			return nil, fmt.Errorf("nodeagent: token %d is shorter than %d bytes", i+1, minTokenLen)
+		if len(t) < tokenfile.MinLen {
+			return nil, fmt.Errorf("nodeagent: token %d is shorter than %d bytes", i+1, tokenfile.MinLen)
 		}
 		ts.static = append(ts.static, t)
 	}
 	if file != "" {
-		toks, sum, err := readTokenFile(file)
+		f, err := tokenfile.Open(file, tokenfile.MinLen)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("nodeagent: %w", err)
 		}
-		ts.fromFile, ts.sum = toks, sum
+		ts.file = f
 	}
 	if len(ts.current()) == 0 {
 		return nil, errors.New("nodeagent: the agent API would accept no token: give the bearer tokens of the gateway and the manager (a token file); the API is closed by default")
@@ -81,70 +73,34 @@ func newTokenSource(static []string, file string) (*tokenSource, error) {
 
 // current is every accepted token.
 func (ts *tokenSource) current() []string {
-	return append(slices.Clone(ts.static), ts.fromFile...)
+	toks := slices.Clone(ts.static)
+	if ts.file != nil {
+		toks = append(toks, ts.file.Tokens()...)
+	}
+	return toks
 }
 
 // watch re-reads the token file every interval and hands a changed set to
 // set, until ctx ends. A file that cannot be read or holds no token keeps
-// the previous set: a botched rotation must not lock everyone out.
+// the previous set: a botched rotation must not lock everyone out. With
+// static tokens besides, an emptied file leaves those.
 func (ts *tokenSource) watch(ctx context.Context, every time.Duration, set func(...string)) error {
-	if ts.file == "" {
+	if ts.file == nil {
 		<-ctx.Done()
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		toks, sum, err := readTokenFile(ts.file)
+	wait.UntilWithContext(ctx, func(context.Context) {
+		changed, err := ts.file.Reload(len(ts.static) > 0)
 		switch {
 		case err != nil:
 			log.Error(err, "Re-reading the agent API's tokens; keeping the previous ones")
-			continue
-		case sum == ts.sum:
-			continue
-		case len(toks) == 0 && len(ts.static) == 0:
-			log.Error(nil, "The token file holds no token; keeping the previous ones", "file", ts.file)
-			continue
+		case changed:
+			set(ts.current()...)
+			log.Info("Reloaded the agent API's tokens", "file", ts.file.Path(), "tokens", len(ts.file.Tokens()))
 		}
-		ts.fromFile, ts.sum = toks, sum
-		set(ts.current()...)
-		log.Info("Reloaded the agent API's tokens", "file", ts.file, "tokens", len(toks))
-	}
-}
-
-// readTokenFile reads tokens, one per line; blank lines are skipped.
-func readTokenFile(path string) ([]string, [sha256.Size]byte, error) {
-	var sum [sha256.Size]byte
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, sum, fmt.Errorf("nodeagent: token file: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		return nil, sum, fmt.Errorf("nodeagent: token file %s: %w", path, err)
-	}
-	if len(data) > maxTokenFile {
-		return nil, sum, fmt.Errorf("nodeagent: token file %s is over %d bytes", path, maxTokenFile)
-	}
-	var toks []string
-	for i, line := range bytes.Split(data, []byte("\n")) {
-		t := strings.TrimSpace(string(line))
-		if t == "" {
-			continue
-		}
-		if len(t) < minTokenLen {
-			return nil, sum, fmt.Errorf("nodeagent: token file %s: the token on line %d is shorter than %d bytes", path, i+1, minTokenLen)
-		}
-		toks = append(toks, t)
-	}
-	return toks, sha256.Sum256(data), nil
+	}, every)
+	return nil
 }
 
 // newTLSConfig serves the key pair of certFile and keyFile, picking up a

@@ -27,41 +27,12 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 )
-
-func TestReadTokenFile(t *testing.T) {
-	long := strings.Repeat("x", maxTokenFile)
-	for _, tc := range []struct {
-		name, content string
-		want          []string
-		err           string
-	}{
-		{name: "one per line, blanks and spaces skipped", content: "\n  token-one-0123456789  \r\n\ntoken-two-0123456789\n", want: []string{"token-one-0123456789", "token-two-0123456789"}},
-		{name: "empty", content: "", want: nil},
-		{name: "short token refused, not echoed", content: "token-one-0123456789\nshort\n", err: "line 2 is shorter than 16 bytes"},
-		{name: "over the bound", content: long + "\n", err: "is over"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			p := filepath.Join(t.TempDir(), "tokens")
-			g.Expect(os.WriteFile(p, []byte(tc.content), 0o600)).To(Succeed())
-			got, _, err := readTokenFile(p)
-			if tc.err != "" {
-				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
-				g.Expect(err.Error()).NotTo(ContainSubstring("short\n"))
-				return
-			}
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(got).To(Equal(tc.want))
-		})
-	}
-}
 
 // setRecorder records the token sets a tokenSource hands over.
 type setRecorder struct {

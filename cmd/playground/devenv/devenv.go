@@ -54,6 +54,7 @@ import (
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/manifest"
+	"github.com/playground-dev/playground/internal/tokenfile"
 	"github.com/playground-dev/playground/mcpgateway"
 )
 
@@ -395,10 +396,11 @@ func waitUntil(ctx context.Context, every, timeout time.Duration, errs <-chan er
 	}
 }
 
-// loadOrCreateToken keeps the agent's API token across runs.
+// loadOrCreateToken keeps the agent's API token across runs, in the
+// token-file format of a deployment's agent-token Secret.
 func loadOrCreateToken(path string) (string, error) {
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
-		return strings.TrimSpace(string(b)), nil
+	if toks, err := tokenfile.Read(path, 32); err == nil && len(toks) > 0 {
+		return toks[0], nil
 	}
 	var raw [32]byte
 	_, _ = rand.Read(raw[:])
