@@ -21,22 +21,17 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
 	"github.com/playground-dev/playground/internal/tokenfile"
 )
-
-// certCheckInterval is how often, at most, a TLS handshake looks for a
-// renewed certificate on disk.
-const certCheckInterval = 10 * time.Second
 
 // tokenSource is the agent API's bearer tokens: the static ones and those
 // of a file (a mounted Secret, say), which is re-read so that a rotation
@@ -104,75 +99,29 @@ func (ts *tokenSource) watch(ctx context.Context, every time.Duration, set func(
 }
 
 // newTLSConfig serves the key pair of certFile and keyFile, picking up a
-// renewed pair (cert-manager, kubelet rotation) without a restart. No
-// files, no TLS.
-func newTLSConfig(certFile, keyFile string, log logr.Logger) (*tls.Config, error) {
+// renewed pair (cert-manager, kubelet rotation) without a restart through
+// controller-runtime's certwatcher: on the files' change events, and every
+// 10 s besides. A renewal that cannot be loaded keeps the previous pair. No
+// files, no TLS. The watch runs until stop, which waits for it.
+func newTLSConfig(ctx context.Context, certFile, keyFile string, log logr.Logger) (_ *tls.Config, stop func(), _ error) {
 	if certFile == "" {
-		return nil, nil
+		return nil, func() {}, nil
 	}
-	kp := &keyPair{certFile: certFile, keyFile: keyFile, log: log}
-	if err := kp.load(); err != nil {
-		return nil, err
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get}, nil
-}
-
-type keyPair struct {
-	certFile, keyFile string
-	log               logr.Logger
-
-	mu      sync.Mutex
-	cert    *tls.Certificate
-	mtimes  [2]time.Time
-	checked time.Time
-}
-
-func (k *keyPair) modTimes() ([2]time.Time, error) {
-	var m [2]time.Time
-	for i, p := range []string{k.certFile, k.keyFile} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return m, err
-		}
-		m[i] = fi.ModTime()
-	}
-	return m, nil
-}
-
-func (k *keyPair) load() error {
-	m, err := k.modTimes()
+	w, err := certwatcher.New(certFile, keyFile)
 	if err != nil {
-		return fmt.Errorf("nodeagent: TLS key pair: %w", err)
+		return nil, nil, fmt.Errorf("nodeagent: TLS key pair: %w", err)
 	}
-	cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
-	if err != nil {
-		return fmt.Errorf("nodeagent: TLS key pair: %w", err)
-	}
-	k.mu.Lock()
-	k.cert, k.mtimes, k.checked = &cert, m, time.Now()
-	k.mu.Unlock()
-	return nil
-}
-
-func (k *keyPair) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	k.mu.Lock()
-	due := time.Since(k.checked) >= certCheckInterval
-	if due {
-		k.checked = time.Now()
-	}
-	cert, mtimes := k.cert, k.mtimes
-	k.mu.Unlock()
-	if due {
-		if m, err := k.modTimes(); err == nil && m != mtimes {
-			if err := k.load(); err != nil {
-				k.log.Error(err, "Reloading the API's TLS key pair; serving the previous one")
-			} else {
-				k.log.Info("Reloaded the API's TLS key pair")
-				k.mu.Lock()
-				cert = k.cert
-				k.mu.Unlock()
-			}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.Start(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Watching the API's TLS key pair; a renewed pair is not served until a restart")
 		}
+	}()
+	stop = func() {
+		cancel()
+		<-done
 	}
-	return cert, nil
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: w.GetCertificate}, stop, nil
 }

@@ -228,10 +228,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	tlsConfig, err := newTLSConfig(opts.TLSCertFile, opts.TLSKeyFile, log)
+	tlsConfig, stopTLS, err := newTLSConfig(ctx, opts.TLSCertFile, opts.TLSKeyFile, log)
 	if err != nil {
 		return err
 	}
+	defer stopTLS()
 
 	be := opts.Backend
 	if be == nil {
