@@ -43,6 +43,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -371,29 +372,24 @@ var errWaitTimedOut = errors.New("timed out")
 // each new reason check gives for waiting is printed, and the last one is
 // returned.
 func waitUntil(ctx context.Context, every, timeout time.Duration, errs <-chan error, check func() (done bool, why string, err error), progress func(string, ...any)) (string, error) {
-	deadline := time.After(timeout)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	last := ""
-	for {
-		done, why, err := check()
-		if done || err != nil {
-			return last, err
+	err := wait.PollUntilContextTimeout(ctx, every, timeout, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-errs:
+			return false, err
+		default:
 		}
+		done, why, err := check()
 		if why != "" && why != last {
 			last = why
 			progress("  %s", why)
 		}
-		select {
-		case <-ctx.Done():
-			return last, ctx.Err()
-		case err := <-errs:
-			return last, err
-		case <-deadline:
-			return last, errWaitTimedOut
-		case <-tick.C:
-		}
+		return done, err
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return last, errWaitTimedOut
 	}
+	return last, err
 }
 
 // loadOrCreateToken keeps the agent's API token across runs, in the
