@@ -30,7 +30,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
@@ -67,6 +66,7 @@ func runGateway(ctx context.Context, args []string) error {
 	)
 	budgetFlags(fs, &lim)
 	httpFlags(fs, &httpLim, mcpgateway.DefaultHTTPLimits())
+	logOpts := logFlags(fs, "json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,8 +86,7 @@ func runGateway(ctx context.Context, args []string) error {
 		return fmt.Errorf("--catalog: %w", err)
 	}
 	// Logs go to stderr: in stdio mode stdout carries the protocol.
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	log := slog.New(logr.ToSlogHandler(logOpts.setLogger()))
 	if *tokenFile == "" {
 		return errors.New("--agent-token-file is required: the host agents accept only the gateway's and the manager's token")
 	}
