@@ -37,15 +37,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/scheme"
 )
 
 const usage = `Usage: kubectl playground [flags] <command>
@@ -122,10 +121,7 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, c client.Cli
 				return err
 			}
 		}
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		_ = playgroundv1alpha1.AddToScheme(scheme)
-		if c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		if c, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 			return err
 		}
 	}
