@@ -39,12 +39,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -198,16 +195,9 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	if err := cp.WriteKubeconfig(env.Kubeconfig); err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = playgroundv1alpha1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
+	c := cp.Client
 	env.Client, env.Config = c, cp.Config
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := cp.CreateNamespaces(ctx, agentlease.DefaultNamespace); err != nil {
 		return nil, err
 	}
 
