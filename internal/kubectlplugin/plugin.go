@@ -248,16 +248,7 @@ func (x *cli) create(ctx context.Context, name string) error {
 		}
 		return err
 	}
-	var token string
-	err := x.waitFor(ctx, "the tenant's token", func(ctx context.Context) (bool, error) {
-		t, err := x.getTenant(ctx, name)
-		if err != nil {
-			return false, err
-		}
-		tok, ok, err := x.tokenOf(ctx, t)
-		token = tok
-		return ok, err
-	})
+	token, err := x.waitForToken(ctx, "the tenant's token", name, func(*playgroundv1alpha1.Tenant) bool { return true })
 	if err != nil {
 		return err
 	}
@@ -278,24 +269,30 @@ func (x *cli) resetToken(ctx context.Context, name string) error {
 		return err
 	}
 	want := t.Spec.Credentials.RotationRequest
-	var token string
-	err = x.waitFor(ctx, "the new token", func(ctx context.Context) (bool, error) {
-		t, err := x.getTenant(ctx, name)
-		if err != nil {
-			return false, err
-		}
-		if t.Status.Credentials.RotationRequest != want || t.Status.Credentials.Fingerprint == old {
-			return false, nil
-		}
-		tok, ok, err := x.tokenOf(ctx, t)
-		token = tok
-		return ok, err
+	token, err := x.waitForToken(ctx, "the new token", name, func(t *playgroundv1alpha1.Tenant) bool {
+		return t.Status.Credentials.RotationRequest == want && t.Status.Credentials.Fingerprint != old
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(x.out, "tenant/%s has a new token; the old one is refused from now on\ntoken: %s\n", name, token)
 	return nil
+}
+
+// waitForToken waits until the tenant's status passes ready and its token
+// can be read, and returns the token.
+func (x *cli) waitForToken(ctx context.Context, what, name string, ready func(*playgroundv1alpha1.Tenant) bool) (string, error) {
+	var token string
+	err := x.waitFor(ctx, what, func(ctx context.Context) (bool, error) {
+		t, err := x.getTenant(ctx, name)
+		if err != nil || !ready(t) {
+			return false, err
+		}
+		tok, ok, err := x.tokenOf(ctx, t)
+		token = tok
+		return ok, err
+	})
+	return token, err
 }
 
 func (x *cli) setSuspended(ctx context.Context, name string, suspended bool) error {
