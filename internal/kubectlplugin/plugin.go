@@ -328,11 +328,7 @@ func (x *cli) setSuspended(ctx context.Context, name string, suspended bool) err
 // restart asks the node's agent to restart the tenant's sandbox and waits
 // until it has.
 func (x *cli) restart(ctx context.Context, name string) error {
-	t, err := x.getTenant(ctx, name)
-	if err != nil {
-		return err
-	}
-	s, err := x.sandboxOf(ctx, t)
+	_, s, err := x.tenantAndSandbox(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -386,6 +382,16 @@ func reclaimOf(t *playgroundv1alpha1.Tenant) playgroundv1alpha1.ReclaimPolicy {
 	return playgroundv1alpha1.ReclaimRetain
 }
 
+// tenantAndSandbox gets the tenant and its Sandbox (nil when it has none).
+func (x *cli) tenantAndSandbox(ctx context.Context, name string) (*playgroundv1alpha1.Tenant, *playgroundv1alpha1.Sandbox, error) {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := x.sandboxOf(ctx, t)
+	return t, s, err
+}
+
 func (x *cli) sandboxOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (*playgroundv1alpha1.Sandbox, error) {
 	name := t.Name
 	if t.Status.SandboxRef != nil {
@@ -399,11 +405,7 @@ func (x *cli) sandboxOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (*pla
 }
 
 func (x *cli) attach(ctx context.Context, name string) error {
-	t, err := x.getTenant(ctx, name)
-	if err != nil {
-		return err
-	}
-	s, err := x.sandboxOf(ctx, t)
+	t, s, err := x.tenantAndSandbox(ctx, name)
 	if err != nil {
 		return err
 	}
