@@ -15,6 +15,6 @@ limitations under the License.
 */
 
 // Package controllers holds the manager's reconcilers: Tenant (credentials and
-// the tenant's Sandbox), Sandbox binding, WorkerMapping and FacultyBundle.
-// They land with the controllers issue; see the README's "What runs yet".
+// the tenant's Sandbox) and Sandbox (binding to a node). WorkerMapping and
+// FacultyBundle have no reconciler yet; see the README's "What runs yet".
 package controllers

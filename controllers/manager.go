@@ -25,8 +25,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/scheme"
 )
 
 // LeaderElectionID names the Lease that manager replicas elect a leader on,
@@ -62,12 +60,7 @@ type ManagerOptions struct {
 }
 
 // Scheme holds the types the manager reads and writes.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(playgroundv1alpha1.AddToScheme(s))
-	return s
-}
+func Scheme() *runtime.Scheme { return scheme.New() }
 
 // NewManager builds the manager that `playground manager`, `playground dev`
 // and the test suites run: its informers narrowed by CacheOptions, every

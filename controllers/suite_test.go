@@ -32,12 +32,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/controlplane"
 )
 
@@ -72,43 +70,21 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	ctrl.SetLogger(testLogger())
-	var err error
-	if cp, err = controlplane.Start(controlplane.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	os.Exit(controlplane.RunTests(m, func(c *controlplane.ControlPlane) (func(), error) {
+		cp, restConfig, k8sClient, testScheme = c, c.Config, c.Client, c.Client.Scheme()
+		var err error
+		if mgr, err = startManager(); err != nil {
+			return nil, err
 		}
-	}()
-	restConfig = cp.Config
-	testScheme = runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(testScheme), playgroundv1alpha1.AddToScheme(testScheme)); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if k8sClient, err = client.New(restConfig, client.Options{Scheme: testScheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if mgr, err = startManager(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		mgrMu.Lock()
-		defer mgrMu.Unlock()
-		if err := mgr.stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the manager:", err)
-		}
-	}()
-	return m.Run()
+		return func() {
+			mgrMu.Lock()
+			defer mgrMu.Unlock()
+			if err := mgr.stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "stopping the manager:", err)
+			}
+		}, nil
+	}))
 }
 
 // testManager is a controller-runtime manager running in a goroutine that

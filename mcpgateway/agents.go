@@ -20,13 +20,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/tokenfile"
 )
 
 // maxAgents bounds the agent clients kept: one per node's endpoint.
@@ -90,49 +91,47 @@ func (p *agentPool) client(endpoint string) (*agentapi.Client, error) {
 	return c, nil
 }
 
-// FileToken returns a token source reading path, re-read when the file
-// changes (a mounted Secret is updated in place), checked at most every
-// few seconds. The token is the file's first non-empty line: agents accept
-// every line of the same file, so a rotation writes the new token first and
-// keeps the old one below it until every agent has reloaded, and no call is
-// refused in between.
-func FileToken(path string) func() (string, error) {
+// tokenRecheck is how often, at most, FileToken re-reads its file.
+const tokenRecheck = 2 * time.Second
+
+// FileToken returns a token source reading path (package tokenfile's
+// format), re-read when the file changes (a mounted Secret is updated in
+// place), checked at most every few seconds. The token is the file's first:
+// agents accept every token of the same file, so a rotation writes the new
+// token first and keeps the old one below it until every agent has
+// reloaded, and no call is refused in between. A file that goes bad (gone,
+// emptied) keeps the previous token, as the agents keep theirs, and says so
+// to log (nil: not logged).
+func FileToken(path string, log *slog.Logger) func() (string, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	var (
 		mu      sync.Mutex
+		file    *tokenfile.File
 		checked time.Time
-		modTime time.Time
-		size    int64
-		token   string
 	)
 	return func() (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if token != "" && time.Since(checked) < 2*time.Second {
-			return token, nil
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			return "", fmt.Errorf("reading the agent token: %w", err)
-		}
-		checked = time.Now()
-		if token != "" && fi.ModTime().Equal(modTime) && fi.Size() == size {
-			return token, nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return "", fmt.Errorf("reading the agent token: %w", err)
-		}
-		var t string
-		for _, line := range strings.Split(string(b), "\n") {
-			if t = strings.TrimSpace(line); t != "" {
-				break
+		if file == nil {
+			f, err := tokenfile.Open(path, 0)
+			if err != nil {
+				return "", fmt.Errorf("reading the agent token: %w", err)
+			}
+			if len(f.Tokens()) == 0 {
+				return "", fmt.Errorf("reading the agent token: token file %s %w", path, tokenfile.ErrNoToken)
+			}
+			file, checked = f, time.Now()
+		} else if time.Since(checked) >= tokenRecheck {
+			checked = time.Now()
+			if changed, err := file.Reload(false); err != nil {
+				log.Error("Re-reading the agent token; presenting the previous one", "err", err)
+			} else if changed {
+				log.Info("Reloaded the agent token", "file", path)
 			}
 		}
-		if t == "" {
-			return "", errors.New("the agent token file is empty")
-		}
-		token, modTime, size = t, fi.ModTime(), fi.Size()
-		return token, nil
+		return file.Tokens()[0], nil
 	}
 }
 

@@ -34,7 +34,7 @@ func TestFileTokenFirstLine(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := FileToken(path)()
+		got, err := FileToken(path, nil)()
 		if err != nil || got != tc.want {
 			t.Fatalf("%q: got %q, %v; want %q", tc.content, got, err, tc.want)
 		}
@@ -42,7 +42,7 @@ func TestFileTokenFirstLine(t *testing.T) {
 	if err := os.WriteFile(path, []byte(" \n\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FileToken(path)(); err == nil {
+	if _, err := FileToken(path, nil)(); err == nil {
 		t.Fatal("an empty token file gave a token")
 	}
 }

@@ -17,15 +17,12 @@ limitations under the License.
 package v1alpha1_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/controlplane"
 )
 
@@ -39,39 +36,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	cp, err = controlplane.Start(controlplane.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	os.Exit(controlplane.RunTests(m, func(c *controlplane.ControlPlane) (func(), error) {
+		cp, k8s = c, c.Client
+		dir, err := os.MkdirTemp("", "playground-api-test")
+		if err != nil {
+			return nil, err
 		}
-	}()
-	if err := playgroundv1alpha1.AddToScheme(scheme.Scheme); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if k8s, err = client.New(cp.Config, client.Options{Scheme: scheme.Scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "playground-api-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		return func() { os.RemoveAll(dir) }, cp.WriteKubeconfig(kubeconfig)
+	}))
 }

@@ -39,7 +39,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/internal/devenv"
+	"github.com/playground-dev/playground/cmd/playground/devenv"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
 

@@ -34,8 +34,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/playground-dev/playground/cmd/playground/devenv"
 	"github.com/playground-dev/playground/internal/budget"
-	"github.com/playground-dev/playground/internal/devenv"
 )
 
 // hostileCommand writes 4 MiB of \x01 to stdout and 4 MiB to stderr:

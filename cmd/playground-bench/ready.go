@@ -29,24 +29,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/scheme"
 )
 
 // newClient is a client of Kubernetes' and Playground's kinds that can
 // also watch.
 func newClient(cfg *rest.Config) (client.WithWatch, error) {
-	scheme := kruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := playgroundv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 }
 
 // readyWatch records when each Tenant of a namespace first turns Ready. It

@@ -88,10 +88,8 @@ func scale(ctx context.Context, opts options, n int, out io.Writer) (_ []row, er
 	if err != nil {
 		return nil, err
 	}
-	for _, ns := range []string{agentlease.DefaultNamespace, "scale"} {
-		if err := c.Create(ctx, namespace(ns)); err != nil {
-			return nil, err
-		}
+	if err := cp.CreateNamespaces(ctx, agentlease.DefaultNamespace, "scale"); err != nil {
+		return nil, err
 	}
 
 	bin, err := binaryNextToThis(opts.playground, "playground")

@@ -20,12 +20,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"strings"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -70,6 +68,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	budgetFlags(fs, &opts.Budget)
 	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
+	logOpts := logFlags(fs, "json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,9 +76,7 @@ func runAgent(ctx context.Context, args []string) error {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 
-	log := logr.FromSlogHandler(slog.NewJSONHandler(os.Stderr, nil))
-	ctrl.SetLogger(log)
-	opts.Logger = log
+	opts.Logger = logOpts.setLogger()
 
 	switch n := oci.Network(network); n {
 	case oci.NetworkNone, oci.NetworkHost:

@@ -33,9 +33,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/playground-dev/playground/cmd/playground/devenv"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/internal/controlplane"
-	"github.com/playground-dev/playground/internal/devenv"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 

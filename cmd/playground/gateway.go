@@ -30,7 +30,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
@@ -67,6 +66,7 @@ func runGateway(ctx context.Context, args []string) error {
 	)
 	budgetFlags(fs, &lim)
 	httpFlags(fs, &httpLim, mcpgateway.DefaultHTTPLimits())
+	logOpts := logFlags(fs, "json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,10 +85,12 @@ func runGateway(ctx context.Context, args []string) error {
 	if err := mcpgateway.CheckCatalog(*catalog); err != nil {
 		return fmt.Errorf("--catalog: %w", err)
 	}
+	// Logs go to stderr: in stdio mode stdout carries the protocol.
+	log := slog.New(logr.ToSlogHandler(logOpts.setLogger()))
 	if *tokenFile == "" {
 		return errors.New("--agent-token-file is required: the host agents accept only the gateway's and the manager's token")
 	}
-	agentToken := mcpgateway.FileToken(*tokenFile)
+	agentToken := mcpgateway.FileToken(*tokenFile, log)
 	if _, err := agentToken(); err != nil {
 		return fmt.Errorf("--agent-token-file: %w", err)
 	}
@@ -105,9 +107,6 @@ func runGateway(ctx context.Context, args []string) error {
 		agentTLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 
-	// Logs go to stderr: in stdio mode stdout carries the protocol.
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	cfg, err := restConfig(*kubeconfig)
 	if err != nil {
 		return err

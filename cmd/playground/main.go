@@ -30,10 +30,9 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr"
-	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/playground-dev/playground/internal/devenv"
+	"github.com/playground-dev/playground/cmd/playground/devenv"
 )
 
 const usage = `Usage: playground <role> [flags]
@@ -90,13 +89,14 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Tenant, "tenant", "demo", "the sample tenant to wait for and print the token of")
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:7080", "address of the MCP gateway")
 	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
-	verbose := fs.Bool("v", false, "print the components' logs to standard error")
+	verbose := fs.Bool("v", false, "print the components' logs to standard error (formatted by the --zap-* flags)")
+	logOpts := logFlags(fs, "console")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	opts.Logger = logr.Discard()
 	if *verbose {
-		opts.Logger = textlogger.NewLogger(textlogger.NewConfig())
+		opts.Logger = logOpts.setLogger()
 	}
 	ctrl.SetLogger(opts.Logger)
 	return devenv.Run(ctx, opts, os.Stdout)

@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 
-	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
@@ -40,14 +39,15 @@ func runManager(ctx context.Context, args []string) error {
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader among manager replicas, so that one reconciles at a time")
 	leaseNamespace := fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases and of the leader election Lease")
 	workers := fs.Int("workers", controllers.DefaultWorkers, "how many Tenants, and how many Sandboxes, are reconciled at once")
-	verbosity := fs.Int("v", 0, "log verbosity")
+	logOpts := logFlags(fs, "json")
+	verbosityFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(*verbosity))))
+	log := logOpts.setLogger()
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -62,6 +62,6 @@ func runManager(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctrl.Log.WithName("manager").Info("Starting the manager", "leaderElection", *leaderElect, "leaseNamespace", *leaseNamespace)
+	log.WithName("manager").Info("Starting the manager", "leaderElection", *leaderElect, "leaseNamespace", *leaseNamespace)
 	return mgr.Start(ctx)
 }

@@ -17,61 +17,48 @@ limitations under the License.
 package nodeagent
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
-)
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
-const (
-	// maxTokenFile bounds the token file: a few tokens, not a database.
-	maxTokenFile = 64 << 10
-	// minTokenLen refuses tokens a caller could guess.
-	minTokenLen = 16
-	// certCheckInterval is how often, at most, a TLS handshake looks for a
-	// renewed certificate on disk.
-	certCheckInterval = 10 * time.Second
+	"github.com/playground-dev/playground/internal/tokenfile"
 )
 
 // tokenSource is the agent API's bearer tokens: the static ones and those
 // of a file (a mounted Secret, say), which is re-read so that a rotation
 // needs no restart.
 type tokenSource struct {
-	static   []string
-	file     string
-	fromFile []string
-	sum      [sha256.Size]byte // of the file's content, to notice changes
+	static []string
+	file   *tokenfile.File // nil without one
 }
 
 func newTokenSource(static []string, file string) (*tokenSource, error) {
-	ts := &tokenSource{file: file}
+	ts := &tokenSource{}
 	for i, t := range static {
 		t = strings.TrimSpace(t)
 		if t == "" {
 			continue
 		}
-		if len(t) < minTokenLen {
-			return nil, fmt.Errorf("nodeagent: token %d is shorter than %d bytes", i+1, minTokenLen)
+		if len(t) < tokenfile.MinLen {
+			return nil, fmt.Errorf("nodeagent: token %d is shorter than %d bytes", i+1, tokenfile.MinLen)
 		}
 		ts.static = append(ts.static, t)
 	}
 	if file != "" {
-		toks, sum, err := readTokenFile(file)
+		f, err := tokenfile.Open(file, tokenfile.MinLen)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("nodeagent: %w", err)
 		}
-		ts.fromFile, ts.sum = toks, sum
+		ts.file = f
 	}
 	if len(ts.current()) == 0 {
 		return nil, errors.New("nodeagent: the agent API would accept no token: give the bearer tokens of the gateway and the manager (a token file); the API is closed by default")
@@ -81,142 +68,60 @@ func newTokenSource(static []string, file string) (*tokenSource, error) {
 
 // current is every accepted token.
 func (ts *tokenSource) current() []string {
-	return append(slices.Clone(ts.static), ts.fromFile...)
+	toks := slices.Clone(ts.static)
+	if ts.file != nil {
+		toks = append(toks, ts.file.Tokens()...)
+	}
+	return toks
 }
 
 // watch re-reads the token file every interval and hands a changed set to
 // set, until ctx ends. A file that cannot be read or holds no token keeps
-// the previous set: a botched rotation must not lock everyone out.
+// the previous set: a botched rotation must not lock everyone out. With
+// static tokens besides, an emptied file leaves those.
 func (ts *tokenSource) watch(ctx context.Context, every time.Duration, set func(...string)) error {
-	if ts.file == "" {
+	if ts.file == nil {
 		<-ctx.Done()
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		toks, sum, err := readTokenFile(ts.file)
+	wait.UntilWithContext(ctx, func(context.Context) {
+		changed, err := ts.file.Reload(len(ts.static) > 0)
 		switch {
 		case err != nil:
 			log.Error(err, "Re-reading the agent API's tokens; keeping the previous ones")
-			continue
-		case sum == ts.sum:
-			continue
-		case len(toks) == 0 && len(ts.static) == 0:
-			log.Error(nil, "The token file holds no token; keeping the previous ones", "file", ts.file)
-			continue
+		case changed:
+			set(ts.current()...)
+			log.Info("Reloaded the agent API's tokens", "file", ts.file.Path(), "tokens", len(ts.file.Tokens()))
 		}
-		ts.fromFile, ts.sum = toks, sum
-		set(ts.current()...)
-		log.Info("Reloaded the agent API's tokens", "file", ts.file, "tokens", len(toks))
-	}
-}
-
-// readTokenFile reads tokens, one per line; blank lines are skipped.
-func readTokenFile(path string) ([]string, [sha256.Size]byte, error) {
-	var sum [sha256.Size]byte
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, sum, fmt.Errorf("nodeagent: token file: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		return nil, sum, fmt.Errorf("nodeagent: token file %s: %w", path, err)
-	}
-	if len(data) > maxTokenFile {
-		return nil, sum, fmt.Errorf("nodeagent: token file %s is over %d bytes", path, maxTokenFile)
-	}
-	var toks []string
-	for i, line := range bytes.Split(data, []byte("\n")) {
-		t := strings.TrimSpace(string(line))
-		if t == "" {
-			continue
-		}
-		if len(t) < minTokenLen {
-			return nil, sum, fmt.Errorf("nodeagent: token file %s: the token on line %d is shorter than %d bytes", path, i+1, minTokenLen)
-		}
-		toks = append(toks, t)
-	}
-	return toks, sha256.Sum256(data), nil
-}
-
-// newTLSConfig serves the key pair of certFile and keyFile, picking up a
-// renewed pair (cert-manager, kubelet rotation) without a restart. No
-// files, no TLS.
-func newTLSConfig(certFile, keyFile string, log logr.Logger) (*tls.Config, error) {
-	if certFile == "" {
-		return nil, nil
-	}
-	kp := &keyPair{certFile: certFile, keyFile: keyFile, log: log}
-	if err := kp.load(); err != nil {
-		return nil, err
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get}, nil
-}
-
-type keyPair struct {
-	certFile, keyFile string
-	log               logr.Logger
-
-	mu      sync.Mutex
-	cert    *tls.Certificate
-	mtimes  [2]time.Time
-	checked time.Time
-}
-
-func (k *keyPair) modTimes() ([2]time.Time, error) {
-	var m [2]time.Time
-	for i, p := range []string{k.certFile, k.keyFile} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return m, err
-		}
-		m[i] = fi.ModTime()
-	}
-	return m, nil
-}
-
-func (k *keyPair) load() error {
-	m, err := k.modTimes()
-	if err != nil {
-		return fmt.Errorf("nodeagent: TLS key pair: %w", err)
-	}
-	cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
-	if err != nil {
-		return fmt.Errorf("nodeagent: TLS key pair: %w", err)
-	}
-	k.mu.Lock()
-	k.cert, k.mtimes, k.checked = &cert, m, time.Now()
-	k.mu.Unlock()
+	}, every)
 	return nil
 }
 
-func (k *keyPair) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	k.mu.Lock()
-	due := time.Since(k.checked) >= certCheckInterval
-	if due {
-		k.checked = time.Now()
+// newTLSConfig serves the key pair of certFile and keyFile, picking up a
+// renewed pair (cert-manager, kubelet rotation) without a restart through
+// controller-runtime's certwatcher: on the files' change events, and every
+// 10 s besides. A renewal that cannot be loaded keeps the previous pair. No
+// files, no TLS. The watch runs until stop, which waits for it.
+func newTLSConfig(ctx context.Context, certFile, keyFile string, log logr.Logger) (_ *tls.Config, stop func(), _ error) {
+	if certFile == "" {
+		return nil, func() {}, nil
 	}
-	cert, mtimes := k.cert, k.mtimes
-	k.mu.Unlock()
-	if due {
-		if m, err := k.modTimes(); err == nil && m != mtimes {
-			if err := k.load(); err != nil {
-				k.log.Error(err, "Reloading the API's TLS key pair; serving the previous one")
-			} else {
-				k.log.Info("Reloaded the API's TLS key pair")
-				k.mu.Lock()
-				cert = k.cert
-				k.mu.Unlock()
-			}
+	w, err := certwatcher.New(certFile, keyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nodeagent: TLS key pair: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.Start(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Watching the API's TLS key pair; a renewed pair is not served until a restart")
 		}
+	}()
+	stop = func() {
+		cancel()
+		<-done
 	}
-	return cert, nil
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: w.GetCertificate}, stop, nil
 }

@@ -27,41 +27,13 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 )
-
-func TestReadTokenFile(t *testing.T) {
-	long := strings.Repeat("x", maxTokenFile)
-	for _, tc := range []struct {
-		name, content string
-		want          []string
-		err           string
-	}{
-		{name: "one per line, blanks and spaces skipped", content: "\n  token-one-0123456789  \r\n\ntoken-two-0123456789\n", want: []string{"token-one-0123456789", "token-two-0123456789"}},
-		{name: "empty", content: "", want: nil},
-		{name: "short token refused, not echoed", content: "token-one-0123456789\nshort\n", err: "line 2 is shorter than 16 bytes"},
-		{name: "over the bound", content: long + "\n", err: "is over"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			p := filepath.Join(t.TempDir(), "tokens")
-			g.Expect(os.WriteFile(p, []byte(tc.content), 0o600)).To(Succeed())
-			got, _, err := readTokenFile(p)
-			if tc.err != "" {
-				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
-				g.Expect(err.Error()).NotTo(ContainSubstring("short\n"))
-				return
-			}
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(got).To(Equal(tc.want))
-		})
-	}
-}
 
 // setRecorder records the token sets a tokenSource hands over.
 type setRecorder struct {
@@ -170,15 +142,17 @@ func writeKeyPair(t *testing.T, dir, cn string) (certFile, keyFile string) {
 	return certFile, keyFile
 }
 
-// A renewed key pair on disk is served from the next check on.
+// A renewed key pair on disk is served without a restart; a broken renewal
+// keeps the previous pair.
 func TestKeyPairReload(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
 	certFile, keyFile := writeKeyPair(t, dir, "first")
-	kp := &keyPair{certFile: certFile, keyFile: keyFile}
-	g.Expect(kp.load()).To(Succeed())
+	cfg, stop, err := newTLSConfig(context.Background(), certFile, keyFile, logr.Discard())
+	g.Expect(err).NotTo(HaveOccurred())
+	defer stop()
 	cn := func() string {
-		c, err := kp.get(nil)
+		c, err := cfg.GetCertificate(nil)
 		g.Expect(err).NotTo(HaveOccurred())
 		leaf, err := x509.ParseCertificate(c.Certificate[0])
 		g.Expect(err).NotTo(HaveOccurred())
@@ -187,19 +161,17 @@ func TestKeyPairReload(t *testing.T) {
 	g.Expect(cn()).To(Equal("first"))
 
 	writeKeyPair(t, dir, "second")
-	later := time.Now().Add(time.Minute) // a distinct mtime, whatever the clock's resolution
-	g.Expect(os.Chtimes(certFile, later, later)).To(Succeed())
-	g.Expect(cn()).To(Equal("first"), "not before the check interval")
-	kp.mu.Lock()
-	kp.checked = time.Time{}
-	kp.mu.Unlock()
-	g.Expect(cn()).To(Equal("second"))
+	g.Eventually(cn).WithTimeout(30 * time.Second).Should(Equal("second"))
 
 	// A broken renewal keeps serving the previous pair.
 	g.Expect(os.WriteFile(keyFile, []byte("garbage"), 0o600)).To(Succeed())
-	g.Expect(os.Chtimes(keyFile, later.Add(time.Minute), later.Add(time.Minute))).To(Succeed())
-	kp.mu.Lock()
-	kp.checked = time.Time{}
-	kp.mu.Unlock()
-	g.Expect(cn()).To(Equal("second"))
+	g.Consistently(cn).WithTimeout(time.Second).Should(Equal("second"))
+
+	// No files, no TLS.
+	cfg, stop, err = newTLSConfig(context.Background(), "", "", logr.Discard())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg).To(BeNil())
+	stop()
+	_, _, err = newTLSConfig(context.Background(), filepath.Join(dir, "missing.crt"), keyFile, logr.Discard())
+	g.Expect(err).To(HaveOccurred())
 }

@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,23 +41,20 @@ type heartbeat struct {
 	registration func() agentlease.Registration
 }
 
-// run renews the Lease every period until ctx ends. A failed renewal is
-// logged and retried at the next tick: two may fail before the Lease
-// lapses. On shutdown the Lease is left to expire (see the package doc).
+// run renews the Lease every period until ctx ends, the first time a
+// period after the registration Run made. A failed renewal is logged and
+// retried at the next tick: two may fail before the Lease lapses. On
+// shutdown the Lease is left to expire (see the package doc).
 func (h *heartbeat) run(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx)
-	t := time.NewTicker(h.period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	// Never done: the poll ends with ctx.
+	_ = wait.PollUntilContextCancel(ctx, h.period, false, func(ctx context.Context) (bool, error) {
 		if err := h.renew(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Renewing the node's registration Lease", "lease", h.ns+"/"+agentlease.Name(h.node))
 		}
-	}
+		return false, nil
+	})
+	return nil
 }
 
 // renew creates or renews the Lease with the current registration.

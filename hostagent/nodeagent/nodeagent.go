@@ -44,12 +44,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -57,6 +54,7 @@ import (
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
+	"github.com/playground-dev/playground/internal/scheme"
 )
 
 // Defaults of Options.
@@ -202,12 +200,7 @@ func (o *Options) setDefaults() error {
 }
 
 // Scheme returns the scheme the agent's clients use.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(playgroundv1alpha1.AddToScheme(s))
-	return s
-}
+func Scheme() *runtime.Scheme { return scheme.New() }
 
 // Run runs the node's agent until ctx ends. It returns nil after a clean
 // shutdown, or the error that stopped it.
@@ -224,10 +217,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	tlsConfig, err := newTLSConfig(opts.TLSCertFile, opts.TLSKeyFile, log)
+	tlsConfig, stopTLS, err := newTLSConfig(ctx, opts.TLSCertFile, opts.TLSKeyFile, log)
 	if err != nil {
 		return err
 	}
+	defer stopTLS()
 
 	agentOpts := opts.Agent
 	agentOpts.Backends = opts.Backends

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -525,28 +526,26 @@ func (s *resync) Start(ctx context.Context) error {
 	if !s.cache.WaitForCacheSync(ctx) {
 		return nil
 	}
-	t := time.NewTicker(s.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		var list playgroundv1alpha1.SandboxList
-		if err := s.client.List(ctx, &list); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing the node's sandboxes from the cache")
+	wait.UntilWithContext(ctx, s.queueDrifted, s.every)
+	return nil
+}
+
+// queueDrifted queues the Sandboxes whose status drifted from what the
+// agent serves.
+func (s *resync) queueDrifted(ctx context.Context) {
+	var list playgroundv1alpha1.SandboxList
+	if err := s.client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the node's sandboxes from the cache")
+		return
+	}
+	for i := range list.Items {
+		sbx := &list.Items[i]
+		if !s.drifted(sbx) {
 			continue
 		}
-		for i := range list.Items {
-			sbx := &list.Items[i]
-			if !s.drifted(sbx) {
-				continue
-			}
-			select {
-			case s.out <- event.GenericEvent{Object: sbx}:
-			default: // full: the next tick tries again
-			}
+		select {
+		case s.out <- event.GenericEvent{Object: sbx}:
+		default: // full: the next pass tries again
 		}
 	}
 }

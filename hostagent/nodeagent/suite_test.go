@@ -69,38 +69,21 @@ var (
 	log         logr.Logger
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
+func TestMain(m *testing.M) {
 	log = logr.Discard()
 	if os.Getenv("PG_TEST_LOG") != "" {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
 	}
 	ctrl.SetLogger(log)
-	var err error
-	if cp, err = controlplane.Start(controlplane.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	os.Exit(controlplane.RunTests(m, func(c *controlplane.ControlPlane) (func(), error) {
+		cp, k8s = c, c.Client
+		if err := cp.CreateNamespaces(context.Background(), agentlease.DefaultNamespace); err != nil {
+			return nil, err
 		}
-	}()
-	if k8s, err = client.New(cp.Config, client.Options{Scheme: nodeagent.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if agentConfig, err = leastPrivilege(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+		var err error
+		agentConfig, err = leastPrivilege()
+		return nil, err
+	}))
 }
 
 // agentUser is who the agents under test are: the API server authorises

@@ -21,6 +21,7 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -29,8 +30,14 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/playground-dev/playground/internal/scheme"
 )
 
 // modulePath identifies this repository's go.mod when looking for the root.
@@ -92,8 +99,11 @@ type Options struct {
 type ControlPlane struct {
 	env    *envtest.Environment
 	assets string
-	// Config is an administrator's client configuration.
+	// Config is an administrator's client configuration, and Client an
+	// uncached administrator's client of Kubernetes' and Playground's
+	// kinds (package scheme).
 	Config *rest.Config
+	Client client.Client
 }
 
 // Start runs etcd and kube-apiserver and installs the CRDs, waiting until
@@ -136,7 +146,53 @@ func Start(opts Options) (*ControlPlane, error) {
 	// throttling (client-go's default is 5 requests a second), the API
 	// server's priority and fairness protects it.
 	cfg.QPS = -1
-	return &ControlPlane{env: env, assets: assets, Config: cfg}, nil
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, errors.Join(err, env.Stop())
+	}
+	return &ControlPlane{env: env, assets: assets, Config: cfg, Client: c}, nil
+}
+
+// CreateNamespaces creates the namespaces that do not exist yet (the
+// agents' Lease namespace, say: a cluster's installation creates it).
+func (cp *ControlPlane) CreateNamespaces(ctx context.Context, names ...string) error {
+	for _, name := range names {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := cp.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// RunTests is the TestMain of a test package whose tests share one control
+// plane: it starts one, calls setup with it, runs the tests, calls the
+// teardown setup returned (if any, even with an error) and stops the
+// control plane. It returns
+// the exit code for os.Exit; a control plane that does not start or a
+// setup that fails is printed and fails the package.
+func RunTests(m interface{ Run() int }, setup func(*ControlPlane) (teardown func(), err error)) int {
+	cp, err := Start(Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}()
+	if setup != nil {
+		teardown, err := setup(cp)
+		if teardown != nil {
+			defer teardown()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return m.Run()
 }
 
 // Assets is the directory holding kube-apiserver, etcd and kubectl.

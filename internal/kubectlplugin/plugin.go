@@ -37,15 +37,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/scheme"
 )
 
 const usage = `Usage: kubectl playground [flags] <command>
@@ -122,10 +121,7 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, c client.Cli
 				return err
 			}
 		}
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		_ = playgroundv1alpha1.AddToScheme(scheme)
-		if c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		if c, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 			return err
 		}
 	}
@@ -252,16 +248,7 @@ func (x *cli) create(ctx context.Context, name string) error {
 		}
 		return err
 	}
-	var token string
-	err := x.waitFor(ctx, "the tenant's token", func(ctx context.Context) (bool, error) {
-		t, err := x.getTenant(ctx, name)
-		if err != nil {
-			return false, err
-		}
-		tok, ok, err := x.tokenOf(ctx, t)
-		token = tok
-		return ok, err
-	})
+	token, err := x.waitForToken(ctx, "the tenant's token", name, func(*playgroundv1alpha1.Tenant) bool { return true })
 	if err != nil {
 		return err
 	}
@@ -282,24 +269,30 @@ func (x *cli) resetToken(ctx context.Context, name string) error {
 		return err
 	}
 	want := t.Spec.Credentials.RotationRequest
-	var token string
-	err = x.waitFor(ctx, "the new token", func(ctx context.Context) (bool, error) {
-		t, err := x.getTenant(ctx, name)
-		if err != nil {
-			return false, err
-		}
-		if t.Status.Credentials.RotationRequest != want || t.Status.Credentials.Fingerprint == old {
-			return false, nil
-		}
-		tok, ok, err := x.tokenOf(ctx, t)
-		token = tok
-		return ok, err
+	token, err := x.waitForToken(ctx, "the new token", name, func(t *playgroundv1alpha1.Tenant) bool {
+		return t.Status.Credentials.RotationRequest == want && t.Status.Credentials.Fingerprint != old
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(x.out, "tenant/%s has a new token; the old one is refused from now on\ntoken: %s\n", name, token)
 	return nil
+}
+
+// waitForToken waits until the tenant's status passes ready and its token
+// can be read, and returns the token.
+func (x *cli) waitForToken(ctx context.Context, what, name string, ready func(*playgroundv1alpha1.Tenant) bool) (string, error) {
+	var token string
+	err := x.waitFor(ctx, what, func(ctx context.Context) (bool, error) {
+		t, err := x.getTenant(ctx, name)
+		if err != nil || !ready(t) {
+			return false, err
+		}
+		tok, ok, err := x.tokenOf(ctx, t)
+		token = tok
+		return ok, err
+	})
+	return token, err
 }
 
 func (x *cli) setSuspended(ctx context.Context, name string, suspended bool) error {
@@ -335,11 +328,7 @@ func (x *cli) setSuspended(ctx context.Context, name string, suspended bool) err
 // restart asks the node's agent to restart the tenant's sandbox and waits
 // until it has.
 func (x *cli) restart(ctx context.Context, name string) error {
-	t, err := x.getTenant(ctx, name)
-	if err != nil {
-		return err
-	}
-	s, err := x.sandboxOf(ctx, t)
+	_, s, err := x.tenantAndSandbox(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -393,6 +382,16 @@ func reclaimOf(t *playgroundv1alpha1.Tenant) playgroundv1alpha1.ReclaimPolicy {
 	return playgroundv1alpha1.ReclaimRetain
 }
 
+// tenantAndSandbox gets the tenant and its Sandbox (nil when it has none).
+func (x *cli) tenantAndSandbox(ctx context.Context, name string) (*playgroundv1alpha1.Tenant, *playgroundv1alpha1.Sandbox, error) {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := x.sandboxOf(ctx, t)
+	return t, s, err
+}
+
 func (x *cli) sandboxOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (*playgroundv1alpha1.Sandbox, error) {
 	name := t.Name
 	if t.Status.SandboxRef != nil {
@@ -406,11 +405,7 @@ func (x *cli) sandboxOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (*pla
 }
 
 func (x *cli) attach(ctx context.Context, name string) error {
-	t, err := x.getTenant(ctx, name)
-	if err != nil {
-		return err
-	}
-	s, err := x.sandboxOf(ctx, t)
+	t, s, err := x.tenantAndSandbox(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // withProgress sends a progress notification every interval while h runs,
@@ -44,21 +45,15 @@ func withProgress[In, Out any](tool string, interval time.Duration, h mcp.ToolHa
 // heartbeat runs the notifications until the returned stop is called; stop
 // waits for the goroutine to end, so no notification follows the result.
 func heartbeat(ctx context.Context, ss *mcp.ServerSession, token any, tool string, interval time.Duration) (stop func()) {
-	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
 		start := time.Now()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for n := 1; ; n++ {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		n := 0
+		// Never done: the poll ends with ctx (the request's, or stop).
+		_ = wait.PollUntilContextCancel(ctx, interval, false, func(ctx context.Context) (bool, error) {
+			n++
 			elapsed := time.Since(start).Truncate(time.Second)
 			// Progress must increase; the total is unknown.
 			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
@@ -66,10 +61,11 @@ func heartbeat(ctx context.Context, ss *mcp.ServerSession, token any, tool strin
 				Progress:      float64(n),
 				Message:       fmt.Sprintf("%s still running after %s", tool, elapsed),
 			})
-		}
+			return false, nil
+		})
 	}()
 	return func() {
-		close(done)
+		cancel()
 		<-exited
 	}
 }

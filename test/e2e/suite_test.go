@@ -34,14 +34,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/controllers"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
@@ -60,37 +55,18 @@ const leaseDuration = 3 * time.Second
 var (
 	cp        *controlplane.ControlPlane
 	k8sClient client.Client
-	scheme    = runtime.NewScheme()
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: skipped, real sandboxes need root")
-		return 0
+		os.Exit(0)
 	}
 	ctrl.SetLogger(logr.Discard())
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = playgroundv1alpha1.AddToScheme(scheme)
-	var err error
-	if cp, err = controlplane.Start(controlplane.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
-	if err := k8sClient.Create(context.Background(), ns); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(controlplane.RunTests(m, func(c *controlplane.ControlPlane) (func(), error) {
+		cp, k8sClient = c, c.Client
+		return nil, cp.CreateNamespaces(context.Background(), agentlease.DefaultNamespace)
+	}))
 }
 
 // component is a goroutine-run part of the system that a test can stop.

@@ -39,11 +39,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,6 +53,7 @@ import (
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/manifest"
+	"github.com/playground-dev/playground/internal/tokenfile"
 	"github.com/playground-dev/playground/mcpgateway"
 )
 
@@ -197,16 +196,9 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	if err := cp.WriteKubeconfig(env.Kubeconfig); err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = playgroundv1alpha1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
+	c := cp.Client
 	env.Client, env.Config = c, cp.Config
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := cp.CreateNamespaces(ctx, agentlease.DefaultNamespace); err != nil {
 		return nil, err
 	}
 
@@ -371,35 +363,31 @@ var errWaitTimedOut = errors.New("timed out")
 // each new reason check gives for waiting is printed, and the last one is
 // returned.
 func waitUntil(ctx context.Context, every, timeout time.Duration, errs <-chan error, check func() (done bool, why string, err error), progress func(string, ...any)) (string, error) {
-	deadline := time.After(timeout)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	last := ""
-	for {
-		done, why, err := check()
-		if done || err != nil {
-			return last, err
+	err := wait.PollUntilContextTimeout(ctx, every, timeout, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-errs:
+			return false, err
+		default:
 		}
+		done, why, err := check()
 		if why != "" && why != last {
 			last = why
 			progress("  %s", why)
 		}
-		select {
-		case <-ctx.Done():
-			return last, ctx.Err()
-		case err := <-errs:
-			return last, err
-		case <-deadline:
-			return last, errWaitTimedOut
-		case <-tick.C:
-		}
+		return done, err
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return last, errWaitTimedOut
 	}
+	return last, err
 }
 
-// loadOrCreateToken keeps the agent's API token across runs.
+// loadOrCreateToken keeps the agent's API token across runs, in the
+// token-file format of a deployment's agent-token Secret.
 func loadOrCreateToken(path string) (string, error) {
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
-		return strings.TrimSpace(string(b)), nil
+	if toks, err := tokenfile.Read(path, 32); err == nil && len(toks) > 0 {
+		return toks[0], nil
 	}
 	var raw [32]byte
 	_, _ = rand.Read(raw[:])

@@ -1,0 +1,181 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package deps holds the rules of which package may import which, checked
+// against `go list -deps` (docs/architecture.md, "Packages").
+package deps
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/playground-dev/playground"
+
+// rule says that the packages matching from, and every package they import
+// (tests apart), import none of notTo outside from. Patterns are go list's: "x/..." is x
+// and every package below it.
+type rule struct {
+	from  string
+	notTo []string
+	why   string
+}
+
+var rules = []rule{
+	{from: "api/...", notTo: []string{"..."},
+		why: "the API types are imported by everyone and import nothing of this module"},
+	{from: "internal/...", notTo: []string{"controllers/...", "hostagent/...", "mcpgateway/..."},
+		why: "internal/ is machinery the components share; it imports none of them (`dev` composes them in cmd/playground/devenv)"},
+	{from: "controllers/...", notTo: []string{"hostagent/...", "mcpgateway/..."},
+		why: "the manager talks to agents and gateways through the API server only"},
+	{from: "hostagent/...", notTo: []string{"controllers/...", "mcpgateway/..."},
+		why: "the agent talks to the manager through the API server and serves the gateway over its API"},
+	{from: "mcpgateway/...", notTo: []string{"controllers/..."},
+		why: "the gateway reads the API server's view, never the manager's"},
+	{from: "mcpgateway/...", notTo: []string{"hostagent", "hostagent/jobs/...", "hostagent/backend/...", "hostagent/guest/...", "hostagent/agentserver/...", "hostagent/nodeagent/..."},
+		why: "the gateway speaks the versioned agent protocol (hostagent/agentapi), never the kernel, so that gateways and agents that roll out at different times keep one contract"},
+}
+
+// TestDependencyRules checks every rule against the module's import graph.
+func TestDependencyRules(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatalf("the go command is needed to list the imports: %v", err)
+	}
+	for _, r := range rules {
+		t.Run(r.from, func(t *testing.T) {
+			graph, roots := list(t, r.from)
+			if len(roots) == 0 {
+				t.Fatalf("%s matches no package", r.from)
+			}
+			for _, bad := range r.notTo {
+				forbidden := func(p string) bool { return matches(bad, p) && !matches(r.from, p) }
+				for _, chain := range paths(graph, roots, forbidden) {
+					t.Errorf("%s imports %s (%s): %s", short(chain[0]), short(chain[len(chain)-1]), r.why, strings.Join(shortAll(chain), " → "))
+				}
+			}
+		})
+	}
+}
+
+// TestMatches pins the pattern semantics the rules rely on.
+func TestMatches(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"hostagent", module + "/hostagent", true},
+		{"hostagent", module + "/hostagent/jobs", false},
+		{"hostagent/jobs/...", module + "/hostagent/jobs", true},
+		{"hostagent/backend/...", module + "/hostagent/backend/oci", true},
+		{"hostagent/...", module + "/hostagentx", false},
+		{"...", module + "/internal/budget", true},
+		{"...", "k8s.io/api/core/v1", false},
+	} {
+		if got := matches(tc.pattern, tc.path); got != tc.want {
+			t.Errorf("matches(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)
+		}
+	}
+}
+
+// list returns the import graph of the packages matching pattern (a path
+// of this module) and of all their dependencies, and the matching packages.
+func list(t *testing.T, pattern string) (graph map[string][]string, roots []string) {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,DepOnly", module+"/"+pattern)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", pattern, err, stderr.String())
+	}
+	graph = map[string][]string{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+			DepOnly    bool
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list %s: %v", pattern, err)
+		}
+		graph[p.ImportPath] = p.Imports
+		if !p.DepOnly {
+			roots = append(roots, p.ImportPath)
+		}
+	}
+	return graph, roots
+}
+
+// paths returns, for each package that bad matches and that the roots
+// import, one shortest chain of imports from a root to it.
+func paths(graph map[string][]string, roots []string, bad func(string) bool) [][]string {
+	prev := map[string]string{}
+	queue := slices.Clone(roots)
+	for _, r := range roots {
+		prev[r] = ""
+	}
+	var found [][]string
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if bad(p) {
+			var chain []string
+			for q := p; q != ""; q = prev[q] {
+				chain = append([]string{q}, chain...)
+			}
+			found = append(found, chain)
+			continue // what it imports in turn is its own rule's business
+		}
+		for _, q := range graph[p] {
+			if _, seen := prev[q]; !seen {
+				prev[q] = p
+				queue = append(queue, q)
+			}
+		}
+	}
+	return found
+}
+
+// matches reports whether path is in pattern, a path of this module in go
+// list's syntax.
+func matches(pattern, path string) bool {
+	if pattern == "..." {
+		return strings.HasPrefix(path, module+"/")
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return path == module+"/"+base || strings.HasPrefix(path, module+"/"+base+"/")
+	}
+	return path == module+"/"+pattern
+}
+
+func short(p string) string { return strings.TrimPrefix(p, module+"/") }
+
+func shortAll(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = short(p)
+	}
+	return out
+}
