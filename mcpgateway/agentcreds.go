@@ -37,11 +37,22 @@ type AgentCredentials interface {
 	Token(ctx context.Context, node string) (string, error)
 }
 
-// sharedToken presents one token to every agent (playground dev, and
-// clusters that keep a shared agent token).
+// sharedToken presents one token to every agent (playground dev; a stdio
+// user's own).
 type sharedToken func() (string, error)
 
 func (f sharedToken) Token(context.Context, string) (string, error) { return f() }
+
+// agentCredentials is creds, else the shared token, else an error.
+func agentCredentials(creds AgentCredentials, shared func() (string, error)) (AgentCredentials, error) {
+	switch {
+	case creds != nil:
+		return creds, nil
+	case shared != nil:
+		return sharedToken(shared), nil
+	}
+	return nil, errors.New("mcpgateway: the gateway has no credentials for the agents: its ServiceAccount's tokens, or a shared token")
+}
 
 // DefaultAgentTokenLifetime is how long a minted agent token lives; the
 // gateway renews it at half its life.
@@ -85,10 +96,17 @@ func NewServiceAccountTokens(ctx context.Context, client kubernetes.Interface, l
 	if !ok || !ok2 || ns == "" || name == "" {
 		return nil, fmt.Errorf("the gateway runs as %q, not a ServiceAccount: it can mint no agent tokens (give it a shared agent token instead)", user)
 	}
+	return ServiceAccountTokensOf(client, ns, name, lifetime), nil
+}
+
+// ServiceAccountTokensOf returns the token source of a named
+// ServiceAccount, for a gateway that runs outside the cluster with a
+// kubeconfig allowed to create that ServiceAccount's tokens.
+func ServiceAccountTokensOf(client kubernetes.Interface, namespace, name string, lifetime time.Duration) *ServiceAccountTokens {
 	if lifetime <= 0 {
 		lifetime = DefaultAgentTokenLifetime
 	}
-	return &ServiceAccountTokens{client: client, namespace: ns, name: name, lifetime: lifetime, tokens: map[string]mintedToken{}}, nil
+	return &ServiceAccountTokens{client: client, namespace: namespace, name: name, lifetime: lifetime, tokens: map[string]mintedToken{}}
 }
 
 // Identity is the ServiceAccount's user name, the one agents trust as a

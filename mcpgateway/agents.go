@@ -17,6 +17,7 @@ limitations under the License.
 package mcpgateway
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ const maxAgents = 4096
 // transports (cleartext h2c for http:// endpoints, TLS for https://), so
 // calls to a node share a connection.
 type agentPool struct {
-	token func() (string, error)
+	creds AgentCredentials
 	h2c   http.RoundTripper
 	tls   http.RoundTripper
 
@@ -50,24 +51,24 @@ type pooledAgent struct {
 	client *agentapi.Client
 }
 
-// newAgentPool returns a pool presenting token; tlsConfig verifies https://
-// agents (nil: the system's roots).
-func newAgentPool(token func() (string, error), tlsConfig *tls.Config) *agentPool {
+// newAgentPool returns a pool presenting the credentials of creds;
+// tlsConfig verifies https:// agents (nil: the system's roots).
+func newAgentPool(creds AgentCredentials, tlsConfig *tls.Config) *agentPool {
 	if tlsConfig == nil {
 		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	return &agentPool{
-		token:   token,
+		creds:   creds,
 		h2c:     agentapi.NewTransport(nil),
 		tls:     agentapi.NewTransport(tlsConfig),
 		clients: map[string]pooledAgent{},
 	}
 }
 
-// client returns the client of the agent at endpoint, presenting the
-// current agent token (a rotated token file takes effect here).
-func (p *agentPool) client(endpoint string) (*agentapi.Client, error) {
-	tok, err := p.token()
+// client returns the client of the agent of node at endpoint, presenting
+// the current token for it (a renewed or rotated token takes effect here).
+func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentapi.Client, error) {
+	tok, err := p.creds.Token(ctx, node)
 	if err != nil {
 		return nil, err
 	}

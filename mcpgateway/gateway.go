@@ -72,8 +72,12 @@ type Options struct {
 	Namespace string
 	// Catalog is CatalogSandbox; CatalogWorkers is not implemented yet.
 	Catalog string
-	// AgentToken returns the bearer token the gateway presents to agents.
-	AgentToken func() (string, error)
+	// AgentCredentials give the token the gateway presents to the agent
+	// of each node: in a cluster its ServiceAccount's, bound to that node
+	// (ServiceAccountTokens). AgentToken, if AgentCredentials is nil, is
+	// one shared token for every agent (playground dev).
+	AgentCredentials AgentCredentials
+	AgentToken       func() (string, error)
 	// AgentTLS verifies agents whose endpoint is https:// (nil: the
 	// system's roots); http:// endpoints are reached over cleartext HTTP/2
 	// (h2c), for a trusted network.
@@ -147,8 +151,9 @@ func New(opts Options) (*Gateway, error) {
 	if opts.Config == nil {
 		return nil, errors.New("mcpgateway: a client configuration is required")
 	}
-	if opts.AgentToken == nil {
-		return nil, errors.New("mcpgateway: an agent token is required: the agents accept only the gateway's and the manager's")
+	creds, err := agentCredentials(opts.AgentCredentials, opts.AgentToken)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -186,7 +191,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{opts: opts, view: view, log: opts.Logger, budget: lim,
-		router: &router{view: view, agents: newAgentPool(opts.AgentToken, opts.AgentTLS), log: opts.Logger, trustRegistrations: true}}
+		router: &router{view: view, agents: newAgentPool(creds, opts.AgentTLS), log: opts.Logger, trustRegistrations: true}}
 	holds := &callHolds{calls: map[string]*[]func(){}}
 	server := newServer(g.router,
 		tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold})
@@ -276,7 +281,7 @@ func (g *Gateway) Serves(token string) error {
 	if err != nil {
 		return err
 	}
-	_, err = g.router.routeTenant(id)
+	_, err = g.router.routeTenant(context.Background(), id)
 	return err
 }
 

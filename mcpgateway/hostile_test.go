@@ -288,6 +288,31 @@ func open(t *testing.T, cs *mcp.ClientSession) string {
 	return o.Handle
 }
 
+// openServed opens a session once the gateway's view has the tenant's
+// sandbox as provisioned (its informers follow the API server by a few
+// milliseconds to seconds); any other refusal fails the test.
+func openServed(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	var handle string
+	waitFor(t, "the gateway to see the sandbox provisioned", 30*time.Second, func() error {
+		res := call(t, cs, "open_session", map[string]any{})
+		if res.IsError {
+			if msg := resultText(res); strings.Contains(msg, "not provisioned yet") || strings.Contains(msg, "not been created yet") || strings.Contains(msg, "no current agent registration") {
+				return fmt.Errorf("%w: %s", errNotYet, msg)
+			}
+			t.Fatalf("open_session: %s", resultText(res))
+		}
+		var o struct{ Handle string }
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, &o); err != nil {
+			t.Fatal(err)
+		}
+		handle = o.Handle
+		return nil
+	})
+	return handle
+}
+
 // execOK runs a command that must succeed and returns its stdout.
 func execOK(t *testing.T, cs *mcp.ClientSession, handle, command string) string {
 	t.Helper()

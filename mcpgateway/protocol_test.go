@@ -81,22 +81,21 @@ func TestAgentProtocolVersions(t *testing.T) {
 	use := func(t *testing.T, n *node, name string) {
 		tn := newTenant(t, newNamespace(t), name, n)
 		cs := connect(t, g.url, tn.token, nil)
-		var open tools.OpenSessionOutput
-		callOK(t, cs, "open_session", map[string]any{}, &open)
+		handle := openServed(t, cs)
 		var ex tools.ExecOutput
-		callOK(t, cs, "exec", map[string]any{"handle": open.Handle, "command": "printf '" + strings.ReplaceAll(stdout, "\n", `\n`) + "'; printf '\\000\\001\\002 control bytes \\377' >&2"}, &ex)
+		callOK(t, cs, "exec", map[string]any{"handle": handle, "command": "printf '" + strings.ReplaceAll(stdout, "\n", `\n`) + "'; printf '\\000\\001\\002 control bytes \\377' >&2"}, &ex)
 		gotErr, err := base64.StdEncoding.DecodeString(ex.Stderr)
 		if ex.Stdout != stdout || ex.StderrEncoding != "base64" || err != nil || string(gotErr) != binaryOut || ex.ExitCode != 0 {
 			t.Fatalf("exec: %+v", ex)
 		}
 		var job tools.JobExecOutput
-		callOK(t, cs, "job_exec", map[string]any{"handle": open.Handle, "command": "seq 1 3; echo done >&2"}, &job)
+		callOK(t, cs, "job_exec", map[string]any{"handle": handle, "command": "seq 1 3; echo done >&2"}, &job)
 		out, errOut, final := pollAll(t, cs, job.JobID, "")
 		if string(out) != "1\n2\n3\n" || string(errOut) != "done\n" || final.State != "exited" {
 			t.Fatalf("job: %q %q %+v", out, errOut, final)
 		}
-		callOK(t, cs, "write", map[string]any{"handle": open.Handle, "path": "f.txt", "text": "kept"}, nil)
-		if res := callOK(t, cs, "read", map[string]any{"handle": open.Handle, "path": "f.txt"}, nil); resultText(res) != "kept" {
+		callOK(t, cs, "write", map[string]any{"handle": handle, "path": "f.txt", "text": "kept"}, nil)
+		if res := callOK(t, cs, "read", map[string]any{"handle": handle, "path": "f.txt"}, nil); resultText(res) != "kept" {
 			t.Fatalf("read: %q", resultText(res))
 		}
 	}

@@ -84,11 +84,11 @@ func (r *router) Route(ctx context.Context, req *mcp.CallToolRequest) (tools.Rou
 			return tools.Route{}, fmt.Errorf("unauthenticated: %w", err)
 		}
 	}
-	return r.routeTenant(id)
+	return r.routeTenant(ctx, id)
 }
 
 // routeTenant resolves an authenticated tenant to its sandbox and agent.
-func (r *router) routeTenant(id clusterview.Identity) (tools.Route, error) {
+func (r *router) routeTenant(ctx context.Context, id clusterview.Identity) (tools.Route, error) {
 	// Re-check the tenant at the call: suspension and deletion take effect
 	// on the next call, also in stdio mode and on long-lived streams.
 	if _, err := r.view.Tenant(id); err != nil {
@@ -116,7 +116,7 @@ func (r *router) routeTenant(id clusterview.Identity) (tools.Route, error) {
 			return tools.Route{}, fmt.Errorf("%s: your sandbox's node %s runs an agent this gateway cannot speak to (a deployment problem during an upgrade): retry later and tell the operator: %w", agentapi.CodeUnavailable, reg.Node, err)
 		}
 	}
-	agent, err := r.agents.client(sbx.Status.Endpoint)
+	agent, err := r.agents.client(ctx, sbx.Spec.NodeName, sbx.Status.Endpoint)
 	if err != nil {
 		r.log.Error("No agent client", "sandbox", id.String(), "err", err)
 		return tools.Route{}, fmt.Errorf("%s: the gateway cannot reach your sandbox's node right now (a deployment problem): retry later and tell the operator", agentapi.CodeUnavailable)

@@ -19,7 +19,6 @@ package mcpgateway
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -59,7 +58,10 @@ type StdioOptions struct {
 	Tenant clusterview.Identity
 	// Catalog is CatalogSandbox; CatalogWorkers is not implemented yet.
 	Catalog string
-	// AgentToken and AgentTLS reach the agents, as in Options.
+	// AgentToken is the token presented to the agents: the caller's own
+	// (its kubeconfig's bearer token), which each agent checks with a
+	// SubjectAccessReview for every request, or a shared one (dev).
+	// AgentTLS verifies them, as in Options.
 	AgentToken func() (string, error)
 	AgentTLS   *tls.Config
 	// StaleAfter, ExecTimeout and ProgressInterval as in Options.
@@ -144,8 +146,9 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	if err := CheckCatalog(opts.Catalog); err != nil {
 		return err
 	}
-	if opts.AgentToken == nil {
-		return errors.New("an agent token is required (--agent-token-file): the agents accept only the gateway's and the manager's")
+	creds, err := agentCredentials(nil, opts.AgentToken)
+	if err != nil {
+		return err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -184,7 +187,7 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 		return fmt.Errorf("tenant %s cannot be served: %w", id, err)
 	}
 	authz := &reauthorizer{check: func(ctx context.Context) error { return Authorize(ctx, opts.Config, id) }, every: opts.ReauthorizeEvery, last: time.Now()}
-	r := &router{view: view, agents: newAgentPool(opts.AgentToken, opts.AgentTLS), log: opts.Logger, fixed: &id, authorize: authz.authorize}
+	r := &router{view: view, agents: newAgentPool(creds, opts.AgentTLS), log: opts.Logger, fixed: &id, authorize: authz.authorize}
 	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger})
 	opts.Logger.Info("Serving MCP on stdio", "tenant", id.String())
 	return server.Run(ctx, transport)

@@ -37,6 +37,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,6 +104,9 @@ type nodeOptions struct {
 	protocol string
 	speaks   *agentapi.Version
 	wrap     func(http.Handler) http.Handler
+	// trust, when set, makes the agent accept callers by Kubernetes
+	// identity only, trusting these users as gateways: no shared token.
+	trust []string
 }
 
 func startNodeWith(t *testing.T, o nodeOptions) *node {
@@ -112,12 +116,20 @@ func startNodeWith(t *testing.T, o nodeOptions) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoint, api := agentservertest.ServeWrapped(t, agent, agentToken, o.wrap, func(s *agentserver.Server) {
+	name := fmt.Sprintf("gw-node-%d", nodeSeq.Add(1))
+	shared := agentToken
+	if o.trust != nil {
+		shared = ""
+	}
+	endpoint, api := agentservertest.ServeWrapped(t, agent, shared, o.wrap, func(s *agentserver.Server) {
 		if o.speaks != nil {
 			s.SetVersion(*o.speaks)
 		}
+		if o.trust != nil {
+			s.SetIdentities(&agentserver.KubeAuth{Client: kubernetes.NewForConfigOrDie(cp.Config), Audience: agentapi.NodeAudience(name), Gateways: o.trust})
+		}
 	})
-	n := &node{name: fmt.Sprintf("gw-node-%d", nodeSeq.Add(1)), agent: agent, endpoint: endpoint, budget: api.Budget()}
+	n := &node{name: name, agent: agent, endpoint: endpoint, budget: api.Budget()}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: o.leaseNS, Name: agentlease.Name(n.name)}}
 	reg := agentlease.Registration{Node: n.name, Endpoint: n.endpoint, Protocol: o.protocol, Backends: []string{"oci"}, Duration: time.Hour}
 	if err := reg.Apply(lease, time.Now()); err != nil {

@@ -57,7 +57,8 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.BoolVar(&ociOpts.UnboundedStorage, "unbounded-storage", false, "run without per-sandbox disk limits (no loop devices needed): one sandbox can then fill the node's disk; see docs/isolation.md")
 	fs.StringVar(&opts.ListenAddress, "listen", ":9443", "address of the agent API")
 	fs.StringVar(&opts.Endpoint, "advertise", "", "URL of the agent API published in the node's Lease (default: http(s)://$POD_IP, else the listen host, else the hostname, with the listen port)")
-	fs.StringVar(&opts.TokenFile, "token-file", "", "file of the bearer tokens the API accepts, one per line (the gateway's and the manager's); required, re-read on change")
+	fs.StringVar(&opts.TokenFile, "token-file", "", "file of shared bearer tokens the API accepts as a trusted gateway's, one per line, re-read on change (playground dev; clusters trust the gateway's identity instead)")
+	fs.Var(stringList{&opts.TrustedGateways}, "trusted-gateway", "a Kubernetes user trusted as a gateway, e.g. system:serviceaccount:playground-system:playground-gateway, presenting a token bound to this node (repeatable, or comma-separated)")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "TLS certificate of the API (default: cleartext HTTP/2)")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "TLS key of the API")
 	fs.StringVar(&opts.LeaseNamespace, "lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases (it must exist)")
@@ -98,8 +99,8 @@ func runAgent(ctx context.Context, args []string) error {
 	if err := opts.HTTP.Validate(); err != nil {
 		return fmt.Errorf("--http-*: %w", err)
 	}
-	if opts.TokenFile == "" {
-		return fmt.Errorf("--token-file is required: the agent API accepts only the gateway's and the manager's tokens")
+	if opts.TokenFile == "" && len(opts.TrustedGateways) == 0 {
+		return fmt.Errorf("--trusted-gateway (the gateway's ServiceAccount) or --token-file is required: otherwise no gateway can reach the agent")
 	}
 	if opts.Endpoint == "" {
 		if opts.AdvertiseHost, err = advertiseHost(opts.ListenAddress, os.Getenv("POD_IP")); err != nil {
@@ -188,4 +189,23 @@ func parseLabels(s string) (map[string]string, error) {
 		labels[k] = v
 	}
 	return labels, nil
+}
+
+// stringList is a flag of strings, given several times or comma-separated.
+type stringList struct{ to *[]string }
+
+func (l stringList) String() string {
+	if l.to == nil {
+		return ""
+	}
+	return strings.Join(*l.to, ",")
+}
+
+func (l stringList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l.to = append(*l.to, s)
+		}
+	}
+	return nil
 }

@@ -30,6 +30,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
@@ -45,7 +47,7 @@ func runGateway(ctx context.Context, args []string) error {
 	var (
 		listen      = fs.String("listen", ":8080", "address of the MCP endpoint (served at /mcp; /healthz and /readyz beside it)")
 		catalog     = fs.String("catalog", mcpgateway.CatalogSandbox, "the catalog served: sandbox (the eight sandbox tools) or workers (not implemented yet)")
-		tokenFile   = fs.String("agent-token-file", "", "file holding the bearer token the gateway presents to the host agents; required, re-read on change")
+		tokenFile   = fs.String("agent-token-file", "", "file holding a shared bearer token to present to every host agent, re-read on change (playground dev); default: the gateway's ServiceAccount's token bound to each node, or with --stdio your kubeconfig's token")
 		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates, for https:// agent endpoints (default: the system's roots; http:// endpoints use cleartext HTTP/2)")
 		namespace   = fs.String("namespace", "", "serve only the tenants of this namespace (default: all namespaces)")
 		leaseNS     = fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases: the agent token goes only to endpoints registered there")
@@ -87,12 +89,12 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	// Logs go to stderr: in stdio mode stdout carries the protocol.
 	log := slog.New(logr.ToSlogHandler(logOpts.setLogger()))
-	if *tokenFile == "" {
-		return errors.New("--agent-token-file is required: the host agents accept only the gateway's and the manager's token")
-	}
-	agentToken := mcpgateway.FileToken(*tokenFile, log)
-	if _, err := agentToken(); err != nil {
-		return fmt.Errorf("--agent-token-file: %w", err)
+	var agentToken func() (string, error)
+	if *tokenFile != "" {
+		agentToken = mcpgateway.FileToken(*tokenFile, log)
+		if _, err := agentToken(); err != nil {
+			return fmt.Errorf("--agent-token-file: %w", err)
+		}
 	}
 	var agentTLS *tls.Config
 	if *tlsCA != "" {
@@ -120,6 +122,12 @@ func runGateway(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--tenant: %w", err)
 		}
+		if agentToken == nil {
+			// The agents check the caller's own identity: its RBAC decides.
+			if agentToken, err = kubeconfigToken(cfg); err != nil {
+				return err
+			}
+		}
 		return mcpgateway.ServeStdio(ctx, mcpgateway.StdioOptions{
 			Config: cfg, Tenant: id, Catalog: *catalog,
 			AgentToken: agentToken, AgentTLS: agentTLS,
@@ -137,9 +145,22 @@ func runGateway(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("--sessions: want stateless or stateful, not %q", *sessions)
 	}
+	var agentCreds mcpgateway.AgentCredentials
+	if agentToken == nil {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		sa, err := mcpgateway.NewServiceAccountTokens(ctx, cs, 0)
+		if err != nil {
+			return fmt.Errorf("%w (or give --agent-token-file)", err)
+		}
+		log.Info("Presenting the ServiceAccount's tokens, bound to each node, to the agents", "identity", sa.Identity())
+		agentCreds = sa
+	}
 	gw, err := mcpgateway.New(mcpgateway.Options{
 		Config: cfg, Namespace: *namespace, Catalog: *catalog, LeaseNamespace: *leaseNS,
-		AgentToken: agentToken, AgentTLS: agentTLS,
+		AgentCredentials: agentCreds, AgentToken: agentToken, AgentTLS: agentTLS,
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
 		MaxSessionsPerTenant: *sessionsPerTenant, MaxSessions: *sessionsTotal,
 		Budget: lim, HTTP: httpLim,
@@ -176,4 +197,16 @@ func runGateway(ctx context.Context, args []string) error {
 	err = gw.Run(ctx, ln)
 	cancel()
 	return errors.Join(err, <-merr)
+}
+
+// kubeconfigToken is the bearer token of the caller's kubeconfig, which a
+// stdio gateway presents to the agents as the caller's identity.
+func kubeconfigToken(cfg *rest.Config) (func() (string, error), error) {
+	switch {
+	case cfg.BearerTokenFile != "":
+		return mcpgateway.FileToken(cfg.BearerTokenFile, nil), nil
+	case cfg.BearerToken != "":
+		return func() (string, error) { return cfg.BearerToken, nil }, nil
+	}
+	return nil, errors.New("--stdio presents your kubeconfig's bearer token to the host agents, which check with the API server that you may use the tenant; this kubeconfig has none (client certificates and exec plugins cannot be presented): use a token, e.g. from kubectl create token, or give --agent-token-file")
 }

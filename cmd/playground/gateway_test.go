@@ -51,31 +51,32 @@ current-context: c
 	if err := os.WriteFile(tokenFile, []byte("agent-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	listen, metricsAddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- runGateway(ctx, []string{"--kubeconfig", kubeconfig, "--agent-token-file", tokenFile,
-			"--listen", listen, "--metrics-bind-address", metricsAddr})
-	}()
-
-	metricsURL := "http://" + metricsAddr + "/metrics"
-	var before float64
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v, err := missingTokenRefusals(metricsURL)
+	// freeAddr's ports are free when picked, but another test package may
+	// take one before the gateway binds it: then start again on others.
+	var (
+		listen, metricsAddr, metricsURL string
+		before                          float64
+		cancel                          context.CancelFunc
+		done                            chan error
+	)
+	for attempt := 1; ; attempt++ {
+		listen, metricsAddr = freeAddr(t), freeAddr(t)
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		defer cancel()
+		done = make(chan error, 1)
+		go func() {
+			done <- runGateway(ctx, []string{"--kubeconfig", kubeconfig, "--agent-token-file", tokenFile,
+				"--listen", listen, "--metrics-bind-address", metricsAddr})
+		}()
+		metricsURL = "http://" + metricsAddr + "/metrics"
+		up, err := waitMetrics(metricsURL, done)
 		if err == nil {
-			before = v
+			before = up
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the metrics endpoint did not come up: %v", err)
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the gateway stopped: %v", err)
-		case <-time.After(50 * time.Millisecond):
+		if !strings.Contains(err.Error(), "address already in use") || attempt == 5 {
+			t.Fatal(err)
 		}
 	}
 	resp, err := http.Post("http://"+listen+"/mcp", "application/json", strings.NewReader(`{}`))
@@ -133,6 +134,26 @@ func missingTokenRefusals(url string) (float64, error) {
 }
 
 // freeAddr returns a loopback address with a port free right now.
+// waitMetrics waits for the metrics endpoint to serve the refusal count,
+// or for the gateway to stop.
+func waitMetrics(url string, done <-chan error) (float64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := missingTokenRefusals(url)
+		if err == nil {
+			return v, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the metrics endpoint did not come up: %w", err)
+		}
+		select {
+		case err := <-done:
+			return 0, fmt.Errorf("the gateway stopped: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

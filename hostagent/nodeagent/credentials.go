@@ -41,7 +41,9 @@ type tokenSource struct {
 	file   *tokenfile.File // nil without one
 }
 
-func newTokenSource(static []string, file string) (*tokenSource, error) {
+// newTokenSource reads the shared tokens; without any it fails unless
+// gateways are trusted by identity (optional).
+func newTokenSource(static []string, file string, optional bool) (*tokenSource, error) {
 	ts := &tokenSource{}
 	for i, t := range static {
 		t = strings.TrimSpace(t)
@@ -60,8 +62,8 @@ func newTokenSource(static []string, file string) (*tokenSource, error) {
 		}
 		ts.file = f
 	}
-	if len(ts.current()) == 0 {
-		return nil, errors.New("nodeagent: the agent API would accept no token: give the bearer tokens of the gateway and the manager (a token file); the API is closed by default")
+	if len(ts.current()) == 0 && !optional {
+		return nil, errors.New("nodeagent: the agent API would accept no gateway: trust the gateway's ServiceAccount (--trusted-gateway), or give a shared token (a token file, for playground dev)")
 	}
 	return ts, nil
 }

@@ -45,9 +45,11 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -98,13 +100,23 @@ type Options struct {
 	// must then be a specific one.
 	Endpoint      string
 	AdvertiseHost string
-	// Tokens are the bearer tokens the API accepts, and TokenFile a file
-	// holding more, one per line, re-read every TokenReloadInterval so a
-	// rotated Secret takes effect without a restart. With none at all the
-	// agent refuses to start: the API is closed by default.
+	// TrustedGateways are the Kubernetes users (a gateway's ServiceAccount,
+	// system:serviceaccount:NAMESPACE:NAME) whose tokens bound to this
+	// node's audience make them a trusted gateway, which may act as any
+	// tenant. Every other caller the API server authenticates is a user,
+	// allowed only the tenants its RBAC lets it "use" (stdio mode).
+	TrustedGateways []string
+	// Tokens are shared bearer tokens the API accepts as a trusted
+	// gateway's (playground dev), and TokenFile a file holding more, one
+	// per line, re-read every TokenReloadInterval so a rotated Secret
+	// takes effect without a restart. With neither a token nor a trusted
+	// gateway the agent refuses to start: no gateway could reach it.
 	Tokens              []string
 	TokenFile           string
 	TokenReloadInterval time.Duration
+	// AuthCacheTTL bounds how long a caller's TokenReview is trusted
+	// (default agentserver.DefaultAuthCacheTTL).
+	AuthCacheTTL time.Duration
 	// TLSCertFile and TLSKeyFile serve the API over TLS (re-read when they
 	// change); without them it speaks cleartext HTTP/2 (h2c).
 	TLSCertFile string
@@ -211,11 +223,15 @@ func Run(ctx context.Context, opts Options) error {
 	log := opts.Logger.WithValues("node", opts.NodeName)
 	ctx = logr.NewContext(ctx, log)
 
-	// Tokens first: an agent that would refuse every call is a
+	// Callers first: an agent that no gateway could reach is a
 	// misconfiguration to report before touching anything.
-	tokens, err := newTokenSource(opts.Tokens, opts.TokenFile)
+	tokens, err := newTokenSource(opts.Tokens, opts.TokenFile, len(opts.TrustedGateways) > 0)
 	if err != nil {
 		return err
+	}
+	reviews, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return fmt.Errorf("nodeagent: %w", err)
 	}
 	tlsConfig, stopTLS, err := newTLSConfig(ctx, opts.TLSCertFile, opts.TLSKeyFile, log)
 	if err != nil {
@@ -267,6 +283,12 @@ func Run(ctx context.Context, opts Options) error {
 	server := agentserver.NewServer(agent, slog.New(logr.ToSlogHandler(log.WithName("api"))), tokens.current()...)
 	server.SetBudget(lim)
 	server.SetHTTPLimits(opts.HTTP)
+	server.SetIdentities(&agentserver.KubeAuth{
+		Client:   reviews,
+		Audience: agentapi.NodeAudience(opts.NodeName),
+		Gateways: opts.TrustedGateways,
+		CacheTTL: opts.AuthCacheTTL,
+	})
 	hb := &heartbeat{
 		reader: mgr.GetAPIReader(),
 		writer: mgr.GetClient(),

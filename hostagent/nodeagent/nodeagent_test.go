@@ -395,13 +395,14 @@ func TestDeadInitIsRestarted(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
-// The API is closed by default: no token, no agent.
-func TestRunRefusesWithoutTokens(t *testing.T) {
+// An agent no gateway could reach does not start: neither a trusted
+// gateway identity nor a shared token.
+func TestRunRefusesWithoutGateway(t *testing.T) {
 	err := nodeagent.Run(context.Background(), nodeagent.Options{
 		Config:        cp.Config,
 		NodeName:      "no-tokens",
 		Backends:      []backend.Backend{ocitest.New(t, ocitest.StateDir(t))},
 		ListenAddress: "127.0.0.1:0",
 	})
-	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("accept no token")))
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("accept no gateway")))
 }

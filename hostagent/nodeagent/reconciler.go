@@ -65,6 +65,8 @@ import (
 // +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/finalizers,verbs=update
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // maxMessage bounds a condition message built from a backend error.
 const maxMessage = 1024

@@ -1,0 +1,108 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nodeagent_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/nodeagent"
+)
+
+// TestCallerIdentity: the agent knows its callers by their Kubernetes
+// identity. A trusted gateway's token bound to this node may act as any
+// tenant; the same gateway's token bound to another node, or its
+// unbound one, may not; another node's agent is no gateway here; a user
+// may act only as a tenant its RBAC lets it "use", asked on every
+// request, so a forged tenant is refused and a removed RoleBinding stops
+// it at the next request.
+func TestCallerIdentity(t *testing.T) {
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(cp.Config)
+	ns := newNamespace(t, "identities")
+	for _, sa := range []string{"gateway", "agent-of-b", "alice"} {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token := func(sa string, audiences ...string) string {
+		t.Helper()
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{Audiences: audiences},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	n := startNode(t, "ids-a", "", "", func(o *nodeagent.Options) {
+		o.TrustedGateways = []string{"system:serviceaccount:" + ns + ":gateway"}
+	})
+	createSandbox(t, ns, "x", n.name)
+	createSandbox(t, ns, "y", n.name)
+	waitProvisioned(t, ns, "x")
+	waitProvisioned(t, ns, "y")
+
+	open := func(bearer, tenant string) error {
+		c, err := agentapi.NewClient(n.endpoint, bearer, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := c.Open(ctx, ns+"/"+tenant, playgroundv1alpha1.SandboxID(ns, tenant))
+		if err == nil {
+			_ = c.Close(ctx, ns+"/"+tenant, h.ID)
+		}
+		return err
+	}
+	g := NewWithT(t)
+
+	gateway := token("gateway", agentapi.NodeAudience(n.name))
+	g.Expect(open(gateway, "x")).To(Succeed(), "the trusted gateway, bound to this node")
+	g.Expect(open(gateway, "y")).To(Succeed(), "the trusted gateway acts as any tenant")
+	g.Expect(agentapi.CodeOf(open(token("gateway", agentapi.NodeAudience("ids-b")), "x"))).To(Equal(agentapi.CodeUnauth), "the gateway's token for node B")
+	g.Expect(agentapi.CodeOf(open(token("gateway"), "x"))).To(Equal(agentapi.CodeForbidden), "the gateway's unbound token is a user's")
+	g.Expect(agentapi.CodeOf(open(token("agent-of-b", agentapi.NodeAudience(n.name)), "x"))).To(Equal(agentapi.CodeForbidden), "another node's agent")
+	g.Expect(agentapi.CodeOf(open("not-a-token", "x"))).To(Equal(agentapi.CodeUnauth))
+
+	alice := token("alice")
+	err := open(alice, "x")
+	g.Expect(agentapi.CodeOf(err)).To(Equal(agentapi.CodeForbidden))
+	g.Expect(err.Error()).To(ContainSubstring(`may not use tenant ` + ns + `/x on this agent: it needs the RBAC verb "use"`))
+
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "use-x"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{playgroundv1alpha1.GroupVersion.Group}, Resources: []string{"tenants"}, ResourceNames: []string{"x"}, Verbs: []string{"use"},
+	}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-uses-x"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "alice"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "use-x"}}
+	g.Expect(k8s.Create(ctx, role)).To(Succeed())
+	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	g.Eventually(func() error { return open(alice, "x") }).WithTimeout(timeout).Should(Succeed(), "alice, granted use of x")
+	g.Expect(agentapi.CodeOf(open(alice, "y"))).To(Equal(agentapi.CodeForbidden), "alice naming a tenant she may not use")
+
+	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
+	g.Eventually(func() agentapi.Code { return agentapi.CodeOf(open(alice, "x")) }).WithTimeout(timeout).Should(Equal(agentapi.CodeForbidden), "alice, her RoleBinding removed")
+}
