@@ -137,15 +137,22 @@ type TenantReconciler struct {
 	Workers int
 }
 
-// +kubebuilder:rbac:groups=playground.dev,resources=tenants,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=playground.dev,resources=tenants/status,verbs=get;update;patch
+// The Tenant reconciler patches Tenants (finalizer) and applies their
+// status; creates, patches and deletes their Sandboxes; creates, updates
+// and deletes credential Secrets. Secrets cannot be narrowed by label in
+// RBAC: list and watch stay cluster-wide, but the cache keeps only the
+// credential Secrets (CacheOptions). tenants/finalizers lets it set
+// blockOwnerDeletion on what it owns.
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants/status,verbs=patch
 // +kubebuilder:rbac:groups=playground.dev,resources=tenants/finalizers,verbs=update
-// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// The manager's leader election, in the namespace of --lease-namespace.
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// The manager's leader election (a Lease it gets, creates and updates), in
+// the namespace of --lease-namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",namespace=playground-system,resources=events,verbs=create;patch
 
 // Reconcile reconciles one Tenant.
