@@ -38,6 +38,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,6 +50,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/internal/rbactest"
 )
 
 // agentToken is the bearer the test presents to agents, as the gateway would.
@@ -61,6 +63,9 @@ var (
 	cp        *controlplane.ControlPlane
 	k8sClient client.Client
 	scheme    = runtime.NewScheme()
+	// managerConfig acts as the manager's ServiceAccount, with only the
+	// rights of its generated RBAC.
+	managerConfig *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -87,6 +92,10 @@ func run(m *testing.M) int {
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
 	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if managerConfig, err = rbactest.Grant(context.Background(), k8sClient, cp.Config, "manager", rbactest.ServiceAccountUser("manager"), rbactest.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -117,10 +126,11 @@ func (c *component) Stop(t *testing.T) {
 	})
 }
 
-// startManager runs the manager's controllers until stopped or the test ends.
+// startManager runs the manager's controllers, as the manager's
+// ServiceAccount, until stopped or the test ends.
 func startManager(t *testing.T) *component {
 	t.Helper()
-	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{SkipNameValidation: true})
+	mgr, err := controllers.NewManager(managerConfig, controllers.ManagerOptions{SkipNameValidation: true})
 	if err != nil {
 		t.Fatal(err)
 	}
