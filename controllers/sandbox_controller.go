@@ -72,9 +72,11 @@ type SandboxReconciler struct {
 	bindMu sync.Mutex
 }
 
-// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// The binder patches a Sandbox's nodeName and applies its status; it reads
+// the agents' registrations only in the lease namespace (see CacheOptions).
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/status,verbs=patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile binds and summarises one Sandbox.

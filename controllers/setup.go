@@ -20,10 +20,15 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
 
@@ -56,11 +61,24 @@ func (o *Options) defaults() {
 }
 
 // CacheOptions narrow the manager's informers to what the reconcilers
-// read: agent registrations only from the lease namespace.
+// read: agent registrations only from the lease namespace, and of the
+// cluster's Secrets only Playground's credential Secrets (the tenant label
+// and the credential type, both set by the Tenant reconciler), so that no
+// other Secret is ever held in the manager's memory. A reconciler that
+// must see a Secret without them reads it with the API reader (as the
+// Tenant reconciler does for a Secret squatting on a credential's name).
 func CacheOptions(opts Options) cache.Options {
 	opts.defaults()
+	tenantLabel, err := labels.NewRequirement(playgroundv1alpha1.TenantLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key
+	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{opts.LeaseNamespace: {}}},
+		&corev1.Secret{}: {
+			Label: labels.NewSelector().Add(*tenantLabel),
+			Field: fields.OneTermEqualSelector("type", playgroundv1alpha1.CredentialSecretType),
+		},
 	}}
 }
 
@@ -71,7 +89,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := registerMetrics(mgr); err != nil {
 		return err
 	}
-	if err := (&TenantReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller"), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+	if err := (&TenantReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller"), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}).SetupWithManager(mgr)

@@ -36,14 +36,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/internal/rbactest"
 )
 
 // The controller tests run against one real kube-apiserver and etcd with
 // the CRDs installed, and one manager running every reconciler of
-// controllers.Setup in this process, as `playground manager` does. No node
-// agent runs: tests that need one write its Lease and its part of a
-// Sandbox's status themselves.
+// controllers.Setup in this process, as `playground manager` does, with the
+// rights of its generated RBAC (config/rbac/manager) and no more: the API
+// server refuses anything else it tries. No node agent runs: tests that
+// need one write its Lease and its part of a Sandbox's status themselves.
 //
 // Helpers for every test file of the package:
 //   - k8sClient: an uncached administrator's client (reads see the API
@@ -56,8 +59,10 @@ import (
 var (
 	cp         *controlplane.ControlPlane
 	restConfig *rest.Config
-	testScheme *runtime.Scheme
-	k8sClient  client.Client
+	// managerConfig acts as the manager's ServiceAccount.
+	managerConfig *rest.Config
+	testScheme    *runtime.Scheme
+	k8sClient     client.Client
 
 	mgrMu sync.Mutex
 	mgr   *testManager
@@ -73,7 +78,14 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(testLogger())
 	os.Exit(controlplane.RunTests(m, func(c *controlplane.ControlPlane) (func(), error) {
 		cp, restConfig, k8sClient, testScheme = c, c.Config, c.Client, c.Client.Scheme()
+		ctx := context.Background()
+		if err := cp.CreateNamespaces(ctx, agentlease.DefaultNamespace); err != nil {
+			return nil, err
+		}
 		var err error
+		if managerConfig, err = rbactest.Grant(ctx, k8sClient, restConfig, "manager", rbactest.ServiceAccountUser("manager"), rbactest.Options{}); err != nil {
+			return nil, err
+		}
 		if mgr, err = startManager(); err != nil {
 			return nil, err
 		}
@@ -98,7 +110,7 @@ type testManager struct {
 // manager` runs it, and waits until its caches have synced.
 func startManager() (*testManager, error) {
 	// A restarted manager registers the same controller names again.
-	m, err := NewManager(restConfig, ManagerOptions{SkipNameValidation: true})
+	m, err := NewManager(managerConfig, ManagerOptions{SkipNameValidation: true})
 	if err != nil {
 		return nil, err
 	}
@@ -125,13 +137,17 @@ func (tm *testManager) stop() error {
 }
 
 // restartManager stops the running manager and starts a new one on the
-// same API server, as a rollout of the manager's Deployment would.
-func restartManager(t *testing.T) {
+// same API server, as a rollout of the manager's Deployment would; each
+// whileStopped runs in between (what a previous version left behind).
+func restartManager(t *testing.T, whileStopped ...func()) {
 	t.Helper()
 	mgrMu.Lock()
 	defer mgrMu.Unlock()
 	if err := mgr.stop(); err != nil {
 		t.Fatalf("stopping the manager: %v", err)
+	}
+	for _, f := range whileStopped {
+		f()
 	}
 	var err error
 	if mgr, err = startManager(); err != nil {

@@ -119,24 +119,40 @@ const (
 // deleted, its token corrupted or the Secret adopted (a token this
 // controller did not mint is never trusted), which therefore rotates the
 // credential (Event TokenReissued). The token never
-// appears in status, events or logs: only its fingerprint does.
+// appears in status, events or logs: only its fingerprint does, and its
+// full SHA-256 in status.credentials.tokenSHA256, which is what the
+// gateway authenticates against. That hash is published only for a token
+// this controller minted into a Secret the Tenant controls, in the same
+// status write as the fingerprint: a Secret planted by someone else is
+// never a credential.
 type TenantReconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder recorder.EventRecorder
+	// APIReader reads around the cache, which holds only credential
+	// Secrets (CacheOptions): a Secret that takes the credential's name
+	// without its label or type is found there. Nil means the manager's.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  recorder.EventRecorder
 	// Workers is how many Tenants are reconciled at once; 0 means one.
 	Workers int
 }
 
-// +kubebuilder:rbac:groups=playground.dev,resources=tenants,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=playground.dev,resources=tenants/status,verbs=get;update;patch
+// The Tenant reconciler patches Tenants (finalizer) and applies their
+// status; creates, patches and deletes their Sandboxes; creates, updates
+// and deletes credential Secrets. Secrets cannot be narrowed by label in
+// RBAC: list and watch stay cluster-wide, but the cache keeps only the
+// credential Secrets (CacheOptions). tenants/finalizers lets it set
+// blockOwnerDeletion on what it owns.
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants/status,verbs=patch
 // +kubebuilder:rbac:groups=playground.dev,resources=tenants/finalizers,verbs=update
-// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// The manager's leader election, in the namespace of --lease-namespace.
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// The manager's leader election (a Lease it gets, creates and updates), in
+// the namespace of --lease-namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",namespace=playground-system,resources=events,verbs=create;patch
 
 // Reconcile reconciles one Tenant.
@@ -238,6 +254,9 @@ func tenantStatus(s *playgroundv1alpha1.TenantStatus) *playgroundv1alpha1ac.Tena
 	if c.Fingerprint != "" {
 		creds.WithFingerprint(c.Fingerprint)
 	}
+	if c.TokenSHA256 != "" {
+		creds.WithTokenSHA256(c.TokenSHA256)
+	}
 	if c.RotationRequest != "" {
 		creds.WithRotationRequest(c.RotationRequest)
 	}
@@ -323,11 +342,8 @@ func (r *TenantReconciler) setCondition(t *playgroundv1alpha1.Tenant, typ string
 func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgroundv1alpha1.Tenant) error {
 	log := ctrl.LoggerFrom(ctx)
 	name := playgroundv1alpha1.CredentialSecretName(t.Name)
-	secret := &corev1.Secret{}
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, secret); {
-	case apierrors.IsNotFound(err):
-		secret = nil
-	case err != nil:
+	secret, err := r.credentialSecret(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name})
+	if err != nil {
 		r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Reading Secret %s: %v", name, err)
 		return fmt.Errorf("reading the credential Secret %s/%s: %w", t.Namespace, name, err)
 	}
@@ -336,6 +352,10 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 			if why == "" {
 				why = fmt.Sprintf("it has type %s, not %s", secret.Type, playgroundv1alpha1.CredentialSecretType)
 			}
+			// The gateway authenticates against the published hash: a
+			// Secret this Tenant cannot own publishes none, and the
+			// tenant's previous token (if any) stops working.
+			t.Status.Credentials.TokenSHA256 = ""
 			err := pgreconcile.Stall(ReasonSecretConflict, "Secret %s exists and cannot hold this tenant's token: %s; delete or rename it", name, why)
 			r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSecretConflict, "%s", err.Error())
 			return err
@@ -361,7 +381,6 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 
 	previous := t.Status.Credentials.Fingerprint
 	if mintReason != "" {
-		var err error
 		if token, err = MintToken(); err != nil {
 			r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Minting a token: %v", err)
 			return err
@@ -404,9 +423,14 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 	}
 	secret = desired
 
+	// The hash goes into status only now that the Secret holds the token,
+	// and in the same write as the fingerprint and the rotation request:
+	// a client that waits for the status to describe the token before it
+	// reads the Secret presents a token the gateway learns from that write.
 	fp := Fingerprint(token)
 	t.Status.Credentials.SecretRef = &playgroundv1alpha1.LocalObjectReference{Name: name}
 	t.Status.Credentials.Fingerprint = fp
+	t.Status.Credentials.TokenSHA256 = playgroundv1alpha1.TokenSHA256(token)
 	t.Status.Credentials.RotationRequest = mintedFor(secret, t)
 	t.Status.Credentials.IssuedAt = issuedAt(secret)
 
@@ -443,6 +467,26 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonResumed, "Resume", "Resumed: the token (fingerprint %s) is accepted again", fp)
 	}
 	return nil
+}
+
+// credentialSecret reads the Secret of key, or nil when there is none. The
+// cache holds only Secrets with the tenant label and the credential type;
+// one that takes the name without them (planted before the Tenant, or its
+// label removed) is read from the API server, so that it is still found,
+// refused or adopted as before.
+func (r *TenantReconciler) credentialSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, secret)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return secret, nil
 }
 
 // mintedFor is the rotation request the Secret's token was minted for.
@@ -709,6 +753,7 @@ func (r *TenantReconciler) deleteDependents(ctx context.Context, t *playgroundv1
 	if _, err := r.deleteOwned(ctx, t, &corev1.Secret{}, playgroundv1alpha1.CredentialSecretName(t.Name)); err != nil {
 		return false, err
 	}
+	t.Status.Credentials.TokenSHA256 = ""
 	r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonDeleting, "The tenant is being deleted: its token is revoked")
 	sbx := &playgroundv1alpha1.Sandbox{}
 	gone, err := r.deleteOwned(ctx, t, sbx, t.Name)
@@ -754,6 +799,9 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("tenant-controller")
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	r.Client = client.WithFieldOwner(r.Client, playgroundv1alpha1.TenantControllerFieldOwner)
 	return ctrl.NewControllerManagedBy(mgr).

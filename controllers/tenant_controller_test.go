@@ -93,8 +93,14 @@ func tokenOf(g Gomega, tn *playgroundv1alpha1.Tenant) string {
 
 // sha16 is the fingerprint computed independently of the controller.
 func sha16(token string) string {
+	return sha256Hex(token)[:16]
+}
+
+// sha256Hex is the token's hash as the gateway looks it up, computed
+// independently of the controller.
+func sha256Hex(token string) string {
 	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])[:16]
+	return hex.EncodeToString(sum[:])
 }
 
 // issuedToken waits until the tenant's status describes the token in its
@@ -107,6 +113,7 @@ func issuedToken(t *testing.T, ns, name string) string {
 		token = tokenOf(g, tn)
 		g.Expect(tn.Status.Credentials.SecretRef).To(Equal(&playgroundv1alpha1.LocalObjectReference{Name: playgroundv1alpha1.CredentialSecretName(name)}))
 		g.Expect(tn.Status.Credentials.Fingerprint).To(Equal(sha16(token)))
+		g.Expect(tn.Status.Credentials.TokenSHA256).To(Equal(sha256Hex(token)), "the gateway authenticates against this hash")
 		g.Expect(tn.Status.Credentials.RotationRequest).To(Equal(tn.Spec.Credentials.RotationRequest))
 		g.Expect(tn.Status.Credentials.IssuedAt).NotTo(BeNil())
 	})
@@ -244,6 +251,7 @@ func TestTenantLifecycle(t *testing.T) {
 		token2 = tokenOf(g, tn)
 		g.Expect(token2).NotTo(Equal(token1))
 		g.Expect(tn.Status.Credentials.Fingerprint).To(Equal(sha16(token2)))
+		g.Expect(tn.Status.Credentials.TokenSHA256).To(Equal(sha256Hex(token2)))
 		g.Expect(tn.Status.Credentials.RotationRequest).To(Equal("2026-01-01"))
 		g.Expect(getSecret(g, ns, playgroundv1alpha1.CredentialSecretName(name)).UID).To(Equal(secretUID))
 		g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonTokenRotated))
@@ -275,6 +283,7 @@ func TestTenantLifecycle(t *testing.T) {
 		creds := tenantCondition(tn, playgroundv1alpha1.CredentialsReadyCondition)
 		g.Expect([]string{string(creds.Status), creds.Reason}).To(Equal([]string{"True", ReasonTokenIssued}))
 		g.Expect(tn.Status.Credentials.Fingerprint).To(Equal(sha16(token2)))
+		g.Expect(tn.Status.Credentials.TokenSHA256).To(Equal(sha256Hex(token2)))
 		g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonResumed))
 	})
 	g.Expect(tokenOf(g, getTenant(g, ns, name))).To(Equal(token2))
@@ -287,6 +296,7 @@ func TestTenantLifecycle(t *testing.T) {
 		token3 = tokenOf(g, tn)
 		g.Expect(token3).NotTo(Equal(token2))
 		g.Expect(tn.Status.Credentials.Fingerprint).To(Equal(sha16(token3)))
+		g.Expect(tn.Status.Credentials.TokenSHA256).To(Equal(sha256Hex(token3)))
 		g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonTokenReissued))
 	})
 	tokens = append(tokens, token3)
@@ -303,6 +313,7 @@ func TestTenantLifecycle(t *testing.T) {
 		token4 = tokenOf(g, tn)
 		g.Expect(token4).NotTo(Equal(token3))
 		g.Expect(tn.Status.Credentials.Fingerprint).To(Equal(sha16(token4)))
+		g.Expect(tn.Status.Credentials.TokenSHA256).To(Equal(sha256Hex(token4)))
 	})
 	tokens = append(tokens, token4)
 
@@ -515,29 +526,64 @@ func TestTenantConflict(t *testing.T) {
 		g.Expect(tenantCondition(tn, playgroundv1alpha1.CredentialsReadyCondition).Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(kstatusOf(g, tenantGVK, ns, name).Status).To(Equal(status.FailedStatus))
 		g.Expect(tn.Status.SandboxRef).NotTo(BeNil(), "the sandbox does not wait for the credential")
+		g.Expect(tn.Status.Credentials.TokenSHA256).To(BeEmpty(), "a hash was published for a Secret the tenant does not own")
 	})
 	s := getSecret(g, ns, playgroundv1alpha1.CredentialSecretName(name))
 	g.Expect(string(s.Data["token"])).To(Equal("someone else's"))
 	g.Expect(s.OwnerReferences).To(BeEmpty())
 }
 
-// TestTenantAdoptsButNeverTrusts: a Secret of the token's name and type
-// that this Tenant did not mint is adopted, and its token replaced.
-func TestTenantAdoptsButNeverTrusts(t *testing.T) {
+// TestTenantConflictRevokes: when the tenant's Secret is taken over by
+// another controller, its hash leaves the status, so the gateway accepts
+// neither the token it held nor any other.
+func TestTenantConflictRevokes(t *testing.T) {
 	ns := newNamespace(t)
-	const name = "frank"
-	planted, err := MintToken()
-	g := NewWithT(t)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(k8sClient.Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName(name), Labels: map[string]string{playgroundv1alpha1.TenantLabel: name}},
-		Type:       playgroundv1alpha1.CredentialSecretType,
-		Data:       map[string][]byte{playgroundv1alpha1.CredentialTokenKey: []byte(planted)},
-	})).To(Succeed())
+	const name = "trent"
 	newTenant(t, ns, name, playgroundv1alpha1.TenantSpec{})
-	token := issuedToken(t, ns, name) // also checks the Secret is now controlled by the Tenant
-	g.Expect(token).NotTo(Equal(planted), "a planted token was trusted")
-	eventually(t, func(g Gomega) { g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonTokenReissued)) })
+	token := issuedToken(t, ns, name)
+	g := NewWithT(t)
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-else"}}
+	g.Expect(k8sClient.Create(context.Background(), other)).To(Succeed())
+	eventually(t, func(g Gomega) {
+		s := getSecret(g, ns, playgroundv1alpha1.CredentialSecretName(name))
+		s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: other.Name, UID: other.UID, Controller: ptr.To(true)}}
+		g.Expect(k8sClient.Update(context.Background(), s)).To(Succeed())
+	})
+	eventually(t, func(g Gomega) {
+		tn := getTenant(g, ns, name)
+		g.Expect(tenantCondition(tn, playgroundv1alpha1.StalledCondition).Reason).To(Equal(ReasonSecretConflict))
+		g.Expect(tn.Status.Credentials.TokenSHA256).To(BeEmpty())
+	})
+	s := getSecret(g, ns, playgroundv1alpha1.CredentialSecretName(name))
+	g.Expect(string(s.Data[playgroundv1alpha1.CredentialTokenKey])).To(Equal(token), "the manager wrote a Secret it does not own")
+}
+
+// TestTenantAdoptsButNeverTrusts: a Secret of the token's name and type
+// that this Tenant did not mint is adopted, and its token replaced: with
+// the tenant label, or without it (then the manager's cache, which holds
+// only labelled Secrets, does not have it: it is read from the API server).
+func TestTenantAdoptsButNeverTrusts(t *testing.T) {
+	for name, labels := range map[string]map[string]string{
+		"frank": {playgroundv1alpha1.TenantLabel: "frank"},
+		"fiona": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := newNamespace(t)
+			planted, err := MintToken()
+			g := NewWithT(t)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName(name), Labels: labels},
+				Type:       playgroundv1alpha1.CredentialSecretType,
+				Data:       map[string][]byte{playgroundv1alpha1.CredentialTokenKey: []byte(planted)},
+			})).To(Succeed())
+			newTenant(t, ns, name, playgroundv1alpha1.TenantSpec{})
+			token := issuedToken(t, ns, name) // also checks the Secret is now controlled by the Tenant, and labelled
+			g.Expect(token).NotTo(Equal(planted), "a planted token was trusted")
+			g.Expect(getTenant(g, ns, name).Status.Credentials.TokenSHA256).NotTo(Equal(sha256Hex(planted)), "a planted token's hash was published")
+			eventually(t, func(g Gomega) { g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonTokenReissued)) })
+		})
+	}
 }
 
 // TestManagerRestart: restarting the manager re-mints nothing and
@@ -583,6 +629,7 @@ func TestManagerRestart(t *testing.T) {
 	eventually(t, func(g Gomega) {
 		tn := getTenant(g, ns, name)
 		g.Expect(tn.Status.Credentials.Fingerprint).To(Equal(fp))
+		g.Expect(tn.Status.Credentials.TokenSHA256).To(Equal(sha256Hex(token)))
 		g.Expect(tn.Status.Credentials.RotationRequest).To(Equal("first"))
 		g.Expect(tn.Status.SandboxRef).NotTo(BeNil())
 	})
@@ -592,6 +639,39 @@ func TestManagerRestart(t *testing.T) {
 	eventually(t, func(g Gomega) { g.Expect(getSandbox(g, ns, name).Spec.Persona).To(Equal("erin-again")) })
 	sbx = getSandbox(g, ns, name)
 	unchanged(g)
+}
+
+// TestUpgradePublishesHash: a Tenant whose status a previous version wrote,
+// without the token's hash, gets it from the new manager's first pass over
+// every Tenant at start, from the Secret the Tenant controls: the gateway
+// then accepts the same token, and nothing is re-minted.
+func TestUpgradePublishesHash(t *testing.T) {
+	ns := newNamespace(t)
+	const name = "ursula"
+	newTenant(t, ns, name, playgroundv1alpha1.TenantSpec{})
+	token := issuedToken(t, ns, name)
+	g := NewWithT(t)
+	secret := getSecret(g, ns, playgroundv1alpha1.CredentialSecretName(name))
+	eventually(t, func(g Gomega) {
+		g.Expect(getTenant(g, ns, name).Status.ObservedGeneration).To(Equal(int64(1)))
+	})
+
+	restartManager(t, func() {
+		// What the previous version's status looked like: no hash.
+		eventually(t, func(g Gomega) {
+			tn := getTenant(g, ns, name)
+			tn.Status.Credentials.TokenSHA256 = ""
+			g.Expect(k8sClient.Status().Update(context.Background(), tn)).To(Succeed())
+		})
+	})
+
+	eventually(t, func(g Gomega) {
+		tn := getTenant(g, ns, name)
+		g.Expect(tn.Status.Credentials.TokenSHA256).To(Equal(sha256Hex(token)))
+		g.Expect(tn.Status.Credentials.Fingerprint).To(Equal(sha16(token)))
+	})
+	g.Expect(getSecret(g, ns, secret.Name).ResourceVersion).To(Equal(secret.ResourceVersion), "the Secret was written")
+	g.Expect(tenantEvents(g, ns, name)).NotTo(Or(HaveKey(ReasonTokenReissued), HaveKey(ReasonTokenRotated)))
 }
 
 // Pure helpers.

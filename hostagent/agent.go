@@ -79,8 +79,8 @@ type Options struct {
 type Agent struct {
 	backends []backend.Backend // in the order given; the first is the default
 	jobs     *jobs.Manager
-	clock jobs.Clock
-	opts  Options
+	clock    jobs.Clock
+	opts     Options
 	// execDuration is exec's latency by outcome (metrics.go).
 	execDuration *prometheus.HistogramVec
 

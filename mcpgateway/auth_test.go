@@ -29,6 +29,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,29 +128,60 @@ func TestAuthentication(t *testing.T) {
 		}
 	})
 
-	t.Run("only the credential Secret counts", func(t *testing.T) {
-		stray := newToken()
-		for _, s := range []*corev1.Secret{
-			{ // the credential type and label, but not the tenant's Secret name
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "extra-token", Labels: map[string]string{playgroundv1alpha1.TenantLabel: "carol"}},
-				Type:       playgroundv1alpha1.CredentialSecretType,
-				Data:       map[string][]byte{playgroundv1alpha1.CredentialTokenKey: []byte(stray)},
-			},
-			{ // the tenant's Secret name, but not the credential type
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName("erin"), Labels: map[string]string{playgroundv1alpha1.TenantLabel: "erin"}},
-				Data:       map[string][]byte{playgroundv1alpha1.CredentialTokenKey: []byte(stray)},
-			},
+	t.Run("a planted Secret is never a credential", func(t *testing.T) {
+		// Whoever may create Secrets in the namespace plants tokens of the
+		// manager's form, with the tenant label and the credential type:
+		// beside an existing tenant's, and under the name of a tenant that
+		// does not exist yet, owned by someone else (the manager refuses
+		// such a Secret as SecretConflict and publishes no hash) or by
+		// nobody (the manager adopts it and mints a new token first).
+		stranger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"}}
+		if err := k8s.Create(ctx, stranger); err != nil {
+			t.Fatal(err)
+		}
+		strangers := []metav1.OwnerReference{*metav1.NewControllerRef(stranger, corev1.SchemeGroupVersion.WithKind("ConfigMap"))}
+		planted := map[string]string{}
+		for _, p := range []struct {
+			secret, tenant string
+			owners         []metav1.OwnerReference
+		}{
+			{"extra-token", "carol", nil},
+			{"carol-token-2", "carol", strangers},
+			{playgroundv1alpha1.CredentialSecretName("erin"), "erin", strangers},
+			{playgroundv1alpha1.CredentialSecretName("fay"), "fay", nil},
 		} {
-			if err := k8s.Create(ctx, s); err != nil {
+			planted[p.secret] = newToken()
+			if err := k8s.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.secret, OwnerReferences: p.owners,
+					Labels: map[string]string{playgroundv1alpha1.TenantLabel: p.tenant}},
+				Type: playgroundv1alpha1.CredentialSecretType,
+				Data: map[string][]byte{playgroundv1alpha1.CredentialTokenKey: []byte(planted[p.secret])},
+			}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := k8s.Create(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "erin"}}); err != nil {
-			t.Fatal(err)
+		// Then the tenants whose names they took are created, without a
+		// hash in their status, as the manager leaves them.
+		for _, name := range []string{"erin", "fay"} {
+			if err := k8s.Create(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		time.Sleep(500 * time.Millisecond) // let the informers see them
-		if got := statusOf(t, g.url, stray); got != http.StatusUnauthorized {
-			t.Fatalf("a stray Secret's token: %d, want 401", got)
+		// Once the gateway serves a tenant created after all of them, it
+		// has seen them.
+		marker := newTenant(t, ns, "marker", nil)
+		waitFor(t, "the gateway to see the tenants", 10*time.Second, wantStatus(g.url, t, marker.token, http.StatusOK))
+		for secret, tok := range planted {
+			if resp, _ := post(t, g.url, tok, "", initializeBody); resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("the token planted in Secret %s: %s, want 401", secret, resp.Status)
+			}
+			if cs, err := connectErr(g.url, tok, http.DefaultTransport, nil); err == nil {
+				_ = cs.Close()
+				t.Errorf("an MCP client connected with the token planted in Secret %s", secret)
+			}
+		}
+		if got := statusOf(t, g.url, carol.token); got != http.StatusOK {
+			t.Fatalf("carol's own token beside the planted ones: %d", got)
 		}
 	})
 
@@ -203,6 +235,42 @@ func TestAuthentication(t *testing.T) {
 	})
 }
 
+// TestNamespacedGateway: a gateway told one namespace needs, and here has,
+// nothing but a Role there (and its Role for the Leases): it serves that
+// namespace's tenants and knows no other's.
+func TestNamespacedGateway(t *testing.T) {
+	mine, theirs := newNamespace(t), newNamespace(t)
+	nina := newTenant(t, mine, "nina", nil)
+	otto := newTenant(t, theirs, "otto", nil)
+	g := startGateway(t, mcpgateway.Options{Namespace: mine})
+	g.waitReady(t)
+
+	// The gateway's identity cannot read beyond that namespace.
+	cl, err := client.New(gatewayConfig(t, mine, ""), client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, list := range []client.ObjectList{&playgroundv1alpha1.TenantList{}, &corev1.SecretList{}} {
+		if err := cl.List(context.Background(), list); !apierrors.IsForbidden(err) {
+			t.Fatalf("listing %T in every namespace as the namespaced gateway: %v, want forbidden", list, err)
+		}
+	}
+	if err := cl.List(context.Background(), &corev1.SecretList{}, client.InNamespace(mine)); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing Secrets in its namespace as the gateway: %v, want forbidden", err)
+	}
+
+	if got := statusOf(t, g.url, nina.token); got != http.StatusOK {
+		t.Fatalf("a tenant of the gateway's namespace: %d", got)
+	}
+	cs := connect(t, g.url, nina.token, nil)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := statusOf(t, g.url, otto.token); got != http.StatusUnauthorized {
+		t.Fatalf("a tenant of another namespace: %d, want 401", got)
+	}
+}
+
 func setSuspended(t *testing.T, ns, name string, suspended bool) {
 	t.Helper()
 	var tn playgroundv1alpha1.Tenant
@@ -226,7 +294,7 @@ func TestFailClosed(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close() // nothing listens: the informers never sync
-		cfg := rest.CopyConfig(cp.Config)
+		cfg := rest.CopyConfig(gatewayConfig(t, "", ""))
 		cfg.Host = "https://" + addr
 		g := startGateway(t, mcpgateway.Options{Config: cfg})
 		time.Sleep(300 * time.Millisecond)
@@ -246,7 +314,7 @@ func TestFailClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := startProxy(t, api.Host)
-		cfg := rest.CopyConfig(cp.Config)
+		cfg := rest.CopyConfig(gatewayConfig(t, "", ""))
 		cfg.Host = "https://" + p.addr
 		g := startGateway(t, mcpgateway.Options{Config: cfg, StaleAfter: 500 * time.Millisecond})
 		g.waitReady(t)

@@ -15,8 +15,9 @@ limitations under the License.
 */
 
 // Package mcpgateway is the MCP gateway: it authenticates MCP clients by
-// their tenant's bearer token (hashes of the credential Secrets, from
-// informers; see clusterview), resolves tenant, Sandbox and node from the
+// their tenant's bearer token (against the token hashes the manager
+// publishes in the Tenants' status, from informers; it reads no Secrets;
+// see clusterview), resolves tenant, Sandbox and node from the
 // same informer caches, and serves the eight sandbox tools (see tools)
 // through the node's host agent. It serves Streamable HTTP at /mcp, stateless
 // by default so that any replica serves any request, or one tenant over stdio

@@ -65,10 +65,13 @@ func DefaultHTTPLimits() httpserve.Limits { return httpserve.DefaultLimits() }
 
 // Options configure an HTTP gateway.
 type Options struct {
-	// Config reaches the API server whose Tenants, Sandboxes and credential
-	// Secrets the gateway reads.
+	// Config reaches the API server whose Tenants and Sandboxes the
+	// gateway reads (never Secrets: tokens are authenticated against the
+	// hashes the manager publishes in the Tenants' status).
 	Config *rest.Config
 	// Namespace limits the gateway to one namespace's tenants; empty is all.
+	// With it, the gateway lists and watches Tenants and Sandboxes in that
+	// namespace only, so a Role there is all it needs of them.
 	Namespace string
 	// Catalog is CatalogSandbox; CatalogWorkers is not implemented yet.
 	Catalog string
@@ -137,11 +140,12 @@ func CheckCatalog(c string) error {
 	return fmt.Errorf("unknown catalog %q: want sandbox (or workers, once it is implemented)", c)
 }
 
-// The gateway reads, and never writes: credential Secrets (only their
-// token's hash is kept), Tenants, Sandboxes, and the agents' registrations.
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
-// +kubebuilder:rbac:groups=playground.dev,resources=tenants;sandboxes,verbs=get;list;watch
+// The gateway reads, with informers, and never writes: Tenants (their
+// status carries the token hashes), Sandboxes, and the agents'
+// registrations. It reads no Secrets.
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants;sandboxes,verbs=list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=list;watch
+// +kubebuilder:rbac:groups="",namespace=playground-system,resources=serviceaccounts/token,verbs=create,resourceNames=playground-gateway
 
 // New returns a gateway; Run (or Start and Handler) serves it.
 func New(opts Options) (*Gateway, error) {

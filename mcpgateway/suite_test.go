@@ -19,7 +19,7 @@ package mcpgateway_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +38,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,13 +52,16 @@ import (
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/internal/rbactest"
 	"github.com/playground-dev/playground/mcpgateway"
 )
 
 // The gateway tests run against one real kube-apiserver and etcd, and real
-// host agents on runc sandboxes served over loopback. The manager is not
-// involved: the tests create Tenants, credential Secrets and Sandboxes, and
-// write the Sandbox status an agent would.
+// host agents on runc sandboxes served over loopback. The gateways run with
+// the rights of their generated RBAC (config/rbac/gateway) and no more,
+// which include no Secrets. The manager is not involved: the tests create
+// Tenants, credential Secrets and Sandboxes, and write the Tenant and
+// Sandbox status the manager and an agent would.
 
 const agentToken = "gateway-agent-token-for-tests"
 
@@ -142,8 +146,8 @@ func startNodeWith(t *testing.T, o nodeOptions) *node {
 	return n
 }
 
-// tenant is a Tenant with its credential Secret and, when placed on a
-// node, its Sandbox.
+// tenant is a Tenant with its credential Secret (and the hash of its token
+// published in its status) and, when placed on a node, its Sandbox.
 type tenant struct {
 	ns, name  string
 	token     string
@@ -152,10 +156,12 @@ type tenant struct {
 
 func (tn *tenant) String() string { return tn.ns + "/" + tn.name }
 
+// newToken returns a token of the form the manager mints: "pgt_" and 256
+// random bits in base64url.
 func newToken() string {
-	b := make([]byte, 24)
+	b := make([]byte, 32)
 	_, _ = rand.Read(b)
-	return "pg_" + hex.EncodeToString(b)
+	return "pgt_" + base64.RawURLEncoding.EncodeToString(b)
 }
 
 var nsSeq struct {
@@ -176,20 +182,23 @@ func newNamespace(t *testing.T) string {
 	return name
 }
 
-// newTenant creates a Tenant and its credential Secret, and, with a node,
-// its Sandbox: provisioned on the node's agent and with the status the
-// agent and manager would write.
+// newTenant creates a Tenant and its credential Secret, and publishes the
+// token's hash in the Tenant's status, as the manager does (in that order);
+// and, with a node, its Sandbox: provisioned on the node's agent and with
+// the status the agent and manager would write.
 func newTenant(t *testing.T, ns, name string, n *node) *tenant {
 	t.Helper()
 	ctx := context.Background()
 	tn := &tenant{ns: ns, name: name, token: newToken()}
-	if err := k8s.Create(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+	owner := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := k8s.Create(ctx, owner); err != nil {
 		t.Fatal(err)
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName(name),
-			Labels: map[string]string{playgroundv1alpha1.TenantLabel: name},
+			Labels:          map[string]string{playgroundv1alpha1.TenantLabel: name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, playgroundv1alpha1.GroupVersion.WithKind("Tenant"))},
 		},
 		Type: playgroundv1alpha1.CredentialSecretType,
 		Data: map[string][]byte{playgroundv1alpha1.CredentialTokenKey: []byte(tn.token)},
@@ -197,6 +206,7 @@ func newTenant(t *testing.T, ns, name string, n *node) *tenant {
 	if err := k8s.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
+	tn.publish(t)
 	if n == nil {
 		return tn
 	}
@@ -223,7 +233,29 @@ func newTenant(t *testing.T, ns, name string, n *node) *tenant {
 	return tn
 }
 
-// rotate gives the tenant a new token, as the Tenant controller would.
+// publish writes what the Tenant controller writes of the tenant's
+// current token into its status: the Secret's name, the fingerprint and
+// the hash the gateway authenticates against.
+func (tn *tenant) publish(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var obj playgroundv1alpha1.Tenant
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: tn.ns, Name: tn.name}, &obj); err != nil {
+		t.Fatal(err)
+	}
+	hash := playgroundv1alpha1.TokenSHA256(tn.token)
+	obj.Status.Credentials = playgroundv1alpha1.CredentialsStatus{
+		SecretRef:   &playgroundv1alpha1.LocalObjectReference{Name: playgroundv1alpha1.CredentialSecretName(tn.name)},
+		Fingerprint: hash[:16],
+		TokenSHA256: hash,
+	}
+	if err := k8s.Status().Update(ctx, &obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rotate gives the tenant a new token, as the Tenant controller would: into
+// its Secret, then its hash into the Tenant's status.
 func (tn *tenant) rotate(t *testing.T) (old string) {
 	t.Helper()
 	var s corev1.Secret
@@ -236,6 +268,7 @@ func (tn *tenant) rotate(t *testing.T) (old string) {
 	if err := k8s.Update(context.Background(), &s); err != nil {
 		t.Fatal(err)
 	}
+	tn.publish(t)
 	return old
 }
 
@@ -246,10 +279,13 @@ type gateway struct {
 	url string
 }
 
+// startGateway starts a gateway with opts; without a Config, it acts as the
+// gateway's ServiceAccount with the generated rights, granted as the chart
+// does for opts.Namespace and opts.LeaseNamespace.
 func startGateway(t *testing.T, opts mcpgateway.Options) *gateway {
 	t.Helper()
 	if opts.Config == nil {
-		opts.Config = cp.Config
+		opts.Config = gatewayConfig(t, opts.Namespace, opts.LeaseNamespace)
 	}
 	if opts.AgentToken == nil {
 		opts.AgentToken = mcpgateway.StaticToken(agentToken)
@@ -270,6 +306,24 @@ func startGateway(t *testing.T, opts mcpgateway.Options) *gateway {
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	return &gateway{gw: gw, srv: srv, url: srv.URL + "/mcp"}
+}
+
+// gatewayConfig acts as the gateway's ServiceAccount, with its generated
+// rules granted in namespace (a Role there; empty: a ClusterRole) and its
+// Roles in leaseNS (empty: playground-system). Each such variant is a user
+// of its own, so that it has those rights and no others.
+func gatewayConfig(t *testing.T, namespace, leaseNS string) *rest.Config {
+	t.Helper()
+	user := rbactest.ServiceAccountUser("gateway")
+	if namespace != "" || leaseNS != "" {
+		user += "-in-" + namespace + "-leases-" + leaseNS
+	}
+	cfg, err := rbactest.Grant(context.Background(), k8s, cp.Config, "gateway", user,
+		rbactest.Options{Namespace: namespace, RoleNamespace: leaseNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // waitReady waits until the gateway trusts its view.

@@ -99,6 +99,16 @@ type CredentialsStatus struct {
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
 
+	// TokenSHA256 is the full SHA-256 of the current token, in lowercase
+	// hex: what the MCP gateway authenticates bearer tokens against, so
+	// that it never reads Secrets. Only the Tenant controller writes it,
+	// and only for a token it minted into a Secret this Tenant controls;
+	// it is empty while there is none (a Secret conflict, deletion). It
+	// reveals nothing of the token, which has 256 random bits.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	// +optional
+	TokenSHA256 string `json:"tokenSHA256,omitempty"`
+
 	// RotationRequest is the spec.credentials.rotationRequest the current
 	// token was minted for.
 	// +optional

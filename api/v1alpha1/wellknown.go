@@ -16,6 +16,11 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
 // Finalizers, labels and Secret conventions shared by the manager, the
 // agents and the gateway.
 const (
@@ -29,8 +34,9 @@ const (
 	// the same namespace) it belongs to.
 	TenantLabel = "playground.dev/tenant"
 
-	// CredentialSecretType is the type of the Secrets holding tenant tokens;
-	// the gateway watches only Secrets of this type.
+	// CredentialSecretType is the type of the Secrets holding tenant
+	// tokens. With TenantLabel it selects the only Secrets the manager
+	// caches; the gateway reads no Secrets.
 	CredentialSecretType = "playground.dev/tenant-token"
 	// CredentialTokenKey is the key of the token in a credential Secret.
 	CredentialTokenKey = "token"
@@ -59,3 +65,10 @@ const (
 
 // CredentialSecretName is the name of a Tenant's credential Secret.
 func CredentialSecretName(tenant string) string { return tenant + "-token" }
+
+// TokenSHA256 is how a token's hash is written in
+// status.credentials.tokenSHA256: its SHA-256 in lowercase hex.
+func TokenSHA256(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}

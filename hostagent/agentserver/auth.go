@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
@@ -171,22 +172,31 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 	for k, v := range c.user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	sar, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-		Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: ns, Verb: UseVerb, Group: "playground.dev", Resource: "tenants", Name: name,
+	// The verb use on the Tenant, or get on its credential Secret:
+	// whoever may read the token could use it over HTTP anyway.
+	reason := ""
+	for _, attrs := range []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: UseVerb, Group: playgroundv1alpha1.GroupVersion.Group, Resource: "tenants", Name: name},
+		{Namespace: ns, Verb: "get", Resource: "secrets", Name: playgroundv1alpha1.CredentialSecretName(name)},
+	} {
+		sar, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra,
+				ResourceAttributes: &attrs,
 			},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err,
-			Message: "the agent could not ask the API server whether you may use the tenant: retry shortly"}
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err,
+				Message: "the agent could not ask the API server whether you may use the tenant: retry shortly"}
+		}
+		if sar.Status.Allowed {
+			return nil
+		}
+		if reason == "" {
+			reason = sar.Status.Reason
+		}
 	}
-	if !sar.Status.Allowed {
-		return denied(c, tenant, sar.Status.Reason)
-	}
-	return nil
+	return denied(c, tenant, reason)
 }
 
 func denied(c Caller, tenant, reason string) error {

@@ -60,10 +60,13 @@ import (
 // fields it owns), its Lease and Events. The Lease rights are namespaced:
 // the Role lives in the Leases' namespace.
 //
-// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/status,verbs=update;patch
-// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/finalizers,verbs=update
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;create;update;patch
+// It patches Sandboxes (its finalizer) and applies their status, never
+// updates them, and sets no owner references (so no sandboxes/finalizers);
+// it gets, creates and updates its Lease.
+//
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/status,verbs=patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

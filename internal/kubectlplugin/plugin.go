@@ -20,8 +20,6 @@ package kubectlplugin
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -220,12 +218,13 @@ func (x *cli) waitFor(ctx context.Context, what string, done func(ctx context.Co
 	return err
 }
 
-// tokenOf reads the tenant's current token and checks it against the
-// fingerprint in the Tenant's status, so that a token printed is the one
-// the gateway accepts.
+// tokenOf reads the tenant's current token and checks it against the hash
+// the manager published in the Tenant's status, which is what the gateway
+// authenticates against, so that a token printed is one the gateway
+// accepts. (A manager older than that hash published only the fingerprint.)
 func (x *cli) tokenOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (string, bool, error) {
-	ref := t.Status.Credentials.SecretRef
-	if ref == nil || t.Status.Credentials.Fingerprint == "" {
+	ref, creds := t.Status.Credentials.SecretRef, t.Status.Credentials
+	if ref == nil || creds.Fingerprint == "" {
 		return "", false, nil
 	}
 	var s corev1.Secret
@@ -233,8 +232,14 @@ func (x *cli) tokenOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (string
 		return "", false, client.IgnoreNotFound(err)
 	}
 	token := string(s.Data[playgroundv1alpha1.CredentialTokenKey])
-	sum := sha256.Sum256([]byte(token))
-	return token, token != "" && hex.EncodeToString(sum[:])[:16] == t.Status.Credentials.Fingerprint, nil
+	if token == "" {
+		return "", false, nil
+	}
+	hash := playgroundv1alpha1.TokenSHA256(token)
+	if creds.TokenSHA256 != "" {
+		return token, hash == creds.TokenSHA256, nil
+	}
+	return token, hash[:16] == creds.Fingerprint, nil
 }
 
 func (x *cli) create(ctx context.Context, name string) error {

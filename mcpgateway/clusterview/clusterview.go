@@ -15,17 +15,18 @@ limitations under the License.
 */
 
 // Package clusterview is the gateway's read-only view of the cluster: the
-// tenants' credential Secrets (kept as SHA-256 hashes only), the Tenants and
-// their Sandboxes, from informers. It answers "whose token is this?" and
-// "where is this tenant's sandbox?", and it says when it cannot be trusted:
-// before the first sync, and when a watch has been broken for longer than a
-// bound. Callers refuse to serve then (fail closed).
+// Tenants, indexed by the SHA-256 of their current token that the manager
+// publishes in their status, and their Sandboxes, from informers. It reads
+// no Secrets. It answers "whose token is this?" and "where is this
+// tenant's sandbox?", and it says when it cannot be trusted: before the
+// first sync, and when a watch has been broken for longer than a bound.
+// Callers refuse to serve then (fail closed).
 package clusterview
 
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,7 +34,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -53,9 +53,8 @@ import (
 // attempts) normally re-establishes the watch.
 const DefaultStaleAfter = 30 * time.Second
 
-// tokenHashKey is where a cached credential Secret keeps the SHA-256 of its
-// token; the transform drops the token itself before the object is stored.
-const tokenHashKey = "token.sha256"
+// tokenIndex indexes the Tenants by status.credentials.tokenSHA256.
+const tokenIndex = "tokenSHA256"
 
 // Options configure a View.
 type Options struct {
@@ -64,8 +63,9 @@ type Options struct {
 	// Name limits Tenants and Sandboxes to objects of this name (stdio mode
 	// serves one tenant and may only be allowed to read its own objects).
 	Name string
-	// Credentials enables the informer over credential Secrets, needed to
-	// authenticate bearer tokens. Stdio mode does without.
+	// Credentials enables Authenticate: bearer tokens are looked up by
+	// their hash among the Tenants' status.credentials.tokenSHA256. Stdio
+	// mode, authorised by the caller's kubeconfig, does without.
 	Credentials bool
 	// LeaseNamespace, when set, makes the view track the agents'
 	// registrations there, so that the gateway sends its agent token only
@@ -80,10 +80,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// View is the gateway's cache of credentials, Tenants and Sandboxes.
+// View is the gateway's cache of Tenants (with their token hashes) and
+// Sandboxes.
 type View struct {
 	opts      Options
-	secrets   *tracked // nil without Options.Credentials
 	tenants   *tracked
 	sandboxes *tracked
 	leases    *tracked // nil without Options.LeaseNamespace
@@ -101,8 +101,9 @@ func (i Identity) String() string { return i.Namespace + "/" + i.Name }
 // Errors of Authenticate and Tenant. Their messages are safe to show to the
 // caller.
 var (
-	// ErrUnknownToken: no current credential has this token (never issued,
-	// rotated away, or its Tenant or Secret was deleted).
+	// ErrUnknownToken: no Tenant publishes this token's hash (never issued
+	// by the manager, rotated away, its Tenant deleted, or its Secret not
+	// the Tenant's own).
 	ErrUnknownToken = errors.New("the bearer token is not a current tenant credential: it is wrong, was rotated, or its tenant was deleted; use the token in the tenant's credential Secret")
 	// ErrNotReady: the view cannot be trusted right now.
 	ErrNotReady = errors.New("the gateway's view of credentials is not current")
@@ -146,10 +147,6 @@ func New(cfg *rest.Config, opts Options) (*View, error) {
 	if opts.Name != "" {
 		nameSel = fields.OneTermEqualSelector("metadata.name", opts.Name)
 	}
-	if opts.Credentials {
-		v.secrets = v.newTracked("credential Secrets", cl, &corev1.Secret{}, func() client.ObjectList { return &corev1.SecretList{} },
-			fields.OneTermEqualSelector("type", playgroundv1alpha1.CredentialSecretType), hashCredential)
-	}
 	if opts.LeaseNamespace != "" {
 		v.leases = v.newTracked("agent registrations", cl, &coordinationv1.Lease{}, func() client.ObjectList { return &coordinationv1.LeaseList{} },
 			nil, stripManagedFields)
@@ -159,6 +156,9 @@ func New(cfg *rest.Config, opts Options) (*View, error) {
 	}
 	v.tenants = v.newTracked("Tenants", cl, &playgroundv1alpha1.Tenant{}, func() client.ObjectList { return &playgroundv1alpha1.TenantList{} },
 		nameSel, stripManagedFields)
+	if err := v.tenants.informer.AddIndexers(toolscache.Indexers{tokenIndex: tokenHashes}); err != nil {
+		return nil, err
+	}
 	v.sandboxes = v.newTracked("Sandboxes", cl, &playgroundv1alpha1.Sandbox{}, func() client.ObjectList { return &playgroundv1alpha1.SandboxList{} },
 		nameSel, stripManagedFields)
 	return v, nil
@@ -183,9 +183,6 @@ func (v *View) WaitForSync(ctx context.Context) bool {
 
 func (v *View) all() []*tracked {
 	ts := []*tracked{v.tenants, v.sandboxes}
-	if v.secrets != nil {
-		ts = append(ts, v.secrets)
-	}
 	if v.leases != nil {
 		ts = append(ts, v.leases)
 	}
@@ -209,10 +206,14 @@ func (v *View) Ready() error {
 }
 
 // Authenticate returns the tenant whose current credential is token, if the
-// tenant may be served. The token's hash is compared in constant time with
-// every credential's; the token itself is neither kept nor logged.
+// tenant may be served. The token is looked up by its SHA-256 among the
+// hashes the manager published in the Tenants' status, where only the
+// manager writes; the token itself is neither kept nor logged. (A lookup by
+// hash needs no constant-time comparison: how long it takes says something
+// about the hash of the presented token at most, and the hash of a token
+// of 256 random bits leads to no token.)
 func (v *View) Authenticate(token string) (Identity, error) {
-	if v.secrets == nil {
+	if !v.opts.Credentials {
 		return Identity{}, errors.New("this view has no credentials")
 	}
 	if err := v.Ready(); err != nil {
@@ -222,31 +223,22 @@ func (v *View) Authenticate(token string) (Identity, error) {
 		return Identity{}, ErrUnknownToken
 	}
 	sum := sha256.Sum256([]byte(token))
-	var found *corev1.Secret
-	for _, obj := range v.secrets.informer.GetStore().List() {
-		s, ok := obj.(*corev1.Secret)
-		if !ok {
-			continue
-		}
-		stored := s.Data[tokenHashKey]
-		if len(stored) != sha256.Size {
-			continue
-		}
-		if subtle.ConstantTimeCompare(sum[:], stored) == 1 && found == nil {
-			found = s
-		}
-	}
-	if found == nil {
+	objs, err := v.tenants.informer.GetIndexer().ByIndex(tokenIndex, hex.EncodeToString(sum[:]))
+	if err != nil || len(objs) == 0 {
 		return Identity{}, ErrUnknownToken
 	}
-	// Only the Secret the Tenant controller names counts: a stray Secret of
-	// the credential type carrying a tenant label mints nothing.
-	tenant := found.Labels[playgroundv1alpha1.TenantLabel]
-	if tenant == "" || found.Name != playgroundv1alpha1.CredentialSecretName(tenant) ||
-		found.Type != playgroundv1alpha1.CredentialSecretType || found.DeletionTimestamp != nil {
+	if len(objs) > 1 {
+		// The manager mints every token afresh; two Tenants with one hash
+		// were written by someone else, and the token is neither's.
+		var names []string
+		for _, o := range objs {
+			names = append(names, toolscache.MetaObjectToName(o.(*playgroundv1alpha1.Tenant)).String())
+		}
+		v.opts.Logger.Warn("Refusing a token whose hash several Tenants publish", "tenants", names)
 		return Identity{}, ErrUnknownToken
 	}
-	id := Identity{Namespace: found.Namespace, Name: tenant}
+	t := objs[0].(*playgroundv1alpha1.Tenant)
+	id := Identity{Namespace: t.Namespace, Name: t.Name}
 	if _, err := v.Tenant(id); err != nil {
 		return Identity{}, err
 	}
@@ -311,26 +303,23 @@ func (v *View) Agent(node string) (agentlease.Registration, bool) {
 	return reg, true
 }
 
-// hashCredential replaces a credential Secret's data by the SHA-256 of its
-// token before the informer stores it, so that no token stays in memory.
-func hashCredential(obj any) (any, error) {
-	s, ok := obj.(*corev1.Secret)
+// tokenHashes indexes a Tenant by the token hash its status publishes, when
+// it is well formed (the CRD's pattern says so too).
+func tokenHashes(obj any) ([]string, error) {
+	t, ok := obj.(*playgroundv1alpha1.Tenant)
 	if !ok {
-		return obj, nil
+		return nil, nil
 	}
-	out := &corev1.Secret{
-		TypeMeta: s.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
-			Labels: s.Labels, DeletionTimestamp: s.DeletionTimestamp,
-		},
-		Type: s.Type,
+	h := t.Status.Credentials.TokenSHA256
+	if len(h) != hex.EncodedLen(sha256.Size) {
+		return nil, nil
 	}
-	if tok := s.Data[playgroundv1alpha1.CredentialTokenKey]; len(tok) > 0 {
-		sum := sha256.Sum256(tok)
-		out.Data = map[string][]byte{tokenHashKey: sum[:]}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return nil, nil
+		}
 	}
-	return out, nil
+	return []string{h}, nil
 }
 
 func stripManagedFields(obj any) (any, error) {
@@ -360,7 +349,7 @@ func (v *View) newTracked(what string, cl client.WithWatch, example client.Objec
 	t := &tracked{what: what, now: v.opts.Now, log: v.opts.Logger}
 	lw := &listWatcher{t: t, cl: cl, newList: newList, namespace: v.opts.Namespace, fields: sel}
 	t.lw = lw
-	t.informer = toolscache.NewSharedIndexInformerWithOptions(lw, example, toolscache.SharedIndexInformerOptions{ObjectDescription: what})
+	t.informer = toolscache.NewSharedIndexInformerWithOptions(lw, example, toolscache.SharedIndexInformerOptions{ObjectDescription: what, Indexers: toolscache.Indexers{}})
 	_ = t.informer.SetTransform(transform)
 	_ = t.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
 		t.markDown()

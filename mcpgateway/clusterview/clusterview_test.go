@@ -17,51 +17,46 @@ limitations under the License.
 package clusterview
 
 import (
-	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 )
 
-// The informer stores what the transform returns: the token must not be in
-// it, only its hash.
-func TestHashCredentialKeepsNoToken(t *testing.T) {
-	token := []byte("pg_secret-token-value")
-	in := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "ns", Name: "a-token", Labels: map[string]string{playgroundv1alpha1.TenantLabel: "a"},
-			Annotations:   map[string]string{"note": string(token)},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}},
-		},
-		Type:       playgroundv1alpha1.CredentialSecretType,
-		Data:       map[string][]byte{playgroundv1alpha1.CredentialTokenKey: token, "other": token},
-		StringData: map[string]string{"s": string(token)},
+// Tenants are indexed by the hash their status publishes, when it is one.
+func TestTokenHashes(t *testing.T) {
+	sum := sha256.Sum256([]byte("pgt_a-token"))
+	good := hex.EncodeToString(sum[:])
+	for _, tc := range []struct {
+		hash string
+		want []string
+	}{
+		{good, []string{good}},
+		{"", nil},
+		{strings.ToUpper(good), nil},
+		{good[:63], nil},
+		{good + "0", nil},
+		{strings.Repeat("g", 64), nil},
+	} {
+		tn := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
+		tn.Status.Credentials.TokenSHA256 = tc.hash
+		got, err := tokenHashes(tn)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("tokenHashes(%q) = %v, %v; want %v", tc.hash, got, err, tc.want)
+		}
 	}
-	out, err := hashCredential(in)
-	if err != nil {
-		t.Fatal(err)
+	if got, _ := tokenHashes(&playgroundv1alpha1.Sandbox{}); got != nil {
+		t.Errorf("a Sandbox is indexed under %v", got)
 	}
-	s := out.(*corev1.Secret)
-	sum := sha256.Sum256(token)
-	if len(s.Data) != 1 || !bytes.Equal(s.Data[tokenHashKey], sum[:]) {
-		t.Fatalf("data %v, want only the token's hash", s.Data)
-	}
-	if s.Annotations != nil || s.StringData != nil || s.ManagedFields != nil {
-		t.Fatalf("kept more than needed: %+v", s.ObjectMeta)
-	}
-	if s.Name != "a-token" || s.Namespace != "ns" || s.Labels[playgroundv1alpha1.TenantLabel] != "a" || s.Type != playgroundv1alpha1.CredentialSecretType {
-		t.Fatalf("lost what authentication needs: %+v", s)
-	}
-	// A Secret without a token hashes to nothing, so no token matches it.
-	empty, _ := hashCredential(&corev1.Secret{Type: playgroundv1alpha1.CredentialSecretType})
-	if len(empty.(*corev1.Secret).Data) != 0 {
-		t.Fatal("an empty token got a hash")
+	if got := playgroundv1alpha1.TokenSHA256("pgt_a-token"); got != good {
+		t.Errorf("the manager writes %q for the token the gateway looks up as %q", got, good)
 	}
 }
 

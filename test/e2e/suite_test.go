@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,6 +45,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/internal/rbactest"
 )
 
 // agentToken is the bearer the test presents to agents, as the gateway would.
@@ -55,6 +57,9 @@ const leaseDuration = 3 * time.Second
 var (
 	cp        *controlplane.ControlPlane
 	k8sClient client.Client
+	// managerConfig acts as the manager's ServiceAccount, with only the
+	// rights of its generated RBAC.
+	managerConfig *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -65,7 +70,13 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	os.Exit(controlplane.RunTests(m, func(c *controlplane.ControlPlane) (func(), error) {
 		cp, k8sClient = c, c.Client
-		return nil, cp.CreateNamespaces(context.Background(), agentlease.DefaultNamespace)
+		ctx := context.Background()
+		if err := cp.CreateNamespaces(ctx, agentlease.DefaultNamespace); err != nil {
+			return nil, err
+		}
+		var err error
+		managerConfig, err = rbactest.Grant(ctx, k8sClient, cp.Config, "manager", rbactest.ServiceAccountUser("manager"), rbactest.Options{})
+		return nil, err
 	}))
 }
 
@@ -93,10 +104,11 @@ func (c *component) Stop(t *testing.T) {
 	})
 }
 
-// startManager runs the manager's controllers until stopped or the test ends.
+// startManager runs the manager's controllers, as the manager's
+// ServiceAccount, until stopped or the test ends.
 func startManager(t *testing.T) *component {
 	t.Helper()
-	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{SkipNameValidation: true})
+	mgr, err := controllers.NewManager(managerConfig, controllers.ManagerOptions{SkipNameValidation: true})
 	if err != nil {
 		t.Fatal(err)
 	}

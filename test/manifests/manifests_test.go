@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -259,8 +260,10 @@ func TestServerSideDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, nsYAML, nil, kc, "--kubeconfig", kubeconfig, "apply", "--server-side", "--field-manager=playground-test", "-f", "-")
-	// The custom values install into another namespace.
+	// The custom values install into another namespace, and the gateway
+	// serves team-a.
 	run(t, nil, nil, kc, "--kubeconfig", kubeconfig, "create", "namespace", "playground-apps")
+	run(t, nil, nil, kc, "--kubeconfig", kubeconfig, "create", "namespace", "team-a")
 
 	for _, tc := range []struct {
 		name string
@@ -714,7 +717,8 @@ func lastLines(s string, n int) string {
 
 // TestHelmCustomValues: the values that move or drop objects do so
 // consistently. The release is in playground-apps; the Leases, and so the
-// Roles, stay in playground-system.
+// Roles, stay in playground-system; the gateway, told namespace team-a,
+// has a Role there instead of a ClusterRole.
 func TestHelmCustomValues(t *testing.T) {
 	r := renderHelmCustom(t)
 	for _, o := range r.objs {
@@ -724,10 +728,14 @@ func TestHelmCustomValues(t *testing.T) {
 		case "PodDisruptionBudget":
 			t.Errorf("gateway.pdb.enabled=false, yet the chart renders %s", key(o))
 		case "Role", "RoleBinding":
-			if o.GetNamespace() != namespace {
-				t.Errorf("%s is not in the lease namespace %s", key(o), namespace)
+			if o.GetNamespace() != namespace && (o.GetName() != "playground-gateway" || o.GetNamespace() != "team-a") {
+				t.Errorf("%s is neither in the lease namespace %s nor the gateway's in team-a", key(o), namespace)
 			}
-		case "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+		case "ClusterRole", "ClusterRoleBinding":
+			if o.GetName() == "playground-gateway" {
+				t.Errorf("gateway.namespace=team-a, yet the chart renders %s", key(o))
+			}
+		case "CustomResourceDefinition":
 		default:
 			if o.GetNamespace() != "playground-apps" {
 				t.Errorf("%s is not in the release namespace playground-apps", key(o))
@@ -827,4 +835,56 @@ func podArgs(t *testing.T, pod map[string]any) []string {
 		t.Fatal(err)
 	}
 	return spec.Containers[0].Args
+}
+
+// TestGatewayReadsNoSecrets: no rule of the gateway, generated or rendered,
+// in a ClusterRole or a Role, names Secrets (or every resource of the core
+// group): it authenticates tokens against the hashes the manager publishes
+// in the Tenants' status. With gateway.namespace the chart gives it a Role
+// in that namespace and no ClusterRole.
+func TestGatewayReadsNoSecrets(t *testing.T) {
+	generated, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "rbac", "gateway", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	genObjs, err := decode(generated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := renderings(t)
+	all["generated (config/rbac/gateway)"] = rendering{raw: generated, objs: genObjs}
+	all["helm with custom values"] = renderHelmCustom(t)
+	all["helm with another lease namespace"] = renderHelmLeaseNamespace(t)
+	all["helm with the gateway in the lease namespace"] = renderHelm(t, "helm (gateway in the lease namespace)", "--set", "gateway.namespace="+namespace)
+	for name, r := range all {
+		var roles []string
+		for _, o := range r.objs {
+			if (o.GetKind() != "ClusterRole" && o.GetKind() != "Role") || o.GetName() != "playground-gateway" {
+				continue
+			}
+			roles = append(roles, key(o))
+			// A Role's fields are a subset of a ClusterRole's.
+			for _, rule := range workload[rbacv1.ClusterRole](t, o).Rules {
+				core := slices.Contains(rule.APIGroups, "") || slices.Contains(rule.APIGroups, "*")
+				if core && (slices.Contains(rule.Resources, "secrets") || slices.Contains(rule.Resources, "*")) {
+					t.Errorf("%s: %s grants %v on %v", name, key(o), rule.Verbs, rule.Resources)
+				}
+			}
+		}
+		if len(roles) == 0 {
+			t.Errorf("%s: no roles of the gateway", name)
+		}
+	}
+
+	custom := keys(renderHelmCustom(t).objs)
+	for _, want := range []string{"Role/team-a/playground-gateway", "RoleBinding/team-a/playground-gateway", "Role/" + namespace + "/playground-gateway"} {
+		if !slices.Contains(custom, want) {
+			t.Errorf("gateway.namespace=team-a renders no %s", want)
+		}
+	}
+	for _, unwanted := range []string{"ClusterRole//playground-gateway", "ClusterRoleBinding//playground-gateway"} {
+		if slices.Contains(custom, unwanted) {
+			t.Errorf("gateway.namespace=team-a still renders %s", unwanted)
+		}
+	}
 }

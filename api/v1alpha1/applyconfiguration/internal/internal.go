@@ -104,6 +104,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: secretRef
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
+    - name: tokenSHA256
+      type:
+        scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.EnvVar
   map:
     fields:

@@ -34,6 +34,13 @@ type CredentialsStatusApplyConfiguration struct {
 	// first 16 hex digits of its SHA-256. Compare it with a token you hold
 	// to tell which one is current.
 	Fingerprint *string `json:"fingerprint,omitempty"`
+	// TokenSHA256 is the full SHA-256 of the current token, in lowercase
+	// hex: what the MCP gateway authenticates bearer tokens against, so
+	// that it never reads Secrets. Only the Tenant controller writes it,
+	// and only for a token it minted into a Secret this Tenant controls;
+	// it is empty while there is none (a Secret conflict, deletion). It
+	// reveals nothing of the token, which has 256 random bits.
+	TokenSHA256 *string `json:"tokenSHA256,omitempty"`
 	// RotationRequest is the spec.credentials.rotationRequest the current
 	// token was minted for.
 	RotationRequest *string `json:"rotationRequest,omitempty"`
@@ -60,6 +67,14 @@ func (b *CredentialsStatusApplyConfiguration) WithSecretRef(value *LocalObjectRe
 // If called multiple times, the Fingerprint field is set to the value of the last call.
 func (b *CredentialsStatusApplyConfiguration) WithFingerprint(value string) *CredentialsStatusApplyConfiguration {
 	b.Fingerprint = &value
+	return b
+}
+
+// WithTokenSHA256 sets the TokenSHA256 field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TokenSHA256 field is set to the value of the last call.
+func (b *CredentialsStatusApplyConfiguration) WithTokenSHA256(value string) *CredentialsStatusApplyConfiguration {
+	b.TokenSHA256 = &value
 	return b
 }
 
