@@ -76,10 +76,8 @@ var expectedObjects = []struct {
 	{"Service", namespace, "playground-gateway", true, true},
 	{"PodDisruptionBudget", namespace, "playground-gateway", true, true},
 	{"NetworkPolicy", namespace, "playground-agent-api", true, true},
-
-	// kustomize cannot make a random token: the user creates this Secret
-	// (docs/install.md); the chart generates it unless told otherwise.
-	{"Secret", namespace, "playground-agent-token", false, true},
+	// No Secret: the gateway proves itself to the agents with its
+	// ServiceAccount, not a shared token.
 }
 
 func expectedKeys(inKustomize bool) []string {
@@ -162,13 +160,6 @@ func TestRenderedObjects(t *testing.T) {
 			t.Errorf("%s renders\n  %s\nwant\n  %s\nmissing: %v\nunexpected: %v", tc.name,
 				strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "), minus(tc.want, got), minus(got, tc.want))
 		}
-	}
-	// With a Secret of the user's, the chart renders kustomize's objects
-	// but the Namespace.
-	withSecret := renderHelm(t, "helm (existing secret)", "--set", "agentToken.existingSecret=playground-agent-token")
-	want := minus(expectedKeys(true), []string{"Namespace//" + namespace})
-	if got := keys(withSecret.objs); !slices.Equal(got, want) {
-		t.Errorf("helm with agentToken.existingSecret renders %v, want %v", got, want)
 	}
 }
 
@@ -445,13 +436,12 @@ func TestAgentDaemonSet(t *testing.T) {
 			if got, want := namedPort(t, c, "api"), listenPort(t, c.Args, "listen"); got != want {
 				t.Errorf("port api %d, --listen port %d", got, want)
 			}
-			tokenFile, ok := flagValue(c.Args, "token-file")
-			if !ok {
-				t.Fatal("no --token-file")
+			// It trusts the gateway's ServiceAccount, and no shared token.
+			if gw, _ := flagValue(c.Args, "trusted-gateway"); gw != "system:serviceaccount:"+namespace+":playground-gateway" {
+				t.Errorf("--trusted-gateway %q, want the gateway's ServiceAccount", gw)
 			}
-			tv := mountOf(t, pod, c, tokenFile)
-			if tv.Secret == nil || tv.Secret.SecretName != "playground-agent-token" {
-				t.Errorf("--token-file %s is not from the Secret playground-agent-token: %+v", tokenFile, tv.VolumeSource)
+			if f, ok := flagValue(c.Args, "token-file"); ok {
+				t.Errorf("the agent accepts a shared token file %s", f)
 			}
 			if ns, _ := flagValue(c.Args, "lease-namespace"); ns != namespace {
 				t.Errorf("--lease-namespace %q", ns)
@@ -608,28 +598,45 @@ func TestControlPlaneWorkloads(t *testing.T) {
 				t.Errorf("PDB minAvailable %v, want 1", pdb.Spec.MinAvailable)
 			}
 
-			// The gateway presents the token from the Secret the agents accept.
-			tokenFile, ok := flagValue(gc.Args, "agent-token-file")
-			if !ok {
-				t.Fatal("gateway: no --agent-token-file")
+			// The gateway mints its ServiceAccount's tokens for the agents:
+			// no shared token file, and the right to mint its own only.
+			if f, ok := flagValue(gc.Args, "agent-token-file"); ok {
+				t.Errorf("the gateway presents a shared token file %s", f)
 			}
-			tv := mountOf(t, gw.Spec.Template.Spec, gc, tokenFile)
-			if tv.Secret == nil || tv.Secret.SecretName != "playground-agent-token" {
-				t.Errorf("gateway --agent-token-file %s is not from the Secret playground-agent-token: %+v", tokenFile, tv.VolumeSource)
+			if gw.Spec.Template.Spec.AutomountServiceAccountToken != nil && !*gw.Spec.Template.Spec.AutomountServiceAccountToken {
+				t.Error("the gateway's pod mounts no ServiceAccount token: it could not mint the agents' tokens")
 			}
-			if filepath.Base(tokenFile) != "token" {
-				t.Errorf("gateway token file %s: the Secret's key is token", tokenFile)
-			}
-			// Readable by the non-root user: group-readable with fsGroup.
-			if m := tv.Secret.DefaultMode; m == nil || *m&0o040 == 0 || gw.Spec.Template.Spec.SecurityContext.FSGroup == nil {
-				t.Errorf("the token is not readable by the gateway's non-root user: defaultMode %v, fsGroup %v", m, gw.Spec.Template.Spec.SecurityContext.FSGroup)
-			}
+			mintsOwn(t, r, gw.Spec.Template.Spec.ServiceAccountName, namespace)
 		})
 	}
-	// The chart's Secret carries a token under the key the components read.
-	s := find(t, renderHelm(t, "helm"), "Secret", "playground-agent-token")
-	if tok, _, _ := unstructured.NestedString(s.Object, "data", "token"); len(tok) < 40 {
-		t.Errorf("the chart's agent token Secret holds %q under data.token", tok)
+}
+
+// mintsOwn checks that ServiceAccount sa of namespace ns may create tokens
+// of itself, and of no other ServiceAccount, through a Role there.
+func mintsOwn(t *testing.T, r rendering, sa, ns string) {
+	t.Helper()
+	found := false
+	for _, o := range r.objs {
+		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, raw := range rules {
+			rule, _ := raw.(map[string]any)
+			res, _, _ := unstructured.NestedStringSlice(rule, "resources")
+			if !slices.Contains(res, "serviceaccounts/token") {
+				continue
+			}
+			names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
+			if o.GetKind() != "Role" || o.GetNamespace() != ns || !slices.Equal(names, []string{sa}) {
+				t.Errorf("%s %s/%s lets someone create tokens of %v: want a Role in %s for %s only", o.GetKind(), o.GetNamespace(), o.GetName(), names, ns, sa)
+				continue
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no Role lets %s/%s create its own tokens", ns, sa)
 	}
 }
 
@@ -718,18 +725,19 @@ func lastLines(s string, n int) string {
 // TestHelmCustomValues: the values that move or drop objects do so
 // consistently. The release is in playground-apps; the Leases, and so the
 // Roles, stay in playground-system; the gateway, told namespace team-a,
-// has a Role there instead of a ClusterRole.
+// has a Role there instead of a ClusterRole, and one in its own namespace
+// to mint its tokens.
 func TestHelmCustomValues(t *testing.T) {
 	r := renderHelmCustom(t)
 	for _, o := range r.objs {
 		switch o.GetKind() {
 		case "Secret":
-			t.Errorf("agentToken.existingSecret is set, yet the chart renders Secret %s", o.GetName())
+			t.Errorf("the chart renders Secret %s: no component shares a secret", o.GetName())
 		case "PodDisruptionBudget":
 			t.Errorf("gateway.pdb.enabled=false, yet the chart renders %s", key(o))
 		case "Role", "RoleBinding":
-			if o.GetNamespace() != namespace && (o.GetName() != "playground-gateway" || o.GetNamespace() != "team-a") {
-				t.Errorf("%s is neither in the lease namespace %s nor the gateway's in team-a", key(o), namespace)
+			if o.GetNamespace() != namespace && (o.GetName() != "playground-gateway" || (o.GetNamespace() != "team-a" && o.GetNamespace() != "playground-apps")) {
+				t.Errorf("%s is neither in the lease namespace %s nor the gateway's in team-a or its own", key(o), namespace)
 			}
 		case "ClusterRole", "ClusterRoleBinding":
 			if o.GetName() == "playground-gateway" {
@@ -782,16 +790,10 @@ func TestHelmCustomValues(t *testing.T) {
 			t.Errorf("%s image %s", c.Name, c.Image)
 		}
 	}
-	for _, p := range []struct {
-		pod corev1.PodSpec
-		c   corev1.Container
-		arg string
-	}{{ds.Spec.Template.Spec, ac, "token-file"}, {gw.Spec.Template.Spec, gc, "agent-token-file"}} {
-		f, _ := flagValue(p.c.Args, p.arg)
-		if v := mountOf(t, p.pod, p.c, f); v.Secret == nil || v.Secret.SecretName != "my-agent-token" {
-			t.Errorf("%s mounts %+v, want the existing Secret my-agent-token", p.c.Name, v.VolumeSource)
-		}
+	if v, _ := flagValue(ac.Args, "trusted-gateway"); v != "system:serviceaccount:playground-apps:playground-gateway" {
+		t.Errorf("agent --trusted-gateway %q, want the gateway's ServiceAccount in playground-apps", v)
 	}
+	mintsOwn(t, r, gw.Spec.Template.Spec.ServiceAccountName, "playground-apps")
 	svc := workload[corev1.Service](t, find(t, r, "Service", "playground-gateway"))
 	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != 30080 {
 		t.Errorf("Service %s %+v, want NodePort 30080", svc.Spec.Type, svc.Spec.Ports)
@@ -810,10 +812,14 @@ func TestHelmCustomValues(t *testing.T) {
 func TestHelmLeaseNamespace(t *testing.T) {
 	r := renderHelmLeaseNamespace(t)
 	for _, o := range r.objs {
-		if k := o.GetKind(); (k == "Role" || k == "RoleBinding") && o.GetNamespace() != "elsewhere" {
+		// The gateway's Role to mint its own tokens stays in its namespace.
+		if k := o.GetKind(); (k == "Role" || k == "RoleBinding") && o.GetNamespace() != "elsewhere" &&
+			(o.GetName() != "playground-gateway" || o.GetNamespace() != namespace) {
 			t.Errorf("%s is not in the lease namespace elsewhere", key(o))
 		}
 	}
+	gwd := workload[appsv1.Deployment](t, find(t, r, "Deployment", "playground-gateway"))
+	mintsOwn(t, r, gwd.Spec.Template.Spec.ServiceAccountName, namespace)
 	for kind, name := range map[string]string{"DaemonSet": "playground-agent", "Deployment": "playground-manager"} {
 		pod := mustNested(t, find(t, r, kind, name), "spec", "template", "spec")
 		args := podArgs(t, pod)

@@ -231,7 +231,6 @@ func renderHelm(t *testing.T, name string, flags ...string) rendering {
 // optional objects.
 var customHelmValues = []string{
 	"--namespace", "playground-apps",
-	"--set", "agentToken.existingSecret=my-agent-token",
 	"--set", "gateway.service.type=NodePort",
 	"--set", "gateway.service.nodePort=30080",
 	"--set", "gateway.namespace=team-a",

@@ -55,16 +55,6 @@ app.kubernetes.io/part-of: playground
 {{- default "playground-system" .Values.leaseNamespace }}
 {{- end }}
 
-{{/* The Secret holding the agent API's token (key "token"). */}}
-{{- define "playground.agentTokenSecret" -}}
-{{- default (printf "%s-agent-token" (include "playground.fullname" .)) .Values.agentToken.existingSecret }}
-{{- end }}
-
-{{/* Where the gateway and the agents mount the agent token Secret. */}}
-{{- define "playground.agentTokenDir" -}}
-/etc/playground/agent-token
-{{- end }}
-
 {{/* A pod's preferred spreading over nodes, unless affinity is given: (dict "root" $ "component" "gateway" "affinity" .Values.gateway.affinity). */}}
 {{- define "playground.affinity" -}}
 {{- if .affinity }}
