@@ -34,6 +34,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/agentserver/agentservertest"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
 
@@ -98,7 +99,7 @@ func BenchmarkJobPollPage(b *testing.B) {
 func BenchmarkExecHostile(b *testing.B) {
 	data := bytes.Repeat([]byte{1}, 4<<20)
 	ctx := context.Background()
-	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{&memBackend{out: data, both: true}}})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{producer(data, true)}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func pageBytes(tb testing.TB, res *mcp.CallToolResult) int {
 func pollBenchSetup(b *testing.B, data []byte, jsonResponse bool) (*mcp.ClientSession, string) {
 	b.Helper()
 	ctx := context.Background()
-	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{&memBackend{out: data}}})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{producer(data, false)}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -243,47 +244,23 @@ func (s staticRouter) Route(context.Context, *mcp.CallToolRequest) (tools.Route,
 	return s.r, nil
 }
 
-// memBackend is a backend whose every command writes out to stdout (and,
-// with both, to stderr too), in pieces as a pipe would deliver them, and
-// exits 0.
-type memBackend struct {
-	out  []byte
-	both bool
-}
-
-func (m *memBackend) Name() string { return "mem" }
-func (m *memBackend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true}
-}
-func (m *memBackend) Provision(context.Context, backend.Spec) error { return nil }
-func (m *memBackend) Start(context.Context, string) error           { return nil }
-func (m *memBackend) Reattach(context.Context, backend.Spec) error {
-	return backend.ErrNotFound
-}
-func (m *memBackend) Detach(context.Context, string) error        { return nil }
-func (m *memBackend) Stop(context.Context, string) error          { return nil }
-func (m *memBackend) Destroy(context.Context, string, bool) error { return nil }
-func (m *memBackend) PileDir(id string) string                    { return "/nonexistent/" + id }
-
-func (m *memBackend) Exec(_ context.Context, _ string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	if !strings.HasPrefix(req.Command, "produce") {
-		return nil, fmt.Errorf("%w: memBackend runs only produce", backend.ErrInvalidRequest)
-	}
-	const piece = 64 << 10
-	for p := m.out; len(p) > 0; {
-		n := min(piece, len(p))
-		sink.Write(backend.Stdout, p[:n])
-		if m.both {
-			sink.Write(backend.Stderr, p[:n])
+// producer is a backend whose every command (produce …) writes out to
+// stdout (and, with both, to stderr too), in pieces as a pipe would
+// deliver them, and exits 0.
+func producer(out []byte, both bool) backend.Backend {
+	return backendtest.New("mem", func(_ string, req backend.ExecRequest, sink backend.Sink) (int, error) {
+		if !strings.HasPrefix(req.Command, "produce") {
+			return 0, fmt.Errorf("%w: the producer runs only produce", backend.ErrInvalidRequest)
 		}
-		p = p[n:]
-	}
-	return memProcess{}, nil
+		const piece = 64 << 10
+		for p := out; len(p) > 0; {
+			n := min(piece, len(p))
+			sink.Write(backend.Stdout, p[:n])
+			if both {
+				sink.Write(backend.Stderr, p[:n])
+			}
+			p = p[n:]
+		}
+		return 0, nil
+	})
 }
-
-type memProcess struct{}
-
-func (memProcess) Wait(context.Context) (backend.ExitStatus, error) {
-	return backend.ExitStatus{Code: 0, Duration: time.Millisecond}, nil
-}
-func (memProcess) Kill(context.Context) error { return nil }

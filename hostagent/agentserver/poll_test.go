@@ -33,58 +33,24 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/agentserver/agentservertest"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 )
-
-// piece is one write of a scripted command.
-type piece struct {
-	stream backend.Stream
-	data   string
-}
-
-// scriptBackend is an in-memory backend whose every command writes its
-// pieces and exits 0; it needs no containers.
-type scriptBackend struct{ pieces []piece }
-
-func (s *scriptBackend) Name() string { return "script" }
-func (s *scriptBackend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true}
-}
-func (s *scriptBackend) Provision(context.Context, backend.Spec) error { return nil }
-func (s *scriptBackend) Start(context.Context, string) error           { return nil }
-func (s *scriptBackend) Reattach(context.Context, backend.Spec) error  { return backend.ErrNotFound }
-func (s *scriptBackend) Detach(context.Context, string) error          { return nil }
-func (s *scriptBackend) Stop(context.Context, string) error            { return nil }
-func (s *scriptBackend) Destroy(context.Context, string, bool) error   { return nil }
-func (s *scriptBackend) PileDir(id string) string                      { return "/nonexistent/" + id }
-func (s *scriptBackend) Exec(_ context.Context, _ string, _ backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	for _, p := range s.pieces {
-		sink.Write(p.stream, []byte(p.data))
-	}
-	return scriptProcess{}, nil
-}
-
-type scriptProcess struct{}
-
-func (scriptProcess) Wait(context.Context) (backend.ExitStatus, error) {
-	return backend.ExitStatus{Code: 3, Duration: time.Millisecond}, nil
-}
-func (scriptProcess) Kill(context.Context) error { return nil }
 
 // TestPollBinaryAnswer: a poll answered in PollMediaType reads exactly as
 // the JSON answer does, and the client still reads an agent that answers
 // JSON only.
 func TestPollBinaryAnswer(t *testing.T) {
 	ctx := context.Background()
-	pieces := []piece{
-		{backend.Stdout, "hello <world> & \"quotes\"\n"},
-		{backend.Stderr, "\xff\x00\xfe not text\n"},
-		{backend.Stdout, "caf\xc3"}, // a character split over two writes
-		{backend.Stdout, "\xa9\n"},
-		{backend.Stdout, strings.Repeat("line of output\twith a tab\n", 12000)},
-		{backend.Stderr, ""},
-		{backend.Stderr, "\x00\x01 control bytes are text\n"},
+	pieces := []backendtest.Piece{
+		{Stream: backend.Stdout, Data: []byte("hello <world> & \"quotes\"\n")},
+		{Stream: backend.Stderr, Data: []byte("\xff\x00\xfe not text\n")},
+		{Stream: backend.Stdout, Data: []byte("caf\xc3")}, // a character split over two writes
+		{Stream: backend.Stdout, Data: []byte("\xa9\n")},
+		{Stream: backend.Stdout, Data: []byte(strings.Repeat("line of output\twith a tab\n", 12000))},
+		{Stream: backend.Stderr, Data: []byte("")},
+		{Stream: backend.Stderr, Data: []byte("\x00\x01 control bytes are text\n")},
 	}
-	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{&scriptBackend{pieces: pieces}}})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{backendtest.New("script", backendtest.Writes(pieces...))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +116,10 @@ func TestPollBinaryAnswer(t *testing.T) {
 	}
 	var wantOut, wantErr []byte
 	for _, p := range pieces {
-		if p.stream == backend.Stdout {
-			wantOut = append(wantOut, p.data...)
+		if p.Stream == backend.Stdout {
+			wantOut = append(wantOut, p.Data...)
 		} else {
-			wantErr = append(wantErr, p.data...)
+			wantErr = append(wantErr, p.Data...)
 		}
 	}
 	if !bytes.Equal(stdout, wantOut) || !bytes.Equal(stderr, wantErr) || !encodings[agentapi.EncodingText] || !encodings[agentapi.EncodingBase64] {

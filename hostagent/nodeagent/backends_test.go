@@ -20,9 +20,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -32,99 +30,10 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
-
-// scriptedBackend is a test backend in the place of one that cannot run
-// on this machine (here the lima class: Lima is not obtainable). It keeps
-// its sandboxes in memory and answers every command with a line naming
-// itself, so that a test sees which backend ran what; the agent's routing
-// to it, its Lease and its status are the real code paths.
-type scriptedBackend struct {
-	name string
-
-	mu        sync.Mutex
-	sandboxes map[string]bool // provisioned: running
-	commands  map[string][]string
-}
-
-func newScriptedBackend(name string) *scriptedBackend {
-	return &scriptedBackend{name: name, sandboxes: map[string]bool{}, commands: map[string][]string{}}
-}
-
-func (s *scriptedBackend) Name() string { return s.name }
-func (s *scriptedBackend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true}
-}
-func (s *scriptedBackend) Provision(_ context.Context, spec backend.Spec) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sandboxes[spec.ID] = s.sandboxes[spec.ID]
-	return nil
-}
-func (s *scriptedBackend) Start(_ context.Context, id string) error { return s.set(id, true) }
-func (s *scriptedBackend) Stop(_ context.Context, id string) error  { return s.set(id, false) }
-func (s *scriptedBackend) set(id string, running bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.sandboxes[id]; !ok {
-		return backend.ErrNotFound
-	}
-	s.sandboxes[id] = running
-	return nil
-}
-func (s *scriptedBackend) Reattach(_ context.Context, spec backend.Spec) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	running, ok := s.sandboxes[spec.ID]
-	switch {
-	case !ok:
-		return backend.ErrNotFound
-	case !running:
-		return backend.ErrNotRunning
-	}
-	return nil
-}
-func (s *scriptedBackend) Detach(context.Context, string) error { return nil }
-func (s *scriptedBackend) Destroy(_ context.Context, id string, _ bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.sandboxes[id]; !ok {
-		return backend.ErrNotFound
-	}
-	delete(s.sandboxes, id)
-	return nil
-}
-func (s *scriptedBackend) PileDir(id string) string { return "/nonexistent/" + id }
-func (s *scriptedBackend) Exec(_ context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.sandboxes[id] {
-		return nil, backend.ErrNotRunning
-	}
-	s.commands[id] = append(s.commands[id], req.Command)
-	sink.Write(backend.Stdout, []byte(s.name+" ran: "+req.Command+"\n"))
-	return scriptedProcess{}, nil
-}
-func (s *scriptedBackend) has(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.sandboxes[id]
-	return ok
-}
-func (s *scriptedBackend) ran(id string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.commands[id]...)
-}
-
-type scriptedProcess struct{}
-
-func (scriptedProcess) Wait(context.Context) (backend.ExitStatus, error) {
-	return backend.ExitStatus{Duration: time.Millisecond}, nil
-}
-func (scriptedProcess) Kill(context.Context) error { return nil }
 
 // TestTwoBackends: an agent given two backends offers both in its Lease
 // and serves Sandboxes of each on the backend their spec.backend names; a
@@ -132,7 +41,13 @@ func (scriptedProcess) Kill(context.Context) error { return nil }
 // those it does.
 func TestTwoBackends(t *testing.T) {
 	ctx := context.Background()
-	lima := newScriptedBackend(string(playgroundv1alpha1.BackendLima))
+	// A test backend in the place of one that cannot run here (Lima is not
+	// obtainable): the agent's routing to it, its Lease and its status are
+	// the real code paths.
+	lima := backendtest.New(string(playgroundv1alpha1.BackendLima), func(_ string, req backend.ExecRequest, sink backend.Sink) (int, error) {
+		sink.Write(backend.Stdout, []byte("lima ran: "+req.Command+"\n"))
+		return 0, nil
+	})
 	n := startNode(t, "two-backends", "", "", func(o *nodeagent.Options) { o.Backends = append(o.Backends, lima) })
 	ns := newNamespace(t, "two-backends")
 
@@ -168,8 +83,8 @@ func TestTwoBackends(t *testing.T) {
 	if out := run("on-lima", "uname"); out != "lima ran: uname\n" {
 		t.Fatalf("the lima sandbox answered %q", out)
 	}
-	if lima.has(ociID) || len(lima.ran(ociID)) != 0 || !lima.has(limaID) || fmt.Sprint(lima.ran(limaID)) != "[uname]" {
-		t.Fatalf("the lima backend holds the oci sandbox, or ran the wrong commands: %v %v", lima.ran(ociID), lima.ran(limaID))
+	if lima.Has(ociID) || len(lima.Ran(ociID)) != 0 || !lima.Has(limaID) || fmt.Sprint(lima.Ran(limaID)) != "[uname]" {
+		t.Fatalf("the lima backend holds the oci sandbox, or ran the wrong commands: %v %v", lima.Ran(ociID), lima.Ran(limaID))
 	}
 	if cs := n.containers(t); !strings.Contains(strings.Join(cs, " "), containerOf(ns, "on-oci")) || strings.Contains(strings.Join(cs, " "), containerOf(ns, "on-lima")) {
 		t.Fatalf("runc runs %v: want the oci sandbox only", cs)
@@ -190,7 +105,7 @@ func TestTwoBackends(t *testing.T) {
 		}
 		waitGone(t, ns, name)
 	}
-	if lima.has(limaID) {
+	if lima.Has(limaID) {
 		t.Fatal("the lima sandbox outlived its Sandbox")
 	}
 	if cs := n.containers(t); strings.Contains(strings.Join(cs, " "), containerOf(ns, "on-oci")) {
