@@ -51,7 +51,11 @@ limitations under the License.
 //   - pile: the pile is append-only inside, visible on the host, and kept
 //     by Destroy when asked.
 //   - isolation: a second sandbox on the node sees neither the first's files
-//     nor its processes, and cannot signal them or the supervision.
+//     nor its processes, and cannot signal them or the supervision; /tmp is
+//     1777; sockets of families beyond unix, inet and inet6 (AF_VSOCK above
+//     all) do not open, and a system call of another ABI (i386's int 0x80
+//     on amd64) is killed, both tried by a probe program (package probe)
+//     that the suite builds and writes into the sandbox.
 //
 // Capability flags decide: on a backend without ProvesCleanup the kernel
 // must refuse jobs and Kill must report a lost proof; without

@@ -22,7 +22,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 )
@@ -51,5 +55,53 @@ func TestTmpRepaired(t *testing.T) {
 	}
 	if got := sh(t, b, id, "stat -c %a /tmp"); got != "1777\n" {
 		t.Fatalf("/tmp after a start: %s, want 1777", got)
+	}
+}
+
+// TestSeccompProfile: the filter names the native architecture alone, and
+// refuses every socket family but AF_UNIX, AF_INET, AF_INET6 and
+// AF_NETLINK, whatever the argument's upper bits.
+func TestSeccompProfile(t *testing.T) {
+	p := seccompProfile()
+	if len(p.Architectures) != 1 || !strings.HasPrefix(p.Architectures[0], "SCMP_ARCH_") {
+		t.Fatalf("architectures %v, want the native one alone", p.Architectures)
+	}
+	for _, bad := range []string{"SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_ARM"} {
+		if slices.Contains(p.Architectures, bad) {
+			t.Fatalf("architectures %v admit %s", p.Architectures, bad)
+		}
+	}
+	refused := func(call string, v uint64) bool {
+		for _, r := range p.Syscalls {
+			if !slices.Contains(r.Names, call) || len(r.Args) != 1 || r.Args[0].Index != 0 {
+				continue
+			}
+			switch a := r.Args[0]; a.Op {
+			case "SCMP_CMP_EQ":
+				if v == a.Value {
+					return true
+				}
+			case "SCMP_CMP_GT":
+				if v > a.Value {
+					return true
+				}
+			default:
+				t.Fatalf("unexpected op %s on %s", a.Op, call)
+			}
+		}
+		return false
+	}
+	allowed := []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+	for _, call := range []string{"socket", "socketpair"} {
+		for v := range uint64(unix.AF_MAX + 8) {
+			if got, want := !refused(call, v), slices.Contains(allowed, v); got != want {
+				t.Errorf("%s(%d): allowed %v, want %v", call, v, got, want)
+			}
+		}
+		for _, v := range []uint64{1<<32 | unix.AF_INET, 1<<32 | unix.AF_VSOCK, 1<<63 | unix.AF_UNIX} {
+			if !refused(call, v) {
+				t.Errorf("%s(%#x) allowed: the kernel reads the low 32 bits", call, v)
+			}
+		}
 	}
 }
