@@ -31,6 +31,48 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
+// TestHostView checks what a sandbox sees of the node beyond its own
+// namespaces (docs/isolation.md, "What stays visible"): its cgroups are
+// "/" (a cgroup namespace), host-wide statistics are masked, and so are
+// the block devices, whose loop devices name every sandbox's image on the
+// node; ordinary tools work all the same.
+func TestHostView(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{ID: "view"})
+	for _, line := range strings.Split(strings.TrimSpace(sh(t, b, id, "cat /proc/self/cgroup")), "\n") {
+		if !strings.HasSuffix(line, ":/") {
+			t.Errorf("/proc/self/cgroup: %q, want every hierarchy at / (a cgroup namespace)", line)
+		}
+	}
+	for _, f := range []string{"/proc/stat", "/proc/meminfo", "/proc/loadavg", "/proc/uptime", "/proc/vmstat"} {
+		if got := sh(t, b, id, "wc -c < "+f); strings.TrimSpace(got) == "0" {
+			t.Errorf("%s is empty: ps, top, free, vmstat and uptime need it", f)
+		}
+	}
+	for _, f := range []string{"/proc/diskstats", "/proc/locks", "/proc/partitions", "/proc/swaps", "/proc/interrupts",
+		"/proc/softirqs", "/proc/zoneinfo", "/proc/buddyinfo", "/proc/cmdline", "/proc/key-users", "/proc/cgroups",
+		"/proc/config.gz", "/sys/kernel/vmcoreinfo"} {
+		if got := sh(t, b, id, "cat "+f+" 2>/dev/null | wc -c"); strings.TrimSpace(got) != "0" {
+			t.Errorf("%s shows %s bytes inside the sandbox, want it masked", f, strings.TrimSpace(got))
+		}
+	}
+	for _, d := range []string{"/sys/block", "/sys/class/block", "/sys/dev/block", "/sys/devices/virtual/block", "/sys/fs", "/sys/kernel", "/sys/module", "/proc/pressure"} {
+		if got := sh(t, b, id, "ls -A "+d+" 2>/dev/null | wc -l"); strings.TrimSpace(got) != "0" {
+			t.Errorf("%s lists %s entries inside the sandbox, want it masked", d, strings.TrimSpace(got))
+		}
+	}
+	// No file of /sys names the node's state directory (a loop device's
+	// backing_file named every sandbox's image).
+	if got := sh(t, b, id, "grep -rlsF '"+b.opts.StateDir+"' /sys | head -3; true"); got != "" {
+		t.Errorf("files of /sys name the state directory: %q", got)
+	}
+	for _, cmd := range []string{"ps aux", "top -bn1", "uptime", "free", "vmstat", "nproc", "df /tmp",
+		"python3 -c 'import os, platform; print(os.cpu_count(), os.getloadavg(), platform.platform())'"} {
+		if r := run(t, b, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code != 0 {
+			t.Errorf("%q in the sandbox: exit %d, stderr %q", cmd, r.Status.Code, r.Stderr)
+		}
+	}
+}
+
 // TestTmpRepaired: a sandbox made before /tmp got its sticky bit (its
 // layer's tmp was 0777) has 1777 from its next start on.
 func TestTmpRepaired(t *testing.T) {

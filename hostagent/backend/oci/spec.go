@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -180,7 +181,9 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 		mount{Destination: guest.RunDir, Type: "bind", Source: filepath.Join(dir, "run"), Options: append(rw, "noexec")},
 	)
 
-	namespaces := []namespace{{Type: "pid"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"}, {Type: "user"}}
+	// A cgroup namespace rooted at the sandbox's cgroup: /proc/*/cgroup
+	// shows "/", not the agent's cgroup path on the node.
+	namespaces := []namespace{{Type: "pid"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"}, {Type: "user"}, {Type: "cgroup"}}
 	if b.opts.Network == NetworkNone {
 		// A fresh network namespace: runc brings up loopback only.
 		namespaces = append(namespaces, namespace{Type: "network"})
@@ -231,21 +234,50 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 		Hostname: hostname(sb.spec.ID),
 		Mounts:   mounts,
 		Linux: linuxCfg{
-			UIDMappings: []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
-			GIDMappings: []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
-			Resources:   rs,
-			CgroupsPath: b.cgroupPath(sb),
-			Namespaces:  namespaces,
-			// runc's defaults (runc spec).
-			MaskedPaths: []string{
-				"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
-				"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
-				"/proc/sched_debug", "/sys/firmware", "/proc/scsi",
-			},
+			UIDMappings:   []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
+			GIDMappings:   []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
+			Resources:     rs,
+			CgroupsPath:   b.cgroupPath(sb),
+			Namespaces:    namespaces,
+			MaskedPaths:   b.maskedPaths,
 			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 			Seccomp:       seccompProfile(),
 		},
 	}
+}
+
+// maskedPaths are the paths of /proc and /sys that runc hides in every
+// sandbox (a file behind /dev/null, a directory behind an empty read-only
+// tmpfs; a path the kernel does not have is skipped). Beyond runc's own
+// defaults (the first line), they are what shows the node rather than the
+// sandbox and that no ordinary tool needs: host-wide statistics (disks,
+// file locks, interrupts, memory zones and slabs, pressure), the kernel's
+// command line, configuration and memory layout, and the block devices,
+// whose loop devices name every sandbox's image on the node. What stays
+// visible is listed, with the reason, in docs/isolation.md.
+func maskedPaths() []string {
+	paths := []string{
+		"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+		"/proc/diskstats", "/proc/partitions", "/proc/swaps", "/proc/locks",
+		"/proc/interrupts", "/proc/softirqs", "/proc/zoneinfo",
+		"/proc/buddyinfo", "/proc/pagetypeinfo", "/proc/slabinfo", "/proc/vmallocinfo",
+		"/proc/pressure", "/proc/key-users", "/proc/cgroups", "/proc/cmdline",
+		"/proc/config.gz", "/proc/kallsyms", "/proc/modules", "/proc/iomem", "/proc/ioports",
+		"/proc/kmsg", "/proc/kpagecount", "/proc/kpageflags", "/proc/kpagecgroup",
+		"/proc/mtrr", "/proc/dma",
+		"/sys/kernel", "/sys/fs", "/sys/module", "/sys/block", "/sys/class/block", "/sys/dev/block",
+		"/sys/devices/virtual/block", "/sys/devices/virtual/dmi", "/sys/class/dmi", "/sys/hypervisor",
+	}
+	// The node's own disks live under their bus (/sys/devices/pci…), not
+	// /sys/devices/virtual: their statistics are masked where they are.
+	entries, _ := os.ReadDir("/sys/block")
+	for _, e := range entries {
+		if dev, err := filepath.EvalSymlinks(filepath.Join("/sys/block", e.Name())); err == nil &&
+			strings.HasPrefix(dev, "/sys/devices/") && !strings.HasPrefix(dev, "/sys/devices/virtual/") {
+			paths = append(paths, dev)
+		}
+	}
+	return paths
 }
 
 func (b *Backend) cgroupPath(sb *sandbox) string {
