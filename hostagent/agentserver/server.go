@@ -162,6 +162,11 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 			writeJSON(w, http.StatusBadRequest, agentapi.ErrorResponse{Code: agentapi.CodeInvalid, Message: err.Error()})
 			return
 		}
+		if err := checkIDs(r); err != nil {
+			code := codeOf(err)
+			writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: err.Error()})
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, agentapi.MaxRequestBytes)
 		res, err := fn(r)
 		if err != nil {
@@ -183,6 +188,19 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 			writeJSON(w, http.StatusOK, res)
 		}
 	})
+}
+
+// checkIDs refuses a handle or job ID in the path that the agent could not
+// have issued, with the kernel's answer for an unknown one, before the call
+// reads its body or takes any budget.
+func checkIDs(r *http.Request) error {
+	if strings.Contains(r.Pattern, "{handle}") && !agentapi.ValidHandle(r.PathValue("handle")) {
+		return hostagent.HandleNotFound()
+	}
+	if strings.Contains(r.Pattern, "{job}") && !agentapi.ValidJobID(r.PathValue("job")) {
+		return &jobs.NotFoundError{}
+	}
+	return nil
 }
 
 // checkVersion refuses a caller of another major version; a caller that

@@ -18,8 +18,6 @@ package jobs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -334,17 +333,13 @@ func (m *Manager) nextExpiryLocked(tenant string) time.Duration {
 	return next
 }
 
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// newIDLocked returns "job_" and 128 random bits in lower-case base32. IDs are
+// newIDLocked returns a fresh job ID (agentapi.NewJobID). IDs are
 // unguessable, so knowing one proves it was handed out; the collision check
 // only guards the live map, since a repeat of a recycled ID is as likely as
 // guessing one.
 func (m *Manager) newIDLocked() string {
 	for {
-		var b [16]byte
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes the program instead
-		id := "job_" + strings.ToLower(idEncoding.EncodeToString(b[:]))
+		id := agentapi.NewJobID()
 		if _, dup := m.jobs[id]; !dup {
 			return id
 		}
@@ -386,11 +381,14 @@ func wakeLocked(j *job) {
 	}
 }
 
-// lookupLocked finds tenant's job. Unknown, starting, recycled, expired and
-// other tenants' jobs all give the same error.
+// lookupLocked finds tenant's job. Unknown, malformed, starting, recycled,
+// expired and other tenants' jobs all give the same error.
 func (m *Manager) lookupLocked(tenant, id string) (*job, error) {
 	if m.closed {
 		return nil, ErrClosed
+	}
+	if !agentapi.ValidJobID(id) {
+		return nil, notFound(id)
 	}
 	j := m.jobs[id]
 	if j == nil || j.starting || j.tenant != tenant {

@@ -285,7 +285,7 @@ func (c *catalog) openSession(ctx context.Context, req *mcp.CallToolRequest, _ O
 }
 
 func (c *catalog) closeSession(ctx context.Context, req *mcp.CallToolRequest, in CloseSessionInput) (*mcp.CallToolResult, CloseSessionOutput, error) {
-	if err := checkID("handle", in.Handle); err != nil {
+	if err := checkHandle(in.Handle); err != nil {
 		return nil, CloseSessionOutput{}, invalid(err)
 	}
 	r, err := c.route(ctx, req)
@@ -301,7 +301,7 @@ func (c *catalog) closeSession(ctx context.Context, req *mcp.CallToolRequest, in
 
 // execRequest validates the common command arguments.
 func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSeconds int, defaultTimeout time.Duration) (agentapi.ExecRequest, error) {
-	if err := checkID("handle", handle); err != nil {
+	if err := checkHandle(handle); err != nil {
 		return agentapi.ExecRequest{}, err
 	}
 	if command == "" {
@@ -545,7 +545,7 @@ func (c *catalog) jobExec(ctx context.Context, req *mcp.CallToolRequest, in JobE
 }
 
 func (c *catalog) jobPoll(ctx context.Context, req *mcp.CallToolRequest, in JobPollInput) (*mcp.CallToolResult, JobPollOutput, error) {
-	if err := checkID("job_id", in.JobID); err != nil {
+	if err := checkJobID(in.JobID); err != nil {
 		return nil, JobPollOutput{}, invalid(err)
 	}
 	if in.MaxBytes < 0 || in.MaxBytes > MaxPollBytes {
@@ -773,7 +773,7 @@ func outputBytes(ch Chunk) int {
 }
 
 func (c *catalog) jobCancel(ctx context.Context, req *mcp.CallToolRequest, in JobCancelInput) (*mcp.CallToolResult, JobCancelOutput, error) {
-	if err := checkID("job_id", in.JobID); err != nil {
+	if err := checkJobID(in.JobID); err != nil {
 		return nil, JobCancelOutput{}, invalid(err)
 	}
 	r, err := c.route(ctx, req)
@@ -793,7 +793,7 @@ func (c *catalog) jobCancel(ctx context.Context, req *mcp.CallToolRequest, in Jo
 }
 
 func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
-	if err := checkID("handle", in.Handle); err != nil {
+	if err := checkHandle(in.Handle); err != nil {
 		return nil, ReadOutput{}, invalid(err)
 	}
 	if in.Path == "" {
@@ -878,7 +878,7 @@ func (c *catalog) write(ctx context.Context, req *mcp.CallToolRequest, in WriteI
 
 // writePayload validates write's arguments and returns the bytes to write.
 func writePayload(in WriteInput) ([]byte, error) {
-	if err := checkID("handle", in.Handle); err != nil {
+	if err := checkHandle(in.Handle); err != nil {
 		return nil, err
 	}
 	if in.Path == "" {

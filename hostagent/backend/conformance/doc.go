@@ -27,9 +27,11 @@ limitations under the License.
 // fresh node so that any of them runs alone (go test -run
 // 'TestConformance/jobs'):
 //
-//   - lifecycle: unknown and stopped sandboxes say so, unsafe IDs are
-//     refused, provisioning and starting again keep files and processes,
-//     Destroy ends running commands and removes the workspace.
+//   - lifecycle: unknown and stopped sandboxes say so, unsafe sandbox IDs
+//     are refused by every call, handles and job IDs not of the shape the
+//     kernel issues are answered as unknown ones, provisioning and starting
+//     again keep files and processes, Destroy ends running commands and
+//     removes the workspace.
 //   - exec: a fresh /bin/sh per call, login and clean shells, cwd, stdin,
 //     byte-exact output, exit status, background processes outliving their
 //     command, concurrent commands, and a timeout that kills the command's
