@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,9 @@ type Options struct {
 	MaxFileBytes int
 	// KillTimeout bounds the kill of a timed-out command.
 	KillTimeout time.Duration
+	// Logger receives the detail of internal failures that tenants see
+	// only as an error ID; nil drops it.
+	Logger *slog.Logger
 }
 
 // Agent is the execution kernel of one node. It is safe for concurrent use.
@@ -132,7 +136,7 @@ func New(opts Options) (*Agent, error) {
 	setDefault(&opts.ExecOutputLimit, DefaultExecOutputLimit)
 	setDefault(&opts.MaxFileBytes, DefaultMaxFileBytes)
 	setDefault(&opts.KillTimeout, DefaultKillTimeout)
-	jm, err := jobs.New(opts.JobLimits, opts.Clock)
+	jm, err := jobs.New(opts.JobLimits, opts.Clock, jobs.WithLogger(opts.Logger))
 	if err != nil {
 		return nil, err
 	}

@@ -85,3 +85,35 @@ const (
 
 func errHandleNotFound() error { return &Error{Code: CodeNotFound, Message: HandleNotFound} }
 func errJobNotFound() error    { return &Error{Code: CodeNotFound, Message: JobNotFound} }
+
+// An internal error (CodeInternal) reaches the caller as an ID and a
+// generic text: its detail (a backend's error, which may name the node's
+// paths) goes only to the log of whoever answered, under the same ID.
+const internalErrorPrefix = "internal error "
+
+// NewErrorID returns a fresh ID for an internal error: 80 random bits, so
+// that one log line matches it.
+func NewErrorID() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+// InternalErrorMessage is the message of an internal error logged under id.
+func InternalErrorMessage(id string) string {
+	return internalErrorPrefix + id + ": the call failed inside Playground; retry, and if it persists give the operator this error's ID"
+}
+
+// InternalErrorID returns the ID of an internal error's message, if it
+// carries one in the shape NewErrorID makes.
+func InternalErrorID(msg string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, internalErrorPrefix)
+	if !ok || len(rest) < 17 || rest[16] != ':' {
+		return "", false
+	}
+	id := rest[:16]
+	if strings.Trim(id, "abcdefghijklmnopqrstuvwxyz234567") != "" {
+		return "", false
+	}
+	return id, true
+}

@@ -36,6 +36,16 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
+// failingBackend is scriptBackend whose commands fail to start with err.
+type failingBackend struct {
+	scriptBackend
+	err error
+}
+
+func (f *failingBackend) Exec(context.Context, string, backend.ExecRequest, backend.Sink) (backend.Process, error) {
+	return nil, f.err
+}
+
 // logBuffer collects a server's log.
 type logBuffer struct {
 	mu  sync.Mutex
@@ -181,4 +191,32 @@ func TestMalformedIDs(t *testing.T) {
 	if _, err := c.Renew(ctx, "ns/a", h.ID); err != nil {
 		t.Fatalf("the handle itself: %v", err)
 	}
+}
+
+// TestInternalErrorID: an internal failure reaches the caller as an error
+// ID and a generic text; its detail, which may name the node's paths, is
+// in the agent's log under that ID.
+func TestInternalErrorID(t *testing.T) {
+	ctx := context.Background()
+	detail := "oci: sandbox sbx-1: connecting to its init: dial unix /var/lib/playground/sandboxes/sbx-1/run/init.sock: connect: connection refused"
+	c, _, log := serveFake(t, &failingBackend{err: errors.New(detail)}, spec("internal", "ns/a"))
+	h, err := c.Open(ctx, "ns/a", "internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Exec(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "true"})
+	var ae *agentapi.Error
+	if !errors.As(err, &ae) || ae.Code != agentapi.CodeInternal {
+		t.Fatalf("exec: %v; want an internal error", err)
+	}
+	id, ok := agentapi.InternalErrorID(ae.Message)
+	if !ok || strings.Contains(ae.Message, "/var/lib") || strings.Contains(ae.Message, "sbx-1") {
+		t.Fatalf("the caller is told %q: want an error ID and no detail", ae.Message)
+	}
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, `"errorID":"`+id+`"`) && strings.Contains(line, "/var/lib/playground/sandboxes/sbx-1/run/init.sock") {
+			return
+		}
+	}
+	t.Fatalf("no log line with error ID %s and the detail:\n%s", id, log)
 }
