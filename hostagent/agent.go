@@ -27,16 +27,16 @@ package hostagent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
@@ -73,6 +73,9 @@ type Options struct {
 	MaxFileBytes int
 	// KillTimeout bounds the kill of a timed-out command.
 	KillTimeout time.Duration
+	// Logger receives the detail of internal failures that tenants see
+	// only as an error ID; nil drops it.
+	Logger *slog.Logger
 }
 
 // Agent is the execution kernel of one node. It is safe for concurrent use.
@@ -133,7 +136,7 @@ func New(opts Options) (*Agent, error) {
 	setDefault(&opts.ExecOutputLimit, DefaultExecOutputLimit)
 	setDefault(&opts.MaxFileBytes, DefaultMaxFileBytes)
 	setDefault(&opts.KillTimeout, DefaultKillTimeout)
-	jm, err := jobs.New(opts.JobLimits, opts.Clock)
+	jm, err := jobs.New(opts.JobLimits, opts.Clock, jobs.WithLogger(opts.Logger))
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +383,8 @@ func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, err
 	a.expireLocked()
 	s, ok := a.sandboxes[sandboxID]
 	if !ok || s.spec.Tenant != tenant {
-		return Handle{}, errorf(CodeNotFound, "no sandbox %q for tenant %s on this node: it is not provisioned here yet, or it is not yours", truncate(sandboxID), tenant)
+		// The ID is not quoted: it is the caller's, of any shape.
+		return Handle{}, errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
 	}
 	if s.suspended {
 		return Handle{}, errorf(CodeUnavailable, "tenant %s is suspended: its sandbox is stopped (its files are kept) until an operator clears spec.suspended on the Tenant", tenant)
@@ -392,7 +396,7 @@ func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, err
 	if len(a.handles) >= a.opts.MaxHandles {
 		return Handle{}, errorf(CodeExhausted, "this node has %d open session handles (limit %d): retry later", len(a.handles), a.opts.MaxHandles)
 	}
-	h := &handle{id: newID("h_"), tenant: tenant, sandboxID: sandboxID, expires: a.clock.Now().Add(a.opts.HandleTTL)}
+	h := &handle{id: agentapi.NewHandle(), tenant: tenant, sandboxID: sandboxID, expires: a.clock.Now().Add(a.opts.HandleTTL)}
 	a.handles[h.id] = h
 	a.perTenant[tenant]++
 	s.handles++
@@ -429,12 +433,17 @@ func (a *Agent) CloseHandle(ctx context.Context, tenant, handleID string) error 
 	return nil
 }
 
-// useLocked resolves a handle of the tenant and renews its lease.
+// useLocked resolves a handle of the tenant and renews its lease. It is
+// where every call naming a handle enters: one not of the shape the agent
+// issues is not found, like any unknown one.
 func (a *Agent) useLocked(tenant, handleID string) (*handle, error) {
+	if !agentapi.ValidHandle(handleID) {
+		return nil, HandleNotFound()
+	}
 	a.expireLocked()
 	h, ok := a.handles[handleID]
 	if !ok || h.tenant != tenant {
-		return nil, handleNotFound(handleID)
+		return nil, HandleNotFound()
 	}
 	h.expires = a.clock.Now().Add(a.opts.HandleTTL)
 	return h, nil
@@ -483,7 +492,7 @@ func (a *Agent) resolve(tenant, handleID string) (backend.Spec, backend.Backend,
 	}
 	s, ok := a.sandboxes[h.sandboxID]
 	if !ok || s.suspended {
-		return backend.Spec{}, nil, handleNotFound(handleID)
+		return backend.Spec{}, nil, HandleNotFound()
 	}
 	return s.spec, s.be, nil
 }
@@ -494,21 +503,4 @@ func decr(m map[string]int, k string) {
 		return
 	}
 	m[k]--
-}
-
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// newID returns prefix and 128 random bits: unguessable, so holding one
-// proves it was handed out.
-func newID(prefix string) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail; it crashes the program instead
-	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
-}
-
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64]
-	}
-	return s
 }

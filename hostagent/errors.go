@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -71,11 +72,9 @@ func CodeOf(err error) Code {
 	return CodeInternal
 }
 
-// handleNotFound is the one answer for unknown, expired and other tenants'
-// handles, so that a caller learns nothing about handles not its own.
-func handleNotFound(h string) *Error {
-	if len(h) > 64 {
-		h = h[:64]
-	}
-	return errorf(CodeNotFound, "session handle %q not found: it was closed, expired after going unused, or is not yours; open a new one with open_session", h)
+// HandleNotFound is the one answer for unknown, expired, malformed and
+// other tenants' handles (agentapi.HandleNotFound), so that a caller learns
+// nothing about handles not its own.
+func HandleNotFound() *Error {
+	return &Error{Code: CodeNotFound, Message: agentapi.HandleNotFound}
 }

@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -346,10 +347,13 @@ func TestGateway(t *testing.T) {
 		callErr(t, cs, "read", map[string]any{"handle": h, "path": "x", "cwd": "/no/such/dir"}, "cwd", "does not exist")
 		callErr(t, cs, "exec", map[string]any{"handle": h, "command": "true", "shell": "zsh"}, "shell")
 		callErr(t, cs, "exec", map[string]any{"handle": h, "command": ""}, "command")
-		callErr(t, cs, "exec", map[string]any{"handle": "h_nope", "command": "true"}, "not_found", "open_session")
-		callErr(t, cs, "job_poll", map[string]any{"job_id": "job_nope"}, "not_found")
+		callErr(t, cs, "exec", map[string]any{"handle": agentapi.NewHandle(), "command": "true"}, "not_found", "open_session")
+		callErr(t, cs, "job_poll", map[string]any{"job_id": agentapi.NewJobID()}, "not_found")
 		callErr(t, cs, "job_poll", map[string]any{"job_id": j.JobID, "cursor": "garbage"}, "cursor")
-		callErr(t, cs, "job_cancel", map[string]any{"job_id": "bad id with spaces"}, "invalid_argument")
+		for _, bad := range []string{"bad id with spaces", ".", "..", "../x", "h_nope", j.JobID + "/.."} {
+			callErr(t, cs, "job_cancel", map[string]any{"job_id": bad}, "invalid_argument", "not one Playground issues")
+			callErr(t, cs, "exec", map[string]any{"handle": bad, "command": "true"}, "invalid_argument", "not one Playground issues")
+		}
 
 		// A timeout is a result, not an error.
 		callOK(t, cs, "exec", map[string]any{"handle": h, "command": "echo started; sleep 30", "timeout_seconds": 1}, &ex)

@@ -104,6 +104,8 @@ func BackendClassOf(s *Sandbox) BackendClass {
 // SandboxID is the stable ID of the Sandbox namespace/name: the same on every
 // agent, across restarts and across a backup restored without status. A
 // Sandbox re-created under the same name finds a pile that was retained.
+// It needs no state, and so can be computed from the name: docs/security.md
+// (Sandbox IDs) says why that stays.
 func SandboxID(namespace, name string) string {
 	sum := sha256.Sum256([]byte(namespace + "/" + name))
 	return "sbx-" + hex.EncodeToString(sum[:10])

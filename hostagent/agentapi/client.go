@@ -156,20 +156,29 @@ func (c *Client) Open(ctx context.Context, tenant, sandboxID string) (Handle, er
 // Renew extends a handle's lease.
 func (c *Client) Renew(ctx context.Context, tenant, handle string) (Handle, error) {
 	var h Handle
-	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/renew", TenantRequest{Tenant: tenant}, &h)
+	if !ValidHandle(handle) {
+		return h, errHandleNotFound()
+	}
+	err := c.do(ctx, "/v1/handles/"+handle+"/renew", TenantRequest{Tenant: tenant}, &h)
 	return h, err
 }
 
 // Close releases a handle.
 func (c *Client) Close(ctx context.Context, tenant, handle string) error {
-	return c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/close", TenantRequest{Tenant: tenant}, nil)
+	if !ValidHandle(handle) {
+		return errHandleNotFound()
+	}
+	return c.do(ctx, "/v1/handles/"+handle+"/close", TenantRequest{Tenant: tenant}, nil)
 }
 
 // Exec runs a command to its end. It asks for the binary answer
 // (ExecMediaType), so the output arrives as raw bytes in one buffer, and
 // reads JSON too, from an agent that does not know it.
 func (c *Client) Exec(ctx context.Context, tenant, handle string, req ExecRequest) (ExecResult, error) {
-	path := "/v1/handles/" + url.PathEscape(handle) + "/exec"
+	if !ValidHandle(handle) {
+		return ExecResult{}, errHandleNotFound()
+	}
+	path := "/v1/handles/" + handle + "/exec"
 	req.Tenant = tenant
 	resp, err := c.post(ctx, path, req, ExecMediaType+", application/json;q=0.5")
 	if err != nil {
@@ -255,15 +264,21 @@ func readBinaryExec(r io.Reader, reserve func(int64) error) (ExecResult, error) 
 // StartJob starts a background job.
 func (c *Client) StartJob(ctx context.Context, tenant, handle string, req ExecRequest) (JobInfo, error) {
 	var info JobInfo
+	if !ValidHandle(handle) {
+		return info, errHandleNotFound()
+	}
 	req.Tenant = tenant
-	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/jobs", req, &info)
+	err := c.do(ctx, "/v1/handles/"+handle+"/jobs", req, &info)
 	return info, err
 }
 
 // Poll returns a page of a job's output. It asks for the binary answer
 // (PollMediaType) and reads JSON too, from an agent that does not know it.
 func (c *Client) Poll(ctx context.Context, req PollRequest, jobID string) (PollResponse, error) {
-	path := "/v1/jobs/" + url.PathEscape(jobID) + "/poll"
+	if !ValidJobID(jobID) {
+		return PollResponse{}, errJobNotFound()
+	}
+	path := "/v1/jobs/" + jobID + "/poll"
 	resp, err := c.post(ctx, path, req, PollMediaType+", application/json;q=0.5")
 	if err != nil {
 		return PollResponse{}, err
@@ -327,20 +342,29 @@ func readBinaryPoll(r io.Reader) (PollResponse, error) {
 // Cancel cancels a job.
 func (c *Client) Cancel(ctx context.Context, tenant, jobID string) (JobInfo, error) {
 	var info JobInfo
-	err := c.do(ctx, "/v1/jobs/"+url.PathEscape(jobID)+"/cancel", TenantRequest{Tenant: tenant}, &info)
+	if !ValidJobID(jobID) {
+		return info, errJobNotFound()
+	}
+	err := c.do(ctx, "/v1/jobs/"+jobID+"/cancel", TenantRequest{Tenant: tenant}, &info)
 	return info, err
 }
 
 // Read reads a whole file.
 func (c *Client) Read(ctx context.Context, tenant, handle, path, cwd string) (FileContent, error) {
 	var f FileContent
-	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/read", ReadRequest{Tenant: tenant, Path: path, Cwd: cwd}, &f)
+	if !ValidHandle(handle) {
+		return f, errHandleNotFound()
+	}
+	err := c.do(ctx, "/v1/handles/"+handle+"/read", ReadRequest{Tenant: tenant, Path: path, Cwd: cwd}, &f)
 	return f, err
 }
 
 // Write replaces a file atomically.
 func (c *Client) Write(ctx context.Context, tenant, handle, path, cwd string, data []byte) (FileInfo, error) {
 	var f FileInfo
-	err := c.do(ctx, "/v1/handles/"+url.PathEscape(handle)+"/write", WriteRequest{Tenant: tenant, Path: path, Cwd: cwd, Data: data}, &f)
+	if !ValidHandle(handle) {
+		return f, errHandleNotFound()
+	}
+	err := c.do(ctx, "/v1/handles/"+handle+"/write", WriteRequest{Tenant: tenant, Path: path, Cwd: cwd, Data: data}, &f)
 	return f, err
 }

@@ -222,27 +222,58 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 			writeJSON(w, http.StatusBadRequest, agentapi.ErrorResponse{Code: agentapi.CodeInvalid, Message: err.Error()})
 			return
 		}
+		if err := checkIDs(r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, agentapi.MaxRequestBytes)
 		res, err := fn(r)
 		if err != nil {
-			code := codeOf(err)
-			if code == agentapi.CodeInternal {
-				s.log.Error("Agent API call failed", "path", r.URL.Path, "err", err)
-			}
-			writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: err.Error()})
+			s.fail(w, r, err)
 			return
 		}
 		switch res := res.(type) {
 		case nil:
 			w.WriteHeader(http.StatusNoContent)
 		case binaryPoll:
-			res.write(w)
+			err = res.write(w)
 		case binaryExec:
-			res.write(w)
+			err = res.write(w)
 		default:
 			writeJSON(w, http.StatusOK, res)
 		}
+		if err != nil {
+			s.fail(w, r, err)
+		}
 	})
+}
+
+// checkIDs refuses a handle or job ID in the path that the agent could not
+// have issued, with the kernel's answer for an unknown one, before the call
+// reads its body or takes any budget.
+func checkIDs(r *http.Request) error {
+	if strings.Contains(r.Pattern, "{handle}") && !agentapi.ValidHandle(r.PathValue("handle")) {
+		return hostagent.HandleNotFound()
+	}
+	if strings.Contains(r.Pattern, "{job}") && !agentapi.ValidJobID(r.PathValue("job")) {
+		return &jobs.NotFoundError{}
+	}
+	return nil
+}
+
+// fail answers an error. An internal one is logged with its detail under a
+// fresh ID, and the caller gets the ID and a generic text: the detail (a
+// backend's error) may name the node's paths, and the caller relays the
+// message to a tenant.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := codeOf(err)
+	msg := err.Error()
+	if code == agentapi.CodeInternal {
+		id := agentapi.NewErrorID()
+		s.log.Error("Agent API call failed", "errorID", id, "path", r.URL.Path, "err", err)
+		msg = agentapi.InternalErrorMessage(id)
+	}
+	writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: msg})
 }
 
 // checkVersion refuses a caller of another major version; a caller that
@@ -430,7 +461,9 @@ func accepts(r *http.Request, mediaType string) bool {
 // binaryPoll is a page answered as PollMediaType.
 type binaryPoll jobs.PollResult
 
-func (p binaryPoll) write(w http.ResponseWriter) {
+// write writes the page; it fails, having written nothing, only if the
+// header cannot be encoded.
+func (p binaryPoll) write(w http.ResponseWriter) error {
 	h := agentapi.PollHeader{
 		Job:           wireJob(p.Job),
 		Chunks:        make([]agentapi.ChunkHeader, len(p.Chunks)),
@@ -447,8 +480,7 @@ func (p binaryPoll) write(w http.ResponseWriter) {
 	}
 	head, err := json.Marshal(h)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, agentapi.ErrorResponse{Code: agentapi.CodeInternal, Message: "encoding the page: " + err.Error()})
-		return
+		return fmt.Errorf("encoding the page: %w", err)
 	}
 	// JSON from Marshal has no raw newline: the header is the first line.
 	w.Header().Set("Content-Type", agentapi.PollMediaType)
@@ -457,9 +489,10 @@ func (p binaryPoll) write(w http.ResponseWriter) {
 	_, _ = w.Write(append(head, '\n'))
 	for _, c := range p.Chunks {
 		if _, err := w.Write(c.Data); err != nil {
-			return
+			return nil // the client went away
 		}
 	}
+	return nil
 }
 
 // binaryExec is an exec result answered as ExecMediaType; release gives
@@ -469,7 +502,9 @@ type binaryExec struct {
 	release func()
 }
 
-func (b binaryExec) write(w http.ResponseWriter) {
+// write writes the result; it fails, having written nothing, only if the
+// header cannot be encoded.
+func (b binaryExec) write(w http.ResponseWriter) error {
 	defer b.release()
 	r := b.res
 	head, err := json.Marshal(agentapi.ExecHeader{
@@ -477,17 +512,17 @@ func (b binaryExec) write(w http.ResponseWriter) {
 		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Duration: r.Duration,
 	})
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, agentapi.ErrorResponse{Code: agentapi.CodeInternal, Message: "encoding the result: " + err.Error()})
-		return
+		return fmt.Errorf("encoding the result: %w", err)
 	}
 	w.Header().Set("Content-Type", agentapi.ExecMediaType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(head)+1+len(r.Stdout)+len(r.Stderr)))
 	w.WriteHeader(http.StatusOK)
 	for _, p := range [][]byte{append(head, '\n'), r.Stdout, r.Stderr} {
 		if _, err := w.Write(p); err != nil {
-			return
+			return nil // the client went away
 		}
 	}
+	return nil
 }
 
 func (s *Server) cancel(r *http.Request) (any, error) {

@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
 // Sentinels for errors.Is; the typed errors below carry the details.
@@ -96,30 +98,21 @@ func (e *LimitError) Error() string {
 // Is makes errors.Is(err, ErrCapacity) true.
 func (e *LimitError) Is(target error) bool { return target == ErrCapacity }
 
-// NotFoundError is returned for unknown, recycled and other tenants' jobs
-// alike, with the same message, so that a caller learns nothing about jobs
-// that are not its own.
+// NotFoundError is returned for unknown, malformed, recycled and other
+// tenants' jobs alike, with the same message (agentapi.JobNotFound), so
+// that a caller learns nothing about jobs that are not its own.
 type NotFoundError struct {
+	// JobID is the ID asked for. It is not in the message: it is the
+	// caller's, of any shape.
 	JobID string
 }
 
-func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("job %q not found: it never existed for this tenant, or it ended and was recycled after its final page was acknowledged or its result went unread too long; start it again with job_exec if you still need it",
-		e.JobID)
-}
+func (e *NotFoundError) Error() string { return agentapi.JobNotFound }
 
 // Is makes errors.Is(err, ErrNotFound) true.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// maxQuotedID bounds how much of a caller-supplied job ID is echoed back.
-const maxQuotedID = 64
-
-func notFound(id string) error {
-	if len(id) > maxQuotedID {
-		id = id[:maxQuotedID] + "..."
-	}
-	return &NotFoundError{JobID: id}
-}
+func notFound(id string) error { return &NotFoundError{JobID: id} }
 
 // HaltedError refuses a Start in a sandbox whose admission is halted. Its
 // message is shown to the sandbox's tenant: it names the reason but not the

@@ -17,7 +17,10 @@ limitations under the License.
 package jobs
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,12 +181,14 @@ type harness struct {
 	t     *testing.T
 	m     *Manager
 	clock *fakeClock
+	log   *syncBuffer // what the manager logged, as JSON lines
 }
 
 func newHarness(t *testing.T, l Limits) *harness {
 	t.Helper()
 	clock := newFakeClock()
-	m, err := New(l, clock)
+	log := new(syncBuffer)
+	m, err := New(l, clock, WithLogger(slog.New(slog.NewJSONHandler(log, nil))))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -194,7 +199,43 @@ func newHarness(t *testing.T, l Limits) *harness {
 			t.Logf("Close: %v", err)
 		}
 	})
-	return &harness{t: t, m: m, clock: clock}
+	return &harness{t: t, m: m, clock: clock, log: log}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// internalError checks that a result's error tells its tenant what
+// happened and an error ID, but not detail, and that the manager logged
+// detail under that ID.
+func (h *harness) internalError(r *Result, what, detail string) {
+	h.t.Helper()
+	if r == nil || !strings.Contains(r.Error, what) || strings.Contains(r.Error, detail) {
+		h.t.Fatalf("result %+v: want %q and an error ID, not %q", r, what, detail)
+	}
+	_, after, _ := strings.Cut(r.Error, "(internal error ")
+	id, _, _ := strings.Cut(after, ":")
+	for _, line := range strings.Split(h.log.String(), "\n") {
+		if id != "" && strings.Contains(line, `"errorID":"`+id+`"`) && strings.Contains(line, detail) {
+			return
+		}
+	}
+	h.t.Fatalf("no log line with error ID %q and %q in:\n%s", id, detail, h.log.String())
 }
 
 // start starts a job with a fakeProc, configured by setup before the

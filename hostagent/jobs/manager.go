@@ -18,15 +18,15 @@ package jobs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -41,6 +41,7 @@ import (
 type Manager struct {
 	limits Limits
 	clock  Clock
+	log    *slog.Logger
 
 	// ctx is the parent of every Wait and Kill the manager makes; Close
 	// cancels it to abandon them.
@@ -120,10 +121,25 @@ const (
 	causeShutdown
 )
 
+// Option configures a Manager.
+type Option func(*Manager)
+
+// WithLogger makes the manager log the detail of a job's internal failure
+// (a backend's error, which may name the node's paths) under the ID that
+// the job's result gives its tenant instead. Without it the detail is
+// dropped.
+func WithLogger(l *slog.Logger) Option {
+	return func(m *Manager) {
+		if l != nil {
+			m.log = l
+		}
+	}
+}
+
 // New returns a manager with the given limits (zero fields take their
 // defaults) and clock (nil means the wall clock). Close it to stop its
 // background work.
-func New(limits Limits, clock Clock) (*Manager, error) {
+func New(limits Limits, clock Clock, opts ...Option) (*Manager, error) {
 	limits = limits.withDefaults()
 	if err := limits.validate(); err != nil {
 		return nil, err
@@ -141,6 +157,10 @@ func New(limits Limits, clock Clock) (*Manager, error) {
 		activeByTenant:   make(map[string]int),
 		retainedByTenant: make(map[string]int),
 		halts:            make(map[string]*halt),
+		log:              slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		o(m)
 	}
 	m.mu.Lock()
 	m.sweeper = clock.AfterFunc(limits.SweepInterval, m.sweepTick)
@@ -334,21 +354,26 @@ func (m *Manager) nextExpiryLocked(tenant string) time.Duration {
 	return next
 }
 
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// newIDLocked returns "job_" and 128 random bits in lower-case base32. IDs are
+// newIDLocked returns a fresh job ID (agentapi.NewJobID). IDs are
 // unguessable, so knowing one proves it was handed out; the collision check
 // only guards the live map, since a repeat of a recycled ID is as likely as
 // guessing one.
 func (m *Manager) newIDLocked() string {
 	for {
-		var b [16]byte
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes the program instead
-		id := "job_" + strings.ToLower(idEncoding.EncodeToString(b[:]))
+		id := agentapi.NewJobID()
 		if _, dup := m.jobs[id]; !dup {
 			return id
 		}
 	}
+}
+
+// internalErrorLocked is what a job's result tells its tenant of an
+// internal failure: what happened, and the ID under which the detail is
+// logged.
+func (m *Manager) internalErrorLocked(j *job, what string, err error) string {
+	id := agentapi.NewErrorID()
+	m.log.Error("A job failed inside the agent", "errorID", id, "job", j.id, "tenant", j.tenant, "sandbox", j.sandbox, "err", err)
+	return fmt.Sprintf("%s (internal error %s: give the operator this ID if it recurs)", what, id)
 }
 
 // sink is a job's backend.Sink.
@@ -386,11 +411,14 @@ func wakeLocked(j *job) {
 	}
 }
 
-// lookupLocked finds tenant's job. Unknown, starting, recycled, expired and
-// other tenants' jobs all give the same error.
+// lookupLocked finds tenant's job. Unknown, malformed, starting, recycled,
+// expired and other tenants' jobs all give the same error.
 func (m *Manager) lookupLocked(tenant, id string) (*job, error) {
 	if m.closed {
 		return nil, ErrClosed
+	}
+	if !agentapi.ValidJobID(id) {
+		return nil, notFound(id)
 	}
 	j := m.jobs[id]
 	if j == nil || j.starting || j.tenant != tenant {
@@ -620,7 +648,7 @@ func (m *Manager) kill(j *job) {
 	if m.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		m.finishLocked(j, StateFailed, &Result{
 			ExitCode: -1,
-			Error:    "the job manager shut down before the kill completed: " + err.Error(),
+			Error:    m.internalErrorLocked(j, "the job manager shut down before the kill completed", err),
 			Duration: m.clock.Now().Sub(j.startedAt),
 		})
 		return
@@ -632,7 +660,7 @@ func (m *Manager) kill(j *job) {
 		j.id, j.tenant, j.sandbox, err)
 	m.finishLocked(j, StateFailed, &Result{
 		ExitCode: -1,
-		Error:    "the kill could not prove that the job's processes are gone, so some may still run in the sandbox: " + err.Error(),
+		Error:    m.internalErrorLocked(j, "the kill could not prove that the job's processes are gone, so some may still run in the sandbox", err),
 		Duration: m.clock.Now().Sub(j.startedAt),
 	})
 	// finishLocked cancelled the job's Wait: the process may live on, and
@@ -661,20 +689,20 @@ func (m *Manager) wait(j *job) {
 		// The backend lost track of the command (its shepherd died): its
 		// processes may live on, as after a failed kill.
 		m.haltLocked(fmt.Sprintf("job %s of tenant %s in sandbox %s: %v", j.id, j.tenant, j.sandbox, err), j.id, j.tenant, j.sandbox, err)
-		why := "the sandbox lost track of the command, so some of its processes may still run in the sandbox: "
+		why := "the sandbox lost track of the command, so some of its processes may still run in the sandbox"
 		if st.OOMKilled {
-			why = "the sandbox ran out of memory and the OOM killer took the command's supervision, so some of its processes may still run in the sandbox: "
+			why = "the sandbox ran out of memory and the OOM killer took the command's supervision, so some of its processes may still run in the sandbox"
 		}
 		m.finishLocked(j, StateFailed, &Result{
 			ExitCode:  -1,
 			OOMKilled: st.OOMKilled,
-			Error:     why + err.Error(),
+			Error:     m.internalErrorLocked(j, why, err),
 			Duration:  m.clock.Now().Sub(j.startedAt),
 		})
 	case err != nil:
 		m.finishLocked(j, StateFailed, &Result{
 			ExitCode: -1,
-			Error:    "waiting for the command failed: " + err.Error(),
+			Error:    m.internalErrorLocked(j, "waiting for the command failed", err),
 			Duration: m.clock.Now().Sub(j.startedAt),
 		})
 	default:
@@ -691,8 +719,8 @@ func (m *Manager) finishKilledLocked(j *job) {
 	if j.waitErr != nil {
 		r.ExitCode, r.Signal = -1, ""
 		r.Duration = m.clock.Now().Sub(j.startedAt)
-		r.Error = fmt.Sprintf("the processes are proven dead, but the backend did not finish delivering output within %s; some output may be missing: %v",
-			m.limits.KillDrain, j.waitErr)
+		r.Error = m.internalErrorLocked(j, fmt.Sprintf("the processes are proven dead, but the backend did not finish delivering output within %s; some output may be missing",
+			m.limits.KillDrain), j.waitErr)
 	}
 	m.finishLocked(j, state, r)
 }

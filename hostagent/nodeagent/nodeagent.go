@@ -241,6 +241,9 @@ func Run(ctx context.Context, opts Options) error {
 
 	agentOpts := opts.Agent
 	agentOpts.Backends = opts.Backends
+	if agentOpts.Logger == nil {
+		agentOpts.Logger = slog.New(logr.ToSlogHandler(log.WithName("kernel")))
+	}
 	agent, err := hostagent.New(agentOpts)
 	if err != nil {
 		return fmt.Errorf("nodeagent: %w", err)

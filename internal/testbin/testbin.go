@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/playground-dev/playground/internal/controlplane"
@@ -36,10 +37,12 @@ var (
 // Build builds the command at pkg (an import path of this module) into the
 // repository's bin/test/ once per test process, and returns its path. The
 // guest binary is static (CGO_ENABLED=0), as the agent image ships it.
-func Build(pkg string) (string, error) {
+// flags go to go build (say "-ldflags=-s -w" for a smaller binary).
+func Build(pkg string, flags ...string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	if p, ok := built[pkg]; ok {
+	key := strings.Join(append([]string{pkg}, flags...), " ")
+	if p, ok := built[key]; ok {
 		return p, nil
 	}
 	root, err := controlplane.ModuleRoot()
@@ -47,12 +50,12 @@ func Build(pkg string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(root, "bin", "test", filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}
-	built[pkg] = out
+	built[key] = out
 	return out, nil
 }

@@ -84,21 +84,27 @@ func decodeBase64(field, s string, limit int) ([]byte, error) {
 	return b, nil
 }
 
-// checkID refuses a handle or job ID that no agent could have issued, so
-// that garbage never travels to a node. Ownership is the agent's check: it
-// answers not_found for another tenant's handle or job.
-func checkID(field, id string) error {
+// checkHandle and checkJobID refuse an ID that no agent could have
+// issued (agentapi.ValidHandle, ValidJobID: "." or "..", a path, any other
+// bytes), so that garbage never travels to a node. The refusal quotes
+// none of it. Ownership is the agent's check: it answers not_found for
+// another tenant's handle or job.
+func checkHandle(h string) error {
+	if h == "" {
+		return errors.New("handle is empty: pass the handle open_session gave you")
+	}
+	if !agentapi.ValidHandle(h) {
+		return fmt.Errorf("handle is not one Playground issues (%s and 26 letters and digits): pass the handle open_session gave you", agentapi.HandlePrefix)
+	}
+	return nil
+}
+
+func checkJobID(id string) error {
 	if id == "" {
-		return fmt.Errorf("%s is empty: pass the %s you were given", field, field)
+		return errors.New("job_id is empty: pass the job_id job_exec gave you")
 	}
-	if len(id) > maxIDLength {
-		return fmt.Errorf("%s is %d characters long; the ones Playground issues are far shorter: pass the %s you were given", field, len(id), field)
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return fmt.Errorf("%s %q contains characters Playground never issues: pass the %s you were given", field, quoteShort(id), field)
-		}
+	if !agentapi.ValidJobID(id) {
+		return fmt.Errorf("job_id is not one Playground issues (%s and 26 letters and digits): pass the job_id job_exec gave you", agentapi.JobPrefix)
 	}
 	return nil
 }

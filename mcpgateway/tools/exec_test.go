@@ -66,7 +66,7 @@ func TestExecHostileOutput(t *testing.T) {
 	stderr := append(bytes.Repeat([]byte("é"), 40<<10), 'x')
 	agent := &outputAgent{res: agentapi.ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: 3, Duration: time.Second}}
 	cs := sessionWith(t, agent)
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": "h_1", "command": "hostile"}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": "h_bbbbbbbbbbbbbbbbbbbbbbbbba", "command": "hostile"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func (f *fakeAgent) reset() {
 
 func (f *fakeAgent) Open(context.Context, string, string) (agentapi.Handle, error) {
 	f.record(nil, nil)
-	return agentapi.Handle{ID: "h_fake", SandboxID: "sbx-fake", Expires: time.Unix(0, 0)}, nil
+	return agentapi.Handle{ID: "h_fakefakefakefakefakefakefa", SandboxID: "sbx-fake", Expires: time.Unix(0, 0)}, nil
 }
 
 func (f *fakeAgent) Close(context.Context, string, string) error { f.record(nil, nil); return nil }
@@ -68,7 +68,7 @@ func (f *fakeAgent) Exec(_ context.Context, _, _ string, req agentapi.ExecReques
 
 func (f *fakeAgent) StartJob(_ context.Context, _, _ string, req agentapi.ExecRequest) (agentapi.JobInfo, error) {
 	f.record(&req, nil)
-	return agentapi.JobInfo{ID: "job_fake", State: agentapi.JobRunning}, nil
+	return agentapi.JobInfo{ID: "job_fakefakefakefakefakefakefa", State: agentapi.JobRunning}, nil
 }
 
 func (f *fakeAgent) Poll(_ context.Context, req agentapi.PollRequest, _ string) (agentapi.PollResponse, error) {
@@ -77,7 +77,7 @@ func (f *fakeAgent) Poll(_ context.Context, req agentapi.PollRequest, _ string) 
 		return agentapi.PollResponse{}, &agentapi.Error{Code: agentapi.CodeInvalid, Message: "bad cursor"}
 	}
 	return agentapi.PollResponse{
-		Job:    agentapi.JobInfo{ID: "job_fake", State: agentapi.JobExited, Result: &agentapi.JobResult{ExitCode: 0}},
+		Job:    agentapi.JobInfo{ID: "job_fakefakefakefakefakefakefa", State: agentapi.JobExited, Result: &agentapi.JobResult{ExitCode: 0}},
 		Chunks: []agentapi.Chunk{{Stream: "stdout", Seq: 0, Encoding: "text", Data: "x"}, {Stream: "stderr", Seq: 1, Encoding: "base64", Data: "/w=="}},
 		Done:   true, NextCursor: "2.2",
 	}, nil
@@ -85,7 +85,7 @@ func (f *fakeAgent) Poll(_ context.Context, req agentapi.PollRequest, _ string) 
 
 func (f *fakeAgent) Cancel(context.Context, string, string) (agentapi.JobInfo, error) {
 	f.record(nil, nil)
-	return agentapi.JobInfo{ID: "job_fake", State: agentapi.JobCancelling}, nil
+	return agentapi.JobInfo{ID: "job_fakefakefakefakefakefakefa", State: agentapi.JobCancelling}, nil
 }
 
 func (f *fakeAgent) Read(_ context.Context, _, _, path, _ string) (agentapi.FileContent, error) {
@@ -138,17 +138,17 @@ var errorCodes = []string{"invalid_argument:", "not_found:", "too_large:", "reso
 func FuzzToolArguments(f *testing.F) {
 	seeds := map[string][]string{
 		"open_session":  {`{}`, `null`, `{"tenant":"other/ns"}`},
-		"close_session": {`{"handle":"h_abc"}`, `{"handle":""}`, `{"handle":"../../etc"}`},
-		"exec": {`{"handle":"h_a","command":"ls"}`, `{"handle":"h_a","command":"x","shell":"clean","cwd":"/tmp","timeout_seconds":5}`,
-			`{"handle":"h_a","command":"x","stdin":"a","stdin_base64":"YQ=="}`, `{"handle":"h_a","command":"x","stdin_base64":"_-8"}`,
-			`{"handle":"h_a","command":"x","timeout_seconds":-1}`, `{"handle":"h_a","command":"x","timeout_seconds":1e30}`},
-		"job_exec":   {`{"handle":"h_a","command":"sleep 1"}`, `{"handle":"h_a","command":"x","timeout_seconds":86401}`},
-		"job_poll":   {`{"job_id":"job_a"}`, `{"job_id":"job_a","cursor":"bad","max_bytes":99999999}`, `{"job_id":"job_a","wait_seconds":31}`},
-		"job_cancel": {`{"job_id":"job_a"}`, `{"job_id":"a b"}`},
-		"read":       {`{"handle":"h_a","path":"f.txt"}`, `{"handle":"h_a","path":"img.png"}`, `{"handle":"h_a","path":"x.bin","cwd":"d"}`, `{"handle":"h_a","path":""}`},
-		"write": {`{"handle":"h_a","path":"f","text":"hi"}`, `{"handle":"h_a","path":"f","base64":"aGk="}`, `{"handle":"h_a","path":"f","base64":"aGk"}`,
-			`{"handle":"h_a","path":"f","base64":"aG\nk="}`, `{"handle":"h_a","path":"f","text":"a","base64":"YQ=="}`, `{"handle":"h_a","path":"f"}`,
-			`{"handle":"h_a","path":"f","base64":"!!"}`, `{"handle":"h_a","path":"f","text":null}`, `{"handle":"h_a","path":"f","text":""}`},
+		"close_session": {`{"handle":"h_abcabcabcabcabcabcabcabcaa"}`, `{"handle":""}`, `{"handle":"../../etc"}`},
+		"exec": {`{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","command":"ls"}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","command":"x","shell":"clean","cwd":"/tmp","timeout_seconds":5}`,
+			`{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","command":"x","stdin":"a","stdin_base64":"YQ=="}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","command":"x","stdin_base64":"_-8"}`,
+			`{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","command":"x","timeout_seconds":-1}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","command":"x","timeout_seconds":1e30}`},
+		"job_exec":   {`{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","command":"sleep 1"}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","command":"x","timeout_seconds":86401}`},
+		"job_poll":   {`{"job_id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}`, `{"job_id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa","cursor":"bad","max_bytes":99999999}`, `{"job_id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa","wait_seconds":31}`},
+		"job_cancel": {`{"job_id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}`, `{"job_id":"a b"}`},
+		"read":       {`{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f.txt"}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"img.png"}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"x.bin","cwd":"d"}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":""}`},
+		"write": {`{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f","text":"hi"}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f","base64":"aGk="}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f","base64":"aGk"}`,
+			`{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f","base64":"aG\nk="}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f","text":"a","base64":"YQ=="}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f"}`,
+			`{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f","base64":"!!"}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f","text":null}`, `{"handle":"h_aaaaaaaaaaaaaaaaaaaaaaaaaa","path":"f","text":""}`},
 	}
 	for i, name := range Names {
 		for _, s := range seeds[name] {

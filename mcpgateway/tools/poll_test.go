@@ -133,7 +133,7 @@ func bigPage() agentapi.PollResponse {
 	}
 	add("stdout", "text", "LAST LINE\n")
 	return agentapi.PollResponse{
-		Job:        agentapi.JobInfo{ID: "job_big", State: agentapi.JobRunning},
+		Job:        agentapi.JobInfo{ID: "job_bigbigbigbigbigbigbigbigba", State: agentapi.JobRunning},
 		Chunks:     chunks,
 		NextCursor: "82.0",
 	}
@@ -145,7 +145,7 @@ func bigPage() agentapi.PollResponse {
 func TestJobPollLargePage(t *testing.T) {
 	agent := &pageAgent{page: bigPage()}
 	cs := sessionWith(t, agent)
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "job_poll", Arguments: map[string]any{"job_id": "job_big", "cursor": "3.0"}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "job_poll", Arguments: map[string]any{"job_id": "job_bigbigbigbigbigbigbigbigba", "cursor": "3.0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestJobPollLargePage(t *testing.T) {
 		t.Fatalf("the text content is %d bytes; want the excerpts only", len(text))
 	}
 	for _, want := range []string{
-		"job job_big: running\n",
+		"job job_bigbigbigbigbigbigbigbigba: running\n",
 		"--- stdout ---\nFIRST LINE <tag> & more\n",
 		"LAST LINE\n",
 		"bytes of output are not repeated in this text",
@@ -197,7 +197,7 @@ func TestJobPollLargePage(t *testing.T) {
 // the text content, for clients that show a model only that.
 func TestJobPollSmallPageText(t *testing.T) {
 	page := agentapi.PollResponse{
-		Job: agentapi.JobInfo{ID: "job_s", State: agentapi.JobExited, Result: &agentapi.JobResult{ExitCode: 2}},
+		Job: agentapi.JobInfo{ID: "job_sssssssssssssssssssssssssa", State: agentapi.JobExited, Result: &agentapi.JobResult{ExitCode: 2}},
 		Chunks: []agentapi.Chunk{
 			{Stream: "stdout", Seq: 0, Encoding: "text", Data: "partial"},
 			{Stream: "stderr", Seq: 1, Encoding: "text", Data: "oops\n"},
@@ -207,11 +207,11 @@ func TestJobPollSmallPageText(t *testing.T) {
 		Done: true, NextCursor: "4.0",
 	}
 	cs := sessionWith(t, &pageAgent{page: page})
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "job_poll", Arguments: map[string]any{"job_id": "job_s"}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "job_poll", Arguments: map[string]any{"job_id": "job_sssssssssssssssssssssssssa"}})
 	if err != nil || res.IsError {
 		t.Fatalf("job_poll: %v %s", err, textOf(res))
 	}
-	want := "job job_s: exited, exit_code 2\n" +
+	want := "job job_sssssssssssssssssssssssssa: exited, exit_code 2\n" +
 		"--- stdout ---\npartial\n" +
 		"--- stderr ---\noops\n" +
 		"--- stdout chunk 2 (not valid UTF-8: base64) ---\n/w==\n" +
@@ -226,7 +226,7 @@ func TestJobPollSmallPageText(t *testing.T) {
 // typed tool's: defaults applied, the schema enforced, the messages
 // rewritten alike.
 func TestJobPollArguments(t *testing.T) {
-	agent := &pageAgent{page: agentapi.PollResponse{Job: agentapi.JobInfo{ID: "job_a", State: agentapi.JobRunning}}}
+	agent := &pageAgent{page: agentapi.PollResponse{Job: agentapi.JobInfo{ID: "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", State: agentapi.JobRunning}}}
 	cs := sessionWith(t, agent)
 	call := func(args any) (string, bool) {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "job_poll", Arguments: args})
@@ -235,7 +235,7 @@ func TestJobPollArguments(t *testing.T) {
 		}
 		return textOf(res), res.IsError
 	}
-	if text, isErr := call(map[string]any{"job_id": "job_a"}); isErr {
+	if text, isErr := call(map[string]any{"job_id": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}); isErr {
 		t.Fatalf("job_poll: %s", text)
 	}
 	if agent.got == nil || agent.got.Wait != DefaultPollWait || agent.got.MaxBytes != 0 || agent.got.Tenant != "ns/test" {
@@ -247,9 +247,9 @@ func TestJobPollArguments(t *testing.T) {
 	}{
 		{map[string]any{}, "invalid_argument: job_poll: missing required argument job_id;"},
 		{json.RawMessage(`null`), "invalid_argument: job_poll: missing required argument job_id;"},
-		{map[string]any{"job_id": "job_a", "tenant": "x"}, `invalid_argument: job_poll: unknown argument "tenant";`},
-		{map[string]any{"job_id": "job_a", "wait_seconds": 31}, "invalid_argument: job_poll: argument wait_seconds is invalid: maximum"},
-		{map[string]any{"job_id": "job_a", "max_bytes": "many"}, "invalid_argument: job_poll: argument max_bytes is invalid: type"},
+		{map[string]any{"job_id": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "tenant": "x"}, `invalid_argument: job_poll: unknown argument "tenant";`},
+		{map[string]any{"job_id": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "wait_seconds": 31}, "invalid_argument: job_poll: argument wait_seconds is invalid: maximum"},
+		{map[string]any{"job_id": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "max_bytes": "many"}, "invalid_argument: job_poll: argument max_bytes is invalid: type"},
 		{map[string]any{"job_id": ""}, "invalid_argument: job_poll: argument job_id is invalid: minLength"},
 		{json.RawMessage(`[1]`), "invalid_argument: job_poll:"},
 	} {

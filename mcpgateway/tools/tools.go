@@ -285,7 +285,7 @@ func (c *catalog) openSession(ctx context.Context, req *mcp.CallToolRequest, _ O
 }
 
 func (c *catalog) closeSession(ctx context.Context, req *mcp.CallToolRequest, in CloseSessionInput) (*mcp.CallToolResult, CloseSessionOutput, error) {
-	if err := checkID("handle", in.Handle); err != nil {
+	if err := checkHandle(in.Handle); err != nil {
 		return nil, CloseSessionOutput{}, invalid(err)
 	}
 	r, err := c.route(ctx, req)
@@ -301,7 +301,7 @@ func (c *catalog) closeSession(ctx context.Context, req *mcp.CallToolRequest, in
 
 // execRequest validates the common command arguments.
 func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSeconds int, defaultTimeout time.Duration) (agentapi.ExecRequest, error) {
-	if err := checkID("handle", handle); err != nil {
+	if err := checkHandle(handle); err != nil {
 		return agentapi.ExecRequest{}, err
 	}
 	if command == "" {
@@ -545,7 +545,7 @@ func (c *catalog) jobExec(ctx context.Context, req *mcp.CallToolRequest, in JobE
 }
 
 func (c *catalog) jobPoll(ctx context.Context, req *mcp.CallToolRequest, in JobPollInput) (*mcp.CallToolResult, JobPollOutput, error) {
-	if err := checkID("job_id", in.JobID); err != nil {
+	if err := checkJobID(in.JobID); err != nil {
 		return nil, JobPollOutput{}, invalid(err)
 	}
 	if in.MaxBytes < 0 || in.MaxBytes > MaxPollBytes {
@@ -773,7 +773,7 @@ func outputBytes(ch Chunk) int {
 }
 
 func (c *catalog) jobCancel(ctx context.Context, req *mcp.CallToolRequest, in JobCancelInput) (*mcp.CallToolResult, JobCancelOutput, error) {
-	if err := checkID("job_id", in.JobID); err != nil {
+	if err := checkJobID(in.JobID); err != nil {
 		return nil, JobCancelOutput{}, invalid(err)
 	}
 	r, err := c.route(ctx, req)
@@ -793,7 +793,7 @@ func (c *catalog) jobCancel(ctx context.Context, req *mcp.CallToolRequest, in Jo
 }
 
 func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
-	if err := checkID("handle", in.Handle); err != nil {
+	if err := checkHandle(in.Handle); err != nil {
 		return nil, ReadOutput{}, invalid(err)
 	}
 	if in.Path == "" {
@@ -878,7 +878,7 @@ func (c *catalog) write(ctx context.Context, req *mcp.CallToolRequest, in WriteI
 
 // writePayload validates write's arguments and returns the bytes to write.
 func writePayload(in WriteInput) ([]byte, error) {
-	if err := checkID("handle", in.Handle); err != nil {
+	if err := checkHandle(in.Handle); err != nil {
 		return nil, err
 	}
 	if in.Path == "" {
@@ -924,9 +924,10 @@ func guardCalls(log *slog.Logger) mcp.Middleware {
 			}
 			defer func() {
 				if p := recover(); p != nil {
-					log.Error("A tool call panicked", "tool", call.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					id := agentapi.NewErrorID()
+					log.Error("A tool call panicked", "errorID", id, "tool", call.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					res, err = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-						Text: fmt.Sprintf("%s: %s failed unexpectedly in the gateway; retry, and tell the operator if it persists", agentapi.CodeInternal, call.Params.Name),
+						Text: fmt.Sprintf("%s: %s failed unexpectedly in the gateway (internal error %s); retry, and give the operator the error's ID if it persists", agentapi.CodeInternal, call.Params.Name, id),
 					}}}, nil
 				}
 			}()
@@ -958,25 +959,33 @@ func invalid(err error) error {
 // agentError turns an agent's error into the tool error a caller sees. The
 // agents' messages are written for tenants (and name nothing of others), so
 // they pass through; authentication trouble between gateway and agent, and
-// internal failures, are described without internals.
+// internal failures, are described without internals. Of an internal
+// failure the caller gets only an error ID: the agent's, under which the
+// agent logged the detail, or, from an agent that sent detail instead
+// (one from before error IDs), the gateway's own, under which it logs it.
 func (c *catalog) agentError(tool string, err error, cwd string) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s was cancelled before the sandbox answered; if it ran a command, check its effects before retrying", tool)
 	}
 	var he *agentapi.Error
 	if !errors.As(err, &he) {
-		c.opts.Logger.Error("Agent call failed", "tool", tool, "err", err)
-		return fmt.Errorf("%s: the sandbox's node gave an answer the gateway could not read; retry, and tell the operator if it persists", agentapi.CodeInternal)
+		id := agentapi.NewErrorID()
+		c.opts.Logger.Error("Agent call failed", "errorID", id, "tool", tool, "err", err)
+		return fmt.Errorf("%s: the sandbox's node gave an answer the gateway could not read (internal error %s); retry, and give the operator the error's ID if it persists", agentapi.CodeInternal, id)
 	}
 	switch he.Code {
 	case agentapi.CodeUnauth:
 		c.opts.Logger.Error("An agent refused the gateway's token", "tool", tool)
 		return fmt.Errorf("%s: the gateway could not authenticate to your sandbox's node; this is a deployment problem (the gateway's agent token): retry later and tell the operator", agentapi.CodeUnavailable)
-	case agentapi.CodeInternal:
-		c.opts.Logger.Warn("Agent reported an internal error", "tool", tool, "err", he.Message)
-		return fmt.Errorf("%s: %s failed in your sandbox's node: %s; retry, and tell the operator if it persists", agentapi.CodeInternal, tool, he.Message)
-	case "":
-		return fmt.Errorf("%s: %s", agentapi.CodeInternal, he.Message)
+	case agentapi.CodeInternal, "":
+		id, ok := agentapi.InternalErrorID(he.Message)
+		if ok {
+			c.opts.Logger.Warn("Agent reported an internal error", "errorID", id, "tool", tool)
+		} else {
+			id = agentapi.NewErrorID()
+			c.opts.Logger.Error("Agent reported an internal error", "errorID", id, "tool", tool, "code", he.Code, "err", he.Message)
+		}
+		return fmt.Errorf("%s: %s failed in your sandbox's node (internal error %s); retry, and give the operator the error's ID if it persists", agentapi.CodeInternal, tool, id)
 	}
 	return fmt.Errorf("%s: %s", he.Code, he.Message)
 }

@@ -27,9 +27,11 @@ limitations under the License.
 // fresh node so that any of them runs alone (go test -run
 // 'TestConformance/jobs'):
 //
-//   - lifecycle: unknown and stopped sandboxes say so, unsafe IDs are
-//     refused, provisioning and starting again keep files and processes,
-//     Destroy ends running commands and removes the workspace.
+//   - lifecycle: unknown and stopped sandboxes say so, unsafe sandbox IDs
+//     are refused by every call, handles and job IDs not of the shape the
+//     kernel issues are answered as unknown ones, provisioning and starting
+//     again keep files and processes, Destroy ends running commands and
+//     removes the workspace.
 //   - exec: a fresh /bin/sh per call, login and clean shells, cwd, stdin,
 //     byte-exact output, exit status, background processes outliving their
 //     command, concurrent commands, and a timeout that kills the command's
@@ -51,7 +53,11 @@ limitations under the License.
 //   - pile: the pile is append-only inside, visible on the host, and kept
 //     by Destroy when asked.
 //   - isolation: a second sandbox on the node sees neither the first's files
-//     nor its processes, and cannot signal them or the supervision.
+//     nor its processes, and cannot signal them or the supervision; /tmp is
+//     1777; sockets of families beyond unix, inet and inet6 (AF_VSOCK above
+//     all) do not open, and a system call of another ABI (i386's int 0x80
+//     on amd64) is killed, both tried by a probe program (package probe)
+//     that the suite builds and writes into the sandbox.
 //
 // Capability flags decide: on a backend without ProvesCleanup the kernel
 // must refuse jobs and Kill must report a lost proof; without

@@ -19,8 +19,12 @@ package conformance
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -52,11 +56,80 @@ func testLifecycle(t *testing.T, n *node) {
 	})
 
 	t.Run("unsafe IDs", func(t *testing.T) {
-		// The backend keys its state by the ID: none may name a path.
+		// The backend keys its state by the ID: none may name a path, not
+		// even to stop or destroy "nothing there".
 		for _, id := range []string{"", ".", "..", "../x", "a/b", "/abs"} {
 			if err := be.Provision(ctx, spec(id)); err == nil {
 				t.Errorf("Provision(%q) succeeded", id)
 			}
+			if err := be.Reattach(ctx, spec(id)); err == nil {
+				t.Errorf("Reattach(%q) succeeded", id)
+			}
+			if err := be.Start(ctx, id); err == nil {
+				t.Errorf("Start(%q) succeeded", id)
+			}
+			if _, err := be.Exec(ctx, id, backend.ExecRequest{Command: "true"}, nil); err == nil {
+				t.Errorf("Exec(%q) succeeded", id)
+			}
+			if err := be.Stop(ctx, id); err == nil {
+				t.Errorf("Stop(%q) succeeded", id)
+			}
+			if err := be.Destroy(ctx, id, false); err == nil {
+				t.Errorf("Destroy(%q) succeeded", id)
+			}
+		}
+		if _, err := os.Stat(n.stateDir); err != nil {
+			t.Fatalf("the node's state after unsafe IDs: %v", err)
+		}
+	})
+
+	t.Run("malformed handles and job IDs", func(t *testing.T) {
+		// The kernel takes only handles and job IDs of the shape it
+		// issues, and answers anything else exactly as an unknown one,
+		// quoting none of it.
+		s := n.open(t, spec("ids"))
+		job, err := n.agent.StartJob(ctx, s.tenant, s.handle, hostagent.ExecRequest{Command: "true"})
+		if err != nil && be.Capabilities().ProvesCleanup {
+			t.Fatal(err)
+		}
+		bad := []string{"", ".", "..", "../x", "a/b", "h_nope", "job_nope", s.handle + "/..", strings.ToUpper(s.handle),
+			s.handle + "a", "\xff\x00<x>", strings.Repeat("h_", 4096), "abcdefghijklmnop"}
+		handleCalls := map[string]func(string) error{
+			"Exec": func(h string) error {
+				_, err := n.agent.Exec(ctx, s.tenant, h, hostagent.ExecRequest{Command: "true"})
+				return err
+			},
+			"StartJob": func(h string) error {
+				_, err := n.agent.StartJob(ctx, s.tenant, h, hostagent.ExecRequest{Command: "true"})
+				return err
+			},
+			"ReadFile":    func(h string) error { _, err := n.agent.ReadFile(ctx, s.tenant, h, "f", ""); return err },
+			"WriteFile":   func(h string) error { _, err := n.agent.WriteFile(ctx, s.tenant, h, "f", "", []byte("x")); return err },
+			"Renew":       func(h string) error { _, err := n.agent.Renew(s.tenant, h); return err },
+			"CloseHandle": func(h string) error { return n.agent.CloseHandle(ctx, s.tenant, h) },
+		}
+		jobCalls := map[string]func(string) error{
+			"PollJob":   func(j string) error { _, err := n.agent.PollJob(ctx, s.tenant, j, "", 0, 0); return err },
+			"CancelJob": func(j string) error { _, err := n.agent.CancelJob(ctx, s.tenant, j); return err },
+		}
+		refused := func(call, id string, err error, want string) {
+			t.Helper()
+			if hostagent.CodeOf(err) != hostagent.CodeNotFound || err.Error() != want {
+				t.Errorf("%s(%q): %v; want not_found: %s", call, id, err, want)
+			}
+		}
+		for name, call := range handleCalls {
+			for _, id := range append(bad, agentapi.NewHandle()) {
+				refused(name, id, call(id), agentapi.HandleNotFound)
+			}
+		}
+		for name, call := range jobCalls {
+			for _, id := range append(bad, agentapi.NewJobID(), job.ID+"/..", strings.ToUpper(job.ID)) {
+				refused(name, id, call(id), agentapi.JobNotFound)
+			}
+		}
+		if got := s.sh(t, "echo still here"); got != "still here\n" {
+			t.Fatalf("the session after the refusals: %q", got)
 		}
 	})
 

@@ -230,10 +230,13 @@ func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 	}{
 		{"home", 0o755, hostTenant, hostTenant},
 		{"workspace", 0o755, hostTenant, hostTenant},
-		{"tmp", 0o1777, hostRoot, hostRoot},
+		// os.FileMode's sticky bit is ModeSticky, not 0o1000 (which
+		// os.Chmod drops): a sandbox made before this was fixed had a
+		// 0777 /tmp, which this sets right at its next start.
+		{"tmp", os.ModeSticky | 0o777, hostRoot, hostRoot},
 	} {
 		p := filepath.Join(layer, d.name)
-		if fileExists(p) {
+		if fileExists(p) && d.uid == hostTenant {
 			// The tenant may have changed modes of its own directories;
 			// only ownership is ours to keep right.
 			if err := os.Lchown(p, d.uid, d.gid); err != nil {

@@ -161,6 +161,7 @@ type Backend struct {
 	baseDirs     []string // BaseDirs to bind-mount
 	baseLinks    map[string]string
 	etcBinds     []string
+	maskedPaths  []string // what runc hides inside every sandbox
 	cgroupParent string
 	swapLimit    bool
 
@@ -293,6 +294,7 @@ func New(opts Options) (*Backend, error) {
 			b.etcBinds = append(b.etcBinds, e)
 		}
 	}
+	b.maskedPaths = maskedPaths()
 	b.cgroupParent, b.swapLimit = cgroupDefaults(opts)
 	return b, nil
 }

@@ -21,7 +21,9 @@ package oci
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -119,6 +121,7 @@ type (
 	}
 	seccompSpec struct {
 		DefaultAction string           `json:"defaultAction"`
+		Architectures []string         `json:"architectures,omitempty"`
 		Syscalls      []seccompSyscall `json:"syscalls"`
 	}
 	seccompSyscall struct {
@@ -178,7 +181,9 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 		mount{Destination: guest.RunDir, Type: "bind", Source: filepath.Join(dir, "run"), Options: append(rw, "noexec")},
 	)
 
-	namespaces := []namespace{{Type: "pid"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"}, {Type: "user"}}
+	// A cgroup namespace rooted at the sandbox's cgroup: /proc/*/cgroup
+	// shows "/", not the agent's cgroup path on the node.
+	namespaces := []namespace{{Type: "pid"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"}, {Type: "user"}, {Type: "cgroup"}}
 	if b.opts.Network == NetworkNone {
 		// A fresh network namespace: runc brings up loopback only.
 		namespaces = append(namespaces, namespace{Type: "network"})
@@ -229,21 +234,50 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 		Hostname: hostname(sb.spec.ID),
 		Mounts:   mounts,
 		Linux: linuxCfg{
-			UIDMappings: []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
-			GIDMappings: []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
-			Resources:   rs,
-			CgroupsPath: b.cgroupPath(sb),
-			Namespaces:  namespaces,
-			// runc's defaults (runc spec).
-			MaskedPaths: []string{
-				"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
-				"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
-				"/proc/sched_debug", "/sys/firmware", "/proc/scsi",
-			},
+			UIDMappings:   []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
+			GIDMappings:   []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
+			Resources:     rs,
+			CgroupsPath:   b.cgroupPath(sb),
+			Namespaces:    namespaces,
+			MaskedPaths:   b.maskedPaths,
 			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 			Seccomp:       seccompProfile(),
 		},
 	}
+}
+
+// maskedPaths are the paths of /proc and /sys that runc hides in every
+// sandbox (a file behind /dev/null, a directory behind an empty read-only
+// tmpfs; a path the kernel does not have is skipped). Beyond runc's own
+// defaults (the first line), they are what shows the node rather than the
+// sandbox and that no ordinary tool needs: host-wide statistics (disks,
+// file locks, interrupts, memory zones and slabs, pressure), the kernel's
+// command line, configuration and memory layout, and the block devices,
+// whose loop devices name every sandbox's image on the node. What stays
+// visible is listed, with the reason, in docs/isolation.md.
+func maskedPaths() []string {
+	paths := []string{
+		"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+		"/proc/diskstats", "/proc/partitions", "/proc/swaps", "/proc/locks",
+		"/proc/interrupts", "/proc/softirqs", "/proc/zoneinfo",
+		"/proc/buddyinfo", "/proc/pagetypeinfo", "/proc/slabinfo", "/proc/vmallocinfo",
+		"/proc/pressure", "/proc/key-users", "/proc/cgroups", "/proc/cmdline",
+		"/proc/config.gz", "/proc/kallsyms", "/proc/modules", "/proc/iomem", "/proc/ioports",
+		"/proc/kmsg", "/proc/kpagecount", "/proc/kpageflags", "/proc/kpagecgroup",
+		"/proc/mtrr", "/proc/dma",
+		"/sys/kernel", "/sys/fs", "/sys/module", "/sys/block", "/sys/class/block", "/sys/dev/block",
+		"/sys/devices/virtual/block", "/sys/devices/virtual/dmi", "/sys/class/dmi", "/sys/hypervisor",
+	}
+	// The node's own disks live under their bus (/sys/devices/pci…), not
+	// /sys/devices/virtual: their statistics are masked where they are.
+	entries, _ := os.ReadDir("/sys/block")
+	for _, e := range entries {
+		if dev, err := filepath.EvalSymlinks(filepath.Join("/sys/block", e.Name())); err == nil &&
+			strings.HasPrefix(dev, "/sys/devices/") && !strings.HasPrefix(dev, "/sys/devices/virtual/") {
+			paths = append(paths, dev)
+		}
+	}
+	return paths
 }
 
 func (b *Backend) cgroupPath(sb *sandbox) string {
@@ -267,8 +301,14 @@ func hostname(id string) string {
 // capabilities the sandbox does not have; the filter is defence in depth.
 // It is a deny list on purpose: an allow list drifts out of date with the
 // base image's software and breaks it in hard-to-diagnose ways.
+//
+// Two things are allow lists, because what they let through is small and
+// stable: the architectures (the native ABI only; a call through another,
+// such as i386's int 0x80 on amd64, is a call the rules above never see by
+// its name, so it kills the calling thread instead), and the socket
+// address families.
 func seccompProfile() *seccompSpec {
-	eperm, enosys := uint(1), uint(38)
+	eperm, enosys, eafnosupport := uint(1), uint(38), uint(97)
 	deny := []string{
 		"unshare", "setns",
 		"mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree",
@@ -304,7 +344,56 @@ func seccompProfile() *seccompSpec {
 			Args: []seccompArg{{Index: 0, Value: flag, ValueTwo: flag, Op: "SCMP_CMP_MASKED_EQ"}},
 		})
 	}
-	return &seccompSpec{DefaultAction: "SCMP_ACT_ALLOW", Syscalls: sc}
+	// Sockets of the families in socketFamilies only; any other fails as
+	// on a kernel without it. One rule per refused value below the
+	// largest allowed, and one for everything above it (a value with
+	// high bits set is above it too).
+	top := socketFamilies[len(socketFamilies)-1]
+	allowed := make(map[uint64]bool, len(socketFamilies))
+	for _, f := range socketFamilies {
+		allowed[f] = true
+	}
+	refuse := func(v uint64, op string) {
+		sc = append(sc, seccompSyscall{
+			Names: []string{"socket", "socketpair"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: &eafnosupport,
+			Args: []seccompArg{{Index: 0, Value: v, Op: op}},
+		})
+	}
+	for v := uint64(0); v < top; v++ {
+		if !allowed[v] {
+			refuse(v, "SCMP_CMP_EQ")
+		}
+	}
+	refuse(top, "SCMP_CMP_GT")
+	return &seccompSpec{DefaultAction: "SCMP_ACT_ALLOW", Architectures: seccompArchitectures(runtime.GOARCH), Syscalls: sc}
+}
+
+// socketFamilies are the address families a sandbox may open sockets of,
+// in increasing order: the ones whose endpoints live in the sandbox's own
+// namespaces. AF_NETLINK is there for the sandbox's own network stack
+// (getaddrinfo, ip); AF_VSOCK, AF_PACKET, AF_ALG, Bluetooth, CAN, TIPC,
+// RDS, XDP and the rest are not, AF_VSOCK above all: its port space is the
+// node's, shared by every sandbox and the host.
+var socketFamilies = []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
+// seccompArchitectures are the ABIs the filter admits on goarch: the
+// native one alone. Not i386 or x32 on amd64, nor arm on arm64: their
+// system calls have other numbers, which a filter written by name would
+// have to get right twice, and a shell sandbox has no 32-bit programs.
+func seccompArchitectures(goarch string) []string {
+	switch goarch {
+	case "amd64":
+		return []string{"SCMP_ARCH_X86_64"}
+	case "arm64":
+		return []string{"SCMP_ARCH_AARCH64"}
+	case "riscv64":
+		return []string{"SCMP_ARCH_RISCV64"}
+	case "ppc64le":
+		return []string{"SCMP_ARCH_PPC64LE"}
+	case "s390x":
+		return []string{"SCMP_ARCH_S390X"}
+	}
+	return nil // the runtime's native architecture only
 }
 
 // writeSpec writes config.json atomically.

@@ -1,0 +1,63 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command probe is what the conformance suite runs inside a sandbox to try
+// what a shell cannot: system calls of another ABI, and sockets of any
+// address family. The suite builds it (static, for the sandbox's
+// architecture), writes it into the sandbox with the write tool, and runs it
+// as the tenant, so it proves what any tenant program could do.
+//
+//	probe socket FAMILY…  socket(AF_FAMILY, …) for each FAMILY, a lower-case
+//	                      name (unix, inet, vsock…); prints a line "FAMILY ok"
+//	                      or "FAMILY" and the errno's name for each
+//	probe unshare32       unshare(CLONE_NEWUSER) through i386's ABI (int 0x80)
+//	probe unsharex32      unshare(CLONE_NEWUSER) through the x32 ABI
+//
+// A system call that returns prints "returned" and its result (a negative
+// errno). One that seccomp kills takes the calling thread with it (or the
+// process, which the shell reports as exit status 159, SIGSYS): the probe
+// makes it on a thread of its own and prints "killed" when that thread is
+// gone. Whatever the probe cannot try here it answers "unsupported".
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fail("usage: probe socket FAMILY... | unshare32 | unsharex32")
+	}
+	switch os.Args[1] {
+	case "socket":
+		for _, family := range os.Args[2:] {
+			fmt.Println(family, trySocket(family))
+		}
+	case "unshare32":
+		fmt.Println(unshare32())
+	case "unsharex32":
+		fmt.Println(unsharex32())
+	default:
+		fail("unknown probe " + strconv.Quote(os.Args[1]))
+	}
+}
+
+func fail(msg string) {
+	fmt.Fprintln(os.Stderr, "probe:", msg)
+	os.Exit(2)
+}
