@@ -99,26 +99,7 @@ func BenchmarkJobPollPage(b *testing.B) {
 func BenchmarkExecHostile(b *testing.B) {
 	data := bytes.Repeat([]byte{1}, 4<<20)
 	ctx := context.Background()
-	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{producer(data, true)}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	const tenant, sandbox, token = "bench/alice", "sbx-bench", "bench-agent-token"
-	if err := agent.Ensure(ctx, backend.Spec{ID: sandbox, Tenant: tenant}); err != nil {
-		b.Fatal(err)
-	}
-	ac, err := agentapi.NewClient(agentservertest.Serve(b, agent, token), token, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	server := newServer(staticRouter{tools.Route{Tenant: tenant, SandboxID: sandbox, Agent: ac}}, tools.Options{})
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, streamableOptions(Options{})))
-	b.Cleanup(srv.Close)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cs.Close() })
+	cs := benchSession(b, producer(data, true), false)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "open_session", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		b.Fatal(err, res)
@@ -175,13 +156,13 @@ func pageBytes(tb testing.TB, res *mcp.CallToolResult) int {
 	return n
 }
 
-// pollBenchSetup serves the sandbox catalog with an agent whose only
-// sandbox runs a job that writes data and ends, and returns a connected
-// client and the job.
-func pollBenchSetup(b *testing.B, data []byte, jsonResponse bool) (*mcp.ClientSession, string) {
+// benchSession serves the sandbox catalog, with an agent on be over its
+// API, to one tenant whose sandbox is provisioned, and returns a connected
+// client.
+func benchSession(b *testing.B, be backend.Backend, jsonResponse bool) *mcp.ClientSession {
 	b.Helper()
 	ctx := context.Background()
-	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{producer(data, false)}})
+	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -193,18 +174,26 @@ func pollBenchSetup(b *testing.B, data []byte, jsonResponse bool) (*mcp.ClientSe
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := Options{}
 	server := newServer(staticRouter{tools.Route{Tenant: tenant, SandboxID: sandbox, Agent: ac}}, tools.Options{})
-	so := streamableOptions(opts)
+	so := streamableOptions(Options{})
 	so.JSONResponse = jsonResponse
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, so))
 	b.Cleanup(srv.Close)
-	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// pollBenchSetup serves the sandbox catalog with an agent whose only
+// sandbox runs a job that writes data and ends, and returns a connected
+// client and the job.
+func pollBenchSetup(b *testing.B, data []byte, jsonResponse bool) (*mcp.ClientSession, string) {
+	b.Helper()
+	ctx := context.Background()
+	cs := benchSession(b, producer(data, false), jsonResponse)
 
 	call := func(name string, args map[string]any, out any) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
