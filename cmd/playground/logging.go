@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"github.com/playground-dev/playground/internal/memlimit"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -62,11 +63,20 @@ func verbosityFlag(fs *flag.FlagSet) {
 
 // setLogger makes the logger of the parsed flags the process's,
 // controller-runtime's and klog's (client-go logs through klog), and
-// returns it.
+// returns it. Every role calls it first, so it also gives the runtime its
+// soft memory limit (package memlimit) and says which.
 func (o *logOptions) setLogger() logr.Logger {
 	log := o.logger()
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
+	switch limit, source, err := memlimit.Set(memlimit.DefaultFraction); {
+	case err != nil:
+		log.Error(err, "No soft memory limit for the Go runtime")
+	case limit > 0:
+		log.Info("Soft memory limit for the Go runtime", "bytes", limit, "from", source)
+	case source != "":
+		log.V(1).Info("Soft memory limit for the Go runtime left as set", "by", source)
+	}
 	return log
 }
 
