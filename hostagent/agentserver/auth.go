@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,18 +75,23 @@ const UseVerb = "use"
 //
 // TokenReview answers are cached for CacheTTL (bounded: CacheSize tokens,
 // by their SHA-256), so a busy gateway costs the API server one review
-// per node and minute.
+// per node and minute. Reviews of tokens not in the cache are rate-limited
+// (ReviewsPerSecond, ReviewBurst): whoever reaches the agent's port with
+// made-up tokens gets 503s, not the API server's attention.
 type KubeAuth struct {
 	Client   kubernetes.Interface
 	Audience string
 	Gateways []string
 
-	CacheTTL  time.Duration
-	CacheSize int
-	now       func() time.Time
+	CacheTTL         time.Duration
+	CacheSize        int
+	ReviewsPerSecond float64
+	ReviewBurst      int
+	now              func() time.Time
 
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]cached
+	mu      sync.Mutex
+	cache   map[[sha256.Size]byte]cached
+	reviews *rate.Limiter
 }
 
 type cached struct {
@@ -96,9 +102,14 @@ type cached struct {
 
 // Defaults of KubeAuth.
 const (
-	DefaultAuthCacheTTL  = time.Minute
-	DefaultAuthCacheSize = 4096
+	DefaultAuthCacheTTL     = time.Minute
+	DefaultAuthCacheSize    = 4096
+	DefaultReviewsPerSecond = 20
+	DefaultReviewBurst      = 40
 )
+
+// errReviewsBusy refuses a review past the rate limit.
+var errReviewsBusy = errors.New("too many unknown tokens to review right now")
 
 // Authenticate implements Authenticator.
 func (k *KubeAuth) Authenticate(ctx context.Context, token string) (Caller, error) {
@@ -112,7 +123,21 @@ func (k *KubeAuth) Authenticate(ctx context.Context, token string) (Caller, erro
 		k.mu.Unlock()
 		return c.caller, c.err
 	}
+	if k.reviews == nil {
+		perSecond, burst := k.ReviewsPerSecond, k.ReviewBurst
+		if perSecond <= 0 {
+			perSecond = DefaultReviewsPerSecond
+		}
+		if burst <= 0 {
+			burst = DefaultReviewBurst
+		}
+		k.reviews = rate.NewLimiter(rate.Limit(perSecond), burst)
+	}
+	allowed := k.reviews.Allow()
 	k.mu.Unlock()
+	if !allowed {
+		return Caller{}, errReviewsBusy
+	}
 
 	caller, err := k.review(ctx, token)
 	if err != nil && !errors.Is(err, errUnauthenticated) {

@@ -162,7 +162,7 @@ func (s *Server) authenticate(r *http.Request) (Caller, error) {
 		return Caller{}, errNoCredential
 	case err != nil:
 		return Caller{}, &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err,
-			Message: "the agent cannot verify callers right now (the API server did not answer): retry shortly"}
+			Message: "the agent cannot verify callers right now: retry shortly"}
 	}
 	return c, nil
 }
