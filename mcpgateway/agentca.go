@@ -44,6 +44,11 @@ import (
 // refused. Until a bundle is seen, every handshake fails (fail closed).
 type AgentCA struct {
 	pool atomic.Pointer[x509.CertPool]
+	// nodeNamed requires each certificate's subject to name the node whose
+	// agent is dialled, as the Playground signer issues them: an agent's
+	// certificate is then good for its own node's endpoint only, even when
+	// an address moves to another node.
+	nodeNamed bool
 }
 
 // WatchAgentCA starts watching the published bundle in namespace until ctx
@@ -52,7 +57,7 @@ func WatchAgentCA(ctx context.Context, cs kubernetes.Interface, namespace string
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &AgentCA{}
+	a := &AgentCA{nodeNamed: true}
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", namespace,
 		fields.OneTermEqualSelector("metadata.name", agentpki.CAConfigMapName))
 	set := func(obj any) {
@@ -83,7 +88,8 @@ func WatchAgentCA(ctx context.Context, cs kubernetes.Interface, namespace string
 	return a
 }
 
-// StaticAgentCA trusts a fixed PEM bundle (a file given to the gateway).
+// StaticAgentCA trusts a fixed PEM bundle (a file given to the gateway):
+// another issuer's, whose certificates need not name the node.
 func StaticAgentCA(bundle []byte) (*AgentCA, error) {
 	pool, err := agentpki.Pool(bundle)
 	if err != nil {
@@ -94,11 +100,11 @@ func StaticAgentCA(bundle []byte) (*AgentCA, error) {
 	return a, nil
 }
 
-// tlsConfigFor verifies the agent at host (an IP address or DNS name, which
-// its certificate must name) against the current bundle. The host is
+// tlsConfigFor verifies node's agent at host (an IP address or DNS name,
+// which its certificate must name) against the current bundle. The host is
 // given, not taken from the handshake: a client sends no SNI for an IP
 // address, so the handshake's ServerName would be empty.
-func (a *AgentCA) tlsConfigFor(host string) *tls.Config {
+func (a *AgentCA) tlsConfigFor(node, host string) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		// Verification happens in VerifyConnection, against the bundle of
@@ -122,6 +128,9 @@ func (a *AgentCA) tlsConfigFor(host string) *tls.Config {
 			})
 			if err != nil {
 				return fmt.Errorf("the agent's certificate is not one the Playground signer issued for %s: %w", host, err)
+			}
+			if cn := cs.PeerCertificates[0].Subject.CommonName; a.nodeNamed && cn != agentpki.CommonName(node) {
+				return fmt.Errorf("the agent at %s presented the certificate of %q, not of node %s", host, cn, node)
 			}
 			return nil
 		},

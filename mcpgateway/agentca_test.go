@@ -117,23 +117,41 @@ func publishCA(t *testing.T) *agentpki.CA {
 
 // TestAgentTLSVerifiedAgainstPublishedCA: the gateway, with its own
 // rights, reads the CA bundle the manager publishes and serves a tenant
-// through an agent whose certificate chains to it; it refuses an agent
-// whose certificate does not (self-signed), before sending it anything.
+// through an agent whose certificate chains to it and names its node; it
+// refuses, before sending it anything, an agent whose certificate does not
+// chain to it (self-signed) and one presenting another node's certificate.
 func TestAgentTLSVerifiedAgainstPublishedCA(t *testing.T) {
 	ca := publishCA(t)
-	good := servingKeyPair(t, ca, "good")
-	rogue := servingKeyPair(t, nil, "rogue")
-	trusted := startNodeWith(t, nodeOptions{leaseNS: agentlease.DefaultNamespace, protocol: agentapi.Current.String(),
-		tls: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{good}}})
-	var reached atomic.Int32
-	impostor := startNodeWith(t, nodeOptions{leaseNS: agentlease.DefaultNamespace, protocol: agentapi.Current.String(),
-		tls: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{rogue}},
-		wrap: func(h http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1); h.ServeHTTP(w, r) })
-		}})
+	// counting serves the agent's certificate once it is set, and counts
+	// the requests that reach the agent.
+	type counting struct {
+		cert    atomic.Pointer[tls.Certificate]
+		reached atomic.Int32
+	}
+	start := func(c *counting) *node {
+		return startNodeWith(t, nodeOptions{leaseNS: agentlease.DefaultNamespace, protocol: agentapi.Current.String(),
+			tls: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+				return c.cert.Load(), nil
+			}},
+			wrap: func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.reached.Add(1); h.ServeHTTP(w, r) })
+			}})
+	}
+	var good, selfSigned, misnamed counting
+	trusted, impostor, other := start(&good), start(&selfSigned), start(&misnamed)
+	for c, pair := range map[*counting]tls.Certificate{
+		&good:       servingKeyPair(t, ca, trusted.name),
+		&selfSigned: servingKeyPair(t, nil, impostor.name),
+		&misnamed:   servingKeyPair(t, ca, trusted.name), // valid, for another node
+	} {
+		c.cert.Store(&pair)
+	}
 	ns := newNamespace(t)
 	ok := newTenant(t, ns, "trusted", trusted)
-	bad := newTenant(t, ns, "impostor", impostor)
+	refused := map[string]*tenant{
+		"a self-signed certificate":  newTenant(t, ns, "impostor", impostor),
+		"another node's certificate": newTenant(t, ns, "misnamed", other),
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -148,13 +166,17 @@ func TestAgentTLSVerifiedAgainstPublishedCA(t *testing.T) {
 		}
 		return nil
 	})
-	other := connect(t, g.url, bad.token, nil)
-	res := call(t, other, "open_session", map[string]any{})
-	if !res.IsError {
-		t.Fatal("the gateway opened a session through an agent whose certificate the Playground signer did not issue")
+	for what, tn := range refused {
+		res := call(t, connect(t, g.url, tn.token, nil), "open_session", map[string]any{})
+		if !res.IsError {
+			t.Fatalf("the gateway opened a session through an agent with %s", what)
+		}
+		t.Logf("%s refused: %s", what, resultText(res))
 	}
-	t.Logf("refused: %s", resultText(res))
-	if n := reached.Load(); n != 0 {
-		t.Fatalf("%d requests reached the impostor agent", n)
+	if n := selfSigned.reached.Load() + misnamed.reached.Load(); n != 0 {
+		t.Fatalf("%d requests reached the refused agents", n)
+	}
+	if good.reached.Load() == 0 {
+		t.Fatal("no request reached the trusted agent")
 	}
 }

@@ -44,7 +44,7 @@ type agentPool struct {
 	tls   http.RoundTripper
 
 	// ca, when set, verifies https:// agents instead of tls, with a
-	// transport per endpoint (the certificate must name its host).
+	// transport per node and endpoint (the certificate must name both).
 	ca *AgentCA
 
 	mu         sync.Mutex
@@ -83,7 +83,10 @@ func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentap
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.clients[endpoint]; ok && c.token == tok {
+	// Keyed by node too: a certificate is checked against the node whose
+	// agent the endpoint is registered for.
+	key := node + " " + endpoint
+	if c, ok := p.clients[key]; ok && c.token == tok {
 		return c.client, nil
 	}
 	rt := p.h2c
@@ -94,10 +97,10 @@ func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentap
 			if err != nil {
 				return nil, err
 			}
-			tr, ok := p.transports[endpoint]
+			tr, ok := p.transports[key]
 			if !ok {
-				tr = agentapi.NewTransport(p.ca.tlsConfigFor(u.Hostname()))
-				p.transports[endpoint] = tr
+				tr = agentapi.NewTransport(p.ca.tlsConfigFor(node, u.Hostname()))
+				p.transports[key] = tr
 			}
 			rt = tr
 		}
@@ -113,7 +116,7 @@ func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentap
 		}
 		clear(p.transports)
 	}
-	p.clients[endpoint] = pooledAgent{token: tok, client: c}
+	p.clients[key] = pooledAgent{token: tok, client: c}
 	return c, nil
 }
 
