@@ -190,6 +190,9 @@ func (r *AgentCertReconciler) check(ctx context.Context, csr *certificatesv1.Cer
 		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod}, &p); {
 		case apierrors.IsNotFound(err):
 			return "", fmt.Errorf("the requester's pod %s/%s does not exist", ns, pod)
+		case apierrors.IsForbidden(err):
+			// A deployment mistake, not an outage: say so on the CSR.
+			return "", fmt.Errorf("the manager may not read the requester's pod %s/%s: run the agents in the lease namespace", ns, pod)
 		case err != nil:
 			return "", &transientError{fmt.Errorf("reading pod %s/%s: %w", ns, pod, err)}
 		}
