@@ -19,6 +19,7 @@ package controllers
 import (
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -30,6 +31,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/agentpki"
 )
 
 // Options configure the manager's reconcilers.
@@ -42,6 +44,14 @@ type Options struct {
 	// at once; 0 means DefaultWorkers. Each object is only ever reconciled
 	// by one worker at a time.
 	Workers int
+	// AgentUsers are the agents' ServiceAccount user names, whose CSRs for
+	// their node's serving certificate the manager signs; default the
+	// agent ServiceAccount of the deployment, playground-agent in the
+	// lease namespace.
+	AgentUsers []string
+	// AgentCertLifetime bounds the agents' serving certificates; 0 means
+	// DefaultAgentCertLifetime.
+	AgentCertLifetime time.Duration
 }
 
 // DefaultWorkers lets a burst of Tenants overlap their round trips to the
@@ -58,6 +68,12 @@ func (o *Options) defaults() {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
+	if len(o.AgentUsers) == 0 {
+		o.AgentUsers = []string{"system:serviceaccount:" + o.LeaseNamespace + ":playground-agent"}
+	}
+	if o.AgentCertLifetime <= 0 {
+		o.AgentCertLifetime = DefaultAgentCertLifetime
+	}
 }
 
 // CacheOptions narrow the manager's informers to what the reconcilers
@@ -66,7 +82,9 @@ func (o *Options) defaults() {
 // and the credential type, both set by the Tenant reconciler), so that no
 // other Secret is ever held in the manager's memory. A reconciler that
 // must see a Secret without them reads it with the API reader (as the
-// Tenant reconciler does for a Secret squatting on a credential's name).
+// Tenant reconciler does for a Secret squatting on a credential's name, and
+// the agent CA for its Secret). Of the CertificateSigningRequests, only
+// those for the Playground signer are cached.
 func CacheOptions(opts Options) cache.Options {
 	opts.defaults()
 	tenantLabel, err := labels.NewRequirement(playgroundv1alpha1.TenantLabel, selection.Exists, nil)
@@ -79,6 +97,7 @@ func CacheOptions(opts Options) cache.Options {
 			Label: labels.NewSelector().Add(*tenantLabel),
 			Field: fields.OneTermEqualSelector("type", playgroundv1alpha1.CredentialSecretType),
 		},
+		&certificatesv1.CertificateSigningRequest{}: {Field: fields.OneTermEqualSelector("spec.signerName", agentpki.SignerName)},
 	}}
 }
 
@@ -92,5 +111,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&TenantReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller"), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}).SetupWithManager(mgr)
+	if err := (&SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	ca := &AgentCA{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.LeaseNamespace, Now: opts.Now}
+	if err := mgr.Add(ca); err != nil {
+		return err
+	}
+	return (&AgentCertReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("agentcert-controller"),
+		CA: ca, AgentUsers: opts.AgentUsers, Lifetime: opts.AgentCertLifetime, Now: opts.Now,
+	}).SetupWithManager(mgr)
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -42,8 +43,13 @@ type agentPool struct {
 	h2c   http.RoundTripper
 	tls   http.RoundTripper
 
-	mu      sync.Mutex
-	clients map[string]pooledAgent
+	// ca, when set, verifies https:// agents instead of tls, with a
+	// transport per node and endpoint (the certificate must name both).
+	ca *AgentCA
+
+	mu         sync.Mutex
+	clients    map[string]pooledAgent
+	transports map[string]*http.Transport
 }
 
 type pooledAgent struct {
@@ -53,15 +59,18 @@ type pooledAgent struct {
 
 // newAgentPool returns a pool presenting the credentials of creds;
 // tlsConfig verifies https:// agents (nil: the system's roots).
-func newAgentPool(creds AgentCredentials, tlsConfig *tls.Config) *agentPool {
+// ca, when not nil, takes its place.
+func newAgentPool(creds AgentCredentials, tlsConfig *tls.Config, ca *AgentCA) *agentPool {
 	if tlsConfig == nil {
 		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	return &agentPool{
-		creds:   creds,
-		h2c:     agentapi.NewTransport(nil),
-		tls:     agentapi.NewTransport(tlsConfig),
-		clients: map[string]pooledAgent{},
+		creds:      creds,
+		h2c:        agentapi.NewTransport(nil),
+		tls:        agentapi.NewTransport(tlsConfig),
+		ca:         ca,
+		clients:    map[string]pooledAgent{},
+		transports: map[string]*http.Transport{},
 	}
 }
 
@@ -74,12 +83,27 @@ func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentap
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.clients[endpoint]; ok && c.token == tok {
+	// Keyed by node too: a certificate is checked against the node whose
+	// agent the endpoint is registered for.
+	key := node + " " + endpoint
+	if c, ok := p.clients[key]; ok && c.token == tok {
 		return c.client, nil
 	}
 	rt := p.h2c
 	if strings.HasPrefix(endpoint, "https://") {
 		rt = p.tls
+		if p.ca != nil {
+			u, err := url.Parse(endpoint)
+			if err != nil {
+				return nil, err
+			}
+			tr, ok := p.transports[key]
+			if !ok {
+				tr = agentapi.NewTransport(p.ca.tlsConfigFor(node, u.Hostname()))
+				p.transports[key] = tr
+			}
+			rt = tr
+		}
 	}
 	c, err := agentapi.NewClient(endpoint, tok, rt)
 	if err != nil {
@@ -87,8 +111,12 @@ func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentap
 	}
 	if len(p.clients) >= maxAgents {
 		clear(p.clients)
+		for _, tr := range p.transports {
+			tr.CloseIdleConnections()
+		}
+		clear(p.transports)
 	}
-	p.clients[endpoint] = pooledAgent{token: tok, client: c}
+	p.clients[key] = pooledAgent{token: tok, client: c}
 	return c, nil
 }
 

@@ -85,6 +85,11 @@ type Options struct {
 	// system's roots); http:// endpoints are reached over cleartext HTTP/2
 	// (h2c), for a trusted network.
 	AgentTLS *tls.Config
+	// AgentCA, when set, verifies https:// agents instead of AgentTLS:
+	// against the CA bundle the manager publishes (WatchAgentCA) or a
+	// fixed one (StaticAgentCA), and nothing else, with each agent's
+	// certificate naming the host of its registered endpoint.
+	AgentCA *AgentCA
 	// Stateful keeps MCP transport sessions in memory (Mcp-Session-Id),
 	// expiring after SessionIdleTimeout. The default, stateless, keeps none:
 	// any replica serves any request. See docs/tools.md.
@@ -195,7 +200,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{opts: opts, view: view, log: opts.Logger, budget: lim,
-		router: &router{view: view, agents: newAgentPool(creds, opts.AgentTLS), log: opts.Logger, trustRegistrations: true}}
+		router: &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA), log: opts.Logger, trustRegistrations: true}}
 	holds := &callHolds{calls: map[string]*[]func(){}}
 	server := newServer(g.router,
 		tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold})

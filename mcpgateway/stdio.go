@@ -61,9 +61,10 @@ type StdioOptions struct {
 	// AgentToken is the token presented to the agents: the caller's own
 	// (its kubeconfig's bearer token), which each agent checks with a
 	// SubjectAccessReview for every request, or a shared one (dev).
-	// AgentTLS verifies them, as in Options.
+	// AgentTLS and AgentCA verify them, as in Options.
 	AgentToken func() (string, error)
 	AgentTLS   *tls.Config
+	AgentCA    *AgentCA
 	// StaleAfter, ExecTimeout and ProgressInterval as in Options.
 	StaleAfter       time.Duration
 	ExecTimeout      time.Duration
@@ -187,7 +188,7 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 		return fmt.Errorf("tenant %s cannot be served: %w", id, err)
 	}
 	authz := &reauthorizer{check: func(ctx context.Context) error { return Authorize(ctx, opts.Config, id) }, every: opts.ReauthorizeEvery, last: time.Now()}
-	r := &router{view: view, agents: newAgentPool(creds, opts.AgentTLS), log: opts.Logger, fixed: &id, authorize: authz.authorize}
+	r := &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA), log: opts.Logger, fixed: &id, authorize: authz.authorize}
 	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger})
 	opts.Logger.Info("Serving MCP on stdio", "tenant", id.String())
 	return server.Run(ctx, transport)

@@ -19,6 +19,7 @@ package mcpgateway_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -111,6 +112,8 @@ type nodeOptions struct {
 	// trust, when set, makes the agent accept callers by Kubernetes
 	// identity only, trusting these users as gateways: no shared token.
 	trust []string
+	// tls, when set, serves the agent API over TLS (an https endpoint).
+	tls *tls.Config
 }
 
 func startNodeWith(t *testing.T, o nodeOptions) *node {
@@ -125,7 +128,7 @@ func startNodeWith(t *testing.T, o nodeOptions) *node {
 	if o.trust != nil {
 		shared = ""
 	}
-	endpoint, api := agentservertest.ServeWrapped(t, agent, shared, o.wrap, func(s *agentserver.Server) {
+	endpoint, api := agentservertest.ServeWrappedTLS(t, agent, shared, o.tls, o.wrap, func(s *agentserver.Server) {
 		if o.speaks != nil {
 			s.SetVersion(*o.speaks)
 		}

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -59,8 +60,10 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Endpoint, "advertise", "", "URL of the agent API published in the node's Lease (default: http(s)://$POD_IP, else the listen host, else the hostname, with the listen port)")
 	fs.StringVar(&opts.TokenFile, "token-file", "", "file of shared bearer tokens the API accepts as a trusted gateway's, one per line, re-read on change (playground dev; clusters trust the gateway's identity instead)")
 	fs.Var(stringList{&opts.TrustedGateways}, "trusted-gateway", "a Kubernetes user trusted as a gateway, e.g. system:serviceaccount:playground-system:playground-gateway, presenting a token bound to this node (repeatable, or comma-separated)")
-	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "TLS certificate of the API (default: cleartext HTTP/2)")
-	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "TLS key of the API")
+	tlsMode := fs.String("tls", "", "how the API serves TLS: csr (a certificate from the Playground signer through the CertificateSigningRequest API, renewed automatically), files (--tls-cert and --tls-key, e.g. from cert-manager) or off (cleartext HTTP/2, for playground dev only); default files when --tls-cert is set, else csr")
+	fs.DurationVar(&opts.CertLifetime, "tls-cert-lifetime", nodeagent.DefaultCertLifetime, "with --tls=csr, the certificate lifetime to request (the signer may issue a shorter one); renewed at two thirds of it")
+	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "with --tls=files, the PEM certificate of the API, re-read when it changes")
+	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "with --tls=files, the PEM key of the API")
 	fs.StringVar(&opts.LeaseNamespace, "lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases (it must exist)")
 	fs.DurationVar(&opts.LeaseDuration, "lease-duration", agentlease.DefaultDuration, "how long the registration lasts unrenewed; renewed every third of it")
 	fs.IntVar(&opts.Workers, "workers", nodeagent.DefaultWorkers, "how many sandboxes are provisioned or destroyed at once")
@@ -78,6 +81,30 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 
 	opts.Logger = logOpts.setLogger()
+
+	if *tlsMode == "" {
+		*tlsMode = "csr"
+		if opts.TLSCertFile != "" {
+			*tlsMode = "files"
+		}
+	}
+	switch *tlsMode {
+	case "csr":
+		if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
+			return errors.New("--tls=csr: --tls-cert and --tls-key are for --tls=files")
+		}
+		opts.TLSFromCSR = true
+	case "files":
+		if opts.TLSCertFile == "" || opts.TLSKeyFile == "" {
+			return errors.New("--tls=files needs --tls-cert and --tls-key")
+		}
+	case "off":
+		if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
+			return errors.New("--tls=off: --tls-cert and --tls-key are for --tls=files")
+		}
+	default:
+		return fmt.Errorf("--tls: want csr, files or off, not %q", *tlsMode)
+	}
 
 	switch n := oci.Network(network); n {
 	case oci.NetworkNone, oci.NetworkHost:

@@ -18,8 +18,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,7 +46,7 @@ func runGateway(ctx context.Context, args []string) error {
 		listen      = fs.String("listen", ":8080", "address of the MCP endpoint (served at /mcp; /healthz and /readyz beside it)")
 		catalog     = fs.String("catalog", mcpgateway.CatalogSandbox, "the catalog served: sandbox (the eight sandbox tools) or workers (not implemented yet)")
 		tokenFile   = fs.String("agent-token-file", "", "file holding a shared bearer token to present to every host agent, re-read on change (playground dev); default: the gateway's ServiceAccount's token bound to each node, or with --stdio your kubeconfig's token")
-		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates, for https:// agent endpoints (default: the system's roots; http:// endpoints use cleartext HTTP/2)")
+		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates (another issuer, such as cert-manager); default: the bundle the manager publishes in the ConfigMap playground-agent-ca of the lease namespace, watched. Only that CA is trusted for https:// agents; http:// endpoints (playground dev) use cleartext HTTP/2")
 		namespace   = fs.String("namespace", "", "serve only the tenants of this namespace, watching Tenants and Sandboxes there only, so that a Role there is all the RBAC they need (default: all namespaces)")
 		leaseNS     = fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases: the agent token goes only to endpoints registered there")
 		stdio       = fs.Bool("stdio", false, "serve one tenant over stdin/stdout instead of HTTP, authorised by your kubeconfig (needs --tenant)")
@@ -96,22 +94,25 @@ func runGateway(ctx context.Context, args []string) error {
 			return fmt.Errorf("--agent-token-file: %w", err)
 		}
 	}
-	var agentTLS *tls.Config
+	cfg, err := restConfig(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	var agentCA *mcpgateway.AgentCA
 	if *tlsCA != "" {
 		pem, err := os.ReadFile(*tlsCA)
 		if err != nil {
 			return fmt.Errorf("--agent-tls-ca: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("--agent-tls-ca: %s holds no PEM certificate", *tlsCA)
+		if agentCA, err = mcpgateway.StaticAgentCA(pem); err != nil {
+			return fmt.Errorf("--agent-tls-ca: %s: %w", *tlsCA, err)
 		}
-		agentTLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	}
-
-	cfg, err := restConfig(*kubeconfig)
-	if err != nil {
-		return err
+	} else {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		agentCA = mcpgateway.WatchAgentCA(ctx, cs, *leaseNS, log)
 	}
 
 	if *stdio {
@@ -130,7 +131,7 @@ func runGateway(ctx context.Context, args []string) error {
 		}
 		return mcpgateway.ServeStdio(ctx, mcpgateway.StdioOptions{
 			Config: cfg, Tenant: id, Catalog: *catalog,
-			AgentToken: agentToken, AgentTLS: agentTLS,
+			AgentToken: agentToken, AgentCA: agentCA,
 			StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Logger: log,
 		}, &mcp.StdioTransport{})
 	}
@@ -160,7 +161,7 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	gw, err := mcpgateway.New(mcpgateway.Options{
 		Config: cfg, Namespace: *namespace, Catalog: *catalog, LeaseNamespace: *leaseNS,
-		AgentCredentials: agentCreds, AgentToken: agentToken, AgentTLS: agentTLS,
+		AgentCredentials: agentCreds, AgentToken: agentToken, AgentCA: agentCA,
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
 		MaxSessionsPerTenant: *sessionsPerTenant, MaxSessions: *sessionsTotal,
 		Budget: lim, HTTP: httpLim,

@@ -39,6 +39,9 @@ func runManager(ctx context.Context, args []string) error {
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader among manager replicas, so that one reconciles at a time")
 	leaseNamespace := fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases and of the leader election Lease")
 	workers := fs.Int("workers", controllers.DefaultWorkers, "how many Tenants, and how many Sandboxes, are reconciled at once")
+	var agentUsers []string
+	fs.Var(stringList{&agentUsers}, "agent-service-account", "user name of the agents' ServiceAccount (system:serviceaccount:NAMESPACE:NAME), whose CSRs for their node's serving certificate are signed; repeatable (default: playground-agent in the lease namespace)")
+	agentCertLifetime := fs.Duration("agent-cert-lifetime", controllers.DefaultAgentCertLifetime, "lifetime of the agents' serving certificates; they renew at two thirds of it")
 	logOpts := logFlags(fs, "json")
 	verbosityFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -54,7 +57,7 @@ func runManager(ctx context.Context, args []string) error {
 		return fmt.Errorf("loading the client configuration: %w", err)
 	}
 	mgr, err := controllers.NewManager(cfg, controllers.ManagerOptions{
-		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers},
+		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime},
 		MetricsBindAddress:     *metricsAddr,
 		HealthProbeBindAddress: *probeAddr,
 		LeaderElection:         *leaderElect,

@@ -54,6 +54,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/agentpki"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/internal/scheme"
@@ -117,8 +118,18 @@ type Options struct {
 	// AuthCacheTTL bounds how long a caller's TokenReview is trusted
 	// (default agentserver.DefaultAuthCacheTTL).
 	AuthCacheTTL time.Duration
-	// TLSCertFile and TLSKeyFile serve the API over TLS (re-read when they
-	// change); without them it speaks cleartext HTTP/2 (h2c).
+	// TLSFromCSR serves the API over TLS with a certificate for the
+	// endpoint's host that the agent requests through the
+	// CertificateSigningRequest API from the Playground signer (the
+	// manager), renewed at two thirds of its lifetime. CertLifetime is the
+	// lifetime asked for (default DefaultCertLifetime; the signer may
+	// issue a shorter one).
+	TLSFromCSR   bool
+	CertLifetime time.Duration
+	// TLSCertFile and TLSKeyFile serve the API over TLS from files (another
+	// issuer, such as cert-manager; re-read when they change). Without
+	// them or TLSFromCSR it speaks cleartext HTTP/2 (h2c): playground dev
+	// only.
 	TLSCertFile string
 	TLSKeyFile  string
 
@@ -163,6 +174,12 @@ func (o *Options) setDefaults() error {
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return errors.New("nodeagent: TLS needs both a certificate and a key")
+	}
+	if o.TLSFromCSR && o.TLSCertFile != "" {
+		return errors.New("nodeagent: TLS from a CSR and from files exclude each other")
+	}
+	if o.CertLifetime <= 0 {
+		o.CertLifetime = DefaultCertLifetime
 	}
 	if o.LeaseNamespace == "" {
 		o.LeaseNamespace = agentlease.DefaultNamespace
@@ -270,12 +287,28 @@ func Run(ctx context.Context, opts Options) error {
 	defer ln.Close()
 	endpoint := opts.Endpoint
 	if endpoint == "" {
-		if endpoint, err = endpointOf(ln.Addr(), opts.AdvertiseHost, tlsConfig != nil); err != nil {
+		if endpoint, err = endpointOf(ln.Addr(), opts.AdvertiseHost, tlsConfig != nil || opts.TLSFromCSR); err != nil {
 			return err
 		}
 	}
 	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("nodeagent: endpoint %q is not an http(s) URL", endpoint)
+	} else if (u.Scheme == "https") != (tlsConfig != nil || opts.TLSFromCSR) {
+		return fmt.Errorf("nodeagent: endpoint %q: the scheme must be https exactly when the API serves TLS", endpoint)
+	}
+	// The certificate comes before the registration: the gateway never
+	// sees an https endpoint that cannot complete a handshake.
+	var cert *servingCert
+	if opts.TLSFromCSR {
+		cert = &servingCert{client: reviews, node: opts.NodeName, endpoint: endpoint, lifetime: opts.CertLifetime, log: log.WithName("cert")}
+		if err := cert.obtain(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("nodeagent: serving certificate: %w", err)
+		}
+		tlsConfig = cert.tlsConfig()
+		log.Info("Obtained the agent API's serving certificate", "signer", agentpki.SignerName, "notAfter", cert.cert.Load().Leaf.NotAfter)
 	}
 
 	mgr, rec, err := newManager(opts, agent, endpoint)
@@ -334,6 +367,13 @@ func Run(ctx context.Context, opts Options) error {
 		}},
 		task{"token reload", func(ctx context.Context) error {
 			return tokens.watch(ctx, opts.TokenReloadInterval, server.SetTokens)
+		}},
+		task{"serving certificate renewal", func(ctx context.Context) error {
+			if cert == nil {
+				<-ctx.Done()
+				return nil
+			}
+			return cert.run(ctx)
 		}},
 	)
 }

@@ -128,6 +128,11 @@ type node struct {
 	name, stateDir, endpoint string
 	labels                   map[string]string
 	agent                    *component
+	// config, when set, is who the agent acts as (default: the
+	// administrator); tls serves its API with a certificate from the
+	// manager's signer.
+	config *rest.Config
+	tls    bool
 }
 
 // startNode runs an agent for n until stopped or the test ends.
@@ -139,15 +144,24 @@ func startNode(t *testing.T, n *node) {
 	}
 	addr := "127.0.0.1:0"
 	if n.endpoint != "" {
-		addr = strings.TrimPrefix(n.endpoint, "http://")
+		addr = strings.TrimPrefix(strings.TrimPrefix(n.endpoint, "http://"), "https://")
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.endpoint = "http://" + ln.Addr().String()
+	scheme := "http://"
+	if n.tls {
+		scheme = "https://"
+	}
+	n.endpoint = scheme + ln.Addr().String()
+	cfg := cp.Config
+	if n.config != nil {
+		cfg = n.config
+	}
 	opts := nodeagent.Options{
-		Config:         cp.Config,
+		Config:         cfg,
+		TLSFromCSR:     n.tls,
 		NodeName:       n.name,
 		Backends:       []backend.Backend{ociBackend(t, n.stateDir)},
 		Listener:       ln,

@@ -447,8 +447,13 @@ func TestAgentDaemonSet(t *testing.T) {
 				t.Errorf("--lease-namespace %q", ns)
 			}
 			for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
-				if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port != intstr.FromString("api") {
-					t.Errorf("probe %+v: want GET /healthz on the api port (the only unauthenticated call)", p)
+				if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port != intstr.FromString("api") || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+					t.Errorf("probe %+v: want GET /healthz over HTTPS on the api port (the only unauthenticated call; the API serves TLS only)", p)
+				}
+			}
+			for _, f := range []string{"tls", "tls-cert", "tls-key"} {
+				if v, ok := flagValue(c.Args, f); ok {
+					t.Errorf("--%s=%s: the agent should take its certificate from the Playground signer (the default)", f, v)
 				}
 			}
 		})
@@ -553,6 +558,11 @@ func TestControlPlaneWorkloads(t *testing.T) {
 			mc := mgr.Spec.Template.Spec.Containers[0]
 			if mc.Args[0] != "manager" || !slices.Contains(mc.Args, "--leader-elect") {
 				t.Errorf("manager args %v: want the manager role and --leader-elect", mc.Args)
+			}
+			// It signs serving certificates for the agents' ServiceAccount
+			// only (by default playground-agent of the lease namespace).
+			if v, ok := flagValue(mc.Args, "agent-service-account"); ok && v != "system:serviceaccount:"+namespace+":playground-agent" {
+				t.Errorf("manager --agent-service-account %q, want the agents' ServiceAccount", v)
 			}
 			if got, want := namedPort(t, mc, "probes"), listenPort(t, mc.Args, "health-probe-bind-address"); got != want || got != 8081 {
 				t.Errorf("manager probes port %d, flag %d, want 8081", got, want)

@@ -20,6 +20,7 @@ package agentservertest
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"testing"
@@ -49,13 +50,20 @@ func ServeAPI(tb testing.TB, agent *hostagent.Agent, token string, configure ...
 // none), for a test to see the requests an agent receives.
 func ServeWrapped(tb testing.TB, agent *hostagent.Agent, token string, wrap func(http.Handler) http.Handler, configure ...func(*agentserver.Server)) (string, *agentserver.Server) {
 	tb.Helper()
+	return ServeWrappedTLS(tb, agent, token, nil, wrap, configure...)
+}
+
+// ServeWrappedTLS is ServeWrapped over TLS with tlsConfig (nil: cleartext
+// HTTP/2), returning an https:// endpoint then.
+func ServeWrappedTLS(tb testing.TB, agent *hostagent.Agent, token string, tlsConfig *tls.Config, wrap func(http.Handler) http.Handler, configure ...func(*agentserver.Server)) (string, *agentserver.Server) {
+	tb.Helper()
 	srv := agentserver.NewServer(agent, nil, token)
 	for _, c := range configure {
 		c(srv)
 	}
-	serve := func(ctx context.Context, ln net.Listener) error { return srv.Serve(ctx, ln, nil, 5*time.Second) }
+	serve := func(ctx context.Context, ln net.Listener) error { return srv.Serve(ctx, ln, tlsConfig, 5*time.Second) }
 	if wrap != nil {
-		hs := srv.HTTPServer(nil)
+		hs := srv.HTTPServer(tlsConfig)
 		hs.Handler = wrap(hs.Handler)
 		serve = func(ctx context.Context, ln net.Listener) error { return httpserve.Serve(ctx, hs, ln, 5*time.Second) }
 	}
@@ -74,5 +82,9 @@ func ServeWrapped(tb testing.TB, agent *hostagent.Agent, token string, wrap func
 		<-done
 		_ = agent.Close(context.Background())
 	})
-	return "http://" + ln.Addr().String(), srv
+	scheme := "http://"
+	if tlsConfig != nil {
+		scheme = "https://"
+	}
+	return scheme + ln.Addr().String(), srv
 }

@@ -1,0 +1,102 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/agentpki"
+	"github.com/playground-dev/playground/internal/rbactest"
+	"github.com/playground-dev/playground/mcpgateway"
+)
+
+// TestAgentTLS: with the real manager as the Playground signer, an agent
+// acting as the agent ServiceAccount with a token bound to its node gets
+// its serving certificate, serves TLS only, and a gateway that trusts only
+// the CA the manager publishes serves a tenant through it.
+func TestAgentTLS(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startManager(t)
+
+	// The node, as its kubelet would have registered it.
+	nodeObj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "tls-1"}}
+	g.Expect(k8sClient.Create(ctx, nodeObj)).To(Succeed())
+	nodeObj.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	g.Expect(k8sClient.Status().Update(ctx, nodeObj)).To(Succeed())
+
+	agentCfg, err := rbactest.Grant(ctx, k8sClient, cp.Config, "agent", rbactest.ServiceAccountUser("agent"), rbactest.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	agentCfg.Impersonate.Extra = map[string][]string{agentpki.NodeNameExtra: {"tls-1"}}
+	n := &node{name: "tls-1", labels: pool("tls"), config: agentCfg, tls: true}
+	startNode(t, n)
+	g.Expect(n.endpoint).To(HavePrefix("https://"))
+
+	gwCfg, err := rbactest.Grant(ctx, k8sClient, cp.Config, "gateway", rbactest.ServiceAccountUser("gateway"), rbactest.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	url := startTLSGateway(t, gwCfg)
+
+	ns := newNamespace(t)
+	applyTenant(t, ns, "alice", inPool("tls"))
+	waitReady(t, ns, "alice")
+	token := tokenOf(g, ns, "alice")
+	g.Eventually(func(g Gomega) {
+		cs, err := mcpConnect(url, token)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer cs.Close()
+		g.Expect(echo(g, cs, "over-tls")).To(Equal("over-tls\n"))
+	}, settle, 200*time.Millisecond).Should(Succeed(), "the tenant is served through the TLS agent")
+
+	// The agent speaks TLS only.
+	plain := "http://" + n.endpoint[len("https://"):] + "/healthz"
+	resp, err := http.Get(plain)
+	if err == nil {
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusBadRequest), "plain HTTP to the agent")
+	}
+}
+
+// startTLSGateway runs a gateway as cfg that verifies agents against the
+// CA bundle the manager publishes, and returns its MCP endpoint.
+func startTLSGateway(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ca := mcpgateway.WatchAgentCA(ctx, kubernetes.NewForConfigOrDie(cfg), agentlease.DefaultNamespace, nil)
+	gw, err := mcpgateway.New(mcpgateway.Options{Config: cfg, AgentToken: mcpgateway.StaticToken(agentToken), AgentCA: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRun(t, func(ctx context.Context) error { return gw.Run(ctx, ln) })
+	NewWithT(t).Eventually(gw.Ready, settle, 50*time.Millisecond).Should(Succeed())
+	return "http://" + ln.Addr().String() + "/mcp"
+}
