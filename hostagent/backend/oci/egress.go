@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -198,38 +199,62 @@ func (b *Backend) reattachEgress(ctx context.Context, sb *sandbox, pid int) erro
 // an empty egress list (a spec changed to none while the container runs
 // in its egress namespace) nothing is let out.
 func (b *Backend) applyEgressRules(ctx context.Context, sb *sandbox) error {
-	n := b.egressNet(sb)
-	dev := strconv.Quote(n.hostDev)
-	var r strings.Builder
-	fmt.Fprintf(&r, "table inet %s\ndelete table inet %s\ntable inet %s {\n", n.table, n.table, n.table)
-	// Nothing from the sandbox reaches the node itself: its addresses,
-	// the agent's port, node-local services.
-	fmt.Fprintf(&r, "\tchain input {\n\t\ttype filter hook input priority -10; policy accept;\n\t\tiifname %s drop\n\t}\n", dev)
-	fmt.Fprintf(&r, "\tchain forward {\n\t\ttype filter hook forward priority -10; policy accept;\n")
-	// Nothing reaches the sandbox but answers to what it opened.
-	fmt.Fprintf(&r, "\t\toifname %s ct state established,related accept\n\t\toifname %s drop\n", dev, dev)
-	denied := append([]string{b.opts.EgressPool.String()}, alwaysDenied...)
-	denied = append(denied, b.opts.EgressDeny...)
-	fmt.Fprintf(&r, "\t\tiifname %s ip daddr { %s } drop\n", dev, strings.Join(denied, ", "))
-	for _, rule := range sb.spec.Egress {
-		if len(rule.Ports) == 0 {
-			fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s accept\n", dev, rule.CIDR)
-			continue
-		}
-		ports := make([]string, len(rule.Ports))
-		for i, p := range rule.Ports {
-			ports[i] = strconv.Itoa(int(p))
-		}
-		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport { %s } accept\n", dev, rule.CIDR, strings.Join(ports, ", "))
-	}
-	fmt.Fprintf(&r, "\t\tiifname %s drop\n\t}\n", dev)
-	fmt.Fprintf(&r, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n\t\tip saddr %s oifname != %s masquerade\n\t}\n}\n", n.subnet, dev)
 	cmd := exec.CommandContext(ctx, "nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(r.String())
+	cmd.Stdin = strings.NewReader(b.egressRuleset(sb))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("oci: sandbox %s: nft: %w: %s", sb.spec.ID, err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// egressRuleset renders sb's table as an nft script that replaces it. Only
+// parsed values reach the script: prefixes printed back from netip, ports
+// as numbers, the device name quoted. Rules with an invalid CIDR (which
+// validateEgress refuses before) are left out, so they open nothing.
+func (b *Backend) egressRuleset(sb *sandbox) string {
+	n := b.egressNet(sb)
+	dev := strconv.Quote(n.hostDev)
+	var r strings.Builder
+	fmt.Fprintf(&r, "table inet %s\ndelete table inet %s\ntable inet %s {\n", n.table, n.table, n.table)
+	// Nothing from the sandbox reaches the agent's namespace itself: its
+	// addresses, the agent's port, node-local services.
+	fmt.Fprintf(&r, "\tchain input {\n\t\ttype filter hook input priority -10; policy accept;\n\t\tiifname %s drop\n\t}\n", dev)
+	fmt.Fprintf(&r, "\tchain forward {\n\t\ttype filter hook forward priority -10; policy accept;\n")
+	// Nothing reaches the sandbox but answers to what it opened.
+	fmt.Fprintf(&r, "\t\toifname %s ct state established,related accept\n\t\toifname %s drop\n", dev, dev)
+	denied := []string{b.opts.EgressPool.String()}
+	for _, c := range append(slices.Clone(alwaysDenied), b.opts.EgressDeny...) {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			denied = append(denied, p.Masked().String())
+		}
+	}
+	fmt.Fprintf(&r, "\t\tiifname %s ip daddr { %s } drop\n", dev, strings.Join(denied, ", "))
+	for _, rule := range sb.spec.Egress {
+		p, err := netip.ParsePrefix(rule.CIDR)
+		if err != nil || !p.Addr().Is4() {
+			continue
+		}
+		cidr := p.Masked().String()
+		if len(rule.Ports) == 0 {
+			fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s accept\n", dev, cidr)
+			continue
+		}
+		ports := slices.Clone(rule.Ports)
+		slices.Sort(ports)
+		var list []string
+		for _, p := range slices.Compact(ports) {
+			if p >= 1 && p <= 65535 {
+				list = append(list, strconv.Itoa(int(p)))
+			}
+		}
+		if len(list) == 0 {
+			continue
+		}
+		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport { %s } accept\n", dev, cidr, strings.Join(list, ", "))
+	}
+	fmt.Fprintf(&r, "\t\tiifname %s drop\n\t}\n", dev)
+	fmt.Fprintf(&r, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n\t\tip saddr %s oifname != %s masquerade\n\t}\n}\n", n.subnet, dev)
+	return r.String()
 }
 
 // teardownEgress removes sb's ruleset, veth pair and namespace, whichever

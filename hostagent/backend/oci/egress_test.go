@@ -66,6 +66,42 @@ func TestEgressRulesValidation(t *testing.T) {
 	}
 }
 
+// TestEgressRuleset: the script denies before it accepts, ends with a
+// drop, renders ports once each, and nft accepts it (checked, not applied).
+func TestEgressRuleset(t *testing.T) {
+	b := &Backend{opts: Options{StateDir: "/state", IDMapSlots: 4096, EgressPool: DefaultEgressPool, EgressDeny: []string{"10.244.0.0/16"}}}
+	sb := &sandbox{dir: "/state/sandboxes/x", slot: 7, spec: backend.Spec{ID: "x", Egress: []backend.EgressRule{
+		{CIDR: "10.0.0.0/8", Ports: []int32{443, 53, 443}},
+		{CIDR: "203.0.113.7/32"},
+	}}}
+	n := b.egressNet(sb)
+	if n.subnet.Bits() != 30 || !DefaultEgressPool.Contains(n.subnet.Addr()) || n.node.Next() != n.guest {
+		t.Fatalf("subnet %s, node %s, guest %s", n.subnet, n.node, n.guest)
+	}
+	if len(n.hostDev) > 15 {
+		t.Fatalf("device name %q is over 15 bytes", n.hostDev)
+	}
+	script := b.egressRuleset(sb)
+	deny := strings.Index(script, "ip daddr { 100.64.0.0/10, 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/4, 240.0.0.0/4, 10.244.0.0/16 } drop")
+	accept := strings.Index(script, "ip daddr 10.0.0.0/8 meta l4proto { tcp, udp } th dport { 53, 443 } accept")
+	all := strings.Index(script, "ip daddr 203.0.113.7/32 accept")
+	last := strings.LastIndex(script, "iifname \""+n.hostDev+"\" drop")
+	if deny < 0 || accept < deny || all < accept || last < all {
+		t.Fatalf("rules out of order (%d %d %d %d):\n%s", deny, accept, all, last, script)
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft is not installed: run make prereqs")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("nft -c needs root")
+	}
+	cmd := exec.Command("nft", "-c", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft refuses the script: %v: %s\n%s", err, out, script)
+	}
+}
+
 // TestEgress: an egress sandbox reaches the address and port its list
 // allows and nothing else: not another port or address, not the node (its
 // addresses, an agent's port, even when listed), not link-local addresses
