@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,28 @@ func TestEgressRulesValidation(t *testing.T) {
 	} {
 		if err := validateEgress(tc.rules); (err == nil) != tc.ok {
 			t.Errorf("%+v: %v", tc.rules, err)
+		}
+	}
+}
+
+// TestEgressOptions: a pool too small for a /30 per slot, or not IPv4, and
+// deny entries that are not IPv4 networks are refused.
+func TestEgressOptions(t *testing.T) {
+	for _, tc := range []struct {
+		pool string
+		deny []string
+		ok   bool
+	}{
+		{"100.64.0.0/10", []string{"10.244.0.0/16"}, true},
+		{"100.64.0.0/18", nil, true},
+		{"100.64.0.0/24", nil, false},
+		{"fd00::/64", nil, false},
+		{"100.64.0.0/10", []string{"10.244.0.1/16"}, false},
+		{"100.64.0.0/10", []string{"10.0.0.0/8 } accept"}, false},
+	} {
+		o := Options{StateDir: "/state", GuestBinary: "/guest", Network: NetworkEgress, EgressPool: netip.MustParsePrefix(tc.pool), EgressDeny: tc.deny}
+		if err := o.setDefaults(); (err == nil) != tc.ok {
+			t.Errorf("pool %s, deny %q: %v", tc.pool, tc.deny, err)
 		}
 	}
 }

@@ -379,6 +379,10 @@ func (o *Options) setDefaults() error {
 	if o.IDMapSlots <= 0 {
 		o.IDMapSlots = 4096
 	}
+	if subnets := 1 << (30 - o.EgressPool.Bits()); o.Network == NetworkEgress && subnets < o.IDMapSlots {
+		// Each sandbox's /30 follows from its ID-map slot.
+		return fmt.Errorf("oci: egress pool %s has %d /30 subnets, fewer than the %d sandboxes a node may hold", o.EgressPool, subnets, o.IDMapSlots)
+	}
 	if uint64(o.IDMapBase)+uint64(o.IDMapSlots)*idMapSize > 1<<32-2 {
 		return fmt.Errorf("oci: ID map slots exceed the 32-bit ID space")
 	}
