@@ -18,6 +18,7 @@ package nodeagent_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"testing"
 
@@ -38,6 +39,11 @@ import (
 func TestEgressSandbox(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
+	// The backend turns IPv4 forwarding on; the test machine gets back
+	// what it had.
+	if fw, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); err == nil {
+		t.Cleanup(func() { _ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", fw, 0o644) })
+	}
 	ns := newNamespace(t, "egress")
 	egress := func(s *playgroundv1alpha1.Sandbox) {
 		s.Spec.Network = playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress,
