@@ -210,6 +210,7 @@ func TestTenantLifecycle(t *testing.T) {
 		g.Expect(sbx.Spec.Storage.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimDelete))
 		g.Expect(sbx.Spec.Faculties).To(Equal([]playgroundv1alpha1.FacultyBundleReference{{Name: "tools"}}))
 		g.Expect(sbx.Spec.LoginProfile.Env).To(Equal([]playgroundv1alpha1.EnvVar{{Name: "EDITOR", Value: "vi"}}))
+		g.Expect(sbx.Spec.Network.Mode).To(Equal(playgroundv1alpha1.NetworkNone), "no network unless asked")
 		sandboxUID = sbx.UID
 
 		// No agent runs here, so the sandbox is not Ready, and neither is
@@ -232,10 +233,14 @@ func TestTenantLifecycle(t *testing.T) {
 		tn.Spec.Persona = ""
 		tn.Spec.Sandbox.LoginProfile.Env = append(tn.Spec.Sandbox.LoginProfile.Env, playgroundv1alpha1.EnvVar{Name: "PAGER", Value: "less"})
 		tn.Spec.Sandbox.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimRetain
+		tn.Spec.Sandbox.Network = playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress,
+			Egress: []playgroundv1alpha1.EgressRule{{CIDR: "203.0.113.0/24", Ports: []int32{443}}}}
 	})
 	eventually(t, func(g Gomega) {
 		sbx := getSandbox(g, ns, name)
 		g.Expect(sbx.UID).To(Equal(sandboxUID))
+		g.Expect(sbx.Spec.Network.Mode).To(Equal(playgroundv1alpha1.NetworkEgress))
+		g.Expect(sbx.Spec.Network.Egress).To(Equal([]playgroundv1alpha1.EgressRule{{CIDR: "203.0.113.0/24", Ports: []int32{443}}}))
 		g.Expect(sbx.Spec.Persona).To(Equal(name), "the persona defaults to the tenant's name")
 		g.Expect(sbx.Spec.LoginProfile.Env).To(HaveLen(2))
 		g.Expect(sbx.Spec.Storage.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimRetain))

@@ -10,9 +10,12 @@ declare -A want=(
 	[jq]=jq
 	[runc]=runc    # the oci backend's runtime
 	[mkfs.ext4]=e2fsprogs # each sandbox's disk images (ext4 on a loop device)
+	[nft]=nftables   # egress sandboxes' per-sandbox rulesets
+	[ip]=iproute2    # egress sandboxes' veth pairs, addresses and routes
+	[nsenter]=util-linux # configuring an egress sandbox's namespace from the agent
 )
 
-# mkfs.ext4 is in /sbin, which a user's PATH may lack.
+# mkfs.ext4, nft and ip are in /sbin, which a user's PATH may lack.
 PATH="$PATH:/usr/sbin:/sbin"
 missing=()
 for cmd in "${!want[@]}"; do

@@ -149,6 +149,63 @@ type SandboxTemplate struct {
 	// +kubebuilder:validation:MaxProperties=16
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Network is what the sandbox may reach: nothing (mode none, the
+	// default) or the egress list. A change reaches a running sandbox's
+	// rules; switching between none and egress takes effect at its next
+	// restart.
+	// +kubebuilder:default={}
+	// +optional
+	Network SandboxNetwork `json:"network,omitempty"`
+}
+
+// NetworkMode selects a sandbox's networking.
+// +kubebuilder:validation:Enum=none;egress
+type NetworkMode string
+
+const (
+	// NetworkNone gives the sandbox a loopback interface only.
+	NetworkNone NetworkMode = "none"
+	// NetworkEgress gives the sandbox a route out, through NAT on its node,
+	// to the addresses and ports of the egress list and nowhere else: not
+	// the node, not its agent, not cloud metadata or other link-local
+	// addresses. The node's agent must run with --network=egress.
+	NetworkEgress NetworkMode = "egress"
+)
+
+// SandboxNetwork is a sandbox's networking.
+// +kubebuilder:validation:XValidation:rule="has(self.mode) && self.mode == 'egress' ? has(self.egress) && size(self.egress) > 0 : !has(self.egress) || size(self.egress) == 0",message="egress lists what mode egress may reach: it is required with mode egress and refused with mode none"
+type SandboxNetwork struct {
+	// Mode is none (loopback only) or egress.
+	// +kubebuilder:default=none
+	// +optional
+	Mode NetworkMode `json:"mode,omitempty"`
+
+	// Egress lists what the sandbox may connect to in mode egress.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Egress []EgressRule `json:"egress,omitempty"`
+}
+
+// EgressRule allows connections to an IPv4 network, on some TCP and UDP
+// ports or on all of them.
+type EgressRule struct {
+	// CIDR is an IPv4 network, such as 10.0.0.0/8, or 203.0.113.7/32 for
+	// one address. Its host bits must be zero.
+	// +kubebuilder:validation:MaxLength=18
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4 && cidr(self) == cidr(self).masked()",message="cidr must be an IPv4 network address with a prefix length, such as 10.0.0.0/8"
+	// +required
+	CIDR string `json:"cidr"`
+
+	// Ports are the TCP and UDP ports allowed; empty allows every port
+	// and protocol.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=65535
+	// +optional
+	Ports []int32 `json:"ports,omitempty"`
 }
 
 // SandboxSpec is the desired state of a Sandbox.

@@ -125,6 +125,14 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"two bundle sources", fb + "spec: {source: {configMap: {name: c}, hostPath: {path: /opt/t}}, binaries: [a]}", "set exactly one source: configMap or hostPath"},
 		{"relative host path", fb + "spec: {source: {hostPath: {path: opt/t}}, binaries: [a]}", "spec.source.hostPath.path in body should match"},
 		{"empty build command", fb + "spec:\n" + cmSrc + "  binaries: [a]\n  build: {command: []}", "spec.build.command in body should have at least 1 items"},
+		{"unknown network mode", tenant + "spec: {sandbox: {network: {mode: host}}}", `spec.sandbox.network.mode: Unsupported value: "host"`},
+		{"egress without a list", tenant + "spec: {sandbox: {network: {mode: egress}}}", "egress lists what mode egress may reach"},
+		{"a list without egress", tenant + "spec: {sandbox: {network: {egress: [{cidr: 10.0.0.0/8}]}}}", "egress lists what mode egress may reach"},
+		{"egress cidr not a network", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.1/8}]}}}", "cidr must be an IPv4 network address"},
+		{"egress cidr an address", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.1}]}}}", "cidr must be an IPv4 network address"},
+		{"egress cidr IPv6", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 'fd00::/8'}]}}}", "cidr must be an IPv4 network address"},
+		{"egress port zero", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [0]}]}}}", "should be greater than or equal to 1"},
+		{"egress port too high", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [65536]}]}}}", "should be less than or equal to 65535"},
 	}
 	ns := newNamespace(t)
 	for _, tc := range cases {
@@ -224,6 +232,11 @@ func TestDefaultsAreApplied(t *testing.T) {
 	g.Expect(st.Inodes).To(HaveValue(BeEquivalentTo(262144)))
 	g.Expect(st.Pile.Size).To(HaveValue(Equal(resource.MustParse("512Mi"))))
 	g.Expect(st.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
+	g.Expect(tn.Spec.Sandbox.Network.Mode).To(Equal(playgroundv1alpha1.NetworkNone))
+
+	egress := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: egress}\nspec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443, 53]}, {cidr: 203.0.113.7/32}]}}}")
+	egress.SetNamespace(ns)
+	g.Expect(k8s.Create(ctx, egress)).To(Succeed())
 
 	wm := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: WorkerMapping\nmetadata: {name: w}\nspec: {tenantRef: {name: minimal}, destination: {service: {name: mcp, port: 80}}}")
 	wm.SetNamespace(ns)

@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -45,6 +46,7 @@ func runAgent(ctx context.Context, args []string) error {
 		opts       nodeagent.Options
 		ociOpts    oci.Options
 		network    string
+		egressPool string
 		labels     string
 		kubeconfig string
 		reserve    string
@@ -53,7 +55,9 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&ociOpts.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes; it must outlive the agent")
 	fs.StringVar(&ociOpts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
 	fs.StringVar(&ociOpts.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
-	fs.StringVar(&network, "network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or host")
+	fs.StringVar(&network, "network", string(oci.NetworkNone), "sandbox networking: none (loopback only, egress lists refused) or egress (a sandbox whose Tenant lists egress rules reaches those, through NAT and an nftables ruleset per sandbox, and nothing else; needs nft, ip and nsenter)")
+	fs.Var(stringList{&ociOpts.EgressDeny}, "egress-deny", "IPv4 CIDRs no sandbox egress rule opens, beyond loopback, link-local (cloud metadata), multicast and the pool (repeatable, or comma-separated): say, the pod network")
+	fs.StringVar(&egressPool, "egress-pool", oci.DefaultEgressPool.String(), "IPv4 range from which egress sandboxes get a /30 each; unreachable from sandboxes")
 	fs.StringVar(&reserve, "storage-reserve", "2Gi", "free space (a quantity, e.g. 10Gi) that the state directory's filesystem keeps: below it no new sandbox is provisioned on this node (0 disables)")
 	fs.BoolVar(&ociOpts.UnboundedStorage, "unbounded-storage", false, "run without per-sandbox disk limits (no loop devices needed): one sandbox can then fill the node's disk; see docs/isolation.md")
 	fs.StringVar(&opts.ListenAddress, "listen", ":9443", "address of the agent API")
@@ -107,11 +111,16 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 
 	switch n := oci.Network(network); n {
-	case oci.NetworkNone, oci.NetworkHost:
+	case oci.NetworkNone, oci.NetworkEgress:
 		ociOpts.Network = n
 	default:
-		return fmt.Errorf("--network: want none or host, not %q", network)
+		return fmt.Errorf("--network: want none or egress, not %q", network)
 	}
+	pool, err := netip.ParsePrefix(egressPool)
+	if err != nil {
+		return fmt.Errorf("--egress-pool: %w", err)
+	}
+	ociOpts.EgressPool = pool
 	q, err := resource.ParseQuantity(reserve)
 	if err != nil || q.Sign() < 0 {
 		return fmt.Errorf("--storage-reserve: want a non-negative quantity such as 10Gi, not %q", reserve)

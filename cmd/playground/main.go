@@ -33,6 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/playground-dev/playground/cmd/playground/devenv"
+	"github.com/playground-dev/playground/hostagent/backend/oci"
 )
 
 const usage = `Usage: playground <role> [flags]
@@ -89,10 +90,17 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Tenant, "tenant", "demo", "the sample tenant to wait for and print the token of")
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:7080", "address of the MCP gateway")
 	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
+	network := fs.String("network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or egress (Tenants' egress lists enforced with nftables; see docs/isolation.md)")
 	verbose := fs.Bool("v", false, "print the components' logs to standard error (formatted by the --zap-* flags)")
 	logOpts := logFlags(fs, "console")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	switch n := oci.Network(*network); n {
+	case oci.NetworkNone, oci.NetworkEgress:
+		opts.Network = n
+	default:
+		return fmt.Errorf("--network: want none or egress, not %q", *network)
 	}
 	opts.Logger = logr.Discard()
 	if *verbose {

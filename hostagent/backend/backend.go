@@ -93,6 +93,17 @@ type Spec struct {
 	// LoginEnv and LoginScript are the login profile.
 	LoginEnv    []EnvVar
 	LoginScript string
+	// Egress is what the sandbox may reach on the network. Empty means
+	// no network at all (loopback only); a backend that cannot enforce a
+	// list refuses a spec that has one, rather than run it unconfined.
+	Egress []EgressRule `json:",omitempty"`
+}
+
+// EgressRule allows connections to the addresses of an IPv4 CIDR, on the
+// given TCP and UDP ports (every port when Ports is empty).
+type EgressRule struct {
+	CIDR  string
+	Ports []int32 `json:",omitempty"`
 }
 
 // MaxCommandBytes bounds the text of one command, everywhere: the gateway,

@@ -497,6 +497,13 @@ func specOf(sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 	for _, e := range sbx.Spec.LoginProfile.Env {
 		spec.LoginEnv = append(spec.LoginEnv, backend.EnvVar{Name: e.Name, Value: e.Value})
 	}
+	// The API server refuses a list without mode egress; the mode is
+	// checked again here so that a list alone never opens a network.
+	if sbx.Spec.Network.Mode == playgroundv1alpha1.NetworkEgress {
+		for _, r := range sbx.Spec.Network.Egress {
+			spec.Egress = append(spec.Egress, backend.EgressRule{CIDR: r.CIDR, Ports: slices.Clone(r.Ports)})
+		}
+	}
 	return spec
 }
 

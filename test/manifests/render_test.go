@@ -239,6 +239,8 @@ var customHelmValues = []string{
 	"--set", "agent.nodeLabels.disk=ssd",
 	"--set", "agent.nodeLabels.zone=a",
 	"--set", "agent.priorityClassName=system-node-critical",
+	"--set", "agent.network=egress",
+	"--set", "agent.egressDeny={10.244.0.0/16,10.96.0.0/12}",
 	"--set", "manager.extraArgs={-v=2}",
 	"--set", "image.tag=v9.9.9",
 }

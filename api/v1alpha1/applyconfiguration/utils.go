@@ -42,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.CredentialsSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CredentialsStatus"):
 		return &apiv1alpha1.CredentialsStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("EgressRule"):
+		return &apiv1alpha1.EgressRuleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EnvVar"):
 		return &apiv1alpha1.EnvVarApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FacultyBundle"):
@@ -64,6 +66,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.PileStorageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Sandbox"):
 		return &apiv1alpha1.SandboxApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxNetwork"):
+		return &apiv1alpha1.SandboxNetworkApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxProcessDestination"):
 		return &apiv1alpha1.SandboxProcessDestinationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxResources"):

@@ -75,6 +75,8 @@ type Options struct {
 	Listen string
 	// GuestBinary is the in-sandbox binary; empty means next to this one.
 	GuestBinary string
+	// Network is the node's sandbox networking; empty means none.
+	Network oci.Network
 	// Logger receives the components' logs; the zero value discards them.
 	Logger logr.Logger
 }
@@ -210,7 +212,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	if err := os.Chmod(state, 0o711); err != nil {
 		return nil, err
 	}
-	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary})
+	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary, Network: opts.Network})
 	if err != nil {
 		return nil, fmt.Errorf("the oci backend: %w", err)
 	}

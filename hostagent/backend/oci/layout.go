@@ -64,7 +64,18 @@ func validateID(id string) error {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-func validateSpec(spec backend.Spec) error {
+// validateSpec checks spec, and that this backend may run its network.
+func (b *Backend) validateSpec(spec backend.Spec) error {
+	if len(spec.Egress) > 0 && b.opts.Network != NetworkEgress {
+		return fmt.Errorf("oci: sandbox %s asks for egress, but this agent runs sandboxes with network %q (start it with --network=egress)", spec.ID, b.opts.Network)
+	}
+	if err := validateEgress(spec.Egress); err != nil {
+		return err
+	}
+	return validateSpecFields(spec)
+}
+
+func validateSpecFields(spec backend.Spec) error {
 	for _, e := range spec.LoginEnv {
 		if !envName.MatchString(e.Name) {
 			return fmt.Errorf("oci: login environment variable name %q is not a shell identifier", e.Name)
@@ -299,7 +310,9 @@ func (b *Backend) prepareEtc(sb *sandbox) error {
 	u, g, home := guest.TenantUID, guest.TenantGID, guest.TenantHome
 	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + hostname(sb.spec.ID) + "\n"
 	resolv := "# No network: this sandbox has only a loopback interface.\n"
-	if b.opts.Network == NetworkHost {
+	if hasEgress(sb) {
+		// The node's resolvers, reachable only where the egress list
+		// allows their address and port 53.
 		if data, err := os.ReadFile(filepath.Join(b.opts.BaseRoot, "etc", "resolv.conf")); err == nil {
 			resolv = string(data)
 		}

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,12 +44,14 @@ type Network string
 
 const (
 	// NetworkNone gives each sandbox its own network namespace with only a
-	// loopback interface: no route anywhere, not even to the node.
+	// loopback interface: no route anywhere, not even to the node. A Spec
+	// with an egress list is refused.
 	NetworkNone Network = "none"
-	// NetworkHost shares the node's network namespace: the sandbox reaches
-	// whatever the node reaches and can bind the node's ports. Use it only
-	// where that is acceptable (see docs/isolation.md).
-	NetworkHost Network = "host"
+	// NetworkEgress gives a sandbox whose Spec lists egress rules its own
+	// network namespace with a NATed route out, open only to that list
+	// (see egress.go); a sandbox without rules gets loopback only, as with
+	// NetworkNone. It needs nft, ip and nsenter on the node.
+	NetworkEgress Network = "egress"
 )
 
 // GuestBinaryName is the file name of the in-sandbox binary
@@ -84,8 +87,16 @@ type Options struct {
 	// hosts, resolv.conf, profile…). Missing ones are skipped. Default:
 	// DefaultEtcFiles.
 	EtcFiles []string
-	// Network is NetworkNone (default) or NetworkHost.
+	// Network is NetworkNone (default) or NetworkEgress.
 	Network Network
+	// EgressPool is the IPv4 range egress sandboxes' /30 subnets come
+	// from; default DefaultEgressPool. It is never reachable from a
+	// sandbox, so it must not overlap anything a sandbox should reach.
+	EgressPool netip.Prefix
+	// EgressDeny are IPv4 CIDRs no egress rule opens, beyond the pool,
+	// loopback, link-local (cloud metadata), multicast and reserved
+	// ranges: say, the pod network holding the agents.
+	EgressDeny []string
 	// DefaultResources fill in zero fields of a Spec's Resources. Default:
 	// 1000 millicores, 1 GiB, 1024 PIDs.
 	DefaultResources backend.Resources
@@ -337,9 +348,20 @@ func (o *Options) setDefaults() error {
 	switch o.Network {
 	case "":
 		o.Network = NetworkNone
-	case NetworkNone, NetworkHost:
+	case NetworkNone, NetworkEgress:
 	default:
-		return fmt.Errorf("oci: network %q is neither %q nor %q", o.Network, NetworkNone, NetworkHost)
+		return fmt.Errorf("oci: network %q is neither %q nor %q", o.Network, NetworkNone, NetworkEgress)
+	}
+	if !o.EgressPool.IsValid() {
+		o.EgressPool = DefaultEgressPool
+	}
+	if p := o.EgressPool; !p.Addr().Is4() || p != p.Masked() || p.Bits() > 30 {
+		return fmt.Errorf("oci: egress pool %s is not an IPv4 network of at least a /30", p)
+	}
+	for _, c := range o.EgressDeny {
+		if p, err := netip.ParsePrefix(c); err != nil || !p.Addr().Is4() || p != p.Masked() {
+			return fmt.Errorf("oci: egress deny entry %q is not an IPv4 network address with a prefix length", c)
+		}
 	}
 	d := &o.DefaultResources
 	if d.CPUMillis <= 0 {
@@ -356,6 +378,10 @@ func (o *Options) setDefaults() error {
 	}
 	if o.IDMapSlots <= 0 {
 		o.IDMapSlots = 4096
+	}
+	if subnets := 1 << (30 - o.EgressPool.Bits()); o.Network == NetworkEgress && subnets < o.IDMapSlots {
+		// Each sandbox's /30 follows from its ID-map slot.
+		return fmt.Errorf("oci: egress pool %s has %d /30 subnets, fewer than the %d sandboxes a node may hold", o.EgressPool, subnets, o.IDMapSlots)
 	}
 	if uint64(o.IDMapBase)+uint64(o.IDMapSlots)*idMapSize > 1<<32-2 {
 		return fmt.Errorf("oci: ID map slots exceed the 32-bit ID space")
@@ -521,7 +547,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := validateID(spec.ID); err != nil {
 		return err
 	}
-	if err := validateSpec(spec); err != nil {
+	if err := b.validateSpec(spec); err != nil {
 		return err
 	}
 	if err := validateStorage(b.storage(spec.Storage)); err != nil {
@@ -571,7 +597,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := validateID(spec.ID); err != nil {
 		return err
 	}
-	if err := validateSpec(spec); err != nil {
+	if err := b.validateSpec(spec); err != nil {
 		return err
 	}
 	defer b.lock(spec.ID)()
@@ -609,6 +635,9 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := b.removeContainer(ctx, id); err != nil {
 		return fmt.Errorf("oci: destroying sandbox %s: %w", id, err)
 	}
+	if err := b.removeNetwork(ctx, id); err != nil {
+		return err
+	}
 	return b.removeSandboxDir(id, keepPile)
 }
 
@@ -623,6 +652,9 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 	defer b.lock(id)()
 	if err := b.removeContainer(ctx, id); err != nil {
 		return fmt.Errorf("oci: stopping sandbox %s: %w", id, err)
+	}
+	if err := b.removeNetwork(ctx, id); err != nil {
+		return err
 	}
 	// The images are mounted again at the next start; until then no
 	// mount or loop device stays behind.
@@ -646,6 +678,17 @@ func (b *Backend) removeContainer(ctx context.Context, id string) error {
 	}
 	b.removeCgroupParents(cgroups)
 	return nil
+}
+
+// removeNetwork removes a stopped sandbox's egress network, if it has one.
+func (b *Backend) removeNetwork(ctx context.Context, id string) error {
+	sb, err := b.load(id)
+	if err != nil {
+		// Nothing to name it by; a namespace left mounted makes removing
+		// the directory fail, loudly.
+		return nil
+	}
+	return b.teardownEgress(ctx, sb)
 }
 
 // StopAll stops every sandbox of this state directory; see Stop.
@@ -700,6 +743,12 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 		}
 		switch st.Status {
+		case "running", "paused":
+			if err := b.reattachEgress(ctx, sb, st.Pid); err != nil {
+				return err
+			}
+		}
+		switch st.Status {
 		case "running":
 			// Alive reads init.pid: keep it true to the runtime's view
 			// (a sandbox started by an agent before init.pid existed).
@@ -717,6 +766,16 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 		}
 	}
 	if err := b.prepare(ctx, sb); err != nil {
+		return err
+	}
+	var err error
+	if hasEgress(sb) {
+		err = b.setupEgress(ctx, sb)
+	} else {
+		// A sandbox whose egress list was removed starts without it.
+		err = b.teardownEgress(ctx, sb)
+	}
+	if err != nil {
 		return err
 	}
 	if err := writeSpec(filepath.Join(sb.dir, "config.json"), b.buildSpec(sb)); err != nil {

@@ -507,35 +507,6 @@ func BenchmarkExecTrue(b *testing.B) {
 	})
 }
 
-func TestHostNetwork(t *testing.T) {
-	requireRunc(t)
-	b, err := New(Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Runtime: testRuntime, Network: NetworkHost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startSandbox(t, b, backend.Spec{ID: "hostnet"})
-	ifaces := func(dev string) string {
-		var names []string
-		for _, line := range strings.Split(dev, "\n") {
-			if name, _, ok := strings.Cut(line, ":"); ok {
-				names = append(names, strings.TrimSpace(name))
-			}
-		}
-		return strings.Join(names, " ")
-	}
-	host, err := os.ReadFile("/proc/net/dev")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := ifaces(sh(t, b, "hostnet", "cat /proc/net/dev")), ifaces(string(host)); got != want {
-		t.Fatalf("host network: sandbox sees %q, host %q", got, want)
-	}
-	// Still its own user: no route to root, no capabilities.
-	if got := sh(t, b, "hostnet", "id -u; ls /sys | wc -l"); got != "1000\n0\n" {
-		t.Fatalf("got %q", got)
-	}
-}
-
 // TestLongStatePath covers socket paths beyond sun_path's 108 bytes, which
 // the agent reaches through /proc/self/fd of the socket's directory.
 func TestLongStatePath(t *testing.T) {

@@ -160,8 +160,9 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
 		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
 	}
-	if b.opts.Network == NetworkNone {
-		// sysfs may only be mounted by the owner of the network namespace.
+	if !hasEgress(sb) {
+		// sysfs may only be mounted by the owner of the network namespace:
+		// an egress namespace belongs to the node's user namespace.
 		mounts = append(mounts, mount{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}})
 	}
 	for _, d := range b.baseDirs {
@@ -184,7 +185,11 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 	// A cgroup namespace rooted at the sandbox's cgroup: /proc/*/cgroup
 	// shows "/", not the agent's cgroup path on the node.
 	namespaces := []namespace{{Type: "pid"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"}, {Type: "user"}, {Type: "cgroup"}}
-	if b.opts.Network == NetworkNone {
+	if hasEgress(sb) {
+		// The agent's namespace for this sandbox, with its veth and
+		// ruleset (egress.go).
+		namespaces = append(namespaces, namespace{Type: "network", Path: b.egressNet(sb).netns})
+	} else {
 		// A fresh network namespace: runc brings up loopback only.
 		namespaces = append(namespaces, namespace{Type: "network"})
 	}

@@ -107,6 +107,18 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tokenSHA256
       type:
         scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.EgressRule
+  map:
+    fields:
+    - name: cidr
+      type:
+        scalar: string
+    - name: ports
+      type:
+        list:
+          elementType:
+            scalar: numeric
+          elementRelationship: associative
 - name: com.github.playground-dev.playground.api.v1alpha1.EnvVar
   map:
     fields:
@@ -222,6 +234,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: script
       type:
         scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.NetworkMode
+  scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.PileStorage
   map:
     fields:
@@ -253,6 +267,19 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: status
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxStatus
+- name: com.github.playground-dev.playground.api.v1alpha1.SandboxNetwork
+  map:
+    fields:
+    - name: egress
+      type:
+        list:
+          elementType:
+            namedType: com.github.playground-dev.playground.api.v1alpha1.EgressRule
+          elementRelationship: atomic
+    - name: mode
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.NetworkMode
+      default: none
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxPhase
   scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxProcessDestination
@@ -312,6 +339,10 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: loginProfile
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LoginProfile
+    - name: network
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxNetwork
+      default: {}
     - name: nodeName
       type:
         scalar: string
@@ -395,6 +426,10 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: loginProfile
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LoginProfile
+    - name: network
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxNetwork
+      default: {}
     - name: nodeSelector
       type:
         map:

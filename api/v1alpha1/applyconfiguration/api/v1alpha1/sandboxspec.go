@@ -133,6 +133,14 @@ func (b *SandboxSpecApplyConfiguration) WithNodeSelector(entries map[string]stri
 	return b
 }
 
+// WithNetwork sets the Network field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Network field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithNetwork(value *SandboxNetworkApplyConfiguration) *SandboxSpecApplyConfiguration {
+	b.SandboxTemplateApplyConfiguration.Network = value
+	return b
+}
+
 // WithNodeName sets the NodeName field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the NodeName field is set to the value of the last call.

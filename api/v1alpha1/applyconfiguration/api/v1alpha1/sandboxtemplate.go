@@ -45,6 +45,11 @@ type SandboxTemplateApplyConfiguration struct {
 	// NodeSelector restricts the nodes the sandbox may be bound to, by node
 	// label, as a Pod's nodeSelector does.
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Network is what the sandbox may reach: nothing (mode none, the
+	// default) or the egress list. A change reaches a running sandbox's
+	// rules; switching between none and egress takes effect at its next
+	// restart.
+	Network *SandboxNetworkApplyConfiguration `json:"network,omitempty"`
 }
 
 // SandboxTemplateApplyConfiguration constructs a declarative configuration of the SandboxTemplate type for use with
@@ -109,5 +114,13 @@ func (b *SandboxTemplateApplyConfiguration) WithNodeSelector(entries map[string]
 	for k, v := range entries {
 		b.NodeSelector[k] = v
 	}
+	return b
+}
+
+// WithNetwork sets the Network field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Network field is set to the value of the last call.
+func (b *SandboxTemplateApplyConfiguration) WithNetwork(value *SandboxNetworkApplyConfiguration) *SandboxTemplateApplyConfiguration {
+	b.Network = value
 	return b
 }
