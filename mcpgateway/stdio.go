@@ -42,7 +42,7 @@ import (
 
 // UseVerb is the custom RBAC verb on tenants that lets a Kubernetes user
 // act as the tenant in stdio mode.
-const UseVerb = "use"
+const UseVerb = playgroundv1alpha1.UseVerb
 
 // DefaultReauthorizeEvery is how long a stdio gateway trusts an access
 // review before it asks again, so that revoked RBAC takes effect within it.
@@ -117,12 +117,8 @@ func Authorize(ctx context.Context, cfg *rest.Config, id clusterview.Identity) e
 	if err != nil {
 		return err
 	}
-	reviews := []authorizationv1.ResourceAttributes{
-		{Namespace: id.Namespace, Verb: UseVerb, Group: playgroundv1alpha1.GroupVersion.Group, Resource: "tenants", Name: id.Name},
-		{Namespace: id.Namespace, Verb: "get", Resource: "secrets", Name: playgroundv1alpha1.CredentialSecretName(id.Name)},
-	}
 	var reasons []string
-	for _, attrs := range reviews {
+	for _, attrs := range playgroundv1alpha1.TenantUseAttributes(id.Namespace, id.Name) {
 		res, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs},
 		}, metav1.CreateOptions{})

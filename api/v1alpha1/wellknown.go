@@ -19,6 +19,8 @@ package v1alpha1
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
 )
 
 // Finalizers, labels and Secret conventions shared by the manager, the
@@ -71,4 +73,19 @@ func CredentialSecretName(tenant string) string { return tenant + "-token" }
 func TokenSHA256(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
+}
+
+// UseVerb is the custom RBAC verb on tenants that lets a Kubernetes user
+// act as the tenant (stdio mode).
+const UseVerb = "use"
+
+// TenantUseAttributes are the accesses, any one of which lets a Kubernetes
+// user act as the tenant name of namespace: the verb use on the Tenant, or
+// get on its credential Secret (whoever can read the token could use it
+// over HTTP anyway). The stdio gateway and the agents ask for the same.
+func TenantUseAttributes(namespace, name string) []authorizationv1.ResourceAttributes {
+	return []authorizationv1.ResourceAttributes{
+		{Namespace: namespace, Verb: UseVerb, Group: GroupVersion.Group, Resource: "tenants", Name: name},
+		{Namespace: namespace, Verb: "get", Resource: "secrets", Name: CredentialSecretName(name)},
+	}
 }

@@ -60,10 +60,6 @@ type TenantAuthorizer interface {
 	MayUse(ctx context.Context, c Caller, tenant string) error
 }
 
-// UseVerb is the RBAC verb on tenants.playground.dev that lets a
-// Kubernetes user act as the tenant (stdio mode).
-const UseVerb = "use"
-
 // KubeAuth authenticates callers by their Kubernetes identity:
 //
 //   - a token bound to this node's audience (agentapi.NodeAudience) whose
@@ -197,13 +193,8 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 	for k, v := range c.user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	// The verb use on the Tenant, or get on its credential Secret:
-	// whoever may read the token could use it over HTTP anyway.
 	reason := ""
-	for _, attrs := range []authorizationv1.ResourceAttributes{
-		{Namespace: ns, Verb: UseVerb, Group: playgroundv1alpha1.GroupVersion.Group, Resource: "tenants", Name: name},
-		{Namespace: ns, Verb: "get", Resource: "secrets", Name: playgroundv1alpha1.CredentialSecretName(name)},
-	} {
+	for _, attrs := range playgroundv1alpha1.TenantUseAttributes(ns, name) {
 		sar, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra,
@@ -225,7 +216,7 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 }
 
 func denied(c Caller, tenant, reason string) error {
-	msg := fmt.Sprintf("%s may not use tenant %s on this agent: it needs the RBAC verb %q on tenants.playground.dev of that name in its namespace", c.Name, tenant, UseVerb)
+	msg := fmt.Sprintf("%s may not use tenant %s on this agent: it needs the RBAC verb %q on tenants.playground.dev of that name in its namespace", c.Name, tenant, playgroundv1alpha1.UseVerb)
 	if reason != "" {
 		msg += " (" + reason + ")"
 	}

@@ -69,7 +69,7 @@ type Options struct {
 	Credentials bool
 	// LeaseNamespace, when set, makes the view track the agents'
 	// registrations there, so that the gateway sends its agent token only
-	// to an endpoint an agent registered (see AgentEndpoint).
+	// to an endpoint an agent registered (see Agent).
 	LeaseNamespace string
 	// StaleAfter bounds how long a broken watch is tolerated; zero means
 	// DefaultStaleAfter.

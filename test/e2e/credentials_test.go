@@ -46,7 +46,16 @@ func startGateway(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := mcpgateway.New(mcpgateway.Options{Config: cfg, AgentToken: mcpgateway.StaticToken(agentToken)})
+	return serveGateway(t, mcpgateway.Options{Config: cfg})
+}
+
+// serveGateway runs a gateway of opts (presenting the suite's agent token)
+// on loopback until the test ends, waits until it is ready, and returns
+// its MCP endpoint.
+func serveGateway(t *testing.T, opts mcpgateway.Options) string {
+	t.Helper()
+	opts.AgentToken = mcpgateway.StaticToken(agentToken)
+	gw, err := mcpgateway.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

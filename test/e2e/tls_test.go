@@ -18,7 +18,6 @@ package e2e
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -88,15 +87,5 @@ func startTLSGateway(t *testing.T, cfg *rest.Config) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ca := mcpgateway.WatchAgentCA(ctx, kubernetes.NewForConfigOrDie(cfg), agentlease.DefaultNamespace, nil)
-	gw, err := mcpgateway.New(mcpgateway.Options{Config: cfg, AgentToken: mcpgateway.StaticToken(agentToken), AgentCA: ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	goRun(t, func(ctx context.Context) error { return gw.Run(ctx, ln) })
-	NewWithT(t).Eventually(gw.Ready, settle, 50*time.Millisecond).Should(Succeed())
-	return "http://" + ln.Addr().String() + "/mcp"
+	return serveGateway(t, mcpgateway.Options{Config: cfg, AgentCA: ca})
 }
