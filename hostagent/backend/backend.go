@@ -97,6 +97,66 @@ type Spec struct {
 	// no network at all (loopback only); a backend that cannot enforce a
 	// list refuses a spec that has one, rather than run it unconfined.
 	Egress []EgressRule `json:",omitempty"`
+	// Faculties are the staged faculty bundle builds installed read-only
+	// in the sandbox, their binaries on the PATH of every shell. They are
+	// fixed when the sandbox's processes start: a change applies at the
+	// next Start after a Stop (a restart), never to running processes.
+	Faculties []Faculty `json:",omitempty"`
+}
+
+// Faculty is one staged build of a FacultyBundle.
+type Faculty struct {
+	// Name is the FacultyBundle's name; the build is mounted read-only at
+	// guest.FacultiesDir/Name.
+	Name string
+	// Fingerprint is the build's content fingerprint, for labels and logs.
+	Fingerprint string
+	// Dir is the host directory holding the staged binaries, and nothing
+	// else; the backend never writes to it.
+	Dir string
+	// Binaries are the file names in Dir that go on the PATH (through
+	// guest.FacultiesBin). When two faculties of a sandbox name the same
+	// binary, the one listed first wins.
+	Binaries []string
+}
+
+// BuildRequest is one faculty build, run in a throwaway sandbox.
+type BuildRequest struct {
+	// ID names the throwaway sandbox, in the format of sandbox IDs and
+	// distinct from every tenant's; it is destroyed when Build returns.
+	ID string
+	// Source is a host directory the build sees read-only at /src.
+	Source string
+	// Out is an empty host directory the build sees, writable, at /out;
+	// the backend makes it writable by the build's user and hands it back
+	// owned by the agent.
+	Out string
+	// Command is the build's argv; the builder runs it as the sandbox
+	// user, with no network, in /out.
+	Command []string
+	// Timeout bounds the build; the builder is killed past it.
+	Timeout time.Duration
+	// Resources and Storage bound the builder, as a sandbox's.
+	Resources Resources
+	Storage   Storage
+}
+
+// BuildResult is how a build ended.
+type BuildResult struct {
+	Exit ExitStatus
+	// Log is the tail of the build's output, stdout and stderr
+	// interleaved, at most MaxBuildLog bytes.
+	Log []byte
+}
+
+// MaxBuildLog bounds the build log a builder keeps.
+const MaxBuildLog = 16 << 10
+
+// Builder is implemented by backends that can build faculty bundles in a
+// throwaway sandbox of their own kind: no network, the node's files out of
+// reach, the sandbox destroyed after the build whatever its outcome.
+type Builder interface {
+	Build(ctx context.Context, req BuildRequest) (BuildResult, error)
 }
 
 // EgressRule allows connections to the addresses of an IPv4 CIDR, on the

@@ -53,6 +53,13 @@ const (
 	// PileDir is where the tenant's append-only pile is mounted.
 	PileDir = "/pile"
 
+	// FacultiesDir holds the faculty bundles installed in the sandbox,
+	// each read-only at FacultiesDir/<bundle>.
+	FacultiesDir = "/opt/faculties"
+	// FacultiesBin is on PATH in every shell; it holds a symbolic link to
+	// each installed faculty binary.
+	FacultiesBin = FacultiesDir + "/bin"
+
 	// Shell runs every command.
 	Shell = "/bin/sh"
 	// DefaultPath is PATH in both shell modes (a login profile may change
