@@ -42,6 +42,14 @@ import (
 // fingerprint, so that a change of format never reuses an old build.
 const Version = "playground.dev/faculty-fingerprint/v1"
 
+// Builder is the builder identity of every fingerprint today: the contract
+// of the throwaway builder (the source read-only at /src, an empty /out, no
+// network, the node's base userland, run as the sandbox user). Builds are
+// node-local, so each node's build links against the base its sandboxes
+// run on; a change of this contract changes Builder, so that no build made
+// under the old one is reused.
+const Builder = "playground.dev/builder/v1"
+
 // Limits of a source tree read from a host path: past them the tree is
 // refused, so that a mistaken path (a whole disk) cannot stall an agent.
 const (
