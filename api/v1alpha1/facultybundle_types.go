@@ -113,6 +113,10 @@ type BundleNodeStatus struct {
 	// BuiltAt is when the current build completed.
 	// +optional
 	BuiltAt *metav1.Time `json:"builtAt,omitempty"`
+
+	// ObservedGeneration is the bundle's generation this entry describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // FacultyBundleStatus is the observed state of a FacultyBundle.

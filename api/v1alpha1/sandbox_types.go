@@ -85,6 +85,10 @@ const (
 	ReasonJobsAdmitted        = "JobsAdmitted"
 	ReasonTerminating         = "Terminating"
 	ReasonReady               = "Ready"
+	// ReasonWaitingForFaculties: the sandbox waits, not provisioned, for
+	// a FacultyBundle it lists to be built on its node; the message names
+	// the bundle and why (building, failed, not found).
+	ReasonWaitingForFaculties = "WaitingForFaculties"
 )
 
 // SandboxNodeNameField is the Sandbox's selectable field that binds it to
@@ -262,7 +266,28 @@ type FacultyInstallStatus struct {
 	// Fingerprint is the content fingerprint of the installed build.
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
+
+	// State is Installed (the build with this fingerprint is on the
+	// sandbox's PATH), Pending (its first build is not ready) or Stale (a
+	// newer build failed or is not ready yet, or the bundle is gone; the
+	// sandbox keeps the build it has).
+	// +optional
+	State FacultyState `json:"state,omitempty"`
+
+	// Message says why a bundle is Pending or Stale.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
+
+// FacultyState is how a sandbox has one of its faculty bundles.
+// +kubebuilder:validation:Enum=Installed;Pending;Stale
+type FacultyState string
+
+const (
+	FacultyInstalled FacultyState = "Installed"
+	FacultyPending   FacultyState = "Pending"
+	FacultyStale     FacultyState = "Stale"
+)
 
 // SandboxStatus is the observed state of a Sandbox, reported by the agent
 // on its node and by the manager's binder.

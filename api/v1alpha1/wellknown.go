@@ -61,9 +61,18 @@ const (
 	// status.sandboxID, endpoint, openHandles, restartRequest and the
 	// Provisioned and JobsAdmitted conditions.
 	AgentFieldOwner = "playground-agent"
+	// FacultyBundleControllerFieldOwner is the manager's FacultyBundle
+	// reconciler: every field of a bundle's status except nodes.
+	FacultyBundleControllerFieldOwner = "playground-facultybundle-controller"
 	// ManifestFieldOwner applies the manifests of `playground dev`.
 	ManifestFieldOwner = "playground"
 )
+
+// AgentNodeFieldOwner is the field manager under which the agent of node
+// writes its own entry of a FacultyBundle's status.nodes: one per node, so
+// that an agent's apply, which lists only its own entry, removes no other
+// node's.
+func AgentNodeFieldOwner(node string) string { return AgentFieldOwner + "/" + node }
 
 // CredentialSecretName is the name of a Tenant's credential Secret.
 func CredentialSecretName(tenant string) string { return tenant + "-token" }

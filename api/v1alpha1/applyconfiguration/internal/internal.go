@@ -69,6 +69,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: nodeName
       type:
         scalar: string
+    - name: observedGeneration
+      type:
+        scalar: numeric
     - name: ready
       type:
         scalar: boolean
@@ -205,9 +208,17 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: fingerprint
       type:
         scalar: string
+    - name: message
+      type:
+        scalar: string
     - name: name
       type:
         scalar: string
+    - name: state
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.FacultyState
+- name: com.github.playground-dev.playground.api.v1alpha1.FacultyState
+  scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.HostPathSource
   map:
     fields:

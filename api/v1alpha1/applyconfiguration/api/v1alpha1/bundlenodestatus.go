@@ -37,6 +37,8 @@ type BundleNodeStatusApplyConfiguration struct {
 	Message *string `json:"message,omitempty"`
 	// BuiltAt is when the current build completed.
 	BuiltAt *v1.Time `json:"builtAt,omitempty"`
+	// ObservedGeneration is the bundle's generation this entry describes.
+	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }
 
 // BundleNodeStatusApplyConfiguration constructs a declarative configuration of the BundleNodeStatus type for use with
@@ -82,5 +84,13 @@ func (b *BundleNodeStatusApplyConfiguration) WithMessage(value string) *BundleNo
 // If called multiple times, the BuiltAt field is set to the value of the last call.
 func (b *BundleNodeStatusApplyConfiguration) WithBuiltAt(value v1.Time) *BundleNodeStatusApplyConfiguration {
 	b.BuiltAt = &value
+	return b
+}
+
+// WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ObservedGeneration field is set to the value of the last call.
+func (b *BundleNodeStatusApplyConfiguration) WithObservedGeneration(value int64) *BundleNodeStatusApplyConfiguration {
+	b.ObservedGeneration = &value
 	return b
 }

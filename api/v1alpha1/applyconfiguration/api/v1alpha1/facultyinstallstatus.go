@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	apiv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+)
+
 // FacultyInstallStatusApplyConfiguration represents a declarative configuration of the FacultyInstallStatus type for use
 // with apply.
 //
@@ -27,6 +31,13 @@ type FacultyInstallStatusApplyConfiguration struct {
 	Name *string `json:"name,omitempty"`
 	// Fingerprint is the content fingerprint of the installed build.
 	Fingerprint *string `json:"fingerprint,omitempty"`
+	// State is Installed (the build with this fingerprint is on the
+	// sandbox's PATH), Pending (its first build is not ready) or Stale (a
+	// newer build failed or is not ready yet, or the bundle is gone; the
+	// sandbox keeps the build it has).
+	State *apiv1alpha1.FacultyState `json:"state,omitempty"`
+	// Message says why a bundle is Pending or Stale.
+	Message *string `json:"message,omitempty"`
 }
 
 // FacultyInstallStatusApplyConfiguration constructs a declarative configuration of the FacultyInstallStatus type for use with
@@ -48,5 +59,21 @@ func (b *FacultyInstallStatusApplyConfiguration) WithName(value string) *Faculty
 // If called multiple times, the Fingerprint field is set to the value of the last call.
 func (b *FacultyInstallStatusApplyConfiguration) WithFingerprint(value string) *FacultyInstallStatusApplyConfiguration {
 	b.Fingerprint = &value
+	return b
+}
+
+// WithState sets the State field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the State field is set to the value of the last call.
+func (b *FacultyInstallStatusApplyConfiguration) WithState(value apiv1alpha1.FacultyState) *FacultyInstallStatusApplyConfiguration {
+	b.State = &value
+	return b
+}
+
+// WithMessage sets the Message field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Message field is set to the value of the last call.
+func (b *FacultyInstallStatusApplyConfiguration) WithMessage(value string) *FacultyInstallStatusApplyConfiguration {
+	b.Message = &value
 	return b
 }
