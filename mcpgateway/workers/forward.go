@@ -446,8 +446,12 @@ func (f *Forwarder) roundTripFailed(c *call, ctx context.Context, dest *Destinat
 	case notSent(err):
 		f.log.Warn("No endpoint of a worker accepts connections", "mapping", dest.Mapping, "err", err)
 		c.w.Header().Set("Retry-After", "5")
+		what := "your worker"
+		if dest.Kind == KindSandbox {
+			what = "the agent of your sandbox's node, which relays to your worker,"
+		}
 		c.fail(http.StatusServiceUnavailable, "unreachable", CodeUnavailable, fmt.Sprintf(
-			"your worker (WorkerMapping %s) does not accept connections: it is down or restarting; the request did not reach it; retry shortly, and if it persists ask the operator to check the worker", dest.Mapping))
+			"%s (WorkerMapping %s) does not accept connections: it is down or restarting; the request did not reach it; retry shortly, and if it persists ask the operator to check it", what, dest.Mapping))
 	default:
 		f.log.Warn("A request to a worker failed after it was sent", "mapping", dest.Mapping, "err", err)
 		c.fail(http.StatusBadGateway, "broken", CodeOutcomeUnknown, fmt.Sprintf(
@@ -501,7 +505,14 @@ func (f *Forwarder) copyBody(c *call, ctx context.Context, dest *Destination, re
 		}
 		if err != nil {
 			if errors.Is(context.Cause(ctx), errTimedOut) && c.r.Context().Err() == nil {
-				if sse && tail != [2]byte{'\n', '\n'} {
+				if !sse {
+					// A JSON answer cut short: nothing can be added to it.
+					timeouts.WithLabelValues(c.kind).Inc()
+					errorsTotal.WithLabelValues(c.kind, "timeout").Inc()
+					f.log.Info("A worker's answer timed out midway", "mapping", dest.Mapping, "timeout", dest.Timeout)
+					return
+				}
+				if tail != [2]byte{'\n', '\n'} {
 					_, _ = c.w.Write([]byte("\n\n")) // end the event the worker had begun
 				}
 				f.timedOut(c, dest, true)

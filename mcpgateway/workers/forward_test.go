@@ -19,10 +19,12 @@ package workers
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,5 +201,69 @@ func TestSessionStreamsAndEnds(t *testing.T) {
 	n, _ := resp.Body.Read(body)
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body[:n]), "initialize a new session") {
 		t.Errorf("a session past its lifetime: %s %s", resp.Status, body[:n])
+	}
+}
+
+// Past the timeout: a request gets its JSON-RPC error, as an event of the
+// stream the worker had begun or as the answer; a notification gets 504;
+// the worker got each request once.
+func TestTimeoutAnswers(t *testing.T) {
+	var hits sync.Map
+	block := make(chan struct{})
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		var n atomic.Int32
+		c, _ := hits.LoadOrStore(r.URL.Query().Get("case"), &n)
+		c.(*atomic.Int32).Add(1)
+		if r.URL.Query().Get("case") == "stream" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\nevent: mess"))
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	defer worker.Close()
+	defer close(block) // first: the worker's handlers end
+	keys, _ := StaticKeys(newKey(t))
+	var which string
+	f, _ := New(Options{Keys: keys, Resolve: func(context.Context, string) (*Destination, error) {
+		u := worker.URL + "/mcp?case=" + which
+		return &Destination{Mapping: "ns/m", UID: "u", Kind: KindService, Timeout: 300 * time.Millisecond,
+			Endpoints: []Endpoint{{Key: u, URL: u, Transport: http.DefaultTransport}}}, nil
+	}})
+	g := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.Serve(w, r, "ns/t") }))
+	defer g.Close()
+
+	for _, c := range []struct {
+		which, body string
+		status      int
+		want        []string
+	}{
+		{"stream", `{"jsonrpc":"2.0","id":"s1","method":"tools/call"}`, http.StatusOK,
+			[]string{"notifications/progress", "event: mess\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"error\":{\"code\":-32002", "outcome is unknown", "not retried"}},
+		{"json", `{"jsonrpc":"2.0","id":7,"method":"tools/call"}`, http.StatusOK,
+			[]string{`{"jsonrpc":"2.0","id":7,"error":{"code":-32002`, "outcome is unknown"}},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/cancelled"}`, http.StatusGatewayTimeout,
+			[]string{`"id":null`, "outcome is unknown"}},
+	} {
+		which = c.which
+		resp := send(t, http.MethodPost, g.URL, "", c.body, nil)
+		var b strings.Builder
+		_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: %s %s", c.which, resp.Status, b.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: %q does not say %q", c.which, b.String(), w)
+			}
+		}
+		if n, _ := hits.Load(c.which); n == nil || n.(*atomic.Int32).Load() != 1 {
+			t.Errorf("%s: the worker got the request %v times, want 1", c.which, n)
+		}
 	}
 }
