@@ -583,3 +583,6 @@ func sortedCopy(s []string) []string {
 	slices.Sort(s)
 	return s
 }
+
+// RetryAfter is how long the cache remembers a failed build.
+func (c *Cache) RetryAfter() time.Duration { return c.opts.RetryAfter }

@@ -52,6 +52,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
@@ -157,6 +158,17 @@ type Options struct {
 	ResyncInterval time.Duration
 	// Workers is the number of Sandboxes reconciled concurrently.
 	Workers int
+
+	// Faculties configures the node's build cache of FacultyBundles. Its
+	// Dir (<state>/faculties, on a disk that outlives the agent) is needed
+	// to serve Sandboxes that list bundles: without it they wait, and the
+	// bundles' status says why. Its Builder defaults to the first backend
+	// that builds (backend.Builder); its Logger to the agent's.
+	Faculties faculty.Options
+	// FacultyReread is how often a bundle's host path source is read again
+	// for changes (default DefaultFacultyReread); a ConfigMap source is
+	// watched.
+	FacultyReread time.Duration
 }
 
 func (o *Options) setDefaults() error {
@@ -315,6 +327,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	defer registerFacultyMetrics(rec.faculties.cache, opts.NodeName, log)()
 
 	server := agentserver.NewServer(agent, slog.New(logr.ToSlogHandler(log.WithName("api"))), tokens.current()...)
 	server.SetBudget(lim)

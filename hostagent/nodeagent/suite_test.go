@@ -46,6 +46,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
@@ -176,6 +177,7 @@ func startNode(t *testing.T, name, stateDir, addr string, mutate ...func(*nodeag
 		Logger:         log.WithName(name),
 		ShutdownGrace:  5 * time.Second,
 		ResyncInterval: 200 * time.Millisecond,
+		Faculties:      faculty.Options{Dir: filepath.Join(stateDir, "faculties")},
 	}
 	for _, m := range mutate {
 		m(&opts)
