@@ -22,8 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -33,113 +31,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
-	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/fingerprint"
 )
 
-// buildingFake is the test backend with a throwaway builder. It stands in
-// for the oci backend's Build (the command in a runc container over the
-// same /src and /out host directories) and its mounts of Spec.Faculties:
-// here the build is a Go function, and the faculties a sandbox runs with
-// are those of the spec it was last started with, as the Backend contract
-// has it (a change applies at the next Start after a Stop).
-type buildingFake struct {
-	*backendtest.Fake
-	build  func(backend.BuildRequest) (backend.BuildResult, error)
-	builds atomic.Int32
-
-	mu      sync.Mutex
-	next    map[string][]backend.Faculty // by sandbox ID: the last spec's
-	running map[string][]backend.Faculty // by sandbox ID: what it started with
-}
-
-func newBuildingFake() *buildingFake {
-	return &buildingFake{
-		Fake:    backendtest.New("oci", backendtest.Writes()),
-		build:   copySource,
-		next:    map[string][]backend.Faculty{},
-		running: map[string][]backend.Faculty{},
-	}
-}
-
-// copySource builds by copying /src's regular files to /out, 0755.
-func copySource(req backend.BuildRequest) (backend.BuildResult, error) {
-	entries, err := os.ReadDir(req.Source)
-	if err != nil {
-		return backend.BuildResult{}, err
-	}
-	for _, e := range entries {
-		if e.Type().IsRegular() {
-			data, err := os.ReadFile(filepath.Join(req.Source, e.Name()))
-			if err != nil {
-				return backend.BuildResult{}, err
-			}
-			if err := os.WriteFile(filepath.Join(req.Out, e.Name()), data, 0o755); err != nil {
-				return backend.BuildResult{}, err
-			}
-		}
-	}
-	return backend.BuildResult{Log: []byte("copied the source\n")}, nil
-}
-
-func (f *buildingFake) Build(_ context.Context, req backend.BuildRequest) (backend.BuildResult, error) {
-	f.builds.Add(1)
-	f.mu.Lock()
-	build := f.build
-	f.mu.Unlock()
-	return build(req)
-}
-
-func (f *buildingFake) setBuild(b func(backend.BuildRequest) (backend.BuildResult, error)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.build = b
-}
-
-func (f *buildingFake) Provision(ctx context.Context, spec backend.Spec) error {
-	f.record(spec)
-	return f.Fake.Provision(ctx, spec)
-}
-
-func (f *buildingFake) Reattach(ctx context.Context, spec backend.Spec) error {
-	f.record(spec)
-	return f.Fake.Reattach(ctx, spec)
-}
-
-func (f *buildingFake) record(spec backend.Spec) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.next[spec.ID] = spec.Faculties
-}
-
-func (f *buildingFake) Start(ctx context.Context, id string) error {
-	f.mu.Lock()
-	_, running := f.running[id]
-	if !running {
-		f.running[id] = f.next[id]
-	}
-	f.mu.Unlock()
-	return f.Fake.Start(ctx, id)
-}
-
-func (f *buildingFake) Stop(ctx context.Context, id string) error {
-	f.mu.Lock()
-	delete(f.running, id)
-	f.mu.Unlock()
-	return f.Fake.Stop(ctx, id)
-}
-
 // runsWith is "name@fingerprint" of each faculty the sandbox's processes
-// have, and checks each Dir holds the staged binaries only.
-func (f *buildingFake) runsWith(g Gomega, id string) []string {
-	f.mu.Lock()
-	facs := f.running[id]
-	f.mu.Unlock()
+// have, as the test backend recorded them at its start, and checks that
+// each build's directory holds its staged binaries only.
+func runsWith(g Gomega, be *backendtest.Fake, id string) []string {
 	var out []string
-	for _, fc := range facs {
+	for _, fc := range be.Faculties(id) {
 		entries, err := os.ReadDir(fc.Dir)
 		g.Expect(err).NotTo(HaveOccurred())
 		var names []string
@@ -152,8 +56,16 @@ func (f *buildingFake) runsWith(g Gomega, id string) []string {
 	return out
 }
 
+// newBuildingFake is the test backend in the place of the oci backend's
+// builder and mounts (TestFacultyOnOCI runs the real ones): its Build
+// copies the source to /out over the same host directories, and it
+// records the faculties each sandbox started with.
+func newBuildingFake() *backendtest.Fake {
+	return backendtest.New("oci", backendtest.Writes())
+}
+
 // startFakeNode runs an agent over a buildingFake and the state dir.
-func startFakeNode(t *testing.T, name, stateDir string, be *buildingFake) *node {
+func startFakeNode(t *testing.T, name, stateDir string, be *backendtest.Fake) *node {
 	return startNode(t, name, stateDir, "", func(o *nodeagent.Options) { o.Backends = []backend.Backend{be} })
 }
 
@@ -271,11 +183,11 @@ func TestFacultyBuiltOncePerFingerprint(t *testing.T) {
 		g.Expect(e.Fingerprint).To(Equal(fp1))
 		g.Expect(e.BuiltAt).NotTo(BeNil())
 	}).WithTimeout(timeout).Should(Succeed())
-	g.Expect(be.runsWith(g, idA)).To(Equal([]string{"hello@" + fp1}))
+	g.Expect(runsWith(g, be, idA)).To(Equal([]string{"hello@" + fp1}))
 	staged, err := os.ReadFile(filepath.Join(n.stateDir, "faculties", fp1, "bin", "hello"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(staged)).To(Equal(v1))
-	g.Expect(be.builds.Load()).To(BeEquivalentTo(1))
+	g.Expect(be.Builds()).To(BeEquivalentTo(1))
 
 	// The agent writes its node's entry under its own field manager.
 	var b playgroundv1alpha1.FacultyBundle
@@ -285,8 +197,8 @@ func TestFacultyBuiltOncePerFingerprint(t *testing.T) {
 	// A second sandbox with the unchanged bundle: ready, no build.
 	createSandbox(t, ns, "b", n.name, lists("hello"))
 	waitProvisioned(t, ns, "b")
-	g.Expect(be.runsWith(g, idB)).To(Equal([]string{"hello@" + fp1}))
-	g.Expect(be.builds.Load()).To(BeEquivalentTo(1), "the second sandbox of an unchanged bundle was built for")
+	g.Expect(runsWith(g, be, idB)).To(Equal([]string{"hello@" + fp1}))
+	g.Expect(be.Builds()).To(BeEquivalentTo(1), "the second sandbox of an unchanged bundle was built for")
 
 	// The source changes: a new fingerprint, a new build; running
 	// sandboxes keep theirs, and say so.
@@ -300,8 +212,8 @@ func TestFacultyBuiltOncePerFingerprint(t *testing.T) {
 		g.Expect(st.Fingerprint).To(Equal(fp1))
 		g.Expect(st.Message).To(ContainSubstring("replaces it when the sandbox restarts"))
 	}).WithTimeout(timeout).Should(Succeed())
-	g.Expect(be.builds.Load()).To(BeEquivalentTo(2))
-	g.Expect(be.runsWith(g, idA)).To(Equal([]string{"hello@" + fp1}))
+	g.Expect(be.Builds()).To(BeEquivalentTo(2))
+	g.Expect(runsWith(g, be, idA)).To(Equal([]string{"hello@" + fp1}))
 
 	// A restart installs the new build; b still runs the old one, which
 	// stays on disk.
@@ -309,10 +221,10 @@ func TestFacultyBuiltOncePerFingerprint(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(facultyStatus(g, ns, "a", "hello")).To(Equal(playgroundv1alpha1.FacultyInstallStatus{Name: "hello", Fingerprint: fp2, State: playgroundv1alpha1.FacultyInstalled}))
 	}).WithTimeout(timeout).Should(Succeed())
-	g.Expect(be.runsWith(g, idA)).To(Equal([]string{"hello@" + fp2}))
-	g.Expect(be.runsWith(g, idB)).To(Equal([]string{"hello@" + fp1}))
+	g.Expect(runsWith(g, be, idA)).To(Equal([]string{"hello@" + fp2}))
+	g.Expect(runsWith(g, be, idB)).To(Equal([]string{"hello@" + fp1}))
 	g.Expect(filepath.Join(n.stateDir, "faculties", fp1, ".complete")).To(BeAnExistingFile(), "the build b runs was removed")
-	g.Expect(be.builds.Load()).To(BeEquivalentTo(2))
+	g.Expect(be.Builds()).To(BeEquivalentTo(2))
 }
 
 // A failing build: the bundle's node entry and the waiting sandbox say
@@ -321,16 +233,17 @@ func TestFacultyBuiltOncePerFingerprint(t *testing.T) {
 func TestFacultyBuildFails(t *testing.T) {
 	ns := newNamespace(t, "faculty-fails")
 	be := newBuildingFake()
-	n := startFakeNode(t, "faculty-fails", "", be)
 	good, bad := "#!/bin/sh\necho good\n", "#!/bin/sh\nbroken\n"
 	fpGood, fpBad := helloFingerprint(t, good), helloFingerprint(t, bad)
-	be.setBuild(func(req backend.BuildRequest) (backend.BuildResult, error) {
+	be.BuildFunc = func(req backend.BuildRequest) (backend.BuildResult, error) {
 		data, _ := os.ReadFile(filepath.Join(req.Source, "hello"))
 		if strings.Contains(string(data), "broken") {
 			return backend.BuildResult{Exit: backend.ExitStatus{Code: 2}, Log: []byte("make: *** [hello] Error 2\ncc: error: hello.c: No such file\n")}, nil
 		}
-		return copySource(req)
-	})
+		// The good source: the sample's command, cp /src/hello /out/hello.
+		return backend.BuildResult{}, os.WriteFile(filepath.Join(req.Out, "hello"), data, 0o755)
+	}
+	n := startFakeNode(t, "faculty-fails", "", be)
 
 	// A sandbox whose only bundle fails waits, and says why.
 	helloBundle(t, ns, "broken", bad)
@@ -369,7 +282,7 @@ func TestFacultyBuildFails(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 	restart(t, ns, "keeps", "after-the-failure")
 	s := waitProvisioned(t, ns, "keeps")
-	g.Expect(be.runsWith(g, id)).To(Equal([]string{"hello@" + fpGood}), "the restarted sandbox lost its previous build")
+	g.Expect(runsWith(g, be, id)).To(Equal([]string{"hello@" + fpGood}), "the restarted sandbox lost its previous build")
 	g.Expect(s.Status.Faculties).To(ConsistOf(And(HaveField("State", playgroundv1alpha1.FacultyStale), HaveField("Fingerprint", fpGood))))
 }
 
@@ -405,7 +318,7 @@ func TestFacultyBundleDeleted(t *testing.T) {
 		g.Expect(st.Fingerprint).To(Equal(fp))
 		g.Expect(st.Message).To(ContainSubstring("does not exist"))
 	}).WithTimeout(timeout).Should(Succeed())
-	g.Expect(be.runsWith(g, playgroundv1alpha1.SandboxID(ns, "runs"))).To(Equal([]string{"hello@" + fp}))
+	g.Expect(runsWith(g, be, playgroundv1alpha1.SandboxID(ns, "runs"))).To(Equal([]string{"hello@" + fp}))
 	g.Expect(filepath.Join(n.stateDir, "faculties", fp, ".complete")).To(BeAnExistingFile(), "a build in use was collected")
 
 	createSandbox(t, ns, "new", n.name, lists("hello"))
@@ -464,7 +377,7 @@ func TestFacultyAcrossAgentRestarts(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(facultyStatus(g, ns, "a", "hello").State).To(Equal(playgroundv1alpha1.FacultyInstalled))
 	}).WithTimeout(timeout).Should(Succeed())
-	g.Expect(be.builds.Load()).To(BeEquivalentTo(1), "the unstamped build was not built again")
+	g.Expect(be.Builds()).To(BeEquivalentTo(1), "the unstamped build was not built again")
 	staged, err := os.ReadFile(filepath.Join(half, "hello"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(staged)).To(Equal(script), "the half-written binary survived")
@@ -476,11 +389,49 @@ func TestFacultyAcrossAgentRestarts(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(facultyStatus(g, ns, "a", "hello").State).To(Equal(playgroundv1alpha1.FacultyInstalled))
 	}).WithTimeout(2 * leaseDuration).Should(Succeed())
-	g.Expect(be.builds.Load()).To(BeEquivalentTo(1), "a restarted agent built again")
-	g.Expect(be.runsWith(g, playgroundv1alpha1.SandboxID(ns, "a"))).To(Equal([]string{"hello@" + fp}))
+	g.Expect(be.Builds()).To(BeEquivalentTo(1), "a restarted agent built again")
+	g.Expect(runsWith(g, be, playgroundv1alpha1.SandboxID(ns, "a"))).To(Equal([]string{"hello@" + fp}))
 	var b playgroundv1alpha1.FacultyBundle
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "hello"}, &b)).To(Succeed())
 	g.Expect(fmt.Sprintf("%v %s", b.Status.Nodes[0].Ready, b.Status.Nodes[0].Fingerprint)).To(Equal("true " + fp))
 }
 
-var _ = faculty.BuildIDPrefix
+// The sample bundle on the real oci backend: built in a throwaway runc
+// builder, installed read-only, hello runs by name in login and clean
+// shells, a file of the source not listed in binaries is not there, and
+// neither the build nor its directory can be written.
+func TestFacultyOnOCI(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "faculty-oci")
+	n := startNode(t, "faculty-oci", "", "")
+	g := NewWithT(t)
+	g.Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello-tools"},
+		Data: map[string]string{"hello": "#!/bin/sh\necho \"hello from a faculty bundle, $PERSONA\"\n", "secret-notes": "not listed\n"}})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &playgroundv1alpha1.FacultyBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello-tools"},
+		Spec: playgroundv1alpha1.FacultyBundleSpec{
+			Source:   playgroundv1alpha1.BundleSource{ConfigMap: &playgroundv1alpha1.LocalObjectReference{Name: "hello-tools"}},
+			Build:    &playgroundv1alpha1.BundleBuild{Command: []string{"/bin/sh", "-c", "cp /src/hello /src/secret-notes /out/ && chmod 0755 /out/hello"}},
+			Binaries: []string{"hello"},
+		}})).To(Succeed())
+	createSandbox(t, ns, "uses", n.name, lists("hello-tools"), func(s *playgroundv1alpha1.Sandbox) { s.Spec.Persona = "tester" })
+	s := waitProvisioned(t, ns, "uses")
+	g.Expect(s.Status.Faculties).To(ConsistOf(HaveField("State", playgroundv1alpha1.FacultyInstalled)))
+	g.Eventually(func(g Gomega) { g.Expect(nodeEntry(g, ns, "hello-tools", n.name).Ready).To(BeTrue()) }).WithTimeout(timeout).Should(Succeed())
+
+	tenant, id := ns+"/uses", playgroundv1alpha1.SandboxID(ns, "uses")
+	h, err := n.client.Open(ctx, tenant, id)
+	g.Expect(err).NotTo(HaveOccurred())
+	run := func(shell agentapi.Shell, command string) agentapi.ExecResult {
+		t.Helper()
+		res, err := n.client.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: command, Shell: shell})
+		g.Expect(err).NotTo(HaveOccurred())
+		return res
+	}
+	g.Expect(string(run(agentapi.ShellLogin, "hello").Stdout)).To(Equal("hello from a faculty bundle, tester\n"))
+	g.Expect(string(run(agentapi.ShellClean, "command -v hello && hello").Stdout)).To(Equal("/opt/faculties/bin/hello\nhello from a faculty bundle, \n"))
+	g.Expect(string(run(agentapi.ShellClean, "ls -A /opt/faculties/hello-tools").Stdout)).To(Equal("hello\n"), "a file not in binaries was installed")
+	for _, cmd := range []string{"echo x >> /opt/faculties/hello-tools/hello", "touch /opt/faculties/hello-tools/new", "rm -f /opt/faculties/bin/hello"} {
+		res := run(agentapi.ShellClean, cmd)
+		g.Expect(res.ExitCode).NotTo(BeZero(), "%s succeeded", cmd)
+	}
+}
