@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -242,8 +243,11 @@ func (f *faculties) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	case err != nil:
 		return again, err
 	}
+	wasReady := slices.ContainsFunc(b.Status.Nodes, func(n playgroundv1alpha1.BundleNodeStatus) bool {
+		return n.NodeName == f.node && n.Ready && n.Fingerprint == fp
+	})
 	changed, err := f.reportChanged(ctx, &b, fp, true, &build.BuiltAt, "")
-	if err == nil && changed {
+	if err == nil && changed && !wasReady {
 		f.recorder.Eventf(&b, nil, corev1.EventTypeNormal, reasonBuilt, "Build", "Build %s is ready on node %s", short(fp), f.node)
 	}
 	return again, err
@@ -260,10 +264,14 @@ func (f *faculties) retryAfter() time.Duration {
 // the tail of its log.
 func buildFailure(node, fp string, be *faculty.BuildError) string {
 	msg := fmt.Sprintf("Build %s failed on node %s: %s", short(fp), node, be.Message)
-	if log := strings.TrimSpace(be.Log); log != "" {
+	if log := strings.TrimSpace(strings.ToValidUTF8(be.Log, "\uFFFD")); log != "" {
 		// The end of the log says most; the message is bounded.
 		if room := maxMessage - len(msg) - 20; room > 0 && len(log) > room {
-			log = "…" + log[len(log)-room:]
+			log = log[len(log)-room:]
+			for !utf8.ValidString(log) { // cut inside a rune
+				log = log[1:]
+			}
+			log = "…" + log
 		}
 		msg += "; log tail:\n" + log
 	}

@@ -139,7 +139,7 @@ func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.
 
 // sandboxReconciler makes the node's backend match the Sandboxes bound to
 // it. It writes, with server-side apply under AgentFieldOwner, only
-// status.sandboxID, endpoint, openHandles, restartRequest and the
+// status.sandboxID, endpoint, openHandles, restartRequest, faculties and the
 // Provisioned and JobsAdmitted conditions; the manager derives Ready and
 // the phase from them.
 type sandboxReconciler struct {
@@ -388,7 +388,8 @@ var agentConditions = []string{playgroundv1alpha1.ProvisionedCondition, playgrou
 
 // setProvisioned applies the agent's status fields: the Provisioned
 // condition with reason and message, JobsAdmitted, and sandboxID,
-// endpoint, openHandles and restartRequest as the agent sees them now. It
+// endpoint, openHandles, restartRequest and faculties (as the last pass
+// decided them) as the agent sees them now. It
 // writes nothing when they are already so. Each condition keeps its
 // transition time while its status holds.
 func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, status metav1.ConditionStatus, reason, message string) error {
