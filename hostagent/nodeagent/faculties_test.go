@@ -435,3 +435,35 @@ func TestFacultyOnOCI(t *testing.T) {
 		g.Expect(res.ExitCode).NotTo(BeZero(), "%s succeeded", cmd)
 	}
 }
+
+// Two nodes that run sandboxes listing one bundle each build it and each
+// report their own entry of status.nodes, under their own field manager,
+// without removing the other's.
+func TestFacultyTwoNodesReportTheirOwn(t *testing.T) {
+	ns := newNamespace(t, "faculty-two")
+	script := "#!/bin/sh\necho two\n"
+	fp := helloFingerprint(t, script)
+	helloBundle(t, ns, "hello", script)
+	beA, beB := newBuildingFake(), newBuildingFake()
+	a, b := startFakeNode(t, "faculty-two-a", "", beA), startFakeNode(t, "faculty-two-b", "", beB)
+	createSandbox(t, ns, "on-a", a.name, lists("hello"))
+	createSandbox(t, ns, "on-b", b.name, lists("hello"))
+	waitProvisioned(t, ns, "on-a")
+	waitProvisioned(t, ns, "on-b")
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		for _, n := range []*node{a, b} {
+			e := nodeEntry(g, ns, "hello", n.name)
+			g.Expect(e.Ready).To(BeTrue(), e.Message)
+			g.Expect(e.Fingerprint).To(Equal(fp))
+		}
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(beA.Builds()).To(Equal(1))
+	g.Expect(beB.Builds()).To(Equal(1))
+	var fb playgroundv1alpha1.FacultyBundle
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "hello"}, &fb)).To(Succeed())
+	for _, n := range []*node{a, b} {
+		g.Expect(fb.ManagedFields).To(ContainElement(And(HaveField("Manager", playgroundv1alpha1.AgentNodeFieldOwner(n.name)),
+			HaveField("FieldsV1.Raw", ContainSubstring(n.name)))))
+	}
+}
