@@ -79,8 +79,14 @@ const (
 	// Shell runs every command.
 	Shell = "/bin/sh"
 	// DefaultPath is PATH in both shell modes (a login profile may change
-	// it).
-	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+	// it). Installed faculties come first, as /usr/local/bin comes before
+	// the distribution's directories: an operator who installs a tool
+	// means it to be the one a bare name runs.
+	DefaultPath = FacultiesBin + ":" + SystemPath
+	// SystemPath is PATH without the faculties: the guest's own processes
+	// (init, shepherds), which run as the sandbox's root and never run a
+	// faculty, so no bundle can stand in for a tool they might run by name.
+	SystemPath = "/usr/local/bin:/usr/bin:/bin"
 )
 
 // OwnEnv is the environment of the guest's own processes, init and its
@@ -88,7 +94,7 @@ const (
 // only wait and hand file descriptors on, so more Ps would buy nothing but
 // threads and per-P caches, paid once per idle sandbox.
 func OwnEnv() []string {
-	return []string{"PATH=" + DefaultPath, "GOMAXPROCS=1"}
+	return []string{"PATH=" + SystemPath, "GOMAXPROCS=1"}
 }
 
 // CleanEnv is the whole environment of a clean-mode shell: fixed, minimal

@@ -23,6 +23,8 @@ limitations under the License.
 //	probe socket FAMILY…  socket(AF_FAMILY, …) for each FAMILY, a lower-case
 //	                      name (unix, inet, vsock…); prints a line "FAMILY ok"
 //	                      or "FAMILY" and the errno's name for each
+//	probe connect ADDR    a TCP connection to host:port, for at most 5 s;
+//	                      prints "connected" or why not
 //	probe unshare32       unshare(CLONE_NEWUSER) through i386's ABI (int 0x80)
 //	probe unsharex32      unshare(CLONE_NEWUSER) through the x32 ABI
 //	probe serve PORT      listens on 127.0.0.1:PORT and answers each HTTP
@@ -43,17 +45,23 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: probe socket FAMILY... | unshare32 | unsharex32 | serve PORT")
+		fail("usage: probe socket FAMILY... | connect HOST:PORT | unshare32 | unsharex32 | serve PORT")
 	}
 	switch os.Args[1] {
 	case "socket":
 		for _, family := range os.Args[2:] {
 			fmt.Println(family, trySocket(family))
 		}
+	case "connect":
+		if len(os.Args) != 3 {
+			fail("usage: probe connect HOST:PORT")
+		}
+		fmt.Println(connect(os.Args[2]))
 	case "unshare32":
 		fmt.Println(unshare32())
 	case "unsharex32":
@@ -116,4 +124,14 @@ func serve(port string) error {
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 		}()
 	}
+}
+
+// connect tries a TCP connection to addr.
+func connect(addr string) string {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "refused: " + err.Error()
+	}
+	c.Close()
+	return "connected"
 }
