@@ -318,12 +318,16 @@ type Dialer interface {
 type Worker struct {
 	// Argv is the command; Argv[0] is looked up on Env's PATH.
 	Argv []string
-	// Env is the worker's whole environment.
+	// Env is the worker's environment; the backend adds
+	// PLAYGROUND_WORKER_TOKEN_FILE.
 	Env []string
 	// Token is the internal bearer the worker expects from its callers;
 	// the backend puts it in a file that only the sandbox user reads,
-	// whose path the agent names in Env.
+	// named by PLAYGROUND_WORKER_TOKEN_FILE.
 	Token string
+	// Port is the loopback port the worker serves on, which the agent's
+	// relay dials; the backend keeps it with the rest.
+	Port int
 }
 
 // WorkerStatus is a sandbox's worker as the sandbox supervises it.
@@ -346,6 +350,10 @@ type WorkerSupervisor interface {
 	// stopping the one it had; it applies while the sandbox runs and
 	// whenever it starts again.
 	SetWorker(ctx context.Context, id string, w *Worker) error
+	// Worker is the sandbox's worker as last set (nil: none): an agent
+	// that starts again keeps its token, so that the worker is not
+	// restarted for a new one.
+	Worker(ctx context.Context, id string) (*Worker, error)
 	// WorkerStatus reports the sandbox's worker; ErrNotFound when it has
 	// none.
 	WorkerStatus(ctx context.Context, id string) (WorkerStatus, error)

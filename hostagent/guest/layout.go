@@ -68,6 +68,8 @@ const (
 	// WorkerTokenFile is where init puts the worker's internal bearer:
 	// readable by the sandbox user only, on the sandbox's /run tmpfs.
 	WorkerTokenFile = "/run/playground-worker/token"
+	// WorkerTokenEnv names WorkerTokenFile in the worker's environment.
+	WorkerTokenEnv = "PLAYGROUND_WORKER_TOKEN_FILE"
 
 	// FacultiesDir holds the faculty bundles installed in the sandbox,
 	// each read-only at FacultiesDir/<bundle>.

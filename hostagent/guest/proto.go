@@ -190,8 +190,12 @@ type WorkerSpec struct {
 	Argv []string `json:"argv"`
 	// Env is the worker's whole environment.
 	Env []string `json:"env"`
-	// Token is written to WorkerTokenFile before the worker starts.
+	// Token is written to WorkerTokenFile before the worker starts; the
+	// worker's environment names the file (WorkerTokenEnv).
 	Token string `json:"token"`
+	// Port is where the worker serves, for the agent's relay; init does
+	// not use it.
+	Port int `json:"port,omitempty"`
 }
 
 // WorkerState is init's account of the worker (WorkerStatusFile).

@@ -16,7 +16,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package guest
 
 import (
@@ -29,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -185,7 +185,7 @@ func (s *supervisor) start() error {
 	defer devNull.Close()
 	p, err := os.StartProcess(path, s.spec.Argv, &os.ProcAttr{
 		Dir:   TenantHome,
-		Env:   s.spec.Env,
+		Env:   append(slices.Clone(s.spec.Env), WorkerTokenEnv+"="+WorkerTokenFile),
 		Files: []*os.File{devNull, w, w},
 		Sys: &syscall.SysProcAttr{
 			Setpgid:    true,

@@ -55,7 +55,7 @@ func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) e
 	if len(w.Argv) == 0 {
 		return fmt.Errorf("oci: the worker of sandbox %s has no command", id)
 	}
-	data, err := json.Marshal(guest.WorkerSpec{Argv: w.Argv, Env: w.Env, Token: w.Token})
+	data, err := json.Marshal(guest.WorkerSpec{Argv: w.Argv, Env: w.Env, Token: w.Token, Port: w.Port})
 	if err != nil {
 		return err
 	}
@@ -72,6 +72,25 @@ func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) e
 		return fmt.Errorf("oci: setting the worker of sandbox %s: %w", id, err)
 	}
 	return nil
+}
+
+// Worker implements backend.WorkerSupervisor: the spec last set.
+func (b *Backend) Worker(ctx context.Context, id string) (*backend.Worker, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	data, err := readNoFollow(filepath.Join(b.runDir(id), guest.WorkerSpecFile), 1<<20)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oci: the worker of sandbox %s: %w", id, err)
+	}
+	var spec guest.WorkerSpec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("oci: the worker spec of sandbox %s is not valid", id)
+	}
+	return &backend.Worker{Argv: spec.Argv, Env: spec.Env, Token: spec.Token, Port: spec.Port}, nil
 }
 
 // WorkerStatus implements backend.WorkerSupervisor from the state file
