@@ -524,11 +524,12 @@ func (x *cli) printFaculties(ctx context.Context, tenant string, s *playgroundv1
 			msg = fmt.Sprintf("reading FacultyBundle %s: %v", name, err)
 		default:
 			nodeBuild = nodeBuildOf(&fb, s.Spec.NodeName)
-			if e := entryOf(&fb, s.Spec.NodeName); e != nil && msg == "" {
+			if e := entryOf(&fb, s.Spec.NodeName); e != nil {
 				switch {
-				case e.Ready && inst.Fingerprint != "" && e.Fingerprint != inst.Fingerprint:
+				case reported && e.Ready && e.Fingerprint != "" && e.Fingerprint != inst.Fingerprint:
+					// The agent says the sandbox waits for a restart; say how.
 					msg = fmt.Sprintf("build %s is ready on node %s: kubectl playground tenant restart %s switches the sandbox to it", shortFingerprint(e.Fingerprint), e.NodeName, tenant)
-				case !e.Ready:
+				case msg == "" && !e.Ready:
 					msg = e.Message
 				}
 			}

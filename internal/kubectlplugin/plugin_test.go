@@ -160,7 +160,7 @@ func TestStatusShowsFaculties(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Status.Faculties = []playgroundv1alpha1.FacultyInstallStatus{
-		{Name: "tools", Fingerprint: old, State: playgroundv1alpha1.FacultyInstalled},
+		{Name: "tools", Fingerprint: old, State: playgroundv1alpha1.FacultyStale, Message: "Build bbbbbbbbbbbb is ready; the sandbox gets it when it restarts"},
 		{Name: "missing", State: playgroundv1alpha1.FacultyPending, Message: "FacultyBundle missing not found"},
 	}
 	if err := k8s.Status().Update(ctx, s); err != nil {
@@ -194,7 +194,7 @@ func TestStatusShowsFaculties(t *testing.T) {
 	}
 	want := map[string]string{
 		"FACULTY": "FACULTY STATE FINGERPRINT NODE BUILD MESSAGE",
-		"tools":   "tools Installed aaaaaaaaaaaa bbbbbbbbbbbb ready build bbbbbbbbbbbb is ready on node fac-node: kubectl playground tenant restart ada switches the sandbox to it",
+		"tools":   "tools Stale aaaaaaaaaaaa bbbbbbbbbbbb ready build bbbbbbbbbbbb is ready on node fac-node: kubectl playground tenant restart ada switches the sandbox to it",
 		"missing": "missing Pending - - FacultyBundle missing not found",
 	}
 	for first, line := range want {
