@@ -145,14 +145,18 @@ func (r *FacultyBundleReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pruneErr := r.pruneGoneNodes(ctx, &fb)
+	recheck, pruneErr := r.pruneGoneNodes(ctx, &fb)
 
 	ready, readyNodes := assess(&fb, src, needed)
 	err = errors.Join(srcErr, pruneErr)
 	if applyErr := r.applyStatus(ctx, &fb, src, ready, readyNodes, err); applyErr != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
-	return pgreconcile.Result(err)
+	res, err := pgreconcile.Result(err)
+	if recheck > 0 && err == nil && (res.RequeueAfter == 0 || recheck < res.RequeueAfter) {
+		res.RequeueAfter = recheck
+	}
+	return res, err
 }
 
 // source is what the reconciler knows of a bundle's source.
@@ -163,9 +167,6 @@ type source struct {
 	fingerprint string
 	// hostPath is true for a host-path source.
 	hostPath bool
-	// kept is true when reading the source failed transiently: the
-	// published fingerprint is kept as it is.
-	kept bool
 }
 
 // fingerprint computes the fingerprint of a ConfigMap source, exactly as
@@ -183,7 +184,8 @@ func (r *FacultyBundleReconciler) fingerprint(ctx context.Context, fb *playgroun
 				"ConfigMap %s not found in namespace %s: create it with the bundle's source files, one key per file (see config/samples/playground_v1alpha1_facultybundle.yaml)",
 				ref.Name, fb.Namespace)
 		}
-		return source{fingerprint: fb.Status.Fingerprint, kept: true}, fmt.Errorf("reading the source ConfigMap %s/%s: %w", fb.Namespace, ref.Name, err)
+		// Keep the published fingerprint until the source can be read.
+		return source{fingerprint: fb.Status.Fingerprint}, fmt.Errorf("reading the source ConfigMap %s/%s: %w", fb.Namespace, ref.Name, err)
 	}
 	var command []string
 	if fb.Spec.Build != nil {
@@ -230,13 +232,17 @@ func (r *FacultyBundleReconciler) neededNodes(ctx context.Context, fb *playgroun
 // manager's cannot remove them: a JSON patch does, each removal guarded by
 // a test of the entry's node name, so that a concurrent change of the list
 // makes the patch fail instead of removing another entry.
-func (r *FacultyBundleReconciler) pruneGoneNodes(ctx context.Context, fb *playgroundv1alpha1.FacultyBundle) error {
+//
+// Nothing announces that a registration has lapsed for NodeGoneAfter: it
+// returns when to look again (0 for never), the moment the first
+// registration of a node with an entry would.
+func (r *FacultyBundleReconciler) pruneGoneNodes(ctx context.Context, fb *playgroundv1alpha1.FacultyBundle) (time.Duration, error) {
 	if len(fb.Status.Nodes) == 0 {
-		return nil
+		return 0, nil
 	}
 	agents, err := agentRegistrations(ctx, r.Client, r.Options.LeaseNamespace)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	now := r.Options.Now()
 	type op struct {
@@ -246,38 +252,44 @@ func (r *FacultyBundleReconciler) pruneGoneNodes(ctx context.Context, fb *playgr
 	}
 	var ops []op
 	var gone []string
+	var recheck time.Duration
 	for i := len(fb.Status.Nodes) - 1; i >= 0; i-- {
 		node := fb.Status.Nodes[i].NodeName
-		if reg, ok := agents[node]; ok && now.Before(reg.Renewed.Add(reg.Duration).Add(NodeGoneAfter)) {
-			continue
+		if reg, ok := agents[node]; ok {
+			if lapse := reg.Renewed.Add(reg.Duration).Add(NodeGoneAfter).Sub(now); lapse > 0 {
+				if recheck == 0 || lapse+time.Second < recheck {
+					recheck = lapse + time.Second
+				}
+				continue
+			}
 		}
 		err := r.APIReader.Get(ctx, types.NamespacedName{Name: node}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}})
 		switch {
 		case err == nil:
 			continue
 		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("reading node %s: %w", node, err)
+			return 0, fmt.Errorf("reading node %s: %w", node, err)
 		}
 		path := fmt.Sprintf("/status/nodes/%d", i)
 		ops = append(ops, op{Op: "test", Path: path + "/nodeName", Value: node}, op{Op: "remove", Path: path})
 		gone = append(gone, node)
 	}
 	if len(ops) == 0 {
-		return nil
+		return recheck, nil
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := r.Status().Patch(ctx, fb, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(playgroundv1alpha1.FacultyBundleControllerFieldOwner)); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil
+			return 0, nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
 			// An agent changed the list meanwhile: look again.
-			return pgreconcile.Wait(time.Second, "status.nodes changed while removing the entries of gone nodes %s", strings.Join(gone, ", "))
+			return 0, pgreconcile.Wait(time.Second, "status.nodes changed while removing the entries of gone nodes %s", strings.Join(gone, ", "))
 		}
-		return fmt.Errorf("removing the entries of gone nodes %s from bundle %s: %w", strings.Join(gone, ", "), klog.KObj(fb), err)
+		return 0, fmt.Errorf("removing the entries of gone nodes %s from bundle %s: %w", strings.Join(gone, ", "), klog.KObj(fb), err)
 	}
 	for _, node := range gone {
 		ctrl.LoggerFrom(ctx).Info("Removed the build report of a gone node", "bundle", klog.KObj(fb), "node", node)
@@ -285,7 +297,7 @@ func (r *FacultyBundleReconciler) pruneGoneNodes(ctx context.Context, fb *playgr
 			"Removed the build report of node %s: it has no Node object and its agent has not renewed its registration for %s", node, NodeGoneAfter)
 	}
 	fb.Status.Nodes = slices.DeleteFunc(fb.Status.Nodes, func(n playgroundv1alpha1.BundleNodeStatus) bool { return slices.Contains(gone, n.NodeName) })
-	return nil
+	return recheck, nil
 }
 
 // current reports whether a node's entry is a ready build of the bundle's

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -93,6 +94,24 @@ func expectedFingerprint(t *testing.T, data map[string]string, command []string)
 		t.Fatal(err)
 	}
 	return fp
+}
+
+// updateBundle changes the bundle's spec, retrying when a status write
+// came in between.
+func updateBundle(t *testing.T, ns, name string, change func(*playgroundv1alpha1.FacultyBundle)) *playgroundv1alpha1.FacultyBundle {
+	t.Helper()
+	var fb playgroundv1alpha1.FacultyBundle
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &fb); err != nil {
+			return err
+		}
+		change(&fb)
+		return k8sClient.Update(context.Background(), &fb)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fb
 }
 
 func getBundle(g Gomega, ns, name string) *playgroundv1alpha1.FacultyBundle {
@@ -193,9 +212,7 @@ func TestBundleFingerprint(t *testing.T) {
 	})
 
 	command := []string{"/bin/sh", "-c", "install -m 0755 /src/hello /out/hello"}
-	fb := getBundle(g, ns, "tools")
-	fb.Spec.Build.Command = command
-	g.Expect(k8sClient.Update(context.Background(), fb)).To(Succeed())
+	updateBundle(t, ns, "tools", func(fb *playgroundv1alpha1.FacultyBundle) { fb.Spec.Build.Command = command })
 	third := expectedFingerprint(t, changed, command)
 	eventually(t, func(g Gomega) {
 		fb := getBundle(g, ns, "tools")
@@ -340,9 +357,7 @@ func TestBundleHostPathGeneration(t *testing.T) {
 		g.Expect(bundleCondition(cur, playgroundv1alpha1.ReadyCondition).Reason).To(Equal(ReasonBuilt))
 	})
 
-	cur := getBundle(g, ns, "host")
-	cur.Spec.Binaries = append(cur.Spec.Binaries, "bye")
-	g.Expect(k8sClient.Update(context.Background(), cur)).To(Succeed())
+	cur := updateBundle(t, ns, "host", func(fb *playgroundv1alpha1.FacultyBundle) { fb.Spec.Binaries = append(fb.Spec.Binaries, "bye") })
 	eventually(t, func(g Gomega) {
 		cur := getBundle(g, ns, "host")
 		g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
