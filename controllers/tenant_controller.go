@@ -674,10 +674,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		return err
 	}
 	t.Status.SandboxRef = &playgroundv1alpha1.LocalObjectReference{Name: sbx.Name}
-	t.Status.SandboxID = sbx.Status.SandboxID
-	if t.Status.SandboxID == "" {
-		t.Status.SandboxID = playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
-	}
+	t.Status.SandboxID = sbx.Status.SandboxID // the agent's choice, once it made one
 	ready := sandboxReady(sbx)
 	ready.ObservedGeneration = t.Generation
 	meta.SetStatusCondition(&t.Status.Conditions, ready)

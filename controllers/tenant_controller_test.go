@@ -196,7 +196,7 @@ func TestTenantLifecycle(t *testing.T) {
 		g.Expect(tn.Finalizers).To(ContainElement(playgroundv1alpha1.TenantFinalizer))
 		g.Expect(tenantCondition(tn, playgroundv1alpha1.CredentialsReadyCondition).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(tn.Status.SandboxRef).To(Equal(&playgroundv1alpha1.LocalObjectReference{Name: name}))
-		g.Expect(tn.Status.SandboxID).To(Equal(playgroundv1alpha1.SandboxID(ns, name)))
+		g.Expect(tn.Status.SandboxID).To(BeEmpty(), "no agent has chosen the sandbox's ID")
 
 		sbx := getSandbox(g, ns, name)
 		g.Expect(metav1.IsControlledBy(sbx, created)).To(BeTrue(), "owner references: %v", sbx.OwnerReferences)
@@ -419,6 +419,7 @@ func TestTenantReady(t *testing.T) {
 		g.Expect(meta.FindStatusCondition(tn.Status.Conditions, playgroundv1alpha1.ReconcilingCondition)).To(BeNil())
 		g.Expect(meta.FindStatusCondition(tn.Status.Conditions, playgroundv1alpha1.StalledCondition)).To(BeNil())
 		g.Expect(tn.Status.ObservedGeneration).To(Equal(tn.Generation))
+		g.Expect(tn.Status.SandboxID).To(And(Not(BeEmpty()), Equal(getSandbox(g, ns, name).Status.SandboxID)), "the tenant shows the ID its agent chose")
 		g.Expect(kstatusOf(g, tenantGVK, ns, name).Status).To(Equal(status.CurrentStatus))
 		g.Expect(kstatusOf(g, corev1.SchemeGroupVersion.WithKind("Secret"), ns, playgroundv1alpha1.CredentialSecretName(name)).Status).To(Equal(status.CurrentStatus))
 		g.Expect(kstatusOf(g, playgroundv1alpha1.GroupVersion.WithKind("Sandbox"), ns, name).Status).To(Equal(status.CurrentStatus))

@@ -139,7 +139,8 @@ type TenantStatus struct {
 	// +optional
 	SandboxRef *LocalObjectReference `json:"sandboxRef,omitempty"`
 
-	// SandboxID is the stable ID of the tenant's sandbox.
+	// SandboxID is the stable ID of the tenant's sandbox, as its node's
+	// agent chose it.
 	// +optional
 	SandboxID string `json:"sandboxID,omitempty"`
 }

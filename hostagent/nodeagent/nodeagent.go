@@ -38,6 +38,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +55,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
 	"github.com/playground-dev/playground/internal/budget"
@@ -81,6 +84,11 @@ type Options struct {
 	// spec.backend names one, and closes them when it stops. At least
 	// one; cmd constructs them.
 	Backends []backend.Backend
+	// StateDir holds the agent's own records: which Sandbox owns which
+	// sandbox ID (StateDir/sandbox-ids, a file per sandbox). Like the
+	// backends' state, it must outlive the agent: without its records, a
+	// sandbox's files are not found again. Required.
+	StateDir string
 	// Agent configures the execution kernel; its Backends are ignored.
 	Agent hostagent.Options
 	// Budget bounds the API's synchronous calls (exec, read, write) in
@@ -168,6 +176,9 @@ func (o *Options) setDefaults() error {
 	}
 	if len(o.Backends) == 0 {
 		return errors.New("nodeagent: at least one backend is required")
+	}
+	if !filepath.IsAbs(o.StateDir) {
+		return fmt.Errorf("nodeagent: the state directory %q must be an absolute path", o.StateDir)
 	}
 	if o.Listener == nil && o.ListenAddress == "" {
 		return errors.New("nodeagent: a listener or a listen address is required")
@@ -311,7 +322,18 @@ func Run(ctx context.Context, opts Options) error {
 		log.Info("Obtained the agent API's serving certificate", "signer", agentpki.SignerName, "notAfter", cert.cert.Load().Leaf.NotAfter)
 	}
 
-	mgr, rec, err := newManager(opts, agent, endpoint)
+	ids, err := sandboxids.Open(filepath.Join(opts.StateDir, "sandbox-ids"), func(id string) bool {
+		for _, be := range agent.Backends() {
+			if _, err := os.Stat(be.PileDir(id)); err == nil {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("nodeagent: %w", err)
+	}
+	mgr, rec, err := newManager(opts, agent, ids, endpoint)
 	if err != nil {
 		return err
 	}

@@ -261,6 +261,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		return nodeagent.Run(ctx, nodeagent.Options{
 			Config:   cp.Config,
 			NodeName: env.Node,
+			StateDir: nodeDir,
 			Backends: []backend.Backend{be},
 			Listener: ln,
 			Tokens:   []string{env.AgentToken},
