@@ -293,7 +293,8 @@ func (r *FacultyBundleReconciler) pruneGoneNodes(ctx context.Context, fb *playgr
 	}
 	for _, node := range gone {
 		ctrl.LoggerFrom(ctx).Info("Removed the build report of a gone node", "bundle", klog.KObj(fb), "node", node)
-		r.Recorder.Eventf(fb, nil, corev1.EventTypeNormal, ReasonNodeGone, "Prune",
+		// Related to the node, so that each node's Event is its own.
+		r.Recorder.Eventf(fb, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, corev1.EventTypeNormal, ReasonNodeGone, "Prune",
 			"Removed the build report of node %s: it has no Node object and its agent has not renewed its registration for %s", node, NodeGoneAfter)
 	}
 	fb.Status.Nodes = slices.DeleteFunc(fb.Status.Nodes, func(n playgroundv1alpha1.BundleNodeStatus) bool { return slices.Contains(gone, n.NodeName) })
@@ -402,20 +403,21 @@ func (r *FacultyBundleReconciler) applyStatus(ctx context.Context, fb *playgroun
 	}
 
 	log := ctrl.LoggerFrom(ctx)
+	// The events API folds Events of the same reason and action about the
+	// same object into one series that keeps the first note: the notes say
+	// nothing that a later Event of the series would make untrue (the
+	// values are in status and in the log).
 	if src.fingerprint != "" && src.fingerprint != fb.Status.Fingerprint {
-		note := fmt.Sprintf("The source's fingerprint is %s", src.fingerprint)
-		if fb.Status.Fingerprint != "" {
-			note = fmt.Sprintf("The source's fingerprint changed from %s to %s: nodes that need the bundle build it, and running sandboxes switch to it at their next restart", fb.Status.Fingerprint, src.fingerprint)
-		}
 		log.Info("Fingerprinted bundle source", "bundle", klog.KObj(fb), "fingerprint", src.fingerprint, "previous", fb.Status.Fingerprint)
-		r.Recorder.Eventf(fb, nil, corev1.EventTypeNormal, ReasonFingerprintChanged, "Fingerprint", "%s", note)
+		r.Recorder.Eventf(fb, nil, corev1.EventTypeNormal, ReasonFingerprintChanged, "Fingerprint",
+			"The source has a new fingerprint (status.fingerprint): nodes that need the bundle build it, and running sandboxes switch to it at their next restart")
 	}
 	now := meta.FindStatusCondition(conds, playgroundv1alpha1.ReadyCondition)
 	before := meta.FindStatusCondition(fb.Status.Conditions, playgroundv1alpha1.ReadyCondition)
 	if now != nil && (before == nil || before.Reason != now.Reason) {
 		switch now.Reason {
 		case ReasonBuilt:
-			r.Recorder.Eventf(fb, nil, corev1.EventTypeNormal, now.Reason, "Build", "%s", now.Message)
+			r.Recorder.Eventf(fb, nil, corev1.EventTypeNormal, now.Reason, "Build", "Every node that needs the bundle has a ready build of its current source")
 		case ReasonSourceNotFound, ReasonInvalidSource:
 			r.Recorder.Eventf(fb, nil, corev1.EventTypeWarning, now.Reason, "Fingerprint", "%s", now.Message)
 		}
