@@ -39,6 +39,9 @@ const (
 	CredentialsReadyCondition = "CredentialsReady"
 	// SandboxReadyCondition mirrors the Ready condition of the tenant's Sandbox.
 	SandboxReadyCondition = "SandboxReady"
+	// WorkerReadyCondition, on tenants whose catalog is workers, mirrors
+	// the Ready condition of the tenant's WorkerMapping.
+	WorkerReadyCondition = "WorkerReady"
 )
 
 // CredentialsSpec controls the tenant's bearer token.

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -300,6 +301,14 @@ var (
 // spec change. Alive is true when the backend cannot tell.
 type Prober interface {
 	Alive(id string) bool
+}
+
+// Dialer is implemented by backends that reach a TCP port on a sandbox's
+// own loopback from the host: the agent's relay to the MCP worker of a
+// sandbox that has no network. The connection is the worker's; closing
+// it ends the relay inside the sandbox.
+type Dialer interface {
+	DialSandbox(ctx context.Context, id string, port int) (net.Conn, error)
 }
 
 // StorageReporter is implemented by backends that fix a sandbox's disk

@@ -59,6 +59,12 @@ import (
 // fails loudly instead of misinterpreting frames.
 const ProtocolVersion = 1
 
+// DialProtocolVersion is carried in the Start frame of a dial (Dial set):
+// a shepherd of a guest binary that predates dials refuses it, instead of
+// running an empty command and answering in frames what the agent takes for
+// the worker's bytes. Shepherds that dial speak both versions.
+const DialProtocolVersion = 2
+
 // A Start frame with the longest command, all escaped, fits a frame.
 var _ [MaxFrame - 6*MaxCommand - 4096]struct{}
 
@@ -152,6 +158,11 @@ type StartRequest struct {
 	Login bool `json:"login,omitempty"`
 	// Cwd is the working directory; empty means TenantHome.
 	Cwd string `json:"cwd,omitempty"`
+	// Dial, when set (with Version DialProtocolVersion), asks for no
+	// command: the shepherd connects to this TCP port on the sandbox's
+	// loopback, answers Started (PID 0) or Error, and from then on relays
+	// raw bytes both ways until both directions are closed.
+	Dial int `json:"dial,omitempty"`
 }
 
 // Started is the payload of FrameStarted.

@@ -54,6 +54,7 @@ func Run(t *testing.T, h Harness) {
 		{"limits", testLimits},
 		{"pile", testPile},
 		{"isolation", testIsolation},
+		{"relay", testRelay},
 	} {
 		t.Run(g.name, func(t *testing.T) { g.run(t, h.newNode(t)) })
 	}
