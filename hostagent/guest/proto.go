@@ -50,6 +50,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 )
@@ -180,6 +181,33 @@ type Exit struct {
 	// Killed is true when the command ended because of a Kill frame (or
 	// because the agent went away) and every descendant is proven dead.
 	Killed bool `json:"killed,omitempty"`
+}
+
+// WorkerSpec is the worker that init keeps running (WorkerSpecFile).
+type WorkerSpec struct {
+	// Argv is run without a shell as TenantUID, in TenantHome; Argv[0] is
+	// looked up on DefaultPath when it has no slash.
+	Argv []string `json:"argv"`
+	// Env is the worker's whole environment.
+	Env []string `json:"env"`
+	// Token is written to WorkerTokenFile before the worker starts.
+	Token string `json:"token"`
+}
+
+// WorkerState is init's account of the worker (WorkerStatusFile).
+type WorkerState struct {
+	// Running is true while a worker process runs; PID is its PID in the
+	// sandbox and StartedAt when it started.
+	Running   bool      `json:"running"`
+	PID       int       `json:"pid,omitempty"`
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	// Restarts counts starts after the first of this spec.
+	Restarts int `json:"restarts"`
+	// LastExit says how the last worker process ended, and when.
+	LastExit     string    `json:"lastExit,omitempty"`
+	LastExitTime time.Time `json:"lastExitTime,omitzero"`
+	// Error says why the worker cannot start (its binary is missing, say).
+	Error string `json:"error,omitempty"`
 }
 
 // ErrFrameTooLarge is returned for a header announcing more than MaxFrame.

@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"pile", testPile},
 		{"isolation", testIsolation},
 		{"relay", testRelay},
+		{"worker", testWorker},
 	} {
 		t.Run(g.name, func(t *testing.T) { g.run(t, h.newNode(t)) })
 	}

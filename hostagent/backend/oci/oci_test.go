@@ -278,7 +278,7 @@ func TestIsolation(t *testing.T) {
 			t.Errorf("unexpected top-level entry %q", e)
 		}
 	}
-	for _, w := range []string{"CapEff: 0000000000000000", "CapBnd: 00000000000000e0", "NoNewPrivs: 1", "Seccomp: 2"} {
+	for _, w := range []string{"CapEff: 0000000000000000", "CapBnd: 00000000000000e1", "NoNewPrivs: 1", "Seccomp: 2"} {
 		if !strings.Contains(got["status"], w) {
 			t.Errorf("status %q lacks %q", got["status"], w)
 		}
