@@ -94,7 +94,7 @@ const (
 	// bearerRecheck is how often a missing bearer Secret is looked for
 	// again: Secrets other than credential Secrets are not in the
 	// manager's cache (CacheOptions), so their creation is not watched.
-	bearerRecheck = 30 * time.Second
+	bearerRecheck = 10 * time.Second
 	// bearerAudit is how often the bearer Secret of a Ready service
 	// mapping is checked again, so that one deleted later shows here.
 	bearerAudit = 10 * time.Minute
