@@ -423,7 +423,7 @@ func TestReadyEndpoints(t *testing.T) {
 	got := readyEndpoints(sp, []discoveryv1.EndpointSlice{
 		slice(discoveryv1.AddressTypeIPv4, ptr.To[int32](8080), corev1.ProtocolTCP, "10.0.0.2", "10.0.0.1"),
 		slice(discoveryv1.AddressTypeIPv4, ptr.To[int32](8080), corev1.ProtocolTCP, "10.0.0.1"), // repeated during a move
-		slice(discoveryv1.AddressTypeIPv4, nil, corev1.ProtocolTCP, "10.0.0.5"),                // no number: the numeric targetPort
+		slice(discoveryv1.AddressTypeIPv4, nil, corev1.ProtocolTCP, "10.0.0.5"),                 // no number: the numeric targetPort
 		slice(discoveryv1.AddressTypeIPv4, ptr.To[int32](53), corev1.ProtocolUDP, "10.0.0.9"),
 		slice(discoveryv1.AddressTypeFQDN, ptr.To[int32](8080), corev1.ProtocolTCP, "worker.example"),
 	}, "https", "/mcp")
