@@ -125,6 +125,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&FacultyBundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("facultybundle-controller"), Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	ca := &AgentCA{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.LeaseNamespace, Now: opts.Now}
 	if err := mgr.Add(ca); err != nil {
 		return err

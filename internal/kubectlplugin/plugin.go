@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,7 +62,9 @@ Commands:
   attach NAME               print the tenant's sandbox ID, node and persona
   status NAME               conditions of the tenant, its worker mapping
                             (catalog workers: endpoint, restarts, last
-                            exit), its sandbox and its node
+                            exit), its sandbox and its node, and its
+                            sandbox's faculty bundles (state, fingerprint,
+                            the build on its node)
   node forget NODE          release the deleted sandboxes of a node that is gone
                             (their files on it are lost); refused while its
                             agent renews its registration
@@ -481,6 +484,65 @@ func (x *cli) status(ctx context.Context, name string) error {
 			fmt.Fprintf(w, "node/%s\tRegistered\t%s\t%s\t%s\n", s.Spec.NodeName, status, reason, msg)
 		}
 	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return x.printFaculties(ctx, name, s)
+}
+
+// printFaculties lists the faculty bundles of the tenant's sandbox: what
+// the agent installed (state and fingerprint, from the sandbox's
+// status.faculties), the build of each bundle on the sandbox's node (from
+// the bundle's status.nodes), and what to do when they differ. Fingerprints
+// are shortened to 12 hex digits, as in the conditions' messages; `kubectl
+// get fb -o wide` shows them whole.
+func (x *cli) printFaculties(ctx context.Context, tenant string, s *playgroundv1alpha1.Sandbox) error {
+	installed := map[string]playgroundv1alpha1.FacultyInstallStatus{}
+	var names []string
+	for _, f := range s.Spec.Faculties {
+		names = append(names, f.Name)
+	}
+	for _, f := range s.Status.Faculties {
+		installed[f.Name] = f
+		if !slices.Contains(names, f.Name) {
+			names = append(names, f.Name) // no longer listed, still reported
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	fmt.Fprintln(x.out)
+	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "FACULTY\tSTATE\tFINGERPRINT\tNODE BUILD\tMESSAGE")
+	for _, name := range names {
+		inst, reported := installed[name]
+		state, fp, msg := string(inst.State), shortFingerprint(inst.Fingerprint), inst.Message
+		if !reported {
+			state, msg = "-", "not reported by the node's agent yet"
+		}
+		var fb playgroundv1alpha1.FacultyBundle
+		nodeBuild := "-"
+		switch err := x.c.Get(ctx, x.key(name), &fb); {
+		case apierrors.IsNotFound(err):
+			if msg == "" {
+				msg = fmt.Sprintf("no FacultyBundle %q in namespace %s", name, x.namespace)
+			}
+		case err != nil:
+			msg = fmt.Sprintf("reading FacultyBundle %s: %v", name, err)
+		default:
+			nodeBuild = nodeBuildOf(&fb, s.Spec.NodeName)
+			if e := entryOf(&fb, s.Spec.NodeName); e != nil {
+				switch {
+				case reported && e.Ready && e.Fingerprint != "" && e.Fingerprint != inst.Fingerprint:
+					// The agent says the sandbox waits for a restart; say how.
+					msg = fmt.Sprintf("build %s is ready on node %s: kubectl playground tenant restart %s switches the sandbox to it", shortFingerprint(e.Fingerprint), e.NodeName, tenant)
+				case msg == "" && !e.Ready:
+					msg = e.Message
+				}
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, state, fp, nodeBuild, oneLine(msg))
+	}
 	return w.Flush()
 }
 
@@ -531,6 +593,52 @@ func (x *cli) printWorkers(ctx context.Context, w io.Writer, t *playgroundv1alph
 		fmt.Fprintf(w, "workermapping/-\t-\t-\tNoMapping\tno WorkerMapping in namespace %s has spec.tenantRef.name: %s, so the gateway has nowhere to forward the tenant\n", t.Namespace, t.Name)
 	}
 	return nil
+}
+
+// entryOf is the bundle's status.nodes entry of node, or nil.
+func entryOf(fb *playgroundv1alpha1.FacultyBundle, node string) *playgroundv1alpha1.BundleNodeStatus {
+	for i := range fb.Status.Nodes {
+		if node != "" && fb.Status.Nodes[i].NodeName == node {
+			return &fb.Status.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// nodeBuildOf says what the bundle's build on node is: its fingerprint,
+// and whether it is ready.
+func nodeBuildOf(fb *playgroundv1alpha1.FacultyBundle, node string) string {
+	e := entryOf(fb, node)
+	switch {
+	case e == nil:
+		return "none yet"
+	case e.Ready:
+		return shortFingerprint(e.Fingerprint) + " ready"
+	case e.Fingerprint != "":
+		return shortFingerprint(e.Fingerprint) + " not ready"
+	default:
+		return "not ready"
+	}
+}
+
+func shortFingerprint(fp string) string {
+	switch {
+	case fp == "":
+		return "-"
+	case len(fp) > 12:
+		return fp[:12]
+	default:
+		return fp
+	}
+}
+
+// oneLine keeps a message (a build log's tail, say) on its table row.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return s
 }
 
 // forgetNode releases the Sandboxes of a node that will not come back: the
