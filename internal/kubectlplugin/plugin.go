@@ -60,9 +60,11 @@ Commands:
                             background jobs: condition JobsAdmitted)
   tenant destroy NAME       delete the tenant, its sandbox and its token
   attach NAME               print the tenant's sandbox ID, node and persona
-  status NAME               conditions of the tenant, its sandbox and its node,
-                            and its sandbox's faculty bundles (state,
-                            fingerprint, the build on its node)
+  status NAME               conditions of the tenant, its worker mapping
+                            (catalog workers: endpoint, restarts, last
+                            exit), its sandbox and its node, and its
+                            sandbox's faculty bundles (state, fingerprint,
+                            the build on its node)
   node forget NODE          release the deleted sandboxes of a node that is gone
                             (their files on it are lost); refused while its
                             agent renews its registration
@@ -447,6 +449,11 @@ func (x *cli) status(ctx context.Context, name string) error {
 	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "OBJECT\tCONDITION\tSTATUS\tREASON\tMESSAGE")
 	printConditions(w, "tenant/"+t.Name, t.Status.Conditions)
+	if t.Spec.Catalog == playgroundv1alpha1.CatalogWorkers {
+		if err := x.printWorkers(ctx, w, t); err != nil {
+			return err
+		}
+	}
 	s, err := x.sandboxOf(ctx, t)
 	if err != nil {
 		return err
@@ -537,6 +544,55 @@ func (x *cli) printFaculties(ctx context.Context, tenant string, s *playgroundv1
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, state, fp, nodeBuild, oneLine(msg))
 	}
 	return w.Flush()
+}
+
+// printWorkers prints the WorkerMappings of a tenant whose catalog is
+// workers: their conditions, where they forward, and the worker process
+// as its agent reports it.
+func (x *cli) printWorkers(ctx context.Context, w io.Writer, t *playgroundv1alpha1.Tenant) error {
+	var list playgroundv1alpha1.WorkerMappingList
+	if err := x.c.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
+		return fmt.Errorf("listing the worker mappings of namespace %s: %w", t.Namespace, err)
+	}
+	found := false
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.Spec.TenantRef.Name != t.Name {
+			continue
+		}
+		found = true
+		object := "workermapping/" + m.Name
+		printConditions(w, object, m.Status.Conditions)
+		endpoint := cmpOr(m.Status.Endpoint, "not resolved yet")
+		if m.Spec.Destination.Service != nil {
+			endpoint += fmt.Sprintf(" (%d ready endpoints)", len(m.Status.ReadyEndpoints))
+		}
+		fmt.Fprintf(w, "%s\tEndpoint\t-\t-\t%s\n", object, endpoint)
+		if m.Spec.Destination.Sandbox == nil {
+			continue
+		}
+		p := m.Status.Worker
+		if p == nil {
+			fmt.Fprintf(w, "%s\tWorker\tUnknown\tNotReported\tthe sandbox's agent has not reported the worker process yet\n", object)
+			continue
+		}
+		status, reason := "False", "Exited"
+		if p.Running {
+			status, reason = "True", "Running"
+		}
+		msg := fmt.Sprintf("restarts %d", p.Restarts)
+		if p.LastExit != "" {
+			msg += "; last exit: " + p.LastExit
+			if p.LastExitTime != nil {
+				msg += " at " + p.LastExitTime.UTC().Format(time.RFC3339)
+			}
+		}
+		fmt.Fprintf(w, "%s\tWorker\t%s\t%s\t%s\n", object, status, reason, msg)
+	}
+	if !found {
+		fmt.Fprintf(w, "workermapping/-\t-\t-\tNoMapping\tno WorkerMapping in namespace %s has spec.tenantRef.name: %s, so the gateway has nowhere to forward the tenant\n", t.Namespace, t.Name)
+	}
+	return nil
 }
 
 // entryOf is the bundle's status.nodes entry of node, or nil.

@@ -203,3 +203,71 @@ func TestStatusShowsFaculties(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsWorker: the status of a workers tenant shows its mapping
+// (Ready, where it forwards) and the worker process its agent reports
+// (running, restarts, last exit); one without a mapping says so.
+func TestStatusShowsWorker(t *testing.T) {
+	ctx := context.Background()
+	const ns = "status-workers"
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"native", "unmapped"} {
+		tn := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: playgroundv1alpha1.TenantSpec{Catalog: playgroundv1alpha1.CatalogWorkers}}
+		if err := k8s.Create(ctx, tn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wm := &playgroundv1alpha1.WorkerMapping{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "native-worker"},
+		Spec: playgroundv1alpha1.WorkerMappingSpec{
+			TenantRef: playgroundv1alpha1.LocalObjectReference{Name: "native"},
+			Destination: playgroundv1alpha1.WorkerDestination{Sandbox: &playgroundv1alpha1.SandboxProcessDestination{
+				Command: []string{"/opt/faculties/bin/worker"}, Port: 8765,
+			}},
+		},
+	}
+	if err := k8s.Create(ctx, wm); err != nil {
+		t.Fatal(err)
+	}
+	// As the manager and the sandbox's agent report it.
+	exited := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	wm.Status = playgroundv1alpha1.WorkerMappingStatus{
+		Conditions: []metav1.Condition{{Type: playgroundv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: "Ready",
+			Message: "The agent of node n1 supervises the worker", LastTransitionTime: exited}},
+		Endpoint: "sandbox://sbx-1:8765/mcp",
+		Worker:   &playgroundv1alpha1.WorkerProcessStatus{Running: true, Restarts: 3, LastExit: "signal SIGKILL", LastExitTime: &exited},
+	}
+	if err := k8s.Status().Update(ctx, wm); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut bytes.Buffer
+	if err := Run(ctx, []string{"status", "native", "-n", ns}, &out, &errOut, k8s); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "workermapping/native-worker" {
+			lines[f[1]] = strings.Join(f, " ")
+		}
+	}
+	for typ, want := range map[string]string{
+		"Ready":    "workermapping/native-worker Ready True Ready The agent of node n1 supervises the worker",
+		"Endpoint": "workermapping/native-worker Endpoint - - sandbox://sbx-1:8765/mcp",
+		"Worker":   "workermapping/native-worker Worker True Running restarts 3; last exit: signal SIGKILL at 2026-11-30T12:00:00Z",
+	} {
+		if lines[typ] != want {
+			t.Errorf("%s row: %q, want %q\n%s", typ, lines[typ], want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := Run(ctx, []string{"status", "unmapped", "-n", ns}, &out, &errOut, k8s); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "NoMapping") || !strings.Contains(out.String(), "spec.tenantRef.name: unmapped") || strings.Contains(out.String(), "native-worker") {
+		t.Errorf("the status of a tenant without a mapping:\n%s", out.String())
+	}
+}
