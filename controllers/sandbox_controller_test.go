@@ -117,7 +117,7 @@ func markProvisioned(g Gomega, s *playgroundv1alpha1.Sandbox) {
 		cur := getSandbox(g, s.Namespace, s.Name)
 		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ProvisionedCondition, Status: metav1.ConditionTrue,
 			Reason: playgroundv1alpha1.ReasonProvisioned, Message: "Running", ObservedGeneration: cur.Generation})
-		cur.Status.SandboxID = playgroundv1alpha1.SandboxID(cur.Namespace, cur.Name)
+		cur.Status.SandboxID = "sbx-00000000000000000001" // as an agent chooses it
 		return k8sClient.Status().Update(context.Background(), cur, client.FieldOwner(playgroundv1alpha1.AgentFieldOwner))
 	}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 }
@@ -307,7 +307,7 @@ func TestStatusOwners(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	s, node := boundSandbox(t, ns, "owned")
-	id := playgroundv1alpha1.SandboxID(ns, s.Name)
+	id := "sbx-0123456789abcdef0123"
 
 	// The agent's report, as the agent applies it.
 	report := func(ok bool, reason string) {

@@ -196,7 +196,7 @@ func TestTenantLifecycle(t *testing.T) {
 		g.Expect(tn.Finalizers).To(ContainElement(playgroundv1alpha1.TenantFinalizer))
 		g.Expect(tenantCondition(tn, playgroundv1alpha1.CredentialsReadyCondition).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(tn.Status.SandboxRef).To(Equal(&playgroundv1alpha1.LocalObjectReference{Name: name}))
-		g.Expect(tn.Status.SandboxID).To(Equal(playgroundv1alpha1.SandboxID(ns, name)))
+		g.Expect(tn.Status.SandboxID).To(BeEmpty(), "no agent has chosen the sandbox's ID")
 
 		sbx := getSandbox(g, ns, name)
 		g.Expect(metav1.IsControlledBy(sbx, created)).To(BeTrue(), "owner references: %v", sbx.OwnerReferences)
@@ -419,6 +419,7 @@ func TestTenantReady(t *testing.T) {
 		g.Expect(meta.FindStatusCondition(tn.Status.Conditions, playgroundv1alpha1.ReconcilingCondition)).To(BeNil())
 		g.Expect(meta.FindStatusCondition(tn.Status.Conditions, playgroundv1alpha1.StalledCondition)).To(BeNil())
 		g.Expect(tn.Status.ObservedGeneration).To(Equal(tn.Generation))
+		g.Expect(tn.Status.SandboxID).To(And(Not(BeEmpty()), Equal(getSandbox(g, ns, name).Status.SandboxID)), "the tenant shows the ID its agent chose")
 		g.Expect(kstatusOf(g, tenantGVK, ns, name).Status).To(Equal(status.CurrentStatus))
 		g.Expect(kstatusOf(g, corev1.SchemeGroupVersion.WithKind("Secret"), ns, playgroundv1alpha1.CredentialSecretName(name)).Status).To(Equal(status.CurrentStatus))
 		g.Expect(kstatusOf(g, playgroundv1alpha1.GroupVersion.WithKind("Sandbox"), ns, name).Status).To(Equal(status.CurrentStatus))
@@ -808,27 +809,34 @@ func TestTenantReadySummary(t *testing.T) {
 	credsOK := cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionTrue, ReasonTokenIssued)
 	sbxOK := cond(playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionTrue, "Ready")
 	sbxWaiting := cond(playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionFalse, "NoEligibleNode")
+	workerOK := cond(playgroundv1alpha1.WorkerReadyCondition, metav1.ConditionTrue, "Ready")
+	noMapping := cond(playgroundv1alpha1.WorkerReadyCondition, metav1.ConditionFalse, ReasonNoMapping)
 	for _, tc := range []struct {
 		name        string
+		catalog     playgroundv1alpha1.Catalog
 		suspended   bool
 		conds       []metav1.Condition
 		status      metav1.ConditionStatus
 		reason      string
 		progressing bool
 	}{
-		{"ready", false, []metav1.Condition{credsOK, sbxOK}, metav1.ConditionTrue, "Ready", false},
-		{"sandbox waiting", false, []metav1.Condition{credsOK, sbxWaiting}, metav1.ConditionFalse, "NoEligibleNode", true},
-		{"credentials first", false, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError), sbxWaiting},
+		{"ready", "", false, []metav1.Condition{credsOK, sbxOK}, metav1.ConditionTrue, "Ready", false},
+		{"sandbox waiting", "", false, []metav1.Condition{credsOK, sbxWaiting}, metav1.ConditionFalse, "NoEligibleNode", true},
+		{"credentials first", "", false, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError), sbxWaiting},
 			metav1.ConditionFalse, ReasonCredentialsError, true},
-		{"nothing reported", false, nil, metav1.ConditionFalse, "Pending", true},
-		{"suspended and settled", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended), sbxOK},
+		{"nothing reported", "", false, nil, metav1.ConditionFalse, "Pending", true},
+		{"suspended and settled", "", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended), sbxOK},
 			metav1.ConditionFalse, ReasonSuspended, false},
-		{"suspended, sandbox on its way", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended), sbxWaiting},
+		{"workers: ready with its mapping", playgroundv1alpha1.CatalogWorkers, false, []metav1.Condition{credsOK, sbxOK, workerOK}, metav1.ConditionTrue, "Ready", false},
+		{"workers: no mapping", playgroundv1alpha1.CatalogWorkers, false, []metav1.Condition{credsOK, sbxOK, noMapping}, metav1.ConditionFalse, ReasonNoMapping, true},
+		{"workers: not reported", playgroundv1alpha1.CatalogWorkers, false, []metav1.Condition{credsOK, sbxOK}, metav1.ConditionFalse, "Pending", true},
+		{"sandbox: a stale WorkerReady does not count", playgroundv1alpha1.CatalogSandbox, false, []metav1.Condition{credsOK, sbxOK, noMapping}, metav1.ConditionTrue, "Ready", false},
+		{"suspended, sandbox on its way", "", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended), sbxWaiting},
 			metav1.ConditionFalse, ReasonSuspended, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			tn := &playgroundv1alpha1.Tenant{Spec: playgroundv1alpha1.TenantSpec{Suspended: tc.suspended}, Status: playgroundv1alpha1.TenantStatus{Conditions: tc.conds}}
+			tn := &playgroundv1alpha1.Tenant{Spec: playgroundv1alpha1.TenantSpec{Suspended: tc.suspended, Catalog: tc.catalog}, Status: playgroundv1alpha1.TenantStatus{Conditions: tc.conds}}
 			ready, progressing := tenantReady(tn)
 			g.Expect(ready.Status).To(Equal(tc.status))
 			g.Expect(ready.Reason).To(Equal(tc.reason))

@@ -27,8 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/mcpgateway"
 )
 
@@ -85,12 +85,13 @@ func TestNodeBoundAgentTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	tenantB := ns + "/on-" + b.name
-	if _, err := c.Open(ctx, tenantB, playgroundv1alpha1.SandboxID(ns, "on-"+b.name)); agentapi.CodeOf(err) != agentapi.CodeUnauth {
+	sandboxB := sandboxids.New() // refused before any lookup: any ID will do
+	if _, err := c.Open(ctx, tenantB, sandboxB); agentapi.CodeOf(err) != agentapi.CodeUnauth {
 		t.Fatalf("node A's token against node B: %v, want unauthenticated", err)
 	}
 	// And a shared token is nothing to these agents.
 	c, _ = agentapi.NewClient(b.endpoint, agentToken, nil)
-	if _, err := c.Open(ctx, tenantB, playgroundv1alpha1.SandboxID(ns, "on-"+b.name)); agentapi.CodeOf(err) != agentapi.CodeUnauth {
+	if _, err := c.Open(ctx, tenantB, sandboxB); agentapi.CodeOf(err) != agentapi.CodeUnauth {
 		t.Fatalf("the shared test token against an identity-only agent: %v", err)
 	}
 }

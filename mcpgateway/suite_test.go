@@ -50,6 +50,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentserver/agentservertest"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/controlplane"
@@ -213,7 +214,7 @@ func newTenant(t *testing.T, ns, name string, n *node) *tenant {
 	if n == nil {
 		return tn
 	}
-	tn.sandboxID = playgroundv1alpha1.SandboxID(ns, name)
+	tn.sandboxID = sandboxids.New()
 	if err := n.agent.Ensure(ctx, backend.Spec{ID: tn.sandboxID, Tenant: ns + "/" + name, Persona: name}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,6 @@ limitations under the License.
 package v1alpha1
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -103,16 +100,6 @@ func BackendClassOf(s *Sandbox) BackendClass {
 		return BackendOCI
 	}
 	return s.Spec.Backend
-}
-
-// SandboxID is the stable ID of the Sandbox namespace/name: the same on every
-// agent, across restarts and across a backup restored without status. A
-// Sandbox re-created under the same name finds a pile that was retained.
-// It needs no state, and so can be computed from the name: docs/security.md
-// (Sandbox IDs) says why that stays.
-func SandboxID(namespace, name string) string {
-	sum := sha256.Sum256([]byte(namespace + "/" + name))
-	return "sbx-" + hex.EncodeToString(sum[:10])
 }
 
 // SandboxTemplate is what a Tenant asks of its sandbox; the Tenant
@@ -306,8 +293,11 @@ type SandboxStatus struct {
 	// +optional
 	Phase SandboxPhase `json:"phase,omitempty"`
 
-	// SandboxID is the stable identity of the sandbox, the same across agent
-	// restarts, sessions and backups. open_session returns it.
+	// SandboxID is the stable identity of the sandbox, chosen at random by
+	// the agent of its node when it first provisions it and recorded on
+	// that node: the same across agent restarts, sessions and backups
+	// restored without status, and revealing nothing of its tenant.
+	// open_session returns it.
 	// +optional
 	SandboxID string `json:"sandboxID,omitempty"`
 

@@ -39,6 +39,9 @@ const (
 	CredentialsReadyCondition = "CredentialsReady"
 	// SandboxReadyCondition mirrors the Ready condition of the tenant's Sandbox.
 	SandboxReadyCondition = "SandboxReady"
+	// WorkerReadyCondition, on tenants whose catalog is workers, mirrors
+	// the Ready condition of the tenant's WorkerMapping.
+	WorkerReadyCondition = "WorkerReady"
 )
 
 // CredentialsSpec controls the tenant's bearer token.
@@ -139,7 +142,8 @@ type TenantStatus struct {
 	// +optional
 	SandboxRef *LocalObjectReference `json:"sandboxRef,omitempty"`
 
-	// SandboxID is the stable ID of the tenant's sandbox.
+	// SandboxID is the stable ID of the tenant's sandbox, as its node's
+	// agent chose it.
 	// +optional
 	SandboxID string `json:"sandboxID,omitempty"`
 }

@@ -64,6 +64,9 @@ const (
 	// FacultyBundleControllerFieldOwner is the manager's FacultyBundle
 	// reconciler: every field of a bundle's status except nodes.
 	FacultyBundleControllerFieldOwner = "playground-facultybundle-controller"
+	// WorkerMappingControllerFieldOwner is the manager's WorkerMapping
+	// reconciler: a mapping's status except worker.
+	WorkerMappingControllerFieldOwner = "playground-workermapping-controller"
 	// ManifestFieldOwner applies the manifests of `playground dev`.
 	ManifestFieldOwner = "playground"
 )

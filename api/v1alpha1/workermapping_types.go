@@ -133,9 +133,45 @@ type WorkerMappingStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Endpoint is the resolved URL the gateway forwards to.
+	// Endpoint is where the gateway forwards, for people to read: the
+	// Service's URL, or sandbox://<sandboxID>:<port><path> for a worker in
+	// the tenant's sandbox (reached through its node's agent).
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
+
+	// ReadyEndpoints are the URLs of the Service's ready endpoints, from
+	// its EndpointSlices, that the gateway spreads requests over (service
+	// destinations only).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	ReadyEndpoints []string `json:"readyEndpoints,omitempty"`
+
+	// Worker is the supervised worker process, as the agent of the
+	// tenant's sandbox reports it (sandbox destinations only).
+	// +optional
+	Worker *WorkerProcessStatus `json:"worker,omitempty"`
+}
+
+// WorkerProcessStatus is a sandbox worker as its agent supervises it.
+type WorkerProcessStatus struct {
+	// Running is true while the worker process runs.
+	// +optional
+	Running bool `json:"running,omitempty"`
+
+	// Restarts counts the times the worker was started again after it
+	// exited.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+
+	// LastExit says how the worker last ended ("exit status 1", "signal
+	// SIGKILL").
+	// +optional
+	LastExit string `json:"lastExit,omitempty"`
+
+	// LastExitTime is when it last ended.
+	// +optional
+	LastExitTime *metav1.Time `json:"lastExitTime,omitempty"`
 }
 
 // WorkerMapping routes one tenant to one native MCP worker, for tenants
@@ -146,7 +182,9 @@ type WorkerMappingStatus struct {
 // +kubebuilder:resource:shortName=wm,categories=playground
 // +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.spec.tenantRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`
+// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.worker.restarts`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkerMapping struct {
 	metav1.TypeMeta `json:",inline"`

@@ -37,6 +37,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/cmd/playground/devenv"
@@ -538,7 +539,11 @@ func (b *bench) tenantsReady(ctx context.Context) ([]row, error) {
 	// gigabytes of job output.
 	var ids []string
 	for name := range readyAt {
-		ids = append(ids, playgroundv1alpha1.SandboxID(ns, name))
+		var sbx playgroundv1alpha1.Sandbox
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sbx); err != nil {
+			return nil, err
+		}
+		ids = append(ids, sbx.Status.SandboxID)
 	}
 	pss, err := sandboxPss(b.env, ids)
 	if err != nil {

@@ -24,7 +24,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -57,7 +56,7 @@ func runAgent(ctx context.Context, args []string) error {
 		builderDisk string
 	)
 	fs.StringVar(&opts.NodeName, "node-name", defaultNodeName(), "the node this agent serves ($NODE_NAME, else the hostname)")
-	fs.StringVar(&ociOpts.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes; it must outlive the agent")
+	fs.StringVar(&ociOpts.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes and the record of which Sandbox owns each; it must outlive the agent")
 	fs.StringVar(&ociOpts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
 	fs.StringVar(&ociOpts.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
 	fs.StringVar(&network, "network", string(oci.NetworkNone), "sandbox networking: none (loopback only, egress lists refused) or egress (a sandbox whose Tenant lists egress rules reaches those, through NAT and an nftables ruleset per sandbox, and nothing else; needs nft, ip and nsenter)")
@@ -153,9 +152,6 @@ func runAgent(ctx context.Context, args []string) error {
 			*f.to = q.MilliValue()
 		}
 	}
-	// Builds live beside the sandboxes: the cache outlives the agent, so a
-	// restarted agent reattaches its sandboxes with their builds.
-	opts.Faculties.Dir = filepath.Join(ociOpts.StateDir, "faculties")
 	if opts.Labels, err = parseLabels(labels); err != nil {
 		return fmt.Errorf("--node-labels: %w", err)
 	}
@@ -176,6 +172,7 @@ func runAgent(ctx context.Context, args []string) error {
 	if opts.Config, err = restConfig(kubeconfig); err != nil {
 		return err
 	}
+	opts.StateDir = ociOpts.StateDir
 	// The backends this node offers; the oci backend is the one Linux has.
 	be, err := oci.New(ociOpts)
 	if err != nil {

@@ -53,6 +53,24 @@ const (
 	// PileDir is where the tenant's append-only pile is mounted.
 	PileDir = "/pile"
 
+	// WorkerSpecFile, in RunDir, is the worker init keeps running: a JSON
+	// WorkerSpec the agent writes (atomically, by rename) and removes to
+	// stop it. Init watches RunDir for it.
+	WorkerSpecFile = "worker.json"
+	// WorkerStatusFile, in RunDir, is init's JSON WorkerState, rewritten
+	// (by rename) on every change.
+	WorkerStatusFile = "worker-status.json"
+	// WorkerLogFile, in RunDir, holds the worker's output, rotated to
+	// WorkerLogFile+".1" past MaxWorkerLog bytes.
+	WorkerLogFile = "worker.log"
+	// MaxWorkerLog bounds each of the two worker log files.
+	MaxWorkerLog = 256 << 10
+	// WorkerTokenFile is where init puts the worker's internal bearer:
+	// readable by the sandbox user only, on the sandbox's /run tmpfs.
+	WorkerTokenFile = "/run/playground-worker/token"
+	// WorkerTokenEnv names WorkerTokenFile in the worker's environment.
+	WorkerTokenEnv = "PLAYGROUND_WORKER_TOKEN_FILE"
+
 	// FacultiesDir holds the faculty bundles installed in the sandbox,
 	// each read-only at FacultiesDir/<bundle>.
 	FacultiesDir = "/opt/faculties"

@@ -66,7 +66,7 @@ func TestTwoBackends(t *testing.T) {
 	run := func(name, command string) string {
 		t.Helper()
 		tenant := ns + "/" + name
-		h, err := n.client.Open(ctx, tenant, playgroundv1alpha1.SandboxID(ns, name))
+		h, err := n.client.Open(ctx, tenant, idOf(t, ns, name))
 		if err != nil {
 			t.Fatalf("open %s: %v", name, err)
 		}
@@ -76,7 +76,7 @@ func TestTwoBackends(t *testing.T) {
 		}
 		return string(res.Stdout)
 	}
-	ociID, limaID := playgroundv1alpha1.SandboxID(ns, "on-oci"), playgroundv1alpha1.SandboxID(ns, "on-lima")
+	ociID, limaID := idOf(t, ns, "on-oci"), idOf(t, ns, "on-lima")
 	if out := run("on-oci", "echo from a container; cat /proc/1/comm"); out != "from a container\nplayground-sand\n" {
 		t.Fatalf("the oci sandbox answered %q", out)
 	}
@@ -86,7 +86,7 @@ func TestTwoBackends(t *testing.T) {
 	if lima.Has(ociID) || len(lima.Ran(ociID)) != 0 || !lima.Has(limaID) || fmt.Sprint(lima.Ran(limaID)) != "[uname]" {
 		t.Fatalf("the lima backend holds the oci sandbox, or ran the wrong commands: %v %v", lima.Ran(ociID), lima.Ran(limaID))
 	}
-	if cs := n.containers(t); !strings.Contains(strings.Join(cs, " "), containerOf(ns, "on-oci")) || strings.Contains(strings.Join(cs, " "), containerOf(ns, "on-lima")) {
+	if cs := n.containers(t); !strings.Contains(strings.Join(cs, " "), containerOf(t, ns, "on-oci")) || strings.Contains(strings.Join(cs, " "), containerOf(t, ns, "on-lima")) {
 		t.Fatalf("runc runs %v: want the oci sandbox only", cs)
 	}
 
@@ -108,7 +108,7 @@ func TestTwoBackends(t *testing.T) {
 	if lima.Has(limaID) {
 		t.Fatal("the lima sandbox outlived its Sandbox")
 	}
-	if cs := n.containers(t); strings.Contains(strings.Join(cs, " "), containerOf(ns, "on-oci")) {
+	if cs := n.containers(t); strings.Contains(strings.Join(cs, " "), "pg-"+ociID) {
 		t.Fatalf("the oci sandbox outlived its Sandbox: %v", cs)
 	}
 }

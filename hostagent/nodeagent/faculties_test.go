@@ -174,7 +174,7 @@ func TestFacultyBuiltOncePerFingerprint(t *testing.T) {
 
 	createSandbox(t, ns, "a", n.name, lists("hello"))
 	waitProvisioned(t, ns, "a")
-	idA, idB := playgroundv1alpha1.SandboxID(ns, "a"), playgroundv1alpha1.SandboxID(ns, "b")
+	idA := idOf(t, ns, "a")
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
 		g.Expect(facultyStatus(g, ns, "a", "hello")).To(Equal(playgroundv1alpha1.FacultyInstallStatus{Name: "hello", Fingerprint: fp1, State: playgroundv1alpha1.FacultyInstalled}))
@@ -197,6 +197,7 @@ func TestFacultyBuiltOncePerFingerprint(t *testing.T) {
 	// A second sandbox with the unchanged bundle: ready, no build.
 	createSandbox(t, ns, "b", n.name, lists("hello"))
 	waitProvisioned(t, ns, "b")
+	idB := idOf(t, ns, "b")
 	g.Expect(runsWith(g, be, idB)).To(Equal([]string{"hello@" + fp1}))
 	g.Expect(be.Builds()).To(BeEquivalentTo(1), "the second sandbox of an unchanged bundle was built for")
 
@@ -262,7 +263,7 @@ func TestFacultyBuildFails(t *testing.T) {
 		st := facultyStatus(g, ns, "waits", "broken")
 		g.Expect(st.State).To(Equal(playgroundv1alpha1.FacultyPending))
 	}).WithTimeout(timeout).Should(Succeed())
-	g.Expect(be.Has(playgroundv1alpha1.SandboxID(ns, "waits"))).To(BeFalse(), "a sandbox waiting for its bundles was provisioned")
+	g.Expect(be.Has(idOf(t, ns, "waits"))).To(BeFalse(), "a sandbox waiting for its bundles was provisioned")
 	bundleEvent(t, ns, "broken", reasonBuildFailed)
 	waitEvent(t, ns, "waits", corev1.EventTypeWarning, playgroundv1alpha1.ReasonWaitingForFaculties)
 
@@ -270,7 +271,7 @@ func TestFacultyBuildFails(t *testing.T) {
 	helloBundle(t, ns, "hello", good)
 	createSandbox(t, ns, "keeps", n.name, lists("hello"))
 	waitProvisioned(t, ns, "keeps")
-	id := playgroundv1alpha1.SandboxID(ns, "keeps")
+	id := idOf(t, ns, "keeps")
 	setScript(t, ns, "hello", bad)
 	g.Eventually(func(g Gomega) {
 		g.Expect(nodeEntry(g, ns, "hello", n.name).Message).To(ContainSubstring("exited with code 2"))
@@ -318,7 +319,7 @@ func TestFacultyBundleDeleted(t *testing.T) {
 		g.Expect(st.Fingerprint).To(Equal(fp))
 		g.Expect(st.Message).To(ContainSubstring("does not exist"))
 	}).WithTimeout(timeout).Should(Succeed())
-	g.Expect(runsWith(g, be, playgroundv1alpha1.SandboxID(ns, "runs"))).To(Equal([]string{"hello@" + fp}))
+	g.Expect(runsWith(g, be, idOf(t, ns, "runs"))).To(Equal([]string{"hello@" + fp}))
 	g.Expect(filepath.Join(n.stateDir, "faculties", fp, ".complete")).To(BeAnExistingFile(), "a build in use was collected")
 
 	createSandbox(t, ns, "new", n.name, lists("hello"))
@@ -390,7 +391,7 @@ func TestFacultyAcrossAgentRestarts(t *testing.T) {
 		g.Expect(facultyStatus(g, ns, "a", "hello").State).To(Equal(playgroundv1alpha1.FacultyInstalled))
 	}).WithTimeout(2 * leaseDuration).Should(Succeed())
 	g.Expect(be.Builds()).To(BeEquivalentTo(1), "a restarted agent built again")
-	g.Expect(runsWith(g, be, playgroundv1alpha1.SandboxID(ns, "a"))).To(Equal([]string{"hello@" + fp}))
+	g.Expect(runsWith(g, be, idOf(t, ns, "a"))).To(Equal([]string{"hello@" + fp}))
 	var b playgroundv1alpha1.FacultyBundle
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "hello"}, &b)).To(Succeed())
 	g.Expect(fmt.Sprintf("%v %s", b.Status.Nodes[0].Ready, b.Status.Nodes[0].Fingerprint)).To(Equal("true " + fp))
@@ -418,7 +419,7 @@ func TestFacultyOnOCI(t *testing.T) {
 	g.Expect(s.Status.Faculties).To(ConsistOf(HaveField("State", playgroundv1alpha1.FacultyInstalled)))
 	g.Eventually(func(g Gomega) { g.Expect(nodeEntry(g, ns, "hello-tools", n.name).Ready).To(BeTrue()) }).WithTimeout(timeout).Should(Succeed())
 
-	tenant, id := ns+"/uses", playgroundv1alpha1.SandboxID(ns, "uses")
+	tenant, id := ns+"/uses", idOf(t, ns, "uses")
 	h, err := n.client.Open(ctx, tenant, id)
 	g.Expect(err).NotTo(HaveOccurred())
 	run := func(shell agentapi.Shell, command string) agentapi.ExecResult {

@@ -71,7 +71,7 @@ func TestCallerIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := c.Open(ctx, ns+"/"+tenant, playgroundv1alpha1.SandboxID(ns, tenant))
+		h, err := c.Open(ctx, ns+"/"+tenant, idOf(t, ns, tenant))
 		if err == nil {
 			_ = c.Close(ctx, ns+"/"+tenant, h.ID)
 		}

@@ -30,7 +30,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -58,7 +57,7 @@ func TestMetrics(t *testing.T) {
 	ns := newNamespace(t, "metrics")
 	createSandbox(t, ns, "m", n.name)
 	waitProvisioned(t, ns, "m")
-	tenant, id := ns+"/m", playgroundv1alpha1.SandboxID(ns, "m")
+	tenant, id := ns+"/m", idOf(t, ns, "m")
 	on := []string{"node", name}
 	with := func(kv ...string) []string { return append(slices.Clone(on), kv...) }
 

@@ -38,6 +38,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +56,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/jobs"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
 	"github.com/playground-dev/playground/internal/budget"
@@ -82,6 +85,11 @@ type Options struct {
 	// spec.backend names one, and closes them when it stops. At least
 	// one; cmd constructs them.
 	Backends []backend.Backend
+	// StateDir holds the agent's own records: which Sandbox owns which
+	// sandbox ID (StateDir/sandbox-ids, a file per sandbox). Like the
+	// backends' state, it must outlive the agent: without its records, a
+	// sandbox's files are not found again. Required.
+	StateDir string
 	// Agent configures the execution kernel; its Backends are ignored.
 	Agent hostagent.Options
 	// Budget bounds the API's synchronous calls (exec, read, write) in
@@ -159,11 +167,11 @@ type Options struct {
 	// Workers is the number of Sandboxes reconciled concurrently.
 	Workers int
 
-	// Faculties configures the node's build cache of FacultyBundles. Its
-	// Dir (<state>/faculties, on a disk that outlives the agent) is needed
-	// to serve Sandboxes that list bundles: without it they wait, and the
-	// bundles' status says why. Its Builder defaults to the first backend
-	// that builds (backend.Builder); its Logger to the agent's.
+	// Faculties configures the node's build cache of FacultyBundles: its
+	// Dir defaults to StateDir/faculties (the cache must outlive the
+	// agent, so that a restarted agent reattaches sandboxes with their
+	// builds without building again), its Builder to the first backend
+	// that builds (backend.Builder), its Logger to the agent's.
 	Faculties faculty.Options
 	// FacultyReread is how often a bundle's host path source is read again
 	// for changes (default DefaultFacultyReread); a ConfigMap source is
@@ -180,6 +188,12 @@ func (o *Options) setDefaults() error {
 	}
 	if len(o.Backends) == 0 {
 		return errors.New("nodeagent: at least one backend is required")
+	}
+	if !filepath.IsAbs(o.StateDir) {
+		return fmt.Errorf("nodeagent: the state directory %q must be an absolute path", o.StateDir)
+	}
+	if o.Faculties.Dir == "" {
+		o.Faculties.Dir = filepath.Join(o.StateDir, "faculties")
 	}
 	if o.Listener == nil && o.ListenAddress == "" {
 		return errors.New("nodeagent: a listener or a listen address is required")
@@ -323,7 +337,18 @@ func Run(ctx context.Context, opts Options) error {
 		log.Info("Obtained the agent API's serving certificate", "signer", agentpki.SignerName, "notAfter", cert.cert.Load().Leaf.NotAfter)
 	}
 
-	mgr, rec, err := newManager(opts, agent, endpoint)
+	ids, err := sandboxids.Open(filepath.Join(opts.StateDir, "sandbox-ids"), func(id string) bool {
+		for _, be := range agent.Backends() {
+			if _, err := os.Stat(be.PileDir(id)); err == nil {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("nodeagent: %w", err)
+	}
+	mgr, rec, err := newManager(opts, agent, ids, endpoint)
 	if err != nil {
 		return err
 	}

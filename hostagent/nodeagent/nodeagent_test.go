@@ -39,9 +39,11 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
 
@@ -60,12 +62,13 @@ func TestThreeNodesServeTheirOwnSandboxes(t *testing.T) {
 
 	for _, n := range nodes {
 		s := waitProvisioned(t, ns, "on-"+n.name)
-		g.Expect(s.Status.SandboxID).To(Equal(playgroundv1alpha1.SandboxID(ns, "on-"+n.name)))
+		g.Expect(s.Status.SandboxID).To(And(MatchRegexp(`^sbx-[0-9a-f]{20}$`), Not(Equal(sandboxids.LegacyID(ns+"/on-"+n.name)))),
+			"a random ID, not one computed from the Sandbox's name")
 		g.Expect(s.Status.Endpoint).To(Equal(n.endpoint), "the endpoint of the node's own agent")
 		g.Expect(s.Finalizers).To(ContainElement(playgroundv1alpha1.SandboxFinalizer))
 		g.Expect(provisioned(s).Reason).To(Equal(playgroundv1alpha1.ReasonProvisioned))
 		// runc sees this node's sandbox, and only it.
-		g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "on-"+n.name)))
+		g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "on-"+n.name)))
 		// The agent owns its fields under its field manager, by apply, on
 		// the status subresource, and never the manager's conditions.
 		g.Expect(agentFields(t, s)).To(And(
@@ -84,13 +87,13 @@ func TestThreeNodesServeTheirOwnSandboxes(t *testing.T) {
 	unbound.Spec.NodeName = "three-c"
 	g.Expect(k8s.Update(ctx, unbound)).To(Succeed())
 	g.Expect(waitProvisioned(t, ns, "unbound").Status.Endpoint).To(Equal(nodes[2].endpoint))
-	g.Expect(nodes[2].containers(t)).To(ConsistOf(containerOf(ns, "on-three-c"), containerOf(ns, "unbound")))
-	g.Expect(nodes[0].containers(t)).To(ConsistOf(containerOf(ns, "on-three-a")))
-	g.Expect(nodes[1].containers(t)).To(ConsistOf(containerOf(ns, "on-three-b")))
+	g.Expect(nodes[2].containers(t)).To(ConsistOf(containerOf(t, ns, "on-three-c"), containerOf(t, ns, "unbound")))
+	g.Expect(nodes[0].containers(t)).To(ConsistOf(containerOf(t, ns, "on-three-a")))
+	g.Expect(nodes[1].containers(t)).To(ConsistOf(containerOf(t, ns, "on-three-b")))
 
 	// A session through node a's API: the tenant is namespace/tenantRef.
 	a := nodes[0]
-	tenant, id := ns+"/on-three-a", playgroundv1alpha1.SandboxID(ns, "on-three-a")
+	tenant, id := ns+"/on-three-a", idOf(t, ns, "on-three-a")
 	h, err := a.client.Open(ctx, tenant, id)
 	g.Expect(err).NotTo(HaveOccurred())
 	res, err := a.client.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "echo hi"})
@@ -184,7 +187,7 @@ func TestDeleteFollowsReclaimPolicy(t *testing.T) {
 		s.Spec.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
 	})
 	keep, drop := waitProvisioned(t, ns, "keep"), waitProvisioned(t, ns, "drop")
-	g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "keep"), containerOf(ns, "drop")))
+	g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "keep"), containerOf(t, ns, "drop")))
 	keepPile, dropPile := n.backend.PileDir(keep.Status.SandboxID), n.backend.PileDir(drop.Status.SandboxID)
 	g.Expect(keepPile).To(BeADirectory())
 	g.Expect(dropPile).To(BeADirectory())
@@ -229,7 +232,7 @@ func TestStorageReserveRefusal(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 	e := waitEvent(t, ns, "after", corev1.EventTypeWarning, playgroundv1alpha1.ReasonInsufficientStorage)
 	g.Expect(e.Note).To(ContainSubstring("no new sandbox is provisioned here"))
-	g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "before")))
+	g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "before")))
 	waitProvisioned(t, ns, "before")
 
 	// Limits are fixed at provisioning: a spec asking for others is told so.
@@ -279,7 +282,7 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	s.Spec.Resources.Memory = &enough
 	g.Expect(k8s.Update(ctx, s)).To(Succeed())
 	waitProvisioned(t, ns, "tiny")
-	g.Expect(n.containers(t)).To(ConsistOf(containerOf(ns, "tiny")))
+	g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "tiny")))
 }
 
 // A sandbox asking for a backend its node does not offer is a spec
@@ -293,6 +296,38 @@ func TestBackendNotOfferedStalls(t *testing.T) {
 	createSandbox(t, ns, "lima", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Backend = playgroundv1alpha1.BackendLima })
 	waitFailed(t, ns, "lima", playgroundv1alpha1.ReasonBackendFailed, "not lima")
 	g.Expect(n.containers(t)).To(BeEmpty())
+}
+
+// A sandbox provisioned before IDs were random, under the hash of its
+// Sandbox's name, is adopted with its files by the agent that finds it on
+// the node; a new Sandbox on the same node gets a random ID.
+func TestLegacySandboxIDsAreAdopted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "legacy")
+	stateDir := ocitest.StateDir(t)
+	be := ocitest.New(t, stateDir)
+	legacy := sandboxids.LegacyID(ns + "/old")
+	g.Expect(be.Provision(ctx, backend.Spec{ID: legacy, Tenant: ns + "/old"})).To(Succeed())
+	g.Expect(be.Start(ctx, legacy)).To(Succeed())
+	conformance.Sh(t, be, legacy, "echo from-before > /workspace/f")
+	g.Expect(be.Stop(ctx, legacy)).To(Succeed())
+
+	n := startNode(t, "legacy-a", stateDir, "")
+	createSandbox(t, ns, "old", n.name)
+	createSandbox(t, ns, "new", n.name)
+	g.Expect(waitProvisioned(t, ns, "old").Status.SandboxID).To(Equal(legacy))
+	fresh := waitProvisioned(t, ns, "new").Status.SandboxID
+	g.Expect(fresh).NotTo(Equal(sandboxids.LegacyID(ns + "/new")))
+
+	h, err := n.client.Open(ctx, ns+"/old", legacy)
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := n.client.Exec(ctx, ns+"/old", h.ID, agentapi.ExecRequest{Command: "cat /workspace/f"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal("from-before\n"), "the adopted sandbox keeps its files")
+	// Another tenant may not name it.
+	_, err = n.client.Open(ctx, ns+"/new", legacy)
+	g.Expect(agentapi.CodeOf(err)).To(Equal(agentapi.CodeNotFound))
 }
 
 // Restarting the agent changes nothing a tenant sees: the same sandbox ID,
@@ -334,7 +369,7 @@ func TestRestartKeepsSandboxes(t *testing.T) {
 	after := waitProvisioned(t, ns, "ws")
 	g.Expect(after.Status.SandboxID).To(Equal(id))
 	g.Expect(provisioned(after).LastTransitionTime).To(Equal(since), "Provisioned stayed True throughout")
-	g.Expect(second.containers(t)).To(ConsistOf(containerOf(ns, "ws")))
+	g.Expect(second.containers(t)).To(ConsistOf(containerOf(t, ns, "ws")))
 
 	res, err = second.client.Exec(ctx, tenant, h2.ID, agentapi.ExecRequest{Command: "cat file; kill -0 " + pid + " && echo alive"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -400,6 +435,7 @@ func TestDeadInitIsRestarted(t *testing.T) {
 func TestRunRefusesWithoutGateway(t *testing.T) {
 	err := nodeagent.Run(context.Background(), nodeagent.Options{
 		Config:        cp.Config,
+		StateDir:      t.TempDir(),
 		NodeName:      "no-tokens",
 		Backends:      []backend.Backend{ocitest.New(t, ocitest.StateDir(t))},
 		ListenAddress: "127.0.0.1:0",

@@ -54,6 +54,7 @@ import (
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
@@ -83,7 +84,7 @@ func onNode(node string) fields.Selector {
 // newManager builds the node-local controller manager: its cache holds
 // only this node's Sandboxes (filtered by the API server), there is no
 // leader election (one agent per node), and the reconciler is registered.
-func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.Manager, *sandboxReconciler, error) {
+func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, endpoint string) (manager.Manager, *sandboxReconciler, error) {
 	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
 		Scheme: Scheme(),
 		Logger: opts.Logger.WithName("nodeagent").WithValues("node", opts.NodeName),
@@ -106,6 +107,7 @@ func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.
 		client:   mgr.GetClient(),
 		reader:   mgr.GetAPIReader(),
 		agent:    agent,
+		ids:      ids,
 		node:     opts.NodeName,
 		endpoint: endpoint,
 		recorder: mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner),
@@ -143,16 +145,18 @@ func newManager(opts Options, agent *hostagent.Agent, endpoint string) (manager.
 // Provisioned and JobsAdmitted conditions; the manager derives Ready and
 // the phase from them.
 type sandboxReconciler struct {
-	client   client.Client
-	reader   client.Reader // the API server itself, for the start-up list
-	agent    *hostagent.Agent
+	client client.Client
+	reader client.Reader // the API server itself, for the start-up list
+	agent  *hostagent.Agent
+	// ids says which sandbox ID each Sandbox of the node has.
+	ids      *sandboxids.Registry
 	node     string
 	endpoint string
 	recorder events.EventRecorder
 	// faculties decides the bundle builds each sandbox runs with.
 	faculties *faculties
 
-	// answered holds, by sandbox ID, the last restartRequest this agent
+	// answered holds, by Sandbox (namespace/name), the last restartRequest this agent
 	// acted on: the cached status trails the write that records it, and a
 	// request must restart the sandbox once, not once per stale read.
 	mu       sync.Mutex
@@ -167,17 +171,27 @@ func (r *sandboxReconciler) restartRequested(sbx *playgroundv1alpha1.Sandbox) bo
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.answered[playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)] != want
+	return r.answered[ownerOf(sbx)] != want
 }
 
 // restartAnswered records that the agent acted on the sandbox's request.
-func (r *sandboxReconciler) restartAnswered(id, request string) {
+func (r *sandboxReconciler) restartAnswered(sbx *playgroundv1alpha1.Sandbox, request string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.answered == nil {
 		r.answered = map[string]string{}
 	}
-	r.answered[id] = request
+	r.answered[ownerOf(sbx)] = request
+}
+
+// ownerOf is the owner of a Sandbox's sandbox ID in the node's records.
+func ownerOf(sbx *playgroundv1alpha1.Sandbox) string { return sbx.Namespace + "/" + sbx.Name }
+
+// idOf is the ID of the Sandbox's sandbox on this node, "" while it has
+// none.
+func (r *sandboxReconciler) idOf(sbx *playgroundv1alpha1.Sandbox) (string, error) {
+	id, _, err := r.ids.Lookup(ownerOf(sbx))
+	return id, err
 }
 
 // Reconcile provisions (or reattaches) one Sandbox, or destroys it.
@@ -204,13 +218,19 @@ func (r *sandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
 	log := ctrl.LoggerFrom(ctx)
-	spec := specOf(sbx)
 	if class := backendClass(sbx); !r.offers(class) {
 		// A spec problem, not a backend one: retrying cannot help, and the
 		// backend class is immutable, so only a new binding would.
 		return r.failed(ctx, sbx, "Provision", pgreconcile.Stall(playgroundv1alpha1.ReasonBackendFailed,
 			"Node %s offers the %s backends, not %s", r.node, strings.Join(backendNames(r.agent.Backends()), ", "), class))
 	}
+	// The ID is recorded on the node before anything of the sandbox
+	// exists, so that whatever is made under it is found again.
+	id, err := r.ids.Assign(ownerOf(sbx))
+	if err != nil {
+		return r.failed(ctx, sbx, "Provision", fmt.Errorf("choosing the sandbox's ID: %w", err))
+	}
+	spec := specOf(id, sbx)
 
 	prev := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
 	if sbx.Spec.Suspended {
@@ -233,7 +253,6 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	restart := wasProvisioned && r.restartRequested(sbx)
 	resumed := prev != nil && prev.Reason == playgroundv1alpha1.ReasonSuspended
 	var restarted bool
-	var err error
 	if spec.Faculties, err = r.faculties.forSandbox(ctx, sbx, spec.ID, restart || restarting || resumed, !wasProvisioned); err != nil {
 		return r.waitForFaculties(ctx, sbx, err)
 	}
@@ -251,7 +270,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	r.faculties.started(spec.ID, spec.Faculties)
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
-	r.restartAnswered(spec.ID, sbx.Spec.RestartRequest)
+	r.restartAnswered(sbx, sbx.Spec.RestartRequest)
 	switch {
 	case restart:
 		log.Info("Restarted the sandbox as requested", "id", spec.ID, "request", sbx.Spec.RestartRequest)
@@ -309,7 +328,11 @@ func (r *sandboxReconciler) failed(ctx context.Context, sbx *playgroundv1alpha1.
 // reconcileSuspended stops the sandbox of a suspended tenant: its processes
 // and jobs end, its files stay.
 func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, prev *metav1.Condition) error {
-	spec := specOf(sbx)
+	id, err := r.ids.Assign(ownerOf(sbx))
+	if err != nil {
+		return r.failed(ctx, sbx, "Suspend", fmt.Errorf("choosing the sandbox's ID: %w", err))
+	}
+	spec := specOf(id, sbx)
 	if err := r.agent.Suspend(ctx, spec); err != nil {
 		if ctx.Err() != nil {
 			return err
@@ -353,7 +376,13 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	id := playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
+	id, err := r.idOf(sbx)
+	if err != nil {
+		return r.failed(ctx, sbx, "Destroy", fmt.Errorf("finding the sandbox's ID: %w", err))
+	}
+	if id == "" { // never provisioned on this node: nothing to destroy
+		return r.removeFinalizer(ctx, sbx)
+	}
 	keepPile := sbx.Spec.Storage.ReclaimPolicy != playgroundv1alpha1.ReclaimDelete
 	pile := "deleted"
 	if keepPile {
@@ -369,14 +398,25 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 		}
 		return r.failed(ctx, sbx, "Destroy", fmt.Errorf("destroying sandbox %s: %w", id, err))
 	}
+	// A retained pile keeps its record: a Sandbox re-created under the
+	// same name finds it. Nothing else of the sandbox is left to find.
+	if !keepPile {
+		if err := r.ids.Release(ownerOf(sbx)); err != nil {
+			return r.failed(ctx, sbx, "Destroy", err)
+		}
+	}
 	r.mu.Lock()
-	delete(r.answered, id)
+	delete(r.answered, ownerOf(sbx))
 	r.mu.Unlock()
 	r.faculties.stopped(id)
 	log.Info("Destroyed the sandbox", "id", id, "pile", pile)
 	r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonTerminating, "Destroy",
 		"Destroyed sandbox %s on node %s; its pile is %s", id, r.node, pile)
+	return r.removeFinalizer(ctx, sbx)
+}
 
+// removeFinalizer lets a deleted Sandbox go.
+func (r *sandboxReconciler) removeFinalizer(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
 	patch := client.MergeFromWithOptions(sbx.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer)
 	return client.IgnoreNotFound(r.client.Patch(ctx, sbx, patch))
@@ -393,7 +433,10 @@ var agentConditions = []string{playgroundv1alpha1.ProvisionedCondition, playgrou
 // writes nothing when they are already so. Each condition keeps its
 // transition time while its status holds.
 func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, status metav1.ConditionStatus, reason, message string) error {
-	id := playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
+	id, err := r.idOf(sbx)
+	if err != nil {
+		return err
+	}
 	handles := int32(r.agent.OpenHandles(id))
 	conds := slices.Clone(sbx.Status.Conditions)
 	changed := meta.SetStatusCondition(&conds, metav1.Condition{
@@ -465,8 +508,13 @@ func (r *sandboxReconciler) reattachAll(ctx context.Context) error {
 		if sbx.Spec.Suspended {
 			ensure = r.agent.Suspend
 		}
+		id, err := r.idOf(sbx)
+		if err != nil || id == "" {
+			log.Error(err, "A sandbox provisioned here has no ID on record; the reconciler provisions it anew", "sandbox", klog.KObj(sbx))
+			continue
+		}
 		// A running sandbox keeps the builds it has, as its status says.
-		spec := specOf(sbx)
+		spec := specOf(id, sbx)
 		spec.Faculties = r.faculties.fromStatus(sbx)
 		if err := ensure(ctx, spec); err != nil {
 			if ctx.Err() != nil {
@@ -484,10 +532,10 @@ func (r *sandboxReconciler) reattachAll(ctx context.Context) error {
 	return nil
 }
 
-// specOf is what the backend needs of a Sandbox.
-func specOf(sbx *playgroundv1alpha1.Sandbox) backend.Spec {
+// specOf is what the backend needs of a Sandbox whose sandbox has the ID.
+func specOf(id string, sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 	spec := backend.Spec{
-		ID:          playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name),
+		ID:          id,
 		Tenant:      sbx.Namespace + "/" + sbx.Spec.TenantRef.Name,
 		Backend:     backendClass(sbx),
 		Persona:     sbx.Spec.Persona,
@@ -597,7 +645,10 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 	case c.Status != metav1.ConditionTrue:
 		return false // in progress or failing: the reconciler's backoff owns it
 	}
-	id := playgroundv1alpha1.SandboxID(sbx.Namespace, sbx.Name)
+	id, err := s.r.idOf(sbx)
+	if err != nil || id == "" {
+		return true // its reconciler says why
+	}
 	halted := s.r.agent.Jobs().AdmissionStatus(id).Halted
 	return c.ObservedGeneration != sbx.Generation || sbx.Status.SandboxID != id ||
 		halted != meta.IsStatusConditionFalse(sbx.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition) ||

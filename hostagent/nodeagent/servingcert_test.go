@@ -106,7 +106,7 @@ func tlsNode(t *testing.T, name string) string {
 	done := make(chan error, 1)
 	go func() {
 		done <- nodeagent.Run(actx, nodeagent.Options{
-			Config: cfg, NodeName: name, Listener: ln, Tokens: []string{token},
+			Config: cfg, NodeName: name, StateDir: t.TempDir(), Listener: ln, Tokens: []string{token},
 			Backends:      []backend.Backend{backendtest.New("fake", backendtest.Writes())},
 			AdvertiseHost: "127.0.0.1", TLSFromCSR: true, LeaseDuration: leaseDuration,
 			Logger: log.WithName(name), ShutdownGrace: 5 * time.Second,

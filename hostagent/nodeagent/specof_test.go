@@ -40,7 +40,7 @@ func TestSpecOfNetwork(t *testing.T) {
 		sbx := &playgroundv1alpha1.Sandbox{}
 		sbx.Namespace, sbx.Name = "ns", "s"
 		sbx.Spec.Network = tc.network
-		if got := specOf(sbx).Egress; !reflect.DeepEqual(got, tc.want) {
+		if got := specOf("sbx-00000000000000000001", sbx).Egress; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%+v: egress %+v, want %+v", tc.network, got, tc.want)
 		}
 	}

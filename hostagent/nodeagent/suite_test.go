@@ -46,7 +46,6 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
-	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
@@ -169,6 +168,7 @@ func startNode(t *testing.T, name, stateDir, addr string, mutate ...func(*nodeag
 	opts := nodeagent.Options{
 		Config:         agentConfig,
 		NodeName:       name,
+		StateDir:       stateDir,
 		Backends:       []backend.Backend{n.backend},
 		Listener:       ln,
 		Tokens:         []string{token},
@@ -177,7 +177,6 @@ func startNode(t *testing.T, name, stateDir, addr string, mutate ...func(*nodeag
 		Logger:         log.WithName(name),
 		ShutdownGrace:  5 * time.Second,
 		ResyncInterval: 200 * time.Millisecond,
-		Faculties:      faculty.Options{Dir: filepath.Join(stateDir, "faculties")},
 	}
 	for _, m := range mutate {
 		m(&opts)
@@ -213,7 +212,21 @@ func (n *node) containers(t *testing.T) []string {
 	return strings.Fields(string(out))
 }
 
-func containerOf(ns, name string) string { return "pg-" + playgroundv1alpha1.SandboxID(ns, name) }
+// idOf is the sandbox ID that the agent reported for the Sandbox.
+func idOf(t *testing.T, ns, name string) string {
+	t.Helper()
+	var sbx playgroundv1alpha1.Sandbox
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &sbx); err != nil {
+		t.Fatal(err)
+	}
+	if sbx.Status.SandboxID == "" {
+		t.Fatalf("sandbox %s/%s has no ID yet", ns, name)
+	}
+	return sbx.Status.SandboxID
+}
+
+// containerOf is the runc container of the Sandbox's sandbox.
+func containerOf(t *testing.T, ns, name string) string { return "pg-" + idOf(t, ns, name) }
 
 func newNamespace(t *testing.T, name string) string {
 	t.Helper()

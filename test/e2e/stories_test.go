@@ -42,6 +42,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/kubectlplugin"
 )
 
@@ -163,7 +164,8 @@ func TestTenantLifecycle(t *testing.T) {
 	g.Expect(len(token)).To(BeNumerically(">=", 4+43), "256 random bits, base64url")
 	g.Expect(tn.Status.Credentials.Fingerprint).To(Equal(fingerprint(token)))
 	g.Expect(sbx.Spec.NodeName).To(Equal(n.name))
-	g.Expect(sbx.Status.SandboxID).To(Equal(playgroundv1alpha1.SandboxID(ns, "keeper")))
+	g.Expect(sbx.Status.SandboxID).To(And(MatchRegexp(`^sbx-[0-9a-f]{20}$`), Not(Equal(sandboxids.LegacyID(ns+"/keeper")))),
+		"a random ID, not one computed from the tenant's name")
 	g.Expect(runcContainers(t, n)).To(ContainSubstring(sbx.Status.SandboxID))
 	g.Expect(kstatusOf(t, tn)).To(Equal(status.CurrentStatus))
 	g.Expect(kstatusOf(t, sbx)).To(Equal(status.CurrentStatus))
@@ -233,6 +235,17 @@ func TestTenantLifecycle(t *testing.T) {
 	g.Expect(string(pile)).To(Equal("hello\n"))
 	_, err = os.Stat(dropPile)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "Delete removes the pile: %v", err)
+
+	// Re-created under the same names: the keeper finds its retained pile
+	// under its recorded ID; the dropper, whose record went with its
+	// files, starts afresh under a new one.
+	applyTenant(t, ns, "keeper", inPool("life"))
+	applyTenant(t, ns, "dropper", inPool("life"))
+	_, again := waitReady(t, ns, "keeper")
+	_, dropAgain := waitReady(t, ns, "dropper")
+	g.Expect(again.Status.SandboxID).To(Equal(sbx.Status.SandboxID))
+	g.Expect(shell(t, again, "cat /pile/self.pile")).To(Equal("hello\n"))
+	g.Expect(dropAgain.Status.SandboxID).NotTo(Equal(drop.Status.SandboxID))
 }
 
 // TestSpreadAndSelector: three nodes, ten tenants spread over them; a node
@@ -290,7 +303,7 @@ func TestRestarts(t *testing.T) {
 	a.agent.Stop(t)
 	startNode(t, a)
 	_, sbx = waitReady(t, ns, "survivor")
-	g.Expect(sbx.Status.SandboxID).To(Equal(playgroundv1alpha1.SandboxID(ns, "survivor")))
+	g.Expect(sbx.Status.SandboxID).To(Equal(tn.Status.SandboxID), "the restarted agent found the sandbox under its recorded ID")
 	g.Expect(shell(t, sbx, "cat file; kill -0 "+pid+" && echo alive")).To(Equal("kept\nalive\n"))
 	g.Expect(meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition).LastTransitionTime).To(Equal(readySince), "Ready flapped across the agent restart")
 

@@ -161,6 +161,7 @@ func startNode(t *testing.T, n *node) {
 	}
 	opts := nodeagent.Options{
 		Config:         cfg,
+		StateDir:       n.stateDir,
 		TLSFromCSR:     n.tls,
 		NodeName:       n.name,
 		Backends:       []backend.Backend{ociBackend(t, n.stateDir)},

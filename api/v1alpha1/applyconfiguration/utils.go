@@ -98,6 +98,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.WorkerMappingSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WorkerMappingStatus"):
 		return &apiv1alpha1.WorkerMappingStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkerProcessStatus"):
+		return &apiv1alpha1.WorkerProcessStatusApplyConfiguration{}
 
 	}
 	return nil

@@ -49,7 +49,6 @@ import (
 	"github.com/playground-dev/playground/controllers"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
-	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
@@ -262,12 +261,11 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		return nodeagent.Run(ctx, nodeagent.Options{
 			Config:   cp.Config,
 			NodeName: env.Node,
+			StateDir: nodeDir,
 			Backends: []backend.Backend{be},
 			Listener: ln,
 			Tokens:   []string{env.AgentToken},
 			Logger:   opts.Logger.WithName("agent"),
-			// The node's faculty builds, beside its sandboxes.
-			Faculties: faculty.Options{Dir: filepath.Join(nodeDir, "faculties")},
 		})
 	})
 	progress("host agent running as node %s (oci backend, state in %s)", env.Node, nodeDir)

@@ -59,6 +59,8 @@ func Run(t *testing.T, h Harness) {
 		{"limits", testLimits},
 		{"pile", testPile},
 		{"isolation", testIsolation},
+		{"relay", testRelay},
+		{"worker", testWorker},
 		{"faculties", testFaculties},
 		{"builder", testBuilder},
 	} {

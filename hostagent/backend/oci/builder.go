@@ -125,12 +125,8 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 	}
 
 	log := &tailSink{max: backend.MaxBuildLog}
-	quoted := make([]string, len(req.Command))
-	for i, a := range req.Command {
-		quoted[i] = shellQuote(a)
-	}
 	proc, err := b.Exec(ctx, req.ID, backend.ExecRequest{
-		Command: "exec " + strings.Join(quoted, " "),
+		Command: shellCommand(req.Command),
 		Shell:   backend.ShellClean,
 		Cwd:     buildOutDir,
 	}, log)
@@ -181,14 +177,12 @@ func (b *Backend) validateBuild(req backend.BuildRequest) error {
 	if len(req.Command) == 0 {
 		return fmt.Errorf("oci: build %s has no command", req.ID)
 	}
-	n := 0
 	for _, a := range req.Command {
 		if strings.ContainsRune(a, 0) {
 			return fmt.Errorf("oci: build %s: an argument of its command contains a NUL byte", req.ID)
 		}
-		n += len(a) + 3
 	}
-	if n > backend.MaxCommandBytes {
+	if n := len(shellCommand(req.Command)); n > backend.MaxCommandBytes {
 		return fmt.Errorf("oci: build %s: %s", req.ID, backend.CommandTooLong(n))
 	}
 	if req.Timeout < 0 {
@@ -208,6 +202,17 @@ func (b *Backend) validateBuild(req backend.BuildRequest) error {
 		return fmt.Errorf("oci: build %s: its output directory %s is not empty", req.ID, req.Out)
 	}
 	return nil
+}
+
+// shellCommand is argv as the text of a /bin/sh -c that runs it: each
+// argument single-quoted, so the shell expands nothing, and exec'd, so the
+// exit status is the command's own.
+func shellCommand(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	return "exec " + strings.Join(quoted, " ")
 }
 
 // removeBuilder removes builder id, container and files. The caller holds

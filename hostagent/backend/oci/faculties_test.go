@@ -162,6 +162,15 @@ func TestBuilderLeftByDeadAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	conformance.StartNamed(t, b, "orphan", "sleep 7654331")
+	// One whose marker is lost: a tenant's sandbox of its ID replaces it.
+	unmarked, err := b.allocate(backend.Spec{ID: "unmarked", Storage: b.storage(backend.Storage{})}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmarked.source = reachableDir(t)
+	if err := b.start(ctx, unmarked); err != nil {
+		t.Fatal(err)
+	}
 
 	next := newBackend(t, state)
 	waitHostProcess(t, "sleep 7654331", false)
@@ -170,6 +179,15 @@ func TestBuilderLeftByDeadAgent(t *testing.T) {
 	}
 	if got := conformance.Running(t, next, "tenant", "sleep 7654330"); got != 1 {
 		t.Fatalf("the tenant's sandbox lost its process: %d running", got)
+	}
+
+	spec := backend.Spec{ID: "unmarked"}
+	if err := next.Reattach(ctx, spec); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("Reattach over a builder: %v, want ErrNotFound", err)
+	}
+	startSandbox(t, next, spec)
+	if got := sh(t, next, spec.ID, "ls -A /pile; ls -A /src /out 2>/dev/null; true"); got != "self.pile\n" {
+		t.Fatalf("a sandbox provisioned over a builder's ID: %q, want its pile and no /src or /out", got)
 	}
 }
 

@@ -130,6 +130,16 @@ func (b *Backend) load(id string) (*sandbox, error) {
 	return &sandbox{dir: dir, spec: f.Spec, slot: f.Slot, builder: f.Builder}, nil
 }
 
+// loadTenant is load for the calls that run a tenant's sandbox: a builder
+// that an agent left under the ID is not one (Provision replaces it).
+func (b *Backend) loadTenant(id string) (*sandbox, error) {
+	sb, err := b.load(id)
+	if err == nil && sb.builder {
+		return nil, fmt.Errorf("oci: sandbox %s: %w (a builder left by an earlier agent has its ID)", id, backend.ErrNotFound)
+	}
+	return sb, err
+}
+
 // allocate records a new sandbox with a free ID-map slot. The slot search
 // starts from a hash of the ID, so that agents with distinct state
 // directories on one host rarely collide. b.mu is held until sandbox.json

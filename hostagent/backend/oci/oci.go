@@ -562,6 +562,14 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	}
 	defer b.lock(spec.ID)()
 	sb, err := b.load(spec.ID)
+	if err == nil && sb.builder {
+		// A builder an agent left mid-build under this ID is nobody's
+		// sandbox: it goes, and the sandbox is made anew.
+		if err := b.removeBuilder(ctx, spec.ID); err != nil {
+			return err
+		}
+		err = backend.ErrNotFound
+	}
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if err := b.checkReserve(); err != nil {
@@ -588,7 +596,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 		return err
 	}
 	defer b.lock(id)()
-	sb, err := b.load(id)
+	sb, err := b.loadTenant(id)
 	if err != nil {
 		return err
 	}
@@ -608,7 +616,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	defer b.lock(spec.ID)()
-	sb, err := b.load(spec.ID)
+	sb, err := b.loadTenant(spec.ID)
 	if err != nil {
 		return err
 	}

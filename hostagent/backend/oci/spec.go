@@ -142,10 +142,10 @@ type (
 const cpuPeriod = 100000
 
 // guestCaps are the only capabilities of init and the shepherds (container
-// root, inside the sandbox's user namespace): dropping to the tenant uid
-// and killing the tenant's processes. Tenant commands run as TenantUID and
-// hold none.
-var guestCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
+// root, inside the sandbox's user namespace): dropping to the tenant uid,
+// killing the tenant's processes, and handing the worker's token file to
+// the tenant uid (chown). Tenant commands run as TenantUID and hold none.
+var guestCaps = []string{"CAP_CHOWN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
 
 // buildSpec renders the runc config for sandbox sb.
 func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {

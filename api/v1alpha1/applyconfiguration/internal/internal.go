@@ -622,6 +622,30 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+    - name: readyEndpoints
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: worker
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.WorkerProcessStatus
+- name: com.github.playground-dev.playground.api.v1alpha1.WorkerProcessStatus
+  map:
+    fields:
+    - name: lastExit
+      type:
+        scalar: string
+    - name: lastExitTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: restarts
+      type:
+        scalar: numeric
+    - name: running
+      type:
+        scalar: boolean
 - name: io.k8s.apimachinery.pkg.api.resource.Quantity
   scalar: untyped
   list:

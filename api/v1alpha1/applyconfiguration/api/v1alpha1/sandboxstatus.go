@@ -35,8 +35,11 @@ type SandboxStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Phase is the coarse lifecycle state.
 	Phase *apiv1alpha1.SandboxPhase `json:"phase,omitempty"`
-	// SandboxID is the stable identity of the sandbox, the same across agent
-	// restarts, sessions and backups. open_session returns it.
+	// SandboxID is the stable identity of the sandbox, chosen at random by
+	// the agent of its node when it first provisions it and recorded on
+	// that node: the same across agent restarts, sessions and backups
+	// restored without status, and revealing nothing of its tenant.
+	// open_session returns it.
 	SandboxID *string `json:"sandboxID,omitempty"`
 	// Endpoint is the address of the agent API that serves this sandbox.
 	Endpoint *string `json:"endpoint,omitempty"`

@@ -35,7 +35,8 @@ type TenantStatusApplyConfiguration struct {
 	Credentials *CredentialsStatusApplyConfiguration `json:"credentials,omitempty"`
 	// SandboxRef names the tenant's Sandbox.
 	SandboxRef *LocalObjectReferenceApplyConfiguration `json:"sandboxRef,omitempty"`
-	// SandboxID is the stable ID of the tenant's sandbox.
+	// SandboxID is the stable ID of the tenant's sandbox, as its node's
+	// agent chose it.
 	SandboxID *string `json:"sandboxID,omitempty"`
 }
 

@@ -32,8 +32,17 @@ type WorkerMappingStatusApplyConfiguration struct {
 	// Conditions: Ready is True when the destination resolves and the mapping
 	// is the only one for its tenant and destination.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
-	// Endpoint is the resolved URL the gateway forwards to.
+	// Endpoint is where the gateway forwards, for people to read: the
+	// Service's URL, or sandbox://<sandboxID>:<port><path> for a worker in
+	// the tenant's sandbox (reached through its node's agent).
 	Endpoint *string `json:"endpoint,omitempty"`
+	// ReadyEndpoints are the URLs of the Service's ready endpoints, from
+	// its EndpointSlices, that the gateway spreads requests over (service
+	// destinations only).
+	ReadyEndpoints []string `json:"readyEndpoints,omitempty"`
+	// Worker is the supervised worker process, as the agent of the
+	// tenant's sandbox reports it (sandbox destinations only).
+	Worker *WorkerProcessStatusApplyConfiguration `json:"worker,omitempty"`
 }
 
 // WorkerMappingStatusApplyConfiguration constructs a declarative configuration of the WorkerMappingStatus type for use with
@@ -68,5 +77,23 @@ func (b *WorkerMappingStatusApplyConfiguration) WithConditions(values ...*v1.Con
 // If called multiple times, the Endpoint field is set to the value of the last call.
 func (b *WorkerMappingStatusApplyConfiguration) WithEndpoint(value string) *WorkerMappingStatusApplyConfiguration {
 	b.Endpoint = &value
+	return b
+}
+
+// WithReadyEndpoints adds the given value to the ReadyEndpoints field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ReadyEndpoints field.
+func (b *WorkerMappingStatusApplyConfiguration) WithReadyEndpoints(values ...string) *WorkerMappingStatusApplyConfiguration {
+	for i := range values {
+		b.ReadyEndpoints = append(b.ReadyEndpoints, values[i])
+	}
+	return b
+}
+
+// WithWorker sets the Worker field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Worker field is set to the value of the last call.
+func (b *WorkerMappingStatusApplyConfiguration) WithWorker(value *WorkerProcessStatusApplyConfiguration) *WorkerMappingStatusApplyConfiguration {
+	b.Worker = value
 	return b
 }

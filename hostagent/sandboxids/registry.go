@@ -1,0 +1,235 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package sandboxids assigns the IDs of a node's sandboxes and records, for
+// each, the Sandbox that owns it.
+//
+// An ID is "sbx-" and 80 random bits: it says nothing of its tenant, and
+// nobody can compute another tenant's. Which Sandbox (namespace/name) owns
+// an ID is recorded on the node, one file per sandbox beside the sandboxes'
+// state, written before the sandbox is provisioned and removed only when it
+// is destroyed with its pile. The agent rebuilds its map from these files
+// when it starts, so a restart, or a backup of the cluster restored without
+// status, finds every sandbox's files again; the loss of one record orphans
+// that sandbox only. A Sandbox re-created under the same name finds its
+// retained pile through its record.
+//
+// Sandboxes provisioned before IDs were random carry the ID that a hash of
+// namespace/name gave (LegacyID); a Registry adopts such a sandbox, when the
+// node still holds its files, the first time its owner asks.
+package sandboxids
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Prefix starts every sandbox ID.
+const Prefix = "sbx-"
+
+// New returns a fresh random sandbox ID: Prefix and 20 hex digits.
+func New() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail; it crashes the program instead
+	return Prefix + hex.EncodeToString(b[:])
+}
+
+// Valid reports whether s has the shape of a sandbox ID, random or legacy.
+func Valid(s string) bool {
+	rest, ok := strings.CutPrefix(s, Prefix)
+	if !ok || len(rest) != 20 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// LegacyID is the ID that the Sandbox namespace/name had before IDs were
+// random: 80 bits of the SHA-256 of "namespace/name".
+func LegacyID(owner string) string {
+	sum := sha256.Sum256([]byte(owner))
+	return Prefix + hex.EncodeToString(sum[:10])
+}
+
+// Registry is the node's record of which Sandbox owns which ID. It is safe
+// for concurrent use.
+type Registry struct {
+	dir string
+	// legacy reports whether the node holds files of a sandbox with this
+	// ID, for the adoption of legacy IDs.
+	legacy func(id string) bool
+
+	mu      sync.Mutex
+	byOwner map[string]string
+	owners  map[string]string // by ID
+}
+
+// Open reads the records in dir, creating it if need be. hasFiles reports
+// whether the node holds files of the sandbox with a given ID (its
+// backend's pile directory, say); nil adopts no legacy ID.
+func Open(dir string, hasFiles func(id string) bool) (*Registry, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox IDs: %w", err)
+	}
+	r := &Registry{dir: dir, legacy: hasFiles, byOwner: map[string]string{}, owners: map[string]string{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox IDs: reading the records: %w", err)
+	}
+	for _, e := range entries {
+		id := e.Name()
+		if !Valid(id) {
+			if strings.HasPrefix(id, ".tmp-") {
+				_ = os.Remove(filepath.Join(dir, id)) // a write that a crash interrupted
+			}
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, id))
+		if err != nil {
+			return nil, fmt.Errorf("sandbox IDs: reading the record of %s: %w", id, err)
+		}
+		owner := strings.TrimSpace(string(data))
+		if err := checkOwner(owner); err != nil {
+			return nil, fmt.Errorf("sandbox IDs: the record of %s in %s: %w; move it away to orphan that sandbox", id, dir, err)
+		}
+		if other, dup := r.byOwner[owner]; dup {
+			return nil, fmt.Errorf("sandbox IDs: %s owns both %s and %s in %s; remove the record of the one whose files are not its (look in their piles)", owner, other, id, dir)
+		}
+		r.byOwner[owner], r.owners[id] = id, owner
+	}
+	return r, nil
+}
+
+// checkOwner accepts namespace/name.
+func checkOwner(owner string) error {
+	ns, name, ok := strings.Cut(owner, "/")
+	if !ok || ns == "" || name == "" || strings.ContainsAny(name, "/\n\x00") || strings.ContainsAny(ns, "\n\x00") {
+		return fmt.Errorf("owner %q is not namespace/name", owner)
+	}
+	return nil
+}
+
+// Lookup returns the ID of owner's sandbox on this node, adopting a legacy
+// one whose files the node holds; ok is false when there is none.
+func (r *Registry) Lookup(owner string) (id string, ok bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lookupLocked(owner)
+}
+
+func (r *Registry) lookupLocked(owner string) (string, bool, error) {
+	if err := checkOwner(owner); err != nil {
+		return "", false, err
+	}
+	if id, ok := r.byOwner[owner]; ok {
+		return id, true, nil
+	}
+	if id := LegacyID(owner); r.legacy != nil && r.owners[id] == "" && r.legacy(id) {
+		if err := r.recordLocked(owner, id); err != nil {
+			return "", false, err
+		}
+		return id, true, nil
+	}
+	return "", false, nil
+}
+
+// Assign returns the ID of owner's sandbox, choosing and recording a new
+// random one when it has none. The record is on disk when Assign returns.
+func (r *Registry) Assign(owner string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id, ok, err := r.lookupLocked(owner); ok || err != nil {
+		return id, err
+	}
+	id := New()
+	for r.owners[id] != "" || r.legacy != nil && r.legacy(id) {
+		id = New()
+	}
+	return id, r.recordLocked(owner, id)
+}
+
+// Owner returns the owner recorded for id.
+func (r *Registry) Owner(id string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	owner, ok := r.owners[id]
+	return owner, ok
+}
+
+// Release forgets owner's sandbox: its ID will not be handed out again on
+// this node, and a Sandbox of the same name gets a new one. Call it once
+// the sandbox's files are gone.
+func (r *Registry) Release(owner string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, ok := r.byOwner[owner]
+	if !ok {
+		return nil
+	}
+	if err := os.Remove(filepath.Join(r.dir, id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("sandbox IDs: removing the record of %s: %w", id, err)
+	}
+	delete(r.byOwner, owner)
+	delete(r.owners, id)
+	return nil
+}
+
+// recordLocked writes owner's record for id durably: a temporary file,
+// synced, renamed into place, and the directory synced.
+func (r *Registry) recordLocked(owner, id string) error {
+	tmp, err := os.CreateTemp(r.dir, ".tmp-")
+	if err != nil {
+		return fmt.Errorf("sandbox IDs: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(owner + "\n"); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(r.dir, id))
+	}
+	if err == nil {
+		err = syncDir(r.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox IDs: recording %s as %s's: %w", id, owner, err)
+	}
+	r.byOwner[owner], r.owners[id] = id, owner
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
