@@ -211,6 +211,11 @@ func (f *faculties) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return again, f.report(ctx, &b, "", false, nil, fmt.Sprintf("Node %s's agent has no faculty build cache (it runs without a state directory for it) and builds no bundle", f.node))
 	}
 	freq, fp, err := f.read(ctx, &b)
+	// Whether the node's entry already said so, before this pass wrote:
+	// the Built Event is for a build that became ready.
+	wasReady := slices.ContainsFunc(b.Status.Nodes, func(n playgroundv1alpha1.BundleNodeStatus) bool {
+		return n.NodeName == f.node && n.Ready && n.Fingerprint == fp
+	})
 	if err != nil {
 		msg := truncate(fmt.Sprintf("Cannot read the bundle's source on node %s: %v", f.node, err))
 		if changed, rerr := f.reportChanged(ctx, &b, "", false, nil, msg); rerr != nil {
@@ -243,9 +248,6 @@ func (f *faculties) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	case err != nil:
 		return again, err
 	}
-	wasReady := slices.ContainsFunc(b.Status.Nodes, func(n playgroundv1alpha1.BundleNodeStatus) bool {
-		return n.NodeName == f.node && n.Ready && n.Fingerprint == fp
-	})
 	changed, err := f.reportChanged(ctx, &b, fp, true, &build.BuiltAt, "")
 	if err == nil && changed && !wasReady {
 		f.recorder.Eventf(&b, nil, corev1.EventTypeNormal, reasonBuilt, "Build", "Build %s is ready on node %s", short(fp), f.node)
@@ -309,6 +311,16 @@ func (f *faculties) reportChanged(ctx context.Context, b *playgroundv1alpha1.Fac
 	apply := playgroundv1alpha1ac.FacultyBundle(b.Name, b.Namespace).WithStatus(playgroundv1alpha1ac.FacultyBundleStatus().WithNodes(entry))
 	if err := f.client.Status().Apply(ctx, apply, client.FieldOwner(playgroundv1alpha1.AgentNodeFieldOwner(f.node)), client.ForceOwnership); err != nil {
 		return false, client.IgnoreNotFound(fmt.Errorf("applying node %s's status of FacultyBundle %s/%s: %w", f.node, b.Namespace, b.Name, err))
+	}
+	// What b says now, for the next report of this pass to compare with.
+	written := playgroundv1alpha1.BundleNodeStatus{NodeName: f.node, Fingerprint: fp, Ready: ready, Message: msg, ObservedGeneration: b.Generation}
+	if builtAt != nil {
+		written.BuiltAt = &metav1.Time{Time: *builtAt}
+	}
+	if i := slices.IndexFunc(b.Status.Nodes, func(n playgroundv1alpha1.BundleNodeStatus) bool { return n.NodeName == f.node }); i >= 0 {
+		b.Status.Nodes[i] = written
+	} else {
+		b.Status.Nodes = append(b.Status.Nodes, written)
 	}
 	return true, nil
 }

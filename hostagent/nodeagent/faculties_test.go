@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -264,6 +265,8 @@ func TestFacultyBuildFails(t *testing.T) {
 		g.Expect(st.State).To(Equal(playgroundv1alpha1.FacultyPending))
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Expect(be.Has(idOf(t, ns, "waits"))).To(BeFalse(), "a sandbox waiting for its bundles was provisioned")
+	// Not rebuilt in a loop: the failure is the answer for a minute.
+	g.Consistently(be.Builds).WithTimeout(time.Second).Should(Equal(1))
 	bundleEvent(t, ns, "broken", reasonBuildFailed)
 	waitEvent(t, ns, "waits", corev1.EventTypeWarning, playgroundv1alpha1.ReasonWaitingForFaculties)
 
@@ -467,4 +470,25 @@ func TestFacultyTwoNodesReportTheirOwn(t *testing.T) {
 		g.Expect(fb.ManagedFields).To(ContainElement(And(HaveField("Manager", playgroundv1alpha1.AgentNodeFieldOwner(n.name)),
 			HaveField("FieldsV1.Raw", ContainSubstring(n.name)))))
 	}
+}
+
+// After the retry interval a failed build runs again, and its status says
+// so: building while it runs, the failure again when it fails.
+func TestFacultyFailureRetried(t *testing.T) {
+	ns := newNamespace(t, "faculty-retried")
+	be := newBuildingFake()
+	be.BuildFunc = func(backend.BuildRequest) (backend.BuildResult, error) {
+		return backend.BuildResult{Exit: backend.ExitStatus{Code: 1}, Log: []byte("still broken\n")}, nil
+	}
+	n := startNode(t, "faculty-retried", "", "", func(o *nodeagent.Options) {
+		o.Backends = []backend.Backend{be}
+		o.Faculties.RetryAfter = 300 * time.Millisecond
+	})
+	helloBundle(t, ns, "hello", "#!/bin/sh\n")
+	createSandbox(t, ns, "waits", n.name, lists("hello"))
+	g := NewWithT(t)
+	g.Eventually(be.Builds).WithTimeout(timeout).Should(BeNumerically(">=", 3))
+	g.Eventually(func(g Gomega) {
+		g.Expect(nodeEntry(g, ns, "hello", n.name).Message).To(And(ContainSubstring("exited with code 1"), ContainSubstring("still broken")))
+	}).WithTimeout(timeout).WithPolling(20 * time.Millisecond).Should(Succeed())
 }
