@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/internal/fingerprint"
 )
@@ -161,6 +163,31 @@ func TestOneBuildForManyCallers(t *testing.T) {
 	}
 	if got := builds.Load(); got != 1 {
 		t.Fatalf("a cached fingerprint was built again (%d builds)", got)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			outcome := m.GetLabel()[0].GetValue()
+			switch mf.GetName() {
+			case "playground_faculty_builds_total":
+				counts["builds/"+outcome] = m.GetCounter().GetValue()
+			case "playground_faculty_build_duration_seconds":
+				counts["durations/"+outcome] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	want := map[string]float64{"builds/succeeded": 1, "builds/failed": 0, "builds/cancelled": 0,
+		"durations/succeeded": 1, "durations/failed": 0, "durations/cancelled": 0}
+	if fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Fatalf("metrics %v, want %v: one build for all callers, a cache hit is no build", counts, want)
 	}
 }
 
