@@ -59,7 +59,8 @@ const (
 	SandboxControllerFieldOwner = "playground-manager"
 	// AgentFieldOwner is the agent of the Sandbox's node: its
 	// status.sandboxID, endpoint, openHandles, restartRequest, faculties
-	// and the Provisioned and JobsAdmitted conditions.
+	// and the Provisioned and JobsAdmitted conditions; and status.worker
+	// of the WorkerMapping whose worker runs in that Sandbox.
 	AgentFieldOwner = "playground-agent"
 	// FacultyBundleControllerFieldOwner is the manager's FacultyBundle
 	// reconciler: every field of a bundle's status except nodes.

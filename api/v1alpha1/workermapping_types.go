@@ -172,6 +172,18 @@ type WorkerProcessStatus struct {
 	// LastExitTime is when it last ended.
 	// +optional
 	LastExitTime *metav1.Time `json:"lastExitTime,omitempty"`
+
+	// Error says why the worker does not start (its binary is not on the
+	// PATH, say).
+	// +optional
+	Error string `json:"error,omitempty"`
+
+	// Output is the end of the worker's output (at most 2 KiB, as a Pod's
+	// termination message), as the agent last read it: what
+	// `kubectl playground logs` shows. The whole tail stays on the node.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Output string `json:"output,omitempty"`
 }
 
 // WorkerMapping routes one tenant to one native MCP worker, for tenants

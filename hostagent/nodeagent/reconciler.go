@@ -136,6 +136,9 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("nodeagent: %w", err)
 	}
+	if err := setupWorkers(mgr, r, opts); err != nil {
+		return nil, nil, fmt.Errorf("nodeagent: %w", err)
+	}
 	return mgr, r, nil
 }
 

@@ -65,6 +65,9 @@ Commands:
                             exit), its sandbox and its node, and its
                             sandbox's faculty bundles (state, fingerprint,
                             the build on its node)
+  logs NAME                 the end of the output of the tenant's sandbox
+                            worker (catalog workers), as its agent last
+                            read it, and how it last ended
   node forget NODE          release the deleted sandboxes of a node that is gone
                             (their files on it are lost); refused while its
                             agent renews its registration
@@ -155,6 +158,8 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, c client.Cli
 		return x.attach(ctx, name)
 	case "status":
 		return x.status(ctx, name)
+	case "logs":
+		return x.logs(ctx, name)
 	case "node forget":
 		return x.forgetNode(ctx, name)
 	}
@@ -186,7 +191,7 @@ func interleave(args []string) []string {
 
 // parseCommand splits words into a known command and the tenant's name.
 func parseCommand(words []string) (string, string, error) {
-	commands := []string{"tenant create", "tenant token reset", "tenant suspend", "tenant resume", "tenant restart", "tenant destroy", "attach", "status", "node forget"}
+	commands := []string{"tenant create", "tenant token reset", "tenant suspend", "tenant resume", "tenant restart", "tenant destroy", "attach", "status", "logs", "node forget"}
 	for _, c := range commands {
 		n := len(strings.Fields(c))
 		if len(words) == n+1 && strings.Join(words[:n], " ") == c {
@@ -593,6 +598,53 @@ func (x *cli) printWorkers(ctx context.Context, w io.Writer, t *playgroundv1alph
 		fmt.Fprintf(w, "workermapping/-\t-\t-\tNoMapping\tno WorkerMapping in namespace %s has spec.tenantRef.name: %s, so the gateway has nowhere to forward the tenant\n", t.Namespace, t.Name)
 	}
 	return nil
+}
+
+// logs prints the end of the output of the tenant's sandbox worker that
+// its agent keeps in the mapping's status, and how the worker last ended.
+func (x *cli) logs(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	var list playgroundv1alpha1.WorkerMappingList
+	if err := x.c.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
+		return fmt.Errorf("listing the worker mappings of namespace %s: %w", t.Namespace, err)
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.Spec.TenantRef.Name != t.Name {
+			continue
+		}
+		if m.Spec.Destination.Sandbox == nil {
+			return fmt.Errorf("tenant %s's worker is the Service %s: read its logs where it runs (kubectl logs)", name, m.Spec.Destination.Service.Name)
+		}
+		p := m.Status.Worker
+		if p == nil {
+			return fmt.Errorf("the agent of tenant %s's sandbox has not reported its worker yet (see kubectl playground status %s)", name, name)
+		}
+		fmt.Fprint(x.out, p.Output)
+		if p.Output != "" && !strings.HasSuffix(p.Output, "\n") {
+			fmt.Fprintln(x.out)
+		}
+		state := "running"
+		if !p.Running {
+			state = "not running"
+		}
+		fmt.Fprintf(x.out, "# workermapping/%s: %s, %d restarts", m.Name, state, p.Restarts)
+		if p.LastExit != "" {
+			fmt.Fprintf(x.out, ", last exit: %s", p.LastExit)
+			if p.LastExitTime != nil {
+				fmt.Fprintf(x.out, " at %s", p.LastExitTime.UTC().Format(time.RFC3339))
+			}
+		}
+		if p.Error != "" {
+			fmt.Fprintf(x.out, "; cannot start: %s", p.Error)
+		}
+		fmt.Fprintln(x.out)
+		return nil
+	}
+	return fmt.Errorf("tenant %s has no WorkerMapping in namespace %s: only workers tenants have a worker to show", name, t.Namespace)
 }
 
 // entryOf is the bundle's status.nodes entry of node, or nil.
