@@ -238,7 +238,7 @@ func TestStatusShowsWorker(t *testing.T) {
 			Message: "The agent of node n1 supervises the worker", LastTransitionTime: exited}},
 		Endpoint: "sandbox://sbx-1:8765/mcp",
 		Worker: &playgroundv1alpha1.WorkerProcessStatus{Running: true, Restarts: 3, LastExit: "signal SIGKILL", LastExitTime: &exited,
-			Output: "mcpworker: serving MCP on http://127.0.0.1:8765/mcp\n"},
+			Output: "playground-example-worker: serving MCP on http://127.0.0.1:8765/mcp\n"},
 	}
 	if err := k8s.Status().Update(ctx, wm); err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestStatusShowsWorker(t *testing.T) {
 	if err := Run(ctx, []string{"logs", "native", "-n", ns}, &out, &errOut, k8s); err != nil {
 		t.Fatalf("%v: %s", err, errOut.String())
 	}
-	if want := "mcpworker: serving MCP on http://127.0.0.1:8765/mcp\n# workermapping/native-worker: running, 3 restarts, last exit: signal SIGKILL at 2026-11-30T12:00:00Z\n"; out.String() != want {
+	if want := "playground-example-worker: serving MCP on http://127.0.0.1:8765/mcp\n# workermapping/native-worker: running, 3 restarts, last exit: signal SIGKILL at 2026-11-30T12:00:00Z\n"; out.String() != want {
 		t.Errorf("logs:\n%q\nwant\n%q", out.String(), want)
 	}
 	if err := Run(ctx, []string{"logs", "unmapped", "-n", ns}, &out, &errOut, k8s); err == nil || !strings.Contains(err.Error(), "no WorkerMapping") {
