@@ -29,7 +29,12 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: dev
+# The sample worker-demo tenant's worker comes as a faculty bundle from this
+# directory on the node (config/samples): dev puts the example worker there.
+EXAMPLE_WORKER_DIR ?= /opt/playground/faculties
+
 dev: prereqs build envtest ## Run the whole system locally on an embedded control plane.
+	install -D -m 0755 $(BIN)/playground-example-worker $(EXAMPLE_WORKER_DIR)/playground-example-worker
 	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)"
 
 # Fuzz targets of the decoders of untrusted input, as package:target:budget;
@@ -106,6 +111,7 @@ build: ## Build the playground binaries into bin/.
 	$(GO) build -o $(BIN)/playground ./cmd/playground
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/playground-sandbox ./cmd/playground-sandbox
 	$(GO) build -o $(BIN)/kubectl-playground ./cmd/kubectl-playground
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/playground-example-worker ./cmd/playground-example-worker
 
 .PHONY: envtest
 envtest: ## Build the control plane (kube-apiserver, etcd, kubectl) and print its path.

@@ -15,6 +15,7 @@ limitations under the License.
 */
 
 // Package controllers holds the manager's reconcilers: Tenant (credentials and
-// the tenant's Sandbox) and Sandbox (binding to a node). WorkerMapping and
-// FacultyBundle have no reconciler yet; see the README's "What runs yet".
+// the tenant's Sandbox), Sandbox (binding to a node) and FacultyBundle (the
+// source's fingerprint and a summary of the agents' builds). WorkerMapping
+// has no reconciler yet; see the README's "What runs yet".
 package controllers

@@ -126,8 +126,14 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 // registrations returns the agents' registrations by node.
 func (r *SandboxReconciler) registrations(ctx context.Context) (map[string]agentlease.Registration, error) {
+	return agentRegistrations(ctx, r.Client, r.Options.LeaseNamespace)
+}
+
+// agentRegistrations returns the agents' registrations in the lease
+// namespace, by node.
+func agentRegistrations(ctx context.Context, c client.Reader, namespace string) (map[string]agentlease.Registration, error) {
 	var leases coordinationv1.LeaseList
-	if err := r.List(ctx, &leases, client.InNamespace(r.Options.LeaseNamespace), client.MatchingLabels{agentlease.LabelAgent: "true"}); err != nil {
+	if err := c.List(ctx, &leases, client.InNamespace(namespace), client.MatchingLabels{agentlease.LabelAgent: "true"}); err != nil {
 		return nil, fmt.Errorf("listing agent registrations: %w", err)
 	}
 	regs := make(map[string]agentlease.Registration, len(leases.Items))

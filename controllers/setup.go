@@ -17,11 +17,13 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -98,6 +100,8 @@ func CacheOptions(opts Options) cache.Options {
 			Field: fields.OneTermEqualSelector("type", playgroundv1alpha1.CredentialSecretType),
 		},
 		&certificatesv1.CertificateSigningRequest{}: {Field: fields.OneTermEqualSelector("spec.signerName", agentpki.SignerName)},
+		&corev1.Service{}:            {Transform: cache.TransformStripManagedFields()},
+		&discoveryv1.EndpointSlice{}: {Transform: cache.TransformStripManagedFields()},
 	}}
 }
 
@@ -108,10 +112,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := registerMetrics(mgr); err != nil {
 		return err
 	}
+	// The Tenant and WorkerMapping reconcilers both find mappings by it.
+	if err := indexWorkerMappings(context.Background(), mgr); err != nil {
+		return err
+	}
+	if err := (&WorkerMappingReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("workermapping-controller"), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := (&TenantReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller"), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&FacultyBundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("facultybundle-controller"), Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	ca := &AgentCA{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.LeaseNamespace, Now: opts.Now}

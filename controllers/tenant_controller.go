@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +42,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -225,6 +228,7 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 var tenantConditions = []string{
 	playgroundv1alpha1.ReadyCondition, playgroundv1alpha1.ReconcilingCondition, playgroundv1alpha1.StalledCondition,
 	playgroundv1alpha1.CredentialsReadyCondition, playgroundv1alpha1.SandboxReadyCondition,
+	playgroundv1alpha1.WorkerReadyCondition,
 }
 
 // tenantStatus is s as an apply configuration. A field left empty is left
@@ -293,6 +297,7 @@ func (r *TenantReconciler) reconcileNormal(ctx context.Context, t *playgroundv1a
 	for _, phase := range []func(context.Context, *playgroundv1alpha1.Tenant) error{
 		r.reconcileCredentials,
 		r.reconcileSandbox,
+		r.reconcileWorker,
 	} {
 		if err := phase(ctx, t); err != nil {
 			errs = append(errs, err)
@@ -304,12 +309,15 @@ func (r *TenantReconciler) reconcileNormal(ctx context.Context, t *playgroundv1a
 	return err
 }
 
-// tenantReady summarises CredentialsReady and SandboxReady into Ready, and
-// says whether the controller is still working towards the spec.
+// tenantReady summarises CredentialsReady, SandboxReady and, for the
+// workers catalog, WorkerReady into Ready, and says whether the controller
+// is still working towards the spec.
 func tenantReady(t *playgroundv1alpha1.Tenant) (metav1.Condition, bool) {
 	creds := conditionOrUnknown(t.Status.Conditions, playgroundv1alpha1.CredentialsReadyCondition)
 	sbx := conditionOrUnknown(t.Status.Conditions, playgroundv1alpha1.SandboxReadyCondition)
 	sandboxProgressing := sbx.Status != metav1.ConditionTrue
+	workers := t.Spec.Catalog == playgroundv1alpha1.CatalogWorkers
+	worker := conditionOrUnknown(t.Status.Conditions, playgroundv1alpha1.WorkerReadyCondition)
 	switch {
 	case t.Spec.Suspended:
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSuspended,
@@ -318,6 +326,11 @@ func tenantReady(t *playgroundv1alpha1.Tenant) (metav1.Condition, bool) {
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: creds.Reason, Message: creds.Message}, true
 	case sbx.Status != metav1.ConditionTrue:
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: sbx.Reason, Message: "Sandbox: " + sbx.Message}, true
+	case workers && worker.Status != metav1.ConditionTrue:
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: worker.Reason, Message: "Worker: " + worker.Message}, true
+	case workers:
+		return metav1.Condition{Status: metav1.ConditionTrue, Reason: playgroundv1alpha1.ReasonReady,
+			Message: "The token is issued, the sandbox is ready and the gateway serves the tenant's worker mapping"}, false
 	default:
 		return metav1.Condition{Status: metav1.ConditionTrue, Reason: playgroundv1alpha1.ReasonReady,
 			Message: "The token is issued and the sandbox is ready"}, false
@@ -719,6 +732,56 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	return nil
 }
 
+// reconcileWorker reports, for a tenant whose catalog is workers, whether
+// its WorkerMapping is Ready (WorkerReady mirrors the mapping's Ready);
+// other tenants have no WorkerReady.
+func (r *TenantReconciler) reconcileWorker(ctx context.Context, t *playgroundv1alpha1.Tenant) error {
+	if t.Spec.Catalog != playgroundv1alpha1.CatalogWorkers {
+		meta.RemoveStatusCondition(&t.Status.Conditions, playgroundv1alpha1.WorkerReadyCondition)
+		return nil
+	}
+	var list playgroundv1alpha1.WorkerMappingList
+	if err := r.List(ctx, &list, client.InNamespace(t.Namespace), client.MatchingFields{workerMappingIndex: tenantKey(t.Name)}); err != nil {
+		r.setCondition(t, playgroundv1alpha1.WorkerReadyCondition, metav1.ConditionUnknown, ReasonWorkerError, "Listing the worker mappings: %v", err)
+		return fmt.Errorf("listing the worker mappings of tenant %s: %w", klog.KObj(t), err)
+	}
+	ready := workerReady(t, list.Items)
+	ready.ObservedGeneration = t.Generation
+	meta.SetStatusCondition(&t.Status.Conditions, ready)
+	return nil
+}
+
+// workerReady is the WorkerReady condition of a tenant with these mappings.
+func workerReady(t *playgroundv1alpha1.Tenant, mappings []playgroundv1alpha1.WorkerMapping) metav1.Condition {
+	c := metav1.Condition{Type: playgroundv1alpha1.WorkerReadyCondition, Status: metav1.ConditionFalse}
+	switch len(mappings) {
+	case 0:
+		c.Reason = ReasonNoMapping
+		c.Message = fmt.Sprintf("No WorkerMapping routes this tenant, whose catalog is workers: create one in namespace %s with spec.tenantRef.name: %s", t.Namespace, t.Name)
+		return c
+	case 1:
+	default:
+		names := make([]string, 0, len(mappings))
+		for _, m := range mappings {
+			names = append(names, m.Name)
+		}
+		slices.Sort(names)
+		c.Reason = ReasonConflict
+		c.Message = fmt.Sprintf("WorkerMappings %s all route this tenant: none is served until only one is left", strings.Join(names, ", "))
+		return c
+	}
+	m := &mappings[0]
+	r := meta.FindStatusCondition(m.Status.Conditions, playgroundv1alpha1.ReadyCondition)
+	if r == nil || r.ObservedGeneration != m.Generation {
+		c.Status, c.Reason = metav1.ConditionUnknown, ReasonWorkerPending
+		c.Message = fmt.Sprintf("Waiting for WorkerMapping %s to report Ready for its current spec", m.Name)
+		return c
+	}
+	c.Status, c.Reason = r.Status, r.Reason
+	c.Message = fmt.Sprintf("WorkerMapping %s: %s", m.Name, r.Message)
+	return c
+}
+
 // reconcileDelete revokes the token at once, then deletes the Sandbox and
 // waits until it is gone (its node's agent destroys the backend resources
 // and handles the pile per the reclaim policy first), then releases the
@@ -790,7 +853,8 @@ func (r *TenantReconciler) deleteOwned(ctx context.Context, t *playgroundv1alpha
 
 // SetupWithManager registers the reconciler. It owns Sandboxes and Secrets,
 // so that their changes (a Sandbox turning Ready, a Secret deleted) bring
-// their Tenant back.
+// their Tenant back, and watches WorkerMappings, whose Ready its
+// WorkerReady mirrors (workerMappingIndex must be registered).
 func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Scheme == nil {
 		r.Scheme = mgr.GetScheme()
@@ -806,6 +870,10 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&playgroundv1alpha1.Tenant{}).
 		Owns(&playgroundv1alpha1.Sandbox{}).
 		Owns(&corev1.Secret{}).
+		Watches(&playgroundv1alpha1.WorkerMapping{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			wm := o.(*playgroundv1alpha1.WorkerMapping)
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: wm.Namespace, Name: wm.Spec.TenantRef.Name}}}
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Named("tenant").
 		Complete(r)

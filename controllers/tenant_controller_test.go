@@ -809,27 +809,34 @@ func TestTenantReadySummary(t *testing.T) {
 	credsOK := cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionTrue, ReasonTokenIssued)
 	sbxOK := cond(playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionTrue, "Ready")
 	sbxWaiting := cond(playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionFalse, "NoEligibleNode")
+	workerOK := cond(playgroundv1alpha1.WorkerReadyCondition, metav1.ConditionTrue, "Ready")
+	noMapping := cond(playgroundv1alpha1.WorkerReadyCondition, metav1.ConditionFalse, ReasonNoMapping)
 	for _, tc := range []struct {
 		name        string
+		catalog     playgroundv1alpha1.Catalog
 		suspended   bool
 		conds       []metav1.Condition
 		status      metav1.ConditionStatus
 		reason      string
 		progressing bool
 	}{
-		{"ready", false, []metav1.Condition{credsOK, sbxOK}, metav1.ConditionTrue, "Ready", false},
-		{"sandbox waiting", false, []metav1.Condition{credsOK, sbxWaiting}, metav1.ConditionFalse, "NoEligibleNode", true},
-		{"credentials first", false, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError), sbxWaiting},
+		{"ready", "", false, []metav1.Condition{credsOK, sbxOK}, metav1.ConditionTrue, "Ready", false},
+		{"sandbox waiting", "", false, []metav1.Condition{credsOK, sbxWaiting}, metav1.ConditionFalse, "NoEligibleNode", true},
+		{"credentials first", "", false, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError), sbxWaiting},
 			metav1.ConditionFalse, ReasonCredentialsError, true},
-		{"nothing reported", false, nil, metav1.ConditionFalse, "Pending", true},
-		{"suspended and settled", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended), sbxOK},
+		{"nothing reported", "", false, nil, metav1.ConditionFalse, "Pending", true},
+		{"suspended and settled", "", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended), sbxOK},
 			metav1.ConditionFalse, ReasonSuspended, false},
-		{"suspended, sandbox on its way", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended), sbxWaiting},
+		{"workers: ready with its mapping", playgroundv1alpha1.CatalogWorkers, false, []metav1.Condition{credsOK, sbxOK, workerOK}, metav1.ConditionTrue, "Ready", false},
+		{"workers: no mapping", playgroundv1alpha1.CatalogWorkers, false, []metav1.Condition{credsOK, sbxOK, noMapping}, metav1.ConditionFalse, ReasonNoMapping, true},
+		{"workers: not reported", playgroundv1alpha1.CatalogWorkers, false, []metav1.Condition{credsOK, sbxOK}, metav1.ConditionFalse, "Pending", true},
+		{"sandbox: a stale WorkerReady does not count", playgroundv1alpha1.CatalogSandbox, false, []metav1.Condition{credsOK, sbxOK, noMapping}, metav1.ConditionTrue, "Ready", false},
+		{"suspended, sandbox on its way", "", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended), sbxWaiting},
 			metav1.ConditionFalse, ReasonSuspended, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			tn := &playgroundv1alpha1.Tenant{Spec: playgroundv1alpha1.TenantSpec{Suspended: tc.suspended}, Status: playgroundv1alpha1.TenantStatus{Conditions: tc.conds}}
+			tn := &playgroundv1alpha1.Tenant{Spec: playgroundv1alpha1.TenantSpec{Suspended: tc.suspended, Catalog: tc.catalog}, Status: playgroundv1alpha1.TenantStatus{Conditions: tc.conds}}
 			ready, progressing := tenantReady(tn)
 			g.Expect(ready.Status).To(Equal(tc.status))
 			g.Expect(ready.Reason).To(Equal(tc.reason))

@@ -349,8 +349,9 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 func (a *Agent) Alive(id string) bool {
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
+	suspended := ok && s.suspended // written under the lock by Ensure and Suspend
 	a.mu.Unlock()
-	if !ok || s.suspended {
+	if !ok || suspended {
 		return true // not served here, or stopped on purpose: nothing is to run
 	}
 	return aliveOn(s.be, id)

@@ -111,7 +111,10 @@ func (wr *workerRoutes) resolve(ctx context.Context, tenant string) (*workers.De
 		dest.Kind = workers.KindSandbox
 		if w := m.Status.Worker; w != nil && !w.Running {
 			msg := fmt.Sprintf("your worker (WorkerMapping %s) is not running in your sandbox", name)
-			if w.LastExit != "" {
+			switch {
+			case w.Error != "":
+				msg += fmt.Sprintf(" (it does not start: %s)", w.Error)
+			case w.LastExit != "":
 				msg += fmt.Sprintf(" (it last ended: %s; restarts: %d)", w.LastExit, w.Restarts)
 			}
 			return nil, &workers.Refusal{Kind: "worker_down", Message: msg + ": it is restarted with backoff; retry shortly, and if it persists ask the operator to check the mapping's status and the worker's logs (kubectl playground logs)"}

@@ -137,7 +137,8 @@ type FacultyBundleStatus struct {
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
 
-	// ReadyNodes is the number of nodes with a ready build.
+	// ReadyNodes is the number of nodes with a ready build of the current
+	// source (fingerprint and generation).
 	// +optional
 	ReadyNodes int32 `json:"readyNodes,omitempty"`
 
@@ -156,8 +157,9 @@ type FacultyBundleStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=fb,categories=playground
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.fingerprint`
-// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.readyNodes`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Nodes-Ready",type=integer,JSONPath=`.status.readyNodes`,description="Nodes with a ready build of the current source"
+// +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.fingerprint`,priority=1,description="Content fingerprint of a ConfigMap source; host-path sources report theirs per node"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FacultyBundle struct {
 	metav1.TypeMeta `json:",inline"`

@@ -282,8 +282,8 @@ func TestKubectl(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(MatchRegexp(`NAME\s+CATALOG\s+READY\s+SUSPENDED\s+SANDBOX\s+AGE`))
 	g.Expect(out).To(MatchRegexp(`tenant.playground.dev/demo\s+sandbox`))
-	g.Expect(out).To(MatchRegexp(`NAME\s+TENANT\s+READY\s+ENDPOINT\s+AGE`))
-	g.Expect(out).To(MatchRegexp(`NAME\s+READY\s+FINGERPRINT\s+NODES\s+AGE`))
+	g.Expect(out).To(MatchRegexp(`NAME\s+TENANT\s+READY\s+REASON\s+ENDPOINT\s+RESTARTS\s+AGE`))
+	g.Expect(out).To(MatchRegexp(`NAME\s+READY\s+REASON\s+NODES-READY\s+AGE`))
 
 	out, err = cp.Kubectl(kubeconfig, "get", "playground", "-n", ns, "-o", "name")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -58,8 +58,9 @@ const (
 	// Bound, NodeHealthy, Ready, Reconciling and Stalled conditions.
 	SandboxControllerFieldOwner = "playground-manager"
 	// AgentFieldOwner is the agent of the Sandbox's node: its
-	// status.sandboxID, endpoint, openHandles, restartRequest and the
-	// Provisioned and JobsAdmitted conditions.
+	// status.sandboxID, endpoint, openHandles, restartRequest, faculties
+	// and the Provisioned and JobsAdmitted conditions; and status.worker
+	// of the WorkerMapping whose worker runs in that Sandbox.
 	AgentFieldOwner = "playground-agent"
 	// FacultyBundleControllerFieldOwner is the manager's FacultyBundle
 	// reconciler: every field of a bundle's status except nodes.

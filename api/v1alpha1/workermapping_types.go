@@ -172,6 +172,18 @@ type WorkerProcessStatus struct {
 	// LastExitTime is when it last ended.
 	// +optional
 	LastExitTime *metav1.Time `json:"lastExitTime,omitempty"`
+
+	// Error says why the worker does not start (its binary is not on the
+	// PATH, say).
+	// +optional
+	Error string `json:"error,omitempty"`
+
+	// Output is the end of the worker's output (at most 2 KiB, as a Pod's
+	// termination message), as the agent last read it: what
+	// `kubectl playground logs` shows. The whole tail stays on the node.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Output string `json:"output,omitempty"`
 }
 
 // WorkerMapping routes one tenant to one native MCP worker, for tenants
@@ -182,7 +194,9 @@ type WorkerProcessStatus struct {
 // +kubebuilder:resource:shortName=wm,categories=playground
 // +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.spec.tenantRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.endpoint`
+// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.worker.restarts`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkerMapping struct {
 	metav1.TypeMeta `json:",inline"`

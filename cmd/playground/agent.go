@@ -35,6 +35,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
@@ -43,13 +44,16 @@ import (
 func runAgent(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("playground agent", flag.ContinueOnError)
 	var (
-		opts       nodeagent.Options
-		ociOpts    oci.Options
-		network    string
-		egressPool string
-		labels     string
-		kubeconfig string
-		reserve    string
+		opts        nodeagent.Options
+		ociOpts     oci.Options
+		network     string
+		egressPool  string
+		labels      string
+		kubeconfig  string
+		reserve     string
+		builderCPU  string
+		builderMem  string
+		builderDisk string
 	)
 	fs.StringVar(&opts.NodeName, "node-name", defaultNodeName(), "the node this agent serves ($NODE_NAME, else the hostname)")
 	fs.StringVar(&ociOpts.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes and the record of which Sandbox owns each; it must outlive the agent")
@@ -74,6 +78,11 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&labels, "node-labels", "", "the node's labels for node selectors, as k=v,k=v")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+	fs.StringVar(&builderCPU, "faculty-builder-cpu", resource.NewMilliQuantity(faculty.DefaultCPUMillis, resource.DecimalSI).String(), "CPU of each throwaway builder of a faculty bundle (a quantity, e.g. 500m)")
+	fs.StringVar(&builderMem, "faculty-builder-memory", resource.NewQuantity(faculty.DefaultMemoryBytes, resource.BinarySI).String(), "memory of each faculty builder (a quantity, e.g. 2Gi)")
+	fs.StringVar(&builderDisk, "faculty-builder-storage", resource.NewQuantity(faculty.DefaultStorageBytes, resource.BinarySI).String(), "disk each faculty builder may write, /out included (a quantity, e.g. 4Gi)")
+	fs.DurationVar(&opts.Faculties.RetryAfter, "faculty-retry-after", faculty.DefaultRetryAfter, "how long a failed faculty build is answered with its failure before it is built again")
+	fs.DurationVar(&opts.FacultyReread, "faculty-reread", nodeagent.DefaultFacultyReread, "how often a faculty bundle's hostPath source is read again for changes")
 	budgetFlags(fs, &opts.Budget)
 	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
 	logOpts := logFlags(fs, "json")
@@ -126,6 +135,23 @@ func runAgent(ctx context.Context, args []string) error {
 		return fmt.Errorf("--storage-reserve: want a non-negative quantity such as 10Gi, not %q", reserve)
 	}
 	ociOpts.StorageReserve = q.Value()
+	for _, f := range []struct {
+		flag, value string
+		to          *int64
+		milli       bool
+	}{
+		{"--faculty-builder-cpu", builderCPU, &opts.Faculties.Resources.CPUMillis, true},
+		{"--faculty-builder-memory", builderMem, &opts.Faculties.Resources.MemoryBytes, false},
+		{"--faculty-builder-storage", builderDisk, &opts.Faculties.Storage.LayerBytes, false},
+	} {
+		q, err := resource.ParseQuantity(f.value)
+		if err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("%s: want a positive quantity, not %q", f.flag, f.value)
+		}
+		if *f.to = q.Value(); f.milli {
+			*f.to = q.MilliValue()
+		}
+	}
 	if opts.Labels, err = parseLabels(labels); err != nil {
 		return fmt.Errorf("--node-labels: %w", err)
 	}

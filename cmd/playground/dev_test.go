@@ -84,11 +84,13 @@ func TestDev(t *testing.T) {
 	})
 
 	first := runDevOnce(t, root, bin, guest, assets, state, "echo persisted > kept")
-	second := runDevOnce(t, root, bin, guest, assets, state, "cat kept")
+	// The sample tenant lists the sample bundle: the node built it, and
+	// its hello runs by name.
+	second := runDevOnce(t, root, bin, guest, assets, state, "cat kept && hello")
 	if first.uid != second.uid || first.sandboxID != second.sandboxID {
 		t.Fatalf("the second run re-created the sample tenant or its sandbox (%+v, then %+v): its state was not kept", first, second)
 	}
-	if second.output != "persisted\n" {
+	if second.output != "persisted\nhello from a faculty bundle, demo-agent\n" {
 		t.Fatalf("a file written in the first run reads %q in the second", second.output)
 	}
 }

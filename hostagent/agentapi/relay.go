@@ -77,8 +77,13 @@ func (t *workerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	out := req.Clone(req.Context())
 	u := *t.c.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + WorkerPath(t.sandboxID, req.URL.Path)
-	u.RawPath = ""
+	// The worker's path goes as the caller escaped it (%2F stays %2F).
+	escaped := strings.TrimSuffix(u.EscapedPath(), "/") + WorkerPath(t.sandboxID, req.URL.EscapedPath())
+	path, err := url.PathUnescape(escaped)
+	if err != nil {
+		return nil, fmt.Errorf("worker path %q: %w", req.URL.EscapedPath(), err)
+	}
+	u.Path, u.RawPath = path, escaped
 	u.RawQuery = req.URL.RawQuery
 	out.URL, out.Host = &u, u.Host
 	out.Header.Set("Authorization", "Bearer "+t.c.token)

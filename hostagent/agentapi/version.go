@@ -37,12 +37,14 @@ import (
 //     bound to the agent's node, or a user whose use of the tenant a
 //     SubjectAccessReview allows; permission_denied (403) refuses a user
 //     the tenant.
+//   - 1.3: the worker relay (WorkerPath): requests to the MCP worker in a
+//     tenant's sandbox, passed through byte for byte.
 type Version struct {
 	Major, Minor int
 }
 
 // Current is the version this package speaks.
-var Current = Version{Major: 1, Minor: 2}
+var Current = Version{Major: 1, Minor: 3}
 
 // V1_0 is the first version, which agents that advertise none speak.
 var V1_0 = Version{Major: 1, Minor: 0}

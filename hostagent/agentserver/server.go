@@ -198,6 +198,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /v1/handles/{handle}/write", s.call(s.write))
 	mux.Handle("POST /v1/jobs/{job}/poll", s.call(s.poll))
 	mux.Handle("POST /v1/jobs/{job}/cancel", s.call(s.cancel))
+	mux.Handle("/v1/sandboxes/{sandbox}/worker/{path...}", s.relay())
 	return mux
 }
 
@@ -205,21 +206,8 @@ func (s *Server) Handler() http.Handler {
 // body, and writes the result or error.
 func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(agentapi.VersionHeader, s.version.String())
-		caller, err := s.authenticate(r)
-		if err != nil {
-			code := agentapi.CodeOf(err)
-			if code == agentapi.CodeUnauth {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="playground-agent"`)
-			} else {
-				s.log.Error("Cannot authenticate a caller", "err", err)
-			}
-			writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: err.Error()})
-			return
-		}
-		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
-		if err := checkVersion(r); err != nil {
-			writeJSON(w, http.StatusBadRequest, agentapi.ErrorResponse{Code: agentapi.CodeInvalid, Message: err.Error()})
+		r, ok := s.accept(w, r)
+		if !ok {
 			return
 		}
 		if err := checkIDs(r); err != nil {
@@ -246,6 +234,30 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 			s.fail(w, r, err)
 		}
 	})
+}
+
+// accept authenticates the caller and checks its protocol version; the
+// request it returns carries the caller. When it returns false it has
+// answered.
+func (s *Server) accept(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	w.Header().Set(agentapi.VersionHeader, s.version.String())
+	caller, err := s.authenticate(r)
+	if err != nil {
+		code := agentapi.CodeOf(err)
+		if code == agentapi.CodeUnauth {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="playground-agent"`)
+		} else {
+			s.log.Error("Cannot authenticate a caller", "err", err)
+		}
+		writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: err.Error()})
+		return nil, false
+	}
+	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
+	if err := checkVersion(r); err != nil {
+		writeJSON(w, http.StatusBadRequest, agentapi.ErrorResponse{Code: agentapi.CodeInvalid, Message: err.Error()})
+		return nil, false
+	}
+	return r, true
 }
 
 // checkIDs refuses a handle or job ID in the path that the agent could not

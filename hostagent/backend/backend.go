@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -300,6 +301,65 @@ var (
 // spec change. Alive is true when the backend cannot tell.
 type Prober interface {
 	Alive(id string) bool
+}
+
+// Dialer is implemented by backends that reach a TCP port on a sandbox's
+// own loopback from the host: the agent's relay to the MCP worker of a
+// sandbox that has no network. The connection is the worker's; closing
+// it ends the relay inside the sandbox.
+type Dialer interface {
+	DialSandbox(ctx context.Context, id string, port int) (net.Conn, error)
+}
+
+// Worker is a long-running process that a sandbox keeps running, started
+// again with backoff when it exits: a tenant's native MCP worker. It runs
+// as the sandbox user, without a shell, in the user's home, and lives in
+// the sandbox: it outlives the agent, and a sandbox restart starts it again.
+type Worker struct {
+	// Argv is the command; Argv[0] is looked up on Env's PATH.
+	Argv []string
+	// Env is the worker's environment; the backend adds
+	// PLAYGROUND_WORKER_TOKEN_FILE.
+	Env []string
+	// Token is the internal bearer the worker expects from its callers;
+	// the backend puts it in a file that only the sandbox user reads,
+	// named by PLAYGROUND_WORKER_TOKEN_FILE.
+	Token string
+	// Port is the loopback port the worker serves on, which the agent's
+	// relay dials; the backend keeps it with the rest.
+	Port int
+}
+
+// WorkerStatus is a sandbox's worker as the sandbox supervises it.
+type WorkerStatus struct {
+	Running   bool
+	StartedAt time.Time
+	// Restarts counts starts after the first.
+	Restarts int
+	// LastExit says how the last worker process ended, and when.
+	LastExit     string
+	LastExitTime time.Time
+	// Error says why the worker does not start, when it does not.
+	Error string
+}
+
+// WorkerSupervisor is implemented by backends that keep a worker running
+// inside a sandbox.
+type WorkerSupervisor interface {
+	// SetWorker makes w the sandbox's worker (nil: none), replacing and
+	// stopping the one it had; it applies while the sandbox runs and
+	// whenever it starts again.
+	SetWorker(ctx context.Context, id string, w *Worker) error
+	// Worker is the sandbox's worker as last set (nil: none): an agent
+	// that starts again keeps its token, so that the worker is not
+	// restarted for a new one.
+	Worker(ctx context.Context, id string) (*Worker, error)
+	// WorkerStatus reports the sandbox's worker; ErrNotFound when it has
+	// none.
+	WorkerStatus(ctx context.Context, id string) (WorkerStatus, error)
+	// WorkerLog returns at most max bytes of the end of the worker's
+	// output.
+	WorkerLog(ctx context.Context, id string, max int) ([]byte, error)
 }
 
 // StorageReporter is implemented by backends that fix a sandbox's disk

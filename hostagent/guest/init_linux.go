@@ -115,6 +115,9 @@ type initProc struct {
 	nextSpawn time.Time
 
 	drains atomic.Int32
+
+	// sup keeps the tenant's worker running (WorkerSpecFile), if any.
+	sup *supervisor
 }
 
 func (in *initProc) run() error {
@@ -148,11 +151,22 @@ func (in *initProc) run() error {
 	busyPIDs := make(chan int32, 64)
 	go in.readBusy(busyPIDs)
 	go in.receiveDrains()
+	specChanged := make(chan struct{}, 1)
+	in.sup = newSupervisor(in.log)
+	go watchRunDir(in.log, specChanged)
+	in.sup.reload()
 
-	var retry <-chan time.Time
+	var retry, worker <-chan time.Time
 	for {
 		retry = in.fill()
+		worker = nil
+		if next := in.sup.tick(); !next.IsZero() {
+			worker = time.After(time.Until(next))
+		}
 		select {
+		case <-specChanged:
+			in.sup.reload()
+		case <-worker:
 		case msg := <-busyPIDs:
 			switch pid := int(msg); {
 			case pid > 0 && in.idle[pid]:
@@ -267,6 +281,9 @@ func (in *initProc) reap() {
 		}
 		if err != nil || pid <= 0 {
 			return
+		}
+		if in.sup != nil && in.sup.exited(pid, ws) {
+			continue
 		}
 		wasIdle := in.idle[pid]
 		delete(in.idle, pid)

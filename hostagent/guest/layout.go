@@ -53,6 +53,24 @@ const (
 	// PileDir is where the tenant's append-only pile is mounted.
 	PileDir = "/pile"
 
+	// WorkerSpecFile, in RunDir, is the worker init keeps running: a JSON
+	// WorkerSpec the agent writes (atomically, by rename) and removes to
+	// stop it. Init watches RunDir for it.
+	WorkerSpecFile = "worker.json"
+	// WorkerStatusFile, in RunDir, is init's JSON WorkerState, rewritten
+	// (by rename) on every change.
+	WorkerStatusFile = "worker-status.json"
+	// WorkerLogFile, in RunDir, holds the worker's output, rotated to
+	// WorkerLogFile+".1" past MaxWorkerLog bytes.
+	WorkerLogFile = "worker.log"
+	// MaxWorkerLog bounds each of the two worker log files.
+	MaxWorkerLog = 256 << 10
+	// WorkerTokenFile is where init puts the worker's internal bearer:
+	// readable by the sandbox user only, on the sandbox's /run tmpfs.
+	WorkerTokenFile = "/run/playground-worker/token"
+	// WorkerTokenEnv names WorkerTokenFile in the worker's environment.
+	WorkerTokenEnv = "PLAYGROUND_WORKER_TOKEN_FILE"
+
 	// FacultiesDir holds the faculty bundles installed in the sandbox,
 	// each read-only at FacultiesDir/<bundle>.
 	FacultiesDir = "/opt/faculties"
@@ -63,8 +81,14 @@ const (
 	// Shell runs every command.
 	Shell = "/bin/sh"
 	// DefaultPath is PATH in both shell modes (a login profile may change
-	// it).
-	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+	// it). Installed faculties come first, as /usr/local/bin comes before
+	// the distribution's directories: an operator who installs a tool
+	// means it to be the one a bare name runs.
+	DefaultPath = FacultiesBin + ":" + SystemPath
+	// SystemPath is PATH without the faculties: the guest's own processes
+	// (init, shepherds), which run as the sandbox's root and never run a
+	// faculty, so no bundle can stand in for a tool they might run by name.
+	SystemPath = "/usr/local/bin:/usr/bin:/bin"
 )
 
 // OwnEnv is the environment of the guest's own processes, init and its
@@ -72,7 +96,7 @@ const (
 // only wait and hand file descriptors on, so more Ps would buy nothing but
 // threads and per-P caches, paid once per idle sandbox.
 func OwnEnv() []string {
-	return []string{"PATH=" + DefaultPath, "GOMAXPROCS=1"}
+	return []string{"PATH=" + SystemPath, "GOMAXPROCS=1"}
 }
 
 // CleanEnv is the whole environment of a clean-mode shell: fixed, minimal

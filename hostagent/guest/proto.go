@@ -50,6 +50,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 )
@@ -58,6 +59,12 @@ import (
 // version it does not speak, so an agent upgraded under a running container
 // fails loudly instead of misinterpreting frames.
 const ProtocolVersion = 1
+
+// DialProtocolVersion is carried in the Start frame of a dial (Dial set):
+// a shepherd of a guest binary that predates dials refuses it, instead of
+// running an empty command and answering in frames what the agent takes for
+// the worker's bytes. Shepherds that dial speak both versions.
+const DialProtocolVersion = 2
 
 // A Start frame with the longest command, all escaped, fits a frame.
 var _ [MaxFrame - 6*MaxCommand - 4096]struct{}
@@ -152,6 +159,11 @@ type StartRequest struct {
 	Login bool `json:"login,omitempty"`
 	// Cwd is the working directory; empty means TenantHome.
 	Cwd string `json:"cwd,omitempty"`
+	// Dial, when set (with Version DialProtocolVersion), asks for no
+	// command: the shepherd connects to this TCP port on the sandbox's
+	// loopback, answers Started (PID 0) or Error, and from then on relays
+	// raw bytes both ways until both directions are closed.
+	Dial int `json:"dial,omitempty"`
 }
 
 // Started is the payload of FrameStarted.
@@ -169,6 +181,37 @@ type Exit struct {
 	// Killed is true when the command ended because of a Kill frame (or
 	// because the agent went away) and every descendant is proven dead.
 	Killed bool `json:"killed,omitempty"`
+}
+
+// WorkerSpec is the worker that init keeps running (WorkerSpecFile).
+type WorkerSpec struct {
+	// Argv is run without a shell as TenantUID, in TenantHome; Argv[0] is
+	// looked up on DefaultPath when it has no slash.
+	Argv []string `json:"argv"`
+	// Env is the worker's whole environment.
+	Env []string `json:"env"`
+	// Token is written to WorkerTokenFile before the worker starts; the
+	// worker's environment names the file (WorkerTokenEnv).
+	Token string `json:"token"`
+	// Port is where the worker serves, for the agent's relay; init does
+	// not use it.
+	Port int `json:"port,omitempty"`
+}
+
+// WorkerState is init's account of the worker (WorkerStatusFile).
+type WorkerState struct {
+	// Running is true while a worker process runs; PID is its PID in the
+	// sandbox and StartedAt when it started.
+	Running   bool      `json:"running"`
+	PID       int       `json:"pid,omitempty"`
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	// Restarts counts starts after the first of this spec.
+	Restarts int `json:"restarts"`
+	// LastExit says how the last worker process ended, and when.
+	LastExit     string    `json:"lastExit,omitempty"`
+	LastExitTime time.Time `json:"lastExitTime,omitzero"`
+	// Error says why the worker cannot start (its binary is missing, say).
+	Error string `json:"error,omitempty"`
 }
 
 // ErrFrameTooLarge is returned for a header announcing more than MaxFrame.

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -169,6 +170,10 @@ func (s *shepherd) serve() {
 		s.sendError(err.Error())
 		return
 	}
+	if req.Dial != 0 {
+		s.relay(req.Dial)
+		return
+	}
 
 	cmd, err := s.start(req, stdin)
 	if err != nil {
@@ -206,6 +211,15 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 	}
 	if err := json.Unmarshal(p, &req); err != nil {
 		return req, nil, fmt.Errorf("protocol error: Start: %w", err)
+	}
+	if req.Dial != 0 && req.Version == DialProtocolVersion {
+		// A dial is its Start frame alone; the agent sends nothing more
+		// before Started, but keep whatever arrived for the relay.
+		if n := br.Buffered(); n > 0 {
+			rest, _ := br.Peek(n)
+			s.pending = append(s.pending, rest...)
+		}
+		return req, nil, nil
 	}
 	if req.Version != ProtocolVersion {
 		return req, nil, fmt.Errorf("protocol version %d not supported (this sandbox speaks %d); restart the sandbox", req.Version, ProtocolVersion)
@@ -701,4 +715,58 @@ func readOOMScoreAdj() int {
 // it started with (the kernel's oom_score_adj_min, inherited at fork).
 func setOOMScoreAdj(v int) error {
 	return os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(v)), 0)
+}
+
+// relay connects to port on the sandbox's loopback and copies bytes both
+// ways between it and the agent's connection until both directions are
+// closed: the agent's path to a worker in a sandbox without network. The
+// shepherd connects as container root, but only to the loopback, which is
+// the sandbox's own.
+func (s *shepherd) relay(port int) {
+	if port < 1 || port > 65535 {
+		s.sendError(fmt.Sprintf("port %d is not a TCP port", port))
+		return
+	}
+	upstream, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), requestTimeout)
+	if err != nil {
+		s.sendError(fmt.Sprintf("nothing accepts connections on port %d in the sandbox (%v): the worker is not running or not listening yet", port, err))
+		return
+	}
+	defer upstream.Close()
+	// The agent's connection, on the runtime's poller: a duplicate, so
+	// that the caller's close of s.conn stays the only one of that number.
+	fd, err := unix.Dup(s.conn)
+	if err != nil {
+		s.sendError(fmt.Sprintf("relaying: %v", err))
+		return
+	}
+	f := os.NewFile(uintptr(fd), "agent")
+	agent, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		s.sendError(fmt.Sprintf("relaying: %v", err))
+		return
+	}
+	defer agent.Close()
+	s.send(AppendFrame(nil, FrameStarted, []byte(`{"pid":0}`)))
+	if s.lost {
+		return
+	}
+	if len(s.pending) > 0 { // bytes the agent sent behind its request
+		if _, err := upstream.Write(s.pending); err != nil {
+			return
+		}
+	}
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(upstream, agent)
+	go pipe(agent, upstream)
+	<-done
+	<-done
 }

@@ -54,6 +54,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -165,6 +166,17 @@ type Options struct {
 	ResyncInterval time.Duration
 	// Workers is the number of Sandboxes reconciled concurrently.
 	Workers int
+
+	// Faculties configures the node's build cache of FacultyBundles: its
+	// Dir defaults to StateDir/faculties (the cache must outlive the
+	// agent, so that a restarted agent reattaches sandboxes with their
+	// builds without building again), its Builder to the first backend
+	// that builds (backend.Builder), its Logger to the agent's.
+	Faculties faculty.Options
+	// FacultyReread is how often a bundle's host path source is read again
+	// for changes (default DefaultFacultyReread); a ConfigMap source is
+	// watched.
+	FacultyReread time.Duration
 }
 
 func (o *Options) setDefaults() error {
@@ -179,6 +191,9 @@ func (o *Options) setDefaults() error {
 	}
 	if !filepath.IsAbs(o.StateDir) {
 		return fmt.Errorf("nodeagent: the state directory %q must be an absolute path", o.StateDir)
+	}
+	if o.Faculties.Dir == "" {
+		o.Faculties.Dir = filepath.Join(o.StateDir, "faculties")
 	}
 	if o.Listener == nil && o.ListenAddress == "" {
 		return errors.New("nodeagent: a listener or a listen address is required")
@@ -337,6 +352,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	defer registerFacultyMetrics(rec.faculties.cache, opts.NodeName, log)()
 
 	server := agentserver.NewServer(agent, slog.New(logr.ToSlogHandler(log.WithName("api"))), tokens.current()...)
 	server.SetBudget(lim)

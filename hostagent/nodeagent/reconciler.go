@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,6 +113,9 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		recorder: mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner),
 	}
 	drift := make(chan event.GenericEvent, 256)
+	if r.faculties, err = newFaculties(mgr, opts, drift); err != nil {
+		return nil, nil, err
+	}
 	if err := mgr.Add(&resync{client: mgr.GetClient(), cache: mgr.GetCache(), r: r, every: opts.ResyncInterval, out: drift}); err != nil {
 		return nil, nil, err
 	}
@@ -132,12 +136,15 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("nodeagent: %w", err)
 	}
+	if err := setupWorkers(mgr, r, opts); err != nil {
+		return nil, nil, fmt.Errorf("nodeagent: %w", err)
+	}
 	return mgr, r, nil
 }
 
 // sandboxReconciler makes the node's backend match the Sandboxes bound to
 // it. It writes, with server-side apply under AgentFieldOwner, only
-// status.sandboxID, endpoint, openHandles, restartRequest and the
+// status.sandboxID, endpoint, openHandles, restartRequest, faculties and the
 // Provisioned and JobsAdmitted conditions; the manager derives Ready and
 // the phase from them.
 type sandboxReconciler struct {
@@ -149,6 +156,8 @@ type sandboxReconciler struct {
 	node     string
 	endpoint string
 	recorder events.EventRecorder
+	// faculties decides the bundle builds each sandbox runs with.
+	faculties *faculties
 
 	// answered holds, by Sandbox (namespace/name), the last restartRequest this agent
 	// acted on: the cached status trails the write that records it, and a
@@ -245,7 +254,11 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	restarting := wasProvisioned && !r.agent.Alive(spec.ID)
 
 	restart := wasProvisioned && r.restartRequested(sbx)
+	resumed := prev != nil && prev.Reason == playgroundv1alpha1.ReasonSuspended
 	var restarted bool
+	if spec.Faculties, err = r.faculties.forSandbox(ctx, sbx, spec.ID, restart || restarting || resumed, !wasProvisioned); err != nil {
+		return r.waitForFaculties(ctx, sbx, err)
+	}
 	if restart {
 		err = r.agent.Restart(ctx, spec)
 	} else {
@@ -257,6 +270,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		}
 		return r.failed(ctx, sbx, "Provision", fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err))
 	}
+	r.faculties.started(spec.ID, spec.Faculties)
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
 	r.restartAnswered(sbx, sbx.Spec.RestartRequest)
@@ -271,7 +285,6 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)
 	}
 	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node) + r.storageFixed(spec)
-	resumed := prev != nil && prev.Reason == playgroundv1alpha1.ReasonSuspended
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
 		return err
 	}
@@ -329,6 +342,7 @@ func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgro
 		}
 		return r.failed(ctx, sbx, "Suspend", fmt.Errorf("suspending sandbox %s: %w", spec.ID, err))
 	}
+	r.faculties.stopped(spec.ID)
 	msg := fmt.Sprintf("Sandbox %s is stopped on node %s because its tenant is suspended; its files are kept and it starts again when spec.suspended is cleared", spec.ID, r.node)
 	if prev == nil || prev.Reason != playgroundv1alpha1.ReasonSuspended {
 		ctrl.LoggerFrom(ctx).Info("Stopped the sandbox: its tenant is suspended", "id", spec.ID)
@@ -397,6 +411,7 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 	r.mu.Lock()
 	delete(r.answered, ownerOf(sbx))
 	r.mu.Unlock()
+	r.faculties.stopped(id)
 	log.Info("Destroyed the sandbox", "id", id, "pile", pile)
 	r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonTerminating, "Destroy",
 		"Destroyed sandbox %s on node %s; its pile is %s", id, r.node, pile)
@@ -416,7 +431,8 @@ var agentConditions = []string{playgroundv1alpha1.ProvisionedCondition, playgrou
 
 // setProvisioned applies the agent's status fields: the Provisioned
 // condition with reason and message, JobsAdmitted, and sandboxID,
-// endpoint, openHandles and restartRequest as the agent sees them now. It
+// endpoint, openHandles, restartRequest and faculties (as the last pass
+// decided them) as the agent sees them now. It
 // writes nothing when they are already so. Each condition keeps its
 // transition time while its status holds.
 func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, status metav1.ConditionStatus, reason, message string) error {
@@ -438,7 +454,9 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	if meta.SetStatusCondition(&conds, jobs) {
 		changed = true
 	}
-	if !changed && sbx.Status.SandboxID == id && sbx.Status.Endpoint == r.endpoint && sbx.Status.OpenHandles == handles {
+	facs := r.faculties.reported(id, sbx.Status.Faculties)
+	if !changed && sbx.Status.SandboxID == id && sbx.Status.Endpoint == r.endpoint && sbx.Status.OpenHandles == handles &&
+		equality.Semantic.DeepEqual(facs, sbx.Status.Faculties) {
 		return nil
 	}
 	// Every field the agent owns, every time: one left out would be removed.
@@ -447,12 +465,13 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 		WithEndpoint(r.endpoint).
 		WithOpenHandles(handles).
 		WithRestartRequest(sbx.Status.RestartRequest).
-		WithConditions(pgreconcile.ApplyConditions(conds, agentConditions...)...)
+		WithConditions(pgreconcile.ApplyConditions(conds, agentConditions...)...).
+		WithFaculties(applyFaculties(facs)...)
 	if err := r.client.Status().Apply(ctx, playgroundv1alpha1ac.Sandbox(sbx.Name, sbx.Namespace).WithStatus(applied),
 		client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying the status of sandbox %s/%s: %w", sbx.Namespace, sbx.Name, err)
 	}
-	sbx.Status.Conditions = conds
+	sbx.Status.Conditions, sbx.Status.Faculties = conds, facs
 	sbx.Status.SandboxID, sbx.Status.Endpoint, sbx.Status.OpenHandles = id, r.endpoint, handles
 	return nil
 }
@@ -497,12 +516,18 @@ func (r *sandboxReconciler) reattachAll(ctx context.Context) error {
 			log.Error(err, "A sandbox provisioned here has no ID on record; the reconciler provisions it anew", "sandbox", klog.KObj(sbx))
 			continue
 		}
-		if err := ensure(ctx, specOf(id, sbx)); err != nil {
+		// A running sandbox keeps the builds it has, as its status says.
+		spec := specOf(id, sbx)
+		spec.Faculties = r.faculties.fromStatus(sbx)
+		if err := ensure(ctx, spec); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			log.Error(err, "Reattaching a sandbox failed; the reconciler retries", "sandbox", klog.KObj(sbx))
 			continue
+		}
+		if !sbx.Spec.Suspended {
+			r.faculties.started(spec.ID, spec.Faculties)
 		}
 		n++
 	}

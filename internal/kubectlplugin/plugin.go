@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +60,14 @@ Commands:
                             background jobs: condition JobsAdmitted)
   tenant destroy NAME       delete the tenant, its sandbox and its token
   attach NAME               print the tenant's sandbox ID, node and persona
-  status NAME               conditions of the tenant, its sandbox and its node
+  status NAME               conditions of the tenant, its worker mapping
+                            (catalog workers: endpoint, restarts, last
+                            exit), its sandbox and its node, and its
+                            sandbox's faculty bundles (state, fingerprint,
+                            the build on its node)
+  logs NAME                 the end of the output of the tenant's sandbox
+                            worker (catalog workers), as its agent last
+                            read it, and how it last ended
   node forget NODE          release the deleted sandboxes of a node that is gone
                             (their files on it are lost); refused while its
                             agent renews its registration
@@ -150,6 +158,8 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, c client.Cli
 		return x.attach(ctx, name)
 	case "status":
 		return x.status(ctx, name)
+	case "logs":
+		return x.logs(ctx, name)
 	case "node forget":
 		return x.forgetNode(ctx, name)
 	}
@@ -181,7 +191,7 @@ func interleave(args []string) []string {
 
 // parseCommand splits words into a known command and the tenant's name.
 func parseCommand(words []string) (string, string, error) {
-	commands := []string{"tenant create", "tenant token reset", "tenant suspend", "tenant resume", "tenant restart", "tenant destroy", "attach", "status", "node forget"}
+	commands := []string{"tenant create", "tenant token reset", "tenant suspend", "tenant resume", "tenant restart", "tenant destroy", "attach", "status", "logs", "node forget"}
 	for _, c := range commands {
 		n := len(strings.Fields(c))
 		if len(words) == n+1 && strings.Join(words[:n], " ") == c {
@@ -444,6 +454,11 @@ func (x *cli) status(ctx context.Context, name string) error {
 	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "OBJECT\tCONDITION\tSTATUS\tREASON\tMESSAGE")
 	printConditions(w, "tenant/"+t.Name, t.Status.Conditions)
+	if t.Spec.Catalog == playgroundv1alpha1.CatalogWorkers {
+		if err := x.printWorkers(ctx, w, t); err != nil {
+			return err
+		}
+	}
 	s, err := x.sandboxOf(ctx, t)
 	if err != nil {
 		return err
@@ -474,7 +489,208 @@ func (x *cli) status(ctx context.Context, name string) error {
 			fmt.Fprintf(w, "node/%s\tRegistered\t%s\t%s\t%s\n", s.Spec.NodeName, status, reason, msg)
 		}
 	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return x.printFaculties(ctx, name, s)
+}
+
+// printFaculties lists the faculty bundles of the tenant's sandbox: what
+// the agent installed (state and fingerprint, from the sandbox's
+// status.faculties), the build of each bundle on the sandbox's node (from
+// the bundle's status.nodes), and what to do when they differ. Fingerprints
+// are shortened to 12 hex digits, as in the conditions' messages; `kubectl
+// get fb -o wide` shows them whole.
+func (x *cli) printFaculties(ctx context.Context, tenant string, s *playgroundv1alpha1.Sandbox) error {
+	installed := map[string]playgroundv1alpha1.FacultyInstallStatus{}
+	var names []string
+	for _, f := range s.Spec.Faculties {
+		names = append(names, f.Name)
+	}
+	for _, f := range s.Status.Faculties {
+		installed[f.Name] = f
+		if !slices.Contains(names, f.Name) {
+			names = append(names, f.Name) // no longer listed, still reported
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	fmt.Fprintln(x.out)
+	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "FACULTY\tSTATE\tFINGERPRINT\tNODE BUILD\tMESSAGE")
+	for _, name := range names {
+		inst, reported := installed[name]
+		state, fp, msg := string(inst.State), shortFingerprint(inst.Fingerprint), inst.Message
+		if !reported {
+			state, msg = "-", "not reported by the node's agent yet"
+		}
+		var fb playgroundv1alpha1.FacultyBundle
+		nodeBuild := "-"
+		switch err := x.c.Get(ctx, x.key(name), &fb); {
+		case apierrors.IsNotFound(err):
+			if msg == "" {
+				msg = fmt.Sprintf("no FacultyBundle %q in namespace %s", name, x.namespace)
+			}
+		case err != nil:
+			msg = fmt.Sprintf("reading FacultyBundle %s: %v", name, err)
+		default:
+			nodeBuild = nodeBuildOf(&fb, s.Spec.NodeName)
+			if e := entryOf(&fb, s.Spec.NodeName); e != nil {
+				switch {
+				case reported && e.Ready && e.Fingerprint != "" && e.Fingerprint != inst.Fingerprint:
+					// The agent says the sandbox waits for a restart; say how.
+					msg = fmt.Sprintf("build %s is ready on node %s: kubectl playground tenant restart %s switches the sandbox to it", shortFingerprint(e.Fingerprint), e.NodeName, tenant)
+				case msg == "" && !e.Ready:
+					msg = e.Message
+				}
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, state, fp, nodeBuild, oneLine(msg))
+	}
 	return w.Flush()
+}
+
+// printWorkers prints the WorkerMappings of a tenant whose catalog is
+// workers: their conditions, where they forward, and the worker process
+// as its agent reports it.
+func (x *cli) printWorkers(ctx context.Context, w io.Writer, t *playgroundv1alpha1.Tenant) error {
+	var list playgroundv1alpha1.WorkerMappingList
+	if err := x.c.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
+		return fmt.Errorf("listing the worker mappings of namespace %s: %w", t.Namespace, err)
+	}
+	found := false
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.Spec.TenantRef.Name != t.Name {
+			continue
+		}
+		found = true
+		object := "workermapping/" + m.Name
+		printConditions(w, object, m.Status.Conditions)
+		endpoint := cmpOr(m.Status.Endpoint, "not resolved yet")
+		if m.Spec.Destination.Service != nil {
+			endpoint += fmt.Sprintf(" (%d ready endpoints)", len(m.Status.ReadyEndpoints))
+		}
+		fmt.Fprintf(w, "%s\tEndpoint\t-\t-\t%s\n", object, endpoint)
+		if m.Spec.Destination.Sandbox == nil {
+			continue
+		}
+		p := m.Status.Worker
+		if p == nil {
+			fmt.Fprintf(w, "%s\tWorker\tUnknown\tNotReported\tthe sandbox's agent has not reported the worker process yet\n", object)
+			continue
+		}
+		status, reason := "False", "Exited"
+		if p.Running {
+			status, reason = "True", "Running"
+		}
+		msg := fmt.Sprintf("restarts %d", p.Restarts)
+		if p.LastExit != "" {
+			msg += "; last exit: " + p.LastExit
+			if p.LastExitTime != nil {
+				msg += " at " + p.LastExitTime.UTC().Format(time.RFC3339)
+			}
+		}
+		fmt.Fprintf(w, "%s\tWorker\t%s\t%s\t%s\n", object, status, reason, msg)
+	}
+	if !found {
+		fmt.Fprintf(w, "workermapping/-\t-\t-\tNoMapping\tno WorkerMapping in namespace %s has spec.tenantRef.name: %s, so the gateway has nowhere to forward the tenant\n", t.Namespace, t.Name)
+	}
+	return nil
+}
+
+// logs prints the end of the output of the tenant's sandbox worker that
+// its agent keeps in the mapping's status, and how the worker last ended.
+func (x *cli) logs(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	var list playgroundv1alpha1.WorkerMappingList
+	if err := x.c.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
+		return fmt.Errorf("listing the worker mappings of namespace %s: %w", t.Namespace, err)
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.Spec.TenantRef.Name != t.Name {
+			continue
+		}
+		if m.Spec.Destination.Sandbox == nil {
+			return fmt.Errorf("tenant %s's worker is the Service %s: read its logs where it runs (kubectl logs)", name, m.Spec.Destination.Service.Name)
+		}
+		p := m.Status.Worker
+		if p == nil {
+			return fmt.Errorf("the agent of tenant %s's sandbox has not reported its worker yet (see kubectl playground status %s)", name, name)
+		}
+		fmt.Fprint(x.out, p.Output)
+		if p.Output != "" && !strings.HasSuffix(p.Output, "\n") {
+			fmt.Fprintln(x.out)
+		}
+		state := "running"
+		if !p.Running {
+			state = "not running"
+		}
+		fmt.Fprintf(x.out, "# workermapping/%s: %s, %d restarts", m.Name, state, p.Restarts)
+		if p.LastExit != "" {
+			fmt.Fprintf(x.out, ", last exit: %s", p.LastExit)
+			if p.LastExitTime != nil {
+				fmt.Fprintf(x.out, " at %s", p.LastExitTime.UTC().Format(time.RFC3339))
+			}
+		}
+		if p.Error != "" {
+			fmt.Fprintf(x.out, "; cannot start: %s", p.Error)
+		}
+		fmt.Fprintln(x.out)
+		return nil
+	}
+	return fmt.Errorf("tenant %s has no WorkerMapping in namespace %s: only workers tenants have a worker to show", name, t.Namespace)
+}
+
+// entryOf is the bundle's status.nodes entry of node, or nil.
+func entryOf(fb *playgroundv1alpha1.FacultyBundle, node string) *playgroundv1alpha1.BundleNodeStatus {
+	for i := range fb.Status.Nodes {
+		if node != "" && fb.Status.Nodes[i].NodeName == node {
+			return &fb.Status.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// nodeBuildOf says what the bundle's build on node is: its fingerprint,
+// and whether it is ready.
+func nodeBuildOf(fb *playgroundv1alpha1.FacultyBundle, node string) string {
+	e := entryOf(fb, node)
+	switch {
+	case e == nil:
+		return "none yet"
+	case e.Ready:
+		return shortFingerprint(e.Fingerprint) + " ready"
+	case e.Fingerprint != "":
+		return shortFingerprint(e.Fingerprint) + " not ready"
+	default:
+		return "not ready"
+	}
+}
+
+func shortFingerprint(fp string) string {
+	switch {
+	case fp == "":
+		return "-"
+	case len(fp) > 12:
+		return fp[:12]
+	default:
+		return fp
+	}
+}
+
+// oneLine keeps a message (a build log's tail, say) on its table row.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return s
 }
 
 // forgetNode releases the Sandboxes of a node that will not come back: the

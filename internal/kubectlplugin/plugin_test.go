@@ -134,3 +134,153 @@ func TestNodeForget(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsFaculties: status lists the tenant's bundles with what
+// the node's agent installed (state, fingerprint) and the bundle's build
+// on that node, and says how to switch to a newer build, or why a bundle
+// is missing. The agent's and the manager's parts of the statuses are
+// written here as they write them.
+func TestStatusShowsFaculties(t *testing.T) {
+	ctx := context.Background()
+	const ns, node = "faculties", "fac-node"
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	old, newer := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	tenant := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ada"}}
+	if err := k8s.Create(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	s := &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ada"},
+		Spec: playgroundv1alpha1.SandboxSpec{TenantRef: playgroundv1alpha1.LocalObjectReference{Name: "ada"}, NodeName: node,
+			SandboxTemplate: playgroundv1alpha1.SandboxTemplate{Faculties: []playgroundv1alpha1.FacultyBundleReference{{Name: "tools"}, {Name: "missing"}}}},
+	}
+	if err := k8s.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status.Faculties = []playgroundv1alpha1.FacultyInstallStatus{
+		{Name: "tools", Fingerprint: old, State: playgroundv1alpha1.FacultyStale, Message: "Build bbbbbbbbbbbb is ready; the sandbox gets it when it restarts"},
+		{Name: "missing", State: playgroundv1alpha1.FacultyPending, Message: "FacultyBundle missing not found"},
+	}
+	if err := k8s.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	fb := &playgroundv1alpha1.FacultyBundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tools"},
+		Spec: playgroundv1alpha1.FacultyBundleSpec{
+			Source:   playgroundv1alpha1.BundleSource{ConfigMap: &playgroundv1alpha1.LocalObjectReference{Name: "tools"}},
+			Binaries: []string{"hello"},
+		},
+	}
+	if err := k8s.Create(ctx, fb); err != nil {
+		t.Fatal(err)
+	}
+	fb.Status = playgroundv1alpha1.FacultyBundleStatus{Fingerprint: newer, ReadyNodes: 1,
+		Nodes: []playgroundv1alpha1.BundleNodeStatus{{NodeName: node, Fingerprint: newer, Ready: true, ObservedGeneration: 1}}}
+	if err := k8s.Status().Update(ctx, fb); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut bytes.Buffer
+	if err := Run(ctx, []string{"-n", ns, "status", "ada"}, &out, &errOut, k8s); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			lines[f[0]] = strings.Join(f, " ")
+		}
+	}
+	want := map[string]string{
+		"FACULTY": "FACULTY STATE FINGERPRINT NODE BUILD MESSAGE",
+		"tools":   "tools Stale aaaaaaaaaaaa bbbbbbbbbbbb ready build bbbbbbbbbbbb is ready on node fac-node: kubectl playground tenant restart ada switches the sandbox to it",
+		"missing": "missing Pending - - FacultyBundle missing not found",
+	}
+	for first, line := range want {
+		if lines[first] != line {
+			t.Errorf("status prints\n  %q\nwant\n  %q\nin:\n%s", lines[first], line, out.String())
+		}
+	}
+}
+
+// TestStatusShowsWorker: the status of a workers tenant shows its mapping
+// (Ready, where it forwards) and the worker process its agent reports
+// (running, restarts, last exit); one without a mapping says so.
+func TestStatusShowsWorker(t *testing.T) {
+	ctx := context.Background()
+	const ns = "status-workers"
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"native", "unmapped"} {
+		tn := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: playgroundv1alpha1.TenantSpec{Catalog: playgroundv1alpha1.CatalogWorkers}}
+		if err := k8s.Create(ctx, tn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wm := &playgroundv1alpha1.WorkerMapping{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "native-worker"},
+		Spec: playgroundv1alpha1.WorkerMappingSpec{
+			TenantRef: playgroundv1alpha1.LocalObjectReference{Name: "native"},
+			Destination: playgroundv1alpha1.WorkerDestination{Sandbox: &playgroundv1alpha1.SandboxProcessDestination{
+				Command: []string{"/opt/faculties/bin/worker"}, Port: 8765,
+			}},
+		},
+	}
+	if err := k8s.Create(ctx, wm); err != nil {
+		t.Fatal(err)
+	}
+	// As the manager and the sandbox's agent report it.
+	exited := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	wm.Status = playgroundv1alpha1.WorkerMappingStatus{
+		Conditions: []metav1.Condition{{Type: playgroundv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: "Ready",
+			Message: "The agent of node n1 supervises the worker", LastTransitionTime: exited}},
+		Endpoint: "sandbox://sbx-1:8765/mcp",
+		Worker: &playgroundv1alpha1.WorkerProcessStatus{Running: true, Restarts: 3, LastExit: "signal SIGKILL", LastExitTime: &exited,
+			Output: "playground-example-worker: serving MCP on http://127.0.0.1:8765/mcp\n"},
+	}
+	if err := k8s.Status().Update(ctx, wm); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut bytes.Buffer
+	if err := Run(ctx, []string{"status", "native", "-n", ns}, &out, &errOut, k8s); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "workermapping/native-worker" {
+			lines[f[1]] = strings.Join(f, " ")
+		}
+	}
+	for typ, want := range map[string]string{
+		"Ready":    "workermapping/native-worker Ready True Ready The agent of node n1 supervises the worker",
+		"Endpoint": "workermapping/native-worker Endpoint - - sandbox://sbx-1:8765/mcp",
+		"Worker":   "workermapping/native-worker Worker True Running restarts 3; last exit: signal SIGKILL at 2026-11-30T12:00:00Z",
+	} {
+		if lines[typ] != want {
+			t.Errorf("%s row: %q, want %q\n%s", typ, lines[typ], want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := Run(ctx, []string{"status", "unmapped", "-n", ns}, &out, &errOut, k8s); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "NoMapping") || !strings.Contains(out.String(), "spec.tenantRef.name: unmapped") || strings.Contains(out.String(), "native-worker") {
+		t.Errorf("the status of a tenant without a mapping:\n%s", out.String())
+	}
+
+	// logs: the worker's output as its agent reported it, and its end.
+	out.Reset()
+	if err := Run(ctx, []string{"logs", "native", "-n", ns}, &out, &errOut, k8s); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	if want := "playground-example-worker: serving MCP on http://127.0.0.1:8765/mcp\n# workermapping/native-worker: running, 3 restarts, last exit: signal SIGKILL at 2026-11-30T12:00:00Z\n"; out.String() != want {
+		t.Errorf("logs:\n%q\nwant\n%q", out.String(), want)
+	}
+	if err := Run(ctx, []string{"logs", "unmapped", "-n", ns}, &out, &errOut, k8s); err == nil || !strings.Contains(err.Error(), "no WorkerMapping") {
+		t.Errorf("logs of a tenant without a mapping: %v", err)
+	}
+}

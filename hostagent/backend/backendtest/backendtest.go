@@ -24,6 +24,10 @@ package backendtest
 
 import (
 	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -38,18 +42,35 @@ type RunFunc func(id string, req backend.ExecRequest, sink backend.Sink) (exitCo
 // Provision, Start, Stop and Reattach as a real backend's do, so an agent
 // restart over the same Fake reattaches them. It is safe for concurrent
 // use.
+//
+// It is a backend.Builder too: a build runs BuildFunc, or by default
+// copies the source's files into the output, as `cp -r /src/. /out`.
 type Fake struct {
 	name string
 	run  RunFunc
 
+	// BuildFunc, if set, is what every Build does (after ctx is checked).
+	// Set it before the Fake is in use.
+	BuildFunc func(backend.BuildRequest) (backend.BuildResult, error)
+
 	mu        sync.Mutex
 	sandboxes map[string]bool // provisioned: running
 	commands  map[string][]string
+	// specFaculties are the faculties of each sandbox's latest spec;
+	// faculties those its running incarnation started with.
+	specFaculties map[string][]backend.Faculty
+	faculties     map[string][]backend.Faculty
+	builds        int
 }
+
+var _ backend.Builder = (*Fake)(nil)
 
 // New returns a Fake of backend class name whose commands run run.
 func New(name string, run RunFunc) *Fake {
-	return &Fake{name: name, run: run, sandboxes: map[string]bool{}, commands: map[string][]string{}}
+	return &Fake{
+		name: name, run: run, sandboxes: map[string]bool{}, commands: map[string][]string{},
+		specFaculties: map[string][]backend.Faculty{}, faculties: map[string][]backend.Faculty{},
+	}
 }
 
 // Writes returns a RunFunc that writes the pieces in order and exits 0.
@@ -78,6 +99,7 @@ func (f *Fake) Provision(_ context.Context, spec backend.Spec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sandboxes[spec.ID] = f.sandboxes[spec.ID]
+	f.specFaculties[spec.ID] = spec.Faculties
 	return nil
 }
 
@@ -87,8 +109,13 @@ func (f *Fake) Stop(_ context.Context, id string) error  { return f.set(id, fals
 func (f *Fake) set(id string, running bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.sandboxes[id]; !ok {
+	was, ok := f.sandboxes[id]
+	if !ok {
 		return backend.ErrNotFound
+	}
+	if running && !was {
+		// As a real backend's: the faculties are fixed at the start.
+		f.faculties[id] = f.specFaculties[id]
 	}
 	f.sandboxes[id] = running
 	return nil
@@ -98,10 +125,11 @@ func (f *Fake) Reattach(_ context.Context, spec backend.Spec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	running, ok := f.sandboxes[spec.ID]
-	switch {
-	case !ok:
+	if !ok {
 		return backend.ErrNotFound
-	case !running:
+	}
+	f.specFaculties[spec.ID] = spec.Faculties
+	if !running {
 		return backend.ErrNotRunning
 	}
 	return nil
@@ -116,6 +144,8 @@ func (f *Fake) Destroy(_ context.Context, id string, _ bool) error {
 		return backend.ErrNotFound
 	}
 	delete(f.sandboxes, id)
+	delete(f.specFaculties, id)
+	delete(f.faculties, id)
 	return nil
 }
 
@@ -154,6 +184,84 @@ func (f *Fake) Ran(id string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.commands[id]...)
+}
+
+// Faculties returns the faculties sandbox id runs with: those of the
+// spec it last started with (a later Provision or Reattach of the running
+// sandbox changes them at its next start, as on a real backend); nil when
+// it never started.
+func (f *Fake) Faculties(id string) []backend.Faculty {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]backend.Faculty(nil), f.faculties[id]...)
+}
+
+// Build implements backend.Builder: BuildFunc if set, else a copy of the
+// source's directories and regular files into the output (symbolic links
+// and other files are left out), exit 0. Every call counts in Builds.
+func (f *Fake) Build(ctx context.Context, req backend.BuildRequest) (backend.BuildResult, error) {
+	f.mu.Lock()
+	f.builds++
+	f.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return backend.BuildResult{}, err
+	}
+	if f.BuildFunc != nil {
+		return f.BuildFunc(req)
+	}
+	start := time.Now()
+	if err := copyTree(req.Source, req.Out); err != nil {
+		return backend.BuildResult{}, err
+	}
+	return backend.BuildResult{Exit: backend.ExitStatus{Duration: time.Since(start)}}, nil
+}
+
+// Builds is how many times Build was called.
+func (f *Fake) Builds() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.builds
+}
+
+// copyTree copies src's directories and regular files into dst, modes
+// kept, links not followed.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case p == src:
+			return nil
+		case d.IsDir():
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, info.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
 }
 
 type ended struct{ st backend.ExitStatus }

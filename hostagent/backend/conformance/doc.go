@@ -58,6 +58,17 @@ limitations under the License.
 //     all) do not open, and a system call of another ABI (i386's int 0x80
 //     on amd64) is killed, both tried by a probe program (package probe)
 //     that the suite builds and writes into the sandbox.
+//   - faculties: Spec.Faculties' listed binaries run by name in login and
+//     clean shells, the first faculty listed winning a name; nothing of an
+//     installed build, nor the links to it, can be written from inside;
+//     an unlisted file is not on PATH; a changed set shows at the next
+//     restart, not before.
+//   - builder (backends that implement backend.Builder): /src read-only
+//     with the source, cwd /out, /out's files back on the host owned by
+//     the agent and without links, exit code and a bounded log tail, the
+//     timeout and a cancelled context killing the build, no network, none
+//     of the node's files or another sandbox's, a tenant's sandbox ID
+//     refused, and nothing left once Build returns (Harness.Leftovers).
 //
 // Capability flags decide: on a backend without ProvesCleanup the kernel
 // must refuse jobs and Kill must report a lost proof; without
@@ -76,6 +87,7 @@ limitations under the License.
 //		conformance.Run(t, conformance.Harness{
 //			NewStateDir: func(tb testing.TB) string { return newStateDir(tb) },
 //			New: func(tb testing.TB, dir string) backend.Backend { return newBackend(tb, dir) },
+//			Leftovers: leftovers, // optional: what a node holds of a sandbox
 //		})
 //	}
 //

@@ -34,6 +34,11 @@ type Harness struct {
 	// process does when it starts. Building another over the same directory
 	// is an agent restart: the new one must take over what the old one left.
 	New func(tb testing.TB, stateDir string) backend.Backend
+	// Leftovers lists what is left on a node of the sandbox or builder id
+	// (its container, state, mounts, devices, cgroups), nothing when it is
+	// gone: the builder group checks that a build leaves nothing behind.
+	// Nil skips that check.
+	Leftovers func(tb testing.TB, stateDir, id string) []string
 }
 
 // Run runs the suite against the backend of h.
@@ -54,6 +59,10 @@ func Run(t *testing.T, h Harness) {
 		{"limits", testLimits},
 		{"pile", testPile},
 		{"isolation", testIsolation},
+		{"relay", testRelay},
+		{"worker", testWorker},
+		{"faculties", testFaculties},
+		{"builder", testBuilder},
 	} {
 		t.Run(g.name, func(t *testing.T) { g.run(t, h.newNode(t)) })
 	}

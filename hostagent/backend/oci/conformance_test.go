@@ -19,6 +19,10 @@ limitations under the License.
 package oci
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -32,5 +36,71 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
 		NewStateDir: newStateDir,
 		New:         func(tb testing.TB, dir string) backend.Backend { return newBackend(tb, dir) },
+		Leftovers:   leftovers,
 	})
+}
+
+// leftovers lists what the node holds of sandbox id: its container in
+// runc's state, its directories, its mounts and loop devices, its cgroups.
+func leftovers(tb testing.TB, stateDir, id string) []string {
+	tb.Helper()
+	var left []string
+	out, err := exec.Command(testRuntime, "--root", filepath.Join(stateDir, "runc"), "list", "-q").Output()
+	if err != nil {
+		tb.Fatalf("%s list: %v", testRuntime, err)
+	}
+	for _, c := range strings.Fields(string(out)) {
+		if c == containerID(id) {
+			left = append(left, "container "+c)
+		}
+	}
+	for _, p := range []string{filepath.Join(stateDir, "sandboxes", id), filepath.Join(stateDir, buildersDir, id), filepath.Join(stateDir, "runc", containerID(id))} {
+		if fileExists(p) {
+			left = append(left, "file "+p)
+		}
+	}
+	left = append(left, volumeMounts(tb, filepath.Join(stateDir, "sandboxes", id))...)
+	parent, _ := cgroupDefaults(Options{StateDir: stateDir})
+	for _, p := range cgroupCandidates(tb, filepath.Join(parent, containerID(id))) {
+		if fileExists(p) {
+			left = append(left, "cgroup "+p)
+		}
+	}
+	return left
+}
+
+// cgroupCandidates are where the cgroup rel (relative to the agent's own
+// cgroup, or absolute) would be, in every hierarchy this process is in.
+func cgroupCandidates(tb testing.TB, rel string) []string {
+	tb.Helper()
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var paths []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		mnt := "/sys/fs/cgroup"
+		switch {
+		case parts[1] == "":
+			if fileExists("/sys/fs/cgroup/unified") {
+				mnt = "/sys/fs/cgroup/unified"
+			}
+		default:
+			ctl := strings.TrimPrefix(strings.Split(parts[1], ",")[0], "name=")
+			if fileExists(filepath.Join(mnt, parts[1])) {
+				ctl = strings.TrimPrefix(parts[1], "name=")
+			}
+			mnt = filepath.Join(mnt, ctl)
+		}
+		if filepath.IsAbs(rel) {
+			paths = append(paths, filepath.Join(mnt, rel))
+		} else {
+			paths = append(paths, filepath.Join(mnt, parts[2], rel))
+		}
+	}
+	return paths
 }

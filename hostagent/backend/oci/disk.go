@@ -141,6 +141,10 @@ func validateStorage(s backend.Storage) error {
 
 func (b *Backend) volumes(sb *sandbox) []volume {
 	s := b.storage(sb.spec.Storage)
+	if sb.builder {
+		// A builder has no pile.
+		return []volume{{name: layerName, bytes: s.LayerBytes, inodes: s.LayerInodes}}
+	}
 	return []volume{
 		{name: layerName, bytes: s.LayerBytes, inodes: s.LayerInodes},
 		{name: pileName, bytes: s.PileBytes, inodes: s.PileInodes, flags: unix.MS_NOEXEC},

@@ -50,7 +50,7 @@ func enospc(t *testing.T, b *Backend, id, cmd string) {
 const fillInodes = `mkdir -p %[1]s && i=0; while true > %[1]s/f$i; do i=$((i+1)); done 2>/tmp/.err || true; echo $i; cat /tmp/.err >&2; exit 1`
 
 // volumeMounts lists the mounts and loop devices of a state directory.
-func volumeMounts(t *testing.T, state string) []string {
+func volumeMounts(t testing.TB, state string) []string {
 	t.Helper()
 	var found []string
 	data, err := os.ReadFile("/proc/self/mountinfo")

@@ -23,7 +23,8 @@ limitations under the License.
 //
 //	<state>/runc/                   runc --root: container state (0700)
 //	<state>/bin/playground-sandbox-<hash>  the guest binary, by content
-//	<state>/sandboxes/<id>/         one sandbox (root:<its gid>, 0710)
+//	<state>/builders/<id>           a builder (builder.go) exists: removed by New if left
+//	<state>/sandboxes/<id>/         one sandbox or builder (root:<its gid>, 0710)
 //	    sandbox.json                the Spec and the sandbox's ID-map slot
 //	    config.json                 the runc bundle, rewritten at each start
 //	    rootfs/                     read-only root: mount points and symlinks
@@ -33,6 +34,7 @@ limitations under the License.
 //	    pile.img                    the pile's ext4 image (sparse)
 //	    pile/                       its mount: the append-only pile, at /pile
 //	    run/                        init's socket directory (container root, 0700)
+//	    faculties/                  /opt/faculties: mount points, bin/ links (made at each start)
 //	    init.log                    init's stderr, runc's errors
 //
 // # Disk

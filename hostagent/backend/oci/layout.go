@@ -43,12 +43,18 @@ type sandbox struct {
 	// slot selects the sandbox's host ID range; it never changes, since
 	// the files of the writable layer are owned by IDs in that range.
 	slot int
+	// builder marks a throwaway builder (builder.go): no pile, and the
+	// build's source and output mounted at /src and /out.
+	builder bool
+	// source is a builder's /src, for the build that runs it.
+	source string
 }
 
 // sandboxFile is the JSON form of a sandbox in <dir>/sandbox.json.
 type sandboxFile struct {
-	Spec backend.Spec `json:"spec"`
-	Slot int          `json:"slot"`
+	Spec    backend.Spec `json:"spec"`
+	Slot    int          `json:"slot"`
+	Builder bool         `json:"builder,omitempty"`
 }
 
 // idPattern bounds sandbox IDs to what is safe as a path element, a runc
@@ -87,6 +93,9 @@ func validateSpecFields(spec backend.Spec) error {
 	if strings.ContainsRune(spec.Persona, 0) || strings.ContainsRune(spec.LoginScript, 0) {
 		return errors.New("oci: persona and login script must not contain NUL bytes")
 	}
+	if err := validateFaculties(spec.Faculties); err != nil {
+		return err
+	}
 	r := spec.Resources
 	if r.CPUMillis < 0 || r.MemoryBytes < 0 || r.PIDs < 0 {
 		return errors.New("oci: resources must not be negative")
@@ -118,25 +127,35 @@ func (b *Backend) load(id string) (*sandbox, error) {
 	if f.Spec.ID != id || f.Slot < 0 || f.Slot >= b.opts.IDMapSlots {
 		return nil, fmt.Errorf("oci: sandbox %s: inconsistent sandbox.json", id)
 	}
-	return &sandbox{dir: dir, spec: f.Spec, slot: f.Slot}, nil
+	return &sandbox{dir: dir, spec: f.Spec, slot: f.Slot, builder: f.Builder}, nil
+}
+
+// loadTenant is load for the calls that run a tenant's sandbox: a builder
+// that an agent left under the ID is not one (Provision replaces it).
+func (b *Backend) loadTenant(id string) (*sandbox, error) {
+	sb, err := b.load(id)
+	if err == nil && sb.builder {
+		return nil, fmt.Errorf("oci: sandbox %s: %w (a builder left by an earlier agent has its ID)", id, backend.ErrNotFound)
+	}
+	return sb, err
 }
 
 // allocate records a new sandbox with a free ID-map slot. The slot search
 // starts from a hash of the ID, so that agents with distinct state
 // directories on one host rarely collide. b.mu is held until sandbox.json
 // is written, so concurrent provisions never pick the same slot.
-func (b *Backend) allocate(spec backend.Spec) (*sandbox, error) {
+func (b *Backend) allocate(spec backend.Spec, builder bool) (*sandbox, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	slot, err := b.freeSlot(spec.ID)
 	if err != nil {
 		return nil, err
 	}
-	sb := &sandbox{dir: b.sandboxDir(spec.ID), spec: spec, slot: slot}
+	sb := &sandbox{dir: b.sandboxDir(spec.ID), spec: spec, slot: slot, builder: builder}
 	if err := os.Mkdir(sb.dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(sb.dir, "sandbox.json"), sandboxFile{Spec: spec, Slot: slot}, 0o600); err != nil {
+	if err := writeJSON(filepath.Join(sb.dir, "sandbox.json"), sandboxFile{Spec: spec, Slot: slot, Builder: builder}, 0o600); err != nil {
 		return nil, err
 	}
 	b.slots[slot] = spec.ID
@@ -214,10 +233,10 @@ func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 	if err := ensureDir(dir, 0o710, 0, hostRoot); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, "sandbox.json"), sandboxFile{Spec: sb.spec, Slot: sb.slot}, 0o600); err != nil {
+	if err := writeJSON(filepath.Join(dir, "sandbox.json"), sandboxFile{Spec: sb.spec, Slot: sb.slot, Builder: sb.builder}, 0o600); err != nil {
 		return err
 	}
-	if err := b.prepareRootfs(dir); err != nil {
+	if err := b.prepareRootfs(sb); err != nil {
 		return err
 	}
 	if err := b.prepareEtc(sb); err != nil {
@@ -263,18 +282,25 @@ func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 	if err := ensureDir(filepath.Join(dir, "run"), 0o700, hostRoot, hostRoot); err != nil {
 		return err
 	}
+	if sb.builder {
+		// A build's output, on the layer: bounded by its limits.
+		return ensureDir(filepath.Join(layer, buildOut), 0o755, hostTenant, hostTenant)
+	}
 	return b.preparePile(ctx, sb)
 }
 
 // prepareRootfs creates the read-only root: mount points and the symlinks
 // of merged-/usr systems. Nothing in it is writable by the sandbox.
-func (b *Backend) prepareRootfs(dir string) error {
-	rootfs := filepath.Join(dir, "rootfs")
+func (b *Backend) prepareRootfs(sb *sandbox) error {
+	rootfs := filepath.Join(sb.dir, "rootfs")
 	if err := ensureDir(rootfs, 0o755, 0, 0); err != nil {
 		return err
 	}
-	dirs := []string{"proc", "dev", "sys", "etc", "run", "tmp", "var", "home", guest.TenantHome, guest.Workspace, guest.PileDir, guest.Dir, guest.RunDir, filepath.Dir(guest.Binary)}
+	dirs := []string{"proc", "dev", "sys", "etc", "run", "tmp", "var", "home", guest.TenantHome, guest.Workspace, guest.PileDir, guest.Dir, guest.RunDir, filepath.Dir(guest.Binary), filepath.Dir(guest.FacultiesDir), guest.FacultiesDir}
 	dirs = append(dirs, b.baseDirs...)
+	if sb.builder {
+		dirs = append(dirs, buildSrcDir, buildOutDir)
+	}
 	for _, d := range dirs {
 		if err := ensureDir(filepath.Join(rootfs, d), 0o755, 0, 0); err != nil {
 			return err

@@ -252,7 +252,8 @@ func (b *Backend) endLifeline(id string) (finish func(error)) {
 var _ backend.Backend = (*Backend)(nil)
 
 // New checks the host (runtime, state directory, guest binary) and returns
-// a Backend. It does not touch existing sandboxes: call Reattach for each.
+// a Backend. It does not touch existing sandboxes (call Reattach for each),
+// but removes the builders of an agent that died mid-build.
 func New(opts Options) (*Backend, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
@@ -307,6 +308,7 @@ func New(opts Options) (*Backend, error) {
 	}
 	b.maskedPaths = maskedPaths()
 	b.cgroupParent, b.swapLimit = cgroupDefaults(opts)
+	b.sweepBuilders()
 	return b, nil
 }
 
@@ -331,6 +333,11 @@ func (o *Options) setDefaults() error {
 		switch d {
 		case "/etc", "/proc", "/dev", "/sys", "/run", "/tmp", "/home", guest.Workspace, guest.PileDir, guest.Dir:
 			return fmt.Errorf("oci: base directory %q would hide a sandbox mount", d)
+		}
+		if d == guest.FacultiesDir || strings.HasPrefix(guest.FacultiesDir, d+"/") || strings.HasPrefix(d, guest.FacultiesDir+"/") {
+			// The faculties' mount point is made in the sandbox's root;
+			// a read-only base directory over it has none.
+			return fmt.Errorf("oci: base directory %q would hide the faculties at %s", d, guest.FacultiesDir)
 		}
 	}
 	if o.EtcFiles == nil {
@@ -451,7 +458,7 @@ func (b *Backend) prepareStateDir() error {
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
-	}{{s, 0o711}, {filepath.Join(s, "sandboxes"), 0o711}, {filepath.Join(s, "bin"), 0o711}, {b.runc.root, 0o700}} {
+	}{{s, 0o711}, {filepath.Join(s, "sandboxes"), 0o711}, {filepath.Join(s, "bin"), 0o711}, {filepath.Join(s, buildersDir), 0o700}, {b.runc.root, 0o700}} {
 		if err := os.MkdirAll(d.path, d.mode); err != nil {
 			return fmt.Errorf("oci: state directory: %w", err)
 		}
@@ -555,6 +562,14 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	}
 	defer b.lock(spec.ID)()
 	sb, err := b.load(spec.ID)
+	if err == nil && sb.builder {
+		// A builder an agent left mid-build under this ID is nobody's
+		// sandbox: it goes, and the sandbox is made anew.
+		if err := b.removeBuilder(ctx, spec.ID); err != nil {
+			return err
+		}
+		err = backend.ErrNotFound
+	}
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if err := b.checkReserve(); err != nil {
@@ -563,7 +578,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		// The limits are fixed now, defaults included: a later change of
 		// the defaults or of the spec does not resize existing images.
 		spec.Storage = b.storage(spec.Storage)
-		if sb, err = b.allocate(spec); err != nil {
+		if sb, err = b.allocate(spec, false); err != nil {
 			return err
 		}
 	case err != nil:
@@ -581,7 +596,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 		return err
 	}
 	defer b.lock(id)()
-	sb, err := b.load(id)
+	sb, err := b.loadTenant(id)
 	if err != nil {
 		return err
 	}
@@ -601,7 +616,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	defer b.lock(spec.ID)()
-	sb, err := b.load(spec.ID)
+	sb, err := b.loadTenant(spec.ID)
 	if err != nil {
 		return err
 	}
@@ -776,6 +791,11 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 		err = b.teardownEgress(ctx, sb)
 	}
 	if err != nil {
+		return err
+	}
+	// The faculties are fixed here, as the container is made: a change
+	// applies from the next start, never to a running sandbox.
+	if err := b.prepareFaculties(sb); err != nil {
 		return err
 	}
 	if err := writeSpec(filepath.Join(sb.dir, "config.json"), b.buildSpec(sb)); err != nil {

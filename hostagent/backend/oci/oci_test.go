@@ -272,13 +272,13 @@ func TestIsolation(t *testing.T) {
 	}
 	want := map[string]bool{".playground": true, "bin": true, "dev": true, "etc": true, "home": true, "lib": true,
 		"lib64": true, "pile": true, "proc": true, "run": true, "sbin": true, "sys": true, "tmp": true, "usr": true,
-		"var": true, "workspace": true, "lib32": true, "libx32": true}
+		"var": true, "workspace": true, "lib32": true, "libx32": true, "opt": true}
 	for _, e := range strings.Fields(got["top level"]) {
 		if !want[e] {
 			t.Errorf("unexpected top-level entry %q", e)
 		}
 	}
-	for _, w := range []string{"CapEff: 0000000000000000", "CapBnd: 00000000000000e0", "NoNewPrivs: 1", "Seccomp: 2"} {
+	for _, w := range []string{"CapEff: 0000000000000000", "CapBnd: 00000000000000e1", "NoNewPrivs: 1", "Seccomp: 2"} {
 		if !strings.Contains(got["status"], w) {
 			t.Errorf("status %q lacks %q", got["status"], w)
 		}

@@ -142,10 +142,10 @@ type (
 const cpuPeriod = 100000
 
 // guestCaps are the only capabilities of init and the shepherds (container
-// root, inside the sandbox's user namespace): dropping to the tenant uid
-// and killing the tenant's processes. Tenant commands run as TenantUID and
-// hold none.
-var guestCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
+// root, inside the sandbox's user namespace): dropping to the tenant uid,
+// killing the tenant's processes, and handing the worker's token file to
+// the tenant uid (chown). Tenant commands run as TenantUID and hold none.
+var guestCaps = []string{"CAP_CHOWN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
 
 // buildSpec renders the runc config for sandbox sb.
 func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
@@ -177,10 +177,18 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 		mount{Destination: guest.TenantHome, Type: "bind", Source: filepath.Join(dir, layerName, "home"), Options: rw},
 		mount{Destination: guest.Workspace, Type: "bind", Source: filepath.Join(dir, layerName, "workspace"), Options: rw},
 		mount{Destination: "/tmp", Type: "bind", Source: filepath.Join(dir, layerName, "tmp"), Options: rw},
-		mount{Destination: guest.PileDir, Type: "bind", Source: filepath.Join(dir, pileName), Options: append(rw, "noexec")},
 		mount{Destination: guest.Binary, Type: "bind", Source: b.guestBin, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 		mount{Destination: guest.RunDir, Type: "bind", Source: filepath.Join(dir, "run"), Options: append(rw, "noexec")},
 	)
+	if sb.builder {
+		mounts = append(mounts,
+			mount{Destination: buildSrcDir, Type: "bind", Source: sb.source, Options: bindRO},
+			mount{Destination: buildOutDir, Type: "bind", Source: filepath.Join(dir, layerName, buildOut), Options: rw},
+		)
+	} else {
+		mounts = append(mounts, mount{Destination: guest.PileDir, Type: "bind", Source: filepath.Join(dir, pileName), Options: append(rw, "noexec")})
+	}
+	mounts = append(mounts, facultyMounts(sb)...)
 
 	// A cgroup namespace rooted at the sandbox's cgroup: /proc/*/cgroup
 	// shows "/", not the agent's cgroup path on the node.

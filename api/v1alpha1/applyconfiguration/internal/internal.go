@@ -634,12 +634,18 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.playground-dev.playground.api.v1alpha1.WorkerProcessStatus
   map:
     fields:
+    - name: error
+      type:
+        scalar: string
     - name: lastExit
       type:
         scalar: string
     - name: lastExitTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: output
+      type:
+        scalar: string
     - name: restarts
       type:
         scalar: numeric

@@ -23,8 +23,13 @@ limitations under the License.
 //	probe socket FAMILY…  socket(AF_FAMILY, …) for each FAMILY, a lower-case
 //	                      name (unix, inet, vsock…); prints a line "FAMILY ok"
 //	                      or "FAMILY" and the errno's name for each
+//	probe connect ADDR    a TCP connection to host:port, for at most 5 s;
+//	                      prints "connected" or why not
 //	probe unshare32       unshare(CLONE_NEWUSER) through i386's ABI (int 0x80)
 //	probe unsharex32      unshare(CLONE_NEWUSER) through the x32 ABI
+//	probe serve PORT      listens on 127.0.0.1:PORT and answers each HTTP
+//	                      request with one line: "probe", the method, the
+//	                      path and the Authorization header it got
 //
 // A system call that returns prints "returned" and its result (a negative
 // errno). One that seccomp kills takes the calling thread with it (or the
@@ -34,24 +39,40 @@ limitations under the License.
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: probe socket FAMILY... | unshare32 | unsharex32")
+		fail("usage: probe socket FAMILY... | connect HOST:PORT | unshare32 | unsharex32 | serve PORT")
 	}
 	switch os.Args[1] {
 	case "socket":
 		for _, family := range os.Args[2:] {
 			fmt.Println(family, trySocket(family))
 		}
+	case "connect":
+		if len(os.Args) != 3 {
+			fail("usage: probe connect HOST:PORT")
+		}
+		fmt.Println(connect(os.Args[2]))
 	case "unshare32":
 		fmt.Println(unshare32())
 	case "unsharex32":
 		fmt.Println(unsharex32())
+	case "serve":
+		if len(os.Args) != 3 {
+			fail("usage: probe serve PORT")
+		}
+		if err := serve(os.Args[2]); err != nil {
+			fail(err.Error())
+		}
 	default:
 		fail("unknown probe " + strconv.Quote(os.Args[1]))
 	}
@@ -60,4 +81,57 @@ func main() {
 func fail(msg string) {
 	fmt.Fprintln(os.Stderr, "probe:", msg)
 	os.Exit(2)
+}
+
+// serve answers HTTP/1.1 requests on 127.0.0.1:port, one per connection
+// (the net package alone keeps the probe small enough for one write).
+func serve(port string) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		return err
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			r := bufio.NewReader(c)
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			var auth string
+			for {
+				h, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				h = strings.TrimRight(h, "\r\n")
+				if h == "" {
+					break
+				}
+				if k, v, ok := strings.Cut(h, ":"); ok && strings.EqualFold(k, "Authorization") {
+					auth = strings.TrimSpace(v)
+				}
+			}
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				return
+			}
+			body := "probe " + f[0] + " " + f[1] + " " + auth + "\n"
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+		}()
+	}
+}
+
+// connect tries a TCP connection to addr.
+func connect(addr string) string {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "refused: " + err.Error()
+	}
+	c.Close()
+	return "connected"
 }

@@ -35,7 +35,8 @@ type FacultyBundleStatusApplyConfiguration struct {
 	// Fingerprint is the content fingerprint of the current source, where
 	// the manager can compute it (configMap sources).
 	Fingerprint *string `json:"fingerprint,omitempty"`
-	// ReadyNodes is the number of nodes with a ready build.
+	// ReadyNodes is the number of nodes with a ready build of the current
+	// source (fingerprint and generation).
 	ReadyNodes *int32 `json:"readyNodes,omitempty"`
 	// Nodes reports the build on each node.
 	Nodes []BundleNodeStatusApplyConfiguration `json:"nodes,omitempty"`

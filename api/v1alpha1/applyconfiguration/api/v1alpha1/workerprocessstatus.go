@@ -37,6 +37,13 @@ type WorkerProcessStatusApplyConfiguration struct {
 	LastExit *string `json:"lastExit,omitempty"`
 	// LastExitTime is when it last ended.
 	LastExitTime *v1.Time `json:"lastExitTime,omitempty"`
+	// Error says why the worker does not start (its binary is not on the
+	// PATH, say).
+	Error *string `json:"error,omitempty"`
+	// Output is the end of the worker's output (at most 2 KiB, as a Pod's
+	// termination message), as the agent last read it: what
+	// `kubectl playground logs` shows. The whole tail stays on the node.
+	Output *string `json:"output,omitempty"`
 }
 
 // WorkerProcessStatusApplyConfiguration constructs a declarative configuration of the WorkerProcessStatus type for use with
@@ -74,5 +81,21 @@ func (b *WorkerProcessStatusApplyConfiguration) WithLastExit(value string) *Work
 // If called multiple times, the LastExitTime field is set to the value of the last call.
 func (b *WorkerProcessStatusApplyConfiguration) WithLastExitTime(value v1.Time) *WorkerProcessStatusApplyConfiguration {
 	b.LastExitTime = &value
+	return b
+}
+
+// WithError sets the Error field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Error field is set to the value of the last call.
+func (b *WorkerProcessStatusApplyConfiguration) WithError(value string) *WorkerProcessStatusApplyConfiguration {
+	b.Error = &value
+	return b
+}
+
+// WithOutput sets the Output field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Output field is set to the value of the last call.
+func (b *WorkerProcessStatusApplyConfiguration) WithOutput(value string) *WorkerProcessStatusApplyConfiguration {
+	b.Output = &value
 	return b
 }

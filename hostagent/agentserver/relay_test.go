@@ -1,0 +1,143 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package agentserver_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/testbin"
+)
+
+// TestWorkerRelay: the relay reaches the worker of the caller's tenant's
+// sandbox with the worker's own bearer, and refuses, marked as its own,
+// whatever is not the tenant's or not running.
+func TestWorkerRelay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := startNode(t, "", nil, spec("wk", "ns/a"), spec("other", "ns/b"))
+
+	// The worker: the conformance probe's HTTP server, written into the
+	// sandbox as a tenant would.
+	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/backend/conformance/probe", "-ldflags=-s -w", "-trimpath")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := n.client.Open(ctx, "ns/a", "wk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.client.Write(ctx, "ns/a", h.ID, ".probe", "", data); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, n, "ns/a", h.ID, "chmod 755 ~/.probe")
+
+	get := func(c *agentapi.Client, tenant, id, path string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker"+path, nil)
+		req.Header.Set("Authorization", "Bearer the-public-token")
+		resp, err := c.WorkerTransport(tenant, id).RoundTrip(req)
+		if err != nil {
+			t.Fatalf("relaying to %s of %s: %v", id, tenant, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+
+	// Before the mapping is applied: the agent's own 503.
+	if resp, body := get(n.client, "ns/a", "wk", "/mcp"); resp.StatusCode != http.StatusServiceUnavailable ||
+		resp.Header.Get(agentapi.AgentErrorHeader) != string(agentapi.CodeUnavailable) || !strings.Contains(body, "no worker") {
+		t.Fatalf("no worker yet: %s %q (agent error %q)", resp.Status, body, resp.Header.Get(agentapi.AgentErrorHeader))
+	}
+
+	if err := n.agent.SetWorker(ctx, "wk", &hostagent.WorkerSpec{
+		Argv: []string{guest.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guest.DefaultPath}, Port: 18090,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var resp *http.Response
+	var body string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		resp, body = get(n.client, "ns/a", "wk", "/mcp/a%2Fb?q=1")
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break // the worker listens (or never will: checked below)
+		}
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(agentapi.AgentErrorHeader) != "" {
+		t.Fatalf("the worker's answer: %s %q", resp.Status, body)
+	}
+	f := strings.Fields(body)
+	if len(f) != 5 || f[0] != "probe" || f[1] != "GET" || f[2] != "/mcp/a%2Fb?q=1" || f[3] != "Bearer" {
+		t.Fatalf("the worker saw %q: want its path as sent and a bearer", body)
+	}
+	if tok := f[4]; tok == gatewayToken || tok == "the-public-token" || len(tok) < 40 {
+		t.Errorf("the worker saw the bearer %q: want its own internal token, not the caller's", tok)
+	}
+
+	// Setting the same worker again keeps it, token and all.
+	if err := n.agent.SetWorker(ctx, "wk", &hostagent.WorkerSpec{
+		Argv: []string{guest.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guest.DefaultPath}, Port: 18090,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, again := get(n.client, "ns/a", "wk", "/mcp/a%2Fb?q=1"); again != body {
+		t.Errorf("the worker after the same spec again answered %q, before %q", again, body)
+	}
+
+	for _, tc := range []struct {
+		name, tenant, id string
+		status           int
+		code             agentapi.Code
+	}{
+		{"another tenant's sandbox", "ns/b", "wk", http.StatusNotFound, agentapi.CodeNotFound},
+		{"a sandbox without a worker", "ns/b", "other", http.StatusServiceUnavailable, agentapi.CodeUnavailable},
+		{"no tenant", "", "wk", http.StatusBadRequest, agentapi.CodeInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := get(n.client, tc.tenant, tc.id, "/mcp")
+			if resp.StatusCode != tc.status || resp.Header.Get(agentapi.AgentErrorHeader) != string(tc.code) || strings.Contains(body, "probe") {
+				t.Fatalf("%s %q (agent error %q): want %d %s, not the worker", resp.Status, body, resp.Header.Get(agentapi.AgentErrorHeader), tc.status, tc.code)
+			}
+		})
+	}
+	t.Run("an unknown caller", func(t *testing.T) {
+		c, _ := agentapi.NewClient(n.endpoint, "not-a-token", nil)
+		if resp, _ := get(c, "ns/a", "wk", "/mcp"); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s, want 401", resp.Status)
+		}
+	})
+	t.Run("an agent older than the relay", func(t *testing.T) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker/mcp", nil)
+		_, err := n.client.Speaking(agentapi.Version{Major: 1, Minor: 2}).WorkerTransport("ns/a", "wk").RoundTrip(req)
+		if agentapi.CodeOf(err) != agentapi.CodeUnavailable || !strings.Contains(err.Error(), "upgrade the agents") {
+			t.Fatalf("%v: want a refusal that says to upgrade", err)
+		}
+	})
+}

@@ -1,0 +1,95 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package oci
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// DialSandbox implements backend.Dialer: an idle shepherd of the sandbox's
+// init connects to port on the sandbox's loopback and relays bytes (the
+// guest's Dial request). The relay holds that shepherd, a process charged
+// to the sandbox, for as long as the connection is open.
+func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Conn, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("oci: port %d is not a TCP port", port)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
+		defer cancel()
+	}
+	conn, err := b.dial(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	fail := func(err error) (net.Conn, error) {
+		stop()
+		conn.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("oci: reaching port %d in sandbox %s: %w", port, id, err)
+	}
+	req, err := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.DialProtocolVersion, Dial: port})
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := conn.Write(req); err != nil {
+		return fail(err)
+	}
+	br := bufio.NewReader(conn)
+	t, payload, err := guest.NewFrameReader(br).ReadFrame()
+	if err != nil {
+		return fail(err)
+	}
+	switch t {
+	case guest.FrameStarted:
+	case guest.FrameError:
+		return fail(fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload))
+	default:
+		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
+	}
+	if !stop() {
+		conn.Close()
+		return nil, fmt.Errorf("oci: reaching port %d in sandbox %s: %w", port, id, ctx.Err())
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &bufferedConn{UnixConn: conn, r: br}, nil
+}
+
+// bufferedConn reads through the reader that parsed the relay's answer,
+// which may hold the first bytes of the worker's.
+type bufferedConn struct {
+	*net.UnixConn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }

@@ -1,0 +1,168 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// SetWorker implements backend.WorkerSupervisor: the sandbox's init
+// watches its run directory for the worker's spec and keeps that worker
+// running (guest's supervisor). The directory is the sandbox root's, mode
+// 0700: the tenant reads neither the spec nor the token in it.
+func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) error {
+	if err := validateID(id); err != nil {
+		return err
+	}
+	defer b.lock(id)()
+	if !fileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
+		return fmt.Errorf("oci: sandbox %s: %w", id, backend.ErrNotFound)
+	}
+	path := filepath.Join(b.runDir(id), guest.WorkerSpecFile)
+	if w == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("oci: stopping the worker of sandbox %s: %w", id, err)
+		}
+		return nil
+	}
+	if len(w.Argv) == 0 {
+		return fmt.Errorf("oci: the worker of sandbox %s has no command", id)
+	}
+	data, err := json.Marshal(guest.WorkerSpec{Argv: w.Argv, Env: w.Env, Token: w.Token, Port: w.Port})
+	if err != nil {
+		return err
+	}
+	// Whatever the sandbox's root left under that name (a link to a file
+	// of the host, say) is replaced, never read through.
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("oci: setting the worker of sandbox %s: %w", id, err)
+		}
+	}
+	// Init, the sandbox's root, reads it: 0644 in a directory only that
+	// root may enter.
+	if err := writeFileAtomic(path, data, 0o644); err != nil {
+		return fmt.Errorf("oci: setting the worker of sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// Worker implements backend.WorkerSupervisor: the spec last set.
+func (b *Backend) Worker(ctx context.Context, id string) (*backend.Worker, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	data, err := readNoFollow(filepath.Join(b.runDir(id), guest.WorkerSpecFile), 1<<20)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oci: the worker of sandbox %s: %w", id, err)
+	}
+	var spec guest.WorkerSpec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("oci: the worker spec of sandbox %s is not valid", id)
+	}
+	return &backend.Worker{Argv: spec.Argv, Env: spec.Env, Token: spec.Token, Port: spec.Port}, nil
+}
+
+// WorkerStatus implements backend.WorkerSupervisor from the state file
+// the sandbox's init keeps.
+func (b *Backend) WorkerStatus(ctx context.Context, id string) (backend.WorkerStatus, error) {
+	if err := validateID(id); err != nil {
+		return backend.WorkerStatus{}, err
+	}
+	data, err := readNoFollow(filepath.Join(b.runDir(id), guest.WorkerStatusFile), 64<<10)
+	if errors.Is(err, os.ErrNotExist) {
+		if !fileExists(filepath.Join(b.runDir(id), guest.WorkerSpecFile)) {
+			return backend.WorkerStatus{}, fmt.Errorf("oci: sandbox %s has no worker: %w", id, backend.ErrNotFound)
+		}
+		return backend.WorkerStatus{}, nil // set, not started yet
+	}
+	if err != nil {
+		return backend.WorkerStatus{}, fmt.Errorf("oci: the worker status of sandbox %s: %w", id, err)
+	}
+	var st guest.WorkerState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return backend.WorkerStatus{}, fmt.Errorf("oci: the worker status of sandbox %s is not valid", id)
+	}
+	return backend.WorkerStatus{Running: st.Running, StartedAt: st.StartedAt, Restarts: st.Restarts,
+		LastExit: st.LastExit, LastExitTime: st.LastExitTime, Error: st.Error}, nil
+}
+
+// WorkerLog implements backend.WorkerSupervisor: the end of the worker's
+// output, across the rotated file and the current one.
+func (b *Backend) WorkerLog(ctx context.Context, id string, max int) ([]byte, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(b.runDir(id), guest.WorkerLogFile)
+	cur, err := readNoFollow(path, max)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("oci: the worker log of sandbox %s: %w", id, err)
+	}
+	if len(cur) < max {
+		prev, err := readNoFollow(path+".1", max-len(cur))
+		if err == nil {
+			cur = append(prev, cur...)
+		}
+	}
+	return cur, nil
+}
+
+func (b *Backend) runDir(id string) string { return filepath.Join(b.sandboxDir(id), "run") }
+
+// readNoFollow reads at most the last max bytes of the regular file at
+// path, which lives in a directory of the sandbox's root: a symbolic link
+// there is never followed to a file of the host.
+func readNoFollow(path string, max int) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, os.ErrNotExist
+		}
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if off := fi.Size() - int64(max); off > 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, int64(max)))
+}
