@@ -358,7 +358,7 @@ func (f *Forwarder) forward(c *call, dest *Destination, body []byte) {
 		f.log.Warn("The agent refused to relay to a worker", "mapping", dest.Mapping, "code", code, "message", e.Message)
 		c.w.Header().Set("Retry-After", "5")
 		c.fail(http.StatusServiceUnavailable, "agent_refused", CodeUnavailable, fmt.Sprintf(
-			"the agent of your sandbox's node did not reach your worker (WorkerMapping %s): %s (%s); if the worker is restarting retry shortly, otherwise ask the operator to check the mapping's status.worker", dest.Mapping, e.Message, code))
+			"the agent of your sandbox's node answered for your worker (WorkerMapping %s): %s (%s); the request was not retried; if the worker is restarting retry shortly, otherwise ask the operator to check the mapping's status.worker (kubectl playground logs)", dest.Mapping, e.Message, code))
 		return
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
