@@ -483,6 +483,20 @@ func TestWorkerUnavailable(t *testing.T) {
 		unavailable(t, tn.token, "no-such-secret", "does not exist", "bearerSecretRef")
 	})
 
+	t.Run("sandbox worker not running", func(t *testing.T) {
+		tn := newWorkersTenant(t, ns, "sid")
+		m := newMapping(t, ns, "sid-worker", tn.name, playgroundv1alpha1.WorkerDestination{Sandbox: &playgroundv1alpha1.SandboxProcessDestination{
+			Command: []string{"my-worker"}, Port: 8765, Path: "/mcp"}}, "", time.Minute)
+		reconcileMapping(t, m, true, "Ready", "forwarding")
+		// What the agent of the sandbox's node reports, under its owner.
+		ac := playgroundv1alpha1ac.WorkerMapping(m.Name, m.Namespace).WithStatus(playgroundv1alpha1ac.WorkerMappingStatus().
+			WithWorker(playgroundv1alpha1ac.WorkerProcessStatus().WithRunning(false).WithRestarts(3).WithError(`exec: "my-worker": executable file not found in $PATH`)))
+		if err := k8s.Status().Apply(context.Background(), ac, client.FieldOwner(playgroundv1alpha1.AgentNodeFieldOwner("n1")), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+		unavailable(t, tn.token, "is not running in your sandbox", "executable file not found", "kubectl playground logs")
+	})
+
 	t.Run("a dead endpoint beside a live one", func(t *testing.T) {
 		tn := newWorkersTenant(t, ns, "flo")
 		m := newMapping(t, ns, "flo-worker", tn.name, serviceDest("flo-worker"), "", time.Minute)
