@@ -21,6 +21,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -31,8 +32,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -127,7 +131,7 @@ func TestSandboxWorkerThroughGateway(t *testing.T) {
 	g.Eventually(func() (err error) {
 		cs, err = mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil).Connect(ctx, alternate, nil)
 		return err
-	}).WithTimeout(settle).WithPolling(200 * time.Millisecond).Should(Succeed(), "the worker does not serve yet")
+	}).WithTimeout(settle).WithPolling(200*time.Millisecond).Should(Succeed(), "the worker does not serve yet")
 	defer cs.Close()
 
 	tools, err := cs.ListTools(ctx, nil)
@@ -196,3 +200,91 @@ func TestSandboxWorkerThroughGateway(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestServiceWorkerThroughGateway: a WorkerMapping with a service
+// destination, with real parts but for the pods behind the Service: an
+// MCP server (go-sdk) on this machine's address, published as the
+// Service's ready endpoint in an EndpointSlice as the endpoint controller
+// would. The manager resolves it, and the gateway forwards the tenant to
+// it with the bearer of the mapping's Secret, never the tenant's token.
+func TestServiceWorkerThroughGateway(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ip := hostAddress(t)
+	startManager(t)
+	startNode(t, &node{name: "svc-workers-a", labels: pool("svc-workers")})
+	ns := newNamespace(t)
+
+	// The worker: it answers only the internal bearer, and says which it got.
+	const inner = "the-internal-bearer"
+	server := mcp.NewServer(&mcp.Implementation{Name: "svc-worker", Version: "v1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "whoami", Description: "what reached this worker"},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, whoAmI, error) {
+			return nil, whoAmI{Authorization: req.Extra.Header.Get("Authorization"), SessionID: req.Extra.Header.Get("Mcp-Session-Id")}, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	g.Expect(err).NotTo(HaveOccurred())
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+inner {
+			http.Error(w, "not the internal bearer", http.StatusUnauthorized)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	port := int32(ln.Addr().(*net.TCPAddr).Port)
+
+	g.Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker-bearer"},
+		Data: map[string][]byte{"token": []byte(inner)}})).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "mcp", Port: 80, TargetPort: intstr.FromInt32(port)}}}})).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: "worker-1", Labels: map[string]string{discoveryv1.LabelServiceName: "worker"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("mcp"), Port: ptr.To(port)}},
+	})).To(Succeed())
+	applyTenant(t, ns, "svc", func(tn *playgroundv1alpha1.Tenant) {
+		inPool("svc-workers")(tn)
+		tn.Spec.Catalog = playgroundv1alpha1.CatalogWorkers
+	})
+	g.Expect(k8sClient.Create(ctx, &playgroundv1alpha1.WorkerMapping{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc"},
+		Spec: playgroundv1alpha1.WorkerMappingSpec{
+			TenantRef:       playgroundv1alpha1.LocalObjectReference{Name: "svc"},
+			Destination:     playgroundv1alpha1.WorkerDestination{Service: &playgroundv1alpha1.ServiceDestination{Name: "worker", Port: 80}},
+			BearerSecretRef: &playgroundv1alpha1.SecretKeyReference{Name: "worker-bearer", Key: "token"},
+		}})).To(Succeed())
+	waitReady(t, ns, "svc")
+	token := tokenOf(g, ns, "svc")
+
+	cs, err := mcpConnect(startGateway(t), token)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	g.Expect(err).NotTo(HaveOccurred())
+	var who whoAmI
+	b, _ := json.Marshal(res.StructuredContent)
+	g.Expect(json.Unmarshal(b, &who)).To(Succeed())
+	g.Expect(who.Authorization).To(Equal("Bearer " + inner))
+	g.Expect(who.SessionID).NotTo(BeEmpty())
+	g.Expect(who.SessionID).NotTo(Equal(cs.ID()))
+}
+
+// hostAddress is an IPv4 address of this machine that is not loopback,
+// which an EndpointSlice accepts.
+func hostAddress(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("this machine has no IPv4 address but loopback, which an EndpointSlice refuses")
+	return ""
+}
