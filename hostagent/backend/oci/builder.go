@@ -114,6 +114,11 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 		if rerr := b.removeBuilder(cctx, req.ID); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
+		// A step that ctx cut short (mkfs killed, say) reports its own
+		// failure; the caller learns that ctx ended it.
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("oci: build %s: %w (%w)", req.ID, ctx.Err(), err)
+		}
 	}()
 	sb, err := b.allocate(spec, true)
 	if err != nil {
