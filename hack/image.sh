@@ -17,8 +17,8 @@
 # whatever versions the mirror had when it was made: no snapshot mirror is
 # reachable here to pin them, so a base made on another day may differ.
 #
-# The base layer depends only on the package list, the Debian suite and this
-# script's BASE_REVISION, and is kept in the user's cache directory, under a
+# The base layer depends only on the package list, the Debian suite, this
+# script's BASE_REVISION and the time of the last change to either file, and is kept in the user's cache directory, under a
 # lock, so that a rebuild after a Go change takes seconds. IMAGE_REFRESH=1
 # remakes it (for the mirror's security updates).
 #
@@ -48,8 +48,13 @@ export SOURCE_DATE_EPOCH
 log() { echo "image: $*" >&2; }
 packages() { sed 's/#.*//' hack/image/packages.txt | tr -s ' \t' '\n' | grep -v '^$'; }
 
+# The base's times are those of the last change to its inputs, not of the
+# commit being built, so that one base serves every commit.
+base_epoch=$(git log -1 --format=%ct -- hack/image/packages.txt hack/image.sh 2>/dev/null || true)
+base_epoch=${base_epoch:-$SOURCE_DATE_EPOCH}
+
 arch=$(go env GOARCH)
-key=$( (echo "$BASE_REVISION $DEBIAN_SUITE $DEBIAN_MIRROR $DEBIAN_SECURITY_MIRROR $arch"; packages) | sha256sum | cut -c1-16)
+key=$( (echo "$BASE_REVISION $base_epoch $DEBIAN_SUITE $DEBIAN_MIRROR $DEBIAN_SECURITY_MIRROR $arch"; packages) | sha256sum | cut -c1-16)
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/playground/image"
 base="$cache_dir/base-$DEBIAN_SUITE-$arch-$key.tar.gz"
 mkdir -p "$cache_dir" "$(dirname "$out")"
@@ -74,10 +79,6 @@ if [ ! -s "$base" ]; then
 	# root mode when root; unshare mode (user namespaces) otherwise.
 	mode=unshare
 	[ "$(id -u)" -eq 0 ] && mode=root
-	# The base's times are those of the last change to its inputs, not of
-	# the commit being built, so that one base serves every commit.
-	base_epoch=$(git log -1 --format=%ct -- hack/image/packages.txt hack/image.sh 2>/dev/null || true)
-	base_epoch=${base_epoch:-$SOURCE_DATE_EPOCH}
 	log "making the Debian $DEBIAN_SUITE root from $DEBIAN_MIRROR (mmdebstrap; about 100 MB of packages; later builds reuse $base)"
 	tmp=$(mktemp -d "$cache_dir/base.tmp.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
