@@ -224,7 +224,16 @@ func TestAuthentication(t *testing.T) {
 		if err := k8s.Update(ctx, &tn); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "a workers tenant to be refused by a sandbox gateway", 10*time.Second, wantStatus(g.url, t, dave.token, http.StatusForbidden))
+		// A gateway restricted to the sandbox catalog refuses it; one that
+		// serves each tenant its own forwards it, here to no mapping.
+		sg := startGateway(t, mcpgateway.Options{Catalog: mcpgateway.CatalogSandbox})
+		sg.waitReady(t)
+		waitFor(t, "a workers tenant to be refused by a sandbox gateway", 10*time.Second, wantStatus(sg.url, t, dave.token, http.StatusForbidden))
+		waitFor(t, "a workers tenant without a mapping to be told so", 10*time.Second, wantStatus(g.url, t, dave.token, http.StatusServiceUnavailable))
+		resp, body := post(t, g.url, dave.token, "", initializeBody)
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "no WorkerMapping") {
+			t.Fatalf("%s %q", resp.Status, body)
+		}
 	})
 
 	t.Run("deletion", func(t *testing.T) {

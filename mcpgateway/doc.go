@@ -16,12 +16,15 @@ limitations under the License.
 
 // Package mcpgateway is the MCP gateway: it authenticates MCP clients by
 // their tenant's bearer token (against the token hashes the manager
-// publishes in the Tenants' status, from informers; it reads no Secrets;
-// see clusterview), resolves tenant, Sandbox and node from the
-// same informer caches, and serves the eight sandbox tools (see tools)
-// through the node's host agent. It serves Streamable HTTP at /mcp, stateless
-// by default so that any replica serves any request, or one tenant over stdio
-// authorised by the caller's kubeconfig. It refuses every request while it
-// cannot trust its view of credentials (fail closed). docs/tools.md is the
-// reference.
+// publishes in the Tenants' status, from informers; it reads no credential
+// Secrets; see clusterview), resolves tenant, Sandbox and node from the
+// same informer caches, and serves each tenant the catalog its Tenant
+// names: the eight sandbox tools (see tools) through the node's host
+// agent, or, for the workers catalog, its own worker's, forwarded to the
+// destination of its WorkerMapping (see workers). It serves Streamable
+// HTTP at /mcp, stateless by default so that any replica serves any
+// request, or one tenant of the sandbox catalog over stdio authorised by
+// the caller's kubeconfig. It refuses every request while it cannot trust
+// its view of credentials (fail closed). docs/tools.md and docs/workers.md
+// are the reference.
 package mcpgateway

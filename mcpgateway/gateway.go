@@ -30,16 +30,20 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 	"github.com/playground-dev/playground/mcpgateway/tools"
+	"github.com/playground-dev/playground/mcpgateway/workers"
 )
 
-// Catalogs a gateway can serve; a deployment serves one, never both.
+// Catalogs a gateway can be restricted to. By default it serves each
+// tenant the catalog its Tenant names, never a union.
 const (
 	CatalogSandbox = "sandbox"
 	CatalogWorkers = "workers"
@@ -73,8 +77,22 @@ type Options struct {
 	// With it, the gateway lists and watches Tenants and Sandboxes in that
 	// namespace only, so a Role there is all it needs of them.
 	Namespace string
-	// Catalog is CatalogSandbox; CatalogWorkers is not implemented yet.
+	// Catalog, when set, restricts the gateway to the tenants of one
+	// catalog (others are refused with 403); empty serves each tenant the
+	// catalog its Tenant names.
 	Catalog string
+	// SessionKeyFile holds the keys that seal the public session IDs of
+	// the workers catalog (workers.LoadKeys): replicas that share it serve
+	// each other's sessions. Empty, or a file that does not exist: a key
+	// generated at start, for one replica.
+	SessionKeyFile string
+	// WorkerMaxInFlightPerTenant bounds the requests and streams one
+	// tenant has open to its worker through this replica
+	// (workers.DefaultMaxInFlightPerTenant).
+	WorkerMaxInFlightPerTenant int
+	// WorkerSessionMaxAge is how long a worker session is accepted after
+	// it began (workers.DefaultSessionMaxAge).
+	WorkerSessionMaxAge time.Duration
 	// AgentCredentials give the token the gateway presents to the agent
 	// of each node: in a cluster its ServiceAccount's, bound to that node
 	// (ServiceAccountTokens). AgentToken, if AgentCredentials is nil, is
@@ -130,25 +148,30 @@ type Gateway struct {
 	log      *slog.Logger
 	budget   *budget.Limiter
 	sessions *sessionLimit
+	// workers forwards the tenants of the workers catalog (nil when the
+	// gateway is restricted to the sandbox catalog).
+	workers      *workers.Forwarder
+	workerRoutes *workerRoutes
 	// lastRefusalLog rate-limits the log of fail-closed refusals.
 	lastRefusalLog atomic.Int64
 }
 
-// CheckCatalog refuses catalogs the gateway cannot serve.
+// CheckCatalog refuses catalogs the gateway cannot be restricted to.
 func CheckCatalog(c string) error {
 	switch c {
-	case "", CatalogSandbox:
+	case "", CatalogSandbox, CatalogWorkers:
 		return nil
-	case CatalogWorkers:
-		return errors.New("the workers catalog is not implemented yet: serve --catalog sandbox")
 	}
-	return fmt.Errorf("unknown catalog %q: want sandbox (or workers, once it is implemented)", c)
+	return fmt.Errorf("unknown catalog %q: want sandbox or workers, or none to serve each tenant its own", c)
 }
 
 // The gateway reads, with informers, and never writes: Tenants (their
-// status carries the token hashes), Sandboxes, and the agents'
-// registrations. It reads no Secrets.
+// status carries the token hashes), Sandboxes, WorkerMappings, and the
+// agents' registrations. Of Secrets it reads only those a WorkerMapping
+// names as its worker's bearer, each with a direct GET: no list, no watch.
 // +kubebuilder:rbac:groups=playground.dev,resources=tenants;sandboxes,verbs=list;watch
+// +kubebuilder:rbac:groups=playground.dev,resources=workermappings,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=list;watch
 // +kubebuilder:rbac:groups="",namespace=playground-system,resources=serviceaccounts/token,verbs=create,resourceNames=playground-gateway
 
@@ -192,6 +215,8 @@ func New(opts Options) (*Gateway, error) {
 	view, err := clusterview.New(opts.Config, clusterview.Options{
 		Namespace:      opts.Namespace,
 		Credentials:    true,
+		Catalog:        playgroundv1alpha1.Catalog(opts.Catalog),
+		WorkerMappings: opts.Catalog != CatalogSandbox,
 		LeaseNamespace: opts.LeaseNamespace,
 		StaleAfter:     opts.StaleAfter,
 		Logger:         opts.Logger,
@@ -201,6 +226,11 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{opts: opts, view: view, log: opts.Logger, budget: lim,
 		router: &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA), log: opts.Logger, trustRegistrations: true}}
+	if opts.Catalog != CatalogSandbox {
+		if err := g.newWorkers(); err != nil {
+			return nil, err
+		}
+	}
 	holds := &callHolds{calls: map[string]*[]func(){}}
 	server := newServer(g.router,
 		tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold})
@@ -224,7 +254,7 @@ func New(opts Options) (*Gateway, error) {
 		serveMCP = g.sessions.middleware(serveMCP)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.authenticate(holds.middleware(serveMCP)))
+	mux.Handle("/mcp", g.authenticate(g.dispatch(holds.middleware(serveMCP))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := view.Ready(); err != nil {
@@ -235,6 +265,46 @@ func New(opts Options) (*Gateway, error) {
 	})
 	g.handler = mux
 	return g, nil
+}
+
+// newWorkers sets up the forwarding of the workers catalog.
+func (g *Gateway) newWorkers() error {
+	keys, err := workers.LoadKeys(g.opts.SessionKeyFile, g.log)
+	if err != nil {
+		return fmt.Errorf("mcpgateway: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(g.opts.Config)
+	if err != nil {
+		return err
+	}
+	g.workerRoutes = &workerRoutes{view: g.view, router: g.router, service: newServiceTransport(),
+		secrets: &bearerSecrets{cs: cs, now: time.Now, cache: map[string]cachedBearer{}}}
+	g.workers, err = workers.New(workers.Options{
+		Resolve: g.workerRoutes.resolve, Keys: keys,
+		MaxInFlightPerTenant: g.opts.WorkerMaxInFlightPerTenant, SessionMaxAge: g.opts.WorkerSessionMaxAge,
+		MaxRequestBytes: MaxRequestBytes, Logger: g.log,
+	})
+	return err
+}
+
+// dispatch serves each authenticated tenant the catalog its Tenant names:
+// the sandbox tools (sandbox), or its worker's own (workers).
+func (g *Gateway) dispatch(sandbox http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := r.Context().Value(tenantKey{}).(clusterview.Identity)
+		t, err := g.view.Tenant(id)
+		if err != nil {
+			// Refused between authentication and here: let the
+			// sandbox tools answer, which re-check at every call.
+			sandbox.ServeHTTP(w, r)
+			return
+		}
+		if catalogOf(t) == playgroundv1alpha1.CatalogWorkers && g.workers != nil {
+			g.workers.Serve(w, r, id.String())
+			return
+		}
+		sandbox.ServeHTTP(w, r)
+	})
 }
 
 // streamableOptions are the Streamable HTTP transport's options for opts.
@@ -288,6 +358,14 @@ func (g *Gateway) Serves(token string) error {
 	}
 	id, err := g.view.Authenticate(token)
 	if err != nil {
+		return err
+	}
+	t, err := g.view.Tenant(id)
+	if err != nil {
+		return err
+	}
+	if catalogOf(t) == playgroundv1alpha1.CatalogWorkers && g.workerRoutes != nil {
+		_, err = g.workerRoutes.resolve(context.Background(), id.String())
 		return err
 	}
 	_, err = g.router.routeTenant(context.Background(), id)

@@ -52,7 +52,7 @@ func TestAuthFailureMetrics(t *testing.T) {
 	ok := newTenant(t, ns, "metrics-admitted", nil)
 	suspended := newTenant(t, ns, "metrics-suspended", nil)
 	workers := newTenant(t, ns, "metrics-workers", nil)
-	g := startGateway(t, mcpgateway.Options{})
+	g := startGateway(t, mcpgateway.Options{Catalog: mcpgateway.CatalogSandbox})
 	g.waitReady(t)
 	setSuspended(t, ns, suspended.name, true)
 	var tn playgroundv1alpha1.Tenant

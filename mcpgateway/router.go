@@ -91,15 +91,29 @@ func (r *router) Route(ctx context.Context, req *mcp.CallToolRequest) (tools.Rou
 func (r *router) routeTenant(ctx context.Context, id clusterview.Identity) (tools.Route, error) {
 	// Re-check the tenant at the call: suspension and deletion take effect
 	// on the next call, also in stdio mode and on long-lived streams.
-	if _, err := r.view.Tenant(id); err != nil {
+	t, err := r.view.Tenant(id)
+	if err != nil {
 		return tools.Route{}, tenantError(err)
 	}
+	if c := clusterview.CatalogOf(t); c != playgroundv1alpha1.CatalogSandbox {
+		return tools.Route{}, fmt.Errorf("unauthenticated: tenant %s is now served the %q catalog, not the sandbox tools: reconnect", id, c)
+	}
+	sandboxID, agent, err := r.agentFor(ctx, id)
+	if err != nil {
+		return tools.Route{}, err
+	}
+	return tools.Route{Tenant: id.String(), SandboxID: sandboxID, Agent: agent}, nil
+}
+
+// agentFor resolves a tenant to its sandbox's ID and the client of its
+// node's agent, speaking the version both ends know.
+func (r *router) agentFor(ctx context.Context, id clusterview.Identity) (string, *agentapi.Client, error) {
 	sbx, ok := r.view.Sandbox(id)
 	if !ok {
-		return tools.Route{}, fmt.Errorf("%s: your sandbox has not been created yet: the Tenant's controller creates it; retry in a few seconds, and if it persists ask the operator to check the Tenant %s", agentapi.CodeUnavailable, id)
+		return "", nil, fmt.Errorf("%s: your sandbox has not been created yet: the Tenant's controller creates it; retry in a few seconds, and if it persists ask the operator to check the Tenant %s", agentapi.CodeUnavailable, id)
 	}
 	if err := sandboxUsable(sbx); err != nil {
-		return tools.Route{}, err
+		return "", nil, err
 	}
 	// Without registrations (stdio) the agent's version is not known: the
 	// client speaks this one, and an older agent answers what it knows.
@@ -108,20 +122,20 @@ func (r *router) routeTenant(ctx context.Context, id clusterview.Identity) (tool
 	if r.trustRegistrations {
 		reg, ok := r.view.Agent(sbx.Spec.NodeName)
 		if !ok || reg.Endpoint != sbx.Status.Endpoint {
-			return tools.Route{}, fmt.Errorf("%s: your sandbox's node %s has no current agent registration at the sandbox's endpoint; retry in a few seconds, and if it persists ask the operator to check the node's agent", agentapi.CodeUnavailable, sbx.Spec.NodeName)
+			return "", nil, fmt.Errorf("%s: your sandbox's node %s has no current agent registration at the sandbox's endpoint; retry in a few seconds, and if it persists ask the operator to check the node's agent", agentapi.CodeUnavailable, sbx.Spec.NodeName)
 		}
 		if version, err = agentVersion(reg.Protocol); err != nil {
 			protocolRefused(err)
 			r.log.Error("Refusing an agent of another protocol", "node", reg.Node, "err", err)
-			return tools.Route{}, fmt.Errorf("%s: your sandbox's node %s runs an agent this gateway cannot speak to (a deployment problem during an upgrade): retry later and tell the operator: %w", agentapi.CodeUnavailable, reg.Node, err)
+			return "", nil, fmt.Errorf("%s: your sandbox's node %s runs an agent this gateway cannot speak to (a deployment problem during an upgrade): retry later and tell the operator: %w", agentapi.CodeUnavailable, reg.Node, err)
 		}
 	}
 	agent, err := r.agents.client(ctx, sbx.Spec.NodeName, sbx.Status.Endpoint)
 	if err != nil {
 		r.log.Error("No agent client", "sandbox", id.String(), "err", err)
-		return tools.Route{}, fmt.Errorf("%s: the gateway cannot reach your sandbox's node right now (a deployment problem): retry later and tell the operator", agentapi.CodeUnavailable)
+		return "", nil, fmt.Errorf("%s: the gateway cannot reach your sandbox's node right now (a deployment problem): retry later and tell the operator", agentapi.CodeUnavailable)
 	}
-	return tools.Route{Tenant: id.String(), SandboxID: sbx.Status.SandboxID, Agent: agent.Speaking(version)}, nil
+	return sbx.Status.SandboxID, agent.Speaking(version), nil
 }
 
 // agentVersion is the version to speak with an agent that advertises

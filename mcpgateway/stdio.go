@@ -56,7 +56,8 @@ type StdioOptions struct {
 	Config *rest.Config
 	// Tenant is the tenant to serve.
 	Tenant clusterview.Identity
-	// Catalog is CatalogSandbox; CatalogWorkers is not implemented yet.
+	// Catalog is CatalogSandbox (or empty): stdio serves the sandbox tools
+	// only; a tenant of the workers catalog connects over HTTP.
 	Catalog string
 	// AgentToken is the token presented to the agents: the caller's own
 	// (its kubeconfig's bearer token), which each agent checks with a
@@ -140,8 +141,8 @@ func Authorize(ctx context.Context, cfg *rest.Config, id clusterview.Identity) e
 // disconnects or ctx ends. It refuses to start unless the caller's
 // kubeconfig may use the tenant, and re-checks that every ReauthorizeEvery of use.
 func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport) error {
-	if err := CheckCatalog(opts.Catalog); err != nil {
-		return err
+	if opts.Catalog != "" && opts.Catalog != CatalogSandbox {
+		return fmt.Errorf("--stdio serves the sandbox catalog only, not %q: a tenant of the workers catalog connects to its worker through the HTTP gateway", opts.Catalog)
 	}
 	creds, err := agentCredentials(nil, opts.AgentToken)
 	if err != nil {
@@ -163,7 +164,7 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	// Read the objects once directly, for a clear error when the caller
 	// may use the tenant but not read it.
 	view, err := clusterview.New(opts.Config, clusterview.Options{
-		Namespace: id.Namespace, Name: id.Name, StaleAfter: opts.StaleAfter, Logger: opts.Logger,
+		Namespace: id.Namespace, Name: id.Name, Catalog: playgroundv1alpha1.CatalogSandbox, StaleAfter: opts.StaleAfter, Logger: opts.Logger,
 	})
 	if err != nil {
 		return err

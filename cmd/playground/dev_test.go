@@ -19,6 +19,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/cmd/playground/devenv"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/internal/controlplane"
@@ -41,7 +43,8 @@ import (
 
 // TestDev walks the README's `make dev`: the binary starts the control plane,
 // applies the samples and says how to reach them; kubectl lists the samples;
-// Ctrl-C leaves no process behind; a second run finds the same state.
+// the sample workers tenant reaches its worker; Ctrl-C leaves no process
+// behind; a second run finds the same state.
 func TestDev(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts a control plane twice")
@@ -63,6 +66,7 @@ func TestDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	samples := devSamples(t, root)
 	state, err := os.MkdirTemp("", "pg-dev-")
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +87,10 @@ func TestDev(t *testing.T) {
 		}
 	})
 
-	first := runDevOnce(t, root, bin, guest, assets, state, "echo persisted > kept")
+	first := runDevOnce(t, root, bin, guest, assets, state, samples, "echo persisted > kept")
 	// The sample tenant lists the sample bundle: the node built it, and
 	// its hello runs by name.
-	second := runDevOnce(t, root, bin, guest, assets, state, "cat kept && hello")
+	second := runDevOnce(t, root, bin, guest, assets, state, samples, "cat kept && hello")
 	if first.uid != second.uid || first.sandboxID != second.sandboxID {
 		t.Fatalf("the second run re-created the sample tenant or its sandbox (%+v, then %+v): its state was not kept", first, second)
 	}
@@ -101,9 +105,10 @@ type devRun struct {
 
 // runDevOnce runs `playground dev` until it is ready, checks the cluster
 // with kubectl, interrupts it, and returns the sample tenant's UID.
-func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) devRun {
+func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, command string) devRun {
 	t.Helper()
-	cmd := exec.Command(bin, "dev", "--control-plane", assets, "--state-dir", state, "--guest-binary", guest, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(bin, "dev", "--control-plane", assets, "--state-dir", state, "--guest-binary", guest, "--listen", "127.0.0.1:0",
+		"--samples", samples)
 	cmd.Dir = root
 	stdout, stderr := newLineLog(), newLineLog()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -172,6 +177,18 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, command string) d
 		t.Fatalf("no MCP endpoint or token printed:\n%s", printed)
 	}
 	sandboxID, output := execOverMCP(t, endpoint[1], token[1], command)
+
+	// The sample workers tenant: its worker, from the sample's faculty
+	// bundle, answers through the same gateway with its own tools.
+	kubectl("wait", "--for=condition=Ready", "--timeout=3m", "-n", "default", "tenant/worker-demo")
+	workerToken := kubectl("get", "secret", playgroundv1alpha1.CredentialSecretName("worker-demo"), "-n", "default", "-o", "jsonpath={.data.token}")
+	decoded, err := base64.StdEncoding.DecodeString(workerToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if persona := workerWhoAmI(t, endpoint[1], string(decoded)); persona != "worker-demo" {
+		t.Fatalf("the sample worker says its persona is %q", persona)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -340,4 +357,74 @@ func (l *lineLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// devSamples is config/samples with the sample worker bundle's host path
+// pointing at a directory holding the example worker, as `make dev` puts
+// it in /opt/playground/faculties: a test leaves the machine's /opt alone.
+func devSamples(t *testing.T, root string) string {
+	t.Helper()
+	worker, err := testbin.Build("github.com/playground-dev/playground/cmd/playground-example-worker", "-trimpath")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	faculties := filepath.Join(dir, "faculties")
+	if err := os.Mkdir(faculties, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(faculties, "playground-example-worker"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "config", "samples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := false
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(root, "config", "samples", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := string(b); strings.Contains(s, "path: /opt/playground/faculties\n") {
+			b, replaced = []byte(strings.ReplaceAll(s, "path: /opt/playground/faculties\n", "path: "+faculties+"\n")), true
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !replaced {
+		t.Fatal("no sample names /opt/playground/faculties: update the test with the samples")
+	}
+	return dir
+}
+
+// workerWhoAmI calls the sample worker's whoami tool through the gateway
+// with the workers tenant's token, and returns the persona it reports.
+func workerWhoAmI(t *testing.T, endpoint, token string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "dev-test", Version: "v0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
+	if err != nil {
+		t.Fatalf("connecting the workers tenant to %s: %v", endpoint, err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("whoami: %v %v", err, res)
+	}
+	var who struct {
+		Persona string `json:"persona"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &who); err != nil {
+		t.Fatal(err)
+	}
+	return who.Persona
 }

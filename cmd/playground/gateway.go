@@ -36,6 +36,7 @@ import (
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
+	"github.com/playground-dev/playground/mcpgateway/workers"
 )
 
 // runGateway runs the MCP gateway: Streamable HTTP for every tenant, or
@@ -44,7 +45,10 @@ func runGateway(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("playground gateway", flag.ContinueOnError)
 	var (
 		listen      = fs.String("listen", ":8080", "address of the MCP endpoint (served at /mcp; /healthz and /readyz beside it)")
-		catalog     = fs.String("catalog", mcpgateway.CatalogSandbox, "the catalog served: sandbox (the eight sandbox tools) or workers (not implemented yet)")
+		catalog     = fs.String("catalog", "", "restrict the gateway to the tenants of one catalog, sandbox (the eight sandbox tools) or workers (forwarding to each tenant's native worker), refusing others with 403; default: serve each tenant the catalog its Tenant names")
+		sessionKey  = fs.String("session-key-file", "", "file of the keys that seal worker session IDs (one base64 key of 32 bytes a line, the sealing key first, re-read on change), mounted from a Secret that every replica shares; absent: a key generated at start, for a single replica (docs/workers.md)")
+		workerMax   = fs.Int("worker-max-in-flight-per-tenant", workers.DefaultMaxInFlightPerTenant, "requests and streams one tenant may have open to its worker through this replica")
+		workerAge   = fs.Duration("worker-session-max-age", workers.DefaultSessionMaxAge, "refuse a worker session this long after it began (within it, it lives as long as the worker keeps it)")
 		tokenFile   = fs.String("agent-token-file", "", "file holding a shared bearer token to present to every host agent, re-read on change (playground dev); default: the gateway's ServiceAccount's token bound to each node, or with --stdio your kubeconfig's token")
 		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates (another issuer, such as cert-manager); default: the bundle the manager publishes in the ConfigMap playground-agent-ca of the lease namespace, watched. Only that CA is trusted for https:// agents; http:// endpoints (playground dev) use cleartext HTTP/2")
 		namespace   = fs.String("namespace", "", "serve only the tenants of this namespace, watching Tenants and Sandboxes there only, so that a Role there is all the RBAC they need (default: all namespaces)")
@@ -84,6 +88,9 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	if err := mcpgateway.CheckCatalog(*catalog); err != nil {
 		return fmt.Errorf("--catalog: %w", err)
+	}
+	if *workerMax <= 0 || *workerAge <= 0 {
+		return errors.New("--worker-max-in-flight-per-tenant and --worker-session-max-age must be positive")
 	}
 	// Logs go to stderr: in stdio mode stdout carries the protocol.
 	log := slog.New(logr.ToSlogHandler(logOpts.setLogger()))
@@ -161,6 +168,7 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	gw, err := mcpgateway.New(mcpgateway.Options{
 		Config: cfg, Namespace: *namespace, Catalog: *catalog, LeaseNamespace: *leaseNS,
+		SessionKeyFile: *sessionKey, WorkerMaxInFlightPerTenant: *workerMax, WorkerSessionMaxAge: *workerAge,
 		AgentCredentials: agentCreds, AgentToken: agentToken, AgentCA: agentCA,
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
 		MaxSessionsPerTenant: *sessionsPerTenant, MaxSessions: *sessionsTotal,

@@ -19,6 +19,7 @@ package agentserver
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -77,6 +78,9 @@ func (s *Server) relay() http.Handler {
 			DisableCompression: true,
 		},
 		FlushInterval: -1, // streamed answers reach the caller as the worker writes them
+		// A worker that dies mid-answer is the worker's business: logged
+		// at debug level, not as the agent's error.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the caller went away

@@ -16,11 +16,13 @@ limitations under the License.
 
 // Package clusterview is the gateway's read-only view of the cluster: the
 // Tenants, indexed by the SHA-256 of their current token that the manager
-// publishes in their status, and their Sandboxes, from informers. It reads
-// no Secrets. It answers "whose token is this?" and "where is this
-// tenant's sandbox?", and it says when it cannot be trusted: before the
-// first sync, and when a watch has been broken for longer than a bound.
-// Callers refuse to serve then (fail closed).
+// publishes in their status, their Sandboxes and, for tenants of the
+// workers catalog, their WorkerMappings, from informers. It reads no
+// Secrets. It answers "whose token is this?", "where is this tenant's
+// sandbox?" and "where does this tenant's worker listen?", and it says when
+// it cannot be trusted: before the first sync, and when a watch has been
+// broken for longer than a bound. Callers refuse to serve then (fail
+// closed).
 package clusterview
 
 import (
@@ -30,10 +32,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -56,6 +61,10 @@ const DefaultStaleAfter = 30 * time.Second
 // tokenIndex indexes the Tenants by status.credentials.tokenSHA256.
 const tokenIndex = "tokenSHA256"
 
+// tenantRefIndex indexes the WorkerMappings by the tenant they route,
+// "namespace/name".
+const tenantRefIndex = "tenantRef"
+
 // Options configure a View.
 type Options struct {
 	// Namespace limits the view to one namespace; empty means all.
@@ -71,6 +80,13 @@ type Options struct {
 	// registrations there, so that the gateway sends its agent token only
 	// to an endpoint an agent registered (see Agent).
 	LeaseNamespace string
+	// Catalog, when set, is the only catalog served: Tenant refuses
+	// tenants of another with a WrongCatalogError. Empty serves each
+	// tenant the catalog it names.
+	Catalog playgroundv1alpha1.Catalog
+	// WorkerMappings makes the view track WorkerMappings (see
+	// WorkerMapping), for the workers catalog.
+	WorkerMappings bool
 	// StaleAfter bounds how long a broken watch is tolerated; zero means
 	// DefaultStaleAfter.
 	StaleAfter time.Duration
@@ -87,6 +103,7 @@ type View struct {
 	tenants   *tracked
 	sandboxes *tracked
 	leases    *tracked // nil without Options.LeaseNamespace
+	mappings  *tracked // nil without Options.WorkerMappings
 }
 
 // Identity is the tenant a credential belongs to.
@@ -127,6 +144,15 @@ func (e *WrongCatalogError) Error() string {
 	return fmt.Sprintf("tenant %s is configured for the %q catalog, which this gateway does not serve: connect to a gateway of that catalog", e.Tenant, e.Catalog)
 }
 
+// CatalogOf is the catalog a Tenant is served (its spec's, sandbox when
+// unset).
+func CatalogOf(t *playgroundv1alpha1.Tenant) playgroundv1alpha1.Catalog {
+	if t.Spec.Catalog == "" {
+		return playgroundv1alpha1.CatalogSandbox
+	}
+	return t.Spec.Catalog
+}
+
 // New returns a view over the API server of cfg; Start runs it.
 func New(cfg *rest.Config, opts Options) (*View, error) {
 	if opts.StaleAfter <= 0 {
@@ -161,6 +187,14 @@ func New(cfg *rest.Config, opts Options) (*View, error) {
 	}
 	v.sandboxes = v.newTracked("Sandboxes", cl, &playgroundv1alpha1.Sandbox{}, func() client.ObjectList { return &playgroundv1alpha1.SandboxList{} },
 		nameSel, stripManagedFields)
+	if opts.WorkerMappings {
+		// All of the namespace's: a mapping's name need not be its tenant's.
+		v.mappings = v.newTracked("WorkerMappings", cl, &playgroundv1alpha1.WorkerMapping{}, func() client.ObjectList { return &playgroundv1alpha1.WorkerMappingList{} },
+			nil, stripManagedFields)
+		if err := v.mappings.informer.AddIndexers(toolscache.Indexers{tenantRefIndex: mappedTenant}); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
 }
 
@@ -185,6 +219,9 @@ func (v *View) all() []*tracked {
 	ts := []*tracked{v.tenants, v.sandboxes}
 	if v.leases != nil {
 		ts = append(ts, v.leases)
+	}
+	if v.mappings != nil {
+		ts = append(ts, v.mappings)
 	}
 	return ts
 }
@@ -246,8 +283,9 @@ func (v *View) Authenticate(token string) (Identity, error) {
 }
 
 // Tenant returns the tenant if it may be served now: it exists, is not
-// being deleted, is not suspended and uses the sandbox catalog. A missing
-// or deleted tenant is ErrUnknownToken, as its credential no longer counts.
+// being deleted, is not suspended and, with Options.Catalog, uses that
+// catalog. A missing or deleted tenant is ErrUnknownToken, as its
+// credential no longer counts.
 func (v *View) Tenant(id Identity) (*playgroundv1alpha1.Tenant, error) {
 	if err := v.Ready(); err != nil {
 		return nil, err
@@ -262,8 +300,8 @@ func (v *View) Tenant(id Identity) (*playgroundv1alpha1.Tenant, error) {
 		return nil, ErrUnknownToken
 	case t.Spec.Suspended:
 		return nil, &SuspendedError{Tenant: id}
-	case t.Spec.Catalog != "" && t.Spec.Catalog != playgroundv1alpha1.CatalogSandbox:
-		return nil, &WrongCatalogError{Tenant: id, Catalog: t.Spec.Catalog}
+	case v.opts.Catalog != "" && CatalogOf(t) != v.opts.Catalog:
+		return nil, &WrongCatalogError{Tenant: id, Catalog: CatalogOf(t)}
 	}
 	return t, nil
 }
@@ -301,6 +339,74 @@ func (v *View) Agent(node string) (agentlease.Registration, bool) {
 		return agentlease.Registration{}, false
 	}
 	return reg, true
+}
+
+// WorkerMapping returns the tenant's WorkerMapping if it may be served: the
+// only one whose spec.tenantRef names the tenant, Ready for its current
+// generation. Otherwise the error says, to the tenant, what is missing
+// and whom to ask. The object is shared with the cache: do not modify it.
+func (v *View) WorkerMapping(id Identity) (*playgroundv1alpha1.WorkerMapping, error) {
+	if v.mappings == nil {
+		return nil, errors.New("this gateway does not track WorkerMappings")
+	}
+	objs, err := v.mappings.informer.GetIndexer().ByIndex(tenantRefIndex, id.String())
+	if err != nil {
+		return nil, err
+	}
+	switch len(objs) {
+	case 0:
+		return nil, &MappingError{Tenant: id, Reason: MappingMissing,
+			Message: fmt.Sprintf("no WorkerMapping in namespace %s names tenant %s in spec.tenantRef: ask the operator to create one (docs/workers.md)", id.Namespace, id.Name)}
+	case 1:
+	default:
+		names := make([]string, 0, len(objs))
+		for _, o := range objs {
+			names = append(names, o.(*playgroundv1alpha1.WorkerMapping).Name)
+		}
+		slices.Sort(names)
+		return nil, &MappingError{Tenant: id, Reason: MappingConflict,
+			Message: fmt.Sprintf("%d WorkerMappings name tenant %s (%s) and none is served: ask the operator to delete all but one", len(objs), id, strings.Join(names, ", "))}
+	}
+	m := objs[0].(*playgroundv1alpha1.WorkerMapping)
+	ready := apimeta.FindStatusCondition(m.Status.Conditions, playgroundv1alpha1.ReadyCondition)
+	switch {
+	case m.DeletionTimestamp != nil:
+		return nil, &MappingError{Tenant: id, Reason: MappingNotReady,
+			Message: fmt.Sprintf("your WorkerMapping %s/%s is being deleted; ask the operator if that is unexpected", m.Namespace, m.Name)}
+	case ready == nil || ready.ObservedGeneration != m.Generation:
+		return nil, &MappingError{Tenant: id, Reason: MappingNotReady,
+			Message: fmt.Sprintf("your WorkerMapping %s/%s has not been reconciled since it last changed: retry in a few seconds; if it persists ask the operator to check that the manager runs", m.Namespace, m.Name)}
+	case ready.Status != metav1.ConditionTrue:
+		return nil, &MappingError{Tenant: id, Reason: MappingNotReady,
+			Message: fmt.Sprintf("your WorkerMapping %s/%s is not Ready (%s: %s): ask the operator to check it (kubectl describe workermapping -n %s %s)", m.Namespace, m.Name, ready.Reason, ready.Message, m.Namespace, m.Name)}
+	}
+	return m, nil
+}
+
+// Reasons of a MappingError.
+const (
+	MappingMissing  = "missing"
+	MappingConflict = "conflict"
+	MappingNotReady = "not_ready"
+)
+
+// MappingError says why a tenant's WorkerMapping cannot be served; its
+// message is for the tenant.
+type MappingError struct {
+	Tenant  Identity
+	Reason  string
+	Message string
+}
+
+func (e *MappingError) Error() string { return e.Message }
+
+// mappedTenant indexes a WorkerMapping by the tenant it routes.
+func mappedTenant(obj any) ([]string, error) {
+	m, ok := obj.(*playgroundv1alpha1.WorkerMapping)
+	if !ok || m.Spec.TenantRef.Name == "" {
+		return nil, nil
+	}
+	return []string{m.Namespace + "/" + m.Spec.TenantRef.Name}, nil
 }
 
 // tokenHashes indexes a Tenant by the token hash its status publishes, when

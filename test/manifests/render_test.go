@@ -235,6 +235,7 @@ var customHelmValues = []string{
 	"--set", "gateway.service.nodePort=30080",
 	"--set", "gateway.namespace=team-a",
 	"--set", "gateway.pdb.enabled=false",
+	"--set", "gateway.sessionKey.create=false",
 	"--set", "agent.metricsPort=0",
 	"--set", "agent.nodeLabels.disk=ssd",
 	"--set", "agent.nodeLabels.zone=a",
