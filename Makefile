@@ -95,10 +95,11 @@ fmt: ## Format the Go code.
 	gofmt -l -w $$(git ls-files '*.go')
 
 .PHONY: tidy
-tidy: ## Tidy go.mod and go.sum of the module and of hack/'s control-plane modules.
+tidy: ## Tidy go.mod and go.sum of the module and of hack/'s modules (control plane, image).
 	$(GO) mod tidy
 	cd hack/controlplane/kube && $(GO) mod tidy
 	cd hack/controlplane/etcd && $(GO) mod tidy
+	cd hack/image && $(GO) mod tidy
 
 .PHONY: vet
 vet: ## Run go vet.
@@ -112,6 +113,15 @@ build: ## Build the playground binaries into bin/.
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/playground-sandbox ./cmd/playground-sandbox
 	$(GO) build -o $(BIN)/kubectl-playground ./cmd/kubectl-playground
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/playground-example-worker ./cmd/playground-example-worker
+
+.PHONY: image
+image: ## Build the container image daemonlessly into bin/playground-image.oci.tar; print its digest and size (push: see docs/install.md, "Image").
+	@hack/image.sh
+	@echo "push:    skopeo copy oci-archive:bin/playground-image.oci.tar docker://REGISTRY/playground:TAG  (or: crane push bin/playground-image.oci.tar REGISTRY/playground:TAG)"
+
+.PHONY: image-test
+image-test: ## Build the image twice, check that the digests agree and that it holds the binaries and the agent's tools.
+	PLAYGROUND_IMAGE_TEST=1 $(GO) test -count=1 -timeout 30m -v -run 'TestImage|TestBuildsAgree' ./test/image/
 
 .PHONY: envtest
 envtest: ## Build the control plane (kube-apiserver, etcd, kubectl) and print its path.

@@ -1,0 +1,14 @@
+// Assembles the Playground image from a Debian root and the Go binaries
+// with go-containerregistry, kept out of the main module's dependencies.
+module playground.dev/hack/image
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
