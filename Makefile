@@ -95,11 +95,12 @@ fmt: ## Format the Go code.
 	gofmt -l -w $$(git ls-files '*.go')
 
 .PHONY: tidy
-tidy: ## Tidy go.mod and go.sum of the module and of hack/'s modules (control plane, image).
+tidy: ## Tidy go.mod and go.sum of the module and of hack/'s modules (control plane, image, cluster).
 	$(GO) mod tidy
 	cd hack/controlplane/kube && $(GO) mod tidy
 	cd hack/controlplane/etcd && $(GO) mod tidy
 	cd hack/image && $(GO) mod tidy
+	cd hack/cluster && $(GO) mod tidy
 
 .PHONY: vet
 vet: ## Run go vet.
@@ -122,6 +123,18 @@ image: ## Build the container image daemonlessly into bin/playground-image.oci.t
 .PHONY: image-test
 image-test: ## Build the image twice, check that the digests agree and that it holds the binaries and the agent's tools.
 	PLAYGROUND_IMAGE_TEST=1 $(GO) test -count=1 -timeout 30m -v -run 'TestImage|TestBuildsAgree' ./test/image/
+
+.PHONY: cluster-e2e
+cluster-e2e: prereqs ## As root: bring up a single-node Kubernetes here (hack/cluster.sh), run a pod on it, bring it down leaving nothing.
+	PLAYGROUND_CLUSTER_TEST=1 $(GO) test -count=1 -timeout 60m -v ./test/cluster/
+
+.PHONY: cluster-up
+cluster-up: ## As root: start the single-node Kubernetes of make cluster-e2e; print its kubeconfig (docs/cluster-e2e.md).
+	@hack/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Stop everything cluster-up started and undo its changes to the host.
+	@hack/cluster.sh down
 
 .PHONY: envtest
 envtest: ## Build the control plane (kube-apiserver, etcd, kubectl) and print its path.
