@@ -88,6 +88,7 @@ const testPod = `apiVersion: v1
 kind: Pod
 metadata:
   name: probe
+  labels: {app: probe}
 spec:
   terminationGracePeriodSeconds: 1
   containers:
@@ -95,6 +96,15 @@ spec:
     image: playground.local/busybox:cluster
     imagePullPolicy: Never
     command: ["/bin/sh", "-c", "echo started; busybox mkdir /www; echo ok >/www/index.html; exec busybox httpd -f -p 8080 -h /www"]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: probe
+spec:
+  selector: {app: probe}
+  ports:
+  - {port: 80, targetPort: 8080}
 `
 
 func TestClusterUpPodDown(t *testing.T) {
@@ -152,6 +162,22 @@ func TestClusterUpPodDown(t *testing.T) {
 	// The host reaches the pod on the bridge.
 	if body := get(t, "http://"+netip.AddrPortFrom(ip, 8080).String()+"/"); body != "ok\n" {
 		t.Errorf("the pod's web server answered %q, want ok", body)
+	}
+
+	// kube-proxy: the host reaches the pod through its Service's cluster IP,
+	// and the pod reaches the apiserver through the kubernetes Service (what
+	// the operator in a pod will do). No CoreDNS, so by IP.
+	svcIP := strings.TrimSpace(k.must("", "get", "service", "probe", "-o", "jsonpath={.spec.clusterIP}"))
+	if body := get(t, "http://"+svcIP+"/"); body != "ok\n" {
+		t.Errorf("the Service %s answered %q, want ok", svcIP, body)
+	}
+	kubeIP := strings.TrimSpace(k.must("", "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"))
+	// An HTTP request to the apiserver's TLS port gets the Go TLS server's
+	// plain-text answer: proof of a connection to it, without a TLS client.
+	out := k.must("", "exec", "probe", "--", "/bin/sh", "-c",
+		`printf 'GET / HTTP/1.0\r\n\r\n' | busybox nc -w 5 `+kubeIP+` 443`)
+	if !strings.Contains(out, "Client sent an HTTP request to an HTTPS server") {
+		t.Errorf("from the pod, %s:443 answered %q, want the apiserver", kubeIP, out)
 	}
 
 	clusterSh(t, "down")
