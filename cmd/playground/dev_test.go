@@ -231,11 +231,7 @@ func execOverMCP(t *testing.T, endpoint, token, command string) (string, string)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "dev-test", Version: "v0"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
-	if err != nil {
-		t.Fatalf("connecting to %s: %v", endpoint, err)
-	}
+	cs := connectMCP(ctx, t, endpoint, token)
 	defer cs.Close()
 	call := func(name string, args, out any) {
 		t.Helper()
@@ -409,11 +405,7 @@ func workerWhoAmI(t *testing.T, endpoint, token string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "dev-test", Version: "v0"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
-	if err != nil {
-		t.Fatalf("connecting the workers tenant to %s: %v", endpoint, err)
-	}
+	cs := connectMCP(ctx, t, endpoint, token)
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
@@ -427,4 +419,15 @@ func workerWhoAmI(t *testing.T, endpoint, token string) string {
 		t.Fatal(err)
 	}
 	return who.Persona
+}
+
+// connectMCP connects the go-sdk client to the gateway with a tenant's token.
+func connectMCP(ctx context.Context, t *testing.T, endpoint, token string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "dev-test", Version: "v0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", endpoint, err)
+	}
+	return cs
 }

@@ -52,6 +52,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/fingerprint"
 )
 
@@ -442,7 +443,7 @@ func (c *Cache) stage(ctx context.Context, fp string, req Request) (Build, strin
 	if err := writeFileSync(filepath.Join(staged, metaFile), meta, 0o444); err != nil {
 		return Build{}, logTail, err
 	}
-	if err := syncDir(staged); err != nil {
+	if err := atomicfile.SyncDir(staged); err != nil {
 		return Build{}, logTail, err
 	}
 	final := filepath.Join(c.opts.Dir, fp)
@@ -452,7 +453,7 @@ func (c *Cache) stage(ctx context.Context, fp string, req Request) (Build, strin
 	if err := os.Rename(staged, final); err != nil {
 		return Build{}, logTail, err
 	}
-	if err := syncDir(c.opts.Dir); err != nil {
+	if err := atomicfile.SyncDir(c.opts.Dir); err != nil {
 		return Build{}, logTail, err
 	}
 	if err := writeStamp(final); err != nil {
@@ -477,18 +478,10 @@ func exitMessage(st backend.ExitStatus, timeout time.Duration) string {
 	return ""
 }
 
-// writeStamp marks dir complete: a temporary file, synced, renamed to the
-// stamp, and the directory synced, so that a stamp on disk always follows
-// everything it vouches for.
+// writeStamp marks dir complete, durably and atomically, so that a stamp
+// on disk always follows everything it vouches for.
 func writeStamp(dir string) error {
-	tmp := filepath.Join(dir, stampFile+".tmp")
-	if err := writeFileSync(tmp, []byte("complete\n"), 0o444); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, stampFile)); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return atomicfile.Write(filepath.Join(dir, stampFile), []byte("complete\n"), 0o444)
 }
 
 // NewBuildID returns a fresh ID for a throwaway builder: the shape of a
@@ -572,7 +565,7 @@ func (c *Cache) remove(fp string) error {
 	if err := os.Remove(filepath.Join(dir, stampFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := syncDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := atomicfile.SyncDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return removeAll(dir)

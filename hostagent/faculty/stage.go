@@ -27,6 +27,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/fingerprint"
 )
 
@@ -109,7 +110,7 @@ func stageBinaries(src, dst string, binaries []string, built bool) error {
 	if err := os.Chmod(dst, 0o555); err != nil {
 		return err
 	}
-	return syncDir(dst)
+	return atomicfile.SyncDir(dst)
 }
 
 // What a listed binary can be instead of a regular file.
@@ -179,16 +180,6 @@ func writeFileSync(name string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return f.Close()
-}
-
-// syncDir makes a directory's entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // removeAll removes a tree whose directories may be read-only (a staged

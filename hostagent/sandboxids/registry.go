@@ -42,6 +42,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/playground-dev/playground/internal/atomicfile"
 )
 
 // Prefix starts every sandbox ID.
@@ -103,7 +105,7 @@ func Open(dir string, hasFiles func(id string) bool) (*Registry, error) {
 	for _, e := range entries {
 		id := e.Name()
 		if !Valid(id) {
-			if strings.HasPrefix(id, ".tmp-") {
+			if atomicfile.IsTemp(id) {
 				_ = os.Remove(filepath.Join(dir, id)) // a write that a crash interrupted
 			}
 			continue
@@ -198,38 +200,11 @@ func (r *Registry) Release(owner string) error {
 	return nil
 }
 
-// recordLocked writes owner's record for id durably: a temporary file,
-// synced, renamed into place, and the directory synced.
+// recordLocked writes owner's record for id durably.
 func (r *Registry) recordLocked(owner, id string) error {
-	tmp, err := os.CreateTemp(r.dir, ".tmp-")
-	if err != nil {
-		return fmt.Errorf("sandbox IDs: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(owner + "\n"); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(r.dir, id))
-	}
-	if err == nil {
-		err = syncDir(r.dir)
-	}
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(r.dir, id), []byte(owner+"\n"), 0o600); err != nil {
 		return fmt.Errorf("sandbox IDs: recording %s as %s's: %w", id, owner, err)
 	}
 	r.byOwner[owner], r.owners[id] = id, owner
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

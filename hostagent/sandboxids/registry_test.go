@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/playground-dev/playground/internal/atomicfile"
 )
 
 func open(t *testing.T, dir string, hasFiles func(string) bool) *Registry {
@@ -110,11 +112,11 @@ func TestLegacyAdoption(t *testing.T) {
 
 func TestBadRecords(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, ".tmp-123"), []byte("half"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, atomicfile.TempPrefix+"123"), []byte("half"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := open(t, dir, nil)
-	if _, err := os.Stat(filepath.Join(dir, ".tmp-123")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, atomicfile.TempPrefix+"123")); !os.IsNotExist(err) {
 		t.Error("an interrupted write was left behind")
 	}
 	for _, owner := range []string{"", "noslash", "/x", "x/", "a/b/c"} {
