@@ -20,7 +20,8 @@
 # sysctls the kubelet and the bridge plugin set, cgroups) is recorded by `up`
 # and undone by `down`. Root is needed (as for any kubelet).
 #
-# Environment: CLUSTER_DIR, CLUSTER_API_PORT (16443), CLUSTER_NODE
+# Environment: CLUSTER_IMAGES (image archives to import; by default
+# bin/playground-image.oci.tar when make image has made it), CLUSTER_DIR, CLUSTER_API_PORT (16443), CLUSTER_NODE
 # (playground-node), CLUSTER_POD_CIDR (10.88.0.0/24), CLUSTER_SERVICE_CIDR
 # (10.96.0.0/16).
 set -euo pipefail
@@ -183,6 +184,12 @@ images() {
 	fi
 	ctr -a "$sock" -n k8s.io images import "$d/pause.tar" >/dev/null
 	ctr -a "$sock" -n k8s.io images import "$d/busybox.tar" >/dev/null
+	# The Playground image of make image, when it has been built.
+	local a
+	for a in ${CLUSTER_IMAGES-$(ls "$root/bin/playground-image.oci.tar" 2>/dev/null)}; do
+		log "importing $a"
+		ctr -a "$sock" -n k8s.io images import "$a" >/dev/null
+	done
 }
 
 # --- configuration ----------------------------------------------------------

@@ -180,9 +180,48 @@ func TestClusterUpPodDown(t *testing.T) {
 		t.Errorf("from the pod, %s:443 answered %q, want the apiserver", kubeIP, out)
 	}
 
+	t.Run("PlaygroundImage", func(t *testing.T) { playgroundImage(t, k) })
+
 	clusterSh(t, "down")
 	downDone = true
 	assertNothingLeft(t)
+}
+
+// playgroundImage runs the image of make image, which hack/cluster.sh
+// imports when bin/playground-image.oci.tar exists, in a Guaranteed pod:
+// the QoS class whose oom_score_adj (-997) runc cannot set here without
+// containerd's restrict_oom_score_adj.
+func playgroundImage(t *testing.T, k kubectl) {
+	if _, err := os.Stat(filepath.Join(root, "bin", "playground-image.oci.tar")); err != nil {
+		t.Skip("no bin/playground-image.oci.tar (make image)")
+	}
+	var image string
+	for _, n := range strings.Fields(k.must("", "get", "node", "-o", "jsonpath={.items[0].status.images[*].names[*]}")) {
+		if strings.Contains(n, "/playground:") {
+			image = n
+		}
+	}
+	if image == "" {
+		t.Fatal("the node does not list the Playground image")
+	}
+	k.must(`apiVersion: v1
+kind: Pod
+metadata:
+  name: playground
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: playground
+    image: `+image+`
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+    resources:
+      limits: {cpu: 100m, memory: 64Mi}
+`, "apply", "-f", "-")
+	k.must("", "wait", "--for=condition=Ready", "pod/playground", "--timeout=120s")
+	if out := k.must("", "exec", "playground", "--", "playground", "--help"); !strings.Contains(out, "Usage: playground") {
+		t.Errorf("playground --help in the pod said %q", out)
+	}
 }
 
 func get(t *testing.T, url string) string {
