@@ -78,8 +78,15 @@ wait_for() { # what seconds command...
 	local what=$1 secs=$2
 	shift 2
 	local i
+	local c f
 	for ((i = 0; i < secs * 5; i++)); do
 		if "$@" >/dev/null 2>&1; then return 0; fi
+		# Fail at once when a component has exited (a port in use, a bad flag).
+		for f in "$dir"/run/*.pid; do
+			[ -e "$f" ] || continue
+			c=$(basename "$f" .pid)
+			pidof_component "$c" >/dev/null || die "$c exited while waiting for $what; $dir/logs/$c.log says:$(echo; tail -n 5 "$dir/logs/$c.log")"
+		done
 		sleep 0.2
 	done
 	die "timed out after ${secs}s waiting for $what (logs in $dir/logs)"
@@ -116,7 +123,6 @@ cert() { # name CN O [SANs]
 # the kubernetes Service, and so do the components.
 kubeconfig() { # name cert ip
 	local kc=$dir/$1.kubeconfig
-	[ -f "$kc" ] && return 0
 	cat >"$kc" <<EOF
 apiVersion: v1
 kind: Config
@@ -326,6 +332,8 @@ up() {
 	running=$(status_lines | grep -c ' running' || true)
 	[ "$running" = 0 ] || die "already up ($running processes); run: hack/cluster.sh down"
 
+	# A failed up leaves nothing behind either.
+	trap 'log "up failed; undoing it (logs in $dir/logs)"; down' EXIT
 	local t0=$SECONDS bins ip
 	bins=$("$root/hack/cluster-binaries.sh")
 	ip=$(host_ip)
@@ -397,6 +405,7 @@ up() {
 	# The default ServiceAccount, which pods need, comes from the controller-manager.
 	wait_for "the default ServiceAccount" 60 "$bins/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
 		get serviceaccount default
+	trap - EXIT
 	log "up in $((SECONDS - t0))s; kubectl --kubeconfig $dir/admin.kubeconfig"
 	echo "$dir/admin.kubeconfig"
 }

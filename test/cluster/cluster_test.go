@@ -114,15 +114,15 @@ func TestClusterUpPodDown(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, as a kubelet does")
 	}
-	start := time.Now()
-	kubeconfig := clusterSh(t, "up")
-	t.Logf("cluster up in %s", time.Since(start).Round(time.Second))
 	downDone := false
 	t.Cleanup(func() {
 		if !downDone {
 			clusterSh(t, "down")
 		}
 	})
+	start := time.Now()
+	kubeconfig := clusterSh(t, "up")
+	t.Logf("cluster up in %s", time.Since(start).Round(time.Second))
 
 	k := kubectl{t: t, bin: filepath.Join(root, "bin", "k8s", "1.37.2-node", "kubectl"), kubeconfig: kubeconfig}
 	k.must("", "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
