@@ -154,6 +154,11 @@ pki() {
 		openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
 		openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
 	}
+	# The serving certificate names the host's IP: remake it if that changed.
+	if [ "$(cat "$p/apiserver.ip" 2>/dev/null)" != "$ip" ]; then
+		rm -f "$p/apiserver.crt"
+		echo "$ip" >"$p/apiserver.ip"
+	fi
 	cert apiserver kube-apiserver "" \
 		"DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$ip,IP:$svc_ip"
 	cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
