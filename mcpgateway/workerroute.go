@@ -109,7 +109,11 @@ func (wr *workerRoutes) resolve(ctx context.Context, tenant string) (*workers.De
 		}
 	case d.Sandbox != nil:
 		dest.Kind = workers.KindSandbox
-		if w := m.Status.Worker; w != nil && !w.Running {
+		// The agent's report trails the worker (it is read every resync):
+		// only a worker that cannot start at all is refused here; one
+		// restarting or just started is tried, and the agent's relay says
+		// at once whether it accepts.
+		if w := m.Status.Worker; w != nil && !w.Running && w.Error != "" {
 			msg := fmt.Sprintf("your worker (WorkerMapping %s) is not running in your sandbox", name)
 			switch {
 			case w.Error != "":

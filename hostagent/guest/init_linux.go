@@ -130,6 +130,10 @@ func (in *initProc) run() error {
 	if in.devNull, err = os.Open(os.DevNull); err != nil {
 		return err
 	}
+	// Signals are ours before the socket says we are ready: the agent
+	// sends WorkerSignal to a ready init, whose default action would kill it.
+	sigs := make(chan os.Signal, 64)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, WorkerSignal)
 	if err := in.listen(); err != nil {
 		return err
 	}
@@ -143,17 +147,12 @@ func (in *initProc) run() error {
 	in.drainR = pair[0]
 	in.drainW = os.NewFile(uintptr(pair[1]), "drain")
 
-	sigs := make(chan os.Signal, 64)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT)
-
 	// Both goroutines live as long as init, which is the container's
 	// lifetime: their owner is the process itself.
 	busyPIDs := make(chan int32, 64)
 	go in.readBusy(busyPIDs)
 	go in.receiveDrains()
-	specChanged := make(chan struct{}, 1)
 	in.sup = newSupervisor(in.log)
-	go watchRunDir(in.log, specChanged)
 	in.sup.reload()
 
 	var retry, worker <-chan time.Time
@@ -164,8 +163,6 @@ func (in *initProc) run() error {
 			worker = time.After(time.Until(next))
 		}
 		select {
-		case <-specChanged:
-			in.sup.reload()
 		case <-worker:
 		case msg := <-busyPIDs:
 			switch pid := int(msg); {
@@ -178,6 +175,10 @@ func (in *initProc) run() error {
 				in.idle[-pid] = true
 			}
 		case s := <-sigs:
+			if s == WorkerSignal {
+				in.sup.reload()
+				continue
+			}
 			if s != unix.SIGCHLD {
 				in.log.Printf("received %v, stopping the sandbox", s)
 				return nil

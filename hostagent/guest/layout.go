@@ -55,7 +55,8 @@ const (
 
 	// WorkerSpecFile, in RunDir, is the worker init keeps running: a JSON
 	// WorkerSpec the agent writes (atomically, by rename) and removes to
-	// stop it. Init watches RunDir for it.
+	// stop it, then signals init (WorkerSignal); init also reads it when it
+	// starts.
 	WorkerSpecFile = "worker.json"
 	// WorkerStatusFile, in RunDir, is init's JSON WorkerState, rewritten
 	// (by rename) on every change.

@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"os/exec"
@@ -32,7 +31,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,6 +47,12 @@ const (
 	// SIGKILL when it is stopped or replaced.
 	workerStopGrace = 5 * time.Second
 )
+
+// WorkerSignal tells init that WorkerSpecFile changed: the agent sends it
+// after writing or removing the file. (A signal, not an inotify watch: an
+// inotify instance held by init slows its exit, and with it the teardown of
+// the sandbox's PID namespace, by a grace period of the kernel's.)
+const WorkerSignal = unix.SIGUSR1
 
 // supervisor keeps the worker of WorkerSpecFile running in the sandbox.
 // All its methods run on init's main loop.
@@ -308,41 +312,6 @@ func copyWorkerLog(r *os.File) {
 		}
 		if err != nil {
 			return
-		}
-	}
-}
-
-// watchRunDir sends on out whenever WorkerSpecFile may have changed.
-func watchRunDir(l *log.Logger, out chan<- struct{}) {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
-	if err != nil {
-		l.Printf("worker: inotify: %v; the worker follows its spec only at start", err)
-		return
-	}
-	if _, err := unix.InotifyAddWatch(fd, RunDir, unix.IN_CLOSE_WRITE|unix.IN_MOVED_TO|unix.IN_MOVED_FROM|unix.IN_DELETE); err != nil {
-		l.Printf("worker: watching %s: %v; the worker follows its spec only at start", RunDir, err)
-		return
-	}
-	f := os.NewFile(uintptr(fd), "inotify")
-	buf := make([]byte, 16<<10)
-	for {
-		n, err := f.Read(buf)
-		if err != nil {
-			if err != io.EOF {
-				l.Printf("worker: reading inotify: %v", err)
-			}
-			return
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
-			off += unix.SizeofInotifyEvent + int(ev.Len)
-			if string(bytes.TrimRight(name, "\x00")) == WorkerSpecFile {
-				select {
-				case out <- struct{}{}:
-				default: // one pending reload covers it
-				}
-			}
 		}
 	}
 }

@@ -146,10 +146,12 @@ func (w *workerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := w.r.agent.SetWorker(ctx, id, workerSpecOf(sbx, m)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("setting the worker of sandbox %s: %w", id, err)
 	}
+	// Nothing tells the agent when a worker exits: look again, whatever
+	// this report did (a failed one is logged, not backed off: the next
+	// look reports afresh).
 	if err := w.report(ctx, id, m); err != nil {
-		return ctrl.Result{}, err
+		ctrl.LoggerFrom(ctx).Error(err, "Reporting the sandbox's worker", "id", id)
 	}
-	// Nothing tells the agent when a worker exits: look again.
 	return ctrl.Result{RequeueAfter: w.every}, nil
 }
 

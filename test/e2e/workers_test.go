@@ -21,11 +21,13 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,7 +133,9 @@ func TestSandboxWorkerThroughGateway(t *testing.T) {
 	g.Eventually(func() (err error) {
 		cs, err = mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil).Connect(ctx, alternate, nil)
 		return err
-	}).WithTimeout(settle).WithPolling(200*time.Millisecond).Should(Succeed(), "the worker does not serve yet")
+	}).WithTimeout(settle).WithPolling(200*time.Millisecond).Should(Succeed(), func() string {
+		return "the worker does not serve yet: " + diagnoseWorker(ctx, urls[0], token, wm)
+	})
 	defer cs.Close()
 
 	tools, err := cs.ListTools(ctx, nil)
@@ -287,4 +291,27 @@ func hostAddress(t *testing.T) string {
 	}
 	t.Skip("this machine has no IPv4 address but loopback, which an EndpointSlice refuses")
 	return ""
+}
+
+// diagnoseWorker says why a workers tenant is not served: the gateway's
+// answer to an initialize, which names the reason, and the mapping's
+// status.
+func diagnoseWorker(ctx context.Context, endpoint, token string, wm *playgroundv1alpha1.WorkerMapping) string {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"diagnose","version":"v0"}}}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	var answer string
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		answer = err.Error()
+	} else {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		answer = resp.Status + " " + string(b)
+	}
+	var cur playgroundv1alpha1.WorkerMapping
+	_ = k8sClient.Get(ctx, client.ObjectKeyFromObject(wm), &cur)
+	status, _ := json.Marshal(cur.Status)
+	return "the gateway answers " + answer + "; the mapping's status: " + string(status)
 }

@@ -26,6 +26,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -50,7 +52,7 @@ func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) e
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("oci: stopping the worker of sandbox %s: %w", id, err)
 		}
-		return nil
+		return b.signalInit(id)
 	}
 	if len(w.Argv) == 0 {
 		return fmt.Errorf("oci: the worker of sandbox %s has no command", id)
@@ -70,6 +72,33 @@ func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) e
 	// root may enter.
 	if err := writeFileAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("oci: setting the worker of sandbox %s: %w", id, err)
+	}
+	return b.signalInit(id)
+}
+
+// signalInit tells the sandbox's running init to read its worker spec
+// again (guest.WorkerSignal). A sandbox that is not running reads it when
+// it starts. The signal goes through a pidfd of the process whose command
+// line is the guest's, so that a reused PID never gets it.
+func (b *Backend) signalInit(id string) error {
+	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), "init.pid"))
+	if err != nil {
+		return nil // not started
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return nil
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil // gone
+	}
+	defer unix.Close(fd)
+	if !b.Alive(id) { // the PID is the guest's init, checked with the pidfd held
+		return nil
+	}
+	if err := unix.PidfdSendSignal(fd, guest.WorkerSignal, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("oci: telling the init of sandbox %s about its worker: %w", id, err)
 	}
 	return nil
 }
