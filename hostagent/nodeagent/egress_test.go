@@ -18,7 +18,6 @@ package nodeagent_test
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"testing"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/internal/sysctltest"
 )
 
 // A Sandbox in mode egress: an agent that runs sandboxes without network
@@ -41,9 +41,7 @@ func TestEgressSandbox(t *testing.T) {
 	ctx := context.Background()
 	// The backend turns IPv4 forwarding on; the test machine gets back
 	// what it had.
-	if fw, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); err == nil {
-		t.Cleanup(func() { _ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", fw, 0o644) })
-	}
+	sysctltest.HoldIPv4Forwarding(t)
 	ns := newNamespace(t, "egress")
 	egress := func(s *playgroundv1alpha1.Sandbox) {
 		s.Spec.Network = playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress,

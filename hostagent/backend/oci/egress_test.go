@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/internal/sysctltest"
 )
 
 // The test network: a namespace standing for the world outside the node,
@@ -295,9 +296,7 @@ func newWorld(t *testing.T) *world {
 	suffix := strconv.Itoa(os.Getpid() % 100000)
 	w := &world{ns: filepath.Join(newStateDir(t), "world")}
 	dev := "pgtw" + suffix
-	if fw, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); err == nil {
-		t.Cleanup(func() { _ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", fw, 0o644) })
-	}
+	sysctltest.HoldIPv4Forwarding(t)
 	t.Cleanup(func() {
 		_ = exec.Command("ip", "route", "del", worldLinkLoc+"/32").Run()
 		_ = exec.Command("ip", "link", "del", dev).Run()

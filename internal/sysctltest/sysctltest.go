@@ -1,0 +1,74 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package sysctltest lets tests that run at once, in several test
+// processes, share a host-wide setting and give the machine back what it
+// had: the egress tests of the oci backend and of the node agent both need
+// IPv4 forwarding on, and one restoring it while the other runs broke the
+// other's sandboxes' routes.
+package sysctltest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+const ipForward = "/proc/sys/net/ipv4/ip_forward"
+
+// HoldIPv4Forwarding keeps IPv4 forwarding as the code under test sets it
+// for as long as the test runs, and when the last test process holding it
+// ends, restores the value the machine had before the first one began.
+// Each holder takes a shared lock; the first records the original value
+// beside the lock; a holder that ends and can take the lock exclusively
+// is the last, and restores it.
+func HoldIPv4Forwarding(tb testing.TB) {
+	tb.Helper()
+	dir := filepath.Join(os.TempDir(), "playground-sysctltest")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "ip_forward.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	saved := filepath.Join(dir, "ip_forward.saved")
+	// Recording the original happens under the exclusive lock, then the
+	// holder keeps a shared one.
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := os.Stat(saved); os.IsNotExist(err) {
+		if v, err := os.ReadFile(ipForward); err == nil {
+			_ = os.WriteFile(saved, v, 0o600)
+		}
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		defer lock.Close()
+		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			return // another test process still holds it: it restores
+		}
+		if v, err := os.ReadFile(saved); err == nil {
+			_ = os.WriteFile(ipForward, v, 0o644)
+			_ = os.Remove(saved)
+		}
+	})
+}
