@@ -820,15 +820,29 @@ func (b *Backend) Alive(id string) bool {
 	if validateID(id) != nil {
 		return false
 	}
-	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), "init.pid"))
+	pid, err := b.initPID(id)
 	if err != nil {
 		return errors.Is(err, os.ErrNotExist) && fileExists(b.sandboxDir(id))
 	}
+	return isGuestInit(pid)
+}
+
+// initPID is the host PID of the sandbox's init as init.pid records it.
+func (b *Backend) initPID(id string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), "init.pid"))
+	if err != nil {
+		return 0, err
+	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || pid <= 0 {
-		return false
+		return 0, fmt.Errorf("init.pid of sandbox %s holds no PID", id)
 	}
-	// The PID may have been reused: it must still be the guest's init.
+	return pid, nil
+}
+
+// isGuestInit reports whether pid runs the guest's init: a PID may have
+// been reused.
+func isGuestInit(pid int) bool {
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return false

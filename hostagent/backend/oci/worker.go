@@ -26,8 +26,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -81,20 +79,16 @@ func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) e
 // it starts. The signal goes through a pidfd of the process whose command
 // line is the guest's, so that a reused PID never gets it.
 func (b *Backend) signalInit(id string) error {
-	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), "init.pid"))
+	pid, err := b.initPID(id)
 	if err != nil {
 		return nil // not started
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 {
-		return nil
 	}
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return nil // gone
 	}
 	defer unix.Close(fd)
-	if !b.Alive(id) { // the PID is the guest's init, checked with the pidfd held
+	if !isGuestInit(pid) { // checked with the pidfd held: the pidfd is that process's
 		return nil
 	}
 	if err := unix.PidfdSendSignal(fd, guest.WorkerSignal, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
