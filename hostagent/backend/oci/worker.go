@@ -33,9 +33,10 @@ import (
 	"github.com/playground-dev/playground/hostagent/guest"
 )
 
-// SetWorker implements backend.WorkerSupervisor: the sandbox's init
-// watches its run directory for the worker's spec and keeps that worker
-// running (guest's supervisor). The directory is the sandbox root's, mode
+// SetWorker implements backend.WorkerSupervisor: it writes the worker's
+// spec into the sandbox's run directory and signals the sandbox's init,
+// which reads it (also whenever it starts) and keeps that worker running
+// (guest's supervisor). The directory is the sandbox root's, mode
 // 0700: the tenant reads neither the spec nor the token in it.
 func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) error {
 	if err := validateID(id); err != nil {
