@@ -132,6 +132,14 @@ func (c *Client) post(ctx context.Context, path string, body any, accept string)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The caller gave up: the call's outcome is the caller's to
+			// judge, not the agent's unavailability.
+			return nil, fmt.Errorf("calling the agent: %w", ctx.Err())
+		}
+		// The agent could not be reached or did not answer, whatever the
+		// error wraps: a dial that timed out is context.DeadlineExceeded
+		// too (net's timeouts say so), and is no cancellation.
 		return nil, &Error{Code: CodeUnavailable, Err: err,
 			Message: "the sandbox's node cannot be reached right now: retry shortly"}
 	}

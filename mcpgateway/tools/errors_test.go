@@ -20,7 +20,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -115,6 +117,52 @@ func TestInternalErrorsGiveAnID(t *testing.T) {
 				}
 			}
 			t.Fatalf("no log line with error ID %s and the detail:\n%s", m[1], log)
+		})
+	}
+}
+
+// TestUnreachableAgentIsRetryableNotCancelled: an agent that cannot be
+// dialled in time (a node's agent pod replaced, its old address gone) is
+// "unavailable: retry", though net's dial timeout is
+// context.DeadlineExceeded too; only the caller's own end is a
+// cancellation of unknown outcome.
+func TestUnreachableAgentIsRetryableNotCancelled(t *testing.T) {
+	dialTimeout := func() error {
+		_, err := (&net.Dialer{Timeout: time.Nanosecond}).Dial("tcp", "192.0.2.1:9443")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a dial past its timeout gave %v, which is not context.DeadlineExceeded: this test's premise is gone", err)
+		}
+		return err
+	}()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"dial timeout", &agentapi.Error{Code: agentapi.CodeUnavailable, Err: dialTimeout, Message: "the sandbox's node cannot be reached right now: retry shortly"}, "unavailable: the sandbox's node cannot be reached right now: retry shortly"},
+		{"the caller's deadline", fmt.Errorf("calling the agent: %w", context.DeadlineExceeded), "exec was cancelled before the sandbox answered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+			Register(server, Options{Router: agentRouter{&failingAgent{err: tc.err}}, ProgressInterval: time.Hour})
+			st, ct := mcp.NewInMemoryTransports()
+			ctx := context.Background()
+			ss, err := server.Connect(ctx, st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": agentapi.NewHandle(), "command": "true"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text := textOf(res); !res.IsError || !strings.HasPrefix(text, tc.want) {
+				t.Fatalf("the tenant is told %q, want %q…", text, tc.want)
+			}
 		})
 	}
 }

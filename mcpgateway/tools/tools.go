@@ -964,11 +964,13 @@ func invalid(err error) error {
 // agent logged the detail, or, from an agent that sent detail instead
 // (one from before error IDs), the gateway's own, under which it logs it.
 func (c *catalog) agentError(tool string, err error, cwd string) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var he *agentapi.Error
+	// An agent's error first: one that says the agent could not be reached
+	// may wrap a dial's timeout, which is context.DeadlineExceeded too.
+	if !errors.As(err, &he) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return fmt.Errorf("%s was cancelled before the sandbox answered; if it ran a command, check its effects before retrying", tool)
 	}
-	var he *agentapi.Error
-	if !errors.As(err, &he) {
+	if he == nil {
 		id := agentapi.NewErrorID()
 		c.opts.Logger.Error("Agent call failed", "errorID", id, "tool", tool, "err", err)
 		return fmt.Errorf("%s: the sandbox's node gave an answer the gateway could not read (internal error %s); retry, and give the operator the error's ID if it persists", agentapi.CodeInternal, id)
