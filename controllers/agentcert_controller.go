@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/playground-dev/playground/internal/agentpki"
+	"github.com/playground-dev/playground/internal/selfowner"
 )
 
 // Reasons of the agent certificate signer's CSR conditions and Events.
@@ -270,6 +271,9 @@ type AgentCA struct {
 	APIReader client.Reader
 	Namespace string
 	Now       func() time.Time
+	// Owner owns the Secret and the ConfigMap (package selfowner); nil
+	// leaves them unowned.
+	Owner *selfowner.Owner
 
 	mu sync.Mutex
 	ca *agentpki.CA
@@ -326,6 +330,7 @@ func (a *AgentCA) load(ctx context.Context) (*agentpki.CA, error) {
 			Type:       corev1.SecretTypeTLS,
 			Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
 		}
+		a.Owner.Own(&s)
 		err = a.Client.Create(ctx, &s)
 		if apierrors.IsAlreadyExists(err) { // another replica was first
 			err = a.APIReader.Get(ctx, key, &s)
@@ -346,12 +351,14 @@ func (a *AgentCA) publish(ctx context.Context, certPEM []byte) error {
 			ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: agentpki.CAConfigMapName, Labels: a.labels()},
 			Data:       map[string]string{agentpki.CABundleKey: string(certPEM)},
 		}
+		a.Owner.Own(&cm)
 		return a.Client.Create(ctx, &cm)
 	}
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(cm.Data[agentpki.CABundleKey]) == strings.TrimSpace(string(certPEM)) {
+	owned := a.Owner.Own(&cm)
+	if !owned && strings.TrimSpace(cm.Data[agentpki.CABundleKey]) == strings.TrimSpace(string(certPEM)) {
 		return nil
 	}
 	if cm.Data == nil {

@@ -24,15 +24,20 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/playground-dev/playground/internal/scheme"
+	"github.com/playground-dev/playground/internal/selfowner"
 )
 
 // LeaderElectionID names the Lease that manager replicas elect a leader on,
@@ -112,5 +117,43 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if opts.LeaderElection && opts.Owner != nil {
+		if err := mgr.Add(&leaderLeaseOwner{client: mgr.GetClient(), reader: mgr.GetAPIReader(), owner: opts.Owner, namespace: opts.LeaseNamespace}); err != nil {
+			return nil, err
+		}
+	}
 	return mgr, nil
+}
+
+// leaderLeaseOwner gives the leader-election Lease, which client-go's
+// leader election creates, the manager's ServiceAccount as owner, so that
+// uninstalling removes it (package selfowner). It runs on the elected
+// replica, once; the elector keeps the owner in its updates (it writes the
+// object it read).
+type leaderLeaseOwner struct {
+	client    client.Client
+	reader    client.Reader
+	owner     *selfowner.Owner
+	namespace string
+}
+
+func (l *leaderLeaseOwner) NeedLeaderElection() bool { return true }
+
+func (l *leaderLeaseOwner) Start(ctx context.Context) error {
+	key := types.NamespacedName{Namespace: l.namespace, Name: LeaderElectionID}
+	err := retry.OnError(retry.DefaultBackoff, func(err error) bool { return ctx.Err() == nil }, func() error {
+		var lease coordinationv1.Lease
+		if err := l.reader.Get(ctx, key, &lease); err != nil {
+			return err
+		}
+		if !l.owner.Own(&lease) {
+			return nil
+		}
+		return l.client.Update(ctx, &lease)
+	})
+	if err != nil && ctx.Err() == nil {
+		// Only uninstalling notices: the Lease is then left behind.
+		ctrl.LoggerFrom(ctx).Error(err, "Recording the manager's ServiceAccount as owner of the leader-election Lease", "lease", key.String())
+	}
+	return nil
 }

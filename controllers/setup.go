@@ -34,6 +34,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
+	"github.com/playground-dev/playground/internal/selfowner"
 )
 
 // Options configure the manager's reconcilers.
@@ -54,6 +55,11 @@ type Options struct {
 	// AgentCertLifetime bounds the agents' serving certificates; 0 means
 	// DefaultAgentCertLifetime.
 	AgentCertLifetime time.Duration
+	// Owner, the manager's own ServiceAccount, owns what the manager
+	// creates that no manifest lists (the agent CA's Secret and ConfigMap,
+	// the leader-election Lease), so that uninstalling removes them; nil
+	// outside a cluster.
+	Owner *selfowner.Owner
 }
 
 // DefaultWorkers lets a burst of Tenants overlap their round trips to the
@@ -128,7 +134,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&FacultyBundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("facultybundle-controller"), Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	ca := &AgentCA{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.LeaseNamespace, Now: opts.Now}
+	ca := &AgentCA{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.LeaseNamespace, Now: opts.Now, Owner: opts.Owner}
 	if err := mgr.Add(ca); err != nil {
 		return err
 	}

@@ -94,6 +94,7 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 
 	opts.Logger = logOpts.setLogger()
+	opts.Owner = ownServiceAccount(opts.Logger)
 
 	if *tlsMode == "" {
 		*tlsMode = "csr"

@@ -34,6 +34,7 @@ import (
 
 	"github.com/playground-dev/playground/cmd/playground/devenv"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/internal/selfowner"
 )
 
 const usage = `Usage: playground <role> [flags]
@@ -108,4 +109,15 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	ctrl.SetLogger(opts.Logger)
 	return devenv.Run(ctx, opts, os.Stdout)
+}
+
+// ownServiceAccount is the ServiceAccount the process runs as in a pod, to
+// own the objects it creates that no manifest lists (package selfowner);
+// nil outside a pod, or, said in the log, when its token names none.
+func ownServiceAccount(log logr.Logger) *selfowner.Owner {
+	o, err := selfowner.FromToken(selfowner.TokenPath)
+	if err != nil {
+		log.Error(err, "Objects created at run time get no owner: uninstalling leaves them behind", "token", selfowner.TokenPath)
+	}
+	return o
 }

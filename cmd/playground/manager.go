@@ -57,7 +57,7 @@ func runManager(ctx context.Context, args []string) error {
 		return fmt.Errorf("loading the client configuration: %w", err)
 	}
 	mgr, err := controllers.NewManager(cfg, controllers.ManagerOptions{
-		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime},
+		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime, Owner: ownServiceAccount(log)},
 		MetricsBindAddress:     *metricsAddr,
 		HealthProbeBindAddress: *probeAddr,
 		LeaderElection:         *leaderElect,

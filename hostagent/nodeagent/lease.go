@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/selfowner"
 )
 
 // heartbeat keeps the node's registration Lease renewed. It reads the
@@ -39,6 +40,9 @@ type heartbeat struct {
 	node, ns     string
 	period       time.Duration
 	registration func() agentlease.Registration
+	// owner, the agent's ServiceAccount, owns the Lease (package
+	// selfowner); nil leaves it unowned.
+	owner *selfowner.Owner
 }
 
 // run renews the Lease every period until ctx ends, the first time a
@@ -69,6 +73,7 @@ func (h *heartbeat) renew(ctx context.Context) error {
 		if err := reg.Apply(&lease, time.Now()); err != nil {
 			return err
 		}
+		h.owner.Own(&lease)
 		return h.writer.Create(ctx, &lease)
 	case err != nil:
 		return err
@@ -76,5 +81,6 @@ func (h *heartbeat) renew(ctx context.Context) error {
 	if err := reg.Apply(&lease, time.Now()); err != nil {
 		return err
 	}
+	h.owner.Own(&lease)
 	return h.writer.Update(ctx, &lease)
 }

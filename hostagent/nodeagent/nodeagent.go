@@ -62,6 +62,7 @@ import (
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/internal/scheme"
+	"github.com/playground-dev/playground/internal/selfowner"
 )
 
 // Defaults of Options.
@@ -142,6 +143,9 @@ type Options struct {
 	TLSCertFile string
 	TLSKeyFile  string
 
+	// Owner, the agent's ServiceAccount, owns the agent's Lease, so that
+	// uninstalling removes it (package selfowner); nil outside a cluster.
+	Owner *selfowner.Owner
 	// LeaseNamespace holds the agent's Lease; it must exist.
 	// Default agentlease.DefaultNamespace.
 	LeaseNamespace string
@@ -368,6 +372,7 @@ func Run(ctx context.Context, opts Options) error {
 		writer: mgr.GetClient(),
 		node:   opts.NodeName,
 		ns:     opts.LeaseNamespace,
+		owner:  opts.Owner,
 		period: opts.LeaseDuration / 3,
 		registration: func() agentlease.Registration {
 			return agentlease.Registration{
