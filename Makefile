@@ -125,7 +125,7 @@ image-test: ## Build the image twice, check that the digests agree and that it h
 	PLAYGROUND_IMAGE_TEST=1 $(GO) test -count=1 -timeout 30m -v -run 'TestImage|TestBuildsAgree' ./test/image/
 
 .PHONY: cluster-e2e
-cluster-e2e: prereqs ## As root: bring up a single-node Kubernetes here (hack/cluster.sh), run a pod on it, bring it down leaving nothing.
+cluster-e2e: prereqs image helm ## As root: a single-node Kubernetes here (hack/cluster.sh); Playground installed on it with Helm and kustomize, used, upgraded and uninstalled; then down, leaving nothing.
 	PLAYGROUND_CLUSTER_TEST=1 $(GO) test -count=1 -timeout 60m -v ./test/cluster/
 
 .PHONY: cluster-up

@@ -5,6 +5,9 @@
 #   hack/cluster.sh up       start it (prints the kubeconfig's path)
 #   hack/cluster.sh down     stop everything `up` started and undo its changes
 #   hack/cluster.sh status   say what runs
+#   hack/cluster.sh import ARCHIVE...
+#                            import image archives (OCI or Docker) into the
+#                            node's containerd, as an image pull would
 #
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and
 # kube-proxy (iptables mode) are built from the Go module proxy by
@@ -575,5 +578,14 @@ case "${1:-}" in
 up) up ;;
 down) down ;;
 status) status ;;
-*) die "usage: $0 up|down|status" ;;
+import)
+	shift
+	[ $# -gt 0 ] || die "usage: $0 import ARCHIVE..."
+	pidof_component containerd >/dev/null || die "the cluster is not up (hack/cluster.sh up)"
+	for a in "$@"; do
+		log "importing $a"
+		ctr -a "$sock" -n k8s.io images import "$a" >/dev/null
+	done
+	;;
+*) die "usage: $0 up|down|status|import ARCHIVE..." ;;
 esac

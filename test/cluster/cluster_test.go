@@ -181,6 +181,7 @@ func TestClusterUpPodDown(t *testing.T) {
 	}
 
 	t.Run("PlaygroundImage", func(t *testing.T) { playgroundImage(t, k) })
+	t.Run("Playground", func(t *testing.T) { playgroundDeployment(t, k) })
 
 	clusterSh(t, "down")
 	downDone = true
