@@ -55,6 +55,30 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// execFailing calls exec through the catalog, over MCP, with an agent that
+// fails with err; log is the gateway's logger (nil: the default).
+func execFailing(t *testing.T, err error, log *slog.Logger) *mcp.CallToolResult {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	Register(server, Options{Router: agentRouter{&failingAgent{err: err}}, ProgressInterval: time.Hour, Logger: log})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": agentapi.NewHandle(), "command": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -81,25 +105,7 @@ func TestInternalErrorsGiveAnID(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := new(lockedBuffer)
-			server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
-			Register(server, Options{Router: agentRouter{&failingAgent{err: tc.err}}, ProgressInterval: time.Hour,
-				Logger: slog.New(slog.NewJSONHandler(log, nil))})
-			st, ct := mcp.NewInMemoryTransports()
-			ctx := context.Background()
-			ss, err := server.Connect(ctx, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
-
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": agentapi.NewHandle(), "command": "true"}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := execFailing(t, tc.err, slog.New(slog.NewJSONHandler(log, nil)))
 			text := textOf(res)
 			m := idPattern.FindStringSubmatch(text)
 			if !res.IsError || m == nil || !strings.HasPrefix(text, "internal:") || strings.Contains(text, "/var/lib") {
@@ -143,23 +149,7 @@ func TestUnreachableAgentIsRetryableNotCancelled(t *testing.T) {
 		{"the caller's deadline", fmt.Errorf("calling the agent: %w", context.DeadlineExceeded), "exec was cancelled before the sandbox answered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
-			Register(server, Options{Router: agentRouter{&failingAgent{err: tc.err}}, ProgressInterval: time.Hour})
-			st, ct := mcp.NewInMemoryTransports()
-			ctx := context.Background()
-			ss, err := server.Connect(ctx, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": agentapi.NewHandle(), "command": "true"}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := execFailing(t, tc.err, nil)
 			if text := textOf(res); !res.IsError || !strings.HasPrefix(text, tc.want) {
 				t.Fatalf("the tenant is told %q, want %q…", text, tc.want)
 			}
