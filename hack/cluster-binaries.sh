@@ -8,17 +8,25 @@
 # Same layout as hack/controlplane.sh: bin/k8s/<version>-node/, reused when
 # complete, built once per machine into the user's cache under a flock.
 # `make test` does not need these and never builds them.
+#
+# hack/cluster-binaries.sh --cached builds nothing and says by its exit
+# status whether the binaries are built already (.ci/run asks).
 set -euo pipefail
 
 KUBE_VERSION=1.37.2
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cp_dir=$("$root/hack/controlplane.sh")
 out="$root/bin/k8s/$KUBE_VERSION-node"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/playground/k8s/$KUBE_VERSION-node-$(go env GOOS)-$(go env GOARCH)"
 bins=(kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 complete() { [ -f "$1/.complete" ] && for b in "${bins[@]}"; do [ -x "$1/$b" ] || return 1; done; }
+
+if [ "${1:-}" = "--cached" ]; then
+	complete "$out" || complete "$cache"
+	exit
+fi
+cp_dir=$("$root/hack/controlplane.sh")
 log() { echo "cluster-binaries: $*" >&2; }
 
 link_out() {
