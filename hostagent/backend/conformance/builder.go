@@ -206,7 +206,7 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("node files and other sandboxes", func(t *testing.T) {
-		tenant := n.open(t, spec("build-neighbour"))
+		tenant := n.open(t, n.spec("build-neighbour"))
 		const marker = "sleep 7654325"
 		tenant.sh(t, "echo secret-of-tenant > ~/marker")
 		startNamed(t, tenant.shell(t), marker)
@@ -235,7 +235,7 @@ true`)
 		// What the agent does with a build: stage its output, install it.
 		res, out := build(t, "build-tool", 0, "sh", "-c", `printf '#!/bin/sh\necho built tool\n' > tool && chmod 755 tool`)
 		ok0(t, res)
-		sp := spec("built-faculty")
+		sp := n.spec("built-faculty")
 		sp.Faculties = []backend.Faculty{{Name: "tools", Fingerprint: "fp", Dir: out, Binaries: []string{"tool"}}}
 		s := n.open(t, sp)
 		if got := s.sh(t, "tool; ls -l "+guest.FacultiesDir+"/tools/tool | cut -c1-10"); got != "built tool\n-rwxr-xr-x\n" {

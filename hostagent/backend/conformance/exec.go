@@ -36,7 +36,7 @@ import (
 // sandbox with a login profile.
 func testExec(t *testing.T, n *node) {
 	s := n.open(t, backend.Spec{
-		ID: "exec", Tenant: "conformance/exec", Persona: "alice's helper",
+		ID: "exec", Tenant: "conformance/exec", Persona: "alice's helper", Isolation: n.h.Isolation,
 		LoginEnv:    []backend.EnvVar{{Name: "GREETING", Value: "it's $HOME"}},
 		LoginScript: "export FROM_SCRIPT=yes",
 	})

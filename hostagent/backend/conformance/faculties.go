@@ -50,7 +50,7 @@ func testFaculties(t *testing.T, n *node) {
 		"hello": "#!/bin/sh\necho hello from b\n",
 		"bye":   "#!/bin/sh\necho bye from b\n",
 	})
-	sp := spec("faculties")
+	sp := n.spec("faculties")
 	sp.Faculties = []backend.Faculty{{Name: "a", Fingerprint: "fp-a", Dir: a, Binaries: []string{"hello"}}}
 	s := n.open(t, sp)
 

@@ -36,7 +36,7 @@ import (
 // commands in the sandbox: the backend carries the payload as stdin and
 // back as stdout, and the script's exit codes through.
 func testFiles(t *testing.T, n *node) {
-	s := n.open(t, spec("files"))
+	s := n.open(t, n.spec("files"))
 	ctx := context.Background()
 	write := func(path, cwd string, data []byte) (hostagent.FileInfo, error) {
 		return s.agent.WriteFile(ctx, s.tenant, s.handle, path, cwd, data)

@@ -39,6 +39,9 @@ type Harness struct {
 	// gone: the builder group checks that a build leaves nothing behind.
 	// Nil skips that check.
 	Leftovers func(tb testing.TB, stateDir, id string) []string
+	// Isolation is the Spec.Isolation of every sandbox of the suite (empty:
+	// the backend's default), for a backend that runs several.
+	Isolation string
 }
 
 // Run runs the suite against the backend of h.
@@ -118,9 +121,9 @@ func newAgent(t *testing.T, be backend.Backend) *hostagent.Agent {
 	return a
 }
 
-// spec is a sandbox of its own tenant.
-func spec(id string) backend.Spec {
-	return backend.Spec{ID: id, Tenant: "conformance/" + id}
+// spec is a sandbox of its own tenant, with the harness's isolation.
+func (n *node) spec(id string) backend.Spec {
+	return backend.Spec{ID: id, Tenant: "conformance/" + id, Isolation: n.h.Isolation}
 }
 
 // session is an open handle on a sandbox served by a kernel.

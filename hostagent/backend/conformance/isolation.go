@@ -32,7 +32,7 @@ import (
 // sandbox is isolated from (the host's files, network, capabilities) is
 // each backend's own to test.
 func testIsolation(t *testing.T, n *node) {
-	a, b := n.open(t, spec("iso-a")), n.open(t, spec("iso-b"))
+	a, b := n.open(t, n.spec("iso-a")), n.open(t, n.spec("iso-b"))
 	const marker = "sleep 7654323"
 	a.sh(t, "echo secret-of-a > ~/marker")
 	startNamed(t, a.shell(t), marker)

@@ -34,7 +34,7 @@ import (
 // testJobs checks background jobs through the kernel: the job manager
 // keeps what the backend's sink receives and cancels with its Kill.
 func testJobs(t *testing.T, n *node) {
-	s := n.open(t, spec("jobs"))
+	s := n.open(t, n.spec("jobs"))
 	if !n.be.Capabilities().ProvesCleanup {
 		_, err := s.startJob(hostagent.ExecRequest{Command: "true"})
 		if hostagent.CodeOf(err) != hostagent.CodeUnavailable {
@@ -95,7 +95,7 @@ func testJobs(t *testing.T, n *node) {
 
 	t.Run("bounds", func(t *testing.T) {
 		// A tenant of its own, so that no earlier job counts.
-		b := n.open(t, spec("jobs-bounds"))
+		b := n.open(t, n.spec("jobs-bounds"))
 		limit := n.agent.Jobs().Limits().ActivePerTenant
 		var ids []string
 		for i := range limit {

@@ -35,7 +35,7 @@ const killRounds = 20
 // is what cancellation and timeouts promise; elsewhere it says that it
 // cannot prove it.
 func testKill(t *testing.T, n *node) {
-	s := spec("kill")
+	s := n.spec("kill")
 	start(t, n.be, s)
 	sh := direct(t, n.be, s.ID)
 	sentinel := startSentinel(sh)

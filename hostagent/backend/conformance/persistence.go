@@ -30,7 +30,7 @@ import (
 // restarting. Each step works on the node as the previous left it.
 func testPersistence(t *testing.T, n *node) {
 	ctx := context.Background()
-	sp := backend.Spec{ID: "persist", Tenant: "conformance/persist", Persona: "first"}
+	sp := backend.Spec{ID: "persist", Tenant: "conformance/persist", Persona: "first", Isolation: n.h.Isolation}
 	s := n.open(t, sp)
 	s.sh(t, "echo kept > ~/file")
 

@@ -35,7 +35,7 @@ func testPile(t *testing.T, n *node) {
 		t.Skip("the backend does not claim an append-only pile")
 	}
 	ctx := context.Background()
-	be, sp := n.be, spec("pile")
+	be, sp := n.be, n.spec("pile")
 	start(t, be, sp)
 	// The backend makes the pile's files; the tenant only appends.
 	name, _, _ := strings.Cut(Sh(t, be, sp.ID, "ls "+guest.PileDir), "\n")

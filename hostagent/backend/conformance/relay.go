@@ -36,8 +36,8 @@ func testRelay(t *testing.T, n *node) {
 	if !ok {
 		t.Skip("the backend does not reach sandbox ports (backend.Dialer)")
 	}
-	a := n.open(t, spec("relay-a"))
-	b := n.open(t, spec("relay-b"))
+	a := n.open(t, n.spec("relay-a"))
+	b := n.open(t, n.spec("relay-b"))
 	const port = "18080"
 	a.probeInside(t)
 	a.sh(t, "setsid ~/.conformance-probe serve "+port+" </dev/null >/dev/null 2>&1 &")

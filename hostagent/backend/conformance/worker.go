@@ -37,7 +37,7 @@ func testWorker(t *testing.T, n *node) {
 	if !ok || !dials {
 		t.Skip("the backend supervises no worker (backend.WorkerSupervisor, backend.Dialer)")
 	}
-	s := n.open(t, spec("worker"))
+	s := n.open(t, n.spec("worker"))
 	s.probeInside(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*patience)
 	defer cancel()
@@ -100,7 +100,7 @@ func testWorker(t *testing.T, n *node) {
 	t.Run("kept across an agent restart", func(t *testing.T) {
 		before := s.sh(t, "pgrep -f '[c]onformance-probe serve'")
 		n2 := n.restarted(t)
-		s2 := n2.open(t, spec("worker"))
+		s2 := n2.open(t, n.spec("worker"))
 		if after := s2.sh(t, "pgrep -f '[c]onformance-probe serve'"); after != before {
 			t.Errorf("the worker was %q before the agent restart, %q after", before, after)
 		}

@@ -88,7 +88,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	}
 	start := time.Now()
 	life := b.lifeline(id)
-	oomBefore, oomKnown := life.oomKills(b.runc, id)
+	oomBefore, oomKnown := life.oomKills(b.runtimeOf(id), id)
 	conn, err := b.dial(ctx, id)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 			// shepherd still held the listener): it is not running.
 			return nil, fmt.Errorf("oci: sandbox %s: %w (its init exited while the command started)", id, backend.ErrNotRunning)
 		}
-		if after, ok := life.oomKills(b.runc, id); oomKnown && ok && after > oomBefore {
+		if after, ok := life.oomKills(b.runtimeOf(id), id); oomKnown && ok && after > oomBefore {
 			return nil, fmt.Errorf("the sandbox ran out of memory while the command started (the OOM killer took the process starting it): free memory in the sandbox and retry (%w)", err)
 		}
 		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
@@ -142,7 +142,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	var oomKilled func() bool
 	if oomKnown {
 		oomKilled = func() bool {
-			after, ok := life.oomKills(b.runc, id)
+			after, ok := life.oomKills(b.runtimeOf(id), id)
 			return ok && after > oomBefore
 		}
 	}

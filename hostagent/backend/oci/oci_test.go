@@ -101,7 +101,7 @@ func newStateDir(tb testing.TB) string {
 	tb.Cleanup(func() {
 		// Whatever a test left: containers first, then files (the pile's
 		// append-only flags must go before it can be removed).
-		b, err := New(Options{StateDir: dir, GuestBinary: guestBinary, Runtime: testRuntime})
+		b, err := New(Options{StateDir: dir, GuestBinary: guestBinary, Runtime: testRuntime, GVisorRuntime: runscPath})
 		if err == nil {
 			entries, _ := os.ReadDir(filepath.Join(dir, "sandboxes"))
 			for _, e := range entries {
