@@ -47,6 +47,8 @@ func testFiles(t *testing.T, n *node) {
 	const limit = hostagent.DefaultMaxFileBytes
 
 	t.Run("byte-exact", func(t *testing.T) {
+
+		n.known(t)
 		payload := make([]byte, limit)
 		_, _ = rand.Read(payload)
 		s.sh(t, "mkdir -p work")
@@ -71,6 +73,8 @@ func testFiles(t *testing.T, n *node) {
 	})
 
 	t.Run("atomic replace", func(t *testing.T) {
+
+		n.known(t)
 		a, b := bytes.Repeat([]byte("a"), 256<<10), bytes.Repeat([]byte("b"), 384<<10)
 		s.sh(t, "mkdir -p atomic")
 		for path, data := range map[string][]byte{"/tmp/A": a, "/tmp/B": b, "atomic/f": a} {
@@ -121,6 +125,8 @@ echo $n`})
 	})
 
 	t.Run("size limit", func(t *testing.T) {
+
+		n.known(t)
 		s.sh(t, fmt.Sprintf("echo small > small; head -c %d /dev/zero > big", limit+1))
 		_, err := write("small", "", make([]byte, limit+1))
 		if hostagent.CodeOf(err) != hostagent.CodeTooLarge {
@@ -136,6 +142,8 @@ echo $n`})
 	})
 
 	t.Run("errors", func(t *testing.T) {
+
+		n.known(t)
 		s.sh(t, "mkdir -p dir")
 		for _, tc := range []struct {
 			name string

@@ -44,6 +44,8 @@ func testJobs(t *testing.T, n *node) {
 	}
 
 	t.Run("byte-exact output", func(t *testing.T) {
+
+		n.known(t)
 		// Random bytes (rarely valid UTF-8: base64 on the wire) and text
 		// whose multi-byte characters the chunks may split, both larger
 		// than a chunk and than a poll's page.
@@ -73,6 +75,8 @@ func testJobs(t *testing.T, n *node) {
 	})
 
 	t.Run("cancel proves descendants dead", func(t *testing.T) {
+
+		n.known(t)
 		sh := s.shell(t)
 		sentinel := startSentinel(sh)
 		for round := range 5 {
@@ -94,6 +98,8 @@ func testJobs(t *testing.T, n *node) {
 	})
 
 	t.Run("bounds", func(t *testing.T) {
+
+		n.known(t)
 		// A tenant of its own, so that no earlier job counts.
 		b := n.open(t, n.spec("jobs-bounds"))
 		limit := n.agent.Jobs().Limits().ActivePerTenant

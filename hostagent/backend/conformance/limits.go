@@ -33,6 +33,7 @@ import (
 // loaded machine blurs.
 func testLimits(t *testing.T, n *node) {
 	t.Run("pids", func(t *testing.T) {
+		n.known(t)
 		const pids = 64
 		sp := n.spec("limit-pids")
 		sp.Resources.PIDs = pids
@@ -56,6 +57,8 @@ read -r refusal < /tmp/refusal; echo "$refusal"`})
 	})
 
 	t.Run("memory", func(t *testing.T) {
+
+		n.known(t)
 		sp := n.spec("limit-memory")
 		sp.Resources.MemoryBytes = 64 << 20
 		s := n.open(t, sp)

@@ -236,4 +236,23 @@ func gvisorSpec(spec *runtimeSpec) {
 	// there is nothing of the node to mask in them.
 	spec.Linux.MaskedPaths = nil
 	spec.Linux.ReadonlyPaths = nil
+	// The node's pids cgroup counts the sentry's and the gofer's threads
+	// and systrap's stub processes, not the guest's processes: a limit
+	// sized for the guest kills the sentry at its start. The guest's
+	// processes are bounded by the sentry itself, with RLIMIT_NPROC (it
+	// counts the tasks of each user, the tenant's among them); the node's
+	// cgroup keeps a bound on the sandbox's host tasks, above what the
+	// guest's limit lets them reach.
+	if p := spec.Linux.Resources.Pids; p != nil {
+		n := uint64(p.Limit)
+		spec.Process.Rlimits = append(spec.Process.Rlimits, rlimit{Type: "RLIMIT_NPROC", Hard: n, Soft: n})
+		p.Limit = gvisorHostPIDs(p.Limit)
+	}
+}
+
+// gvisorHostPIDs is the node's pids limit of a gVisor sandbox whose guest
+// may have guestPIDs tasks: about one stub process of one or two threads
+// per guest address space, and the sentry's and gofer's own threads.
+func gvisorHostPIDs(guestPIDs int64) int64 {
+	return 2*guestPIDs + 256
 }
