@@ -79,7 +79,6 @@ func testBuilder(t *testing.T, n *node) {
 	}
 
 	t.Run("source read-only at /src, cwd /out", func(t *testing.T) {
-
 		n.known(t)
 		res, _ := build(t, "build-src", 0, "sh", "-c", `cat /src/data/input.txt; pwd; if touch /src/new 2>/dev/null; then echo writable; else echo read-only; fi`)
 		ok0(t, res)
@@ -89,7 +88,6 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("output comes back", func(t *testing.T) {
-
 		n.known(t)
 		res, out := build(t, "build-out", 0, "sh", "-c",
 			`mkdir -p bin && printf '#!/bin/sh\necho built\n' > bin/tool && chmod 755 bin/tool && printf '%s\n' "$0" "$1" > args`,
@@ -113,7 +111,6 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("links stay in /out", func(t *testing.T) {
-
 		n.known(t)
 		secret := hostDir(t, map[string]string{"secret": "host secret\n"})
 		res, out := build(t, "build-links", 0, "sh", "-c",
@@ -135,7 +132,6 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("failure: exit code and log tail", func(t *testing.T) {
-
 		n.known(t)
 		res, _ := build(t, "build-fail", 0, "sh", "-c", "echo before; echo oops >&2; exit 3")
 		if res.Exit.Code != 3 || res.Exit.Killed {
@@ -152,7 +148,6 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("timeout", func(t *testing.T) {
-
 		n.known(t)
 		start := time.Now()
 		res, _ := build(t, "build-slow", time.Second, "sleep", "1000")
@@ -165,7 +160,6 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("cancelled", func(t *testing.T) {
-
 		n.known(t)
 		out := hostDir(t, nil)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -196,7 +190,6 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("no network", func(t *testing.T) {
-
 		n.known(t)
 		addr, accepted := listenOnNode(t)
 		cmd := "cat /proc/net/dev"
@@ -220,7 +213,6 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("node files and other sandboxes", func(t *testing.T) {
-
 		n.known(t)
 		tenant := n.open(t, n.spec("build-neighbour"))
 		const marker = "sleep 7654325"
@@ -248,7 +240,6 @@ true`)
 	})
 
 	t.Run("faculty from a build", func(t *testing.T) {
-
 		n.known(t)
 		// What the agent does with a build: stage its output, install it.
 		res, out := build(t, "build-tool", 0, "sh", "-c", `printf '#!/bin/sh\necho built tool\n' > tool && chmod 755 tool`)

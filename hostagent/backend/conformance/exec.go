@@ -46,7 +46,6 @@ func testExec(t *testing.T, n *node) {
 	}
 
 	t.Run("fresh shell", func(t *testing.T) {
-
 		n.known(t)
 		login("mkdir -p sub && cd sub && echo hello > f && X=1 && export Y=2")
 		res := login(`cat sub/f; pwd; echo "${X-unset} ${Y-unset}"`)
@@ -56,7 +55,6 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("login shell", func(t *testing.T) {
-
 		n.known(t)
 		res := login(`echo "$PERSONA|$GREETING|$FROM_SCRIPT|$HOME|$(id -un)"`)
 		if want := "alice's helper|it's $HOME|yes|" + guest.TenantHome + "|" + guest.TenantUser + "\n"; string(res.Stdout) != want {
@@ -65,7 +63,6 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("clean shell", func(t *testing.T) {
-
 		n.known(t)
 		out := s.sh(t, `echo "${PERSONA-unset}|${GREETING-unset}|${FROM_SCRIPT-unset}|$HOME"; env | sort`)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -82,7 +79,6 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("cwd", func(t *testing.T) {
-
 		n.known(t)
 		s.sh(t, "mkdir -p cwd-sub")
 		for cwd, want := range map[string]string{"/tmp": "/tmp", "cwd-sub": guest.TenantHome + "/cwd-sub", "": guest.TenantHome} {
@@ -97,7 +93,6 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("stdin", func(t *testing.T) {
-
 		n.known(t)
 		in := bytes.Repeat([]byte("0123456789abcdef\x00\xff"), 20000) // 360 KB: many frames of any transport
 		sum := sha256.Sum256(in)
@@ -111,7 +106,6 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("byte-exact output", func(t *testing.T) {
-
 		n.known(t)
 		res := login(`printf '\377\376a\000b\n'; printf '\200err' >&2; head -c 200000 /dev/zero`)
 		if want := "\xff\xfea\x00b\n" + strings.Repeat("\x00", 200000); string(res.Stdout) != want {
@@ -123,7 +117,6 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("exit status", func(t *testing.T) {
-
 		n.known(t)
 		// The backend's ExitStatus, which jobs report as it is.
 		for _, tc := range []struct {
@@ -145,7 +138,6 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("background outlives its command", func(t *testing.T) {
-
 		n.known(t)
 		// The loop goes on writing to the stdout of a command that has
 		// ended; it must neither die of it nor block.
@@ -168,7 +160,6 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("concurrent commands", func(t *testing.T) {
-
 		n.known(t)
 		var wg sync.WaitGroup
 		for i := range 8 {
@@ -183,7 +174,6 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("timeout kills the tree", func(t *testing.T) {
-
 		n.known(t)
 		sentinel := startSentinel(s.shell(t))
 		e := newEscapees(0)

@@ -55,7 +55,6 @@ func testFaculties(t *testing.T, n *node) {
 	s := n.open(t, sp)
 
 	t.Run("by name in every shell", func(t *testing.T) {
-
 		n.known(t)
 		for _, shell := range []backend.ShellMode{backend.ShellLogin, backend.ShellClean} {
 			res := s.exec(t, hostagent.ExecRequest{Command: "hello; command -v hello", Shell: shell})
@@ -69,7 +68,6 @@ func testFaculties(t *testing.T, n *node) {
 	})
 
 	t.Run("read-only", func(t *testing.T) {
-
 		n.known(t)
 		build := guest.FacultiesDir + "/a"
 		for _, cmd := range []string{
@@ -93,7 +91,6 @@ func testFaculties(t *testing.T, n *node) {
 	})
 
 	t.Run("only the listed binaries", func(t *testing.T) {
-
 		n.known(t)
 		if got := s.sh(t, "ls -A "+guest.FacultiesBin); got != "hello\n" {
 			t.Errorf("%s lists %q, want hello alone", guest.FacultiesBin, got)
@@ -105,7 +102,6 @@ func testFaculties(t *testing.T, n *node) {
 	})
 
 	t.Run("a new set at the next restart", func(t *testing.T) {
-
 		n.known(t)
 		sp.Faculties = []backend.Faculty{
 			{Name: "b", Fingerprint: "fp-b", Dir: b, Binaries: []string{"hello", "bye"}},

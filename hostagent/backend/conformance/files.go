@@ -47,7 +47,6 @@ func testFiles(t *testing.T, n *node) {
 	const limit = hostagent.DefaultMaxFileBytes
 
 	t.Run("byte-exact", func(t *testing.T) {
-
 		n.known(t)
 		payload := make([]byte, limit)
 		_, _ = rand.Read(payload)
@@ -73,7 +72,6 @@ func testFiles(t *testing.T, n *node) {
 	})
 
 	t.Run("atomic replace", func(t *testing.T) {
-
 		n.known(t)
 		a, b := bytes.Repeat([]byte("a"), 256<<10), bytes.Repeat([]byte("b"), 384<<10)
 		s.sh(t, "mkdir -p atomic")
@@ -125,7 +123,6 @@ echo $n`})
 	})
 
 	t.Run("size limit", func(t *testing.T) {
-
 		n.known(t)
 		s.sh(t, fmt.Sprintf("echo small > small; head -c %d /dev/zero > big", limit+1))
 		_, err := write("small", "", make([]byte, limit+1))
@@ -142,7 +139,6 @@ echo $n`})
 	})
 
 	t.Run("errors", func(t *testing.T) {
-
 		n.known(t)
 		s.sh(t, "mkdir -p dir")
 		for _, tc := range []struct {

@@ -38,7 +38,6 @@ func testIsolation(t *testing.T, n *node) {
 	startNamed(t, a.shell(t), marker)
 
 	t.Run("tenant user", func(t *testing.T) {
-
 		n.known(t)
 		want := fmt.Sprintf("%d %d\n", guest.TenantUID, guest.TenantGID)
 		for _, s := range []*session{a, b} {
@@ -49,7 +48,6 @@ func testIsolation(t *testing.T, n *node) {
 	})
 
 	t.Run("files", func(t *testing.T) {
-
 		n.known(t)
 		for _, p := range []string{n.stateDir, n.be.PileDir(a.id), "~/marker"} {
 			if got := b.sh(t, "[ -e "+p+" ] && echo visible || echo absent"); got != "absent\n" {
@@ -62,7 +60,6 @@ func testIsolation(t *testing.T, n *node) {
 	})
 
 	t.Run("processes", func(t *testing.T) {
-
 		n.known(t)
 		if got := running(b.shell(t), marker); got != 0 {
 			t.Fatalf("the other sandbox sees %d processes %q", got, marker)
@@ -70,7 +67,6 @@ func testIsolation(t *testing.T, n *node) {
 	})
 
 	t.Run("signals", func(t *testing.T) {
-
 		n.known(t)
 		// Everything the tenant of b may signal: its own processes only,
 		// not a's, nor the supervision that runs b's commands.
@@ -87,7 +83,6 @@ func testIsolation(t *testing.T, n *node) {
 	})
 
 	t.Run("tmp", func(t *testing.T) {
-
 		n.known(t)
 		// Every user may create there, and only the owner of an entry
 		// may remove or rename it (the sticky bit).
@@ -98,7 +93,6 @@ func testIsolation(t *testing.T, n *node) {
 	})
 
 	t.Run("socket families", func(t *testing.T) {
-
 		n.known(t)
 		probe := a.probeInside(t)
 		got := map[string]string{}
@@ -123,7 +117,6 @@ func testIsolation(t *testing.T, n *node) {
 	})
 
 	t.Run("foreign ABI", func(t *testing.T) {
-
 		n.known(t)
 		// A system call through another ABI has other numbers, which a
 		// filter written by name does not see by its name: it is killed,

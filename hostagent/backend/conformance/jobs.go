@@ -44,7 +44,6 @@ func testJobs(t *testing.T, n *node) {
 	}
 
 	t.Run("byte-exact output", func(t *testing.T) {
-
 		n.known(t)
 		// Random bytes (rarely valid UTF-8: base64 on the wire) and text
 		// whose multi-byte characters the chunks may split, both larger
@@ -75,7 +74,6 @@ func testJobs(t *testing.T, n *node) {
 	})
 
 	t.Run("cancel proves descendants dead", func(t *testing.T) {
-
 		n.known(t)
 		sh := s.shell(t)
 		sentinel := startSentinel(sh)
@@ -98,7 +96,6 @@ func testJobs(t *testing.T, n *node) {
 	})
 
 	t.Run("bounds", func(t *testing.T) {
-
 		n.known(t)
 		// A tenant of its own, so that no earlier job counts.
 		b := n.open(t, n.spec("jobs-bounds"))

@@ -78,7 +78,6 @@ func testKill(t *testing.T, n *node) {
 	}
 
 	t.Run("proves descendants dead", func(t *testing.T) {
-
 		n.known(t)
 		for round := range killRounds {
 			p, _, pids := launch(t, round)
@@ -87,7 +86,6 @@ func testKill(t *testing.T, n *node) {
 	})
 
 	t.Run("kill after a timed-out wait", func(t *testing.T) {
-
 		n.known(t)
 		// The kernel's timeout: Wait gives up at the deadline, then Kill.
 		for round := range 5 {
@@ -106,7 +104,6 @@ func testKill(t *testing.T, n *node) {
 	})
 
 	t.Run("kill after the end", func(t *testing.T) {
-
 		n.known(t)
 		// The kernel may cancel a job whose command has just ended.
 		p, err := n.be.Exec(context.Background(), s.ID, backend.ExecRequest{Command: "exit 7", Shell: backend.ShellClean}, NewSink())

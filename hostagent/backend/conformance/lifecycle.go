@@ -35,7 +35,6 @@ func testLifecycle(t *testing.T, n *node) {
 	be := n.be
 
 	t.Run("expected states", func(t *testing.T) {
-
 		n.known(t)
 		if _, err := be.Exec(ctx, "nope", backend.ExecRequest{Command: "true"}, nil); !errors.Is(err, backend.ErrNotFound) {
 			t.Errorf("exec in an unknown sandbox: %v, want ErrNotFound", err)
@@ -58,7 +57,6 @@ func testLifecycle(t *testing.T, n *node) {
 	})
 
 	t.Run("unsafe IDs", func(t *testing.T) {
-
 		n.known(t)
 		// The backend keys its state by the ID: none may name a path, not
 		// even to stop or destroy "nothing there".
@@ -88,7 +86,6 @@ func testLifecycle(t *testing.T, n *node) {
 	})
 
 	t.Run("malformed handles and job IDs", func(t *testing.T) {
-
 		n.known(t)
 		// The kernel takes only handles and job IDs of the shape it
 		// issues, and answers anything else exactly as an unknown one,
@@ -140,7 +137,6 @@ func testLifecycle(t *testing.T, n *node) {
 	})
 
 	t.Run("provision and start again", func(t *testing.T) {
-
 		n.known(t)
 		s := n.spec("again")
 		start(t, be, s)
@@ -156,7 +152,6 @@ func testLifecycle(t *testing.T, n *node) {
 	})
 
 	t.Run("destroy", func(t *testing.T) {
-
 		n.known(t)
 		s := n.spec("doomed")
 		start(t, be, s)

@@ -57,7 +57,6 @@ read -r refusal < /tmp/refusal; echo "$refusal"`})
 	})
 
 	t.Run("memory", func(t *testing.T) {
-
 		n.known(t)
 		sp := n.spec("limit-memory")
 		sp.Resources.MemoryBytes = 64 << 20

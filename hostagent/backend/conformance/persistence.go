@@ -35,7 +35,6 @@ func testPersistence(t *testing.T, n *node) {
 	s.sh(t, "echo kept > ~/file")
 
 	t.Run("close and reopen", func(t *testing.T) {
-
 		n.known(t)
 		sentinel := startSentinel(s.shell(t))
 		if err := n.agent.CloseHandle(ctx, s.tenant, s.handle); err != nil {
@@ -58,7 +57,6 @@ func testPersistence(t *testing.T, n *node) {
 	})
 
 	t.Run("agent restart", func(t *testing.T) {
-
 		n.known(t)
 		sentinel := startSentinel(s.shell(t))
 		next := n.restarted(t)
@@ -94,7 +92,6 @@ func testPersistence(t *testing.T, n *node) {
 	})
 
 	t.Run("sandbox restart", func(t *testing.T) {
-
 		n.known(t)
 		const marker = "sleep 7654321"
 		startNamed(t, s.shell(t), marker)
@@ -111,7 +108,6 @@ func testPersistence(t *testing.T, n *node) {
 	})
 
 	t.Run("node reboot", func(t *testing.T) {
-
 		n.known(t)
 		// The sandbox stopped, then a new agent starts.
 		const marker = "sleep 7654322"
@@ -141,7 +137,6 @@ func testPersistence(t *testing.T, n *node) {
 	})
 
 	t.Run("another node", func(t *testing.T) {
-
 		n.known(t)
 		other := n.h.newNode(t)
 		if err := other.be.Reattach(ctx, sp); !errors.Is(err, backend.ErrNotFound) {

@@ -45,7 +45,6 @@ func testPile(t *testing.T, n *node) {
 	f := guest.PileDir + "/" + name
 
 	t.Run("append-only", func(t *testing.T) {
-
 		n.known(t)
 		Sh(t, be, sp.ID, "echo one >> "+f+" && printf two >> "+f)
 		for _, cmd := range []string{
@@ -73,7 +72,6 @@ func testPile(t *testing.T, n *node) {
 	})
 
 	t.Run("kept by destroy", func(t *testing.T) {
-
 		n.known(t)
 		Sh(t, be, sp.ID, "echo entry >> "+f+"; echo scratch > ~/scratch")
 		want := Sh(t, be, sp.ID, "cat "+f)

@@ -66,7 +66,6 @@ func testRelay(t *testing.T, n *node) {
 	}
 
 	t.Run("reaches the sandbox's port", func(t *testing.T) {
-
 		n.known(t)
 		// The probe starts in the background: wait for it to listen.
 		var got string
@@ -86,7 +85,6 @@ func testRelay(t *testing.T, n *node) {
 	})
 
 	t.Run("another sandbox's loopback is its own", func(t *testing.T) {
-
 		n.known(t)
 		_, err := get(b.id, "/")
 		if !errors.Is(err, backend.ErrInvalidRequest) || !strings.Contains(err.Error(), "nothing accepts connections on port "+port) {
@@ -95,7 +93,6 @@ func testRelay(t *testing.T, n *node) {
 	})
 
 	t.Run("bad ports and sandboxes", func(t *testing.T) {
-
 		n.known(t)
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()

@@ -75,7 +75,6 @@ func testWorker(t *testing.T, n *node) {
 	}
 
 	t.Run("runs as the sandbox user with its token", func(t *testing.T) {
-
 		n.known(t)
 		got := s.sh(t, "ps -o user= -C .conformance-pro 2>/dev/null || ps -eo user,args | grep '[c]onformance-probe serve'")
 		if !strings.Contains(got, "sandbox") && !strings.Contains(got, "1000") {
@@ -87,7 +86,6 @@ func testWorker(t *testing.T, n *node) {
 	})
 
 	t.Run("restarted when it dies", func(t *testing.T) {
-
 		n.known(t)
 		s.sh(t, "pkill -KILL -f '[c]onformance-probe serve'")
 		until("the restart is reported", func() bool {
@@ -102,7 +100,6 @@ func testWorker(t *testing.T, n *node) {
 	})
 
 	t.Run("kept across an agent restart", func(t *testing.T) {
-
 		n.known(t)
 		before := s.sh(t, "pgrep -f '[c]onformance-probe serve'")
 		n2 := n.restarted(t)
@@ -113,7 +110,6 @@ func testWorker(t *testing.T, n *node) {
 	})
 
 	t.Run("stopped when unset", func(t *testing.T) {
-
 		n.known(t)
 		if err := sup.SetWorker(ctx, s.id, nil); err != nil {
 			t.Fatal(err)
