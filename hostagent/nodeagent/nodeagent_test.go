@@ -150,6 +150,8 @@ func TestLeaseRegistration(t *testing.T) {
 	g.Expect(lease.Annotations).To(And(
 		HaveKeyWithValue(agentlease.AnnotationEndpoint, n.endpoint),
 		HaveKeyWithValue(agentlease.AnnotationBackends, "oci"),
+		// The test's oci backend has no runsc: container only.
+		HaveKeyWithValue(agentlease.AnnotationIsolations, "container"),
 		HaveKeyWithValue(agentlease.AnnotationAdmission, "")))
 	var labels map[string]string
 	g.Expect(json.Unmarshal([]byte(lease.Annotations[agentlease.AnnotationNodeLabels]), &labels)).To(Succeed())
