@@ -19,6 +19,7 @@ limitations under the License.
 package oci
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,4 +107,105 @@ func gvisorLeftovers(tb testing.TB, stateDir, id string) []string {
 		left = append(left, "runsc state "+m)
 	}
 	return left
+}
+
+// TestGVisorIsAnotherKernel: a gVisor sandbox's processes run on gVisor's
+// kernel, not the node's: the node has no process of the tenant's, and the
+// sandbox's kernel is not the node's.
+func TestGVisorIsAnotherKernel(t *testing.T) {
+	runsc := requireRunsc(t)
+	b := newGVisorBackend(t, newStateDir(t), runsc)
+	spec := backend.Spec{ID: "gv-kernel", Tenant: "t/gv-kernel", Isolation: backend.IsolationGVisor}
+	startSandbox(t, b, spec)
+
+	marker := "424242.5"
+	sh(t, b, spec.ID, "sleep "+marker+" >/dev/null 2>&1 &")
+	if got := sh(t, b, spec.ID, "ps -eo args | grep -c '^sleep "+marker+"'"); got != "1\n" {
+		t.Fatalf("the tenant's sleep inside the sandbox: %q processes", got)
+	}
+	if pids := nodeProcesses(t, "sleep\x00"+marker); len(pids) > 0 {
+		t.Fatalf("the tenant's sleep is a process of the node (PIDs %v): the sandbox runs on the node's kernel", pids)
+	}
+	host, err := os.ReadFile("/proc/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inside := sh(t, b, spec.ID, "cat /proc/version"); inside == string(host) {
+		t.Fatalf("the sandbox's kernel is the node's: %q", inside)
+	}
+	pid, err := b.initPID(spec.ID)
+	if err != nil || !isGVisorSandbox(pid) {
+		t.Fatalf("init.pid names %d (%v), not the gVisor sandbox process", pid, err)
+	}
+}
+
+// nodeProcesses are the PIDs of the node's processes whose command line
+// starts with prefix (NUL-separated arguments).
+func nodeProcesses(t *testing.T, prefix string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(cmdline), prefix) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+// TestIsolationIsFixed: a sandbox keeps the isolation it was provisioned
+// with. Asking for another is refused, not obeyed, and an agent without
+// runsc neither makes nor runs a gVisor sandbox (it does not fall back to
+// runc).
+func TestIsolationIsFixed(t *testing.T) {
+	runsc := requireRunsc(t)
+	ctx := context.Background()
+	state := newStateDir(t)
+	b := newGVisorBackend(t, state, runsc)
+	spec := backend.Spec{ID: "gv-fixed", Tenant: "t/gv-fixed", Isolation: backend.IsolationGVisor}
+	startSandbox(t, b, spec)
+	sh(t, b, spec.ID, "echo kept > ~/f")
+
+	runc := spec
+	runc.Isolation = ""
+	for what, err := range map[string]error{
+		"Provision": b.Provision(ctx, runc),
+		"Reattach":  b.Reattach(ctx, runc),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "cannot change to container") {
+			t.Errorf("%s of the gVisor sandbox with container isolation: %v, want a refusal", what, err)
+		}
+	}
+
+	without := newBackend(t, state) // an agent restarted without runsc
+	if err := without.Reattach(ctx, spec); err == nil || !strings.Contains(err.Error(), "no runsc") {
+		t.Errorf("reattaching a gVisor sandbox without runsc: %v, want a refusal", err)
+	}
+	other := backend.Spec{ID: "gv-new", Tenant: "t/gv-new", Isolation: backend.IsolationGVisor}
+	if err := without.Provision(ctx, other); err == nil || !strings.Contains(err.Error(), "no runsc") {
+		t.Errorf("provisioning a gVisor sandbox without runsc: %v, want a refusal", err)
+	}
+
+	again := newGVisorBackend(t, state, runsc) // and with it again
+	if err := again.Reattach(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, again, spec.ID, "cat ~/f; cat /proc/version"); !strings.HasPrefix(got, "kept\n") || nodeProcessesOf(t, again, spec.ID) {
+		t.Fatalf("after the refusals: %q", got)
+	}
+}
+
+// nodeProcessesOf reports whether the sandbox's init is a process of the
+// node (a runc sandbox) rather than gVisor's.
+func nodeProcessesOf(t *testing.T, b *Backend, id string) bool {
+	t.Helper()
+	pid, err := b.initPID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return isGuestInit(pid)
 }
