@@ -47,7 +47,7 @@ func TestConformanceGVisor(t *testing.T) {
 		// What gVisor cannot give; docs/isolation.md names both.
 		Known: map[string]string{
 			"pile/append-only": "gVisor emulates O_APPEND with positioned writes through a file opened without it, which the pile's append-only flag on the node refuses: the pile is read-only in a gVisor sandbox",
-			"limits/memory":    "gVisor has no OOM killer of its own: past its memory limit the node's OOM killer ends the sentry, the whole sandbox, which the agent starts again over its files",
+			"limits/memory":    "gVisor has no OOM killer of its own: past its memory limit the node's OOM killer ends the sentry, the whole sandbox, which the agent starts again over its files (TestGVisorOutOfMemory holds what happens instead)",
 		},
 	})
 }
@@ -246,5 +246,34 @@ func BenchmarkGVisor(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestGVisorOutOfMemory: gVisor has no OOM killer of its own, so a command
+// past the sandbox's memory limit ends the whole sandbox (the node's OOM
+// killer takes the sentry). What a user sees: the command ends killed by
+// the OOM killer, with proof that nothing of it is left (the sentry's end
+// is the end of all its processes, so jobs stay admitted), and the
+// sandbox starts again over its files.
+func TestGVisorOutOfMemory(t *testing.T) {
+	runsc := requireRunsc(t)
+	ctx := context.Background()
+	b := newGVisorBackend(t, newStateDir(t), runsc)
+	spec := backend.Spec{ID: "gv-oom", Tenant: "t/gv-oom", Isolation: backend.IsolationGVisor, Resources: backend.Resources{MemoryBytes: 64 << 20}}
+	startSandbox(t, b, spec)
+	sh(t, b, spec.ID, "echo kept > ~/f")
+
+	r := run(t, b, spec.ID, backend.ExecRequest{Shell: backend.ShellClean, Command: "head -c 300M /dev/zero | tail -c 200M >/dev/null"})
+	if !r.Status.OOMKilled || !r.Status.Killed {
+		t.Fatalf("a command holding 200 MiB under a limit of 64 MiB: %+v, want killed by the OOM killer, and said so", r.Status)
+	}
+	if b.Alive(spec.ID) {
+		t.Fatal("the sandbox survived its memory limit under gVisor: docs/isolation.md says it does not")
+	}
+	if err := b.Start(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, b, spec.ID, "cat ~/f"); got != "kept\n" {
+		t.Fatalf("the sandbox's files after its restart: %q", got)
 	}
 }

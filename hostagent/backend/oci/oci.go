@@ -792,6 +792,11 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 		if err != nil {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 		}
+		if rt.gvisor && st.Status != "stopped" && !isGVisorSandbox(st.Pid) {
+			// runsc reports the state it last saved: a sentry the node's
+			// OOM killer ended is still "running" there.
+			st.Status = "stopped"
+		}
 		switch st.Status {
 		case "running", "paused":
 			if err := b.reattachEgress(ctx, sb, st.Pid); err != nil {
