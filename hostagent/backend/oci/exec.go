@@ -174,7 +174,7 @@ func (b *Backend) sentryFD(id string) int {
 	if err != nil {
 		return -1
 	}
-	if !isGVisorSandbox(pid) { // checked with the pidfd held
+	if !b.isGVisorSandbox(pid, id) { // checked with the pidfd held
 		unix.Close(fd)
 		return -1
 	}

@@ -213,14 +213,19 @@ func (r *runc) gvisorOOMCounter(id string) string {
 	return ""
 }
 
-// isGVisorSandbox reports whether pid is a runsc sandbox process.
-func isGVisorSandbox(pid int) bool {
+// isGVisorSandbox reports whether pid is the runsc sandbox process (the
+// sentry) of sandbox id: a PID may have been reused, by another sandbox's
+// sentry too, and runsc names the sandbox last on the sentry's command line.
+func (b *Backend) isGVisorSandbox(pid int, id string) bool {
+	if b.gvisor == nil {
+		return false
+	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return false
 	}
-	argv0, _, _ := strings.Cut(string(cmdline), "\x00")
-	return argv0 == "runsc-sandbox"
+	args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+	return len(args) > 1 && args[0] == "runsc-sandbox" && args[len(args)-1] == b.gvisor.name(containerID(id))
 }
 
 // signal sends sig to the init of a running container through the runtime.

@@ -135,7 +135,7 @@ func TestGVisorIsAnotherKernel(t *testing.T) {
 		t.Fatalf("the sandbox's kernel is the node's: %q", inside)
 	}
 	pid, err := b.initPID(spec.ID)
-	if err != nil || !isGVisorSandbox(pid) {
+	if err != nil || !b.isGVisorSandbox(pid, spec.ID) {
 		t.Fatalf("init.pid names %d (%v), not the gVisor sandbox process", pid, err)
 	}
 }
@@ -275,5 +275,32 @@ func TestGVisorOutOfMemory(t *testing.T) {
 	}
 	if got := sh(t, b, spec.ID, "cat ~/f"); got != "kept\n" {
 		t.Fatalf("the sandbox's files after its restart: %q", got)
+	}
+}
+
+// TestGVisorDestroyLeavesNothing: destroying a gVisor sandbox leaves no
+// runsc state, cgroup, mount or file of it on the node.
+func TestGVisorDestroyLeavesNothing(t *testing.T) {
+	runsc := requireRunsc(t)
+	state := newStateDir(t)
+	b := newGVisorBackend(t, state, runsc)
+	spec := backend.Spec{ID: "gv-gone", Tenant: "t/gv-gone", Isolation: backend.IsolationGVisor}
+	startSandbox(t, b, spec)
+	sh(t, b, spec.ID, "sleep 1000 >/dev/null 2>&1 &")
+	cgroups := b.gvisor.cgroupPaths(containerID(spec.ID))
+	if len(cgroups) == 0 {
+		t.Fatal("runsc's state names no cgroup of the sandbox")
+	}
+	if err := b.Destroy(context.Background(), spec.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	left := append(leftovers(t, state, spec.ID), gvisorLeftovers(t, state, spec.ID)...)
+	for _, p := range cgroups {
+		if fileExists(p) {
+			left = append(left, "cgroup "+p)
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("left on the node: %v", left)
 	}
 }

@@ -792,7 +792,7 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 		if err != nil {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 		}
-		if rt.gvisor && st.Status != "stopped" && !isGVisorSandbox(st.Pid) {
+		if rt.gvisor && st.Status != "stopped" && !b.isGVisorSandbox(st.Pid, sb.spec.ID) {
 			// runsc reports the state it last saved: a sentry the node's
 			// OOM killer ended is still "running" there.
 			st.Status = "stopped"
@@ -867,7 +867,7 @@ func (b *Backend) Alive(id string) bool {
 	if err != nil {
 		return errors.Is(err, os.ErrNotExist) && fileExists(b.sandboxDir(id))
 	}
-	if b.gvisor != nil && isGVisorSandbox(pid) {
+	if b.isGVisorSandbox(pid, id) {
 		// The sentry: it exits when the guest's init does.
 		return b.gvisor.exists(containerID(id))
 	}

@@ -85,7 +85,7 @@ func (b *Backend) signalInit(id string) error {
 	if err != nil {
 		return nil // not started
 	}
-	if b.gvisor != nil && isGVisorSandbox(pid) {
+	if b.isGVisorSandbox(pid, id) {
 		// The guest's init has no PID on the node: runsc signals it.
 		ctx, cancel := context.WithTimeout(context.Background(), b.opts.StartTimeout)
 		defer cancel()
