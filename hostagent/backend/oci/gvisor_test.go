@@ -21,9 +21,11 @@ package oci
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -303,4 +305,114 @@ func TestGVisorDestroyLeavesNothing(t *testing.T) {
 	if len(left) > 0 {
 		t.Fatalf("left on the node: %v", left)
 	}
+}
+
+// TestEgressGVisor: a gVisor sandbox with an egress list reaches what the
+// list allows and nothing else (the node, its agent, link-local and other
+// addresses), through the same namespace, veth pair and ruleset as a runc
+// sandbox; a gVisor sandbox without one has no interface but loopback; the
+// tenant cannot change its routes; an agent restart applies a changed list
+// to the running sandbox.
+func TestEgressGVisor(t *testing.T) {
+	runsc := requireRunsc(t)
+	for _, tool := range []string{"nft", "ip", "nsenter", "bash", "timeout"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: run make prereqs", tool)
+		}
+	}
+	world := newWorld(t)
+	for _, addr := range []string{worldServer + ":" + strconv.Itoa(allowedPort), worldServer + ":" + strconv.Itoa(otherPort),
+		worldOther + ":" + strconv.Itoa(allowedPort), worldLinkLoc + ":" + strconv.Itoa(allowedPort)} {
+		world.serve(t, addr)
+	}
+	agent, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Close() })
+	go serveHello(agent)
+	agentPort := strconv.Itoa(agent.Addr().(*net.TCPAddr).Port)
+	if got := dialHello(worldServer + ":" + strconv.Itoa(allowedPort)); got != "hello" {
+		t.Fatalf("node cannot reach the test server: %q", got)
+	}
+
+	opts := Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Runtime: testRuntime, GVisorRuntime: runsc, Network: NetworkEgress}
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := backend.Spec{ID: "gv-egress", Isolation: backend.IsolationGVisor, Egress: []backend.EgressRule{
+		{CIDR: worldServer + "/32", Ports: []int32{allowedPort}},
+		{CIDR: "169.254.0.0/16", Ports: []int32{allowedPort}},
+		{CIDR: worldNodeAddr + "/32"},
+	}}
+	startSandbox(t, b, spec)
+	startSandbox(t, b, backend.Spec{ID: "gv-closed", Isolation: backend.IsolationGVisor})
+	gateway := b.egressNet(mustLoad(t, b, spec.ID)).node.String()
+
+	check := func(b *Backend, id string, want map[string]bool) {
+		t.Helper()
+		for addr, ok := range want {
+			host, port, _ := net.SplitHostPort(addr)
+			r := run(t, b, id, backend.ExecRequest{Shell: backend.ShellClean,
+				Command: fmt.Sprintf("timeout 2 bash -c 'cat </dev/tcp/%s/%s'", host, port)})
+			if got := strings.TrimSpace(r.Stdout) == "hello"; got != ok {
+				t.Errorf("%s: reach %s = %v, want %v", id, addr, got, ok)
+			}
+		}
+	}
+	want := map[string]bool{
+		worldServer + ":" + strconv.Itoa(allowedPort):  true,
+		worldServer + ":" + strconv.Itoa(otherPort):    false,
+		worldOther + ":" + strconv.Itoa(allowedPort):   false,
+		worldLinkLoc + ":" + strconv.Itoa(allowedPort): false,
+		gateway + ":" + agentPort:                      false,
+		"127.0.0.1:" + agentPort:                       false,
+	}
+	for _, a := range nodeAddresses(t) {
+		want[a+":"+agentPort] = false
+	}
+	check(b, spec.ID, want)
+	check(b, "gv-closed", map[string]bool{worldServer + ":" + strconv.Itoa(allowedPort): false, gateway + ":" + agentPort: false})
+	if out := sh(t, b, "gv-closed", "cat /proc/net/dev"); strings.Contains(out, "eth0") {
+		t.Errorf("a gVisor sandbox without egress has an interface: %s", out)
+	}
+	if r := run(t, b, spec.ID, backend.ExecRequest{Shell: backend.ShellClean, Command: "ip route del default 2>&1 || echo refused"}); !strings.Contains(r.Stdout, "refused") && r.Status.Code == 0 {
+		t.Errorf("tenant changed the sandbox's routes: %q", r.Stdout)
+	}
+
+	b2, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Egress[0].Ports = []int32{otherPort}
+	if err := b2.Reattach(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	want[worldServer+":"+strconv.Itoa(allowedPort)] = false
+	want[worldServer+":"+strconv.Itoa(otherPort)] = true
+	check(b2, spec.ID, want)
+
+	// A new agent pod: the veth pair and the ruleset are gone. A running
+	// gVisor stack cannot take a new link: the agent says to restart the
+	// sandbox, and a restart serves it again.
+	n := b2.egressNet(mustLoad(t, b2, spec.ID))
+	for _, c := range [][]string{{"ip", "link", "del", n.hostDev}, {"nft", "delete", "table", "inet", n.table}} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", c, err, out)
+		}
+	}
+	if err := b2.Reattach(context.Background(), spec); err == nil || !strings.Contains(err.Error(), "restart the sandbox") {
+		t.Fatalf("reattaching a gVisor sandbox whose link is gone: %v, want a refusal that says to restart it", err)
+	}
+	if out, err := exec.Command("nft", "list", "table", "inet", n.table).CombinedOutput(); err != nil {
+		t.Fatalf("the refused reattach left the sandbox without its ruleset: %v: %s", err, out)
+	}
+	if err := b2.Stop(context.Background(), spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.Reattach(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	check(b2, spec.ID, want)
 }

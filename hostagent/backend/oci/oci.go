@@ -849,7 +849,11 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 		return err
 	}
 	logPath := filepath.Join(sb.dir, "init.log")
-	pid, err := rt.run(ctx, sb.dir, cid, logPath)
+	var flags []string
+	if rt.gvisor && hasEgress(sb) {
+		flags = gvisorEgressFlags
+	}
+	pid, err := rt.run(ctx, sb.dir, cid, logPath, flags...)
 	if err != nil {
 		return fmt.Errorf("oci: starting sandbox %s: %w", sb.spec.ID, err)
 	}

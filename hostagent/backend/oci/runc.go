@@ -81,7 +81,10 @@ func (r *runc) state(ctx context.Context, id string) (*containerState, error) {
 // the agent: stdin is /dev/null and stdout/stderr go to logPath, which is
 // also where runc's own errors land. A pipe here would keep the agent
 // waiting for the container's exit.
-func (r *runc) run(ctx context.Context, bundle, id, logPath string) (pid int, err error) {
+//
+// flags are global flags of this run alone, after the runtime's own (the
+// last of a flag wins).
+func (r *runc) run(ctx context.Context, bundle, id, logPath string, flags ...string) (pid int, err error) {
 	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxLogSize {
 		_ = os.Truncate(logPath, 0)
 	}
@@ -94,7 +97,8 @@ func (r *runc) run(ctx context.Context, bundle, id, logPath string) (pid int, er
 	// The PID file saves a `runc state` after the start: a third runtime
 	// process, about 18 ms of a 70 ms start on a small machine.
 	pidFile := filepath.Join(bundle, "init.pid")
-	cmd := exec.CommandContext(ctx, r.bin, r.args("run", "--detach", "--pid-file", pidFile, "--bundle", bundle, r.name(id))...)
+	args := append(r.args(flags...), "run", "--detach", "--pid-file", pidFile, "--bundle", bundle, r.name(id))
+	cmd := exec.CommandContext(ctx, r.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Run(); err != nil {
 		msg := tailFrom(logPath, before)
