@@ -39,8 +39,8 @@ type SandboxTemplateApplyConfiguration struct {
 	// between, on a node whose agent offers it; the sandbox waits, Pending,
 	// until one does). Other backends take none. It cannot change once the
 	// sandbox exists. What gVisor adds, costs and lacks (the pile is
-	// read-only; past its memory limit the whole sandbox restarts; no
-	// egress): docs/isolation.md.
+	// read-only; past its memory limit the whole sandbox restarts):
+	// docs/isolation.md.
 	Isolation *apiv1alpha1.Isolation `json:"isolation,omitempty"`
 	// Resources bounds the sandbox's CPU, memory and process count.
 	Resources *SandboxResourcesApplyConfiguration `json:"resources,omitempty"`
