@@ -33,7 +33,8 @@ import (
 //
 // The sandbox is the same as under runc: the same bundle layout, mounts,
 // guest binary, ID map and cgroup limits, with runsc's own root
-// (<state>/runsc). What differs is handled here:
+// (<state>/runsc). What differs is handled here and named in
+// docs/isolation.md:
 //
 //   - init's socket. A socket that a process in gVisor binds lives in the
 //     sentry, not on the node. runsc runs with --host-uds=create, so that a
@@ -43,16 +44,22 @@ import (
 //   - init's PID. runsc's --pid-file names the sandbox process (the sentry,
 //     "runsc-sandbox"), not the guest's init, which has no node PID: Alive
 //     checks that process, which ends with init. The worker's reload signal
-//     goes through `runsc kill`, which signals the container's init.
-//   - state and cgroups. runsc keeps a container's state in
-//     <root>/<cid>_sandbox:<cid>.state and its cgroup there (cgroupPaths).
+//     goes through `runsc kill`, which signals the container's init. The
+//     sentry's end is also the proof that a command's processes are gone
+//     when its connection breaks (exec.go, process.kernel).
+//   - names, state and cgroups. runsc's container names end in '+'
+//     (runc.name), it keeps their state in <root>/<name>_sandbox:<name>.state
+//     and their cgroup there (cgroupPaths).
+//   - limits. The PIDs limit is the sentry's RLIMIT_NPROC (gvisorSpec).
+//   - egress. The sandbox takes its namespace's link at its start and keeps
+//     it: a reattach renews only the node's side (egress.go).
 //
 // runsc's global flags: systrap (ptrace is slower, KVM is absent on most
 // nodes and on these machines), no overlay over the read-only root (every
 // writable path is a bind mount of the node's), the OCI seccomp profile
 // applied by the sentry to the guest's system calls, and a network stack
 // with loopback only (runsc's "sandbox" network would copy the interfaces
-// of the namespace, whose loopback it does not bring up).
+// of a namespace without egress, whose loopback is not up).
 var gvisorFlags = []string{
 	"--platform=systrap",
 	"--host-uds=create",
@@ -68,7 +75,8 @@ var gvisorFlags = []string{
 // so it filters gVisor's packets as it does a runc sandbox's.
 var gvisorEgressFlags = []string{"--network=sandbox"}
 
-// runsc is the runtime of gVisor sandboxes; nil when the agent has none.
+// newGVisor is the runtime of gVisor sandboxes; nil when the agent has
+// no runsc.
 func (b *Backend) newGVisor() *runc {
 	if b.opts.GVisorRuntime == "" {
 		return nil
