@@ -416,3 +416,29 @@ func TestEgressGVisor(t *testing.T) {
 	}
 	check(b2, spec.ID, want)
 }
+
+// TestGVisorLimits: a gVisor sandbox's CPU and memory limits are its
+// cgroup's, around the sentry; its PIDs limit is the sentry's count of the
+// tenant's tasks (RLIMIT_NPROC), the node's pids cgroup a looser bound.
+func TestGVisorLimits(t *testing.T) {
+	runsc := requireRunsc(t)
+	b := newGVisorBackend(t, newStateDir(t), runsc)
+	spec := backend.Spec{ID: "gv-limits", Isolation: backend.IsolationGVisor, Resources: backend.Resources{CPUMillis: 500, MemoryBytes: 256 << 20, PIDs: 64}}
+	startSandbox(t, b, spec)
+	pid, err := b.initPID(spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cgroupValue(t, pid, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(256<<20) {
+		t.Errorf("memory limit %s", got)
+	}
+	if got := cgroupValue(t, pid, "cpu", "cpu.cfs_quota_us", "cpu.max"); got != "50000" && got != "50000 100000" {
+		t.Errorf("cpu quota %s", got)
+	}
+	if got, want := cgroupValue(t, pid, "pids", "pids.max", "pids.max"), strconv.Itoa(int(gvisorHostPIDs(64))); got != want {
+		t.Errorf("the node's pids limit %s, want %s", got, want)
+	}
+	if got := sh(t, b, spec.ID, "awk '/^Max processes/ { print $3 }' /proc/self/limits; grep MemTotal /proc/meminfo"); got != "64\nMemTotal:         262144 kB\n" {
+		t.Errorf("inside: %q, want a process limit of 64 and the memory limit as MemTotal", got)
+	}
+}
