@@ -48,7 +48,7 @@ func TestConformanceGVisor(t *testing.T) {
 		Isolation: backend.IsolationGVisor,
 		// What gVisor cannot give; docs/isolation.md names both.
 		Known: map[string]string{
-			"pile/append-only": "gVisor emulates O_APPEND with positioned writes through a file opened without it, which the pile's append-only flag on the node refuses: the pile is read-only in a gVisor sandbox",
+			"pile/append-only": "gVisor emulates O_APPEND with positioned writes through a file opened without it, which the pile's append-only flag on the node refuses: the pile is read-only in a gVisor sandbox (TestGVisorPileIsReadOnly)",
 			"limits/memory":    "gVisor has no OOM killer of its own: past its memory limit the node's OOM killer ends the sentry, the whole sandbox, which the agent starts again over its files (TestGVisorOutOfMemory holds what happens instead)",
 		},
 	})
@@ -440,5 +440,33 @@ func TestGVisorLimits(t *testing.T) {
 	}
 	if got := sh(t, b, spec.ID, "awk '/^Max processes/ { print $3 }' /proc/self/limits; grep MemTotal /proc/meminfo"); got != "64\nMemTotal:         262144 kB\n" {
 		t.Errorf("inside: %q, want a process limit of 64 and the memory limit as MemTotal", got)
+	}
+}
+
+// TestGVisorPileIsReadOnly: in a gVisor sandbox the pile's append-only
+// flag still holds, and, since gVisor opens files for writing without
+// O_APPEND, refuses appends too: the tenant reads its pile and changes
+// nothing in it.
+func TestGVisorPileIsReadOnly(t *testing.T) {
+	runsc := requireRunsc(t)
+	b := newGVisorBackend(t, newStateDir(t), runsc)
+	spec := backend.Spec{ID: "gv-pile", Isolation: backend.IsolationGVisor}
+	startSandbox(t, b, spec)
+	f := filepath.Join(b.PileDir(spec.ID), "self.pile")
+	host, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := host.WriteString("from the node\n"); err != nil {
+		t.Fatal(err)
+	}
+	host.Close()
+	for _, cmd := range []string{"echo more >> /pile/self.pile", ": > /pile/self.pile", "truncate -s 0 /pile/self.pile", "rm -f /pile/self.pile", "touch /pile/new"} {
+		if r := run(t, b, spec.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code == 0 {
+			t.Errorf("%q succeeded in a gVisor sandbox's pile", cmd)
+		}
+	}
+	if got := sh(t, b, spec.ID, "cat /pile/self.pile; ls /pile"); got != "from the node\nself.pile\n" {
+		t.Fatalf("the pile inside: %q", got)
 	}
 }
