@@ -11,7 +11,7 @@
 #
 # The binary goes to bin/runsc-$RUNSC_VERSION and is reused when present. A
 # copy is kept in the user's cache directory, so that another clone on the
-# same machine links it instead of building for a minute and more again.
+# same machine links it instead of building for minutes again.
 set -euo pipefail
 
 RUNSC_VERSION=v0.0.0-20260905035102-160fafc42237
@@ -40,7 +40,7 @@ fi
 
 if [ ! -x "$cache" ]; then
 	log "building runsc $RUNSC_VERSION from the Go module proxy"
-	log "(a minute or two on a cold cache; later runs reuse $cache)"
+	log "(about 2 to 4 minutes on a cold cache; later runs reuse $cache)"
 	tmp="$cache.tmp.$$"
 	trap 'rm -rf "$tmp"' EXIT
 	mkdir -p "$tmp"
