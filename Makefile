@@ -49,8 +49,8 @@ FUZZ := ./mcpgateway/tools:FuzzToolArguments:20000x ./mcpgateway/tools:FuzzDecod
 FUZZTIME ?=
 
 .PHONY: test
-test: prereqs envtest helm ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 $(TESTFLAGS)
+test: prereqs envtest helm runsc ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
+	PLAYGROUND_RUNSC="$$(hack/runsc.sh)" KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 $(TESTFLAGS)
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
 
 .PHONY: smoke
@@ -143,6 +143,10 @@ envtest: ## Build the control plane (kube-apiserver, etcd, kubectl) and print it
 .PHONY: helm
 helm: ## Build helm from the Go module proxy (for the chart's tests) and print its path.
 	@hack/helm.sh
+
+.PHONY: runsc
+runsc: ## Build runsc, gVisor's runtime, from the Go module proxy (for isolation gvisor and its tests) and print its path.
+	@hack/runsc.sh
 
 .PHONY: prereqs
 prereqs: ## Install the Debian packages the tests and the agent need, when missing.

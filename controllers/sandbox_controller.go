@@ -153,6 +153,7 @@ func agentRegistrations(ctx context.Context, c client.Reader, namespace string) 
 // "" and why when none is eligible.
 func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) (string, string) {
 	backend := string(playgroundv1alpha1.BackendClassOf(sbx))
+	isolation := string(playgroundv1alpha1.IsolationOf(sbx))
 	type candidate struct {
 		node string
 		load int
@@ -165,7 +166,7 @@ func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.
 			continue
 		}
 		healthy++
-		if !reg.Offers(backend) || !reg.Matches(sbx.Spec.NodeSelector) {
+		if !reg.Offers(backend) || !reg.OffersIsolation(isolation) || !reg.Matches(sbx.Spec.NodeSelector) {
 			continue
 		}
 		h := fnv.New32a()
@@ -174,6 +175,9 @@ func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.
 	}
 	if len(eligible) == 0 {
 		why := fmt.Sprintf("no healthy agent offers the %s backend", backend)
+		if isolation != string(playgroundv1alpha1.IsolationContainer) {
+			why = fmt.Sprintf("no healthy agent offers the %s backend with %s isolation (an agent offers gvisor when it has runsc: see --runsc)", backend, isolation)
+		}
 		if len(sbx.Spec.NodeSelector) > 0 {
 			why += " on a node matching " + formatSelector(sbx.Spec.NodeSelector)
 		}

@@ -45,8 +45,9 @@ import (
 // agents do (hostagent/nodeagent's tests hold the agents' side).
 
 // registerAgent writes node's registration, renewed now, and removes it
-// when the test ends.
-func registerAgent(t *testing.T, node string, labels map[string]string, duration time.Duration) {
+// when the test ends. The agent offers the oci backend, with the
+// isolations listed (none: container only, as an agent without runsc).
+func registerAgent(t *testing.T, node string, labels map[string]string, duration time.Duration, isolations ...string) {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
@@ -54,14 +55,14 @@ func registerAgent(t *testing.T, node string, labels map[string]string, duration
 		t.Fatal(err)
 	}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(node)}}
-	renewAgent(t, lease, node, labels, duration)
+	renewAgent(t, lease, node, labels, duration, isolations...)
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), lease) })
 }
 
-func renewAgent(t *testing.T, lease *coordinationv1.Lease, node string, labels map[string]string, duration time.Duration) {
+func renewAgent(t *testing.T, lease *coordinationv1.Lease, node string, labels map[string]string, duration time.Duration, isolations ...string) {
 	t.Helper()
 	ctx := context.Background()
-	reg := agentlease.Registration{Node: node, Endpoint: "http://" + node + ":9443", Backends: []string{"oci"}, Labels: labels, Duration: duration}
+	reg := agentlease.Registration{Node: node, Endpoint: "http://" + node + ":9443", Backends: []string{"oci"}, Isolations: isolations, Labels: labels, Duration: duration}
 	err := k8sClient.Get(ctx, client.ObjectKeyFromObject(lease), lease)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -184,6 +185,41 @@ func TestNoEligibleNodeWaits(t *testing.T) {
 
 	node := "late-" + rand.String(5)
 	registerAgent(t, node, map[string]string{"zone": zone}, time.Hour)
+	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
+}
+
+// TestGVisorWaitsForAnAgentThatOffersIt: a sandbox of gvisor isolation is
+// not bound to an agent without runsc, however idle, and says why; it is
+// bound to the first agent whose Lease offers gvisor.
+func TestGVisorWaitsForAnAgentThatOffersIt(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	zone := "gvisor-" + rand.String(5)
+	registerAgent(t, "runc-only-"+rand.String(5), map[string]string{"zone": zone}, time.Hour)
+	s := &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "untrusted"},
+		Spec: playgroundv1alpha1.SandboxSpec{
+			TenantRef: playgroundv1alpha1.LocalObjectReference{Name: "untrusted"},
+			SandboxTemplate: playgroundv1alpha1.SandboxTemplate{
+				Isolation:    playgroundv1alpha1.IsolationGVisor,
+				NodeSelector: map[string]string{"zone": zone},
+			},
+		},
+	}
+	g.Expect(k8sClient.Create(context.Background(), s)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := getSandbox(g, ns, s.Name)
+		bound := conditionOf(got, playgroundv1alpha1.BoundCondition)
+		g.Expect(bound.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(bound.Reason).To(Equal(playgroundv1alpha1.ReasonNoEligibleNode))
+		g.Expect(bound.Message).To(ContainSubstring("gvisor isolation"))
+		g.Expect(got.Status.Phase).To(Equal(playgroundv1alpha1.SandboxPending))
+		g.Expect(got.Spec.NodeName).To(BeEmpty())
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	node := "runsc-" + rand.String(5)
+	registerAgent(t, node, map[string]string{"zone": zone}, time.Hour, "container", "gvisor")
 	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
 }
 

@@ -94,6 +94,9 @@ const (
 	// ReasonBackendImmutable (Stalled): spec.sandbox.backend differs from the
 	// existing Sandbox's, which cannot change.
 	ReasonBackendImmutable = "BackendImmutable"
+	// ReasonIsolationImmutable (Stalled): spec.sandbox.isolation differs
+	// from the existing Sandbox's, which cannot change.
+	ReasonIsolationImmutable = "IsolationImmutable"
 	// ReasonStorageImmutable (Stalled): spec.sandbox.storage asks for other
 	// size or inode limits than the bound Sandbox's, which are fixed.
 	ReasonStorageImmutable = "StorageImmutable"
@@ -719,6 +722,15 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		return pgreconcile.Stall(ReasonBackendImmutable,
 			"spec.sandbox.backend is %s but Sandbox %s runs %s, and a sandbox's backend cannot change: set it back, or delete Sandbox %s to have it re-created with %s (its pile follows its reclaimPolicy)",
 			want.Spec.Backend, sbx.Name, sbx.Spec.Backend, sbx.Name, want.Spec.Backend)
+	}
+	if have, w := playgroundv1alpha1.IsolationOf(sbx), playgroundv1alpha1.IsolationOf(want); have != w {
+		if c := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.StalledCondition); c == nil || c.Reason != ReasonIsolationImmutable {
+			r.Recorder.Eventf(t, sbx, corev1.EventTypeWarning, ReasonIsolationImmutable, "UpdateSandbox",
+				"Sandbox %s runs with %s isolation and cannot change to %s", sbx.Name, have, w)
+		}
+		return pgreconcile.Stall(ReasonIsolationImmutable,
+			"spec.sandbox.isolation is %s but Sandbox %s runs with %s, and a sandbox's isolation cannot change: set it back, or delete Sandbox %s to have it re-created with %s (its files go; its pile follows its reclaimPolicy)",
+			w, sbx.Name, have, sbx.Name, w)
 	}
 	if storageFixed {
 		if c := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.StalledCondition); c == nil || c.Reason != ReasonStorageImmutable {

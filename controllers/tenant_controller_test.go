@@ -463,6 +463,19 @@ func TestTenantReady(t *testing.T) {
 	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.Backend = playgroundv1alpha1.BackendOCI })
 	eventually(t, ready)
 
+	// So can its isolation: Stalled, until reverted.
+	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.Isolation = playgroundv1alpha1.IsolationGVisor })
+	eventually(t, func(g Gomega) {
+		tn := getTenant(g, ns, name)
+		stalled := tenantCondition(tn, playgroundv1alpha1.StalledCondition)
+		g.Expect([]string{string(stalled.Status), stalled.Reason}).To(Equal([]string{"True", ReasonIsolationImmutable}))
+		g.Expect(stalled.Message).To(ContainSubstring("delete Sandbox " + name))
+		g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonIsolationImmutable))
+	})
+	g.Expect(getSandbox(g, ns, name).Spec.Isolation).To(BeEmpty())
+	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.Isolation = playgroundv1alpha1.IsolationContainer })
+	eventually(t, ready)
+
 	// Storage limits are fixed once bound: Stalled, until reverted; the
 	// reclaim policy still follows the template.
 	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) {

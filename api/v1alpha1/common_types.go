@@ -45,6 +45,21 @@ const (
 	BackendLima BackendClass = "lima"
 )
 
+// Isolation is, on backend oci, the boundary between a sandbox's
+// processes and its node's kernel.
+// +kubebuilder:validation:Enum=container;gvisor
+type Isolation string
+
+const (
+	// IsolationContainer is a runc container: namespaces, cgroups and a
+	// seccomp filter, on the node's kernel. The default.
+	IsolationContainer Isolation = "container"
+	// IsolationGVisor runs the sandbox under gVisor (runsc): a user-space
+	// kernel between the tenant's processes and the node's. Only agents
+	// that offer it (their Lease says so) are bound such sandboxes.
+	IsolationGVisor Isolation = "gvisor"
+)
+
 // ReclaimPolicy says what happens to a tenant's pile storage when its
 // sandbox is deleted.
 // +kubebuilder:validation:Enum=Retain;Delete

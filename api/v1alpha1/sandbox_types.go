@@ -93,6 +93,15 @@ const (
 // node's load by it.
 const SandboxNodeNameField = "spec.nodeName"
 
+// IsolationOf is the isolation a Sandbox asks for: spec.isolation, or
+// container when it is not set.
+func IsolationOf(s *Sandbox) Isolation {
+	if s.Spec.Isolation == "" {
+		return IsolationContainer
+	}
+	return s.Spec.Isolation
+}
+
 // BackendClassOf is the backend a Sandbox asks for: spec.backend, or oci
 // (the API's default) when it is not set yet.
 func BackendClassOf(s *Sandbox) BackendClass {
@@ -104,6 +113,7 @@ func BackendClassOf(s *Sandbox) BackendClass {
 
 // SandboxTemplate is what a Tenant asks of its sandbox; the Tenant
 // controller copies it into the Sandbox it creates.
+// +kubebuilder:validation:XValidation:rule="!has(self.isolation) || !has(self.backend) || self.backend == 'oci'",message="isolation is a choice of backend oci: other backends take none"
 type SandboxTemplate struct {
 	// Backend is how the sandbox is isolated: oci (a runc container, Linux),
 	// jail (FreeBSD) or lima (a VM, synchronous commands only). It cannot
@@ -111,6 +121,18 @@ type SandboxTemplate struct {
 	// +kubebuilder:default=oci
 	// +optional
 	Backend BackendClass `json:"backend,omitempty"`
+
+	// Isolation is, on backend oci, the boundary between the tenant's
+	// processes and the node's kernel: container (the default: a runc
+	// container, with namespaces, cgroups and a seccomp filter on the
+	// node's kernel) or gvisor (runsc: gVisor's user-space kernel in
+	// between, on a node whose agent offers it; the sandbox waits, Pending,
+	// until one does). Other backends take none. It cannot change once the
+	// sandbox exists. What gVisor adds, costs and lacks (the pile is
+	// read-only; past its memory limit the whole sandbox restarts):
+	// docs/isolation.md.
+	// +optional
+	Isolation Isolation `json:"isolation,omitempty"`
 
 	// Resources bounds the sandbox's CPU, memory and process count.
 	// +kubebuilder:default={}
@@ -202,6 +224,7 @@ type EgressRule struct {
 // SandboxSpec is the desired state of a Sandbox.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.nodeName) || (has(self.nodeName) && self.nodeName == oldSelf.nodeName)",message="nodeName is set once: the sandbox's storage lives on that node"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.backend) || (has(self.backend) && self.backend == oldSelf.backend)",message="backend cannot change once set: create a new Sandbox instead"
+// +kubebuilder:validation:XValidation:rule="(has(self.isolation) ? self.isolation : 'container') == (has(oldSelf.isolation) ? oldSelf.isolation : 'container')",message="isolation cannot change once the sandbox exists: create a new Sandbox instead"
 type SandboxSpec struct {
 	// TenantRef names the Tenant, in the same namespace, that this sandbox
 	// serves. It cannot change.
@@ -334,6 +357,7 @@ type SandboxStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
+// +kubebuilder:printcolumn:name="Isolation",type=string,JSONPath=`.spec.isolation`,priority=1
 // +kubebuilder:printcolumn:name="ID",type=string,JSONPath=`.status.sandboxID`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Sandbox struct {

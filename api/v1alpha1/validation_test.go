@@ -101,6 +101,9 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 	}{
 		{"unknown catalog", tenant + "spec: {catalog: both}", `spec.catalog: Unsupported value: "both"`},
 		{"unknown backend", tenant + "spec: {sandbox: {backend: docker}}", `spec.sandbox.backend: Unsupported value: "docker"`},
+		{"unknown isolation", tenant + "spec: {sandbox: {isolation: kata}}", `spec.sandbox.isolation: Unsupported value: "kata"`},
+		{"isolation of a jail", tenant + "spec: {sandbox: {backend: jail, isolation: gvisor}}", "isolation is a choice of backend oci: other backends take none"},
+		{"isolation of a sandbox on lima", sbx + "spec: {tenantRef: {name: t}, backend: lima, isolation: container}", "isolation is a choice of backend oci: other backends take none"},
 		{"too few pids", tenant + "spec: {sandbox: {resources: {pids: 1}}}", "spec.sandbox.resources.pids: Invalid value: 1: spec.sandbox.resources.pids in body should be greater than or equal to 16"},
 		{"unknown reclaim policy", tenant + "spec: {sandbox: {storage: {reclaimPolicy: Recycle}}}", `spec.sandbox.storage.reclaimPolicy: Unsupported value: "Recycle"`},
 		{"bad env name", tenant + "spec: {sandbox: {loginProfile: {env: [{name: 1BAD, value: x}]}}}", "spec.sandbox.loginProfile.env[0].name in body should match"},
@@ -193,6 +196,7 @@ func TestTransitionRules(t *testing.T) {
 		{"unbinding", func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "" }, "nodeName is set once"},
 		{"changing tenant", func(s *playgroundv1alpha1.Sandbox) { s.Spec.TenantRef.Name = "other" }, "tenantRef is immutable"},
 		{"changing backend", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Backend = playgroundv1alpha1.BackendLima }, "backend cannot change once set"},
+		{"changing isolation", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Isolation = playgroundv1alpha1.IsolationGVisor }, "isolation cannot change once the sandbox exists"},
 	}
 	create(t, "bound", "node-a")
 	for _, tc := range refusals {
@@ -203,6 +207,15 @@ func TestTransitionRules(t *testing.T) {
 			}
 		})
 	}
+	t.Run("naming the default isolation is no change", func(t *testing.T) {
+		if err := update(t, "bound", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Isolation = playgroundv1alpha1.IsolationContainer }); err != nil {
+			t.Fatalf("isolation container on a sandbox without one refused: %v", err)
+		}
+		err := update(t, "bound", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Isolation = playgroundv1alpha1.IsolationGVisor })
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "isolation cannot change") {
+			t.Fatalf("container to gvisor: want a refusal, got %v", err)
+		}
+	})
 	t.Run("resources can change on a bound sandbox", func(t *testing.T) {
 		q := resource.MustParse("2Gi")
 		if err := update(t, "bound", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Resources.Memory = &q }); err != nil {

@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,10 +55,12 @@ func runAgent(ctx context.Context, args []string) error {
 		builderCPU  string
 		builderMem  string
 		builderDisk string
+		runsc       string
 	)
 	fs.StringVar(&opts.NodeName, "node-name", defaultNodeName(), "the node this agent serves ($NODE_NAME, else the hostname)")
 	fs.StringVar(&ociOpts.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes and the record of which Sandbox owns each; it must outlive the agent")
 	fs.StringVar(&ociOpts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
+	fs.StringVar(&runsc, "runsc", "", "runsc, gVisor's runtime, for Sandboxes of isolation gvisor (default: runsc from PATH; none: this node offers no gVisor, and its Lease says so); \"off\" refuses gVisor even if runsc is installed")
 	fs.StringVar(&ociOpts.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
 	fs.StringVar(&network, "network", string(oci.NetworkNone), "sandbox networking: none (loopback only, egress lists refused) or egress (a sandbox whose Tenant lists egress rules reaches those, through NAT and an nftables ruleset per sandbox, and nothing else; needs nft, ip and nsenter)")
 	fs.Var(stringList{&ociOpts.EgressDeny}, "egress-deny", "IPv4 CIDRs no sandbox egress rule opens, beyond loopback, link-local (cloud metadata), multicast and the pool (repeatable, or comma-separated): say, the pod network")
@@ -173,6 +176,9 @@ func runAgent(ctx context.Context, args []string) error {
 	if opts.Config, err = restConfig(kubeconfig); err != nil {
 		return err
 	}
+	if ociOpts.GVisorRuntime, err = lookRunsc(runsc); err != nil {
+		return err
+	}
 	opts.StateDir = ociOpts.StateDir
 	// The backends this node offers; the oci backend is the one Linux has.
 	be, err := oci.New(ociOpts)
@@ -181,6 +187,26 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 	opts.Backends = []backend.Backend{be}
 	return nodeagent.Run(ctx, opts)
+}
+
+// lookRunsc resolves --runsc: the binary named, runsc from PATH when none
+// is (absent: "", gVisor not offered), or "" for "off".
+func lookRunsc(flag string) (string, error) {
+	switch flag {
+	case "off":
+		return "", nil
+	case "":
+		p, err := exec.LookPath("runsc")
+		if err != nil {
+			return "", nil
+		}
+		return p, nil
+	}
+	p, err := exec.LookPath(flag)
+	if err != nil {
+		return "", fmt.Errorf("--runsc: %w", err)
+	}
+	return p, nil
 }
 
 // restConfig loads the client configuration of the agent and the gateway:

@@ -92,6 +92,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:7080", "address of the MCP gateway")
 	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	network := fs.String("network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or egress (Tenants' egress lists enforced with nftables; see docs/isolation.md)")
+	runsc := fs.String("runsc", "", "runsc, for Sandboxes of isolation gvisor (default: runsc from PATH, e.g. built by hack/runsc.sh; none: gVisor not offered); \"off\" refuses gVisor")
 	verbose := fs.Bool("v", false, "print the components' logs to standard error (formatted by the --zap-* flags)")
 	logOpts := logFlags(fs, "console")
 	if err := fs.Parse(args); err != nil {
@@ -102,6 +103,10 @@ func runDev(ctx context.Context, args []string) error {
 		opts.Network = n
 	default:
 		return fmt.Errorf("--network: want none or egress, not %q", *network)
+	}
+	var err error
+	if opts.Runsc, err = lookRunsc(*runsc); err != nil {
+		return err
 	}
 	opts.Logger = logr.Discard()
 	if *verbose {

@@ -49,6 +49,24 @@ const (
 	ShellClean ShellMode = "clean"
 )
 
+// Isolations a Spec may ask for.
+const (
+	// IsolationContainer is a container on the node's kernel (namespaces,
+	// cgroups, seccomp: runc on the oci backend). The default.
+	IsolationContainer = "container"
+	// IsolationGVisor puts gVisor's user-space kernel between the sandbox
+	// and the node's kernel (runsc on the oci backend).
+	IsolationGVisor = "gvisor"
+)
+
+// IsolationOf is the isolation spec asks for, the default filled in.
+func IsolationOf(spec Spec) string {
+	if spec.Isolation == "" {
+		return IsolationContainer
+	}
+	return spec.Isolation
+}
+
 // EnvVar is one environment variable.
 type EnvVar struct {
 	Name  string
@@ -85,6 +103,12 @@ type Spec struct {
 	// spec.backend): an agent with several backends routes by it, and
 	// empty means the agent's first. A backend itself may ignore it.
 	Backend string
+	// Isolation is the boundary between the sandbox and the node's kernel
+	// on a backend that offers a choice (oci): IsolationContainer (empty
+	// means it) or IsolationGVisor. It is fixed when the sandbox is
+	// provisioned: a backend refuses to run an existing sandbox with
+	// another, rather than silently change its boundary.
+	Isolation string `json:",omitempty"`
 	// Persona is exported as PERSONA in login shells.
 	Persona string
 	// Resources bound the sandbox.
@@ -367,4 +391,19 @@ type WorkerSupervisor interface {
 // defaults resolved, so that a spec asking for others can be told so.
 type StorageReporter interface {
 	Storage(id string) (Storage, error)
+}
+
+// Isolator is implemented by backends that offer a choice of isolation
+// (Spec.Isolation): Isolations lists what this one can run, on this node.
+// A backend that does not implement it runs IsolationContainer only.
+type Isolator interface {
+	Isolations() []string
+}
+
+// Isolations is what be can run: its own list, or IsolationContainer.
+func Isolations(be Backend) []string {
+	if i, ok := be.(Isolator); ok {
+		return i.Isolations()
+	}
+	return []string{IsolationContainer}
 }

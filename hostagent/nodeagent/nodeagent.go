@@ -40,6 +40,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -380,6 +381,7 @@ func Run(ctx context.Context, opts Options) error {
 				Endpoint:        endpoint,
 				Protocol:        server.Version().String(),
 				Backends:        backendNames(opts.Backends),
+				Isolations:      isolations(opts.Backends),
 				Labels:          opts.Labels,
 				AdmissionHalted: haltSummary(agent.Jobs().Halts()),
 				Duration:        opts.LeaseDuration,
@@ -497,6 +499,19 @@ func haltSummary(halts []jobs.AdmissionStatus) string {
 }
 
 // backendNames are the classes of backends, as the Lease offers them.
+// isolations are what the backends run between them.
+func isolations(bes []backend.Backend) []string {
+	var isos []string
+	for _, be := range bes {
+		for _, iso := range backend.Isolations(be) {
+			if !slices.Contains(isos, iso) {
+				isos = append(isos, iso)
+			}
+		}
+	}
+	return isos
+}
+
 func backendNames(bes []backend.Backend) []string {
 	names := make([]string, len(bes))
 	for i, be := range bes {

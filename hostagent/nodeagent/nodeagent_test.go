@@ -150,6 +150,8 @@ func TestLeaseRegistration(t *testing.T) {
 	g.Expect(lease.Annotations).To(And(
 		HaveKeyWithValue(agentlease.AnnotationEndpoint, n.endpoint),
 		HaveKeyWithValue(agentlease.AnnotationBackends, "oci"),
+		// The test's oci backend has no runsc: container only.
+		HaveKeyWithValue(agentlease.AnnotationIsolations, "container"),
 		HaveKeyWithValue(agentlease.AnnotationAdmission, "")))
 	var labels map[string]string
 	g.Expect(json.Unmarshal([]byte(lease.Annotations[agentlease.AnnotationNodeLabels]), &labels)).To(Succeed())
@@ -441,4 +443,44 @@ func TestRunRefusesWithoutGateway(t *testing.T) {
 		ListenAddress: "127.0.0.1:0",
 	})
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("accept no gateway")))
+}
+
+// TestGVisorSandbox: an agent with runsc says so in its Lease and runs a
+// Sandbox of isolation gvisor on gVisor's kernel; restarted, it serves the
+// same sandbox, still on gVisor. An agent without runsc does not run one:
+// the Sandbox's Provisioned condition says why.
+func TestGVisorSandbox(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "gvisor")
+	stateDir := ocitest.StateDir(t)
+	withRunsc := func(o *nodeagent.Options) { o.Backends = []backend.Backend{ocitest.NewGVisor(t, stateDir)} }
+	first := startNode(t, "gvisor-a", stateDir, "", withRunsc)
+	var lease coordinationv1.Lease
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(first.name)}, &lease)
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(lease.Annotations).To(HaveKeyWithValue(agentlease.AnnotationIsolations, "container,gvisor"))
+
+	createSandbox(t, ns, "untrusted", first.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Isolation = playgroundv1alpha1.IsolationGVisor })
+	tenant, id := ns+"/untrusted", waitProvisioned(t, ns, "untrusted").Status.SandboxID
+	kernel := func(n *node) string {
+		t.Helper()
+		h, err := n.client.Open(ctx, tenant, id)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer n.client.Close(ctx, tenant, h.ID)
+		res, err := n.client.Exec(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "echo kept >> file; cat file; uname -r"})
+		g.Expect(err).NotTo(HaveOccurred())
+		return string(res.Stdout)
+	}
+	g.Expect(kernel(first)).To(MatchRegexp(`^kept\n.*gvisor\n$`))
+
+	first.stop()
+	second := startNode(t, first.name, stateDir, strings.TrimPrefix(first.endpoint, "http://"), withRunsc)
+	g.Expect(kernel(second)).To(MatchRegexp(`^kept\nkept\n.*gvisor\n$`), "the restarted agent serves the same gVisor sandbox")
+
+	plain := startNode(t, "gvisor-b", "", "")
+	createSandbox(t, ns, "nowhere", plain.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Isolation = playgroundv1alpha1.IsolationGVisor })
+	waitFailed(t, ns, "nowhere", playgroundv1alpha1.ReasonBackendFailed, "no runsc")
+	g.Expect(plain.containers(t)).To(BeEmpty())
 }

@@ -541,6 +541,7 @@ func specOf(id string, sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 		ID:          id,
 		Tenant:      sbx.Namespace + "/" + sbx.Spec.TenantRef.Name,
 		Backend:     backendClass(sbx),
+		Isolation:   string(sbx.Spec.Isolation),
 		Persona:     sbx.Spec.Persona,
 		LoginScript: sbx.Spec.LoginProfile.Script,
 	}

@@ -54,6 +54,10 @@ const (
 	AnnotationProtocol = "playground.dev/agent-protocol"
 	// AnnotationBackends lists the backend classes offered, comma-separated.
 	AnnotationBackends = "playground.dev/backends"
+	// AnnotationIsolations lists the isolations offered (a Sandbox's
+	// spec.isolation: container, gvisor), comma-separated. An agent that
+	// publishes none offers container only.
+	AnnotationIsolations = "playground.dev/isolations"
 	// AnnotationNodeLabels is the node's labels as a JSON object.
 	AnnotationNodeLabels = "playground.dev/node-labels"
 	// AnnotationAdmission is empty while the agent admits jobs, else why not.
@@ -71,7 +75,10 @@ type Registration struct {
 	// agent that predates versions (1.0).
 	Protocol string
 	Backends []string
-	Labels   map[string]string
+	// Isolations are the isolations offered; empty from an agent that
+	// predates them, which offers container only.
+	Isolations []string
+	Labels     map[string]string
 	// AdmissionHalted says why the agent stopped admitting jobs, if it did.
 	AdmissionHalted string
 	// Duration and Renewed are the Lease's duration and last renewal.
@@ -88,6 +95,20 @@ func (r Registration) Healthy(now time.Time) bool {
 func (r Registration) Offers(backend string) bool {
 	for _, b := range r.Backends {
 		if b == backend {
+			return true
+		}
+	}
+	return false
+}
+
+// OffersIsolation reports whether the agent runs sandboxes of isolation
+// iso ("" is container, which every agent runs).
+func (r Registration) OffersIsolation(iso string) bool {
+	if iso == "" || iso == "container" {
+		return true
+	}
+	for _, i := range r.Isolations {
+		if i == iso {
 			return true
 		}
 	}
@@ -122,6 +143,9 @@ func (r Registration) Apply(lease *coordinationv1.Lease, now time.Time) error {
 	lease.Annotations[AnnotationEndpoint] = r.Endpoint
 	lease.Annotations[AnnotationProtocol] = r.Protocol
 	lease.Annotations[AnnotationBackends] = strings.Join(backends, ",")
+	isolations := append([]string(nil), r.Isolations...)
+	sort.Strings(isolations)
+	lease.Annotations[AnnotationIsolations] = strings.Join(isolations, ",")
 	lease.Annotations[AnnotationNodeLabels] = string(labels)
 	lease.Annotations[AnnotationAdmission] = r.AdmissionHalted
 	holder := r.Node
@@ -149,6 +173,9 @@ func FromLease(lease *coordinationv1.Lease) (Registration, error) {
 	r.Node = *lease.Spec.HolderIdentity
 	if b := lease.Annotations[AnnotationBackends]; b != "" {
 		r.Backends = strings.Split(b, ",")
+	}
+	if i := lease.Annotations[AnnotationIsolations]; i != "" {
+		r.Isolations = strings.Split(i, ",")
 	}
 	if l := lease.Annotations[AnnotationNodeLabels]; l != "" && l != "null" {
 		if err := json.Unmarshal([]byte(l), &r.Labels); err != nil {

@@ -77,6 +77,8 @@ type Options struct {
 	GuestBinary string
 	// Network is the node's sandbox networking; empty means none.
 	Network oci.Network
+	// Runsc is the node's gVisor runtime; empty: gVisor is not offered.
+	Runsc string
 	// Logger receives the components' logs; the zero value discards them.
 	Logger logr.Logger
 }
@@ -212,7 +214,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	if err := os.Chmod(state, 0o711); err != nil {
 		return nil, err
 	}
-	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary, Network: opts.Network})
+	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary, Network: opts.Network, GVisorRuntime: opts.Runsc})
 	if err != nil {
 		return nil, fmt.Errorf("the oci backend: %w", err)
 	}

@@ -79,6 +79,7 @@ func testBuilder(t *testing.T, n *node) {
 	}
 
 	t.Run("source read-only at /src, cwd /out", func(t *testing.T) {
+		n.known(t)
 		res, _ := build(t, "build-src", 0, "sh", "-c", `cat /src/data/input.txt; pwd; if touch /src/new 2>/dev/null; then echo writable; else echo read-only; fi`)
 		ok0(t, res)
 		if want := "source input\n/out\nread-only\n"; string(res.Log) != want {
@@ -87,6 +88,7 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("output comes back", func(t *testing.T) {
+		n.known(t)
 		res, out := build(t, "build-out", 0, "sh", "-c",
 			`mkdir -p bin && printf '#!/bin/sh\necho built\n' > bin/tool && chmod 755 bin/tool && printf '%s\n' "$0" "$1" > args`,
 			"it's $HOME", "a b; c")
@@ -109,6 +111,7 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("links stay in /out", func(t *testing.T) {
+		n.known(t)
 		secret := hostDir(t, map[string]string{"secret": "host secret\n"})
 		res, out := build(t, "build-links", 0, "sh", "-c",
 			`ln -s `+secret+`/secret abs && ln -s ../../../../etc/passwd rel && ln -s / root && echo kept > f && ln f hard`)
@@ -129,6 +132,7 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("failure: exit code and log tail", func(t *testing.T) {
+		n.known(t)
 		res, _ := build(t, "build-fail", 0, "sh", "-c", "echo before; echo oops >&2; exit 3")
 		if res.Exit.Code != 3 || res.Exit.Killed {
 			t.Fatalf("exit %+v, want code 3", res.Exit)
@@ -144,6 +148,7 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("timeout", func(t *testing.T) {
+		n.known(t)
 		start := time.Now()
 		res, _ := build(t, "build-slow", time.Second, "sleep", "1000")
 		if !res.Exit.Killed {
@@ -155,6 +160,7 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("cancelled", func(t *testing.T) {
+		n.known(t)
 		out := hostDir(t, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -184,6 +190,7 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("no network", func(t *testing.T) {
+		n.known(t)
 		addr, accepted := listenOnNode(t)
 		cmd := "cat /proc/net/dev"
 		if addr != "" {
@@ -206,7 +213,8 @@ func testBuilder(t *testing.T, n *node) {
 	})
 
 	t.Run("node files and other sandboxes", func(t *testing.T) {
-		tenant := n.open(t, spec("build-neighbour"))
+		n.known(t)
+		tenant := n.open(t, n.spec("build-neighbour"))
 		const marker = "sleep 7654325"
 		tenant.sh(t, "echo secret-of-tenant > ~/marker")
 		startNamed(t, tenant.shell(t), marker)
@@ -232,10 +240,11 @@ true`)
 	})
 
 	t.Run("faculty from a build", func(t *testing.T) {
+		n.known(t)
 		// What the agent does with a build: stage its output, install it.
 		res, out := build(t, "build-tool", 0, "sh", "-c", `printf '#!/bin/sh\necho built tool\n' > tool && chmod 755 tool`)
 		ok0(t, res)
-		sp := spec("built-faculty")
+		sp := n.spec("built-faculty")
 		sp.Faculties = []backend.Faculty{{Name: "tools", Fingerprint: "fp", Dir: out, Binaries: []string{"tool"}}}
 		s := n.open(t, sp)
 		if got := s.sh(t, "tool; ls -l "+guest.FacultiesDir+"/tools/tool | cut -c1-10"); got != "built tool\n-rwxr-xr-x\n" {

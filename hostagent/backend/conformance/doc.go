@@ -56,8 +56,9 @@ limitations under the License.
 //     nor its processes, and cannot signal them or the supervision; /tmp is
 //     1777; sockets of families beyond unix, inet and inet6 (AF_VSOCK above
 //     all) do not open, and a system call of another ABI (i386's int 0x80
-//     on amd64) is killed, both tried by a probe program (package probe)
-//     that the suite builds and writes into the sandbox.
+//     on amd64) is killed (or, on a kernel that has no such ABI, such as
+//     gVisor's, fails with ENOSYS), both tried by a probe program (package
+//     probe) that the suite builds and writes into the sandbox.
 //   - faculties: Spec.Faculties' listed binaries run by name in login and
 //     clean shells, the first faculty listed winning a name; nothing of an
 //     installed build, nor the links to it, can be written from inside;
@@ -73,6 +74,12 @@ limitations under the License.
 // Capability flags decide: on a backend without ProvesCleanup the kernel
 // must refuse jobs and Kill must report a lost proof; without
 // AppendOnlyPile the pile group is skipped.
+//
+// A backend that runs several isolations (oci: runc or gVisor) runs the
+// suite once for each, with Harness.Isolation. A guarantee that one cannot
+// give is listed in Harness.Known with its reason, and its case is skipped
+// saying so: the list is the record of what a backend lacks, and the
+// backend's documentation names every entry.
 //
 // # Running it
 //

@@ -36,7 +36,7 @@ import (
 // sandbox with a login profile.
 func testExec(t *testing.T, n *node) {
 	s := n.open(t, backend.Spec{
-		ID: "exec", Tenant: "conformance/exec", Persona: "alice's helper",
+		ID: "exec", Tenant: "conformance/exec", Persona: "alice's helper", Isolation: n.h.Isolation,
 		LoginEnv:    []backend.EnvVar{{Name: "GREETING", Value: "it's $HOME"}},
 		LoginScript: "export FROM_SCRIPT=yes",
 	})
@@ -46,6 +46,7 @@ func testExec(t *testing.T, n *node) {
 	}
 
 	t.Run("fresh shell", func(t *testing.T) {
+		n.known(t)
 		login("mkdir -p sub && cd sub && echo hello > f && X=1 && export Y=2")
 		res := login(`cat sub/f; pwd; echo "${X-unset} ${Y-unset}"`)
 		if want := "hello\n" + guest.TenantHome + "\nunset unset\n"; string(res.Stdout) != want {
@@ -54,6 +55,7 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("login shell", func(t *testing.T) {
+		n.known(t)
 		res := login(`echo "$PERSONA|$GREETING|$FROM_SCRIPT|$HOME|$(id -un)"`)
 		if want := "alice's helper|it's $HOME|yes|" + guest.TenantHome + "|" + guest.TenantUser + "\n"; string(res.Stdout) != want {
 			t.Fatalf("got %q, want %q (stderr %q)", res.Stdout, want, res.Stderr)
@@ -61,6 +63,7 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("clean shell", func(t *testing.T) {
+		n.known(t)
 		out := s.sh(t, `echo "${PERSONA-unset}|${GREETING-unset}|${FROM_SCRIPT-unset}|$HOME"; env | sort`)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if want := "unset|unset|unset|" + guest.TenantHome; lines[0] != want {
@@ -76,6 +79,7 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("cwd", func(t *testing.T) {
+		n.known(t)
 		s.sh(t, "mkdir -p cwd-sub")
 		for cwd, want := range map[string]string{"/tmp": "/tmp", "cwd-sub": guest.TenantHome + "/cwd-sub", "": guest.TenantHome} {
 			if got := s.exec(t, hostagent.ExecRequest{Command: "pwd", Cwd: cwd}).Stdout; string(got) != want+"\n" {
@@ -89,6 +93,7 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("stdin", func(t *testing.T) {
+		n.known(t)
 		in := bytes.Repeat([]byte("0123456789abcdef\x00\xff"), 20000) // 360 KB: many frames of any transport
 		sum := sha256.Sum256(in)
 		res := s.exec(t, hostagent.ExecRequest{Command: "cat > /tmp/stdin; wc -c < /tmp/stdin; sha256sum < /tmp/stdin", Stdin: in})
@@ -101,6 +106,7 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("byte-exact output", func(t *testing.T) {
+		n.known(t)
 		res := login(`printf '\377\376a\000b\n'; printf '\200err' >&2; head -c 200000 /dev/zero`)
 		if want := "\xff\xfea\x00b\n" + strings.Repeat("\x00", 200000); string(res.Stdout) != want {
 			t.Fatalf("stdout: got %d bytes %q…, want %d", len(res.Stdout), res.Stdout[:min(len(res.Stdout), 16)], len(want))
@@ -111,6 +117,7 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("exit status", func(t *testing.T) {
+		n.known(t)
 		// The backend's ExitStatus, which jobs report as it is.
 		for _, tc := range []struct {
 			cmd    string
@@ -131,6 +138,7 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("background outlives its command", func(t *testing.T) {
+		n.known(t)
 		// The loop goes on writing to the stdout of a command that has
 		// ended; it must neither die of it nor block.
 		// Ticks written before the shell ended may come before the PID.
@@ -152,6 +160,7 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("concurrent commands", func(t *testing.T) {
+		n.known(t)
 		var wg sync.WaitGroup
 		for i := range 8 {
 			wg.Go(func() {
@@ -165,6 +174,7 @@ func testExec(t *testing.T, n *node) {
 	})
 
 	t.Run("timeout kills the tree", func(t *testing.T) {
+		n.known(t)
 		sentinel := startSentinel(s.shell(t))
 		e := newEscapees(0)
 		// Long enough for the escapees to start on a loaded machine; the

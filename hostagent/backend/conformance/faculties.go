@@ -50,11 +50,12 @@ func testFaculties(t *testing.T, n *node) {
 		"hello": "#!/bin/sh\necho hello from b\n",
 		"bye":   "#!/bin/sh\necho bye from b\n",
 	})
-	sp := spec("faculties")
+	sp := n.spec("faculties")
 	sp.Faculties = []backend.Faculty{{Name: "a", Fingerprint: "fp-a", Dir: a, Binaries: []string{"hello"}}}
 	s := n.open(t, sp)
 
 	t.Run("by name in every shell", func(t *testing.T) {
+		n.known(t)
 		for _, shell := range []backend.ShellMode{backend.ShellLogin, backend.ShellClean} {
 			res := s.exec(t, hostagent.ExecRequest{Command: "hello; command -v hello", Shell: shell})
 			if want := "hello from a\n" + guest.FacultiesBin + "/hello\n"; string(res.Stdout) != want || res.ExitCode != 0 {
@@ -67,6 +68,7 @@ func testFaculties(t *testing.T, n *node) {
 	})
 
 	t.Run("read-only", func(t *testing.T) {
+		n.known(t)
 		build := guest.FacultiesDir + "/a"
 		for _, cmd := range []string{
 			"echo x >> " + build + "/hello",
@@ -89,6 +91,7 @@ func testFaculties(t *testing.T, n *node) {
 	})
 
 	t.Run("only the listed binaries", func(t *testing.T) {
+		n.known(t)
 		if got := s.sh(t, "ls -A "+guest.FacultiesBin); got != "hello\n" {
 			t.Errorf("%s lists %q, want hello alone", guest.FacultiesBin, got)
 		}
@@ -99,6 +102,7 @@ func testFaculties(t *testing.T, n *node) {
 	})
 
 	t.Run("a new set at the next restart", func(t *testing.T) {
+		n.known(t)
 		sp.Faculties = []backend.Faculty{
 			{Name: "b", Fingerprint: "fp-b", Dir: b, Binaries: []string{"hello", "bye"}},
 			{Name: "a", Fingerprint: "fp-a", Dir: a, Binaries: []string{"hello"}},

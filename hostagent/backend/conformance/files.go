@@ -36,7 +36,7 @@ import (
 // commands in the sandbox: the backend carries the payload as stdin and
 // back as stdout, and the script's exit codes through.
 func testFiles(t *testing.T, n *node) {
-	s := n.open(t, spec("files"))
+	s := n.open(t, n.spec("files"))
 	ctx := context.Background()
 	write := func(path, cwd string, data []byte) (hostagent.FileInfo, error) {
 		return s.agent.WriteFile(ctx, s.tenant, s.handle, path, cwd, data)
@@ -47,6 +47,7 @@ func testFiles(t *testing.T, n *node) {
 	const limit = hostagent.DefaultMaxFileBytes
 
 	t.Run("byte-exact", func(t *testing.T) {
+		n.known(t)
 		payload := make([]byte, limit)
 		_, _ = rand.Read(payload)
 		s.sh(t, "mkdir -p work")
@@ -71,6 +72,7 @@ func testFiles(t *testing.T, n *node) {
 	})
 
 	t.Run("atomic replace", func(t *testing.T) {
+		n.known(t)
 		a, b := bytes.Repeat([]byte("a"), 256<<10), bytes.Repeat([]byte("b"), 384<<10)
 		s.sh(t, "mkdir -p atomic")
 		for path, data := range map[string][]byte{"/tmp/A": a, "/tmp/B": b, "atomic/f": a} {
@@ -121,6 +123,7 @@ echo $n`})
 	})
 
 	t.Run("size limit", func(t *testing.T) {
+		n.known(t)
 		s.sh(t, fmt.Sprintf("echo small > small; head -c %d /dev/zero > big", limit+1))
 		_, err := write("small", "", make([]byte, limit+1))
 		if hostagent.CodeOf(err) != hostagent.CodeTooLarge {
@@ -136,6 +139,7 @@ echo $n`})
 	})
 
 	t.Run("errors", func(t *testing.T) {
+		n.known(t)
 		s.sh(t, "mkdir -p dir")
 		for _, tc := range []struct {
 			name string

@@ -34,7 +34,7 @@ import (
 // testJobs checks background jobs through the kernel: the job manager
 // keeps what the backend's sink receives and cancels with its Kill.
 func testJobs(t *testing.T, n *node) {
-	s := n.open(t, spec("jobs"))
+	s := n.open(t, n.spec("jobs"))
 	if !n.be.Capabilities().ProvesCleanup {
 		_, err := s.startJob(hostagent.ExecRequest{Command: "true"})
 		if hostagent.CodeOf(err) != hostagent.CodeUnavailable {
@@ -44,6 +44,7 @@ func testJobs(t *testing.T, n *node) {
 	}
 
 	t.Run("byte-exact output", func(t *testing.T) {
+		n.known(t)
 		// Random bytes (rarely valid UTF-8: base64 on the wire) and text
 		// whose multi-byte characters the chunks may split, both larger
 		// than a chunk and than a poll's page.
@@ -73,6 +74,7 @@ func testJobs(t *testing.T, n *node) {
 	})
 
 	t.Run("cancel proves descendants dead", func(t *testing.T) {
+		n.known(t)
 		sh := s.shell(t)
 		sentinel := startSentinel(sh)
 		for round := range 5 {
@@ -94,8 +96,9 @@ func testJobs(t *testing.T, n *node) {
 	})
 
 	t.Run("bounds", func(t *testing.T) {
+		n.known(t)
 		// A tenant of its own, so that no earlier job counts.
-		b := n.open(t, spec("jobs-bounds"))
+		b := n.open(t, n.spec("jobs-bounds"))
 		limit := n.agent.Jobs().Limits().ActivePerTenant
 		var ids []string
 		for i := range limit {

@@ -35,7 +35,7 @@ const killRounds = 20
 // is what cancellation and timeouts promise; elsewhere it says that it
 // cannot prove it.
 func testKill(t *testing.T, n *node) {
-	s := spec("kill")
+	s := n.spec("kill")
 	start(t, n.be, s)
 	sh := direct(t, n.be, s.ID)
 	sentinel := startSentinel(sh)
@@ -66,6 +66,7 @@ func testKill(t *testing.T, n *node) {
 
 	if !n.be.Capabilities().ProvesCleanup {
 		t.Run("no proof claimed", func(t *testing.T) {
+			n.known(t)
 			p, _, _ := launch(t, 0)
 			ctx, cancel := context.WithTimeout(context.Background(), patience)
 			defer cancel()
@@ -77,6 +78,7 @@ func testKill(t *testing.T, n *node) {
 	}
 
 	t.Run("proves descendants dead", func(t *testing.T) {
+		n.known(t)
 		for round := range killRounds {
 			p, _, pids := launch(t, round)
 			kill(t, round, p, pids)
@@ -84,6 +86,7 @@ func testKill(t *testing.T, n *node) {
 	})
 
 	t.Run("kill after a timed-out wait", func(t *testing.T) {
+		n.known(t)
 		// The kernel's timeout: Wait gives up at the deadline, then Kill.
 		for round := range 5 {
 			p, out, pids := launch(t, killRounds+round)
@@ -101,6 +104,7 @@ func testKill(t *testing.T, n *node) {
 	})
 
 	t.Run("kill after the end", func(t *testing.T) {
+		n.known(t)
 		// The kernel may cancel a job whose command has just ended.
 		p, err := n.be.Exec(context.Background(), s.ID, backend.ExecRequest{Command: "exit 7", Shell: backend.ShellClean}, NewSink())
 		if err != nil {

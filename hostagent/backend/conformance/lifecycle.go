@@ -35,16 +35,17 @@ func testLifecycle(t *testing.T, n *node) {
 	be := n.be
 
 	t.Run("expected states", func(t *testing.T) {
+		n.known(t)
 		if _, err := be.Exec(ctx, "nope", backend.ExecRequest{Command: "true"}, nil); !errors.Is(err, backend.ErrNotFound) {
 			t.Errorf("exec in an unknown sandbox: %v, want ErrNotFound", err)
 		}
-		if err := be.Reattach(ctx, spec("nope")); !errors.Is(err, backend.ErrNotFound) {
+		if err := be.Reattach(ctx, n.spec("nope")); !errors.Is(err, backend.ErrNotFound) {
 			t.Errorf("reattaching an unknown sandbox: %v, want ErrNotFound", err)
 		}
 		if err := be.Destroy(ctx, "never-existed", false); err != nil {
 			t.Errorf("destroying an unknown sandbox: %v, want success (a retried delete converges)", err)
 		}
-		if err := be.Provision(ctx, spec("idle")); err != nil {
+		if err := be.Provision(ctx, n.spec("idle")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := be.Exec(ctx, "idle", backend.ExecRequest{Command: "true"}, nil); !errors.Is(err, backend.ErrNotRunning) {
@@ -56,13 +57,14 @@ func testLifecycle(t *testing.T, n *node) {
 	})
 
 	t.Run("unsafe IDs", func(t *testing.T) {
+		n.known(t)
 		// The backend keys its state by the ID: none may name a path, not
 		// even to stop or destroy "nothing there".
 		for _, id := range []string{"", ".", "..", "../x", "a/b", "/abs"} {
-			if err := be.Provision(ctx, spec(id)); err == nil {
+			if err := be.Provision(ctx, n.spec(id)); err == nil {
 				t.Errorf("Provision(%q) succeeded", id)
 			}
-			if err := be.Reattach(ctx, spec(id)); err == nil {
+			if err := be.Reattach(ctx, n.spec(id)); err == nil {
 				t.Errorf("Reattach(%q) succeeded", id)
 			}
 			if err := be.Start(ctx, id); err == nil {
@@ -84,10 +86,11 @@ func testLifecycle(t *testing.T, n *node) {
 	})
 
 	t.Run("malformed handles and job IDs", func(t *testing.T) {
+		n.known(t)
 		// The kernel takes only handles and job IDs of the shape it
 		// issues, and answers anything else exactly as an unknown one,
 		// quoting none of it.
-		s := n.open(t, spec("ids"))
+		s := n.open(t, n.spec("ids"))
 		job, err := n.agent.StartJob(ctx, s.tenant, s.handle, hostagent.ExecRequest{Command: "true"})
 		if err != nil && be.Capabilities().ProvesCleanup {
 			t.Fatal(err)
@@ -134,7 +137,8 @@ func testLifecycle(t *testing.T, n *node) {
 	})
 
 	t.Run("provision and start again", func(t *testing.T) {
-		s := spec("again")
+		n.known(t)
+		s := n.spec("again")
 		start(t, be, s)
 		Sh(t, be, s.ID, "echo kept > ~/file")
 		sentinel := StartSentinel(t, be, s.ID)
@@ -148,7 +152,8 @@ func testLifecycle(t *testing.T, n *node) {
 	})
 
 	t.Run("destroy", func(t *testing.T) {
-		s := spec("doomed")
+		n.known(t)
+		s := n.spec("doomed")
 		start(t, be, s)
 		Sh(t, be, s.ID, "echo old > ~/file")
 		out := NewSink()

@@ -33,8 +33,9 @@ import (
 // loaded machine blurs.
 func testLimits(t *testing.T, n *node) {
 	t.Run("pids", func(t *testing.T) {
+		n.known(t)
 		const pids = 64
-		sp := spec("limit-pids")
+		sp := n.spec("limit-pids")
 		sp.Resources.PIDs = pids
 		s := n.open(t, sp)
 		// Fork until refused, in a subshell, then kill what started with
@@ -56,7 +57,8 @@ read -r refusal < /tmp/refusal; echo "$refusal"`})
 	})
 
 	t.Run("memory", func(t *testing.T) {
-		sp := spec("limit-memory")
+		n.known(t)
+		sp := n.spec("limit-memory")
 		sp.Resources.MemoryBytes = 64 << 20
 		s := n.open(t, sp)
 		// tail keeps the last 200 MiB of a pipe in its own memory.

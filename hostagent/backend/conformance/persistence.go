@@ -30,11 +30,12 @@ import (
 // restarting. Each step works on the node as the previous left it.
 func testPersistence(t *testing.T, n *node) {
 	ctx := context.Background()
-	sp := backend.Spec{ID: "persist", Tenant: "conformance/persist", Persona: "first"}
+	sp := backend.Spec{ID: "persist", Tenant: "conformance/persist", Persona: "first", Isolation: n.h.Isolation}
 	s := n.open(t, sp)
 	s.sh(t, "echo kept > ~/file")
 
 	t.Run("close and reopen", func(t *testing.T) {
+		n.known(t)
 		sentinel := startSentinel(s.shell(t))
 		if err := n.agent.CloseHandle(ctx, s.tenant, s.handle); err != nil {
 			t.Fatal(err) // the last handle: the backend detaches the sandbox
@@ -56,6 +57,7 @@ func testPersistence(t *testing.T, n *node) {
 	})
 
 	t.Run("agent restart", func(t *testing.T) {
+		n.known(t)
 		sentinel := startSentinel(s.shell(t))
 		next := n.restarted(t)
 		sp.Persona = "second" // the Sandbox changed while no agent ran
@@ -90,6 +92,7 @@ func testPersistence(t *testing.T, n *node) {
 	})
 
 	t.Run("sandbox restart", func(t *testing.T) {
+		n.known(t)
 		const marker = "sleep 7654321"
 		startNamed(t, s.shell(t), marker)
 		if err := n.agent.Restart(ctx, sp); err != nil {
@@ -105,6 +108,7 @@ func testPersistence(t *testing.T, n *node) {
 	})
 
 	t.Run("node reboot", func(t *testing.T) {
+		n.known(t)
 		// The sandbox stopped, then a new agent starts.
 		const marker = "sleep 7654322"
 		startNamed(t, s.shell(t), marker)
@@ -133,6 +137,7 @@ func testPersistence(t *testing.T, n *node) {
 	})
 
 	t.Run("another node", func(t *testing.T) {
+		n.known(t)
 		other := n.h.newNode(t)
 		if err := other.be.Reattach(ctx, sp); !errors.Is(err, backend.ErrNotFound) {
 			t.Fatalf("another node's backend reattached the sandbox: %v, want ErrNotFound", err)

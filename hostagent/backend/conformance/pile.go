@@ -35,7 +35,7 @@ func testPile(t *testing.T, n *node) {
 		t.Skip("the backend does not claim an append-only pile")
 	}
 	ctx := context.Background()
-	be, sp := n.be, spec("pile")
+	be, sp := n.be, n.spec("pile")
 	start(t, be, sp)
 	// The backend makes the pile's files; the tenant only appends.
 	name, _, _ := strings.Cut(Sh(t, be, sp.ID, "ls "+guest.PileDir), "\n")
@@ -45,6 +45,7 @@ func testPile(t *testing.T, n *node) {
 	f := guest.PileDir + "/" + name
 
 	t.Run("append-only", func(t *testing.T) {
+		n.known(t)
 		Sh(t, be, sp.ID, "echo one >> "+f+" && printf two >> "+f)
 		for _, cmd := range []string{
 			": > " + f,
@@ -71,6 +72,7 @@ func testPile(t *testing.T, n *node) {
 	})
 
 	t.Run("kept by destroy", func(t *testing.T) {
+		n.known(t)
 		Sh(t, be, sp.ID, "echo entry >> "+f+"; echo scratch > ~/scratch")
 		want := Sh(t, be, sp.ID, "cat "+f)
 		if err := be.Destroy(ctx, sp.ID, true); err != nil {

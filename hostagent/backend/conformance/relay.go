@@ -36,8 +36,8 @@ func testRelay(t *testing.T, n *node) {
 	if !ok {
 		t.Skip("the backend does not reach sandbox ports (backend.Dialer)")
 	}
-	a := n.open(t, spec("relay-a"))
-	b := n.open(t, spec("relay-b"))
+	a := n.open(t, n.spec("relay-a"))
+	b := n.open(t, n.spec("relay-b"))
 	const port = "18080"
 	a.probeInside(t)
 	a.sh(t, "setsid ~/.conformance-probe serve "+port+" </dev/null >/dev/null 2>&1 &")
@@ -66,6 +66,7 @@ func testRelay(t *testing.T, n *node) {
 	}
 
 	t.Run("reaches the sandbox's port", func(t *testing.T) {
+		n.known(t)
 		// The probe starts in the background: wait for it to listen.
 		var got string
 		deadline := time.Now().Add(patience)
@@ -84,6 +85,7 @@ func testRelay(t *testing.T, n *node) {
 	})
 
 	t.Run("another sandbox's loopback is its own", func(t *testing.T) {
+		n.known(t)
 		_, err := get(b.id, "/")
 		if !errors.Is(err, backend.ErrInvalidRequest) || !strings.Contains(err.Error(), "nothing accepts connections on port "+port) {
 			t.Fatalf("port %s of a sandbox where nothing listens: %v, want a refusal that says so", port, err)
@@ -91,6 +93,7 @@ func testRelay(t *testing.T, n *node) {
 	})
 
 	t.Run("bad ports and sandboxes", func(t *testing.T) {
+		n.known(t)
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		for _, p := range []int{0, -1, 65536} {

@@ -37,7 +37,7 @@ func testWorker(t *testing.T, n *node) {
 	if !ok || !dials {
 		t.Skip("the backend supervises no worker (backend.WorkerSupervisor, backend.Dialer)")
 	}
-	s := n.open(t, spec("worker"))
+	s := n.open(t, n.spec("worker"))
 	s.probeInside(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*patience)
 	defer cancel()
@@ -75,6 +75,7 @@ func testWorker(t *testing.T, n *node) {
 	}
 
 	t.Run("runs as the sandbox user with its token", func(t *testing.T) {
+		n.known(t)
 		got := s.sh(t, "ps -o user= -C .conformance-pro 2>/dev/null || ps -eo user,args | grep '[c]onformance-probe serve'")
 		if !strings.Contains(got, "sandbox") && !strings.Contains(got, "1000") {
 			t.Errorf("the worker runs as %q, want the sandbox user", got)
@@ -85,6 +86,7 @@ func testWorker(t *testing.T, n *node) {
 	})
 
 	t.Run("restarted when it dies", func(t *testing.T) {
+		n.known(t)
 		s.sh(t, "pkill -KILL -f '[c]onformance-probe serve'")
 		until("the restart is reported", func() bool {
 			st, err := sup.WorkerStatus(ctx, s.id)
@@ -98,15 +100,17 @@ func testWorker(t *testing.T, n *node) {
 	})
 
 	t.Run("kept across an agent restart", func(t *testing.T) {
+		n.known(t)
 		before := s.sh(t, "pgrep -f '[c]onformance-probe serve'")
 		n2 := n.restarted(t)
-		s2 := n2.open(t, spec("worker"))
+		s2 := n2.open(t, n.spec("worker"))
 		if after := s2.sh(t, "pgrep -f '[c]onformance-probe serve'"); after != before {
 			t.Errorf("the worker was %q before the agent restart, %q after", before, after)
 		}
 	})
 
 	t.Run("stopped when unset", func(t *testing.T) {
+		n.known(t)
 		if err := sup.SetWorker(ctx, s.id, nil); err != nil {
 			t.Fatal(err)
 		}

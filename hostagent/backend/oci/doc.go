@@ -22,10 +22,11 @@ limitations under the License.
 // # Layout
 //
 //	<state>/runc/                   runc --root: container state (0700)
+//	<state>/runsc/                  runsc --root: gVisor sandboxes' state (0700; gvisor.go)
 //	<state>/bin/playground-sandbox-<hash>  the guest binary, by content
 //	<state>/builders/<id>           a builder (builder.go) exists: removed by New if left
 //	<state>/sandboxes/<id>/         one sandbox or builder (root:<its gid>, 0710)
-//	    sandbox.json                the Spec and the sandbox's ID-map slot
+//	    sandbox.json                the Spec (its isolation: the runtime) and the sandbox's ID-map slot
 //	    config.json                 the runc bundle, rewritten at each start
 //	    rootfs/                     read-only root: mount points and symlinks
 //	    etc/                        generated /etc (passwd, profile, hosts…)

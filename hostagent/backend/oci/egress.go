@@ -192,7 +192,40 @@ func (b *Backend) reattachEgress(ctx context.Context, sb *sandbox, pid int) erro
 			return fmt.Errorf("oci: sandbox %s: network namespace of its init: %w", sb.spec.ID, err)
 		}
 	}
+	if backend.IsolationOf(sb.spec) == backend.IsolationGVisor {
+		return b.reattachGVisorEgress(ctx, sb)
+	}
 	return b.setupEgress(ctx, sb)
+}
+
+// reattachGVisorEgress renews the node's side of a running gVisor
+// sandbox's egress: its ruleset, forwarding, the address of the veth's
+// node end. The namespace's side is gVisor's: its network stack took eth0's
+// address and routes when it started and removed them from the namespace,
+// so that the node's kernel would not answer for it; setting them again
+// would have the node's kernel reset gVisor's connections. A veth pair
+// that is gone (a new agent pod's namespace) cannot be handed to a running
+// gVisor stack: the sandbox must be restarted.
+func (b *Backend) reattachGVisorEgress(ctx context.Context, sb *sandbox) error {
+	n := b.egressNet(sb)
+	if err := b.applyEgressRules(ctx, sb); err != nil {
+		return err
+	}
+	if err := enableForwarding(); err != nil {
+		return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+	}
+	if _, err := os.Stat(filepath.Join("/sys/class/net", n.hostDev)); err != nil {
+		return fmt.Errorf("oci: sandbox %s: its network link %s to the node is gone, and gVisor cannot take a new one while it runs: restart the sandbox (kubectl playground tenant restart)", sb.spec.ID, n.hostDev)
+	}
+	for _, s := range [][]string{
+		{"ip", "addr", "replace", n.node.String() + "/30", "dev", n.hostDev},
+		{"ip", "link", "set", n.hostDev, "up"},
+	} {
+		if err := runCmd(ctx, s...); err != nil {
+			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+		}
+	}
+	return nil
 }
 
 // applyEgressRules replaces sb's nftables table in one transaction. With

@@ -88,16 +88,25 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	}
 	start := time.Now()
 	life := b.lifeline(id)
-	oomBefore, oomKnown := life.oomKills(b.runc, id)
+	oomBefore, oomKnown := life.oomKills(b.runtimeOf(id), id)
 	conn, err := b.dial(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	// Under gVisor, the sentry is the command's kernel: its end is the end
+	// of every process of the sandbox (see process.kernel).
+	kernel := b.sentryFD(id)
+	closeKernel := func() {
+		if kernel >= 0 {
+			unix.Close(kernel)
+		}
 	}
 	// Until the command runs, ctx bounds every read and write.
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	fail := func(err error) (backend.Process, error) {
 		stop()
 		conn.Close()
+		closeKernel()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, ctx.Err())
 		}
@@ -106,7 +115,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 			// shepherd still held the listener): it is not running.
 			return nil, fmt.Errorf("oci: sandbox %s: %w (its init exited while the command started)", id, backend.ErrNotRunning)
 		}
-		if after, ok := life.oomKills(b.runc, id); oomKnown && ok && after > oomBefore {
+		if after, ok := life.oomKills(b.runtimeOf(id), id); oomKnown && ok && after > oomBefore {
 			return nil, fmt.Errorf("the sandbox ran out of memory while the command started (the OOM killer took the process starting it): free memory in the sandbox and retry (%w)", err)
 		}
 		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
@@ -124,13 +133,14 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	case guest.FrameError:
 		stop()
 		conn.Close()
+		closeKernel()
 		return nil, fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload)
 	default:
 		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
 	}
 	if !stop() {
 		// ctx ended while the shell was starting: it runs; kill it.
-		p := newProcess(conn, fr, sink, start, life, nil)
+		p := newProcess(conn, fr, sink, start, life, nil, kernel)
 		kctx, cancel := context.WithTimeout(context.Background(), guest.ProofTimeout+5*time.Second)
 		defer cancel()
 		if kerr := p.Kill(kctx); kerr != nil {
@@ -142,11 +152,33 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	var oomKilled func() bool
 	if oomKnown {
 		oomKilled = func() bool {
-			after, ok := life.oomKills(b.runc, id)
+			after, ok := life.oomKills(b.runtimeOf(id), id)
 			return ok && after > oomBefore
 		}
 	}
-	return newProcess(conn, fr, sink, start, life, oomKilled), nil
+	return newProcess(conn, fr, sink, start, life, oomKilled, kernel), nil
+}
+
+// sentryFD is a pidfd of the gVisor sandbox process (the sentry) of
+// sandbox id, or -1 when the sandbox is not gVisor's or its sentry is
+// gone. The pidfd is that process's: a reused PID never passes for it.
+func (b *Backend) sentryFD(id string) int {
+	if b.gvisor == nil {
+		return -1
+	}
+	pid, err := b.initPID(id)
+	if err != nil {
+		return -1
+	}
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return -1
+	}
+	if !b.isGVisorSandbox(pid, id) { // checked with the pidfd held
+		unix.Close(fd)
+		return -1
+	}
+	return fd
 }
 
 // dial connects to the sandbox's init.
@@ -197,6 +229,14 @@ type process struct {
 	// oomKilled says whether the sandbox's OOM killer killed a process
 	// since the command started; nil when the kernel does not count.
 	oomKilled func() bool
+	// kernel is a pidfd of the gVisor sentry that runs the command, -1
+	// under runc. The sentry is PID 1 of its own PID namespace on the
+	// node, holding every stub process that runs the guest's code: the
+	// kernel kills and reaps them all before the sentry's exit completes
+	// (zap_pid_ns_processes), and only then does the pidfd turn readable.
+	// So a sentry that exited is proof that no process of the command is
+	// left (the node's OOM killer ends the sentry: gVisor has none).
+	kernel int
 
 	done   chan struct{}
 	status backend.ExitStatus // valid after done
@@ -206,8 +246,8 @@ type process struct {
 	killErr  error
 }
 
-func newProcess(conn *net.UnixConn, fr *guest.FrameReader, sink backend.Sink, start time.Time, life *lifeline, oomKilled func() bool) *process {
-	p := &process{conn: conn, sink: sink, start: start, life: life, oomKilled: oomKilled, done: make(chan struct{})}
+func newProcess(conn *net.UnixConn, fr *guest.FrameReader, sink backend.Sink, start time.Time, life *lifeline, oomKilled func() bool, kernel int) *process {
+	p := &process{conn: conn, sink: sink, start: start, life: life, oomKilled: oomKilled, kernel: kernel, done: make(chan struct{})}
 	go p.read(fr)
 	return p
 }
@@ -215,6 +255,9 @@ func newProcess(conn *net.UnixConn, fr *guest.FrameReader, sink backend.Sink, st
 func (p *process) read(fr *guest.FrameReader) {
 	defer close(p.done)
 	defer p.conn.Close()
+	if p.kernel >= 0 {
+		defer unix.Close(p.kernel)
+	}
 	defer func() {
 		if p.oomKilled != nil && (p.status.Signal != "" || p.status.Code > 128 || p.err != nil) {
 			p.status.OOMKilled = p.oomKilled()
@@ -267,7 +310,27 @@ func (p *process) connectionLost(err error) error {
 		}
 		return fmt.Errorf("%w: the sandbox's container could not be removed: %v", backend.ErrProofLost, p.life.err)
 	}
+	if p.kernel >= 0 && kernelExited(p.kernel, guest.ProofTimeout) {
+		return nil
+	}
 	return fmt.Errorf("%w: the sandbox's shepherd went away without a result: %v", backend.ErrProofLost, err)
+}
+
+// kernelExited waits, at most timeout, for the process of pidfd to exit.
+func kernelExited(pidfd int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds()))
+		switch {
+		case n > 0:
+			return true
+		case err == unix.EINTR && time.Now().Before(deadline):
+			continue
+		default:
+			return false
+		}
+	}
 }
 
 func exitStatus(e guest.Exit, d time.Duration) backend.ExitStatus {

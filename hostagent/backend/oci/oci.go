@@ -68,6 +68,11 @@ type Options struct {
 	StateDir string
 	// Runtime is the OCI runtime binary; default "runc" from PATH.
 	Runtime string
+	// GVisorRuntime is runsc, gVisor's OCI runtime, which runs the
+	// sandboxes whose Spec asks for backend.IsolationGVisor (see
+	// gvisor.go); empty: this backend refuses them. Its state is kept
+	// apart from Runtime's, under StateDir/runsc.
+	GVisorRuntime string
 	// GuestBinary is the static playground-sandbox binary to install into
 	// sandboxes. Default: GuestBinaryName next to the running executable
 	// (the agent image ships both in one directory), else from PATH. Tests
@@ -168,6 +173,7 @@ const idMapSize = 65536
 type Backend struct {
 	opts         Options
 	runc         *runc
+	gvisor       *runc    // runsc; nil without Options.GVisorRuntime
 	guestBin     string   // installed guest binary (inside StateDir)
 	baseDirs     []string // BaseDirs to bind-mount
 	baseLinks    map[string]string
@@ -268,6 +274,13 @@ func New(opts Options) (*Backend, error) {
 		baseLinks: make(map[string]string),
 		locks:     make(map[string]*sync.Mutex),
 		lifelines: make(map[string]*lifeline),
+	}
+	if opts.GVisorRuntime != "" {
+		if opts.GVisorRuntime, err = exec.LookPath(opts.GVisorRuntime); err != nil {
+			return nil, fmt.Errorf("oci: gVisor runtime: %w", err)
+		}
+		b.opts.GVisorRuntime = opts.GVisorRuntime
+		b.gvisor = b.newGVisor()
 	}
 	if !opts.UnboundedStorage {
 		// Fail closed: never run sandboxes unbounded unless asked to.
@@ -458,7 +471,7 @@ func (b *Backend) prepareStateDir() error {
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
-	}{{s, 0o711}, {filepath.Join(s, "sandboxes"), 0o711}, {filepath.Join(s, "bin"), 0o711}, {filepath.Join(s, buildersDir), 0o700}, {b.runc.root, 0o700}} {
+	}{{s, 0o711}, {filepath.Join(s, "sandboxes"), 0o711}, {filepath.Join(s, "bin"), 0o711}, {filepath.Join(s, buildersDir), 0o700}, {b.runc.root, 0o700}, {filepath.Join(s, "runsc"), 0o700}} {
 		if err := os.MkdirAll(d.path, d.mode); err != nil {
 			return fmt.Errorf("oci: state directory: %w", err)
 		}
@@ -560,6 +573,9 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := validateStorage(b.storage(spec.Storage)); err != nil {
 		return err
 	}
+	if err := b.checkIsolation(spec); err != nil {
+		return err
+	}
 	defer b.lock(spec.ID)()
 	sb, err := b.load(spec.ID)
 	if err == nil && sb.builder {
@@ -584,6 +600,9 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	case err != nil:
 		return err
 	default:
+		if err := keepIsolation(sb, spec); err != nil {
+			return err
+		}
 		spec.Storage = sb.spec.Storage
 	}
 	sb.spec = spec
@@ -615,9 +634,17 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := b.validateSpec(spec); err != nil {
 		return err
 	}
+	if err := b.checkIsolation(spec); err != nil {
+		return err
+	}
 	defer b.lock(spec.ID)()
 	sb, err := b.loadTenant(spec.ID)
 	if err != nil {
+		return err
+	}
+	// The isolation is the one sandbox.json recorded at provisioning: a
+	// restarted agent runs each sandbox with the runtime it was made with.
+	if err := keepIsolation(sb, spec); err != nil {
 		return err
 	}
 	spec.Storage = sb.spec.Storage // fixed at provisioning
@@ -681,12 +708,13 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 // caller holds the sandbox's lock.
 func (b *Backend) removeContainer(ctx context.Context, id string) error {
 	cid := containerID(id)
-	if !b.runc.exists(cid) {
+	rt := b.runtimeOf(id)
+	if !rt.exists(cid) {
 		return nil
 	}
-	cgroups := b.runc.cgroupPaths(cid)
+	cgroups := rt.cgroupPaths(cid)
 	finish := b.endLifeline(id)
-	err := b.runc.delete(ctx, cid, true)
+	err := rt.delete(ctx, cid, true)
 	finish(err)
 	if err != nil {
 		return err
@@ -752,10 +780,22 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 	defer cancel()
 	cid := containerID(sb.spec.ID)
 	sock := b.socketPath(sb.spec.ID)
-	if b.runc.exists(cid) {
-		st, err := b.runc.state(ctx, cid)
+	rt, err := b.runtimeFor(sb)
+	if err != nil {
+		return err
+	}
+	if other := b.runtimeOf(sb.spec.ID); other != rt && other.exists(cid) {
+		return fmt.Errorf("oci: sandbox %s: its container runs under %s, not %s as sandbox.json says", sb.spec.ID, filepath.Base(other.bin), filepath.Base(rt.bin))
+	}
+	if rt.exists(cid) {
+		st, err := rt.state(ctx, cid)
 		if err != nil {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+		}
+		if rt.gvisor && st.Status != "stopped" && !b.isGVisorSandbox(st.Pid, sb.spec.ID) {
+			// runsc reports the state it last saved: a sentry the node's
+			// OOM killer ended is still "running" there.
+			st.Status = "stopped"
 		}
 		switch st.Status {
 		case "running", "paused":
@@ -770,20 +810,19 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 			_ = os.WriteFile(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
 			return b.waitReady(ctx, sb, st.Pid)
 		case "paused":
-			if err := b.runc.resume(ctx, cid); err != nil {
+			if err := rt.resume(ctx, cid); err != nil {
 				return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 			}
 			return b.waitReady(ctx, sb, st.Pid)
 		}
 		// created (init never started) or stopped: start over, same files.
-		if err := b.runc.delete(ctx, cid, true); err != nil {
+		if err := rt.delete(ctx, cid, true); err != nil {
 			return fmt.Errorf("oci: sandbox %s: removing stopped container: %w", sb.spec.ID, err)
 		}
 	}
 	if err := b.prepare(ctx, sb); err != nil {
 		return err
 	}
-	var err error
 	if hasEgress(sb) {
 		err = b.setupEgress(ctx, sb)
 	} else {
@@ -798,7 +837,11 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 	if err := b.prepareFaculties(sb); err != nil {
 		return err
 	}
-	if err := writeSpec(filepath.Join(sb.dir, "config.json"), b.buildSpec(sb)); err != nil {
+	spec := b.buildSpec(sb)
+	if rt.gvisor {
+		gvisorSpec(spec)
+	}
+	if err := writeSpec(filepath.Join(sb.dir, "config.json"), spec); err != nil {
 		return err
 	}
 	// The socket's existence is init's readiness signal; drop a stale one.
@@ -806,7 +849,11 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 		return err
 	}
 	logPath := filepath.Join(sb.dir, "init.log")
-	pid, err := b.runc.run(ctx, sb.dir, cid, logPath)
+	var flags []string
+	if rt.gvisor && hasEgress(sb) {
+		flags = gvisorEgressFlags
+	}
+	pid, err := rt.run(ctx, sb.dir, cid, logPath, flags...)
 	if err != nil {
 		return fmt.Errorf("oci: starting sandbox %s: %w", sb.spec.ID, err)
 	}
@@ -823,6 +870,10 @@ func (b *Backend) Alive(id string) bool {
 	pid, err := b.initPID(id)
 	if err != nil {
 		return errors.Is(err, os.ErrNotExist) && fileExists(b.sandboxDir(id))
+	}
+	if b.isGVisorSandbox(pid, id) {
+		// The sentry: it exits when the guest's init does.
+		return b.gvisor.exists(containerID(id))
 	}
 	return isGuestInit(pid)
 }

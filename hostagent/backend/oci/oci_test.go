@@ -101,7 +101,7 @@ func newStateDir(tb testing.TB) string {
 	tb.Cleanup(func() {
 		// Whatever a test left: containers first, then files (the pile's
 		// append-only flags must go before it can be removed).
-		b, err := New(Options{StateDir: dir, GuestBinary: guestBinary, Runtime: testRuntime})
+		b, err := New(Options{StateDir: dir, GuestBinary: guestBinary, Runtime: testRuntime, GVisorRuntime: runscPath})
 		if err == nil {
 			entries, _ := os.ReadDir(filepath.Join(dir, "sandboxes"))
 			for _, e := range entries {
@@ -358,44 +358,47 @@ func TestCgroupLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := func(v1ctl, v1file, v2file string) string {
-		t.Helper()
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", st.Pid))
+	if got := cgroupValue(t, st.Pid, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(256<<20) {
+		t.Errorf("memory limit %s", got)
+	}
+	if got := cgroupValue(t, st.Pid, "pids", "pids.max", "pids.max"); got != "64" {
+		t.Errorf("pids limit %s", got)
+	}
+	if got := cgroupValue(t, st.Pid, "cpu", "cpu.cfs_quota_us", "cpu.max"); got != "50000" && got != "50000 100000" {
+		t.Errorf("cpu quota %s", got)
+	}
+}
+
+// cgroupValue reads a file of pid's cgroup: v1file of controller v1ctl on
+// cgroup v1, v2file on a v2-only host.
+func cgroupValue(t *testing.T, pid int, v1ctl, v1file, v2file string) string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var path string
+		switch {
+		case fileExists("/sys/fs/cgroup/cgroup.controllers") && parts[0] == "0":
+			path = filepath.Join("/sys/fs/cgroup", parts[2], v2file)
+		case parts[1] == v1ctl || strings.Contains(","+parts[1]+",", ","+v1ctl+","):
+			path = filepath.Join("/sys/fs/cgroup", parts[1], parts[2], v1file)
+		default:
+			continue
+		}
+		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			parts := strings.SplitN(line, ":", 3)
-			if len(parts) != 3 {
-				continue
-			}
-			var path string
-			switch {
-			case fileExists("/sys/fs/cgroup/cgroup.controllers") && parts[0] == "0":
-				path = filepath.Join("/sys/fs/cgroup", parts[2], v2file)
-			case parts[1] == v1ctl || strings.Contains(","+parts[1]+",", ","+v1ctl+","):
-				path = filepath.Join("/sys/fs/cgroup", parts[1], parts[2], v1file)
-			default:
-				continue
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return strings.TrimSpace(string(data))
-		}
-		t.Fatalf("no %s cgroup for pid %d", v1ctl, st.Pid)
-		return ""
+		return strings.TrimSpace(string(data))
 	}
-	if got := read("memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(256<<20) {
-		t.Errorf("memory limit %s", got)
-	}
-	if got := read("pids", "pids.max", "pids.max"); got != "64" {
-		t.Errorf("pids limit %s", got)
-	}
-	if got := read("cpu", "cpu.cfs_quota_us", "cpu.max"); got != "50000" && got != "50000 100000" {
-		t.Errorf("cpu quota %s", got)
-	}
+	t.Fatalf("no %s cgroup for pid %d", v1ctl, pid)
+	return ""
 }
 
 // TestDestroy: what Destroy leaves on the node. No container and no

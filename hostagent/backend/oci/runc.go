@@ -32,9 +32,16 @@ import (
 
 // runc drives the OCI runtime binary. All its state lives under root, one
 // per agent state directory, so agents never see each other's containers.
+// The same driver runs runsc (gVisor) for sandboxes of IsolationGVisor,
+// over a root of its own: its commands and flags are runc's, but its state
+// files, the PID it reports and its cgroups are its own (see gvisor.go).
 type runc struct {
 	bin  string
 	root string
+	// flags go before the command: runsc's global configuration.
+	flags []string
+	// gvisor marks runsc.
+	gvisor bool
 }
 
 // containerState is the part of `runc state` output that we use.
@@ -52,11 +59,14 @@ const maxLogSize = 1 << 20
 // that an ID is taken (runc keeps state.json in it, crun status). It
 // avoids parsing the runtime's "does not exist" error text.
 func (r *runc) exists(id string) bool {
+	if r.gvisor {
+		return fileExists(r.gvisorStateFile(id))
+	}
 	return fileExists(filepath.Join(r.root, id))
 }
 
 func (r *runc) state(ctx context.Context, id string) (*containerState, error) {
-	out, err := r.output(ctx, "state", id)
+	out, err := r.output(ctx, "state", r.name(id))
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +81,10 @@ func (r *runc) state(ctx context.Context, id string) (*containerState, error) {
 // the agent: stdin is /dev/null and stdout/stderr go to logPath, which is
 // also where runc's own errors land. A pipe here would keep the agent
 // waiting for the container's exit.
-func (r *runc) run(ctx context.Context, bundle, id, logPath string) (pid int, err error) {
+//
+// flags are global flags of this run alone, after the runtime's own (the
+// last of a flag wins).
+func (r *runc) run(ctx context.Context, bundle, id, logPath string, flags ...string) (pid int, err error) {
 	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxLogSize {
 		_ = os.Truncate(logPath, 0)
 	}
@@ -84,7 +97,8 @@ func (r *runc) run(ctx context.Context, bundle, id, logPath string) (pid int, er
 	// The PID file saves a `runc state` after the start: a third runtime
 	// process, about 18 ms of a 70 ms start on a small machine.
 	pidFile := filepath.Join(bundle, "init.pid")
-	cmd := exec.CommandContext(ctx, r.bin, "--root", r.root, "run", "--detach", "--pid-file", pidFile, "--bundle", bundle, id)
+	args := append(r.args(flags...), "run", "--detach", "--pid-file", pidFile, "--bundle", bundle, r.name(id))
+	cmd := exec.CommandContext(ctx, r.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Run(); err != nil {
 		msg := tailFrom(logPath, before)
@@ -103,6 +117,9 @@ func (r *runc) run(ctx context.Context, bundle, id, logPath string) (pid int, er
 // cgroupPaths returns the container's cgroup directories (one per v1
 // controller, or the v2 one) from runc's state file.
 func (r *runc) cgroupPaths(id string) []string {
+	if r.gvisor {
+		return r.gvisorCgroupPaths(id)
+	}
 	data, err := os.ReadFile(filepath.Join(r.root, id, "state.json"))
 	if err != nil {
 		return nil
@@ -125,6 +142,9 @@ func (r *runc) cgroupPaths(id string) []string {
 // oomCounter returns the file of the container's memory cgroup that
 // counts OOM kills ("oom_kill N"), or "" when runc's state names none.
 func (r *runc) oomCounter(id string) string {
+	if r.gvisor {
+		return r.gvisorOOMCounter(id)
+	}
 	data, err := os.ReadFile(filepath.Join(r.root, id, "state.json"))
 	if err != nil {
 		return ""
@@ -145,7 +165,7 @@ func (r *runc) oomCounter(id string) string {
 }
 
 func (r *runc) resume(ctx context.Context, id string) error {
-	_, err := r.output(ctx, "resume", id)
+	_, err := r.output(ctx, "resume", r.name(id))
 	return err
 }
 
@@ -156,19 +176,36 @@ func (r *runc) delete(ctx context.Context, id string, force bool) error {
 	if force {
 		args = append(args, "--force")
 	}
-	_, err := r.output(ctx, append(args, id)...)
+	_, err := r.output(ctx, append(args, r.name(id))...)
 	return err
 }
 
 func (r *runc) output(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, r.bin, append([]string{"--root", r.root}, args...)...)
+	cmd := exec.CommandContext(ctx, r.bin, r.args(args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("runc %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%s %s: %w: %s", filepath.Base(r.bin), strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
+}
+
+// name is the runtime's name of container id. runsc takes any unique
+// prefix of a name for the name, and refuses a name that is also the
+// prefix of another's ("pg-a" of "pg-ab") as ambiguous: its names end in
+// a '+', which no sandbox ID holds, so none is the prefix of another.
+func (r *runc) name(id string) string {
+	if r.gvisor {
+		return id + "+"
+	}
+	return id
+}
+
+// args are the runtime's global flags, then the command's.
+func (r *runc) args(cmd ...string) []string {
+	args := append([]string{"--root", r.root}, r.flags...)
+	return append(args, cmd...)
 }
 
 // tailFrom returns what was appended to a log after offset, bounded.

@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -83,6 +84,15 @@ func (b *Backend) signalInit(id string) error {
 	pid, err := b.initPID(id)
 	if err != nil {
 		return nil // not started
+	}
+	if b.isGVisorSandbox(pid, id) {
+		// The guest's init has no PID on the node: runsc signals it.
+		ctx, cancel := context.WithTimeout(context.Background(), b.opts.StartTimeout)
+		defer cancel()
+		if err := b.gvisor.signal(ctx, containerID(id), strconv.Itoa(int(guest.WorkerSignal))); err != nil && b.Alive(id) {
+			return fmt.Errorf("oci: telling the init of sandbox %s about its worker: %w", id, err)
+		}
+		return nil
 	}
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {

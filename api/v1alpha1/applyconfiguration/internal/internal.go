@@ -225,6 +225,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: path
       type:
         scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.Isolation
+  scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
   map:
     fields:
@@ -347,6 +349,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: isolation
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
     - name: loginProfile
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LoginProfile
@@ -434,6 +439,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: isolation
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
     - name: loginProfile
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LoginProfile

@@ -65,7 +65,8 @@ func StateDir(tb testing.TB) string {
 	}
 	guest := GuestBinary(tb)
 	tb.Cleanup(func() {
-		if b, err := oci.New(oci.Options{StateDir: dir, GuestBinary: guest}); err == nil {
+		// With runsc when there is one, so that gVisor sandboxes go too.
+		if b, err := oci.New(oci.Options{StateDir: dir, GuestBinary: guest, GVisorRuntime: os.Getenv(RunscEnv)}); err == nil {
 			entries, _ := os.ReadDir(filepath.Join(dir, "sandboxes"))
 			for _, e := range entries {
 				if err := b.Destroy(context.Background(), e.Name(), false); err != nil {
@@ -86,6 +87,30 @@ func New(tb testing.TB, stateDir string) *oci.Backend {
 		stateDir = StateDir(tb)
 	}
 	b, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: GuestBinary(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// RunscEnv names runsc for the tests that run gVisor sandboxes; make test
+// sets it to hack/runsc.sh's build.
+const RunscEnv = "PLAYGROUND_RUNSC"
+
+// NewGVisor returns a backend over stateDir (a new one when empty) that
+// also runs sandboxes of gVisor isolation, with $PLAYGROUND_RUNSC; without
+// it the test skips.
+func NewGVisor(tb testing.TB, stateDir string) *oci.Backend {
+	tb.Helper()
+	Require(tb)
+	runsc := os.Getenv(RunscEnv)
+	if runsc == "" {
+		tb.Skip("gVisor sandboxes need runsc: set " + RunscEnv + " (make runsc prints one; make test sets it)")
+	}
+	if stateDir == "" {
+		stateDir = StateDir(tb)
+	}
+	b, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: GuestBinary(tb), GVisorRuntime: runsc})
 	if err != nil {
 		tb.Fatal(err)
 	}

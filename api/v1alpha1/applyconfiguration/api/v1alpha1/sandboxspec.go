@@ -82,6 +82,14 @@ func (b *SandboxSpecApplyConfiguration) WithBackend(value apiv1alpha1.BackendCla
 	return b
 }
 
+// WithIsolation sets the Isolation field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Isolation field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithIsolation(value apiv1alpha1.Isolation) *SandboxSpecApplyConfiguration {
+	b.SandboxTemplateApplyConfiguration.Isolation = &value
+	return b
+}
+
 // WithResources sets the Resources field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Resources field is set to the value of the last call.

@@ -32,6 +32,16 @@ type SandboxTemplateApplyConfiguration struct {
 	// jail (FreeBSD) or lima (a VM, synchronous commands only). It cannot
 	// change once the sandbox exists.
 	Backend *apiv1alpha1.BackendClass `json:"backend,omitempty"`
+	// Isolation is, on backend oci, the boundary between the tenant's
+	// processes and the node's kernel: container (the default: a runc
+	// container, with namespaces, cgroups and a seccomp filter on the
+	// node's kernel) or gvisor (runsc: gVisor's user-space kernel in
+	// between, on a node whose agent offers it; the sandbox waits, Pending,
+	// until one does). Other backends take none. It cannot change once the
+	// sandbox exists. What gVisor adds, costs and lacks (the pile is
+	// read-only; past its memory limit the whole sandbox restarts):
+	// docs/isolation.md.
+	Isolation *apiv1alpha1.Isolation `json:"isolation,omitempty"`
 	// Resources bounds the sandbox's CPU, memory and process count.
 	Resources *SandboxResourcesApplyConfiguration `json:"resources,omitempty"`
 	// Storage describes the workspace layer and the pile's reclaim policy.
@@ -63,6 +73,14 @@ func SandboxTemplate() *SandboxTemplateApplyConfiguration {
 // If called multiple times, the Backend field is set to the value of the last call.
 func (b *SandboxTemplateApplyConfiguration) WithBackend(value apiv1alpha1.BackendClass) *SandboxTemplateApplyConfiguration {
 	b.Backend = &value
+	return b
+}
+
+// WithIsolation sets the Isolation field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Isolation field is set to the value of the last call.
+func (b *SandboxTemplateApplyConfiguration) WithIsolation(value apiv1alpha1.Isolation) *SandboxTemplateApplyConfiguration {
+	b.Isolation = &value
 	return b
 }
 

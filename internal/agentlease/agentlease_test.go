@@ -1,0 +1,59 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package agentlease
+
+import (
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// TestIsolations: what an agent offers survives its Lease, and an agent
+// that publishes no isolations (one that predates them) offers container
+// only.
+func TestIsolations(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		isolations []string
+		offers     map[string]bool
+	}{
+		{"an agent without runsc", []string{"container"}, map[string]bool{"": true, "container": true, "gvisor": false}},
+		{"an agent with runsc", []string{"gvisor", "container"}, map[string]bool{"": true, "container": true, "gvisor": true}},
+		{"an agent that predates isolations", nil, map[string]bool{"": true, "container": true, "gvisor": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lease coordinationv1.Lease
+			reg := Registration{Node: "n", Backends: []string{"oci"}, Isolations: tc.isolations, Duration: time.Minute}
+			if err := reg.Apply(&lease, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if tc.isolations == nil {
+				delete(lease.Annotations, AnnotationIsolations)
+			}
+			got, err := FromLease(&lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for iso, want := range tc.offers {
+				if got.OffersIsolation(iso) != want {
+					t.Errorf("offers %q: %v, want %v (annotation %q)", iso, !want, want, lease.Annotations[AnnotationIsolations])
+				}
+			}
+		})
+	}
+}
