@@ -68,7 +68,12 @@ func testWorker(t *testing.T, n *node) {
 		c.Close()
 		return true
 	}
-	until("the worker listens", answers)
+	// Init records the worker as running once its start returns, which
+	// may be after the worker already listens: wait for both.
+	until("the worker listens and is reported running", func() bool {
+		st, err := sup.WorkerStatus(ctx, s.id)
+		return err == nil && st.Running && answers()
+	})
 	st, err := sup.WorkerStatus(ctx, s.id)
 	if err != nil || !st.Running || st.Restarts != 0 {
 		t.Fatalf("a started worker: %+v, %v", st, err)
