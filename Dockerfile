@@ -29,6 +29,10 @@ ENV CGO_ENABLED=0
 RUN for cmd in playground playground-sandbox kubectl-playground; do \
 		go build -trimpath -buildvcs=false -ldflags "-s -w -buildid=" -o /out/$cmd ./cmd/$cmd || exit 1; \
 	done
+# gVisor's runtime, for Sandboxes of isolation gvisor, at hack/runsc.sh's
+# RUNSC_VERSION and built as it builds it.
+ARG RUNSC_VERSION=v0.0.0-20260905035102-160fafc42237
+RUN cd / && GOBIN=/out GOFLAGS=-trimpath go install -ldflags "-s -w" "gvisor.dev/gvisor/runsc@${RUNSC_VERSION}"
 
 FROM debian:${DEBIAN_SUITE}-slim
 COPY hack/image/packages.txt /tmp/packages.txt

@@ -113,6 +113,9 @@ mkdir -p "$bins"
 for cmd in playground playground-sandbox kubectl-playground; do
 	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w -buildid=" -o "$bins/$cmd" "./cmd/$cmd"
 done
+# gVisor's runtime, for Sandboxes of isolation gvisor: the agent offers it
+# when runsc is on its PATH (hack/runsc.sh pins and builds it).
+cp "$("$root/hack/runsc.sh")" "$bins/runsc"
 
 rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 digest=$("$tool" build --epoch "$SOURCE_DATE_EPOCH" --arch "$arch" --base "$base" --bin "$bins" --name "$IMAGE" --out "$out" \

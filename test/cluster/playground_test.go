@@ -111,6 +111,21 @@ func (d *deployment) helm(t *testing.T) {
 	token := d.tenant(t, "demo", "Retain")
 	d.smoke(t, endpoint, token)
 
+	// gVisor: the image's runsc, offered by the agent in its pod; the
+	// tenant's sandbox runs on gVisor's kernel, not the node's.
+	gvToken := d.tenantWith(t, "gvisor", "Delete", "gvisor")
+	gv := connect(t, endpoint, gvToken)
+	hostKernel, err := os.ReadFile("/proc/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvBefore := gv.open(t)
+	gvKernel := gv.exec(t, gvBefore.Handle, "cat /proc/version")
+	if gvKernel == "" || gvKernel == string(hostKernel) {
+		t.Errorf("in a gvisor sandbox /proc/version says %q: want gVisor's kernel, not the node's %q", gvKernel, hostKernel)
+	}
+	gv.close()
+
 	// Before the upgrade: a file and a background process outside any job.
 	c := connect(t, endpoint, token)
 	before := c.open(t)
@@ -152,6 +167,14 @@ awk 'NR > 1 && $1 - prev > 5 { print "gap of", $1 - prev, "s" } { prev = $1 }' /
 		t.Errorf("after the upgrade the sandbox said %q, want the file's line, the process alive, and no gap in its ticks", out)
 	}
 
+	// The gVisor sandbox too: the new agent reattached it, on gVisor.
+	gv = connect(t, endpoint, gvToken)
+	gvAfter := gv.open(t)
+	if got := gv.exec(t, gvAfter.Handle, "cat /proc/version"); gvAfter.SandboxID != gvBefore.SandboxID || got != gvKernel {
+		t.Errorf("after the upgrade the gvisor tenant has sandbox %s on %q; before, %s on %q", gvAfter.SandboxID, got, gvBefore.SandboxID, gvKernel)
+	}
+	gv.close()
+
 	// The gateway alone rolls (a configuration change): a polling client
 	// sees no failure at all.
 	p = startPolling(t, endpoint, token, false)
@@ -163,7 +186,7 @@ awk 'NR > 1 && $1 - prev > 5 { print "gap of", $1 - prev, "s" } { prev = $1 }' /
 
 	// Uninstall: the Tenants first (their sandboxes are destroyed, the
 	// Retain pile kept), then the release.
-	k.must("", "-n", tenantNS, "delete", "tenant", "demo", "--wait", "--timeout=2m")
+	k.must("", "-n", tenantNS, "delete", "tenant", "demo", "gvisor", "--wait", "--timeout=2m")
 	d.helmRun(t, "uninstall", release, "--namespace", installNS, "--wait", "--timeout", "5m")
 	d.nothingLeft(t, installNS, before.SandboxID, true)
 	k.must("", "delete", "namespace", installNS, tenantNS, "--wait", "--timeout=2m")
@@ -298,6 +321,11 @@ func (d *deployment) gatewayEndpoint(t *testing.T, ns, svc string) string {
 // tenant applies a Tenant, waits until it is Ready and returns its token,
 // read from the Secret its status names.
 func (d *deployment) tenant(t *testing.T, name, reclaim string) string {
+	return d.tenantWith(t, name, reclaim, "container")
+}
+
+// tenantWith is tenant with an isolation.
+func (d *deployment) tenantWith(t *testing.T, name, reclaim, isolation string) string {
 	t.Helper()
 	d.k.must(fmt.Sprintf(`apiVersion: playground.dev/v1alpha1
 kind: Tenant
@@ -308,9 +336,10 @@ spec:
   persona: e2e
   sandbox:
     backend: oci
+    isolation: %s
     storage:
       reclaimPolicy: %s
-`, name, tenantNS, reclaim), "apply", "-f", "-")
+`, name, tenantNS, isolation, reclaim), "apply", "-f", "-")
 	d.k.must("", "-n", tenantNS, "wait", "--for=condition=Ready", "tenant/"+name, "--timeout=3m")
 	secret := strings.TrimSpace(d.k.must("", "-n", tenantNS, "get", "tenant", name, "-o", "jsonpath={.status.credentials.secretRef.name}"))
 	token := strings.TrimSpace(d.k.must("", "-n", tenantNS, "get", "secret", secret, "-o", "go-template={{.data.token | base64decode}}"))

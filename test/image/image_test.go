@@ -124,6 +124,16 @@ func TestBuildsAgree(t *testing.T) {
 			t.Errorf("%s does not build with %s %s", name, flags, build)
 		}
 	}
+	// runsc, at the version hack/runsc.sh pins, built as it builds it.
+	pinned := match(t, read(t, "hack/runsc.sh"), `(?m)^RUNSC_VERSION=(\S+)$`)
+	if d := match(t, dockerfile, `(?m)^ARG RUNSC_VERSION=(\S+)$`); d != pinned {
+		t.Errorf("runsc: the Dockerfile builds %s, hack/runsc.sh pins %s", d, pinned)
+	}
+	if !strings.Contains(dockerfile, `GOFLAGS=-trimpath go install -ldflags "-s -w" "gvisor.dev/gvisor/runsc@${RUNSC_VERSION}"`) ||
+		!strings.Contains(read(t, "hack/runsc.sh"), `GOFLAGS=-trimpath go install -ldflags "-s -w"`) ||
+		!strings.Contains(script, `cp "$("$root/hack/runsc.sh")" "$bins/runsc"`) {
+		t.Error("the Dockerfile and hack/image.sh must both ship runsc, built as hack/runsc.sh builds it")
+	}
 	if !strings.Contains(dockerfile, "COPY --from=build /out/ /usr/local/bin/") || !strings.Contains(tool, `const binDir = "usr/local/bin"`) {
 		t.Error("the binaries must go to /usr/local/bin in both builds")
 	}
@@ -278,7 +288,7 @@ func TestImage(t *testing.T) {
 			}
 		}
 	}
-	for _, b := range binaries {
+	for _, b := range append(binaries, "runsc") {
 		if m, ok := got["usr/local/bin/"+b]; !ok || m != 0o755 {
 			t.Errorf("usr/local/bin/%s: present %v, mode %o", b, ok, m)
 		}
