@@ -148,6 +148,11 @@ echo $!`)
 	d.rolledOut(t, installNS, "deployment/"+prefix+"manager", "deployment/"+prefix+"gateway", "daemonset/"+prefix+"agent")
 	p.settle(t)
 	p.stop(t, "the upgrade")
+	// The old agent pod ends: nothing of the sandboxes it reattached stays
+	// in its cgroup (the kubelet removes the pod only with its cgroup).
+	for _, old := range oldAgent {
+		k.must("", "-n", installNS, "wait", "--for=delete", "pod/"+old, "--timeout=2m")
+	}
 	for _, c := range []string{"manager", "gateway", "agent"} {
 		d.podsRun(t, installNS, c, image+":"+upgradeTag)
 	}

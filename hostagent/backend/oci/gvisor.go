@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"golang.org/x/sys/unix"
 )
 
 // gVisor (runsc) as the runtime of sandboxes of backend.IsolationGVisor.
@@ -177,8 +178,83 @@ func (r *runc) gvisorCgroup(id string) (gvisorCgroup, bool) {
 	return st.Sandbox.Cgroup, true
 }
 
+// hybridUnified is the cgroup2 hierarchy that a cgroup v1 host in hybrid
+// mode mounts beside its controllers, without controllers of its own,
+// where systemd and the kubelet track processes; "" on other hosts.
+func hybridUnified() string {
+	const dir = "/sys/fs/cgroup/unified"
+	var st unix.Statfs_t
+	if fileExists("/sys/fs/cgroup/cgroup.controllers") || unix.Statfs(dir, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		return ""
+	}
+	return dir
+}
+
+// unifiedPath is a cgroup path in the unified hierarchy: an absolute one
+// as it is, a relative one (the tests' cgroup parent) under the agent's own
+// unified cgroup, as the runtimes place relative paths.
+func unifiedPath(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	for _, l := range strings.Split(string(self), "\n") {
+		if own, ok := strings.CutPrefix(l, "0::"); ok {
+			return filepath.Join(own, p)
+		}
+	}
+	return "/" + p
+}
+
+// gvisorIntoUnified prepares, on a hybrid host, the sandbox's cgroup in
+// the unified hierarchy and returns it open, for runsc to be started in it
+// (CLONE_INTO_CGROUP): runsc places its sentry and gofer in the v1
+// controllers' cgroups only, as runc does not, so they would otherwise stay
+// in the agent's unified cgroup, and keep an agent pod's cgroup from being
+// removed (the kubelet waits on it) long after the pod ended. -1 where
+// there is no such hierarchy.
+func (r *runc) gvisorIntoUnified(bundle string) (int, error) {
+	unified := hybridUnified()
+	if unified == "" {
+		return -1, nil
+	}
+	var spec struct {
+		Linux struct {
+			CgroupsPath string `json:"cgroupsPath"`
+		} `json:"linux"`
+	}
+	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	if err != nil || json.Unmarshal(data, &spec) != nil || spec.Linux.CgroupsPath == "" {
+		return -1, fmt.Errorf("oci: the bundle %s names no cgroup (%v)", bundle, err)
+	}
+	dir := filepath.Join(unified, unifiedPath(spec.Linux.CgroupsPath))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return -1, fmt.Errorf("oci: the sandbox's cgroup in the unified hierarchy: %w", err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("oci: the sandbox's cgroup in the unified hierarchy: %w", err)
+	}
+	return fd, nil
+}
+
+// removeUnifiedCgroup removes, of a deleted gVisor sandbox's cgroups, the
+// one in the hybrid host's unified hierarchy that gvisorIntoUnified made:
+// runsc removes only its own.
+func (r *runc) removeUnifiedCgroup(paths []string) {
+	unified := hybridUnified()
+	if !r.gvisor || unified == "" {
+		return
+	}
+	for _, p := range paths {
+		if strings.HasPrefix(p, unified+"/") {
+			_ = os.Remove(p)
+		}
+	}
+}
+
 // gvisorCgroupPaths are the sandbox's cgroup directories, one per v1
-// controller or the v2 one, as runc's state names them.
+// controller (and, on a hybrid host, its unified one) or the v2 one.
 func (r *runc) gvisorCgroupPaths(id string) []string {
 	cg, ok := r.gvisorCgroup(id)
 	if !ok {
@@ -194,6 +270,9 @@ func (r *runc) gvisorCgroupPaths(id string) []string {
 			}
 			// A named hierarchy ("name=systemd") is mounted without the prefix.
 			paths = append(paths, filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(ctrl, "name="), p))
+		}
+		if unified := hybridUnified(); unified != "" {
+			paths = append(paths, filepath.Join(unified, unifiedPath(cg.V1.Name)))
 		}
 	case cg.V2 != nil:
 		paths = append(paths, filepath.Join(cg.V2.Mountpoint, cg.V2.Path))

@@ -441,6 +441,18 @@ func TestGVisorLimits(t *testing.T) {
 	if got := sh(t, b, spec.ID, "awk '/^Max processes/ { print $3 }' /proc/self/limits; grep MemTotal /proc/meminfo"); got != "64\nMemTotal:         262144 kB\n" {
 		t.Errorf("inside: %q, want a process limit of 64 and the memory limit as MemTotal", got)
 	}
+	// On a hybrid host the unified hierarchy too holds the sandbox in its
+	// own cgroup, as runc does: runsc left it in the agent's, which kept an
+	// agent pod's cgroup, and the pod, from ending (the kubelet waits).
+	if hybridUnified() != "" {
+		own, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "0::" + unifiedPath(b.cgroupPath(&sandbox{spec: spec})) + "\n"; !strings.Contains(string(own), want) {
+			t.Errorf("the sentry's cgroups:\n%s\nwant the line %q", own, want)
+		}
+	}
 }
 
 // TestGVisorPileIsReadOnly: in a gVisor sandbox the pile's append-only

@@ -719,6 +719,7 @@ func (b *Backend) removeContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	rt.removeUnifiedCgroup(cgroups)
 	b.removeCgroupParents(cgroups)
 	return nil
 }

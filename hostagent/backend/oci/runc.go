@@ -28,6 +28,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // runc drives the OCI runtime binary. All its state lives under root, one
@@ -100,6 +103,16 @@ func (r *runc) run(ctx context.Context, bundle, id, logPath string, flags ...str
 	args := append(r.args(flags...), "run", "--detach", "--pid-file", pidFile, "--bundle", bundle, r.name(id))
 	cmd := exec.CommandContext(ctx, r.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if r.gvisor {
+		fd, err := r.gvisorIntoUnified(bundle)
+		if err != nil {
+			return 0, err
+		}
+		if fd >= 0 {
+			defer unix.Close(fd)
+			cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+		}
+	}
 	if err := cmd.Run(); err != nil {
 		msg := tailFrom(logPath, before)
 		return 0, fmt.Errorf("%s run: %w: %s", filepath.Base(r.bin), err, msg)
