@@ -240,6 +240,7 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 	if dead {
 		a.jobs.EndSandbox(spec.ID, why, false)
 	}
+	starts, counted := startsOf(be, spec.ID)
 	err = be.Reattach(ctx, spec)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
@@ -257,6 +258,12 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 		dead = true
 	case err != nil:
 		return false, fmt.Errorf("reattaching sandbox %s: %w", spec.ID, err)
+	}
+	if now, _ := startsOf(be, spec.ID); served && counted && now != starts && !dead {
+		// The init died after the check above, and Reattach started it
+		// again: the same as found dead.
+		a.jobs.EndSandbox(spec.ID, why, false)
+		dead = true
 	}
 	if dead {
 		a.jobs.ResumeAdmission(spec.ID)
@@ -359,6 +366,15 @@ func (a *Agent) Alive(id string) bool {
 
 // aliveOn asks a backend whether the sandbox's init runs, when it can
 // tell.
+// startsOf is how many inits the backend started for sandbox id, when it
+// counts them (backend.StartCounter).
+func startsOf(be backend.Backend, id string) (uint64, bool) {
+	if c, ok := be.(backend.StartCounter); ok {
+		return c.Starts(id), true
+	}
+	return 0, false
+}
+
 func aliveOn(be backend.Backend, id string) bool {
 	if p, ok := be.(backend.Prober); ok {
 		return p.Alive(id)

@@ -327,6 +327,14 @@ type Prober interface {
 	Alive(id string) bool
 }
 
+// StartCounter is implemented by backends that count the inits they
+// started per sandbox. Reattach starts a sandbox whose init is gone: the
+// count tells the kernel that it did, where Alive alone cannot (the init may
+// die between an Alive and the Reattach that follows it).
+type StartCounter interface {
+	Starts(id string) uint64
+}
+
 // Dialer is implemented by backends that reach a TCP port on a sandbox's
 // own loopback from the host: the agent's relay to the MCP worker of a
 // sandbox that has no network. The connection is the worker's; closing

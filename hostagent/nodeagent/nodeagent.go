@@ -498,7 +498,6 @@ func haltSummary(halts []jobs.AdmissionStatus) string {
 	return fmt.Sprintf("in %d sandbox(es): %s%s (see their JobsAdmitted condition)", len(halts), strings.Join(ids, ", "), more)
 }
 
-// backendNames are the classes of backends, as the Lease offers them.
 // isolations are what the backends run between them.
 func isolations(bes []backend.Backend) []string {
 	var isos []string
@@ -512,6 +511,7 @@ func isolations(bes []backend.Backend) []string {
 	return isos
 }
 
+// backendNames are the classes of backends, as the Lease offers them.
 func backendNames(bes []backend.Backend) []string {
 	names := make([]string, len(bes))
 	for i, be := range bes {

@@ -185,6 +185,9 @@ type Backend struct {
 	mu        sync.Mutex
 	locks     map[string]*sync.Mutex
 	lifelines map[string]*lifeline
+	// starts counts, per sandbox, the inits this process started (under
+	// mu): backend.StartCounter.
+	starts map[string]uint64
 	// slots maps the ID-map slots in use to their sandboxes; read from the
 	// sandboxes' files on first use, then kept here (under mu).
 	slots map[int]string
@@ -274,6 +277,7 @@ func New(opts Options) (*Backend, error) {
 		baseLinks: make(map[string]string),
 		locks:     make(map[string]*sync.Mutex),
 		lifelines: make(map[string]*lifeline),
+		starts:    make(map[string]uint64),
 	}
 	if opts.GVisorRuntime != "" {
 		if opts.GVisorRuntime, err = exec.LookPath(opts.GVisorRuntime); err != nil {
@@ -858,7 +862,17 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 	if err != nil {
 		return fmt.Errorf("oci: starting sandbox %s: %w", sb.spec.ID, err)
 	}
+	b.mu.Lock()
+	b.starts[sb.spec.ID]++
+	b.mu.Unlock()
 	return b.waitReady(ctx, sb, pid)
+}
+
+// Starts implements backend.StartCounter.
+func (b *Backend) Starts(id string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.starts[id]
 }
 
 // Alive implements backend.Prober: whether the process that init.pid names
