@@ -100,6 +100,9 @@ type sandbox struct {
 	handles int
 	// suspended: stopped by Suspend; Ensure starts it again.
 	suspended bool
+	// restartUnreported: an Ensure found it dead, or started it again, and
+	// then failed; the next Ensure that succeeds reports the restart.
+	restartUnreported bool
 }
 
 type handle struct {
@@ -241,6 +244,21 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 		a.jobs.EndSandbox(spec.ID, why, false)
 	}
 	starts, counted := startsOf(be, spec.ID)
+	startedAgain := func() bool {
+		now, _ := startsOf(be, spec.ID)
+		return served && counted && now != starts
+	}
+	defer func() {
+		// A restart whose start then failed is still a restart: the next
+		// Ensure that succeeds says so.
+		if err != nil && (dead || startedAgain()) {
+			a.mu.Lock()
+			if s, ok := a.sandboxes[spec.ID]; ok {
+				s.restartUnreported = true
+			}
+			a.mu.Unlock()
+		}
+	}()
 	err = be.Reattach(ctx, spec)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
@@ -252,16 +270,22 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 		}
 	case errors.Is(err, backend.ErrNotRunning):
 		a.jobs.EndSandbox(spec.ID, why, false)
+		dead = true
 		if err := be.Start(ctx, spec.ID); err != nil {
 			return false, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
-		dead = true
 	case err != nil:
 		return false, fmt.Errorf("reattaching sandbox %s: %w", spec.ID, err)
 	}
-	if now, _ := startsOf(be, spec.ID); served && counted && now != starts && !dead {
-		// The init died after the check above, and Reattach started it
-		// again: the same as found dead.
+	// The init died after the check above, and Reattach started it again;
+	// or an earlier Ensure restarted it and failed: the same as found dead.
+	late := startedAgain()
+	a.mu.Lock()
+	if s, ok := a.sandboxes[spec.ID]; ok && s.restartUnreported {
+		late, s.restartUnreported = true, false
+	}
+	a.mu.Unlock()
+	if late && !dead {
 		a.jobs.EndSandbox(spec.ID, why, false)
 		dead = true
 	}

@@ -18,6 +18,7 @@ package hostagent_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -34,6 +35,7 @@ type racyInit struct {
 	mu     sync.Mutex
 	starts uint64
 	dies   bool // the next Reattach finds the init gone
+	fails  bool // and then fails, as a start that times out does
 }
 
 func (r *racyInit) Alive(string) bool { return true }
@@ -53,6 +55,10 @@ func (r *racyInit) Reattach(ctx context.Context, spec backend.Spec) error {
 	if r.dies {
 		r.dies = false
 		r.starts++
+		if r.fails {
+			r.fails = false
+			return errors.New("init not ready")
+		}
 	}
 	return nil
 }
@@ -87,5 +93,23 @@ func TestInitDeadAtReattachIsARestart(t *testing.T) {
 	be.mu.Unlock()
 	if restarted, err := a.EnsureRestarted(ctx, spec); err != nil || !restarted {
 		t.Fatalf("an init that died before Reattach: restarted %v, %v; want a restart", restarted, err)
+	}
+	if restarted, err := a.EnsureRestarted(ctx, spec); err != nil || restarted {
+		t.Fatalf("running again: restarted %v, %v; want neither", restarted, err)
+	}
+
+	// Started again, but the Ensure failed: the next one that succeeds
+	// reports the restart, once.
+	be.mu.Lock()
+	be.dies, be.fails = true, true
+	be.mu.Unlock()
+	if _, err := a.EnsureRestarted(ctx, spec); err == nil {
+		t.Fatal("the failing Ensure succeeded")
+	}
+	if restarted, err := a.EnsureRestarted(ctx, spec); err != nil || !restarted {
+		t.Fatalf("after a restart whose Ensure failed: restarted %v, %v; want the restart reported", restarted, err)
+	}
+	if restarted, err := a.EnsureRestarted(ctx, spec); err != nil || restarted {
+		t.Fatalf("after the report: restarted %v, %v; want neither", restarted, err)
 	}
 }
