@@ -16,7 +16,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package vm is the groundwork of the vm backend: one QEMU virtual machine
 // per sandbox, booted directly (-kernel/-initrd) from a Debian kernel, with
 // a read-only root image and a writable disk of its own, reached over a

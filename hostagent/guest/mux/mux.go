@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package mux carries many connections of the guest protocol over one byte
 // stream: the virtio-serial port between the agent and a vm sandbox, which,
 // unlike a unix socket, has neither connections nor an end per command.
