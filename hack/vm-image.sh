@@ -46,6 +46,8 @@ sudo=""
 need=()
 command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
 command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
+# Not needed to build, but whoever builds the image means to boot it.
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 [ "$(id -u)" -eq 0 ] || command -v fakeroot >/dev/null 2>&1 || need+=(fakeroot)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing ${need[*]}"
