@@ -19,7 +19,6 @@ limitations under the License.
 package guest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +65,7 @@ func RunVMInit() error {
 		return errors.New("playground-sandbox vminit must be PID 1 of the VM")
 	}
 	lg := log.New(os.Stderr, "playground-sandbox vminit: ", log.LstdFlags|log.LUTC|log.Lmicroseconds)
+	lg.Printf("started")
 	for _, m := range []struct{ src, dst, fs string }{
 		{"devtmpfs", "/dev", "devtmpfs"},
 		{"proc", "/proc", "proc"},
@@ -241,49 +241,48 @@ func findPort(name string) (string, error) {
 }
 
 // servePort relays every stream the agent opens on the virtio-serial port
-// to init's socket, as if the agent had connected to it. When the agent
-// goes away (reads return EOF while no host end is connected) it starts a
-// new session on the next connection. It runs for init's lifetime.
+// to init's socket, as if the agent had connected to it. One mux session
+// serves the port for init's lifetime: an agent that restarts resyncs it
+// with a Hello (see package mux).
 func (in *initProc) servePort(name string) {
 	sock := filepath.Join(RunDir, SocketName)
+	var port *os.File
 	for {
 		dev, err := findPort(name)
-		var port *os.File
 		if err == nil {
 			port, err = os.OpenFile(dev, os.O_RDWR, 0)
 		}
+		if err == nil {
+			break
+		}
+		in.log.Printf("agent port: %v", err)
+		time.Sleep(time.Second)
+	}
+	s := mux.Server(&waitingPort{File: port})
+	for {
+		st, err := s.Accept()
 		if err != nil {
 			in.log.Printf("agent port: %v", err)
-			time.Sleep(time.Second)
-			continue
+			return
 		}
-		// A read blocks while the host end is connected and returns EOF
-		// at once while it is not: wait for a first byte.
-		br := bufio.NewReader(port)
-		if _, err := br.Peek(1); err != nil {
-			port.Close()
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
-		s := mux.Server(&portConn{Reader: br, File: port})
-		for {
-			st, err := s.Accept()
-			if err != nil {
-				in.log.Printf("agent session ended: %v", err)
-				break
-			}
-			// One goroutine per stream, ended by the stream's end.
-			go relay(st, sock)
-		}
+		// One goroutine per stream, ended by the stream's end.
+		go relay(st, sock)
 	}
 }
 
-type portConn struct {
-	*bufio.Reader
-	*os.File
-}
+// waitingPort reads a virtio-serial port, whose reads return EOF at once
+// while no agent is connected: it waits for one instead.
+type waitingPort struct{ *os.File }
 
-func (p *portConn) Read(b []byte) (int, error) { return p.Reader.Read(b) }
+func (p *waitingPort) Read(b []byte) (int, error) {
+	for {
+		n, err := p.File.Read(b)
+		if n > 0 || !errors.Is(err, io.EOF) {
+			return n, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // relay joins a stream to a connection to init's socket, half-closes
 // included.

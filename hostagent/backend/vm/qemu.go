@@ -147,15 +147,26 @@ func Start(cfg Config) (*VM, error) {
 // Done is closed when QEMU has exited.
 func (v *VM) Done() <-chan struct{} { return v.done }
 
-// Connect connects to the guest's port. The guest's init answers only
-// once it has booted; Exec waits for that.
+// Connect connects to the guest's port and waits for the guest's init to
+// answer (once it has booted). Connecting again, as a restarted agent
+// would, drops the previous connection's streams.
 func (v *VM) Connect(ctx context.Context) error {
 	path := filepath.Join(v.cfg.Dir, portSocket)
 	for {
 		c, err := net.Dial("unix", path)
 		if err == nil {
-			v.session = mux.Client(c)
-			return nil
+			s := mux.Client(c)
+			select {
+			case <-s.Synced():
+				v.session = s
+				return nil
+			case <-ctx.Done():
+				s.Close()
+				return fmt.Errorf("vm: waiting for the guest's init to answer: %w", ctx.Err())
+			case <-v.done:
+				s.Close()
+				return fmt.Errorf("vm: qemu exited before the guest answered: %v (see %s)", v.err, filepath.Join(v.cfg.Dir, consoleLog))
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -217,6 +228,13 @@ func (v *VM) Exec(ctx context.Context, command string) (Result, error) {
 		default:
 			return res, fmt.Errorf("vm: unexpected %v frame", t)
 		}
+	}
+}
+
+// Disconnect closes the connection to the guest, as an agent's exit would.
+func (v *VM) Disconnect() {
+	if v.session != nil {
+		v.session.Close()
 	}
 }
 

@@ -109,8 +109,13 @@ func TestBootAndExec(t *testing.T) {
 		if err := v.Stop(10 * time.Second); err != nil {
 			t.Error(err)
 		}
+		// The console holds the guest's own timestamps of its boot stages.
+		names := []string{consoleLog}
 		if t.Failed() {
-			for _, name := range []string{"qemu.log", consoleLog} {
+			names = append(names, "qemu.log")
+		}
+		{
+			for _, name := range names {
 				b, _ := os.ReadFile(filepath.Join(cfg.Dir, name))
 				t.Logf("%s:\n%s", name, b)
 			}
@@ -150,6 +155,17 @@ func TestBootAndExec(t *testing.T) {
 	if string(res.Stdout) != "out\n1000\nwritten\n" || string(res.Stderr) != "err\n" || res.Exit.Code != 3 {
 		t.Fatalf("got stdout %q stderr %q exit %+v", res.Stdout, res.Stderr, res.Exit)
 	}
+	// An agent restart: a new connection to the running VM works.
+	v.Disconnect()
+	t0 = time.Now()
+	if err := v.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := v.Exec(ctx, "cat /workspace/f && echo again"); err != nil || string(res.Stdout) != "again\n" {
+		t.Fatalf("after reconnecting: %q, %v", res.Stdout, err)
+	}
+	t.Logf("reconnect and exec: %v", time.Since(t0).Round(time.Millisecond))
+
 	// The root image is mounted read-only; workspace is the sandbox's disk.
 	res, err = v.Exec(ctx, "awk '$2 == \"/\" || $2 == \"/workspace\" {print $1, $2, substr($4, 1, 2)}' /proc/mounts")
 	if err != nil {

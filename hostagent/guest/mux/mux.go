@@ -29,6 +29,18 @@ limitations under the License.
 //	Close                    the sender writes no more on the stream
 //	Credit                   four bytes: the receiver consumed that many
 //
+// A port outlives the agent's connections to it: after an agent restart,
+// bytes of the old connection may still be queued either way. So a client
+// starts with a Hello, not a frame: a magic that no frame starts with and a
+// random nonce, sent again (after a frame's worth of zeros, which complete
+// a frame the previous agent cut short) every ResyncInterval until the
+// server echoes it.
+// The client discards whatever precedes the echo; the server, on a Hello
+// with a new nonce, drops every stream of the previous connection, echoes
+// the Hello and reads frames from there. A server that loses the frame
+// boundaries (a frame cut off by the agent's restart) scans for the next
+// Hello instead of failing, so the port is never lost for good.
+//
 // Each side may have at most Window unacknowledged bytes in flight per
 // stream, so a slow reader holds back its own stream only, and neither side
 // can make the other buffer more than Window per stream, nor open more than
@@ -37,11 +49,15 @@ package mux
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Frame types.
@@ -63,8 +79,25 @@ const (
 	MaxStreams = 1024
 )
 
+// Resynchronisation (Hello).
+const (
+	// ResyncInterval is how often a client repeats its Hello until the
+	// server echoes it.
+	ResyncInterval = time.Second
+	// maxStale bounds what a client discards before the echo.
+	maxStale  = 64 << 20
+	nonceSize = 16
+	helloSize = len(syncMagic) + nonceSize
+)
+
+// syncMagic starts a Hello; its first byte is no frame type.
+var syncMagic = [16]byte{0xA5, 'p', 'l', 'a', 'y', 'g', 'r', 'o', 'u', 'n', 'd', '-', 's', 'y', 'n', 'c'}
+
 // ErrClosed is returned once the session has ended.
 var ErrClosed = errors.New("mux: session closed")
+
+// ErrReset ends the streams of a server whose client reconnected.
+var ErrReset = errors.New("mux: the agent reconnected")
 
 // Session is one end of a multiplexed byte stream.
 type Session struct {
@@ -80,14 +113,63 @@ type Session struct {
 	err     error // set once, when the session ends
 	accept  chan *Stream
 	done    chan struct{}
+
+	// nonce is the current connection's Hello; epoch counts the server's
+	// connections, so that frames of a dropped stream are never written
+	// into the next one. Both change with wmu held.
+	nonce  [nonceSize]byte
+	epoch  atomic.Uint64
+	synced chan struct{} // client: closed once the server echoed the Hello
 }
 
 // Client starts the agent's end over rw; it reads rw until rw fails or
-// Close is called.
-func Client(rw io.ReadWriteCloser) *Session { return newSession(rw, true) }
+// Close is called. Open waits until the server has answered its Hello.
+func Client(rw io.ReadWriteCloser) *Session {
+	s := newSession(rw, true)
+	_, _ = rand.Read(s.nonce[:])
+	s.synced = make(chan struct{})
+	go s.readLoop()
+	// Repeats the Hello until synced or ended; owned by the session.
+	go s.hello()
+	return s
+}
 
-// Server starts the guest's end over rw.
-func Server(rw io.ReadWriteCloser) *Session { return newSession(rw, false) }
+// Server starts the guest's end over rw, which should outlive the agent's
+// connections (a read that finds no agent waits rather than failing).
+func Server(rw io.ReadWriteCloser) *Session {
+	s := newSession(rw, false)
+	go s.readLoop()
+	return s
+}
+
+// Synced is closed once the server answered the client's Hello.
+func (s *Session) Synced() <-chan struct{} { return s.synced }
+
+func (s *Session) hello() {
+	t := time.NewTicker(ResyncInterval)
+	defer t.Stop()
+	// A repeated Hello follows a frame's worth of zeros: if the previous
+	// client cut a frame short, the server takes the start of them for
+	// the rest of it (and the first Hello with it), then the next zeros
+	// for frames of no type, and scans on to the Hello.
+	var filler []byte
+	for {
+		s.wmu.Lock()
+		err := s.writeRaw(filler, syncMagic[:], s.nonce[:])
+		s.wmu.Unlock()
+		filler = make([]byte, headerSize+MaxPayload)
+		if err != nil {
+			return
+		}
+		select {
+		case <-s.synced:
+			return
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+	}
+}
 
 func newSession(rw io.ReadWriteCloser, client bool) *Session {
 	s := &Session{
@@ -98,8 +180,6 @@ func newSession(rw io.ReadWriteCloser, client bool) *Session {
 		accept:  make(chan *Stream, MaxStreams),
 		done:    make(chan struct{}),
 	}
-	// The reader lives as long as the session: Close ends it by closing rw.
-	go s.readLoop()
 	return s
 }
 
@@ -124,6 +204,11 @@ func (s *Session) Open() (*Stream, error) {
 	if !s.client {
 		return nil, errors.New("mux: only the client opens streams")
 	}
+	select {
+	case <-s.synced:
+	case <-s.done:
+		return nil, s.Err()
+	}
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
@@ -137,7 +222,7 @@ func (s *Session) Open() (*Stream, error) {
 	st := newStream(s, s.nextID)
 	s.streams[st.id] = st
 	s.mu.Unlock()
-	if err := s.writeFrame(frameOpen, st.id, nil); err != nil {
+	if err := st.writeFrame(frameOpen, nil); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -170,19 +255,32 @@ func (s *Session) fail(err error) {
 	}
 }
 
-func (s *Session) writeFrame(t byte, id uint32, payload []byte) error {
+// writeFrame writes a frame of st, unless st belongs to a connection the
+// server has since dropped.
+func (st *Stream) writeFrame(t byte, payload []byte) error {
+	s := st.s
 	var h [headerSize]byte
 	h[0] = t
-	binary.BigEndian.PutUint32(h[1:5], id)
+	binary.BigEndian.PutUint32(h[1:5], st.id)
 	binary.BigEndian.PutUint32(h[5:9], uint32(len(payload)))
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if st.epoch != s.epoch.Load() {
+		return ErrReset
+	}
+	return s.writeRaw(h[:], payload)
+}
+
+// writeRaw writes and flushes; wmu is held.
+func (s *Session) writeRaw(parts ...[]byte) error {
 	if err := s.Err(); err != nil {
 		return err
 	}
-	_, err := s.bw.Write(h[:])
-	if err == nil {
-		_, err = s.bw.Write(payload)
+	var err error
+	for _, p := range parts {
+		if err == nil {
+			_, err = s.bw.Write(p)
+		}
 	}
 	if err == nil {
 		err = s.bw.Flush()
@@ -198,15 +296,61 @@ func (s *Session) readLoop() {
 	br := bufio.NewReaderSize(s.rw, headerSize+MaxPayload)
 	var h [headerSize]byte
 	buf := make([]byte, MaxPayload)
+	// Both ends start by looking for a Hello: the client for the echo of
+	// its own, the server for any.
+	scanning := true
+	stale := 0
 	for {
+		if scanning {
+			b, err := br.Peek(helloSize)
+			if err != nil {
+				s.fail(fmt.Errorf("mux: reading: %w", err))
+				return
+			}
+			if !bytes.Equal(b[:len(syncMagic)], syncMagic[:]) || (s.client && !bytes.Equal(b[len(syncMagic):], s.nonce[:])) {
+				_, _ = br.Discard(1)
+				if stale++; s.client && stale > maxStale {
+					s.fail(errors.New("mux: no answer to the Hello"))
+					return
+				}
+				continue
+			}
+			s.helloFrom(b[len(syncMagic):])
+			_, _ = br.Discard(helloSize)
+			scanning = false
+			continue
+		}
+		if b, err := br.Peek(1); err == nil && b[0] == syncMagic[0] {
+			b, err := br.Peek(helloSize)
+			if err == nil && bytes.Equal(b[:len(syncMagic)], syncMagic[:]) {
+				if !s.client || bytes.Equal(b[len(syncMagic):], s.nonce[:]) {
+					// A repeated Hello (ours, or the server's answer
+					// to it), or a new client's.
+					s.helloFrom(b[len(syncMagic):])
+					_, _ = br.Discard(helloSize)
+					continue
+				}
+			}
+			if err == nil {
+				err = fmt.Errorf("mux: a Hello that is not ours")
+			}
+			if s.protocolError(err) {
+				return
+			}
+			scanning = true
+			continue
+		}
 		if _, err := io.ReadFull(br, h[:]); err != nil {
 			s.fail(fmt.Errorf("mux: reading: %w", err))
 			return
 		}
 		t, id, n := h[0], binary.BigEndian.Uint32(h[1:5]), binary.BigEndian.Uint32(h[5:9])
 		if n > MaxPayload {
-			s.fail(fmt.Errorf("mux: frame of %d bytes", n))
-			return
+			if s.protocolError(fmt.Errorf("mux: frame of %d bytes", n)) {
+				return
+			}
+			scanning = true
+			continue
 		}
 		payload := buf[:n]
 		if _, err := io.ReadFull(br, payload); err != nil {
@@ -214,9 +358,61 @@ func (s *Session) readLoop() {
 			return
 		}
 		if err := s.handle(t, id, payload); err != nil {
-			s.fail(err)
-			return
+			if s.protocolError(err) {
+				return
+			}
+			scanning = true
 		}
+	}
+}
+
+// protocolError ends a client's session (the guest is broken or hostile);
+// a server drops the connection's streams and waits for the next Hello.
+// It reports whether the session ended.
+func (s *Session) protocolError(err error) bool {
+	if s.client {
+		s.fail(err)
+		return true
+	}
+	s.wmu.Lock()
+	s.epoch.Add(1)
+	s.wmu.Unlock()
+	s.dropStreams(err)
+	return false
+}
+
+// helloFrom handles a Hello's nonce: for a client, the echo of its own;
+// for a server, a client's, which it echoes, after dropping the previous
+// client's streams when the nonce is new.
+func (s *Session) helloFrom(nonce []byte) {
+	if s.client {
+		select {
+		case <-s.synced:
+		default:
+			close(s.synced)
+		}
+		return
+	}
+	s.wmu.Lock()
+	if bytes.Equal(nonce, s.nonce[:]) && s.epoch.Load()%2 == 1 {
+		s.wmu.Unlock()
+		return
+	}
+	// Odd epochs are synced connections, even ones are between two.
+	s.epoch.Add(2 - s.epoch.Load()%2)
+	copy(s.nonce[:], nonce)
+	_ = s.writeRaw(syncMagic[:], s.nonce[:])
+	s.wmu.Unlock()
+	s.dropStreams(ErrReset)
+}
+
+func (s *Session) dropStreams(err error) {
+	s.mu.Lock()
+	streams := s.streams
+	s.streams = make(map[uint32]*Stream)
+	s.mu.Unlock()
+	for _, st := range streams {
+		st.broken(err)
 	}
 }
 
@@ -235,8 +431,13 @@ func (s *Session) handle(t byte, id uint32, payload []byte) error {
 		st = newStream(s, id)
 		s.streams[id] = st
 		s.mu.Unlock()
-		s.accept <- st // cannot block: at most MaxStreams are open
-		return nil
+		select {
+		case s.accept <- st:
+			return nil
+		default:
+			// Streams of dropped connections not yet accepted.
+			return errors.New("mux: too many streams waiting to be accepted")
+		}
 	}
 	s.mu.Unlock()
 	if st == nil {
@@ -272,8 +473,9 @@ func (s *Session) forget(st *Stream) {
 
 // Stream is one connection within a session.
 type Stream struct {
-	s  *Session
-	id uint32
+	s     *Session
+	id    uint32
+	epoch uint64 // the session's epoch when the stream was opened
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -286,7 +488,7 @@ type Stream struct {
 }
 
 func newStream(s *Session, id uint32) *Stream {
-	st := &Stream{s: s, id: id, credit: Window}
+	st := &Stream{s: s, id: id, epoch: s.epoch.Load(), credit: Window}
 	st.cond = sync.NewCond(&st.mu)
 	return st
 }
@@ -323,7 +525,7 @@ func (st *Stream) Read(p []byte) (int, error) {
 func (st *Stream) grant(n int) {
 	var c [4]byte
 	binary.BigEndian.PutUint32(c[:], uint32(n))
-	_ = st.s.writeFrame(frameCredit, st.id, c[:])
+	_ = st.writeFrame(frameCredit, c[:])
 }
 
 // Write sends p, waiting for the peer to consume earlier bytes when the
@@ -346,7 +548,7 @@ func (st *Stream) Write(p []byte) (int, error) {
 		n := min(len(p), st.credit, MaxPayload)
 		st.credit -= n
 		st.mu.Unlock()
-		if err := st.s.writeFrame(frameData, st.id, p[:n]); err != nil {
+		if err := st.writeFrame(frameData, p[:n]); err != nil {
 			return written, err
 		}
 		written += n
@@ -366,7 +568,7 @@ func (st *Stream) CloseWrite() error {
 	done := st.remoteEOF
 	st.cond.Broadcast()
 	st.mu.Unlock()
-	err := st.s.writeFrame(frameClose, st.id, nil)
+	err := st.writeFrame(frameClose, nil)
 	if done {
 		st.s.forget(st)
 	}

@@ -23,6 +23,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // echo serves every accepted stream by copying it back, then closing.
@@ -99,26 +100,177 @@ func TestBrokenTransportEndsStreams(t *testing.T) {
 	<-cli.Done()
 }
 
-func TestOverrunIsAProtocolError(t *testing.T) {
+// rawHello is what a client sends first.
+func rawHello(nonce byte) []byte {
+	return append(append([]byte{}, syncMagic[:]...), bytes.Repeat([]byte{nonce}, nonceSize)...)
+}
+
+func rawFrame(typ byte, id uint32, n int) []byte {
+	h := []byte{typ, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id), byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+	return append(h, make([]byte, n)...)
+}
+
+func TestOverrunDropsTheConnectionNotThePort(t *testing.T) {
 	a, b := net.Pipe()
 	srv := Server(b)
 	defer srv.Close()
-	// A raw peer that ignores credit.
-	frame := func(typ byte, id uint32, n int) []byte {
-		h := []byte{typ, 0, 0, 0, byte(id), byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
-		return append(h, make([]byte, n)...)
-	}
+	// A raw client that ignores credit.
 	go func() {
-		_, _ = a.Write(frame(frameOpen, 1, 0))
+		_, _ = a.Write(rawHello(1))
+		_, _ = a.Write(rawFrame(frameOpen, 1, 0))
 		for i := 0; i <= Window/MaxPayload; i++ {
-			if _, err := a.Write(frame(frameData, 1, MaxPayload)); err != nil {
+			if _, err := a.Write(rawFrame(frameData, 1, MaxPayload)); err != nil {
+				return
+			}
+		}
+		// A new connection after the overrun.
+		_, _ = a.Write(rawHello(2))
+	}()
+	echoes := make(chan []byte, 2)
+	go func() {
+		buf := make([]byte, 1<<16)
+		var got []byte
+		for {
+			n, err := a.Read(buf)
+			got = append(got, buf[:n]...)
+			for {
+				i := bytes.Index(got, syncMagic[:])
+				if i < 0 || len(got) < i+helloSize {
+					break
+				}
+				echoes <- got[i : i+helloSize]
+				got = got[i+helloSize:]
+			}
+			if err != nil {
 				return
 			}
 		}
 	}()
-	go func() { _, _ = io.Copy(io.Discard, a) }()
-	<-srv.Done()
-	if srv.Err() == nil {
-		t.Fatal("session survived an overrun")
+	st, err := srv.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-echoes; !bytes.Equal(got, rawHello(1)) {
+		t.Fatalf("first echo %x", got)
+	}
+	if _, err := io.ReadAll(st); err == nil {
+		t.Fatal("the overrun stream ended cleanly")
+	}
+	if got := <-echoes; !bytes.Equal(got, rawHello(2)) {
+		t.Fatalf("second echo %x", got)
+	}
+	select {
+	case <-srv.Done():
+		t.Fatalf("the server ended: %v", srv.Err())
+	default:
+	}
+}
+
+// port is the agent's end of a virtio-serial port: it outlives the agent's
+// connections; what a closed connection had not read is lost with it.
+type port struct {
+	conn   net.Conn
+	chunks chan []byte
+}
+
+func newPort(c net.Conn) *port {
+	p := &port{conn: c, chunks: make(chan []byte)}
+	// Ends when c is closed.
+	go func() {
+		defer close(p.chunks)
+		for {
+			buf := make([]byte, 4096)
+			n, err := c.Read(buf)
+			if n > 0 {
+				p.chunks <- buf[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return p
+}
+
+func (p *port) connect() *portConn { return &portConn{p: p, closed: make(chan struct{})} }
+
+type portConn struct {
+	p      *port
+	rest   []byte
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *portConn) Read(b []byte) (int, error) {
+	if len(c.rest) == 0 {
+		select {
+		case chunk, ok := <-c.p.chunks:
+			if !ok {
+				return 0, io.EOF
+			}
+			c.rest = chunk
+		case <-c.closed:
+			return 0, io.EOF
+		}
+	}
+	n := copy(b, c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
+}
+
+func (c *portConn) Write(b []byte) (int, error) { return c.p.conn.Write(b) }
+
+func (c *portConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+// TestReconnectAfterACutFrame is an agent restart: the old agent leaves a
+// stream open and a frame cut short on the port; a new agent's streams work.
+func TestReconnectAfterACutFrame(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	srv := Server(b)
+	defer srv.Close()
+	go echo(t, srv)
+	p := newPort(a)
+
+	old := Client(p.connect())
+	st, err := old.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Write([]byte("left behind")); err != nil {
+		t.Fatal(err)
+	}
+	// The server echoes, but nobody reads it any more; and half a frame.
+	if _, err := a.Write(rawFrame(frameData, st.id, 1000)[:20]); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	cli := Client(p.connect())
+	defer cli.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st, err := cli.Open()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		go func() {
+			_, _ = st.Write([]byte("hello again"))
+			_ = st.CloseWrite()
+		}()
+		got, err := io.ReadAll(st)
+		if err != nil || string(got) != "hello again" {
+			t.Errorf("after reconnecting: %q, %v", got, err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no round trip after reconnecting")
 	}
 }
