@@ -74,23 +74,7 @@ func TestBootAndExec(t *testing.T) {
 	kernel, modules, root := vmImage(t)
 	dir := t.TempDir()
 
-	bin := filepath.Join(dir, "playground-sandbox")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/playground-dev/playground/cmd/playground-sandbox")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the guest binary: %v\n%s", err, out)
-	}
-	initrd := filepath.Join(dir, "initrd.cpio")
-	f, err := os.Create(initrd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteInitrd(f, bin, modules); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	initrd := makeInitrd(t, dir, modules)
 	disk := filepath.Join(dir, "disk.ext4")
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-L", "playground-disk", disk, "256M").CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
@@ -173,5 +157,48 @@ func TestBootAndExec(t *testing.T) {
 	}
 	if want := "/dev/vda / ro\n/dev/vdb /workspace rw\n"; string(res.Stdout) != want {
 		t.Fatalf("mounts: %q, want %q", res.Stdout, want)
+	}
+}
+
+// makeInitrd builds the guest binary and the initramfs in dir.
+func makeInitrd(t *testing.T, dir, modules string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "playground-sandbox")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/playground-dev/playground/cmd/playground-sandbox")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the guest binary: %v\n%s", err, out)
+	}
+	initrd := filepath.Join(dir, "initrd.cpio")
+	f, err := os.Create(initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteInitrd(f, bin, modules); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return initrd
+}
+
+// TestProbeAccel boots a guest under KVM when /dev/kvm opens; whichever
+// it picks, it says why, and TCG is never refused.
+func TestProbeAccel(t *testing.T) {
+	kernel, modules, root := vmImage(t)
+	dir := t.TempDir()
+	cfg := Config{
+		Kernel: kernel, Initrd: makeInitrd(t, dir, modules), Root: root,
+		Dir: filepath.Join(dir, "probe"), VCPUs: 1, MemoryMiB: 256,
+	}
+	start := time.Now()
+	accel, reason := ProbeAccel(context.Background(), cfg, DefaultProbeTimeout)
+	t.Logf("accelerator %s after %v: %s", accel, time.Since(start).Round(time.Millisecond), reason)
+	if (accel != AccelKVM && accel != AccelTCG) || reason == "" {
+		t.Fatalf("ProbeAccel: %q, %q", accel, reason)
+	}
+	if time.Since(start) > DefaultProbeTimeout+15*time.Second {
+		t.Fatalf("the probe took %v", time.Since(start))
 	}
 }
