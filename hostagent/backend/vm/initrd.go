@@ -16,15 +16,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package vm is the groundwork of the vm backend: one QEMU virtual machine
-// per sandbox, booted directly (-kernel/-initrd) from a Debian kernel, with
-// a read-only root image and a writable disk of its own, reached over a
-// virtio-serial port on which the guest's init serves the guest protocol
-// (streams multiplexed by hostagent/guest/mux). hack/vm-image.sh builds the
-// kernel, modules and root image; the initramfs is made here, from the
-// agent's own playground-sandbox binary.
-//
-// It is not a backend.Backend yet: see docs/isolation.md.
 package vm
 
 import (
