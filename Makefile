@@ -45,7 +45,8 @@ dev: prereqs build envtest ## Run the whole system locally on an embedded contro
 # no deadline. FUZZTIME, when set (say 30s or 1000000x), overrides them all.
 FUZZ := ./mcpgateway/tools:FuzzToolArguments:20000x ./mcpgateway/tools:FuzzDecodeBase64:50000x \
 	./hostagent/jobs:FuzzParseCursor:100000x ./hostagent/jobs:FuzzPoll:60000x ./hostagent/guest:FuzzParseFrame:100000x \
-	./internal/manifest:FuzzDecode:5000x ./hostagent/agentapi:FuzzReadBinaryExec:8000x
+	./internal/manifest:FuzzDecode:5000x ./hostagent/agentapi:FuzzReadBinaryExec:8000x \
+	./hostagent/guest/mux:FuzzClientReadsGuestBytes:20000x
 FUZZTIME ?=
 
 .PHONY: test
