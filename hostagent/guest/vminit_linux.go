@@ -296,10 +296,17 @@ func relay(st *mux.Stream, sock string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(c, st)
+		if _, err := io.Copy(c, st); err != nil {
+			// The agent reset the stream (or went away): the
+			// shepherd's end goes too, which ends its command.
+			_ = c.Close()
+			return
+		}
 		_ = c.CloseWrite()
 	}()
-	_, _ = io.Copy(st, c)
+	if _, err := io.Copy(st, c); err != nil {
+		_ = c.Close()
+	}
 	_ = st.CloseWrite()
 	<-done
 }

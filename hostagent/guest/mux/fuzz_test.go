@@ -47,12 +47,12 @@ func FuzzClientReadsGuestBytes(f *testing.F) {
 	f.Add(append(rawFrame(frameData, 1, 3), rawFrame(frameClose, 1, 0)...))
 	f.Add(rawFrame(frameCredit, 1, 4))
 	f.Add(rawFrame(frameOpen, 2, 0))
-	f.Add(append(append([]byte{}, syncMagic[:]...), 1, 2, 3))
+	f.Add(append(append([]byte{}, answerMagic[:]...), 1, 2, 3))
 	f.Add([]byte{frameData, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &guestBytes{ready: make(chan []byte, 1)}
 		s := Client(g)
-		g.ready <- append(append(append([]byte{}, syncMagic[:]...), s.nonce[:]...), data...)
+		g.ready <- append(append(append([]byte{}, answerMagic[:]...), s.nonce[:]...), data...)
 		st, err := s.Open()
 		if err == nil {
 			go func() { _, _ = io.Copy(io.Discard, st) }()

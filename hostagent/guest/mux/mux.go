@@ -28,6 +28,7 @@ limitations under the License.
 //	Data                     bytes of a stream, at most MaxPayload
 //	Close                    the sender writes no more on the stream
 //	Credit                   four bytes: the receiver consumed that many
+//	Reset                    the sender dropped the stream: writes on it fail
 //
 // A port outlives the agent's connections to it: after an agent restart,
 // bytes of the old connection may still be queued either way. So a client
@@ -66,6 +67,7 @@ const (
 	frameData   = 2
 	frameClose  = 3
 	frameCredit = 4
+	frameReset  = 5
 )
 
 // Bounds of the protocol.
@@ -90,14 +92,22 @@ const (
 	helloSize = len(syncMagic) + nonceSize
 )
 
-// syncMagic starts a Hello; its first byte is no frame type.
-var syncMagic = [16]byte{0xA5, 'p', 'l', 'a', 'y', 'g', 'r', 'o', 'u', 'n', 'd', '-', 's', 'y', 'n', 'c'}
+// syncMagic starts a client's Hello, answerMagic the server's answer; their
+// first byte is no frame type. They differ so that a guest that echoes a
+// stream's bytes (cat) cannot echo a Hello the client takes for the answer.
+var (
+	syncMagic   = [16]byte{0xA5, 'p', 'l', 'a', 'y', 'g', 'r', 'o', 'u', 'n', 'd', '-', 's', 'y', 'n', 'c'}
+	answerMagic = [16]byte{0xA5, 'p', 'l', 'a', 'y', 'g', 'r', 'o', 'u', 'n', 'd', '-', 'a', 'n', 's', 'r'}
+)
 
 // ErrClosed is returned once the session has ended.
 var ErrClosed = errors.New("mux: session closed")
 
 // ErrReset ends the streams of a server whose client reconnected.
 var ErrReset = errors.New("mux: the agent reconnected")
+
+// errPeerReset ends a stream the peer closed while it still had to read.
+var errPeerReset = errors.New("mux: stream reset by peer")
 
 // Session is one end of a multiplexed byte stream.
 type Session struct {
@@ -110,9 +120,13 @@ type Session struct {
 	mu      sync.Mutex
 	streams map[uint32]*Stream
 	nextID  uint32
-	err     error // set once, when the session ends
-	accept  chan *Stream
-	done    chan struct{}
+	// maxID is the highest stream id of the connection: frames for a
+	// lower id that is no longer open belong to a dropped stream and are
+	// ignored.
+	maxID  uint32
+	err    error // set once, when the session ends
+	accept chan *Stream
+	done   chan struct{}
 
 	// nonce is the current connection's Hello; epoch counts the server's
 	// connections, so that frames of a dropped stream are never written
@@ -155,6 +169,14 @@ func (s *Session) hello() {
 	var filler []byte
 	for {
 		s.wmu.Lock()
+		// Checked with wmu held: once synced, Open writes frames, and a
+		// Hello after them would make the server drop their streams.
+		select {
+		case <-s.synced:
+			s.wmu.Unlock()
+			return
+		default:
+		}
 		err := s.writeRaw(filler, syncMagic[:], s.nonce[:])
 		s.wmu.Unlock()
 		filler = make([]byte, headerSize+MaxPayload)
@@ -209,6 +231,10 @@ func (s *Session) Open() (*Stream, error) {
 	case <-s.done:
 		return nil, s.Err()
 	}
+	// Ids go on the wire in the order they are given (the server refuses
+	// an id at or below the highest it has seen), so wmu is held across.
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
@@ -219,10 +245,14 @@ func (s *Session) Open() (*Stream, error) {
 		return nil, fmt.Errorf("mux: %d streams open", MaxStreams)
 	}
 	s.nextID++
+	s.maxID = s.nextID
 	st := newStream(s, s.nextID)
 	s.streams[st.id] = st
 	s.mu.Unlock()
-	if err := st.writeFrame(frameOpen, nil); err != nil {
+	var h [headerSize]byte
+	h[0] = frameOpen
+	binary.BigEndian.PutUint32(h[1:5], st.id)
+	if err := s.writeRaw(h[:]); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -300,6 +330,10 @@ func (s *Session) readLoop() {
 	// its own, the server for any.
 	scanning := true
 	stale := 0
+	magic := syncMagic[:]
+	if s.client {
+		magic = answerMagic[:]
+	}
 	for {
 		if scanning {
 			b, err := br.Peek(helloSize)
@@ -307,7 +341,7 @@ func (s *Session) readLoop() {
 				s.fail(fmt.Errorf("mux: reading: %w", err))
 				return
 			}
-			if !bytes.Equal(b[:len(syncMagic)], syncMagic[:]) || (s.client && !bytes.Equal(b[len(syncMagic):], s.nonce[:])) {
+			if !bytes.Equal(b[:len(magic)], magic) || (s.client && !bytes.Equal(b[len(magic):], s.nonce[:])) {
 				_, _ = br.Discard(1)
 				if stale++; s.client && stale > maxStale {
 					s.fail(errors.New("mux: no answer to the Hello"))
@@ -322,7 +356,7 @@ func (s *Session) readLoop() {
 		}
 		if b, err := br.Peek(1); err == nil && b[0] == syncMagic[0] {
 			b, err := br.Peek(helloSize)
-			if err == nil && bytes.Equal(b[:len(syncMagic)], syncMagic[:]) {
+			if err == nil && bytes.Equal(b[:len(magic)], magic) {
 				if !s.client || bytes.Equal(b[len(syncMagic):], s.nonce[:]) {
 					// A repeated Hello (ours, or the server's answer
 					// to it), or a new client's.
@@ -401,7 +435,7 @@ func (s *Session) helloFrom(nonce []byte) {
 	// Odd epochs are synced connections, even ones are between two.
 	s.epoch.Add(2 - s.epoch.Load()%2)
 	copy(s.nonce[:], nonce)
-	_ = s.writeRaw(syncMagic[:], s.nonce[:])
+	_ = s.writeRaw(answerMagic[:], s.nonce[:])
 	s.wmu.Unlock()
 	s.dropStreams(ErrReset)
 }
@@ -410,6 +444,7 @@ func (s *Session) dropStreams(err error) {
 	s.mu.Lock()
 	streams := s.streams
 	s.streams = make(map[uint32]*Stream)
+	s.maxID = 0
 	s.mu.Unlock()
 	for _, st := range streams {
 		st.broken(err)
@@ -420,7 +455,7 @@ func (s *Session) handle(t byte, id uint32, payload []byte) error {
 	s.mu.Lock()
 	st := s.streams[id]
 	if t == frameOpen {
-		if s.client || st != nil || id == 0 {
+		if s.client || id <= s.maxID {
 			s.mu.Unlock()
 			return fmt.Errorf("mux: unexpected Open of stream %d", id)
 		}
@@ -430,6 +465,7 @@ func (s *Session) handle(t byte, id uint32, payload []byte) error {
 		}
 		st = newStream(s, id)
 		s.streams[id] = st
+		s.maxID = id
 		s.mu.Unlock()
 		select {
 		case s.accept <- st:
@@ -439,11 +475,12 @@ func (s *Session) handle(t byte, id uint32, payload []byte) error {
 			return errors.New("mux: too many streams waiting to be accepted")
 		}
 	}
+	known := id != 0 && id <= s.maxID
 	s.mu.Unlock()
 	if st == nil {
-		// A stream both sides closed; late Credit for it is harmless,
-		// anything else is a protocol error.
-		if t == frameCredit {
+		// Late frames of a stream closed or reset here are dropped; the
+		// peer stops once it has our Close or Reset.
+		if known {
 			return nil
 		}
 		return fmt.Errorf("mux: frame %d for unknown stream %d", t, id)
@@ -453,6 +490,10 @@ func (s *Session) handle(t byte, id uint32, payload []byte) error {
 		return st.received(payload)
 	case frameClose:
 		st.remoteClosed()
+		return nil
+	case frameReset:
+		st.broken(errPeerReset)
+		s.forget(st)
 		return nil
 	case frameCredit:
 		if len(payload) != 4 {
@@ -575,15 +616,28 @@ func (st *Stream) CloseWrite() error {
 	return err
 }
 
-// Close ends both directions: later bytes from the peer are dropped (and
-// credited back, so it is never stuck on a full window).
+// Close ends both directions. If the peer may still write, it gets a
+// Reset, which fails its writes; bytes already on their way are dropped.
 func (st *Stream) Close() error {
 	st.mu.Lock()
+	if st.closed {
+		st.mu.Unlock()
+		return nil
+	}
 	st.closed = true
 	st.buf = nil
+	reset := !st.remoteEOF && st.err == nil
+	if reset {
+		st.localEOF = true
+		st.err = ErrClosed
+	}
 	st.cond.Broadcast()
 	st.mu.Unlock()
-	return st.CloseWrite()
+	if !reset {
+		return st.CloseWrite()
+	}
+	st.s.forget(st)
+	return st.writeFrame(frameReset, nil)
 }
 
 func (st *Stream) received(p []byte) error {
@@ -591,11 +645,6 @@ func (st *Stream) received(p []byte) error {
 	if st.remoteEOF {
 		st.mu.Unlock()
 		return fmt.Errorf("mux: Data after Close on stream %d", st.id)
-	}
-	if st.closed {
-		st.mu.Unlock()
-		st.grant(len(p))
-		return nil
 	}
 	if len(st.buf)+len(p) > Window {
 		st.mu.Unlock()

@@ -134,7 +134,7 @@ func TestOverrunDropsTheConnectionNotThePort(t *testing.T) {
 			n, err := a.Read(buf)
 			got = append(got, buf[:n]...)
 			for {
-				i := bytes.Index(got, syncMagic[:])
+				i := bytes.Index(got, answerMagic[:])
 				if i < 0 || len(got) < i+helloSize {
 					break
 				}
@@ -150,13 +150,13 @@ func TestOverrunDropsTheConnectionNotThePort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := <-echoes; !bytes.Equal(got, rawHello(1)) {
+	if got := <-echoes; !bytes.Equal(got[len(answerMagic):], rawHello(1)[len(syncMagic):]) {
 		t.Fatalf("first echo %x", got)
 	}
 	if _, err := io.ReadAll(st); err == nil {
 		t.Fatal("the overrun stream ended cleanly")
 	}
-	if got := <-echoes; !bytes.Equal(got, rawHello(2)) {
+	if got := <-echoes; !bytes.Equal(got[len(answerMagic):], rawHello(2)[len(syncMagic):]) {
 		t.Fatalf("second echo %x", got)
 	}
 	select {
@@ -272,5 +272,76 @@ func TestReconnectAfterACutFrame(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no round trip after reconnecting")
+	}
+}
+
+// TestCloseResetsAWritingPeer: an agent that stops reading a stream (a
+// cancelled command) does not leave the guest's writer blocked on a full
+// window, and neither end keeps the stream.
+func TestCloseResetsAWritingPeer(t *testing.T) {
+	a, b := net.Pipe()
+	cli, srv := Client(a), Server(b)
+	defer cli.Close()
+	defer srv.Close()
+	wrote := make(chan error, 1)
+	go func() {
+		st, err := srv.Accept()
+		if err != nil {
+			wrote <- err
+			return
+		}
+		chunk := make([]byte, MaxPayload)
+		for {
+			if _, err := st.Write(chunk); err != nil {
+				wrote <- err
+				return
+			}
+		}
+	}()
+	st, err := cli.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(st, make([]byte, 3*Window)); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Fatal("the writer ended without an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the guest's writer is still blocked after the agent closed the stream")
+	}
+	// A new stream still works after the dropped one's late frames.
+	go echo(t, srv)
+	st2, err := cli.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _ = st2.Write([]byte("next"))
+		_ = st2.CloseWrite()
+	}()
+	if got, err := io.ReadAll(st2); err != nil || string(got) != "next" {
+		t.Fatalf("next stream: %q, %v", got, err)
+	}
+	// The server forgets its end just after its Close reached us.
+	for _, s := range []*Session{cli, srv} {
+		deadline := time.Now().Add(time.Second)
+		for {
+			s.mu.Lock()
+			n := len(s.streams)
+			s.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%d streams still tracked", n)
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
