@@ -45,11 +45,13 @@ dev: prereqs build envtest ## Run the whole system locally on an embedded contro
 # no deadline. FUZZTIME, when set (say 30s or 1000000x), overrides them all.
 FUZZ := ./mcpgateway/tools:FuzzToolArguments:20000x ./mcpgateway/tools:FuzzDecodeBase64:50000x \
 	./hostagent/jobs:FuzzParseCursor:100000x ./hostagent/jobs:FuzzPoll:60000x ./hostagent/guest:FuzzParseFrame:100000x \
-	./internal/manifest:FuzzDecode:5000x ./hostagent/agentapi:FuzzReadBinaryExec:8000x
+	./internal/manifest:FuzzDecode:5000x ./hostagent/agentapi:FuzzReadBinaryExec:8000x \
+	./hostagent/guest/mux:FuzzClientReadsGuestBytes:20000x
 FUZZTIME ?=
 
 .PHONY: test
-test: prereqs envtest helm runsc ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
+test: prereqs envtest helm runsc vm-image ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
+	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
 	PLAYGROUND_RUNSC="$$(hack/runsc.sh)" KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 $(TESTFLAGS)
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
 
@@ -147,6 +149,15 @@ helm: ## Build helm from the Go module proxy (for the chart's tests) and print i
 .PHONY: runsc
 runsc: ## Build runsc, gVisor's runtime, from the Go module proxy (for isolation gvisor and its tests) and print its path.
 	@hack/runsc.sh
+
+.PHONY: vm-image
+vm-image: ## Build the vm backend's kernel, modules and root image from Debian's packages (cached) and print their paths.
+	@hack/vm-image.sh
+
+.PHONY: vm-test
+vm-test: ## Boot a sandbox VM (TCG when KVM is unusable) and run commands in it: the vm backend's groundwork.
+	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
+	$(GO) test -count=1 -v ./hostagent/backend/vm/ ./hostagent/guest/mux/
 
 .PHONY: prereqs
 prereqs: ## Install the Debian packages the tests and the agent need, when missing.

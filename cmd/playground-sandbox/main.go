@@ -22,6 +22,7 @@ limitations under the License.
 //
 //	playground-sandbox init [-spares N]
 //	playground-sandbox shepherd   (started by init only)
+//	playground-sandbox vminit     (PID 1 of a vm sandbox's initramfs, as /init)
 package main
 
 import (
@@ -30,6 +31,10 @@ import (
 )
 
 func main() {
+	// The kernel starts an initramfs's /init without arguments.
+	if os.Args[0] == "/init" && len(os.Args) == 1 {
+		os.Exit(run("vminit", nil))
+	}
 	if len(os.Args) < 2 {
 		usage()
 	}

@@ -29,14 +29,20 @@ func run(mode string, args []string) int {
 	case "init":
 		fs := flag.NewFlagSet("init", flag.ExitOnError)
 		spares := fs.Int("spares", 1, "idle shepherds kept ready for the next command")
+		vmPort := fs.String("vm-port", "", "in a vm sandbox, the virtio-serial port to serve the agent on")
 		_ = fs.Parse(args)
-		if err := guest.RunInit(guest.InitOptions{Spares: *spares, Log: os.Stderr}); err != nil {
+		if err := guest.RunInit(guest.InitOptions{Spares: *spares, Log: os.Stderr, VMPort: *vmPort}); err != nil {
 			fmt.Fprintf(os.Stderr, "playground-sandbox init: %v\n", err)
 			return 1
 		}
 		return 0
 	case "shepherd":
 		return guest.RunShepherd()
+	case "vminit":
+		if err := guest.RunVMInit(); err != nil {
+			fmt.Fprintf(os.Stderr, "playground-sandbox vminit: %v\n", err)
+		}
+		return 1
 	}
 	usage()
 	return 2

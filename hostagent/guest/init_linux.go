@@ -70,6 +70,9 @@ type InitOptions struct {
 	// Log receives init's and the shepherds' diagnostics; it is the
 	// container's stderr, kept by the agent in the sandbox directory.
 	Log *os.File
+	// VMPort, in a vm sandbox, names the virtio-serial port on which the
+	// agent reaches init (see RunVMInit); empty in a container.
+	VMPort string
 }
 
 // RunInit is the container's PID 1. It listens on RunDir/SocketName, keeps
@@ -136,6 +139,10 @@ func (in *initProc) run() error {
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, WorkerSignal)
 	if err := in.listen(); err != nil {
 		return err
+	}
+	if in.opts.VMPort != "" {
+		// Lives as long as init, which is the VM's lifetime.
+		go in.servePort(in.opts.VMPort)
 	}
 	if in.busyR, in.busyW, err = os.Pipe(); err != nil {
 		return err

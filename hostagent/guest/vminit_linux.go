@@ -1,0 +1,312 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package guest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/guest/mux"
+)
+
+// The vm backend boots its kernel with an initramfs that holds this binary
+// as /init and the kernel modules the guest needs; RunVMInit, the first
+// stage, mounts the sandbox's disks and execs RunInit, which serves the
+// agent over a virtio-serial port instead of a bind-mounted socket.
+const (
+	// VMModulesDir, in the initramfs, holds the modules to load.
+	VMModulesDir = "/modules"
+	// VMModulesOrder, in VMModulesDir, names them one a line, each after
+	// the modules it depends on.
+	VMModulesOrder = "order"
+	// VMPortName is the name of the virtio-serial port to the agent.
+	VMPortName = "playground.agent"
+	// VMRootDevice is the read-only root image; VMDiskDevice the sandbox's
+	// own disk (ext4, made by the agent), holding workspace and home.
+	VMRootDevice = "/dev/vda"
+	VMDiskDevice = "/dev/vdb"
+	// VMDiskDir is where the sandbox's disk is mounted in the guest.
+	VMDiskDir = Dir + "/disk"
+	// vmDeviceWait bounds the wait for the disks to appear.
+	vmDeviceWait = 30 * time.Second
+)
+
+// RunVMInit is PID 1 of a vm sandbox's initramfs. It loads the modules,
+// mounts the root image read-only and the sandbox's disk, moves into the
+// root and execs this binary's init there, still as PID 1. It returns only
+// on failure (after which the kernel panics and the VM ends).
+func RunVMInit() error {
+	if os.Getpid() != 1 {
+		return errors.New("playground-sandbox vminit must be PID 1 of the VM")
+	}
+	lg := log.New(os.Stderr, "playground-sandbox vminit: ", log.LstdFlags|log.LUTC|log.Lmicroseconds)
+	lg.Printf("started")
+	for _, m := range []struct{ src, dst, fs string }{
+		{"devtmpfs", "/dev", "devtmpfs"},
+		{"proc", "/proc", "proc"},
+		{"sysfs", "/sys", "sysfs"},
+	} {
+		if err := os.MkdirAll(m.dst, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(m.src, m.dst, m.fs, unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mounting %s: %w", m.dst, err)
+		}
+	}
+	if err := loadModules(VMModulesDir); err != nil {
+		return err
+	}
+	lg.Printf("modules loaded")
+	const newRoot = "/newroot"
+	if err := os.MkdirAll(newRoot, 0o755); err != nil {
+		return err
+	}
+	if err := waitFor(VMRootDevice, vmDeviceWait); err != nil {
+		return err
+	}
+	if err := unix.Mount(VMRootDevice, newRoot, "ext4", unix.MS_RDONLY|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("mounting the root image: %w", err)
+	}
+	// Our own directory: a tmpfs with this binary and the run directory.
+	own := newRoot + Dir
+	if err := unix.Mount("playground", own, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
+		return fmt.Errorf("mounting %s: %w", Dir, err)
+	}
+	for _, d := range []string{own + "/bin", own + "/run", own + "/disk"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := copyFile("/init", newRoot+Binary, 0o555); err != nil {
+		return err
+	}
+	for _, m := range []struct{ dst, opts string }{
+		{"/tmp", "mode=1777"},
+		{"/run", "mode=0755"},
+	} {
+		if err := unix.Mount("tmpfs", newRoot+m.dst, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, m.opts); err != nil {
+			return fmt.Errorf("mounting %s: %w", m.dst, err)
+		}
+	}
+	if _, err := os.Stat(VMDiskDevice); err == nil {
+		if err := mountDisk(newRoot); err != nil {
+			return err
+		}
+	} else {
+		lg.Printf("no sandbox disk (%s): workspace and home are the root image's", VMDiskDevice)
+	}
+	// The initramfs stays in memory under the new root; free what it held.
+	_ = os.RemoveAll(VMModulesDir)
+	for _, d := range []string{"/dev", "/proc", "/sys"} {
+		if err := unix.Mount(d, newRoot+d, "", unix.MS_MOVE, ""); err != nil {
+			return fmt.Errorf("moving %s: %w", d, err)
+		}
+	}
+	if err := unix.Chdir(newRoot); err != nil {
+		return err
+	}
+	if err := unix.Mount(".", "/", "", unix.MS_MOVE, ""); err != nil {
+		return fmt.Errorf("moving the root: %w", err)
+	}
+	if err := unix.Chroot("."); err != nil {
+		return err
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	lg.Printf("root mounted, starting init")
+	return unix.Exec(Binary, []string{"playground-sandbox", "init", "-vm-port", VMPortName}, OwnEnv())
+}
+
+// mountDisk mounts the sandbox's disk and binds its workspace and home
+// over the root image's mount points.
+func mountDisk(newRoot string) error {
+	if err := waitFor(VMDiskDevice, vmDeviceWait); err != nil {
+		return err
+	}
+	disk := newRoot + VMDiskDir
+	if err := unix.Mount(VMDiskDevice, disk, "ext4", unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("mounting the sandbox's disk: %w", err)
+	}
+	for _, d := range []struct{ src, dst string }{
+		{"workspace", Workspace},
+		{"home", TenantHome},
+	} {
+		src := filepath.Join(disk, d.src)
+		if err := os.Mkdir(src, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := os.Lchown(src, TenantUID, TenantGID); err != nil {
+			return err
+		}
+		if err := unix.Mount(src, newRoot+d.dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding %s: %w", d.dst, err)
+		}
+	}
+	return nil
+}
+
+// loadModules loads dir's modules in the order its order file gives.
+func loadModules(dir string) error {
+	order, err := os.ReadFile(filepath.Join(dir, VMModulesOrder))
+	if err != nil {
+		return fmt.Errorf("module order: %w", err)
+	}
+	for _, name := range strings.Fields(string(order)) {
+		if name != filepath.Base(name) {
+			return fmt.Errorf("module name %q", name)
+		}
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = unix.FinitModule(int(f.Fd()), "", 0)
+		f.Close()
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("loading %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func waitFor(path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear within %v", path, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// findPort returns the device of the virtio-serial port named name.
+func findPort(name string) (string, error) {
+	const class = "/sys/class/virtio-ports"
+	ents, err := os.ReadDir(class)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(class, e.Name(), "name"))
+		if err == nil && strings.TrimSpace(string(b)) == name {
+			return "/dev/" + e.Name(), nil
+		}
+	}
+	return "", fmt.Errorf("no virtio-serial port named %s", name)
+}
+
+// servePort relays every stream the agent opens on the virtio-serial port
+// to init's socket, as if the agent had connected to it. One mux session
+// serves the port for init's lifetime: an agent that restarts resyncs it
+// with a Hello (see package mux).
+func (in *initProc) servePort(name string) {
+	sock := filepath.Join(RunDir, SocketName)
+	var port *os.File
+	for {
+		dev, err := findPort(name)
+		if err == nil {
+			port, err = os.OpenFile(dev, os.O_RDWR, 0)
+		}
+		if err == nil {
+			break
+		}
+		in.log.Printf("agent port: %v", err)
+		time.Sleep(time.Second)
+	}
+	s := mux.Server(&waitingPort{File: port})
+	for {
+		st, err := s.Accept()
+		if err != nil {
+			in.log.Printf("agent port: %v", err)
+			return
+		}
+		// One goroutine per stream, ended by the stream's end.
+		go relay(st, sock)
+	}
+}
+
+// waitingPort reads a virtio-serial port, whose reads return EOF at once
+// while no agent is connected: it waits for one instead.
+type waitingPort struct{ *os.File }
+
+func (p *waitingPort) Read(b []byte) (int, error) {
+	for {
+		n, err := p.File.Read(b)
+		if n > 0 || !errors.Is(err, io.EOF) {
+			return n, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// relay joins a stream to a connection to init's socket, half-closes
+// included.
+func relay(st *mux.Stream, sock string) {
+	defer st.Close()
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := io.Copy(c, st); err != nil {
+			// The agent reset the stream (or went away): the
+			// shepherd's end goes too, which ends its command.
+			_ = c.Close()
+			return
+		}
+		_ = c.CloseWrite()
+	}()
+	if _, err := io.Copy(st, c); err != nil {
+		_ = c.Close()
+	}
+	_ = st.CloseWrite()
+	<-done
+}
