@@ -250,19 +250,12 @@ func assertNothingLeft(t *testing.T) {
 	}
 	names := map[string]bool{"etcd": true, "kube-apiserver": true, "kube-controller-manager": true,
 		"kube-scheduler": true, "kubelet": true, "kube-proxy": true, "containerd": true}
-	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
-	for _, p := range procs {
-		exe, err := os.Readlink(p)
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
-		args := strings.ReplaceAll(string(cmdline), "\x00", " ")
-		ours := strings.HasPrefix(exe, root+"/bin/") && names[filepath.Base(exe)] ||
-			filepath.Base(exe) == "containerd" && strings.Contains(args, dir) ||
-			strings.HasPrefix(filepath.Base(exe), "containerd-shim") && strings.Contains(args, dir)
+	for _, p := range processes() {
+		ours := strings.HasPrefix(p.exe, root+"/bin/") && names[filepath.Base(p.exe)] ||
+			filepath.Base(p.exe) == "containerd" && strings.Contains(p.args, dir) ||
+			strings.HasPrefix(filepath.Base(p.exe), "containerd-shim") && strings.Contains(p.args, dir)
 		if ours {
-			t.Errorf("left running: %s (%s)", p, args)
+			t.Errorf("left running: %s (%s)", p.proc, p.args)
 		}
 	}
 	mounts, err := os.ReadFile("/proc/self/mounts")
@@ -285,4 +278,23 @@ func assertNothingLeft(t *testing.T) {
 			}
 		}
 	}
+}
+
+// process is a process of the host: its /proc directory, executable and
+// command line (arguments joined by spaces).
+type process struct{ proc, exe, args string }
+
+// processes lists the host's processes whose executable can be read.
+func processes() []process {
+	var ps []process
+	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, p := range exes {
+		exe, err := os.Readlink(p)
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		ps = append(ps, process{proc: filepath.Dir(p), exe: exe, args: strings.ReplaceAll(string(cmdline), "\x00", " ")})
+	}
+	return ps
 }

@@ -408,16 +408,9 @@ func (d *deployment) nothingLeft(t *testing.T, ns, sandboxID string, retained bo
 	}
 
 	// The host: no sandbox process, mount or loop device.
-	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
-	for _, p := range procs {
-		exe, err := os.Readlink(p)
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
-		args := strings.ReplaceAll(string(cmdline), "\x00", " ")
-		if strings.HasPrefix(exe, d.stateDir+"/") || strings.Contains(args, d.stateDir) || strings.HasPrefix(args, "playground-sandbox ") {
-			t.Errorf("left running after uninstalling: %s %s (%s)", p, exe, args)
+	for _, p := range processes() {
+		if strings.HasPrefix(p.exe, d.stateDir+"/") || strings.Contains(p.args, d.stateDir) || strings.HasPrefix(p.args, "playground-sandbox ") {
+			t.Errorf("left running after uninstalling: %s %s (%s)", p.proc, p.exe, p.args)
 		}
 	}
 	mounts, _ := os.ReadFile("/proc/1/mounts")

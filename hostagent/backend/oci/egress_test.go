@@ -135,24 +135,7 @@ func TestEgressRuleset(t *testing.T) {
 // the sandbox's network again, and Destroy leaves nothing on the node.
 func TestEgress(t *testing.T) {
 	requireRunc(t)
-	for _, tool := range []string{"nft", "ip", "nsenter", "bash", "timeout"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed: run make prereqs", tool)
-		}
-	}
-	world := newWorld(t)
-	for _, addr := range []string{worldServer + ":" + strconv.Itoa(allowedPort), worldServer + ":" + strconv.Itoa(otherPort),
-		worldOther + ":" + strconv.Itoa(allowedPort), worldLinkLoc + ":" + strconv.Itoa(allowedPort)} {
-		world.serve(t, addr)
-	}
-	// The agent's API port on the node, on every address.
-	agent, err := net.Listen("tcp4", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { agent.Close() })
-	go serveHello(agent)
-	agentPort := agent.Addr().(*net.TCPAddr).Port
+	agentPort := egressWorld(t)
 	// The node reaches the world, so a failure below is the policy's.
 	if got := dialHello(worldServer + ":" + strconv.Itoa(allowedPort)); got != "hello" {
 		t.Fatalf("node cannot reach the test server: %q", got)
@@ -290,6 +273,30 @@ func nodeAddresses(t *testing.T) []string {
 // world is a network namespace (its file) joined to the node by a veth
 // pair.
 type world struct{ ns string }
+
+// egressWorld makes the world the egress tests dial (servers on the
+// allowed and other ports and addresses) and an agent's API port on the
+// node, on every address, which no sandbox may reach; it returns that port.
+func egressWorld(t *testing.T) int {
+	t.Helper()
+	for _, tool := range []string{"nft", "ip", "nsenter", "bash", "timeout"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: run make prereqs", tool)
+		}
+	}
+	world := newWorld(t)
+	for _, addr := range []string{worldServer + ":" + strconv.Itoa(allowedPort), worldServer + ":" + strconv.Itoa(otherPort),
+		worldOther + ":" + strconv.Itoa(allowedPort), worldLinkLoc + ":" + strconv.Itoa(allowedPort)} {
+		world.serve(t, addr)
+	}
+	agent, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Close() })
+	go serveHello(agent)
+	return agent.Addr().(*net.TCPAddr).Port
+}
 
 func newWorld(t *testing.T) *world {
 	t.Helper()

@@ -315,23 +315,7 @@ func TestGVisorDestroyLeavesNothing(t *testing.T) {
 // to the running sandbox.
 func TestEgressGVisor(t *testing.T) {
 	runsc := requireRunsc(t)
-	for _, tool := range []string{"nft", "ip", "nsenter", "bash", "timeout"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed: run make prereqs", tool)
-		}
-	}
-	world := newWorld(t)
-	for _, addr := range []string{worldServer + ":" + strconv.Itoa(allowedPort), worldServer + ":" + strconv.Itoa(otherPort),
-		worldOther + ":" + strconv.Itoa(allowedPort), worldLinkLoc + ":" + strconv.Itoa(allowedPort)} {
-		world.serve(t, addr)
-	}
-	agent, err := net.Listen("tcp4", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { agent.Close() })
-	go serveHello(agent)
-	agentPort := strconv.Itoa(agent.Addr().(*net.TCPAddr).Port)
+	agentPort := strconv.Itoa(egressWorld(t))
 	if got := dialHello(worldServer + ":" + strconv.Itoa(allowedPort)); got != "hello" {
 		t.Fatalf("node cannot reach the test server: %q", got)
 	}
