@@ -19,14 +19,11 @@ limitations under the License.
 package oci
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
-	"time"
 
-	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 )
 
 // DialSandbox implements backend.Dialer: an idle shepherd of the sandbox's
@@ -49,47 +46,9 @@ func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	fail := func(err error) (net.Conn, error) {
-		stop()
-		conn.Close()
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
+	c, err := guestexec.Dial(ctx, conn, port)
+	if err != nil {
 		return nil, fmt.Errorf("oci: reaching port %d in sandbox %s: %w", port, id, err)
 	}
-	req, err := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.DialProtocolVersion, Dial: port})
-	if err != nil {
-		return fail(err)
-	}
-	if _, err := conn.Write(req); err != nil {
-		return fail(err)
-	}
-	br := bufio.NewReader(conn)
-	t, payload, err := guest.NewFrameReader(br).ReadFrame()
-	if err != nil {
-		return fail(err)
-	}
-	switch t {
-	case guest.FrameStarted:
-	case guest.FrameError:
-		return fail(fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload))
-	default:
-		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
-	}
-	if !stop() {
-		conn.Close()
-		return nil, fmt.Errorf("oci: reaching port %d in sandbox %s: %w", port, id, ctx.Err())
-	}
-	_ = conn.SetDeadline(time.Time{})
-	return &bufferedConn{UnixConn: conn, r: br}, nil
+	return c, nil
 }
-
-// bufferedConn reads through the reader that parsed the relay's answer,
-// which may hold the first bytes of the worker's.
-type bufferedConn struct {
-	*net.UnixConn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }

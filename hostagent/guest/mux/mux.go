@@ -56,6 +56,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -526,6 +528,11 @@ type Stream struct {
 	localEOF  bool   // we sent Close
 	closed    bool   // Close was called: reads fail, received data is dropped
 	err       error  // the session broke
+
+	// Deadlines, as net.Conn's: a Read or a Write waiting past its own
+	// fails with os.ErrDeadlineExceeded; the timers wake the waiters.
+	readDeadline, writeDeadline time.Time
+	readTimer, writeTimer       *time.Timer
 }
 
 func newStream(s *Session, id uint32) *Stream {
@@ -537,13 +544,16 @@ func newStream(s *Session, id uint32) *Stream {
 // Read reads the stream's bytes; io.EOF after the peer's Close.
 func (st *Stream) Read(p []byte) (int, error) {
 	st.mu.Lock()
-	for len(st.buf) == 0 && !st.remoteEOF && st.err == nil && !st.closed {
+	for len(st.buf) == 0 && !st.remoteEOF && st.err == nil && !st.closed && !passed(st.readDeadline) {
 		st.cond.Wait()
 	}
 	switch {
 	case st.closed:
 		st.mu.Unlock()
 		return 0, ErrClosed
+	case len(st.buf) == 0 && !st.remoteEOF && st.err == nil:
+		st.mu.Unlock()
+		return 0, os.ErrDeadlineExceeded
 	case len(st.buf) > 0:
 	case st.err != nil:
 		err := st.err
@@ -575,8 +585,12 @@ func (st *Stream) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		st.mu.Lock()
-		for st.credit == 0 && st.err == nil && !st.localEOF {
+		for st.credit == 0 && st.err == nil && !st.localEOF && !passed(st.writeDeadline) {
 			st.cond.Wait()
+		}
+		if st.credit == 0 && st.err == nil && !st.localEOF {
+			st.mu.Unlock()
+			return written, os.ErrDeadlineExceeded
 		}
 		if st.err != nil || st.localEOF {
 			err := st.err
@@ -597,6 +611,59 @@ func (st *Stream) Write(p []byte) (int, error) {
 	}
 	return written, nil
 }
+
+// SetDeadline sets both deadlines, as net.Conn's: a zero time means none.
+func (st *Stream) SetDeadline(t time.Time) error {
+	_ = st.SetReadDeadline(t)
+	return st.SetWriteDeadline(t)
+}
+
+// SetReadDeadline bounds Reads waiting for bytes, now and later.
+func (st *Stream) SetReadDeadline(t time.Time) error {
+	st.setDeadline(&st.readDeadline, &st.readTimer, t)
+	return nil
+}
+
+// SetWriteDeadline bounds Writes waiting for the peer's credit. A frame
+// already going out on the session is not interrupted: the session's
+// transport has no deadline of its own.
+func (st *Stream) SetWriteDeadline(t time.Time) error {
+	st.setDeadline(&st.writeDeadline, &st.writeTimer, t)
+	return nil
+}
+
+func (st *Stream) setDeadline(d *time.Time, timer **time.Timer, t time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	*d = t
+	if *timer != nil {
+		(*timer).Stop()
+		*timer = nil
+	}
+	if t.IsZero() {
+		return
+	}
+	// Wakes the waiters once t has passed, to see it.
+	*timer = time.AfterFunc(time.Until(t), func() {
+		st.mu.Lock()
+		st.cond.Broadcast()
+		st.mu.Unlock()
+	})
+	st.cond.Broadcast()
+}
+
+// passed says whether deadline d is set and past.
+func passed(d time.Time) bool { return !d.IsZero() && !time.Now().Before(d) }
+
+// Addr is the address of both ends of a stream: the stream's id.
+type Addr uint32
+
+func (Addr) Network() string  { return "mux" }
+func (a Addr) String() string { return fmt.Sprintf("stream %d", uint32(a)) }
+
+// LocalAddr and RemoteAddr make a Stream a net.Conn.
+func (st *Stream) LocalAddr() net.Addr  { return Addr(st.id) }
+func (st *Stream) RemoteAddr() net.Addr { return Addr(st.id) }
 
 // CloseWrite tells the peer that no more bytes follow.
 func (st *Stream) CloseWrite() error {

@@ -19,8 +19,10 @@ package mux
 import (
 	"bytes"
 	"crypto/rand"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -343,5 +345,48 @@ func TestCloseResetsAWritingPeer(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+	}
+}
+
+// A stream is a net.Conn: the agent's exec code bounds a command's start
+// and its kill by deadlines, on a VM's streams as on unix sockets.
+var _ net.Conn = (*Stream)(nil)
+
+func TestDeadlinesEndWaitingReadsAndWrites(t *testing.T) {
+	a, b := net.Pipe()
+	cli, srv := Client(a), Server(b)
+	defer cli.Close()
+	defer srv.Close()
+	st, err := cli.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := srv.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nobody writes: a Read waits until its deadline, then fails with
+	// the error net.Conn's callers test for.
+	_ = st.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := st.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+	// Nobody reads: a Write fills the window, then fails at its deadline
+	// having written exactly the window.
+	_ = st.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+	n, err := st.Write(make([]byte, 2*Window))
+	if !errors.Is(err, os.ErrDeadlineExceeded) || n != Window {
+		t.Fatalf("write past the deadline: %d bytes, %v; want %d, os.ErrDeadlineExceeded", n, err, Window)
+	}
+	// Deadlines cleared, the stream works again: the peer reads what was
+	// written and answers.
+	_ = st.SetDeadline(time.Time{})
+	go func() {
+		_, _ = io.CopyN(io.Discard, peer, Window)
+		_, _ = peer.Write([]byte("k"))
+	}()
+	one := make([]byte, 1)
+	if _, err := io.ReadFull(st, one); err != nil || one[0] != 'k' {
+		t.Fatalf("after clearing the deadlines: %q, %v", one, err)
 	}
 }

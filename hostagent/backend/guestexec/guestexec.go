@@ -1,0 +1,320 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package guestexec is the agent's side of the guest protocol, for every
+// backend whose sandboxes run playground-sandbox's init (oci's containers,
+// vm's virtual machines): it starts a command on an idle shepherd over a
+// connection to init and follows it to its proven end, and it asks a
+// shepherd to relay a connection to a port of the sandbox's loopback. A
+// backend finds the connection (a unix socket, a stream of a VM's port)
+// and explains what only it knows: why a connection broke, whether the
+// sandbox ran out of memory.
+package guestexec
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// Encode checks req and encodes it as the frames that start it, to go out
+// in one write.
+func Encode(req backend.ExecRequest) ([]byte, error) {
+	login := true
+	switch req.Shell {
+	case backend.ShellLogin, "":
+	case backend.ShellClean:
+		login = false
+	default:
+		return nil, fmt.Errorf("unknown shell mode %q", req.Shell)
+	}
+	if len(req.Command) > backend.MaxCommandBytes {
+		return nil, errors.New(backend.CommandTooLong(len(req.Command)))
+	}
+	if len(req.Stdin) > guest.MaxStdin {
+		return nil, fmt.Errorf("stdin is %d bytes, more than %d", len(req.Stdin), guest.MaxStdin)
+	}
+	buf, err := guest.AppendJSONFrame(make([]byte, 0, 256+len(req.Command)+len(req.Stdin)+guest.HeaderSize*(2+len(req.Stdin)/guest.StdinChunk)),
+		guest.FrameStart, guest.StartRequest{Version: guest.ProtocolVersion, Command: req.Command, Login: login, Cwd: req.Cwd})
+	if err != nil {
+		return nil, err
+	}
+	for rest := req.Stdin; len(rest) > 0; {
+		n := min(len(rest), guest.StdinChunk)
+		buf = guest.AppendFrame(buf, guest.FrameStdin, rest[:n])
+		rest = rest[n:]
+	}
+	return guest.AppendFrame(buf, guest.FrameStdinEnd, nil), nil
+}
+
+// Hooks are what only the backend knows about a command.
+type Hooks struct {
+	// Lost explains a connection that broke without the command's result
+	// (err is the read's error): nil when the backend knows that no
+	// process of the command is left (the sandbox's teardown, the end of
+	// the kernel that ran it), else an error wrapping
+	// backend.ErrProofLost. Nil means the proof is lost.
+	Lost func(err error) error
+	// OOMKilled says whether the sandbox's OOM killer killed a process
+	// since the command started; nil when the backend cannot tell.
+	OOMKilled func() bool
+	// Release runs once when the command's connection is done with, after
+	// the result is known or the start failed.
+	Release func()
+}
+
+// Start sends the request frames req (from Encode) on conn, a connection
+// to the sandbox's init that an idle shepherd accepts, and waits for the
+// shepherd's Started. ctx bounds the start only; when it ends while the
+// shell starts, the command is killed before Start returns. On failure
+// conn is closed and the error is the caller's to explain: it wraps
+// backend.ErrInvalidRequest when the shepherd refused the request (a cwd
+// that does not exist), ctx's error when ctx ended, else the transport's.
+func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, hooks Hooks) (backend.Process, error) {
+	if sink == nil {
+		sink = discardSink{}
+	}
+	start := time.Now()
+	// Until the command runs, ctx bounds every read and write.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	fail := func(err error) (backend.Process, error) {
+		stop()
+		conn.Close()
+		if hooks.Release != nil {
+			hooks.Release()
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if _, err := conn.Write(req); err != nil {
+		return fail(err)
+	}
+	fr := guest.NewFrameReader(bufio.NewReaderSize(conn, guest.OutputChunk+guest.HeaderSize))
+	t, payload, err := fr.ReadFrame()
+	if err != nil {
+		return fail(err)
+	}
+	switch t {
+	case guest.FrameStarted:
+	case guest.FrameError:
+		return fail(fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload))
+	default:
+		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
+	}
+	if !stop() {
+		// ctx ended while the shell was starting: it runs; kill it.
+		hooks.OOMKilled = nil
+		p := newProcess(conn, fr, sink, start, hooks)
+		kctx, cancel := context.WithTimeout(context.Background(), guest.ProofTimeout+5*time.Second)
+		defer cancel()
+		if kerr := p.Kill(kctx); kerr != nil {
+			return nil, fmt.Errorf("%w (and killing the command: %w)", ctx.Err(), kerr)
+		}
+		return nil, ctx.Err()
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return newProcess(conn, fr, sink, start, hooks), nil
+}
+
+// process is a command running under a shepherd. One goroutine per process
+// reads the connection; it ends when the shepherd ends the command (which
+// it always does: normal exit, Kill, or lost proof) and closes the
+// connection.
+type process struct {
+	conn  net.Conn
+	sink  backend.Sink
+	start time.Time
+	hooks Hooks
+
+	done   chan struct{}
+	status backend.ExitStatus // valid after done
+	err    error              // valid after done
+
+	killOnce sync.Once
+	killErr  error
+}
+
+func newProcess(conn net.Conn, fr *guest.FrameReader, sink backend.Sink, start time.Time, hooks Hooks) *process {
+	p := &process{conn: conn, sink: sink, start: start, hooks: hooks, done: make(chan struct{})}
+	// Owned by the process: ends when the shepherd ends the command.
+	go p.read(fr)
+	return p
+}
+
+func (p *process) read(fr *guest.FrameReader) {
+	defer close(p.done)
+	defer p.conn.Close()
+	if p.hooks.Release != nil {
+		defer p.hooks.Release()
+	}
+	defer func() {
+		if p.hooks.OOMKilled != nil && (p.status.Signal != "" || p.status.Code > 128 || p.err != nil) {
+			p.status.OOMKilled = p.hooks.OOMKilled()
+		}
+	}()
+	for {
+		t, payload, err := fr.ReadFrame()
+		if err != nil {
+			p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
+			p.err = fmt.Errorf("%w: the sandbox's shepherd went away without a result: %v", backend.ErrProofLost, err)
+			if p.hooks.Lost != nil {
+				p.err = p.hooks.Lost(err)
+			}
+			if p.err == nil {
+				p.status.Killed, p.status.Signal = true, "SIGKILL"
+			}
+			return
+		}
+		switch t {
+		case guest.FrameStdout:
+			p.sink.Write(backend.Stdout, payload)
+		case guest.FrameStderr:
+			p.sink.Write(backend.Stderr, payload)
+		case guest.FrameExit:
+			var e guest.Exit
+			if err := json.Unmarshal(payload, &e); err != nil {
+				p.err = fmt.Errorf("%w: bad Exit frame: %v", backend.ErrProofLost, err)
+				p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
+				return
+			}
+			p.status = exitStatus(e, time.Since(p.start))
+			return
+		case guest.FrameProofLost:
+			p.err = fmt.Errorf("%w: %s", backend.ErrProofLost, payload)
+			p.status = backend.ExitStatus{Code: -1, Killed: true, Duration: time.Since(p.start)}
+			return
+		default:
+			p.err = fmt.Errorf("%w: protocol error: unexpected %v frame", backend.ErrProofLost, t)
+			p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
+			return
+		}
+	}
+}
+
+func exitStatus(e guest.Exit, d time.Duration) backend.ExitStatus {
+	s := backend.ExitStatus{Code: e.Code, Killed: e.Killed, Duration: d}
+	if e.Signal != 0 {
+		s.Code = -1
+		s.Signal = unix.SignalName(unix.Signal(e.Signal))
+		if s.Signal == "" {
+			s.Signal = fmt.Sprintf("signal %d", e.Signal)
+		}
+	}
+	return s
+}
+
+// Wait implements backend.Process.
+func (p *process) Wait(ctx context.Context) (backend.ExitStatus, error) {
+	select {
+	case <-p.done:
+		return p.status, p.err
+	case <-ctx.Done():
+		return backend.ExitStatus{}, ctx.Err()
+	}
+}
+
+// Kill implements backend.Process. It returns nil once the shepherd has
+// proven that no descendant of the command is left, or if the command had
+// already ended by itself (its background processes then belong to the
+// sandbox, like those of any finished command).
+func (p *process) Kill(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	p.killOnce.Do(func() {
+		stop := context.AfterFunc(ctx, func() { _ = p.conn.SetWriteDeadline(time.Now()) })
+		_, p.killErr = p.conn.Write(guest.AppendFrame(nil, guest.FrameKill, nil))
+		stop()
+	})
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		if p.killErr != nil {
+			return fmt.Errorf("%w: sending kill: %w", backend.ErrProofLost, p.killErr)
+		}
+		return fmt.Errorf("%w: no proof of cleanup yet: %w", backend.ErrProofLost, ctx.Err())
+	}
+}
+
+type discardSink struct{}
+
+func (discardSink) Write(backend.Stream, []byte) {}
+
+// Dial asks the shepherd that accepts conn to connect to port on the
+// sandbox's loopback and relay bytes (the guest's Dial request); ctx
+// bounds the answer. The connection returned is the worker's; on failure
+// conn is closed, and the error wraps backend.ErrInvalidRequest when the
+// shepherd could not connect.
+func Dial(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	fail := func(err error) (net.Conn, error) {
+		stop()
+		conn.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	req, err := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.DialProtocolVersion, Dial: port})
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := conn.Write(req); err != nil {
+		return fail(err)
+	}
+	br := bufio.NewReader(conn)
+	t, payload, err := guest.NewFrameReader(br).ReadFrame()
+	if err != nil {
+		return fail(err)
+	}
+	switch t {
+	case guest.FrameStarted:
+	case guest.FrameError:
+		return fail(fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload))
+	default:
+		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
+	}
+	if !stop() {
+		conn.Close()
+		return nil, ctx.Err()
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &bufferedConn{Conn: conn, r: br}, nil
+}
+
+// bufferedConn reads through the reader that parsed the relay's answer,
+// which may hold the first bytes of the worker's.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
