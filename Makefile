@@ -73,7 +73,7 @@ fuzz: ## Run each fuzz target for its budget of executions (FUZZTIME=30s or =100
 	done
 
 .PHONY: verify
-verify: generate manifests fmt tidy ## Fail when generated files, go.mod or formatting are stale, or a license header is missing.
+verify: generate manifests fmt tidy cross ## Fail when generated files, go.mod or formatting are stale, a license header is missing, or the tree does not build for FreeBSD.
 	@hack/verify-boilerplate.sh
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "verify: these files are stale; run 'make generate manifests fmt tidy' and commit:"; \
@@ -107,6 +107,18 @@ tidy: ## Tidy go.mod and go.sum of the module and of hack/'s modules (control pl
 .PHONY: vet
 vet: ## Run go vet.
 	$(GO) vet ./...
+
+# The FreeBSD node agent (docs/freebsd.md): every package, tests included,
+# must build and vet there, so Linux-only code is kept behind build tags.
+CROSS_PLATFORMS ?= freebsd/amd64 freebsd/arm64
+
+.PHONY: cross
+cross: ## Build and vet the whole tree for FreeBSD (amd64, arm64): the jail backend's node agent.
+	@for p in $(CROSS_PLATFORMS); do \
+		echo "cross: $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./... && \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./... || exit 1; \
+	done
 
 ##@ Build
 

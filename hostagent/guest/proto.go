@@ -55,6 +55,12 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
+// ProofTimeout bounds how long a shepherd keeps killing and reaping
+// before it reports that it cannot prove cleanup (for example a process
+// stuck in uninterruptible sleep); the agent waits that long and a little
+// more for a kill's answer.
+const ProofTimeout = 10 * time.Second
+
 // ProtocolVersion is carried in every Start frame. A shepherd refuses a
 // version it does not speak, so an agent upgraded under a running container
 // fails loudly instead of misinterpreting frames.

@@ -42,10 +42,6 @@ const (
 	// requestTimeout bounds how long a shepherd waits for a whole request
 	// (Start, Stdin…, StdinEnd) once it has accepted a connection.
 	requestTimeout = 30 * time.Second
-	// ProofTimeout bounds how long a shepherd keeps killing and reaping
-	// before it reports that it cannot prove cleanup (for example a
-	// process stuck in uninterruptible sleep).
-	ProofTimeout = 10 * time.Second
 	// maxDrainAfterExit bounds how much output a shepherd still forwards
 	// from a stream after the shell has ended: what the shell and its
 	// foreground children wrote is already in the pipe (at most its

@@ -47,10 +47,6 @@ import (
 // The namespace is owned by the node's user namespace, not the sandbox's:
 // the sandbox's root cannot change its addresses, routes or firewall.
 
-// DefaultEgressPool is where egress sandboxes' /30 subnets come from: the
-// shared address space of RFC 6598, which no cloud or cluster routes.
-var DefaultEgressPool = netip.MustParsePrefix("100.64.0.0/10")
-
 // Limits on one sandbox's egress list, so a spec cannot grow the ruleset
 // without bound.
 const (
