@@ -1,0 +1,191 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package jail
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// execArgs is the jexec(8) command line of req in jail name: the sandbox
+// user from the jail's own user database (-U), an environment of the
+// shell mode's and nothing of the agent's (env -i), a fresh /bin/sh in
+// dir. jexec attaches to the jail and execs the command in place, so the
+// process the agent waits for is the tenant's shell.
+func execArgs(name string, req backend.ExecRequest, dir string) []string {
+	env, sh := guest.CleanEnv(), []string{guest.Shell, "-c", req.Command}
+	if req.Shell != backend.ShellClean {
+		// A login shell reads /etc/profile (the generated login profile)
+		// and then ~/.profile.
+		env, sh = guest.LoginEnv(), []string{guest.Shell, "-l", "-c", req.Command}
+	}
+	args := []string{"-U", guest.TenantUser, name, "/usr/bin/env", "-i"}
+	args = append(args, env...)
+	// cd in a wrapper shell, then exec the command's own: one
+	// command's cd never carries into the next.
+	args = append(args, guest.Shell, "-c", `cd -- "$1" || exit 126; shift; exec "$@"`, "sh", dir)
+	return append(args, sh...)
+}
+
+// cwd is the directory a command runs in, as the guest's shepherd
+// resolves it: the home when empty, relative to it when relative.
+func cwd(req backend.ExecRequest) string {
+	switch {
+	case req.Cwd == "":
+		return guest.TenantHome
+	case !path.IsAbs(req.Cwd):
+		return path.Join(guest.TenantHome, req.Cwd)
+	}
+	return path.Clean(req.Cwd)
+}
+
+// Exec implements backend.Backend. The command's working directory is
+// checked first (test -d and -x as the sandbox user), so that a bad cwd
+// is the caller's error, not a shell's exit code.
+func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	switch req.Shell {
+	case backend.ShellLogin, backend.ShellClean, "":
+	default:
+		return nil, fmt.Errorf("%w: unknown shell mode %q", backend.ErrInvalidRequest, req.Shell)
+	}
+	if len(req.Command) > backend.MaxCommandBytes {
+		return nil, fmt.Errorf("%w: %s", backend.ErrInvalidRequest, backend.CommandTooLong(len(req.Command)))
+	}
+	if _, err := b.loadSpec(id); err != nil {
+		return nil, err
+	}
+	up, err := b.running(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !up {
+		return nil, fmt.Errorf("%w: jail %s", backend.ErrNotRunning, JailName(id))
+	}
+	name, dir := JailName(id), cwd(req)
+	if _, err := b.run.Run(ctx, "jexec", "-U", guest.TenantUser, name, "/bin/test", "-d", dir, "-a", "-x", dir); err != nil {
+		var ee *ExitError
+		if errors.As(err, &ee) && ee.Code == 1 {
+			return nil, fmt.Errorf("%w: cwd %s does not exist or cannot be entered", backend.ErrInvalidRequest, dir)
+		}
+		return nil, fmt.Errorf("jail: checking cwd %s in jail %s: %w", dir, name, err)
+	}
+	if sink == nil {
+		sink = discard{}
+	}
+	p := &process{start: time.Now(), done: make(chan struct{})}
+	cmd := Command{
+		Name:   "jexec",
+		Args:   execArgs(name, req, dir),
+		Stdin:  bytes.NewReader(req.Stdin),
+		Stdout: streamWriter{sink, backend.Stdout},
+		Stderr: streamWriter{sink, backend.Stderr},
+	}
+	proc, err := b.run.Start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("jail: starting jexec in jail %s: %w", name, err)
+	}
+	p.proc = proc
+	// Owned by the process: ends when the shell does.
+	go p.wait()
+	return p, nil
+}
+
+type streamWriter struct {
+	sink   backend.Sink
+	stream backend.Stream
+}
+
+func (w streamWriter) Write(p []byte) (int, error) {
+	w.sink.Write(w.stream, p)
+	return len(p), nil
+}
+
+type discard struct{}
+
+func (discard) Write(backend.Stream, []byte) {}
+
+// process is a command's shell under jexec.
+type process struct {
+	proc  Proc
+	start time.Time
+
+	mu     sync.Mutex
+	killed bool
+
+	done   chan struct{}
+	status backend.ExitStatus
+	err    error
+}
+
+func (p *process) wait() {
+	defer close(p.done)
+	code, sig, err := p.proc.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.status = backend.ExitStatus{Code: code, Signal: sig, Killed: p.killed, Duration: time.Since(p.start)}
+	p.err = err
+}
+
+// Wait implements backend.Process.
+func (p *process) Wait(ctx context.Context) (backend.ExitStatus, error) {
+	select {
+	case <-p.done:
+		return p.status, p.err
+	case <-ctx.Done():
+		return backend.ExitStatus{}, ctx.Err()
+	}
+}
+
+// ErrNoReaper says why Kill cannot prove cleanup on this backend.
+var ErrNoReaper = fmt.Errorf("%w: the jail backend kills the command's shell, but without the guest's procctl reaper (not ported to FreeBSD yet) it cannot prove that the shell's descendants are gone; stopping the sandbox (jail -r) ends them all", backend.ErrProofLost)
+
+// Kill implements backend.Process: the shell is killed and waited for,
+// and the error says that its descendants may live on (ErrProofLost).
+func (p *process) Kill(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	if err := p.proc.Kill(); err != nil {
+		select {
+		case <-p.done:
+		default:
+			return fmt.Errorf("%w (and killing the shell: %v)", ErrNoReaper, err)
+		}
+	}
+	select {
+	case <-p.done:
+		return ErrNoReaper
+	case <-ctx.Done():
+		return fmt.Errorf("%w (and the shell had not ended: %v)", ErrNoReaper, ctx.Err())
+	}
+}
