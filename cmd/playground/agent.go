@@ -34,7 +34,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/playground-dev/playground/hostagent/agentserver"
-	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
@@ -86,6 +85,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&builderDisk, "faculty-builder-storage", resource.NewQuantity(faculty.DefaultStorageBytes, resource.BinarySI).String(), "disk each faculty builder may write, /out included (a quantity, e.g. 4Gi)")
 	fs.DurationVar(&opts.Faculties.RetryAfter, "faculty-retry-after", faculty.DefaultRetryAfter, "how long a failed faculty build is answered with its failure before it is built again")
 	fs.DurationVar(&opts.FacultyReread, "faculty-reread", nodeagent.DefaultFacultyReread, "how often a faculty bundle's hostPath source is read again for changes")
+	newBackends := backendFlags(fs, &ociOpts)
 	budgetFlags(fs, &opts.Budget)
 	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
 	logOpts := logFlags(fs, "json")
@@ -180,12 +180,11 @@ func runAgent(ctx context.Context, args []string) error {
 		return err
 	}
 	opts.StateDir = ociOpts.StateDir
-	// The backends this node offers; the oci backend is the one Linux has.
-	be, err := oci.New(ociOpts)
-	if err != nil {
-		return fmt.Errorf("the oci backend: %w", err)
+	// The backends this node offers: the oci backend on Linux, the jail
+	// backend on FreeBSD (agent_<os>.go).
+	if opts.Backends, err = newBackends(); err != nil {
+		return err
 	}
-	opts.Backends = []backend.Backend{be}
 	return nodeagent.Run(ctx, opts)
 }
 
