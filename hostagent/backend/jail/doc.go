@@ -45,12 +45,24 @@ limitations under the License.
 // processes (maxproc) and CPU (pcpu); they are added before the jail
 // exists, so it never runs unbounded, and need kern.racct.enable=1.
 //
+// # Commands and their proof of cleanup
+//
+// A command runs through jexec(8) under the guest binary's reaper
+// (playground-sandbox reap, hostagent/guest/reaper_freebsd.go),
+// nullfs-mounted read-only at /.playground/bin: it becomes a reaper
+// (procctl PROC_REAP_ACQUIRE) as the jail's root, runs the tenant's
+// /bin/sh as the sandbox user, and on the agent's SIGTERM kills its whole
+// subtree (PROC_REAP_KILL) until the kernel counts no descendant
+// (PROC_REAP_STATUS), which its exit status reports. Without the guest
+// binary, commands run under jexec -U as the sandbox user and Capabilities
+// does not claim ProvesCleanup. Unlike the Linux guest, there is no init
+// with idle shepherds: each command starts its own reaper, and workers,
+// the relay and faculties are not offered.
+//
 // # What is not done (see docs/isolation.md)
 //
-// Commands run through jexec(8) as the sandbox user, not under the guest
-// binary's shepherds: the FreeBSD port of the guest's reaper (procctl
-// PROC_REAP_ACQUIRE / PROC_REAP_KILL) is not written, so Capabilities does
-// not claim ProvesCleanup and the agent admits no background jobs here.
-// Disk limits (a ZFS dataset quota per sandbox) and egress are not done:
-// a spec with egress rules is refused.
+// Disk limits (a ZFS dataset quota per sandbox) and egress: a spec with
+// egress rules or faculties is refused. The reaper's kill loop and the
+// whole backend have been built and vetted for FreeBSD and tested here
+// against a fake of its tools, never run on FreeBSD.
 package jail

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,12 +30,14 @@ import (
 	"github.com/playground-dev/playground/hostagent/guest"
 )
 
-// execArgs is the jexec(8) command line of req in jail name: the sandbox
-// user from the jail's own user database (-U), an environment of the
-// shell mode's and nothing of the agent's (env -i), a fresh /bin/sh in
-// dir. jexec attaches to the jail and execs the command in place, so the
-// process the agent waits for is the tenant's shell.
-func execArgs(name string, req backend.ExecRequest, dir string) []string {
+// execArgs is the jexec(8) command line of req in jail name: an
+// environment of the shell mode's and nothing of the agent's (env -i), a
+// fresh /bin/sh in dir, as the sandbox user. jexec attaches to the jail
+// and execs the command in place. With reap, that command is the guest
+// binary's reaper, as the jail's root, which runs the rest as the sandbox
+// user (reaper_freebsd.go); without, it is the tenant's shell, as the
+// sandbox user from the jail's own user database (-U).
+func execArgs(name string, req backend.ExecRequest, dir string, reap bool) []string {
 	env, sh := guest.CleanEnv(), []string{guest.Shell, "-c", req.Command}
 	if req.Shell != backend.ShellClean {
 		// A login shell reads /etc/profile (the generated login profile)
@@ -42,6 +45,9 @@ func execArgs(name string, req backend.ExecRequest, dir string) []string {
 		env, sh = guest.LoginEnv(), []string{guest.Shell, "-l", "-c", req.Command}
 	}
 	args := []string{"-U", guest.TenantUser, name, "/usr/bin/env", "-i"}
+	if reap {
+		args = []string{name, guest.Binary, guest.ReapMode, "-uid", strconv.Itoa(guest.TenantUID), "-gid", strconv.Itoa(guest.TenantGID), "--", "/usr/bin/env", "-i"}
+	}
 	args = append(args, env...)
 	// cd in a wrapper shell, then exec the command's own: one
 	// command's cd never carries into the next.
@@ -97,10 +103,11 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	if sink == nil {
 		sink = discard{}
 	}
-	p := &process{start: time.Now(), done: make(chan struct{})}
+	reap := b.guestDir != ""
+	p := &process{start: time.Now(), reap: reap, done: make(chan struct{})}
 	cmd := Command{
 		Name:   "jexec",
-		Args:   execArgs(name, req, dir),
+		Args:   execArgs(name, req, dir, reap),
 		Stdin:  bytes.NewReader(req.Stdin),
 		Stdout: streamWriter{sink, backend.Stdout},
 		Stderr: streamWriter{sink, backend.Stderr},
@@ -129,10 +136,11 @@ type discard struct{}
 
 func (discard) Write(backend.Stream, []byte) {}
 
-// process is a command's shell under jexec.
+// process is a command under jexec: its reaper, or its shell.
 type process struct {
 	proc  Proc
 	start time.Time
+	reap  bool
 
 	mu     sync.Mutex
 	killed bool
@@ -149,6 +157,21 @@ func (p *process) wait() {
 	defer p.mu.Unlock()
 	p.status = backend.ExitStatus{Code: code, Signal: sig, Killed: p.killed, Duration: time.Since(p.start)}
 	p.err = err
+	if !p.killed || err != nil {
+		return
+	}
+	switch {
+	case !p.reap:
+		p.err = ErrNoReaper
+	case code == guest.ReapProvedExit:
+		p.status.Code, p.status.Signal = -1, "SIGKILL"
+	case code == guest.ReapLostExit:
+		p.err = fmt.Errorf("%w: the jail's reaper could not kill every descendant of the command (its message is on the command's stderr)", backend.ErrProofLost)
+	case sig != "":
+		p.err = fmt.Errorf("%w: the jail's reaper was ended by %s before it proved the command's descendants dead", backend.ErrProofLost, sig)
+	}
+	// Any other exit: the command had ended by itself as it was killed;
+	// what it left in the background belongs to the sandbox.
 }
 
 // Wait implements backend.Process.
@@ -161,11 +184,13 @@ func (p *process) Wait(ctx context.Context) (backend.ExitStatus, error) {
 	}
 }
 
-// ErrNoReaper says why Kill cannot prove cleanup on this backend.
-var ErrNoReaper = fmt.Errorf("%w: the jail backend kills the command's shell, but without the guest's procctl reaper (not ported to FreeBSD yet) it cannot prove that the shell's descendants are gone; stopping the sandbox (jail -r) ends them all", backend.ErrProofLost)
+// ErrNoReaper says why Kill cannot prove cleanup without the guest binary.
+var ErrNoReaper = fmt.Errorf("%w: the jail backend runs without the guest binary (playground-sandbox for FreeBSD, --guest-binary), so it kills the command's shell but cannot prove that the shell's descendants are gone; stopping the sandbox (jail -r) ends them all", backend.ErrProofLost)
 
-// Kill implements backend.Process: the shell is killed and waited for,
-// and the error says that its descendants may live on (ErrProofLost).
+// Kill implements backend.Process. With the reaper, SIGTERM asks it to
+// kill the command's whole subtree, and its exit status says whether the
+// kernel then counted none left; without, the shell is killed and the
+// error says that its descendants may live on (ErrNoReaper).
 func (p *process) Kill(ctx context.Context) error {
 	select {
 	case <-p.done:
@@ -175,17 +200,21 @@ func (p *process) Kill(ctx context.Context) error {
 	p.mu.Lock()
 	p.killed = true
 	p.mu.Unlock()
-	if err := p.proc.Kill(); err != nil {
+	send := p.proc.Kill
+	if p.reap {
+		send = p.proc.Terminate
+	}
+	if err := send(); err != nil {
 		select {
 		case <-p.done:
 		default:
-			return fmt.Errorf("%w (and killing the shell: %v)", ErrNoReaper, err)
+			return fmt.Errorf("%w: signalling the command's %s: %v", backend.ErrProofLost, map[bool]string{true: "reaper", false: "shell"}[p.reap], err)
 		}
 	}
 	select {
 	case <-p.done:
-		return ErrNoReaper
+		return p.err
 	case <-ctx.Done():
-		return fmt.Errorf("%w (and the shell had not ended: %v)", ErrNoReaper, ctx.Err())
+		return fmt.Errorf("%w: no proof of cleanup yet: %w", backend.ErrProofLost, ctx.Err())
 	}
 }

@@ -31,6 +31,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/guest"
 )
 
 // fakeBSD stands in for FreeBSD's tools as their manuals (jail(8),
@@ -56,6 +58,9 @@ type fakeBSD struct {
 	// dyingPolls: how many listings a removed jail stays dying for (a
 	// socket in TIME_WAIT); -1 forever.
 	dyingPolls int
+	// reaperLoses: the guest's reaper reports descendants it could not
+	// kill.
+	reaperLoses bool
 }
 
 type fakeJail struct {
@@ -217,7 +222,7 @@ func (f *fakeBSD) jail(line string, args []string) error {
 		}
 		// "All jailed processes are killed."
 		for _, p := range j.procs {
-			_ = p.cmd.Process.Kill()
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		}
 		j.removed, j.dying = true, f.dyingPolls
 		return nil
@@ -423,25 +428,54 @@ func (f *fakeBSD) mountNullfs(line string, args []string) error {
 
 // Start runs a jexec'd shell on this machine, in the directory its cd
 // resolves to through the jail's mounts, with the environment env -i is
-// given; a login shell reads the jail's generated /etc/profile.
+// given; a login shell reads the jail's generated /etc/profile. Under the
+// guest's reaper (jexec NAME /.playground/bin/playground-sandbox reap
+// ...), the binary must be where the jail's mounts put it, and the
+// reaper's protocol is played: the shell's status passes through, and
+// SIGTERM kills the shell's process group and exits ReapProvedExit (or
+// ReapLostExit). That stands in for the PROC_REAP_KILL loop of
+// hostagent/guest/reaper_freebsd.go, which only FreeBSD runs: this fake
+// tests the agent's side of the protocol, not the proof.
 func (f *fakeBSD) Start(c Command) (Proc, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	line := strings.Join(append([]string{c.Name}, c.Args...), " ")
 	f.calls = append(f.calls, line)
 	a := c.Args
-	if c.Name != "jexec" || len(a) < 6 || a[0] != "-U" || a[3] != "/usr/bin/env" || a[4] != "-i" {
+	if c.Name != "jexec" || len(a) < 2 {
 		f.t.Errorf("Start of %q, which the fake does not run", line)
 		return nil, fail(127, line, "")
 	}
-	j, err := f.running(line, a[2])
+	reaper := a[0] != "-U"
+	name := a[0]
+	if !reaper {
+		name = a[2]
+	}
+	j, err := f.running(line, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.jexecUser(line, j, a[1]); err != nil {
-		return nil, err
+	var rest []string
+	if reaper {
+		want := []string{guest.Binary, guest.ReapMode, "-uid", "1000", "-gid", "1000", "--", "/usr/bin/env", "-i"}
+		if len(a) < 1+len(want) || !slices.Equal(a[1:1+len(want)], want) {
+			f.t.Errorf("unexpected reaper command line %q", line)
+			return nil, fail(127, line, "")
+		}
+		if _, err := os.Stat(f.resolve(j, guest.Binary)); err != nil {
+			return nil, fail(1, line, "jexec: execvp: "+guest.Binary+": No such file or directory")
+		}
+		rest = a[1+len(want):]
+	} else {
+		if len(a) < 6 || a[3] != "/usr/bin/env" || a[4] != "-i" {
+			f.t.Errorf("unexpected jexec command line %q", line)
+			return nil, fail(127, line, "")
+		}
+		if err := f.jexecUser(line, j, a[1]); err != nil {
+			return nil, err
+		}
+		rest = a[5:]
 	}
-	rest := a[5:]
 	var env []string
 	for len(rest) > 0 && strings.Contains(rest[0], "=") {
 		env, rest = append(env, rest[0]), rest[1:]
@@ -458,18 +492,35 @@ func (f *fakeBSD) Start(c Command) (Proc, error) {
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &fakeProc{cmd: cmd}
+	p := &fakeProc{cmd: cmd, reaper: reaper, loses: f.reaperLoses}
 	j.procs = append(j.procs, p)
 	return p, nil
 }
 
-type fakeProc struct{ cmd *exec.Cmd }
+type fakeProc struct {
+	cmd    *exec.Cmd
+	reaper bool
+	loses  bool
+
+	mu         sync.Mutex
+	terminated bool
+}
 
 func (p *fakeProc) Wait() (int, string, error) {
 	err := p.cmd.Wait()
+	p.mu.Lock()
+	terminated := p.terminated
+	p.mu.Unlock()
+	if p.reaper && terminated {
+		if p.loses {
+			return guest.ReapLostExit, "", nil
+		}
+		return guest.ReapProvedExit, "", nil
+	}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return -1, unix.SignalName(ws.Signal()), nil
 	}
@@ -477,6 +528,16 @@ func (p *fakeProc) Wait() (int, string, error) {
 		err = nil
 	}
 	return p.cmd.ProcessState.ExitCode(), "", err
+}
+
+func (p *fakeProc) Terminate() error {
+	if !p.reaper {
+		return p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	p.mu.Lock()
+	p.terminated = true
+	p.mu.Unlock()
+	return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 }
 
 func (p *fakeProc) Kill() error { return p.cmd.Process.Kill() }

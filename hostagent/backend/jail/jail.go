@@ -18,10 +18,13 @@ package jail
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -62,6 +65,13 @@ type Options struct {
 	// DevfsRuleset is the devfs ruleset of the jails' /dev; default 4,
 	// devfsrules_jail of /etc/defaults/devfs.rules.
 	DevfsRuleset int
+	// GuestBinary is playground-sandbox built for FreeBSD, whose reap
+	// mode every command runs under: the proof of cleanup. Default:
+	// GuestBinaryName next to the running executable; when there is none,
+	// commands run without it and Capabilities does not claim
+	// ProvesCleanup. It is copied into StateDir by content hash, so
+	// running jails keep the binary they started with.
+	GuestBinary string
 	// StopTimeout bounds the wait, after jail -r, for the jail to be gone
 	// with all its processes; default 30s.
 	StopTimeout time.Duration
@@ -77,11 +87,18 @@ var DefaultEtcFiles = []string{
 	"services", "nsswitch.conf", "shells", "termcap.small",
 }
 
+// GuestBinaryName is the file name of the guest binary, looked up next to
+// the agent's executable.
+const GuestBinaryName = "playground-sandbox"
+
 // Backend is the jail backend. It is safe for concurrent use; lifecycle
 // operations on one sandbox are serialised.
 type Backend struct {
 	opts Options
 	run  Runner
+	// guestDir holds the installed guest binary, mounted read-only at the
+	// jail's guest.Binary's directory; empty: no reaper.
+	guestDir string
 	// chown is os.Lchown; tests that run unprivileged record instead.
 	chown func(path string, uid, gid int) error
 
@@ -137,16 +154,58 @@ func New(opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("jail: %w", err)
 		}
 	}
-	return &Backend{opts: opts, run: opts.Runner, chown: os.Lchown, locks: map[string]*sync.Mutex{}}, nil
+	b := &Backend{opts: opts, run: opts.Runner, chown: os.Lchown, locks: map[string]*sync.Mutex{}}
+	src := opts.GuestBinary
+	if src == "" {
+		if exe, err := os.Executable(); err == nil {
+			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
+				src = p
+			}
+		}
+	}
+	if src != "" {
+		dir, err := installGuest(opts.StateDir, src)
+		if err != nil {
+			return nil, err
+		}
+		b.guestDir = dir
+	}
+	return b, nil
+}
+
+// installGuest copies the guest binary to StateDir/bin/<hash>/, once.
+func installGuest(stateDir, src string) (string, error) {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return "", fmt.Errorf("jail: the guest binary: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	dir := filepath.Join(stateDir, "bin", hex.EncodeToString(sum[:8]))
+	dst := filepath.Join(dir, GuestBinaryName)
+	if fileExists(dst) {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("jail: %w", err)
+	}
+	if err := writeFileAtomic(dst, data, 0o555); err != nil {
+		return "", fmt.Errorf("jail: installing the guest binary: %w", err)
+	}
+	return dir, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // Name implements backend.Backend.
 func (b *Backend) Name() string { return Name }
 
-// Capabilities implements backend.Backend. Cleanup is not proven: commands
-// run under jexec, not under the guest's reaper (see the package doc).
+// Capabilities implements backend.Backend. Cleanup is proven when commands
+// run under the guest binary's reaper, that is when there is one.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: false, AppendOnlyPile: true}
+	return backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true}
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
@@ -194,6 +253,9 @@ func (b *Backend) mounts(id string) []mount {
 	var ms []mount
 	for _, d := range b.opts.BaseDirs {
 		ms = append(ms, mount{src: filepath.Join(b.opts.BaseDir, d), dst: filepath.Join(root, d), ro: true})
+	}
+	if b.guestDir != "" {
+		ms = append(ms, mount{src: b.guestDir, dst: filepath.Join(root, path.Dir(guest.Binary)), ro: true})
 	}
 	return append(ms,
 		mount{src: filepath.Join(layer, "home"), dst: filepath.Join(root, guest.TenantHome)},
@@ -560,6 +622,10 @@ func (b *Backend) clearLimits(ctx context.Context, name string) error {
 func (b *Backend) unmountAll(ctx context.Context, id string) error {
 	ms := b.mounts(id)
 	dsts := []string{filepath.Join(b.rootDir(id), "dev")}
+	if b.guestDir == "" {
+		// A previous agent may have mounted its guest binary.
+		dsts = append(dsts, filepath.Join(b.rootDir(id), path.Dir(guest.Binary)))
+	}
 	for i := len(ms) - 1; i >= 0; i-- {
 		dsts = append(dsts, ms[i].dst)
 	}

@@ -39,14 +39,25 @@ type node struct {
 	b     *Backend
 	state string
 	base  string
+	guest string         // the guest binary; empty: none
 	owned map[string]int // chown calls, by path
 }
 
-// newNode is a backend over a fresh state directory, a fake FreeBSD and
-// a base tree holding what the jails mount and copy.
+// newNode is a backend over a fresh state directory, a fake FreeBSD, a
+// base tree holding what the jails mount and copy, and a guest binary
+// (a stand-in file: the fake plays its reaper).
 func newNode(t *testing.T) *node {
 	t.Helper()
-	n := &node{t: t, fake: newFake(t), state: t.TempDir(), base: t.TempDir()}
+	g := filepath.Join(t.TempDir(), "playground-sandbox")
+	if err := os.WriteFile(g, []byte("#!/bin/sh\n# stands in for playground-sandbox built for FreeBSD\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return newNodeWith(t, g)
+}
+
+func newNodeWith(t *testing.T, guestBinary string) *node {
+	t.Helper()
+	n := &node{t: t, fake: newFake(t), state: t.TempDir(), base: t.TempDir(), guest: guestBinary}
 	for _, d := range []string{"bin", "lib", "libexec", "sbin", "usr", "etc"} {
 		if err := os.MkdirAll(filepath.Join(n.base, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -61,7 +72,7 @@ func newNode(t *testing.T) *node {
 
 // over is another backend over the same node: an agent restarted.
 func (n *node) over() *Backend {
-	b, err := New(Options{StateDir: n.state, BaseDir: n.base, Runner: n.fake, StopTimeout: time.Second})
+	b, err := New(Options{StateDir: n.state, BaseDir: n.base, GuestBinary: n.guest, Runner: n.fake, StopTimeout: time.Second})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -125,6 +136,7 @@ func TestProvisionAndStartIssueTheManualsCommands(t *testing.T) {
 		"umount " + root + "/tmp",
 		"umount " + root + "/workspace",
 		"umount " + root + "/home/sandbox",
+		"umount " + root + "/.playground/bin",
 		"umount " + root + "/usr",
 		"umount " + root + "/sbin",
 		"umount " + root + "/libexec",
@@ -140,6 +152,7 @@ func TestProvisionAndStartIssueTheManualsCommands(t *testing.T) {
 		"mount_nullfs -o ro " + n.base + "/libexec " + root + "/libexec",
 		"mount_nullfs -o ro " + n.base + "/sbin " + root + "/sbin",
 		"mount_nullfs -o ro " + n.base + "/usr " + root + "/usr",
+		"mount_nullfs -o ro " + n.b.guestDir + " " + root + "/.playground/bin",
 		"mount_nullfs " + layer + "/home " + root + "/home/sandbox",
 		"mount_nullfs " + layer + "/workspace " + root + "/workspace",
 		"mount_nullfs " + layer + "/tmp " + root + "/tmp",
@@ -182,6 +195,9 @@ func TestProvisionAndStartIssueTheManualsCommands(t *testing.T) {
 	}
 	if lc, err := os.ReadFile(etc + "/login.conf"); err != nil || !strings.Contains(string(lc), "default:") {
 		t.Errorf("the base's login.conf is not copied: %v", err)
+	}
+	if st, err := os.Stat(n.b.guestDir + "/playground-sandbox"); err != nil || st.Mode().Perm() != 0o555 || !strings.HasPrefix(n.b.guestDir, n.state+"/bin/") {
+		t.Errorf("the guest binary is not installed in the state directory: %v", err)
 	}
 
 	// Started again: a running jail is left as it is.
@@ -294,7 +310,7 @@ func TestExec(t *testing.T) {
 	}
 	calls := n.fake.take()
 	wantCheck := "jexec -U sandbox " + name + " /bin/test -d /home/sandbox -a -x /home/sandbox"
-	wantRun := "jexec -U sandbox " + name + " /usr/bin/env -i PATH=" + guest.DefaultPath + " HOME=/home/sandbox USER=sandbox LOGNAME=sandbox SHELL=/bin/sh" +
+	wantRun := "jexec " + name + " /.playground/bin/playground-sandbox reap -uid 1000 -gid 1000 -- /usr/bin/env -i PATH=" + guest.DefaultPath + " HOME=/home/sandbox USER=sandbox LOGNAME=sandbox SHELL=/bin/sh" +
 		` /bin/sh -c cd -- "$1" || exit 126; shift; exec "$@" sh /home/sandbox /bin/sh -l -c echo out;`
 	if len(calls) != 3 || calls[0] != "jls --libxo=json -d -j "+name+" -n jid name path dying" || calls[1] != wantCheck || !strings.HasPrefix(calls[2], wantRun) {
 		t.Fatalf("exec ran\n%s\nwant jls, then\n%s\n%s...", strings.Join(calls, "\n"), wantCheck, wantRun)
@@ -332,30 +348,86 @@ func TestExec(t *testing.T) {
 	}
 }
 
-// TestKillDoesNotClaimProof: without the guest's reaper, Kill ends the
-// shell and says that cleanup is not proven; Capabilities agrees, so the
-// agent admits no background jobs on this backend.
-func TestKillDoesNotClaimProof(t *testing.T) {
+// TestCancelledJob: with the guest binary, Capabilities claims the proof;
+// Kill sends the reaper SIGTERM, and its exit status decides: proven
+// (ReapProvedExit) is a nil error and a SIGKILLed status, anything else
+// is ErrProofLost. The fake plays the reaper's protocol; the kill itself
+// (PROC_REAP_KILL until PROC_REAP_STATUS counts none) runs on FreeBSD
+// only, in the conformance suite's kill and jobs groups.
+func TestCancelledJob(t *testing.T) {
 	n := newNode(t)
-	if n.b.Capabilities().ProvesCleanup {
-		t.Fatal("the jail backend claims ProvesCleanup without a reaper")
-	}
-	if !n.b.Capabilities().AppendOnlyPile {
-		t.Error("the pile is sappnd: AppendOnlyPile")
+	if c := n.b.Capabilities(); !c.ProvesCleanup || !c.AppendOnlyPile {
+		t.Fatalf("Capabilities with the reaper: %+v", c)
 	}
 	n.up()
-	p, err := n.b.Exec(context.Background(), testID, backend.ExecRequest{Command: "echo started; exec sleep 30"}, nil)
-	if err != nil {
-		t.Fatal(err)
+	start := func() backend.Process {
+		t.Helper()
+		p, err := n.b.Exec(context.Background(), testID, backend.ExecRequest{Command: "sleep 30 & sleep 30"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := p.Kill(ctx); !errors.Is(err, backend.ErrProofLost) || !strings.Contains(err.Error(), "procctl") {
+	p := start()
+	if err := p.Kill(ctx); err != nil {
+		t.Fatalf("Kill with a proving reaper: %v", err)
+	}
+	if st, err := p.Wait(ctx); err != nil || !st.Killed || st.Signal != "SIGKILL" || st.Code != -1 {
+		t.Errorf("a cancelled job: %+v, %v", st, err)
+	}
+	if err := p.Kill(ctx); err != nil {
+		t.Errorf("killing it again: %v", err)
+	}
+
+	n.fake.reaperLoses = true
+	p = start()
+	if err := p.Kill(ctx); !errors.Is(err, backend.ErrProofLost) {
+		t.Fatalf("Kill when the reaper reports survivors: %v", err)
+	}
+	n.fake.reaperLoses = false
+
+	// A command that ended by itself is not killed again.
+	p, err := n.b.Exec(context.Background(), testID, backend.ExecRequest{Command: "exit 4"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Wait(ctx); err != nil || st.Code != 4 || st.Killed {
+		t.Fatalf("exit 4 under the reaper: %+v, %v", st, err)
+	}
+	if err := p.Kill(ctx); err != nil {
+		t.Errorf("Kill after the end: %v", err)
+	}
+}
+
+// TestNoGuestBinaryNoProof: without the guest binary, commands run under
+// jexec -U as the sandbox user, Capabilities does not claim the proof,
+// and Kill ends the shell and says the proof is lost.
+func TestNoGuestBinaryNoProof(t *testing.T) {
+	n := newNodeWith(t, "")
+	if n.b.Capabilities().ProvesCleanup {
+		t.Fatal("the jail backend claims ProvesCleanup without a reaper")
+	}
+	n.up()
+	p, err := n.b.Exec(context.Background(), testID, backend.ExecRequest{Command: "exec sleep 30"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := n.fake.take(); !strings.HasPrefix(calls[len(calls)-1], "jexec -U sandbox playground_"+testID+" /usr/bin/env -i ") {
+		t.Errorf("without the reaper, exec ran %q", calls[len(calls)-1])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Kill(ctx); !errors.Is(err, backend.ErrProofLost) || !errors.Is(err, ErrNoReaper) {
 		t.Fatalf("Kill: %v", err)
 	}
 	st, _ := p.Wait(ctx)
 	if !st.Killed || st.Signal != "SIGKILL" || st.Code != -1 {
 		t.Errorf("a killed shell: %+v", st)
+	}
+	if _, err := New(Options{StateDir: t.TempDir(), GuestBinary: "/nonexistent/playground-sandbox", Runner: n.fake}); err == nil {
+		t.Error("New accepted a guest binary that does not exist")
 	}
 }
 

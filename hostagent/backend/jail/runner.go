@@ -54,6 +54,8 @@ type Proc interface {
 	// Wait waits for the command's end: its exit code, or -1 and the
 	// name of the signal that ended it.
 	Wait() (code int, signal string, err error)
+	// Terminate sends SIGTERM: the reaper's cue to kill and prove.
+	Terminate() error
 	// Kill sends SIGKILL.
 	Kill() error
 }
@@ -152,5 +154,7 @@ func (p execProc) Wait() (int, string, error) {
 	}
 	return p.cmd.ProcessState.ExitCode(), "", nil
 }
+
+func (p execProc) Terminate() error { return p.cmd.Process.Signal(syscall.SIGTERM) }
 
 func (p execProc) Kill() error { return p.cmd.Process.Kill() }

@@ -1,0 +1,33 @@
+//go:build freebsd
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"github.com/playground-dev/playground/hostagent/guest"
+)
+
+// run: in a jail the guest binary is the reaper that each command runs
+// under (hostagent/backend/jail); init and the shepherds are Linux's.
+func run(mode string, args []string) int {
+	if mode == guest.ReapMode {
+		return guest.RunReaper(args)
+	}
+	usage()
+	return 2
+}
