@@ -29,7 +29,8 @@ import (
 
 // backendFlags registers the jail backend's flags and returns its
 // constructor: a FreeBSD node offers jail only. Of the oci flags, it
-// takes --state-dir and --network (none only).
+// takes --state-dir, --guest-binary (playground-sandbox built for
+// FreeBSD, whose reaper proves cleanup) and --network (none only).
 func backendFlags(fs *flag.FlagSet, o *oci.Options) func() ([]backend.Backend, error) {
 	var jo jail.Options
 	fs.StringVar(&jo.BaseDir, "jail-base", "/", "the FreeBSD userland every jail sees read-only (its bin lib libexec sbin usr, nullfs-mounted), e.g. a tree extracted from base.txz of this node's release (docs/freebsd.md)")
@@ -37,7 +38,7 @@ func backendFlags(fs *flag.FlagSet, o *oci.Options) func() ([]backend.Backend, e
 		if o.Network != oci.NetworkNone {
 			return nil, fmt.Errorf("--network %s: the jail backend offers network none only (a vnet jail with loopback)", o.Network)
 		}
-		jo.StateDir = o.StateDir
+		jo.StateDir, jo.GuestBinary = o.StateDir, o.GuestBinary
 		be, err := jail.New(jo)
 		if err != nil {
 			return nil, fmt.Errorf("the jail backend: %w", err)

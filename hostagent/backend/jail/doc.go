@@ -33,7 +33,9 @@ limitations under the License.
 //	        home/sandbox workspace tmp  nullfs of layer/, writable
 //	        pile/                   nullfs of the pile, writable, its files sappnd
 //	    layer/{home,workspace,tmp}  the sandbox's writable files
+//	        .playground/bin/        nullfs of the installed guest binary's directory, read-only
 //	<state>/piles/<id>/             the pile (PileDir): kept by Destroy with keepPile
+//	<state>/bin/<hash>/playground-sandbox  the guest binary, by content
 //
 // # The jail
 //
