@@ -185,7 +185,7 @@ func (p *process) Wait(ctx context.Context) (backend.ExitStatus, error) {
 }
 
 // ErrNoReaper says why Kill cannot prove cleanup without the guest binary.
-var ErrNoReaper = fmt.Errorf("%w: the jail backend runs without the guest binary (playground-sandbox for FreeBSD, --guest-binary), so it kills the command's shell but cannot prove that the shell's descendants are gone; stopping the sandbox (jail -r) ends them all", backend.ErrProofLost)
+var ErrNoReaper = fmt.Errorf("%w: the jail backend runs without the guest binary (playground-sandbox for FreeBSD, --guest-binary), so it kills the command's shell but cannot prove that the shell's descendants are gone; stopping the sandbox (jail -R) ends them all", backend.ErrProofLost)
 
 // Kill implements backend.Process. With the reaper, SIGTERM asks it to
 // kill the command's whole subtree, and its exit status says whether the

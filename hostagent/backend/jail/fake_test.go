@@ -212,9 +212,9 @@ func (f *fakeBSD) jail(line string, args []string) error {
 		return fail(1, line, "usage: jail ...")
 	}
 	switch args[0] {
-	case "-r":
+	case "-R":
 		if len(args) != 2 {
-			return fail(1, line, "usage: jail -r jail")
+			return fail(1, line, "usage: jail -R jail")
 		}
 		j := f.jails[args[1]]
 		if j == nil || j.removed {
@@ -228,7 +228,7 @@ func (f *fakeBSD) jail(line string, args []string) error {
 		return nil
 	case "-c":
 	default:
-		f.t.Errorf("the backend runs %q: only -c and -r are expected", line)
+		f.t.Errorf("the backend runs %q: only -c and -R are expected", line)
 		return fail(1, line, "usage")
 	}
 	params := map[string]string{}

@@ -72,7 +72,7 @@ type Options struct {
 	// ProvesCleanup. It is copied into StateDir by content hash, so
 	// running jails keep the binary they started with.
 	GuestBinary string
-	// StopTimeout bounds the wait, after jail -r, for the jail to be gone
+	// StopTimeout bounds the wait, after jail -R, for the jail to be gone
 	// with all its processes; default 30s.
 	StopTimeout time.Duration
 	// Runner runs the tools; default ExecRunner.
@@ -519,7 +519,7 @@ func (b *Backend) running(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	if filepath.Clean(info.Path) != b.rootDir(id) {
-		return false, fmt.Errorf("jail: a jail named %s (jid %s) runs over %s, not this sandbox's %s: remove it (jail -r %s) if it is stale", JailName(id), info.JID, info.Path, b.rootDir(id), info.JID)
+		return false, fmt.Errorf("jail: a jail named %s (jid %s) runs over %s, not this sandbox's %s: remove it (jail -R %s) if it is stale", JailName(id), info.JID, info.Path, b.rootDir(id), info.JID)
 	}
 	if info.Dying {
 		return false, fmt.Errorf("jail: jail %s (jid %s) is still dying; retry once jls -d no longer lists it", JailName(id), info.JID)
@@ -637,7 +637,7 @@ func (b *Backend) unmountAll(ctx context.Context, id string) error {
 	return nil
 }
 
-// Stop implements backend.Backend: jail -r kills every process of the
+// Stop implements backend.Backend: jail -R kills every process of the
 // jail; Stop returns once jls no longer lists it, dying or not, and its
 // mounts are gone.
 func (b *Backend) Stop(ctx context.Context, id string) error {
@@ -658,7 +658,10 @@ func (b *Backend) stop(ctx context.Context, id string) error {
 		if filepath.Clean(info.Path) != b.rootDir(id) {
 			return fmt.Errorf("jail: a jail named %s (jid %s) runs over %s, not this sandbox's %s: not removing it", name, info.JID, info.Path, b.rootDir(id))
 		}
-		if _, err := b.run.Run(ctx, "jail", "-r", name); err != nil && !failedWith(err, "not found") {
+		// -R: removed as it was created, from the command line; -r would
+		// read /etc/jail.conf, where an operator's entry of the same name
+		// could run its exec.stop commands.
+		if _, err := b.run.Run(ctx, "jail", "-R", name); err != nil && !failedWith(err, "not found") {
 			return fmt.Errorf("jail: removing jail %s: %w", name, err)
 		}
 	}
@@ -673,7 +676,7 @@ func (b *Backend) stop(ctx context.Context, id string) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("jail: jail %s is still listed (dying) %v after jail -r: its processes may not all be gone (jls -d -j %s; ps -J %s)", name, b.opts.StopTimeout, name, name)
+				return fmt.Errorf("jail: jail %s is still listed (dying) %v after jail -R: its processes may not all be gone (jls -d -j %s; ps -J %s)", name, b.opts.StopTimeout, name, name)
 			}
 			select {
 			case <-ctx.Done():

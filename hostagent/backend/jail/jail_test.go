@@ -238,7 +238,7 @@ func TestStartRefusesAForeignJail(t *testing.T) {
 	other := t.TempDir()
 	n.fake.jails["playground_"+testID] = &fakeJail{jid: 7, path: other}
 	err := n.b.Start(ctx, testID)
-	if err == nil || !strings.Contains(err.Error(), "runs over "+other) || !strings.Contains(err.Error(), "jail -r 7") {
+	if err == nil || !strings.Contains(err.Error(), "runs over "+other) || !strings.Contains(err.Error(), "jail -R 7") {
 		t.Fatalf("Start over a foreign jail of the same name: %v", err)
 	}
 	if err := n.b.Stop(ctx, testID); err == nil || n.fake.jails["playground_"+testID].removed {
@@ -431,7 +431,7 @@ func TestNoGuestBinaryNoProof(t *testing.T) {
 	}
 }
 
-// TestStopRemovesTheJailAndWaits: jail -r, then jls until the dying jail
+// TestStopRemovesTheJailAndWaits: jail -R, then jls until the dying jail
 // is gone, then the mounts; a jail dying for ever is an error that says
 // what to look at.
 func TestStopRemovesTheJailAndWaits(t *testing.T) {
@@ -444,8 +444,8 @@ func TestStopRemovesTheJailAndWaits(t *testing.T) {
 	}
 	calls := n.fake.take()
 	name := "playground_" + testID
-	if calls[1] != "jail -r "+name {
-		t.Fatalf("Stop ran %q; want jls, then jail -r", calls)
+	if calls[1] != "jail -R "+name {
+		t.Fatalf("Stop ran %q; want jls, then jail -R", calls)
 	}
 	polls := 0
 	for _, c := range calls {
@@ -528,7 +528,7 @@ func TestDestroy(t *testing.T) {
 			}
 			calls := n.fake.take()
 			name := "playground_" + testID
-			if !slices.Contains(calls, "jail -r "+name) || !slices.Contains(calls, "rctl -r jail:"+name+":") {
+			if !slices.Contains(calls, "jail -R "+name) || !slices.Contains(calls, "rctl -r jail:"+name+":") {
 				t.Errorf("Destroy ran\n%s", strings.Join(calls, "\n"))
 			}
 			if len(n.fake.jails) != 0 || len(n.fake.mounts) != 0 || len(n.fake.rules) != 0 {
