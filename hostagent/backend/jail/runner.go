@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -95,6 +96,10 @@ func failedWith(err error, msgs ...string) bool {
 // directories only, whatever the agent's PATH.
 const SystemPath = "/sbin:/bin:/usr/sbin:/usr/bin"
 
+// OutputDrain bounds how long a started command's output is still read
+// after it has ended.
+const OutputDrain = 2 * time.Second
+
 // ExecRunner runs the real tools from SystemPath.
 type ExecRunner struct{}
 
@@ -135,6 +140,10 @@ func (ExecRunner) Start(c Command) (Proc, error) {
 	cmd := exec.Command(path, c.Args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.Env = []string{"PATH=" + SystemPath}
+	// A command's background processes may hold its output open after it
+	// ends: what they write within OutputDrain still goes out, then the
+	// pipes close, so that the command's end is not theirs.
+	cmd.WaitDelay = OutputDrain
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -146,7 +155,7 @@ type execProc struct{ cmd *exec.Cmd }
 func (p execProc) Wait() (int, string, error) {
 	err := p.cmd.Wait()
 	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
+	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
 		return -1, "", err
 	}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
