@@ -16,6 +16,11 @@ limitations under the License.
 
 package guest
 
+import (
+	"fmt"
+	"time"
+)
+
 // The reaper is the FreeBSD guest's proof of cleanup (reaper_freebsd.go):
 // a jail's command runs under `playground-sandbox reap`, which the agent
 // ends with SIGTERM and whose exit status says whether every descendant
@@ -35,3 +40,39 @@ const (
 	// or start the command, which then never ran.
 	ReapSetupExit = 197
 )
+
+// reaperOps are the kernel's controls over a reaper's subtree: procctl(2)
+// on FreeBSD (reaper_freebsd.go), a fake in tests.
+type reaperOps interface {
+	// descendants counts the subtree (PROC_REAP_STATUS).
+	descendants() (int, error)
+	// killAll sends SIGKILL to the whole subtree (PROC_REAP_KILL); nothing
+	// left to signal is no error.
+	killAll() error
+	// reap collects the zombies of the reaper's children.
+	reap()
+}
+
+// proveSubtreeDead kills the subtree until the kernel counts none left,
+// for at most timeout: the exit status of the reaper (ReapProvedExit or
+// ReapLostExit) and, when lost, why.
+func proveSubtreeDead(ops reaperOps, timeout time.Duration) (int, string) {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := ops.descendants()
+		if err != nil {
+			return ReapLostExit, fmt.Sprintf("counting the descendants (PROC_REAP_STATUS): %v", err)
+		}
+		if n == 0 {
+			return ReapProvedExit, ""
+		}
+		if err := ops.killAll(); err != nil {
+			return ReapLostExit, fmt.Sprintf("killing the descendants (PROC_REAP_KILL): %v", err)
+		}
+		ops.reap()
+		if time.Now().After(deadline) {
+			return ReapLostExit, fmt.Sprintf("%d descendants still alive after %v of SIGKILL", n, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

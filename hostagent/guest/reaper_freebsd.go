@@ -150,32 +150,38 @@ func reapArgs(args []string) (uid, gid uint32, argv []string, err error) {
 
 // killSubtree kills every descendant and proves none is left.
 func killSubtree() int {
-	deadline := time.Now().Add(ProofTimeout)
+	code, why := proveSubtreeDead(procctlReaper{}, ProofTimeout)
+	if why != "" {
+		fmt.Fprintf(os.Stderr, "playground-sandbox reap: %s\n", why)
+	}
+	return code
+}
+
+// procctlReaper is this process's reaper subtree, through procctl(2).
+type procctlReaper struct{}
+
+func (procctlReaper) descendants() (int, error) {
+	var st reaperStatus
+	if err := procctl(procReapStatus, unsafe.Pointer(&st)); err != nil {
+		return 0, err
+	}
+	return int(st.Descendants), nil
+}
+
+func (procctlReaper) killAll() error {
+	rk := reaperKill{Sig: int32(unix.SIGKILL)}
+	// ESRCH: nothing was left to signal between the count and the kill.
+	if err := procctl(procReapKill, unsafe.Pointer(&rk)); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("%w (first failed pid %d)", err, rk.Fpid)
+	}
+	return nil
+}
+
+func (procctlReaper) reap() {
 	for {
-		var st reaperStatus
-		if err := procctl(procReapStatus, unsafe.Pointer(&st)); err != nil {
-			fmt.Fprintf(os.Stderr, "playground-sandbox reap: procctl(PROC_REAP_STATUS): %v\n", err)
-			return ReapLostExit
+		var ws unix.WaitStatus
+		if wpid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); wpid <= 0 || err != nil {
+			return
 		}
-		if st.Descendants == 0 {
-			return ReapProvedExit
-		}
-		rk := reaperKill{Sig: int32(unix.SIGKILL)}
-		// ESRCH: nothing was left to signal between the count and the kill.
-		if err := procctl(procReapKill, unsafe.Pointer(&rk)); err != nil && !errors.Is(err, unix.ESRCH) {
-			fmt.Fprintf(os.Stderr, "playground-sandbox reap: procctl(PROC_REAP_KILL): %v (first failed pid %d)\n", err, rk.Fpid)
-			return ReapLostExit
-		}
-		for {
-			var ws unix.WaitStatus
-			if wpid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); wpid <= 0 || err != nil {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "playground-sandbox reap: %d descendants still alive after %v of SIGKILL\n", st.Descendants, ProofTimeout)
-			return ReapLostExit
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
