@@ -63,8 +63,9 @@ limitations under the License.
 //
 // # What is not done (see docs/isolation.md)
 //
-// Disk limits (a ZFS dataset quota per sandbox) and egress: a spec with
-// egress rules or faculties is refused. The reaper's kill loop and the
+// Egress and faculties: a spec with egress rules or faculties is refused.
+// Disk limits need ZFS (Options.ZFSParent, storage.go); on UFS a sandbox's
+// disk is unbounded. The reaper's kill loop and the
 // whole backend have been built and vetted for FreeBSD and tested here
 // against a fake of its tools, never run on FreeBSD.
 package jail

@@ -61,6 +61,8 @@ type fakeBSD struct {
 	// reaperLoses: the guest's reaper reports descendants it could not
 	// kill.
 	reaperLoses bool
+	// datasets are ZFS's, by name: their properties.
+	datasets map[string]map[string]string
 }
 
 type fakeJail struct {
@@ -79,7 +81,8 @@ type fakeMount struct {
 }
 
 func newFake(t *testing.T) *fakeBSD {
-	return &fakeBSD{t: t, jails: map[string]*fakeJail{}, nextJID: 1, mounts: map[string]fakeMount{}, flags: map[string]bool{}}
+	return &fakeBSD{t: t, jails: map[string]*fakeJail{}, nextJID: 1, mounts: map[string]fakeMount{}, flags: map[string]bool{},
+		datasets: map[string]map[string]string{"zroot": {}, "zroot/playground": {}}}
 }
 
 // calls since the last reset, one command line each.
@@ -137,6 +140,8 @@ func (f *fakeBSD) Run(ctx context.Context, name string, args ...string) ([]byte,
 		}
 		delete(f.mounts, args[0])
 		return nil, nil
+	case "zfs":
+		return f.zfs(line, args)
 	case "pwd_mkdb":
 		if len(args) != 4 || args[0] != "-d" || args[2] != "-p" {
 			return nil, fail(1, line, "usage: pwd_mkdb [-BCilLNp] [-d directory] [-s cachesize] [-u username] file")
@@ -541,3 +546,82 @@ func (p *fakeProc) Terminate() error {
 }
 
 func (p *fakeProc) Kill() error { return p.cmd.Process.Kill() }
+
+// zfs: create (-p, -o property=value), list -H -o name, destroy -r, as
+// zfs(8) documents them; a dataset's mountpoint is made a directory, as
+// zfs mounts it.
+func (f *fakeBSD) zfs(line string, args []string) ([]byte, error) {
+	notExist := func(ds string) error {
+		return fail(1, line, "cannot open '"+ds+"': dataset does not exist")
+	}
+	switch {
+	case len(args) == 5 && args[0] == "list" && args[1] == "-H" && args[2] == "-o" && args[3] == "name":
+		if _, ok := f.datasets[args[4]]; !ok {
+			return nil, notExist(args[4])
+		}
+		return []byte(args[4] + "\n"), nil
+	case len(args) == 3 && args[0] == "destroy" && args[1] == "-r":
+		if _, ok := f.datasets[args[2]]; !ok {
+			return nil, notExist(args[2])
+		}
+		for ds, props := range f.datasets {
+			if ds == args[2] || strings.HasPrefix(ds, args[2]+"/") {
+				delete(f.datasets, ds)
+				if mp := props["mountpoint"]; mp != "" {
+					delete(f.mounts, mp)
+				}
+			}
+		}
+		return nil, nil
+	case len(args) >= 2 && args[0] == "create":
+		props := map[string]string{}
+		parents := false
+		rest := args[1:]
+		for len(rest) > 1 {
+			switch rest[0] {
+			case "-p":
+				parents, rest = true, rest[1:]
+				continue
+			case "-o":
+				k, v, ok := strings.Cut(rest[1], "=")
+				n, err := strconv.ParseInt(v, 10, 64)
+				switch {
+				case !ok:
+					return nil, fail(1, line, "missing '=' for property argument")
+				case k == "mountpoint" && !filepath.IsAbs(v):
+					return nil, fail(1, line, "cannot create: 'mountpoint' must be an absolute path, 'none', or 'legacy'")
+				case (k == "refquota" || k == "quota" || strings.HasPrefix(k, "userobjquota@")) && (err != nil || n <= 0):
+					return nil, fail(1, line, "bad numeric value '"+v+"'")
+				case k != "mountpoint" && k != "refquota" && k != "quota" && !strings.HasPrefix(k, "userobjquota@"):
+					f.t.Errorf("zfs property %q is not expected", k)
+				}
+				props[k] = v
+				rest = rest[2:]
+				continue
+			}
+			break
+		}
+		if len(rest) != 1 {
+			return nil, fail(2, line, "usage: zfs create [-Pnpuv] [-o property=value] ... <filesystem>")
+		}
+		ds := rest[0]
+		if _, ok := f.datasets[ds]; ok {
+			return nil, fail(1, line, "cannot create '"+ds+"': dataset already exists")
+		}
+		if parent := filepath.Dir(ds); !parents {
+			if _, ok := f.datasets[parent]; !ok {
+				return nil, fail(1, line, "cannot create '"+ds+"': parent does not exist")
+			}
+		}
+		if mp := props["mountpoint"]; mp != "" {
+			if err := os.MkdirAll(mp, 0o755); err != nil {
+				f.t.Error(err)
+			}
+			f.mounts[mp] = fakeMount{fstype: "zfs", src: ds}
+		}
+		f.datasets[ds] = props
+		return nil, nil
+	}
+	f.t.Errorf("zfs %q is not expected", line)
+	return nil, fail(2, line, "usage")
+}

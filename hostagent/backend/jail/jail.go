@@ -72,6 +72,14 @@ type Options struct {
 	// ProvesCleanup. It is copied into StateDir by content hash, so
 	// running jails keep the binary they started with.
 	GuestBinary string
+	// ZFSParent is a ZFS dataset (say zroot/playground) under which each
+	// sandbox gets two of its own, for its layer and its pile, bounded in
+	// bytes and files (storage.go). Empty: plain directories of StateDir,
+	// and no disk limits: one sandbox can fill the node's filesystem.
+	ZFSParent string
+	// DefaultStorage fills in zero limits of a Spec's Storage; its own zero
+	// fields default to DefaultStorage (the package variable).
+	DefaultStorage backend.Storage
 	// StopTimeout bounds the wait, after jail -R, for the jail to be gone
 	// with all its processes; default 30s.
 	StopTimeout time.Duration
@@ -140,6 +148,9 @@ func New(opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("jail: pile file %q is not a plain file name", f)
 		}
 	}
+	if p := opts.ZFSParent; p != "" && !zfsName.MatchString(p) {
+		return nil, fmt.Errorf("jail: --jail-zfs-parent %q is not a ZFS dataset name (pool/dataset, no leading or trailing slash)", p)
+	}
 	if opts.DevfsRuleset == 0 {
 		opts.DevfsRuleset = 4
 	}
@@ -207,6 +218,8 @@ func (b *Backend) Name() string { return Name }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true}
 }
+
+var zfsName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*(/[A-Za-z0-9_.:-]+)*$`)
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
 
@@ -347,6 +360,9 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	}
 	if err := writeFileAtomic(filepath.Join(dir, "sandbox.json"), data, 0o600); err != nil {
 		return fmt.Errorf("jail: %w", err)
+	}
+	if err := b.ensureDatasets(ctx, spec); err != nil {
+		return err
 	}
 	// The jail's root and its mount points, root-owned; /tmp, home and
 	// workspace are the layer's, the tenant's.
@@ -727,6 +743,11 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := b.clearLimits(ctx, JailName(id)); err != nil {
 		return err
 	}
+	if b.opts.ZFSParent != "" {
+		if err := b.destroyDataset(ctx, b.layerDataset(id)); err != nil {
+			return err
+		}
+	}
 	// Only after every unmount succeeded: never remove through a mount.
 	if err := os.RemoveAll(b.sandboxDir(id)); err != nil {
 		return fmt.Errorf("jail: %w", err)
@@ -735,6 +756,16 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 		return nil
 	}
 	pile := b.PileDir(id)
+	if b.opts.ZFSParent != "" {
+		// zfs destroy heeds no file flag.
+		if err := b.destroyDataset(ctx, b.pileDataset(id)); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(pile); err != nil {
+			return fmt.Errorf("jail: %w", err)
+		}
+		return nil
+	}
 	if _, err := os.Stat(pile); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

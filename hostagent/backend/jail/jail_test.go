@@ -595,3 +595,61 @@ func TestStartFailureUnwindsMounts(t *testing.T) {
 		t.Errorf("left: mounts %v, jails %v", n.fake.mounts, n.fake.jails)
 	}
 }
+
+// TestZFSStorage: with a ZFS parent, each sandbox gets a dataset for its
+// layer and one for its pile, bounded in bytes (refquota) and in the
+// sandbox user's files (userobjquota), created once; Destroy destroys the
+// layer's, and the pile's unless the pile is kept.
+func TestZFSStorage(t *testing.T) {
+	for _, keepPile := range []bool{true, false} {
+		n := newNode(t)
+		b, err := New(Options{StateDir: n.state, BaseDir: n.base, GuestBinary: n.guest, Runner: n.fake, ZFSParent: "zroot/playground",
+			DefaultStorage: backend.Storage{PileInodes: 500}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.chown = func(string, int, int) error { return nil }
+		ctx := context.Background()
+		sp := spec()
+		sp.Storage.LayerBytes = 1 << 30
+		if err := b.Provision(ctx, sp); err != nil {
+			t.Fatal(err)
+		}
+		layer, pile := filepath.Join(n.state, "jails", testID, "layer"), b.PileDir(testID)
+		want := []string{
+			"zfs list -H -o name zroot/playground/" + testID,
+			"zfs create -p -o mountpoint=" + layer + " -o refquota=1073741824 -o userobjquota@1000=262144 zroot/playground/" + testID,
+			"zfs list -H -o name zroot/playground/" + testID + "-pile",
+			"zfs create -p -o mountpoint=" + pile + " -o refquota=536870912 -o userobjquota@1000=500 zroot/playground/" + testID + "-pile",
+		}
+		if got := n.fake.take(); len(got) < 4 || !slices.Equal(got[:4], want) {
+			t.Fatalf("Provision with ZFS ran\n%s\nwant first\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		sp.Storage.LayerBytes = 2 << 30
+		if err := b.Provision(ctx, sp); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range n.fake.take() {
+			if strings.HasPrefix(c, "zfs create") {
+				t.Errorf("provisioning again created a dataset: %s", c)
+			}
+		}
+		if err := b.Start(ctx, testID); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Destroy(ctx, testID, keepPile); err != nil {
+			t.Fatal(err)
+		}
+		_, layerLeft := n.fake.datasets["zroot/playground/"+testID]
+		_, pileLeft := n.fake.datasets["zroot/playground/"+testID+"-pile"]
+		if layerLeft || pileLeft != keepPile {
+			t.Errorf("keepPile %v: the layer's dataset left %v, the pile's %v", keepPile, layerLeft, pileLeft)
+		}
+		if len(n.fake.mounts) != map[bool]int{true: 1, false: 0}[keepPile] {
+			t.Errorf("keepPile %v: mounts left %v", keepPile, n.fake.mounts)
+		}
+	}
+	if _, err := New(Options{StateDir: t.TempDir(), ZFSParent: "/zroot/x"}); err == nil {
+		t.Error("New accepted a ZFS parent that is a path")
+	}
+}
