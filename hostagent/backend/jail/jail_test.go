@@ -629,6 +629,9 @@ func TestZFSStorage(t *testing.T) {
 		if err := b.Provision(ctx, sp); err != nil {
 			t.Fatal(err)
 		}
+		if st, err := b.Storage(testID); err != nil || st != (backend.Storage{LayerBytes: 1 << 30, LayerInodes: 262144, PileBytes: 512 << 20, PileInodes: 500}) {
+			t.Errorf("Storage after a second provision asking for more: %+v, %v; want the first's limits", st, err)
+		}
 		for _, c := range n.fake.take() {
 			if strings.HasPrefix(c, "zfs create") {
 				t.Errorf("provisioning again created a dataset: %s", c)
@@ -651,5 +654,10 @@ func TestZFSStorage(t *testing.T) {
 	}
 	if _, err := New(Options{StateDir: t.TempDir(), ZFSParent: "/zroot/x"}); err == nil {
 		t.Error("New accepted a ZFS parent that is a path")
+	}
+	n := newNode(t)
+	n.up()
+	if _, err := n.b.Storage(testID); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("Storage without ZFS: %v; want ErrNotFound (no limits)", err)
 	}
 }

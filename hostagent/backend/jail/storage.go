@@ -18,7 +18,11 @@ package jail
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -64,7 +68,20 @@ func (b *Backend) ensureDatasets(ctx context.Context, spec backend.Spec) error {
 	if b.opts.ZFSParent == "" {
 		return nil
 	}
-	st := b.storageOf(spec)
+	// The limits of the first provision are the sandbox's for good.
+	st, err := b.Storage(spec.ID)
+	if errors.Is(err, backend.ErrNotFound) {
+		st = b.storageOf(spec)
+		data, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomic(b.storageFile(spec.ID), data, 0o600); err != nil {
+			return fmt.Errorf("jail: %w", err)
+		}
+	} else if err != nil {
+		return err
+	}
 	for _, d := range []struct {
 		ds, dir       string
 		bytes, inodes int64
@@ -100,4 +117,31 @@ func (b *Backend) destroyDataset(ctx context.Context, ds string) error {
 		return fmt.Errorf("jail: destroying ZFS dataset %s: %w", ds, err)
 	}
 	return nil
+}
+
+var _ backend.StorageReporter = (*Backend)(nil)
+
+func (b *Backend) storageFile(id string) string {
+	return filepath.Join(b.sandboxDir(id), "storage.json")
+}
+
+// Storage implements backend.StorageReporter: the limits sandbox id's
+// datasets were created with. ErrNotFound without ZFS, where nothing
+// bounds the disk.
+func (b *Backend) Storage(id string) (backend.Storage, error) {
+	var st backend.Storage
+	if err := validateID(id); err != nil {
+		return st, err
+	}
+	data, err := os.ReadFile(b.storageFile(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return st, fmt.Errorf("%w: no disk limits recorded for %s", backend.ErrNotFound, id)
+	}
+	if err != nil {
+		return st, fmt.Errorf("jail: %w", err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("jail: %s: %w", b.storageFile(id), err)
+	}
+	return st, nil
 }
