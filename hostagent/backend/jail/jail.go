@@ -377,6 +377,10 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 			return fmt.Errorf("jail: %w", err)
 		}
 	}
+	// /var/tmp is /tmp, as in the other backends' sandboxes.
+	if err := os.Symlink("/tmp", filepath.Join(root, "var", "tmp")); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("jail: %w", err)
+	}
 	for _, d := range []string{"home", "workspace", "tmp"} {
 		p := filepath.Join(b.layerDir(id), d)
 		if err := os.MkdirAll(p, 0o700); err != nil {

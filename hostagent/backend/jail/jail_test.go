@@ -185,6 +185,9 @@ func TestProvisionAndStartIssueTheManualsCommands(t *testing.T) {
 	if st, err := os.Stat(pile); err != nil || st.Mode().Perm() != 0o755 || n.owned[pile] != 0 {
 		t.Errorf("the pile directory must stay root's 0755 (the tenant creates no file there): %v, %v", st.Mode(), err)
 	}
+	if l, err := os.Readlink(root + "/var/tmp"); err != nil || l != "/tmp" {
+		t.Errorf("/var/tmp is %q, %v; want a link to /tmp", l, err)
+	}
 	passwd, _ := os.ReadFile(etc + "/master.passwd")
 	if !strings.Contains(string(passwd), "\nsandbox:*:1000:1000::0:0:Playground sandbox:/home/sandbox:/bin/sh\n") {
 		t.Errorf("master.passwd has no sandbox user:\n%s", passwd)
