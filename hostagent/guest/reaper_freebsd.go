@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 	"unsafe"
@@ -124,28 +123,6 @@ func RunReaper(args []string) int {
 		}
 	}
 	return ReapLostExit
-}
-
-func reapArgs(args []string) (uid, gid uint32, argv []string, err error) {
-	for len(args) >= 2 && (args[0] == "-uid" || args[0] == "-gid") {
-		n, perr := strconv.ParseUint(args[1], 10, 32)
-		if perr != nil {
-			return 0, 0, nil, fmt.Errorf("%s %q: %v", args[0], args[1], perr)
-		}
-		if args[0] == "-uid" {
-			uid = uint32(n)
-		} else {
-			gid = uint32(n)
-		}
-		args = args[2:]
-	}
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	if len(args) == 0 || uid == 0 {
-		return 0, 0, nil, errors.New("usage: playground-sandbox reap -uid N -gid N -- command... (N not root)")
-	}
-	return uid, gid, args, nil
 }
 
 // killSubtree kills every descendant and proves none is left.

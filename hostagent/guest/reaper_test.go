@@ -18,6 +18,7 @@ package guest
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,26 @@ func TestProveSubtreeDead(t *testing.T) {
 	f = &fakeReaper{left: 1, killErr: errors.New("EPERM")}
 	if code, why := proveSubtreeDead(f, time.Second); code != ReapLostExit || !strings.Contains(why, "PROC_REAP_KILL") {
 		t.Errorf("a kill refused: %d %q", code, why)
+	}
+}
+
+func TestReapArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		uid, gid uint32
+		argv     []string
+		err      bool
+	}{
+		{[]string{"-uid", "1000", "-gid", "1000", "--", "/usr/bin/env", "-i", "sh"}, 1000, 1000, []string{"/usr/bin/env", "-i", "sh"}, false},
+		{[]string{"-gid", "5", "-uid", "7", "sh", "-uid"}, 7, 5, []string{"sh", "-uid"}, false},
+		{[]string{"-uid", "0", "-gid", "0", "--", "sh"}, 0, 0, nil, true}, // never root
+		{[]string{"-gid", "1000", "--", "sh"}, 0, 0, nil, true},           // no uid: root
+		{[]string{"-uid", "1000", "-gid", "1000", "--"}, 0, 0, nil, true}, // no command
+		{[]string{"-uid", "x", "--", "sh"}, 0, 0, nil, true},
+	} {
+		uid, gid, argv, err := reapArgs(tc.args)
+		if (err != nil) != tc.err || uid != tc.uid || gid != tc.gid || !slices.Equal(argv, tc.argv) {
+			t.Errorf("reapArgs(%q) = %d %d %q %v", tc.args, uid, gid, argv, err)
+		}
 	}
 }
