@@ -1,4 +1,4 @@
-//go:build !linux && !freebsd
+//go:build !linux && !(freebsd && (amd64 || arm64))
 
 /*
 Copyright 2026 The Playground Authors.

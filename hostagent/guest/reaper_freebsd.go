@@ -1,4 +1,4 @@
-//go:build freebsd
+//go:build freebsd && (amd64 || arm64)
 
 /*
 Copyright 2026 The Playground Authors.
@@ -57,6 +57,8 @@ type reaperKill struct {
 	_       [15]uint32
 }
 
+// procctl acts on this process. id_t is 64 bits: passed in one register,
+// as on the 64-bit platforms this is built for (amd64, arm64).
 func procctl(cmd int, data unsafe.Pointer) error {
 	_, _, e := unix.Syscall6(unix.SYS_PROCCTL, pPID, uintptr(os.Getpid()), uintptr(cmd), uintptr(data), 0, 0)
 	if e != 0 {
