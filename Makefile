@@ -33,9 +33,10 @@ help: ## Show this help.
 # directory on the node (config/samples): dev puts the example worker there.
 EXAMPLE_WORKER_DIR ?= /opt/playground/faculties
 
-dev: prereqs build envtest ## Run the whole system locally on an embedded control plane.
+dev: prereqs build envtest runsc vm-image ## Run the whole system locally on an embedded control plane (gVisor and vm sandboxes offered).
 	install -D -m 0755 $(BIN)/playground-example-worker $(EXAMPLE_WORKER_DIR)/playground-example-worker
-	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)"
+	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
+	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)" --runsc "$$(hack/runsc.sh)"
 
 # Fuzz targets of the decoders of untrusted input, as package:target:budget;
 # make test runs each on top of its seed corpus for its budget, a count of

@@ -86,6 +86,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&builderDisk, "faculty-builder-storage", resource.NewQuantity(faculty.DefaultStorageBytes, resource.BinarySI).String(), "disk each faculty builder may write, /out included (a quantity, e.g. 4Gi)")
 	fs.DurationVar(&opts.Faculties.RetryAfter, "faculty-retry-after", faculty.DefaultRetryAfter, "how long a failed faculty build is answered with its failure before it is built again")
 	fs.DurationVar(&opts.FacultyReread, "faculty-reread", nodeagent.DefaultFacultyReread, "how often a faculty bundle's hostPath source is read again for changes")
+	vmf := addVMFlags(fs)
 	budgetFlags(fs, &opts.Budget)
 	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
 	logOpts := logFlags(fs, "json")
@@ -180,12 +181,20 @@ func runAgent(ctx context.Context, args []string) error {
 		return err
 	}
 	opts.StateDir = ociOpts.StateDir
-	// The backends this node offers; the oci backend is the one Linux has.
+	// The backends this node offers: oci, the first (a Sandbox that names
+	// none runs there), and vm when its image is given.
 	be, err := oci.New(ociOpts)
 	if err != nil {
 		return fmt.Errorf("the oci backend: %w", err)
 	}
 	opts.Backends = []backend.Backend{be}
+	vmb, err := vmf.backend(ctx, ociOpts.StateDir, ociOpts.GuestBinary, opts.Logger)
+	if err != nil {
+		return err
+	}
+	if vmb != nil {
+		opts.Backends = append(opts.Backends, vmb)
+	}
 	return nodeagent.Run(ctx, opts)
 }
 

@@ -452,20 +452,28 @@ func (o *Options) setDefaults() error {
 		}
 	}
 	if o.GuestBinary == "" {
-		if exe, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
-				o.GuestBinary = p
-			}
-		}
-	}
-	if o.GuestBinary == "" {
-		p, err := exec.LookPath(GuestBinaryName)
+		p, err := FindGuestBinary()
 		if err != nil {
-			return fmt.Errorf("oci: guest binary %s not found next to the agent or in PATH; set Options.GuestBinary", GuestBinaryName)
+			return fmt.Errorf("oci: %w", err)
 		}
 		o.GuestBinary = p
 	}
 	return nil
+}
+
+// FindGuestBinary is the default guest binary of every backend that runs
+// one: GuestBinaryName next to the running executable, else on PATH.
+func FindGuestBinary() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(GuestBinaryName)
+	if err != nil {
+		return "", fmt.Errorf("guest binary %s not found next to the agent or in PATH; set it explicitly", GuestBinaryName)
+	}
+	return p, nil
 }
 
 // prepareStateDir creates the state directory's skeleton and checks that a
