@@ -418,6 +418,15 @@ func ReadPileFile(be Backend, id, name string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(be.PileDir(id), name))
 }
 
+// Describer is implemented by backends with something to say about how
+// they run sandboxes on this node (the vm backend: under KVM, or under
+// TCG emulation, for development only). The agent publishes the note in
+// its Lease and, when it is a caveat, in the Provisioned condition of each
+// Sandbox the backend runs.
+type Describer interface {
+	Describe() (note string, caveat bool)
+}
+
 // Isolator is implemented by backends that offer a choice of isolation
 // (Spec.Isolation): Isolations lists what this one can run, on this node.
 // A backend that does not implement it runs IsolationContainer only.

@@ -170,6 +170,15 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 // emulates every instruction, for development only.
 func (b *Backend) Accel() (accel, reason string) { return b.accel, b.accelReason }
 
+// Describe implements backend.Describer: the accelerator, and why; TCG
+// is a caveat.
+func (b *Backend) Describe() (string, bool) {
+	if b.accel == AccelTCG {
+		return "vm sandboxes run under TCG emulation, for development only (about ten times slower than KVM): " + b.accelReason, true
+	}
+	return "vm sandboxes run under KVM: " + b.accelReason, false
+}
+
 // Name implements backend.Backend.
 func (b *Backend) Name() string { return "vm" }
 

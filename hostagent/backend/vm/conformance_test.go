@@ -21,15 +21,14 @@ package vm
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/conformance"
+	"github.com/playground-dev/playground/internal/testbin"
 )
 
 // TestConformanceVM runs the suite every backend passes on real QEMU
@@ -103,31 +102,12 @@ func leftovers(tb testing.TB, stateDir, id string) []string {
 	return left
 }
 
-var guestOnce struct {
-	sync.Once
-	path string
-	err  error
-}
-
 // guestBinary builds playground-sandbox once for the package's tests.
 func guestBinary(tb testing.TB) string {
 	tb.Helper()
-	guestOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pgvm-guest")
-		if err != nil {
-			guestOnce.err = err
-			return
-		}
-		guestOnce.path = filepath.Join(dir, "playground-sandbox")
-		build := exec.Command("go", "build", "-trimpath", "-o", guestOnce.path, "github.com/playground-dev/playground/cmd/playground-sandbox")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			guestOnce.err = err
-			tb.Logf("%s", out)
-		}
-	})
-	if guestOnce.err != nil {
-		tb.Fatalf("building the guest binary: %v", guestOnce.err)
+	p, err := testbin.Build("github.com/playground-dev/playground/cmd/playground-sandbox")
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return guestOnce.path
+	return p
 }
