@@ -57,7 +57,7 @@ test: prereqs envtest helm runsc vm-image ## Run the test suite against a real k
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
 
 .PHONY: smoke
-smoke: build envtest prereqs ## Run hack/smoke.sh, with the cancellation proof, against a fresh playground dev.
+smoke: build envtest prereqs runsc vm-image ## Run hack/smoke.sh, with the cancellation proof, against a fresh playground dev: its container tenant, a gVisor one and a vm one.
 	hack/dev-smoke.sh
 
 .PHONY: bench

@@ -37,6 +37,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"golang.org/x/sys/unix"
 )
 
 // Network selects a sandbox's networking.
@@ -760,6 +761,14 @@ func (b *Backend) StopAll(ctx context.Context) error {
 	for _, e := range entries {
 		if e.IsDir() {
 			errs = append(errs, b.Stop(ctx, e.Name()))
+		}
+	}
+	if b.gvisor != nil && errors.Join(errs...) == nil {
+		// runsc pins an empty network namespace for its gofers under its
+		// root, shared by every gVisor sandbox and left mounted by them;
+		// with none running, it goes too (runsc stacks one per
+		// concurrent creation: unmount until none is left).
+		for unix.Unmount(filepath.Join(b.gvisor.root, "null-netns"), unix.MNT_DETACH) == nil {
 		}
 	}
 	return errors.Join(errs...)
