@@ -61,9 +61,10 @@ smoke: build envtest prereqs runsc vm-image ## Run hack/smoke.sh, with the cance
 	hack/dev-smoke.sh
 
 .PHONY: bench
-bench: prereqs build envtest ## Run the benchmarks against same-run baselines; write docs/benchmarks.md (BENCHFLAGS=--quick for a few minutes).
+bench: prereqs build envtest runsc vm-image ## Run the benchmarks against same-run baselines; write docs/benchmarks.md (BENCHFLAGS=--quick for a few minutes).
 	$(GO) build -o $(BIN)/playground-bench ./cmd/playground-bench
-	$(BIN)/playground-bench --control-plane "$$(hack/controlplane.sh)" --guest-binary $(BIN)/playground-sandbox $(BENCHFLAGS)
+	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
+	$(BIN)/playground-bench --control-plane "$$(hack/controlplane.sh)" --guest-binary $(BIN)/playground-sandbox --runsc "$$(hack/runsc.sh)" $(BENCHFLAGS)
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for its budget of executions (FUZZTIME=30s or =1000000x overrides).
