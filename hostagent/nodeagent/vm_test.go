@@ -20,12 +20,16 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"golang.org/x/sys/unix"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,4 +106,16 @@ func TestVMSandbox(t *testing.T) {
 	second := startNode(t, first.name, stateDir, "", withVM)
 	g.Eventually(func() (string, error) { return run(second, "cat file") }).WithTimeout(time.Minute).Should(Equal("kept\n"),
 		"the restarted agent serves the same VM, its files kept")
+
+	// The VM dies (QEMU killed, as by the node's OOM killer): the agent
+	// boots it again over its disks and says so in an Event.
+	b, err := os.ReadFile(filepath.Join(stateDir, "vm", "sandboxes", id, "qemu.pid"))
+	g.Expect(err).NotTo(HaveOccurred())
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+	e := waitEvent(t, ns, "guest", corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted)
+	g.Expect(e.Note).To(ContainSubstring(id))
+	g.Eventually(func() (string, error) { return run(second, "cat file") }).WithTimeout(4*time.Minute).Should(Equal("kept\n"),
+		"the VM booted again over its disk")
 }

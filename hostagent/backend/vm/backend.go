@@ -39,6 +39,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guest/mux"
 )
 
 // Defaults of a sandbox's VM, for what its Spec leaves at zero.
@@ -769,13 +770,9 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
 		defer cancel()
 	}
-	v, err := b.connected(ctx, id)
+	v, st, err := b.stream(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	st, err := v.Open()
-	if err != nil {
-		return nil, fmt.Errorf("vm: sandbox %s: %w", id, err)
 	}
 	p, err := guestexec.Start(ctx, st, frames, sink, guestexec.Hooks{
 		// The VM's end is the end of every process in it.
@@ -797,13 +794,22 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	return nil, fmt.Errorf("vm: starting command in sandbox %s: %w", id, err)
 }
 
-// connected is the sandbox's running VM, connected; it boots none.
-func (b *Backend) connected(ctx context.Context, id string) (*VM, error) {
+// stream opens a connection to an idle shepherd of the sandbox's running
+// VM (it boots none), as a container's socket would be.
+func (b *Backend) stream(ctx context.Context, id string) (*VM, *mux.Stream, error) {
 	rec, err := b.load(id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return b.running(ctx, rec, false)
+	v, err := b.running(ctx, rec, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := v.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("vm: sandbox %s: %w", id, err)
+	}
+	return v, st, nil
 }
 
 // DialSandbox implements backend.Dialer: a shepherd in the guest connects
@@ -820,13 +826,9 @@ func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Con
 		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
 		defer cancel()
 	}
-	v, err := b.connected(ctx, id)
+	_, st, err := b.stream(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	st, err := v.Open()
-	if err != nil {
-		return nil, fmt.Errorf("vm: sandbox %s: %w", id, err)
 	}
 	c, err := guestexec.Dial(ctx, st, port)
 	if err != nil {
