@@ -47,7 +47,7 @@ type limaYAML struct {
 	// in here (template:_images/* holds images only).
 	Mounts            []mount       `json:"mounts"`
 	Containerd        containerd    `json:"containerd"`
-	User              user          `json:"user"`
+	User              limaUser      `json:"user"`
 	SSH               ssh           `json:"ssh"`
 	UpgradePackages   bool          `json:"upgradePackages"`
 	PropagateProxyEnv bool          `json:"propagateProxyEnv"`
@@ -73,7 +73,7 @@ type containerd struct {
 	User   bool `json:"user"`
 }
 
-type user struct {
+type limaUser struct {
 	Name string `json:"name"`
 	UID  uint32 `json:"uid"`
 }
@@ -185,7 +185,7 @@ func (o *Options) generate(spec backend.Spec, pileDisk string) ([]byte, error) {
 		AdditionalDisks:    []disk{{Name: pileDisk, Format: true, FSType: "ext4"}},
 		Mounts:             []mount{{Location: o.guestDir(), MountPoint: guestShare, Writable: false}},
 		Containerd:         containerd{System: false, User: false},
-		User:               user{Name: o.GuestAdmin, UID: o.GuestAdminUID},
+		User:               limaUser{Name: o.GuestAdmin, UID: o.GuestAdminUID},
 		Provision:          []provision{{Mode: "system", Script: o.provisionScript(spec, r, pileDisk)}},
 		Probes: []probe{{
 			Mode:        "readiness",
@@ -317,10 +317,19 @@ Description=Playground sandbox init (PID 1 of the tenant's namespaces)
 [Service]
 Type=simple
 ExecStartPre=/bin/rm -f /.playground/run/agent.sock
-ExecStart=/usr/bin/unshare --pid --fork --mount-proc --mount --propagation private --net /.playground/bin/enter
+ExecStart=/usr/bin/unshare --pid --fork --mount-proc --mount --propagation private /.playground/bin/enter
+# Network none: a namespace of its own with loopback only, up (systemd
+# does it, before the address families are restricted).
+PrivateNetwork=yes
 # Once init listens, Lima's user (not the tenant) may reach its socket.
 ExecStartPost=/bin/sh -c 'for i in \$\$(seq 300); do [ -S /.playground/run/agent.sock ] && break; sleep 0.1; done; g=\$\$(id -gn %[13]s); chgrp "\$\$g" /.playground/run /.playground/run/agent.sock && chmod 0710 /.playground/run && chmod 0660 /.playground/run/agent.sock'
+# No setuid program (sudo, su) raises a tenant process; sockets of the
+# families a sandbox needs only (no AF_VSOCK to the hypervisor's host, no
+# netlink, no packet); system calls of the native ABI only (int 0x80 on
+# amd64 is killed). All inherited by init and every tenant process.
 NoNewPrivileges=yes
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
+SystemCallArchitectures=native
 KillMode=control-group
 Restart=always
 RestartSec=1

@@ -42,9 +42,11 @@ limitations under the License.
 //   - A provision script (mode system: root, on every boot) creates the
 //     tenant user (uid 1000, no sudo, checked), installs the guest binary,
 //     seals the pile append-only (chattr +a, by root) and starts
-//     playground-sandbox.service: init as PID 1 of its own PID, mount and
-//     network namespaces (unshare), with NoNewPrivileges so that no
-//     setuid program (sudo) raises a tenant process, and the Spec's
+//     playground-sandbox.service: init as PID 1 of its own PID and mount
+//     namespaces (unshare) and of a network namespace with loopback only
+//     (PrivateNetwork), with NoNewPrivileges so that no setuid program
+//     (sudo) raises a tenant process, address families and system-call
+//     ABI restricted as the oci backend's seccomp does, and the Spec's
 //     memory, PIDs and CPU as the service's cgroup limits.
 //   - The pile is a Lima disk of its own (limactl disk create), attached
 //     as an additional disk, ext4, mounted by Lima at /mnt/lima-<disk> and

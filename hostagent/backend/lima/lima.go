@@ -224,10 +224,14 @@ func New(opts Options) (*Backend, error) {
 		if err := os.Chown(opts.LimaHome, int(opts.RunAs.UID), int(opts.RunAs.GID)); err != nil {
 			return nil, fmt.Errorf("lima: handing the Lima home to uid %d: %w", opts.RunAs.UID, err)
 		}
-		l.cred = &syscall.Credential{Uid: opts.RunAs.UID, Gid: opts.RunAs.GID, Groups: []uint32{}}
-		l.userDir = opts.RunAs.Home
+		l.cred, l.userDir = credOf(opts.RunAs), opts.RunAs.Home
 	}
 	return &Backend{opts: opts, lctl: l, locks: make(map[string]*sync.Mutex)}, nil
+}
+
+// credOf is who limactl runs as: r, without supplementary groups.
+func credOf(r *RunAs) *syscall.Credential {
+	return &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: []uint32{}}
 }
 
 // stageGuest copies the guest binary into the share (a directory of its
