@@ -57,6 +57,7 @@ func runAgent(ctx context.Context, args []string) error {
 		builderDisk string
 		runsc       string
 	)
+	lima := registerLimaFlags(fs)
 	fs.StringVar(&opts.NodeName, "node-name", defaultNodeName(), "the node this agent serves ($NODE_NAME, else the hostname)")
 	fs.StringVar(&ociOpts.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes and the record of which Sandbox owns each; it must outlive the agent")
 	fs.StringVar(&ociOpts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
@@ -186,6 +187,11 @@ func runAgent(ctx context.Context, args []string) error {
 		return fmt.Errorf("the oci backend: %w", err)
 	}
 	opts.Backends = []backend.Backend{be}
+	if lb, err := lima.backend(ociOpts.StateDir, ociOpts.GuestBinary); err != nil {
+		return err
+	} else if lb != nil {
+		opts.Backends = append(opts.Backends, lb)
+	}
 	return nodeagent.Run(ctx, opts)
 }
 

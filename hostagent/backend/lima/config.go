@@ -258,6 +258,11 @@ fi
 for g in $(id -Gn "$tuser"); do
 	[ "$g" = "$(id -gn "$tuser")" ] || gpasswd -d "$tuser" "$g" >/dev/null
 done
+# Lima's user reaches init's socket through its group: never the tenant's.
+if [ "$(id -g %[13]s)" = "$tgid" ] || id -Gn "$tuser" | grep -qw "$(id -gn %[13]s)"; then
+	echo "the tenant shares a group with Lima's user %[13]s: refusing" >&2
+	exit 1
+fi
 if sudo -n -l -U "$tuser" 2>/dev/null | grep -q 'may run'; then
 	echo "$tuser may run sudo in this VM: remove it from sudoers" >&2
 	exit 1

@@ -424,6 +424,7 @@ func TestGeneratedConfig(t *testing.T) {
 		`tuid=1000 tgid=1000`,
 		`sudo -n -l -U "$tuser"`,
 		`gpasswd -d "$tuser"`,
+		`if [ "$(id -g lima)" = "$tgid" ]`,
 		`piledisk='/mnt/lima-pg-cfg-pile'`,
 		`chattr +a "$pile"`,
 		`chattr +a "$f"`,
