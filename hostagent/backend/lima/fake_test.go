@@ -56,6 +56,8 @@ package lima
 // Lima's portForwards rule (guestSocket to hostSocket) would put init's
 // socket, running each command with the host's /bin/sh.
 //
+// Also --version ("limactl version 2.0.0", cobra's template).
+//
 // Every call is recorded, args and stdin, in $LIMA_HOME/_fake-calls.jsonl.
 
 import (
@@ -87,6 +89,10 @@ const (
 	fakeGuestArgv0  = "fake-lima-guest"
 	fakeGuestSocket = "FAKE_LIMA_GUEST_SOCKET"
 )
+
+// fakeVersion is what --version reports; a test may change the copy it
+// runs (see TestLimactlErrors).
+var fakeVersion = "2.0.0"
 
 // fakeCall is one recorded invocation.
 type fakeCall struct {
@@ -149,6 +155,10 @@ func fakeLimactl(args []string) (code int) {
 	}
 	if len(rest) == 0 {
 		fatalf("no command")
+	}
+	if rest[0] == "--version" {
+		fmt.Println("limactl version " + fakeVersion)
+		return 0
 	}
 	fs := fakeStore{home: home}
 	switch cmd, rest := rest[0], rest[1:]; cmd {

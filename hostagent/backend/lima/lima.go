@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -226,7 +227,34 @@ func New(opts Options) (*Backend, error) {
 		}
 		l.cred, l.userDir = credOf(opts.RunAs), opts.RunAs.Home
 	}
+	if err := checkVersion(l); err != nil {
+		return nil, err
+	}
 	return &Backend{opts: opts, lctl: l, locks: make(map[string]*sync.Mutex)}, nil
+}
+
+// checkVersion runs limactl --version as the backend will run limactl
+// (its user, in its home): it fails now, with the reason, rather than at
+// the first sandbox. Lima 2 is needed (the lima.yaml's fields and base
+// templates); a version that is not a release number (a development
+// build) is taken as recent.
+func checkVersion(l *limactl) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := l.run(ctx, nil, "--version")
+	if err != nil {
+		return fmt.Errorf("lima: %w (does the Lima user reach %s?)", err, l.home)
+	}
+	// cobra's template: "limactl version 2.0.0".
+	v := strings.TrimSpace(string(out))
+	if i := strings.LastIndexByte(v, ' '); i >= 0 {
+		v = v[i+1:]
+	}
+	major, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
+	if n, err := strconv.Atoi(major); err == nil && n < 2 {
+		return fmt.Errorf("lima: limactl %s is version %s: the lima backend needs Lima 2 or later", l.path, v)
+	}
+	return nil
 }
 
 // credOf is who limactl runs as: r, without supplementary groups.

@@ -146,6 +146,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{be: be, opts: be.opts, home: be.opts.LimaHome}
+	expectCalls(t, "New", f.recorded(t), "--tty=false --version")
 	t.Cleanup(func() {
 		// Whatever a test left running: end the fake VMs.
 		pids, _ := filepath.Glob(filepath.Join(f.home, "*", fakeGuestPID))
@@ -485,10 +486,11 @@ func TestReattach(t *testing.T) {
 	}
 	calls := f.recorded(t)
 	expectCalls(t, "Reattach (running)", calls,
+		"--tty=false --version",
 		"--tty=false list --json pg-re",
 		"--tty=false shell --workdir / pg-re "+profileCmd)
-	if !strings.Contains(calls[1].Stdin, "export PERSONA='second'") {
-		t.Fatalf("the reattached sandbox got the profile %q", calls[1].Stdin)
+	if !strings.Contains(calls[2].Stdin, "export PERSONA='second'") {
+		t.Fatalf("the reattached sandbox got the profile %q", calls[2].Stdin)
 	}
 	if got := run(t, be2, spec.ID, "echo still here"); got.out != "still here\n" {
 		t.Fatalf("exec after reattach: %+v", got)
@@ -637,8 +639,8 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-// TestLimactlErrors: a missing limactl, and running it as root, are
-// refused when the backend is built, saying what to do.
+// TestLimactlErrors: a missing limactl, running it as root, and a Lima
+// older than 2 are refused when the backend is built, saying what to do.
 func TestLimactlErrors(t *testing.T) {
 	state := t.TempDir()
 	guestBin := filepath.Join(state, "g")
@@ -659,6 +661,16 @@ func TestLimactlErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--lima-user") {
 			t.Fatalf("root without a user to run limactl as: %v", err)
 		}
+	}
+
+	// Lima 1 would misread the lima.yaml: refused when the agent starts.
+	old := filepath.Join(installFake(t), "..", "limactl-1")
+	if err := os.WriteFile(old, []byte("#!/bin/sh\necho 'limactl version 1.2.1'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Options{StateDir: state, GuestBinary: guestBin, RunAs: fakeUser(), Limactl: old, LimaHome: filepath.Join(fakeRoot, "home-v1")})
+	if err == nil || !strings.Contains(err.Error(), "version 1.2.1: the lima backend needs Lima 2") {
+		t.Fatalf("Lima 1: %v", err)
 	}
 
 	// limactl removed after the agent started: each call says so.

@@ -76,15 +76,14 @@ type cmdError struct {
 }
 
 func (e *cmdError) Error() string {
-	msg := strings.TrimSpace(e.stderr)
-	if i := strings.LastIndexByte(msg, '\n'); i >= 0 && len(msg)-i < 80 {
-		// logrus ends with the fatal line; keep the last two.
-		if j := strings.LastIndexByte(msg[:i], '\n'); j >= 0 {
-			msg = msg[j+1:]
-		}
+	// limactl's reason is in the last lines of its log on stderr.
+	lines := strings.Split(strings.TrimSpace(e.stderr), "\n")
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
 	}
+	msg := strings.Join(lines, "; ")
 	if len(msg) > 2048 {
-		msg = "…" + msg[len(msg)-2048:]
+		msg = msg[len(msg)-2048:]
 	}
 	return fmt.Sprintf("limactl %s: %v: %s", strings.Join(e.args, " "), e.err, msg)
 }
