@@ -252,20 +252,20 @@ workspace=%[7]s pilemnt=%[8]s piledisk=%[9]s
 getent group "$tgid" >/dev/null || groupadd --gid "$tgid" "$tuser"
 getent passwd "$tuid" >/dev/null || useradd --uid "$tuid" --gid "$tgid" --no-user-group --home-dir "$thome" --shell /bin/sh "$tuser"
 if [ "$(id -un "$tuid")" != "$tuser" ]; then
-	echo "uid $tuid is $(id -un "$tuid"), not $tuser: refusing to run the tenant as another account" >&2
-	exit 1
+  echo "uid $tuid is $(id -un "$tuid"), not $tuser: refusing to run the tenant as another account" >&2
+  exit 1
 fi
 for g in $(id -Gn "$tuser"); do
-	[ "$g" = "$(id -gn "$tuser")" ] || gpasswd -d "$tuser" "$g" >/dev/null
+  [ "$g" = "$(id -gn "$tuser")" ] || gpasswd -d "$tuser" "$g" >/dev/null
 done
 # Lima's user reaches init's socket through its group: never the tenant's.
 if [ "$(id -g %[13]s)" = "$tgid" ] || id -Gn "$tuser" | grep -qw "$(id -gn %[13]s)"; then
-	echo "the tenant shares a group with Lima's user %[13]s: refusing" >&2
-	exit 1
+  echo "the tenant shares a group with Lima's user %[13]s: refusing" >&2
+  exit 1
 fi
 if sudo -n -l -U "$tuser" 2>/dev/null | grep -q 'may run'; then
-	echo "$tuser may run sudo in this VM: remove it from sudoers" >&2
-	exit 1
+  echo "$tuser may run sudo in this VM: remove it from sudoers" >&2
+  exit 1
 fi
 
 # The guest binary, from the read-only share, owned by root.
@@ -274,7 +274,7 @@ install -m 0755 -o root -g root "$share" /.playground/bin/playground-sandbox.new
 mv -f /.playground/bin/playground-sandbox.new /.playground/bin/playground-sandbox
 # init makes the run directory 0700 and its socket 0600; Lima's ssh
 # forward connects as Lima's user, so the socket is handed to that
-# user's group once init listens (see the entry script).
+# user's group once init listens (the unit's ExecStartPost).
 install -d -m 0700 -o root -g root /.playground/run
 
 install -d -m 0755 -o "$tuid" -g "$tgid" "$thome" "$workspace"
@@ -284,20 +284,20 @@ install -d -m 1777 -o root -g root /var/lib/playground-tmp
 # append-only; its files the tenant's and append-only. The tenant has no
 # CAP_LINUX_IMMUTABLE, so it cannot clear the flag.
 if ! mountpoint -q "$piledisk"; then
-	echo "the pile's disk is not mounted at $piledisk" >&2
-	exit 1
+  echo "the pile's disk is not mounted at $piledisk" >&2
+  exit 1
 fi
 pile="$piledisk/pile"
 install -d -m 0755 -o root -g root "$pile"
 chattr -a "$pile"
 for f in %[10]s; do
-	[ -e "$pile/$f" ] || [ -L "$pile/$f" ] || : > "$pile/$f"
+  [ -e "$pile/$f" ] || [ -L "$pile/$f" ] || : > "$pile/$f"
 done
 find "$pile" -mindepth 1 -type d -print0 | while IFS= read -r -d '' d; do
-	chattr -a "$d"; chown root:root "$d"; chmod 0755 "$d"; chattr +a "$d"
+  chattr -a "$d"; chown root:root "$d"; chmod 0755 "$d"; chattr +a "$d"
 done
 find "$pile" -type f -print0 | while IFS= read -r -d '' f; do
-	chattr -a "$f"; chown "$tuid:$tgid" "$f"; chmod 0644 "$f"; chattr +a "$f"
+  chattr -a "$f"; chown "$tuid:$tgid" "$f"; chmod 0644 "$f"; chattr +a "$f"
 done
 chattr +a "$pile"
 
