@@ -29,13 +29,14 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/conformance"
+	"github.com/playground-dev/playground/internal/testbin"
 )
 
 // TestConformance runs the suite every backend passes, on real Lima VMs,
 // wherever limactl is on the PATH (the fake is on the PATH only inside the
 // contract tests). As root, $PLAYGROUND_LIMA_USER names the user limactl
-// runs as; $PLAYGROUND_GUEST_BINARY the static guest binary (default: on
-// PATH, see Options.GuestBinary).
+// runs as; $PLAYGROUND_GUEST_BINARY the static guest binary (default:
+// built from this tree).
 func TestConformance(t *testing.T) {
 	limactlPath, err := exec.LookPath("limactl")
 	if err != nil {
@@ -54,6 +55,12 @@ func TestConformance(t *testing.T) {
 		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 		runAs = &RunAs{UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}
+	}
+	guestBin := os.Getenv("PLAYGROUND_GUEST_BINARY")
+	if guestBin == "" {
+		if guestBin, err = testbin.Build("github.com/playground-dev/playground/cmd/playground-sandbox"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	conformance.Run(t, conformance.Harness{
 		NewStateDir: func(tb testing.TB) string {
@@ -85,7 +92,7 @@ func TestConformance(t *testing.T) {
 			return dir
 		},
 		New: func(tb testing.TB, stateDir string) backend.Backend {
-			be, err := New(Options{StateDir: stateDir, Limactl: limactlPath, RunAs: runAs, GuestBinary: os.Getenv("PLAYGROUND_GUEST_BINARY")})
+			be, err := New(Options{StateDir: stateDir, Limactl: limactlPath, RunAs: runAs, GuestBinary: guestBin})
 			if err != nil {
 				tb.Fatal(err)
 			}

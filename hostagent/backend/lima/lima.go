@@ -537,6 +537,9 @@ func (b *Backend) attach(ctx context.Context, id string) error {
 	}
 }
 
+// profileScript installs the login profile from its standard input.
+const profileScript = "cat > " + profileFile + ".tmp && chmod 0644 " + profileFile + ".tmp && mv -f " + profileFile + ".tmp " + profileFile
+
 // pushProfile writes the login profile into the guest as root, through
 // limactl shell (ssh as Lima's user, who has sudo).
 func (b *Backend) pushProfile(ctx context.Context, id string) error {
@@ -546,8 +549,7 @@ func (b *Backend) pushProfile(ctx context.Context, id string) error {
 	} else if err != nil {
 		return fmt.Errorf("lima: %w", err)
 	}
-	_, err = b.lctl.run(ctx, data, "shell", "--workdir", "/", InstanceName(id),
-		"sudo", "sh", "-c", "cat > "+profileFile+".tmp && chmod 0644 "+profileFile+".tmp && mv -f "+profileFile+".tmp "+profileFile)
+	_, err = b.lctl.run(ctx, data, "shell", "--workdir", "/", InstanceName(id), "sudo", "sh", "-c", profileScript)
 	if err != nil {
 		return fmt.Errorf("lima: sandbox %s: writing the login profile: %w", id, err)
 	}
