@@ -41,7 +41,8 @@ import (
 // ($ROOT): Lima's share of the guest binary (read-only) and its mount of
 // the pile's disk (an ext4 image on a loop device), Lima's own user
 // (cloud-init's, uid 1500), a systemctl that only records; then the
-// script, twice (every boot runs it), then the unit it wrote: its
+// script: refusing while uid 1000 is another account, then twice (every
+// boot runs it); then the unit it wrote: its
 // ExecStartPre, its ExecStart under NoNewPrivileges in a network
 // namespace whose loopback is up (PrivateNetwork), its ExecStartPost,
 // each read from the unit file as systemd would ($$ for $). It waits
@@ -57,6 +58,13 @@ mount --bind /dev "$ROOT/dev"
 chroot "$ROOT" useradd --create-home --user-group --uid 1500 lima
 printf '#!/bin/sh\necho "$*" >> /var/log/systemctl.calls\n' > "$ROOT/usr/local/sbin/systemctl"
 chmod 0755 "$ROOT/usr/local/sbin/systemctl"
+# uid 1000 taken by another account: the script refuses, saying so.
+chroot "$ROOT" useradd --uid 1000 --user-group impostor
+if chroot "$ROOT" /bin/bash /provision.sh 2> "$ROOT/impostor.err"; then
+  echo "the script made the tenant over another account"; exit 1
+fi
+grep -q "uid 1000 is impostor, not sandbox" "$ROOT/impostor.err" || { cat "$ROOT/impostor.err"; exit 1; }
+chroot "$ROOT" userdel impostor
 chroot "$ROOT" /bin/bash /provision.sh
 chroot "$ROOT" /bin/bash /provision.sh
 unit="$ROOT/etc/systemd/system/playground-sandbox.service"
