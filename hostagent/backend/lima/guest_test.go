@@ -276,4 +276,33 @@ func TestGuestSide(t *testing.T) {
 	if got, _ := sh("cat /pile/self.pile"); got != "one\n" {
 		t.Errorf("the pile after the refusals: %q", got)
 	}
+
+	// Kill proves the command's whole tree dead (a setsid child ignoring
+	// TERM included), as in every sandbox: the shepherds work in init's
+	// PID namespace.
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := guestexec.Encode(backend.ExecRequest{Command: `setsid sh -c 'trap "" TERM; sleep 1000' & sleep 1000`, Shell: backend.ShellClean})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := guestexec.Start(kctx, conn, frames, nil, guestexec.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := p.Kill(kctx); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	if st, err := p.Wait(kctx); err != nil || !st.Killed {
+		t.Fatalf("the killed command: %+v, %v", st, err)
+	}
+	const count = `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 1000' || true`
+	if got, _ := sh(count); got != "0\n" {
+		t.Errorf("%s sleep 1000 processes left after the kill", strings.TrimSpace(got))
+	}
 }
