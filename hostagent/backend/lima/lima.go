@@ -49,7 +49,8 @@ const GuestBinaryName = "playground-sandbox"
 // and its ssh) run as it.
 type RunAs struct {
 	UID, GID uint32
-	// Home is the user's home directory (HOME for limactl).
+	// Home is the user's home directory (HOME for limactl), writable:
+	// Lima caches VM images in ~/.cache/lima.
 	Home string
 }
 
