@@ -305,8 +305,10 @@ chattr +a "$pile"
 cat > /.playground/bin/enter <<ENTER
 #!/bin/sh
 set -eu
-# Nothing of the host, nor Lima's disk root (its lost+found), in here.
+# Nothing of the host, nor Lima's cloud-init data (the VM's user-data,
+# keys and settings) nor Lima's disk root (its lost+found), in here.
 umount -l "$sharedir" 2>/dev/null || true
+umount -l /mnt/lima-cidata 2>/dev/null || true
 mount --bind "$pile" "$pilemnt"
 umount -l "$piledisk"
 mount --bind /var/lib/playground-tmp /tmp

@@ -53,6 +53,8 @@ mount --bind "$ROOT" "$ROOT"
 mount -t ext4 -o loop "$IMG" "$ROOT/mnt/lima-$DISK"
 mount --bind "$SHARE" "$ROOT/.playground-host"
 mount -o remount,bind,ro "$ROOT/.playground-host"
+mkdir -p "$ROOT/mnt/lima-cidata"
+mount -t tmpfs -o size=1m cidata "$ROOT/mnt/lima-cidata"
 mount -t proc proc "$ROOT/proc"
 mount --bind /dev "$ROOT/dev"
 chroot "$ROOT" useradd --create-home --user-group --uid 1500 lima
@@ -247,7 +249,7 @@ func TestGuestSide(t *testing.T) {
 		{"id -u; id -g; id -G", "1000\n1000\n1000\n"},
 		{"tr '\\0' ' ' < /proc/1/cmdline", "/.playground/bin/playground-sandbox init -spares 1 "},
 		{"grep NoNewPrivs /proc/self/status", "NoNewPrivs:\t1\n"},
-		{"ls -A /.playground-host; grep -c -e lima-pg -e playground-host /proc/mounts || true", "0\n"},
+		{"ls -A /.playground-host /mnt/lima-cidata; grep -c -e lima-pg -e playground-host -e lima-cidata /proc/mounts || true", "/.playground-host:\n\n/mnt/lima-cidata:\n0\n"},
 		{"tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '", "lo\n"},
 		{"stat -c %a /tmp /home/sandbox /workspace /pile /pile/self.pile", "1777\n755\n755\n755\n644\n"},
 		{"lsattr -d /pile /pile/self.pile | cut -c6", "a\na\n"},

@@ -439,6 +439,7 @@ func TestGeneratedConfig(t *testing.T) {
 		"TasksMax=256",
 		"CPUQuota=150%",
 		"exec /.playground/bin/playground-sandbox init -spares 1",
+		"umount -l /mnt/lima-cidata",
 		`chgrp "\$\$g" /.playground/run /.playground/run/agent.sock`,
 		"systemctl restart playground-sandbox.service",
 	} {
