@@ -20,6 +20,7 @@ package lima
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -129,6 +130,14 @@ func TestGuestSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := copyFile(guestBin, filepath.Join(share, guestBinaryName), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The conformance suite's probe serves HTTP on the sandbox's loopback.
+	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/backend/conformance/probe", "-ldflags=-s -w", "-trimpath")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(probe, filepath.Join(root, "usr/local/bin/probe"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 
@@ -280,6 +289,35 @@ func TestGuestSide(t *testing.T) {
 	}
 	if got, _ := sh("cat /pile/self.pile"); got != "one\n" {
 		t.Errorf("the pile after the refusals: %q", got)
+	}
+
+	// The relay: a shepherd dials the sandbox's loopback, which the host's
+	// is not.
+	if got, code := sh("nohup probe serve 18080 >/dev/null 2>&1 & sleep 0.5; echo started"); code != 0 || got != "started\n" {
+		t.Fatalf("starting the probe's server: %q (exit %d)", got, code)
+	}
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:18080", time.Second); err == nil {
+		c.Close()
+		t.Error("the sandbox's loopback port answers on the host's loopback")
+	}
+	rconn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer rcancel()
+	relay, err := guestexec.Dial(rctx, rconn, 18080)
+	if err != nil {
+		t.Fatalf("relay to the sandbox's port 18080: %v", err)
+	}
+	if _, err := relay.Write([]byte("GET /hello HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = relay.SetReadDeadline(time.Now().Add(10 * time.Second))
+	answer, _ := io.ReadAll(relay)
+	relay.Close()
+	if !strings.Contains(string(answer), "probe GET /hello Bearer t") {
+		t.Errorf("through the relay: %q", answer)
 	}
 
 	// Kill proves the command's whole tree dead (a setsid child ignoring
