@@ -222,6 +222,16 @@ func TestGuestSide(t *testing.T) {
 			t.Errorf("%s: mode %v, owner %d:%d; want %v, root and Lima's group (1500)", p, fi.Mode().Perm(), st.Uid, st.Gid, want)
 		}
 	}
+	// The unit as this machine's systemd reads it: every directive known
+	// (an unknown one is only a warning, which fails here).
+	if _, err := exec.LookPath("systemd-analyze"); err == nil {
+		unit := filepath.Join(root, "etc/systemd/system", unitName)
+		if out, err := exec.Command("systemd-analyze", "verify", unit).CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("systemd-analyze verify %s: %v: %s", unitName, err, out)
+		}
+	} else {
+		t.Log("systemd-analyze is not installed: the unit's directives are not checked")
+	}
 	calls, _ := os.ReadFile(filepath.Join(root, "var/log/systemctl.calls"))
 	if want := strings.Repeat("daemon-reload\nrestart playground-sandbox.service\n", 2); string(calls) != want {
 		t.Errorf("the script ran systemctl %q, want %q", calls, want)
