@@ -712,3 +712,14 @@ func TestFakeContract(t *testing.T) {
 		t.Fatalf("listing an unknown disk: %v, %v", d, err)
 	}
 }
+
+// TestTailBuffer: a long log keeps its end, where limactl's reason is.
+func TestTailBuffer(t *testing.T) {
+	b := tailBuffer{max: 8}
+	for _, s := range []string{"0123456789", "abcdefghij", "level=fatal"} {
+		b.Write([]byte(s))
+	}
+	if got := b.String(); got != "el=fatal" {
+		t.Fatalf("kept %q, want the last 8 bytes", got)
+	}
+}

@@ -107,7 +107,8 @@ func (l *limactl) run(ctx context.Context, stdin []byte, args ...string) ([]byte
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	var stdout, stderr boundedBuffer
+	var stdout boundedBuffer
+	var stderr tailBuffer
 	stdout.max, stderr.max = maxOutput, 64<<10
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -182,24 +183,42 @@ func (l *limactl) disk(ctx context.Context, name string) (*diskInfo, error) {
 	return nil, nil
 }
 
-// boundedBuffer keeps the first max bytes written and counts the rest.
+// boundedBuffer keeps the first max bytes written: the output limactl
+// answers with (JSON lines), of which more would be no instance's.
 type boundedBuffer struct {
 	bytes.Buffer
-	max     int
-	dropped int
+	max int
 }
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {
 	n := len(p)
 	if room := b.max - b.Len(); room < len(p) {
-		if room < 0 {
-			room = 0
-		}
-		b.dropped += len(p) - room
-		p = p[:room]
+		p = p[:max(room, 0)]
 	}
 	b.Buffer.Write(p)
 	return n, nil
+}
+
+// tailBuffer keeps the last max bytes written: limactl's reason for
+// failing ends its log.
+type tailBuffer struct {
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 2*b.max {
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.max:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	if len(b.buf) > b.max {
+		return string(b.buf[len(b.buf)-b.max:])
+	}
+	return string(b.buf)
 }
 
 // shellQuote quotes s for a POSIX shell.
