@@ -37,6 +37,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
 )
@@ -721,5 +722,75 @@ func TestTailBuffer(t *testing.T) {
 	}
 	if got := b.String(); got != "el=fatal" {
 		t.Fatalf("kept %q, want the last 8 bytes", got)
+	}
+}
+
+// TestThroughAgent: the host agent's kernel drives the backend as it does
+// every backend: Ensure finds nothing (Reattach: ErrNotFound), provisions
+// and starts; a command runs through a session; after the sandbox is
+// stopped behind the agent's back, Ensure starts it again over its
+// instance (Reattach: ErrNotRunning); a new agent takes the running one
+// over without starting it.
+func TestThroughAgent(t *testing.T) {
+	f := newFixture(t)
+	spec := backend.Spec{ID: "ag", Tenant: "ns/t", Backend: Name}
+	newAgent := func(be backend.Backend) *hostagent.Agent {
+		a, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = a.Close(context.Background()) })
+		return a
+	}
+	execOnce := func(a *hostagent.Agent) string {
+		t.Helper()
+		if err := a.Ensure(ctx(t), spec); err != nil {
+			t.Fatal(err)
+		}
+		h, err := a.Open(ctx(t), spec.Tenant, spec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Exec(ctx(t), spec.Tenant, h.ID, hostagent.ExecRequest{Command: "echo hi", Shell: backend.ShellClean})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("exec through the agent: %+v, %v", res, err)
+		}
+		return string(res.Stdout)
+	}
+
+	a := newAgent(f.be)
+	if got := execOnce(a); got != "hi\n" {
+		t.Fatalf("got %q", got)
+	}
+	calls := argv(f.recorded(t))
+	for _, want := range []string{"--tty=false create --name=pg-ag -", "--tty=false start pg-ag"} {
+		if !contains(calls, want) {
+			t.Fatalf("the first Ensure ran %q, without %q", calls, want)
+		}
+	}
+
+	if err := f.be.Stop(ctx(t), spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.recorded(t)
+	if got := execOnce(a); got != "hi\n" {
+		t.Fatalf("got %q", got)
+	}
+	if calls := argv(f.recorded(t)); !contains(calls, "--tty=false start pg-ag") || contains(calls, "--tty=false create --name=pg-ag -") {
+		t.Fatalf("Ensure of a stopped sandbox ran %q: want a start, no create", calls)
+	}
+
+	be2, err := New(f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.recorded(t)
+	if got := execOnce(newAgent(be2)); got != "hi\n" {
+		t.Fatalf("got %q", got)
+	}
+	for _, c := range argv(f.recorded(t)) {
+		if strings.Contains(c, " start ") || strings.Contains(c, " create ") || strings.Contains(c, " stop ") {
+			t.Fatalf("a new agent took over the running sandbox with %q", c)
+		}
 	}
 }
