@@ -23,7 +23,9 @@ limitations under the License.
 // Built to limactl's documented contract (Lima v2: cmd/limactl, pkg/store,
 // templates/default.yaml), not against a running Lima: Lima is not
 // obtainable on the machines this was written on. The tests run a recorded
-// fake of limactl (fake_test.go) and the conformance suite runs only where
+// fake of limactl (fake_test.go), run the guest's half (the provision
+// script, init as its unit starts it) in a Debian root without Lima or
+// systemd (guest_test.go), and run the conformance suite only where
 // limactl is on the PATH. docs/lima.md says what that does and does not
 // prove.
 //
