@@ -45,7 +45,8 @@ const (
 	BackendVM BackendClass = "vm"
 	// BackendJail is a FreeBSD jail.
 	BackendJail BackendClass = "jail"
-	// BackendLima is a Lima virtual machine; it runs commands synchronously only.
+	// BackendLima is a Lima virtual machine per sandbox, driven through
+	// limactl (built to limactl's contract: see docs/lima.md).
 	BackendLima BackendClass = "lima"
 )
 

@@ -57,6 +57,7 @@ func runAgent(ctx context.Context, args []string) error {
 		builderDisk string
 		runsc       string
 	)
+	lima := registerLimaFlags(fs)
 	fs.StringVar(&opts.NodeName, "node-name", defaultNodeName(), "the node this agent serves ($NODE_NAME, else the hostname)")
 	fs.StringVar(&ociOpts.StateDir, "state-dir", "/var/lib/playground", "absolute directory holding the node's sandboxes and the record of which Sandbox owns each; it must outlive the agent")
 	fs.StringVar(&ociOpts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
@@ -182,7 +183,7 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 	opts.StateDir = ociOpts.StateDir
 	// The backends this node offers: oci, the first (a Sandbox that names
-	// none runs there), and vm when its image is given.
+	// none runs there), vm when its image is given, lima when limactl is.
 	be, err := oci.New(ociOpts)
 	if err != nil {
 		return fmt.Errorf("the oci backend: %w", err)
@@ -194,6 +195,11 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 	if vmb != nil {
 		opts.Backends = append(opts.Backends, vmb)
+	}
+	if lb, err := lima.backend(ociOpts.StateDir, ociOpts.GuestBinary); err != nil {
+		return err
+	} else if lb != nil {
+		opts.Backends = append(opts.Backends, lb)
 	}
 	return nodeagent.Run(ctx, opts)
 }
