@@ -493,39 +493,46 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 // the sandbox's lock when boot is true.
 func (b *Backend) running(ctx context.Context, rec *record, boot bool) (*VM, error) {
 	id := rec.Spec.ID
-	b.mu.Lock()
-	v := b.vms[id]
-	b.mu.Unlock()
-	if v != nil {
-		select {
-		case <-v.Done():
-			v = nil
-		default:
+	v, err := b.held(rec)
+	switch {
+	case errors.Is(err, ErrNotRunning):
+		if !boot {
+			return nil, fmt.Errorf("vm: sandbox %s: %w", id, backend.ErrNotRunning)
 		}
-	}
-	if v == nil {
-		var err error
-		v, err = Attach(b.config(rec))
-		switch {
-		case errors.Is(err, ErrNotRunning):
-			if !boot {
-				return nil, fmt.Errorf("vm: sandbox %s: %w", id, backend.ErrNotRunning)
-			}
-			return b.boot(ctx, rec)
-		case err != nil:
-			return nil, err
-		}
-		b.mu.Lock()
-		b.vms[id] = v
-		b.mu.Unlock()
+		return b.boot(ctx, rec)
+	case err != nil:
+		return nil, err
 	}
 	if !v.Connected() {
 		cctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 		defer cancel()
-		if err := v.Connect(cctx); err != nil {
+		if err := v.EnsureConnected(cctx); err != nil {
 			return nil, fmt.Errorf("vm: sandbox %s: %w", id, err)
 		}
 	}
+	return v, nil
+}
+
+// held is the sandbox's running VM as this backend holds it, or as an
+// earlier agent left it (then held from now on); ErrNotRunning when its
+// QEMU is gone. Calls at once find the same VM.
+func (b *Backend) held(rec *record) (*VM, error) {
+	id := rec.Spec.ID
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v := b.vms[id]; v != nil {
+		select {
+		case <-v.Done():
+			delete(b.vms, id)
+		default:
+			return v, nil
+		}
+	}
+	v, err := Attach(b.config(rec))
+	if err != nil {
+		return nil, err
+	}
+	b.vms[id] = v
 	return v, nil
 }
 
@@ -597,35 +604,12 @@ func (b *Backend) Alive(id string) bool {
 	if validateID(id) != nil {
 		return false
 	}
-	b.mu.Lock()
-	v := b.vms[id]
-	b.mu.Unlock()
-	if v != nil {
-		select {
-		case <-v.Done():
-			return false
-		default:
-			return true
-		}
-	}
 	rec, err := b.load(id)
 	if err != nil {
 		return false
 	}
-	v, err = Attach(b.config(rec))
-	if err != nil {
-		return false
-	}
-	b.mu.Lock()
-	if b.vms[id] == nil {
-		b.vms[id] = v
-		v = nil
-	}
-	b.mu.Unlock()
-	if v != nil {
-		v.release()
-	}
-	return true
+	_, err = b.held(rec)
+	return err == nil
 }
 
 // Close drops the backend's connections to its VMs, which keep running:

@@ -123,6 +123,21 @@ type VM struct {
 
 	mu      sync.Mutex
 	session *mux.Session
+	// connecting serialises reconnections: the port takes one client at a
+	// time, so a second Connect would wait for the first's connection to
+	// end.
+	connecting sync.Mutex
+}
+
+// EnsureConnected connects to the guest unless a connection is up; calls
+// that find none at once make one connection between them.
+func (v *VM) EnsureConnected(ctx context.Context) error {
+	v.connecting.Lock()
+	defer v.connecting.Unlock()
+	if v.Connected() {
+		return nil
+	}
+	return v.Connect(ctx)
 }
 
 // Start runs QEMU for cfg, in a session of its own (a signal to the
@@ -388,12 +403,6 @@ func (v *VM) Stop(grace time.Duration) error {
 	// the pidfd turns readable when it has exited, before that.
 	<-v.done
 	return errors.New("vm: qemu did not stop in time; killed")
-}
-
-// release drops a VM found running that another holder already watches.
-func (v *VM) release() {
-	// The watcher ends with QEMU; until then it holds the pidfd.
-	v.Disconnect()
 }
 
 // maxSocketPath is the usable length of sun_path.
