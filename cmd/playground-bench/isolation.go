@@ -78,7 +78,7 @@ func isolationCosts(ctx context.Context, opts options, execs int, out io.Writer)
 	inCgroup := func(id string) []int { return processesInCgroup("pg-" + id) }
 	subjects = append(subjects, subject{"runc (container)", runc, backend.IsolationContainer, execs, inCgroup, stopOCI})
 	if opts.runsc != "" {
-		subjects = append(subjects, subject{"runsc (gVisor)", runc, backend.IsolationGVisor, execs, inCgroup, func() {}})
+		subjects = append(subjects, subject{"runsc (gVisor)", runc, backend.IsolationGVisor, execs, inCgroup, stopOCI})
 	}
 	var vmNote string
 	if opts.vmKernel != "" {
