@@ -189,7 +189,7 @@ func runAgent(ctx context.Context, args []string) error {
 		return fmt.Errorf("the oci backend: %w", err)
 	}
 	opts.Backends = []backend.Backend{be}
-	vmb, err := vmf.backend(ctx, ociOpts.StateDir, ociOpts.GuestBinary, opts.Logger)
+	vmb, err := vmf.backend(ctx, ociOpts.StateDir, ociOpts.GuestBinary, ociOpts.StorageReserve, opts.Logger)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func runDev(ctx context.Context, args []string) error {
 	opts.VM = func(ctx context.Context, stateDir string) (devenv.VMBackend, error) {
 		// Which accelerator, and why, is said whatever -v says.
 		say := funcr.New(func(_, args string) { fmt.Fprintln(os.Stderr, "playground dev: vm backend:", args) }, funcr.Options{})
-		be, err := vmf.backend(ctx, stateDir, opts.GuestBinary, say)
+		be, err := vmf.backend(ctx, stateDir, opts.GuestBinary, 0, say)
 		if be == nil || err != nil {
 			return nil, err
 		}

@@ -46,9 +46,10 @@ func addVMFlags(fs *flag.FlagSet) *vmFlags {
 	return f
 }
 
-// backend is the vm backend over stateDir/vm, or nil when --vm-kernel is
-// not set. It says in log which accelerator its VMs use, and why.
-func (f *vmFlags) backend(ctx context.Context, stateDir, guestBinary string, log logr.Logger) (*vm.Backend, error) {
+// backend is the vm backend over stateDir/vm, keeping reserve bytes free
+// there, or nil when --vm-kernel is not set. It says in log which
+// accelerator its VMs use, and why.
+func (f *vmFlags) backend(ctx context.Context, stateDir, guestBinary string, reserve int64, log logr.Logger) (*vm.Backend, error) {
 	if f.kernel == "" {
 		return nil, nil
 	}
@@ -72,6 +73,7 @@ func (f *vmFlags) backend(ctx context.Context, stateDir, guestBinary string, log
 	be, err := vm.New(ctx, vm.Options{
 		StateDir: filepath.Join(stateDir, "vm"), GuestBinary: guestBinary, QEMU: f.qemu,
 		Kernel: f.kernel, Modules: f.modules, Root: f.root, Accel: accel,
+		StorageReserve: reserve,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the vm backend: %w", err)

@@ -78,6 +78,10 @@ type Options struct {
 	// StartTimeout bounds a command's start when its context has no
 	// deadline; BootTimeout a VM's boot.
 	StartTimeout, BootTimeout time.Duration
+	// StorageReserve is the free space, in bytes, that the state
+	// directory's file system keeps: below it no new sandbox's disks are
+	// made (backend.ErrInsufficientStorage). Zero: no reserve.
+	StorageReserve int64
 }
 
 // Backend runs each sandbox in a QEMU virtual machine of its own: its own
@@ -359,12 +363,15 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 
 func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	dir := b.sandboxDir(spec.ID)
-	if err := os.MkdirAll(filepath.Join(dir, "pile"), 0o700); err != nil {
-		return err
-	}
 	rec := record{Spec: spec, Storage: resolve(spec.Storage)}
 	if old, err := b.load(spec.ID); err == nil && fileExists(filepath.Join(dir, diskImage)) {
 		rec.Storage = old.Storage
+	} else if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve); err != nil {
+		// A new sandbox's images are sparse, but they fill as it writes.
+		return fmt.Errorf("vm: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pile"), 0o700); err != nil {
+		return err
 	}
 	if err := makeImage(ctx, filepath.Join(dir, diskImage), rec.Storage.LayerBytes, rec.Storage.LayerInodes, "playground-disk", true, nil); err != nil {
 		return err

@@ -16,11 +16,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package vm
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -101,4 +103,35 @@ func (c *collect) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return string(c.out)
+}
+
+// TestProvisionKeepsTheReserve: below the node's free-space reserve no new
+// sandbox gets disks (a clear, typed error, nothing left behind); one
+// already provisioned is provisioned again.
+func TestProvisionKeepsTheReserve(t *testing.T) {
+	kernel, modules, root := vmImage(t)
+	dir := newStateDir(t)
+	ctx := context.Background()
+	open := func(reserve int64) *Backend {
+		be, err := New(ctx, Options{StateDir: dir, GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG, StorageReserve: reserve})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return be
+	}
+	old := backend.Spec{ID: "before", Tenant: "t/before"}
+	if err := open(0).Provision(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	full := open(1 << 62) // more than any disk: the node is "full"
+	err := full.Provision(ctx, backend.Spec{ID: "after", Tenant: "t/after"})
+	if !errors.Is(err, backend.ErrInsufficientStorage) || !strings.Contains(err.Error(), "free in "+dir) {
+		t.Fatalf("provisioning below the reserve: %v, want ErrInsufficientStorage saying how much is free", err)
+	}
+	if fileExists(filepath.Join(dir, "sandboxes", "after")) {
+		t.Error("a refused sandbox left its directory")
+	}
+	if err := full.Provision(ctx, old); err != nil {
+		t.Errorf("provisioning an existing sandbox again below the reserve: %v", err)
+	}
 }
