@@ -33,9 +33,10 @@ help: ## Show this help.
 # directory on the node (config/samples): dev puts the example worker there.
 EXAMPLE_WORKER_DIR ?= /opt/playground/faculties
 
-dev: prereqs build envtest ## Run the whole system locally on an embedded control plane.
+dev: prereqs build envtest runsc vm-image ## Run the whole system locally on an embedded control plane (gVisor and vm sandboxes offered).
 	install -D -m 0755 $(BIN)/playground-example-worker $(EXAMPLE_WORKER_DIR)/playground-example-worker
-	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)"
+	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
+	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)" --runsc "$$(hack/runsc.sh)"
 
 # Fuzz targets of the decoders of untrusted input, as package:target:budget;
 # make test runs each on top of its seed corpus for its budget, a count of
@@ -56,13 +57,14 @@ test: prereqs envtest helm runsc vm-image ## Run the test suite against a real k
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
 
 .PHONY: smoke
-smoke: build envtest prereqs ## Run hack/smoke.sh, with the cancellation proof, against a fresh playground dev.
+smoke: build envtest prereqs runsc vm-image ## Run hack/smoke.sh, with the cancellation proof, against a fresh playground dev: its container tenant, a gVisor one and a vm one.
 	hack/dev-smoke.sh
 
 .PHONY: bench
-bench: prereqs build envtest ## Run the benchmarks against same-run baselines; write docs/benchmarks.md (BENCHFLAGS=--quick for a few minutes).
+bench: prereqs build envtest runsc vm-image ## Run the benchmarks against same-run baselines; write docs/benchmarks.md (BENCHFLAGS=--quick for a few minutes).
 	$(GO) build -o $(BIN)/playground-bench ./cmd/playground-bench
-	$(BIN)/playground-bench --control-plane "$$(hack/controlplane.sh)" --guest-binary $(BIN)/playground-sandbox $(BENCHFLAGS)
+	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
+	$(BIN)/playground-bench --control-plane "$$(hack/controlplane.sh)" --guest-binary $(BIN)/playground-sandbox --runsc "$$(hack/runsc.sh)" $(BENCHFLAGS)
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for its budget of executions (FUZZTIME=30s or =1000000x overrides).
@@ -167,7 +169,7 @@ vm-image: ## Build the vm backend's kernel, modules and root image from Debian's
 	@hack/vm-image.sh
 
 .PHONY: vm-test
-vm-test: ## Boot a sandbox VM (TCG when KVM is unusable) and run commands in it: the vm backend's groundwork.
+vm-test: ## Run the vm backend's own tests alone (TCG when KVM is unusable): boot, exec, conformance.
 	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
 	$(GO) test -count=1 -v ./hostagent/backend/vm/ ./hostagent/guest/mux/
 

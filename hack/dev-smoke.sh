@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CI's walk of the user's path (make smoke): starts `playground dev` on a
 # fresh temporary state directory and a free port, runs hack/smoke.sh with
-# the cancellation proof against the endpoint and token it prints, checks
+# the cancellation proof against the endpoint and token it prints, then with
+# the isolation checks; applies a gVisor Tenant and a vm Tenant (the VM under
+# TCG where KVM does not work) and runs both against each of them; checks
 # that a wrong token fails the smoke test, then stops dev with SIGINT (as
 # Ctrl-C does) and checks that it exits 0 and leaves no runc container and
 # no process behind. Everything it started is stopped and its temporary
@@ -34,6 +36,11 @@ for c in runc curl jq; do
 	command -v "$c" >/dev/null 2>&1 || die "$c is missing: run 'make prereqs' (or: sudo apt-get install -y $c)"
 done
 controlplane=$(hack/controlplane.sh)
+# The stronger isolations (make smoke builds their parts): gVisor's runsc
+# and the vm backend's kernel, modules and root image.
+runsc=$(hack/runsc.sh)
+eval "$(hack/vm-image.sh)"
+export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT
 
 # The state directory's parents must be traversable by the sandboxes'
 # unprivileged users (their bundles are under it), hence 0711.
@@ -124,7 +131,7 @@ trap 'echo "dev-smoke: interrupted" >&2; exit 130' INT TERM
 log "starting playground dev (state in $state)"
 # A background job of a script ignores SIGINT; playground's signal handler
 # takes it back (Go's signal.Notify does), so SIGINT stops it as Ctrl-C does.
-bin/playground dev --control-plane "$controlplane" --state-dir "$state" --listen 127.0.0.1:0 >"$devlog" 2>&1 &
+bin/playground dev --control-plane "$controlplane" --state-dir "$state" --listen 127.0.0.1:0 --runsc "$runsc" >"$devlog" 2>&1 &
 dev_pid=$!
 
 deadline=$((SECONDS + READY_TIMEOUT))
@@ -173,6 +180,42 @@ PLAYGROUND_TOKEN=$token hack/smoke.sh --endpoint "$endpoint" --cancel-proof 2>&1
 if [ $smoke_rc -ne 0 ]; then
 	failures+=("hack/smoke.sh failed (status $smoke_rc)")
 fi
+
+# The same against a tenant of each stronger isolation that this machine
+# offers: gVisor (hack/runsc.sh) and a VM (hack/vm-image.sh; TCG here), each
+# with the isolation checks (its own kernel, a file of the node's that it
+# must not see, lo only, the pile append-only).
+marker=$work/node-only-marker
+echo "a file of the node's" >"$marker"
+echo
+log "hack/smoke.sh --endpoint $endpoint --isolation (the demo tenant: container)"
+iso_rc=0
+PLAYGROUND_TOKEN=$token hack/smoke.sh --endpoint "$endpoint" --isolation --not-visible "$marker" 2>&1 | redact || iso_rc=$?
+[ $iso_rc -eq 0 ] || failures+=("hack/smoke.sh --isolation failed for the container tenant (status $iso_rc)")
+read -r kubectl kubeconfig < <(sed -n 's/^  kubectl: *\([^ ]*\) --kubeconfig \([^ ]*\).*/\1 \2/p' "$devlog" | tail -n 1)
+kc() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
+declare -A stronger=()
+stronger[smoke-gvisor]='{"backend":"oci","isolation":"gvisor"}'
+stronger[smoke-vm]='{"backend":"vm","resources":{"cpu":"1","memory":"512Mi"}}'
+for tenant in "${!stronger[@]}"; do
+	printf '{"apiVersion":"playground.dev/v1alpha1","kind":"Tenant","metadata":{"name":"%s","namespace":"default"},"spec":{"persona":"%s","sandbox":%s}}' \
+		"$tenant" "$tenant" "${stronger[$tenant]}" | kc apply -f - >/dev/null
+done
+for tenant in "${!stronger[@]}"; do
+	echo
+	log "tenant $tenant (${stronger[$tenant]}): waiting for it to be Ready"
+	if ! kc wait --for=condition=Ready "tenant/$tenant" -n default --timeout=300s >/dev/null; then
+		kc get tenant,sandbox -n default -o wide 2>&1 | sed 's/^/  /'
+		failures+=("tenant $tenant did not become Ready")
+		continue
+	fi
+	secret=$(kc get tenant "$tenant" -n default -o jsonpath='{.status.credentials.secretRef.name}')
+	ttoken=$(kc get secret "$secret" -n default -o jsonpath='{.data.token}' | base64 -d)
+	log "hack/smoke.sh --endpoint $endpoint --cancel-proof --isolation --other-kernel (tenant $tenant)"
+	rc=0
+	PLAYGROUND_TOKEN=$ttoken hack/smoke.sh --endpoint "$endpoint" --cancel-proof --isolation --other-kernel --not-visible "$marker" 2>&1 | redact || rc=$?
+	[ $rc -eq 0 ] || failures+=("hack/smoke.sh failed for tenant $tenant (status $rc)")
+done
 
 # A smoke test that passes with a wrong token proves nothing: it must fail.
 echo

@@ -18,6 +18,11 @@
 #   6. close_session, then open_session returns the same sandbox ID
 #   7. (--cancel-proof) job_cancel kills a detached descendant that ignores
 #      SIGTERM, while a sentinel process started earlier by exec survives
+#   8. (--isolation) inside the sandbox: PID 1 is the sandbox's own init, the
+#      only network interface is lo, the pile refuses truncation but takes
+#      an append; with --not-visible PATH (repeatable), PATH (a file of the
+#      node's) is not there; with --other-kernel, uname -r is not this
+#      machine's (for a gvisor or vm sandbox served from this machine)
 # and ends with the line 'N passed, N failed'. The exit status is 0 only when
 # nothing failed (2 for a usage error or a missing tool).
 #
@@ -35,6 +40,9 @@ usage() {
 ENDPOINT=${PLAYGROUND_ENDPOINT:-}
 TOKEN=${PLAYGROUND_TOKEN:-}
 CANCEL_PROOF=0
+ISOLATION=0
+OTHER_KERNEL=0
+NOT_VISIBLE=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--endpoint) [ $# -ge 2 ] || { echo "smoke: --endpoint needs a URL" >&2; exit 2; }; ENDPOINT=$2; shift 2 ;;
@@ -42,6 +50,9 @@ while [ $# -gt 0 ]; do
 	--token) [ $# -ge 2 ] || { echo "smoke: --token needs a value" >&2; exit 2; }; TOKEN=$2; shift 2 ;;
 	--token=*) TOKEN=${1#*=}; shift ;;
 	--cancel-proof) CANCEL_PROOF=1; shift ;;
+	--isolation) ISOLATION=1; shift ;;
+	--other-kernel) OTHER_KERNEL=1; shift ;;
+	--not-visible) [ $# -ge 2 ] || { echo "smoke: --not-visible needs a path" >&2; exit 2; }; NOT_VISIBLE+=("$2"); shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "smoke: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -597,6 +608,64 @@ if [ $CANCEL_PROOF = 1 ]; then
 		else
 			fail "killing the sentinel (pid $SENTINEL): $(ran)"
 		fi
+	fi
+fi
+
+if [ $ISOLATION = 1 ]; then
+	step "8. isolation"
+	if run 'tr "\0" " " </proc/1/cmdline'; then
+		case $(stdout_of) in
+		*playground-sandbox*init*) pass "PID 1 is the sandbox's own init: $(stdout_of)" ;;
+		*) fail "PID 1 is not the sandbox's init: $(ran)" ;;
+		esac
+	else
+		fail "exec: $ERRMSG"
+	fi
+	if run "awk 'NR > 2 { sub(\":\", \"\", \$1); print \$1 }' /proc/net/dev | sort | tr '\n' ' '"; then
+		if [ "$(stdout_of)" = "lo " ]; then
+			pass "the only network interface is lo"
+		else
+			fail "network interfaces: want lo only, got $(ran)"
+		fi
+	else
+		fail "exec: $ERRMSG"
+	fi
+	for p in "${NOT_VISIBLE[@]}"; do
+		if run "test -e '$p' && echo visible || echo absent"; then
+			if [ "$(stdout_of)" = absent ]; then
+				pass "$p, a file of the node's, is not visible"
+			else
+				fail "$p, a file of the node's, is visible in the sandbox"
+			fi
+		else
+			fail "exec: $ERRMSG"
+		fi
+	done
+	if [ $OTHER_KERNEL = 1 ]; then
+		local_kernel=$(uname -r)
+		if run 'uname -r'; then
+			got=$(stdout_of | tr -d '\n')
+			if [ -n "$got" ] && [ "$got" != "$local_kernel" ]; then
+				pass "the sandbox's kernel is its own: $got, not this machine's $local_kernel"
+			else
+				fail "uname -r in the sandbox: '$got', this machine's is '$local_kernel'"
+			fi
+		else
+			fail "exec: $ERRMSG"
+		fi
+	fi
+	# (the truncation in a subshell: a failed redirection of ':', a special
+	# built-in, ends a POSIX shell)
+	if run 'f=/pile/$(ls /pile | head -n 1); echo "$f"; echo '"$MARK"' >> "$f" && echo appended; (: > "$f") && echo truncated; tail -n 1 "$f"'; then
+		out=$(stdout_of)
+		case $out in
+		*truncated*) fail "the pile's file was truncated: $(ran)" ;;
+		*appended*"$MARK"*) pass "the pile takes an append and refuses truncation ($(stderr_of | tr -d '\n'))" ;;
+		/pile/?*) pass "the pile refuses truncation, and appends too: it is read-only here, as under gVisor ($(stderr_of | tr -d '\n'))" ;;
+		*) fail "the pile: $(ran)" ;;
+		esac
+	else
+		fail "exec: $ERRMSG"
 	fi
 fi
 

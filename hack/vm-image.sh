@@ -34,6 +34,8 @@ cd "$root"
 
 # Bump when the way the root or the module set is made changes.
 VM_REVISION=1
+# ROOT_REVISION changes with what the root image holds (not the kernel).
+ROOT_REVISION=2
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 DEBIAN_SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
@@ -108,7 +110,7 @@ if [ ! -s "$kdir/vmlinuz" ]; then
 fi
 
 # The root: its content depends on the suite, the mirrors and this script.
-key=$(echo "$VM_REVISION $DEBIAN_SUITE $DEBIAN_MIRROR $DEBIAN_SECURITY_MIRROR $arch" | sha256sum | cut -c1-16)
+key=$(echo "$VM_REVISION $ROOT_REVISION $DEBIAN_SUITE $DEBIAN_MIRROR $DEBIAN_SECURITY_MIRROR $arch" | sha256sum | cut -c1-16)
 rootimg="$cache_dir/root-$DEBIAN_SUITE-$arch-$key.ext4"
 if [ "${VM_IMAGE_REFRESH:-}" = 1 ]; then rm -f "$rootimg"; fi
 if [ ! -s "$rootimg" ]; then
@@ -126,6 +128,7 @@ if [ ! -s "$rootimg" ]; then
 		--customize-hook='chroot "$1" groupadd -g 1000 sandbox' \
 		--customize-hook='chroot "$1" useradd -u 1000 -g 1000 -d /home/sandbox -s /bin/sh sandbox' \
 		--customize-hook='mkdir -p "$1"/.playground "$1"/workspace "$1"/pile "$1"/home/sandbox "$1"/opt/faculties' \
+		--customize-hook='for f in passwd group hosts hostname resolv.conf nsswitch.conf profile; do rm -f "$1/etc/$f"; ln -s /.playground/etc/$f "$1/etc/$f"; done' \
 		"$DEBIAN_SUITE" "$tmp/root.tar" \
 		"deb $DEBIAN_MIRROR $DEBIAN_SUITE main" \
 		"deb $DEBIAN_MIRROR $DEBIAN_SUITE-updates main" \

@@ -33,15 +33,20 @@ const (
 )
 
 // BackendClass names the way a sandbox is isolated on its node.
-// +kubebuilder:validation:Enum=oci;jail;lima
+// +kubebuilder:validation:Enum=oci;vm;jail;lima
 type BackendClass string
 
 const (
 	// BackendOCI is a persistent OCI container run by runc (Linux).
 	BackendOCI BackendClass = "oci"
+	// BackendVM is a QEMU virtual machine per sandbox, with a kernel of its
+	// own (Linux): KVM where the node has it, else TCG emulation, which is
+	// for development only. Only agents that offer it are bound to it.
+	BackendVM BackendClass = "vm"
 	// BackendJail is a FreeBSD jail.
 	BackendJail BackendClass = "jail"
-	// BackendLima is a Lima virtual machine; it runs commands synchronously only.
+	// BackendLima is a Lima virtual machine per sandbox, driven through
+	// limactl (built to limactl's contract: see docs/lima.md).
 	BackendLima BackendClass = "lima"
 )
 

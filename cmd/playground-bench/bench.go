@@ -53,6 +53,9 @@ type options struct {
 	profileDir   string
 	playground   string
 	only         *regexp.Regexp
+	// runsc and the VM image, for the isolation rows; empty: not measured.
+	runsc                       string
+	vmKernel, vmModules, vmRoot string
 }
 
 // sizes are the repetitions and payloads of one run.
@@ -79,6 +82,14 @@ func run(ctx context.Context, opts options, out, log io.Writer) error {
 	rows, err := inProcess(ctx, opts, sz, out, log)
 	if err != nil {
 		return err
+	}
+	if opts.selected("isolation") {
+		fmt.Fprintln(out, "Running isolation costs (runc, runsc, VM; the backends directly)...")
+		r, err := isolationCosts(ctx, opts, sz.execs, out)
+		if err != nil {
+			return fmt.Errorf("isolation: %w", err)
+		}
+		rows = append(rows, r...)
 	}
 	// P5 last, on a control plane of its own, once the others' system is gone.
 	if opts.selected("P5") {

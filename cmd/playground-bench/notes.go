@@ -46,6 +46,13 @@ const notes = `
   the gateway, the agent and an idle manager, over its RSS before; latency is
   each call's, as its client saw it. Then the same with 64 calls, and the
   budgets' own high-water marks (` + "`playground_budget_bytes_in_flight_peak`" + `).
+* **isolation** starts 3 sandboxes of each isolation this machine offers
+  through the backend directly (no gateway, no control plane, so that only the
+  isolation differs): runc, gVisor's runsc, and a QEMU VM (under TCG where KVM
+  does not work); it times provision → first exec on each, ` + "`exec true`" + ` p50
+  on one, and sums the PSS of each idle sandbox's processes (its cgroup's for
+  runc and runsc, its QEMU for the VM: the guest's memory as the host sees it).
+  The runc figures are the baseline.
 * **P5** runs last, on a control plane of its own, with ` + "`playground manager`" + `
   and ` + "`playground agent`" + ` as child processes, as a cluster runs them; their
   peak memory is the kernel's VmHWM, and the API server's writes come from its

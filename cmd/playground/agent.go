@@ -180,9 +180,9 @@ func runAgent(ctx context.Context, args []string) error {
 		return err
 	}
 	opts.StateDir = ociOpts.StateDir
-	// The backends this node offers: the oci backend on Linux, the jail
-	// backend on FreeBSD (agent_<os>.go).
-	if opts.Backends, err = newBackends(); err != nil {
+	// The backends this node offers: on Linux oci, vm and lima; on
+	// FreeBSD jail (agent_<os>.go).
+	if opts.Backends, err = newBackends(ctx, opts.Logger); err != nil {
 		return err
 	}
 	return nodeagent.Run(ctx, opts)

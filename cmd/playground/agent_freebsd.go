@@ -19,8 +19,11 @@ limitations under the License.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/jail"
@@ -31,11 +34,11 @@ import (
 // constructor: a FreeBSD node offers jail only. Of the oci flags, it
 // takes --state-dir, --guest-binary (playground-sandbox built for
 // FreeBSD, whose reaper proves cleanup) and --network (none only).
-func backendFlags(fs *flag.FlagSet, o *oci.Options) func() ([]backend.Backend, error) {
+func backendFlags(fs *flag.FlagSet, o *oci.Options) func(context.Context, logr.Logger) ([]backend.Backend, error) {
 	var jo jail.Options
 	fs.StringVar(&jo.BaseDir, "jail-base", "/", "the FreeBSD userland every jail sees read-only (its bin lib libexec sbin usr, nullfs-mounted), e.g. a tree extracted from base.txz of this node's release (docs/freebsd.md)")
 	fs.StringVar(&jo.ZFSParent, "jail-zfs-parent", "", "a ZFS dataset (e.g. zroot/playground) under which each sandbox gets datasets for its files and its pile, bounded in bytes and files; empty: plain directories and no disk limits (docs/freebsd.md)")
-	return func() ([]backend.Backend, error) {
+	return func(context.Context, logr.Logger) ([]backend.Backend, error) {
 		if o.Network != oci.NetworkNone {
 			return nil, fmt.Errorf("--network %s: the jail backend offers network none only (a vnet jail with loopback)", o.Network)
 		}

@@ -19,8 +19,11 @@ limitations under the License.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
@@ -28,13 +31,31 @@ import (
 
 // backendFlags registers the flags of this system's backends beyond the
 // common ones and returns their constructor: on Linux, the oci backend,
-// whose options agent.go's flags fill.
-func backendFlags(_ *flag.FlagSet, o *oci.Options) func() ([]backend.Backend, error) {
-	return func() ([]backend.Backend, error) {
+// whose options agent.go's flags fill, first (a Sandbox that names no
+// backend runs there); vm when its image is given; lima when limactl is.
+func backendFlags(fs *flag.FlagSet, o *oci.Options) func(context.Context, logr.Logger) ([]backend.Backend, error) {
+	vmf := addVMFlags(fs)
+	lima := registerLimaFlags(fs)
+	return func(ctx context.Context, log logr.Logger) ([]backend.Backend, error) {
 		be, err := oci.New(*o)
 		if err != nil {
 			return nil, fmt.Errorf("the oci backend: %w", err)
 		}
-		return []backend.Backend{be}, nil
+		bes := []backend.Backend{be}
+		vmb, err := vmf.backend(ctx, o.StateDir, o.GuestBinary, o.StorageReserve, log)
+		if err != nil {
+			return nil, err
+		}
+		if vmb != nil {
+			bes = append(bes, vmb)
+		}
+		lb, err := lima.backend(o.StateDir, o.GuestBinary)
+		if err != nil {
+			return nil, err
+		}
+		if lb != nil {
+			bes = append(bes, lb)
+		}
+		return bes, nil
 	}
 }

@@ -19,17 +19,20 @@ limitations under the License.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"runtime"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 )
 
 // backendFlags: this system has no backend.
-func backendFlags(*flag.FlagSet, *oci.Options) func() ([]backend.Backend, error) {
-	return func() ([]backend.Backend, error) {
+func backendFlags(*flag.FlagSet, *oci.Options) func(context.Context, logr.Logger) ([]backend.Backend, error) {
+	return func(context.Context, logr.Logger) ([]backend.Backend, error) {
 		return nil, fmt.Errorf("playground agent has no sandbox backend on %s: run it on Linux (oci) or FreeBSD (jail)", runtime.GOOS)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/playground-dev/playground/cmd/playground/devenv"
@@ -93,6 +94,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	network := fs.String("network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or egress (Tenants' egress lists enforced with nftables; see docs/isolation.md)")
 	runsc := fs.String("runsc", "", "runsc, for Sandboxes of isolation gvisor (default: runsc from PATH, e.g. built by hack/runsc.sh; none: gVisor not offered); \"off\" refuses gVisor")
+	vmf := addVMFlags(fs)
 	verbose := fs.Bool("v", false, "print the components' logs to standard error (formatted by the --zap-* flags)")
 	logOpts := logFlags(fs, "console")
 	if err := fs.Parse(args); err != nil {
@@ -113,6 +115,15 @@ func runDev(ctx context.Context, args []string) error {
 		opts.Logger = logOpts.setLogger()
 	}
 	ctrl.SetLogger(opts.Logger)
+	opts.VM = func(ctx context.Context, stateDir string) (devenv.VMBackend, error) {
+		// Which accelerator, and why, is said whatever -v says.
+		say := funcr.New(func(_, args string) { fmt.Fprintln(os.Stderr, "playground dev: vm backend:", args) }, funcr.Options{})
+		be, err := vmf.backend(ctx, stateDir, opts.GuestBinary, 0, say)
+		if be == nil || err != nil {
+			return nil, err
+		}
+		return be, nil
+	}
 	return devenv.Run(ctx, opts, os.Stdout)
 }
 

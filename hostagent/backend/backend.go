@@ -25,6 +25,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -399,6 +401,30 @@ type WorkerSupervisor interface {
 // defaults resolved, so that a spec asking for others can be told so.
 type StorageReporter interface {
 	Storage(id string) (Storage, error)
+}
+
+// PileReader is implemented by backends whose pile is not a plain host
+// directory (a VM's pile is a disk image): PileFile reads one file of it
+// from the host, whether the sandbox runs or not.
+type PileReader interface {
+	PileFile(id, name string) ([]byte, error)
+}
+
+// ReadPileFile reads file name of sandbox id's pile from the host.
+func ReadPileFile(be Backend, id, name string) ([]byte, error) {
+	if r, ok := be.(PileReader); ok {
+		return r.PileFile(id, name)
+	}
+	return os.ReadFile(filepath.Join(be.PileDir(id), name))
+}
+
+// Describer is implemented by backends with something to say about how
+// they run sandboxes on this node (the vm backend: under KVM, or under
+// TCG emulation, for development only). The agent publishes the note in
+// its Lease and, when it is a caveat, in the Provisioned condition of each
+// Sandbox the backend runs.
+type Describer interface {
+	Describe() (note string, caveat bool)
 }
 
 // Isolator is implemented by backends that offer a choice of isolation

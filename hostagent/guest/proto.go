@@ -72,6 +72,10 @@ const ProtocolVersion = 1
 // the worker's bytes. Shepherds that dial speak both versions.
 const DialProtocolVersion = 2
 
+// EtcProtocolVersion is carried in the Start frame of an /etc update (Etc
+// set): a shepherd of a guest binary that predates them refuses it.
+const EtcProtocolVersion = 3
+
 // A Start frame with the longest command, all escaped, fits a frame.
 var _ [MaxFrame - 6*MaxCommand - 4096]struct{}
 
@@ -170,6 +174,12 @@ type StartRequest struct {
 	// loopback, answers Started (PID 0) or Error, and from then on relays
 	// raw bytes both ways until both directions are closed.
 	Dial int `json:"dial,omitempty"`
+	// Etc, when set (with Version EtcProtocolVersion), asks for no
+	// command: in a VM, the shepherd (the guest's root) replaces these
+	// files of EtcDir, each atomically, and answers Started (PID 0) or
+	// Error. Names are those EtcFiles makes. A container refuses it: its
+	// /etc is on the host, where the agent writes it.
+	Etc map[string]string `json:"etc,omitempty"`
 }
 
 // Started is the payload of FrameStarted.

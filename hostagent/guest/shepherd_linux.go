@@ -170,6 +170,14 @@ func (s *shepherd) serve() {
 		s.relay(req.Dial)
 		return
 	}
+	if req.Etc != nil {
+		if err := WriteEtc(req.Etc); err != nil {
+			s.sendError(err.Error())
+			return
+		}
+		s.send(AppendFrame(nil, FrameStarted, []byte(`{"pid":0}`)))
+		return
+	}
 
 	cmd, err := s.start(req, stdin)
 	if err != nil {
@@ -215,6 +223,9 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 			rest, _ := br.Peek(n)
 			s.pending = append(s.pending, rest...)
 		}
+		return req, nil, nil
+	}
+	if req.Etc != nil && req.Version == EtcProtocolVersion {
 		return req, nil, nil
 	}
 	if req.Version != ProtocolVersion {

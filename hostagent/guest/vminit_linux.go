@@ -50,6 +50,13 @@ const (
 	// own disk (ext4, made by the agent), holding workspace and home.
 	VMRootDevice = "/dev/vda"
 	VMDiskDevice = "/dev/vdb"
+	// VMPileDevice is the sandbox's pile (ext4, made by the agent with
+	// the pile's files), mounted at PileDir and sealed append-only.
+	VMPileDevice = "/dev/vdc"
+	// VMConfigEtc, in the initramfs, holds the sandbox's own /etc files
+	// (passwd, hosts, profile…), which the agent appends to the initramfs
+	// at each start: they start EtcDir.
+	VMConfigEtc = "/config/etc"
 	// VMDiskDir is where the sandbox's disk is mounted in the guest.
 	VMDiskDir = Dir + "/disk"
 	// vmDeviceWait bounds the wait for the disks to appear.
@@ -89,7 +96,8 @@ func RunVMInit() error {
 	if err := waitFor(VMRootDevice, vmDeviceWait); err != nil {
 		return err
 	}
-	if err := unix.Mount(VMRootDevice, newRoot, "ext4", unix.MS_RDONLY|unix.MS_NODEV, ""); err != nil {
+	// nosuid: the image's setuid binaries (su, mount) raise no one.
+	if err := unix.Mount(VMRootDevice, newRoot, "ext4", unix.MS_RDONLY|unix.MS_NODEV|unix.MS_NOSUID, ""); err != nil {
 		return fmt.Errorf("mounting the root image: %w", err)
 	}
 	// Our own directory: a tmpfs with this binary and the run directory.
@@ -97,7 +105,7 @@ func RunVMInit() error {
 	if err := unix.Mount("playground", own, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
 		return fmt.Errorf("mounting %s: %w", Dir, err)
 	}
-	for _, d := range []string{own + "/bin", own + "/run", own + "/disk"} {
+	for _, d := range []string{own + "/bin", own + "/run", own + "/disk", own + "/etc"} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return err
 		}
@@ -105,20 +113,29 @@ func RunVMInit() error {
 	if err := copyFile("/init", newRoot+Binary, 0o555); err != nil {
 		return err
 	}
-	for _, m := range []struct{ dst, opts string }{
-		{"/tmp", "mode=1777"},
-		{"/run", "mode=0755"},
-	} {
-		if err := unix.Mount("tmpfs", newRoot+m.dst, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, m.opts); err != nil {
-			return fmt.Errorf("mounting %s: %w", m.dst, err)
-		}
+	if err := unix.Mount("tmpfs", newRoot+"/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=16m"); err != nil {
+		return fmt.Errorf("mounting /run: %w", err)
 	}
 	if _, err := os.Stat(VMDiskDevice); err == nil {
 		if err := mountDisk(newRoot); err != nil {
 			return err
 		}
 	} else {
-		lg.Printf("no sandbox disk (%s): workspace and home are the root image's", VMDiskDevice)
+		lg.Printf("no sandbox disk (%s): workspace and home are the root image's, /tmp a tmpfs", VMDiskDevice)
+		if err := unix.Mount("tmpfs", newRoot+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+			return fmt.Errorf("mounting /tmp: %w", err)
+		}
+	}
+	if _, err := os.Stat(VMPileDevice); err == nil {
+		if err := mountPile(newRoot); err != nil {
+			return err
+		}
+	}
+	if err := installConfig(newRoot); err != nil {
+		return err
+	}
+	if err := loopbackUp(); err != nil {
+		return fmt.Errorf("bringing up the loopback interface: %w", err)
 	}
 	// The initramfs stays in memory under the new root; free what it held.
 	_ = os.RemoveAll(VMModulesDir)
@@ -150,18 +167,37 @@ func mountDisk(newRoot string) error {
 		return err
 	}
 	disk := newRoot + VMDiskDir
-	if err := unix.Mount(VMDiskDevice, disk, "ext4", unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+	// What the guest's page cache holds is lost if its VM dies (QEMU
+	// killed, the node's power): commit the journal every second and
+	// write dirty pages back once they are a second old, so that a crash
+	// loses about the last two seconds of writes, not the last thirty.
+	if err := unix.Mount(VMDiskDevice, disk, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "commit=1"); err != nil {
 		return fmt.Errorf("mounting the sandbox's disk: %w", err)
 	}
-	for _, d := range []struct{ src, dst string }{
-		{"workspace", Workspace},
-		{"home", TenantHome},
+	for _, knob := range []string{"dirty_expire_centisecs", "dirty_writeback_centisecs"} {
+		if err := os.WriteFile("/proc/sys/vm/"+knob, []byte("100"), 0); err != nil {
+			return fmt.Errorf("setting vm.%s: %w", knob, err)
+		}
+	}
+	for _, d := range []struct {
+		src, dst string
+		mode     os.FileMode
+		uid      int
+	}{
+		{"workspace", Workspace, 0o755, TenantUID},
+		{"home", TenantHome, 0o755, TenantUID},
+		// Sticky, as a container's: an entry is removed only by its owner.
+		{"tmp", "/tmp", 0o1777, 0},
 	} {
 		src := filepath.Join(disk, d.src)
 		if err := os.Mkdir(src, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
-		if err := os.Lchown(src, TenantUID, TenantGID); err != nil {
+		if err := os.Lchown(src, d.uid, d.uid); err != nil {
+			return err
+		}
+		// unix.Chmod: os.Chmod would not take 01777's sticky bit.
+		if err := unix.Chmod(src, uint32(d.mode)); err != nil {
 			return err
 		}
 		if err := unix.Mount(src, newRoot+d.dst, "", unix.MS_BIND, ""); err != nil {
@@ -169,6 +205,127 @@ func mountDisk(newRoot string) error {
 		}
 	}
 	return nil
+}
+
+// mountPile mounts the sandbox's pile and seals it, as the oci backend
+// seals a container's: the directory is the guest root's, mode 0755, so
+// the tenant creates nothing in it, and append-only, so nothing in it is
+// removed or renamed; every regular file in it is append-only (the agent
+// made them the tenant's). Setting or clearing the flag needs
+// CAP_LINUX_IMMUTABLE, which the tenant's commands (uid 1000, no
+// capabilities, nosuid root) never have. The mount is synchronous and the
+// file system has no journal: what the tenant appended is in place on the
+// pile's image when its write returns, for the host to read while the VM
+// runs (with a journal, the file's new size could wait in the journal).
+func mountPile(newRoot string) error {
+	if err := waitFor(VMPileDevice, vmDeviceWait); err != nil {
+		return err
+	}
+	pile := newRoot + PileDir
+	if err := unix.Mount(VMPileDevice, pile, "ext4", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_SYNCHRONOUS, ""); err != nil {
+		return fmt.Errorf("mounting the pile: %w", err)
+	}
+	// mkfs's empty lost+found would show in the pile; e2fsck makes it
+	// again if it needs one.
+	// The directory was sealed at the last boot: unseal it to fix its
+	// owner and mode, which an append-only inode refuses.
+	if err := setAppendOnly(pile, false); err != nil {
+		return err
+	}
+	_ = os.Remove(filepath.Join(pile, "lost+found"))
+	if err := os.Chown(pile, 0, 0); err != nil {
+		return err
+	}
+	if err := os.Chmod(pile, 0o755); err != nil {
+		return err
+	}
+	err := filepath.WalkDir(pile, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() || d.IsDir() {
+			return setAppendOnly(p, true)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sealing the pile: %w", err)
+	}
+	return nil
+}
+
+// fsAppendFL is FS_APPEND_FL (chattr +a).
+const fsAppendFL = 0x20
+
+// setAppendOnly sets or clears path's append-only flag.
+func setAppendOnly(path string, on bool) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return err
+	}
+	want := flags &^ fsAppendFL
+	if on {
+		want |= fsAppendFL
+	}
+	if want == flags {
+		return nil
+	}
+	return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(want))
+}
+
+// installConfig copies the sandbox's /etc files from the initramfs to
+// EtcDir, and sets the hostname its hostname file names.
+func installConfig(newRoot string) error {
+	ents, err := os.ReadDir(VMConfigEtc)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	files := map[string]string{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(VMConfigEtc, e.Name()))
+		if err != nil {
+			return err
+		}
+		files[e.Name()] = string(b)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(newRoot+EtcDir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	if h := strings.TrimSpace(files["hostname"]); h != "" {
+		if err := unix.Sethostname([]byte(h)); err != nil {
+			return fmt.Errorf("setting the hostname: %w", err)
+		}
+	}
+	return nil
+}
+
+// loopbackUp brings up lo, the only interface of a VM without network:
+// the agent's relay reaches a tenant's worker on it.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 // loadModules loads dir's modules in the order its order file gives.

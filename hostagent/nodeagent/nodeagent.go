@@ -35,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -302,6 +303,14 @@ func Run(ctx context.Context, opts Options) error {
 		if err := agent.Close(cctx); err != nil {
 			log.Error(err, "Stopping the agent's jobs")
 		}
+		// What the process's exit would do: a backend that holds
+		// connections to its sandboxes (a VM's port takes one at a
+		// time) lets go, so that the next agent connects.
+		for _, be := range opts.Backends {
+			if c, ok := be.(io.Closer); ok {
+				_ = c.Close()
+			}
+		}
 	}()
 	lim, err := budget.New(opts.Budget)
 	if err != nil {
@@ -382,6 +391,7 @@ func Run(ctx context.Context, opts Options) error {
 				Protocol:        server.Version().String(),
 				Backends:        backendNames(opts.Backends),
 				Isolations:      isolations(opts.Backends),
+				Notes:           backendNotes(opts.Backends),
 				Labels:          opts.Labels,
 				AdmissionHalted: haltSummary(agent.Jobs().Halts()),
 				Duration:        opts.LeaseDuration,
@@ -496,6 +506,20 @@ func haltSummary(halts []jobs.AdmissionStatus) string {
 		more = fmt.Sprintf(" and %d more", len(halts)-len(ids))
 	}
 	return fmt.Sprintf("in %d sandbox(es): %s%s (see their JobsAdmitted condition)", len(halts), strings.Join(ids, ", "), more)
+}
+
+// backendNotes are what the backends say of themselves, by class.
+func backendNotes(bes []backend.Backend) map[string]string {
+	var notes map[string]string
+	for _, be := range bes {
+		if d, ok := be.(backend.Describer); ok {
+			if notes == nil {
+				notes = map[string]string{}
+			}
+			notes[be.Name()], _ = d.Describe()
+		}
+	}
+	return notes
 }
 
 // isolations are what the backends run between them.

@@ -284,7 +284,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)
 	}
-	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node) + r.storageFixed(spec)
+	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node) + r.storageFixed(spec) + r.caveat(spec)
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
 		return err
 	}
@@ -423,6 +423,21 @@ func (r *sandboxReconciler) removeFinalizer(ctx context.Context, sbx *playground
 	patch := client.MergeFromWithOptions(sbx.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer)
 	return client.IgnoreNotFound(r.client.Patch(ctx, sbx, patch))
+}
+
+// caveat is what the sandbox's backend warns of on this node (a VM under
+// emulation), as a sentence to append, or "".
+func (r *sandboxReconciler) caveat(spec backend.Spec) string {
+	be, ok := r.agent.Backend(spec.Backend)
+	if !ok {
+		return ""
+	}
+	if d, ok := be.(backend.Describer); ok {
+		if note, caveat := d.Describe(); caveat {
+			return ". Note: " + note
+		}
+	}
+	return ""
 }
 
 // agentConditions are the condition types the agent owns in a Sandbox's

@@ -58,6 +58,10 @@ const (
 	// spec.isolation: container, gvisor), comma-separated. An agent that
 	// publishes none offers container only.
 	AnnotationIsolations = "playground.dev/isolations"
+	// AnnotationBackendNotes is what backends say of how they run on the
+	// node (the vm backend's accelerator), a JSON object by class; absent
+	// when none says anything.
+	AnnotationBackendNotes = "playground.dev/backend-notes"
 	// AnnotationNodeLabels is the node's labels as a JSON object.
 	AnnotationNodeLabels = "playground.dev/node-labels"
 	// AnnotationAdmission is empty while the agent admits jobs, else why not.
@@ -78,7 +82,9 @@ type Registration struct {
 	// Isolations are the isolations offered; empty from an agent that
 	// predates them, which offers container only.
 	Isolations []string
-	Labels     map[string]string
+	// Notes are what backends say of how they run here, by class.
+	Notes  map[string]string
+	Labels map[string]string
 	// AdmissionHalted says why the agent stopped admitting jobs, if it did.
 	AdmissionHalted string
 	// Duration and Renewed are the Lease's duration and last renewal.
@@ -147,6 +153,15 @@ func (r Registration) Apply(lease *coordinationv1.Lease, now time.Time) error {
 	sort.Strings(isolations)
 	lease.Annotations[AnnotationIsolations] = strings.Join(isolations, ",")
 	lease.Annotations[AnnotationNodeLabels] = string(labels)
+	if len(r.Notes) > 0 {
+		notes, err := json.Marshal(r.Notes)
+		if err != nil {
+			return err
+		}
+		lease.Annotations[AnnotationBackendNotes] = string(notes)
+	} else {
+		delete(lease.Annotations, AnnotationBackendNotes)
+	}
 	lease.Annotations[AnnotationAdmission] = r.AdmissionHalted
 	holder := r.Node
 	seconds := int32(r.Duration / time.Second)
@@ -176,6 +191,11 @@ func FromLease(lease *coordinationv1.Lease) (Registration, error) {
 	}
 	if i := lease.Annotations[AnnotationIsolations]; i != "" {
 		r.Isolations = strings.Split(i, ",")
+	}
+	if n := lease.Annotations[AnnotationBackendNotes]; n != "" {
+		if err := json.Unmarshal([]byte(n), &r.Notes); err != nil {
+			return r, fmt.Errorf("lease %s/%s: backend notes: %w", lease.Namespace, lease.Name, err)
+		}
 	}
 	if l := lease.Annotations[AnnotationNodeLabels]; l != "" && l != "null" {
 		if err := json.Unmarshal([]byte(l), &r.Labels); err != nil {

@@ -79,8 +79,17 @@ type Options struct {
 	Network oci.Network
 	// Runsc is the node's gVisor runtime; empty: gVisor is not offered.
 	Runsc string
+	// VM makes the node's vm backend over a state directory; nil, or a nil
+	// backend, offers none. Its VMs are stopped when dev ends.
+	VM func(ctx context.Context, stateDir string) (VMBackend, error)
 	// Logger receives the components' logs; the zero value discards them.
 	Logger logr.Logger
+}
+
+// VMBackend is a backend whose sandboxes dev stops when it ends.
+type VMBackend interface {
+	backend.Backend
+	StopAll(ctx context.Context) error
 }
 
 // ReadyLine is printed once everything runs; scripts wait for it.
@@ -259,18 +268,36 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	}
 	env.AgentEndpoint = "http://" + ln.Addr().String()
 	env.Node = nodeName()
+	backends, names := []backend.Backend{be}, "oci"
+	if opts.VM != nil {
+		vmb, err := opts.VM(ctx, nodeDir)
+		if err != nil {
+			return nil, err
+		}
+		if vmb != nil {
+			backends, names = append(backends, vmb), "oci and vm"
+			env.cleanups = append(env.cleanups, func() {
+				progress("stopping the VMs (their disks stay in %s)", nodeDir)
+				sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+				defer scancel()
+				if err := vmb.StopAll(sctx); err != nil {
+					fmt.Fprintln(os.Stderr, "stopping the VMs:", err)
+				}
+			})
+		}
+	}
 	goRun("agent", func(ctx context.Context) error {
 		return nodeagent.Run(ctx, nodeagent.Options{
 			Config:   cp.Config,
 			NodeName: env.Node,
 			StateDir: nodeDir,
-			Backends: []backend.Backend{be},
+			Backends: backends,
 			Listener: ln,
 			Tokens:   []string{env.AgentToken},
 			Logger:   opts.Logger.WithName("agent"),
 		})
 	})
-	progress("host agent running as node %s (oci backend, state in %s)", env.Node, nodeDir)
+	progress("host agent running as node %s (%s backends, state in %s)", env.Node, names, nodeDir)
 
 	gw, err := mcpgateway.New(mcpgateway.Options{
 		Config:     cp.Config,

@@ -18,6 +18,7 @@ package conformance
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -108,9 +109,13 @@ func (h Harness) nodeOver(t *testing.T, stateDir string) *node {
 
 // restarted is the node after an agent restart: a new backend and a new
 // kernel over the same state. The old ones are abandoned, as by a process
-// that died, and serve no more calls.
+// that died, and serve no more calls; a backend that holds connections
+// (an io.Closer) has them closed, as the process's exit would.
 func (n *node) restarted(t *testing.T) *node {
 	t.Helper()
+	if c, ok := n.be.(io.Closer); ok {
+		_ = c.Close()
+	}
 	return n.h.nodeOver(t, n.stateDir)
 }
 

@@ -18,8 +18,6 @@ package conformance
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,7 +64,7 @@ func testPile(t *testing.T, n *node) {
 		if got := Sh(t, be, sp.ID, "cat "+f+"; ls "+guest.PileDir); got != "one\ntwo"+name+"\n" {
 			t.Fatalf("the pile after the refusals: %q", got)
 		}
-		if data, err := os.ReadFile(filepath.Join(be.PileDir(sp.ID), name)); err != nil || string(data) != "one\ntwo" {
+		if data, err := backend.ReadPileFile(be, sp.ID, name); err != nil || string(data) != "one\ntwo" {
 			t.Fatalf("the pile seen from the host: %q, %v", data, err)
 		}
 	})

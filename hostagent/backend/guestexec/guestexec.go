@@ -274,8 +274,27 @@ func (discardSink) Write(backend.Stream, []byte) {}
 // conn is closed, and the error wraps backend.ErrInvalidRequest when the
 // shepherd could not connect.
 func Dial(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
+	br, err := ask(ctx, conn, guest.StartRequest{Version: guest.DialProtocolVersion, Dial: port})
+	if err != nil {
+		return nil, err
+	}
+	return &bufferedConn{Conn: conn, r: br}, nil
+}
+
+// WriteEtc asks the shepherd that accepts conn, in a VM, to replace the
+// sandbox's generated /etc files (guest.EtcDir) with files; ctx bounds it.
+// conn is closed when it returns.
+func WriteEtc(ctx context.Context, conn net.Conn, files map[string]string) error {
+	_, err := ask(ctx, conn, guest.StartRequest{Version: guest.EtcProtocolVersion, Etc: files})
+	conn.Close()
+	return err
+}
+
+// ask sends a request that runs no command and waits for its Started:
+// the reader holds what followed it.
+func ask(ctx context.Context, conn net.Conn, req guest.StartRequest) (*bufio.Reader, error) {
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	fail := func(err error) (net.Conn, error) {
+	fail := func(err error) (*bufio.Reader, error) {
 		stop()
 		conn.Close()
 		if ctx.Err() != nil {
@@ -283,11 +302,11 @@ func Dial(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
 		}
 		return nil, err
 	}
-	req, err := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.DialProtocolVersion, Dial: port})
+	frame, err := guest.AppendJSONFrame(nil, guest.FrameStart, req)
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := conn.Write(req); err != nil {
+	if _, err := conn.Write(frame); err != nil {
 		return fail(err)
 	}
 	br := bufio.NewReader(conn)
@@ -307,7 +326,7 @@ func Dial(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
 		return nil, ctx.Err()
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return &bufferedConn{Conn: conn, r: br}, nil
+	return br, nil
 }
 
 // bufferedConn reads through the reader that parsed the relay's answer,

@@ -215,7 +215,7 @@ func (b *Backend) validateBuild(req backend.BuildRequest) error {
 func shellCommand(argv []string) string {
 	quoted := make([]string, len(argv))
 	for i, a := range argv {
-		quoted[i] = shellQuote(a)
+		quoted[i] = guest.ShellQuote(a)
 	}
 	return "exec " + strings.Join(quoted, " ")
 }

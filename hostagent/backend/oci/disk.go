@@ -168,29 +168,10 @@ func checkDiskSupport(mkfs string) error {
 // checkReserve refuses a new sandbox when the state directory's filesystem
 // has less free space than the reserve.
 func (b *Backend) checkReserve() error {
-	if b.opts.StorageReserve <= 0 {
-		return nil
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(b.opts.StateDir, &st); err != nil {
-		return fmt.Errorf("oci: free space of %s: %w", b.opts.StateDir, err)
-	}
-	free := int64(st.Bavail) * st.Bsize
-	if free < b.opts.StorageReserve {
-		return fmt.Errorf("oci: the node has %s free in %s, below its reserve of %s; no new sandbox is provisioned here until space is freed: %w",
-			humanBytes(free), b.opts.StateDir, humanBytes(b.opts.StorageReserve), backend.ErrInsufficientStorage)
+	if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve); err != nil {
+		return fmt.Errorf("oci: %w", err)
 	}
 	return nil
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // mountVolume makes <sandbox>/<name> the root of the volume: it makes the

@@ -142,6 +142,29 @@ func TestGVisorIsAnotherKernel(t *testing.T) {
 	}
 }
 
+// TestGVisorStopAllLeavesNoMount: once StopAll has stopped the gVisor
+// sandboxes (playground dev's exit), nothing stays mounted under the state
+// directory: not even the empty network namespace runsc pins for its
+// gofers, which would make removing the directory fail (EBUSY).
+func TestGVisorStopAllLeavesNoMount(t *testing.T) {
+	runsc := requireRunsc(t)
+	dir := newStateDir(t)
+	b := newGVisorBackend(t, dir, runsc)
+	startSandbox(t, b, backend.Spec{ID: "gv-stopall", Tenant: "t/gv-stopall", Isolation: backend.IsolationGVisor})
+	if err := b.StopAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(info), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			t.Errorf("still mounted after StopAll: %s", line)
+		}
+	}
+}
+
 // nodeProcesses are the PIDs of the node's processes whose command line
 // starts with prefix (NUL-separated arguments).
 func nodeProcesses(t *testing.T, prefix string) []string {

@@ -37,6 +37,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultEtcFiles are the host /etc entries a sandbox sees by default:
@@ -337,20 +338,28 @@ func (o *Options) setDefaults() error {
 		}
 	}
 	if o.GuestBinary == "" {
-		if exe, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
-				o.GuestBinary = p
-			}
-		}
-	}
-	if o.GuestBinary == "" {
-		p, err := exec.LookPath(GuestBinaryName)
+		p, err := FindGuestBinary()
 		if err != nil {
-			return fmt.Errorf("oci: guest binary %s not found next to the agent or in PATH; set Options.GuestBinary", GuestBinaryName)
+			return fmt.Errorf("oci: %w", err)
 		}
 		o.GuestBinary = p
 	}
 	return nil
+}
+
+// FindGuestBinary is the default guest binary of every backend that runs
+// one: GuestBinaryName next to the running executable, else on PATH.
+func FindGuestBinary() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(GuestBinaryName)
+	if err != nil {
+		return "", fmt.Errorf("guest binary %s not found next to the agent or in PATH; set it explicitly", GuestBinaryName)
+	}
+	return p, nil
 }
 
 // prepareStateDir creates the state directory's skeleton and checks that a
@@ -637,6 +646,14 @@ func (b *Backend) StopAll(ctx context.Context) error {
 	for _, e := range entries {
 		if e.IsDir() {
 			errs = append(errs, b.Stop(ctx, e.Name()))
+		}
+	}
+	if b.gvisor != nil && errors.Join(errs...) == nil {
+		// runsc pins an empty network namespace for its gofers under its
+		// root, shared by every gVisor sandbox and left mounted by them;
+		// with none running, it goes too (runsc stacks one per
+		// concurrent creation: unmount until none is left).
+		for unix.Unmount(filepath.Join(b.gvisor.root, "null-netns"), unix.MNT_DETACH) == nil {
 		}
 	}
 	return errors.Join(errs...)

@@ -244,7 +244,7 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 			NoNewPrivileges: true,
 		},
 		Root:     root{Path: filepath.Join(dir, "rootfs"), Readonly: true},
-		Hostname: hostname(sb.spec.ID),
+		Hostname: guest.Hostname(sb.spec.ID),
 		Mounts:   mounts,
 		Linux: linuxCfg{
 			UIDMappings:   []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},
@@ -295,14 +295,6 @@ func maskedPaths() []string {
 
 func (b *Backend) cgroupPath(sb *sandbox) string {
 	return filepath.Join(b.cgroupParent, containerID(sb.spec.ID))
-}
-
-// hostname is the sandbox's UTS name: its ID, cut to the kernel's limit.
-func hostname(id string) string {
-	if len(id) > 63 {
-		return id[:63]
-	}
-	return id
 }
 
 // seccompProfile allows every system call except those that widen the

@@ -42,7 +42,7 @@ func ProbeAccel(ctx context.Context, cfg Config, timeout time.Duration) (accel, 
 		return AccelTCG, fmt.Sprintf("KVM is unavailable: %v", err)
 	}
 	f.Close()
-	cfg.Accel, cfg.Disk = AccelKVM, ""
+	cfg.Accel, cfg.Disks = AccelKVM, nil
 	start := time.Now()
 	v, err := Start(cfg)
 	if err != nil {

@@ -81,7 +81,7 @@ func TestBootAndExec(t *testing.T) {
 	}
 
 	cfg := Config{
-		Kernel: kernel, Initrd: initrd, Root: root, Disk: disk,
+		Kernel: kernel, Initrd: initrd, Root: root, Disks: []string{disk},
 		Dir: filepath.Join(dir, "vm"), Accel: AccelTCG, VCPUs: 1, MemoryMiB: 512,
 	}
 	start := time.Now()
@@ -160,21 +160,15 @@ func TestBootAndExec(t *testing.T) {
 	}
 }
 
-// makeInitrd builds the guest binary and the initramfs in dir.
+// makeInitrd builds the initramfs in dir.
 func makeInitrd(t *testing.T, dir, modules string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "playground-sandbox")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/playground-dev/playground/cmd/playground-sandbox")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the guest binary: %v\n%s", err, out)
-	}
 	initrd := filepath.Join(dir, "initrd.cpio")
 	f, err := os.Create(initrd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteInitrd(f, bin, modules); err != nil {
+	if err := WriteInitrd(f, guestBinary(t), modules); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

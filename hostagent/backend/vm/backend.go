@@ -1,0 +1,854 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package vm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guest/mux"
+)
+
+// Defaults of a sandbox's VM, for what its Spec leaves at zero.
+const (
+	DefaultVCPUs       = 1
+	DefaultMemoryBytes = 512 << 20
+	DefaultLayerBytes  = 1 << 30
+	DefaultLayerInodes = 65536
+	DefaultPileBytes   = 64 << 20
+	DefaultPileInodes  = 1024
+	// DefaultBootTimeout bounds a boot to the guest's first answer: about
+	// ten seconds under TCG on an idle machine, one or two under KVM.
+	DefaultBootTimeout = 3 * time.Minute
+)
+
+// Options configure the vm backend.
+type Options struct {
+	// StateDir holds the sandboxes' disks, definitions, sockets and logs.
+	// Keep it short: a VM's socket is StateDir/sandboxes/ID/agent.sock,
+	// and a unix socket's name has at most 107 bytes.
+	StateDir string
+	// GuestBinary is the static playground-sandbox binary: the
+	// initramfs's /init and the guest's init.
+	GuestBinary string
+	// QEMU is qemu-system-x86_64; empty means the one on PATH.
+	QEMU string
+	// Kernel, Modules and Root are hack/vm-image.sh's outputs: the guest
+	// kernel, the directory of its modules, the read-only root image.
+	Kernel, Modules, Root string
+	// Accel is AccelKVM or AccelTCG; empty probes (ProbeAccel) when the
+	// backend is made.
+	Accel string
+	// PileFiles are created, empty and the tenant's, in a new pile, which
+	// the guest seals append-only; default self.pile.
+	PileFiles []string
+	// StartTimeout bounds a command's start when its context has no
+	// deadline; BootTimeout a VM's boot.
+	StartTimeout, BootTimeout time.Duration
+	// StorageReserve is the free space, in bytes, that the state
+	// directory's file system keeps: below it no new sandbox's disks are
+	// made (backend.ErrInsufficientStorage). Zero: no reserve.
+	StorageReserve int64
+}
+
+// Backend runs each sandbox in a QEMU virtual machine of its own: its own
+// kernel, no network device, its disks images under the state directory.
+type Backend struct {
+	opts        Options
+	initrd      []byte // the shared initramfs: the guest binary and the modules
+	accel       string
+	accelReason string
+
+	mu     sync.Mutex
+	locks  map[string]*sync.Mutex
+	vms    map[string]*VM
+	starts map[string]uint64
+}
+
+// New checks opts and prepares the state directory. With no Accel it
+// boots a probe VM (ProbeAccel): up to DefaultProbeTimeout where /dev/kvm
+// opens but KVM does not work.
+func New(ctx context.Context, opts Options) (*Backend, error) {
+	if opts.StateDir == "" || opts.GuestBinary == "" || opts.Kernel == "" || opts.Modules == "" || opts.Root == "" {
+		return nil, errors.New("vm: the state directory, the guest binary, and the kernel, modules and root image of hack/vm-image.sh are required")
+	}
+	if opts.QEMU == "" {
+		p, err := exec.LookPath("qemu-system-x86_64")
+		if err != nil {
+			return nil, fmt.Errorf("vm: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86): %w", err)
+		}
+		opts.QEMU = p
+	}
+	for _, tool := range []string{"mkfs.ext4", "debugfs"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("vm: %s is not installed (apt-get install e2fsprogs): %w", tool, err)
+		}
+	}
+	for _, f := range []string{opts.GuestBinary, opts.Kernel, opts.Root} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("vm: %w", err)
+		}
+	}
+	if opts.PileFiles == nil {
+		opts.PileFiles = []string{"self.pile"}
+	}
+	for _, f := range opts.PileFiles {
+		if f == "" || f != filepath.Base(f) || f == "." || f == ".." {
+			return nil, fmt.Errorf("vm: pile file %q is not a plain file name", f)
+		}
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	if opts.BootTimeout <= 0 {
+		opts.BootTimeout = DefaultBootTimeout
+	}
+	var err error
+	if opts.StateDir, err = filepath.Abs(opts.StateDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(opts.StateDir, "sandboxes"), 0o700); err != nil {
+		return nil, err
+	}
+	var initrd bytes.Buffer
+	if err := WriteInitrd(&initrd, opts.GuestBinary, opts.Modules); err != nil {
+		return nil, fmt.Errorf("vm: the initramfs: %w", err)
+	}
+	b := &Backend{
+		opts: opts, initrd: initrd.Bytes(), accel: opts.Accel,
+		locks: map[string]*sync.Mutex{}, vms: map[string]*VM{}, starts: map[string]uint64{},
+	}
+	switch opts.Accel {
+	case AccelKVM, AccelTCG:
+		b.accelReason = "set by the agent's configuration"
+	case "":
+		probe := filepath.Join(opts.StateDir, "probe")
+		if err := os.WriteFile(filepath.Join(opts.StateDir, "probe-initrd.cpio"), b.initrd, 0o600); err != nil {
+			return nil, err
+		}
+		b.accel, b.accelReason = ProbeAccel(ctx, Config{
+			QEMU: opts.QEMU, Kernel: opts.Kernel, Initrd: filepath.Join(opts.StateDir, "probe-initrd.cpio"),
+			Root: opts.Root, Dir: probe, VCPUs: 1, MemoryMiB: 256,
+		}, DefaultProbeTimeout)
+		_ = os.RemoveAll(probe)
+		_ = os.Remove(filepath.Join(opts.StateDir, "probe-initrd.cpio"))
+	default:
+		return nil, fmt.Errorf("vm: accelerator %q: want %s, %s or empty (probe)", opts.Accel, AccelKVM, AccelTCG)
+	}
+	return b, nil
+}
+
+// Accel is the accelerator this backend's VMs run with, and why: TCG
+// emulates every instruction, for development only.
+func (b *Backend) Accel() (accel, reason string) { return b.accel, b.accelReason }
+
+// Describe implements backend.Describer: the accelerator, and why; TCG
+// is a caveat.
+func (b *Backend) Describe() (string, bool) {
+	if b.accel == AccelTCG {
+		return "vm sandboxes run under TCG emulation, for development only (about ten times slower than KVM): " + b.accelReason, true
+	}
+	return "vm sandboxes run under KVM: " + b.accelReason, false
+}
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return "vm" }
+
+// Capabilities implements backend.Backend: the shepherds in the guest prove
+// cleanup as in a container, and the guest's kernel enforces the pile's
+// append-only flag, which only the guest's root could clear.
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
+}
+
+// PileDir implements backend.Backend: the directory of the pile's image,
+// pile.img, an ext4 filesystem the guest mounts at /pile (synchronously:
+// an append is on the image when it returns). PileFile reads a file of it.
+func (b *Backend) PileDir(id string) string {
+	return filepath.Join(b.sandboxDir(id), "pile")
+}
+
+// PileFile reads a file of the pile of sandbox id from the host, running
+// or not (debugfs reads the image without mounting it).
+func (b *Backend) PileFile(id, name string) ([]byte, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	if name != filepath.Base(name) || strings.ContainsAny(name, "\"\n ") {
+		return nil, fmt.Errorf("vm: pile file name %q", name)
+	}
+	img := filepath.Join(b.PileDir(id), pileImage)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("debugfs", "-R", "cat \"/"+name+"\"", img)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("vm: reading %s from %s: %v: %s", name, img, err, stderr.Bytes())
+	}
+	// debugfs reports a missing file on stderr and exits 0.
+	if bytes.Contains(stderr.Bytes(), []byte("File not found")) {
+		return nil, fmt.Errorf("vm: %s is not in the pile of %s: %w", name, id, os.ErrNotExist)
+	}
+	return stdout.Bytes(), nil
+}
+
+// Files of a sandbox in its directory (besides the VM's, in qemu.go).
+const (
+	recordFile = "sandbox.json"
+	diskImage  = "disk.img"
+	pileImage  = "pile.img"
+	initrdFile = "initrd.cpio"
+)
+
+// record is a sandbox's definition, kept in its directory.
+type record struct {
+	Spec backend.Spec
+	// Storage is fixed when the disks are made; later specs cannot change it.
+	Storage backend.Storage
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+func validateID(id string) error {
+	if !idPattern.MatchString(id) || strings.Contains(id, "..") {
+		return fmt.Errorf("vm: invalid sandbox ID %q: want 1-63 of [A-Za-z0-9_.-], starting alphanumeric", id)
+	}
+	return nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validateSpec refuses what this backend cannot give rather than run the
+// sandbox without it.
+func validateSpec(spec backend.Spec) error {
+	if err := validateID(spec.ID); err != nil {
+		return err
+	}
+	if iso := backend.IsolationOf(spec); iso != backend.IsolationContainer {
+		return fmt.Errorf("vm: sandbox %s asks for isolation %q, which only the oci backend offers: a vm sandbox has a kernel of its own", spec.ID, iso)
+	}
+	if len(spec.Egress) > 0 {
+		return fmt.Errorf("vm: sandbox %s asks for egress, but vm sandboxes have no network device (network none only)", spec.ID)
+	}
+	if len(spec.Faculties) > 0 {
+		return fmt.Errorf("vm: sandbox %s has faculties, which the vm backend does not install yet: run it on the oci backend", spec.ID)
+	}
+	for _, e := range spec.LoginEnv {
+		if !envName.MatchString(e.Name) {
+			return fmt.Errorf("vm: login environment variable name %q is not a shell identifier", e.Name)
+		}
+		if strings.ContainsRune(e.Value, 0) {
+			return fmt.Errorf("vm: login environment variable %s contains a NUL byte", e.Name)
+		}
+	}
+	if strings.ContainsRune(spec.Persona, 0) || strings.ContainsRune(spec.LoginScript, 0) {
+		return errors.New("vm: persona and login script must not contain NUL bytes")
+	}
+	r, s := spec.Resources, spec.Storage
+	if r.CPUMillis < 0 || r.MemoryBytes < 0 || r.PIDs < 0 || s.LayerBytes < 0 || s.LayerInodes < 0 || s.PileBytes < 0 || s.PileInodes < 0 {
+		return errors.New("vm: resources and storage must not be negative")
+	}
+	if r.MemoryBytes > 0 && r.MemoryBytes < 128<<20 {
+		return fmt.Errorf("vm: memory %d is below the 128 MiB a VM's kernel and init need", r.MemoryBytes)
+	}
+	if s.LayerBytes > 0 && s.LayerBytes < 16<<20 {
+		return fmt.Errorf("vm: layer size %d is below 16 MiB", s.LayerBytes)
+	}
+	if s.PileBytes > 0 && s.PileBytes < 1<<20 {
+		return fmt.Errorf("vm: pile size %d is below 1 MiB", s.PileBytes)
+	}
+	return nil
+}
+
+// resolve fills in the storage defaults.
+func resolve(s backend.Storage) backend.Storage {
+	if s.LayerBytes == 0 {
+		s.LayerBytes = DefaultLayerBytes
+	}
+	if s.LayerInodes == 0 {
+		s.LayerInodes = DefaultLayerInodes
+	}
+	if s.PileBytes == 0 {
+		s.PileBytes = DefaultPileBytes
+	}
+	if s.PileInodes == 0 {
+		s.PileInodes = DefaultPileInodes
+	}
+	return s
+}
+
+func (b *Backend) sandboxDir(id string) string {
+	return filepath.Join(b.opts.StateDir, "sandboxes", id)
+}
+
+// lock serialises lifecycle operations on one sandbox.
+func (b *Backend) lock(id string) func() {
+	b.mu.Lock()
+	l, ok := b.locks[id]
+	if !ok {
+		l = new(sync.Mutex)
+		b.locks[id] = l
+	}
+	b.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+func (b *Backend) load(id string) (*record, error) {
+	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), recordFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("vm: sandbox %s: %w", id, backend.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("vm: sandbox %s: %s: %w", id, recordFile, err)
+	}
+	return &r, nil
+}
+
+// Storage implements backend.StorageReporter.
+func (b *Backend) Storage(id string) (backend.Storage, error) {
+	r, err := b.load(id)
+	if err != nil {
+		return backend.Storage{}, err
+	}
+	return r.Storage, nil
+}
+
+// Provision implements backend.Backend: the sandbox's disk (workspace, home
+// and tmp) and pile, each an ext4 image of the spec's size and inodes,
+// sparse until written, made once; and its definition, updated each time.
+func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
+	if err := validateSpec(spec); err != nil {
+		return err
+	}
+	defer b.lock(spec.ID)()
+	return b.provision(ctx, spec)
+}
+
+func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
+	dir := b.sandboxDir(spec.ID)
+	rec := record{Spec: spec, Storage: resolve(spec.Storage)}
+	if old, err := b.load(spec.ID); err == nil && fileExists(filepath.Join(dir, diskImage)) {
+		rec.Storage = old.Storage
+	} else if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve); err != nil {
+		// A new sandbox's images are sparse, but they fill as it writes.
+		return fmt.Errorf("vm: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pile"), 0o700); err != nil {
+		return err
+	}
+	if err := makeImage(ctx, filepath.Join(dir, diskImage), rec.Storage.LayerBytes, rec.Storage.LayerInodes, "playground-disk", true, nil); err != nil {
+		return err
+	}
+	// No journal for the pile: see guest.mountPile.
+	pile := filepath.Join(dir, "pile", pileImage)
+	if err := makeImage(ctx, pile, rec.Storage.PileBytes, rec.Storage.PileInodes, "playground-pile", false, b.opts.PileFiles); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, recordFile), data, 0o600)
+}
+
+// makeImage makes an ext4 image at path unless one is there, holding the
+// tenant's empty files (the pile's).
+func makeImage(ctx context.Context, path string, size, inodes int64, label string, journal bool, files []string) error {
+	if fileExists(path) {
+		return nil
+	}
+	tmp := path + ".new"
+	args := []string{"-q", "-F", "-L", label, "-m", "0", "-N", strconv.FormatInt(inodes, 10), "-E", "root_owner=0:0"}
+	if !journal {
+		args = append(args, "-O", "^has_journal")
+	}
+	if len(files) > 0 {
+		seed, err := os.MkdirTemp(filepath.Dir(path), ".seed-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(seed)
+		for _, f := range files {
+			p := filepath.Join(seed, f)
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				return err
+			}
+			if err := os.Chown(p, guest.TenantUID, guest.TenantGID); err != nil {
+				return err
+			}
+		}
+		args = append(args, "-d", seed)
+	}
+	args = append(args, tmp, strconv.FormatInt(size>>10, 10)+"k")
+	if out, err := exec.CommandContext(ctx, "mkfs.ext4", args...).CombinedOutput(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("vm: making %s: mkfs.ext4: %v: %s", path, err, bytes.TrimSpace(out))
+	}
+	return os.Rename(tmp, path)
+}
+
+// config is the QEMU configuration of a sandbox.
+func (b *Backend) config(rec *record) Config {
+	dir := b.sandboxDir(rec.Spec.ID)
+	vcpus := DefaultVCPUs
+	if m := rec.Spec.Resources.CPUMillis; m > 0 {
+		vcpus = int((m + 999) / 1000)
+	}
+	mem := int64(DefaultMemoryBytes)
+	if m := rec.Spec.Resources.MemoryBytes; m > 0 {
+		mem = m
+	}
+	return Config{
+		QEMU: b.opts.QEMU, Kernel: b.opts.Kernel, Initrd: filepath.Join(dir, initrdFile), Root: b.opts.Root,
+		Disks: []string{filepath.Join(dir, diskImage), filepath.Join(dir, "pile", pileImage)},
+		Dir:   dir, Accel: b.accel, VCPUs: vcpus, MemoryMiB: int(mem >> 20),
+	}
+}
+
+// Start implements backend.Backend.
+func (b *Backend) Start(ctx context.Context, id string) error {
+	if err := validateID(id); err != nil {
+		return err
+	}
+	defer b.lock(id)()
+	rec, err := b.load(id)
+	if err != nil {
+		return err
+	}
+	_, err = b.running(ctx, rec, true)
+	return err
+}
+
+// Reattach implements backend.Backend: a VM left running by an earlier
+// agent is taken over through its pid file and its port; a VM that is not
+// running is booted again over its disks. The spec is recorded; the login
+// profile and the VM's size apply from its next boot (they are the
+// initramfs's and QEMU's).
+func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
+	if err := validateSpec(spec); err != nil {
+		return err
+	}
+	defer b.lock(spec.ID)()
+	if _, err := b.load(spec.ID); err != nil {
+		return err
+	}
+	if err := b.provision(ctx, spec); err != nil {
+		return err
+	}
+	rec, err := b.load(spec.ID)
+	if err != nil {
+		return err
+	}
+	starts := b.Starts(spec.ID)
+	v, err := b.running(ctx, rec, true)
+	if err != nil || b.Starts(spec.ID) != starts {
+		return err // a VM booted now has the spec's /etc already
+	}
+	// A VM that ran on: its /etc files follow the spec now, as a
+	// container's do. The VM's size applies from its next boot.
+	st, err := v.Open()
+	if err != nil {
+		return fmt.Errorf("vm: sandbox %s: %w", spec.ID, err)
+	}
+	uctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
+	defer cancel()
+	if err := guestexec.WriteEtc(uctx, st, guest.EtcFiles(spec, guest.NoNetworkResolv)); err != nil {
+		return fmt.Errorf("vm: sandbox %s: updating its /etc: %w", spec.ID, err)
+	}
+	return nil
+}
+
+// running returns the sandbox's VM, connected: the one this backend holds,
+// one an earlier agent left, or (with boot) a new one. The caller holds
+// the sandbox's lock when boot is true.
+func (b *Backend) running(ctx context.Context, rec *record, boot bool) (*VM, error) {
+	id := rec.Spec.ID
+	v, err := b.held(rec)
+	switch {
+	case errors.Is(err, ErrNotRunning):
+		if !boot {
+			return nil, fmt.Errorf("vm: sandbox %s: %w", id, backend.ErrNotRunning)
+		}
+		return b.boot(ctx, rec)
+	case err != nil:
+		return nil, err
+	}
+	if !v.Connected() {
+		cctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
+		defer cancel()
+		if err := v.EnsureConnected(cctx); err != nil {
+			return nil, fmt.Errorf("vm: sandbox %s: %w", id, err)
+		}
+	}
+	return v, nil
+}
+
+// held is the sandbox's running VM as this backend holds it, or as an
+// earlier agent left it (then held from now on); ErrNotRunning when its
+// QEMU is gone. Calls at once find the same VM.
+func (b *Backend) held(rec *record) (*VM, error) {
+	id := rec.Spec.ID
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v := b.vms[id]; v != nil {
+		select {
+		case <-v.Done():
+			delete(b.vms, id)
+		default:
+			return v, nil
+		}
+	}
+	v, err := Attach(b.config(rec))
+	if err != nil {
+		return nil, err
+	}
+	b.vms[id] = v
+	return v, nil
+}
+
+// boot starts the sandbox's VM and waits for its init to answer. The
+// caller holds the sandbox's lock.
+func (b *Backend) boot(ctx context.Context, rec *record) (*VM, error) {
+	id := rec.Spec.ID
+	cfg := b.config(rec)
+	if err := b.writeInitrd(rec, cfg.Initrd); err != nil {
+		return nil, err
+	}
+	// What a previous VM left: its sockets and pid file.
+	for _, f := range []string{portSocket, qmpSocket, pidFile} {
+		_ = os.Remove(filepath.Join(cfg.Dir, f))
+	}
+	v, err := Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.starts[id]++
+	b.mu.Unlock()
+	bctx, cancel := context.WithTimeout(ctx, b.opts.BootTimeout)
+	defer cancel()
+	if err := v.Connect(bctx); err != nil {
+		_ = v.Stop(5 * time.Second)
+		return nil, fmt.Errorf("vm: sandbox %s did not boot (%s): %w; its console ends: %s", id, b.accel, err, lastLine(filepath.Join(cfg.Dir, consoleLog)))
+	}
+	b.mu.Lock()
+	b.vms[id] = v
+	b.mu.Unlock()
+	return v, nil
+}
+
+// writeInitrd writes the sandbox's initramfs: the shared one, then an
+// archive of the sandbox's /etc files (the kernel unpacks both in turn).
+func (b *Backend) writeInitrd(rec *record, path string) error {
+	var buf bytes.Buffer
+	buf.Write(b.initrd)
+	cw := &cpioWriter{w: &buf}
+	files := guest.EtcFiles(rec.Spec, guest.NoNetworkResolv)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	etc := strings.TrimPrefix(guest.VMConfigEtc, "/")
+	cw.file(filepath.Dir(etc), 0o040755, nil)
+	cw.file(etc, 0o040755, nil)
+	for _, n := range names {
+		cw.file(etc+"/"+n, 0o100644, []byte(files[n]))
+	}
+	cw.file("TRAILER!!!", 0, nil)
+	if cw.err != nil {
+		return cw.err
+	}
+	return writeFileAtomic(path, buf.Bytes(), 0o600)
+}
+
+// Starts implements backend.StartCounter.
+func (b *Backend) Starts(id string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.starts[id]
+}
+
+// Alive implements backend.Prober: whether the sandbox's QEMU runs.
+func (b *Backend) Alive(id string) bool {
+	if validateID(id) != nil {
+		return false
+	}
+	rec, err := b.load(id)
+	if err != nil {
+		return false
+	}
+	_, err = b.held(rec)
+	return err == nil
+}
+
+// Close drops the backend's connections to its VMs, which keep running:
+// what the agent's exit does. A VM's port takes one connection at a time,
+// so the next agent connects once this one has let go.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	vms := b.vms
+	b.vms = map[string]*VM{}
+	b.mu.Unlock()
+	for _, v := range vms {
+		v.Disconnect()
+	}
+	return nil
+}
+
+// Detach implements backend.Backend: the VM keeps running, as a
+// container does, so that a session opened again finds its processes.
+func (b *Backend) Detach(ctx context.Context, id string) error {
+	return validateID(id)
+}
+
+// Stop implements backend.Backend: the guest's file systems are synced,
+// then QEMU ends, and with it every process of the sandbox.
+func (b *Backend) Stop(ctx context.Context, id string) error {
+	if err := validateID(id); err != nil {
+		return err
+	}
+	defer b.lock(id)()
+	return b.stop(ctx, id)
+}
+
+func (b *Backend) stop(ctx context.Context, id string) error {
+	rec, err := b.load(id)
+	if errors.Is(err, backend.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	v, err := b.running(ctx, rec, false)
+	if errors.Is(err, backend.ErrNotRunning) {
+		return nil
+	}
+	if v == nil {
+		// Running, but its guest does not answer: it cannot sync.
+		b.mu.Lock()
+		v = b.vms[id]
+		b.mu.Unlock()
+	} else {
+		b.sync(ctx, v)
+	}
+	if v != nil {
+		_ = v.Stop(10 * time.Second)
+	}
+	b.mu.Lock()
+	delete(b.vms, id)
+	b.mu.Unlock()
+	return nil
+}
+
+// sync flushes the guest's file systems to its disks, so that what the
+// tenant wrote survives the VM's end.
+func (b *Backend) sync(ctx context.Context, v *VM) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	frames, err := guestexec.Encode(backend.ExecRequest{Command: "sync", Shell: backend.ShellClean})
+	if err != nil {
+		return
+	}
+	st, err := v.Open()
+	if err != nil {
+		return
+	}
+	p, err := guestexec.Start(ctx, st, frames, nil, guestexec.Hooks{})
+	if err != nil {
+		return
+	}
+	_, _ = p.Wait(ctx)
+}
+
+// StopAll stops every VM this backend runs or an earlier agent left: what
+// `playground dev` does on exit, so that no QEMU outlives it.
+func (b *Backend) StopAll(ctx context.Context) error {
+	ents, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		if validateID(e.Name()) != nil {
+			continue
+		}
+		errs = append(errs, b.Stop(ctx, e.Name()))
+	}
+	return errors.Join(errs...)
+}
+
+// Destroy implements backend.Backend.
+func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
+	if err := validateID(id); err != nil {
+		return err
+	}
+	defer b.lock(id)()
+	if err := b.stop(ctx, id); err != nil {
+		return err
+	}
+	dir := b.sandboxDir(id)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if keepPile && e.Name() == "pile" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	if keepPile {
+		return nil
+	}
+	return os.Remove(dir)
+}
+
+// Exec implements backend.Backend: a stream of the VM's port to the
+// guest's init, where an idle shepherd runs the command as in a container.
+func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	frames, err := guestexec.Encode(req)
+	if err != nil {
+		return nil, fmt.Errorf("vm: %w", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
+		defer cancel()
+	}
+	v, st, err := b.stream(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p, err := guestexec.Start(ctx, st, frames, sink, guestexec.Hooks{
+		// The VM's end is the end of every process in it.
+		Lost: func(err error) error {
+			if v.Exited(guest.ProofTimeout) {
+				return nil
+			}
+			return fmt.Errorf("%w: the connection to the VM's shepherd broke without a result: %v", backend.ErrProofLost, err)
+		},
+	})
+	switch {
+	case err == nil:
+		return p, nil
+	case errors.Is(err, backend.ErrInvalidRequest):
+		return nil, err
+	case v.Exited(0):
+		return nil, fmt.Errorf("vm: sandbox %s: %w (its VM ended while the command started)", id, backend.ErrNotRunning)
+	}
+	return nil, fmt.Errorf("vm: starting command in sandbox %s: %w", id, err)
+}
+
+// stream opens a connection to an idle shepherd of the sandbox's running
+// VM (it boots none), as a container's socket would be.
+func (b *Backend) stream(ctx context.Context, id string) (*VM, *mux.Stream, error) {
+	rec, err := b.load(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := b.running(ctx, rec, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := v.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("vm: sandbox %s: %w", id, err)
+	}
+	return v, st, nil
+}
+
+// DialSandbox implements backend.Dialer: a shepherd in the guest connects
+// to port on the guest's loopback and relays.
+func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Conn, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("vm: port %d is not a TCP port", port)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
+		defer cancel()
+	}
+	_, st, err := b.stream(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := guestexec.Dial(ctx, st, port)
+	if err != nil {
+		return nil, fmt.Errorf("vm: reaching port %d in sandbox %s: %w", port, id, err)
+	}
+	return c, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := io.Copy(f, bytes.NewReader(data)); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
