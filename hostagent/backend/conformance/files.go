@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -88,8 +89,13 @@ func testFiles(t *testing.T, n *node) {
 			err error
 		}
 		reader := make(chan result, 1)
+		// The reader's deadline runs from the moment it is told to stop:
+		// it busies the sandbox's CPU until then, and on a slow one (a VM
+		// under emulation, a loaded node) the writes take what they take.
+		readerCtx, stopReader := context.WithCancel(context.Background())
+		defer stopReader()
 		go func() {
-			res, err := s.tryExec(hostagent.ExecRequest{Shell: backend.ShellClean, Command: `n=0; : > /tmp/reading
+			res, err := s.agent.Exec(readerCtx, s.tenant, s.handle, hostagent.ExecRequest{Shell: backend.ShellClean, Command: `n=0; : > /tmp/reading
 while [ ! -e /tmp/stop ]; do
   cat atomic/f > /tmp/snap
   cmp -s /tmp/snap /tmp/A || cmp -s /tmp/snap /tmp/B || { echo "torn after $n reads: $(wc -c < /tmp/snap) bytes"; exit 1; }
@@ -110,6 +116,7 @@ echo $n`})
 			}
 		}
 		s.sh(t, "touch /tmp/stop")
+		time.AfterFunc(patience, stopReader)
 		res := <-reader
 		if res.err != nil {
 			t.Fatal(res.err)
