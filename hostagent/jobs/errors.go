@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/jobs/outring"
 )
 
 // Sentinels for errors.Is; the typed errors below carry the details.
@@ -34,7 +35,7 @@ var (
 	// could not be proven.
 	ErrAdmissionHalted = errors.New("job admission halted")
 	// ErrBadCursor: the cursor is malformed or does not fit the job's output.
-	ErrBadCursor = errors.New("bad cursor")
+	ErrBadCursor = outring.ErrBadCursor
 	// ErrClosed: the manager has been closed.
 	ErrClosed = errors.New("job manager closed")
 )
@@ -138,13 +139,4 @@ func (e *HaltedError) Is(target error) bool { return target == ErrAdmissionHalte
 func (e *HaltedError) Unwrap() error { return e.Cause }
 
 // CursorError refuses a cursor.
-type CursorError struct {
-	Reason string
-}
-
-func (e *CursorError) Error() string {
-	return "bad cursor: " + e.Reason + "; pass the next_cursor of your previous poll of this job, or an empty cursor to start from the oldest output kept"
-}
-
-// Is makes errors.Is(err, ErrBadCursor) true.
-func (e *CursorError) Is(target error) bool { return target == ErrBadCursor }
+type CursorError = outring.CursorError

@@ -28,6 +28,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs/outring"
 )
 
 // Manager runs the jobs of one host agent (one backend). It is safe for
@@ -77,7 +78,7 @@ type job struct {
 	// starting is true from admission until the start func returns; such a
 	// job holds capacity but is invisible to lookups.
 	starting bool
-	ring     ring
+	ring     outring.Ring
 
 	proc       backend.Process
 	waitCtx    context.Context
@@ -206,7 +207,7 @@ func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start Sta
 		sandbox:   sandboxID,
 		state:     StateRunning,
 		starting:  true,
-		ring:      newRing(m.limits.RingBytes, m.limits.RingChunks, m.limits.ChunkBytes),
+		ring:      outring.New(m.limits.RingBytes, m.limits.RingChunks, m.limits.ChunkBytes),
 		startedAt: now,
 		lastPoll:  now,
 		done:      make(chan struct{}),
@@ -395,11 +396,12 @@ func (s *sink) Write(stream backend.Stream, p []byte) {
 		m.mu.Unlock()
 		return
 	}
-	b, c := j.ring.droppedBytes, j.ring.droppedChunks
-	j.ring.write(stream, p)
+	b, c := j.ring.Dropped()
+	j.ring.Write(stream, p)
 	m.stats.OutputBytes += uint64(len(p))
-	m.stats.DroppedBytes += j.ring.droppedBytes - b
-	m.stats.Evictions += j.ring.droppedChunks - c
+	b2, c2 := j.ring.Dropped()
+	m.stats.DroppedBytes += b2 - b
+	m.stats.Evictions += c2 - c
 	wakeLocked(j)
 	m.mu.Unlock()
 }
@@ -467,7 +469,7 @@ func (m *Manager) sweepTick() {
 func (m *Manager) recycleLocked(j *job) {
 	delete(m.jobs, j.id)
 	decr(m.retainedByTenant, j.tenant)
-	j.ring.release()
+	j.ring.Release()
 	m.stats.Recycled++
 }
 
@@ -481,7 +483,7 @@ func (m *Manager) recycleLocked(j *job) {
 // Errors: *NotFoundError (also for other tenants' jobs), *CursorError,
 // ErrClosed.
 func (m *Manager) Poll(ctx context.Context, tenant, jobID, cursorText string, maxBytes int, wait time.Duration) (PollResult, error) {
-	cur, err := parseCursor(cursorText)
+	cur, err := outring.ParseCursor(cursorText)
 	if err != nil {
 		return PollResult{}, err
 	}
@@ -540,21 +542,20 @@ func (m *Manager) Poll(ctx context.Context, tenant, jobID, cursorText string, ma
 
 // pageLocked builds one page and does the poll's bookkeeping: the poll time
 // (for the TTL), sealing, and acknowledgement.
-func (m *Manager) pageLocked(j *job, c cursor, maxBytes int) (PollResult, error) {
-	c, gap, err := j.ring.resolve(c)
+func (m *Manager) pageLocked(j *job, c outring.Cursor, maxBytes int) (PollResult, error) {
+	c, gap, err := j.ring.Resolve(c)
 	if err != nil {
 		return PollResult{}, err
 	}
 	j.lastPoll = m.clock.Now()
-	chunks, next := j.ring.read(c, maxBytes)
+	chunks, next := j.ring.Read(c, maxBytes)
 	res := PollResult{
-		Chunks:        chunks,
-		NextCursor:    next.String(),
-		Gap:           gap,
-		DroppedBytes:  j.ring.droppedBytes,
-		DroppedChunks: j.ring.droppedChunks,
-		Done:          j.state.Terminal() && next.seq == j.ring.nextSeq() && next.pos == j.ring.tail,
+		Chunks:     chunks,
+		NextCursor: next.String(),
+		Gap:        gap,
+		Done:       j.state.Terminal() && j.ring.AtEnd(next),
 	}
+	res.DroppedBytes, res.DroppedChunks = j.ring.Dropped()
 	if res.Done {
 		// A page with nothing new, after a page that was already Done: the
 		// client has the final page.

@@ -20,7 +20,14 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs/outring"
 )
+
+// Chunk is a piece of a job's output as a poll returns it.
+type Chunk = outring.Chunk
+
+// Gap reports output the client had not read when the ring evicted it.
+type Gap = outring.Gap
 
 // State is a job's lifecycle state.
 type State string

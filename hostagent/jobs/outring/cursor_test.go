@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package jobs
+package outring
 
 import (
 	"errors"
@@ -24,17 +24,17 @@ import (
 func TestParseCursor(t *testing.T) {
 	good := []struct {
 		in   string
-		want cursor
+		want Cursor
 	}{
-		{"", cursor{}},
-		{"0.0", cursor{}},
-		{"12.345", cursor{12, 345}},
-		{"18446744073709551615.18446744073709551615", cursor{1<<64 - 1, 1<<64 - 1}},
+		{"", Cursor{}},
+		{"0.0", Cursor{}},
+		{"12.345", Cursor{12, 345}},
+		{"18446744073709551615.18446744073709551615", Cursor{1<<64 - 1, 1<<64 - 1}},
 	}
 	for _, tt := range good {
-		got, err := parseCursor(tt.in)
+		got, err := ParseCursor(tt.in)
 		if err != nil || got != tt.want {
-			t.Errorf("parseCursor(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+			t.Errorf("ParseCursor(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
 	}
 	bad := []string{
@@ -43,8 +43,8 @@ func TestParseCursor(t *testing.T) {
 		"1e3.0", "00000000000000000000000000000000000001.0",
 	}
 	for _, in := range bad {
-		if c, err := parseCursor(in); !errors.Is(err, ErrBadCursor) {
-			t.Errorf("parseCursor(%q) = %+v, %v; want ErrBadCursor", in, c, err)
+		if c, err := ParseCursor(in); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("ParseCursor(%q) = %+v, %v; want ErrBadCursor", in, c, err)
 		}
 	}
 }
@@ -56,17 +56,17 @@ func FuzzParseCursor(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := parseCursor(s)
+		c, err := ParseCursor(s)
 		if err != nil {
 			if !errors.Is(err, ErrBadCursor) {
-				t.Fatalf("parseCursor(%q): error %v is not ErrBadCursor", s, err)
+				t.Fatalf("ParseCursor(%q): error %v is not ErrBadCursor", s, err)
 			}
 			return
 		}
 		if s != "" && c.String() != s {
-			t.Fatalf("parseCursor(%q) accepted a non-canonical spelling of %q", s, c.String())
+			t.Fatalf("ParseCursor(%q) accepted a non-canonical spelling of %q", s, c.String())
 		}
-		back, err := parseCursor(c.String())
+		back, err := ParseCursor(c.String())
 		if err != nil || back != c {
 			t.Fatalf("round trip of %+v: %+v, %v", c, back, err)
 		}

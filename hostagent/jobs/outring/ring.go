@@ -14,24 +14,25 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package jobs
+package outring
 
 import (
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
-// ring keeps the newest output of one job within a byte bound and a chunk
+// Ring keeps the newest output of one job within a byte bound and a chunk
 // bound. It is a window on the job's whole output: every byte the job wrote
 // has a position (0, 1, ...) in write order across both streams, and every
 // chunk a sequence number; the ring holds positions [head, tail) and chunks
 // [firstSeq, firstSeq+count), contiguously. Eviction moves head and firstSeq
 // forward, so anything before them is known to be dropped and by how much.
 //
-// The ring is not safe for concurrent use; the Manager's mutex guards it.
+// A Ring is not safe for concurrent use; its owner serializes calls (the
+// job manager under its mutex).
 // Its buffers grow by doubling up to the bounds, so a job with little output
 // costs little memory, and they are reused, so a steady writer allocates
 // nothing per write.
-type ring struct {
+type Ring struct {
 	maxBytes  int
 	maxChunks int
 	maxChunk  int
@@ -55,7 +56,7 @@ type ring struct {
 }
 
 type chunkMeta struct {
-	pos    uint64
+	Pos    uint64
 	n      int
 	stream backend.Stream
 }
@@ -66,22 +67,26 @@ const (
 	minRingMetas = 16
 )
 
-func newRing(maxBytes, maxChunks, maxChunk int) ring {
-	return ring{maxBytes: maxBytes, maxChunks: maxChunks, maxChunk: maxChunk}
+// New is an empty ring of at most maxBytes bytes in maxChunks chunks of at
+// most maxChunk bytes each; it allocates nothing until written to.
+func New(maxBytes, maxChunks, maxChunk int) Ring {
+	return Ring{maxBytes: maxBytes, maxChunks: maxChunks, maxChunk: maxChunk}
 }
 
-func (r *ring) nextSeq() uint64 { return r.firstSeq + uint64(r.count) }
-func (r *ring) used() int       { return int(r.tail - r.head) }
+// NextSeq is the sequence number the next chunk written will have.
+func (r *Ring) NextSeq() uint64 { return r.firstSeq + uint64(r.count) }
 
-func (r *ring) meta(seq uint64) *chunkMeta {
+func (r *Ring) used() int { return int(r.tail - r.head) }
+
+func (r *Ring) meta(seq uint64) *chunkMeta {
 	return &r.metas[(r.first+int(seq-r.firstSeq))%len(r.metas)]
 }
 
-func (r *ring) newest() *chunkMeta { return r.meta(r.nextSeq() - 1) }
+func (r *Ring) newest() *chunkMeta { return r.meta(r.NextSeq() - 1) }
 
-// write appends p to stream s, evicting the oldest chunks as needed. It
+// Write appends p to stream s, evicting the oldest chunks as needed. It
 // copies p and never blocks.
-func (r *ring) write(s backend.Stream, p []byte) {
+func (r *Ring) Write(s backend.Stream, p []byte) {
 	if len(p) > r.maxBytes {
 		p = r.skip(p)
 	}
@@ -120,7 +125,7 @@ func (r *ring) write(s backend.Stream, p []byte) {
 		}
 		r.growBuf(n)
 		r.growMetas()
-		r.metas[(r.first+r.count)%len(r.metas)] = chunkMeta{pos: r.tail, n: n, stream: s}
+		r.metas[(r.first+r.count)%len(r.metas)] = chunkMeta{Pos: r.tail, n: n, stream: s}
 		r.count++
 		r.copyIn(p[:n])
 		r.open = true
@@ -134,7 +139,7 @@ func (r *ring) write(s backend.Stream, p []byte) {
 // This bounds the time a write holds the lock by the ring size, not the
 // write size. The skipped bytes count as whole chunks of maxChunk bytes and
 // get sequence numbers, so gaps stay exact.
-func (r *ring) skip(p []byte) []byte {
+func (r *Ring) skip(p []byte) []byte {
 	for r.count > 0 {
 		r.evictOldest()
 	}
@@ -151,7 +156,7 @@ func (r *ring) skip(p []byte) []byte {
 	return p[b:]
 }
 
-func (r *ring) evictOldest() {
+func (r *Ring) evictOldest() {
 	m := &r.metas[r.first]
 	r.head += uint64(m.n)
 	r.droppedBytes += uint64(m.n)
@@ -166,7 +171,7 @@ func (r *ring) evictOldest() {
 
 // growBuf makes room for n more bytes (the caller has evicted enough for
 // them to fit the bound).
-func (r *ring) growBuf(n int) {
+func (r *Ring) growBuf(n int) {
 	need := r.used() + n
 	if need <= len(r.buf) {
 		return
@@ -184,7 +189,7 @@ func (r *ring) growBuf(n int) {
 }
 
 // growMetas makes room for one more chunk.
-func (r *ring) growMetas() {
+func (r *Ring) growMetas() {
 	if r.count < len(r.metas) {
 		return
 	}
@@ -197,7 +202,7 @@ func (r *ring) growMetas() {
 }
 
 // copyIn appends p at tail; the buffer has room.
-func (r *ring) copyIn(p []byte) {
+func (r *Ring) copyIn(p []byte) {
 	for len(p) > 0 {
 		i := int(r.tail % uint64(len(r.buf)))
 		k := copy(r.buf[i:], p)
@@ -208,7 +213,7 @@ func (r *ring) copyIn(p []byte) {
 
 // copyOut fills dst from position pos, which is retained with len(dst) bytes
 // after it.
-func (r *ring) copyOut(dst []byte, pos uint64) {
+func (r *Ring) copyOut(dst []byte, pos uint64) {
 	for len(dst) > 0 {
 		i := int(pos % uint64(len(r.buf)))
 		k := copy(dst, r.buf[i:])
@@ -217,78 +222,78 @@ func (r *ring) copyOut(dst []byte, pos uint64) {
 	}
 }
 
-func (r *ring) byteAt(pos uint64) byte { return r.buf[pos%uint64(len(r.buf))] }
+func (r *Ring) byteAt(pos uint64) byte { return r.buf[pos%uint64(len(r.buf))] }
 
-// resolve checks a client's cursor against the ring. It returns the cursor
+// Resolve checks a client's cursor against the ring. It returns the cursor
 // to read from (normalized to the next chunk when c is at the end of one)
 // and, when chunks the client had not finished were evicted, the gap.
-func (r *ring) resolve(c cursor) (cursor, *Gap, error) {
-	next := r.nextSeq()
+func (r *Ring) Resolve(c Cursor) (Cursor, *Gap, error) {
+	next := r.NextSeq()
 	switch {
-	case c.seq > next:
+	case c.Seq > next:
 		return c, nil, &CursorError{Reason: "it is past the end of this job's output"}
-	case c.seq == next:
-		if c.pos != r.tail {
+	case c.Seq == next:
+		if c.Pos != r.tail {
 			return c, nil, &CursorError{Reason: "it does not match this job's output"}
 		}
 		return c, nil, nil
-	case c.seq >= r.firstSeq:
-		m := r.meta(c.seq)
-		if c.pos < m.pos || c.pos > m.pos+uint64(m.n) {
+	case c.Seq >= r.firstSeq:
+		m := r.meta(c.Seq)
+		if c.Pos < m.Pos || c.Pos > m.Pos+uint64(m.n) {
 			return c, nil, &CursorError{Reason: "it does not match this job's output"}
 		}
-		if c.pos == m.pos+uint64(m.n) {
+		if c.Pos == m.Pos+uint64(m.n) {
 			// The client has all of this chunk. If it is the newest, seal it:
 			// the client's next cursor must stay valid as output grows.
-			if c.seq == next-1 {
+			if c.Seq == next-1 {
 				r.open = false
 			}
-			c.seq++
+			c.Seq++
 		}
 		return c, nil, nil
 	default: // c.seq < r.firstSeq: evicted.
-		if c.pos > r.head {
+		if c.Pos > r.head {
 			return c, nil, &CursorError{Reason: "it does not match this job's output"}
 		}
-		g := &Gap{FromSeq: c.seq, ToSeq: r.firstSeq, Chunks: r.firstSeq - c.seq, Bytes: r.head - c.pos}
-		return cursor{seq: r.firstSeq, pos: r.head}, g, nil
+		g := &Gap{FromSeq: c.Seq, ToSeq: r.firstSeq, Chunks: r.firstSeq - c.Seq, Bytes: r.head - c.Pos}
+		return Cursor{Seq: r.firstSeq, Pos: r.head}, g, nil
 	}
 }
 
-// read returns up to budget bytes of chunks from c (a resolved cursor) and
+// Read returns up to budget bytes of chunks from c (a resolved cursor) and
 // the cursor after them. It makes one allocation for all the data. When the
 // budget ends inside a chunk the chunk is split, preferably at a character
 // boundary; the rest comes with the next read at the same seq and a later
 // Offset. Any chunk handed out is sealed.
-func (r *ring) read(c cursor, budget int) ([]Chunk, cursor) {
-	avail := int(r.tail - c.pos)
+func (r *Ring) Read(c Cursor, budget int) ([]Chunk, Cursor) {
+	avail := int(r.tail - c.Pos)
 	if avail == 0 || budget <= 0 {
 		return nil, c
 	}
 	data := make([]byte, min(avail, budget))
 	var chunks []Chunk
-	for c.seq < r.nextSeq() && len(data) > 0 {
-		m := r.meta(c.seq)
-		off := int(c.pos - m.pos)
+	for c.Seq < r.NextSeq() && len(data) > 0 {
+		m := r.meta(c.Seq)
+		off := int(c.Pos - m.Pos)
 		n := m.n - off
 		if n > len(data) {
 			// Stop short of a split character; the next page starts with
 			// the whole character. runeCut never returns 0, so a page is
 			// never empty.
-			n = runeCut(len(data), func(i int) byte { return r.byteAt(c.pos + uint64(i)) })
+			n = runeCut(len(data), func(i int) byte { return r.byteAt(c.Pos + uint64(i)) })
 		}
-		r.copyOut(data[:n], c.pos)
+		r.copyOut(data[:n], c.Pos)
 		if chunks == nil {
-			chunks = make([]Chunk, 0, min(int(r.nextSeq()-c.seq), 64))
+			chunks = make([]Chunk, 0, min(int(r.NextSeq()-c.Seq), 64))
 		}
-		chunks = append(chunks, Chunk{Stream: m.stream, Seq: c.seq, Offset: off, Data: data[:n:n]})
-		if c.seq == r.nextSeq()-1 {
+		chunks = append(chunks, Chunk{Stream: m.stream, Seq: c.Seq, Offset: off, Data: data[:n:n]})
+		if c.Seq == r.NextSeq()-1 {
 			r.open = false
 		}
 		data = data[n:]
-		c.pos += uint64(n)
+		c.Pos += uint64(n)
 		if off+n == m.n {
-			c.seq++
+			c.Seq++
 		} else {
 			break
 		}
@@ -296,10 +301,17 @@ func (r *ring) read(c cursor, budget int) ([]Chunk, cursor) {
 	return chunks, c
 }
 
-// release drops the buffers of a recycled job.
-func (r *ring) release() {
+// Release drops the buffers of a recycled job.
+func (r *Ring) Release() {
 	r.buf, r.metas = nil, nil
 	r.first, r.count = 0, 0
 	r.head = r.tail
 	r.open = false
 }
+
+// Dropped is what eviction has dropped so far: bytes and chunks.
+func (r *Ring) Dropped() (bytes, chunks uint64) { return r.droppedBytes, r.droppedChunks }
+
+// AtEnd reports whether c (as Read returned it) is past every byte written
+// so far.
+func (r *Ring) AtEnd(c Cursor) bool { return c.Seq == r.NextSeq() && c.Pos == r.tail }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package jobs
+package outring
 
 import (
 	"bytes"
@@ -28,36 +28,36 @@ import (
 )
 
 // retained returns the ring's chunks without sealing anything.
-func (r *ring) retained() []Chunk {
+func (r *Ring) retained() []Chunk {
 	var out []Chunk
-	for seq := r.firstSeq; seq < r.nextSeq(); seq++ {
+	for seq := r.firstSeq; seq < r.NextSeq(); seq++ {
 		m := r.meta(seq)
 		d := make([]byte, m.n)
-		r.copyOut(d, m.pos)
+		r.copyOut(d, m.Pos)
 		out = append(out, Chunk{Stream: m.stream, Seq: seq, Data: d})
 	}
 	return out
 }
 
 func TestRingCoalescesSameStream(t *testing.T) {
-	r := newRing(4<<20, 1024, 64<<10)
+	r := New(4<<20, 1024, 64<<10)
 	for i := 0; i < 10000; i++ {
-		r.write(backend.Stdout, []byte{'a' + byte(i%26)})
+		r.Write(backend.Stdout, []byte{'a' + byte(i%26)})
 	}
 	if r.count != 1 || r.tail != 10000 {
 		t.Fatalf("10000 one-byte writes: %d chunks, %d bytes; want 1 chunk", r.count, r.tail)
 	}
 	// A write to the other stream starts a new chunk; so does a return.
-	r.write(backend.Stderr, []byte("e"))
-	r.write(backend.Stdout, []byte("o"))
+	r.Write(backend.Stderr, []byte("e"))
+	r.Write(backend.Stdout, []byte("o"))
 	if r.count != 3 {
 		t.Fatalf("after interleaving: %d chunks, want 3", r.count)
 	}
 }
 
 func TestRingSplitsAtChunkBytes(t *testing.T) {
-	r := newRing(1<<20, 1024, 64<<10)
-	r.write(backend.Stdout, bytes.Repeat([]byte("x"), 200<<10))
+	r := New(1<<20, 1024, 64<<10)
+	r.Write(backend.Stdout, bytes.Repeat([]byte("x"), 200<<10))
 	var sizes []int
 	for _, c := range r.retained() {
 		sizes = append(sizes, len(c.Data))
@@ -76,9 +76,9 @@ func TestRingSplitsAtChunkBytes(t *testing.T) {
 func TestRingSplitKeepsCharactersWhole(t *testing.T) {
 	// "€" is 3 bytes; chunks of 10 bytes cannot hold a whole number of them,
 	// so a naive split would cut characters.
-	r := newRing(1<<10, 64, 10)
+	r := New(1<<10, 64, 10)
 	text := strings.Repeat("€", 30)
-	r.write(backend.Stdout, []byte(text))
+	r.Write(backend.Stdout, []byte(text))
 	var got []byte
 	for _, c := range r.retained() {
 		if !utf8.Valid(c.Data) {
@@ -92,9 +92,9 @@ func TestRingSplitKeepsCharactersWhole(t *testing.T) {
 }
 
 func TestRingEvictsOldestByBytes(t *testing.T) {
-	r := newRing(1024, 1024, 256)
+	r := New(1024, 1024, 256)
 	for i := 0; i < 5; i++ {
-		r.write(backend.Stream(1+i%2), bytes.Repeat([]byte{byte('a' + i)}, 256))
+		r.Write(backend.Stream(1+i%2), bytes.Repeat([]byte{byte('a' + i)}, 256))
 	}
 	if r.count != 4 || r.firstSeq != 1 || r.droppedChunks != 1 || r.droppedBytes != 256 || r.head != 256 {
 		t.Fatalf("count %d firstSeq %d dropped %d chunks %d bytes head %d; want 4 1 1 256 256",
@@ -106,9 +106,9 @@ func TestRingEvictsOldestByBytes(t *testing.T) {
 }
 
 func TestRingEvictsOldestByCount(t *testing.T) {
-	r := newRing(1<<20, 4, 1024)
+	r := New(1<<20, 4, 1024)
 	for i := 0; i < 10; i++ {
-		r.write(backend.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
+		r.Write(backend.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
 	}
 	if r.count != 4 || r.droppedChunks != 6 || r.droppedBytes != 60 || r.firstSeq != 6 {
 		t.Fatalf("count %d dropped %d chunks %d bytes firstSeq %d; want 4, 6, 60, 6",
@@ -118,13 +118,13 @@ func TestRingEvictsOldestByCount(t *testing.T) {
 
 func TestRingHugeWriteKeepsTail(t *testing.T) {
 	const ringBytes, chunk = 1000, 100
-	r := newRing(ringBytes, 1024, chunk)
-	r.write(backend.Stderr, []byte("old"))
+	r := New(ringBytes, 1024, chunk)
+	r.Write(backend.Stderr, []byte("old"))
 	p := make([]byte, 10_123)
 	for i := range p {
 		p[i] = byte(i)
 	}
-	r.write(backend.Stdout, p)
+	r.Write(backend.Stdout, p)
 	if r.tail != 3+10_123 || r.used() > ringBytes {
 		t.Fatalf("tail %d used %d", r.tail, r.used())
 	}
@@ -138,23 +138,23 @@ func TestRingHugeWriteKeepsTail(t *testing.T) {
 	if r.droppedBytes+uint64(len(got)) != r.tail {
 		t.Fatalf("dropped %d + kept %d != written %d", r.droppedBytes, len(got), r.tail)
 	}
-	if r.droppedChunks+uint64(r.count) != r.nextSeq() {
-		t.Fatalf("dropped %d + kept %d chunks != %d", r.droppedChunks, r.count, r.nextSeq())
+	if r.droppedChunks+uint64(r.count) != r.NextSeq() {
+		t.Fatalf("dropped %d + kept %d chunks != %d", r.droppedChunks, r.count, r.NextSeq())
 	}
 }
 
 func TestRingWriteDoesNotAllocate(t *testing.T) {
-	r := newRing(4<<20, 1024, 64<<10)
+	r := New(4<<20, 1024, 64<<10)
 	small, big := []byte("x"), make([]byte, 100<<10)
 	// Warm up: grow the buffers to their bounds.
 	for i := 0; i < 200; i++ {
-		r.write(backend.Stdout, big)
-		r.write(backend.Stderr, small)
+		r.Write(backend.Stdout, big)
+		r.Write(backend.Stderr, small)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
-		r.write(backend.Stdout, big)
-		r.write(backend.Stderr, small)
-		r.write(backend.Stdout, small)
+		r.Write(backend.Stdout, big)
+		r.Write(backend.Stderr, small)
+		r.Write(backend.Stdout, small)
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per write round, want 0", allocs)
@@ -162,38 +162,38 @@ func TestRingWriteDoesNotAllocate(t *testing.T) {
 }
 
 func TestRingResolve(t *testing.T) {
-	r := newRing(100, 1024, 10)
+	r := New(100, 1024, 10)
 	// Chunks of 10 bytes at positions 0, 10, ..., 140; 0..49 evicted.
 	for i := 0; i < 15; i++ {
-		r.write(backend.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
+		r.Write(backend.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
 	}
-	if r.firstSeq != 5 || r.head != 50 || r.nextSeq() != 15 || r.tail != 150 {
-		t.Fatalf("setup: firstSeq %d head %d next %d tail %d", r.firstSeq, r.head, r.nextSeq(), r.tail)
+	if r.firstSeq != 5 || r.head != 50 || r.NextSeq() != 15 || r.tail != 150 {
+		t.Fatalf("setup: firstSeq %d head %d next %d tail %d", r.firstSeq, r.head, r.NextSeq(), r.tail)
 	}
 	tests := []struct {
 		name    string
-		in      cursor
-		want    cursor
+		in      Cursor
+		want    Cursor
 		gap     *Gap
 		badCurs bool
 	}{
-		{name: "start", in: cursor{0, 0}, want: cursor{5, 50}, gap: &Gap{FromSeq: 0, ToSeq: 5, Chunks: 5, Bytes: 50}},
-		{name: "mid evicted chunk", in: cursor{3, 33}, want: cursor{5, 50}, gap: &Gap{FromSeq: 3, ToSeq: 5, Chunks: 2, Bytes: 17}},
-		{name: "retained chunk start", in: cursor{7, 70}, want: cursor{7, 70}},
-		{name: "retained mid chunk", in: cursor{7, 75}, want: cursor{7, 75}},
-		{name: "end of a chunk normalizes", in: cursor{7, 80}, want: cursor{8, 80}},
-		{name: "end", in: cursor{15, 150}, want: cursor{15, 150}},
-		{name: "end of last chunk", in: cursor{14, 150}, want: cursor{15, 150}},
-		{name: "seq past end", in: cursor{16, 150}, badCurs: true},
-		{name: "pos past end", in: cursor{15, 151}, badCurs: true},
-		{name: "pos outside its chunk", in: cursor{7, 69}, badCurs: true},
-		{name: "pos past chunk", in: cursor{7, 81}, badCurs: true},
-		{name: "evicted seq, retained pos", in: cursor{2, 60}, badCurs: true},
-		{name: "huge", in: cursor{1<<64 - 1, 1<<64 - 1}, badCurs: true},
+		{name: "start", in: Cursor{0, 0}, want: Cursor{5, 50}, gap: &Gap{FromSeq: 0, ToSeq: 5, Chunks: 5, Bytes: 50}},
+		{name: "mid evicted chunk", in: Cursor{3, 33}, want: Cursor{5, 50}, gap: &Gap{FromSeq: 3, ToSeq: 5, Chunks: 2, Bytes: 17}},
+		{name: "retained chunk start", in: Cursor{7, 70}, want: Cursor{7, 70}},
+		{name: "retained mid chunk", in: Cursor{7, 75}, want: Cursor{7, 75}},
+		{name: "end of a chunk normalizes", in: Cursor{7, 80}, want: Cursor{8, 80}},
+		{name: "end", in: Cursor{15, 150}, want: Cursor{15, 150}},
+		{name: "end of last chunk", in: Cursor{14, 150}, want: Cursor{15, 150}},
+		{name: "seq past end", in: Cursor{16, 150}, badCurs: true},
+		{name: "pos past end", in: Cursor{15, 151}, badCurs: true},
+		{name: "pos outside its chunk", in: Cursor{7, 69}, badCurs: true},
+		{name: "pos past chunk", in: Cursor{7, 81}, badCurs: true},
+		{name: "evicted seq, retained pos", in: Cursor{2, 60}, badCurs: true},
+		{name: "huge", in: Cursor{1<<64 - 1, 1<<64 - 1}, badCurs: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, gap, err := r.resolve(tt.in)
+			got, gap, err := r.Resolve(tt.in)
 			if tt.badCurs {
 				if !errors.Is(err, ErrBadCursor) {
 					t.Fatalf("err %v, want ErrBadCursor", err)
@@ -204,7 +204,7 @@ func TestRingResolve(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got != tt.want {
-				t.Errorf("cursor %+v, want %+v", got, tt.want)
+				t.Errorf("Cursor %+v, want %+v", got, tt.want)
 			}
 			if (gap == nil) != (tt.gap == nil) || gap != nil && *gap != *tt.gap {
 				t.Errorf("gap %+v, want %+v", gap, tt.gap)
@@ -214,33 +214,33 @@ func TestRingResolve(t *testing.T) {
 }
 
 func TestRingReadSplitsAndSeals(t *testing.T) {
-	r := newRing(1<<20, 1024, 64<<10)
-	r.write(backend.Stdout, []byte("hello world"))
-	chunks, next := r.read(cursor{}, 5)
-	if len(chunks) != 1 || string(chunks[0].Data) != "hello" || next != (cursor{0, 5}) {
+	r := New(1<<20, 1024, 64<<10)
+	r.Write(backend.Stdout, []byte("hello world"))
+	chunks, next := r.Read(Cursor{}, 5)
+	if len(chunks) != 1 || string(chunks[0].Data) != "hello" || next != (Cursor{0, 5}) {
 		t.Fatalf("first page %+v next %+v", chunks, next)
 	}
 	// The chunk was handed out: later output goes to a new chunk, and the
 	// rest of chunk 0 keeps its address.
-	r.write(backend.Stdout, []byte("!"))
-	chunks, next = r.read(next, 100)
+	r.Write(backend.Stdout, []byte("!"))
+	chunks, next = r.Read(next, 100)
 	if len(chunks) != 2 || chunks[0].Seq != 0 || chunks[0].Offset != 5 || string(chunks[0].Data) != " world" ||
-		chunks[1].Seq != 1 || string(chunks[1].Data) != "!" || next != (cursor{2, 12}) {
+		chunks[1].Seq != 1 || string(chunks[1].Data) != "!" || next != (Cursor{2, 12}) {
 		t.Fatalf("second page %+v next %+v", chunks, next)
 	}
 }
 
 func TestRingReadDoesNotSplitCharacters(t *testing.T) {
-	r := newRing(1<<20, 1024, 64<<10)
-	r.write(backend.Stdout, []byte("ab€cd")) // € at 2..4
+	r := New(1<<20, 1024, 64<<10)
+	r.Write(backend.Stdout, []byte("ab€cd")) // € at 2..4
 	for budget := 3; budget <= 4; budget++ {
-		chunks, next := r.read(cursor{}, budget)
-		if string(chunks[0].Data) != "ab" || next.pos != 2 {
+		chunks, next := r.Read(Cursor{}, budget)
+		if string(chunks[0].Data) != "ab" || next.Pos != 2 {
 			t.Errorf("budget %d: page %q, want %q", budget, chunks[0].Data, "ab")
 		}
 	}
 	// A budget smaller than the character still makes progress (as base64).
-	chunks, _ := r.read(cursor{0, 2}, 1)
+	chunks, _ := r.Read(Cursor{0, 2}, 1)
 	if len(chunks[0].Data) != 1 {
 		t.Fatalf("budget 1 mid-character: %q", chunks[0].Data)
 	}
@@ -256,11 +256,11 @@ func TestRingModel(t *testing.T) {
 		maxBytes := 64 + rng.IntN(4096)
 		maxChunk := 1 + rng.IntN(maxBytes)
 		maxChunks := 1 + rng.IntN(64)
-		r := newRing(maxBytes, maxChunks, maxChunk)
+		r := New(maxBytes, maxChunks, maxChunk)
 
 		var logData []byte
 		var logStream []backend.Stream
-		var c cursor
+		var c Cursor
 		var received, gapBytes uint64
 		for op := 0; op < 400; op++ {
 			if rng.IntN(3) > 0 {
@@ -273,21 +273,21 @@ func TestRingModel(t *testing.T) {
 				for i := range p {
 					p[i] = byte(rng.Uint32())
 				}
-				r.write(s, p)
+				r.Write(s, p)
 				logData = append(logData, p...)
 				for range p {
 					logStream = append(logStream, s)
 				}
 			} else {
-				rc, gap, err := r.resolve(c)
+				rc, gap, err := r.Resolve(c)
 				if err != nil {
 					t.Fatalf("seed %d: resolve(%+v): %v", seed, c, err)
 				}
 				if gap != nil {
 					gapBytes += gap.Bytes
 				}
-				chunks, next := r.read(rc, 1+rng.IntN(maxBytes))
-				pos := rc.pos
+				chunks, next := r.Read(rc, 1+rng.IntN(maxBytes))
+				pos := rc.Pos
 				for _, ch := range chunks {
 					if !bytes.Equal(ch.Data, logData[pos:pos+uint64(len(ch.Data))]) {
 						t.Fatalf("seed %d: chunk %d data differs from the output at %d", seed, ch.Seq, pos)
@@ -300,12 +300,12 @@ func TestRingModel(t *testing.T) {
 					pos += uint64(len(ch.Data))
 					received += uint64(len(ch.Data))
 				}
-				if next.pos != pos {
-					t.Fatalf("seed %d: next cursor %+v after reading to %d", seed, next, pos)
+				if next.Pos != pos {
+					t.Fatalf("seed %d: next Cursor %+v after reading to %d", seed, next, pos)
 				}
 				c = next
-				if received+gapBytes != c.pos {
-					t.Fatalf("seed %d: received %d + gaps %d != position %d", seed, received, gapBytes, c.pos)
+				if received+gapBytes != c.Pos {
+					t.Fatalf("seed %d: received %d + gaps %d != position %d", seed, received, gapBytes, c.Pos)
 				}
 			}
 			// Invariants.

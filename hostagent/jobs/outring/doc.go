@@ -1,0 +1,23 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package outring keeps a job's output: a window of bounded bytes and
+// chunks on everything the job wrote, addressed by cursors that stay
+// meaningful after eviction, read in pages that never split a character,
+// with the gap a slow reader missed counted exactly. The agent's job
+// manager holds one per job; it depends on nothing but the backend's
+// stream names, so the guest binary can hold the same rings.
+package outring
