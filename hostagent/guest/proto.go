@@ -76,6 +76,23 @@ const DialProtocolVersion = 2
 // set): a shepherd of a guest binary that predates them refuses it.
 const EtcProtocolVersion = 3
 
+// JobProtocolVersion is carried in the Start frames of jobs the sandbox
+// holds (Job set), of attachments to them (Attach) and of their listing
+// (Jobs): a shepherd of a guest binary that predates them refuses these.
+const JobProtocolVersion = 4
+
+// Bounds of a job's ring that a shepherd accepts: the agent's defaults are
+// well inside them (DESIGN.md: 4 MiB and 1024 chunks).
+const (
+	MaxJobRingBytes  = 64 << 20
+	MaxJobRingChunks = 1 << 16
+	// MaxJobPage bounds the output bytes of one Page: with its data frames
+	// it stays well inside a frame's bound.
+	MaxJobPage = 512 << 10
+	// MaxJobMeta bounds the agent's record kept with a job.
+	MaxJobMeta = 4 << 10
+)
+
 // A Start frame with the longest command, all escaped, fits a frame.
 var _ [MaxFrame - 6*MaxCommand - 4096]struct{}
 
@@ -113,6 +130,13 @@ const (
 	FrameStdinEnd FrameType = 3
 	// FrameKill asks the shepherd to kill the command and all descendants.
 	FrameKill FrameType = 4
+	// FramePoll carries a JSON PollRequest, on a job's connection: the
+	// shepherd answers with a Page.
+	FramePoll FrameType = 5
+	// FrameRelease, on a job's connection, ends the job's holder: the
+	// agent has what it wanted of the job's output. A running job is
+	// killed with proof first; the answer is the final Page.
+	FrameRelease FrameType = 6
 )
 
 // Frames sent by the shepherd.
@@ -129,6 +153,11 @@ const (
 	// FrameProofLost carries a UTF-8 message: the shepherd could not prove
 	// that every descendant is dead. It is the last frame of a command.
 	FrameProofLost FrameType = 21
+	// FramePage carries a JSON Page, the answer to a Poll or a Release; a
+	// FrameStdout or FrameStderr with each of its chunks' bytes follows it.
+	FramePage FrameType = 22
+	// FrameJobs carries a JSON []JobRecord: the jobs the sandbox holds.
+	FrameJobs FrameType = 23
 )
 
 func (t FrameType) String() string {
@@ -153,6 +182,14 @@ func (t FrameType) String() string {
 		return "Exit"
 	case FrameProofLost:
 		return "ProofLost"
+	case FramePoll:
+		return "Poll"
+	case FrameRelease:
+		return "Release"
+	case FramePage:
+		return "Page"
+	case FrameJobs:
+		return "Jobs"
 	}
 	return fmt.Sprintf("FrameType(%d)", uint8(t))
 }
@@ -180,6 +217,98 @@ type StartRequest struct {
 	// Error. Names are those EtcFiles makes. A container refuses it: its
 	// /etc is on the host, where the agent writes it.
 	Etc map[string]string `json:"etc,omitempty"`
+	// Job, when set (with Version JobProtocolVersion), runs the command as
+	// a job the sandbox holds: its output goes to a ring in the shepherd,
+	// read by Poll frames, and the command outlives this connection. The
+	// connection carries Poll, Kill and Release frames once the command is
+	// Started; another connection takes over through Attach. The holder
+	// answers each Poll with a Page and, unasked, sends Exit or ProofLost
+	// once when the job ends (at once to a connection that attaches
+	// later): a Page never follows them in the middle of its data.
+	Job *JobSpec `json:"job,omitempty"`
+	// Attach, when set (with Version JobProtocolVersion), asks for no
+	// command: the shepherd connects to the holder of the job of this ID,
+	// answers Started (PID 0) or Error, and relays raw bytes from then on.
+	// The newest attachment wins: the previous one is closed.
+	Attach string `json:"attach,omitempty"`
+	// Jobs, when set (with Version JobProtocolVersion), asks for the jobs
+	// the sandbox holds, answered by one FrameJobs.
+	Jobs bool `json:"jobs,omitempty"`
+}
+
+// JobSpec is a job's identity and bounds, kept by its holder.
+type JobSpec struct {
+	// ID names the job in the sandbox: letters, digits, '-' and '_', at
+	// most 64 bytes.
+	ID string `json:"id"`
+	// RingBytes, RingChunks and ChunkBytes bound the job's output ring
+	// (package outring).
+	RingBytes  int `json:"ringBytes"`
+	RingChunks int `json:"ringChunks"`
+	ChunkBytes int `json:"chunkBytes"`
+	// TTLSeconds is how long a job that ended is kept, unpolled, before
+	// its holder releases it itself: the agent that would have released
+	// it is gone for good.
+	TTLSeconds int `json:"ttl"`
+	// Meta is the agent's record of the job (its tenant, say), returned
+	// as it was given by a listing; at most MaxJobMeta bytes.
+	Meta json.RawMessage `json:"meta,omitempty"`
+}
+
+// JobRecord is a job the sandbox holds, as FrameJobs lists it.
+type JobRecord struct {
+	Spec JobSpec `json:"spec"`
+	// PID is the job's shell in the sandbox's PID namespace.
+	PID int `json:"pid"`
+	// Started is when the shell started (RFC 3339).
+	Started time.Time `json:"started"`
+}
+
+// PollRequest is the payload of FramePoll.
+type PollRequest struct {
+	// Cursor is where to read from (outring.Cursor's text; "" for the
+	// oldest output kept).
+	Cursor string `json:"cursor"`
+	// Max bounds the page's output bytes (at most MaxJobPage).
+	Max int `json:"max"`
+	// WaitMillis, when there is nothing to read and the job runs, is how
+	// long the holder waits for output or the job's end before answering.
+	WaitMillis int `json:"wait,omitempty"`
+}
+
+// Page is the payload of FramePage.
+type Page struct {
+	Chunks []PageChunk `json:"chunks,omitempty"`
+	// Next is the cursor after Chunks.
+	Next string `json:"next"`
+	// Gap is the output evicted before the client read it, if any.
+	Gap *PageGap `json:"gap,omitempty"`
+	// DroppedBytes and DroppedChunks count every eviction so far.
+	DroppedBytes  uint64 `json:"droppedBytes,omitempty"`
+	DroppedChunks uint64 `json:"droppedChunks,omitempty"`
+	// Exit is set once the job has ended and all its output is in the
+	// ring; ProofLost instead when its cleanup could not be proven.
+	Exit      *Exit  `json:"exit,omitempty"`
+	ProofLost string `json:"proofLost,omitempty"`
+	// Error refuses the poll (a cursor that does not fit), with the reason.
+	Error string `json:"error,omitempty"`
+}
+
+// PageChunk is one chunk of a Page: its bytes follow the Page, in order,
+// each in one frame of its stream.
+type PageChunk struct {
+	Stream backend.Stream `json:"stream"`
+	Seq    uint64         `json:"seq"`
+	Offset int            `json:"offset,omitempty"`
+	Len    int            `json:"len"`
+}
+
+// PageGap is outring.Gap on the wire.
+type PageGap struct {
+	FromSeq uint64 `json:"from"`
+	ToSeq   uint64 `json:"to"`
+	Chunks  uint64 `json:"chunks"`
+	Bytes   uint64 `json:"bytes"`
 }
 
 // Started is the payload of FrameStarted.

@@ -95,9 +95,12 @@ func RunShepherd() int {
 		reportState(true)
 		s := &shepherd{conn: conn}
 		s.serve()
-		unix.Close(conn)
+		if s.conn >= 0 {
+			unix.Close(s.conn)
+		}
 		served++
-		if served >= maxCommandsPerShepherd || !noChildren() {
+		// A shepherd that held a job goes: its ring's memory with it.
+		if s.job != nil || served >= maxCommandsPerShepherd || !noChildren() {
 			return 0
 		}
 		reportState(false)
@@ -151,6 +154,9 @@ type shepherd struct {
 	conn    int
 	pending []byte // bytes from the agent not yet parsed into frames
 	lost    bool   // the agent connection failed; report nothing more
+	// job is set when the command is a job the sandbox holds: its output
+	// goes to the job's ring, its end is recorded there (job_linux.go).
+	job *jobHold
 }
 
 // outStream is one of the command's output pipes, read end.
@@ -170,6 +176,22 @@ func (s *shepherd) serve() {
 		s.relay(req.Dial)
 		return
 	}
+	if req.Attach != "" {
+		s.attachJob(req.Attach)
+		return
+	}
+	if req.Jobs {
+		s.listJobs()
+		return
+	}
+	if req.Job != nil {
+		h, err := openJob(*req.Job)
+		if err != nil {
+			s.sendError(err.Error())
+			return
+		}
+		s.job = h
+	}
 	if req.Etc != nil {
 		if err := WriteEtc(req.Etc); err != nil {
 			s.sendError(err.Error())
@@ -180,12 +202,28 @@ func (s *shepherd) serve() {
 	}
 
 	cmd, err := s.start(req, stdin)
+	if err == nil && s.job != nil {
+		s.job.running = true
+		if err = s.job.writeRecord(cmd.pid); err != nil {
+			s.kill(cmd)
+			err = fmt.Errorf("recording the job: %w", err)
+		}
+	}
 	if err != nil {
+		if s.job != nil {
+			s.job.remove()
+		}
 		s.sendError(err.Error())
 		return
 	}
 	if started, err := AppendJSONFrame(nil, FrameStarted, Started{PID: cmd.pid}); err == nil {
 		s.send(started)
+	}
+	if s.job != nil {
+		// The job outlives this connection: a broken one is only dropped.
+		s.afterSend()
+		s.holdJob(cmd)
+		return
 	}
 	if s.lost {
 		s.kill(cmd)
@@ -228,7 +266,18 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 	if req.Etc != nil && req.Version == EtcProtocolVersion {
 		return req, nil, nil
 	}
-	if req.Version != ProtocolVersion {
+	if (req.Attach != "" || req.Jobs) && req.Version == JobProtocolVersion {
+		if n := br.Buffered(); n > 0 {
+			rest, _ := br.Peek(n)
+			s.pending = append(s.pending, rest...)
+		}
+		return req, nil, nil
+	}
+	if req.Job != nil && req.Version == JobProtocolVersion {
+		if err := checkJobSpec(req.Job); err != nil {
+			return req, nil, err
+		}
+	} else if req.Version != ProtocolVersion {
 		return req, nil, fmt.Errorf("protocol version %d not supported (this sandbox speaks %d); restart the sandbox", req.Version, ProtocolVersion)
 	}
 	if len(req.Command) > MaxCommand {
@@ -511,6 +560,14 @@ func (s *shepherd) parseAgent() bool {
 // forward reads one chunk of o and sends it; it returns the bytes read.
 func (s *shepherd) forward(o *outStream, buf []byte) int {
 	n, err := unix.Read(o.fd, buf[HeaderSize:])
+	if n > 0 && s.job != nil {
+		stream := backend.Stdout
+		if o.frame == FrameStderr {
+			stream = backend.Stderr
+		}
+		s.job.ring.Write(stream, buf[HeaderSize:HeaderSize+n])
+		return n
+	}
 	if n > 0 {
 		buf[0] = byte(o.frame)
 		binary.BigEndian.PutUint32(buf[1:HeaderSize], uint32(n))
@@ -641,6 +698,11 @@ func (s *shepherd) kill(c *command) {
 }
 
 func (s *shepherd) proofLost(c *command, msg string) {
+	if s.job != nil {
+		s.endJob(nil, msg)
+		c.closeFDs()
+		return
+	}
 	s.send(AppendFrame(nil, FrameProofLost, []byte(msg)))
 	c.closeFDs()
 }
@@ -654,6 +716,10 @@ func (s *shepherd) sendExit(c *command, killed bool) {
 	case c.status.Signaled():
 		e.Signal = int(c.status.Signal())
 	}
+	if s.job != nil {
+		s.endJob(&e, "")
+		return
+	}
 	if f, err := AppendJSONFrame(nil, FrameExit, e); err == nil {
 		s.send(f)
 	}
@@ -666,7 +732,7 @@ func (s *shepherd) sendError(msg string) {
 // send writes a whole frame to the agent (blocking). A failed write means
 // the agent is gone; the caller then kills the command.
 func (s *shepherd) send(frame []byte) {
-	for len(frame) > 0 && !s.lost {
+	for len(frame) > 0 && !s.lost && s.conn >= 0 {
 		n, err := unix.Write(s.conn, frame)
 		if errors.Is(err, unix.EINTR) {
 			continue
@@ -739,6 +805,12 @@ func (s *shepherd) relay(port int) {
 		s.sendError(fmt.Sprintf("nothing accepts connections on port %d in the sandbox (%v): the worker is not running or not listening yet", port, err))
 		return
 	}
+	s.relayTo(upstream)
+}
+
+// relayTo answers Started and relays raw bytes between the agent and
+// upstream, both ways, until both directions are closed.
+func (s *shepherd) relayTo(upstream net.Conn) {
 	defer upstream.Close()
 	// The agent's connection, on the runtime's poller: a duplicate, so
 	// that the caller's close of s.conn stays the only one of that number.

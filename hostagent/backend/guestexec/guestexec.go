@@ -43,6 +43,11 @@ import (
 // Encode checks req and encodes it as the frames that start it, to go out
 // in one write.
 func Encode(req backend.ExecRequest) ([]byte, error) {
+	return encode(req, nil)
+}
+
+// encode is Encode, of a job the sandbox holds when job is set.
+func encode(req backend.ExecRequest, job *guest.JobSpec) ([]byte, error) {
 	login := true
 	switch req.Shell {
 	case backend.ShellLogin, "":
@@ -58,7 +63,7 @@ func Encode(req backend.ExecRequest) ([]byte, error) {
 		return nil, fmt.Errorf("stdin is %d bytes, more than %d", len(req.Stdin), guest.MaxStdin)
 	}
 	buf, err := guest.AppendJSONFrame(make([]byte, 0, 256+len(req.Command)+len(req.Stdin)+guest.HeaderSize*(2+len(req.Stdin)/guest.StdinChunk)),
-		guest.FrameStart, guest.StartRequest{Version: guest.ProtocolVersion, Command: req.Command, Login: login, Cwd: req.Cwd})
+		guest.FrameStart, startRequest(req.Command, login, req.Cwd, job))
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +73,13 @@ func Encode(req backend.ExecRequest) ([]byte, error) {
 		rest = rest[n:]
 	}
 	return guest.AppendFrame(buf, guest.FrameStdinEnd, nil), nil
+}
+
+func startRequest(command string, login bool, cwd string, job *guest.JobSpec) guest.StartRequest {
+	if job != nil {
+		return guest.StartRequest{Version: guest.JobProtocolVersion, Command: command, Login: login, Cwd: cwd, Job: job}
+	}
+	return guest.StartRequest{Version: guest.ProtocolVersion, Command: command, Login: login, Cwd: cwd}
 }
 
 // Hooks are what only the backend knows about a command.

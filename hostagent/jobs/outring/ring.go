@@ -315,3 +315,6 @@ func (r *Ring) Dropped() (bytes, chunks uint64) { return r.droppedBytes, r.dropp
 // AtEnd reports whether c (as Read returned it) is past every byte written
 // so far.
 func (r *Ring) AtEnd(c Cursor) bool { return c.Seq == r.NextSeq() && c.Pos == r.tail }
+
+// End is the cursor past every byte written so far.
+func (r *Ring) End() Cursor { return Cursor{Seq: r.NextSeq(), Pos: r.tail} }

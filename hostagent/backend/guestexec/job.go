@@ -1,0 +1,305 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+package guestexec
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/jobs/outring"
+)
+
+// Job is the agent's connection to a job the sandbox holds (guest
+// protocol 4): the job's output is in a ring in the sandbox, read by
+// Poll; the job outlives this connection, and a later one (another agent
+// process, after a restart) takes over with AttachJob. Requests are
+// serialized. A request whose ctx ends closes the connection (its answer
+// would be out of step): attach again to go on.
+type Job struct {
+	mu    sync.Mutex // serializes requests
+	conn  net.Conn
+	pages chan pageOrErr
+	// PID is the job's shell in the sandbox (0 when attached).
+	PID int
+
+	ended     chan struct{} // closed once end or readErr is set
+	endOnce   sync.Once
+	exit      *guest.Exit
+	proofLost string
+	readErr   error
+}
+
+type pageOrErr struct {
+	page JobPage
+	err  error
+}
+
+func newJob(conn net.Conn, fr *guest.FrameReader, pid int) *Job {
+	j := &Job{conn: conn, pages: make(chan pageOrErr, 1), PID: pid, ended: make(chan struct{})}
+	go j.read(fr)
+	return j
+}
+
+// Ended is closed when the holder has said how the job ended, or the
+// connection broke; End says which.
+func (j *Job) Ended() <-chan struct{} { return j.ended }
+
+// End is how the job ended (exit, or why its cleanup is unproven), or the
+// connection's error if it broke first; valid once Ended is closed.
+func (j *Job) End() (exit *guest.Exit, proofLost string, err error) {
+	return j.exit, j.proofLost, j.readErr
+}
+
+// read receives the holder's frames: Pages for the request in flight,
+// and the job's end, sent unasked.
+func (j *Job) read(fr *guest.FrameReader) {
+	defer close(j.pages)
+	for {
+		t, payload, err := fr.ReadFrame()
+		if err != nil {
+			j.endOnce.Do(func() { j.readErr = err; close(j.ended) })
+			j.offer(pageOrErr{err: err})
+			return
+		}
+		switch t {
+		case guest.FrameExit:
+			var e guest.Exit
+			if err := json.Unmarshal(payload, &e); err != nil {
+				j.fail(fmt.Errorf("protocol error: Exit: %w", err))
+				return
+			}
+			j.endOnce.Do(func() { j.exit = &e; close(j.ended) })
+		case guest.FrameProofLost:
+			msg := string(payload)
+			j.endOnce.Do(func() { j.proofLost = msg; close(j.ended) })
+		case guest.FramePage:
+			p, err := readPage(fr, payload)
+			if err != nil {
+				j.fail(err)
+				return
+			}
+			j.pages <- pageOrErr{page: p}
+		default:
+			j.fail(fmt.Errorf("protocol error: %v frame on a job's connection", t))
+			return
+		}
+	}
+}
+
+func (j *Job) fail(err error) {
+	j.conn.Close()
+	j.endOnce.Do(func() { j.readErr = err; close(j.ended) })
+	j.offer(pageOrErr{err: err})
+}
+
+// offer hands an error to a request that waits, if one does; a request
+// made later finds the channel closed.
+func (j *Job) offer(r pageOrErr) {
+	select {
+	case j.pages <- r:
+	default:
+	}
+}
+
+// JobPage is a Page with its chunks' bytes.
+type JobPage struct {
+	guest.Page
+	// Data holds the chunks of Page.Chunks, in order.
+	Data []outring.Chunk
+}
+
+// StartJob starts req as a job the sandbox holds, on conn, a connection
+// to the sandbox's init, and returns once its shell runs; ctx bounds the
+// start only. It refuses like Start does; conn is closed on failure.
+func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec guest.JobSpec) (*Job, error) {
+	frames, err := encode(req, &spec)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: %v", backend.ErrInvalidRequest, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	fail := func(err error) (*Job, error) {
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if _, err := conn.Write(frames); err != nil {
+		return fail(err)
+	}
+	fr := guest.NewFrameReader(bufio.NewReaderSize(conn, guest.OutputChunk+guest.HeaderSize))
+	t, payload, err := fr.ReadFrame()
+	var pid int
+	if err != nil {
+		return fail(err)
+	}
+	switch t {
+	case guest.FrameStarted:
+		var st guest.Started
+		if err := json.Unmarshal(payload, &st); err != nil {
+			return fail(fmt.Errorf("protocol error: Started: %w", err))
+		}
+		pid = st.PID
+	case guest.FrameError:
+		return fail(fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload))
+	default:
+		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
+	}
+	if !stop() {
+		return fail(ctx.Err())
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return newJob(conn, fr, pid), nil
+}
+
+// AttachJob connects, through conn (a connection to the sandbox's init),
+// to the holder of job id, taking over from any earlier connection. An
+// unknown job is backend.ErrNotFound.
+func AttachJob(ctx context.Context, conn net.Conn, id string) (*Job, error) {
+	br, err := ask(ctx, conn, guest.StartRequest{Version: guest.JobProtocolVersion, Attach: id})
+	if errors.Is(err, backend.ErrInvalidRequest) {
+		return nil, fmt.Errorf("%w: %v", backend.ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newJob(conn, guest.NewFrameReader(br), 0), nil
+}
+
+// ListJobs asks the shepherd that accepts conn for the jobs the sandbox
+// holds. conn is closed when it returns.
+func ListJobs(ctx context.Context, conn net.Conn) ([]guest.JobRecord, error) {
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	frame, err := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.JobProtocolVersion, Jobs: true})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write(frame); err != nil {
+		return nil, orCtx(ctx, err)
+	}
+	t, payload, err := guest.NewFrameReader(bufio.NewReader(conn)).ReadFrame()
+	if err != nil {
+		return nil, orCtx(ctx, err)
+	}
+	switch t {
+	case guest.FrameJobs:
+		var recs []guest.JobRecord
+		if err := json.Unmarshal(payload, &recs); err != nil {
+			return nil, fmt.Errorf("protocol error: Jobs: %w", err)
+		}
+		return recs, nil
+	case guest.FrameError:
+		return nil, fmt.Errorf("listing the sandbox's jobs: %s", payload)
+	}
+	return nil, fmt.Errorf("protocol error: %v frame in answer to Jobs", t)
+}
+
+func orCtx(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Poll reads a page of the job's output from req.Cursor, waiting up to
+// req.WaitMillis for output when there is none yet; ctx should allow that
+// wait. A cursor the ring refuses is a *outring.CursorError.
+func (j *Job) Poll(ctx context.Context, req guest.PollRequest) (JobPage, error) {
+	frame, err := guest.AppendJSONFrame(nil, guest.FramePoll, req)
+	if err != nil {
+		return JobPage{}, err
+	}
+	return j.ask(ctx, frame)
+}
+
+// Kill asks the holder to kill the job with proof; the page that reports
+// its end (Exit.Killed, or ProofLost) is the answer to a later Poll.
+// It does not wait for a Poll in flight: the kill ends that poll's wait.
+func (j *Job) Kill(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { _ = j.conn.SetWriteDeadline(time.Now()) })
+	defer stop()
+	_, err := j.conn.Write(guest.AppendFrame(nil, guest.FrameKill, nil))
+	return orCtx(ctx, err)
+}
+
+// Release ends the job's holder (killing a running job with proof first)
+// and closes the connection; the returned page says how the job ended.
+func (j *Job) Release(ctx context.Context) (JobPage, error) {
+	defer j.Close()
+	return j.ask(ctx, guest.AppendFrame(nil, guest.FrameRelease, nil))
+}
+
+// Close closes the connection; the job goes on.
+func (j *Job) Close() error { return j.conn.Close() }
+
+// ask sends frame and waits for the Page that answers it.
+func (j *Job) ask(ctx context.Context, frame []byte) (JobPage, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, err := j.conn.Write(frame); err != nil {
+		return JobPage{}, orCtx(ctx, err)
+	}
+	select {
+	case r, ok := <-j.pages:
+		if !ok {
+			return JobPage{}, fmt.Errorf("the job's connection is closed: %w", j.readErr)
+		}
+		if r.err == nil && r.page.Error != "" {
+			return JobPage{}, &outring.CursorError{Reason: r.page.Error}
+		}
+		return r.page, r.err
+	case <-ctx.Done():
+		j.conn.Close()
+		return JobPage{}, ctx.Err()
+	}
+}
+
+// readPage reads the data frames of a Page whose JSON is payload.
+func readPage(fr *guest.FrameReader, payload []byte) (JobPage, error) {
+	var p JobPage
+	if err := json.Unmarshal(payload, &p.Page); err != nil {
+		return JobPage{}, fmt.Errorf("protocol error: Page: %w", err)
+	}
+	for _, c := range p.Chunks {
+		t, data, err := fr.ReadFrame()
+		if err != nil {
+			return JobPage{}, err
+		}
+		want := guest.FrameStdout
+		if c.Stream == backend.Stderr {
+			want = guest.FrameStderr
+		}
+		if t != want || len(data) != c.Len {
+			return JobPage{}, fmt.Errorf("protocol error: %v frame of %d bytes for a %v chunk of %d", t, len(data), c.Stream, c.Len)
+		}
+		p.Data = append(p.Data, outring.Chunk{Stream: c.Stream, Seq: c.Seq, Offset: c.Offset, Data: append([]byte(nil), data...)})
+	}
+	return p, nil
+}

@@ -1,0 +1,489 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs/outring"
+)
+
+// JobsDir, in RunDir, holds a socket and a record for each job the sandbox
+// holds: <id>.sock, on which the job's holder accepts the agent, and
+// <id>.json, its JobRecord. Root's, mode 0700, like RunDir.
+const JobsDir = RunDir + "/jobs"
+
+var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// checkJobSpec refuses a job the holder would not bound.
+func checkJobSpec(j *JobSpec) error {
+	switch {
+	case !jobIDPattern.MatchString(j.ID):
+		return fmt.Errorf("job ID %q: want 1 to 64 letters, digits, '-' or '_'", j.ID)
+	case j.RingBytes < 1 || j.RingBytes > MaxJobRingBytes:
+		return fmt.Errorf("job ring of %d bytes: want 1 to %d", j.RingBytes, MaxJobRingBytes)
+	case j.RingChunks < 1 || j.RingChunks > MaxJobRingChunks:
+		return fmt.Errorf("job ring of %d chunks: want 1 to %d", j.RingChunks, MaxJobRingChunks)
+	case j.ChunkBytes < 1 || j.ChunkBytes > j.RingBytes:
+		return fmt.Errorf("job chunks of %d bytes: want 1 to the ring's %d", j.ChunkBytes, j.RingBytes)
+	case j.TTLSeconds < 1:
+		return fmt.Errorf("job TTL of %d s: want at least 1", j.TTLSeconds)
+	case len(j.Meta) > MaxJobMeta:
+		return fmt.Errorf("job record of %d bytes: want at most %d", len(j.Meta), MaxJobMeta)
+	}
+	if _, err := os.Stat(filepath.Join(JobsDir, j.ID+".json")); err == nil {
+		return fmt.Errorf("job %s already exists in this sandbox", j.ID)
+	}
+	return nil
+}
+
+// jobHold is what a shepherd keeps of the job it holds.
+type jobHold struct {
+	spec    JobSpec
+	record  JobRecord
+	ring    outring.Ring
+	listen  int // the job's socket, for the agent's next connection
+	running bool
+
+	exit      *Exit
+	proofLost string
+	ended     time.Time
+	lastPoll  time.Time
+
+	// poll is the agent's pending long poll, answered at pollDeadline at
+	// the latest.
+	poll         *PollRequest
+	pollCursor   outring.Cursor
+	pollDeadline time.Time
+}
+
+// holdJob supervises c as a job the sandbox holds, until the agent
+// releases it or it ends and stays unpolled for its TTL. Output goes to
+// the job's ring (in the sandbox's memory, charged to its cgroup); the
+// agent reads it with Poll frames, on the connection that started the job
+// or on a later one that attached. The command outlives every connection:
+// only Kill and Release end it, with proof.
+func (s *shepherd) holdJob(c *command) {
+	h := s.job
+	defer h.remove()
+	buf := make([]byte, HeaderSize+OutputChunk)
+	var pfds []unix.PollFd
+	for {
+		now := time.Now()
+		if h.poll != nil && (h.answerable() || !now.Before(h.pollDeadline)) {
+			s.answerPoll()
+		}
+		if !h.running {
+			// The job's background processes are our children (we are
+			// their subreaper): reap those that ended.
+			noChildren()
+			if s.conn < 0 && h.expired(now) {
+				return
+			}
+		}
+		pfds = append(pfds[:0], unix.PollFd{Fd: int32(h.listen), Events: unix.POLLIN})
+		connIdx := -1
+		if s.conn >= 0 {
+			connIdx = len(pfds)
+			pfds = append(pfds, unix.PollFd{Fd: int32(s.conn), Events: unix.POLLIN})
+		}
+		pidIdx, outIdx, stdinIdx := -1, [2]int{-1, -1}, -1
+		if h.running {
+			pidIdx = len(pfds)
+			pfds = append(pfds, unix.PollFd{Fd: int32(c.pidfd), Events: unix.POLLIN})
+			for i, o := range c.outs {
+				if !o.eof {
+					outIdx[i] = len(pfds)
+					pfds = append(pfds, unix.PollFd{Fd: int32(o.fd), Events: unix.POLLIN})
+				}
+			}
+			if c.stdinW >= 0 {
+				stdinIdx = len(pfds)
+				pfds = append(pfds, unix.PollFd{Fd: int32(c.stdinW), Events: unix.POLLOUT})
+			}
+		}
+		if _, err := unix.Poll(pfds, h.timeout(now)); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			// Nothing to wait on can fail: give up holding, with proof.
+			if h.running {
+				s.kill(c)
+			}
+			return
+		}
+		if pfds[0].Revents != 0 {
+			s.acceptAgent()
+		}
+		if connIdx >= 0 && pfds[connIdx].Revents != 0 && s.conn >= 0 {
+			if release := s.readJobFrames(c); release {
+				if h.running {
+					s.kill(c)
+				}
+				s.sendPage(&PollRequest{Cursor: h.ring.End().String()})
+				return
+			}
+		}
+		if !h.running {
+			continue
+		}
+		for i, o := range c.outs {
+			if outIdx[i] >= 0 && pfds[outIdx[i]].Revents != 0 {
+				s.forward(o, buf)
+			}
+		}
+		if stdinIdx >= 0 && pfds[stdinIdx].Revents != 0 {
+			c.feedStdin()
+		}
+		if pfds[pidIdx].Revents != 0 {
+			s.finish(c, buf)
+		}
+	}
+}
+
+// acceptAgent takes the agent's new connection: the newest wins, so an
+// agent that restarted takes over from its predecessor's.
+func (s *shepherd) acceptAgent() {
+	fd, _, err := unix.Accept4(s.job.listen, unix.SOCK_CLOEXEC)
+	if err != nil {
+		return
+	}
+	s.dropAgent()
+	s.conn = fd
+	if !s.job.running {
+		s.pushEnd()
+	}
+}
+
+// pushEnd tells the agent, unasked, how the job ended: the agent learns it
+// without polling, to count the job as no longer active.
+func (s *shepherd) pushEnd() {
+	h := s.job
+	var f []byte
+	if h.exit != nil {
+		f, _ = AppendJSONFrame(nil, FrameExit, *h.exit)
+	} else {
+		f = AppendFrame(nil, FrameProofLost, []byte(h.proofLost))
+	}
+	s.send(f)
+	s.afterSend()
+}
+
+// dropAgent closes the agent's connection, if any; a pending poll is
+// forgotten (nobody waits for its answer).
+func (s *shepherd) dropAgent() {
+	if s.conn >= 0 {
+		unix.Close(s.conn)
+	}
+	s.conn, s.lost, s.pending, s.job.poll = -1, false, nil, nil
+}
+
+// readJobFrames reads and handles the agent's frames; it returns true on
+// Release.
+func (s *shepherd) readJobFrames(c *command) bool {
+	var b [4096]byte
+	n, err := unix.Read(s.conn, b[:])
+	switch {
+	case errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN):
+		return false
+	case err != nil || n == 0:
+		s.dropAgent()
+		return false
+	}
+	s.pending = append(s.pending, b[:n]...)
+	for len(s.pending) > 0 && s.conn >= 0 {
+		t, payload, used, err := ParseFrame(s.pending)
+		if err != nil || (used == 0 && len(s.pending) > 64<<10) {
+			s.dropAgent()
+			return false
+		}
+		if used == 0 {
+			return false
+		}
+		s.pending = s.pending[used:]
+		switch t {
+		case FramePoll:
+			var req PollRequest
+			if err := json.Unmarshal(payload, &req); err != nil || s.job.poll != nil {
+				// Malformed, or a second poll before the first's answer.
+				s.dropAgent()
+				return false
+			}
+			s.startPoll(&req)
+		case FrameKill:
+			if s.job.running {
+				s.kill(c)
+			}
+		case FrameRelease:
+			return true
+		default:
+			s.dropAgent()
+			return false
+		}
+	}
+	return false
+}
+
+// startPoll checks a poll's cursor and keeps it pending; holdJob answers
+// it as soon as there is something to say or its wait is over.
+func (s *shepherd) startPoll(req *PollRequest) {
+	h := s.job
+	h.lastPoll = time.Now()
+	cur, err := outring.ParseCursor(req.Cursor)
+	if err == nil {
+		_, _, err = h.ring.Resolve(cur)
+	}
+	if err != nil {
+		if f, e := AppendJSONFrame(nil, FramePage, Page{Error: cursorReason(err)}); e == nil {
+			s.send(f)
+			s.afterSend()
+		}
+		return
+	}
+	req.Max = min(max(req.Max, 1), MaxJobPage)
+	h.poll, h.pollCursor = req, cur
+	h.pollDeadline = time.Now().Add(time.Duration(max(req.WaitMillis, 0)) * time.Millisecond)
+}
+
+// answerPoll sends the page the pending poll asked for.
+func (s *shepherd) answerPoll() {
+	h := s.job
+	req := h.poll
+	h.poll = nil
+	req.Cursor = h.pollCursor.String()
+	s.sendPage(req)
+}
+
+// sendPage sends a Page from req's cursor, followed by its chunks' bytes.
+func (s *shepherd) sendPage(req *PollRequest) {
+	h := s.job
+	h.lastPoll = time.Now()
+	var page Page
+	cur, err := outring.ParseCursor(req.Cursor)
+	var gap *outring.Gap
+	if err == nil {
+		cur, gap, err = h.ring.Resolve(cur)
+	}
+	if err != nil {
+		page.Error = cursorReason(err)
+	} else {
+		chunks, next := h.ring.Read(cur, min(max(req.Max, 1), MaxJobPage))
+		page.Next = next.String()
+		for _, ch := range chunks {
+			page.Chunks = append(page.Chunks, PageChunk{Stream: ch.Stream, Seq: ch.Seq, Offset: ch.Offset, Len: len(ch.Data)})
+		}
+		if gap != nil {
+			page.Gap = &PageGap{FromSeq: gap.FromSeq, ToSeq: gap.ToSeq, Chunks: gap.Chunks, Bytes: gap.Bytes}
+		}
+		page.DroppedBytes, page.DroppedChunks = h.ring.Dropped()
+		page.Exit, page.ProofLost = h.exit, h.proofLost
+		f, err := AppendJSONFrame(nil, FramePage, page)
+		if err != nil {
+			return
+		}
+		for _, ch := range chunks {
+			t := FrameStdout
+			if ch.Stream == backend.Stderr {
+				t = FrameStderr
+			}
+			f = AppendFrame(f, t, ch.Data)
+		}
+		s.send(f)
+		s.afterSend()
+		return
+	}
+	if f, err := AppendJSONFrame(nil, FramePage, page); err == nil {
+		s.send(f)
+		s.afterSend()
+	}
+}
+
+// afterSend drops a connection a send found broken.
+func (s *shepherd) afterSend() {
+	if s.lost {
+		s.dropAgent()
+	}
+}
+
+// cursorReason is why the ring refused a cursor.
+func cursorReason(err error) string {
+	if ce, ok := errors.AsType[*outring.CursorError](err); ok {
+		return ce.Reason
+	}
+	return err.Error()
+}
+
+// answerable: the pending poll has something to return at once.
+func (h *jobHold) answerable() bool {
+	if !h.running {
+		return true
+	}
+	c, gap, err := h.ring.Resolve(h.pollCursor)
+	return err != nil || gap != nil || !h.ring.AtEnd(c)
+}
+
+// expired: the job ended and was not polled for its TTL.
+func (h *jobHold) expired(now time.Time) bool {
+	last := h.ended
+	if h.lastPoll.After(last) {
+		last = h.lastPoll
+	}
+	return now.Sub(last) >= time.Duration(h.spec.TTLSeconds)*time.Second
+}
+
+// timeout is how long holdJob's poll(2) may wait, in milliseconds: until
+// the pending poll's deadline, or the TTL's end once the job has ended.
+func (h *jobHold) timeout(now time.Time) int {
+	var until time.Time
+	if h.poll != nil {
+		until = h.pollDeadline
+	}
+	if !h.running {
+		last := h.ended
+		if h.lastPoll.After(last) {
+			last = h.lastPoll
+		}
+		ttl := last.Add(time.Duration(h.spec.TTLSeconds) * time.Second)
+		if until.IsZero() || ttl.Before(until) {
+			until = ttl
+		}
+	}
+	if until.IsZero() {
+		return -1
+	}
+	return int(max(until.Sub(now).Milliseconds()+1, 0))
+}
+
+// endJob records the job's end, as sendExit and proofLost report it, and
+// tells the agent.
+func (s *shepherd) endJob(e *Exit, proofLost string) {
+	h := s.job
+	h.exit, h.proofLost, h.running, h.ended = e, proofLost, false, time.Now()
+	s.pushEnd()
+}
+
+// openJob makes the job's socket and record, before its command starts.
+func openJob(spec JobSpec) (*jobHold, error) {
+	if err := os.MkdirAll(JobsDir, 0o700); err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(JobsDir, spec.ID+".sock")
+	_ = os.Remove(sock)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: sock}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("the job's socket: %w", err)
+	}
+	if err := unix.Listen(fd, 4); err != nil {
+		unix.Close(fd)
+		_ = os.Remove(sock)
+		return nil, fmt.Errorf("the job's socket: %w", err)
+	}
+	return &jobHold{
+		spec:   spec,
+		listen: fd,
+		ring:   outring.New(spec.RingBytes, spec.RingChunks, spec.ChunkBytes),
+	}, nil
+}
+
+// writeRecord writes the job's record, once its shell runs.
+func (h *jobHold) writeRecord(pid int) error {
+	h.record = JobRecord{Spec: h.spec, PID: pid, Started: time.Now().UTC()}
+	b, err := json.Marshal(h.record)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(JobsDir, h.spec.ID+".json")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// remove ends the hold: no socket, no record.
+func (h *jobHold) remove() {
+	if h.listen >= 0 {
+		unix.Close(h.listen)
+		h.listen = -1
+	}
+	_ = os.Remove(filepath.Join(JobsDir, h.spec.ID+".json"))
+	_ = os.Remove(filepath.Join(JobsDir, h.spec.ID+".sock"))
+}
+
+// ListJobs reads the records of the jobs the sandbox holds, by ID.
+func ListJobs() ([]JobRecord, error) {
+	names, err := filepath.Glob(filepath.Join(JobsDir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	out := []JobRecord{}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			continue // removed meanwhile: the job was released
+		}
+		var r JobRecord
+		if json.Unmarshal(b, &r) == nil && strings.TrimSuffix(filepath.Base(n), ".json") == r.Spec.ID {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// attachJob relays the agent's connection to the holder of job id.
+func (s *shepherd) attachJob(id string) {
+	if !jobIDPattern.MatchString(id) {
+		s.sendError(fmt.Sprintf("job ID %q is malformed", id))
+		return
+	}
+	up, err := net.DialTimeout("unix", filepath.Join(JobsDir, id+".sock"), requestTimeout)
+	if err != nil {
+		s.sendError(fmt.Sprintf("no job %s in this sandbox: it ended and was released, or the sandbox restarted", id))
+		return
+	}
+	s.relayTo(up)
+}
+
+// listJobs answers a Jobs request.
+func (s *shepherd) listJobs() {
+	recs, err := ListJobs()
+	if err != nil {
+		s.sendError(err.Error())
+		return
+	}
+	if f, err := AppendJSONFrame(nil, FrameJobs, recs); err == nil {
+		s.send(f)
+	}
+}
