@@ -8,6 +8,14 @@ SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 export PATH := $(PATH):/usr/local/go/bin
 
+# Every build of the tree is static and path-free, as the image's is: the
+# test binaries, the binaries the tests build (internal/testbin), make build
+# and hack/'s tools then share one compilation of the dependencies in Go's
+# build cache, where cgo and -trimpath each made another (on a cold CI run,
+# the Kubernetes libraries were compiled three times).
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+
 ROOT := $(abspath .)
 BIN := $(ROOT)/bin
 GO ?= go
