@@ -294,7 +294,7 @@ func (s *shepherd) sendPage(req *PollRequest) {
 		page.Error = cursorReason(err)
 	} else {
 		chunks, next := h.ring.Read(cur, min(max(req.Max, 1), MaxJobPage))
-		page.Next = next.String()
+		page.Next, page.AtEnd = next.String(), h.ring.AtEnd(next)
 		for _, ch := range chunks {
 			page.Chunks = append(page.Chunks, PageChunk{Stream: ch.Stream, Seq: ch.Seq, Offset: ch.Offset, Len: len(ch.Data)})
 		}

@@ -281,6 +281,10 @@ type Page struct {
 	Chunks []PageChunk `json:"chunks,omitempty"`
 	// Next is the cursor after Chunks.
 	Next string `json:"next"`
+	// AtEnd: Next is past all output written so far. With Exit or
+	// ProofLost set, the client has read the whole job (the agent's
+	// job_poll says done).
+	AtEnd bool `json:"atEnd,omitempty"`
 	// Gap is the output evicted before the client read it, if any.
 	Gap *PageGap `json:"gap,omitempty"`
 	// DroppedBytes and DroppedChunks count every eviction so far.

@@ -60,7 +60,7 @@ func jobOutput(t *testing.T, j *guestexec.Job, cursor string) (string, string, g
 			}
 		}
 		cursor = p.Next
-		if (p.Exit != nil || p.ProofLost != "") && len(p.Data) == 0 {
+		if (p.Exit != nil || p.ProofLost != "") && p.AtEnd {
 			return out.String(), errOut.String(), p
 		}
 	}
