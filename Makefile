@@ -59,7 +59,7 @@ FUZZ := ./mcpgateway/tools:FuzzToolArguments:20000x ./mcpgateway/tools:FuzzDecod
 FUZZTIME ?=
 
 .PHONY: test
-test: prereqs envtest helm runsc vm-image ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
+test: prereqs toolchain ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
 	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
 	PLAYGROUND_RUNSC="$$(hack/runsc.sh)" KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 $(TESTFLAGS)
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
@@ -180,6 +180,14 @@ vm-image: ## Build the vm backend's kernel, modules and root image from Debian's
 vm-test: ## Run the vm backend's own tests alone (TCG when KVM is unusable): boot, exec, conformance.
 	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
 	$(GO) test -count=1 -v ./hostagent/backend/vm/ ./hostagent/guest/mux/
+
+# What the tests need built from sources is independent: the control plane,
+# helm, runsc and the VM image. On a cold machine they download and compile
+# at once, so the VM image's Debian downloads and each build's module
+# downloads and links overlap the other compiles.
+.PHONY: toolchain
+toolchain: ## Build the control plane, helm, runsc and the VM image, in parallel (cached).
+	@$(MAKE) --no-print-directory -j4 --output-sync=target envtest helm runsc vm-image
 
 .PHONY: prereqs
 prereqs: ## Install the Debian packages the tests and the agent need, when missing.
