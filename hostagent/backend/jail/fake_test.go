@@ -492,7 +492,7 @@ func (f *fakeBSD) Start(c Command) (Proc, error) {
 	}
 	dir, command := f.resolve(j, rest[4]), rest[len(rest)-1]
 	if rest[6] == "-l" {
-		command = ". " + shellQuote(filepath.Join(j.path, "etc", "profile")) + "\n" + command
+		command = ". " + guest.ShellQuote(filepath.Join(j.path, "etc", "profile")) + "\n" + command
 	}
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir, cmd.Env = dir, env
