@@ -146,7 +146,7 @@ func (s *shepherd) holdJob(c *command) {
 				if h.running {
 					s.kill(c)
 				}
-				s.sendPage(&PollRequest{Cursor: h.ring.End().String()})
+				s.sendPage(h.ring.End(), 1)
 				return
 			}
 		}
@@ -260,10 +260,7 @@ func (s *shepherd) startPoll(req *PollRequest) {
 		_, _, err = h.ring.Resolve(cur)
 	}
 	if err != nil {
-		if f, e := AppendJSONFrame(nil, FramePage, Page{Error: cursorReason(err)}); e == nil {
-			s.send(f)
-			s.afterSend()
-		}
+		s.sendFrames(AppendJSONFrame(nil, FramePage, Page{Error: cursorReason(err)}))
 		return
 	}
 	req.Max = min(max(req.Max, 1), MaxJobPage)
@@ -276,52 +273,46 @@ func (s *shepherd) answerPoll() {
 	h := s.job
 	req := h.poll
 	h.poll = nil
-	req.Cursor = h.pollCursor.String()
-	s.sendPage(req)
+	s.sendPage(h.pollCursor, req.Max)
 }
 
-// sendPage sends a Page from req's cursor, followed by its chunks' bytes.
-func (s *shepherd) sendPage(req *PollRequest) {
+// sendPage sends a Page of at most budget bytes from cur (a cursor the ring
+// accepted when the poll came), followed by its chunks' bytes.
+func (s *shepherd) sendPage(cur outring.Cursor, budget int) {
 	h := s.job
 	h.lastPoll = time.Now()
-	var page Page
-	cur, err := outring.ParseCursor(req.Cursor)
-	var gap *outring.Gap
-	if err == nil {
-		cur, gap, err = h.ring.Resolve(cur)
-	}
+	cur, gap, err := h.ring.Resolve(cur)
 	if err != nil {
-		page.Error = cursorReason(err)
-	} else {
-		chunks, next := h.ring.Read(cur, min(max(req.Max, 1), MaxJobPage))
-		page.Next, page.AtEnd = next.String(), h.ring.AtEnd(next)
-		for _, ch := range chunks {
-			page.Chunks = append(page.Chunks, PageChunk{Stream: ch.Stream, Seq: ch.Seq, Offset: ch.Offset, Len: len(ch.Data)})
-		}
-		if gap != nil {
-			page.Gap = &PageGap{FromSeq: gap.FromSeq, ToSeq: gap.ToSeq, Chunks: gap.Chunks, Bytes: gap.Bytes}
-		}
-		page.DroppedBytes, page.DroppedChunks = h.ring.Dropped()
-		page.Exit, page.ProofLost = h.exit, h.proofLost
-		f, err := AppendJSONFrame(nil, FramePage, page)
-		if err != nil {
-			return
-		}
-		for _, ch := range chunks {
-			t := FrameStdout
-			if ch.Stream == backend.Stderr {
-				t = FrameStderr
-			}
-			f = AppendFrame(f, t, ch.Data)
-		}
-		s.send(f)
-		s.afterSend()
+		s.sendFrames(AppendJSONFrame(nil, FramePage, Page{Error: cursorReason(err)}))
 		return
 	}
-	if f, err := AppendJSONFrame(nil, FramePage, page); err == nil {
-		s.send(f)
-		s.afterSend()
+	chunks, next := h.ring.Read(cur, budget)
+	page := Page{Next: next.String(), AtEnd: h.ring.AtEnd(next), Exit: h.exit, ProofLost: h.proofLost}
+	for _, ch := range chunks {
+		page.Chunks = append(page.Chunks, PageChunk{Stream: ch.Stream, Seq: ch.Seq, Offset: ch.Offset, Len: len(ch.Data)})
 	}
+	if gap != nil {
+		page.Gap = &PageGap{FromSeq: gap.FromSeq, ToSeq: gap.ToSeq, Chunks: gap.Chunks, Bytes: gap.Bytes}
+	}
+	page.DroppedBytes, page.DroppedChunks = h.ring.Dropped()
+	f, err := AppendJSONFrame(nil, FramePage, page)
+	for _, ch := range chunks {
+		t := FrameStdout
+		if ch.Stream == backend.Stderr {
+			t = FrameStderr
+		}
+		f = AppendFrame(f, t, ch.Data)
+	}
+	s.sendFrames(f, err)
+}
+
+// sendFrames sends f unless making it failed.
+func (s *shepherd) sendFrames(f []byte, err error) {
+	if err != nil {
+		return
+	}
+	s.send(f)
+	s.afterSend()
 }
 
 // afterSend drops a connection a send found broken.
