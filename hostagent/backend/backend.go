@@ -345,6 +345,17 @@ type Dialer interface {
 	DialSandbox(ctx context.Context, id string, port int) (net.Conn, error)
 }
 
+// JobHolder is implemented by backends whose sandboxes hold background
+// jobs themselves (guest protocol 4, through package guestexec): a job's
+// processes, its output ring and its result live in the sandbox, charged
+// to it, and outlive the agent; the agent keeps only its bookkeeping and
+// reattaches after a restart. JobConn opens a connection to the
+// sandbox's init, on which guestexec starts, attaches to or lists jobs.
+// Jobs on other backends are held by the agent and end with it.
+type JobHolder interface {
+	JobConn(ctx context.Context, id string) (net.Conn, error)
+}
+
 // Worker is a long-running process that a sandbox keeps running, started
 // again with backoff when it exits: a tenant's native MCP worker. It runs
 // as the sandbox user, without a shell, in the user's home, and lives in

@@ -204,6 +204,11 @@ func (in *initProc) listen() error {
 	if err := os.Chmod(RunDir, 0o700); err != nil {
 		return fmt.Errorf("run directory: %w", err)
 	}
+	// RunDir outlives init (it is the host's): the jobs an earlier init
+	// held died with it, and must not be listed as held.
+	if err := os.RemoveAll(JobsDir); err != nil {
+		return fmt.Errorf("run directory: %w", err)
+	}
 	path := filepath.Join(RunDir, SocketName)
 	tmp := path + ".tmp"
 	_ = os.Remove(tmp)

@@ -174,6 +174,9 @@ func (s *shepherd) acceptAgent() {
 	if err != nil {
 		return
 	}
+	if s.conn >= 0 {
+		s.send(AppendFrame(nil, FrameSuperseded, nil))
+	}
 	s.dropAgent()
 	s.conn = fd
 	if !s.job.running {
@@ -376,6 +379,11 @@ func (h *jobHold) timeout(now time.Time) int {
 func (s *shepherd) endJob(e *Exit, proofLost string) {
 	h := s.job
 	h.exit, h.proofLost, h.running, h.ended = e, proofLost, false, time.Now()
+	if e != nil {
+		e.Millis = h.ended.Sub(h.record.Started).Milliseconds()
+		e.Output = h.ring.End().Pos
+		e.DroppedBytes, e.DroppedChunks = h.ring.Dropped()
+	}
 	s.pushEnd()
 }
 

@@ -158,6 +158,10 @@ const (
 	FramePage FrameType = 22
 	// FrameJobs carries a JSON []JobRecord: the jobs the sandbox holds.
 	FrameJobs FrameType = 23
+	// FrameSuperseded, with no payload, is the last frame on a job's
+	// connection that a newer attachment took over (an agent that
+	// restarted): its reader lost the job, and must not attach again.
+	FrameSuperseded FrameType = 24
 )
 
 func (t FrameType) String() string {
@@ -190,6 +194,8 @@ func (t FrameType) String() string {
 		return "Page"
 	case FrameJobs:
 		return "Jobs"
+	case FrameSuperseded:
+		return "Superseded"
 	}
 	return fmt.Sprintf("FrameType(%d)", uint8(t))
 }
@@ -330,6 +336,14 @@ type Exit struct {
 	// Killed is true when the command ended because of a Kill frame (or
 	// because the agent went away) and every descendant is proven dead.
 	Killed bool `json:"killed,omitempty"`
+	// Millis is a held job's run time, from its start to its end: an
+	// agent that attaches after the end has no other way to know it.
+	Millis int64 `json:"ms,omitempty"`
+	// Output, DroppedBytes and DroppedChunks are a held job's totals: the
+	// bytes it wrote, and what its ring evicted of them.
+	Output        uint64 `json:"out,omitempty"`
+	DroppedBytes  uint64 `json:"droppedBytes,omitempty"`
+	DroppedChunks uint64 `json:"droppedChunks,omitempty"`
 }
 
 // WorkerSpec is the worker that init keeps running (WorkerSpecFile).

@@ -214,7 +214,7 @@ func (p *process) read(fr *guest.FrameReader) {
 				p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
 				return
 			}
-			p.status = exitStatus(e, time.Since(p.start))
+			p.status = ExitStatus(e, time.Since(p.start))
 			return
 		case guest.FrameProofLost:
 			p.err = fmt.Errorf("%w: %s", backend.ErrProofLost, payload)
@@ -228,7 +228,9 @@ func (p *process) read(fr *guest.FrameReader) {
 	}
 }
 
-func exitStatus(e guest.Exit, d time.Duration) backend.ExitStatus {
+// ExitStatus is how the shepherd's Exit says a command ended, which ran
+// for d.
+func ExitStatus(e guest.Exit, d time.Duration) backend.ExitStatus {
 	s := backend.ExitStatus{Code: e.Code, Killed: e.Killed, Duration: d}
 	if e.Signal != 0 {
 		s.Code = -1
@@ -329,7 +331,7 @@ func ask(ctx context.Context, conn net.Conn, req guest.StartRequest) (*bufio.Rea
 	switch t {
 	case guest.FrameStarted:
 	case guest.FrameError:
-		return fail(fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload))
+		return fail(refusal(payload))
 	default:
 		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
 	}

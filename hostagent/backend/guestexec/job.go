@@ -18,6 +18,7 @@ package guestexec
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,6 +95,9 @@ func (j *Job) read(fr *guest.FrameReader) {
 		case guest.FrameProofLost:
 			msg := string(payload)
 			j.endOnce.Do(func() { j.proofLost = msg; close(j.ended) })
+		case guest.FrameSuperseded:
+			j.fail(ErrSuperseded)
+			return
 		case guest.FramePage:
 			p, err := readPage(fr, payload)
 			if err != nil {
@@ -121,6 +125,24 @@ func (j *Job) offer(r pageOrErr) {
 	case j.pages <- r:
 	default:
 	}
+}
+
+// ErrSuperseded ends a job's connection that a newer attachment took
+// over (another agent process, or another connection of this one).
+var ErrSuperseded = errors.New("a newer connection attached to the job")
+
+// ErrOldGuest is the refusal of a guest binary older than the request's
+// protocol version: the sandbox started under an older agent, and takes
+// the newer binary when it restarts. It wraps backend.ErrInvalidRequest.
+var ErrOldGuest = fmt.Errorf("%w: the sandbox's guest binary predates this request", backend.ErrInvalidRequest)
+
+// refusal is the error of a shepherd's Error frame: ErrOldGuest when it
+// refused the request's protocol version, ErrInvalidRequest otherwise.
+func refusal(payload []byte) error {
+	if bytes.HasPrefix(payload, []byte("protocol version ")) {
+		return fmt.Errorf("%w (%s)", ErrOldGuest, payload)
+	}
+	return fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload)
 }
 
 // JobPage is a Page with its chunks' bytes.
@@ -165,7 +187,7 @@ func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec 
 		}
 		pid = st.PID
 	case guest.FrameError:
-		return fail(fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload))
+		return fail(refusal(payload))
 	default:
 		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
 	}
@@ -181,7 +203,7 @@ func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec 
 // unknown job is backend.ErrNotFound.
 func AttachJob(ctx context.Context, conn net.Conn, id string) (*Job, error) {
 	br, err := ask(ctx, conn, guest.StartRequest{Version: guest.JobProtocolVersion, Attach: id})
-	if errors.Is(err, backend.ErrInvalidRequest) {
+	if errors.Is(err, backend.ErrInvalidRequest) && !errors.Is(err, ErrOldGuest) {
 		return nil, fmt.Errorf("%w: %v", backend.ErrNotFound, err)
 	}
 	if err != nil {
@@ -215,7 +237,7 @@ func ListJobs(ctx context.Context, conn net.Conn) ([]guest.JobRecord, error) {
 		}
 		return recs, nil
 	case guest.FrameError:
-		return nil, fmt.Errorf("listing the sandbox's jobs: %s", payload)
+		return nil, fmt.Errorf("listing the sandbox's jobs: %w", refusal(payload))
 	}
 	return nil, fmt.Errorf("protocol error: %v frame in answer to Jobs", t)
 }

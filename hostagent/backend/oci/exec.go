@@ -99,6 +99,15 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
 }
 
+// JobConn implements backend.JobHolder: a connection to the sandbox's
+// init, whose idle shepherd holds the job it is asked to start.
+func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	return b.dial(ctx, id)
+}
+
 // sentryFD is a pidfd of the gVisor sandbox process (the sentry) of
 // sandbox id, or -1 when the sandbox is not gVisor's or its sentry is
 // gone. The pidfd is that process's: a reused PID never passes for it.

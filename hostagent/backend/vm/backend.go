@@ -96,6 +96,9 @@ type Backend struct {
 	locks  map[string]*sync.Mutex
 	vms    map[string]*VM
 	starts map[string]uint64
+	// closed: Close let go of the VMs for the next agent, and no call
+	// connects to them again.
+	closed bool
 }
 
 // New checks opts and prepares the state directory. With no Accel it
@@ -527,6 +530,9 @@ func (b *Backend) held(rec *record) (*VM, error) {
 	id := rec.Spec.ID
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("vm: the backend is closed")
+	}
 	if v := b.vms[id]; v != nil {
 		select {
 		case <-v.Done():
@@ -621,9 +627,11 @@ func (b *Backend) Alive(id string) bool {
 
 // Close drops the backend's connections to its VMs, which keep running:
 // what the agent's exit does. A VM's port takes one connection at a time,
-// so the next agent connects once this one has let go.
+// so the next agent connects once this one has let go; later calls that
+// would connect fail.
 func (b *Backend) Close() error {
 	b.mu.Lock()
+	b.closed = true
 	vms := b.vms
 	b.vms = map[string]*VM{}
 	b.mu.Unlock()
@@ -783,6 +791,19 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 		return nil, fmt.Errorf("vm: sandbox %s: %w (its VM ended while the command started)", id, backend.ErrNotRunning)
 	}
 	return nil, fmt.Errorf("vm: starting command in sandbox %s: %w", id, err)
+}
+
+// JobConn implements backend.JobHolder: a stream to an idle shepherd of
+// the guest, which holds the job it is asked to start in the VM.
+func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	_, st, err := b.stream(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // stream opens a connection to an idle shepherd of the sandbox's running
