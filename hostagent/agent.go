@@ -133,6 +133,9 @@ func New(opts Options) (*Agent, error) {
 	if opts.Clock == nil {
 		opts.Clock = jobs.RealClock{}
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	setDefault(&opts.HandleTTL, DefaultHandleTTL)
 	setDefault(&opts.MaxHandlesPerTenant, DefaultMaxHandlesPerTenant)
 	setDefault(&opts.MaxHandles, DefaultMaxHandles)
@@ -204,8 +207,10 @@ func (a *Agent) backendOf(id string) backend.Backend {
 // Jobs is the agent's job manager, for status and metrics.
 func (a *Agent) Jobs() *jobs.Manager { return a.jobs }
 
-// Close stops the job manager, killing running jobs with proof. Sandboxes
-// and their files stay; they are reattached by the next agent.
+// Close stops the job manager. Jobs that their sandboxes hold run on, for
+// the next agent to adopt; jobs the agent holds itself (on a backend that
+// cannot hold them) are killed with proof. Sandboxes and their files stay;
+// they are reattached by the next agent.
 func (a *Agent) Close(ctx context.Context) error { return a.jobs.Close(ctx) }
 
 // Ensure makes the sandbox of spec ready on this node and serves it:
@@ -291,6 +296,14 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 	}
 	if dead {
 		a.jobs.ResumeAdmission(spec.ID)
+	}
+	if !served && !dead {
+		// The first Ensure of this agent process: the sandbox may hold
+		// jobs that an earlier one started. They count before its tenant
+		// can start more.
+		if err := a.adoptJobs(ctx, be, spec); err != nil {
+			return false, err
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

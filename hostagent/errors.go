@@ -66,7 +66,7 @@ func CodeOf(err error) Code {
 		return CodeInvalid
 	case errors.Is(err, jobs.ErrCapacity):
 		return CodeExhausted
-	case errors.Is(err, jobs.ErrAdmissionHalted), errors.Is(err, jobs.ErrClosed):
+	case errors.Is(err, jobs.ErrAdmissionHalted), errors.Is(err, jobs.ErrClosed), errors.Is(err, jobs.ErrUnreachable):
 		return CodeUnavailable
 	}
 	return CodeInternal

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -224,6 +226,14 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if !be.Capabilities().ProvesCleanup {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", be.Name())
 	}
+	if holder, ok := be.(backend.JobHolder); ok {
+		info, err := a.startHeldJob(ctx, holder, tenant, spec.ID, req)
+		if !errors.Is(err, guestexec.ErrOldGuest) {
+			return info, err
+		}
+		// The sandbox's guest predates held jobs (it started under an
+		// older agent): the agent holds this job, which ends with it.
+	}
 	start := func(sink backend.Sink) (backend.Process, error) {
 		// The job outlives this call: its process must not die with ctx.
 		p, err := be.Exec(context.WithoutCancel(ctx), spec.ID, req.backendRequest(), sink)
@@ -233,6 +243,41 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 		return p, nil
 	}
 	return a.jobs.Start(ctx, tenant, spec.ID, start, jobs.WithTimeout(req.Timeout))
+}
+
+// startHeldJob starts a job that its sandbox holds: it outlives this
+// agent process, and the next one adopts it (adoptJobs).
+func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
+	start := func(js guest.JobSpec) (jobs.Held, error) {
+		conn, err := holder.JobConn(ctx, sandboxID)
+		if err != nil {
+			return nil, a.execError(err)
+		}
+		j, err := guestexec.StartJob(ctx, conn, req.backendRequest(), js)
+		switch {
+		case errors.Is(err, guestexec.ErrOldGuest):
+			return nil, err
+		case err != nil:
+			return nil, a.execError(err)
+		}
+		return j, nil
+	}
+	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attacher(holder, sandboxID), jobs.WithTimeout(req.Timeout))
+}
+
+// attacher reaches the holder of a job of a sandbox again.
+func attacher(holder backend.JobHolder, sandboxID string) jobs.Attacher {
+	return func(ctx context.Context, jobID string) (jobs.Held, error) {
+		conn, err := holder.JobConn(ctx, sandboxID)
+		if err != nil {
+			return nil, err
+		}
+		j, err := guestexec.AttachJob(ctx, conn, jobID)
+		if err != nil {
+			return nil, err
+		}
+		return j, nil
+	}
 }
 
 // PollJob returns a page of a job's output; see jobs.Manager.Poll.
@@ -248,3 +293,51 @@ func (a *Agent) CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobIn
 // ExecOutputLimit is how many bytes of each stream a synchronous command
 // keeps: what its result may hold is twice this.
 func (a *Agent) ExecOutputLimit() int { return a.opts.ExecOutputLimit }
+
+// adoptJobs takes over the jobs that a sandbox holds, started by an
+// earlier agent process, under their IDs: their tenant polls and cancels
+// them as before. A job the manager refuses (not the sandbox's tenant's,
+// or past its bounds) is released, killed with proof: nothing else would
+// bound it. An error leaves the rest for the next Ensure to adopt.
+func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.Spec) error {
+	holder, ok := be.(backend.JobHolder)
+	if !ok {
+		return nil
+	}
+	conn, err := holder.JobConn(ctx, spec.ID)
+	if err != nil {
+		return fmt.Errorf("listing the jobs of sandbox %s: %w", spec.ID, err)
+	}
+	recs, err := guestexec.ListJobs(ctx, conn)
+	switch {
+	case errors.Is(err, guestexec.ErrOldGuest):
+		return nil // it predates held jobs: it holds none
+	case err != nil:
+		return fmt.Errorf("listing the jobs of sandbox %s: %w", spec.ID, err)
+	}
+	attach := attacher(holder, spec.ID)
+	var errs []error
+	for _, rec := range recs {
+		info, err := a.jobs.Adopt(ctx, spec.Tenant, spec.ID, rec, attach)
+		if err == nil {
+			a.opts.Logger.Info("Adopted a job the sandbox holds", "sandbox", spec.ID, "job", info.ID, "state", info.State)
+			continue
+		}
+		if errors.Is(err, jobs.ErrClosed) || ctx.Err() != nil {
+			return err
+		}
+		if errors.Is(err, jobs.ErrUnreachable) {
+			errs = append(errs, err) // the next Ensure tries again
+			continue
+		}
+		a.opts.Logger.Warn("Releasing a job the sandbox holds that this agent cannot adopt", "sandbox", spec.ID, "job", rec.Spec.ID, "err", err)
+		j, aerr := attach(ctx, rec.Spec.ID)
+		if aerr == nil {
+			_, aerr = j.Release(ctx)
+		}
+		if aerr != nil && !errors.Is(aerr, backend.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("releasing job %s of sandbox %s: %w", rec.Spec.ID, spec.ID, aerr))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -32,7 +32,11 @@ var (
 	jobsActiveDesc = prometheus.NewDesc("playground_jobs_active",
 		"Background jobs running or being cancelled on this agent.", nil, nil)
 	jobsRetainedDesc = prometheus.NewDesc("playground_jobs_retained",
-		"Background jobs held by this agent, active or ended and not yet recycled; bounded by the agent's retained-jobs limit.", nil, nil)
+		"Background jobs this agent accounts for, active or ended and not yet recycled; bounded by the agent's retained-jobs limit.", nil, nil)
+	jobsHeldDesc = prometheus.NewDesc("playground_jobs_held",
+		"Retained background jobs that their sandboxes hold (their processes and output are there, and outlive the agent).", nil, nil)
+	jobsAdoptedDesc = prometheus.NewDesc("playground_jobs_adopted_total",
+		"Background jobs taken over from an earlier agent process, from the sandboxes that hold them.", nil, nil)
 	jobsStartedDesc = prometheus.NewDesc("playground_jobs_started_total",
 		"Background jobs admitted and started.", nil, nil)
 	jobsRefusedDesc = prometheus.NewDesc("playground_jobs_refused_total",
@@ -42,7 +46,7 @@ var (
 	jobsReclaimedDesc = prometheus.NewDesc("playground_jobs_reclaimed_total",
 		"Unread finished jobs recycled to give their slot to a tenant holding fewer (the fair share of the node's retained slots).", nil, nil)
 	jobOutputDesc = prometheus.NewDesc("playground_job_output_bytes_total",
-		"Bytes of output that background jobs wrote into their rings.", nil, nil)
+		"Bytes of output that background jobs wrote into their rings (a job its sandbox holds counts when it ends).", nil, nil)
 	jobDroppedDesc = prometheus.NewDesc("playground_job_dropped_bytes_total",
 		"Bytes of background jobs' output evicted from their rings before being read to the end (a poll reports them as a gap).", nil, nil)
 	jobEvictionsDesc = prometheus.NewDesc("playground_job_ring_evictions_total",
@@ -102,7 +106,7 @@ func (a *Agent) Collector() prometheus.Collector { return collector{a} }
 type collector struct{ a *Agent }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc, jobsReclaimedDesc,
+	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsHeldDesc, jobsAdoptedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc, jobsReclaimedDesc,
 		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc} {
 		ch <- d
 	}
@@ -119,6 +123,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(jobsActiveDesc, float64(s.Active))
 	gauge(jobsRetainedDesc, float64(s.Retained))
+	gauge(jobsHeldDesc, float64(s.Held))
+	counter(jobsAdoptedDesc, s.Adopted)
 	gauge(jobsHaltedDesc, float64(s.HaltedSandboxes))
 	counter(jobsStartedDesc, s.Started)
 	counter(jobsRefusedDesc, s.Refused)

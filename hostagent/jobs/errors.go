@@ -38,6 +38,10 @@ var (
 	ErrBadCursor = outring.ErrBadCursor
 	// ErrClosed: the manager has been closed.
 	ErrClosed = errors.New("job manager closed")
+	// ErrUnreachable: the sandbox that holds the job did not answer (its
+	// connection broke and could not be made again in time); the job and
+	// its output are in the sandbox, and a later call may reach them.
+	ErrUnreachable = errors.New("the sandbox that holds the job does not answer right now: retry shortly")
 )
 
 // Bound names a capacity bound.

@@ -78,7 +78,10 @@ type job struct {
 	// starting is true from admission until the start func returns; such a
 	// job holds capacity but is invisible to lookups.
 	starting bool
-	ring     outring.Ring
+	// ring holds the output of a job the agent holds; a held job's output
+	// is in its sandbox, reached through held.
+	ring outring.Ring
+	held *heldConn
 
 	proc       backend.Process
 	waitCtx    context.Context
@@ -180,44 +183,17 @@ func (m *Manager) Limits() Limits { return m.limits }
 // error returned. ctx bounds only the admission; start should close over
 // the context its own work needs.
 func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start StartFunc, opts ...StartOption) (JobInfo, error) {
-	if tenant == "" {
-		return JobInfo{}, errors.New("jobs: empty tenant")
-	}
 	if start == nil {
 		return JobInfo{}, errors.New("jobs: nil start func")
-	}
-	if err := ctx.Err(); err != nil {
-		return JobInfo{}, err
 	}
 	var o startOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-
-	m.mu.Lock()
-	if err := m.admitLocked(tenant, sandboxID); err != nil {
-		m.stats.Refused++
-		m.mu.Unlock()
+	j, err := m.reserve(ctx, tenant, sandboxID, false)
+	if err != nil {
 		return JobInfo{}, err
 	}
-	now := m.clock.Now()
-	j := &job{
-		id:        m.newIDLocked(),
-		tenant:    tenant,
-		sandbox:   sandboxID,
-		state:     StateRunning,
-		starting:  true,
-		ring:      outring.New(m.limits.RingBytes, m.limits.RingChunks, m.limits.ChunkBytes),
-		startedAt: now,
-		lastPoll:  now,
-		done:      make(chan struct{}),
-	}
-	m.jobs[j.id] = j
-	m.activeByTenant[tenant]++
-	m.retainedByTenant[tenant]++
-	m.active++
-	m.wg.Add(1)
-	m.mu.Unlock()
 	defer m.wg.Done()
 
 	proc, err := m.callStart(start, &sink{m: m, j: j})
@@ -228,10 +204,7 @@ func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start Sta
 		err = errors.New("start returned no process")
 	}
 	if err != nil {
-		m.active--
-		decr(m.activeByTenant, tenant)
-		decr(m.retainedByTenant, tenant)
-		delete(m.jobs, j.id)
+		m.unreserveLocked(j)
 		m.stats.StartFailed++
 		return JobInfo{}, fmt.Errorf("starting job: %w", err)
 	}
@@ -251,6 +224,57 @@ func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start Sta
 		return JobInfo{}, ErrClosed
 	}
 	return j.infoLocked(), nil
+}
+
+// reserve admits a job for tenant in sandboxID and inserts it, starting:
+// it holds capacity from now on. The caller starts it, then calls
+// unreserveLocked if that failed, and m.wg.Done in any case.
+func (m *Manager) reserve(ctx context.Context, tenant, sandboxID string, held bool) (*job, error) {
+	if tenant == "" {
+		return nil, errors.New("jobs: empty tenant")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.admitLocked(tenant, sandboxID); err != nil {
+		m.stats.Refused++
+		return nil, err
+	}
+	return m.insertLocked(m.newIDLocked(), tenant, sandboxID, m.clock.Now(), held), nil
+}
+
+// insertLocked inserts a starting job and counts it against the bounds; it
+// adds to m.wg for the caller's start.
+func (m *Manager) insertLocked(id, tenant, sandboxID string, started time.Time, held bool) *job {
+	j := &job{
+		id:        id,
+		tenant:    tenant,
+		sandbox:   sandboxID,
+		state:     StateRunning,
+		starting:  true,
+		startedAt: started,
+		lastPoll:  m.clock.Now(),
+		done:      make(chan struct{}),
+	}
+	if !held {
+		j.ring = outring.New(m.limits.RingBytes, m.limits.RingChunks, m.limits.ChunkBytes)
+	}
+	m.jobs[j.id] = j
+	m.activeByTenant[tenant]++
+	m.retainedByTenant[tenant]++
+	m.active++
+	m.wg.Add(1)
+	return j
+}
+
+// unreserveLocked removes a job whose start failed, and its counts.
+func (m *Manager) unreserveLocked(j *job) {
+	m.active--
+	decr(m.activeByTenant, j.tenant)
+	decr(m.retainedByTenant, j.tenant)
+	delete(m.jobs, j.id)
 }
 
 // callStart runs the start func, turning a panic into an error so that the
@@ -470,6 +494,9 @@ func (m *Manager) recycleLocked(j *job) {
 	delete(m.jobs, j.id)
 	decr(m.retainedByTenant, j.tenant)
 	j.ring.Release()
+	if j.held != nil {
+		j.held.release()
+	}
 	m.stats.Recycled++
 }
 
@@ -493,8 +520,12 @@ func (m *Manager) Poll(ctx context.Context, tenant, jobID, cursorText string, ma
 	maxBytes = min(maxBytes, m.limits.MaxPollBytes)
 	wait = min(max(wait, 0), m.limits.MaxPollWait)
 
-	var waitCtx context.Context
 	m.mu.Lock()
+	if j, err := m.lookupLocked(tenant, jobID); err == nil && j.held != nil {
+		m.mu.Unlock()
+		return m.pollHeld(ctx, j, cur, maxBytes, wait)
+	}
+	var waitCtx context.Context
 	defer m.mu.Unlock()
 	var seen State
 	for first := true; ; first = false {
@@ -556,16 +587,23 @@ func (m *Manager) pageLocked(j *job, c outring.Cursor, maxBytes int) (PollResult
 		Done:       j.state.Terminal() && j.ring.AtEnd(next),
 	}
 	res.DroppedBytes, res.DroppedChunks = j.ring.Dropped()
-	if res.Done {
+	m.doneLocked(j, &res, res.Done)
+	return res, nil
+}
+
+// doneLocked completes a page: whether it is Done, the acknowledgement of
+// the final page, and the job's state.
+func (m *Manager) doneLocked(j *job, res *PollResult, done bool) {
+	res.Done = done
+	if done {
 		// A page with nothing new, after a page that was already Done: the
 		// client has the final page.
-		if j.doneSent && len(chunks) == 0 && gap == nil {
+		if j.doneSent && len(res.Chunks) == 0 && res.Gap == nil {
 			j.acked = true
 		}
 		j.doneSent = true
 	}
 	res.Job = j.infoLocked()
-	return res, nil
 }
 
 // Cancel asks the backend to kill tenant's job. The job is "cancelling" at
@@ -610,7 +648,7 @@ func (m *Manager) timedOut(j *job) {
 // goroutine owned by the manager. A job already cancelling keeps its first
 // cause.
 func (m *Manager) beginKillLocked(j *job, cause killCause) {
-	if j.state != StateRunning || j.proc == nil {
+	if j.state != StateRunning || (j.proc == nil && j.held == nil) {
 		return
 	}
 	j.state = StateCancelling
@@ -618,6 +656,10 @@ func (m *Manager) beginKillLocked(j *job, cause killCause) {
 	j.killing = true
 	wakeLocked(j)
 	m.wg.Add(1)
+	if j.held != nil {
+		go m.killHeld(j)
+		return
+	}
 	go m.kill(j)
 }
 
@@ -740,7 +782,9 @@ func (m *Manager) finishLocked(j *job, state State, r *Result) {
 	if j.drain != nil {
 		j.drain.Stop()
 	}
-	j.cancelWait()
+	if j.cancelWait != nil {
+		j.cancelWait()
+	}
 	close(j.done)
 	wakeLocked(j)
 }
@@ -768,6 +812,11 @@ func (m *Manager) Stats() Stats {
 	s := m.stats
 	s.Active = m.active
 	s.Retained = len(m.jobs)
+	for _, j := range m.jobs {
+		if j.held != nil {
+			s.Held++
+		}
+	}
 	s.HaltedSandboxes = len(m.halts)
 	return s
 }
@@ -855,6 +904,11 @@ func (m *Manager) EndSandbox(sandboxID, why string, forget bool) int {
 		if j.sandbox != sandboxID || j.starting {
 			continue
 		}
+		if j.held != nil {
+			// The holder goes with the sandbox's processes, and the
+			// output it held with it.
+			j.held.disconnect()
+		}
 		if !j.state.Terminal() {
 			ended++
 			m.finishLocked(j, StateFailed, &Result{
@@ -893,7 +947,11 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	var killed []*job
 	for _, j := range m.jobs {
-		if j.state == StateRunning && j.proc != nil {
+		if j.held != nil {
+			// The sandbox holds it: it runs on, and the next manager
+			// adopts it.
+			j.held.disconnect()
+		} else if j.state == StateRunning && j.proc != nil {
 			m.beginKillLocked(j, causeShutdown)
 			killed = append(killed, j)
 		}

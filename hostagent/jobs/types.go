@@ -118,6 +118,11 @@ type Stats struct {
 	// Active and Retained are the jobs currently counted against the bounds.
 	Active   int
 	Retained int
+	// Held counts the retained jobs that their sandboxes hold (their
+	// output is there); Adopted, the held jobs taken over from an
+	// earlier agent process.
+	Held    int
+	Adopted uint64
 	// Started counts jobs admitted and started; Refused, Starts refused by
 	// admission (bounds, halt, closed); StartFailed, admitted jobs whose
 	// start func failed; Recycled, terminal jobs recycled.
@@ -128,7 +133,10 @@ type Stats struct {
 	// Reclaimed counts unread terminal jobs recycled to give their slot to
 	// a tenant holding fewer (the fair-share rule of the node-wide bound).
 	Reclaimed uint64
-	// OutputBytes counts bytes written by jobs into their rings.
+	// OutputBytes counts bytes written by jobs into their rings: as they
+	// are written for the jobs the agent holds, and when they end for
+	// the jobs their sandboxes hold (from the holder's totals), as do
+	// DroppedBytes and Evictions.
 	OutputBytes uint64
 	// DroppedBytes and Evictions count bytes and chunks the rings evicted.
 	DroppedBytes uint64

@@ -65,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 		{"files", testFiles},
 		{"kill", testKill},
 		{"jobs", testJobs},
+		{"jobs-across-restarts", testJobsAcrossRestarts},
 		{"persistence", testPersistence},
 		{"limits", testLimits},
 		{"pile", testPile},
@@ -109,10 +110,17 @@ func (h Harness) nodeOver(t *testing.T, stateDir string) *node {
 
 // restarted is the node after an agent restart: a new backend and a new
 // kernel over the same state. The old ones are abandoned, as by a process
-// that died, and serve no more calls; a backend that holds connections
-// (an io.Closer) has them closed, as the process's exit would.
+// that died, and serve no more calls: the kernel is closed (its own
+// background work ends; jobs the sandboxes hold run on) and a backend that
+// holds connections (an io.Closer) has them closed, as the process's exit
+// would.
 func (n *node) restarted(t *testing.T) *node {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := n.agent.Close(ctx); err != nil {
+		t.Errorf("closing the agent before its restart: %v", err)
+	}
 	if c, ok := n.be.(io.Closer); ok {
 		_ = c.Close()
 	}

@@ -131,6 +131,84 @@ func testJobs(t *testing.T, n *node) {
 	})
 }
 
+// testJobsAcrossRestarts checks what a sandbox that holds its jobs
+// (backend.JobHolder) promises: a job outlives the agent process, and the
+// next one adopts it under its ID: its output reads on from the client's
+// cursor with nothing lost, its cancel still proves its descendants dead,
+// and its tenant's bounds still count it. A backend whose sandboxes do
+// not hold jobs skips the group: their jobs end with the agent.
+func testJobsAcrossRestarts(t *testing.T, n *node) {
+	if _, ok := n.be.(backend.JobHolder); !ok || !n.be.Capabilities().ProvesCleanup {
+		t.Skip("the backend's sandboxes do not hold jobs: the agent holds them, and they end with it")
+	}
+	spec := n.spec("jobs-restart")
+	s := n.open(t, spec)
+	sh := s.shell(t)
+	sentinel := startSentinel(sh)
+	lines := 30
+	counter, err := s.startJob(hostagent.ExecRequest{Command: fmt.Sprintf(
+		`i=0; while [ $i -lt %d ]; do echo line $i; i=$((i+1)); sleep 0.1; done; echo end >&2; exit 7`, lines)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held := n.agent.Jobs().Stats().Held; held != 1 {
+		t.Fatalf("the job manager counts %d jobs held by sandboxes, want 1", held)
+	}
+	e := newEscapees(0)
+	escaping, err := s.startJob(hostagent.ExecRequest{Command: e.command()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.follow(counter.ID)
+	r.until(t, func() bool { return strings.Contains(r.stdout.String(), "line 2\n") })
+	er := s.follow(escaping.ID)
+	er.until(t, func() bool { return strings.Contains(er.stdout.String(), "ready") })
+	pids := e.pids(t, sh)
+	limit := n.agent.Jobs().Limits().ActivePerTenant
+	for range limit - 2 {
+		if _, err := s.startJob(hostagent.ExecRequest{Command: "sleep 1000"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The agent process goes; the next one serves the same node.
+	n = n.restarted(t)
+	s = n.open(t, spec)
+	sh = s.shell(t)
+	r.s, er.s = s, s
+
+	t.Run("the tenant's bounds count its adopted jobs", func(t *testing.T) {
+		n.known(t)
+		_, err := s.startJob(hostagent.ExecRequest{Command: "sleep 1000"})
+		if hostagent.CodeOf(err) != hostagent.CodeExhausted || !strings.Contains(err.Error(), fmt.Sprintf("(limit %d)", limit)) {
+			t.Fatalf("job %d right after the restart: %v, want resource_exhausted naming the limit", limit+1, err)
+		}
+	})
+	t.Run("output reads on from the cursor", func(t *testing.T) {
+		n.known(t)
+		r.untilDone(t)
+		var want strings.Builder
+		for i := range lines {
+			fmt.Fprintf(&want, "line %d\n", i)
+		}
+		if r.stdout.String() != want.String() || r.stderr.String() != "end\n" {
+			t.Errorf("read across the restart: stdout %q, stderr %q; want every line once, in order, then end", r.stdout.String(), r.stderr.String())
+		}
+		if r.info.State != jobs.StateExited || r.info.Result.ExitCode != 7 {
+			t.Errorf("the job ended %s with %+v, want exited 7", r.info.State, r.info.Result)
+		}
+	})
+	t.Run("cancel proves descendants dead", func(t *testing.T) {
+		n.known(t)
+		info, err := s.agent.CancelJob(context.Background(), s.tenant, escaping.ID)
+		if err != nil || info.State != jobs.StateKilled || !info.Result.Killed {
+			t.Fatalf("cancel after the restart answered %+v, %v; want killed", info, err)
+		}
+		checkProof(t, sh, "cancel after an agent restart", pids, sentinel)
+		er.untilDone(t)
+	})
+}
+
 func (s *session) startJob(req hostagent.ExecRequest) (jobs.JobInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
