@@ -97,6 +97,7 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 
 	opts.Logger = logOpts.setLogger()
+	opts.Logger.Info("Starting the host agent", "version", buildVersion())
 	opts.Owner = ownServiceAccount(opts.Logger)
 
 	if *tlsMode == "" {

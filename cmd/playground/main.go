@@ -45,6 +45,7 @@ Roles:
   manager   run the controllers
   agent     run the host agent of this node
   gateway   run the MCP gateway
+  version   print this build's version
 
 Run 'playground <role> -h' for the flags of a role.
 `
@@ -68,6 +69,9 @@ func main() {
 		err = runAgent(ctx, args)
 	case "gateway":
 		err = runGateway(ctx, args)
+	case "version", "--version":
+		fmt.Println(buildVersion())
+		return
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -184,6 +184,58 @@ func TestLostProofHaltsOnlyItsSandbox(t *testing.T) {
 	g.Expect(a.exec(t, "cat file")).To(Equal("kept\n"))
 }
 
+// TestLostJobHolderHaltsItsSandbox: the holder of a job the sandbox holds
+// (its shepherd) killed from the host takes the job's proof of cleanup
+// with it: the job fails saying so, job admission halts in that sandbox
+// only, and a restart of it clears the halt.
+func TestLostJobHolderHaltsItsSandbox(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "lost-holder")
+	n := startNode(t, "lost-holder", "", "")
+	createSandbox(t, ns, "a", n.name)
+	createSandbox(t, ns, "b", n.name)
+	a, b := openSession(t, n, ns, "a"), openSession(t, n, ns, "b")
+
+	marker := fmt.Sprintf("lost-holder-%d-%d", os.Getpid(), time.Now().UnixNano())
+	job, err := a.startJob("sleep 1000 & wait # " + marker)
+	g.Expect(err).NotTo(HaveOccurred())
+	var shell int
+	g.Eventually(func() []int {
+		pids := pidsOf(marker)
+		if len(pids) > 0 {
+			shell = pids[0]
+		}
+		return pids
+	}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).ShouldNot(BeEmpty())
+	g.Expect(syscall.Kill(parentOf(t, shell), syscall.SIGKILL)).To(Succeed(), "killing the job's holder")
+
+	g.Eventually(func(g Gomega) {
+		page, err := a.client.Poll(ctx, agentapi.PollRequest{Tenant: a.tenant, Wait: time.Second}, job.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(page.Job.State).To(Equal(agentapi.JobFailed))
+		g.Expect(page.Job.Result.Error).To(ContainSubstring("processes may still run"))
+	}).WithTimeout(timeout).Should(Succeed())
+	_, err = a.startJob("true")
+	g.Expect(err).To(MatchError(ContainSubstring("halted in this sandbox")))
+	g.Eventually(func(g Gomega) {
+		c := jobsAdmitted(g, ns, "a")
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonProofLost))
+	}).WithTimeout(timeout).Should(Succeed())
+	_, err = b.startJob("true")
+	g.Expect(err).NotTo(HaveOccurred(), "another sandbox on the node is untouched")
+
+	sbx := getSandbox(g, ns, "a")
+	patch := client.MergeFrom(sbx.DeepCopy())
+	sbx.Spec.RestartRequest = "2026-12-01T08:00:00Z"
+	g.Expect(k8s.Patch(ctx, sbx, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(jobsAdmitted(g, ns, "a").Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(pidsOf(marker)).To(BeEmpty(), "the restart killed what the lost holder left")
+}
+
 // TestSuspendStopsCompute: a suspended sandbox's processes are gone
 // (checked from the host) and its running jobs end with a clear state;
 // its files are kept, and resuming starts it again with the same files.

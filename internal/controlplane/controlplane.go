@@ -203,9 +203,16 @@ func (cp *ControlPlane) Stop() error { return cp.env.Stop() }
 
 // WriteKubeconfig writes an administrator's kubeconfig to path.
 func (cp *ControlPlane) WriteKubeconfig(path string) error {
-	user, err := cp.env.AddUser(envtest.User{Name: "playground-admin", Groups: []string{"system:masters"}}, nil)
+	return cp.WriteUserKubeconfig(path, "playground-admin", "system:masters")
+}
+
+// WriteUserKubeconfig writes to path a kubeconfig that authenticates as
+// the user name in groups (by a client certificate): what a component run
+// as a process of its own presents, authorised by RBAC like in a cluster.
+func (cp *ControlPlane) WriteUserKubeconfig(path, name string, groups ...string) error {
+	user, err := cp.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
-		return fmt.Errorf("adding an administrator: %w", err)
+		return fmt.Errorf("adding user %s: %w", name, err)
 	}
 	b, err := user.KubeConfig()
 	if err != nil {

@@ -19,6 +19,8 @@ limitations under the License.
 package testbin
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,7 +39,9 @@ var (
 // Build builds the command at pkg (an import path of this module) into the
 // repository's bin/test/ once per test process, and returns its path. The
 // guest binary is static (CGO_ENABLED=0), as the agent image ships it.
-// flags go to go build (say "-ldflags=-s -w" for a smaller binary).
+// flags go to go build (say "-ldflags=-s -w" for a smaller binary); a
+// build with flags has a path of its own, so that two builds of one
+// command (an agent and its upgrade) coexist.
 func Build(pkg string, flags ...string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -50,6 +54,11 @@ func Build(pkg string, flags ...string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(root, "bin", "test", filepath.Base(pkg))
+	if len(flags) > 0 {
+		// Another build of the same command must not replace this one.
+		sum := sha256.Sum256([]byte(key))
+		out += "-" + hex.EncodeToString(sum[:4])
+	}
 	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
