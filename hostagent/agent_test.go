@@ -17,14 +17,21 @@ limitations under the License.
 package hostagent_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
+	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // racyInit is a backend whose sandbox's init dies between the kernel's
@@ -111,5 +118,73 @@ func TestInitDeadAtReattachIsARestart(t *testing.T) {
 	}
 	if restarted, err := a.EnsureRestarted(ctx, spec); err != nil || restarted {
 		t.Fatalf("after the report: restarted %v, %v; want neither", restarted, err)
+	}
+}
+
+// oldGuest is a backend whose sandboxes run a guest binary from before
+// held jobs (guest protocol 4), as a sandbox started by an older agent
+// does until it restarts. Its JobConn answers every request as that
+// guest's shepherd does (readStart in guest/shepherd_linux.go): it
+// refuses the protocol version by name. The real old binary is not built
+// here; the refusal's text is the contract (guestexec.ErrOldGuest).
+type oldGuest struct{ *backendtest.Fake }
+
+func (oldGuest) JobConn(ctx context.Context, id string) (net.Conn, error) {
+	agent, sandbox := net.Pipe()
+	go func() {
+		defer sandbox.Close()
+		var req guest.StartRequest
+		fr := guest.NewFrameReader(bufio.NewReader(sandbox))
+		if t, payload, err := fr.ReadFrame(); err != nil || t != guest.FrameStart || json.Unmarshal(payload, &req) != nil {
+			return
+		}
+		msg := fmt.Sprintf("protocol version %d not supported (this sandbox speaks %d); restart the sandbox", req.Version, guest.ProtocolVersion)
+		_, _ = sandbox.Write(guest.AppendFrame(nil, guest.FrameError, []byte(msg)))
+	}()
+	return agent, nil
+}
+
+// TestOldGuestFallsBackToAgentHeldJobs: on a sandbox whose guest predates
+// held jobs, the agent starts (no held job to adopt) and holds its jobs
+// itself, as before held jobs: they run and report as usual.
+func TestOldGuestFallsBackToAgentHeldJobs(t *testing.T) {
+	be := oldGuest{backendtest.New("oci", backendtest.Writes(backendtest.Piece{Stream: backend.Stdout, Data: []byte("from the old guest\n")}))}
+	a, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	ctx := context.Background()
+	spec := backend.Spec{ID: "sbx-old", Tenant: "ns/t"}
+	if err := a.Ensure(ctx, spec); err != nil {
+		t.Fatalf("ensuring a sandbox with an old guest: %v", err)
+	}
+	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := a.StartJob(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "echo"})
+	if err != nil {
+		t.Fatalf("a job on an old guest: %v", err)
+	}
+	if held := a.Jobs().Stats().Held; held != 0 {
+		t.Errorf("%d jobs held by the old guest's sandbox, want 0: the agent holds them", held)
+	}
+	var out []byte
+	cursor := ""
+	for {
+		page, err := a.PollJob(ctx, spec.Tenant, job.ID, cursor, 0, 5*time.Second)
+		if err != nil {
+			t.Fatalf("polling the job: %v", err)
+		}
+		for _, c := range page.Chunks {
+			out = append(out, c.Data...)
+		}
+		if cursor = page.NextCursor; page.Done {
+			if page.Job.State != jobs.StateExited || string(out) != "from the old guest\n" {
+				t.Fatalf("the job ended %s with output %q", page.Job.State, out)
+			}
+			return
+		}
 	}
 }
