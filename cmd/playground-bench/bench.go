@@ -602,12 +602,17 @@ func (b *bench) jobMemory(ctx context.Context) ([]row, error) {
 	// 8 active jobs per tenant: four tenants' sessions, 8 jobs each.
 	c := b.env.Client
 	var sessions []*mcp.ClientSession
-	var handles []string
+	var handles, ids []string
 	for i := 0; i < 4; i++ {
 		token, err := tokenOf(ctx, c, "bench", fmt.Sprintf("t%03d", i))
 		if err != nil {
 			return nil, err
 		}
+		var sbx playgroundv1alpha1.Sandbox
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "bench", Name: fmt.Sprintf("t%03d", i)}, &sbx); err != nil {
+			return nil, err
+		}
+		ids = append(ids, sbx.Status.SandboxID)
 		cs, err := b.connect(ctx, token)
 		if err != nil {
 			return nil, err
@@ -636,11 +641,20 @@ func (b *bench) jobMemory(ctx context.Context) ([]row, error) {
 			jobs = append(jobs, jobRef{cs, job.JobID})
 		}
 	}
+	// The rings are where the jobs' holders are: in the sandboxes (oci
+	// holds its jobs there), charged to their tenants; measured too, every
+	// few rounds (runc ps is not free).
 	var peak uint64
-	for {
+	var sandboxPeak int64
+	for round := 0; ; round++ {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		peak = max(peak, ms.HeapInuse)
+		if round%10 == 0 {
+			if pss, err := sandboxPss(b.env, ids); err == nil {
+				sandboxPeak = max(sandboxPeak, pss)
+			}
+		}
 		running := 0
 		for _, j := range jobs {
 			var page tools.JobPollOutput
@@ -659,7 +673,9 @@ func (b *bench) jobMemory(ctx context.Context) ([]row, error) {
 	grown := int64(peak) - int64(base.HeapInuse)
 	goal := int64(64*4<<20 + 64<<20)
 	return []row{{fmt.Sprintf("P7 agent memory while 32 jobs each write %d MiB, unread", b.sz.memJobBytes>>20),
-		fmt.Sprintf("%.0f MiB heap growth", float64(grown)/(1<<20)), "", "", "≤ 64 × 4 MiB + 64 MiB", verdict(grown <= goal)}}, nil
+		fmt.Sprintf("%.0f MiB heap growth", float64(grown)/(1<<20)),
+		fmt.Sprintf("the 4 sandboxes that hold the jobs: %.0f MiB PSS at peak, charged to their tenants", float64(sandboxPeak)/(1<<20)), "",
+		"≤ 64 × 4 MiB + 64 MiB", verdict(grown <= goal)}}, nil
 }
 
 func formatTable(rows []row) string {

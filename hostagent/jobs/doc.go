@@ -74,4 +74,19 @@ limitations under the License.
 // sandbox is clean. Other sandboxes are unaffected. The same path serves
 // per-job timeouts. EndSandbox ends a sandbox's jobs when all of its
 // processes are killed at once (restart, suspension, destroy).
+//
+// # Jobs their sandboxes hold
+//
+// On a backend whose sandboxes hold jobs (backend.JobHolder), StartHeld
+// starts a job in the sandbox's holder (guest protocol 4): the processes,
+// the ring, the cursors and the kill with proof are the holder's, in the
+// sandbox, and the manager keeps only the account: admission and bounds,
+// the timeout, the TTL and the final page's acknowledgement. Polls and
+// cancels go to the holder over a Held connection; a watcher per job
+// follows the end the holder reports unasked, to release the active slot,
+// and attaches again when the connection breaks. A holder gone while its
+// sandbox runs is a lost proof, and halts admission as a failed kill does.
+// Close leaves held jobs running, and the next manager takes them over
+// with Adopt, under their IDs, from the record kept with each in the
+// sandbox; recycling a held job releases its holder.
 package jobs

@@ -927,9 +927,10 @@ func (m *Manager) EndSandbox(sandboxID, why string, forget bool) int {
 	return ended
 }
 
-// Close stops the manager. It refuses new calls, kills every active job
-// (with proof, as a cancel would) and waits for the kills and the jobs'
-// waiters to end. If ctx ends first it abandons them: it cancels the
+// Close stops the manager. It refuses new calls, lets go of the jobs their
+// sandboxes hold (they run on, for the next manager to adopt), kills every
+// other active job (with proof, as a cancel would) and waits for the kills
+// and the jobs' waiters to end. If ctx ends first it abandons them: it cancels the
 // context of every outstanding Kill and Wait, waits for those calls to
 // return (backends must honor their context), and returns ctx's error; an
 // abandoned job's processes may live on in its sandbox. It also returns the
