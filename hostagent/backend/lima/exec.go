@@ -91,6 +91,15 @@ func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Con
 	return c, nil
 }
 
+// JobConn implements backend.JobHolder: the guest holds jobs in the Lima
+// VM as in a container, reached over the same forwarded socket.
+func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	return b.dial(ctx, id)
+}
+
 // dial connects to the forwarded socket of sandbox id.
 func (b *Backend) dial(ctx context.Context, id string) (net.Conn, error) {
 	path := b.hostSocket(id)
