@@ -248,21 +248,46 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 // startHeldJob starts a job that its sandbox holds: it outlives this
 // agent process, and the next one adopts it (adoptJobs).
 func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
+	attach := attacher(holder, sandboxID)
 	start := func(js guest.JobSpec) (jobs.Held, error) {
-		conn, err := holder.JobConn(ctx, sandboxID)
+		// Not the caller's context: a caller that goes away mid-start
+		// must not leave a job running that nobody accounts for. The
+		// start is bounded by its own time instead, and a start that
+		// fails without the holder's refusal is undone below.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.KillTimeout)
+		defer cancel()
+		conn, err := holder.JobConn(sctx, sandboxID)
 		if err != nil {
 			return nil, a.execError(err)
 		}
-		j, err := guestexec.StartJob(ctx, conn, req.backendRequest(), js)
+		j, err := guestexec.StartJob(sctx, conn, req.backendRequest(), js)
 		switch {
 		case errors.Is(err, guestexec.ErrOldGuest):
 			return nil, err
+		case errors.Is(err, backend.ErrInvalidRequest):
+			return nil, a.execError(err) // refused: nothing started
 		case err != nil:
+			a.releaseUnstarted(attach, js.ID)
 			return nil, a.execError(err)
 		}
 		return j, nil
 	}
-	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attacher(holder, sandboxID), jobs.WithTimeout(req.Timeout))
+	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, jobs.WithTimeout(req.Timeout))
+}
+
+// releaseUnstarted ends job id if its start got as far as the sandbox
+// before it failed: the job manager never admitted it, so nothing else
+// would bound it.
+func (a *Agent) releaseUnstarted(attach jobs.Attacher, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.opts.KillTimeout)
+	defer cancel()
+	j, err := attach(ctx, id)
+	if err == nil {
+		_, err = j.Release(ctx)
+	}
+	if err != nil && !errors.Is(err, backend.ErrNotFound) {
+		a.opts.Logger.Warn("A job whose start failed may still run in its sandbox; the next agent adopts it", "job", id, "err", err)
+	}
 }
 
 // attacher reaches the holder of a job of a sandbox again.
