@@ -37,7 +37,9 @@ const notes = `
 * **P6** sums the PSS of every process of the idle sandboxes P3 created
   (init and its idle shepherd) from ` + "`/proc/<pid>/smaps_rollup`" + `.
 * **P7** is the heap growth of this process, which runs the agent (and the
-  manager and gateway), while 32 jobs write and nobody reads.
+  manager and gateway), while 32 jobs write and nobody reads; beside it, the
+  peak PSS of the processes of the four sandboxes that hold those jobs, since
+  the jobs' rings are there (issue 18).
 * **hostile output** has 16 clients of the sample tenant, in a child process
   so that they are not counted, each ` + "`exec`" + ` at once a command writing 4 MiB of
   ` + "`\\x01`" + ` to stdout and 4 MiB to stderr (valid UTF-8 that JSON escapes six-fold),
@@ -146,5 +148,25 @@ const analysis = `
   The binary's pages are shared by every sandbox, so the anonymous memory,
   about 0.6 MiB a process, is most of what a sandbox costs. A sandbox that has
   worked costs more until its processes' heaps shrink: the one P1 and P2 ran
-  in is left out of the figure.
+  in is left out of the figure. The run of 2026-12-01 measured 2.84 MiB, then
+  1.99 MiB once the guest stopped importing ` + "`regexp`" + ` (its package state is
+  private memory in every process); an A/B of the guest binary alone, ten
+  idle sandboxes each, same harness and run, gave 1.50 MiB for the guest
+  before held jobs (protocol 4) and 1.53 MiB for this one, and 1.45 MiB for
+  the guest of 2026-11-30 (before the vm backend's additions). The distance
+  from the 1.16 MiB of 2026-11-30 is thus mostly not the guest's; the
+  conditions of P6 (measured right after P3's burst of 50) move it by more
+  than the binaries do, and what moved it this time is not known yet.
+* **P7, the agent's memory under 32 unread jobs (met).** Since issue 18 the
+  jobs' rings are in their sandboxes, each job's holder a process of the
+  sandbox charged to its tenant's memory limit: the agent's heap grows by
+  about 11 MiB (271 MiB before), and the four sandboxes holding eight jobs
+  each peak at about 330 MiB PSS together, about 10 MiB per job: its 4 MiB
+  ring, the holder's Go heap around it and its buffers. A tenant pays for its
+  own jobs' output, up to its 8 active jobs.
+* **P1 and P2 after issue 18.** P1's path (exec) did not change; two runs on
+  2026-12-01 gave 6.91 and 7.68 ms p50 (2.3× and 2.9× the fork baseline of
+  the same run) against 6.63 ms (2.2×) before. P2's delivered rate rose from
+  1–6 to 9–10 MiB/s: a held job's pages cross from the sandbox to the agent
+  as raw frames, and the agent's poll fills a page from the holder's.
 `

@@ -571,6 +571,12 @@ func serveFakeCommand(c net.Conn) {
 		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("fake guest: no loopback to dial")))
 		return
 	}
+	if req.Version != guest.ProtocolVersion {
+		// It holds no jobs: it answers as a guest from before them does.
+		msg := fmt.Sprintf("protocol version %d not supported (this sandbox speaks %d); restart the sandbox", req.Version, guest.ProtocolVersion)
+		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(msg)))
+		return
+	}
 	var stdin []byte
 	for {
 		t, payload, err := fr.ReadFrame()
