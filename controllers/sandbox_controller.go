@@ -29,7 +29,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,8 +110,9 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		// No Event: the Bound condition says it, and a new tenant's path
+		// to Ready records none (each is an API write).
 		log.Info("Bound sandbox", "sandbox", klog.KObj(&sbx), "node", node)
-		r.Recorder.Eventf(&sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonBound, "Bind", "Bound to node %s", node)
 	}
 
 	s := summarise(&sbx, agents, now)

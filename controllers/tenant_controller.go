@@ -84,9 +84,8 @@ const (
 	ReasonCredentialsError = "CredentialsError"
 	// ReasonSandboxPending: SandboxReady=Unknown until the Sandbox reports Ready.
 	ReasonSandboxPending = "SandboxPending"
-	// ReasonSandboxCreated and ReasonSandboxUpdated: the Sandbox was
-	// created, or the template's changes were copied into it.
-	ReasonSandboxCreated = "SandboxCreated"
+	// ReasonSandboxUpdated: the template's changes were copied into the
+	// Sandbox. (Its creation records no Event: see reconcileCredentials.)
 	ReasonSandboxUpdated = "SandboxUpdated"
 	// ReasonSandboxConflict (Stalled): the Sandbox's name is taken by one
 	// this Tenant cannot own.
@@ -452,9 +451,10 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 
 	switch mintReason {
 	case ReasonTokenIssued:
+		// No Event: a new tenant's path to Ready records none (each is an
+		// API write; the CredentialsReady condition and its transition
+		// time say as much). Changes and repairs do record one.
 		log.Info("Minted the tenant's token", "secret", name, "fingerprint", fp)
-		r.Recorder.Eventf(t, secret, corev1.EventTypeNormal, ReasonTokenIssued, "MintToken",
-			"Minted a token into Secret %s (fingerprint %s)", name, fp)
 	case ReasonTokenRotated:
 		log.Info("Rotated the tenant's token", "secret", name, "fingerprint", fp, "previous", previous, "rotationRequest", want)
 		r.Recorder.Eventf(t, secret, corev1.EventTypeNormal, ReasonTokenRotated, "RotateToken",
@@ -644,12 +644,17 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 	return changed, backendFixed, storageFixed
 }
 
-// sandboxReady mirrors a Sandbox's Ready condition as SandboxReady.
+// sandboxReady mirrors a Sandbox's Ready condition as SandboxReady, except
+// its progress on the way: while the Sandbox is being provisioned the
+// condition is one fixed SandboxPending, so that each step the binder and
+// the agent report is not a write of the Tenant's status too. What is not
+// progress (a failure, an unavailable node, a wait for faculties, Ready)
+// is mirrored as it is.
 func sandboxReady(sbx *playgroundv1alpha1.Sandbox) metav1.Condition {
 	c := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition)
-	if c == nil {
+	if c == nil || (c.Status != metav1.ConditionTrue && c.Reason == playgroundv1alpha1.ReasonProvisioning) {
 		return metav1.Condition{Type: playgroundv1alpha1.SandboxReadyCondition, Status: metav1.ConditionUnknown, Reason: ReasonSandboxPending,
-			Message: fmt.Sprintf("Waiting for Sandbox %s to report Ready", sbx.Name)}
+			Message: fmt.Sprintf("Waiting for Sandbox %s to report Ready (kubectl describe sandbox %s shows its progress)", sbx.Name, sbx.Name)}
 	}
 	return metav1.Condition{Type: playgroundv1alpha1.SandboxReadyCondition, Status: c.Status, Reason: c.Reason, Message: c.Message}
 }
@@ -671,9 +676,8 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 			}
 			return fmt.Errorf("creating sandbox %s: %w", klog.KObj(want), err)
 		}
-		log.Info("Created the tenant's sandbox", "sandbox", klog.KObj(want))
-		r.Recorder.Eventf(t, want, corev1.EventTypeNormal, ReasonSandboxCreated, "CreateSandbox",
-			"Created Sandbox %s (backend %s)", want.Name, want.Spec.Backend)
+		// No Event on a new tenant's path to Ready (see reconcileCredentials).
+		log.Info("Created the tenant's sandbox", "sandbox", klog.KObj(want), "backend", want.Spec.Backend)
 		sbx = want
 	} else if err != nil {
 		r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Reading Sandbox %s: %v", want.Name, err)
@@ -690,8 +694,12 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		return err
 	}
 	t.Status.SandboxRef = &playgroundv1alpha1.LocalObjectReference{Name: sbx.Name}
-	t.Status.SandboxID = sbx.Status.SandboxID // the agent's choice, once it made one
 	ready := sandboxReady(sbx)
+	if ready.Status == metav1.ConditionTrue {
+		// The agent's choice, published once the sandbox serves: not at
+		// each step on the way, each a write of the Tenant's status.
+		t.Status.SandboxID = sbx.Status.SandboxID
+	}
 	ready.ObservedGeneration = t.Generation
 	meta.SetStatusCondition(&t.Status.Conditions, ready)
 	if !sbx.DeletionTimestamp.IsZero() {

@@ -143,7 +143,8 @@ type TenantStatus struct {
 	SandboxRef *LocalObjectReference `json:"sandboxRef,omitempty"`
 
 	// SandboxID is the stable ID of the tenant's sandbox, as its node's
-	// agent chose it.
+	// agent chose it; published once the sandbox is Ready (the Sandbox's
+	// status has it from the start of its provisioning).
 	// +optional
 	SandboxID string `json:"sandboxID,omitempty"`
 }

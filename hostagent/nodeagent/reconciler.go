@@ -241,7 +241,6 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	}
 	if prev == nil {
 		msg := fmt.Sprintf("Provisioning sandbox %s on node %s", spec.ID, r.node)
-		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioning, "Provision", msg)
 		if err := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonProvisioning, msg); err != nil {
 			return err
 		}
@@ -294,8 +293,9 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 			"Started sandbox %s again on node %s over its files: its tenant is no longer suspended", spec.ID, r.node)
 	}
 	if !wasProvisioned && !resumed {
+		// No Event: the Provisioned condition says it, and a new
+		// tenant's path to Ready records none (each is an API write).
 		log.Info("Provisioned the sandbox", "id", spec.ID)
-		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned, "Provision", msg)
 	}
 	return nil
 }

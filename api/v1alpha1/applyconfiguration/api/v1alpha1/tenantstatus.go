@@ -36,7 +36,8 @@ type TenantStatusApplyConfiguration struct {
 	// SandboxRef names the tenant's Sandbox.
 	SandboxRef *LocalObjectReferenceApplyConfiguration `json:"sandboxRef,omitempty"`
 	// SandboxID is the stable ID of the tenant's sandbox, as its node's
-	// agent chose it.
+	// agent chose it; published once the sandbox is Ready (the Sandbox's
+	// status has it from the start of its provisioning).
 	SandboxID *string `json:"sandboxID,omitempty"`
 }
 
