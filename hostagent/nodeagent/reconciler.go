@@ -239,12 +239,6 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	if sbx.Spec.Suspended {
 		return r.reconcileSuspended(ctx, sbx, prev)
 	}
-	if prev == nil {
-		msg := fmt.Sprintf("Provisioning sandbox %s on node %s", spec.ID, r.node)
-		if err := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonProvisioning, msg); err != nil {
-			return err
-		}
-	}
 	wasProvisioned := prev != nil && prev.Status == metav1.ConditionTrue
 	// Its init died (killed, out of memory): Ensure starts it again over the
 	// same files; the processes it ran are gone. The agent says so when it
@@ -258,10 +252,17 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	if spec.Faculties, err = r.faculties.forSandbox(ctx, sbx, spec.ID, restart || restarting || resumed, !wasProvisioned); err != nil {
 		return r.waitForFaculties(ctx, sbx, err)
 	}
-	if restart {
-		err = r.agent.Restart(ctx, spec)
+	ensure := func() {
+		if restart {
+			err = r.agent.Restart(ctx, spec)
+		} else {
+			restarted, err = r.agent.EnsureRestarted(ctx, spec)
+		}
+	}
+	if prev == nil {
+		r.noticeSlowStart(ctx, sbx, fmt.Sprintf("Provisioning sandbox %s on node %s", spec.ID, r.node), ensure)
 	} else {
-		restarted, err = r.agent.EnsureRestarted(ctx, spec)
+		ensure()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -298,6 +299,37 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		log.Info("Provisioned the sandbox", "id", spec.ID)
 	}
 	return nil
+}
+
+// provisioningNotice is how long a sandbox's first start runs before the
+// agent says, in its status, that it is provisioning it: most start in
+// less, and go from bound to provisioned in one write of the status
+// (and one of the manager's after it), not three.
+const provisioningNotice = time.Second
+
+// noticeSlowStart runs start, and writes the Provisioned=False condition
+// (reason Provisioning, with msg) only if start is still running after
+// provisioningNotice. Once start returns, no notice is written: the
+// caller's next write (provisioned, or failed) cannot be overtaken.
+func (r *sandboxReconciler) noticeSlowStart(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, msg string, start func()) {
+	var mu sync.Mutex
+	done := false
+	snapshot := sbx.DeepCopy()
+	t := time.AfterFunc(provisioningNotice, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
+		}
+		if err := r.setProvisioned(ctx, snapshot, metav1.ConditionFalse, playgroundv1alpha1.ReasonProvisioning, msg); err != nil && ctx.Err() == nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Saying that the sandbox is being provisioned")
+		}
+	})
+	start()
+	t.Stop()
+	mu.Lock()
+	done = true
+	mu.Unlock()
 }
 
 // failed reports a failed action in a Warning event and the Provisioned
