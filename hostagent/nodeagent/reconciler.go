@@ -303,9 +303,10 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 
 // provisioningNotice is how long a sandbox's first start runs before the
 // agent says, in its status, that it is provisioning it: most start in
-// less, and go from bound to provisioned in one write of the status
-// (and one of the manager's after it), not three.
-const provisioningNotice = time.Second
+// less, even in a burst, and go from bound to provisioned in one write of
+// the status (and one of the manager's after it), not three. A start that
+// takes longer (a VM, a loaded node) is seen doing so.
+const provisioningNotice = 5 * time.Second
 
 // noticeSlowStart runs start, and writes the Provisioned=False condition
 // (reason Provisioning, with msg) only if start is still running after
