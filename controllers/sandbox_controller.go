@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -170,7 +171,11 @@ func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.
 			continue
 		}
 		h := fnv.New32a()
-		h.Write([]byte(string(sbx.UID) + "/" + node))
+		key := string(sbx.UID)
+		if key == "" { // not created yet (bindAtCreate)
+			key = sbx.Namespace + "/" + sbx.Name
+		}
+		h.Write([]byte(key + "/" + node))
 		eligible = append(eligible, candidate{node: node, load: r.load(ctx, node), tie: h.Sum32()})
 	}
 	if len(eligible) == 0 {
@@ -212,6 +217,35 @@ func (r *SandboxReconciler) load(ctx context.Context, node string) int {
 	return n
 }
 
+// bindAtCreate binds want, a Sandbox about to be created, as Reconcile
+// would bind it once created: to the node choose picks, with the agent's
+// finalizer (which the agent would add first thing), so that the create
+// carries both and neither is a write of its own. It returns the func to
+// call with whether the create succeeded; until then no other binding is
+// chosen. Without an eligible node want stays unbound, and the binder
+// binds it (or says why not) once it exists.
+func (r *SandboxReconciler) bindAtCreate(ctx context.Context, want *playgroundv1alpha1.Sandbox) func(created bool) {
+	r.bindMu.Lock()
+	agents, err := r.registrations(ctx)
+	node := ""
+	if err == nil {
+		node, _ = r.choose(ctx, want, agents, r.Options.Now())
+	}
+	if node == "" {
+		r.bindMu.Unlock()
+		return func(bool) {}
+	}
+	want.Spec.NodeName = node
+	controllerutil.AddFinalizer(want, playgroundv1alpha1.SandboxFinalizer)
+	return func(created bool) {
+		if created {
+			r.recordBinding(client.ObjectKeyFromObject(want), node)
+			ctrl.LoggerFrom(ctx).Info("Bound sandbox at its creation", "sandbox", klog.KObj(want), "node", node)
+		}
+		r.bindMu.Unlock()
+	}
+}
+
 // bind sets spec.nodeName once; the API server refuses any later change.
 func (r *SandboxReconciler) bind(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, node string) error {
 	patch := client.MergeFromWithOptions(sbx.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -219,13 +253,18 @@ func (r *SandboxReconciler) bind(ctx context.Context, sbx *playgroundv1alpha1.Sa
 	if err := r.Patch(ctx, sbx, patch); err != nil {
 		return fmt.Errorf("binding sandbox %s to node %s: %w", klog.KObj(sbx), node, err)
 	}
+	r.recordBinding(client.ObjectKeyFromObject(sbx), node)
+	return nil
+}
+
+// recordBinding counts a binding the cache may not show yet (see load).
+func (r *SandboxReconciler) recordBinding(key types.NamespacedName, node string) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.pending == nil {
 		r.pending = map[types.NamespacedName]string{}
 	}
-	r.pending[client.ObjectKeyFromObject(sbx)] = node
-	r.mu.Unlock()
-	return nil
+	r.pending[key] = node
 }
 
 // summary is what the manager owns of a Sandbox's status.

@@ -392,3 +392,23 @@ func TestStatusOwners(t *testing.T) {
 		g.Expect(cur.Status.OpenHandles).To(Equal(int32(1)))
 	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 }
+
+// TestTenantSandboxIsCreatedBound: a Tenant's Sandbox is created already
+// bound to an eligible node, with its agent's finalizer: no write of its
+// own for either (a binding patch would have moved its generation).
+func TestTenantSandboxIsCreatedBound(t *testing.T) {
+	ns := newNamespace(t)
+	suffix := rand.String(5)
+	node := "at-create-" + suffix
+	registerAgent(t, node, map[string]string{"pool": "at-create-" + suffix}, time.Hour)
+	newTenant(t, ns, "bound-early", playgroundv1alpha1.TenantSpec{Sandbox: playgroundv1alpha1.SandboxTemplate{
+		NodeSelector: map[string]string{"pool": "at-create-" + suffix},
+	}})
+	eventually(t, func(g Gomega) {
+		s := getSandbox(g, ns, "bound-early")
+		g.Expect(s.Spec.NodeName).To(Equal(node))
+		g.Expect(s.Finalizers).To(ContainElement(playgroundv1alpha1.SandboxFinalizer))
+		g.Expect(s.Generation).To(Equal(int64(1)), "the node came with the create, not a patch after it")
+		g.Expect(conditionOf(s, playgroundv1alpha1.BoundCondition).Status).To(Equal(metav1.ConditionTrue))
+	})
+}

@@ -125,10 +125,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&WorkerMappingReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("workermapping-controller"), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&TenantReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller"), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+	// One binder: the Tenant reconciler binds the Sandboxes it creates with
+	// it, so that both spread a burst by the same count of bindings.
+	binder := &SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}
+	if err := (&TenantReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller"), Workers: opts.Workers, Binder: binder}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}).SetupWithManager(mgr); err != nil {
+	if err := binder.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&FacultyBundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("facultybundle-controller"), Options: opts}).SetupWithManager(mgr); err != nil {

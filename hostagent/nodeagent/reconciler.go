@@ -560,6 +560,11 @@ func (r *sandboxReconciler) reattachAll(ctx context.Context) error {
 			ensure = r.agent.Suspend
 		}
 		id, err := r.idOf(sbx)
+		if err == nil && id == "" && sbx.Status.SandboxID == "" {
+			// Bound with the finalizer at its creation, not provisioned
+			// yet: the reconciler provisions it.
+			continue
+		}
 		if err != nil || id == "" {
 			log.Error(err, "A sandbox provisioned here has no ID on record; the reconciler provisions it anew", "sandbox", klog.KObj(sbx))
 			continue
