@@ -140,6 +140,10 @@ type TenantReconciler struct {
 	Recorder  recorder.EventRecorder
 	// Workers is how many Tenants are reconciled at once; 0 means one.
 	Workers int
+	// recent keeps the Tenant statuses applied in the last seconds, so
+	// that a pass over a cache that lags them does not apply them again.
+	recent recentApplies[playgroundv1alpha1.TenantStatus]
+
 	// Binder, when set, binds a Sandbox as the Tenant reconciler creates
 	// it (node and the agent's finalizer in the create): two API writes
 	// fewer per tenant than binding it after. Without it, or without an
@@ -220,6 +224,10 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 	if equality.Semantic.DeepEqual(before.Status, tenant.Status) {
 		return nil
 	}
+	now := time.Now()
+	if r.recent.repeats(tenant.UID, before.Status, tenant.Status, now) {
+		return nil
+	}
 	if err := r.upgradeStatusOwnership(ctx, tenant); err != nil {
 		return err
 	}
@@ -227,6 +235,7 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 	if err := r.Status().Apply(ctx, ac, client.FieldOwner(playgroundv1alpha1.TenantControllerFieldOwner), client.ForceOwnership); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("applying the status of tenant %s: %w", klog.KObj(tenant), err)
 	}
+	r.recent.applied(tenant.UID, *before.Status.DeepCopy(), *tenant.Status.DeepCopy(), now)
 	return nil
 }
 

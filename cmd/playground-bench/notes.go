@@ -144,11 +144,17 @@ const analysis = `
   memory is far inside its goal. Since then (issue 20) the happy path records
   no Event, the Tenant's status no longer echoes each step of its Sandbox's
   provisioning, and the agent says Provisioning only of a start that takes
-  over 5 s: a quick run (100 tenants, 2026-12-01, while the test suite ran
-  beside it) counted 12.9 writes per tenant: the Sandbox's status 4.8 (its
-  starts took over the 1 s the notice then waited; it now waits 5 s), the
-  Sandbox 3 (created, bound, the agent's finalizer), the Tenant 2 (created,
-  its finalizer) and its status 2, the Secret 1.
+  over 5 s; a Tenant's Sandbox is created already bound, with its agent's
+  finalizer; and the manager does not apply a Tenant's status again while
+  its cache lags the last apply. A quick run (100 tenants, 2026-12-01)
+  counted 9.1 writes per tenant: the Sandbox's status 3 (the binder's
+  Pending, the agent's Provisioned, the binder's Ready), the Tenant 2
+  (created, its finalizer) and its status 2 (the token's hash, then
+  Ready), the Secret 1, the Sandbox 1, the agents' Lease renewals 0.1. The
+  goal is 8: what is left is the binder's Pending status, which says for
+  how long a sandbox of a burst waits for its agent, the Tenant's
+  finalizer, which makes a deletion wait for the sandbox's, and the split
+  of the Sandbox's Ready (the binder's) from Provisioned (the agent's).
 * **P6, idle sandbox memory (met).** An idle sandbox is its init and one
   idle shepherd, two small static Go processes with one P each (GOMAXPROCS=1
   took an init from 7 threads to 6 and about 10% off its anonymous memory).
