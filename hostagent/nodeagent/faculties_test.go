@@ -151,11 +151,7 @@ func facultyStatus(g Gomega, ns, sbx, bundle string) playgroundv1alpha1.FacultyI
 
 func restart(t *testing.T, ns, name, request string) {
 	t.Helper()
-	s := getSandbox(NewWithT(t), ns, name)
-	s.Spec.RestartRequest = request
-	if err := k8s.Update(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	updateSandbox(t, ns, name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.RestartRequest = request })
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(getSandbox(g, ns, name).Status.RestartRequest).To(Equal(request))
 	}).WithTimeout(timeout).Should(Succeed())

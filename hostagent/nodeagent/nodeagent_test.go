@@ -243,10 +243,8 @@ func TestStorageReserveRefusal(t *testing.T) {
 	waitProvisioned(t, ns, "before")
 
 	// Limits are fixed at provisioning: a spec asking for others is told so.
-	before := getSandbox(g, ns, "before")
 	bigger := resource.MustParse("8Gi")
-	before.Spec.Storage.Size = &bigger
-	g.Expect(k8s.Update(context.Background(), before)).To(Succeed())
+	updateSandbox(t, ns, "before", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Size = &bigger })
 	g.Eventually(func(g Gomega) {
 		c := provisioned(getSandbox(g, ns, "before"))
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
@@ -275,7 +273,6 @@ func waitFailed(t *testing.T, ns, name, reason, msg string) {
 // Event; fixing the spec lets the retry succeed.
 func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := newNamespace(t, "failure")
 	n := startNode(t, "failure-a", "", "")
 	tiny := resource.MustParse("16Mi")
@@ -284,10 +281,8 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	waitFailed(t, ns, "tiny", playgroundv1alpha1.ReasonBackendFailed, "32 MiB")
 	g.Expect(n.containers(t)).To(BeEmpty())
 
-	s := getSandbox(g, ns, "tiny")
 	enough := resource.MustParse("64Mi")
-	s.Spec.Resources.Memory = &enough
-	g.Expect(k8s.Update(ctx, s)).To(Succeed())
+	updateSandbox(t, ns, "tiny", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Resources.Memory = &enough })
 	waitProvisioned(t, ns, "tiny")
 	g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "tiny")))
 }

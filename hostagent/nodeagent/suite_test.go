@@ -38,6 +38,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -304,4 +305,22 @@ func waitEvent(t *testing.T, ns, name, eventType, reason string) eventsv1.Event 
 		g.Expect(list.Items).To(ContainElement(HaveField("Reason", reason)))
 	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 	return found
+}
+
+// updateSandbox changes a Sandbox's spec with mutate, read afresh and
+// written again while the agent's status writes (which move its
+// resourceVersion too) make the update conflict.
+func updateSandbox(t *testing.T, ns, name string, mutate func(*playgroundv1alpha1.Sandbox)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s playgroundv1alpha1.Sandbox
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+			return err
+		}
+		mutate(&s)
+		return k8s.Update(context.Background(), &s)
+	})
+	if err != nil {
+		t.Fatalf("updating sandbox %s/%s: %v", ns, name, err)
+	}
 }
