@@ -272,7 +272,17 @@ func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tena
 		}
 		return j, nil
 	}
-	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, jobs.WithTimeout(req.Timeout))
+	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, jobs.WithTimeout(req.Timeout), oomCounter(holder, sandboxID))
+}
+
+// oomCounter is the option that lets the job manager tell an OOM kill of
+// a held job, on a backend that counts them.
+func oomCounter(be any, sandboxID string) jobs.StartOption {
+	c, ok := be.(backend.OOMCounter)
+	if !ok {
+		return jobs.WithOOMCounter(nil)
+	}
+	return jobs.WithOOMCounter(func() (uint64, bool) { return c.OOMKills(sandboxID) })
 }
 
 // releaseUnstarted ends job id if its start got as far as the sandbox
@@ -343,7 +353,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 	attach := attacher(holder, spec.ID)
 	var errs []error
 	for _, rec := range recs {
-		info, err := a.jobs.Adopt(ctx, spec.Tenant, spec.ID, rec, attach)
+		info, err := a.jobs.Adopt(ctx, spec.Tenant, spec.ID, rec, attach, oomCounter(be, spec.ID))
 		if err == nil {
 			a.opts.Logger.Info("Adopted a job the sandbox holds", "sandbox", spec.ID, "job", info.ID, "state", info.State)
 			continue

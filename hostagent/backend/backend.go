@@ -356,6 +356,14 @@ type JobHolder interface {
 	JobConn(ctx context.Context, id string) (net.Conn, error)
 }
 
+// OOMCounter is implemented by backends that count the OOM kills in a
+// sandbox's memory limit since it last started: a held job that ended by a
+// signal while the count grew was the OOM killer's (its holder, in the
+// sandbox, cannot tell).
+type OOMCounter interface {
+	OOMKills(id string) (uint64, bool)
+}
+
 // Worker is a long-running process that a sandbox keeps running, started
 // again with backoff when it exits: a tenant's native MCP worker. It runs
 // as the sandbox user, without a shell, in the user's home, and lives in

@@ -68,6 +68,9 @@ type heldMeta struct {
 	Tenant string `json:"tenant"`
 	// Deadline is when the job's timeout kills it; zero means none.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// OOMKills is the sandbox's count of OOM kills when the job started,
+	// if the backend counts them.
+	OOMKills *uint64 `json:"oomKills,omitempty"`
 }
 
 // attachTimeout bounds one attempt to reach a job's holder.
@@ -213,6 +216,11 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 	if o.timeout > 0 {
 		meta.Deadline = j.startedAt.Add(o.timeout)
 	}
+	if o.oom != nil {
+		if n, ok := o.oom(); ok {
+			meta.OOMKills = &n
+		}
+	}
 	spec, err := m.heldSpec(j.id, meta)
 	var conn Held
 	if err == nil {
@@ -229,6 +237,7 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 		return JobInfo{}, fmt.Errorf("starting job: %w", err)
 	}
 	m.stats.Started++
+	j.oomAtStart, j.oomCount = meta.OOMKills, o.oom
 	m.holdLocked(j, conn, attach, o.timeout)
 	if m.closed {
 		// Close ran while the command was starting: the job goes on in
@@ -285,7 +294,11 @@ func (m *Manager) holdLocked(j *job, conn Held, attach Attacher, timeout time.Du
 // (a sandbox cannot list its way past it). A job adopted already is
 // returned as it is. On an error the job is not adopted: the caller
 // releases it, or nothing would bound it.
-func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest.JobRecord, attach Attacher) (JobInfo, error) {
+func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest.JobRecord, attach Attacher, opts ...StartOption) (JobInfo, error) {
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	id := rec.Spec.ID
 	if !agentapi.ValidJobID(id) {
 		return JobInfo{}, fmt.Errorf("jobs: sandbox %s holds a job %q whose ID this agent did not issue", sandboxID, id)
@@ -334,6 +347,7 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 		m.stats.Adopted++
 		j.starting = false
 		j.held = &heldConn{id: id, attach: attach, gone: true}
+		j.oomAtStart, j.oomCount = meta.OOMKills, o.oom
 		m.heldEndedLocked(j, nil, fmt.Sprintf("the job's holder in the sandbox is gone: %v", err))
 		return j.infoLocked(), nil
 	}
@@ -342,6 +356,7 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 		return JobInfo{}, fmt.Errorf("jobs: attaching to job %s in sandbox %s: %w (%v)", id, sandboxID, ErrUnreachable, err)
 	}
 	m.stats.Adopted++
+	j.oomAtStart, j.oomCount = meta.OOMKills, o.oom
 	var timeout time.Duration
 	if !meta.Deadline.IsZero() {
 		timeout = max(meta.Deadline.Sub(m.clock.Now()), time.Millisecond)
@@ -443,10 +458,14 @@ func (m *Manager) heldEndedLocked(j *job, exit *guest.Exit, proofLost string) {
 		err := fmt.Errorf("%w: %s", backend.ErrProofLost, proofLost)
 		m.haltLocked(fmt.Sprintf("job %s of tenant %s in sandbox %s: %v", j.id, j.tenant, j.sandbox, err), j.id, j.tenant, j.sandbox, err)
 		why := "the sandbox lost track of the command, so some of its processes may still run in the sandbox"
-		if j.state == StateCancelling {
+		oom := j.oomGrew()
+		switch {
+		case j.state == StateCancelling:
 			why = "the kill could not prove that the job's processes are gone, so some may still run in the sandbox"
+		case oom:
+			why = "the sandbox ran out of memory and the OOM killer took the job's supervision, so some of its processes may still run in the sandbox"
 		}
-		m.finishLocked(j, StateFailed, &Result{ExitCode: -1, Error: m.internalErrorLocked(j, why, err), Duration: m.clock.Now().Sub(j.startedAt)})
+		m.finishLocked(j, StateFailed, &Result{ExitCode: -1, OOMKilled: oom, Error: m.internalErrorLocked(j, why, err), Duration: m.clock.Now().Sub(j.startedAt)})
 		return
 	}
 	m.stats.OutputBytes += exit.Output
@@ -454,7 +473,8 @@ func (m *Manager) heldEndedLocked(j *job, exit *guest.Exit, proofLost string) {
 	m.stats.Evictions += exit.DroppedChunks
 	st := guestexec.ExitStatus(*exit, time.Duration(exit.Millis)*time.Millisecond)
 	if !exit.Killed {
-		m.finishLocked(j, StateExited, &Result{ExitCode: st.Code, Signal: st.Signal, Duration: st.Duration})
+		oom := (st.Signal != "" || st.Code > 128) && j.oomGrew()
+		m.finishLocked(j, StateExited, &Result{ExitCode: st.Code, Signal: st.Signal, OOMKilled: oom, Duration: st.Duration})
 		return
 	}
 	state, timedOut := StateKilled, j.cause == causeTimeout
@@ -462,6 +482,16 @@ func (m *Manager) heldEndedLocked(j *job, exit *guest.Exit, proofLost string) {
 		state = StateTimedOut
 	}
 	m.finishLocked(j, state, &Result{ExitCode: st.Code, Signal: st.Signal, Killed: true, TimedOut: timedOut, Duration: st.Duration})
+}
+
+// oomGrew says whether the sandbox's OOM killer killed something since the
+// held job started, when its backend counts that.
+func (j *job) oomGrew() bool {
+	if j.oomAtStart == nil || j.oomCount == nil {
+		return false
+	}
+	now, ok := j.oomCount()
+	return ok && now > *j.oomAtStart
 }
 
 // heldSandboxStopped ends a held job whose sandbox stopped: every process

@@ -82,6 +82,10 @@ type job struct {
 	// is in its sandbox, reached through held.
 	ring outring.Ring
 	held *heldConn
+	// oomAtStart and oomCount are a held job's sandbox's OOM kills when
+	// it started, and how to count them now (WithOOMCounter).
+	oomAtStart *uint64
+	oomCount   func() (uint64, bool)
 
 	proc       backend.Process
 	waitCtx    context.Context

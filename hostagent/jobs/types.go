@@ -172,6 +172,7 @@ type StartOption func(*startOptions)
 
 type startOptions struct {
 	timeout time.Duration
+	oom     func() (uint64, bool)
 }
 
 // WithTimeout kills the job (with the same proof as a cancel) once d has
@@ -179,4 +180,12 @@ type startOptions struct {
 // means no timeout.
 func WithTimeout(d time.Duration) StartOption {
 	return func(o *startOptions) { o.timeout = d }
+}
+
+// WithOOMCounter gives a held job its sandbox's count of OOM kills
+// (backend.OOMCounter): read when the job starts, kept with it, and read
+// again when it ends by a signal, to say whether the OOM killer did it.
+// Nil means none.
+func WithOOMCounter(count func() (uint64, bool)) StartOption {
+	return func(o *startOptions) { o.oom = count }
 }

@@ -70,6 +70,22 @@ read -r refusal < /tmp/refusal; echo "$refusal"`})
 			t.Fatal("the sandbox's init died of its tenant's memory")
 		}
 		serves(t, s, "out of memory")
+
+		// The same as a job: its result says so too (a job the sandbox
+		// holds is told from the sandbox's count of OOM kills).
+		if !n.be.Capabilities().ProvesCleanup {
+			return
+		}
+		job, err := s.startJob(hostagent.ExecRequest{Shell: backend.ShellClean, Command: "head -c 300M /dev/zero | tail -c 200M >/dev/null"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := s.follow(job.ID)
+		r.untilDone(t)
+		if res := r.info.Result; res == nil || !res.OOMKilled || res.ExitCode == 0 {
+			t.Fatalf("a job holding 200 MiB under a limit of 64 MiB ended %s with %+v, want killed by the OOM killer, and said so", r.info.State, res)
+		}
+		serves(t, s, "out of memory")
 	})
 }
 

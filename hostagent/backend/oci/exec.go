@@ -108,6 +108,15 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 	return b.dial(ctx, id)
 }
 
+// OOMKills implements backend.OOMCounter: the oom_kill count of the
+// sandbox's memory cgroup, which lives as long as its container.
+func (b *Backend) OOMKills(id string) (uint64, bool) {
+	if validateID(id) != nil {
+		return 0, false
+	}
+	return b.lifeline(id).oomKills(b.runtimeOf(id), id)
+}
+
 // sentryFD is a pidfd of the gVisor sandbox process (the sentry) of
 // sandbox id, or -1 when the sandbox is not gVisor's or its sentry is
 // gone. The pidfd is that process's: a reused PID never passes for it.
