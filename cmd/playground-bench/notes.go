@@ -175,8 +175,10 @@ const analysis = `
   sandbox charged to its tenant's memory limit: the agent's heap grows by
   about 11 MiB (271 MiB before), and the four sandboxes holding eight jobs
   each peak at about 330 MiB PSS together, about 10 MiB per job: its 4 MiB
-  ring, the holder's Go heap around it and its buffers. A tenant pays for its
-  own jobs' output, up to its 8 active jobs.
+  ring, the holder's Go heap around it and its buffers, the job's own
+  processes. A tenant pays for its own jobs' output, up to its 8 active jobs.
+  A holder now runs its GC at GOGC 20 (its heap is the ring's growth and its
+  garbage): 297 MiB instead of 326 MiB in a quick run of each (2026-12-01).
 * **P1 and P2 after issue 18.** P1's path (exec) did not change; two runs on
   2026-12-01 gave 6.91 and 7.68 ms p50 (2.3× and 2.9× the fork baseline of
   the same run) against 6.63 ms (2.2×) before. P2's delivered rate rose from
