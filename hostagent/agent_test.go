@@ -21,7 +21,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -126,7 +125,7 @@ func TestInitDeadAtReattachIsARestart(t *testing.T) {
 // does until it restarts. Its JobConn answers every request as that
 // guest's shepherd does (readStart in guest/shepherd_linux.go): it
 // refuses the protocol version by name. The real old binary is not built
-// here; the refusal's text is the contract (guestexec.ErrOldGuest).
+// here; the refusal's text is the contract (guest.UnsupportedVersion).
 type oldGuest struct{ *backendtest.Fake }
 
 func (oldGuest) JobConn(ctx context.Context, id string) (net.Conn, error) {
@@ -138,8 +137,7 @@ func (oldGuest) JobConn(ctx context.Context, id string) (net.Conn, error) {
 		if t, payload, err := fr.ReadFrame(); err != nil || t != guest.FrameStart || json.Unmarshal(payload, &req) != nil {
 			return
 		}
-		msg := fmt.Sprintf("protocol version %d not supported (this sandbox speaks %d); restart the sandbox", req.Version, guest.ProtocolVersion)
-		_, _ = sandbox.Write(guest.AppendFrame(nil, guest.FrameError, []byte(msg)))
+		_, _ = sandbox.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version))))
 	}()
 	return agent, nil
 }

@@ -291,11 +291,7 @@ func oomCounter(be any, sandboxID string) jobs.StartOption {
 func (a *Agent) releaseUnstarted(attach jobs.Attacher, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.KillTimeout)
 	defer cancel()
-	j, err := attach(ctx, id)
-	if err == nil {
-		_, err = j.Release(ctx)
-	}
-	if err != nil && !errors.Is(err, backend.ErrNotFound) {
+	if err := jobs.Release(ctx, attach, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		a.opts.Logger.Warn("A job whose start failed may still run in its sandbox; the next agent adopts it", "job", id, "err", err)
 	}
 }
@@ -366,11 +362,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 			continue
 		}
 		a.opts.Logger.Warn("Releasing a job the sandbox holds that this agent cannot adopt", "sandbox", spec.ID, "job", rec.Spec.ID, "err", err)
-		j, aerr := attach(ctx, rec.Spec.ID)
-		if aerr == nil {
-			_, aerr = j.Release(ctx)
-		}
-		if aerr != nil && !errors.Is(aerr, backend.ErrNotFound) {
+		if aerr := jobs.Release(ctx, attach, rec.Spec.ID); aerr != nil && !errors.Is(aerr, backend.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("releasing job %s of sandbox %s: %w", rec.Spec.ID, spec.ID, aerr))
 		}
 	}

@@ -76,6 +76,17 @@ const DialProtocolVersion = 2
 // set): a shepherd of a guest binary that predates them refuses it.
 const EtcProtocolVersion = 3
 
+// UnsupportedVersionPrefix starts a shepherd's refusal of a request whose
+// protocol version it does not speak (UnsupportedVersion): every guest
+// binary since version 1 refuses so, which is how an agent tells a guest
+// older than a request (guestexec.ErrOldGuest) from a refused request.
+const UnsupportedVersionPrefix = "protocol version "
+
+// UnsupportedVersion is a shepherd's refusal of a request of version v.
+func UnsupportedVersion(v int) string {
+	return fmt.Sprintf("%s%d not supported (this sandbox speaks %d); restart the sandbox", UnsupportedVersionPrefix, v, ProtocolVersion)
+}
+
 // JobProtocolVersion is carried in the Start frames of jobs the sandbox
 // holds (Job set), of attachments to them (Attach) and of their listing
 // (Jobs): a shepherd of a guest binary that predates them refuses these.

@@ -278,7 +278,7 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 			return req, nil, err
 		}
 	} else if req.Version != ProtocolVersion {
-		return req, nil, fmt.Errorf("protocol version %d not supported (this sandbox speaks %d); restart the sandbox", req.Version, ProtocolVersion)
+		return req, nil, errors.New(UnsupportedVersion(req.Version))
 	}
 	if len(req.Command) > MaxCommand {
 		return req, nil, errors.New(backend.CommandTooLong(len(req.Command)))

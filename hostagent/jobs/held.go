@@ -184,13 +184,23 @@ func (h *heldConn) release() {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 		defer cancel()
-		if _, err := c.Release(ctx); err == nil {
-			return
-		}
-		if c2, err := h.attach(ctx, h.id); err == nil {
-			_, _ = c2.Release(ctx)
+		if _, err := c.Release(ctx); err != nil {
+			_ = Release(ctx, h.attach, h.id)
 		}
 	}()
+}
+
+// Release ends the holder of job id, attaching to it anew (killing the
+// job with proof if it still runs): for a job no manager accounts for,
+// which nothing else would bound. A holder that is not there is
+// backend.ErrNotFound.
+func Release(ctx context.Context, attach Attacher, id string) error {
+	j, err := attach(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = j.Release(ctx)
+	return err
 }
 
 // StartHeld admits a job as Start does and starts it with start as a job
@@ -224,7 +234,7 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 	spec, err := m.heldSpec(j.id, meta)
 	var conn Held
 	if err == nil {
-		conn, err = callHeldStart(start, spec)
+		conn, err = callStart(func() (Held, error) { return start(spec) })
 	}
 
 	m.mu.Lock()
@@ -263,15 +273,6 @@ func (m *Manager) heldSpec(id string, meta heldMeta) (guest.JobSpec, error) {
 		TTLSeconds: int(min(math.Ceil(m.limits.TerminalTTL.Seconds()), math.MaxInt32)),
 		Meta:       b,
 	}, nil
-}
-
-func callHeldStart(start HeldStartFunc, spec guest.JobSpec) (h Held, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			h, err = nil, fmt.Errorf("start panicked: %v", r)
-		}
-	}()
-	return start(spec)
 }
 
 // holdLocked makes the reserved job j a running held job on conn.

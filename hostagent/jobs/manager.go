@@ -200,7 +200,7 @@ func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start Sta
 	}
 	defer m.wg.Done()
 
-	proc, err := m.callStart(start, &sink{m: m, j: j})
+	proc, err := callStart(func() (backend.Process, error) { return start(&sink{m: m, j: j}) })
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -281,15 +281,16 @@ func (m *Manager) unreserveLocked(j *job) {
 	delete(m.jobs, j.id)
 }
 
-// callStart runs the start func, turning a panic into an error so that the
+// callStart runs a start func, turning a panic into an error so that the
 // reservation is released.
-func (m *Manager) callStart(start StartFunc, s backend.Sink) (p backend.Process, err error) {
+func callStart[T any](start func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			p, err = nil, fmt.Errorf("start panicked: %v", r)
+			var zero T
+			v, err = zero, fmt.Errorf("start panicked: %v", r)
 		}
 	}()
-	return start(s)
+	return start()
 }
 
 func decr(counts map[string]int, k string) {

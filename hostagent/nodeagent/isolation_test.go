@@ -106,6 +106,32 @@ func parentOf(t *testing.T, pid int) int {
 	return 0
 }
 
+// waitProcess waits for a process of the host whose command line contains
+// marker, and returns its PID.
+func waitProcess(t *testing.T, marker string) int {
+	t.Helper()
+	var pid int
+	NewWithT(t).Eventually(func() []int {
+		pids := pidsOf(marker)
+		if len(pids) > 0 {
+			pid = pids[0]
+		}
+		return pids
+	}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).ShouldNot(BeEmpty())
+	return pid
+}
+
+// waitHalted waits for the Sandbox to say that its job admission halted
+// on a lost proof of cleanup.
+func waitHalted(t *testing.T, ns, name string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		c := jobsAdmitted(g, ns, name)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonProofLost))
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
 func jobsAdmitted(g Gomega, ns, name string) *metav1.Condition {
 	c := meta.FindStatusCondition(getSandbox(g, ns, name).Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition)
 	g.Expect(c).NotTo(BeNil())
@@ -137,14 +163,7 @@ func TestLostProofHaltsOnlyItsSandbox(t *testing.T) {
 		_, err := a.client.Exec(ctx, a.tenant, a.handle, agentapi.ExecRequest{Command: "sleep 1000 & wait # " + marker})
 		execErr <- err
 	}()
-	var shell int
-	g.Eventually(func() []int {
-		pids := pidsOf(marker)
-		if len(pids) > 0 {
-			shell = pids[0]
-		}
-		return pids
-	}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).ShouldNot(BeEmpty())
+	shell := waitProcess(t, marker)
 	g.Expect(syscall.Kill(parentOf(t, shell), syscall.SIGKILL)).To(Succeed(), "killing the shepherd")
 	select {
 	case err := <-execErr:
@@ -156,11 +175,7 @@ func TestLostProofHaltsOnlyItsSandbox(t *testing.T) {
 
 	_, err := a.startJob("true")
 	g.Expect(err).To(MatchError(ContainSubstring("halted in this sandbox")))
-	g.Eventually(func(g Gomega) {
-		c := jobsAdmitted(g, ns, "a")
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonProofLost))
-	}).WithTimeout(timeout).Should(Succeed())
+	waitHalted(t, ns, "a")
 	// Tenant B on the same node is untouched.
 	info, err := b.startJob("echo b")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -168,13 +183,8 @@ func TestLostProofHaltsOnlyItsSandbox(t *testing.T) {
 	g.Expect(jobsAdmitted(g, ns, "b").Status).To(Equal(metav1.ConditionTrue))
 
 	// The operator restarts A: every process in it is killed, its files stay.
-	sbx := getSandbox(g, ns, "a")
-	patch := client.MergeFrom(sbx.DeepCopy())
-	sbx.Spec.RestartRequest = "2026-11-30T16:00:00Z"
-	g.Expect(k8s.Patch(ctx, sbx, patch)).To(Succeed())
+	restart(t, ns, "a", "2026-11-30T16:00:00Z")
 	g.Eventually(func(g Gomega) {
-		s := getSandbox(g, ns, "a")
-		g.Expect(s.Status.RestartRequest).To(Equal("2026-11-30T16:00:00Z"))
 		g.Expect(jobsAdmitted(g, ns, "a").Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(timeout).Should(Succeed())
 	waitEvent(t, ns, "a", corev1.EventTypeNormal, playgroundv1alpha1.ReasonRestarted)
@@ -200,14 +210,7 @@ func TestLostJobHolderHaltsItsSandbox(t *testing.T) {
 	marker := fmt.Sprintf("lost-holder-%d-%d", os.Getpid(), time.Now().UnixNano())
 	job, err := a.startJob("sleep 1000 & wait # " + marker)
 	g.Expect(err).NotTo(HaveOccurred())
-	var shell int
-	g.Eventually(func() []int {
-		pids := pidsOf(marker)
-		if len(pids) > 0 {
-			shell = pids[0]
-		}
-		return pids
-	}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).ShouldNot(BeEmpty())
+	shell := waitProcess(t, marker)
 	g.Expect(syscall.Kill(parentOf(t, shell), syscall.SIGKILL)).To(Succeed(), "killing the job's holder")
 
 	g.Eventually(func(g Gomega) {
@@ -218,18 +221,11 @@ func TestLostJobHolderHaltsItsSandbox(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 	_, err = a.startJob("true")
 	g.Expect(err).To(MatchError(ContainSubstring("halted in this sandbox")))
-	g.Eventually(func(g Gomega) {
-		c := jobsAdmitted(g, ns, "a")
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonProofLost))
-	}).WithTimeout(timeout).Should(Succeed())
+	waitHalted(t, ns, "a")
 	_, err = b.startJob("true")
 	g.Expect(err).NotTo(HaveOccurred(), "another sandbox on the node is untouched")
 
-	sbx := getSandbox(g, ns, "a")
-	patch := client.MergeFrom(sbx.DeepCopy())
-	sbx.Spec.RestartRequest = "2026-12-01T08:00:00Z"
-	g.Expect(k8s.Patch(ctx, sbx, patch)).To(Succeed())
+	restart(t, ns, "a", "2026-12-01T08:00:00Z")
 	g.Eventually(func(g Gomega) {
 		g.Expect(jobsAdmitted(g, ns, "a").Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(timeout).Should(Succeed())

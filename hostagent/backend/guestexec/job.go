@@ -139,7 +139,7 @@ var ErrOldGuest = fmt.Errorf("%w: the sandbox's guest binary predates this reque
 // refusal is the error of a shepherd's Error frame: ErrOldGuest when it
 // refused the request's protocol version, ErrInvalidRequest otherwise.
 func refusal(payload []byte) error {
-	if bytes.HasPrefix(payload, []byte("protocol version ")) {
+	if bytes.HasPrefix(payload, []byte(guest.UnsupportedVersionPrefix)) {
 		return fmt.Errorf("%w (%s)", ErrOldGuest, payload)
 	}
 	return fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload)

@@ -573,8 +573,7 @@ func serveFakeCommand(c net.Conn) {
 	}
 	if req.Version != guest.ProtocolVersion {
 		// It holds no jobs: it answers as a guest from before them does.
-		msg := fmt.Sprintf("protocol version %d not supported (this sandbox speaks %d); restart the sandbox", req.Version, guest.ProtocolVersion)
-		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(msg)))
+		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version))))
 		return
 	}
 	var stdin []byte
