@@ -235,7 +235,7 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 	if err := r.Status().Apply(ctx, ac, client.FieldOwner(playgroundv1alpha1.TenantControllerFieldOwner), client.ForceOwnership); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("applying the status of tenant %s: %w", klog.KObj(tenant), err)
 	}
-	r.recent.applied(tenant.UID, *before.Status.DeepCopy(), *tenant.Status.DeepCopy(), now)
+	r.recent.applied(tenant.UID, before.Status, tenant.Status, now) // both are this pass's own copies
 	return nil
 }
 
