@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 // The agent's Prometheus metrics (docs/metrics.md). The job counters are
@@ -51,6 +53,16 @@ var (
 		"Bytes of background jobs' output evicted from their rings before being read to the end (a poll reports them as a gap).", nil, nil)
 	jobEvictionsDesc = prometheus.NewDesc("playground_job_ring_evictions_total",
 		"Output chunks evicted from background jobs' rings.", nil, nil)
+	poolSizeDesc = prometheus.NewDesc("playground_warm_pool_size",
+		"Pooled sandboxes the backend is configured to keep started ahead of demand.", []string{"backend"}, nil)
+	poolReadyDesc = prometheus.NewDesc("playground_warm_pool_ready",
+		"Pooled sandboxes started and not yet claimed.", []string{"backend"}, nil)
+	poolClaimsDesc = prometheus.NewDesc("playground_warm_pool_claims_total",
+		"New sandboxes by how they started: claimed from the pool (hit), or not (miss: none ready, or the sandbox's spec does not fit the pool's).", []string{"backend", "result"}, nil)
+	poolEmptyDesc = prometheus.NewDesc("playground_warm_pool_empty_total",
+		"Misses of sandboxes that fit the pool but found none ready: the pool is too small, or refills too slowly, for the demand.", []string{"backend"}, nil)
+	poolStartsDesc = prometheus.NewDesc("playground_warm_pool_starts_total",
+		"Pooled sandboxes started to refill the pool, by result (started, failed).", []string{"backend", "result"}, nil)
 )
 
 // Outcomes of exec, the values of playground_exec_duration_seconds's
@@ -107,7 +119,7 @@ type collector struct{ a *Agent }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsHeldDesc, jobsAdoptedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc, jobsReclaimedDesc,
-		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc} {
+		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc} {
 		ch <- d
 	}
 	c.a.execDuration.Describe(ch)
@@ -132,5 +144,19 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(jobOutputDesc, s.OutputBytes)
 	counter(jobDroppedDesc, s.DroppedBytes)
 	counter(jobEvictionsDesc, s.Evictions)
+	for _, be := range c.a.backends {
+		p, ok := be.(backend.WarmPool)
+		if !ok {
+			continue
+		}
+		ps, name := p.PoolStats(), be.Name()
+		ch <- prometheus.MustNewConstMetric(poolSizeDesc, prometheus.GaugeValue, float64(ps.Size), name)
+		ch <- prometheus.MustNewConstMetric(poolReadyDesc, prometheus.GaugeValue, float64(ps.Ready), name)
+		ch <- prometheus.MustNewConstMetric(poolClaimsDesc, prometheus.CounterValue, float64(ps.Hits), name, "hit")
+		ch <- prometheus.MustNewConstMetric(poolClaimsDesc, prometheus.CounterValue, float64(ps.Misses), name, "miss")
+		ch <- prometheus.MustNewConstMetric(poolEmptyDesc, prometheus.CounterValue, float64(ps.Empty), name)
+		ch <- prometheus.MustNewConstMetric(poolStartsDesc, prometheus.CounterValue, float64(ps.Started), name, "started")
+		ch <- prometheus.MustNewConstMetric(poolStartsDesc, prometheus.CounterValue, float64(ps.Failed), name, "failed")
+	}
 	c.a.execDuration.Collect(ch)
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
 
@@ -66,6 +67,8 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&egressPool, "egress-pool", oci.DefaultEgressPool.String(), "IPv4 range from which egress sandboxes get a /30 each; unreachable from sandboxes")
 	fs.StringVar(&reserve, "storage-reserve", "2Gi", "free space (a quantity, e.g. 10Gi) that the state directory's filesystem keeps: below it no new sandbox is provisioned on this node (0 disables)")
 	fs.BoolVar(&ociOpts.UnboundedStorage, "unbounded-storage", false, "run without per-sandbox disk limits (no loop devices needed): one sandbox can then fill the node's disk; see docs/isolation.md")
+	fs.IntVar(&ociOpts.WarmPool, "warm-pool", 0, "how many blank sandboxes the oci backend keeps started ahead of demand: a new Sandbox that fits (isolation container, the default storage, no egress, no faculties) claims one instead of waiting for a start; 0 keeps none")
+	fs.Float64Var(&ociOpts.WarmPoolRate, "warm-pool-rate", oci.DefaultWarmPoolRate, "how many pooled sandboxes start per second at most when the warm pool refills")
 	fs.StringVar(&opts.ListenAddress, "listen", ":9443", "address of the agent API")
 	fs.StringVar(&opts.Endpoint, "advertise", "", "URL of the agent API published in the node's Lease (default: http(s)://$POD_IP, else the listen host, else the hostname, with the listen port)")
 	fs.StringVar(&opts.TokenFile, "token-file", "", "file of shared bearer tokens the API accepts as a trusted gateway's, one per line, re-read on change (playground dev; clusters trust the gateway's identity instead)")
@@ -140,6 +143,10 @@ func runAgent(ctx context.Context, args []string) error {
 		return fmt.Errorf("--storage-reserve: want a non-negative quantity such as 10Gi, not %q", reserve)
 	}
 	ociOpts.StorageReserve = q.Value()
+	if ociOpts.WarmPool < 0 || ociOpts.WarmPoolRate <= 0 {
+		return fmt.Errorf("--warm-pool must not be negative, and --warm-pool-rate must be positive")
+	}
+	ociOpts.NewID = sandboxids.New
 	for _, f := range []struct {
 		flag, value string
 		to          *int64

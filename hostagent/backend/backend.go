@@ -460,3 +460,43 @@ func Isolations(be Backend) []string {
 	}
 	return []string{IsolationContainer}
 }
+
+// WarmPool is implemented by backends that keep blank sandboxes started
+// ahead of demand, so that a new tenant's sandbox is claimed, not started.
+// A pooled sandbox already has its ID (Claim returns it), its ID-map
+// slot, its disk images, its container and its init; Provision with the
+// claimed ID makes it the tenant's (its login profile, /etc, limits) in
+// place, and the Start that follows finds it running.
+type WarmPool interface {
+	// Claim takes out of the pool a ready sandbox that can run spec (its
+	// ID ignored) without a start: the pool's shape (isolation, storage,
+	// no egress, no faculties; other resources are applied in place). ok
+	// is false, and a miss is counted, when none is ready or spec does
+	// not fit. The caller records the ID as the tenant's, then Provisions
+	// it; a claim it cannot record goes back with Unclaim.
+	Claim(spec Spec) (id string, ok bool)
+	// Unclaim returns a claimed sandbox that was not provisioned.
+	Unclaim(id string)
+	// RunPool fills the pool and keeps it filled, at a bounded rate,
+	// until ctx ends; pooled sandboxes outlive it (the next agent adopts
+	// the ones still running). It returns at once when the pool's size is
+	// zero.
+	RunPool(ctx context.Context)
+	// PoolStats reports the pool, for metrics.
+	PoolStats() PoolStats
+}
+
+// PoolStats is a warm pool's state and history.
+type PoolStats struct {
+	// Size is the configured number of pooled sandboxes.
+	Size int
+	// Ready is how many are started and unclaimed now.
+	Ready int
+	// Hits and Misses count Claims that found a sandbox and ones that
+	// did not (none ready, or the spec did not fit); Empty counts the
+	// misses whose spec fitted: the pool was too small or refilled too
+	// slowly for the demand.
+	Hits, Misses, Empty uint64
+	// Started counts pooled sandboxes started; Failed, starts that failed.
+	Started, Failed uint64
+}

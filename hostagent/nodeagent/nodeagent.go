@@ -418,6 +418,9 @@ func Run(ctx context.Context, opts Options) error {
 					return server.Serve(ctx, ln, tlsConfig, opts.ShutdownGrace)
 				}},
 				task{"reconciler", mgr.Start},
+				// After the reattach: the sandboxes tenants have come
+				// before blank ones.
+				task{"warm pools", agent.RunPools},
 			)
 		}},
 		task{"token reload", func(ctx context.Context) error {

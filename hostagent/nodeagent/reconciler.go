@@ -197,6 +197,26 @@ func (r *sandboxReconciler) idOf(sbx *playgroundv1alpha1.Sandbox) (string, error
 	return id, err
 }
 
+// assignID returns the ID of sbx's sandbox on this node, recording one
+// when it has none: a warm sandbox's from its backend's pool when one
+// fits (its start is done: the Ensure that follows claims it), else a new
+// one. A Sandbox with faculties waits for their builds and starts with
+// them mounted: never a pooled one.
+func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (string, error) {
+	var warm string
+	spec := specOf("", sbx)
+	id, used, err := r.ids.AssignFrom(ownerOf(sbx), func() string {
+		if len(sbx.Spec.Faculties) == 0 {
+			warm, _ = r.agent.ClaimWarm(spec)
+		}
+		return warm
+	})
+	if warm != "" && !used {
+		r.agent.UnclaimWarm(spec, warm)
+	}
+	return id, err
+}
+
 // Reconcile provisions (or reattaches) one Sandbox, or destroys it.
 func (r *sandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sbx := &playgroundv1alpha1.Sandbox{}
@@ -229,7 +249,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	}
 	// The ID is recorded on the node before anything of the sandbox
 	// exists, so that whatever is made under it is found again.
-	id, err := r.ids.Assign(ownerOf(sbx))
+	id, err := r.assignID(sbx)
 	if err != nil {
 		return r.failed(ctx, sbx, "Provision", fmt.Errorf("choosing the sandbox's ID: %w", err))
 	}

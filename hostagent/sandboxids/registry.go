@@ -162,16 +162,33 @@ func (r *Registry) lookupLocked(owner string) (string, bool, error) {
 // Assign returns the ID of owner's sandbox, choosing and recording a new
 // random one when it has none. The record is on disk when Assign returns.
 func (r *Registry) Assign(owner string) (string, error) {
+	id, _, err := r.AssignFrom(owner, nil)
+	return id, err
+}
+
+// AssignFrom is Assign, with the new ID proposed by propose when owner has
+// none (a warm sandbox's, say): used when it has the format of a random
+// ID and no owner; a new random one otherwise. used says whether the
+// proposal is owner's ID now: a caller that reserved it for owner takes it
+// back when it is not. propose is not called when owner has an ID.
+func (r *Registry) AssignFrom(owner string, propose func() string) (id string, used bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if id, ok, err := r.lookupLocked(owner); ok || err != nil {
-		return id, err
+		return id, false, err
 	}
-	id := New()
-	for r.owners[id] != "" || r.legacy != nil && r.legacy(id) {
+	if propose != nil {
+		if p := propose(); Valid(p) && r.owners[p] == "" {
+			id, used = p, true
+		}
+	}
+	for id == "" || !used && (r.owners[id] != "" || r.legacy != nil && r.legacy(id)) {
 		id = New()
 	}
-	return id, r.recordLocked(owner, id)
+	if err := r.recordLocked(owner, id); err != nil {
+		return "", false, err
+	}
+	return id, used, nil
 }
 
 // Owner returns the owner recorded for id.

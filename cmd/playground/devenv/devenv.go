@@ -50,6 +50,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/manifest"
@@ -79,6 +80,10 @@ type Options struct {
 	Network oci.Network
 	// Runsc is the node's gVisor runtime; empty: gVisor is not offered.
 	Runsc string
+	// WarmPool and WarmPoolRate are the node's oci warm pool
+	// (oci.Options): zero keeps none.
+	WarmPool     int
+	WarmPoolRate float64
 	// VM makes the node's vm backend over a state directory; nil, or a nil
 	// backend, offers none. Its VMs are stopped when dev ends.
 	VM func(ctx context.Context, stateDir string) (VMBackend, error)
@@ -223,7 +228,8 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	if err := os.Chmod(state, 0o711); err != nil {
 		return nil, err
 	}
-	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary, Network: opts.Network, GVisorRuntime: opts.Runsc})
+	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary, Network: opts.Network, GVisorRuntime: opts.Runsc,
+		WarmPool: opts.WarmPool, WarmPoolRate: opts.WarmPoolRate, NewID: sandboxids.New})
 	if err != nil {
 		return nil, fmt.Errorf("the oci backend: %w", err)
 	}

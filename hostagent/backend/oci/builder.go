@@ -120,7 +120,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 			err = fmt.Errorf("oci: build %s: %w (%w)", req.ID, ctx.Err(), err)
 		}
 	}()
-	sb, err := b.allocate(spec, true)
+	sb, err := b.allocate(spec, true, false)
 	if err != nil {
 		return res, err
 	}

@@ -153,7 +153,7 @@ func TestBuilderLeftByDeadAgent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, buildersDir, "orphan"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := b.allocate(backend.Spec{ID: "orphan", Storage: b.storage(backend.Storage{})}, true)
+	sb, err := b.allocate(backend.Spec{ID: "orphan", Storage: b.storage(backend.Storage{})}, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestBuilderLeftByDeadAgent(t *testing.T) {
 	}
 	conformance.StartNamed(t, b, "orphan", "sleep 7654331")
 	// One whose marker is lost: a tenant's sandbox of its ID replaces it.
-	unmarked, err := b.allocate(backend.Spec{ID: "unmarked", Storage: b.storage(backend.Storage{})}, true)
+	unmarked, err := b.allocate(backend.Spec{ID: "unmarked", Storage: b.storage(backend.Storage{})}, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,9 @@ type sandbox struct {
 	builder bool
 	// source is a builder's /src, for the build that runs it.
 	source string
+	// warm marks a pooled sandbox (pool.go) that no Provision has made a
+	// tenant's yet.
+	warm bool
 }
 
 // sandboxFile is the JSON form of a sandbox in <dir>/sandbox.json.
@@ -55,6 +58,7 @@ type sandboxFile struct {
 	Spec    backend.Spec `json:"spec"`
 	Slot    int          `json:"slot"`
 	Builder bool         `json:"builder,omitempty"`
+	Warm    bool         `json:"warm,omitempty"`
 }
 
 // idPattern bounds sandbox IDs to what is safe as a path element, a runc
@@ -127,35 +131,48 @@ func (b *Backend) load(id string) (*sandbox, error) {
 	if f.Spec.ID != id || f.Slot < 0 || f.Slot >= b.opts.IDMapSlots {
 		return nil, fmt.Errorf("oci: sandbox %s: inconsistent sandbox.json", id)
 	}
-	return &sandbox{dir: dir, spec: f.Spec, slot: f.Slot, builder: f.Builder}, nil
+	return &sandbox{dir: dir, spec: f.Spec, slot: f.Slot, builder: f.Builder, warm: f.Warm}, nil
 }
 
 // loadTenant is load for the calls that run a tenant's sandbox: a builder
-// that an agent left under the ID is not one (Provision replaces it).
+// that an agent left under the ID is not one (Provision replaces it), nor
+// is a pooled sandbox until a Provision makes it the tenant's.
 func (b *Backend) loadTenant(id string) (*sandbox, error) {
 	sb, err := b.load(id)
-	if err == nil && sb.builder {
+	switch {
+	case err != nil:
+		return nil, err
+	case sb.builder:
 		return nil, fmt.Errorf("oci: sandbox %s: %w (a builder left by an earlier agent has its ID)", id, backend.ErrNotFound)
+	case sb.warm:
+		return nil, fmt.Errorf("oci: sandbox %s: %w (a pooled sandbox not provisioned yet)", id, backend.ErrNotFound)
 	}
-	return sb, err
+	return sb, nil
 }
 
 // allocate records a new sandbox with a free ID-map slot. The slot search
 // starts from a hash of the ID, so that agents with distinct state
 // directories on one host rarely collide. b.mu is held until sandbox.json
-// is written, so concurrent provisions never pick the same slot.
-func (b *Backend) allocate(spec backend.Spec, builder bool) (*sandbox, error) {
+// is written, so concurrent provisions never pick the same slot. A
+// pooled sandbox (warm) gets its marker before its record, so that an
+// agent that dies in between leaves it to the next one's pool to remove.
+func (b *Backend) allocate(spec backend.Spec, builder, warm bool) (*sandbox, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	slot, err := b.freeSlot(spec.ID)
 	if err != nil {
 		return nil, err
 	}
-	sb := &sandbox{dir: b.sandboxDir(spec.ID), spec: spec, slot: slot, builder: builder}
+	sb := &sandbox{dir: b.sandboxDir(spec.ID), spec: spec, slot: slot, builder: builder, warm: warm}
 	if err := os.Mkdir(sb.dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(sb.dir, "sandbox.json"), sandboxFile{Spec: spec, Slot: slot, Builder: builder}, 0o600); err != nil {
+	if warm {
+		if err := ensureFile(filepath.Join(sb.dir, warmMarker), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeJSON(filepath.Join(sb.dir, "sandbox.json"), sandboxFile{Spec: spec, Slot: slot, Builder: builder, Warm: warm}, 0o600); err != nil {
 		return nil, err
 	}
 	b.slots[slot] = spec.ID
@@ -233,7 +250,7 @@ func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 	if err := ensureDir(dir, 0o710, 0, hostRoot); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, "sandbox.json"), sandboxFile{Spec: sb.spec, Slot: sb.slot, Builder: sb.builder}, 0o600); err != nil {
+	if err := writeJSON(filepath.Join(dir, "sandbox.json"), sandboxFile{Spec: sb.spec, Slot: sb.slot, Builder: sb.builder, Warm: sb.warm}, 0o600); err != nil {
 		return err
 	}
 	if err := b.prepareRootfs(sb); err != nil {

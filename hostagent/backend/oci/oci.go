@@ -77,6 +77,9 @@ type Backend struct {
 	// slots maps the ID-map slots in use to their sandboxes; read from the
 	// sandboxes' files on first use, then kept here (under mu).
 	slots map[int]string
+
+	// pool is the warm pool, nil without Options.WarmPool (pool.go).
+	pool *pool
 }
 
 // lifeline is one incarnation of a sandbox's container as seen by the
@@ -209,6 +212,9 @@ func New(opts Options) (*Backend, error) {
 			b.etcBinds = append(b.etcBinds, e)
 		}
 	}
+	if opts.WarmPool > 0 {
+		b.pool = &pool{wake: make(chan struct{}, 1)}
+	}
 	b.maskedPaths = maskedPaths()
 	b.cgroupParent, b.swapLimit = cgroupDefaults(opts)
 	b.sweepBuilders()
@@ -306,6 +312,15 @@ func (o *Options) setDefaults() error {
 		if !filepath.IsLocal(f) || filepath.Base(f) != f {
 			return fmt.Errorf("oci: pile file %q must be a plain file name", f)
 		}
+	}
+	if o.WarmPool < 0 {
+		return fmt.Errorf("oci: warm pool size %d is negative", o.WarmPool)
+	}
+	if o.WarmPool > 0 && o.NewID == nil {
+		return errors.New("oci: a warm pool needs NewID, which makes its sandboxes' IDs")
+	}
+	if o.WarmPoolRate <= 0 {
+		o.WarmPoolRate = DefaultWarmPoolRate
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
@@ -484,6 +499,18 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		}
 		err = backend.ErrNotFound
 	}
+	if err == nil && sb.warm {
+		// A pooled sandbox claimed for this spec: made the tenant's in
+		// place, running (pool.go).
+		kept, cerr := b.claimed(ctx, sb, spec)
+		if cerr != nil {
+			return fmt.Errorf("oci: claiming pooled sandbox %s: %w", spec.ID, cerr)
+		}
+		sb.warm = false
+		if !kept {
+			err = backend.ErrNotFound
+		}
+	}
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if err := b.checkReserve(); err != nil {
@@ -492,7 +519,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		// The limits are fixed now, defaults included: a later change of
 		// the defaults or of the spec does not resize existing images.
 		spec.Storage = b.storage(spec.Storage)
-		if sb, err = b.allocate(spec, false); err != nil {
+		if sb, err = b.allocate(spec, false, false); err != nil {
 			return err
 		}
 	case err != nil:
@@ -572,6 +599,12 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 		return err
 	}
 	defer b.lock(id)()
+	b.pool.forget(id)
+	return b.destroyLocked(ctx, id, keepPile)
+}
+
+// destroyLocked is Destroy; the caller holds id's lock.
+func (b *Backend) destroyLocked(ctx context.Context, id string, keepPile bool) error {
 	if err := b.removeContainer(ctx, id); err != nil {
 		return fmt.Errorf("oci: destroying sandbox %s: %w", id, err)
 	}

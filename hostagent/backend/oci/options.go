@@ -139,7 +139,26 @@ type Options struct {
 	// Mkfs is the mkfs.ext4 binary (e2fsprogs); default "mkfs.ext4" from
 	// PATH.
 	Mkfs string
+
+	// WarmPool is how many blank sandboxes the backend keeps started
+	// ahead of demand (backend.WarmPool; pool.go): a new tenant whose
+	// sandbox fits (container isolation, the default storage, no egress,
+	// no faculties) claims one instead of waiting for a start. Each costs
+	// what an idle sandbox does (docs/benchmarks.md, P6) and an ID-map
+	// slot. Zero, the default, keeps none.
+	WarmPool int
+	// WarmPoolRate bounds how many pooled sandboxes start per second when
+	// the pool refills; default DefaultWarmPoolRate.
+	WarmPoolRate float64
+	// NewID makes the IDs of pooled sandboxes: each is its tenant's
+	// sandbox ID once claimed, so it has their format. Required with
+	// WarmPool.
+	NewID func() string
 }
+
+// DefaultWarmPoolRate is how many pooled sandboxes start per second at
+// most, by default: refilling yields to the starts tenants wait for.
+const DefaultWarmPoolRate = 5.0
 
 // DefaultEgressPool is where egress sandboxes' /30 subnets come from: the
 // shared address space of RFC 6598, which no cloud or cluster routes.

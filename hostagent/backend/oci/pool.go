@@ -1,0 +1,336 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+// The warm pool (backend.WarmPool). A pooled sandbox is an ordinary
+// sandbox of this state directory, made and started as Provision and
+// Start make any, under an ID that Options.NewID gave it: the tenant's
+// sandbox ID once claimed. Its ID-map slot, its disk images (the default
+// storage), its container, its cgroup, its hostname and its /etc were all
+// made for that ID, so claiming it changes nothing a tenant could tell
+// from a cold start: Provision writes the tenant's login profile into its
+// /etc, fixes its record, and sets its limits in its cgroup (runc update)
+// when they are not the defaults it started with.
+//
+// On disk, sandbox.json says "warm" from the moment the pooled sandbox is
+// allocated until a Provision makes it a tenant's; the file warmMarker in
+// its directory says that it is unclaimed. Claim removes the marker before
+// it returns the ID: a restarted agent puts back in its pool only the
+// sandboxes that still have it (and that still run), destroys the others
+// that have it, and leaves a claimed one for its tenant's Provision.
+
+// warmMarker is the file of an unclaimed pooled sandbox.
+const warmMarker = "warm"
+
+// pool is the backend's warm pool; nil when Options.WarmPool is zero.
+type pool struct {
+	mu sync.Mutex
+	// ready are the IDs of started, unclaimed pooled sandboxes, oldest
+	// first.
+	ready []string
+	// wake is signalled when a claim makes room.
+	wake  chan struct{}
+	stats backend.PoolStats
+}
+
+var _ backend.WarmPool = (*Backend)(nil)
+
+// fitsPool reports whether spec can run on a pooled sandbox as it is:
+// the default isolation and storage, no egress network and no faculties,
+// which are all fixed when a container is made. Resources are applied to
+// a running one.
+func (b *Backend) fitsPool(spec backend.Spec) bool {
+	return backend.IsolationOf(spec) == backend.IsolationContainer &&
+		len(spec.Egress) == 0 && len(spec.Faculties) == 0 &&
+		b.storage(spec.Storage) == b.storage(backend.Storage{}) &&
+		validateSpecFields(spec) == nil
+}
+
+// Claim implements backend.WarmPool.
+func (b *Backend) Claim(spec backend.Spec) (string, bool) {
+	p := b.pool
+	if p == nil {
+		return "", false
+	}
+	fits := b.fitsPool(spec)
+	for fits {
+		p.mu.Lock()
+		if len(p.ready) == 0 {
+			p.mu.Unlock()
+			break
+		}
+		id := p.ready[0]
+		p.ready = p.ready[1:]
+		p.mu.Unlock()
+		p.signal()
+		// Removing the marker is the claim; a sandbox whose init died
+		// since it was started is not handed out (the refill replaces it).
+		if !b.Alive(id) {
+			go b.discardPooled(id)
+			continue
+		}
+		if err := os.Remove(filepath.Join(b.sandboxDir(id), warmMarker)); err != nil {
+			continue
+		}
+		p.mu.Lock()
+		p.stats.Hits++
+		p.mu.Unlock()
+		return id, true
+	}
+	p.mu.Lock()
+	p.stats.Misses++
+	if fits {
+		p.stats.Empty++
+	}
+	p.mu.Unlock()
+	return "", false
+}
+
+// Unclaim implements backend.WarmPool.
+func (b *Backend) Unclaim(id string) {
+	if b.pool == nil || validateID(id) != nil {
+		return
+	}
+	defer b.lock(id)()
+	sb, err := b.load(id)
+	if err != nil || !sb.warm {
+		return // provisioned (or gone) in the meantime: not the pool's
+	}
+	if ensureFile(filepath.Join(sb.dir, warmMarker), 0o600) != nil {
+		return
+	}
+	b.pool.mu.Lock()
+	b.pool.ready = append(b.pool.ready, id)
+	b.pool.mu.Unlock()
+}
+
+// PoolStats implements backend.WarmPool.
+func (b *Backend) PoolStats() backend.PoolStats {
+	if b.pool == nil {
+		return backend.PoolStats{}
+	}
+	b.pool.mu.Lock()
+	defer b.pool.mu.Unlock()
+	s := b.pool.stats
+	s.Size, s.Ready = b.opts.WarmPool, len(b.pool.ready)
+	return s
+}
+
+// signal wakes the refill without blocking.
+func (p *pool) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// forget drops id from the ready list: Provision or Destroy took it.
+func (p *pool) forget(id string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.ready, id); i >= 0 {
+		p.ready = slices.Delete(p.ready, i, i+1)
+		p.signal()
+	}
+}
+
+// RunPool implements backend.WarmPool: it adopts the pooled sandboxes an
+// earlier agent left, then starts one whenever the pool is short, no
+// faster than Options.WarmPoolRate, backing off after failures.
+func (b *Backend) RunPool(ctx context.Context) {
+	p := b.pool
+	if p == nil {
+		return
+	}
+	log := logr.FromContextOrDiscard(ctx).WithName("warm-pool")
+	b.adoptPooled(ctx, log)
+	interval := time.Duration(float64(time.Second) / b.opts.WarmPoolRate)
+	failures := 0
+	for ctx.Err() == nil {
+		p.mu.Lock()
+		short := len(p.ready) < b.opts.WarmPool
+		p.mu.Unlock()
+		if !short {
+			select {
+			case <-ctx.Done():
+			case <-p.wake:
+			}
+			continue
+		}
+		wait := interval
+		if err := b.startPooled(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			wait = min(interval<<min(failures, 6), time.Minute)
+			log.Error(err, "Starting a pooled sandbox", "retryIn", wait.String())
+		} else {
+			failures = 0
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
+// startPooled makes and starts one pooled sandbox and adds it to the
+// ready list.
+func (b *Backend) startPooled(ctx context.Context) (err error) {
+	spec := backend.Spec{ID: b.opts.NewID(), Backend: b.Name()}
+	if err := validateID(spec.ID); err != nil {
+		return err
+	}
+	defer func() {
+		b.pool.mu.Lock()
+		if err == nil {
+			b.pool.stats.Started++
+			b.pool.ready = append(b.pool.ready, spec.ID)
+		} else {
+			b.pool.stats.Failed++
+		}
+		b.pool.mu.Unlock()
+	}()
+	unlock := b.lock(spec.ID)
+	defer unlock()
+	if _, err := b.load(spec.ID); !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Errorf("oci: a pooled sandbox's new ID %s is taken", spec.ID)
+	}
+	if err := b.checkReserve(); err != nil {
+		return err
+	}
+	spec.Storage = b.storage(spec.Storage)
+	sb, err := b.allocate(spec, false, true)
+	if err == nil {
+		if err = b.prepare(ctx, sb); err == nil {
+			err = b.start(ctx, sb)
+		}
+	}
+	if err != nil {
+		// Whatever was made goes; the ID is never handed out.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.opts.StartTimeout)
+		defer cancel()
+		return errors.Join(err, b.destroyLocked(cctx, spec.ID, false))
+	}
+	return nil
+}
+
+// adoptPooled takes into the ready list the unclaimed pooled sandboxes of
+// the state directory that still run, up to the pool's size, and destroys
+// the other unclaimed ones.
+func (b *Backend) adoptPooled(ctx context.Context, log logr.Logger) {
+	entries, _ := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
+	for _, e := range entries {
+		id := e.Name()
+		if validateID(id) != nil || !fileExists(filepath.Join(b.sandboxDir(id), warmMarker)) {
+			continue
+		}
+		b.pool.mu.Lock()
+		room := len(b.pool.ready) < b.opts.WarmPool && !slices.Contains(b.pool.ready, id)
+		b.pool.mu.Unlock()
+		if room && b.Alive(id) {
+			b.pool.mu.Lock()
+			b.pool.ready = append(b.pool.ready, id)
+			b.pool.mu.Unlock()
+			continue
+		}
+		if err := b.discardPooledCtx(ctx, id); err != nil {
+			log.Error(err, "Removing a pooled sandbox", "id", id)
+		}
+	}
+}
+
+// discardPooled destroys an unclaimed pooled sandbox that cannot be
+// handed out (its init died).
+func (b *Backend) discardPooled(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.StartTimeout)
+	defer cancel()
+	_ = b.discardPooledCtx(ctx, id)
+}
+
+func (b *Backend) discardPooledCtx(ctx context.Context, id string) error {
+	defer b.lock(id)()
+	sb, err := b.load(id)
+	if err != nil || !sb.warm || !fileExists(filepath.Join(sb.dir, warmMarker)) {
+		return nil // claimed meanwhile: its tenant's now
+	}
+	b.pool.forget(id)
+	return b.destroyLocked(ctx, id, false)
+}
+
+// claimed makes the pooled sandbox sb, claimed for spec, the tenant's:
+// its record and /etc are spec's (Provision's prepare writes them), and
+// its limits are set in place. A spec that does not fit the pooled
+// sandbox (its faculties or egress, known only now) gets its container
+// made anew at the Start that follows, as a cold start would; storage
+// that differs cannot be changed, so the sandbox is destroyed and made
+// again. It reports whether sb is still there. The caller holds sb's lock.
+func (b *Backend) claimed(ctx context.Context, sb *sandbox, spec backend.Spec) (kept bool, err error) {
+	b.pool.forget(sb.spec.ID)
+	_ = os.Remove(filepath.Join(sb.dir, warmMarker))
+	if b.storage(spec.Storage) != sb.spec.Storage {
+		return false, b.destroyLocked(ctx, sb.spec.ID, false)
+	}
+	if !b.fitsPool(spec) {
+		return true, b.removeContainer(ctx, sb.spec.ID)
+	}
+	have, want := b.resources(sb.spec.Resources), b.resources(spec.Resources)
+	if have == want || !b.runc.exists(containerID(sb.spec.ID)) {
+		return true, nil
+	}
+	if err := b.runc.update(ctx, containerID(sb.spec.ID), want, b.swapLimit); err != nil {
+		// Made anew at the next Start, with the tenant's limits.
+		return true, errors.Join(err, b.removeContainer(ctx, sb.spec.ID))
+	}
+	return true, nil
+}
+
+// update sets a running container's limits: memory (and memory+swap when
+// swap is limited), CPU quota and PIDs.
+func (r *runc) update(ctx context.Context, id string, res backend.Resources, swap bool) error {
+	args := []string{"update", "--memory", strconv.FormatInt(res.MemoryBytes, 10), "--pids-limit", strconv.FormatInt(res.PIDs, 10)}
+	if swap {
+		args = append(args, "--memory-swap", strconv.FormatInt(res.MemoryBytes, 10))
+	}
+	if res.CPUMillis > 0 {
+		args = append(args, "--cpu-period", strconv.Itoa(cpuPeriod), "--cpu-quota", strconv.FormatInt(res.CPUMillis*cpuPeriod/1000, 10))
+	}
+	_, err := r.output(ctx, append(args, r.name(id))...)
+	return err
+}

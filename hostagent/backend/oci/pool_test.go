@@ -1,0 +1,247 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package oci
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+// newPooledBackend is a backend over stateDir with a warm pool of size,
+// refilled without a rate that would slow the test down; its pool runs
+// until the test ends or stop is called.
+func newPooledBackend(t *testing.T, stateDir string, size int) (b *Backend, stop func()) {
+	t.Helper()
+	var n atomic.Int64
+	prefix := fmt.Sprintf("pool%d-", time.Now().UnixNano()%1e6)
+	b, err := New(Options{StateDir: stateDir, GuestBinary: guestBinary, Runtime: testRuntime,
+		WarmPool: size, WarmPoolRate: 100, NewID: func() string { return prefix + strconv.FormatInt(n.Add(1), 10) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); b.RunPool(ctx) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return b, stop
+}
+
+// waitPoolReady waits until the pool holds n ready sandboxes (the refill
+// is a background loop; a test waits for its result, not for a time).
+func waitPoolReady(t *testing.T, b *Backend, n int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for b.PoolStats().Ready != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool holds %d ready sandboxes, not %d: %+v", b.PoolStats().Ready, n, b.PoolStats())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWarmPoolClaimIsLikeAColdStart: a tenant's sandbox claimed from the
+// pool is started by nobody on its way (no new init), and is then what a
+// cold-started sandbox of the same spec is, as its tenant and the node see
+// it: its identity and /etc, its login profile, its limits (set in place,
+// since the spec's are not the pool's), its disk, its persistence across a
+// restart, and no view of other sandboxes. The pool refills behind it,
+// and a spec that does not fit the pool is a miss.
+func TestWarmPoolClaimIsLikeAColdStart(t *testing.T) {
+	requireRunc(t)
+	ctx := context.Background()
+	b, _ := newPooledBackend(t, newStateDir(t), 2)
+	waitPoolReady(t, b, 2)
+
+	spec := backend.Spec{
+		Tenant: "team/alice", Persona: "a careful reviewer",
+		LoginEnv:    []backend.EnvVar{{Name: "GREETING", Value: "hello 'there'"}},
+		LoginScript: "export FROM_SCRIPT=yes",
+		Resources:   backend.Resources{CPUMillis: 500, MemoryBytes: 256 << 20, PIDs: 64},
+	}
+	id, ok := b.Claim(spec)
+	if !ok {
+		t.Fatalf("no claim from a pool of %+v", b.PoolStats())
+	}
+	startsBefore := b.Starts(id)
+	warm := spec
+	warm.ID = id
+	if err := b.Reattach(ctx, warm); !strings.Contains(fmt.Sprint(err), backend.ErrNotFound.Error()) {
+		t.Fatalf("Reattach of a claimed, unprovisioned sandbox: %v, want not found (the agent then provisions it)", err)
+	}
+	startSandbox(t, b, warm)
+	if got := b.Starts(id); got != startsBefore {
+		t.Errorf("claiming started the sandbox's init again (%d starts, %d before): the claim is not a warm one", got, startsBefore)
+	}
+	cold := spec
+	cold.ID = "cold"
+	startSandbox(t, b, cold)
+
+	// What the tenant sees, the sandbox's own ID written as <id>.
+	probe := `hostname; cat /etc/hostname /etc/hosts /etc/passwd /etc/group; id; echo "$PERSONA|$GREETING|$FROM_SCRIPT"
+		stat -c '%n %a %U:%G' / /workspace ~ /tmp /pile /pile/*; ulimit -n; ulimit -u
+		df -B1 --output=size,itotal /workspace /pile | tail -n +2; ls -A /workspace /tmp; cat /proc/self/cgroup
+		ps -eo user,args | grep -v 'ps -eo\|grep' | sort`
+	see := func(id string) string {
+		r := run(t, b, id, backend.ExecRequest{Command: probe, Shell: backend.ShellLogin})
+		if r.Status.Code != 0 {
+			t.Fatalf("probe in %s: %+v %s", id, r.Status, r.Stderr)
+		}
+		return strings.ReplaceAll(r.Stdout, id, "<id>")
+	}
+	if w, c := see(id), see(cold.ID); w != c {
+		t.Errorf("the claimed sandbox differs from a cold-started one\nclaimed:\n%s\ncold:\n%s", w, c)
+	}
+
+	// What the node enforces: the spec's limits, not the pool's defaults.
+	for _, sid := range []string{id, cold.ID} {
+		pid, err := b.initPID(sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cgroupValue(t, pid, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(256<<20) {
+			t.Errorf("%s: memory limit %s", sid, got)
+		}
+		if got := cgroupValue(t, pid, "pids", "pids.max", "pids.max"); got != "64" {
+			t.Errorf("%s: pids limit %s", sid, got)
+		}
+		if got := cgroupValue(t, pid, "cpu", "cpu.cfs_quota_us", "cpu.max"); got != "50000" && got != "50000 100000" {
+			t.Errorf("%s: cpu quota %s", sid, got)
+		}
+	}
+	sh(t, b, id, "echo kept > /workspace/mine")
+	if got := sh(t, b, cold.ID, "ls -A /workspace"); got != "" {
+		t.Errorf("the cold sandbox sees files it did not write: %q", got)
+	}
+	if err := b.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, b, id, "cat /workspace/mine; hostname"); got != "kept\n"+id+"\n" {
+		t.Errorf("after a restart the claimed sandbox holds %q", got)
+	}
+	if got := b.Starts(id); got != startsBefore+1 {
+		t.Errorf("a restart counted %d starts, want %d", got, startsBefore+1)
+	}
+
+	waitPoolReady(t, b, 2)
+	if slices.Contains(b.pooledIDs(), id) {
+		t.Errorf("the claimed sandbox %s is back in the pool", id)
+	}
+	big := spec
+	big.Storage.LayerBytes = b.opts.DefaultStorage.LayerBytes * 2
+	if other, ok := b.Claim(big); ok {
+		t.Errorf("a spec with storage of its own claimed pooled sandbox %s", other)
+	}
+	if s := b.PoolStats(); s.Hits != 1 || s.Misses != 1 || s.Empty != 0 || s.Started < 3 {
+		t.Errorf("pool stats %+v: want 1 hit, 1 miss that did not fit, at least 3 started", s)
+	}
+}
+
+// TestWarmPoolAcrossAgents: the pooled sandboxes outlive the agent. The
+// next one puts back in its pool those still running and unclaimed,
+// destroys the one whose init died, leaves a claimed one to its tenant's
+// Provision, and refills to its size. Destroying a claimed sandbox before
+// it was provisioned leaves nothing.
+func TestWarmPoolAcrossAgents(t *testing.T) {
+	requireRunc(t)
+	ctx := context.Background()
+	dir := newStateDir(t)
+	first, stop := newPooledBackend(t, dir, 3)
+	waitPoolReady(t, first, 3)
+	claimed, ok := first.Claim(backend.Spec{})
+	if !ok {
+		t.Fatal("no claim")
+	}
+	waitPoolReady(t, first, 3)
+	stop()
+	ids := first.pooledIDs()
+	dead, alive := ids[0], ids[1:]
+	pid, err := first.initPID(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for first.Alive(dead) {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	next, _ := newPooledBackend(t, dir, 3)
+	waitPoolReady(t, next, 3)
+	got := next.pooledIDs()
+	for _, id := range alive {
+		if !slices.Contains(got, id) {
+			t.Errorf("the next agent's pool %v lacks %s, which still ran", got, id)
+		}
+	}
+	if slices.Contains(got, dead) || fileExists(next.sandboxDir(dead)) {
+		t.Errorf("the pooled sandbox whose init died is still there (pool %v)", got)
+	}
+	if slices.Contains(got, claimed) {
+		t.Errorf("the claimed sandbox %s went back to the pool", claimed)
+	}
+	if s := next.PoolStats(); s.Started != 1 {
+		t.Errorf("the next agent started %d pooled sandboxes, want 1 (for the dead one)", s.Started)
+	}
+	starts := next.Starts(claimed)
+	startSandbox(t, next, backend.Spec{ID: claimed, Tenant: "team/bob"})
+	if next.Starts(claimed) != starts {
+		t.Error("the claimed sandbox was started again when its tenant provisioned it")
+	}
+	if got := sh(t, next, claimed, "hostname"); got != claimed+"\n" {
+		t.Errorf("hostname %q", got)
+	}
+
+	// Claimed, never provisioned, destroyed: nothing left.
+	gone, ok := next.Claim(backend.Spec{})
+	if !ok {
+		t.Fatal("no claim")
+	}
+	if err := next.Destroy(ctx, gone, false); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(t, dir, gone); len(left) > 0 {
+		t.Errorf("destroying a claimed sandbox left %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(next.sandboxDir(gone))); !os.IsNotExist(err) {
+		t.Errorf("its directory: %v", err)
+	}
+}
+
+// pooledIDs are the pool's ready sandboxes, oldest first.
+func (b *Backend) pooledIDs() []string {
+	b.pool.mu.Lock()
+	defer b.pool.mu.Unlock()
+	return slices.Clone(b.pool.ready)
+}

@@ -1,0 +1,64 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hostagent
+
+import (
+	"context"
+	"sync"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+// ClaimWarm takes, from the warm pool of the backend that runs spec, a
+// started sandbox that fits it, and returns its ID: the caller records
+// it as the tenant's sandbox ID, and the Ensure that follows finds it
+// running. ok is false when the backend has no pool, none is ready, or
+// spec does not fit one.
+func (a *Agent) ClaimWarm(spec backend.Spec) (id string, ok bool) {
+	be, err := a.backendFor(spec)
+	if err != nil {
+		return "", false
+	}
+	if p, isPool := be.(backend.WarmPool); isPool {
+		return p.Claim(spec)
+	}
+	return "", false
+}
+
+// UnclaimWarm gives back a sandbox that ClaimWarm returned and that was
+// not recorded as a tenant's.
+func (a *Agent) UnclaimWarm(spec backend.Spec, id string) {
+	if be, err := a.backendFor(spec); err == nil {
+		if p, isPool := be.(backend.WarmPool); isPool {
+			p.Unclaim(id)
+		}
+	}
+}
+
+// RunPools fills and refills the warm pools of the backends that have
+// one until ctx ends.
+func (a *Agent) RunPools(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, be := range a.backends {
+		if p, ok := be.(backend.WarmPool); ok {
+			wg.Go(func() { p.RunPool(ctx) })
+		}
+	}
+	<-ctx.Done()
+	wg.Wait()
+	return nil
+}
