@@ -92,6 +92,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	now := r.Options.Now()
 
+	justBound := false
 	if sbx.Spec.NodeName == "" && sbx.DeletionTimestamp.IsZero() {
 		// One binding at a time, from the choice to its record in pending:
 		// workers choosing at once would all see the same loads and pile
@@ -114,15 +115,39 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// No Event: the Bound condition says it, and a new tenant's path
 		// to Ready records none (each is an API write).
 		log.Info("Bound sandbox", "sandbox", klog.KObj(&sbx), "node", node)
+		justBound = true
 	}
 
 	s := summarise(&sbx, agents, now)
+	if wait := awaitingFirstReport(&sbx, s, justBound, now); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	res := ctrl.Result{}
 	if reg, ok := agents[sbx.Spec.NodeName]; ok && reg.Healthy(now) {
 		// Nothing announces a lease's expiry: look again just after it.
 		res.RequeueAfter = reg.Renewed.Add(reg.Duration).Sub(now) + time.Second
 	}
 	return res, r.applyStatus(ctx, &sbx, s)
+}
+
+// firstReportGrace is how long the manager leaves the status of a Sandbox
+// created bound (a Tenant's: Binder.bindAtCreate) to its agent's first
+// report. Most sandboxes are Provisioned within it, and their status goes
+// from empty to Ready in two writes (the agent's Provisioned, then the
+// manager's Ready), not three. An agent still starting one after 5 s says
+// Provisioning, which brings the manager's part at once; a healthy agent
+// that says nothing gets the manager's Pending status when the grace
+// ends, and one whose registration lapses gets it at once.
+const firstReportGrace = 10 * time.Second
+
+// awaitingFirstReport is how much longer sbx's status is left to its
+// agent's first report; zero or less: write it now.
+func awaitingFirstReport(sbx *playgroundv1alpha1.Sandbox, s summary, justBound bool, now time.Time) time.Duration {
+	if justBound || sbx.Spec.NodeName == "" || !sbx.DeletionTimestamp.IsZero() || sbx.Status.Phase != "" ||
+		len(sbx.Status.Conditions) > 0 || s.health == nil || s.health.Status != metav1.ConditionTrue {
+		return 0
+	}
+	return sbx.CreationTimestamp.Add(firstReportGrace).Sub(now)
 }
 
 // registrations returns the agents' registrations by node.

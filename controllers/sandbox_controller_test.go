@@ -395,7 +395,9 @@ func TestStatusOwners(t *testing.T) {
 
 // TestTenantSandboxIsCreatedBound: a Tenant's Sandbox is created already
 // bound to an eligible node, with its agent's finalizer: no write of its
-// own for either (a binding patch would have moved its generation).
+// own for either (a binding patch would have moved its generation). Its
+// status is left to its agent's first report (none comes here): the
+// manager writes its part when the grace for it ends.
 func TestTenantSandboxIsCreatedBound(t *testing.T) {
 	ns := newNamespace(t)
 	suffix := rand.String(5)
@@ -409,6 +411,18 @@ func TestTenantSandboxIsCreatedBound(t *testing.T) {
 		g.Expect(s.Spec.NodeName).To(Equal(node))
 		g.Expect(s.Finalizers).To(ContainElement(playgroundv1alpha1.SandboxFinalizer))
 		g.Expect(s.Generation).To(Equal(int64(1)), "the node came with the create, not a patch after it")
-		g.Expect(conditionOf(s, playgroundv1alpha1.BoundCondition).Status).To(Equal(metav1.ConditionTrue))
 	})
+	s := getSandbox(NewWithT(t), ns, "bound-early")
+	if age := time.Since(s.CreationTimestamp.Time); age < firstReportGrace-2*time.Second {
+		if len(s.Status.Conditions) > 0 || s.Status.Phase != "" {
+			t.Errorf("the manager wrote the status of a Sandbox created bound %v after its creation, before its agent reported: %+v", age, s.Status)
+		}
+	}
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		s := getSandbox(g, ns, "bound-early")
+		g.Expect(conditionOf(s, playgroundv1alpha1.BoundCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(conditionOf(s, playgroundv1alpha1.ReadyCondition).Reason).To(Equal(playgroundv1alpha1.ReasonProvisioning))
+		g.Expect(s.Status.Phase).To(Equal(playgroundv1alpha1.SandboxPending))
+	}, firstReportGrace+20*time.Second, 200*time.Millisecond).Should(Succeed(), "no status once the agent's grace ended")
 }
