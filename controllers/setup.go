@@ -64,7 +64,7 @@ type Options struct {
 
 // DefaultWorkers lets a burst of Tenants overlap their round trips to the
 // API server instead of queueing behind one another.
-const DefaultWorkers = 4
+const DefaultWorkers = 16
 
 func (o *Options) defaults() {
 	if o.LeaseNamespace == "" {

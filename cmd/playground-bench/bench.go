@@ -98,10 +98,17 @@ func run(ctx context.Context, opts options, out, log io.Writer) error {
 		if err != nil {
 			return err
 		}
-		r, err := scale(ctx, opts, sz.scaleTenants, out)
+		r, err := scale(ctx, opts, sz.scaleTenants, 0, out)
 		stopProfile()
 		if err != nil {
 			return fmt.Errorf("P5: %w", err)
+		}
+		rows = append(rows, r...)
+		// Again with a warm pool of a quarter of the burst, refilled as
+		// the agent does by default while the burst runs.
+		fmt.Fprintf(out, "Running P5 again with a warm pool of %d...\n", sz.scaleTenants/4)
+		if r, err = scale(ctx, opts, sz.scaleTenants, sz.scaleTenants/4, out); err != nil {
+			return fmt.Errorf("P5 with a warm pool: %w", err)
 		}
 		rows = append(rows, r...)
 	}
@@ -547,6 +554,10 @@ func (b *bench) tenantsReady(ctx context.Context) ([]row, error) {
 // apart (" with a warm pool"). It returns the rows, and when each tenant
 // was Ready.
 func (b *bench) applyTenants(ctx context.Context, ns, label string, settle func(context.Context) error) ([]row, map[string]time.Time, error) {
+	// The watches end here: an open watch holds the API server's shutdown
+	// for a minute.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	c := b.env.Client
 	if err := c.Create(ctx, namespace(ns)); err != nil {
 		return nil, nil, err
@@ -591,15 +602,18 @@ func (b *bench) applyTenants(ctx context.Context, ns, label string, settle func(
 	}
 	slices.Sort(ds)
 	p50, p99 := pct(ds, .5), pct(ds, .99)
+	// The design's goals; with a warm pool, issue 20's.
 	aloneGoal, aloneVerdict := "(for reference)", "—"
+	p50Goal, p99Goal := 150*time.Millisecond, 500*time.Millisecond
 	if label != "" {
 		aloneGoal, aloneVerdict = "≤ 100 ms", verdict(pct(alone, .5) <= 100*time.Millisecond)
+		p50Goal, p99Goal = 500*time.Millisecond, time.Second
 	}
 	return []row{
 		{"P3 one Tenant applied alone → Ready" + label + ", median of 5", ms(pct(alone, .5)), "", "", aloneGoal, aloneVerdict},
 		{"P3 one Tenant alone" + label + ", when each step was seen (median)", medianStages(aloneStages), "", "", "", ""},
-		{fmt.Sprintf("P3 Tenant applied → Ready (token, running sandbox)%s, p50 of %d at once", label, b.sz.tenants), ms(p50), "", "", "≤ 150 ms", verdict(p50 <= 150*time.Millisecond)},
-		{fmt.Sprintf("P3 Tenant applied → Ready%s, p99 of %d", label, b.sz.tenants), ms(p99), "", "", "≤ 500 ms", verdict(p99 <= 500*time.Millisecond)},
+		{fmt.Sprintf("P3 Tenant applied → Ready (token, running sandbox)%s, p50 of %d at once", label, b.sz.tenants), ms(p50), "", "", fmt.Sprintf("≤ %d ms", p50Goal.Milliseconds()), verdict(p50 <= p50Goal)},
+		{fmt.Sprintf("P3 Tenant applied → Ready%s, p99 of %d", label, b.sz.tenants), ms(p99), "", "", fmt.Sprintf("≤ %d ms", p99Goal.Milliseconds()), verdict(p99 <= p99Goal)},
 	}, readyAt, nil
 }
 

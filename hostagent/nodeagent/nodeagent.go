@@ -72,7 +72,7 @@ const (
 	DefaultShutdownGrace       = 30 * time.Second
 	DefaultResyncInterval      = 5 * time.Second
 	DefaultTokenReloadInterval = 30 * time.Second
-	DefaultWorkers             = 4
+	DefaultWorkers             = 16
 )
 
 // Options configure a node's agent.

@@ -84,6 +84,9 @@ type Options struct {
 	// (oci.Options): zero keeps none.
 	WarmPool     int
 	WarmPoolRate float64
+	// Workers is how many objects the manager, and how many sandboxes the
+	// agent, handle at once; zero: their defaults.
+	Workers int
 	// VM makes the node's vm backend over a state directory; nil, or a nil
 	// backend, offers none. Its VMs are stopped when dev ends.
 	VM func(ctx context.Context, stateDir string) (VMBackend, error)
@@ -258,7 +261,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		}()
 	}
 
-	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{Logger: opts.Logger.WithName("manager"),
+	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{Logger: opts.Logger.WithName("manager"), Options: controllers.Options{Workers: opts.Workers},
 		// A process may run several (the benchmarks do).
 		SkipNameValidation: true})
 	if err != nil {
@@ -302,6 +305,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 			Backends: backends,
 			Listener: ln,
 			Tokens:   []string{env.AgentToken},
+			Workers:  opts.Workers,
 			Logger:   opts.Logger.WithName("agent"),
 		})
 	})

@@ -213,7 +213,7 @@ func New(opts Options) (*Backend, error) {
 		}
 	}
 	if opts.WarmPool > 0 {
-		b.pool = &pool{wake: make(chan struct{}, 1)}
+		b.pool = &pool{wake: make(chan struct{}, 1), fresh: make(map[string]bool)}
 	}
 	b.maskedPaths = maskedPaths()
 	b.cgroupParent, b.swapLimit = cgroupDefaults(opts)
@@ -638,6 +638,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 // every process in it), and its now empty parent cgroups; files stay. The
 // caller holds the sandbox's lock.
 func (b *Backend) removeContainer(ctx context.Context, id string) error {
+	b.pool.takeFresh(id)
 	cid := containerID(id)
 	rt := b.runtimeOf(id)
 	if !rt.exists(cid) {
@@ -726,6 +727,14 @@ func (b *Backend) start(ctx context.Context, sb *sandbox) error {
 	}
 	if other := b.runtimeOf(sb.spec.ID); other != rt && other.exists(cid) {
 		return fmt.Errorf("oci: sandbox %s: its container runs under %s, not %s as sandbox.json says", sb.spec.ID, filepath.Base(other.bin), filepath.Base(rt.bin))
+	}
+	if b.pool.takeFresh(sb.spec.ID) {
+		// Claimed from the pool by the Provision before this Start, its
+		// container kept: running, unless its init died since (then it
+		// is started over below, as any).
+		if pid, err := b.initPID(sb.spec.ID); err == nil && isGuestInit(pid) && fileExists(sock) {
+			return nil
+		}
 	}
 	if rt.exists(cid) {
 		st, err := rt.state(ctx, cid)

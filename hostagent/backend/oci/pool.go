@@ -63,6 +63,23 @@ type pool struct {
 	// wake is signalled when a claim makes room.
 	wake  chan struct{}
 	stats backend.PoolStats
+	// fresh are the sandboxes a Provision made a tenant's with their
+	// container kept, until the Start that follows: it finds them running
+	// without asking the runtime (a `runc state` is a process start).
+	fresh map[string]bool
+}
+
+// takeFresh reports whether id was claimed with its container kept since
+// the last Start, and forgets it.
+func (p *pool) takeFresh(id string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fresh := p.fresh[id]
+	delete(p.fresh, id)
+	return fresh
 }
 
 var _ backend.WarmPool = (*Backend)(nil)
@@ -310,14 +327,18 @@ func (b *Backend) claimed(ctx context.Context, sb *sandbox, spec backend.Spec) (
 	if !b.fitsPool(spec) {
 		return true, b.removeContainer(ctx, sb.spec.ID)
 	}
-	have, want := b.resources(sb.spec.Resources), b.resources(spec.Resources)
-	if have == want || !b.runc.exists(containerID(sb.spec.ID)) {
+	if !b.runc.exists(containerID(sb.spec.ID)) {
 		return true, nil
 	}
-	if err := b.runc.update(ctx, containerID(sb.spec.ID), want, b.swapLimit); err != nil {
-		// Made anew at the next Start, with the tenant's limits.
-		return true, errors.Join(err, b.removeContainer(ctx, sb.spec.ID))
+	if have, want := b.resources(sb.spec.Resources), b.resources(spec.Resources); have != want {
+		if err := b.runc.update(ctx, containerID(sb.spec.ID), want, b.swapLimit); err != nil {
+			// Made anew at the next Start, with the tenant's limits.
+			return true, errors.Join(err, b.removeContainer(ctx, sb.spec.ID))
+		}
 	}
+	b.pool.mu.Lock()
+	b.pool.fresh[sb.spec.ID] = true
+	b.pool.mu.Unlock()
 	return true, nil
 }
 
