@@ -29,21 +29,30 @@ import (
 // someone else wrote in between is put right soon.
 const recentWindow = 10 * time.Second
 
-// recentApplies remembers, per object, the status a reconciler applied
-// last and the status its cache showed before it, for recentWindow. A pass
-// whose cache still shows that earlier status and that computes the
-// status just applied runs on a cache that has not caught up with the
-// apply: applying again would be the same write twice (P5 counted about
-// half a Tenant status write per tenant of these). The zero value is
-// ready to use; it is safe for concurrent use.
+// recentApplies remembers, per object, the statuses a reconciler applied
+// in the last recentWindow and the status its cache showed before the
+// first of them. A pass whose cache still shows one of those earlier
+// statuses and that computes the status applied last runs on a cache that
+// has not caught up with the applies: applying again would be the same
+// write twice (P5 counted about half a Tenant status write per tenant of
+// these; and, in a burst, a cache a step behind saw the next-to-last apply
+// and sent the last one again). The zero value is ready to use; it is safe
+// for concurrent use.
 type recentApplies[S any] struct {
 	mu sync.Mutex
 	m  map[types.UID]recentApply[S]
 }
 
+// maxBehind bounds the earlier statuses remembered per object.
+const maxBehind = 4
+
 type recentApply[S any] struct {
-	from, to S
-	at       time.Time
+	// behind are the statuses a lagging cache may still show: what it
+	// showed before the first apply remembered, and each apply but the
+	// last.
+	behind []S
+	to     S
+	at     time.Time
 }
 
 // repeats says whether applying want over cached would repeat the last
@@ -52,10 +61,15 @@ func (r *recentApplies[S]) repeats(uid types.UID, cached, want S, now time.Time)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.m[uid]
-	if !ok || now.Sub(e.at) > recentWindow {
+	if !ok || now.Sub(e.at) > recentWindow || !equality.Semantic.DeepEqual(e.to, want) {
 		return false
 	}
-	return equality.Semantic.DeepEqual(e.from, cached) && equality.Semantic.DeepEqual(e.to, want)
+	for _, b := range e.behind {
+		if equality.Semantic.DeepEqual(b, cached) {
+			return true
+		}
+	}
+	return false
 }
 
 // applied records that to was applied to uid over from.
@@ -72,5 +86,14 @@ func (r *recentApplies[S]) applied(uid types.UID, from, to S, now time.Time) {
 			}
 		}
 	}
-	r.m[uid] = recentApply[S]{from: from, to: to, at: now}
+	behind := []S{from}
+	if e, ok := r.m[uid]; ok && now.Sub(e.at) <= recentWindow {
+		// A chain of this reconciler's applies: the cache may show any
+		// link of it until it catches up with the last.
+		behind = append(e.behind, e.to)
+		if len(behind) > maxBehind {
+			behind = behind[len(behind)-maxBehind:]
+		}
+	}
+	r.m[uid] = recentApply[S]{behind: behind, to: to, at: now}
 }

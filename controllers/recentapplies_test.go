@@ -48,4 +48,18 @@ func TestRecentApplies(t *testing.T) {
 			t.Errorf("repeats(%s, cached %q, want %q, after %v) = %v, want %v", c.uid, c.cached, c.want, c.at, got, c.repeats)
 		}
 	}
+
+	// A chain of applies: "" → pending (over a cache showing nothing),
+	// then pending → ready over a cache that already lagged: a pass whose
+	// cache shows either earlier link and computes ready is a repeat.
+	r.applied(types.UID("u3"), "", "pending", t0)
+	r.applied(types.UID("u3"), "", "ready", t0.Add(time.Second))
+	for _, cached := range []string{"", "pending"} {
+		if !r.repeats(types.UID("u3"), cached, "ready", t0.Add(2*time.Second)) {
+			t.Errorf("a cache showing %q, an earlier apply of the chain, computing the last: not a repeat", cached)
+		}
+	}
+	if r.repeats(types.UID("u3"), "pending", "failed", t0.Add(2*time.Second)) {
+		t.Error("a new computation over a lagging cache counted as a repeat")
+	}
 }

@@ -70,6 +70,29 @@ type SandboxReconciler struct {
 	pending map[types.NamespacedName]string
 	// bindMu serialises choosing a node and binding to it.
 	bindMu sync.Mutex
+	// recent keeps the manager's parts of the Sandbox statuses applied in
+	// the last seconds, so that a pass over a cache that lags them does
+	// not apply them again.
+	recent recentApplies[managerView]
+}
+
+// managerView is the manager's part of a Sandbox's status, as it compares
+// it with the cache: transition times apart, which a later pass computes
+// anew.
+type managerView struct {
+	Phase      playgroundv1alpha1.SandboxPhase
+	Generation int64
+	Conditions []metav1.Condition
+}
+
+func viewOf(phase playgroundv1alpha1.SandboxPhase, generation int64, conds []metav1.Condition) managerView {
+	v := managerView{Phase: phase, Generation: generation}
+	for _, typ := range managerConditions {
+		if c := meta.FindStatusCondition(conds, typ); c != nil {
+			v.Conditions = append(v.Conditions, metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, ObservedGeneration: c.ObservedGeneration})
+		}
+	}
+	return v
 }
 
 // The binder patches a Sandbox's nodeName and applies its status; it reads
@@ -131,21 +154,32 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 }
 
 // firstReportGrace is how long the manager leaves the status of a Sandbox
-// created bound (a Tenant's: Binder.bindAtCreate) to its agent's first
-// report. Most sandboxes are Provisioned within it, and their status goes
-// from empty to Ready in two writes (the agent's Provisioned, then the
-// manager's Ready), not three. An agent still starting one after 5 s says
-// Provisioning, which brings the manager's part at once; a healthy agent
-// that says nothing gets the manager's Pending status when the grace
-// ends, and one whose registration lapses gets it at once.
+// created bound (a Tenant's: Binder.bindAtCreate) to its agent, until the
+// agent reports an outcome. Most sandboxes are Provisioned within it, and
+// their status goes from empty to Ready in two writes (the agent's
+// Provisioned, then the manager's Ready), not three. An agent still
+// starting one after 5 s says so (Provisioned False, reason Provisioning),
+// which is the progress a user looks for: the manager adds nothing to it
+// until the grace ends. A healthy agent that says nothing gets the
+// manager's Pending status when the grace ends, and one whose
+// registration lapses gets it at once.
 const firstReportGrace = 10 * time.Second
 
 // awaitingFirstReport is how much longer sbx's status is left to its
-// agent's first report; zero or less: write it now.
+// agent; zero or less: write the manager's part now.
 func awaitingFirstReport(sbx *playgroundv1alpha1.Sandbox, s summary, justBound bool, now time.Time) time.Duration {
 	if justBound || sbx.Spec.NodeName == "" || !sbx.DeletionTimestamp.IsZero() || sbx.Status.Phase != "" ||
-		len(sbx.Status.Conditions) > 0 || s.health == nil || s.health.Status != metav1.ConditionTrue {
+		s.health == nil || s.health.Status != metav1.ConditionTrue {
 		return 0
+	}
+	for _, typ := range managerConditions {
+		if meta.FindStatusCondition(sbx.Status.Conditions, typ) != nil {
+			return 0 // the manager's part is there: kept up to date
+		}
+	}
+	if prov := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition); prov != nil &&
+		(prov.Status != metav1.ConditionFalse || prov.Reason != playgroundv1alpha1.ReasonProvisioning) {
+		return 0 // an outcome
 	}
 	return sbx.CreationTimestamp.Add(firstReportGrace).Sub(now)
 }
@@ -390,6 +424,11 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 	if statusHolds(sbx, s.phase, conds) {
 		return nil
 	}
+	now := time.Now()
+	cached, want := viewOf(sbx.Status.Phase, sbx.Status.ObservedGeneration, sbx.Status.Conditions), viewOf(s.phase, sbx.Generation, conds)
+	if r.recent.repeats(sbx.UID, cached, want, now) {
+		return nil
+	}
 	status := playgroundv1alpha1ac.SandboxStatus().
 		WithObservedGeneration(sbx.Generation).
 		WithPhase(s.phase).
@@ -398,6 +437,9 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 		client.FieldOwner(playgroundv1alpha1.SandboxControllerFieldOwner), client.ForceOwnership)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("updating the status of sandbox %s: %w", klog.KObj(sbx), err)
+	}
+	if err == nil {
+		r.recent.applied(sbx.UID, cached, want, now)
 	}
 	return nil
 }

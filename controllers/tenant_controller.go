@@ -225,7 +225,8 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 		return nil
 	}
 	now := time.Now()
-	if r.recent.repeats(tenant.UID, before.Status, tenant.Status, now) {
+	from, to := untimed(before.Status), untimed(tenant.Status)
+	if r.recent.repeats(tenant.UID, from, to, now) {
 		return nil
 	}
 	if err := r.upgradeStatusOwnership(ctx, tenant); err != nil {
@@ -235,8 +236,19 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 	if err := r.Status().Apply(ctx, ac, client.FieldOwner(playgroundv1alpha1.TenantControllerFieldOwner), client.ForceOwnership); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("applying the status of tenant %s: %w", klog.KObj(tenant), err)
 	}
-	r.recent.applied(tenant.UID, before.Status, tenant.Status, now) // both are this pass's own copies
+	r.recent.applied(tenant.UID, from, to, now)
 	return nil
+}
+
+// untimed is a copy of s without its conditions' transition times: a pass
+// over a cache that lags computes the same conditions as the pass it lags,
+// with times of its own.
+func untimed(s playgroundv1alpha1.TenantStatus) playgroundv1alpha1.TenantStatus {
+	s = *s.DeepCopy()
+	for i := range s.Conditions {
+		s.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	return s
 }
 
 // tenantConditions are the condition types of a Tenant's status, all the
@@ -689,16 +701,27 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		}
 		err := r.Create(ctx, want)
 		bound(err == nil)
-		if err != nil {
+		switch {
+		case apierrors.IsAlreadyExists(err) && r.APIReader != nil:
+			// An earlier pass created it and the cache lags: read it
+			// around the cache rather than report a transient error (in
+			// a burst, that report and its repair were two status
+			// writes more for one tenant in twenty).
+			if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), sbx); err != nil {
+				r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Reading Sandbox %s: %v", want.Name, err)
+				return fmt.Errorf("reading sandbox %s: %w", klog.KObj(want), err)
+			}
+		case err != nil:
 			r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Creating Sandbox %s: %v", want.Name, err)
 			if apierrors.IsAlreadyExists(err) {
 				return pgreconcile.Wait(cacheLag, "Sandbox %s exists but is not cached yet", want.Name)
 			}
 			return fmt.Errorf("creating sandbox %s: %w", klog.KObj(want), err)
+		default:
+			// No Event on a new tenant's path to Ready (see reconcileCredentials).
+			log.Info("Created the tenant's sandbox", "sandbox", klog.KObj(want), "backend", want.Spec.Backend)
+			sbx = want
 		}
-		// No Event on a new tenant's path to Ready (see reconcileCredentials).
-		log.Info("Created the tenant's sandbox", "sandbox", klog.KObj(want), "backend", want.Spec.Backend)
-		sbx = want
 	} else if err != nil {
 		r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Reading Sandbox %s: %v", want.Name, err)
 		return fmt.Errorf("reading sandbox %s: %w", klog.KObj(want), err)
