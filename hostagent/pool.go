@@ -50,12 +50,13 @@ func (a *Agent) UnclaimWarm(spec backend.Spec, id string) {
 }
 
 // RunPools fills and refills the warm pools of the backends that have
-// one until ctx ends.
-func (a *Agent) RunPools(ctx context.Context) error {
+// one until ctx ends; owned says which sandbox IDs the node's records
+// give an owner (backend.WarmPool.RunPool).
+func (a *Agent) RunPools(ctx context.Context, owned func(id string) bool) error {
 	var wg sync.WaitGroup
 	for _, be := range a.backends {
 		if p, ok := be.(backend.WarmPool); ok {
-			wg.Go(func() { p.RunPool(ctx) })
+			wg.Go(func() { p.RunPool(ctx, owned) })
 		}
 	}
 	<-ctx.Done()

@@ -479,9 +479,11 @@ type WarmPool interface {
 	Unclaim(id string)
 	// RunPool fills the pool and keeps it filled, at a bounded rate,
 	// until ctx ends; pooled sandboxes outlive it (the next agent adopts
-	// the ones still running). It returns at once when the pool's size is
-	// zero.
-	RunPool(ctx context.Context)
+	// the ones still running). owned reports whether the node's records
+	// give a sandbox ID an owner: a sandbox an earlier agent claimed but
+	// did not record (it died in between) has none, and is destroyed. It
+	// returns at once when the pool's size is zero.
+	RunPool(ctx context.Context, owned func(id string) bool)
 	// PoolStats reports the pool, for metrics.
 	PoolStats() PoolStats
 }

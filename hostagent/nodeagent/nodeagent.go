@@ -420,7 +420,9 @@ func Run(ctx context.Context, opts Options) error {
 				task{"reconciler", mgr.Start},
 				// After the reattach: the sandboxes tenants have come
 				// before blank ones.
-				task{"warm pools", agent.RunPools},
+				task{"warm pools", func(ctx context.Context) error {
+					return agent.RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok })
+				}},
 			)
 		}},
 		task{"token reload", func(ctx context.Context) error {

@@ -49,7 +49,10 @@ import (
 // its directory says that it is unclaimed. Claim removes the marker before
 // it returns the ID: a restarted agent puts back in its pool only the
 // sandboxes that still have it (and that still run), destroys the others
-// that have it, and leaves a claimed one for its tenant's Provision.
+// that have it, and leaves a claimed one for its tenant's Provision when
+// the node's records give it an owner. An agent that died between a claim
+// and the record of its owner (a few milliseconds, in sandboxids) left one
+// sandbox that is neither pooled nor anyone's: the next destroys it.
 
 // warmMarker is the file of an unclaimed pooled sandbox.
 const warmMarker = "warm"
@@ -189,13 +192,13 @@ func (p *pool) forget(id string) {
 // RunPool implements backend.WarmPool: it adopts the pooled sandboxes an
 // earlier agent left, then starts one whenever the pool is short, no
 // faster than Options.WarmPoolRate, backing off after failures.
-func (b *Backend) RunPool(ctx context.Context) {
+func (b *Backend) RunPool(ctx context.Context, owned func(id string) bool) {
 	p := b.pool
 	if p == nil {
 		return
 	}
 	log := logr.FromContextOrDiscard(ctx).WithName("warm-pool")
-	b.adoptPooled(ctx, log)
+	b.adoptPooled(ctx, log, owned)
 	interval := time.Duration(float64(time.Second) / b.opts.WarmPoolRate)
 	failures := 0
 	for ctx.Err() == nil {
@@ -270,12 +273,21 @@ func (b *Backend) startPooled(ctx context.Context) (err error) {
 
 // adoptPooled takes into the ready list the unclaimed pooled sandboxes of
 // the state directory that still run, up to the pool's size, and destroys
-// the other unclaimed ones.
-func (b *Backend) adoptPooled(ctx context.Context, log logr.Logger) {
+// the other unclaimed ones, and the claimed ones not provisioned that have
+// no owner.
+func (b *Backend) adoptPooled(ctx context.Context, log logr.Logger, owned func(id string) bool) {
 	entries, _ := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
 	for _, e := range entries {
 		id := e.Name()
-		if validateID(id) != nil || !fileExists(filepath.Join(b.sandboxDir(id), warmMarker)) {
+		if validateID(id) != nil {
+			continue
+		}
+		if !fileExists(filepath.Join(b.sandboxDir(id), warmMarker)) {
+			if owned != nil && !owned(id) {
+				if err := b.discardUnowned(ctx, id, owned); err != nil {
+					log.Error(err, "Removing a claimed sandbox that has no owner", "id", id)
+				}
+			}
 			continue
 		}
 		b.pool.mu.Lock()
@@ -308,6 +320,17 @@ func (b *Backend) discardPooledCtx(ctx context.Context, id string) error {
 		return nil // claimed meanwhile: its tenant's now
 	}
 	b.pool.forget(id)
+	return b.destroyLocked(ctx, id, false)
+}
+
+// discardUnowned destroys id if it is a pooled sandbox claimed but never
+// provisioned (its record still says warm) that owned does not know.
+func (b *Backend) discardUnowned(ctx context.Context, id string, owned func(id string) bool) error {
+	defer b.lock(id)()
+	sb, err := b.load(id)
+	if err != nil || !sb.warm || fileExists(filepath.Join(sb.dir, warmMarker)) || owned(id) {
+		return nil
+	}
 	return b.destroyLocked(ctx, id, false)
 }
 

@@ -36,8 +36,9 @@ import (
 
 // newPooledBackend is a backend over stateDir with a warm pool of size,
 // refilled without a rate that would slow the test down; its pool runs
-// until the test ends or stop is called.
-func newPooledBackend(t *testing.T, stateDir string, size int) (b *Backend, stop func()) {
+// until the test ends or stop is called, with owned as the node's records
+// (nil: every ID has an owner).
+func newPooledBackend(t *testing.T, stateDir string, size int, owned func(id string) bool) (b *Backend, stop func()) {
 	t.Helper()
 	var n atomic.Int64
 	prefix := fmt.Sprintf("pool%d-", time.Now().UnixNano()%1e6)
@@ -48,7 +49,7 @@ func newPooledBackend(t *testing.T, stateDir string, size int) (b *Backend, stop
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); b.RunPool(ctx) }()
+	go func() { defer close(done); b.RunPool(ctx, owned) }()
 	stop = func() { cancel(); <-done }
 	t.Cleanup(stop)
 	return b, stop
@@ -77,7 +78,7 @@ func waitPoolReady(t *testing.T, b *Backend, n int) {
 func TestWarmPoolClaimIsLikeAColdStart(t *testing.T) {
 	requireRunc(t)
 	ctx := context.Background()
-	b, _ := newPooledBackend(t, newStateDir(t), 2)
+	b, _ := newPooledBackend(t, newStateDir(t), 2, nil)
 	waitPoolReady(t, b, 2)
 
 	spec := backend.Spec{
@@ -170,15 +171,20 @@ func TestWarmPoolClaimIsLikeAColdStart(t *testing.T) {
 // TestWarmPoolAcrossAgents: the pooled sandboxes outlive the agent. The
 // next one puts back in its pool those still running and unclaimed,
 // destroys the one whose init died, leaves a claimed one to its tenant's
-// Provision, and refills to its size. Destroying a claimed sandbox before
+// Provision, destroys a claimed one whose owner the agent died before
+// recording, and refills to its size. Destroying a claimed sandbox before
 // it was provisioned leaves nothing.
 func TestWarmPoolAcrossAgents(t *testing.T) {
 	requireRunc(t)
 	ctx := context.Background()
 	dir := newStateDir(t)
-	first, stop := newPooledBackend(t, dir, 3)
+	first, stop := newPooledBackend(t, dir, 3, nil)
 	waitPoolReady(t, first, 3)
 	claimed, ok := first.Claim(backend.Spec{})
+	if !ok {
+		t.Fatal("no claim")
+	}
+	lost, ok := first.Claim(backend.Spec{})
 	if !ok {
 		t.Fatal("no claim")
 	}
@@ -197,9 +203,12 @@ func TestWarmPoolAcrossAgents(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	next, _ := newPooledBackend(t, dir, 3)
+	next, _ := newPooledBackend(t, dir, 3, func(id string) bool { return id == claimed })
 	waitPoolReady(t, next, 3)
 	got := next.pooledIDs()
+	if left := leftovers(t, dir, lost); len(left) > 0 || fileExists(next.sandboxDir(lost)) {
+		t.Errorf("the claimed sandbox %s that no record owns is still there: %v", lost, left)
+	}
 	for _, id := range alive {
 		if !slices.Contains(got, id) {
 			t.Errorf("the next agent's pool %v lacks %s, which still ran", got, id)
