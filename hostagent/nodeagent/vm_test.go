@@ -56,17 +56,33 @@ func TestVMSandbox(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "vm")
 	stateDir := ocitest.StateDir(t)
-	withVM := func(o *nodeagent.Options) {
-		be, err := vm.New(ctx, vm.Options{
+	newVM := func() (*vm.Backend, error) {
+		return vm.New(ctx, vm.Options{
 			StateDir: filepath.Join(stateDir, "vm"), GuestBinary: ocitest.GuestBinary(t),
 			Kernel: kernel, Modules: modules, Root: root, Accel: vm.AccelTCG,
 		})
+	}
+	t.Cleanup(func() {
+		// After the agents stopped (and closed their backends), before the
+		// state directory goes: a backend of its own destroys the VMs, so
+		// that no QEMU outlives the test.
+		be, err := newVM()
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		ents, _ := os.ReadDir(filepath.Join(stateDir, "vm", "sandboxes"))
+		for _, e := range ents {
+			if err := be.Destroy(sctx, e.Name(), false); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
+	withVM := func(o *nodeagent.Options) {
+		be, err := newVM()
 		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = be.StopAll(sctx)
-		})
 		o.Backends = append(o.Backends, be)
 	}
 	first := startNode(t, "vm-a", stateDir, "", withVM)

@@ -73,6 +73,11 @@ func StateDir(tb testing.TB) string {
 					tb.Errorf("cleanup: %v", err)
 				}
 			}
+			// With none left running, StopAll also unmounts the empty
+			// network namespace runsc pins under the state directory.
+			if err := b.StopAll(context.Background()); err != nil {
+				tb.Errorf("cleanup: %v", err)
+			}
 		}
 		_ = os.RemoveAll(dir)
 	})
