@@ -18,7 +18,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -425,4 +427,43 @@ func TestTenantSandboxIsCreatedBound(t *testing.T) {
 		g.Expect(conditionOf(s, playgroundv1alpha1.ReadyCondition).Reason).To(Equal(playgroundv1alpha1.ReasonProvisioning))
 		g.Expect(s.Status.Phase).To(Equal(playgroundv1alpha1.SandboxPending))
 	}, firstReportGrace+20*time.Second, 200*time.Millisecond).Should(Succeed(), "no status once the agent's grace ended")
+}
+
+// TestTenantBurstSpreads: the Sandboxes of Tenants applied at once, each
+// created already bound, spread evenly over the eligible nodes: a create in
+// flight counts on its node while the next binding is chosen.
+func TestTenantBurstSpreads(t *testing.T) {
+	ns := newNamespace(t)
+	suffix := rand.String(5)
+	pool := map[string]string{"pool": "burst-" + suffix}
+	nodes := []string{"burst-a-" + suffix, "burst-b-" + suffix}
+	for _, n := range nodes {
+		registerAgent(t, n, pool, time.Hour)
+	}
+	const tenants = 12
+	var wg sync.WaitGroup
+	errs := make([]error, tenants)
+	for i := range tenants {
+		wg.Go(func() {
+			errs[i] = k8sClient.Create(context.Background(), &playgroundv1alpha1.Tenant{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("t%d", i)},
+				Spec:       playgroundv1alpha1.TenantSpec{Sandbox: playgroundv1alpha1.SandboxTemplate{NodeSelector: pool}},
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func(g Gomega) {
+		var list playgroundv1alpha1.SandboxList
+		g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(tenants))
+		loads := map[string]int{}
+		for _, s := range list.Items {
+			g.Expect(s.Generation).To(Equal(int64(1)), "sandbox %s was bound by a patch, not at its creation", s.Name)
+			loads[s.Spec.NodeName]++
+		}
+		g.Expect(loads).To(Equal(map[string]int{nodes[0]: tenants / 2, nodes[1]: tenants / 2}), "uneven spread")
+	})
 }
