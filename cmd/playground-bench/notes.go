@@ -149,28 +149,52 @@ const analysis = `
   The workers matter as much as the pool in a burst: with four workers in
   the manager and the agent, the same warm burst took 922 ms p50 (each
   tenant's path is a chain of short round trips; more of them overlap).
-* **P5, a thousand tenants at once.** The full run of 2026-11-30 (1000
-  tenants, 229 s, 19.9 writes and 445 core-ms per tenant) predates issue 20;
-  quick runs (100 tenants) since are in the table. The burst is CPU-bound on
-  two cores, and its cost per tenant is the API server's writes and the
-  container starts. Each tenant now costs the API server 8 writes, listed by
-  resource: the Tenant (created) and its finalizer, the Secret, the Sandbox
-  (created already bound, with the agent's finalizer), the Tenant's status
-  twice (the token's hash, then Ready) and the Sandbox's twice (the agent's
-  Provisioned, the manager's Ready). Removed on the way from 19.9: the happy
-  path's five Events; the Tenant's status echoing each provisioning step; the
-  binding and the agent's finalizer as writes of their own; the agent's
-  Provisioning status (only a start that takes over 5 s says it); the
-  binder's Pending status of a Sandbox created bound (left to the agent's
-  first report for up to 10 s); re-applies while the manager's cache lagged
-  its last apply; and the transient error that a Sandbox created by an
-  earlier pass but not yet cached was reported as (and then repaired: two
-  status writes for about one tenant in twenty of a burst). What is left is
-  one write per object and per owner of a status change that a user sees;
-  the Tenant's finalizer makes a deletion wait for the sandbox's. The CPU per
-  tenant fell with the writes (the API server's share from 134 core-ms to
-  about 40) and with the workers' overlap; a warm pool moves container
-  starts out of the burst (the pool's refills during it are counted).
+* **P5, a thousand tenants at once (not met: 266 s with a warm pool, 399 s
+  without).** The table's rows are the full run of 2026-12-01 20:44 UTC. The
+  burst is CPU-bound on two cores, and its cost per tenant grows with the
+  number of sandboxes on the node: quick runs of 100 tenants the same day were
+  all Ready in 7.5 s without a pool and 5.0 s with one, at 8.1 writes and
+  99–110 core-ms per tenant; a thousand cost five to seven times as much each.
+  What grows is the mount table: each sandbox adds two loop-mounted ext4
+  images (its writable layer and its pile: the disk limits of issue 11), and
+  every process that reads the table reads all of them (the full run of
+  2026-11-30, 229 s and 445 core-ms per tenant with 19.9 writes, predates the
+  images). In ` + "`perf record -a`" + `
+  during the burst, runc's processes took 35% of the machine, mkfs.ext4 12%,
+  the kube-apiserver 20%, the agent and the manager 15%, the sandboxes' inits
+  9%, with kernel time rendering mountinfo (show_mountinfo, show_path, the
+  ext4 options) in runc (the cgroup v1 mount points), runc's init (the
+  rootfs's parent mount), mkfs.ext4 (its is-it-mounted check) and the
+  guest's init. Two costs of our own that grew with the node are gone since
+  the first full run of the day (357 and 358 s): the agent searched every
+  loop device of the node for each new image (findLoop, a quarter of the
+  agent's CPU per start; a new image has no device to find), and the manager
+  held its binding lock across each Sandbox's create, which made a burst's
+  creates one at a time (about six a second; the node's load now counts the
+  creates in flight). The machine's other tenants (kdamond, its init: about
+  15% of a core) moved the runs by more than these fixes did. What would
+  meet the goal is a start whose cost does not depend on the node's other
+  sandboxes: the images mounted where runc and mkfs do not read them, a
+  template image copied instead of a mkfs per volume, or project quotas
+  where the node's filesystem has them.
+  Writes: a tenant whose sandbox starts within seconds costs the API server
+  8, listed by resource: the Tenant (created) and its finalizer, the Secret,
+  the Sandbox (created already bound, with the agent's finalizer), the
+  Tenant's status twice (the token's hash, then Ready) and the Sandbox's
+  twice (the agent's Provisioned, the manager's Ready). Removed on the way
+  from 19.9: the happy path's five Events; the Tenant's status echoing each
+  provisioning step; the binding and the agent's finalizer as writes of their
+  own; the agent's Provisioning status of a start under 5 s; the binder's
+  Pending status of a Sandbox created bound, left to its agent for 10 s;
+  re-applies while the manager's cache lagged its own applies; and the
+  transient error that a Sandbox created by an earlier pass but not yet
+  cached was reported as (then repaired). In a burst of minutes most
+  sandboxes wait longer than that for their agent, and the 1.4 to 2.1 writes
+  more per tenant are the Sandbox's status saying so: the manager's Pending
+  once the 10 s are over, the agent's Provisioning once a start takes 5 s:
+  the progress a user looks for while waiting. A warm pool of 250 served 317
+  claims (its refills during the burst counted); it moves starts before the
+  burst, it does not make them cheaper.
 * **P6, idle sandbox memory (met).** An idle sandbox is its init and one
   idle shepherd, two small static Go processes with one P each (GOMAXPROCS=1
   took an init from 7 threads to 6 and about 10% off its anonymous memory).
