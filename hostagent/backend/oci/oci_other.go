@@ -39,6 +39,7 @@ type Backend struct {
 	backend.StorageReporter
 	backend.Isolator
 	backend.Builder
+	backend.WarmPool
 }
 
 // New fails: see ErrUnsupported.
