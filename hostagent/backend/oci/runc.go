@@ -101,7 +101,17 @@ func (r *runc) run(ctx context.Context, bundle, id, logPath string, flags ...str
 	// process, about 18 ms of a 70 ms start on a small machine.
 	pidFile := filepath.Join(bundle, "init.pid")
 	args := append(r.args(flags...), "run", "--detach", "--pid-file", pidFile, "--bundle", bundle, r.name(id))
-	cmd := exec.CommandContext(ctx, r.bin, args...)
+	// The caller's cancel does not kill the runtime mid-create: killed
+	// between making the container's cgroups and recording its state, it
+	// leaves cgroups that no delete knows of (a cancelled gVisor build did).
+	// The cancel takes effect when run returns; ctx's deadline still holds.
+	rctx := context.WithoutCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithDeadline(rctx, deadline)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(rctx, r.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if r.gvisor {
 		fd, err := r.gvisorIntoUnified(bundle)
@@ -116,6 +126,9 @@ func (r *runc) run(ctx context.Context, bundle, id, logPath string, flags ...str
 	if err := cmd.Run(); err != nil {
 		msg := tailFrom(logPath, before)
 		return 0, fmt.Errorf("%s run: %w: %s", filepath.Base(r.bin), err, msg)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%s run: %w (the container was made; the caller removes it)", filepath.Base(r.bin), err)
 	}
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
