@@ -702,7 +702,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		err := r.Create(ctx, want)
 		bound(err == nil)
 		switch {
-		case apierrors.IsAlreadyExists(err) && r.APIReader != nil:
+		case apierrors.IsAlreadyExists(err):
 			// An earlier pass created it and the cache lags: read it
 			// around the cache rather than report a transient error (in
 			// a burst, that report and its repair were two status
@@ -713,9 +713,6 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 			}
 		case err != nil:
 			r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Creating Sandbox %s: %v", want.Name, err)
-			if apierrors.IsAlreadyExists(err) {
-				return pgreconcile.Wait(cacheLag, "Sandbox %s exists but is not cached yet", want.Name)
-			}
 			return fmt.Errorf("creating sandbox %s: %w", klog.KObj(want), err)
 		default:
 			// No Event on a new tenant's path to Ready (see reconcileCredentials).
