@@ -67,10 +67,7 @@ type SandboxReconciler struct {
 	// yet, so that a burst of new sandboxes spreads instead of piling onto
 	// the node that looked emptiest a moment ago.
 	mu      sync.Mutex
-	pending map[types.NamespacedName]string
-	// creating counts, by node, the Sandboxes bound at their creation
-	// whose create is under way (bindAtCreate): not in pending yet.
-	creating map[string]int
+	pending map[types.NamespacedName]pendingBinding
 	// bindMu serialises choosing a node and recording the choice.
 	bindMu sync.Mutex
 	// recent keeps the manager's parts of the Sandbox statuses applied in
@@ -256,24 +253,41 @@ func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.
 	return best.node, ""
 }
 
+// pendingBinding is a binding this process made, from its choice on.
+type pendingBinding struct {
+	node  string
+	since time.Time
+}
+
+// unseenBindingGrace bounds how long a binding whose Sandbox the cache has
+// never shown still counts: a create's watch event arrives in well under
+// it, and a Sandbox deleted before the cache saw it bound stops counting.
+const unseenBindingGrace = time.Minute
+
 // load counts the sandboxes bound to node: those the cache shows, and those
-// this process bound that the cache does not show yet.
+// this process bound (or is creating bound) that the cache does not show
+// bound yet, each once.
 func (r *SandboxReconciler) load(ctx context.Context, node string) int {
 	var list playgroundv1alpha1.SandboxList
-	n := 0
+	seen := map[types.NamespacedName]bool{}
 	if err := r.List(ctx, &list, client.MatchingFields{nodeNameIndex: node}); err == nil {
-		n = len(list.Items)
+		for i := range list.Items {
+			seen[client.ObjectKeyFromObject(&list.Items[i])] = true
+		}
 	}
+	n := len(seen)
+	now := r.Options.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n += r.creating[node]
-	for key, bound := range r.pending {
+	for key, b := range r.pending {
 		var cached playgroundv1alpha1.Sandbox
 		err := r.Get(ctx, key, &cached)
 		switch {
-		case apierrors.IsNotFound(err), err == nil && cached.Spec.NodeName != "":
-			delete(r.pending, key) // the cache caught up (or it is gone)
-		case bound == node:
+		case err == nil && cached.Spec.NodeName != "":
+			delete(r.pending, key) // the cache caught up: the list counts it
+		case apierrors.IsNotFound(err) && now.Sub(b.since) > unseenBindingGrace:
+			delete(r.pending, key) // gone before the cache saw it bound
+		case b.node == node && !seen[key]:
 			n++
 		}
 	}
@@ -283,13 +297,13 @@ func (r *SandboxReconciler) load(ctx context.Context, node string) int {
 // bindAtCreate binds want, a Sandbox about to be created, as Reconcile
 // would bind it once created: to the node choose picks, with the agent's
 // finalizer (which the agent would add first thing), so that the create
-// carries both and neither is a write of its own. It returns the func to
-// call with whether the create succeeded; until then the node's load
-// counts the create in flight, so that bindings chosen meanwhile (the
-// creates run at once; holding bindMu across each made a burst's creates
-// one at a time, six a second on P5's loaded machine) still spread.
-// Without an eligible node want stays unbound, and the binder binds it (or
-// says why not) once it exists.
+// carries both and neither is a write of its own. The binding counts in
+// the node's load from the choice on (the creates run at once; holding
+// bindMu across each made a burst's creates one at a time, six a second
+// on P5's loaded machine), so bindings chosen meanwhile still spread. It
+// returns the func to call with whether the create succeeded. Without an
+// eligible node want stays unbound, and the binder binds it (or says why
+// not) once it exists.
 func (r *SandboxReconciler) bindAtCreate(ctx context.Context, want *playgroundv1alpha1.Sandbox) func(created bool) {
 	r.bindMu.Lock()
 	defer r.bindMu.Unlock()
@@ -301,24 +315,18 @@ func (r *SandboxReconciler) bindAtCreate(ctx context.Context, want *playgroundv1
 	if node == "" {
 		return func(bool) {}
 	}
-	r.mu.Lock()
-	if r.creating == nil {
-		r.creating = map[string]int{}
-	}
-	r.creating[node]++
-	r.mu.Unlock()
+	key := client.ObjectKeyFromObject(want)
+	r.recordBinding(key, node)
 	want.Spec.NodeName = node
 	controllerutil.AddFinalizer(want, playgroundv1alpha1.SandboxFinalizer)
 	return func(created bool) {
-		if created {
-			r.recordBinding(client.ObjectKeyFromObject(want), node)
-			ctrl.LoggerFrom(ctx).Info("Bound sandbox at its creation", "sandbox", klog.KObj(want), "node", node)
+		if !created {
+			r.mu.Lock()
+			delete(r.pending, key)
+			r.mu.Unlock()
+			return
 		}
-		r.mu.Lock()
-		if r.creating[node]--; r.creating[node] <= 0 {
-			delete(r.creating, node)
-		}
-		r.mu.Unlock()
+		ctrl.LoggerFrom(ctx).Info("Bound sandbox at its creation", "sandbox", klog.KObj(want), "node", node)
 	}
 }
 
@@ -338,9 +346,9 @@ func (r *SandboxReconciler) recordBinding(key types.NamespacedName, node string)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pending == nil {
-		r.pending = map[types.NamespacedName]string{}
+		r.pending = map[types.NamespacedName]pendingBinding{}
 	}
-	r.pending[key] = node
+	r.pending[key] = pendingBinding{node: node, since: r.Options.Now()}
 }
 
 // summary is what the manager owns of a Sandbox's status.
