@@ -266,19 +266,12 @@ const unseenBindingGrace = time.Minute
 
 // load counts the sandboxes bound to node: those the cache shows, and those
 // this process bound (or is creating bound) that the cache does not show
-// bound yet, each once.
+// bound yet, each once. The pending bindings are read before the list, so
+// that one the cache shows in between is in the list.
 func (r *SandboxReconciler) load(ctx context.Context, node string) int {
-	var list playgroundv1alpha1.SandboxList
-	seen := map[types.NamespacedName]bool{}
-	if err := r.List(ctx, &list, client.MatchingFields{nodeNameIndex: node}); err == nil {
-		for i := range list.Items {
-			seen[client.ObjectKeyFromObject(&list.Items[i])] = true
-		}
-	}
-	n := len(seen)
 	now := r.Options.Now()
+	var unseen []types.NamespacedName
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for key, b := range r.pending {
 		var cached playgroundv1alpha1.Sandbox
 		err := r.Get(ctx, key, &cached)
@@ -287,8 +280,25 @@ func (r *SandboxReconciler) load(ctx context.Context, node string) int {
 			delete(r.pending, key) // the cache caught up: the list counts it
 		case apierrors.IsNotFound(err) && now.Sub(b.since) > unseenBindingGrace:
 			delete(r.pending, key) // gone before the cache saw it bound
-		case b.node == node && !seen[key]:
-			n++
+		case b.node == node:
+			unseen = append(unseen, key)
+		}
+	}
+	r.mu.Unlock()
+	var list playgroundv1alpha1.SandboxList
+	if err := r.List(ctx, &list, client.MatchingFields{nodeNameIndex: node}); err != nil {
+		return len(unseen)
+	}
+	n := len(list.Items)
+	if len(unseen) > 0 {
+		listed := make(map[types.NamespacedName]bool, len(list.Items))
+		for i := range list.Items {
+			listed[client.ObjectKeyFromObject(&list.Items[i])] = true
+		}
+		for _, key := range unseen {
+			if !listed[key] {
+				n++
+			}
 		}
 	}
 	return n
