@@ -51,6 +51,23 @@ import (
 // Images are sparse: the node's disk is overcommitted by the sum of the
 // sandboxes' unused limits. Options.StorageReserve keeps new sandboxes off
 // a node whose free space runs low.
+//
+// The node's mount table holds an image only while the agent works on its
+// files: once a runc container runs, its own mount namespace holds the
+// filesystem (its binds of the layer's directories and of the pile keep it
+// alive, and the loop device with it), and the agent unmounts the node's
+// mount (releaseVolumes). Every process that reads the node's mount table
+// (runc for the cgroup v1 mount points and its init for the rootfs's parent
+// mount, mkfs.ext4 for its is-it-mounted check) and every new mount
+// namespace (each container's init copies the node's table before it
+// pivots) pays for each mount on it: with two mounts per running sandbox, a
+// start on a node of a thousand sandboxes cost several times one on an
+// empty node. To touch a running sandbox's files the agent mounts the
+// image again through the same loop device, which shares the container's
+// filesystem (mounting the image through a second device would corrupt
+// it). gVisor's sandboxes and builders keep their mounts: runsc's gofer
+// serves files from the node's paths, and a build's output is read from
+// its layer after its container is gone.
 
 const (
 	layerName   = "layer"
@@ -199,10 +216,22 @@ func (b *Backend) mountVolume(ctx context.Context, sb *sandbox, v volume) error 
 			return err
 		}
 	}
-	if err := attachAndMount(img, dir, v.flags, fresh); err != nil {
+	if _, err := b.attachAndMount(img, dir, v.flags, fresh); err != nil {
 		return fmt.Errorf("oci: sandbox %s: mounting its %s: %w", sb.spec.ID, v.name, err)
 	}
 	return nil
+}
+
+// releaseVolumes unmounts the volumes of sb, whose runc container runs and
+// holds them, from the node (see the top of this file); gVisor's sandboxes
+// and builders keep theirs. A failure only leaves the mounts, as before.
+func (b *Backend) releaseVolumes(sb *sandbox) {
+	if b.opts.UnboundedStorage || sb.builder || backend.IsolationOf(sb.spec) != backend.IsolationContainer {
+		return
+	}
+	for _, v := range b.volumes(sb) {
+		_ = unmountVolume(filepath.Join(sb.dir, v.name))
+	}
 }
 
 // makeImage creates a sparse ext4 image of v's size and inodes, under a
@@ -281,13 +310,18 @@ func mountedFrom(dir, img string) (bool, error) {
 }
 
 // findLoop returns the loop device backed by img, or "". A running
-// container keeps its image attached when the agent's mount namespace is
-// gone (an agent pod restarted): mounting that same device again shares
-// its filesystem, where attaching the image a second time would corrupt it.
-func findLoop(img string) (string, error) {
+// container keeps its image attached when the node has no mount of it (see
+// releaseVolumes; an agent pod restarted): mounting that same device again
+// shares its filesystem, where attaching the image a second time would
+// corrupt it. hint, when not empty, is the device to try first; the search
+// reads every loop device of the node (two per sandbox).
+func findLoop(img, hint string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(img, &st); err != nil {
 		return "", err
+	}
+	if hint != "" && loopBacks(hint, &st) {
+		return hint, nil
 	}
 	entries, err := os.ReadDir("/sys/block")
 	if err != nil {
@@ -299,20 +333,67 @@ func findLoop(img string) (string, error) {
 			continue
 		}
 		p, err := loopNode(name)
-		if err != nil {
-			continue
-		}
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		info, err := unix.IoctlLoopGetStatus64(fd)
-		unix.Close(fd)
-		if err == nil && info.Device == st.Dev && info.Inode == st.Ino {
+		if err == nil && loopBacks(p, &st) {
 			return p, nil
 		}
 	}
 	return "", nil
+}
+
+// loopBacks says whether the loop device dev is backed by the file st is
+// of.
+func loopBacks(dev string, st *unix.Stat_t) bool {
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	info, err := unix.IoctlLoopGetStatus64(fd)
+	unix.Close(fd)
+	return err == nil && info.Device == st.Dev && info.Inode == st.Ino
+}
+
+// loopHint is the device last attached or found for img, or "".
+func (b *Backend) loopHint(img string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.loops[img]
+}
+
+func (b *Backend) setLoopHint(img, dev string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.loops == nil {
+		b.loops = map[string]string{}
+	}
+	if dev == "" {
+		delete(b.loops, img)
+	} else {
+		b.loops[img] = dev
+	}
+}
+
+// waitReleased waits, a bounded time, until no loop device is backed by
+// img: the last mount of its filesystem is gone (a container's, with its
+// mount namespace), and autoclear detaches the device asynchronously.
+// Without the wait a Stop or Destroy would return while the node still
+// shows the device, backed by an image that may be deleted next. A device
+// still held elsewhere (a container that outlived the agent's mount
+// namespace) is left to autoclear.
+func (b *Backend) waitReleased(img string) {
+	dev, err := findLoop(img, b.loopHint(img))
+	if err != nil || dev == "" {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Stat(img, &st) != nil {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for delay := time.Millisecond; loopBacks(dev, &st) && time.Now().Before(deadline); {
+		time.Sleep(delay)
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+	b.setLoopHint(img, "")
 }
 
 // loopNode returns /dev/<name>, creating the device node when /dev lacks
@@ -341,32 +422,45 @@ func loopNode(name string) (string, error) {
 
 // attachAndMount mounts img at dir through a loop device: the one already
 // backed by img, else a free one attached with autoclear, so that the
-// device goes away with the filesystem's last mount. An image made just
-// now (fresh) has no device yet: the search, which reads every loop device
-// of the node (two per sandbox), is skipped; on a node of a thousand
-// sandboxes it was a quarter of the agent's CPU per start.
-func attachAndMount(img, dir string, flags uintptr, fresh bool) error {
+// device goes away with the filesystem's last mount. It reports whether it
+// attached a device. An image made just now (fresh) has no device yet:
+// the search is skipped.
+func (b *Backend) attachAndMount(img, dir string, flags uintptr, fresh bool) (attached bool, err error) {
 	var dev string
-	var err error
 	if !fresh {
-		if dev, err = findLoop(img); err != nil {
-			return err
+		if dev, err = findLoop(img, b.loopHint(img)); err != nil {
+			return false, err
 		}
 	}
 	var fd int
 	if dev != "" {
 		if fd, err = unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0); err != nil {
-			return err
+			return false, err
 		}
 	} else if dev, fd, err = attachLoop(img); err != nil {
-		return err
+		return false, err
+	} else {
+		attached = true
 	}
 	// The open descriptor holds the device until the mount does.
 	defer unix.Close(fd)
-	if err := unix.Mount(dev, dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV|flags, mountOptions); err != nil {
-		return fmt.Errorf("mount %s (%s) on %s: %w", img, dev, dir, err)
+	flags |= unix.MS_NOSUID | unix.MS_NODEV
+	err = unix.Mount(dev, dir, "ext4", flags, mountOptions)
+	if errors.Is(err, unix.EBUSY) && flags&unix.MS_RDONLY != 0 && !attached {
+		// The filesystem is mounted read-write already (by a running
+		// container): the kernel shares it only read-write, so this
+		// mount is made read-only on its own.
+		if err = unix.Mount(dev, dir, "ext4", flags&^unix.MS_RDONLY, mountOptions); err == nil {
+			if err = unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|flags, ""); err != nil {
+				_ = unix.Unmount(dir, unix.MNT_DETACH)
+			}
+		}
 	}
-	return nil
+	if err != nil {
+		return attached, fmt.Errorf("mount %s (%s) on %s: %w", img, dev, dir, err)
+	}
+	b.setLoopHint(img, dev)
+	return attached, nil
 }
 
 // attachLoop binds img to a free loop device and returns it, open.
@@ -416,9 +510,10 @@ func attachLoop(img string) (string, int, error) {
 	}
 }
 
-// unmountVolume unmounts whatever is mounted at dir; the loop device goes
-// with it (autoclear). A busy filesystem is detached lazily, and released
-// when its last user is gone.
+// unmountVolume unmounts whatever is mounted at dir. A busy filesystem is
+// detached lazily, and released when its last user is gone; the loop
+// device goes with the filesystem's last mount (autoclear: see
+// waitReleased).
 func unmountVolume(dir string) error {
 	// Mounts may be stacked (say by two agents racing); a few rounds at most.
 	for range 8 {
@@ -428,10 +523,6 @@ func unmountVolume(dir string) error {
 		}
 		if err != nil {
 			return err
-		}
-		var st unix.Stat_t
-		if err := unix.Stat(dir, &st); err == nil {
-			defer waitLoopReleased(st.Dev)
 		}
 		err = unix.Unmount(dir, 0)
 		if errors.Is(err, unix.EBUSY) {
@@ -444,27 +535,17 @@ func unmountVolume(dir string) error {
 	return fmt.Errorf("oci: %s stays mounted after 8 unmounts", dir)
 }
 
-// waitLoopReleased waits, a bounded time, until the loop device dev (if it
-// is one) is detached. Autoclear detaches it after its last unmount, but
-// the kernel does so asynchronously: without the wait, a Destroy or Stop
-// would return while the node still shows the device, backed by an image
-// that may already be deleted. A device still held elsewhere (a container
-// that outlived the agent's mount namespace) is left to autoclear.
-func waitLoopReleased(dev uint64) {
-	backing := fmt.Sprintf("/sys/dev/block/%d:%d/loop/backing_file", unix.Major(dev), unix.Minor(dev))
-	deadline := time.Now().Add(5 * time.Second)
-	for delay := time.Millisecond; fileExists(backing) && time.Now().Before(deadline); {
-		time.Sleep(delay)
-		delay = min(2*delay, 50*time.Millisecond)
-	}
-}
-
-// unmountVolumes unmounts the sandbox's volumes.
+// unmountVolumes unmounts the sandbox's volumes, whose container is gone,
+// and waits until their loop devices are released.
 func (b *Backend) unmountVolumes(id string) error {
 	dir := b.sandboxDir(id)
 	var errs []error
 	for _, name := range []string{layerName, pileName} {
-		errs = append(errs, unmountVolume(filepath.Join(dir, name)))
+		p := filepath.Join(dir, name)
+		errs = append(errs, unmountVolume(p))
+		if !b.opts.UnboundedStorage {
+			b.waitReleased(p + imageSuffix)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -496,10 +577,17 @@ func (b *Backend) InspectPile(id string, fn func(dir string) error) error {
 		return err
 	}
 	defer os.Remove(tmp)
-	if err := attachAndMount(img, tmp, unix.MS_RDONLY|unix.MS_NOEXEC, false); err != nil {
+	attached, err := b.attachAndMount(img, tmp, unix.MS_RDONLY|unix.MS_NOEXEC, false)
+	if err != nil {
 		return err
 	}
-	defer unmountVolume(tmp)
+	defer func() {
+		_ = unmountVolume(tmp)
+		if attached {
+			// Nothing else held the image: its device goes now.
+			b.waitReleased(img)
+		}
+	}()
 	return fn(tmp)
 }
 

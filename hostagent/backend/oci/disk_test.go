@@ -156,6 +156,89 @@ func TestDiskLimits(t *testing.T) {
 	})
 }
 
+// TestRunningVolumesOffTheNodeMountTable: a running sandbox's images are
+// mounted in its container only, not in the node's mount table (where
+// every runc process and every new container would read them); its files
+// and pile are the same filesystem whenever the agent mounts them again
+// (its tenant's work, read from the host), through the same loop device;
+// a restart of its container mounts them again and releases them.
+func TestRunningVolumesOffTheNodeMountTable(t *testing.T) {
+	requireRunc(t)
+	state := newStateDir(t)
+	b := newBackend(t, state)
+	spec := backend.Spec{ID: "offtable", Storage: small}
+	startSandbox(t, b, spec)
+	sh(t, b, spec.ID, "echo work > "+guest.Workspace+"/f; echo entry >> "+guest.PileDir+"/self.pile")
+
+	onNode := func() (mounts, loops int) {
+		for _, m := range volumeMounts(t, state) {
+			if strings.HasPrefix(m, "mount ") {
+				mounts++
+			} else {
+				loops++
+			}
+		}
+		return mounts, loops
+	}
+	if m, l := onNode(); m != 0 || l != 2 {
+		t.Fatalf("a running sandbox: %d mounts on the node (want 0), %d loop devices (want 2, held by its container): %q", m, l, volumeMounts(t, state))
+	}
+	if data, err := b.PileFile(spec.ID, "self.pile"); err != nil || string(data) != "entry\n" {
+		t.Fatalf("PileFile of a running sandbox: %q, %v", data, err)
+	}
+	if err := b.InspectPile(spec.ID, func(dir string) error {
+		return os.WriteFile(filepath.Join(dir, "new"), nil, 0o644)
+	}); !errors.Is(err, unix.EROFS) {
+		t.Fatalf("InspectPile of a running sandbox is not read-only: %v", err)
+	}
+	for _, bad := range []string{"", "..", "../sandbox.json", "a/b"} {
+		if _, err := b.PileFile(spec.ID, bad); err == nil {
+			t.Errorf("PileFile(%q) succeeded", bad)
+		}
+	}
+	// A Provision of the running sandbox (what a claim or a spec change
+	// does) mounts its images on the node again: the same filesystem.
+	if err := b.Provision(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(b.sandboxDir(spec.ID), layerName, "workspace", "f")); err != nil || string(data) != "work\n" {
+		t.Fatalf("the layer mounted again on the node: %q, %v", data, err)
+	}
+	if m, l := onNode(); m != 2 || l != 2 {
+		t.Fatalf("mounted again: %d mounts, %d loop devices on the node, want 2 and 2 (one device per image): %q", m, l, volumeMounts(t, state))
+	}
+	if err := b.Start(context.Background(), spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := onNode(); m != 0 {
+		t.Fatalf("started: %d mounts left on the node", m)
+	}
+	if got := sh(t, b, spec.ID, "cat "+guest.Workspace+"/f"); got != "work\n" {
+		t.Fatalf("after the agent's mount: %q", got)
+	}
+	// Stopped and started: the container's mounts went with it, and the
+	// images are attached again for the new one.
+	if err := b.Stop(context.Background(), spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if left := volumeMounts(t, state); len(left) > 0 {
+		t.Fatalf("Stop left %q", left)
+	}
+	if data, err := b.PileFile(spec.ID, "self.pile"); err != nil || string(data) != "entry\n" {
+		t.Fatalf("PileFile of a stopped sandbox: %q, %v", data, err)
+	}
+	if left := volumeMounts(t, state); len(left) > 0 {
+		t.Fatalf("PileFile of a stopped sandbox left %q", left)
+	}
+	startSandbox(t, b, spec)
+	if got := sh(t, b, spec.ID, "cat "+guest.Workspace+"/f "+guest.PileDir+"/self.pile"); got != "work\nentry\n" {
+		t.Fatalf("restarted: %q", got)
+	}
+	if m, l := onNode(); m != 0 || l != 2 {
+		t.Fatalf("restarted: %d mounts, %d loop devices on the node", m, l)
+	}
+}
+
 // TestDestroyReleasesVolumes: Destroy leaves no mount or loop device; a
 // retained pile is its image, readable with InspectPile and adopted by the
 // next sandbox of that ID.

@@ -77,6 +77,10 @@ type Backend struct {
 	// slots maps the ID-map slots in use to their sandboxes; read from the
 	// sandboxes' files on first use, then kept here (under mu).
 	slots map[int]string
+	// loops maps an image to the loop device last attached or found for
+	// it (under mu): a hint that saves searching every loop device of the
+	// node when the image is mounted again (disk.go).
+	loops map[string]string
 
 	// pool is the warm pool, nil without Options.WarmPool (pool.go).
 	pool *pool
@@ -455,10 +459,28 @@ func (b *Backend) Capabilities() backend.Capabilities {
 }
 
 // PileDir implements backend.Backend. The pile's filesystem is mounted
-// there while the sandbox is provisioned; a retained pile of a destroyed
-// sandbox is read with InspectPile.
+// there while the agent prepares the sandbox and, with gVisor, while it
+// runs; a running runc container holds it in its own mount namespace
+// only (disk.go). PileFile and InspectPile read it in every state.
 func (b *Backend) PileDir(id string) string {
 	return filepath.Join(b.sandboxDir(id), "pile")
+}
+
+var _ backend.PileReader = (*Backend)(nil)
+
+// PileFile implements backend.PileReader: file name of sandbox id's pile,
+// read through InspectPile, whether the sandbox runs, is stopped or was
+// destroyed with its pile kept.
+func (b *Backend) PileFile(id, name string) ([]byte, error) {
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return nil, fmt.Errorf("oci: pile file name %q is not a file name", name)
+	}
+	var data []byte
+	err := b.InspectPile(id, func(dir string) (err error) {
+		data, err = os.ReadFile(filepath.Join(dir, name))
+		return err
+	})
+	return data, err
 }
 
 // lock serialises lifecycle operations on one sandbox.
@@ -717,6 +739,17 @@ func (b *Backend) removeCgroupParents(paths []string) {
 // start runs sb's container unless it runs already, and waits for its init.
 // The caller holds sb's lock.
 func (b *Backend) start(ctx context.Context, sb *sandbox) error {
+	if err := b.startContainer(ctx, sb); err != nil {
+		return err
+	}
+	// Running, its container holds its volumes: the node's mounts go.
+	b.releaseVolumes(sb)
+	return nil
+}
+
+// startContainer is start, up to its container running and its init
+// ready.
+func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
 	cid := containerID(sb.spec.ID)

@@ -229,12 +229,18 @@ func TestPileFlag(t *testing.T) {
 	if r := run(t, b, id, backend.ExecRequest{Command: pwrite, Shell: backend.ShellClean}); r.Status.Code == 0 {
 		t.Errorf("%q succeeded in the pile", pwrite)
 	}
-	fd, err := unix.Open(filepath.Join(b.PileDir(id), "self.pile"), unix.O_RDONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	unix.Close(fd)
+	// The running container holds the pile: the host reads it through
+	// InspectPile.
+	var flags uint32
+	err := b.InspectPile(id, func(dir string) error {
+		fd, err := unix.Open(filepath.Join(dir, "self.pile"), unix.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		flags, err = unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+		return err
+	})
 	if err != nil || flags&fsAppendFL == 0 {
 		t.Fatalf("host flags %#x, %v", flags, err)
 	}
