@@ -149,34 +149,42 @@ const analysis = `
   The workers matter as much as the pool in a burst: with four workers in
   the manager and the agent, the same warm burst took 922 ms p50 (each
   tenant's path is a chain of short round trips; more of them overlap).
-* **P5, a thousand tenants at once (not met: 266 s with a warm pool, 399 s
-  without).** The table's rows are the full run of 2026-12-01 20:44 UTC. The
-  burst is CPU-bound on two cores, and its cost per tenant grows with the
-  number of sandboxes on the node: quick runs of 100 tenants the same day were
-  all Ready in 7.5 s without a pool and 5.0 s with one, at 8.1 writes and
-  99–110 core-ms per tenant; a thousand cost five to seven times as much each.
-  What grows is the mount table: each sandbox adds two loop-mounted ext4
-  images (its writable layer and its pile: the disk limits of issue 11), and
-  every process that reads the table reads all of them (the full run of
-  2026-11-30, 229 s and 445 core-ms per tenant with 19.9 writes, predates the
-  images). In ` + "`perf record -a`" + `
-  during the burst, runc's processes took 35% of the machine, mkfs.ext4 12%,
-  the kube-apiserver 20%, the agent and the manager 15%, the sandboxes' inits
-  9%, with kernel time rendering mountinfo (show_mountinfo, show_path, the
-  ext4 options) in runc (the cgroup v1 mount points), runc's init (the
-  rootfs's parent mount), mkfs.ext4 (its is-it-mounted check) and the
-  guest's init. Two costs of our own that grew with the node are gone since
-  the first full run of the day (357 and 358 s): the agent searched every
-  loop device of the node for each new image (findLoop, a quarter of the
-  agent's CPU per start; a new image has no device to find), and the manager
-  held its binding lock across each Sandbox's create, which made a burst's
-  creates one at a time (about six a second; the node's load now counts the
-  creates in flight). The machine's other tenants (kdamond, its init: about
-  15% of a core) moved the runs by more than these fixes did. What would
-  meet the goal is a start whose cost does not depend on the node's other
-  sandboxes: the images mounted where runc and mkfs do not read them, a
-  template image copied instead of a mkfs per volume, or project quotas
-  where the node's filesystem has them.
+* **P5, a thousand tenants at once (not met: 226 s with a warm pool, 265 s
+  without).** The table's rows are the full run of 2026-12-02 00:09 UTC. The
+  burst is CPU-bound on two cores: quick runs of 100 tenants on 2026-12-01
+  were all Ready in 7.5 s without a pool and 5.0 s with one, at 8.1 writes
+  and 99–110 core-ms per tenant; a thousand cost four to five times as much
+  each. Until this run, what grew with the node was its mount table: each
+  sandbox added two loop-mounted ext4 images (its writable layer and its
+  pile: the disk limits of issue 11), which runc (the cgroup v1 mount
+  points), runc's init (which copies the node's table into the container's
+  before it pivots), mkfs.ext4 (its is-it-mounted check) and the guest's
+  init all read: runc's processes took 35% of the machine and mkfs.ext4 12%
+  in ` + "`perf record -a`" + ` during the run of 2026-12-01 20:44 (266 s with
+  the pool, 399 s without, 524 and 794 core-ms per tenant). A running
+  container's images now leave the node's table (its mount namespace holds
+  them; docs/isolation.md), and in this run's profile (30 s of the burst
+  without a pool) the mount table's rendering is under 0.1% of the machine;
+  the rate of starts no longer falls as the node fills (about four a second
+  from the first hundred Ready to the last). What remains is the cost of
+  making processes on this machine, a guest whose page faults and context
+  switches are dear (the paravirtual interrupt enable alone is 20% of the
+  samples): runc 20% of the machine (its Go runtime's start, page faults,
+  its threads' sleeps), runc's init 18%, the sandboxes' own inits and
+  shepherds starting 13%, kube-apiserver 14%, the agent and the manager
+  11%, mkfs.ext4 7%, and the machine's own memory monitor (kdamond) 9%.
+  Each start is some ten processes (runc and its init's three stages, the
+  guest's init and a shepherd, two mkfs.ext4), and in a burst the agent's
+  16 workers keep as many runc processes alive at once, whose runtimes'
+  housekeeping then shares the two cores too. Two costs of our own that
+  grew with the node went the day before: the agent searched every loop
+  device of the node for each new image (findLoop, a quarter of the agent's
+  CPU per start), and the manager held its binding lock across each
+  Sandbox's create, which made a burst's creates one at a time. What would
+  meet the goal is fewer processes per start: a template image copied
+  instead of a mkfs.ext4 per volume, fewer runtime invocations (or a
+  runtime that is not a Go process per call), and starts bounded to the
+  cores rather than to the workers.
   Writes: a tenant whose sandbox starts within seconds costs the API server
   8, listed by resource: the Tenant (created) and its finalizer, the Secret,
   the Sandbox (created already bound, with the agent's finalizer), the
@@ -189,10 +197,10 @@ const analysis = `
   re-applies while the manager's cache lagged its own applies; and the
   transient error that a Sandbox created by an earlier pass but not yet
   cached was reported as (then repaired). In a burst of minutes most
-  sandboxes wait longer than that for their agent, and the 1.4 to 2.1 writes
+  sandboxes wait longer than that for their agent, and the 1.1 to 1.3 writes
   more per tenant are the Sandbox's status saying so: the manager's Pending
   once the 10 s are over, the agent's Provisioning once a start takes 5 s:
-  the progress a user looks for while waiting. A warm pool of 250 served 317
+  the progress a user looks for while waiting. A warm pool of 250 served 319
   claims (its refills during the burst counted); it moves starts before the
   burst, it does not make them cheaper.
 * **P6, idle sandbox memory (met).** An idle sandbox is its init and one
