@@ -174,17 +174,16 @@ const analysis = `
   shepherds starting 13%, kube-apiserver 14%, the agent and the manager
   11%, mkfs.ext4 7%, and the machine's own memory monitor (kdamond) 9%.
   Each start is some ten processes (runc and its init's three stages, the
-  guest's init and a shepherd, two mkfs.ext4), and in a burst the agent's
-  16 workers keep as many runc processes alive at once, whose runtimes'
-  housekeeping then shares the two cores too. Two costs of our own that
+  guest's init and a shepherd, two mkfs.ext4). Fewer starts at once do not
+  help: the same run with the agent at 4 workers instead of 16 took 290 s
+  and 568 core-ms per tenant without a pool, 228 s and 452 with one. Two costs of our own that
   grew with the node went the day before: the agent searched every loop
   device of the node for each new image (findLoop, a quarter of the agent's
   CPU per start), and the manager held its binding lock across each
   Sandbox's create, which made a burst's creates one at a time. What would
   meet the goal is fewer processes per start: a template image copied
-  instead of a mkfs.ext4 per volume, fewer runtime invocations (or a
-  runtime that is not a Go process per call), and starts bounded to the
-  cores rather than to the workers.
+  instead of a mkfs.ext4 per volume, and fewer runtime invocations (or a
+  runtime that is not a Go process per call).
   Writes: a tenant whose sandbox starts within seconds costs the API server
   8, listed by resource: the Tenant (created) and its finalizer, the Secret,
   the Sandbox (created already bound, with the agent's finalizer), the
