@@ -380,6 +380,9 @@ func (b *Backend) setLoopHint(img, dev string) {
 // still held elsewhere (a container that outlived the agent's mount
 // namespace) is left to autoclear.
 func (b *Backend) waitReleased(img string) {
+	// Forgotten whatever follows: a hint kept for an image that is gone
+	// would stay in the map for the agent's life.
+	defer b.setLoopHint(img, "")
 	dev, err := findLoop(img, b.loopHint(img))
 	if err != nil || dev == "" {
 		return
@@ -393,7 +396,6 @@ func (b *Backend) waitReleased(img string) {
 		time.Sleep(delay)
 		delay = min(2*delay, 50*time.Millisecond)
 	}
-	b.setLoopHint(img, "")
 }
 
 // loopNode returns /dev/<name>, creating the device node when /dev lacks
