@@ -103,27 +103,38 @@ const analysis = `
   agent says its size: 57 of 64 MiB at the peak), so memory follows the
   budgets, not the callers: 64 calls peak at about what 16 do, the calls past
   the 30 s wait refused with ` + "`resource_exhausted`" + ` and a retry time. The latency
-  is CPU: in this process's profile of the run, go-sdk v1.8.0 compacting each
-  result byte by byte twice (` + "`encoding/json.appendCompact`" + ` from
-  ` + "`CallToolResult.MarshalJSON`" + ` and again from the JSON-RPC encoding) is 59% of
-  the gateway's and agent's CPU; the gateway's own encoding (base64, the
-  escape count that picks it) under 10%. A tool result cannot reach the
-  wire without those two passes; removing them needs go-sdk to trust
-  ` + "`json.Marshaler`" + ` output, or a transport outside JSON. The clients' decoding
-  (in their own process here) costs about as much again, and the machine's
-  two cores were shared with other work (load average 5 to 14) during the
-  runs. In ` + "`go test ./mcpgateway -bench ExecHostile`" + ` (the path without runc),
-  handing the result to go-sdk as a value instead of pre-encoded JSON,
-  which go-sdk compacted a third time, took one such exec from 2.15 to 0.85 s
-  on the loaded machine. Rerun on the quiet machine (load average under 1,
-  2026-11-30 18:20): p50 4.03 and 3.58 s in two runs, max 5.6 s, peak RSS
-  growth 383 MiB; compaction was 67% of the process's 25 CPU-seconds over
-  the 80 calls of both runs, and the clients' process used the other core.
-  Building with ` + "`GOEXPERIMENT=jsonv2`" + ` (encoding/json on the v2
-  implementation) cut the process's CPU by a third (16 s) but not the
-  latency (p50 4.16 s: the clients' decoding, also go-sdk, is then the
-  bottleneck) and raised the peak RSS past the goal (517 MiB), so the
-  binaries stay on the default encoding/json.
+  is CPU, and the table now says how much: the row "CPU per call" gives
+  this process's (gateway and agent) and the clients' process's CPU per call
+  in the same run, and from them the least p50 that any order of service
+  could reach on this machine's two cores (the median call cannot end before
+  eight calls have had all their CPU). In the run of 2026-12-02 02:09 that
+  floor is 3.4 s: 0.41 core-s per call here and 0.44 in the clients (go-sdk's
+  own decoding of 10.7 MiB of JSON and the check), before the sandbox's own
+  CPU (the command, its shepherd, the socket). The goal of 3 s is below that
+  floor: meeting it would need this process under 0.31 core-s per call and
+  the calls served one after another rather than side by side (served side
+  by side, as now, they all end when the machine has done all sixteen:
+  7.6 s p50, 8.1 s max). Where the time
+  goes: in this process's profile, go-sdk v1.8.0 compacting each result byte
+  by byte twice (` + "`encoding/json.appendCompact`" + ` from
+  ` + "`CallToolResult.MarshalJSON`" + ` and again from the JSON-RPC encoding) and
+  growing its buffers (` + "`bytes.growSlice`" + `, whose clearing of fresh memory is
+  mostly page faults) are over half of it; the gateway's own encoding
+  (base64, the escape count that picks it) under 10%. A tool result cannot
+  reach the wire without those passes; removing them needs go-sdk to trust
+  ` + "`json.Marshaler`" + ` output, or a transport outside JSON. This machine makes
+  every fresh page dear: the header's first-touch figure was 18.8 µs per 4 KiB
+  page on 2026-12-02 (so 0.28 s per call for the 60 MB of fresh buffers a call
+  allocates end to end), and the same calls ran in 3.6 to 4.0 s p50 on
+  2026-11-30 18:20, when the process spent 0.31 core-s per call. Measured and
+  not kept: ` + "`GODEBUG=madvdontneed=0`" + ` (freed memory kept mapped, half the page
+  faults) left the p50 within the runs' noise (7.9 s; 7.6 to 8.4 s
+  without it); ` + "`GOEXPERIMENT=jsonv2`" + ` cut the
+  process's CPU by a third but not the latency (the clients' decoding is then
+  the bottleneck) and raised the peak RSS past the goal (517 MiB). In
+  ` + "`go test ./mcpgateway -bench ExecHostile`" + ` (the path without runc), handing
+  the result to go-sdk as a value instead of pre-encoded JSON, which go-sdk
+  compacted a third time, took one such exec from 2.15 to 0.85 s.
 * **P3, tenant applied → Ready (tens of ms alone with a warm pool, hundreds
   in a burst of 50).** With a warm pool the goals of issue 20 are met (run of
   2026-12-01: 54 ms alone, 464 ms p50 and 698 ms p99 for 50 at once). The step

@@ -25,10 +25,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,7 +139,37 @@ func machine() string {
 		}
 	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return fmt.Sprintf("%d × %s%s, Linux %s, %s", runtime.NumCPU(), cpu, mem, strings.TrimSpace(string(kernel)), runtime.Version())
+	fault := ""
+	if d, err := pageFaultCost(); err == nil {
+		fault = fmt.Sprintf("; a first write to a fresh 4 KiB page (a minor fault, which every new process and every new buffer pays) costs %.1f µs", float64(d.Nanoseconds())/1000)
+	}
+	return fmt.Sprintf("%d × %s%s, Linux %s, %s%s", runtime.NumCPU(), cpu, mem, strings.TrimSpace(string(kernel)), runtime.Version(), fault)
+}
+
+// pageFaultCost is the median over three tries of the time a first write
+// to a page of fresh anonymous memory takes: the kernel's minor fault,
+// zeroing included. Virtual machines differ most here (shadow or nested
+// paging), and the figures that allocate or start processes follow it.
+func pageFaultCost() (time.Duration, error) {
+	const size = 32 << 20
+	page := os.Getpagesize()
+	var tries []time.Duration
+	for range 3 {
+		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		for i := 0; i < size; i += page {
+			mem[i] = 1
+		}
+		tries = append(tries, time.Since(start)/time.Duration(size/page))
+		if err := unix.Munmap(mem); err != nil {
+			return 0, err
+		}
+	}
+	slices.Sort(tries)
+	return tries[1], nil
 }
 
 func writeReport(opts options, table string) error {
