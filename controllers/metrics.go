@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -40,7 +42,7 @@ import (
 const PhaseUnknown = "Unknown"
 
 var sandboxesDesc = prometheus.NewDesc("playground_sandboxes",
-	"Sandboxes by status.phase (Pending, Provisioning, Ready, Detached, Failed, Terminating, or Unknown before the first summary), counted in the manager's cache when scraped. Every manager replica reports it: aggregate with max, not sum.",
+	"Sandboxes by status.phase (Pending, Provisioning, Ready, Detached, Failed, Terminating, or Unknown before the first summary; Provisioning when only the agent has reported a first start under way), counted in the manager's cache when scraped. Every manager replica reports it: aggregate with max, not sum.",
 	[]string{"phase"}, nil)
 
 // sandboxPhases are exported even when no Sandbox is in them, so that a
@@ -118,7 +120,13 @@ func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 	for i := range list.Items {
 		p := string(list.Items[i].Status.Phase)
 		if p == "" {
+			// Before the manager's first summary; a slow first start has
+			// only its agent's report (see firstReportGrace).
 			p = PhaseUnknown
+			if c := meta.FindStatusCondition(list.Items[i].Status.Conditions, playgroundv1alpha1.ProvisionedCondition); c != nil &&
+				c.Status == metav1.ConditionFalse && c.Reason == playgroundv1alpha1.ReasonProvisioning {
+				p = string(playgroundv1alpha1.SandboxProvisioning)
+			}
 		}
 		counts[p]++
 	}

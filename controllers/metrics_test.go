@@ -25,6 +25,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -72,6 +73,10 @@ func sandboxesByPhase(g Gomega) map[string]float64 {
 	}
 	for _, s := range list.Items {
 		p := string(s.Status.Phase)
+		if c := meta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.ProvisionedCondition); p == "" &&
+			c != nil && c.Status == metav1.ConditionFalse && c.Reason == playgroundv1alpha1.ReasonProvisioning {
+			p = string(playgroundv1alpha1.SandboxProvisioning) // only the agent has reported
+		}
 		if p == "" {
 			p = PhaseUnknown
 		}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -142,13 +143,16 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 
 	s := summarise(&sbx, agents, now)
-	if wait := awaitingFirstReport(&sbx, s, justBound, now); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
 	res := ctrl.Result{}
 	if reg, ok := agents[sbx.Spec.NodeName]; ok && reg.Healthy(now) {
 		// Nothing announces a lease's expiry: look again just after it.
 		res.RequeueAfter = reg.Renewed.Add(reg.Duration).Sub(now) + time.Second
+	}
+	if wait := awaitingFirstReport(&sbx, s, justBound, now); wait > 0 {
+		if res.RequeueAfter == 0 || wait < res.RequeueAfter {
+			res.RequeueAfter = wait
+		}
+		return res, nil
 	}
 	return res, r.applyStatus(ctx, &sbx, s)
 }
@@ -159,11 +163,18 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // their status goes from empty to Ready in two writes (the agent's
 // Provisioned, then the manager's Ready), not three. An agent still
 // starting one after 5 s says so (Provisioned False, reason Provisioning),
-// which is the progress a user looks for: the manager adds nothing to it
-// until the grace ends. A healthy agent that says nothing gets the
-// manager's Pending status when the grace ends, and one whose
-// registration lapses gets it at once.
+// which is the progress a user looks for: the manager then adds nothing
+// until the agent's outcome, however long the start takes, while the
+// agent's registration holds. A healthy agent that says nothing gets the
+// manager's Pending status when the grace ends (and then writes no notice
+// of its own), and one whose registration lapses gets it at once. A slow
+// first start thus costs one write of progress, not two or three.
 const firstReportGrace = 10 * time.Second
+
+// untilOutcome is the wait of a sandbox whose agent has said it is
+// starting it: until the agent's next write, or its registration lapses
+// (Reconcile looks again then).
+const untilOutcome = time.Duration(math.MaxInt64)
 
 // awaitingFirstReport is how much longer sbx's status is left to its
 // agent; zero or less: write the manager's part now.
@@ -177,11 +188,15 @@ func awaitingFirstReport(sbx *playgroundv1alpha1.Sandbox, s summary, justBound b
 			return 0 // the manager's part is there: kept up to date
 		}
 	}
-	if prov := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition); prov != nil &&
-		(prov.Status != metav1.ConditionFalse || prov.Reason != playgroundv1alpha1.ReasonProvisioning) {
+	prov := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
+	switch {
+	case prov == nil:
+		return sbx.CreationTimestamp.Add(firstReportGrace).Sub(now)
+	case prov.Status == metav1.ConditionFalse && prov.Reason == playgroundv1alpha1.ReasonProvisioning:
+		return untilOutcome // the agent reports its progress itself
+	default:
 		return 0 // an outcome
 	}
-	return sbx.CreationTimestamp.Add(firstReportGrace).Sub(now)
 }
 
 // registrations returns the agents' registrations by node.

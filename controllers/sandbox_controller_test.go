@@ -399,21 +399,35 @@ func TestStatusOwners(t *testing.T) {
 // bound to an eligible node, with its agent's finalizer: no write of its
 // own for either (a binding patch would have moved its generation). Its
 // status is left to its agent's first report (none comes here): the
-// manager writes its part when the grace for it ends.
+// manager writes its part when the grace for it ends. A second one, whose
+// agent says it is starting it (a slow start), gets nothing of the
+// manager's past that grace, until the agent's outcome.
 func TestTenantSandboxIsCreatedBound(t *testing.T) {
 	ns := newNamespace(t)
 	suffix := rand.String(5)
 	node := "at-create-" + suffix
 	registerAgent(t, node, map[string]string{"pool": "at-create-" + suffix}, time.Hour)
-	newTenant(t, ns, "bound-early", playgroundv1alpha1.TenantSpec{Sandbox: playgroundv1alpha1.SandboxTemplate{
-		NodeSelector: map[string]string{"pool": "at-create-" + suffix},
-	}})
+	for _, name := range []string{"bound-early", "bound-slow"} {
+		newTenant(t, ns, name, playgroundv1alpha1.TenantSpec{Sandbox: playgroundv1alpha1.SandboxTemplate{
+			NodeSelector: map[string]string{"pool": "at-create-" + suffix},
+		}})
+	}
 	eventually(t, func(g Gomega) {
 		s := getSandbox(g, ns, "bound-early")
 		g.Expect(s.Spec.NodeName).To(Equal(node))
 		g.Expect(s.Finalizers).To(ContainElement(playgroundv1alpha1.SandboxFinalizer))
 		g.Expect(s.Generation).To(Equal(int64(1)), "the node came with the create, not a patch after it")
 	})
+	eventually(t, func(g Gomega) {
+		g.Expect(getSandbox(g, ns, "bound-slow").Spec.NodeName).To(Equal(node))
+	})
+	agentSays := func(g Gomega, name string, status metav1.ConditionStatus, reason string) {
+		ac := playgroundv1alpha1ac.Sandbox(name, ns).WithStatus(playgroundv1alpha1ac.SandboxStatus().
+			WithConditions(metav1ac.Condition().WithType(playgroundv1alpha1.ProvisionedCondition).WithStatus(status).
+				WithReason(reason).WithMessage(reason).WithObservedGeneration(1).WithLastTransitionTime(metav1.Now())))
+		g.Expect(k8sClient.Status().Apply(context.Background(), ac, client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership)).To(Succeed())
+	}
+	agentSays(NewWithT(t), "bound-slow", metav1.ConditionFalse, playgroundv1alpha1.ReasonProvisioning)
 	s := getSandbox(NewWithT(t), ns, "bound-early")
 	if age := time.Since(s.CreationTimestamp.Time); age < firstReportGrace-2*time.Second {
 		if len(s.Status.Conditions) > 0 || s.Status.Phase != "" {
@@ -427,6 +441,25 @@ func TestTenantSandboxIsCreatedBound(t *testing.T) {
 		g.Expect(conditionOf(s, playgroundv1alpha1.ReadyCondition).Reason).To(Equal(playgroundv1alpha1.ReasonProvisioning))
 		g.Expect(s.Status.Phase).To(Equal(playgroundv1alpha1.SandboxPending))
 	}, firstReportGrace+20*time.Second, 200*time.Millisecond).Should(Succeed(), "no status once the agent's grace ended")
+
+	// The grace has ended for both: the slow one still holds the agent's
+	// notice alone...
+	slow := getSandbox(g, ns, "bound-slow")
+	g.Expect(time.Since(slow.CreationTimestamp.Time)).To(BeNumerically(">", firstReportGrace))
+	g.Consistently(func(g Gomega) {
+		s := getSandbox(g, ns, "bound-slow")
+		g.Expect(s.Status.Phase).To(BeEmpty(), "the manager wrote its part over the agent's progress")
+		g.Expect(meta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.ReadyCondition)).To(BeNil())
+		g.Expect(series(g, gather(g)["playground_sandboxes"], "phase")[string(playgroundv1alpha1.SandboxProvisioning)]).
+			To(BeNumerically(">=", 1), "a start only its agent reports is counted as Provisioning")
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+	// ...until the agent's outcome, which the manager follows with Ready.
+	agentSays(g, "bound-slow", metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned)
+	g.Eventually(func(g Gomega) {
+		s := getSandbox(g, ns, "bound-slow")
+		g.Expect(conditionOf(s, playgroundv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(conditionOf(s, playgroundv1alpha1.BoundCondition).Status).To(Equal(metav1.ConditionTrue))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
 // TestTenantBurstSpreads: the Sandboxes of Tenants applied at once, each

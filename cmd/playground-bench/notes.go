@@ -207,10 +207,21 @@ const analysis = `
   re-applies while the manager's cache lagged its own applies; and the
   transient error that a Sandbox created by an earlier pass but not yet
   cached was reported as (then repaired). In a burst of minutes most
-  sandboxes wait longer than that for their agent, and the 1.1 to 1.3 writes
-  more per tenant are the Sandbox's status saying so: the manager's Pending
-  once the 10 s are over, the agent's Provisioning once a start takes 5 s:
-  the progress a user looks for while waiting. A warm pool of 250 served 319
+  sandboxes wait longer than that for their agent, and the writes past 8
+  are the Sandbox's status saying so, the progress a user looks for while
+  waiting: in the run of 2026-12-02 00:09 1.1 to 1.3 more per tenant, when
+  a slow start could be reported twice or three times (the manager's
+  Pending once the 10 s were over, the agent's Provisioning once a start
+  took 5 s, the manager's echo of it). Since, a slow start is reported once,
+  by whichever comes first: the manager leaves a Sandbox whose agent has
+  said it is starting it alone until the agent's outcome, and the agent
+  writes no notice over the manager's Pending (quick P5 of 2026-12-02 02:21:
+  8.5 writes without a pool, from 8.7 in the same hour; a thousand should
+  come to about 9). Each of the 8 is
+  kept for what it tells: the finalizer keeps a deleted Tenant until its
+  sandbox is destroyed (` + "`TestTenantDeletionWaitsForSandbox`" + `), and the Tenant's
+  first status publishes the token's hash, by which the gateway knows the
+  token before the sandbox is up. A warm pool of 250 served 319
   claims (its refills during the burst counted); it moves starts before the
   burst, it does not make them cheaper.
 * **P6, idle sandbox memory (met).** An idle sandbox is its init and one

@@ -332,6 +332,11 @@ const provisioningNotice = 5 * time.Second
 // (reason Provisioning, with msg) only if start is still running after
 // provisioningNotice. Once start returns, no notice is written: the
 // caller's next write (provisioned, or failed) cannot be overtaken.
+//
+// One report of progress is enough: a sandbox that waited in this agent's
+// queue past the manager's grace (a burst) already says, in the manager's
+// words, that it waits for this agent, and gets no notice as well. In a
+// burst of a thousand that is a write fewer for most sandboxes.
 func (r *sandboxReconciler) noticeSlowStart(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, msg string, start func()) {
 	var mu sync.Mutex
 	done := false
@@ -339,7 +344,7 @@ func (r *sandboxReconciler) noticeSlowStart(ctx context.Context, sbx *playground
 	t := time.AfterFunc(provisioningNotice, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		if done {
+		if done || r.progressReported(ctx, snapshot) {
 			return
 		}
 		if err := r.setProvisioned(ctx, snapshot, metav1.ConditionFalse, playgroundv1alpha1.ReasonProvisioning, msg); err != nil && ctx.Err() == nil {
@@ -351,6 +356,18 @@ func (r *sandboxReconciler) noticeSlowStart(ctx context.Context, sbx *playground
 	mu.Lock()
 	done = true
 	mu.Unlock()
+}
+
+// progressReported says whether the cache's copy of sbx already reports
+// that its first start is under way: the manager's Ready condition is
+// there (Pending, waiting for this agent) and no outcome of the agent's.
+func (r *sandboxReconciler) progressReported(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) bool {
+	cur := &playgroundv1alpha1.Sandbox{}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(sbx), cur); err != nil || cur.UID != sbx.UID {
+		return false
+	}
+	return meta.FindStatusCondition(cur.Status.Conditions, playgroundv1alpha1.ReadyCondition) != nil &&
+		meta.FindStatusCondition(cur.Status.Conditions, playgroundv1alpha1.ProvisionedCondition) == nil
 }
 
 // failed reports a failed action in a Warning event and the Provisioned
