@@ -63,11 +63,13 @@ const notes = `
 * **P5** runs last, on a control plane of its own, with ` + "`playground manager`" + `
   and ` + "`playground agent`" + ` as child processes, as a cluster runs them; their
   peak memory is the kernel's VmHWM, and the API server's writes come from its
-  own ` + "`apiserver_request_total`" + `. It runs twice: with no warm pool, then with
-  the agent keeping one of a quarter of the burst (` + "`--warm-pool`" + `), filled
-  before the clock starts (its time reported, its CPU not counted) and
-  refilled during the burst at the agent's default rate (that CPU counted),
-  with the claims (hits and misses) read from the agent's metrics.
+  own ` + "`apiserver_request_total`" + `. It runs three times: with no warm pool, then
+  with the agent keeping one of a quarter of the burst (` + "`--warm-pool`" + `), then
+  one five larger than the burst, as a node sized for such bursts would keep;
+  each pool filled before the clock starts (its time reported, its CPU not
+  counted) and refilled during the burst at the agent's default rate (that
+  CPU counted), with the claims (hits and misses) read from the agent's
+  metrics.
 `
 
 // analysis says what bounds each figure, and why the goals not met are not,
@@ -160,12 +162,30 @@ const analysis = `
   The workers matter as much as the pool in a burst: with four workers in
   the manager and the agent, the same warm burst took 922 ms p50 (each
   tenant's path is a chain of short round trips; more of them overlap).
-* **P5, a thousand tenants at once (not met: 226 s with a warm pool, 265 s
-  without).** The table's rows are the full run of 2026-12-02 00:09 UTC. The
+* **P5, a thousand tenants at once (not met: 103 s with a warm pool larger
+  than the burst, 220 s with one of a quarter of it, 265 s without).** The
+  table's rows are the full run of 2026-12-02 02:42 UTC. With a pool larger
+  than the burst every tenant claims a running sandbox (1000 hits): 204
+  core-ms and 8.1 writes per tenant, of which the API server and etcd are 71
+  core-ms, the agent 34, the manager 19, and the rest (80: the sandboxes'
+  inits writing each claim's profile, the kernel, this process's watches)
+  include the 71 pooled sandboxes the agent refilled during the burst (some
+  30 core-ms per tenant). The claims themselves are cheap; what is left is
+  about eight API writes per tenant, each with its watch events to the
+  manager, the agent and this process, on a control plane that shares the
+  two cores: the tenants' Ready lagged their sandboxes' by up to a minute
+  (859 sandboxes Detached and 237 tenants Ready 80 s in), and the p50 was
+  84.8 s. The pool took 406 s to fill before the clock started (not counted).
+  Without a pool, or past a small one, the
   burst is CPU-bound on two cores: quick runs of 100 tenants on 2026-12-01
   were all Ready in 7.5 s without a pool and 5.0 s with one, at 8.1 writes
   and 99–110 core-ms per tenant; a thousand cost four to five times as much
-  each. Until this run, what grew with the node was its mount table: each
+  each. The same quick run on 2026-12-02 took 23–26 s without a pool, at
+  420–510 core-ms per tenant: the machine itself was slower that day (a
+  first touch of a fresh page cost 18.8 µs, see the machine line, and the
+  processes of one cold start fault some 2,200 times between them: about
+  40 ms of each start), so compare
+  figures within one run. Until 2026-12-02 00:09, what grew with the node was its mount table: each
   sandbox added two loop-mounted ext4 images (its writable layer and its
   pile: the disk limits of issue 11), which runc (the cgroup v1 mount
   points), runc's init (which copies the node's table into the container's
@@ -174,8 +194,8 @@ const analysis = `
   in ` + "`perf record -a`" + ` during the run of 2026-12-01 20:44 (266 s with
   the pool, 399 s without, 524 and 794 core-ms per tenant). A running
   container's images now leave the node's table (its mount namespace holds
-  them; docs/isolation.md), and in this run's profile (30 s of the burst
-  without a pool) the mount table's rendering is under 0.1% of the machine;
+  them; docs/isolation.md), and in the profile of the 00:09 run (30 s of
+  the burst without a pool) the mount table's rendering is under 0.1% of the machine;
   the rate of starts no longer falls as the node fills (about four a second
   from the first hundred Ready to the last). What remains is the cost of
   making processes on this machine, a guest whose page faults and context
@@ -215,15 +235,18 @@ const analysis = `
   took 5 s, the manager's echo of it). Since, a slow start is reported once,
   by whichever comes first: the manager leaves a Sandbox whose agent has
   said it is starting it alone until the agent's outcome, and the agent
-  writes no notice over the manager's Pending (quick P5 of 2026-12-02 02:21:
-  8.5 writes without a pool, from 8.7 in the same hour; a thousand should
-  come to about 9). Each of the 8 is
+  writes no notice over the manager's Pending: 9.0 writes per tenant for a
+  thousand without a pool (from 9.3), 8.7 with a pool of 250 (from 9.1), and
+  8.1 with a pool larger than the burst, whose claims report no progress.
+  Each of the 8 is
   kept for what it tells: the finalizer keeps a deleted Tenant until its
   sandbox is destroyed (` + "`TestTenantDeletionWaitsForSandbox`" + `), and the Tenant's
   first status publishes the token's hash, by which the gateway knows the
   token before the sandbox is up. A warm pool of 250 served 319
   claims (its refills during the burst counted); it moves starts before the
-  burst, it does not make them cheaper.
+  burst, it does not make them cheaper; one as large as the burst takes the
+  starts off the burst altogether, at the cost of a pooled sandbox's memory
+  and disk (P6) for each tenant the node expects at once.
 * **P6, idle sandbox memory (met).** An idle sandbox is its init and one
   idle shepherd, two small static Go processes with one P each (GOMAXPROCS=1
   took an init from 7 threads to 6 and about 10% off its anonymous memory).
