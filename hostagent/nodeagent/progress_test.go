@@ -138,7 +138,7 @@ func TestSlowStartReportsProgressOnce(t *testing.T) {
 	// Both starts run past the notice's five seconds.
 	g.Eventually(func() bool { return wasNoticed("quiet") }).WithTimeout(timeout).WithPolling(100*time.Millisecond).
 		Should(BeTrue(), "no notice of a start running for more than five seconds")
-	g.Eventually(func() time.Duration { return be.waited(2) }).WithTimeout(timeout).WithPolling(100*time.Millisecond).
+	g.Eventually(func() time.Duration { return be.waited(2) }).WithTimeout(timeout).WithPolling(100 * time.Millisecond).
 		Should(BeNumerically(">", 6*time.Second))
 	close(be.release)
 
