@@ -47,7 +47,15 @@ func encodeBytes(b []byte) (data, encoding string) {
 	if agentapi.PreferText(b) {
 		return string(b), encodingText
 	}
-	return base64.StdEncoding.EncodeToString(b), encodingBase64
+	// Encoded straight into the string: EncodeToString encodes into a
+	// buffer and copies it into the string, twice the megabytes of fresh
+	// memory for a large output.
+	var out strings.Builder
+	out.Grow(base64.StdEncoding.EncodedLen(len(b)))
+	enc := base64.NewEncoder(base64.StdEncoding, &out)
+	_, _ = enc.Write(b) // a strings.Builder takes every write
+	_ = enc.Close()
+	return out.String(), encodingBase64
 }
 
 // decodeBase64 decodes a payload from a model or a program. It accepts the
