@@ -112,11 +112,14 @@ const analysis = `
   eight calls have had all their CPU). In the run of 2026-12-02 02:09 that
   floor is 3.4 s: 0.41 core-s per call here and 0.44 in the clients (go-sdk's
   own decoding of 10.7 MiB of JSON and the check), before the sandbox's own
-  CPU (the command, its shepherd, the socket). The goal of 3 s is below that
-  floor: meeting it would need this process under 0.31 core-s per call and
-  the calls served one after another rather than side by side (served side
-  by side, as now, they all end when the machine has done all sixteen:
-  7.6 s p50, 8.1 s max). Where the time
+  CPU (the command, its shepherd, the socket); two runs at 03:45, after the
+  gateway stopped copying its base64 (13563fa), gave 3.5 and 3.0 s (0.39
+  and 0.42 core-s here, 0.49 and 0.33 in the clients: the clients' share
+  varies most). The goal of 3 s is at or below that floor: meeting it would
+  need this process well under 0.35 core-s per call and the calls served
+  one after another rather than side by side (served side by side, as now,
+  they all end when the machine has done all sixteen: p50 7.6, 8.0 and
+  7.1 s in the three runs, max 7.5 to 8.3 s). Where the time
   goes: in this process's profile, go-sdk v1.8.0 compacting each result byte
   by byte twice (` + "`encoding/json.appendCompact`" + ` from
   ` + "`CallToolResult.MarshalJSON`" + ` and again from the JSON-RPC encoding) and
