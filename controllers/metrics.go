@@ -24,7 +24,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -123,8 +122,7 @@ func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 			// Before the manager's first summary; a slow first start has
 			// only its agent's report (see firstReportGrace).
 			p = PhaseUnknown
-			if c := meta.FindStatusCondition(list.Items[i].Status.Conditions, playgroundv1alpha1.ProvisionedCondition); c != nil &&
-				c.Status == metav1.ConditionFalse && c.Reason == playgroundv1alpha1.ReasonProvisioning {
+			if agentStarting(meta.FindStatusCondition(list.Items[i].Status.Conditions, playgroundv1alpha1.ProvisionedCondition)) {
 				p = string(playgroundv1alpha1.SandboxProvisioning)
 			}
 		}

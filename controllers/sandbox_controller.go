@@ -192,11 +192,17 @@ func awaitingFirstReport(sbx *playgroundv1alpha1.Sandbox, s summary, justBound b
 	switch {
 	case prov == nil:
 		return sbx.CreationTimestamp.Add(firstReportGrace).Sub(now)
-	case prov.Status == metav1.ConditionFalse && prov.Reason == playgroundv1alpha1.ReasonProvisioning:
+	case agentStarting(prov):
 		return untilOutcome // the agent reports its progress itself
 	default:
 		return 0 // an outcome
 	}
+}
+
+// agentStarting says whether prov, a Sandbox's Provisioned condition, is
+// its agent's report that a start is under way.
+func agentStarting(prov *metav1.Condition) bool {
+	return prov != nil && prov.Status == metav1.ConditionFalse && prov.Reason == playgroundv1alpha1.ReasonProvisioning
 }
 
 // registrations returns the agents' registrations by node.
