@@ -113,7 +113,7 @@ const analysis = `
   floor is 3.4 s: 0.41 core-s per call here and 0.44 in the clients (go-sdk's
   own decoding of 10.7 MiB of JSON and the check), before the sandbox's own
   CPU (the command, its shepherd, the socket); two runs at 03:45, after the
-  gateway stopped copying its base64 (13563fa), gave 3.5 and 3.0 s (0.39
+  gateway stopped copying its base64 (1e69c8e), gave 3.5 and 3.0 s (0.39
   and 0.42 core-s here, 0.49 and 0.33 in the clients: the clients' share
   varies most). The goal of 3 s is at or below that floor: meeting it would
   need this process well under 0.35 core-s per call and the calls served
