@@ -171,6 +171,17 @@ func testStdio(t *testing.T, alice *tenant) {
 		if _, err := cs.RbacV1().RoleBindings(alice.ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// The API server's authorizer learns of a new RoleBinding from its
+		// own watch, a moment after the create returns (longer on a loaded
+		// machine): wait for it to answer yes before starting the gateway,
+		// which asks once at start and refuses for good.
+		id, err := mcpgateway.ParseTenant(alice.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the API server to authorize the new RoleBinding", 30*time.Second, func() error {
+			return mcpgateway.Authorize(ctx, cfg, id)
+		})
 		session := session(t, cfg, 200*time.Millisecond)
 		var open tools.OpenSessionOutput
 		callOK(t, session, "open_session", nil, &open)
