@@ -30,6 +30,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -42,6 +43,7 @@ import (
 
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
+	"github.com/playground-dev/playground/internal/rbactest"
 )
 
 const agentUser = "system:serviceaccount:playground-system:playground-agent"
@@ -63,6 +65,10 @@ func csrRequester(t *testing.T) {
 		if err := k8sClient.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
+	}
+	if err := rbactest.AwaitAllowed(ctx, restConfig, "any-authenticated-user", []string{"system:authenticated"},
+		authorizationv1.ResourceAttributes{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Verb: "create"}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,11 +31,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,6 +47,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/internal/rbactest"
 )
 
 // The agents under test run in this process, each a node of its own (a
@@ -94,46 +92,7 @@ const agentUser = "system:serviceaccount:playground-system:playground-agent"
 // leastPrivilege installs the agent's generated roles, binds them to
 // agentUser, and returns a configuration that acts as agentUser.
 func leastPrivilege() (*rest.Config, error) {
-	ctx := context.Background()
-	root, err := controlplane.ModuleRoot()
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "agent", "role.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: agentUser}}
-	decoder := serializer.NewCodecFactory(nodeagent.Scheme()).UniversalDeserializer()
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
-			continue
-		}
-		obj, _, err := decoder.Decode([]byte(doc), nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("config/rbac/agent/role.yaml: %w", err)
-		}
-		var binding client.Object
-		switch r := obj.(type) {
-		case *rbacv1.ClusterRole:
-			binding = &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name}, Subjects: subjects,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.Name}}
-		case *rbacv1.Role:
-			binding = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace}, Subjects: subjects,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name}}
-		default:
-			return nil, fmt.Errorf("config/rbac/agent/role.yaml: unexpected %T", obj)
-		}
-		if err := k8s.Create(ctx, obj.(client.Object)); err != nil {
-			return nil, err
-		}
-		if err := k8s.Create(ctx, binding); err != nil {
-			return nil, err
-		}
-	}
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: agentUser}
-	return cfg, nil
+	return rbactest.Grant(context.Background(), k8s, cp.Config, "agent", agentUser, rbactest.Options{})
 }
 
 // node is one running agent.

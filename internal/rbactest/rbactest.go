@@ -29,10 +29,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -135,12 +138,74 @@ func Grant(ctx context.Context, admin client.Client, cfg *rest.Config, component
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name},
 		})
 	}
+	var granted []authorizationv1.ResourceAttributes
 	for _, obj := range objs {
 		if err := admin.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("granting %s its %s rights: %w", user, component, err)
 		}
+		switch r := obj.(type) {
+		case *rbacv1.ClusterRole:
+			granted = append(granted, ruleAttributes("", r.Rules)...)
+		case *rbacv1.Role:
+			granted = append(granted, ruleAttributes(r.Namespace, r.Rules)...)
+		}
+	}
+	if err := AwaitAllowed(ctx, cfg, user, nil, granted...); err != nil {
+		return nil, fmt.Errorf("granting %s its %s rights: %w", user, component, err)
 	}
 	out := rest.CopyConfig(cfg)
 	out.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return out, nil
+}
+
+// ruleAttributes is one request each rule allows (its first verb on its
+// first resource, by its first name if it names any), in namespace ("" for
+// the whole cluster).
+func ruleAttributes(namespace string, rules []rbacv1.PolicyRule) []authorizationv1.ResourceAttributes {
+	var out []authorizationv1.ResourceAttributes
+	for _, r := range rules {
+		if len(r.Verbs) == 0 || len(r.Resources) == 0 || len(r.APIGroups) == 0 {
+			continue // a rule of non-resource URLs
+		}
+		resource, sub, _ := strings.Cut(r.Resources[0], "/")
+		a := authorizationv1.ResourceAttributes{Namespace: namespace, Group: r.APIGroups[0], Resource: resource, Subresource: sub, Verb: r.Verbs[0]}
+		if len(r.ResourceNames) > 0 {
+			a.Name = r.ResourceNames[0]
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// AwaitAllowed waits until the API server of cfg (an administrator's)
+// allows user, of groups, each of attrs. Its authorizer learns of a new
+// RoleBinding from its own watch, a moment after the create returns and
+// longer on a loaded machine: a test that acts as the user at once may be
+// refused.
+func AwaitAllowed(ctx context.Context, cfg *rest.Config, user string, groups []string, attrs ...authorizationv1.ResourceAttributes) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, a := range attrs {
+		for {
+			res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &a},
+			}, metav1.CreateOptions{})
+			if err == nil && res.Status.Allowed {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				if err == nil {
+					err = fmt.Errorf("%s", res.Status.Reason)
+				}
+				return fmt.Errorf("the API server does not yet allow %s to %s %s/%s in %q: %w", user, a.Verb, a.Resource, a.Subresource, a.Namespace, err)
+			case <-time.After(25 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
