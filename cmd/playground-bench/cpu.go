@@ -124,6 +124,6 @@ func perTenantCPU(before, after cpuShares, order []string, tenants int) string {
 		rest -= d
 		parts = append(parts, fmt.Sprintf("%s %.0f", name, per(d)))
 	}
-	parts = append(parts, fmt.Sprintf("everything else (sandboxes' init, the kernel, this process) %.0f", per(rest)))
+	parts = append(parts, fmt.Sprintf("everything else (sandboxes' init, the kernel) %.0f", per(rest)))
 	return fmt.Sprintf("%.0f: %s", per(total), strings.Join(parts, ", "))
 }
