@@ -453,7 +453,7 @@ func (b *bench) jobThroughput(ctx context.Context) ([]row, error) {
 
 	var rows []row
 	for _, src := range []struct{ name, cmd string }{
-		{"/dev/zero (NUL bytes: JSON escapes each as \\u0000)", fmt.Sprintf("head -c %d /dev/zero", size)},
+		{"/dev/zero (NUL bytes: sent as base64)", fmt.Sprintf("head -c %d /dev/zero", size)},
 		{"text (`yes`)", fmt.Sprintf("yes | head -c %d", size)},
 	} {
 		got, dropped, elapsed, err := b.drainJob(ctx, src.cmd)

@@ -93,8 +93,9 @@ const analysis = `
   the raw result (` + "`encoding/json.appendCompact`" + `, 10%) and the GC (about 16%),
   with the server's response building 28% and the client 37% of the whole.
   25% of a pipe (hundreds of MiB/s) through JSON-RPC on two shared cores would
-  need a transport for pages outside JSON, which MCP does not have; NUL bytes,
-  valid UTF-8 and so sent as text, are escaped six-fold as ` + "`\\u0000`" + `.
+  need a transport for pages outside JSON, which MCP does not have. NUL
+  bytes go as base64, a third more than the bytes (as text, JSON would
+  escape each six-fold as ` + "`\\u0000`" + `).
 * **hostile output (memory met; p50 not met).** Before this work each such
   call returned its 8 MiB as text escaped six-fold (about 48 MiB of JSON) in
   both the structured and the text content, and nothing bounded how many ran
