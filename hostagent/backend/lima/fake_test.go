@@ -387,8 +387,15 @@ func (s fakeStore) halt(name string) {
 		return
 	}
 	if pid, err := strconv.Atoi(string(b)); err == nil && pid > 0 {
+		// limactl stop returns once the VM has ended; so does this, however
+		// long a loaded machine takes to end the process (a 2 s bound
+		// let an exec reach the dying guest: "connection reset by peer").
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		for i := 0; i < 100 && alive(pid); i++ {
+		deadline := time.Now().Add(time.Minute)
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				fatalf("the VM (fake guest %d) did not end a minute after SIGKILL", pid)
+			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
