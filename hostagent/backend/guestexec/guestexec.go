@@ -295,6 +295,31 @@ func Dial(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
 	return &bufferedConn{Conn: conn, r: br}, nil
 }
 
+// DialPort is a backend's DialSandbox (backend.Dialer) over a connection
+// to the sandbox's init that connect makes: it refuses what is not a TCP
+// port, bounds a ctx without a deadline by timeout, and has an idle
+// shepherd connect to port on the sandbox's loopback and relay bytes
+// (Dial). name ("oci", "vm") and id make the errors say where.
+func DialPort(ctx context.Context, name, id string, port int, timeout time.Duration, connect func(context.Context) (net.Conn, error)) (net.Conn, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("%s: port %d is not a TCP port", name, port)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	conn, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Dial(ctx, conn, port)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reaching port %d in sandbox %s: %w", name, port, id, err)
+	}
+	return c, nil
+}
+
 // WriteEtc asks the shepherd that accepts conn, in a VM, to replace the
 // sandbox's generated /etc files (guest.EtcDir) with files; ctx bounds it.
 // conn is closed when it returns.

@@ -72,23 +72,7 @@ func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Con
 	if err := validateID(id); err != nil {
 		return nil, err
 	}
-	if port < 1 || port > 65535 {
-		return nil, fmt.Errorf("lima: port %d is not a TCP port", port)
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
-		defer cancel()
-	}
-	conn, err := b.dial(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := guestexec.Dial(ctx, conn, port)
-	if err != nil {
-		return nil, fmt.Errorf("lima: reaching port %d in sandbox %s: %w", port, id, err)
-	}
-	return c, nil
+	return guestexec.DialPort(ctx, "lima", id, port, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, error) { return b.dial(ctx, id) })
 }
 
 // JobConn implements backend.JobHolder: the guest holds jobs in the Lima

@@ -20,7 +20,6 @@ package oci
 
 import (
 	"context"
-	"fmt"
 	"net"
 
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
@@ -34,21 +33,5 @@ func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Con
 	if err := validateID(id); err != nil {
 		return nil, err
 	}
-	if port < 1 || port > 65535 {
-		return nil, fmt.Errorf("oci: port %d is not a TCP port", port)
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
-		defer cancel()
-	}
-	conn, err := b.dial(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := guestexec.Dial(ctx, conn, port)
-	if err != nil {
-		return nil, fmt.Errorf("oci: reaching port %d in sandbox %s: %w", port, id, err)
-	}
-	return c, nil
+	return guestexec.DialPort(ctx, "oci", id, port, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, error) { return b.dial(ctx, id) })
 }

@@ -830,23 +830,10 @@ func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Con
 	if err := validateID(id); err != nil {
 		return nil, err
 	}
-	if port < 1 || port > 65535 {
-		return nil, fmt.Errorf("vm: port %d is not a TCP port", port)
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
-		defer cancel()
-	}
-	_, st, err := b.stream(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := guestexec.Dial(ctx, st, port)
-	if err != nil {
-		return nil, fmt.Errorf("vm: reaching port %d in sandbox %s: %w", port, id, err)
-	}
-	return c, nil
+	return guestexec.DialPort(ctx, "vm", id, port, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, error) {
+		_, st, err := b.stream(ctx, id)
+		return st, err
+	})
 }
 
 func fileExists(p string) bool {
