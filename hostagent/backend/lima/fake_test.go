@@ -387,9 +387,8 @@ func (s fakeStore) halt(name string) {
 		return
 	}
 	if pid, err := strconv.Atoi(string(b)); err == nil && pid > 0 {
-		// limactl stop returns once the VM has ended; so does this, however
-		// long a loaded machine takes to end the process (a 2 s bound
-		// let an exec reach the dying guest: "connection reset by peer").
+		// limactl stop returns once the VM has ended; so does this: every
+		// thread of the guest gone, however long a loaded machine takes.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		deadline := time.Now().Add(time.Minute)
 		for alive(pid) {
@@ -402,16 +401,27 @@ func (s fakeStore) halt(name string) {
 	_ = os.Remove(filepath.Join(s.dir(name), fakeGuestPID))
 }
 
-// alive is whether pid runs: not gone, and not a zombie that its new
-// parent (whoever reaps orphans here) has yet to reap.
+// alive is whether any thread of pid runs. A killed Go process's main
+// thread can be a zombie while its other threads still exit, holding the
+// files they share (the guest's listening socket: a connection made then
+// is reset, not refused); only when every thread is a zombie, or gone,
+// are they closed.
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
 		return false
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X' {
+			return true
+		}
+	}
+	return false
 }
 
 func (s fakeStore) stop(name string) {
