@@ -200,7 +200,7 @@ func AwaitAllowed(ctx context.Context, cfg *rest.Config, user string, groups []s
 			select {
 			case <-ctx.Done():
 				if err == nil {
-					err = fmt.Errorf("%s", res.Status.Reason)
+					err = fmt.Errorf("not allowed after 30 s (%q)", res.Status.Reason)
 				}
 				return fmt.Errorf("the API server does not yet allow %s to %s %s/%s in %q: %w", user, a.Verb, a.Resource, a.Subresource, a.Namespace, err)
 			case <-time.After(25 * time.Millisecond):
