@@ -63,7 +63,12 @@ const notes = `
 * **P5** runs last, on a control plane of its own, with ` + "`playground manager`" + `
   and ` + "`playground agent`" + ` as child processes, as a cluster runs them; their
   peak memory is the kernel's VmHWM, and the API server's writes come from its
-  own ` + "`apiserver_request_total`" + `. It runs three times: with no warm pool, then
+  own ` + "`apiserver_request_total`" + ` (every POST, PUT, PATCH, APPLY and DELETE but
+  token and access reviews, which store nothing; resources of less than one
+  write per ten tenants are summed as "other"). Its CPU is the machine's,
+  with the control plane, the manager, the agent (and the runc it waited
+  for) and this process (the clients that apply the tenants, the watch that
+  sees them Ready) apart. It runs three times: with no warm pool, then
   with the agent keeping one of a quarter of the burst (` + "`--warm-pool`" + `), then
   one five larger than the burst, as a node sized for such bursts would keep;
   each pool filled before the clock starts (its time reported, its CPU not

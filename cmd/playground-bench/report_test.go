@@ -50,3 +50,17 @@ func TestReportExplanations(t *testing.T) {
 		t.Fatalf("%s's explanations differ from notes.go: run make bench, or go test ./cmd/playground-bench -run TestReportExplanations -update", path)
 	}
 }
+
+// TestWritesPerTenant: the P5 row counts every stored write, the small
+// ones too (summed as "other"), and no review, which stores nothing.
+func TestWritesPerTenant(t *testing.T) {
+	before := map[string]float64{"tenants": 10, "leases": 5, "subjectaccessreviews": 0}
+	after := map[string]float64{"tenants": 210, "tenants/status": 200, "leases": 10, "events": 3, "subjectaccessreviews": 900, "tokenreviews": 100}
+	got, total := perTenant(before, after, 100)
+	if want := "tenants 2.0, tenants/status 2.0, other 0.08"; got != want {
+		t.Errorf("perTenant: %q, want %q", got, want)
+	}
+	if total < 4.079 || total > 4.081 {
+		t.Errorf("total %.3f, want 4.08 (the small writes counted, the reviews not)", total)
+	}
+}

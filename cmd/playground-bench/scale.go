@@ -246,7 +246,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 		{fmt.Sprintf("P5 %d tenants applied at once on one node%s → all Ready (separate manager and agent processes)", n, label),
 			fmt.Sprintf("%.1f s (applied in %.1f s; p50 %.1f s per tenant)", all.Seconds(), applied.Seconds(), pct(latencies, .5).Seconds()),
 			"", "", "≤ 60 s", verdict(all <= 60*time.Second)},
-		{"P5 API server writes per tenant" + label + " (by resource, from apiserver_request_total)", fmt.Sprintf("%.1f: %s", total, writes), "", "", "≤ 8", verdict(total <= 8)},
+		{"P5 API server writes per tenant" + label + " (by resource, from apiserver_request_total)", fmt.Sprintf("%.2f: %s", total, writes), "", "", "≤ 8", verdict(total <= 8)},
 		{"P5 CPU per tenant" + label + " (core-ms, the whole machine while they became Ready)", cpu, "", "", "≤ 150", verdict(cpuTotal(cpu) <= 150)},
 		{"P5 manager peak memory (VmHWM)" + label, mib(managerPeak), "", "", "≤ 300 MiB", verdict(managerPeak <= 300<<20)},
 		{"P5 agent peak memory (VmHWM)" + label, mib(agentPeak), "", "", "(no goal set)", "—"},
