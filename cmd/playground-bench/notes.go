@@ -171,20 +171,26 @@ const analysis = `
   The workers matter as much as the pool in a burst: with four workers in
   the manager and the agent, the same warm burst took 922 ms p50 (each
   tenant's path is a chain of short round trips; more of them overlap).
-* **P5, a thousand tenants at once (not met: 103 s with a warm pool larger
-  than the burst, 220 s with one of a quarter of it, 265 s without).** The
-  table's rows are the full run of 2026-12-02 02:42 UTC. With a pool larger
-  than the burst every tenant claims a running sandbox (1000 hits): 204
-  core-ms and 8.1 writes per tenant, of which the API server and etcd are 71
-  core-ms, the agent 34, the manager 19, and the rest (80: the sandboxes'
-  inits writing each claim's profile, the kernel, this process's watches)
-  include the 71 pooled sandboxes the agent refilled during the burst (some
-  30 core-ms per tenant). The claims themselves are cheap; what is left is
-  about eight API writes per tenant, each with its watch events to the
-  manager, the agent and this process, on a control plane that shares the
-  two cores: the tenants' Ready lagged their sandboxes' by up to a minute
-  (859 sandboxes Detached and 237 tenants Ready 80 s in), and the p50 was
-  84.8 s. The pool took 406 s to fill before the clock started (not counted).
+* **P5, a thousand tenants at once (not met: 108 s with a warm pool larger
+  than the burst, 242 s with one of a quarter of it, 303 s without).** The
+  table's rows are the full run of 2026-12-02 06:18 UTC. With a pool larger
+  than the burst every tenant claims a running sandbox (1000 hits): 215
+  core-ms and 8.10 writes per tenant, of which the API server and etcd are
+  74 core-ms, the agent 36, the manager 19, this process 4 (the clients and
+  the watch), and the rest (82: the sandboxes' inits writing each claim's
+  profile, the kernel) include the 56 pooled sandboxes the agent refilled
+  during the burst (some 25 core-ms per tenant). Past eight writes are the
+  one progress report of a start still running after 5 s (sandbox status,
+  0.1 per tenant) and the components' own Leases (0.03). The claims
+  themselves are cheap; what is left is about eight API writes per tenant,
+  each with its watch events to the manager, the agent and this process,
+  on a control plane that shares the two cores, and the machine was busy
+  throughout (215 core-ms a tenant, a thousand times, is 108 s of two
+  cores): the manager created the sandboxes at about ten a second (each
+  tenant a chain of writes, each slow on a saturated API server), and the
+  tenants' Ready lagged their sandboxes' (944 sandboxes Detached and 246
+  tenants Ready 95 s in, 707 ten seconds later); the p50 was 87.3 s. The
+  pool took 411 s to fill before the clock started (not counted).
   Without a pool, or past a small one, the
   burst is CPU-bound on two cores: quick runs of 100 tenants on 2026-12-01
   were all Ready in 7.5 s without a pool and 5.0 s with one, at 8.1 writes
