@@ -61,6 +61,17 @@ const (
 	// transport sessions a stateful gateway keeps in memory.
 	DefaultMaxSessionsPerTenant = 32
 	DefaultMaxSessions          = 4096
+	// DefaultBudgetBytesPerTenant is the output one tenant's synchronous
+	// calls may hold in the gateway at once: room for the largest exec
+	// result (2 × 4 MiB and their base64, 18.7 MiB) beside the tenant's
+	// other admitted calls, so about one large result at a time. Encoding a
+	// large result is CPU-bound (go-sdk's JSON, and the client's decoding
+	// after it): a tenant's large results held side by side share that CPU
+	// and all end late together, where held one after another most end
+	// early, for the same throughput and a third of the memory
+	// (docs/benchmarks.md, "hostile output"). The agent keeps package
+	// budget's 64 MiB: it reserves an exec's worst case up front.
+	DefaultBudgetBytesPerTenant = 24 << 20
 )
 
 // DefaultHTTPLimits are the gateway's connection limits (see
@@ -120,7 +131,7 @@ type Options struct {
 	MaxSessions          int
 	// Budget bounds the synchronous calls (exec, read, write) in flight
 	// and the bytes they hold, per tenant and in total (zero fields: the
-	// defaults of package budget).
+	// defaults of package budget, but DefaultBudgetBytesPerTenant).
 	Budget budget.Limits
 	// HTTP bounds connections, streams and the time a peer may take
 	// (zero: DefaultHTTPLimits).
@@ -207,6 +218,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if err := opts.HTTP.Validate(); err != nil {
 		return nil, fmt.Errorf("mcpgateway: %w", err)
+	}
+	if opts.Budget.BytesPerTenant == 0 {
+		opts.Budget.BytesPerTenant = DefaultBudgetBytesPerTenant
 	}
 	lim, err := budget.New(opts.Budget)
 	if err != nil {

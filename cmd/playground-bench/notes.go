@@ -107,25 +107,39 @@ const analysis = `
   at once: eight of them took the process from 85 MiB to 5.4 GiB. Now each
   stream goes as base64 (10.7 MiB for both), once; the agent answers with the
   raw bytes; and the budgets let 8 calls of a tenant run at once (the agent
-  reserving 8 MiB each, the gateway each output and its encoding once the
-  agent says its size: 57 of 64 MiB at the peak), so memory follows the
-  budgets, not the callers: 64 calls peak at about what 16 do, the calls past
-  the 30 s wait refused with ` + "`resource_exhausted`" + ` and a retry time. The latency
+  reserving 8 MiB each), while the gateway holds a tenant's outputs, each
+  with its encoding once the agent says its size, within 24 MiB: one such
+  result at a time (19 MiB at the peak). Memory follows the budgets, not the
+  callers: 64 calls peak at about what 16 do, the calls past the 30 s wait
+  refused with ` + "`resource_exhausted`" + ` and a retry time. Holding one large
+  result at a time is what brought the median down: with the earlier 64 MiB
+  per tenant the gateway encoded three side by side, they shared the CPU
+  with the clients' decoding and every call ended near the end of the run
+  (p50 9.1 s, max 9.8 s, RSS growth 359 MiB in a run the same morning);
+  with 24 MiB they end one after another (p50 4.8 to 6.1 s in three runs,
+  max 6.9 to 7.9 s, RSS growth 306 to 332 MiB, and less CPU per call, since
+  fewer fresh buffers are live at once). Holding the agent's outputs to one
+  at a time as well brought the p50 to 4.6 s and the RSS growth to 190 MiB
+  in one run, but the agent reserves an exec's worst case before it runs,
+  so that budget would also cap how many small commands a tenant runs at
+  once; it stays at 64 MiB. The latency
   is CPU, and the table now says how much: the row "CPU per call" gives
   this process's (gateway and agent) and the clients' process's CPU per call
   in the same run, and from them the least p50 that any order of service
   could reach on this machine's two cores (the median call cannot end before
-  eight calls have had all their CPU). In the run of 2026-12-02 02:09 that
-  floor is 3.4 s: 0.41 core-s per call here and 0.44 in the clients (go-sdk's
+  eight calls have had all their CPU). In the run of 2026-12-02 07:08 that
+  floor is 2.6 s (0.32 core-s per call here, 0.33 in the clients); the p50
+  of 4.8 s is above it because the agent runs the later calls' commands,
+  and the clients decode the earlier ones, while the gateway encodes: no
+  order of service is kept end to end. In the run of 2026-12-02 02:09 (64 MiB)
+  the floor was 3.4 s: 0.41 core-s per call here and 0.44 in the clients (go-sdk's
   own decoding of 10.7 MiB of JSON and the check), before the sandbox's own
   CPU (the command, its shepherd, the socket); two runs at 03:45, after the
   gateway stopped copying its base64 (1e69c8e), gave 3.5 and 3.0 s (0.39
   and 0.42 core-s here, 0.49 and 0.33 in the clients: the clients' share
-  varies most). The goal of 3 s is at or below that floor: meeting it would
-  need this process well under 0.35 core-s per call and the calls served
-  one after another rather than side by side (served side by side, as now,
-  they all end when the machine has done all sixteen: p50 7.6, 8.0 and
-  7.1 s in the three runs, max 7.5 to 8.3 s). Where the time
+  varies most). The goal of 3 s is just above that floor: meeting it needs
+  both less CPU per call and every stage of every call served in order.
+  Where the time
   goes: in this process's profile, go-sdk v1.8.0 compacting each result byte
   by byte twice (` + "`encoding/json.appendCompact`" + ` from
   ` + "`CallToolResult.MarshalJSON`" + ` and again from the JSON-RPC encoding) and

@@ -39,6 +39,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/budget"
 )
 
 // runAgent runs the host agent of this node until ctx ends.
@@ -89,7 +90,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.DurationVar(&opts.Faculties.RetryAfter, "faculty-retry-after", faculty.DefaultRetryAfter, "how long a failed faculty build is answered with its failure before it is built again")
 	fs.DurationVar(&opts.FacultyReread, "faculty-reread", nodeagent.DefaultFacultyReread, "how often a faculty bundle's hostPath source is read again for changes")
 	newBackends := backendFlags(fs, &ociOpts)
-	budgetFlags(fs, &opts.Budget)
+	budgetFlags(fs, &opts.Budget, budget.Limits{})
 	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
 	logOpts := logFlags(fs, "json")
 	if err := fs.Parse(args); err != nil {

@@ -68,7 +68,7 @@ func runGateway(ctx context.Context, args []string) error {
 		sessionsPerTenant = fs.Int("max-sessions-per-tenant", mcpgateway.DefaultMaxSessionsPerTenant, "with --sessions stateful: MCP sessions one tenant may keep open on this replica")
 		sessionsTotal     = fs.Int("max-sessions", mcpgateway.DefaultMaxSessions, "with --sessions stateful: MCP sessions this replica keeps open")
 	)
-	budgetFlags(fs, &lim)
+	budgetFlags(fs, &lim, budget.Limits{BytesPerTenant: mcpgateway.DefaultBudgetBytesPerTenant})
 	httpFlags(fs, &httpLim, mcpgateway.DefaultHTTPLimits())
 	logOpts := logFlags(fs, "json")
 	if err := fs.Parse(args); err != nil {

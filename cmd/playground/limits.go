@@ -27,14 +27,16 @@ import (
 )
 
 // budgetFlags registers the flags of a budget of synchronous calls, the
-// same for the agent and the gateway (docs/operations.md sizes them).
-func budgetFlags(fs *flag.FlagSet, l *budget.Limits) {
-	fs.IntVar(&l.CallsPerTenant, "budget-calls-per-tenant", budget.DefaultCallsPerTenant, "synchronous calls (exec, read, write) of one tenant served at once; more wait --budget-wait, then are refused (retryable)")
-	fs.IntVar(&l.Calls, "budget-calls", budget.DefaultCalls, "synchronous calls of all tenants served at once")
-	l.BytesPerTenant, l.Bytes = budget.DefaultBytesPerTenant, budget.DefaultBytes
-	fs.Var(bytesFlag{&l.BytesPerTenant}, "budget-bytes-per-tenant", "bytes one tenant's synchronous calls may hold at once (a quantity: 64Mi); an exec holds its stdin and its output (the agent reserves 2 × 4 MiB up front, the gateway the output's size and encoding once known)")
+// same for the agent and the gateway, with defaults d (docs/operations.md
+// sizes them).
+func budgetFlags(fs *flag.FlagSet, l *budget.Limits, d budget.Limits) {
+	d = d.WithDefaults()
+	fs.IntVar(&l.CallsPerTenant, "budget-calls-per-tenant", d.CallsPerTenant, "synchronous calls (exec, read, write) of one tenant served at once; more wait --budget-wait, then are refused (retryable)")
+	fs.IntVar(&l.Calls, "budget-calls", d.Calls, "synchronous calls of all tenants served at once")
+	l.BytesPerTenant, l.Bytes = d.BytesPerTenant, d.Bytes
+	fs.Var(bytesFlag{&l.BytesPerTenant}, "budget-bytes-per-tenant", "bytes one tenant's synchronous calls may hold at once (a quantity: 24Mi); an exec holds its stdin and its output (the agent reserves 2 × 4 MiB up front, the gateway the output's size and encoding once known)")
 	fs.Var(bytesFlag{&l.Bytes}, "budget-bytes", "bytes all tenants' synchronous calls may hold at once (a quantity: 256Mi)")
-	fs.DurationVar(&l.Wait, "budget-wait", budget.DefaultWait, "how long a call waits for room in a full budget before it is refused")
+	fs.DurationVar(&l.Wait, "budget-wait", d.Wait, "how long a call waits for room in a full budget before it is refused")
 }
 
 // httpFlags registers the flags of a server's HTTP limits, with defaults d.
