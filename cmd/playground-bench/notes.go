@@ -51,7 +51,9 @@ const notes = `
   with the default budgets; every served call is checked byte for byte. Memory
   is the peak RSS (VmHWM, reset before the run) of this process, which holds
   the gateway, the agent and an idle manager, over its RSS before; latency is
-  each call's, as its client saw it. Then the same with 64 calls, and the
+  each call's, as its client saw it, against the median of three such calls
+  made alone just before (the same clients' process, one call in it). Then
+  the same with 64 calls, and the
   budgets' own high-water marks (` + "`playground_budget_bytes_in_flight_peak`" + `).
 * **isolation** starts 3 sandboxes of each isolation this machine offers
   through the backend directly (no gateway, no control plane, so that only the
@@ -116,7 +118,7 @@ const analysis = `
   per tenant the gateway encoded three side by side, they shared the CPU
   with the clients' decoding and every call ended near the end of the run
   (p50 9.1 s, max 9.8 s, RSS growth 359 MiB in a run the same morning);
-  with 24 MiB they end one after another (p50 4.8 to 6.1 s in three runs,
+  with 24 MiB they end one after another (p50 4.8 to 6.1 s in five runs,
   max 6.9 to 7.9 s, RSS growth 306 to 332 MiB, and less CPU per call, since
   fewer fresh buffers are live at once). Holding the agent's outputs to one
   at a time as well brought the p50 to 4.6 s and the RSS growth to 190 MiB
@@ -127,11 +129,17 @@ const analysis = `
   this process's (gateway and agent) and the clients' process's CPU per call
   in the same run, and from them the least p50 that any order of service
   could reach on this machine's two cores (the median call cannot end before
-  eight calls have had all their CPU). In the run of 2026-12-02 07:08 that
-  floor is 2.6 s (0.32 core-s per call here, 0.33 in the clients); the p50
-  of 4.8 s is above it because the agent runs the later calls' commands,
-  and the clients decode the earlier ones, while the gateway encodes: no
-  order of service is kept end to end. In the run of 2026-12-02 02:09 (64 MiB)
+  eight calls have had all their CPU). In the table's run (2026-12-02 07:13)
+  that floor is 2.7 s (0.35 core-s per call here, 0.34 in the clients); the
+  p50 of 5.3 s is above it because the agent runs the later calls' commands,
+  and the clients decode the earlier ones, while the gateway encodes the
+  first: the first call of the sixteen ends after 2 to 3 s where one alone
+  takes 1.05 s (the row's baseline; its command takes 0.1 to 0.17 s of it,
+  the rest is the gateway's encoding and the client's decoding, one after
+  the other). Served in perfect order the calls would follow one another no
+  faster than their slowest stage, the client's decoding, about 0.3 s each,
+  so the eighth could not end before about 1.05 + 7 × 0.3 = 3.2 s: the goal
+  of 3 s is below this machine's floor twice over. In the run of 2026-12-02 02:09 (64 MiB)
   the floor was 3.4 s: 0.41 core-s per call here and 0.44 in the clients (go-sdk's
   own decoding of 10.7 MiB of JSON and the check), before the sandbox's own
   CPU (the command, its shepherd, the socket); two runs at 03:45, after the
