@@ -52,7 +52,9 @@ type options struct {
 	verbose      bool
 	profileDir   string
 	playground   string
-	only         *regexp.Regexp
+	// pools are P5's warm pool sizes, 0 for none; nil: the default three.
+	pools []int
+	only  *regexp.Regexp
 	// runsc and the VM image, for the isolation rows; empty: not measured.
 	runsc                       string
 	vmKernel, vmModules, vmRoot string
@@ -93,27 +95,27 @@ func run(ctx context.Context, opts options, out, log io.Writer) error {
 	}
 	// P5 last, on a control plane of its own, once the others' system is gone.
 	if opts.selected("P5") {
-		fmt.Fprintf(out, "Running P5 %d tenants at once (separate manager and agent processes)...\n", sz.scaleTenants)
+		// Without a pool, with a warm pool of a quarter of the burst, then
+		// with one larger than the burst (as a node sized for such bursts
+		// would keep), refilled as the agent does by default while it runs.
+		pools := opts.pools
+		if pools == nil {
+			pools = []int{0, sz.scaleTenants / 4, sz.scaleTenants + 5}
+		}
 		stopProfile, err := startProfile(opts.profileDir, "P5")
 		if err != nil {
 			return err
 		}
-		r, err := scale(ctx, opts, sz.scaleTenants, 0, out)
-		stopProfile()
-		if err != nil {
-			return fmt.Errorf("P5: %w", err)
-		}
-		rows = append(rows, r...)
-		// Again with a warm pool of a quarter of the burst, then with one
-		// larger than the burst (as a node sized for such bursts would
-		// keep), refilled as the agent does by default while it runs.
-		for _, pool := range []int{sz.scaleTenants / 4, sz.scaleTenants + 5} {
-			fmt.Fprintf(out, "Running P5 again with a warm pool of %d...\n", pool)
-			if r, err = scale(ctx, opts, sz.scaleTenants, pool, out); err != nil {
+		for _, pool := range pools {
+			fmt.Fprintf(out, "Running P5 %d tenants at once (separate manager and agent processes), warm pool of %d...\n", sz.scaleTenants, pool)
+			r, err := scale(ctx, opts, sz.scaleTenants, pool, out)
+			if err != nil {
+				stopProfile()
 				return fmt.Errorf("P5 with a warm pool of %d: %w", pool, err)
 			}
 			rows = append(rows, r...)
 		}
+		stopProfile()
 	}
 
 	table := formatTable(rows)

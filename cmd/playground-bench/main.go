@@ -31,6 +31,8 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -44,7 +46,7 @@ func main() {
 	flag.StringVar(&opts.controlPlane, "control-plane", "", "directory of kube-apiserver, etcd and kubectl (default: hack/controlplane.sh)")
 	flag.StringVar(&opts.guest, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	flag.BoolVar(&opts.verbose, "v", false, "print the system's progress while it starts")
-	flag.StringVar(&opts.profileDir, "profile-dir", "", "write a CPU profile of each benchmark (this process: gateway, agent, manager and client) into this directory")
+	flag.StringVar(&opts.profileDir, "profile-dir", "", "write a CPU profile of each benchmark (this process: gateway, agent, manager and client), and of the API server during the first minute of each P5 burst, into this directory")
 	flag.StringVar(&opts.playground, "playground-binary", "", "the playground binary P5 runs as manager and agent (default: next to this one)")
 	flag.StringVar(&opts.runsc, "runsc", "", "runsc, for the gVisor isolation rows (make bench passes hack/runsc.sh's; empty: not measured)")
 	flag.StringVar(&opts.vmKernel, "vm-kernel", os.Getenv("PLAYGROUND_VM_KERNEL"), "the vm backend's kernel, for the VM isolation rows ($PLAYGROUND_VM_KERNEL; empty: not measured)")
@@ -52,6 +54,16 @@ func main() {
 	flag.StringVar(&opts.vmRoot, "vm-root", os.Getenv("PLAYGROUND_VM_ROOT"), "the vm backend's root image ($PLAYGROUND_VM_ROOT)")
 	client := flag.String("hostile-client", "", "internal: run the hostile-output clients (\"endpoint token handle n\") and print their report")
 	only := flag.String("only", "", "run only the benchmarks whose name matches this regular expression (e.g. P5); the report is then printed, not written")
+	flag.Func("p5-pools", "P5's warm pool sizes, comma-separated, 0 for none (default: none, a quarter of the burst, the burst and 5)", func(s string) error {
+		for f := range strings.SplitSeq(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 0 {
+				return fmt.Errorf("%q is not a pool size", f)
+			}
+			opts.pools = append(opts.pools, n)
+		}
+		return nil
+	})
 	flag.Parse()
 	if *client != "" {
 		hostileClients(*client)

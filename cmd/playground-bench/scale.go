@@ -182,6 +182,16 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 		"this process": os.Getpid(),
 	}
 	cpuBefore := sampleCPU(pids)
+	if opts.profileDir != "" {
+		// The API server is most of a burst's cost: its profile of the
+		// burst's first minute, beside this process's (startProfile).
+		wait := profileAPIServer(ctx, cp.Config, 60, filepath.Join(opts.profileDir, fmt.Sprintf("p5-pool-%d-kube-apiserver.pprof", pool)))
+		defer func() {
+			if perr := wait(); perr != nil {
+				fmt.Fprintln(out, "P5:", perr)
+			}
+		}()
+	}
 	// Applied at once: eight clients create the tenants as fast as the API
 	// server takes them, as `kubectl apply` of one big file would.
 	start := time.Now()
