@@ -196,7 +196,7 @@ const analysis = `
 * **P5, a thousand tenants at once (not met: 91 s with a warm pool larger
   than the burst, 242 s with one of a quarter of it, 303 s without).** The
   rows without a pool and with one of 250 are the full run of 2026-12-02
-  06:18 UTC; those with a pool of 1005 are of 07:51 (` + "`--p5-pools 1005`" + `),
+  06:18 UTC; those with a pool of 1005 are of 07:39 (` + "`--p5-pools 1005`" + `),
   after the binder stopped copying every sandbox of the node for each
   binding (it counted a node's load by listing them from the cache, deep
   copies included: the square of the burst's size; the manager's share fell
