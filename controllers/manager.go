@@ -56,6 +56,9 @@ type ManagerOptions struct {
 	// serves none.
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's profiles (/debug/pprof/), without
+	// authentication; empty or "0" serves none.
+	PprofBindAddress string
 	// LeaderElection makes replicas elect a leader (LeaderElectionID, in
 	// the lease namespace), so that one reconciles at a time.
 	LeaderElection bool
@@ -84,6 +87,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		Cache:                         CacheOptions(opts.Options),
 		Metrics:                       metricsserver.Options{BindAddress: disabled(opts.MetricsBindAddress)},
 		HealthProbeBindAddress:        disabled(opts.HealthProbeBindAddress),
+		PprofBindAddress:              disabled(opts.PprofBindAddress),
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaseNamespace,

@@ -22,11 +22,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -106,26 +103,4 @@ func perTenant(before, after map[string]float64, tenants int) (string, float64) 
 		parts = append(parts, fmt.Sprintf("other %.2f", other))
 	}
 	return strings.Join(parts, ", "), total
-}
-
-// profileAPIServer writes a CPU profile of the API server's next seconds
-// (its /debug/pprof, which serves an administrator) into path, in the
-// background; wait returns once it is written, or why not.
-func profileAPIServer(ctx context.Context, cfg *rest.Config, seconds int, path string) (wait func() error) {
-	done := make(chan error, 1)
-	go func() {
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			done <- err
-			return
-		}
-		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(seconds)).Timeout(time.Duration(seconds+30) * time.Second).DoRaw(ctx)
-		if err != nil {
-			done <- fmt.Errorf("profiling the API server: %w", err)
-			return
-		}
-		done <- os.WriteFile(path, raw, 0o644)
-	}()
-	return func() error { return <-done }
 }

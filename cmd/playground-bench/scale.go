@@ -40,6 +40,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -113,17 +115,27 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 		return nil, err
 	}
 	nodeDir := filepath.Join(state, "node")
-	manager, err := startProcess(ctx, filepath.Join(state, "manager.log"), bin, "manager",
-		"--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
-	if err != nil {
-		return nil, err
-	}
-	defer manager.stop()
+	managerArgs := []string{"manager", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
 	// Cleartext on loopback, as playground dev: the agent acts as the
 	// administrator here, whose token is bound to no node, so the signer
 	// would not issue it a certificate.
 	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--node-name", scaleNode, "--state-dir", nodeDir,
 		"--token-file", tokenFile, "--listen", listen, "--tls=off"}
+	pprof := map[string]string{} // component → its --pprof-bind-address
+	if opts.profileDir != "" {
+		for _, name := range []string{"manager", "agent"} {
+			if pprof[name], err = freeAddress(); err != nil {
+				return nil, err
+			}
+		}
+		managerArgs = append(managerArgs, "--pprof-bind-address", pprof["manager"])
+		agentArgs = append(agentArgs, "--pprof-bind-address", pprof["agent"])
+	}
+	manager, err := startProcess(ctx, filepath.Join(state, "manager.log"), bin, managerArgs...)
+	if err != nil {
+		return nil, err
+	}
+	defer manager.stop()
 	if opts.guest != "" {
 		agentArgs = append(agentArgs, "--guest-binary", opts.guest)
 	}
@@ -183,9 +195,9 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	}
 	cpuBefore := sampleCPU(pids)
 	if opts.profileDir != "" {
-		// The API server is most of a burst's cost: its profile of the
-		// burst's first minute, beside this process's (startProfile).
-		wait := profileAPIServer(ctx, cp.Config, 60, filepath.Join(opts.profileDir, fmt.Sprintf("p5-pool-%d-kube-apiserver.pprof", pool)))
+		// The burst's first minute in the API server, the manager and the
+		// agent, beside this process's (startProfile).
+		wait := profileBurst(ctx, cp.Config, pprof, 60, opts.profileDir, fmt.Sprintf("p5-pool-%d", pool))
 		defer func() {
 			if perr := wait(); perr != nil {
 				fmt.Fprintln(out, "P5:", perr)
@@ -486,4 +498,60 @@ func destroySandboxes(nodeDir, guest string) {
 	}
 	close(ids)
 	wg.Wait()
+}
+
+// profileBurst writes CPU profiles of the next seconds of the API server
+// (its /debug/pprof, which serves an administrator) and of the processes
+// serving Go's profiles at pprof (name → address), into dir as
+// <prefix>-<name>.pprof, in the background; wait returns once they are
+// written, or why not.
+func profileBurst(ctx context.Context, cfg *rest.Config, pprof map[string]string, seconds int, dir, prefix string) (wait func() error) {
+	query := "seconds=" + strconv.Itoa(seconds)
+	get := map[string]func() ([]byte, error){
+		"kube-apiserver": func() ([]byte, error) {
+			cs, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+				Param("seconds", strconv.Itoa(seconds)).Timeout(time.Duration(seconds+30) * time.Second).DoRaw(ctx)
+		},
+	}
+	for name, addr := range pprof {
+		get[name] = func() ([]byte, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?"+query, nil)
+			if err != nil {
+				return nil, err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return nil, err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return nil, fmt.Errorf("%s", resp.Status)
+			}
+			return io.ReadAll(resp.Body)
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs error
+	for name, fetch := range get {
+		wg.Go(func() {
+			raw, err := fetch()
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, prefix+"-"+name+".pprof"), raw, 0o644)
+			}
+			if err != nil {
+				mu.Lock()
+				errs = errors.Join(errs, fmt.Errorf("profiling %s: %w", name, err))
+				mu.Unlock()
+			}
+		})
+	}
+	return func() error {
+		wg.Wait()
+		return errs
+	}
 }

@@ -83,6 +83,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.Workers, "workers", nodeagent.DefaultWorkers, "how many sandboxes are provisioned or destroyed at once")
 	fs.StringVar(&labels, "node-labels", "", "the node's labels for node selectors, as k=v,k=v")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
+	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0", pprofUsage)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	fs.StringVar(&builderCPU, "faculty-builder-cpu", resource.NewMilliQuantity(faculty.DefaultCPUMillis, resource.DecimalSI).String(), "CPU of each throwaway builder of a faculty bundle (a quantity, e.g. 500m)")
 	fs.StringVar(&builderMem, "faculty-builder-memory", resource.NewQuantity(faculty.DefaultMemoryBytes, resource.BinarySI).String(), "memory of each faculty builder (a quantity, e.g. 2Gi)")

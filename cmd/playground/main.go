@@ -142,3 +142,6 @@ func ownServiceAccount(log logr.Logger) *selfowner.Owner {
 	}
 	return o
 }
+
+// pprofUsage is the help of --pprof-bind-address.
+const pprofUsage = `address of Go's profiles (/debug/pprof/), served without authentication: keep it on 127.0.0.1 and reach it with kubectl port-forward; "0" disables it`

@@ -36,6 +36,7 @@ func runManager(ctx context.Context, args []string) error {
 	config.RegisterFlags(fs)
 	metricsAddr := fs.String("metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	pprofAddr := fs.String("pprof-bind-address", "0", pprofUsage)
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader among manager replicas, so that one reconciles at a time")
 	leaseNamespace := fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases and of the leader election Lease")
 	workers := fs.Int("workers", controllers.DefaultWorkers, "how many Tenants, and how many Sandboxes, are reconciled at once")
@@ -60,6 +61,7 @@ func runManager(ctx context.Context, args []string) error {
 		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime, Owner: ownServiceAccount(log)},
 		MetricsBindAddress:     *metricsAddr,
 		HealthProbeBindAddress: *probeAddr,
+		PprofBindAddress:       *pprofAddr,
 		LeaderElection:         *leaderElect,
 	})
 	if err != nil {

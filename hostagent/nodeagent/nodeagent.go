@@ -163,6 +163,9 @@ type Options struct {
 	// MetricsBindAddress serves controller-runtime's metrics; "" or "0"
 	// disables them.
 	MetricsBindAddress string
+	// PprofBindAddress serves Go's profiles (/debug/pprof/), without
+	// authentication; "" or "0", the default, disables them.
+	PprofBindAddress string
 	// ShutdownGrace bounds the API's graceful shutdown and the kill of
 	// running jobs.
 	ShutdownGrace time.Duration
@@ -227,6 +230,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.MetricsBindAddress == "" {
 		o.MetricsBindAddress = "0"
+	}
+	if o.PprofBindAddress == "" {
+		o.PprofBindAddress = "0"
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = DefaultShutdownGrace

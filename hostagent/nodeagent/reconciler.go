@@ -94,6 +94,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 			},
 		},
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		PprofBindAddress:       opts.PprofBindAddress,
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
 		// One agent per process in a cluster; tests run several, each a node.
