@@ -46,7 +46,7 @@ func main() {
 	flag.StringVar(&opts.controlPlane, "control-plane", "", "directory of kube-apiserver, etcd and kubectl (default: hack/controlplane.sh)")
 	flag.StringVar(&opts.guest, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	flag.BoolVar(&opts.verbose, "v", false, "print the system's progress while it starts")
-	flag.StringVar(&opts.profileDir, "profile-dir", "", "write a CPU profile of each benchmark (this process: gateway, agent, manager and client), and of the API server during the first minute of each P5 burst, into this directory")
+	flag.StringVar(&opts.profileDir, "profile-dir", "", "write a CPU profile of each benchmark (this process: gateway, agent, manager and client), and of the API server, the manager and the agent during the first minute of each P5 burst, into this directory")
 	flag.StringVar(&opts.playground, "playground-binary", "", "the playground binary P5 runs as manager and agent (default: next to this one)")
 	flag.StringVar(&opts.runsc, "runsc", "", "runsc, for the gVisor isolation rows (make bench passes hack/runsc.sh's; empty: not measured)")
 	flag.StringVar(&opts.vmKernel, "vm-kernel", os.Getenv("PLAYGROUND_VM_KERNEL"), "the vm backend's kernel, for the VM isolation rows ($PLAYGROUND_VM_KERNEL; empty: not measured)")
