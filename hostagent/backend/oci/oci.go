@@ -788,8 +788,10 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 		switch st.Status {
 		case "running":
 			// Alive reads init.pid: keep it true to the runtime's view
-			// (a sandbox started by an agent before init.pid existed).
-			_ = os.WriteFile(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
+			// (a sandbox started by an agent before init.pid existed),
+			// replaced whole, since Alive may read it meanwhile: a torn
+			// read would take a running init for a dead one.
+			_ = writeFileAtomic(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
 			return b.waitReady(ctx, sb, st.Pid)
 		case "paused":
 			if err := rt.resume(ctx, cid); err != nil {

@@ -581,6 +581,40 @@ func TestStopAll(t *testing.T) {
 	}
 }
 
+// TestAliveWhileReattached: a sandbox whose init runs is alive however
+// often the agent passes over it meanwhile. Each pass over a running
+// sandbox records its init's PID again; written in place, a concurrent
+// Alive could read the file empty and take the running init for a dead one
+// (the agent then restarts the sandbox, killing the tenant's processes).
+func TestAliveWhileReattached(t *testing.T) {
+	spec := backend.Spec{ID: "alive"}
+	b, id := newSandbox(t, spec)
+	done := make(chan error, 1)
+	go func() {
+		for range 50 {
+			if err := b.Reattach(context.Background(), spec); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for checks := 0; ; checks++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("alive at each of %d checks during 50 passes", checks)
+			return
+		default:
+		}
+		if !b.Alive(id) {
+			t.Fatalf("a running sandbox was reported dead at check %d, during a pass over it", checks)
+		}
+	}
+}
+
 // TestOOMSparesTheSupervision is issue 11's memfd attack: a tenant fills
 // its memory cgroup with shared memory that no process maps (a memfd, or
 // here a file in /dev/shm), so that no process looks big. The OOM killer
