@@ -928,7 +928,10 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Client = client.WithFieldOwner(r.Client, playgroundv1alpha1.TenantControllerFieldOwner)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&playgroundv1alpha1.Tenant{}).
-		Owns(&playgroundv1alpha1.Sandbox{}).
+		// Owns, but a Sandbox's change (Ready) is taken before new Tenants'
+		// first passes: see childChangedPriority.
+		Watches(&playgroundv1alpha1.Sandbox{}, onChildChange(handler.EnqueueRequestForOwner(
+			mgr.GetScheme(), mgr.GetRESTMapper(), &playgroundv1alpha1.Tenant{}, handler.OnlyControllerOwner()))).
 		Owns(&corev1.Secret{}).
 		Watches(&playgroundv1alpha1.WorkerMapping{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			wm := o.(*playgroundv1alpha1.WorkerMapping)
