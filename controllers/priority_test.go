@@ -63,6 +63,9 @@ func TestSandboxChangeGoesFirst(t *testing.T) {
 	for q.Len() < 5 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond) // adds reach the queue through a buffer
 	}
+	if n := q.Len(); n != 5 {
+		t.Fatalf("the queue holds %d requests, want 5", n)
+	}
 	var got []string
 	for range 5 {
 		r, _, shutdown := q.GetWithPriority()
