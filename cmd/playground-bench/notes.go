@@ -193,32 +193,35 @@ const analysis = `
   The workers matter as much as the pool in a burst: with four workers in
   the manager and the agent, the same warm burst took 922 ms p50 (each
   tenant's path is a chain of short round trips; more of them overlap).
-* **P5, a thousand tenants at once (not met: 91 s with a warm pool larger
+* **P5, a thousand tenants at once (not met: 88 s with a warm pool larger
   than the burst, 242 s with one of a quarter of it, 303 s without).** The
   rows without a pool and with one of 250 are the full run of 2026-12-02
-  06:18 UTC; those with a pool of 1005 are of 07:39 (` + "`--p5-pools 1005`" + `),
-  after the binder stopped copying every sandbox of the node for each
-  binding (it counted a node's load by listing them from the cache, deep
-  copies included: the square of the burst's size; the manager's share fell
-  from 19 to 12 core-ms per tenant). With a pool larger than the burst every
-  tenant claims a running sandbox (1000 hits): 180 core-ms and 8.11 writes
-  per tenant, of which the API server and etcd are 67 core-ms, the agent
-  32, the manager 12, this process 4 (the clients and the watch), and the
-  rest (65: the sandboxes' inits writing each claim's profile, the kernel)
-  include the 62 pooled sandboxes the agent refilled during the burst
-  (some 25 core-ms per tenant). Past eight writes are the one progress
+  06:18 UTC; those with a pool of 1005 are of 08:11 (` + "`--p5-pools 1005`" + `),
+  after two changes in the manager. The binder stopped copying every
+  sandbox of the node for each binding (it counted a node's load by listing
+  them from the cache, deep copies included: the square of the burst's
+  size); in a run between the two (07:39) the manager's share fell from 19
+  to 12 core-ms per tenant and the burst took 91 s. Then a Tenant whose
+  Sandbox changed goes before new Tenants' first passes in the manager's
+  queue: the tenants became Ready in about the order they came, the p50
+  from 72.9 s (07:39) to 34.5 s, for the same total. With a pool larger than
+  the burst every tenant claims a running sandbox (1000 hits): 174 core-ms
+  and 8.12 writes per tenant, of which the API server and etcd are 65
+  core-ms, the agent 30, the manager 12, this process 4 (the clients and
+  the watch), and the rest (64: the sandboxes' inits writing each claim's
+  profile, the kernel) include the 59 pooled sandboxes the agent refilled
+  during the burst (some 25 core-ms per tenant). Past eight writes are the one progress
   report of a start still running after 5 s (sandbox status, 0.1 per
   tenant) and the components' own Leases (0.03). The claims themselves are
   cheap; what is left is about eight API writes per tenant, each with its
   watch events to the manager, the agent and this process, on a control
   plane that shares the two cores, and the machine was busy throughout
-  (180 core-ms a tenant, a thousand times, is 90 s of two cores): the
+  (174 core-ms a tenant, a thousand times, is 87 s of two cores): the
   manager created the sandboxes at about twelve a second (each tenant a
   chain of writes, each slow on a saturated API server), and the tenants'
-  Ready lagged their sandboxes' (966 sandboxes Detached and 232 tenants
-  Ready 79 s in, 876 ten seconds later: the tenants' first passes, queued
-  first, run before the passes that see their sandboxes Ready); the p50 was
-  72.9 s. The pool took 409 s to fill before the clock started (not
+  Ready now follows their sandboxes' (902 sandboxes Detached and 893
+  tenants Ready 79 s in; at 07:39, before the queue's order changed, 966
+  and 232). The pool took 405 s to fill before the clock started (not
   counted). The API server's profile of the burst's first minute
   (` + "`--profile-dir`" + `) says where its share goes: the patches of the
   custom resources' status (the Tenant's twice, the Sandbox's twice per
