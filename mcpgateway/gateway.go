@@ -68,7 +68,7 @@ const (
 	// large result is CPU-bound (go-sdk's JSON, and the client's decoding
 	// after it): a tenant's large results held side by side share that CPU
 	// and all end late together, where held one after another most end
-	// early, for the same throughput and a third of the memory
+	// early, for the same throughput and a third of the bytes held
 	// (docs/benchmarks.md, "hostile output"). The agent keeps package
 	// budget's 64 MiB: it reserves an exec's worst case up front.
 	DefaultBudgetBytesPerTenant = 24 << 20

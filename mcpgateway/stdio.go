@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -66,10 +67,11 @@ type StdioOptions struct {
 	AgentToken func() (string, error)
 	AgentTLS   *tls.Config
 	AgentCA    *AgentCA
-	// StaleAfter, ExecTimeout and ProgressInterval as in Options.
+	// StaleAfter, ExecTimeout, ProgressInterval and Budget as in Options.
 	StaleAfter       time.Duration
 	ExecTimeout      time.Duration
 	ProgressInterval time.Duration
+	Budget           budget.Limits
 	// SyncTimeout bounds the wait for the first view of the tenant
 	// (default 30 s).
 	SyncTimeout time.Duration
@@ -157,6 +159,13 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	if opts.ReauthorizeEvery <= 0 {
 		opts.ReauthorizeEvery = DefaultReauthorizeEvery
 	}
+	if opts.Budget.BytesPerTenant == 0 {
+		opts.Budget.BytesPerTenant = DefaultBudgetBytesPerTenant
+	}
+	lim, err := budget.New(opts.Budget)
+	if err != nil {
+		return fmt.Errorf("mcpgateway: budget: %w", err)
+	}
 	id := opts.Tenant
 	if err := Authorize(ctx, opts.Config, id); err != nil {
 		return err
@@ -186,7 +195,7 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	}
 	authz := &reauthorizer{check: func(ctx context.Context) error { return Authorize(ctx, opts.Config, id) }, every: opts.ReauthorizeEvery, last: time.Now()}
 	r := &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA), log: opts.Logger, fixed: &id, authorize: authz.authorize}
-	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger})
+	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim})
 	opts.Logger.Info("Serving MCP on stdio", "tenant", id.String())
 	return server.Run(ctx, transport)
 }

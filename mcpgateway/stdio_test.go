@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -60,9 +61,9 @@ func serviceAccountConfig(t *testing.T, ns, name string) *rest.Config {
 
 func ptr[T any](v T) *T { return &v }
 
-// stdioGateway runs ServeStdio over pipes; the returned channel has its
-// result.
-func stdioGateway(t *testing.T, cfg *rest.Config, tn *tenant, reauth time.Duration) (client *mcp.IOTransport, errc chan error) {
+// stdioGateway runs ServeStdio over pipes, with options changed by with;
+// the returned channel has its result.
+func stdioGateway(t *testing.T, cfg *rest.Config, tn *tenant, reauth time.Duration, with ...func(*mcpgateway.StdioOptions)) (client *mcp.IOTransport, errc chan error) {
 	t.Helper()
 	id, err := mcpgateway.ParseTenant(tn.String())
 	if err != nil {
@@ -72,11 +73,15 @@ func stdioGateway(t *testing.T, cfg *rest.Config, tn *tenant, reauth time.Durati
 	serverR, clientW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc = make(chan error, 1)
+	opts := mcpgateway.StdioOptions{
+		Config: cfg, Tenant: id, AgentToken: mcpgateway.StaticToken(agentToken),
+		ProgressInterval: 200 * time.Millisecond, ReauthorizeEvery: reauth,
+	}
+	for _, f := range with {
+		f(&opts)
+	}
 	go func() {
-		errc <- mcpgateway.ServeStdio(ctx, mcpgateway.StdioOptions{
-			Config: cfg, Tenant: id, AgentToken: mcpgateway.StaticToken(agentToken),
-			ProgressInterval: 200 * time.Millisecond, ReauthorizeEvery: reauth,
-		}, &mcp.IOTransport{Reader: serverR, Writer: serverW})
+		errc <- mcpgateway.ServeStdio(ctx, opts, &mcp.IOTransport{Reader: serverR, Writer: serverW})
 		serverW.Close()
 	}()
 	t.Cleanup(func() {
@@ -89,8 +94,8 @@ func stdioGateway(t *testing.T, cfg *rest.Config, tn *tenant, reauth time.Durati
 
 func testStdio(t *testing.T, alice *tenant) {
 	ctx := context.Background()
-	session := func(t *testing.T, cfg *rest.Config, reauth time.Duration) *mcp.ClientSession {
-		tr, errc := stdioGateway(t, cfg, alice, reauth)
+	session := func(t *testing.T, cfg *rest.Config, reauth time.Duration, with ...func(*mcpgateway.StdioOptions)) *mcp.ClientSession {
+		tr, errc := stdioGateway(t, cfg, alice, reauth, with...)
 		c := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "v0"}, nil)
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -133,6 +138,17 @@ func testStdio(t *testing.T, alice *tenant) {
 			t.Fatalf("exec over stdio: %+v", ex)
 		}
 		callOK(t, cs, "close_session", map[string]any{"handle": open.Handle}, nil)
+	})
+
+	// --budget-* apply over stdio as over HTTP: a read reserves a whole
+	// file and its base64, more than a budget of 1 MiB.
+	t.Run("budget", func(t *testing.T) {
+		cs := session(t, cp.Config, 0, func(o *mcpgateway.StdioOptions) {
+			o.Budget = budget.Limits{BytesPerTenant: 1 << 20, Bytes: 1 << 20}
+		})
+		var open tools.OpenSessionOutput
+		callOK(t, cs, "open_session", nil, &open)
+		callErr(t, cs, "read", map[string]any{"handle": open.Handle, "path": "/etc/hostname"}, "too_large", "1 MiB")
 	})
 
 	t.Run("denied", func(t *testing.T) {

@@ -139,7 +139,7 @@ func runGateway(ctx context.Context, args []string) error {
 		return mcpgateway.ServeStdio(ctx, mcpgateway.StdioOptions{
 			Config: cfg, Tenant: id, Catalog: *catalog,
 			AgentToken: agentToken, AgentCA: agentCA,
-			StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Logger: log,
+			StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Budget: lim, Logger: log,
 		}, &mcp.StdioTransport{})
 	}
 	if *tenant != "" {
