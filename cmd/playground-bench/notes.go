@@ -230,7 +230,7 @@ const analysis = `
   with the CRD schema's coercion of it 12%; server-side apply's merge 10%,
   the creates 7%, authenticating the callers 2.5%, its garbage collector
   13%. A patch costs the API server about four times a create;
-  the writes are as few as the design allows (above), and what each costs
+  the writes are as few as the design allows (below), and what each costs
   is the API server's.
   Without a pool, or past a small one, the
   burst is CPU-bound on two cores: quick runs of 100 tenants on 2026-12-01
