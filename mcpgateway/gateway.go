@@ -219,12 +219,9 @@ func New(opts Options) (*Gateway, error) {
 	if err := opts.HTTP.Validate(); err != nil {
 		return nil, fmt.Errorf("mcpgateway: %w", err)
 	}
-	if opts.Budget.BytesPerTenant == 0 {
-		opts.Budget.BytesPerTenant = DefaultBudgetBytesPerTenant
-	}
-	lim, err := budget.New(opts.Budget)
+	lim, err := newBudget(opts.Budget)
 	if err != nil {
-		return nil, fmt.Errorf("mcpgateway: budget: %w", err)
+		return nil, err
 	}
 	view, err := clusterview.New(opts.Config, clusterview.Options{
 		Namespace:      opts.Namespace,

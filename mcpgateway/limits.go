@@ -219,3 +219,17 @@ func registerBudget(l *budget.Limiter, log *slog.Logger) {
 		log.Debug("Not exporting a second gateway's budget metrics", "err", err)
 	}
 }
+
+// newBudget is the gateway's budget of synchronous calls, over either
+// transport: l's zero fields take package budget's defaults, but
+// DefaultBudgetBytesPerTenant.
+func newBudget(l budget.Limits) (*budget.Limiter, error) {
+	if l.BytesPerTenant == 0 {
+		l.BytesPerTenant = DefaultBudgetBytesPerTenant
+	}
+	lim, err := budget.New(l)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgateway: budget: %w", err)
+	}
+	return lim, nil
+}

@@ -159,12 +159,9 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	if opts.ReauthorizeEvery <= 0 {
 		opts.ReauthorizeEvery = DefaultReauthorizeEvery
 	}
-	if opts.Budget.BytesPerTenant == 0 {
-		opts.Budget.BytesPerTenant = DefaultBudgetBytesPerTenant
-	}
-	lim, err := budget.New(opts.Budget)
+	lim, err := newBudget(opts.Budget)
 	if err != nil {
-		return fmt.Errorf("mcpgateway: budget: %w", err)
+		return err
 	}
 	id := opts.Tenant
 	if err := Authorize(ctx, opts.Config, id); err != nil {
