@@ -248,7 +248,10 @@ func TestSuspendStopsCompute(t *testing.T) {
 	s.exec(t, "echo kept > file; setsid "+marker+" >/dev/null 2>&1 &")
 	job, err := s.startJob("sleep 1000")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(pidsOf(marker)).NotTo(BeEmpty())
+	// The background process may be inside an execve (of setsid, then of
+	// sleep) at this moment, when its /proc/PID/cmdline reads empty: wait
+	// for it rather than look once.
+	waitProcess(t, marker)
 
 	set := func(suspended bool) {
 		sbx := getSandbox(g, ns, "ws")
