@@ -167,6 +167,40 @@ func newTenant(t *testing.T, ns, name string, spec playgroundv1alpha1.TenantSpec
 	return tn
 }
 
+// TestTenantFinalizerAtCreate: with config/admission's policy installed (as
+// the suite's control plane installs it, and both renderings of the
+// installation do), a Tenant has the controller's finalizer from its
+// create on, beside its own finalizers: the controller has nothing to
+// patch. Without it (a Tenant that lost it, or a cluster without the
+// policy) the controller adds it back.
+func TestTenantFinalizerAtCreate(t *testing.T) {
+	ns := newNamespace(t)
+	tn := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fin", Finalizers: []string{"example.com/keep"}}}
+	g := NewWithT(t)
+	g.Expect(k8sClient.Create(context.Background(), tn)).To(Succeed())
+	g.Expect(tn.Finalizers).To(Equal([]string{"example.com/keep", playgroundv1alpha1.TenantFinalizer}), "the create's own answer")
+	issuedToken(t, ns, "fin")
+
+	patch := client.MergeFrom(tn.DeepCopy())
+	tn.Finalizers = []string{"example.com/keep"}
+	g.Expect(k8sClient.Patch(context.Background(), tn, patch)).To(Succeed())
+	eventually(t, func(g Gomega) {
+		g.Expect(getTenant(g, ns, "fin").Finalizers).To(ConsistOf("example.com/keep", playgroundv1alpha1.TenantFinalizer))
+	})
+
+	// Let the tenant go: the controller's finalizer leaves once its
+	// sandbox is gone, the test's own here.
+	g.Expect(k8sClient.Delete(context.Background(), tn)).To(Succeed())
+	eventually(t, func(g Gomega) {
+		g.Expect(getTenant(g, ns, "fin").Finalizers).To(Equal([]string{"example.com/keep"}))
+	})
+	got := &playgroundv1alpha1.Tenant{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(tn), got)).To(Succeed())
+	patch = client.MergeFrom(got.DeepCopy())
+	got.Finalizers = nil
+	g.Expect(k8sClient.Patch(context.Background(), got, patch)).To(Succeed())
+}
+
 // TestTenantLifecycle: a platform team applies a Tenant and gets a token
 // and a sandbox; rotates, suspends and resumes it; loses its Secret; and
 // deletes it, leaving nothing behind. The token never shows outside its

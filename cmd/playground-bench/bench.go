@@ -161,16 +161,7 @@ func inProcess(ctx context.Context, opts options, sz sizes, out, log io.Writer) 
 	}
 	defer os.RemoveAll(state)
 	fmt.Fprintln(out, "Starting the system (control plane, manager, agent, gateway)...")
-	env, err := devenv.Start(ctx, devenv.Options{
-		ControlPlaneDir: opts.controlPlane,
-		StateDir:        state,
-		Samples:         "config/samples",
-		CRDs:            "config/crd/bases",
-		Namespace:       "default",
-		Tenant:          "demo",
-		Listen:          "127.0.0.1:0",
-		GuestBinary:     opts.guest,
-	}, log)
+	env, err := devenv.Start(ctx, opts.system(state), log)
 	if err != nil {
 		return nil, err
 	}
@@ -622,6 +613,22 @@ func (b *bench) applyTenants(ctx context.Context, ns, label string, settle func(
 	}, readyAt, nil
 }
 
+// system is the in-process system's configuration (playground dev's, on a
+// control plane of its own, in state), without a warm pool.
+func (o options) system(state string) devenv.Options {
+	return devenv.Options{
+		ControlPlaneDir:   o.controlPlane,
+		StateDir:          state,
+		Samples:           "config/samples",
+		CRDs:              "config/crd/bases",
+		AdmissionPolicies: "config/admission",
+		Namespace:         "default",
+		Tenant:            "demo",
+		Listen:            "127.0.0.1:0",
+		GuestBinary:       o.guest,
+	}
+}
+
 // tenantsReadyWarm is P3 again on a system of its own whose node keeps a
 // warm pool larger than the burst: each tenant alone waits for a full
 // pool first, as on a node whose pool kept up; the burst finds it full.
@@ -632,18 +639,9 @@ func (b *bench) tenantsReadyWarm(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(state)
-	env, err := devenv.Start(ctx, devenv.Options{
-		ControlPlaneDir: b.opts.controlPlane,
-		StateDir:        state,
-		Samples:         "config/samples",
-		CRDs:            "config/crd/bases",
-		Namespace:       "default",
-		Tenant:          "demo",
-		Listen:          "127.0.0.1:0",
-		GuestBinary:     b.opts.guest,
-		WarmPool:        size,
-		WarmPoolRate:    50,
-	}, b.log)
+	sys := b.opts.system(state)
+	sys.WarmPool, sys.WarmPoolRate = size, 50
+	env, err := devenv.Start(ctx, sys, b.log)
 	if err != nil {
 		return nil, err
 	}

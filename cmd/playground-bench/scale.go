@@ -83,7 +83,11 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	if err != nil {
 		return nil, err
 	}
-	cp, err := controlplane.Start(controlplane.Options{AssetsDir: opts.controlPlane, CRDDirs: []string{crds}})
+	policies, err := filepath.Abs("config/admission")
+	if err != nil {
+		return nil, err
+	}
+	cp, err := controlplane.Start(controlplane.Options{AssetsDir: opts.controlPlane, CRDDirs: []string{crds}, AdmissionDirs: []string{policies}})
 	if err != nil {
 		return nil, err
 	}

@@ -92,6 +92,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.StateDir, "state-dir", ".dev", "directory for the local cluster's state; kept across runs")
 	fs.StringVar(&opts.Samples, "samples", "config/samples", "directory of sample objects to apply")
 	fs.StringVar(&opts.CRDs, "crds", "config/crd/bases", "directory of the CRDs to install")
+	fs.StringVar(&opts.AdmissionPolicies, "admission-policies", "config/admission", "kustomize directory of the admission policies to install")
 	fs.StringVar(&opts.Namespace, "namespace", "default", "namespace for the samples")
 	fs.StringVar(&opts.Tenant, "tenant", "demo", "the sample tenant to wait for and print the token of")
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:7080", "address of the MCP gateway")

@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/manifest"
 	"github.com/playground-dev/playground/internal/scheme"
 )
 
@@ -93,6 +96,11 @@ type Options struct {
 	// CRDDirs are directories of CRD manifests to install; empty means the
 	// repository's config/crd/bases.
 	CRDDirs []string
+	// AdmissionDirs are kustomize directories of plain files of admission
+	// policies to install; empty means the repository's config/admission.
+	// They must hold its Tenant finalizer policy: Start returns once that
+	// is in force.
+	AdmissionDirs []string
 }
 
 // ControlPlane is a running kube-apiserver and etcd.
@@ -116,13 +124,18 @@ func Start(opts Options) (*ControlPlane, error) {
 			return nil, err
 		}
 	}
-	crds := opts.CRDDirs
-	if len(crds) == 0 {
+	crds, policies := opts.CRDDirs, opts.AdmissionDirs
+	if len(crds) == 0 || len(policies) == 0 {
 		root, err := ModuleRoot()
 		if err != nil {
-			return nil, fmt.Errorf("finding the CRDs: %w", err)
+			return nil, fmt.Errorf("finding the CRDs and admission policies: %w", err)
 		}
-		crds = []string{filepath.Join(root, "config", "crd", "bases")}
+		if len(crds) == 0 {
+			crds = []string{filepath.Join(root, "config", "crd", "bases")}
+		}
+		if len(policies) == 0 {
+			policies = []string{filepath.Join(root, "config", "admission")}
+		}
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
@@ -150,7 +163,42 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
+	if err := installPolicies(c, policies); err != nil {
+		return nil, errors.Join(err, env.Stop())
+	}
 	return &ControlPlane{env: env, assets: assets, Config: cfg, Client: c}, nil
+}
+
+// installPolicies applies the admission policies of dirs, as `kubectl apply
+// -k config/default` does in a cluster, and waits until the API server
+// enforces them: a Tenant created (dry run) comes back with the finalizer
+// that config/admission's policy adds. The API server takes a policy into
+// force a moment after it is created (its admission plugin watches them).
+func installPolicies(c client.Client, dirs []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, dir := range dirs {
+		objs, err := manifest.ReadKustomization(dir)
+		if err != nil {
+			return fmt.Errorf("reading the admission policies: %w", err)
+		}
+		if err := manifest.Apply(ctx, c, "", objs); err != nil {
+			return fmt.Errorf("installing the admission policies: %w", err)
+		}
+	}
+	for {
+		probe := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "admission-probe"}}
+		err := c.Create(ctx, probe, client.DryRunAll)
+		if err == nil && slices.Contains(probe.Finalizers, playgroundv1alpha1.TenantFinalizer) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the admission policies of %s are not in force after a minute: a Tenant created (dry run) has finalizers %v (error: %v)",
+				strings.Join(dirs, ", "), probe.Finalizers, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // CreateNamespaces creates the namespaces that do not exist yet (the

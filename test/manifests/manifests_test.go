@@ -76,6 +76,8 @@ var expectedObjects = []struct {
 	{"Service", namespace, "playground-gateway", true, true},
 	{"PodDisruptionBudget", namespace, "playground-gateway", true, true},
 	{"NetworkPolicy", namespace, "playground-agent-api", true, true},
+	{"MutatingAdmissionPolicy", "", "playground-tenant-finalizer", true, true},
+	{"MutatingAdmissionPolicyBinding", "", "playground-tenant-finalizer", true, true},
 	// The one Secret: the key that seals worker sessions, which the chart
 	// generates and kustomize cannot (docs/workers.md says how to create
 	// it). No shared agent token: the gateway proves itself to the agents
@@ -156,7 +158,7 @@ func TestRenderedObjects(t *testing.T) {
 		want []string
 	}{
 		{"kustomize", renderKustomize(t), expectedKeys(true)},
-		{"helm", renderHelm(t, "helm"), expectedKeys(false)},
+		{"helm", renderHelmDefault(t), expectedKeys(false)},
 	} {
 		got := keys(tc.r.objs)
 		if !slices.Equal(got, tc.want) {
@@ -179,7 +181,7 @@ func minus(a, b []string) []string {
 // TestRenderingsAgree: every object in both renderings is the same but for
 // labels and annotations (helm's and kustomize's own differ).
 func TestRenderingsAgree(t *testing.T) {
-	k, h := renderKustomize(t), renderHelm(t, "helm")
+	k, h := renderKustomize(t), renderHelmDefault(t)
 	byKey := map[string]*unstructured.Unstructured{}
 	for _, o := range h.objs {
 		byKey[key(o)] = o
@@ -264,7 +266,7 @@ func TestServerSideDryRun(t *testing.T) {
 		r    rendering
 	}{
 		{"kustomize", k},
-		{"helm", renderHelm(t, "helm")},
+		{"helm", renderHelmDefault(t)},
 		{"helm with custom values", renderHelmCustom(t)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,7 +298,7 @@ func workload[T any](t *testing.T, o *unstructured.Unstructured) *T {
 
 // renderings are the default renderings, by name.
 func renderings(t *testing.T) map[string]rendering {
-	return map[string]rendering{"kustomize": renderKustomize(t), "helm": renderHelm(t, "helm")}
+	return map[string]rendering{"kustomize": renderKustomize(t), "helm": renderHelmDefault(t)}
 }
 
 // flagValue returns the value of --name=value in args.
@@ -757,6 +759,8 @@ func TestHelmCustomValues(t *testing.T) {
 			if o.GetName() == "playground-gateway" {
 				t.Errorf("gateway.namespace=team-a, yet the chart renders %s", key(o))
 			}
+		case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
+			t.Errorf("admissionPolicies.enabled=false, yet the chart renders %s", key(o))
 		case "CustomResourceDefinition":
 		default:
 			if o.GetNamespace() != "playground-apps" {
@@ -909,5 +913,30 @@ func TestGatewayListsNoSecrets(t *testing.T) {
 		if slices.Contains(custom, unwanted) {
 			t.Errorf("gateway.namespace=team-a still renders %s", unwanted)
 		}
+	}
+}
+
+// TestHelmAdmissionPolicyFollowsTheCluster: by default the chart installs
+// the Tenant finalizer's MutatingAdmissionPolicy only where the cluster
+// serves the kind (an older API server would refuse the whole release);
+// admissionPolicies.enabled=true installs it regardless.
+func TestHelmAdmissionPolicyFollowsTheCluster(t *testing.T) {
+	policies := func(r rendering) []string {
+		var ks []string
+		for _, o := range r.objs {
+			if strings.HasPrefix(o.GetKind(), "MutatingAdmissionPolicy") {
+				ks = append(ks, key(o))
+			}
+		}
+		return ks
+	}
+	if got := policies(renderHelm(t, "helm (before Kubernetes 1.36)")); len(got) != 0 {
+		t.Errorf("for a cluster that does not serve MutatingAdmissionPolicy the chart renders %v", got)
+	}
+	if got := policies(renderHelm(t, "helm (policies forced)", "--set", "admissionPolicies.enabled=true")); len(got) != 2 {
+		t.Errorf("admissionPolicies.enabled=true renders %v, want the policy and its binding", got)
+	}
+	if got := policies(renderHelmDefault(t)); len(got) != 2 {
+		t.Errorf("for a cluster that serves MutatingAdmissionPolicy the chart renders %v, want the policy and its binding", got)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -227,6 +228,17 @@ func renderHelm(t *testing.T, name string, flags ...string) rendering {
 	})
 }
 
+// servesAdmissionPolicies tells `helm template` what `helm install` learns
+// from a cluster of Kubernetes 1.36 or later: it serves
+// MutatingAdmissionPolicy.
+var servesAdmissionPolicies = []string{"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}
+
+// renderHelmDefault is the chart with its default values, for a current
+// cluster.
+func renderHelmDefault(t *testing.T) rendering {
+	return renderHelm(t, "helm", servesAdmissionPolicies...)
+}
+
 // customHelmValues exercise the values that change names, namespaces and
 // optional objects.
 var customHelmValues = []string{
@@ -244,14 +256,15 @@ var customHelmValues = []string{
 	"--set", "agent.egressDeny={10.244.0.0/16,10.96.0.0/12}",
 	"--set", "manager.extraArgs={-v=2}",
 	"--set", "image.tag=v9.9.9",
+	"--set", "admissionPolicies.enabled=false",
 }
 
 func renderHelmCustom(t *testing.T) rendering {
-	return renderHelm(t, "helm (custom values)", customHelmValues...)
+	return renderHelm(t, "helm (custom values)", append(slices.Clone(servesAdmissionPolicies), customHelmValues...)...)
 }
 
 func renderHelmLeaseNamespace(t *testing.T) rendering {
-	return renderHelm(t, "helm (lease namespace elsewhere)", "--set", "leaseNamespace=elsewhere")
+	return renderHelm(t, "helm (lease namespace elsewhere)", append(slices.Clone(servesAdmissionPolicies), "--set", "leaseNamespace=elsewhere")...)
 }
 
 // decode reads a multi-document YAML stream into objects, numbers as int64

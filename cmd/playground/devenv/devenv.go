@@ -68,6 +68,10 @@ type Options struct {
 	Samples string
 	// CRDs is the directory of CRDs to install.
 	CRDs string
+	// AdmissionPolicies is the kustomize directory of the admission
+	// policies to install (config/admission); empty means the
+	// repository's.
+	AdmissionPolicies string
 	// Namespace receives the samples.
 	Namespace string
 	// Tenant is the sample tenant waited for and whose token is printed.
@@ -186,6 +190,14 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	if err != nil {
 		return nil, err
 	}
+	var policies []string
+	if opts.AdmissionPolicies != "" {
+		dir, err := filepath.Abs(opts.AdmissionPolicies)
+		if err != nil {
+			return nil, err
+		}
+		policies = []string{dir}
+	}
 	progress := func(format string, args ...any) { fmt.Fprintf(out, "==> "+format+"\n", args...) }
 	env := &Env{State: state, errs: make(chan error, 3)}
 	defer func() {
@@ -200,6 +212,9 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		AssetsDir: opts.ControlPlaneDir,
 		DataDir:   filepath.Join(state, "etcd"),
 		CRDDirs:   []string{crds},
+		// The installation's admission policies, as kubectl apply -k
+		// config/default installs them in a cluster.
+		AdmissionDirs: policies,
 	})
 	if err != nil {
 		return nil, err
@@ -210,7 +225,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		}
 	})
-	progress("control plane up with the CRDs installed in %s", time.Since(started).Round(100*time.Millisecond))
+	progress("control plane up with the CRDs and admission policies installed in %s", time.Since(started).Round(100*time.Millisecond))
 
 	env.Kubeconfig = filepath.Join(state, "kubeconfig")
 	env.Kubectl = filepath.Join(cp.Assets(), "kubectl")
