@@ -170,10 +170,11 @@ const analysis = `
   compacted a third time, took one such exec from 2.15 to 0.85 s.
 * **P3, tenant applied → Ready (tens of ms alone with a warm pool, hundreds
   in a burst of 50).** With a warm pool the goals of issue 20 are met (run of
-  2026-12-01: 54 ms alone, 464 ms p50 and 698 ms p99 for 50 at once). The step
+  2026-12-02 11:13: 44 ms alone, 318 ms p50 and 457 ms p99 for 50 at once;
+  54, 464 and 698 ms on 2026-12-01). The step
   times show where a lone tenant's time goes: the controllers reach the agent
-  in about 16 ms (the Tenant's finalizer, its Secret, its Sandbox created
-  bound with the agent's finalizer), the agent claims a pooled sandbox and
+  in about 13 ms (the Tenant's Secret, its Sandbox created bound with the
+  agent's finalizer; the Tenant's own finalizer comes with its create), the agent claims a pooled sandbox and
   reports it Provisioned some 20 ms later (the tenant's profile written, its
   limits set in its running cgroup when they differ from the defaults, no
   container start, no runtime process), and the Sandbox's and the Tenant's
@@ -183,7 +184,7 @@ const analysis = `
   controllers (p50 about 1 s: 6.1 s before the writes per tenant went from 20
   to 8 and the workers from 4 to 16). The design's P3 goals (150 ms p50 and
   500 ms p99 for 50 at once) are met by neither: in the burst each tenant is
-  eight API writes and their watch events, about 400 writes in all on a
+  seven API writes and their watch events, about 350 writes in all on a
   control plane that shares the two cores. runc's own start is mostly
   runc starting itself (two Go processes and three loads of the binary: Go
   package initialisation 29% and page faults 25% of its CPU in a perf
@@ -193,116 +194,69 @@ const analysis = `
   The workers matter as much as the pool in a burst: with four workers in
   the manager and the agent, the same warm burst took 922 ms p50 (each
   tenant's path is a chain of short round trips; more of them overlap).
-* **P5, a thousand tenants at once (not met: 88 s with a warm pool larger
-  than the burst, 242 s with one of a quarter of it, 303 s without).** The
-  rows without a pool and with one of 250 are the full run of 2026-12-02
-  06:18 UTC; those with a pool of 1005 are of 08:11 (` + "`--p5-pools 1005`" + `),
-  after two changes in the manager. The binder stopped copying every
-  sandbox of the node for each binding (it counted a node's load by listing
-  them from the cache, deep copies included: the square of the burst's
-  size); in a run between the two (07:39) the manager's share fell from 19
-  to 12 core-ms per tenant and the burst took 91 s. Then a Tenant whose
-  Sandbox changed goes before new Tenants' first passes in the manager's
-  queue: the tenants became Ready in about the order they came, the p50
-  from 72.9 s (07:39) to 34.5 s, for the same total. With a pool larger than
-  the burst every tenant claims a running sandbox (1000 hits): 174 core-ms
-  and 8.12 writes per tenant, of which the API server and etcd are 65
-  core-ms, the agent 30, the manager 12, this process 4 (the clients and
-  the watch), and the rest (64: the sandboxes' inits writing each claim's
-  profile, the kernel) include the 59 pooled sandboxes the agent refilled
-  during the burst (some 25 core-ms per tenant). Past eight writes are the one progress
-  report of a start still running after 5 s (sandbox status, 0.1 per
-  tenant) and the components' own Leases (0.03). The claims themselves are
-  cheap; what is left is about eight API writes per tenant, each with its
-  watch events to the manager, the agent and this process, on a control
-  plane that shares the two cores, and the machine was busy throughout
-  (174 core-ms a tenant, a thousand times, is 87 s of two cores): the
-  manager created the sandboxes at about twelve a second (each tenant a
-  chain of writes, each slow on a saturated API server), and the tenants'
-  Ready now follows their sandboxes' (902 sandboxes Detached and 893
-  tenants Ready 79 s in; at 07:39, before the queue's order changed, 966
-  and 232). The pool took 405 s to fill before the clock started (not
-  counted). The API server's profile of the burst's first minute
-  (` + "`--profile-dir`" + `) says where its share goes: the patches of the
-  custom resources' status (the Tenant's twice, the Sandbox's twice per
-  tenant) are 30% of it, and a quarter of all is decoding each patched
-  object as stored before the patch applies (etcd3 ` + "`updateState`" + `),
-  with the CRD schema's coercion of it 12%; server-side apply's merge 10%,
-  the creates 7%, authenticating the callers 2.5%, its garbage collector
-  13%. A patch costs the API server about four times a create;
-  the writes are as few as the design allows (below), and what each costs
-  is the API server's.
-  Without a pool, or past a small one, the
-  burst is CPU-bound on two cores: quick runs of 100 tenants on 2026-12-01
-  were all Ready in 7.5 s without a pool and 5.0 s with one, at 8.1 writes
-  and 99–110 core-ms per tenant; a thousand cost four to five times as much
-  each. The same quick run on 2026-12-02 took 23–26 s without a pool, at
-  420–510 core-ms per tenant: the machine itself was slower that day (a
-  first touch of a fresh page cost 18.8 µs, see the machine line, and the
-  processes of one cold start fault some 2,200 times between them: about
-  40 ms of each start), so compare
-  figures within one run. Until 2026-12-02 00:09, what grew with the node was its mount table: each
-  sandbox added two loop-mounted ext4 images (its writable layer and its
-  pile: the disk limits of issue 11), which runc (the cgroup v1 mount
-  points), runc's init (which copies the node's table into the container's
-  before it pivots), mkfs.ext4 (its is-it-mounted check) and the guest's
-  init all read: runc's processes took 35% of the machine and mkfs.ext4 12%
-  in ` + "`perf record -a`" + ` during the run of 2026-12-01 20:44 (266 s with
-  the pool, 399 s without, 524 and 794 core-ms per tenant). A running
-  container's images now leave the node's table (its mount namespace holds
-  them; docs/isolation.md), and in the profile of the 00:09 run (30 s of
-  the burst without a pool) the mount table's rendering is under 0.1% of the machine;
-  the rate of starts no longer falls as the node fills (about four a second
-  from the first hundred Ready to the last). What remains is the cost of
-  making processes on this machine, a guest whose page faults and context
-  switches are dear (the paravirtual interrupt enable alone is 20% of the
-  samples): runc 20% of the machine (its Go runtime's start, page faults,
-  its threads' sleeps), runc's init 18%, the sandboxes' own inits and
-  shepherds starting 13%, kube-apiserver 14%, the agent and the manager
-  11%, mkfs.ext4 7%, and the machine's own memory monitor (kdamond) 9%.
-  Each start is some ten processes (runc and its init's three stages, the
-  guest's init and a shepherd, two mkfs.ext4). Fewer starts at once do not
-  help: the same run with the agent at 4 workers instead of 16 took 290 s
-  and 568 core-ms per tenant without a pool, 228 s and 452 with one. Two costs of our own that
-  grew with the node went the day before: the agent searched every loop
-  device of the node for each new image (findLoop, a quarter of the agent's
-  CPU per start), and the manager held its binding lock across each
-  Sandbox's create, which made a burst's creates one at a time. What would
-  meet the goal is fewer processes per start: a template image copied
-  instead of a mkfs.ext4 per volume, and fewer runtime invocations (or a
-  runtime that is not a Go process per call).
-  Writes: a tenant whose sandbox starts within seconds costs the API server
-  8, listed by resource: the Tenant (created) and its finalizer, the Secret,
-  the Sandbox (created already bound, with the agent's finalizer), the
-  Tenant's status twice (the token's hash, then Ready) and the Sandbox's
-  twice (the agent's Provisioned, the manager's Ready). Removed on the way
-  from 19.9: the happy path's five Events; the Tenant's status echoing each
-  provisioning step; the binding and the agent's finalizer as writes of their
-  own; the agent's Provisioning status of a start under 5 s; the binder's
-  Pending status of a Sandbox created bound, left to its agent for 10 s;
-  re-applies while the manager's cache lagged its own applies; and the
-  transient error that a Sandbox created by an earlier pass but not yet
-  cached was reported as (then repaired). In a burst of minutes most
-  sandboxes wait longer than that for their agent, and the writes past 8
-  are the Sandbox's status saying so, the progress a user looks for while
-  waiting: in the run of 2026-12-02 00:09 1.1 to 1.3 more per tenant, when
-  a slow start could be reported twice or three times (the manager's
-  Pending once the 10 s were over, the agent's Provisioning once a start
-  took 5 s, the manager's echo of it). Since, a slow start is reported once,
-  by whichever comes first: the manager leaves a Sandbox whose agent has
-  said it is starting it alone until the agent's outcome, and the agent
-  writes no notice over the manager's Pending: 9.0 writes per tenant for a
-  thousand without a pool (from 9.3), 8.7 with a pool of 250 (from 9.1), and
-  8.1 with a pool larger than the burst, whose claims report no progress.
-  Each of the 8 is
-  kept for what it tells: the finalizer keeps a deleted Tenant until its
-  sandbox is destroyed (` + "`TestTenantDeletionWaitsForSandbox`" + `), and the Tenant's
-  first status publishes the token's hash, by which the gateway knows the
-  token before the sandbox is up. A warm pool of 250 served 319
-  claims (its refills during the burst counted); it moves starts before the
-  burst, it does not make them cheaper; one as large as the burst takes the
-  starts off the burst altogether, at the cost of a pooled sandbox's memory
-  and disk (P6) for each tenant the node expects at once.
+* **P5, a thousand tenants at once (met with a warm pool larger than the
+  burst: 40.7 s, 7.05 writes and 80 core-ms per tenant; 61 s with a pool of
+  a quarter of it, 70 s without).** The rows are the run of 2026-12-02
+  11:13 UTC. With the pool every tenant claims a running sandbox (1000
+  hits); its 73 refills during the burst are counted, the 1005 pooled
+  sandboxes started before it are not (313 s). Of the 80 core-ms the API
+  server and etcd are 41, the agent 12, the manager 7, this process 2 (the
+  clients and the watch), and the rest 18 (the sandboxes' inits writing
+  each claim's profile, the refills' processes, the kernel). Without a pool
+  the burst is CPU-bound on the two cores (139 core-ms per tenant, the
+  agent and its runc 56 of them): each cold start is some ten processes
+  (runc and its init's three stages, the guest's init and a shepherd, two
+  mkfs.ext4 for the disk images), and what would take the pool-less burst
+  under 60 s is fewer of them (a template image copied instead of a
+  mkfs.ext4 per volume, a runtime that is not a Go process per call).
+  Compare figures within one run: the machine these runs get moves by more
+  than twice between sessions. The code of 91a4c40 ran P5 with the pool of
+  1005 in 37.1 s at 74 core-ms per tenant at 10:51, and the same paths
+  (nothing on them changed between) took 87.9 s at 174 core-ms at 08:11
+  the same day in an earlier session (its rows: 303 s without a pool, 242
+  s with 250); the pool filled in 298 s against 405 s, and a first touch
+  of a fresh page cost 18.8 µs in that session.
+  Writes: 7 per tenant, listed by resource: the Tenant (created, with the
+  manager's finalizer added by the admission policy of config/admission),
+  the Secret, the Sandbox (created already bound, with the agent's
+  finalizer), the Tenant's status twice (the token's hash, then Ready) and
+  the Sandbox's twice (the agent's Provisioned, the manager's Ready). Each
+  is kept for what it tells: the finalizer keeps a deleted Tenant until
+  its sandbox is destroyed (` + "`TestTenantDeletionWaitsForSandbox`" + `), and
+  the Tenant's first status publishes the token's hash, by which the
+  gateway knows the token before the sandbox is up. The finalizer was a
+  patch of the manager's until this run: the same code without the policy,
+  run just before it with the pool of 1005, made 8.03 writes per tenant
+  (tenants 2.0) in 37.1 s and 74 core-ms, against 7.06 in 40.6 s and 80
+  core-ms with it (one run each, in turn: time and CPU within the runs'
+  noise). A cluster before Kubernetes 1.36 does not serve the policy's kind
+  and pays the patch. Removed earlier on the way from 19.9: the happy
+  path's five Events; the Tenant's status echoing each provisioning step;
+  the binding and the agent's finalizer as writes of their own; the
+  agent's Provisioning status of a start under 5 s; the binder's Pending
+  status of a Sandbox created bound, left to its agent for 10 s;
+  re-applies while the manager's cache lagged its own applies. The writes
+  past 7 (0.4 per tenant without a pool or past a small one) are the
+  Sandbox's status reporting a start that waited more than 5 s, once per
+  slow start: the progress a user looks for while waiting.
+  Two changes in the manager before this run: the binder stopped copying
+  every sandbox of the node for each binding (it counted a node's load by
+  listing them from the cache, deep copies included: the square of the
+  burst's size; its CPU per tenant fell from 19 to 12 core-ms in the 08:11
+  session), and a Tenant whose Sandbox changed goes before new Tenants' first
+  passes in the manager's queue (controllers/priority.go), so tenants
+  become Ready in about the order they came (p50 from 72.9 to 34.5 s in
+  that session; 14.8 s in this run). The API server's profile of a
+  burst's first minute (` + "`--profile-dir`" + `, that session) says where its share
+  goes: the patches of the custom resources' status are 30% of it, a
+  quarter of all is decoding each patched object as stored before the
+  patch applies (etcd3 ` + "`updateState`" + `), the CRD schema's coercion of it
+  12%, server-side apply's merge 10%, the creates 7%, authentication 2.5%,
+  its garbage collector 13%. A warm pool moves starts before the burst; it
+  does not make them cheaper (a pooled start costs what a cold one does):
+  one as large as the burst takes the starts off it altogether, at the
+  cost of a pooled sandbox's memory and disk (P6) for each tenant the node
+  expects at once.
 * **P6, idle sandbox memory (met).** An idle sandbox is its init and one
   idle shepherd, two small static Go processes with one P each (GOMAXPROCS=1
   took an init from 7 threads to 6 and about 10% off its anonymous memory).
@@ -327,9 +281,15 @@ const analysis = `
   processes. A tenant pays for its own jobs' output, up to its 8 active jobs.
   A holder now runs its GC at GOGC 20 (its heap is the ring's growth and its
   garbage): 297 MiB instead of 326 MiB in a quick run of each (2026-12-01).
-* **P1 and P2 after issue 18.** P1's path (exec) did not change; two runs on
+* **P1 and P2 since issue 18.** P1's path (exec) did not change; two runs on
   2026-12-01 gave 6.91 and 7.68 ms p50 (2.3× and 2.9× the fork baseline of
   the same run) against 6.63 ms (2.2×) before. P2's delivered rate rose from
   1–6 to 9–10 MiB/s: a held job's pages cross from the sandbox to the agent
   as raw frames, and the agent's poll fills a page from the holder's.
+  On 2026-12-02 11:13 P1 read 2.40 ms p50, 3.3× a fork baseline of 0.73 ms
+  (this session's machine forks three times faster than 2026-12-01's).
+  Two runs each of the code of 2026-12-01 07:19 (6d8500a) and of this
+  run's, in turn, right after: 2.64 and 2.78 ms (2.9×, 3.2×) against 2.68
+  and 2.48 ms (3.0×, 2.8×): no regression, and a ratio that sits on the
+  3× goal with this baseline.
 `
