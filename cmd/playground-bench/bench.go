@@ -670,8 +670,28 @@ func (b *bench) tenantsReadyWarm(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 	after := env.Backend.PoolStats()
-	return append(rows, row{fmt.Sprintf("P3 with a warm pool of %d: claims", size),
-		fmt.Sprintf("%d hits, %d misses", after.Hits-before.Hits, after.Misses-before.Misses), "", "", "", ""}), nil
+	rows = append(rows, row{fmt.Sprintf("P3 with a warm pool of %d: claims", size),
+		fmt.Sprintf("%d hits, %d misses", after.Hits-before.Hits, after.Misses-before.Misses), "", "", "", ""})
+
+	// P6 for the pool itself: what each blank sandbox waiting in it costs,
+	// once the pool has refilled after the burst.
+	if err := full(ctx); err != nil {
+		return nil, err
+	}
+	pooled, err := unclaimed(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if len(pooled) == 0 {
+		return nil, fmt.Errorf("no pooled sandbox found on the node (the pool holds %d)", env.Backend.PoolStats().Ready)
+	}
+	pss, err := sandboxPss(env, pooled)
+	if err != nil {
+		return nil, err
+	}
+	per := pss / int64(len(pooled))
+	return append(rows, row{fmt.Sprintf("P6 host memory per idle pooled sandbox, not claimed yet (PSS of its processes, %d in the pool)", len(pooled)),
+		fmt.Sprintf("%.2f MiB", float64(per)/(1<<20)), "", "", "≤ 2 MiB", verdict(per <= 2<<20)}), nil
 }
 
 // aloneTenant creates one tenant and waits for it, returning how long it

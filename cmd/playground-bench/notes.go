@@ -40,7 +40,10 @@ const notes = `
   lone tenant created once the pool is full again, as on a node whose pool
   kept up with demand.
 * **P6** sums the PSS of every process of the idle sandboxes P3 created
-  (init and its idle shepherd) from ` + "`/proc/<pid>/smaps_rollup`" + `.
+  (init and its idle shepherd) from ` + "`/proc/<pid>/smaps_rollup`" + `; its second
+  row, those of the blank sandboxes waiting in the warm pool of P3's second
+  system once it has refilled after the burst (the node's sandboxes that no
+  Sandbox names).
 * **P7** is the heap growth of this process, which runs the agent (and the
   manager and gateway), while 32 jobs write and nobody reads; beside it, the
   peak PSS of the processes of the four sandboxes that hold those jobs, since
@@ -257,7 +260,8 @@ const analysis = `
   one as large as the burst takes the starts off it altogether, at the
   cost of a pooled sandbox's memory and disk (P6) for each tenant the node
   expects at once.
-* **P6, idle sandbox memory (met).** An idle sandbox is its init and one
+* **P6, idle sandbox memory (met).** An idle sandbox, pooled or a
+  tenant's, is its init and one
   idle shepherd, two small static Go processes with one P each (GOMAXPROCS=1
   took an init from 7 threads to 6 and about 10% off its anonymous memory).
   The binary's pages are shared by every sandbox, so the anonymous memory,

@@ -65,6 +65,24 @@ func sandboxIDs(env *devenv.Env) ([]string, error) {
 	return ids, nil
 }
 
+// unclaimed lists the sandboxes of env's node that no Sandbox names: the
+// warm pool's, not claimed yet.
+func unclaimed(ctx context.Context, env *devenv.Env) ([]string, error) {
+	ids, err := sandboxIDs(env)
+	if err != nil {
+		return nil, err
+	}
+	var list playgroundv1alpha1.SandboxList
+	if err := env.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	claimed := map[string]bool{}
+	for _, sbx := range list.Items {
+		claimed[sbx.Status.SandboxID] = true
+	}
+	return slices.DeleteFunc(ids, func(id string) bool { return claimed[id] }), nil
+}
+
 // sandboxPss sums the proportional set size of every process of the
 // sandboxes ids.
 func sandboxPss(env *devenv.Env, ids []string) (int64, error) {
