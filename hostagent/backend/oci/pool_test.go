@@ -105,11 +105,13 @@ func TestWarmPoolClaimIsLikeAColdStart(t *testing.T) {
 	cold.ID = "cold"
 	startSandbox(t, b, cold)
 
-	// What the tenant sees, the sandbox's own ID written as <id>.
+	// What the tenant sees, the sandbox's own ID written as <id>. ps runs
+	// alone (not beside the pipeline's sort, which it may or may not see
+	// as such yet); the lines with "ps -eo" are the probe's shell and ps.
 	probe := `hostname; cat /etc/hostname /etc/hosts /etc/passwd /etc/group; id; echo "$PERSONA|$GREETING|$FROM_SCRIPT"
 		stat -c '%n %a %U:%G' / /workspace ~ /tmp /pile /pile/*; ulimit -n; ulimit -u
 		df -B1 --output=size,itotal /workspace /pile | tail -n +2; ls -A /workspace /tmp; cat /proc/self/cgroup
-		ps -eo user,args | grep -v 'ps -eo\|grep' | sort`
+		procs=$(ps -eo user,args); echo "$procs" | grep -v 'ps -eo' | sort`
 	see := func(id string) string {
 		r := run(t, b, id, backend.ExecRequest{Command: probe, Shell: backend.ShellLogin})
 		if r.Status.Code != 0 {
