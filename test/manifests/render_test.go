@@ -332,13 +332,14 @@ func playgroundBinary(t *testing.T) string {
 	return setup.bin
 }
 
-// apiServer starts kube-apiserver and etcd with the CRDs once, and returns
-// an administrator's kubeconfig.
+// apiServer starts kube-apiserver and etcd with the CRDs once (and without
+// the admission policies, which the renderings install), and returns an
+// administrator's kubeconfig.
 func apiServer(t *testing.T) string {
 	t.Helper()
 	kubectl(t) // builds or finds the assets
 	setup.cpOnce.Do(func() {
-		cp, err := controlplane.Start(controlplane.Options{AssetsDir: setup.assets})
+		cp, err := controlplane.Start(controlplane.Options{AssetsDir: setup.assets, NoAdmissionPolicies: true})
 		if err != nil {
 			setup.cpErr = err
 			return
