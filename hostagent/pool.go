@@ -19,6 +19,9 @@ package hostagent
 import (
 	"context"
 	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 )
@@ -51,15 +54,29 @@ func (a *Agent) UnclaimWarm(spec backend.Spec, id string) {
 
 // RunPools fills and refills the warm pools of the backends that have
 // one until ctx ends; owned says which sandbox IDs the node's records
-// give an owner (backend.WarmPool.RunPool).
-func (a *Agent) RunPools(ctx context.Context, owned func(id string) bool) error {
-	var wg sync.WaitGroup
+// give an owner (backend.WarmPool.RunPool). Then, the agent stopping
+// gracefully, it destroys the pools' unclaimed sandboxes within grace
+// (backend.WarmPool.DrainPool): what it cannot destroy, the next agent
+// adopts.
+func (a *Agent) RunPools(ctx context.Context, owned func(id string) bool, grace time.Duration) error {
+	var pools []backend.WarmPool
 	for _, be := range a.backends {
 		if p, ok := be.(backend.WarmPool); ok {
-			wg.Go(func() { p.RunPool(ctx, owned) })
+			pools = append(pools, p)
 		}
+	}
+	var wg sync.WaitGroup
+	for _, p := range pools {
+		wg.Go(func() { p.RunPool(ctx, owned) })
 	}
 	<-ctx.Done()
 	wg.Wait()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	for _, p := range pools {
+		if err := p.DrainPool(dctx); err != nil {
+			logr.FromContextOrDiscard(ctx).Error(err, "Destroying the warm pool's sandboxes at shutdown; the next agent adopts the rest")
+		}
+	}
 	return nil
 }

@@ -484,6 +484,12 @@ type WarmPool interface {
 	// did not record (it died in between) has none, and is destroyed. It
 	// returns at once when the pool's size is zero.
 	RunPool(ctx context.Context, owned func(id string) bool)
+	// DrainPool destroys the pool's unclaimed sandboxes. The agent calls
+	// it when it stops gracefully, after RunPool returned: an upgrade's
+	// next agent fills its pool with its own guest, and an uninstall
+	// leaves no blank sandbox running on the node. After a crash the
+	// next agent adopts them instead (RunPool).
+	DrainPool(ctx context.Context) error
 	// PoolStats reports the pool, for metrics.
 	PoolStats() PoolStats
 }

@@ -425,9 +425,10 @@ func Run(ctx context.Context, opts Options) error {
 				}},
 				task{"reconciler", mgr.Start},
 				// After the reattach: the sandboxes tenants have come
-				// before blank ones.
+				// before blank ones. A graceful stop takes the blank
+				// ones with it.
 				task{"warm pools", func(ctx context.Context) error {
-					return agent.RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok })
+					return agent.RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok }, opts.ShutdownGrace)
 				}},
 			)
 		}},

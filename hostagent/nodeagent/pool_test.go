@@ -83,4 +83,10 @@ func TestWarmPoolServesNewSandboxes(t *testing.T) {
 	g.Expect(m.value(t, "playground_warm_pool_claims_total", append(on, "result", "miss")...)).To(BeEquivalentTo(1))
 	g.Expect(m.value(t, "playground_warm_pool_empty_total", on...)).To(BeZero(), "the miss was a spec that does not fit")
 	g.Expect(m.value(t, "playground_warm_pool_starts_total", append(on, "result", "started")...)).To(BeEquivalentTo(3))
+
+	// A graceful stop (an upgrade, an uninstall) destroys the blank
+	// sandboxes and leaves the tenants' running.
+	n.stop()
+	g.Expect(n.containers(t)).To(ConsistOf("pg-"+id, "pg-"+idOf(t, ns, "cold")), "only the tenants' sandboxes run after the agent stopped")
+	g.Expect(be.PoolStats().Ready).To(BeZero())
 }

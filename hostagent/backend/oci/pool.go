@@ -305,6 +305,23 @@ func (b *Backend) adoptPooled(ctx context.Context, log logr.Logger, owned func(i
 	}
 }
 
+// DrainPool implements backend.WarmPool.
+func (b *Backend) DrainPool(ctx context.Context) error {
+	if b.pool == nil {
+		return nil
+	}
+	b.pool.mu.Lock()
+	ids := slices.Clone(b.pool.ready)
+	b.pool.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		if err := b.discardPooledCtx(ctx, id); err != nil {
+			errs = append(errs, fmt.Errorf("destroying pooled sandbox %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // discardPooled destroys an unclaimed pooled sandbox that cannot be
 // handed out (its init died).
 func (b *Backend) discardPooled(id string) {
