@@ -103,8 +103,8 @@ type DeniedError struct {
 }
 
 func (e *DeniedError) Error() string {
-	msg := fmt.Sprintf("your kubeconfig's user may not use tenant %s: it needs RBAC verb %q on tenants.playground.dev %q, or get on secrets %q, in namespace %s",
-		e.Tenant, UseVerb, e.Tenant.Name, playgroundv1alpha1.CredentialSecretName(e.Tenant.Name), e.Tenant.Namespace)
+	msg := fmt.Sprintf("your kubeconfig's user may not use tenant %s: it needs RBAC verb %q on tenants.playground.dev %q in namespace %s",
+		e.Tenant, UseVerb, e.Tenant.Name, e.Tenant.Namespace)
 	if e.Reason != "" {
 		msg += " (" + e.Reason + ")"
 	}
@@ -112,30 +112,26 @@ func (e *DeniedError) Error() string {
 }
 
 // Authorize asks the API server, as the caller, whether the caller may use
-// the tenant: either the custom verb "use" on the Tenant, or "get" on its
-// credential Secret (whoever can read the token could use it over HTTP
-// anyway). Any other answer, including a failed review, refuses.
+// the tenant: the custom verb "use" on the Tenant. Any other answer,
+// including a failed review, refuses. (Reading the tenant's credential
+// Secret does not count: identities that read Secrets cluster-wide, such
+// as the gateway's and the manager's, are no tenant's.)
 func Authorize(ctx context.Context, cfg *rest.Config, id clusterview.Identity) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	var reasons []string
-	for _, attrs := range playgroundv1alpha1.TenantUseAttributes(id.Namespace, id.Name) {
-		res, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("asking the API server whether you may use tenant %s: %w", id, err)
-		}
-		if res.Status.Allowed && !res.Status.Denied {
-			return nil
-		}
-		if res.Status.Reason != "" {
-			reasons = append(reasons, res.Status.Reason)
-		}
+	attrs := playgroundv1alpha1.TenantUseAttributes(id.Namespace, id.Name)
+	res, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("asking the API server whether you may use tenant %s: %w", id, err)
 	}
-	return &DeniedError{Tenant: id, Reason: strings.Join(reasons, "; ")}
+	if res.Status.Allowed && !res.Status.Denied {
+		return nil
+	}
+	return &DeniedError{Tenant: id, Reason: res.Status.Reason}
 }
 
 // ServeStdio serves the sandbox tools of one tenant on transport (an

@@ -92,13 +92,12 @@ func TokenSHA256(token string) string {
 // act as the tenant (stdio mode).
 const UseVerb = "use"
 
-// TenantUseAttributes are the accesses, any one of which lets a Kubernetes
-// user act as the tenant name of namespace: the verb use on the Tenant, or
-// get on its credential Secret (whoever can read the token could use it
-// over HTTP anyway). The stdio gateway and the agents ask for the same.
-func TenantUseAttributes(namespace, name string) []authorizationv1.ResourceAttributes {
-	return []authorizationv1.ResourceAttributes{
-		{Namespace: namespace, Verb: UseVerb, Group: GroupVersion.Group, Resource: "tenants", Name: name},
-		{Namespace: namespace, Verb: "get", Resource: "secrets", Name: CredentialSecretName(name)},
-	}
+// TenantUseAttributes is the access that lets a Kubernetes user act as
+// the tenant name of namespace: the verb use on the Tenant, and nothing
+// else. (Reading the tenant's credential Secret is not enough: the
+// gateway and the manager may read Secrets cluster-wide, and their
+// identities must never pass for a tenant's.) The stdio gateway and the
+// agents ask for the same.
+func TenantUseAttributes(namespace, name string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Namespace: namespace, Verb: UseVerb, Group: GroupVersion.Group, Resource: "tenants", Name: name}
 }

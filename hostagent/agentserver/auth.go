@@ -171,13 +171,23 @@ func (k *KubeAuth) review(ctx context.Context, token string) (Caller, error) {
 			continue
 		}
 		user := tr.Status.User
-		if audiences != nil && slices.Contains(k.Gateways, user.Username) {
+		if slices.Contains(k.Gateways, user.Username) {
+			if audiences == nil {
+				// A gateway is a gateway only with a token for this
+				// node; its other tokens are never a tenant's user.
+				return Caller{}, errGatewayUnbound
+			}
 			return Caller{Name: user.Username, Gateway: true}, nil
 		}
 		return Caller{Name: user.Username, user: &user}, nil
 	}
 	return Caller{}, errUnauthenticated
 }
+
+// errGatewayUnbound refuses a trusted gateway's token that is not bound to
+// this node: the gateway's identity may read every tenant's objects, so it
+// acts as a tenant only through the node-bound token, never as a user.
+var errGatewayUnbound = fmt.Errorf("%w (a gateway's token must be bound to this node's audience; its other tokens act as no tenant)", errUnauthenticated)
 
 // MayUse implements TenantAuthorizer with a SubjectAccessReview of the
 // caller's identity: the verb "use" on the tenant.
@@ -193,26 +203,21 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 	for k, v := range c.user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	reason := ""
-	for _, attrs := range playgroundv1alpha1.TenantUseAttributes(ns, name) {
-		sar, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-			Spec: authorizationv1.SubjectAccessReviewSpec{
-				User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra,
-				ResourceAttributes: &attrs,
-			},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err,
-				Message: "the agent could not ask the API server whether you may use the tenant: retry shortly"}
-		}
-		if sar.Status.Allowed {
-			return nil
-		}
-		if reason == "" {
-			reason = sar.Status.Reason
-		}
+	attrs := playgroundv1alpha1.TenantUseAttributes(ns, name)
+	sar, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra,
+			ResourceAttributes: &attrs,
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err,
+			Message: "the agent could not ask the API server whether you may use the tenant: retry shortly"}
 	}
-	return denied(c, tenant, reason)
+	if sar.Status.Allowed && !sar.Status.Denied {
+		return nil
+	}
+	return denied(c, tenant, sar.Status.Reason)
 }
 
 func denied(c Caller, tenant, reason string) error {

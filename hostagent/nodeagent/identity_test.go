@@ -22,6 +22,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +31,63 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/internal/rbactest"
 )
+
+// TestComponentsAreNoTenants: the gateway and the manager may read every
+// tenant's credential Secret (their generated RBAC), yet their own tokens
+// act as no tenant at an agent: only the gateway's token bound to the
+// node is a gateway's, and a user needs the explicit verb "use".
+func TestComponentsAreNoTenants(t *testing.T) {
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(cp.Config)
+	ns := newNamespace(t, "components")
+	for _, c := range []string{"gateway", "manager"} {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: c}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rbactest.Grant(ctx, k8s, cp.Config, c, "system:serviceaccount:"+ns+":"+c, rbactest.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token := func(sa string, audiences ...string) string {
+		t.Helper()
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{Audiences: audiences},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	n := startNode(t, "components-a", "", "", func(o *nodeagent.Options) {
+		o.TrustedGateways = []string{"system:serviceaccount:" + ns + ":gateway"}
+	})
+	createSandbox(t, ns, "x", n.name)
+	waitProvisioned(t, ns, "x")
+	open := func(bearer string) error {
+		c, err := agentapi.NewClient(n.endpoint, bearer, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := c.Open(ctx, ns+"/x", idOf(t, ns, "x"))
+		if err == nil {
+			_ = c.Close(ctx, ns+"/x", h.ID)
+		}
+		return err
+	}
+	g := NewWithT(t)
+	// Both may read the tenant's credential Secret: that is no grant.
+	for _, c := range []string{"gateway", "manager"} {
+		g.Expect(rbactest.AwaitAllowed(ctx, cp.Config, "system:serviceaccount:"+ns+":"+c, nil, authorizationv1.ResourceAttributes{
+			Namespace: ns, Verb: "get", Resource: "secrets", Name: playgroundv1alpha1.CredentialSecretName("x"),
+		})).To(Succeed())
+	}
+	g.Expect(open(token("gateway", agentapi.NodeAudience(n.name)))).To(Succeed(), "the gateway, with its token for this node")
+	g.Expect(agentapi.CodeOf(open(token("gateway")))).To(Equal(agentapi.CodeUnauth), "the gateway's own token")
+	g.Expect(agentapi.CodeOf(open(token("manager")))).To(Equal(agentapi.CodeForbidden), "the manager's own token")
+	g.Expect(agentapi.CodeOf(open(token("manager", agentapi.NodeAudience(n.name))))).To(Equal(agentapi.CodeForbidden), "the manager's token for this node")
+}
 
 // TestCallerIdentity: the agent knows its callers by their Kubernetes
 // identity. A trusted gateway's token bound to this node may act as any
@@ -83,7 +140,7 @@ func TestCallerIdentity(t *testing.T) {
 	g.Expect(open(gateway, "x")).To(Succeed(), "the trusted gateway, bound to this node")
 	g.Expect(open(gateway, "y")).To(Succeed(), "the trusted gateway acts as any tenant")
 	g.Expect(agentapi.CodeOf(open(token("gateway", agentapi.NodeAudience("ids-b")), "x"))).To(Equal(agentapi.CodeUnauth), "the gateway's token for node B")
-	g.Expect(agentapi.CodeOf(open(token("gateway"), "x"))).To(Equal(agentapi.CodeForbidden), "the gateway's unbound token is a user's")
+	g.Expect(agentapi.CodeOf(open(token("gateway"), "x"))).To(Equal(agentapi.CodeUnauth), "the gateway's unbound token acts as no tenant")
 	g.Expect(agentapi.CodeOf(open(token("agent-of-b", agentapi.NodeAudience(n.name)), "x"))).To(Equal(agentapi.CodeForbidden), "another node's agent")
 	g.Expect(agentapi.CodeOf(open("not-a-token", "x"))).To(Equal(agentapi.CodeUnauth))
 
