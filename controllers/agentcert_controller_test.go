@@ -157,10 +157,10 @@ func caPool(g Gomega) *x509.CertPool {
 
 func TestAgentCertSignedOnlyForTheAgentOfItsNode(t *testing.T) {
 	csrRequester(t)
-	testNode(t, "cert-node-a", "10.0.0.1")
-	testNode(t, "cert-node-b", "10.0.0.2")
+	testNode(t, "cert-node-a", "198.51.100.1")
+	testNode(t, "cert-node-b", "198.51.100.2")
 
-	ok := requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-a", "10.0.0.1")
+	ok := requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-a", "198.51.100.1")
 	eventually(t, func(g Gomega) {
 		approved, _, cert, _ := csrOutcome(t, ok)
 		g.Expect(approved).To(BeTrue())
@@ -169,18 +169,18 @@ func TestAgentCertSignedOnlyForTheAgentOfItsNode(t *testing.T) {
 		g.Expect(block).NotTo(BeNil())
 		c, err := x509.ParseCertificate(block.Bytes)
 		g.Expect(err).NotTo(HaveOccurred())
-		_, err = c.Verify(x509.VerifyOptions{Roots: caPool(g), DNSName: "10.0.0.1", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		_, err = c.Verify(x509.VerifyOptions{Roots: caPool(g), DNSName: "198.51.100.1", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 		g.Expect(err).NotTo(HaveOccurred(), "the certificate chains to the published CA")
 		g.Expect(c.Subject.CommonName).To(Equal(agentpki.CommonName("cert-node-a")))
 		g.Expect(c.NotAfter).To(BeTemporally("<=", time.Now().Add(time.Hour+time.Minute)), "the requested lifetime bounds it")
 	}, "the agent of node a gets a certificate for node a")
 
 	denials := map[string]string{
-		"another node's name":         requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-b", "10.0.0.2"),
-		"another node's address":      requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-a", "10.0.0.2"),
-		"a token bound to no node":    requestCert(t, impersonating(agentUser, ""), "cert-node-a", "10.0.0.1"),
-		"a user that is not an agent": requestCert(t, impersonating("system:serviceaccount:playground-system:someone", "cert-node-a"), "cert-node-a", "10.0.0.1"),
-		"a node that does not exist":  requestCert(t, impersonating(agentUser, "cert-node-gone"), "cert-node-gone", "10.0.0.1"),
+		"another node's name":         requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-b", "198.51.100.2"),
+		"another node's address":      requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-a", "198.51.100.2"),
+		"a token bound to no node":    requestCert(t, impersonating(agentUser, ""), "cert-node-a", "198.51.100.1"),
+		"a user that is not an agent": requestCert(t, impersonating("system:serviceaccount:playground-system:someone", "cert-node-a"), "cert-node-a", "198.51.100.1"),
+		"a node that does not exist":  requestCert(t, impersonating(agentUser, "cert-node-gone"), "cert-node-gone", "198.51.100.1"),
 	}
 	for what, name := range denials {
 		eventually(t, func(g Gomega) {
@@ -198,7 +198,7 @@ func TestAgentCertSignedOnlyForTheAgentOfItsNode(t *testing.T) {
 // signer's policy relies on.
 func TestAgentCertFromPodBoundToken(t *testing.T) {
 	csrRequester(t)
-	testNode(t, "cert-node-p", "10.0.1.1")
+	testNode(t, "cert-node-p", "198.51.100.11")
 	ctx := context.Background()
 	ns := agentlease.DefaultNamespace
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "playground-agent"}}

@@ -24,6 +24,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -34,6 +35,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
+	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/internal/selfowner"
 )
 
@@ -55,6 +57,11 @@ type Options struct {
 	// AgentCertLifetime bounds the agents' serving certificates; 0 means
 	// DefaultAgentCertLifetime.
 	AgentCertLifetime time.Duration
+	// WorkerEndpoints is the cluster admin's policy of where the gateway
+	// may forward a workers tenant: the addresses a Service destination's
+	// endpoints may have (package destpolicy). The nodes' and the control
+	// plane's addresses are refused besides, unless it allows them.
+	WorkerEndpoints destpolicy.Policy
 	// Owner, the manager's own ServiceAccount, owns what the manager
 	// creates that no manifest lists (the agent CA's Secret and ConfigMap,
 	// the leader-election Lease), so that uninstalling removes them; nil
@@ -106,9 +113,25 @@ func CacheOptions(opts Options) cache.Options {
 			Field: fields.OneTermEqualSelector("type", playgroundv1alpha1.CredentialSecretType),
 		},
 		&certificatesv1.CertificateSigningRequest{}: {Field: fields.OneTermEqualSelector("spec.signerName", agentpki.SignerName)},
-		&corev1.Service{}:            {Transform: cache.TransformStripManagedFields()},
+		&corev1.Service{}: {Transform: cache.TransformStripManagedFields()},
+		// Of the Nodes, only their addresses are read (a worker's
+		// endpoint may not be one): the rest, images and all, is not kept.
+		&corev1.Node{}:               {Transform: nodeAddressesOnly},
 		&discoveryv1.EndpointSlice{}: {Transform: cache.TransformStripManagedFields()},
 	}}
+}
+
+// nodeAddressesOnly keeps of a Node its name, identity and addresses.
+func nodeAddressesOnly(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{
+		TypeMeta:   n.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Generation: n.Generation, DeletionTimestamp: n.DeletionTimestamp},
+		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}, nil
 }
 
 // Setup registers every reconciler of the manager with mgr, and the
@@ -122,7 +145,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := indexWorkerMappings(context.Background(), mgr); err != nil {
 		return err
 	}
-	if err := (&WorkerMappingReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("workermapping-controller"), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+	if err := (&WorkerMappingReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("workermapping-controller"), Workers: opts.Workers, Endpoints: opts.WorkerEndpoints}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	// One binder: the Tenant reconciler binds the Sandboxes it creates with

@@ -19,8 +19,10 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +46,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/destpolicy"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
@@ -70,6 +73,15 @@ const (
 	// spec.bearerSecretRef is missing; looked for again every
 	// bearerRecheck.
 	ReasonBearerSecretNotFound = "BearerSecretNotFound"
+	// ReasonBearerSecretRefused (Stalled): the Secret of
+	// spec.bearerSecretRef is not of type WorkerBearerSecretType, so it
+	// was not made for that use (a tenant's credential Secret, say).
+	ReasonBearerSecretRefused = "BearerSecretRefused"
+	// ReasonEndpointsRefused (Stalled): every ready endpoint of the
+	// Service is an address the cluster admin's policy refuses (loopback,
+	// link-local, a node's or the control plane's, outside the allowed
+	// ranges).
+	ReasonEndpointsRefused = "EndpointsRefused"
 	// ReasonSandboxNotReady: the tenant's Sandbox has no ID yet or is not
 	// Ready; the message carries the Sandbox's reason.
 	ReasonSandboxNotReady = "SandboxNotReady"
@@ -165,6 +177,10 @@ type WorkerMappingReconciler struct {
 	Recorder  recorder.EventRecorder
 	// Workers is how many mappings are reconciled at once; 0 means one.
 	Workers int
+	// Endpoints is the cluster admin's policy of the addresses a Service
+	// destination's endpoints may have; the nodes' and the control
+	// plane's addresses are refused besides, unless it allows them.
+	Endpoints destpolicy.Policy
 }
 
 // The WorkerMapping reconciler reads mappings, their Tenants and
@@ -175,6 +191,7 @@ type WorkerMappingReconciler struct {
 // +kubebuilder:rbac:groups=playground.dev,resources=tenants;sandboxes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -341,7 +358,11 @@ func (r *WorkerMappingReconciler) resolveService(ctx context.Context, wm *playgr
 	if err := r.List(ctx, &slicesOf, client.InNamespace(wm.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: d.Name}); err != nil {
 		return failed(pgreconcile.ReasonError, fmt.Errorf("listing the endpoint slices of service %s/%s: %w", wm.Namespace, d.Name, err))
 	}
-	all := readyEndpoints(port, slicesOf.Items, scheme, path)
+	all, refused := readyEndpoints(port, slicesOf.Items, scheme, path, r.endpointCheck(ctx))
+	if len(all) == 0 && len(refused) > 0 {
+		return stalled(ReasonEndpointsRefused, "The gateway forwards to none of the ready endpoints of Service %s: %s; a worker's endpoints must be its pods' addresses (the cluster admin's policy: the manager's and the gateway's --worker-endpoint-allow-cidr and --worker-endpoint-deny-cidr)",
+			d.Name, describeRefused(refused))
+	}
 	res := notReady(ReasonNoReadyEndpoints, true,
 		"Service %s has no ready endpoint for port %d in its EndpointSlices (label %s=%s): the gateway has nowhere to forward until a backend is ready",
 		d.Name, d.Port, discoveryv1.LabelServiceName, d.Name)
@@ -354,17 +375,21 @@ func (r *WorkerMappingReconciler) resolveService(ctx context.Context, wm *playgr
 		res.readyEndpoints = all[:maxReadyEndpoints]
 	}
 	if ref := wm.Spec.BearerSecretRef; ref != nil {
-		if why, err := r.checkBearer(ctx, wm.Namespace, ref); err != nil {
-			return failed(pgreconcile.ReasonError, err)
-		} else if why != "" {
-			miss := notReady(ReasonBearerSecretNotFound, true, "%s", why)
-			miss.endpoint, miss.readyEndpoints, miss.after = res.endpoint, res.readyEndpoints, bearerRecheck
-			return miss
+		if bad := r.checkBearer(ctx, wm.Namespace, ref); bad != nil {
+			bad.endpoint = res.endpoint
+			var stall *pgreconcile.StalledError
+			if !errors.As(bad.err, &stall) {
+				bad.readyEndpoints = res.readyEndpoints // on their way to be served
+			}
+			return *bad
 		}
 	}
 	ok2 := readyNow("Forwarding to %d ready endpoints of Service %s", len(all), d.Name)
 	if len(all) > maxReadyEndpoints {
 		ok2.ready.Message = fmt.Sprintf("Forwarding to the first %d of the %d ready endpoints of Service %s (status lists at most %d)", maxReadyEndpoints, len(all), d.Name, maxReadyEndpoints)
+	}
+	if len(refused) > 0 {
+		ok2.ready.Message += fmt.Sprintf(" and to none of the %d it refuses (%s)", len(refused), describeRefused(refused))
 	}
 	if wm.Spec.BearerSecretRef != nil {
 		ok2.ready.Message += fmt.Sprintf(", presenting the bearer of Secret %s", wm.Spec.BearerSecretRef.Name)
@@ -404,15 +429,18 @@ func describePorts(svc *corev1.Service) string {
 
 // readyEndpoints returns, sorted and without repeats, the URLs
 // <scheme>://<ip>:<targetPort><path> of the ready endpoints of the Service
-// port sp in the slices of list. A slice names its ports as the Service does
+// port sp in the slices of list that check permits, and the refusals of
+// those it does not. A slice names its ports as the Service does
 // (ServicePort.Name, "" for a single unnamed port) and gives the target
 // port's number, which for a named targetPort may differ from slice to
 // slice: each slice's own number is used. A slice port without a number
 // falls back to a numeric targetPort. An endpoint is ready when its ready
 // condition is true or unset (EndpointConditions: nil means ready).
 // FQDN slices carry no address to dial and are skipped.
-func readyEndpoints(sp corev1.ServicePort, list []discoveryv1.EndpointSlice, scheme, path string) []string {
+func readyEndpoints(sp corev1.ServicePort, list []discoveryv1.EndpointSlice, scheme, path string, check func(string) error) ([]string, []error) {
 	seen := map[string]bool{}
+	refusedSeen := map[string]bool{}
+	var refused []error
 	for i := range list {
 		s := &list[i]
 		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
@@ -441,6 +469,13 @@ func readyEndpoints(sp corev1.ServicePort, list []discoveryv1.EndpointSlice, sch
 				continue
 			}
 			for _, addr := range ep.Addresses {
+				if err := check(addr); err != nil {
+					if !refusedSeen[addr] {
+						refusedSeen[addr] = true
+						refused = append(refused, err)
+					}
+					continue
+				}
 				seen[scheme+"://"+net.JoinHostPort(addr, strconv.Itoa(int(target)))+path] = true
 			}
 		}
@@ -450,26 +485,104 @@ func readyEndpoints(sp corev1.ServicePort, list []discoveryv1.EndpointSlice, sch
 		out = append(out, u)
 	}
 	slices.Sort(out)
-	return out
+	return out, refused
 }
 
-// checkBearer returns why the bearer Secret cannot be presented, or "". It
-// reads around the cache, which holds only credential Secrets.
-func (r *WorkerMappingReconciler) checkBearer(ctx context.Context, ns string, ref *playgroundv1alpha1.SecretKeyReference) (string, error) {
+// describeRefused lists refused endpoints for a message, the first few.
+func describeRefused(refused []error) string {
+	const shown = 3
+	var parts []string
+	for i, err := range refused {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(refused)-shown))
+			break
+		}
+		parts = append(parts, err.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// endpointCheck returns the check of an endpoint's address: the admin's
+// policy, with the addresses of the cluster's nodes and of its control
+// plane (the kubernetes Service's cluster IPs and endpoints) refused
+// besides, as the cache has them now.
+func (r *WorkerMappingReconciler) endpointCheck(ctx context.Context) func(string) error {
+	var internal map[netip.Addr]string
+	load := func() {
+		internal = map[netip.Addr]string{}
+		var nodes corev1.NodeList
+		if err := r.List(ctx, &nodes); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the nodes' addresses")
+		}
+		for _, n := range nodes.Items {
+			for _, a := range n.Status.Addresses {
+				if ip, err := netip.ParseAddr(a.Address); err == nil {
+					internal[ip.Unmap()] = "the address of node " + n.Name
+				}
+			}
+		}
+		var api corev1.Service
+		if err := r.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, &api); err == nil {
+			for _, c := range append([]string{api.Spec.ClusterIP}, api.Spec.ClusterIPs...) {
+				if ip, err := netip.ParseAddr(c); err == nil {
+					internal[ip.Unmap()] = "the control plane's (the kubernetes Service's cluster IP)"
+				}
+			}
+		}
+		var apiSlices discoveryv1.EndpointSliceList
+		if err := r.List(ctx, &apiSlices, client.InNamespace(metav1.NamespaceDefault), client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err == nil {
+			for _, s := range apiSlices.Items {
+				for _, ep := range s.Endpoints {
+					for _, a := range ep.Addresses {
+						if ip, err := netip.ParseAddr(a); err == nil {
+							internal[ip.Unmap()] = "the control plane's (an endpoint of the kubernetes Service)"
+						}
+					}
+				}
+			}
+		}
+	}
+	return func(addr string) error {
+		return r.Endpoints.CheckHost(addr, func(a netip.Addr) (string, bool) {
+			if internal == nil {
+				load()
+			}
+			why, ok := internal[a]
+			return why, ok
+		})
+	}
+}
+
+// checkBearer returns, when the bearer Secret cannot be presented, the
+// resolution that says why (nil when it can). It reads around the cache,
+// which holds only credential Secrets. Only a Secret made for the use, of
+// type WorkerBearerSecretType, is presented: a mapping may name any Secret
+// of its namespace, and a tenant's credential Secret is no worker's bearer.
+func (r *WorkerMappingReconciler) checkBearer(ctx context.Context, ns string, ref *playgroundv1alpha1.SecretKeyReference) *resolution {
 	key := cmp.Or(ref.Key, playgroundv1alpha1.CredentialTokenKey)
 	s := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Sprintf("Secret %s, named by spec.bearerSecretRef, does not exist in namespace %s: create it with the worker's bearer token under key %s (looked for again every %s)",
-				ref.Name, ns, key, bearerRecheck), nil
+			miss := notReady(ReasonBearerSecretNotFound, true, "Secret %s, named by spec.bearerSecretRef, does not exist in namespace %s: create it, of type %s, with the worker's bearer token under key %s (looked for again every %s)",
+				ref.Name, ns, playgroundv1alpha1.WorkerBearerSecretType, key, bearerRecheck)
+			miss.after = bearerRecheck
+			return &miss
 		}
-		return "", fmt.Errorf("reading the bearer secret %s/%s: %w", ns, ref.Name, err)
+		f := failed(pgreconcile.ReasonError, fmt.Errorf("reading the bearer secret %s/%s: %w", ns, ref.Name, err))
+		return &f
+	}
+	if s.Type != playgroundv1alpha1.WorkerBearerSecretType {
+		bad := stalled(ReasonBearerSecretRefused, "Secret %s, named by spec.bearerSecretRef, is of type %q, not %s: the gateway presents only a Secret made to be a worker's bearer; create one of that type (kubectl create secret generic NAME --type=%s --from-literal=%s=...) and name it",
+			ref.Name, s.Type, playgroundv1alpha1.WorkerBearerSecretType, playgroundv1alpha1.WorkerBearerSecretType, key)
+		return &bad
 	}
 	if len(s.Data[key]) == 0 {
-		return fmt.Sprintf("Secret %s, named by spec.bearerSecretRef, has no key %s (or it is empty): put the worker's bearer token there, or correct spec.bearerSecretRef.key (looked for again every %s)",
-			ref.Name, key, bearerRecheck), nil
+		miss := notReady(ReasonBearerSecretNotFound, true, "Secret %s, named by spec.bearerSecretRef, has no key %s (or it is empty): put the worker's bearer token there, or correct spec.bearerSecretRef.key (looked for again every %s)",
+			ref.Name, key, bearerRecheck)
+		miss.after = bearerRecheck
+		return &miss
 	}
-	return "", nil
+	return nil
 }
 
 // resolveSandbox resolves a sandbox destination through the Tenant's
@@ -634,9 +747,34 @@ func (r *WorkerMappingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return r.mappingsOf(ctx, o.GetNamespace(), serviceKey(svc))
 		})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.serviceMappings), builder.WithPredicates(nodeAddressesChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Named("workermapping").
 		Complete(r)
+}
+
+// nodeAddressesChanged passes a Node's creation, deletion and a change of
+// its addresses: what the endpoints of a mapping are checked against.
+var nodeAddressesChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+	return !slices.Equal(o.Status.Addresses, n.Status.Addresses)
+}}
+
+// serviceMappings returns every mapping with a Service destination: a
+// node's addresses may be among its endpoints.
+func (r *WorkerMappingReconciler) serviceMappings(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list playgroundv1alpha1.WorkerMappingList
+	if err := r.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing worker mappings")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.Destination.Service != nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // mappingsOf returns the mappings of namespace ns indexed under key.

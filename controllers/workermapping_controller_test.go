@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/destpolicy"
 )
 
 // Helpers of the WorkerMapping stories. No EndpointSlice controller runs
@@ -179,11 +181,11 @@ func TestWorkerMappingService(t *testing.T) {
 	// of another Service, and one of the metrics port only.
 	yes, no := ptr.To(true), ptr.To(false)
 	writeSlice(t, ns, "worker-a", "worker", discoveryv1.AddressTypeIPv4, "mcp", 8080,
-		endpoint{"10.0.0.2", yes}, endpoint{"10.0.0.1", nil}, endpoint{"10.0.0.3", no})
+		endpoint{"10.244.0.2", yes}, endpoint{"10.244.0.1", nil}, endpoint{"10.244.0.3", no})
 	writeSlice(t, ns, "worker-b", "worker", discoveryv1.AddressTypeIPv6, "mcp", 8081, endpoint{"fd00::1", yes})
 	writeSlice(t, ns, "worker-metrics", "worker", discoveryv1.AddressTypeIPv4, "metrics", 9100, endpoint{"10.0.9.9", yes})
 	writeSlice(t, ns, "other-a", "other", discoveryv1.AddressTypeIPv4, "mcp", 8080, endpoint{"10.1.0.1", yes})
-	want := []string{"http://10.0.0.1:8080/rpc", "http://10.0.0.2:8080/rpc", "http://[fd00::1]:8081/rpc"}
+	want := []string{"http://10.244.0.1:8080/rpc", "http://10.244.0.2:8080/rpc", "http://[fd00::1]:8081/rpc"}
 	eventually(t, func(g Gomega) {
 		wm, c := mappingReady(g, ns, "svc-map")
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
@@ -196,7 +198,7 @@ func TestWorkerMappingService(t *testing.T) {
 	})
 
 	// Backends go unready: nowhere to forward, and the list empties.
-	writeSlice(t, ns, "worker-a", "worker", discoveryv1.AddressTypeIPv4, "mcp", 8080, endpoint{"10.0.0.2", no})
+	writeSlice(t, ns, "worker-a", "worker", discoveryv1.AddressTypeIPv4, "mcp", 8080, endpoint{"10.244.0.2", no})
 	writeSlice(t, ns, "worker-b", "worker", discoveryv1.AddressTypeIPv6, "mcp", 8081, endpoint{"fd00::1", no})
 	expectReason(ReasonNoReadyEndpoints)
 	eventually(t, func(g Gomega) {
@@ -205,14 +207,14 @@ func TestWorkerMappingService(t *testing.T) {
 	})
 
 	// A bearer Secret that does not exist: not served, and found once created.
-	writeSlice(t, ns, "worker-a", "worker", discoveryv1.AddressTypeIPv4, "mcp", 8080, endpoint{"10.0.0.2", yes})
+	writeSlice(t, ns, "worker-a", "worker", discoveryv1.AddressTypeIPv4, "mcp", 8080, endpoint{"10.244.0.2", yes})
 	eventually(t, func(g Gomega) {
 		wm := getMapping(g, ns, "svc-map")
 		wm.Spec.BearerSecretRef = &playgroundv1alpha1.SecretKeyReference{Name: "worker-bearer", Key: "bearer"}
 		g.Expect(k8sClient.Update(ctx, wm)).To(Succeed())
 	})
 	expectReason(ReasonBearerSecretNotFound, "Secret worker-bearer", "does not exist")
-	bearer := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker-bearer"}, Data: map[string][]byte{"token": []byte("x")}}
+	bearer := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker-bearer"}, Type: playgroundv1alpha1.WorkerBearerSecretType, Data: map[string][]byte{"token": []byte("x")}}
 	if err := k8sClient.Create(ctx, bearer); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func TestWorkerMappingService(t *testing.T) {
 		wm, c := mappingReady(g, ns, "svc-map")
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 		g.Expect(c.Message).To(ContainSubstring("Secret worker-bearer"))
-		g.Expect(wm.Status.ReadyEndpoints).To(Equal([]string{"http://10.0.0.2:8080/rpc"}))
+		g.Expect(wm.Status.ReadyEndpoints).To(Equal([]string{"http://10.244.0.2:8080/rpc"}))
 	})
 	g.Expect(managerLogs()).NotTo(ContainSubstring("internal-bearer"))
 
@@ -420,13 +422,99 @@ func TestReadyEndpoints(t *testing.T) {
 		}
 		return s
 	}
-	got := readyEndpoints(sp, []discoveryv1.EndpointSlice{
+	node := func(a netip.Addr) (string, bool) {
+		return "the address of node n", a == netip.MustParseAddr("10.0.0.7")
+	}
+	check := func(addr string) error { return destpolicy.Policy{}.CheckHost(addr, node) }
+	got, refused := readyEndpoints(sp, []discoveryv1.EndpointSlice{
 		slice(discoveryv1.AddressTypeIPv4, ptr.To[int32](8080), corev1.ProtocolTCP, "10.0.0.2", "10.0.0.1"),
 		slice(discoveryv1.AddressTypeIPv4, ptr.To[int32](8080), corev1.ProtocolTCP, "10.0.0.1"), // repeated during a move
 		slice(discoveryv1.AddressTypeIPv4, nil, corev1.ProtocolTCP, "10.0.0.5"),                 // no number: the numeric targetPort
 		slice(discoveryv1.AddressTypeIPv4, ptr.To[int32](53), corev1.ProtocolUDP, "10.0.0.9"),
 		slice(discoveryv1.AddressTypeFQDN, ptr.To[int32](8080), corev1.ProtocolTCP, "worker.example"),
-	}, "https", "/mcp")
+		slice(discoveryv1.AddressTypeIPv4, ptr.To[int32](8080), corev1.ProtocolTCP, "10.0.0.7", "10.0.0.7"), // a node's, twice
+		slice(discoveryv1.AddressTypeIPv6, ptr.To[int32](8080), corev1.ProtocolTCP, "fd00:ec2::254"),        // metadata
+	}, "https", "/mcp", check)
 	g.Expect(got).To(Equal([]string{"https://10.0.0.1:8080/mcp", "https://10.0.0.2:8080/mcp", "https://10.0.0.5:9000/mcp"}))
 	g.Expect(strings.Join(got, "")).NotTo(ContainSubstring("worker.example"))
+	g.Expect(refused).To(HaveLen(2))
+	g.Expect(describeRefused(refused)).To(And(ContainSubstring("10.0.0.7 is the address of node n"), ContainSubstring("fd00:ec2::254 is loopback, link-local (cloud metadata)")))
+}
+
+// TestWorkerMappingRefusesWhatIsNotAWorkers: a team that may create
+// WorkerMappings, Services and EndpointSlices in its namespace tries to
+// have the gateway present another tenant's credential as a worker's
+// bearer, and to forward to a node's address and to the control plane.
+// Each mapping is refused with a condition that says why, and publishes
+// no endpoint for the gateway to dial.
+func TestWorkerMappingRefusesWhatIsNotAWorkers(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	newTenant(t, ns, "victim", playgroundv1alpha1.TenantSpec{})
+	newTenant(t, ns, "thief", playgroundv1alpha1.TenantSpec{Catalog: playgroundv1alpha1.CatalogWorkers})
+	eventually(t, func(g Gomega) {
+		var s corev1.Secret
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: playgroundv1alpha1.CredentialSecretName("victim")}, &s)).To(Succeed())
+	})
+	if err := k8sClient.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "mcp", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	writeSlice(t, ns, "worker-a", "worker", discoveryv1.AddressTypeIPv4, "mcp", 8080, endpoint{"10.244.7.1", nil})
+
+	expectRefused := func(reason string, contains ...string) {
+		t.Helper()
+		eventually(t, func(g Gomega) {
+			wm, c := mappingReady(g, ns, "thief")
+			g.Expect([]string{string(c.Status), c.Reason}).To(Equal([]string{"False", reason}), c.Message)
+			for _, s := range contains {
+				g.Expect(c.Message).To(ContainSubstring(s))
+			}
+			g.Expect(wm.Status.ReadyEndpoints).To(BeEmpty(), "nothing for the gateway to dial")
+			g.Expect(kstatusOf(g, workerMappingGVK, ns, "thief").Status).To(Equal(status.FailedStatus), "stalled until someone changes it")
+		})
+	}
+
+	// The victim's credential Secret as the worker's bearer.
+	newMapping(t, ns, "thief", "thief", serviceDest("worker", 80, "/mcp"),
+		&playgroundv1alpha1.SecretKeyReference{Name: playgroundv1alpha1.CredentialSecretName("victim"), Key: playgroundv1alpha1.CredentialTokenKey})
+	expectRefused(ReasonBearerSecretRefused, `is of type "playground.dev/tenant-token", not playground.dev/worker-bearer`)
+
+	// A Secret made for the use is presented.
+	if err := k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bearer"},
+		Type: playgroundv1alpha1.WorkerBearerSecretType, Data: map[string][]byte{"token": []byte("internal")}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func(g Gomega) {
+		wm := getMapping(g, ns, "thief")
+		wm.Spec.BearerSecretRef = &playgroundv1alpha1.SecretKeyReference{Name: "bearer", Key: "token"}
+		g.Expect(k8sClient.Update(ctx, wm)).To(Succeed())
+	})
+	eventually(t, func(g Gomega) {
+		wm, c := mappingReady(g, ns, "thief")
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(wm.Status.ReadyEndpoints).To(Equal([]string{"http://10.244.7.1:8080/mcp"}))
+	})
+
+	// A node's address.
+	testNode(t, "worker-refusal-node", "10.250.0.1")
+	writeSlice(t, ns, "worker-a", "worker", discoveryv1.AddressTypeIPv4, "mcp", 8080, endpoint{"10.250.0.1", nil})
+	expectRefused(ReasonEndpointsRefused, "10.250.0.1 is the address of node worker-refusal-node")
+
+	// The control plane: the kubernetes Service's cluster IP.
+	var api corev1.Service
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, &api); err != nil {
+		t.Fatal(err)
+	}
+	writeSlice(t, ns, "worker-a", "worker", discoveryv1.AddressTypeIPv4, "mcp", 8080, endpoint{api.Spec.ClusterIP, nil})
+	expectRefused(ReasonEndpointsRefused, api.Spec.ClusterIP+" is the control plane's")
+
+	// Beside a pod's address, the refused one is named and not forwarded to.
+	writeSlice(t, ns, "worker-a", "worker", discoveryv1.AddressTypeIPv4, "mcp", 8080, endpoint{"10.250.0.1", nil}, endpoint{"10.244.7.2", nil})
+	eventually(t, func(g Gomega) {
+		wm, c := mappingReady(g, ns, "thief")
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("none of the 1 it refuses (10.250.0.1 is the address of node"))
+		g.Expect(wm.Status.ReadyEndpoints).To(Equal([]string{"http://10.244.7.2:8080/mcp"}))
+	})
 }

@@ -36,6 +36,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
+	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 	"github.com/playground-dev/playground/mcpgateway/tools"
@@ -104,6 +105,10 @@ type Options struct {
 	// WorkerSessionMaxAge is how long a worker session is accepted after
 	// it began (workers.DefaultSessionMaxAge).
 	WorkerSessionMaxAge time.Duration
+	// WorkerEndpoints is the cluster admin's policy of the addresses a
+	// Service destination's endpoints may have (package destpolicy),
+	// checked again as each is dialled, whatever a mapping's status says.
+	WorkerEndpoints destpolicy.Policy
 	// AgentCredentials give the token the gateway presents to the agent
 	// of each node: in a cluster its ServiceAccount's, bound to that node
 	// (ServiceAccountTokens). AgentToken, if AgentCredentials is nil, is
@@ -288,7 +293,7 @@ func (g *Gateway) newWorkers() error {
 	if err != nil {
 		return err
 	}
-	g.workerRoutes = &workerRoutes{view: g.view, router: g.router, service: newServiceTransport(),
+	g.workerRoutes = &workerRoutes{view: g.view, router: g.router, service: newServiceTransport(g.opts.WorkerEndpoints),
 		secrets: &bearerSecrets{cs: cs, now: time.Now, cache: map[string]cachedBearer{}}}
 	g.workers, err = workers.New(workers.Options{
 		Resolve: g.workerRoutes.resolve, Keys: keys,

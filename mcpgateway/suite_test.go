@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -293,6 +294,10 @@ func startGateway(t *testing.T, opts mcpgateway.Options) *gateway {
 	}
 	if opts.AgentToken == nil {
 		opts.AgentToken = mcpgateway.StaticToken(agentToken)
+	}
+	if opts.WorkerEndpoints.Allow == nil && opts.WorkerEndpoints.Deny == nil {
+		// The tests' workers listen on loopback: the admin's grant.
+		opts.WorkerEndpoints.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	}
 	if opts.ProgressInterval == 0 {
 		opts.ProgressInterval = 200 * time.Millisecond

@@ -25,6 +25,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 	"github.com/playground-dev/playground/mcpgateway/workers"
 )
@@ -56,9 +58,23 @@ type workerRoutes struct {
 	service http.RoundTripper
 }
 
-func newServiceTransport() *http.Transport {
+// newServiceTransport carries requests to Service endpoints, dialling only
+// the addresses policy permits: the check is of the address connected to,
+// so nothing a mapping's status says, and no name, reaches past it.
+func newServiceTransport(policy destpolicy.Policy) *http.Transport {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			if err := policy.CheckHost(host, nil); err != nil {
+				return fmt.Errorf("the gateway forwards no worker traffic there: %w", err)
+			}
+			return nil
+		}}
 	return &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         dialer.DialContext,
 		TLSHandshakeTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
@@ -184,6 +200,9 @@ func (s *bearerSecrets) get(ctx context.Context, namespace, name, key, mapping s
 		return "", refuse("the gateway may not read the Secret %s/%s (it needs get on secrets there)", namespace, name)
 	case err != nil:
 		return "", fmt.Errorf("reading the bearer Secret %s/%s: %w", namespace, name, err)
+	}
+	if secret.Type != playgroundv1alpha1.WorkerBearerSecretType {
+		return "", refuse("the Secret %s/%s is of type %q, and the gateway presents only Secrets of type %s", namespace, name, secret.Type, playgroundv1alpha1.WorkerBearerSecretType)
 	}
 	token := strings.TrimSpace(string(secret.Data[key]))
 	if token == "" {

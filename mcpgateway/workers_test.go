@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -157,7 +159,8 @@ func newWorkersTenant(t *testing.T, ns, name string) *tenant {
 // newBearerSecret is the Secret holding a worker's internal bearer.
 func newBearerSecret(t *testing.T, ns, name, token string) {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"token": []byte(token + "\n")}}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: playgroundv1alpha1.WorkerBearerSecretType,
+		Data: map[string][]byte{"token": []byte(token + "\n")}}
 	if err := k8s.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -483,6 +486,19 @@ func TestWorkerUnavailable(t *testing.T) {
 		unavailable(t, tn.token, "no-such-secret", "does not exist", "bearerSecretRef")
 	})
 
+	t.Run("bearer Secret of another kind", func(t *testing.T) {
+		// A tenant's credential Secret, named as a worker's bearer.
+		victim := newWorkersTenant(t, ns, "vic")
+		tn := newWorkersTenant(t, ns, "tom")
+		m := newMapping(t, ns, "tom-worker", tn.name, serviceDest("tom-worker"), playgroundv1alpha1.CredentialSecretName(victim.name), time.Minute)
+		reconcileMapping(t, m, true, "Ready", "forwarding", w.url())
+		before := len(w.requests())
+		unavailable(t, tn.token, "is of type", playgroundv1alpha1.WorkerBearerSecretType)
+		if got := w.requests()[before:]; len(got) != 0 {
+			t.Errorf("the worker received %d requests, the first with %q", len(got), got[0].authorization)
+		}
+	})
+
 	t.Run("sandbox worker not running", func(t *testing.T) {
 		tn := newWorkersTenant(t, ns, "sid")
 		m := newMapping(t, ns, "sid-worker", tn.name, playgroundv1alpha1.WorkerDestination{Sandbox: &playgroundv1alpha1.SandboxProcessDestination{
@@ -548,4 +564,68 @@ func TestWorkerInSandboxNeedsRelay(t *testing.T) {
 	if n := relayed.Load(); n != 0 {
 		t.Errorf("%d requests reached the agent's relay", n)
 	}
+}
+
+// TestWorkerEndpointPolicy: whatever a mapping's status says (whoever
+// wrote it), the gateway dials no address its policy refuses: loopback by
+// default, or a range the cluster admin denies. No byte, and no bearer,
+// reaches a listener there.
+func TestWorkerEndpointPolicy(t *testing.T) {
+	ns := newNamespace(t)
+	var accepted atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	newBearerSecret(t, ns, "bearer", "the-internal-bearer")
+	listener := "http://" + ln.Addr().String() + "/mcp"
+
+	for _, tc := range []struct {
+		name   string
+		policy destpolicy.Policy
+		want   string
+	}{
+		// (Not the zero Policy, which startGateway takes for the tests' grant of loopback.)
+		{"loopback, by default", destpolicy.Policy{Deny: []netip.Prefix{}}, "127.0.0.1 is loopback"},
+		{"a range the admin denies", destpolicy.Policy{Allow: mustPrefixes(t, "127.0.0.0/8"), Deny: mustPrefixes(t, "127.0.0.1/32")}, "in a range the cluster admin denies"},
+		{"outside the ranges the admin allows", destpolicy.Policy{Allow: mustPrefixes(t, "10.244.0.0/16")}, "outside the ranges the cluster admin allows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, mcpgateway.Options{WorkerEndpoints: tc.policy})
+			g.waitReady(t)
+			tn := newWorkersTenant(t, ns, "pol-"+strings.ReplaceAll(strings.ToLower(strings.Fields(tc.name)[0]), ",", ""))
+			m := newMapping(t, ns, tn.name+"-worker", tn.name, serviceDest(tn.name+"-worker"), "bearer", time.Minute)
+			reconcileMapping(t, m, true, "Ready", "forwarding", listener)
+			waitFor(t, "a 503 that names the policy", 10*time.Second, func() error {
+				resp, body := post(t, g.url, tn.token, "", initializeBody)
+				if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, tc.want) {
+					return fmt.Errorf("%s %s", resp.Status, body)
+				}
+				return nil
+			})
+			if n := accepted.Load(); n != 0 {
+				t.Fatalf("the listener accepted %d connections", n)
+			}
+		})
+	}
+}
+
+func mustPrefixes(t *testing.T, cidrs ...string) []netip.Prefix {
+	t.Helper()
+	p, err := destpolicy.Parse("test", cidrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

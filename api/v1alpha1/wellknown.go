@@ -42,6 +42,12 @@ const (
 	CredentialSecretType = "playground.dev/tenant-token"
 	// CredentialTokenKey is the key of the token in a credential Secret.
 	CredentialTokenKey = "token"
+
+	// WorkerBearerSecretType is the type a Secret must have for a
+	// WorkerMapping's bearerSecretRef: the gateway presents a worker's
+	// internal bearer only from a Secret made for that use, never from
+	// another Secret of the namespace (a tenant's credential, say).
+	WorkerBearerSecretType = "playground.dev/worker-bearer"
 )
 
 // Field managers: the names Playground's components write under, so that

@@ -68,6 +68,7 @@ func runGateway(ctx context.Context, args []string) error {
 		sessionsPerTenant = fs.Int("max-sessions-per-tenant", mcpgateway.DefaultMaxSessionsPerTenant, "with --sessions stateful: MCP sessions one tenant may keep open on this replica")
 		sessionsTotal     = fs.Int("max-sessions", mcpgateway.DefaultMaxSessions, "with --sessions stateful: MCP sessions this replica keeps open")
 	)
+	workerEndpoints := workerEndpointFlags(fs)
 	budgetFlags(fs, &lim, budget.Limits{BytesPerTenant: mcpgateway.DefaultBudgetBytesPerTenant})
 	httpFlags(fs, &httpLim, mcpgateway.DefaultHTTPLimits())
 	logOpts := logFlags(fs, "json")
@@ -91,6 +92,10 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	if *workerMax <= 0 || *workerAge <= 0 {
 		return errors.New("--worker-max-in-flight-per-tenant and --worker-session-max-age must be positive")
+	}
+	endpoints, err := workerEndpoints()
+	if err != nil {
+		return err
 	}
 	// Logs go to stderr: in stdio mode stdout carries the protocol.
 	log := slog.New(logr.ToSlogHandler(logOpts.setLogger()))
@@ -168,7 +173,7 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	gw, err := mcpgateway.New(mcpgateway.Options{
 		Config: cfg, Namespace: *namespace, Catalog: *catalog, LeaseNamespace: *leaseNS,
-		SessionKeyFile: *sessionKey, WorkerMaxInFlightPerTenant: *workerMax, WorkerSessionMaxAge: *workerAge,
+		SessionKeyFile: *sessionKey, WorkerMaxInFlightPerTenant: *workerMax, WorkerSessionMaxAge: *workerAge, WorkerEndpoints: endpoints,
 		AgentCredentials: agentCreds, AgentToken: agentToken, AgentCA: agentCA,
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
 		MaxSessionsPerTenant: *sessionsPerTenant, MaxSessions: *sessionsTotal,

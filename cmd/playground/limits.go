@@ -17,12 +17,14 @@ limitations under the License.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/playground-dev/playground/internal/budget"
+	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/internal/httpserve"
 )
 
@@ -72,4 +74,21 @@ func (b bytesFlag) Set(s string) error {
 	}
 	*b.v = v
 	return nil
+}
+
+// workerEndpointFlags registers the flags of the policy of where the
+// gateway may forward a workers tenant, the same for the manager (which
+// publishes a mapping's endpoints) and the gateway (which dials them); the
+// returned function parses them once the flags are.
+func workerEndpointFlags(fs *flag.FlagSet) func() (destpolicy.Policy, error) {
+	var allow, deny []string
+	fs.Var(stringList{&allow}, "worker-endpoint-allow-cidr", "a range (CIDR) a worker's Service endpoints may be in, repeatable or comma-separated: when any is given, every other address is refused, and these pass whatever else they are (a grant: give your pod network); default none: any address but loopback, link-local (cloud metadata), multicast, reserved ranges, the nodes' and the control plane's")
+	fs.Var(stringList{&deny}, "worker-endpoint-deny-cidr", "a range (CIDR) no worker endpoint may be in, repeatable or comma-separated (your service network, say); it overrides --worker-endpoint-allow-cidr")
+	return func() (destpolicy.Policy, error) {
+		var p destpolicy.Policy
+		var err1, err2 error
+		p.Allow, err1 = destpolicy.Parse("--worker-endpoint-allow-cidr", allow)
+		p.Deny, err2 = destpolicy.Parse("--worker-endpoint-deny-cidr", deny)
+		return p, errors.Join(err1, err2)
+	}
 }

@@ -43,6 +43,7 @@ func runManager(ctx context.Context, args []string) error {
 	var agentUsers []string
 	fs.Var(stringList{&agentUsers}, "agent-service-account", "user name of the agents' ServiceAccount (system:serviceaccount:NAMESPACE:NAME), whose CSRs for their node's serving certificate are signed; repeatable (default: playground-agent in the lease namespace)")
 	agentCertLifetime := fs.Duration("agent-cert-lifetime", controllers.DefaultAgentCertLifetime, "lifetime of the agents' serving certificates; they renew at two thirds of it")
+	workerEndpoints := workerEndpointFlags(fs)
 	logOpts := logFlags(fs, "json")
 	verbosityFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -51,6 +52,10 @@ func runManager(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	endpoints, err := workerEndpoints()
+	if err != nil {
+		return err
+	}
 	log := logOpts.setLogger()
 
 	cfg, err := ctrl.GetConfig()
@@ -58,7 +63,7 @@ func runManager(ctx context.Context, args []string) error {
 		return fmt.Errorf("loading the client configuration: %w", err)
 	}
 	mgr, err := controllers.NewManager(cfg, controllers.ManagerOptions{
-		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime, Owner: ownServiceAccount(log)},
+		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime, WorkerEndpoints: endpoints, Owner: ownServiceAccount(log)},
 		MetricsBindAddress:     *metricsAddr,
 		HealthProbeBindAddress: *probeAddr,
 		PprofBindAddress:       *pprofAddr,

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/destpolicy"
 )
 
 // Kinds of destination, the label of the metrics.
@@ -434,6 +435,7 @@ func notSent(err error) bool {
 
 func (f *Forwarder) roundTripFailed(c *call, ctx context.Context, dest *Destination, err error) {
 	var agentErr *agentapi.Error
+	var refused *destpolicy.Refusal
 	switch {
 	case c.r.Context().Err() != nil:
 		return // the client went away
@@ -443,6 +445,10 @@ func (f *Forwarder) roundTripFailed(c *call, ctx context.Context, dest *Destinat
 		c.w.Header().Set("Retry-After", "5")
 		c.fail(http.StatusServiceUnavailable, "agent_refused", CodeUnavailable, fmt.Sprintf(
 			"your worker (WorkerMapping %s) cannot be reached through your sandbox's agent: %s", dest.Mapping, agentErr.Message))
+	case errors.As(err, &refused):
+		f.log.Warn("The address policy refuses a worker's endpoint", "mapping", dest.Mapping, "err", err)
+		c.fail(http.StatusServiceUnavailable, "endpoint_refused", CodeUnavailable, fmt.Sprintf(
+			"the gateway does not forward to your worker's endpoint (WorkerMapping %s): %s; a worker's endpoints must be its pods' addresses: ask the operator to check the mapping's Service", dest.Mapping, refused.Error()))
 	case notSent(err):
 		f.log.Warn("No endpoint of a worker accepts connections", "mapping", dest.Mapping, "err", err)
 		c.w.Header().Set("Retry-After", "5")

@@ -106,9 +106,13 @@ func (c *component) Stop(t *testing.T) {
 
 // startManager runs the manager's controllers, as the manager's
 // ServiceAccount, until stopped or the test ends.
-func startManager(t *testing.T) *component {
+func startManager(t *testing.T, mutate ...func(*controllers.Options)) *component {
 	t.Helper()
-	mgr, err := controllers.NewManager(managerConfig, controllers.ManagerOptions{SkipNameValidation: true})
+	opts := controllers.ManagerOptions{SkipNameValidation: true}
+	for _, m := range mutate {
+		m(&opts.Options)
+	}
+	mgr, err := controllers.NewManager(managerConfig, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

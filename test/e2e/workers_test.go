@@ -24,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -42,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/controllers"
 	"github.com/playground-dev/playground/internal/rbactest"
 	"github.com/playground-dev/playground/internal/testbin"
 	"github.com/playground-dev/playground/mcpgateway"
@@ -215,7 +217,12 @@ func TestServiceWorkerThroughGateway(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ip := hostAddress(t)
-	startManager(t)
+	// The worker listens on this machine's address, which is also the
+	// API server's: a control-plane address, which the manager refuses
+	// unless the cluster admin grants it.
+	startManager(t, func(o *controllers.Options) {
+		o.WorkerEndpoints.Allow = []netip.Prefix{netip.PrefixFrom(netip.MustParseAddr(ip), 32)}
+	})
 	startNode(t, &node{name: "svc-workers-a", labels: pool("svc-workers")})
 	ns := newNamespace(t)
 
@@ -240,7 +247,7 @@ func TestServiceWorkerThroughGateway(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	port := int32(ln.Addr().(*net.TCPAddr).Port)
 
-	g.Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker-bearer"},
+	g.Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker-bearer"}, Type: playgroundv1alpha1.WorkerBearerSecretType,
 		Data: map[string][]byte{"token": []byte(inner)}})).To(Succeed())
 	g.Expect(k8sClient.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "mcp", Port: 80, TargetPort: intstr.FromInt32(port)}}}})).To(Succeed())

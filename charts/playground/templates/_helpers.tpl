@@ -87,3 +87,16 @@ capabilities:
   drop:
   - ALL
 {{- end }}
+
+{{/*
+The flags of the worker endpoint policy, the same for the manager and the
+gateway.
+*/}}
+{{- define "playground.workerEndpointArgs" -}}
+{{- range .Values.workerEndpoints.allowCIDRs }}
+- --worker-endpoint-allow-cidr={{ . }}
+{{- end }}
+{{- range .Values.workerEndpoints.denyCIDRs }}
+- --worker-endpoint-deny-cidr={{ . }}
+{{- end }}
+{{- end -}}
