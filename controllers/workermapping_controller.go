@@ -207,6 +207,9 @@ type resolution struct {
 	err            error
 	endpoint       string
 	readyEndpoints []string
+	// nodeName is the node of a sandbox destination's Sandbox: its agent,
+	// and only it, reports status.worker.
+	nodeName string
 	// after asks for another pass, for what no watch reports.
 	after time.Duration
 }
@@ -259,7 +262,7 @@ func (r *WorkerMappingReconciler) resolve(ctx context.Context, wm *playgroundv1a
 	res := r.resolveTenant(ctx, wm)
 	if conflict != "" {
 		c := stalled(ReasonConflict, "%s", conflict)
-		c.endpoint = res.endpoint // for people to read; nothing is served
+		c.endpoint, c.nodeName = res.endpoint, res.nodeName // for people to read; nothing is served
 		return c
 	}
 	return res
@@ -330,7 +333,7 @@ func (r *WorkerMappingReconciler) resolveTenant(ctx context.Context, wm *playgro
 		// Resolved (for people to read), but never served.
 		c := stalled(ReasonCatalogMismatch, "Tenant %s is served the %s catalog, so the gateway never forwards it here: set spec.catalog: workers on Tenant %s, or delete this mapping",
 			name, catalog, name)
-		c.endpoint = res.endpoint
+		c.endpoint, c.nodeName = res.endpoint, res.nodeName
 		return c
 	}
 	return res
@@ -619,7 +622,7 @@ func (r *WorkerMappingReconciler) resolveSandbox(ctx context.Context, wm *playgr
 			res.ready.Message += fmt.Sprintf("; spec.bearerSecretRef (Secret %s) is ignored: the agent mints a sandbox worker's bearer and gives it to the worker in its token file", wm.Spec.BearerSecretRef.Name)
 		}
 	}
-	res.endpoint = endpoint
+	res.endpoint, res.nodeName = endpoint, sbx.Spec.NodeName
 	return res
 }
 
@@ -640,7 +643,7 @@ func (r *WorkerMappingReconciler) applyStatus(ctx context.Context, wm *playgroun
 	if pgreconcile.Settled(res.err) {
 		observed = wm.Generation
 	}
-	if observed == wm.Status.ObservedGeneration && wm.Status.Endpoint == res.endpoint &&
+	if observed == wm.Status.ObservedGeneration && wm.Status.Endpoint == res.endpoint && wm.Status.NodeName == res.nodeName &&
 		slices.Equal(wm.Status.ReadyEndpoints, res.readyEndpoints) && conditionsHold(wm.Status.Conditions, conds, wm.Generation) {
 		return nil
 	}
@@ -654,6 +657,9 @@ func (r *WorkerMappingReconciler) applyStatus(ctx context.Context, wm *playgroun
 	}
 	if len(res.readyEndpoints) > 0 {
 		status.WithReadyEndpoints(res.readyEndpoints...)
+	}
+	if res.nodeName != "" {
+		status.WithNodeName(res.nodeName)
 	}
 	err := r.Status().Apply(ctx, playgroundv1alpha1ac.WorkerMapping(wm.Name, wm.Namespace).WithStatus(status),
 		client.FieldOwner(playgroundv1alpha1.WorkerMappingControllerFieldOwner), client.ForceOwnership)

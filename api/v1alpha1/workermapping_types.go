@@ -147,6 +147,13 @@ type WorkerMappingStatus struct {
 	// +optional
 	ReadyEndpoints []string `json:"readyEndpoints,omitempty"`
 
+	// NodeName is the node of the tenant's Sandbox (sandbox destinations
+	// only), whose agent supervises the worker: the only agent the
+	// installation's admission policy lets write status.worker.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+
 	// Worker is the supervised worker process, as the agent of the
 	// tenant's sandbox reports it (sandbox destinations only).
 	// +optional

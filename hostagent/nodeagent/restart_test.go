@@ -33,6 +33,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/internal/rbactest"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 
@@ -58,8 +59,8 @@ func newAgentNode(t *testing.T, name string) *agentNode {
 	n := &agentNode{name: name, stateDir: ocitest.StateDir(t), guest: ocitest.GuestBinary(t),
 		kubeconfig: filepath.Join(dir, "kubeconfig"), tokenFile: filepath.Join(dir, "token")}
 	// The agent is the agent's service account, authorised by the
-	// generated RBAC only.
-	if err := cp.WriteUserKubeconfig(n.kubeconfig, agentUser); err != nil {
+	// generated RBAC only, with its token bound to this node.
+	if err := cp.WriteImpersonatingKubeconfig(n.kubeconfig, rbactest.OnNode(agentConfig, name).Impersonate); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(n.tokenFile, []byte(token+"\n"), 0o600); err != nil {

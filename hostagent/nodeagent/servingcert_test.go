@@ -33,7 +33,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -45,6 +44,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
+	"github.com/playground-dev/playground/internal/rbactest"
 )
 
 // startSigner runs the manager's agent certificate signer alone (not the
@@ -96,8 +96,7 @@ func tlsNode(t *testing.T, name string) string {
 	if err := k8s.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	cfg := rest.CopyConfig(agentConfig)
-	cfg.Impersonate.Extra = map[string][]string{agentpki.NodeNameExtra: {name}}
+	cfg := rbactest.OnNode(agentConfig, name)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

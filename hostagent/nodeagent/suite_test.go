@@ -126,7 +126,7 @@ func startNode(t *testing.T, name, stateDir, addr string, mutate ...func(*nodeag
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	opts := nodeagent.Options{
-		Config:         agentConfig,
+		Config:         rbactest.OnNode(agentConfig, name),
 		NodeName:       name,
 		StateDir:       stateDir,
 		Backends:       []backend.Backend{n.backend},

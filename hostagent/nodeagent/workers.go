@@ -148,7 +148,12 @@ func (w *workerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	// Nothing tells the agent when a worker exits: look again, whatever
 	// this report did (a failed one is logged, not backed off: the next
-	// look reports afresh).
+	// look reports afresh). The installation's admission policy lets this
+	// node's agent write status.worker only once the manager has recorded
+	// the sandbox's node in the mapping: until then there is nothing to do.
+	if m.Status.NodeName != w.r.node {
+		return ctrl.Result{RequeueAfter: w.every}, nil
+	}
 	if err := w.report(ctx, id, m); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reporting the sandbox's worker", "id", id)
 	}

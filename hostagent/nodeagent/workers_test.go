@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
@@ -42,7 +43,8 @@ import (
 // the worker's own bearer; a worker that dies is started again and the
 // restart is reported; an agent restart leaves it running; deleting the
 // mapping stops it. (No manager runs here: the mapping has no conditions,
-// which the agent reads as not stalled, as a Ready mapping is not.)
+// which the agent reads as not stalled, as a Ready mapping is not; the
+// test records the sandbox's node in its status as the manager does.)
 func TestSandboxWorker(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -80,6 +82,11 @@ func TestSandboxWorker(t *testing.T) {
 		},
 	}
 	g.Expect(k8s.Create(ctx, wm)).To(Succeed())
+	// What the manager records, which lets this node's agent report the
+	// worker (the installation's node restriction).
+	g.Expect(k8s.Status().Apply(ctx, playgroundv1alpha1ac.WorkerMapping(wm.Name, ns).
+		WithStatus(playgroundv1alpha1ac.WorkerMappingStatus().WithNodeName(n.name)),
+		client.FieldOwner(playgroundv1alpha1.WorkerMappingControllerFieldOwner), client.ForceOwnership)).To(Succeed())
 
 	relay := func(c *agentapi.Client) (int, string) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://worker/mcp", strings.NewReader("{}"))

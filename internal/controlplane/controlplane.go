@@ -35,6 +35,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -275,6 +276,34 @@ func (cp *ControlPlane) WriteUserKubeconfig(path, name string, groups ...string)
 		return err
 	}
 	return os.WriteFile(path, b, 0o600)
+}
+
+// WriteImpersonatingKubeconfig writes to path an administrator's
+// kubeconfig that impersonates as (a user, its groups and user extra): what
+// a component run as a process of its own presents when the test needs the
+// user extra of a token bound to a pod, such as an agent's node
+// (authentication.kubernetes.io/node-name), which no client certificate
+// can carry.
+func (cp *ControlPlane) WriteImpersonatingKubeconfig(path string, as rest.ImpersonationConfig) error {
+	user, err := cp.env.AddUser(envtest.User{Name: "playground-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the administrator: %w", err)
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	kc, err := clientcmd.Load(b)
+	if err != nil {
+		return err
+	}
+	for _, ai := range kc.AuthInfos {
+		ai.Impersonate, ai.ImpersonateGroups, ai.ImpersonateUserExtra = as.UserName, as.Groups, as.Extra
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return clientcmd.WriteToFile(*kc, path)
 }
 
 // Kubectl runs the control plane's kubectl with the given kubeconfig and

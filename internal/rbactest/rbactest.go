@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/playground-dev/playground/internal/agentpki"
 	"github.com/playground-dev/playground/internal/controlplane"
 )
 
@@ -156,6 +157,17 @@ func Grant(ctx context.Context, admin client.Client, cfg *rest.Config, component
 	out := rest.CopyConfig(cfg)
 	out.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return out, nil
+}
+
+// OnNode returns a copy of cfg, which impersonates a user, that also
+// carries node in the user extra the API server records for a token bound
+// to a pod on that node (authentication.kubernetes.io/node-name): what an
+// agent's ServiceAccount token carries in a cluster, and what the
+// installation's node restriction of the agents reads.
+func OnNode(cfg *rest.Config, node string) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Impersonate.Extra = map[string][]string{agentpki.NodeNameExtra: {node}}
+	return out
 }
 
 // ruleAttributes is one request each rule allows (its first verb on its

@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/playground-dev/playground/internal/agentlease"
-	"github.com/playground-dev/playground/internal/agentpki"
 	"github.com/playground-dev/playground/internal/rbactest"
 	"github.com/playground-dev/playground/mcpgateway"
 )
@@ -51,7 +50,7 @@ func TestAgentTLS(t *testing.T) {
 
 	agentCfg, err := rbactest.Grant(ctx, k8sClient, cp.Config, "agent", rbactest.ServiceAccountUser("agent"), rbactest.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	agentCfg.Impersonate.Extra = map[string][]string{agentpki.NodeNameExtra: {"tls-1"}}
+	agentCfg = rbactest.OnNode(agentCfg, "tls-1")
 	n := &node{name: "tls-1", labels: pool("tls"), config: agentCfg, tls: true}
 	startNode(t, n)
 	g.Expect(n.endpoint).To(HavePrefix("https://"))

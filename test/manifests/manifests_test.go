@@ -76,6 +76,8 @@ var expectedObjects = []struct {
 	{"Service", namespace, "playground-gateway", true, true},
 	{"PodDisruptionBudget", namespace, "playground-gateway", true, true},
 	{"NetworkPolicy", namespace, "playground-agent-api", true, true},
+	{"ValidatingAdmissionPolicy", "", "playground-agent-node-restriction", true, true},
+	{"ValidatingAdmissionPolicyBinding", "", "playground-agent-node-restriction", true, true},
 	{"MutatingAdmissionPolicy", "", "playground-tenant-finalizer", true, true},
 	{"MutatingAdmissionPolicyBinding", "", "playground-tenant-finalizer", true, true},
 	// The one Secret: the key that seals worker sessions, which the chart
@@ -97,7 +99,8 @@ func expectedKeys(inKustomize bool) []string {
 }
 
 // TestChartCopiesMatchConfig: the chart's CRDs and RBAC rules are the
-// generated ones, byte for byte.
+// generated ones, and its agents' admission policy config/admission's,
+// byte for byte.
 func TestChartCopiesMatchConfig(t *testing.T) {
 	root := repoRoot(t)
 	fix := "run hack/sync-chart-crds.sh after `make manifests`"
@@ -128,6 +131,7 @@ func TestChartCopiesMatchConfig(t *testing.T) {
 	for _, c := range []string{"manager", "agent", "gateway"} {
 		pairs[filepath.Join(root, "config", "rbac", c, "role.yaml")] = filepath.Join(root, "charts", "playground", "files", "rbac", c, "role.yaml")
 	}
+	pairs[filepath.Join(root, "config", "admission", "agent-node-restriction.yaml")] = filepath.Join(root, "charts", "playground", "files", "admission", "agent-node-restriction.yaml")
 	for s, d := range pairs {
 		want, err := os.ReadFile(s)
 		if err != nil {
@@ -744,6 +748,12 @@ func lastLines(s string, n int) string {
 // to mint its tokens.
 func TestHelmCustomValues(t *testing.T) {
 	r := renderHelmCustom(t)
+	nodeRestriction := 0
+	defer func() {
+		if nodeRestriction != 2 {
+			t.Errorf("the chart renders %d objects of the agents' node restriction, want the policy and its binding", nodeRestriction)
+		}
+	}()
 	for _, o := range r.objs {
 		switch o.GetKind() {
 		case "Secret":
@@ -761,6 +771,12 @@ func TestHelmCustomValues(t *testing.T) {
 			}
 		case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
 			t.Errorf("admissionPolicies.enabled=false, yet the chart renders %s", key(o))
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			// The agents' node restriction: always, and cluster-scoped.
+			nodeRestriction++
+			if o.GetNamespace() != "" {
+				t.Errorf("%s has a namespace", key(o))
+			}
 		case "CustomResourceDefinition":
 		default:
 			if o.GetNamespace() != "playground-apps" {

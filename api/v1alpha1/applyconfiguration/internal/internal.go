@@ -627,6 +627,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: endpoint
       type:
         scalar: string
+    - name: nodeName
+      type:
+        scalar: string
     - name: observedGeneration
       type:
         scalar: numeric

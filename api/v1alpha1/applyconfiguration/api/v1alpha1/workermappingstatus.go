@@ -40,6 +40,10 @@ type WorkerMappingStatusApplyConfiguration struct {
 	// its EndpointSlices, that the gateway spreads requests over (service
 	// destinations only).
 	ReadyEndpoints []string `json:"readyEndpoints,omitempty"`
+	// NodeName is the node of the tenant's Sandbox (sandbox destinations
+	// only), whose agent supervises the worker: the only agent the
+	// installation's admission policy lets write status.worker.
+	NodeName *string `json:"nodeName,omitempty"`
 	// Worker is the supervised worker process, as the agent of the
 	// tenant's sandbox reports it (sandbox destinations only).
 	Worker *WorkerProcessStatusApplyConfiguration `json:"worker,omitempty"`
@@ -87,6 +91,14 @@ func (b *WorkerMappingStatusApplyConfiguration) WithReadyEndpoints(values ...str
 	for i := range values {
 		b.ReadyEndpoints = append(b.ReadyEndpoints, values[i])
 	}
+	return b
+}
+
+// WithNodeName sets the NodeName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NodeName field is set to the value of the last call.
+func (b *WorkerMappingStatusApplyConfiguration) WithNodeName(value string) *WorkerMappingStatusApplyConfiguration {
+	b.NodeName = &value
 	return b
 }
 
