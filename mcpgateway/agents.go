@@ -42,6 +42,9 @@ type agentPool struct {
 	creds AgentCredentials
 	h2c   http.RoundTripper
 	tls   http.RoundTripper
+	// cleartext allows http:// endpoints (playground dev); otherwise they
+	// are refused, since a node's token would cross the network in clear.
+	cleartext bool
 
 	// ca, when set, verifies https:// agents instead of tls, with a
 	// transport per node and endpoint (the certificate must name both).
@@ -59,8 +62,9 @@ type pooledAgent struct {
 
 // newAgentPool returns a pool presenting the credentials of creds;
 // tlsConfig verifies https:// agents (nil: the system's roots).
-// ca, when not nil, takes its place.
-func newAgentPool(creds AgentCredentials, tlsConfig *tls.Config, ca *AgentCA) *agentPool {
+// ca, when not nil, takes its place. http:// agents are refused unless
+// cleartext.
+func newAgentPool(creds AgentCredentials, tlsConfig *tls.Config, ca *AgentCA, cleartext bool) *agentPool {
 	if tlsConfig == nil {
 		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
@@ -69,6 +73,7 @@ func newAgentPool(creds AgentCredentials, tlsConfig *tls.Config, ca *AgentCA) *a
 		h2c:        agentapi.NewTransport(nil),
 		tls:        agentapi.NewTransport(tlsConfig),
 		ca:         ca,
+		cleartext:  cleartext,
 		clients:    map[string]pooledAgent{},
 		transports: map[string]*http.Transport{},
 	}
@@ -77,6 +82,9 @@ func newAgentPool(creds AgentCredentials, tlsConfig *tls.Config, ca *AgentCA) *a
 // client returns the client of the agent of node at endpoint, presenting
 // the current token for it (a renewed or rotated token takes effect here).
 func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentapi.Client, error) {
+	if !strings.HasPrefix(endpoint, "https://") && !p.cleartext {
+		return nil, fmt.Errorf("%w: node %s registered %q", errCleartextAgent, node, endpoint)
+	}
 	tok, err := p.creds.Token(ctx, node)
 	if err != nil {
 		return nil, err
@@ -119,6 +127,11 @@ func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentap
 	p.clients[key] = pooledAgent{token: tok, client: c}
 	return c, nil
 }
+
+// errCleartextAgent refuses an agent endpoint that is not https://: only
+// playground dev, whose agent shares its process and loopback, speaks
+// cleartext (Options.AgentCleartext).
+var errCleartextAgent = errors.New("refusing an agent endpoint without TLS: the gateway's token for the node would cross the network in clear (only playground dev allows it)")
 
 // tokenRecheck is how often, at most, FileToken re-reads its file.
 const tokenRecheck = 2 * time.Second

@@ -116,9 +116,13 @@ type Options struct {
 	AgentCredentials AgentCredentials
 	AgentToken       func() (string, error)
 	// AgentTLS verifies agents whose endpoint is https:// (nil: the
-	// system's roots); http:// endpoints are reached over cleartext HTTP/2
-	// (h2c), for a trusted network.
+	// system's roots).
 	AgentTLS *tls.Config
+	// AgentCleartext lets the gateway reach agents whose endpoint is
+	// http:// over cleartext HTTP/2 (h2c): for playground dev only, whose
+	// agent shares its process and loopback. Otherwise such an endpoint is
+	// refused, and no token is sent to it.
+	AgentCleartext bool
 	// AgentCA, when set, verifies https:// agents instead of AgentTLS:
 	// against the CA bundle the manager publishes (WatchAgentCA) or a
 	// fixed one (StaticAgentCA), and nothing else, with each agent's
@@ -241,7 +245,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{opts: opts, view: view, log: opts.Logger, budget: lim,
-		router: &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA), log: opts.Logger, trustRegistrations: true}}
+		router: &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA, opts.AgentCleartext), log: opts.Logger, trustRegistrations: true}}
 	if opts.Catalog != CatalogSandbox {
 		if err := g.newWorkers(); err != nil {
 			return nil, err

@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -40,6 +41,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -659,5 +661,35 @@ func TestUnregisteredEndpointRefused(t *testing.T) {
 	case auth := <-called:
 		t.Fatalf("the gateway called an unregistered endpoint (Authorization %q)", auth)
 	default:
+	}
+}
+
+// TestCleartextAgentRefused: outside playground dev the gateway speaks to
+// no agent without TLS, even one its node registered: the node's token
+// would cross the network in clear. The tenant hears that its node cannot
+// be reached, the agent hears nothing.
+func TestCleartextAgentRefused(t *testing.T) {
+	var reached atomic.Int32
+	n := startNodeWith(t, nodeOptions{leaseNS: agentlease.DefaultNamespace, wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			reached.Add(1)
+			h.ServeHTTP(w, r)
+		})
+	}})
+	tn := newTenant(t, newNamespace(t), "clear", n)
+	// A gateway that verifies agents (here with the system's roots), as
+	// every gateway but playground dev's.
+	g := startGateway(t, mcpgateway.Options{AgentTLS: &tls.Config{MinVersion: tls.VersionTLS12}})
+	g.waitReady(t)
+	cs := connect(t, g.url, tn.token, nil)
+	waitFor(t, "the refusal", 10*time.Second, func() error {
+		res := call(t, cs, "open_session", map[string]any{})
+		if !res.IsError || !strings.Contains(resultText(res), "cannot reach your sandbox's node") {
+			return fmt.Errorf("%w: %s", errNotYet, resultText(res))
+		}
+		return nil
+	})
+	if got := reached.Load(); got != 0 {
+		t.Fatalf("the cleartext agent received %d requests", got)
 	}
 }

@@ -67,6 +67,10 @@ type StdioOptions struct {
 	AgentToken func() (string, error)
 	AgentTLS   *tls.Config
 	AgentCA    *AgentCA
+	// AgentCleartext allows http:// agents, as in Options: for playground
+	// dev only (the caller's token would otherwise cross the network in
+	// clear).
+	AgentCleartext bool
 	// StaleAfter, ExecTimeout, ProgressInterval and Budget as in Options.
 	StaleAfter       time.Duration
 	ExecTimeout      time.Duration
@@ -187,7 +191,7 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 		return fmt.Errorf("tenant %s cannot be served: %w", id, err)
 	}
 	authz := &reauthorizer{check: func(ctx context.Context) error { return Authorize(ctx, opts.Config, id) }, every: opts.ReauthorizeEvery, last: time.Now()}
-	r := &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA), log: opts.Logger, fixed: &id, authorize: authz.authorize}
+	r := &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA, opts.AgentCleartext), log: opts.Logger, fixed: &id, authorize: authz.authorize}
 	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim})
 	opts.Logger.Info("Serving MCP on stdio", "tenant", id.String())
 	return server.Run(ctx, transport)

@@ -74,7 +74,8 @@ func stdioGateway(t *testing.T, cfg *rest.Config, tn *tenant, reauth time.Durati
 	ctx, cancel := context.WithCancel(context.Background())
 	errc = make(chan error, 1)
 	opts := mcpgateway.StdioOptions{
-		Config: cfg, Tenant: id, AgentToken: mcpgateway.StaticToken(agentToken),
+		AgentCleartext: true, // the test's agents serve cleartext on loopback
+		Config:         cfg, Tenant: id, AgentToken: mcpgateway.StaticToken(agentToken),
 		ProgressInterval: 200 * time.Millisecond, ReauthorizeEvery: reauth,
 	}
 	for _, f := range with {

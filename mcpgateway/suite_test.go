@@ -295,6 +295,9 @@ func startGateway(t *testing.T, opts mcpgateway.Options) *gateway {
 	if opts.AgentToken == nil {
 		opts.AgentToken = mcpgateway.StaticToken(agentToken)
 	}
+	// The tests' agents serve cleartext on loopback, unless the test
+	// verifies agents (TLS, or a CA).
+	opts.AgentCleartext = opts.AgentCA == nil && opts.AgentTLS == nil
 	if opts.WorkerEndpoints.Allow == nil && opts.WorkerEndpoints.Deny == nil {
 		// The tests' workers listen on loopback: the admin's grant.
 		opts.WorkerEndpoints.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}

@@ -50,7 +50,8 @@ func runGateway(ctx context.Context, args []string) error {
 		workerMax   = fs.Int("worker-max-in-flight-per-tenant", workers.DefaultMaxInFlightPerTenant, "requests and streams one tenant may have open to its worker through this replica")
 		workerAge   = fs.Duration("worker-session-max-age", workers.DefaultSessionMaxAge, "refuse a worker session this long after it began (within it, it lives as long as the worker keeps it)")
 		tokenFile   = fs.String("agent-token-file", "", "file holding a shared bearer token to present to every host agent, re-read on change (playground dev); default: the gateway's ServiceAccount's token bound to each node, or with --stdio your kubeconfig's token")
-		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates (another issuer, such as cert-manager); default: the bundle the manager publishes in the ConfigMap playground-agent-ca of the lease namespace, watched. Only that CA is trusted for https:// agents; http:// endpoints (playground dev) use cleartext HTTP/2")
+		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates (another issuer, such as cert-manager); default: the bundle the manager publishes in the ConfigMap playground-agent-ca of the lease namespace, watched. Only that CA is trusted for https:// agents")
+		cleartext   = fs.Bool("agent-cleartext", false, "reach agents whose endpoint is http:// over cleartext HTTP/2, as playground dev's; without it such an endpoint is refused, and the node's token (or, with --stdio, yours) never crosses the network in clear")
 		namespace   = fs.String("namespace", "", "serve only the tenants of this namespace, watching Tenants and Sandboxes there only, so that a Role there is all the RBAC they need (default: all namespaces)")
 		leaseNS     = fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases: the agent token goes only to endpoints registered there")
 		stdio       = fs.Bool("stdio", false, "serve one tenant over stdin/stdout instead of HTTP, authorised by your kubeconfig (needs --tenant)")
@@ -143,7 +144,7 @@ func runGateway(ctx context.Context, args []string) error {
 		}
 		return mcpgateway.ServeStdio(ctx, mcpgateway.StdioOptions{
 			Config: cfg, Tenant: id, Catalog: *catalog,
-			AgentToken: agentToken, AgentCA: agentCA,
+			AgentToken: agentToken, AgentCA: agentCA, AgentCleartext: *cleartext,
 			StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Budget: lim, Logger: log,
 		}, &mcp.StdioTransport{})
 	}
@@ -174,7 +175,7 @@ func runGateway(ctx context.Context, args []string) error {
 	gw, err := mcpgateway.New(mcpgateway.Options{
 		Config: cfg, Namespace: *namespace, Catalog: *catalog, LeaseNamespace: *leaseNS,
 		SessionKeyFile: *sessionKey, WorkerMaxInFlightPerTenant: *workerMax, WorkerSessionMaxAge: *workerAge, WorkerEndpoints: endpoints,
-		AgentCredentials: agentCreds, AgentToken: agentToken, AgentCA: agentCA,
+		AgentCredentials: agentCreds, AgentToken: agentToken, AgentCA: agentCA, AgentCleartext: *cleartext,
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
 		MaxSessionsPerTenant: *sessionsPerTenant, MaxSessions: *sessionsTotal,
 		Budget: lim, HTTP: httpLim,

@@ -66,7 +66,7 @@ current-context: c
 		defer cancel()
 		done = make(chan error, 1)
 		go func() {
-			done <- runGateway(ctx, []string{"--kubeconfig", kubeconfig, "--agent-token-file", tokenFile,
+			done <- runGateway(ctx, []string{"--kubeconfig", kubeconfig, "--agent-token-file", tokenFile, "--agent-cleartext",
 				"--listen", listen, "--metrics-bind-address", metricsAddr})
 		}()
 		metricsURL = "http://" + metricsAddr + "/metrics"

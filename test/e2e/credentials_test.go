@@ -55,6 +55,9 @@ func startGateway(t *testing.T) string {
 func serveGateway(t *testing.T, opts mcpgateway.Options) string {
 	t.Helper()
 	opts.AgentToken = mcpgateway.StaticToken(agentToken)
+	// The suite's agents serve cleartext on loopback, but those of the TLS
+	// stories.
+	opts.AgentCleartext = opts.AgentCA == nil && opts.AgentTLS == nil
 	gw, err := mcpgateway.New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -329,7 +329,9 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	gw, err := mcpgateway.New(mcpgateway.Options{
 		Config:     cp.Config,
 		AgentToken: func() (string, error) { return env.AgentToken, nil },
-		Logger:     slog.New(logr.ToSlogHandler(opts.Logger.WithName("gateway"))),
+		// The agent shares this process and loopback: cleartext HTTP/2.
+		AgentCleartext: true,
+		Logger:         slog.New(logr.ToSlogHandler(opts.Logger.WithName("gateway"))),
 	})
 	if err != nil {
 		return nil, err
