@@ -42,6 +42,10 @@ const (
 	// AgentErrorHeader marks an answer that is the agent's refusal, not
 	// the worker's answer; its value is the error code.
 	AgentErrorHeader = "Playground-Agent-Error"
+	// HeaderPrefix begins every header of the agent protocol: the agent
+	// removes such headers from a worker's answer, so that none of it
+	// passes for the agent's.
+	HeaderPrefix = "Playground-"
 )
 
 // WorkerPath is the agent API path that relays to path on the worker of

@@ -31,6 +31,10 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
+// relayBytes is what a relayed request holds in the agent while it
+// streams: the proxy's buffers each way (the bodies pass through).
+const relayBytes = 64 << 10
+
 // relayTarget is one relayed request's connection to its worker.
 type relayTarget struct {
 	conn  net.Conn
@@ -77,6 +81,21 @@ func (s *Server) relay() http.Handler {
 			DisableKeepAlives:  true,
 			DisableCompression: true,
 		},
+		// The worker's answer never carries the agent's own headers: a
+		// worker that set AgentErrorHeader would pass for the agent.
+		ModifyResponse: func(resp *http.Response) error {
+			for k := range resp.Header {
+				if strings.HasPrefix(k, agentapi.HeaderPrefix) {
+					delete(resp.Header, k)
+				}
+			}
+			for k := range resp.Trailer {
+				if strings.HasPrefix(k, agentapi.HeaderPrefix) {
+					delete(resp.Trailer, k)
+				}
+			}
+			return nil
+		},
 		FlushInterval: -1, // streamed answers reach the caller as the worker writes them
 		// A worker that dies mid-answer is the worker's business: logged
 		// at debug level, not as the agent's error.
@@ -109,6 +128,14 @@ func (s *Server) relay() http.Handler {
 		if !ok || path == "" {
 			path = "/"
 		}
+		// A relayed request is one of the tenant's calls: it counts in the
+		// budget as an exec does, holding the proxy's buffers.
+		release, err := s.admit(r, tenant, relayBytes)
+		if err != nil {
+			s.relayFail(w, r, err)
+			return
+		}
+		defer release()
 		conn, token, err := s.agent.DialWorker(r.Context(), tenant, r.PathValue("sandbox"))
 		if err != nil {
 			s.relayFail(w, r, err)

@@ -27,7 +27,10 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/agentserver"
+	"github.com/playground-dev/playground/hostagent/agentserver/agentservertest"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 
@@ -111,6 +114,13 @@ func TestWorkerRelay(t *testing.T) {
 		t.Errorf("the worker after the same spec again answered %q, before %q", again, body)
 	}
 
+	// A worker that dresses its answer as the agent's refusal: the header
+	// is removed, and the caller sees the worker's answer for what it is.
+	if resp, body := get(n.client, "ns/a", "wk", "/forge-agent-error"); resp.StatusCode != http.StatusForbidden ||
+		resp.Header.Get(agentapi.AgentErrorHeader) != "" || !strings.HasPrefix(body, "probe GET /forge-agent-error") {
+		t.Errorf("a worker's forged refusal: %s %q (agent error %q): want the worker's 403, unmarked", resp.Status, body, resp.Header.Get(agentapi.AgentErrorHeader))
+	}
+
 	for _, tc := range []struct {
 		name, tenant, id string
 		status           int
@@ -127,6 +137,41 @@ func TestWorkerRelay(t *testing.T) {
 			}
 		})
 	}
+	t.Run("within the tenant's budget", func(t *testing.T) {
+		// The same agent, served with room for one call of the tenant: a
+		// relayed request is one of its calls, and waits or is refused
+		// while another holds the room.
+		lim, err := budget.New(budget.Limits{CallsPerTenant: 1, Calls: 2, Wait: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		endpoint, _ := agentservertest.ServeAPI(t, n.agent, gatewayToken, func(s *agentserver.Server) { s.SetBudget(lim) })
+		c, err := agentapi.NewClient(endpoint, gatewayToken, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(t, n, "ns/a", h.ID, "rm -f /tmp/relay-go")
+		holding := make(chan error, 1)
+		go func() {
+			_, err := c.Exec(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "until [ -e /tmp/relay-go ]; do sleep 0.05; done"})
+			holding <- err
+		}()
+		for lim.Stats().Calls != 1 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		resp, body := get(c, "ns/a", "wk", "/mcp")
+		if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable ||
+			resp.Header.Get(agentapi.AgentErrorHeader) != string(agentapi.CodeExhausted) || strings.Contains(body, "probe") {
+			t.Errorf("relaying past the budget: %s %q (agent error %q): want the agent's resource_exhausted", resp.Status, body, resp.Header.Get(agentapi.AgentErrorHeader))
+		}
+		exec(t, n, "ns/a", h.ID, "touch /tmp/relay-go")
+		if err := <-holding; err != nil {
+			t.Fatal(err)
+		}
+		if resp, body := get(c, "ns/a", "wk", "/mcp"); resp.StatusCode != http.StatusOK {
+			t.Errorf("relaying within the budget: %s %q", resp.Status, body)
+		}
+	})
 	t.Run("an unknown caller", func(t *testing.T) {
 		c, _ := agentapi.NewClient(n.endpoint, "not-a-token", nil)
 		if resp, _ := get(c, "ns/a", "wk", "/mcp"); resp.StatusCode != http.StatusUnauthorized {

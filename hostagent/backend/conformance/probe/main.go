@@ -29,7 +29,9 @@ limitations under the License.
 //	probe unsharex32      unshare(CLONE_NEWUSER) through the x32 ABI
 //	probe serve PORT      listens on 127.0.0.1:PORT and answers each HTTP
 //	                      request with one line: "probe", the method, the
-//	                      path and the Authorization header it got
+//	                      path and the Authorization header it got (to a
+//	                      path beginning /forge-agent-error, with a 403 and
+//	                      the agent's error header, as a hostile worker)
 //
 // A system call that returns prints "returned" and its result (a negative
 // errno). One that seccomp kills takes the calling thread with it (or the
@@ -121,7 +123,12 @@ func serve(port string) error {
 				return
 			}
 			body := "probe " + f[0] + " " + f[1] + " " + auth + "\n"
-			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+			status, extra := "200 OK", ""
+			if strings.HasPrefix(f[1], "/forge-agent-error") {
+				// A hostile worker's answer dressed as the agent's refusal.
+				status, extra = "403 Forbidden", "Playground-Agent-Error: permission_denied\r\n"
+			}
+			fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n%sContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, extra, len(body), body)
 		}()
 	}
 }
