@@ -92,6 +92,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&builderDisk, "faculty-builder-storage", resource.NewQuantity(faculty.DefaultStorageBytes, resource.BinarySI).String(), "disk each faculty builder may write, /out included (a quantity, e.g. 4Gi)")
 	fs.DurationVar(&opts.Faculties.RetryAfter, "faculty-retry-after", faculty.DefaultRetryAfter, "how long a failed faculty build is answered with its failure before it is built again")
 	fs.DurationVar(&opts.FacultyReread, "faculty-reread", nodeagent.DefaultFacultyReread, "how often a faculty bundle's hostPath source is read again for changes")
+	fs.DurationVar(&opts.Faculties.MaxTimeout, "faculty-max-build-timeout", faculty.DefaultMaxTimeout, "the longest a faculty build may run: a bundle whose spec.build.timeout asks more is built with this one")
 	fs.Var(stringList{&opts.FacultyHostPathPrefixes}, "faculty-host-path-prefix", "a node directory under which FacultyBundles may take their source from a hostPath (repeatable, or comma-separated); none by default: no hostPath source is read. Never /, nor under /proc, /sys or /dev, nor overlapping --state-dir; see docs/faculties.md")
 	newBackends := backendFlags(fs, &ociOpts)
 	budgetFlags(fs, &opts.Budget, budget.Limits{})
@@ -205,10 +206,13 @@ func runAgent(ctx context.Context, args []string) error {
 }
 
 // checkFacultyFlags refuses a host path prefix that no agent may grant
-// (package hostpath).
+// (package hostpath) and a maximum build timeout that is not positive.
 func checkFacultyFlags(opts nodeagent.Options, stateDir string) error {
 	if _, err := hostpath.New(opts.FacultyHostPathPrefixes, stateDir, filepath.Join(stateDir, "faculties")); err != nil {
 		return fmt.Errorf("--faculty-host-path-prefix: %w", err)
+	}
+	if opts.Faculties.MaxTimeout <= 0 {
+		return fmt.Errorf("--faculty-max-build-timeout: want a positive duration, not %s", opts.Faculties.MaxTimeout)
 	}
 	return nil
 }

@@ -20,13 +20,16 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 )
 
 // TestFacultyFlagsRefused: the agent refuses, before it starts anything, a
 // host path prefix that would grant the node's kernel views, devices, its
-// whole tree or the agent's own state.
+// whole tree or the agent's own state, and a maximum build timeout that
+// is not positive.
 func TestFacultyFlagsRefused(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -43,6 +46,8 @@ func TestFacultyFlagsRefused(t *testing.T) {
 		{[]string{"--faculty-host-path-prefix=/var/lib/playground/faculties"}, "lies under the agent's own directory /var/lib/playground"},
 		{[]string{"--faculty-host-path-prefix=/var/lib"}, "holds the agent's own directory /var/lib/playground"},
 		{[]string{"--state-dir=/srv/pg", "--faculty-host-path-prefix=/srv"}, "holds the agent's own directory /srv/pg"},
+		{[]string{"--faculty-max-build-timeout=0s"}, "--faculty-max-build-timeout: want a positive duration"},
+		{[]string{"--faculty-max-build-timeout=-1m"}, "--faculty-max-build-timeout: want a positive duration"},
 	} {
 		err := runAgent(context.Background(), c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -57,12 +62,17 @@ func TestFacultyFlagsRefused(t *testing.T) {
 // given.
 func TestFacultyFlagsAccepted(t *testing.T) {
 	var opts nodeagent.Options
+	opts.Faculties.MaxTimeout = faculty.DefaultMaxTimeout
 	l := stringList{&opts.FacultyHostPathPrefixes}
 	for _, v := range []string{"/opt/playground/faculties", "/srv/tools/,/var/lib/playground-tools", "/procedures"} {
 		if err := l.Set(v); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if err := checkFacultyFlags(opts, "/var/lib/playground"); err != nil {
+		t.Fatal(err)
+	}
+	opts.Faculties.MaxTimeout = 15 * time.Minute
 	if err := checkFacultyFlags(opts, "/var/lib/playground"); err != nil {
 		t.Fatal(err)
 	}
