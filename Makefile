@@ -38,13 +38,14 @@ help: ## Show this help.
 
 .PHONY: dev
 # The sample worker-demo tenant's worker comes as a faculty bundle from this
-# directory on the node (config/samples): dev puts the example worker there.
+# directory on the node (config/samples): dev puts the example worker there,
+# and grants its agent the directory (--faculty-host-path-prefix).
 EXAMPLE_WORKER_DIR ?= /opt/playground/faculties
 
 dev: prereqs build envtest runsc vm-image ## Run the whole system locally on an embedded control plane (gVisor and vm sandboxes offered).
 	install -D -m 0755 $(BIN)/playground-example-worker $(EXAMPLE_WORKER_DIR)/playground-example-worker
 	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
-	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)" --runsc "$$(hack/runsc.sh)"
+	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)" --runsc "$$(hack/runsc.sh)" --faculty-host-path-prefix $(EXAMPLE_WORKER_DIR)
 
 # Fuzz targets of the decoders of untrusted input, as package:target:budget;
 # make test runs each on top of its seed corpus for its budget, a count of

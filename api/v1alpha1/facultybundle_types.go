@@ -22,9 +22,12 @@ import (
 
 // HostPathSource is a directory that exists on every eligible node.
 type HostPathSource struct {
-	// Path is the directory's absolute path on the node. The agent reads it;
-	// the builder sees a read-only copy.
+	// Path is the directory's absolute path on the node. The agent reads it,
+	// and the builder sees a read-only copy, only where the agent's own
+	// configuration grants a prefix that holds it (--faculty-host-path-prefix;
+	// none by default): a bundle names a path, it does not grant one.
 	// +kubebuilder:validation:Pattern=`^/[^\x00]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)')",message="path must not have '.' or '..' elements"
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
 	Path string `json:"path"`
@@ -54,8 +57,15 @@ type BundleBuild struct {
 	// +required
 	Command []string `json:"command"`
 
-	// Timeout bounds the build; the builder is killed past it.
+	// Timeout bounds the build; the builder is killed past it. At most an
+	// hour: a builder holds a CPU, memory and disk of the node while it
+	// runs. A node's agent may allow less (its --faculty-max-build-timeout)
+	// and then builds with its own maximum, saying so if the build is
+	// killed at it.
 	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('1h')",message="timeout must be a positive duration of at most 1h"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }

@@ -128,6 +128,11 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"two bundle sources", fb + "spec: {source: {configMap: {name: c}, hostPath: {path: /opt/t}}, binaries: [a]}", "set exactly one source: configMap or hostPath"},
 		{"relative host path", fb + "spec: {source: {hostPath: {path: opt/t}}, binaries: [a]}", "spec.source.hostPath.path in body should match"},
 		{"empty build command", fb + "spec:\n" + cmSrc + "  binaries: [a]\n  build: {command: []}", "spec.build.command in body should have at least 1 items"},
+		{"host path with ..", fb + "spec: {source: {hostPath: {path: /opt/tools/../../etc}}, binaries: [a]}", "path must not have '.' or '..' elements"},
+		{"host path with .", fb + "spec: {source: {hostPath: {path: /opt/./tools}}, binaries: [a]}", "path must not have '.' or '..' elements"},
+		{"build timeout past an hour", fb + "spec:\n" + cmSrc + "  binaries: [a]\n  build: {command: [make], timeout: 61m}", "timeout must be a positive duration of at most 1h"},
+		{"build timeout of days", fb + "spec:\n" + cmSrc + "  binaries: [a]\n  build: {command: [make], timeout: 8760h}", "timeout must be a positive duration of at most 1h"},
+		{"zero build timeout", fb + "spec:\n" + cmSrc + "  binaries: [a]\n  build: {command: [make], timeout: 0s}", "timeout must be a positive duration of at most 1h"},
 		{"unknown network mode", tenant + "spec: {sandbox: {network: {mode: host}}}", `spec.sandbox.network.mode: Unsupported value: "host"`},
 		{"egress without a list", tenant + "spec: {sandbox: {network: {mode: egress}}}", "egress lists what mode egress may reach"},
 		{"a list without egress", tenant + "spec: {sandbox: {network: {egress: [{cidr: 10.0.0.0/8}]}}}", "egress lists what mode egress may reach"},
@@ -267,6 +272,11 @@ func TestDefaultsAreApplied(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "f"}, &fb)).To(Succeed())
 	g.Expect(fb.Spec.RetainStale).To(HaveValue(BeEquivalentTo(2)))
 	g.Expect(fb.Spec.Build.Timeout.Duration.String()).To(Equal("10m0s"))
+
+	// The longest build timeout, and a host path with dots in names.
+	fbObj = decode(t, "apiVersion: playground.dev/v1alpha1\nkind: FacultyBundle\nmetadata: {name: longest}\nspec: {source: {hostPath: {path: /opt/tools..v2/.bin}}, binaries: [a], build: {command: [make], timeout: 1h}}")
+	fbObj.SetNamespace(ns)
+	g.Expect(k8s.Create(ctx, fbObj)).To(Succeed())
 }
 
 // TestKubectl runs the built kubectl against the test server: the field

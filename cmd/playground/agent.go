@@ -25,6 +25,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,6 +37,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/faculty"
+	"github.com/playground-dev/playground/hostagent/hostpath"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -90,6 +92,8 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&builderDisk, "faculty-builder-storage", resource.NewQuantity(faculty.DefaultStorageBytes, resource.BinarySI).String(), "disk each faculty builder may write, /out included (a quantity, e.g. 4Gi)")
 	fs.DurationVar(&opts.Faculties.RetryAfter, "faculty-retry-after", faculty.DefaultRetryAfter, "how long a failed faculty build is answered with its failure before it is built again")
 	fs.DurationVar(&opts.FacultyReread, "faculty-reread", nodeagent.DefaultFacultyReread, "how often a faculty bundle's hostPath source is read again for changes")
+	fs.DurationVar(&opts.Faculties.MaxTimeout, "faculty-max-build-timeout", faculty.DefaultMaxTimeout, "the longest a faculty build may run: a bundle whose spec.build.timeout asks more is built with this one")
+	fs.Var(stringList{&opts.FacultyHostPathPrefixes}, "faculty-host-path-prefix", "a node directory under which FacultyBundles may take their source from a hostPath (repeatable, or comma-separated); none by default: no hostPath source is read. Never /, nor under /proc, /sys or /dev, nor overlapping --state-dir; see docs/faculties.md")
 	newBackends := backendFlags(fs, &ociOpts)
 	budgetFlags(fs, &opts.Budget, budget.Limits{})
 	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
@@ -99,6 +103,9 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := checkFacultyFlags(opts, ociOpts.StateDir); err != nil {
+		return err
 	}
 
 	opts.Logger = logOpts.setLogger()
@@ -196,6 +203,18 @@ func runAgent(ctx context.Context, args []string) error {
 		return err
 	}
 	return nodeagent.Run(ctx, opts)
+}
+
+// checkFacultyFlags refuses a host path prefix that no agent may grant
+// (package hostpath) and a maximum build timeout that is not positive.
+func checkFacultyFlags(opts nodeagent.Options, stateDir string) error {
+	if _, err := hostpath.New(opts.FacultyHostPathPrefixes, stateDir, filepath.Join(stateDir, "faculties")); err != nil {
+		return fmt.Errorf("--faculty-host-path-prefix: %w", err)
+	}
+	if opts.Faculties.MaxTimeout <= 0 {
+		return fmt.Errorf("--faculty-max-build-timeout: want a positive duration, not %s", opts.Faculties.MaxTimeout)
+	}
+	return nil
 }
 
 // lookRunsc resolves --runsc: the binary named, runsc from PATH when none

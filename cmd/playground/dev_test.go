@@ -66,7 +66,7 @@ func TestDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	samples := devSamples(t, root)
+	samples, faculties := devSamples(t, root)
 	state, err := os.MkdirTemp("", "pg-dev-")
 	if err != nil {
 		t.Fatal(err)
@@ -87,10 +87,10 @@ func TestDev(t *testing.T) {
 		}
 	})
 
-	first := runDevOnce(t, root, bin, guest, assets, state, samples, "echo persisted > kept")
+	first := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "echo persisted > kept")
 	// The sample tenant lists the sample bundle: the node built it, and
 	// its hello runs by name.
-	second := runDevOnce(t, root, bin, guest, assets, state, samples, "cat kept && hello")
+	second := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "cat kept && hello")
 	if first.uid != second.uid || first.sandboxID != second.sandboxID {
 		t.Fatalf("the second run re-created the sample tenant or its sandbox (%+v, then %+v): its state was not kept", first, second)
 	}
@@ -105,10 +105,10 @@ type devRun struct {
 
 // runDevOnce runs `playground dev` until it is ready, checks the cluster
 // with kubectl, interrupts it, and returns the sample tenant's UID.
-func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, command string) devRun {
+func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, faculties, command string) devRun {
 	t.Helper()
 	cmd := exec.Command(bin, "dev", "--control-plane", assets, "--state-dir", state, "--guest-binary", guest, "--listen", "127.0.0.1:0",
-		"--samples", samples)
+		"--samples", samples, "--faculty-host-path-prefix", faculties)
 	cmd.Dir = root
 	stdout, stderr := newLineLog(), newLineLog()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -358,7 +358,9 @@ func (l *lineLog) String() string {
 // devSamples is config/samples with the sample worker bundle's host path
 // pointing at a directory holding the example worker, as `make dev` puts
 // it in /opt/playground/faculties: a test leaves the machine's /opt alone.
-func devSamples(t *testing.T, root string) string {
+// It returns the samples' directory and the worker's, which dev's agent
+// must be granted.
+func devSamples(t *testing.T, root string) (string, string) {
 	t.Helper()
 	worker, err := testbin.Build("github.com/playground-dev/playground/cmd/playground-example-worker", "-trimpath")
 	if err != nil {
@@ -396,7 +398,7 @@ func devSamples(t *testing.T, root string) string {
 	if !replaced {
 		t.Fatal("no sample names /opt/playground/faculties: update the test with the samples")
 	}
-	return dir
+	return dir, faculties
 }
 
 // workerWhoAmI calls the sample worker's whoami tool through the gateway

@@ -99,6 +99,8 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	network := fs.String("network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or egress (Tenants' egress lists enforced with nftables; see docs/isolation.md)")
 	runsc := fs.String("runsc", "", "runsc, for Sandboxes of isolation gvisor (default: runsc from PATH, e.g. built by hack/runsc.sh; none: gVisor not offered); \"off\" refuses gVisor")
+	opts.FacultyHostPathPrefixes = []string{devenv.DefaultFacultyHostPath}
+	fs.Var(stringList{&opts.FacultyHostPathPrefixes}, "faculty-host-path-prefix", "a directory under which FacultyBundles' hostPath sources are read, beside the samples' (repeatable, or comma-separated); see the agent's flag")
 	fs.IntVar(&opts.WarmPool, "warm-pool", 2, "how many blank container sandboxes the node keeps started ahead of demand (0: none); see the agent's --warm-pool")
 	vmf := addVMFlags(fs)
 	verbose := fs.Bool("v", false, "print the components' logs to standard error (formatted by the --zap-* flags)")

@@ -66,6 +66,9 @@ const (
 	// DefaultTimeout bounds a build whose request names none (the API's
 	// default for spec.build.timeout).
 	DefaultTimeout = 10 * time.Minute
+	// DefaultMaxTimeout caps every build's timeout, whatever the request
+	// asks (the API's maximum for spec.build.timeout).
+	DefaultMaxTimeout = time.Hour
 	// DefaultRetryAfter is how long a failed build is remembered: asked
 	// again within it, the cache answers with the failure instead of
 	// building again, so a failing bundle is not rebuilt in a hot loop.
@@ -93,6 +96,11 @@ type Options struct {
 	Storage   backend.Storage
 	// RetryAfter is how long a failure is remembered (DefaultRetryAfter).
 	RetryAfter time.Duration
+	// MaxTimeout caps each build's timeout (DefaultMaxTimeout): a request
+	// asking more is built with MaxTimeout, and a build killed at it says
+	// so. A builder holds a CPU, memory and disk of the node for as long
+	// as it runs.
+	MaxTimeout time.Duration
 	// Logger logs builds; the zero value discards.
 	Logger logr.Logger
 	// Now is the clock (time.Now).
@@ -111,7 +119,8 @@ type Request struct {
 	// Command is the build's argv; empty takes the binaries from the
 	// source tree as they are.
 	Command []string
-	// Timeout bounds the build (DefaultTimeout when zero).
+	// Timeout bounds the build (DefaultTimeout when zero), up to the
+	// cache's MaxTimeout.
 	Timeout time.Duration
 	// Binaries is the allowlist of files staged.
 	Binaries []string
@@ -200,6 +209,10 @@ func New(opts Options) (*Cache, error) {
 	setDefault(&opts.Resources.MemoryBytes, DefaultMemoryBytes)
 	setDefault(&opts.Storage.LayerBytes, DefaultStorageBytes)
 	setDefault(&opts.RetryAfter, DefaultRetryAfter)
+	setDefault(&opts.MaxTimeout, DefaultMaxTimeout)
+	if opts.MaxTimeout < 0 {
+		return nil, fmt.Errorf("faculty: the maximum build timeout %s must be positive", opts.MaxTimeout)
+	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
@@ -403,10 +416,11 @@ func (c *Cache) stage(ctx context.Context, fp string, req Request) (Build, strin
 		if err := os.Mkdir(out, 0o755); err != nil {
 			return Build{}, "", err
 		}
-		timeout := req.Timeout
-		if timeout <= 0 {
-			timeout = DefaultTimeout
+		asked := req.Timeout
+		if asked <= 0 {
+			asked = DefaultTimeout
 		}
+		timeout := min(asked, c.opts.MaxTimeout)
 		res, err := c.opts.Builder.Build(ctx, backend.BuildRequest{
 			ID:        NewBuildID(),
 			Source:    src,
@@ -423,7 +437,7 @@ func (c *Cache) stage(ctx context.Context, fp string, req Request) (Build, strin
 			}
 			return Build{}, logTail, fmt.Errorf("the builder failed: %w", err)
 		}
-		if msg := exitMessage(res.Exit, timeout); msg != "" {
+		if msg := exitMessage(res.Exit, timeout, asked); msg != "" {
 			return Build{}, logTail, errors.New(msg)
 		}
 		from = out
@@ -464,8 +478,11 @@ func (c *Cache) stage(ctx context.Context, fp string, req Request) (Build, strin
 }
 
 // exitMessage says why a build's exit is a failure, or "" for success.
-func exitMessage(st backend.ExitStatus, timeout time.Duration) string {
+// timeout is the one the build ran with, asked the bundle's.
+func exitMessage(st backend.ExitStatus, timeout, asked time.Duration) string {
 	switch {
+	case st.Killed && timeout < asked:
+		return fmt.Sprintf("the build command was killed after %s, this node's maximum build timeout (the agent's --faculty-max-build-timeout, chart value agent.facultyBuilder.maxTimeout), shorter than the %s spec.build.timeout asks", timeout, asked)
 	case st.Killed:
 		return fmt.Sprintf("the build command was killed after its timeout of %s (spec.build.timeout)", timeout)
 	case st.OOMKilled:

@@ -415,6 +415,40 @@ func TestTimeoutMessage(t *testing.T) {
 	}
 }
 
+// A build's timeout is capped by the node's maximum, whatever the bundle
+// asks (the API refuses more than an hour; an agent may allow less), and
+// a build killed at the cap says which setting set it.
+func TestTimeoutIsCapped(t *testing.T) {
+	var seen []time.Duration
+	opts := Options{Dir: filepath.Join(t.TempDir(), "faculties"), MaxTimeout: 5 * time.Minute,
+		Builder: builderFunc(func(req backend.BuildRequest) (backend.BuildResult, error) {
+			seen = append(seen, req.Timeout)
+			return backend.BuildResult{Exit: backend.ExitStatus{Code: -1, Signal: "SIGKILL", Killed: true}}, nil
+		})}
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, asked := range []time.Duration{time.Minute, 0, 2 * time.Hour} {
+		req := request(fmt.Sprint("x", i))
+		req.Timeout = asked
+		_, err := c.Ensure(context.Background(), req)
+		want := "killed after its timeout of 1m0s (spec.build.timeout)"
+		if asked != time.Minute {
+			want = "killed after 5m0s, this node's maximum build timeout (the agent's --faculty-max-build-timeout, chart value agent.facultyBuilder.maxTimeout), shorter than the "
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("asking %s: %v, want %q", asked, err, want)
+		}
+	}
+	if fmt.Sprint(seen) != "[1m0s 5m0s 5m0s]" {
+		t.Errorf("builds ran with timeouts %v, want the request's up to the cap", seen)
+	}
+	if d, err := New(Options{Dir: filepath.Join(t.TempDir(), "f")}); err != nil || d.opts.MaxTimeout != DefaultMaxTimeout {
+		t.Errorf("default cap: %v, %v", d, err)
+	}
+}
+
 // The caller of a build going away cancels it without poisoning the
 // fingerprint: the next caller builds.
 func TestCancelledBuildIsNotRemembered(t *testing.T) {

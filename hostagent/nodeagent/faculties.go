@@ -50,6 +50,7 @@ import (
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/faculty"
+	"github.com/playground-dev/playground/hostagent/hostpath"
 	"github.com/playground-dev/playground/internal/fingerprint"
 )
 
@@ -90,6 +91,8 @@ type faculties struct {
 	node     string
 	recorder events.EventRecorder
 	reread   time.Duration
+	// hostPaths are the prefixes under which a bundle's host path is read.
+	hostPaths hostpath.Grants
 	// queue requeues Sandboxes when a bundle they list changes state.
 	queue chan<- event.GenericEvent
 
@@ -125,6 +128,13 @@ func newFaculties(mgr manager.Manager, opts Options, queue chan<- event.GenericE
 	if f.reread <= 0 {
 		f.reread = DefaultFacultyReread
 	}
+	var err error
+	if f.hostPaths, err = hostpath.New(opts.FacultyHostPathPrefixes, opts.StateDir, opts.Faculties.Dir); err != nil {
+		return nil, fmt.Errorf("nodeagent: %w", err)
+	}
+	if p := f.hostPaths.Prefixes(); len(p) > 0 {
+		opts.Logger.Info("FacultyBundles may take their source from host paths under these prefixes", "prefixes", p)
+	}
 	if fo := opts.Faculties; fo.Dir != "" {
 		if fo.Builder == nil {
 			for _, be := range opts.Backends {
@@ -143,7 +153,7 @@ func newFaculties(mgr manager.Manager, opts Options, queue chan<- event.GenericE
 		}
 		f.cache = c
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	err = ctrl.NewControllerManagedBy(mgr).
 		For(&playgroundv1alpha1.FacultyBundle{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&playgroundv1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(bundlesOf)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(f.bundlesReading), builder.OnlyMetadata).
@@ -372,7 +382,7 @@ func (f *faculties) read(ctx context.Context, b *playgroundv1alpha1.FacultyBundl
 		src.version = cm.ResourceVersion
 		files = fingerprint.ConfigMapFiles(cm.Data, cm.BinaryData)
 	case b.Spec.Source.HostPath != nil:
-		files, src.err = fingerprint.Dir(b.Spec.Source.HostPath.Path)
+		files, src.err = f.hostPaths.Read(b.Spec.Source.HostPath.Path)
 	default:
 		src.err = errors.New("the bundle names no source")
 	}

@@ -57,6 +57,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/faculty"
+	"github.com/playground-dev/playground/hostagent/hostpath"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -186,6 +187,13 @@ type Options struct {
 	// for changes (default DefaultFacultyReread); a ConfigMap source is
 	// watched.
 	FacultyReread time.Duration
+	// FacultyHostPathPrefixes are the node's directories under which a
+	// FacultyBundle's spec.source.hostPath may lie (package hostpath). They
+	// are the cluster admin's grant, never a bundle's: a bundle names any
+	// path its namespace likes. Empty, the default: no host path is read.
+	// A prefix that is "/", lies under /proc, /sys or /dev, or overlaps
+	// StateDir is refused at start.
+	FacultyHostPathPrefixes []string
 }
 
 func (o *Options) setDefaults() error {
@@ -203,6 +211,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Faculties.Dir == "" {
 		o.Faculties.Dir = filepath.Join(o.StateDir, "faculties")
+	}
+	if _, err := hostpath.New(o.FacultyHostPathPrefixes, o.StateDir, o.Faculties.Dir); err != nil {
+		return fmt.Errorf("nodeagent: %w", err)
 	}
 	if o.Listener == nil && o.ListenAddress == "" {
 		return errors.New("nodeagent: a listener or a listen address is required")

@@ -33,9 +33,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Version is the format of the digest's input. It is part of every
@@ -149,62 +149,151 @@ func ConfigMapFiles(data map[string]string, binaryData map[string][]byte) []File
 	return files
 }
 
-// ErrTooLarge is returned by Dir for a tree past MaxFiles or MaxBytes.
+// ErrTooLarge is returned by Dir and Tree for a tree past MaxFiles or
+// MaxBytes.
 var ErrTooLarge = errors.New("the source tree is too large")
 
-// Dir reads the source tree rooted at root, a directory on this machine.
-// Symbolic links are recorded, not followed; devices, sockets and pipes
-// are refused.
-func Dir(root string) ([]File, error) {
-	var (
-		files []File
-		total int64
-	)
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+// Dir reads the source tree rooted at dir, a directory on this machine,
+// as Tree does beneath it.
+func Dir(dir string) ([]File, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the source tree: %w", err)
+	}
+	defer root.Close()
+	return Tree(root)
+}
+
+// readBatch is how many directory entries are read at a time, so that a
+// huge directory fails at MaxFiles without being listed whole.
+const readBatch = 256
+
+// Tree reads the source tree of root. Every open goes through root, so
+// nothing outside it is read: a symbolic link of the tree is recorded
+// (its target, as text), never followed; a directory or file swapped for
+// a link while the tree is read is followed only where the link stays
+// beneath root. Devices, sockets and pipes are refused, and a file is
+// opened without blocking and checked on the open file before it is read.
+// Past MaxFiles entries or MaxBytes of file content the tree is refused
+// with ErrTooLarge, without reading the rest.
+func Tree(root *os.Root) ([]File, error) {
+	t := treeReader{root: root}
+	fi, err := root.Stat(".")
+	if err == nil && !fi.IsDir() {
+		err = fmt.Errorf("%s is not a directory", root.Name())
+	}
+	if err == nil {
+		err = t.dir(".")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the source tree: %w", err)
+	}
+	return t.files, nil
+}
+
+type treeReader struct {
+	root  *os.Root
+	files []File
+	total int64
+}
+
+// dir reads the directory name (slash-separated, relative to the root)
+// and, depth first, what it holds.
+func (t *treeReader) dir(name string) error {
+	names, err := t.list(name)
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		rel := n
+		if name != "." {
+			rel = name + "/" + n
+		}
+		if len(t.files) >= MaxFiles {
+			return fmt.Errorf("%w: more than %d entries under %s", ErrTooLarge, MaxFiles, t.root.Name())
+		}
+		info, err := t.root.Lstat(rel)
 		if err != nil {
 			return err
 		}
-		if p == root {
-			if !d.IsDir() {
-				return fmt.Errorf("%s is not a directory", root)
-			}
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		if len(files) >= MaxFiles {
-			return fmt.Errorf("%w: more than %d entries under %s", ErrTooLarge, MaxFiles, root)
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		f := File{Name: filepath.ToSlash(rel), Mode: info.Mode() & (fs.ModeDir | fs.ModeSymlink | fs.ModePerm)}
+		f := File{Name: rel, Mode: info.Mode() & (fs.ModeDir | fs.ModeSymlink | fs.ModePerm)}
 		switch {
-		case d.IsDir():
+		case info.IsDir():
+			t.files = append(t.files, f)
+			if err := t.dir(rel); err != nil {
+				return err
+			}
+			continue
 		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
+			target, err := t.root.Readlink(rel)
 			if err != nil {
 				return err
 			}
 			f.Data = []byte(target)
 		case info.Mode().IsRegular():
-			if total += info.Size(); total > MaxBytes {
-				return fmt.Errorf("%w: more than %d bytes under %s", ErrTooLarge, int64(MaxBytes), root)
-			}
-			if f.Data, err = os.ReadFile(p); err != nil {
+			if f.Data, f.Mode, err = t.file(rel); err != nil {
 				return err
 			}
 		default:
-			return fmt.Errorf("%s is neither a regular file, a directory nor a symbolic link", p)
+			return fmt.Errorf("%s is neither a regular file, a directory nor a symbolic link", path.Join(t.root.Name(), rel))
 		}
-		files = append(files, f)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the source tree: %w", err)
+		t.files = append(t.files, f)
 	}
-	return files, nil
+	return nil
+}
+
+// list is the names in the directory, read in batches and no more than
+// MaxFiles in all.
+func (t *treeReader) list(name string) ([]string, error) {
+	d, err := t.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var names []string
+	for {
+		entries, err := d.ReadDir(readBatch)
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if len(t.files)+len(names) > MaxFiles {
+			return nil, fmt.Errorf("%w: more than %d entries under %s", ErrTooLarge, MaxFiles, t.root.Name())
+		}
+		if errors.Is(err, io.EOF) || err == nil && len(entries) == 0 {
+			return names, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// file reads a regular file and its permission bits from the open file,
+// within what is left of MaxBytes.
+func (t *treeReader) file(name string) ([]byte, fs.FileMode, error) {
+	fh, err := t.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer fh.Close()
+	info, err := fh.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is neither a regular file, a directory nor a symbolic link", path.Join(t.root.Name(), name))
+	}
+	left := int64(MaxBytes) - t.total
+	if info.Size() > left {
+		return nil, 0, fmt.Errorf("%w: more than %d bytes under %s", ErrTooLarge, int64(MaxBytes), t.root.Name())
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, left+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if t.total += int64(len(data)); t.total > MaxBytes {
+		return nil, 0, fmt.Errorf("%w: more than %d bytes under %s", ErrTooLarge, int64(MaxBytes), t.root.Name())
+	}
+	return data, info.Mode().Perm(), nil
 }

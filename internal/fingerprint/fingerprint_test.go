@@ -21,7 +21,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -148,5 +151,64 @@ func TestBadTrees(t *testing.T) {
 	}
 	if _, err := Dir(big); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("a tree of %d files: %v, want ErrTooLarge", MaxFiles+1, err)
+	}
+}
+
+// Nothing outside the tree is read: symbolic links, to a file or a
+// directory outside, relative or absolute, are recorded as links and not
+// followed; a pipe is refused without blocking.
+func TestTreeStaysBeneathRoot(t *testing.T) {
+	const marker = "outside the tree: never read"
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte(marker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tree")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tool"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"abs-file": filepath.Join(outside, "secret"),
+		"abs-dir":  outside,
+		"rel-file": filepath.Join("..", "..", filepath.Base(outside), "secret"),
+		"etc":      "/etc",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"abs-file", "rel-file"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != marker {
+			t.Fatalf("the link %s does not lead to the file outside: %q, %v", name, b, err)
+		}
+	}
+	files, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		if strings.Contains(string(f.Data), marker) {
+			t.Errorf("%s holds the bytes of a file outside the tree", f.Name)
+		}
+		if f.Mode&fs.ModeSymlink != 0 {
+			got[f.Name] = string(f.Data)
+		} else if f.Name != "tool" {
+			t.Errorf("%s (%v) was read through a link", f.Name, f.Mode)
+		}
+	}
+	if !reflect.DeepEqual(got, links) {
+		t.Errorf("links recorded %v, want %v", got, links)
+	}
+
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Dir(dir); err == nil || !strings.Contains(err.Error(), "neither a regular file") {
+		t.Errorf("a tree with a named pipe: %v, want a refusal", err)
 	}
 }

@@ -137,6 +137,9 @@ type node struct {
 	// manager's signer.
 	config *rest.Config
 	tls    bool
+	// hostPathPrefixes are the directories its FacultyBundles' host
+	// paths may lie under.
+	hostPathPrefixes []string
 }
 
 // startNode runs an agent for n until stopped or the test ends.
@@ -174,6 +177,8 @@ func startNode(t *testing.T, n *node) {
 		LeaseDuration:  leaseDuration,
 		Labels:         n.labels,
 		ResyncInterval: time.Second,
+
+		FacultyHostPathPrefixes: n.hostPathPrefixes,
 	}
 	n.agent = goRun(t, func(ctx context.Context) error { return nodeagent.Run(ctx, opts) })
 }

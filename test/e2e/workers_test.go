@@ -73,13 +73,13 @@ func TestSandboxWorkerThroughGateway(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	startManager(t)
-	n := &node{name: "workers-a", labels: pool("workers")}
+	src := t.TempDir()
+	n := &node{name: "workers-a", labels: pool("workers"), hostPathPrefixes: []string{src}}
 	startNode(t, n)
 	ns := newNamespace(t)
 
 	bin, err := testbin.Build("github.com/playground-dev/playground/cmd/playground-example-worker", "-trimpath")
 	g.Expect(err).NotTo(HaveOccurred())
-	src := t.TempDir()
 	data, err := os.ReadFile(bin)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(os.WriteFile(filepath.Join(src, "playground-example-worker"), data, 0o755)).To(Succeed())

@@ -254,6 +254,7 @@ var customHelmValues = []string{
 	"--set", "agent.priorityClassName=system-node-critical",
 	"--set", "agent.network=egress",
 	"--set", "agent.egressDeny={10.244.0.0/16,10.96.0.0/12}",
+	"--set", "agent.faculties.hostPathPrefixes={/opt/playground/faculties/,/srv/tools}",
 	"--set", "manager.extraArgs={-v=2}",
 	"--set", "image.tag=v9.9.9",
 	"--set", "admissionPolicies.enabled=false",

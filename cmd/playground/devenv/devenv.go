@@ -91,6 +91,10 @@ type Options struct {
 	// Workers is how many objects the manager, and how many sandboxes the
 	// agent, handle at once; zero: their defaults.
 	Workers int
+	// FacultyHostPathPrefixes are the directories under which the node's
+	// agent reads FacultyBundles' host paths (nodeagent.Options): the
+	// samples' worker bundle reads DefaultFacultyHostPath.
+	FacultyHostPathPrefixes []string
 	// VM makes the node's vm backend over a state directory; nil, or a nil
 	// backend, offers none. Its VMs are stopped when dev ends.
 	VM func(ctx context.Context, stateDir string) (VMBackend, error)
@@ -103,6 +107,11 @@ type VMBackend interface {
 	backend.Backend
 	StopAll(ctx context.Context) error
 }
+
+// DefaultFacultyHostPath is the directory from which the sample worker
+// bundle (config/samples) takes the example worker, as `make dev` puts it
+// there (EXAMPLE_WORKER_DIR).
+const DefaultFacultyHostPath = "/opt/playground/faculties"
 
 // ReadyLine is printed once everything runs; scripts wait for it.
 const ReadyLine = "Playground dev is running."
@@ -322,6 +331,8 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 			Tokens:   []string{env.AgentToken},
 			Workers:  opts.Workers,
 			Logger:   opts.Logger.WithName("agent"),
+
+			FacultyHostPathPrefixes: opts.FacultyHostPathPrefixes,
 		})
 	})
 	progress("host agent running as node %s (%s backends, state in %s)", env.Node, names, nodeDir)

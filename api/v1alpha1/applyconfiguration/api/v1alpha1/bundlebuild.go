@@ -30,7 +30,11 @@ type BundleBuildApplyConfiguration struct {
 	// Command is the build's argv, run in a throwaway builder that sees the
 	// source read-only at /src and an empty scratch target at /out.
 	Command []string `json:"command,omitempty"`
-	// Timeout bounds the build; the builder is killed past it.
+	// Timeout bounds the build; the builder is killed past it. At most an
+	// hour: a builder holds a CPU, memory and disk of the node while it
+	// runs. A node's agent may allow less (its --faculty-max-build-timeout)
+	// and then builds with its own maximum, saying so if the build is
+	// killed at it.
 	Timeout *v1.Duration `json:"timeout,omitempty"`
 }
 

@@ -23,8 +23,10 @@ package v1alpha1
 //
 // HostPathSource is a directory that exists on every eligible node.
 type HostPathSourceApplyConfiguration struct {
-	// Path is the directory's absolute path on the node. The agent reads it;
-	// the builder sees a read-only copy.
+	// Path is the directory's absolute path on the node. The agent reads it,
+	// and the builder sees a read-only copy, only where the agent's own
+	// configuration grants a prefix that holds it (--faculty-host-path-prefix;
+	// none by default): a bundle names a path, it does not grant one.
 	Path *string `json:"path,omitempty"`
 }
 
