@@ -178,31 +178,38 @@ func (r *AgentCertReconciler) check(ctx context.Context, csr *certificatesv1.Cer
 	for _, a := range n.Status.Addresses {
 		allowed = append(allowed, a.Address)
 	}
-	if pod, err := oneExtra(spec.Extra, agentpki.PodNameExtra); err == nil {
-		// An agent user is system:serviceaccount:NAMESPACE:NAME; its pod
-		// runs in that namespace.
-		parts := strings.Split(spec.Username, ":")
-		if len(parts) != 4 || parts[0] != "system" || parts[1] != "serviceaccount" {
-			return "", fmt.Errorf("%s is not a ServiceAccount", spec.Username)
-		}
-		ns := parts[2]
-		uid, _ := oneExtra(spec.Extra, agentpki.PodUIDExtra)
-		var p corev1.Pod
-		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod}, &p); {
-		case apierrors.IsNotFound(err):
-			return "", fmt.Errorf("the requester's pod %s/%s does not exist", ns, pod)
-		case apierrors.IsForbidden(err):
-			// A deployment mistake, not an outage: say so on the CSR.
-			return "", fmt.Errorf("the manager may not read the requester's pod %s/%s: run the agents in the lease namespace", ns, pod)
-		case err != nil:
-			return "", &transientError{fmt.Errorf("reading pod %s/%s: %w", ns, pod, err)}
-		}
-		if string(p.UID) != uid || p.Spec.NodeName != node {
-			return "", fmt.Errorf("the requester's pod %s/%s is not the one its token was bound to on node %s", ns, pod, node)
-		}
-		for _, ip := range p.Status.PodIPs {
-			allowed = append(allowed, ip.IP)
-		}
+	// Every request comes with its pod: a token bound to a Node object (or
+	// a Secret) names a node but no pod, and proves no agent runs there.
+	pod, err := oneExtra(spec.Extra, agentpki.PodNameExtra)
+	if err != nil {
+		return "", fmt.Errorf("the requester's token is bound to no pod (an agent requests with its pod's ServiceAccount token): %w", err)
+	}
+	uid, err := oneExtra(spec.Extra, agentpki.PodUIDExtra)
+	if err != nil {
+		return "", fmt.Errorf("the requester's token names no pod UID: %w", err)
+	}
+	// An agent user is system:serviceaccount:NAMESPACE:NAME; its pod runs
+	// in that namespace.
+	parts := strings.Split(spec.Username, ":")
+	if len(parts) != 4 || parts[0] != "system" || parts[1] != "serviceaccount" {
+		return "", fmt.Errorf("%s is not a ServiceAccount", spec.Username)
+	}
+	ns := parts[2]
+	var p corev1.Pod
+	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod}, &p); {
+	case apierrors.IsNotFound(err):
+		return "", fmt.Errorf("the requester's pod %s/%s does not exist", ns, pod)
+	case apierrors.IsForbidden(err):
+		// A deployment mistake, not an outage: say so on the CSR.
+		return "", fmt.Errorf("the manager may not read the requester's pod %s/%s: run the agents in the lease namespace", ns, pod)
+	case err != nil:
+		return "", &transientError{fmt.Errorf("reading pod %s/%s: %w", ns, pod, err)}
+	}
+	if string(p.UID) != uid || p.Spec.NodeName != node {
+		return "", fmt.Errorf("the requester's pod %s/%s is not the one its token was bound to on node %s", ns, pod, node)
+	}
+	for _, ip := range p.Status.PodIPs {
+		allowed = append(allowed, ip.IP)
 	}
 	if err := agentpki.CheckRequest(req, node, allowed); err != nil {
 		return "", err

@@ -128,6 +128,21 @@ func impersonating(user, node string) *rest.Config {
 	return cfg
 }
 
+// agentPod creates the agent's pod on node in the lease namespace (no
+// kubelet runs it: a record of where it was scheduled) and returns a
+// configuration acting as user with a token bound to it.
+func agentPod(t *testing.T, user, node, name string) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: name},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "agent", Image: "playground"}}}}
+	if err := k8sClient.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), pod) })
+	return rbactest.OnPod(impersonating(user, ""), node, pod.Name, string(pod.UID))
+}
+
 func csrOutcome(t *testing.T, name string) (approved, denied bool, cert []byte, msg string) {
 	t.Helper()
 	var csr certificatesv1.CertificateSigningRequest
@@ -160,7 +175,8 @@ func TestAgentCertSignedOnlyForTheAgentOfItsNode(t *testing.T) {
 	testNode(t, "cert-node-a", "198.51.100.1")
 	testNode(t, "cert-node-b", "198.51.100.2")
 
-	ok := requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-a", "198.51.100.1")
+	onA := agentPod(t, agentUser, "cert-node-a", "agent-on-cert-node-a")
+	ok := requestCert(t, onA, "cert-node-a", "198.51.100.1")
 	eventually(t, func(g Gomega) {
 		approved, _, cert, _ := csrOutcome(t, ok)
 		g.Expect(approved).To(BeTrue())
@@ -176,11 +192,13 @@ func TestAgentCertSignedOnlyForTheAgentOfItsNode(t *testing.T) {
 	}, "the agent of node a gets a certificate for node a")
 
 	denials := map[string]string{
-		"another node's name":         requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-b", "198.51.100.2"),
-		"another node's address":      requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-a", "198.51.100.2"),
-		"a token bound to no node":    requestCert(t, impersonating(agentUser, ""), "cert-node-a", "198.51.100.1"),
-		"a user that is not an agent": requestCert(t, impersonating("system:serviceaccount:playground-system:someone", "cert-node-a"), "cert-node-a", "198.51.100.1"),
-		"a node that does not exist":  requestCert(t, impersonating(agentUser, "cert-node-gone"), "cert-node-gone", "198.51.100.1"),
+		"another node's name":                requestCert(t, onA, "cert-node-b", "198.51.100.2"),
+		"another node's address":             requestCert(t, onA, "cert-node-a", "198.51.100.2"),
+		"a token bound to no node":           requestCert(t, impersonating(agentUser, ""), "cert-node-a", "198.51.100.1"),
+		"a token bound to a node, not a pod": requestCert(t, impersonating(agentUser, "cert-node-a"), "cert-node-a", "198.51.100.1"),
+		"a user that is not an agent":        requestCert(t, agentPod(t, "system:serviceaccount:playground-system:someone", "cert-node-a", "someone-on-cert-node-a"), "cert-node-a", "198.51.100.1"),
+		"a node that does not exist":         requestCert(t, agentPod(t, agentUser, "cert-node-gone", "agent-on-cert-node-gone"), "cert-node-gone", "198.51.100.1"),
+		"another pod's UID":                  requestCert(t, rbactest.OnPod(impersonating(agentUser, ""), "cert-node-a", "agent-on-cert-node-a", "00000000-0000-0000-0000-000000000000"), "cert-node-a", "198.51.100.1"),
 	}
 	for what, name := range denials {
 		eventually(t, func(g Gomega) {

@@ -96,7 +96,13 @@ func tlsNode(t *testing.T, name string) string {
 	if err := k8s.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	cfg := rbactest.OnNode(agentConfig, name)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: "agent-on-" + name},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "agent", Image: "playground"}}}}
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pod) })
+	cfg := rbactest.OnPod(agentConfig, name, pod.Name, string(pod.UID))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -170,6 +170,16 @@ func OnNode(cfg *rest.Config, node string) *rest.Config {
 	return out
 }
 
+// OnPod is OnNode with the pod as well (authentication.kubernetes.io/pod-name
+// and pod-uid): the whole of what a pod-bound token carries, which the
+// manager's signer of agent certificates checks against the Pod.
+func OnPod(cfg *rest.Config, node, pod, podUID string) *rest.Config {
+	out := OnNode(cfg, node)
+	out.Impersonate.Extra[agentpki.PodNameExtra] = []string{pod}
+	out.Impersonate.Extra[agentpki.PodUIDExtra] = []string{podUID}
+	return out
+}
+
 // ruleAttributes is one request each rule allows (its first verb on its
 // first resource, by its first name if it names any), in namespace ("" for
 // the whole cluster).

@@ -50,7 +50,11 @@ func TestAgentTLS(t *testing.T) {
 
 	agentCfg, err := rbactest.Grant(ctx, k8sClient, cp.Config, "agent", rbactest.ServiceAccountUser("agent"), rbactest.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	agentCfg = rbactest.OnNode(agentCfg, "tls-1")
+	// Its pod, as the scheduler would have placed it (no kubelet runs it).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: "agent-on-tls-1"},
+		Spec: corev1.PodSpec{NodeName: "tls-1", Containers: []corev1.Container{{Name: "agent", Image: "playground"}}}}
+	g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	agentCfg = rbactest.OnPod(agentCfg, "tls-1", pod.Name, string(pod.UID))
 	n := &node{name: "tls-1", labels: pool("tls"), config: agentCfg, tls: true}
 	startNode(t, n)
 	g.Expect(n.endpoint).To(HavePrefix("https://"))
