@@ -34,6 +34,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/keyedlimit"
 )
 
 // Caller is who called the agent, as its Authenticator proved.
@@ -48,10 +49,12 @@ type Caller struct {
 	user *authenticationv1.UserInfo
 }
 
-// Authenticator proves who presented a bearer token. An error means the
+// Authenticator proves who presented a bearer token. source is where the
+// request came from (keyedlimit.Source of its remote address), so that
+// one source's junk spends its own budget of reviews. An error means the
 // token proves no identity this agent accepts (401).
 type Authenticator interface {
-	Authenticate(ctx context.Context, token string) (Caller, error)
+	Authenticate(ctx context.Context, token, source string) (Caller, error)
 }
 
 // TenantAuthorizer decides whether a caller that is not a trusted gateway
@@ -66,28 +69,40 @@ type TenantAuthorizer interface {
 //     TokenReview names one of Gateways is a trusted gateway;
 //   - any other token the API server authenticates (a stdio user's own
 //     kubeconfig token) is a user, who may act only as the tenants a
-//     SubjectAccessReview allows it to "use", asked on every request, so
-//     that removing a RoleBinding stops it at the next one.
+//     SubjectAccessReview allows it to "use", asked again once its answer
+//     is AccessCacheTTL old, so that removing a RoleBinding stops it within
+//     that.
 //
 // TokenReview answers are cached for CacheTTL (bounded: CacheSize tokens,
 // by their SHA-256), so a busy gateway costs the API server one review
 // per node and minute. Reviews of tokens not in the cache are rate-limited
-// (ReviewsPerSecond, ReviewBurst): whoever reaches the agent's port with
-// made-up tokens gets 503s, not the API server's attention.
+// per source (ReviewsPerSecond, ReviewBurst) and in all (TotalReviewsPerSecond,
+// TotalReviewBurst): whoever reaches the agent's port with made-up tokens
+// gets 503s, not the API server's attention, and spends its own budget,
+// not the gateway's. Access reviews are cached likewise (AccessCacheSize
+// answers) and rate-limited per user (ReviewsPerSecond, ReviewBurst).
 type KubeAuth struct {
 	Client   kubernetes.Interface
 	Audience string
 	Gateways []string
 
-	CacheTTL         time.Duration
-	CacheSize        int
-	ReviewsPerSecond float64
-	ReviewBurst      int
-	now              func() time.Time
+	CacheTTL              time.Duration
+	CacheSize             int
+	ReviewsPerSecond      float64
+	ReviewBurst           int
+	TotalReviewsPerSecond float64
+	TotalReviewBurst      int
+	AccessCacheTTL        time.Duration
+	AccessCacheSize       int
+	now                   func() time.Time
 
-	mu      sync.Mutex
-	cache   map[[sha256.Size]byte]cached
-	reviews *rate.Limiter
+	once     sync.Once
+	mu       sync.Mutex
+	cache    map[[sha256.Size]byte]cached
+	access   map[[sha256.Size]byte]accessAnswer
+	total    *rate.Limiter
+	bySource *keyedlimit.Limiter
+	byUser   *keyedlimit.Limiter
 }
 
 type cached struct {
@@ -96,42 +111,77 @@ type cached struct {
 	expires time.Time
 }
 
+type accessAnswer struct {
+	allowed bool
+	reason  string
+	expires time.Time
+}
+
 // Defaults of KubeAuth.
 const (
-	DefaultAuthCacheTTL     = time.Minute
-	DefaultAuthCacheSize    = 4096
-	DefaultReviewsPerSecond = 20
-	DefaultReviewBurst      = 40
+	DefaultAuthCacheTTL          = time.Minute
+	DefaultAuthCacheSize         = 4096
+	DefaultReviewsPerSecond      = 20
+	DefaultReviewBurst           = 40
+	DefaultTotalReviewsPerSecond = 200
+	DefaultTotalReviewBurst      = 400
+	DefaultAccessCacheTTL        = 10 * time.Second
+	DefaultAccessCacheSize       = 4096
+	// maxSources bounds the sources and users whose buckets are kept.
+	maxSources = 4096
 )
 
 // errReviewsBusy refuses a review past the rate limit.
 var errReviewsBusy = errors.New("too many unknown tokens to review right now")
 
+func (k *KubeAuth) init() {
+	k.once.Do(func() {
+		if k.ReviewsPerSecond <= 0 {
+			k.ReviewsPerSecond = DefaultReviewsPerSecond
+		}
+		if k.ReviewBurst <= 0 {
+			k.ReviewBurst = DefaultReviewBurst
+		}
+		if k.TotalReviewsPerSecond <= 0 {
+			k.TotalReviewsPerSecond = DefaultTotalReviewsPerSecond
+		}
+		if k.TotalReviewBurst <= 0 {
+			k.TotalReviewBurst = DefaultTotalReviewBurst
+		}
+		if k.CacheTTL <= 0 {
+			k.CacheTTL = DefaultAuthCacheTTL
+		}
+		if k.CacheSize <= 0 {
+			k.CacheSize = DefaultAuthCacheSize
+		}
+		if k.AccessCacheTTL <= 0 {
+			k.AccessCacheTTL = DefaultAccessCacheTTL
+		}
+		if k.AccessCacheSize <= 0 {
+			k.AccessCacheSize = DefaultAccessCacheSize
+		}
+		if k.now == nil {
+			k.now = time.Now
+		}
+		k.total = rate.NewLimiter(rate.Limit(k.TotalReviewsPerSecond), k.TotalReviewBurst)
+		k.bySource = keyedlimit.New(k.ReviewsPerSecond, k.ReviewBurst, maxSources)
+		k.byUser = keyedlimit.New(k.ReviewsPerSecond, k.ReviewBurst, maxSources)
+	})
+}
+
 // Authenticate implements Authenticator.
-func (k *KubeAuth) Authenticate(ctx context.Context, token string) (Caller, error) {
-	now := time.Now
-	if k.now != nil {
-		now = k.now
-	}
+func (k *KubeAuth) Authenticate(ctx context.Context, token, source string) (Caller, error) {
+	k.init()
 	key := sha256.Sum256([]byte(token))
 	k.mu.Lock()
-	if c, ok := k.cache[key]; ok && now().Before(c.expires) {
+	if c, ok := k.cache[key]; ok && k.now().Before(c.expires) {
 		k.mu.Unlock()
 		return c.caller, c.err
 	}
-	if k.reviews == nil {
-		perSecond, burst := k.ReviewsPerSecond, k.ReviewBurst
-		if perSecond <= 0 {
-			perSecond = DefaultReviewsPerSecond
-		}
-		if burst <= 0 {
-			burst = DefaultReviewBurst
-		}
-		k.reviews = rate.NewLimiter(rate.Limit(perSecond), burst)
-	}
-	allowed := k.reviews.Allow()
 	k.mu.Unlock()
-	if !allowed {
+	// The source's own budget first: a flood from one source empties its
+	// bucket and never reaches the total, which the others share.
+	if !k.bySource.Allow(source) || !k.total.Allow() {
 		return Caller{}, errReviewsBusy
 	}
 
@@ -139,19 +189,12 @@ func (k *KubeAuth) Authenticate(ctx context.Context, token string) (Caller, erro
 	if err != nil && !errors.Is(err, errUnauthenticated) {
 		return Caller{}, err // the API server could not answer: not cached
 	}
-	ttl, size := k.CacheTTL, k.CacheSize
-	if ttl <= 0 {
-		ttl = DefaultAuthCacheTTL
-	}
-	if size <= 0 {
-		size = DefaultAuthCacheSize
-	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.cache == nil || len(k.cache) >= size {
+	if k.cache == nil || len(k.cache) >= k.CacheSize {
 		k.cache = make(map[[sha256.Size]byte]cached) // bounded: start over
 	}
-	k.cache[key] = cached{caller: caller, err: err, expires: now().Add(ttl)}
+	k.cache[key] = cached{caller: caller, err: err, expires: k.now().Add(k.CacheTTL)}
 	return caller, err
 }
 
@@ -190,7 +233,8 @@ func (k *KubeAuth) review(ctx context.Context, token string) (Caller, error) {
 var errGatewayUnbound = fmt.Errorf("%w (a gateway's token must be bound to this node's audience; its other tokens act as no tenant)", errUnauthenticated)
 
 // MayUse implements TenantAuthorizer with a SubjectAccessReview of the
-// caller's identity: the verb "use" on the tenant.
+// caller's identity: the verb "use" on the tenant, its answer kept for
+// AccessCacheTTL.
 func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 	if c.Gateway {
 		return nil
@@ -198,6 +242,21 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 	ns, name, ok := strings.Cut(tenant, "/")
 	if c.user == nil || !ok || ns == "" || name == "" {
 		return denied(c, tenant, "")
+	}
+	k.init()
+	key := accessKey(c.user, tenant)
+	k.mu.Lock()
+	if a, ok := k.access[key]; ok && k.now().Before(a.expires) {
+		k.mu.Unlock()
+		if a.allowed {
+			return nil
+		}
+		return denied(c, tenant, a.reason)
+	}
+	k.mu.Unlock()
+	if !k.byUser.Allow(c.user.Username) {
+		return &agentapi.Error{Code: agentapi.CodeUnavailable, Err: errReviewsBusy,
+			Message: "the agent is asking the API server about too many of your requests right now: retry shortly"}
 	}
 	extra := make(map[string]authorizationv1.ExtraValue, len(c.user.Extra))
 	for k, v := range c.user.Extra {
@@ -214,10 +273,46 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 		return &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err,
 			Message: "the agent could not ask the API server whether you may use the tenant: retry shortly"}
 	}
-	if sar.Status.Allowed && !sar.Status.Denied {
+	a := accessAnswer{allowed: sar.Status.Allowed && !sar.Status.Denied, reason: sar.Status.Reason, expires: k.now().Add(k.AccessCacheTTL)}
+	k.mu.Lock()
+	if k.access == nil || len(k.access) >= k.AccessCacheSize {
+		k.access = make(map[[sha256.Size]byte]accessAnswer) // bounded: start over
+	}
+	k.access[key] = a
+	k.mu.Unlock()
+	if a.allowed {
 		return nil
 	}
-	return denied(c, tenant, sar.Status.Reason)
+	return denied(c, tenant, a.reason)
+}
+
+// accessKey is the key of an access review: everything of the user that
+// the API server's answer depends on, and the tenant.
+func accessKey(u *authenticationv1.UserInfo, tenant string) [sha256.Size]byte {
+	h := sha256.New()
+	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
+	field(u.Username)
+	field(u.UID)
+	for _, g := range u.Groups {
+		field(g)
+	}
+	field("")
+	keys := make([]string, 0, len(u.Extra))
+	for k := range u.Extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		field(k)
+		for _, v := range u.Extra[k] {
+			field(v)
+		}
+		field("")
+	}
+	field(tenant)
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
 }
 
 func denied(c Caller, tenant, reason string) error {

@@ -41,6 +41,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/budget"
+	"github.com/playground-dev/playground/internal/keyedlimit"
 	"github.com/playground-dev/playground/internal/httpserve"
 )
 
@@ -156,7 +157,7 @@ func (s *Server) authenticate(r *http.Request) (Caller, error) {
 	if s.identities == nil {
 		return Caller{}, errNoCredential
 	}
-	c, err := s.identities.Authenticate(r.Context(), token)
+	c, err := s.identities.Authenticate(r.Context(), token, keyedlimit.Source(r.RemoteAddr))
 	switch {
 	case errors.Is(err, errUnauthenticated):
 		return Caller{}, errNoCredential
