@@ -445,3 +445,28 @@ func TestStatefulSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFailedAuthThrottled: a source that keeps presenting junk tokens gets
+// 429 past its bound, on answers that close the connection; a current
+// token from the same source (a proxy's address is many clients') is
+// served all along.
+func TestFailedAuthThrottled(t *testing.T) {
+	n := startNode(t)
+	tn := newTenant(t, newNamespace(t), "throttled", n)
+	g := startGateway(t, mcpgateway.Options{FailedAuthPerSecond: 0.001, FailedAuthBurst: 5})
+	g.waitReady(t)
+	codes := map[int]int{}
+	for i := range 20 {
+		resp, _ := post(t, g.url, fmt.Sprintf("pgt_junk%d", i), "", initializeBody)
+		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests && (!resp.Close || resp.Header.Get("Retry-After") == "") {
+			t.Errorf("a throttled answer that keeps its connection (%v) or gives no Retry-After", !resp.Close)
+		}
+		if resp, body := post(t, g.url, tn.token, "", initializeBody); resp.StatusCode != http.StatusOK {
+			t.Fatalf("the tenant's own token, between junk %d and the next: %s %s", i, resp.Status, body)
+		}
+	}
+	if codes[http.StatusUnauthorized] != 5 || codes[http.StatusTooManyRequests] != 15 {
+		t.Fatalf("answers to 20 junk tokens: %v, want 5 × 401 then 15 × 429", codes)
+	}
+}

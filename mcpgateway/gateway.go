@@ -38,6 +38,7 @@ import (
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/internal/httpserve"
+	"github.com/playground-dev/playground/internal/keyedlimit"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 	"github.com/playground-dev/playground/mcpgateway/workers"
@@ -73,6 +74,13 @@ const (
 	// (docs/benchmarks.md, "hostile output"). The agent keeps package
 	// budget's 64 MiB: it reserves an exec's worst case up front.
 	DefaultBudgetBytesPerTenant = 24 << 20
+	// DefaultFailedAuthPerSecond and DefaultFailedAuthBurst: a client that
+	// mistypes its token is refused for a second after a burst of tries;
+	// one that guesses gets ten guesses a second. maxAuthSources bounds the
+	// sources whose failures are remembered.
+	DefaultFailedAuthPerSecond = 10
+	DefaultFailedAuthBurst     = 50
+	maxAuthSources             = 16384
 )
 
 // DefaultHTTPLimits are the gateway's connection limits (see
@@ -145,6 +153,13 @@ type Options struct {
 	// HTTP bounds connections, streams and the time a peer may take
 	// (zero: DefaultHTTPLimits).
 	HTTP httpserve.Limits
+	// FailedAuthPerSecond and FailedAuthBurst bound the failed
+	// authentications of one source address (an IPv6 source by its /64):
+	// past them a request without a current credential gets 429 and its
+	// connection is closed; a current credential is always served
+	// (defaults DefaultFailedAuthPerSecond, DefaultFailedAuthBurst).
+	FailedAuthPerSecond float64
+	FailedAuthBurst     int
 	// LeaseNamespace holds the agents' registrations: the gateway presents
 	// its agent token only to the endpoint a Sandbox's node registered
 	// there. Default agentlease.DefaultNamespace.
@@ -174,6 +189,8 @@ type Gateway struct {
 	workerRoutes *workerRoutes
 	// lastRefusalLog rate-limits the log of fail-closed refusals.
 	lastRefusalLog atomic.Int64
+	// authFailures limits the failed authentications of each source.
+	authFailures *keyedlimit.Limiter
 }
 
 // CheckCatalog refuses catalogs the gateway cannot be restricted to.
@@ -225,6 +242,12 @@ func New(opts Options) (*Gateway, error) {
 	if opts.HTTP == (httpserve.Limits{}) {
 		opts.HTTP = DefaultHTTPLimits()
 	}
+	if opts.FailedAuthPerSecond <= 0 {
+		opts.FailedAuthPerSecond = DefaultFailedAuthPerSecond
+	}
+	if opts.FailedAuthBurst <= 0 {
+		opts.FailedAuthBurst = DefaultFailedAuthBurst
+	}
 	if err := opts.HTTP.Validate(); err != nil {
 		return nil, fmt.Errorf("mcpgateway: %w", err)
 	}
@@ -245,7 +268,8 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{opts: opts, view: view, log: opts.Logger, budget: lim,
-		router: &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA, opts.AgentCleartext), log: opts.Logger, trustRegistrations: true}}
+		authFailures: keyedlimit.New(opts.FailedAuthPerSecond, opts.FailedAuthBurst, maxAuthSources),
+		router:       &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA, opts.AgentCleartext), log: opts.Logger, trustRegistrations: true}}
 	if opts.Catalog != CatalogSandbox {
 		if err := g.newWorkers(); err != nil {
 			return nil, err
@@ -422,6 +446,9 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
 		if !ok {
+			if g.throttled(w, r) {
+				return
+			}
 			authFailed(missingOrMalformed(r))
 			w.Header().Set("WWW-Authenticate", `Bearer realm="playground"`)
 			http.Error(w, "Unauthorized: present your tenant's token as Authorization: Bearer <token> (it is in the tenant's credential Secret, key \"token\")", http.StatusUnauthorized)
@@ -453,14 +480,35 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 			return
 		default:
+			if g.throttled(w, r) {
+				return
+			}
 			authFailed(AuthUnknownToken)
 			g.log.Debug("Refused an unknown token", "remote", r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="playground", error="invalid_token", error_description="the token is not a current tenant credential"`)
 			http.Error(w, "Unauthorized: "+clusterview.ErrUnknownToken.Error(), http.StatusUnauthorized)
 			return
 		}
+		httpserve.MarkAuthenticated(r.Context())
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, id)))
 	})
+}
+
+// throttled counts a failed authentication against the request's source
+// and, past the source's bound, answers 429 on a connection that then
+// closes (HTTP/1.1): a flood of junk credentials costs its sender a
+// handshake per request and holds no connection. A current credential is
+// never throttled, whatever its source has sent (a proxy in front of the
+// gateway is many clients' source).
+func (g *Gateway) throttled(w http.ResponseWriter, r *http.Request) bool {
+	if g.authFailures.Allow(keyedlimit.Source(r.RemoteAddr)) {
+		return false
+	}
+	authFailed(AuthThrottled)
+	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Connection", "close")
+	http.Error(w, "Too Many Requests: too many failed authentications from your address; retry in a second with your tenant's token", http.StatusTooManyRequests)
+	return true
 }
 
 func tenantOf(s *clusterview.SuspendedError, c *clusterview.WrongCatalogError) string {

@@ -52,13 +52,16 @@ const (
 	// AuthNotReady: the gateway's view of credentials is not current, so it
 	// could not check the token (503, fail closed).
 	AuthNotReady = "not_ready"
+	// AuthThrottled: no current credential, from a source that has failed
+	// to authenticate too often (429, and the connection closes).
+	AuthThrottled = "throttled"
 )
 
 // authFailures counts refused requests by reason, for every gateway of the
 // process, on controller-runtime's registry.
 var authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "playground_gateway_auth_failures_total",
-	Help: "Requests to the MCP endpoint refused by authentication, by reason: missing, malformed, unknown_token, suspended, wrong_catalog, not_ready.",
+	Help: "Requests to the MCP endpoint refused by authentication, by reason: missing, malformed, unknown_token, suspended, wrong_catalog, not_ready, throttled.",
 }, []string{"reason"})
 
 // protocolRefusals counts calls refused because the sandbox's agent
@@ -83,7 +86,7 @@ func protocolRefused(err error) {
 
 func init() {
 	metrics.Registry.MustRegister(authFailures, protocolRefusals)
-	for _, r := range []string{AuthMissing, AuthMalformed, AuthUnknownToken, AuthSuspended, AuthWrongCatalog, AuthNotReady} {
+	for _, r := range []string{AuthMissing, AuthMalformed, AuthUnknownToken, AuthSuspended, AuthWrongCatalog, AuthNotReady, AuthThrottled} {
 		authFailures.WithLabelValues(r) // every reason is exported from the start, at zero
 	}
 }

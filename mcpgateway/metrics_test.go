@@ -39,7 +39,7 @@ import (
 const authFailures = "playground_gateway_auth_failures_total"
 
 var authReasons = []string{mcpgateway.AuthMissing, mcpgateway.AuthMalformed, mcpgateway.AuthUnknownToken,
-	mcpgateway.AuthSuspended, mcpgateway.AuthWrongCatalog, mcpgateway.AuthNotReady}
+	mcpgateway.AuthSuspended, mcpgateway.AuthWrongCatalog, mcpgateway.AuthNotReady, mcpgateway.AuthThrottled}
 
 // TestAuthFailureMetrics: every refusal of the MCP endpoint counts once,
 // under its reason, on the metrics endpoint the gateway command serves; an
@@ -68,6 +68,9 @@ func TestAuthFailureMetrics(t *testing.T) {
 
 	// A gateway that cannot reach its API server never trusts its view.
 	blind := startGateway(t, mcpgateway.Options{Config: &rest.Config{Host: "http://127.0.0.1:1"}, Logger: slog.New(slog.DiscardHandler)})
+	// A gateway that lets a source fail once.
+	tight := startGateway(t, mcpgateway.Options{FailedAuthPerSecond: 0.001, FailedAuthBurst: 1})
+	tight.waitReady(t)
 
 	for _, c := range []struct {
 		name, url, authorization string
@@ -80,6 +83,8 @@ func TestAuthFailureMetrics(t *testing.T) {
 		{"suspended tenant", g.url, "Bearer " + suspended.token, http.StatusForbidden, mcpgateway.AuthSuspended},
 		{"workers tenant", g.url, "Bearer " + workers.token, http.StatusForbidden, mcpgateway.AuthWrongCatalog},
 		{"view not current", blind.url, "Bearer " + ok.token, http.StatusServiceUnavailable, mcpgateway.AuthNotReady},
+		{"a source's first junk token", tight.url, "Bearer " + newToken(), http.StatusUnauthorized, mcpgateway.AuthUnknownToken},
+		{"a source's junk past its bound", tight.url, "Bearer " + newToken(), http.StatusTooManyRequests, mcpgateway.AuthThrottled},
 		{"admitted", g.url, "Bearer " + ok.token, http.StatusOK, ""},
 	} {
 		before := scrapeAuthFailures(t, metricsURL)

@@ -49,6 +49,8 @@ func httpFlags(fs *flag.FlagSet, l *httpserve.Limits, d httpserve.Limits) {
 	fs.DurationVar(&l.IdleTimeout, "http-idle-timeout", d.IdleTimeout, "close a keep-alive connection without a request in flight after this long")
 	fs.IntVar(&l.MaxConcurrentStreams, "http-max-streams-per-connection", d.MaxConcurrentStreams, "HTTP/2 requests one connection may have in flight")
 	fs.IntVar(&l.MaxConns, "http-max-connections", d.MaxConns, "connections served at once; further ones wait to be accepted")
+	fs.DurationVar(&l.UnauthenticatedTimeout, "http-unauthenticated-timeout", d.UnauthenticatedTimeout, "close a connection that has carried no authenticated request this long after it was accepted")
+	fs.IntVar(&l.MaxUnauthenticated, "http-max-unauthenticated-connections", d.MaxUnauthenticated, "connections held at once that have carried no authenticated request; further ones are closed as they are accepted")
 	l.MaxHeaderBytes = d.MaxHeaderBytes
 }
 

@@ -41,8 +41,8 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/budget"
-	"github.com/playground-dev/playground/internal/keyedlimit"
 	"github.com/playground-dev/playground/internal/httpserve"
+	"github.com/playground-dev/playground/internal/keyedlimit"
 )
 
 // Server serves the agent API of one Agent.
@@ -253,6 +253,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) (*http.Request, 
 		writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: err.Error()})
 		return nil, false
 	}
+	httpserve.MarkAuthenticated(r.Context())
 	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
 	if err := checkVersion(r); err != nil {
 		writeJSON(w, http.StatusBadRequest, agentapi.ErrorResponse{Code: agentapi.CodeInvalid, Message: err.Error()})

@@ -17,12 +17,14 @@ limitations under the License.
 package httpserve
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,15 +46,23 @@ import (
 //     IdleTimeout;
 //   - an HTTP/2 connection carries at most MaxConcurrentStreams requests at
 //     once, and the server holds at most MaxConns connections (further
-//     ones wait in the kernel's accept queue until one closes).
+//     ones wait in the kernel's accept queue until one closes);
+//   - a connection that has carried no authenticated request (the
+//     handler calls MarkAuthenticated) is closed UnauthenticatedTimeout
+//     after it was accepted, whatever it sends, and at most
+//     MaxUnauthenticated such connections are held at once: past it, a
+//     new connection is closed as it is accepted. Junk tokens and idle
+//     sockets so hold neither memory nor room in MaxConns for long.
 type Limits struct {
-	ReadHeaderTimeout    time.Duration
-	BodyTimeout          time.Duration
-	WriteTimeout         time.Duration
-	IdleTimeout          time.Duration
-	MaxHeaderBytes       int
-	MaxConcurrentStreams int
-	MaxConns             int
+	ReadHeaderTimeout      time.Duration
+	BodyTimeout            time.Duration
+	WriteTimeout           time.Duration
+	IdleTimeout            time.Duration
+	MaxHeaderBytes         int
+	MaxConcurrentStreams   int
+	MaxConns               int
+	UnauthenticatedTimeout time.Duration
+	MaxUnauthenticated     int
 }
 
 // DefaultLimits suit a server on a cluster network.
@@ -65,15 +75,19 @@ func DefaultLimits() Limits {
 		MaxHeaderBytes:       64 << 10,
 		MaxConcurrentStreams: 100,
 		MaxConns:             4096,
+		// Room for a burst of clients connecting at once, each of which
+		// authenticates in its first request.
+		UnauthenticatedTimeout: 10 * time.Second,
+		MaxUnauthenticated:     512,
 	}
 }
 
 // Validate refuses limits that leave a phase unbounded.
 func (l Limits) Validate() error {
-	if l.ReadHeaderTimeout <= 0 || l.BodyTimeout <= 0 || l.WriteTimeout <= 0 || l.IdleTimeout <= 0 {
+	if l.ReadHeaderTimeout <= 0 || l.BodyTimeout <= 0 || l.WriteTimeout <= 0 || l.IdleTimeout <= 0 || l.UnauthenticatedTimeout <= 0 {
 		return errors.New("every HTTP timeout must be positive: a zero one would let a peer hold a connection for ever")
 	}
-	if l.MaxHeaderBytes <= 0 || l.MaxConcurrentStreams <= 0 || l.MaxConns <= 0 {
+	if l.MaxHeaderBytes <= 0 || l.MaxConcurrentStreams <= 0 || l.MaxConns <= 0 || l.MaxUnauthenticated <= 0 {
 		return errors.New("the HTTP header size, stream and connection bounds must be positive")
 	}
 	return nil
@@ -84,6 +98,7 @@ func (l Limits) Validate() error {
 func (l Limits) Server(h http.Handler, errorLog *log.Logger) *http.Server {
 	return &http.Server{
 		Handler:           l.Handler(h),
+		ConnContext:       withConn,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
@@ -187,13 +202,16 @@ func (p *progressWriter) Flush() { _ = p.FlushError() }
 // Unwrap lets http.ResponseController reach the server's writer.
 func (p *progressWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
-// Listen bounds ln to MaxConns connections at once: Accept waits while
-// that many are open, and returns once the listener is closed.
+// Listen bounds ln to MaxConns connections at once, and to
+// MaxUnauthenticated connections that have carried no authenticated
+// request: Accept waits while MaxConns are open, closes a connection past
+// MaxUnauthenticated at once, and returns once the listener is closed.
 func (l Limits) Listen(ln net.Listener) net.Listener {
 	if l.MaxConns <= 0 {
 		return ln
 	}
-	return &limitListener{Listener: ln, sem: make(chan struct{}, l.MaxConns), done: make(chan struct{})}
+	return &limitListener{Listener: ln, sem: make(chan struct{}, l.MaxConns), done: make(chan struct{}),
+		unauthTimeout: l.UnauthenticatedTimeout, unauthMax: int64(l.MaxUnauthenticated)}
 }
 
 type limitListener struct {
@@ -201,21 +219,52 @@ type limitListener struct {
 	sem  chan struct{}
 	done chan struct{}
 	once sync.Once
+
+	unauthTimeout time.Duration
+	unauthMax     int64
+	unauth        atomic.Int64 // connections accepted and not yet authenticated
+	refused       atomic.Uint64
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	for {
+		select {
+		case l.sem <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.sem
+			return nil, err
+		}
+		lc := &limitConn{Conn: c, release: func() { <-l.sem }}
+		if l.unauthMax <= 0 {
+			return lc, nil
+		}
+		if l.unauth.Add(1) > l.unauthMax {
+			l.unauth.Add(-1)
+			l.refused.Add(1)
+			_ = c.Close()
+			<-l.sem
+			continue
+		}
+		lc.unauth = &l.unauth
+		lc.pending.Store(true)
+		if l.unauthTimeout > 0 {
+			lc.timer = time.AfterFunc(l.unauthTimeout, func() {
+				if lc.pending.Load() {
+					_ = lc.Conn.Close() // the server sees it fail, and closes lc
+				}
+			})
+		}
+		return lc, nil
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
 }
+
+// Refused counts the connections closed as they were accepted, past
+// MaxUnauthenticated.
+func (l *limitListener) Refused() uint64 { return l.refused.Load() }
 
 // Close also ends an Accept waiting for a connection to close, so that a
 // full server shuts down at once.
@@ -228,10 +277,62 @@ type limitConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+
+	// unauth counts the listener's unauthenticated connections; pending
+	// is true while this one is among them.
+	unauth  *atomic.Int64
+	pending atomic.Bool
+	timer   *time.Timer
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
+	c.settle()
 	c.once.Do(c.release)
 	return err
+}
+
+// settle takes the connection out of the unauthenticated ones, once.
+func (c *limitConn) settle() {
+	if c.pending.CompareAndSwap(true, false) {
+		c.unauth.Add(-1)
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+	}
+}
+
+type connKey struct{}
+
+// withConn is a server's ConnContext: each request's context carries its
+// connection, for MarkAuthenticated.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	if lc := limitConnOf(c); lc != nil {
+		return context.WithValue(ctx, connKey{}, lc)
+	}
+	return ctx
+}
+
+// limitConnOf finds the limitConn under c (a TLS connection wraps it).
+func limitConnOf(c net.Conn) *limitConn {
+	for c != nil {
+		switch v := c.(type) {
+		case *limitConn:
+			return v
+		case interface{ NetConn() net.Conn }:
+			c = v.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// MarkAuthenticated records that the request of ctx proved a caller's
+// identity: its connection is no longer bound by UnauthenticatedTimeout
+// and MaxUnauthenticated. The authentication of each component calls it.
+func MarkAuthenticated(ctx context.Context) {
+	if c, ok := ctx.Value(connKey{}).(*limitConn); ok {
+		c.settle()
+	}
 }

@@ -197,3 +197,97 @@ func TestStreamBound(t *testing.T) {
 		t.Fatalf("SETTINGS_MAX_CONCURRENT_STREAMS = %d (%v), want 3", v, ok)
 	}
 }
+
+// TestUnauthenticatedConnections: connections that carry no authenticated
+// request are few and short-lived, whatever they send: past
+// MaxUnauthenticated a new one is closed at once, and each is closed
+// UnauthenticatedTimeout after it was accepted, even one that keeps
+// sending requests (with a bad credential, here). One that authenticated
+// stays, past the timeout, for its next request.
+func TestUnauthenticatedConnections(t *testing.T) {
+	l := DefaultLimits()
+	l.UnauthenticatedTimeout = 3 * time.Second
+	l.MaxUnauthenticated = 10
+	addr := serve(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		MarkAuthenticated(r.Context())
+		fmt.Fprint(w, "ok")
+	}))
+	request := func(c net.Conn, r *bufio.Reader, token string) (int, error) {
+		if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", token); err != nil {
+			return 0, err
+		}
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	dial := func() (net.Conn, *bufio.Reader) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	start := time.Now()
+	good, goodR := dial()
+	if code, err := request(good, goodR, "good"); err != nil || code != http.StatusOK {
+		t.Fatalf("authenticated request: %d, %v", code, err)
+	}
+	bad, badR := dial()
+	if code, err := request(bad, badR, "bad"); err != nil || code != http.StatusUnauthorized {
+		t.Fatalf("a bad credential: %d, %v", code, err)
+	}
+	// 50 idle ones: 9 fit beside the bad one, 41 are closed as accepted.
+	var idle []net.Conn
+	for range 50 {
+		c, _ := dial()
+		idle = append(idle, c)
+	}
+	closedAfter := make(chan time.Duration, len(idle))
+	for i, c := range idle {
+		go func() {
+			_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			if _, err := c.Read(make([]byte, 1)); err == nil {
+				t.Errorf("idle connection %d got bytes", i)
+			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Errorf("idle connection %d still open after 20 s", i)
+			}
+			closedAfter <- time.Since(start)
+		}()
+	}
+	early := 0
+	for range idle {
+		if <-closedAfter < l.UnauthenticatedTimeout/2 {
+			early++
+		}
+	}
+	if early < 41 {
+		t.Errorf("%d idle connections were closed at once, want the 41 past the bound", early)
+	}
+	served := 0
+	for {
+		if _, err := request(bad, badR, "bad"); err != nil {
+			break // closed by the server
+		}
+		served++
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("a connection sending bad credentials is still served after 20 s")
+		}
+	}
+	if time.Since(start) < l.UnauthenticatedTimeout {
+		t.Errorf("the connection with bad credentials was closed after %s, before its timeout", time.Since(start))
+	}
+	// Past the timeout, the authenticated connection serves again.
+	if code, err := request(good, goodR, "good"); err != nil || code != http.StatusOK {
+		t.Fatalf("the authenticated connection after the timeout: %d, %v", code, err)
+	}
+}
