@@ -290,9 +290,9 @@ func (m *Manager) holdLocked(j *job, conn Held, attach Attacher, timeout time.Du
 // manager (an agent before a restart), under its ID, and counts it
 // against tenant's bounds again; its timeout runs on from the deadline it
 // was started with. A job is tenant's only if the record kept with it
-// says so; the bounds are not checked for admission (the job runs
-// already), but a tenant is never given more jobs than its retained bound
-// (a sandbox cannot list its way past it). A job adopted already is
+// says so; the active bounds are not checked (the job runs already), but
+// the retained ones are, per tenant and per agent (a sandbox cannot list
+// its way past them, nor can a restart with smaller bounds). A job adopted already is
 // returned as it is. On an error the job is not adopted: the caller
 // releases it, or nothing would bound it.
 func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest.JobRecord, attach Attacher, opts ...StartOption) (JobInfo, error) {
@@ -320,9 +320,9 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 		}
 		return j.infoLocked(), nil
 	}
-	if n := m.retainedByTenant[tenant]; n >= m.limits.RetainedPerTenant {
+	if err := m.adoptableLocked(tenant); err != nil {
 		m.mu.Unlock()
-		return JobInfo{}, &LimitError{Bound: BoundRetainedPerTenant, Tenant: tenant, Count: n, Limit: m.limits.RetainedPerTenant, TTL: m.limits.TerminalTTL}
+		return JobInfo{}, err
 	}
 	now := m.clock.Now()
 	started := rec.Started
@@ -368,6 +368,24 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 		return JobInfo{}, ErrClosed
 	}
 	return j.infoLocked(), nil
+}
+
+// adoptableLocked checks the retained bounds for one more adopted job of
+// tenant, as admission does but for the active bounds (the job runs
+// already): expired and acknowledged jobs are recycled first, then the
+// node-wide bound is shared fairly. Past them the job is not adopted.
+func (m *Manager) adoptableLocked(tenant string) error {
+	l := m.limits
+	if m.retainedByTenant[tenant] >= l.RetainedPerTenant || len(m.jobs) >= l.RetainedPerAgent {
+		m.sweepLocked()
+	}
+	if n := m.retainedByTenant[tenant]; n >= l.RetainedPerTenant {
+		return &LimitError{Bound: BoundRetainedPerTenant, Tenant: tenant, Count: n, Limit: l.RetainedPerTenant, TTL: l.TerminalTTL}
+	}
+	if len(m.jobs) >= l.RetainedPerAgent && !m.shareLocked(tenant) {
+		return &LimitError{Bound: BoundRetainedPerAgent, Tenant: tenant, Count: len(m.jobs), Limit: l.RetainedPerAgent, TTL: l.TerminalTTL}
+	}
+	return nil
 }
 
 // watchHeld follows a held job's connection until the job ends: the
