@@ -447,18 +447,22 @@ func TestStatefulSessions(t *testing.T) {
 }
 
 // TestFailedAuthThrottled: a source that keeps presenting junk tokens gets
-// 429 past its bound, on answers that close the connection; a current
+// 429 past its bound, held back, on answers that close the connection; a current
 // token from the same source (a proxy's address is many clients') is
 // served all along.
 func TestFailedAuthThrottled(t *testing.T) {
 	n := startNode(t)
 	tn := newTenant(t, newNamespace(t), "throttled", n)
-	g := startGateway(t, mcpgateway.Options{FailedAuthPerSecond: 0.001, FailedAuthBurst: 5})
+	g := startGateway(t, mcpgateway.Options{FailedAuthPerSecond: 0.001, FailedAuthBurst: 5, FailedAuthDelay: 100 * time.Millisecond})
 	g.waitReady(t)
 	codes := map[int]int{}
 	for i := range 20 {
+		start := time.Now()
 		resp, _ := post(t, g.url, fmt.Sprintf("pgt_junk%d", i), "", initializeBody)
 		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests && time.Since(start) < 100*time.Millisecond {
+			t.Errorf("a throttled answer came after %s, before its delay", time.Since(start))
+		}
 		if resp.StatusCode == http.StatusTooManyRequests && (!resp.Close || resp.Header.Get("Retry-After") == "") {
 			t.Errorf("a throttled answer that keeps its connection (%v) or gives no Retry-After", !resp.Close)
 		}

@@ -80,7 +80,13 @@ const (
 	// sources whose failures are remembered.
 	DefaultFailedAuthPerSecond = 10
 	DefaultFailedAuthBurst     = 50
+	DefaultFailedAuthDelay     = time.Second
 	maxAuthSources             = 16384
+	// maxTarpitted bounds the throttled answers held back at once, as many
+	// as the default's unauthenticated connections (httpserve.Limits):
+	// past it a throttled request gets no answer, its connection is
+	// closed.
+	maxTarpitted = 512
 )
 
 // DefaultHTTPLimits are the gateway's connection limits (see
@@ -160,6 +166,11 @@ type Options struct {
 	// (defaults DefaultFailedAuthPerSecond, DefaultFailedAuthBurst).
 	FailedAuthPerSecond float64
 	FailedAuthBurst     int
+	// FailedAuthDelay holds each throttled answer back this long (at most
+	// maxTarpitted at once), so that a flood from one source proceeds at
+	// the pace of its connections, not of its CPU (default
+	// DefaultFailedAuthDelay).
+	FailedAuthDelay time.Duration
 	// LeaseNamespace holds the agents' registrations: the gateway presents
 	// its agent token only to the endpoint a Sandbox's node registered
 	// there. Default agentlease.DefaultNamespace.
@@ -189,8 +200,10 @@ type Gateway struct {
 	workerRoutes *workerRoutes
 	// lastRefusalLog rate-limits the log of fail-closed refusals.
 	lastRefusalLog atomic.Int64
-	// authFailures limits the failed authentications of each source.
+	// authFailures limits the failed authentications of each source;
+	// tarpit holds a slot for each throttled answer held back.
 	authFailures *keyedlimit.Limiter
+	tarpit       chan struct{}
 }
 
 // CheckCatalog refuses catalogs the gateway cannot be restricted to.
@@ -248,6 +261,9 @@ func New(opts Options) (*Gateway, error) {
 	if opts.FailedAuthBurst <= 0 {
 		opts.FailedAuthBurst = DefaultFailedAuthBurst
 	}
+	if opts.FailedAuthDelay <= 0 {
+		opts.FailedAuthDelay = DefaultFailedAuthDelay
+	}
 	if err := opts.HTTP.Validate(); err != nil {
 		return nil, fmt.Errorf("mcpgateway: %w", err)
 	}
@@ -268,8 +284,8 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{opts: opts, view: view, log: opts.Logger, budget: lim,
-		authFailures: keyedlimit.New(opts.FailedAuthPerSecond, opts.FailedAuthBurst, maxAuthSources),
-		router:       &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA, opts.AgentCleartext), log: opts.Logger, trustRegistrations: true}}
+		authFailures: keyedlimit.New(opts.FailedAuthPerSecond, opts.FailedAuthBurst, maxAuthSources), tarpit: make(chan struct{}, maxTarpitted),
+		router: &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA, opts.AgentCleartext), log: opts.Logger, trustRegistrations: true}}
 	if opts.Catalog != CatalogSandbox {
 		if err := g.newWorkers(); err != nil {
 			return nil, err
@@ -495,16 +511,32 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 }
 
 // throttled counts a failed authentication against the request's source
-// and, past the source's bound, answers 429 on a connection that then
-// closes (HTTP/1.1): a flood of junk credentials costs its sender a
-// handshake per request and holds no connection. A current credential is
-// never throttled, whatever its source has sent (a proxy in front of the
-// gateway is many clients' source).
+// and, past the source's bound, answers 429, held back FailedAuthDelay, on
+// a connection that then closes (HTTP/1.1): a flood of junk credentials
+// proceeds at the pace of its connections, which are few
+// (httpserve.Limits.MaxUnauthenticated), and costs its sender a handshake
+// per request. A current credential is never throttled, whatever its
+// source has sent (a proxy in front of the gateway is many clients'
+// source).
 func (g *Gateway) throttled(w http.ResponseWriter, r *http.Request) bool {
 	if g.authFailures.Allow(keyedlimit.Source(r.RemoteAddr)) {
 		return false
 	}
 	authFailed(AuthThrottled)
+	select {
+	case g.tarpit <- struct{}{}:
+		t := time.NewTimer(g.opts.FailedAuthDelay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+		<-g.tarpit
+	default:
+		// Enough are held back already: no answer, and the connection
+		// goes (the server recovers this panic and closes it).
+		panic(http.ErrAbortHandler)
+	}
 	w.Header().Set("Retry-After", "1")
 	w.Header().Set("Connection", "close")
 	http.Error(w, "Too Many Requests: too many failed authentications from your address; retry in a second with your tenant's token", http.StatusTooManyRequests)

@@ -69,7 +69,7 @@ func TestAuthFailureMetrics(t *testing.T) {
 	// A gateway that cannot reach its API server never trusts its view.
 	blind := startGateway(t, mcpgateway.Options{Config: &rest.Config{Host: "http://127.0.0.1:1"}, Logger: slog.New(slog.DiscardHandler)})
 	// A gateway that lets a source fail once.
-	tight := startGateway(t, mcpgateway.Options{FailedAuthPerSecond: 0.001, FailedAuthBurst: 1})
+	tight := startGateway(t, mcpgateway.Options{FailedAuthPerSecond: 0.001, FailedAuthBurst: 1, FailedAuthDelay: time.Millisecond})
 	tight.waitReady(t)
 
 	for _, c := range []struct {

@@ -149,6 +149,7 @@ func inProcess(ctx context.Context, opts options, sz sizes, out, log io.Writer) 
 		{"P3 with a warm pool", b.tenantsReadyWarm},
 		{"P7 agent memory under 32 jobs", b.jobMemory},
 		{"hostile output", b.hostileOutput},
+		{"hostile edges", b.hostileEdges},
 	}
 	steps = slices.DeleteFunc(steps, func(s step) bool { return !opts.selected(s.name) })
 	if len(steps) == 0 {

@@ -53,6 +53,7 @@ func main() {
 	flag.StringVar(&opts.vmModules, "vm-modules", os.Getenv("PLAYGROUND_VM_MODULES"), "the vm backend's modules ($PLAYGROUND_VM_MODULES)")
 	flag.StringVar(&opts.vmRoot, "vm-root", os.Getenv("PLAYGROUND_VM_ROOT"), "the vm backend's root image ($PLAYGROUND_VM_ROOT)")
 	client := flag.String("hostile-client", "", "internal: run the hostile-output clients (\"endpoint token handle n\") and print their report")
+	edgeClient := flag.String("edge-client", "", "internal: run the hostile-edges client (\"junk endpoint n conns\" or \"idle endpoint n seconds\") and print its report")
 	only := flag.String("only", "", "run only the benchmarks whose name matches this regular expression (e.g. P5); the report is then printed, not written")
 	flag.Func("p5-pools", "P5's warm pool sizes, comma-separated, 0 for none (default: none, a quarter of the burst, the burst and 5)", func(s string) error {
 		for f := range strings.SplitSeq(s, ",") {
@@ -67,6 +68,10 @@ func main() {
 	flag.Parse()
 	if *client != "" {
 		hostileClients(*client)
+		return
+	}
+	if *edgeClient != "" {
+		edgeClients(*edgeClient)
 		return
 	}
 	if *only != "" {

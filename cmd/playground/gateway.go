@@ -70,6 +70,7 @@ func runGateway(ctx context.Context, args []string) error {
 		sessionsTotal     = fs.Int("max-sessions", mcpgateway.DefaultMaxSessions, "with --sessions stateful: MCP sessions this replica keeps open")
 		failedAuthRate    = fs.Float64("failed-auth-per-second", mcpgateway.DefaultFailedAuthPerSecond, "failed authentications one source address (an IPv6 one by its /64) may make a second; past them, and the burst, a request without a current credential gets 429 and its connection closes")
 		failedAuthBurst   = fs.Int("failed-auth-burst", mcpgateway.DefaultFailedAuthBurst, "the burst of failed authentications one source address may make")
+		failedAuthDelay   = fs.Duration("failed-auth-delay", mcpgateway.DefaultFailedAuthDelay, "how long a throttled answer (429) is held back, so that a flood proceeds at the pace of its connections")
 	)
 	workerEndpoints := workerEndpointFlags(fs)
 	budgetFlags(fs, &lim, budget.Limits{BytesPerTenant: mcpgateway.DefaultBudgetBytesPerTenant})
@@ -93,8 +94,8 @@ func runGateway(ctx context.Context, args []string) error {
 	if err := mcpgateway.CheckCatalog(*catalog); err != nil {
 		return fmt.Errorf("--catalog: %w", err)
 	}
-	if *failedAuthRate <= 0 || *failedAuthBurst <= 0 {
-		return errors.New("--failed-auth-per-second and --failed-auth-burst must be positive")
+	if *failedAuthRate <= 0 || *failedAuthBurst <= 0 || *failedAuthDelay <= 0 {
+		return errors.New("--failed-auth-per-second, --failed-auth-burst and --failed-auth-delay must be positive")
 	}
 	if *workerMax <= 0 || *workerAge <= 0 {
 		return errors.New("--worker-max-in-flight-per-tenant and --worker-session-max-age must be positive")
@@ -183,7 +184,7 @@ func runGateway(ctx context.Context, args []string) error {
 		AgentCredentials: agentCreds, AgentToken: agentToken, AgentCA: agentCA, AgentCleartext: *cleartext,
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
 		MaxSessionsPerTenant: *sessionsPerTenant, MaxSessions: *sessionsTotal,
-		Budget: lim, HTTP: httpLim, FailedAuthPerSecond: *failedAuthRate, FailedAuthBurst: *failedAuthBurst,
+		Budget: lim, HTTP: httpLim, FailedAuthPerSecond: *failedAuthRate, FailedAuthBurst: *failedAuthBurst, FailedAuthDelay: *failedAuthDelay,
 		StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Logger: log,
 	})
 	if err != nil {
