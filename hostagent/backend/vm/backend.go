@@ -300,36 +300,6 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
 }
 
-// PileDir implements backend.Backend: the directory of the pile's image,
-// pile.img, an ext4 filesystem the guest mounts at /pile (synchronously:
-// an append is on the image when it returns). PileFile reads a file of it.
-func (b *Backend) PileDir(id string) string {
-	return filepath.Join(b.sandboxDir(id), "pile")
-}
-
-// PileFile reads a file of the pile of sandbox id from the host, running
-// or not (debugfs reads the image without mounting it).
-func (b *Backend) PileFile(id, name string) ([]byte, error) {
-	if err := validateID(id); err != nil {
-		return nil, err
-	}
-	if name != filepath.Base(name) || strings.ContainsAny(name, "\"\n ") {
-		return nil, fmt.Errorf("vm: pile file name %q", name)
-	}
-	img := filepath.Join(b.PileDir(id), pileImage)
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("debugfs", "-R", "cat \"/"+name+"\"", img)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("vm: reading %s from %s: %v: %s", name, img, err, stderr.Bytes())
-	}
-	// debugfs reports a missing file on stderr and exits 0.
-	if bytes.Contains(stderr.Bytes(), []byte("File not found")) {
-		return nil, fmt.Errorf("vm: %s is not in the pile of %s: %w", name, id, os.ErrNotExist)
-	}
-	return stdout.Bytes(), nil
-}
-
 // Files of a sandbox in its directory (besides the VM's, in qemu.go).
 const (
 	recordFile = "sandbox.json"
@@ -496,6 +466,17 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	pile := filepath.Join(dir, "pile", pileImage)
 	if err := makeImage(ctx, pile, rec.Storage.PileBytes, rec.Storage.PileInodes, "playground-pile", false, b.opts.PileFiles); err != nil {
 		return err
+	}
+	// The pile's image is the agent's; its VM user's group reads it, for
+	// the confined reader (PileFile). A retained pile adopted under
+	// another slot changes group with it.
+	if u := b.user(rec.Slot, false); u != nil {
+		if err := os.Chown(pile, 0, int(u.GID)); err != nil {
+			return err
+		}
+		if err := os.Chmod(pile, 0o640); err != nil {
+			return err
+		}
 	}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {

@@ -20,6 +20,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,12 +38,40 @@ import (
 // docs/isolation.md's "VM hardening": QEMU as a user of its own under its
 // seccomp sandbox, opening no file of its own; in the guest no setuid
 // binary, nosuid mounts, no_new_privs and the seccomp filter for the
-// tenant and the supervision alike.
+// tenant and the supervision alike; the pile read through the guest while
+// it runs and by a confined debugfs when it does not.
 func TestHardening(t *testing.T) {
 	kernel, modules, root := vmImage(t)
 	if os.Geteuid() != 0 {
 		t.Skip("QEMU runs as a user of its own only when the agent is root")
 	}
+	// A debugfs that says who and where it runs before it reads.
+	real, err := exec.LookPath("debugfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	report := `#!/bin/sh
+echo "uid=$(id -u) gid=$(id -g) groups=$(id -G) pid=$$"
+grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\t ' ' '
+if (true >> /proc/self/fd/3) 2>/dev/null; then echo "image writable"; else echo "image read-only"; fi
+if cat /etc/shadow >/dev/null 2>&1; then echo "shadow readable"; fi
+echo "links: $(awk 'NR > 2 {printf "%s", $1}' /proc/net/dev)"
+echo "unshare: $(unshare -U true 2>&1)"
+echo "--"
+exec ` + real + ` "$@"
+`
+	if err := os.WriteFile(filepath.Join(bin, "debugfs"), []byte(report), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The reader's user runs it: it must reach it.
+	for _, d := range []string{bin, filepath.Dir(bin)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+
 	ctx := context.Background()
 	dir := newStateDir(t)
 	be, err := New(ctx, Options{StateDir: dir, GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG})
@@ -70,10 +99,6 @@ func TestHardening(t *testing.T) {
 	// A setuid-root program on the tenant's disk, as if the tenant had
 	// made one: the guest mounts the disk nosuid, and no_new_privs would
 	// refuse it anyway.
-	real, err := exec.LookPath("debugfs")
-	if err != nil {
-		t.Fatal(err)
-	}
 	idBin, err := exec.LookPath("id")
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +170,10 @@ func TestHardening(t *testing.T) {
 				if int(st.Uid) != uid || info.Mode().Perm() != 0o400 {
 					t.Errorf("%s: owner %d, mode %v; want the VM user's, 0400", p, st.Uid, info.Mode())
 				}
+			case d.Name() == pileImage:
+				if st.Uid != 0 || int(st.Gid) != uid || info.Mode().Perm() != 0o640 {
+					t.Errorf("%s: %d:%d %v; want root's, its VM user's group to read", p, st.Uid, st.Gid, info.Mode())
+				}
 			case st.Uid != 0 || info.Mode().Perm()&0o077 != 0 && !d.IsDir():
 				t.Errorf("%s: owner %d, mode %v; want the agent's alone", p, st.Uid, info.Mode())
 			case d.IsDir() && info.Mode().Perm()&0o077 != 0:
@@ -208,6 +237,51 @@ func TestHardening(t *testing.T) {
 		}
 		if got := sh(`perl -e 'use Socket; socket(my $s, 40, SOCK_STREAM, 0) or print $!+0, "\n"'`); got != "97\n" {
 			t.Errorf("socket(AF_VSOCK) in the guest: %q, want EAFNOSUPPORT (97)", got)
+		}
+	})
+
+	t.Run("pile", func(t *testing.T) {
+		sh("echo appended >> /pile/self.pile")
+		data, err := be.PileFile(spec.ID, "self.pile")
+		if err != nil || string(data) != "appended\n" {
+			t.Fatalf("PileFile of a running VM: %q, %v", data, err)
+		}
+		if _, err := be.PileFile(spec.ID, "missing"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("PileFile of a missing file, running: %v, want not exist", err)
+		}
+		if err := be.Stop(ctx, spec.ID); err != nil {
+			t.Fatal(err)
+		}
+		// Stopped: debugfs, confined, reads the image the guest wrote.
+		data, err = be.PileFile(spec.ID, "self.pile")
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, content, _ := strings.Cut(string(data), "--\n")
+		t.Logf("the confined reader: %s", head)
+		if content != "appended\n" {
+			t.Errorf("PileFile of a stopped VM: %q", content)
+		}
+		for _, want := range []string{
+			fmt.Sprintf("uid=%d gid=%d groups=%d pid=1\n", uid, uid, uid),
+			"NoNewPrivs: 1\n", "Seccomp: 2\n", "image read-only\n", "links: lo:\n", "unshare: unshare: unshare failed: Operation not permitted\n",
+		} {
+			if !strings.Contains(head, want) {
+				t.Errorf("the confined reader's report lacks %q", want)
+			}
+		}
+		if strings.Contains(head, "shadow readable") {
+			t.Error("the confined reader read /etc/shadow")
+		}
+		if _, err := be.PileFile(spec.ID, "missing"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("PileFile of a missing file, stopped: %v, want not exist", err)
+		}
+		// A retained pile, its sandbox gone.
+		if err := be.Destroy(ctx, spec.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := be.PileFile(spec.ID, "self.pile"); err != nil || !strings.HasSuffix(string(data), "--\nappended\n") {
+			t.Errorf("PileFile of a retained pile: %q, %v", data, err)
 		}
 	})
 }
