@@ -195,7 +195,14 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	switch opts.Accel {
-	case AccelKVM, AccelTCG:
+	case AccelKVM:
+		if u := b.user(0, true); u != nil {
+			if err := kvmOpenTo(*u); err != nil {
+				return nil, fmt.Errorf("vm: --vm-accel=kvm: %w", err)
+			}
+		}
+		b.accelReason = "set by the agent's configuration"
+	case AccelTCG:
 		b.accelReason = "set by the agent's configuration"
 	case "":
 		probe := filepath.Join(opts.StateDir, "probe")

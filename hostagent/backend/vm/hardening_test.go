@@ -143,6 +143,14 @@ exec ` + real + ` "$@"
 				t.Errorf("QEMU's %s: %q, want %q", k, status[k], want)
 			}
 		}
+		// Namespaces of its own: no network but its loopback.
+		for _, ns := range []string{"net", "ipc", "uts", "pid"} {
+			mine, _ := os.Readlink("/proc/self/ns/" + ns)
+			its, err := os.Readlink(proc + "/ns/" + ns)
+			if err != nil || its == mine {
+				t.Errorf("QEMU's %s namespace: %q (%v), this process's %q", ns, its, err, mine)
+			}
+		}
 		cmdline, _ := os.ReadFile(proc + "/cmdline")
 		if !strings.Contains(string(cmdline), "\x00-sandbox\x00"+Sandbox+"\x00") {
 			t.Errorf("QEMU's command line has no -sandbox %s: %q", Sandbox, cmdline)

@@ -92,7 +92,9 @@ type Config struct {
 	// opens no path of the VM's: Start opens the kernel, the initrd and
 	// the images and binds the sockets, and QEMU inherits them. It reopens
 	// the kernel and the initrd through /proc/self/fd, so User must be
-	// able to read those two files (not their directories).
+	// able to read those two files (not their directories). With a User
+	// (which needs a root agent), QEMU also starts in network, IPC, UTS
+	// and PID namespaces of its own.
 	User *Credential
 	// LogBytes bounds console.log and qemu.log, each kept with one
 	// predecessor (.1); zero means DefaultLogBytes.
@@ -268,6 +270,9 @@ func Start(cfg Config) (*VM, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if u := cfg.User; u != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: append([]uint32{}, u.Groups...)}
+		// Nothing of the node's network (QEMU has descriptors, and no
+		// network device), IPC or processes is QEMU's to reach.
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWPID
 	}
 	if err := cmd.Start(); err != nil {
 		log.Close()
