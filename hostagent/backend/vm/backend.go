@@ -194,6 +194,18 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if err := b.checkQEMU(ctx); err != nil {
 		return nil, err
 	}
+	if u := b.user(0, false); u != nil {
+		// QEMU reads the kernel through its descriptor, as its own user.
+		f, err := os.Open(opts.Kernel)
+		if err != nil {
+			return nil, fmt.Errorf("vm: %w", err)
+		}
+		err = readableBy(f, *u)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
 	switch opts.Accel {
 	case AccelKVM:
 		if u := b.user(0, true); u != nil {

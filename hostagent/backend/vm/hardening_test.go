@@ -375,3 +375,25 @@ func TestConsoleLogIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestNewRefusesAKernelQEMUCannotRead: QEMU reads the kernel as its own
+// user, so a kernel only root may read is refused when the agent starts,
+// saying why, rather than at a tenant's boot.
+func TestNewRefusesAKernelQEMUCannotRead(t *testing.T) {
+	kernel, modules, root := vmImage(t)
+	if os.Geteuid() != 0 {
+		t.Skip("QEMU runs as a user of its own only when the agent is root")
+	}
+	data, err := os.ReadFile(kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(t.TempDir(), "vmlinuz")
+	if err := os.WriteFile(private, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(context.Background(), Options{StateDir: newStateDir(t), GuestBinary: guestBinary(t), Kernel: private, Modules: modules, Root: root, Accel: AccelTCG})
+	if err == nil || !strings.Contains(err.Error(), "is not readable by uid") {
+		t.Fatalf("New with a kernel of mode 0600: %v, want a refusal that says why", err)
+	}
+}
