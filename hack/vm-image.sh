@@ -16,9 +16,11 @@
 #
 # The kernel is fetched with `apt-get download` and unpacked with dpkg-deb
 # (nothing is installed on the host). The root is mmdebstrap's minbase plus
-# the sandbox user and the guest's mount points, as a tar turned into an
-# ext4 image by mkfs.ext4 -d (under fakeroot when not root, so ownership
-# survives). Both are kept in the user's cache directory under a lock; a
+# the sandbox user and the guest's mount points, with no setuid or setgid
+# file (su, mount, passwd...: nothing in a guest raises a tenant; the guest
+# also mounts the root nosuid and runs everything with no_new_privs), as a
+# tar turned into an ext4 image by mkfs.ext4 -d (under fakeroot when not
+# root, so ownership survives). Both are kept in the user's cache directory under a lock; a
 # second build waits for the first and reuses it. VM_IMAGE_REFRESH=1 remakes
 # them (for the mirror's security updates).
 #
@@ -35,7 +37,7 @@ cd "$root"
 # Bump when the way the root or the module set is made changes.
 VM_REVISION=1
 # ROOT_REVISION changes with what the root image holds (not the kernel).
-ROOT_REVISION=2
+ROOT_REVISION=3
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 DEBIAN_SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
@@ -127,6 +129,7 @@ if [ ! -s "$rootimg" ]; then
 		--customize-hook='rm -f "$1"/etc/machine-id; touch "$1"/etc/machine-id' \
 		--customize-hook='chroot "$1" groupadd -g 1000 sandbox' \
 		--customize-hook='chroot "$1" useradd -u 1000 -g 1000 -d /home/sandbox -s /bin/sh sandbox' \
+		--customize-hook='find "$1" -xdev -type f -perm /6000 -exec chmod ug-s {} +' \
 		--customize-hook='mkdir -p "$1"/.playground "$1"/workspace "$1"/pile "$1"/home/sandbox "$1"/opt/faculties' \
 		--customize-hook='for f in passwd group hosts hostname resolv.conf nsswitch.conf profile; do rm -f "$1/etc/$f"; ln -s /.playground/etc/$f "$1/etc/$f"; done' \
 		"$DEBIAN_SUITE" "$tmp/root.tar" \
@@ -139,7 +142,7 @@ if [ ! -s "$rootimg" ]; then
 	# No journal (nothing writes to it); fixed UUID so the same tree
 	# gives the same superblock identity.
 	mkimg="mkdir '$tmp/root' && tar -C '$tmp/root' --numeric-owner -xpf '$tmp/root.tar' &&
-		mkfs.ext4 -q -F -L playground-root -U 6f1a1c55-0000-4000-8000-000000000001 -O ^has_journal -m 0 -E root_owner=0:0 -d '$tmp/root' '$tmp/root.ext4' ${mb}M"
+		mkfs.ext4 -q -F -L playground-root -U 6f1a1c55-0000-4000-8000-000000000001 -O ^has_journal -m 0 -E root_owner=0:0 -d '$tmp/root' '$tmp/root.ext4' ${mb}M >&2"
 	if [ "$(id -u)" -eq 0 ]; then sh -c "$mkimg"; else fakeroot -- sh -c "$mkimg"; fi
 	mv "$tmp/root.ext4" "$rootimg"
 fi

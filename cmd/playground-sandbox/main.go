@@ -42,6 +42,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: playground-sandbox init [-spares N] | shepherd")
+	fmt.Fprintln(os.Stderr, "usage: playground-sandbox init [-spares N] | shepherd | confine [-as BYTES] [-cpu SECONDS] [-fds N] /PROGRAM [ARGS...]")
 	os.Exit(2)
 }

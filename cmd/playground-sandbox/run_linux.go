@@ -38,6 +38,8 @@ func run(mode string, args []string) int {
 		return 0
 	case "shepherd":
 		return guest.RunShepherd()
+	case guest.ConfineMode:
+		return guest.RunConfine(args)
 	case "vminit":
 		if err := guest.RunVMInit(); err != nil {
 			fmt.Fprintf(os.Stderr, "playground-sandbox vminit: %v\n", err)

@@ -36,6 +36,7 @@ import (
 // defaults to the environment variable `eval "$(hack/vm-image.sh)"` sets).
 type vmFlags struct {
 	kernel, modules, root, accel, qemu string
+	uidBase                            uint
 }
 
 func addVMFlags(fs *flag.FlagSet) *vmFlags {
@@ -45,6 +46,7 @@ func addVMFlags(fs *flag.FlagSet) *vmFlags {
 	fs.StringVar(&f.root, "vm-root", os.Getenv("PLAYGROUND_VM_ROOT"), "the read-only root image of the guests, from hack/vm-image.sh ($PLAYGROUND_VM_ROOT)")
 	fs.StringVar(&f.accel, "vm-accel", "auto", "how VMs run: kvm, tcg (emulation, for development: about ten times slower) or auto (kvm when a probe VM boots under it, else tcg)")
 	fs.StringVar(&f.qemu, "qemu", "", "qemu-system-x86_64 (default: from PATH)")
+	fs.UintVar(&f.uidBase, "vm-uid-base", vm.DefaultUIDBase, "when the agent is root, each vm sandbox's QEMU runs as host UID and GID vm-uid-base + its slot (1 to 65535): a range no one else uses; nothing is created on the node")
 	return f
 }
 
@@ -72,10 +74,13 @@ func (f *vmFlags) backend(ctx context.Context, stateDir, guestBinary string, res
 			return nil, fmt.Errorf("the vm backend: %w", err)
 		}
 	}
+	if f.uidBase == 0 || f.uidBase > 1<<32-1 {
+		return nil, fmt.Errorf("--vm-uid-base: %d is not a UID above 0", f.uidBase)
+	}
 	be, err := vm.New(ctx, vm.Options{
 		StateDir: filepath.Join(stateDir, "vm"), GuestBinary: guestBinary, QEMU: f.qemu,
 		Kernel: f.kernel, Modules: f.modules, Root: f.root, Accel: accel,
-		StorageReserve: reserve,
+		StorageReserve: reserve, UIDBase: uint32(f.uidBase),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the vm backend: %w", err)
@@ -85,6 +90,9 @@ func (f *vmFlags) backend(ctx context.Context, stateDir, guestBinary string, res
 		log.Info("vm sandboxes run under TCG emulation: for development only, about ten times slower than KVM", "reason", why)
 	} else {
 		log.Info("vm sandboxes run under KVM", "reason", why)
+	}
+	if note, caveat := be.Describe(); caveat {
+		log.Info("The vm backend has caveats on this node", "note", note)
 	}
 	return be, nil
 }

@@ -26,6 +26,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -155,6 +156,15 @@ func RunVMInit() error {
 	}
 	if err := unix.Chdir("/"); err != nil {
 		return err
+	}
+	// Everything from here on (init, its shepherds, every tenant process)
+	// runs with no_new_privs and the seccomp filter a container's runtime
+	// would apply: no mount, module, kexec or reboot can touch the
+	// supervision, whoever gains the guest's root. On the thread that
+	// execs, which keeps them across execve.
+	runtime.LockOSThread()
+	if err := ConfineSelf(); err != nil {
+		return fmt.Errorf("confining the guest: %w", err)
 	}
 	lg.Printf("root mounted, starting init")
 	return unix.Exec(Binary, []string{"playground-sandbox", "init", "-vm-port", VMPortName}, OwnEnv())

@@ -24,7 +24,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultProbeTimeout bounds ProbeAccel's boot under KVM: a Debian kernel
@@ -42,6 +45,11 @@ func ProbeAccel(ctx context.Context, cfg Config, timeout time.Duration) (accel, 
 		return AccelTCG, fmt.Sprintf("KVM is unavailable: %v", err)
 	}
 	f.Close()
+	if u := cfg.User; u != nil {
+		if err := kvmOpenTo(*u); err != nil {
+			return AccelTCG, err.Error()
+		}
+	}
 	cfg.Accel, cfg.Disks = AccelKVM, nil
 	start := time.Now()
 	v, err := Start(cfg)
@@ -56,7 +64,7 @@ func ProbeAccel(ctx context.Context, cfg Config, timeout time.Duration) (accel, 
 		case <-v.Done():
 			// With -cpu host, QEMU on the reference machine aborts
 			// ("failed to set MSR 0x10a"); with qemu64 the guest hangs.
-			return AccelTCG, fmt.Sprintf("/dev/kvm opens, but QEMU ended under KVM: %v: %s", v.err, lastLine(filepath.Join(cfg.Dir, "qemu.log")))
+			return AccelTCG, fmt.Sprintf("/dev/kvm opens, but QEMU ended under KVM: %v: %s", v.err, lastLine(filepath.Join(cfg.Dir, qemuLog)))
 		default:
 		}
 		return AccelTCG, fmt.Sprintf("/dev/kvm opens, but a guest under KVM did not answer within %v (nested KVM?): %v", timeout, err)
@@ -67,11 +75,44 @@ func ProbeAccel(ctx context.Context, cfg Config, timeout time.Duration) (accel, 
 	return AccelKVM, fmt.Sprintf("a guest under KVM ran a command %v after starting", time.Since(start).Round(time.Millisecond))
 }
 
-// lastLine is the last non-empty line of a small log file.
+// kvmDevice is KVM's device, which QEMU opens by its path.
+const kvmDevice = "/dev/kvm"
+
+// kvmGroups are the groups that give QEMU /dev/kvm: its group, when the
+// device is the group's to read and write (Debian's kvm, 0660); none when
+// it is root's alone.
+func kvmGroups() []uint32 {
+	var st unix.Stat_t
+	if err := unix.Stat(kvmDevice, &st); err != nil || st.Gid == 0 || st.Mode&0o060 != 0o060 {
+		return nil
+	}
+	return []uint32{st.Gid}
+}
+
+// kvmOpenTo says why u cannot open /dev/kvm, if it cannot.
+func kvmOpenTo(u Credential) error {
+	var st unix.Stat_t
+	if err := unix.Stat(kvmDevice, &st); err != nil {
+		return fmt.Errorf("KVM is unavailable: %v", err)
+	}
+	if st.Mode&0o006 == 0o006 || (st.Uid == u.UID && st.Mode&0o600 == 0o600) ||
+		((st.Gid == u.GID || slices.Contains(u.Groups, st.Gid)) && st.Mode&0o060 == 0o060) {
+		return nil
+	}
+	return fmt.Errorf("KVM is unavailable to QEMU's unprivileged user (uid %d): %s is %d:%d, mode %#o; give it a group that may read and write it (Debian's kvm, mode 0660)", u.UID, kvmDevice, st.Uid, st.Gid, st.Mode&0o777)
+}
+
+// lastLine is the last non-empty line of a small log file, or of its
+// predecessor when a rotation has just emptied it.
 func lastLine(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		if prev, err := os.ReadFile(path + ".1"); err == nil {
+			b = prev
+		}
 	}
 	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
 	return string(lines[len(lines)-1])

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"os"
@@ -34,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -82,7 +84,24 @@ type Options struct {
 	// directory's file system keeps: below it no new sandbox's disks are
 	// made (backend.ErrInsufficientStorage). Zero: no reserve.
 	StorageReserve int64
+	// UIDBase is the first of the host UIDs (and GIDs) QEMU runs as when
+	// the agent is root: each sandbox's QEMU as UIDBase + its slot (1 to
+	// 65535, kept in its record; slot 0 runs the start-up checks), so that
+	// no two VMs, nor a VM and the agent, are one user. Nothing is created
+	// on the node: the IDs need no names. Default DefaultUIDBase, below
+	// the oci backend's ID maps (1<<28 on).
+	UIDBase uint32
+	// LogBytes bounds each VM's console.log and qemu.log, each kept with
+	// one predecessor; default DefaultLogBytes.
+	LogBytes int64
 }
+
+// DefaultUIDBase is Options.UIDBase's default: clear of /etc/subuid's
+// usual ranges (100000 on) and of the oci backend's (1<<28 on).
+const DefaultUIDBase = 1 << 27
+
+// uidSlots is how many VM users there are above UIDBase, slot 0 included.
+const uidSlots = 1 << 16
 
 // Backend runs each sandbox in a QEMU virtual machine of its own: its own
 // kernel, no network device, its disks images under the state directory.
@@ -91,11 +110,18 @@ type Backend struct {
 	initrd      []byte // the shared initramfs: the guest binary and the modules
 	accel       string
 	accelReason string
+	// dropped: the agent is root, and QEMU runs as a user of its own per
+	// sandbox; otherwise as the agent's own user.
+	dropped bool
+	debugfs string // debugfs's absolute path
 
 	mu     sync.Mutex
 	locks  map[string]*sync.Mutex
 	vms    map[string]*VM
 	starts map[string]uint64
+	// slots maps the VM users' slots in use to their sandboxes; read from
+	// the records on first use.
+	slots map[int]string
 	// closed: Close let go of the VMs for the next agent, and no call
 	// connects to them again.
 	closed bool
@@ -115,10 +141,21 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		}
 		opts.QEMU = p
 	}
-	for _, tool := range []string{"mkfs.ext4", "debugfs"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("vm: %s is not installed (apt-get install e2fsprogs): %w", tool, err)
-		}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		return nil, fmt.Errorf("vm: mkfs.ext4 is not installed (apt-get install e2fsprogs): %w", err)
+	}
+	debugfs, err := exec.LookPath("debugfs")
+	if err == nil {
+		debugfs, err = filepath.Abs(debugfs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vm: debugfs is not installed (apt-get install e2fsprogs): %w", err)
+	}
+	if opts.UIDBase == 0 {
+		opts.UIDBase = DefaultUIDBase
+	}
+	if uint64(opts.UIDBase)+uidSlots > 1<<32-2 {
+		return nil, fmt.Errorf("vm: the VM users from %d on exceed the 32-bit ID space", opts.UIDBase)
 	}
 	for _, f := range []string{opts.GuestBinary, opts.Kernel, opts.Root} {
 		if _, err := os.Stat(f); err != nil {
@@ -139,7 +176,6 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if opts.BootTimeout <= 0 {
 		opts.BootTimeout = DefaultBootTimeout
 	}
-	var err error
 	if opts.StateDir, err = filepath.Abs(opts.StateDir); err != nil {
 		return nil, err
 	}
@@ -151,40 +187,126 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("vm: the initramfs: %w", err)
 	}
 	b := &Backend{
-		opts: opts, initrd: initrd.Bytes(), accel: opts.Accel,
-		locks: map[string]*sync.Mutex{}, vms: map[string]*VM{}, starts: map[string]uint64{},
+		opts: opts, initrd: initrd.Bytes(), accel: opts.Accel, debugfs: debugfs,
+		dropped: os.Geteuid() == 0,
+		locks:   map[string]*sync.Mutex{}, vms: map[string]*VM{}, starts: map[string]uint64{},
+	}
+	if err := b.checkQEMU(ctx); err != nil {
+		return nil, err
+	}
+	if u := b.user(0, false); u != nil {
+		// QEMU reads the kernel through its descriptor, as its own user.
+		f, err := os.Open(opts.Kernel)
+		if err != nil {
+			return nil, fmt.Errorf("vm: %w", err)
+		}
+		err = readableBy(f, *u)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
 	}
 	switch opts.Accel {
-	case AccelKVM, AccelTCG:
+	case AccelKVM:
+		if u := b.user(0, true); u != nil {
+			if err := kvmOpenTo(*u); err != nil {
+				return nil, fmt.Errorf("vm: --vm-accel=kvm: %w", err)
+			}
+		}
+		b.accelReason = "set by the agent's configuration"
+	case AccelTCG:
 		b.accelReason = "set by the agent's configuration"
 	case "":
 		probe := filepath.Join(opts.StateDir, "probe")
-		if err := os.WriteFile(filepath.Join(opts.StateDir, "probe-initrd.cpio"), b.initrd, 0o600); err != nil {
+		initrd := filepath.Join(opts.StateDir, "probe-initrd.cpio")
+		if err := b.writeOwn(initrd, b.initrd, b.user(0, false)); err != nil {
 			return nil, err
 		}
 		b.accel, b.accelReason = ProbeAccel(ctx, Config{
-			QEMU: opts.QEMU, Kernel: opts.Kernel, Initrd: filepath.Join(opts.StateDir, "probe-initrd.cpio"),
+			QEMU: opts.QEMU, Kernel: opts.Kernel, Initrd: initrd,
 			Root: opts.Root, Dir: probe, VCPUs: 1, MemoryMiB: 256,
+			User: b.user(0, true), LogBytes: opts.LogBytes,
 		}, DefaultProbeTimeout)
 		_ = os.RemoveAll(probe)
-		_ = os.Remove(filepath.Join(opts.StateDir, "probe-initrd.cpio"))
+		_ = os.Remove(initrd)
 	default:
 		return nil, fmt.Errorf("vm: accelerator %q: want %s, %s or empty (probe)", opts.Accel, AccelKVM, AccelTCG)
 	}
 	return b, nil
 }
 
+// user is who the QEMU of slot runs as: nil (the agent's own user) when
+// the agent is not root. With kvm, /dev/kvm's group too.
+func (b *Backend) user(slot int, kvm bool) *Credential {
+	if !b.dropped {
+		return nil
+	}
+	id := b.opts.UIDBase + uint32(slot)
+	u := &Credential{UID: id, GID: id}
+	if kvm {
+		u.Groups = kvmGroups()
+	}
+	return u
+}
+
+// checkQEMU starts QEMU without a machine, as a VM's user under its
+// seccomp sandbox, and has it quit: a QEMU built without seccomp, or a
+// user the node cannot switch to (an agent in a user namespace that does
+// not map UIDBase), is refused here rather than at a tenant's boot.
+func (b *Backend) checkQEMU(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.opts.QEMU, "-sandbox", Sandbox, "-machine", "none", "-nodefaults",
+		"-no-user-config", "-display", "none", "-monitor", "stdio")
+	cmd.Stdin = strings.NewReader("quit\n")
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if u := b.user(0, false); u != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}}
+	}
+	if err := cmd.Run(); err != nil {
+		who := fmt.Sprintf("as uid %d", os.Geteuid())
+		if u := b.user(0, false); u != nil {
+			who = fmt.Sprintf("as uid %d (Options.UIDBase, --vm-uid-base)", u.UID)
+		}
+		return fmt.Errorf("vm: %s cannot run %s under its seccomp sandbox (-sandbox %s): %v: %s", b.opts.QEMU, who, Sandbox, err, bytes.TrimSpace(out.Bytes()))
+	}
+	return nil
+}
+
+// writeOwn writes a file QEMU reads as u (through /proc/self/fd): the
+// agent's, or u's to read alone.
+func (b *Backend) writeOwn(path string, data []byte, u *Credential) error {
+	if err := writeFileAtomic(path, data, 0o400); err != nil {
+		return err
+	}
+	if u != nil {
+		return os.Chown(path, int(u.UID), int(u.GID))
+	}
+	return nil
+}
+
 // Accel is the accelerator this backend's VMs run with, and why: TCG
 // emulates every instruction, for development only.
 func (b *Backend) Accel() (accel, reason string) { return b.accel, b.accelReason }
 
-// Describe implements backend.Describer: the accelerator, and why; TCG
-// is a caveat.
+// Describe implements backend.Describer: the accelerator, and why, and
+// who QEMU runs as; TCG, and a QEMU that runs as the agent's own user,
+// are caveats.
 func (b *Backend) Describe() (string, bool) {
+	note, caveat := "vm sandboxes run under KVM: "+b.accelReason, false
 	if b.accel == AccelTCG {
-		return "vm sandboxes run under TCG emulation, for development only (about ten times slower than KVM): " + b.accelReason, true
+		note, caveat = "vm sandboxes run under TCG emulation, for development only (about ten times slower than KVM): "+b.accelReason, true
 	}
-	return "vm sandboxes run under KVM: " + b.accelReason, false
+	if b.dropped {
+		note += fmt.Sprintf("; QEMU runs under its seccomp sandbox, as a user of its own per sandbox (uid %d + slot), without capabilities", b.opts.UIDBase)
+	} else {
+		note += fmt.Sprintf("; QEMU runs under its seccomp sandbox, but as the agent's own user (uid %d): the agent is not root, so the sandboxes' QEMUs are not kept apart from each other and from the agent by user", os.Geteuid())
+		caveat = true
+	}
+	return note, caveat
 }
 
 // Name implements backend.Backend.
@@ -195,36 +317,6 @@ func (b *Backend) Name() string { return "vm" }
 // append-only flag, which only the guest's root could clear.
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
-}
-
-// PileDir implements backend.Backend: the directory of the pile's image,
-// pile.img, an ext4 filesystem the guest mounts at /pile (synchronously:
-// an append is on the image when it returns). PileFile reads a file of it.
-func (b *Backend) PileDir(id string) string {
-	return filepath.Join(b.sandboxDir(id), "pile")
-}
-
-// PileFile reads a file of the pile of sandbox id from the host, running
-// or not (debugfs reads the image without mounting it).
-func (b *Backend) PileFile(id, name string) ([]byte, error) {
-	if err := validateID(id); err != nil {
-		return nil, err
-	}
-	if name != filepath.Base(name) || strings.ContainsAny(name, "\"\n ") {
-		return nil, fmt.Errorf("vm: pile file name %q", name)
-	}
-	img := filepath.Join(b.PileDir(id), pileImage)
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("debugfs", "-R", "cat \"/"+name+"\"", img)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("vm: reading %s from %s: %v: %s", name, img, err, stderr.Bytes())
-	}
-	// debugfs reports a missing file on stderr and exits 0.
-	if bytes.Contains(stderr.Bytes(), []byte("File not found")) {
-		return nil, fmt.Errorf("vm: %s is not in the pile of %s: %w", name, id, os.ErrNotExist)
-	}
-	return stdout.Bytes(), nil
 }
 
 // Files of a sandbox in its directory (besides the VM's, in qemu.go).
@@ -240,6 +332,9 @@ type record struct {
 	Spec backend.Spec
 	// Storage is fixed when the disks are made; later specs cannot change it.
 	Storage backend.Storage
+	// Slot is the sandbox's VM user's (Options.UIDBase + Slot), fixed at
+	// its first provision.
+	Slot int `json:",omitempty"`
 }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
@@ -367,11 +462,18 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	dir := b.sandboxDir(spec.ID)
 	rec := record{Spec: spec, Storage: resolve(spec.Storage)}
-	if old, err := b.load(spec.ID); err == nil && fileExists(filepath.Join(dir, diskImage)) {
+	old, err := b.load(spec.ID)
+	if err == nil && fileExists(filepath.Join(dir, diskImage)) {
 		rec.Storage = old.Storage
 	} else if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve); err != nil {
 		// A new sandbox's images are sparse, but they fill as it writes.
 		return fmt.Errorf("vm: %w", err)
+	}
+	if old != nil {
+		rec.Slot = old.Slot
+	}
+	if rec.Slot, err = b.claimSlot(spec.ID, rec.Slot); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "pile"), 0o700); err != nil {
 		return err
@@ -383,6 +485,17 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	pile := filepath.Join(dir, "pile", pileImage)
 	if err := makeImage(ctx, pile, rec.Storage.PileBytes, rec.Storage.PileInodes, "playground-pile", false, b.opts.PileFiles); err != nil {
 		return err
+	}
+	// The pile's image is the agent's; its VM user's group reads it, for
+	// the confined reader (PileFile). A retained pile adopted under
+	// another slot changes group with it.
+	if u := b.user(rec.Slot, false); u != nil {
+		if err := os.Chown(pile, 0, int(u.GID)); err != nil {
+			return err
+		}
+		if err := os.Chmod(pile, 0o640); err != nil {
+			return err
+		}
 	}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -424,6 +537,10 @@ func makeImage(ctx context.Context, path string, size, inodes int64, label strin
 		_ = os.Remove(tmp)
 		return fmt.Errorf("vm: making %s: mkfs.ext4: %v: %s", path, err, bytes.TrimSpace(out))
 	}
+	// The agent's alone: QEMU gets it as a descriptor.
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return err
+	}
 	return os.Rename(tmp, path)
 }
 
@@ -442,6 +559,52 @@ func (b *Backend) config(rec *record) Config {
 		QEMU: b.opts.QEMU, Kernel: b.opts.Kernel, Initrd: filepath.Join(dir, initrdFile), Root: b.opts.Root,
 		Disks: []string{filepath.Join(dir, diskImage), filepath.Join(dir, "pile", pileImage)},
 		Dir:   dir, Accel: b.accel, VCPUs: vcpus, MemoryMiB: int(mem >> 20),
+		User: b.user(rec.Slot, b.accel == AccelKVM), LogBytes: b.opts.LogBytes,
+	}
+}
+
+// claimSlot returns the VM user's slot of sandbox id: want when it is
+// set and no other sandbox holds it, else a free one, picked starting
+// from a hash of id. The records hold them (read once).
+func (b *Backend) claimSlot(id string, want int) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.slots == nil {
+		b.slots = map[int]string{}
+		ents, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range ents {
+			if r, err := b.load(e.Name()); err == nil && r.Slot > 0 {
+				b.slots[r.Slot] = e.Name()
+			}
+		}
+	}
+	if want > 0 && want < uidSlots && (b.slots[want] == "" || b.slots[want] == id) {
+		b.slots[want] = id
+		return want, nil
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	start := int(h.Sum32() % (uidSlots - 1))
+	for i := range uidSlots - 1 {
+		if s := 1 + (start+i)%(uidSlots-1); b.slots[s] == "" {
+			b.slots[s] = id
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("vm: all %d VM users are in use", uidSlots-1)
+}
+
+// releaseSlot frees id's slot once its record is gone.
+func (b *Backend) releaseSlot(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s, holder := range b.slots {
+		if holder == id {
+			delete(b.slots, s)
+		}
 	}
 }
 
@@ -558,7 +721,7 @@ func (b *Backend) boot(ctx context.Context, rec *record) (*VM, error) {
 		return nil, err
 	}
 	// What a previous VM left: its sockets and pid file.
-	for _, f := range []string{portSocket, qmpSocket, pidFile} {
+	for _, f := range []string{portSocket, consoleSocket, qmpSocket, pidFile} {
 		_ = os.Remove(filepath.Join(cfg.Dir, f))
 	}
 	v, err := Start(cfg)
@@ -602,7 +765,7 @@ func (b *Backend) writeInitrd(rec *record, path string) error {
 	if cw.err != nil {
 		return cw.err
 	}
-	return writeFileAtomic(path, buf.Bytes(), 0o600)
+	return b.writeOwn(path, buf.Bytes(), b.user(rec.Slot, false))
 }
 
 // Starts implements backend.StartCounter.
@@ -748,6 +911,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 			return err
 		}
 	}
+	b.releaseSlot(id)
 	if keepPile {
 		return nil
 	}

@@ -52,9 +52,8 @@ func TestConformanceVM(t *testing.T) {
 		},
 		Leftovers: leftovers,
 		Known: map[string]string{
-			"limits":                "a VM is bounded by its vCPUs and memory as a whole: the guest kernel does not limit the tenant's processes within them (docs/isolation.md, vm)",
-			"faculties":             "the vm backend does not install faculty builds yet and refuses a spec that has them",
-			"isolation/foreign_ABI": "the guest's kernel is the sandbox's own: a system call of any ABI reaches only it, so the guest installs no seccomp filter (docs/isolation.md, vm)",
+			"limits":    "a VM is bounded by its vCPUs and memory as a whole: the guest kernel does not limit the tenant's processes within them (docs/isolation.md, vm)",
+			"faculties": "the vm backend does not install faculty builds yet and refuses a spec that has them",
 		},
 	})
 }

@@ -24,10 +24,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,11 +50,25 @@ const (
 
 // Files of a VM in its directory.
 const (
-	portSocket = "agent.sock"  // the virtio-serial port's host end
-	qmpSocket  = "qmp.sock"    // QEMU's control socket
-	consoleLog = "console.log" // the guest kernel's and init's console
-	pidFile    = "qemu.pid"
+	portSocket    = "agent.sock"   // the virtio-serial port's host end
+	consoleSocket = "console.sock" // the serial console's host end
+	qmpSocket     = "qmp.sock"     // QEMU's control socket
+	consoleLog    = "console.log"  // the guest kernel's and init's console, bounded
+	qemuLog       = "qemu.log"     // QEMU's own messages, bounded
+	pidFile       = "qemu.pid"
 )
+
+// Credential is who QEMU runs as.
+type Credential struct {
+	UID, GID uint32
+	// Groups are supplementary: /dev/kvm's group when the VM uses KVM.
+	Groups []uint32
+}
+
+// Sandbox is QEMU's seccomp sandbox, on for every VM: no obsolete system
+// calls, no set*uid/set*gid (QEMU starts with its credentials already
+// dropped), no fork or exec, no affinity or scheduler changes.
+const Sandbox = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
 
 // Config describes one VM.
 type Config struct {
@@ -66,52 +82,93 @@ type Config struct {
 	// after the root (guest.VMDiskDevice: workspace, home and tmp; then
 	// guest.VMPileDevice: the pile); optional.
 	Disks []string
-	// Dir holds the VM's sockets, console log and pid file.
+	// Dir holds the VM's sockets, logs and pid file.
 	Dir string
 	// Accel is AccelKVM or AccelTCG.
 	Accel string
 	// VCPUs and MemoryMiB size the VM.
 	VCPUs, MemoryMiB int
+	// User is who QEMU runs as; nil is this process's own user. QEMU
+	// opens no path of the VM's: Start opens the kernel, the initrd and
+	// the images and binds the sockets, and QEMU inherits them. It reopens
+	// the kernel and the initrd through /proc/self/fd, so User must be
+	// able to read those two files (not their directories). With a User
+	// (which needs a root agent), QEMU also starts in network, IPC, UTS
+	// and PID namespaces of its own.
+	User *Credential
+	// LogBytes bounds console.log and qemu.log, each kept with one
+	// predecessor (.1); zero means DefaultLogBytes.
+	LogBytes int64
+	// KernelArgs are added to the guest kernel's command line.
+	KernelArgs []string
 }
+
+// Descriptors QEMU inherits (ExtraFiles from 3 on): the kernel, the
+// initrd, the root image, each disk twice (read-write, then read-only:
+// QEMU takes from a disk's fd set the descriptor whose access mode is the
+// one it would open with, and it opens a writable disk read-only too);
+// then the listening sockets of the port, the console and QMP.
+const (
+	fdKernel = 3 + iota
+	fdInitrd
+	fdRoot
+	fdDisks
+)
+
+func (c Config) fdPort() int    { return fdDisks + 2*len(c.Disks) }
+func (c Config) fdConsole() int { return c.fdPort() + 1 }
+func (c Config) fdQMP() int     { return c.fdPort() + 2 }
 
 // Args is QEMU's command line for c. No network device, no default
 // devices, no display; a panic or exit of the guest's init ends QEMU.
+// Every file and socket is a descriptor Start passes.
 func (c Config) Args() []string {
 	cpu := "max"
 	if c.Accel == AccelKVM {
 		cpu = "host"
 	}
+	fd := func(n int) string { return "/proc/self/fd/" + strconv.Itoa(n) }
+	// panic=-1 turns a dead init into a reboot, which -no-reboot turns
+	// into QEMU's exit.
+	cmdline := strings.Join(append([]string{"console=ttyS0 panic=-1 quiet"}, c.KernelArgs...), " ")
 	args := []string{
-		"-name", "playground",
+		// The name marks the process as this VM's (isQEMUOf).
+		"-name", vmName(c.Dir),
+		"-sandbox", Sandbox,
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-machine", "q35,accel=" + c.Accel,
 		"-cpu", cpu,
 		"-smp", strconv.Itoa(c.VCPUs),
 		"-m", strconv.Itoa(c.MemoryMiB),
-		"-kernel", c.Kernel,
-		"-initrd", c.Initrd,
-		// panic=-1 turns a dead init into a reboot, which -no-reboot
-		// turns into QEMU's exit.
-		"-append", "console=ttyS0 panic=-1 quiet",
-		"-serial", "file:" + filepath.Join(c.Dir, consoleLog),
-		"-drive", "file=" + c.Root + ",if=none,id=root,format=raw,readonly=on",
+		"-kernel", fd(fdKernel),
+		"-initrd", fd(fdInitrd),
+		"-append", cmdline,
+		"-chardev", "socket,id=console,fd=" + strconv.Itoa(c.fdConsole()) + ",server=on,wait=off",
+		"-serial", "chardev:console",
+		"-add-fd", "fd=" + strconv.Itoa(fdRoot) + ",set=0",
+		"-drive", "file=/dev/fdset/0,if=none,id=root,format=raw,readonly=on",
 		"-device", "virtio-blk-pci,drive=root",
 	}
-	for i, d := range c.Disks {
-		id := "disk" + strconv.Itoa(i)
+	for i := range c.Disks {
+		id, set := "disk"+strconv.Itoa(i), strconv.Itoa(i+1)
 		args = append(args,
-			"-drive", "file="+d+",if=none,id="+id+",format=raw,cache=none,aio=threads",
+			"-add-fd", "fd="+strconv.Itoa(fdDisks+2*i)+",set="+set,
+			"-add-fd", "fd="+strconv.Itoa(fdDisks+2*i+1)+",set="+set,
+			"-drive", "file=/dev/fdset/"+set+",if=none,id="+id+",format=raw,cache=none,aio=threads",
 			"-device", "virtio-blk-pci,drive="+id)
 	}
 	args = append(args,
 		"-device", "virtio-serial-pci,id=vser",
-		"-chardev", "socket,id=agent,path="+filepath.Join(c.Dir, portSocket)+",server=on,wait=off",
+		"-chardev", "socket,id=agent,fd="+strconv.Itoa(c.fdPort())+",server=on,wait=off",
 		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+guest.VMPortName,
-		"-qmp", "unix:"+filepath.Join(c.Dir, qmpSocket)+",server=on,wait=off",
-		"-pidfile", filepath.Join(c.Dir, pidFile),
+		"-chardev", "socket,id=qmp,fd="+strconv.Itoa(c.fdQMP())+",server=on,wait=off",
+		"-mon", "chardev=qmp,mode=control",
 	)
 	return args
 }
+
+// vmName is QEMU's -name of the VM in dir.
+func vmName(dir string) string { return "playground:" + dir }
 
 // VM is a running QEMU, started by this process or found running.
 type VM struct {
@@ -123,6 +180,10 @@ type VM struct {
 
 	mu      sync.Mutex
 	session *mux.Session
+	// console is this process's connection to the serial console, and
+	// consoleDone is closed once its reader has written all it read.
+	console     net.Conn
+	consoleDone chan struct{}
 	// connecting serialises reconnections: the port takes one client at a
 	// time, so a second Connect would wait for the first's connection to
 	// end.
@@ -141,8 +202,9 @@ func (v *VM) EnsureConnected(ctx context.Context) error {
 }
 
 // Start runs QEMU for cfg, in a session of its own (a signal to the
-// agent's process group does not reach it), so that it outlives the agent.
-// The guest is booting when it returns; Connect waits for its init.
+// agent's process group does not reach it), so that it outlives the agent,
+// as cfg.User, under its seccomp sandbox, with a minimal environment. The
+// guest is booting when it returns; Connect waits for its init.
 func Start(cfg Config) (*VM, error) {
 	bin := cfg.QEMU
 	if bin == "" {
@@ -151,34 +213,134 @@ func Start(cfg Config) (*VM, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	if p := filepath.Join(cfg.Dir, portSocket); len(p) > maxSocketPath {
-		return nil, fmt.Errorf("vm: the socket path %s is longer than the %d bytes a unix socket's name may have: use a shorter state directory", p, maxSocketPath)
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	open := func(path string, flag int, reopened bool) error {
+		f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("vm: %w", err)
+		}
+		files = append(files, f)
+		if reopened && cfg.User != nil {
+			return readableBy(f, *cfg.User)
+		}
+		return nil
 	}
-	cmd := exec.Command(bin, cfg.Args()...)
-	out, err := os.Create(filepath.Join(cfg.Dir, "qemu.log"))
+	if err := open(cfg.Kernel, os.O_RDONLY, true); err != nil {
+		return nil, err
+	}
+	if err := open(cfg.Initrd, os.O_RDONLY, true); err != nil {
+		return nil, err
+	}
+	if err := open(cfg.Root, os.O_RDONLY, false); err != nil {
+		return nil, err
+	}
+	for _, d := range cfg.Disks {
+		if err := open(d, os.O_RDWR, false); err != nil {
+			return nil, err
+		}
+		if err := open(d, os.O_RDONLY, false); err != nil {
+			return nil, err
+		}
+	}
+	// The sockets are bound here, by the agent, in a directory only it
+	// enters: QEMU listens on them without a path of its own, and only
+	// this agent's user connects.
+	for _, name := range []string{portSocket, consoleSocket, qmpSocket} {
+		f, err := listenUnix(filepath.Join(cfg.Dir, name))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	log, err := openBoundedLog(filepath.Join(cfg.Dir, qemuLog), cfg.LogBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer out.Close()
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd := exec.Command(bin, cfg.Args()...)
+	cmd.ExtraFiles = files
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+	// A pipe, which exec copies into the bounded log until QEMU ends.
+	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if u := cfg.User; u != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: append([]uint32{}, u.Groups...)}
+		// Nothing of the node's network (QEMU has descriptors, and no
+		// network device), IPC or processes is QEMU's to reach.
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWPID
+	}
 	if err := cmd.Start(); err != nil {
+		log.Close()
 		return nil, fmt.Errorf("vm: starting qemu: %w", err)
 	}
 	// The child is not reaped before Wait: its PID is still its own.
 	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(cfg.Dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600)
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		log.Close()
 		return nil, fmt.Errorf("vm: pidfd of qemu: %w", err)
 	}
 	v := &VM{cfg: cfg, pid: cmd.Process.Pid, pidfd: fd, done: make(chan struct{})}
 	// Owned by the VM: ends when QEMU does, and reaps it.
 	go func() {
 		v.err = cmd.Wait()
+		log.Close()
 		close(v.done)
 	}()
+	// From the first byte: the connection waits in the socket's backlog
+	// until QEMU accepts it.
+	_ = v.watchConsole()
 	return v, nil
+}
+
+// listenUnix binds and listens on a unix socket at path (replacing what
+// a previous VM left there), mode 0600.
+func listenUnix(path string) (*os.File, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("vm: the socket path %s is longer than the %d bytes a unix socket's name may have: use a shorter state directory", path, maxSocketPath)
+	}
+	_ = os.Remove(path)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("vm: %w", err)
+	}
+	// The socket file outlives this listener: QEMU holds the socket.
+	l.SetUnlinkOnClose(false)
+	defer l.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, err
+	}
+	return l.File()
+}
+
+// readableBy says why u cannot read f, if it cannot: QEMU reopens the
+// kernel and the initrd through /proc/self/fd, which checks the file's
+// own permissions (not its directories').
+func readableBy(f *os.File, u Credential) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	mode := st.Mode
+	ok := mode&0o004 != 0 ||
+		(st.Uid == u.UID && mode&0o400 != 0) ||
+		((st.Gid == u.GID || slices.Contains(u.Groups, st.Gid)) && mode&0o040 != 0)
+	if !ok {
+		return fmt.Errorf("vm: %s (owner %d:%d, mode %#o) is not readable by uid %d, whom QEMU runs as: make it readable by others (a Debian kernel is no secret)", f.Name(), st.Uid, st.Gid, mode&0o7777, u.UID)
+	}
+	return nil
 }
 
 // Attach finds the QEMU of cfg that an earlier agent process started, by
@@ -217,13 +379,16 @@ func Attach(cfg Config) (*VM, error) {
 		v.err = errors.New("qemu exited")
 		close(v.done)
 	}()
+	// QEMU's own output went to the agent that started it; the console
+	// is taken over.
+	_ = v.watchConsole()
 	return v, nil
 }
 
 // ErrNotRunning: no QEMU runs for the VM.
 var ErrNotRunning = errors.New("vm: not running")
 
-// isQEMUOf says whether process pid is the QEMU whose pid file is in dir.
+// isQEMUOf says whether process pid is the QEMU of the VM in dir.
 func isQEMUOf(pid int, dir string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
@@ -231,11 +396,54 @@ func isQEMUOf(pid int, dir string) bool {
 	}
 	args := strings.Split(string(b), "\x00")
 	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "-pidfile" && args[i+1] == filepath.Join(dir, pidFile) {
+		if args[i] == "-name" && args[i+1] == vmName(dir) {
 			return true
 		}
 	}
 	return false
+}
+
+// watchConsole connects to the VM's serial console, unless connected, and
+// copies what the guest prints into console.log, bounded (cfg.LogBytes,
+// one predecessor kept), until the connection ends: QEMU's exit, or
+// Disconnect. While no agent is connected, QEMU drops the console's output.
+func (v *VM) watchConsole() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.console != nil {
+		return nil
+	}
+	c, err := net.Dial("unix", filepath.Join(v.cfg.Dir, consoleSocket))
+	if err != nil {
+		return err
+	}
+	log, err := openBoundedLog(filepath.Join(v.cfg.Dir, consoleLog), v.cfg.LogBytes)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	done := make(chan struct{})
+	v.console, v.consoleDone = c, done
+	// Owned by the VM: ends with the connection.
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(log, c)
+		log.Close()
+	}()
+	return nil
+}
+
+// unwatchConsole closes the console's connection and waits until its
+// reader has written what it read.
+func (v *VM) unwatchConsole() {
+	v.mu.Lock()
+	c, done := v.console, v.consoleDone
+	v.console, v.consoleDone = nil, nil
+	v.mu.Unlock()
+	if c != nil {
+		c.Close()
+		<-done
+	}
 }
 
 // Done is closed when QEMU has exited.
@@ -262,6 +470,7 @@ func (v *VM) Connect(ctx context.Context) error {
 			s := mux.Client(c)
 			select {
 			case <-s.Synced():
+				_ = v.watchConsole()
 				v.mu.Lock()
 				old := v.session
 				v.session = s
@@ -282,7 +491,7 @@ func (v *VM) Connect(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("vm: connecting to %s: %w", path, err)
 		case <-v.done:
-			return fmt.Errorf("vm: qemu exited before its port opened: %v (see %s)", v.err, filepath.Join(v.cfg.Dir, "qemu.log"))
+			return fmt.Errorf("vm: qemu exited before its port opened: %v (see %s)", v.err, filepath.Join(v.cfg.Dir, qemuLog))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -368,7 +577,8 @@ func (v *VM) Connected() bool {
 	}
 }
 
-// Disconnect closes the connection to the guest, as an agent's exit would.
+// Disconnect closes the connections to the guest and its console, as an
+// agent's exit would.
 func (v *VM) Disconnect() {
 	v.mu.Lock()
 	s := v.session
@@ -377,6 +587,7 @@ func (v *VM) Disconnect() {
 	if s != nil {
 		s.Close()
 	}
+	v.unwatchConsole()
 }
 
 // Stop ends QEMU (SIGTERM, then SIGKILL after grace) and waits for it,

@@ -1,0 +1,31 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package guest
+
+import "golang.org/x/sys/unix"
+
+const (
+	// nativeAuditArch is the ABI the seccomp filter admits (not 32-bit
+	// ARM's, AUDIT_ARCH_ARM).
+	nativeAuditArch = unix.AUDIT_ARCH_AARCH64
+	// foreignSyscallBit: arm64 has no second ABI under its own AUDIT_ARCH.
+	foreignSyscallBit = 0
+)
+
+var archDeniedSyscalls []uintptr
