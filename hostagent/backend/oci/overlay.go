@@ -40,8 +40,8 @@ import (
 // inotify watch and a lease belong to an inode, whatever mount it was
 // reached through: had every sandbox the node's own inodes of the files
 // they all read (BaseRoot's /usr, the host /etc entries, the guest binary,
-// a faculty build used by several tenants), one tenant's `flock -x
-// /usr/bin/env` would block every other tenant's, and a lock taken or a
+// a faculty build used by several tenants, /dev/null), one tenant's `flock
+// -x /usr/bin/env` would block every other tenant's, and a lock taken or a
 // file read in one sandbox would be seen from another.
 //
 // So a runc sandbox reaches each of them through overlayfs mounts of its
@@ -53,12 +53,15 @@ import (
 // POSIX and OFD locks and inotify; TestNoSharedInodes checks it between two
 // sandboxes). Reads go to the lower file, so the page cache stays shared.
 // With no upper layer an overlay cannot be written through, not even by the
-// node's root.
+// node's root. Device nodes are the sandbox's own too: runc binds the
+// node's /dev/null, /dev/zero and the rest into a container of a user
+// namespace (and /dev/null over every masked file), so the runtime sees,
+// in their place, nodes of a tmpfs of the sandbox's own.
 //
 // None of this is mounted on the node. runc starts in a mount namespace of
 // its own (a copy of the agent's that receives the node's mounts but gives
 // none back), where the agent has mounted the overlays under
-// <sandbox>/base; the container's
+// <sandbox>/base and bound the device nodes over /dev's; the container's
 // namespace is a copy of that one, whose binds hold the overlays as long
 // as the container lives, and the runtime's goes when runc exits. A
 // reattach finds them in the running container and mounts nothing, a start
@@ -71,8 +74,8 @@ import (
 // sandbox overlays. A start whose fingerprint of the node's entries differs
 // makes a new one; one that no sandbox names in its shared.ref goes.
 //
-// gVisor sandboxes bind the node's paths as before: their files, locks
-// and watches are the sentry's, per sandbox (TestNoSharedInodes runs
+// gVisor sandboxes bind the node's paths as before: their files, devices,
+// locks and watches are the sentry's, per sandbox (TestNoSharedInodes runs
 // there too).
 
 const (
@@ -89,6 +92,8 @@ const (
 	sharedMount = "shared"
 	// sharedGuest is the guest binary's name in a snapshot.
 	sharedGuest = "playground-sandbox"
+	// devMount is the device nodes' mount point under baseName.
+	devMount = "dev"
 )
 
 // overlayOptions, beyond the layers: no redirect or metacopy xattr of a
@@ -138,7 +143,7 @@ func baseDirMount(d string) string {
 // facultyMount is a faculty's mount point under baseName.
 func facultyMount(name string) string { return "faculty-" + name }
 
-// baseFor prepares sb's overlays for its start by runc:
+// baseFor prepares sb's overlays and device nodes for its start by runc:
 // it returns the bundle's sources in them, and the setup that mounts them,
 // to run in the runtime's mount namespace (inMountNamespace).
 func (b *Backend) baseFor(sb *sandbox) (sources, func() error, error) {
@@ -162,7 +167,7 @@ func (b *Backend) baseFor(sb *sandbox) (sources, func() error, error) {
 	if err := ensureDir(base, 0o755, 0, 0); err != nil {
 		return sources{}, nil, err
 	}
-	for _, name := range overlayNames(ovs) {
+	for _, name := range append([]string{devMount}, overlayNames(ovs)...) {
 		if err := ensureDir(filepath.Join(base, name), 0o755, 0, 0); err != nil {
 			return sources{}, nil, err
 		}
@@ -186,6 +191,9 @@ func (b *Backend) baseFor(sb *sandbox) (sources, func() error, error) {
 			if err := mountOverlay(o.lower, empty, filepath.Join(base, o.name)); err != nil {
 				return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 			}
+		}
+		if err := mountDevices(filepath.Join(base, devMount)); err != nil {
+			return fmt.Errorf("oci: sandbox %s: its device nodes: %w", sb.spec.ID, err)
 		}
 		return nil
 	}
@@ -214,6 +222,39 @@ func mountOverlay(lower, empty, target string) error {
 // mount data.
 func escapeLayer(p string) string {
 	return strings.NewReplacer(`\`, `\\`, `:`, `\:`, `,`, `\,`).Replace(p)
+}
+
+// devices are the nodes runc binds from the node's /dev into a container
+// of a user namespace (its default devices), by name, type and number.
+var devices = []struct {
+	name         string
+	major, minor uint32
+}{{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}}
+
+// mountDevices mounts a small tmpfs at dir with nodes of the devices, and
+// binds each over the node's in /dev, for the runtime to bind into the
+// container. The caller is in the runtime's mount namespace.
+func mountDevices(dir string) error {
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=4k,nr_inodes=16"); err != nil {
+		return err
+	}
+	for _, d := range devices {
+		node, host := filepath.Join(dir, d.name), filepath.Join("/dev", d.name)
+		if !fileExists(host) {
+			continue // the runtime fails on it, saying so
+		}
+		if err := unix.Mknod(node, unix.S_IFCHR|0o666, int(unix.Mkdev(d.major, d.minor))); err != nil {
+			return err
+		}
+		// mknod applies the umask.
+		if err := os.Chmod(node, 0o666); err != nil {
+			return err
+		}
+		if err := unix.Mount(node, host, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inMountNamespace runs fn on an OS thread of its own in a mount namespace

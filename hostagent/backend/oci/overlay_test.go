@@ -21,6 +21,7 @@ package oci
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -113,15 +114,19 @@ func testNoSharedInodes(t *testing.T, b *Backend, isolation string) {
 	// The files, their node's own (for a check that the node's is not
 	// locked), and whether a watch on them can be checked: an execve
 	// reads its binary, and the watcher's own sandbox execs the guest
-	// binary for each new shepherd, whenever it starts one.
+	// binary for each new shepherd, whenever it starts one; a read of
+	// /dev/null reads nothing, which is no event.
+	// gVisor's devices are its sentry's, and refuse locks (ENOLCK).
 	files := []struct {
-		path, node string
-		watch      bool
+		path, node    string
+		watch, device bool
 	}{
-		{"/usr/bin/env", "/usr/bin/env", true},
-		{"/etc/ld.so.cache", "/etc/ld.so.cache", true},
-		{guest.Binary, b.guestBin, false},
-		{guest.FacultiesDir + "/tools/tool", filepath.Join(tool, "tool"), true},
+		{"/usr/bin/env", "/usr/bin/env", true, false},
+		{"/etc/ld.so.cache", "/etc/ld.so.cache", true, false},
+		{guest.Binary, b.guestBin, false, false},
+		{guest.FacultiesDir + "/tools/tool", filepath.Join(tool, "tool"), true, false},
+		{"/dev/null", "/dev/null", false, true},
+		{"/dev/urandom", "/dev/urandom", true, true},
 	}
 	py := func(script string, args ...string) string {
 		quoted := make([]string, len(args))
@@ -141,6 +146,9 @@ func testNoSharedInodes(t *testing.T, b *Backend, isolation string) {
 	}
 	for _, f := range files {
 		path, node := f.path, f.node
+		if f.device && isolation == backend.IsolationGVisor {
+			continue
+		}
 		t.Run("flock "+path, func(t *testing.T) {
 			hold(func(marker string) string {
 				return "exec flock -x " + guest.ShellQuote(path) + " sh -c 'touch " + marker + "; exec sleep 1000000'"
@@ -214,11 +222,11 @@ func facultyDir(t *testing.T) string {
 	return dir
 }
 
-// TestOwnOverlays: a runc sandbox's /usr, /etc entries and guest binary
-// are overlays, and none of it was ever mounted on the node (the
-// runtime's own mount namespace held them while it started the
-// container).
-func TestOwnOverlays(t *testing.T) {
+// TestOwnOverlaysAndDevices: a runc sandbox's /usr, /etc entries and
+// guest binary are overlays and its /dev/null is not the node's, and none
+// of it was ever mounted on the node (the runtime's own mount namespace
+// held them while it started the container).
+func TestOwnOverlaysAndDevices(t *testing.T) {
 	b, id := newSandbox(t, backend.Spec{ID: "ovl"})
 	if left := volumeMounts(t, filepath.Join(b.sandboxDir(id), baseName)); len(left) > 0 {
 		t.Errorf("mounted on the node: %v", left)
@@ -228,6 +236,14 @@ func TestOwnOverlays(t *testing.T) {
 	}
 	if got := sh(t, b, id, "/usr/bin/env true && echo ran; touch /usr/x 2>/dev/null || echo read-only"); got != "ran\nread-only\n" {
 		t.Errorf("/usr: %q", got)
+	}
+	var node unix.Stat_t
+	if err := unix.Stat("/dev/null", &node); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(sh(t, b, id, "stat -c '%d %t:%T' /dev/null; echo x >/dev/null && head -c 4 /dev/zero | wc -c"))
+	if len(got) != 3 || got[0] == strconv.FormatUint(node.Dev, 10) || got[1] != "1:3" || got[2] != "4" {
+		t.Errorf("/dev/null in the sandbox (device of its filesystem, its own number; /dev/zero read): %q, want a filesystem other than the node's /dev (%d), 1:3 and 4", got, node.Dev)
 	}
 }
 
