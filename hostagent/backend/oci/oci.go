@@ -69,8 +69,13 @@ type Backend struct {
 	swapLimit    bool
 
 	// sharedMu serialises making and removing the snapshots of what
-	// sandboxes share (overlay.go).
+	// sandboxes share, and guards shared, the last one taken (overlay.go).
 	sharedMu sync.Mutex
+	shared   struct {
+		name string
+		etc  []string
+		seen time.Time // when the node's entries last had its fingerprint
+	}
 
 	mu        sync.Mutex
 	locks     map[string]*sync.Mutex
@@ -233,9 +238,11 @@ func New(opts Options) (*Backend, error) {
 	// The snapshot of the node's /etc entries is made now, not at the
 	// first start, and what no sandbox names any more goes.
 	b.sharedMu.Lock()
-	name, _, _, err := b.snapshotShared()
+	seen := time.Now()
+	b.shared.name, b.shared.etc, _, err = b.snapshotShared()
 	if err == nil {
-		b.gcShared(name)
+		b.shared.seen = seen
+		b.gcShared(b.shared.name)
 	}
 	b.sharedMu.Unlock()
 	if err != nil {

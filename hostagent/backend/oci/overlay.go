@@ -19,6 +19,7 @@ limitations under the License.
 package oci
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -29,7 +30,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -71,8 +74,9 @@ import (
 // shows a whole directory and the node's /etc holds secrets: the agent
 // copies the listed entries (and hard-links the guest binary) into a
 // snapshot, <state>/shared/<fingerprint>, immutable once made, which each
-// sandbox overlays. A start whose fingerprint of the node's entries differs
-// makes a new one; one that no sandbox names in its shared.ref goes.
+// sandbox overlays. A start that finds the node's entries changed (it
+// looks at most once a second) makes a new one; one that no sandbox names
+// in its shared.ref goes.
 //
 // gVisor sandboxes bind the node's paths as before: their files, devices,
 // locks and watches are the sentry's, per sandbox (TestNoSharedInodes runs
@@ -159,18 +163,8 @@ func (b *Backend) baseFor(sb *sandbox) (sources, func() error, error) {
 	for _, f := range sb.spec.Faculties {
 		ovs = append(ovs, overlay{facultyMount(f.Name), f.Dir})
 	}
-	// Mount points only: the runtime binds from here as the sandbox's
-	// root. Those of an earlier start's faculties go.
-	if err := os.RemoveAll(base); err != nil {
+	if err := mountPoints(base, append([]string{devMount}, overlayNames(ovs)...)); err != nil {
 		return sources{}, nil, err
-	}
-	if err := ensureDir(base, 0o755, 0, 0); err != nil {
-		return sources{}, nil, err
-	}
-	for _, name := range append([]string{devMount}, overlayNames(ovs)...) {
-		if err := ensureDir(filepath.Join(base, name), 0o755, 0, 0); err != nil {
-			return sources{}, nil, err
-		}
 	}
 	s := sources{
 		baseDirs:  make(map[string]string, len(b.baseDirs)),
@@ -198,6 +192,42 @@ func (b *Backend) baseFor(sb *sandbox) (sources, func() error, error) {
 		return nil
 	}
 	return s, setup, nil
+}
+
+// mountPoints makes base hold the directories names and nothing else (an
+// earlier start's faculties go), each mode 0755: the runtime binds from
+// them as the sandbox's root. What is there already is left as it is.
+func mountPoints(base string, names []string) error {
+	mkdir := func(p string) error {
+		err := os.Mkdir(p, 0o755)
+		if errors.Is(err, os.ErrExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return os.Chmod(p, 0o755) // past the umask
+	}
+	if err := mkdir(base); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !slices.Contains(names, e.Name()) {
+			if err := os.RemoveAll(filepath.Join(base, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range names {
+		if err := mkdir(filepath.Join(base, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func overlayNames(ovs []overlay) []string {
@@ -299,6 +329,11 @@ func (b *Backend) checkOverlay() error {
 	return nil
 }
 
+// sharedFresh is how long a fingerprint of the node's /etc entries is
+// taken to hold: a burst of starts reads them once a second, not once
+// each (some hundreds of lstat calls, 1 to 3 ms).
+const sharedFresh = time.Second
+
 // sharedFor returns the snapshot of the node's /etc entries and the guest
 // binary for sb's container, making it if the node's entries changed, and
 // records it in sb's shared.ref, and the entries it holds. Snapshots that
@@ -306,17 +341,38 @@ func (b *Backend) checkOverlay() error {
 func (b *Backend) sharedFor(sb *sandbox) (dir string, etc []string, err error) {
 	b.sharedMu.Lock()
 	defer b.sharedMu.Unlock()
-	name, etc, made, err := b.snapshotShared()
-	if err != nil {
-		return "", nil, err
+	made := false
+	if b.shared.name == "" || time.Since(b.shared.seen) >= sharedFresh {
+		seen := time.Now()
+		if b.shared.name, b.shared.etc, made, err = b.snapshotShared(); err != nil {
+			b.shared.name = ""
+			return "", nil, err
+		}
+		b.shared.seen = seen
 	}
-	if err := writeFileAtomic(filepath.Join(sb.dir, sharedRef), []byte(name+"\n"), 0o600); err != nil {
+	name, etc := b.shared.name, b.shared.etc
+	if err := writeRef(filepath.Join(sb.dir, sharedRef), name); err != nil {
 		return "", nil, err
 	}
 	if made {
 		b.gcShared(name)
 	}
 	return filepath.Join(b.opts.StateDir, sharedDir, name), etc, nil
+}
+
+// writeRef replaces the file p with name, unless it holds it already. Not
+// synced: it matters while the agent's sandboxes run, which a crash of the
+// node ends.
+func writeRef(p, name string) error {
+	data := []byte(name + "\n")
+	if cur, err := os.ReadFile(p); err == nil && bytes.Equal(cur, data) {
+		return nil
+	}
+	tmp := p + ".new"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
 }
 
 // snapshotShared returns the name of the snapshot of the node's entries as

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -291,6 +292,8 @@ func TestSharedSnapshot(t *testing.T) {
 		if err := os.MkdirAll(sb.dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
+		// As a start more than sharedFresh after the last.
+		b.shared.seen = time.Time{}
 		dir, etc, err := b.sharedFor(sb)
 		if err != nil {
 			t.Fatal(err)
@@ -345,5 +348,39 @@ func TestSharedSnapshot(t *testing.T) {
 	snapshot("a")
 	if fileExists(first) || fileExists(second) {
 		t.Error("snapshots that no sandbox names any more are still there")
+	}
+}
+
+// BenchmarkOwnOverlays is what a runc start adds for a sandbox's own
+// overlays and device nodes: the mount points, and a mount namespace with
+// the mounts, as runc gets it (without runc); "stale" with a fingerprint
+// of the node's /etc entries, as a start more than sharedFresh after the
+// last takes, "fresh" without, as the others of a burst.
+func BenchmarkOwnOverlays(b *testing.B) {
+	requireRunc(b)
+	be := newBackend(b, newStateDir(b))
+	sb, err := be.allocate(backend.Spec{ID: "bench"}, false, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, stale := range []bool{true, false} {
+		name := "fresh"
+		if stale {
+			name = "stale"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if stale {
+					be.shared.seen = time.Time{}
+				}
+				_, setup, err := be.baseFor(sb)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := inMountNamespace(setup); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
