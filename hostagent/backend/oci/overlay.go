@@ -324,7 +324,7 @@ func (b *Backend) checkOverlay() error {
 		return mountOverlay(filepath.Join(b.opts.StateDir, sharedDir), filepath.Join(b.opts.StateDir, emptyDir), tmp)
 	})
 	if err != nil {
-		return fmt.Errorf("oci: sandboxes see the files they share through overlays of their own, and this node cannot mount one (overlayfs, Linux 5.11 or later as in docs/isolation.md): %w", err)
+		return fmt.Errorf("oci: sandboxes see the files they share through overlays of their own, and this node cannot mount one (overlayfs: see Host requirements in docs/isolation.md): %w", err)
 	}
 	return nil
 }
