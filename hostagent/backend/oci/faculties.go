@@ -31,7 +31,8 @@ import (
 )
 
 // Faculties. A sandbox's faculty builds are bind-mounted read-only (exec
-// allowed, no setuid, no devices) at guest.FacultiesDir/<name>, inside a
+// allowed, no setuid, no devices) at guest.FacultiesDir/<name>, each from
+// an overlay of the sandbox's own under runc (overlay.go), inside a
 // read-only directory of the sandbox's own, <sandbox>/faculties, mounted at
 // guest.FacultiesDir: it holds the builds' mount points and bin/, the
 // symbolic links that put the listed binaries on PATH. That directory is
