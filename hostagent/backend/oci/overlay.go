@@ -293,23 +293,41 @@ func mountDevices(dir string) error {
 // with fn, and the namespace with the last of them.
 func inMountNamespace(fn func() error) error {
 	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the runtime ends the thread with this goroutine,
-		// so that no other goroutine runs in the namespace.
-		runtime.LockOSThread()
-		// CLONE_FS too: the thread's root and working directory are no
-		// longer shared with the agent's other threads.
-		if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
-			errc <- fmt.Errorf("oci: a mount namespace for the runtime: %w", err)
-			return
-		}
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-			errc <- fmt.Errorf("oci: a mount namespace for the runtime: %w", err)
-			return
-		}
-		errc <- fn()
-	}()
+	go mountNamespaceThread(fn, errc, nil)
 	return <-errc
+}
+
+// mountNamespaceThread is inMountNamespace's goroutine; it closes locked
+// once it holds its thread.
+func mountNamespaceThread(fn func() error, errc chan<- error, locked chan<- struct{}) {
+	// Never unlocked: the runtime ends the thread with this goroutine, so
+	// that no other goroutine runs in the namespace.
+	runtime.LockOSThread()
+	if locked != nil {
+		close(locked)
+	}
+	if unix.Gettid() == unix.Getpid() {
+		// The main thread, which the runtime never ends (it would hold the
+		// namespace, and what fn mounts, for the agent's life) and whose
+		// namespace /proc/self shows: a goroutine on another thread takes
+		// over, which cannot be given this one while it is held.
+		next := make(chan struct{})
+		go mountNamespaceThread(fn, errc, next)
+		<-next
+		runtime.UnlockOSThread()
+		return
+	}
+	// CLONE_FS too: the thread's root and working directory are no
+	// longer shared with the agent's other threads.
+	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
+		errc <- fmt.Errorf("oci: a mount namespace for the runtime: %w", err)
+		return
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		errc <- fmt.Errorf("oci: a mount namespace for the runtime: %w", err)
+		return
+	}
+	errc <- fn()
 }
 
 // checkOverlay says why this node cannot give sandboxes overlays, if it

@@ -19,6 +19,7 @@ limitations under the License.
 package oci
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -382,5 +383,58 @@ func BenchmarkOwnOverlays(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestMountNamespaceLeavesTheProcess: what inMountNamespace mounts is in
+// its namespace alone, whichever thread the runtime gave it: the main
+// thread's namespace (the one /proc/self shows) never changes, and no
+// thread of the process stays in one of them.
+func TestMountNamespaceLeavesTheProcess(t *testing.T) {
+	requireRunc(t)
+	dir := t.TempDir()
+	ns := func(tid int) string {
+		l, err := os.Readlink(fmt.Sprintf("/proc/self/task/%d/ns/mnt", tid))
+		if err != nil {
+			return err.Error()
+		}
+		return l
+	}
+	main := ns(os.Getpid())
+	for range 200 {
+		if err := inMountNamespace(func() error {
+			return unix.Mount("tmpfs", dir, "tmpfs", 0, "size=4k")
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ns(os.Getpid()); got != main {
+		t.Fatalf("the main thread's mount namespace is %s, was %s", got, main)
+	}
+	if mounted, err := isMountPoint(dir); err != nil || mounted {
+		t.Fatalf("mounted on the node: %v, %v", mounted, err)
+	}
+	// The last thread ends after it answered: wait for it, a bounded time.
+	others := func() (left []string) {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			tid, _ := strconv.Atoi(task.Name())
+			if got := ns(tid); got != main && !strings.Contains(got, "no such file") {
+				left = append(left, fmt.Sprintf("thread %d in %s", tid, got))
+			}
+		}
+		return left
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		left := others()
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("threads in a mount namespace not the process's (%s): %v", main, left)
+		}
 	}
 }
