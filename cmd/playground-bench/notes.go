@@ -319,14 +319,21 @@ const analysis = `
   ` + "`BenchmarkProvision/unbounded`" + ` (provision and start, 30 each), the two
   test binaries in turn: 53.7 against 54.8 ms median in eleven rounds at
   load 2 to 3 (1.02×), but 52.3 against 69.7 ms in six rounds at load 4 to
-  5 (1.33×, after higher in each round). Within one process, switching the
-  path in blocks of ten, a provision and start took 42.8 ms without and
-  42.0 ms with (CPU per provision, start and destroy: 30.0 against 30.3
-  ms). What
-  made the loaded rounds slower is not known; a candidate is the mount
-  namespace each start now copies from the agent's and tears down after
-  runc has run (the kernel waits for an expedited RCU grace period there),
-  which competes with the new container's start on two busy cores.
+  5 (1.33×, after higher in each round), and 62.5 against 75.8 ms in six
+  more at load 3 to 5 (1.21×). Idle (load 0.3), with the path chosen in one
+  test binary, five rounds each: 48.0 ms without, 48.1 ms with the
+  runtime's mount namespace alone (no mount in it), 48.3 ms with all of
+  it. With three busy loops beside it on the two cores, three rounds each:
+  90 ms without, 91 with the namespace alone, 93 with the overlays alone,
+  92 with the device nodes alone, 103 with both (1.14×). So the namespace
+  and the agent's share cost nothing measurable, and under contention a
+  start with the overlays and the device nodes is slower by some 10 to 15
+  ms, which idle it is not; each alone stays within the noise, and why
+  both cost more was not found (candidates: the three filesystems each
+  container now holds, two overlays and the devices' tmpfs, each a
+  superblock that the kernel makes and, with the container, tears down).
+  A layout with one superblock fewer (the device nodes in the snapshot's
+  overlay) was not tried.
 * **P7, the agent's memory under 32 unread jobs (met).** Since issue 18 the
   jobs' rings are in their sandboxes, each job's holder a process of the
   sandbox charged to its tenant's memory limit: the agent's heap grows by
