@@ -24,6 +24,8 @@ limitations under the License.
 //	<state>/runc/                   runc --root: container state (0700)
 //	<state>/runsc/                  runsc --root: gVisor sandboxes' state (0700; gvisor.go)
 //	<state>/bin/playground-sandbox-<hash>  the guest binary, by content
+//	<state>/shared/<fingerprint>/   the node's /etc entries (copies) and the guest binary (a link), overlaid by runc sandboxes (overlay.go)
+//	<state>/empty/                  every such overlay's bottom layer
 //	<state>/builders/<id>           a builder (builder.go) exists: removed by New if left
 //	<state>/sandboxes/<id>/         one sandbox or builder (root:<its gid>, 0710)
 //	    sandbox.json                the Spec (its isolation: the runtime) and the sandbox's ID-map slot
@@ -36,6 +38,8 @@ limitations under the License.
 //	    pile/                       its mount: the append-only pile, at /pile
 //	    run/                        init's socket directory (container root, 0700)
 //	    faculties/                  /opt/faculties: mount points, bin/ links (made at each start)
+//	    base/                       mount points of its overlays and device nodes, mounted only where runc starts it (overlay.go)
+//	    shared.ref                  the snapshot of <state>/shared/ its container was made with
 //	    init.log                    init's stderr, runc's errors
 //
 // # Disk

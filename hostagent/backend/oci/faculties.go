@@ -31,7 +31,8 @@ import (
 )
 
 // Faculties. A sandbox's faculty builds are bind-mounted read-only (exec
-// allowed, no setuid, no devices) at guest.FacultiesDir/<name>, inside a
+// allowed, no setuid, no devices) at guest.FacultiesDir/<name>, each from
+// an overlay of the sandbox's own under runc (overlay.go), inside a
 // read-only directory of the sandbox's own, <sandbox>/faculties, mounted at
 // guest.FacultiesDir: it holds the builds' mount points and bin/, the
 // symbolic links that put the listed binaries on PATH. That directory is
@@ -138,14 +139,15 @@ func checkFacultyDir(f backend.Faculty) error {
 }
 
 // facultyMounts are the mounts of sb's faculties, in order: the directory
-// of mount points and links, then each build over its mount point.
-func facultyMounts(sb *sandbox) []mount {
+// of mount points and links, then each build (from src) over its mount
+// point.
+func facultyMounts(sb *sandbox, src sources) []mount {
 	ro := []string{"bind", "ro", "nosuid", "nodev"}
 	// noexec: it holds only links; what they lead to runs from the
 	// builds' own mounts.
 	ms := []mount{{Destination: guest.FacultiesDir, Type: "bind", Source: filepath.Join(sb.dir, facultiesName), Options: append(ro, "noexec")}}
 	for _, f := range sb.spec.Faculties {
-		ms = append(ms, mount{Destination: filepath.Join(guest.FacultiesDir, f.Name), Type: "bind", Source: f.Dir, Options: ro})
+		ms = append(ms, mount{Destination: filepath.Join(guest.FacultiesDir, f.Name), Type: "bind", Source: src.faculties[f.Name], Options: ro})
 	}
 	return ms
 }

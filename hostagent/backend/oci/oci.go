@@ -68,6 +68,15 @@ type Backend struct {
 	cgroupParent string
 	swapLimit    bool
 
+	// sharedMu serialises making and removing the snapshots of what
+	// sandboxes share, and guards shared, the last one taken (overlay.go).
+	sharedMu sync.Mutex
+	shared   struct {
+		name string
+		etc  []string
+		seen time.Time // when the node's entries last had its fingerprint
+	}
+
 	mu        sync.Mutex
 	locks     map[string]*sync.Mutex
 	lifelines map[string]*lifeline
@@ -210,11 +219,34 @@ func New(opts Options) (*Backend, error) {
 	if len(b.baseDirs) == 0 {
 		return nil, fmt.Errorf("no base directory of %v exists under %s", opts.BaseDirs, opts.BaseRoot)
 	}
+	mounts := make(map[string]string, len(b.baseDirs))
+	for _, d := range b.baseDirs {
+		if other, ok := mounts[baseDirMount(d)]; ok {
+			return nil, fmt.Errorf("oci: base directories %s and %s would share an overlay's mount point: rename one", other, d)
+		}
+		mounts[baseDirMount(d)] = d
+	}
 	for _, e := range opts.EtcFiles {
 		// Stat, not Lstat: a symlink (localtime) is bound by its target.
 		if _, err := os.Stat(filepath.Join(opts.BaseRoot, "etc", e)); err == nil {
 			b.etcBinds = append(b.etcBinds, e)
 		}
+	}
+	if err := b.checkOverlay(); err != nil {
+		return nil, err
+	}
+	// The snapshot of the node's /etc entries is made now, not at the
+	// first start, and what no sandbox names any more goes.
+	b.sharedMu.Lock()
+	seen := time.Now()
+	b.shared.name, b.shared.etc, _, err = b.snapshotShared()
+	if err == nil {
+		b.shared.seen = seen
+		b.gcShared(b.shared.name)
+	}
+	b.sharedMu.Unlock()
+	if err != nil {
+		return nil, err
 	}
 	if opts.WarmPool > 0 {
 		b.pool = &pool{wake: make(chan struct{}, 1), fresh: make(map[string]bool)}
@@ -388,7 +420,7 @@ func (b *Backend) prepareStateDir() error {
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
-	}{{s, 0o711}, {filepath.Join(s, "sandboxes"), 0o711}, {filepath.Join(s, "bin"), 0o711}, {filepath.Join(s, buildersDir), 0o700}, {b.runc.root, 0o700}, {filepath.Join(s, "runsc"), 0o700}} {
+	}{{s, 0o711}, {filepath.Join(s, "sandboxes"), 0o711}, {filepath.Join(s, "bin"), 0o711}, {filepath.Join(s, emptyDir), 0o755}, {filepath.Join(s, sharedDir), 0o711}, {filepath.Join(s, buildersDir), 0o700}, {b.runc.root, 0o700}, {filepath.Join(s, "runsc"), 0o700}} {
 		if err := os.MkdirAll(d.path, d.mode); err != nil {
 			return fmt.Errorf("oci: state directory: %w", err)
 		}
@@ -821,7 +853,17 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 	if err := b.prepareFaculties(sb); err != nil {
 		return err
 	}
-	spec := b.buildSpec(sb)
+	// gVisor's sentry has files, devices, locks and watches of its own; a
+	// runc sandbox gets overlays and device nodes of its own of what
+	// sandboxes share, mounted where runc starts (overlay.go).
+	src := b.hostSources(sb)
+	var setup func() error
+	if !rt.gvisor {
+		if src, setup, err = b.baseFor(sb); err != nil {
+			return err
+		}
+	}
+	spec := b.buildSpec(sb, src)
 	if rt.gvisor {
 		gvisorSpec(spec)
 	}
@@ -837,7 +879,7 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 	if rt.gvisor && hasEgress(sb) {
 		flags = gvisorEgressFlags
 	}
-	pid, err := rt.run(ctx, sb.dir, cid, logPath, flags...)
+	pid, err := rt.run(ctx, sb.dir, cid, logPath, setup, flags...)
 	if err != nil {
 		return fmt.Errorf("oci: starting sandbox %s: %w", sb.spec.ID, err)
 	}

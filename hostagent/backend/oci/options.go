@@ -74,10 +74,12 @@ type Options struct {
 	// symlinks). Missing ones are skipped. Default: /usr /bin /sbin /lib
 	// /lib32 /lib64 /libx32.
 	BaseDirs []string
-	// EtcFiles are the entries of BaseRoot/etc visible in the sandbox, each
-	// bind-mounted read-only; the rest of /etc is generated (passwd, group,
-	// hosts, resolv.conf, profile…). Missing ones are skipped. Default:
-	// DefaultEtcFiles.
+	// EtcFiles are the entries of BaseRoot/etc visible in the sandbox,
+	// each read-only: copied into a snapshot that runc sandboxes see
+	// through overlays of their own (overlay.go; a sandbox sees a change
+	// from its next start), bind-mounted under gVisor. The rest of /etc is
+	// generated (passwd, group, hosts, resolv.conf, profile…). Missing ones
+	// are skipped. Default: DefaultEtcFiles.
 	EtcFiles []string
 	// Network is NetworkNone (default) or NetworkEgress.
 	Network Network

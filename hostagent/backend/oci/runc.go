@@ -85,9 +85,13 @@ func (r *runc) state(ctx context.Context, id string) (*containerState, error) {
 // also where runc's own errors land. A pipe here would keep the agent
 // waiting for the container's exit.
 //
+// setup, when not nil, runs first in a mount namespace of its own where
+// the runtime then runs (inMountNamespace): what it mounts is the
+// container's to bind, and never the node's.
+//
 // flags are global flags of this run alone, after the runtime's own (the
 // last of a flag wins).
-func (r *runc) run(ctx context.Context, bundle, id, logPath string, flags ...string) (pid int, err error) {
+func (r *runc) run(ctx context.Context, bundle, id, logPath string, setup func() error, flags ...string) (pid int, err error) {
 	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxLogSize {
 		_ = os.Truncate(logPath, 0)
 	}
@@ -123,7 +127,18 @@ func (r *runc) run(ctx context.Context, bundle, id, logPath string, flags ...str
 			cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
 		}
 	}
-	if err := cmd.Run(); err != nil {
+	start := cmd.Run
+	if setup != nil {
+		start = func() error {
+			return inMountNamespace(func() error {
+				if err := setup(); err != nil {
+					return err
+				}
+				return cmd.Run()
+			})
+		}
+	}
+	if err := start(); err != nil {
 		msg := tailFrom(logPath, before)
 		return 0, fmt.Errorf("%s run: %w: %s", filepath.Base(r.bin), err, msg)
 	}

@@ -147,8 +147,9 @@ const cpuPeriod = 100000
 // the tenant uid (chown). Tenant commands run as TenantUID and hold none.
 var guestCaps = []string{"CAP_CHOWN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
 
-// buildSpec renders the runc config for sandbox sb.
-func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
+// buildSpec renders the runc config for sandbox sb, whose shared files
+// come from src (overlay.go).
+func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 	dir := sb.dir
 	bindRO := []string{"bind", "ro", "nosuid", "nodev"}
 	rw := []string{"bind", "rw", "nosuid", "nodev"}
@@ -166,18 +167,16 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 		mounts = append(mounts, mount{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}})
 	}
 	for _, d := range b.baseDirs {
-		mounts = append(mounts, mount{Destination: d, Type: "bind", Source: filepath.Join(b.opts.BaseRoot, d), Options: bindRO})
+		mounts = append(mounts, mount{Destination: d, Type: "bind", Source: src.baseDirs[d], Options: bindRO})
 	}
 	mounts = append(mounts, mount{Destination: "/etc", Type: "bind", Source: filepath.Join(dir, "etc"), Options: append(bindRO, "noexec")})
-	for _, e := range b.etcBinds {
-		mounts = append(mounts, mount{Destination: filepath.Join("/etc", e), Type: "bind", Source: filepath.Join(b.opts.BaseRoot, "etc", e), Options: append(bindRO, "noexec")})
-	}
+	mounts = append(mounts, etcMounts(src)...)
 	mounts = append(mounts,
 		mount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=16384k"}},
 		mount{Destination: guest.TenantHome, Type: "bind", Source: filepath.Join(dir, layerName, "home"), Options: rw},
 		mount{Destination: guest.Workspace, Type: "bind", Source: filepath.Join(dir, layerName, "workspace"), Options: rw},
 		mount{Destination: "/tmp", Type: "bind", Source: filepath.Join(dir, layerName, "tmp"), Options: rw},
-		mount{Destination: guest.Binary, Type: "bind", Source: b.guestBin, Options: []string{"bind", "ro", "nosuid", "nodev"}},
+		guestMount(src),
 		mount{Destination: guest.RunDir, Type: "bind", Source: filepath.Join(dir, "run"), Options: append(rw, "noexec")},
 	)
 	if sb.builder {
@@ -188,7 +187,7 @@ func (b *Backend) buildSpec(sb *sandbox) *runtimeSpec {
 	} else {
 		mounts = append(mounts, mount{Destination: guest.PileDir, Type: "bind", Source: filepath.Join(dir, pileName), Options: append(rw, "noexec")})
 	}
-	mounts = append(mounts, facultyMounts(sb)...)
+	mounts = append(mounts, facultyMounts(sb, src)...)
 
 	// A cgroup namespace rooted at the sandbox's cgroup: /proc/*/cgroup
 	// shows "/", not the agent's cgroup path on the node.
