@@ -141,19 +141,27 @@ func Start(opts Options) (*ControlPlane, error) {
 			policies = []string{filepath.Join(root, "config", "admission")}
 		}
 	}
+	binaries, err := diesWithUs(assets)
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
+		BinaryAssetsDirectory: binaries,
 		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
 		// The first start on a cold machine shares two cores with a build.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
+	// The binaries by path: KUBEBUILDER_ASSETS, when set, would otherwise
+	// win over BinaryAssetsDirectory.
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(binaries, "etcd")}
+	env.ControlPlane.APIServer = &envtest.APIServer{Path: filepath.Join(binaries, "kube-apiserver")}
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 			return nil, err
 		}
-		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: opts.DataDir}
+		env.ControlPlane.Etcd.DataDir = opts.DataDir
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -174,6 +182,61 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	return &ControlPlane{env: env, assets: assets, Config: cfg, Client: c}, nil
 }
+
+// diesWithUs returns a directory holding kube-apiserver and etcd as
+// scripts that run those of assets and end them when this process dies,
+// killed or crashed (the script finds itself reparented), so that nothing
+// is left holding the state directory's ports and files for the next
+// start. (The parent-death signal, prctl(PR_SET_PDEATHSIG), would do it in
+// the kernel, but it is not delivered on every kernel this runs on.) A
+// stop (SIGTERM, SIGINT) reaches the binary as it would without the script.
+func diesWithUs(assets string) (string, error) {
+	dir := filepath.Join(assets, "dies-with-parent")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		script := fmt.Sprintf(diesWithUsScript, filepath.Join(assets, name))
+		path := filepath.Join(dir, name)
+		if b, err := os.ReadFile(path); err == nil && string(b) == script {
+			continue
+		}
+		tmp := fmt.Sprintf("%s.tmp.%d", path, os.Getpid())
+		if err := os.WriteFile(tmp, []byte(script), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return "", err
+		}
+	}
+	kubectl := filepath.Join(dir, "kubectl")
+	if _, err := os.Lstat(kubectl); err != nil {
+		if err := os.Symlink(filepath.Join(assets, "kubectl"), kubectl); err != nil && !os.IsExist(err) {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// diesWithUsScript runs the binary %s with the script's arguments and
+// looks every 200 ms whether the script's parent is still the one that
+// started it.
+const diesWithUsScript = `#!/bin/sh
+%s "$@" &
+child=$!
+parent=$PPID
+trap 'kill -TERM $child 2>/dev/null' TERM
+trap 'kill -INT $child 2>/dev/null' INT
+while kill -0 $child 2>/dev/null; do
+	set -- $(cat /proc/$$/stat 2>/dev/null | sed 's/.*) //')
+	if [ "$2" != "$parent" ]; then
+		kill -KILL $child 2>/dev/null
+		exit 1
+	fi
+	sleep 0.2
+done
+wait $child
+`
 
 // installPolicies applies the admission policies of dirs, as `kubectl apply
 // -k config/default` does in a cluster, and waits until the API server
