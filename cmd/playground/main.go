@@ -25,16 +25,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/playground-dev/playground/cmd/playground/devenv"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/internal/boundedlog"
 	"github.com/playground-dev/playground/internal/selfowner"
 )
 
@@ -85,6 +87,13 @@ func main() {
 	}
 }
 
+// devLogName and devLogBytes are the components' log of playground dev,
+// in its state directory, and its bound (it keeps one predecessor).
+const (
+	devLogName  = "playground.log"
+	devLogBytes = 16 << 20
+)
+
 func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("playground dev", flag.ContinueOnError)
 	var opts devenv.Options
@@ -103,7 +112,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.Var(stringList{&opts.FacultyHostPathPrefixes}, "faculty-host-path-prefix", "a directory under which FacultyBundles' hostPath sources are read, beside the samples' (repeatable, or comma-separated); see the agent's flag")
 	fs.IntVar(&opts.WarmPool, "warm-pool", 2, "how many blank container sandboxes the node keeps started ahead of demand (0: none); see the agent's --warm-pool")
 	vmf := addVMFlags(fs)
-	verbose := fs.Bool("v", false, "print the components' logs to standard error (formatted by the --zap-* flags)")
+	verbose := fs.Bool("v", false, "print the components' logs to standard error too (they always go to playground.log in the state directory, formatted by the --zap-* flags)")
 	logOpts := logFlags(fs, "console")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -118,11 +127,24 @@ func runDev(ctx context.Context, args []string) error {
 	if opts.Runsc, err = lookRunsc(*runsc); err != nil {
 		return err
 	}
-	opts.Logger = logr.Discard()
-	if *verbose {
-		opts.Logger = logOpts.setLogger()
+	// The components log to a file in the state directory, bounded on
+	// disk, whatever -v says: a stuck object is debugged from it.
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return err
 	}
-	ctrl.SetLogger(opts.Logger)
+	if opts.LogFile, err = filepath.Abs(filepath.Join(opts.StateDir, devLogName)); err != nil {
+		return err
+	}
+	logFile, err := boundedlog.Open(opts.LogFile, devLogBytes)
+	if err != nil {
+		return fmt.Errorf("the components' log: %w", err)
+	}
+	defer logFile.Close()
+	logOpts.DestWriter = logFile
+	if *verbose {
+		logOpts.DestWriter = io.MultiWriter(logFile, os.Stderr)
+	}
+	opts.Logger = logOpts.setLogger()
 	opts.VM = func(ctx context.Context, stateDir string) (devenv.VMBackend, error) {
 		// Which accelerator, and why, is said whatever -v says.
 		say := funcr.New(func(_, args string) { fmt.Fprintln(os.Stderr, "playground dev: vm backend:", args) }, funcr.Options{})

@@ -16,7 +16,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package vm
+// Package boundedlog is a log file bounded on disk: past its size it
+// rotates to one predecessor, so that whatever is written to it (a guest's
+// console, a component's logs) holds at most twice the bound.
+package boundedlog
 
 import (
 	"bytes"
@@ -24,16 +27,15 @@ import (
 	"sync"
 )
 
-// DefaultLogBytes bounds each of a VM's logs (its console and QEMU's own
-// messages): the file holds at most this many bytes, and its one
-// predecessor (name.1) as many.
-const DefaultLogBytes = 1 << 20
+// DefaultBytes is the bound of a log opened with none: the file holds at
+// most this many bytes, and its one predecessor (name.1) as many.
+const DefaultBytes = 1 << 20
 
-// boundedLog appends to a log file of at most max bytes. When the next
+// Log appends to a log file of at most max bytes. When the next
 // write would pass the bound, the file becomes path.1 (replacing the one
-// before) and a new one starts: at most 2×max bytes on disk, whatever the
-// guest prints, with the newest in path.
-type boundedLog struct {
+// before) and a new one starts: at most 2×max bytes on disk, whatever is
+// written, with the newest in path.
+type Log struct {
 	mu   sync.Mutex
 	path string
 	max  int64
@@ -42,19 +44,20 @@ type boundedLog struct {
 	err  error // the first failure to write or rotate; later writes are dropped
 }
 
-// openBoundedLog opens path to append to, with what it holds counted.
-func openBoundedLog(path string, max int64) (*boundedLog, error) {
+// Open opens path to append to, with what it holds counted; max <= 0 is
+// DefaultBytes.
+func Open(path string, max int64) (*Log, error) {
 	if max <= 0 {
-		max = DefaultLogBytes
+		max = DefaultBytes
 	}
-	l := &boundedLog{path: path, max: max}
+	l := &Log{path: path, max: max}
 	if err := l.open(); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-func (l *boundedLog) open() error {
+func (l *Log) open() error {
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -69,7 +72,7 @@ func (l *boundedLog) open() error {
 }
 
 // rotate moves the full file to path.1 and starts an empty one.
-func (l *boundedLog) rotate() error {
+func (l *Log) rotate() error {
 	if err := l.f.Close(); err != nil {
 		return err
 	}
@@ -82,8 +85,8 @@ func (l *boundedLog) rotate() error {
 // Write appends p, rotating first as often as the bound needs: at a line's
 // end when p has one before the bound, so that most lines stay whole. It
 // never fails: a log that cannot be written drops what it is given, so
-// that its writer (QEMU's output, the console) is never held up.
-func (l *boundedLog) Write(p []byte) (int, error) {
+// that its writer is never held up.
+func (l *Log) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := len(p)
@@ -113,7 +116,7 @@ func (l *boundedLog) Write(p []byte) (int, error) {
 }
 
 // Close closes the file.
-func (l *boundedLog) Close() error {
+func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {

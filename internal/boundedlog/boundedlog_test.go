@@ -16,7 +16,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package vm
+package boundedlog
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ import (
 func TestBoundedLogRotates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "console.log")
 	const bound = 4096
-	l, err := openBoundedLog(path, bound)
+	l, err := Open(path, bound)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestBoundedLogRotates(t *testing.T) {
 	}
 
 	// Opened again (an agent that restarts), it counts what is there.
-	l, err = openBoundedLog(path, bound)
+	l, err = Open(path, bound)
 	if err != nil {
 		t.Fatal(err)
 	}

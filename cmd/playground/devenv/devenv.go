@@ -99,7 +99,9 @@ type Options struct {
 	// backend, offers none. Its VMs are stopped when dev ends.
 	VM func(ctx context.Context, stateDir string) (VMBackend, error)
 	// Logger receives the components' logs; the zero value discards them.
-	Logger logr.Logger
+	// LogFile, when set, is where they go, printed for the user to find.
+	Logger  logr.Logger
+	LogFile string
 }
 
 // VMBackend is a backend whose sandboxes dev stops when it ends.
@@ -172,13 +174,14 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
   tenant:        %s/%s (sandbox %s on node %s)
   kubeconfig:    %s
   kubectl:       %s --kubeconfig %s get playground -A
+  logs:          %s
 
 An MCP client configuration (Claude Code, Cursor and others read this shape):
   %s
 
 Press Ctrl-C to stop; the cluster's and the sandboxes' state stays in %s.
 `, ReadyLine, env.Endpoint, env.Token, env.Tenant.Namespace, env.Tenant.Name, env.Tenant.Status.SandboxID, env.Node,
-		env.Kubeconfig, env.Kubectl, env.Kubeconfig, clientConfig, env.State)
+		env.Kubeconfig, env.Kubectl, env.Kubeconfig, orNone(opts.LogFile), clientConfig, env.State)
 
 	select {
 	case <-ctx.Done():
@@ -186,6 +189,13 @@ Press Ctrl-C to stop; the cluster's and the sandboxes' state stays in %s.
 	case err := <-env.Err():
 		return err
 	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // Start starts the local system and returns once the sample tenant is
@@ -215,6 +225,9 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		}
 	}()
 
+	if opts.LogFile != "" {
+		progress("the components log to %s", opts.LogFile)
+	}
 	progress("starting kube-apiserver and etcd (state in %s)", state)
 	started := time.Now()
 	cp, err := controlplane.Start(controlplane.Options{

@@ -40,6 +40,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guest/mux"
+	"github.com/playground-dev/playground/internal/boundedlog"
 )
 
 // Accelerators QEMU can run a guest with.
@@ -97,7 +98,7 @@ type Config struct {
 	// and PID namespaces of its own.
 	User *Credential
 	// LogBytes bounds console.log and qemu.log, each kept with one
-	// predecessor (.1); zero means DefaultLogBytes.
+	// predecessor (.1); zero means boundedlog.DefaultBytes.
 	LogBytes int64
 	// KernelArgs are added to the guest kernel's command line.
 	KernelArgs []string
@@ -257,7 +258,7 @@ func Start(cfg Config) (*VM, error) {
 		}
 		files = append(files, f)
 	}
-	log, err := openBoundedLog(filepath.Join(cfg.Dir, qemuLog), cfg.LogBytes)
+	log, err := boundedlog.Open(filepath.Join(cfg.Dir, qemuLog), cfg.LogBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +418,7 @@ func (v *VM) watchConsole() error {
 	if err != nil {
 		return err
 	}
-	log, err := openBoundedLog(filepath.Join(v.cfg.Dir, consoleLog), v.cfg.LogBytes)
+	log, err := boundedlog.Open(filepath.Join(v.cfg.Dir, consoleLog), v.cfg.LogBytes)
 	if err != nil {
 		c.Close()
 		return err
