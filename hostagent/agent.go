@@ -49,6 +49,10 @@ const (
 	DefaultExecOutputLimit     = 4 << 20
 	DefaultMaxFileBytes        = 3 << 20
 	DefaultKillTimeout         = 30 * time.Second
+	// DefaultAdoptTimeout bounds how long the first Ensure of a sandbox
+	// waits for it to list and hand over the jobs it holds: a sandbox
+	// whose processes hold everything it has does not hold the agent.
+	DefaultAdoptTimeout = 15 * time.Second
 )
 
 // Options configure an Agent. Zero fields take the defaults above.
@@ -73,6 +77,9 @@ type Options struct {
 	MaxFileBytes int
 	// KillTimeout bounds the kill of a timed-out command.
 	KillTimeout time.Duration
+	// AdoptTimeout bounds the adoption of a sandbox's held jobs by the
+	// first Ensure of this agent process.
+	AdoptTimeout time.Duration
 	// Logger receives the detail of internal failures that tenants see
 	// only as an error ID; nil drops it.
 	Logger *slog.Logger
@@ -91,7 +98,26 @@ type Agent struct {
 	sandboxes map[string]*sandbox // by sandbox ID
 	handles   map[string]*handle  // by handle ID
 	perTenant map[string]int      // open handles per tenant
+	// pending are the sandboxes an agent that just started has still to
+	// take over (Pending), by ID: calls for them are answered as
+	// unavailable, with why, rather than as for a sandbox not here.
+	pending map[string]pendingSandbox
 }
+
+// pendingSandbox is a sandbox Ensure has not taken over yet.
+type pendingSandbox struct {
+	tenant string
+	// failed says why the last attempt failed; empty while none has.
+	failed string
+	// settled is closed once an attempt succeeded or failed.
+	settled chan struct{}
+}
+
+// pendingWait is how long a call for a sandbox still to be taken over
+// waits for it before it is answered as unavailable: a restart's usual
+// take-over is shorter, a sandbox that holds it up holds its own calls
+// no longer.
+const pendingWait = 10 * time.Second
 
 type sandbox struct {
 	spec backend.Spec
@@ -142,6 +168,7 @@ func New(opts Options) (*Agent, error) {
 	setDefault(&opts.ExecOutputLimit, DefaultExecOutputLimit)
 	setDefault(&opts.MaxFileBytes, DefaultMaxFileBytes)
 	setDefault(&opts.KillTimeout, DefaultKillTimeout)
+	setDefault(&opts.AdoptTimeout, DefaultAdoptTimeout)
 	jm, err := jobs.New(opts.JobLimits, opts.Clock, jobs.WithLogger(opts.Logger))
 	if err != nil {
 		return nil, err
@@ -155,6 +182,7 @@ func New(opts Options) (*Agent, error) {
 		sandboxes:    map[string]*sandbox{},
 		handles:      map[string]*handle{},
 		perTenant:    map[string]int{},
+		pending:      map[string]pendingSandbox{},
 	}, nil
 }
 
@@ -301,12 +329,21 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 		// The first Ensure of this agent process: the sandbox may hold
 		// jobs that an earlier one started. They count before its tenant
 		// can start more.
-		if err := a.adoptJobs(ctx, be, spec); err != nil {
+		actx, cancel := context.WithTimeout(ctx, a.opts.AdoptTimeout)
+		err := a.adoptJobs(actx, be, spec)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("sandbox %s did not hand over the jobs it holds within %s: its processes may have used up its PID limit or its memory, which its supervision needs; restart it to recover (kubectl playground tenant restart): %w",
+					spec.ID, a.opts.AdoptTimeout, err)
+			}
 			return false, err
 		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.settlePendingLocked(spec.ID)
+	delete(a.pending, spec.ID)
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
 		s.suspended = false
@@ -376,6 +413,8 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 		bes = a.backends
 	}
 	delete(a.sandboxes, id)
+	a.settlePendingLocked(id)
+	delete(a.pending, id)
 	a.mu.Unlock()
 	// Its jobs go with it, read or not: a deleted tenant holds no slot.
 	a.jobs.EndSandbox(id, "the sandbox was deleted", true)
@@ -430,8 +469,90 @@ func (a *Agent) OpenHandles(id string) int {
 	return 0
 }
 
-// Open opens a session handle on the tenant's sandbox.
+// Pending records the sandboxes (ID to tenant) that an agent that just
+// started will take over: until Ensure has, calls for them are answered as
+// unavailable (retry), not as for a sandbox that is not here.
+func (a *Agent) Pending(sandboxes map[string]string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, tenant := range sandboxes {
+		if _, served := a.sandboxes[id]; !served {
+			a.pending[id] = pendingSandbox{tenant: tenant, settled: make(chan struct{})}
+		}
+	}
+}
+
+// settlePendingLocked ends a pending sandbox's wait, once.
+func (a *Agent) settlePendingLocked(id string) {
+	if p, ok := a.pending[id]; ok {
+		select {
+		case <-p.settled:
+		default:
+			close(p.settled)
+		}
+	}
+}
+
+// waitPending waits, up to pendingWait, until the tenant's pending
+// sandbox (sandboxID, or any of the tenant's when empty) is settled, and
+// returns the answer to give if it is still not served, or nil.
+func (a *Agent) waitPending(ctx context.Context, tenant, sandboxID string) error {
+	a.mu.Lock()
+	var settled chan struct{}
+	for id, p := range a.pending {
+		if p.tenant == tenant && (sandboxID == "" || id == sandboxID) && p.failed == "" {
+			settled = p.settled
+			break
+		}
+	}
+	a.mu.Unlock()
+	if settled != nil {
+		t := time.NewTimer(pendingWait)
+		select {
+		case <-settled:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pendingErrorLocked(tenant, sandboxID)
+}
+
+// PendingFailed records why taking over a pending sandbox failed: its
+// tenant's calls say so until an Ensure succeeds.
+func (a *Agent) PendingFailed(id string, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p, ok := a.pending[id]; ok {
+		p.failed = err.Error()
+		a.pending[id] = p
+		a.settlePendingLocked(id)
+	}
+}
+
+// pendingErrorLocked is the answer for a tenant whose sandbox is still to
+// be taken over, or nil.
+func (a *Agent) pendingErrorLocked(tenant, sandboxID string) error {
+	for id, p := range a.pending {
+		if p.tenant != tenant || (sandboxID != "" && id != sandboxID) {
+			continue
+		}
+		if p.failed != "" {
+			return errorf(CodeUnavailable, "your sandbox was not taken over by its node's agent, which restarted: %s; the agent retries", p.failed)
+		}
+		return errorf(CodeUnavailable, "your sandbox is being taken over by its node's agent, which restarted: retry in a few seconds")
+	}
+	return nil
+}
+
+// Open opens a session handle on the tenant's sandbox. A sandbox that an
+// agent that just started is still taking over is waited for, a while.
 func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, error) {
+	if err := a.waitPending(ctx, tenant, sandboxID); err != nil {
+		return Handle{}, err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.expireLocked()

@@ -155,6 +155,9 @@ func (a *Agent) execError(err error) error {
 	case errors.Is(err, backend.ErrInvalidRequest):
 		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
 		return &Error{Code: CodeInvalid, Err: err, Message: "the command could not start: " + why}
+	case errors.Is(err, backend.ErrExhausted):
+		why := strings.TrimPrefix(err.Error(), backend.ErrExhausted.Error()+": ")
+		return &Error{Code: CodeExhausted, Err: err, Message: why}
 	case errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
 		return &Error{Code: CodeUnavailable, Err: err, Message: "the sandbox is not running on this node right now: retry shortly; if it persists, check the Sandbox's conditions"}
 	}
@@ -264,7 +267,7 @@ func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tena
 		switch {
 		case errors.Is(err, guestexec.ErrOldGuest):
 			return nil, err
-		case errors.Is(err, backend.ErrInvalidRequest):
+		case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
 			return nil, a.execError(err) // refused: nothing started
 		case err != nil:
 			a.releaseUnstarted(attach, js.ID)
@@ -299,7 +302,9 @@ func (a *Agent) releaseUnstarted(attach jobs.Attacher, id string) {
 // attacher reaches the holder of a job of a sandbox again.
 func attacher(holder backend.JobHolder, sandboxID string) jobs.Attacher {
 	return func(ctx context.Context, jobID string) (jobs.Held, error) {
-		conn, err := holder.JobConn(ctx, sandboxID)
+		// Init joins the agent to the job's holder itself: no process of
+		// the sandbox needs to start for the agent to reach its jobs.
+		conn, err := holder.JobControlConn(ctx, sandboxID)
 		if err != nil {
 			return nil, err
 		}
@@ -311,14 +316,46 @@ func attacher(holder backend.JobHolder, sandboxID string) jobs.Attacher {
 	}
 }
 
-// PollJob returns a page of a job's output; see jobs.Manager.Poll.
+// PollJob returns a page of a job's output; see jobs.Manager.Poll. A job
+// of a sandbox an agent that just started is still taking over is waited
+// for, a while.
 func (a *Agent) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error) {
-	return a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
+	res, err := a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
+	if a.mayBePending(tenant, err) {
+		if perr := a.waitPending(ctx, tenant, ""); perr != nil {
+			return res, perr
+		}
+		res, err = a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
+	}
+	return res, err
 }
 
-// CancelJob cancels a job; see jobs.Manager.Cancel.
+// CancelJob cancels a job; see jobs.Manager.Cancel, and PollJob.
 func (a *Agent) CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
-	return a.jobs.Cancel(ctx, tenant, jobID)
+	info, err := a.jobs.Cancel(ctx, tenant, jobID)
+	if a.mayBePending(tenant, err) {
+		if perr := a.waitPending(ctx, tenant, ""); perr != nil {
+			return info, perr
+		}
+		info, err = a.jobs.Cancel(ctx, tenant, jobID)
+	}
+	return info, err
+}
+
+// mayBePending says whether a job not found may be one that a sandbox of
+// the tenant, still to be taken over, holds.
+func (a *Agent) mayBePending(tenant string, err error) bool {
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.pending {
+		if p.tenant == tenant {
+			return true
+		}
+	}
+	return false
 }
 
 // ExecOutputLimit is how many bytes of each stream a synchronous command
@@ -335,7 +372,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 	if !ok {
 		return nil
 	}
-	conn, err := holder.JobConn(ctx, spec.ID)
+	conn, err := holder.JobControlConn(ctx, spec.ID)
 	if err != nil {
 		return fmt.Errorf("listing the jobs of sandbox %s: %w", spec.ID, err)
 	}

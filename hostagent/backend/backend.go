@@ -311,6 +311,10 @@ var (
 	// (a cwd that does not exist or cannot be entered); the error's message
 	// says why, for the caller to fix.
 	ErrInvalidRequest = errors.New("the command could not start as requested")
+	// ErrExhausted: the command could not start because the sandbox is
+	// out of something its processes share (its PID limit, its memory);
+	// the error's message says which. Retryable once the tenant frees it.
+	ErrExhausted = errors.New("the sandbox is out of a resource the command needs")
 	// ErrProofLost: the backend cannot prove that a command's descendants
 	// are dead. The agent stops admitting jobs on this backend.
 	ErrProofLost = errors.New("cannot prove cleanup of the command's processes")
@@ -354,6 +358,11 @@ type Dialer interface {
 // Jobs on other backends are held by the agent and end with it.
 type JobHolder interface {
 	JobConn(ctx context.Context, id string) (net.Conn, error)
+	// JobControlConn opens a connection on which the sandbox's init itself
+	// lists and attaches jobs (guest.ControlSocketName): no process of the
+	// sandbox starts for it, so a tenant that holds every PID or shepherd
+	// it has cannot keep its jobs from the agent.
+	JobControlConn(ctx context.Context, id string) (net.Conn, error)
 }
 
 // OOMCounter is implemented by backends that count the OOM kills in a

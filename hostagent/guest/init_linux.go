@@ -140,6 +140,8 @@ func (in *initProc) run() error {
 	if err := in.listen(); err != nil {
 		return err
 	}
+	// Lives as long as init, which is the sandbox's lifetime.
+	go in.serveControl()
 	if in.opts.VMPort != "" {
 		// Lives as long as init, which is the VM's lifetime.
 		go in.servePort(in.opts.VMPort)

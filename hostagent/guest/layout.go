@@ -30,6 +30,9 @@ const (
 	RunDir = Dir + "/run"
 	// SocketName is the name of init's listening socket in RunDir.
 	SocketName = "agent.sock"
+	// ControlSocketName is init's control socket in RunDir: init itself
+	// answers job listings and attachments there, starting no process.
+	ControlSocketName = "control.sock"
 
 	// TenantUID and TenantGID run every tenant command. They are not
 	// container root, so the tenant cannot signal or trace init and the

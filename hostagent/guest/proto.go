@@ -82,6 +82,12 @@ const EtcProtocolVersion = 3
 // older than a request (guestexec.ErrOldGuest) from a refused request.
 const UnsupportedVersionPrefix = "protocol version "
 
+// ExhaustedPrefix starts a shepherd's refusal of a command that could not
+// start because the sandbox is out of PIDs or memory (fork failed with
+// EAGAIN or ENOMEM): the tenant's processes hold them, and the refusal is
+// retryable once they let go (guestexec maps it to backend.ErrExhausted).
+const ExhaustedPrefix = "out of resources: "
+
 // UnsupportedVersion is a shepherd's refusal of a request of version v.
 func UnsupportedVersion(v int) string {
 	return fmt.Sprintf("%s%d not supported (this sandbox speaks %d); restart the sandbox", UnsupportedVersionPrefix, v, ProtocolVersion)

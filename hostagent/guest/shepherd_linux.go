@@ -213,6 +213,11 @@ func (s *shepherd) serve() {
 		if s.job != nil {
 			s.job.remove()
 		}
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ENOMEM) {
+			// The tenant's processes hold it: retryable once they let go.
+			s.sendError(ExhaustedPrefix + err.Error())
+			return
+		}
 		s.sendError(err.Error())
 		return
 	}
@@ -426,9 +431,9 @@ func startError(dir string, cwdGiven bool, err error) error {
 	}
 	switch {
 	case errors.Is(err, unix.EAGAIN):
-		return fmt.Errorf("the sandbox's process limit is reached (fork: %v): end some of its background processes, or ask the operator for a higher spec.resources.pids", err)
+		return fmt.Errorf("the sandbox's process limit is reached (fork: %w): end some of its background processes, or ask the operator for a higher spec.resources.pids", err)
 	case errors.Is(err, unix.ENOMEM):
-		return fmt.Errorf("the sandbox is out of memory (fork: %v): end some of its processes, or ask the operator for a higher spec.resources.memory", err)
+		return fmt.Errorf("the sandbox is out of memory (fork: %w): end some of its processes, or ask the operator for a higher spec.resources.memory", err)
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EACCES):
 		if cwdGiven {
 			return fmt.Errorf("working directory %q does not exist or cannot be entered (%v): give an existing directory as cwd, or create it first with exec (mkdir -p)", dir, err)

@@ -19,6 +19,8 @@ limitations under the License.
 package guest
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -433,7 +435,7 @@ func (in *initProc) servePort(name string) {
 			return
 		}
 		// One goroutine per stream, ended by the stream's end.
-		go relay(st, sock)
+		go in.serveStream(st, sock)
 	}
 }
 
@@ -451,10 +453,29 @@ func (p *waitingPort) Read(b []byte) (int, error) {
 	}
 }
 
-// relay joins a stream to a connection to init's socket, half-closes
-// included.
-func relay(st *mux.Stream, sock string) {
+// serveStream serves a stream of the agent port: init answers a job
+// listing or attachment itself (answerControl), as on a container's control
+// socket; anything else goes to a shepherd, on init's socket.
+func (in *initProc) serveStream(st *mux.Stream, sock string) {
 	defer st.Close()
+	br := bufio.NewReader(st)
+	req, start, err := readControlRequest(br)
+	if err != nil {
+		_, _ = st.Write(AppendFrame(nil, FrameError, []byte(err.Error())))
+		return
+	}
+	if isControl(req) {
+		answerControl(st, br, st.CloseWrite, req)
+		return
+	}
+	// The request goes to a shepherd as it came: its Start frame again,
+	// then whatever followed it.
+	relay(st, io.MultiReader(bytes.NewReader(AppendFrame(nil, FrameStart, start)), br), sock)
+}
+
+// relay joins a stream (read through from, which holds what was read of
+// it already) to a connection to init's socket, half-closes included.
+func relay(st *mux.Stream, from io.Reader, sock string) {
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
 		return
@@ -463,7 +484,7 @@ func relay(st *mux.Stream, sock string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := io.Copy(c, st); err != nil {
+		if _, err := io.Copy(c, from); err != nil {
 			// The agent reset the stream (or went away): the
 			// shepherd's end goes too, which ends its command.
 			_ = c.Close()

@@ -299,3 +299,85 @@ func openSessionEventually(t *testing.T, n *node, ns, name string) session {
 	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 	return s
 }
+
+// TestHostileTenantCannotHoldARestart is the attack of a tenant that
+// fills its PID limit from one held job, which grabs every PID freed, and
+// holds its shepherds with sleeping jobs: a restarted agent used to wait
+// for ever for that sandbox to list its jobs, serving nobody. Now the
+// other tenants are served again within seconds of the new agent's start,
+// the hostile tenant's jobs are still handed over (init lists and
+// attaches them itself), its own new commands are refused as
+// resource_exhausted, and an operator's restart recovers it.
+func TestHostileTenantCannotHoldARestart(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	ns := newNamespace(t, "hostile-restart")
+	n := startNode(t, "hostile-a", "", "")
+	createSandbox(t, ns, "hog", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		pids := int64(64)
+		s.Spec.Resources.PIDs = &pids
+	})
+	createSandbox(t, ns, "calm", n.name)
+	hog := openSession(t, n, ns, "hog")
+	openSession(t, n, ns, "calm")
+
+	var sleepers []string
+	for range 7 {
+		j, err := hog.startJob("exec sleep 3600")
+		g.Expect(err).NotTo(HaveOccurred())
+		sleepers = append(sleepers, j.ID)
+	}
+	// perl, not sh: a shell's failed fork ends it, and this must go on.
+	_, err := hog.startJob(`exec perl -e 'while (1) { my $p = fork(); if (defined $p && $p == 0) { sleep 3600; exit } }'`)
+	g.Expect(err).NotTo(HaveOccurred())
+	// The sandbox is at its limit once its own commands cannot start.
+	g.Eventually(func() error {
+		_, err := hog.client.Exec(ctx, hog.tenant, hog.handle, agentapi.ExecRequest{Command: "true"})
+		return err
+	}).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(WithTransform(agentapi.CodeOf, Equal(agentapi.CodeExhausted)))
+	_, err = hog.client.Exec(ctx, hog.tenant, hog.handle, agentapi.ExecRequest{Command: "true"})
+	g.Expect(err).To(MatchError(ContainSubstring("process limit is reached")), "the refusal says what is out")
+
+	// The agent restarts, as on an upgrade or a crash.
+	n.stop()
+	started := time.Now()
+	second := startNode(t, n.name, n.stateDir, strings.TrimPrefix(n.endpoint, "http://"))
+	g.Eventually(func() error {
+		h, err := second.client.Open(ctx, ns+"/calm", idOf(t, ns, "calm"))
+		if err != nil {
+			return err
+		}
+		res, err := second.client.Exec(ctx, ns+"/calm", h.ID, agentapi.ExecRequest{Command: "echo served"})
+		if err == nil && string(res.Stdout) != "served\n" {
+			err = fmt.Errorf("stdout %q", res.Stdout)
+		}
+		return err
+	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Succeed(), "the other tenant is served again")
+	if took := time.Since(started); took > 10*time.Second {
+		t.Errorf("the other tenant was served again %s after the new agent started, want within 10 s", took)
+	}
+
+	// The hostile tenant's jobs were handed over: they run on, under
+	// their IDs, and its own commands are refused with what to do.
+	h, err := second.client.Open(ctx, hog.tenant, hog.id)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, id := range sleepers {
+		p, err := second.client.Poll(ctx, agentapi.PollRequest{Tenant: hog.tenant}, id)
+		g.Expect(err).NotTo(HaveOccurred(), "job %s after the restart", id)
+		g.Expect(p.Job.State).To(Equal(agentapi.JobRunning))
+	}
+	_, err = second.client.Exec(ctx, hog.tenant, h.ID, agentapi.ExecRequest{Command: "true"})
+	g.Expect(agentapi.CodeOf(err)).To(Equal(agentapi.CodeExhausted))
+
+	// An operator restarts the sandbox: every process of it goes, and it
+	// serves again.
+	updateSandbox(t, ns, "hog", func(s *playgroundv1alpha1.Sandbox) { s.Spec.RestartRequest = "recover" })
+	g.Eventually(func() error {
+		h, err := second.client.Open(ctx, hog.tenant, hog.id)
+		if err != nil {
+			return err
+		}
+		_, err = second.client.Exec(ctx, hog.tenant, h.ID, agentapi.ExecRequest{Command: "true"})
+		return err
+	}).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+}

@@ -74,6 +74,10 @@ const (
 	DefaultResyncInterval      = 5 * time.Second
 	DefaultTokenReloadInterval = 30 * time.Second
 	DefaultWorkers             = 16
+	// DefaultReattachTimeout bounds the take-over of each sandbox when the
+	// agent starts; past it the sandbox is left to the reconciler, which
+	// reports it on its Sandbox and retries with backoff.
+	DefaultReattachTimeout = 30 * time.Second
 )
 
 // Options configure a node's agent.
@@ -174,8 +178,14 @@ type Options struct {
 	// session handles, its status fields) with the Sandboxes' status and
 	// re-reconciles the ones that drifted.
 	ResyncInterval time.Duration
-	// Workers is the number of Sandboxes reconciled concurrently.
+	// Workers is the number of Sandboxes reconciled concurrently, and of
+	// sandboxes taken over at once when the agent starts.
 	Workers int
+	// ReattachTimeout bounds the take-over of each sandbox when the agent
+	// starts (DefaultReattachTimeout). The API serves meanwhile: a
+	// sandbox's own calls are answered as unavailable until it is taken
+	// over, and no sandbox holds the others.
+	ReattachTimeout time.Duration
 
 	// Faculties configures the node's build cache of FacultyBundles: its
 	// Dir defaults to StateDir/faculties (the cache must outlive the
@@ -256,6 +266,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.ReattachTimeout <= 0 {
+		o.ReattachTimeout = DefaultReattachTimeout
 	}
 	if err := o.Budget.Validate(); err != nil {
 		return fmt.Errorf("nodeagent: budget: %w", err)
@@ -426,7 +439,11 @@ func Run(ctx context.Context, opts Options) error {
 	return runAll(ctx,
 		task{"lease heartbeat", hb.run},
 		task{"reattach and serve", func(ctx context.Context) error {
-			if err := rec.reattachAll(ctx); err != nil {
+			// The API serves as soon as the agent knows which sandboxes
+			// it takes over: each sandbox's own calls wait for its own
+			// take-over, and none waits for another's.
+			pending, err := rec.pendingReattach(ctx)
+			if err != nil {
 				return err
 			}
 			return runAll(ctx,
@@ -434,12 +451,19 @@ func Run(ctx context.Context, opts Options) error {
 					log.Info("Serving the agent API", "address", ln.Addr().String(), "tls", tlsConfig != nil)
 					return server.Serve(ctx, ln, tlsConfig, opts.ShutdownGrace)
 				}},
-				task{"reconciler", mgr.Start},
-				// After the reattach: the sandboxes tenants have come
-				// before blank ones. A graceful stop takes the blank
-				// ones with it.
-				task{"warm pools", func(ctx context.Context) error {
-					return agent.RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok }, opts.ShutdownGrace)
+				task{"reattach, then reconcile", func(ctx context.Context) error {
+					if err := rec.reattachAll(ctx, pending, opts.Workers, opts.ReattachTimeout); err != nil {
+						return err
+					}
+					return runAll(ctx,
+						task{"reconciler", mgr.Start},
+						// After the reattach: the sandboxes tenants have
+						// come before blank ones. A graceful stop takes the
+						// blank ones with it.
+						task{"warm pools", func(ctx context.Context) error {
+							return agent.RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok }, opts.ShutdownGrace)
+						}},
+					)
 				}},
 			)
 		}},

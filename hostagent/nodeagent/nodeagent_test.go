@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
@@ -287,6 +288,40 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "tiny")))
 }
 
+// TestFailedSandboxIsDeletedPromptly: a Sandbox whose provisioning fails
+// again and again (egress on a node that runs none) grows the backoff of
+// its retries; its deletion waits for none of it, and the finalizer goes
+// although the pass writes the Sandbox's status just before.
+func TestFailedSandboxIsDeletedPromptly(t *testing.T) {
+	ns := newNamespace(t, "failed-delete")
+	n := startNode(t, "failed-delete-a", "", "")
+	createSandbox(t, ns, "egress", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Network = playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress,
+			Egress: []playgroundv1alpha1.EgressRule{{CIDR: "192.0.2.0/24"}}}
+	})
+	waitFailed(t, ns, "egress", playgroundv1alpha1.ReasonBackendFailed, "asks for egress")
+	// Let it fail more times, growing its backoff: the reconciler's
+	// errors are counted in this process's metrics.
+	before := reconcileErrors(t)
+	NewWithT(t).Eventually(func() float64 { return reconcileErrors(t) - before }).
+		WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(BeNumerically(">=", 6))
+
+	if err := k8s.Delete(context.Background(), &playgroundv1alpha1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "egress"}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	failedBefore := reconcileErrors(t)
+	waitGone(t, ns, "egress")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the failed Sandbox was gone %s after its deletion, want within seconds", took)
+	}
+	// Its deletion pass wrote its status, then removed the finalizer, and
+	// did not fail on the object it had read before that write.
+	if n := reconcileErrors(t) - failedBefore; n > 0 {
+		t.Errorf("the deletion failed %v times before it went through", n)
+	}
+}
+
 // A sandbox asking for a backend its node does not offer is a spec
 // problem, not a backend failure: Provisioned=False with reason
 // BackendFailed and a Warning Event say so, nothing is provisioned, and the
@@ -483,4 +518,28 @@ func TestGVisorSandbox(t *testing.T) {
 	createSandbox(t, ns, "nowhere", plain.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Isolation = playgroundv1alpha1.IsolationGVisor })
 	waitFailed(t, ns, "nowhere", playgroundv1alpha1.ReasonBackendFailed, "no runsc")
 	g.Expect(plain.containers(t)).To(BeEmpty())
+}
+
+// reconcileErrors is the count of failed passes of the agents' Sandbox
+// reconcilers in this process (controller-runtime's metric).
+func reconcileErrors(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != "controller_runtime_reconcile_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "nodeagent-sandbox" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }

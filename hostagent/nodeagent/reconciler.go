@@ -23,9 +23,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +36,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,6 +52,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -131,7 +136,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 			}},
 		))).
 		WatchesRawSource(source.Channel(drift, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: sandboxRateLimiter()}).
 		Named("nodeagent-sandbox").
 		Complete(r)
 	if err != nil {
@@ -489,11 +494,39 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 	return r.removeFinalizer(ctx, sbx)
 }
 
-// removeFinalizer lets a deleted Sandbox go.
+// removeFinalizer lets a deleted Sandbox go. The pass has just written
+// the Sandbox's status, so the object in hand is out of date: a conflict
+// reads it again and retries at once, rather than waiting out the
+// queue's backoff with the sandbox already destroyed.
 func (r *sandboxReconciler) removeFinalizer(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) error {
-	patch := client.MergeFromWithOptions(sbx.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer)
-	return client.IgnoreNotFound(r.client.Patch(ctx, sbx, patch))
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.reader.Get(ctx, client.ObjectKeyFromObject(sbx), sbx); err != nil {
+				return err
+			}
+		}
+		first = false
+		if !controllerutil.ContainsFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer) {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(sbx.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer)
+		return r.client.Patch(ctx, sbx, patch)
+	})
+	return client.IgnoreNotFound(err)
+}
+
+// sandboxRateLimiter paces the retries of a Sandbox's failed passes: the
+// default's exponential backoff grows to a quarter of an hour, which a
+// sandbox that failed many times (a backend it cannot have) then waits
+// out even for its deletion. A minute at most keeps a failing node
+// readable and a deletion prompt.
+func sandboxRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, time.Minute),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 // caveat is what the sandbox's backend warns of on this node (a VM under
@@ -576,26 +609,29 @@ func (r *sandboxReconciler) jobsAdmitted(id string) metav1.Condition {
 			st.Since.UTC().Format(time.RFC3339), st.Reason))}
 }
 
-// reattachAll takes over, before the API serves, every sandbox this node
-// provisioned before (those carrying the finalizer), so that a restart
-// keeps their IDs, files and processes. A sandbox that fails is left to the
-// reconciler, which reports and retries it.
-func (r *sandboxReconciler) reattachAll(ctx context.Context) error {
+// reattachment is one sandbox an agent that starts takes over.
+type reattachment struct {
+	sbx  *playgroundv1alpha1.Sandbox
+	spec backend.Spec
+}
+
+// pendingReattach lists the sandboxes this node provisioned before (those
+// carrying the finalizer), which the agent takes over so that a restart
+// keeps their IDs, files and processes, and tells the agent they are on
+// their way (Agent.Pending).
+func (r *sandboxReconciler) pendingReattach(ctx context.Context) ([]reattachment, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var list playgroundv1alpha1.SandboxList
 	if err := r.reader.List(ctx, &list, client.MatchingFieldsSelector{Selector: onNode(r.node)}); err != nil {
-		return fmt.Errorf("listing the sandboxes of node %s: %w", r.node, err)
+		return nil, fmt.Errorf("listing the sandboxes of node %s: %w", r.node, err)
 	}
-	n := 0
+	var out []reattachment
+	pending := map[string]string{}
 	for i := range list.Items {
 		sbx := &list.Items[i]
 		if !sbx.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(sbx, playgroundv1alpha1.SandboxFinalizer) ||
 			!r.offers(backendClass(sbx)) {
 			continue
-		}
-		ensure := r.agent.Ensure
-		if sbx.Spec.Suspended {
-			ensure = r.agent.Suspend
 		}
 		id, err := r.idOf(sbx)
 		if err == nil && id == "" && sbx.Status.SandboxID == "" {
@@ -610,19 +646,64 @@ func (r *sandboxReconciler) reattachAll(ctx context.Context) error {
 		// A running sandbox keeps the builds it has, as its status says.
 		spec := specOf(id, sbx)
 		spec.Faculties = r.faculties.fromStatus(sbx)
-		if err := ensure(ctx, spec); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			log.Error(err, "Reattaching a sandbox failed; the reconciler retries", "sandbox", klog.KObj(sbx))
-			continue
-		}
-		if !sbx.Spec.Suspended {
-			r.faculties.started(spec.ID, spec.Faculties)
-		}
-		n++
+		out = append(out, reattachment{sbx: sbx, spec: spec})
+		pending[id] = spec.Tenant
 	}
-	log.Info("Reattached the node's sandboxes", "reattached", n, "bound", len(list.Items))
+	r.agent.Pending(pending)
+	return out, nil
+}
+
+// reattachAll takes over the sandboxes of pendingReattach, workers at once,
+// each within timeout: a sandbox whose take-over hangs (its processes hold
+// everything it has, its VM does not answer) holds no other, and holds the
+// reconciler, which then reports and retries it, no longer than timeout.
+func (r *sandboxReconciler) reattachAll(ctx context.Context, todo []reattachment, workers int, timeout time.Duration) error {
+	log := ctrl.LoggerFrom(ctx)
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, max(workers, 1))
+		done atomic.Int32
+	)
+	for _, ra := range todo {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ensure := r.agent.Ensure
+			if ra.sbx.Spec.Suspended {
+				ensure = r.agent.Suspend
+			}
+			sctx, cancel := context.WithTimeout(ctx, timeout)
+			err := ensure(sctx, ra.spec)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if sctx.Err() != nil {
+					err = fmt.Errorf("taking sandbox %s over did not end within %s: %w", ra.spec.ID, timeout, err)
+				}
+				r.agent.PendingFailed(ra.spec.ID, err)
+				log.Error(err, "Reattaching a sandbox failed; the reconciler reports it and retries", "sandbox", klog.KObj(ra.sbx))
+				return
+			}
+			if !ra.sbx.Spec.Suspended {
+				r.faculties.started(ra.spec.ID, ra.spec.Faculties)
+			}
+			done.Add(1)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	log.Info("Reattached the node's sandboxes", "reattached", done.Load(), "of", len(todo))
 	return nil
 }
 

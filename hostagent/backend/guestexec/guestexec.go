@@ -134,7 +134,7 @@ func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, ho
 	switch t {
 	case guest.FrameStarted:
 	case guest.FrameError:
-		return fail(fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload))
+		return fail(refusal(payload))
 	default:
 		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
 	}

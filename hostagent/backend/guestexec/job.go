@@ -142,6 +142,9 @@ func refusal(payload []byte) error {
 	if bytes.HasPrefix(payload, []byte(guest.UnsupportedVersionPrefix)) {
 		return fmt.Errorf("%w (%s)", ErrOldGuest, payload)
 	}
+	if why, ok := bytes.CutPrefix(payload, []byte(guest.ExhaustedPrefix)); ok {
+		return fmt.Errorf("%w: %s", backend.ErrExhausted, why)
+	}
 	return fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload)
 }
 

@@ -60,7 +60,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	switch {
 	case err == nil:
 		return p, nil
-	case errors.Is(err, backend.ErrInvalidRequest):
+	case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
 		return nil, err
 	}
 	return nil, fmt.Errorf("lima: starting command in sandbox %s: %w", id, err)
@@ -82,6 +82,14 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 		return nil, err
 	}
 	return b.dial(ctx, id)
+}
+
+// JobControlConn implements backend.JobHolder. Lima forwards init's
+// socket only (lima.yaml's portForwards), so its shepherds answer here:
+// a tenant that holds every PID of its sandbox can keep its jobs from an
+// agent that restarts, which then reports the sandbox and retries.
+func (b *Backend) JobControlConn(ctx context.Context, id string) (net.Conn, error) {
+	return b.JobConn(ctx, id)
 }
 
 // dial connects to the forwarded socket of sandbox id.

@@ -201,8 +201,9 @@ type Backend struct {
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Dialer  = (*Backend)(nil)
+	_ backend.Backend   = (*Backend)(nil)
+	_ backend.Dialer    = (*Backend)(nil)
+	_ backend.JobHolder = (*Backend)(nil)
 )
 
 // New checks opts, finds limactl and stages the guest binary where the

@@ -84,7 +84,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	switch {
 	case err == nil:
 		return p, nil
-	case errors.Is(err, backend.ErrInvalidRequest):
+	case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
 		return nil, err
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
@@ -106,6 +106,21 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 		return nil, err
 	}
 	return b.dial(ctx, id)
+}
+
+// JobControlConn implements backend.JobHolder: a connection to init's
+// control socket, on which init itself lists and attaches jobs.
+func (b *Backend) JobControlConn(ctx context.Context, id string) (net.Conn, error) {
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	c, err := b.dialSocket(ctx, id, guest.ControlSocketName)
+	if err != nil && errors.Is(err, backend.ErrNotRunning) && fileExists(b.socketPath(id)) {
+		// An init that started before control sockets: its shepherds
+		// answer, as they did.
+		return b.dial(ctx, id)
+	}
+	return c, err
 }
 
 // OOMKills implements backend.OOMCounter: the oom_kill count of the
@@ -139,9 +154,15 @@ func (b *Backend) sentryFD(id string) int {
 	return fd
 }
 
-// dial connects to the sandbox's init.
+// dial connects to the sandbox's init, whose shepherds answer.
 func (b *Backend) dial(ctx context.Context, id string) (*net.UnixConn, error) {
-	path := b.socketPath(id)
+	return b.dialSocket(ctx, id, guest.SocketName)
+}
+
+// dialSocket connects to a socket of the sandbox's init in its run
+// directory.
+func (b *Backend) dialSocket(ctx context.Context, id, name string) (*net.UnixConn, error) {
+	path := filepath.Join(b.sandboxDir(id), "run", name)
 	// The run directory belongs to the sandbox's root: never follow a
 	// symlink it may have put there to some socket of the host's.
 	if fi, err := os.Lstat(path); err != nil {
@@ -155,7 +176,7 @@ func (b *Backend) dial(ctx context.Context, id string) (*net.UnixConn, error) {
 			return nil, b.dialError(id, err)
 		}
 		defer dir.Close()
-		path = fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), guest.SocketName)
+		path = fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), name)
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)

@@ -160,7 +160,10 @@ func (b *Backend) endLifeline(id string) (finish func(error)) {
 	}
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend   = (*Backend)(nil)
+	_ backend.JobHolder = (*Backend)(nil)
+)
 
 // New checks the host (runtime, state directory, guest binary) and returns
 // a Backend. It does not touch existing sandboxes (call Reattach for each),

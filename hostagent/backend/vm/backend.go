@@ -92,7 +92,7 @@ type Options struct {
 	// the oci backend's ID maps (1<<28 on).
 	UIDBase uint32
 	// LogBytes bounds each VM's console.log and qemu.log, each kept with
-	// one predecessor; default DefaultLogBytes.
+	// one predecessor; default boundedlog.DefaultBytes.
 	LogBytes int64
 }
 
@@ -126,6 +126,11 @@ type Backend struct {
 	// connects to them again.
 	closed bool
 }
+
+var (
+	_ backend.Backend   = (*Backend)(nil)
+	_ backend.JobHolder = (*Backend)(nil)
+)
 
 // New checks opts and prepares the state directory. With no Accel it
 // boots a probe VM (ProbeAccel): up to DefaultProbeTimeout where /dev/kvm
@@ -949,7 +954,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	switch {
 	case err == nil:
 		return p, nil
-	case errors.Is(err, backend.ErrInvalidRequest):
+	case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
 		return nil, err
 	case v.Exited(0):
 		return nil, fmt.Errorf("vm: sandbox %s: %w (its VM ended while the command started)", id, backend.ErrNotRunning)
@@ -968,6 +973,12 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// JobControlConn implements backend.JobHolder: a stream of the agent
+// port, whose job listing or attachment the guest's init answers itself.
+func (b *Backend) JobControlConn(ctx context.Context, id string) (net.Conn, error) {
+	return b.JobConn(ctx, id)
 }
 
 // stream opens a connection to an idle shepherd of the sandbox's running
