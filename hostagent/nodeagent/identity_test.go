@@ -40,25 +40,12 @@ import (
 // node is a gateway's, and a user needs the explicit verb "use".
 func TestComponentsAreNoTenants(t *testing.T) {
 	ctx := context.Background()
-	cs := kubernetes.NewForConfigOrDie(cp.Config)
 	ns := newNamespace(t, "components")
+	token := serviceAccounts(t, ns, "gateway", "manager")
 	for _, c := range []string{"gateway", "manager"} {
-		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: c}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
 		if _, err := rbactest.Grant(ctx, k8s, cp.Config, c, "system:serviceaccount:"+ns+":"+c, rbactest.Options{}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	token := func(sa string, audiences ...string) string {
-		t.Helper()
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{Audiences: audiences},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
 	}
 	n := startNode(t, "components-a", "", "", func(o *nodeagent.Options) {
 		o.TrustedGateways = []string{"system:serviceaccount:" + ns + ":gateway"}
@@ -98,23 +85,8 @@ func TestComponentsAreNoTenants(t *testing.T) {
 // it at the next request.
 func TestCallerIdentity(t *testing.T) {
 	ctx := context.Background()
-	cs := kubernetes.NewForConfigOrDie(cp.Config)
 	ns := newNamespace(t, "identities")
-	for _, sa := range []string{"gateway", "agent-of-b", "alice"} {
-		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	token := func(sa string, audiences ...string) string {
-		t.Helper()
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{Audiences: audiences},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
+	token := serviceAccounts(t, ns, "gateway", "agent-of-b", "alice")
 	n := startNode(t, "ids-a", "", "", func(o *nodeagent.Options) {
 		o.TrustedGateways = []string{"system:serviceaccount:" + ns + ":gateway"}
 	})
@@ -162,4 +134,27 @@ func TestCallerIdentity(t *testing.T) {
 
 	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
 	g.Eventually(func() agentapi.Code { return agentapi.CodeOf(open(alice, "x")) }).WithTimeout(timeout).Should(Equal(agentapi.CodeForbidden), "alice, her RoleBinding removed")
+}
+
+// serviceAccounts creates the ServiceAccounts of ns and returns a minter of
+// their tokens, for audiences (none: the API server's).
+func serviceAccounts(t *testing.T, ns string, names ...string) func(sa string, audiences ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(cp.Config)
+	for _, sa := range names {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func(sa string, audiences ...string) string {
+		t.Helper()
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{Audiences: audiences},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
 }
