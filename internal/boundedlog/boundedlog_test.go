@@ -1,5 +1,3 @@
-//go:build linux
-
 /*
 Copyright 2026 The Playground Authors.
 
