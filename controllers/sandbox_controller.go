@@ -82,12 +82,13 @@ type SandboxReconciler struct {
 // anew.
 type managerView struct {
 	Phase      playgroundv1alpha1.SandboxPhase
+	Isolation  playgroundv1alpha1.Isolation
 	Generation int64
 	Conditions []metav1.Condition
 }
 
-func viewOf(phase playgroundv1alpha1.SandboxPhase, generation int64, conds []metav1.Condition) managerView {
-	v := managerView{Phase: phase, Generation: generation}
+func viewOf(phase playgroundv1alpha1.SandboxPhase, iso playgroundv1alpha1.Isolation, generation int64, conds []metav1.Condition) managerView {
+	v := managerView{Phase: phase, Isolation: iso, Generation: generation}
 	for _, typ := range managerConditions {
 		if c := meta.FindStatusCondition(conds, typ); c != nil {
 			v.Conditions = append(v.Conditions, metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, ObservedGeneration: c.ObservedGeneration})
@@ -480,11 +481,12 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 	// Suspended is where the sandbox is meant to be, not on its way.
 	progressing := ready.Status != metav1.ConditionTrue && s.phase != playgroundv1alpha1.SandboxSuspended
 	pgreconcile.Summarize(&conds, sbx.Generation, *ready, progressing, nil)
-	if statusHolds(sbx, s.phase, conds) {
+	iso := isolationStatus(sbx)
+	if statusHolds(sbx, s.phase, iso, conds) {
 		return nil
 	}
 	now := time.Now()
-	cached, want := viewOf(sbx.Status.Phase, sbx.Status.ObservedGeneration, sbx.Status.Conditions), viewOf(s.phase, sbx.Generation, conds)
+	cached, want := viewOf(sbx.Status.Phase, sbx.Status.Isolation, sbx.Status.ObservedGeneration, sbx.Status.Conditions), viewOf(s.phase, iso, sbx.Generation, conds)
 	if r.recent.repeats(sbx.UID, cached, want, now) {
 		return nil
 	}
@@ -492,6 +494,9 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 		WithObservedGeneration(sbx.Generation).
 		WithPhase(s.phase).
 		WithConditions(pgreconcile.ApplyConditions(conds, managerConditions...)...)
+	if iso != "" {
+		status.WithIsolation(iso)
+	}
 	err := r.Status().Apply(ctx, playgroundv1alpha1ac.Sandbox(sbx.Name, sbx.Namespace).WithStatus(status),
 		client.FieldOwner(playgroundv1alpha1.SandboxControllerFieldOwner), client.ForceOwnership)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -501,6 +506,16 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 		r.recent.applied(sbx.UID, cached, want, now)
 	}
 	return nil
+}
+
+// isolationStatus is the isolation a Sandbox runs with, as its status
+// reports it: on backend oci its spec's, the default filled in; on other
+// backends, which offer no choice, none.
+func isolationStatus(sbx *playgroundv1alpha1.Sandbox) playgroundv1alpha1.Isolation {
+	if playgroundv1alpha1.BackendClassOf(sbx) != playgroundv1alpha1.BackendOCI {
+		return ""
+	}
+	return playgroundv1alpha1.IsolationOf(sbx)
 }
 
 // managerConditions are the condition types the manager owns in a
@@ -518,8 +533,8 @@ var managerConditions = []string{
 // time cost the API server about five requests per sandbox when a thousand
 // tenants were created at once. A condition the manager would drop
 // (Reconciling, once Ready) counts as a change.
-func statusHolds(sbx *playgroundv1alpha1.Sandbox, phase playgroundv1alpha1.SandboxPhase, conds []metav1.Condition) bool {
-	if sbx.Status.Phase != phase || sbx.Status.ObservedGeneration != sbx.Generation {
+func statusHolds(sbx *playgroundv1alpha1.Sandbox, phase playgroundv1alpha1.SandboxPhase, iso playgroundv1alpha1.Isolation, conds []metav1.Condition) bool {
+	if sbx.Status.Phase != phase || sbx.Status.Isolation != iso || sbx.Status.ObservedGeneration != sbx.Generation {
 		return false
 	}
 	for _, typ := range managerConditions {

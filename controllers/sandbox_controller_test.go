@@ -368,8 +368,10 @@ func TestStatusOwners(t *testing.T) {
 		g.Expect(meta.FindStatusCondition(cur.Status.Conditions, playgroundv1alpha1.ReconcilingCondition)).To(BeNil())
 		g.Expect(conditionOf(cur, playgroundv1alpha1.ProvisionedCondition).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(cur.Status.SandboxID).To(Equal(id))
+		// The default isolation, as the Isolation column shows it.
+		g.Expect(cur.Status.Isolation).To(Equal(playgroundv1alpha1.IsolationContainer))
 		g.Expect(statusFields(cur, playgroundv1alpha1.SandboxControllerFieldOwner)).To(And(
-			ContainSubstring(`"f:phase"`), ContainSubstring(`"f:observedGeneration"`),
+			ContainSubstring(`"f:phase"`), ContainSubstring(`"f:observedGeneration"`), ContainSubstring(`"f:isolation"`),
 			ContainSubstring(`"k:{\"type\":\"Bound\"}"`), ContainSubstring(`"k:{\"type\":\"NodeHealthy\"}"`), ContainSubstring(`"k:{\"type\":\"Ready\"}"`),
 			Not(ContainSubstring(`Provisioned`)), Not(ContainSubstring(`"f:sandboxID"`)), Not(ContainSubstring(`"f:openHandles"`))))
 		g.Expect(statusFields(cur, playgroundv1alpha1.AgentFieldOwner)).To(And(

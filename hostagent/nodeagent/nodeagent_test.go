@@ -275,14 +275,16 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t, "failure")
 	n := startNode(t, "failure-a", "", "")
-	tiny := resource.MustParse("16Mi")
-	createSandbox(t, ns, "tiny", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Resources.Memory = &tiny })
+	// More inodes than 32 MiB hold: the API admits it, the oci backend
+	// refuses it (the API refuses what every backend would).
+	size := resource.MustParse("32Mi")
+	many, enough := int64(100000), int64(8192)
+	createSandbox(t, ns, "tiny", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Size, s.Spec.Storage.Inodes = &size, &many })
 
-	waitFailed(t, ns, "tiny", playgroundv1alpha1.ReasonBackendFailed, "32 MiB")
+	waitFailed(t, ns, "tiny", playgroundv1alpha1.ReasonBackendFailed, "inodes exceed what")
 	g.Expect(n.containers(t)).To(BeEmpty())
 
-	enough := resource.MustParse("64Mi")
-	updateSandbox(t, ns, "tiny", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Resources.Memory = &enough })
+	updateSandbox(t, ns, "tiny", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Inodes = &enough })
 	waitProvisioned(t, ns, "tiny")
 	g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "tiny")))
 }
