@@ -232,23 +232,25 @@ func agentRegistrations(ctx context.Context, c client.Reader, namespace string) 
 
 // choose picks the eligible node with the fewest sandboxes; ties go to a
 // hash of sandbox and node, so that equal nodes share the load. It returns
-// "" and why when none is eligible.
+// "" and why when none is eligible: what the sandbox needs, and what each
+// node lacks of it.
 func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) (string, string) {
-	backend := string(playgroundv1alpha1.BackendClassOf(sbx))
-	isolation := string(playgroundv1alpha1.IsolationOf(sbx))
 	type candidate struct {
 		node string
 		load int
 		tie  uint32
 	}
 	var eligible []candidate
+	lacking := map[string]string{}
 	healthy := 0
 	for node, reg := range agents {
 		if !reg.Healthy(now) {
+			lacking[node] = "its agent is not renewing its registration"
 			continue
 		}
 		healthy++
-		if !reg.Offers(backend) || !reg.OffersIsolation(isolation) || !reg.Matches(sbx.Spec.NodeSelector) {
+		if why := lacks(sbx, reg); why != "" {
+			lacking[node] = why
 			continue
 		}
 		h := fnv.New32a()
@@ -260,19 +262,72 @@ func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.
 		eligible = append(eligible, candidate{node: node, load: r.load(ctx, node), tie: h.Sum32()})
 	}
 	if len(eligible) == 0 {
-		why := fmt.Sprintf("no healthy agent offers the %s backend", backend)
-		if isolation != string(playgroundv1alpha1.IsolationContainer) {
-			why = fmt.Sprintf("no healthy agent offers the %s backend with %s isolation (an agent offers gvisor when it has runsc: see --runsc)", backend, isolation)
-		}
-		if len(sbx.Spec.NodeSelector) > 0 {
-			why += " on a node matching " + formatSelector(sbx.Spec.NodeSelector)
-		}
-		return "", fmt.Sprintf("%s (%d agents registered, %d healthy); the sandbox waits for one", why, len(agents), healthy)
+		return "", noEligibleNode(sbx, lacking, len(agents), healthy)
 	}
 	best := slices.MinFunc(eligible, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(a.tie, b.tie), strings.Compare(a.node, b.node))
 	})
 	return best.node, ""
+}
+
+// lacks says what of sbx's needs the agent of reg does not offer: its
+// backend, its isolation, its network mode, its node selector's labels;
+// "" when it offers them all.
+func lacks(sbx *playgroundv1alpha1.Sandbox, reg agentlease.Registration) string {
+	backend := string(playgroundv1alpha1.BackendClassOf(sbx))
+	var missing []string
+	if !reg.Offers(backend) {
+		offers := strings.Join(reg.Backends, ", ")
+		if offers == "" {
+			offers = "none"
+		}
+		missing = append(missing, fmt.Sprintf("the %s backend (it offers %s)", backend, offers))
+	} else {
+		if iso := string(playgroundv1alpha1.IsolationOf(sbx)); !reg.OffersIsolation(iso) {
+			missing = append(missing, iso+" isolation (its agent has no runsc: see --runsc)")
+		}
+		if mode := string(sbx.Spec.Network.Mode); !reg.OffersNetwork(backend, mode) {
+			missing = append(missing, fmt.Sprintf("network %s (its agent runs sandboxes without it: see --network=%s)", mode, mode))
+		}
+	}
+	if labels := reg.Missing(sbx.Spec.NodeSelector); len(labels) > 0 {
+		missing = append(missing, "the labels "+strings.Join(labels, ","))
+	}
+	return strings.Join(missing, " and ")
+}
+
+// noEligibleNode says why no node can take sbx: what it needs, and what
+// each node (the first maxNodesNamed by name, as a FacultyBundle's
+// Ready message names them) lacks.
+func noEligibleNode(sbx *playgroundv1alpha1.Sandbox, lacking map[string]string, registered, healthy int) string {
+	needs := []string{fmt.Sprintf("the %s backend", playgroundv1alpha1.BackendClassOf(sbx))}
+	if iso := playgroundv1alpha1.IsolationOf(sbx); iso != playgroundv1alpha1.IsolationContainer {
+		needs = append(needs, fmt.Sprintf("%s isolation", iso))
+	}
+	if mode := sbx.Spec.Network.Mode; mode != "" && mode != playgroundv1alpha1.NetworkNone {
+		needs = append(needs, fmt.Sprintf("network %s", mode))
+	}
+	need := strings.Join(needs, " with ")
+	if len(sbx.Spec.NodeSelector) > 0 {
+		need += " on a node matching " + formatSelector(sbx.Spec.NodeSelector)
+	}
+	counts := fmt.Sprintf("%d agents registered, %d healthy", registered, healthy)
+	if registered == 0 {
+		return fmt.Sprintf("No healthy agent offers %s: no agent is registered (%s; agents register with a Lease in their lease namespace); the sandbox waits for one", need, counts)
+	}
+	nodes := slices.Sorted(maps.Keys(lacking))
+	var each []string
+	for _, node := range nodes[:min(len(nodes), maxNodesNamed)] {
+		if strings.HasPrefix(lacking[node], "its agent") {
+			each = append(each, fmt.Sprintf("node %s: %s", node, lacking[node]))
+		} else {
+			each = append(each, fmt.Sprintf("node %s lacks %s", node, lacking[node]))
+		}
+	}
+	if more := len(nodes) - len(each); more > 0 {
+		each = append(each, fmt.Sprintf("and %d more", more))
+	}
+	return fmt.Sprintf("No healthy agent offers %s (%s): %s; the sandbox waits for one", need, counts, strings.Join(each, "; "))
 }
 
 // pendingBinding is a binding this process made, from its choice on.

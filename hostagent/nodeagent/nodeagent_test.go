@@ -143,6 +143,18 @@ func agentFields(t *testing.T, s *playgroundv1alpha1.Sandbox) string {
 	return ""
 }
 
+// registrationOf waits for node's Lease and reads its registration.
+func registrationOf(t *testing.T, node string) agentlease.Registration {
+	t.Helper()
+	g := NewWithT(t)
+	var lease coordinationv1.Lease
+	key := client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(node)}
+	g.Eventually(func() error { return k8s.Get(context.Background(), key, &lease) }).WithTimeout(timeout).Should(Succeed())
+	reg, err := agentlease.FromLease(&lease)
+	g.Expect(err).NotTo(HaveOccurred())
+	return reg
+}
+
 // The agent registers in its Lease, renews it every third of its
 // duration, and leaves it to expire when it stops.
 func TestLeaseRegistration(t *testing.T) {
@@ -157,6 +169,8 @@ func TestLeaseRegistration(t *testing.T) {
 		HaveKeyWithValue(agentlease.AnnotationBackends, "oci"),
 		// The test's oci backend has no runsc: container only.
 		HaveKeyWithValue(agentlease.AnnotationIsolations, "container"),
+		// ...and its agent runs sandboxes without network (--network=none).
+		HaveKeyWithValue(agentlease.AnnotationNetworks, `{"oci":["none"]}`),
 		HaveKeyWithValue(agentlease.AnnotationAdmission, "")))
 	var labels map[string]string
 	g.Expect(json.Unmarshal([]byte(lease.Annotations[agentlease.AnnotationNodeLabels]), &labels)).To(Succeed())

@@ -452,10 +452,11 @@ func (b *Backend) installGuest() (string, error) {
 // Name implements backend.Backend.
 func (b *Backend) Name() string { return "oci" }
 
-// Capabilities implements backend.Backend: shepherds prove cleanup, and
-// pile files carry FS_APPEND_FL, which the sandbox cannot clear.
+// Capabilities implements backend.Backend: shepherds prove cleanup, pile
+// files carry FS_APPEND_FL, which the sandbox cannot clear, and egress
+// lists are enforced when the agent runs with network egress.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress}
 }
 
 // PileDir implements backend.Backend. The pile's filesystem is mounted
