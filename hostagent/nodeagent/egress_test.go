@@ -51,6 +51,8 @@ func TestEgressSandbox(t *testing.T) {
 	g.Expect(registrationOf(t, closed.name).OffersNetwork("oci", "egress")).To(BeFalse(), "an agent without network offers no egress")
 	createSandbox(t, ns, "refused", closed.name, egress)
 	waitFailed(t, ns, "refused", playgroundv1alpha1.ReasonBackendFailed, "start it with --network=egress")
+	// Its first start is worded as one, not as a reattach.
+	g.Expect(provisioned(getSandbox(g, ns, "refused")).Message).To(HavePrefix("provisioning sandbox "))
 	g.Expect(closed.containers(t)).To(BeEmpty())
 	closed.stop()
 

@@ -295,7 +295,7 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 	many, enough := int64(100000), int64(8192)
 	createSandbox(t, ns, "tiny", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Size, s.Spec.Storage.Inodes = &size, &many })
 
-	waitFailed(t, ns, "tiny", playgroundv1alpha1.ReasonBackendFailed, "inodes exceed what")
+	waitFailed(t, ns, "tiny", playgroundv1alpha1.ReasonBackendFailed, "inodes exceed what 32Mi hold")
 	g.Expect(n.containers(t)).To(BeEmpty())
 
 	updateSandbox(t, ns, "tiny", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Inodes = &enough })

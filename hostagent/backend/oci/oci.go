@@ -579,15 +579,17 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := validateID(spec.ID); err != nil {
 		return err
 	}
+	defer b.lock(spec.ID)()
+	// Not found comes first: a sandbox that was never made is provisioned
+	// next, and a spec it cannot run is refused there, as a provisioning.
+	sb, err := b.loadTenant(spec.ID)
+	if err != nil {
+		return err
+	}
 	if err := b.validateSpec(spec); err != nil {
 		return err
 	}
 	if err := b.checkIsolation(spec); err != nil {
-		return err
-	}
-	defer b.lock(spec.ID)()
-	sb, err := b.loadTenant(spec.ID)
-	if err != nil {
 		return err
 	}
 	// The isolation is the one sandbox.json recorded at provisioning: a
