@@ -48,6 +48,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/eventseries"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
@@ -920,7 +921,7 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Scheme = mgr.GetScheme()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("tenant-controller")
+		r.Recorder = eventseries.Recorder(mgr.GetEventRecorder("tenant-controller"))
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()

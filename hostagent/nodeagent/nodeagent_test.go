@@ -297,6 +297,20 @@ func TestBackendFailureIsReportedAndRetried(t *testing.T) {
 
 	waitFailed(t, ns, "tiny", playgroundv1alpha1.ReasonBackendFailed, "inodes exceed what 32Mi hold")
 	g.Expect(n.containers(t)).To(BeEmpty())
+	// The retries' Warnings are one Event with a series, not one each.
+	g.Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(k8s.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		var warnings []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Name == "tiny" && e.Type == corev1.EventTypeWarning && e.Reason == playgroundv1alpha1.ReasonBackendFailed {
+				warnings = append(warnings, e)
+			}
+		}
+		g.Expect(warnings).To(HaveLen(1))
+		g.Expect(warnings[0].Series).NotTo(BeNil())
+		g.Expect(warnings[0].Series.Count).To(BeNumerically(">=", 2))
+	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	updateSandbox(t, ns, "tiny", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Inodes = &enough })
 	waitProvisioned(t, ns, "tiny")
