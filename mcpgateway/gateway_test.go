@@ -239,8 +239,9 @@ func TestGateway(t *testing.T) {
 		}
 		var r tools.ReadOutput
 		res := callOK(t, cs, "read", map[string]any{"handle": h, "path": "random.bin", "cwd": "work"}, &r)
-		if r.Content != "blob" || r.Size != len(data) || r.SHA256 != sha(data) {
-			t.Fatalf("read: %+v", r)
+		// read answers the absolute path, as write does.
+		if r.Content != "blob" || r.Size != len(data) || r.SHA256 != sha(data) || r.Path != w.Path {
+			t.Fatalf("read: %+v, want the path %s", r, w.Path)
 		}
 		var got []byte
 		for _, c := range res.Content {
@@ -355,9 +356,15 @@ func TestGateway(t *testing.T) {
 		callErr(t, cs, "exec", map[string]any{"handle": agentapi.NewHandle(), "command": "true"}, "not_found", "open_session")
 		callErr(t, cs, "job_poll", map[string]any{"job_id": agentapi.NewJobID()}, "not_found")
 		callErr(t, cs, "job_poll", map[string]any{"job_id": j.JobID, "cursor": "garbage"}, "cursor")
+		// A tampered handle hears what is wrong with it; a bad timeout,
+		// its bound in words.
+		callErr(t, cs, "exec", map[string]any{"handle": h[:5] + "8" + h[6:], "command": "true"}, "invalid_argument", "handle has '8' at position 6, a character no ID has")
+		callErr(t, cs, "exec", map[string]any{"handle": h, "command": "true", "timeout_seconds": -3}, "invalid_argument", "argument timeout_seconds is -3, but it must be at least 0")
+		// The pile is append-only: write cannot replace or create a file there.
+		callErr(t, cs, "write", map[string]any{"handle": h, "path": "/pile/notes.txt", "text": "a"}, "invalid_argument", "in the pile", "append-only", ">>")
 		for _, bad := range []string{"bad id with spaces", ".", "..", "../x", "h_nope", j.JobID + "/.."} {
-			callErr(t, cs, "job_cancel", map[string]any{"job_id": bad}, "invalid_argument", "not one Playground issues")
-			callErr(t, cs, "exec", map[string]any{"handle": bad, "command": "true"}, "invalid_argument", "not one Playground issues")
+			callErr(t, cs, "job_cancel", map[string]any{"job_id": bad}, "invalid_argument", "IDs Playground issues are")
+			callErr(t, cs, "exec", map[string]any{"handle": bad, "command": "true"}, "invalid_argument", "IDs Playground issues are")
 		}
 
 		// A timeout is a result, not an error.
