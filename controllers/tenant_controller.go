@@ -104,6 +104,9 @@ const (
 	ReasonSandboxError = "SandboxError"
 	// ReasonDeleting: the Tenant is being deleted.
 	ReasonDeleting = "Deleting"
+	// ReasonPending: a sub-condition of Ready (CredentialsReady,
+	// SandboxReady) is not reported yet, as in a Tenant's first pass.
+	ReasonPending = "Pending"
 )
 
 const (
@@ -370,7 +373,7 @@ func conditionOrUnknown(conds []metav1.Condition, typ string) metav1.Condition {
 	if c := meta.FindStatusCondition(conds, typ); c != nil {
 		return *c
 	}
-	return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: "Pending", Message: typ + " is not reported yet"}
+	return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: ReasonPending, Message: typ + " is not reported yet"}
 }
 
 func (r *TenantReconciler) setCondition(t *playgroundv1alpha1.Tenant, typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
