@@ -42,6 +42,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/eventseries"
 	"github.com/playground-dev/playground/internal/fingerprint"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
@@ -491,7 +492,7 @@ func (r *FacultyBundleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("facultybundle-controller")
+		r.Recorder = eventseries.Recorder(mgr.GetEventRecorder("facultybundle-controller"))
 	}
 	r.Options.defaults()
 	ctx := context.Background()

@@ -57,7 +57,7 @@ func TestJailWaitsForAnAgentThatOffersIt(t *testing.T) {
 		bound := conditionOf(got, playgroundv1alpha1.BoundCondition)
 		g.Expect(bound.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(bound.Reason).To(Equal(playgroundv1alpha1.ReasonNoEligibleNode))
-		g.Expect(bound.Message).To(ContainSubstring("no healthy agent offers the jail backend"))
+		g.Expect(bound.Message).To(ContainSubstring("No healthy agent offers the jail backend"))
 		g.Expect(bound.Message).To(ContainSubstring("2 healthy"))
 		g.Expect(conditionOf(got, playgroundv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(got.Status.Phase).To(Equal(playgroundv1alpha1.SandboxPending))

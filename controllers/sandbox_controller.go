@@ -82,12 +82,13 @@ type SandboxReconciler struct {
 // anew.
 type managerView struct {
 	Phase      playgroundv1alpha1.SandboxPhase
+	Isolation  playgroundv1alpha1.Isolation
 	Generation int64
 	Conditions []metav1.Condition
 }
 
-func viewOf(phase playgroundv1alpha1.SandboxPhase, generation int64, conds []metav1.Condition) managerView {
-	v := managerView{Phase: phase, Generation: generation}
+func viewOf(phase playgroundv1alpha1.SandboxPhase, iso playgroundv1alpha1.Isolation, generation int64, conds []metav1.Condition) managerView {
+	v := managerView{Phase: phase, Isolation: iso, Generation: generation}
 	for _, typ := range managerConditions {
 		if c := meta.FindStatusCondition(conds, typ); c != nil {
 			v.Conditions = append(v.Conditions, metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, ObservedGeneration: c.ObservedGeneration})
@@ -231,23 +232,25 @@ func agentRegistrations(ctx context.Context, c client.Reader, namespace string) 
 
 // choose picks the eligible node with the fewest sandboxes; ties go to a
 // hash of sandbox and node, so that equal nodes share the load. It returns
-// "" and why when none is eligible.
+// "" and why when none is eligible: what the sandbox needs, and what each
+// node lacks of it.
 func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) (string, string) {
-	backend := string(playgroundv1alpha1.BackendClassOf(sbx))
-	isolation := string(playgroundv1alpha1.IsolationOf(sbx))
 	type candidate struct {
 		node string
 		load int
 		tie  uint32
 	}
 	var eligible []candidate
+	lacking := map[string]string{}
 	healthy := 0
 	for node, reg := range agents {
 		if !reg.Healthy(now) {
+			lacking[node] = "its agent is not renewing its registration"
 			continue
 		}
 		healthy++
-		if !reg.Offers(backend) || !reg.OffersIsolation(isolation) || !reg.Matches(sbx.Spec.NodeSelector) {
+		if why := lacks(sbx, reg); why != "" {
+			lacking[node] = why
 			continue
 		}
 		h := fnv.New32a()
@@ -259,19 +262,72 @@ func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.
 		eligible = append(eligible, candidate{node: node, load: r.load(ctx, node), tie: h.Sum32()})
 	}
 	if len(eligible) == 0 {
-		why := fmt.Sprintf("no healthy agent offers the %s backend", backend)
-		if isolation != string(playgroundv1alpha1.IsolationContainer) {
-			why = fmt.Sprintf("no healthy agent offers the %s backend with %s isolation (an agent offers gvisor when it has runsc: see --runsc)", backend, isolation)
-		}
-		if len(sbx.Spec.NodeSelector) > 0 {
-			why += " on a node matching " + formatSelector(sbx.Spec.NodeSelector)
-		}
-		return "", fmt.Sprintf("%s (%d agents registered, %d healthy); the sandbox waits for one", why, len(agents), healthy)
+		return "", noEligibleNode(sbx, lacking, len(agents), healthy)
 	}
 	best := slices.MinFunc(eligible, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(a.tie, b.tie), strings.Compare(a.node, b.node))
 	})
 	return best.node, ""
+}
+
+// lacks says what of sbx's needs the agent of reg does not offer: its
+// backend, its isolation, its network mode, its node selector's labels;
+// "" when it offers them all.
+func lacks(sbx *playgroundv1alpha1.Sandbox, reg agentlease.Registration) string {
+	backend := string(playgroundv1alpha1.BackendClassOf(sbx))
+	var missing []string
+	if !reg.Offers(backend) {
+		offers := strings.Join(reg.Backends, ", ")
+		if offers == "" {
+			offers = "none"
+		}
+		missing = append(missing, fmt.Sprintf("the %s backend (it offers %s)", backend, offers))
+	} else {
+		if iso := string(playgroundv1alpha1.IsolationOf(sbx)); !reg.OffersIsolation(iso) {
+			missing = append(missing, iso+" isolation (its agent has no runsc: see --runsc)")
+		}
+		if mode := string(sbx.Spec.Network.Mode); !reg.OffersNetwork(backend, mode) {
+			missing = append(missing, fmt.Sprintf("network %s (its agent runs sandboxes without it: see --network=%s)", mode, mode))
+		}
+	}
+	if labels := reg.Missing(sbx.Spec.NodeSelector); len(labels) > 0 {
+		missing = append(missing, "the labels "+strings.Join(labels, ","))
+	}
+	return strings.Join(missing, " and ")
+}
+
+// noEligibleNode says why no node can take sbx: what it needs, and what
+// each node (the first maxNodesNamed by name, as a FacultyBundle's
+// Ready message names them) lacks.
+func noEligibleNode(sbx *playgroundv1alpha1.Sandbox, lacking map[string]string, registered, healthy int) string {
+	needs := []string{fmt.Sprintf("the %s backend", playgroundv1alpha1.BackendClassOf(sbx))}
+	if iso := playgroundv1alpha1.IsolationOf(sbx); iso != playgroundv1alpha1.IsolationContainer {
+		needs = append(needs, fmt.Sprintf("%s isolation", iso))
+	}
+	if mode := sbx.Spec.Network.Mode; mode != "" && mode != playgroundv1alpha1.NetworkNone {
+		needs = append(needs, fmt.Sprintf("network %s", mode))
+	}
+	need := strings.Join(needs, " with ")
+	if len(sbx.Spec.NodeSelector) > 0 {
+		need += " on a node matching " + formatSelector(sbx.Spec.NodeSelector)
+	}
+	counts := fmt.Sprintf("%d agents registered, %d healthy", registered, healthy)
+	if registered == 0 {
+		return fmt.Sprintf("No healthy agent offers %s: no agent is registered (%s; agents register with a Lease in their lease namespace); the sandbox waits for one", need, counts)
+	}
+	nodes := slices.Sorted(maps.Keys(lacking))
+	var each []string
+	for _, node := range nodes[:min(len(nodes), maxNodesNamed)] {
+		if strings.HasPrefix(lacking[node], "its agent") {
+			each = append(each, fmt.Sprintf("node %s: %s", node, lacking[node]))
+		} else {
+			each = append(each, fmt.Sprintf("node %s lacks %s", node, lacking[node]))
+		}
+	}
+	if more := len(nodes) - len(each); more > 0 {
+		each = append(each, fmt.Sprintf("and %d more", more))
+	}
+	return fmt.Sprintf("No healthy agent offers %s (%s): %s; the sandbox waits for one", need, counts, strings.Join(each, "; "))
 }
 
 // pendingBinding is a binding this process made, from its choice on.
@@ -480,11 +536,12 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 	// Suspended is where the sandbox is meant to be, not on its way.
 	progressing := ready.Status != metav1.ConditionTrue && s.phase != playgroundv1alpha1.SandboxSuspended
 	pgreconcile.Summarize(&conds, sbx.Generation, *ready, progressing, nil)
-	if statusHolds(sbx, s.phase, conds) {
+	iso := isolationStatus(sbx)
+	if statusHolds(sbx, s.phase, iso, conds) {
 		return nil
 	}
 	now := time.Now()
-	cached, want := viewOf(sbx.Status.Phase, sbx.Status.ObservedGeneration, sbx.Status.Conditions), viewOf(s.phase, sbx.Generation, conds)
+	cached, want := viewOf(sbx.Status.Phase, sbx.Status.Isolation, sbx.Status.ObservedGeneration, sbx.Status.Conditions), viewOf(s.phase, iso, sbx.Generation, conds)
 	if r.recent.repeats(sbx.UID, cached, want, now) {
 		return nil
 	}
@@ -492,6 +549,9 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 		WithObservedGeneration(sbx.Generation).
 		WithPhase(s.phase).
 		WithConditions(pgreconcile.ApplyConditions(conds, managerConditions...)...)
+	if iso != "" {
+		status.WithIsolation(iso)
+	}
 	err := r.Status().Apply(ctx, playgroundv1alpha1ac.Sandbox(sbx.Name, sbx.Namespace).WithStatus(status),
 		client.FieldOwner(playgroundv1alpha1.SandboxControllerFieldOwner), client.ForceOwnership)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -501,6 +561,16 @@ func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1al
 		r.recent.applied(sbx.UID, cached, want, now)
 	}
 	return nil
+}
+
+// isolationStatus is the isolation a Sandbox runs with, as its status
+// reports it: on backend oci its spec's, the default filled in; on other
+// backends, which offer no choice, none.
+func isolationStatus(sbx *playgroundv1alpha1.Sandbox) playgroundv1alpha1.Isolation {
+	if playgroundv1alpha1.BackendClassOf(sbx) != playgroundv1alpha1.BackendOCI {
+		return ""
+	}
+	return playgroundv1alpha1.IsolationOf(sbx)
 }
 
 // managerConditions are the condition types the manager owns in a
@@ -518,8 +588,8 @@ var managerConditions = []string{
 // time cost the API server about five requests per sandbox when a thousand
 // tenants were created at once. A condition the manager would drop
 // (Reconciling, once Ready) counts as a change.
-func statusHolds(sbx *playgroundv1alpha1.Sandbox, phase playgroundv1alpha1.SandboxPhase, conds []metav1.Condition) bool {
-	if sbx.Status.Phase != phase || sbx.Status.ObservedGeneration != sbx.Generation {
+func statusHolds(sbx *playgroundv1alpha1.Sandbox, phase playgroundv1alpha1.SandboxPhase, iso playgroundv1alpha1.Isolation, conds []metav1.Condition) bool {
+	if sbx.Status.Phase != phase || sbx.Status.Isolation != iso || sbx.Status.ObservedGeneration != sbx.Generation {
 		return false
 	}
 	for _, typ := range managerConditions {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -225,6 +226,106 @@ func TestGVisorWaitsForAnAgentThatOffersIt(t *testing.T) {
 	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(node))
 }
 
+// TestEgressWaitsForAnAgentThatOffersIt: a sandbox of network egress is
+// not bound to an agent that runs sandboxes without network, and says
+// which node lacks what; it is bound to the first agent that offers it.
+func TestEgressWaitsForAnAgentThatOffersIt(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	suffix := rand.String(5)
+	zone := "egress-" + suffix
+	closed := "closed-" + suffix
+	register := func(node string, networks map[string][]string) {
+		registerAgentAs(t, agentlease.Registration{Node: node, Endpoint: "http://" + node + ":9443", Backends: []string{"oci"},
+			Networks: networks, Labels: map[string]string{"zone": zone}, Duration: time.Hour})
+	}
+	register(closed, map[string][]string{"oci": {"none"}})
+	s := &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "outbound"},
+		Spec: playgroundv1alpha1.SandboxSpec{
+			TenantRef: playgroundv1alpha1.LocalObjectReference{Name: "outbound"},
+			SandboxTemplate: playgroundv1alpha1.SandboxTemplate{
+				NodeSelector: map[string]string{"zone": zone},
+				Network: playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress,
+					Egress: []playgroundv1alpha1.EgressRule{{CIDR: "203.0.113.0/24"}}},
+			},
+		},
+	}
+	g.Expect(k8sClient.Create(context.Background(), s)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := getSandbox(g, ns, s.Name)
+		bound := conditionOf(got, playgroundv1alpha1.BoundCondition)
+		g.Expect(bound.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(bound.Reason).To(Equal(playgroundv1alpha1.ReasonNoEligibleNode))
+		g.Expect(bound.Message).To(And(
+			ContainSubstring("No healthy agent offers the oci backend with network egress on a node matching zone="+zone),
+			ContainSubstring("node "+closed+" lacks network egress (its agent runs sandboxes without it: see --network=egress)")))
+		ready := conditionOf(got, playgroundv1alpha1.ReadyCondition)
+		g.Expect(ready.Reason).To(Equal(playgroundv1alpha1.ReasonNoEligibleNode))
+		g.Expect(ready.Message).To(Equal(bound.Message))
+		g.Expect(got.Status.Phase).To(Equal(playgroundv1alpha1.SandboxPending))
+		g.Expect(got.Spec.NodeName).To(BeEmpty())
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	open := "open-" + suffix
+	register(open, map[string][]string{"oci": {"egress", "none"}})
+	g.Eventually(func() string { return getSandbox(g, ns, s.Name).Spec.NodeName }, 10*time.Second, 100*time.Millisecond).Should(Equal(open))
+}
+
+// registerAgentAs writes reg, renewed now, as an agent's Lease, and
+// removes it when the test ends.
+func registerAgentAs(t *testing.T, reg agentlease.Registration) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentlease.DefaultNamespace}}
+	if err := k8sClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(reg.Node)}}
+	if err := reg.Apply(lease, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Create(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), lease) })
+}
+
+// TestNoEligibleNodeSaysWhatEachNodeLacks holds the words of the message.
+func TestNoEligibleNodeSaysWhatEachNodeLacks(t *testing.T) {
+	now := time.Now()
+	agent := func(node string, backends []string, labels map[string]string, renewed time.Time) agentlease.Registration {
+		return agentlease.Registration{Node: node, Backends: backends, Labels: labels, Duration: time.Minute, Renewed: renewed,
+			Networks: map[string][]string{"oci": {"none"}}}
+	}
+	agents := map[string]agentlease.Registration{
+		"a": agent("a", []string{"oci"}, map[string]string{"zone": "x"}, now),
+		"b": agent("b", []string{"vm"}, map[string]string{"zone": "y"}, now),
+		"c": agent("c", []string{"oci"}, map[string]string{"zone": "y"}, now.Add(-time.Hour)),
+	}
+	sbx := &playgroundv1alpha1.Sandbox{Spec: playgroundv1alpha1.SandboxSpec{SandboxTemplate: playgroundv1alpha1.SandboxTemplate{
+		Isolation:    playgroundv1alpha1.IsolationGVisor,
+		NodeSelector: map[string]string{"zone": "y"},
+		Network:      playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress},
+	}}}
+	r := &SandboxReconciler{}
+	node, why := r.choose(context.Background(), sbx, agents, now)
+	if node != "" {
+		t.Fatalf("bound to %s", node)
+	}
+	const want = "No healthy agent offers the oci backend with gvisor isolation with network egress on a node matching zone=y (3 agents registered, 2 healthy): " +
+		"node a lacks gvisor isolation (its agent has no runsc: see --runsc) and network egress (its agent runs sandboxes without it: see --network=egress) and the labels zone=y; " +
+		"node b lacks the oci backend (it offers vm); " +
+		"node c: its agent is not renewing its registration; the sandbox waits for one"
+	if why != want {
+		t.Fatalf("the message is\n  %s\nwant\n  %s", why, want)
+	}
+	if _, why := r.choose(context.Background(), sbx, nil, now); !strings.Contains(why, "no agent is registered (0 agents registered, 0 healthy") {
+		t.Fatalf("without agents: %s", why)
+	}
+}
+
 // TestAgentHealth: when an agent's registration expires its sandboxes turn
 // not Ready with the reason, stay bound, and new sandboxes go elsewhere;
 // when it renews they recover.
@@ -368,8 +469,10 @@ func TestStatusOwners(t *testing.T) {
 		g.Expect(meta.FindStatusCondition(cur.Status.Conditions, playgroundv1alpha1.ReconcilingCondition)).To(BeNil())
 		g.Expect(conditionOf(cur, playgroundv1alpha1.ProvisionedCondition).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(cur.Status.SandboxID).To(Equal(id))
+		// The default isolation, as the Isolation column shows it.
+		g.Expect(cur.Status.Isolation).To(Equal(playgroundv1alpha1.IsolationContainer))
 		g.Expect(statusFields(cur, playgroundv1alpha1.SandboxControllerFieldOwner)).To(And(
-			ContainSubstring(`"f:phase"`), ContainSubstring(`"f:observedGeneration"`),
+			ContainSubstring(`"f:phase"`), ContainSubstring(`"f:observedGeneration"`), ContainSubstring(`"f:isolation"`),
 			ContainSubstring(`"k:{\"type\":\"Bound\"}"`), ContainSubstring(`"k:{\"type\":\"NodeHealthy\"}"`), ContainSubstring(`"k:{\"type\":\"Ready\"}"`),
 			Not(ContainSubstring(`Provisioned`)), Not(ContainSubstring(`"f:sandboxID"`)), Not(ContainSubstring(`"f:openHandles"`))))
 		g.Expect(statusFields(cur, playgroundv1alpha1.AgentFieldOwner)).To(And(

@@ -36,6 +36,7 @@ import (
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
 	"github.com/playground-dev/playground/internal/destpolicy"
+	"github.com/playground-dev/playground/internal/eventseries"
 	"github.com/playground-dev/playground/internal/selfowner"
 )
 
@@ -145,19 +146,19 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := indexWorkerMappings(context.Background(), mgr); err != nil {
 		return err
 	}
-	if err := (&WorkerMappingReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("workermapping-controller"), Workers: opts.Workers, Endpoints: opts.WorkerEndpoints}).SetupWithManager(mgr); err != nil {
+	if err := (&WorkerMappingReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("workermapping-controller")), Workers: opts.Workers, Endpoints: opts.WorkerEndpoints}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	// One binder: the Tenant reconciler binds the Sandboxes it creates with
 	// it, so that both spread a burst by the same count of bindings.
-	binder := &SandboxReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("sandbox-controller"), Options: opts}
-	if err := (&TenantReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("tenant-controller"), Workers: opts.Workers, Binder: binder}).SetupWithManager(mgr); err != nil {
+	binder := &SandboxReconciler{Client: mgr.GetClient(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("sandbox-controller")), Options: opts}
+	if err := (&TenantReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("tenant-controller")), Workers: opts.Workers, Binder: binder}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := binder.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&FacultyBundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("facultybundle-controller"), Options: opts}).SetupWithManager(mgr); err != nil {
+	if err := (&FacultyBundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("facultybundle-controller")), Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	ca := &AgentCA{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.LeaseNamespace, Now: opts.Now, Owner: opts.Owner}
@@ -165,7 +166,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	return (&AgentCertReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("agentcert-controller"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("agentcert-controller")),
 		CA: ca, AgentUsers: opts.AgentUsers, Lifetime: opts.AgentCertLifetime, Now: opts.Now,
 	}).SetupWithManager(mgr)
 }

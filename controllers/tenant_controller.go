@@ -48,6 +48,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/eventseries"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
@@ -103,6 +104,9 @@ const (
 	ReasonSandboxError = "SandboxError"
 	// ReasonDeleting: the Tenant is being deleted.
 	ReasonDeleting = "Deleting"
+	// ReasonPending: a sub-condition of Ready (CredentialsReady,
+	// SandboxReady) is not reported yet, as in a Tenant's first pass.
+	ReasonPending = "Pending"
 )
 
 const (
@@ -369,7 +373,7 @@ func conditionOrUnknown(conds []metav1.Condition, typ string) metav1.Condition {
 	if c := meta.FindStatusCondition(conds, typ); c != nil {
 		return *c
 	}
-	return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: "Pending", Message: typ + " is not reported yet"}
+	return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: ReasonPending, Message: typ + " is not reported yet"}
 }
 
 func (r *TenantReconciler) setCondition(t *playgroundv1alpha1.Tenant, typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
@@ -920,7 +924,7 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Scheme = mgr.GetScheme()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("tenant-controller")
+		r.Recorder = eventseries.Recorder(mgr.GetEventRecorder("tenant-controller"))
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()

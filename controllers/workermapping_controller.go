@@ -47,6 +47,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/destpolicy"
+	"github.com/playground-dev/playground/internal/eventseries"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
@@ -719,7 +720,7 @@ func (r *WorkerMappingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("workermapping-controller")
+		r.Recorder = eventseries.Recorder(mgr.GetEventRecorder("workermapping-controller"))
 	}
 	tenantChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*playgroundv1alpha1.Tenant), e.ObjectNew.(*playgroundv1alpha1.Tenant)

@@ -39,7 +39,12 @@ const (
 	exitTooLarge   = 68
 	exitNoDir      = 69
 	exitIsDir      = 70
+	exitInPile     = 71
 )
+
+// pileDir is where every backend mounts the tenant's pile in the sandbox
+// (guest.PileDir).
+const pileDir = "/pile"
 
 // FileContent is a file read from a sandbox.
 type FileContent struct {
@@ -81,6 +86,7 @@ func (a *Agent) ReadFile(ctx context.Context, tenant, handleID, filePath, cwd st
 [ -f "$f" ] || { echo "not a regular file" >&2; exit %d; }
 s=$(wc -c < "$f") || exit 1
 [ "$s" -le %d ] || { echo "$s" >&2; exit %d; }
+printf '%%s/%%s' "$(cd -- "$(dirname -- "$f")" 2>/dev/null && pwd -P)" "$(basename -- "$f")" >&2
 exec cat -- "$f"`, shellQuote(filePath), exitNoFile, exitNotRegular, a.opts.MaxFileBytes, exitTooLarge)
 	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd})
 	if err != nil {
@@ -101,9 +107,15 @@ exec cat -- "$f"`, shellQuote(filePath), exitNoFile, exitNotRegular, a.opts.MaxF
 	if res.StdoutDropped > 0 || len(res.Stdout) > a.opts.MaxFileBytes {
 		return FileContent{}, errorf(CodeTooLarge, "%q grew past the %d-byte read limit while it was read; read refuses rather than truncates", filePath, a.opts.MaxFileBytes)
 	}
+	// The path as write gives it: absolute, its directory's links
+	// resolved, so that either answer names the file for any cwd.
+	abs := string(res.Stderr)
+	if !strings.HasPrefix(abs, "/") || strings.ContainsRune(abs, '\n') {
+		abs = filePath
+	}
 	sum := sha256.Sum256(res.Stdout)
 	return FileContent{
-		Path:   filePath,
+		Path:   abs,
 		Data:   res.Stdout,
 		Size:   len(res.Stdout),
 		MIME:   DetectMIME(filePath, res.Stdout),
@@ -126,6 +138,8 @@ func (a *Agent) WriteFile(ctx context.Context, tenant, handleID, filePath, cwd s
 d=$(dirname -- "$f")
 [ -d "$d" ] || { echo "$d" >&2; exit %d; }
 [ ! -d "$f" ] || exit %d
+r=$(cd -- "$d" && pwd -P) || exit 1
+case "$r/" in %s/*) exit %d;; esac
 t=$(mktemp "$d/.playground-write.XXXXXX") || exit 1
 trap 'rm -f -- "$t"' EXIT
 cat > "$t" || exit 1
@@ -133,7 +147,7 @@ cat > "$t" || exit 1
 sync -- "$t" || exit 1
 mv -f -- "$t" "$f" || exit 1
 trap - EXIT
-printf '%%s/%%s' "$(cd -- "$d" && pwd -P)" "$(basename -- "$f")"`, shellQuote(filePath), exitNoDir, exitIsDir)
+printf '%%s/%%s' "$r" "$(basename -- "$f")"`, shellQuote(filePath), exitNoDir, exitIsDir, pileDir, exitInPile)
 	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd, Stdin: data})
 	if err != nil {
 		return FileInfo{}, err
@@ -145,6 +159,8 @@ printf '%%s/%%s' "$(cd -- "$d" && pwd -P)" "$(basename -- "$f")"`, shellQuote(fi
 		return FileInfo{}, errorf(CodeNotFound, "the directory %q does not exist: create it first with exec (mkdir -p)", stderr)
 	case exitIsDir:
 		return FileInfo{}, errorf(CodeInvalid, "%q is a directory: give a file path", filePath)
+	case exitInPile:
+		return FileInfo{}, a.pileRefusal(tenant, handleID, filePath)
 	default:
 		return FileInfo{}, errorf(CodeInvalid, "writing %q failed (exit %d), the file is unchanged: %s", filePath, res.ExitCode, stderr)
 	}
@@ -155,6 +171,16 @@ printf '%%s/%%s' "$(cd -- "$d" && pwd -P)" "$(basename -- "$f")"`, shellQuote(fi
 		MIME:   DetectMIME(filePath, data),
 		SHA256: hex.EncodeToString(sum[:]),
 	}, nil
+}
+
+// pileRefusal says why write cannot write filePath, in the pile: write
+// replaces files, which the pile refuses (its files are append-only and
+// its directory the sandbox root's); under gVisor nothing reaches it.
+func (a *Agent) pileRefusal(tenant, handleID, filePath string) error {
+	if spec, _, err := a.resolve(tenant, handleID); err == nil && backend.IsolationOf(spec) == backend.IsolationGVisor {
+		return errorf(CodeInvalid, "%q is in the pile (%s), which is read-only under gVisor isolation: nothing in the sandbox can write or append to it, nor create a file there (docs/isolation.md); keep the file in the home directory or /workspace", filePath, pileDir)
+	}
+	return errorf(CodeInvalid, "%q is in the pile (%s), which is append-only: write replaces whole files, which the pile refuses, and only the files already there can grow; append to one with exec (printf '...' >> %s/FILE), or keep the file in the home directory or /workspace", filePath, pileDir, pileDir)
 }
 
 // DetectMIME names a file's media type from its extension, else its content.

@@ -37,10 +37,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/tools"
@@ -236,8 +239,9 @@ func TestGateway(t *testing.T) {
 		}
 		var r tools.ReadOutput
 		res := callOK(t, cs, "read", map[string]any{"handle": h, "path": "random.bin", "cwd": "work"}, &r)
-		if r.Content != "blob" || r.Size != len(data) || r.SHA256 != sha(data) {
-			t.Fatalf("read: %+v", r)
+		// read answers the absolute path, as write does.
+		if r.Content != "blob" || r.Size != len(data) || r.SHA256 != sha(data) || r.Path != w.Path {
+			t.Fatalf("read: %+v, want the path %s", r, w.Path)
 		}
 		var got []byte
 		for _, c := range res.Content {
@@ -352,9 +356,15 @@ func TestGateway(t *testing.T) {
 		callErr(t, cs, "exec", map[string]any{"handle": agentapi.NewHandle(), "command": "true"}, "not_found", "open_session")
 		callErr(t, cs, "job_poll", map[string]any{"job_id": agentapi.NewJobID()}, "not_found")
 		callErr(t, cs, "job_poll", map[string]any{"job_id": j.JobID, "cursor": "garbage"}, "cursor")
+		// A tampered handle hears what is wrong with it; a bad timeout,
+		// its bound in words.
+		callErr(t, cs, "exec", map[string]any{"handle": h[:5] + "8" + h[6:], "command": "true"}, "invalid_argument", "handle has '8' at position 6, a character no ID has")
+		callErr(t, cs, "exec", map[string]any{"handle": h, "command": "true", "timeout_seconds": -3}, "invalid_argument", "argument timeout_seconds is -3, but it must be at least 0")
+		// The pile is append-only: write cannot replace or create a file there.
+		callErr(t, cs, "write", map[string]any{"handle": h, "path": "/pile/notes.txt", "text": "a"}, "invalid_argument", "in the pile", "append-only", ">>")
 		for _, bad := range []string{"bad id with spaces", ".", "..", "../x", "h_nope", j.JobID + "/.."} {
-			callErr(t, cs, "job_cancel", map[string]any{"job_id": bad}, "invalid_argument", "not one Playground issues")
-			callErr(t, cs, "exec", map[string]any{"handle": bad, "command": "true"}, "invalid_argument", "not one Playground issues")
+			callErr(t, cs, "job_cancel", map[string]any{"job_id": bad}, "invalid_argument", "IDs Playground issues are")
+			callErr(t, cs, "exec", map[string]any{"handle": bad, "command": "true"}, "invalid_argument", "IDs Playground issues are")
 		}
 
 		// A timeout is a result, not an error.
@@ -691,5 +701,48 @@ func TestCleartextAgentRefused(t *testing.T) {
 	})
 	if got := reached.Load(); got != 0 {
 		t.Fatalf("the cleartext agent received %d requests", got)
+	}
+}
+
+// TestNotReadySandboxSaysWhy: a tenant whose sandbox waits for a
+// FacultyBundle that does not exist hears so from open_session, as its
+// Sandbox's status says it, not that no such sandbox exists. The node's
+// agent has the sandbox's ID and endpoint in the status but serves no
+// sandbox under it yet, as while it waits for the bundle.
+func TestNotReadySandboxSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t)
+	ns := newNamespace(t)
+	tn := newTenant(t, ns, "waiting", nil)
+	sbx := &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tn.name, Labels: map[string]string{playgroundv1alpha1.TenantLabel: tn.name}},
+		Spec: playgroundv1alpha1.SandboxSpec{TenantRef: playgroundv1alpha1.LocalObjectReference{Name: tn.name}, NodeName: n.name,
+			SandboxTemplate: playgroundv1alpha1.SandboxTemplate{Faculties: []playgroundv1alpha1.FacultyBundleReference{{Name: "tools"}}}},
+	}
+	if err := k8s.Create(ctx, sbx); err != nil {
+		t.Fatal(err)
+	}
+	// What the agent and the manager write while the bundle is missing.
+	waiting := "Waiting for faculty bundles to be built on node " + n.name + ": FacultyBundle tools does not exist in namespace " + ns
+	sbx.Status = playgroundv1alpha1.SandboxStatus{Phase: playgroundv1alpha1.SandboxProvisioning, SandboxID: sandboxids.New(), Endpoint: n.endpoint}
+	for _, typ := range []string{playgroundv1alpha1.ProvisionedCondition, playgroundv1alpha1.ReadyCondition} {
+		apimeta.SetStatusCondition(&sbx.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionFalse,
+			Reason: playgroundv1alpha1.ReasonWaitingForFaculties, Message: waiting})
+	}
+	if err := k8s.Status().Update(ctx, sbx); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, mcpgateway.Options{})
+	g.waitReady(t)
+	cs := connect(t, g.url, tn.token, nil)
+	waitFor(t, "the gateway to see the sandbox", 10*time.Second, func() error {
+		if msg := resultText(call(t, cs, "open_session", map[string]any{})); strings.Contains(msg, "not been created yet") {
+			return fmt.Errorf("%w: %s", errNotYet, msg)
+		}
+		return nil
+	})
+	msg := callErr(t, cs, "open_session", map[string]any{})
+	if want := "unavailable: your sandbox is not ready: WaitingForFaculties: " + waiting; !strings.HasPrefix(msg, want) {
+		t.Fatalf("open_session answered\n  %s\nwant\n  %s...", msg, want)
 	}
 }

@@ -297,7 +297,7 @@ func openServed(t *testing.T, cs *mcp.ClientSession) string {
 	waitFor(t, "the gateway to see the sandbox provisioned", 30*time.Second, func() error {
 		res := call(t, cs, "open_session", map[string]any{})
 		if res.IsError {
-			if msg := resultText(res); strings.Contains(msg, "not provisioned yet") || strings.Contains(msg, "not been created yet") || strings.Contains(msg, "no current agent registration") {
+			if msg := resultText(res); strings.Contains(msg, "your sandbox is not ready") || strings.Contains(msg, "not been created yet") || strings.Contains(msg, "no current agent registration") {
 				return fmt.Errorf("%w: %s", errNotYet, msg)
 			}
 			t.Fatalf("open_session: %s", resultText(res))

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -152,28 +153,51 @@ func agentVersion(protocol string) (agentapi.Version, error) {
 	return agentapi.Negotiate(v)
 }
 
-// sandboxUsable refuses a sandbox that cannot serve, with its own reason.
-// Otherwise the agent is asked and has the last word: a sandbox that is
-// Detached, or whose node is briefly unhealthy, may well serve.
+// sandboxUsable refuses a sandbox that cannot serve, with its own reason:
+// the condition that says why, as its Sandbox's status has it (a tenant
+// whose sandbox waits for a FacultyBundle hears which, not that no such
+// sandbox exists). Otherwise the agent is asked and has the last word: a
+// sandbox that is Detached, or whose node is briefly unhealthy, may well
+// serve.
 func sandboxUsable(s *playgroundv1alpha1.Sandbox) error {
-	ready := apimeta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.ReadyCondition)
-	reason := ""
-	if ready != nil && ready.Status != metav1.ConditionTrue && ready.Message != "" {
-		reason = " (" + ready.Message + ")"
-	}
-	switch {
-	case s.DeletionTimestamp != nil || s.Status.Phase == playgroundv1alpha1.SandboxTerminating:
+	if s.DeletionTimestamp != nil || s.Status.Phase == playgroundv1alpha1.SandboxTerminating {
 		return fmt.Errorf("%s: your sandbox is being deleted; ask the operator if that is unexpected", agentapi.CodeUnavailable)
-	case s.Status.Phase == playgroundv1alpha1.SandboxFailed:
-		return fmt.Errorf("%s: your sandbox failed%s; ask the operator to check its Sandbox", agentapi.CodeUnavailable, reason)
-	case s.Status.Endpoint == "" || s.Status.SandboxID == "":
-		phase := string(s.Status.Phase)
-		if phase == "" {
-			phase = string(playgroundv1alpha1.SandboxPending)
+	}
+	// The agent's own report first: it says why it does not serve the
+	// sandbox (waiting for faculties, a backend refusal, a first start),
+	// and the manager's Ready repeats it a write later.
+	prov := apimeta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
+	if prov != nil && prov.Status != metav1.ConditionTrue {
+		return notReady(prov)
+	}
+	if s.Status.Endpoint == "" || s.Status.SandboxID == "" {
+		ready := apimeta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.ReadyCondition)
+		if ready == nil || ready.Status == metav1.ConditionTrue {
+			ready = &metav1.Condition{Reason: playgroundv1alpha1.ReasonProvisioning, Message: "its node's agent has not reported it yet"}
 		}
-		return fmt.Errorf("%s: your sandbox is not provisioned yet (phase %s%s): retry in a few seconds", agentapi.CodeUnavailable, phase, reason)
+		return notReady(ready)
 	}
 	return nil
+}
+
+// maxConditionQuoted bounds how much of a condition's message a tool error
+// quotes.
+const maxConditionQuoted = 1024
+
+// notReady is the tool error for a sandbox whose condition c is not True:
+// its reason and message, and what the tenant can do.
+func notReady(c *metav1.Condition) error {
+	msg := c.Message
+	if len(msg) > maxConditionQuoted {
+		msg = strings.ToValidUTF8(msg[:maxConditionQuoted], "") + "..."
+	}
+	next := "retry in a few seconds; if it persists, ask the operator, who sees the same in kubectl playground status"
+	switch c.Reason {
+	case playgroundv1alpha1.ReasonBackendFailed, playgroundv1alpha1.ReasonInsufficientStorage, playgroundv1alpha1.ReasonNoEligibleNode:
+		// Retrying does not help until the spec or the node changes.
+		next = "ask the operator to fix it (kubectl playground status shows the same), then retry"
+	}
+	return fmt.Errorf("%s: your sandbox is not ready: %s: %s; %s", agentapi.CodeUnavailable, c.Reason, msg, next)
 }
 
 // tenantError describes a refused tenant to its own caller.

@@ -81,15 +81,19 @@ const (
 // backend enforces them as cgroup limits on the sandbox's container.
 type SandboxResources struct {
 	// CPU is the CPU time the sandbox may use, in cores (for example "500m"
-	// or "2"), enforced as a CFS quota.
+	// or "2"), enforced as a CFS quota; at least 10m, the least quota the
+	// kernel grants (1 ms in each 100 ms period).
 	// +kubebuilder:default="1"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('10m')) >= 0",message="cpu must be at least 10m: the least CPU quota the kernel grants a sandbox is 1 ms in each 100 ms period"
 	// +optional
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 
 	// Memory is the most memory the sandbox's processes may use together
 	// (for example "512Mi"); past it the kernel's OOM killer acts inside the
-	// sandbox only.
+	// sandbox only. At least 32Mi, what a sandbox's init needs (128Mi on
+	// backend vm, for the VM's kernel too).
 	// +kubebuilder:default="1Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('32Mi')) >= 0",message="memory must be at least 32Mi: a sandbox's init needs 32 MiB"
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
 
@@ -108,15 +112,16 @@ type SandboxResources struct {
 // filesystem of its own: a full one gets ENOSPC inside the sandbox, and
 // nothing outside it notices). The limits are fixed when the sandbox is
 // provisioned on its node: later changes do not resize it (the agent says
-// so in the Provisioned condition). The oci backend refuses sizes below
-// 32Mi and more than one inode per 4Ki of size. See docs/isolation.md.
-// (Quantities are int-or-string, whose CEL cost the API server estimates
-// as unbounded: the agent checks them, not a CEL rule.)
+// so in the Provisioned condition). Sizes below 32Mi are refused here; the
+// oci backend also refuses more than one inode per 4Ki of size. See
+// docs/isolation.md. (Quantities are int-or-string: their length is bounded
+// so that the API server can bound the cost of their CEL rules.)
 type StorageSpec struct {
 	// Size is the most bytes the writable layer (home, workspace and /tmp
 	// together) may hold, filesystem overhead included (about 3%), for
-	// example "4Gi"; at least 32Mi.
+	// example "4Gi"; at least 32Mi, the least filesystem the backends make.
 	// +kubebuilder:default="4Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('32Mi')) >= 0",message="size must be at least 32Mi: the writable layer is a filesystem of its own, and 32 MiB is the least one holds its journal and metadata"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -144,8 +149,9 @@ type StorageSpec struct {
 // PileStorage bounds the pile, the sandbox's append-only storage.
 type PileStorage struct {
 	// Size is the most bytes the pile may hold, for example "512Mi"; at
-	// least 32Mi.
+	// least 32Mi, the least filesystem the backends make.
 	// +kubebuilder:default="512Mi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('32Mi')) >= 0",message="pile size must be at least 32Mi: the pile is a filesystem of its own, and 32 MiB is the least one holds its journal and metadata"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 

@@ -114,10 +114,12 @@ func BackendClassOf(s *Sandbox) BackendClass {
 // SandboxTemplate is what a Tenant asks of its sandbox; the Tenant
 // controller copies it into the Sandbox it creates.
 // +kubebuilder:validation:XValidation:rule="!has(self.isolation) || !has(self.backend) || self.backend == 'oci'",message="isolation is a choice of backend oci: other backends take none"
+// +kubebuilder:validation:XValidation:rule="!has(self.backend) || self.backend != 'vm' || !has(self.resources) || !has(self.resources.memory) || !isQuantity(string(self.resources.memory)) || quantity(string(self.resources.memory)).compareTo(quantity('128Mi')) >= 0",message="memory must be at least 128Mi on backend vm: a VM's kernel and init need 128 MiB"
 type SandboxTemplate struct {
-	// Backend is how the sandbox is isolated: oci (a runc container, Linux),
-	// jail (FreeBSD) or lima (a VM, synchronous commands only). It cannot
-	// change once the sandbox exists.
+	// Backend is how the sandbox is isolated: oci (a container, Linux: runc,
+	// or gVisor with spec.isolation), vm (a QEMU virtual machine with a
+	// kernel of its own, Linux), jail (FreeBSD) or lima (a Lima VM,
+	// synchronous commands only). It cannot change once the sandbox exists.
 	// +kubebuilder:default=oci
 	// +optional
 	Backend BackendClass `json:"backend,omitempty"`
@@ -316,6 +318,13 @@ type SandboxStatus struct {
 	// +optional
 	Phase SandboxPhase `json:"phase,omitempty"`
 
+	// Isolation is the isolation the sandbox runs with on backend oci:
+	// spec.isolation, or container when the spec names none; empty on
+	// other backends, which offer no choice. The manager writes it, so
+	// that the default shows as what it is.
+	// +optional
+	Isolation Isolation `json:"isolation,omitempty"`
+
 	// SandboxID is the stable identity of the sandbox, chosen at random by
 	// the agent of its node when it first provisions it and recorded on
 	// that node: the same across agent restarts, sessions and backups
@@ -357,7 +366,7 @@ type SandboxStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
-// +kubebuilder:printcolumn:name="Isolation",type=string,JSONPath=`.spec.isolation`,priority=1
+// +kubebuilder:printcolumn:name="Isolation",type=string,JSONPath=`.status.isolation`,priority=1
 // +kubebuilder:printcolumn:name="ID",type=string,JSONPath=`.status.sandboxID`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Sandbox struct {

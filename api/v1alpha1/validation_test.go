@@ -141,6 +141,19 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"egress cidr IPv6", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 'fd00::/8'}]}}}", "cidr must be an IPv4 network address"},
 		{"egress port zero", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [0]}]}}}", "should be greater than or equal to 1"},
 		{"egress port too high", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [65536]}]}}}", "should be less than or equal to 65535"},
+		// Quantities a node would refuse: each message names the minimum.
+		{"negative memory", tenant + "spec: {sandbox: {resources: {memory: -1Gi}}}", "memory must be at least 32Mi: a sandbox's init needs 32 MiB"},
+		{"negative cpu", tenant + "spec: {sandbox: {resources: {cpu: \"-2\"}}}", "cpu must be at least 10m"},
+		{"zero cpu", tenant + "spec: {sandbox: {resources: {cpu: \"0\"}}}", "cpu must be at least 10m"},
+		{"zero cpu as a number", tenant + "spec: {sandbox: {resources: {cpu: 0}}}", "cpu must be at least 10m"},
+		{"a millicore", sbx + "spec: {tenantRef: {name: t}, resources: {cpu: 1m}}", "cpu must be at least 10m"},
+		{"memory of 1Ki", tenant + "spec: {sandbox: {resources: {memory: 1Ki}}}", "memory must be at least 32Mi"},
+		{"memory in bytes", sbx + "spec: {tenantRef: {name: t}, resources: {memory: 1048576}}", "memory must be at least 32Mi"},
+		{"memory of a VM", tenant + "spec: {sandbox: {backend: vm, resources: {memory: 64Mi}}}", "memory must be at least 128Mi on backend vm"},
+		{"memory of a sandbox VM", sbx + "spec: {tenantRef: {name: t}, backend: vm, resources: {memory: 100Mi}}", "memory must be at least 128Mi on backend vm"},
+		{"storage of 1Ki", tenant + "spec: {sandbox: {storage: {size: 1Ki}}}", "size must be at least 32Mi: the writable layer"},
+		{"negative storage", sbx + "spec: {tenantRef: {name: t}, storage: {size: -4Gi}}", "size must be at least 32Mi: the writable layer"},
+		{"pile of 1Ki", tenant + "spec: {sandbox: {storage: {pile: {size: 1Ki}}}}", "pile size must be at least 32Mi"},
 	}
 	ns := newNamespace(t)
 	for _, tc := range cases {
@@ -155,6 +168,25 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 				t.Fatalf("refused, but the message\n  %s\ndoes not say\n  %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestQuantitiesAtTheirMinimumsAreAccepted: the minimums refuse only what
+// a node would, in every form a quantity takes.
+func TestQuantitiesAtTheirMinimumsAreAccepted(t *testing.T) {
+	const tenant = "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {generateName: t-}\n"
+	ns := newNamespace(t)
+	for _, spec := range []string{
+		"spec: {sandbox: {resources: {cpu: 10m, memory: 32Mi}, storage: {size: 32Mi, pile: {size: 32Mi, inodes: 256}, inodes: 256}}}",
+		"spec: {sandbox: {resources: {cpu: 2, memory: 33554432}}}",
+		"spec: {sandbox: {resources: {cpu: \"0.01\", memory: 1G}}}",
+		"spec: {sandbox: {backend: vm, resources: {memory: 128Mi}}}",
+	} {
+		obj := decode(t, tenant+spec)
+		obj.SetNamespace(ns)
+		if err := k8s.Create(context.Background(), obj); err != nil {
+			t.Errorf("%s: refused: %v", spec, err)
+		}
 	}
 }
 

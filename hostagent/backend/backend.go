@@ -39,6 +39,11 @@ type Capabilities struct {
 	// AppendOnlyPile is true when the pile's files are append-only as seen
 	// from inside the sandbox (truncation and overwrite are refused).
 	AppendOnlyPile bool
+	// Egress is true when the backend runs sandboxes whose Spec lists
+	// egress rules (network mode egress) on this node; every backend runs
+	// network mode none. The agent advertises it in its Lease, and the
+	// manager binds a Sandbox of mode egress only where it is offered.
+	Egress bool
 }
 
 // ShellMode selects the environment of the /bin/sh that runs a command.

@@ -48,8 +48,11 @@ func TestEgressSandbox(t *testing.T) {
 			Egress: []playgroundv1alpha1.EgressRule{{CIDR: "198.51.100.0/24", Ports: []int32{8443}}}}
 	}
 	closed := startNode(t, "egress-none", "", "")
+	g.Expect(registrationOf(t, closed.name).OffersNetwork("oci", "egress")).To(BeFalse(), "an agent without network offers no egress")
 	createSandbox(t, ns, "refused", closed.name, egress)
 	waitFailed(t, ns, "refused", playgroundv1alpha1.ReasonBackendFailed, "start it with --network=egress")
+	// Its first start is worded as one, not as a reattach.
+	g.Expect(provisioned(getSandbox(g, ns, "refused")).Message).To(HavePrefix("provisioning sandbox "))
 	g.Expect(closed.containers(t)).To(BeEmpty())
 	closed.stop()
 
@@ -57,6 +60,7 @@ func TestEgressSandbox(t *testing.T) {
 	be, err := oci.New(oci.Options{StateDir: state, GuestBinary: ocitest.GuestBinary(t), Network: oci.NetworkEgress})
 	g.Expect(err).NotTo(HaveOccurred())
 	n := startNode(t, "egress-a", state, "", func(o *nodeagent.Options) { o.Backends = []backend.Backend{be} })
+	g.Expect(registrationOf(t, n.name).Networks).To(Equal(map[string][]string{"oci": {"egress", "none"}}), "its Lease offers egress")
 	createSandbox(t, ns, "open", n.name, egress)
 	createSandbox(t, ns, "plain", n.name)
 	open, plain := waitProvisioned(t, ns, "open"), waitProvisioned(t, ns, "plain")

@@ -51,6 +51,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/hostpath"
+	"github.com/playground-dev/playground/internal/eventseries"
 	"github.com/playground-dev/playground/internal/fingerprint"
 )
 
@@ -118,7 +119,7 @@ func newFaculties(mgr manager.Manager, opts Options, queue chan<- event.GenericE
 		client:    mgr.GetClient(),
 		reader:    mgr.GetAPIReader(),
 		node:      opts.NodeName,
-		recorder:  mgr.GetEventRecorder(playgroundv1alpha1.AgentNodeFieldOwner(opts.NodeName)),
+		recorder:  eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentNodeFieldOwner(opts.NodeName))),
 		reread:    opts.FacultyReread,
 		queue:     queue,
 		sources:   map[types.NamespacedName]bundleSource{},

@@ -30,6 +30,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -282,6 +283,13 @@ func TestSuspendStopsCompute(t *testing.T) {
 	s2 := openSessionEventually(t, n, ns, "ws")
 	g.Expect(s2.exec(t, "cat file")).To(Equal("kept\n"))
 	g.Expect(pidsOf(marker)).To(BeEmpty(), "resuming starts new processes, not the old ones")
+	// The resume is Normal, and no Warning reads as if its init had died.
+	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned).Note).To(ContainSubstring("no longer suspended"))
+	var events eventsv1.EventList
+	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	for _, e := range events.Items {
+		g.Expect(e.Type).NotTo(Equal(corev1.EventTypeWarning), "a Warning on a plain suspend and resume: %s %s", e.Reason, e.Note)
+	}
 }
 
 // openSessionEventually opens a handle once the sandbox serves again.

@@ -52,6 +52,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/agentserver"
@@ -421,6 +422,7 @@ func Run(ctx context.Context, opts Options) error {
 				Protocol:        server.Version().String(),
 				Backends:        backendNames(opts.Backends),
 				Isolations:      isolations(opts.Backends),
+				Networks:        networks(opts.Backends),
 				Notes:           backendNotes(opts.Backends),
 				Labels:          opts.Labels,
 				AdmissionHalted: haltSummary(agent.Jobs().Halts()),
@@ -580,6 +582,19 @@ func isolations(bes []backend.Backend) []string {
 		}
 	}
 	return isos
+}
+
+// networks are the network modes each backend serves (see
+// playgroundv1alpha1.NetworkMode), by class.
+func networks(bes []backend.Backend) map[string][]string {
+	modes := make(map[string][]string, len(bes))
+	for _, be := range bes {
+		modes[be.Name()] = []string{string(playgroundv1alpha1.NetworkNone)}
+		if be.Capabilities().Egress {
+			modes[be.Name()] = append(modes[be.Name()], string(playgroundv1alpha1.NetworkEgress))
+		}
+	}
+	return modes
 }
 
 // backendNames are the classes of backends, as the Lease offers them.

@@ -60,6 +60,7 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
+	"github.com/playground-dev/playground/internal/eventseries"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
@@ -116,7 +117,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		ids:      ids,
 		node:     opts.NodeName,
 		endpoint: endpoint,
-		recorder: mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner),
+		recorder: eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
 	}
 	drift := make(chan event.GenericEvent, 256)
 	if r.faculties, err = newFaculties(mgr, opts, drift); err != nil {
@@ -305,7 +306,9 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		log.Info("Restarted the sandbox as requested", "id", spec.ID, "request", sbx.Spec.RestartRequest)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"Restarted sandbox %s on node %s as requested (%q): every process in it was killed; its files are kept", spec.ID, r.node, sbx.Spec.RestartRequest)
-	case restarting || restarted:
+	case (restarting || restarted) && !resumed:
+		// A resume starts a sandbox that its suspension stopped: that is
+		// said below, as Normal; this is a crash's Warning.
 		log.Info("Started the sandbox again: its init had exited", "id", spec.ID)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)

@@ -58,6 +58,11 @@ const (
 	// spec.isolation: container, gvisor), comma-separated. An agent that
 	// publishes none offers container only.
 	AnnotationIsolations = "playground.dev/isolations"
+	// AnnotationNetworks is the network modes (a Sandbox's
+	// spec.network.mode: none, egress) each backend serves on the node, a
+	// JSON object by class. Every backend serves none; an agent that
+	// publishes none serves nothing else.
+	AnnotationNetworks = "playground.dev/networks"
 	// AnnotationBackendNotes is what backends say of how they run on the
 	// node (the vm backend's accelerator), a JSON object by class; absent
 	// when none says anything.
@@ -82,6 +87,10 @@ type Registration struct {
 	// Isolations are the isolations offered; empty from an agent that
 	// predates them, which offers container only.
 	Isolations []string
+	// Networks are the network modes each backend serves, by class; a
+	// backend without an entry (an agent that predates them) serves none
+	// only.
+	Networks map[string][]string
 	// Notes are what backends say of how they run here, by class.
 	Notes  map[string]string
 	Labels map[string]string
@@ -121,6 +130,36 @@ func (r Registration) OffersIsolation(iso string) bool {
 	return false
 }
 
+// NetworkNone is the network mode every backend serves: loopback only.
+const NetworkNone = "none"
+
+// OffersNetwork says whether the agent's backend serves network mode
+// (empty: none).
+func (r Registration) OffersNetwork(backend, mode string) bool {
+	if mode == "" || mode == NetworkNone {
+		return true
+	}
+	for _, m := range r.Networks[backend] {
+		if m == mode {
+			return true
+		}
+	}
+	return false
+}
+
+// Missing lists the labels of selector that the node lacks or has with
+// another value, as key=value, sorted.
+func (r Registration) Missing(selector map[string]string) []string {
+	var missing []string
+	for k, v := range selector {
+		if got, ok := r.Labels[k]; !ok || got != v {
+			missing = append(missing, k+"="+v)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
 // Matches reports whether the node's labels satisfy a node selector.
 func (r Registration) Matches(selector map[string]string) bool {
 	for k, v := range selector {
@@ -153,6 +192,20 @@ func (r Registration) Apply(lease *coordinationv1.Lease, now time.Time) error {
 	sort.Strings(isolations)
 	lease.Annotations[AnnotationIsolations] = strings.Join(isolations, ",")
 	lease.Annotations[AnnotationNodeLabels] = string(labels)
+	if len(r.Networks) > 0 {
+		networks := make(map[string][]string, len(r.Networks))
+		for class, modes := range r.Networks {
+			networks[class] = append([]string(nil), modes...)
+			sort.Strings(networks[class])
+		}
+		data, err := json.Marshal(networks)
+		if err != nil {
+			return err
+		}
+		lease.Annotations[AnnotationNetworks] = string(data)
+	} else {
+		delete(lease.Annotations, AnnotationNetworks)
+	}
 	if len(r.Notes) > 0 {
 		notes, err := json.Marshal(r.Notes)
 		if err != nil {
@@ -191,6 +244,11 @@ func FromLease(lease *coordinationv1.Lease) (Registration, error) {
 	}
 	if i := lease.Annotations[AnnotationIsolations]; i != "" {
 		r.Isolations = strings.Split(i, ",")
+	}
+	if n := lease.Annotations[AnnotationNetworks]; n != "" {
+		if err := json.Unmarshal([]byte(n), &r.Networks); err != nil {
+			return r, fmt.Errorf("lease %s/%s: networks: %w", lease.Namespace, lease.Name, err)
+		}
 	}
 	if n := lease.Annotations[AnnotationBackendNotes]; n != "" {
 		if err := json.Unmarshal([]byte(n), &r.Notes); err != nil {

@@ -17,6 +17,7 @@ limitations under the License.
 package agentlease
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -55,5 +56,48 @@ func TestIsolations(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestNetworks(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		networks map[string][]string
+		offers   map[[2]string]bool
+	}{
+		{"an agent with --network=egress", map[string][]string{"oci": {"none", "egress"}, "vm": {"none"}},
+			map[[2]string]bool{{"oci", ""}: true, {"oci", "none"}: true, {"oci", "egress"}: true, {"vm", "none"}: true, {"vm", "egress"}: false}},
+		{"an agent with --network=none", map[string][]string{"oci": {"none"}},
+			map[[2]string]bool{{"oci", "none"}: true, {"oci", "egress"}: false}},
+		{"an agent that predates networks", nil,
+			map[[2]string]bool{{"oci", "none"}: true, {"oci", "egress"}: false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lease coordinationv1.Lease
+			reg := Registration{Node: "n", Backends: []string{"oci", "vm"}, Networks: tc.networks, Duration: time.Minute}
+			if err := reg.Apply(&lease, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := lease.Annotations[AnnotationNetworks]; ok != (tc.networks != nil) {
+				t.Fatalf("annotation %s present: %v, want %v", AnnotationNetworks, ok, tc.networks != nil)
+			}
+			got, err := FromLease(&lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for q, want := range tc.offers {
+				if got.OffersNetwork(q[0], q[1]) != want {
+					t.Errorf("%s offers network %q: %v, want %v (annotation %q)", q[0], q[1], !want, want, lease.Annotations[AnnotationNetworks])
+				}
+			}
+		})
+	}
+}
+
+func TestMissingLabels(t *testing.T) {
+	reg := Registration{Labels: map[string]string{"zone": "a", "disk": "ssd"}}
+	got := reg.Missing(map[string]string{"zone": "b", "disk": "ssd", "gpu": "yes"})
+	if want := []string{"gpu=yes", "zone=b"}; !slices.Equal(got, want) {
+		t.Fatalf("missing %v, want %v", got, want)
 	}
 }

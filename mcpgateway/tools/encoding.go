@@ -21,7 +21,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 )
@@ -102,7 +105,7 @@ func checkHandle(h string) error {
 		return errors.New("handle is empty: pass the handle open_session gave you")
 	}
 	if !agentapi.ValidHandle(h) {
-		return fmt.Errorf("handle is not one Playground issues (%s and 26 letters and digits): pass the handle open_session gave you", agentapi.HandlePrefix)
+		return fmt.Errorf("handle %s: pass the handle open_session gave you, unchanged", idFlaw(agentapi.HandlePrefix, h))
 	}
 	return nil
 }
@@ -112,9 +115,31 @@ func checkJobID(id string) error {
 		return errors.New("job_id is empty: pass the job_id job_exec gave you")
 	}
 	if !agentapi.ValidJobID(id) {
-		return fmt.Errorf("job_id is not one Playground issues (%s and 26 letters and digits): pass the job_id job_exec gave you", agentapi.JobPrefix)
+		return fmt.Errorf("job_id %s: pass the job_id job_exec gave you, unchanged", idFlaw(agentapi.JobPrefix, id))
 	}
 	return nil
+}
+
+// idFlaw says what makes id, which agentapi refused, not one an agent
+// issues (prefix and 26 characters of lowercase base32: a to z, 2 to 7),
+// without quoting it.
+func idFlaw(prefix, id string) string {
+	const want = 26
+	shape := fmt.Sprintf("(IDs Playground issues are %s and %d characters of a to z and 2 to 7)", prefix, want)
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok {
+		return fmt.Sprintf("does not start with %s %s", prefix, shape)
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; !('a' <= c && c <= 'z' || '2' <= c && c <= '7') {
+			what := fmt.Sprintf("%q", c)
+			if c >= utf8.RuneSelf || c < ' ' {
+				what = fmt.Sprintf("byte 0x%02x", c)
+			}
+			return fmt.Sprintf("has %s at position %d, a character no ID has %s", what, len(prefix)+i+1, shape)
+		}
+	}
+	return fmt.Sprintf("has %d characters after %s, not %d %s", len(rest), prefix, want, shape)
 }
 
 // quoteShort shortens s for an error message.
@@ -161,8 +186,62 @@ func clarifyArguments(tool, msg string) (string, bool) {
 		what = "unknown argument " + strings.Trim(strings.TrimPrefix(detail, "unexpected additional properties "), "[]")
 	case field != "":
 		what = fmt.Sprintf("argument %s is invalid: %s", field, detail)
+		if plain, ok := plainBound(field, detail); ok {
+			what = plain
+		}
 	default:
 		what = "the arguments are invalid: " + detail
 	}
 	return fmt.Sprintf("%s: %s: %s; see the tool's input schema for its arguments", "invalid_argument", tool, what), true
+}
+
+// boundHints say, for the arguments whose range matters most, what they
+// mean, so that a refusal says what to give instead.
+var boundHints = map[string]string{
+	"timeout_seconds": "the seconds after which the command and every process it started are killed; leave it out for the tool's default",
+	"wait_seconds":    "how long job_poll waits for new output when there is none",
+	"max_bytes":       "the most output bytes one poll returns",
+}
+
+// plainBound rewrites the schema validator's words for a number out of
+// range or of the wrong type ("minimum: -3/1 is less than 0.000000") as a
+// sentence that names the argument, the value given and the bound.
+func plainBound(field, detail string) (string, bool) {
+	var what string
+	if v, bound, ok := cutBound(detail, "minimum: ", " is less than "); ok {
+		what = fmt.Sprintf("argument %s is %s, but it must be at least %s", field, v, bound)
+	} else if v, bound, ok := cutBound(detail, "maximum: ", " is greater than "); ok {
+		what = fmt.Sprintf("argument %s is %s, but it must be at most %s", field, v, bound)
+	} else if strings.HasPrefix(detail, "type: ") && strings.HasSuffix(detail, `want "integer"`) {
+		what = fmt.Sprintf("argument %s must be a whole number", field)
+	} else {
+		return "", false
+	}
+	if hint, ok := boundHints[field]; ok {
+		what += " (" + hint + ")"
+	}
+	return what, true
+}
+
+// cutBound parses "<prefix><value><sep><bound>", the value a rational
+// ("-3/1") and the bound a decimal ("0.000000"), into plain numbers.
+func cutBound(detail, prefix, sep string) (value, bound string, ok bool) {
+	rest, ok := strings.CutPrefix(detail, prefix)
+	if !ok {
+		return "", "", false
+	}
+	v, b, ok := strings.Cut(rest, sep)
+	if !ok {
+		return "", "", false
+	}
+	r, okV := new(big.Rat).SetString(v)
+	f, err := strconv.ParseFloat(b, 64)
+	if !okV || err != nil {
+		return "", "", false
+	}
+	value = r.RatString()
+	if !r.IsInt() {
+		value = r.FloatString(3)
+	}
+	return value, strconv.FormatFloat(f, 'f', -1, 64), true
 }

@@ -264,13 +264,42 @@ func FuzzDecodeBase64(f *testing.F) {
 
 func TestClarifyArguments(t *testing.T) {
 	for in, want := range map[string]string{
-		`validating "arguments": validating root: required: missing properties: ["path"]`:                       "invalid_argument: read: missing required argument path;",
-		`validating "arguments": validating root: unexpected additional properties ["tenant"]`:                  `invalid_argument: read: unknown argument "tenant";`,
-		`validating "arguments": validating root: validating /properties/shell: enum: x does not equal any of:`: "invalid_argument: read: argument shell is invalid: enum",
+		`validating "arguments": validating root: validating /properties/timeout_seconds: minimum: -3/1 is less than 0.000000`:            "invalid_argument: read: argument timeout_seconds is -3, but it must be at least 0 (the seconds after which",
+		`validating "arguments": validating root: validating /properties/timeout_seconds: maximum: 100000/1 is greater than 86400.000000`: "invalid_argument: read: argument timeout_seconds is 100000, but it must be at most 86400 (",
+		`validating "arguments": validating root: validating /properties/max_bytes: minimum: -1/2 is less than 0.000000`:                  "invalid_argument: read: argument max_bytes is -0.500, but it must be at least 0 (",
+		`validating "arguments": validating root: validating /properties/timeout_seconds: type: 1.5 has type "number", want "integer"`:    "invalid_argument: read: argument timeout_seconds must be a whole number (",
+		`validating "arguments": validating root: required: missing properties: ["path"]`:                                                 "invalid_argument: read: missing required argument path;",
+		`validating "arguments": validating root: unexpected additional properties ["tenant"]`:                                            `invalid_argument: read: unknown argument "tenant";`,
+		`validating "arguments": validating root: validating /properties/shell: enum: x does not equal any of:`:                           "invalid_argument: read: argument shell is invalid: enum",
 	} {
 		got, ok := clarifyArguments("read", in)
 		if !ok || !strings.HasPrefix(got, want) {
 			t.Errorf("%s\n  became %s\n  want   %s...", in, got, want)
 		}
+	}
+}
+
+// TestIDFlaws: a refused handle or job ID is told what is wrong with it,
+// never quoted whole.
+func TestIDFlaws(t *testing.T) {
+	good := agentapi.NewHandle()
+	for _, tc := range []struct{ id, want string }{
+		{"x" + good[1:], "handle does not start with h_ (IDs Playground issues are h_ and 26 characters of a to z and 2 to 7)"},
+		{good[:10] + "8" + good[11:], "handle has '8' at position 11, a character no ID has (IDs Playground issues are h_ and 26"},
+		{good[:10] + "Q" + good[11:], "handle has 'Q' at position 11"},
+		{good[:10] + "\xff" + good[11:], "handle has byte 0xff at position 11"},
+		{good[:len(good)-1], "handle has 25 characters after h_, not 26"},
+		{good + "a", "handle has 27 characters after h_, not 26"},
+	} {
+		err := checkHandle(tc.id)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), tc.id[2:]) {
+			t.Errorf("%q: %v, want %q... without the ID", tc.id, err, tc.want)
+		}
+	}
+	if err := checkHandle(good); err != nil {
+		t.Errorf("%s refused: %v", good, err)
+	}
+	if err := checkJobID("job_" + strings.Repeat("a", 25) + "1"); err == nil || !strings.Contains(err.Error(), "job_id has '1' at position 30") {
+		t.Errorf("job ID: %v", err)
 	}
 }

@@ -248,8 +248,8 @@ func TestJobPollArguments(t *testing.T) {
 		{map[string]any{}, "invalid_argument: job_poll: missing required argument job_id;"},
 		{json.RawMessage(`null`), "invalid_argument: job_poll: missing required argument job_id;"},
 		{map[string]any{"job_id": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "tenant": "x"}, `invalid_argument: job_poll: unknown argument "tenant";`},
-		{map[string]any{"job_id": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "wait_seconds": 31}, "invalid_argument: job_poll: argument wait_seconds is invalid: maximum"},
-		{map[string]any{"job_id": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "max_bytes": "many"}, "invalid_argument: job_poll: argument max_bytes is invalid: type"},
+		{map[string]any{"job_id": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "wait_seconds": 31}, "invalid_argument: job_poll: argument wait_seconds is 31, but it must be at most 30 (how long"},
+		{map[string]any{"job_id": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "max_bytes": "many"}, "invalid_argument: job_poll: argument max_bytes must be a whole number"},
 		{map[string]any{"job_id": ""}, "invalid_argument: job_poll: argument job_id is invalid: minLength"},
 		{json.RawMessage(`[1]`), "invalid_argument: job_poll:"},
 	} {

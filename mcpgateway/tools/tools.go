@@ -230,7 +230,8 @@ func Register(s *mcp.Server, opts Options) {
 		Title: "Read a file",
 		Description: "Read a whole file of up to 3 MiB from your sandbox. Valid UTF-8 text comes back as a text block, images as an image block, " +
 			"other files as an embedded resource with base64 data; structured output gives path, size, MIME type and sha256. " +
-			"Larger files are refused, never truncated: use exec (head, tail, split) for those.",
+			"Larger files are refused, never truncated: use exec (head, tail, split) for those. " +
+			"The path in the result is absolute (directory symlinks resolved), as write gives it.",
 		InputSchema: inputSchema[ReadInput](refinePath),
 		OutputSchema: outputSchema[ReadOutput](func(p propMap) {
 			p["content"].Enum = []any{"text", "image", "blob"}
@@ -818,8 +819,13 @@ func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInp
 		return nil, ReadOutput{}, fmt.Errorf("too_large: %q is %d bytes, over the 3 MiB read limit; read refuses rather than truncates: use exec (head, tail, split)", in.Path, len(f.Data))
 	}
 	sum := sha256.Sum256(f.Data)
-	out := ReadOutput{Path: in.Path, Size: len(f.Data), MIME: f.MIME, SHA256: hex.EncodeToString(sum[:])}
-	summary := fmt.Sprintf("%s: %d bytes, %s, sha256 %s", in.Path, out.Size, out.MIME, out.SHA256)
+	// The absolute path, as write answers: the same file for any cwd.
+	path := f.Path
+	if path == "" {
+		path = in.Path
+	}
+	out := ReadOutput{Path: path, Size: len(f.Data), MIME: f.MIME, SHA256: hex.EncodeToString(sum[:])}
+	summary := fmt.Sprintf("%s: %d bytes, %s, sha256 %s", path, out.Size, out.MIME, out.SHA256)
 	res := &mcp.CallToolResult{}
 	switch {
 	case isImage(f.MIME):
@@ -831,7 +837,7 @@ func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInp
 	default:
 		out.Content = "blob"
 		res.Content = []mcp.Content{
-			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: resourceURI(r.SandboxID, in.Path), MIMEType: f.MIME, Blob: f.Data}},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: resourceURI(r.SandboxID, path), MIMEType: f.MIME, Blob: f.Data}},
 			&mcp.TextContent{Text: summary + " (not text: the bytes are in the embedded resource, base64)"},
 		}
 	}

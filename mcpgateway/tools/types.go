@@ -158,7 +158,7 @@ type ReadInput struct {
 
 // ReadOutput describes the file read; its bytes are in the result's content.
 type ReadOutput struct {
-	Path    string `json:"path" jsonschema:"the path as given"`
+	Path    string `json:"path" jsonschema:"the file's absolute path, symlinks in its directory resolved (as write gives it)"`
 	Size    int    `json:"size" jsonschema:"the file's size in bytes"`
 	MIME    string `json:"mime" jsonschema:"the file's media type, from its extension or else its content"`
 	SHA256  string `json:"sha256" jsonschema:"the SHA-256 of the file's bytes, in hex"`

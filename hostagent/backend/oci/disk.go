@@ -144,13 +144,13 @@ func validateStorage(s backend.Storage) error {
 		bytes, inodes int64
 	}{{"writable layer", s.LayerBytes, s.LayerInodes}, {"pile", s.PileBytes, s.PileInodes}} {
 		if v.bytes < MinVolumeBytes {
-			return fmt.Errorf("oci: the %s's size of %d bytes is below the minimum of %d (32 MiB)", v.what, v.bytes, MinVolumeBytes)
+			return fmt.Errorf("oci: the %s's size of %s is below the minimum of %s", v.what, backend.FormatBytes(v.bytes), backend.FormatBytes(MinVolumeBytes))
 		}
 		if v.inodes < MinVolumeInodes {
 			return fmt.Errorf("oci: the %s's %d inodes are below the minimum of %d", v.what, v.inodes, MinVolumeInodes)
 		}
 		if v.inodes > v.bytes/volumeBlock || v.inodes > 1<<32-1 {
-			return fmt.Errorf("oci: the %s's %d inodes exceed what %d bytes hold (one inode per 4 KiB at most)", v.what, v.inodes, v.bytes)
+			return fmt.Errorf("oci: the %s's %d inodes exceed what %s hold (one inode per 4Ki at most: %d)", v.what, v.inodes, backend.FormatBytes(v.bytes), v.bytes/volumeBlock)
 		}
 	}
 	return nil

@@ -312,13 +312,18 @@ func TestStorageValidation(t *testing.T) {
 		s    backend.Storage
 		want string
 	}{
-		{backend.Storage{LayerBytes: 1 << 20}, "below the minimum"},
+		// Sizes read as a spec gives them (1Mi, not 1048576).
+		{backend.Storage{LayerBytes: 1 << 20}, "the writable layer's size of 1Mi is below the minimum of 32Mi"},
 		{backend.Storage{PileInodes: 10}, "below the minimum"},
-		{backend.Storage{LayerBytes: 64 << 20, LayerInodes: 1 << 20}, "one inode per 4 KiB"},
+		{backend.Storage{LayerBytes: 64 << 20, LayerInodes: 1 << 20}, "inodes exceed what 64Mi hold (one inode per 4Ki at most: 16384)"},
 	} {
 		if err := b.Provision(context.Background(), backend.Spec{ID: "bad", Storage: tc.s}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", tc.s, err, tc.want)
 		}
+	}
+	err := b.Provision(context.Background(), backend.Spec{ID: "bad", Resources: backend.Resources{MemoryBytes: 1024}})
+	if want := "memory limit 1Ki is below the 32Mi a sandbox's init needs"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("memory of 1Ki: got %v, want %q", err, want)
 	}
 }
 

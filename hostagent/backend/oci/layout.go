@@ -105,7 +105,7 @@ func validateSpecFields(spec backend.Spec) error {
 		return errors.New("oci: resources must not be negative")
 	}
 	if r.MemoryBytes > 0 && r.MemoryBytes < 32<<20 {
-		return fmt.Errorf("oci: memory limit %d is below the 32 MiB a sandbox's init needs", r.MemoryBytes)
+		return fmt.Errorf("oci: memory limit %s is below the 32Mi a sandbox's init needs", backend.FormatBytes(r.MemoryBytes))
 	}
 	if r.PIDs > 0 && r.PIDs < 16 {
 		return fmt.Errorf("oci: pids limit %d is below the 16 a sandbox's init and shepherds need", r.PIDs)

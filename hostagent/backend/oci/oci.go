@@ -487,10 +487,11 @@ func (b *Backend) installGuest() (string, error) {
 // Name implements backend.Backend.
 func (b *Backend) Name() string { return "oci" }
 
-// Capabilities implements backend.Backend: shepherds prove cleanup, and
-// pile files carry FS_APPEND_FL, which the sandbox cannot clear.
+// Capabilities implements backend.Backend: shepherds prove cleanup, pile
+// files carry FS_APPEND_FL, which the sandbox cannot clear, and egress
+// lists are enforced when the agent runs with network egress.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress}
 }
 
 // PileDir implements backend.Backend. The pile's filesystem is mounted
@@ -613,15 +614,17 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := validateID(spec.ID); err != nil {
 		return err
 	}
+	defer b.lock(spec.ID)()
+	// Not found comes first: a sandbox that was never made is provisioned
+	// next, and a spec it cannot run is refused there, as a provisioning.
+	sb, err := b.loadTenant(spec.ID)
+	if err != nil {
+		return err
+	}
 	if err := b.validateSpec(spec); err != nil {
 		return err
 	}
 	if err := b.checkIsolation(spec); err != nil {
-		return err
-	}
-	defer b.lock(spec.ID)()
-	sb, err := b.loadTenant(spec.ID)
-	if err != nil {
 		return err
 	}
 	// The isolation is the one sandbox.json recorded at provisioning: a

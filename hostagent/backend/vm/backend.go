@@ -384,13 +384,13 @@ func validateSpec(spec backend.Spec) error {
 		return errors.New("vm: resources and storage must not be negative")
 	}
 	if r.MemoryBytes > 0 && r.MemoryBytes < 128<<20 {
-		return fmt.Errorf("vm: memory %d is below the 128 MiB a VM's kernel and init need", r.MemoryBytes)
+		return fmt.Errorf("vm: memory %s is below the 128Mi a VM's kernel and init need", backend.FormatBytes(r.MemoryBytes))
 	}
 	if s.LayerBytes > 0 && s.LayerBytes < 16<<20 {
-		return fmt.Errorf("vm: layer size %d is below 16 MiB", s.LayerBytes)
+		return fmt.Errorf("vm: layer size %s is below 16Mi", backend.FormatBytes(s.LayerBytes))
 	}
 	if s.PileBytes > 0 && s.PileBytes < 1<<20 {
-		return fmt.Errorf("vm: pile size %d is below 1 MiB", s.PileBytes)
+		return fmt.Errorf("vm: pile size %s is below 1Mi", backend.FormatBytes(s.PileBytes))
 	}
 	return nil
 }
@@ -633,11 +633,16 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 // profile and the VM's size apply from its next boot (they are the
 // initramfs's and QEMU's).
 func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
-	if err := validateSpec(spec); err != nil {
+	if err := validateID(spec.ID); err != nil {
 		return err
 	}
 	defer b.lock(spec.ID)()
+	// Not found comes first: a sandbox that was never made is provisioned
+	// next, and a spec it cannot run is refused there, as a provisioning.
 	if _, err := b.load(spec.ID); err != nil {
+		return err
+	}
+	if err := validateSpec(spec); err != nil {
 		return err
 	}
 	if err := b.provision(ctx, spec); err != nil {

@@ -409,6 +409,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: isolation
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
     - name: observedGeneration
       type:
         scalar: numeric

@@ -28,7 +28,7 @@ import (
 // PileStorage bounds the pile, the sandbox's append-only storage.
 type PileStorageApplyConfiguration struct {
 	// Size is the most bytes the pile may hold, for example "512Mi"; at
-	// least 32Mi.
+	// least 32Mi, the least filesystem the backends make.
 	Size *resource.Quantity `json:"size,omitempty"`
 	// Inodes is the most files and directories the pile may hold.
 	Inodes *int64 `json:"inodes,omitempty"`

@@ -29,11 +29,13 @@ import (
 // backend enforces them as cgroup limits on the sandbox's container.
 type SandboxResourcesApplyConfiguration struct {
 	// CPU is the CPU time the sandbox may use, in cores (for example "500m"
-	// or "2"), enforced as a CFS quota.
+	// or "2"), enforced as a CFS quota; at least 10m, the least quota the
+	// kernel grants (1 ms in each 100 ms period).
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 	// Memory is the most memory the sandbox's processes may use together
 	// (for example "512Mi"); past it the kernel's OOM killer acts inside the
-	// sandbox only.
+	// sandbox only. At least 32Mi, what a sandbox's init needs (128Mi on
+	// backend vm, for the VM's kernel too).
 	Memory *resource.Quantity `json:"memory,omitempty"`
 	// PIDs is the most processes and threads that may exist in the sandbox
 	// at once.

@@ -35,6 +35,11 @@ type SandboxStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Phase is the coarse lifecycle state.
 	Phase *apiv1alpha1.SandboxPhase `json:"phase,omitempty"`
+	// Isolation is the isolation the sandbox runs with on backend oci:
+	// spec.isolation, or container when the spec names none; empty on
+	// other backends, which offer no choice. The manager writes it, so
+	// that the default shows as what it is.
+	Isolation *apiv1alpha1.Isolation `json:"isolation,omitempty"`
 	// SandboxID is the stable identity of the sandbox, chosen at random by
 	// the agent of its node when it first provisions it and recorded on
 	// that node: the same across agent restarts, sessions and backups
@@ -83,6 +88,14 @@ func (b *SandboxStatusApplyConfiguration) WithConditions(values ...*v1.Condition
 // If called multiple times, the Phase field is set to the value of the last call.
 func (b *SandboxStatusApplyConfiguration) WithPhase(value apiv1alpha1.SandboxPhase) *SandboxStatusApplyConfiguration {
 	b.Phase = &value
+	return b
+}
+
+// WithIsolation sets the Isolation field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Isolation field is set to the value of the last call.
+func (b *SandboxStatusApplyConfiguration) WithIsolation(value apiv1alpha1.Isolation) *SandboxStatusApplyConfiguration {
+	b.Isolation = &value
 	return b
 }
 

@@ -28,9 +28,10 @@ import (
 // SandboxTemplate is what a Tenant asks of its sandbox; the Tenant
 // controller copies it into the Sandbox it creates.
 type SandboxTemplateApplyConfiguration struct {
-	// Backend is how the sandbox is isolated: oci (a runc container, Linux),
-	// jail (FreeBSD) or lima (a VM, synchronous commands only). It cannot
-	// change once the sandbox exists.
+	// Backend is how the sandbox is isolated: oci (a container, Linux: runc,
+	// or gVisor with spec.isolation), vm (a QEMU virtual machine with a
+	// kernel of its own, Linux), jail (FreeBSD) or lima (a Lima VM,
+	// synchronous commands only). It cannot change once the sandbox exists.
 	Backend *apiv1alpha1.BackendClass `json:"backend,omitempty"`
 	// Isolation is, on backend oci, the boundary between the tenant's
 	// processes and the node's kernel: container (the default: a runc

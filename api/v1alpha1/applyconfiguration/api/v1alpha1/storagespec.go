@@ -32,14 +32,14 @@ import (
 // filesystem of its own: a full one gets ENOSPC inside the sandbox, and
 // nothing outside it notices). The limits are fixed when the sandbox is
 // provisioned on its node: later changes do not resize it (the agent says
-// so in the Provisioned condition). The oci backend refuses sizes below
-// 32Mi and more than one inode per 4Ki of size. See docs/isolation.md.
-// (Quantities are int-or-string, whose CEL cost the API server estimates
-// as unbounded: the agent checks them, not a CEL rule.)
+// so in the Provisioned condition). Sizes below 32Mi are refused here; the
+// oci backend also refuses more than one inode per 4Ki of size. See
+// docs/isolation.md. (Quantities are int-or-string: their length is bounded
+// so that the API server can bound the cost of their CEL rules.)
 type StorageSpecApplyConfiguration struct {
 	// Size is the most bytes the writable layer (home, workspace and /tmp
 	// together) may hold, filesystem overhead included (about 3%), for
-	// example "4Gi"; at least 32Mi.
+	// example "4Gi"; at least 32Mi, the least filesystem the backends make.
 	Size *resource.Quantity `json:"size,omitempty"`
 	// Inodes is the most files, directories and symlinks the writable layer
 	// may hold (ext4 rounds it up to fill its inode tables).
