@@ -33,7 +33,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/playground-dev/playground/internal/kubectlplugin"
+	"github.com/playground-dev/playground/cmd/kubectl-playground/kubectlplugin"
 )
 
 func main() {

@@ -43,7 +43,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
-	"github.com/playground-dev/playground/internal/kubectlplugin"
+	"github.com/playground-dev/playground/cmd/kubectl-playground/kubectlplugin"
 )
 
 const settle = 60 * time.Second
