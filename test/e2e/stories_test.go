@@ -39,11 +39,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/cmd/kubectl-playground/kubectlplugin"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
-	"github.com/playground-dev/playground/cmd/kubectl-playground/kubectlplugin"
 )
 
 const settle = 60 * time.Second
@@ -344,38 +344,36 @@ func TestRestarts(t *testing.T) {
 }
 
 // TestKubectlPlugin: the kubectl plugin's tenant workflow against the real
-// system: create prints a working token once, reset replaces it, suspend
-// and resume flip access, attach and status describe, destroy cleans up.
+// system: create prints a working token and client configurations, token
+// show prints it again, reset replaces it, suspend and resume flip access,
+// attach and status describe, destroy cleans up.
 func TestKubectlPlugin(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	startManager(t)
-	n := &node{name: "plugin-1", labels: pool("plugin")}
-	startNode(t, n)
+	n := startTLSNode(t, "plugin-1", pool("plugin"))
 	ns := newNamespace(t)
 	kubectl := func(args ...string) (string, error) {
 		var out, errOut strings.Builder
-		err := kubectlplugin.Run(ctx, append([]string{"-n", ns, "--timeout", "60s"}, args...), &out, &errOut, k8sClient)
+		err := kubectlplugin.Run(ctx, append([]string{"-n", ns, "--timeout", "60s"}, args...), kubectlplugin.Env{Out: &out, ErrOut: &errOut, Config: cp.Config})
 		return out.String() + errOut.String(), err
 	}
 
-	out, err := kubectl("tenant", "create", "cli", "--persona", "cli-bot")
+	out, err := kubectl("tenant", "create", "cli", "--persona", "cli-bot", "--node-selector", "e2e-pool=plugin", "--wait", "--endpoint", "https://mcp.example.com/mcp")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	token := regexp.MustCompile(`token: (pgt_\S+)`).FindStringSubmatch(out)
 	g.Expect(token).To(HaveLen(2), out)
 	g.Expect(tokenOf(g, ns, "cli")).To(Equal(token[1]))
+	g.Expect(out).NotTo(ContainSubstring("being provisioned"), "--wait waits until the sandbox is Ready")
+	g.Expect(out).To(ContainSubstring("claude mcp add --transport http playground-cli https://mcp.example.com/mcp --header 'Authorization: Bearer " + token[1] + "'"))
+	g.Expect(out).To(ContainSubstring("playground gateway --stdio --tenant " + ns + "/cli"))
 	_, err = kubectl("tenant", "create", "cli")
 	g.Expect(err).To(MatchError(ContainSubstring("already exists")))
-
-	// The tenant's sandbox lands in this test's pool.
-	var sbx playgroundv1alpha1.Sandbox
-	g.Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, &sbx) }, settle, 100*time.Millisecond).Should(Succeed())
-	var tn playgroundv1alpha1.Tenant
-	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, &tn)).To(Succeed())
-	patch := client.MergeFrom(tn.DeepCopy())
-	tn.Spec.Sandbox.NodeSelector = pool("plugin")
-	g.Expect(k8sClient.Patch(ctx, &tn, patch)).To(Succeed())
+	out, err = kubectl("token", "show", "cli")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(Equal(token[1] + "\n"))
 	_, ready := waitReady(t, ns, "cli")
+	g.Expect(ready.Spec.NodeName).To(Equal("plugin-1"))
 
 	out, err = kubectl("attach", "cli")
 	g.Expect(err).NotTo(HaveOccurred(), out)
@@ -388,6 +386,9 @@ func TestKubectlPlugin(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`tenant/cli\s+Ready\s+True`))
 	g.Expect(out).To(MatchRegexp(`sandbox/cli\s+Ready\s+True`))
 	g.Expect(out).To(MatchRegexp(`node/plugin-1\s+Registered\s+True\s+AgentHealthy`))
+	out, err = kubectl("status")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`cli\s+sandbox\s+True\s+(Ready|Detached)\s+plugin-1\s+\S+\s+connect: kubectl playground attach cli`))
 
 	// restart: the agent kills every process of the sandbox and starts it
 	// again; the command waits for the agent's answer.
@@ -417,7 +418,7 @@ func TestKubectlPlugin(t *testing.T) {
 	_, err = kubectl("attach", "cli")
 	g.Expect(err).To(MatchError(ContainSubstring(`no tenant "cli"`)))
 	_, err = kubectl("tenant", "frobnicate", "cli")
-	g.Expect(err).To(MatchError(ContainSubstring("is not a command")))
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown command "frobnicate"`)))
 }
 
 // initPID is the host PID of the init of a sandbox on node n.
