@@ -25,6 +25,8 @@ limitations under the License.
 //	kubectl playground token show|reset NAME
 //	kubectl playground tenant suspend|resume|restart|destroy NAME
 //	kubectl playground attach NAME              how to connect an MCP client
+//	kubectl playground exec NAME -- COMMAND     run a command in the sandbox, as yourself
+//	kubectl playground shell NAME               commands from stdin, one a line
 //
 // `kubectl playground --help` says the rest.
 package main

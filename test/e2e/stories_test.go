@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -29,12 +30,15 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,6 +48,9 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/agentpki"
+	"github.com/playground-dev/playground/internal/rbactest"
 )
 
 const settle = 60 * time.Second
@@ -346,13 +353,22 @@ func TestRestarts(t *testing.T) {
 // TestKubectlPlugin: the kubectl plugin's tenant workflow against the real
 // system: create prints a working token and client configurations, token
 // show prints it again, reset replaces it, suspend and resume flip access,
-// attach and status describe, destroy cleans up.
+// attach and status describe, destroy cleans up; and a user RBAC allows to
+// use the tenant runs commands in its sandbox (exec, shell) through the
+// TLS agent of its node, which one without that right cannot.
 func TestKubectlPlugin(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	startManager(t)
 	n := startTLSNode(t, "plugin-1", pool("plugin"))
 	ns := newNamespace(t)
+	// as runs the plugin as the user of cfg, with stdin.
+	as := func(cfg *rest.Config, stdin string, args ...string) (code int, stdout, stderr string) {
+		var out, errOut strings.Builder
+		code = kubectlplugin.Main(ctx, append([]string{"-n", ns, "--timeout", "60s"}, args...),
+			kubectlplugin.Env{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut, Config: cfg})
+		return code, out.String(), errOut.String()
+	}
 	kubectl := func(args ...string) (string, error) {
 		var out, errOut strings.Builder
 		err := kubectlplugin.Run(ctx, append([]string{"-n", ns, "--timeout", "60s"}, args...), kubectlplugin.Env{Out: &out, ErrOut: &errOut, Config: cp.Config})
@@ -390,6 +406,32 @@ func TestKubectlPlugin(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(MatchRegexp(`cli\s+sandbox\s+True\s+(Ready|Detached)\s+plugin-1\s+\S+\s+connect: kubectl playground attach cli`))
 
+	// exec and shell, as a user granted use on the tenant, through the
+	// TLS agent, which checks the user itself.
+	runner := userOf(t, ns, "runner", true)
+	stranger := userOf(t, ns, "stranger", false)
+	hostKernel, err := exec.Command("uname", "-r").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	code, stdout, stderr := as(runner, "", "exec", "cli", "--", "uname", "-r")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(Equal(string(hostKernel)), "a runc sandbox runs on the node's kernel")
+	code, stdout, stderr = as(runner, "", "exec", "cli", "--", "sh", "-c", `printf 'a\0b\377'; echo "$PERSONA" >&2; exit 3`)
+	g.Expect(code).To(Equal(3), stderr)
+	g.Expect(stdout).To(Equal("a\x00b\xff"), "byte for byte")
+	g.Expect(stderr).To(Equal("cli-bot\n"), "a login shell, with the tenant's profile")
+	code, stdout, stderr = as(runner, "twelve bytes", "exec", "cli", "-i", "--", "wc", "-c")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(Equal("12\n"))
+	code, stdout, stderr = as(runner, "cd /tmp\npwd\necho to-stderr >&2\nexit 4\necho never\n", "shell", "cli")
+	g.Expect(code).To(Equal(4), stderr)
+	g.Expect(stdout).To(Equal("/tmp\n"))
+	g.Expect(stderr).To(Equal("to-stderr\n"))
+	code, stdout, stderr = as(stranger, "", "exec", "cli", "--", "uname", "-r")
+	g.Expect(code).To(Equal(1))
+	g.Expect(stdout).To(BeEmpty())
+	g.Expect(stderr).To(HavePrefix(fmt.Sprintf("error: your kubeconfig's user may not use tenant %s/cli: it needs RBAC verb \"use\" on tenants.playground.dev \"cli\" in namespace %s", ns, ns)))
+	g.Expect(strings.Count(stderr, "\n")).To(Equal(1), "one line")
+
 	// restart: the agent kills every process of the sandbox and starts it
 	// again; the command waits for the agent's answer.
 	initBefore := initPID(g, n, ready.Status.SandboxID)
@@ -419,6 +461,47 @@ func TestKubectlPlugin(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`no tenant "cli"`)))
 	_, err = kubectl("tenant", "frobnicate", "cli")
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown command "frobnicate"`)))
+}
+
+// userOf is a user of its own (a ServiceAccount's token) who may read the
+// tenant cli of namespace ns, its sandbox and the agents' CA bundle and,
+// when use, act as the tenant (the RBAC verb use), as docs/tools.md says
+// a stdio user needs. It waits until the API server's authorizer knows.
+func userOf(t *testing.T, ns, name string, use bool) *rest.Config {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	cfg, err := cp.ServiceAccountConfig(ctx, ns, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	user := "system:serviceaccount:" + ns + ":" + name
+	verbs := []string{"get", "list", "watch"}
+	if use {
+		verbs = append(verbs, playgroundv1alpha1.UseVerb)
+	}
+	bind := func(namespace string, rules ...rbacv1.PolicyRule) {
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ns + "-" + name}, Rules: rules}
+		g.Expect(k8sClient.Create(ctx, role)).To(Succeed())
+		g.Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: role.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+		})).To(Succeed())
+	}
+	group := playgroundv1alpha1.GroupVersion.Group
+	bind(ns,
+		rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"tenants"}, ResourceNames: []string{"cli"}, Verbs: verbs},
+		rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"sandboxes"}, ResourceNames: []string{"cli"}, Verbs: []string{"get", "list", "watch"}})
+	bind(agentlease.DefaultNamespace,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{agentpki.CAConfigMapName}, Verbs: []string{"get", "list", "watch"}})
+	attrs := []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Group: group, Resource: "sandboxes", Name: "cli", Verb: "get"},
+		{Namespace: agentlease.DefaultNamespace, Resource: "configmaps", Name: agentpki.CAConfigMapName, Verb: "get"},
+	}
+	if use {
+		attrs = append(attrs, playgroundv1alpha1.TenantUseAttributes(ns, "cli"))
+	}
+	g.Expect(rbactest.AwaitAllowed(ctx, cp.Config, user, nil, attrs...)).To(Succeed())
+	return cfg
 }
 
 // initPID is the host PID of the init of a sandbox on node n.

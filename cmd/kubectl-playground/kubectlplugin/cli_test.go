@@ -47,11 +47,17 @@ func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // mistake is one line of error and where the help is (stderr, status 1),
 // as kubectl does.
 func TestHelpAndMistakes(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {}, {"tenant", "--help"}, {"tenant"}, {"help", "tenant", "create"}, {"tenant", "create", "-h"}} {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {}, {"tenant", "--help"}, {"tenant"}, {"help", "tenant", "create"}, {"tenant", "create", "-h"}, {"exec", "--help"}} {
 		code, out, errOut := runMain(t, args...)
 		if code != 0 || !strings.Contains(out, "Usage:") || errOut != "" {
 			t.Errorf("%q: status %d, stdout %q, stderr %q: want the help on stdout and status 0", args, code, firstLine(out), errOut)
 		}
+	}
+	if _, out, _ := runMain(t, "exec", "--help"); !strings.Contains(out, "no streaming") && !strings.Contains(out, "once it has ended") {
+		t.Errorf("exec's help does not say its output comes once the command ended:\n%s", out)
+	}
+	if _, out, _ := runMain(t, "shell", "--help"); !strings.Contains(out, "no terminal (PTY)") {
+		t.Errorf("shell's help does not say there is no terminal:\n%s", out)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -64,6 +70,7 @@ func TestHelpAndMistakes(t *testing.T) {
 		{[]string{"tenant", "create", "a", "b"}, `tenant create takes one tenant's name, not "a b"`, "kubectl playground tenant create"},
 		{[]string{"status", "--bogus"}, "unknown flag: --bogus", "kubectl playground status"},
 		{[]string{"status", "-o", "table"}, `--output "table": want json or yaml (or none, for a table)`, "kubectl playground status"},
+		{[]string{"exec", "x"}, "exec needs a command after the tenant's name: exec x -- COMMAND [ARG...]", "kubectl playground exec"},
 		{[]string{"tenant", "create", "x", "--isolation", "gvisor", "--backend", "vm"}, "--isolation is a choice of backend oci; backend vm takes none", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--memory", "lots"}, `--memory "lots": want a positive quantity, such as 500m, 2, 512Mi or 4Gi`, "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--network", "egress"}, "--network egress needs the networks the sandbox may reach: --egress CIDR[:PORT,...]", "kubectl playground tenant create"},
@@ -157,7 +164,7 @@ func TestBinaryAndCompletion(t *testing.T) {
 		{[]string{"ten"}, []string{"tenant\t"}},
 		{[]string{"tenant", "cr"}, []string{"create\t"}},
 		{[]string{"-n", ns, "status", "al"}, []string{"albert", "alice"}},
-		{[]string{"attach", "-n", ns, "b"}, []string{"bob"}},
+		{[]string{"exec", "-n", ns, "b"}, []string{"bob"}},
 		{[]string{"tenant", "create", "x", "--isolation", ""}, []string{"container", "gvisor"}},
 		{[]string{"status", "--all-n"}, []string{"--all-namespaces\t"}},
 	} {

@@ -167,6 +167,8 @@ func (x *cli) commands() *cobra.Command {
 		x.tenantCommand(),
 		x.tokenCommand(),
 		x.attachCommand(),
+		x.execCommand(),
+		x.shellCommand(),
 		x.logsCommand(),
 		x.nodeCommand(),
 	)
