@@ -432,6 +432,23 @@ func TestKubectlPlugin(t *testing.T) {
 	g.Expect(stderr).To(HavePrefix(fmt.Sprintf("error: your kubeconfig's user may not use tenant %s/cli: it needs RBAC verb \"use\" on tenants.playground.dev \"cli\" in namespace %s", ns, ns)))
 	g.Expect(strings.Count(stderr, "\n")).To(Equal(1), "one line")
 
+	// As in playground dev: an agent without TLS, reached only when told
+	// to, with the shared token of a file.
+	dev := &node{name: "plugin-dev", labels: pool("plugin-dev")}
+	startNode(t, dev)
+	out, err = kubectl("tenant", "create", "dev", "--node-selector", "e2e-pool=plugin-dev", "--wait")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	code, stdout, stderr = as(cp.Config, "", "exec", "dev", "--", "echo", "over", "h2c")
+	g.Expect(code).To(Equal(1))
+	g.Expect(stdout).To(BeEmpty())
+	g.Expect(stderr).To(ContainSubstring("serves without TLS"))
+	g.Expect(stderr).To(ContainSubstring("give --agent-cleartext and --agent-token-file"))
+	tokenFile := filepath.Join(t.TempDir(), "agent-token")
+	g.Expect(os.WriteFile(tokenFile, []byte(agentToken+"\n"), 0o600)).To(Succeed())
+	code, stdout, stderr = as(cp.Config, "", "exec", "dev", "--agent-cleartext", "--agent-token-file", tokenFile, "--", "echo", "over", "h2c")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(Equal("over h2c\n"))
+
 	// restart: the agent kills every process of the sandbox and starts it
 	// again; the command waits for the agent's answer.
 	initBefore := initPID(g, n, ready.Status.SandboxID)
