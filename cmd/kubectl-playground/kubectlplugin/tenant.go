@@ -212,7 +212,9 @@ without either, the gateway's Service in --lease-namespace gives its address
 inside the cluster.
 
 --dry-run prints the Tenant instead of creating it (with -o yaml, YAML to
-keep in Git); --dry-run=server has the API server check it first.`,
+keep in Git); --dry-run=server has the API server check it first. Without
+--dry-run, -o json|yaml prints the created Tenant instead of the token and
+the configurations.`,
 		Example: `  kubectl playground tenant create alice --isolation gvisor --memory 2Gi --wait
   kubectl playground tenant create alice --faculty tools --dry-run -o yaml > alice.yaml`,
 		Args:              name("tenant"),
