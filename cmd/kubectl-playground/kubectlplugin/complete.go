@@ -25,6 +25,8 @@ import (
 	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -63,48 +65,38 @@ func (x *cli) completeNames(cmd *cobra.Command, args []string, toComplete string
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
+// listNames lists the names of the objects of kind (metadata only).
+func (x *cli) listNames(ctx context.Context, kind schema.GroupVersionKind, opts ...client.ListOption) ([]string, error) {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
+	if err := x.c.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(list.Items))
+	for i := range list.Items {
+		names[i] = list.Items[i].Name
+	}
+	return names, nil
+}
+
 // completeTenants offers the names of the namespace's tenants.
 func (x *cli) completeTenants(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	return x.completeNames(cmd, args, toComplete, func(ctx context.Context) ([]string, error) {
-		var list playgroundv1alpha1.TenantList
-		if err := x.c.List(ctx, &list, client.InNamespace(x.namespace)); err != nil {
-			return nil, err
-		}
-		names := make([]string, len(list.Items))
-		for i := range list.Items {
-			names[i] = list.Items[i].Name
-		}
-		return names, nil
+		return x.listNames(ctx, playgroundv1alpha1.GroupVersion.WithKind("Tenant"), client.InNamespace(x.namespace))
 	})
 }
 
 // completeFaculties offers the namespace's FacultyBundles, for --faculty.
 func (x *cli) completeFaculties(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	return x.completeNames(cmd, nil, toComplete, func(ctx context.Context) ([]string, error) {
-		var list playgroundv1alpha1.FacultyBundleList
-		if err := x.c.List(ctx, &list, client.InNamespace(x.namespace)); err != nil {
-			return nil, err
-		}
-		names := make([]string, len(list.Items))
-		for i := range list.Items {
-			names[i] = list.Items[i].Name
-		}
-		return names, nil
+		return x.listNames(ctx, playgroundv1alpha1.GroupVersion.WithKind("FacultyBundle"), client.InNamespace(x.namespace))
 	})
 }
 
 // completeNamespaces offers the cluster's namespaces, for -n.
 func (x *cli) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	return x.completeNames(cmd, nil, toComplete, func(ctx context.Context) ([]string, error) {
-		var list corev1.NamespaceList
-		if err := x.c.List(ctx, &list); err != nil {
-			return nil, err
-		}
-		names := make([]string, len(list.Items))
-		for i := range list.Items {
-			names[i] = list.Items[i].Name
-		}
-		return names, nil
+		return x.listNames(ctx, corev1.SchemeGroupVersion.WithKind("Namespace"))
 	})
 }
 

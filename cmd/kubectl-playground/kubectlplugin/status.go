@@ -209,7 +209,7 @@ func (x *cli) printRows(rows []tenantRow) error {
 // rowOf sums up a tenant and its sandbox (nil when it has none yet).
 func (x *cli) rowOf(t *playgroundv1alpha1.Tenant, s *playgroundv1alpha1.Sandbox) tenantRow {
 	r := tenantRow{
-		Namespace: t.Namespace, Name: t.Name, Catalog: string(cmpOr(string(t.Spec.Catalog), string(playgroundv1alpha1.CatalogSandbox))),
+		Namespace: t.Namespace, Name: t.Name, Catalog: cmpOr(string(t.Spec.Catalog), string(playgroundv1alpha1.CatalogSandbox)),
 		Ready: string(metav1.ConditionUnknown), Suspended: t.Spec.Suspended, Created: t.CreationTimestamp,
 	}
 	ready := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.ReadyCondition)
@@ -225,7 +225,7 @@ func (x *cli) rowOf(t *playgroundv1alpha1.Tenant, s *playgroundv1alpha1.Sandbox)
 		}
 		return fmt.Sprintf("kubectl playground %s %s", verb, t.Name)
 	}
-	jobs := (*metav1.Condition)(nil)
+	var jobs *metav1.Condition
 	if s != nil {
 		jobs = meta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition)
 	}
