@@ -134,7 +134,7 @@ func TestBinaryAndCompletion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := func(name string, args ...string) (int, string, string) {
+	runWith := func(kubeconfig, name string, args ...string) (int, string, string) {
 		t.Helper()
 		cmd := exec.Command(filepath.Join(dir, name), args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
@@ -147,6 +147,10 @@ func TestBinaryAndCompletion(t *testing.T) {
 		}
 		return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
 	}
+	run := func(name string, args ...string) (int, string, string) {
+		t.Helper()
+		return runWith(kubeconfig, name, args...)
+	}
 	if code, out, errOut := run("kubectl-playground", "--help"); code != 0 || !strings.Contains(out, "Usage:") || errOut != "" {
 		t.Errorf("--help: status %d, stderr %q", code, errOut)
 	}
@@ -155,6 +159,10 @@ func TestBinaryAndCompletion(t *testing.T) {
 	}
 	if code, out, _ := run("kubectl-playground", "version"); code != 0 || out != "kubectl-playground v0.0.0-linked\n" {
 		t.Errorf("version: %d %q", code, out)
+	}
+	// A client dry run needs no cluster, nor a kubeconfig.
+	if code, out, errOut := runWith(filepath.Join(dir, "none"), "kubectl-playground", "tenant", "create", "x", "--dry-run", "-o", "yaml"); code != 0 || !strings.Contains(out, "namespace: default\n") {
+		t.Errorf("a client dry run without a kubeconfig: %d %q %q", code, out, errOut)
 	}
 
 	for _, tc := range []struct {

@@ -125,8 +125,9 @@ type cli struct {
 	leaseNamespace          string
 	output                  string
 
-	cfg *rest.Config
-	c   client.Client
+	loader clientcmd.ClientConfig
+	cfg    *rest.Config
+	c      client.Client
 }
 
 const rootLong = `kubectl playground: the tenants of Playground, one command each.
@@ -232,43 +233,51 @@ func (x *cli) versionCommand() *cobra.Command {
 	}
 }
 
-// restConfig is the cluster's client configuration, from the kubeconfig
-// unless the caller gave one; it also settles the namespace. It does not
-// contact the API server.
-func (x *cli) restConfig() (*rest.Config, error) {
-	if x.cfg != nil {
-		return x.cfg, nil
-	}
-	if x.env.Config != nil {
-		x.cfg = x.env.Config
-	} else {
+// kubeconfigLoader reads the kubeconfig of --kubeconfig and --context
+// when first asked.
+func (x *cli) kubeconfigLoader() clientcmd.ClientConfig {
+	if x.loader == nil {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = x.kubeconfig
-		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: x.kubeContext})
-		cfg, err := loader.ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		x.loader = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: x.kubeContext})
+	}
+	return x.loader
+}
+
+// ns is the namespace of the command: -n, else the kubeconfig context's,
+// else default. It needs no cluster (tenant create --dry-run).
+func (x *cli) ns() (string, error) {
+	if x.namespace == "" && x.env.Config == nil {
+		ns, _, err := x.kubeconfigLoader().Namespace()
+		if err != nil && !clientcmd.IsEmptyConfig(err) {
+			return "", fmt.Errorf("loading the kubeconfig: %w", err)
 		}
-		if x.namespace == "" {
-			if x.namespace, _, err = loader.Namespace(); err != nil {
-				return nil, err
-			}
-		}
-		x.cfg = cfg
+		x.namespace = ns
 	}
 	if x.namespace == "" {
 		x.namespace = "default"
 	}
-	return x.cfg, nil
+	return x.namespace, nil
 }
 
-// ns is the namespace of the command: -n, else the kubeconfig context's,
-// else default.
-func (x *cli) ns() (string, error) {
-	if _, err := x.restConfig(); err != nil {
-		return "", err
+// restConfig is the cluster's client configuration, from the kubeconfig
+// unless the caller gave one; it also settles the namespace. It does not
+// contact the API server.
+func (x *cli) restConfig() (*rest.Config, error) {
+	if x.cfg == nil {
+		x.cfg = x.env.Config
+		if x.cfg == nil {
+			cfg, err := x.kubeconfigLoader().ClientConfig()
+			if err != nil {
+				return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+			}
+			x.cfg = cfg
+		}
 	}
-	return x.namespace, nil
+	if _, err := x.ns(); err != nil {
+		return nil, err
+	}
+	return x.cfg, nil
 }
 
 // client is the client of the API server, made on first use.
