@@ -71,6 +71,8 @@ func TestHelpAndMistakes(t *testing.T) {
 		{[]string{"status", "--bogus"}, "unknown flag: --bogus", "kubectl playground status"},
 		{[]string{"status", "-o", "table"}, `--output "table": want json or yaml (or none, for a table)`, "kubectl playground status"},
 		{[]string{"exec", "x"}, "exec needs a command after the tenant's name: exec x -- COMMAND [ARG...]", "kubectl playground exec"},
+		{[]string{"exec", "--", "uname"}, "exec needs the tenant's name and a command: exec NAME -- COMMAND [ARG...]", "kubectl playground exec"},
+		{[]string{"exec", "x", "y", "--", "uname"}, `exec takes one tenant's name before --, not "x y"`, "kubectl playground exec"},
 		{[]string{"tenant", "create", "x", "--isolation", "gvisor", "--backend", "vm"}, "--isolation is a choice of backend oci; backend vm takes none", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--memory", "lots"}, `--memory "lots": want a positive quantity, such as 500m, 2, 512Mi or 4Gi`, "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--network", "egress"}, "--network egress needs the networks the sandbox may reach: --egress CIDR[:PORT,...]", "kubectl playground tenant create"},

@@ -91,10 +91,10 @@ the shell, so COMMAND gets them as given; for shell syntax run sh -c '...'.
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
-			case len(args) == 0:
+			case len(args) == 0 || dash == 0:
 				return usagef(cmd, "exec needs the tenant's name and a command: exec NAME -- COMMAND [ARG...]")
-			case dash == 0 || dash > 1:
-				return usagef(cmd, "exec takes one tenant's name before --, not %q", strings.Join(args[:max(dash, 0)], " "))
+			case dash > 1:
+				return usagef(cmd, "exec takes one tenant's name before --, not %q", strings.Join(args[:dash], " "))
 			case len(args) == 1:
 				return usagef(cmd, "exec needs a command after the tenant's name: exec %s -- COMMAND [ARG...]", args[0])
 			}
