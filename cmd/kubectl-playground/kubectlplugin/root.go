@@ -47,6 +47,20 @@ type Env struct {
 	Version string
 }
 
+// withDefaults reads nothing and prints nowhere where env does not say.
+func (env Env) withDefaults() Env {
+	if env.In == nil {
+		env.In = strings.NewReader("")
+	}
+	if env.Out == nil {
+		env.Out = io.Discard
+	}
+	if env.ErrOut == nil {
+		env.ErrOut = io.Discard
+	}
+	return env
+}
+
 // ExitError ends the plugin with Code and nothing more printed: the exit
 // status of a command run by exec or shell.
 type ExitError struct{ Code int }
@@ -71,6 +85,7 @@ func usagef(cmd *cobra.Command, format string, args ...any) error {
 // error to env.ErrOut the way kubectl does: "error: ..." and, for a
 // mistake in the command line, where its help is.
 func Main(ctx context.Context, args []string, env Env) int {
+	env = env.withDefaults()
 	err := Run(ctx, args, env)
 	var exit *ExitError
 	var usage *usageError
@@ -92,15 +107,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 
 // Run runs the plugin with args (those after "kubectl playground").
 func Run(ctx context.Context, args []string, env Env) error {
-	if env.In == nil {
-		env.In = strings.NewReader("")
-	}
-	if env.Out == nil {
-		env.Out = io.Discard
-	}
-	if env.ErrOut == nil {
-		env.ErrOut = io.Discard
-	}
+	env = env.withDefaults()
 	x := &cli{env: env, out: env.Out}
 	root := x.commands()
 	root.SetArgs(args)
