@@ -134,10 +134,11 @@ cross: ## Build and vet the whole tree for FreeBSD (amd64, arm64): the jail back
 ##@ Build
 
 .PHONY: build
-build: ## Build the playground binaries into bin/.
+build: ## Build the playground binaries into bin/ (with bin/ on PATH, kubectl runs the plugin as kubectl playground).
 	$(GO) build -o $(BIN)/playground ./cmd/playground
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/playground-sandbox ./cmd/playground-sandbox
 	$(GO) build -o $(BIN)/kubectl-playground ./cmd/kubectl-playground
+	install -m 0755 cmd/kubectl-playground/kubectl_complete-playground $(BIN)/kubectl_complete-playground
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/playground-example-worker ./cmd/playground-example-worker
 
 .PHONY: image

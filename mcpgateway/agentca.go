@@ -27,6 +27,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -86,6 +87,23 @@ func WatchAgentCA(ctx context.Context, cs kubernetes.Interface, namespace string
 	})
 	go informer.RunWithContext(ctx)
 	return a
+}
+
+// ReadAgentCA reads the published bundle in namespace once, for a
+// short-lived client (kubectl playground exec) that has no watch to wait
+// for. As with WatchAgentCA, each certificate must name its node.
+func ReadAgentCA(ctx context.Context, cs kubernetes.Interface, namespace string) (*AgentCA, error) {
+	cm, err := cs.CoreV1().ConfigMaps(namespace).Get(ctx, agentpki.CAConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the agents' CA bundle, ConfigMap %s/%s (a user needs get on it, or the bundle given as a file): %w", namespace, agentpki.CAConfigMapName, err)
+	}
+	pool, err := agentpki.Pool([]byte(cm.Data[agentpki.CABundleKey]))
+	if err != nil {
+		return nil, fmt.Errorf("the agents' CA bundle in ConfigMap %s/%s: %w", namespace, agentpki.CAConfigMapName, err)
+	}
+	a := &AgentCA{nodeNamed: true}
+	a.pool.Store(pool)
+	return a, nil
 }
 
 // StaticAgentCA trusts a fixed PEM bundle (a file given to the gateway):

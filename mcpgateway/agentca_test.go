@@ -37,7 +37,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
@@ -178,5 +180,42 @@ func TestAgentTLSVerifiedAgainstPublishedCA(t *testing.T) {
 	}
 	if good.reached.Load() == 0 {
 		t.Fatal("no request reached the trusted agent")
+	}
+
+	// A user's own tools (kubectl playground exec) read the bundle once
+	// and verify the agents the same way.
+	userCA, err := mcpgateway.ReadAgentCA(ctx, kubernetes.NewForConfigOrDie(cp.Config), agentlease.DefaultNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := mcpgateway.NewUserAgents(mcpgateway.StaticToken(agentToken), userCA, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(tn *tenant) error {
+		var sbx playgroundv1alpha1.Sandbox
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: tn.ns, Name: tn.name}, &sbx); err != nil {
+			t.Fatal(err)
+		}
+		id, agent, err := users.Sandbox(ctx, &sbx)
+		if err != nil {
+			return err
+		}
+		h, err := agent.Open(ctx, tn.String(), id)
+		if err == nil {
+			err = agent.Close(ctx, tn.String(), h.ID)
+		}
+		return err
+	}
+	if err := open(ok); err != nil {
+		t.Fatalf("a user's client through the agent with the Playground signer's certificate: %v", err)
+	}
+	for what, tn := range refused {
+		if err := open(tn); err == nil {
+			t.Fatalf("a user's client opened a session through an agent with %s", what)
+		}
+	}
+	if n := selfSigned.reached.Load() + misnamed.reached.Load(); n != 0 {
+		t.Fatalf("%d requests reached the refused agents", n)
 	}
 }

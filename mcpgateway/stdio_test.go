@@ -25,8 +25,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -38,28 +36,17 @@ import (
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
 
-// serviceAccountConfig creates a ServiceAccount and returns a client
-// configuration that authenticates as it: a Kubernetes user with only the
-// RBAC the test grants.
+// serviceAccountConfig returns a client configuration that authenticates
+// as a new ServiceAccount: a Kubernetes user with only the RBAC the test
+// grants.
 func serviceAccountConfig(t *testing.T, ns, name string) *rest.Config {
 	t.Helper()
-	ctx := context.Background()
-	cs := kubernetes.NewForConfigOrDie(cp.Config)
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))},
-	}, metav1.CreateOptions{})
+	cfg, err := cp.ServiceAccountConfig(context.Background(), ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := rest.AnonymousClientConfig(cp.Config)
-	cfg.BearerToken = tr.Status.Token
 	return cfg
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // stdioGateway runs ServeStdio over pipes, with options changed by with;
 // the returned channel has its result.

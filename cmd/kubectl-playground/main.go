@@ -16,31 +16,40 @@ limitations under the License.
 
 // Command kubectl-playground is the kubectl plugin of Playground: the
 // everyday tenant operations as one command each, doing what kubectl and
-// YAML do, faster. The YAML path stays first-class for GitOps.
+// YAML do, faster. The YAML path stays first-class for GitOps. With
+// bin/ on PATH, kubectl runs it as `kubectl playground`, and completes
+// its words through kubectl_complete-playground beside it.
 //
-//	kubectl playground tenant create NAME     create a tenant, print its token once
-//	kubectl playground tenant token reset NAME
-//	kubectl playground tenant suspend|resume NAME
-//	kubectl playground tenant destroy NAME
-//	kubectl playground attach NAME            sandbox ID, node and persona
-//	kubectl playground status NAME            conditions of tenant, sandbox and node
+//	kubectl playground status [NAME]            every tenant, or one's conditions
+//	kubectl playground tenant create NAME       create a tenant, print its token and client configurations
+//	kubectl playground token show|reset NAME
+//	kubectl playground tenant suspend|resume|restart|destroy NAME
+//	kubectl playground attach NAME              how to connect an MCP client
+//	kubectl playground exec NAME -- COMMAND     run a command in the sandbox, as yourself
+//	kubectl playground shell NAME               commands from stdin, one a line
+//
+// `kubectl playground --help` says the rest.
 package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/playground-dev/playground/internal/kubectlplugin"
+	"github.com/playground-dev/playground/cmd/kubectl-playground/kubectlplugin"
+	"github.com/playground-dev/playground/internal/buildinfo"
 )
+
+// version is this build's version, set when it is linked
+// (-ldflags "-X main.version=v0.2.0"), as playground's is.
+var version string
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := kubectlplugin.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+	code := kubectlplugin.Main(ctx, os.Args[1:], kubectlplugin.Env{
+		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Version: buildinfo.Version(version),
+	})
+	stop()
+	os.Exit(code)
 }

@@ -29,7 +29,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
@@ -144,7 +143,7 @@ func runGateway(ctx context.Context, args []string) error {
 		}
 		if agentToken == nil {
 			// The agents check the caller's own identity: its RBAC decides.
-			if agentToken, err = kubeconfigToken(cfg); err != nil {
+			if agentToken, err = mcpgateway.KubeconfigToken(cfg); err != nil {
 				return err
 			}
 		}
@@ -218,16 +217,4 @@ func runGateway(ctx context.Context, args []string) error {
 	err = gw.Run(ctx, ln)
 	cancel()
 	return errors.Join(err, <-merr)
-}
-
-// kubeconfigToken is the bearer token of the caller's kubeconfig, which a
-// stdio gateway presents to the agents as the caller's identity.
-func kubeconfigToken(cfg *rest.Config) (func() (string, error), error) {
-	switch {
-	case cfg.BearerTokenFile != "":
-		return mcpgateway.FileToken(cfg.BearerTokenFile, nil), nil
-	case cfg.BearerToken != "":
-		return func() (string, error) { return cfg.BearerToken, nil }, nil
-	}
-	return nil, errors.New("--stdio presents your kubeconfig's bearer token to the host agents, which check with the API server that you may use the tenant; this kubeconfig has none (client certificates and exec plugins cannot be presented): use a token, e.g. from kubectl create token, or give --agent-token-file")
 }

@@ -16,10 +16,7 @@ limitations under the License.
 
 package main
 
-import (
-	"fmt"
-	"runtime/debug"
-)
+import "github.com/playground-dev/playground/internal/buildinfo"
 
 // version is this build's version, set when it is linked
 // (-ldflags "-X main.version=v0.2.0"); empty means the module's version,
@@ -28,34 +25,4 @@ var version string
 
 // buildVersion says which build this binary is: each role logs it when it
 // starts, so that an upgrade can be told from the logs.
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if dirty {
-		rev += "-dirty"
-	}
-	return fmt.Sprintf("devel-%s", rev)
-}
+func buildVersion() string { return buildinfo.Version(version) }

@@ -31,9 +31,11 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -367,6 +369,32 @@ func (cp *ControlPlane) WriteImpersonatingKubeconfig(path string, as rest.Impers
 		return err
 	}
 	return clientcmd.WriteToFile(*kc, path)
+}
+
+// ServiceAccountConfig creates the ServiceAccount name in namespace (or
+// takes the one there) and returns a client configuration that
+// authenticates as it with a bearer token of an hour's life: a user with
+// only the RBAC a test grants, whose token can also be presented to an
+// agent, as a kubeconfig's token is.
+func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	_, err = cs.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	hour := int64(3600)
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("a token of ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	cfg := rest.AnonymousClientConfig(cp.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg, nil
 }
 
 // Kubectl runs the control plane's kubectl with the given kubeconfig and

@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -29,21 +30,27 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/cmd/kubectl-playground/kubectlplugin"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
-	"github.com/playground-dev/playground/internal/kubectlplugin"
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/agentpki"
+	"github.com/playground-dev/playground/internal/rbactest"
 )
 
 const settle = 60 * time.Second
@@ -344,38 +351,45 @@ func TestRestarts(t *testing.T) {
 }
 
 // TestKubectlPlugin: the kubectl plugin's tenant workflow against the real
-// system: create prints a working token once, reset replaces it, suspend
-// and resume flip access, attach and status describe, destroy cleans up.
+// system: create prints a working token and client configurations, token
+// show prints it again, reset replaces it, suspend and resume flip access,
+// attach and status describe, destroy cleans up; and a user RBAC allows to
+// use the tenant runs commands in its sandbox (exec, shell) through the
+// TLS agent of its node, which one without that right cannot.
 func TestKubectlPlugin(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	startManager(t)
-	n := &node{name: "plugin-1", labels: pool("plugin")}
-	startNode(t, n)
+	n := startTLSNode(t, "plugin-1", pool("plugin"))
 	ns := newNamespace(t)
+	// as runs the plugin as the user of cfg, with stdin.
+	as := func(cfg *rest.Config, stdin string, args ...string) (code int, stdout, stderr string) {
+		var out, errOut strings.Builder
+		code = kubectlplugin.Main(ctx, append([]string{"-n", ns, "--timeout", "60s"}, args...),
+			kubectlplugin.Env{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut, Config: cfg})
+		return code, out.String(), errOut.String()
+	}
 	kubectl := func(args ...string) (string, error) {
 		var out, errOut strings.Builder
-		err := kubectlplugin.Run(ctx, append([]string{"-n", ns, "--timeout", "60s"}, args...), &out, &errOut, k8sClient)
+		err := kubectlplugin.Run(ctx, append([]string{"-n", ns, "--timeout", "60s"}, args...), kubectlplugin.Env{Out: &out, ErrOut: &errOut, Config: cp.Config})
 		return out.String() + errOut.String(), err
 	}
 
-	out, err := kubectl("tenant", "create", "cli", "--persona", "cli-bot")
+	out, err := kubectl("tenant", "create", "cli", "--persona", "cli-bot", "--node-selector", "e2e-pool=plugin", "--wait", "--endpoint", "https://mcp.example.com/mcp")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	token := regexp.MustCompile(`token: (pgt_\S+)`).FindStringSubmatch(out)
 	g.Expect(token).To(HaveLen(2), out)
 	g.Expect(tokenOf(g, ns, "cli")).To(Equal(token[1]))
+	g.Expect(out).NotTo(ContainSubstring("being provisioned"), "--wait waits until the sandbox is Ready")
+	g.Expect(out).To(ContainSubstring("claude mcp add --transport http playground-cli https://mcp.example.com/mcp --header 'Authorization: Bearer " + token[1] + "'"))
+	g.Expect(out).To(ContainSubstring("playground gateway --stdio --tenant " + ns + "/cli"))
 	_, err = kubectl("tenant", "create", "cli")
 	g.Expect(err).To(MatchError(ContainSubstring("already exists")))
-
-	// The tenant's sandbox lands in this test's pool.
-	var sbx playgroundv1alpha1.Sandbox
-	g.Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, &sbx) }, settle, 100*time.Millisecond).Should(Succeed())
-	var tn playgroundv1alpha1.Tenant
-	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, &tn)).To(Succeed())
-	patch := client.MergeFrom(tn.DeepCopy())
-	tn.Spec.Sandbox.NodeSelector = pool("plugin")
-	g.Expect(k8sClient.Patch(ctx, &tn, patch)).To(Succeed())
+	out, err = kubectl("token", "show", "cli")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(Equal(token[1] + "\n"))
 	_, ready := waitReady(t, ns, "cli")
+	g.Expect(ready.Spec.NodeName).To(Equal("plugin-1"))
 
 	out, err = kubectl("attach", "cli")
 	g.Expect(err).NotTo(HaveOccurred(), out)
@@ -388,6 +402,52 @@ func TestKubectlPlugin(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`tenant/cli\s+Ready\s+True`))
 	g.Expect(out).To(MatchRegexp(`sandbox/cli\s+Ready\s+True`))
 	g.Expect(out).To(MatchRegexp(`node/plugin-1\s+Registered\s+True\s+AgentHealthy`))
+	out, err = kubectl("status")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`cli\s+sandbox\s+True\s+(Ready|Detached)\s+plugin-1\s+\S+\s+connect: kubectl playground attach cli`))
+
+	// exec and shell, as a user granted use on the tenant, through the
+	// TLS agent, which checks the user itself.
+	runner := userOf(t, ns, "runner", true)
+	stranger := userOf(t, ns, "stranger", false)
+	hostKernel, err := exec.Command("uname", "-r").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	code, stdout, stderr := as(runner, "", "exec", "cli", "--", "uname", "-r")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(Equal(string(hostKernel)), "a runc sandbox runs on the node's kernel")
+	code, stdout, stderr = as(runner, "", "exec", "cli", "--", "sh", "-c", `printf 'a\0b\377'; echo "$PERSONA" >&2; exit 3`)
+	g.Expect(code).To(Equal(3), stderr)
+	g.Expect(stdout).To(Equal("a\x00b\xff"), "byte for byte")
+	g.Expect(stderr).To(Equal("cli-bot\n"), "a login shell, with the tenant's profile")
+	code, stdout, stderr = as(runner, "twelve bytes", "exec", "cli", "-i", "--", "wc", "-c")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(Equal("12\n"))
+	code, stdout, stderr = as(runner, "cd /tmp\npwd\necho to-stderr >&2\nexit 4\necho never\n", "shell", "cli")
+	g.Expect(code).To(Equal(4), stderr)
+	g.Expect(stdout).To(Equal("/tmp\n"))
+	g.Expect(stderr).To(Equal("to-stderr\n"))
+	code, stdout, stderr = as(stranger, "", "exec", "cli", "--", "uname", "-r")
+	g.Expect(code).To(Equal(1))
+	g.Expect(stdout).To(BeEmpty())
+	g.Expect(stderr).To(HavePrefix(fmt.Sprintf("error: your kubeconfig's user may not use tenant %s/cli: it needs RBAC verb \"use\" on tenants.playground.dev \"cli\" in namespace %s", ns, ns)))
+	g.Expect(strings.Count(stderr, "\n")).To(Equal(1), "one line")
+
+	// As in playground dev: an agent without TLS, reached only when told
+	// to, with the shared token of a file.
+	dev := &node{name: "plugin-dev", labels: pool("plugin-dev")}
+	startNode(t, dev)
+	out, err = kubectl("tenant", "create", "dev", "--node-selector", "e2e-pool=plugin-dev", "--wait")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	code, stdout, stderr = as(cp.Config, "", "exec", "dev", "--", "echo", "over", "h2c")
+	g.Expect(code).To(Equal(1))
+	g.Expect(stdout).To(BeEmpty())
+	g.Expect(stderr).To(ContainSubstring("serves without TLS"))
+	g.Expect(stderr).To(ContainSubstring("give --agent-cleartext and --agent-token-file"))
+	tokenFile := filepath.Join(t.TempDir(), "agent-token")
+	g.Expect(os.WriteFile(tokenFile, []byte(agentToken+"\n"), 0o600)).To(Succeed())
+	code, stdout, stderr = as(cp.Config, "", "exec", "dev", "--agent-cleartext", "--agent-token-file", tokenFile, "--", "echo", "over", "h2c")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(Equal("over h2c\n"))
 
 	// restart: the agent kills every process of the sandbox and starts it
 	// again; the command waits for the agent's answer.
@@ -417,7 +477,48 @@ func TestKubectlPlugin(t *testing.T) {
 	_, err = kubectl("attach", "cli")
 	g.Expect(err).To(MatchError(ContainSubstring(`no tenant "cli"`)))
 	_, err = kubectl("tenant", "frobnicate", "cli")
-	g.Expect(err).To(MatchError(ContainSubstring("is not a command")))
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown command "frobnicate"`)))
+}
+
+// userOf is a user of its own (a ServiceAccount's token) who may read the
+// tenant cli of namespace ns, its sandbox and the agents' CA bundle and,
+// when use, act as the tenant (the RBAC verb use), as docs/tools.md says
+// a stdio user needs. It waits until the API server's authorizer knows.
+func userOf(t *testing.T, ns, name string, use bool) *rest.Config {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	cfg, err := cp.ServiceAccountConfig(ctx, ns, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	user := "system:serviceaccount:" + ns + ":" + name
+	verbs := []string{"get", "list", "watch"}
+	if use {
+		verbs = append(verbs, playgroundv1alpha1.UseVerb)
+	}
+	bind := func(namespace string, rules ...rbacv1.PolicyRule) {
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ns + "-" + name}, Rules: rules}
+		g.Expect(k8sClient.Create(ctx, role)).To(Succeed())
+		g.Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: role.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+		})).To(Succeed())
+	}
+	group := playgroundv1alpha1.GroupVersion.Group
+	bind(ns,
+		rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"tenants"}, ResourceNames: []string{"cli"}, Verbs: verbs},
+		rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"sandboxes"}, ResourceNames: []string{"cli"}, Verbs: []string{"get", "list", "watch"}})
+	bind(agentlease.DefaultNamespace,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{agentpki.CAConfigMapName}, Verbs: []string{"get", "list", "watch"}})
+	attrs := []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Group: group, Resource: "sandboxes", Name: "cli", Verb: "get"},
+		{Namespace: agentlease.DefaultNamespace, Resource: "configmaps", Name: agentpki.CAConfigMapName, Verb: "get"},
+	}
+	if use {
+		attrs = append(attrs, playgroundv1alpha1.TenantUseAttributes(ns, "cli"))
+	}
+	g.Expect(rbactest.AwaitAllowed(ctx, cp.Config, user, nil, attrs...)).To(Succeed())
+	return cfg
 }
 
 // initPID is the host PID of the init of a sandbox on node n.

@@ -42,22 +42,7 @@ func TestAgentTLS(t *testing.T) {
 	ctx := context.Background()
 	startManager(t)
 
-	// The node, as its kubelet would have registered it.
-	nodeObj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "tls-1"}}
-	g.Expect(k8sClient.Create(ctx, nodeObj)).To(Succeed())
-	nodeObj.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
-	g.Expect(k8sClient.Status().Update(ctx, nodeObj)).To(Succeed())
-
-	agentCfg, err := rbactest.Grant(ctx, k8sClient, cp.Config, "agent", rbactest.ServiceAccountUser("agent"), rbactest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	// Its pod, as the scheduler would have placed it (no kubelet runs it).
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: "agent-on-tls-1"},
-		Spec: corev1.PodSpec{NodeName: "tls-1", Containers: []corev1.Container{{Name: "agent", Image: "playground"}}}}
-	g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
-	agentCfg = rbactest.OnPod(agentCfg, "tls-1", pod.Name, string(pod.UID))
-	n := &node{name: "tls-1", labels: pool("tls"), config: agentCfg, tls: true}
-	startNode(t, n)
-	g.Expect(n.endpoint).To(HavePrefix("https://"))
+	n := startTLSNode(t, "tls-1", pool("tls"))
 
 	gwCfg, err := rbactest.Grant(ctx, k8sClient, cp.Config, "gateway", rbactest.ServiceAccountUser("gateway"), rbactest.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -81,6 +66,33 @@ func TestAgentTLS(t *testing.T) {
 		resp.Body.Close()
 		g.Expect(resp.StatusCode).To(Equal(http.StatusBadRequest), "plain HTTP to the agent")
 	}
+}
+
+// startTLSNode runs the agent of node name as a cluster runs it: as the
+// agent's ServiceAccount with its generated RBAC and a token bound to its
+// pod on that node, serving TLS with a certificate from the manager's
+// signer, which must run. It returns once the agent has its certificate.
+func startTLSNode(t *testing.T, name string, labels map[string]string) *node {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	// The node, as its kubelet would have registered it.
+	nodeObj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	g.Expect(k8sClient.Create(ctx, nodeObj)).To(Succeed())
+	nodeObj.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	g.Expect(k8sClient.Status().Update(ctx, nodeObj)).To(Succeed())
+
+	agentCfg, err := rbactest.Grant(ctx, k8sClient, cp.Config, "agent", rbactest.ServiceAccountUser("agent"), rbactest.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	// Its pod, as the scheduler would have placed it (no kubelet runs it).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: "agent-on-" + name},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "agent", Image: "playground"}}}}
+	g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	agentCfg = rbactest.OnPod(agentCfg, name, pod.Name, string(pod.UID))
+	n := &node{name: name, labels: labels, config: agentCfg, tls: true}
+	startNode(t, n)
+	g.Expect(n.endpoint).To(HavePrefix("https://"))
+	return n
 }
 
 // startTLSGateway runs a gateway as cfg that verifies agents against the

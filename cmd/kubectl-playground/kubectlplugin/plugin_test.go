@@ -19,6 +19,7 @@ package kubectlplugin
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -35,13 +36,21 @@ import (
 	"github.com/playground-dev/playground/internal/controlplane"
 )
 
-var k8s client.Client
+var (
+	cp  *controlplane.ControlPlane
+	k8s client.Client
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunTests(m, func(cp *controlplane.ControlPlane) (func(), error) {
-		k8s = cp.Client
+	os.Exit(controlplane.RunTests(m, func(c *controlplane.ControlPlane) (func(), error) {
+		cp, k8s = c, c.Client
 		return nil, nil
 	}))
+}
+
+// admin is the environment of a run as the cluster's administrator.
+func admin(out, errOut io.Writer) Env {
+	return Env{Out: out, ErrOut: errOut, Config: cp.Config, Version: "v0.0.0-test"}
 }
 
 // register writes node's agent registration, renewed at renewed.
@@ -108,7 +117,7 @@ func TestNodeForget(t *testing.T) {
 	elsewhere := boundSandbox(t, "forget-a", "elsewhere", "alive", true)
 
 	var out, errOut bytes.Buffer
-	err := Run(ctx, []string{"node", "forget", "alive"}, &out, &errOut, k8s)
+	err := Run(ctx, []string{"node", "forget", "alive"}, admin(&out, &errOut))
 	if err == nil || !strings.Contains(err.Error(), "it is running") {
 		t.Fatalf("forgetting a node whose agent renews: %v", err)
 	}
@@ -117,7 +126,7 @@ func TestNodeForget(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := Run(ctx, []string{"node", "forget", "lost"}, &out, &errOut, k8s); err != nil {
+	if err := Run(ctx, []string{"node", "forget", "lost"}, admin(&out, &errOut)); err != nil {
 		t.Fatalf("%v: %s", err, errOut.String())
 	}
 	for _, key := range []client.ObjectKey{gone, goneToo} {
@@ -183,7 +192,7 @@ func TestStatusShowsFaculties(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	if err := Run(ctx, []string{"-n", ns, "status", "ada"}, &out, &errOut, k8s); err != nil {
+	if err := Run(ctx, []string{"-n", ns, "status", "ada"}, admin(&out, &errOut)); err != nil {
 		t.Fatalf("%v: %s", err, errOut.String())
 	}
 	lines := map[string]string{}
@@ -245,7 +254,7 @@ func TestStatusShowsWorker(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	if err := Run(ctx, []string{"status", "native", "-n", ns}, &out, &errOut, k8s); err != nil {
+	if err := Run(ctx, []string{"status", "native", "-n", ns}, admin(&out, &errOut)); err != nil {
 		t.Fatalf("%v: %s", err, errOut.String())
 	}
 	lines := map[string]string{}
@@ -265,7 +274,7 @@ func TestStatusShowsWorker(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := Run(ctx, []string{"status", "unmapped", "-n", ns}, &out, &errOut, k8s); err != nil {
+	if err := Run(ctx, []string{"status", "unmapped", "-n", ns}, admin(&out, &errOut)); err != nil {
 		t.Fatalf("%v: %s", err, errOut.String())
 	}
 	if !strings.Contains(out.String(), "NoMapping") || !strings.Contains(out.String(), "spec.tenantRef.name: unmapped") || strings.Contains(out.String(), "native-worker") {
@@ -274,13 +283,13 @@ func TestStatusShowsWorker(t *testing.T) {
 
 	// logs: the worker's output as its agent reported it, and its end.
 	out.Reset()
-	if err := Run(ctx, []string{"logs", "native", "-n", ns}, &out, &errOut, k8s); err != nil {
+	if err := Run(ctx, []string{"logs", "native", "-n", ns}, admin(&out, &errOut)); err != nil {
 		t.Fatalf("%v: %s", err, errOut.String())
 	}
 	if want := "playground-example-worker: serving MCP on http://127.0.0.1:8765/mcp\n# workermapping/native-worker: running, 3 restarts, last exit: signal SIGKILL at 2026-11-30T12:00:00Z\n"; out.String() != want {
 		t.Errorf("logs:\n%q\nwant\n%q", out.String(), want)
 	}
-	if err := Run(ctx, []string{"logs", "unmapped", "-n", ns}, &out, &errOut, k8s); err == nil || !strings.Contains(err.Error(), "no WorkerMapping") {
+	if err := Run(ctx, []string{"logs", "unmapped", "-n", ns}, admin(&out, &errOut)); err == nil || !strings.Contains(err.Error(), "no WorkerMapping") {
 		t.Errorf("logs of a tenant without a mapping: %v", err)
 	}
 }

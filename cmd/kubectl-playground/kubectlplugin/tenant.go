@@ -1,0 +1,588 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubectlplugin
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+)
+
+// withClient runs fn once the API server's client is made.
+func (x *cli) withClient(fn func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if _, err := x.client(); err != nil {
+			return err
+		}
+		return fn(cmd.Context(), args)
+	}
+}
+
+func (x *cli) tenantCommand() *cobra.Command {
+	tenant := group(&cobra.Command{
+		Use:   "tenant",
+		Short: "Create, list, suspend, resume, restart and destroy tenants",
+	})
+	one := func(use, short, long string, fn func(ctx context.Context, name string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NAME", Short: short, Long: long, Args: name("tenant"),
+			ValidArgsFunction: x.completeTenants,
+			RunE:              x.withClient(func(ctx context.Context, args []string) error { return fn(ctx, args[0]) }),
+		}
+	}
+	tokenGroup := group(&cobra.Command{Use: "token", Short: "Print or reset a tenant's token (as the top-level token command)"})
+	tokenGroup.AddCommand(x.tokenShowCommand(), x.tokenResetCommand())
+	tenant.AddCommand(
+		x.listCommand(),
+		x.createCommand(),
+		tokenGroup,
+		one("suspend", "Refuse the tenant's token and stop its sandbox's processes; its files stay", "", func(ctx context.Context, n string) error { return x.setSuspended(ctx, n, true) }),
+		one("resume", "Accept the same token again; the sandbox starts again over its files", "", func(ctx context.Context, n string) error { return x.setSuspended(ctx, n, false) }),
+		one("restart", "Kill every process in the tenant's sandbox and start it again over its files",
+			"Kill every process in the tenant's sandbox and start it again over its files.\n"+
+				"This lifts a halt of background jobs (condition JobsAdmitted) and switches the\n"+
+				"sandbox to the newest build of its faculty bundles.", x.restart),
+		one("destroy", "Delete the tenant, its sandbox and its token", "", x.destroy),
+	)
+	return tenant
+}
+
+func (x *cli) tokenCommand() *cobra.Command {
+	token := group(&cobra.Command{Use: "token", Short: "Print or reset a tenant's token"})
+	token.AddCommand(x.tokenShowCommand(), x.tokenResetCommand())
+	return token
+}
+
+func (x *cli) tokenShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME",
+		Short: "Print the tenant's current token",
+		Long: `Print the tenant's current token, from its credential Secret (<name>-token),
+once the Tenant's status describes it: during a rotation the Secret holds the
+new token a moment before the gateway accepts it. Needs get on that Secret.`,
+		Args:              name("tenant"),
+		ValidArgsFunction: x.completeTenants,
+		RunE: x.withClient(func(ctx context.Context, args []string) error {
+			if _, err := x.getTenant(ctx, args[0]); err != nil {
+				return err
+			}
+			token, err := x.waitForToken(ctx, "the token the tenant's status describes", args[0], func(*playgroundv1alpha1.Tenant) bool { return true })
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(x.out, token)
+			return nil
+		}),
+	}
+}
+
+func (x *cli) tokenResetCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:               "reset NAME",
+		Short:             "Mint a new token; the old one stops working",
+		Args:              name("tenant"),
+		ValidArgsFunction: x.completeTenants,
+		RunE:              x.withClient(func(ctx context.Context, args []string) error { return x.resetToken(ctx, args[0]) }),
+	}
+}
+
+func (x *cli) key(name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: x.namespace, Name: name}
+}
+
+func (x *cli) getTenant(ctx context.Context, name string) (*playgroundv1alpha1.Tenant, error) {
+	var t playgroundv1alpha1.Tenant
+	if err := x.c.Get(ctx, x.key(name), &t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("no tenant %q in namespace %s", name, x.namespace)
+		}
+		return nil, err
+	}
+	return &t, nil
+}
+
+// waitFor polls until done reports true, an error, or the timeout.
+func (x *cli) waitFor(ctx context.Context, what string, done func(ctx context.Context) (bool, error)) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, x.timeout, true, done)
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("timed out after %s waiting for %s: is the Playground manager running? (kubectl playground status shows the conditions)", x.timeout, what)
+	}
+	return err
+}
+
+// tokenOf reads the tenant's current token and checks it against the hash
+// the manager published in the Tenant's status, which is what the gateway
+// authenticates against, so that a token printed is one the gateway
+// accepts. (A manager older than that hash published only the fingerprint.)
+func (x *cli) tokenOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (string, bool, error) {
+	ref, creds := t.Status.Credentials.SecretRef, t.Status.Credentials
+	if ref == nil || creds.Fingerprint == "" {
+		return "", false, nil
+	}
+	var s corev1.Secret
+	if err := x.c.Get(ctx, x.key(ref.Name), &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("reading the tenant's credential Secret %s: %w", ref.Name, err)
+	}
+	token := string(s.Data[playgroundv1alpha1.CredentialTokenKey])
+	if token == "" {
+		return "", false, nil
+	}
+	hash := playgroundv1alpha1.TokenSHA256(token)
+	if creds.TokenSHA256 != "" {
+		return token, hash == creds.TokenSHA256, nil
+	}
+	return token, hash[:16] == creds.Fingerprint, nil
+}
+
+// waitForToken waits until the tenant's status passes ready and its token
+// can be read, and returns the token.
+func (x *cli) waitForToken(ctx context.Context, what, name string, ready func(*playgroundv1alpha1.Tenant) bool) (string, error) {
+	var token string
+	err := x.waitFor(ctx, what, func(ctx context.Context) (bool, error) {
+		t, err := x.getTenant(ctx, name)
+		if err != nil || !ready(t) {
+			return false, err
+		}
+		tok, ok, err := x.tokenOf(ctx, t)
+		token = tok
+		return ok, err
+	})
+	return token, err
+}
+
+// createFlags are tenant create's: the Tenant's spec, and what to do with it.
+type createFlags struct {
+	persona, catalog, backend, isolation string
+	cpu, memory, storage                 string
+	faculties                            []string
+	nodeSelector                         []string
+	network                              string
+	egress                               []string
+	dryRun                               string
+	wait                                 bool
+	endpoint                             string
+}
+
+func (x *cli) createCommand() *cobra.Command {
+	var f createFlags
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a tenant and print its token and client configurations",
+		Long: `Create a tenant, wait for the manager to mint its token, and print the token
+with paste-ready configurations of MCP clients (Claude Code, Cursor, VS Code,
+and the stdio gateway). The token stays in the Secret <name>-token:
+'kubectl playground token show NAME' prints it again.
+
+The MCP endpoint is what --endpoint or $PLAYGROUND_ENDPOINT says (the URL
+clients reach the gateway at: an Ingress, a load balancer, a port-forward);
+without either, the gateway's Service in --lease-namespace gives its address
+inside the cluster.
+
+--dry-run prints the Tenant instead of creating it (with -o yaml, YAML to
+keep in Git); --dry-run=server has the API server check it first. Without
+--dry-run, -o json|yaml prints the created Tenant instead of the token and
+the configurations.`,
+		Example: `  kubectl playground tenant create alice --isolation gvisor --memory 2Gi --wait
+  kubectl playground tenant create alice --faculty tools --dry-run -o yaml > alice.yaml`,
+		Args:              name("tenant"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := x.checkOutput(cmd); err != nil {
+				return err
+			}
+			ns, err := x.ns()
+			if err != nil {
+				return err
+			}
+			t, err := f.tenant(cmd, ns, args[0])
+			if err != nil {
+				return err
+			}
+			if f.dryRun == "client" {
+				return x.printCreated(t, "(dry run)")
+			}
+			if _, err := x.client(); err != nil {
+				return err
+			}
+			return x.create(cmd.Context(), t, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.persona, "persona", "", "the identity the tenant's shells present (default: the name)")
+	fl.StringVar(&f.catalog, "catalog", "", "the MCP catalog: sandbox (the eight tools; the default) or workers (its own worker, through a WorkerMapping)")
+	fl.StringVar(&f.backend, "backend", "", "the sandbox's backend: oci (the default), vm, jail or lima, as the nodes' agents offer")
+	fl.StringVar(&f.isolation, "isolation", "", "on backend oci: container (the default) or gvisor")
+	fl.StringVar(&f.cpu, "cpu", "", `CPU cores the sandbox may use, e.g. "500m" or "2" (default 1)`)
+	fl.StringVar(&f.memory, "memory", "", `memory the sandbox may use, e.g. "512Mi" (default 1Gi)`)
+	fl.StringVar(&f.storage, "storage", "", `size of the sandbox's writable layer (home, workspace, /tmp), e.g. "8Gi" (default 4Gi)`)
+	fl.StringArrayVar(&f.faculties, "faculty", nil, "a FacultyBundle of the namespace to install on the sandbox's PATH (repeatable)")
+	fl.StringArrayVar(&f.nodeSelector, "node-selector", nil, "a node label KEY=VALUE the sandbox's node must have (repeatable), as a Pod's nodeSelector")
+	fl.StringVar(&f.network, "network", "", "none (loopback only; the default) or egress (to the --egress list only)")
+	fl.StringArrayVar(&f.egress, "egress", nil, "with --network egress: an IPv4 network the sandbox may reach, CIDR[:PORT,...] (repeatable), e.g. 10.0.0.0/8:443")
+	fl.StringVar(&f.dryRun, "dry-run", "none", "client: print the Tenant without creating it; server: have the API server check it too, without creating it")
+	fl.Lookup("dry-run").NoOptDefVal = "client"
+	fl.BoolVar(&f.wait, "wait", false, "wait until the tenant's sandbox is Ready (up to --timeout) before printing how to connect")
+	fl.StringVar(&f.endpoint, "endpoint", "", "the MCP endpoint clients reach the gateway at (default: $"+EndpointEnv+", else the gateway Service's address inside the cluster)")
+	outputFlag(cmd, &x.output, "the Tenant")
+	for flag, values := range map[string][]string{
+		"catalog":   {string(playgroundv1alpha1.CatalogSandbox), string(playgroundv1alpha1.CatalogWorkers)},
+		"backend":   {string(playgroundv1alpha1.BackendOCI), string(playgroundv1alpha1.BackendVM), string(playgroundv1alpha1.BackendJail), string(playgroundv1alpha1.BackendLima)},
+		"isolation": {string(playgroundv1alpha1.IsolationContainer), string(playgroundv1alpha1.IsolationGVisor)},
+		"network":   {string(playgroundv1alpha1.NetworkNone), string(playgroundv1alpha1.NetworkEgress)},
+		"dry-run":   {"none", "client", "server"},
+	} {
+		_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	}
+	_ = cmd.RegisterFlagCompletionFunc("faculty", x.completeFaculties)
+	return cmd
+}
+
+// oneOf checks a flag's value against the API's enum.
+func oneOf(cmd *cobra.Command, flag, value string, allowed ...string) error {
+	if value == "" || slices.Contains(allowed, value) {
+		return nil
+	}
+	return usagef(cmd, "--%s %q: want %s", flag, value, strings.Join(allowed, ", "))
+}
+
+// tenant is the Tenant the flags describe; mistakes the API server would
+// refuse are refused here first, each naming its flag.
+func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1alpha1.Tenant, error) {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, usagef(cmd, "tenant name %q: %s", name, strings.Join(errs, "; "))
+	}
+	for _, c := range []error{
+		oneOf(cmd, "dry-run", f.dryRun, "none", "client", "server"),
+		oneOf(cmd, "catalog", f.catalog, string(playgroundv1alpha1.CatalogSandbox), string(playgroundv1alpha1.CatalogWorkers)),
+		oneOf(cmd, "backend", f.backend, string(playgroundv1alpha1.BackendOCI), string(playgroundv1alpha1.BackendVM), string(playgroundv1alpha1.BackendJail), string(playgroundv1alpha1.BackendLima)),
+		oneOf(cmd, "isolation", f.isolation, string(playgroundv1alpha1.IsolationContainer), string(playgroundv1alpha1.IsolationGVisor)),
+		oneOf(cmd, "network", f.network, string(playgroundv1alpha1.NetworkNone), string(playgroundv1alpha1.NetworkEgress)),
+	} {
+		if c != nil {
+			return nil, c
+		}
+	}
+	if f.isolation != "" && f.backend != "" && f.backend != string(playgroundv1alpha1.BackendOCI) {
+		return nil, usagef(cmd, "--isolation is a choice of backend oci; backend %s takes none", f.backend)
+	}
+	t := &playgroundv1alpha1.Tenant{
+		TypeMeta:   metav1.TypeMeta{APIVersion: playgroundv1alpha1.GroupVersion.String(), Kind: "Tenant"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: playgroundv1alpha1.TenantSpec{
+			Persona: f.persona, Catalog: playgroundv1alpha1.Catalog(f.catalog),
+			Sandbox: playgroundv1alpha1.SandboxTemplate{
+				Backend:   playgroundv1alpha1.BackendClass(f.backend),
+				Isolation: playgroundv1alpha1.Isolation(f.isolation),
+			},
+		},
+	}
+	sb := &t.Spec.Sandbox
+	for _, q := range []struct {
+		flag, value string
+		to          **resource.Quantity
+	}{{"cpu", f.cpu, &sb.Resources.CPU}, {"memory", f.memory, &sb.Resources.Memory}, {"storage", f.storage, &sb.Storage.Size}} {
+		if q.value == "" {
+			continue
+		}
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil || v.Sign() <= 0 {
+			return nil, usagef(cmd, "--%s %q: want a positive quantity, such as 500m, 2, 512Mi or 4Gi", q.flag, q.value)
+		}
+		*q.to = &v
+	}
+	for _, fb := range f.faculties {
+		if errs := validation.IsDNS1123Subdomain(fb); len(errs) > 0 {
+			return nil, usagef(cmd, "--faculty %q: %s", fb, strings.Join(errs, "; "))
+		}
+		if slices.ContainsFunc(sb.Faculties, func(r playgroundv1alpha1.FacultyBundleReference) bool { return r.Name == fb }) {
+			return nil, usagef(cmd, "--faculty %q is given twice", fb)
+		}
+		sb.Faculties = append(sb.Faculties, playgroundv1alpha1.FacultyBundleReference{Name: fb})
+	}
+	for _, kv := range f.nodeSelector {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, usagef(cmd, "--node-selector %q: want a node label KEY=VALUE", kv)
+		}
+		if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
+			return nil, usagef(cmd, "--node-selector %q: %s", kv, strings.Join(errs, "; "))
+		}
+		if sb.NodeSelector == nil {
+			sb.NodeSelector = map[string]string{}
+		}
+		sb.NodeSelector[k] = v
+	}
+	mode := playgroundv1alpha1.NetworkMode(f.network)
+	switch {
+	case mode == "" && len(f.egress) > 0:
+		mode = playgroundv1alpha1.NetworkEgress
+	case mode == playgroundv1alpha1.NetworkEgress && len(f.egress) == 0:
+		return nil, usagef(cmd, "--network egress needs the networks the sandbox may reach: --egress CIDR[:PORT,...]")
+	case mode == playgroundv1alpha1.NetworkNone && len(f.egress) > 0:
+		return nil, usagef(cmd, "--egress is for --network egress, not none")
+	}
+	sb.Network.Mode = mode
+	for _, e := range f.egress {
+		rule, err := egressRule(e)
+		if err != nil {
+			return nil, usagef(cmd, "--egress %q: %v", e, err)
+		}
+		sb.Network.Egress = append(sb.Network.Egress, rule)
+	}
+	return t, nil
+}
+
+// egressRule parses CIDR[:PORT,...].
+func egressRule(s string) (playgroundv1alpha1.EgressRule, error) {
+	cidr, ports, _ := strings.Cut(s, ":")
+	ip, network, err := net.ParseCIDR(cidr)
+	if err != nil || ip.To4() == nil || !ip.Equal(network.IP) {
+		return playgroundv1alpha1.EgressRule{}, fmt.Errorf("want an IPv4 network such as 10.0.0.0/8 (host bits zero), then optionally :PORT,PORT")
+	}
+	rule := playgroundv1alpha1.EgressRule{CIDR: cidr}
+	if ports == "" {
+		return rule, nil
+	}
+	for _, p := range strings.Split(ports, ",") {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n < 1 || n > 65535 {
+			return rule, fmt.Errorf("port %q: want 1 to 65535", p)
+		}
+		rule.Ports = append(rule.Ports, int32(n))
+	}
+	return rule, nil
+}
+
+// printCreated prints the Tenant as -o asks, or says it was created.
+func (x *cli) printCreated(t *playgroundv1alpha1.Tenant, how string) error {
+	if x.output != "" {
+		return x.printObject(t)
+	}
+	fmt.Fprintf(x.out, "tenant/%s created %s\n", t.Name, how)
+	return nil
+}
+
+func (x *cli) create(ctx context.Context, t *playgroundv1alpha1.Tenant, f *createFlags) error {
+	name := t.Name
+	if f.dryRun == "server" {
+		if err := x.c.Create(ctx, t, client.DryRunAll); err != nil {
+			return err
+		}
+		return x.printCreated(t, "(server dry run)")
+	}
+	endpoint, note, err := x.mcpEndpoint(ctx, f.endpoint)
+	if err != nil {
+		return err
+	}
+	if err := x.c.Create(ctx, t); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("tenant %q already exists in namespace %s: its token is printed by kubectl playground token show %s", name, x.namespace, name)
+		}
+		return err
+	}
+	token, err := x.waitForToken(ctx, "the tenant's token", name, func(*playgroundv1alpha1.Tenant) bool { return true })
+	if err != nil {
+		return err
+	}
+	ready := false
+	if f.wait {
+		err := x.waitFor(ctx, "the tenant's sandbox to be Ready", func(ctx context.Context) (bool, error) {
+			t, err := x.getTenant(ctx, name)
+			if err != nil {
+				return false, err
+			}
+			return meta.IsStatusConditionTrue(t.Status.Conditions, playgroundv1alpha1.ReadyCondition), nil
+		})
+		if err != nil {
+			return err
+		}
+		ready = true
+	}
+	if x.output != "" {
+		cur, err := x.getTenant(ctx, name)
+		if err != nil {
+			return err
+		}
+		return x.printObject(cur)
+	}
+	fmt.Fprintf(x.out, "tenant/%s created in namespace %s\ntoken: %s\n(kept in Secret %s: kubectl playground token show %s prints it again)\n",
+		name, x.namespace, token, playgroundv1alpha1.CredentialSecretName(name), name)
+	if !ready {
+		fmt.Fprintf(x.out, "Its sandbox is being provisioned: kubectl playground status %s says how far (or create with --wait).\n", name)
+	}
+	fmt.Fprintln(x.out)
+	printClients(x.out, x.namespace, name, endpoint, note, token)
+	return nil
+}
+
+func (x *cli) resetToken(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	old := t.Status.Credentials.Fingerprint
+	patch := client.MergeFrom(t.DeepCopy())
+	t.Spec.Credentials.RotationRequest = strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := x.c.Patch(ctx, t, patch); err != nil {
+		return err
+	}
+	want := t.Spec.Credentials.RotationRequest
+	token, err := x.waitForToken(ctx, "the new token", name, func(t *playgroundv1alpha1.Tenant) bool {
+		return t.Status.Credentials.RotationRequest == want && t.Status.Credentials.Fingerprint != old
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s has a new token; the old one is refused from now on\ntoken: %s\n", name, token)
+	return nil
+}
+
+func (x *cli) setSuspended(ctx context.Context, name string, suspended bool) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(t.DeepCopy())
+	t.Spec.Suspended = suspended
+	if err := x.c.Patch(ctx, t, patch); err != nil {
+		return err
+	}
+	want := metav1.ConditionTrue
+	verb := "resumed: its token works again"
+	if suspended {
+		want, verb = metav1.ConditionFalse, "suspended: its token is refused and its sandbox's processes stop; its files stay"
+	}
+	err = x.waitFor(ctx, "the tenant's credentials to follow", func(ctx context.Context) (bool, error) {
+		t, err := x.getTenant(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.CredentialsReadyCondition)
+		return c != nil && c.Status == want && c.ObservedGeneration == t.Generation, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s %s\n", name, verb)
+	return nil
+}
+
+// restart asks the node's agent to restart the tenant's sandbox and waits
+// until it has.
+func (x *cli) restart(ctx context.Context, name string) error {
+	_, s, err := x.tenantAndSandbox(ctx, name)
+	if err != nil {
+		return err
+	}
+	if s == nil || s.Status.SandboxID == "" {
+		return fmt.Errorf("tenant %q has no provisioned sandbox to restart: kubectl playground status %s tells why", name, name)
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	s.Spec.RestartRequest = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := x.c.Patch(ctx, s, patch); err != nil {
+		return err
+	}
+	want := s.Spec.RestartRequest
+	err = x.waitFor(ctx, "the sandbox's agent to restart it", func(ctx context.Context) (bool, error) {
+		var cur playgroundv1alpha1.Sandbox
+		if err := x.c.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+			return false, err
+		}
+		return cur.Status.RestartRequest == want, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s: sandbox %s restarted on node %s; every process in it was killed, its files are kept\n", name, s.Status.SandboxID, s.Spec.NodeName)
+	return nil
+}
+
+func (x *cli) destroy(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := x.c.Delete(ctx, t); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	err = x.waitFor(ctx, "the tenant and its sandbox to be destroyed", func(ctx context.Context) (bool, error) {
+		err := x.c.Get(ctx, x.key(name), &playgroundv1alpha1.Tenant{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s destroyed: its sandbox and token are gone (the pile follows the reclaim policy, %s)\n",
+		name, reclaimOf(t))
+	return nil
+}
+
+func reclaimOf(t *playgroundv1alpha1.Tenant) playgroundv1alpha1.ReclaimPolicy {
+	if p := t.Spec.Sandbox.Storage.ReclaimPolicy; p != "" {
+		return p
+	}
+	return playgroundv1alpha1.ReclaimRetain
+}
+
+// tenantAndSandbox gets the tenant and its Sandbox (nil when it has none).
+func (x *cli) tenantAndSandbox(ctx context.Context, name string) (*playgroundv1alpha1.Tenant, *playgroundv1alpha1.Sandbox, error) {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := x.sandboxOf(ctx, t)
+	return t, s, err
+}
+
+func (x *cli) sandboxOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (*playgroundv1alpha1.Sandbox, error) {
+	var s playgroundv1alpha1.Sandbox
+	if err := x.c.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: sandboxName(t)}, &s); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return &s, nil
+}
+
+// sandboxName is the name of the tenant's Sandbox: its status says, else
+// the tenant's own, as the manager names it.
+func sandboxName(t *playgroundv1alpha1.Tenant) string {
+	if t.Status.SandboxRef != nil {
+		return t.Status.SandboxRef.Name
+	}
+	return t.Name
+}
