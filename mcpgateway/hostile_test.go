@@ -171,13 +171,16 @@ func TestBudgetRefusal(t *testing.T) {
 	handle := open(t, csA)
 	// The first call holds the tenant's one slot until the test lets it go.
 	execOK(t, csA, handle, "rm -f /tmp/go /tmp/refused-ran")
+	// The call above may give its slot back a moment after its answer:
+	// the holder is the call admitted after it, and alone in flight.
+	admitted := g.gw.Budget().Stats().Admitted
 	holding := make(chan error, 1)
 	go func() {
 		_, err := csA.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": handle, "command": "until [ -e /tmp/go ]; do sleep 0.05; done"}})
 		holding <- err
 	}()
 	waitFor(t, "the first call holds the slot", 30*time.Second, func() error {
-		if g.gw.Budget().Stats().Calls == 1 {
+		if s := g.gw.Budget().Stats(); s.Calls == 1 && s.Admitted == admitted+1 {
 			return nil
 		}
 		return errNotYet
