@@ -352,8 +352,11 @@ func tenantReady(t *playgroundv1alpha1.Tenant) (metav1.Condition, bool) {
 	worker := conditionOrUnknown(t.Status.Conditions, playgroundv1alpha1.WorkerReadyCondition)
 	switch {
 	case t.Spec.Suspended:
+		// A sandbox its agent has stopped for the suspension is where it
+		// is meant to be, not on its way (as the Sandbox itself reports).
+		stopped := sbx.Status == metav1.ConditionFalse && sbx.Reason == playgroundv1alpha1.ReasonSuspended
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSuspended,
-			Message: "The tenant is suspended: the gateway refuses its token until spec.suspended is cleared"}, sandboxProgressing
+			Message: "The tenant is suspended: the gateway refuses its token until spec.suspended is cleared"}, sandboxProgressing && !stopped
 	case creds.Status != metav1.ConditionTrue:
 		return metav1.Condition{Status: metav1.ConditionFalse, Reason: creds.Reason, Message: creds.Message}, true
 	case sbx.Status != metav1.ConditionTrue:

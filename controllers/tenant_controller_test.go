@@ -884,6 +884,9 @@ func TestTenantReadySummary(t *testing.T) {
 		{"workers: no mapping", playgroundv1alpha1.CatalogWorkers, false, []metav1.Condition{credsOK, sbxOK, noMapping}, metav1.ConditionFalse, ReasonNoMapping, true},
 		{"workers: not reported", playgroundv1alpha1.CatalogWorkers, false, []metav1.Condition{credsOK, sbxOK}, metav1.ConditionFalse, "Pending", true},
 		{"sandbox: a stale WorkerReady does not count", playgroundv1alpha1.CatalogSandbox, false, []metav1.Condition{credsOK, sbxOK, noMapping}, metav1.ConditionTrue, "Ready", false},
+		{"suspended, sandbox stopped by its agent", "", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended),
+			cond(playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionFalse, playgroundv1alpha1.ReasonSuspended)},
+			metav1.ConditionFalse, ReasonSuspended, false},
 		{"suspended, sandbox on its way", "", true, []metav1.Condition{cond(playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended), sbxWaiting},
 			metav1.ConditionFalse, ReasonSuspended, true},
 	} {
