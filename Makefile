@@ -41,11 +41,14 @@ help: ## Show this help.
 # directory on the node (config/samples): dev puts the example worker there,
 # and grants its agent the directory (--faculty-host-path-prefix).
 EXAMPLE_WORKER_DIR ?= /opt/playground/faculties
+# More flags of playground dev, e.g. DEVFLAGS=--network=egress for
+# examples/egress-tenant.yaml (playground dev --help lists them).
+DEVFLAGS ?=
 
 dev: prereqs build envtest runsc vm-image ## Run the whole system locally on an embedded control plane (gVisor and vm sandboxes offered).
 	install -D -m 0755 $(BIN)/playground-example-worker $(EXAMPLE_WORKER_DIR)/playground-example-worker
 	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
-	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)" --runsc "$$(hack/runsc.sh)" --faculty-host-path-prefix $(EXAMPLE_WORKER_DIR)
+	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)" --runsc "$$(hack/runsc.sh)" --faculty-host-path-prefix $(EXAMPLE_WORKER_DIR) $(DEVFLAGS)
 
 # Fuzz targets of the decoders of untrusted input, as package:target:budget;
 # make test runs each on top of its seed corpus for its budget, a count of
