@@ -12,9 +12,10 @@
 # One image for every component: playground is the entrypoint and the
 # component's role (manager, agent, gateway) its first argument, as the
 # chart and config/ pass it. playground-sandbox (the in-sandbox init) sits
-# next to it, where the agent looks for it. The agent's oci backend
-# bind-mounts this image's /usr, /bin, /lib… into every sandbox: the
-# packages below are also the sandboxes' userland.
+# next to it, where the agent looks for it; so does playground-example-worker,
+# an MCP worker to try the workers catalog with.
+# The agent's oci backend bind-mounts this image's /usr, /bin, /lib… into
+# every sandbox: the packages below are also the sandboxes' userland.
 
 ARG GO_VERSION=1.26
 ARG DEBIAN_SUITE=bookworm
@@ -26,7 +27,7 @@ RUN go mod download
 COPY . .
 # Static, without paths or VCS stamps, stripped: as hack/image.sh builds them.
 ENV CGO_ENABLED=0
-RUN for cmd in playground playground-sandbox kubectl-playground; do \
+RUN for cmd in playground playground-sandbox kubectl-playground playground-example-worker; do \
 		go build -trimpath -buildvcs=false -ldflags "-s -w -buildid=" -o /out/$cmd ./cmd/$cmd || exit 1; \
 	done
 # gVisor's runtime, for Sandboxes of isolation gvisor, at hack/runsc.sh's

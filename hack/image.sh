@@ -2,7 +2,8 @@
 # Builds the Playground container image without a container daemon or a
 # registry (make image): a Debian root made by mmdebstrap from Debian's
 # packages (hack/image/packages.txt, the same list the Dockerfile installs),
-# plus a layer with playground, playground-sandbox and kubectl-playground,
+# plus a layer with playground, playground-sandbox, kubectl-playground and
+# playground-example-worker (a worker to try the workers catalog with),
 # assembled by hack/image (go-containerregistry) into an OCI archive:
 #
 #   bin/playground-image.oci.tar   (an OCI image layout in a tar)
@@ -110,7 +111,7 @@ flock -u 9
 bins="$root/bin/.image-bin"
 rm -rf "$bins"
 mkdir -p "$bins"
-for cmd in playground playground-sandbox kubectl-playground; do
+for cmd in playground playground-sandbox kubectl-playground playground-example-worker; do
 	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w -buildid=" -o "$bins/$cmd" "./cmd/$cmd"
 done
 # gVisor's runtime, for Sandboxes of isolation gvisor: the agent offers it

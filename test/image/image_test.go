@@ -73,7 +73,7 @@ func match(t *testing.T, text, re string) string {
 }
 
 // binaries are the Go programs both builds put in /usr/local/bin.
-var binaries = []string{"playground", "playground-sandbox", "kubectl-playground"}
+var binaries = []string{"playground", "playground-sandbox", "kubectl-playground", "playground-example-worker"}
 
 // TestBuildsAgree checks, without building, that the Dockerfile and
 // hack/image.sh install the same package list from the same suite, build
