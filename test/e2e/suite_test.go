@@ -140,6 +140,10 @@ type node struct {
 	// hostPathPrefixes are the directories its FacultyBundles' host
 	// paths may lie under.
 	hostPathPrefixes []string
+	// backends, when set, are its backends over stateDir, for one start
+	// (the agent closes them when it stops); default: a new oci backend
+	// with runc alone, without network, at each start.
+	backends []backend.Backend
 }
 
 // startNode runs an agent for n until stopped or the test ends.
@@ -162,6 +166,10 @@ func startNode(t *testing.T, n *node) {
 		scheme = "https://"
 	}
 	n.endpoint = scheme + ln.Addr().String()
+	backends := n.backends
+	if backends == nil {
+		backends = []backend.Backend{ociBackend(t, n.stateDir)}
+	}
 	cfg := cp.Config
 	if n.config != nil {
 		cfg = n.config
@@ -171,7 +179,7 @@ func startNode(t *testing.T, n *node) {
 		StateDir:       n.stateDir,
 		TLSFromCSR:     n.tls,
 		NodeName:       n.name,
-		Backends:       []backend.Backend{ociBackend(t, n.stateDir)},
+		Backends:       backends,
 		Listener:       ln,
 		Tokens:         []string{agentToken},
 		LeaseDuration:  leaseDuration,

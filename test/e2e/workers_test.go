@@ -287,17 +287,30 @@ func TestServiceWorkerThroughGateway(t *testing.T) {
 // which an EndpointSlice accepts.
 func hostAddress(t *testing.T) string {
 	t.Helper()
-	addrs, err := net.InterfaceAddrs()
+	ip, err := hostIPv4()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ip == "" {
+		t.Skip(noHostAddress)
+	}
+	return ip
+}
+
+const noHostAddress = "this machine has no IPv4 address but loopback, which an EndpointSlice refuses"
+
+// hostIPv4 is hostAddress, or "" when there is none.
+func hostIPv4() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			return n.IP.String()
+			return n.IP.String(), nil
 		}
 	}
-	t.Skip("this machine has no IPv4 address but loopback, which an EndpointSlice refuses")
-	return ""
+	return "", nil
 }
 
 // diagnoseWorker says why a workers tenant is not served: the gateway's
