@@ -388,7 +388,7 @@ func (r *WorkerMappingReconciler) resolveService(ctx context.Context, wm *playgr
 			return *bad
 		}
 	}
-	ok2 := readyNow("Forwarding to %d ready endpoints of Service %s", len(all), d.Name)
+	ok2 := readyNow("Forwarding to %d ready %s of Service %s", len(all), plural(len(all), "endpoint", "endpoints"), d.Name)
 	if len(all) > maxReadyEndpoints {
 		ok2.ready.Message = fmt.Sprintf("Forwarding to the first %d of the %d ready endpoints of Service %s (status lists at most %d)", maxReadyEndpoints, len(all), d.Name, maxReadyEndpoints)
 	}
@@ -811,4 +811,12 @@ func (r *WorkerMappingReconciler) partners(ctx context.Context, o client.Object)
 		}
 	}
 	return reqs
+}
+
+// plural is one or many, as n says.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
