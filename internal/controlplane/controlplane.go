@@ -113,6 +113,9 @@ type Options struct {
 type ControlPlane struct {
 	env    *envtest.Environment
 	assets string
+	// certDir holds the API server's certificates and keys: its own, so
+	// that they outlive a restart of it (RestartAPIServer).
+	certDir string
 	// Config is an administrator's client configuration, and Client an
 	// uncached administrator's client of Kubernetes' and Playground's
 	// kinds (package scheme).
@@ -158,7 +161,14 @@ func Start(opts Options) (*ControlPlane, error) {
 	// The binaries by path: KUBEBUILDER_ASSETS, when set, would otherwise
 	// win over BinaryAssetsDirectory.
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(binaries, "etcd")}
-	env.ControlPlane.APIServer = &envtest.APIServer{Path: filepath.Join(binaries, "kube-apiserver")}
+	// The API server's certificates in a directory of ours: envtest would
+	// make new ones (a new serving CA) at each start of it, which the
+	// clients of the one before would not trust.
+	certDir, err := os.MkdirTemp("", "pg-apiserver-")
+	if err != nil {
+		return nil, err
+	}
+	env.ControlPlane.APIServer = &envtest.APIServer{Path: filepath.Join(binaries, "kube-apiserver"), CertDir: certDir}
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 			return nil, err
@@ -167,7 +177,13 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	stop := func() error {
+		err := env.Stop()
+		os.RemoveAll(certDir)
+		return err
 	}
 	// As ctrl.GetConfig does for the components in a cluster: no client-side
 	// throttling (client-go's default is 5 requests a second), the API
@@ -175,14 +191,14 @@ func Start(opts Options) (*ControlPlane, error) {
 	cfg.QPS = -1
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
-		return nil, errors.Join(err, env.Stop())
+		return nil, errors.Join(err, stop())
 	}
 	if !opts.NoAdmissionPolicies {
 		if err := installPolicies(c, policies); err != nil {
-			return nil, errors.Join(err, env.Stop())
+			return nil, errors.Join(err, stop())
 		}
 	}
-	return &ControlPlane{env: env, assets: assets, Config: cfg, Client: c}, nil
+	return &ControlPlane{env: env, assets: assets, certDir: certDir, Config: cfg, Client: c}, nil
 }
 
 // diesWithUs returns a directory holding kube-apiserver and etcd as
@@ -318,7 +334,21 @@ func RunTests(m interface{ Run() int }, setup func(*ControlPlane) (teardown func
 func (cp *ControlPlane) Assets() string { return cp.assets }
 
 // Stop ends kube-apiserver and etcd.
-func (cp *ControlPlane) Stop() error { return cp.env.Stop() }
+func (cp *ControlPlane) Stop() error {
+	err := cp.env.Stop()
+	os.RemoveAll(cp.certDir)
+	return err
+}
+
+// StopAPIServer ends kube-apiserver (SIGTERM, as a rollout does) and
+// leaves etcd running; StartAPIServer starts it again on the same etcd,
+// address and certificates, so that the clients of the one before
+// reconnect to it as to a restarted API server of a cluster.
+func (cp *ControlPlane) StopAPIServer() error { return cp.env.ControlPlane.APIServer.Stop() }
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer and
+// waits until it is healthy; see StopAPIServer.
+func (cp *ControlPlane) StartAPIServer() error { return cp.env.ControlPlane.APIServer.Start() }
 
 // WriteKubeconfig writes an administrator's kubeconfig to path.
 func (cp *ControlPlane) WriteKubeconfig(path string) error {

@@ -18,6 +18,7 @@ package controlplane
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +28,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // childEnv makes the test binary the process that starts a control plane.
@@ -120,4 +124,39 @@ func alive(pid int) bool {
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(f) > 0 && f[0] != "Z"
+}
+
+// TestAPIServerRestart: kube-apiserver stopped and started again on the
+// same etcd serves the objects stored before, at the same address, to a
+// client made before the restart (its CA and its user still count).
+func TestAPIServerRestart(t *testing.T) {
+	if _, err := Assets(); err != nil {
+		t.Skip(err)
+	}
+	cp, err := Start(Options{NoAdmissionPolicies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	ctx := context.Background()
+	if err := cp.CreateNamespaces(ctx, "before-restart"); err != nil {
+		t.Fatal(err)
+	}
+	host := cp.Config.Host
+	if err := cp.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	var ns corev1.Namespace
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: "before-restart"}, &ns); err == nil {
+		t.Fatal("the API server still answers after StopAPIServer")
+	}
+	if err := cp.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: "before-restart"}, &ns); err != nil {
+		t.Fatalf("after the restart, the client made before it: %v", err)
+	}
+	if cp.Config.Host != host {
+		t.Errorf("the API server moved from %s to %s", host, cp.Config.Host)
+	}
 }
