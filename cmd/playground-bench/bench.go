@@ -19,7 +19,6 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,6 +40,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/cmd/playground/devenv"
+	"github.com/playground-dev/playground/internal/mcpclient"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
 
@@ -231,53 +231,17 @@ type bench struct {
 	handle, sandboxID string
 }
 
-// bearer adds a tenant's token to every request.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
-
 // transport is shared by the bench's clients, with enough idle connections
 // for the concurrent ones.
 var transport = &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
 
 func (b *bench) connect(ctx context.Context, token string) (*mcp.ClientSession, error) {
-	c := mcp.NewClient(&mcp.Implementation{Name: "playground-bench", Version: "v0"}, nil)
-	return c.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   b.env.Endpoint,
-		HTTPClient: &http.Client{Transport: bearer{token: token, base: transport}},
-	}, nil)
+	return mcpclient.Connect(ctx, b.env.Endpoint, token, transport, "playground-bench")
 }
 
 // call runs a tool and decodes its structured result into out.
 func call(ctx context.Context, cs *mcp.ClientSession, name string, args, out any) error {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if res.IsError {
-		var msg []string
-		for _, c := range res.Content {
-			if t, ok := c.(*mcp.TextContent); ok {
-				msg = append(msg, t.Text)
-			}
-		}
-		return fmt.Errorf("%s: %s", name, strings.Join(msg, "; "))
-	}
-	if out == nil {
-		return nil
-	}
-	raw, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(raw, out)
+	return mcpclient.Call(ctx, cs, name, args, out)
 }
 
 // timeN runs fn n times after n/10 warm-up runs and returns the durations.

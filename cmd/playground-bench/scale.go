@@ -25,17 +25,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -47,6 +44,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/childproc"
 	"github.com/playground-dev/playground/internal/controlplane"
 )
 
@@ -104,7 +102,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 		return nil, err
 	}
 
-	bin, err := binaryNextToThis(opts.playground, "playground")
+	bin, err := childproc.BinaryNextToThis(opts.playground, "playground")
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +112,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	if err := os.WriteFile(tokenFile, []byte(hex.EncodeToString(token)+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	listen, err := freeAddress()
+	listen, err := childproc.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -128,34 +126,34 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	pprof := map[string]string{} // component → its --pprof-bind-address
 	if opts.profileDir != "" {
 		for _, name := range []string{"manager", "agent"} {
-			if pprof[name], err = freeAddress(); err != nil {
+			if pprof[name], err = childproc.FreeAddress(); err != nil {
 				return nil, err
 			}
 		}
 		managerArgs = append(managerArgs, "--pprof-bind-address", pprof["manager"])
 		agentArgs = append(agentArgs, "--pprof-bind-address", pprof["agent"])
 	}
-	manager, err := startProcess(ctx, filepath.Join(state, "manager.log"), bin, managerArgs...)
+	manager, err := childproc.Start(ctx, filepath.Join(state, "manager.log"), bin, managerArgs...)
 	if err != nil {
 		return nil, err
 	}
-	defer manager.stop()
+	defer manager.Stop()
 	if opts.guest != "" {
 		agentArgs = append(agentArgs, "--guest-binary", opts.guest)
 	}
 	metrics := ""
 	if pool > 0 {
-		if metrics, err = freeAddress(); err != nil {
+		if metrics, err = childproc.FreeAddress(); err != nil {
 			return nil, err
 		}
 		agentArgs = append(agentArgs, "--warm-pool", strconv.Itoa(pool), "--metrics-bind-address", metrics)
 	}
-	agent, err := startProcess(ctx, filepath.Join(state, "agent.log"), bin, agentArgs...)
+	agent, err := childproc.Start(ctx, filepath.Join(state, "agent.log"), bin, agentArgs...)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		agent.stop()
+		agent.Stop()
 		destroySandboxes(nodeDir, opts.guest)
 	}()
 	if err := waitLease(ctx, c, manager, agent); err != nil {
@@ -169,7 +167,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 			if before, err = scrapePool(metrics); err == nil && before.ready >= pool {
 				break
 			}
-			if err := failed(manager, agent); err != nil {
+			if err := childproc.Failed(manager, agent); err != nil {
 				return nil, err
 			}
 			if time.Since(t0) > 15*time.Minute {
@@ -191,8 +189,8 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	pids := map[string]int{
 		"kube-apiserver":  newestProcess(filepath.Join(cp.Assets(), "kube-apiserver")),
 		"etcd":            newestProcess(filepath.Join(cp.Assets(), "etcd")),
-		"manager":         manager.cmd.Process.Pid,
-		"agent with runc": agent.cmd.Process.Pid,
+		"manager":         manager.Pid(),
+		"agent with runc": agent.Pid(),
 		// The clients that apply the tenants and the watch that sees them
 		// Ready, as kubectl and a user's controller would be.
 		"this process": os.Getpid(),
@@ -241,7 +239,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 
 	readyAt, err := rw.wait(ctx, n, 15*time.Minute, func(ready int) {
 		fmt.Fprintf(out, "  after %s: %d of %d tenants Ready; sandboxes %s\n", time.Since(start).Round(time.Second), ready, n, sandboxPhases(ctx, c))
-	}, func() error { return failed(manager, agent) })
+	}, func() error { return childproc.Failed(manager, agent) })
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +254,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	}
 	all := last.Sub(start)
 	slices.Sort(latencies)
-	managerPeak, agentPeak := manager.peak(), agent.peak()
+	managerPeak, agentPeak := peak(manager), peak(agent)
 	cpu := perTenantCPU(cpuBefore, sampleCPU(pids), []string{"kube-apiserver", "etcd", "agent with runc", "manager", "this process"}, n)
 	writesAfter, err := apiWrites(ctx, cp.Config)
 	if err != nil {
@@ -360,102 +358,14 @@ func sandboxPhases(ctx context.Context, c client.Client) string {
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 
-// binaryNextToThis is flagValue, else the named binary beside this one.
-func binaryNextToThis(flagValue, name string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(filepath.Dir(self), name)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s is not next to this binary (%w): build it, or pass its path", name, err)
-	}
-	return p, nil
-}
-
-func freeAddress() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// process is a component running as a child process.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
-}
-
-func startProcess(ctx context.Context, logPath, bin string, args ...string) (*process, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	p := &process{name: args[0], cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// exited says why the process ended, with the end of its log, or nil while
-// it runs.
-func (p *process) exited() error {
-	select {
-	case <-p.done:
-	default:
-		return nil
-	}
-	tail, _ := os.ReadFile(p.log)
-	if len(tail) > 2000 {
-		tail = tail[len(tail)-2000:]
-	}
-	return fmt.Errorf("playground %s exited: %v\n%s", p.name, p.err, tail)
-}
-
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// peak is the process's peak resident memory, VmHWM in /proc/<pid>/status.
-func (p *process) peak() int64 {
-	return procKiB(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid), "VmHWM:")
-}
-
-func failed(ps ...*process) error {
-	for _, p := range ps {
-		if err := p.exited(); err != nil {
-			return err
-		}
-	}
-	return nil
+// peak is a process's peak resident memory, VmHWM in /proc/<pid>/status.
+func peak(p *childproc.Process) int64 {
+	return procKiB(fmt.Sprintf("/proc/%d/status", p.Pid()), "VmHWM:")
 }
 
 // waitLease waits for the agent's registration, so that the clock starts
 // on a system ready to serve.
-func waitLease(ctx context.Context, c client.Client, ps ...*process) error {
+func waitLease(ctx context.Context, c client.Client, ps ...*childproc.Process) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var lease coordinationv1.Lease
@@ -463,7 +373,7 @@ func waitLease(ctx context.Context, c client.Client, ps ...*process) error {
 		if err == nil {
 			return nil
 		}
-		if err := failed(ps...); err != nil {
+		if err := childproc.Failed(ps...); err != nil {
 			return err
 		}
 		if time.Now().After(deadline) {
