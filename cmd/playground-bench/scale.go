@@ -28,7 +28,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -383,35 +382,17 @@ func waitLease(ctx context.Context, c client.Client, ps ...*childproc.Process) e
 	}
 }
 
-// destroySandboxes removes every sandbox under nodeDir, files included, a
-// few at a time.
+// destroySandboxes removes every sandbox under nodeDir, files included.
 func destroySandboxes(nodeDir, guest string) {
 	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: guest})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		err = be.DestroyAll(ctx)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "removing the P5 sandboxes:", err)
-		return
 	}
-	entries, _ := os.ReadDir(filepath.Join(nodeDir, "sandboxes"))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ids := make(chan string)
-	var wg sync.WaitGroup
-	for range runtime.NumCPU() * 2 {
-		wg.Go(func() {
-			for id := range ids {
-				if err := be.Destroy(ctx, id, false); err != nil {
-					fmt.Fprintln(os.Stderr, "removing sandbox", id, err)
-				}
-			}
-		})
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			ids <- e.Name()
-		}
-	}
-	close(ids)
-	wg.Wait()
 }
 
 // profileBurst writes CPU profiles of the next seconds of the API server

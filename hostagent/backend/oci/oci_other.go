@@ -48,5 +48,8 @@ func New(Options) (*Backend, error) { return nil, ErrUnsupported }
 // StopAll fails: see ErrUnsupported.
 func (*Backend) StopAll(context.Context) error { return ErrUnsupported }
 
+// DestroyAll fails: see ErrUnsupported.
+func (*Backend) DestroyAll(context.Context) error { return ErrUnsupported }
+
 // InspectPile fails: see ErrUnsupported.
 func (*Backend) InspectPile(string, func(dir string) error) error { return ErrUnsupported }
