@@ -24,19 +24,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/cmd/playground/devenv"
+	"github.com/playground-dev/playground/internal/machineinfo"
+	"github.com/playground-dev/playground/internal/mdsection"
 )
 
 func namespace(name string) *corev1.Namespace {
@@ -138,58 +138,6 @@ func destroyAll(env *devenv.Env) {
 	}
 }
 
-// machine describes this machine for the report.
-func machine() string {
-	cpu := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "model name") {
-				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
-				break
-			}
-		}
-	}
-	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]); len(f) >= 2 {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			mem = fmt.Sprintf(", %.0f GiB memory", float64(kb)/(1<<20))
-		}
-	}
-	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	fault := ""
-	if d, err := pageFaultCost(); err == nil {
-		fault = fmt.Sprintf("; a first write to a fresh 4 KiB page (a minor fault, which every new process and every new buffer pays) costs %.1f µs", float64(d.Nanoseconds())/1000)
-	}
-	return fmt.Sprintf("%d × %s%s, Linux %s, %s%s", runtime.NumCPU(), cpu, mem, strings.TrimSpace(string(kernel)), runtime.Version(), fault)
-}
-
-// pageFaultCost is the median over three tries of the time a first write
-// to a page of fresh anonymous memory takes: the kernel's minor fault,
-// zeroing included. Virtual machines differ most here (shadow or nested
-// paging), and the figures that allocate or start processes follow it.
-func pageFaultCost() (time.Duration, error) {
-	const size = 32 << 20
-	page := os.Getpagesize()
-	var tries []time.Duration
-	for range 3 {
-		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
-		if err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		for i := 0; i < size; i += page {
-			mem[i] = 1
-		}
-		tries = append(tries, time.Since(start)/time.Duration(size/page))
-		if err := unix.Munmap(mem); err != nil {
-			return 0, err
-		}
-	}
-	slices.Sort(tries)
-	return tries[1], nil
-}
-
 func writeReport(opts options, table string) error {
 	mode, cmd := "full", "make bench"
 	if opts.quick {
@@ -203,6 +151,12 @@ Machine: %s. These machines are shared and noisy: every figure stands beside a
 baseline measured in the same run, and the ratio is what to compare.
 
 %s
-%s%s`, "`"+cmd+"`", mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), table, notes, analysis)
+%s%s`, "`"+cmd+"`", mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), machineinfo.Describe(), table, notes, analysis)
+	// make soak's section is its own: kept as it was.
+	if old, err := os.ReadFile(opts.out); err == nil {
+		if soak := mdsection.Get(string(old), "soak"); soak != "" {
+			body = strings.TrimRight(body, "\n") + "\n\n" + soak + "\n"
+		}
+	}
 	return os.WriteFile(opts.out, []byte(body), 0o644)
 }
