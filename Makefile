@@ -72,6 +72,11 @@ test: prereqs toolchain ## Run the test suite against a real kube-apiserver and 
 smoke: build envtest prereqs runsc vm-image ## Run hack/smoke.sh, with the cancellation proof, against a fresh playground dev: its container tenant, a gVisor one and a vm one.
 	hack/dev-smoke.sh
 
+.PHONY: soak
+soak: prereqs build envtest ## Run the soak with faults: restarts, failures and hostile tenants under checked clients (SOAKFLAGS=--short for about three minutes; the long mode, 30 minutes, writes its report into docs/benchmarks.md).
+	$(GO) build -o $(BIN)/playground-soak ./cmd/playground-soak
+	$(BIN)/playground-soak --control-plane "$$(hack/controlplane.sh)" $(SOAKFLAGS)
+
 .PHONY: bench
 bench: prereqs build envtest runsc vm-image ## Run the benchmarks against same-run baselines; write docs/benchmarks.md (BENCHFLAGS=--quick for a few minutes).
 	$(GO) build -o $(BIN)/playground-bench ./cmd/playground-bench
