@@ -217,12 +217,13 @@ func CheckCatalog(c string) error {
 
 // The gateway reads, with informers, and never writes: Tenants (their
 // status carries the token hashes), Sandboxes, WorkerMappings, and the
-// agents' registrations. Of Secrets it reads only those a WorkerMapping
-// names as its worker's bearer, each with a direct GET: no list, no watch.
+// agents' registrations (one that the cache saw lapse is read again with a
+// GET). Of Secrets it reads only those a WorkerMapping names as its
+// worker's bearer, each with a direct GET: no list, no watch.
 // +kubebuilder:rbac:groups=playground.dev,resources=tenants;sandboxes,verbs=list;watch
 // +kubebuilder:rbac:groups=playground.dev,resources=workermappings,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=playground-system,resources=serviceaccounts/token,verbs=create,resourceNames=playground-gateway
 
 // New returns a gateway; Run (or Start and Handler) serves it.

@@ -121,7 +121,7 @@ func (r *router) agentFor(ctx context.Context, id clusterview.Identity) (string,
 	version := agentapi.Current
 	var err error
 	if r.trustRegistrations {
-		reg, ok := r.view.Agent(sbx.Spec.NodeName)
+		reg, ok := r.view.Agent(ctx, sbx.Spec.NodeName)
 		if !ok || reg.Endpoint != sbx.Status.Endpoint {
 			return "", nil, fmt.Errorf("%s: your sandbox's node %s has no current agent registration at the sandbox's endpoint; retry in a few seconds, and if it persists ask the operator to check the node's agent", agentapi.CodeUnavailable, sbx.Spec.NodeName)
 		}

@@ -104,7 +104,23 @@ type View struct {
 	sandboxes *tracked
 	leases    *tracked // nil without Options.LeaseNamespace
 	mappings  *tracked // nil without Options.WorkerMappings
+	// reader reads a registration the cache saw lapse again from the API
+	// server (Agent); rechecks are its last answers, by node.
+	reader   client.Reader
+	recheckM sync.Mutex
+	rechecks map[string]recheck
 }
+
+// recheck is a registration read from the API server at a time.
+type recheck struct {
+	at  time.Time
+	reg agentlease.Registration
+	ok  bool
+}
+
+// recheckEvery bounds the API server reads of a node's lapsed
+// registration: one a second, whatever the calls for its tenants.
+const recheckEvery = time.Second
 
 // Identity is the tenant a credential belongs to.
 type Identity struct {
@@ -168,7 +184,7 @@ func New(cfg *rest.Config, opts Options) (*View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a client of the API server: %w", err)
 	}
-	v := &View{opts: opts}
+	v := &View{opts: opts, reader: cl, rechecks: map[string]recheck{}}
 	var nameSel fields.Selector
 	if opts.Name != "" {
 		nameSel = fields.OneTermEqualSelector("metadata.name", opts.Name)
@@ -326,19 +342,66 @@ func (v *View) Sandbox(id Identity) (*playgroundv1alpha1.Sandbox, bool) {
 // trusted only when it matches the registered endpoint: whoever could
 // write a Sandbox's status could otherwise steer the gateway's agent token
 // to a server of theirs.
-func (v *View) Agent(node string) (agentlease.Registration, bool) {
+//
+// The cache decides, but a registration whose renewal it has not seen in
+// time is read again from the API server (at most once a second per node)
+// before the node is called gone: after the API server restarts, client-go
+// waits up to a minute before it lists and watches again (its backoff
+// grows with each broken watch), and meanwhile the cache would stop every
+// tenant of a healthy node. Without an answer from the API server, the
+// node is gone, as the cache says.
+func (v *View) Agent(ctx context.Context, node string) (agentlease.Registration, bool) {
 	if v.leases == nil {
 		return agentlease.Registration{}, false
 	}
 	obj, ok, err := v.leases.informer.GetStore().GetByKey(v.opts.LeaseNamespace + "/" + agentlease.Name(node))
-	if err != nil || !ok {
-		return agentlease.Registration{}, false
+	if err == nil && ok {
+		if reg, ok := v.current(obj.(*coordinationv1.Lease), node); ok {
+			return reg, true
+		}
 	}
-	reg, err := agentlease.FromLease(obj.(*coordinationv1.Lease))
+	return v.recheckAgent(ctx, node)
+}
+
+// current is lease's registration of node, if it is current now.
+func (v *View) current(lease *coordinationv1.Lease, node string) (agentlease.Registration, bool) {
+	reg, err := agentlease.FromLease(lease)
 	if err != nil || reg.Node != node || !reg.Healthy(v.opts.Now()) {
 		return agentlease.Registration{}, false
 	}
 	return reg, true
+}
+
+// recheckAgent reads node's Lease from the API server, or answers as the
+// read less than recheckEvery ago did.
+func (v *View) recheckAgent(ctx context.Context, node string) (agentlease.Registration, bool) {
+	if v.reader == nil {
+		return agentlease.Registration{}, false
+	}
+	v.recheckM.Lock()
+	defer v.recheckM.Unlock()
+	now := v.opts.Now()
+	if r, ok := v.rechecks[node]; ok && now.Sub(r.at) < recheckEvery && !now.Before(r.at) {
+		if r.ok && r.reg.Healthy(now) {
+			return r.reg, true
+		}
+		return agentlease.Registration{}, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, recheckEvery)
+	defer cancel()
+	var lease coordinationv1.Lease
+	r := recheck{at: now}
+	if err := v.reader.Get(ctx, client.ObjectKey{Namespace: v.opts.LeaseNamespace, Name: agentlease.Name(node)}, &lease); err == nil {
+		r.reg, r.ok = v.current(&lease, node)
+	}
+	// Keep the map as small as the nodes whose registrations lapsed lately.
+	for n, old := range v.rechecks {
+		if now.Sub(old.at) >= recheckEvery {
+			delete(v.rechecks, n)
+		}
+	}
+	v.rechecks[node] = r
+	return r.reg, r.ok
 }
 
 // WorkerMapping returns the tenant's WorkerMapping if it may be served: the

@@ -17,6 +17,7 @@ limitations under the License.
 package clusterview
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -24,10 +25,17 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/scheme"
 )
 
 // Tenants are indexed by the hash their status publishes, when it is one.
@@ -95,5 +103,72 @@ func TestBrokenWatchBound(t *testing.T) {
 	}
 	if _, down := tr.downSince(); down {
 		t.Fatal("Stop counted as a broken watch")
+	}
+}
+
+// A registration the cache saw lapse is read again from the API server
+// before its node is called gone (the cache may trail a restarted API
+// server for a minute), at most once a second per node; what the API
+// server says lapsed, or cannot say, is gone.
+func TestLapsedRegistrationIsReadAgain(t *testing.T) {
+	now := time.Unix(100_000, 0)
+	lease := func(renewed time.Time) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "leases", Name: agentlease.Name("n1")}}
+		reg := agentlease.Registration{Node: "n1", Endpoint: "https://10.0.0.1:9443", Duration: 15 * time.Second}
+		if err := reg.Apply(l, renewed); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	gets := 0
+	live := lease(now.Add(-2 * time.Second)) // renewed 2 s ago
+	api := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(live).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	tr := &tracked{what: "agent registrations", now: func() time.Time { return now }}
+	tr.informer = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &coordinationv1.Lease{}, 0, toolscache.Indexers{})
+	v := &View{opts: Options{LeaseNamespace: "leases", Now: func() time.Time { return now }}, leases: tr, reader: api, rechecks: map[string]recheck{}}
+	ctx := context.Background()
+
+	// The cache holds the registration as renewed a minute ago.
+	if err := tr.informer.GetStore().Add(lease(now.Add(-time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	reg, ok := v.Agent(ctx, "n1")
+	if !ok || reg.Endpoint != "https://10.0.0.1:9443" || gets != 1 {
+		t.Fatalf("lapsed in the cache, current in the API server: %+v %v after %d reads; want it current after 1", reg, ok, gets)
+	}
+	for range 10 {
+		v.Agent(ctx, "n1")
+	}
+	if gets != 1 {
+		t.Errorf("%d reads within a second, want 1", gets)
+	}
+
+	// Lapsed in the API server too: gone, and read again a second later.
+	live.Spec.RenewTime.Time = now.Add(-time.Minute)
+	if err := api.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if _, ok := v.Agent(ctx, "n1"); ok || gets != 2 {
+		t.Errorf("lapsed everywhere: current %v after %d reads, want gone after 2", ok, gets)
+	}
+	// A node the API server does not know is gone.
+	if _, ok := v.Agent(ctx, "n2"); ok {
+		t.Error("a node without a Lease is current")
+	}
+
+	// A current registration in the cache needs no read.
+	now = now.Add(time.Minute)
+	if err := tr.informer.GetStore().Update(lease(now)); err != nil {
+		t.Fatal(err)
+	}
+	before := gets
+	if _, ok := v.Agent(ctx, "n1"); !ok || gets != before {
+		t.Errorf("current in the cache: %v after %d more reads", ok, gets-before)
 	}
 }
