@@ -250,6 +250,12 @@ func (c *goodClient) failed(ctx context.Context, tool string, start time.Time, e
 		return refused
 	}
 	c.dropSession()
+	if strings.Contains(err.Error(), http.StatusText(http.StatusServiceUnavailable)) {
+		// The gateway fails closed while its view of the cluster is not
+		// current (docs/tools.md: 503 with Retry-After).
+		l.retried("503: the gateway's view of the cluster not current")
+		return retry
+	}
 	if errors.Is(err, context.DeadlineExceeded) && !c.s.win.covers(start, time.Now()) {
 		l.violate(invRetryable, "%s %s: no answer within %s, and no component was down", c.name, tool, callTimeout)
 		return refused

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"regexp"
 	"sync"
 	"syscall"
 	"time"
@@ -47,11 +48,22 @@ const (
 
 var faultKinds = []string{faultAgentKill, faultAgentTerm, faultGateway, faultManager, faultAPIServer, faultRecreate}
 
-// schedule is the order of the short mode's faults: perKind of each kind,
-// shuffled by the seed.
-func schedule(rng *rand.Rand, perKind int) []string {
-	var all []string
+// selectKinds are the kinds of fault whose names re matches.
+func selectKinds(re *regexp.Regexp) []string {
+	var kinds []string
 	for _, k := range faultKinds {
+		if re.MatchString(k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
+
+// schedule is the order of the short mode's faults: perKind of each of
+// kinds, shuffled by the seed.
+func schedule(rng *rand.Rand, kinds []string, perKind int) []string {
+	var all []string
+	for _, k := range kinds {
 		for range perKind {
 			all = append(all, k)
 		}

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -61,6 +62,8 @@ type options struct {
 	out                       string
 	keep                      bool
 	verbose                   bool
+	// kinds are the fault kinds injected (--faults); nil: all.
+	kinds []string
 }
 
 func main() {
@@ -79,6 +82,7 @@ func main() {
 	flag.StringVar(&opts.out, "out", "docs/benchmarks.md", "the long mode writes its report into this file's soak section (empty: nowhere)")
 	flag.BoolVar(&opts.keep, "keep", false, "keep the state directory (the components' logs, etcd) after the run; remove it later with --remove")
 	flag.BoolVar(&opts.verbose, "v", false, "print each call that failed and each step of each fault")
+	only := flag.String("faults", "", "inject only the kinds of fault whose name matches this regular expression (e.g. 'agent|apiserver'); default: every kind")
 	remove := flag.String("remove", "", "remove what a run kept (--keep) in this state directory: its sandboxes, then the directory; its processes must have ended")
 	flag.Parse()
 	if *remove != "" {
@@ -87,6 +91,16 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err == nil {
+			opts.kinds = selectKinds(re)
+		}
+		if err != nil || len(opts.kinds) == 0 {
+			fmt.Fprintf(os.Stderr, "playground-soak: --faults %q matches no kind of fault (%v)\n", *only, err)
+			os.Exit(2)
+		}
 	}
 	if opts.seed == 0 {
 		opts.seed = time.Now().UnixNano()

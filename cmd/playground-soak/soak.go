@@ -89,9 +89,12 @@ func (s *soak) recreating(key string) bool {
 // violated) and an error when it could not run.
 func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 	started := time.Now()
+	if opts.kinds == nil {
+		opts.kinds = faultKinds
+	}
 	mode := fmt.Sprintf("long mode: faults for at least %s and at least %d of them", opts.duration, opts.minFaults)
 	if opts.short {
-		mode = fmt.Sprintf("short mode: %d faults of each of %d kinds", opts.perKind, len(faultKinds))
+		mode = fmt.Sprintf("short mode: %d faults of each of %d kinds", opts.perKind, len(opts.kinds))
 	}
 	fmt.Fprintf(out, "playground-soak: seed %d (replay with --seed %d), %s\n", opts.seed, opts.seed, mode)
 	var verbose io.Writer = io.Discard
@@ -149,10 +152,10 @@ func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 		if time.Since(faultsStart) >= opts.duration && n >= opts.minFaults {
 			return "", false
 		}
-		return faultKinds[rng.Intn(len(faultKinds))], true
+		return opts.kinds[rng.Intn(len(opts.kinds))], true
 	}
 	if opts.short {
-		s.shortPlan = schedule(rng, opts.perKind)
+		s.shortPlan = schedule(rng, opts.kinds, opts.perKind)
 	}
 	for {
 		kind, ok := next()

@@ -79,8 +79,8 @@ func TestCheckSeqAllowsOnlyReportedGaps(t *testing.T) {
 // TestScheduleIsTheSeeds: the same seed gives the same faults in the same
 // order, each kind as many times as asked.
 func TestScheduleIsTheSeeds(t *testing.T) {
-	a := schedule(rand.New(rand.NewSource(7)), 2)
-	b := schedule(rand.New(rand.NewSource(7)), 2)
+	a := schedule(rand.New(rand.NewSource(7)), faultKinds, 2)
+	b := schedule(rand.New(rand.NewSource(7)), faultKinds, 2)
 	if !slices.Equal(a, b) || len(a) != 2*len(faultKinds) {
 		t.Fatalf("%v and %v", a, b)
 	}
