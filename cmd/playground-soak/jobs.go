@@ -70,11 +70,11 @@ func seqExpected(tag string, batches int) []byte {
 
 func (c *goodClient) startSeq(ctx context.Context) {
 	c.n++
-	// 15 to 60 s of output (10 to 40 s in the short mode, whose clients
+	// 15 to 60 s of output (5 to 20 s in the short mode, whose clients
 	// finish their jobs before it ends).
 	batches := 60 + c.rng.Intn(180)
 	if c.s.opts.short {
-		batches = 40 + c.rng.Intn(120)
+		batches = 20 + c.rng.Intn(60)
 	}
 	j := &seqJob{tag: fmt.Sprintf("%s-s%d", c.name, c.n), batches: batches, started: time.Now()}
 	var out tools.JobExecOutput

@@ -190,7 +190,7 @@ a warm pool of 2 and egress on, cleartext on loopback as playground dev's),
 the well-behaved tenants' clients go-sdk MCP clients over Streamable HTTP.
 Each client loops: exec of a command whose answer it knows, write and read
 back of random text and binary files, sequence jobs (batches of known lines
-a quarter of a second apart, 15 to 60 s each, polled without waiting across
+a quarter of a second apart, 15 to 60 s each, polled every second across
 every fault and checked byte for byte at their end), and cancels of jobs
 whose two detached descendants (setsid, double fork; TERM ignored) are seen
 on the host before and must be gone after. A failure is retryable when the

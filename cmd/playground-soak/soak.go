@@ -135,7 +135,11 @@ func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 	}
 	others.Go(func() { s.monitor(loadCtx) })
 	progress("load running: %d good tenants, %d hostile; faults follow", len(s.good), len(s.hostile))
-	sleep(ctx, 10*time.Second)
+	warmUp := 20 * time.Second
+	if opts.short {
+		warmUp = 5 * time.Second
+	}
+	sleep(ctx, warmUp)
 
 	faultsStart := time.Now()
 	n := 0
@@ -165,7 +169,7 @@ func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 		n++
 		progress("fault %d (%s): %s", n, time.Since(faultsStart).Round(time.Second), kind)
 		s.inject(ctx, rng, kind)
-		pause := time.Duration(2000+rng.Intn(3000)) * time.Millisecond
+		pause := time.Duration(1000+rng.Intn(1500)) * time.Millisecond
 		if !opts.short {
 			pause = time.Duration(5000+rng.Intn(35000)) * time.Millisecond
 		}
