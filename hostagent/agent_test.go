@@ -21,8 +21,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,5 +187,64 @@ func TestOldGuestFallsBackToAgentHeldJobs(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// atPIDLimit is a sandbox whose tenant holds every PID: no process takes
+// a command, so each start runs out of time, while its limit refuses
+// forks.
+type atPIDLimit struct {
+	*backendtest.Fake
+	refused atomic.Uint64
+	counted bool
+}
+
+func (b *atPIDLimit) start() error {
+	if b.counted {
+		b.refused.Add(3)
+	}
+	return fmt.Errorf("oci: starting command in sandbox: %w", context.DeadlineExceeded)
+}
+
+func (b *atPIDLimit) Exec(context.Context, string, backend.ExecRequest, backend.Sink) (backend.Process, error) {
+	return nil, b.start()
+}
+
+func (b *atPIDLimit) JobConn(context.Context, string) (net.Conn, error) { return nil, b.start() }
+
+func (b *atPIDLimit) ForksRefused(string) (uint64, bool) { return b.refused.Load(), true }
+
+// TestStartAtProcessLimitIsExhausted: a command or job that cannot start
+// while the sandbox's process limit refuses forks is refused as
+// resource_exhausted, saying the limit is reached; the same failure
+// without refused forks stays an internal error.
+func TestStartAtProcessLimitIsExhausted(t *testing.T) {
+	for _, counted := range []bool{true, false} {
+		be := &atPIDLimit{Fake: backendtest.New("oci", backendtest.Writes()), counted: counted}
+		a, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		spec := backend.Spec{ID: "sbx-pids", Tenant: "ns/t"}
+		if err := a.Ensure(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		h, err := a.Open(ctx, spec.Tenant, spec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, execErr := a.Exec(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
+		_, jobErr := a.StartJob(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
+		for what, err := range map[string]error{"exec": execErr, "job": jobErr} {
+			code := hostagent.CodeOf(err)
+			switch {
+			case counted && (code != hostagent.CodeExhausted || !strings.Contains(err.Error(), "process limit is reached")):
+				t.Errorf("%s at the process limit: %v (%s), want resource_exhausted saying the limit is reached", what, err, code)
+			case !counted && code != hostagent.CodeInternal:
+				t.Errorf("%s failing without refused forks: %v (%s), want internal", what, err, code)
+			}
+		}
+		a.Close(ctx)
 	}
 }

@@ -104,7 +104,9 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	out := &execOutput{limit: a.opts.ExecOutputLimit}
 	started := time.Now()
 	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
+	atLimit := forkLimit(be, spec.ID)
 	proc, err := be.Exec(ctx, spec.ID, req.backendRequest(), out)
+	err = atLimit(err)
 	if err != nil {
 		return ExecResult{}, a.execError(err)
 	}
@@ -239,7 +241,9 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	}
 	start := func(sink backend.Sink) (backend.Process, error) {
 		// The job outlives this call: its process must not die with ctx.
+		atLimit := forkLimit(be, spec.ID)
 		p, err := be.Exec(context.WithoutCancel(ctx), spec.ID, req.backendRequest(), sink)
+		err = atLimit(err)
 		if err != nil {
 			return nil, a.execError(err)
 		}
@@ -259,11 +263,13 @@ func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tena
 		// fails without the holder's refusal is undone below.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.KillTimeout)
 		defer cancel()
+		atLimit := forkLimit(holder, sandboxID)
 		conn, err := holder.JobConn(sctx, sandboxID)
 		if err != nil {
-			return nil, a.execError(err)
+			return nil, a.execError(atLimit(err))
 		}
 		j, err := guestexec.StartJob(sctx, conn, req.backendRequest(), js)
+		err = atLimit(err)
 		switch {
 		case errors.Is(err, guestexec.ErrOldGuest):
 			return nil, err
@@ -276,6 +282,30 @@ func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tena
 		return j, nil
 	}
 	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, jobs.WithTimeout(req.Timeout), oomCounter(holder, sandboxID))
+}
+
+// forkLimit returns, for a start in sandboxID, what makes its failure a
+// refusal (backend.ErrExhausted, resource_exhausted to the tenant) when
+// the sandbox's process limit refused forks meanwhile: with every PID
+// taken, init cannot fork a shepherd to take the command, or one dies as
+// it takes it (Go's runtime cannot start a thread), and the start runs
+// out of time or loses its connection, which is no internal error.
+func forkLimit(be any, sandboxID string) func(error) error {
+	c, ok := be.(backend.ForkCounter)
+	if !ok {
+		return func(err error) error { return err }
+	}
+	before, known := c.ForksRefused(sandboxID)
+	return func(err error) error {
+		if err == nil || !known || errors.Is(err, backend.ErrInvalidRequest) || errors.Is(err, backend.ErrExhausted) ||
+			errors.Is(err, backend.ErrNotRunning) || errors.Is(err, backend.ErrNotFound) {
+			return err
+		}
+		if after, ok := c.ForksRefused(sandboxID); ok && after > before {
+			return fmt.Errorf("%w: the sandbox's process limit is reached: no process could start to run the command (%v); end some of its background processes, or ask the operator for a higher spec.resources.pids", backend.ErrExhausted, err)
+		}
+		return err
+	}
 }
 
 // oomCounter is the option that lets the job manager tell an OOM kill of

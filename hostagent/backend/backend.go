@@ -378,6 +378,15 @@ type OOMCounter interface {
 	OOMKills(id string) (uint64, bool)
 }
 
+// ForkCounter is implemented by backends that count the forks a
+// sandbox's process limit refused since it last started: a command that
+// could not start while the count grew met the limit (its tenant holds
+// every PID, so no process could take the command), whatever else its
+// start said.
+type ForkCounter interface {
+	ForksRefused(id string) (uint64, bool)
+}
+
 // Worker is a long-running process that a sandbox keeps running, started
 // again with backoff when it exits: a tenant's native MCP worker. It runs
 // as the sandbox user, without a shell, in the user's home, and lives in

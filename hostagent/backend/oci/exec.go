@@ -132,6 +132,14 @@ func (b *Backend) OOMKills(id string) (uint64, bool) {
 	return b.lifeline(id).oomKills(b.runtimeOf(id), id)
 }
 
+// ForksRefused implements backend.ForkCounter.
+func (b *Backend) ForksRefused(id string) (uint64, bool) {
+	if validateID(id) != nil {
+		return 0, false
+	}
+	return b.lifeline(id).pidsRefused(b.runtimeOf(id), id)
+}
+
 // sentryFD is a pidfd of the gVisor sandbox process (the sentry) of
 // sandbox id, or -1 when the sandbox is not gVisor's or its sentry is
 // gone. The pidfd is that process's: a reused PID never passes for it.

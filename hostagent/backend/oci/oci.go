@@ -110,21 +110,38 @@ type lifeline struct {
 	// (cgroup v1 memory.oom_control, v2 memory.events); empty if unknown.
 	oomOnce sync.Once
 	oomFile string
+	// pidsFile is the container's pids cgroup file that counts the forks
+	// its limit refused (pids.events); empty if unknown.
+	pidsOnce sync.Once
+	pidsFile string
+}
+
+// pidsRefused returns how many forks the sandbox's process limit has
+// refused during this incarnation, if the kernel says.
+func (l *lifeline) pidsRefused(r *runc, id string) (uint64, bool) {
+	l.pidsOnce.Do(func() { l.pidsFile = r.pidsCounter(containerID(id)) })
+	return cgroupCount(l.pidsFile, "max ")
 }
 
 // oomKills returns how many processes the OOM killer has killed in the
 // sandbox's memory cgroup during this incarnation, if the kernel says.
 func (l *lifeline) oomKills(r *runc, id string) (uint64, bool) {
 	l.oomOnce.Do(func() { l.oomFile = r.oomCounter(containerID(id)) })
-	if l.oomFile == "" {
+	return cgroupCount(l.oomFile, "oom_kill ")
+}
+
+// cgroupCount reads the count of a cgroup events file's line that starts
+// with key ("oom_kill ", "max "), if file names one and it has the line.
+func cgroupCount(file, key string) (uint64, bool) {
+	if file == "" {
 		return 0, false
 	}
-	data, err := os.ReadFile(l.oomFile)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return 0, false
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+		if v, ok := strings.CutPrefix(line, key); ok {
 			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 			return n, err == nil
 		}

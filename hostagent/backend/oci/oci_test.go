@@ -361,6 +361,29 @@ func TestReattachStoppedContainer(t *testing.T) {
 	}
 }
 
+// TestForksRefusedCount: a sandbox whose tenant takes every PID counts
+// the forks its limit refuses (ForksRefused, from its pids cgroup), which
+// the agent reads to tell a start that met the limit.
+func TestForksRefusedCount(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{ID: "pidlimit", Resources: backend.Resources{PIDs: 32}})
+	before, ok := b.ForksRefused(id)
+	if !ok || before != 0 {
+		t.Fatalf("a new sandbox: %d forks refused (known %v), want 0, known", before, ok)
+	}
+	// perl, not sh: a shell's failed fork ends it, and this must go on.
+	sh(t, b, id, `setsid perl -e 'while (1) { my $p = fork(); if (defined $p && $p == 0) { sleep 3600; exit } }' >/dev/null 2>&1 &`)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if n, ok := b.ForksRefused(id); ok && n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the limit refused no fork within a minute of a fork bomb")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestCgroupLimits: Resources become the container's cgroup limits (the
 // conformance suite's limits group checks that they hold inside).
 func TestCgroupLimits(t *testing.T) {

@@ -205,6 +205,32 @@ func (r *runc) oomCounter(id string) string {
 	return ""
 }
 
+// pidsCounter returns the file of the container's pids cgroup that counts
+// the forks its limit refused ("max N"), or "" when runc's state names
+// none (gVisor: the sentry's processes are not the host's).
+func (r *runc) pidsCounter(id string) string {
+	if r.gvisor {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(r.root, id, "state.json"))
+	if err != nil {
+		return ""
+	}
+	var st struct {
+		CgroupPaths map[string]string `json:"cgroup_paths"`
+	}
+	if json.Unmarshal(data, &st) != nil {
+		return ""
+	}
+	if p := st.CgroupPaths["pids"]; p != "" {
+		return filepath.Join(p, "pids.events")
+	}
+	if p := st.CgroupPaths[""]; p != "" {
+		return filepath.Join(p, "pids.events")
+	}
+	return ""
+}
+
 func (r *runc) resume(ctx context.Context, id string) error {
 	_, err := r.output(ctx, "resume", r.name(id))
 	return err
