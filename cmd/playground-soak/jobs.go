@@ -47,7 +47,10 @@ type seqJob struct {
 	gaps     []gapAt
 	started  time.Time
 	lastPoll time.Time
-	done     bool
+	// checked: its end was checked; done: its final page acknowledged too
+	// (or the job given up), so the client forgets it.
+	checked bool
+	done    bool
 }
 
 type gapAt struct {
@@ -88,8 +91,8 @@ func (c *goodClient) startSeq(ctx context.Context) {
 
 // jobExecFailed counts a job_exec whose failure leaves the job's fate
 // unknown: the answer was lost on its way (the transport), or the agent
-// was lost during the call (unavailable). A refusal (resource_exhausted)
-// started nothing.
+// was lost during the call or before it (unavailable: the gateway says
+// the same either way). A refusal (resource_exhausted) started nothing.
 func (c *goodClient) jobExecFailed() {
 	if c.lastFailure == "transport" || c.lastFailure == "unavailable" {
 		c.s.led.mu.Lock()
@@ -107,6 +110,13 @@ func (c *goodClient) pollSeq(ctx context.Context, j *seqJob) {
 	}
 	j.lastPoll = time.Now()
 	var page tools.JobPollOutput
+	if j.checked {
+		// The acknowledgement that lets the agent recycle the job, until
+		// it is answered: a job left unacknowledged holds one of the
+		// tenant's retained slots for an hour.
+		j.done = c.poll(ctx, j.id, j.cursor, &page) != retry
+		return
+	}
 	switch c.poll(ctx, j.id, j.cursor, &page) {
 	case retry:
 		return
@@ -134,11 +144,10 @@ func (c *goodClient) pollSeq(ctx context.Context, j *seqJob) {
 	if !page.Done {
 		return
 	}
-	j.done = true
+	j.checked = true
 	c.checkSeq(j, page)
-	// The acknowledgement lets the agent recycle the job.
 	var ack tools.JobPollOutput
-	c.poll(ctx, j.id, j.cursor, &ack)
+	j.done = c.poll(ctx, j.id, j.cursor, &ack) != retry
 }
 
 // checkSeq checks a finished sequence job byte for byte, allowing only the
@@ -212,6 +221,7 @@ const (
 	cancelStarting  cancelPhase = iota // until it says ready and its processes are seen
 	cancelReady                        // seen on the host: cancel it
 	cancelRequested                    // cancelled: poll to its end, then look
+	cancelAcking                       // proven: acknowledge its final page
 )
 
 // cancelPhaseBound is how long a phase may take with no fault under way.
@@ -311,7 +321,11 @@ func (c *goodClient) advanceCancel(ctx context.Context) {
 			return
 		}
 		l.provenCancel()
-		var ack tools.JobPollOutput
-		c.poll(ctx, j.id, j.cursor, &ack)
+		j.phase = cancelAcking
+		c.cancel = j
+	case cancelAcking:
+		if c.poll(ctx, j.id, j.cursor, &page) != retry {
+			c.cancel = nil
+		}
 	}
 }

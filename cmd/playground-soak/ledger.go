@@ -66,6 +66,7 @@ type ledger struct {
 	stops         map[string][]time.Duration // SIGTERM to exit, by component
 	restarts      map[string]int             // sandboxes started again after their init exited
 	hostile       map[string]int             // what the hostile tenants did and saw
+	notes         map[string]int             // other things seen, no invariant's
 	leaks         []string
 }
 
@@ -75,7 +76,7 @@ func newLedger(verbose io.Writer) *ledger {
 	}
 	return &ledger{verbose: verbose, start: time.Now(),
 		calls: map[string]int{}, retryable: map[string]int{}, violations: map[string]int{}, examples: map[string][]string{},
-		faults: map[string]int{}, serve: map[string][]time.Duration{}, hostile: map[string]int{}, stops: map[string][]time.Duration{}, restarts: map[string]int{}}
+		faults: map[string]int{}, serve: map[string][]time.Duration{}, hostile: map[string]int{}, stops: map[string][]time.Duration{}, restarts: map[string]int{}, notes: map[string]int{}}
 }
 
 // violate records a violation of invariant inv.
@@ -125,6 +126,13 @@ func (l *ledger) retried(kind string) {
 func (l *ledger) count(what string) {
 	l.mu.Lock()
 	l.hostile[what]++
+	l.mu.Unlock()
+}
+
+// note counts something seen that is no invariant's.
+func (l *ledger) note(what string) {
+	l.mu.Lock()
+	l.notes[what]++
 	l.mu.Unlock()
 }
 

@@ -91,6 +91,13 @@ func (s *soak) report(total, faultTime time.Duration, faults int) report {
 	add("job_exec answers lost (the job's fate unknown to its client)", "%d", l.unknownJobs)
 	add("what the hostile tenants did and saw", "%s", counts(l.hostile, nil))
 	add("sandboxes started again by the agent because their init had exited", "%s", counts(l.restarts, nil))
+	s.mu.Lock()
+	egress := len(s.egress)
+	s.mu.Unlock()
+	add("egress sandboxes whose veth and nftables table were looked for at the end", "%d", egress)
+	if len(l.notes) > 0 {
+		add("other things seen", "%s", counts(l.notes, nil))
+	}
 	add("leaks found", "%d%s", len(l.leaks), listOrEmpty(l.leaks))
 
 	var verdicts []string

@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 )
 
@@ -34,3 +35,5 @@ func run(context.Context, options, io.Writer) (int, error) {
 func removeState(string) error {
 	return fmt.Errorf("the soak needs Linux, not %s", runtime.GOOS)
 }
+
+func selectKinds(*regexp.Regexp) []string { return nil }
