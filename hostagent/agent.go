@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -133,7 +134,7 @@ type sandbox struct {
 
 type handle struct {
 	id, tenant, sandboxID string
-	expires               time.Time
+	opened, expires       time.Time
 }
 
 // Handle is an open session on a sandbox: a lease that expires unless used
@@ -571,11 +572,62 @@ func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, err
 	if len(a.handles) >= a.opts.MaxHandles {
 		return Handle{}, errorf(CodeExhausted, "this node has %d open session handles (limit %d): retry later", len(a.handles), a.opts.MaxHandles)
 	}
-	h := &handle{id: agentapi.NewHandle(), tenant: tenant, sandboxID: sandboxID, expires: a.clock.Now().Add(a.opts.HandleTTL)}
+	now := a.clock.Now()
+	h := &handle{id: agentapi.NewHandle(), tenant: tenant, sandboxID: sandboxID, opened: now, expires: now.Add(a.opts.HandleTTL)}
 	a.handles[h.id] = h
 	a.perTenant[tenant]++
 	s.handles++
 	return Handle{ID: h.id, SandboxID: sandboxID, Expires: h.expires}, nil
+}
+
+// Activity is what a tenant has open in its sandbox: its session handles
+// and the jobs it can still poll or cancel.
+type Activity struct {
+	Handles []HandleInfo
+	Jobs    []jobs.JobInfo
+}
+
+// HandleInfo is an open handle as a listing shows it: LastUsed is when a
+// call last used or renewed it.
+type HandleInfo struct {
+	Handle
+	Opened, LastUsed time.Time
+}
+
+// Activity lists the tenant's open handles and jobs in its sandbox, oldest
+// first: the operator's view of what holds the tenant's bounds (handles
+// and retained jobs). A sandbox that is not the tenant's is not found, as
+// for Open.
+func (a *Agent) Activity(ctx context.Context, tenant, sandboxID string) (Activity, error) {
+	if err := a.waitPending(ctx, tenant, sandboxID); err != nil {
+		return Activity{}, err
+	}
+	a.mu.Lock()
+	a.expireLocked()
+	s, ok := a.sandboxes[sandboxID]
+	if !ok || s.spec.Tenant != tenant {
+		a.mu.Unlock()
+		return Activity{}, errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
+	}
+	var act Activity
+	for _, h := range a.handles {
+		if h.tenant == tenant && h.sandboxID == sandboxID {
+			act.Handles = append(act.Handles, HandleInfo{
+				Handle:   Handle{ID: h.id, SandboxID: h.sandboxID, Expires: h.expires},
+				Opened:   h.opened,
+				LastUsed: h.expires.Add(-a.opts.HandleTTL),
+			})
+		}
+	}
+	a.mu.Unlock()
+	slices.SortFunc(act.Handles, func(x, y HandleInfo) int {
+		if c := x.Opened.Compare(y.Opened); c != 0 {
+			return c
+		}
+		return strings.Compare(x.ID, y.ID)
+	})
+	act.Jobs = a.jobs.List(tenant, sandboxID)
+	return act, nil
 }
 
 // Renew extends a handle's lease.

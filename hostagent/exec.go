@@ -249,7 +249,7 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 		}
 		return p, nil
 	}
-	return a.jobs.Start(ctx, tenant, spec.ID, start, jobs.WithTimeout(req.Timeout))
+	return a.jobs.Start(ctx, tenant, spec.ID, start, jobs.WithTimeout(req.Timeout), jobs.WithCommand(req.Command))
 }
 
 // startHeldJob starts a job that its sandbox holds: it outlives this
@@ -281,7 +281,7 @@ func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tena
 		}
 		return j, nil
 	}
-	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, jobs.WithTimeout(req.Timeout), oomCounter(holder, sandboxID))
+	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, jobs.WithTimeout(req.Timeout), jobs.WithCommand(req.Command), oomCounter(holder, sandboxID))
 }
 
 // forkLimit returns, for a start in sandboxID, what makes its failure a

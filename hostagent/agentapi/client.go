@@ -161,6 +161,13 @@ func (c *Client) Open(ctx context.Context, tenant, sandboxID string) (Handle, er
 	return h, err
 }
 
+// Activity lists the tenant's open handles and jobs in its sandbox.
+func (c *Client) Activity(ctx context.Context, tenant, sandboxID string) (Activity, error) {
+	var act Activity
+	err := c.do(ctx, "/v1/sandboxes/"+url.PathEscape(sandboxID)+"/activity", TenantRequest{Tenant: tenant}, &act)
+	return act, err
+}
+
 // Renew extends a handle's lease.
 func (c *Client) Renew(ctx context.Context, tenant, handle string) (Handle, error) {
 	var h Handle

@@ -117,6 +117,22 @@ type Handle struct {
 	Expires   time.Time `json:"expires"`
 }
 
+// Activity is what a tenant has open in its sandbox (the answer to a
+// listing): its session handles and the jobs it can still poll or cancel,
+// oldest first.
+type Activity struct {
+	Handles []HandleInfo `json:"handles"`
+	Jobs    []JobInfo    `json:"jobs"`
+}
+
+// HandleInfo is an open handle in a listing: when it was opened and when
+// a call last used or renewed it.
+type HandleInfo struct {
+	Handle
+	Opened   time.Time `json:"opened"`
+	LastUsed time.Time `json:"last_used"`
+}
+
 // ReadRequest is the body of a file read.
 type ReadRequest struct {
 	Tenant string `json:"tenant"`
@@ -166,9 +182,12 @@ func (s JobState) Terminal() bool { return s != JobRunning && s != JobCancelling
 
 // JobInfo describes a background job.
 type JobInfo struct {
-	ID        string    `json:"id"`
-	Tenant    string    `json:"tenant"`
-	SandboxID string    `json:"sandbox_id"`
+	ID        string `json:"id"`
+	Tenant    string `json:"tenant"`
+	SandboxID string `json:"sandbox_id"`
+	// Command is the job's command, its first 200 bytes (a longer one
+	// ends with "…"); empty when not known.
+	Command   string    `json:"command,omitempty"`
 	State     JobState  `json:"state"`
 	StartedAt time.Time `json:"started_at"`
 	// EndedAt is when the job became terminal; zero while active.

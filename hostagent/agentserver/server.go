@@ -191,6 +191,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("POST /v1/sandboxes/{sandbox}/handles", s.call(s.open))
+	mux.Handle("POST /v1/sandboxes/{sandbox}/activity", s.call(s.activity))
 	mux.Handle("POST /v1/handles/{handle}/renew", s.call(s.renew))
 	mux.Handle("POST /v1/handles/{handle}/close", s.call(s.close))
 	mux.Handle("POST /v1/handles/{handle}/exec", s.call(s.exec))
@@ -366,6 +367,15 @@ func (s *Server) open(r *http.Request) (any, error) {
 	}
 	h, err := s.agent.Open(r.Context(), req.Tenant, r.PathValue("sandbox"))
 	return wireHandle(h), err
+}
+
+func (s *Server) activity(r *http.Request) (any, error) {
+	var req agentapi.TenantRequest
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	act, err := s.agent.Activity(r.Context(), req.Tenant, r.PathValue("sandbox"))
+	return wireActivity(act), err
 }
 
 func (s *Server) renew(r *http.Request) (any, error) {

@@ -55,11 +55,23 @@ func wireHandle(h hostagent.Handle) agentapi.Handle {
 	return agentapi.Handle{ID: h.ID, SandboxID: h.SandboxID, Expires: h.Expires}
 }
 
+func wireActivity(act hostagent.Activity) agentapi.Activity {
+	out := agentapi.Activity{Handles: []agentapi.HandleInfo{}, Jobs: []agentapi.JobInfo{}}
+	for _, h := range act.Handles {
+		out.Handles = append(out.Handles, agentapi.HandleInfo{Handle: wireHandle(h.Handle), Opened: h.Opened, LastUsed: h.LastUsed})
+	}
+	for _, j := range act.Jobs {
+		out.Jobs = append(out.Jobs, wireJob(j))
+	}
+	return out
+}
+
 func wireJob(j jobs.JobInfo) agentapi.JobInfo {
 	info := agentapi.JobInfo{
 		ID:        j.ID,
 		Tenant:    j.Tenant,
 		SandboxID: j.SandboxID,
+		Command:   j.Command,
 		State:     agentapi.JobState(j.State),
 		StartedAt: j.StartedAt,
 		EndedAt:   j.EndedAt,

@@ -66,6 +66,8 @@ type Attacher func(ctx context.Context, jobID string) (Held, error)
 // sandbox (guest.JobSpec.Meta) for the next agent.
 type heldMeta struct {
 	Tenant string `json:"tenant"`
+	// Command is the job's command as a listing shows it (WithCommand).
+	Command string `json:"command,omitempty"`
 	// Deadline is when the job's timeout kills it; zero means none.
 	Deadline time.Time `json:"deadline,omitzero"`
 	// OOMKills is the sandbox's count of OOM kills when the job started,
@@ -217,12 +219,12 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 	for _, opt := range opts {
 		opt(&o)
 	}
-	j, err := m.reserve(ctx, tenant, sandboxID, true)
+	j, err := m.reserve(ctx, tenant, sandboxID, true, o.command)
 	if err != nil {
 		return JobInfo{}, err
 	}
 	defer m.wg.Done()
-	meta := heldMeta{Tenant: tenant}
+	meta := heldMeta{Tenant: tenant, Command: o.command}
 	if o.timeout > 0 {
 		meta.Deadline = j.startedAt.Add(o.timeout)
 	}
@@ -330,6 +332,7 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 		started = now
 	}
 	j := m.insertLocked(id, tenant, sandboxID, started, true)
+	j.command = commandSummary(meta.Command)
 	m.mu.Unlock()
 	defer m.wg.Done()
 

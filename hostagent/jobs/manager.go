@@ -74,6 +74,7 @@ type halt struct {
 // job is one job's state, guarded by Manager.mu.
 type job struct {
 	id, tenant, sandbox string
+	command             string // WithCommand's summary
 	state               State
 	// starting is true from admission until the start func returns; such a
 	// job holds capacity but is invisible to lookups.
@@ -194,7 +195,7 @@ func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start Sta
 	for _, opt := range opts {
 		opt(&o)
 	}
-	j, err := m.reserve(ctx, tenant, sandboxID, false)
+	j, err := m.reserve(ctx, tenant, sandboxID, false, o.command)
 	if err != nil {
 		return JobInfo{}, err
 	}
@@ -233,7 +234,7 @@ func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start Sta
 // reserve admits a job for tenant in sandboxID and inserts it, starting:
 // it holds capacity from now on. The caller starts it, then calls
 // unreserveLocked if that failed, and m.wg.Done in any case.
-func (m *Manager) reserve(ctx context.Context, tenant, sandboxID string, held bool) (*job, error) {
+func (m *Manager) reserve(ctx context.Context, tenant, sandboxID string, held bool, command string) (*job, error) {
 	if tenant == "" {
 		return nil, errors.New("jobs: empty tenant")
 	}
@@ -246,7 +247,9 @@ func (m *Manager) reserve(ctx context.Context, tenant, sandboxID string, held bo
 		m.stats.Refused++
 		return nil, err
 	}
-	return m.insertLocked(m.newIDLocked(), tenant, sandboxID, m.clock.Now(), held), nil
+	j := m.insertLocked(m.newIDLocked(), tenant, sandboxID, m.clock.Now(), held)
+	j.command = command
+	return j, nil
 }
 
 // insertLocked inserts a starting job and counts it against the bounds; it
@@ -799,6 +802,7 @@ func (j *job) infoLocked() JobInfo {
 		ID:        j.id,
 		Tenant:    j.tenant,
 		SandboxID: j.sandbox,
+		Command:   j.command,
 		State:     j.state,
 		StartedAt: j.startedAt,
 		EndedAt:   j.endedAt,
@@ -808,6 +812,31 @@ func (j *job) infoLocked() JobInfo {
 		info.Result = &r
 	}
 	return info
+}
+
+// List returns the tenant's jobs in sandboxID that it can still poll or
+// cancel (running, and ended but not yet acknowledged or expired: those
+// that count against its retained bound), oldest first.
+func (m *Manager) List(tenant, sandboxID string) []JobInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.sweepLocked()
+	var out []JobInfo
+	for _, j := range m.jobs {
+		if j.tenant == tenant && j.sandbox == sandboxID && !j.starting {
+			out = append(out, j.infoLocked())
+		}
+	}
+	slices.SortFunc(out, func(a, b JobInfo) int {
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
 }
 
 // Stats returns the current counters.

@@ -17,7 +17,9 @@ limitations under the License.
 package jobs
 
 import (
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs/outring"
@@ -61,6 +63,9 @@ type JobInfo struct {
 	ID        string
 	Tenant    string
 	SandboxID string
+	// Command is the job's command as a listing shows it (WithCommand);
+	// empty when the job was started without one.
+	Command   string
 	State     State
 	StartedAt time.Time
 	// EndedAt is when the job became terminal; zero while active.
@@ -173,6 +178,32 @@ type StartOption func(*startOptions)
 type startOptions struct {
 	timeout time.Duration
 	oom     func() (uint64, bool)
+	command string
+}
+
+// WithCommand records the job's command, as a listing shows it (List):
+// at most MaxCommandSummary bytes of it, valid UTF-8. A held job keeps it
+// in its record in the sandbox, so an agent that adopts the job lists it
+// too.
+func WithCommand(command string) StartOption {
+	return func(o *startOptions) { o.command = commandSummary(command) }
+}
+
+// MaxCommandSummary bounds the bytes of a job's command that a listing
+// shows; a longer one ends with "…".
+const MaxCommandSummary = 200
+
+// commandSummary is command as a listing shows it.
+func commandSummary(command string) string {
+	s := strings.ToValidUTF8(command, "\uFFFD")
+	if len(s) <= MaxCommandSummary {
+		return s
+	}
+	cut := MaxCommandSummary - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // WithTimeout kills the job (with the same proof as a cancel) once d has

@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -448,6 +449,35 @@ func TestKubectlPlugin(t *testing.T) {
 	code, stdout, stderr = as(cp.Config, "", "exec", "dev", "--agent-cleartext", "--agent-token-file", tokenFile, "--", "echo", "over", "h2c")
 	g.Expect(code).To(Equal(0), stderr)
 	g.Expect(stdout).To(Equal("over h2c\n"))
+
+	// jobs: what holds the tenant's bounds, for an agent that lost its
+	// job IDs; as for exec, only for a user who may use the tenant.
+	_, devSbx := waitReady(t, ns, "dev")
+	devAgent, err := agentapi.NewClient(devSbx.Status.Endpoint, agentToken, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	devTenant := ns + "/dev"
+	devHandle, err := devAgent.Open(ctx, devTenant, devSbx.Status.SandboxID)
+	g.Expect(err).NotTo(HaveOccurred())
+	job, err := devAgent.StartJob(ctx, devTenant, devHandle.ID, agentapi.ExecRequest{Command: "sleep 300 # the long one"})
+	g.Expect(err).NotTo(HaveOccurred())
+	code, stdout, stderr = as(cp.Config, "", "jobs", "dev", "--agent-cleartext", "--agent-token-file", tokenFile)
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(MatchRegexp(`HANDLE\s+AGE\s+IDLE\s+EXPIRES IN\n` + devHandle.ID + `\s`))
+	g.Expect(stdout).To(MatchRegexp(`JOB\s+STATE\s+AGE\s+RESULT\s+COMMAND\n` + job.ID + `\s+running\s+\S+\s+-\s+sleep 300 # the long one\n`))
+	code, stdout, stderr = as(cp.Config, "", "jobs", "dev", "--agent-cleartext", "--agent-token-file", tokenFile, "-o", "json")
+	g.Expect(code).To(Equal(0), stderr)
+	var listed agentapi.Activity
+	g.Expect(json.Unmarshal([]byte(stdout), &listed)).To(Succeed(), stdout)
+	g.Expect(listed.Jobs).To(HaveLen(1))
+	g.Expect(listed.Jobs[0].ID).To(Equal(job.ID))
+	_, err = devAgent.Cancel(ctx, devTenant, job.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	code, stdout, stderr = as(runner, "", "jobs", "cli")
+	g.Expect(code).To(Equal(0), stderr)
+	g.Expect(stdout).To(Equal("No open session handles.\n\nNo jobs.\n"), "exec and shell closed their handles")
+	code, _, stderr = as(stranger, "", "jobs", "cli")
+	g.Expect(code).To(Equal(1))
+	g.Expect(stderr).To(ContainSubstring("may not use tenant"))
 
 	// restart: the agent kills every process of the sandbox and starts it
 	// again; the command waits for the agent's answer.

@@ -55,8 +55,13 @@ type agentFlags struct {
 }
 
 func (a *agentFlags) add(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&a.timeout, "exec-timeout", 10*time.Minute, "kill a command (and every process it started) still running after this long; 0: no limit")
+	a.addReach(cmd)
+}
+
+// addReach adds the flags that say how to reach the agent.
+func (a *agentFlags) addReach(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.DurationVar(&a.timeout, "exec-timeout", 10*time.Minute, "kill a command (and every process it started) still running after this long; 0: no limit")
 	f.StringVar(&a.tokenFile, "agent-token-file", "", "present the token in this file to the agent instead of your kubeconfig's (playground dev: .dev/agent-token)")
 	f.StringVar(&a.tlsCA, "agent-tls-ca", "", "PEM file of the CA of the agents' certificates (default: the ConfigMap playground-agent-ca of --lease-namespace)")
 	f.BoolVar(&a.cleartext, "agent-cleartext", false, "reach an agent whose endpoint is http:// (playground dev's only): your token then crosses in clear")
@@ -176,6 +181,16 @@ type sandboxSession struct {
 // openSession checks that the caller may use the tenant, finds its
 // sandbox's agent, and opens a handle there, as a stdio gateway would.
 func (x *cli) openSession(ctx context.Context, name string, af *agentFlags) (*sandboxSession, error) {
+	s, err := x.reachSandbox(ctx, name, af)
+	if err != nil {
+		return nil, err
+	}
+	return s, s.open(ctx)
+}
+
+// reachSandbox checks that the caller may use the tenant and finds its
+// sandbox's agent; the session it returns has no handle yet.
+func (x *cli) reachSandbox(ctx context.Context, name string, af *agentFlags) (*sandboxSession, error) {
 	cfg, err := x.restConfig()
 	if err != nil {
 		return nil, err
@@ -213,8 +228,7 @@ func (x *cli) openSession(ctx context.Context, name string, af *agentFlags) (*sa
 	if err != nil {
 		return nil, err
 	}
-	s := &sandboxSession{agent: agent, tenant: id.String(), sandboxID: sandboxID}
-	return s, s.open(ctx)
+	return &sandboxSession{agent: agent, tenant: id.String(), sandboxID: sandboxID}, nil
 }
 
 // token is what the caller presents to the agent: the file's, or the

@@ -177,6 +177,7 @@ func (x *cli) commands() *cobra.Command {
 		x.attachCommand(),
 		x.execCommand(),
 		x.shellCommand(),
+		x.jobsCommand(),
 		x.logsCommand(),
 		x.nodeCommand(),
 	)
