@@ -407,9 +407,15 @@ func (d *deployment) nothingLeft(t *testing.T, ns, sandboxID string, retained bo
 		t.Errorf("Playground objects left after uninstalling: %s", out)
 	}
 
-	// The host: no sandbox process, mount or loop device.
+	// The host: no sandbox process, mount or loop device. A sandbox's
+	// processes are told by their cgroup, under the agents' parent: other
+	// sandboxes of this machine (a test run beside this one) are not ours.
+	ours := func(p process) bool {
+		cg, _ := os.ReadFile(filepath.Join(p.proc, "cgroup"))
+		return strings.Contains(string(cg), ":"+d.cgroup+"/")
+	}
 	for _, p := range processes() {
-		if strings.HasPrefix(p.exe, d.stateDir+"/") || strings.Contains(p.args, d.stateDir) || strings.HasPrefix(p.args, "playground-sandbox ") {
+		if strings.HasPrefix(p.exe, d.stateDir+"/") || strings.Contains(p.args, d.stateDir) || (strings.HasPrefix(p.args, "playground-sandbox ") && ours(p)) {
 			t.Errorf("left running after uninstalling: %s %s (%s)", p.proc, p.exe, p.args)
 		}
 	}
