@@ -108,9 +108,40 @@ func (c *Client) do(ctx context.Context, path string, body, out any) error {
 		return nil
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
-		return fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
+		return unreadable(ctx, resp, path, err)
 	}
 	return nil
+}
+
+// answerBody is an answer's body that remembers whether reading it
+// failed: the agent's connection broke mid-answer.
+type answerBody struct {
+	io.ReadCloser
+	err error
+}
+
+func (b *answerBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// unreadable is the error of an answer that could not be read whole or
+// decoded. One the agent cut short (it stopped mid-answer: a restart, a
+// crash; its connection broke, or the body ended early) is unavailable,
+// which its caller may retry, saying that the call may have taken effect;
+// a complete answer that does not decode is the client's error.
+func unreadable(ctx context.Context, resp *http.Response, path string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("calling the agent: %w", ctx.Err())
+	}
+	if b, ok := resp.Body.(*answerBody); (ok && b.err != nil) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &Error{Code: CodeUnavailable, Err: err,
+			Message: "the sandbox's node stopped in the middle of its answer (it may be restarting): retry; what the call did may have happened (a command run, a file written)"}
+	}
+	return fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
 }
 
 // post posts body as JSON to path, asking for accept (default JSON), and
@@ -151,6 +182,7 @@ func (c *Client) post(ctx context.Context, path string, body any, accept string)
 		}
 		return nil, &Error{Code: e.Code, Message: e.Message}
 	}
+	resp.Body = &answerBody{ReadCloser: resp.Body}
 	return resp, nil
 }
 
@@ -213,7 +245,7 @@ func (c *Client) Exec(ctx context.Context, tenant, handle string, req ExecReques
 		err = reserve(outputWeight(len(res.Stdout)) + outputWeight(len(res.Stderr)))
 	}
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
+		return ExecResult{}, unreadable(ctx, resp, path, err)
 	}
 	return res, nil
 }
@@ -307,7 +339,7 @@ func (c *Client) Poll(ctx context.Context, req PollRequest, jobID string) (PollR
 		err = json.NewDecoder(body).Decode(&res)
 	}
 	if err != nil {
-		return PollResponse{}, fmt.Errorf("decoding the agent's answer to %s: %w", path, err)
+		return PollResponse{}, unreadable(ctx, resp, path, err)
 	}
 	return res, nil
 }
