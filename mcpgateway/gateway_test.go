@@ -476,8 +476,11 @@ func TestGateway(t *testing.T) {
 		if resultText(res) != secret {
 			t.Fatalf("alice's file now %q", resultText(res))
 		}
+		// Its output is there, or comes: the job may not have echoed yet
+		// on a loaded machine, and a poll that waits answers at its first
+		// output.
 		var p tools.JobPollOutput
-		callOK(t, a, "job_poll", map[string]any{"job_id": aj.JobID, "wait_seconds": 0}, &p)
+		callOK(t, a, "job_poll", map[string]any{"job_id": aj.JobID, "wait_seconds": 20}, &p)
 		if p.State != "running" || len(p.Chunks) == 0 || !strings.Contains(p.Chunks[0].Data, secret) {
 			t.Fatalf("alice's job: %+v", p)
 		}
