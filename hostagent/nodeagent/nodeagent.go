@@ -419,7 +419,7 @@ func Run(ctx context.Context, opts Options) error {
 			return agentlease.Registration{
 				Node:            opts.NodeName,
 				Endpoint:        endpoint,
-				Protocol:        server.Version().String(),
+				Protocol:        agentapi.Current.String(),
 				Backends:        backendNames(opts.Backends),
 				Isolations:      isolations(opts.Backends),
 				Networks:        networks(opts.Backends),
