@@ -35,8 +35,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -233,9 +231,6 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 	if r.recent.repeats(tenant.UID, from, to, now) {
 		return nil
 	}
-	if err := r.upgradeStatusOwnership(ctx, tenant); err != nil {
-		return err
-	}
 	ac := playgroundv1alpha1ac.Tenant(tenant.Name, tenant.Namespace).WithStatus(tenantStatus(&tenant.Status))
 	if err := r.Status().Apply(ctx, ac, client.FieldOwner(playgroundv1alpha1.TenantControllerFieldOwner), client.ForceOwnership); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("applying the status of tenant %s: %w", klog.KObj(tenant), err)
@@ -300,26 +295,6 @@ func tenantStatus(s *playgroundv1alpha1.TenantStatus) *playgroundv1alpha1ac.Tena
 		creds.WithIssuedAt(*c.IssuedAt)
 	}
 	return out.WithCredentials(creds)
-}
-
-// upgradeStatusOwnership hands the status fields that an earlier version
-// of this reconciler wrote by merge patch (an Update entry of the same
-// field manager in managedFields) over to its apply entry, once, as
-// kubectl does when it moves from client-side to server-side apply.
-// Otherwise they would stay owned by that entry, and a condition the apply
-// leaves out (Reconciling once Ready) would never be removed.
-func (r *TenantReconciler) upgradeStatusOwnership(ctx context.Context, tenant *playgroundv1alpha1.Tenant) error {
-	owner := playgroundv1alpha1.TenantControllerFieldOwner
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(tenant, sets.New(owner), owner, csaupgrade.Subresource("status"))
-	if err != nil || patch == nil {
-		return err
-	}
-	// The patch sets the resourceVersion too: a stale view conflicts, and
-	// the next pass tries again.
-	if err := r.Patch(ctx, tenant.DeepCopy(), client.RawPatch(types.JSONPatchType, patch)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("moving the status of tenant %s to server-side apply: %w", klog.KObj(tenant), err)
-	}
-	return nil
 }
 
 // reconcileNormal runs the phases, each setting its own condition, then

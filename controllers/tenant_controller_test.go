@@ -537,38 +537,6 @@ func TestTenantReady(t *testing.T) {
 	eventually(t, ready)
 }
 
-// TestTenantStatusMovesToApply: the status of a Tenant that an earlier
-// version of the reconciler wrote by merge patch (so owned by an Update
-// entry of its field manager) is taken over by its server-side apply: a
-// condition the apply leaves out still goes, and the status keeps no
-// Update entry of the reconciler.
-func TestTenantStatusMovesToApply(t *testing.T) {
-	ns := newNamespace(t)
-	const name = "olga"
-	newTenant(t, ns, name, playgroundv1alpha1.TenantSpec{})
-	issuedToken(t, ns, name)
-
-	// As the earlier reconciler wrote it: a merge patch, under its name.
-	eventually(t, func(g Gomega) {
-		tn := getTenant(g, ns, name)
-		before := tn.DeepCopy()
-		meta.SetStatusCondition(&tn.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.StalledCondition, Status: metav1.ConditionTrue,
-			Reason: "Old", Message: "written by merge patch", ObservedGeneration: tn.Generation})
-		g.Expect(k8sClient.Status().Patch(context.Background(), tn, client.MergeFrom(before),
-			client.FieldOwner(playgroundv1alpha1.TenantControllerFieldOwner))).To(Succeed())
-	})
-	eventually(t, func(g Gomega) {
-		tn := getTenant(g, ns, name)
-		g.Expect(meta.FindStatusCondition(tn.Status.Conditions, playgroundv1alpha1.StalledCondition)).To(BeNil())
-		g.Expect(tenantCondition(tn, playgroundv1alpha1.CredentialsReadyCondition).Status).To(Equal(metav1.ConditionTrue))
-		for _, m := range tn.ManagedFields {
-			if m.Manager == playgroundv1alpha1.TenantControllerFieldOwner && m.Subresource == "status" {
-				g.Expect(m.Operation).To(Equal(metav1.ManagedFieldsOperationApply))
-			}
-		}
-	})
-}
-
 // TestTenantConflict: a Secret of another kind under the token's name is
 // not taken over; the tenant stalls and says so.
 func TestTenantConflict(t *testing.T) {

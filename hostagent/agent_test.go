@@ -27,13 +27,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/guest"
-	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // racyInit is a backend whose sandbox's init dies between the kernel's
@@ -123,15 +121,13 @@ func TestInitDeadAtReattachIsARestart(t *testing.T) {
 	}
 }
 
-// oldGuest is a backend whose sandboxes run a guest binary from before
-// held jobs (guest protocol 4), as a sandbox started by an older agent
-// does until it restarts. Its JobConn answers every request as that
-// guest's shepherd does (readStart in guest/shepherd_linux.go): it
-// refuses the protocol version by name. The real old binary is not built
-// here; the refusal's text is the contract (guest.UnsupportedVersion).
-type oldGuest struct{ *backendtest.Fake }
+// otherGuest is a backend whose sandboxes run a guest binary of another
+// guest protocol version. Its init answers every request as such a guest
+// does (readRequest in guest/shepherd_linux.go, readControlRequest in
+// guest/control_linux.go): it refuses the version by name.
+type otherGuest struct{ *backendtest.Fake }
 
-func (oldGuest) JobConn(ctx context.Context, id string) (net.Conn, error) {
+func (otherGuest) JobConn(ctx context.Context, id string) (net.Conn, error) {
 	agent, sandbox := net.Pipe()
 	go func() {
 		defer sandbox.Close()
@@ -140,53 +136,39 @@ func (oldGuest) JobConn(ctx context.Context, id string) (net.Conn, error) {
 		if t, payload, err := fr.ReadFrame(); err != nil || t != guest.FrameStart || json.Unmarshal(payload, &req) != nil {
 			return
 		}
-		_, _ = sandbox.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version))))
+		_, _ = sandbox.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version, guest.ProtocolVersion+1))))
 	}()
 	return agent, nil
 }
 
-// TestOldGuestFallsBackToAgentHeldJobs: on a sandbox whose guest predates
-// held jobs, the agent starts (no held job to adopt) and holds its jobs
-// itself, as before held jobs: they run and report as usual.
-func TestOldGuestFallsBackToAgentHeldJobs(t *testing.T) {
-	be := oldGuest{backendtest.New("oci", backendtest.Writes(backendtest.Piece{Stream: backend.Stdout, Data: []byte("from the old guest\n")}))}
+func (g otherGuest) JobControlConn(ctx context.Context, id string) (net.Conn, error) {
+	return g.JobConn(ctx, id)
+}
+
+// TestGuestOfAnotherProtocolIsRefused: the agent does not drive a
+// sandbox whose guest speaks another guest protocol version: the guest's
+// refusal, which names both versions and says to restart the sandbox,
+// fails the sandbox's Ensure (its conditions show it), and the agent
+// does not hold the sandbox's jobs itself instead.
+func TestGuestOfAnotherProtocolIsRefused(t *testing.T) {
+	be := otherGuest{backendtest.New("oci", backendtest.Writes())}
 	a, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close(context.Background())
 	ctx := context.Background()
-	spec := backend.Spec{ID: "sbx-old", Tenant: "ns/t"}
-	if err := a.Ensure(ctx, spec); err != nil {
-		t.Fatalf("ensuring a sandbox with an old guest: %v", err)
+	spec := backend.Spec{ID: "sbx-other", Tenant: "ns/t"}
+	err = a.Ensure(ctx, spec)
+	want := guest.UnsupportedVersion(guest.ProtocolVersion, guest.ProtocolVersion+1)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "sbx-other") {
+		t.Fatalf("ensuring a sandbox whose guest speaks another protocol: %v; want its refusal %q", err, want)
 	}
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := a.Open(ctx, spec.Tenant, spec.ID); err == nil {
+		t.Fatal("a handle was opened on the sandbox that refused the agent")
 	}
-	job, err := a.StartJob(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "echo"})
-	if err != nil {
-		t.Fatalf("a job on an old guest: %v", err)
-	}
-	if held := a.Jobs().Stats().Held; held != 0 {
-		t.Errorf("%d jobs held by the old guest's sandbox, want 0: the agent holds them", held)
-	}
-	var out []byte
-	cursor := ""
-	for {
-		page, err := a.PollJob(ctx, spec.Tenant, job.ID, cursor, 0, 5*time.Second)
-		if err != nil {
-			t.Fatalf("polling the job: %v", err)
-		}
-		for _, c := range page.Chunks {
-			out = append(out, c.Data...)
-		}
-		if cursor = page.NextCursor; page.Done {
-			if page.Job.State != jobs.StateExited || string(out) != "from the old guest\n" {
-				t.Fatalf("the job ended %s with output %q", page.Job.State, out)
-			}
-			return
-		}
+	if st := a.Jobs().Stats(); st.Held != 0 {
+		t.Errorf("jobs %+v, want none", st)
 	}
 }
 

@@ -232,13 +232,10 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", be.Name())
 	}
 	if holder, ok := be.(backend.JobHolder); ok {
-		info, err := a.startHeldJob(ctx, holder, tenant, spec.ID, req)
-		if !errors.Is(err, guestexec.ErrOldGuest) {
-			return info, err
-		}
-		// The sandbox's guest predates held jobs (it started under an
-		// older agent): the agent holds this job, which ends with it.
+		return a.startHeldJob(ctx, holder, tenant, spec.ID, req)
 	}
+	// A backend whose sandboxes hold no jobs (jail): the agent holds this
+	// job, which ends with it.
 	start := func(sink backend.Sink) (backend.Process, error) {
 		// The job outlives this call: its process must not die with ctx.
 		atLimit := forkLimit(be, spec.ID)
@@ -271,8 +268,6 @@ func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tena
 		j, err := guestexec.StartJob(sctx, conn, req.backendRequest(), js)
 		err = atLimit(err)
 		switch {
-		case errors.Is(err, guestexec.ErrOldGuest):
-			return nil, err
 		case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
 			return nil, a.execError(err) // refused: nothing started
 		case err != nil:
@@ -407,10 +402,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 		return fmt.Errorf("listing the jobs of sandbox %s: %w", spec.ID, err)
 	}
 	recs, err := guestexec.ListJobs(ctx, conn)
-	switch {
-	case errors.Is(err, guestexec.ErrOldGuest):
-		return nil // it predates held jobs: it holds none
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("listing the jobs of sandbox %s: %w", spec.ID, err)
 	}
 	attach := attacher(holder, spec.ID)

@@ -683,7 +683,7 @@ func TestUnregisteredEndpointRefused(t *testing.T) {
 // be reached, the agent hears nothing.
 func TestCleartextAgentRefused(t *testing.T) {
 	var reached atomic.Int32
-	n := startNodeWith(t, nodeOptions{leaseNS: agentlease.DefaultNamespace, wrap: func(h http.Handler) http.Handler {
+	n := startNodeWith(t, nodeOptions{leaseNS: agentlease.DefaultNamespace, protocol: agentapi.Current.String(), wrap: func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			reached.Add(1)
 			h.ServeHTTP(w, r)

@@ -69,7 +69,7 @@ var authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 // mixes releases it should not).
 var protocolRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "playground_gateway_agent_protocol_refusals_total",
-	Help: "Tool calls refused because the sandbox's agent advertises an agent protocol version this gateway cannot speak, by its major version (MAJOR.x, or invalid).",
+	Help: "Tool calls refused because the sandbox's agent advertises an agent protocol version this gateway cannot speak, by its major version (MAJOR.x, or invalid: none or unreadable).",
 }, []string{"agent_protocol"})
 
 // protocolRefused counts a refusal of an agent (err from agentVersion);

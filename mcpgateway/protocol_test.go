@@ -64,12 +64,11 @@ func (s *seen) snapshot() (map[string]int, int) {
 	return v, s.binary
 }
 
-// TestAgentProtocolVersions: during a rollout the gateway speaks to each
-// agent in the version the agent advertises in its Lease: the previous
-// minor to an agent not yet upgraded (asking it for nothing that minor
-// lacks), the current one to an upgraded agent; an agent of another major
-// version is refused with a message that says so, and counted, before any
-// call reaches it.
+// TestAgentProtocolVersions: the gateway speaks the agent protocol's one
+// version to an agent that advertises it in its Lease, asking for the
+// binary answers; an agent of another major version, or one that
+// advertises none, is refused with a message that says so, and counted,
+// before any call reaches it.
 func TestAgentProtocolVersions(t *testing.T) {
 	g := startGateway(t, mcpgateway.Options{})
 	g.waitReady(t)
@@ -100,19 +99,6 @@ func TestAgentProtocolVersions(t *testing.T) {
 		}
 	}
 
-	t.Run("previous minor", func(t *testing.T) {
-		for _, advertised := range []string{"1.0", ""} { // "": an agent from before versions
-			rec := &seen{versions: map[string]int{}}
-			old := agentapi.V1_0
-			n := startNodeWith(t, nodeOptions{leaseNS: "playground-system", protocol: advertised, speaks: &old, wrap: rec.wrap})
-			use(t, n, "old-agent"+strings.ReplaceAll(advertised, ".", "-"))
-			versions, binary := rec.snapshot()
-			if binary != 0 || len(versions) != 1 || versions["1.0"] == 0 {
-				t.Fatalf("an agent advertising %q was asked for %d binary answers, in versions %v; want 1.0 only", advertised, binary, versions)
-			}
-		}
-	})
-
 	t.Run("current", func(t *testing.T) {
 		rec := &seen{versions: map[string]int{}}
 		n := startNodeWith(t, nodeOptions{leaseNS: "playground-system", protocol: agentapi.Current.String(), wrap: rec.wrap})
@@ -123,27 +109,35 @@ func TestAgentProtocolVersions(t *testing.T) {
 		}
 	})
 
-	t.Run("another major", func(t *testing.T) {
-		before := scrapeCounter(t, metrics, "playground_gateway_agent_protocol_refusals_total", "agent_protocol", "2.x")
-		rec := &seen{versions: map[string]int{}}
-		n := startNodeWith(t, nodeOptions{leaseNS: "playground-system", protocol: "2.0", wrap: rec.wrap})
-		tn := newTenant(t, newNamespace(t), "future-agent", n)
-		cs := connect(t, g.url, tn.token, nil)
-		waitFor(t, "the gateway to see the agent's Lease", 10*time.Second, func() error {
-			res := call(t, cs, "open_session", map[string]any{})
-			if !res.IsError || !strings.Contains(resultText(res), "agent protocol 2.0") {
-				return fmt.Errorf("%w: %s", errNotYet, resultText(res))
+	for _, tc := range []struct {
+		name, advertised, label string
+		says                    []string
+	}{
+		{"another major", "2.0", "2.x", []string{"agent protocol 2.0 is not spoken here", "speaks 1.x"}},
+		{"none", "", "invalid", []string{"names no agent protocol version"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := scrapeCounter(t, metrics, "playground_gateway_agent_protocol_refusals_total", "agent_protocol", tc.label)
+			rec := &seen{versions: map[string]int{}}
+			n := startNodeWith(t, nodeOptions{leaseNS: "playground-system", protocol: tc.advertised, wrap: rec.wrap})
+			tn := newTenant(t, newNamespace(t), "refused-agent-"+tc.label[:1], n)
+			cs := connect(t, g.url, tn.token, nil)
+			waitFor(t, "the gateway to see the agent's Lease", 10*time.Second, func() error {
+				res := call(t, cs, "open_session", map[string]any{})
+				if !res.IsError || !strings.Contains(resultText(res), tc.says[0]) {
+					return fmt.Errorf("%w: %s", errNotYet, resultText(res))
+				}
+				return nil
+			})
+			callErr(t, cs, "open_session", map[string]any{}, append([]string{"unavailable:"}, append(tc.says, "tell the operator")...)...)
+			if after := scrapeCounter(t, metrics, "playground_gateway_agent_protocol_refusals_total", "agent_protocol", tc.label); after < before+2 {
+				t.Fatalf("refusals counted %v, then %v; want at least 2 more", before, after)
 			}
-			return nil
+			if versions, _ := rec.snapshot(); len(versions) != 0 {
+				t.Fatalf("a call reached the agent that advertises %q: %v", tc.advertised, versions)
+			}
 		})
-		callErr(t, cs, "open_session", map[string]any{}, "unavailable:", "agent protocol 2.0 is not spoken here", "speaks 1.x", "tell the operator")
-		if after := scrapeCounter(t, metrics, "playground_gateway_agent_protocol_refusals_total", "agent_protocol", "2.x"); after < before+2 {
-			t.Fatalf("refusals counted %v, then %v; want at least 2 more", before, after)
-		}
-		if versions, _ := rec.snapshot(); len(versions) != 0 {
-			t.Fatalf("a call reached the agent of another major version: %v", versions)
-		}
-	})
+	}
 }
 
 // scrapeCounter reads one counter's value for a label's value (0 when the

@@ -107,7 +107,8 @@ func (r *router) routeTenant(ctx context.Context, id clusterview.Identity) (tool
 }
 
 // agentFor resolves a tenant to its sandbox's ID and the client of its
-// node's agent, speaking the version both ends know.
+// node's agent, refusing an agent whose Lease advertises a protocol this
+// gateway does not speak.
 func (r *router) agentFor(ctx context.Context, id clusterview.Identity) (string, *agentapi.Client, error) {
 	sbx, ok := r.view.Sandbox(id)
 	if !ok {
@@ -116,16 +117,14 @@ func (r *router) agentFor(ctx context.Context, id clusterview.Identity) (string,
 	if err := sandboxUsable(sbx); err != nil {
 		return "", nil, err
 	}
-	// Without registrations (stdio) the agent's version is not known: the
-	// client speaks this one, and an older agent answers what it knows.
-	version := agentapi.Current
-	var err error
+	// Without registrations (stdio) the agent's version is not known here:
+	// the agent refuses a client of another version itself.
 	if r.trustRegistrations {
 		reg, ok := r.view.Agent(ctx, sbx.Spec.NodeName)
 		if !ok || reg.Endpoint != sbx.Status.Endpoint {
 			return "", nil, fmt.Errorf("%s: your sandbox's node %s has no current agent registration at the sandbox's endpoint; retry in a few seconds, and if it persists ask the operator to check the node's agent", agentapi.CodeUnavailable, sbx.Spec.NodeName)
 		}
-		if version, err = agentVersion(reg.Protocol); err != nil {
+		if err := agentapi.Check(reg.Protocol); err != nil {
 			protocolRefused(err)
 			r.log.Error("Refusing an agent of another protocol", "node", reg.Node, "err", err)
 			return "", nil, fmt.Errorf("%s: your sandbox's node %s runs an agent this gateway cannot speak to (a deployment problem during an upgrade): retry later and tell the operator: %w", agentapi.CodeUnavailable, reg.Node, err)
@@ -136,21 +135,7 @@ func (r *router) agentFor(ctx context.Context, id clusterview.Identity) (string,
 		r.log.Error("No agent client", "sandbox", id.String(), "err", err)
 		return "", nil, fmt.Errorf("%s: the gateway cannot reach your sandbox's node right now (a deployment problem): retry later and tell the operator", agentapi.CodeUnavailable)
 	}
-	return sbx.Status.SandboxID, agent.Speaking(version), nil
-}
-
-// agentVersion is the version to speak with an agent that advertises
-// protocol: the older of its and ours, or an error for another major (with
-// the agent's version) or an unreadable one.
-func agentVersion(protocol string) (agentapi.Version, error) {
-	if protocol == "" {
-		return agentapi.V1_0, nil // an agent from before versions
-	}
-	v, err := agentapi.ParseVersion(protocol)
-	if err != nil {
-		return v, err
-	}
-	return agentapi.Negotiate(v)
+	return sbx.Status.SandboxID, agent, nil
 }
 
 // sandboxUsable refuses a sandbox that cannot serve, with its own reason:

@@ -103,13 +103,11 @@ func startNodeIn(t *testing.T, leaseNS string) *node {
 	return startNodeWith(t, nodeOptions{leaseNS: leaseNS, protocol: agentapi.Current.String()})
 }
 
-// nodeOptions vary a node for tests of upgrades: the Lease namespace, the
-// protocol version the agent advertises and the one its API speaks, and a
-// wrapper that sees the requests it receives.
+// nodeOptions vary a node: the Lease namespace, the protocol version the
+// agent advertises, and a wrapper that sees the requests it receives.
 type nodeOptions struct {
 	leaseNS  string
 	protocol string
-	speaks   *agentapi.Version
 	wrap     func(http.Handler) http.Handler
 	// trust, when set, makes the agent accept callers by Kubernetes
 	// identity only, trusting these users as gateways: no shared token.
@@ -131,9 +129,6 @@ func startNodeWith(t *testing.T, o nodeOptions) *node {
 		shared = ""
 	}
 	endpoint, api := agentservertest.ServeWrappedTLS(t, agent, shared, o.tls, o.wrap, func(s *agentserver.Server) {
-		if o.speaks != nil {
-			s.SetVersion(*o.speaks)
-		}
 		if o.trust != nil {
 			s.SetIdentities(&agentserver.KubeAuth{Client: kubernetes.NewForConfigOrDie(cp.Config), Audience: agentapi.NodeAudience(name), Gateways: o.trust})
 		}

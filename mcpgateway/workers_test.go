@@ -43,7 +43,6 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
-	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/tools"
@@ -524,46 +523,6 @@ func TestWorkerUnavailable(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestWorkerInSandboxNeedsRelay: a worker in a sandbox is reached through
-// the agent of the sandbox's node; an agent of a protocol before the relay
-// (1.3) is refused with a 503 that says to upgrade, and nothing reaches it.
-func TestWorkerInSandboxNeedsRelay(t *testing.T) {
-	var relayed atomic.Int32
-	n := startNodeWith(t, nodeOptions{leaseNS: agentlease.DefaultNamespace, protocol: "1.2", wrap: func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.Contains(r.URL.Path, "/worker") {
-				relayed.Add(1)
-			}
-			h.ServeHTTP(w, r)
-		})
-	}})
-	ns := newNamespace(t)
-	tn := newTenant(t, ns, "sam", n)
-	var obj playgroundv1alpha1.Tenant
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: tn.name}, &obj); err != nil {
-		t.Fatal(err)
-	}
-	obj.Spec.Catalog = playgroundv1alpha1.CatalogWorkers
-	if err := k8s.Update(context.Background(), &obj); err != nil {
-		t.Fatal(err)
-	}
-	m := newMapping(t, ns, "sam-worker", tn.name, playgroundv1alpha1.WorkerDestination{Sandbox: &playgroundv1alpha1.SandboxProcessDestination{
-		Command: []string{"/usr/local/bin/worker"}, Port: 8765, Path: "/mcp"}}, "", time.Minute)
-	reconcileMapping(t, m, true, "Ready", "forwarding")
-	g := startGateway(t, mcpgateway.Options{})
-	g.waitReady(t)
-	waitFor(t, "the agent's refusal", 10*time.Second, func() error {
-		resp, body := post(t, g.url, tn.token, "", initializeBody)
-		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "relays to no worker") || !strings.Contains(body, "1.2") {
-			return fmt.Errorf("%s %s", resp.Status, body)
-		}
-		return nil
-	})
-	if n := relayed.Load(); n != 0 {
-		t.Errorf("%d requests reached the agent's relay", n)
-	}
 }
 
 // TestWorkerEndpointPolicy: whatever a mapping's status says (whoever

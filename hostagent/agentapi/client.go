@@ -33,18 +33,16 @@ import (
 	"time"
 )
 
-// maxResponseBytes bounds what the client reads of a response. The largest
-// is an exec result with two full 4 MiB output buffers in the JSON answer
-// of an agent that does not speak ExecMediaType: base64, so well within.
+// maxResponseBytes bounds what the client reads of a response: an exec
+// answer holds two full 4 MiB output buffers, well within.
 const maxResponseBytes = 64 << 20
 
 // Client calls one agent's API. It is safe for concurrent use and keeps its
 // connections: calls to one agent share an HTTP/2 connection.
 type Client struct {
-	base    *url.URL
-	token   string
-	http    *http.Client
-	version Version
+	base  *url.URL
+	token string
+	http  *http.Client
 }
 
 // NewTransport returns a transport that speaks HTTP/2 to agents: over TLS
@@ -80,21 +78,8 @@ func NewClient(endpoint, token string, rt http.RoundTripper) (*Client, error) {
 	if rt == nil {
 		rt = NewTransport(nil)
 	}
-	return &Client{base: u, token: token, http: &http.Client{Transport: rt}, version: Current}, nil
+	return &Client{base: u, token: token, http: &http.Client{Transport: rt}}, nil
 }
-
-// Speaking returns a client that speaks v to the agent, the version
-// Negotiate chose with the one the agent advertises: a gateway speaks the
-// older minor of an agent not yet upgraded, and asks it for nothing that
-// minor does not have.
-func (c *Client) Speaking(v Version) *Client {
-	c2 := *c
-	c2.version = v
-	return &c2
-}
-
-// Version is the protocol version the client speaks.
-func (c *Client) Version() Version { return c.version }
 
 // do posts body as JSON to path and decodes the answer into out (nil for
 // none). Agent errors come back as *Error with their code.
@@ -157,8 +142,8 @@ func (c *Client) post(ctx context.Context, path string, body any, accept string)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set(VersionHeader, c.version.String())
-	if accept != "" && c.version.BinaryAnswers() {
+	req.Header.Set(VersionHeader, Current.String())
+	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
 	resp, err := c.http.Do(req)
@@ -219,15 +204,14 @@ func (c *Client) Close(ctx context.Context, tenant, handle string) error {
 }
 
 // Exec runs a command to its end. It asks for the binary answer
-// (ExecMediaType), so the output arrives as raw bytes in one buffer, and
-// reads JSON too, from an agent that does not know it.
+// (ExecMediaType), so the output arrives as raw bytes in one buffer.
 func (c *Client) Exec(ctx context.Context, tenant, handle string, req ExecRequest) (ExecResult, error) {
 	if !ValidHandle(handle) {
 		return ExecResult{}, errHandleNotFound()
 	}
 	path := "/v1/handles/" + handle + "/exec"
 	req.Tenant = tenant
-	resp, err := c.post(ctx, path, req, ExecMediaType+", application/json;q=0.5")
+	resp, err := c.post(ctx, path, req, ExecMediaType)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -238,11 +222,10 @@ func (c *Client) Exec(ctx context.Context, tenant, handle string, req ExecReques
 	if reserve == nil {
 		reserve = func(int64) error { return nil }
 	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), ExecMediaType) {
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, ExecMediaType) {
+		err = fmt.Errorf("the answer is %q, not the %s asked for", ct, ExecMediaType)
+	} else {
 		res, err = readBinaryExec(body, reserve)
-	} else if err = json.NewDecoder(body).Decode(&res); err == nil {
-		// An older agent's JSON: reserved only once decoded.
-		err = reserve(outputWeight(len(res.Stdout)) + outputWeight(len(res.Stderr)))
 	}
 	if err != nil {
 		return ExecResult{}, unreadable(ctx, resp, path, err)
@@ -320,23 +303,23 @@ func (c *Client) StartJob(ctx context.Context, tenant, handle string, req ExecRe
 }
 
 // Poll returns a page of a job's output. It asks for the binary answer
-// (PollMediaType) and reads JSON too, from an agent that does not know it.
+// (PollMediaType), whose output is raw bytes rather than escaped JSON.
 func (c *Client) Poll(ctx context.Context, req PollRequest, jobID string) (PollResponse, error) {
 	if !ValidJobID(jobID) {
 		return PollResponse{}, errJobNotFound()
 	}
 	path := "/v1/jobs/" + jobID + "/poll"
-	resp, err := c.post(ctx, path, req, PollMediaType+", application/json;q=0.5")
+	resp, err := c.post(ctx, path, req, PollMediaType)
 	if err != nil {
 		return PollResponse{}, err
 	}
 	defer resp.Body.Close()
 	body := io.LimitReader(resp.Body, maxResponseBytes)
 	var res PollResponse
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), PollMediaType) {
-		res, err = readBinaryPoll(body)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, PollMediaType) {
+		err = fmt.Errorf("the answer is %q, not the %s asked for", ct, PollMediaType)
 	} else {
-		err = json.NewDecoder(body).Decode(&res)
+		res, err = readBinaryPoll(body)
 	}
 	if err != nil {
 		return PollResponse{}, unreadable(ctx, resp, path, err)

@@ -30,7 +30,7 @@ const (
 	CodeUnavailable Code = "unavailable"        // the sandbox or node cannot serve now
 	CodeInternal    Code = "internal"           // a bug or an unexpected backend failure
 	CodeUnauth      Code = "unauthenticated"    // the caller proves no identity the agent accepts
-	CodeForbidden   Code = "permission_denied"  // (1.2) the caller may not act as that tenant
+	CodeForbidden   Code = "permission_denied"  // the caller may not act as that tenant
 )
 
 // Error is an agent's refusal, or a failure to reach it, with a Code and a

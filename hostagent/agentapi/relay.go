@@ -23,7 +23,7 @@ import (
 	"strings"
 )
 
-// The worker relay (1.3): an agent relays HTTP requests to the MCP worker
+// The worker relay: an agent relays HTTP requests to the MCP worker
 // that it supervises in a sandbox, on the sandbox's loopback, so that a
 // gateway reaches a worker in a sandbox without network. A request to
 //
@@ -54,9 +54,6 @@ func WorkerPath(sandboxID, path string) string {
 	return "/v1/sandboxes/" + url.PathEscape(sandboxID) + "/worker" + path
 }
 
-// WorkerRelay reports whether a peer speaking v relays to sandbox workers.
-func (v Version) WorkerRelay() bool { return v.Major == 1 && v.Minor >= 3 }
-
 // WorkerTransport returns a RoundTripper that sends each request to the
 // worker of the tenant's sandbox through this client's agent: the
 // request's URL path is the worker's path (its scheme and host are
@@ -72,10 +69,6 @@ type workerTransport struct {
 }
 
 func (t *workerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !t.c.version.WorkerRelay() {
-		return nil, &Error{Code: CodeUnavailable, Message: fmt.Sprintf(
-			"the sandbox's node runs an agent of protocol %s, which relays to no worker: upgrade the agents to reach workers in sandboxes", t.c.version)}
-	}
 	if !strings.HasPrefix(req.URL.Path, "/") {
 		return nil, fmt.Errorf("worker path %q is not absolute", req.URL.Path)
 	}
@@ -92,6 +85,6 @@ func (t *workerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.URL, out.Host = &u, u.Host
 	out.Header.Set("Authorization", "Bearer "+t.c.token)
 	out.Header.Set(TenantHeader, t.tenant)
-	out.Header.Set(VersionHeader, t.c.version.String())
+	out.Header.Set(VersionHeader, Current.String())
 	return t.c.http.Transport.RoundTrip(out)
 }

@@ -103,7 +103,7 @@ type ExecResult struct {
 	// TimedOut is true when the timeout killed the command; its descendants
 	// were proven dead before the result was returned.
 	TimedOut bool `json:"timed_out,omitempty"`
-	// OOMKilled (1.1) is true when the sandbox ran out of memory while the
+	// OOMKilled is true when the sandbox ran out of memory while the
 	// command ran and the OOM killer killed one of its processes.
 	OOMKilled bool          `json:"oom_killed,omitempty"`
 	Duration  time.Duration `json:"duration"`
@@ -206,7 +206,7 @@ type JobResult struct {
 	// its process tree was proven dead.
 	Killed   bool `json:"killed,omitempty"`
 	TimedOut bool `json:"timed_out,omitempty"`
-	// OOMKilled (1.1): the sandbox ran out of memory while the job ran.
+	// OOMKilled: the sandbox ran out of memory while the job ran.
 	OOMKilled bool `json:"oom_killed,omitempty"`
 	// Error explains a failed job, or a caveat of a killed one.
 	Error    string        `json:"error,omitempty"`
@@ -245,11 +245,11 @@ type PollResponse struct {
 	Done bool `json:"done"`
 }
 
-// PollMediaType (1.1) is the media type of a poll's binary answer, which a
+// PollMediaType is the media type of a poll's binary answer, which a
 // client asks for with Accept: a JSON header on one line, then the chunks'
 // bytes, raw and back to back (see docs/agent-api.md). It spares both ends
-// the JSON escaping of megabytes of output; an agent that does not know it
-// answers JSON, which the client reads too.
+// the JSON escaping of megabytes of output. The client asks for it; a
+// request that does not is answered JSON (PollResponse).
 const PollMediaType = "application/vnd.playground.poll"
 
 // PollHeader is the first line of a binary poll answer: a PollResponse
@@ -273,12 +273,12 @@ type ChunkHeader struct {
 	Size   int    `json:"size"`
 }
 
-// ExecMediaType (1.1) is the media type of exec's binary answer, which a
-// client asks for with Accept: an ExecHeader as JSON on one line, then the
-// stdout bytes, then the stderr bytes, raw. Like PollMediaType it spares
-// both ends encoding and decoding up to 8 MiB of output as base64 inside
-// JSON; an agent that does not know it answers JSON (ExecResult), which
-// the client reads too.
+// ExecMediaType is the media type of exec's binary answer, which a client
+// asks for with Accept: an ExecHeader as JSON on one line, then the stdout
+// bytes, then the stderr bytes, raw. Like PollMediaType it spares both
+// ends encoding and decoding up to 8 MiB of output as base64 inside JSON.
+// The client asks for it; a request that does not is answered JSON
+// (ExecResult).
 const ExecMediaType = "application/vnd.playground.exec"
 
 // ExecHeader is the first line of a binary exec answer: an ExecResult

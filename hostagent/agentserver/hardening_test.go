@@ -158,6 +158,7 @@ func TestMalformedIDs(t *testing.T) {
 	raw := func(path string) (int, agentapi.ErrorResponse) {
 		req, _ := http.NewRequest(http.MethodPost, endpoint+path, strings.NewReader(`{"tenant":"ns/a"}`))
 		req.Header.Set("Authorization", "Bearer "+gatewayToken)
+		req.Header.Set(agentapi.VersionHeader, agentapi.Current.String())
 		resp, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)

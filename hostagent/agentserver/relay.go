@@ -45,12 +45,12 @@ type relayTarget struct {
 
 type relayKey struct{}
 
-// relay serves the worker relay (protocol 1.3, agentapi.WorkerPath): the
-// caller is authenticated and authorized for the tenant that TenantHeader
-// names, as for every call; the request then goes, byte for byte, to the
-// worker of that tenant's sandbox over a connection the sandbox's init
-// opens to the worker's loopback port, with the worker's internal bearer
-// in place of the caller's credential. Every relayed request has a
+// relay serves the worker relay (agentapi.WorkerPath): the caller is
+// authenticated and authorized for the tenant that TenantHeader names, as
+// for every call; the request then goes, byte for byte, to the worker of
+// that tenant's sandbox over a connection the sandbox's init opens to the
+// worker's loopback port, with the worker's internal bearer in place of
+// the caller's credential. Every relayed request has a
 // connection of its own: a worker's streamed answer (SSE) holds it, and
 // nothing else waits behind it.
 func (s *Server) relay() http.Handler {

@@ -178,11 +178,4 @@ func TestWorkerRelay(t *testing.T) {
 			t.Fatalf("%s, want 401", resp.Status)
 		}
 	})
-	t.Run("an agent older than the relay", func(t *testing.T) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker/mcp", nil)
-		_, err := n.client.Speaking(agentapi.Version{Major: 1, Minor: 2}).WorkerTransport("ns/a", "wk").RoundTrip(req)
-		if agentapi.CodeOf(err) != agentapi.CodeUnavailable || !strings.Contains(err.Error(), "upgrade the agents") {
-			t.Fatalf("%v: want a refusal that says to upgrade", err)
-		}
-	})
 }

@@ -47,11 +47,10 @@ import (
 
 // Server serves the agent API of one Agent.
 type Server struct {
-	agent   *hostagent.Agent
-	log     *slog.Logger
-	budget  *budget.Limiter
-	limits  httpserve.Limits
-	version agentapi.Version
+	agent  *hostagent.Agent
+	log    *slog.Logger
+	budget *budget.Limiter
+	limits httpserve.Limits
 	// identities authenticates callers by their Kubernetes identity (nil:
 	// shared tokens only) and decides which tenants a user may act as.
 	identities IdentityAuth
@@ -75,7 +74,7 @@ func NewServer(agent *hostagent.Agent, log *slog.Logger, tokens ...string) *Serv
 		log = slog.New(slog.DiscardHandler)
 	}
 	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
-	s := &Server{agent: agent, log: log, budget: lim, limits: DefaultHTTPLimits(), version: agentapi.Current}
+	s := &Server{agent: agent, log: log, budget: lim, limits: DefaultHTTPLimits()}
 	s.SetTokens(tokens...)
 	return s
 }
@@ -97,15 +96,6 @@ func (s *Server) SetBudget(l *budget.Limiter) { s.budget = l }
 
 // Budget is the server's budget, for metrics and tests.
 func (s *Server) Budget() *budget.Limiter { return s.budget }
-
-// SetVersion makes the server speak an older minor version of the
-// protocol, as an agent of an earlier release does: the tests of a
-// rolling upgrade run a gateway against it. Call it before serving.
-func (s *Server) SetVersion(v agentapi.Version) { s.version = v }
-
-// Version is the protocol version the server speaks, which the agent
-// advertises in its Lease.
-func (s *Server) Version() agentapi.Version { return s.version }
 
 // SetHTTPLimits replaces the connection limits; call it before serving.
 func (s *Server) SetHTTPLimits(l httpserve.Limits) { s.limits = l }
@@ -242,7 +232,7 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 // request it returns carries the caller. When it returns false it has
 // answered.
 func (s *Server) accept(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	w.Header().Set(agentapi.VersionHeader, s.version.String())
+	w.Header().Set(agentapi.VersionHeader, agentapi.Current.String())
 	caller, err := s.authenticate(r)
 	if err != nil {
 		code := agentapi.CodeOf(err)
@@ -291,19 +281,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: msg})
 }
 
-// checkVersion refuses a caller of another major version; a caller that
-// names none speaks 1.0.
+// checkVersion refuses a caller that names no version of the protocol,
+// or another major one.
 func checkVersion(r *http.Request) error {
-	h := r.Header.Get(agentapi.VersionHeader)
-	if h == "" {
-		return nil
-	}
-	v, err := agentapi.ParseVersion(h)
-	if err != nil {
-		return err
-	}
-	_, err = agentapi.Negotiate(v)
-	return err
+	return agentapi.Check(r.Header.Get(agentapi.VersionHeader))
 }
 
 // codeOf is the protocol's code of an error: the server's own, or the
@@ -409,7 +390,7 @@ func (s *Server) exec(r *http.Request) (any, error) {
 		release()
 		return nil, err
 	}
-	if s.version.BinaryAnswers() && accepts(r, agentapi.ExecMediaType) {
+	if accepts(r, agentapi.ExecMediaType) {
 		return binaryExec{res, release}, nil
 	}
 	defer release()
@@ -451,7 +432,7 @@ func (s *Server) poll(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.version.BinaryAnswers() && accepts(r, agentapi.PollMediaType) {
+	if accepts(r, agentapi.PollMediaType) {
 		return binaryPoll(res), nil
 	}
 	chunks := make([]agentapi.Chunk, len(res.Chunks))

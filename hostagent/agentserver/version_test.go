@@ -18,6 +18,7 @@ package agentserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,39 +30,60 @@ import (
 )
 
 // TestProtocolVersion: the agent names its protocol version on every
-// answer, serves callers of its major version whatever their minor
-// (callers that name none are 1.0 gateways), and refuses a caller of
-// another major version with a message that says what to do, before the
-// call does anything.
+// answer, serves a caller of its major version (the client sends
+// agentapi.Current), and refuses a caller of another major version, one
+// that names no version or one it cannot read, with a message that says
+// what to do, before the call does anything.
 func TestProtocolVersion(t *testing.T) {
 	n := startNode(t, "", nil, spec("ver", "ns/a"))
 	ctx := context.Background()
-	for _, v := range []agentapi.Version{agentapi.V1_0, agentapi.Current, {Major: 1, Minor: 99}} {
-		h, err := n.client.Speaking(v).Open(ctx, "ns/a", "ver")
-		if err != nil {
-			t.Fatalf("a %s caller: %v", v, err)
-		}
-		if err := n.client.Close(ctx, "ns/a", h.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, err := n.client.Speaking(agentapi.Version{Major: 2}).Open(ctx, "ns/a", "ver")
-	if codeOf(err) != agentapi.CodeInvalid || !strings.Contains(err.Error(), "agent protocol 2.0 is not spoken here") {
-		t.Fatalf("a 2.0 caller: %v", err)
-	}
-	if n.agent.OpenHandles("ver") != 0 {
-		t.Fatal("a refused caller opened a handle")
-	}
-
-	req, _ := http.NewRequest(http.MethodPost, n.endpoint+"/v1/sandboxes/ver/handles", strings.NewReader(`{"tenant":"ns/a"}`))
-	req.Header.Set("Authorization", "Bearer "+gatewayToken) // and no version: a 1.0 gateway
-	resp, err := http.DefaultClient.Do(req)
+	h, err := n.client.Open(ctx, "ns/a", "ver")
 	if err != nil {
+		t.Fatalf("a %s caller: %v", agentapi.Current, err)
+	}
+	if err := n.client.Close(ctx, "ns/a", h.ID); err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(agentapi.VersionHeader) != agentapi.Current.String() {
-		t.Fatalf("a caller without a version: %s, version %q", resp.Status, resp.Header.Get(agentapi.VersionHeader))
+
+	open := func(version string, set bool) (*http.Response, agentapi.ErrorResponse) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, n.endpoint+"/v1/sandboxes/ver/handles", strings.NewReader(`{"tenant":"ns/a"}`))
+		req.Header.Set("Authorization", "Bearer "+gatewayToken)
+		if set {
+			req.Header.Set(agentapi.VersionHeader, version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e agentapi.ErrorResponse
+		if resp.StatusCode != http.StatusOK {
+			_ = json.NewDecoder(resp.Body).Decode(&e)
+		}
+		return resp, e
+	}
+	if resp, _ := open("1.99", true); resp.StatusCode != http.StatusOK || resp.Header.Get(agentapi.VersionHeader) != agentapi.Current.String() {
+		t.Fatalf("a 1.99 caller: %s, version %q", resp.Status, resp.Header.Get(agentapi.VersionHeader))
+	}
+	for _, tc := range []struct {
+		version string
+		set     bool
+		says    string
+	}{
+		{"2.0", true, "agent protocol 2.0 is not spoken here (this side speaks 1.x; the other side is newer)"},
+		{"0.9", true, "agent protocol 0.9 is not spoken here (this side speaks 1.x; this side is newer)"},
+		{"", false, "the peer names no agent protocol version"},
+		{"one", true, `agent protocol version "one" is not MAJOR.MINOR`},
+	} {
+		resp, e := open(tc.version, tc.set)
+		if resp.StatusCode != http.StatusBadRequest || e.Code != agentapi.CodeInvalid || !strings.Contains(e.Message, tc.says) ||
+			resp.Header.Get(agentapi.VersionHeader) != agentapi.Current.String() {
+			t.Errorf("a caller of version %q: %s %+v, version %q; want 400 %q", tc.version, resp.Status, e, resp.Header.Get(agentapi.VersionHeader), tc.says)
+		}
+	}
+	if got := n.agent.OpenHandles("ver"); got != 1 {
+		t.Fatalf("%d handles open, want the 1.99 caller's only: a refused caller opened one", got)
 	}
 }
 

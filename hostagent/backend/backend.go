@@ -355,7 +355,7 @@ type Dialer interface {
 }
 
 // JobHolder is implemented by backends whose sandboxes hold background
-// jobs themselves (guest protocol 4, through package guestexec): a job's
+// jobs themselves (through package guestexec): a job's
 // processes, its output ring and its result live in the sandbox, charged
 // to it, and outlive the agent; the agent keeps only its bookkeeping and
 // reattaches after a restart. JobConn opens a connection to the

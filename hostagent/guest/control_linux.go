@@ -19,6 +19,7 @@ package guest
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -43,7 +44,7 @@ const maxControl = 16
 
 // isControl says whether a Start request is one init answers itself.
 func isControl(req StartRequest) bool {
-	return (req.Jobs || req.Attach != "") && req.Version == JobProtocolVersion
+	return req.Jobs || req.Attach != ""
 }
 
 // serveControl accepts on init's control socket for as long as init runs.
@@ -100,7 +101,8 @@ func (in *initProc) serveControl() {
 }
 
 // readControlRequest reads the Start frame that begins a connection, and
-// returns its payload as it came.
+// returns its payload as it came; a request of another protocol version
+// is refused here, as a shepherd refuses it.
 func readControlRequest(br *bufio.Reader) (StartRequest, []byte, error) {
 	var req StartRequest
 	t, p, err := NewFrameReader(br).ReadFrame()
@@ -112,6 +114,9 @@ func readControlRequest(br *bufio.Reader) (StartRequest, []byte, error) {
 	}
 	if err := json.Unmarshal(p, &req); err != nil {
 		return req, nil, fmt.Errorf("protocol error: Start: %w", err)
+	}
+	if req.Version != ProtocolVersion {
+		return req, nil, errors.New(UnsupportedVersion(req.Version, ProtocolVersion))
 	}
 	return req, p, nil
 }

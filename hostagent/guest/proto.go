@@ -61,26 +61,17 @@ import (
 // more for a kill's answer.
 const ProofTimeout = 10 * time.Second
 
-// ProtocolVersion is carried in every Start frame. A shepherd refuses a
-// version it does not speak, so an agent upgraded under a running container
-// fails loudly instead of misinterpreting frames.
+// ProtocolVersion is the guest protocol, carried in every Start frame.
+// The agent and the guest binary in a sandbox are built together; a
+// shepherd (or init, on its control socket) refuses a request of another
+// version (UnsupportedVersion), so a sandbox that runs a guest binary of
+// another protocol fails loudly instead of misinterpreting frames.
 const ProtocolVersion = 1
 
-// DialProtocolVersion is carried in the Start frame of a dial (Dial set):
-// a shepherd of a guest binary that predates dials refuses it, instead of
-// running an empty command and answering in frames what the agent takes for
-// the worker's bytes. Shepherds that dial speak both versions.
-const DialProtocolVersion = 2
-
-// EtcProtocolVersion is carried in the Start frame of an /etc update (Etc
-// set): a shepherd of a guest binary that predates them refuses it.
-const EtcProtocolVersion = 3
-
-// UnsupportedVersionPrefix starts a shepherd's refusal of a request whose
-// protocol version it does not speak (UnsupportedVersion): every guest
-// binary since version 1 refuses so, which is how an agent tells a guest
-// older than a request (guestexec.ErrOldGuest) from a refused request.
-const UnsupportedVersionPrefix = "protocol version "
+// UnsupportedVersionPrefix starts a guest's refusal of a request whose
+// protocol version it does not speak (UnsupportedVersion): the agent
+// tells it from a refused request by it (guestexec).
+const UnsupportedVersionPrefix = "guest protocol version "
 
 // ExhaustedPrefix starts a shepherd's refusal of a command that could not
 // start because the sandbox is out of PIDs or memory (fork failed with
@@ -88,15 +79,11 @@ const UnsupportedVersionPrefix = "protocol version "
 // retryable once they let go (guestexec maps it to backend.ErrExhausted).
 const ExhaustedPrefix = "out of resources: "
 
-// UnsupportedVersion is a shepherd's refusal of a request of version v.
-func UnsupportedVersion(v int) string {
-	return fmt.Sprintf("%s%d not supported (this sandbox speaks %d); restart the sandbox", UnsupportedVersionPrefix, v, ProtocolVersion)
+// UnsupportedVersion is the refusal, by a guest that speaks version
+// spoken, of a request of version asked.
+func UnsupportedVersion(asked, spoken int) string {
+	return fmt.Sprintf("%s%d is not spoken by this sandbox's guest, which speaks %d: restart the sandbox to run the agent's guest binary", UnsupportedVersionPrefix, asked, spoken)
 }
-
-// JobProtocolVersion is carried in the Start frames of jobs the sandbox
-// holds (Job set), of attachments to them (Attach) and of their listing
-// (Jobs): a shepherd of a guest binary that predates them refuses these.
-const JobProtocolVersion = 4
 
 // Bounds of a job's ring that a shepherd accepts: the agent's defaults are
 // well inside them (DESIGN.md: 4 MiB and 1024 chunks).
@@ -229,33 +216,33 @@ type StartRequest struct {
 	Login bool `json:"login,omitempty"`
 	// Cwd is the working directory; empty means TenantHome.
 	Cwd string `json:"cwd,omitempty"`
-	// Dial, when set (with Version DialProtocolVersion), asks for no
-	// command: the shepherd connects to this TCP port on the sandbox's
-	// loopback, answers Started (PID 0) or Error, and from then on relays
-	// raw bytes both ways until both directions are closed.
+	// Dial, when set, asks for no command: the shepherd connects to this
+	// TCP port on the sandbox's loopback, answers Started (PID 0) or
+	// Error, and from then on relays raw bytes both ways until both
+	// directions are closed.
 	Dial int `json:"dial,omitempty"`
-	// Etc, when set (with Version EtcProtocolVersion), asks for no
-	// command: in a VM, the shepherd (the guest's root) replaces these
-	// files of EtcDir, each atomically, and answers Started (PID 0) or
-	// Error. Names are those EtcFiles makes. A container refuses it: its
-	// /etc is on the host, where the agent writes it.
+	// Etc, when set, asks for no command: in a VM, the shepherd (the
+	// guest's root) replaces these files of EtcDir, each atomically, and
+	// answers Started (PID 0) or Error. Names are those EtcFiles makes. A
+	// container refuses it: its /etc is on the host, where the agent
+	// writes it.
 	Etc map[string]string `json:"etc,omitempty"`
-	// Job, when set (with Version JobProtocolVersion), runs the command as
-	// a job the sandbox holds: its output goes to a ring in the shepherd,
-	// read by Poll frames, and the command outlives this connection. The
-	// connection carries Poll, Kill and Release frames once the command is
-	// Started; another connection takes over through Attach. The holder
-	// answers each Poll with a Page and, unasked, sends Exit or ProofLost
-	// once when the job ends (at once to a connection that attaches
-	// later): a Page never follows them in the middle of its data.
+	// Job, when set, runs the command as a job the sandbox holds: its
+	// output goes to a ring in the shepherd, read by Poll frames, and the
+	// command outlives this connection. The connection carries Poll, Kill
+	// and Release frames once the command is Started; another connection
+	// takes over through Attach. The holder answers each Poll with a Page
+	// and, unasked, sends Exit or ProofLost once when the job ends (at
+	// once to a connection that attaches later): a Page never follows
+	// them in the middle of its data.
 	Job *JobSpec `json:"job,omitempty"`
-	// Attach, when set (with Version JobProtocolVersion), asks for no
-	// command: the shepherd connects to the holder of the job of this ID,
-	// answers Started (PID 0) or Error, and relays raw bytes from then on.
-	// The newest attachment wins: the previous one is closed.
+	// Attach, when set, asks for no command: the shepherd connects to the
+	// holder of the job of this ID, answers Started (PID 0) or Error, and
+	// relays raw bytes from then on. The newest attachment wins: the
+	// previous one is closed.
 	Attach string `json:"attach,omitempty"`
-	// Jobs, when set (with Version JobProtocolVersion), asks for the jobs
-	// the sandbox holds, answered by one FrameJobs.
+	// Jobs, when set, asks for the jobs the sandbox holds, answered by one
+	// FrameJobs.
 	Jobs bool `json:"jobs,omitempty"`
 }
 

@@ -259,7 +259,10 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 	if err := json.Unmarshal(p, &req); err != nil {
 		return req, nil, fmt.Errorf("protocol error: Start: %w", err)
 	}
-	if req.Dial != 0 && req.Version == DialProtocolVersion {
+	if req.Version != ProtocolVersion {
+		return req, nil, errors.New(UnsupportedVersion(req.Version, ProtocolVersion))
+	}
+	if req.Dial != 0 {
 		// A dial is its Start frame alone; the agent sends nothing more
 		// before Started, but keep whatever arrived for the relay.
 		if n := br.Buffered(); n > 0 {
@@ -268,22 +271,20 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 		}
 		return req, nil, nil
 	}
-	if req.Etc != nil && req.Version == EtcProtocolVersion {
+	if req.Etc != nil {
 		return req, nil, nil
 	}
-	if (req.Attach != "" || req.Jobs) && req.Version == JobProtocolVersion {
+	if req.Attach != "" || req.Jobs {
 		if n := br.Buffered(); n > 0 {
 			rest, _ := br.Peek(n)
 			s.pending = append(s.pending, rest...)
 		}
 		return req, nil, nil
 	}
-	if req.Job != nil && req.Version == JobProtocolVersion {
+	if req.Job != nil {
 		if err := checkJobSpec(req.Job); err != nil {
 			return req, nil, err
 		}
-	} else if req.Version != ProtocolVersion {
-		return req, nil, errors.New(UnsupportedVersion(req.Version))
 	}
 	if len(req.Command) > MaxCommand {
 		return req, nil, errors.New(backend.CommandTooLong(len(req.Command)))

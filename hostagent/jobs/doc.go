@@ -78,7 +78,7 @@ limitations under the License.
 // # Jobs their sandboxes hold
 //
 // On a backend whose sandboxes hold jobs (backend.JobHolder), StartHeld
-// starts a job in the sandbox's holder (guest protocol 4): the processes,
+// starts a job in the sandbox's holder (over the guest protocol): the processes,
 // the ring, the cursors and the kill with proof are the holder's, in the
 // sandbox, and the manager keeps only the account: admission and bounds,
 // the timeout, the TTL and the final page's acknowledgement. Polls and

@@ -33,7 +33,7 @@ import (
 )
 
 // Held is the manager's connection to a job that its sandbox holds
-// (*guestexec.Job, guest protocol 4): the job's processes, output ring and
+// (*guestexec.Job): the job's processes, output ring and
 // result are in the sandbox, and outlive the connection and the agent.
 type Held interface {
 	// Poll reads a page of the job's output (see guestexec.Job.Poll).

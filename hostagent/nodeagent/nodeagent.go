@@ -39,7 +39,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -382,14 +381,7 @@ func Run(ctx context.Context, opts Options) error {
 		log.Info("Obtained the agent API's serving certificate", "signer", agentpki.SignerName, "notAfter", cert.cert.Load().Leaf.NotAfter)
 	}
 
-	ids, err := sandboxids.Open(filepath.Join(opts.StateDir, "sandbox-ids"), func(id string) bool {
-		for _, be := range agent.Backends() {
-			if _, err := os.Stat(be.PileDir(id)); err == nil {
-				return true
-			}
-		}
-		return false
-	})
+	ids, err := sandboxids.Open(filepath.Join(opts.StateDir, "sandbox-ids"))
 	if err != nil {
 		return fmt.Errorf("nodeagent: %w", err)
 	}
@@ -419,7 +411,7 @@ func Run(ctx context.Context, opts Options) error {
 			return agentlease.Registration{
 				Node:            opts.NodeName,
 				Endpoint:        endpoint,
-				Protocol:        server.Version().String(),
+				Protocol:        agentapi.Current.String(),
 				Backends:        backendNames(opts.Backends),
 				Isolations:      isolations(opts.Backends),
 				Networks:        networks(opts.Backends),

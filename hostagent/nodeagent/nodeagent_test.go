@@ -41,11 +41,9 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
-	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
 
@@ -64,8 +62,7 @@ func TestThreeNodesServeTheirOwnSandboxes(t *testing.T) {
 
 	for _, n := range nodes {
 		s := waitProvisioned(t, ns, "on-"+n.name)
-		g.Expect(s.Status.SandboxID).To(And(MatchRegexp(`^sbx-[0-9a-f]{20}$`), Not(Equal(sandboxids.LegacyID(ns+"/on-"+n.name)))),
-			"a random ID, not one computed from the Sandbox's name")
+		g.Expect(s.Status.SandboxID).To(MatchRegexp(`^sbx-[0-9a-f]{20}$`), "a sandbox ID")
 		g.Expect(s.Status.Endpoint).To(Equal(n.endpoint), "the endpoint of the node's own agent")
 		g.Expect(s.Finalizers).To(ContainElement(playgroundv1alpha1.SandboxFinalizer))
 		g.Expect(provisioned(s).Reason).To(Equal(playgroundv1alpha1.ReasonProvisioned))
@@ -363,38 +360,6 @@ func TestBackendNotOfferedStalls(t *testing.T) {
 	createSandbox(t, ns, "lima", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Backend = playgroundv1alpha1.BackendLima })
 	waitFailed(t, ns, "lima", playgroundv1alpha1.ReasonBackendFailed, "not lima")
 	g.Expect(n.containers(t)).To(BeEmpty())
-}
-
-// A sandbox provisioned before IDs were random, under the hash of its
-// Sandbox's name, is adopted with its files by the agent that finds it on
-// the node; a new Sandbox on the same node gets a random ID.
-func TestLegacySandboxIDsAreAdopted(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t, "legacy")
-	stateDir := ocitest.StateDir(t)
-	be := ocitest.New(t, stateDir)
-	legacy := sandboxids.LegacyID(ns + "/old")
-	g.Expect(be.Provision(ctx, backend.Spec{ID: legacy, Tenant: ns + "/old"})).To(Succeed())
-	g.Expect(be.Start(ctx, legacy)).To(Succeed())
-	conformance.Sh(t, be, legacy, "echo from-before > /workspace/f")
-	g.Expect(be.Stop(ctx, legacy)).To(Succeed())
-
-	n := startNode(t, "legacy-a", stateDir, "")
-	createSandbox(t, ns, "old", n.name)
-	createSandbox(t, ns, "new", n.name)
-	g.Expect(waitProvisioned(t, ns, "old").Status.SandboxID).To(Equal(legacy))
-	fresh := waitProvisioned(t, ns, "new").Status.SandboxID
-	g.Expect(fresh).NotTo(Equal(sandboxids.LegacyID(ns + "/new")))
-
-	h, err := n.client.Open(ctx, ns+"/old", legacy)
-	g.Expect(err).NotTo(HaveOccurred())
-	res, err := n.client.Exec(ctx, ns+"/old", h.ID, agentapi.ExecRequest{Command: "cat /workspace/f"})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(res.Stdout)).To(Equal("from-before\n"), "the adopted sandbox keeps its files")
-	// Another tenant may not name it.
-	_, err = n.client.Open(ctx, ns+"/new", legacy)
-	g.Expect(agentapi.CodeOf(err)).To(Equal(agentapi.CodeNotFound))
 }
 
 // Restarting the agent changes nothing a tenant sees: the same sandbox ID,

@@ -26,15 +26,10 @@ limitations under the License.
 // status, finds every sandbox's files again; the loss of one record orphans
 // that sandbox only. A Sandbox re-created under the same name finds its
 // retained pile through its record.
-//
-// Sandboxes provisioned before IDs were random carry the ID that a hash of
-// namespace/name gave (LegacyID); a Registry adopts such a sandbox, when the
-// node still holds its files, the first time its owner asks.
 package sandboxids
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -56,7 +51,7 @@ func New() string {
 	return Prefix + hex.EncodeToString(b[:])
 }
 
-// Valid reports whether s has the shape of a sandbox ID, random or legacy.
+// Valid reports whether s has the shape of a sandbox ID.
 func Valid(s string) bool {
 	rest, ok := strings.CutPrefix(s, Prefix)
 	if !ok || len(rest) != 20 {
@@ -70,34 +65,22 @@ func Valid(s string) bool {
 	return true
 }
 
-// LegacyID is the ID that the Sandbox namespace/name had before IDs were
-// random: 80 bits of the SHA-256 of "namespace/name".
-func LegacyID(owner string) string {
-	sum := sha256.Sum256([]byte(owner))
-	return Prefix + hex.EncodeToString(sum[:10])
-}
-
 // Registry is the node's record of which Sandbox owns which ID. It is safe
 // for concurrent use.
 type Registry struct {
 	dir string
-	// legacy reports whether the node holds files of a sandbox with this
-	// ID, for the adoption of legacy IDs.
-	legacy func(id string) bool
 
 	mu      sync.Mutex
 	byOwner map[string]string
 	owners  map[string]string // by ID
 }
 
-// Open reads the records in dir, creating it if need be. hasFiles reports
-// whether the node holds files of the sandbox with a given ID (its
-// backend's pile directory, say); nil adopts no legacy ID.
-func Open(dir string, hasFiles func(id string) bool) (*Registry, error) {
+// Open reads the records in dir, creating it if need be.
+func Open(dir string) (*Registry, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox IDs: %w", err)
 	}
-	r := &Registry{dir: dir, legacy: hasFiles, byOwner: map[string]string{}, owners: map[string]string{}}
+	r := &Registry{dir: dir, byOwner: map[string]string{}, owners: map[string]string{}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox IDs: reading the records: %w", err)
@@ -135,8 +118,8 @@ func checkOwner(owner string) error {
 	return nil
 }
 
-// Lookup returns the ID of owner's sandbox on this node, adopting a legacy
-// one whose files the node holds; ok is false when there is none.
+// Lookup returns the ID of owner's sandbox on this node; ok is false when
+// there is none.
 func (r *Registry) Lookup(owner string) (id string, ok bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -148,12 +131,6 @@ func (r *Registry) lookupLocked(owner string) (string, bool, error) {
 		return "", false, err
 	}
 	if id, ok := r.byOwner[owner]; ok {
-		return id, true, nil
-	}
-	if id := LegacyID(owner); r.legacy != nil && r.owners[id] == "" && r.legacy(id) {
-		if err := r.recordLocked(owner, id); err != nil {
-			return "", false, err
-		}
 		return id, true, nil
 	}
 	return "", false, nil
@@ -182,7 +159,7 @@ func (r *Registry) AssignFrom(owner string, propose func() string) (id string, u
 			id, used = p, true
 		}
 	}
-	for id == "" || !used && (r.owners[id] != "" || r.legacy != nil && r.legacy(id)) {
+	for id == "" || !used && r.owners[id] != "" {
 		id = New()
 	}
 	if err := r.recordLocked(owner, id); err != nil {

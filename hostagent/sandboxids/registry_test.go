@@ -17,6 +17,8 @@ limitations under the License.
 package sandboxids
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,9 +27,9 @@ import (
 	"github.com/playground-dev/playground/internal/atomicfile"
 )
 
-func open(t *testing.T, dir string, hasFiles func(string) bool) *Registry {
+func open(t *testing.T, dir string) *Registry {
 	t.Helper()
-	r, err := Open(dir, hasFiles)
+	r, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +41,12 @@ func open(t *testing.T, dir string, hasFiles func(string) bool) *Registry {
 // ID it had.
 func TestAssignIsRandomAndKept(t *testing.T) {
 	dir := t.TempDir()
-	r := open(t, dir, nil)
+	r := open(t, dir)
 	a, err := r.Assign("team/alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !Valid(a) || a == LegacyID("team/alice") {
+	if sum := sha256.Sum256([]byte("team/alice")); !Valid(a) || a == Prefix+hex.EncodeToString(sum[:10]) {
 		t.Fatalf("ID %q: want a random sbx- ID, not the hash of the owner", a)
 	}
 	if again, _ := r.Assign("team/alice"); again != a {
@@ -54,12 +56,12 @@ func TestAssignIsRandomAndKept(t *testing.T) {
 	if b == a {
 		t.Fatal("two owners share an ID")
 	}
-	other := open(t, t.TempDir(), nil)
+	other := open(t, t.TempDir())
 	if elsewhere, _ := other.Assign("team/alice"); elsewhere == a {
 		t.Error("another node gave the same owner the same ID: IDs are computable")
 	}
 
-	reopened := open(t, dir, nil)
+	reopened := open(t, dir)
 	for owner, want := range map[string]string{"team/alice": a, "team/bob": b} {
 		if id, ok, err := reopened.Lookup(owner); err != nil || !ok || id != want {
 			t.Errorf("after a restart %s has %q (%v, %v), want %s", owner, id, ok, err, want)
@@ -74,7 +76,7 @@ func TestAssignIsRandomAndKept(t *testing.T) {
 // new ID, and the record is gone from disk.
 func TestRelease(t *testing.T) {
 	dir := t.TempDir()
-	r := open(t, dir, nil)
+	r := open(t, dir)
 	a, _ := r.Assign("team/alice")
 	if err := r.Release("team/alice"); err != nil {
 		t.Fatal(err)
@@ -93,29 +95,12 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-// A sandbox provisioned under the old hashed ID is adopted when the node
-// still holds its files, and only then.
-func TestLegacyAdoption(t *testing.T) {
-	dir := t.TempDir()
-	legacy := LegacyID("team/old")
-	r := open(t, dir, func(id string) bool { return id == legacy })
-	if id, ok, err := r.Lookup("team/old"); err != nil || !ok || id != legacy {
-		t.Fatalf("the legacy sandbox: %q, %v, %v; want %s adopted", id, ok, err, legacy)
-	}
-	if _, err := os.Stat(filepath.Join(dir, legacy)); err != nil {
-		t.Errorf("the adoption was not recorded: %v", err)
-	}
-	if id, _ := r.Assign("team/new"); id == LegacyID("team/new") {
-		t.Error("an owner without legacy files got the hashed ID")
-	}
-}
-
 func TestBadRecords(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, atomicfile.TempPrefix+"123"), []byte("half"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := open(t, dir, nil)
+	r := open(t, dir)
 	if _, err := os.Stat(filepath.Join(dir, atomicfile.TempPrefix+"123")); !os.IsNotExist(err) {
 		t.Error("an interrupted write was left behind")
 	}
@@ -128,7 +113,7 @@ func TestBadRecords(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, New()), []byte("team/alice\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir, nil); err == nil || !strings.Contains(err.Error(), a) {
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), a) {
 		t.Errorf("two records of one owner: %v; want an error naming both", err)
 	}
 }

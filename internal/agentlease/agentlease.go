@@ -49,8 +49,8 @@ const (
 	// AnnotationEndpoint is the agent API's URL.
 	AnnotationEndpoint = "playground.dev/endpoint"
 	// AnnotationProtocol is the agent protocol version the agent speaks,
-	// MAJOR.MINOR (package hostagent/agentapi); an agent that advertises
-	// none speaks 1.0.
+	// MAJOR.MINOR (package hostagent/agentapi); a gateway calls no agent
+	// that advertises none.
 	AnnotationProtocol = "playground.dev/agent-protocol"
 	// AnnotationBackends lists the backend classes offered, comma-separated.
 	AnnotationBackends = "playground.dev/backends"
@@ -80,16 +80,14 @@ func Name(node string) string { return "agent-" + node }
 type Registration struct {
 	Node     string
 	Endpoint string
-	// Protocol is the agent protocol version, MAJOR.MINOR; empty from an
-	// agent that predates versions (1.0).
+	// Protocol is the agent protocol version, MAJOR.MINOR.
 	Protocol string
 	Backends []string
-	// Isolations are the isolations offered; empty from an agent that
-	// predates them, which offers container only.
+	// Isolations are the isolations offered; container, which every
+	// agent runs, whether listed or not.
 	Isolations []string
-	// Networks are the network modes each backend serves, by class; a
-	// backend without an entry (an agent that predates them) serves none
-	// only.
+	// Networks are the network modes each backend serves, by class; every
+	// backend serves none, whether listed or not.
 	Networks map[string][]string
 	// Notes are what backends say of how they run here, by class.
 	Notes  map[string]string

@@ -25,8 +25,7 @@ import (
 )
 
 // TestIsolations: what an agent offers survives its Lease, and an agent
-// that publishes no isolations (one that predates them) offers container
-// only.
+// that publishes no isolations offers container only.
 func TestIsolations(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -35,7 +34,7 @@ func TestIsolations(t *testing.T) {
 	}{
 		{"an agent without runsc", []string{"container"}, map[string]bool{"": true, "container": true, "gvisor": false}},
 		{"an agent with runsc", []string{"gvisor", "container"}, map[string]bool{"": true, "container": true, "gvisor": true}},
-		{"an agent that predates isolations", nil, map[string]bool{"": true, "container": true, "gvisor": false}},
+		{"an agent that publishes none", nil, map[string]bool{"": true, "container": true, "gvisor": false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var lease coordinationv1.Lease
@@ -69,7 +68,7 @@ func TestNetworks(t *testing.T) {
 			map[[2]string]bool{{"oci", ""}: true, {"oci", "none"}: true, {"oci", "egress"}: true, {"vm", "none"}: true, {"vm", "egress"}: false}},
 		{"an agent with --network=none", map[string][]string{"oci": {"none"}},
 			map[[2]string]bool{{"oci", "none"}: true, {"oci", "egress"}: false}},
-		{"an agent that predates networks", nil,
+		{"an agent that publishes none", nil,
 			map[[2]string]bool{{"oci", "none"}: true, {"oci", "egress"}: false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

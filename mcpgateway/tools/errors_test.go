@@ -99,7 +99,7 @@ func TestInternalErrorsGiveAnID(t *testing.T) {
 		logged string
 	}{
 		{"the agent's ID", &agentapi.Error{Code: agentapi.CodeInternal, Message: agentapi.InternalErrorMessage(agentID)}, agentID, ""},
-		{"an older agent's detail", &agentapi.Error{Code: agentapi.CodeInternal, Message: "starting the command failed: " + detail}, "", detail},
+		{"detail without an ID", &agentapi.Error{Code: agentapi.CodeInternal, Message: "starting the command failed: " + detail}, "", detail},
 		{"no code", &agentapi.Error{Message: detail}, "", detail},
 		{"not an agent's error", errors.New(detail), "", detail},
 	} {

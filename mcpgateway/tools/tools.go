@@ -967,8 +967,9 @@ func invalid(err error) error {
 // they pass through; authentication trouble between gateway and agent, and
 // internal failures, are described without internals. Of an internal
 // failure the caller gets only an error ID: the agent's, under which the
-// agent logged the detail, or, from an agent that sent detail instead
-// (one from before error IDs), the gateway's own, under which it logs it.
+// agent logged the detail, or, for an internal error that carries detail
+// and no ID (the client's own, of an answer it could not read), the
+// gateway's own, under which it logs it.
 func (c *catalog) agentError(tool string, err error, cwd string) error {
 	var he *agentapi.Error
 	// An agent's error first: one that says the agent could not be reached

@@ -143,10 +143,10 @@ func (x *cli) waitFor(ctx context.Context, what string, done func(ctx context.Co
 // tokenOf reads the tenant's current token and checks it against the hash
 // the manager published in the Tenant's status, which is what the gateway
 // authenticates against, so that a token printed is one the gateway
-// accepts. (A manager older than that hash published only the fingerprint.)
+// accepts.
 func (x *cli) tokenOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (string, bool, error) {
 	ref, creds := t.Status.Credentials.SecretRef, t.Status.Credentials
-	if ref == nil || creds.Fingerprint == "" {
+	if ref == nil || creds.TokenSHA256 == "" {
 		return "", false, nil
 	}
 	var s corev1.Secret
@@ -160,11 +160,7 @@ func (x *cli) tokenOf(ctx context.Context, t *playgroundv1alpha1.Tenant) (string
 	if token == "" {
 		return "", false, nil
 	}
-	hash := playgroundv1alpha1.TokenSHA256(token)
-	if creds.TokenSHA256 != "" {
-		return token, hash == creds.TokenSHA256, nil
-	}
-	return token, hash[:16] == creds.Fingerprint, nil
+	return token, playgroundv1alpha1.TokenSHA256(token) == creds.TokenSHA256, nil
 }
 
 // waitForToken waits until the tenant's status passes ready and its token

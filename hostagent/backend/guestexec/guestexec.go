@@ -76,10 +76,7 @@ func encode(req backend.ExecRequest, job *guest.JobSpec) ([]byte, error) {
 }
 
 func startRequest(command string, login bool, cwd string, job *guest.JobSpec) guest.StartRequest {
-	if job != nil {
-		return guest.StartRequest{Version: guest.JobProtocolVersion, Command: command, Login: login, Cwd: cwd, Job: job}
-	}
-	return guest.StartRequest{Version: guest.ProtocolVersion, Command: command, Login: login, Cwd: cwd}
+	return guest.StartRequest{Version: guest.ProtocolVersion, Command: command, Login: login, Cwd: cwd, Job: job}
 }
 
 // Hooks are what only the backend knows about a command.
@@ -288,7 +285,7 @@ func (discardSink) Write(backend.Stream, []byte) {}
 // conn is closed, and the error wraps backend.ErrInvalidRequest when the
 // shepherd could not connect.
 func Dial(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
-	br, err := ask(ctx, conn, guest.StartRequest{Version: guest.DialProtocolVersion, Dial: port})
+	br, err := ask(ctx, conn, guest.StartRequest{Version: guest.ProtocolVersion, Dial: port})
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +321,7 @@ func DialPort(ctx context.Context, name, id string, port int, timeout time.Durat
 // sandbox's generated /etc files (guest.EtcDir) with files; ctx bounds it.
 // conn is closed when it returns.
 func WriteEtc(ctx context.Context, conn net.Conn, files map[string]string) error {
-	_, err := ask(ctx, conn, guest.StartRequest{Version: guest.EtcProtocolVersion, Etc: files})
+	_, err := ask(ctx, conn, guest.StartRequest{Version: guest.ProtocolVersion, Etc: files})
 	conn.Close()
 	return err
 }

@@ -32,12 +32,12 @@ import (
 	"github.com/playground-dev/playground/hostagent/jobs/outring"
 )
 
-// Job is the agent's connection to a job the sandbox holds (guest
-// protocol 4): the job's output is in a ring in the sandbox, read by
-// Poll; the job outlives this connection, and a later one (another agent
-// process, after a restart) takes over with AttachJob. Requests are
-// serialized. A request whose ctx ends closes the connection (its answer
-// would be out of step): attach again to go on.
+// Job is the agent's connection to a job the sandbox holds
+// (guest.StartRequest.Job): the job's output is in a ring in the sandbox,
+// read by Poll; the job outlives this connection, and a later one
+// (another agent process, after a restart) takes over with AttachJob.
+// Requests are serialized. A request whose ctx ends closes the connection
+// (its answer would be out of step): attach again to go on.
 type Job struct {
 	mu    sync.Mutex // serializes requests
 	conn  net.Conn
@@ -131,16 +131,14 @@ func (j *Job) offer(r pageOrErr) {
 // over (another agent process, or another connection of this one).
 var ErrSuperseded = errors.New("a newer connection attached to the job")
 
-// ErrOldGuest is the refusal of a guest binary older than the request's
-// protocol version: the sandbox started under an older agent, and takes
-// the newer binary when it restarts. It wraps backend.ErrInvalidRequest.
-var ErrOldGuest = fmt.Errorf("%w: the sandbox's guest binary predates this request", backend.ErrInvalidRequest)
-
-// refusal is the error of a shepherd's Error frame: ErrOldGuest when it
-// refused the request's protocol version, ErrInvalidRequest otherwise.
+// refusal is the error of a shepherd's Error frame: ErrInvalidRequest
+// for a request it refused, ErrExhausted for one the sandbox's resources
+// refused, and for a request of a protocol version the sandbox's guest
+// does not speak an error that wraps neither (it says so): nothing the
+// tenant asked for is wrong, the sandbox runs another guest binary.
 func refusal(payload []byte) error {
 	if bytes.HasPrefix(payload, []byte(guest.UnsupportedVersionPrefix)) {
-		return fmt.Errorf("%w (%s)", ErrOldGuest, payload)
+		return fmt.Errorf("the sandbox's guest refused the agent's request: %s", payload)
 	}
 	if why, ok := bytes.CutPrefix(payload, []byte(guest.ExhaustedPrefix)); ok {
 		return fmt.Errorf("%w: %s", backend.ErrExhausted, why)
@@ -205,8 +203,8 @@ func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec 
 // to the holder of job id, taking over from any earlier connection. An
 // unknown job is backend.ErrNotFound.
 func AttachJob(ctx context.Context, conn net.Conn, id string) (*Job, error) {
-	br, err := ask(ctx, conn, guest.StartRequest{Version: guest.JobProtocolVersion, Attach: id})
-	if errors.Is(err, backend.ErrInvalidRequest) && !errors.Is(err, ErrOldGuest) {
+	br, err := ask(ctx, conn, guest.StartRequest{Version: guest.ProtocolVersion, Attach: id})
+	if errors.Is(err, backend.ErrInvalidRequest) {
 		return nil, fmt.Errorf("%w: %v", backend.ErrNotFound, err)
 	}
 	if err != nil {
@@ -221,7 +219,7 @@ func ListJobs(ctx context.Context, conn net.Conn) ([]guest.JobRecord, error) {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
-	frame, err := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.JobProtocolVersion, Jobs: true})
+	frame, err := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.ProtocolVersion, Jobs: true})
 	if err != nil {
 		return nil, err
 	}

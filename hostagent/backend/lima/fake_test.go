@@ -589,8 +589,16 @@ func serveFakeCommand(c net.Conn) {
 		return
 	}
 	if req.Version != guest.ProtocolVersion {
-		// It holds no jobs: it answers as a guest from before them does.
-		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version))))
+		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version, guest.ProtocolVersion))))
+		return
+	}
+	if req.Jobs {
+		// It holds no jobs: it lists none, and starts or attaches to none.
+		c.Write(guest.AppendFrame(nil, guest.FrameJobs, []byte("[]")))
+		return
+	}
+	if req.Job != nil || req.Attach != "" {
+		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("fake guest: it holds no jobs")))
 		return
 	}
 	var stdin []byte

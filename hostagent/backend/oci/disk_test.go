@@ -327,53 +327,6 @@ func TestStorageValidation(t *testing.T) {
 	}
 }
 
-// TestLegacyLayoutMigrates: a sandbox made before disk limits (plain
-// directories, possibly a retained pile) keeps its files and gets its
-// limits at the next reattach.
-func TestLegacyLayoutMigrates(t *testing.T) {
-	requireRunc(t)
-	state := newStateDir(t)
-	ctx := context.Background()
-	old, err := New(Options{StateDir: state, GuestBinary: guestBinary, Runtime: testRuntime, UnboundedStorage: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := backend.Spec{ID: "legacy", Storage: small}
-	startSandbox(t, old, spec)
-	sh(t, old, spec.ID, "echo mine > ~/f; mkdir -p "+guest.Workspace+"/src && echo code > "+guest.Workspace+"/src/main.go; echo entry >> /pile/self.pile")
-	if err := old.Stop(ctx, spec.ID); err != nil {
-		t.Fatal(err)
-	}
-	// The layout before disk limits: the layer's directories at the top.
-	dir := old.sandboxDir(spec.ID)
-	for _, name := range []string{"home", "workspace", "tmp"} {
-		if err := os.Rename(filepath.Join(dir, layerName, name), filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Remove(filepath.Join(dir, layerName)); err != nil {
-		t.Fatal(err)
-	}
-
-	b := newBackend(t, state)
-	if err := b.Reattach(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if got := sh(t, b, spec.ID, "cat ~/f "+guest.Workspace+"/src/main.go /pile/self.pile; stat -c %U ~/f"); got != "mine\ncode\nentry\nsandbox\n" {
-		t.Fatalf("after migration: %q", got)
-	}
-	enospc(t, b, spec.ID, "fallocate -l 100M "+guest.Workspace+"/big")
-	enospc(t, b, spec.ID, "head -c 40M /dev/zero >> /pile/self.pile")
-	for _, name := range []string{"home", "workspace", "tmp", "pile.legacy"} {
-		if fileExists(filepath.Join(dir, name)) {
-			t.Errorf("%s left after migration", name)
-		}
-	}
-	if r := run(t, b, spec.ID, backend.ExecRequest{Command: ": > /pile/self.pile", Shell: backend.ShellClean}); r.Status.Code == 0 {
-		t.Fatal("the migrated pile is not append-only")
-	}
-}
-
 // TestFailsClosed: without loop devices or mkfs.ext4 the backend refuses
 // to start and says why and what to do, unless disk limits are opted out
 // of explicitly; then the layer and the pile are plain directories.

@@ -259,9 +259,6 @@ func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 	if err := b.prepareEtc(sb); err != nil {
 		return err
 	}
-	if err := b.migrateLegacy(ctx, sb); err != nil {
-		return err
-	}
 	if err := b.mountVolume(ctx, sb, b.volumes(sb)[0]); err != nil {
 		return err
 	}
@@ -411,7 +408,7 @@ func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		switch e.Name() {
-		case pileName, pileName + imageSuffix, pileName + ".legacy":
+		case pileName, pileName + imageSuffix:
 			if keepPile {
 				continue
 			}
