@@ -29,11 +29,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
 // Name is the backend class.
@@ -110,8 +110,8 @@ type Backend struct {
 	// chown is os.Lchown; tests that run unprivileged record instead.
 	chown func(path string, uid, gid int) error
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	// locks serialises the lifecycle operations on each sandbox.
+	locks keyedmutex.Mutex
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -165,7 +165,7 @@ func New(opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("jail: %w", err)
 		}
 	}
-	b := &Backend{opts: opts, run: opts.Runner, chown: os.Lchown, locks: map[string]*sync.Mutex{}}
+	b := &Backend{opts: opts, run: opts.Runner, chown: os.Lchown}
 	src := opts.GuestBinary
 	if src == "" {
 		if exe, err := os.Executable(); err == nil {
@@ -241,18 +241,6 @@ func (b *Backend) layerDir(id string) string   { return filepath.Join(b.sandboxD
 
 // PileDir implements backend.Backend.
 func (b *Backend) PileDir(id string) string { return filepath.Join(b.opts.StateDir, "piles", id) }
-
-func (b *Backend) lock(id string) func() {
-	b.mu.Lock()
-	l, ok := b.locks[id]
-	if !ok {
-		l = &sync.Mutex{}
-		b.locks[id] = l
-	}
-	b.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
 
 // mount is one nullfs mount of a jail, in mounting order.
 type mount struct {
@@ -344,7 +332,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if len(spec.Faculties) > 0 {
 		return fmt.Errorf("%w: the jail backend does not install faculty bundles yet", backend.ErrInvalidRequest)
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	return b.provision(ctx, spec)
 }
 
@@ -571,7 +559,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	return b.start(ctx, spec)
 }
 
@@ -664,7 +652,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	return b.stop(ctx, id)
 }
 
@@ -716,7 +704,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := validateID(spec.ID); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	up, err := b.running(ctx, spec.ID)
 	if err != nil {
 		return err
@@ -740,7 +728,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	if err := b.stop(ctx, id); err != nil {
 		return err
 	}

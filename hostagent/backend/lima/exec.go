@@ -152,7 +152,7 @@ func (b *Backend) lockCtx(ctx context.Context, id string) func() {
 	got := make(chan func(), 1)
 	// Owned here: it ends when the lock is taken, which Stop and Destroy
 	// release when their limactl call ends (bounded by their context).
-	go func() { got <- b.lock(id) }()
+	go func() { got <- b.locks.Lock(id) }()
 	select {
 	case unlock := <-got:
 		return unlock

@@ -29,12 +29,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
 // Name is the backend class.
@@ -196,8 +196,8 @@ type Backend struct {
 	opts Options
 	lctl *limactl
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	// locks serialises the lifecycle operations on each sandbox.
+	locks keyedmutex.Mutex
 }
 
 var (
@@ -232,7 +232,7 @@ func New(opts Options) (*Backend, error) {
 	if err := checkVersion(l); err != nil {
 		return nil, err
 	}
-	return &Backend{opts: opts, lctl: l, locks: make(map[string]*sync.Mutex)}, nil
+	return &Backend{opts: opts, lctl: l}, nil
 }
 
 // checkVersion runs limactl --version as the backend will run limactl
@@ -400,18 +400,6 @@ func (b *Backend) PileDir(id string) string {
 	return filepath.Join(b.opts.LimaHome, "_disks", pileDiskName(id))
 }
 
-func (b *Backend) lock(id string) func() {
-	b.mu.Lock()
-	m, ok := b.locks[id]
-	if !ok {
-		m = new(sync.Mutex)
-		b.locks[id] = m
-	}
-	b.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
 // inspect is the instance of sandbox id: ErrNotFound when Lima has none,
 // an error naming the fix when it is Broken.
 func (b *Backend) inspect(ctx context.Context, id string) (*instance, error) {
@@ -436,7 +424,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := b.validateSpec(spec); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	if err := b.writeProfile(spec); err != nil {
 		return err
 	}
@@ -507,7 +495,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	if _, err := b.inspect(ctx, id); err != nil {
 		return err
 	}
@@ -566,7 +554,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := b.validateSpec(spec); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	inst, err := b.inspect(ctx, spec.ID)
 	if err != nil {
 		return err
@@ -596,7 +584,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	inst, err := b.inspect(ctx, id)
 	if err != nil {
 		return err
@@ -617,7 +605,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	inst, err := b.lctl.list(ctx, InstanceName(id))
 	if err != nil {
 		return fmt.Errorf("lima: sandbox %s: %w", id, err)

@@ -88,7 +88,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 	if err := validateStorage(spec.Storage); err != nil {
 		return res, err
 	}
-	defer b.lock(req.ID)()
+	defer b.locks.Lock(req.ID)()
 	switch sb, err := b.load(req.ID); {
 	case err == nil && !sb.builder:
 		return res, fmt.Errorf("oci: %s is a tenant's sandbox, not a builder: a build needs an ID of its own", req.ID)
@@ -249,7 +249,7 @@ func (b *Backend) sweepBuilders() {
 			continue
 		}
 		func() {
-			defer b.lock(id)()
+			defer b.locks.Lock(id)()
 			if sb, err := b.load(id); err == nil && !sb.builder {
 				// Never a tenant's sandbox, whatever the marker says.
 				_ = os.Remove(filepath.Join(b.opts.StateDir, buildersDir, id))

@@ -569,7 +569,7 @@ func (b *Backend) InspectPile(id string, fn func(dir string) error) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	dir := filepath.Join(b.sandboxDir(id), pileName)
 	img := dir + imageSuffix
 	if b.opts.UnboundedStorage || !fileExists(img) {

@@ -36,9 +36,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
-	"golang.org/x/sys/unix"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
 // DefaultEtcFiles are the host /etc entries a sandbox sees by default:
@@ -78,8 +80,9 @@ type Backend struct {
 		seen time.Time // when the node's entries last had its fingerprint
 	}
 
-	mu        sync.Mutex
-	locks     map[string]*sync.Mutex
+	mu sync.Mutex
+	// locks serialises the lifecycle operations on each sandbox.
+	locks     keyedmutex.Mutex
 	lifelines map[string]*lifeline
 	// starts counts, per sandbox, the inits this process started (under
 	// mu): backend.StartCounter.
@@ -198,7 +201,6 @@ func New(opts Options) (*Backend, error) {
 		opts:      opts,
 		runc:      &runc{bin: rt, root: filepath.Join(opts.StateDir, "runc")},
 		baseLinks: make(map[string]string),
-		locks:     make(map[string]*sync.Mutex),
 		lifelines: make(map[string]*lifeline),
 		starts:    make(map[string]uint64),
 	}
@@ -537,19 +539,6 @@ func (b *Backend) PileFile(id, name string) ([]byte, error) {
 	return data, err
 }
 
-// lock serialises lifecycle operations on one sandbox.
-func (b *Backend) lock(id string) func() {
-	b.mu.Lock()
-	l, ok := b.locks[id]
-	if !ok {
-		l = new(sync.Mutex)
-		b.locks[id] = l
-	}
-	b.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
-
 // Provision implements backend.Backend. It creates or refreshes the
 // sandbox's storage, generated files and pile; existing files are kept.
 func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
@@ -565,7 +554,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := b.checkIsolation(spec); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	sb, err := b.load(spec.ID)
 	if err == nil && sb.builder {
 		// A builder an agent left mid-build under this ID is nobody's
@@ -615,7 +604,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	sb, err := b.loadTenant(id)
 	if err != nil {
 		return err
@@ -632,7 +621,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := validateID(spec.ID); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	// Not found comes first: a sandbox that was never made is provisioned
 	// next, and a spec it cannot run is refused there, as a provisioning.
 	sb, err := b.loadTenant(spec.ID)
@@ -665,7 +654,7 @@ func (b *Backend) Detach(ctx context.Context, id string) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	_, err := b.load(id)
 	return err
 }
@@ -676,7 +665,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	b.pool.forget(id)
 	return b.destroyLocked(ctx, id, keepPile)
 }
@@ -700,7 +689,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	if err := b.removeContainer(ctx, id); err != nil {
 		return fmt.Errorf("oci: stopping sandbox %s: %w", id, err)
 	}

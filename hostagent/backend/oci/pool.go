@@ -143,7 +143,7 @@ func (b *Backend) Unclaim(id string) {
 	if b.pool == nil || validateID(id) != nil {
 		return
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	sb, err := b.load(id)
 	if err != nil || !sb.warm {
 		return // provisioned (or gone) in the meantime: not the pool's
@@ -247,7 +247,7 @@ func (b *Backend) startPooled(ctx context.Context) (err error) {
 		}
 		b.pool.mu.Unlock()
 	}()
-	unlock := b.lock(spec.ID)
+	unlock := b.locks.Lock(spec.ID)
 	defer unlock()
 	if _, err := b.load(spec.ID); !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("oci: a pooled sandbox's new ID %s is taken", spec.ID)
@@ -331,7 +331,7 @@ func (b *Backend) discardPooled(id string) {
 }
 
 func (b *Backend) discardPooledCtx(ctx context.Context, id string) error {
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	sb, err := b.load(id)
 	if err != nil || !sb.warm || !fileExists(filepath.Join(sb.dir, warmMarker)) {
 		return nil // claimed meanwhile: its tenant's now
@@ -343,7 +343,7 @@ func (b *Backend) discardPooledCtx(ctx context.Context, id string) error {
 // discardUnowned destroys id if it is a pooled sandbox claimed but never
 // provisioned (its record still says warm) that owned does not know.
 func (b *Backend) discardUnowned(ctx context.Context, id string, owned func(id string) bool) error {
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	sb, err := b.load(id)
 	if err != nil || !sb.warm || fileExists(filepath.Join(sb.dir, warmMarker)) || owned(id) {
 		return nil

@@ -43,7 +43,7 @@ func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) e
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	if !fileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
 		return fmt.Errorf("oci: sandbox %s: %w", id, backend.ErrNotFound)
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guest/mux"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
 // Defaults of a sandbox's VM, for what its Spec leaves at zero.
@@ -115,8 +116,9 @@ type Backend struct {
 	dropped bool
 	debugfs string // debugfs's absolute path
 
-	mu     sync.Mutex
-	locks  map[string]*sync.Mutex
+	mu sync.Mutex
+	// locks serialises the lifecycle operations on each sandbox.
+	locks  keyedmutex.Mutex
 	vms    map[string]*VM
 	starts map[string]uint64
 	// slots maps the VM users' slots in use to their sandboxes; read from
@@ -194,7 +196,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	b := &Backend{
 		opts: opts, initrd: initrd.Bytes(), accel: opts.Accel, debugfs: debugfs,
 		dropped: os.Geteuid() == 0,
-		locks:   map[string]*sync.Mutex{}, vms: map[string]*VM{}, starts: map[string]uint64{},
+		vms:     map[string]*VM{}, starts: map[string]uint64{},
 	}
 	if err := b.checkQEMU(ctx); err != nil {
 		return nil, err
@@ -416,19 +418,6 @@ func (b *Backend) sandboxDir(id string) string {
 	return filepath.Join(b.opts.StateDir, "sandboxes", id)
 }
 
-// lock serialises lifecycle operations on one sandbox.
-func (b *Backend) lock(id string) func() {
-	b.mu.Lock()
-	l, ok := b.locks[id]
-	if !ok {
-		l = new(sync.Mutex)
-		b.locks[id] = l
-	}
-	b.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
-
 func (b *Backend) load(id string) (*record, error) {
 	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), recordFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -460,7 +449,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := validateSpec(spec); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	return b.provision(ctx, spec)
 }
 
@@ -618,7 +607,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	rec, err := b.load(id)
 	if err != nil {
 		return err
@@ -636,7 +625,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := validateID(spec.ID); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	// Not found comes first: a sandbox that was never made is provisioned
 	// next, and a spec it cannot run is refused there, as a provisioning.
 	if _, err := b.load(spec.ID); err != nil {
@@ -826,7 +815,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	return b.stop(ctx, id)
 }
 
@@ -901,7 +890,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := validateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	if err := b.stop(ctx, id); err != nil {
 		return err
 	}
