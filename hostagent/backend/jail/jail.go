@@ -33,6 +33,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
@@ -169,7 +170,7 @@ func New(opts Options) (*Backend, error) {
 	src := opts.GuestBinary
 	if src == "" {
 		if exe, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
+			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); backend.FileExists(p) {
 				src = p
 			}
 		}
@@ -193,21 +194,16 @@ func installGuest(stateDir, src string) (string, error) {
 	sum := sha256.Sum256(data)
 	dir := filepath.Join(stateDir, "bin", hex.EncodeToString(sum[:8]))
 	dst := filepath.Join(dir, GuestBinaryName)
-	if fileExists(dst) {
+	if backend.FileExists(dst) {
 		return dir, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("jail: %w", err)
 	}
-	if err := writeFileAtomic(dst, data, 0o555); err != nil {
+	if err := atomicfile.Write(dst, data, 0o555); err != nil {
 		return "", fmt.Errorf("jail: installing the guest binary: %w", err)
 	}
 	return dir, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // Name implements backend.Backend.
@@ -221,12 +217,10 @@ func (b *Backend) Capabilities() backend.Capabilities {
 
 var zfsName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*(/[A-Za-z0-9_.:-]+)*$`)
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
-
-// validateID admits IDs that are safe as file names and as jail names
-// (which may not contain a dot).
-func validateID(id string) error {
-	if !idPattern.MatchString(id) {
+// validateJailName admits the sandbox IDs of backend.ValidateID that are
+// jail names too (which may not contain a dot): this backend's rule for IDs.
+func validateJailName(id string) error {
+	if backend.ValidateID(id) != nil || strings.Contains(id, ".") {
 		return fmt.Errorf("jail: invalid sandbox ID %q: want 1-63 of [A-Za-z0-9_-], starting alphanumeric", id)
 	}
 	return nil
@@ -320,7 +314,7 @@ func (b *Backend) jailParams(id string) []string {
 // generated /etc and its pile, the pile's files flagged sappnd. It keeps
 // existing files.
 func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := validateJailName(spec.ID); err != nil {
 		return err
 	}
 	if len(spec.Egress) > 0 {
@@ -331,6 +325,9 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	}
 	if len(spec.Faculties) > 0 {
 		return fmt.Errorf("%w: the jail backend does not install faculty bundles yet", backend.ErrInvalidRequest)
+	}
+	if err := backend.ValidateLogin(spec); err != nil {
+		return fmt.Errorf("%w: %w", backend.ErrInvalidRequest, err)
 	}
 	defer b.locks.Lock(spec.ID)()
 	return b.provision(ctx, spec)
@@ -346,7 +343,7 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "sandbox.json"), data, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "sandbox.json"), data, 0o600); err != nil {
 		return fmt.Errorf("jail: %w", err)
 	}
 	if err := b.ensureDatasets(ctx, spec); err != nil {
@@ -410,7 +407,7 @@ func (b *Backend) writeEtc(ctx context.Context, spec backend.Spec) error {
 		if name == "master.passwd" {
 			mode = 0o600
 		}
-		if err := writeFileAtomic(filepath.Join(etc, name), []byte(content), mode); err != nil {
+		if err := atomicfile.Write(filepath.Join(etc, name), []byte(content), mode); err != nil {
 			return fmt.Errorf("jail: %w", err)
 		}
 	}
@@ -422,7 +419,7 @@ func (b *Backend) writeEtc(ctx context.Context, spec backend.Spec) error {
 		if err != nil {
 			return fmt.Errorf("jail: %w", err)
 		}
-		if err := writeFileAtomic(filepath.Join(etc, f), data, 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(etc, f), data, 0o644); err != nil {
 			return fmt.Errorf("jail: %w", err)
 		}
 	}
@@ -537,7 +534,7 @@ func (b *Backend) running(ctx context.Context, id string) (bool, error) {
 
 func (b *Backend) loadSpec(id string) (backend.Spec, error) {
 	var spec backend.Spec
-	if err := validateID(id); err != nil {
+	if err := validateJailName(id); err != nil {
 		return spec, err
 	}
 	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), "sandbox.json"))
@@ -649,7 +646,7 @@ func (b *Backend) unmountAll(ctx context.Context, id string) error {
 // jail; Stop returns once jls no longer lists it, dying or not, and its
 // mounts are gone.
 func (b *Backend) Stop(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := validateJailName(id); err != nil {
 		return err
 	}
 	defer b.locks.Lock(id)()
@@ -701,7 +698,7 @@ func (b *Backend) stop(ctx context.Context, id string) error {
 // neither survives); one that is not running is provisioned and started
 // over its files.
 func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := validateJailName(spec.ID); err != nil {
 		return err
 	}
 	defer b.locks.Lock(spec.ID)()
@@ -719,13 +716,13 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 }
 
 // Detach implements backend.Backend: the jail keeps running.
-func (b *Backend) Detach(ctx context.Context, id string) error { return validateID(id) }
+func (b *Backend) Detach(ctx context.Context, id string) error { return validateJailName(id) }
 
 // Destroy implements backend.Backend: the jail, its limits, its mounts and
 // its files; the pile too unless keepPile, its flags cleared first (a
 // sappnd file cannot be removed).
 func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
-	if err := validateID(id); err != nil {
+	if err := validateJailName(id); err != nil {
 		return err
 	}
 	defer b.locks.Lock(id)()
@@ -768,15 +765,4 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 		return fmt.Errorf("jail: %w", err)
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -176,7 +176,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 
 // validateBuild checks a request before anything is made for it.
 func (b *Backend) validateBuild(req backend.BuildRequest) error {
-	if err := validateID(req.ID); err != nil {
+	if err := backend.ValidateID(req.ID); err != nil {
 		return err
 	}
 	if len(req.Command) == 0 {
@@ -245,7 +245,7 @@ func (b *Backend) sweepBuilders() {
 	}
 	for _, e := range entries {
 		id := e.Name()
-		if validateID(id) != nil {
+		if backend.ValidateID(id) != nil {
 			continue
 		}
 		func() {

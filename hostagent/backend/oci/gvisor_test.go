@@ -321,7 +321,7 @@ func TestGVisorDestroyLeavesNothing(t *testing.T) {
 	}
 	left := append(leftovers(t, state, spec.ID), gvisorLeftovers(t, state, spec.ID)...)
 	for _, p := range cgroups {
-		if fileExists(p) {
+		if backend.FileExists(p) {
 			left = append(left, "cgroup "+p)
 		}
 	}

@@ -24,7 +24,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -40,6 +39,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
@@ -404,7 +404,7 @@ func (o *Options) setDefaults() error {
 		// It lives in /sbin, which the agent's PATH may lack.
 		if _, err := exec.LookPath(o.Mkfs); err != nil {
 			for _, p := range []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"} {
-				if fileExists(p) {
+				if backend.FileExists(p) {
 					o.Mkfs = p
 					break
 				}
@@ -425,7 +425,7 @@ func (o *Options) setDefaults() error {
 // one: GuestBinaryName next to the running executable, else on PATH.
 func FindGuestBinary() (string, error) {
 	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
+		if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); backend.FileExists(p) {
 			return p, nil
 		}
 	}
@@ -469,39 +469,16 @@ func (b *Backend) prepareStateDir() error {
 // derived from its content. A running sandbox keeps the file it mounted;
 // a changed binary gets a new name and is used from the next start on.
 func (b *Backend) installGuest() (string, error) {
-	src, err := os.Open(b.opts.GuestBinary)
+	data, err := os.ReadFile(b.opts.GuestBinary)
 	if err != nil {
 		return "", fmt.Errorf("oci: guest binary: %w", err)
 	}
-	defer src.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, src); err != nil {
-		return "", fmt.Errorf("oci: guest binary: %w", err)
-	}
-	dst := filepath.Join(b.opts.StateDir, "bin", GuestBinaryName+"-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if fileExists(dst) {
+	sum := sha256.Sum256(data)
+	dst := filepath.Join(b.opts.StateDir, "bin", GuestBinaryName+"-"+hex.EncodeToString(sum[:8]))
+	if backend.FileExists(dst) {
 		return dst, nil
 	}
-	if _, err := src.Seek(0, io.SeekStart); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".install-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, src); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Chmod(0o755); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	return dst, os.Rename(tmp.Name(), dst)
+	return dst, atomicfile.Write(dst, data, 0o755)
 }
 
 // Name implements backend.Backend.
@@ -542,7 +519,7 @@ func (b *Backend) PileFile(id, name string) ([]byte, error) {
 // Provision implements backend.Backend. It creates or refreshes the
 // sandbox's storage, generated files and pile; existing files are kept.
 func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := backend.ValidateID(spec.ID); err != nil {
 		return err
 	}
 	if err := b.validateSpec(spec); err != nil {
@@ -601,7 +578,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 
 // Start implements backend.Backend.
 func (b *Backend) Start(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
 	defer b.locks.Lock(id)()
@@ -618,7 +595,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 // profile is refreshed from spec; resource changes apply from the next
 // start of the container.
 func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := backend.ValidateID(spec.ID); err != nil {
 		return err
 	}
 	defer b.locks.Lock(spec.ID)()
@@ -651,7 +628,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 // the tenant's background processes survive between sessions; its
 // resources stay bounded by its cgroup.
 func (b *Backend) Detach(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
 	defer b.locks.Lock(id)()
@@ -662,7 +639,7 @@ func (b *Backend) Detach(ctx context.Context, id string) error {
 // Destroy implements backend.Backend. Destroying a sandbox that does not
 // exist succeeds, so a retried delete converges.
 func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
 	defer b.locks.Lock(id)()
@@ -686,7 +663,7 @@ func (b *Backend) destroyLocked(ctx context.Context, id string, keepPile bool) e
 // node shutdown does to sandboxes, and what `playground dev` does on Ctrl-C
 // so that it leaves no process behind.
 func (b *Backend) Stop(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
 	defer b.locks.Lock(id)()
@@ -846,7 +823,7 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 		// Claimed from the pool by the Provision before this Start, its
 		// container kept: running, unless its init died since (then it
 		// is started over below, as any).
-		if pid, err := b.initPID(sb.spec.ID); err == nil && isGuestInit(pid) && fileExists(sock) {
+		if pid, err := b.initPID(sb.spec.ID); err == nil && isGuestInit(pid) && backend.FileExists(sock) {
 			return nil
 		}
 	}
@@ -872,7 +849,7 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 			// (a sandbox started by an agent before init.pid existed),
 			// replaced whole, since Alive may read it meanwhile: a torn
 			// read would take a running init for a dead one.
-			_ = writeFileAtomic(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
+			_ = writeIfChanged(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
 			return b.waitReady(ctx, sb, st.Pid)
 		case "paused":
 			if err := rt.resume(ctx, cid); err != nil {
@@ -949,12 +926,12 @@ func (b *Backend) Starts(id string) uint64 {
 // still runs the guest's init. A sandbox started before init.pid was
 // written counts as alive (the runtime's state would have to be asked).
 func (b *Backend) Alive(id string) bool {
-	if validateID(id) != nil {
+	if backend.ValidateID(id) != nil {
 		return false
 	}
 	pid, err := b.initPID(id)
 	if err != nil {
-		return errors.Is(err, os.ErrNotExist) && fileExists(b.sandboxDir(id))
+		return errors.Is(err, os.ErrNotExist) && backend.FileExists(b.sandboxDir(id))
 	}
 	if b.isGVisorSandbox(pid, id) {
 		// The sentry: it exits when the guest's init does.
@@ -991,10 +968,10 @@ func isGuestInit(pid int) bool {
 func (b *Backend) waitReady(ctx context.Context, sb *sandbox, pid int) error {
 	sock := b.socketPath(sb.spec.ID)
 	for delay := time.Millisecond; ; {
-		if fileExists(sock) {
+		if backend.FileExists(sock) {
 			return nil
 		}
-		if pid > 0 && !fileExists(fmt.Sprintf("/proc/%d", pid)) {
+		if pid > 0 && !backend.FileExists(fmt.Sprintf("/proc/%d", pid)) {
 			return fmt.Errorf("oci: sandbox %s: init exited during start: %s", sb.spec.ID, tail(filepath.Join(sb.dir, "init.log")))
 		}
 		select {

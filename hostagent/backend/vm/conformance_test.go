@@ -88,7 +88,7 @@ func leftovers(tb testing.TB, stateDir, id string) []string {
 	tb.Helper()
 	var left []string
 	dir := filepath.Join(stateDir, "sandboxes", id)
-	if fileExists(dir) {
+	if backend.FileExists(dir) {
 		left = append(left, "file "+dir)
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")

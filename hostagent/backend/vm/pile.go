@@ -64,7 +64,7 @@ const (
 // with no_new_privs, the guest's seccomp filter, bounded memory, CPU and
 // time, no file it may write, and the image a read-only descriptor.
 func (b *Backend) PileFile(id, name string) ([]byte, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	if name == "" || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, "\"\\\n\x00") {
