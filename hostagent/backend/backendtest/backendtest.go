@@ -94,7 +94,7 @@ type Piece struct {
 func (f *Fake) Name() string { return f.name }
 
 func (f *Fake) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true}
+	return backend.Capabilities{ProvesCleanup: true, Builder: f}
 }
 
 func (f *Fake) Provision(_ context.Context, spec backend.Spec) error {

@@ -212,7 +212,7 @@ func (b *Backend) Name() string { return Name }
 // Capabilities implements backend.Backend. Cleanup is proven when commands
 // run under the guest binary's reaper, that is when there is one.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true}
+	return backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b}
 }
 
 var zfsName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*(/[A-Za-z0-9_.:-]+)*$`)

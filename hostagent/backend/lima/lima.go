@@ -310,7 +310,7 @@ func (b *Backend) Name() string { return Name }
 // NoNewPrivileges) cannot clear it. See docs/lima.md for what of this was
 // verified.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: b}
 }
 
 // InstanceName is the Lima instance of sandbox id.

@@ -488,7 +488,11 @@ func (b *Backend) Name() string { return "oci" }
 // files carry FS_APPEND_FL, which the sandbox cannot clear, and egress
 // lists are enforced when the agent runs with network egress.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress}
+	return backend.Capabilities{
+		ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress,
+		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
+		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b,
+	}
 }
 
 // PileDir implements backend.Backend. The pile's filesystem is mounted

@@ -322,7 +322,10 @@ func (b *Backend) Name() string { return "vm" }
 // cleanup as in a container, and the guest's kernel enforces the pile's
 // append-only flag, which only the guest's root could clear.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
+	return backend.Capabilities{
+		ProvesCleanup: true, AppendOnlyPile: true,
+		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, StorageReporter: b, PileReader: b, Describer: b,
+	}
 }
 
 // Files of a sandbox in its directory (besides the VM's, in qemu.go).
