@@ -446,14 +446,14 @@ func (a *Agent) Alive(id string) bool {
 // startsOf is how many inits the backend started for sandbox id, when it
 // counts them (backend.StartCounter).
 func startsOf(be backend.Backend, id string) (uint64, bool) {
-	if c, ok := be.(backend.StartCounter); ok {
+	if c := be.Capabilities().StartCounter; c != nil {
 		return c.Starts(id), true
 	}
 	return 0, false
 }
 
 func aliveOn(be backend.Backend, id string) bool {
-	if p, ok := be.(backend.Prober); ok {
+	if p := be.Capabilities().Prober; p != nil {
 		return p.Alive(id)
 	}
 	return true

@@ -45,6 +45,12 @@ type racyInit struct {
 	fails  bool // and then fails, as a start that times out does
 }
 
+func (r *racyInit) Capabilities() backend.Capabilities {
+	c := r.Fake.Capabilities()
+	c.Prober, c.StartCounter = r, r
+	return c
+}
+
 func (r *racyInit) Alive(string) bool { return true }
 
 func (r *racyInit) Starts(string) uint64 {
@@ -195,6 +201,12 @@ func (b *atPIDLimit) Exec(context.Context, string, backend.ExecRequest, backend.
 func (b *atPIDLimit) JobConn(context.Context, string) (net.Conn, error) { return nil, b.start() }
 
 func (b *atPIDLimit) ForksRefused(string) (uint64, bool) { return b.refused.Load(), true }
+
+func (b *atPIDLimit) Capabilities() backend.Capabilities {
+	c := b.Fake.Capabilities()
+	c.ForkCounter = b
+	return c
+}
 
 // TestStartAtProcessLimitIsExhausted: a command or job that cannot start
 // while the sandbox's process limit refuses forks is refused as

@@ -104,7 +104,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	out := &execOutput{limit: a.opts.ExecOutputLimit}
 	started := time.Now()
 	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
-	atLimit := forkLimit(be, spec.ID)
+	atLimit := forkLimit(be.Capabilities(), spec.ID)
 	proc, err := be.Exec(ctx, spec.ID, req.backendRequest(), out)
 	err = atLimit(err)
 	if err != nil {
@@ -231,14 +231,14 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if !be.Capabilities().ProvesCleanup {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", be.Name())
 	}
-	if holder, ok := be.(backend.JobHolder); ok {
-		return a.startHeldJob(ctx, holder, tenant, spec.ID, req)
+	if caps := be.Capabilities(); caps.JobHolder != nil {
+		return a.startHeldJob(ctx, caps, tenant, spec.ID, req)
 	}
 	// A backend whose sandboxes hold no jobs (jail): the agent holds this
 	// job, which ends with it.
 	start := func(sink backend.Sink) (backend.Process, error) {
 		// The job outlives this call: its process must not die with ctx.
-		atLimit := forkLimit(be, spec.ID)
+		atLimit := forkLimit(be.Capabilities(), spec.ID)
 		p, err := be.Exec(context.WithoutCancel(ctx), spec.ID, req.backendRequest(), sink)
 		err = atLimit(err)
 		if err != nil {
@@ -250,8 +250,10 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 }
 
 // startHeldJob starts a job that its sandbox holds: it outlives this
-// agent process, and the next one adopts it (adoptJobs).
-func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
+// agent process, and the next one adopts it (adoptJobs). caps are the
+// sandbox's backend's, which holds jobs.
+func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
+	holder := caps.JobHolder
 	attach := attacher(holder, sandboxID)
 	start := func(js guest.JobSpec) (jobs.Held, error) {
 		// Not the caller's context: a caller that goes away mid-start
@@ -260,7 +262,7 @@ func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tena
 		// fails without the holder's refusal is undone below.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.KillTimeout)
 		defer cancel()
-		atLimit := forkLimit(holder, sandboxID)
+		atLimit := forkLimit(caps, sandboxID)
 		conn, err := holder.JobConn(sctx, sandboxID)
 		if err != nil {
 			return nil, a.execError(atLimit(err))
@@ -276,7 +278,7 @@ func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tena
 		}
 		return j, nil
 	}
-	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, jobs.WithTimeout(req.Timeout), jobs.WithCommand(req.Command), oomCounter(holder, sandboxID))
+	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, jobs.WithTimeout(req.Timeout), jobs.WithCommand(req.Command), oomCounter(caps, sandboxID))
 }
 
 // forkLimit returns, for a start in sandboxID, what makes its failure a
@@ -285,9 +287,9 @@ func (a *Agent) startHeldJob(ctx context.Context, holder backend.JobHolder, tena
 // taken, init cannot fork a shepherd to take the command, or one dies as
 // it takes it (Go's runtime cannot start a thread), and the start runs
 // out of time or loses its connection, which is no internal error.
-func forkLimit(be any, sandboxID string) func(error) error {
-	c, ok := be.(backend.ForkCounter)
-	if !ok {
+func forkLimit(caps backend.Capabilities, sandboxID string) func(error) error {
+	c := caps.ForkCounter
+	if c == nil {
 		return func(err error) error { return err }
 	}
 	before, known := c.ForksRefused(sandboxID)
@@ -305,9 +307,9 @@ func forkLimit(be any, sandboxID string) func(error) error {
 
 // oomCounter is the option that lets the job manager tell an OOM kill of
 // a held job, on a backend that counts them.
-func oomCounter(be any, sandboxID string) jobs.StartOption {
-	c, ok := be.(backend.OOMCounter)
-	if !ok {
+func oomCounter(caps backend.Capabilities, sandboxID string) jobs.StartOption {
+	c := caps.OOMCounter
+	if c == nil {
 		return jobs.WithOOMCounter(nil)
 	}
 	return jobs.WithOOMCounter(func() (uint64, bool) { return c.OOMKills(sandboxID) })
@@ -393,8 +395,8 @@ func (a *Agent) ExecOutputLimit() int { return a.opts.ExecOutputLimit }
 // or past its bounds) is released, killed with proof: nothing else would
 // bound it. An error leaves the rest for the next Ensure to adopt.
 func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.Spec) error {
-	holder, ok := be.(backend.JobHolder)
-	if !ok {
+	holder := be.Capabilities().JobHolder
+	if holder == nil {
 		return nil
 	}
 	conn, err := holder.JobControlConn(ctx, spec.ID)
@@ -408,7 +410,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 	attach := attacher(holder, spec.ID)
 	var errs []error
 	for _, rec := range recs {
-		info, err := a.jobs.Adopt(ctx, spec.Tenant, spec.ID, rec, attach, oomCounter(be, spec.ID))
+		info, err := a.jobs.Adopt(ctx, spec.Tenant, spec.ID, rec, attach, oomCounter(be.Capabilities(), spec.ID))
 		if err == nil {
 			a.opts.Logger.Info("Adopted a job the sandbox holds", "sandbox", spec.ID, "job", info.ID, "state", info.State)
 			continue

@@ -29,6 +29,12 @@ import (
 // gvisorFake offers gVisor isolation, as the oci backend with runsc does.
 type gvisorFake struct{ *backendtest.Fake }
 
+func (g gvisorFake) Capabilities() backend.Capabilities {
+	c := g.Fake.Capabilities()
+	c.Isolator = g
+	return c
+}
+
 func (gvisorFake) Isolations() []string {
 	return []string{backend.IsolationContainer, backend.IsolationGVisor}
 }

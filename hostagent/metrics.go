@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 // The agent's Prometheus metrics (docs/metrics.md). The job counters are
@@ -145,8 +143,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(jobDroppedDesc, s.DroppedBytes)
 	counter(jobEvictionsDesc, s.Evictions)
 	for _, be := range c.a.backends {
-		p, ok := be.(backend.WarmPool)
-		if !ok {
+		p := be.Capabilities().WarmPool
+		if p == nil {
 			continue
 		}
 		ps, name := p.PoolStats(), be.Name()

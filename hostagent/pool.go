@@ -36,7 +36,7 @@ func (a *Agent) ClaimWarm(spec backend.Spec) (id string, ok bool) {
 	if err != nil {
 		return "", false
 	}
-	if p, isPool := be.(backend.WarmPool); isPool {
+	if p := be.Capabilities().WarmPool; p != nil {
 		return p.Claim(spec)
 	}
 	return "", false
@@ -46,7 +46,7 @@ func (a *Agent) ClaimWarm(spec backend.Spec) (id string, ok bool) {
 // not recorded as a tenant's.
 func (a *Agent) UnclaimWarm(spec backend.Spec, id string) {
 	if be, err := a.backendFor(spec); err == nil {
-		if p, isPool := be.(backend.WarmPool); isPool {
+		if p := be.Capabilities().WarmPool; p != nil {
 			p.Unclaim(id)
 		}
 	}
@@ -61,7 +61,7 @@ func (a *Agent) UnclaimWarm(spec backend.Spec, id string) {
 func (a *Agent) RunPools(ctx context.Context, owned func(id string) bool, grace time.Duration) error {
 	var pools []backend.WarmPool
 	for _, be := range a.backends {
-		if p, ok := be.(backend.WarmPool); ok {
+		if p := be.Capabilities().WarmPool; p != nil {
 			pools = append(pools, p)
 		}
 	}

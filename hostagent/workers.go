@@ -46,9 +46,9 @@ func (a *Agent) workerBackend(id string) (backend.WorkerSupervisor, backend.Dial
 	if be == nil {
 		return nil, nil, errorf(CodeNotFound, "no such sandbox on this node")
 	}
-	sup, ok := be.(backend.WorkerSupervisor)
-	d, dials := be.(backend.Dialer)
-	if !ok || !dials {
+	caps := be.Capabilities()
+	sup, d := caps.WorkerSupervisor, caps.Dialer
+	if sup == nil || d == nil {
 		return nil, nil, errorf(CodeInvalid, "the %s backend runs no workers in its sandboxes", be.Name())
 	}
 	return sup, d, nil

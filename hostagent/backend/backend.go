@@ -30,7 +30,12 @@ import (
 	"time"
 )
 
-// Capabilities says what a backend can guarantee.
+// Capabilities is how a backend describes itself, in one place: what it
+// can guarantee (the flags) and which optional behaviour it has (the
+// interface fields, each nil when it has none, usually the backend itself
+// when it has). The agent asks Capabilities, never probes a backend for an
+// interface: a wrapper of a backend passes on what it is given, and a
+// backend can offer a behaviour on some nodes only.
 type Capabilities struct {
 	// ProvesCleanup is true when Kill returns only after every descendant of
 	// the command (including ones that setsid, double-fork or ignore
@@ -44,6 +49,33 @@ type Capabilities struct {
 	// network mode none. The agent advertises it in its Lease, and the
 	// manager binds a Sandbox of mode egress only where it is offered.
 	Egress bool
+
+	// Prober tells cheaply whether a sandbox's init still runs.
+	Prober Prober
+	// StartCounter counts the inits started per sandbox.
+	StartCounter StartCounter
+	// Dialer reaches a port on a sandbox's own loopback.
+	Dialer Dialer
+	// JobHolder: the sandboxes hold background jobs themselves.
+	JobHolder JobHolder
+	// OOMCounter counts the OOM kills in a sandbox's memory limit.
+	OOMCounter OOMCounter
+	// ForkCounter counts the forks a sandbox's process limit refused.
+	ForkCounter ForkCounter
+	// WorkerSupervisor keeps a worker running inside a sandbox.
+	WorkerSupervisor WorkerSupervisor
+	// StorageReporter reports the disk limits fixed at provisioning.
+	StorageReporter StorageReporter
+	// PileReader reads a pile that is not a plain host directory.
+	PileReader PileReader
+	// Describer has a note on how the backend runs on this node.
+	Describer Describer
+	// Isolator offers a choice of isolation; without it, container only.
+	Isolator Isolator
+	// WarmPool keeps blank sandboxes started ahead of demand.
+	WarmPool WarmPool
+	// Builder builds faculty bundles in a throwaway sandbox.
+	Builder Builder
 }
 
 // ShellMode selects the environment of the /bin/sh that runs a command.
@@ -184,9 +216,10 @@ type BuildResult struct {
 // MaxBuildLog bounds the build log a builder keeps.
 const MaxBuildLog = 16 << 10
 
-// Builder is implemented by backends that can build faculty bundles in a
-// throwaway sandbox of their own kind: no network, the node's files out of
-// reach, the sandbox destroyed after the build whatever its outcome.
+// Builder is the behaviour, in Capabilities.Builder, of backends that can
+// build faculty bundles in a throwaway sandbox of their own kind: no
+// network, the node's files out of reach, the sandbox destroyed after the
+// build whatever its outcome.
 type Builder interface {
 	Build(ctx context.Context, req BuildRequest) (BuildResult, error)
 }
@@ -329,38 +362,40 @@ var (
 	ErrInsufficientStorage = errors.New("insufficient free disk space on the node")
 )
 
-// Prober is implemented by backends that can tell cheaply, without a
-// runtime call, whether a sandbox's init still runs. The node agent asks on
-// every resync, so that a sandbox whose init died (killed, out of memory)
-// is started again over its files within seconds instead of at its next
-// spec change. Alive is true when the backend cannot tell.
+// Prober is the behaviour, in Capabilities.Prober, of backends that can tell
+// cheaply, without a runtime call, whether a sandbox's init still runs. The
+// node agent asks on every resync, so that a sandbox whose init died
+// (killed, out of memory) is started again over its files within seconds
+// instead of at its next spec change. Alive is true when the backend cannot
+// tell.
 type Prober interface {
 	Alive(id string) bool
 }
 
-// StartCounter is implemented by backends that count the inits they
-// started per sandbox. Reattach starts a sandbox whose init is gone: the
-// count tells the kernel that it did, where Alive alone cannot (the init may
-// die between an Alive and the Reattach that follows it).
+// StartCounter is the behaviour, in Capabilities.StartCounter, of backends
+// that count the inits they started per sandbox. Reattach starts a sandbox
+// whose init is gone: the count tells the kernel that it did, where Alive
+// alone cannot (the init may die between an Alive and the Reattach that
+// follows it).
 type StartCounter interface {
 	Starts(id string) uint64
 }
 
-// Dialer is implemented by backends that reach a TCP port on a sandbox's
-// own loopback from the host: the agent's relay to the MCP worker of a
-// sandbox that has no network. The connection is the worker's; closing
-// it ends the relay inside the sandbox.
+// Dialer is the behaviour, in Capabilities.Dialer, of backends that reach a
+// TCP port on a sandbox's own loopback from the host: the agent's relay to
+// the MCP worker of a sandbox that has no network. The connection is the
+// worker's; closing it ends the relay inside the sandbox.
 type Dialer interface {
 	DialSandbox(ctx context.Context, id string, port int) (net.Conn, error)
 }
 
-// JobHolder is implemented by backends whose sandboxes hold background
-// jobs themselves (through package guestexec): a job's
-// processes, its output ring and its result live in the sandbox, charged
-// to it, and outlive the agent; the agent keeps only its bookkeeping and
-// reattaches after a restart. JobConn opens a connection to the
-// sandbox's init, on which guestexec starts, attaches to or lists jobs.
-// Jobs on other backends are held by the agent and end with it.
+// JobHolder is the behaviour, in Capabilities.JobHolder, of backends whose
+// sandboxes hold background jobs themselves (through package
+// guestexec): a job's processes, its output ring and its result live
+// in the sandbox, charged to it, and outlive the agent; the agent keeps only
+// its bookkeeping and reattaches after a restart. JobConn opens a connection
+// to the sandbox's init, on which guestexec starts, attaches to or lists
+// jobs. Jobs on other backends are held by the agent and end with it.
 type JobHolder interface {
 	JobConn(ctx context.Context, id string) (net.Conn, error)
 	// JobControlConn opens a connection on which the sandbox's init itself
@@ -370,19 +405,19 @@ type JobHolder interface {
 	JobControlConn(ctx context.Context, id string) (net.Conn, error)
 }
 
-// OOMCounter is implemented by backends that count the OOM kills in a
-// sandbox's memory limit since it last started: a held job that ended by a
-// signal while the count grew was the OOM killer's (its holder, in the
-// sandbox, cannot tell).
+// OOMCounter is the behaviour, in Capabilities.OOMCounter, of backends that
+// count the OOM kills in a sandbox's memory limit since it last started: a
+// held job that ended by a signal while the count grew was the OOM killer's
+// (its holder, in the sandbox, cannot tell).
 type OOMCounter interface {
 	OOMKills(id string) (uint64, bool)
 }
 
-// ForkCounter is implemented by backends that count the forks a
-// sandbox's process limit refused since it last started: a command that
-// could not start while the count grew met the limit (its tenant holds
-// every PID, so no process could take the command), whatever else its
-// start said.
+// ForkCounter is the behaviour, in Capabilities.ForkCounter, of backends
+// that count the forks a sandbox's process limit refused since it last
+// started: a command that could not start while the count grew met the limit
+// (its tenant holds every PID, so no process could take the command),
+// whatever else its start said.
 type ForkCounter interface {
 	ForksRefused(id string) (uint64, bool)
 }
@@ -419,8 +454,8 @@ type WorkerStatus struct {
 	Error string
 }
 
-// WorkerSupervisor is implemented by backends that keep a worker running
-// inside a sandbox.
+// WorkerSupervisor is the behaviour, in Capabilities.WorkerSupervisor, of
+// backends that keep a worker running inside a sandbox.
 type WorkerSupervisor interface {
 	// SetWorker makes w the sandbox's worker (nil: none), replacing and
 	// stopping the one it had; it applies while the sandbox runs and
@@ -438,58 +473,60 @@ type WorkerSupervisor interface {
 	WorkerLog(ctx context.Context, id string, max int) ([]byte, error)
 }
 
-// StorageReporter is implemented by backends that fix a sandbox's disk
-// limits when they provision it: Storage returns the limits in force,
-// defaults resolved, so that a spec asking for others can be told so.
+// StorageReporter is the behaviour, in Capabilities.StorageReporter, of
+// backends that fix a sandbox's disk limits when they provision it: Storage
+// returns the limits in force, defaults resolved, so that a spec asking for
+// others can be told so.
 type StorageReporter interface {
 	Storage(id string) (Storage, error)
 }
 
-// PileReader is implemented by backends whose pile is not a plain host
-// directory (a VM's pile is a disk image): PileFile reads one file of it
-// from the host, whether the sandbox runs or not.
+// PileReader is the behaviour, in Capabilities.PileReader, of backends whose
+// pile is not a plain host directory (a VM's pile is a disk image): PileFile
+// reads one file of it from the host, whether the sandbox runs or not.
 type PileReader interface {
 	PileFile(id, name string) ([]byte, error)
 }
 
 // ReadPileFile reads file name of sandbox id's pile from the host.
 func ReadPileFile(be Backend, id, name string) ([]byte, error) {
-	if r, ok := be.(PileReader); ok {
+	if r := be.Capabilities().PileReader; r != nil {
 		return r.PileFile(id, name)
 	}
 	return os.ReadFile(filepath.Join(be.PileDir(id), name))
 }
 
-// Describer is implemented by backends with something to say about how
-// they run sandboxes on this node (the vm backend: under KVM, or under
-// TCG emulation, for development only). The agent publishes the note in
-// its Lease and, when it is a caveat, in the Provisioned condition of each
-// Sandbox the backend runs.
+// Describer is the behaviour, in Capabilities.Describer, of backends with
+// something to say about how they run sandboxes on this node (the vm
+// backend: under KVM, or under TCG emulation, for development only). The
+// agent publishes the note in its Lease and, when it is a caveat, in the
+// Provisioned condition of each Sandbox the backend runs.
 type Describer interface {
 	Describe() (note string, caveat bool)
 }
 
-// Isolator is implemented by backends that offer a choice of isolation
-// (Spec.Isolation): Isolations lists what this one can run, on this node.
-// A backend that does not implement it runs IsolationContainer only.
+// Isolator is the behaviour, in Capabilities.Isolator, of backends that
+// offer a choice of isolation (Spec.Isolation): Isolations lists what this
+// one can run, on this node. A backend without it runs IsolationContainer
+// only.
 type Isolator interface {
 	Isolations() []string
 }
 
 // Isolations is what be can run: its own list, or IsolationContainer.
 func Isolations(be Backend) []string {
-	if i, ok := be.(Isolator); ok {
+	if i := be.Capabilities().Isolator; i != nil {
 		return i.Isolations()
 	}
 	return []string{IsolationContainer}
 }
 
-// WarmPool is implemented by backends that keep blank sandboxes started
-// ahead of demand, so that a new tenant's sandbox is claimed, not started.
-// A pooled sandbox already has its ID (Claim returns it), its ID-map
-// slot, its disk images, its container and its init; Provision with the
-// claimed ID makes it the tenant's (its login profile, /etc, limits) in
-// place, and the Start that follows finds it running.
+// WarmPool is the behaviour, in Capabilities.WarmPool, of backends that keep
+// blank sandboxes started ahead of demand, so that a new tenant's sandbox is
+// claimed, not started. A pooled sandbox already has its ID (Claim returns
+// it), its ID-map slot, its disk images, its container and its init;
+// Provision with the claimed ID makes it the tenant's (its login profile,
+// /etc, limits) in place, and the Start that follows finds it running.
 type WarmPool interface {
 	// Claim takes out of the pool a ready sandbox that can run spec (its
 	// ID ignored) without a start: the pool's shape (isolation, storage,

@@ -25,7 +25,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/conformance"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/nodeagent"

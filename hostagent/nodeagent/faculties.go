@@ -139,7 +139,7 @@ func newFaculties(mgr manager.Manager, opts Options, queue chan<- event.GenericE
 	if fo := opts.Faculties; fo.Dir != "" {
 		if fo.Builder == nil {
 			for _, be := range opts.Backends {
-				if b, ok := be.(backend.Builder); ok {
+				if b := be.Capabilities().Builder; b != nil {
 					fo.Builder = b
 					break
 				}

@@ -553,7 +553,7 @@ func haltSummary(halts []jobs.AdmissionStatus) string {
 func backendNotes(bes []backend.Backend) map[string]string {
 	var notes map[string]string
 	for _, be := range bes {
-		if d, ok := be.(backend.Describer); ok {
+		if d := be.Capabilities().Describer; d != nil {
 			if notes == nil {
 				notes = map[string]string{}
 			}

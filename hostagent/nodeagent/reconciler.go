@@ -435,8 +435,8 @@ func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgro
 // on the node, and a spec change does not resize the images.
 func (r *sandboxReconciler) storageFixed(spec backend.Spec) string {
 	be, _ := r.agent.Backend(spec.Backend)
-	rep, ok := be.(backend.StorageReporter)
-	if !ok {
+	rep := be.Capabilities().StorageReporter
+	if rep == nil {
 		return ""
 	}
 	have, err := rep.Storage(spec.ID)
@@ -539,7 +539,7 @@ func (r *sandboxReconciler) caveat(spec backend.Spec) string {
 	if !ok {
 		return ""
 	}
-	if d, ok := be.(backend.Describer); ok {
+	if d := be.Capabilities().Describer; d != nil {
 		if note, caveat := d.Describe(); caveat {
 			return ". Note: " + note
 		}

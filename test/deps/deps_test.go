@@ -53,7 +53,28 @@ var rules = []rule{
 		why: "the gateway reads the API server's view, never the manager's"},
 	{from: "mcpgateway/...", notTo: []string{"hostagent", "hostagent/jobs/...", "hostagent/backend/...", "hostagent/guest/...", "hostagent/agentserver/...", "hostagent/nodeagent/..."},
 		why: "the gateway speaks the versioned agent protocol (hostagent/agentapi), never the kernel, so that gateways and agents that roll out at different times keep one contract"},
+	{from: "cmd/playground", notTo: testLibraries, why: shippedWhy},
+	{from: "cmd/playground-sandbox", notTo: testLibraries, why: shippedWhy},
+	{from: "cmd/kubectl-playground", notTo: testLibraries, why: shippedWhy},
+	{from: "cmd/playground-example-worker", notTo: testLibraries, why: shippedWhy},
 }
+
+// testLibraries are this module's packages that only tests import: test
+// doubles, fixtures, the backends' conformance suite, and the test tree.
+// Their paths say so (an element ending in "test"), and
+// TestTestLibrariesListed keeps this list whole.
+var testLibraries = []string{
+	"test/...",
+	"hostagent/backend/backendtest/...",
+	"hostagent/backend/oci/ocitest",
+	"hostagent/agentserver/agentservertest",
+	"internal/rbactest",
+	"internal/sysctltest",
+}
+
+// shippedWhy is the reason of the rules for the binaries the image carries
+// (Dockerfile).
+const shippedWhy = "test libraries are for tests: a binary that runs in a cluster or on a node carries no test double or suite"
 
 // TestDependencyRules checks every rule against the module's import graph.
 func TestDependencyRules(t *testing.T) {
@@ -74,6 +95,41 @@ func TestDependencyRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTestLibrariesListed checks that every package of this module whose
+// path marks it a test library is in testLibraries, so that the rules for
+// the shipped binaries cover it.
+func TestTestLibrariesListed(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatalf("the go command is needed to list the packages: %v", err)
+	}
+	_, pkgs := list(t, "...")
+	found := 0
+	for _, p := range pkgs {
+		if !isTestLibrary(short(p)) {
+			continue
+		}
+		found++
+		if !slices.ContainsFunc(testLibraries, func(pattern string) bool { return matches(pattern, p) }) {
+			t.Errorf("%s is a test library by its path but not in testLibraries: add it, so that no shipped binary links it", short(p))
+		}
+	}
+	if found == 0 {
+		t.Error("no package of this module looks like a test library: isTestLibrary no longer sees them")
+	}
+}
+
+// isTestLibrary reports whether a package path (of this module, short)
+// marks a test library: an element that ends in "test" (fstest's
+// convention) or is "testing" (Kubernetes's), the package or one above it.
+func isTestLibrary(path string) bool {
+	for _, e := range strings.Split(path, "/") {
+		if strings.HasSuffix(e, "test") || e == "testing" {
+			return true
+		}
+	}
+	return false
 }
 
 // TestMatches pins the pattern semantics the rules rely on.

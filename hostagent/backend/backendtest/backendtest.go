@@ -19,7 +19,9 @@ limitations under the License.
 // the gateway's encoding) where a real one would only add time: its
 // sandboxes are entries in a map and its commands run a Go function. It
 // proves nothing about isolation; the conformance suite
-// (hostagent/backend/conformance) is what a real backend must pass.
+// (hostagent/backend/backendtest/conformance) is what a real backend must
+// pass. Both are test libraries, for tests alone: test/deps keeps them out
+// of every shipped binary.
 package backendtest
 
 import (
@@ -92,7 +94,7 @@ type Piece struct {
 func (f *Fake) Name() string { return f.name }
 
 func (f *Fake) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true}
+	return backend.Capabilities{ProvesCleanup: true, Builder: f}
 }
 
 func (f *Fake) Provision(_ context.Context, spec backend.Spec) error {

@@ -101,3 +101,5 @@ func TestFakeFaculties(t *testing.T) {
 		t.Fatalf("after a restart: %v, want the second", got)
 	}
 }
+
+func TestFakeCapabilities(t *testing.T) { CheckCapabilities(t, New("mem", nil)) }

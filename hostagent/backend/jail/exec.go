@@ -71,7 +71,7 @@ func cwd(req backend.ExecRequest) string {
 // checked first (test -d and -x as the sandbox user), so that a bad cwd
 // is the caller's error, not a shell's exit code.
 func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	if err := validateID(id); err != nil {
+	if err := validateJailName(id); err != nil {
 		return nil, err
 	}
 	switch req.Shell {

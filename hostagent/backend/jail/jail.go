@@ -29,11 +29,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/atomicfile"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
 // Name is the backend class.
@@ -110,8 +111,8 @@ type Backend struct {
 	// chown is os.Lchown; tests that run unprivileged record instead.
 	chown func(path string, uid, gid int) error
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	// locks serialises the lifecycle operations on each sandbox.
+	locks keyedmutex.Mutex
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -165,11 +166,11 @@ func New(opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("jail: %w", err)
 		}
 	}
-	b := &Backend{opts: opts, run: opts.Runner, chown: os.Lchown, locks: map[string]*sync.Mutex{}}
+	b := &Backend{opts: opts, run: opts.Runner, chown: os.Lchown}
 	src := opts.GuestBinary
 	if src == "" {
 		if exe, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
+			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); backend.FileExists(p) {
 				src = p
 			}
 		}
@@ -193,21 +194,16 @@ func installGuest(stateDir, src string) (string, error) {
 	sum := sha256.Sum256(data)
 	dir := filepath.Join(stateDir, "bin", hex.EncodeToString(sum[:8]))
 	dst := filepath.Join(dir, GuestBinaryName)
-	if fileExists(dst) {
+	if backend.FileExists(dst) {
 		return dir, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("jail: %w", err)
 	}
-	if err := writeFileAtomic(dst, data, 0o555); err != nil {
+	if err := atomicfile.Write(dst, data, 0o555); err != nil {
 		return "", fmt.Errorf("jail: installing the guest binary: %w", err)
 	}
 	return dir, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // Name implements backend.Backend.
@@ -216,17 +212,15 @@ func (b *Backend) Name() string { return Name }
 // Capabilities implements backend.Backend. Cleanup is proven when commands
 // run under the guest binary's reaper, that is when there is one.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true}
+	return backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b}
 }
 
 var zfsName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*(/[A-Za-z0-9_.:-]+)*$`)
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
-
-// validateID admits IDs that are safe as file names and as jail names
-// (which may not contain a dot).
-func validateID(id string) error {
-	if !idPattern.MatchString(id) {
+// validateJailName admits the sandbox IDs of backend.ValidateID that are
+// jail names too (which may not contain a dot): this backend's rule for IDs.
+func validateJailName(id string) error {
+	if backend.ValidateID(id) != nil || strings.Contains(id, ".") {
 		return fmt.Errorf("jail: invalid sandbox ID %q: want 1-63 of [A-Za-z0-9_-], starting alphanumeric", id)
 	}
 	return nil
@@ -241,18 +235,6 @@ func (b *Backend) layerDir(id string) string   { return filepath.Join(b.sandboxD
 
 // PileDir implements backend.Backend.
 func (b *Backend) PileDir(id string) string { return filepath.Join(b.opts.StateDir, "piles", id) }
-
-func (b *Backend) lock(id string) func() {
-	b.mu.Lock()
-	l, ok := b.locks[id]
-	if !ok {
-		l = &sync.Mutex{}
-		b.locks[id] = l
-	}
-	b.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
 
 // mount is one nullfs mount of a jail, in mounting order.
 type mount struct {
@@ -332,7 +314,7 @@ func (b *Backend) jailParams(id string) []string {
 // generated /etc and its pile, the pile's files flagged sappnd. It keeps
 // existing files.
 func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := validateJailName(spec.ID); err != nil {
 		return err
 	}
 	if len(spec.Egress) > 0 {
@@ -344,7 +326,10 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if len(spec.Faculties) > 0 {
 		return fmt.Errorf("%w: the jail backend does not install faculty bundles yet", backend.ErrInvalidRequest)
 	}
-	defer b.lock(spec.ID)()
+	if err := backend.ValidateLogin(spec); err != nil {
+		return fmt.Errorf("%w: %w", backend.ErrInvalidRequest, err)
+	}
+	defer b.locks.Lock(spec.ID)()
 	return b.provision(ctx, spec)
 }
 
@@ -358,7 +343,7 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "sandbox.json"), data, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "sandbox.json"), data, 0o600); err != nil {
 		return fmt.Errorf("jail: %w", err)
 	}
 	if err := b.ensureDatasets(ctx, spec); err != nil {
@@ -422,7 +407,7 @@ func (b *Backend) writeEtc(ctx context.Context, spec backend.Spec) error {
 		if name == "master.passwd" {
 			mode = 0o600
 		}
-		if err := writeFileAtomic(filepath.Join(etc, name), []byte(content), mode); err != nil {
+		if err := atomicfile.Write(filepath.Join(etc, name), []byte(content), mode); err != nil {
 			return fmt.Errorf("jail: %w", err)
 		}
 	}
@@ -434,7 +419,7 @@ func (b *Backend) writeEtc(ctx context.Context, spec backend.Spec) error {
 		if err != nil {
 			return fmt.Errorf("jail: %w", err)
 		}
-		if err := writeFileAtomic(filepath.Join(etc, f), data, 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(etc, f), data, 0o644); err != nil {
 			return fmt.Errorf("jail: %w", err)
 		}
 	}
@@ -549,7 +534,7 @@ func (b *Backend) running(ctx context.Context, id string) (bool, error) {
 
 func (b *Backend) loadSpec(id string) (backend.Spec, error) {
 	var spec backend.Spec
-	if err := validateID(id); err != nil {
+	if err := validateJailName(id); err != nil {
 		return spec, err
 	}
 	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), "sandbox.json"))
@@ -571,7 +556,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	return b.start(ctx, spec)
 }
 
@@ -661,10 +646,10 @@ func (b *Backend) unmountAll(ctx context.Context, id string) error {
 // jail; Stop returns once jls no longer lists it, dying or not, and its
 // mounts are gone.
 func (b *Backend) Stop(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := validateJailName(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	return b.stop(ctx, id)
 }
 
@@ -713,10 +698,10 @@ func (b *Backend) stop(ctx context.Context, id string) error {
 // neither survives); one that is not running is provisioned and started
 // over its files.
 func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := validateJailName(spec.ID); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	up, err := b.running(ctx, spec.ID)
 	if err != nil {
 		return err
@@ -731,16 +716,16 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 }
 
 // Detach implements backend.Backend: the jail keeps running.
-func (b *Backend) Detach(ctx context.Context, id string) error { return validateID(id) }
+func (b *Backend) Detach(ctx context.Context, id string) error { return validateJailName(id) }
 
 // Destroy implements backend.Backend: the jail, its limits, its mounts and
 // its files; the pile too unless keepPile, its flags cleared first (a
 // sappnd file cannot be removed).
 func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
-	if err := validateID(id); err != nil {
+	if err := validateJailName(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	if err := b.stop(ctx, id); err != nil {
 		return err
 	}
@@ -780,15 +765,4 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 		return fmt.Errorf("jail: %w", err)
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -258,6 +258,8 @@ func TestProvisionRefuses(t *testing.T) {
 		"faculties":   {ID: testID, Faculties: []backend.Faculty{{Name: "tools"}}},
 		"a dotted ID": {ID: "a.b"},
 		"a path ID":   {ID: "../x"},
+		"a login variable that is no shell identifier": {ID: testID, LoginEnv: []backend.EnvVar{{Name: "A B", Value: "x"}}},
+		"a NUL in the login script":                    {ID: testID, LoginScript: "echo\x00"},
 	} {
 		if err := n.b.Provision(ctx, s); err == nil {
 			t.Errorf("Provision with %s succeeded", what)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/atomicfile"
 )
 
 // DefaultStorage is the disk of a sandbox whose Spec and Options leave it
@@ -76,7 +77,7 @@ func (b *Backend) ensureDatasets(ctx context.Context, spec backend.Spec) error {
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(b.storageFile(spec.ID), data, 0o600); err != nil {
+		if err := atomicfile.Write(b.storageFile(spec.ID), data, 0o600); err != nil {
 			return fmt.Errorf("jail: %w", err)
 		}
 	} else if err != nil {
@@ -130,7 +131,7 @@ func (b *Backend) storageFile(id string) string {
 // bounds the disk.
 func (b *Backend) Storage(id string) (backend.Storage, error) {
 	var st backend.Storage
-	if err := validateID(id); err != nil {
+	if err := validateJailName(id); err != nil {
 		return st, err
 	}
 	data, err := os.ReadFile(b.storageFile(id))

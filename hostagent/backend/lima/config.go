@@ -220,13 +220,13 @@ func (o *Options) provisionScript(spec backend.Spec, r resources, pileDisk strin
 	}
 	pileFiles := make([]string, len(o.PileFiles))
 	for i, f := range o.PileFiles {
-		pileFiles[i] = shellQuote(f)
+		pileFiles[i] = guest.ShellQuote(f)
 	}
 	return fmt.Sprintf(provisionTemplate,
-		shellQuote(spec.ID),
-		shellQuote(guestShare+"/"+guestBinaryName),
+		guest.ShellQuote(spec.ID),
+		guest.ShellQuote(guestShare+"/"+guestBinaryName),
 		guest.TenantUser, guest.TenantUID, guest.TenantGID, guest.TenantHome, guest.Workspace, guest.PileDir,
-		shellQuote("/mnt/lima-"+pileDisk),
+		guest.ShellQuote("/mnt/lima-"+pileDisk),
 		strings.Join(pileFiles, " "),
 		o.SpareShepherds,
 		unitName,

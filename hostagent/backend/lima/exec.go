@@ -38,7 +38,7 @@ import (
 // guest's), exactly as the oci backend speaks it over a bind-mounted
 // socket. ctx bounds only the start.
 func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	if err := validateID(id); err != nil {
+	if err := validateLimaName(id); err != nil {
 		return nil, err
 	}
 	frames, err := guestexec.Encode(req)
@@ -69,7 +69,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 // DialSandbox implements backend.Dialer: an idle shepherd connects to
 // port on the loopback of init's network namespace and relays bytes.
 func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Conn, error) {
-	if err := validateID(id); err != nil {
+	if err := validateLimaName(id); err != nil {
 		return nil, err
 	}
 	return guestexec.DialPort(ctx, "lima", id, port, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, error) { return b.dial(ctx, id) })
@@ -78,7 +78,7 @@ func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Con
 // JobConn implements backend.JobHolder: the guest holds jobs in the Lima
 // VM as in a container, reached over the same forwarded socket.
 func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
-	if err := validateID(id); err != nil {
+	if err := validateLimaName(id); err != nil {
 		return nil, err
 	}
 	return b.dial(ctx, id)
@@ -113,7 +113,7 @@ func (b *Backend) dial(ctx context.Context, id string) (net.Conn, error) {
 
 func (b *Backend) dialError(id string, err error) error {
 	// lima.yaml is the instance's own file in $LIMA_HOME/<name>.
-	if !fileExists(filepath.Join(b.instanceDir(id), "lima.yaml")) {
+	if !backend.FileExists(filepath.Join(b.instanceDir(id), "lima.yaml")) {
 		return fmt.Errorf("lima: sandbox %s: %w", id, backend.ErrNotFound)
 	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -152,7 +152,7 @@ func (b *Backend) lockCtx(ctx context.Context, id string) func() {
 	got := make(chan func(), 1)
 	// Owned here: it ends when the lock is taken, which Stop and Destroy
 	// release when their limactl call ends (bounded by their context).
-	go func() { got <- b.lock(id) }()
+	go func() { got <- b.locks.Lock(id) }()
 	select {
 	case unlock := <-got:
 		return unlock

@@ -34,6 +34,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 
@@ -133,7 +134,7 @@ func TestGuestSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The conformance suite's probe serves HTTP on the sandbox's loopback.
-	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/backend/conformance/probe", "-ldflags=-s -w", "-trimpath")
+	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/backend/backendtest/conformance/probe", "-ldflags=-s -w", "-trimpath")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestGuestSide(t *testing.T) {
 
 	// The login profile, as Start pushes it (limactl shell … sudo sh -c).
 	push := exec.Command("chroot", root, "sh", "-c", profileScript)
-	push.Stdin = strings.NewReader(loginProfile(backend.Spec{Persona: "tester", LoginEnv: []backend.EnvVar{{Name: "GREETING", Value: "it's me"}}}))
+	push.Stdin = strings.NewReader(guest.LoginProfile(backend.Spec{Persona: "tester", LoginEnv: []backend.EnvVar{{Name: "GREETING", Value: "it's me"}}}))
 	if out, err := push.CombinedOutput(); err != nil {
 		t.Fatalf("pushing the login profile: %v: %s", err, out)
 	}

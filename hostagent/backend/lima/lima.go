@@ -22,19 +22,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/atomicfile"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
 // Name is the backend class.
@@ -196,8 +196,8 @@ type Backend struct {
 	opts Options
 	lctl *limactl
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	// locks serialises the lifecycle operations on each sandbox.
+	locks keyedmutex.Mutex
 }
 
 var (
@@ -232,7 +232,7 @@ func New(opts Options) (*Backend, error) {
 	if err := checkVersion(l); err != nil {
 		return nil, err
 	}
-	return &Backend{opts: opts, lctl: l, locks: make(map[string]*sync.Mutex)}, nil
+	return &Backend{opts: opts, lctl: l}, nil
 }
 
 // checkVersion runs limactl --version as the backend will run limactl
@@ -270,7 +270,7 @@ func stageGuest(o *Options) error {
 	src := o.GuestBinary
 	if src == "" {
 		if exe, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
+			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); backend.FileExists(p) {
 				src = p
 			}
 		}
@@ -283,11 +283,10 @@ func stageGuest(o *Options) error {
 		}
 		o.GuestBinary = src
 	}
-	in, err := os.Open(src)
+	data, err := os.ReadFile(src)
 	if err != nil {
 		return fmt.Errorf("lima: guest binary: %w", err)
 	}
-	defer in.Close()
 	dir := o.guestDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("lima: %w", err)
@@ -295,23 +294,10 @@ func stageGuest(o *Options) error {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return fmt.Errorf("lima: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".staging-*")
-	if err != nil {
-		return fmt.Errorf("lima: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
+	if err := atomicfile.Write(filepath.Join(dir, guestBinaryName), data, 0o755); err != nil {
 		return fmt.Errorf("lima: staging the guest binary: %w", err)
 	}
-	if err := tmp.Chmod(0o755); err != nil {
-		tmp.Close()
-		return fmt.Errorf("lima: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("lima: %w", err)
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, guestBinaryName))
+	return nil
 }
 
 // Name implements backend.Backend.
@@ -324,7 +310,7 @@ func (b *Backend) Name() string { return Name }
 // NoNewPrivileges) cannot clear it. See docs/lima.md for what of this was
 // verified.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: b}
 }
 
 // InstanceName is the Lima instance of sandbox id.
@@ -338,18 +324,18 @@ func pileDiskName(id string) string { return "pg-" + id + "-pile" }
 // 76), which is stricter than a sandbox ID's.
 var limaID = regexp.MustCompile(`^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$`)
 
-func validateID(id string) error {
-	if len(id) > 63 || !limaID.MatchString(id) {
+// validateLimaName admits the sandbox IDs of backend.ValidateID that are
+// Lima names too: this backend's rule for IDs.
+func validateLimaName(id string) error {
+	if backend.ValidateID(id) != nil || !limaID.MatchString(id) {
 		return fmt.Errorf("lima: invalid sandbox ID %q: the lima backend needs 1-63 alphanumerics separated by single '.', '_' or '-' (Lima's rule for instance names)", id)
 	}
 	return nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // validateSpec refuses what this backend cannot run as asked.
 func (b *Backend) validateSpec(spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := validateLimaName(spec.ID); err != nil {
 		return err
 	}
 	if iso := backend.IsolationOf(spec); iso != backend.IsolationContainer {
@@ -366,7 +352,7 @@ func (b *Backend) validateSpec(spec backend.Spec) error {
 		return fmt.Errorf("lima: sandbox %s asks for faculties, which the lima backend does not install yet (a Lima mount is fixed at limactl create): use the oci backend", spec.ID)
 	}
 	for _, e := range spec.LoginEnv {
-		if !envName.MatchString(e.Name) {
+		if !backend.IsEnvName(e.Name) {
 			return fmt.Errorf("lima: login variable %q is not a valid name", e.Name)
 		}
 	}
@@ -400,18 +386,6 @@ func (b *Backend) PileDir(id string) string {
 	return filepath.Join(b.opts.LimaHome, "_disks", pileDiskName(id))
 }
 
-func (b *Backend) lock(id string) func() {
-	b.mu.Lock()
-	m, ok := b.locks[id]
-	if !ok {
-		m = new(sync.Mutex)
-		b.locks[id] = m
-	}
-	b.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
 // inspect is the instance of sandbox id: ErrNotFound when Lima has none,
 // an error naming the fix when it is Broken.
 func (b *Backend) inspect(ctx context.Context, id string) (*instance, error) {
@@ -436,7 +410,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := b.validateSpec(spec); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	if err := b.writeProfile(spec); err != nil {
 		return err
 	}
@@ -473,30 +447,10 @@ func (b *Backend) writeProfile(spec backend.Spec) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("lima: %w", err)
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(loginProfile(spec)), 0o600); err != nil {
+	if err := atomicfile.Write(p, []byte(guest.LoginProfile(spec)), 0o600); err != nil {
 		return fmt.Errorf("lima: login profile: %w", err)
 	}
-	return os.Rename(tmp, p)
-}
-
-// loginProfile is what login shells source: the tenant's login variables
-// and PERSONA, single-quoted, then the login script.
-func loginProfile(spec backend.Spec) string {
-	var p strings.Builder
-	p.WriteString("# Generated by the playground agent: the tenant's login profile.\n")
-	p.WriteString("export PERSONA=" + shellQuote(spec.Persona) + "\n")
-	for _, e := range spec.LoginEnv {
-		p.WriteString("export " + e.Name + "=" + shellQuote(e.Value) + "\n")
-	}
-	if spec.LoginScript != "" {
-		p.WriteString("# Login script.\n")
-		p.WriteString(spec.LoginScript)
-		if !strings.HasSuffix(spec.LoginScript, "\n") {
-			p.WriteString("\n")
-		}
-	}
-	return p.String()
+	return nil
 }
 
 // Start implements backend.Backend: limactl start (which returns once
@@ -504,10 +458,10 @@ func loginProfile(spec backend.Spec) string {
 // as it is), the login profile pushed, and init reached through the
 // forwarded socket.
 func (b *Backend) Start(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := validateLimaName(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	if _, err := b.inspect(ctx, id); err != nil {
 		return err
 	}
@@ -547,7 +501,7 @@ const profileScript = "cat > " + profileFile + ".tmp && chmod 0644 " + profileFi
 func (b *Backend) pushProfile(ctx context.Context, id string) error {
 	data, err := os.ReadFile(b.profilePath(id))
 	if errors.Is(err, os.ErrNotExist) {
-		data = []byte(loginProfile(backend.Spec{ID: id}))
+		data = []byte(guest.LoginProfile(backend.Spec{ID: id}))
 	} else if err != nil {
 		return fmt.Errorf("lima: %w", err)
 	}
@@ -566,7 +520,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := b.validateSpec(spec); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	inst, err := b.inspect(ctx, spec.ID)
 	if err != nil {
 		return err
@@ -583,7 +537,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 // Detach implements backend.Backend. The VM keeps running, so the
 // tenant's background processes survive between sessions.
 func (b *Backend) Detach(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := validateLimaName(id); err != nil {
 		return err
 	}
 	_, err := b.inspect(ctx, id)
@@ -593,10 +547,10 @@ func (b *Backend) Detach(ctx context.Context, id string) error {
 // Stop implements backend.Backend: limactl stop shuts the VM down, so no
 // process of the sandbox is left; a stopped instance stays stopped.
 func (b *Backend) Stop(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := validateLimaName(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	inst, err := b.inspect(ctx, id)
 	if err != nil {
 		return err
@@ -614,10 +568,10 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 // killed if it runs), then the pile's disk unless keepPile. Destroying a
 // sandbox that does not exist succeeds.
 func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
-	if err := validateID(id); err != nil {
+	if err := validateLimaName(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	inst, err := b.lctl.list(ctx, InstanceName(id))
 	if err != nil {
 		return fmt.Errorf("lima: sandbox %s: %w", id, err)
@@ -645,9 +599,4 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 		return fmt.Errorf("lima: %w", err)
 	}
 	return nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

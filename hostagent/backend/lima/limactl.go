@@ -220,8 +220,3 @@ func (b *tailBuffer) String() string {
 	}
 	return string(b.buf)
 }
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

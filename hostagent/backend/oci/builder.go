@@ -88,7 +88,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 	if err := validateStorage(spec.Storage); err != nil {
 		return res, err
 	}
-	defer b.lock(req.ID)()
+	defer b.locks.Lock(req.ID)()
 	switch sb, err := b.load(req.ID); {
 	case err == nil && !sb.builder:
 		return res, fmt.Errorf("oci: %s is a tenant's sandbox, not a builder: a build needs an ID of its own", req.ID)
@@ -176,7 +176,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 
 // validateBuild checks a request before anything is made for it.
 func (b *Backend) validateBuild(req backend.BuildRequest) error {
-	if err := validateID(req.ID); err != nil {
+	if err := backend.ValidateID(req.ID); err != nil {
 		return err
 	}
 	if len(req.Command) == 0 {
@@ -245,11 +245,11 @@ func (b *Backend) sweepBuilders() {
 	}
 	for _, e := range entries {
 		id := e.Name()
-		if validateID(id) != nil {
+		if backend.ValidateID(id) != nil {
 			continue
 		}
 		func() {
-			defer b.lock(id)()
+			defer b.locks.Lock(id)()
 			if sb, err := b.load(id); err == nil && !sb.builder {
 				// Never a tenant's sandbox, whatever the marker says.
 				_ = os.Remove(filepath.Join(b.opts.StateDir, buildersDir, id))

@@ -26,7 +26,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/conformance"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 )
 
 // TestConformance runs the suite every backend passes, on real runc
@@ -55,14 +55,14 @@ func leftovers(tb testing.TB, stateDir, id string) []string {
 		}
 	}
 	for _, p := range []string{filepath.Join(stateDir, "sandboxes", id), filepath.Join(stateDir, buildersDir, id), filepath.Join(stateDir, "runc", containerID(id))} {
-		if fileExists(p) {
+		if backend.FileExists(p) {
 			left = append(left, "file "+p)
 		}
 	}
 	left = append(left, volumeMounts(tb, filepath.Join(stateDir, "sandboxes", id))...)
 	parent, _ := cgroupDefaults(Options{StateDir: stateDir})
 	for _, p := range cgroupCandidates(tb, filepath.Join(parent, containerID(id))) {
-		if fileExists(p) {
+		if backend.FileExists(p) {
 			left = append(left, "cgroup "+p)
 		}
 	}
@@ -86,12 +86,12 @@ func cgroupCandidates(tb testing.TB, rel string) []string {
 		mnt := "/sys/fs/cgroup"
 		switch {
 		case parts[1] == "":
-			if fileExists("/sys/fs/cgroup/unified") {
+			if backend.FileExists("/sys/fs/cgroup/unified") {
 				mnt = "/sys/fs/cgroup/unified"
 			}
 		default:
 			ctl := strings.TrimPrefix(strings.Split(parts[1], ",")[0], "name=")
-			if fileExists(filepath.Join(mnt, parts[1])) {
+			if backend.FileExists(filepath.Join(mnt, parts[1])) {
 				ctl = strings.TrimPrefix(parts[1], "name=")
 			}
 			mnt = filepath.Join(mnt, ctl)

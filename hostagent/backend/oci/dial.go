@@ -22,6 +22,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 )
 
@@ -30,7 +31,7 @@ import (
 // guest's Dial request). The relay holds that shepherd, a process charged
 // to the sandbox, for as long as the connection is open.
 func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Conn, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	return guestexec.DialPort(ctx, "oci", id, port, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, error) { return b.dial(ctx, id) })

@@ -113,7 +113,7 @@ var _ backend.StorageReporter = (*Backend)(nil)
 // Storage implements backend.StorageReporter: the limits sandbox id was
 // provisioned with (its images have them).
 func (b *Backend) Storage(id string) (backend.Storage, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return backend.Storage{}, err
 	}
 	sb, err := b.load(id)
@@ -203,7 +203,7 @@ func (b *Backend) mountVolume(ctx context.Context, sb *sandbox, v volume) error 
 		return nil
 	}
 	img := dir + imageSuffix
-	fresh := !fileExists(img)
+	fresh := !backend.FileExists(img)
 	if !fresh {
 		if ok, err := mountedFrom(dir, img); ok || err != nil {
 			return err
@@ -295,7 +295,7 @@ func mountedFrom(dir, img string) (bool, error) {
 	}
 	// The device of the mount, if a loop device, names its backing file.
 	sys := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
-	if target, err := os.Readlink(sys); err == nil && fileExists(filepath.Join(sys, "loop", "backing_file")) {
+	if target, err := os.Readlink(sys); err == nil && backend.FileExists(filepath.Join(sys, "loop", "backing_file")) {
 		if p, err := loopNode(filepath.Base(target)); err == nil {
 			if fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
 				info, err := unix.IoctlLoopGetStatus64(fd)
@@ -329,7 +329,7 @@ func findLoop(img, hint string) (string, error) {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, "loop") || !fileExists(filepath.Join("/sys/block", name, "loop", "backing_file")) {
+		if !strings.HasPrefix(name, "loop") || !backend.FileExists(filepath.Join("/sys/block", name, "loop", "backing_file")) {
 			continue
 		}
 		p, err := loopNode(name)
@@ -412,7 +412,7 @@ func (b *Backend) waitReleased(img string) {
 // kernel adds later are missing there.
 func loopNode(name string) (string, error) {
 	p := filepath.Join("/dev", name)
-	if fileExists(p) {
+	if backend.FileExists(p) {
 		return p, nil
 	}
 	data, err := os.ReadFile(filepath.Join("/sys/block", name, "dev"))
@@ -566,14 +566,14 @@ func (b *Backend) unmountVolumes(id string) error {
 // image is not mounted once its sandbox is destroyed. A mounted pile (a
 // provisioned sandbox) is passed as is.
 func (b *Backend) InspectPile(id string, fn func(dir string) error) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	dir := filepath.Join(b.sandboxDir(id), pileName)
 	img := dir + imageSuffix
-	if b.opts.UnboundedStorage || !fileExists(img) {
-		if !fileExists(dir) {
+	if b.opts.UnboundedStorage || !backend.FileExists(img) {
+		if !backend.FileExists(dir) {
 			return fmt.Errorf("oci: sandbox %s has no pile: %w", id, backend.ErrNotFound)
 		}
 		return fn(dir)

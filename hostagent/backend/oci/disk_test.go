@@ -256,7 +256,7 @@ func TestDestroyReleasesVolumes(t *testing.T) {
 	if left := volumeMounts(t, state); len(left) > 0 {
 		t.Fatalf("Destroy left %q", left)
 	}
-	if fileExists(filepath.Join(b.sandboxDir(spec.ID), layerName+imageSuffix)) {
+	if backend.FileExists(filepath.Join(b.sandboxDir(spec.ID), layerName+imageSuffix)) {
 		t.Fatal("the writable layer's image survived Destroy")
 	}
 	var kept []byte
@@ -276,8 +276,8 @@ func TestDestroyReleasesVolumes(t *testing.T) {
 	if err := b.Destroy(ctx, spec.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if left := volumeMounts(t, state); len(left) > 0 || fileExists(b.sandboxDir(spec.ID)) {
-		t.Fatalf("Destroy without keepPile left %q and the directory: %v", left, fileExists(b.sandboxDir(spec.ID)))
+	if left := volumeMounts(t, state); len(left) > 0 || backend.FileExists(b.sandboxDir(spec.ID)) {
+		t.Fatalf("Destroy without keepPile left %q and the directory: %v", left, backend.FileExists(b.sandboxDir(spec.ID)))
 	}
 }
 
@@ -295,7 +295,7 @@ func TestStorageReserve(t *testing.T) {
 	if !errors.Is(err, backend.ErrInsufficientStorage) || !strings.Contains(err.Error(), "below its reserve of") {
 		t.Fatalf("provisioning below the reserve: %v", err)
 	}
-	if fileExists(b.sandboxDir("after")) {
+	if backend.FileExists(b.sandboxDir("after")) {
 		t.Fatal("a refused sandbox left files")
 	}
 	if err := b.Reattach(context.Background(), backend.Spec{ID: "before", Storage: small}); err != nil {
@@ -351,7 +351,7 @@ func TestFailsClosed(t *testing.T) {
 	if got := sh(t, b, "unbounded", "echo x >> /pile/self.pile; echo y > ~/f; cat /pile/self.pile ~/f"); got != "x\ny\n" {
 		t.Fatalf("unbounded sandbox: %q", got)
 	}
-	if fileExists(filepath.Join(b.sandboxDir("unbounded"), layerName+imageSuffix)) || len(volumeMounts(t, state)) > 0 {
+	if backend.FileExists(filepath.Join(b.sandboxDir("unbounded"), layerName+imageSuffix)) || len(volumeMounts(t, state)) > 0 {
 		t.Fatal("an unbounded sandbox has disk images")
 	}
 }

@@ -177,7 +177,7 @@ func (b *Backend) setupEgress(ctx context.Context, sb *sandbox) error {
 // namespace from the container's init.
 func (b *Backend) reattachEgress(ctx context.Context, sb *sandbox, pid int) error {
 	n := b.egressNet(sb)
-	if !fileExists(n.netns) {
+	if !backend.FileExists(n.netns) {
 		return nil // never had egress
 	}
 	if !hasEgress(sb) {
@@ -290,7 +290,7 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 // exist. The caller has removed the container.
 func (b *Backend) teardownEgress(ctx context.Context, sb *sandbox) error {
 	n := b.egressNet(sb)
-	if !fileExists(n.netns) {
+	if !backend.FileExists(n.netns) {
 		// Made first and removed last: without it there is nothing, and
 		// a sandbox that never had egress needs no nft on the node.
 		return nil

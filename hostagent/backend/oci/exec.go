@@ -45,7 +45,7 @@ const maxSocketPath = 107
 // agent's connection breaks, the shepherd kills the command's whole tree,
 // since nobody is left to collect its result.
 func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	frames, err := guestexec.Encode(req)
@@ -102,7 +102,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 // JobConn implements backend.JobHolder: a connection to the sandbox's
 // init, whose idle shepherd holds the job it is asked to start.
 func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	return b.dial(ctx, id)
@@ -111,11 +111,11 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 // JobControlConn implements backend.JobHolder: a connection to init's
 // control socket, on which init itself lists and attaches jobs.
 func (b *Backend) JobControlConn(ctx context.Context, id string) (net.Conn, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	c, err := b.dialSocket(ctx, id, guest.ControlSocketName)
-	if err != nil && errors.Is(err, backend.ErrNotRunning) && fileExists(b.socketPath(id)) {
+	if err != nil && errors.Is(err, backend.ErrNotRunning) && backend.FileExists(b.socketPath(id)) {
 		// An init that started before control sockets: its shepherds
 		// answer, as they did.
 		return b.dial(ctx, id)
@@ -126,7 +126,7 @@ func (b *Backend) JobControlConn(ctx context.Context, id string) (net.Conn, erro
 // OOMKills implements backend.OOMCounter: the oom_kill count of the
 // sandbox's memory cgroup, which lives as long as its container.
 func (b *Backend) OOMKills(id string) (uint64, bool) {
-	if validateID(id) != nil {
+	if backend.ValidateID(id) != nil {
 		return 0, false
 	}
 	return b.lifeline(id).oomKills(b.runtimeOf(id), id)
@@ -134,7 +134,7 @@ func (b *Backend) OOMKills(id string) (uint64, bool) {
 
 // ForksRefused implements backend.ForkCounter.
 func (b *Backend) ForksRefused(id string) (uint64, bool) {
-	if validateID(id) != nil {
+	if backend.ValidateID(id) != nil {
 		return 0, false
 	}
 	return b.lifeline(id).pidsRefused(b.runtimeOf(id), id)
@@ -195,7 +195,7 @@ func (b *Backend) dialSocket(ctx context.Context, id, name string) (*net.UnixCon
 }
 
 func (b *Backend) dialError(id string, err error) error {
-	if !fileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
+	if !backend.FileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
 		return fmt.Errorf("oci: sandbox %s: %w", id, backend.ErrNotFound)
 	}
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {

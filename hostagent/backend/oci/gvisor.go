@@ -26,8 +26,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/playground-dev/playground/hostagent/backend"
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 // gVisor (runsc) as the runtime of sandboxes of backend.IsolationGVisor.
@@ -184,7 +185,7 @@ func (r *runc) gvisorCgroup(id string) (gvisorCgroup, bool) {
 func hybridUnified() string {
 	const dir = "/sys/fs/cgroup/unified"
 	var st unix.Statfs_t
-	if fileExists("/sys/fs/cgroup/cgroup.controllers") || unix.Statfs(dir, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+	if backend.FileExists("/sys/fs/cgroup/cgroup.controllers") || unix.Statfs(dir, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
 		return ""
 	}
 	return dir

@@ -31,7 +31,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/conformance"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 )
 
 // TestConformanceGVisor runs the suite on sandboxes of gVisor isolation:
@@ -321,7 +321,7 @@ func TestGVisorDestroyLeavesNothing(t *testing.T) {
 	}
 	left := append(leftovers(t, state, spec.ID), gvisorLeftovers(t, state, spec.ID)...)
 	for _, p := range cgroups {
-		if fileExists(p) {
+		if backend.FileExists(p) {
 			left = append(left, "cgroup "+p)
 		}
 	}

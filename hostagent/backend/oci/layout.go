@@ -19,6 +19,7 @@ limitations under the License.
 package oci
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,11 +30,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/internal/atomicfile"
 )
 
 // sandbox is one sandbox's persisted definition.
@@ -61,19 +62,6 @@ type sandboxFile struct {
 	Warm    bool         `json:"warm,omitempty"`
 }
 
-// idPattern bounds sandbox IDs to what is safe as a path element, a runc
-// container ID and a hostname.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
-
-func validateID(id string) error {
-	if !idPattern.MatchString(id) || strings.Contains(id, "..") {
-		return fmt.Errorf("oci: invalid sandbox ID %q: want 1-63 of [A-Za-z0-9_.-], starting alphanumeric", id)
-	}
-	return nil
-}
-
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // validateSpec checks spec, and that this backend may run its network.
 func (b *Backend) validateSpec(spec backend.Spec) error {
 	if len(spec.Egress) > 0 && b.opts.Network != NetworkEgress {
@@ -86,16 +74,8 @@ func (b *Backend) validateSpec(spec backend.Spec) error {
 }
 
 func validateSpecFields(spec backend.Spec) error {
-	for _, e := range spec.LoginEnv {
-		if !envName.MatchString(e.Name) {
-			return fmt.Errorf("oci: login environment variable name %q is not a shell identifier", e.Name)
-		}
-		if strings.ContainsRune(e.Value, 0) {
-			return fmt.Errorf("oci: login environment variable %s contains a NUL byte", e.Name)
-		}
-	}
-	if strings.ContainsRune(spec.Persona, 0) || strings.ContainsRune(spec.LoginScript, 0) {
-		return errors.New("oci: persona and login script must not contain NUL bytes")
+	if err := backend.ValidateLogin(spec); err != nil {
+		return fmt.Errorf("oci: %w", err)
 	}
 	if err := validateFaculties(spec.Faculties); err != nil {
 		return err
@@ -280,7 +260,7 @@ func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 		{"tmp", os.ModeSticky | 0o777, hostRoot, hostRoot},
 	} {
 		p := filepath.Join(layer, d.name)
-		if fileExists(p) && d.uid == hostTenant {
+		if backend.FileExists(p) && d.uid == hostTenant {
 			// The tenant may have changed modes of its own directories;
 			// only ownership is ours to keep right.
 			if err := os.Lchown(p, d.uid, d.gid); err != nil {
@@ -357,7 +337,7 @@ func (b *Backend) prepareEtc(sb *sandbox) error {
 	}
 	files := guest.EtcFiles(sb.spec, resolv)
 	for name, content := range files {
-		if err := writeFileAtomic(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
+		if err := writeIfChanged(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
 			return err
 		}
 	}
@@ -389,7 +369,7 @@ func (b *Backend) prepareEtc(sb *sandbox) error {
 func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 	dir := b.sandboxDir(id)
 	defer func() {
-		if !fileExists(filepath.Join(dir, "sandbox.json")) {
+		if !backend.FileExists(filepath.Join(dir, "sandbox.json")) {
 			b.releaseSlot(id)
 		}
 	}()
@@ -422,7 +402,7 @@ func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 			return err
 		}
 	}
-	if keepPile && (fileExists(pile) || fileExists(pile+imageSuffix)) {
+	if keepPile && (backend.FileExists(pile) || backend.FileExists(pile+imageSuffix)) {
 		return nil
 	}
 	return os.Remove(dir)
@@ -431,8 +411,8 @@ func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 // cgroupDefaults picks the cgroup parent and whether memory+swap can be
 // limited (v1 needs swap accounting for memory.memsw.*).
 func cgroupDefaults(opts Options) (parent string, swap bool) {
-	unifiedOnly := fileExists("/sys/fs/cgroup/cgroup.controllers")
-	swap = unifiedOnly || fileExists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
+	unifiedOnly := backend.FileExists("/sys/fs/cgroup/cgroup.controllers")
+	swap = unifiedOnly || backend.FileExists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
 	if opts.CgroupParent != "" {
 		return opts.CgroupParent, swap
 	}
@@ -469,36 +449,19 @@ func writeJSON(path string, v any, mode os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'), mode)
+	return writeIfChanged(path, append(data, '\n'), mode)
 }
 
-// writeFileAtomic replaces path by rename, so readers (and bind mounts of
-// the containing directory) see the old or the new content, never a mix.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if cur, err := os.ReadFile(path); err == nil && string(cur) == string(data) {
+// writeIfChanged replaces path with data by atomicfile.Write, so that
+// readers (and bind mounts of the containing directory) see the old or the
+// new content, never a mix, and a crash leaves one of them. A file that
+// holds data already is left alone (its mode too): every start of a
+// sandbox writes its files again, and most have not changed.
+func writeIfChanged(path string, data []byte, mode os.FileMode) error {
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
 		return nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, mode)
 }
 
 // tail returns the end of a log file for error messages.

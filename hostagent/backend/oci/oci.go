@@ -24,7 +24,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -36,9 +35,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
-	"golang.org/x/sys/unix"
+	"github.com/playground-dev/playground/internal/atomicfile"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
 // DefaultEtcFiles are the host /etc entries a sandbox sees by default:
@@ -78,8 +80,9 @@ type Backend struct {
 		seen time.Time // when the node's entries last had its fingerprint
 	}
 
-	mu        sync.Mutex
-	locks     map[string]*sync.Mutex
+	mu sync.Mutex
+	// locks serialises the lifecycle operations on each sandbox.
+	locks     keyedmutex.Mutex
 	lifelines map[string]*lifeline
 	// starts counts, per sandbox, the inits this process started (under
 	// mu): backend.StartCounter.
@@ -198,7 +201,6 @@ func New(opts Options) (*Backend, error) {
 		opts:      opts,
 		runc:      &runc{bin: rt, root: filepath.Join(opts.StateDir, "runc")},
 		baseLinks: make(map[string]string),
-		locks:     make(map[string]*sync.Mutex),
 		lifelines: make(map[string]*lifeline),
 		starts:    make(map[string]uint64),
 	}
@@ -402,7 +404,7 @@ func (o *Options) setDefaults() error {
 		// It lives in /sbin, which the agent's PATH may lack.
 		if _, err := exec.LookPath(o.Mkfs); err != nil {
 			for _, p := range []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"} {
-				if fileExists(p) {
+				if backend.FileExists(p) {
 					o.Mkfs = p
 					break
 				}
@@ -423,7 +425,7 @@ func (o *Options) setDefaults() error {
 // one: GuestBinaryName next to the running executable, else on PATH.
 func FindGuestBinary() (string, error) {
 	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); fileExists(p) {
+		if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); backend.FileExists(p) {
 			return p, nil
 		}
 	}
@@ -467,39 +469,16 @@ func (b *Backend) prepareStateDir() error {
 // derived from its content. A running sandbox keeps the file it mounted;
 // a changed binary gets a new name and is used from the next start on.
 func (b *Backend) installGuest() (string, error) {
-	src, err := os.Open(b.opts.GuestBinary)
+	data, err := os.ReadFile(b.opts.GuestBinary)
 	if err != nil {
 		return "", fmt.Errorf("oci: guest binary: %w", err)
 	}
-	defer src.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, src); err != nil {
-		return "", fmt.Errorf("oci: guest binary: %w", err)
-	}
-	dst := filepath.Join(b.opts.StateDir, "bin", GuestBinaryName+"-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if fileExists(dst) {
+	sum := sha256.Sum256(data)
+	dst := filepath.Join(b.opts.StateDir, "bin", GuestBinaryName+"-"+hex.EncodeToString(sum[:8]))
+	if backend.FileExists(dst) {
 		return dst, nil
 	}
-	if _, err := src.Seek(0, io.SeekStart); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".install-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, src); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Chmod(0o755); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	return dst, os.Rename(tmp.Name(), dst)
+	return dst, atomicfile.Write(dst, data, 0o755)
 }
 
 // Name implements backend.Backend.
@@ -509,7 +488,11 @@ func (b *Backend) Name() string { return "oci" }
 // files carry FS_APPEND_FL, which the sandbox cannot clear, and egress
 // lists are enforced when the agent runs with network egress.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress}
+	return backend.Capabilities{
+		ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress,
+		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
+		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b,
+	}
 }
 
 // PileDir implements backend.Backend. The pile's filesystem is mounted
@@ -537,23 +520,10 @@ func (b *Backend) PileFile(id, name string) ([]byte, error) {
 	return data, err
 }
 
-// lock serialises lifecycle operations on one sandbox.
-func (b *Backend) lock(id string) func() {
-	b.mu.Lock()
-	l, ok := b.locks[id]
-	if !ok {
-		l = new(sync.Mutex)
-		b.locks[id] = l
-	}
-	b.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
-
 // Provision implements backend.Backend. It creates or refreshes the
 // sandbox's storage, generated files and pile; existing files are kept.
 func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := backend.ValidateID(spec.ID); err != nil {
 		return err
 	}
 	if err := b.validateSpec(spec); err != nil {
@@ -565,7 +535,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := b.checkIsolation(spec); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	sb, err := b.load(spec.ID)
 	if err == nil && sb.builder {
 		// A builder an agent left mid-build under this ID is nobody's
@@ -612,10 +582,10 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 
 // Start implements backend.Backend.
 func (b *Backend) Start(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	sb, err := b.loadTenant(id)
 	if err != nil {
 		return err
@@ -629,10 +599,10 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 // profile is refreshed from spec; resource changes apply from the next
 // start of the container.
 func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := backend.ValidateID(spec.ID); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	// Not found comes first: a sandbox that was never made is provisioned
 	// next, and a spec it cannot run is refused there, as a provisioning.
 	sb, err := b.loadTenant(spec.ID)
@@ -662,10 +632,10 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 // the tenant's background processes survive between sessions; its
 // resources stay bounded by its cgroup.
 func (b *Backend) Detach(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	_, err := b.load(id)
 	return err
 }
@@ -673,10 +643,10 @@ func (b *Backend) Detach(ctx context.Context, id string) error {
 // Destroy implements backend.Backend. Destroying a sandbox that does not
 // exist succeeds, so a retried delete converges.
 func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	b.pool.forget(id)
 	return b.destroyLocked(ctx, id, keepPile)
 }
@@ -697,10 +667,10 @@ func (b *Backend) destroyLocked(ctx context.Context, id string, keepPile bool) e
 // node shutdown does to sandboxes, and what `playground dev` does on Ctrl-C
 // so that it leaves no process behind.
 func (b *Backend) Stop(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	if err := b.removeContainer(ctx, id); err != nil {
 		return fmt.Errorf("oci: stopping sandbox %s: %w", id, err)
 	}
@@ -857,7 +827,7 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 		// Claimed from the pool by the Provision before this Start, its
 		// container kept: running, unless its init died since (then it
 		// is started over below, as any).
-		if pid, err := b.initPID(sb.spec.ID); err == nil && isGuestInit(pid) && fileExists(sock) {
+		if pid, err := b.initPID(sb.spec.ID); err == nil && isGuestInit(pid) && backend.FileExists(sock) {
 			return nil
 		}
 	}
@@ -883,7 +853,7 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 			// (a sandbox started by an agent before init.pid existed),
 			// replaced whole, since Alive may read it meanwhile: a torn
 			// read would take a running init for a dead one.
-			_ = writeFileAtomic(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
+			_ = writeIfChanged(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
 			return b.waitReady(ctx, sb, st.Pid)
 		case "paused":
 			if err := rt.resume(ctx, cid); err != nil {
@@ -960,12 +930,12 @@ func (b *Backend) Starts(id string) uint64 {
 // still runs the guest's init. A sandbox started before init.pid was
 // written counts as alive (the runtime's state would have to be asked).
 func (b *Backend) Alive(id string) bool {
-	if validateID(id) != nil {
+	if backend.ValidateID(id) != nil {
 		return false
 	}
 	pid, err := b.initPID(id)
 	if err != nil {
-		return errors.Is(err, os.ErrNotExist) && fileExists(b.sandboxDir(id))
+		return errors.Is(err, os.ErrNotExist) && backend.FileExists(b.sandboxDir(id))
 	}
 	if b.isGVisorSandbox(pid, id) {
 		// The sentry: it exits when the guest's init does.
@@ -1002,10 +972,10 @@ func isGuestInit(pid int) bool {
 func (b *Backend) waitReady(ctx context.Context, sb *sandbox, pid int) error {
 	sock := b.socketPath(sb.spec.ID)
 	for delay := time.Millisecond; ; {
-		if fileExists(sock) {
+		if backend.FileExists(sock) {
 			return nil
 		}
-		if pid > 0 && !fileExists(fmt.Sprintf("/proc/%d", pid)) {
+		if pid > 0 && !backend.FileExists(fmt.Sprintf("/proc/%d", pid)) {
 			return fmt.Errorf("oci: sandbox %s: init exited during start: %s", sb.spec.ID, tail(filepath.Join(sb.dir, "init.log")))
 		}
 		select {

@@ -33,7 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/conformance"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -418,7 +418,7 @@ func cgroupValue(t *testing.T, pid int, v1ctl, v1file, v2file string) string {
 		}
 		var path string
 		switch {
-		case fileExists("/sys/fs/cgroup/cgroup.controllers") && parts[0] == "0":
+		case backend.FileExists("/sys/fs/cgroup/cgroup.controllers") && parts[0] == "0":
 			path = filepath.Join("/sys/fs/cgroup", parts[2], v2file)
 		case parts[1] == v1ctl || strings.Contains(","+parts[1]+",", ","+v1ctl+","):
 			path = filepath.Join("/sys/fs/cgroup", parts[1], parts[2], v1file)
@@ -458,13 +458,13 @@ func TestDestroy(t *testing.T) {
 	}); err != nil || string(data) != "entry\n" {
 		t.Fatalf("kept pile: %q, %v", data, err)
 	}
-	if fileExists(filepath.Join(b.sandboxDir("gone"), layerName)) {
+	if backend.FileExists(filepath.Join(b.sandboxDir("gone"), layerName)) {
 		t.Fatal("workspace survived Destroy")
 	}
 	if err := b.Destroy(ctx, "gone", false); err != nil {
 		t.Fatal(err)
 	}
-	if fileExists(b.sandboxDir("gone")) {
+	if backend.FileExists(b.sandboxDir("gone")) {
 		t.Fatal("sandbox directory survived Destroy without keepPile")
 	}
 }

@@ -19,7 +19,6 @@ limitations under the License.
 package oci
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -36,6 +35,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
 )
 
@@ -270,7 +270,7 @@ func mountDevices(dir string) error {
 	}
 	for _, d := range devices {
 		node, host := filepath.Join(dir, d.name), filepath.Join("/dev", d.name)
-		if !fileExists(host) {
+		if !backend.FileExists(host) {
 			continue // the runtime fails on it, saying so
 		}
 		if err := unix.Mknod(node, unix.S_IFCHR|0o666, int(unix.Mkdev(d.major, d.minor))); err != nil {
@@ -378,19 +378,9 @@ func (b *Backend) sharedFor(sb *sandbox) (dir string, etc []string, err error) {
 	return filepath.Join(b.opts.StateDir, sharedDir, name), etc, nil
 }
 
-// writeRef replaces the file p with name, unless it holds it already. Not
-// synced: it matters while the agent's sandboxes run, which a crash of the
-// node ends.
+// writeRef replaces the file p with name, unless it holds it already.
 func writeRef(p, name string) error {
-	data := []byte(name + "\n")
-	if cur, err := os.ReadFile(p); err == nil && bytes.Equal(cur, data) {
-		return nil
-	}
-	tmp := p + ".new"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return writeIfChanged(p, []byte(name+"\n"), 0o600)
 }
 
 // snapshotShared returns the name of the snapshot of the node's entries as
@@ -403,7 +393,7 @@ func (b *Backend) snapshotShared() (name string, etc []string, made bool, err er
 		if err != nil {
 			return "", nil, false, err
 		}
-		if fileExists(filepath.Join(root, fp)) {
+		if backend.FileExists(filepath.Join(root, fp)) {
 			return fp, etc, false, nil
 		}
 		tmp, err := os.MkdirTemp(root, ".new-")

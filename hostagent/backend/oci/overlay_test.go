@@ -318,7 +318,7 @@ func TestSharedSnapshot(t *testing.T) {
 	if target, err := os.Readlink(filepath.Join(first, "etc/certs/ca.pem")); err != nil || target != "/usr/share/ca.crt" {
 		t.Errorf("a link below an entry: %q, %v; want it kept as a link", target, err)
 	}
-	if fileExists(filepath.Join(first, "etc/secret")) {
+	if backend.FileExists(filepath.Join(first, "etc/secret")) {
 		t.Error("an entry not listed is in the snapshot")
 	}
 	if fi, err := os.Stat(filepath.Join(first, sharedGuest)); err != nil || fi.Mode().Perm() != 0o755 {
@@ -338,7 +338,7 @@ func TestSharedSnapshot(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(second, "etc/ld.so.cache")); string(data) != "cache two" {
 		t.Errorf("the new snapshot's ld.so.cache: %q", data)
 	}
-	if !fileExists(first) {
+	if !backend.FileExists(first) {
 		t.Error("the first snapshot went while sandbox a names it")
 	}
 	// Unnamed snapshots go when the next is made.
@@ -347,7 +347,7 @@ func TestSharedSnapshot(t *testing.T) {
 	snapshot("b")
 	write("etc/ld.so.cache", "cache number four", 0o644)
 	snapshot("a")
-	if fileExists(first) || fileExists(second) {
+	if backend.FileExists(first) || backend.FileExists(second) {
 		t.Error("snapshots that no sandbox names any more are still there")
 	}
 }

@@ -140,10 +140,10 @@ func (b *Backend) Claim(spec backend.Spec) (string, bool) {
 
 // Unclaim implements backend.WarmPool.
 func (b *Backend) Unclaim(id string) {
-	if b.pool == nil || validateID(id) != nil {
+	if b.pool == nil || backend.ValidateID(id) != nil {
 		return
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	sb, err := b.load(id)
 	if err != nil || !sb.warm {
 		return // provisioned (or gone) in the meantime: not the pool's
@@ -234,7 +234,7 @@ func (b *Backend) RunPool(ctx context.Context, owned func(id string) bool) {
 // ready list.
 func (b *Backend) startPooled(ctx context.Context) (err error) {
 	spec := backend.Spec{ID: b.opts.NewID(), Backend: b.Name()}
-	if err := validateID(spec.ID); err != nil {
+	if err := backend.ValidateID(spec.ID); err != nil {
 		return err
 	}
 	defer func() {
@@ -247,7 +247,7 @@ func (b *Backend) startPooled(ctx context.Context) (err error) {
 		}
 		b.pool.mu.Unlock()
 	}()
-	unlock := b.lock(spec.ID)
+	unlock := b.locks.Lock(spec.ID)
 	defer unlock()
 	if _, err := b.load(spec.ID); !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("oci: a pooled sandbox's new ID %s is taken", spec.ID)
@@ -279,10 +279,10 @@ func (b *Backend) adoptPooled(ctx context.Context, log logr.Logger, owned func(i
 	entries, _ := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
 	for _, e := range entries {
 		id := e.Name()
-		if validateID(id) != nil {
+		if backend.ValidateID(id) != nil {
 			continue
 		}
-		if !fileExists(filepath.Join(b.sandboxDir(id), warmMarker)) {
+		if !backend.FileExists(filepath.Join(b.sandboxDir(id), warmMarker)) {
 			if owned != nil && !owned(id) {
 				if err := b.discardUnowned(ctx, id, owned); err != nil {
 					log.Error(err, "Removing a claimed sandbox that has no owner", "id", id)
@@ -331,9 +331,9 @@ func (b *Backend) discardPooled(id string) {
 }
 
 func (b *Backend) discardPooledCtx(ctx context.Context, id string) error {
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	sb, err := b.load(id)
-	if err != nil || !sb.warm || !fileExists(filepath.Join(sb.dir, warmMarker)) {
+	if err != nil || !sb.warm || !backend.FileExists(filepath.Join(sb.dir, warmMarker)) {
 		return nil // claimed meanwhile: its tenant's now
 	}
 	b.pool.forget(id)
@@ -343,9 +343,9 @@ func (b *Backend) discardPooledCtx(ctx context.Context, id string) error {
 // discardUnowned destroys id if it is a pooled sandbox claimed but never
 // provisioned (its record still says warm) that owned does not know.
 func (b *Backend) discardUnowned(ctx context.Context, id string, owned func(id string) bool) error {
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	sb, err := b.load(id)
-	if err != nil || !sb.warm || fileExists(filepath.Join(sb.dir, warmMarker)) || owned(id) {
+	if err != nil || !sb.warm || backend.FileExists(filepath.Join(sb.dir, warmMarker)) || owned(id) {
 		return nil
 	}
 	return b.destroyLocked(ctx, id, false)

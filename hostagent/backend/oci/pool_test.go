@@ -208,7 +208,7 @@ func TestWarmPoolAcrossAgents(t *testing.T) {
 	next, _ := newPooledBackend(t, dir, 3, func(id string) bool { return id == claimed })
 	waitPoolReady(t, next, 3)
 	got := next.pooledIDs()
-	if left := leftovers(t, dir, lost); len(left) > 0 || fileExists(next.sandboxDir(lost)) {
+	if left := leftovers(t, dir, lost); len(left) > 0 || backend.FileExists(next.sandboxDir(lost)) {
 		t.Errorf("the claimed sandbox %s that no record owns is still there: %v", lost, left)
 	}
 	for _, id := range alive {
@@ -216,7 +216,7 @@ func TestWarmPoolAcrossAgents(t *testing.T) {
 			t.Errorf("the next agent's pool %v lacks %s, which still ran", got, id)
 		}
 	}
-	if slices.Contains(got, dead) || fileExists(next.sandboxDir(dead)) {
+	if slices.Contains(got, dead) || backend.FileExists(next.sandboxDir(dead)) {
 		t.Errorf("the pooled sandbox whose init died is still there (pool %v)", got)
 	}
 	if slices.Contains(got, claimed) {

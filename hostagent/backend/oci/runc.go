@@ -31,6 +31,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 // runc drives the OCI runtime binary. All its state lives under root, one
@@ -63,9 +65,9 @@ const maxLogSize = 1 << 20
 // avoids parsing the runtime's "does not exist" error text.
 func (r *runc) exists(id string) bool {
 	if r.gvisor {
-		return fileExists(r.gvisorStateFile(id))
+		return backend.FileExists(r.gvisorStateFile(id))
 	}
-	return fileExists(filepath.Join(r.root, id))
+	return backend.FileExists(filepath.Join(r.root, id))
 }
 
 func (r *runc) state(ctx context.Context, id string) (*containerState, error) {

@@ -418,8 +418,3 @@ func (b *Backend) resources(r backend.Resources) backend.Resources {
 	}
 	return r
 }
-
-func fileExists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
-}

@@ -40,11 +40,11 @@ import (
 // (guest's supervisor). The directory is the sandbox root's, mode
 // 0700: the tenant reads neither the spec nor the token in it.
 func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
-	if !fileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
+	defer b.locks.Lock(id)()
+	if !backend.FileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
 		return fmt.Errorf("oci: sandbox %s: %w", id, backend.ErrNotFound)
 	}
 	path := filepath.Join(b.runDir(id), guest.WorkerSpecFile)
@@ -70,7 +70,7 @@ func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) e
 	}
 	// Init, the sandbox's root, reads it: 0644 in a directory only that
 	// root may enter.
-	if err := writeFileAtomic(path, data, 0o644); err != nil {
+	if err := writeIfChanged(path, data, 0o644); err != nil {
 		return fmt.Errorf("oci: setting the worker of sandbox %s: %w", id, err)
 	}
 	return b.signalInit(id)
@@ -110,7 +110,7 @@ func (b *Backend) signalInit(id string) error {
 
 // Worker implements backend.WorkerSupervisor: the spec last set.
 func (b *Backend) Worker(ctx context.Context, id string) (*backend.Worker, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	data, err := readNoFollow(filepath.Join(b.runDir(id), guest.WorkerSpecFile), 1<<20)
@@ -130,12 +130,12 @@ func (b *Backend) Worker(ctx context.Context, id string) (*backend.Worker, error
 // WorkerStatus implements backend.WorkerSupervisor from the state file
 // the sandbox's init keeps.
 func (b *Backend) WorkerStatus(ctx context.Context, id string) (backend.WorkerStatus, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return backend.WorkerStatus{}, err
 	}
 	data, err := readNoFollow(filepath.Join(b.runDir(id), guest.WorkerStatusFile), 64<<10)
 	if errors.Is(err, os.ErrNotExist) {
-		if !fileExists(filepath.Join(b.runDir(id), guest.WorkerSpecFile)) {
+		if !backend.FileExists(filepath.Join(b.runDir(id), guest.WorkerSpecFile)) {
 			return backend.WorkerStatus{}, fmt.Errorf("oci: sandbox %s has no worker: %w", id, backend.ErrNotFound)
 		}
 		return backend.WorkerStatus{}, nil // set, not started yet
@@ -154,7 +154,7 @@ func (b *Backend) WorkerStatus(ctx context.Context, id string) (backend.WorkerSt
 // WorkerLog implements backend.WorkerSupervisor: the end of the worker's
 // output, across the rotated file and the current one.
 func (b *Backend) WorkerLog(ctx context.Context, id string, max int) ([]byte, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(b.runDir(id), guest.WorkerLogFile)

@@ -25,12 +25,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,6 +40,8 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guest/mux"
+	"github.com/playground-dev/playground/internal/atomicfile"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
 // Defaults of a sandbox's VM, for what its Spec leaves at zero.
@@ -115,8 +115,9 @@ type Backend struct {
 	dropped bool
 	debugfs string // debugfs's absolute path
 
-	mu     sync.Mutex
-	locks  map[string]*sync.Mutex
+	mu sync.Mutex
+	// locks serialises the lifecycle operations on each sandbox.
+	locks  keyedmutex.Mutex
 	vms    map[string]*VM
 	starts map[string]uint64
 	// slots maps the VM users' slots in use to their sandboxes; read from
@@ -194,7 +195,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	b := &Backend{
 		opts: opts, initrd: initrd.Bytes(), accel: opts.Accel, debugfs: debugfs,
 		dropped: os.Geteuid() == 0,
-		locks:   map[string]*sync.Mutex{}, vms: map[string]*VM{}, starts: map[string]uint64{},
+		vms:     map[string]*VM{}, starts: map[string]uint64{},
 	}
 	if err := b.checkQEMU(ctx); err != nil {
 		return nil, err
@@ -284,7 +285,7 @@ func (b *Backend) checkQEMU(ctx context.Context) error {
 // writeOwn writes a file QEMU reads as u (through /proc/self/fd): the
 // agent's, or u's to read alone.
 func (b *Backend) writeOwn(path string, data []byte, u *Credential) error {
-	if err := writeFileAtomic(path, data, 0o400); err != nil {
+	if err := atomicfile.Write(path, data, 0o400); err != nil {
 		return err
 	}
 	if u != nil {
@@ -321,7 +322,10 @@ func (b *Backend) Name() string { return "vm" }
 // cleanup as in a container, and the guest's kernel enforces the pile's
 // append-only flag, which only the guest's root could clear.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true}
+	return backend.Capabilities{
+		ProvesCleanup: true, AppendOnlyPile: true,
+		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, StorageReporter: b, PileReader: b, Describer: b,
+	}
 }
 
 // Files of a sandbox in its directory (besides the VM's, in qemu.go).
@@ -342,21 +346,10 @@ type record struct {
 	Slot int `json:",omitempty"`
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
-
-func validateID(id string) error {
-	if !idPattern.MatchString(id) || strings.Contains(id, "..") {
-		return fmt.Errorf("vm: invalid sandbox ID %q: want 1-63 of [A-Za-z0-9_.-], starting alphanumeric", id)
-	}
-	return nil
-}
-
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // validateSpec refuses what this backend cannot give rather than run the
 // sandbox without it.
 func validateSpec(spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := backend.ValidateID(spec.ID); err != nil {
 		return err
 	}
 	if iso := backend.IsolationOf(spec); iso != backend.IsolationContainer {
@@ -368,16 +361,8 @@ func validateSpec(spec backend.Spec) error {
 	if len(spec.Faculties) > 0 {
 		return fmt.Errorf("vm: sandbox %s has faculties, which the vm backend does not install yet: run it on the oci backend", spec.ID)
 	}
-	for _, e := range spec.LoginEnv {
-		if !envName.MatchString(e.Name) {
-			return fmt.Errorf("vm: login environment variable name %q is not a shell identifier", e.Name)
-		}
-		if strings.ContainsRune(e.Value, 0) {
-			return fmt.Errorf("vm: login environment variable %s contains a NUL byte", e.Name)
-		}
-	}
-	if strings.ContainsRune(spec.Persona, 0) || strings.ContainsRune(spec.LoginScript, 0) {
-		return errors.New("vm: persona and login script must not contain NUL bytes")
+	if err := backend.ValidateLogin(spec); err != nil {
+		return fmt.Errorf("vm: %w", err)
 	}
 	r, s := spec.Resources, spec.Storage
 	if r.CPUMillis < 0 || r.MemoryBytes < 0 || r.PIDs < 0 || s.LayerBytes < 0 || s.LayerInodes < 0 || s.PileBytes < 0 || s.PileInodes < 0 {
@@ -416,19 +401,6 @@ func (b *Backend) sandboxDir(id string) string {
 	return filepath.Join(b.opts.StateDir, "sandboxes", id)
 }
 
-// lock serialises lifecycle operations on one sandbox.
-func (b *Backend) lock(id string) func() {
-	b.mu.Lock()
-	l, ok := b.locks[id]
-	if !ok {
-		l = new(sync.Mutex)
-		b.locks[id] = l
-	}
-	b.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
-
 func (b *Backend) load(id string) (*record, error) {
 	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), recordFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -460,7 +432,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := validateSpec(spec); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	return b.provision(ctx, spec)
 }
 
@@ -468,7 +440,7 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	dir := b.sandboxDir(spec.ID)
 	rec := record{Spec: spec, Storage: resolve(spec.Storage)}
 	old, err := b.load(spec.ID)
-	if err == nil && fileExists(filepath.Join(dir, diskImage)) {
+	if err == nil && backend.FileExists(filepath.Join(dir, diskImage)) {
 		rec.Storage = old.Storage
 	} else if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve); err != nil {
 		// A new sandbox's images are sparse, but they fill as it writes.
@@ -506,13 +478,13 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, recordFile), data, 0o600)
+	return atomicfile.Write(filepath.Join(dir, recordFile), data, 0o600)
 }
 
 // makeImage makes an ext4 image at path unless one is there, holding the
 // tenant's empty files (the pile's).
 func makeImage(ctx context.Context, path string, size, inodes int64, label string, journal bool, files []string) error {
-	if fileExists(path) {
+	if backend.FileExists(path) {
 		return nil
 	}
 	tmp := path + ".new"
@@ -615,10 +587,10 @@ func (b *Backend) releaseSlot(id string) {
 
 // Start implements backend.Backend.
 func (b *Backend) Start(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	rec, err := b.load(id)
 	if err != nil {
 		return err
@@ -633,10 +605,10 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 // profile and the VM's size apply from its next boot (they are the
 // initramfs's and QEMU's).
 func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
-	if err := validateID(spec.ID); err != nil {
+	if err := backend.ValidateID(spec.ID); err != nil {
 		return err
 	}
-	defer b.lock(spec.ID)()
+	defer b.locks.Lock(spec.ID)()
 	// Not found comes first: a sandbox that was never made is provisioned
 	// next, and a spec it cannot run is refused there, as a provisioning.
 	if _, err := b.load(spec.ID); err != nil {
@@ -787,7 +759,7 @@ func (b *Backend) Starts(id string) uint64 {
 
 // Alive implements backend.Prober: whether the sandbox's QEMU runs.
 func (b *Backend) Alive(id string) bool {
-	if validateID(id) != nil {
+	if backend.ValidateID(id) != nil {
 		return false
 	}
 	rec, err := b.load(id)
@@ -817,16 +789,16 @@ func (b *Backend) Close() error {
 // Detach implements backend.Backend: the VM keeps running, as a
 // container does, so that a session opened again finds its processes.
 func (b *Backend) Detach(ctx context.Context, id string) error {
-	return validateID(id)
+	return backend.ValidateID(id)
 }
 
 // Stop implements backend.Backend: the guest's file systems are synced,
 // then QEMU ends, and with it every process of the sandbox.
 func (b *Backend) Stop(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	return b.stop(ctx, id)
 }
 
@@ -888,7 +860,7 @@ func (b *Backend) StopAll(ctx context.Context) error {
 	}
 	var errs []error
 	for _, e := range ents {
-		if validateID(e.Name()) != nil {
+		if backend.ValidateID(e.Name()) != nil {
 			continue
 		}
 		errs = append(errs, b.Stop(ctx, e.Name()))
@@ -898,10 +870,10 @@ func (b *Backend) StopAll(ctx context.Context) error {
 
 // Destroy implements backend.Backend.
 func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
-	defer b.lock(id)()
+	defer b.locks.Lock(id)()
 	if err := b.stop(ctx, id); err != nil {
 		return err
 	}
@@ -931,7 +903,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 // Exec implements backend.Backend: a stream of the VM's port to the
 // guest's init, where an idle shepherd runs the command as in a container.
 func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	frames, err := guestexec.Encode(req)
@@ -970,7 +942,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 // JobConn implements backend.JobHolder: a stream to an idle shepherd of
 // the guest, which holds the job it is asked to start in the VM.
 func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	_, st, err := b.stream(ctx, id)
@@ -1007,36 +979,11 @@ func (b *Backend) stream(ctx context.Context, id string) (*VM, *mux.Stream, erro
 // DialSandbox implements backend.Dialer: a shepherd in the guest connects
 // to port on the guest's loopback and relays.
 func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Conn, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	return guestexec.DialPort(ctx, "vm", id, port, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, error) {
 		_, st, err := b.stream(ctx, id)
 		return st, err
 	})
-}
-
-func fileExists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := io.Copy(f, bytes.NewReader(data)); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -128,7 +128,7 @@ func TestProvisionKeepsTheReserve(t *testing.T) {
 	if !errors.Is(err, backend.ErrInsufficientStorage) || !strings.Contains(err.Error(), "free in "+dir) {
 		t.Fatalf("provisioning below the reserve: %v, want ErrInsufficientStorage saying how much is free", err)
 	}
-	if fileExists(filepath.Join(dir, "sandboxes", "after")) {
+	if backend.FileExists(filepath.Join(dir, "sandboxes", "after")) {
 		t.Error("a refused sandbox left its directory")
 	}
 	if err := full.Provision(ctx, old); err != nil {

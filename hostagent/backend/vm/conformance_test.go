@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/conformance"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 
@@ -88,7 +88,7 @@ func leftovers(tb testing.TB, stateDir, id string) []string {
 	tb.Helper()
 	var left []string
 	dir := filepath.Join(stateDir, "sandboxes", id)
-	if fileExists(dir) {
+	if backend.FileExists(dir) {
 		left = append(left, "file "+dir)
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")

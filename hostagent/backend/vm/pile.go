@@ -64,7 +64,7 @@ const (
 // with no_new_privs, the guest's seccomp filter, bounded memory, CPU and
 // time, no file it may write, and the image a read-only descriptor.
 func (b *Backend) PileFile(id, name string) ([]byte, error) {
-	if err := validateID(id); err != nil {
+	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	if name == "" || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, "\"\\\n\x00") {
@@ -93,7 +93,7 @@ func (b *Backend) pileFromGuest(rec *record, name string) ([]byte, error) {
 		return nil, err
 	}
 	path := guest.PileDir + "/" + name
-	frames, err := guestexec.Encode(backend.ExecRequest{Command: "cat -- " + shellQuote(path), Shell: backend.ShellClean})
+	frames, err := guestexec.Encode(backend.ExecRequest{Command: "cat -- " + guest.ShellQuote(path), Shell: backend.ShellClean})
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -219,9 +219,4 @@ func (s *boundedSink) result() (stdout, stderr []byte, over bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stdout.Bytes(), s.stderr.Bytes(), s.over
-}
-
-// shellQuote quotes s for sh.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

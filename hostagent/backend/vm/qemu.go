@@ -40,6 +40,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guest/mux"
+	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/boundedlog"
 )
 
@@ -282,7 +283,7 @@ func Start(cfg Config) (*VM, error) {
 	// The child is not reaped before Wait: its PID is still its own.
 	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(cfg.Dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600)
+		err = atomicfile.Write(filepath.Join(cfg.Dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600)
 		if err != nil {
 			unix.Close(fd)
 		}

@@ -120,12 +120,12 @@ func testPersistence(t *testing.T, n *node) {
 		if _, err := n.be.Exec(ctx, sp.ID, backend.ExecRequest{Command: "true"}, nil); !errors.Is(err, backend.ErrNotRunning) {
 			t.Fatalf("exec in a stopped sandbox: %v, want ErrNotRunning", err)
 		}
-		if p, ok := n.be.(backend.Prober); ok && p.Alive(sp.ID) {
+		if p := n.be.Capabilities().Prober; p != nil && p.Alive(sp.ID) {
 			t.Fatal("a stopped sandbox is reported alive")
 		}
 		next := n.restarted(t)
 		n, s = next, next.open(t, sp)
-		if p, ok := n.be.(backend.Prober); ok && !p.Alive(sp.ID) {
+		if p := n.be.Capabilities().Prober; p != nil && !p.Alive(sp.ID) {
 			t.Fatal("a started sandbox is reported dead")
 		}
 		if got := s.sh(t, "cat ~/file"); got != "kept\n" {

@@ -32,9 +32,9 @@ import (
 // that user only, restarts it when it dies, keeps it across an agent
 // restart, and stops it when asked.
 func testWorker(t *testing.T, n *node) {
-	sup, ok := n.be.(backend.WorkerSupervisor)
-	d, dials := n.be.(backend.Dialer)
-	if !ok || !dials {
+	caps := n.be.Capabilities()
+	sup, d := caps.WorkerSupervisor, caps.Dialer
+	if sup == nil || d == nil {
 		t.Skip("the backend supervises no worker (backend.WorkerSupervisor, backend.Dialer)")
 	}
 	s := n.open(t, n.spec("worker"))

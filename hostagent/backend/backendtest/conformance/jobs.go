@@ -138,7 +138,7 @@ func testJobs(t *testing.T, n *node) {
 // and its tenant's bounds still count it. A backend whose sandboxes do
 // not hold jobs skips the group: their jobs end with the agent.
 func testJobsAcrossRestarts(t *testing.T, n *node) {
-	if _, ok := n.be.(backend.JobHolder); !ok || !n.be.Capabilities().ProvesCleanup {
+	if n.be.Capabilities().JobHolder == nil || !n.be.Capabilities().ProvesCleanup {
 		t.Skip("the backend's sandboxes do not hold jobs: the agent holds them, and they end with it")
 	}
 	spec := n.spec("jobs-restart")

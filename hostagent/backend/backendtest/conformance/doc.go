@@ -64,7 +64,7 @@ limitations under the License.
 //     installed build, nor the links to it, can be written from inside;
 //     an unlisted file is not on PATH; a changed set shows at the next
 //     restart, not before.
-//   - builder (backends that implement backend.Builder): /src read-only
+//   - builder (backends with a Builder in their Capabilities): /src read-only
 //     with the source, cwd /out, /out's files back on the host owned by
 //     the agent and without links, exit code and a bounded log tail, the
 //     timeout and a cancelled context killing the build, no network, none

@@ -40,9 +40,9 @@ import (
 // network, none of the node's files and no other sandbox; and nothing of
 // it is left once Build returns.
 func testBuilder(t *testing.T, n *node) {
-	bl, ok := n.be.(backend.Builder)
-	if !ok {
-		t.Skipf("the %s backend does not implement backend.Builder", n.be.Name())
+	bl := n.be.Capabilities().Builder
+	if bl == nil {
+		t.Skipf("the %s backend has no Builder in its Capabilities", n.be.Name())
 	}
 	probe, _ := probeBinary(t)
 	src := hostDir(t, map[string]string{"data/input.txt": "source input\n"})
