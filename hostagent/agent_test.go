@@ -151,6 +151,12 @@ func (g otherGuest) JobControlConn(ctx context.Context, id string) (net.Conn, er
 	return g.JobConn(ctx, id)
 }
 
+func (g otherGuest) Capabilities() backend.Capabilities {
+	c := g.Fake.Capabilities()
+	c.JobHolder = g
+	return c
+}
+
 // TestGuestOfAnotherProtocolIsRefused: the agent does not drive a
 // sandbox whose guest speaks another guest protocol version: the guest's
 // refusal, which names both versions and says to restart the sandbox,
