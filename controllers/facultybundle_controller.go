@@ -437,22 +437,8 @@ var bundleConditions = []string{
 // report brings the bundle back here.
 func bundleStatusHolds(fb *playgroundv1alpha1.FacultyBundle, fp string, readyNodes int32, observed int64, conds []metav1.Condition) bool {
 	st := &fb.Status
-	if st.Fingerprint != fp || st.ReadyNodes != readyNodes || st.ObservedGeneration != observed {
-		return false
-	}
-	for _, typ := range bundleConditions {
-		want := meta.FindStatusCondition(conds, typ)
-		have := meta.FindStatusCondition(st.Conditions, typ)
-		switch {
-		case want == nil && have == nil:
-		case want == nil || have == nil:
-			return false
-		case want.Status != have.Status || want.Reason != have.Reason || want.Message != have.Message ||
-			want.ObservedGeneration != have.ObservedGeneration:
-			return false
-		}
-	}
-	return true
+	return st.Fingerprint == fp && st.ReadyNodes == readyNodes && st.ObservedGeneration == observed &&
+		pgreconcile.ConditionsHold(st.Conditions, conds, bundleConditions...)
 }
 
 // short is a fingerprint as messages quote it: its first 12 hex digits.

@@ -237,14 +237,12 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 	return nil
 }
 
-// untimed is a copy of s without its conditions' transition times: a pass
-// over a cache that lags computes the same conditions as the pass it lags,
-// with times of its own.
+// untimed is s with its conditions' transition times left out
+// (pgreconcile.Untimed): a pass over a cache that lags computes the same
+// conditions as the pass it lags, with times of its own.
 func untimed(s playgroundv1alpha1.TenantStatus) playgroundv1alpha1.TenantStatus {
 	s = *s.DeepCopy()
-	for i := range s.Conditions {
-		s.Conditions[i].LastTransitionTime = metav1.Time{}
-	}
+	s.Conditions = pgreconcile.Untimed(s.Conditions)
 	return s
 }
 
