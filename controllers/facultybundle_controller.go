@@ -226,7 +226,7 @@ func (r *FacultyBundleReconciler) neededNodes(ctx context.Context, fb *playgroun
 // gone: no Node object, and no agent registration renewed within
 // NodeGoneAfter. Nothing else would ever update or remove them (each is
 // owned by its node's agent), and they would count in readyNodes. Both
-// signs are needed: `playground dev` and the tests run agents without Node
+// signs are needed: `playground-dev` and the tests run agents without Node
 // objects, and a Lease outlives its node (agents leave it to expire).
 //
 // The entries belong to the agents' field managers, so an apply of the

@@ -42,7 +42,7 @@ type agentPool struct {
 	creds AgentCredentials
 	h2c   http.RoundTripper
 	tls   http.RoundTripper
-	// cleartext allows http:// endpoints (playground dev); otherwise they
+	// cleartext allows http:// endpoints (playground-dev); otherwise they
 	// are refused, since a node's token would cross the network in clear.
 	cleartext bool
 
@@ -129,9 +129,9 @@ func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentap
 }
 
 // errCleartextAgent refuses an agent endpoint that is not https://: only
-// playground dev, whose agent shares its process and loopback, speaks
+// playground-dev, whose agent shares its process and loopback, speaks
 // cleartext (Options.AgentCleartext).
-var errCleartextAgent = errors.New("refusing an agent endpoint without TLS: the gateway's token for the node would cross the network in clear (only playground dev allows it)")
+var errCleartextAgent = errors.New("refusing an agent endpoint without TLS: the gateway's token for the node would cross the network in clear (only playground-dev allows it)")
 
 // tokenRecheck is how often, at most, FileToken re-reads its file.
 const tokenRecheck = 2 * time.Second

@@ -126,14 +126,14 @@ type Options struct {
 	// AgentCredentials give the token the gateway presents to the agent
 	// of each node: in a cluster its ServiceAccount's, bound to that node
 	// (ServiceAccountTokens). AgentToken, if AgentCredentials is nil, is
-	// one shared token for every agent (playground dev).
+	// one shared token for every agent (playground-dev).
 	AgentCredentials AgentCredentials
 	AgentToken       func() (string, error)
 	// AgentTLS verifies agents whose endpoint is https:// (nil: the
 	// system's roots).
 	AgentTLS *tls.Config
 	// AgentCleartext lets the gateway reach agents whose endpoint is
-	// http:// over cleartext HTTP/2 (h2c): for playground dev only, whose
+	// http:// over cleartext HTTP/2 (h2c): for playground-dev only, whose
 	// agent shares its process and loopback. Otherwise such an endpoint is
 	// refused, and no token is sent to it.
 	AgentCleartext bool
@@ -412,7 +412,7 @@ func (g *Gateway) Ready() error { return g.view.Ready() }
 // the tenant's Sandbox, as this gateway sees it, is served by the agent its
 // node registered. Otherwise the error says which of these does not hold
 // yet. The view trails the API server, so whoever announces the gateway to
-// clients (as `playground dev` does) waits for this, not for the objects.
+// clients (as `playground-dev` does) waits for this, not for the objects.
 func (g *Gateway) Serves(token string) error {
 	if err := g.view.Ready(); err != nil {
 		return err

@@ -211,7 +211,7 @@ func init() { metrics.Registry.MustRegister(sessionsRefused) }
 
 // registerBudget exports the budget's metrics as component="gateway", with
 // an empty node label so that they share their families with the agents'
-// when one process runs both (playground dev). A process runs one
+// when one process runs both (playground-dev). A process runs one
 // gateway; when tests run several, the first keeps the metrics.
 func registerBudget(l *budget.Limiter, log *slog.Logger) {
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "gateway", "node": ""}, metrics.Registry)

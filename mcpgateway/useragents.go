@@ -37,7 +37,7 @@ type UserAgents struct {
 }
 
 // NewUserAgents presents token to the agents and verifies them against ca;
-// http:// agents are refused unless cleartext (playground dev).
+// http:// agents are refused unless cleartext (playground-dev).
 func NewUserAgents(token func() (string, error), ca *AgentCA, cleartext bool) (*UserAgents, error) {
 	creds, err := agentCredentials(nil, token)
 	if err != nil {

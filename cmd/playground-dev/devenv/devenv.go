@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package devenv is `playground dev`: the whole system on this machine, on
+// Package devenv is `playground-dev`: the whole system on this machine, on
 // an embedded control plane, for trying Playground and developing it: the
 // manager, one host agent (this machine is the node, oci backend) and the
 // MCP gateway, with the samples applied.
@@ -58,7 +58,7 @@ import (
 	"github.com/playground-dev/playground/mcpgateway"
 )
 
-// Options configure `playground dev`.
+// Options configure `playground-dev`.
 type Options struct {
 	// ControlPlaneDir holds kube-apiserver, etcd and kubectl.
 	ControlPlaneDir string
