@@ -21,12 +21,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/tokenfile"
@@ -144,10 +145,7 @@ const tokenRecheck = 2 * time.Second
 // reloaded, and no call is refused in between. A file that goes bad (gone,
 // emptied) keeps the previous token, as the agents keep theirs, and says so
 // to log (nil: not logged).
-func FileToken(path string, log *slog.Logger) func() (string, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+func FileToken(path string, log logr.Logger) func() (string, error) {
 	var (
 		mu      sync.Mutex
 		file    *tokenfile.File
@@ -168,7 +166,7 @@ func FileToken(path string, log *slog.Logger) func() (string, error) {
 		} else if time.Since(checked) >= tokenRecheck {
 			checked = time.Now()
 			if changed, err := file.Reload(false); err != nil {
-				log.Error("Re-reading the agent token; presenting the previous one", "err", err)
+				log.Error(err, "Re-reading the agent token; presenting the previous one")
 			} else if changed {
 				log.Info("Reloaded the agent token", "file", path)
 			}

@@ -21,12 +21,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/client-go/kubernetes"
 
@@ -105,7 +103,7 @@ func runGateway(ctx context.Context, args []string) error {
 		return err
 	}
 	// Logs go to stderr: in stdio mode stdout carries the protocol.
-	log := slog.New(logr.ToSlogHandler(logOpts.SetLogger()))
+	log := logOpts.SetLogger()
 	var agentToken func() (string, error)
 	if *tokenFile != "" {
 		agentToken = mcpgateway.FileToken(*tokenFile, log)

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -237,7 +238,7 @@ func (a *agentFlags) token(cfg *rest.Config) (func() (string, error), error) {
 	if a.tokenFile == "" {
 		return mcpgateway.KubeconfigToken(cfg)
 	}
-	token := mcpgateway.FileToken(a.tokenFile, nil)
+	token := mcpgateway.FileToken(a.tokenFile, logr.Discard())
 	if _, err := token(); err != nil {
 		return nil, fmt.Errorf("--agent-token-file: %w", err)
 	}

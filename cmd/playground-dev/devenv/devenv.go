@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -355,7 +354,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		AgentToken: func() (string, error) { return env.AgentToken, nil },
 		// The agent shares this process and loopback: cleartext HTTP/2.
 		AgentCleartext: true,
-		Logger:         slog.New(logr.ToSlogHandler(opts.Logger.WithName("gateway"))),
+		Logger:         opts.Logger.WithName("gateway"),
 	})
 	if err != nil {
 		return nil, err
