@@ -41,14 +41,14 @@ help: ## Show this help.
 # directory on the node (config/samples): dev puts the example worker there,
 # and grants its agent the directory (--faculty-host-path-prefix).
 EXAMPLE_WORKER_DIR ?= /opt/playground/faculties
-# More flags of playground dev, e.g. DEVFLAGS=--network=egress for
-# examples/egress-tenant.yaml (playground dev --help lists them).
+# More flags of playground-dev, e.g. DEVFLAGS=--network=egress for
+# examples/egress-tenant.yaml (bin/playground-dev --help lists them).
 DEVFLAGS ?=
 
 dev: prereqs build envtest runsc vm-image ## Run the whole system locally on an embedded control plane (gVisor and vm sandboxes offered).
 	install -D -m 0755 $(BIN)/playground-example-worker $(EXAMPLE_WORKER_DIR)/playground-example-worker
 	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
-	$(BIN)/playground dev --control-plane "$$(hack/controlplane.sh)" --runsc "$$(hack/runsc.sh)" --faculty-host-path-prefix $(EXAMPLE_WORKER_DIR) $(DEVFLAGS)
+	$(BIN)/playground-dev --control-plane "$$(hack/controlplane.sh)" --runsc "$$(hack/runsc.sh)" --faculty-host-path-prefix $(EXAMPLE_WORKER_DIR) $(DEVFLAGS)
 
 # Fuzz targets of the decoders of untrusted input, as package:target:budget;
 # make test runs each on top of its seed corpus for its budget, a count of
@@ -69,7 +69,7 @@ test: prereqs toolchain ## Run the test suite against a real kube-apiserver and 
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
 
 .PHONY: smoke
-smoke: build envtest prereqs runsc vm-image ## Run hack/smoke.sh, with the cancellation proof, against a fresh playground dev: its container tenant, a gVisor one and a vm one.
+smoke: build envtest prereqs runsc vm-image ## Run hack/smoke.sh, with the cancellation proof, against a fresh playground-dev: its container tenant, a gVisor one and a vm one.
 	hack/dev-smoke.sh
 
 .PHONY: soak
@@ -144,6 +144,7 @@ cross: ## Build and vet the whole tree for FreeBSD (amd64, arm64): the jail back
 .PHONY: build
 build: ## Build the playground binaries into bin/ (with bin/ on PATH, kubectl runs the plugin as kubectl playground).
 	$(GO) build -o $(BIN)/playground ./cmd/playground
+	$(GO) build -o $(BIN)/playground-dev ./cmd/playground-dev
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/playground-sandbox ./cmd/playground-sandbox
 	$(GO) build -o $(BIN)/kubectl-playground ./cmd/kubectl-playground
 	install -m 0755 cmd/kubectl-playground/kubectl_complete-playground $(BIN)/kubectl_complete-playground

@@ -226,7 +226,7 @@ func (r *FacultyBundleReconciler) neededNodes(ctx context.Context, fb *playgroun
 // gone: no Node object, and no agent registration renewed within
 // NodeGoneAfter. Nothing else would ever update or remove them (each is
 // owned by its node's agent), and they would count in readyNodes. Both
-// signs are needed: `playground dev` and the tests run agents without Node
+// signs are needed: `playground-dev` and the tests run agents without Node
 // objects, and a Lease outlives its node (agents leave it to expire).
 //
 // The entries belong to the agents' field managers, so an apply of the
@@ -437,22 +437,8 @@ var bundleConditions = []string{
 // report brings the bundle back here.
 func bundleStatusHolds(fb *playgroundv1alpha1.FacultyBundle, fp string, readyNodes int32, observed int64, conds []metav1.Condition) bool {
 	st := &fb.Status
-	if st.Fingerprint != fp || st.ReadyNodes != readyNodes || st.ObservedGeneration != observed {
-		return false
-	}
-	for _, typ := range bundleConditions {
-		want := meta.FindStatusCondition(conds, typ)
-		have := meta.FindStatusCondition(st.Conditions, typ)
-		switch {
-		case want == nil && have == nil:
-		case want == nil || have == nil:
-			return false
-		case want.Status != have.Status || want.Reason != have.Reason || want.Message != have.Message ||
-			want.ObservedGeneration != have.ObservedGeneration:
-			return false
-		}
-	}
-	return true
+	return st.Fingerprint == fp && st.ReadyNodes == readyNodes && st.ObservedGeneration == observed &&
+		pgreconcile.ConditionsHold(st.Conditions, conds, bundleConditions...)
 }
 
 // short is a fingerprint as messages quote it: its first 12 hex digits.

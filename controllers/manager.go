@@ -63,14 +63,14 @@ type ManagerOptions struct {
 	// the lease namespace), so that one reconciles at a time.
 	LeaderElection bool
 	// SkipNameValidation lets one process run several managers (tests,
-	// `playground dev`): controller names are otherwise process-unique.
+	// `playground-dev`): controller names are otherwise process-unique.
 	SkipNameValidation bool
 }
 
 // Scheme holds the types the manager reads and writes.
 func Scheme() *runtime.Scheme { return scheme.New() }
 
-// NewManager builds the manager that `playground manager`, `playground dev`
+// NewManager builds the manager that `playground manager`, `playground-dev`
 // and the test suites run: its informers narrowed by CacheOptions, every
 // reconciler set up, and health checks that report ready once the
 // informers have synced. Start it to run the controllers.

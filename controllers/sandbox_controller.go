@@ -88,13 +88,7 @@ type managerView struct {
 }
 
 func viewOf(phase playgroundv1alpha1.SandboxPhase, iso playgroundv1alpha1.Isolation, generation int64, conds []metav1.Condition) managerView {
-	v := managerView{Phase: phase, Isolation: iso, Generation: generation}
-	for _, typ := range managerConditions {
-		if c := meta.FindStatusCondition(conds, typ); c != nil {
-			v.Conditions = append(v.Conditions, metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, ObservedGeneration: c.ObservedGeneration})
-		}
-	}
-	return v
+	return managerView{Phase: phase, Isolation: iso, Generation: generation, Conditions: pgreconcile.Untimed(conds, managerConditions...)}
 }
 
 // The binder patches a Sandbox's nodeName and applies its status; it reads
@@ -127,7 +121,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if node == "" {
 			r.bindMu.Unlock()
 			log.V(1).Info("No eligible node", "sandbox", klog.KObj(&sbx), "why", why)
-			return ctrl.Result{}, r.applyStatus(ctx, &sbx, summary{
+			return ctrl.Result{}, r.applyStatus(ctx, &sbx, assessment{
 				phase: playgroundv1alpha1.SandboxPending,
 				bound: condition(playgroundv1alpha1.BoundCondition, false, playgroundv1alpha1.ReasonNoEligibleNode, why),
 			})
@@ -143,7 +137,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		justBound = true
 	}
 
-	s := summarise(&sbx, agents, now)
+	s := assessSandbox(&sbx, agents, now)
 	res := ctrl.Result{}
 	if reg, ok := agents[sbx.Spec.NodeName]; ok && reg.Healthy(now) {
 		// Nothing announces a lease's expiry: look again just after it.
@@ -179,7 +173,7 @@ const untilOutcome = time.Duration(math.MaxInt64)
 
 // awaitingFirstReport is how much longer sbx's status is left to its
 // agent; zero or less: write the manager's part now.
-func awaitingFirstReport(sbx *playgroundv1alpha1.Sandbox, s summary, justBound bool, now time.Time) time.Duration {
+func awaitingFirstReport(sbx *playgroundv1alpha1.Sandbox, s assessment, justBound bool, now time.Time) time.Duration {
 	if justBound || sbx.Spec.NodeName == "" || !sbx.DeletionTimestamp.IsZero() || sbx.Status.Phase != "" ||
 		s.health == nil || s.health.Status != metav1.ConditionTrue {
 		return 0
@@ -441,8 +435,10 @@ func (r *SandboxReconciler) recordBinding(key types.NamespacedName, node string)
 	r.pending[key] = pendingBinding{node: node, since: r.Options.Now()}
 }
 
-// summary is what the manager owns of a Sandbox's status.
-type summary struct {
+// assessment is what the manager owns of a Sandbox's status, as
+// assessSandbox derives it; applyStatus summarises it with
+// internal/reconcile.
+type assessment struct {
 	phase playgroundv1alpha1.SandboxPhase
 	bound metav1.Condition
 	// health and ready are unset while the sandbox is unbound.
@@ -458,11 +454,11 @@ func condition(typ string, ok bool, reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg}
 }
 
-// summarise derives the manager's conditions and the phase of a bound
+// assessSandbox derives the manager's conditions and the phase of a bound
 // sandbox from its node's registration and the agent's Provisioned.
-func summarise(sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) summary {
+func assessSandbox(sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) assessment {
 	node := sbx.Spec.NodeName
-	s := summary{bound: condition(playgroundv1alpha1.BoundCondition, true, playgroundv1alpha1.ReasonBound, "Bound to node "+node)}
+	s := assessment{bound: condition(playgroundv1alpha1.BoundCondition, true, playgroundv1alpha1.ReasonBound, "Bound to node "+node)}
 	reg, registered := agents[node]
 	switch {
 	case !registered:
@@ -520,7 +516,7 @@ func summarise(sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Reg
 // bound), and Ready with the Reconciling and Stalled that
 // internal/reconcile derives from it. Each condition keeps its transition
 // time while its status holds.
-func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, s summary) error {
+func (r *SandboxReconciler) applyStatus(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, s assessment) error {
 	ready := s.ready
 	if ready == nil {
 		c := condition(playgroundv1alpha1.ReadyCondition, false, s.bound.Reason, s.bound.Message)
@@ -589,22 +585,8 @@ var managerConditions = []string{
 // tenants were created at once. A condition the manager would drop
 // (Reconciling, once Ready) counts as a change.
 func statusHolds(sbx *playgroundv1alpha1.Sandbox, phase playgroundv1alpha1.SandboxPhase, iso playgroundv1alpha1.Isolation, conds []metav1.Condition) bool {
-	if sbx.Status.Phase != phase || sbx.Status.Isolation != iso || sbx.Status.ObservedGeneration != sbx.Generation {
-		return false
-	}
-	for _, typ := range managerConditions {
-		want := meta.FindStatusCondition(conds, typ)
-		have := meta.FindStatusCondition(sbx.Status.Conditions, typ)
-		switch {
-		case want == nil && have == nil:
-		case want == nil || have == nil:
-			return false
-		case want.Status != have.Status || want.Reason != have.Reason || want.Message != have.Message ||
-			have.ObservedGeneration != sbx.Generation:
-			return false
-		}
-	}
-	return true
+	return sbx.Status.Phase == phase && sbx.Status.Isolation == iso && sbx.Status.ObservedGeneration == sbx.Generation &&
+		pgreconcile.ConditionsHold(sbx.Status.Conditions, conds, managerConditions...)
 }
 
 func formatSelector(sel map[string]string) string {

@@ -18,10 +18,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,6 +44,7 @@ import (
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/eventseries"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
+	"github.com/playground-dev/playground/internal/tenanttoken"
 )
 
 // Annotations the Tenant reconciler keeps on a credential Secret, so that
@@ -108,10 +105,6 @@ const (
 )
 
 const (
-	// tokenPrefix marks Playground tenant tokens, for secret scanners.
-	tokenPrefix = "pgt_"
-	// tokenBytes is the token's entropy: 256 bits.
-	tokenBytes = 32
 	// cacheLag is how long to wait when a write finds the cache behind.
 	cacheLag = time.Second
 )
@@ -239,14 +232,12 @@ func (r *TenantReconciler) applyStatus(ctx context.Context, before, tenant *play
 	return nil
 }
 
-// untimed is a copy of s without its conditions' transition times: a pass
-// over a cache that lags computes the same conditions as the pass it lags,
-// with times of its own.
+// untimed is s with its conditions' transition times left out
+// (pgreconcile.Untimed): a pass over a cache that lags computes the same
+// conditions as the pass it lags, with times of its own.
 func untimed(s playgroundv1alpha1.TenantStatus) playgroundv1alpha1.TenantStatus {
 	s = *s.DeepCopy()
-	for i := range s.Conditions {
-		s.Conditions[i].LastTransitionTime = metav1.Time{}
-	}
+	s.Conditions = pgreconcile.Untimed(s.Conditions)
 	return s
 }
 
@@ -394,7 +385,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 	switch {
 	case secret == nil && t.Status.Credentials.Fingerprint == "":
 		mintReason = ReasonTokenIssued
-	case secret == nil, !ValidToken(token), !metav1.IsControlledBy(secret, t):
+	case secret == nil, !tenanttoken.Valid(token), !metav1.IsControlledBy(secret, t):
 		// A token this Tenant's controller did not mint (a Secret adopted,
 		// say one planted before the Tenant existed) is never trusted.
 		mintReason = ReasonTokenReissued
@@ -404,7 +395,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 
 	previous := t.Status.Credentials.Fingerprint
 	if mintReason != "" {
-		if token, err = MintToken(); err != nil {
+		if token, err = tenanttoken.Mint(); err != nil {
 			r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Minting a token: %v", err)
 			return err
 		}
@@ -450,7 +441,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 	// and in the same write as the fingerprint and the rotation request:
 	// a client that waits for the status to describe the token before it
 	// reads the Secret presents a token the gateway learns from that write.
-	fp := Fingerprint(token)
+	fp := tenanttoken.Fingerprint(token)
 	t.Status.Credentials.SecretRef = &playgroundv1alpha1.LocalObjectReference{Name: name}
 	t.Status.Credentials.Fingerprint = fp
 	t.Status.Credentials.TokenSHA256 = playgroundv1alpha1.TokenSHA256(token)
@@ -528,33 +519,6 @@ func issuedAt(secret *corev1.Secret) *metav1.Time {
 	}
 	ts := secret.CreationTimestamp
 	return &ts
-}
-
-// MintToken returns a new tenant token: "pgt_" and 256 random bits in
-// unpadded base64url.
-func MintToken() (string, error) {
-	b := make([]byte, tokenBytes)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("reading random bytes: %w", err)
-	}
-	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-// ValidToken reports whether s has the form MintToken returns.
-func ValidToken(s string) bool {
-	rest, ok := strings.CutPrefix(s, tokenPrefix)
-	if !ok || len(rest) != base64.RawURLEncoding.EncodedLen(tokenBytes) {
-		return false
-	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(rest)
-	return err == nil && len(b) == tokenBytes
-}
-
-// Fingerprint identifies a token without revealing it: the first 16 hex
-// digits of the SHA-256 of the token as stored (prefix included).
-func Fingerprint(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:8])
 }
 
 // ownable returns "" when obj is controlled by t or may be adopted by it:

@@ -43,6 +43,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
+	"github.com/playground-dev/playground/internal/tenanttoken"
 )
 
 // Helpers of the Tenant stories.
@@ -598,7 +599,7 @@ func TestTenantAdoptsButNeverTrusts(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ns := newNamespace(t)
-			planted, err := MintToken()
+			planted, err := tenanttoken.Mint()
 			g := NewWithT(t)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(k8sClient.Create(context.Background(), &corev1.Secret{
@@ -702,41 +703,6 @@ func TestUpgradePublishesHash(t *testing.T) {
 }
 
 // Pure helpers.
-
-func TestTokens(t *testing.T) {
-	g := NewWithT(t)
-	seen := map[string]bool{}
-	for range 100 {
-		tok, err := MintToken()
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(ValidToken(tok)).To(BeTrue(), tok)
-		g.Expect(seen).NotTo(HaveKey(tok))
-		seen[tok] = true
-		g.Expect(Fingerprint(tok)).To(Equal(sha16(tok)))
-	}
-	valid, _ := MintToken()
-	for _, tc := range []struct {
-		token string
-		valid bool
-	}{
-		{valid, true},
-		{"", false},
-		{"pgt_", false},
-		{strings.TrimPrefix(valid, "pgt_"), false},
-		{"pgx_" + strings.TrimPrefix(valid, "pgt_"), false},
-		{valid[:len(valid)-1], false},
-		{valid + "A", false},
-		{valid[:len(valid)-1] + "=", false},
-		{valid[:len(valid)-1] + "+", false},
-		{"pgt_" + strings.Repeat("A", 43), true},
-		{"pgt_" + strings.Repeat("A", 42) + "B", false}, // non-zero padding bits: not canonical
-	} {
-		g.Expect(ValidToken(tc.token)).To(Equal(tc.valid), "%q", tc.token)
-	}
-	// A known vector: the gateway computes the same.
-	g.Expect(Fingerprint("pgt_example")).To(Equal(sha16("pgt_example")))
-	g.Expect(Fingerprint("pgt_example")).To(HaveLen(16))
-}
 
 func TestUpdateSandbox(t *testing.T) {
 	one, two := resource.MustParse("1"), resource.MustParse("2")

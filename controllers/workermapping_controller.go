@@ -645,7 +645,7 @@ func (r *WorkerMappingReconciler) applyStatus(ctx context.Context, wm *playgroun
 		observed = wm.Generation
 	}
 	if observed == wm.Status.ObservedGeneration && wm.Status.Endpoint == res.endpoint && wm.Status.NodeName == res.nodeName &&
-		slices.Equal(wm.Status.ReadyEndpoints, res.readyEndpoints) && conditionsHold(wm.Status.Conditions, conds, wm.Generation) {
+		slices.Equal(wm.Status.ReadyEndpoints, res.readyEndpoints) && pgreconcile.ConditionsHold(wm.Status.Conditions, conds, workerMappingConditions...) {
 		return nil
 	}
 	status := playgroundv1alpha1ac.WorkerMappingStatus().
@@ -673,22 +673,6 @@ func (r *WorkerMappingReconciler) applyStatus(ctx context.Context, wm *playgroun
 	r.recordTransition(ctx, wm, meta.FindStatusCondition(wm.Status.Conditions, playgroundv1alpha1.ReadyCondition),
 		meta.FindStatusCondition(conds, playgroundv1alpha1.ReadyCondition), res.endpoint)
 	return nil
-}
-
-// conditionsHold says whether have already shows this reconciler's
-// conditions as want has them, for generation.
-func conditionsHold(have, want []metav1.Condition, generation int64) bool {
-	for _, typ := range workerMappingConditions {
-		w, h := meta.FindStatusCondition(want, typ), meta.FindStatusCondition(have, typ)
-		switch {
-		case w == nil && h == nil:
-		case w == nil || h == nil:
-			return false
-		case w.Status != h.Status || w.Reason != h.Reason || w.Message != h.Message || h.ObservedGeneration != generation:
-			return false
-		}
-	}
-	return true
 }
 
 // recordTransition logs Ready's transitions and records them as Events:

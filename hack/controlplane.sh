@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the control plane that envtest and `playground dev` run on:
+# Builds the control plane that envtest and `playground-dev` run on:
 # kube-apiserver, kubectl and etcd, from the Go module proxy (no download
 # site is needed). Prints the directory that holds them.
 #

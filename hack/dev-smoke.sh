@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's walk of the user's path (make smoke): starts `playground dev` on a
+# CI's walk of the user's path (make smoke): starts `playground-dev` on a
 # fresh temporary state directory and a free port, runs hack/smoke.sh with
 # the cancellation proof against the endpoint and token it prints, then with
 # the isolation checks; applies a gVisor Tenant and a vm Tenant (the VM under
@@ -9,7 +9,7 @@
 # no process behind. Everything it started is stopped and its temporary
 # directory removed, whatever happens.
 #
-# Needs bin/playground and bin/playground-sandbox (make build), the control
+# Needs bin/playground-dev and bin/playground-sandbox (make build), the control
 # plane (hack/controlplane.sh, make envtest), runc, curl and jq (make
 # prereqs). Environment:
 #   DEV_SMOKE_READY_TIMEOUT  seconds to wait for dev to be ready (default 300)
@@ -29,7 +29,7 @@ die() {
 	exit 1
 }
 
-for b in bin/playground bin/playground-sandbox; do
+for b in bin/playground-dev bin/playground-sandbox; do
 	[ -x "$b" ] || die "$b is missing: run 'make build' (or 'make smoke', which builds it)"
 done
 for c in runc curl jq; do
@@ -63,7 +63,7 @@ processes_of_state() {
 
 # show_log [N]: the last N lines of dev's output, redacted.
 show_log() {
-	echo "dev-smoke: the last ${1:-60} lines of playground dev's output:"
+	echo "dev-smoke: the last ${1:-60} lines of playground-dev's output:"
 	tail -n "${1:-60}" "$devlog" | redact | sed 's/^/  dev | /'
 }
 
@@ -75,7 +75,7 @@ stop_dev() {
 	kill -INT "$dev_pid" 2>/dev/null || true
 	while kill -0 "$dev_pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 1; done
 	if kill -0 "$dev_pid" 2>/dev/null; then
-		echo "dev-smoke: playground dev did not stop within ${STOP_TIMEOUT}s of SIGINT; killing it" >&2
+		echo "dev-smoke: playground-dev did not stop within ${STOP_TIMEOUT}s of SIGINT; killing it" >&2
 		kill -KILL "$dev_pid" 2>/dev/null || true
 	fi
 	dev_rc=0
@@ -89,9 +89,9 @@ cleanup() {
 	set +e
 	trap - INT TERM
 	if [ -n "$dev_pid" ]; then
-		echo "dev-smoke: stopping playground dev" >&2
+		echo "dev-smoke: stopping playground-dev" >&2
 		stop_dev
-		echo "dev-smoke: playground dev exited with status $dev_rc" >&2
+		echo "dev-smoke: playground-dev exited with status $dev_rc" >&2
 	fi
 	# What a failed stop left: processes naming our state directory (ours,
 	# by their pids) and runc containers under our runc root.
@@ -126,12 +126,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "dev-smoke: interrupted" >&2; exit 130' INT TERM
 
-# --- start playground dev --------------------------------------------------------
+# --- start playground-dev --------------------------------------------------------
 
-log "starting playground dev (state in $state)"
-# A background job of a script ignores SIGINT; playground's signal handler
+log "starting playground-dev (state in $state)"
+# A background job of a script ignores SIGINT; playground-dev's signal handler
 # takes it back (Go's signal.Notify does), so SIGINT stops it as Ctrl-C does.
-bin/playground dev --control-plane "$controlplane" --state-dir "$state" --listen 127.0.0.1:0 --runsc "$runsc" >"$devlog" 2>&1 &
+bin/playground-dev --control-plane "$controlplane" --state-dir "$state" --listen 127.0.0.1:0 --runsc "$runsc" >"$devlog" 2>&1 &
 dev_pid=$!
 
 deadline=$((SECONDS + READY_TIMEOUT))
@@ -152,11 +152,11 @@ while :; do
 		wait "$dev_pid" || rc=$?
 		dev_pid=""
 		show_log
-		die "playground dev exited with status $rc before it was ready"
+		die "playground-dev exited with status $rc before it was ready"
 	fi
 	if [ $SECONDS -ge $deadline ]; then
 		show_log
-		die "playground dev was not ready after ${READY_TIMEOUT}s"
+		die "playground-dev was not ready after ${READY_TIMEOUT}s"
 	fi
 	sleep 1
 done
@@ -166,9 +166,9 @@ endpoint=$(sed -n 's/^  MCP endpoint: *\([^ ]*\).*/\1/p' "$devlog" | tail -n 1)
 token=$(sed -n 's/^  token: *\([^ ]*\).*/\1/p' "$devlog" | tail -n 1)
 if [ -z "$endpoint" ] || [ -z "$token" ]; then
 	show_log
-	die "cannot find the MCP endpoint and the token in playground dev's output"
+	die "cannot find the MCP endpoint and the token in playground-dev's output"
 fi
-log "playground dev is ready: $endpoint"
+log "playground-dev is ready: $endpoint"
 
 # --- the smoke test ------------------------------------------------------------------
 
@@ -233,15 +233,15 @@ fi
 # --- stop, as Ctrl-C, and check that nothing is left -------------------------------
 
 echo
-log "stopping playground dev with SIGINT"
+log "stopping playground-dev with SIGINT"
 stop_dev
 sed -n "$((shown + 1)),\$p" "$devlog" | { grep -e '^==>' -e '^playground' || true; } | redact | sed 's/^/  dev | /'
 if [ "$dev_rc" = 0 ]; then
-	log "PASS  playground dev exited 0"
+	log "PASS  playground-dev exited 0"
 else
 	show_log 40
-	log "FAIL  playground dev exited with status $dev_rc"
-	failures+=("playground dev exited with status $dev_rc")
+	log "FAIL  playground-dev exited with status $dev_rc"
+	failures+=("playground-dev exited with status $dev_rc")
 fi
 
 containers=$(runc --root "$state/node/runc" list -q 2>&1) || containers="runc list failed: $containers"

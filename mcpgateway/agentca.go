@@ -22,7 +22,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/internal/agentpki"
 )
@@ -54,10 +55,7 @@ type AgentCA struct {
 
 // WatchAgentCA starts watching the published bundle in namespace until ctx
 // ends; it does not wait for it.
-func WatchAgentCA(ctx context.Context, cs kubernetes.Interface, namespace string, log *slog.Logger) *AgentCA {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+func WatchAgentCA(ctx context.Context, cs kubernetes.Interface, namespace string, log logr.Logger) *AgentCA {
 	a := &AgentCA{nodeNamed: true}
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", namespace,
 		fields.OneTermEqualSelector("metadata.name", agentpki.CAConfigMapName))
@@ -68,7 +66,7 @@ func WatchAgentCA(ctx context.Context, cs kubernetes.Interface, namespace string
 		}
 		pool, err := agentpki.Pool([]byte(cm.Data[agentpki.CABundleKey]))
 		if err != nil {
-			log.Error("The published agent CA bundle is unusable; keeping the previous one", "configMap", namespace+"/"+agentpki.CAConfigMapName, "error", err.Error())
+			log.Error(err, "The published agent CA bundle is unusable; keeping the previous one", "configMap", namespace+"/"+agentpki.CAConfigMapName)
 			return
 		}
 		a.pool.Store(pool)

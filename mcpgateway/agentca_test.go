@@ -39,6 +39,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/go-logr/logr"
+
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -157,7 +159,7 @@ func TestAgentTLSVerifiedAgainstPublishedCA(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	agentCA := mcpgateway.WatchAgentCA(ctx, kubernetes.NewForConfigOrDie(gatewayConfig(t, "", "")), agentlease.DefaultNamespace, nil)
+	agentCA := mcpgateway.WatchAgentCA(ctx, kubernetes.NewForConfigOrDie(gatewayConfig(t, "", "")), agentlease.DefaultNamespace, logr.Discard())
 	g := startGateway(t, mcpgateway.Options{AgentCA: agentCA})
 	g.waitReady(t)
 

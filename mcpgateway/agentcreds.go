@@ -37,7 +37,7 @@ type AgentCredentials interface {
 	Token(ctx context.Context, node string) (string, error)
 }
 
-// sharedToken presents one token to every agent (playground dev; a stdio
+// sharedToken presents one token to every agent (playground-dev; a stdio
 // user's own).
 type sharedToken func() (string, error)
 
@@ -84,7 +84,7 @@ type mintedToken struct {
 // NewServiceAccountTokens returns the token source of the ServiceAccount
 // the client authenticates as (asked of the API server with a
 // SelfSubjectReview), or an error when the client is not a ServiceAccount
-// (a kubeconfig user, as in playground dev: give it a shared token then).
+// (a kubeconfig user, as in playground-dev: give it a shared token then).
 func NewServiceAccountTokens(ctx context.Context, client kubernetes.Interface, lifetime time.Duration) (*ServiceAccountTokens, error) {
 	ssr, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {

@@ -21,12 +21,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/tokenfile"
@@ -42,7 +43,7 @@ type agentPool struct {
 	creds AgentCredentials
 	h2c   http.RoundTripper
 	tls   http.RoundTripper
-	// cleartext allows http:// endpoints (playground dev); otherwise they
+	// cleartext allows http:// endpoints (playground-dev); otherwise they
 	// are refused, since a node's token would cross the network in clear.
 	cleartext bool
 
@@ -129,9 +130,9 @@ func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentap
 }
 
 // errCleartextAgent refuses an agent endpoint that is not https://: only
-// playground dev, whose agent shares its process and loopback, speaks
+// playground-dev, whose agent shares its process and loopback, speaks
 // cleartext (Options.AgentCleartext).
-var errCleartextAgent = errors.New("refusing an agent endpoint without TLS: the gateway's token for the node would cross the network in clear (only playground dev allows it)")
+var errCleartextAgent = errors.New("refusing an agent endpoint without TLS: the gateway's token for the node would cross the network in clear (only playground-dev allows it)")
 
 // tokenRecheck is how often, at most, FileToken re-reads its file.
 const tokenRecheck = 2 * time.Second
@@ -144,10 +145,7 @@ const tokenRecheck = 2 * time.Second
 // reloaded, and no call is refused in between. A file that goes bad (gone,
 // emptied) keeps the previous token, as the agents keep theirs, and says so
 // to log (nil: not logged).
-func FileToken(path string, log *slog.Logger) func() (string, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+func FileToken(path string, log logr.Logger) func() (string, error) {
 	var (
 		mu      sync.Mutex
 		file    *tokenfile.File
@@ -168,7 +166,7 @@ func FileToken(path string, log *slog.Logger) func() (string, error) {
 		} else if time.Since(checked) >= tokenRecheck {
 			checked = time.Now()
 			if changed, err := file.Reload(false); err != nil {
-				log.Error("Re-reading the agent token; presenting the previous one", "err", err)
+				log.Error(err, "Re-reading the agent token; presenting the previous one")
 			} else if changed {
 				log.Info("Reloaded the agent token", "file", path)
 			}

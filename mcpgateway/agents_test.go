@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/go-logr/logr"
 )
 
 // TestFileTokenFirstLine: the gateway presents the first token of a file
@@ -34,7 +36,7 @@ func TestFileTokenFirstLine(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := FileToken(path, nil)()
+		got, err := FileToken(path, logr.Discard())()
 		if err != nil || got != tc.want {
 			t.Fatalf("%q: got %q, %v; want %q", tc.content, got, err, tc.want)
 		}
@@ -42,7 +44,7 @@ func TestFileTokenFirstLine(t *testing.T) {
 	if err := os.WriteFile(path, []byte(" \n\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FileToken(path, nil)(); err == nil {
+	if _, err := FileToken(path, logr.Discard())(); err == nil {
 		t.Fatal("an empty token file gave a token")
 	}
 }

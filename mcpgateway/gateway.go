@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/client-go/kubernetes"
@@ -126,14 +127,14 @@ type Options struct {
 	// AgentCredentials give the token the gateway presents to the agent
 	// of each node: in a cluster its ServiceAccount's, bound to that node
 	// (ServiceAccountTokens). AgentToken, if AgentCredentials is nil, is
-	// one shared token for every agent (playground dev).
+	// one shared token for every agent (playground-dev).
 	AgentCredentials AgentCredentials
 	AgentToken       func() (string, error)
 	// AgentTLS verifies agents whose endpoint is https:// (nil: the
 	// system's roots).
 	AgentTLS *tls.Config
 	// AgentCleartext lets the gateway reach agents whose endpoint is
-	// http:// over cleartext HTTP/2 (h2c): for playground dev only, whose
+	// http:// over cleartext HTTP/2 (h2c): for playground-dev only, whose
 	// agent shares its process and loopback. Otherwise such an endpoint is
 	// refused, and no token is sent to it.
 	AgentCleartext bool
@@ -182,7 +183,7 @@ type Options struct {
 	ExecTimeout      time.Duration
 	ProgressInterval time.Duration
 	// Logger receives the gateway's logs; never tokens or payloads.
-	Logger *slog.Logger
+	Logger logr.Logger
 }
 
 // Gateway serves the MCP tools over Streamable HTTP.
@@ -191,7 +192,7 @@ type Gateway struct {
 	view     *clusterview.View
 	router   *router
 	handler  http.Handler
-	log      *slog.Logger
+	log      logr.Logger
 	budget   *budget.Limiter
 	sessions *sessionLimit
 	// workers forwards the tenants of the workers catalog (nil when the
@@ -237,9 +238,6 @@ func New(opts Options) (*Gateway, error) {
 	creds, err := agentCredentials(opts.AgentCredentials, opts.AgentToken)
 	if err != nil {
 		return nil, err
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.SessionIdleTimeout <= 0 {
 		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
@@ -373,7 +371,7 @@ func streamableOptions(opts Options) *mcp.StreamableHTTPOptions {
 	so := &mcp.StreamableHTTPOptions{
 		Stateless:           !opts.Stateful,
 		MaxRequestBodyBytes: MaxRequestBytes,
-		Logger:              opts.Logger,
+		Logger:              sdkLogger(opts.Logger),
 		// A call ends with its HTTP request (protocol 2026-07-28): a client
 		// that gives up on an exec kills its command.
 		PropagateRequestCancellation: true,
@@ -384,10 +382,14 @@ func streamableOptions(opts Options) *mcp.StreamableHTTPOptions {
 	return so
 }
 
+// sdkLogger is l as the MCP SDK takes a logger, an slog.Logger: the one
+// place where the gateway's logs, logr's as all of Playground's, meet it.
+func sdkLogger(l logr.Logger) *slog.Logger { return slog.New(logr.ToSlogHandler(l)) }
+
 // newServer is the MCP server of the sandbox catalog; opts.Router is r.
 func newServer(r tools.Router, opts tools.Options) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "playground", Title: "Playground sandboxes", Version: "v1alpha1"},
-		&mcp.ServerOptions{Instructions: tools.Instructions, Logger: opts.Logger})
+		&mcp.ServerOptions{Instructions: tools.Instructions, Logger: sdkLogger(opts.Logger)})
 	opts.Router = r
 	tools.Register(server, opts)
 	return server
@@ -412,7 +414,7 @@ func (g *Gateway) Ready() error { return g.view.Ready() }
 // the tenant's Sandbox, as this gateway sees it, is served by the agent its
 // node registered. Otherwise the error says which of these does not hold
 // yet. The view trails the API server, so whoever announces the gateway to
-// clients (as `playground dev` does) waits for this, not for the objects.
+// clients (as `playground-dev` does) waits for this, not for the objects.
 func (g *Gateway) Serves(token string) error {
 	if err := g.view.Ready(); err != nil {
 		return err
@@ -452,7 +454,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 // limits (timeouts per phase, streams per connection; see
 // httpserve.Limits). Serve also bounds its connections.
 func (g *Gateway) HTTPServer() *http.Server {
-	return g.opts.HTTP.Server(g.handler, slog.NewLogLogger(g.log.Handler(), slog.LevelWarn))
+	return g.opts.HTTP.Server(g.handler, httpserve.ErrorLog(g.log))
 }
 
 type tenantKey struct{}
@@ -475,7 +477,7 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 			authFailed(AuthNotReady)
 			if now := time.Now().UnixNano(); now-g.lastRefusalLog.Load() > int64(10*time.Second) {
 				g.lastRefusalLog.Store(now)
-				g.log.Warn("Refusing requests: the credential view is not current", "err", err)
+				g.log.Info("Refusing requests: the credential view is not current", "err", err)
 			}
 			w.Header().Set("Retry-After", "5")
 			http.Error(w, "Service Unavailable: the gateway cannot verify credentials right now (its view of the cluster is not current); retry shortly", http.StatusServiceUnavailable)
@@ -501,7 +503,7 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 				return
 			}
 			authFailed(AuthUnknownToken)
-			g.log.Debug("Refused an unknown token", "remote", r.RemoteAddr)
+			g.log.V(1).Info("Refused an unknown token", "remote", r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="playground", error="invalid_token", error_description="the token is not a current tenant credential"`)
 			http.Error(w, "Unauthorized: "+clusterview.ErrUnknownToken.Error(), http.StatusUnauthorized)
 			return

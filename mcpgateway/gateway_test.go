@@ -677,7 +677,7 @@ func TestUnregisteredEndpointRefused(t *testing.T) {
 	}
 }
 
-// TestCleartextAgentRefused: outside playground dev the gateway speaks to
+// TestCleartextAgentRefused: outside playground-dev the gateway speaks to
 // no agent without TLS, even one its node registered: the node's token
 // would cross the network in clear. The tenant hears that its node cannot
 // be reached, the agent hears nothing.
@@ -691,7 +691,7 @@ func TestCleartextAgentRefused(t *testing.T) {
 	}})
 	tn := newTenant(t, newNamespace(t), "clear", n)
 	// A gateway that verifies agents (here with the system's roots), as
-	// every gateway but playground dev's.
+	// every gateway but playground-dev's.
 	g := startGateway(t, mcpgateway.Options{AgentTLS: &tls.Config{MinVersion: tls.VersionTLS12}})
 	g.waitReady(t)
 	cs := connect(t, g.url, tn.token, nil)

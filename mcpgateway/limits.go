@@ -21,13 +21,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -211,12 +211,12 @@ func init() { metrics.Registry.MustRegister(sessionsRefused) }
 
 // registerBudget exports the budget's metrics as component="gateway", with
 // an empty node label so that they share their families with the agents'
-// when one process runs both (playground dev). A process runs one
+// when one process runs both (playground-dev). A process runs one
 // gateway; when tests run several, the first keeps the metrics.
-func registerBudget(l *budget.Limiter, log *slog.Logger) {
+func registerBudget(l *budget.Limiter, log logr.Logger) {
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "gateway", "node": ""}, metrics.Registry)
 	if err := reg.Register(l.Collector()); err != nil {
-		log.Debug("Not exporting a second gateway's budget metrics", "err", err)
+		log.V(1).Info("Not exporting a second gateway's budget metrics", "err", err)
 	}
 }
 

@@ -19,12 +19,12 @@ package mcpgateway
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -100,16 +100,13 @@ func MetricsHandler() http.Handler {
 }
 
 // ServeMetrics serves MetricsHandler at /metrics on ln until ctx ends.
-func ServeMetrics(ctx context.Context, ln net.Listener, log *slog.Logger) error {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+func ServeMetrics(ctx context.Context, ln net.Listener, log logr.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", MetricsHandler())
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          httpserve.ErrorLog(log),
 	}
 	log.Info("Serving metrics", "address", ln.Addr().String(), "path", "/metrics")
 	return httpserve.Serve(ctx, srv, ln, DefaultShutdownGrace)

@@ -19,13 +19,13 @@ package mcpgateway_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -67,7 +67,7 @@ func TestAuthFailureMetrics(t *testing.T) {
 	waitFor(t, "the catalog to be seen", 10*time.Second, wantStatus(g.url, t, workers.token, http.StatusForbidden))
 
 	// A gateway that cannot reach its API server never trusts its view.
-	blind := startGateway(t, mcpgateway.Options{Config: &rest.Config{Host: "http://127.0.0.1:1"}, Logger: slog.New(slog.DiscardHandler)})
+	blind := startGateway(t, mcpgateway.Options{Config: &rest.Config{Host: "http://127.0.0.1:1"}, Logger: logr.Discard()})
 	// A gateway that lets a source fail once.
 	tight := startGateway(t, mcpgateway.Options{FailedAuthPerSecond: 0.001, FailedAuthBurst: 1, FailedAuthDelay: time.Millisecond})
 	tight.waitReady(t)
@@ -121,7 +121,7 @@ func serveMetrics(t *testing.T) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- mcpgateway.ServeMetrics(ctx, ln, nil) }()
+	go func() { done <- mcpgateway.ServeMetrics(ctx, ln, logr.Discard()) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -20,9 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +47,7 @@ const tokenInfoTenant = "playground.dev/tenant"
 type router struct {
 	view   *clusterview.View
 	agents *agentPool
-	log    *slog.Logger
+	log    logr.Logger
 	// fixed is the tenant of a stdio gateway; authorize re-checks it.
 	fixed     *clusterview.Identity
 	authorize func(context.Context) error
@@ -126,13 +126,13 @@ func (r *router) agentFor(ctx context.Context, id clusterview.Identity) (string,
 		}
 		if err := agentapi.Check(reg.Protocol); err != nil {
 			protocolRefused(err)
-			r.log.Error("Refusing an agent of another protocol", "node", reg.Node, "err", err)
+			r.log.Error(err, "Refusing an agent of another protocol", "node", reg.Node)
 			return "", nil, fmt.Errorf("%s: your sandbox's node %s runs an agent this gateway cannot speak to (a deployment problem during an upgrade): retry later and tell the operator: %w", agentapi.CodeUnavailable, reg.Node, err)
 		}
 	}
 	agent, err := r.agents.client(ctx, sbx.Spec.NodeName, sbx.Status.Endpoint)
 	if err != nil {
-		r.log.Error("No agent client", "sandbox", id.String(), "err", err)
+		r.log.Error(err, "No agent client", "sandbox", id.String())
 		return "", nil, fmt.Errorf("%s: the gateway cannot reach your sandbox's node right now (a deployment problem): retry later and tell the operator", agentapi.CodeUnavailable)
 	}
 	return sbx.Status.SandboxID, agent, nil

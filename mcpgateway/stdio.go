@@ -20,11 +20,11 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -82,7 +82,7 @@ type StdioOptions struct {
 	// ReauthorizeEvery is how long an access review is trusted before it is
 	// repeated on the next call (default 30 s).
 	ReauthorizeEvery time.Duration
-	Logger           *slog.Logger
+	Logger           logr.Logger
 }
 
 // ParseTenant parses "namespace/name".
@@ -149,9 +149,6 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	creds, err := agentCredentials(nil, opts.AgentToken)
 	if err != nil {
 		return err
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = 30 * time.Second

@@ -23,7 +23,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -34,6 +33,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -300,8 +300,8 @@ func startGateway(t *testing.T, opts mcpgateway.Options) *gateway {
 	if opts.ProgressInterval == 0 {
 		opts.ProgressInterval = 200 * time.Millisecond
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = funcr.New(func(prefix, args string) { fmt.Fprintln(t.Output(), prefix, args) }, funcr.Options{})
 	}
 	gw, err := mcpgateway.New(opts)
 	if err != nil {

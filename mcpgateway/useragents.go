@@ -22,6 +22,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/go-logr/logr"
+
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 )
@@ -37,7 +39,7 @@ type UserAgents struct {
 }
 
 // NewUserAgents presents token to the agents and verifies them against ca;
-// http:// agents are refused unless cleartext (playground dev).
+// http:// agents are refused unless cleartext (playground-dev).
 func NewUserAgents(token func() (string, error), ca *AgentCA, cleartext bool) (*UserAgents, error) {
 	creds, err := agentCredentials(nil, token)
 	if err != nil {
@@ -66,7 +68,7 @@ func (u *UserAgents) Sandbox(ctx context.Context, sbx *playgroundv1alpha1.Sandbo
 func KubeconfigToken(cfg *rest.Config) (func() (string, error), error) {
 	switch {
 	case cfg.BearerTokenFile != "":
-		return FileToken(cfg.BearerTokenFile, nil), nil
+		return FileToken(cfg.BearerTokenFile, logr.Discard()), nil
 	case cfg.BearerToken != "":
 		return func() (string, error) { return cfg.BearerToken, nil }, nil
 	}

@@ -110,7 +110,7 @@ func (wr *workerRoutes) resolve(ctx context.Context, tenant string) (*workers.De
 		for _, raw := range m.Status.ReadyEndpoints {
 			u, err := url.Parse(raw)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				wr.router.log.Warn("Ignoring a ready endpoint that is no http(s) URL", "mapping", name, "endpoint", raw)
+				wr.router.log.Info("Ignoring a ready endpoint that is no http(s) URL", "mapping", name, "endpoint", raw)
 				continue
 			}
 			if u.Path == "" || u.Path == "/" {

@@ -74,7 +74,7 @@ const (
 	// WorkerMappingControllerFieldOwner is the manager's WorkerMapping
 	// reconciler: a mapping's status except worker.
 	WorkerMappingControllerFieldOwner = "playground-workermapping-controller"
-	// ManifestFieldOwner applies the manifests of `playground dev`.
+	// ManifestFieldOwner applies the manifests of `playground-dev`.
 	ManifestFieldOwner = "playground"
 )
 

@@ -39,7 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/cmd/playground/devenv"
+	"github.com/playground-dev/playground/cmd/playground-dev/devenv"
 	"github.com/playground-dev/playground/internal/mcpclient"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -137,7 +137,7 @@ type step struct {
 }
 
 // inProcess runs the benchmarks against one process holding the manager,
-// the agent and the gateway, as `playground dev` runs them.
+// the agent and the gateway, as `playground-dev` runs them.
 func inProcess(ctx context.Context, opts options, sz sizes, out, log io.Writer) ([]row, error) {
 	b := &bench{sz: sz, out: out, opts: opts, log: log}
 	steps := []step{
@@ -578,7 +578,7 @@ func (b *bench) applyTenants(ctx context.Context, ns, label string, settle func(
 	}, readyAt, nil
 }
 
-// system is the in-process system's configuration (playground dev's, on a
+// system is the in-process system's configuration (playground-dev's, on a
 // control plane of its own, in state), without a warm pool.
 func (o options) system(state string) devenv.Options {
 	return devenv.Options{

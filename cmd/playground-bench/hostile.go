@@ -35,7 +35,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/playground-dev/playground/cmd/playground/devenv"
+	"github.com/playground-dev/playground/cmd/playground-dev/devenv"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/mcpgateway"
 )

@@ -17,7 +17,7 @@ limitations under the License.
 // Command playground-bench measures Playground against the floor of this
 // machine: every figure beside a baseline measured in the same run (a bare
 // fork/exec, a pipe, runc exec), since the machines it runs on are shared
-// and noisy. It starts what `playground dev` starts, in a temporary state
+// and noisy. It starts what `playground-dev` starts, in a temporary state
 // directory, runs each benchmark after a warm-up, prints one table and
 // writes it to docs/benchmarks.md. `make bench` runs it; --quick keeps it
 // to a few minutes.

@@ -117,7 +117,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	}
 	nodeDir := filepath.Join(state, "node")
 	managerArgs := []string{"manager", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
-	// Cleartext on loopback, as playground dev: the agent acts as the
+	// Cleartext on loopback, as playground-dev: the agent acts as the
 	// administrator here, whose token is bound to no node, so the signer
 	// would not issue it a certificate.
 	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--node-name", scaleNode, "--state-dir", nodeDir,

@@ -193,7 +193,7 @@ func pct(ds []time.Duration, p float64) time.Duration {
 const soakNotes = `
 How it runs: kube-apiserver and etcd (internal/controlplane), and
 ` + "`playground manager`, `agent` and `gateway`" + ` as processes (the agent with
-a warm pool of 2 and egress on, cleartext on loopback as playground dev's),
+a warm pool of 2 and egress on, cleartext on loopback as playground-dev's),
 the well-behaved tenants' clients go-sdk MCP clients over Streamable HTTP.
 Each client loops: exec of a command whose answer it knows, write and read
 back of random text and binary files, sequence jobs (batches of known lines

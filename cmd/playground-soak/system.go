@@ -44,7 +44,7 @@ const (
 	// nodeName is the soak's node; namespace holds its tenants.
 	nodeName  = "soak-node"
 	namespace = "soak"
-	// warmPool is the node's pool of blank sandboxes, as playground dev
+	// warmPool is the node's pool of blank sandboxes, as playground-dev
 	// keeps: claims, refills, adoption after a crash and the drain of a
 	// graceful stop are on the paths the faults cross.
 	warmPool = 2
@@ -153,7 +153,7 @@ func startSystem(ctx context.Context, opts options, progress func(string, ...any
 }
 
 // args are a component's flags: those of a cluster's, with the agent's
-// token file and cleartext on loopback as playground dev's.
+// token file and cleartext on loopback as playground-dev's.
 func (s *system) args(name string) []string {
 	switch name {
 	case "manager":

@@ -24,7 +24,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -34,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/faculty"
@@ -66,7 +66,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&runsc, "runsc", "", "runsc, gVisor's runtime, for Sandboxes of isolation gvisor (default: runsc from PATH; none: this node offers no gVisor, and its Lease says so); \"off\" refuses gVisor even if runsc is installed")
 	fs.StringVar(&ociOpts.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
 	fs.StringVar(&network, "network", string(oci.NetworkNone), "sandbox networking: none (loopback only, egress lists refused) or egress (a sandbox whose Tenant lists egress rules reaches those, through NAT and an nftables ruleset per sandbox, and nothing else; needs nft, ip and nsenter)")
-	fs.Var(stringList{&ociOpts.EgressDeny}, "egress-deny", "IPv4 CIDRs no sandbox egress rule opens, beyond loopback, link-local (cloud metadata), multicast and the pool (repeatable, or comma-separated): say, the pod network")
+	fs.Var(cmdflags.StringList(&ociOpts.EgressDeny), "egress-deny", "IPv4 CIDRs no sandbox egress rule opens, beyond loopback, link-local (cloud metadata), multicast and the pool (repeatable, or comma-separated): say, the pod network")
 	fs.StringVar(&egressPool, "egress-pool", oci.DefaultEgressPool.String(), "IPv4 range from which egress sandboxes get a /30 each; unreachable from sandboxes")
 	fs.StringVar(&reserve, "storage-reserve", "2Gi", "free space (a quantity, e.g. 10Gi) that the state directory's filesystem keeps: below it no new sandbox is provisioned on this node (0 disables)")
 	fs.BoolVar(&ociOpts.UnboundedStorage, "unbounded-storage", false, "run without per-sandbox disk limits (no loop devices needed): one sandbox can then fill the node's disk; see docs/isolation.md")
@@ -74,9 +74,9 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.Float64Var(&ociOpts.WarmPoolRate, "warm-pool-rate", oci.DefaultWarmPoolRate, "how many pooled sandboxes start per second at most when the warm pool refills")
 	fs.StringVar(&opts.ListenAddress, "listen", ":9443", "address of the agent API")
 	fs.StringVar(&opts.Endpoint, "advertise", "", "URL of the agent API published in the node's Lease (default: http(s)://$POD_IP, else the listen host, else the hostname, with the listen port)")
-	fs.StringVar(&opts.TokenFile, "token-file", "", "file of shared bearer tokens the API accepts as a trusted gateway's, one per line, re-read on change (playground dev; clusters trust the gateway's identity instead)")
-	fs.Var(stringList{&opts.TrustedGateways}, "trusted-gateway", "a Kubernetes user trusted as a gateway, e.g. system:serviceaccount:playground-system:playground-gateway, presenting a token bound to this node (repeatable, or comma-separated)")
-	tlsMode := fs.String("tls", "", "how the API serves TLS: csr (a certificate from the Playground signer through the CertificateSigningRequest API, renewed automatically), files (--tls-cert and --tls-key, e.g. from cert-manager) or off (cleartext HTTP/2, for playground dev only); default files when --tls-cert is set, else csr")
+	fs.StringVar(&opts.TokenFile, "token-file", "", "file of shared bearer tokens the API accepts as a trusted gateway's, one per line, re-read on change (playground-dev; clusters trust the gateway's identity instead)")
+	fs.Var(cmdflags.StringList(&opts.TrustedGateways), "trusted-gateway", "a Kubernetes user trusted as a gateway, e.g. system:serviceaccount:playground-system:playground-gateway, presenting a token bound to this node (repeatable, or comma-separated)")
+	tlsMode := fs.String("tls", "", "how the API serves TLS: csr (a certificate from the Playground signer through the CertificateSigningRequest API, renewed automatically), files (--tls-cert and --tls-key, e.g. from cert-manager) or off (cleartext HTTP/2, for playground-dev only); default files when --tls-cert is set, else csr")
 	fs.DurationVar(&opts.CertLifetime, "tls-cert-lifetime", nodeagent.DefaultCertLifetime, "with --tls=csr, the certificate lifetime to request (the signer may issue a shorter one); renewed at two thirds of it")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "with --tls=files, the PEM certificate of the API, re-read when it changes")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "with --tls=files, the PEM key of the API")
@@ -93,11 +93,11 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.DurationVar(&opts.Faculties.RetryAfter, "faculty-retry-after", faculty.DefaultRetryAfter, "how long a failed faculty build is answered with its failure before it is built again")
 	fs.DurationVar(&opts.FacultyReread, "faculty-reread", nodeagent.DefaultFacultyReread, "how often a faculty bundle's hostPath source is read again for changes")
 	fs.DurationVar(&opts.Faculties.MaxTimeout, "faculty-max-build-timeout", faculty.DefaultMaxTimeout, "the longest a faculty build may run: a bundle whose spec.build.timeout asks more is built with this one")
-	fs.Var(stringList{&opts.FacultyHostPathPrefixes}, "faculty-host-path-prefix", "a node directory under which FacultyBundles may take their source from a hostPath (repeatable, or comma-separated); none by default: no hostPath source is read. Never /, nor under /proc, /sys or /dev, nor overlapping --state-dir; see docs/faculties.md")
+	fs.Var(cmdflags.StringList(&opts.FacultyHostPathPrefixes), "faculty-host-path-prefix", "a node directory under which FacultyBundles may take their source from a hostPath (repeatable, or comma-separated); none by default: no hostPath source is read. Never /, nor under /proc, /sys or /dev, nor overlapping --state-dir; see docs/faculties.md")
 	newBackends := backendFlags(fs, &ociOpts)
 	budgetFlags(fs, &opts.Budget, budget.Limits{})
 	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
-	logOpts := logFlags(fs, "json")
+	logOpts := cmdflags.LogFlags(fs, "json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func runAgent(ctx context.Context, args []string) error {
 		return err
 	}
 
-	opts.Logger = logOpts.setLogger()
+	opts.Logger = logOpts.SetLogger()
 	opts.Logger.Info("Starting the host agent", "version", buildVersion())
 	opts.Owner = ownServiceAccount(opts.Logger)
 
@@ -193,7 +193,7 @@ func runAgent(ctx context.Context, args []string) error {
 	if opts.Config, err = restConfig(kubeconfig); err != nil {
 		return err
 	}
-	if ociOpts.GVisorRuntime, err = lookRunsc(runsc); err != nil {
+	if ociOpts.GVisorRuntime, err = cmdflags.LookRunsc(runsc); err != nil {
 		return err
 	}
 	opts.StateDir = ociOpts.StateDir
@@ -215,26 +215,6 @@ func checkFacultyFlags(opts nodeagent.Options, stateDir string) error {
 		return fmt.Errorf("--faculty-max-build-timeout: want a positive duration, not %s", opts.Faculties.MaxTimeout)
 	}
 	return nil
-}
-
-// lookRunsc resolves --runsc: the binary named, runsc from PATH when none
-// is (absent: "", gVisor not offered), or "" for "off".
-func lookRunsc(flag string) (string, error) {
-	switch flag {
-	case "off":
-		return "", nil
-	case "":
-		p, err := exec.LookPath("runsc")
-		if err != nil {
-			return "", nil
-		}
-		return p, nil
-	}
-	p, err := exec.LookPath(flag)
-	if err != nil {
-		return "", fmt.Errorf("--runsc: %w", err)
-	}
-	return p, nil
 }
 
 // restConfig loads the client configuration of the agent and the gateway:
@@ -307,23 +287,4 @@ func parseLabels(s string) (map[string]string, error) {
 		labels[k] = v
 	}
 	return labels, nil
-}
-
-// stringList is a flag of strings, given several times or comma-separated.
-type stringList struct{ to *[]string }
-
-func (l stringList) String() string {
-	if l.to == nil {
-		return ""
-	}
-	return strings.Join(*l.to, ",")
-}
-
-func (l stringList) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l.to = append(*l.to, s)
-		}
-	}
-	return nil
 }

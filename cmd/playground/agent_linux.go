@@ -25,6 +25,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 )
@@ -34,7 +35,7 @@ import (
 // whose options agent.go's flags fill, first (a Sandbox that names no
 // backend runs there); vm when its image is given; lima when limactl is.
 func backendFlags(fs *flag.FlagSet, o *oci.Options) func(context.Context, logr.Logger) ([]backend.Backend, error) {
-	vmf := addVMFlags(fs)
+	vmf := cmdflags.AddVMFlags(fs)
 	lima := registerLimaFlags(fs)
 	return func(ctx context.Context, log logr.Logger) ([]backend.Backend, error) {
 		be, err := oci.New(*o)
@@ -42,7 +43,7 @@ func backendFlags(fs *flag.FlagSet, o *oci.Options) func(context.Context, logr.L
 			return nil, fmt.Errorf("the oci backend: %w", err)
 		}
 		bes := []backend.Backend{be}
-		vmb, err := vmf.backend(ctx, o.StateDir, o.GuestBinary, o.StorageReserve, log)
+		vmb, err := vmf.Backend(ctx, o.StateDir, o.GuestBinary, o.StorageReserve, log)
 		if err != nil {
 			return nil, err
 		}

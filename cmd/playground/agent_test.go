@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 )
@@ -63,7 +64,7 @@ func TestFacultyFlagsRefused(t *testing.T) {
 func TestFacultyFlagsAccepted(t *testing.T) {
 	var opts nodeagent.Options
 	opts.Faculties.MaxTimeout = faculty.DefaultMaxTimeout
-	l := stringList{&opts.FacultyHostPathPrefixes}
+	l := cmdflags.StringList(&opts.FacultyHostPathPrefixes)
 	for _, v := range []string{"/opt/playground/faculties", "/srv/tools/,/var/lib/playground-tools", "/procedures"} {
 		if err := l.Set(v); err != nil {
 			t.Fatal(err)

@@ -21,15 +21,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
@@ -48,9 +47,9 @@ func runGateway(ctx context.Context, args []string) error {
 		sessionKey  = fs.String("session-key-file", "", "file of the keys that seal worker session IDs (one base64 key of 32 bytes a line, the sealing key first, re-read on change), mounted from a Secret that every replica shares; absent: a key generated at start, for a single replica (docs/workers.md)")
 		workerMax   = fs.Int("worker-max-in-flight-per-tenant", workers.DefaultMaxInFlightPerTenant, "requests and streams one tenant may have open to its worker through this replica")
 		workerAge   = fs.Duration("worker-session-max-age", workers.DefaultSessionMaxAge, "refuse a worker session this long after it began (within it, it lives as long as the worker keeps it)")
-		tokenFile   = fs.String("agent-token-file", "", "file holding a shared bearer token to present to every host agent, re-read on change (playground dev); default: the gateway's ServiceAccount's token bound to each node, or with --stdio your kubeconfig's token")
+		tokenFile   = fs.String("agent-token-file", "", "file holding a shared bearer token to present to every host agent, re-read on change (playground-dev); default: the gateway's ServiceAccount's token bound to each node, or with --stdio your kubeconfig's token")
 		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates (another issuer, such as cert-manager); default: the bundle the manager publishes in the ConfigMap playground-agent-ca of the lease namespace, watched. Only that CA is trusted for https:// agents")
-		cleartext   = fs.Bool("agent-cleartext", false, "reach agents whose endpoint is http:// over cleartext HTTP/2, as playground dev's; without it such an endpoint is refused, and the node's token (or, with --stdio, yours) never crosses the network in clear")
+		cleartext   = fs.Bool("agent-cleartext", false, "reach agents whose endpoint is http:// over cleartext HTTP/2, as playground-dev's; without it such an endpoint is refused, and the node's token (or, with --stdio, yours) never crosses the network in clear")
 		namespace   = fs.String("namespace", "", "serve only the tenants of this namespace, watching Tenants and Sandboxes there only, so that a Role there is all the RBAC they need (default: all namespaces)")
 		leaseNS     = fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases: the agent token goes only to endpoints registered there")
 		stdio       = fs.Bool("stdio", false, "serve one tenant over stdin/stdout instead of HTTP, authorised by your kubeconfig (needs --tenant)")
@@ -74,7 +73,7 @@ func runGateway(ctx context.Context, args []string) error {
 	workerEndpoints := workerEndpointFlags(fs)
 	budgetFlags(fs, &lim, budget.Limits{BytesPerTenant: mcpgateway.DefaultBudgetBytesPerTenant})
 	httpFlags(fs, &httpLim, mcpgateway.DefaultHTTPLimits())
-	logOpts := logFlags(fs, "json")
+	logOpts := cmdflags.LogFlags(fs, "json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,7 +103,7 @@ func runGateway(ctx context.Context, args []string) error {
 		return err
 	}
 	// Logs go to stderr: in stdio mode stdout carries the protocol.
-	log := slog.New(logr.ToSlogHandler(logOpts.setLogger()))
+	log := logOpts.SetLogger()
 	var agentToken func() (string, error)
 	if *tokenFile != "" {
 		agentToken = mcpgateway.FileToken(*tokenFile, log)

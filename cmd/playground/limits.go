@@ -23,6 +23,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/internal/httpserve"
@@ -84,8 +85,8 @@ func (b bytesFlag) Set(s string) error {
 // returned function parses them once the flags are.
 func workerEndpointFlags(fs *flag.FlagSet) func() (destpolicy.Policy, error) {
 	var allow, deny []string
-	fs.Var(stringList{&allow}, "worker-endpoint-allow-cidr", "a range (CIDR) a worker's Service endpoints may be in, repeatable or comma-separated: when any is given, every other address is refused, and these pass whatever else they are (a grant: give your pod network); default none: any address but loopback, link-local (cloud metadata), multicast, reserved ranges, the nodes' and the control plane's")
-	fs.Var(stringList{&deny}, "worker-endpoint-deny-cidr", "a range (CIDR) no worker endpoint may be in, repeatable or comma-separated (your service network, say); it overrides --worker-endpoint-allow-cidr")
+	fs.Var(cmdflags.StringList(&allow), "worker-endpoint-allow-cidr", "a range (CIDR) a worker's Service endpoints may be in, repeatable or comma-separated: when any is given, every other address is refused, and these pass whatever else they are (a grant: give your pod network); default none: any address but loopback, link-local (cloud metadata), multicast, reserved ranges, the nodes' and the control plane's")
+	fs.Var(cmdflags.StringList(&deny), "worker-endpoint-deny-cidr", "a range (CIDR) no worker endpoint may be in, repeatable or comma-separated (your service network, say); it overrides --worker-endpoint-allow-cidr")
 	return func() (destpolicy.Policy, error) {
 		var p destpolicy.Policy
 		var err1, err2 error

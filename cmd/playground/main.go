@@ -14,10 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command playground is Playground's one binary. Its first argument picks
-// the role: manager (the controllers), agent (the node's host agent),
-// gateway (the MCP gateway) or dev (everything, locally, on an embedded
-// control plane).
+// Command playground is the binary of Playground's components, the one the
+// image ships. Its first argument picks the role: manager (the
+// controllers), agent (the node's host agent) or gateway (the MCP gateway).
+// Everything on one machine, on an embedded control plane, is another
+// command, playground-dev: it links the test control plane, which no
+// component needs.
 package main
 
 import (
@@ -25,31 +27,26 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 
-	"github.com/playground-dev/playground/cmd/playground/devenv"
-	"github.com/playground-dev/playground/hostagent/backend/oci"
-	"github.com/playground-dev/playground/internal/boundedlog"
 	"github.com/playground-dev/playground/internal/selfowner"
 )
 
 const usage = `Usage: playground <role> [flags]
 
 Roles:
-  dev       run the control plane, the components and the samples on this machine
   manager   run the controllers
   agent     run the host agent of this node
   gateway   run the MCP gateway
   version   print this build's version
 
-Run 'playground <role> -h' for the flags of a role.
+Run 'playground <role> -h' for the flags of a role. To run the control
+plane, the components and the samples on this machine: playground-dev
+(make dev).
 `
 
 func main() {
@@ -63,8 +60,6 @@ func main() {
 	role, args := os.Args[1], os.Args[2:]
 	var err error
 	switch role {
-	case "dev":
-		err = runDev(ctx, args)
 	case "manager":
 		err = runManager(ctx, args)
 	case "agent":
@@ -85,76 +80,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "playground:", err)
 		os.Exit(1)
 	}
-}
-
-// devLogName and devLogBytes are the components' log of playground dev,
-// in its state directory, and its bound (it keeps one predecessor).
-const (
-	devLogName  = "playground.log"
-	devLogBytes = 16 << 20
-)
-
-func runDev(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("playground dev", flag.ContinueOnError)
-	var opts devenv.Options
-	fs.StringVar(&opts.ControlPlaneDir, "control-plane", "", "directory holding kube-apiserver, etcd and kubectl (default: built by hack/controlplane.sh)")
-	fs.StringVar(&opts.StateDir, "state-dir", ".dev", "directory for the local cluster's state; kept across runs")
-	fs.StringVar(&opts.Samples, "samples", "config/samples", "directory of sample objects to apply")
-	fs.StringVar(&opts.CRDs, "crds", "config/crd/bases", "directory of the CRDs to install")
-	fs.StringVar(&opts.AdmissionPolicies, "admission-policies", "config/admission", "kustomize directory of the admission policies to install")
-	fs.StringVar(&opts.Namespace, "namespace", "default", "namespace for the samples")
-	fs.StringVar(&opts.Tenant, "tenant", "demo", "the sample tenant to wait for and print the token of")
-	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:7080", "address of the MCP gateway")
-	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
-	network := fs.String("network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or egress (Tenants' egress lists enforced with nftables; see docs/isolation.md)")
-	runsc := fs.String("runsc", "", "runsc, for Sandboxes of isolation gvisor (default: runsc from PATH, e.g. built by hack/runsc.sh; none: gVisor not offered); \"off\" refuses gVisor")
-	opts.FacultyHostPathPrefixes = []string{devenv.DefaultFacultyHostPath}
-	fs.Var(stringList{&opts.FacultyHostPathPrefixes}, "faculty-host-path-prefix", "a directory under which FacultyBundles' hostPath sources are read, beside the samples' (repeatable, or comma-separated); see the agent's flag")
-	fs.IntVar(&opts.WarmPool, "warm-pool", 2, "how many blank container sandboxes the node keeps started ahead of demand (0: none); see the agent's --warm-pool")
-	vmf := addVMFlags(fs)
-	verbose := fs.Bool("v", false, "print the components' logs to standard error too (they always go to playground.log in the state directory, formatted by the --zap-* flags)")
-	logOpts := logFlags(fs, "console")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	switch n := oci.Network(*network); n {
-	case oci.NetworkNone, oci.NetworkEgress:
-		opts.Network = n
-	default:
-		return fmt.Errorf("--network: want none or egress, not %q", *network)
-	}
-	var err error
-	if opts.Runsc, err = lookRunsc(*runsc); err != nil {
-		return err
-	}
-	// The components log to a file in the state directory, bounded on
-	// disk, whatever -v says: a stuck object is debugged from it.
-	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
-		return err
-	}
-	if opts.LogFile, err = filepath.Abs(filepath.Join(opts.StateDir, devLogName)); err != nil {
-		return err
-	}
-	logFile, err := boundedlog.Open(opts.LogFile, devLogBytes)
-	if err != nil {
-		return fmt.Errorf("the components' log: %w", err)
-	}
-	defer logFile.Close()
-	logOpts.DestWriter = logFile
-	if *verbose {
-		logOpts.DestWriter = io.MultiWriter(logFile, os.Stderr)
-	}
-	opts.Logger = logOpts.setLogger()
-	opts.VM = func(ctx context.Context, stateDir string) (devenv.VMBackend, error) {
-		// Which accelerator, and why, is said whatever -v says.
-		say := funcr.New(func(_, args string) { fmt.Fprintln(os.Stderr, "playground dev: vm backend:", args) }, funcr.Options{})
-		be, err := vmf.backend(ctx, stateDir, opts.GuestBinary, 0, say)
-		if be == nil || err != nil {
-			return nil, err
-		}
-		return be, nil
-	}
-	return devenv.Run(ctx, opts, os.Stdout)
 }
 
 // ownServiceAccount is the ServiceAccount the process runs as in a pod, to

@@ -24,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/controllers"
 	"github.com/playground-dev/playground/internal/agentlease"
 )
@@ -41,11 +42,11 @@ func runManager(ctx context.Context, args []string) error {
 	leaseNamespace := fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases and of the leader election Lease")
 	workers := fs.Int("workers", controllers.DefaultWorkers, "how many Tenants, and how many Sandboxes, are reconciled at once")
 	var agentUsers []string
-	fs.Var(stringList{&agentUsers}, "agent-service-account", "user name of the agents' ServiceAccount (system:serviceaccount:NAMESPACE:NAME), whose CSRs for their node's serving certificate are signed; repeatable (default: playground-agent in the lease namespace)")
+	fs.Var(cmdflags.StringList(&agentUsers), "agent-service-account", "user name of the agents' ServiceAccount (system:serviceaccount:NAMESPACE:NAME), whose CSRs for their node's serving certificate are signed; repeatable (default: playground-agent in the lease namespace)")
 	agentCertLifetime := fs.Duration("agent-cert-lifetime", controllers.DefaultAgentCertLifetime, "lifetime of the agents' serving certificates; they renew at two thirds of it")
 	workerEndpoints := workerEndpointFlags(fs)
-	logOpts := logFlags(fs, "json")
-	verbosityFlag(fs)
+	logOpts := cmdflags.LogFlags(fs, "json")
+	cmdflags.VerbosityFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func runManager(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := logOpts.setLogger()
+	log := logOpts.SetLogger()
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

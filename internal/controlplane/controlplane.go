@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package controlplane runs a real kube-apiserver and etcd on this machine,
 // built from the Go module proxy by hack/controlplane.sh, with Playground's
-// CRDs installed. The test suites and `playground dev` both stand on it.
+// CRDs installed. The test suites and `playground-dev` both stand on it.
 package controlplane
 
 import (

@@ -197,3 +197,37 @@ func ApplyConditions(conds []metav1.Condition, owned ...string) []*metav1ac.Cond
 	slices.SortFunc(out, func(a, b *metav1ac.ConditionApplyConfiguration) int { return strings.Compare(*a.Type, *b.Type) })
 	return out
 }
+
+// Untimed returns the conditions of conds whose type is one of types (all
+// of them, in their order, when no type is given; otherwise in the order
+// of types) without their transition times: what a status says, as a pass
+// that runs over a lagging cache computes it anew with times of its own.
+func Untimed(conds []metav1.Condition, types ...string) []metav1.Condition {
+	if len(types) == 0 {
+		out := slices.Clone(conds)
+		for i := range out {
+			out[i].LastTransitionTime = metav1.Time{}
+		}
+		return out
+	}
+	var out []metav1.Condition
+	for _, typ := range types {
+		if c := meta.FindStatusCondition(conds, typ); c != nil {
+			u := *c
+			u.LastTransitionTime = metav1.Time{}
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// ConditionsHold reports whether have already shows the conditions of the
+// given types as want has them: each type in both or in neither, with the
+// same status, reason, message and observed generation. Transition times
+// are not compared (Untimed). A reconciler whose status holds skips its
+// apply: every event of an object and every resync bring it back, and an
+// unchanged apply is a request to the API server all the same. A
+// condition want drops (Reconciling, once Ready) counts as a change.
+func ConditionsHold(have, want []metav1.Condition, types ...string) bool {
+	return slices.Equal(Untimed(have, types...), Untimed(want, types...))
+}

@@ -116,3 +116,38 @@ func TestApplyConditions(t *testing.T) {
 		t.Errorf("Ready = %+v, want it as it was", r)
 	}
 }
+
+// ConditionsHold compares what the conditions of the given types say,
+// transition times apart; one present on a side only is a change.
+func TestConditionsHold(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", Message: "m", ObservedGeneration: 2, LastTransitionTime: then}
+	other := metav1.Condition{Type: "Provisioned", Status: metav1.ConditionFalse, Reason: "Agent"}
+	with := func(f func(*metav1.Condition)) []metav1.Condition {
+		c := ready
+		f(&c)
+		return []metav1.Condition{other, c}
+	}
+	have := []metav1.Condition{ready, other}
+	for _, tc := range []struct {
+		name string
+		want []metav1.Condition
+		hold bool
+	}{
+		{"the same", []metav1.Condition{ready}, true},
+		{"a new transition time", with(func(c *metav1.Condition) { c.LastTransitionTime = metav1.Now() }), true},
+		{"another status", with(func(c *metav1.Condition) { c.Status = metav1.ConditionFalse }), false},
+		{"another reason", with(func(c *metav1.Condition) { c.Reason = "Other" }), false},
+		{"another message", with(func(c *metav1.Condition) { c.Message = "n" }), false},
+		{"another generation", with(func(c *metav1.Condition) { c.ObservedGeneration = 3 }), false},
+		{"dropped", []metav1.Condition{other}, false},
+		{"added", []metav1.Condition{ready, {Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "Waiting"}}, false},
+	} {
+		if got := ConditionsHold(have, tc.want, "Ready", "Reconciling"); got != tc.hold {
+			t.Errorf("%s: ConditionsHold = %v, want %v", tc.name, got, tc.hold)
+		}
+	}
+	if u := Untimed(have); len(u) != 2 || !u[0].LastTransitionTime.IsZero() || have[0].LastTransitionTime.IsZero() {
+		t.Errorf("Untimed(have) = %+v: want every condition, without times, have untouched", u)
+	}
+}

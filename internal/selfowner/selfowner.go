@@ -61,7 +61,7 @@ type claims struct {
 // FromToken reads the ServiceAccount named by the token at path. The token
 // is not verified: it is the component's own, read from its own pod, and
 // names only whom to record as owner. No token file (outside a cluster:
-// playground dev, the tests) gives nil and no error: nothing is owned.
+// playground-dev, the tests) gives nil and no error: nothing is owned.
 func FromToken(path string) (*Owner, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -31,7 +31,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +46,8 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/go-logr/logr"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -93,7 +94,7 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives watch errors (never object contents).
-	Logger *slog.Logger
+	Logger logr.Logger
 }
 
 // View is the gateway's cache of Tenants (with their token hashes) and
@@ -176,9 +177,6 @@ func New(cfg *rest.Config, opts Options) (*View, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -287,7 +285,7 @@ func (v *View) Authenticate(token string) (Identity, error) {
 		for _, o := range objs {
 			names = append(names, toolscache.MetaObjectToName(o.(*playgroundv1alpha1.Tenant)).String())
 		}
-		v.opts.Logger.Warn("Refusing a token whose hash several Tenants publish", "tenants", names)
+		v.opts.Logger.Info("Refusing a token whose hash several Tenants publish", "tenants", names)
 		return Identity{}, ErrUnknownToken
 	}
 	t := objs[0].(*playgroundv1alpha1.Tenant)
@@ -506,7 +504,7 @@ type tracked struct {
 	lw       *listWatcher
 	informer toolscache.SharedIndexInformer
 	now      func() time.Time
-	log      *slog.Logger
+	log      logr.Logger
 
 	mu    sync.Mutex
 	down  bool
@@ -522,7 +520,7 @@ func (v *View) newTracked(what string, cl client.WithWatch, example client.Objec
 	_ = t.informer.SetTransform(transform)
 	_ = t.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
 		t.markDown()
-		t.log.Warn("Watch failed; retrying", "resource", what, "err", err)
+		t.log.Info("Watch failed; retrying", "resource", what, "err", err)
 	})
 	return t
 }

@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"regexp"
 	"strings"
@@ -29,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
@@ -56,8 +57,8 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 }
 
 // execFailing calls exec through the catalog, over MCP, with an agent that
-// fails with err; log is the gateway's logger (nil: the default).
-func execFailing(t *testing.T, err error, log *slog.Logger) *mcp.CallToolResult {
+// fails with err; log is the gateway's logger.
+func execFailing(t *testing.T, err error, log logr.Logger) *mcp.CallToolResult {
 	t.Helper()
 	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
 	Register(server, Options{Router: agentRouter{&failingAgent{err: err}}, ProgressInterval: time.Hour, Logger: log})
@@ -105,7 +106,7 @@ func TestInternalErrorsGiveAnID(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := new(lockedBuffer)
-			res := execFailing(t, tc.err, slog.New(slog.NewJSONHandler(log, nil)))
+			res := execFailing(t, tc.err, funcr.NewJSON(func(obj string) { fmt.Fprintln(log, obj) }, funcr.Options{}))
 			text := textOf(res)
 			m := idPattern.FindStringSubmatch(text)
 			if !res.IsError || m == nil || !strings.HasPrefix(text, "internal:") || strings.Contains(text, "/var/lib") {
@@ -149,7 +150,7 @@ func TestUnreachableAgentIsRetryableNotCancelled(t *testing.T) {
 		{"the caller's deadline", fmt.Errorf("calling the agent: %w", context.DeadlineExceeded), "exec was cancelled before the sandbox answered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := execFailing(t, tc.err, nil)
+			res := execFailing(t, tc.err, logr.Discard())
 			if text := textOf(res); !res.IsError || !strings.HasPrefix(text, tc.want) {
 				t.Fatalf("the tenant is told %q, want %q…", text, tc.want)
 			}

@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 

@@ -34,13 +34,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
@@ -106,7 +106,7 @@ type Options struct {
 	// DefaultProgressInterval).
 	ProgressInterval time.Duration
 	// Logger receives unexpected failures (never payloads or tokens).
-	Logger *slog.Logger
+	Logger logr.Logger
 	// Budget bounds the synchronous calls (exec, read, write) in flight
 	// and the bytes they hold, per tenant and in total (nil: the
 	// defaults of package budget).
@@ -134,9 +134,6 @@ func Register(s *mcp.Server, opts Options) {
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = DefaultProgressInterval
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Budget == nil {
 		opts.Budget, _ = budget.New(budget.Limits{}) // the defaults are valid
@@ -918,7 +915,7 @@ func writePayload(in WriteInput) ([]byte, error) {
 // crashes the process), turns any other panic into a tool error instead of a
 // crashed gateway, and rewrites the SDK's messages for arguments that do not
 // fit a tool's schema (it validates them before the handlers run).
-func guardCalls(log *slog.Logger) mcp.Middleware {
+func guardCalls(log logr.Logger) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 			call, ok := req.(*mcp.CallToolRequest)
@@ -931,7 +928,7 @@ func guardCalls(log *slog.Logger) mcp.Middleware {
 			defer func() {
 				if p := recover(); p != nil {
 					id := agentapi.NewErrorID()
-					log.Error("A tool call panicked", "errorID", id, "tool", call.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					log.Error(nil, "A tool call panicked", "errorID", id, "tool", call.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					res, err = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 						Text: fmt.Sprintf("%s: %s failed unexpectedly in the gateway (internal error %s); retry, and give the operator the error's ID if it persists", agentapi.CodeInternal, call.Params.Name, id),
 					}}}, nil
@@ -979,20 +976,20 @@ func (c *catalog) agentError(tool string, err error, cwd string) error {
 	}
 	if he == nil {
 		id := agentapi.NewErrorID()
-		c.opts.Logger.Error("Agent call failed", "errorID", id, "tool", tool, "err", err)
+		c.opts.Logger.Error(err, "Agent call failed", "errorID", id, "tool", tool)
 		return fmt.Errorf("%s: the sandbox's node gave an answer the gateway could not read (internal error %s); retry, and give the operator the error's ID if it persists", agentapi.CodeInternal, id)
 	}
 	switch he.Code {
 	case agentapi.CodeUnauth:
-		c.opts.Logger.Error("An agent refused the gateway's token", "tool", tool)
+		c.opts.Logger.Error(nil, "An agent refused the gateway's token", "tool", tool)
 		return fmt.Errorf("%s: the gateway could not authenticate to your sandbox's node; this is a deployment problem (the gateway's agent token): retry later and tell the operator", agentapi.CodeUnavailable)
 	case agentapi.CodeInternal, "":
 		id, ok := agentapi.InternalErrorID(he.Message)
 		if ok {
-			c.opts.Logger.Warn("Agent reported an internal error", "errorID", id, "tool", tool)
+			c.opts.Logger.Info("Agent reported an internal error", "errorID", id, "tool", tool)
 		} else {
 			id = agentapi.NewErrorID()
-			c.opts.Logger.Error("Agent reported an internal error", "errorID", id, "tool", tool, "code", he.Code, "err", he.Message)
+			c.opts.Logger.Error(errors.New(he.Message), "Agent reported an internal error", "errorID", id, "tool", tool, "code", he.Code)
 		}
 		return fmt.Errorf("%s: %s failed in your sandbox's node (internal error %s); retry, and give the operator the error's ID if it persists", agentapi.CodeInternal, tool, id)
 	}

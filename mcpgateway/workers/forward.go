@@ -30,13 +30,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/destpolicy"
@@ -139,7 +140,7 @@ type Options struct {
 	SessionMaxAge time.Duration
 	// MaxRequestBytes bounds a request body.
 	MaxRequestBytes int64
-	Logger          *slog.Logger
+	Logger          logr.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -147,7 +148,7 @@ type Options struct {
 // Forwarder serves the workers catalog.
 type Forwarder struct {
 	opts Options
-	log  *slog.Logger
+	log  logr.Logger
 	next atomic.Uint64 // spreads sessionless requests over the endpoints
 
 	mu       sync.Mutex
@@ -167,9 +168,6 @@ func New(opts Options) (*Forwarder, error) {
 	}
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 6 << 20
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -227,7 +225,7 @@ func (f *Forwarder) Serve(w http.ResponseWriter, r *http.Request, tenant string)
 		var ref *Refusal
 		if !errors.As(err, &ref) {
 			ref = &Refusal{Kind: "internal", Message: "the gateway could not resolve your worker: retry, and tell the operator if it persists"}
-			f.log.Error("Resolving a worker", "tenant", tenant, "err", err)
+			f.log.Error(err, "Resolving a worker", "tenant", tenant)
 		}
 		status := ref.Status
 		if status == 0 {
@@ -356,14 +354,14 @@ func (f *Forwarder) forward(c *call, dest *Destination, body []byte) {
 	if code := resp.Header.Get(agentapi.AgentErrorHeader); code != "" {
 		var e agentapi.ErrorResponse
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e)
-		f.log.Warn("The agent refused to relay to a worker", "mapping", dest.Mapping, "code", code, "message", e.Message)
+		f.log.Info("The agent refused to relay to a worker", "mapping", dest.Mapping, "code", code, "message", e.Message)
 		c.w.Header().Set("Retry-After", "5")
 		c.fail(http.StatusServiceUnavailable, "agent_refused", CodeUnavailable, fmt.Sprintf(
 			"the agent of your sandbox's node answered for your worker (WorkerMapping %s): %s (%s); the request was not retried; if the worker is restarting retry shortly, otherwise ask the operator to check the mapping's status.worker (kubectl playground logs)", dest.Mapping, e.Message, code))
 		return
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		f.log.Warn("A worker refused the gateway's internal bearer", "mapping", dest.Mapping, "status", resp.StatusCode)
+		f.log.Info("A worker refused the gateway's internal bearer", "mapping", dest.Mapping, "status", resp.StatusCode)
 		c.fail(http.StatusBadGateway, "worker_auth", CodeUnavailable, fmt.Sprintf(
 			"your worker refused the gateway's credentials (HTTP %d): ask the operator to check the bearer Secret of WorkerMapping %s against the worker's configuration", resp.StatusCode, dest.Mapping))
 		return
@@ -385,7 +383,7 @@ func (f *Forwarder) forward(c *call, dest *Destination, body []byte) {
 		default:
 			sealed, err := f.opts.Keys.Seal(c.tenant, dest.UID, Session{Upstream: up, Endpoint: used.Key, Issued: f.opts.Now()})
 			if err != nil {
-				f.log.Warn("Cannot seal a worker's session ID", "mapping", dest.Mapping, "err", err)
+				f.log.Info("Cannot seal a worker's session ID", "mapping", dest.Mapping, "err", err)
 				c.fail(http.StatusBadGateway, "worker_protocol", CodeUnavailable, fmt.Sprintf(
 					"your worker (WorkerMapping %s) answered with a session ID the gateway cannot carry: %v; ask the worker's maintainers", dest.Mapping, err))
 				return
@@ -446,11 +444,11 @@ func (f *Forwarder) roundTripFailed(c *call, ctx context.Context, dest *Destinat
 		c.fail(http.StatusServiceUnavailable, "agent_refused", CodeUnavailable, fmt.Sprintf(
 			"your worker (WorkerMapping %s) cannot be reached through your sandbox's agent: %s", dest.Mapping, agentErr.Message))
 	case errors.As(err, &refused):
-		f.log.Warn("The address policy refuses a worker's endpoint", "mapping", dest.Mapping, "err", err)
+		f.log.Info("The address policy refuses a worker's endpoint", "mapping", dest.Mapping, "err", err)
 		c.fail(http.StatusServiceUnavailable, "endpoint_refused", CodeUnavailable, fmt.Sprintf(
 			"the gateway does not forward to your worker's endpoint (WorkerMapping %s): %s; a worker's endpoints must be its pods' addresses: ask the operator to check the mapping's Service", dest.Mapping, refused.Error()))
 	case notSent(err):
-		f.log.Warn("No endpoint of a worker accepts connections", "mapping", dest.Mapping, "err", err)
+		f.log.Info("No endpoint of a worker accepts connections", "mapping", dest.Mapping, "err", err)
 		c.w.Header().Set("Retry-After", "5")
 		what := "your worker"
 		if dest.Kind == KindSandbox {
@@ -459,7 +457,7 @@ func (f *Forwarder) roundTripFailed(c *call, ctx context.Context, dest *Destinat
 		c.fail(http.StatusServiceUnavailable, "unreachable", CodeUnavailable, fmt.Sprintf(
 			"%s (WorkerMapping %s) does not accept connections: it is down or restarting; the request did not reach it; retry shortly, and if it persists ask the operator to check it", what, dest.Mapping))
 	default:
-		f.log.Warn("A request to a worker failed after it was sent", "mapping", dest.Mapping, "err", err)
+		f.log.Info("A request to a worker failed after it was sent", "mapping", dest.Mapping, "err", err)
 		c.fail(http.StatusBadGateway, "broken", CodeOutcomeUnknown, fmt.Sprintf(
 			"the connection to your worker (WorkerMapping %s) failed after the request was sent: the execution outcome is unknown and the request was not retried", dest.Mapping))
 	}
@@ -525,7 +523,7 @@ func (f *Forwarder) copyBody(c *call, ctx context.Context, dest *Destination, re
 				_ = rc.Flush()
 			} else if c.r.Context().Err() == nil {
 				errorsTotal.WithLabelValues(c.kind, "broken").Inc()
-				f.log.Warn("A worker's answer broke off", "mapping", dest.Mapping, "err", err)
+				f.log.Info("A worker's answer broke off", "mapping", dest.Mapping, "err", err)
 			}
 			return
 		}

@@ -24,10 +24,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/internal/tokenfile"
 )
@@ -43,7 +44,7 @@ const keyRecheck = 2 * time.Second
 // one below it until sessions sealed with it have ended. It is safe for
 // concurrent use.
 type Keys struct {
-	log  *slog.Logger
+	log  logr.Logger
 	path string          // "" without a file
 	file *tokenfile.File // nil until the file has been read
 
@@ -60,10 +61,7 @@ type Keys struct {
 // or without a file there (an optional Secret not created), a random key
 // is generated and a warning logged: sessions then survive neither a
 // restart nor a trip to another replica.
-func LoadKeys(path string, log *slog.Logger) (*Keys, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+func LoadKeys(path string, log logr.Logger) (*Keys, error) {
 	k := &Keys{log: log, path: path}
 	if path != "" {
 		f, err := tokenfile.Open(path, 0)
@@ -87,16 +85,16 @@ func LoadKeys(path string, log *slog.Logger) (*Keys, error) {
 	}
 	k.aeads, k.generated, k.checked = []cipher.AEAD{a}, a, time.Now()
 	if path == "" {
-		log.Warn("No --session-key-file: sealing worker sessions with a key generated at start; they survive neither a restart nor a trip to another replica (docs/workers.md)")
+		log.Info("No --session-key-file: sealing worker sessions with a key generated at start; they survive neither a restart nor a trip to another replica (docs/workers.md)")
 	} else {
-		log.Warn("The session key file does not exist: sealing worker sessions with a key generated at start; they survive neither a restart nor a trip to another replica until it is created (docs/workers.md)", "file", path)
+		log.Info("The session key file does not exist: sealing worker sessions with a key generated at start; they survive neither a restart nor a trip to another replica until it is created (docs/workers.md)", "file", path)
 	}
 	return k, nil
 }
 
 // StaticKeys returns keys that never change, the first sealing (tests).
 func StaticKeys(keys ...[]byte) (*Keys, error) {
-	k := &Keys{log: slog.New(slog.DiscardHandler)}
+	k := &Keys{log: logr.Discard()}
 	for _, key := range keys {
 		a, err := newAEAD(key)
 		if err != nil {
@@ -172,7 +170,7 @@ func (k *Keys) current() []cipher.AEAD {
 		changed, err = k.file.Reload(false)
 	}
 	if err != nil {
-		k.log.Error("Re-reading the session key file; keeping the previous keys", "file", k.path, "err", err)
+		k.log.Error(err, "Re-reading the session key file; keeping the previous keys", "file", k.path)
 		return k.aeads
 	}
 	if !changed {
@@ -180,7 +178,7 @@ func (k *Keys) current() []cipher.AEAD {
 	}
 	aeads, err := parseKeys(k.file.Tokens())
 	if err != nil {
-		k.log.Error("Re-reading the session key file; keeping the previous keys", "file", k.path, "err", err)
+		k.log.Error(err, "Re-reading the session key file; keeping the previous keys", "file", k.path)
 		return k.aeads
 	}
 	if k.generated != nil {

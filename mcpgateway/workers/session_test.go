@@ -27,6 +27,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 )
 
 func newKey(t *testing.T) []byte {
@@ -115,7 +117,7 @@ func TestKeyFile(t *testing.T) {
 	}
 	for _, bad := range [][]string{{}, {"not-base64!"}, {base64.StdEncoding.EncodeToString(k1[:16])}} {
 		write(bad...)
-		if _, err := LoadKeys(path, nil); err == nil {
+		if _, err := LoadKeys(path, logr.Discard()); err == nil {
 			t.Errorf("loaded a key file of %q", bad)
 		}
 	}
@@ -123,7 +125,7 @@ func TestKeyFile(t *testing.T) {
 	// Absent at start: a generated key, then the file once it appears,
 	// still opening what the generated key sealed.
 	os.Remove(path)
-	keys, err := LoadKeys(path, nil)
+	keys, err := LoadKeys(path, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

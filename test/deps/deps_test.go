@@ -33,7 +33,9 @@ const module = "github.com/playground-dev/playground"
 
 // rule says that the packages matching from, and every package they import
 // (tests apart), import none of notTo outside from. Patterns are go list's: "x/..." is x
-// and every package below it.
+// and every package below it. A pattern is a path of this module, unless
+// its first element is a domain name: then it is a whole import path, of
+// another module.
 type rule struct {
 	from  string
 	notTo []string
@@ -44,7 +46,7 @@ var rules = []rule{
 	{from: "api/...", notTo: []string{"..."},
 		why: "the API types are imported by everyone and import nothing of this module"},
 	{from: "internal/...", notTo: []string{"controllers/...", "hostagent/...", "mcpgateway/..."},
-		why: "internal/ is machinery the components share; it imports none of them (`dev` composes them in cmd/playground/devenv)"},
+		why: "internal/ is machinery the components share; it imports none of them (playground-dev composes them in cmd/playground-dev/devenv)"},
 	{from: "controllers/...", notTo: []string{"hostagent/...", "mcpgateway/..."},
 		why: "the manager talks to agents and gateways through the API server only"},
 	{from: "hostagent/...", notTo: []string{"controllers/...", "mcpgateway/..."},
@@ -57,6 +59,8 @@ var rules = []rule{
 	{from: "cmd/playground-sandbox", notTo: testLibraries, why: shippedWhy},
 	{from: "cmd/kubectl-playground", notTo: testLibraries, why: shippedWhy},
 	{from: "cmd/playground-example-worker", notTo: testLibraries, why: shippedWhy},
+	{from: "cmd/playground", notTo: []string{"sigs.k8s.io/controller-runtime/pkg/envtest/..."},
+		why: "the components' binary, which the image ships to every node's privileged agent, links no test control plane (its package init writes to the file system); playground-dev (cmd/playground-dev) runs one"},
 }
 
 // testLibraries are this module's packages that only tests import: test
@@ -145,6 +149,10 @@ func TestMatches(t *testing.T) {
 		{"hostagent/...", module + "/hostagentx", false},
 		{"...", module + "/internal/budget", true},
 		{"...", "k8s.io/api/core/v1", false},
+		{"sigs.k8s.io/controller-runtime/pkg/envtest/...", "sigs.k8s.io/controller-runtime/pkg/envtest", true},
+		{"sigs.k8s.io/controller-runtime/pkg/envtest/...", "sigs.k8s.io/controller-runtime/pkg/envtest/komega", true},
+		{"sigs.k8s.io/controller-runtime/pkg/envtest/...", "sigs.k8s.io/controller-runtime/pkg/client", false},
+		{"sigs.k8s.io/controller-runtime/pkg/envtest", module + "/sigs.k8s.io/controller-runtime/pkg/envtest", false},
 	} {
 		if got := matches(tc.pattern, tc.path); got != tc.want {
 			t.Errorf("matches(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)
@@ -214,9 +222,16 @@ func paths(graph map[string][]string, roots []string, bad func(string) bool) [][
 	return found
 }
 
-// matches reports whether path is in pattern, a path of this module in go
-// list's syntax.
+// matches reports whether path is in pattern, in go list's syntax: a path
+// of this module, or a whole import path when its first element is a
+// domain name.
 func matches(pattern, path string) bool {
+	if first, _, _ := strings.Cut(pattern, "/"); strings.Contains(first, ".") && !strings.HasPrefix(first, ".") {
+		if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+			return path == base || strings.HasPrefix(path, base+"/")
+		}
+		return path == pattern
+	}
 	if pattern == "..." {
 		return strings.HasPrefix(path, module+"/")
 	}

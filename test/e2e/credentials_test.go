@@ -34,6 +34,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/controllers"
 	"github.com/playground-dev/playground/internal/rbactest"
+	"github.com/playground-dev/playground/internal/tenanttoken"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -127,7 +128,7 @@ func TestGatewayCredentials(t *testing.T) {
 	stranger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"}}
 	g.Expect(k8sClient.Create(ctx, stranger)).To(Succeed())
 	plant := func(secret, tenant string, owners []metav1.OwnerReference) string {
-		token, err := controllers.MintToken()
+		token, err := tenanttoken.Mint()
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(k8sClient.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret, OwnerReferences: owners,

@@ -54,7 +54,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/cmd/playground/devenv"
+	"github.com/playground-dev/playground/cmd/playground-dev/devenv"
 	"github.com/playground-dev/playground/controllers"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"

@@ -431,7 +431,7 @@ func TestKubectlPlugin(t *testing.T) {
 	g.Expect(stderr).To(HavePrefix(fmt.Sprintf("error: your kubeconfig's user may not use tenant %s/cli: it needs RBAC verb \"use\" on tenants.playground.dev \"cli\" in namespace %s", ns, ns)))
 	g.Expect(strings.Count(stderr, "\n")).To(Equal(1), "one line")
 
-	// As in playground dev: an agent without TLS, reached only when told
+	// As in playground-dev: an agent without TLS, reached only when told
 	// to, with the shared token of a file.
 	dev := &node{name: "plugin-dev", labels: pool("plugin-dev")}
 	startNode(t, dev)

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,6 +102,6 @@ func startTLSGateway(t *testing.T, cfg *rest.Config) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	ca := mcpgateway.WatchAgentCA(ctx, kubernetes.NewForConfigOrDie(cfg), agentlease.DefaultNamespace, nil)
+	ca := mcpgateway.WatchAgentCA(ctx, kubernetes.NewForConfigOrDie(cfg), agentlease.DefaultNamespace, logr.Discard())
 	return serveGateway(t, mcpgateway.Options{Config: cfg, AgentCA: ca})
 }

@@ -80,7 +80,7 @@ func (x *cli) mcpEndpoint(ctx context.Context, flag string) (endpoint, note stri
 func printClients(w io.Writer, namespace, tenant, endpoint, note, token string) {
 	server := "playground-" + tenant
 	if endpoint == "" {
-		fmt.Fprintf(w, "MCP endpoint: unknown here: give --endpoint URL or set $%s (playground dev's is http://127.0.0.1:7080/mcp)\n", EndpointEnv)
+		fmt.Fprintf(w, "MCP endpoint: unknown here: give --endpoint URL or set $%s (playground-dev's is http://127.0.0.1:7080/mcp)\n", EndpointEnv)
 	} else {
 		fmt.Fprintf(w, "MCP endpoint: %s   (%s)\n", endpoint, note)
 	}

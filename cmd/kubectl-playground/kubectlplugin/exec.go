@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -62,9 +63,9 @@ func (a *agentFlags) add(cmd *cobra.Command) {
 // addReach adds the flags that say how to reach the agent.
 func (a *agentFlags) addReach(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&a.tokenFile, "agent-token-file", "", "present the token in this file to the agent instead of your kubeconfig's (playground dev: .dev/agent-token)")
+	f.StringVar(&a.tokenFile, "agent-token-file", "", "present the token in this file to the agent instead of your kubeconfig's (playground-dev: .dev/agent-token)")
 	f.StringVar(&a.tlsCA, "agent-tls-ca", "", "PEM file of the CA of the agents' certificates (default: the ConfigMap playground-agent-ca of --lease-namespace)")
-	f.BoolVar(&a.cleartext, "agent-cleartext", false, "reach an agent whose endpoint is http:// (playground dev's only): your token then crosses in clear")
+	f.BoolVar(&a.cleartext, "agent-cleartext", false, "reach an agent whose endpoint is http:// (playground-dev's only): your token then crosses in clear")
 }
 
 func (a *agentFlags) check(cmd *cobra.Command) error {
@@ -210,7 +211,7 @@ func (x *cli) reachSandbox(ctx context.Context, name string, af *agentFlags) (*s
 		return nil, fmt.Errorf("tenant %s has no sandbox yet: kubectl playground status %s tells why", id, name)
 	}
 	if strings.HasPrefix(sbx.Status.Endpoint, "http://") && !af.cleartext {
-		return nil, fmt.Errorf("the agent of tenant %s's node serves without TLS (%s), as only playground dev's does: there, give --agent-cleartext and --agent-token-file .dev/agent-token", id, sbx.Status.Endpoint)
+		return nil, fmt.Errorf("the agent of tenant %s's node serves without TLS (%s), as only playground-dev's does: there, give --agent-cleartext and --agent-token-file .dev/agent-token", id, sbx.Status.Endpoint)
 	}
 	token, err := af.token(cfg)
 	if err != nil {
@@ -237,7 +238,7 @@ func (a *agentFlags) token(cfg *rest.Config) (func() (string, error), error) {
 	if a.tokenFile == "" {
 		return mcpgateway.KubeconfigToken(cfg)
 	}
-	token := mcpgateway.FileToken(a.tokenFile, nil)
+	token := mcpgateway.FileToken(a.tokenFile, logr.Discard())
 	if _, err := token(); err != nil {
 		return nil, fmt.Errorf("--agent-token-file: %w", err)
 	}

@@ -16,7 +16,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package cmdflags
 
 import (
 	"context"
@@ -24,15 +24,24 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/playground-dev/playground/cmd/playground/devenv"
+	"github.com/playground-dev/playground/hostagent/backend"
 )
 
-// vmFlags: the vm backend runs QEMU on Linux hosts only, so elsewhere
-// `playground dev` has no --vm-* flags and no vm backend.
-type vmFlags struct{}
+// VMFlags: the vm backend runs QEMU on Linux hosts only, so elsewhere
+// `playground-dev` has no --vm-* flags and no vm backend.
+type VMFlags struct{}
 
-func addVMFlags(*flag.FlagSet) *vmFlags { return &vmFlags{} }
+// AddVMFlags registers no flag here.
+func AddVMFlags(*flag.FlagSet) *VMFlags { return &VMFlags{} }
 
-func (*vmFlags) backend(context.Context, string, string, int64, logr.Logger) (devenv.VMBackend, error) {
+// VMBackend is what playground-dev holds of the vm backend: a backend
+// whose VMs it stops when it ends.
+type VMBackend interface {
+	backend.Backend
+	StopAll(ctx context.Context) error
+}
+
+// Backend is nil: no vm backend here.
+func (*VMFlags) Backend(context.Context, string, string, int64, logr.Logger) (VMBackend, error) {
 	return nil, nil
 }

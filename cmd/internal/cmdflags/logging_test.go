@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package cmdflags
 
 import (
 	"bytes"
@@ -50,16 +50,16 @@ func TestLogFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			o := logFlags(fs, tc.encoder)
+			o := LogFlags(fs, tc.encoder)
 			if tc.manager {
-				verbosityFlag(fs)
+				VerbosityFlag(fs)
 			}
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
 			o.DestWriter = &buf
-			log := o.logger()
+			log := o.Logger()
 			log.Info("Hello", "k", "v")
 			log.V(2).Info("Detail")
 			log.Error(errors.New("boom"), "Failed")
@@ -83,7 +83,7 @@ func TestLogFlags(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	logFlags(fs, "json")
+	LogFlags(fs, "json")
 	if err := fs.Parse([]string{"--zap-encoder=xml"}); err == nil {
 		t.Fatal("--zap-encoder=xml accepted")
 	}

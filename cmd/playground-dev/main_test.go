@@ -35,7 +35,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/cmd/playground/devenv"
+	"github.com/playground-dev/playground/cmd/playground-dev/devenv"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/testbin"
@@ -57,7 +57,7 @@ func TestDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "playground")
+	bin := filepath.Join(t.TempDir(), "playground-dev")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -103,11 +103,11 @@ type devRun struct {
 	uid, sandboxID, output string
 }
 
-// runDevOnce runs `playground dev` until it is ready, checks the cluster
+// runDevOnce runs `playground-dev` until it is ready, checks the cluster
 // with kubectl, interrupts it, and returns the sample tenant's UID.
 func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, faculties, command string) devRun {
 	t.Helper()
-	cmd := exec.Command(bin, "dev", "--control-plane", assets, "--state-dir", state, "--guest-binary", guest, "--listen", "127.0.0.1:0",
+	cmd := exec.Command(bin, "--control-plane", assets, "--state-dir", state, "--guest-binary", guest, "--listen", "127.0.0.1:0",
 		"--samples", samples, "--faculty-host-path-prefix", faculties)
 	cmd.Dir = root
 	stdout, stderr := newLineLog(), newLineLog()
@@ -140,9 +140,9 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 	case <-stdout.seen("Press Ctrl-C to stop"):
 	case err := <-done:
 		stopped = true
-		t.Fatalf("playground dev exited (%v) before it got ready:\n%s\n%s", err, stdout, stderr)
+		t.Fatalf("playground-dev exited (%v) before it got ready:\n%s\n%s", err, stdout, stderr)
 	case <-time.After(4 * time.Minute):
-		t.Fatalf("playground dev did not get ready:\n%s\n%s", stdout, stderr)
+		t.Fatalf("playground-dev did not get ready:\n%s\n%s", stdout, stderr)
 	}
 	printed := stdout.String()
 	if !strings.Contains(printed, "\n"+devenv.ReadyLine+"\n") {
@@ -197,10 +197,10 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 	case err := <-done:
 		stopped = true
 		if err != nil {
-			t.Fatalf("playground dev exited with %v after Ctrl-C:\n%s", err, stderr)
+			t.Fatalf("playground-dev exited with %v after Ctrl-C:\n%s", err, stderr)
 		}
 	case <-time.After(time.Minute):
-		t.Fatal("playground dev did not stop within a minute of Ctrl-C")
+		t.Fatal("playground-dev did not stop within a minute of Ctrl-C")
 	}
 	if left := processesMentioning(state); len(left) > 0 {
 		t.Fatalf("processes left running after Ctrl-C: %v", left)

@@ -16,7 +16,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package cmdflags
 
 import (
 	"context"
@@ -31,16 +31,18 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/vm"
 )
 
-// vmFlags configure the vm backend of `playground agent` and `playground
-// dev`: offered when the kernel, modules and root image are given (each
-// defaults to the environment variable `eval "$(hack/vm-image.sh)"` sets).
-type vmFlags struct {
+// VMFlags configure the vm backend of `playground agent` and
+// `playground-dev`: offered when the kernel, modules and root image are
+// given (each defaults to the environment variable `eval
+// "$(hack/vm-image.sh)"` sets).
+type VMFlags struct {
 	kernel, modules, root, accel, qemu string
 	uidBase                            uint
 }
 
-func addVMFlags(fs *flag.FlagSet) *vmFlags {
-	f := &vmFlags{}
+// AddVMFlags registers the vm backend's flags on fs.
+func AddVMFlags(fs *flag.FlagSet) *VMFlags {
+	f := &VMFlags{}
 	fs.StringVar(&f.kernel, "vm-kernel", os.Getenv("PLAYGROUND_VM_KERNEL"), "the guest kernel of Sandboxes of backend vm, from hack/vm-image.sh ($PLAYGROUND_VM_KERNEL); empty: this node offers no vm backend")
 	fs.StringVar(&f.modules, "vm-modules", os.Getenv("PLAYGROUND_VM_MODULES"), "the directory of the guest kernel's modules, from hack/vm-image.sh ($PLAYGROUND_VM_MODULES)")
 	fs.StringVar(&f.root, "vm-root", os.Getenv("PLAYGROUND_VM_ROOT"), "the read-only root image of the guests, from hack/vm-image.sh ($PLAYGROUND_VM_ROOT)")
@@ -50,10 +52,10 @@ func addVMFlags(fs *flag.FlagSet) *vmFlags {
 	return f
 }
 
-// backend is the vm backend over stateDir/vm, keeping reserve bytes free
+// Backend is the vm backend over stateDir/vm, keeping reserve bytes free
 // there, or nil when --vm-kernel is not set. It says in log which
 // accelerator its VMs use, and why.
-func (f *vmFlags) backend(ctx context.Context, stateDir, guestBinary string, reserve int64, log logr.Logger) (*vm.Backend, error) {
+func (f *VMFlags) Backend(ctx context.Context, stateDir, guestBinary string, reserve int64, log logr.Logger) (*vm.Backend, error) {
 	if f.kernel == "" {
 		return nil, nil
 	}

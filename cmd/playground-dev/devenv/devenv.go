@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package devenv is `playground dev`: the whole system on this machine, on
+// Package devenv is `playground-dev`: the whole system on this machine, on
 // an embedded control plane, for trying Playground and developing it: the
 // manager, one host agent (this machine is the node, oci backend) and the
 // MCP gateway, with the samples applied.
@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -58,7 +57,7 @@ import (
 	"github.com/playground-dev/playground/mcpgateway"
 )
 
-// Options configure `playground dev`.
+// Options configure `playground-dev`.
 type Options struct {
 	// ControlPlaneDir holds kube-apiserver, etcd and kubectl.
 	ControlPlaneDir string
@@ -355,7 +354,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		AgentToken: func() (string, error) { return env.AgentToken, nil },
 		// The agent shares this process and loopback: cleartext HTTP/2.
 		AgentCleartext: true,
-		Logger:         slog.New(logr.ToSlogHandler(opts.Logger.WithName("gateway"))),
+		Logger:         opts.Logger.WithName("gateway"),
 	})
 	if err != nil {
 		return nil, err

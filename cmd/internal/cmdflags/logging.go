@@ -14,35 +14,39 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+// Package cmdflags holds the command-line flags that Playground's commands
+// share (playground's roles and playground-dev): the log flags, the vm
+// backend's, runsc's and lists of strings.
+package cmdflags
 
 import (
 	"flag"
 	"fmt"
 
 	"github.com/go-logr/logr"
-	"github.com/playground-dev/playground/internal/memlimit"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/playground-dev/playground/internal/memlimit"
 )
 
-// logOptions are the log flags, the same for every role:
+// LogOptions are the log flags, the same for every role:
 // controller-runtime's zap flags (--zap-encoder json|console,
 // --zap-log-level, --zap-stacktrace-level, --zap-time-encoding,
 // --zap-devel; docs/operations.md), with defaults of the role's.
-type logOptions struct {
+type LogOptions struct {
 	zap.Options
 	fs       *flag.FlagSet
 	defaults map[string]string
 }
 
-// logFlags registers the log flags on fs. encoder is the role's default:
+// LogFlags registers the log flags on fs. encoder is the role's default:
 // json for the components, console for dev at a terminal. Stack traces are
 // off by default: an error's message says what went wrong. --zap-devel
 // brings zap's development defaults instead.
-func logFlags(fs *flag.FlagSet, encoder string) *logOptions {
-	o := &logOptions{fs: fs, defaults: map[string]string{"zap-encoder": encoder, "zap-stacktrace-level": "panic"}}
+func LogFlags(fs *flag.FlagSet, encoder string) *LogOptions {
+	o := &LogOptions{fs: fs, defaults: map[string]string{"zap-encoder": encoder, "zap-stacktrace-level": "panic"}}
 	o.BindFlags(fs)
 	for name, value := range o.defaults {
 		fs.Lookup(name).DefValue = value
@@ -50,9 +54,9 @@ func logFlags(fs *flag.FlagSet, encoder string) *logOptions {
 	return o
 }
 
-// verbosityFlag registers -v N, the manager's flag from before the zap
+// VerbosityFlag registers -v N, the manager's flag from before the zap
 // flags: the same as --zap-log-level=N (0: info).
-func verbosityFlag(fs *flag.FlagSet) {
+func VerbosityFlag(fs *flag.FlagSet) {
 	fs.Func("v", "log verbosity: the same as --zap-log-level (kept for existing deployments)", func(s string) error {
 		if s == "0" {
 			s = "info"
@@ -61,12 +65,12 @@ func verbosityFlag(fs *flag.FlagSet) {
 	})
 }
 
-// setLogger makes the logger of the parsed flags the process's,
+// SetLogger makes the logger of the parsed flags the process's,
 // controller-runtime's and klog's (client-go logs through klog), and
 // returns it. Every role calls it first, so it also gives the runtime its
 // soft memory limit (package memlimit) and says which.
-func (o *logOptions) setLogger() logr.Logger {
-	log := o.logger()
+func (o *LogOptions) SetLogger() logr.Logger {
+	log := o.Logger()
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
 	switch limit, source, err := memlimit.Set(memlimit.DefaultFraction); {
@@ -80,9 +84,9 @@ func (o *logOptions) setLogger() logr.Logger {
 	return log
 }
 
-// logger returns the logger of the parsed flags, writing to standard error
+// Logger returns the logger of the parsed flags, writing to standard error
 // unless DestWriter says otherwise.
-func (o *logOptions) logger() logr.Logger {
+func (o *LogOptions) Logger() logr.Logger {
 	if !o.Development {
 		given := map[string]bool{}
 		o.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
