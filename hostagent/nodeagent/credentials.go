@@ -63,7 +63,7 @@ func newTokenSource(static []string, file string, optional bool) (*tokenSource, 
 		ts.file = f
 	}
 	if len(ts.current()) == 0 && !optional {
-		return nil, errors.New("nodeagent: the agent API would accept no gateway: trust the gateway's ServiceAccount (--trusted-gateway), or give a shared token (a token file, for playground dev)")
+		return nil, errors.New("nodeagent: the agent API would accept no gateway: trust the gateway's ServiceAccount (--trusted-gateway), or give a shared token (a token file, for playground-dev)")
 	}
 	return ts, nil
 }

@@ -125,7 +125,7 @@ type Options struct {
 	// allowed only the tenants its RBAC lets it "use" (stdio mode).
 	TrustedGateways []string
 	// Tokens are shared bearer tokens the API accepts as a trusted
-	// gateway's (playground dev), and TokenFile a file holding more, one
+	// gateway's (playground-dev), and TokenFile a file holding more, one
 	// per line, re-read every TokenReloadInterval so a rotated Secret
 	// takes effect without a restart. With neither a token nor a trusted
 	// gateway the agent refuses to start: no gateway could reach it.
@@ -145,7 +145,7 @@ type Options struct {
 	CertLifetime time.Duration
 	// TLSCertFile and TLSKeyFile serve the API over TLS from files (another
 	// issuer, such as cert-manager; re-read when they change). Without
-	// them or TLSFromCSR it speaks cleartext HTTP/2 (h2c): playground dev
+	// them or TLSFromCSR it speaks cleartext HTTP/2 (h2c): playground-dev
 	// only.
 	TLSCertFile string
 	TLSKeyFile  string

@@ -143,7 +143,7 @@ func TestGVisorIsAnotherKernel(t *testing.T) {
 }
 
 // TestGVisorStopAllLeavesNoMount: once StopAll has stopped the gVisor
-// sandboxes (playground dev's exit), nothing stays mounted under the state
+// sandboxes (playground-dev's exit), nothing stays mounted under the state
 // directory: not even the empty network namespace runsc pins for its
 // gofers, which would make removing the directory fail (EBUSY).
 func TestGVisorStopAllLeavesNoMount(t *testing.T) {

@@ -664,7 +664,7 @@ func (b *Backend) destroyLocked(ctx context.Context, id string, keepPile bool) e
 
 // Stop ends a sandbox's container and every process in it but keeps its
 // files; the next Reattach or Start runs it again over them. It is what a
-// node shutdown does to sandboxes, and what `playground dev` does on Ctrl-C
+// node shutdown does to sandboxes, and what `playground-dev` does on Ctrl-C
 // so that it leaves no process behind.
 func (b *Backend) Stop(ctx context.Context, id string) error {
 	if err := backend.ValidateID(id); err != nil {

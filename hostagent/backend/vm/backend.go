@@ -852,7 +852,7 @@ func (b *Backend) sync(ctx context.Context, v *VM) {
 }
 
 // StopAll stops every VM this backend runs or an earlier agent left: what
-// `playground dev` does on exit, so that no QEMU outlives it.
+// `playground-dev` does on exit, so that no QEMU outlives it.
 func (b *Backend) StopAll(ctx context.Context) error {
 	ents, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
 	if err != nil {
