@@ -120,7 +120,13 @@ func (l Limits) Handler(h http.Handler) http.Handler {
 		rc := http.NewResponseController(w)
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			if err := rc.SetReadDeadline(time.Now().Add(l.BodyTimeout)); err == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+				body := &deadlineBody{ReadCloser: r.Body, rc: rc}
+				r.Body = body
+				// The body may be read on after the handler returns (a
+				// reverse proxy's transport copies it in a goroutine of
+				// its own); the response writer is then not to be
+				// touched: net/http's HTTP/2 one crashes.
+				defer body.end()
 			}
 		}
 		h.ServeHTTP(&progressWriter{ResponseWriter: w, rc: rc, timeout: l.WriteTimeout}, r)
@@ -131,8 +137,10 @@ func (l Limits) Handler(h http.Handler) http.Handler {
 // broken: from then on the connection only waits for the response.
 type deadlineBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
-	once sync.Once
+	rc *http.ResponseController
+	mu sync.Mutex
+	// done: the deadline was lifted, or the handler returned.
+	done bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
@@ -148,7 +156,23 @@ func (b *deadlineBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
-func (b *deadlineBody) lift() { b.once.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) }) }
+func (b *deadlineBody) lift() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+}
+
+// end is called when the handler returns: a lift that has not happened
+// will not (the request is over, and its deadlines with it), and one in
+// progress completes first.
+func (b *deadlineBody) end() {
+	b.mu.Lock()
+	b.done = true
+	b.mu.Unlock()
+}
 
 // writeSlice bounds one write under one deadline, so that a deadline
 // measures progress rather than the size of a response.

@@ -291,3 +291,54 @@ func TestUnauthenticatedConnections(t *testing.T) {
 		t.Fatalf("the authenticated connection after the timeout: %d, %v", code, err)
 	}
 }
+
+// TestBodyReadAfterTheHandler: a body read on after its handler returned
+// (a reverse proxy's transport copies the request body in a goroutine of
+// its own, which may outlive the handler when the upstream answers
+// first) fails as a read of a finished request does, and touches no
+// deadline of the finished stream: setting one there crashed the whole
+// process (a nil pointer in net/http's HTTP/2 response writer), on HTTP/2
+// and HTTP/1.1 alike.
+func TestBodyReadAfterTheHandler(t *testing.T) {
+	for _, h2 := range []bool{true, false} {
+		read := make(chan error, 1)
+		addr := serve(t, DefaultLimits(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body := r.Body
+			returned := make(chan struct{})
+			go func() {
+				<-returned
+				_, err := io.ReadAll(body)
+				read <- err
+			}()
+			w.WriteHeader(http.StatusAccepted)
+			close(returned)
+		}))
+		tr := &http.Transport{Protocols: new(http.Protocols)}
+		if h2 {
+			tr.Protocols.SetUnencryptedHTTP2(true)
+		} else {
+			tr.Protocols.SetHTTP1(true)
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			_, _ = pw.Write([]byte("the first part of a body"))
+			time.Sleep(100 * time.Millisecond)
+			_ = pw.CloseWithError(errors.New("the client gave up"))
+		}()
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/", pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The client's own error (its body broke) is not what is tested:
+		// the handler ran and returned either way.
+		if resp, err := (&http.Client{Transport: tr}).Do(req); err == nil {
+			resp.Body.Close()
+		}
+		select {
+		case <-read:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("HTTP/2 %v: the late read did not end", h2)
+		}
+		tr.CloseIdleConnections()
+	}
+}
