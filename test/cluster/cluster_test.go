@@ -25,6 +25,7 @@ package cluster
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -168,6 +169,9 @@ func TestClusterUpPodDown(t *testing.T) {
 	// and the pod reaches the apiserver through the kubernetes Service (what
 	// the operator in a pod will do). No CoreDNS, so by IP.
 	svcIP := strings.TrimSpace(k.must("", "get", "service", "probe", "-o", "jsonpath={.spec.clusterIP}"))
+	// kube-proxy programs the Service's rules on its own schedule, after
+	// the pod runs: until then the cluster IP refuses connections.
+	waitConnect(t, svcIP+":80", time.Minute)
 	if body := get(t, "http://"+svcIP+"/"); body != "ok\n" {
 		t.Errorf("the Service %s answered %q, want ok", svcIP, body)
 	}
@@ -222,6 +226,24 @@ spec:
 	k.must("", "wait", "--for=condition=Ready", "pod/playground", "--timeout=120s")
 	if out := k.must("", "exec", "playground", "--", "playground", "--help"); !strings.Contains(out, "Usage: playground") {
 		t.Errorf("playground --help in the pod said %q", out)
+	}
+}
+
+// waitConnect waits until addr accepts a TCP connection, or fails the
+// test after d.
+func waitConnect(t *testing.T, addr string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s accepts no connection after %s: %v", addr, d, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
