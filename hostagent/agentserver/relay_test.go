@@ -18,6 +18,7 @@ package agentserver_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -102,6 +103,30 @@ func TestWorkerRelay(t *testing.T) {
 	}
 	if tok := f[4]; tok == gatewayToken || tok == "the-public-token" || len(tok) < 40 {
 		t.Errorf("the worker saw the bearer %q: want its own internal token, not the caller's", tok)
+	}
+
+	// A body the worker does not read, still being sent when the worker
+	// has answered: the relay's transport reads on after its handler
+	// returned, which crashed the agent's process (see
+	// TestBodyReadAfterTheHandler in internal/httpserve). The agent
+	// serves on.
+	for range 5 {
+		pr, pw := io.Pipe()
+		go func() {
+			_, _ = pw.Write(make([]byte, 64<<10))
+			time.Sleep(100 * time.Millisecond)
+			_ = pw.CloseWithError(errors.New("the client gave up"))
+		}()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://worker/mcp", pr)
+		req.Header.Set("Authorization", "Bearer the-public-token")
+		if resp, err := n.client.WorkerTransport("ns/a", "wk").RoundTrip(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		time.Sleep(200 * time.Millisecond) // the late read ends meanwhile
+	}
+	if _, again := get(n.client, "ns/a", "wk", "/mcp/a%2Fb?q=1"); again != body {
+		t.Errorf("after bodies the worker did not read, the worker answered %q, before %q", again, body)
 	}
 
 	// Setting the same worker again keeps it, token and all.
