@@ -19,12 +19,12 @@ limitations under the License.
 package guest
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
 	"strconv"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
@@ -247,11 +247,25 @@ func RunConfine(args []string) int {
 		fmt.Fprintf(os.Stderr, "playground-sandbox confine: %v\n", err)
 		return 1
 	}
+	// Everything exec needs is allocated before the address space is
+	// bounded: a Go process has already reserved much of it (arenas,
+	// thread stacks), and an allocation after the bound can abort the
+	// runtime ("cannot allocate memory") instead of failing cleanly.
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "playground-sandbox confine: %v\n", err)
+		return 2
+	}
+	envp, _ := syscall.SlicePtrFromStrings([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"})
+	path, err := unix.BytePtrFromString(argv[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "playground-sandbox confine: %v\n", err)
+		return 2
+	}
 	for _, l := range []struct {
 		res int
 		max uint64
 	}{
-		{unix.RLIMIT_AS, *as},
 		{unix.RLIMIT_CPU, *cpu},
 		{unix.RLIMIT_FSIZE, 0},
 		{unix.RLIMIT_CORE, 0},
@@ -266,9 +280,18 @@ func RunConfine(args []string) int {
 		fmt.Fprintf(os.Stderr, "playground-sandbox confine: %v\n", err)
 		return 1
 	}
-	err := unix.Exec(argv[0], argv, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"})
-	fmt.Fprintf(os.Stderr, "playground-sandbox confine: exec %s: %v\n", strconv.Quote(argv[0]), err)
-	if errors.Is(err, unix.ENOENT) {
+	// The address space last, then execve with no Go allocation between:
+	// the bound applies to PROGRAM, whose image replaces this one.
+	runtime.LockOSThread()
+	rlim := unix.Rlimit{Cur: *as, Max: *as}
+	if _, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_AS, uintptr(unsafe.Pointer(&rlim)), 0, 0, 0); errno != 0 {
+		fmt.Fprintf(os.Stderr, "playground-sandbox confine: limit %d: %v\n", unix.RLIMIT_AS, errno)
+		return 1
+	}
+	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	runtime.KeepAlive(rlim)
+	fmt.Fprintf(os.Stderr, "playground-sandbox confine: exec %s: %v\n", strconv.Quote(argv[0]), errno)
+	if errno == unix.ENOENT {
 		return 127
 	}
 	return 126

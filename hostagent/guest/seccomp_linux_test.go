@@ -111,9 +111,16 @@ func TestSeccompFilterDecides(t *testing.T) {
 // TestConfineSelfOnThisKernel.
 const confinedChildEnv = "PLAYGROUND_TEST_CONFINED_CHILD"
 
+// confineCommandEnv makes the test binary `playground-sandbox confine`
+// for TestConfineBoundsTheProgram.
+const confineCommandEnv = "PLAYGROUND_TEST_CONFINE"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(confinedChildEnv) == "1" {
 		os.Exit(confinedChild())
+	}
+	if os.Getenv(confineCommandEnv) == "1" {
+		os.Exit(RunConfine(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -179,6 +186,31 @@ func TestConfineSelfOnThisKernel(t *testing.T) {
 	} {
 		if !strings.Contains(got, want+"\n") {
 			t.Errorf("the confined child's report lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestConfineBoundsTheProgram runs confine with an address space far
+// below what a Go process has already reserved: the bound is the
+// program's (ulimit -v reports it), and confine itself, which allocates
+// nothing once it is set, neither aborts nor fails. Under CI's load the
+// vm backend's pile reader once died here with "runtime: cannot allocate
+// memory" before its exec.
+func TestConfineBoundsTheProgram(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	const bound = 48 << 20
+	for i := 0; i < 5; i++ {
+		cmd := exec.Command(os.Args[0], "-as", fmt.Sprint(bound), "-cpu", "5", sh, "-c", "ulimit -v; ulimit -f")
+		cmd.Env = append(os.Environ(), confineCommandEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("confine: %v\n%s", err, out)
+		}
+		if got, want := string(out), fmt.Sprintf("%d\n0\n", bound>>10); got != want {
+			t.Fatalf("the program's limits (ulimit -v, -f): %q, want %q", got, want)
 		}
 	}
 }
