@@ -36,9 +36,10 @@ const (
 	invBounds    = "the job bounds hold across restarts"
 	invStop      = "components stop on SIGTERM and stay up"
 	invLeaks     = "nothing leaked on the node"
+	invInit      = "no tenant ends its sandbox's supervision"
 )
 
-var invariants = []string{invAnswer, invRetryable, invServed, invBytes, invCancel, invConverge, invBounds, invStop, invLeaks}
+var invariants = []string{invAnswer, invRetryable, invServed, invBytes, invCancel, invConverge, invBounds, invStop, invLeaks, invInit}
 
 // ledger is what the soak counts and what it found, shared by its
 // goroutines.

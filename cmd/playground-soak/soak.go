@@ -287,8 +287,10 @@ func (s *soak) tearDown(ctx context.Context, progress func(string, ...any)) {
 
 // countRestarts counts the sandboxes their agent started again because
 // their init had exited (its Warning events): the supervision died, and
-// every process of the sandbox with it. A good tenant's is a violation
-// (its jobs end); a hostile one's is reported.
+// every process of the sandbox with it. Every one is a violation: a
+// good tenant's jobs end, and a hostile tenant must not reach the
+// supervision of its own sandbox either (its PIDs and memory are bounded
+// below what init and the job holders keep).
 func (s *soak) countRestarts(ctx context.Context) {
 	var events eventsv1.EventList
 	if err := s.sys.c.List(ctx, &events, client.InNamespace(namespace)); err != nil {
@@ -306,9 +308,7 @@ func (s *soak) countRestarts(ctx context.Context) {
 		s.led.mu.Lock()
 		s.led.restarts[e.Regarding.Name] += n
 		s.led.mu.Unlock()
-		if strings.HasPrefix(e.Regarding.Name, "good-") {
-			s.led.violate(invAnswer, "sandbox %s: %s", e.Regarding.Name, e.Note)
-		}
+		s.led.violate(invInit, "sandbox %s: %s", e.Regarding.Name, e.Note)
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,6 +88,9 @@ func RunVMInit() error {
 		if err := unix.Mount(m.src, m.dst, m.fs, unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
 			return fmt.Errorf("mounting %s: %w", m.dst, err)
 		}
+	}
+	if err := limitTenantPIDs(); err != nil {
+		return err
 	}
 	if err := loadModules(VMModulesDir); err != nil {
 		return err
@@ -170,6 +174,34 @@ func RunVMInit() error {
 	}
 	lg.Printf("root mounted, starting init")
 	return unix.Exec(Binary, []string{"playground-sandbox", "init", "-vm-port", VMPortName}, OwnEnv())
+}
+
+// VMPIDsParam is the guest kernel's command-line parameter that carries
+// the sandbox's PIDs limit: playground.pids=N.
+const VMPIDsParam = "playground.pids"
+
+// limitTenantPIDs sets this process's RLIMIT_NPROC to the sandbox's PIDs
+// limit (VMPIDsParam). Every process inherits it; the kernel enforces it
+// on the tenant's user, whose tasks it counts, and not on root's: init,
+// the shepherds and the job holders are root, and a tenant that takes
+// every PID it may leaves them theirs.
+func limitTenantPIDs() error {
+	cmdline, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		return err
+	}
+	for _, f := range strings.Fields(string(cmdline)) {
+		v, ok := strings.CutPrefix(f, VMPIDsParam+"=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			return fmt.Errorf("%s=%q: want a positive number", VMPIDsParam, v)
+		}
+		return unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n})
+	}
+	return nil
 }
 
 // mountDisk mounts the sandbox's disk and binds its workspace and home

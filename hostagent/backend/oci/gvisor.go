@@ -324,8 +324,9 @@ func (r *runc) signal(ctx context.Context, id, sig string) error {
 	return err
 }
 
-// gvisorSpec adapts the runc bundle of a sandbox for runsc.
-func gvisorSpec(spec *runtimeSpec) {
+// gvisorSpec adapts the runc bundle of a sandbox whose tenant may have
+// tenantPIDs tasks for runsc.
+func gvisorSpec(spec *runtimeSpec, tenantPIDs int64) {
 	// The sentry's /proc and /sys are its own, synthesised: they show
 	// none of the node's devices, disks, interrupts or kernel memory, so
 	// there is nothing of the node to mask in them.
@@ -334,14 +335,13 @@ func gvisorSpec(spec *runtimeSpec) {
 	// The node's pids cgroup counts the sentry's and the gofer's threads
 	// and systrap's stub processes, not the guest's processes: a limit
 	// sized for the guest kills the sentry at its start. The guest's
-	// processes are bounded by the sentry itself, with RLIMIT_NPROC (it
-	// counts the tasks of each user, the tenant's among them); the node's
-	// cgroup keeps a bound on the sandbox's host tasks, above what the
-	// guest's limit lets them reach.
+	// processes are bounded by the sentry itself, with the spec's
+	// RLIMIT_NPROC (it counts the tasks of each user, the tenant's among
+	// them), as runc's kernel does; the node's cgroup keeps a bound on
+	// the sandbox's host tasks, above what the guest's limit lets them
+	// reach.
 	if p := spec.Linux.Resources.Pids; p != nil {
-		n := uint64(p.Limit)
-		spec.Process.Rlimits = append(spec.Process.Rlimits, rlimit{Type: "RLIMIT_NPROC", Hard: n, Soft: n})
-		p.Limit = gvisorHostPIDs(p.Limit)
+		p.Limit = gvisorHostPIDs(tenantPIDs)
 	}
 }
 

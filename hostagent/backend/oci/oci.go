@@ -895,7 +895,7 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 	}
 	spec := b.buildSpec(sb, src)
 	if rt.gvisor {
-		gvisorSpec(spec)
+		gvisorSpec(spec, b.resources(sb.spec.Resources).PIDs)
 	}
 	if err := writeSpec(filepath.Join(sb.dir, "config.json"), spec); err != nil {
 		return err

@@ -34,6 +34,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -361,26 +362,63 @@ func TestReattachStoppedContainer(t *testing.T) {
 	}
 }
 
-// TestForksRefusedCount: a sandbox whose tenant takes every PID counts
-// the forks its limit refuses (ForksRefused, from its pids cgroup), which
-// the agent reads to tell a start that met the limit.
-func TestForksRefusedCount(t *testing.T) {
+// TestForkBombLeavesSupervision: a tenant that takes every PID it may
+// (a fork bomb that grabs each one freed) meets its own limit, the
+// RLIMIT_NPROC of its user, before the sandbox's pids cgroup, which init,
+// the shepherds and the job holders share: the cgroup refuses no fork,
+// init lives on (Go's runtime ends when the kernel refuses it a thread,
+// which once took init down about once in five such bombs), a new
+// command is refused as exhausted, and the job held before the bomb is
+// still listed and attached.
+func TestForkBombLeavesSupervision(t *testing.T) {
 	b, id := newSandbox(t, backend.Spec{ID: "pidlimit", Resources: backend.Resources{PIDs: 32}})
-	before, ok := b.ForksRefused(id)
-	if !ok || before != 0 {
-		t.Fatalf("a new sandbox: %d forks refused (known %v), want 0, known", before, ok)
+	ctx := context.Background()
+	init, err := b.initPID(id)
+	if err != nil {
+		t.Fatal(err)
 	}
+	conn, err := b.dial(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "exec sleep 3600", Shell: backend.ShellClean}, jobSpec("held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	// perl, not sh: a shell's failed fork ends it, and this must go on.
 	sh(t, b, id, `setsid perl -e 'while (1) { my $p = fork(); if (defined $p && $p == 0) { sleep 3600; exit } }' >/dev/null 2>&1 &`)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if n, ok := b.ForksRefused(id); ok && n > 0 {
-			return
+	// The bomb holds the tenant at its limit: the kernel counts a new
+	// command's shell against it when the shell's user is set, before
+	// that shell is counted, so a command starts when the bomb holds
+	// exactly the limit and is refused while one of the bomb's own forks
+	// is being refused. Both are right; nothing else is.
+	refusals := 0
+	for deadline := time.Now().Add(time.Minute); refusals < 3; time.Sleep(10 * time.Millisecond) {
+		_, err := b.Exec(ctx, id, backend.ExecRequest{Command: "true"}, nil)
+		switch {
+		case errors.Is(err, backend.ErrExhausted):
+			refusals++
+		case err != nil:
+			t.Fatalf("a command in a sandbox at its tenant's limit: %v, want it run or refused as exhausted", err)
+		case time.Now().After(deadline):
+			t.Fatal("no command was refused a minute into a fork bomb: the tenant has no limit")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the limit refused no fork within a minute of a fork bomb")
-		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	if n, ok := b.ForksRefused(id); !ok || n != 0 {
+		t.Errorf("the sandbox's pids cgroup refused %d forks (known %v): the tenant reached past its own limit into the supervision's", n, ok)
+	}
+	if now, err := b.initPID(id); err != nil || now != init {
+		t.Fatalf("init is %d (%v), was %d: it did not survive the bomb", now, err, init)
+	}
+	// Init answers the listing itself: nothing of the sandbox starts.
+	lc, err := b.JobControlConn(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := guestexec.ListJobs(ctx, lc)
+	if err != nil || len(recs) != 1 || recs[0].Spec.ID != "held" || recs[0].PID != held.PID {
+		t.Errorf("held jobs at the limit: %+v (%v), want the job held, PID %d", recs, err, held.PID)
 	}
 }
 
@@ -395,8 +433,11 @@ func TestCgroupLimits(t *testing.T) {
 	if got := cgroupValue(t, st.Pid, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(256<<20) {
 		t.Errorf("memory limit %s", got)
 	}
-	if got := cgroupValue(t, st.Pid, "pids", "pids.max", "pids.max"); got != "64" {
-		t.Errorf("pids limit %s", got)
+	if got, want := cgroupValue(t, st.Pid, "pids", "pids.max", "pids.max"), strconv.Itoa(int(hostPIDs(64))); got != want {
+		t.Errorf("pids limit %s, want %s (the tenant's 64 and the supervision's headroom)", got, want)
+	}
+	if got := sh(t, b, id, "awk '/^Max processes/ { print $3, $4 }' /proc/self/limits"); got != "64 64\n" {
+		t.Errorf("the tenant's process limit (soft, hard): %q, want 64 and 64", got)
 	}
 	if got := cgroupValue(t, st.Pid, "cpu", "cpu.cfs_quota_us", "cpu.max"); got != "50000" && got != "50000 100000" {
 		t.Errorf("cpu quota %s", got)

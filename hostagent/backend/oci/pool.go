@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 )
@@ -383,15 +384,39 @@ func (b *Backend) claimed(ctx context.Context, sb *sandbox, spec backend.Spec) (
 }
 
 // update sets a running container's limits: memory (and memory+swap when
-// swap is limited), CPU quota and PIDs.
+// swap is limited), CPU quota and PIDs: its pids cgroup's and its
+// tenant's RLIMIT_NPROC (hostPIDs), which every process of the container
+// holds and passes on; a pooled container runs no tenant process yet,
+// only init and its spare shepherds.
 func (r *runc) update(ctx context.Context, id string, res backend.Resources, swap bool) error {
-	args := []string{"update", "--memory", strconv.FormatInt(res.MemoryBytes, 10), "--pids-limit", strconv.FormatInt(res.PIDs, 10)}
+	args := []string{"update", "--memory", strconv.FormatInt(res.MemoryBytes, 10), "--pids-limit", strconv.FormatInt(hostPIDs(res.PIDs), 10)}
 	if swap {
 		args = append(args, "--memory-swap", strconv.FormatInt(res.MemoryBytes, 10))
 	}
 	if res.CPUMillis > 0 {
 		args = append(args, "--cpu-period", strconv.Itoa(cpuPeriod), "--cpu-quota", strconv.FormatInt(res.CPUMillis*cpuPeriod/1000, 10))
 	}
-	_, err := r.output(ctx, append(args, r.name(id))...)
-	return err
+	if _, err := r.output(ctx, append(args, r.name(id))...); err != nil {
+		return err
+	}
+	st, err := r.state(ctx, id)
+	if err != nil {
+		return err
+	}
+	lim := &unix.Rlimit{Cur: uint64(res.PIDs), Max: uint64(res.PIDs)}
+	// Init first: what it starts from now on inherits the new limit, and
+	// what it started before is in the list read after.
+	if err := unix.Prlimit(st.Pid, unix.RLIMIT_NPROC, lim, nil); err != nil {
+		return fmt.Errorf("setting the process limit of %s's init: %w", id, err)
+	}
+	pids, err := r.processes(id)
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		if err := unix.Prlimit(pid, unix.RLIMIT_NPROC, lim, nil); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("setting the process limit of %s's process %d: %w", id, pid, err)
+		}
+	}
+	return nil
 }

@@ -132,7 +132,7 @@ func TestWarmPoolClaimIsLikeAColdStart(t *testing.T) {
 		if got := cgroupValue(t, pid, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(256<<20) {
 			t.Errorf("%s: memory limit %s", sid, got)
 		}
-		if got := cgroupValue(t, pid, "pids", "pids.max", "pids.max"); got != "64" {
+		if got, want := cgroupValue(t, pid, "pids", "pids.max", "pids.max"), strconv.Itoa(int(hostPIDs(64))); got != want {
 			t.Errorf("%s: pids limit %s", sid, got)
 		}
 		if got := cgroupValue(t, pid, "cpu", "cpu.cfs_quota_us", "cpu.max"); got != "50000" && got != "50000 100000" {

@@ -207,6 +207,28 @@ func (r *runc) oomCounter(id string) string {
 	return ""
 }
 
+// processes lists the processes in the container's pids cgroup (host
+// PIDs).
+func (r *runc) processes(id string) ([]int, error) {
+	events := r.pidsCounter(id)
+	if events == "" {
+		return nil, fmt.Errorf("no pids cgroup known for container %s", id)
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(events), "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s/cgroup.procs holds %q", filepath.Dir(events), f)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
+}
+
 // pidsCounter returns the file of the container's pids cgroup that counts
 // the forks its limit refused ("max N"), or "" when runc's state names
 // none (gVisor: the sentry's processes are not the host's).

@@ -206,7 +206,7 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 		// No device nodes beyond the defaults runc bind-mounts.
 		Devices: []deviceRule{{Allow: false, Access: "rwm"}},
 		Memory:  &memory{Limit: &res.MemoryBytes},
-		Pids:    &pids{Limit: res.PIDs},
+		Pids:    &pids{Limit: hostPIDs(res.PIDs)},
 	}
 	if b.swapLimit {
 		// memory+swap = memory: the sandbox does not swap.
@@ -239,6 +239,8 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 			Rlimits: []rlimit{
 				{Type: "RLIMIT_NOFILE", Hard: nofile, Soft: nofile},
 				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+				// The tenant's bound (hostPIDs).
+				{Type: "RLIMIT_NPROC", Hard: uint64(res.PIDs), Soft: uint64(res.PIDs)},
 			},
 			NoNewPrivileges: true,
 		},
@@ -403,6 +405,23 @@ func seccompArchitectures(goarch string) []string {
 // writeSpec writes config.json atomically.
 func writeSpec(path string, spec *runtimeSpec) error {
 	return writeJSON(path, spec, 0o600)
+}
+
+// supervisionPIDs is the headroom of a sandbox's pids cgroup above its
+// tenant's PIDs limit: room for init, its spare shepherds, the holders of
+// the tenant's jobs and their threads, which a tenant at its limit must
+// not be able to take. The tenant's limit is RLIMIT_NPROC, which the
+// kernel counts per user of the sandbox's user namespace: the tenant's
+// tasks, not the supervision's (container root's, bounded by the same
+// number on their own). Init and the holders are Go processes, whose
+// runtime ends when the kernel refuses it a thread; the headroom keeps
+// the kernel from refusing them what a tenant took.
+const supervisionPIDs = 256
+
+// hostPIDs is the pids cgroup limit of a runc sandbox whose tenant may
+// have tenantPIDs tasks.
+func hostPIDs(tenantPIDs int64) int64 {
+	return tenantPIDs + supervisionPIDs
 }
 
 func (b *Backend) resources(r backend.Resources) backend.Resources {

@@ -48,6 +48,7 @@ import (
 const (
 	DefaultVCPUs       = 1
 	DefaultMemoryBytes = 512 << 20
+	DefaultPIDs        = 1024
 	DefaultLayerBytes  = 1 << 30
 	DefaultLayerInodes = 65536
 	DefaultPileBytes   = 64 << 20
@@ -368,6 +369,9 @@ func validateSpec(spec backend.Spec) error {
 	if r.CPUMillis < 0 || r.MemoryBytes < 0 || r.PIDs < 0 || s.LayerBytes < 0 || s.LayerInodes < 0 || s.PileBytes < 0 || s.PileInodes < 0 {
 		return errors.New("vm: resources and storage must not be negative")
 	}
+	if r.PIDs > 0 && r.PIDs < 16 {
+		return fmt.Errorf("vm: pids limit %d is below 16", r.PIDs)
+	}
 	if r.MemoryBytes > 0 && r.MemoryBytes < 128<<20 {
 		return fmt.Errorf("vm: memory %s is below the 128Mi a VM's kernel and init need", backend.FormatBytes(r.MemoryBytes))
 	}
@@ -532,8 +536,15 @@ func (b *Backend) config(rec *record) Config {
 	if m := rec.Spec.Resources.MemoryBytes; m > 0 {
 		mem = m
 	}
+	pids := int64(DefaultPIDs)
+	if p := rec.Spec.Resources.PIDs; p > 0 {
+		pids = p
+	}
 	return Config{
-		QEMU: b.opts.QEMU, Kernel: b.opts.Kernel, Initrd: filepath.Join(dir, initrdFile), Root: b.opts.Root,
+		// The guest's init gives the tenant's processes this bound
+		// (guest.VMPIDsParam); its own and its shepherds' are root's.
+		KernelArgs: []string{guest.VMPIDsParam + "=" + strconv.FormatInt(pids, 10)},
+		QEMU:       b.opts.QEMU, Kernel: b.opts.Kernel, Initrd: filepath.Join(dir, initrdFile), Root: b.opts.Root,
 		Disks: []string{filepath.Join(dir, diskImage), filepath.Join(dir, "pile", pileImage)},
 		Dir:   dir, Accel: b.accel, VCPUs: vcpus, MemoryMiB: int(mem >> 20),
 		User: b.user(rec.Slot, b.accel == AccelKVM), LogBytes: b.opts.LogBytes,

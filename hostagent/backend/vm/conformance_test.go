@@ -52,8 +52,8 @@ func TestConformanceVM(t *testing.T) {
 		},
 		Leftovers: leftovers,
 		Known: map[string]string{
-			"limits":    "a VM is bounded by its vCPUs and memory as a whole: the guest kernel does not limit the tenant's processes within them (docs/isolation.md, vm)",
-			"faculties": "the vm backend does not install faculty builds yet and refuses a spec that has them",
+			"limits/memory": "a VM's memory bounds it as a whole: the guest kernel gives the tenant no limit of its own within it (docs/isolation.md, vm)",
+			"faculties":     "the vm backend does not install faculty builds yet and refuses a spec that has them",
 		},
 	})
 }
