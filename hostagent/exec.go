@@ -322,7 +322,7 @@ func (a *Agent) releaseUnstarted(attach jobs.Attacher, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.KillTimeout)
 	defer cancel()
 	if err := jobs.Release(ctx, attach, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		a.opts.Logger.Warn("A job whose start failed may still run in its sandbox; the next agent adopts it", "job", id, "err", err)
+		a.opts.Logger.Error(err, "A job whose start failed may still run in its sandbox; the next agent adopts it", "job", id)
 	}
 }
 
@@ -422,7 +422,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 			errs = append(errs, err) // the next Ensure tries again
 			continue
 		}
-		a.opts.Logger.Warn("Releasing a job the sandbox holds that this agent cannot adopt", "sandbox", spec.ID, "job", rec.Spec.ID, "err", err)
+		a.opts.Logger.Error(err, "Releasing a job the sandbox holds that this agent cannot adopt", "sandbox", spec.ID, "job", rec.Spec.ID)
 		if aerr := jobs.Release(ctx, attach, rec.Spec.ID); aerr != nil && !errors.Is(aerr, backend.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("releasing job %s of sandbox %s: %w", rec.Spec.ID, spec.ID, aerr))
 		}

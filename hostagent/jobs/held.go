@@ -536,7 +536,7 @@ func (m *Manager) heldTakenOver(j *job) {
 	j.held.disconnect()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.log.Warn("Another agent process took over a held job", "job", j.id, "tenant", j.tenant, "sandbox", j.sandbox)
+	m.log.Info("Another agent process took over a held job", "job", j.id, "tenant", j.tenant, "sandbox", j.sandbox)
 	if !j.state.Terminal() {
 		m.finishLocked(j, StateFailed, &Result{ExitCode: -1, Error: "another agent process took this job over; poll it there", Duration: m.clock.Now().Sub(j.startedAt)})
 	}
