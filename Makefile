@@ -57,7 +57,7 @@ dev: prereqs build envtest runsc vm-image ## Run the whole system locally on an 
 # -fuzztime duration ends (golang/go#75804, fixed in Go 1.27); a count sets
 # no deadline. FUZZTIME, when set (say 30s or 1000000x), overrides them all.
 FUZZ := ./mcpgateway/tools:FuzzToolArguments:20000x ./mcpgateway/tools:FuzzDecodeBase64:50000x \
-	./hostagent/jobs:FuzzParseCursor:100000x ./hostagent/jobs:FuzzPoll:60000x ./hostagent/guest:FuzzParseFrame:100000x \
+	./hostagent/jobs:FuzzParseCursor:100000x ./hostagent/jobs:FuzzPoll:60000x ./hostagent/guestapi:FuzzParseFrame:100000x \
 	./internal/manifest:FuzzDecode:5000x ./hostagent/agentapi:FuzzReadBinaryExec:8000x \
 	./hostagent/guest/mux:FuzzClientReadsGuestBytes:20000x
 FUZZTIME ?=

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // EtcFiles are the /etc files a backend generates for a sandbox, by name:
@@ -34,8 +35,8 @@ func EtcFiles(spec backend.Spec, resolv string) map[string]string {
 	host := Hostname(spec.ID)
 	return map[string]string{
 		"passwd": fmt.Sprintf("root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n%s:x:%d:%d:%s:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-			TenantUser, TenantUID, TenantGID, TenantUser, TenantHome),
-		"group":         fmt.Sprintf("root:x:0:\ntty:x:5:\n%s:x:%d:\nnogroup:x:65534:\n", TenantUser, TenantGID),
+			guestapi.TenantUser, guestapi.TenantUID, guestapi.TenantGID, guestapi.TenantUser, guestapi.TenantHome),
+		"group":         fmt.Sprintf("root:x:0:\ntty:x:5:\n%s:x:%d:\nnogroup:x:65534:\n", guestapi.TenantUser, guestapi.TenantGID),
 		"hosts":         "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + host + "\n",
 		"hostname":      host + "\n",
 		"resolv.conf":   resolv,
@@ -44,42 +45,30 @@ func EtcFiles(spec backend.Spec, resolv string) map[string]string {
 	}
 }
 
-// EtcDir holds a VM's generated /etc files: the root image's /etc has a
-// symlink to each (hack/vm-image.sh), so that the agent replaces them in a
-// running VM (an Etc request) as it does on a container's host directory.
-// It is in init's own tmpfs, the guest root's, readable by all.
-const EtcDir = Dir + "/etc"
-
-// EtcNames are the files EtcFiles makes, in EtcDir in a VM.
-var EtcNames = []string{"passwd", "group", "hosts", "hostname", "resolv.conf", "nsswitch.conf", "profile"}
-
 // WriteEtc replaces files of EtcDir, each atomically (a login shell reads
 // the old profile or the new, never half of one). It refuses any name
 // EtcFiles does not make, and a sandbox without EtcDir (a container).
 func WriteEtc(files map[string]string) error {
-	if _, err := os.Stat(EtcDir); err != nil {
-		return fmt.Errorf("this sandbox has no %s: its /etc is the agent's to write on the host", EtcDir)
+	if _, err := os.Stat(guestapi.EtcDir); err != nil {
+		return fmt.Errorf("this sandbox has no %s: its /etc is the agent's to write on the host", guestapi.EtcDir)
 	}
 	for name, content := range files {
-		if !slices.Contains(EtcNames, name) {
+		if !slices.Contains(guestapi.EtcNames, name) {
 			return fmt.Errorf("/etc/%s is not a file the agent generates", name)
 		}
-		tmp := filepath.Join(EtcDir, "."+name+".new")
+		tmp := filepath.Join(guestapi.EtcDir, "."+name+".new")
 		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
 			return err
 		}
 		if err := os.Chmod(tmp, 0o644); err != nil { // past the umask
 			return err
 		}
-		if err := os.Rename(tmp, filepath.Join(EtcDir, name)); err != nil {
+		if err := os.Rename(tmp, filepath.Join(guestapi.EtcDir, name)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-// NoNetworkResolv is resolv.conf in a sandbox without network.
-const NoNetworkResolv = "# No network: this sandbox has only a loopback interface.\n"
 
 // Hostname is the hostname of sandbox id: the ID, cut to the 63 bytes a
 // hostname may have.

@@ -33,6 +33,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
 )
@@ -153,14 +154,14 @@ func (o *Options) defaults() error {
 	if o.GuestAdmin == "" {
 		o.GuestAdmin = "lima"
 	}
-	if !userName.MatchString(o.GuestAdmin) || o.GuestAdmin == guest.TenantUser {
+	if !userName.MatchString(o.GuestAdmin) || o.GuestAdmin == guestapi.TenantUser {
 		return fmt.Errorf("lima: guest admin %q is not a user name other than the tenant's", o.GuestAdmin)
 	}
 	if o.GuestAdminUID == 0 {
 		o.GuestAdminUID = 1500
 	}
-	if o.GuestAdminUID < 1000 || o.GuestAdminUID == guest.TenantUID {
-		return fmt.Errorf("lima: guest admin uid %d must be 1000 or more and not the tenant's (%d)", o.GuestAdminUID, guest.TenantUID)
+	if o.GuestAdminUID < 1000 || o.GuestAdminUID == guestapi.TenantUID {
+		return fmt.Errorf("lima: guest admin uid %d must be 1000 or more and not the tenant's (%d)", o.GuestAdminUID, guestapi.TenantUID)
 	}
 	if o.PileFiles == nil {
 		o.PileFiles = []string{"self.pile"}

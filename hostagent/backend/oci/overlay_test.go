@@ -31,6 +31,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // lockPy holds or probes an fcntl lock: "posix" or "ofd", "hold" a read
@@ -125,8 +126,8 @@ func testNoSharedInodes(t *testing.T, b *Backend, isolation string) {
 	}{
 		{"/usr/bin/env", "/usr/bin/env", true, false},
 		{"/etc/ld.so.cache", "/etc/ld.so.cache", true, false},
-		{guest.Binary, b.guestBin, false, false},
-		{guest.FacultiesDir + "/tools/tool", filepath.Join(tool, "tool"), true, false},
+		{guestapi.Binary, b.guestBin, false, false},
+		{guestapi.FacultiesDir + "/tools/tool", filepath.Join(tool, "tool"), true, false},
 		{"/dev/null", "/dev/null", false, true},
 		{"/dev/urandom", "/dev/urandom", true, true},
 	}
@@ -233,7 +234,7 @@ func TestOwnOverlaysAndDevices(t *testing.T) {
 	if left := volumeMounts(t, filepath.Join(b.sandboxDir(id), baseName)); len(left) > 0 {
 		t.Errorf("mounted on the node: %v", left)
 	}
-	if got := sh(t, b, id, "stat -f -c %T /usr /etc/ld.so.cache "+guest.Binary); got != "overlayfs\noverlayfs\noverlayfs\n" {
+	if got := sh(t, b, id, "stat -f -c %T /usr /etc/ld.so.cache "+guestapi.Binary); got != "overlayfs\noverlayfs\noverlayfs\n" {
 		t.Errorf("filesystem types of /usr, /etc/ld.so.cache and the guest binary: %q, want overlayfs", got)
 	}
 	if got := sh(t, b, id, "/usr/bin/env true && echo ran; touch /usr/x 2>/dev/null || echo read-only"); got != "ran\nread-only\n" {
