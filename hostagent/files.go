@@ -84,7 +84,7 @@ func (a *Agent) ReadFile(ctx context.Context, tenant, handleID, filePath, cwd st
 s=$(wc -c < "$f") || exit 1
 [ "$s" -le %d ] || { echo "$s" >&2; exit %d; }
 printf '%%s/%%s' "$(cd -- "$(dirname -- "$f")" 2>/dev/null && pwd -P)" "$(basename -- "$f")" >&2
-exec cat -- "$f"`, shellQuote(filePath), exitNoFile, exitNotRegular, a.opts.MaxFileBytes, exitTooLarge)
+exec cat -- "$f"`, backend.ShellQuote(filePath), exitNoFile, exitNotRegular, a.opts.MaxFileBytes, exitTooLarge)
 	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd})
 	if err != nil {
 		return FileContent{}, err
@@ -144,7 +144,7 @@ cat > "$t" || exit 1
 sync -- "$t" || exit 1
 mv -f -- "$t" "$f" || exit 1
 trap - EXIT
-printf '%%s/%%s' "$r" "$(basename -- "$f")"`, shellQuote(filePath), exitNoDir, exitIsDir, guestapi.PileDir, exitInPile)
+printf '%%s/%%s' "$r" "$(basename -- "$f")"`, backend.ShellQuote(filePath), exitNoDir, exitIsDir, guestapi.PileDir, exitInPile)
 	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd, Stdin: data})
 	if err != nil {
 		return FileInfo{}, err
@@ -186,9 +186,4 @@ func DetectMIME(name string, data []byte) string {
 		return t
 	}
 	return http.DetectContentType(data)
-}
-
-// shellQuote quotes s as one word for /bin/sh.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -32,7 +32,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -493,7 +493,7 @@ func (f *fakeBSD) Start(c Command) (Proc, error) {
 	}
 	dir, command := f.resolve(j, rest[4]), rest[len(rest)-1]
 	if rest[6] == "-l" {
-		command = ". " + guest.ShellQuote(filepath.Join(j.path, "etc", "profile")) + "\n" + command
+		command = ". " + backend.ShellQuote(filepath.Join(j.path, "etc", "profile")) + "\n" + command
 	}
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir, cmd.Env = dir, env

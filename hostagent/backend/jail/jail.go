@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
@@ -400,7 +399,7 @@ func (b *Backend) writeEtc(ctx context.Context, spec backend.Spec) error {
 		"master.passwd": "root:*:0:0::0:0:Charlie &:/root:/usr/sbin/nologin\n" +
 			fmt.Sprintf("%s:*:%d:%d::0:0:Playground sandbox:%s:%s\n", guestapi.TenantUser, u, g, guestapi.TenantHome, guestapi.Shell),
 		"group":   fmt.Sprintf("wheel:*:0:root\n%s:*:%d:\n", guestapi.TenantUser, g),
-		"profile": guest.LoginProfile(spec),
+		"profile": backend.LoginProfile(spec),
 		"hosts":   "127.0.0.1 localhost " + spec.ID + "\n::1 localhost\n",
 	}
 	for name, content := range files {

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -221,13 +220,13 @@ func (o *Options) provisionScript(spec backend.Spec, r resources, pileDisk strin
 	}
 	pileFiles := make([]string, len(o.PileFiles))
 	for i, f := range o.PileFiles {
-		pileFiles[i] = guest.ShellQuote(f)
+		pileFiles[i] = backend.ShellQuote(f)
 	}
 	return fmt.Sprintf(provisionTemplate,
-		guest.ShellQuote(spec.ID),
-		guest.ShellQuote(guestShare+"/"+guestBinaryName),
+		backend.ShellQuote(spec.ID),
+		backend.ShellQuote(guestShare+"/"+guestBinaryName),
 		guestapi.TenantUser, guestapi.TenantUID, guestapi.TenantGID, guestapi.TenantHome, guestapi.Workspace, guestapi.PileDir,
-		guest.ShellQuote("/mnt/lima-"+pileDisk),
+		backend.ShellQuote("/mnt/lima-"+pileDisk),
 		strings.Join(pileFiles, " "),
 		o.SpareShepherds,
 		unitName,

@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
@@ -448,7 +447,7 @@ func (b *Backend) writeProfile(spec backend.Spec) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("lima: %w", err)
 	}
-	if err := atomicfile.Write(p, []byte(guest.LoginProfile(spec)), 0o600); err != nil {
+	if err := atomicfile.Write(p, []byte(backend.LoginProfile(spec)), 0o600); err != nil {
 		return fmt.Errorf("lima: login profile: %w", err)
 	}
 	return nil
@@ -502,7 +501,7 @@ const profileScript = "cat > " + profileFile + ".tmp && chmod 0644 " + profileFi
 func (b *Backend) pushProfile(ctx context.Context, id string) error {
 	data, err := os.ReadFile(b.profilePath(id))
 	if errors.Is(err, os.ErrNotExist) {
-		data = []byte(guest.LoginProfile(backend.Spec{ID: id}))
+		data = []byte(backend.LoginProfile(backend.Spec{ID: id}))
 	} else if err != nil {
 		return fmt.Errorf("lima: %w", err)
 	}

@@ -33,7 +33,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -216,7 +215,7 @@ func (b *Backend) validateBuild(req backend.BuildRequest) error {
 func shellCommand(argv []string) string {
 	quoted := make([]string, len(argv))
 	for i, a := range argv {
-		quoted[i] = guest.ShellQuote(a)
+		quoted[i] = backend.ShellQuote(a)
 	}
 	return "exec " + strings.Join(quoted, " ")
 }

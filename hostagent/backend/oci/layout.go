@@ -33,7 +33,6 @@ import (
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 )
@@ -336,7 +335,7 @@ func (b *Backend) prepareEtc(sb *sandbox) error {
 			resolv = string(data)
 		}
 	}
-	files := guest.EtcFiles(sb.spec, resolv)
+	files := backend.EtcFiles(sb.spec, resolv)
 	for name, content := range files {
 		if err := writeIfChanged(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
 			return err

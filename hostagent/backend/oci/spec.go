@@ -28,7 +28,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -246,7 +245,7 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 			NoNewPrivileges: true,
 		},
 		Root:     root{Path: filepath.Join(dir, "rootfs"), Readonly: true},
-		Hostname: guest.Hostname(sb.spec.ID),
+		Hostname: backend.Hostname(sb.spec.ID),
 		Mounts:   mounts,
 		Linux: linuxCfg{
 			UIDMappings:   []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},

@@ -38,7 +38,6 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guest/mux"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
@@ -649,7 +648,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	}
 	uctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
-	if err := guestexec.WriteEtc(uctx, st, guest.EtcFiles(spec, guestapi.NoNetworkResolv)); err != nil {
+	if err := guestexec.WriteEtc(uctx, st, backend.EtcFiles(spec, guestapi.NoNetworkResolv)); err != nil {
 		return fmt.Errorf("vm: sandbox %s: updating its /etc: %w", spec.ID, err)
 	}
 	return nil
@@ -743,7 +742,7 @@ func (b *Backend) writeInitrd(rec *record, path string) error {
 	var buf bytes.Buffer
 	buf.Write(b.initrd)
 	cw := &cpioWriter{w: &buf}
-	files := guest.EtcFiles(rec.Spec, guestapi.NoNetworkResolv)
+	files := backend.EtcFiles(rec.Spec, guestapi.NoNetworkResolv)
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

@@ -36,7 +36,6 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -94,7 +93,7 @@ func (b *Backend) pileFromGuest(rec *record, name string) ([]byte, error) {
 		return nil, err
 	}
 	path := guestapi.PileDir + "/" + name
-	frames, err := guestexec.Encode(backend.ExecRequest{Command: "cat -- " + guest.ShellQuote(path), Shell: backend.ShellClean})
+	frames, err := guestexec.Encode(backend.ExecRequest{Command: "cat -- " + backend.ShellQuote(path), Shell: backend.ShellClean})
 	if err != nil {
 		st.Close()
 		return nil, err
