@@ -31,7 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/guestapi"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 // JobsDir, in RunDir, holds a socket and a record for each job the sandbox

@@ -29,7 +29,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 // Held is the manager's connection to a job that its sandbox holds

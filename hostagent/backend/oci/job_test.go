@@ -30,7 +30,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 func jobSpec(id string) guestapi.JobSpec {
