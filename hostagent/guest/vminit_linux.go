@@ -35,8 +35,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/playground-dev/playground/hostagent/guest/mux"
 	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/guestapi/mux"
 )
 
 // The vm backend boots its kernel with an initramfs that holds this binary
