@@ -26,7 +26,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -55,8 +55,8 @@ func (r *ExecRequest) validate(maxStdin int) error {
 	if r.Command == "" {
 		return errorf(CodeInvalid, "command is empty: give the shell text to run")
 	}
-	if len(r.Command) > backend.MaxCommandBytes {
-		return errorf(CodeTooLarge, "%s", backend.CommandTooLong(len(r.Command)))
+	if len(r.Command) > guestapi.MaxCommandBytes {
+		return errorf(CodeTooLarge, "%s", guestapi.CommandTooLong(len(r.Command)))
 	}
 	if len(r.Stdin) > maxStdin {
 		return errorf(CodeTooLarge, "stdin is %d bytes (limit %d): write it to a file with write and redirect from it", len(r.Stdin), maxStdin)
@@ -255,7 +255,7 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
 	holder := caps.JobHolder
 	attach := attacher(holder, sandboxID)
-	start := func(js guest.JobSpec) (jobs.Held, error) {
+	start := func(js guestapi.JobSpec) (jobs.Held, error) {
 		// Not the caller's context: a caller that goes away mid-start
 		// must not leave a job running that nobody accounts for. The
 		// start is bounded by its own time instead, and a start that

@@ -28,7 +28,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 // Manager runs the jobs of one host agent (one backend). It is safe for

@@ -35,7 +35,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 
@@ -184,20 +184,20 @@ func TestAgentGoneKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.ProtocolVersion,
+	req, _ := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{Version: guestapi.ProtocolVersion,
 		Command: "setsid sh -c 'trap \"\" TERM; sleep 1000' </dev/null >/dev/null 2>&1 & echo $!; sleep 1000"})
-	req = guest.AppendFrame(req, guest.FrameStdinEnd, nil)
+	req = guestapi.AppendFrame(req, guestapi.FrameStdinEnd, nil)
 	if _, err := conn.Write(req); err != nil {
 		t.Fatal(err)
 	}
-	fr := guest.NewFrameReader(conn)
+	fr := guestapi.NewFrameReader(conn)
 	var pid string
 	for pid == "" {
 		ft, payload, err := fr.ReadFrame()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ft == guest.FrameStdout {
+		if ft == guestapi.FrameStdout {
 			pid = strings.TrimSpace(string(payload))
 		}
 	}
@@ -224,7 +224,7 @@ func TestAgentGoneKills(t *testing.T) {
 // without O_APPEND.
 func TestPileFlag(t *testing.T) {
 	b, id := newSandbox(t, backend.Spec{ID: "pile"})
-	f := guest.PileDir + "/self.pile"
+	f := guestapi.PileDir + "/self.pile"
 	sh(t, b, id, "echo one >> "+f)
 	pwrite := "python3 -c 'import os; fd=os.open(\"" + f + "\", os.O_WRONLY); os.pwrite(fd, b\"Z\", 0)'"
 	if r := run(t, b, id, backend.ExecRequest{Command: pwrite, Shell: backend.ShellClean}); r.Status.Code == 0 {
@@ -264,7 +264,7 @@ func TestIsolation(t *testing.T) {
 		"ps":                          "ps -eo user=,comm= | tr -s ' ' | sort -u | tr '\\n' ';'",
 		"net":                         "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
 		"unshare":                     "unshare -Ur true 2>&1 && echo allowed || echo refused",
-		"socket dir":                  "ls " + guest.RunDir + " 2>&1 || echo refused",
+		"socket dir":                  "ls " + guestapi.RunDir + " 2>&1 || echo refused",
 		"kill init":                   "kill -9 1 2>&1 && echo allowed || echo refused",
 		"read init environ":           "cat /proc/1/environ 2>&1 >/dev/null && echo allowed || echo refused",
 		"write outside writable dirs": "touch /usr/x /etc/x /x 2>&1; echo done",
@@ -714,7 +714,7 @@ func TestAliveWhileReattached(t *testing.T) {
 // here a file in /dev/shm), so that no process looks big. The OOM killer
 // must take the tenant's processes before the sandbox's init or a shepherd
 // (which would end the proof of cleanup of every running command): tenant
-// commands start with an OOM score guest.TenantOOMScoreBoost above theirs.
+// commands start with an OOM score guestapi.TenantOOMScoreBoost above theirs.
 // Without it the filler's shepherd died in every run.
 func TestOOMSparesTheSupervision(t *testing.T) {
 	b, id := newSandbox(t, backend.Spec{ID: "oom", Resources: backend.Resources{MemoryBytes: 48 << 20}})
@@ -737,7 +737,7 @@ func TestOOMSparesTheSupervision(t *testing.T) {
 	if initScore >= 1000 {
 		t.Skipf("init runs at the highest OOM score (%d): nothing can rank below it", initScore)
 	}
-	want := fmt.Sprintf("%d\n", min(initScore+guest.TenantOOMScoreBoost, 1000))
+	want := fmt.Sprintf("%d\n", min(initScore+guestapi.TenantOOMScoreBoost, 1000))
 	if got := sh(t, b, id, "cat /proc/self/oom_score_adj"); got != want {
 		t.Fatalf("a tenant command's oom_score_adj is %q, want %q (init's is %d)", got, want, initScore)
 	}

@@ -36,7 +36,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Shared inodes. A file lock (flock(2), POSIX and OFD fcntl locks), an
@@ -624,5 +624,5 @@ func etcMounts(src sources) []mount {
 
 // guestMount binds the guest binary of src.
 func guestMount(src sources) mount {
-	return mount{Destination: guest.Binary, Type: "bind", Source: src.guest, Options: []string{"bind", "ro", "nosuid", "nodev"}}
+	return mount{Destination: guestapi.Binary, Type: "bind", Source: src.guest, Options: []string{"bind", "ro", "nosuid", "nodev"}}
 }
