@@ -19,7 +19,6 @@ limitations under the License.
 package oci
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -61,46 +60,10 @@ func leftovers(tb testing.TB, stateDir, id string) []string {
 	}
 	left = append(left, volumeMounts(tb, filepath.Join(stateDir, "sandboxes", id))...)
 	parent, _ := cgroupDefaults(Options{StateDir: stateDir})
-	for _, p := range cgroupCandidates(tb, filepath.Join(parent, containerID(id))) {
+	for _, p := range cgroupDirs(filepath.Join(parent, containerID(id))) {
 		if backend.FileExists(p) {
 			left = append(left, "cgroup "+p)
 		}
 	}
 	return left
-}
-
-// cgroupCandidates are where the cgroup rel (relative to the agent's own
-// cgroup, or absolute) would be, in every hierarchy this process is in.
-func cgroupCandidates(tb testing.TB, rel string) []string {
-	tb.Helper()
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var paths []string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		mnt := "/sys/fs/cgroup"
-		switch {
-		case parts[1] == "":
-			if backend.FileExists("/sys/fs/cgroup/unified") {
-				mnt = "/sys/fs/cgroup/unified"
-			}
-		default:
-			ctl := strings.TrimPrefix(strings.Split(parts[1], ",")[0], "name=")
-			if backend.FileExists(filepath.Join(mnt, parts[1])) {
-				ctl = strings.TrimPrefix(parts[1], "name=")
-			}
-			mnt = filepath.Join(mnt, ctl)
-		}
-		if filepath.IsAbs(rel) {
-			paths = append(paths, filepath.Join(mnt, rel))
-		} else {
-			paths = append(paths, filepath.Join(mnt, parts[2], rel))
-		}
-	}
-	return paths
 }

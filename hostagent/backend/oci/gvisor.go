@@ -239,21 +239,6 @@ func (r *runc) gvisorIntoUnified(bundle string) (int, error) {
 	return fd, nil
 }
 
-// removeUnifiedCgroup removes, of a deleted gVisor sandbox's cgroups, the
-// one in the hybrid host's unified hierarchy that gvisorIntoUnified made:
-// runsc removes only its own.
-func (r *runc) removeUnifiedCgroup(paths []string) {
-	unified := hybridUnified()
-	if !r.gvisor || unified == "" {
-		return
-	}
-	for _, p := range paths {
-		if strings.HasPrefix(p, unified+"/") {
-			_ = os.Remove(p)
-		}
-	}
-}
-
 // gvisorCgroupPaths are the sandbox's cgroup directories, one per v1
 // controller (and, on a hybrid host, its unified one) or the v2 one.
 func (r *runc) gvisorCgroupPaths(id string) []string {

@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -690,18 +691,95 @@ func (b *Backend) removeContainer(ctx context.Context, id string) error {
 	cid := containerID(id)
 	rt := b.runtimeOf(id)
 	if !rt.exists(cid) {
-		return nil
+		// A delete that failed may have left its cgroups behind.
+		return b.sweepCgroups(ctx, id, nil)
 	}
 	cgroups := rt.cgroupPaths(cid)
 	finish := b.endLifeline(id)
 	err := rt.delete(ctx, cid, true)
 	finish(err)
+	// runc removes its state even when it gave up removing a cgroup still
+	// busy with its last processes' exit (a loaded node): nothing would
+	// name that cgroup again. What is left goes now, whether or not the
+	// delete said so.
+	swept := b.sweepCgroups(ctx, id, cgroups)
 	if err != nil {
 		return err
 	}
-	rt.removeUnifiedCgroup(cgroups)
+	if swept != nil {
+		return swept
+	}
 	b.removeCgroupParents(cgroups)
 	return nil
+}
+
+// cgroupSweepTimeout bounds the wait for a deleted container's cgroup to
+// empty: its processes are dead, and the kernel releases them shortly.
+const cgroupSweepTimeout = 10 * time.Second
+
+// sweepCgroups removes sandbox id's cgroup directories that are left
+// after its container was deleted: those runc named (paths; for gVisor
+// also the one in a hybrid host's unified hierarchy that
+// gvisorIntoUnified made and runsc does not remove) and those the
+// sandbox's cgroup path names in every hierarchy of this process (a
+// container whose state is gone). A directory still busy is tried again
+// until it empties or the sweep times out.
+func (b *Backend) sweepCgroups(ctx context.Context, id string, paths []string) error {
+	dirs := append(slices.Clone(paths), cgroupDirs(filepath.Join(b.cgroupParent, containerID(id)))...)
+	ctx, cancel := context.WithTimeout(ctx, cgroupSweepTimeout)
+	defer cancel()
+	for _, d := range dirs {
+		for {
+			err := os.Remove(d)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if !errors.Is(err, unix.EBUSY) {
+				return fmt.Errorf("removing the cgroup %s of sandbox %s: %w", d, id, err)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("removing the cgroup %s of sandbox %s: still busy after %s: %w", d, id, cgroupSweepTimeout, err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// cgroupDirs are where the cgroup rel (relative to the agent's own
+// cgroup, or absolute) would be, in every hierarchy this process is in.
+func cgroupDirs(rel string) []string {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		mnt := "/sys/fs/cgroup"
+		switch {
+		case parts[1] == "":
+			if backend.FileExists("/sys/fs/cgroup/unified") {
+				mnt = "/sys/fs/cgroup/unified"
+			}
+		default:
+			ctl := strings.TrimPrefix(strings.Split(parts[1], ",")[0], "name=")
+			if backend.FileExists(filepath.Join(mnt, parts[1])) {
+				ctl = strings.TrimPrefix(parts[1], "name=")
+			}
+			mnt = filepath.Join(mnt, ctl)
+		}
+		if filepath.IsAbs(rel) {
+			paths = append(paths, filepath.Join(mnt, rel))
+		} else {
+			paths = append(paths, filepath.Join(mnt, parts[2], rel))
+		}
+	}
+	return paths
 }
 
 // removeNetwork removes a stopped sandbox's egress network, if it has one.

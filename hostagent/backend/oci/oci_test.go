@@ -452,6 +452,36 @@ func TestForkBombLeavesSupervision(t *testing.T) {
 	}
 }
 
+// TestLeftCgroupsAreSwept: runc removes a container's state even when it
+// gives up removing its cgroups (still busy with its processes' exit on a
+// loaded node), and nothing named them again: a soak found two sandboxes'
+// cgroups left in every hierarchy. Removing a container now sweeps what
+// is left of its cgroups, even once its state is gone.
+func TestLeftCgroupsAreSwept(t *testing.T) {
+	b, id := newSandbox(t, backend.Spec{ID: "swept"})
+	ctx := context.Background()
+	if err := b.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	// What runc's give-up leaves: the directories, empty, in every
+	// hierarchy, and no container.
+	dirs := cgroupDirs(filepath.Join(b.cgroupParent, containerID(id)))
+	if len(dirs) == 0 {
+		t.Fatal("no cgroup hierarchy found for this process")
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Destroy(ctx, id, false); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(t, b.opts.StateDir, id); len(left) > 0 {
+		t.Fatalf("after Destroy: %v", left)
+	}
+}
+
 // TestCgroupLimits: Resources become the container's cgroup limits (the
 // conformance suite's limits group checks that they hold inside).
 func TestCgroupLimits(t *testing.T) {
