@@ -215,7 +215,11 @@ func (c *goodClient) succeeded() {
 	now := time.Now()
 	gap := now.Sub(c.lastOK)
 	c.lastOK = now
-	c.s.led.succeeded(gap)
+	why := c.name + ", no failure before it"
+	if c.lastFailure != "" {
+		why = c.name + ", its last failure " + c.lastFailure
+	}
+	c.s.led.succeeded(gap, why)
 	if gap > c.s.opts.serveBound {
 		c.s.led.violate(invServed, "%s went unserved for %s (until %s)", c.name, gap.Round(time.Second), time.Since(c.s.led.start).Round(time.Second))
 	}

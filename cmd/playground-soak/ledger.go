@@ -64,6 +64,8 @@ type ledger struct {
 	cancelsProven int
 	unknownJobs   int                        // job_exec answers lost (the job may run, unknown)
 	longestGap    time.Duration              // the longest a good client went without a success
+	longestGapEnd time.Duration              // when it ended, from the start
+	longestGapWhy string                     // its client and the last failure it saw
 	stops         map[string][]time.Duration // SIGTERM to exit, by component
 	restarts      map[string]int             // sandboxes started again after their init exited
 	hostile       map[string]int             // what the hostile tenants did and saw
@@ -103,11 +105,13 @@ func (l *ledger) call(tool string) {
 }
 
 // succeeded counts a good client's call that succeeded, gap after its
-// previous success.
-func (l *ledger) succeeded(gap time.Duration) {
+// previous success; why names the client and the last failure it saw.
+func (l *ledger) succeeded(gap time.Duration, why string) {
 	l.mu.Lock()
 	l.ok++
-	l.longestGap = max(l.longestGap, gap)
+	if gap > l.longestGap {
+		l.longestGap, l.longestGapEnd, l.longestGapWhy = gap, time.Since(l.start), why
+	}
 	l.mu.Unlock()
 }
 

@@ -84,7 +84,7 @@ func (s *soak) report(total, faultTime time.Duration, faults int) report {
 		retryable += n
 	}
 	add("errors, retryable", "%d: %s", retryable, counts(l.retryable, nil))
-	add("the longest a good client went without a call served", "%s", l.longestGap.Round(100*time.Millisecond))
+	add("the longest a good client went without a call served", "%s (%s, until %s)", l.longestGap.Round(100*time.Millisecond), l.longestGapWhy, l.longestGapEnd.Round(time.Second))
 	add("errors, not retryable or wrong answers", "%d", l.violations[invRetryable]+l.violations[invAnswer])
 	add("job output checked byte for byte", "%d jobs, %d bytes", l.jobsChecked, l.bytesChecked)
 	add("cancels proven (killed, descendants gone from the host)", "%d", l.cancelsProven)
