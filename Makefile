@@ -123,6 +123,12 @@ tidy: ## Tidy go.mod and go.sum of the module and of hack/'s modules (control pl
 	cd hack/image && $(GO) mod tidy
 	cd hack/cluster && $(GO) mod tidy
 
+.PHONY: lint
+lint: ## Run golangci-lint (.golangci.yml, built by hack/golangci-lint.sh) over the tree, for Linux and for FreeBSD.
+	@lint="$$(hack/golangci-lint.sh)" && \
+	echo "lint: linux" && "$$lint" run ./... && \
+	echo "lint: freebsd" && GOOS=freebsd "$$lint" run ./...
+
 .PHONY: vet
 vet: ## Run go vet.
 	$(GO) vet ./...
