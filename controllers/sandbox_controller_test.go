@@ -136,7 +136,7 @@ func TestBindingSpreadsLoad(t *testing.T) {
 	for i, n := range nodes {
 		registerAgent(t, n, map[string]string{"zone": fmt.Sprintf("z%d-%s", i, suffix)}, time.Hour)
 	}
-	for i := 0; i < 9; i++ {
+	for i := range 9 {
 		newSandbox(t, ns, fmt.Sprintf("s%d", i), nil)
 	}
 	pinned := newSandbox(t, ns, "pinned", map[string]string{"zone": "z2-" + suffix})

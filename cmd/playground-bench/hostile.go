@@ -156,7 +156,7 @@ func hostileClients(arg string) {
 	b := &bench{env: &devenv.Env{Endpoint: endpoint}}
 	var sessions []*mcp.ClientSession
 	rep := clientReport{}
-	for i := 0; i < n; i++ {
+	for range n {
 		cs, err := b.connect(ctx, token)
 		if err != nil {
 			rep.Error = err.Error()

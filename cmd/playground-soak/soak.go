@@ -97,7 +97,7 @@ func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 		mode = fmt.Sprintf("short mode: %d faults of each of %d kinds", opts.perKind, len(opts.kinds))
 	}
 	fmt.Fprintf(out, "playground-soak: seed %d (replay with --seed %d), %s\n", opts.seed, opts.seed, mode)
-	var verbose io.Writer = io.Discard
+	verbose := io.Discard
 	if opts.verbose {
 		verbose = out
 	}

@@ -117,7 +117,7 @@ func TestStalledReader(t *testing.T) {
 	got := make(chan error, 1)
 	addr := serve(t, short(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		chunk := make([]byte, 1<<20)
-		for i := 0; i < 1024; i++ {
+		for range 1024 {
 			if _, err := w.Write(chunk); err != nil {
 				got <- err
 				return

@@ -371,7 +371,7 @@ func (s fakeStore) boot(name, host string) {
 	}
 	_ = os.WriteFile(filepath.Join(s.dir(name), fakeGuestPID), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 	_ = cmd.Process.Release()
-	for i := 0; i < 100; i++ {
+	for range 100 {
 		if fi, err := os.Stat(host); err == nil && fi.Mode().Type() == os.ModeSocket {
 			return
 		}

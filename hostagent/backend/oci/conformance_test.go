@@ -84,8 +84,8 @@ func cgroupCandidates(tb testing.TB, rel string) []string {
 			continue
 		}
 		mnt := "/sys/fs/cgroup"
-		switch {
-		case parts[1] == "":
+		switch parts[1] {
+		case "":
 			if backend.FileExists("/sys/fs/cgroup/unified") {
 				mnt = "/sys/fs/cgroup/unified"
 			}

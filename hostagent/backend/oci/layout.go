@@ -169,7 +169,7 @@ func (b *Backend) freeSlot(id string) (int, error) {
 	h.Write([]byte(id))
 	n := b.opts.IDMapSlots
 	start := int(h.Sum32() % uint32(n))
-	for i := 0; i < n; i++ {
+	for i := range n {
 		if s := (start + i) % n; b.slots[s] == "" || b.slots[s] == id {
 			return s, nil
 		}
