@@ -115,7 +115,7 @@ func (s *servingCert) run(ctx context.Context) error {
 			c, err := s.request(ctx)
 			if err != nil {
 				s.log.Error(err, "Renewing the agent API's serving certificate; serving the current one", "notAfter", cur.Leaf.NotAfter)
-				return false, nil
+				return false, nil //nolint:nilerr // retried with backoff
 			}
 			s.cert.Store(c)
 			s.log.Info("Renewed the agent API's serving certificate", "notAfter", c.Leaf.NotAfter)
