@@ -88,7 +88,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	if err != nil {
 		return nil, err
 	}
-	defer cp.Stop()
+	defer func() { _ = cp.Stop() }()
 	kubeconfig := filepath.Join(state, "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err

@@ -189,7 +189,7 @@ func (s *soak) probeOnce(ctx context.Context, tr http.RoundTripper, token string
 	if err := mcpclient.Call(ctx, cs, "open_session", map[string]any{}, &open); err != nil {
 		return err
 	}
-	defer mcpclient.Call(ctx, cs, "close_session", map[string]any{"handle": open.Handle}, nil)
+	defer func() { _ = mcpclient.Call(ctx, cs, "close_session", map[string]any{"handle": open.Handle}, nil) }()
 	var out tools.ExecOutput
 	if err := mcpclient.Call(ctx, cs, "exec", map[string]any{"handle": open.Handle, "command": "echo served"}, &out); err != nil {
 		return err

@@ -399,7 +399,7 @@ func (c *Cache) stage(ctx context.Context, fp string, req Request) (Build, strin
 	if err != nil {
 		return Build{}, "", err
 	}
-	defer removeAll(tmp)
+	defer func() { _ = removeAll(tmp) }()
 	if err := os.Chmod(tmp, 0o711); err != nil {
 		return Build{}, "", err
 	}

@@ -142,7 +142,7 @@ func fakeLimactl(args []string) (code int) {
 	}
 	rec, _ := json.Marshal(fakeCall{Args: args, Stdin: string(stdin), UID: os.Geteuid()})
 	if f, err := os.OpenFile(filepath.Join(home, fakeCallsFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-		f.Write(append(rec, '\n'))
+		_, _ = f.Write(append(rec, '\n'))
 		f.Close()
 	}
 	var rest []string
@@ -585,20 +585,20 @@ func serveFakeCommand(c net.Conn) {
 		return
 	}
 	if req.Dial != 0 {
-		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("fake guest: no loopback to dial")))
+		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("fake guest: no loopback to dial")))
 		return
 	}
 	if req.Version != guest.ProtocolVersion {
-		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version, guest.ProtocolVersion))))
+		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version, guest.ProtocolVersion))))
 		return
 	}
 	if req.Jobs {
 		// It holds no jobs: it lists none, and starts or attaches to none.
-		c.Write(guest.AppendFrame(nil, guest.FrameJobs, []byte("[]")))
+		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameJobs, []byte("[]")))
 		return
 	}
 	if req.Job != nil || req.Attach != "" {
-		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("fake guest: it holds no jobs")))
+		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("fake guest: it holds no jobs")))
 		return
 	}
 	var stdin []byte
@@ -616,7 +616,7 @@ func serveFakeCommand(c net.Conn) {
 	cmd.Dir = req.Cwd
 	if cmd.Dir != "" {
 		if _, err := os.Stat(cmd.Dir); err != nil {
-			c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("cwd "+req.Cwd+" does not exist")))
+			_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("cwd "+req.Cwd+" does not exist")))
 			return
 		}
 	}
@@ -624,7 +624,7 @@ func serveFakeCommand(c net.Conn) {
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
-		c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(err.Error())))
+		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(err.Error())))
 		return
 	}
 	started, _ := guest.AppendJSONFrame(nil, guest.FrameStarted, guest.Started{PID: cmd.Process.Pid})
@@ -648,5 +648,5 @@ func serveFakeCommand(c net.Conn) {
 		}
 	}
 	frames, _ = guest.AppendJSONFrame(frames, guest.FrameExit, exit)
-	c.Write(frames)
+	_, _ = c.Write(frames)
 }

@@ -718,7 +718,9 @@ func TestFakeContract(t *testing.T) {
 func TestTailBuffer(t *testing.T) {
 	b := tailBuffer{max: 8}
 	for _, s := range []string{"0123456789", "abcdefghij", "level=fatal"} {
-		b.Write([]byte(s))
+		if _, err := b.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := b.String(); got != "el=fatal" {
 		t.Fatalf("kept %q, want the last 8 bytes", got)

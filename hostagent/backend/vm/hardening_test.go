@@ -335,7 +335,7 @@ func TestConsoleLogIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.Stop(10 * time.Second)
+	defer func() { _ = v.Stop(10 * time.Second) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := v.Connect(ctx); err != nil {
