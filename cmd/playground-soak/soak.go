@@ -114,7 +114,6 @@ func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 	}
 	s.sys = sys
 	sys.stopped = s.led.stopped
-	failed := true
 	defer func() { s.cleanup(opts.keep, out) }()
 
 	rng := rand.New(rand.NewSource(opts.seed))
@@ -191,7 +190,7 @@ func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 	others.Wait()
 
 	s.tearDown(ctx, progress)
-	failed = s.failed()
+	failed := s.failed()
 	report := s.report(time.Since(started), faultTime, n)
 	fmt.Fprint(out, "\n"+report.text)
 	if !opts.short && opts.out != "" && ctx.Err() == nil {

@@ -146,7 +146,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 		// below ends whatever the kill could not prove gone.
 		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), guest.ProofTimeout+5*time.Second)
 		_ = proc.Kill(kctx)
-		st, werr = proc.Wait(kctx)
+		st, _ = proc.Wait(kctx)
 		kcancel()
 		st.Killed = true
 		if st.Code == 0 && st.Signal == "" {
