@@ -246,7 +246,7 @@ func call(ctx context.Context, cs *mcp.ClientSession, name string, args, out any
 
 // timeN runs fn n times after n/10 warm-up runs and returns the durations.
 func timeN(n int, fn func() error) ([]time.Duration, error) {
-	for i := 0; i < max(n/10, 3); i++ {
+	for range max(n/10, 3) {
 		if err := fn(); err != nil {
 			return nil, err
 		}

@@ -86,7 +86,7 @@ func main() {
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := io.Writer(io.Discard)
+	log := io.Discard
 	if opts.verbose {
 		log = os.Stderr
 	}

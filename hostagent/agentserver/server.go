@@ -494,7 +494,7 @@ func (p binaryPoll) write(w http.ResponseWriter) error {
 	_, _ = w.Write(append(head, '\n'))
 	for _, c := range p.Chunks {
 		if _, err := w.Write(c.Data); err != nil {
-			break // the client went away
+			return nil //nolint:nilerr // the client went away: nothing to answer
 		}
 	}
 	return nil

@@ -115,14 +115,14 @@ func (s *servingCert) run(ctx context.Context) error {
 			c, err := s.request(ctx)
 			if err != nil {
 				s.log.Error(err, "Renewing the agent API's serving certificate; serving the current one", "notAfter", cur.Leaf.NotAfter)
-				return false, nil //nolint:nilerr // retried with backoff
+				return false, nil
 			}
 			s.cert.Store(c)
 			s.log.Info("Renewed the agent API's serving certificate", "notAfter", c.Leaf.NotAfter)
 			return true, nil
 		})
 		if ctx.Err() != nil {
-			return nil
+			return nil //nolint:nilerr // stopping, not failing
 		}
 		if err != nil {
 			return err
