@@ -320,7 +320,7 @@ func TestBundleReadyOnEveryNode(t *testing.T) {
 func bundleStatusFields(fb *playgroundv1alpha1.FacultyBundle, manager string) string {
 	for _, m := range fb.ManagedFields {
 		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
-			return string(m.FieldsV1.Raw)
+			return m.FieldsV1.GetRawString()
 		}
 	}
 	return ""

@@ -432,7 +432,7 @@ func TestSettledStatusIsNotRewritten(t *testing.T) {
 func statusFields(s *playgroundv1alpha1.Sandbox, manager string) string {
 	for _, m := range s.ManagedFields {
 		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
-			return string(m.FieldsV1.Raw)
+			return m.FieldsV1.GetRawString()
 		}
 	}
 	return ""
