@@ -236,9 +236,9 @@ func (d *deployment) kustomize(t *testing.T) {
 	k.must("", "delete", "namespace", tenantNS, "--wait", "--timeout=2m")
 }
 
-func (d *deployment) helmRun(t *testing.T, args ...string) string {
+func (d *deployment) helmRun(t *testing.T, args ...string) {
 	t.Helper()
-	return run(t, root, []string{"KUBECONFIG=" + d.k.kubeconfig}, d.helmBin, args...)
+	run(t, root, []string{"KUBECONFIG=" + d.k.kubeconfig}, d.helmBin, args...)
 }
 
 // rolledOut waits for each workload's rollout to complete.

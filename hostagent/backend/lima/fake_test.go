@@ -556,18 +556,19 @@ func (s fakeStore) shell(rest []string) {
 // fakeGuest is "the VM": it serves the guest protocol on the socket that
 // Lima's port forward would make, with the host's /bin/sh standing in
 // for init's shepherds (no namespaces, no tenant user, no proof beyond
-// the process's own end).
-func fakeGuest() int {
+// the process's own end). It returns when it can serve no more: the guest
+// then exits 1.
+func fakeGuest() {
 	path := os.Getenv(fakeGuestSocket)
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake guest:", err)
-		return 1
+		return
 	}
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			return 1
+			return
 		}
 		go serveFakeCommand(c)
 	}

@@ -47,7 +47,8 @@ func TestMain(m *testing.M) {
 	case "limactl":
 		os.Exit(fakeLimactl(os.Args[1:]))
 	case fakeGuestArgv0:
-		os.Exit(fakeGuest())
+		fakeGuest()
+		os.Exit(1)
 	}
 	code := m.Run()
 	if fakeRoot != "" {
