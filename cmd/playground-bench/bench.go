@@ -329,7 +329,7 @@ func (b *bench) sustained(ctx context.Context) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer cs.Close()
+		defer cs.Close() //nolint:gocritic // deferInLoop: every session stays open until the measurement ends
 		sessions = append(sessions, cs)
 	}
 	rate := func(fn func(i int) error) (float64, error) {
@@ -700,7 +700,7 @@ func (b *bench) jobMemory(ctx context.Context) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer cs.Close()
+		defer cs.Close() //nolint:gocritic // deferInLoop: every session stays open until the measurement ends
 		var open tools.OpenSessionOutput
 		if err := call(ctx, cs, "open_session", map[string]any{}, &open); err != nil {
 			return nil, err

@@ -162,7 +162,7 @@ func hostileClients(arg string) {
 			rep.Error = err.Error()
 			break
 		}
-		defer cs.Close()
+		defer cs.Close() //nolint:gocritic // deferInLoop: every client stays connected until the report
 		sessions = append(sessions, cs)
 	}
 	want := bytes.Repeat([]byte{1}, 4<<20)

@@ -414,7 +414,7 @@ func profileBurst(ctx context.Context, cfg *rest.Config, pprof map[string]string
 	}
 	for name, addr := range pprof {
 		get[name] = func() ([]byte, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?"+query, nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?"+query, http.NoBody)
 			if err != nil {
 				return nil, err
 			}

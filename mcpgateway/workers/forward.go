@@ -254,7 +254,8 @@ func (f *Forwarder) reserve(tenant string) bool {
 func (f *Forwarder) release(tenant string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.inFlight[tenant]--; f.inFlight[tenant] <= 0 {
+	f.inFlight[tenant]--
+	if f.inFlight[tenant] <= 0 {
 		delete(f.inFlight, tenant)
 	}
 	inFlight.Dec()

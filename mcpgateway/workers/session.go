@@ -220,7 +220,7 @@ func binding(tenant, mappingUID string) []byte {
 
 // Seal returns the public session ID of s, bound to tenant and mappingUID.
 func (k *Keys) Seal(tenant, mappingUID string, s Session) (string, error) {
-	if len(s.Upstream) == 0 || len(s.Upstream) > maxUpstreamID || len(s.Endpoint) > maxEndpointKey {
+	if s.Upstream == "" || len(s.Upstream) > maxUpstreamID || len(s.Endpoint) > maxEndpointKey {
 		return "", fmt.Errorf("the worker's session ID is %d bytes, want 1 to %d", len(s.Upstream), maxUpstreamID)
 	}
 	for i := range len(s.Upstream) {

@@ -302,7 +302,7 @@ func (o *Options) setDefaults() error {
 		case "/etc", "/proc", "/dev", "/sys", "/run", "/tmp", "/home", guest.Workspace, guest.PileDir, guest.Dir:
 			return fmt.Errorf("oci: base directory %q would hide a sandbox mount", d)
 		}
-		if d == guest.FacultiesDir || strings.HasPrefix(guest.FacultiesDir, d+"/") || strings.HasPrefix(d, guest.FacultiesDir+"/") {
+		if d == guest.FacultiesDir || strings.HasPrefix(guest.FacultiesDir, d+"/") || strings.HasPrefix(d, guest.FacultiesDir+"/") { //nolint:gocritic // argOrder: the faculties under d, or d under them
 			// The faculties' mount point is made in the sandbox's root;
 			// a read-only base directory over it has none.
 			return fmt.Errorf("oci: base directory %q would hide the faculties at %s", d, guest.FacultiesDir)
