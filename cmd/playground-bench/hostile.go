@@ -214,7 +214,10 @@ func hostileClients(arg string) {
 	if len(errs) > 0 && rep.Error == "" {
 		rep.Error = fmt.Sprintf("%d of %d calls failed, the first: %v", len(errs), n, errs[0])
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(rep)
+	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+		fmt.Fprintln(os.Stderr, "--hostile-client:", err)
+		os.Exit(1)
+	}
 }
 
 // checkHostile checks that a served call returned all 4 MiB of each

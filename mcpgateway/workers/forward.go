@@ -502,7 +502,7 @@ func (f *Forwarder) copyBody(c *call, ctx context.Context, dest *Destination, re
 			if n >= 2 {
 				tail = [2]byte{buf[n-2], buf[n-1]}
 			} else {
-				tail = [2]byte{tail[1], buf[0]}
+				tail = [2]byte{tail[1], buf[0]} //nolint:gosec // G602: n is 1 here
 			}
 		}
 		if err == io.EOF {
@@ -554,7 +554,7 @@ func rpcError(id json.RawMessage, code int, msg string) []byte {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	b, _ := json.Marshal(struct {
+	b, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   struct {
@@ -565,5 +565,10 @@ func rpcError(id json.RawMessage, code int, msg string) []byte {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	}{code, msg}})
+	if err != nil {
+		// An id that is not JSON (the request's was parsed, so never):
+		// the error without it.
+		return rpcError(json.RawMessage("null"), code, msg)
+	}
 	return b
 }

@@ -96,7 +96,7 @@ func printClients(w io.Writer, namespace, tenant, endpoint, note, token string) 
 }
 
 func indentJSON(v any) string {
-	b, _ := json.MarshalIndent(v, "  ", "  ") // maps of strings always marshal
+	b, _ := json.MarshalIndent(v, "  ", "  ") //nolint:errchkjson // maps of strings always marshal
 	return "  " + string(b)
 }
 
