@@ -100,7 +100,7 @@ func TestHostileOutput(t *testing.T) {
 				return
 			}
 			out := structured(t, res)
-			if out["exit_code"] != 0.0 || out["timed_out"] != false || out["signal"] != nil {
+			if out["exit_code"] != 0.0 || out["timed_out"] != false || out["signal"] != nil { //nolint:revive // bool-literal-in-expr: a value of any, which may be absent
 				t.Errorf("the command did not exit normally: exit_code %v, signal %v, timed_out %v", out["exit_code"], out["signal"], out["timed_out"])
 			}
 			for _, s := range []string{"stdout", "stderr"} {

@@ -227,7 +227,7 @@ func checkHostile(r *mcp.CallToolResult, want []byte) error {
 	if !ok {
 		return fmt.Errorf("structured content is %T", r.StructuredContent)
 	}
-	if m["exit_code"] != 0.0 || m["timed_out"] != false {
+	if m["exit_code"] != 0.0 || m["timed_out"] != false { //nolint:revive // bool-literal-in-expr: a value of any, which may be absent
 		return fmt.Errorf("the command did not exit normally: %v", m["exit_code"])
 	}
 	for _, s := range []string{"stdout", "stderr"} {

@@ -258,6 +258,7 @@ type ExecRequest struct {
 // Stream identifies an output stream of a command.
 type Stream uint8
 
+// The streams of a command's output.
 const (
 	Stdout Stream = 1
 	Stderr Stream = 2
@@ -468,9 +469,9 @@ type WorkerSupervisor interface {
 	// WorkerStatus reports the sandbox's worker; ErrNotFound when it has
 	// none.
 	WorkerStatus(ctx context.Context, id string) (WorkerStatus, error)
-	// WorkerLog returns at most max bytes of the end of the worker's
+	// WorkerLog returns at most limit bytes of the end of the worker's
 	// output.
-	WorkerLog(ctx context.Context, id string, max int) ([]byte, error)
+	WorkerLog(ctx context.Context, id string, limit int) ([]byte, error)
 }
 
 // StorageReporter is the behaviour, in Capabilities.StorageReporter, of

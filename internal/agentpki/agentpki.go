@@ -47,7 +47,8 @@ const (
 	// CAConfigMapName is the ConfigMap, in the lease namespace, where the
 	// manager publishes the CA certificate (key CABundleKey) for the gateway.
 	CAConfigMapName = "playground-agent-ca"
-	CABundleKey     = "ca.crt"
+	// CABundleKey is the key of the CA certificate in that ConfigMap.
+	CABundleKey = "ca.crt"
 	// ComponentLabel marks the objects above as Playground's.
 	ComponentLabel = "playground.dev/component"
 	ComponentValue = "agent-ca"

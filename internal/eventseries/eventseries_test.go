@@ -49,7 +49,7 @@ func (s *sink) Create(_ context.Context, e *eventsv1.Event) (*eventsv1.Event, er
 	return e, nil
 }
 
-func (s *sink) Update(_ context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+func (s *sink) Update(_ context.Context, _ *eventsv1.Event) (*eventsv1.Event, error) {
 	return nil, apierrors.NewMethodNotSupported(eventsv1.Resource("events"), "update")
 }
 

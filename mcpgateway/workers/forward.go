@@ -347,7 +347,7 @@ func (f *Forwarder) forward(c *call, dest *Destination, body []byte) {
 		f.log.Info("A worker endpoint refused the connection; trying the next", "mapping", dest.Mapping, "endpoint", e.Key, "err", err)
 	}
 	if err != nil {
-		f.roundTripFailed(c, ctx, dest, err)
+		f.roundTripFailed(ctx, c, dest, err)
 		return
 	}
 	defer resp.Body.Close()
@@ -393,7 +393,7 @@ func (f *Forwarder) forward(c *call, dest *Destination, body []byte) {
 		}
 	}
 	c.w.WriteHeader(resp.StatusCode)
-	f.copyBody(c, ctx, dest, resp)
+	f.copyBody(ctx, c, dest, resp)
 }
 
 // upstreamRequest is the request to the worker at e: the body as it came,
@@ -432,7 +432,7 @@ func notSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-func (f *Forwarder) roundTripFailed(c *call, ctx context.Context, dest *Destination, err error) {
+func (f *Forwarder) roundTripFailed(ctx context.Context, c *call, dest *Destination, err error) {
 	var agentErr *agentapi.Error
 	var refused *destpolicy.Refusal
 	switch {
@@ -487,7 +487,7 @@ func (f *Forwarder) timedOut(c *call, dest *Destination, streaming bool) {
 
 // copyBody streams the worker's answer to the client, flushing what
 // arrives as it arrives.
-func (f *Forwarder) copyBody(c *call, ctx context.Context, dest *Destination, resp *http.Response) {
+func (f *Forwarder) copyBody(ctx context.Context, c *call, dest *Destination, resp *http.Response) {
 	rc := http.NewResponseController(c.w)
 	sse := isEventStream(resp.Header.Get("Content-Type"))
 	buf := make([]byte, 32<<10)

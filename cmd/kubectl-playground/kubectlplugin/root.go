@@ -234,7 +234,7 @@ func (x *cli) versionCommand() *cobra.Command {
 		Use:   "version",
 		Short: "Print the plugin's version",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(_ *cobra.Command, _ []string) error {
 			fmt.Fprintf(x.out, "kubectl-playground %s\n", x.env.Version)
 			return nil
 		},

@@ -291,12 +291,12 @@ func checkReachable(dir string) error {
 }
 
 // copyOut copies the regular files and directories below src into dst,
-// owned by the agent, modes 0755 or 0644 (executable or not), at most max
+// owned by the agent, modes 0755 or 0644 (executable or not), at most limit
 // bytes in all: a sparse file may claim more than its image holds. It
 // never follows a symbolic link: every entry is opened with O_NOFOLLOW
 // after an lstat, and src is not written while it runs (the build's
 // container is gone). Other entries are left behind.
-func copyOut(src, dst string, max int64) error {
+func copyOut(src, dst string, limit int64) error {
 	var total int64
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -327,8 +327,8 @@ func copyOut(src, dst string, max int64) error {
 		if !fi.Mode().IsRegular() {
 			return nil
 		}
-		if total += fi.Size(); total > max {
-			return fmt.Errorf("/out holds more than %d bytes (the builder's writable layer)", max)
+		if total += fi.Size(); total > limit {
+			return fmt.Errorf("/out holds more than %d bytes (the builder's writable layer)", limit)
 		}
 		mode := os.FileMode(0o644)
 		if fi.Mode().Perm()&0o111 != 0 {

@@ -631,7 +631,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 // Detach implements backend.Backend. The container keeps running so that
 // the tenant's background processes survive between sessions; its
 // resources stay bounded by its cgroup.
-func (b *Backend) Detach(ctx context.Context, id string) error {
+func (b *Backend) Detach(_ context.Context, id string) error {
 	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
@@ -735,7 +735,10 @@ func (b *Backend) StopAll(ctx context.Context) error {
 		// root, shared by every gVisor sandbox and left mounted by them;
 		// with none running, it goes too (runsc stacks one per
 		// concurrent creation: unmount until none is left).
-		for unix.Unmount(filepath.Join(b.gvisor.root, "null-netns"), unix.MNT_DETACH) == nil {
+		for {
+			if err := unix.Unmount(filepath.Join(b.gvisor.root, "null-netns"), unix.MNT_DETACH); err != nil {
+				break
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -387,7 +387,7 @@ func Attach(cfg Config) (*VM, error) {
 	return v, nil
 }
 
-// ErrNotRunning: no QEMU runs for the VM.
+// ErrNotRunning says that no QEMU runs for the VM.
 var ErrNotRunning = errors.New("vm: not running")
 
 // isQEMUOf says whether process pid is the QEMU of the VM in dir.
