@@ -215,8 +215,8 @@ func hostileClients(arg string) {
 		rep.Error = fmt.Sprintf("%d of %d calls failed, the first: %v", len(errs), n, errs[0])
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+		// The bench reads no report, and says so.
 		fmt.Fprintln(os.Stderr, "--hostile-client:", err)
-		os.Exit(1)
 	}
 }
 

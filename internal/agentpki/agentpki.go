@@ -49,7 +49,8 @@ const (
 	CAConfigMapName = "playground-agent-ca"
 	// CABundleKey is the key of the CA certificate in that ConfigMap.
 	CABundleKey = "ca.crt"
-	// ComponentLabel marks the objects above as Playground's.
+	// ComponentLabel, with the value ComponentValue, marks the objects
+	// above as Playground's.
 	ComponentLabel = "playground.dev/component"
 	ComponentValue = "agent-ca"
 

@@ -500,9 +500,9 @@ func (f *Forwarder) copyBody(ctx context.Context, c *call, dest *Destination, re
 			}
 			_ = rc.Flush()
 			if n >= 2 {
-				tail = [2]byte{buf[n-2], buf[n-1]}
+				tail = [2]byte{buf[n-2], buf[n-1]} //nolint:gosec // G602: 2 <= n <= len(buf)
 			} else {
-				tail = [2]byte{tail[1], buf[0]} //nolint:gosec // G602: n is 1 here
+				tail = [2]byte{tail[1], buf[0]}
 			}
 		}
 		if err == io.EOF {

@@ -153,7 +153,7 @@ func (b *Backend) WorkerStatus(_ context.Context, id string) (backend.WorkerStat
 
 // WorkerLog implements backend.WorkerSupervisor: the end of the worker's
 // output, across the rotated file and the current one.
-func (b *Backend) WorkerLog(ctx context.Context, id string, limit int) ([]byte, error) {
+func (b *Backend) WorkerLog(_ context.Context, id string, limit int) ([]byte, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}

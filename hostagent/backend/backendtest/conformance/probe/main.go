@@ -42,6 +42,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -134,7 +135,7 @@ func serve(port string) error {
 
 // connect tries a TCP connection to addr.
 func connect(addr string) string {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(context.Background(), "tcp", addr)
 	if err != nil {
 		return "refused: " + err.Error()
 	}
