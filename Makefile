@@ -57,9 +57,9 @@ dev: prereqs build envtest runsc vm-image ## Run the whole system locally on an 
 # -fuzztime duration ends (golang/go#75804, fixed in Go 1.27); a count sets
 # no deadline. FUZZTIME, when set (say 30s or 1000000x), overrides them all.
 FUZZ := ./mcpgateway/tools:FuzzToolArguments:20000x ./mcpgateway/tools:FuzzDecodeBase64:50000x \
-	./hostagent/jobs:FuzzParseCursor:100000x ./hostagent/jobs:FuzzPoll:60000x ./hostagent/guest:FuzzParseFrame:100000x \
+	./hostagent/jobs:FuzzParseCursor:100000x ./hostagent/jobs:FuzzPoll:60000x ./hostagent/guestapi:FuzzParseFrame:100000x \
 	./internal/manifest:FuzzDecode:5000x ./hostagent/agentapi:FuzzReadBinaryExec:8000x \
-	./hostagent/guest/mux:FuzzClientReadsGuestBytes:20000x
+	./hostagent/guestapi/mux:FuzzClientReadsGuestBytes:20000x
 FUZZTIME ?=
 
 .PHONY: test
@@ -196,7 +196,7 @@ vm-image: ## Build the vm backend's kernel, modules and root image from Debian's
 .PHONY: vm-test
 vm-test: ## Run the vm backend's own tests alone (TCG when KVM is unusable): boot, exec, conformance.
 	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
-	$(GO) test -count=1 -v ./hostagent/backend/vm/ ./hostagent/guest/mux/
+	$(GO) test -count=1 -v ./hostagent/backend/vm/ ./hostagent/guestapi/mux/
 
 # What the tests need built from sources is independent: the control plane,
 # helm, runsc and the VM image. On a cold machine they download and compile

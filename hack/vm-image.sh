@@ -119,8 +119,8 @@ if [ ! -s "$rootimg" ]; then
 	mode=unshare
 	[ "$(id -u)" -eq 0 ] && mode=root
 	log "making the Debian $DEBIAN_SUITE root (mmdebstrap minbase; later builds reuse $rootimg)"
-	# The guest's mount points and the tenant's user (guest.TenantUID,
-	# guest.TenantUser) are part of the image: the root is read-only.
+	# The guest's mount points and the tenant's user (guestapi.TenantUID,
+	# guestapi.TenantUser) are part of the image: the root is read-only.
 	mmdebstrap --mode="$mode" --variant=minbase --format=tar --architectures="$arch" \
 		--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
 		--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \

@@ -29,12 +29,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
@@ -82,8 +82,8 @@ type Options struct {
 	// first Ensure of this agent process.
 	AdoptTimeout time.Duration
 	// Logger receives the detail of internal failures that tenants see
-	// only as an error ID; nil drops it.
-	Logger *slog.Logger
+	// only as an error ID; the zero Logger drops it.
+	Logger logr.Logger
 }
 
 // Agent is the execution kernel of one node. It is safe for concurrent use.
@@ -160,8 +160,8 @@ func New(opts Options) (*Agent, error) {
 	if opts.Clock == nil {
 		opts.Clock = jobs.RealClock{}
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
 	}
 	setDefault(&opts.HandleTTL, DefaultHandleTTL)
 	setDefault(&opts.MaxHandlesPerTenant, DefaultMaxHandlesPerTenant)

@@ -31,7 +31,7 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // racyInit is a backend whose sandbox's init dies between the kernel's
@@ -137,12 +137,12 @@ func (otherGuest) JobConn(ctx context.Context, id string) (net.Conn, error) {
 	agent, sandbox := net.Pipe()
 	go func() {
 		defer sandbox.Close()
-		var req guest.StartRequest
-		fr := guest.NewFrameReader(bufio.NewReader(sandbox))
-		if t, payload, err := fr.ReadFrame(); err != nil || t != guest.FrameStart || json.Unmarshal(payload, &req) != nil {
+		var req guestapi.StartRequest
+		fr := guestapi.NewFrameReader(bufio.NewReader(sandbox))
+		if t, payload, err := fr.ReadFrame(); err != nil || t != guestapi.FrameStart || json.Unmarshal(payload, &req) != nil {
 			return
 		}
-		_, _ = sandbox.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version, guest.ProtocolVersion+1))))
+		_, _ = sandbox.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(guestapi.UnsupportedVersion(req.Version, guestapi.ProtocolVersion+1))))
 	}()
 	return agent, nil
 }
@@ -172,7 +172,7 @@ func TestGuestOfAnotherProtocolIsRefused(t *testing.T) {
 	ctx := context.Background()
 	spec := backend.Spec{ID: "sbx-other", Tenant: "ns/t"}
 	err = a.Ensure(ctx, spec)
-	want := guest.UnsupportedVersion(guest.ProtocolVersion, guest.ProtocolVersion+1)
+	want := guestapi.UnsupportedVersion(guestapi.ProtocolVersion, guestapi.ProtocolVersion+1)
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "sbx-other") {
 		t.Fatalf("ensuring a sandbox whose guest speaks another protocol: %v; want its refusal %q", err, want)
 	}

@@ -26,7 +26,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -55,8 +55,8 @@ func (r *ExecRequest) validate(maxStdin int) error {
 	if r.Command == "" {
 		return errorf(CodeInvalid, "command is empty: give the shell text to run")
 	}
-	if len(r.Command) > backend.MaxCommandBytes {
-		return errorf(CodeTooLarge, "%s", backend.CommandTooLong(len(r.Command)))
+	if len(r.Command) > guestapi.MaxCommandBytes {
+		return errorf(CodeTooLarge, "%s", guestapi.CommandTooLong(len(r.Command)))
 	}
 	if len(r.Stdin) > maxStdin {
 		return errorf(CodeTooLarge, "stdin is %d bytes (limit %d): write it to a file with write and redirect from it", len(r.Stdin), maxStdin)
@@ -255,7 +255,7 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
 	holder := caps.JobHolder
 	attach := attacher(holder, sandboxID)
-	start := func(js guest.JobSpec) (jobs.Held, error) {
+	start := func(js guestapi.JobSpec) (jobs.Held, error) {
 		// Not the caller's context: a caller that goes away mid-start
 		// must not leave a job running that nobody accounts for. The
 		// start is bounded by its own time instead, and a start that
@@ -322,7 +322,7 @@ func (a *Agent) releaseUnstarted(attach jobs.Attacher, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.KillTimeout)
 	defer cancel()
 	if err := jobs.Release(ctx, attach, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		a.opts.Logger.Warn("A job whose start failed may still run in its sandbox; the next agent adopts it", "job", id, "err", err)
+		a.opts.Logger.Error(err, "A job whose start failed may still run in its sandbox; the next agent adopts it", "job", id)
 	}
 }
 
@@ -422,7 +422,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 			errs = append(errs, err) // the next Ensure tries again
 			continue
 		}
-		a.opts.Logger.Warn("Releasing a job the sandbox holds that this agent cannot adopt", "sandbox", spec.ID, "job", rec.Spec.ID, "err", err)
+		a.opts.Logger.Error(err, "Releasing a job the sandbox holds that this agent cannot adopt", "sandbox", spec.ID, "job", rec.Spec.ID)
 		if aerr := jobs.Release(ctx, attach, rec.Spec.ID); aerr != nil && !errors.Is(aerr, backend.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("releasing job %s of sandbox %s: %w", rec.Spec.ID, spec.ID, aerr))
 		}

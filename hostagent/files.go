@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // File transfer runs inside the sandbox, in a clean shell as the tenant's
@@ -41,10 +42,6 @@ const (
 	exitIsDir      = 70
 	exitInPile     = 71
 )
-
-// pileDir is where every backend mounts the tenant's pile in the sandbox
-// (guest.PileDir).
-const pileDir = "/pile"
 
 // FileContent is a file read from a sandbox.
 type FileContent struct {
@@ -87,7 +84,7 @@ func (a *Agent) ReadFile(ctx context.Context, tenant, handleID, filePath, cwd st
 s=$(wc -c < "$f") || exit 1
 [ "$s" -le %d ] || { echo "$s" >&2; exit %d; }
 printf '%%s/%%s' "$(cd -- "$(dirname -- "$f")" 2>/dev/null && pwd -P)" "$(basename -- "$f")" >&2
-exec cat -- "$f"`, shellQuote(filePath), exitNoFile, exitNotRegular, a.opts.MaxFileBytes, exitTooLarge)
+exec cat -- "$f"`, backend.ShellQuote(filePath), exitNoFile, exitNotRegular, a.opts.MaxFileBytes, exitTooLarge)
 	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd})
 	if err != nil {
 		return FileContent{}, err
@@ -147,7 +144,7 @@ cat > "$t" || exit 1
 sync -- "$t" || exit 1
 mv -f -- "$t" "$f" || exit 1
 trap - EXIT
-printf '%%s/%%s' "$r" "$(basename -- "$f")"`, shellQuote(filePath), exitNoDir, exitIsDir, pileDir, exitInPile)
+printf '%%s/%%s' "$r" "$(basename -- "$f")"`, backend.ShellQuote(filePath), exitNoDir, exitIsDir, guestapi.PileDir, exitInPile)
 	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd, Stdin: data})
 	if err != nil {
 		return FileInfo{}, err
@@ -178,9 +175,9 @@ printf '%%s/%%s' "$r" "$(basename -- "$f")"`, shellQuote(filePath), exitNoDir, e
 // its directory the sandbox root's); under gVisor nothing reaches it.
 func (a *Agent) pileRefusal(tenant, handleID, filePath string) error {
 	if spec, _, err := a.resolve(tenant, handleID); err == nil && backend.IsolationOf(spec) == backend.IsolationGVisor {
-		return errorf(CodeInvalid, "%q is in the pile (%s), which is read-only under gVisor isolation: nothing in the sandbox can write or append to it, nor create a file there (docs/isolation.md); keep the file in the home directory or /workspace", filePath, pileDir)
+		return errorf(CodeInvalid, "%q is in the pile (%s), which is read-only under gVisor isolation: nothing in the sandbox can write or append to it, nor create a file there (docs/isolation.md); keep the file in the home directory or /workspace", filePath, guestapi.PileDir)
 	}
-	return errorf(CodeInvalid, "%q is in the pile (%s), which is append-only: write replaces whole files, which the pile refuses, and only the files already there can grow; append to one with exec (printf '...' >> %s/FILE), or keep the file in the home directory or /workspace", filePath, pileDir, pileDir)
+	return errorf(CodeInvalid, "%q is in the pile (%s), which is append-only: write replaces whole files, which the pile refuses, and only the files already there can grow; append to one with exec (printf '...' >> %s/FILE), or keep the file in the home directory or /workspace", filePath, guestapi.PileDir, guestapi.PileDir)
 }
 
 // DetectMIME names a file's media type from its extension, else its content.
@@ -189,9 +186,4 @@ func DetectMIME(name string, data []byte) string {
 		return t
 	}
 	return http.DetectContentType(data)
-}
-
-// shellQuote quotes s as one word for /bin/sh.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

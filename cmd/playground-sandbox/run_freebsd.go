@@ -20,12 +20,13 @@ package main
 
 import (
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // run: in a jail the guest binary is the reaper that each command runs
 // under (hostagent/backend/jail); init and the shepherds are Linux's.
 func run(mode string, args []string) int {
-	if mode == guest.ReapMode {
+	if mode == guestapi.ReapMode {
 		return guest.RunReaper(args)
 	}
 	usage()

@@ -22,6 +22,7 @@ import (
 	"os"
 
 	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 func run(mode string, args []string) int {
@@ -38,7 +39,7 @@ func run(mode string, args []string) int {
 		return 0
 	case "shepherd":
 		return guest.RunShepherd()
-	case guest.ConfineMode:
+	case guestapi.ConfineMode:
 		return guest.RunConfine(args)
 	case "vminit":
 		if err := guest.RunVMInit(); err != nil {

@@ -21,7 +21,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -30,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/agentserver"
@@ -74,7 +74,7 @@ func serveFake(t *testing.T, be backend.Backend, specs ...backend.Spec) (*agenta
 		}
 	}
 	log := new(logBuffer)
-	srv := agentserver.NewServer(agent, slog.New(slog.NewJSONHandler(log, nil)), gatewayToken)
+	srv := agentserver.NewServer(agent, funcr.NewJSON(func(obj string) { _, _ = log.Write([]byte(obj + "\n")) }, funcr.Options{}), gatewayToken)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,6 @@ package agentserver
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/httpserve"
 )
 
 // relayBytes is what a relayed request holds in the agent while it
@@ -99,7 +99,7 @@ func (s *Server) relay() http.Handler {
 		FlushInterval: -1, // streamed answers reach the caller as the worker writes them
 		// A worker that dies mid-answer is the worker's business: logged
 		// at debug level, not as the agent's error.
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorLog: httpserve.ErrorLog(s.log.V(1)),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the caller went away

@@ -30,7 +30,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/agentserver/agentservertest"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -82,7 +82,7 @@ func TestWorkerRelay(t *testing.T) {
 	}
 
 	if err := n.agent.SetWorker(ctx, "wk", &hostagent.WorkerSpec{
-		Argv: []string{guest.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guest.DefaultPath}, Port: 18090,
+		Argv: []string{guestapi.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guestapi.DefaultPath}, Port: 18090,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestWorkerRelay(t *testing.T) {
 
 	// Setting the same worker again keeps it, token and all.
 	if err := n.agent.SetWorker(ctx, "wk", &hostagent.WorkerSpec{
-		Argv: []string{guest.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guest.DefaultPath}, Port: 18090,
+		Argv: []string{guestapi.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guestapi.DefaultPath}, Port: 18090,
 	}); err != nil {
 		t.Fatal(err)
 	}

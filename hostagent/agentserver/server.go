@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -37,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -48,7 +48,7 @@ import (
 // Server serves the agent API of one Agent.
 type Server struct {
 	agent  *hostagent.Agent
-	log    *slog.Logger
+	log    logr.Logger
 	budget *budget.Limiter
 	limits httpserve.Limits
 	// identities authenticates callers by their Kubernetes identity (nil:
@@ -69,9 +69,9 @@ type IdentityAuth interface {
 // NewServer returns a server for agent that accepts the given shared
 // bearer tokens (several during a rotation) as a trusted gateway's. With
 // no token and no SetIdentities it refuses every call: closed by default.
-func NewServer(agent *hostagent.Agent, log *slog.Logger, tokens ...string) *Server {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func NewServer(agent *hostagent.Agent, log logr.Logger, tokens ...string) *Server {
+	if log.GetSink() == nil {
+		log = logr.Discard()
 	}
 	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
 	s := &Server{agent: agent, log: log, budget: lim, limits: DefaultHTTPLimits()}
@@ -239,7 +239,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) (*http.Request, 
 		if code == agentapi.CodeUnauth {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="playground-agent"`)
 		} else {
-			s.log.Error("Cannot authenticate a caller", "err", err)
+			s.log.Error(err, "Cannot authenticate a caller")
 		}
 		writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: err.Error()})
 		return nil, false
@@ -275,7 +275,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	msg := err.Error()
 	if code == agentapi.CodeInternal {
 		id := agentapi.NewErrorID()
-		s.log.Error("Agent API call failed", "errorID", id, "path", r.URL.Path, "err", err)
+		s.log.Error(err, "Agent API call failed", "errorID", id, "path", r.URL.Path)
 		msg = agentapi.InternalErrorMessage(id)
 	}
 	writeJSON(w, statusOf(code), agentapi.ErrorResponse{Code: code, Message: msg})
@@ -576,7 +576,7 @@ func (s *Server) write(r *http.Request) (any, error) {
 // make progress, but no deadline covers a whole response, since a long exec
 // or a long poll answers only when it ends.
 func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
-	srv := s.limits.Server(s.Handler(), slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
+	srv := s.limits.Server(s.Handler(), httpserve.ErrorLog(s.log))
 	srv.TLSConfig = tlsConfig
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)

@@ -25,7 +25,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -91,11 +91,11 @@ func TestProtocolVersion(t *testing.T) {
 // gateway checks before a call travels, are the kernel's, and every code
 // the kernel gives is one the protocol knows.
 func TestProtocolAgreesWithKernel(t *testing.T) {
-	if agentapi.MaxCommandBytes != backend.MaxCommandBytes || agentapi.MaxTimeout != hostagent.MaxTimeout ||
+	if agentapi.MaxCommandBytes != guestapi.MaxCommandBytes || agentapi.MaxTimeout != hostagent.MaxTimeout ||
 		agentapi.MaxPollWait != jobs.DefaultMaxPollWait || agentapi.MaxPollBytes != jobs.DefaultMaxPollBytes {
 		t.Fatal("the protocol's limits differ from the kernel's")
 	}
-	if agentapi.CommandTooLong(7) != backend.CommandTooLong(7) {
+	if agentapi.CommandTooLong(7) != guestapi.CommandTooLong(7) {
 		t.Fatal("the protocol and the kernel word a command too long differently")
 	}
 	for _, c := range []hostagent.Code{hostagent.CodeInvalid, hostagent.CodeNotFound, hostagent.CodeTooLarge, hostagent.CodeExhausted, hostagent.CodeUnavailable, hostagent.CodeInternal, hostagent.CodeUnauth} {

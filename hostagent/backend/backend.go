@@ -23,11 +23,12 @@ package backend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Capabilities is how a backend describes itself, in one place: what it
@@ -171,7 +172,7 @@ type Spec struct {
 // Faculty is one staged build of a FacultyBundle.
 type Faculty struct {
 	// Name is the FacultyBundle's name; the build is mounted read-only at
-	// guest.FacultiesDir/Name.
+	// guestapi.FacultiesDir/Name.
 	Name string
 	// Fingerprint is the build's content fingerprint, for labels and logs.
 	Fingerprint string
@@ -179,7 +180,7 @@ type Faculty struct {
 	// else; the backend never writes to it.
 	Dir string
 	// Binaries are the file names in Dir that go on the PATH (through
-	// guest.FacultiesBin). When two faculties of a sandbox name the same
+	// guestapi.FacultiesBin). When two faculties of a sandbox name the same
 	// binary, the one listed first wins.
 	Binaries []string
 }
@@ -231,20 +232,6 @@ type EgressRule struct {
 	Ports []int32 `json:",omitempty"`
 }
 
-// MaxCommandBytes bounds the text of one command, everywhere: the gateway,
-// the agent and the guest in the sandbox check it, so that a command too
-// long is refused once, clearly, before it travels. Every backend runs a
-// command as one argument of /bin/sh -c, and Linux refuses an argument of
-// more than MAX_ARG_STRLEN bytes (32 pages, 131072, with its terminating
-// NUL) with E2BIG; a longer limit would only move the failure into the
-// sandbox, with a worse message.
-const MaxCommandBytes = 128<<10 - 1
-
-// CommandTooLong is the one message for a command over MaxCommandBytes.
-func CommandTooLong(n int) string {
-	return fmt.Sprintf("command is %d bytes, over the %d-byte limit (the kernel's bound on one argument of /bin/sh -c): write the script to a file with write, then run it (sh /path/to/script)", n, MaxCommandBytes)
-}
-
 // ExecRequest is one command to run in a fresh /bin/sh.
 type ExecRequest struct {
 	Command string
@@ -255,24 +242,15 @@ type ExecRequest struct {
 	Stdin []byte
 }
 
-// Stream identifies an output stream of a command.
-type Stream uint8
+// Stream identifies an output stream of a command: the guest protocol's,
+// which names it in the pages of a held job's output.
+type Stream = guestapi.Stream
 
 // The streams of a command's output.
 const (
-	Stdout Stream = 1
-	Stderr Stream = 2
+	Stdout = guestapi.Stdout
+	Stderr = guestapi.Stderr
 )
-
-func (s Stream) String() string {
-	switch s {
-	case Stdout:
-		return "stdout"
-	case Stderr:
-		return "stderr"
-	}
-	return "unknown"
-}
 
 // Sink receives a command's output as it is produced, in order per stream.
 // Write must not retain p and must not block for long: a slow consumer
@@ -400,7 +378,7 @@ type Dialer interface {
 type JobHolder interface {
 	JobConn(ctx context.Context, id string) (net.Conn, error)
 	// JobControlConn opens a connection on which the sandbox's init itself
-	// lists and attaches jobs (guest.ControlSocketName): no process of the
+	// lists and attaches jobs (guestapi.ControlSocketName): no process of the
 	// sandbox starts for it, so a tenant that holds every PID or shepherd
 	// it has cannot keep its jobs from the agent.
 	JobControlConn(ctx context.Context, id string) (net.Conn, error)

@@ -26,6 +26,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Init answers the agent's job listings and attachments itself, on its
@@ -43,13 +45,13 @@ import (
 const maxControl = 16
 
 // isControl says whether a Start request is one init answers itself.
-func isControl(req StartRequest) bool {
+func isControl(req guestapi.StartRequest) bool {
 	return req.Jobs || req.Attach != ""
 }
 
 // serveControl accepts on init's control socket for as long as init runs.
 func (in *initProc) serveControl() {
-	path := filepath.Join(RunDir, ControlSocketName)
+	path := filepath.Join(guestapi.RunDir, guestapi.ControlSocketName)
 	tmp := path + ".tmp"
 	_ = os.Remove(tmp)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
@@ -87,12 +89,12 @@ func (in *initProc) serveControl() {
 			br := bufio.NewReader(c)
 			req, _, err := readControlRequest(br)
 			if err != nil {
-				_, _ = c.Write(AppendFrame(nil, FrameError, []byte(err.Error())))
+				_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(err.Error())))
 				return
 			}
 			_ = c.SetReadDeadline(time.Time{})
 			if !isControl(req) {
-				_, _ = c.Write(AppendFrame(nil, FrameError, []byte("the control socket answers job listings and attachments only")))
+				_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("the control socket answers job listings and attachments only")))
 				return
 			}
 			answerControl(c, br, c.CloseWrite, req)
@@ -103,20 +105,20 @@ func (in *initProc) serveControl() {
 // readControlRequest reads the Start frame that begins a connection, and
 // returns its payload as it came; a request of another protocol version
 // is refused here, as a shepherd refuses it.
-func readControlRequest(br *bufio.Reader) (StartRequest, []byte, error) {
-	var req StartRequest
-	t, p, err := NewFrameReader(br).ReadFrame()
+func readControlRequest(br *bufio.Reader) (guestapi.StartRequest, []byte, error) {
+	var req guestapi.StartRequest
+	t, p, err := guestapi.NewFrameReader(br).ReadFrame()
 	if err != nil {
 		return req, nil, fmt.Errorf("reading the request: %w", err)
 	}
-	if t != FrameStart {
+	if t != guestapi.FrameStart {
 		return req, nil, fmt.Errorf("protocol error: first frame is %v, not Start", t)
 	}
 	if err := json.Unmarshal(p, &req); err != nil {
 		return req, nil, fmt.Errorf("protocol error: Start: %w", err)
 	}
-	if req.Version != ProtocolVersion {
-		return req, nil, errors.New(UnsupportedVersion(req.Version, ProtocolVersion))
+	if req.Version != guestapi.ProtocolVersion {
+		return req, nil, errors.New(guestapi.UnsupportedVersion(req.Version, guestapi.ProtocolVersion))
 	}
 	return req, p, nil
 }
@@ -124,29 +126,29 @@ func readControlRequest(br *bufio.Reader) (StartRequest, []byte, error) {
 // answerControl answers a listing, or joins the agent (rw, with br holding
 // what it sent behind its request) to the holder of the job it attaches
 // to, both ways, until both are closed.
-func answerControl(rw io.ReadWriter, br *bufio.Reader, closeWrite func() error, req StartRequest) {
+func answerControl(rw io.ReadWriter, br *bufio.Reader, closeWrite func() error, req guestapi.StartRequest) {
 	if req.Jobs {
 		recs, err := ListJobs()
 		if err != nil {
-			_, _ = rw.Write(AppendFrame(nil, FrameError, []byte(err.Error())))
+			_, _ = rw.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(err.Error())))
 			return
 		}
-		if f, err := AppendJSONFrame(nil, FrameJobs, recs); err == nil {
+		if f, err := guestapi.AppendJSONFrame(nil, guestapi.FrameJobs, recs); err == nil {
 			_, _ = rw.Write(f)
 		}
 		return
 	}
 	if !validJobID(req.Attach) {
-		_, _ = rw.Write(AppendFrame(nil, FrameError, []byte(fmt.Sprintf("job ID %q is malformed", req.Attach))))
+		_, _ = rw.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(fmt.Sprintf("job ID %q is malformed", req.Attach))))
 		return
 	}
 	up, err := net.DialTimeout("unix", filepath.Join(JobsDir, req.Attach+".sock"), requestTimeout)
 	if err != nil {
-		_, _ = rw.Write(AppendFrame(nil, FrameError, []byte(fmt.Sprintf("no job %s in this sandbox: it ended and was released, or the sandbox restarted", req.Attach))))
+		_, _ = rw.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(fmt.Sprintf("no job %s in this sandbox: it ended and was released, or the sandbox restarted", req.Attach))))
 		return
 	}
 	defer up.Close()
-	if _, err := rw.Write(AppendFrame(nil, FrameStarted, []byte(`{"pid":0}`))); err != nil {
+	if _, err := rw.Write(guestapi.AppendFrame(nil, guestapi.FrameStarted, []byte(`{"pid":0}`))); err != nil {
 		return
 	}
 	done := make(chan struct{})

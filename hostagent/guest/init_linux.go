@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // File descriptors a shepherd inherits from init.
@@ -136,7 +138,7 @@ func (in *initProc) run() error {
 	// Signals are ours before the socket says we are ready: the agent
 	// sends WorkerSignal to a ready init, whose default action would kill it.
 	sigs := make(chan os.Signal, 64)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, WorkerSignal)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, guestapi.WorkerSignal)
 	if err := in.listen(); err != nil {
 		return err
 	}
@@ -184,7 +186,7 @@ func (in *initProc) run() error {
 				in.idle[-pid] = true
 			}
 		case s := <-sigs:
-			if s == WorkerSignal {
+			if s == guestapi.WorkerSignal {
 				in.sup.reload()
 				continue
 			}
@@ -203,7 +205,7 @@ func (in *initProc) run() error {
 // as readiness. The socket stays in blocking mode: the shepherds block in
 // accept(2) on it, and O_NONBLOCK would be shared with them.
 func (in *initProc) listen() error {
-	if err := os.Chmod(RunDir, 0o700); err != nil {
+	if err := os.Chmod(guestapi.RunDir, 0o700); err != nil {
 		return fmt.Errorf("run directory: %w", err)
 	}
 	// RunDir outlives init (it is the host's): the jobs an earlier init
@@ -211,7 +213,7 @@ func (in *initProc) listen() error {
 	if err := os.RemoveAll(JobsDir); err != nil {
 		return fmt.Errorf("run directory: %w", err)
 	}
-	path := filepath.Join(RunDir, SocketName)
+	path := filepath.Join(guestapi.RunDir, guestapi.SocketName)
 	tmp := path + ".tmp"
 	_ = os.Remove(tmp)
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -271,7 +273,7 @@ func (in *initProc) fail() {
 func (in *initProc) spawn() (int, error) {
 	p, err := os.StartProcess(in.self, []string{"playground-sandbox", "shepherd"}, &os.ProcAttr{
 		Dir:   "/",
-		Env:   OwnEnv(),
+		Env:   guestapi.OwnEnv(),
 		Files: []*os.File{in.devNull, in.opts.Log, in.opts.Log, in.listener, in.busyW, in.drainW},
 	})
 	if err != nil {

@@ -30,14 +30,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 // JobsDir, in RunDir, holds a socket and a record for each job the sandbox
 // holds: <id>.sock, on which the job's holder accepts the agent, and
 // <id>.json, its JobRecord. Root's, mode 0700, like RunDir.
-const JobsDir = RunDir + "/jobs"
+const JobsDir = guestapi.RunDir + "/jobs"
 
 // validJobID says whether id is 1 to 64 letters, digits, '-' or '_': a
 // file name in JobsDir, and nothing else. (Not a regexp: the package would
@@ -57,20 +57,20 @@ func validJobID(id string) bool {
 }
 
 // checkJobSpec refuses a job the holder would not bound.
-func checkJobSpec(j *JobSpec) error {
+func checkJobSpec(j *guestapi.JobSpec) error {
 	switch {
 	case !validJobID(j.ID):
 		return fmt.Errorf("job ID %q: want 1 to 64 letters, digits, '-' or '_'", j.ID)
-	case j.RingBytes < 1 || j.RingBytes > MaxJobRingBytes:
-		return fmt.Errorf("job ring of %d bytes: want 1 to %d", j.RingBytes, MaxJobRingBytes)
-	case j.RingChunks < 1 || j.RingChunks > MaxJobRingChunks:
-		return fmt.Errorf("job ring of %d chunks: want 1 to %d", j.RingChunks, MaxJobRingChunks)
+	case j.RingBytes < 1 || j.RingBytes > guestapi.MaxJobRingBytes:
+		return fmt.Errorf("job ring of %d bytes: want 1 to %d", j.RingBytes, guestapi.MaxJobRingBytes)
+	case j.RingChunks < 1 || j.RingChunks > guestapi.MaxJobRingChunks:
+		return fmt.Errorf("job ring of %d chunks: want 1 to %d", j.RingChunks, guestapi.MaxJobRingChunks)
 	case j.ChunkBytes < 1 || j.ChunkBytes > j.RingBytes:
 		return fmt.Errorf("job chunks of %d bytes: want 1 to the ring's %d", j.ChunkBytes, j.RingBytes)
 	case j.TTLSeconds < 1:
 		return fmt.Errorf("job TTL of %d s: want at least 1", j.TTLSeconds)
-	case len(j.Meta) > MaxJobMeta:
-		return fmt.Errorf("job record of %d bytes: want at most %d", len(j.Meta), MaxJobMeta)
+	case len(j.Meta) > guestapi.MaxJobMeta:
+		return fmt.Errorf("job record of %d bytes: want at most %d", len(j.Meta), guestapi.MaxJobMeta)
 	}
 	if _, err := os.Stat(filepath.Join(JobsDir, j.ID+".json")); err == nil {
 		return fmt.Errorf("job %s already exists in this sandbox", j.ID)
@@ -85,20 +85,20 @@ const holderGCPercent = 20
 
 // jobHold is what a shepherd keeps of the job it holds.
 type jobHold struct {
-	spec    JobSpec
-	record  JobRecord
+	spec    guestapi.JobSpec
+	record  guestapi.JobRecord
 	ring    outring.Ring
 	listen  int // the job's socket, for the agent's next connection
 	running bool
 
-	exit      *Exit
+	exit      *guestapi.Exit
 	proofLost string
 	ended     time.Time
 	lastPoll  time.Time
 
 	// poll is the agent's pending long poll, answered at pollDeadline at
 	// the latest.
-	poll         *PollRequest
+	poll         *guestapi.PollRequest
 	pollCursor   outring.Cursor
 	pollDeadline time.Time
 }
@@ -116,7 +116,7 @@ func (s *shepherd) holdJob(c *command) {
 	// the default GC would let the garbage of its growth double the
 	// process's heap again, all of it charged to the tenant.
 	debug.SetGCPercent(holderGCPercent)
-	buf := make([]byte, HeaderSize+OutputChunk)
+	buf := make([]byte, guestapi.HeaderSize+guestapi.OutputChunk)
 	var pfds []unix.PollFd
 	for {
 		now := time.Now()
@@ -199,7 +199,7 @@ func (s *shepherd) acceptAgent() {
 		return
 	}
 	if s.conn >= 0 {
-		s.send(AppendFrame(nil, FrameSuperseded, nil))
+		s.send(guestapi.AppendFrame(nil, guestapi.FrameSuperseded, nil))
 	}
 	s.dropAgent()
 	s.conn = fd
@@ -214,9 +214,9 @@ func (s *shepherd) pushEnd() {
 	h := s.job
 	var f []byte
 	if h.exit != nil {
-		f, _ = AppendJSONFrame(nil, FrameExit, *h.exit)
+		f, _ = guestapi.AppendJSONFrame(nil, guestapi.FrameExit, *h.exit)
 	} else {
-		f = AppendFrame(nil, FrameProofLost, []byte(h.proofLost))
+		f = guestapi.AppendFrame(nil, guestapi.FrameProofLost, []byte(h.proofLost))
 	}
 	s.send(f)
 	s.afterSend()
@@ -245,7 +245,7 @@ func (s *shepherd) readJobFrames(c *command) bool {
 	}
 	s.pending = append(s.pending, b[:n]...)
 	for len(s.pending) > 0 && s.conn >= 0 {
-		t, payload, used, err := ParseFrame(s.pending)
+		t, payload, used, err := guestapi.ParseFrame(s.pending)
 		if err != nil || (used == 0 && len(s.pending) > 64<<10) {
 			s.dropAgent()
 			return false
@@ -255,19 +255,19 @@ func (s *shepherd) readJobFrames(c *command) bool {
 		}
 		s.pending = s.pending[used:]
 		switch t {
-		case FramePoll:
-			var req PollRequest
+		case guestapi.FramePoll:
+			var req guestapi.PollRequest
 			if err := json.Unmarshal(payload, &req); err != nil || s.job.poll != nil {
 				// Malformed, or a second poll before the first's answer.
 				s.dropAgent()
 				return false
 			}
 			s.startPoll(&req)
-		case FrameKill:
+		case guestapi.FrameKill:
 			if s.job.running {
 				s.kill(c)
 			}
-		case FrameRelease:
+		case guestapi.FrameRelease:
 			return true
 		default:
 			s.dropAgent()
@@ -279,7 +279,7 @@ func (s *shepherd) readJobFrames(c *command) bool {
 
 // startPoll checks a poll's cursor and keeps it pending; holdJob answers
 // it as soon as there is something to say or its wait is over.
-func (s *shepherd) startPoll(req *PollRequest) {
+func (s *shepherd) startPoll(req *guestapi.PollRequest) {
 	h := s.job
 	h.lastPoll = time.Now()
 	cur, err := outring.ParseCursor(req.Cursor)
@@ -287,10 +287,10 @@ func (s *shepherd) startPoll(req *PollRequest) {
 		_, _, err = h.ring.Resolve(cur)
 	}
 	if err != nil {
-		s.sendFrames(AppendJSONFrame(nil, FramePage, Page{Error: cursorReason(err)}))
+		s.sendFrames(guestapi.AppendJSONFrame(nil, guestapi.FramePage, guestapi.Page{Error: cursorReason(err)}))
 		return
 	}
-	req.Max = min(max(req.Max, 1), MaxJobPage)
+	req.Max = min(max(req.Max, 1), guestapi.MaxJobPage)
 	h.poll, h.pollCursor = req, cur
 	h.pollDeadline = time.Now().Add(time.Duration(max(req.WaitMillis, 0)) * time.Millisecond)
 }
@@ -310,25 +310,25 @@ func (s *shepherd) sendPage(cur outring.Cursor, budget int) {
 	h.lastPoll = time.Now()
 	cur, gap, err := h.ring.Resolve(cur)
 	if err != nil {
-		s.sendFrames(AppendJSONFrame(nil, FramePage, Page{Error: cursorReason(err)}))
+		s.sendFrames(guestapi.AppendJSONFrame(nil, guestapi.FramePage, guestapi.Page{Error: cursorReason(err)}))
 		return
 	}
 	chunks, next := h.ring.Read(cur, budget)
-	page := Page{Next: next.String(), AtEnd: h.ring.AtEnd(next), Exit: h.exit, ProofLost: h.proofLost}
+	page := guestapi.Page{Next: next.String(), AtEnd: h.ring.AtEnd(next), Exit: h.exit, ProofLost: h.proofLost}
 	for _, ch := range chunks {
-		page.Chunks = append(page.Chunks, PageChunk{Stream: ch.Stream, Seq: ch.Seq, Offset: ch.Offset, Len: len(ch.Data)})
+		page.Chunks = append(page.Chunks, guestapi.PageChunk{Stream: ch.Stream, Seq: ch.Seq, Offset: ch.Offset, Len: len(ch.Data)})
 	}
 	if gap != nil {
-		page.Gap = &PageGap{FromSeq: gap.FromSeq, ToSeq: gap.ToSeq, Chunks: gap.Chunks, Bytes: gap.Bytes}
+		page.Gap = &guestapi.PageGap{FromSeq: gap.FromSeq, ToSeq: gap.ToSeq, Chunks: gap.Chunks, Bytes: gap.Bytes}
 	}
 	page.DroppedBytes, page.DroppedChunks = h.ring.Dropped()
-	f, err := AppendJSONFrame(nil, FramePage, page)
+	f, err := guestapi.AppendJSONFrame(nil, guestapi.FramePage, page)
 	for _, ch := range chunks {
-		t := FrameStdout
-		if ch.Stream == backend.Stderr {
-			t = FrameStderr
+		t := guestapi.FrameStdout
+		if ch.Stream == guestapi.Stderr {
+			t = guestapi.FrameStderr
 		}
-		f = AppendFrame(f, t, ch.Data)
+		f = guestapi.AppendFrame(f, t, ch.Data)
 	}
 	s.sendFrames(f, err)
 }
@@ -400,7 +400,7 @@ func (h *jobHold) timeout(now time.Time) int {
 
 // endJob records the job's end, as sendExit and proofLost report it, and
 // tells the agent.
-func (s *shepherd) endJob(e *Exit, proofLost string) {
+func (s *shepherd) endJob(e *guestapi.Exit, proofLost string) {
 	h := s.job
 	h.exit, h.proofLost, h.running, h.ended = e, proofLost, false, time.Now()
 	if e != nil {
@@ -412,7 +412,7 @@ func (s *shepherd) endJob(e *Exit, proofLost string) {
 }
 
 // openJob makes the job's socket and record, before its command starts.
-func openJob(spec JobSpec) (*jobHold, error) {
+func openJob(spec guestapi.JobSpec) (*jobHold, error) {
 	if err := os.MkdirAll(JobsDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -440,7 +440,7 @@ func openJob(spec JobSpec) (*jobHold, error) {
 
 // writeRecord writes the job's record, once its shell runs.
 func (h *jobHold) writeRecord(pid int) error {
-	h.record = JobRecord{Spec: h.spec, PID: pid, Started: time.Now().UTC()}
+	h.record = guestapi.JobRecord{Spec: h.spec, PID: pid, Started: time.Now().UTC()}
 	b, err := json.Marshal(h.record)
 	if err != nil {
 		return err
@@ -464,19 +464,19 @@ func (h *jobHold) remove() {
 }
 
 // ListJobs reads the records of the jobs the sandbox holds, by ID.
-func ListJobs() ([]JobRecord, error) {
+func ListJobs() ([]guestapi.JobRecord, error) {
 	names, err := filepath.Glob(filepath.Join(JobsDir, "*.json"))
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(names)
-	out := []JobRecord{}
+	out := []guestapi.JobRecord{}
 	for _, n := range names {
 		b, err := os.ReadFile(n)
 		if err != nil {
 			continue // removed meanwhile: the job was released
 		}
-		var r JobRecord
+		var r guestapi.JobRecord
 		if json.Unmarshal(b, &r) == nil && strings.TrimSuffix(filepath.Base(n), ".json") == r.Spec.ID {
 			out = append(out, r)
 		}
@@ -505,7 +505,7 @@ func (s *shepherd) listJobs() {
 		s.sendError(err.Error())
 		return
 	}
-	if f, err := AppendJSONFrame(nil, FrameJobs, recs); err == nil {
+	if f, err := guestapi.AppendJSONFrame(nil, guestapi.FrameJobs, recs); err == nil {
 		s.send(f)
 	}
 }

@@ -21,28 +21,16 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // The reaper is the FreeBSD guest's proof of cleanup (reaper_freebsd.go):
-// a jail's command runs under `playground-sandbox reap`, which the agent
-// ends with SIGTERM and whose exit status says whether every descendant
-// is gone. The constants are portable: the agent's side is built and
-// tested everywhere.
-const (
-	// ReapMode is the guest binary's subcommand.
-	ReapMode = "reap"
-	// ReapProvedExit is the reaper's exit status when, after SIGTERM, the
-	// kernel counted no descendant left (PROC_REAP_STATUS).
-	ReapProvedExit = 199
-	// ReapLostExit is its exit status when descendants outlived
-	// ProofTimeout of PROC_REAP_KILL, or the kernel refused to count or
-	// kill them: the proof is lost, and the reaper said why on stderr.
-	ReapLostExit = 198
-	// ReapSetupExit is its exit status when it could not become a reaper
-	// or start the command, which then never ran.
-	ReapSetupExit = 197
-)
-
+// a jail's command runs under `playground-sandbox reap`
+// (guestapi.ReapMode), which the agent ends with SIGTERM and whose exit
+// status says whether every descendant is gone. Its logic is portable, so
+// that it is tested everywhere.
+//
 // reaperOps are the kernel's controls over a reaper's subtree: procctl(2)
 // on FreeBSD (reaper_freebsd.go), a fake in tests.
 type reaperOps interface {
@@ -63,17 +51,17 @@ func proveSubtreeDead(ops reaperOps, timeout time.Duration) (int, string) {
 	for {
 		n, err := ops.descendants()
 		if err != nil {
-			return ReapLostExit, fmt.Sprintf("counting the descendants (PROC_REAP_STATUS): %v", err)
+			return guestapi.ReapLostExit, fmt.Sprintf("counting the descendants (PROC_REAP_STATUS): %v", err)
 		}
 		if n == 0 {
-			return ReapProvedExit, ""
+			return guestapi.ReapProvedExit, ""
 		}
 		if err := ops.killAll(); err != nil {
-			return ReapLostExit, fmt.Sprintf("killing the descendants (PROC_REAP_KILL): %v", err)
+			return guestapi.ReapLostExit, fmt.Sprintf("killing the descendants (PROC_REAP_KILL): %v", err)
 		}
 		ops.reap()
 		if time.Now().After(deadline) {
-			return ReapLostExit, fmt.Sprintf("%d descendants still alive after %v of SIGKILL", n, timeout)
+			return guestapi.ReapLostExit, fmt.Sprintf("%d descendants still alive after %v of SIGKILL", n, timeout)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

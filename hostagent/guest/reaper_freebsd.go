@@ -28,6 +28,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // procctl(2) commands and structures (sys/procctl.h); x/sys/unix has the
@@ -83,11 +85,11 @@ func RunReaper(args []string) int {
 	uid, gid, argv, err := reapArgs(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "playground-sandbox reap: %v\n", err)
-		return ReapSetupExit
+		return guestapi.ReapSetupExit
 	}
 	if err := procctl(procReapAcquire, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "playground-sandbox reap: procctl(PROC_REAP_ACQUIRE): %v\n", err)
-		return ReapSetupExit
+		return guestapi.ReapSetupExit
 	}
 	// Notified before the child starts: no SIGCHLD or SIGTERM is missed.
 	sigs := make(chan os.Signal, 8)
@@ -99,7 +101,7 @@ func RunReaper(args []string) int {
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "playground-sandbox reap: starting %s: %v\n", argv[0], err)
-		return ReapSetupExit
+		return guestapi.ReapSetupExit
 	}
 	for sig := range sigs {
 		if sig == unix.SIGTERM {
@@ -124,12 +126,12 @@ func RunReaper(args []string) int {
 			return ws.ExitStatus()
 		}
 	}
-	return ReapLostExit
+	return guestapi.ReapLostExit
 }
 
 // killSubtree kills every descendant and proves none is left.
 func killSubtree() int {
-	code, why := proveSubtreeDead(procctlReaper{}, ProofTimeout)
+	code, why := proveSubtreeDead(procctlReaper{}, guestapi.ProofTimeout)
 	if why != "" {
 		fmt.Fprintf(os.Stderr, "playground-sandbox reap: %s\n", why)
 	}

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // fakeReaper is a subtree that dies by steps: each kill takes out kills
@@ -52,24 +54,24 @@ func (f *fakeReaper) reap() { f.reaped++ }
 // The proof is the kernel's count reaching zero, and nothing else.
 func TestProveSubtreeDead(t *testing.T) {
 	f := &fakeReaper{left: 5, perKill: 2}
-	if code, why := proveSubtreeDead(f, 5*time.Second); code != ReapProvedExit || why != "" || f.killed != 3 || f.reaped != 3 || f.counted != 4 {
+	if code, why := proveSubtreeDead(f, 5*time.Second); code != guestapi.ReapProvedExit || why != "" || f.killed != 3 || f.reaped != 3 || f.counted != 4 {
 		t.Errorf("a subtree that dies in three kills: %d %q, %+v", code, why, f)
 	}
 	f = &fakeReaper{}
-	if code, _ := proveSubtreeDead(f, time.Second); code != ReapProvedExit || f.killed != 0 {
+	if code, _ := proveSubtreeDead(f, time.Second); code != guestapi.ReapProvedExit || f.killed != 0 {
 		t.Errorf("an empty subtree: %d, %+v", code, f)
 	}
 	f = &fakeReaper{left: 1, perKill: 0}
 	start := time.Now()
-	if code, why := proveSubtreeDead(f, 200*time.Millisecond); code != ReapLostExit || !strings.Contains(why, "1 descendants still alive") || time.Since(start) > 5*time.Second {
+	if code, why := proveSubtreeDead(f, 200*time.Millisecond); code != guestapi.ReapLostExit || !strings.Contains(why, "1 descendants still alive") || time.Since(start) > 5*time.Second {
 		t.Errorf("a process that never dies: %d %q", code, why)
 	}
 	f = &fakeReaper{left: 1, countErr: errors.New("EINVAL")}
-	if code, why := proveSubtreeDead(f, time.Second); code != ReapLostExit || !strings.Contains(why, "PROC_REAP_STATUS") {
+	if code, why := proveSubtreeDead(f, time.Second); code != guestapi.ReapLostExit || !strings.Contains(why, "PROC_REAP_STATUS") {
 		t.Errorf("a count refused: %d %q", code, why)
 	}
 	f = &fakeReaper{left: 1, killErr: errors.New("EPERM")}
-	if code, why := proveSubtreeDead(f, time.Second); code != ReapLostExit || !strings.Contains(why, "PROC_REAP_KILL") {
+	if code, why := proveSubtreeDead(f, time.Second); code != guestapi.ReapLostExit || !strings.Contains(why, "PROC_REAP_KILL") {
 		t.Errorf("a kill refused: %d %q", code, why)
 	}
 }

@@ -29,6 +29,8 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // A container's init runs under the seccomp filter its runtime applies
@@ -231,7 +233,7 @@ const ConfineMode = "confine"
 // reader), already as an unprivileged user in namespaces of its own. It
 // returns only on failure, with the process's exit code.
 func RunConfine(args []string) int {
-	fs := flag.NewFlagSet(ConfineMode, flag.ContinueOnError)
+	fs := flag.NewFlagSet(guestapi.ConfineMode, flag.ContinueOnError)
 	as := fs.Uint64("as", 256<<20, "the address space's bound, in bytes")
 	cpu := fs.Uint64("cpu", 10, "the CPU time's bound, in seconds")
 	fds := fs.Int("fds", 3, "how many descriptors, from 0, PROGRAM inherits")

@@ -35,7 +35,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 const (
@@ -49,7 +49,7 @@ const (
 	maxDrainAfterExit = 1 << 20
 	// maxPendingInput bounds unparsed bytes from the agent once the command
 	// runs; the agent sends only Kill frames then.
-	maxPendingInput = 4 * HeaderSize
+	maxPendingInput = 4 * guestapi.HeaderSize
 )
 
 // RunShepherd is a spare shepherd, started by init with the descriptors
@@ -162,7 +162,7 @@ type shepherd struct {
 // outStream is one of the command's output pipes, read end.
 type outStream struct {
 	fd    int
-	frame FrameType
+	frame guestapi.FrameType
 	eof   bool
 }
 
@@ -197,7 +197,7 @@ func (s *shepherd) serve() {
 			s.sendError(err.Error())
 			return
 		}
-		s.send(AppendFrame(nil, FrameStarted, []byte(`{"pid":0}`)))
+		s.send(guestapi.AppendFrame(nil, guestapi.FrameStarted, []byte(`{"pid":0}`)))
 		return
 	}
 
@@ -215,13 +215,13 @@ func (s *shepherd) serve() {
 		}
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ENOMEM) {
 			// The tenant's processes hold it: retryable once they let go.
-			s.sendError(ExhaustedPrefix + err.Error())
+			s.sendError(guestapi.ExhaustedPrefix + err.Error())
 			return
 		}
 		s.sendError(err.Error())
 		return
 	}
-	if started, err := AppendJSONFrame(nil, FrameStarted, Started{PID: cmd.pid}); err == nil {
+	if started, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStarted, guestapi.Started{PID: cmd.pid}); err == nil {
 		s.send(started)
 	}
 	if s.job != nil {
@@ -238,8 +238,8 @@ func (s *shepherd) serve() {
 }
 
 // readRequest reads Start, Stdin… and StdinEnd under requestTimeout.
-func (s *shepherd) readRequest() (StartRequest, []byte, error) {
-	var req StartRequest
+func (s *shepherd) readRequest() (guestapi.StartRequest, []byte, error) {
+	var req guestapi.StartRequest
 	tv := unix.NsecToTimeval(requestTimeout.Nanoseconds())
 	_ = unix.SetsockoptTimeval(s.conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	defer func() {
@@ -248,19 +248,19 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 	}()
 
 	br := bufio.NewReaderSize(fdReader(s.conn), 64<<10)
-	fr := NewFrameReader(br)
+	fr := guestapi.NewFrameReader(br)
 	t, p, err := fr.ReadFrame()
 	if err != nil {
 		return req, nil, fmt.Errorf("reading the request: %w", err)
 	}
-	if t != FrameStart {
+	if t != guestapi.FrameStart {
 		return req, nil, fmt.Errorf("protocol error: first frame is %v, not Start", t)
 	}
 	if err := json.Unmarshal(p, &req); err != nil {
 		return req, nil, fmt.Errorf("protocol error: Start: %w", err)
 	}
-	if req.Version != ProtocolVersion {
-		return req, nil, errors.New(UnsupportedVersion(req.Version, ProtocolVersion))
+	if req.Version != guestapi.ProtocolVersion {
+		return req, nil, errors.New(guestapi.UnsupportedVersion(req.Version, guestapi.ProtocolVersion))
 	}
 	if req.Dial != 0 {
 		// A dial is its Start frame alone; the agent sends nothing more
@@ -286,8 +286,8 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 			return req, nil, err
 		}
 	}
-	if len(req.Command) > MaxCommand {
-		return req, nil, errors.New(backend.CommandTooLong(len(req.Command)))
+	if len(req.Command) > guestapi.MaxCommandBytes {
+		return req, nil, errors.New(guestapi.CommandTooLong(len(req.Command)))
 	}
 	var stdin []byte
 	for {
@@ -296,12 +296,12 @@ func (s *shepherd) readRequest() (StartRequest, []byte, error) {
 			return req, nil, fmt.Errorf("reading stdin: %w", err)
 		}
 		switch t {
-		case FrameStdin:
-			if len(stdin)+len(p) > MaxStdin {
-				return req, nil, fmt.Errorf("stdin is more than %d bytes", MaxStdin)
+		case guestapi.FrameStdin:
+			if len(stdin)+len(p) > guestapi.MaxStdin {
+				return req, nil, fmt.Errorf("stdin is more than %d bytes", guestapi.MaxStdin)
 			}
 			stdin = append(stdin, p...)
-		case FrameStdinEnd:
+		case guestapi.FrameStdinEnd:
 			// Keep whatever the agent sent after StdinEnd (a Kill) for the
 			// supervision loop, which reads the socket directly.
 			if n := br.Buffered(); n > 0 {
@@ -326,21 +326,21 @@ type command struct {
 	reaped bool
 }
 
-func (s *shepherd) start(req StartRequest, stdin []byte) (*command, error) {
+func (s *shepherd) start(req guestapi.StartRequest, stdin []byte) (*command, error) {
 	dir := req.Cwd
 	switch {
 	case dir == "":
-		dir = TenantHome
+		dir = guestapi.TenantHome
 	case !filepath.IsAbs(dir):
-		dir = filepath.Join(TenantHome, dir)
+		dir = filepath.Join(guestapi.TenantHome, dir)
 	}
 	argv := []string{"sh", "-c", req.Command}
-	env := CleanEnv()
+	env := guestapi.CleanEnv()
 	if req.Login {
 		// A login shell reads /etc/profile (the generated login profile)
 		// and then ~/.profile.
 		argv = []string{"sh", "-l", "-c", req.Command}
-		env = LoginEnv()
+		env = guestapi.LoginEnv()
 	}
 
 	c := &command{stdinW: -1, pidfd: -1}
@@ -370,7 +370,7 @@ func (s *shepherd) start(req StartRequest, stdin []byte) (*command, error) {
 	childFDs = append(childFDs, stdinR)
 
 	var outW [2]int
-	for i, ft := range []FrameType{FrameStdout, FrameStderr} {
+	for i, ft := range []guestapi.FrameType{guestapi.FrameStdout, guestapi.FrameStderr} {
 		var p [2]int
 		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 			closeChild()
@@ -389,15 +389,15 @@ func (s *shepherd) start(req StartRequest, stdin []byte) (*command, error) {
 	// shepherd's: the child inherits the score at fork, so the shepherd
 	// raises its own for the fork only, then lowers it back (allowed down
 	// to the score it was given).
-	guarded := ownOOMScoreAdj < 1000 && setOOMScoreAdj(min(ownOOMScoreAdj+TenantOOMScoreBoost, 1000)) == nil
-	pid, err := syscall.ForkExec(Shell, argv, &syscall.ProcAttr{
+	guarded := ownOOMScoreAdj < 1000 && setOOMScoreAdj(min(ownOOMScoreAdj+guestapi.TenantOOMScoreBoost, 1000)) == nil
+	pid, err := syscall.ForkExec(guestapi.Shell, argv, &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   env,
 		Files: []uintptr{uintptr(stdinR), uintptr(outW[0]), uintptr(outW[1])},
 		Sys: &syscall.SysProcAttr{
 			// Tenant credentials: not container root, no capabilities, no
 			// supplementary groups.
-			Credential: &syscall.Credential{Uid: TenantUID, Gid: TenantGID, Groups: []uint32{}},
+			Credential: &syscall.Credential{Uid: guestapi.TenantUID, Gid: guestapi.TenantGID, Groups: []uint32{}},
 			// A session of its own, so job control in the command does not
 			// reach init or other commands.
 			Setsid: true,
@@ -427,8 +427,8 @@ func (s *shepherd) start(req StartRequest, stdin []byte) (*command, error) {
 // after dropping privileges and before exec; since the shell exists, an
 // ENOENT, ENOTDIR or EACCES there is the working directory's fault.
 func startError(dir string, cwdGiven bool, err error) error {
-	if _, statErr := os.Stat(Shell); statErr != nil {
-		return fmt.Errorf("cannot run %s: %v", Shell, statErr)
+	if _, statErr := os.Stat(guestapi.Shell); statErr != nil {
+		return fmt.Errorf("cannot run %s: %v", guestapi.Shell, statErr)
 	}
 	switch {
 	case errors.Is(err, unix.EAGAIN):
@@ -441,7 +441,7 @@ func startError(dir string, cwdGiven bool, err error) error {
 		}
 		return fmt.Errorf("home directory %q does not exist or cannot be entered (%v)", dir, err)
 	}
-	return fmt.Errorf("starting %s: %v", Shell, err)
+	return fmt.Errorf("starting %s: %v", guestapi.Shell, err)
 }
 
 func (c *command) closeFDs() {
@@ -469,7 +469,7 @@ func (s *shepherd) supervise(c *command) {
 		s.kill(c)
 		return
 	}
-	buf := make([]byte, HeaderSize+OutputChunk)
+	buf := make([]byte, guestapi.HeaderSize+guestapi.OutputChunk)
 	var pfds []unix.PollFd
 	for {
 		pfds = pfds[:0]
@@ -540,7 +540,7 @@ func (s *shepherd) readAgent() bool {
 // parseAgent handles the complete frames in s.pending, like readAgent.
 func (s *shepherd) parseAgent() bool {
 	for len(s.pending) > 0 {
-		t, _, used, err := ParseFrame(s.pending)
+		t, _, used, err := guestapi.ParseFrame(s.pending)
 		if err != nil {
 			s.lost = true
 			return true
@@ -553,7 +553,7 @@ func (s *shepherd) parseAgent() bool {
 			return false
 		}
 		s.pending = s.pending[used:]
-		if t == FrameKill {
+		if t == guestapi.FrameKill {
 			return true
 		}
 		// Nothing else is valid while the command runs.
@@ -565,19 +565,19 @@ func (s *shepherd) parseAgent() bool {
 
 // forward reads one chunk of o and sends it; it returns the bytes read.
 func (s *shepherd) forward(o *outStream, buf []byte) int {
-	n, err := unix.Read(o.fd, buf[HeaderSize:])
+	n, err := unix.Read(o.fd, buf[guestapi.HeaderSize:])
 	if n > 0 && s.job != nil {
-		stream := backend.Stdout
-		if o.frame == FrameStderr {
-			stream = backend.Stderr
+		stream := guestapi.Stdout
+		if o.frame == guestapi.FrameStderr {
+			stream = guestapi.Stderr
 		}
-		s.job.ring.Write(stream, buf[HeaderSize:HeaderSize+n])
+		s.job.ring.Write(stream, buf[guestapi.HeaderSize:guestapi.HeaderSize+n])
 		return n
 	}
 	if n > 0 {
 		buf[0] = byte(o.frame)
-		binary.BigEndian.PutUint32(buf[1:HeaderSize], uint32(n))
-		s.send(buf[:HeaderSize+n])
+		binary.BigEndian.PutUint32(buf[1:guestapi.HeaderSize], uint32(n))
+		s.send(buf[:guestapi.HeaderSize+n])
 		return n
 	}
 	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
@@ -659,7 +659,7 @@ func (c *command) wait() {
 // reparented to it, so having no children proves there are no descendants.
 // Output still buffered in the pipes is forwarded afterwards.
 func (s *shepherd) kill(c *command) {
-	deadline := time.Now().Add(ProofTimeout)
+	deadline := time.Now().Add(guestapi.ProofTimeout)
 	self := os.Getpid()
 	pause := 100 * time.Microsecond
 	for {
@@ -673,7 +673,7 @@ func (s *shepherd) kill(c *command) {
 				continue
 			}
 			if errors.Is(err, unix.ECHILD) {
-				buf := make([]byte, HeaderSize+OutputChunk)
+				buf := make([]byte, guestapi.HeaderSize+guestapi.OutputChunk)
 				for _, o := range c.outs {
 					s.drain(o, buf)
 				}
@@ -693,7 +693,7 @@ func (s *shepherd) kill(c *command) {
 			}
 		}
 		if time.Now().After(deadline) {
-			s.proofLost(c, fmt.Sprintf("descendants still alive after %v: %s", ProofTimeout, describeProcs(descendants(self))))
+			s.proofLost(c, fmt.Sprintf("descendants still alive after %v: %s", guestapi.ProofTimeout, describeProcs(descendants(self))))
 			return
 		}
 		time.Sleep(pause)
@@ -709,12 +709,12 @@ func (s *shepherd) proofLost(c *command, msg string) {
 		c.closeFDs()
 		return
 	}
-	s.send(AppendFrame(nil, FrameProofLost, []byte(msg)))
+	s.send(guestapi.AppendFrame(nil, guestapi.FrameProofLost, []byte(msg)))
 	c.closeFDs()
 }
 
 func (s *shepherd) sendExit(c *command, killed bool) {
-	e := Exit{Code: -1, Killed: killed}
+	e := guestapi.Exit{Code: -1, Killed: killed}
 	switch {
 	case !c.reaped:
 	case c.status.Exited():
@@ -726,13 +726,13 @@ func (s *shepherd) sendExit(c *command, killed bool) {
 		s.endJob(&e, "")
 		return
 	}
-	if f, err := AppendJSONFrame(nil, FrameExit, e); err == nil {
+	if f, err := guestapi.AppendJSONFrame(nil, guestapi.FrameExit, e); err == nil {
 		s.send(f)
 	}
 }
 
 func (s *shepherd) sendError(msg string) {
-	s.send(AppendFrame(nil, FrameError, []byte(msg)))
+	s.send(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(msg)))
 }
 
 // send writes a whole frame to the agent (blocking). A failed write means
@@ -833,7 +833,7 @@ func (s *shepherd) relayTo(upstream net.Conn) {
 		return
 	}
 	defer agent.Close()
-	s.send(AppendFrame(nil, FrameStarted, []byte(`{"pid":0}`)))
+	s.send(guestapi.AppendFrame(nil, guestapi.FrameStarted, []byte(`{"pid":0}`)))
 	if s.lost {
 		return
 	}

@@ -22,6 +22,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // TestAnotherProtocolVersionIsRefused: a guest answers a request of
@@ -29,27 +31,27 @@ import (
 // and says what to do, before it reads the rest or runs anything: on
 // init's control socket (and a VM's agent port), and in a shepherd.
 func TestAnotherProtocolVersionIsRefused(t *testing.T) {
-	other := ProtocolVersion + 1
+	other := guestapi.ProtocolVersion + 1
 	want := "guest protocol version 2 is not spoken by this sandbox's guest, which speaks 1: restart the sandbox to run the agent's guest binary"
-	if ProtocolVersion != 1 || UnsupportedVersion(other, ProtocolVersion) != want {
-		t.Fatalf("the refusal reads %q", UnsupportedVersion(other, ProtocolVersion))
+	if guestapi.ProtocolVersion != 1 || guestapi.UnsupportedVersion(other, guestapi.ProtocolVersion) != want {
+		t.Fatalf("the refusal reads %q", guestapi.UnsupportedVersion(other, guestapi.ProtocolVersion))
 	}
 	request := func(version int) []byte {
-		frames, err := AppendJSONFrame(nil, FrameStart, StartRequest{Version: version, Command: "echo hi"})
+		frames, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{Version: version, Command: "echo hi"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return AppendFrame(frames, FrameStdinEnd, nil)
+		return guestapi.AppendFrame(frames, guestapi.FrameStdinEnd, nil)
 	}
 
 	if _, _, err := readControlRequest(bufio.NewReader(bytes.NewReader(request(other)))); err == nil || err.Error() != want {
 		t.Errorf("init, a request of version %d: %v", other, err)
 	}
-	if req, _, err := readControlRequest(bufio.NewReader(bytes.NewReader(request(ProtocolVersion)))); err != nil || req.Command != "echo hi" {
-		t.Errorf("init, a request of version %d: %+v, %v", ProtocolVersion, req, err)
+	if req, _, err := readControlRequest(bufio.NewReader(bytes.NewReader(request(guestapi.ProtocolVersion)))); err != nil || req.Command != "echo hi" {
+		t.Errorf("init, a request of version %d: %+v, %v", guestapi.ProtocolVersion, req, err)
 	}
 
-	for _, version := range []int{other, ProtocolVersion} {
+	for _, version := range []int{other, guestapi.ProtocolVersion} {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -63,7 +65,7 @@ func TestAnotherProtocolVersionIsRefused(t *testing.T) {
 		switch {
 		case version == other && (err == nil || err.Error() != want):
 			t.Errorf("a shepherd, a request of version %d: %v", version, err)
-		case version == ProtocolVersion && (err != nil || req.Command != "echo hi"):
+		case version == guestapi.ProtocolVersion && (err != nil || req.Command != "echo hi"):
 			t.Errorf("a shepherd, a request of version %d: %+v, %v", version, req, err)
 		}
 	}

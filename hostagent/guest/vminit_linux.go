@@ -35,34 +35,18 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/playground-dev/playground/hostagent/guest/mux"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/guestapi/mux"
 )
 
 // The vm backend boots its kernel with an initramfs that holds this binary
-// as /init and the kernel modules the guest needs; RunVMInit, the first
-// stage, mounts the sandbox's disks and execs RunInit, which serves the
-// agent over a virtio-serial port instead of a bind-mounted socket.
+// as /init and the kernel modules the guest needs (guestapi.VMModulesDir);
+// RunVMInit, the first stage, mounts the sandbox's disks and execs RunInit,
+// which serves the agent over a virtio-serial port (guestapi.VMPortName)
+// instead of a bind-mounted socket.
 const (
-	// VMModulesDir, in the initramfs, holds the modules to load.
-	VMModulesDir = "/modules"
-	// VMModulesOrder, in VMModulesDir, names them one a line, each after
-	// the modules it depends on.
-	VMModulesOrder = "order"
-	// VMPortName is the name of the virtio-serial port to the agent.
-	VMPortName = "playground.agent"
-	// VMRootDevice is the read-only root image; VMDiskDevice the sandbox's
-	// own disk (ext4, made by the agent), holding workspace and home.
-	VMRootDevice = "/dev/vda"
-	VMDiskDevice = "/dev/vdb"
-	// VMPileDevice is the sandbox's pile (ext4, made by the agent with
-	// the pile's files), mounted at PileDir and sealed append-only.
-	VMPileDevice = "/dev/vdc"
-	// VMConfigEtc, in the initramfs, holds the sandbox's own /etc files
-	// (passwd, hosts, profile…), which the agent appends to the initramfs
-	// at each start: they start EtcDir.
-	VMConfigEtc = "/config/etc"
 	// VMDiskDir is where the sandbox's disk is mounted in the guest.
-	VMDiskDir = Dir + "/disk"
+	VMDiskDir = guestapi.Dir + "/disk"
 	// vmDeviceWait bounds the wait for the disks to appear.
 	vmDeviceWait = 30 * time.Second
 )
@@ -92,7 +76,7 @@ func RunVMInit() error {
 	if err := limitTenantPIDs(); err != nil {
 		return err
 	}
-	if err := loadModules(VMModulesDir); err != nil {
+	if err := loadModules(guestapi.VMModulesDir); err != nil {
 		return err
 	}
 	lg.Printf("modules loaded")
@@ -100,40 +84,40 @@ func RunVMInit() error {
 	if err := os.MkdirAll(newRoot, 0o755); err != nil {
 		return err
 	}
-	if err := waitFor(VMRootDevice, vmDeviceWait); err != nil {
+	if err := waitFor(guestapi.VMRootDevice, vmDeviceWait); err != nil {
 		return err
 	}
 	// nosuid: the image's setuid binaries (su, mount) raise no one.
-	if err := unix.Mount(VMRootDevice, newRoot, "ext4", unix.MS_RDONLY|unix.MS_NODEV|unix.MS_NOSUID, ""); err != nil {
+	if err := unix.Mount(guestapi.VMRootDevice, newRoot, "ext4", unix.MS_RDONLY|unix.MS_NODEV|unix.MS_NOSUID, ""); err != nil {
 		return fmt.Errorf("mounting the root image: %w", err)
 	}
 	// Our own directory: a tmpfs with this binary and the run directory.
-	own := newRoot + Dir
+	own := newRoot + guestapi.Dir
 	if err := unix.Mount("playground", own, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
-		return fmt.Errorf("mounting %s: %w", Dir, err)
+		return fmt.Errorf("mounting %s: %w", guestapi.Dir, err)
 	}
 	for _, d := range []string{own + "/bin", own + "/run", own + "/disk", own + "/etc"} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return err
 		}
 	}
-	if err := copyFile("/init", newRoot+Binary, 0o555); err != nil {
+	if err := copyFile("/init", newRoot+guestapi.Binary, 0o555); err != nil {
 		return err
 	}
 	if err := unix.Mount("tmpfs", newRoot+"/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=16m"); err != nil {
 		return fmt.Errorf("mounting /run: %w", err)
 	}
-	if _, err := os.Stat(VMDiskDevice); err == nil {
+	if _, err := os.Stat(guestapi.VMDiskDevice); err == nil {
 		if err := mountDisk(newRoot); err != nil {
 			return err
 		}
 	} else {
-		lg.Printf("no sandbox disk (%s): workspace and home are the root image's, /tmp a tmpfs", VMDiskDevice)
+		lg.Printf("no sandbox disk (%s): workspace and home are the root image's, /tmp a tmpfs", guestapi.VMDiskDevice)
 		if err := unix.Mount("tmpfs", newRoot+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 			return fmt.Errorf("mounting /tmp: %w", err)
 		}
 	}
-	if _, err := os.Stat(VMPileDevice); err == nil {
+	if _, err := os.Stat(guestapi.VMPileDevice); err == nil {
 		if err := mountPile(newRoot); err != nil {
 			return err
 		}
@@ -145,7 +129,7 @@ func RunVMInit() error {
 		return fmt.Errorf("bringing up the loopback interface: %w", err)
 	}
 	// The initramfs stays in memory under the new root; free what it held.
-	_ = os.RemoveAll(VMModulesDir)
+	_ = os.RemoveAll(guestapi.VMModulesDir)
 	for _, d := range []string{"/dev", "/proc", "/sys"} {
 		if err := unix.Mount(d, newRoot+d, "", unix.MS_MOVE, ""); err != nil {
 			return fmt.Errorf("moving %s: %w", d, err)
@@ -173,12 +157,8 @@ func RunVMInit() error {
 		return fmt.Errorf("confining the guest: %w", err)
 	}
 	lg.Printf("root mounted, starting init")
-	return unix.Exec(Binary, []string{"playground-sandbox", "init", "-vm-port", VMPortName}, OwnEnv())
+	return unix.Exec(guestapi.Binary, []string{"playground-sandbox", "init", "-vm-port", guestapi.VMPortName}, guestapi.OwnEnv())
 }
-
-// VMPIDsParam is the guest kernel's command-line parameter that carries
-// the sandbox's PIDs limit: playground.pids=N.
-const VMPIDsParam = "playground.pids"
 
 // limitTenantPIDs sets this process's RLIMIT_NPROC to the sandbox's PIDs
 // limit (VMPIDsParam). Every process inherits it; the kernel enforces it
@@ -191,13 +171,13 @@ func limitTenantPIDs() error {
 		return err
 	}
 	for _, f := range strings.Fields(string(cmdline)) {
-		v, ok := strings.CutPrefix(f, VMPIDsParam+"=")
+		v, ok := strings.CutPrefix(f, guestapi.VMPIDsParam+"=")
 		if !ok {
 			continue
 		}
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil || n == 0 {
-			return fmt.Errorf("%s=%q: want a positive number", VMPIDsParam, v)
+			return fmt.Errorf("%s=%q: want a positive number", guestapi.VMPIDsParam, v)
 		}
 		return unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n})
 	}
@@ -207,7 +187,7 @@ func limitTenantPIDs() error {
 // mountDisk mounts the sandbox's disk and binds its workspace and home
 // over the root image's mount points.
 func mountDisk(newRoot string) error {
-	if err := waitFor(VMDiskDevice, vmDeviceWait); err != nil {
+	if err := waitFor(guestapi.VMDiskDevice, vmDeviceWait); err != nil {
 		return err
 	}
 	disk := newRoot + VMDiskDir
@@ -215,7 +195,7 @@ func mountDisk(newRoot string) error {
 	// killed, the node's power): commit the journal every second and
 	// write dirty pages back once they are a second old, so that a crash
 	// loses about the last two seconds of writes, not the last thirty.
-	if err := unix.Mount(VMDiskDevice, disk, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "commit=1"); err != nil {
+	if err := unix.Mount(guestapi.VMDiskDevice, disk, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "commit=1"); err != nil {
 		return fmt.Errorf("mounting the sandbox's disk: %w", err)
 	}
 	for _, knob := range []string{"dirty_expire_centisecs", "dirty_writeback_centisecs"} {
@@ -228,8 +208,8 @@ func mountDisk(newRoot string) error {
 		mode     os.FileMode
 		uid      int
 	}{
-		{"workspace", Workspace, 0o755, TenantUID},
-		{"home", TenantHome, 0o755, TenantUID},
+		{"workspace", guestapi.Workspace, 0o755, guestapi.TenantUID},
+		{"home", guestapi.TenantHome, 0o755, guestapi.TenantUID},
 		// Sticky, as a container's: an entry is removed only by its owner.
 		{"tmp", "/tmp", 0o1777, 0},
 	} {
@@ -262,11 +242,11 @@ func mountDisk(newRoot string) error {
 // pile's image when its write returns, for the host to read while the VM
 // runs (with a journal, the file's new size could wait in the journal).
 func mountPile(newRoot string) error {
-	if err := waitFor(VMPileDevice, vmDeviceWait); err != nil {
+	if err := waitFor(guestapi.VMPileDevice, vmDeviceWait); err != nil {
 		return err
 	}
-	pile := newRoot + PileDir
-	if err := unix.Mount(VMPileDevice, pile, "ext4", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_SYNCHRONOUS, ""); err != nil {
+	pile := newRoot + guestapi.PileDir
+	if err := unix.Mount(guestapi.VMPileDevice, pile, "ext4", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_SYNCHRONOUS, ""); err != nil {
 		return fmt.Errorf("mounting the pile: %w", err)
 	}
 	// mkfs's empty lost+found would show in the pile; e2fsck makes it
@@ -325,7 +305,7 @@ func setAppendOnly(path string, on bool) error {
 // installConfig copies the sandbox's /etc files from the initramfs to
 // EtcDir, and sets the hostname its hostname file names.
 func installConfig(newRoot string) error {
-	ents, err := os.ReadDir(VMConfigEtc)
+	ents, err := os.ReadDir(guestapi.VMConfigEtc)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -334,14 +314,14 @@ func installConfig(newRoot string) error {
 	}
 	files := map[string]string{}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(VMConfigEtc, e.Name()))
+		b, err := os.ReadFile(filepath.Join(guestapi.VMConfigEtc, e.Name()))
 		if err != nil {
 			return err
 		}
 		files[e.Name()] = string(b)
 	}
 	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(newRoot+EtcDir, name), []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(newRoot+guestapi.EtcDir, name), []byte(content), 0o644); err != nil {
 			return err
 		}
 	}
@@ -374,7 +354,7 @@ func loopbackUp() error {
 
 // loadModules loads dir's modules in the order its order file gives.
 func loadModules(dir string) error {
-	order, err := os.ReadFile(filepath.Join(dir, VMModulesOrder))
+	order, err := os.ReadFile(filepath.Join(dir, guestapi.VMModulesOrder))
 	if err != nil {
 		return fmt.Errorf("module order: %w", err)
 	}
@@ -446,7 +426,7 @@ func findPort(name string) (string, error) {
 // serves the port for init's lifetime: an agent that restarts resyncs it
 // with a Hello (see package mux).
 func (in *initProc) servePort(name string) {
-	sock := filepath.Join(RunDir, SocketName)
+	sock := filepath.Join(guestapi.RunDir, guestapi.SocketName)
 	var port *os.File
 	for {
 		dev, err := findPort(name)
@@ -493,7 +473,7 @@ func (in *initProc) serveStream(st *mux.Stream, sock string) {
 	br := bufio.NewReader(st)
 	req, start, err := readControlRequest(br)
 	if err != nil {
-		_, _ = st.Write(AppendFrame(nil, FrameError, []byte(err.Error())))
+		_, _ = st.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(err.Error())))
 		return
 	}
 	if isControl(req) {
@@ -502,7 +482,7 @@ func (in *initProc) serveStream(st *mux.Stream, sock string) {
 	}
 	// The request goes to a shepherd as it came: its Start frame again,
 	// then whatever followed it.
-	relay(st, io.MultiReader(bytes.NewReader(AppendFrame(nil, FrameStart, start)), br), sock)
+	relay(st, io.MultiReader(bytes.NewReader(guestapi.AppendFrame(nil, guestapi.FrameStart, start)), br), sock)
 }
 
 // relay joins a stream (read through from, which holds what was read of

@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Bounds of the worker's supervision.
@@ -48,20 +50,14 @@ const (
 	workerStopGrace = 5 * time.Second
 )
 
-// WorkerSignal tells init that WorkerSpecFile changed: the agent sends it
-// after writing or removing the file. (A signal, not an inotify watch: an
-// inotify instance held by init slows its exit, and with it the teardown of
-// the sandbox's PID namespace, by a grace period of the kernel's.)
-const WorkerSignal = unix.SIGUSR1
-
 // supervisor keeps the worker of WorkerSpecFile running in the sandbox.
 // All its methods run on init's main loop.
 type supervisor struct {
 	log *log.Logger
 
-	raw   []byte      // the spec file's bytes, to see a change
-	spec  *WorkerSpec // nil: no worker wanted
-	state WorkerState
+	raw   []byte               // the spec file's bytes, to see a change
+	spec  *guestapi.WorkerSpec // nil: no worker wanted
+	state guestapi.WorkerState
 
 	backoff   time.Duration
 	nextStart time.Time
@@ -77,7 +73,7 @@ func newSupervisor(l *log.Logger) *supervisor {
 // reload reads the spec file; a changed spec stops the running worker and
 // starts the new one.
 func (s *supervisor) reload() {
-	raw, err := os.ReadFile(filepath.Join(RunDir, WorkerSpecFile))
+	raw, err := os.ReadFile(filepath.Join(guestapi.RunDir, guestapi.WorkerSpecFile))
 	if errors.Is(err, os.ErrNotExist) {
 		raw, err = nil, nil
 	}
@@ -88,9 +84,9 @@ func (s *supervisor) reload() {
 	if bytes.Equal(raw, s.raw) && (raw != nil) == (s.spec != nil) {
 		return
 	}
-	var spec *WorkerSpec
+	var spec *guestapi.WorkerSpec
 	if raw != nil {
-		spec = new(WorkerSpec)
+		spec = new(guestapi.WorkerSpec)
 		if err := json.Unmarshal(raw, spec); err != nil || len(spec.Argv) == 0 {
 			s.log.Printf("worker: its spec is not valid (%v); keeping the current one", err)
 			return
@@ -98,10 +94,10 @@ func (s *supervisor) reload() {
 	}
 	s.raw, s.spec = raw, spec
 	s.stop()
-	s.state = WorkerState{}
+	s.state = guestapi.WorkerState{}
 	s.backoff, s.nextStart = 0, time.Time{}
 	if spec == nil {
-		_ = os.Remove(WorkerTokenFile)
+		_ = os.Remove(guestapi.WorkerTokenFile)
 	}
 	s.publish()
 }
@@ -188,12 +184,12 @@ func (s *supervisor) start() error {
 	}
 	defer devNull.Close()
 	p, err := os.StartProcess(path, s.spec.Argv, &os.ProcAttr{
-		Dir:   TenantHome,
-		Env:   append(slices.Clone(s.spec.Env), WorkerTokenEnv+"="+WorkerTokenFile),
+		Dir:   guestapi.TenantHome,
+		Env:   append(slices.Clone(s.spec.Env), guestapi.WorkerTokenEnv+"="+guestapi.WorkerTokenFile),
 		Files: []*os.File{devNull, w, w},
 		Sys: &syscall.SysProcAttr{
 			Setpgid:    true,
-			Credential: &syscall.Credential{Uid: TenantUID, Gid: TenantGID, Groups: []uint32{}},
+			Credential: &syscall.Credential{Uid: guestapi.TenantUID, Gid: guestapi.TenantGID, Groups: []uint32{}},
 		},
 	})
 	w.Close()
@@ -202,7 +198,7 @@ func (s *supervisor) start() error {
 		return fmt.Errorf("starting %s: %w", s.spec.Argv[0], err)
 	}
 	// The OOM killer takes the tenant's processes before the supervision.
-	_ = os.WriteFile("/proc/"+strconv.Itoa(p.Pid)+"/oom_score_adj", []byte(strconv.Itoa(min(1000, readOOMScoreAdj()+TenantOOMScoreBoost))), 0)
+	_ = os.WriteFile("/proc/"+strconv.Itoa(p.Pid)+"/oom_score_adj", []byte(strconv.Itoa(min(1000, readOOMScoreAdj()+guestapi.TenantOOMScoreBoost))), 0)
 	go copyWorkerLog(r)
 	if s.state.StartedAt.IsZero() && s.state.LastExit == "" {
 		s.state.Restarts = 0
@@ -244,7 +240,7 @@ func (s *supervisor) publish() {
 	if s.spec == nil {
 		b = nil
 	}
-	path := filepath.Join(RunDir, WorkerStatusFile)
+	path := filepath.Join(guestapi.RunDir, guestapi.WorkerStatusFile)
 	if b == nil {
 		_ = os.Remove(path)
 		return
@@ -259,26 +255,26 @@ func (s *supervisor) publish() {
 // a file of that user's, mode 0400, in a directory of init's that others
 // may traverse but not list or write (0711).
 func writeToken(token string) error {
-	dir := filepath.Dir(WorkerTokenFile)
+	dir := filepath.Dir(guestapi.WorkerTokenFile)
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return err
 	}
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return err
 	}
-	tmp := WorkerTokenFile + ".tmp"
+	tmp := guestapi.WorkerTokenFile + ".tmp"
 	if err := os.WriteFile(tmp, []byte(token), 0o400); err != nil {
 		return err
 	}
-	if err := os.Chown(tmp, TenantUID, TenantGID); err != nil {
+	if err := os.Chown(tmp, guestapi.TenantUID, guestapi.TenantGID); err != nil {
 		return err
 	}
-	return os.Rename(tmp, WorkerTokenFile)
+	return os.Rename(tmp, guestapi.WorkerTokenFile)
 }
 
 // lookPath finds file on the PATH of env (DefaultPath without one).
 func lookPath(file string, env []string) (string, error) {
-	path := DefaultPath
+	path := guestapi.DefaultPath
 	for _, kv := range env {
 		if v, ok := bytes.CutPrefix([]byte(kv), []byte("PATH=")); ok {
 			path = string(v)
@@ -297,12 +293,12 @@ func lookPath(file string, env []string) (string, error) {
 // past MaxWorkerLog, until the last writer closes the pipe.
 func copyWorkerLog(r *os.File) {
 	defer r.Close()
-	path := filepath.Join(RunDir, WorkerLogFile)
+	path := filepath.Join(guestapi.RunDir, guestapi.WorkerLogFile)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			if fi, err := os.Stat(path); err == nil && fi.Size()+int64(n) > MaxWorkerLog {
+			if fi, err := os.Stat(path); err == nil && fi.Size()+int64(n) > guestapi.MaxWorkerLog {
 				_ = os.Rename(path, path+".1")
 			}
 			if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {

@@ -25,7 +25,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // runningHeld is a holder whose job runs until it is killed or released.
@@ -38,7 +38,7 @@ type runningHeld struct {
 
 func newRunningHeld() *runningHeld { return &runningHeld{ended: make(chan struct{})} }
 
-func (h *runningHeld) Poll(context.Context, guest.PollRequest) (guestexec.JobPage, error) {
+func (h *runningHeld) Poll(context.Context, guestapi.PollRequest) (guestexec.JobPage, error) {
 	return guestexec.JobPage{}, nil
 }
 func (h *runningHeld) Kill(context.Context) error { h.end(); return nil }
@@ -47,21 +47,21 @@ func (h *runningHeld) Release(context.Context) (guestexec.JobPage, error) {
 	return guestexec.JobPage{}, nil
 }
 func (h *runningHeld) Ended() <-chan struct{} { return h.ended }
-func (h *runningHeld) End() (*guest.Exit, string, error) {
-	return &guest.Exit{Code: 0, Killed: true}, "", nil
+func (h *runningHeld) End() (*guestapi.Exit, string, error) {
+	return &guestapi.Exit{Code: 0, Killed: true}, "", nil
 }
 func (h *runningHeld) Close() error { return nil }
 func (h *runningHeld) end()         { h.once.Do(func() { close(h.ended) }) }
 
 // heldRecord is what a sandbox lists of a job a former agent started for
 // tenant.
-func heldRecord(t *testing.T, tenant string) guest.JobRecord {
+func heldRecord(t *testing.T, tenant string) guestapi.JobRecord {
 	t.Helper()
 	meta, err := json.Marshal(heldMeta{Tenant: tenant})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return guest.JobRecord{Spec: guest.JobSpec{ID: agentapi.NewJobID(), Meta: meta}, PID: 42}
+	return guestapi.JobRecord{Spec: guestapi.JobSpec{ID: agentapi.NewJobID(), Meta: meta}, PID: 42}
 }
 
 // TestAdoptionWithinTheRetainedBounds: an agent that restarts with smaller

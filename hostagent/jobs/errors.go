@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 // Sentinels for errors.Is; the typed errors below carry the details.

@@ -19,13 +19,13 @@ package jobs
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -188,7 +188,7 @@ func newHarness(t *testing.T, l Limits) *harness {
 	t.Helper()
 	clock := newFakeClock()
 	log := new(syncBuffer)
-	m, err := New(l, clock, WithLogger(slog.New(slog.NewJSONHandler(log, nil))))
+	m, err := New(l, clock, WithLogger(funcr.NewJSON(func(obj string) { _, _ = log.Write([]byte(obj + "\n")) }, funcr.Options{})))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

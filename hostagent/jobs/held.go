@@ -28,8 +28,8 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 // Held is the manager's connection to a job that its sandbox holds
@@ -37,7 +37,7 @@ import (
 // result are in the sandbox, and outlive the connection and the agent.
 type Held interface {
 	// Poll reads a page of the job's output (see guestexec.Job.Poll).
-	Poll(ctx context.Context, req guest.PollRequest) (guestexec.JobPage, error)
+	Poll(ctx context.Context, req guestapi.PollRequest) (guestexec.JobPage, error)
 	// Kill asks the holder to kill the job with proof; the end comes
 	// through Ended.
 	Kill(ctx context.Context) error
@@ -46,14 +46,14 @@ type Held interface {
 	// Ended is closed when the holder said how the job ended or the
 	// connection broke; End says which.
 	Ended() <-chan struct{}
-	End() (exit *guest.Exit, proofLost string, err error)
+	End() (exit *guestapi.Exit, proofLost string, err error)
 	// Close closes the connection; the job goes on.
 	Close() error
 }
 
 // HeldStartFunc starts a command as a job its sandbox holds, under spec
 // (the job's ID, its ring's bounds, its TTL and the manager's record).
-type HeldStartFunc func(spec guest.JobSpec) (Held, error)
+type HeldStartFunc func(spec guestapi.JobSpec) (Held, error)
 
 // Attacher connects again to the holder of job jobID, taking over from
 // any earlier connection. Its error wraps backend.ErrNotFound when the
@@ -63,7 +63,7 @@ type HeldStartFunc func(spec guest.JobSpec) (Held, error)
 type Attacher func(ctx context.Context, jobID string) (Held, error)
 
 // heldMeta is the manager's record of a held job, kept with it in the
-// sandbox (guest.JobSpec.Meta) for the next agent.
+// sandbox (guestapi.JobSpec.Meta) for the next agent.
 type heldMeta struct {
 	Tenant string `json:"tenant"`
 	// Command is the job's command as a listing shows it (WithCommand).
@@ -262,16 +262,16 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 
 // heldSpec is the JobSpec of a held job: the manager's bounds, within
 // what a holder accepts, and its record.
-func (m *Manager) heldSpec(id string, meta heldMeta) (guest.JobSpec, error) {
+func (m *Manager) heldSpec(id string, meta heldMeta) (guestapi.JobSpec, error) {
 	b, err := json.Marshal(meta)
 	if err != nil {
-		return guest.JobSpec{}, err
+		return guestapi.JobSpec{}, err
 	}
-	return guest.JobSpec{
+	return guestapi.JobSpec{
 		ID:         id,
-		RingBytes:  min(m.limits.RingBytes, guest.MaxJobRingBytes),
-		RingChunks: min(m.limits.RingChunks, guest.MaxJobRingChunks),
-		ChunkBytes: min(m.limits.ChunkBytes, m.limits.RingBytes, guest.MaxJobRingBytes),
+		RingBytes:  min(m.limits.RingBytes, guestapi.MaxJobRingBytes),
+		RingChunks: min(m.limits.RingChunks, guestapi.MaxJobRingChunks),
+		ChunkBytes: min(m.limits.ChunkBytes, m.limits.RingBytes, guestapi.MaxJobRingBytes),
 		TTLSeconds: int(min(math.Ceil(m.limits.TerminalTTL.Seconds()), math.MaxInt32)),
 		Meta:       b,
 	}, nil
@@ -297,7 +297,7 @@ func (m *Manager) holdLocked(j *job, conn Held, attach Attacher, timeout time.Du
 // its way past them, nor can a restart with smaller bounds). A job adopted already is
 // returned as it is. On an error the job is not adopted: the caller
 // releases it, or nothing would bound it.
-func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest.JobRecord, attach Attacher, opts ...StartOption) (JobInfo, error) {
+func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guestapi.JobRecord, attach Attacher, opts ...StartOption) (JobInfo, error) {
 	var o startOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -472,7 +472,7 @@ func (m *Manager) cancelling(j *job) bool {
 // heldEndedLocked turns a held job terminal as its holder reports: an
 // exit (killed when a Kill ended it, with proof), or a cleanup it could
 // not prove, which halts admission in the sandbox as a failed kill does.
-func (m *Manager) heldEndedLocked(j *job, exit *guest.Exit, proofLost string) {
+func (m *Manager) heldEndedLocked(j *job, exit *guestapi.Exit, proofLost string) {
 	if j.state.Terminal() {
 		return
 	}
@@ -536,7 +536,7 @@ func (m *Manager) heldTakenOver(j *job) {
 	j.held.disconnect()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.log.Warn("Another agent process took over a held job", "job", j.id, "tenant", j.tenant, "sandbox", j.sandbox)
+	m.log.Info("Another agent process took over a held job", "job", j.id, "tenant", j.tenant, "sandbox", j.sandbox)
 	if !j.state.Terminal() {
 		m.finishLocked(j, StateFailed, &Result{ExitCode: -1, Error: "another agent process took this job over; poll it there", Duration: m.clock.Now().Sub(j.startedAt)})
 	}
@@ -591,7 +591,7 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 	}
 	pctx, cancel := context.WithTimeout(ctx, wait+attachTimeout)
 	defer cancel()
-	req := guest.PollRequest{Cursor: cur.String(), Max: min(maxBytes, guest.MaxJobPage), WaitMillis: int(wait.Milliseconds())}
+	req := guestapi.PollRequest{Cursor: cur.String(), Max: min(maxBytes, guestapi.MaxJobPage), WaitMillis: int(wait.Milliseconds())}
 	page, err := conn.Poll(pctx, req)
 	if err != nil && !errors.Is(err, outring.ErrBadCursor) && ctx.Err() == nil {
 		// The connection broke: attach again, and ask once more.
@@ -619,7 +619,7 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 		total += len(c.Data)
 	}
 	for !page.AtEnd && total < maxBytes {
-		more, err := conn.Poll(pctx, guest.PollRequest{Cursor: page.Next, Max: min(maxBytes-total, guest.MaxJobPage)})
+		more, err := conn.Poll(pctx, guestapi.PollRequest{Cursor: page.Next, Max: min(maxBytes-total, guestapi.MaxJobPage)})
 		if err != nil || more.Gap != nil || len(more.Data) == 0 {
 			break // what there is makes a page; the rest comes next time
 		}

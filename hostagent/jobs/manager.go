@@ -20,15 +20,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 // Manager runs the jobs of one host agent (one backend). It is safe for
@@ -42,7 +42,7 @@ import (
 type Manager struct {
 	limits Limits
 	clock  Clock
-	log    *slog.Logger
+	log    logr.Logger
 
 	// ctx is the parent of every Wait and Kill the manager makes; Close
 	// cancels it to abandon them.
@@ -137,9 +137,9 @@ type Option func(*Manager)
 // (a backend's error, which may name the node's paths) under the ID that
 // the job's result gives its tenant instead. Without it the detail is
 // dropped.
-func WithLogger(l *slog.Logger) Option {
+func WithLogger(l logr.Logger) Option {
 	return func(m *Manager) {
-		if l != nil {
+		if l.GetSink() != nil {
 			m.log = l
 		}
 	}
@@ -166,7 +166,7 @@ func New(limits Limits, clock Clock, opts ...Option) (*Manager, error) {
 		activeByTenant:   make(map[string]int),
 		retainedByTenant: make(map[string]int),
 		halts:            make(map[string]*halt),
-		log:              slog.New(slog.DiscardHandler),
+		log:              logr.Discard(),
 	}
 	for _, o := range opts {
 		o(m)
@@ -405,7 +405,7 @@ func (m *Manager) newIDLocked() string {
 // logged.
 func (m *Manager) internalErrorLocked(j *job, what string, err error) string {
 	id := agentapi.NewErrorID()
-	m.log.Error("A job failed inside the agent", "errorID", id, "job", j.id, "tenant", j.tenant, "sandbox", j.sandbox, "err", err)
+	m.log.Error(err, "A job failed inside the agent", "errorID", id, "job", j.id, "tenant", j.tenant, "sandbox", j.sandbox)
 	return fmt.Sprintf("%s (internal error %s: give the operator this ID if it recurs)", what, id)
 }
 

@@ -22,7 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 // Chunk is a piece of a job's output as a poll returns it.

@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -320,8 +319,8 @@ func Run(ctx context.Context, opts Options) error {
 
 	agentOpts := opts.Agent
 	agentOpts.Backends = opts.Backends
-	if agentOpts.Logger == nil {
-		agentOpts.Logger = slog.New(logr.ToSlogHandler(log.WithName("kernel")))
+	if agentOpts.Logger.GetSink() == nil {
+		agentOpts.Logger = log.WithName("kernel")
 	}
 	agent, err := hostagent.New(agentOpts)
 	if err != nil {
@@ -391,7 +390,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer registerFacultyMetrics(rec.faculties.cache, opts.NodeName, log)()
 
-	server := agentserver.NewServer(agent, slog.New(logr.ToSlogHandler(log.WithName("api"))), tokens.current()...)
+	server := agentserver.NewServer(agent, log.WithName("api"), tokens.current()...)
 	server.SetBudget(lim)
 	server.SetHTTPLimits(opts.HTTP)
 	server.SetIdentities(&agentserver.KubeAuth{

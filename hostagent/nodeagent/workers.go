@@ -37,7 +37,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // The agent's rights for native workers: it reads the WorkerMappings of
@@ -165,12 +165,12 @@ func (w *workerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 func workerSpecOf(sbx *playgroundv1alpha1.Sandbox, m *playgroundv1alpha1.WorkerMapping) *hostagent.WorkerSpec {
 	d := m.Spec.Destination.Sandbox
 	env := []string{
-		"PATH=" + guest.DefaultPath,
-		"HOME=" + guest.TenantHome,
-		"USER=" + guest.TenantUser,
+		"PATH=" + guestapi.DefaultPath,
+		"HOME=" + guestapi.TenantHome,
+		"USER=" + guestapi.TenantUser,
 		"PERSONA=" + sbx.Spec.Persona,
 		"PLAYGROUND_TENANT=" + sbx.Namespace + "/" + sbx.Spec.TenantRef.Name,
-		"PILE=" + guest.PileDir + "/self.pile",
+		"PILE=" + guestapi.PileDir + "/self.pile",
 	}
 	for _, e := range d.Env {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, e.Name+"=") })

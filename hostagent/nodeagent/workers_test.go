@@ -33,7 +33,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -77,7 +77,7 @@ func TestSandboxWorker(t *testing.T) {
 		Spec: playgroundv1alpha1.WorkerMappingSpec{
 			TenantRef: playgroundv1alpha1.LocalObjectReference{Name: "wk"},
 			Destination: playgroundv1alpha1.WorkerDestination{Sandbox: &playgroundv1alpha1.SandboxProcessDestination{
-				Command: []string{guest.TenantHome + "/.probe", "serve", "18095"}, Port: 18095,
+				Command: []string{guestapi.TenantHome + "/.probe", "serve", "18095"}, Port: 18095,
 			}},
 		},
 	}
@@ -115,7 +115,7 @@ func TestSandboxWorker(t *testing.T) {
 	g.Expect(first).NotTo(ContainSubstring(token))
 	env := sh("tr '\\0' '\\n' < /proc/$(pgrep -f '[.]probe serve')/environ | sort")
 	for _, want := range []string{"PERSONA=the-persona", "PLAYGROUND_TENANT=" + tenant, "PILE=/pile/self.pile",
-		"PLAYGROUND_WORKER_TOKEN_FILE=" + guest.WorkerTokenFile} {
+		"PLAYGROUND_WORKER_TOKEN_FILE=" + guestapi.WorkerTokenFile} {
 		g.Expect(env).To(ContainSubstring(want + "\n"))
 	}
 

@@ -32,14 +32,15 @@ import (
 const module = "github.com/playground-dev/playground"
 
 // rule says that the packages matching from, and every package they import
-// (tests apart), import none of notTo outside from. Patterns are go list's: "x/..." is x
-// and every package below it. A pattern is a path of this module, unless
-// its first element is a domain name: then it is a whole import path, of
-// another module.
+// (tests apart), import none of notTo outside from, except what matches
+// except. Patterns are go list's: "x/..." is x and every package below it.
+// A pattern is a path of this module, unless its first element is a domain
+// name: then it is a whole import path, of another module.
 type rule struct {
-	from  string
-	notTo []string
-	why   string
+	from   string
+	notTo  []string
+	except []string
+	why    string
 }
 
 var rules = []rule{
@@ -53,8 +54,17 @@ var rules = []rule{
 		why: "the agent talks to the manager through the API server and serves the gateway over its API"},
 	{from: "mcpgateway/...", notTo: []string{"controllers/..."},
 		why: "the gateway reads the API server's view, never the manager's"},
-	{from: "mcpgateway/...", notTo: []string{"hostagent", "hostagent/jobs/...", "hostagent/backend/...", "hostagent/guest/...", "hostagent/agentserver/...", "hostagent/nodeagent/..."},
+	{from: "mcpgateway/...", notTo: []string{"hostagent", "hostagent/jobs/...", "hostagent/backend/...", "hostagent/guest/...", "hostagent/guestapi/...", "hostagent/agentserver/...", "hostagent/nodeagent/..."},
 		why: "the gateway speaks the versioned agent protocol (hostagent/agentapi), never the kernel, so that gateways and agents that roll out at different times keep one contract"},
+	{from: "hostagent/guestapi/...", notTo: []string{"..."},
+		why: "the guest protocol is all that the agent and the guest binary share: it imports nothing of either side, nor of the rest of this module"},
+	{from: "hostagent/guest/...", notTo: []string{"..."}, except: []string{"hostagent/guestapi/..."},
+		why: "the guest binary runs in every sandbox and links of this module the guest protocol only: no backend, job manager or kernel of the agent"},
+	{from: "hostagent", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
+	{from: "hostagent/jobs/...", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
+	{from: "hostagent/backend/...", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
+	{from: "hostagent/nodeagent/...", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
+	{from: "cmd/playground", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
 	{from: "cmd/playground", notTo: testLibraries, why: shippedWhy},
 	{from: "cmd/playground-sandbox", notTo: testLibraries, why: shippedWhy},
 	{from: "cmd/kubectl-playground", notTo: testLibraries, why: shippedWhy},
@@ -76,6 +86,11 @@ var testLibraries = []string{
 	"internal/sysctltest",
 }
 
+// hostWhy is the reason of the rules that keep the guest's code out of the
+// agent: the agent runs the guest binary in a sandbox and speaks to it over
+// the protocol (hostagent/guestapi, its client hostagent/backend/guestexec).
+const hostWhy = "the agent speaks the guest protocol (hostagent/guestapi) to the guest binary, never links the guest's code, so that what runs in a sandbox and what runs on the node meet only on the wire"
+
 // shippedWhy is the reason of the rules for the binaries the image carries
 // (Dockerfile).
 const shippedWhy = "test libraries are for tests: a binary that runs in a cluster or on a node carries no test double or suite"
@@ -91,13 +106,79 @@ func TestDependencyRules(t *testing.T) {
 			if len(roots) == 0 {
 				t.Fatalf("%s matches no package", r.from)
 			}
-			for _, bad := range r.notTo {
-				forbidden := func(p string) bool { return matches(bad, p) && !matches(r.from, p) }
-				for _, chain := range paths(graph, roots, forbidden) {
-					t.Errorf("%s imports %s (%s): %s", short(chain[0]), short(chain[len(chain)-1]), r.why, strings.Join(shortAll(chain), " → "))
-				}
+			for _, chain := range r.violations(graph, roots) {
+				t.Errorf("%s imports %s (%s): %s", short(chain[0]), short(chain[len(chain)-1]), r.why, strings.Join(shortAll(chain), " → "))
 			}
 		})
+	}
+}
+
+// violations returns, for each package the rule forbids that the roots
+// import, one shortest chain of imports from a root to it.
+func (r rule) violations(graph map[string][]string, roots []string) [][]string {
+	var found [][]string
+	for _, bad := range r.notTo {
+		forbidden := func(p string) bool {
+			return matches(bad, p) && !matches(r.from, p) &&
+				!slices.ContainsFunc(r.except, func(pattern string) bool { return matches(pattern, p) })
+		}
+		found = append(found, paths(graph, roots, forbidden)...)
+	}
+	return found
+}
+
+// TestRulesCatch checks the rules on import graphs made up to break them,
+// so that a rule that matches nothing (a pattern mistyped, an exception
+// too wide) fails here rather than pass for ever.
+func TestRulesCatch(t *testing.T) {
+	m := func(p string) string { return module + "/" + p }
+	for _, tc := range []struct {
+		from  string
+		graph map[string][]string
+		want  []string // the packages reported, short
+	}{
+		{"hostagent/guestapi/...", map[string][]string{
+			m("hostagent/guestapi"):         {m("hostagent/backend"), "encoding/json"},
+			m("hostagent/guestapi/outring"): {m("hostagent/guestapi")},
+		}, []string{"hostagent/backend"}},
+		{"hostagent/guest/...", map[string][]string{
+			m("hostagent/guest"):             {m("hostagent/guestapi"), m("hostagent/guestapi/mux"), m("hostagent/jobs")},
+			m("hostagent/guest/x"):           {m("hostagent/backend/guestexec"), m("internal/budget")},
+			m("hostagent/guestapi/mux"):      nil,
+			m("hostagent/backend/guestexec"): nil,
+		}, []string{"hostagent/backend/guestexec", "hostagent/jobs", "internal/budget"}},
+		{"hostagent/guest/...", map[string][]string{
+			m("hostagent/guest"): {m("hostagent/guestapi"), m("hostagent/guestapi/outring"), "golang.org/x/sys/unix"},
+		}, nil},
+		{"hostagent", map[string][]string{
+			m("hostagent"):      {m("hostagent/jobs")},
+			m("hostagent/jobs"): {m("hostagent/guest")},
+		}, []string{"hostagent/guest"}},
+		{"hostagent/backend/...", map[string][]string{
+			m("hostagent/backend/vm"): {m("hostagent/guest/mux"), m("hostagent/guestapi")},
+		}, []string{"hostagent/guest/mux"}},
+	} {
+		var roots []string
+		for p := range tc.graph {
+			if matches(tc.from, p) {
+				roots = append(roots, p)
+			}
+		}
+		slices.Sort(roots)
+		var got []string
+		for _, r := range rules {
+			if r.from != tc.from {
+				continue
+			}
+			for _, chain := range r.violations(tc.graph, roots) {
+				got = append(got, short(chain[len(chain)-1]))
+			}
+		}
+		slices.Sort(got)
+		got = slices.Compact(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("the rules from %s report %q in %v, want %q", tc.from, got, tc.graph, tc.want)
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/internal/httpserve"
@@ -57,7 +58,7 @@ func ServeWrapped(tb testing.TB, agent *hostagent.Agent, token string, wrap func
 // HTTP/2), returning an https:// endpoint then.
 func ServeWrappedTLS(tb testing.TB, agent *hostagent.Agent, token string, tlsConfig *tls.Config, wrap func(http.Handler) http.Handler, configure ...func(*agentserver.Server)) (string, *agentserver.Server) {
 	tb.Helper()
-	srv := agentserver.NewServer(agent, nil, token)
+	srv := agentserver.NewServer(agent, logr.Discard(), token)
 	for _, c := range configure {
 		c(srv)
 	}

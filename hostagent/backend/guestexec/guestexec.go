@@ -37,7 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Encode checks req and encodes it as the frames that start it, to go out
@@ -47,7 +47,7 @@ func Encode(req backend.ExecRequest) ([]byte, error) {
 }
 
 // encode is Encode, of a job the sandbox holds when job is set.
-func encode(req backend.ExecRequest, job *guest.JobSpec) ([]byte, error) {
+func encode(req backend.ExecRequest, job *guestapi.JobSpec) ([]byte, error) {
 	login := true
 	switch req.Shell {
 	case backend.ShellLogin, "":
@@ -56,27 +56,27 @@ func encode(req backend.ExecRequest, job *guest.JobSpec) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown shell mode %q", req.Shell)
 	}
-	if len(req.Command) > backend.MaxCommandBytes {
-		return nil, errors.New(backend.CommandTooLong(len(req.Command)))
+	if len(req.Command) > guestapi.MaxCommandBytes {
+		return nil, errors.New(guestapi.CommandTooLong(len(req.Command)))
 	}
-	if len(req.Stdin) > guest.MaxStdin {
-		return nil, fmt.Errorf("stdin is %d bytes, more than %d", len(req.Stdin), guest.MaxStdin)
+	if len(req.Stdin) > guestapi.MaxStdin {
+		return nil, fmt.Errorf("stdin is %d bytes, more than %d", len(req.Stdin), guestapi.MaxStdin)
 	}
-	buf, err := guest.AppendJSONFrame(make([]byte, 0, 256+len(req.Command)+len(req.Stdin)+guest.HeaderSize*(2+len(req.Stdin)/guest.StdinChunk)),
-		guest.FrameStart, startRequest(req.Command, login, req.Cwd, job))
+	buf, err := guestapi.AppendJSONFrame(make([]byte, 0, 256+len(req.Command)+len(req.Stdin)+guestapi.HeaderSize*(2+len(req.Stdin)/guestapi.StdinChunk)),
+		guestapi.FrameStart, startRequest(req.Command, login, req.Cwd, job))
 	if err != nil {
 		return nil, err
 	}
 	for rest := req.Stdin; len(rest) > 0; {
-		n := min(len(rest), guest.StdinChunk)
-		buf = guest.AppendFrame(buf, guest.FrameStdin, rest[:n])
+		n := min(len(rest), guestapi.StdinChunk)
+		buf = guestapi.AppendFrame(buf, guestapi.FrameStdin, rest[:n])
 		rest = rest[n:]
 	}
-	return guest.AppendFrame(buf, guest.FrameStdinEnd, nil), nil
+	return guestapi.AppendFrame(buf, guestapi.FrameStdinEnd, nil), nil
 }
 
-func startRequest(command string, login bool, cwd string, job *guest.JobSpec) guest.StartRequest {
-	return guest.StartRequest{Version: guest.ProtocolVersion, Command: command, Login: login, Cwd: cwd, Job: job}
+func startRequest(command string, login bool, cwd string, job *guestapi.JobSpec) guestapi.StartRequest {
+	return guestapi.StartRequest{Version: guestapi.ProtocolVersion, Command: command, Login: login, Cwd: cwd, Job: job}
 }
 
 // Hooks are what only the backend knows about a command.
@@ -123,14 +123,14 @@ func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, ho
 	if _, err := conn.Write(req); err != nil {
 		return fail(err)
 	}
-	fr := guest.NewFrameReader(bufio.NewReaderSize(conn, guest.OutputChunk+guest.HeaderSize))
+	fr := guestapi.NewFrameReader(bufio.NewReaderSize(conn, guestapi.OutputChunk+guestapi.HeaderSize))
 	t, payload, err := fr.ReadFrame()
 	if err != nil {
 		return fail(err)
 	}
 	switch t {
-	case guest.FrameStarted:
-	case guest.FrameError:
+	case guestapi.FrameStarted:
+	case guestapi.FrameError:
 		return fail(refusal(payload))
 	default:
 		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
@@ -139,7 +139,7 @@ func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, ho
 		// ctx ended while the shell was starting: it runs; kill it.
 		hooks.OOMKilled = nil
 		p := newProcess(conn, fr, sink, start, hooks)
-		kctx, cancel := context.WithTimeout(context.Background(), guest.ProofTimeout+5*time.Second)
+		kctx, cancel := context.WithTimeout(context.Background(), guestapi.ProofTimeout+5*time.Second)
 		defer cancel()
 		if kerr := p.Kill(kctx); kerr != nil {
 			return nil, fmt.Errorf("%w (and killing the command: %w)", ctx.Err(), kerr)
@@ -168,14 +168,14 @@ type process struct {
 	killErr  error
 }
 
-func newProcess(conn net.Conn, fr *guest.FrameReader, sink backend.Sink, start time.Time, hooks Hooks) *process {
+func newProcess(conn net.Conn, fr *guestapi.FrameReader, sink backend.Sink, start time.Time, hooks Hooks) *process {
 	p := &process{conn: conn, sink: sink, start: start, hooks: hooks, done: make(chan struct{})}
 	// Owned by the process: ends when the shepherd ends the command.
 	go p.read(fr)
 	return p
 }
 
-func (p *process) read(fr *guest.FrameReader) {
+func (p *process) read(fr *guestapi.FrameReader) {
 	defer close(p.done)
 	defer p.conn.Close()
 	if p.hooks.Release != nil {
@@ -200,12 +200,12 @@ func (p *process) read(fr *guest.FrameReader) {
 			return
 		}
 		switch t {
-		case guest.FrameStdout:
+		case guestapi.FrameStdout:
 			p.sink.Write(backend.Stdout, payload)
-		case guest.FrameStderr:
+		case guestapi.FrameStderr:
 			p.sink.Write(backend.Stderr, payload)
-		case guest.FrameExit:
-			var e guest.Exit
+		case guestapi.FrameExit:
+			var e guestapi.Exit
 			if err := json.Unmarshal(payload, &e); err != nil {
 				p.err = fmt.Errorf("%w: bad Exit frame: %v", backend.ErrProofLost, err)
 				p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
@@ -213,7 +213,7 @@ func (p *process) read(fr *guest.FrameReader) {
 			}
 			p.status = ExitStatus(e, time.Since(p.start))
 			return
-		case guest.FrameProofLost:
+		case guestapi.FrameProofLost:
 			p.err = fmt.Errorf("%w: %s", backend.ErrProofLost, payload)
 			p.status = backend.ExitStatus{Code: -1, Killed: true, Duration: time.Since(p.start)}
 			return
@@ -227,7 +227,7 @@ func (p *process) read(fr *guest.FrameReader) {
 
 // ExitStatus is how the shepherd's Exit says a command ended, which ran
 // for d.
-func ExitStatus(e guest.Exit, d time.Duration) backend.ExitStatus {
+func ExitStatus(e guestapi.Exit, d time.Duration) backend.ExitStatus {
 	s := backend.ExitStatus{Code: e.Code, Killed: e.Killed, Duration: d}
 	if e.Signal != 0 {
 		s.Code = -1
@@ -261,7 +261,7 @@ func (p *process) Kill(ctx context.Context) error {
 	}
 	p.killOnce.Do(func() {
 		stop := context.AfterFunc(ctx, func() { _ = p.conn.SetWriteDeadline(time.Now()) })
-		_, p.killErr = p.conn.Write(guest.AppendFrame(nil, guest.FrameKill, nil))
+		_, p.killErr = p.conn.Write(guestapi.AppendFrame(nil, guestapi.FrameKill, nil))
 		stop()
 	})
 	select {
@@ -285,7 +285,7 @@ func (discardSink) Write(backend.Stream, []byte) {}
 // conn is closed, and the error wraps backend.ErrInvalidRequest when the
 // shepherd could not connect.
 func Dial(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
-	br, err := ask(ctx, conn, guest.StartRequest{Version: guest.ProtocolVersion, Dial: port})
+	br, err := ask(ctx, conn, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Dial: port})
 	if err != nil {
 		return nil, err
 	}
@@ -318,17 +318,17 @@ func DialPort(ctx context.Context, name, id string, port int, timeout time.Durat
 }
 
 // WriteEtc asks the shepherd that accepts conn, in a VM, to replace the
-// sandbox's generated /etc files (guest.EtcDir) with files; ctx bounds it.
+// sandbox's generated /etc files (guestapi.EtcDir) with files; ctx bounds it.
 // conn is closed when it returns.
 func WriteEtc(ctx context.Context, conn net.Conn, files map[string]string) error {
-	_, err := ask(ctx, conn, guest.StartRequest{Version: guest.ProtocolVersion, Etc: files})
+	_, err := ask(ctx, conn, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Etc: files})
 	conn.Close()
 	return err
 }
 
 // ask sends a request that runs no command and waits for its Started:
 // the reader holds what followed it.
-func ask(ctx context.Context, conn net.Conn, req guest.StartRequest) (*bufio.Reader, error) {
+func ask(ctx context.Context, conn net.Conn, req guestapi.StartRequest) (*bufio.Reader, error) {
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	fail := func(err error) (*bufio.Reader, error) {
 		stop()
@@ -338,7 +338,7 @@ func ask(ctx context.Context, conn net.Conn, req guest.StartRequest) (*bufio.Rea
 		}
 		return nil, err
 	}
-	frame, err := guest.AppendJSONFrame(nil, guest.FrameStart, req)
+	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, req)
 	if err != nil {
 		return fail(err)
 	}
@@ -346,13 +346,13 @@ func ask(ctx context.Context, conn net.Conn, req guest.StartRequest) (*bufio.Rea
 		return fail(err)
 	}
 	br := bufio.NewReader(conn)
-	t, payload, err := guest.NewFrameReader(br).ReadFrame()
+	t, payload, err := guestapi.NewFrameReader(br).ReadFrame()
 	if err != nil {
 		return fail(err)
 	}
 	switch t {
-	case guest.FrameStarted:
-	case guest.FrameError:
+	case guestapi.FrameStarted:
+	case guestapi.FrameError:
 		return fail(refusal(payload))
 	default:
 		return fail(fmt.Errorf("protocol error: %v frame before Started", t))

@@ -28,12 +28,12 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
 // Job is the agent's connection to a job the sandbox holds
-// (guest.StartRequest.Job): the job's output is in a ring in the sandbox,
+// (guestapi.StartRequest.Job): the job's output is in a ring in the sandbox,
 // read by Poll; the job outlives this connection, and a later one
 // (another agent process, after a restart) takes over with AttachJob.
 // Requests are serialized. A request whose ctx ends closes the connection
@@ -47,7 +47,7 @@ type Job struct {
 
 	ended     chan struct{} // closed once end or readErr is set
 	endOnce   sync.Once
-	exit      *guest.Exit
+	exit      *guestapi.Exit
 	proofLost string
 	readErr   error
 }
@@ -57,7 +57,7 @@ type pageOrErr struct {
 	err  error
 }
 
-func newJob(conn net.Conn, fr *guest.FrameReader, pid int) *Job {
+func newJob(conn net.Conn, fr *guestapi.FrameReader, pid int) *Job {
 	j := &Job{conn: conn, pages: make(chan pageOrErr, 1), PID: pid, ended: make(chan struct{})}
 	go j.read(fr)
 	return j
@@ -69,13 +69,13 @@ func (j *Job) Ended() <-chan struct{} { return j.ended }
 
 // End is how the job ended (exit, or why its cleanup is unproven), or the
 // connection's error if it broke first; valid once Ended is closed.
-func (j *Job) End() (exit *guest.Exit, proofLost string, err error) {
+func (j *Job) End() (exit *guestapi.Exit, proofLost string, err error) {
 	return j.exit, j.proofLost, j.readErr
 }
 
 // read receives the holder's frames: Pages for the request in flight,
 // and the job's end, sent unasked.
-func (j *Job) read(fr *guest.FrameReader) {
+func (j *Job) read(fr *guestapi.FrameReader) {
 	defer close(j.pages)
 	for {
 		t, payload, err := fr.ReadFrame()
@@ -85,20 +85,20 @@ func (j *Job) read(fr *guest.FrameReader) {
 			return
 		}
 		switch t {
-		case guest.FrameExit:
-			var e guest.Exit
+		case guestapi.FrameExit:
+			var e guestapi.Exit
 			if err := json.Unmarshal(payload, &e); err != nil {
 				j.fail(fmt.Errorf("protocol error: Exit: %w", err))
 				return
 			}
 			j.endOnce.Do(func() { j.exit = &e; close(j.ended) })
-		case guest.FrameProofLost:
+		case guestapi.FrameProofLost:
 			msg := string(payload)
 			j.endOnce.Do(func() { j.proofLost = msg; close(j.ended) })
-		case guest.FrameSuperseded:
+		case guestapi.FrameSuperseded:
 			j.fail(ErrSuperseded)
 			return
-		case guest.FramePage:
+		case guestapi.FramePage:
 			p, err := readPage(fr, payload)
 			if err != nil {
 				j.fail(err)
@@ -137,10 +137,10 @@ var ErrSuperseded = errors.New("a newer connection attached to the job")
 // does not speak an error that wraps neither (it says so): nothing the
 // tenant asked for is wrong, the sandbox runs another guest binary.
 func refusal(payload []byte) error {
-	if bytes.HasPrefix(payload, []byte(guest.UnsupportedVersionPrefix)) {
+	if bytes.HasPrefix(payload, []byte(guestapi.UnsupportedVersionPrefix)) {
 		return fmt.Errorf("the sandbox's guest refused the agent's request: %s", payload)
 	}
-	if why, ok := bytes.CutPrefix(payload, []byte(guest.ExhaustedPrefix)); ok {
+	if why, ok := bytes.CutPrefix(payload, []byte(guestapi.ExhaustedPrefix)); ok {
 		return fmt.Errorf("%w: %s", backend.ErrExhausted, why)
 	}
 	return fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload)
@@ -148,7 +148,7 @@ func refusal(payload []byte) error {
 
 // JobPage is a Page with its chunks' bytes.
 type JobPage struct {
-	guest.Page
+	guestapi.Page
 	// Data holds the chunks of Page.Chunks, in order.
 	Data []outring.Chunk
 }
@@ -156,7 +156,7 @@ type JobPage struct {
 // StartJob starts req as a job the sandbox holds, on conn, a connection
 // to the sandbox's init, and returns once its shell runs; ctx bounds the
 // start only. It refuses like Start does; conn is closed on failure.
-func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec guest.JobSpec) (*Job, error) {
+func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec guestapi.JobSpec) (*Job, error) {
 	frames, err := encode(req, &spec)
 	if err != nil {
 		conn.Close()
@@ -174,20 +174,20 @@ func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec 
 	if _, err := conn.Write(frames); err != nil {
 		return fail(err)
 	}
-	fr := guest.NewFrameReader(bufio.NewReaderSize(conn, guest.OutputChunk+guest.HeaderSize))
+	fr := guestapi.NewFrameReader(bufio.NewReaderSize(conn, guestapi.OutputChunk+guestapi.HeaderSize))
 	t, payload, err := fr.ReadFrame()
 	var pid int
 	if err != nil {
 		return fail(err)
 	}
 	switch t {
-	case guest.FrameStarted:
-		var st guest.Started
+	case guestapi.FrameStarted:
+		var st guestapi.Started
 		if err := json.Unmarshal(payload, &st); err != nil {
 			return fail(fmt.Errorf("protocol error: Started: %w", err))
 		}
 		pid = st.PID
-	case guest.FrameError:
+	case guestapi.FrameError:
 		return fail(refusal(payload))
 	default:
 		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
@@ -203,41 +203,41 @@ func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec 
 // to the holder of job id, taking over from any earlier connection. An
 // unknown job is backend.ErrNotFound.
 func AttachJob(ctx context.Context, conn net.Conn, id string) (*Job, error) {
-	br, err := ask(ctx, conn, guest.StartRequest{Version: guest.ProtocolVersion, Attach: id})
+	br, err := ask(ctx, conn, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Attach: id})
 	if errors.Is(err, backend.ErrInvalidRequest) {
 		return nil, fmt.Errorf("%w: %v", backend.ErrNotFound, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return newJob(conn, guest.NewFrameReader(br), 0), nil
+	return newJob(conn, guestapi.NewFrameReader(br), 0), nil
 }
 
 // ListJobs asks the shepherd that accepts conn for the jobs the sandbox
 // holds. conn is closed when it returns.
-func ListJobs(ctx context.Context, conn net.Conn) ([]guest.JobRecord, error) {
+func ListJobs(ctx context.Context, conn net.Conn) ([]guestapi.JobRecord, error) {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
-	frame, err := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.ProtocolVersion, Jobs: true})
+	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Jobs: true})
 	if err != nil {
 		return nil, err
 	}
 	if _, err := conn.Write(frame); err != nil {
 		return nil, orCtx(ctx, err)
 	}
-	t, payload, err := guest.NewFrameReader(bufio.NewReader(conn)).ReadFrame()
+	t, payload, err := guestapi.NewFrameReader(bufio.NewReader(conn)).ReadFrame()
 	if err != nil {
 		return nil, orCtx(ctx, err)
 	}
 	switch t {
-	case guest.FrameJobs:
-		var recs []guest.JobRecord
+	case guestapi.FrameJobs:
+		var recs []guestapi.JobRecord
 		if err := json.Unmarshal(payload, &recs); err != nil {
 			return nil, fmt.Errorf("protocol error: Jobs: %w", err)
 		}
 		return recs, nil
-	case guest.FrameError:
+	case guestapi.FrameError:
 		return nil, fmt.Errorf("listing the sandbox's jobs: %w", refusal(payload))
 	}
 	return nil, fmt.Errorf("protocol error: %v frame in answer to Jobs", t)
@@ -253,8 +253,8 @@ func orCtx(ctx context.Context, err error) error {
 // Poll reads a page of the job's output from req.Cursor, waiting up to
 // req.WaitMillis for output when there is none yet; ctx should allow that
 // wait. A cursor the ring refuses is a *outring.CursorError.
-func (j *Job) Poll(ctx context.Context, req guest.PollRequest) (JobPage, error) {
-	frame, err := guest.AppendJSONFrame(nil, guest.FramePoll, req)
+func (j *Job) Poll(ctx context.Context, req guestapi.PollRequest) (JobPage, error) {
+	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FramePoll, req)
 	if err != nil {
 		return JobPage{}, err
 	}
@@ -267,7 +267,7 @@ func (j *Job) Poll(ctx context.Context, req guest.PollRequest) (JobPage, error) 
 func (j *Job) Kill(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { _ = j.conn.SetWriteDeadline(time.Now()) })
 	defer stop()
-	_, err := j.conn.Write(guest.AppendFrame(nil, guest.FrameKill, nil))
+	_, err := j.conn.Write(guestapi.AppendFrame(nil, guestapi.FrameKill, nil))
 	return orCtx(ctx, err)
 }
 
@@ -275,7 +275,7 @@ func (j *Job) Kill(ctx context.Context) error {
 // and closes the connection; the returned page says how the job ended.
 func (j *Job) Release(ctx context.Context) (JobPage, error) {
 	defer j.Close()
-	return j.ask(ctx, guest.AppendFrame(nil, guest.FrameRelease, nil))
+	return j.ask(ctx, guestapi.AppendFrame(nil, guestapi.FrameRelease, nil))
 }
 
 // Close closes the connection; the job goes on.
@@ -304,7 +304,7 @@ func (j *Job) ask(ctx context.Context, frame []byte) (JobPage, error) {
 }
 
 // readPage reads the data frames of a Page whose JSON is payload.
-func readPage(fr *guest.FrameReader, payload []byte) (JobPage, error) {
+func readPage(fr *guestapi.FrameReader, payload []byte) (JobPage, error) {
 	var p JobPage
 	if err := json.Unmarshal(payload, &p.Page); err != nil {
 		return JobPage{}, fmt.Errorf("protocol error: Page: %w", err)
@@ -314,9 +314,9 @@ func readPage(fr *guest.FrameReader, payload []byte) (JobPage, error) {
 		if err != nil {
 			return JobPage{}, err
 		}
-		want := guest.FrameStdout
+		want := guestapi.FrameStdout
 		if c.Stream == backend.Stderr {
-			want = guest.FrameStderr
+			want = guestapi.FrameStderr
 		}
 		if t != want || len(data) != c.Len {
 			return JobPage{}, fmt.Errorf("protocol error: %v frame of %d bytes for a %v chunk of %d", t, len(data), c.Stream, c.Len)

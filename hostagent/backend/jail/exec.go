@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // execArgs is the jexec(8) command line of req in jail name: an
@@ -38,20 +38,20 @@ import (
 // user (reaper_freebsd.go); without, it is the tenant's shell, as the
 // sandbox user from the jail's own user database (-U).
 func execArgs(name string, req backend.ExecRequest, dir string, reap bool) []string {
-	env, sh := guest.CleanEnv(), []string{guest.Shell, "-c", req.Command}
+	env, sh := guestapi.CleanEnv(), []string{guestapi.Shell, "-c", req.Command}
 	if req.Shell != backend.ShellClean {
 		// A login shell reads /etc/profile (the generated login profile)
 		// and then ~/.profile.
-		env, sh = guest.LoginEnv(), []string{guest.Shell, "-l", "-c", req.Command}
+		env, sh = guestapi.LoginEnv(), []string{guestapi.Shell, "-l", "-c", req.Command}
 	}
-	args := []string{"-U", guest.TenantUser, name, "/usr/bin/env", "-i"}
+	args := []string{"-U", guestapi.TenantUser, name, "/usr/bin/env", "-i"}
 	if reap {
-		args = []string{name, guest.Binary, guest.ReapMode, "-uid", strconv.Itoa(guest.TenantUID), "-gid", strconv.Itoa(guest.TenantGID), "--", "/usr/bin/env", "-i"}
+		args = []string{name, guestapi.Binary, guestapi.ReapMode, "-uid", strconv.Itoa(guestapi.TenantUID), "-gid", strconv.Itoa(guestapi.TenantGID), "--", "/usr/bin/env", "-i"}
 	}
 	args = append(args, env...)
 	// cd in a wrapper shell, then exec the command's own: one
 	// command's cd never carries into the next.
-	args = append(args, guest.Shell, "-c", `cd -- "$1" || exit 126; shift; exec "$@"`, "sh", dir)
+	args = append(args, guestapi.Shell, "-c", `cd -- "$1" || exit 126; shift; exec "$@"`, "sh", dir)
 	return append(args, sh...)
 }
 
@@ -60,9 +60,9 @@ func execArgs(name string, req backend.ExecRequest, dir string, reap bool) []str
 func cwd(req backend.ExecRequest) string {
 	switch {
 	case req.Cwd == "":
-		return guest.TenantHome
+		return guestapi.TenantHome
 	case !path.IsAbs(req.Cwd):
-		return path.Join(guest.TenantHome, req.Cwd)
+		return path.Join(guestapi.TenantHome, req.Cwd)
 	}
 	return path.Clean(req.Cwd)
 }
@@ -79,8 +79,8 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	default:
 		return nil, fmt.Errorf("%w: unknown shell mode %q", backend.ErrInvalidRequest, req.Shell)
 	}
-	if len(req.Command) > backend.MaxCommandBytes {
-		return nil, fmt.Errorf("%w: %s", backend.ErrInvalidRequest, backend.CommandTooLong(len(req.Command)))
+	if len(req.Command) > guestapi.MaxCommandBytes {
+		return nil, fmt.Errorf("%w: %s", backend.ErrInvalidRequest, guestapi.CommandTooLong(len(req.Command)))
 	}
 	if _, err := b.loadSpec(id); err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 		return nil, fmt.Errorf("%w: jail %s", backend.ErrNotRunning, JailName(id))
 	}
 	name, dir := JailName(id), cwd(req)
-	if _, err := b.run.Run(ctx, "jexec", "-U", guest.TenantUser, name, "/bin/test", "-d", dir, "-a", "-x", dir); err != nil {
+	if _, err := b.run.Run(ctx, "jexec", "-U", guestapi.TenantUser, name, "/bin/test", "-d", dir, "-a", "-x", dir); err != nil {
 		var ee *ExitError
 		if errors.As(err, &ee) && ee.Code == 1 {
 			return nil, fmt.Errorf("%w: cwd %s does not exist or cannot be entered", backend.ErrInvalidRequest, dir)
@@ -163,9 +163,9 @@ func (p *process) wait() {
 	switch {
 	case !p.reap:
 		p.err = ErrNoReaper
-	case code == guest.ReapProvedExit:
+	case code == guestapi.ReapProvedExit:
 		p.status.Code, p.status.Signal = -1, "SIGKILL"
-	case code == guest.ReapLostExit:
+	case code == guestapi.ReapLostExit:
 		p.err = fmt.Errorf("%w: the jail's reaper could not kill every descendant of the command (its message is on the command's stderr)", backend.ErrProofLost)
 	case sig != "":
 		p.err = fmt.Errorf("%w: the jail's reaper was ended by %s before it proved the command's descendants dead", backend.ErrProofLost, sig)

@@ -32,7 +32,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // fakeBSD stands in for FreeBSD's tools as their manuals (jail(8),
@@ -462,13 +463,13 @@ func (f *fakeBSD) Start(c Command) (Proc, error) {
 	}
 	var rest []string
 	if reaper {
-		want := []string{guest.Binary, guest.ReapMode, "-uid", "1000", "-gid", "1000", "--", "/usr/bin/env", "-i"}
+		want := []string{guestapi.Binary, guestapi.ReapMode, "-uid", "1000", "-gid", "1000", "--", "/usr/bin/env", "-i"}
 		if len(a) < 1+len(want) || !slices.Equal(a[1:1+len(want)], want) {
 			f.t.Errorf("unexpected reaper command line %q", line)
 			return nil, fail(127, line, "")
 		}
-		if _, err := os.Stat(f.resolve(j, guest.Binary)); err != nil {
-			return nil, fail(1, line, "jexec: execvp: "+guest.Binary+": No such file or directory")
+		if _, err := os.Stat(f.resolve(j, guestapi.Binary)); err != nil {
+			return nil, fail(1, line, "jexec: execvp: "+guestapi.Binary+": No such file or directory")
 		}
 		rest = a[1+len(want):]
 	} else {
@@ -492,7 +493,7 @@ func (f *fakeBSD) Start(c Command) (Proc, error) {
 	}
 	dir, command := f.resolve(j, rest[4]), rest[len(rest)-1]
 	if rest[6] == "-l" {
-		command = ". " + guest.ShellQuote(filepath.Join(j.path, "etc", "profile")) + "\n" + command
+		command = ". " + backend.ShellQuote(filepath.Join(j.path, "etc", "profile")) + "\n" + command
 	}
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir, cmd.Env = dir, env
@@ -522,9 +523,9 @@ func (p *fakeProc) Wait() (int, string, error) {
 	p.mu.Unlock()
 	if p.reaper && terminated {
 		if p.loses {
-			return guest.ReapLostExit, "", nil
+			return guestapi.ReapLostExit, "", nil
 		}
-		return guest.ReapProvedExit, "", nil
+		return guestapi.ReapProvedExit, "", nil
 	}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return -1, unix.SignalName(ws.Signal()), nil

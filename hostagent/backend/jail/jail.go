@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
 )
@@ -106,7 +106,7 @@ type Backend struct {
 	opts Options
 	run  Runner
 	// guestDir holds the installed guest binary, mounted read-only at the
-	// jail's guest.Binary's directory; empty: no reaper.
+	// jail's guestapi.Binary's directory; empty: no reaper.
 	guestDir string
 	// chown is os.Lchown; tests that run unprivileged record instead.
 	chown func(path string, uid, gid int) error
@@ -250,13 +250,13 @@ func (b *Backend) mounts(id string) []mount {
 		ms = append(ms, mount{src: filepath.Join(b.opts.BaseDir, d), dst: filepath.Join(root, d), ro: true})
 	}
 	if b.guestDir != "" {
-		ms = append(ms, mount{src: b.guestDir, dst: filepath.Join(root, path.Dir(guest.Binary)), ro: true})
+		ms = append(ms, mount{src: b.guestDir, dst: filepath.Join(root, path.Dir(guestapi.Binary)), ro: true})
 	}
 	return append(ms,
-		mount{src: filepath.Join(layer, "home"), dst: filepath.Join(root, guest.TenantHome)},
-		mount{src: filepath.Join(layer, "workspace"), dst: filepath.Join(root, guest.Workspace)},
+		mount{src: filepath.Join(layer, "home"), dst: filepath.Join(root, guestapi.TenantHome)},
+		mount{src: filepath.Join(layer, "workspace"), dst: filepath.Join(root, guestapi.Workspace)},
 		mount{src: filepath.Join(layer, "tmp"), dst: filepath.Join(root, "tmp")},
-		mount{src: b.PileDir(id), dst: filepath.Join(root, guest.PileDir)},
+		mount{src: b.PileDir(id), dst: filepath.Join(root, guestapi.PileDir)},
 	)
 }
 
@@ -378,7 +378,7 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 		if err := os.Chmod(p, mode); err != nil {
 			return fmt.Errorf("jail: %w", err)
 		}
-		if err := b.chown(p, guest.TenantUID, guest.TenantGID); err != nil {
+		if err := b.chown(p, guestapi.TenantUID, guestapi.TenantGID); err != nil {
 			return fmt.Errorf("jail: giving %s to the sandbox user: %w", p, err)
 		}
 	}
@@ -393,13 +393,13 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 // the base system's EtcFiles.
 func (b *Backend) writeEtc(ctx context.Context, spec backend.Spec) error {
 	etc := filepath.Join(b.rootDir(spec.ID), "etc")
-	u, g := guest.TenantUID, guest.TenantGID
+	u, g := guestapi.TenantUID, guestapi.TenantGID
 	files := map[string]string{
 		// master.passwd(5): name:password:uid:gid:class:change:expire:gecos:home:shell
 		"master.passwd": "root:*:0:0::0:0:Charlie &:/root:/usr/sbin/nologin\n" +
-			fmt.Sprintf("%s:*:%d:%d::0:0:Playground sandbox:%s:%s\n", guest.TenantUser, u, g, guest.TenantHome, guest.Shell),
-		"group":   fmt.Sprintf("wheel:*:0:root\n%s:*:%d:\n", guest.TenantUser, g),
-		"profile": guest.LoginProfile(spec),
+			fmt.Sprintf("%s:*:%d:%d::0:0:Playground sandbox:%s:%s\n", guestapi.TenantUser, u, g, guestapi.TenantHome, guestapi.Shell),
+		"group":   fmt.Sprintf("wheel:*:0:root\n%s:*:%d:\n", guestapi.TenantUser, g),
+		"profile": backend.LoginProfile(spec),
 		"hosts":   "127.0.0.1 localhost " + spec.ID + "\n::1 localhost\n",
 	}
 	for name, content := range files {
@@ -449,7 +449,7 @@ func (b *Backend) provisionPile(ctx context.Context, id string) error {
 		if err := f.Close(); err != nil {
 			return fmt.Errorf("jail: %w", err)
 		}
-		if err := b.chown(p, guest.TenantUID, guest.TenantGID); err != nil {
+		if err := b.chown(p, guestapi.TenantUID, guestapi.TenantGID); err != nil {
 			return fmt.Errorf("jail: giving %s to the sandbox user: %w", p, err)
 		}
 		if _, err := b.run.Run(ctx, "chflags", "sappnd", p); err != nil {
@@ -629,7 +629,7 @@ func (b *Backend) unmountAll(ctx context.Context, id string) error {
 	dsts := []string{filepath.Join(b.rootDir(id), "dev")}
 	if b.guestDir == "" {
 		// A previous agent may have mounted its guest binary.
-		dsts = append(dsts, filepath.Join(b.rootDir(id), path.Dir(guest.Binary)))
+		dsts = append(dsts, filepath.Join(b.rootDir(id), path.Dir(guestapi.Binary)))
 	}
 	for i := len(ms) - 1; i >= 0; i-- {
 		dsts = append(dsts, ms[i].dst)

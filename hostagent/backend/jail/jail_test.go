@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 const testID = "sbx-00000000000000000001"
@@ -79,7 +79,7 @@ func (n *node) over() *Backend {
 	n.owned = map[string]int{}
 	var mu sync.Mutex
 	b.chown = func(p string, uid, gid int) error {
-		if uid != guest.TenantUID || gid != guest.TenantGID {
+		if uid != guestapi.TenantUID || gid != guestapi.TenantGID {
 			n.t.Errorf("chown %s to %d:%d, not the sandbox user's", p, uid, gid)
 		}
 		mu.Lock()
@@ -315,7 +315,7 @@ func TestExec(t *testing.T) {
 	}
 	calls := n.fake.take()
 	wantCheck := "jexec -U sandbox " + name + " /bin/test -d /home/sandbox -a -x /home/sandbox"
-	wantRun := "jexec " + name + " /.playground/bin/playground-sandbox reap -uid 1000 -gid 1000 -- /usr/bin/env -i PATH=" + guest.DefaultPath + " HOME=/home/sandbox USER=sandbox LOGNAME=sandbox SHELL=/bin/sh" +
+	wantRun := "jexec " + name + " /.playground/bin/playground-sandbox reap -uid 1000 -gid 1000 -- /usr/bin/env -i PATH=" + guestapi.DefaultPath + " HOME=/home/sandbox USER=sandbox LOGNAME=sandbox SHELL=/bin/sh" +
 		` /bin/sh -c cd -- "$1" || exit 126; shift; exec "$@" sh /home/sandbox /bin/sh -l -c echo out;`
 	if len(calls) != 3 || calls[0] != "jls --libxo=json -d -j "+name+" -n jid name path dying" || calls[1] != wantCheck || !strings.HasPrefix(calls[2], wantRun) {
 		t.Fatalf("exec ran\n%s\nwant jls, then\n%s\n%s...", strings.Join(calls, "\n"), wantCheck, wantRun)
@@ -339,7 +339,7 @@ func TestExec(t *testing.T) {
 	if _, _, err := n.exec(backend.ExecRequest{Command: "true", Cwd: "/nowhere"}); !errors.Is(err, backend.ErrInvalidRequest) || !strings.Contains(err.Error(), "/nowhere") {
 		t.Errorf("a missing cwd: %v", err)
 	}
-	if _, _, err := n.exec(backend.ExecRequest{Command: strings.Repeat("x", backend.MaxCommandBytes+1)}); !errors.Is(err, backend.ErrInvalidRequest) {
+	if _, _, err := n.exec(backend.ExecRequest{Command: strings.Repeat("x", guestapi.MaxCommandBytes+1)}); !errors.Is(err, backend.ErrInvalidRequest) {
 		t.Errorf("an overlong command: %v", err)
 	}
 	if err := n.b.Stop(context.Background(), testID); err != nil {

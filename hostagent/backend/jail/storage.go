@@ -26,7 +26,7 @@ import (
 	"strconv"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 )
 
@@ -100,7 +100,7 @@ func (b *Backend) ensureDatasets(ctx context.Context, spec backend.Spec) error {
 		if _, err := b.run.Run(ctx, "zfs", "create", "-p",
 			"-o", "mountpoint="+d.dir,
 			"-o", "refquota="+strconv.FormatInt(d.bytes, 10),
-			"-o", "userobjquota@"+strconv.Itoa(guest.TenantUID)+"="+strconv.FormatInt(d.inodes, 10),
+			"-o", "userobjquota@"+strconv.Itoa(guestapi.TenantUID)+"="+strconv.FormatInt(d.inodes, 10),
 			d.ds); err != nil {
 			if failedWith(err, "userobj") {
 				return fmt.Errorf("jail: creating ZFS dataset %s: the pool lacks object quotas (feature userobj_accounting: zpool upgrade): %w", d.ds, err)

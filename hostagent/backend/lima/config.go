@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // The lima.yaml this backend generates. Field names and meanings are
@@ -113,11 +113,11 @@ const (
 	guestShare = "/.playground-host"
 	// guestBinaryName is the file in the share.
 	guestBinaryName = "playground-sandbox"
-	// guestSocket is init's socket in the guest (guest.RunDir/SocketName).
-	guestSocket = guest.RunDir + "/" + guest.SocketName
+	// guestSocket is init's socket in the guest (guestapi.RunDir/SocketName).
+	guestSocket = guestapi.RunDir + "/" + guestapi.SocketName
 	// hostSocketRel is where Lima forwards guestSocket, in the instance
 	// directory ("Put sockets into {{.Dir}}/sock", default.yaml).
-	hostSocketRel = "sock/" + guest.SocketName
+	hostSocketRel = "sock/" + guestapi.SocketName
 	// unitName is the systemd service that runs init in the guest.
 	unitName = "playground-sandbox.service"
 	// profileFile is the login profile that /etc/profile sources.
@@ -219,13 +219,13 @@ func (o *Options) provisionScript(spec backend.Spec, r resources, pileDisk strin
 	}
 	pileFiles := make([]string, len(o.PileFiles))
 	for i, f := range o.PileFiles {
-		pileFiles[i] = guest.ShellQuote(f)
+		pileFiles[i] = backend.ShellQuote(f)
 	}
 	return fmt.Sprintf(provisionTemplate,
-		guest.ShellQuote(spec.ID),
-		guest.ShellQuote(guestShare+"/"+guestBinaryName),
-		guest.TenantUser, guest.TenantUID, guest.TenantGID, guest.TenantHome, guest.Workspace, guest.PileDir,
-		guest.ShellQuote("/mnt/lima-"+pileDisk),
+		backend.ShellQuote(spec.ID),
+		backend.ShellQuote(guestShare+"/"+guestBinaryName),
+		guestapi.TenantUser, guestapi.TenantUID, guestapi.TenantGID, guestapi.TenantHome, guestapi.Workspace, guestapi.PileDir,
+		backend.ShellQuote("/mnt/lima-"+pileDisk),
 		strings.Join(pileFiles, " "),
 		o.SpareShepherds,
 		unitName,

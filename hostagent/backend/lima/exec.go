@@ -30,7 +30,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Exec implements backend.Backend: the guest protocol over init's socket
@@ -129,7 +129,7 @@ func (b *Backend) dialError(id string, err error) error {
 // command is left. A Stop or Destroy under way is waited for. Otherwise
 // (init died in a running VM, the ssh forward broke) the proof is lost.
 func (b *Backend) connectionLost(id string, cause error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), b.opts.StartTimeout+guest.ProofTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.StartTimeout+guestapi.ProofTimeout)
 	defer cancel()
 	// Stop and Destroy hold the sandbox's lock while limactl runs.
 	unlock := b.lockCtx(ctx, id)

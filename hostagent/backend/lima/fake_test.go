@@ -78,7 +78,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 const (
@@ -576,30 +576,30 @@ func fakeGuest() {
 
 func serveFakeCommand(c net.Conn) {
 	defer c.Close()
-	fr := guest.NewFrameReader(bufio.NewReader(c))
+	fr := guestapi.NewFrameReader(bufio.NewReader(c))
 	t, payload, err := fr.ReadFrame()
-	if err != nil || t != guest.FrameStart {
+	if err != nil || t != guestapi.FrameStart {
 		return
 	}
-	var req guest.StartRequest
+	var req guestapi.StartRequest
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return
 	}
 	if req.Dial != 0 {
-		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("fake guest: no loopback to dial")))
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("fake guest: no loopback to dial")))
 		return
 	}
-	if req.Version != guest.ProtocolVersion {
-		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(guest.UnsupportedVersion(req.Version, guest.ProtocolVersion))))
+	if req.Version != guestapi.ProtocolVersion {
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(guestapi.UnsupportedVersion(req.Version, guestapi.ProtocolVersion))))
 		return
 	}
 	if req.Jobs {
 		// It holds no jobs: it lists none, and starts or attaches to none.
-		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameJobs, []byte("[]")))
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameJobs, []byte("[]")))
 		return
 	}
 	if req.Job != nil || req.Attach != "" {
-		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("fake guest: it holds no jobs")))
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("fake guest: it holds no jobs")))
 		return
 	}
 	var stdin []byte
@@ -608,7 +608,7 @@ func serveFakeCommand(c net.Conn) {
 		if err != nil {
 			return
 		}
-		if t == guest.FrameStdinEnd {
+		if t == guestapi.FrameStdinEnd {
 			break
 		}
 		stdin = append(stdin, payload...)
@@ -617,7 +617,7 @@ func serveFakeCommand(c net.Conn) {
 	cmd.Dir = req.Cwd
 	if cmd.Dir != "" {
 		if _, err := os.Stat(cmd.Dir); err != nil {
-			_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte("cwd "+req.Cwd+" does not exist")))
+			_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("cwd "+req.Cwd+" does not exist")))
 			return
 		}
 	}
@@ -625,10 +625,10 @@ func serveFakeCommand(c net.Conn) {
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
-		_, _ = c.Write(guest.AppendFrame(nil, guest.FrameError, []byte(err.Error())))
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(err.Error())))
 		return
 	}
-	started, _ := guest.AppendJSONFrame(nil, guest.FrameStarted, guest.Started{PID: cmd.Process.Pid})
+	started, _ := guestapi.AppendJSONFrame(nil, guestapi.FrameStarted, guestapi.Started{PID: cmd.Process.Pid})
 	if _, err := c.Write(started); err != nil {
 		_ = cmd.Process.Kill()
 		return
@@ -636,18 +636,18 @@ func serveFakeCommand(c net.Conn) {
 	err = cmd.Wait()
 	var frames []byte
 	if out.Len() > 0 {
-		frames = guest.AppendFrame(frames, guest.FrameStdout, []byte(out.String()))
+		frames = guestapi.AppendFrame(frames, guestapi.FrameStdout, []byte(out.String()))
 	}
 	if errb.Len() > 0 {
-		frames = guest.AppendFrame(frames, guest.FrameStderr, []byte(errb.String()))
+		frames = guestapi.AppendFrame(frames, guestapi.FrameStderr, []byte(errb.String()))
 	}
-	exit := guest.Exit{Code: cmd.ProcessState.ExitCode()}
+	exit := guestapi.Exit{Code: cmd.ProcessState.ExitCode()}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			exit = guest.Exit{Code: -1, Signal: int(ws.Signal())}
+			exit = guestapi.Exit{Code: -1, Signal: int(ws.Signal())}
 		}
 	}
-	frames, _ = guest.AppendJSONFrame(frames, guest.FrameExit, exit)
+	frames, _ = guestapi.AppendJSONFrame(frames, guestapi.FrameExit, exit)
 	_, _ = c.Write(frames)
 }

@@ -34,7 +34,6 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 
@@ -240,7 +239,7 @@ func TestGuestSide(t *testing.T) {
 
 	// The login profile, as Start pushes it (limactl shell … sudo sh -c).
 	push := exec.Command("chroot", root, "sh", "-c", profileScript)
-	push.Stdin = strings.NewReader(guest.LoginProfile(backend.Spec{Persona: "tester", LoginEnv: []backend.EnvVar{{Name: "GREETING", Value: "it's me"}}}))
+	push.Stdin = strings.NewReader(backend.LoginProfile(backend.Spec{Persona: "tester", LoginEnv: []backend.EnvVar{{Name: "GREETING", Value: "it's me"}}}))
 	if out, err := push.CombinedOutput(); err != nil {
 		t.Fatalf("pushing the login profile: %v: %s", err, out)
 	}

@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
 )
@@ -153,14 +153,14 @@ func (o *Options) defaults() error {
 	if o.GuestAdmin == "" {
 		o.GuestAdmin = "lima"
 	}
-	if !userName.MatchString(o.GuestAdmin) || o.GuestAdmin == guest.TenantUser {
+	if !userName.MatchString(o.GuestAdmin) || o.GuestAdmin == guestapi.TenantUser {
 		return fmt.Errorf("lima: guest admin %q is not a user name other than the tenant's", o.GuestAdmin)
 	}
 	if o.GuestAdminUID == 0 {
 		o.GuestAdminUID = 1500
 	}
-	if o.GuestAdminUID < 1000 || o.GuestAdminUID == guest.TenantUID {
-		return fmt.Errorf("lima: guest admin uid %d must be 1000 or more and not the tenant's (%d)", o.GuestAdminUID, guest.TenantUID)
+	if o.GuestAdminUID < 1000 || o.GuestAdminUID == guestapi.TenantUID {
+		return fmt.Errorf("lima: guest admin uid %d must be 1000 or more and not the tenant's (%d)", o.GuestAdminUID, guestapi.TenantUID)
 	}
 	if o.PileFiles == nil {
 		o.PileFiles = []string{"self.pile"}
@@ -447,7 +447,7 @@ func (b *Backend) writeProfile(spec backend.Spec) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("lima: %w", err)
 	}
-	if err := atomicfile.Write(p, []byte(guest.LoginProfile(spec)), 0o600); err != nil {
+	if err := atomicfile.Write(p, []byte(backend.LoginProfile(spec)), 0o600); err != nil {
 		return fmt.Errorf("lima: login profile: %w", err)
 	}
 	return nil
@@ -501,7 +501,7 @@ const profileScript = "cat > " + profileFile + ".tmp && chmod 0644 " + profileFi
 func (b *Backend) pushProfile(ctx context.Context, id string) error {
 	data, err := os.ReadFile(b.profilePath(id))
 	if errors.Is(err, os.ErrNotExist) {
-		data = []byte(guest.LoginProfile(backend.Spec{ID: id}))
+		data = []byte(backend.LoginProfile(backend.Spec{ID: id}))
 	} else if err != nil {
 		return fmt.Errorf("lima: %w", err)
 	}

@@ -39,7 +39,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 func TestMain(m *testing.M) {
@@ -400,7 +400,7 @@ func TestGeneratedConfig(t *testing.T) {
 	if want := []disk{{Name: "pg-cfg-pile", Format: true, FSType: "ext4"}}; !reflect.DeepEqual(y.AdditionalDisks, want) {
 		t.Errorf("additionalDisks %+v, want %+v", y.AdditionalDisks, want)
 	}
-	if y.User.UID == guest.TenantUID || y.User.UID == 0 || y.User.Name == guest.TenantUser {
+	if y.User.UID == guestapi.TenantUID || y.User.UID == 0 || y.User.Name == guestapi.TenantUser {
 		t.Errorf("Lima's user %+v would be the tenant or root", y.User)
 	}
 	if len(y.PortForwards) != 2 ||

@@ -33,7 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Builders. A build runs in a throwaway sandbox of this backend, made the
@@ -144,7 +144,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 	if werr != nil && wctx.Err() != nil {
 		// Past the timeout, or ctx ended: kill it. Removing the container
 		// below ends whatever the kill could not prove gone.
-		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), guest.ProofTimeout+5*time.Second)
+		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), guestapi.ProofTimeout+5*time.Second)
 		_ = proc.Kill(kctx)
 		st, _ = proc.Wait(kctx)
 		kcancel()
@@ -187,8 +187,8 @@ func (b *Backend) validateBuild(req backend.BuildRequest) error {
 			return fmt.Errorf("oci: build %s: an argument of its command contains a NUL byte", req.ID)
 		}
 	}
-	if n := len(shellCommand(req.Command)); n > backend.MaxCommandBytes {
-		return fmt.Errorf("oci: build %s: %s", req.ID, backend.CommandTooLong(n))
+	if n := len(shellCommand(req.Command)); n > guestapi.MaxCommandBytes {
+		return fmt.Errorf("oci: build %s: %s", req.ID, guestapi.CommandTooLong(n))
 	}
 	if req.Timeout < 0 {
 		return fmt.Errorf("oci: build %s: negative timeout", req.ID)
@@ -215,7 +215,7 @@ func (b *Backend) validateBuild(req backend.BuildRequest) error {
 func shellCommand(argv []string) string {
 	quoted := make([]string, len(argv))
 	for i, a := range argv {
-		quoted[i] = guest.ShellQuote(a)
+		quoted[i] = backend.ShellQuote(a)
 	}
 	return "exec " + strings.Join(quoted, " ")
 }

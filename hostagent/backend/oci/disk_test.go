@@ -30,7 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // small are limits that tests can reach in a second.
@@ -85,19 +85,19 @@ func TestDiskLimits(t *testing.T) {
 	startSandbox(t, b, backend.Spec{ID: "neighbour", Storage: small})
 
 	t.Run("bytes", func(t *testing.T) {
-		enospc(t, b, full.ID, "fallocate -l 100M "+guest.Workspace+"/big")
+		enospc(t, b, full.ID, "fallocate -l 100M "+guestapi.Workspace+"/big")
 		// Every directory of the layer shares the one limit.
-		sh(t, b, full.ID, "rm -f "+guest.Workspace+"/big; fallocate -l 40M ~/a")
+		sh(t, b, full.ID, "rm -f "+guestapi.Workspace+"/big; fallocate -l 40M ~/a")
 		enospc(t, b, full.ID, "fallocate -l 30M /tmp/b")
-		enospc(t, b, full.ID, "head -c 30M /dev/zero > "+guest.Workspace+"/c")
-		if got := sh(t, b, "neighbour", "fallocate -l 40M "+guest.Workspace+"/big && head -c 1M /dev/zero > ~/d && echo ok"); got != "ok\n" {
+		enospc(t, b, full.ID, "head -c 30M /dev/zero > "+guestapi.Workspace+"/c")
+		if got := sh(t, b, "neighbour", "fallocate -l 40M "+guestapi.Workspace+"/big && head -c 1M /dev/zero > ~/d && echo ok"); got != "ok\n" {
 			t.Fatalf("neighbour: %q", got)
 		}
-		sh(t, b, full.ID, "rm -f ~/a /tmp/b "+guest.Workspace+"/c")
+		sh(t, b, full.ID, "rm -f ~/a /tmp/b "+guestapi.Workspace+"/c")
 	})
 
 	t.Run("inodes", func(t *testing.T) {
-		r := run(t, b, full.ID, backend.ExecRequest{Command: strings.ReplaceAll(fillInodes, "%[1]s", guest.Workspace+"/many"), Shell: backend.ShellClean})
+		r := run(t, b, full.ID, backend.ExecRequest{Command: strings.ReplaceAll(fillInodes, "%[1]s", guestapi.Workspace+"/many"), Shell: backend.ShellClean})
 		if !strings.Contains(r.Stderr, "No space left on device") {
 			t.Fatalf("inode loop: stdout %q, stderr %q", r.Stdout, r.Stderr)
 		}
@@ -108,13 +108,13 @@ func TestDiskLimits(t *testing.T) {
 		if got := sh(t, b, "neighbour", "mkdir -p m && for i in $(seq 200); do : > m/f$i; done && ls m | wc -l"); got != "200\n" {
 			t.Fatalf("neighbour: %q", got)
 		}
-		sh(t, b, full.ID, "rm -rf "+guest.Workspace+"/many")
+		sh(t, b, full.ID, "rm -rf "+guestapi.Workspace+"/many")
 	})
 
 	t.Run("pile", func(t *testing.T) {
-		enospc(t, b, full.ID, "head -c 40M /dev/zero >> "+guest.PileDir+"/self.pile")
+		enospc(t, b, full.ID, "head -c 40M /dev/zero >> "+guestapi.PileDir+"/self.pile")
 		// Still append-only when full.
-		if r := run(t, b, full.ID, backend.ExecRequest{Command: ": > " + guest.PileDir + "/self.pile", Shell: backend.ShellClean}); r.Status.Code == 0 {
+		if r := run(t, b, full.ID, backend.ExecRequest{Command: ": > " + guestapi.PileDir + "/self.pile", Shell: backend.ShellClean}); r.Status.Code == 0 {
 			t.Fatal("a full pile could be truncated")
 		}
 	})
@@ -136,7 +136,7 @@ func TestDiskLimits(t *testing.T) {
 		if err := b2.Reattach(context.Background(), bigger); err != nil {
 			t.Fatal(err)
 		}
-		enospc(t, b2, full.ID, "fallocate -l 100M "+guest.Workspace+"/big")
+		enospc(t, b2, full.ID, "fallocate -l 100M "+guestapi.Workspace+"/big")
 	})
 
 	t.Run("after StopAll", func(t *testing.T) {
@@ -150,9 +150,9 @@ func TestDiskLimits(t *testing.T) {
 		if err := b3.Reattach(context.Background(), full); err != nil {
 			t.Fatal(err)
 		}
-		enospc(t, b3, full.ID, "fallocate -l 100M "+guest.Workspace+"/big")
+		enospc(t, b3, full.ID, "fallocate -l 100M "+guestapi.Workspace+"/big")
 		// The pile is the same filesystem, still full.
-		enospc(t, b3, full.ID, "head -c 1M /dev/zero >> "+guest.PileDir+"/self.pile")
+		enospc(t, b3, full.ID, "head -c 1M /dev/zero >> "+guestapi.PileDir+"/self.pile")
 	})
 }
 
@@ -168,7 +168,7 @@ func TestRunningVolumesOffTheNodeMountTable(t *testing.T) {
 	b := newBackend(t, state)
 	spec := backend.Spec{ID: "offtable", Storage: small}
 	startSandbox(t, b, spec)
-	sh(t, b, spec.ID, "echo work > "+guest.Workspace+"/f; echo entry >> "+guest.PileDir+"/self.pile")
+	sh(t, b, spec.ID, "echo work > "+guestapi.Workspace+"/f; echo entry >> "+guestapi.PileDir+"/self.pile")
 
 	onNode := func() (mounts, loops int) {
 		for _, m := range volumeMounts(t, state) {
@@ -213,7 +213,7 @@ func TestRunningVolumesOffTheNodeMountTable(t *testing.T) {
 	if m, _ := onNode(); m != 0 {
 		t.Fatalf("started: %d mounts left on the node", m)
 	}
-	if got := sh(t, b, spec.ID, "cat "+guest.Workspace+"/f"); got != "work\n" {
+	if got := sh(t, b, spec.ID, "cat "+guestapi.Workspace+"/f"); got != "work\n" {
 		t.Fatalf("after the agent's mount: %q", got)
 	}
 	// Stopped and started: the container's mounts went with it, and the
@@ -231,7 +231,7 @@ func TestRunningVolumesOffTheNodeMountTable(t *testing.T) {
 		t.Fatalf("PileFile of a stopped sandbox left %q", left)
 	}
 	startSandbox(t, b, spec)
-	if got := sh(t, b, spec.ID, "cat "+guest.Workspace+"/f "+guest.PileDir+"/self.pile"); got != "work\nentry\n" {
+	if got := sh(t, b, spec.ID, "cat "+guestapi.Workspace+"/f "+guestapi.PileDir+"/self.pile"); got != "work\nentry\n" {
 		t.Fatalf("restarted: %q", got)
 	}
 	if m, l := onNode(); m != 0 || l != 2 {

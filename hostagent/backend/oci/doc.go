@@ -55,8 +55,8 @@ limitations under the License.
 //
 // The container's PID 1 is playground-sandbox (package hostagent/guest), which
 // keeps idle shepherds ready on a unix socket in run/. Exec connects to that
-// socket; no runc process is involved per command. See package guest for the
-// protocol, and docs/isolation.md for what the sandbox does and does not
+// socket; no runc process is involved per command. See package guestapi for
+// the protocol, and docs/isolation.md for what the sandbox does and does not
 // isolate.
 //
 // # Deployment

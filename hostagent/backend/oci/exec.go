@@ -32,7 +32,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // maxSocketPath is the usable length of sun_path; longer socket paths are
@@ -114,7 +114,7 @@ func (b *Backend) JobControlConn(ctx context.Context, id string) (net.Conn, erro
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
-	c, err := b.dialSocket(ctx, id, guest.ControlSocketName)
+	c, err := b.dialSocket(ctx, id, guestapi.ControlSocketName)
 	if err != nil && errors.Is(err, backend.ErrNotRunning) && backend.FileExists(b.socketPath(id)) {
 		// An init that started before control sockets: its shepherds
 		// answer, as they did.
@@ -164,7 +164,7 @@ func (b *Backend) sentryFD(id string) int {
 
 // dial connects to the sandbox's init, whose shepherds answer.
 func (b *Backend) dial(ctx context.Context, id string) (*net.UnixConn, error) {
-	return b.dialSocket(ctx, id, guest.SocketName)
+	return b.dialSocket(ctx, id, guestapi.SocketName)
 }
 
 // dialSocket connects to a socket of the sandbox's init in its run
@@ -222,7 +222,7 @@ func connectionLost(life *lifeline, kernel int, err error) error {
 		}
 		return fmt.Errorf("%w: the sandbox's container could not be removed: %v", backend.ErrProofLost, life.err)
 	}
-	if kernel >= 0 && kernelExited(kernel, guest.ProofTimeout) {
+	if kernel >= 0 && kernelExited(kernel, guestapi.ProofTimeout) {
 		return nil
 	}
 	return fmt.Errorf("%w: the sandbox's shepherd went away without a result: %v", backend.ErrProofLost, err)

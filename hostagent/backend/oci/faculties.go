@@ -27,14 +27,14 @@ import (
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Faculties. A sandbox's faculty builds are bind-mounted read-only (exec
-// allowed, no setuid, no devices) at guest.FacultiesDir/<name>, each from
+// allowed, no setuid, no devices) at guestapi.FacultiesDir/<name>, each from
 // an overlay of the sandbox's own under runc (overlay.go), inside a
 // read-only directory of the sandbox's own, <sandbox>/faculties, mounted at
-// guest.FacultiesDir: it holds the builds' mount points and bin/, the
+// guestapi.FacultiesDir: it holds the builds' mount points and bin/, the
 // symbolic links that put the listed binaries on PATH. That directory is
 // made afresh when the container is created (start), never while it runs,
 // so a change of Spec.Faculties shows at the next restart and a running
@@ -58,8 +58,8 @@ func validateFaculties(fs []backend.Faculty) error {
 		switch {
 		case !facultyName.MatchString(f.Name) || strings.Contains(f.Name, ".."):
 			return fmt.Errorf("oci: faculty name %q is not a plain name of [A-Za-z0-9_.-]", f.Name)
-		case f.Name == filepath.Base(guest.FacultiesBin):
-			return fmt.Errorf("oci: a faculty cannot be named %q: %s holds the faculties' binaries", f.Name, guest.FacultiesBin)
+		case f.Name == filepath.Base(guestapi.FacultiesBin):
+			return fmt.Errorf("oci: a faculty cannot be named %q: %s holds the faculties' binaries", f.Name, guestapi.FacultiesBin)
 		case seen[f.Name]:
 			return fmt.Errorf("oci: faculty %q is listed twice", f.Name)
 		case !filepath.IsAbs(f.Dir) || filepath.Clean(f.Dir) != f.Dir:
@@ -93,7 +93,7 @@ func (b *Backend) prepareFaculties(sb *sandbox) error {
 	if err := ensureDir(dir, 0o755, 0, 0); err != nil {
 		return err
 	}
-	bin := filepath.Join(dir, filepath.Base(guest.FacultiesBin))
+	bin := filepath.Join(dir, filepath.Base(guestapi.FacultiesBin))
 	if err := ensureDir(bin, 0o755, 0, 0); err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (b *Backend) prepareFaculties(sb *sandbox) error {
 				continue
 			}
 			linked[name] = true
-			if err := os.Symlink(filepath.Join(guest.FacultiesDir, f.Name, name), filepath.Join(bin, name)); err != nil {
+			if err := os.Symlink(filepath.Join(guestapi.FacultiesDir, f.Name, name), filepath.Join(bin, name)); err != nil {
 				return err
 			}
 		}
@@ -145,9 +145,9 @@ func facultyMounts(sb *sandbox, src sources) []mount {
 	ro := []string{"bind", "ro", "nosuid", "nodev"}
 	// noexec: it holds only links; what they lead to runs from the
 	// builds' own mounts.
-	ms := []mount{{Destination: guest.FacultiesDir, Type: "bind", Source: filepath.Join(sb.dir, facultiesName), Options: append(ro, "noexec")}}
+	ms := []mount{{Destination: guestapi.FacultiesDir, Type: "bind", Source: filepath.Join(sb.dir, facultiesName), Options: append(ro, "noexec")}}
 	for _, f := range sb.spec.Faculties {
-		ms = append(ms, mount{Destination: filepath.Join(guest.FacultiesDir, f.Name), Type: "bind", Source: src.faculties[f.Name], Options: ro})
+		ms = append(ms, mount{Destination: filepath.Join(guestapi.FacultiesDir, f.Name), Type: "bind", Source: src.faculties[f.Name], Options: ro})
 	}
 	return ms
 }

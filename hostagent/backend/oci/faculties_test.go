@@ -29,7 +29,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // TestFacultySpecRules: names that are not a plain path element, that
@@ -92,15 +92,15 @@ func TestFacultySpecRules(t *testing.T) {
 // processes do not have it on theirs.
 func TestNoFaculties(t *testing.T) {
 	b, id := newSandbox(t, backend.Spec{ID: "plain"})
-	if got := sh(t, b, id, "ls -A "+guest.FacultiesDir+"; ls -A "+guest.FacultiesBin+"; if touch "+guest.FacultiesBin+"/x 2>/dev/null; then echo writable; fi"); got != "bin\n" {
-		t.Fatalf("%s in a sandbox without faculties: %q, want bin alone, empty and read-only", guest.FacultiesDir, got)
+	if got := sh(t, b, id, "ls -A "+guestapi.FacultiesDir+"; ls -A "+guestapi.FacultiesBin+"; if touch "+guestapi.FacultiesBin+"/x 2>/dev/null; then echo writable; fi"); got != "bin\n" {
+		t.Fatalf("%s in a sandbox without faculties: %q, want bin alone, empty and read-only", guestapi.FacultiesDir, got)
 	}
 	env, err := os.ReadFile(filepath.Join("/proc", readPID(t, b, id), "environ"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(env), "PATH="+guest.SystemPath+"\x00") {
-		t.Fatalf("init's environment %q, want PATH=%s", env, guest.SystemPath)
+	if !strings.Contains(string(env), "PATH="+guestapi.SystemPath+"\x00") {
+		t.Fatalf("init's environment %q, want PATH=%s", env, guestapi.SystemPath)
 	}
 }
 

@@ -29,12 +29,12 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
-	"github.com/playground-dev/playground/hostagent/jobs/outring"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
-func jobSpec(id string) guest.JobSpec {
-	return guest.JobSpec{ID: id, RingBytes: 4 << 20, RingChunks: 1024, ChunkBytes: 64 << 10, TTLSeconds: 600, Meta: []byte(`{"tenant":"t1"}`)}
+func jobSpec(id string) guestapi.JobSpec {
+	return guestapi.JobSpec{ID: id, RingBytes: 4 << 20, RingChunks: 1024, ChunkBytes: 64 << 10, TTLSeconds: 600, Meta: []byte(`{"tenant":"t1"}`)}
 }
 
 // jobOutput polls j from cursor until the job has ended and all its
@@ -45,7 +45,7 @@ func jobOutput(t *testing.T, j *guestexec.Job, cursor string) (string, string, g
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		p, err := j.Poll(ctx, guest.PollRequest{Cursor: cursor, Max: 4096, WaitMillis: 1000})
+		p, err := j.Poll(ctx, guestapi.PollRequest{Cursor: cursor, Max: 4096, WaitMillis: 1000})
 		if err != nil {
 			t.Fatalf("poll at %q: %v", cursor, err)
 		}
@@ -85,7 +85,7 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	if j.PID == 0 {
 		t.Error("Started carried no PID")
 	}
-	p, err := j.Poll(ctx, guest.PollRequest{Max: 4096, WaitMillis: 5000})
+	p, err := j.Poll(ctx, guestapi.PollRequest{Max: 4096, WaitMillis: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	if all, _, _ := jobOutput(t, j2, ""); all != want.String() {
 		t.Errorf("from the start again: %q", all)
 	}
-	if _, err := j2.Poll(ctx, guest.PollRequest{Cursor: "999.99999", Max: 10}); !errors.Is(err, outring.ErrBadCursor) {
+	if _, err := j2.Poll(ctx, guestapi.PollRequest{Cursor: "999.99999", Max: 10}); !errors.Is(err, outring.ErrBadCursor) {
 		t.Errorf("poll at a cursor past the end: %v; want a bad cursor", err)
 	}
 	if _, err := j2.Release(ctx); err != nil {
@@ -176,7 +176,7 @@ func TestJobKilledWithProofAfterReattach(t *testing.T) {
 	}
 	var pid string
 	for cursor := ""; pid == ""; {
-		p, err := j.Poll(ctx, guest.PollRequest{Cursor: cursor, Max: 100, WaitMillis: 5000})
+		p, err := j.Poll(ctx, guestapi.PollRequest{Cursor: cursor, Max: 100, WaitMillis: 5000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,11 +218,11 @@ func TestJobKilledWithProofAfterReattach(t *testing.T) {
 func TestJobRefusals(t *testing.T) {
 	b, id := newSandbox(t, backend.Spec{ID: "jobbad"})
 	ctx := context.Background()
-	for name, spec := range map[string]guest.JobSpec{
+	for name, spec := range map[string]guestapi.JobSpec{
 		"bad ID":      {ID: "../x", RingBytes: 1 << 20, RingChunks: 16, ChunkBytes: 1024, TTLSeconds: 1},
-		"huge ring":   {ID: "a", RingBytes: guest.MaxJobRingBytes + 1, RingChunks: 16, ChunkBytes: 1024, TTLSeconds: 1},
+		"huge ring":   {ID: "a", RingBytes: guestapi.MaxJobRingBytes + 1, RingChunks: 16, ChunkBytes: 1024, TTLSeconds: 1},
 		"no TTL":      {ID: "a", RingBytes: 1 << 20, RingChunks: 16, ChunkBytes: 1024},
-		"huge record": {ID: "a", RingBytes: 1 << 20, RingChunks: 16, ChunkBytes: 1024, TTLSeconds: 1, Meta: []byte(`"` + strings.Repeat("x", guest.MaxJobMeta) + `"`)},
+		"huge record": {ID: "a", RingBytes: 1 << 20, RingChunks: 16, ChunkBytes: 1024, TTLSeconds: 1, Meta: []byte(`"` + strings.Repeat("x", guestapi.MaxJobMeta) + `"`)},
 	} {
 		conn, err := b.dial(ctx, id)
 		if err != nil {
@@ -264,7 +264,7 @@ func TestJobExpiresUnpolled(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 	j.Close()
-	list := func() []guest.JobRecord {
+	list := func() []guestapi.JobRecord {
 		lc, err := b.dial(ctx, id)
 		if err != nil {
 			t.Fatal(err)

@@ -33,7 +33,7 @@ import (
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 )
 
@@ -217,7 +217,7 @@ func (b *Backend) releaseSlot(id string) {
 
 func (b *Backend) hostIDs(sb *sandbox) (root, tenant int) {
 	base := int(b.opts.IDMapBase) + sb.slot*idMapSize
-	return base, base + guest.TenantUID
+	return base, base + guestapi.TenantUID
 }
 
 // prepare creates or refreshes everything of sb on disk except the runc
@@ -290,7 +290,7 @@ func (b *Backend) prepareRootfs(sb *sandbox) error {
 	if err := ensureDir(rootfs, 0o755, 0, 0); err != nil {
 		return err
 	}
-	dirs := []string{"proc", "dev", "sys", "etc", "run", "tmp", "var", "home", guest.TenantHome, guest.Workspace, guest.PileDir, guest.Dir, guest.RunDir, filepath.Dir(guest.Binary), filepath.Dir(guest.FacultiesDir), guest.FacultiesDir}
+	dirs := []string{"proc", "dev", "sys", "etc", "run", "tmp", "var", "home", guestapi.TenantHome, guestapi.Workspace, guestapi.PileDir, guestapi.Dir, guestapi.RunDir, filepath.Dir(guestapi.Binary), filepath.Dir(guestapi.FacultiesDir), guestapi.FacultiesDir}
 	dirs = append(dirs, b.baseDirs...)
 	if sb.builder {
 		dirs = append(dirs, buildSrcDir, buildOutDir)
@@ -300,7 +300,7 @@ func (b *Backend) prepareRootfs(sb *sandbox) error {
 			return err
 		}
 	}
-	if err := ensureFile(filepath.Join(rootfs, guest.Binary), 0o644); err != nil {
+	if err := ensureFile(filepath.Join(rootfs, guestapi.Binary), 0o644); err != nil {
 		return err
 	}
 	links := map[string]string{"var/tmp": "/tmp"}
@@ -327,7 +327,7 @@ func (b *Backend) prepareEtc(sb *sandbox) error {
 	if err := ensureDir(etc, 0o755, 0, 0); err != nil {
 		return err
 	}
-	resolv := guest.NoNetworkResolv
+	resolv := guestapi.NoNetworkResolv
 	if hasEgress(sb) {
 		// The node's resolvers, reachable only where the egress list
 		// allows their address and port 53.
@@ -335,7 +335,7 @@ func (b *Backend) prepareEtc(sb *sandbox) error {
 			resolv = string(data)
 		}
 	}
-	files := guest.EtcFiles(sb.spec, resolv)
+	files := backend.EtcFiles(sb.spec, resolv)
 	for name, content := range files {
 		if err := writeIfChanged(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
 			return err

@@ -38,7 +38,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
 )
@@ -299,13 +299,13 @@ func (o *Options) setDefaults() error {
 			return fmt.Errorf("oci: base directory %q must be a clean absolute path below /", d)
 		}
 		switch d {
-		case "/etc", "/proc", "/dev", "/sys", "/run", "/tmp", "/home", guest.Workspace, guest.PileDir, guest.Dir:
+		case "/etc", "/proc", "/dev", "/sys", "/run", "/tmp", "/home", guestapi.Workspace, guestapi.PileDir, guestapi.Dir:
 			return fmt.Errorf("oci: base directory %q would hide a sandbox mount", d)
 		}
-		if d == guest.FacultiesDir || strings.HasPrefix(guest.FacultiesDir, d+"/") || strings.HasPrefix(d, guest.FacultiesDir+"/") { //nolint:gocritic // argOrder: the faculties under d, or d under them
+		if d == guestapi.FacultiesDir || strings.HasPrefix(guestapi.FacultiesDir, d+"/") || strings.HasPrefix(d, guestapi.FacultiesDir+"/") { //nolint:gocritic // argOrder: the faculties under d, or d under them
 			// The faculties' mount point is made in the sandbox's root;
 			// a read-only base directory over it has none.
-			return fmt.Errorf("oci: base directory %q would hide the faculties at %s", d, guest.FacultiesDir)
+			return fmt.Errorf("oci: base directory %q would hide the faculties at %s", d, guestapi.FacultiesDir)
 		}
 	}
 	if o.EtcFiles == nil {
@@ -968,7 +968,7 @@ func isGuestInit(pid int) bool {
 		return false
 	}
 	argv0, _, _ := strings.Cut(string(cmdline), "\x00")
-	return argv0 == guest.Binary
+	return argv0 == guestapi.Binary
 }
 
 // waitReady waits until init's socket exists (init creates it listening).
@@ -1001,5 +1001,5 @@ func (b *Backend) sandboxDir(id string) string {
 }
 
 func (b *Backend) socketPath(id string) string {
-	return filepath.Join(b.sandboxDir(id), "run", guest.SocketName)
+	return filepath.Join(b.sandboxDir(id), "run", guestapi.SocketName)
 }

@@ -35,7 +35,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 
@@ -184,20 +184,20 @@ func TestAgentGoneKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.ProtocolVersion,
+	req, _ := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{Version: guestapi.ProtocolVersion,
 		Command: "setsid sh -c 'trap \"\" TERM; sleep 1000' </dev/null >/dev/null 2>&1 & echo $!; sleep 1000"})
-	req = guest.AppendFrame(req, guest.FrameStdinEnd, nil)
+	req = guestapi.AppendFrame(req, guestapi.FrameStdinEnd, nil)
 	if _, err := conn.Write(req); err != nil {
 		t.Fatal(err)
 	}
-	fr := guest.NewFrameReader(conn)
+	fr := guestapi.NewFrameReader(conn)
 	var pid string
 	for pid == "" {
 		ft, payload, err := fr.ReadFrame()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ft == guest.FrameStdout {
+		if ft == guestapi.FrameStdout {
 			pid = strings.TrimSpace(string(payload))
 		}
 	}
@@ -224,7 +224,7 @@ func TestAgentGoneKills(t *testing.T) {
 // without O_APPEND.
 func TestPileFlag(t *testing.T) {
 	b, id := newSandbox(t, backend.Spec{ID: "pile"})
-	f := guest.PileDir + "/self.pile"
+	f := guestapi.PileDir + "/self.pile"
 	sh(t, b, id, "echo one >> "+f)
 	pwrite := "python3 -c 'import os; fd=os.open(\"" + f + "\", os.O_WRONLY); os.pwrite(fd, b\"Z\", 0)'"
 	if r := run(t, b, id, backend.ExecRequest{Command: pwrite, Shell: backend.ShellClean}); r.Status.Code == 0 {
@@ -264,7 +264,7 @@ func TestIsolation(t *testing.T) {
 		"ps":                          "ps -eo user=,comm= | tr -s ' ' | sort -u | tr '\\n' ';'",
 		"net":                         "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
 		"unshare":                     "unshare -Ur true 2>&1 && echo allowed || echo refused",
-		"socket dir":                  "ls " + guest.RunDir + " 2>&1 || echo refused",
+		"socket dir":                  "ls " + guestapi.RunDir + " 2>&1 || echo refused",
 		"kill init":                   "kill -9 1 2>&1 && echo allowed || echo refused",
 		"read init environ":           "cat /proc/1/environ 2>&1 >/dev/null && echo allowed || echo refused",
 		"write outside writable dirs": "touch /usr/x /etc/x /x 2>&1; echo done",
@@ -367,44 +367,74 @@ func TestReattachStoppedContainer(t *testing.T) {
 // RLIMIT_NPROC of its user, before the sandbox's pids cgroup, which init,
 // the shepherds and the job holders share: the cgroup refuses no fork,
 // init lives on (Go's runtime ends when the kernel refuses it a thread,
-// which once took init down about once in five such bombs), a new
-// command is refused as exhausted, and the job held before the bomb is
-// still listed and attached.
+// which once took init down about once in five such bombs), a command
+// that cannot start is refused as exhausted, and the jobs held are still
+// listed by init.
 func TestForkBombLeavesSupervision(t *testing.T) {
-	b, id := newSandbox(t, backend.Spec{ID: "pidlimit", Resources: backend.Resources{PIDs: 32}})
+	const limit = 32
+	b, id := newSandbox(t, backend.Spec{ID: "pidlimit", Resources: backend.Resources{PIDs: limit}})
 	ctx := context.Background()
 	init, err := b.initPID(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := b.dial(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "exec sleep 3600", Shell: backend.ShellClean}, jobSpec("held"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
 	// perl, not sh: a shell's failed fork ends it, and this must go on.
 	sh(t, b, id, `setsid perl -e 'while (1) { my $p = fork(); if (defined $p && $p == 0) { sleep 3600; exit } }' >/dev/null 2>&1 &`)
-	// The bomb holds the tenant at its limit: the kernel counts a new
-	// command's shell against it when the shell's user is set, before
-	// that shell is counted, so a command starts when the bomb holds
-	// exactly the limit and is refused while one of the bomb's own forks
-	// is being refused. Both are right; nothing else is.
-	refusals := 0
-	for deadline := time.Now().Add(time.Minute); refusals < 3; time.Sleep(10 * time.Millisecond) {
-		_, err := b.Exec(ctx, id, backend.ExecRequest{Command: "true"}, nil)
+	// The kernel counts a command's shell against the tenant when the
+	// shell's user is set, before the shell itself is counted: with the
+	// bomb at exactly the limit a command still starts (and may end the
+	// bomb), but cannot fork. That is the sign that the bomb is there.
+	eventually(t, "the bomb holding the tenant's limit", func() error {
+		out := conformance.NewSink()
+		var st backend.ExitStatus
+		p, err := b.Exec(ctx, id, backend.ExecRequest{Command: "( true )"}, out)
+		if err == nil {
+			st, err = p.Wait(ctx)
+		}
 		switch {
 		case errors.Is(err, backend.ErrExhausted):
-			refusals++
+			return err // a start met one of the bomb's forks
 		case err != nil:
-			t.Fatalf("a command in a sandbox at its tenant's limit: %v, want it run or refused as exhausted", err)
-		case time.Now().After(deadline):
-			t.Fatal("no command was refused a minute into a fork bomb: the tenant has no limit")
+			t.Fatalf("a command beside the bomb: %v", err)
+		case st.Code == 0 || !strings.Contains(out.Stderr(), "fork"):
+			return fmt.Errorf("a subshell still starts: %+v, stderr %q", st, out.Stderr())
 		}
-	}
+		return nil
+	})
+	// Each start the kernel lets through adds one to the tenant's count
+	// for good (a job that sleeps; the bomb's processes never end): after
+	// a few the tenant is past its limit, and every start is refused,
+	// saying why.
+	var held []*guestexec.Job
+	defer func() {
+		for _, j := range held {
+			j.Close()
+		}
+	}()
+	eventually(t, "every start refused", func() error {
+		conn, err := b.dial(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "exec sleep 3600", Shell: backend.ShellClean}, jobSpec(fmt.Sprintf("held-%d", len(held))))
+		switch {
+		case err == nil:
+			held = append(held, j)
+			return errors.New("a job started")
+		case !errors.Is(err, backend.ErrExhausted):
+			t.Fatal(err)
+		}
+		for range 5 {
+			_, err := b.Exec(ctx, id, backend.ExecRequest{Command: "true"}, nil)
+			if err == nil {
+				return errors.New("a command started")
+			}
+			if !errors.Is(err, backend.ErrExhausted) || !strings.Contains(err.Error(), "process limit is reached") {
+				t.Fatalf("a command in a sandbox past its tenant's limit: %v, want it refused as exhausted, saying why", err)
+			}
+		}
+		return nil
+	})
 	if n, ok := b.ForksRefused(id); !ok || n != 0 {
 		t.Errorf("the sandbox's pids cgroup refused %d forks (known %v): the tenant reached past its own limit into the supervision's", n, ok)
 	}
@@ -417,8 +447,8 @@ func TestForkBombLeavesSupervision(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, err := guestexec.ListJobs(ctx, lc)
-	if err != nil || len(recs) != 1 || recs[0].Spec.ID != "held" || recs[0].PID != held.PID {
-		t.Errorf("held jobs at the limit: %+v (%v), want the job held, PID %d", recs, err, held.PID)
+	if err != nil || len(recs) != len(held) {
+		t.Errorf("held jobs at the limit: %+v (%v), want the %d jobs held", recs, err, len(held))
 	}
 }
 
@@ -684,7 +714,7 @@ func TestAliveWhileReattached(t *testing.T) {
 // here a file in /dev/shm), so that no process looks big. The OOM killer
 // must take the tenant's processes before the sandbox's init or a shepherd
 // (which would end the proof of cleanup of every running command): tenant
-// commands start with an OOM score guest.TenantOOMScoreBoost above theirs.
+// commands start with an OOM score guestapi.TenantOOMScoreBoost above theirs.
 // Without it the filler's shepherd died in every run.
 func TestOOMSparesTheSupervision(t *testing.T) {
 	b, id := newSandbox(t, backend.Spec{ID: "oom", Resources: backend.Resources{MemoryBytes: 48 << 20}})
@@ -707,7 +737,7 @@ func TestOOMSparesTheSupervision(t *testing.T) {
 	if initScore >= 1000 {
 		t.Skipf("init runs at the highest OOM score (%d): nothing can rank below it", initScore)
 	}
-	want := fmt.Sprintf("%d\n", min(initScore+guest.TenantOOMScoreBoost, 1000))
+	want := fmt.Sprintf("%d\n", min(initScore+guestapi.TenantOOMScoreBoost, 1000))
 	if got := sh(t, b, id, "cat /proc/self/oom_score_adj"); got != want {
 		t.Fatalf("a tenant command's oom_score_adj is %q, want %q (init's is %d)", got, want, initScore)
 	}
@@ -764,5 +794,22 @@ func TestOOMSparesTheSupervision(t *testing.T) {
 	calm, calmID := newSandbox(t, backend.Spec{ID: "oom-none", Resources: backend.Resources{MemoryBytes: 48 << 20}})
 	if r := run(t, calm, calmID, backend.ExecRequest{Command: "kill -9 $$", Shell: backend.ShellClean}); r.Status.Signal != "SIGKILL" || r.Status.OOMKilled {
 		t.Fatalf("a command killed by SIGKILL without an OOM: %+v", r.Status)
+	}
+}
+
+// eventually calls f until it returns nil, failing the test with what
+// it last said after a minute.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -37,7 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Shared inodes. A file lock (flock(2), POSIX and OFD fcntl locks), an
@@ -625,5 +625,5 @@ func etcMounts(src sources) []mount {
 
 // guestMount binds the guest binary of src.
 func guestMount(src sources) mount {
-	return mount{Destination: guest.Binary, Type: "bind", Source: src.guest, Options: []string{"bind", "ro", "nosuid", "nodev"}}
+	return mount{Destination: guestapi.Binary, Type: "bind", Source: src.guest, Options: []string{"bind", "ro", "nosuid", "nodev"}}
 }

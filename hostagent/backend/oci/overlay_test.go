@@ -30,7 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // lockPy holds or probes an fcntl lock: "posix" or "ofd", "hold" a read
@@ -125,17 +125,17 @@ func testNoSharedInodes(t *testing.T, b *Backend, isolation string) {
 	}{
 		{"/usr/bin/env", "/usr/bin/env", true, false},
 		{"/etc/ld.so.cache", "/etc/ld.so.cache", true, false},
-		{guest.Binary, b.guestBin, false, false},
-		{guest.FacultiesDir + "/tools/tool", filepath.Join(tool, "tool"), true, false},
+		{guestapi.Binary, b.guestBin, false, false},
+		{guestapi.FacultiesDir + "/tools/tool", filepath.Join(tool, "tool"), true, false},
 		{"/dev/null", "/dev/null", false, true},
 		{"/dev/urandom", "/dev/urandom", true, true},
 	}
 	py := func(script string, args ...string) string {
 		quoted := make([]string, len(args))
 		for i, a := range args {
-			quoted[i] = guest.ShellQuote(a)
+			quoted[i] = backend.ShellQuote(a)
 		}
-		return "python3 -c " + guest.ShellQuote(script) + " " + strings.Join(quoted, " ")
+		return "python3 -c " + backend.ShellQuote(script) + " " + strings.Join(quoted, " ")
 	}
 	// hold starts cmd detached in the holder and returns once it touched
 	// its marker.
@@ -144,7 +144,7 @@ func testNoSharedInodes(t *testing.T, b *Backend, isolation string) {
 		t.Helper()
 		n++
 		marker := "/tmp/held." + string(rune('a'+n))
-		sh(t, b, "holder", "setsid sh -c "+guest.ShellQuote(cmd(marker))+" </dev/null >/dev/null 2>/tmp/hold.err & "+waitFor(marker, "/tmp/hold.err"))
+		sh(t, b, "holder", "setsid sh -c "+backend.ShellQuote(cmd(marker))+" </dev/null >/dev/null 2>/tmp/hold.err & "+waitFor(marker, "/tmp/hold.err"))
 	}
 	for _, f := range files {
 		path, node := f.path, f.node
@@ -153,9 +153,9 @@ func testNoSharedInodes(t *testing.T, b *Backend, isolation string) {
 		}
 		t.Run("flock "+path, func(t *testing.T) {
 			hold(func(marker string) string {
-				return "exec flock -x " + guest.ShellQuote(path) + " sh -c 'touch " + marker + "; exec sleep 1000000'"
+				return "exec flock -x " + backend.ShellQuote(path) + " sh -c 'touch " + marker + "; exec sleep 1000000'"
 			})
-			probe := "flock -n " + guest.ShellQuote(path) + " true && echo free || echo locked"
+			probe := "flock -n " + backend.ShellQuote(path) + " true && echo free || echo locked"
 			if got := sh(t, b, "holder", probe); got != "locked\n" {
 				t.Fatalf("flock -n %s in the holder's own sandbox: %q, want locked (the probe sees the lock)", path, got)
 			}
@@ -191,7 +191,7 @@ func testNoSharedInodes(t *testing.T, b *Backend, isolation string) {
 			}
 			sh(t, b, "other", "rm -f /tmp/ready /tmp/go /tmp/opens; setsid "+py(watchPy, path, "/tmp/ready", "/tmp/go", "/tmp/opens")+
 				" </dev/null >/dev/null 2>/tmp/watch.err & "+waitFor("/tmp/ready", "/tmp/watch.err"))
-			sh(t, b, "holder", "head -c 1 "+guest.ShellQuote(path)+" >/dev/null")
+			sh(t, b, "holder", "head -c 1 "+backend.ShellQuote(path)+" >/dev/null")
 			got := sh(t, b, "other", "touch /tmp/go; until [ -e /tmp/opens ]; do sleep 0.01; done; cat /tmp/opens")
 			if got != "0 1" {
 				t.Errorf("reads of %s that a watch in another sandbox saw before its own, and its own: %q, want 0 1", path, got)
@@ -233,7 +233,7 @@ func TestOwnOverlaysAndDevices(t *testing.T) {
 	if left := volumeMounts(t, filepath.Join(b.sandboxDir(id), baseName)); len(left) > 0 {
 		t.Errorf("mounted on the node: %v", left)
 	}
-	if got := sh(t, b, id, "stat -f -c %T /usr /etc/ld.so.cache "+guest.Binary); got != "overlayfs\noverlayfs\noverlayfs\n" {
+	if got := sh(t, b, id, "stat -f -c %T /usr /etc/ld.so.cache "+guestapi.Binary); got != "overlayfs\noverlayfs\noverlayfs\n" {
 		t.Errorf("filesystem types of /usr, /etc/ld.so.cache and the guest binary: %q, want overlayfs", got)
 	}
 	if got := sh(t, b, id, "/usr/bin/env true && echo ran; touch /usr/x 2>/dev/null || echo read-only"); got != "ran\nread-only\n" {

@@ -28,7 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // The subset of the OCI runtime specification (runtime-spec v1.0.2) that
@@ -173,11 +173,11 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 	mounts = append(mounts, etcMounts(src)...)
 	mounts = append(mounts,
 		mount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=16384k"}},
-		mount{Destination: guest.TenantHome, Type: "bind", Source: filepath.Join(dir, layerName, "home"), Options: rw},
-		mount{Destination: guest.Workspace, Type: "bind", Source: filepath.Join(dir, layerName, "workspace"), Options: rw},
+		mount{Destination: guestapi.TenantHome, Type: "bind", Source: filepath.Join(dir, layerName, "home"), Options: rw},
+		mount{Destination: guestapi.Workspace, Type: "bind", Source: filepath.Join(dir, layerName, "workspace"), Options: rw},
 		mount{Destination: "/tmp", Type: "bind", Source: filepath.Join(dir, layerName, "tmp"), Options: rw},
 		guestMount(src),
-		mount{Destination: guest.RunDir, Type: "bind", Source: filepath.Join(dir, "run"), Options: append(rw, "noexec")},
+		mount{Destination: guestapi.RunDir, Type: "bind", Source: filepath.Join(dir, "run"), Options: append(rw, "noexec")},
 	)
 	if sb.builder {
 		mounts = append(mounts,
@@ -185,7 +185,7 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 			mount{Destination: buildOutDir, Type: "bind", Source: filepath.Join(dir, layerName, buildOut), Options: rw},
 		)
 	} else {
-		mounts = append(mounts, mount{Destination: guest.PileDir, Type: "bind", Source: filepath.Join(dir, pileName), Options: append(rw, "noexec")})
+		mounts = append(mounts, mount{Destination: guestapi.PileDir, Type: "bind", Source: filepath.Join(dir, pileName), Options: append(rw, "noexec")})
 	}
 	mounts = append(mounts, facultyMounts(sb, src)...)
 
@@ -224,12 +224,12 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Max < nofile {
 		nofile = lim.Max
 	}
-	env := append(guest.OwnEnv(), "PLAYGROUND_SANDBOX="+sb.spec.ID)
+	env := append(guestapi.OwnEnv(), "PLAYGROUND_SANDBOX="+sb.spec.ID)
 	return &runtimeSpec{
 		Version: "1.0.2",
 		Process: specProcess{
 			User: user{UID: 0, GID: 0},
-			Args: []string{guest.Binary, "init", "-spares", strconv.Itoa(b.opts.SpareShepherds)},
+			Args: []string{guestapi.Binary, "init", "-spares", strconv.Itoa(b.opts.SpareShepherds)},
 			Env:  env,
 			Cwd:  "/",
 			Capabilities: &capabilities{
@@ -245,7 +245,7 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 			NoNewPrivileges: true,
 		},
 		Root:     root{Path: filepath.Join(dir, "rootfs"), Readonly: true},
-		Hostname: guest.Hostname(sb.spec.ID),
+		Hostname: backend.Hostname(sb.spec.ID),
 		Mounts:   mounts,
 		Linux: linuxCfg{
 			UIDMappings:   []idMapping{{ContainerID: 0, HostID: uidBase, Size: idMapSize}},

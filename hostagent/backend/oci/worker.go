@@ -31,7 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // SetWorker implements backend.WorkerSupervisor: it writes the worker's
@@ -47,7 +47,7 @@ func (b *Backend) SetWorker(_ context.Context, id string, w *backend.Worker) err
 	if !backend.FileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
 		return fmt.Errorf("oci: sandbox %s: %w", id, backend.ErrNotFound)
 	}
-	path := filepath.Join(b.runDir(id), guest.WorkerSpecFile)
+	path := filepath.Join(b.runDir(id), guestapi.WorkerSpecFile)
 	if w == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("oci: stopping the worker of sandbox %s: %w", id, err)
@@ -57,7 +57,7 @@ func (b *Backend) SetWorker(_ context.Context, id string, w *backend.Worker) err
 	if len(w.Argv) == 0 {
 		return fmt.Errorf("oci: the worker of sandbox %s has no command", id)
 	}
-	data, err := json.Marshal(guest.WorkerSpec{Argv: w.Argv, Env: w.Env, Token: w.Token, Port: w.Port})
+	data, err := json.Marshal(guestapi.WorkerSpec{Argv: w.Argv, Env: w.Env, Token: w.Token, Port: w.Port})
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (b *Backend) SetWorker(_ context.Context, id string, w *backend.Worker) err
 }
 
 // signalInit tells the sandbox's running init to read its worker spec
-// again (guest.WorkerSignal). A sandbox that is not running reads it when
+// again (guestapi.WorkerSignal). A sandbox that is not running reads it when
 // it starts. The signal goes through a pidfd of the process whose command
 // line is the guest's, so that a reused PID never gets it.
 func (b *Backend) signalInit(id string) error {
@@ -89,7 +89,7 @@ func (b *Backend) signalInit(id string) error {
 		// The guest's init has no PID on the node: runsc signals it.
 		ctx, cancel := context.WithTimeout(context.Background(), b.opts.StartTimeout)
 		defer cancel()
-		if err := b.gvisor.signal(ctx, containerID(id), strconv.Itoa(int(guest.WorkerSignal))); err != nil && b.Alive(id) {
+		if err := b.gvisor.signal(ctx, containerID(id), strconv.Itoa(int(guestapi.WorkerSignal))); err != nil && b.Alive(id) {
 			return fmt.Errorf("oci: telling the init of sandbox %s about its worker: %w", id, err)
 		}
 		return nil
@@ -102,7 +102,7 @@ func (b *Backend) signalInit(id string) error {
 	if !isGuestInit(pid) { // checked with the pidfd held: the pidfd is that process's
 		return nil
 	}
-	if err := unix.PidfdSendSignal(fd, guest.WorkerSignal, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+	if err := unix.PidfdSendSignal(fd, guestapi.WorkerSignal, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("oci: telling the init of sandbox %s about its worker: %w", id, err)
 	}
 	return nil
@@ -113,14 +113,14 @@ func (b *Backend) Worker(_ context.Context, id string) (*backend.Worker, error) 
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
-	data, err := readNoFollow(filepath.Join(b.runDir(id), guest.WorkerSpecFile), 1<<20)
+	data, err := readNoFollow(filepath.Join(b.runDir(id), guestapi.WorkerSpecFile), 1<<20)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("oci: the worker of sandbox %s: %w", id, err)
 	}
-	var spec guest.WorkerSpec
+	var spec guestapi.WorkerSpec
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return nil, fmt.Errorf("oci: the worker spec of sandbox %s is not valid", id)
 	}
@@ -133,9 +133,9 @@ func (b *Backend) WorkerStatus(_ context.Context, id string) (backend.WorkerStat
 	if err := backend.ValidateID(id); err != nil {
 		return backend.WorkerStatus{}, err
 	}
-	data, err := readNoFollow(filepath.Join(b.runDir(id), guest.WorkerStatusFile), 64<<10)
+	data, err := readNoFollow(filepath.Join(b.runDir(id), guestapi.WorkerStatusFile), 64<<10)
 	if errors.Is(err, os.ErrNotExist) {
-		if !backend.FileExists(filepath.Join(b.runDir(id), guest.WorkerSpecFile)) {
+		if !backend.FileExists(filepath.Join(b.runDir(id), guestapi.WorkerSpecFile)) {
 			return backend.WorkerStatus{}, fmt.Errorf("oci: sandbox %s has no worker: %w", id, backend.ErrNotFound)
 		}
 		return backend.WorkerStatus{}, nil // set, not started yet
@@ -143,7 +143,7 @@ func (b *Backend) WorkerStatus(_ context.Context, id string) (backend.WorkerStat
 	if err != nil {
 		return backend.WorkerStatus{}, fmt.Errorf("oci: the worker status of sandbox %s: %w", id, err)
 	}
-	var st guest.WorkerState
+	var st guestapi.WorkerState
 	if err := json.Unmarshal(data, &st); err != nil {
 		return backend.WorkerStatus{}, fmt.Errorf("oci: the worker status of sandbox %s is not valid", id)
 	}
@@ -157,7 +157,7 @@ func (b *Backend) WorkerLog(_ context.Context, id string, limit int) ([]byte, er
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(b.runDir(id), guest.WorkerLogFile)
+	path := filepath.Join(b.runDir(id), guestapi.WorkerLogFile)
 	cur, err := readNoFollow(path, limit)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("oci: the worker log of sandbox %s: %w", id, err)

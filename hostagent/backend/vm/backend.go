@@ -38,8 +38,8 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
-	"github.com/playground-dev/playground/hostagent/guest/mux"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/guestapi/mux"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
 )
@@ -507,7 +507,7 @@ func makeImage(ctx context.Context, path string, size, inodes int64, label strin
 			if err := os.WriteFile(p, nil, 0o644); err != nil {
 				return err
 			}
-			if err := os.Chown(p, guest.TenantUID, guest.TenantGID); err != nil {
+			if err := os.Chown(p, guestapi.TenantUID, guestapi.TenantGID); err != nil {
 				return err
 			}
 		}
@@ -542,8 +542,8 @@ func (b *Backend) config(rec *record) Config {
 	}
 	return Config{
 		// The guest's init gives the tenant's processes this bound
-		// (guest.VMPIDsParam); its own and its shepherds' are root's.
-		KernelArgs: []string{guest.VMPIDsParam + "=" + strconv.FormatInt(pids, 10)},
+		// (guestapi.VMPIDsParam); its own and its shepherds' are root's.
+		KernelArgs: []string{guestapi.VMPIDsParam + "=" + strconv.FormatInt(pids, 10)},
 		QEMU:       b.opts.QEMU, Kernel: b.opts.Kernel, Initrd: filepath.Join(dir, initrdFile), Root: b.opts.Root,
 		Disks: []string{filepath.Join(dir, diskImage), filepath.Join(dir, "pile", pileImage)},
 		Dir:   dir, Accel: b.accel, VCPUs: vcpus, MemoryMiB: int(mem >> 20),
@@ -648,7 +648,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	}
 	uctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
-	if err := guestexec.WriteEtc(uctx, st, guest.EtcFiles(spec, guest.NoNetworkResolv)); err != nil {
+	if err := guestexec.WriteEtc(uctx, st, backend.EtcFiles(spec, guestapi.NoNetworkResolv)); err != nil {
 		return fmt.Errorf("vm: sandbox %s: updating its /etc: %w", spec.ID, err)
 	}
 	return nil
@@ -742,13 +742,13 @@ func (b *Backend) writeInitrd(rec *record, path string) error {
 	var buf bytes.Buffer
 	buf.Write(b.initrd)
 	cw := &cpioWriter{w: &buf}
-	files := guest.EtcFiles(rec.Spec, guest.NoNetworkResolv)
+	files := backend.EtcFiles(rec.Spec, guestapi.NoNetworkResolv)
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	etc := strings.TrimPrefix(guest.VMConfigEtc, "/")
+	etc := strings.TrimPrefix(guestapi.VMConfigEtc, "/")
 	cw.file(filepath.Dir(etc), 0o040755, nil)
 	cw.file(etc, 0o040755, nil)
 	for _, n := range names {
@@ -933,7 +933,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	p, err := guestexec.Start(ctx, st, frames, sink, guestexec.Hooks{
 		// The VM's end is the end of every process in it.
 		Lost: func(err error) error {
-			if v.Exited(guest.ProofTimeout) {
+			if v.Exited(guestapi.ProofTimeout) {
 				return nil
 			}
 			return fmt.Errorf("%w: the connection to the VM's shepherd broke without a result: %v", backend.ErrProofLost, err)

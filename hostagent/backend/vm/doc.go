@@ -18,8 +18,8 @@ limitations under the License.
 // per sandbox, booted directly (-kernel/-initrd) from a Debian kernel, with
 // a read-only root image and a writable disk of its own, reached over a
 // virtio-serial port on which the guest's init serves the guest protocol
-// (streams multiplexed by hostagent/guest/mux). hack/vm-image.sh builds the
-// kernel, modules and root image; the initramfs is made here, from the
+// (streams multiplexed by hostagent/guestapi/mux). hack/vm-image.sh builds
+// the kernel, modules and root image; the initramfs is made here, from the
 // agent's own playground-sandbox binary.
 //
 // It is not a backend.Backend yet: see docs/isolation.md.

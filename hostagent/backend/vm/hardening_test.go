@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // TestHardening boots one sandbox's VM through the backend and checks
@@ -199,7 +199,7 @@ exec ` + realDebugfs + ` "$@"
 			t.Errorf("a setuid-root program on the tenant's disk: %q, want it to run as 1000", got)
 		}
 		mounts := sh(`awk '{print $2, $4}' /proc/mounts`)
-		for _, m := range []string{"/", "/workspace", "/home/sandbox", "/tmp", "/pile", "/run", guest.Dir, "/dev", "/proc", "/sys"} {
+		for _, m := range []string{"/", "/workspace", "/home/sandbox", "/tmp", "/pile", "/run", guestapi.Dir, "/dev", "/proc", "/sys"} {
 			found := false
 			for _, l := range strings.Split(mounts, "\n") {
 				if f := strings.Fields(l); len(f) == 2 && f[0] == m {

@@ -28,12 +28,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // WriteInitrd writes an uncompressed initramfs (cpio "newc") holding
 // guestBinary as /init and the modules of modulesDir with their load order
-// (guest.VMModulesOrder). It is uncompressed because a TCG guest is slower
+// (guestapi.VMModulesOrder). It is uncompressed because a TCG guest is slower
 // at inflating it than at reading it.
 func WriteInitrd(w io.Writer, guestBinary, modulesDir string) error {
 	order, err := ModuleOrder(modulesDir)
@@ -46,15 +46,15 @@ func WriteInitrd(w io.Writer, guestBinary, modulesDir string) error {
 		return err
 	}
 	cw.file("init", 0o100755, bin)
-	cw.file(strings.TrimPrefix(guest.VMModulesDir, "/"), 0o040755, nil)
+	cw.file(strings.TrimPrefix(guestapi.VMModulesDir, "/"), 0o040755, nil)
 	for _, name := range order {
 		b, err := os.ReadFile(filepath.Join(modulesDir, name))
 		if err != nil {
 			return err
 		}
-		cw.file(strings.TrimPrefix(guest.VMModulesDir, "/")+"/"+name, 0o100644, b)
+		cw.file(strings.TrimPrefix(guestapi.VMModulesDir, "/")+"/"+name, 0o100644, b)
 	}
-	cw.file(strings.TrimPrefix(guest.VMModulesDir, "/")+"/"+guest.VMModulesOrder, 0o100644, []byte(strings.Join(order, "\n")+"\n"))
+	cw.file(strings.TrimPrefix(guestapi.VMModulesDir, "/")+"/"+guestapi.VMModulesOrder, 0o100644, []byte(strings.Join(order, "\n")+"\n"))
 	cw.file("TRAILER!!!", 0, nil)
 	return cw.err
 }

@@ -36,7 +36,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // PileDir implements backend.Backend: the directory of the pile's image,
@@ -92,8 +92,8 @@ func (b *Backend) pileFromGuest(rec *record, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := guest.PileDir + "/" + name
-	frames, err := guestexec.Encode(backend.ExecRequest{Command: "cat -- " + guest.ShellQuote(path), Shell: backend.ShellClean})
+	path := guestapi.PileDir + "/" + name
+	frames, err := guestexec.Encode(backend.ExecRequest{Command: "cat -- " + backend.ShellQuote(path), Shell: backend.ShellClean})
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -142,7 +142,7 @@ func (b *Backend) pileFromImage(id, name string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), pileReaderTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/proc/self/fd/4",
-		guest.ConfineMode, "-fds", "4", "-as", strconv.Itoa(pileReaderMemory), "-cpu", strconv.Itoa(pileReaderCPU),
+		guestapi.ConfineMode, "-fds", "4", "-as", strconv.Itoa(pileReaderMemory), "-cpu", strconv.Itoa(pileReaderCPU),
 		// -c: catastrophic mode, read-only, without the bitmaps.
 		b.debugfs, "-c", "-R", "cat \"/"+name+"\"", "/proc/self/fd/3")
 	cmd.Args[0] = "playground-sandbox"

@@ -38,8 +38,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/playground-dev/playground/hostagent/guest"
-	"github.com/playground-dev/playground/hostagent/guest/mux"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/guestapi/mux"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/boundedlog"
 )
@@ -81,8 +81,8 @@ type Config struct {
 	// Root is the read-only root image, shared by every VM.
 	Root string
 	// Disks are the sandbox's own ext4 images, in the guest's order
-	// after the root (guest.VMDiskDevice: workspace, home and tmp; then
-	// guest.VMPileDevice: the pile); optional.
+	// after the root (guestapi.VMDiskDevice: workspace, home and tmp; then
+	// guestapi.VMPileDevice: the pile); optional.
 	Disks []string
 	// Dir holds the VM's sockets, logs and pid file.
 	Dir string
@@ -162,7 +162,7 @@ func (c Config) Args() []string {
 	args = append(args,
 		"-device", "virtio-serial-pci,id=vser",
 		"-chardev", "socket,id=agent,fd="+strconv.Itoa(c.fdPort())+",server=on,wait=off",
-		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+guest.VMPortName,
+		"-device", "virtserialport,bus=vser.0,chardev=agent,name="+guestapi.VMPortName,
 		"-chardev", "socket,id=qmp,fd="+strconv.Itoa(c.fdQMP())+",server=on,wait=off",
 		"-mon", "chardev=qmp,mode=control",
 	)
@@ -502,7 +502,7 @@ func (v *VM) Connect(ctx context.Context) error {
 // Result is what Exec returns.
 type Result struct {
 	Stdout, Stderr []byte
-	Exit           guest.Exit
+	Exit           guestapi.Exit
 }
 
 // Exec runs command in the guest over the guest protocol and collects its
@@ -516,15 +516,15 @@ func (v *VM) Exec(ctx context.Context, command string) (Result, error) {
 	defer st.Close()
 	stop := context.AfterFunc(ctx, func() { _ = st.Close() })
 	defer stop()
-	req, err := guest.AppendJSONFrame(nil, guest.FrameStart, guest.StartRequest{Version: guest.ProtocolVersion, Command: command})
+	req, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Command: command})
 	if err != nil {
 		return res, err
 	}
-	req = guest.AppendFrame(req, guest.FrameStdinEnd, nil)
+	req = guestapi.AppendFrame(req, guestapi.FrameStdinEnd, nil)
 	if _, err := st.Write(req); err != nil {
 		return res, err
 	}
-	fr := guest.NewFrameReader(bufio.NewReader(st))
+	fr := guestapi.NewFrameReader(bufio.NewReader(st))
 	for {
 		t, payload, err := fr.ReadFrame()
 		if err != nil {
@@ -534,17 +534,17 @@ func (v *VM) Exec(ctx context.Context, command string) (Result, error) {
 			return res, fmt.Errorf("vm: reading the command's frames: %w", err)
 		}
 		switch t {
-		case guest.FrameStarted:
-		case guest.FrameStdout:
+		case guestapi.FrameStarted:
+		case guestapi.FrameStdout:
 			res.Stdout = append(res.Stdout, payload...)
-		case guest.FrameStderr:
+		case guestapi.FrameStderr:
 			res.Stderr = append(res.Stderr, payload...)
-		case guest.FrameError:
+		case guestapi.FrameError:
 			return res, fmt.Errorf("vm: command did not start: %s", payload)
-		case guest.FrameExit:
+		case guestapi.FrameExit:
 			err := json.Unmarshal(payload, &res.Exit)
 			return res, err
-		case guest.FrameProofLost:
+		case guestapi.FrameProofLost:
 			return res, fmt.Errorf("vm: proof lost: %s", payload)
 		default:
 			return res, fmt.Errorf("vm: unexpected %v frame", t)

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // testBuilder checks backend.Builder, on backends that implement it: the
@@ -247,7 +247,7 @@ true`)
 		sp := n.spec("built-faculty")
 		sp.Faculties = []backend.Faculty{{Name: "tools", Fingerprint: "fp", Dir: out, Binaries: []string{"tool"}}}
 		s := n.open(t, sp)
-		if got := s.sh(t, "tool; ls -l "+guest.FacultiesDir+"/tools/tool | cut -c1-10"); got != "built tool\n-rwxr-xr-x\n" {
+		if got := s.sh(t, "tool; ls -l "+guestapi.FacultiesDir+"/tools/tool | cut -c1-10"); got != "built tool\n-rwxr-xr-x\n" {
 			t.Fatalf("the built tool in a sandbox: %q", got)
 		}
 	})

@@ -29,7 +29,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // testExec checks exec as a tenant meets it: through the kernel, in a
@@ -49,7 +49,7 @@ func testExec(t *testing.T, n *node) {
 		n.known(t)
 		login("mkdir -p sub && cd sub && echo hello > f && X=1 && export Y=2")
 		res := login(`cat sub/f; pwd; echo "${X-unset} ${Y-unset}"`)
-		if want := "hello\n" + guest.TenantHome + "\nunset unset\n"; string(res.Stdout) != want {
+		if want := "hello\n" + guestapi.TenantHome + "\nunset unset\n"; string(res.Stdout) != want {
 			t.Fatalf("got %q, want %q: files persist, the cwd and variables do not", res.Stdout, want)
 		}
 	})
@@ -57,7 +57,7 @@ func testExec(t *testing.T, n *node) {
 	t.Run("login shell", func(t *testing.T) {
 		n.known(t)
 		res := login(`echo "$PERSONA|$GREETING|$FROM_SCRIPT|$HOME|$(id -un)"`)
-		if want := "alice's helper|it's $HOME|yes|" + guest.TenantHome + "|" + guest.TenantUser + "\n"; string(res.Stdout) != want {
+		if want := "alice's helper|it's $HOME|yes|" + guestapi.TenantHome + "|" + guestapi.TenantUser + "\n"; string(res.Stdout) != want {
 			t.Fatalf("got %q, want %q (stderr %q)", res.Stdout, want, res.Stderr)
 		}
 	})
@@ -66,7 +66,7 @@ func testExec(t *testing.T, n *node) {
 		n.known(t)
 		out := s.sh(t, `echo "${PERSONA-unset}|${GREETING-unset}|${FROM_SCRIPT-unset}|$HOME"; env | sort`)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if want := "unset|unset|unset|" + guest.TenantHome; lines[0] != want {
+		if want := "unset|unset|unset|" + guestapi.TenantHome; lines[0] != want {
 			t.Fatalf("got %q, want %q", lines[0], want)
 		}
 		for _, line := range lines[1:] {
@@ -81,7 +81,7 @@ func testExec(t *testing.T, n *node) {
 	t.Run("cwd", func(t *testing.T) {
 		n.known(t)
 		s.sh(t, "mkdir -p cwd-sub")
-		for cwd, want := range map[string]string{"/tmp": "/tmp", "cwd-sub": guest.TenantHome + "/cwd-sub", "": guest.TenantHome} {
+		for cwd, want := range map[string]string{"/tmp": "/tmp", "cwd-sub": guestapi.TenantHome + "/cwd-sub", "": guestapi.TenantHome} {
 			if got := s.exec(t, hostagent.ExecRequest{Command: "pwd", Cwd: cwd}).Stdout; string(got) != want+"\n" {
 				t.Errorf("cwd %q: pwd says %q, want %q", cwd, got, want)
 			}

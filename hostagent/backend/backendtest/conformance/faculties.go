@@ -25,7 +25,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // testFaculties checks what a sandbox makes of its Spec.Faculties: the
@@ -58,28 +58,28 @@ func testFaculties(t *testing.T, n *node) {
 		n.known(t)
 		for _, shell := range []backend.ShellMode{backend.ShellLogin, backend.ShellClean} {
 			res := s.exec(t, hostagent.ExecRequest{Command: "hello; command -v hello", Shell: shell})
-			if want := "hello from a\n" + guest.FacultiesBin + "/hello\n"; string(res.Stdout) != want || res.ExitCode != 0 {
+			if want := "hello from a\n" + guestapi.FacultiesBin + "/hello\n"; string(res.Stdout) != want || res.ExitCode != 0 {
 				t.Errorf("%s shell: got %q (exit %d, stderr %q), want %q", shell, res.Stdout, res.ExitCode, res.Stderr, want)
 			}
 		}
-		if got := s.sh(t, `echo "$PATH"`); got != guest.DefaultPath+"\n" {
-			t.Errorf("PATH in a clean shell is %q, want %q", got, guest.DefaultPath)
+		if got := s.sh(t, `echo "$PATH"`); got != guestapi.DefaultPath+"\n" {
+			t.Errorf("PATH in a clean shell is %q, want %q", got, guestapi.DefaultPath)
 		}
 	})
 
 	t.Run("read-only", func(t *testing.T) {
 		n.known(t)
-		build := guest.FacultiesDir + "/a"
+		build := guestapi.FacultiesDir + "/a"
 		for _, cmd := range []string{
 			"echo x >> " + build + "/hello",
 			"echo x > " + build + "/new",
 			"rm -f " + build + "/hello",
 			"chmod 777 " + build + "/hello",
 			"mkdir " + build + "/sub",
-			"echo x > " + guest.FacultiesBin + "/new",
-			"ln -s /bin/true " + guest.FacultiesBin + "/true2",
-			"rm -f " + guest.FacultiesBin + "/hello",
-			"mkdir " + guest.FacultiesDir + "/c",
+			"echo x > " + guestapi.FacultiesBin + "/new",
+			"ln -s /bin/true " + guestapi.FacultiesBin + "/true2",
+			"rm -f " + guestapi.FacultiesBin + "/hello",
+			"mkdir " + guestapi.FacultiesDir + "/c",
 		} {
 			if got := s.sh(t, "if ("+cmd+") 2>/dev/null; then echo written; else echo refused; fi"); got != "refused\n" {
 				t.Errorf("%q inside the sandbox: %s", cmd, got)
@@ -92,8 +92,8 @@ func testFaculties(t *testing.T, n *node) {
 
 	t.Run("only the listed binaries", func(t *testing.T) {
 		n.known(t)
-		if got := s.sh(t, "ls -A "+guest.FacultiesBin); got != "hello\n" {
-			t.Errorf("%s lists %q, want hello alone", guest.FacultiesBin, got)
+		if got := s.sh(t, "ls -A "+guestapi.FacultiesBin); got != "hello\n" {
+			t.Errorf("%s lists %q, want hello alone", guestapi.FacultiesBin, got)
 		}
 		res := s.exec(t, hostagent.ExecRequest{Command: "unlisted", Shell: backend.ShellLogin})
 		if res.ExitCode == 0 {
@@ -118,7 +118,7 @@ func testFaculties(t *testing.T, n *node) {
 		if err := n.agent.Restart(ctx, sp); err != nil {
 			t.Fatal(err)
 		}
-		if got := s.sh(t, "hello; bye; ls -A "+guest.FacultiesBin+"; cat "+guest.FacultiesDir+"/a/hello"); got != "hello from b\nbye from b\nbye\nhello\n#!/bin/sh\necho hello from a\n" {
+		if got := s.sh(t, "hello; bye; ls -A "+guestapi.FacultiesBin+"; cat "+guestapi.FacultiesDir+"/a/hello"); got != "hello from b\nbye from b\nbye\nhello\n#!/bin/sh\necho hello from a\n" {
 			t.Fatalf("after the restart: %q, want b's hello (listed first), b's bye and a mounted", got)
 		}
 		sp.Faculties = nil

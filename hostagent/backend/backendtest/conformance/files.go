@@ -30,7 +30,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // testFiles checks read and write, which the kernel runs as clean-shell
@@ -57,7 +57,7 @@ func testFiles(t *testing.T, n *node) {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256(payload)
-		if info.Size != len(payload) || info.SHA256 != hex.EncodeToString(sum[:]) || info.Path != guest.TenantHome+"/work/blob.bin" {
+		if info.Size != len(payload) || info.SHA256 != hex.EncodeToString(sum[:]) || info.Path != guestapi.TenantHome+"/work/blob.bin" {
 			t.Fatalf("write answered %+v", info)
 		}
 		if got := s.sh(t, "sha256sum < work/blob.bin"); got != info.SHA256+"  -\n" {

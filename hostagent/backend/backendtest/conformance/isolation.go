@@ -21,7 +21,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // testIsolation checks two tenants' sandboxes on one node: what one holds,
@@ -39,7 +39,7 @@ func testIsolation(t *testing.T, n *node) {
 
 	t.Run("tenant user", func(t *testing.T) {
 		n.known(t)
-		want := fmt.Sprintf("%d %d\n", guest.TenantUID, guest.TenantGID)
+		want := fmt.Sprintf("%d %d\n", guestapi.TenantUID, guestapi.TenantGID)
 		for _, s := range []*session{a, b} {
 			if got := s.sh(t, `echo "$(id -u) $(id -g)"`); got != want {
 				t.Errorf("%s: commands run as %q, want the tenant's %q", s.id, got, want)
@@ -54,7 +54,7 @@ func testIsolation(t *testing.T, n *node) {
 				t.Errorf("%s is %s in the other sandbox", p, got)
 			}
 		}
-		if got := b.sh(t, "grep -rls secret-of-a ~ /tmp "+guest.Workspace+" "+guest.PileDir+"; true"); got != "" {
+		if got := b.sh(t, "grep -rls secret-of-a ~ /tmp "+guestapi.Workspace+" "+guestapi.PileDir+"; true"); got != "" {
 			t.Errorf("the other sandbox finds the first's secret in %q", got)
 		}
 	})

@@ -22,7 +22,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // testPile checks the tenant's pile: append-only inside the sandbox, the
@@ -36,11 +36,11 @@ func testPile(t *testing.T, n *node) {
 	be, sp := n.be, n.spec("pile")
 	start(t, be, sp)
 	// The backend makes the pile's files; the tenant only appends.
-	name, _, _ := strings.Cut(Sh(t, be, sp.ID, "ls "+guest.PileDir), "\n")
+	name, _, _ := strings.Cut(Sh(t, be, sp.ID, "ls "+guestapi.PileDir), "\n")
 	if name == "" {
-		t.Fatalf("the pile %s has no file to append to", guest.PileDir)
+		t.Fatalf("the pile %s has no file to append to", guestapi.PileDir)
 	}
-	f := guest.PileDir + "/" + name
+	f := guestapi.PileDir + "/" + name
 
 	t.Run("append-only", func(t *testing.T) {
 		n.known(t)
@@ -51,17 +51,17 @@ func testPile(t *testing.T, n *node) {
 			"printf X | dd of=" + f + " conv=notrunc status=none",
 			"truncate -s 0 " + f,
 			"rm -f " + f,
-			"mv " + f + " " + guest.PileDir + "/moved",
+			"mv " + f + " " + guestapi.PileDir + "/moved",
 			"ln " + f + " /tmp/link",
 			"chmod 600 " + f,
 			"chattr -a " + f,
-			"touch " + guest.PileDir + "/new-file",
+			"touch " + guestapi.PileDir + "/new-file",
 		} {
 			if r := Exec(t, be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code == 0 {
 				t.Errorf("%q succeeded in the pile", cmd)
 			}
 		}
-		if got := Sh(t, be, sp.ID, "cat "+f+"; ls "+guest.PileDir); got != "one\ntwo"+name+"\n" {
+		if got := Sh(t, be, sp.ID, "cat "+f+"; ls "+guestapi.PileDir); got != "one\ntwo"+name+"\n" {
 			t.Fatalf("the pile after the refusals: %q", got)
 		}
 		if data, err := backend.ReadPileFile(be, sp.ID, name); err != nil || string(data) != "one\ntwo" {
@@ -84,7 +84,7 @@ func testPile(t *testing.T, n *node) {
 			t.Fatal(err)
 		}
 		start(t, be, sp)
-		if got := Sh(t, be, sp.ID, "cat "+guest.PileDir+"/*"); got != "" {
+		if got := Sh(t, be, sp.ID, "cat "+guestapi.PileDir+"/*"); got != "" {
 			t.Fatalf("provisioned again after Destroy without the pile: it holds %q", got)
 		}
 	})

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guest"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // testWorker: a backend that is a backend.WorkerSupervisor keeps a worker
@@ -42,8 +42,8 @@ func testWorker(t *testing.T, n *node) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*patience)
 	defer cancel()
 	w := &backend.Worker{
-		Argv:  []string{guest.TenantHome + "/.conformance-probe", "serve", "18081"},
-		Env:   []string{"PATH=" + guest.DefaultPath, "HOME=" + guest.TenantHome},
+		Argv:  []string{guestapi.TenantHome + "/.conformance-probe", "serve", "18081"},
+		Env:   []string{"PATH=" + guestapi.DefaultPath, "HOME=" + guestapi.TenantHome},
 		Token: "inner-token",
 	}
 	if err := sup.SetWorker(ctx, s.id, w); err != nil {
@@ -85,7 +85,7 @@ func testWorker(t *testing.T, n *node) {
 		if !strings.Contains(got, "sandbox") && !strings.Contains(got, "1000") {
 			t.Errorf("the worker runs as %q, want the sandbox user", got)
 		}
-		if got := s.sh(t, "cat "+guest.WorkerTokenFile+"; stat -c ' %a %u' "+guest.WorkerTokenFile); got != "inner-token 400 1000\n" {
+		if got := s.sh(t, "cat "+guestapi.WorkerTokenFile+"; stat -c ' %a %u' "+guestapi.WorkerTokenFile); got != "inner-token 400 1000\n" {
 			t.Errorf("the token file: %q, want the token, mode 400, the sandbox user's", got)
 		}
 	})

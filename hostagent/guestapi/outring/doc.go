@@ -17,7 +17,8 @@ limitations under the License.
 // Package outring keeps a job's output: a window of bounded bytes and
 // chunks on everything the job wrote, addressed by cursors that stay
 // meaningful after eviction, read in pages that never split a character,
-// with the gap a slow reader missed counted exactly. The agent's job
-// manager holds one per job; it depends on nothing but the backend's
-// stream names, so the guest binary can hold the same rings.
+// with the gap a slow reader missed counted exactly. A sandbox's job
+// holder keeps one per held job, and the agent's job manager one per job
+// it keeps itself; the guest protocol carries its cursors (as text) and
+// its gaps. It depends on nothing but the protocol's stream names.
 package outring

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // retained returns the ring's chunks without sealing anything.
@@ -42,14 +42,14 @@ func (r *Ring) retained() []Chunk {
 func TestRingCoalescesSameStream(t *testing.T) {
 	r := New(4<<20, 1024, 64<<10)
 	for i := 0; i < 10000; i++ {
-		r.Write(backend.Stdout, []byte{'a' + byte(i%26)})
+		r.Write(guestapi.Stdout, []byte{'a' + byte(i%26)})
 	}
 	if r.count != 1 || r.tail != 10000 {
 		t.Fatalf("10000 one-byte writes: %d chunks, %d bytes; want 1 chunk", r.count, r.tail)
 	}
 	// A write to the other stream starts a new chunk; so does a return.
-	r.Write(backend.Stderr, []byte("e"))
-	r.Write(backend.Stdout, []byte("o"))
+	r.Write(guestapi.Stderr, []byte("e"))
+	r.Write(guestapi.Stdout, []byte("o"))
 	if r.count != 3 {
 		t.Fatalf("after interleaving: %d chunks, want 3", r.count)
 	}
@@ -57,7 +57,7 @@ func TestRingCoalescesSameStream(t *testing.T) {
 
 func TestRingSplitsAtChunkBytes(t *testing.T) {
 	r := New(1<<20, 1024, 64<<10)
-	r.Write(backend.Stdout, bytes.Repeat([]byte("x"), 200<<10))
+	r.Write(guestapi.Stdout, bytes.Repeat([]byte("x"), 200<<10))
 	var sizes []int
 	for _, c := range r.retained() {
 		sizes = append(sizes, len(c.Data))
@@ -78,7 +78,7 @@ func TestRingSplitKeepsCharactersWhole(t *testing.T) {
 	// so a naive split would cut characters.
 	r := New(1<<10, 64, 10)
 	text := strings.Repeat("€", 30)
-	r.Write(backend.Stdout, []byte(text))
+	r.Write(guestapi.Stdout, []byte(text))
 	var got []byte
 	for _, c := range r.retained() {
 		if !utf8.Valid(c.Data) {
@@ -94,7 +94,7 @@ func TestRingSplitKeepsCharactersWhole(t *testing.T) {
 func TestRingEvictsOldestByBytes(t *testing.T) {
 	r := New(1024, 1024, 256)
 	for i := 0; i < 5; i++ {
-		r.Write(backend.Stream(1+i%2), bytes.Repeat([]byte{byte('a' + i)}, 256))
+		r.Write(guestapi.Stream(1+i%2), bytes.Repeat([]byte{byte('a' + i)}, 256))
 	}
 	if r.count != 4 || r.firstSeq != 1 || r.droppedChunks != 1 || r.droppedBytes != 256 || r.head != 256 {
 		t.Fatalf("count %d firstSeq %d dropped %d chunks %d bytes head %d; want 4 1 1 256 256",
@@ -108,7 +108,7 @@ func TestRingEvictsOldestByBytes(t *testing.T) {
 func TestRingEvictsOldestByCount(t *testing.T) {
 	r := New(1<<20, 4, 1024)
 	for i := 0; i < 10; i++ {
-		r.Write(backend.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
+		r.Write(guestapi.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
 	}
 	if r.count != 4 || r.droppedChunks != 6 || r.droppedBytes != 60 || r.firstSeq != 6 {
 		t.Fatalf("count %d dropped %d chunks %d bytes firstSeq %d; want 4, 6, 60, 6",
@@ -119,12 +119,12 @@ func TestRingEvictsOldestByCount(t *testing.T) {
 func TestRingHugeWriteKeepsTail(t *testing.T) {
 	const ringBytes, chunk = 1000, 100
 	r := New(ringBytes, 1024, chunk)
-	r.Write(backend.Stderr, []byte("old"))
+	r.Write(guestapi.Stderr, []byte("old"))
 	p := make([]byte, 10_123)
 	for i := range p {
 		p[i] = byte(i)
 	}
-	r.Write(backend.Stdout, p)
+	r.Write(guestapi.Stdout, p)
 	if r.tail != 3+10_123 || r.used() > ringBytes {
 		t.Fatalf("tail %d used %d", r.tail, r.used())
 	}
@@ -148,13 +148,13 @@ func TestRingWriteDoesNotAllocate(t *testing.T) {
 	small, big := []byte("x"), make([]byte, 100<<10)
 	// Warm up: grow the buffers to their bounds.
 	for i := 0; i < 200; i++ {
-		r.Write(backend.Stdout, big)
-		r.Write(backend.Stderr, small)
+		r.Write(guestapi.Stdout, big)
+		r.Write(guestapi.Stderr, small)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
-		r.Write(backend.Stdout, big)
-		r.Write(backend.Stderr, small)
-		r.Write(backend.Stdout, small)
+		r.Write(guestapi.Stdout, big)
+		r.Write(guestapi.Stderr, small)
+		r.Write(guestapi.Stdout, small)
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per write round, want 0", allocs)
@@ -165,7 +165,7 @@ func TestRingResolve(t *testing.T) {
 	r := New(100, 1024, 10)
 	// Chunks of 10 bytes at positions 0, 10, ..., 140; 0..49 evicted.
 	for i := 0; i < 15; i++ {
-		r.Write(backend.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
+		r.Write(guestapi.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
 	}
 	if r.firstSeq != 5 || r.head != 50 || r.NextSeq() != 15 || r.tail != 150 {
 		t.Fatalf("setup: firstSeq %d head %d next %d tail %d", r.firstSeq, r.head, r.NextSeq(), r.tail)
@@ -215,14 +215,14 @@ func TestRingResolve(t *testing.T) {
 
 func TestRingReadSplitsAndSeals(t *testing.T) {
 	r := New(1<<20, 1024, 64<<10)
-	r.Write(backend.Stdout, []byte("hello world"))
+	r.Write(guestapi.Stdout, []byte("hello world"))
 	chunks, next := r.Read(Cursor{}, 5)
 	if len(chunks) != 1 || string(chunks[0].Data) != "hello" || next != (Cursor{0, 5}) {
 		t.Fatalf("first page %+v next %+v", chunks, next)
 	}
 	// The chunk was handed out: later output goes to a new chunk, and the
 	// rest of chunk 0 keeps its address.
-	r.Write(backend.Stdout, []byte("!"))
+	r.Write(guestapi.Stdout, []byte("!"))
 	chunks, next = r.Read(next, 100)
 	if len(chunks) != 2 || chunks[0].Seq != 0 || chunks[0].Offset != 5 || string(chunks[0].Data) != " world" ||
 		chunks[1].Seq != 1 || string(chunks[1].Data) != "!" || next != (Cursor{2, 12}) {
@@ -232,7 +232,7 @@ func TestRingReadSplitsAndSeals(t *testing.T) {
 
 func TestRingReadDoesNotSplitCharacters(t *testing.T) {
 	r := New(1<<20, 1024, 64<<10)
-	r.Write(backend.Stdout, []byte("ab€cd")) // € at 2..4
+	r.Write(guestapi.Stdout, []byte("ab€cd")) // € at 2..4
 	for budget := 3; budget <= 4; budget++ {
 		chunks, next := r.Read(Cursor{}, budget)
 		if string(chunks[0].Data) != "ab" || next.Pos != 2 {
@@ -259,7 +259,7 @@ func TestRingModel(t *testing.T) {
 		r := New(maxBytes, maxChunks, maxChunk)
 
 		var logData []byte
-		var logStream []backend.Stream
+		var logStream []guestapi.Stream
 		var c Cursor
 		var received, gapBytes uint64
 		for op := 0; op < 400; op++ {
@@ -268,7 +268,7 @@ func TestRingModel(t *testing.T) {
 				if rng.IntN(20) == 0 {
 					n = rng.IntN(3*maxBytes + 1)
 				}
-				s := backend.Stream(1 + rng.IntN(2))
+				s := guestapi.Stream(1 + rng.IntN(2))
 				p := make([]byte, n)
 				for i := range p {
 					p[i] = byte(rng.Uint32())

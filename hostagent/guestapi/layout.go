@@ -14,10 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package guest
+package guestapi
 
 // Paths and identities inside a sandbox. The host agent builds the
-// container's filesystem to match them; init and the shepherds rely on them.
+// sandbox's filesystem to match them; init and the shepherds rely on them.
 const (
 	// Dir holds everything of ours inside the container. It is not part of
 	// the tenant's writable storage.
@@ -93,6 +93,75 @@ const (
 	// (init, shepherds), which run as the sandbox's root and never run a
 	// faculty, so no bundle can stand in for a tool they might run by name.
 	SystemPath = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// The /etc files a backend generates for a sandbox (backend.EtcFiles).
+const (
+	// EtcDir holds a VM's generated /etc files: the root image's /etc has
+	// a symlink to each (hack/vm-image.sh), so that the agent replaces
+	// them in a running VM (an Etc request) as it does on a container's
+	// host directory. It is in init's own tmpfs, the guest root's,
+	// readable by all.
+	EtcDir = Dir + "/etc"
+	// NoNetworkResolv is resolv.conf in a sandbox without network.
+	NoNetworkResolv = "# No network: this sandbox has only a loopback interface.\n"
+)
+
+// EtcNames are the files of EtcDir: those the agent generates, and the
+// only ones an Etc request may replace.
+var EtcNames = []string{"passwd", "group", "hosts", "hostname", "resolv.conf", "nsswitch.conf", "profile"}
+
+// The vm backend boots its kernel with an initramfs that holds the guest
+// binary as /init and the kernel modules the guest needs; the guest's
+// first stage mounts the sandbox's disks and execs init, which serves the
+// agent over a virtio-serial port instead of a bind-mounted socket.
+const (
+	// VMModulesDir, in the initramfs, holds the modules to load.
+	VMModulesDir = "/modules"
+	// VMModulesOrder, in VMModulesDir, names them one a line, each after
+	// the modules it depends on.
+	VMModulesOrder = "order"
+	// VMPortName is the name of the virtio-serial port to the agent.
+	VMPortName = "playground.agent"
+	// VMRootDevice is the read-only root image; VMDiskDevice the sandbox's
+	// own disk (ext4, made by the agent), holding workspace and home.
+	VMRootDevice = "/dev/vda"
+	VMDiskDevice = "/dev/vdb"
+	// VMPileDevice is the sandbox's pile (ext4, made by the agent with
+	// the pile's files), mounted at PileDir and sealed append-only.
+	VMPileDevice = "/dev/vdc"
+	// VMConfigEtc, in the initramfs, holds the sandbox's own /etc files
+	// (passwd, hosts, profile…), which the agent appends to the initramfs
+	// at each start: they start EtcDir.
+	VMConfigEtc = "/config/etc"
+	// VMPIDsParam is the guest kernel's command-line parameter that
+	// carries the sandbox's PIDs limit: playground.pids=N.
+	VMPIDsParam = "playground.pids"
+)
+
+// Subcommands of the guest binary that the agent runs, and what they
+// answer.
+const (
+	// ConfineMode is `playground-sandbox confine`, which bounds and
+	// confines a program before it execs it (Linux): the agent runs what
+	// parses a file a guest wrote under it.
+	ConfineMode = "confine"
+
+	// ReapMode is `playground-sandbox reap`, the FreeBSD guest's proof of
+	// cleanup: a jail's command runs under it, which the agent ends with
+	// SIGTERM and whose exit status says whether every descendant is
+	// gone.
+	ReapMode = "reap"
+	// ReapProvedExit is the reaper's exit status when, after SIGTERM, the
+	// kernel counted no descendant left (PROC_REAP_STATUS).
+	ReapProvedExit = 199
+	// ReapLostExit is its exit status when descendants outlived
+	// ProofTimeout of PROC_REAP_KILL, or the kernel refused to count or
+	// kill them: the proof is lost, and the reaper said why on stderr.
+	ReapLostExit = 198
+	// ReapSetupExit is its exit status when it could not become a reaper
+	// or start the command, which then never ran.
+	ReapSetupExit = 197
 )
 
 // OwnEnv is the environment of the guest's own processes, init and its

@@ -17,7 +17,7 @@ limitations under the License.
 package outring
 
 import (
-	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Ring keeps the newest output of one job within a byte bound and a chunk
@@ -58,7 +58,7 @@ type Ring struct {
 type chunkMeta struct {
 	Pos    uint64
 	n      int
-	stream backend.Stream
+	stream guestapi.Stream
 }
 
 // Initial buffer sizes; they double up to the bounds.
@@ -86,7 +86,7 @@ func (r *Ring) newest() *chunkMeta { return r.meta(r.NextSeq() - 1) }
 
 // Write appends p to stream s, evicting the oldest chunks as needed. It
 // copies p and never blocks.
-func (r *Ring) Write(s backend.Stream, p []byte) {
+func (r *Ring) Write(s guestapi.Stream, p []byte) {
 	if len(p) > r.maxBytes {
 		p = r.skip(p)
 	}

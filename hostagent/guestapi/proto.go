@@ -14,19 +14,16 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package guest is the part of the oci backend that runs inside a sandbox:
-// the container's init (PID 1) and the per-command shepherds it keeps ready,
-// plus the framed protocol the host agent speaks to them over a unix socket.
+// Package guestapi is the protocol between the host agent and the guest
+// binary in a sandbox (playground-sandbox, package guest): its frames and
+// their framing, its messages, its limits, its one version, and the
+// sandbox's layout (paths, identities, device and mode names) that both
+// sides rely on. It imports nothing of Playground, so that neither side's
+// internals can leak into the other: the host speaks it through its one
+// client (hostagent/backend/guestexec), the guest serves it.
 //
-// The agent never uses `runc exec` on the hot path (about 23 ms per call on
-// the reference machine). Instead the container's PID 1 is this package's
-// init, started from the static playground-sandbox binary. It listens on a
-// unix socket in a directory only container root can enter and keeps a few
-// idle shepherd processes blocked in accept(2) on that socket, so no process
-// start is on a command's path. A shepherd that accepts a connection runs
-// that connection's one command; it serves another connection afterwards
-// only if the command left no process behind (otherwise it exits, so that
-// the leftovers become init's):
+// The agent speaks to a shepherd, a process that init keeps ready in the
+// sandbox, over a unix socket (a stream of package mux in a VM):
 //
 //	agent                         shepherd (container root, subreaper)
 //	  Start{cmd, mode, cwd} ───▶
@@ -39,10 +36,7 @@ limitations under the License.
 // Every frame is a one-byte type, a four-byte big-endian payload length and
 // the payload. Lengths are bounded (MaxFrame) so neither side can be made to
 // allocate without limit by the other.
-//
-// This file is portable so that the agent side compiles everywhere; the init
-// and shepherd are Linux-only.
-package guest
+package guestapi
 
 import (
 	"encoding/binary"
@@ -51,8 +45,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 // ProofTimeout bounds how long a shepherd keeps killing and reaping
@@ -98,7 +90,7 @@ const (
 )
 
 // A Start frame with the longest command, all escaped, fits a frame.
-var _ [MaxFrame - 6*MaxCommand - 4096]struct{}
+var _ [MaxFrame - 6*MaxCommandBytes - 4096]struct{}
 
 // Bounds of the protocol.
 const (
@@ -107,10 +99,16 @@ const (
 	// MaxFrame bounds any frame's payload; a larger length is a protocol
 	// error and ends the connection.
 	MaxFrame = 1 << 20
-	// MaxCommand bounds the shell command text carried in a Start frame:
-	// the limit of every backend. Escaped as JSON (six bytes for a control
-	// character at worst), it fits a frame.
-	MaxCommand = backend.MaxCommandBytes
+	// MaxCommandBytes bounds the text of one command, everywhere: the
+	// gateway, the agent and the guest in the sandbox check it, so that a
+	// command too long is refused once, clearly, before it travels. Every
+	// backend runs a command as one argument of /bin/sh -c, and Linux
+	// refuses an argument of more than MAX_ARG_STRLEN bytes (32 pages,
+	// 131072, with its terminating NUL) with E2BIG; a longer limit would
+	// only move the failure into the sandbox, with a worse message.
+	// Escaped as JSON (six bytes for a control character at worst), the
+	// longest command fits a Start frame.
+	MaxCommandBytes = 128<<10 - 1
 	// MaxStdin bounds the whole standard input of one command. The shepherd
 	// holds it in memory (charged to the sandbox's memory limit) so that
 	// the command can start only once its input is complete.
@@ -120,6 +118,30 @@ const (
 	// OutputChunk is the largest Stdout/Stderr payload a shepherd sends.
 	OutputChunk = 32 << 10
 )
+
+// CommandTooLong is the one message for a command over MaxCommandBytes.
+func CommandTooLong(n int) string {
+	return fmt.Sprintf("command is %d bytes, over the %d-byte limit (the kernel's bound on one argument of /bin/sh -c): write the script to a file with write, then run it (sh /path/to/script)", n, MaxCommandBytes)
+}
+
+// Stream identifies an output stream of a command: in a Page's chunks,
+// and in the output rings (package outring) of the guest and the agent.
+type Stream uint8
+
+const (
+	Stdout Stream = 1
+	Stderr Stream = 2
+)
+
+func (s Stream) String() string {
+	switch s {
+	case Stdout:
+		return "stdout"
+	case Stderr:
+		return "stderr"
+	}
+	return "unknown"
+}
 
 // FrameType identifies a frame.
 type FrameType uint8
@@ -311,10 +333,10 @@ type Page struct {
 // PageChunk is one chunk of a Page: its bytes follow the Page, in order,
 // each in one frame of its stream.
 type PageChunk struct {
-	Stream backend.Stream `json:"stream"`
-	Seq    uint64         `json:"seq"`
-	Offset int            `json:"offset,omitempty"`
-	Len    int            `json:"len"`
+	Stream Stream `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	Offset int    `json:"offset,omitempty"`
+	Len    int    `json:"len"`
 }
 
 // PageGap is outring.Gap on the wire.

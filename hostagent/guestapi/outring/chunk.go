@@ -19,12 +19,12 @@ package outring
 import (
 	"unicode/utf8"
 
-	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // Chunk is a piece of a job's output as a poll returns it.
 type Chunk struct {
-	Stream backend.Stream
+	Stream guestapi.Stream
 	// Seq numbers the chunk in the job's output, from 0, across both streams.
 	Seq uint64
 	// Offset is where Data starts within the chunk; it is non-zero only when
