@@ -92,7 +92,7 @@ fuzz: ## Run each fuzz target for its budget of executions (FUZZTIME=30s or =100
 	done
 
 .PHONY: verify
-verify: generate manifests fmt tidy cross ## Fail when generated files, go.mod or formatting are stale, a license header is missing, or the tree does not build for FreeBSD.
+verify: generate manifests fmt tidy cross lint ## Fail when generated files, go.mod or formatting are stale, a license header is missing, the tree does not build for FreeBSD, or golangci-lint finds something.
 	@hack/verify-boilerplate.sh
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "verify: these files are stale; run 'make generate manifests fmt tidy' and commit:"; \
@@ -122,6 +122,12 @@ tidy: ## Tidy go.mod and go.sum of the module and of hack/'s modules (control pl
 	cd hack/controlplane/etcd && $(GO) mod tidy
 	cd hack/image && $(GO) mod tidy
 	cd hack/cluster && $(GO) mod tidy
+
+.PHONY: lint
+lint: ## Run golangci-lint (.golangci.yml, built by hack/golangci-lint.sh) over the tree, for Linux and for FreeBSD.
+	@lint="$$(hack/golangci-lint.sh)" && \
+	echo "lint: linux" && "$$lint" run ./... && \
+	echo "lint: freebsd" && GOOS=freebsd "$$lint" run ./...
 
 .PHONY: vet
 vet: ## Run go vet.

@@ -153,7 +153,7 @@ func reportBuild(g Gomega, ns, name, node string, b build) {
 
 // pinnedSandbox creates a Sandbox bound to node (pinned, as a user may)
 // that lists the bundles.
-func pinnedSandbox(t *testing.T, ns, name, node string, bundles ...string) *playgroundv1alpha1.Sandbox {
+func pinnedSandbox(t *testing.T, ns, name, node string, bundles ...string) {
 	t.Helper()
 	s := &playgroundv1alpha1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -165,7 +165,6 @@ func pinnedSandbox(t *testing.T, ns, name, node string, bundles ...string) *play
 	if err := k8sClient.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	return s
 }
 
 // bundleEvents returns the Events about the bundle, by reason.
@@ -320,7 +319,7 @@ func TestBundleReadyOnEveryNode(t *testing.T) {
 func bundleStatusFields(fb *playgroundv1alpha1.FacultyBundle, manager string) string {
 	for _, m := range fb.ManagedFields {
 		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
-			return string(m.FieldsV1.Raw)
+			return m.FieldsV1.GetRawString()
 		}
 	}
 	return ""

@@ -145,7 +145,7 @@ func (l *leaderLeaseOwner) NeedLeaderElection() bool { return true }
 
 func (l *leaderLeaseOwner) Start(ctx context.Context) error {
 	key := types.NamespacedName{Namespace: l.namespace, Name: LeaderElectionID}
-	err := retry.OnError(retry.DefaultBackoff, func(err error) bool { return ctx.Err() == nil }, func() error {
+	err := retry.OnError(retry.DefaultBackoff, func(_ error) bool { return ctx.Err() == nil }, func() error {
 		var lease coordinationv1.Lease
 		if err := l.reader.Get(ctx, key, &lease); err != nil {
 			return err

@@ -56,8 +56,8 @@ func onChildChange(h handler.EventHandler) handler.EventHandler {
 	}
 }
 
-func changed(old, new client.Object) bool {
-	return old != nil && new != nil && old.GetResourceVersion() != new.GetResourceVersion()
+func changed(old, cur client.Object) bool {
+	return old != nil && cur != nil && old.GetResourceVersion() != cur.GetResourceVersion()
 }
 
 // withPriority adds at priority what is added without one.

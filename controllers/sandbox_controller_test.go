@@ -136,7 +136,7 @@ func TestBindingSpreadsLoad(t *testing.T) {
 	for i, n := range nodes {
 		registerAgent(t, n, map[string]string{"zone": fmt.Sprintf("z%d-%s", i, suffix)}, time.Hour)
 	}
-	for i := 0; i < 9; i++ {
+	for i := range 9 {
 		newSandbox(t, ns, fmt.Sprintf("s%d", i), nil)
 	}
 	pinned := newSandbox(t, ns, "pinned", map[string]string{"zone": "z2-" + suffix})
@@ -432,7 +432,7 @@ func TestSettledStatusIsNotRewritten(t *testing.T) {
 func statusFields(s *playgroundv1alpha1.Sandbox, manager string) string {
 	for _, m := range s.ManagedFields {
 		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
-			return string(m.FieldsV1.Raw)
+			return m.FieldsV1.GetRawString()
 		}
 	}
 	return ""

@@ -345,7 +345,7 @@ func conditionOrUnknown(conds []metav1.Condition, typ string) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: ReasonPending, Message: typ + " is not reported yet"}
 }
 
-func (r *TenantReconciler) setCondition(t *playgroundv1alpha1.Tenant, typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
+func (r *TenantReconciler) setConditionf(t *playgroundv1alpha1.Tenant, typ string, status metav1.ConditionStatus, reason, format string, args ...any) {
 	meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...), ObservedGeneration: t.Generation,
 	})
@@ -358,7 +358,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 	name := playgroundv1alpha1.CredentialSecretName(t.Name)
 	secret, err := r.credentialSecret(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name})
 	if err != nil {
-		r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Reading Secret %s: %v", name, err)
+		r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Reading Secret %s: %v", name, err)
 		return fmt.Errorf("reading the credential Secret %s/%s: %w", t.Namespace, name, err)
 	}
 	if secret != nil {
@@ -371,7 +371,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 			// tenant's previous token (if any) stops working.
 			t.Status.Credentials.TokenSHA256 = ""
 			err := pgreconcile.Stall(ReasonSecretConflict, "Secret %s exists and cannot hold this tenant's token: %s; delete or rename it", name, why)
-			r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSecretConflict, "%s", err.Error())
+			r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSecretConflict, "%s", err.Error())
 			return err
 		}
 	}
@@ -396,7 +396,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 	previous := t.Status.Credentials.Fingerprint
 	if mintReason != "" {
 		if token, err = tenanttoken.Mint(); err != nil {
-			r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Minting a token: %v", err)
+			r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Minting a token: %v", err)
 			return err
 		}
 	}
@@ -429,7 +429,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 		werr = r.Update(ctx, desired) // resourceVersion guards against a stale read
 	}
 	if werr != nil {
-		r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Writing Secret %s: %v", name, werr)
+		r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Writing Secret %s: %v", name, werr)
 		if apierrors.IsAlreadyExists(werr) {
 			return pgreconcile.Wait(cacheLag, "Secret %s exists but is not cached yet", name)
 		}
@@ -467,7 +467,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 	prev := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.CredentialsReadyCondition)
 	wasSuspended := prev != nil && prev.Reason == ReasonSuspended
 	if t.Spec.Suspended {
-		r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended,
+		r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonSuspended,
 			"The tenant is suspended: the gateway refuses its token (fingerprint %s) until spec.suspended is cleared", fp)
 		if !wasSuspended {
 			log.Info("Suspended the tenant")
@@ -475,7 +475,7 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 		}
 		return nil
 	}
-	r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionTrue, ReasonTokenIssued,
+	r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionTrue, ReasonTokenIssued,
 		"The token (fingerprint %s) is in Secret %s", fp, name)
 	if wasSuspended {
 		log.Info("Resumed the tenant")
@@ -654,11 +654,11 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 			// a burst, that report and its repair were two status
 			// writes more for one tenant in twenty).
 			if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), sbx); err != nil {
-				r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Reading Sandbox %s: %v", want.Name, err)
+				r.setConditionf(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Reading Sandbox %s: %v", want.Name, err)
 				return fmt.Errorf("reading sandbox %s: %w", klog.KObj(want), err)
 			}
 		case err != nil:
-			r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Creating Sandbox %s: %v", want.Name, err)
+			r.setConditionf(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Creating Sandbox %s: %v", want.Name, err)
 			return fmt.Errorf("creating sandbox %s: %w", klog.KObj(want), err)
 		default:
 			// No Event on a new tenant's path to Ready (see reconcileCredentials).
@@ -666,7 +666,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 			sbx = want
 		}
 	} else if err != nil {
-		r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Reading Sandbox %s: %v", want.Name, err)
+		r.setConditionf(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Reading Sandbox %s: %v", want.Name, err)
 		return fmt.Errorf("reading sandbox %s: %w", klog.KObj(want), err)
 	}
 
@@ -676,7 +676,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	}
 	if why != "" {
 		err := pgreconcile.Stall(ReasonSandboxConflict, "Sandbox %s exists and cannot be this tenant's: %s; delete or rename it", sbx.Name, why)
-		r.setCondition(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionFalse, ReasonSandboxConflict, "%s", err.Error())
+		r.setConditionf(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionFalse, ReasonSandboxConflict, "%s", err.Error())
 		return err
 	}
 	t.Status.SandboxRef = &playgroundv1alpha1.LocalObjectReference{Name: sbx.Name}
@@ -748,7 +748,7 @@ func (r *TenantReconciler) reconcileWorker(ctx context.Context, t *playgroundv1a
 	}
 	var list playgroundv1alpha1.WorkerMappingList
 	if err := r.List(ctx, &list, client.InNamespace(t.Namespace), client.MatchingFields{workerMappingIndex: tenantKey(t.Name)}); err != nil {
-		r.setCondition(t, playgroundv1alpha1.WorkerReadyCondition, metav1.ConditionUnknown, ReasonWorkerError, "Listing the worker mappings: %v", err)
+		r.setConditionf(t, playgroundv1alpha1.WorkerReadyCondition, metav1.ConditionUnknown, ReasonWorkerError, "Listing the worker mappings: %v", err)
 		return fmt.Errorf("listing the worker mappings of tenant %s: %w", klog.KObj(t), err)
 	}
 	ready := workerReady(t, list.Items)
@@ -821,7 +821,7 @@ func (r *TenantReconciler) deleteDependents(ctx context.Context, t *playgroundv1
 		return false, err
 	}
 	t.Status.Credentials.TokenSHA256 = ""
-	r.setCondition(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonDeleting, "The tenant is being deleted: its token is revoked")
+	r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonDeleting, "The tenant is being deleted: its token is revoked")
 	sbx := &playgroundv1alpha1.Sandbox{}
 	gone, err := r.deleteOwned(ctx, t, sbx, t.Name)
 	if err != nil || gone {

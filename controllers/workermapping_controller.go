@@ -608,7 +608,7 @@ func (r *WorkerMappingReconciler) resolveSandbox(ctx context.Context, wm *playgr
 	if id == "" {
 		return notReady(ReasonSandboxNotReady, true, "Waiting for the agent of Sandbox %s to provision it", sbx.Name)
 	}
-	endpoint := fmt.Sprintf("sandbox://%s:%d%s", id, d.Port, cmp.Or(d.Path, defaultWorkerPath))
+	endpoint := "sandbox://" + net.JoinHostPort(id, strconv.Itoa(int(d.Port))) + cmp.Or(d.Path, defaultWorkerPath)
 	var res resolution
 	if c := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
 		reason, msg := ReasonSandboxPending, "it has not reported Ready yet"

@@ -393,7 +393,7 @@ func TestWorkerMappingSandbox(t *testing.T) {
 		g.Expect(wm.Status.Worker.Restarts).To(BeEquivalentTo(2))
 		for _, m := range wm.ManagedFields {
 			if m.Manager == playgroundv1alpha1.WorkerMappingControllerFieldOwner {
-				g.Expect(string(m.FieldsV1.Raw)).NotTo(ContainSubstring(`"f:worker"`), "the manager claims the agent's field")
+				g.Expect(m.FieldsV1.GetRawString()).NotTo(ContainSubstring(`"f:worker"`), "the manager claims the agent's field")
 			}
 		}
 	})

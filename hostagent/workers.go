@@ -104,13 +104,13 @@ func (a *Agent) WorkerStatus(ctx context.Context, sandboxID string) (backend.Wor
 	return st, err
 }
 
-// WorkerLog returns at most max bytes of the end of the worker's output.
-func (a *Agent) WorkerLog(ctx context.Context, sandboxID string, max int) ([]byte, error) {
+// WorkerLog returns at most limit bytes of the end of the worker's output.
+func (a *Agent) WorkerLog(ctx context.Context, sandboxID string, limit int) ([]byte, error) {
 	sup, _, err := a.workerBackend(sandboxID)
 	if err != nil {
 		return nil, err
 	}
-	return sup.WorkerLog(ctx, sandboxID, max)
+	return sup.WorkerLog(ctx, sandboxID, limit)
 }
 
 // DialWorker connects to the worker of the tenant's sandbox, for the relay,

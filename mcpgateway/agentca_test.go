@@ -111,9 +111,11 @@ func publishCA(t *testing.T) *agentpki.CA {
 		ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentpki.CAConfigMapName},
 		Data:       map[string]string{agentpki.CABundleKey: string(certPEM)},
 	}
-	if err := k8s.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+	err = k8s.Create(ctx, cm)
+	if apierrors.IsAlreadyExists(err) {
 		err = k8s.Update(ctx, cm)
-	} else if err != nil {
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ca

@@ -68,7 +68,7 @@ func TestHostileOutput(t *testing.T) {
 		mu              sync.Mutex
 		served, refused int
 	)
-	for i := 0; i < clients; i++ {
+	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -100,7 +100,7 @@ func TestHostileOutput(t *testing.T) {
 				return
 			}
 			out := structured(t, res)
-			if out["exit_code"] != 0.0 || out["timed_out"] != false || out["signal"] != nil {
+			if out["exit_code"] != 0.0 || out["timed_out"] != false || out["signal"] != nil { //nolint:revive // bool-literal-in-expr: a value of any, which may be absent
 				t.Errorf("the command did not exit normally: exit_code %v, signal %v, timed_out %v", out["exit_code"], out["signal"], out["timed_out"])
 			}
 			for _, s := range []string{"stdout", "stderr"} {
@@ -237,7 +237,7 @@ func TestIdleConnections(t *testing.T) {
 	// 200 idle connections: half send nothing, half start a request and
 	// stall in its headers.
 	var conns []net.Conn
-	for i := 0; i < 200; i++ {
+	for i := range 200 {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)

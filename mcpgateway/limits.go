@@ -190,7 +190,8 @@ func (l *sessionLimit) reserve(tenant string) string {
 func (l *sessionLimit) settle(tenant string, w http.ResponseWriter) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pending[tenant]--; l.pending[tenant] <= 0 {
+	l.pending[tenant]--
+	if l.pending[tenant] <= 0 {
 		delete(l.pending, tenant)
 	}
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" {

@@ -197,5 +197,5 @@ type FacultyBundleList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&FacultyBundle{}, &FacultyBundleList{})
+	register(&FacultyBundle{}, &FacultyBundleList{})
 }

@@ -26,8 +26,9 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -38,9 +39,22 @@ var (
 	// configurations use.
 	SchemeGroupVersion = GroupVersion
 
-	// SchemeBuilder registers the kinds of this package with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers the kinds of this package with a scheme. It
+	// is apimachinery's, as in k8s.io/api: an API package stays importable
+	// without controller-runtime, whose scheme.Builder is deprecated for it.
+	SchemeBuilder = runtime.NewSchemeBuilder(func(s *runtime.Scheme) error {
+		metav1.AddToGroupVersion(s, GroupVersion)
+		return nil
+	})
 
 	// AddToScheme adds the kinds of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// register adds kinds to SchemeBuilder; each kind's file calls it in init.
+func register(objects ...runtime.Object) {
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(GroupVersion, objects...)
+		return nil
+	})
+}

@@ -25,21 +25,24 @@ import (
 type SandboxPhase string
 
 const (
-	// SandboxPending: not yet bound to a node, or its node's agent has not
-	// picked it up.
+	// SandboxPending is a sandbox not yet bound to a node, or not yet
+	// picked up by its node's agent.
 	SandboxPending SandboxPhase = "Pending"
-	// SandboxProvisioning: the node's agent is creating the backend resources.
+	// SandboxProvisioning is a sandbox whose backend resources the node's
+	// agent is creating.
 	SandboxProvisioning SandboxPhase = "Provisioning"
-	// SandboxReady: running; sessions can open and commands run.
+	// SandboxReady is a running sandbox: sessions can open and commands run.
 	SandboxReady SandboxPhase = "Ready"
-	// SandboxDetached: provisioned, storage in place, no session open.
+	// SandboxDetached is a provisioned sandbox, storage in place, with no
+	// session open.
 	SandboxDetached SandboxPhase = "Detached"
-	// SandboxSuspended: stopped because its Tenant is suspended; its files
-	// are kept and it starts again when the suspension is lifted.
+	// SandboxSuspended is a sandbox stopped because its Tenant is suspended;
+	// its files are kept and it starts again when the suspension is lifted.
 	SandboxSuspended SandboxPhase = "Suspended"
-	// SandboxFailed: the backend refused; the reason is in the Ready condition.
+	// SandboxFailed is a sandbox the backend refused; the reason is in the
+	// Ready condition.
 	SandboxFailed SandboxPhase = "Failed"
-	// SandboxTerminating: being destroyed.
+	// SandboxTerminating is a sandbox being destroyed.
 	SandboxTerminating SandboxPhase = "Terminating"
 )
 
@@ -295,6 +298,7 @@ type FacultyInstallStatus struct {
 // +kubebuilder:validation:Enum=Installed;Pending;Stale
 type FacultyState string
 
+// The states of a sandbox's faculty bundle.
 const (
 	FacultyInstalled FacultyState = "Installed"
 	FacultyPending   FacultyState = "Pending"
@@ -395,5 +399,5 @@ type SandboxList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Sandbox{}, &SandboxList{})
+	register(&Sandbox{}, &SandboxList{})
 }

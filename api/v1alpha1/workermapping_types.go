@@ -231,5 +231,5 @@ type WorkerMappingList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&WorkerMapping{}, &WorkerMappingList{})
+	register(&WorkerMapping{}, &WorkerMappingList{})
 }

@@ -246,13 +246,13 @@ func call(ctx context.Context, cs *mcp.ClientSession, name string, args, out any
 
 // timeN runs fn n times after n/10 warm-up runs and returns the durations.
 func timeN(n int, fn func() error) ([]time.Duration, error) {
-	for i := 0; i < max(n/10, 3); i++ {
+	for range max(n/10, 3) {
 		if err := fn(); err != nil {
 			return nil, err
 		}
 	}
 	ds := make([]time.Duration, 0, n)
-	for i := 0; i < n; i++ {
+	for range n {
 		start := time.Now()
 		if err := fn(); err != nil {
 			return nil, err
@@ -324,12 +324,12 @@ func (b *bench) execRoundTrip(ctx context.Context) ([]row, error) {
 func (b *bench) sustained(ctx context.Context) ([]row, error) {
 	const workers = 8
 	var sessions []*mcp.ClientSession
-	for i := 0; i < workers; i++ {
+	for range workers {
 		cs, err := b.connect(ctx, b.env.Token)
 		if err != nil {
 			return nil, err
 		}
-		defer cs.Close()
+		defer cs.Close() //nolint:gocritic // deferInLoop: every session stays open until the measurement ends
 		sessions = append(sessions, cs)
 	}
 	rate := func(fn func(i int) error) (float64, error) {
@@ -337,7 +337,7 @@ func (b *bench) sustained(ctx context.Context) ([]row, error) {
 		var firstErr atomic.Value
 		deadline := time.Now().Add(b.sz.sustained)
 		var wg sync.WaitGroup
-		for i := 0; i < workers; i++ {
+		for i := range workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -546,7 +546,7 @@ func (b *bench) applyTenants(ctx context.Context, ns, label string, settle func(
 	}
 
 	created := map[string]time.Time{}
-	for i := 0; i < b.sz.tenants; i++ {
+	for i := range b.sz.tenants {
 		name := fmt.Sprintf("t%03d", i)
 		created[name] = time.Now()
 		if err := c.Create(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
@@ -686,7 +686,7 @@ func (b *bench) jobMemory(ctx context.Context) ([]row, error) {
 	c := b.env.Client
 	var sessions []*mcp.ClientSession
 	var handles, ids []string
-	for i := 0; i < 4; i++ {
+	for i := range 4 {
 		token, err := tokenOf(ctx, c, "bench", fmt.Sprintf("t%03d", i))
 		if err != nil {
 			return nil, err
@@ -700,7 +700,7 @@ func (b *bench) jobMemory(ctx context.Context) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer cs.Close()
+		defer cs.Close() //nolint:gocritic // deferInLoop: every session stays open until the measurement ends
 		var open tools.OpenSessionOutput
 		if err := call(ctx, cs, "open_session", map[string]any{}, &open); err != nil {
 			return nil, err
@@ -716,7 +716,7 @@ func (b *bench) jobMemory(ctx context.Context) ([]row, error) {
 	}
 	var jobs []jobRef
 	for i, cs := range sessions {
-		for j := 0; j < 8; j++ {
+		for range 8 {
 			var job tools.JobExecOutput
 			if err := call(ctx, cs, "job_exec", map[string]any{"handle": handles[i], "command": fmt.Sprintf("head -c %d /dev/urandom", b.sz.memJobBytes)}, &job); err != nil {
 				return nil, err

@@ -186,7 +186,10 @@ func edgeClients(arg string) {
 	} else {
 		rep = idleHold(endpoint, n, time.Duration(m)*time.Second)
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(rep)
+	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+		fmt.Fprintln(os.Stderr, "--edge-client:", err)
+		os.Exit(1)
+	}
 }
 
 // junkToken is a token of a credential's shape that is nobody's.
@@ -212,7 +215,7 @@ func junkFlood(endpoint string, n, conns int) edgeReport {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
-				req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(edgeInitialize))
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, endpoint, strings.NewReader(edgeInitialize))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Accept", "application/json, text/event-stream")
 				req.Header.Set("Authorization", "Bearer "+junkToken())
@@ -252,7 +255,7 @@ func idleHold(endpoint string, n int, wait time.Duration) edgeReport {
 		}
 	}()
 	for i := range n {
-		c, err := net.DialTimeout("tcp", u.Host, 10*time.Second)
+		c, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(context.Background(), "tcp", u.Host)
 		if err != nil {
 			rep.Error = fmt.Sprintf("dialling connection %d: %v", i, err)
 			return rep

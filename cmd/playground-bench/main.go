@@ -85,12 +85,13 @@ func main() {
 
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := io.Writer(io.Discard)
+	log := io.Discard
 	if opts.verbose {
 		log = os.Stderr
 	}
-	if err := run(ctx, opts, os.Stdout, log); err != nil {
+	err := run(ctx, opts, os.Stdout, log)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "playground-bench:", err)
 		os.Exit(1)
 	}

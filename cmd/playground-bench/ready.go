@@ -161,8 +161,9 @@ func (rw *readyWatch) wait(ctx context.Context, n int, timeout time.Duration, pr
 		}
 		if ready >= n {
 			rw.mu.Lock()
-			defer rw.mu.Unlock()
-			return maps.Clone(rw.readyAt), nil
+			readyAt := maps.Clone(rw.readyAt)
+			rw.mu.Unlock()
+			return readyAt, nil
 		}
 		select {
 		case <-ctx.Done():

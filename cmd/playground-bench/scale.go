@@ -88,7 +88,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	if err != nil {
 		return nil, err
 	}
-	defer cp.Stop()
+	defer func() { _ = cp.Stop() }()
 	kubeconfig := filepath.Join(state, "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 	if pool > 0 {
 		t0 := time.Now()
 		for {
-			if before, err = scrapePool(metrics); err == nil && before.ready >= pool {
+			if before, err = scrapePool(ctx, metrics); err == nil && before.ready >= pool {
 				break
 			}
 			if err := childproc.Failed(manager, agent); err != nil {
@@ -275,7 +275,7 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 		{"P5 agent peak memory (VmHWM)" + label, mib(agentPeak), "", "", "(no goal set)", "—"},
 	}
 	if pool > 0 {
-		after, err := scrapePool(metrics)
+		after, err := scrapePool(ctx, metrics)
 		if err != nil {
 			return nil, err
 		}
@@ -293,8 +293,12 @@ type poolCounts struct {
 }
 
 // scrapePool reads the warm pool's metrics from the agent at addr.
-func scrapePool(addr string) (poolCounts, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+func scrapePool(ctx context.Context, addr string) (poolCounts, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", http.NoBody)
+	if err != nil {
+		return poolCounts{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return poolCounts{}, err
 	}
@@ -414,7 +418,7 @@ func profileBurst(ctx context.Context, cfg *rest.Config, pprof map[string]string
 	}
 	for name, addr := range pprof {
 		get[name] = func() ([]byte, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?"+query, nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?"+query, http.NoBody)
 			if err != nil {
 				return nil, err
 			}

@@ -52,8 +52,9 @@ Run from the repository (make dev), whose config/ it reads.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := runDev(ctx, os.Args[1:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+	err := runDev(ctx, os.Args[1:])
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "playground-dev:", err)
 		os.Exit(1)
 	}

@@ -99,11 +99,11 @@ func (s *soak) monitor(ctx context.Context) {
 			continue
 		}
 		if err := s.sys.exited(); err != nil {
-			s.led.violate(invStop, "%v", firstLine(err.Error()))
+			s.led.violatef(invStop, "%v", firstLine(err.Error()))
 			for _, name := range components {
 				if s.sys.proc(name).Exited() != nil {
 					if err := s.sys.start(name); err != nil {
-						s.led.violate(invStop, "%v", err)
+						s.led.violatef(invStop, "%v", err)
 					}
 				}
 			}
@@ -119,7 +119,7 @@ func (s *soak) monitor(ctx context.Context) {
 			}
 			if time.Since(since) > s.opts.convergeBound && !reported[key] && !s.recreating(key) {
 				reported[key] = true
-				s.led.violate(invConverge, "%s: %s for %s", key, why, time.Since(since).Round(time.Second))
+				s.led.violatef(invConverge, "%s: %s for %s", key, why, time.Since(since).Round(time.Second))
 			}
 		}
 		for key := range notReady {
@@ -276,7 +276,7 @@ func (s *soak) leaks(final bool) []string {
 	// Cgroups under the agent's parent.
 	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
-			return nil
+			return nil //nolint:nilerr // a cgroup gone or unreadable is no leak
 		}
 		if strings.Count(strings.TrimPrefix(p, "/sys/fs/cgroup"), "/") > 6 {
 			return filepath.SkipDir

@@ -136,7 +136,7 @@ func (c *goodClient) ensureSession(ctx context.Context) bool {
 			return false
 		}
 		if out.ExitCode != 0 {
-			c.s.led.violate(invAnswer, "%s: mkdir -p soak exited %d: %s", c.name, out.ExitCode, out.Stderr)
+			c.s.led.violatef(invAnswer, "%s: mkdir -p soak exited %d: %s", c.name, out.ExitCode, out.Stderr)
 			return false
 		}
 		c.madeDir = true
@@ -221,7 +221,7 @@ func (c *goodClient) succeeded() {
 	}
 	c.s.led.succeeded(gap, why)
 	if gap > c.s.opts.serveBound {
-		c.s.led.violate(invServed, "%s went unserved for %s (until %s)", c.name, gap.Round(time.Second), time.Since(c.s.led.start).Round(time.Second))
+		c.s.led.violatef(invServed, "%s went unserved for %s (until %s)", c.name, gap.Round(time.Second), time.Since(c.s.led.start).Round(time.Second))
 	}
 }
 
@@ -247,7 +247,7 @@ func (c *goodClient) failed(ctx context.Context, tool string, start time.Time, e
 			c.handle = ""
 			return retry
 		}
-		l.violate(invRetryable, "%s %s: %s", c.name, tool, te.Text)
+		l.violatef(invRetryable, "%s %s: %s", c.name, tool, te.Text)
 		if te.Code == "not_found" && strings.Contains(te.Text, agentapi.HandleNotFound) {
 			c.handle = ""
 		}
@@ -261,7 +261,7 @@ func (c *goodClient) failed(ctx context.Context, tool string, start time.Time, e
 		return retry
 	}
 	if errors.Is(err, context.DeadlineExceeded) && !c.s.win.covers(start, time.Now()) {
-		l.violate(invRetryable, "%s %s: no answer within %s, and no component was down", c.name, tool, callTimeout)
+		l.violatef(invRetryable, "%s %s: no answer within %s, and no component was down", c.name, tool, callTimeout)
 		return refused
 	}
 	if c.s.win.covers(start, time.Now()) {
@@ -271,7 +271,7 @@ func (c *goodClient) failed(ctx context.Context, tool string, start time.Time, e
 		}
 		return retry
 	}
-	l.violate(invRetryable, "%s %s: %v (no component was down)", c.name, tool, err)
+	l.violatef(invRetryable, "%s %s: %v (no component was down)", c.name, tool, err)
 	return refused
 }
 
@@ -288,7 +288,7 @@ func (c *goodClient) exec(ctx context.Context) {
 	}
 	got, err := decodeStream(out.Stdout, out.StdoutEncoding)
 	if err != nil || string(got) != want || out.ExitCode != 0 || out.Stderr != "" || out.TimedOut {
-		c.s.led.violate(invAnswer, "%s exec %q: exit %d, stdout %q (want %q), stderr %q", c.name, cmd, out.ExitCode, got, want, out.Stderr)
+		c.s.led.violatef(invAnswer, "%s exec %q: exit %d, stdout %q (want %q), stderr %q", c.name, cmd, out.ExitCode, got, want, out.Stderr)
 	}
 }
 
@@ -321,7 +321,7 @@ func (c *goodClient) writeRead(ctx context.Context) {
 		return
 	}
 	if w.Size != len(data) || w.SHA256 != hex.EncodeToString(sum[:]) {
-		c.s.led.violate(invAnswer, "%s write %s: size %d sha256 %s, want %d %x", c.name, path, w.Size, w.SHA256, len(data), sum)
+		c.s.led.violatef(invAnswer, "%s write %s: size %d sha256 %s, want %d %x", c.name, path, w.Size, w.SHA256, len(data), sum)
 		delete(c.files, path)
 		return
 	}
@@ -342,7 +342,7 @@ func (c *goodClient) writeRead(ctx context.Context) {
 	got := readContent(res)
 	sum = sha256.Sum256(data)
 	if r.Size != len(data) || r.SHA256 != hex.EncodeToString(sum[:]) || !bytes.Equal(got, data) {
-		c.s.led.violate(invAnswer, "%s read %s: size %d sha256 %s (%d bytes in the content, %s), want %d bytes %x",
+		c.s.led.violatef(invAnswer, "%s read %s: size %d sha256 %s (%d bytes in the content, %s), want %d bytes %x",
 			c.name, path, r.Size, r.SHA256, len(got), r.Content, len(data), sum)
 	}
 }

@@ -96,12 +96,12 @@ func (s *soak) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		defer s.win.close(w)
 		s.led.logf("fault: %s %s, down %s", name, sig, down)
 		if err := s.sys.kill(name, sig); err != nil {
-			s.led.violate(invStop, "%v", err)
+			s.led.violatef(invStop, "%v", err)
 		}
 		sleep(ctx, down)
 		restarted := time.Now()
 		if err := s.sys.start(name); err != nil {
-			s.led.violate(invStop, "%v", err)
+			s.led.violatef(invStop, "%v", err)
 			return
 		}
 		s.servedAgain(ctx, kind, restarted)
@@ -120,14 +120,14 @@ func (s *soak) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		err := s.sys.cp.StartAPIServer()
 		s.sys.apiDown.Store(false)
 		if err != nil {
-			s.led.violate(invStop, "starting kube-apiserver again: %v", err)
+			s.led.violatef(invStop, "starting kube-apiserver again: %v", err)
 			return
 		}
 		// The components reconnect: the agent renews its Lease on the new
 		// API server, and the tenants are served.
 		s.servedAgain(ctx, kind, restarted)
 		if err := s.waitLeaseRenewed(ctx, restarted); err != nil {
-			s.led.violate(invServed, "after the API server's restart: %v", err)
+			s.led.violatef(invServed, "after the API server's restart: %v", err)
 		}
 	case faultRecreate:
 		h := s.hostile[rng.Intn(len(s.hostile))]
@@ -146,7 +146,7 @@ func (s *soak) servedAgain(ctx context.Context, kind string, since time.Time) {
 		wg.Go(func() {
 			if err := s.probe(ctx, g.token, since.Add(s.opts.serveBound)); err != nil {
 				if ctx.Err() == nil {
-					s.led.violate(invServed, "%s: %s not served again within %s: %v", kind, g.name, s.opts.serveBound, err)
+					s.led.violatef(invServed, "%s: %s not served again within %s: %v", kind, g.name, s.opts.serveBound, err)
 				}
 				return
 			}
@@ -189,7 +189,7 @@ func (s *soak) probeOnce(ctx context.Context, tr http.RoundTripper, token string
 	if err := mcpclient.Call(ctx, cs, "open_session", map[string]any{}, &open); err != nil {
 		return err
 	}
-	defer mcpclient.Call(ctx, cs, "close_session", map[string]any{"handle": open.Handle}, nil)
+	defer func() { _ = mcpclient.Call(ctx, cs, "close_session", map[string]any{"handle": open.Handle}, nil) }()
 	var out tools.ExecOutput
 	if err := mcpclient.Call(ctx, cs, "exec", map[string]any{"handle": open.Handle, "command": "echo served"}, &out); err != nil {
 		return err
@@ -228,11 +228,11 @@ func (s *soak) recreate(ctx context.Context, h *hostile) {
 	s.led.logf("fault: tenant %s deleted", h.name)
 	start := time.Now()
 	if err := s.sys.deleteTenant(ctx, h.name); err != nil {
-		s.led.violate(invConverge, "deleting tenant %s: %v", h.name, err)
+		s.led.violatef(invConverge, "deleting tenant %s: %v", h.name, err)
 		return
 	}
 	if err := s.sys.waitGone(ctx, h.name, s.opts.convergeBound); err != nil {
-		s.led.violate(invConverge, "%v", err)
+		s.led.violatef(invConverge, "%v", err)
 		return
 	}
 	gone := time.Since(start)
@@ -241,16 +241,16 @@ func (s *soak) recreate(ctx context.Context, h *hostile) {
 	s.led.mu.Unlock()
 	created := time.Now()
 	if err := s.sys.createTenant(ctx, h.name, h.k); err != nil {
-		s.led.violate(invConverge, "creating tenant %s again: %v", h.name, err)
+		s.led.violatef(invConverge, "creating tenant %s again: %v", h.name, err)
 		return
 	}
 	token, _, err := s.sys.waitTenant(ctx, h.name, s.opts.convergeBound)
 	if err != nil {
-		s.led.violate(invConverge, "%v", err)
+		s.led.violatef(invConverge, "%v", err)
 		return
 	}
 	if err := s.probe(ctx, token, created.Add(s.opts.serveBound)); err != nil {
-		s.led.violate(invServed, "tenant %s created again: not served within %s: %v", h.name, s.opts.serveBound, err)
+		s.led.violatef(invServed, "tenant %s created again: not served within %s: %v", h.name, s.opts.serveBound, err)
 		return
 	}
 	d := time.Since(created)

@@ -270,13 +270,13 @@ func (h *hostile) held(ctx context.Context, sess *session) error {
 		if err != nil {
 			var te *mcpclient.ToolError
 			if errors.As(err, &te) && te.Code == "not_found" && sess.gen == h.generation() {
-				h.s.led.violate(invBounds, "%s: held job %s is gone (%s)", h.name, id, te.Text)
+				h.s.led.violatef(invBounds, "%s: held job %s is gone (%s)", h.name, id, te.Text)
 				sess.held = nil
 			}
 			return err
 		}
 		if page.State != "running" && sess.gen == h.generation() {
-			h.s.led.violate(invBounds, "%s: held job %s ended: %s, result %+v", h.name, id, page.State, page.Result)
+			h.s.led.violatef(invBounds, "%s: held job %s ended: %s, result %+v", h.name, id, page.State, page.Result)
 			sess.held = nil
 			return nil
 		}
@@ -286,7 +286,7 @@ func (h *hostile) held(ctx context.Context, sess *session) error {
 	var te *mcpclient.ToolError
 	switch {
 	case err == nil:
-		h.s.led.violate(invBounds, "%s: a ninth job was admitted beside its eight running ones (job %s)", h.name, out.JobID)
+		h.s.led.violatef(invBounds, "%s: a ninth job was admitted beside its eight running ones (job %s)", h.name, out.JobID)
 		_ = h.call(ctx, sess, "job_cancel", map[string]any{"job_id": out.JobID}, nil)
 	case errors.As(err, &te) && te.Code == "resource_exhausted":
 		h.s.led.count(h.name + ": a ninth job refused (resource_exhausted) beside 8 running")

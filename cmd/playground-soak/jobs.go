@@ -127,7 +127,7 @@ func (c *goodClient) pollSeq(ctx context.Context, j *seqJob) {
 	for _, ch := range page.Chunks {
 		data, err := decodeStream(ch.Data, ch.Encoding)
 		if err != nil {
-			c.s.led.violate(invAnswer, "%s job %s: chunk %d: %v", c.name, j.tag, ch.Seq, err)
+			c.s.led.violatef(invAnswer, "%s job %s: chunk %d: %v", c.name, j.tag, ch.Seq, err)
 			continue
 		}
 		if ch.Stream == "stderr" {
@@ -169,12 +169,12 @@ func (c *goodClient) checkSeq(j *seqJob, page tools.JobPollOutput) {
 	r := page.Result
 	switch {
 	case !bytes.Equal(j.stdout, want):
-		c.s.led.violate(invBytes, "%s job %s: stdout %d bytes, want %d (%d evicted): first difference at byte %d",
+		c.s.led.violatef(invBytes, "%s job %s: stdout %d bytes, want %d (%d evicted): first difference at byte %d",
 			c.name, j.tag, len(j.stdout), len(want), lost, firstDiff(j.stdout, want))
 	case string(j.stderr) != wantErr:
-		c.s.led.violate(invBytes, "%s job %s: stderr %q, want %q", c.name, j.tag, j.stderr, wantErr)
+		c.s.led.violatef(invBytes, "%s job %s: stderr %q, want %q", c.name, j.tag, j.stderr, wantErr)
 	case page.State != "exited" || r == nil || r.ExitCode != 3 || r.Killed || r.Error != "":
-		c.s.led.violate(invAnswer, "%s job %s: ended %s, result %+v; want exited with code 3", c.name, j.tag, page.State, r)
+		c.s.led.violatef(invAnswer, "%s job %s: ended %s, result %+v; want exited with code 3", c.name, j.tag, page.State, r)
 	default:
 		c.s.led.checkedJob(int64(len(j.stdout) + len(j.stderr)))
 	}
@@ -269,7 +269,7 @@ func (c *goodClient) advanceCancel(ctx context.Context) {
 			}
 		}
 		if page.State != "running" {
-			l.violate(invAnswer, "%s cancel job %s ended by itself: %s, result %+v", c.name, j.id, page.State, page.Result)
+			l.violatef(invAnswer, "%s cancel job %s ended by itself: %s, result %+v", c.name, j.id, page.State, page.Result)
 			c.cancel = nil
 			return
 		}
@@ -280,7 +280,7 @@ func (c *goodClient) advanceCancel(ctx context.Context) {
 			}
 		}
 		if late {
-			l.violate(invCancel, "%s cancel job %s: its three sleeps are not on the host %s after it started (found %d, output %q)",
+			l.violatef(invCancel, "%s cancel job %s: its three sleeps are not on the host %s after it started (found %d, output %q)",
 				c.name, j.id, cancelPhaseBound, j.lastSeen, j.out)
 			c.cancel = nil
 		}
@@ -293,7 +293,7 @@ func (c *goodClient) advanceCancel(ctx context.Context) {
 			return
 		}
 		if out.State != "cancelling" && out.State != "killed" {
-			l.violate(invCancel, "%s job_cancel %s: state %s, want cancelling or killed", c.name, j.id, out.State)
+			l.violatef(invCancel, "%s job_cancel %s: state %s, want cancelling or killed", c.name, j.id, out.State)
 		}
 		j.phase, j.since = cancelRequested, time.Now()
 	case cancelRequested:
@@ -306,18 +306,18 @@ func (c *goodClient) advanceCancel(ctx context.Context) {
 		j.cursor = page.NextCursor
 		if !page.Done {
 			if late {
-				l.violate(invCancel, "%s cancel job %s: still %s %s after job_cancel", c.name, j.id, page.State, cancelPhaseBound)
+				l.violatef(invCancel, "%s cancel job %s: still %s %s after job_cancel", c.name, j.id, page.State, cancelPhaseBound)
 				c.cancel = nil
 			}
 			return
 		}
 		c.cancel = nil
 		if page.State != "killed" || page.Result == nil || !page.Result.Killed {
-			l.violate(invCancel, "%s cancel job %s ended %s, result %+v; want killed", c.name, j.id, page.State, page.Result)
+			l.violatef(invCancel, "%s cancel job %s ended %s, result %+v; want killed", c.name, j.id, page.State, page.Result)
 			return
 		}
 		if left := marked(j.marks); len(left) > 0 {
-			l.violate(invCancel, "%s cancel job %s is killed, but its processes %v are still on the host", c.name, j.id, left)
+			l.violatef(invCancel, "%s cancel job %s is killed, but its processes %v are still on the host", c.name, j.id, left)
 			return
 		}
 		l.provenCancel()

@@ -82,8 +82,8 @@ func newLedger(verbose io.Writer) *ledger {
 		faults: map[string]int{}, serve: map[string][]time.Duration{}, hostile: map[string]int{}, stops: map[string][]time.Duration{}, restarts: map[string]int{}, notes: map[string]int{}}
 }
 
-// violate records a violation of invariant inv.
-func (l *ledger) violate(inv, format string, args ...any) {
+// violatef records a violation of invariant inv.
+func (l *ledger) violatef(inv, format string, args ...any) {
 	msg := fmt.Sprintf("%s: %s", time.Since(l.start).Round(100*time.Millisecond), fmt.Sprintf(format, args...))
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -110,8 +110,8 @@ func main() {
 	// A signal ends the faults and the load early; the run still cleans up
 	// and reports.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	code, err := run(ctx, opts, os.Stdout)
+	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "playground-soak:", err)
 		if code == 0 {

@@ -97,7 +97,7 @@ func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 		mode = fmt.Sprintf("short mode: %d faults of each of %d kinds", opts.perKind, len(opts.kinds))
 	}
 	fmt.Fprintf(out, "playground-soak: seed %d (replay with --seed %d), %s\n", opts.seed, opts.seed, mode)
-	var verbose io.Writer = io.Discard
+	verbose := io.Discard
 	if opts.verbose {
 		verbose = out
 	}
@@ -114,7 +114,6 @@ func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 	}
 	s.sys = sys
 	sys.stopped = s.led.stopped
-	failed := true
 	defer func() { s.cleanup(opts.keep, out) }()
 
 	rng := rand.New(rand.NewSource(opts.seed))
@@ -184,14 +183,14 @@ func run(ctx context.Context, opts options, out io.Writer) (int, error) {
 	select {
 	case <-drained:
 	case <-time.After(3 * time.Minute):
-		s.led.violate(invBytes, "the clients' jobs did not all end within 3 minutes of the last fault")
+		s.led.violatef(invBytes, "the clients' jobs did not all end within 3 minutes of the last fault")
 	}
 	stopLoad()
 	clients.Wait()
 	others.Wait()
 
 	s.tearDown(ctx, progress)
-	failed = s.failed()
+	failed := s.failed()
 	report := s.report(time.Since(started), faultTime, n)
 	fmt.Fprint(out, "\n"+report.text)
 	if !opts.short && opts.out != "" && ctx.Err() == nil {
@@ -255,19 +254,19 @@ func (s *soak) tearDown(ctx context.Context, progress func(string, ...any)) {
 	}
 	for _, name := range names {
 		if _, _, err := s.sys.waitTenant(ctx, name, s.opts.convergeBound); err != nil {
-			s.led.violate(invConverge, "at the end: %v", err)
+			s.led.violatef(invConverge, "at the end: %v", err)
 		}
 	}
 	s.countRestarts(ctx)
 	start := time.Now()
 	for _, name := range names {
 		if err := s.sys.deleteTenant(ctx, name); err != nil {
-			s.led.violate(invConverge, "deleting %s: %v", name, err)
+			s.led.violatef(invConverge, "deleting %s: %v", name, err)
 		}
 	}
 	for _, name := range names {
 		if err := s.sys.waitGone(ctx, name, max(s.opts.convergeBound-time.Since(start), 0)); err != nil {
-			s.led.violate(invConverge, "at the end: %v", err)
+			s.led.violatef(invConverge, "at the end: %v", err)
 		}
 	}
 	progress("all tenants deleted in %s; looking for what is left of them", time.Since(start).Round(100*time.Millisecond))
@@ -278,7 +277,7 @@ func (s *soak) tearDown(ctx context.Context, progress func(string, ...any)) {
 	}
 	progress("stopping the gateway, the manager and the agent (SIGTERM)")
 	if err := s.sys.stopComponents(); err != nil {
-		s.led.violate(invStop, "at the end: %v", err)
+		s.led.violatef(invStop, "at the end: %v", err)
 	}
 	for _, leak := range s.leaks(true) {
 		s.leak("with the components stopped: " + leak)
@@ -308,7 +307,7 @@ func (s *soak) countRestarts(ctx context.Context) {
 		s.led.mu.Lock()
 		s.led.restarts[e.Regarding.Name] += n
 		s.led.mu.Unlock()
-		s.led.violate(invInit, "sandbox %s: %s", e.Regarding.Name, e.Note)
+		s.led.violatef(invInit, "sandbox %s: %s", e.Regarding.Name, e.Note)
 	}
 }
 
@@ -316,7 +315,7 @@ func (s *soak) leak(what string) {
 	s.led.mu.Lock()
 	s.led.leaks = append(s.led.leaks, what)
 	s.led.mu.Unlock()
-	s.led.violate(invLeaks, "%s", what)
+	s.led.violatef(invLeaks, "%s", what)
 }
 
 func (s *soak) failed() bool {

@@ -250,7 +250,7 @@ func (s *system) waitUp(ctx context.Context, bound time.Duration) error {
 func (s *system) gatewayReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.gwAddr+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.gwAddr+"/readyz", http.NoBody)
 	if err != nil {
 		return err
 	}

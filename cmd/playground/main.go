@@ -50,14 +50,19 @@ plane, the components and the samples on this machine: playground-dev
 `
 
 func main() {
-	if len(os.Args) < 2 {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run runs the role that args name and returns the process's exit code.
+func run(args []string) int {
+	if len(args) < 1 {
 		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	role, args := os.Args[1], os.Args[2:]
+	role, args := args[0], args[1:]
 	var err error
 	switch role {
 	case "manager":
@@ -68,18 +73,19 @@ func main() {
 		err = runGateway(ctx, args)
 	case "version", "--version":
 		fmt.Println(buildVersion())
-		return
+		return 0
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
-		return
+		return 0
 	default:
 		fmt.Fprintf(os.Stderr, "playground: unknown role %q\n\n%s", role, usage)
-		os.Exit(2)
+		return 2
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "playground:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // ownServiceAccount is the ServiceAccount the process runs as in a pod, to

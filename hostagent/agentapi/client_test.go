@@ -47,7 +47,7 @@ func TestClientTellsUnreachableFromGivenUp(t *testing.T) {
 
 	// An agent that never answers (the body read, so that the server sees
 	// the client go).
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 	}))
@@ -73,7 +73,7 @@ func TestClientTellsUnreachableFromGivenUp(t *testing.T) {
 // during an exec was answered as an internal error.
 func TestAnswerCutShortIsUnavailable(t *testing.T) {
 	var cut bool
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set(VersionHeader, Current.String())
 		if !cut {
 			w.Header().Set("Content-Type", "application/json")

@@ -69,7 +69,7 @@ func TestEncodeChunk(t *testing.T) {
 func TestJSONTextLen(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	alphabet := []string{"a", "\x00", "\x01", "\x1f", "\n", "\r", "\t", "\b", "\f", "\"", "\\", "<", "&", "\x7f", "é", "€", "\u2028", "\u2029", "🙂", "\xe2\x80\xa7"}
-	for i := 0; i < 2000; i++ {
+	for range 2000 {
 		var b []byte
 		for j := rng.IntN(40); j > 0; j-- {
 			b = append(b, alphabet[rng.IntN(len(alphabet))]...)
@@ -86,7 +86,7 @@ func TestJSONTextLen(t *testing.T) {
 		}
 		for _, limit := range []int{want - 1, want, want + 1} {
 			if jsonTextFits(b, limit) != (want <= limit) {
-				t.Fatalf("jsonTextFits(%q, %d) = %v with a length of %d", b, limit, !(want <= limit), want)
+				t.Fatalf("jsonTextFits(%q, %d) = %v with a length of %d", b, limit, want > limit, want)
 			}
 		}
 	}
@@ -130,7 +130,7 @@ func TestSplitUTF8RoundTrip(t *testing.T) {
 // FuzzChunkRoundTrip: any bytes survive EncodeChunk, JSON and Bytes exactly.
 func FuzzChunkRoundTrip(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 8; i++ {
+	for range 8 {
 		b := make([]byte, rng.IntN(64))
 		for j := range b {
 			b[j] = byte(rng.Uint32())

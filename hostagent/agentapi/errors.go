@@ -22,6 +22,7 @@ import "errors"
 // gateway, to an MCP tool error a client can act on.
 type Code string
 
+// The codes, each with what the caller should do.
 const (
 	CodeInvalid     Code = "invalid_argument"   // the request is wrong; fix it
 	CodeNotFound    Code = "not_found"          // no such handle, job, file or sandbox for this tenant

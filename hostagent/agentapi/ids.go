@@ -61,7 +61,7 @@ func validID(prefix, s string) bool {
 	if !ok || len(rest) != idRandomChars {
 		return false
 	}
-	for i := 0; i < len(rest); i++ {
+	for i := range len(rest) {
 		c := rest[i]
 		if !('a' <= c && c <= 'z' || '2' <= c && c <= '7') {
 			return false

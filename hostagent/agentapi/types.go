@@ -168,6 +168,7 @@ type FileInfo struct {
 // JobState is a background job's lifecycle state.
 type JobState string
 
+// The states of a job.
 const (
 	JobRunning    JobState = "running"
 	JobCancelling JobState = "cancelling" // cancel was asked; the proof of cleanup is pending

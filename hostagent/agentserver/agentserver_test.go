@@ -330,7 +330,7 @@ func TestCancellationProof(t *testing.T) {
 		return exec(t, n, "ns/a", h.ID, "kill -0 "+pid+" 2>/dev/null && echo yes").Stdout != nil
 	}
 	const escapee = `setsid sh -c 'trap "" TERM; sleep 1000' >/dev/null 2>&1 & echo $! > /tmp/escapee; (sh -c 'sleep 1000' &) ; echo started; sleep 1000`
-	for i := 0; i < 10; i++ {
+	for i := range 10 {
 		job, err := n.client.StartJob(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: escapee})
 		if err != nil {
 			t.Fatal(err)
@@ -388,7 +388,7 @@ func TestJobBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []string
-	for i := 0; i < 8; i++ {
+	for i := range 8 {
 		j, err := n.client.StartJob(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "sleep 100"})
 		if err != nil {
 			t.Fatalf("job %d: %v", i+1, err)

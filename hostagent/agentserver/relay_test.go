@@ -64,7 +64,7 @@ func TestWorkerRelay(t *testing.T) {
 
 	get := func(c *agentapi.Client, tenant, id, path string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker"+path, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker"+path, http.NoBody)
 		req.Header.Set("Authorization", "Bearer the-public-token")
 		resp, err := c.WorkerTransport(tenant, id).RoundTrip(req)
 		if err != nil {

@@ -246,6 +246,7 @@ type ExecRequest struct {
 // which names it in the pages of a held job's output.
 type Stream = guestapi.Stream
 
+// The streams of a command's output.
 const (
 	Stdout = guestapi.Stdout
 	Stderr = guestapi.Stderr
@@ -446,9 +447,9 @@ type WorkerSupervisor interface {
 	// WorkerStatus reports the sandbox's worker; ErrNotFound when it has
 	// none.
 	WorkerStatus(ctx context.Context, id string) (WorkerStatus, error)
-	// WorkerLog returns at most max bytes of the end of the worker's
+	// WorkerLog returns at most limit bytes of the end of the worker's
 	// output.
-	WorkerLog(ctx context.Context, id string, max int) ([]byte, error)
+	WorkerLog(ctx context.Context, id string, limit int) ([]byte, error)
 }
 
 // StorageReporter is the behaviour, in Capabilities.StorageReporter, of

@@ -34,7 +34,7 @@ func CheckReserve(dir string, reserve int64) error {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return fmt.Errorf("free space of %s: %w", dir, err)
 	}
-	free := int64(st.Bavail) * int64(st.Bsize)
+	free := int64(st.Bavail) * int64(st.Bsize) //nolint:unconvert // Bsize is int64 on Linux, uint64 on FreeBSD
 	if free < reserve {
 		return fmt.Errorf("the node has %s free in %s, below its reserve of %s; no new sandbox is provisioned here until space is freed: %w",
 			HumanBytes(free), dir, HumanBytes(reserve), ErrInsufficientStorage)

@@ -167,13 +167,14 @@ func (e *BuildError) Error() string { return e.Message }
 type State int
 
 const (
-	// Absent: never built here, or its failure is forgotten.
+	// Absent is a fingerprint never built here, or whose failure is
+	// forgotten.
 	Absent State = iota
-	// Building: a build runs now.
+	// Building is a fingerprint whose build runs now.
 	Building
-	// Ready: built and stamped.
+	// Ready is a fingerprint built and stamped.
 	Ready
-	// Failed: the last build failed within RetryAfter.
+	// Failed is a fingerprint whose last build failed within RetryAfter.
 	Failed
 )
 
@@ -399,7 +400,7 @@ func (c *Cache) stage(ctx context.Context, fp string, req Request) (Build, strin
 	if err != nil {
 		return Build{}, "", err
 	}
-	defer removeAll(tmp)
+	defer func() { _ = removeAll(tmp) }()
 	if err := os.Chmod(tmp, 0o711); err != nil {
 		return Build{}, "", err
 	}

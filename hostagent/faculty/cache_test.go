@@ -383,7 +383,7 @@ func TestNoBuildCommand(t *testing.T) {
 func TestFailureIsRememberedThenRetried(t *testing.T) {
 	var builds atomic.Int32
 	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c := newCache(t, "", builderFunc(func(req backend.BuildRequest) (backend.BuildResult, error) {
+	c := newCache(t, "", builderFunc(func(_ backend.BuildRequest) (backend.BuildResult, error) {
 		builds.Add(1)
 		return backend.BuildResult{Exit: backend.ExitStatus{Code: 2}, Log: []byte("cc: error: hello.c: no such file\n")}, nil
 	}), clk)
@@ -405,7 +405,7 @@ func TestFailureIsRememberedThenRetried(t *testing.T) {
 
 // A build killed by its timeout says which.
 func TestTimeoutMessage(t *testing.T) {
-	c := newCache(t, "", builderFunc(func(req backend.BuildRequest) (backend.BuildResult, error) {
+	c := newCache(t, "", builderFunc(func(_ backend.BuildRequest) (backend.BuildResult, error) {
 		return backend.BuildResult{Exit: backend.ExitStatus{Code: -1, Signal: "SIGKILL", Killed: true}}, nil
 	}), nil)
 	req := request("x")

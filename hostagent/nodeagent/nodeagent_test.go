@@ -134,7 +134,7 @@ func agentFields(t *testing.T, s *playgroundv1alpha1.Sandbox) string {
 	t.Helper()
 	for _, m := range s.ManagedFields {
 		if m.Manager == playgroundv1alpha1.AgentFieldOwner && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "status" {
-			return string(m.FieldsV1.Raw)
+			return m.FieldsV1.GetRawString()
 		}
 	}
 	t.Fatalf("no status apply by %s in %+v", playgroundv1alpha1.AgentFieldOwner, s.ManagedFields)

@@ -122,7 +122,7 @@ func (s *servingCert) run(ctx context.Context) error {
 			return true, nil
 		})
 		if ctx.Err() != nil {
-			return nil
+			return nil //nolint:nilerr // stopping, not failing
 		}
 		if err != nil {
 			return err

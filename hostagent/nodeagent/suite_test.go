@@ -198,7 +198,7 @@ func newNamespace(t *testing.T, name string) string {
 
 // createSandbox creates a Sandbox of the tenant named like it, bound to
 // node (unbound when empty).
-func createSandbox(t *testing.T, ns, name, node string, mutate ...func(*playgroundv1alpha1.Sandbox)) *playgroundv1alpha1.Sandbox {
+func createSandbox(t *testing.T, ns, name, node string, mutate ...func(*playgroundv1alpha1.Sandbox)) {
 	t.Helper()
 	s := &playgroundv1alpha1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -213,7 +213,6 @@ func createSandbox(t *testing.T, ns, name, node string, mutate ...func(*playgrou
 	if err := k8s.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	return s
 }
 
 func getSandbox(g Gomega, ns, name string) *playgroundv1alpha1.Sandbox {

@@ -57,7 +57,7 @@ func Valid(s string) bool {
 	if !ok || len(rest) != 20 {
 		return false
 	}
-	for i := 0; i < len(rest); i++ {
+	for i := range len(rest) {
 		if c := rest[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
 		}

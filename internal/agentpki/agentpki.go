@@ -47,20 +47,26 @@ const (
 	// CAConfigMapName is the ConfigMap, in the lease namespace, where the
 	// manager publishes the CA certificate (key CABundleKey) for the gateway.
 	CAConfigMapName = "playground-agent-ca"
-	CABundleKey     = "ca.crt"
-	// ComponentLabel marks the objects above as Playground's.
+	// CABundleKey is the key of the CA certificate in that ConfigMap.
+	CABundleKey = "ca.crt"
+	// ComponentLabel marks the objects above as Playground's, with the
+	// value ComponentValue.
 	ComponentLabel = "playground.dev/component"
+	// ComponentValue is ComponentLabel's value on the objects above.
 	ComponentValue = "agent-ca"
+)
 
-	// NodeNameExtra and PodNameExtra, PodUIDExtra are the user info extras
-	// the API server sets for a ServiceAccount token bound to a Pod (the
-	// projected token of a pod): the node the pod is scheduled on, and the
-	// pod. A CSR records its requester's extras in spec.extra.
+// The user info extras the API server sets for a ServiceAccount token bound
+// to a Pod (the projected token of a pod): the node the pod is scheduled
+// on, and the pod. A CSR records its requester's extras in spec.extra.
+const (
 	NodeNameExtra = "authentication.kubernetes.io/node-name"
 	NodeUIDExtra  = "authentication.kubernetes.io/node-uid"
 	PodNameExtra  = "authentication.kubernetes.io/pod-name"
 	PodUIDExtra   = "authentication.kubernetes.io/pod-uid"
+)
 
+const (
 	// CommonNamePrefix starts the subject of every agent certificate; the
 	// node's name follows.
 	CommonNamePrefix = "playground-agent:"

@@ -42,13 +42,13 @@ type Log struct {
 	err  error // the first failure to write or rotate; later writes are dropped
 }
 
-// Open opens path to append to, with what it holds counted; max <= 0 is
+// Open opens path to append to, with what it holds counted; limit <= 0 is
 // DefaultBytes.
-func Open(path string, max int64) (*Log, error) {
-	if max <= 0 {
-		max = DefaultBytes
+func Open(path string, limit int64) (*Log, error) {
+	if limit <= 0 {
+		limit = DefaultBytes
 	}
-	l := &Log{path: path, max: max}
+	l := &Log{path: path, max: limit}
 	if err := l.open(); err != nil {
 		return nil, err
 	}

@@ -97,6 +97,7 @@ func (l Limits) Validate() error {
 // Scope says which bound refused a call.
 type Scope string
 
+// The scopes: one tenant's bound, or the component's in total.
 const (
 	ScopeTenant Scope = "tenant"
 	ScopeTotal  Scope = "total"

@@ -137,7 +137,7 @@ func TestAPIServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Stop()
+	defer func() { _ = cp.Stop() }()
 	ctx := context.Background()
 	if err := cp.CreateNamespaces(ctx, "before-restart"); err != nil {
 		t.Fatal(err)

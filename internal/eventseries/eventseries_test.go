@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
 // sink keeps the Events the broadcaster writes by name, as the API server
@@ -50,7 +49,7 @@ func (s *sink) Create(_ context.Context, e *eventsv1.Event) (*eventsv1.Event, er
 	return e, nil
 }
 
-func (s *sink) Update(_ context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+func (s *sink) Update(_ context.Context, _ *eventsv1.Event) (*eventsv1.Event, error) {
 	return nil, apierrors.NewMethodNotSupported(eventsv1.Resource("events"), "update")
 }
 
@@ -88,7 +87,7 @@ func TestRepeatedWarningsMergeIntoASeries(t *testing.T) {
 	if !ok {
 		t.Fatal("the events recorder records no annotated events")
 	}
-	var r recorder.EventRecorder = Recorder(raw)
+	r := Recorder(raw)
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1"}}
 	record := func(rv string, annotated bool) {

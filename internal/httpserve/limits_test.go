@@ -95,7 +95,7 @@ func TestLongResponseNotCut(t *testing.T) {
 // the body timeout.
 func TestSlowBody(t *testing.T) {
 	got := make(chan error, 1)
-	addr := serve(t, short(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serve(t, short(), http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		_, err := io.ReadAll(r.Body)
 		got <- err
 	}))
@@ -115,9 +115,9 @@ func TestSlowBody(t *testing.T) {
 // handler's write fails after the write timeout instead of blocking.
 func TestStalledReader(t *testing.T) {
 	got := make(chan error, 1)
-	addr := serve(t, short(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serve(t, short(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		chunk := make([]byte, 1<<20)
-		for i := 0; i < 1024; i++ {
+		for range 1024 {
 			if _, err := w.Write(chunk); err != nil {
 				got <- err
 				return
@@ -144,7 +144,7 @@ func TestStalledReader(t *testing.T) {
 func TestMaxConns(t *testing.T) {
 	l := short()
 	l.MaxConns = 1
-	addr := serve(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	addr := serve(t, l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") }))
 	idle, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestMaxConns(t *testing.T) {
 func TestStreamBound(t *testing.T) {
 	l := short()
 	l.MaxConcurrentStreams = 3
-	addr := serve(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	addr := serve(t, l, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

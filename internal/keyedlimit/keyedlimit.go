@@ -39,9 +39,9 @@ type Limiter struct {
 }
 
 // New returns a Limiter of r events a second with bursts of burst per key,
-// remembering at most max keys.
-func New(r float64, burst, max int) *Limiter {
-	return &Limiter{r: rate.Limit(r), burst: burst, max: max, buckets: map[string]*rate.Limiter{}}
+// remembering at most limit keys.
+func New(r float64, burst, limit int) *Limiter {
+	return &Limiter{r: rate.Limit(r), burst: burst, max: limit, buckets: map[string]*rate.Limiter{}}
 }
 
 // Allow takes one event from key's bucket and says whether there was one.

@@ -59,7 +59,8 @@ func (k *Mutex) Lock(key string) (unlock func()) {
 		once.Do(func() {
 			unlocked = true
 			k.mu.Lock()
-			if e.refs--; e.refs == 0 {
+			e.refs--
+			if e.refs == 0 {
 				delete(k.entries, key)
 			}
 			k.mu.Unlock()

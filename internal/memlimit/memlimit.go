@@ -86,7 +86,7 @@ func cgroupLimit(root string) (int64, string, error) {
 		}
 	}
 	for _, f := range candidates {
-		b, err := os.ReadFile(f)
+		b, err := os.ReadFile(f) //nolint:gosec // G703: paths under root named by the kernel's /proc/self/cgroup
 		if err != nil {
 			continue
 		}

@@ -37,7 +37,7 @@ import (
 )
 
 // TokenPath is where the kubelet projects a pod's ServiceAccount token.
-const TokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+const TokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token" //nolint:gosec // G101: a path, not a credential
 
 // Owner is a ServiceAccount as the owner of objects in its namespace.
 type Owner struct {

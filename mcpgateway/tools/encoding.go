@@ -130,7 +130,7 @@ func idFlaw(prefix, id string) string {
 	if !ok {
 		return fmt.Sprintf("does not start with %s %s", prefix, shape)
 	}
-	for i := 0; i < len(rest); i++ {
+	for i := range len(rest) {
 		if c := rest[i]; !('a' <= c && c <= 'z' || '2' <= c && c <= '7') {
 			what := fmt.Sprintf("%q", c)
 			if c >= utf8.RuneSelf || c < ' ' {

@@ -124,11 +124,11 @@ func bigPage() agentapi.PollResponse {
 		seq++
 	}
 	add("stdout", "text", "FIRST LINE <tag> & more\n")
-	for i := 0; i < 40; i++ {
+	for range 40 {
 		add("stdout", "text", strings.Repeat("héllo wörld ✓ 🙂\n", 2000/19)+"\n")
 	}
 	add("stderr", "base64", base64.StdEncoding.EncodeToString([]byte(strings.Repeat("\xff\x00binary", 3000))))
-	for i := 0; i < 40; i++ {
+	for range 40 {
 		add("stdout", "text", strings.Repeat("ünïcödé\n", 250))
 	}
 	add("stdout", "text", "LAST LINE\n")
@@ -266,7 +266,7 @@ func TestJobPollArguments(t *testing.T) {
 func TestExcerpts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []string{"a", "\n", "é", "✓", "🙂", "\x00"}
-	for iter := 0; iter < 300; iter++ {
+	for range 300 {
 		var chunks []Chunk
 		size := 0
 		for size <= 2*1000 || rng.IntN(4) > 0 {

@@ -275,7 +275,7 @@ func (c *catalog) openSession(ctx context.Context, req *mcp.CallToolRequest, _ O
 	}
 	h, err := r.Agent.Open(ctx, r.Tenant, r.SandboxID)
 	if err != nil {
-		return nil, OpenSessionOutput{}, c.agentError("open_session", err, "")
+		return nil, OpenSessionOutput{}, c.agentError("open_session", err)
 	}
 	out := OpenSessionOutput{SandboxID: h.SandboxID, Handle: h.ID, Expires: h.Expires}
 	return text(fmt.Sprintf("Session open on sandbox %s.\nhandle: %s\nPass the handle to exec, job_exec, read, write and close_session; it expires at %s if unused (every use renews it).",
@@ -291,7 +291,7 @@ func (c *catalog) closeSession(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, CloseSessionOutput{}, err
 	}
 	if err := r.Agent.Close(ctx, r.Tenant, in.Handle); err != nil {
-		return nil, CloseSessionOutput{}, c.agentError("close_session", err, "")
+		return nil, CloseSessionOutput{}, c.agentError("close_session", err)
 	}
 	return text("Session " + in.Handle + " closed. Your sandbox keeps its files and processes; open_session gives a new handle."),
 		CloseSessionOutput{Handle: in.Handle, Closed: true}, nil
@@ -369,7 +369,7 @@ func (c *catalog) exec(ctx context.Context, req *mcp.CallToolRequest, in ExecInp
 	defer grown()
 	res, err := r.Agent.Exec(agentapi.WithOutputReservation(ctx, reserve), r.Tenant, in.Handle, er)
 	if err != nil {
-		return nil, ExecOutput{}, c.agentError("exec", err, in.Cwd)
+		return nil, ExecOutput{}, c.agentError("exec", err)
 	}
 	out := ExecOutput{
 		ExitCode:      res.ExitCode,
@@ -535,7 +535,7 @@ func (c *catalog) jobExec(ctx context.Context, req *mcp.CallToolRequest, in JobE
 	}
 	info, err := r.Agent.StartJob(ctx, r.Tenant, in.Handle, er)
 	if err != nil {
-		return nil, JobExecOutput{}, c.agentError("job_exec", err, in.Cwd)
+		return nil, JobExecOutput{}, c.agentError("job_exec", err)
 	}
 	out := JobExecOutput{JobID: info.ID, State: string(info.State), Cursor: ""}
 	return text(fmt.Sprintf("Job %s started (state %s). Read its output with job_poll {\"job_id\": %q, \"cursor\": \"\"}; stop it with job_cancel.",
@@ -563,7 +563,7 @@ func (c *catalog) jobPoll(ctx context.Context, req *mcp.CallToolRequest, in JobP
 		Tenant: r.Tenant, Cursor: in.Cursor, MaxBytes: in.MaxBytes, Wait: time.Duration(in.WaitSeconds) * time.Second,
 	}, in.JobID)
 	if err != nil {
-		return nil, JobPollOutput{}, c.agentError("job_poll", err, "")
+		return nil, JobPollOutput{}, c.agentError("job_poll", err)
 	}
 	out := JobPollOutput{
 		JobID:         in.JobID,
@@ -780,7 +780,7 @@ func (c *catalog) jobCancel(ctx context.Context, req *mcp.CallToolRequest, in Jo
 	}
 	info, err := r.Agent.Cancel(ctx, r.Tenant, in.JobID)
 	if err != nil {
-		return nil, JobCancelOutput{}, c.agentError("job_cancel", err, "")
+		return nil, JobCancelOutput{}, c.agentError("job_cancel", err)
 	}
 	out := JobCancelOutput{JobID: in.JobID, State: string(info.State), Result: jobResult(info.Result)}
 	msg := fmt.Sprintf("job %s: %s", in.JobID, describeState(out.State, out.Result))
@@ -809,7 +809,7 @@ func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInp
 	defer done()
 	f, err := r.Agent.Read(ctx, r.Tenant, in.Handle, in.Path, in.Cwd)
 	if err != nil {
-		return nil, ReadOutput{}, c.agentError("read", err, in.Cwd)
+		return nil, ReadOutput{}, c.agentError("read", err)
 	}
 	if len(f.Data) > MaxFileBytes {
 		// The agent enforces the same limit; never pass on more.
@@ -873,7 +873,7 @@ func (c *catalog) write(ctx context.Context, req *mcp.CallToolRequest, in WriteI
 	defer done()
 	f, err := r.Agent.Write(ctx, r.Tenant, in.Handle, in.Path, in.Cwd, data)
 	if err != nil {
-		return nil, WriteOutput{}, c.agentError("write", err, in.Cwd)
+		return nil, WriteOutput{}, c.agentError("write", err)
 	}
 	out := WriteOutput{Path: f.Path, Size: f.Size, MIME: f.MIME, SHA256: f.SHA256}
 	return text(fmt.Sprintf("Wrote %s: %d bytes, %s, sha256 %s", out.Path, out.Size, out.MIME, out.SHA256)), out, nil
@@ -967,7 +967,7 @@ func invalid(err error) error {
 // agent logged the detail, or, for an internal error that carries detail
 // and no ID (the client's own, of an answer it could not read), the
 // gateway's own, under which it logs it.
-func (c *catalog) agentError(tool string, err error, cwd string) error {
+func (c *catalog) agentError(tool string, err error) error {
 	var he *agentapi.Error
 	// An agent's error first: one that says the agent could not be reached
 	// may wrap a dial's timeout, which is context.DeadlineExceeded too.

@@ -254,7 +254,8 @@ func (f *Forwarder) reserve(tenant string) bool {
 func (f *Forwarder) release(tenant string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.inFlight[tenant]--; f.inFlight[tenant] <= 0 {
+	f.inFlight[tenant]--
+	if f.inFlight[tenant] <= 0 {
 		delete(f.inFlight, tenant)
 	}
 	inFlight.Dec()
@@ -346,7 +347,7 @@ func (f *Forwarder) forward(c *call, dest *Destination, body []byte) {
 		f.log.Info("A worker endpoint refused the connection; trying the next", "mapping", dest.Mapping, "endpoint", e.Key, "err", err)
 	}
 	if err != nil {
-		f.roundTripFailed(c, ctx, dest, err)
+		f.roundTripFailed(ctx, c, dest, err)
 		return
 	}
 	defer resp.Body.Close()
@@ -392,7 +393,7 @@ func (f *Forwarder) forward(c *call, dest *Destination, body []byte) {
 		}
 	}
 	c.w.WriteHeader(resp.StatusCode)
-	f.copyBody(c, ctx, dest, resp)
+	f.copyBody(ctx, c, dest, resp)
 }
 
 // upstreamRequest is the request to the worker at e: the body as it came,
@@ -431,7 +432,7 @@ func notSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-func (f *Forwarder) roundTripFailed(c *call, ctx context.Context, dest *Destination, err error) {
+func (f *Forwarder) roundTripFailed(ctx context.Context, c *call, dest *Destination, err error) {
 	var agentErr *agentapi.Error
 	var refused *destpolicy.Refusal
 	switch {
@@ -486,7 +487,7 @@ func (f *Forwarder) timedOut(c *call, dest *Destination, streaming bool) {
 
 // copyBody streams the worker's answer to the client, flushing what
 // arrives as it arrives.
-func (f *Forwarder) copyBody(c *call, ctx context.Context, dest *Destination, resp *http.Response) {
+func (f *Forwarder) copyBody(ctx context.Context, c *call, dest *Destination, resp *http.Response) {
 	rc := http.NewResponseController(c.w)
 	sse := isEventStream(resp.Header.Get("Content-Type"))
 	buf := make([]byte, 32<<10)
@@ -499,7 +500,7 @@ func (f *Forwarder) copyBody(c *call, ctx context.Context, dest *Destination, re
 			}
 			_ = rc.Flush()
 			if n >= 2 {
-				tail = [2]byte{buf[n-2], buf[n-1]}
+				tail = [2]byte{buf[n-2], buf[n-1]} //nolint:gosec // G602: 2 <= n <= len(buf)
 			} else {
 				tail = [2]byte{tail[1], buf[0]}
 			}
@@ -553,7 +554,7 @@ func rpcError(id json.RawMessage, code int, msg string) []byte {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	b, _ := json.Marshal(struct {
+	b, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   struct {
@@ -564,5 +565,10 @@ func rpcError(id json.RawMessage, code int, msg string) []byte {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	}{code, msg}})
+	if err != nil {
+		// An id that is not JSON (the request's was parsed, so never):
+		// the error without it.
+		return rpcError(json.RawMessage("null"), code, msg)
+	}
 	return b
 }

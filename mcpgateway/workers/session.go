@@ -220,10 +220,10 @@ func binding(tenant, mappingUID string) []byte {
 
 // Seal returns the public session ID of s, bound to tenant and mappingUID.
 func (k *Keys) Seal(tenant, mappingUID string, s Session) (string, error) {
-	if len(s.Upstream) == 0 || len(s.Upstream) > maxUpstreamID || len(s.Endpoint) > maxEndpointKey {
+	if s.Upstream == "" || len(s.Upstream) > maxUpstreamID || len(s.Endpoint) > maxEndpointKey {
 		return "", fmt.Errorf("the worker's session ID is %d bytes, want 1 to %d", len(s.Upstream), maxUpstreamID)
 	}
-	for i := 0; i < len(s.Upstream); i++ {
+	for i := range len(s.Upstream) {
 		if c := s.Upstream[i]; c < 0x21 || c > 0x7e {
 			return "", errors.New("the worker's session ID holds a character other than visible ASCII, which MCP forbids")
 		}

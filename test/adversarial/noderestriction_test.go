@@ -145,15 +145,15 @@ func TestAgentActsOnlyAsItsNode(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		cfg := rest.AnonymousClientConfig(cp.Config)
 		cfg.BearerToken = tr.Status.Token
-		real := newClient(t, cfg)
+		realClient := newClient(t, cfg)
 
 		var l coordinationv1.Lease
-		g.Expect(real.Get(ctx, client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name("node-b")}, &l)).To(Succeed())
+		g.Expect(realClient.Get(ctx, client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name("node-b")}, &l)).To(Succeed())
 		l.Spec.HolderIdentity = ptr.To("node-a")
-		g.Expect(real.Update(ctx, &l)).To(Satisfy(refused), "B's Lease, with A's pod's token")
-		g.Expect(real.Get(ctx, client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name("node-a")}, &l)).To(Succeed())
+		g.Expect(realClient.Update(ctx, &l)).To(Satisfy(refused), "B's Lease, with A's pod's token")
+		g.Expect(realClient.Get(ctx, client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name("node-a")}, &l)).To(Succeed())
 		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-		g.Expect(real.Update(ctx, &l)).To(Succeed(), "A's own Lease, with A's pod's token")
+		g.Expect(realClient.Update(ctx, &l)).To(Succeed(), "A's own Lease, with A's pod's token")
 	})
 
 	t.Run("sandboxes", func(t *testing.T) {

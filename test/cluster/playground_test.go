@@ -236,9 +236,9 @@ func (d *deployment) kustomize(t *testing.T) {
 	k.must("", "delete", "namespace", tenantNS, "--wait", "--timeout=2m")
 }
 
-func (d *deployment) helmRun(t *testing.T, args ...string) string {
+func (d *deployment) helmRun(t *testing.T, args ...string) {
 	t.Helper()
-	return run(t, root, []string{"KUBECONFIG=" + d.k.kubeconfig}, d.helmBin, args...)
+	run(t, root, []string{"KUBECONFIG=" + d.k.kubeconfig}, d.helmBin, args...)
 }
 
 // rolledOut waits for each workload's rollout to complete.
@@ -317,7 +317,7 @@ func (d *deployment) podsRun(t *testing.T, ns, component, want string) {
 
 // gatewayEndpoint is the MCP endpoint of the gateway Service, by its
 // cluster IP (kube-proxy; there is no cluster DNS here).
-func (d *deployment) gatewayEndpoint(t *testing.T, ns, svc string) string {
+func (d *deployment) gatewayEndpoint(_ *testing.T, ns, svc string) string {
 	ip := strings.TrimSpace(d.k.must("", "-n", ns, "get", "service", svc, "-o", "jsonpath={.spec.clusterIP}"))
 	port := strings.TrimSpace(d.k.must("", "-n", ns, "get", "service", svc, "-o", "jsonpath={.spec.ports[0].port}"))
 	return "http://" + ip + ":" + port + "/mcp"

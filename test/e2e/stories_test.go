@@ -273,13 +273,13 @@ func TestSpreadAndSelector(t *testing.T) {
 	applyTenant(t, ns, "picky", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.NodeSelector = ssd })
 	_, picky := waitReady(t, ns, "picky")
 	g.Expect(picky.Spec.NodeName).To(Equal("spread-3"))
-	for i := 0; i < 10; i++ {
+	for i := range 10 {
 		applyTenant(t, ns, fmt.Sprintf("t%d", i), inPool("spread"))
 	}
 	// Eleven sandboxes, one of them pinned: the binder evens out the whole
 	// load, so the nodes hold 4, 4 and 3 in some order.
 	load := map[string]int{picky.Spec.NodeName: 1}
-	for i := 0; i < 10; i++ {
+	for i := range 10 {
 		_, sbx := waitReady(t, ns, fmt.Sprintf("t%d", i))
 		load[sbx.Spec.NodeName]++
 	}

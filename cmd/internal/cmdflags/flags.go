@@ -30,11 +30,10 @@ func LookRunsc(flag string) (string, error) {
 	case "off":
 		return "", nil
 	case "":
-		p, err := exec.LookPath("runsc")
-		if err != nil {
-			return "", nil
+		if p, err := exec.LookPath("runsc"); err == nil {
+			return p, nil
 		}
-		return p, nil
+		return "", nil
 	}
 	p, err := exec.LookPath(flag)
 	if err != nil {

@@ -27,8 +27,8 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
-// VMFlags: the vm backend runs QEMU on Linux hosts only, so elsewhere
-// `playground-dev` has no --vm-* flags and no vm backend.
+// VMFlags is empty here: the vm backend runs QEMU on Linux hosts only, so
+// elsewhere `playground-dev` has no --vm-* flags and no vm backend.
 type VMFlags struct{}
 
 // AddVMFlags registers no flag here.

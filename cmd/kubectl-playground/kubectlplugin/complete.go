@@ -46,7 +46,7 @@ func (x *cli) completeNames(cmd *cobra.Command, args []string, toComplete string
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	if _, err := x.client(); err != nil {
+	if err := x.connect(); err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), completeTimeout)

@@ -196,7 +196,7 @@ func (x *cli) reachSandbox(ctx context.Context, name string, af *agentFlags) (*s
 	if err != nil {
 		return nil, err
 	}
-	if _, err := x.client(); err != nil {
+	if err := x.connect(); err != nil {
 		return nil, err
 	}
 	id := clusterview.Identity{Namespace: x.namespace, Name: name}

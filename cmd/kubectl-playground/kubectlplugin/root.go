@@ -234,7 +234,7 @@ func (x *cli) versionCommand() *cobra.Command {
 		Use:   "version",
 		Short: "Print the plugin's version",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(_ *cobra.Command, _ []string) error {
 			fmt.Fprintf(x.out, "kubectl-playground %s\n", x.env.Version)
 			return nil
 		},
@@ -288,19 +288,17 @@ func (x *cli) restConfig() (*rest.Config, error) {
 	return x.cfg, nil
 }
 
-// client is the client of the API server, made on first use.
-func (x *cli) client() (client.Client, error) {
+// connect makes x.c, the client of the API server, on first use.
+func (x *cli) connect() error {
 	if x.c != nil {
-		return x.c, nil
+		return nil
 	}
 	cfg, err := x.restConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if x.c, err = client.New(cfg, client.Options{Scheme: pluginScheme}); err != nil {
-		return nil, err
-	}
-	return x.c, nil
+	x.c, err = client.New(cfg, client.Options{Scheme: pluginScheme})
+	return err
 }
 
 // checkOutput refuses an -o the command does not print.

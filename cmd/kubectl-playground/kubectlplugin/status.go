@@ -271,9 +271,7 @@ func (x *cli) status(ctx context.Context, name string) error {
 		if s.Spec.NodeName != "" {
 			st.Conditions = append(st.Conditions, x.nodeRow(ctx, s.Spec.NodeName))
 		}
-		if st.Faculties, err = x.facultyRows(ctx, name, s); err != nil {
-			return err
-		}
+		st.Faculties = x.facultyRows(ctx, name, s)
 	}
 	if x.output != "" {
 		return x.print(st)
@@ -331,7 +329,7 @@ func (x *cli) nodeRow(ctx context.Context, node string) conditionRow {
 // the bundle's status.nodes), and what to do when they differ. Fingerprints
 // are shortened to 12 hex digits, as in the conditions' messages; `kubectl
 // get fb -o wide` shows them whole.
-func (x *cli) facultyRows(ctx context.Context, tenant string, s *playgroundv1alpha1.Sandbox) ([]facultyRow, error) {
+func (x *cli) facultyRows(ctx context.Context, tenant string, s *playgroundv1alpha1.Sandbox) []facultyRow {
 	installed := map[string]playgroundv1alpha1.FacultyInstallStatus{}
 	var names []string
 	for _, f := range s.Spec.Faculties {
@@ -373,7 +371,7 @@ func (x *cli) facultyRows(ctx context.Context, tenant string, s *playgroundv1alp
 		}
 		rows = append(rows, facultyRow{Name: name, State: state, Fingerprint: fp, NodeBuild: nodeBuild, Message: oneLine(msg)})
 	}
-	return rows, nil
+	return rows
 }
 
 // entryOf is the bundle's status.nodes entry of node, or nil.

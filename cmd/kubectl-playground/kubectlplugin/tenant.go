@@ -41,7 +41,7 @@ import (
 // withClient runs fn once the API server's client is made.
 func (x *cli) withClient(fn func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		if _, err := x.client(); err != nil {
+		if err := x.connect(); err != nil {
 			return err
 		}
 		return fn(cmd.Context(), args)
@@ -230,7 +230,7 @@ the configurations.`,
 			if f.dryRun == "client" {
 				return x.printCreated(t, "(dry run)")
 			}
-			if _, err := x.client(); err != nil {
+			if err := x.connect(); err != nil {
 				return err
 			}
 			return x.create(cmd.Context(), t, &f)

@@ -398,7 +398,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 func waitServing(ctx context.Context, gw *mcpgateway.Gateway, token string, errs <-chan error, progress func(string, ...any)) error {
 	last, err := waitUntil(ctx, 50*time.Millisecond, time.Minute, errs, func() (bool, string, error) {
 		if err := gw.Serves(token); err != nil {
-			return false, "waiting for the gateway: " + err.Error(), nil
+			return false, "waiting for the gateway: " + err.Error(), nil //nolint:nilerr // not serving yet: wait on
 		}
 		return true, "", nil
 	}, progress)

@@ -100,7 +100,9 @@ func (f *Fake) Capabilities() backend.Capabilities {
 func (f *Fake) Provision(_ context.Context, spec backend.Spec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sandboxes[spec.ID] = f.sandboxes[spec.ID]
+	if _, ok := f.sandboxes[spec.ID]; !ok {
+		f.sandboxes[spec.ID] = false // provisioned, not running
+	}
 	f.specFaculties[spec.ID] = spec.Faculties
 	return nil
 }

@@ -129,15 +129,14 @@ const (
 
 // resources are what the VM and init's service are given.
 type resources struct {
-	cpus         int
-	vmMemory     int64 // the VM's memory
-	serviceMem   int64 // MemoryMax of init's service; 0 none
-	pids         int64 // TasksMax; 0 none
-	cpuQuotaPct  int64 // CPUQuota in percent; 0 none
-	diskBytes    int64 // the VM's root disk
-	pileBytes    int64
-	layerBytes   int64
-	pileDiskName string
+	cpus        int
+	vmMemory    int64 // the VM's memory
+	serviceMem  int64 // MemoryMax of init's service; 0 none
+	pids        int64 // TasksMax; 0 none
+	cpuQuotaPct int64 // CPUQuota in percent; 0 none
+	diskBytes   int64 // the VM's root disk
+	pileBytes   int64
+	layerBytes  int64
 }
 
 // sizes resolves spec's resources against the backend's defaults.

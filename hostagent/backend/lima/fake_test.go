@@ -142,7 +142,7 @@ func fakeLimactl(args []string) (code int) {
 	}
 	rec, _ := json.Marshal(fakeCall{Args: args, Stdin: string(stdin), UID: os.Geteuid()})
 	if f, err := os.OpenFile(filepath.Join(home, fakeCallsFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-		f.Write(append(rec, '\n'))
+		_, _ = f.Write(append(rec, '\n'))
 		f.Close()
 	}
 	var rest []string
@@ -371,7 +371,7 @@ func (s fakeStore) boot(name, host string) {
 	}
 	_ = os.WriteFile(filepath.Join(s.dir(name), fakeGuestPID), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 	_ = cmd.Process.Release()
-	for i := 0; i < 100; i++ {
+	for range 100 {
 		if fi, err := os.Stat(host); err == nil && fi.Mode().Type() == os.ModeSocket {
 			return
 		}
@@ -556,18 +556,19 @@ func (s fakeStore) shell(rest []string) {
 // fakeGuest is "the VM": it serves the guest protocol on the socket that
 // Lima's port forward would make, with the host's /bin/sh standing in
 // for init's shepherds (no namespaces, no tenant user, no proof beyond
-// the process's own end).
-func fakeGuest() int {
+// the process's own end). It returns when it can serve no more: the guest
+// then exits 1.
+func fakeGuest() {
 	path := os.Getenv(fakeGuestSocket)
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake guest:", err)
-		return 1
+		return
 	}
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			return 1
+			return
 		}
 		go serveFakeCommand(c)
 	}
@@ -585,20 +586,20 @@ func serveFakeCommand(c net.Conn) {
 		return
 	}
 	if req.Dial != 0 {
-		c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("fake guest: no loopback to dial")))
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("fake guest: no loopback to dial")))
 		return
 	}
 	if req.Version != guestapi.ProtocolVersion {
-		c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(guestapi.UnsupportedVersion(req.Version, guestapi.ProtocolVersion))))
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(guestapi.UnsupportedVersion(req.Version, guestapi.ProtocolVersion))))
 		return
 	}
 	if req.Jobs {
 		// It holds no jobs: it lists none, and starts or attaches to none.
-		c.Write(guestapi.AppendFrame(nil, guestapi.FrameJobs, []byte("[]")))
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameJobs, []byte("[]")))
 		return
 	}
 	if req.Job != nil || req.Attach != "" {
-		c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("fake guest: it holds no jobs")))
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("fake guest: it holds no jobs")))
 		return
 	}
 	var stdin []byte
@@ -616,7 +617,7 @@ func serveFakeCommand(c net.Conn) {
 	cmd.Dir = req.Cwd
 	if cmd.Dir != "" {
 		if _, err := os.Stat(cmd.Dir); err != nil {
-			c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("cwd "+req.Cwd+" does not exist")))
+			_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("cwd "+req.Cwd+" does not exist")))
 			return
 		}
 	}
@@ -624,7 +625,7 @@ func serveFakeCommand(c net.Conn) {
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
-		c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(err.Error())))
+		_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(err.Error())))
 		return
 	}
 	started, _ := guestapi.AppendJSONFrame(nil, guestapi.FrameStarted, guestapi.Started{PID: cmd.Process.Pid})
@@ -648,5 +649,5 @@ func serveFakeCommand(c net.Conn) {
 		}
 	}
 	frames, _ = guestapi.AppendJSONFrame(frames, guestapi.FrameExit, exit)
-	c.Write(frames)
+	_, _ = c.Write(frames)
 }

@@ -47,7 +47,8 @@ func TestMain(m *testing.M) {
 	case "limactl":
 		os.Exit(fakeLimactl(os.Args[1:]))
 	case fakeGuestArgv0:
-		os.Exit(fakeGuest())
+		fakeGuest()
+		os.Exit(1)
 	}
 	code := m.Run()
 	if fakeRoot != "" {
@@ -718,7 +719,9 @@ func TestFakeContract(t *testing.T) {
 func TestTailBuffer(t *testing.T) {
 	b := tailBuffer{max: 8}
 	for _, s := range []string{"0123456789", "abcdefghij", "level=fatal"} {
-		b.Write([]byte(s))
+		if _, err := b.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := b.String(); got != "el=fatal" {
 		t.Fatalf("kept %q, want the last 8 bytes", got)

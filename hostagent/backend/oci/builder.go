@@ -146,7 +146,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 		// below ends whatever the kill could not prove gone.
 		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), guestapi.ProofTimeout+5*time.Second)
 		_ = proc.Kill(kctx)
-		st, werr = proc.Wait(kctx)
+		st, _ = proc.Wait(kctx)
 		kcancel()
 		st.Killed = true
 		if st.Code == 0 && st.Signal == "" {
@@ -291,12 +291,12 @@ func checkReachable(dir string) error {
 }
 
 // copyOut copies the regular files and directories below src into dst,
-// owned by the agent, modes 0755 or 0644 (executable or not), at most max
+// owned by the agent, modes 0755 or 0644 (executable or not), at most limit
 // bytes in all: a sparse file may claim more than its image holds. It
 // never follows a symbolic link: every entry is opened with O_NOFOLLOW
 // after an lstat, and src is not written while it runs (the build's
 // container is gone). Other entries are left behind.
-func copyOut(src, dst string, max int64) error {
+func copyOut(src, dst string, limit int64) error {
 	var total int64
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -315,7 +315,7 @@ func copyOut(src, dst string, max int64) error {
 		case !d.Type().IsRegular():
 			return nil
 		}
-		in, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		in, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0) //nolint:gosec // G122: the build's processes are gone (its container removed) before its output is read
 		if err != nil {
 			return err
 		}
@@ -327,8 +327,8 @@ func copyOut(src, dst string, max int64) error {
 		if !fi.Mode().IsRegular() {
 			return nil
 		}
-		if total += fi.Size(); total > max {
-			return fmt.Errorf("/out holds more than %d bytes (the builder's writable layer)", max)
+		if total += fi.Size(); total > limit {
+			return fmt.Errorf("/out holds more than %d bytes (the builder's writable layer)", limit)
 		}
 		mode := os.FileMode(0o644)
 		if fi.Mode().Perm()&0o111 != 0 {

@@ -419,9 +419,9 @@ func loopNode(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	maj, min, ok := strings.Cut(strings.TrimSpace(string(data)), ":")
+	maj, minor, ok := strings.Cut(strings.TrimSpace(string(data)), ":")
 	ma, err1 := strconv.ParseUint(maj, 10, 32)
-	mi, err2 := strconv.ParseUint(min, 10, 32)
+	mi, err2 := strconv.ParseUint(minor, 10, 32)
 	if !ok || err1 != nil || err2 != nil {
 		return "", fmt.Errorf("oci: %s: unexpected device number %q", name, data)
 	}

@@ -172,7 +172,7 @@ func TestEgress(t *testing.T) {
 			}
 		}
 	}
-	port := func(p int) string { return strconv.Itoa(p) }
+	port := strconv.Itoa
 	nodeAddrs := nodeAddresses(t)
 	denied := map[string]bool{
 		worldServer + ":" + port(otherPort):    false,

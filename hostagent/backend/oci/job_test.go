@@ -237,7 +237,7 @@ func TestJobRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Release(ctx)
+	defer func() { _, _ = j.Release(ctx) }()
 	conn, _ = b.dial(ctx, id)
 	if _, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "true"}, jobSpec("same")); !errors.Is(err, backend.ErrInvalidRequest) || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("a second job of the same ID: %v; want refused", err)

@@ -169,7 +169,7 @@ func (b *Backend) freeSlot(id string) (int, error) {
 	h.Write([]byte(id))
 	n := b.opts.IDMapSlots
 	start := int(h.Sum32() % uint32(n))
-	for i := 0; i < n; i++ {
+	for i := range n {
 		if s := (start + i) % n; b.slots[s] == "" || b.slots[s] == id {
 			return s, nil
 		}
@@ -471,10 +471,10 @@ func tail(path string) string {
 		return "(no log)"
 	}
 	defer f.Close()
-	const max = 2048
-	if fi, err := f.Stat(); err == nil && fi.Size() > max {
-		_, _ = f.Seek(-max, io.SeekEnd)
+	const most = 2048
+	if fi, err := f.Stat(); err == nil && fi.Size() > most {
+		_, _ = f.Seek(-most, io.SeekEnd)
 	}
-	data, _ := io.ReadAll(io.LimitReader(f, max))
+	data, _ := io.ReadAll(io.LimitReader(f, most))
 	return strings.TrimSpace(string(data))
 }

@@ -303,7 +303,7 @@ func (o *Options) setDefaults() error {
 		case "/etc", "/proc", "/dev", "/sys", "/run", "/tmp", "/home", guestapi.Workspace, guestapi.PileDir, guestapi.Dir:
 			return fmt.Errorf("oci: base directory %q would hide a sandbox mount", d)
 		}
-		if d == guestapi.FacultiesDir || strings.HasPrefix(guestapi.FacultiesDir, d+"/") || strings.HasPrefix(d, guestapi.FacultiesDir+"/") {
+		if d == guestapi.FacultiesDir || strings.HasPrefix(guestapi.FacultiesDir, d+"/") || strings.HasPrefix(d, guestapi.FacultiesDir+"/") { //nolint:gocritic // argOrder: the faculties under d, or d under them
 			// The faculties' mount point is made in the sandbox's root;
 			// a read-only base directory over it has none.
 			return fmt.Errorf("oci: base directory %q would hide the faculties at %s", d, guestapi.FacultiesDir)
@@ -632,7 +632,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 // Detach implements backend.Backend. The container keeps running so that
 // the tenant's background processes survive between sessions; its
 // resources stay bounded by its cgroup.
-func (b *Backend) Detach(ctx context.Context, id string) error {
+func (b *Backend) Detach(_ context.Context, id string) error {
 	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
@@ -761,8 +761,8 @@ func cgroupDirs(rel string) []string {
 			continue
 		}
 		mnt := "/sys/fs/cgroup"
-		switch {
-		case parts[1] == "":
+		switch parts[1] {
+		case "":
 			if backend.FileExists("/sys/fs/cgroup/unified") {
 				mnt = "/sys/fs/cgroup/unified"
 			}
@@ -788,7 +788,7 @@ func (b *Backend) removeNetwork(ctx context.Context, id string) error {
 	if err != nil {
 		// Nothing to name it by; a namespace left mounted makes removing
 		// the directory fail, loudly.
-		return nil
+		return nil //nolint:nilerr // see above
 	}
 	return b.teardownEgress(ctx, sb)
 }
@@ -813,7 +813,10 @@ func (b *Backend) StopAll(ctx context.Context) error {
 		// root, shared by every gVisor sandbox and left mounted by them;
 		// with none running, it goes too (runsc stacks one per
 		// concurrent creation: unmount until none is left).
-		for unix.Unmount(filepath.Join(b.gvisor.root, "null-netns"), unix.MNT_DETACH) == nil {
+		for {
+			if err := unix.Unmount(filepath.Join(b.gvisor.root, "null-netns"), unix.MNT_DETACH); err != nil {
+				break
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -474,7 +475,7 @@ func (b *Backend) fingerprintShared() (string, []string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:24], etc, nil
 }
 
-func hashInfo(h io.Writer, rel string, fi fs.FileInfo, target string) {
+func hashInfo(h hash.Hash, rel string, fi fs.FileInfo, target string) {
 	var buf [8 * 7]byte
 	le := binary.LittleEndian
 	le.PutUint64(buf[0:], uint64(fi.Mode()))

@@ -22,7 +22,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -245,7 +244,7 @@ func TestWarmPoolAcrossAgents(t *testing.T) {
 	if left := leftovers(t, dir, gone); len(left) > 0 {
 		t.Errorf("destroying a claimed sandbox left %v", left)
 	}
-	if _, err := os.Stat(filepath.Join(next.sandboxDir(gone))); !os.IsNotExist(err) {
+	if _, err := os.Stat(next.sandboxDir(gone)); !os.IsNotExist(err) {
 		t.Errorf("its directory: %v", err)
 	}
 }

@@ -365,7 +365,7 @@ func seccompProfile() *seccompSpec {
 			Args: []seccompArg{{Index: 0, Value: v, Op: op}},
 		})
 	}
-	for v := uint64(0); v < top; v++ {
+	for v := range top {
 		if !allowed[v] {
 			refuse(v, "SCMP_CMP_EQ")
 		}

@@ -39,7 +39,7 @@ import (
 // which reads it (also whenever it starts) and keeps that worker running
 // (guest's supervisor). The directory is the sandbox root's, mode
 // 0700: the tenant reads neither the spec nor the token in it.
-func (b *Backend) SetWorker(ctx context.Context, id string, w *backend.Worker) error {
+func (b *Backend) SetWorker(_ context.Context, id string, w *backend.Worker) error {
 	if err := backend.ValidateID(id); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (b *Backend) signalInit(id string) error {
 }
 
 // Worker implements backend.WorkerSupervisor: the spec last set.
-func (b *Backend) Worker(ctx context.Context, id string) (*backend.Worker, error) {
+func (b *Backend) Worker(_ context.Context, id string) (*backend.Worker, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (b *Backend) Worker(ctx context.Context, id string) (*backend.Worker, error
 
 // WorkerStatus implements backend.WorkerSupervisor from the state file
 // the sandbox's init keeps.
-func (b *Backend) WorkerStatus(ctx context.Context, id string) (backend.WorkerStatus, error) {
+func (b *Backend) WorkerStatus(_ context.Context, id string) (backend.WorkerStatus, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return backend.WorkerStatus{}, err
 	}
@@ -153,17 +153,17 @@ func (b *Backend) WorkerStatus(ctx context.Context, id string) (backend.WorkerSt
 
 // WorkerLog implements backend.WorkerSupervisor: the end of the worker's
 // output, across the rotated file and the current one.
-func (b *Backend) WorkerLog(ctx context.Context, id string, max int) ([]byte, error) {
+func (b *Backend) WorkerLog(_ context.Context, id string, limit int) ([]byte, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(b.runDir(id), guestapi.WorkerLogFile)
-	cur, err := readNoFollow(path, max)
+	cur, err := readNoFollow(path, limit)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("oci: the worker log of sandbox %s: %w", id, err)
 	}
-	if len(cur) < max {
-		prev, err := readNoFollow(path+".1", max-len(cur))
+	if len(cur) < limit {
+		prev, err := readNoFollow(path+".1", limit-len(cur))
 		if err == nil {
 			cur = append(prev, cur...)
 		}
@@ -173,10 +173,10 @@ func (b *Backend) WorkerLog(ctx context.Context, id string, max int) ([]byte, er
 
 func (b *Backend) runDir(id string) string { return filepath.Join(b.sandboxDir(id), "run") }
 
-// readNoFollow reads at most the last max bytes of the regular file at
+// readNoFollow reads at most the last limit bytes of the regular file at
 // path, which lives in a directory of the sandbox's root: a symbolic link
 // there is never followed to a file of the host.
-func readNoFollow(path string, max int) ([]byte, error) {
+func readNoFollow(path string, limit int) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -193,10 +193,10 @@ func readNoFollow(path string, max int) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	if off := fi.Size() - int64(max); off > 0 {
+	if off := fi.Size() - int64(limit); off > 0 {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return nil, err
 		}
 	}
-	return io.ReadAll(io.LimitReader(f, int64(max)))
+	return io.ReadAll(io.LimitReader(f, int64(limit)))
 }

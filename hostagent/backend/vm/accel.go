@@ -56,7 +56,7 @@ func ProbeAccel(ctx context.Context, cfg Config, timeout time.Duration) (accel, 
 	if err != nil {
 		return AccelTCG, fmt.Sprintf("a guest could not start under KVM: %v", err)
 	}
-	defer v.Stop(5 * time.Second)
+	defer func() { _ = v.Stop(5 * time.Second) }()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := v.Connect(ctx); err != nil {

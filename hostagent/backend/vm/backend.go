@@ -799,7 +799,7 @@ func (b *Backend) Close() error {
 
 // Detach implements backend.Backend: the VM keeps running, as a
 // container does, so that a session opened again finds its processes.
-func (b *Backend) Detach(ctx context.Context, id string) error {
+func (b *Backend) Detach(_ context.Context, id string) error {
 	return backend.ValidateID(id)
 }
 

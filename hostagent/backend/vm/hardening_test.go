@@ -46,7 +46,7 @@ func TestHardening(t *testing.T) {
 		t.Skip("QEMU runs as a user of its own only when the agent is root")
 	}
 	// A debugfs that says who and where it runs before it reads.
-	real, err := exec.LookPath("debugfs")
+	realDebugfs, err := exec.LookPath("debugfs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ if cat /etc/shadow >/dev/null 2>&1; then echo "shadow readable"; fi
 echo "links: $(awk 'NR > 2 {printf "%s", $1}' /proc/net/dev)"
 echo "unshare: $(unshare -U true 2>&1)"
 echo "--"
-exec ` + real + ` "$@"
+exec ` + realDebugfs + ` "$@"
 `
 	if err := os.WriteFile(filepath.Join(bin, "debugfs"), []byte(report), 0o755); err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ exec ` + real + ` "$@"
 		"mkdir workspace", "write " + idBin + " workspace/suid-id",
 		"sif workspace/suid-id mode 0104755", "sif workspace/suid-id uid 0", "sif workspace/suid-id gid 0",
 	} {
-		if out, err := exec.Command(real, "-w", "-R", req, filepath.Join(sbx, diskImage)).CombinedOutput(); err != nil {
+		if out, err := exec.Command(realDebugfs, "-w", "-R", req, filepath.Join(sbx, diskImage)).CombinedOutput(); err != nil {
 			t.Fatalf("debugfs %s: %v: %s", req, err, out)
 		}
 	}
@@ -335,7 +335,7 @@ func TestConsoleLogIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.Stop(10 * time.Second)
+	defer func() { _ = v.Stop(10 * time.Second) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := v.Connect(ctx); err != nil {

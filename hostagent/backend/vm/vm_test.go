@@ -98,11 +98,9 @@ func TestBootAndExec(t *testing.T) {
 		if t.Failed() {
 			names = append(names, "qemu.log")
 		}
-		{
-			for _, name := range names {
-				b, _ := os.ReadFile(filepath.Join(cfg.Dir, name))
-				t.Logf("%s:\n%s", name, b)
-			}
+		for _, name := range names {
+			b, _ := os.ReadFile(filepath.Join(cfg.Dir, name))
+			t.Logf("%s:\n%s", name, b)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

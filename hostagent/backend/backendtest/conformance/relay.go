@@ -50,7 +50,7 @@ func testRelay(t *testing.T, n *node) {
 			return "", err
 		}
 		defer c.Close()
-		req, _ := http.NewRequest(http.MethodGet, "http://worker"+path, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker"+path, http.NoBody)
 		req.Header.Set("Authorization", "Bearer inner")
 		if err := req.Write(c); err != nil {
 			return "", err

@@ -42,6 +42,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -72,9 +73,7 @@ func main() {
 		if len(os.Args) != 3 {
 			fail("usage: probe serve PORT")
 		}
-		if err := serve(os.Args[2]); err != nil {
-			fail(err.Error())
-		}
+		fail(serve(os.Args[2]).Error())
 	default:
 		fail("unknown probe " + strconv.Quote(os.Args[1]))
 	}
@@ -86,7 +85,8 @@ func fail(msg string) {
 }
 
 // serve answers HTTP/1.1 requests on 127.0.0.1:port, one per connection
-// (the net package alone keeps the probe small enough for one write).
+// (the net package alone keeps the probe small enough for one write). It
+// returns only the error that stopped it.
 func serve(port string) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
 	if err != nil {
@@ -135,7 +135,7 @@ func serve(port string) error {
 
 // connect tries a TCP connection to addr.
 func connect(addr string) string {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(context.Background(), "tcp", addr)
 	if err != nil {
 		return "refused: " + err.Error()
 	}
