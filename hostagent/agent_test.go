@@ -133,7 +133,7 @@ func TestInitDeadAtReattachIsARestart(t *testing.T) {
 // guest/control_linux.go): it refuses the version by name.
 type otherGuest struct{ *backendtest.Fake }
 
-func (otherGuest) JobConn(ctx context.Context, id string) (net.Conn, error) {
+func (otherGuest) JobConn(context.Context, string) (net.Conn, error) {
 	agent, sandbox := net.Pipe()
 	go func() {
 		defer sandbox.Close()

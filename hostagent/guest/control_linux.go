@@ -142,7 +142,7 @@ func answerControl(rw io.ReadWriter, br *bufio.Reader, closeWrite func() error, 
 		_, _ = rw.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(fmt.Sprintf("job ID %q is malformed", req.Attach))))
 		return
 	}
-	up, err := net.DialTimeout("unix", filepath.Join(JobsDir, req.Attach+".sock"), requestTimeout)
+	up, err := dialBounded("unix", filepath.Join(JobsDir, req.Attach+".sock"))
 	if err != nil {
 		_, _ = rw.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(fmt.Sprintf("no job %s in this sandbox: it ended and was released, or the sandbox restarted", req.Attach))))
 		return

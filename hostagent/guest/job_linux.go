@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -34,7 +33,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
-// JobsDir, in RunDir, holds a socket and a record for each job the sandbox
+// JobsDir is the directory, in RunDir, that holds a socket and a record for each job the sandbox
 // holds: <id>.sock, on which the job's holder accepts the agent, and
 // <id>.json, its JobRecord. Root's, mode 0700, like RunDir.
 const JobsDir = guestapi.RunDir + "/jobs"
@@ -490,7 +489,7 @@ func (s *shepherd) attachJob(id string) {
 		s.sendError(fmt.Sprintf("job ID %q is malformed", id))
 		return
 	}
-	up, err := net.DialTimeout("unix", filepath.Join(JobsDir, id+".sock"), requestTimeout)
+	up, err := dialBounded("unix", filepath.Join(JobsDir, id+".sock"))
 	if err != nil {
 		s.sendError(fmt.Sprintf("no job %s in this sandbox: it ended and was released, or the sandbox restarted", id))
 		return

@@ -55,7 +55,7 @@ func readStat(pid int) (proc, bool) {
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil || len(f[0]) == 0 {
+	if err1 != nil || err2 != nil || f[0] == "" {
 		return proc{}, false
 	}
 	return proc{pid: pid, ppid: ppid, start: start, state: f[0][0]}, true

@@ -143,7 +143,7 @@ type procctlReaper struct{}
 
 func (procctlReaper) descendants() (int, error) {
 	var st reaperStatus
-	if err := procctl(procReapStatus, unsafe.Pointer(&st)); err != nil {
+	if err := procctl(procReapStatus, unsafe.Pointer(&st)); err != nil { //nolint:gosec // procctl(2) takes its argument by address
 		return 0, err
 	}
 	return int(st.Descendants), nil
@@ -152,7 +152,7 @@ func (procctlReaper) descendants() (int, error) {
 func (procctlReaper) killAll() error {
 	rk := reaperKill{Sig: int32(unix.SIGKILL)}
 	// ESRCH: nothing was left to signal between the count and the kill.
-	if err := procctl(procReapKill, unsafe.Pointer(&rk)); err != nil && !errors.Is(err, unix.ESRCH) {
+	if err := procctl(procReapKill, unsafe.Pointer(&rk)); err != nil && !errors.Is(err, unix.ESRCH) { //nolint:gosec // procctl(2) takes its argument by address
 		return fmt.Errorf("%w (first failed pid %d)", err, rk.Fpid)
 	}
 	return nil

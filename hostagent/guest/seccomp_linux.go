@@ -213,7 +213,7 @@ func ConfineSelf() error {
 	// TSYNC: a Go process has several threads, and a filter installed on
 	// one would leave the others (and what they start) without it; the
 	// kernel gives them no_new_privs with it.
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog))) //nolint:gosec // seccomp(2) takes the filter by address; prog outlives the call
 	runtime.KeepAlive(filter)
 	if errno != 0 {
 		return fmt.Errorf("installing the seccomp filter: %w", errno)
@@ -286,11 +286,11 @@ func RunConfine(args []string) int {
 	// the bound applies to PROGRAM, whose image replaces this one.
 	runtime.LockOSThread()
 	rlim := unix.Rlimit{Cur: *as, Max: *as}
-	if _, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_AS, uintptr(unsafe.Pointer(&rlim)), 0, 0, 0); errno != 0 {
+	if _, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_AS, uintptr(unsafe.Pointer(&rlim)), 0, 0, 0); errno != 0 { //nolint:gosec // raw prlimit: no Go allocation between it and execve
 		fmt.Fprintf(os.Stderr, "playground-sandbox confine: limit %d: %v\n", unix.RLIMIT_AS, errno)
 		return 1
 	}
-	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0]))) //nolint:gosec // raw execve, its arguments allocated before the address space was bounded
 	runtime.KeepAlive(rlim)
 	fmt.Fprintf(os.Stderr, "playground-sandbox confine: exec %s: %v\n", strconv.Quote(argv[0]), errno)
 	if errno == unix.ENOENT {

@@ -202,7 +202,7 @@ func TestConfineBoundsTheProgram(t *testing.T) {
 		t.Skip("no sh")
 	}
 	const bound = 48 << 20
-	for i := 0; i < 5; i++ {
+	for range 5 {
 		cmd := exec.Command(os.Args[0], "-as", fmt.Sprint(bound), "-cpu", "5", sh, "-c", "ulimit -v; ulimit -f")
 		cmd.Env = append(os.Environ(), confineCommandEnv+"=1")
 		out, err := cmd.CombinedOutput()

@@ -20,6 +20,7 @@ package guest
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -539,7 +540,8 @@ func (s *shepherd) readAgent() bool {
 
 // parseAgent handles the complete frames in s.pending, like readAgent.
 func (s *shepherd) parseAgent() bool {
-	for len(s.pending) > 0 {
+	// One frame decides: a Kill, or anything else, which is an error.
+	if len(s.pending) > 0 {
 		t, _, used, err := guestapi.ParseFrame(s.pending)
 		if err != nil {
 			s.lost = true
@@ -806,7 +808,7 @@ func (s *shepherd) relay(port int) {
 		s.sendError(fmt.Sprintf("port %d is not a TCP port", port))
 		return
 	}
-	upstream, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), requestTimeout)
+	upstream, err := dialBounded("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		s.sendError(fmt.Sprintf("nothing accepts connections on port %d in the sandbox (%v): the worker is not running or not listening yet", port, err))
 		return
@@ -854,4 +856,12 @@ func (s *shepherd) relayTo(upstream net.Conn) {
 	go pipe(agent, upstream)
 	<-done
 	<-done
+}
+
+// dialBounded connects to addr within requestTimeout.
+func dialBounded(network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
 }

@@ -236,8 +236,8 @@ func (s *supervisor) exited(pid int, ws unix.WaitStatus) bool {
 
 // publish writes the state for the agent, by rename.
 func (s *supervisor) publish() {
-	b, _ := json.Marshal(s.state)
-	if s.spec == nil {
+	b, err := json.Marshal(s.state)
+	if err != nil || s.spec == nil {
 		b = nil
 	}
 	path := filepath.Join(guestapi.RunDir, guestapi.WorkerStatusFile)

@@ -128,6 +128,7 @@ func CommandTooLong(n int) string {
 // and in the output rings (package outring) of the guest and the agent.
 type Stream uint8
 
+// A command's two output streams.
 const (
 	Stdout Stream = 1
 	Stderr Stream = 2

@@ -58,7 +58,7 @@ func TestAdmissionDefaults(t *testing.T) {
 	h := newHarness(t, Limits{})
 	var procs []*fakeProc
 	var ids []string
-	for i := 0; i < 8; i++ {
+	for range 8 {
 		info, p := h.start("ns/a", nil)
 		procs, ids = append(procs, p), append(ids, info.ID)
 	}
@@ -73,7 +73,7 @@ func TestAdmissionDefaults(t *testing.T) {
 	}
 
 	for _, tenant := range []string{"ns/b", "ns/c", "ns/d"} {
-		for i := 0; i < 8; i++ {
+		for range 8 {
 			info, p := h.start(tenant, nil)
 			procs, ids = append(procs, p), append(ids, info.ID)
 		}
@@ -112,7 +112,7 @@ func TestAdmissionTable(t *testing.T) {
 	type step func(h *harness) // prepares the state
 	run := func(tenant string, n int) step {
 		return func(h *harness) {
-			for i := 0; i < n; i++ {
+			for range n {
 				h.start(tenant, nil)
 			}
 		}
@@ -121,7 +121,7 @@ func TestAdmissionTable(t *testing.T) {
 	// the end and once more; read polls them to the end only.
 	ended := func(tenant string, n int, mode string) step {
 		return func(h *harness) {
-			for i := 0; i < n; i++ {
+			for range n {
 				info, p := h.start(tenant, nil)
 				p.sink.Write(backend.Stdout, []byte("out"))
 				h.finish(info.ID, p, 0)
@@ -228,7 +228,7 @@ func TestAdmissionIsAtomic(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	admitted, refused := 0, 0
-	for i := 0; i < 50; i++ {
+	for range 50 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -257,7 +257,7 @@ func TestJobIDs(t *testing.T) {
 	h := newHarness(t, Limits{})
 	seen := map[string]bool{}
 	h.m.mu.Lock()
-	for i := 0; i < 10000; i++ {
+	for range 10000 {
 		id := h.m.newIDLocked()
 		if seen[id] {
 			t.Fatalf("duplicate id %s", id)
@@ -292,7 +292,7 @@ func TestFairShare(t *testing.T) {
 	h := newHarness(t, Limits{SweepInterval: 1000 * time.Hour})
 	// Eight tenants leave eight unread results each: the node's 64 slots.
 	for _, tenant := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		for i := 0; i < 8; i++ {
+		for range 8 {
 			info, p := h.start(tenant, nil)
 			h.finish(info.ID, p, 0)
 		}
@@ -310,7 +310,7 @@ func TestFairShare(t *testing.T) {
 	}
 	// Shares converge: once "new" holds as many as each of the others
 	// (7 of the 64), it is refused, and told when to retry.
-	for i := 0; i < 5; i++ {
+	for range 5 {
 		h.start("new", nil)
 	}
 	_, _, err := h.tryStart("new", nil)
@@ -325,7 +325,7 @@ func TestFairShare(t *testing.T) {
 	// Running jobs are never taken.
 	h2 := newHarness(t, Limits{ActivePerTenant: 4, ActivePerAgent: 8, RetainedPerTenant: 4, RetainedPerAgent: 4, SweepInterval: 1000 * time.Hour})
 	var running []*fakeProc
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		_, p := h2.start("a", nil)
 		running = append(running, p)
 	}

@@ -47,6 +47,7 @@ var (
 // Bound names a capacity bound.
 type Bound string
 
+// The bounds of Limits, by the name a LimitError gives them.
 const (
 	BoundActivePerTenant   Bound = "active_per_tenant"
 	BoundActivePerAgent    Bound = "active_per_agent"

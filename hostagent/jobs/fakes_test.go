@@ -286,10 +286,10 @@ func (h *harness) waitDone(id string) JobInfo {
 }
 
 // finish ends a job's process with code and waits until it is terminal.
-func (h *harness) finish(id string, p *fakeProc, code int) JobInfo {
+func (h *harness) finish(id string, p *fakeProc, code int) {
 	h.t.Helper()
 	p.exit(backend.ExitStatus{Code: code, Duration: time.Second}, nil)
-	return h.waitDone(id)
+	h.waitDone(id)
 }
 
 func (h *harness) poll(tenant, id, cur string, maxBytes int) PollResult {

@@ -82,7 +82,7 @@ func TestTTL(t *testing.T) {
 		h := newHarness(t, Limits{})
 		info, p := h.start("a", nil)
 		h.finish(info.ID, p, 0)
-		for i := 0; i < 59; i++ {
+		for range 59 {
 			h.clock.Advance(time.Minute) // the sweeper runs each minute
 		}
 		if h.job(info.ID) == nil {
@@ -209,7 +209,7 @@ func TestCancelWaitsForProofEvenIfTheShellExits(t *testing.T) {
 	info, p := h.start("a", func(p *fakeProc) { p.killGate = gate })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	h.m.Cancel(ctx, "a", info.ID)
+	_, _ = h.m.Cancel(ctx, "a", info.ID)
 	<-p.killStarted
 	p.exit(backend.ExitStatus{Code: 143, Signal: "SIGTERM"}, nil)
 	eventually(t, "the waiter", func() bool {
@@ -311,7 +311,7 @@ func TestKillDrain(t *testing.T) {
 	info, _ := h.start("a", func(p *fakeProc) { p.keepRunningOnKill = true })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	h.m.Cancel(ctx, "a", info.ID)
+	_, _ = h.m.Cancel(ctx, "a", info.ID)
 	eventually(t, "the kill", func() bool {
 		h.m.mu.Lock()
 		defer h.m.mu.Unlock()
@@ -495,7 +495,7 @@ func TestStats(t *testing.T) {
 	h := newHarness(t, Limits{RingBytes: 100, ChunkBytes: 10})
 	info, p := h.start("a", nil)
 	h.start("a", nil)
-	for i := 0; i < 15; i++ {
+	for i := range 15 {
 		p.sink.Write(backend.Stream(1+i%2), []byte("0123456789"))
 	}
 	h.finish(info.ID, p, 0)

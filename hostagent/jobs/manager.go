@@ -557,8 +557,8 @@ func (m *Manager) Poll(ctx context.Context, tenant, jobID, cursorText string, ma
 			var cancel context.CancelFunc
 			waitCtx, cancel = context.WithCancel(ctx)
 			t := m.clock.AfterFunc(wait, cancel)
-			defer t.Stop()
-			defer cancel()
+			defer t.Stop() //nolint:gocritic // once per call: waitCtx is set here
+			defer cancel() //nolint:gocritic // once per call, as above
 		}
 		if j.notify == nil {
 			j.notify = make(chan struct{})

@@ -164,7 +164,7 @@ func TestPollGap(t *testing.T) {
 // to both streams (splitting characters), comes back byte for byte through
 // pages of random size, the text/base64 encoding and JSON.
 func TestRoundTrip(t *testing.T) {
-	for seed := uint64(0); seed < 20; seed++ {
+	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		h := newHarness(t, Limits{ChunkBytes: 1 + rng.IntN(4096)})
 		info, p := h.start("a", nil)

@@ -47,7 +47,7 @@ func TestGiBOutputBoundedMemory(t *testing.T) {
 	runtime.GC()
 	var ms runtime.MemStats
 	var peak uint64
-	for i := 0; i < total/write; i++ {
+	for i := range total / write {
 		p.sink.Write(backend.Stdout, buf)
 		if i%512 == 0 {
 			runtime.ReadMemStats(&ms)
@@ -92,9 +92,9 @@ func TestConcurrentProducersAndPollers(t *testing.T) {
 
 	const tenants, jobsPerTenant, writes = 4, 4, 300
 	var wg sync.WaitGroup
-	for ti := 0; ti < tenants; ti++ {
+	for ti := range tenants {
 		tenant := string(rune('a' + ti))
-		for ji := 0; ji < jobsPerTenant; ji++ {
+		for ji := range jobsPerTenant {
 			var p *fakeProc
 			info, err := m.Start(context.Background(), tenant, "sb", func(s backend.Sink) (backend.Process, error) {
 				p = newFakeProc(s)
@@ -114,9 +114,9 @@ func TestConcurrentProducersAndPollers(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, 1))
 					var next uint64
 					rec := make([]byte, 16*8)
-					for i := 0; i < writes; i++ {
+					for range writes {
 						n := 1 + rng.IntN(16)
-						for k := 0; k < n; k++ {
+						for k := range n {
 							binary.BigEndian.PutUint64(rec[k*8:], next)
 							next++
 						}
@@ -233,7 +233,7 @@ func FuzzPoll(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 60; i++ {
+		for i := range 60 {
 			p.sink.Write(backend.Stream(1+i%3%2), []byte("0123456789abcdef€"[:1+i%19]))
 		}
 		p.exit(backend.ExitStatus{}, nil)
@@ -300,7 +300,7 @@ func BenchmarkSinkWrite(b *testing.B) {
 		defer m.Close(context.Background())
 		var mu sync.Mutex
 		var sinks []backend.Sink
-		for i := 0; i < 8; i++ {
+		for range 8 {
 			if _, err := m.Start(context.Background(), "a", "sb", func(s backend.Sink) (backend.Process, error) {
 				mu.Lock()
 				sinks = append(sinks, s)

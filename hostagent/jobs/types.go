@@ -35,20 +35,20 @@ type Gap = outring.Gap
 type State string
 
 const (
-	// StateRunning: the command runs.
+	// StateRunning says the command runs.
 	StateRunning State = "running"
-	// StateCancelling: Kill was called (cancel, timeout or shutdown) and has
+	// StateCancelling says Kill was called (cancel, timeout or shutdown) and has
 	// not yet proven the command's process tree dead.
 	StateCancelling State = "cancelling"
-	// StateExited: the command ended by itself; see Result.ExitCode and
+	// StateExited says the command ended by itself; see Result.ExitCode and
 	// Result.Signal.
 	StateExited State = "exited"
-	// StateKilled: job_cancel (or shutdown) ended it and the backend proved
+	// StateKilled says job_cancel (or shutdown) ended it and the backend proved
 	// its process tree dead.
 	StateKilled State = "killed"
-	// StateTimedOut: its timeout ended it, with the same proof as killed.
+	// StateTimedOut says its timeout ended it, with the same proof as killed.
 	StateTimedOut State = "timed_out"
-	// StateFailed: the manager lost track of the command: Wait failed, or
+	// StateFailed says the manager lost track of the command: Wait failed, or
 	// Kill could not prove the tree dead. Result.Error says which.
 	StateFailed State = "failed"
 )

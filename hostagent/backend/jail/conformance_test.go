@@ -77,10 +77,10 @@ func TestConformance(t *testing.T) {
 func leftovers(tb testing.TB, stateDir, id string) []string {
 	tb.Helper()
 	var left []string
-	if err := exec.Command("/usr/sbin/jls", "-d", "-j", JailName(id)).Run(); err == nil {
-		left = append(left, "jail "+JailName(id))
+	if err := exec.Command("/usr/sbin/jls", "-d", "-j", jailNameOf(id)).Run(); err == nil {
+		left = append(left, "jail "+jailNameOf(id))
 	}
-	if out, err := exec.Command("/usr/bin/rctl", "jail:"+JailName(id)+":").Output(); err == nil && strings.TrimSpace(string(out)) != "" {
+	if out, err := exec.Command("/usr/bin/rctl", "jail:"+jailNameOf(id)+":").Output(); err == nil && strings.TrimSpace(string(out)) != "" {
 		left = append(left, "rctl rules "+strings.TrimSpace(string(out)))
 	}
 	out, err := exec.Command("/sbin/mount", "-p").Output()

@@ -90,9 +90,9 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 		return nil, err
 	}
 	if !up {
-		return nil, fmt.Errorf("%w: jail %s", backend.ErrNotRunning, JailName(id))
+		return nil, fmt.Errorf("%w: jail %s", backend.ErrNotRunning, jailNameOf(id))
 	}
-	name, dir := JailName(id), cwd(req)
+	name, dir := jailNameOf(id), cwd(req)
 	if _, err := b.run.Run(ctx, "jexec", "-U", guestapi.TenantUser, name, "/bin/test", "-d", dir, "-a", "-x", dir); err != nil {
 		var ee *ExitError
 		if errors.As(err, &ee) && ee.Code == 1 {

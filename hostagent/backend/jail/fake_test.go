@@ -114,7 +114,7 @@ var rctlResources = []string{"cputime", "datasize", "stacksize", "coredumpsize",
 	"maxproc", "openfiles", "vmemoryuse", "pseudoterminals", "swapuse", "nthr", "msgqqueued", "msgqsize",
 	"nmsgq", "nsem", "nsemop", "nshm", "shmsize", "wallclock", "pcpu"}
 
-func (f *fakeBSD) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+func (f *fakeBSD) Run(_ context.Context, name string, args ...string) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	line := strings.Join(append([]string{name}, args...), " ")
@@ -190,7 +190,7 @@ func (f *fakeBSD) jls(line string, args []string) ([]byte, error) {
 		j = nil
 	}
 	if j == nil || (j.removed && !dying) {
-		return nil, fail(1, line, fmt.Sprintf("jls: jail \"%s\" not found", name))
+		return nil, fail(1, line, fmt.Sprintf("jls: jail %q not found", name))
 	}
 	entry := map[string]any{}
 	for _, p := range params {
@@ -224,7 +224,7 @@ func (f *fakeBSD) jail(line string, args []string) error {
 		}
 		j := f.jails[args[1]]
 		if j == nil || j.removed {
-			return fail(1, line, fmt.Sprintf("jail: \"%s\" not found", args[1]))
+			return fail(1, line, fmt.Sprintf("jail: %q not found", args[1]))
 		}
 		// "All jailed processes are killed."
 		for _, p := range j.procs {
@@ -298,7 +298,7 @@ func (f *fakeBSD) resolve(j *fakeJail, p string) string {
 func (f *fakeBSD) running(line, name string) (*fakeJail, error) {
 	j := f.jails[name]
 	if j == nil || j.removed {
-		return nil, fail(1, line, fmt.Sprintf("jexec: jail \"%s\" not found", name))
+		return nil, fail(1, line, fmt.Sprintf("jexec: jail %q not found", name))
 	}
 	return j, nil
 }

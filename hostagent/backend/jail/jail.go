@@ -197,7 +197,7 @@ func installGuest(stateDir, src string) (string, error) {
 	if backend.FileExists(dst) {
 		return dir, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // dir is the state directory's, named by the binary's hash
 		return "", fmt.Errorf("jail: %w", err)
 	}
 	if err := atomicfile.Write(dst, data, 0o555); err != nil {
@@ -226,8 +226,8 @@ func validateJailName(id string) error {
 	return nil
 }
 
-// JailName is the jail(8) name of sandbox id.
-func JailName(id string) string { return "playground_" + id }
+// jailNameOf is the jail(8) name of sandbox id.
+func jailNameOf(id string) string { return "playground_" + id }
 
 func (b *Backend) sandboxDir(id string) string { return filepath.Join(b.opts.StateDir, "jails", id) }
 func (b *Backend) rootDir(id string) string    { return filepath.Join(b.sandboxDir(id), "root") }
@@ -288,7 +288,7 @@ func rctlRules(name string, r backend.Resources) []string {
 // jailParams are the parameters of jail -c for sandbox id.
 func (b *Backend) jailParams(id string) []string {
 	return []string{
-		"name=" + JailName(id),
+		"name=" + jailNameOf(id),
 		"path=" + b.rootDir(id),
 		"host.hostname=" + id,
 		"persist",
@@ -469,16 +469,16 @@ type jailInfo struct {
 // jls looks the sandbox's jail up, dying ones included; found is false
 // when there is none.
 func (b *Backend) jls(ctx context.Context, id string) (info jailInfo, found bool, err error) {
-	out, err := b.run.Run(ctx, "jls", "--libxo=json", "-d", "-j", JailName(id), "-n", "jid", "name", "path", "dying")
+	out, err := b.run.Run(ctx, "jls", "--libxo=json", "-d", "-j", jailNameOf(id), "-n", "jid", "name", "path", "dying")
 	if failedWith(err, "not found") {
 		return jailInfo{}, false, nil
 	}
 	if err != nil {
-		return jailInfo{}, false, fmt.Errorf("jail: listing jail %s: %w", JailName(id), err)
+		return jailInfo{}, false, fmt.Errorf("jail: listing jail %s: %w", jailNameOf(id), err)
 	}
-	info, err = parseJls(out, JailName(id))
+	info, err = parseJls(out, jailNameOf(id))
 	if err != nil {
-		return jailInfo{}, false, fmt.Errorf("jail: listing jail %s: %w", JailName(id), err)
+		return jailInfo{}, false, fmt.Errorf("jail: listing jail %s: %w", jailNameOf(id), err)
 	}
 	return info, true, nil
 }
@@ -524,10 +524,10 @@ func (b *Backend) running(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	if filepath.Clean(info.Path) != b.rootDir(id) {
-		return false, fmt.Errorf("jail: a jail named %s (jid %s) runs over %s, not this sandbox's %s: remove it (jail -R %s) if it is stale", JailName(id), info.JID, info.Path, b.rootDir(id), info.JID)
+		return false, fmt.Errorf("jail: a jail named %s (jid %s) runs over %s, not this sandbox's %s: remove it (jail -R %s) if it is stale", jailNameOf(id), info.JID, info.Path, b.rootDir(id), info.JID)
 	}
 	if info.Dying {
-		return false, fmt.Errorf("jail: jail %s (jid %s) is still dying; retry once jls -d no longer lists it", JailName(id), info.JID)
+		return false, fmt.Errorf("jail: jail %s (jid %s) is still dying; retry once jls -d no longer lists it", jailNameOf(id), info.JID)
 	}
 	return true, nil
 }
@@ -561,7 +561,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 }
 
 func (b *Backend) start(ctx context.Context, spec backend.Spec) error {
-	id, name := spec.ID, JailName(spec.ID)
+	id, name := spec.ID, jailNameOf(spec.ID)
 	if up, err := b.running(ctx, id); err != nil || up {
 		return err
 	}
@@ -654,7 +654,7 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 }
 
 func (b *Backend) stop(ctx context.Context, id string) error {
-	name := JailName(id)
+	name := jailNameOf(id)
 	info, found, err := b.jls(ctx, id)
 	if err != nil {
 		return err
@@ -716,7 +716,7 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 }
 
 // Detach implements backend.Backend: the jail keeps running.
-func (b *Backend) Detach(ctx context.Context, id string) error { return validateJailName(id) }
+func (b *Backend) Detach(_ context.Context, id string) error { return validateJailName(id) }
 
 // Destroy implements backend.Backend: the jail, its limits, its mounts and
 // its files; the pile too unless keepPile, its flags cleared first (a
@@ -729,7 +729,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := b.stop(ctx, id); err != nil {
 		return err
 	}
-	if err := b.clearLimits(ctx, JailName(id)); err != nil {
+	if err := b.clearLimits(ctx, jailNameOf(id)); err != nil {
 		return err
 	}
 	if b.opts.ZFSParent != "" {

@@ -345,7 +345,8 @@ func (s *Session) readLoop() {
 			}
 			if !bytes.Equal(b[:len(magic)], magic) || (s.client && !bytes.Equal(b[len(magic):], s.nonce[:])) {
 				_, _ = br.Discard(1)
-				if stale++; s.client && stale > maxStale {
+				stale++
+				if s.client && stale > maxStale {
 					s.fail(errors.New("mux: no answer to the Hello"))
 					return
 				}
@@ -658,11 +659,14 @@ func passed(d time.Time) bool { return !d.IsZero() && !time.Now().Before(d) }
 // Addr is the address of both ends of a stream: the stream's id.
 type Addr uint32
 
+// Network is "mux".
 func (Addr) Network() string  { return "mux" }
 func (a Addr) String() string { return fmt.Sprintf("stream %d", uint32(a)) }
 
 // LocalAddr and RemoteAddr make a Stream a net.Conn.
-func (st *Stream) LocalAddr() net.Addr  { return Addr(st.id) }
+func (st *Stream) LocalAddr() net.Addr { return Addr(st.id) }
+
+// RemoteAddr is the stream's Addr, as LocalAddr: both ends name it alike.
 func (st *Stream) RemoteAddr() net.Addr { return Addr(st.id) }
 
 // CloseWrite tells the peer that no more bytes follow.
@@ -670,7 +674,7 @@ func (st *Stream) CloseWrite() error {
 	st.mu.Lock()
 	if st.localEOF || st.err != nil {
 		st.mu.Unlock()
-		return nil
+		return nil //nolint:nilerr // a broken stream sends nothing more: there is nothing left to close
 	}
 	st.localEOF = true
 	done := st.remoteEOF

@@ -29,7 +29,7 @@ import (
 )
 
 // echo serves every accepted stream by copying it back, then closing.
-func echo(t *testing.T, srv *Session) {
+func echo(_ *testing.T, srv *Session) {
 	for {
 		st, err := srv.Accept()
 		if err != nil {
@@ -50,7 +50,7 @@ func TestStreamsRoundTripBeyondTheWindow(t *testing.T) {
 	go echo(t, srv)
 
 	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
+	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -76,7 +76,7 @@ func parseCanonicalUint(s string) (uint64, bool) {
 	if s == "" || len(s) > 20 || (len(s) > 1 && s[0] == '0') {
 		return 0, false
 	}
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		if s[i] < '0' || s[i] > '9' {
 			return 0, false
 		}
@@ -85,7 +85,7 @@ func parseCanonicalUint(s string) (uint64, bool) {
 	return v, err == nil
 }
 
-// ErrBadCursor: the cursor is malformed or does not fit the job's output.
+// ErrBadCursor says the cursor is malformed or does not fit the job's output.
 var ErrBadCursor = errors.New("bad cursor")
 
 // CursorError refuses a cursor.

@@ -195,7 +195,7 @@ func (r *Ring) growMetas() {
 	}
 	c := min(max(2*len(r.metas), minRingMetas), r.maxChunks)
 	nm := make([]chunkMeta, c)
-	for i := 0; i < r.count; i++ {
+	for i := range r.count {
 		nm[i] = r.metas[(r.first+i)%len(r.metas)]
 	}
 	r.metas, r.first = nm, 0

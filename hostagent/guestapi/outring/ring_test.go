@@ -41,7 +41,7 @@ func (r *Ring) retained() []Chunk {
 
 func TestRingCoalescesSameStream(t *testing.T) {
 	r := New(4<<20, 1024, 64<<10)
-	for i := 0; i < 10000; i++ {
+	for i := range 10000 {
 		r.Write(guestapi.Stdout, []byte{'a' + byte(i%26)})
 	}
 	if r.count != 1 || r.tail != 10000 {
@@ -93,7 +93,7 @@ func TestRingSplitKeepsCharactersWhole(t *testing.T) {
 
 func TestRingEvictsOldestByBytes(t *testing.T) {
 	r := New(1024, 1024, 256)
-	for i := 0; i < 5; i++ {
+	for i := range 5 {
 		r.Write(guestapi.Stream(1+i%2), bytes.Repeat([]byte{byte('a' + i)}, 256))
 	}
 	if r.count != 4 || r.firstSeq != 1 || r.droppedChunks != 1 || r.droppedBytes != 256 || r.head != 256 {
@@ -107,7 +107,7 @@ func TestRingEvictsOldestByBytes(t *testing.T) {
 
 func TestRingEvictsOldestByCount(t *testing.T) {
 	r := New(1<<20, 4, 1024)
-	for i := 0; i < 10; i++ {
+	for i := range 10 {
 		r.Write(guestapi.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
 	}
 	if r.count != 4 || r.droppedChunks != 6 || r.droppedBytes != 60 || r.firstSeq != 6 {
@@ -147,7 +147,7 @@ func TestRingWriteDoesNotAllocate(t *testing.T) {
 	r := New(4<<20, 1024, 64<<10)
 	small, big := []byte("x"), make([]byte, 100<<10)
 	// Warm up: grow the buffers to their bounds.
-	for i := 0; i < 200; i++ {
+	for range 200 {
 		r.Write(guestapi.Stdout, big)
 		r.Write(guestapi.Stderr, small)
 	}
@@ -164,7 +164,7 @@ func TestRingWriteDoesNotAllocate(t *testing.T) {
 func TestRingResolve(t *testing.T) {
 	r := New(100, 1024, 10)
 	// Chunks of 10 bytes at positions 0, 10, ..., 140; 0..49 evicted.
-	for i := 0; i < 15; i++ {
+	for i := range 15 {
 		r.Write(guestapi.Stream(1+i%2), bytes.Repeat([]byte{'x'}, 10))
 	}
 	if r.firstSeq != 5 || r.head != 50 || r.NextSeq() != 15 || r.tail != 150 {
@@ -251,7 +251,7 @@ func TestRingReadDoesNotSplitCharacters(t *testing.T) {
 // output the bounds allow, the counters add up, and a reader that follows
 // cursors receives every byte exactly once or is told it was dropped.
 func TestRingModel(t *testing.T) {
-	for seed := uint64(0); seed < 50; seed++ {
+	for seed := range uint64(50) {
 		rng := rand.New(rand.NewPCG(seed, 42))
 		maxBytes := 64 + rng.IntN(4096)
 		maxChunk := 1 + rng.IntN(maxBytes)
@@ -262,7 +262,7 @@ func TestRingModel(t *testing.T) {
 		var logStream []guestapi.Stream
 		var c Cursor
 		var received, gapBytes uint64
-		for op := 0; op < 400; op++ {
+		for op := range 400 {
 			if rng.IntN(3) > 0 {
 				n := rng.IntN(maxBytes/2 + 2)
 				if rng.IntN(20) == 0 {
