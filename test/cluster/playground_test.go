@@ -143,14 +143,20 @@ echo $!`)
 	// nothing else may fail.
 	p := startPolling(t, endpoint, token, true)
 	oldAgent := d.podNames(t, installNS, "agent")
+	var oldPods []string
+	for _, c := range []string{"manager", "gateway", "agent"} {
+		oldPods = append(oldPods, d.podNames(t, installNS, c)...)
+	}
 	d.helmRun(t, append([]string{"upgrade", release, filepath.Join(root, "charts", "playground"),
 		"--namespace", installNS, "--wait", "--timeout", "5m", "--set", "image.tag=" + upgradeTag}, values...)...)
 	d.rolledOut(t, installNS, "deployment/"+prefix+"manager", "deployment/"+prefix+"gateway", "daemonset/"+prefix+"agent")
 	p.settle(t)
 	p.stop(t, "the upgrade")
-	// The old agent pod ends: nothing of the sandboxes it reattached stays
-	// in its cgroup (the kubelet removes the pod only with its cgroup).
-	for _, old := range oldAgent {
+	// The old pods end (a rollout is complete when the new ones are
+	// available, not when the old ones are gone): nothing of the sandboxes
+	// the old agent reattached stays in its cgroup (the kubelet removes
+	// the pod only with its cgroup).
+	for _, old := range oldPods {
 		k.must("", "-n", installNS, "wait", "--for=delete", "pod/"+old, "--timeout=2m")
 	}
 	for _, c := range []string{"manager", "gateway", "agent"} {
