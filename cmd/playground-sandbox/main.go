@@ -23,6 +23,8 @@ limitations under the License.
 //	playground-sandbox init [-spares N]
 //	playground-sandbox shepherd   (started by init only)
 //	playground-sandbox vminit     (PID 1 of a vm sandbox's initramfs, as /init)
+//	playground-sandbox hold [-attach JOB]  (a job's holder in a jail, started by the agent)
+//	playground-sandbox reap -uid N -gid N -- COMMAND  (a jail's command, FreeBSD)
 package main
 
 import (
@@ -42,6 +44,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: playground-sandbox init [-spares N] | shepherd | confine [-as BYTES] [-cpu SECONDS] [-fds N] /PROGRAM [ARGS...]")
+	fmt.Fprintln(os.Stderr, "usage: playground-sandbox init [-spares N] | shepherd | hold [-attach JOB] | confine [-as BYTES] [-cpu SECONDS] [-fds N] /PROGRAM [ARGS...] | reap -uid N -gid N -- COMMAND")
 	os.Exit(2)
 }

@@ -24,10 +24,14 @@ import (
 )
 
 // run: in a jail the guest binary is the reaper that each command runs
-// under (hostagent/backend/jail); init and the shepherds are Linux's.
+// under and the holder of each job (hostagent/backend/jail); init and the
+// shepherds are Linux's.
 func run(mode string, args []string) int {
-	if mode == guestapi.ReapMode {
+	switch mode {
+	case guestapi.ReapMode:
 		return guest.RunReaper(args)
+	case guestapi.HoldMode:
+		return guest.RunHold(args)
 	}
 	usage()
 	return 2

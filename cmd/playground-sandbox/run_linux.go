@@ -39,6 +39,8 @@ func run(mode string, args []string) int {
 		return 0
 	case "shepherd":
 		return guest.RunShepherd()
+	case guestapi.HoldMode:
+		return guest.RunHold(args)
 	case guestapi.ConfineMode:
 		return guest.RunConfine(args)
 	case "vminit":

@@ -49,25 +49,29 @@ func isControl(req guestapi.StartRequest) bool {
 	return req.Jobs || req.Attach != ""
 }
 
-// serveControl accepts on init's control socket for as long as init runs.
-func (in *initProc) serveControl() {
+// listenControl makes init's control socket, root's only.
+func listenControl() (*net.UnixListener, error) {
 	path := filepath.Join(guestapi.RunDir, guestapi.ControlSocketName)
 	tmp := path + ".tmp"
 	_ = os.Remove(tmp)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
-		in.log.Printf("control socket: %v", err)
-		return
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	ln.SetUnlinkOnClose(false)
 	if err := os.Chmod(tmp, 0o600); err != nil {
-		in.log.Printf("control socket: %v", err)
-		return
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		in.log.Printf("control socket: %v", err)
-		return
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
+	return ln, nil
+}
+
+// serveControl accepts on init's control socket for as long as init runs.
+func (in *initProc) serveControl(ln *net.UnixListener) {
 	slots := make(chan struct{}, maxControl)
 	for {
 		c, err := ln.AcceptUnix()

@@ -34,5 +34,8 @@ limitations under the License.
 // proof of cleanup the agent's cancellations rely on.
 //
 // The init and shepherds are Linux-only; the FreeBSD guest is the reaper
-// that a jail's commands run under (reaper_freebsd.go).
+// that a jail's commands run under (reaper_freebsd.go) and the holder of
+// each of its jobs (hold.go): a shepherd's job holding (shepherd.go,
+// job.go), started for one job, with the operating system's process
+// calls behind process_linux.go and process_freebsd.go.
 package guest

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -139,11 +140,12 @@ func (in *initProc) run() error {
 	// sends WorkerSignal to a ready init, whose default action would kill it.
 	sigs := make(chan os.Signal, 64)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, guestapi.WorkerSignal)
-	if err := in.listen(); err != nil {
+	control, err := in.listen()
+	if err != nil {
 		return err
 	}
 	// Lives as long as init, which is the sandbox's lifetime.
-	go in.serveControl()
+	go in.serveControl(control)
 	if in.opts.VMPort != "" {
 		// Lives as long as init, which is the VM's lifetime.
 		go in.servePort(in.opts.VMPort)
@@ -200,46 +202,52 @@ func (in *initProc) run() error {
 	}
 }
 
-// listen creates the agent socket. It binds a temporary name and renames it
-// into place once listening, so the agent can take the socket's existence
-// as readiness. The socket stays in blocking mode: the shepherds block in
-// accept(2) on it, and O_NONBLOCK would be shared with them.
-func (in *initProc) listen() error {
+// listen creates the control socket and then the agent socket, which it
+// binds to a temporary name and renames into place once listening, so the
+// agent can take the socket's existence as readiness (of both: the agent
+// lists the sandbox's jobs as soon as init is ready). The socket stays in
+// blocking mode: the shepherds block in accept(2) on it, and O_NONBLOCK
+// would be shared with them.
+func (in *initProc) listen() (*net.UnixListener, error) {
 	if err := os.Chmod(guestapi.RunDir, 0o700); err != nil {
-		return fmt.Errorf("run directory: %w", err)
+		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	// RunDir outlives init (it is the host's): the jobs an earlier init
 	// held died with it, and must not be listed as held.
 	if err := os.RemoveAll(JobsDir); err != nil {
-		return fmt.Errorf("run directory: %w", err)
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	control, err := listenControl()
+	if err != nil {
+		return nil, err
 	}
 	path := filepath.Join(guestapi.RunDir, guestapi.SocketName)
 	tmp := path + ".tmp"
 	_ = os.Remove(tmp)
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("socket: %w", err)
+		return nil, fmt.Errorf("socket: %w", err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: tmp}); err != nil {
-		return fmt.Errorf("bind %s: %w", tmp, err)
+		return nil, fmt.Errorf("bind %s: %w", tmp, err)
 	}
 	if err := os.Chmod(tmp, 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	// accept(2) honours SO_RCVTIMEO: idle shepherds wake up now and then,
 	// and those left over from a burst of concurrent commands exit.
 	tv := unix.NsecToTimeval(IdleTimeout.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return fmt.Errorf("listener timeout: %w", err)
+		return nil, fmt.Errorf("listener timeout: %w", err)
 	}
 	if err := unix.Listen(fd, 128); err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return err
+		return nil, err
 	}
 	in.listener = os.NewFile(uintptr(fd), "listener")
-	return nil
+	return control, nil
 }
 
 // fill starts spares until opts.Spares are idle. After failures it waits

@@ -147,6 +147,18 @@ const (
 	// parses a file a guest wrote under it.
 	ConfineMode = "confine"
 
+	// HoldMode is `playground-sandbox hold`, a job's holder started for
+	// that one job where no init keeps shepherds (the jail backend): its
+	// standard input is the agent's connection, on which it takes the
+	// job's start as a shepherd does and then holds the job as a
+	// shepherd does, socket and record under HoldRunFlag's directory's
+	// "jobs". With HoldAttachFlag it instead connects to that job's
+	// socket and hands the connection back over standard input
+	// (SCM_RIGHTS), with a Started frame, or sends an Error frame.
+	HoldMode = "hold"
+	// HoldAttachFlag names the job a holder started with it attaches to.
+	HoldAttachFlag = "-attach"
+
 	// ReapMode is `playground-sandbox reap`, the FreeBSD guest's proof of
 	// cleanup: a jail's command runs under it, which the agent ends with
 	// SIGTERM and whose exit status says whether every descendant is

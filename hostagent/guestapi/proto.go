@@ -44,6 +44,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -480,4 +483,46 @@ func (fr *FrameReader) ReadFrame() (FrameType, []byte, error) {
 		return 0, nil, err
 	}
 	return FrameType(fr.hdr[0]), p, nil
+}
+
+// maxJobRecord bounds a job record read back: a spec, its Meta, a PID and
+// a time.
+const maxJobRecord = MaxJobMeta + 4096
+
+// ReadJobRecords reads the records of the jobs a sandbox holds from its
+// jobs directory, fsys (JobsDir: <id>.json, written by each job's holder),
+// by ID. A record removed meanwhile (its job was released), unreadable, or
+// not named by its own ID is left out; no directory is no jobs.
+func ReadJobRecords(fsys fs.FS) ([]JobRecord, error) {
+	names, err := fs.Glob(fsys, "*.json")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	out := []JobRecord{}
+	for _, n := range names {
+		b, err := readBounded(fsys, n, maxJobRecord)
+		if err != nil {
+			continue
+		}
+		var r JobRecord
+		if json.Unmarshal(b, &r) == nil && strings.TrimSuffix(n, ".json") == r.Spec.ID {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// readBounded reads file name of fsys if it is a regular file of at most
+// limit bytes.
+func readBounded(fsys fs.FS, name string, limit int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > limit {
+		return nil, fmt.Errorf("%s: not a job record", name)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
 }

@@ -1,3 +1,5 @@
+//go:build linux || freebsd
+
 /*
 Copyright 2026 The Playground Authors.
 
@@ -23,8 +25,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,6 +37,10 @@ import (
 // holds: <id>.sock, on which the job's holder accepts the agent, and
 // <id>.json, its JobRecord. Root's, mode 0700, like RunDir.
 const JobsDir = guestapi.RunDir + "/jobs"
+
+// jobsDir is where this process keeps its job's socket and record:
+// JobsDir, or the directory a holder is told (RunHold's -run).
+var jobsDir = JobsDir
 
 // validJobID says whether id is 1 to 64 letters, digits, '-' or '_': a
 // file name in JobsDir, and nothing else. (Not a regexp: the package would
@@ -71,7 +75,7 @@ func checkJobSpec(j *guestapi.JobSpec) error {
 	case len(j.Meta) > guestapi.MaxJobMeta:
 		return fmt.Errorf("job record of %d bytes: want at most %d", len(j.Meta), guestapi.MaxJobMeta)
 	}
-	if _, err := os.Stat(filepath.Join(JobsDir, j.ID+".json")); err == nil {
+	if _, err := os.Stat(filepath.Join(jobsDir, j.ID+".json")); err == nil {
 		return fmt.Errorf("job %s already exists in this sandbox", j.ID)
 	}
 	return nil
@@ -100,6 +104,36 @@ type jobHold struct {
 	poll         *guestapi.PollRequest
 	pollCursor   outring.Cursor
 	pollDeadline time.Time
+}
+
+// startJob starts req, whose Job is set, as a job the sandbox holds, and
+// holds it (holdJob) until it is released or expires.
+func (s *shepherd) startJob(req guestapi.StartRequest, stdin []byte) {
+	h, err := openJob(*req.Job)
+	if err != nil {
+		s.sendError(err.Error())
+		return
+	}
+	s.job = h
+	cmd, err := s.start(req, stdin)
+	if err == nil {
+		h.running = true
+		if err = h.writeRecord(cmd.pid); err != nil {
+			s.kill(cmd)
+			err = fmt.Errorf("recording the job: %w", err)
+		}
+	}
+	if err != nil {
+		h.remove()
+		s.startFailed(err)
+		return
+	}
+	if started, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStarted, guestapi.Started{PID: cmd.pid}); err == nil {
+		s.send(started)
+	}
+	// The job outlives this connection: a broken one is only dropped.
+	s.afterSend()
+	s.holdJob(cmd)
 }
 
 // holdJob supervises c as a job the sandbox holds, until the agent
@@ -139,7 +173,7 @@ func (s *shepherd) holdJob(c *command) {
 		pidIdx, outIdx, stdinIdx := -1, [2]int{-1, -1}, -1
 		if h.running {
 			pidIdx = len(pfds)
-			pfds = append(pfds, unix.PollFd{Fd: int32(c.pidfd), Events: unix.POLLIN})
+			pfds = append(pfds, unix.PollFd{Fd: int32(c.exited), Events: unix.POLLIN})
 			for i, o := range c.outs {
 				if !o.eof {
 					outIdx[i] = len(pfds)
@@ -412,10 +446,10 @@ func (s *shepherd) endJob(e *guestapi.Exit, proofLost string) {
 
 // openJob makes the job's socket and record, before its command starts.
 func openJob(spec guestapi.JobSpec) (*jobHold, error) {
-	if err := os.MkdirAll(JobsDir, 0o700); err != nil {
+	if err := os.MkdirAll(jobsDir, 0o700); err != nil {
 		return nil, err
 	}
-	sock := filepath.Join(JobsDir, spec.ID+".sock")
+	sock := filepath.Join(jobsDir, spec.ID+".sock")
 	_ = os.Remove(sock)
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
@@ -444,7 +478,7 @@ func (h *jobHold) writeRecord(pid int) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(JobsDir, h.spec.ID+".json")
+	path := filepath.Join(jobsDir, h.spec.ID+".json")
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
@@ -458,53 +492,11 @@ func (h *jobHold) remove() {
 		unix.Close(h.listen)
 		h.listen = -1
 	}
-	_ = os.Remove(filepath.Join(JobsDir, h.spec.ID+".json"))
-	_ = os.Remove(filepath.Join(JobsDir, h.spec.ID+".sock"))
+	_ = os.Remove(filepath.Join(jobsDir, h.spec.ID+".json"))
+	_ = os.Remove(filepath.Join(jobsDir, h.spec.ID+".sock"))
 }
 
 // ListJobs reads the records of the jobs the sandbox holds, by ID.
 func ListJobs() ([]guestapi.JobRecord, error) {
-	names, err := filepath.Glob(filepath.Join(JobsDir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	out := []guestapi.JobRecord{}
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			continue // removed meanwhile: the job was released
-		}
-		var r guestapi.JobRecord
-		if json.Unmarshal(b, &r) == nil && strings.TrimSuffix(filepath.Base(n), ".json") == r.Spec.ID {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-// attachJob relays the agent's connection to the holder of job id.
-func (s *shepherd) attachJob(id string) {
-	if !validJobID(id) {
-		s.sendError(fmt.Sprintf("job ID %q is malformed", id))
-		return
-	}
-	up, err := dialBounded("unix", filepath.Join(JobsDir, id+".sock"))
-	if err != nil {
-		s.sendError(fmt.Sprintf("no job %s in this sandbox: it ended and was released, or the sandbox restarted", id))
-		return
-	}
-	s.relayTo(up)
-}
-
-// listJobs answers a Jobs request.
-func (s *shepherd) listJobs() {
-	recs, err := ListJobs()
-	if err != nil {
-		s.sendError(err.Error())
-		return
-	}
-	if f, err := guestapi.AppendJSONFrame(nil, guestapi.FrameJobs, recs); err == nil {
-		s.send(f)
-	}
+	return guestapi.ReadJobRecords(os.DirFS(jobsDir))
 }
