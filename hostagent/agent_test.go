@@ -31,6 +31,7 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -147,8 +148,12 @@ func (otherGuest) JobConn(context.Context, string) (net.Conn, error) {
 	return agent, nil
 }
 
-func (g otherGuest) JobControlConn(ctx context.Context, id string) (net.Conn, error) {
-	return g.JobConn(ctx, id)
+func (g otherGuest) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
+	return guestexec.Control(g.JobConn).AttachJob(ctx, id, jobID)
+}
+
+func (g otherGuest) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
+	return guestexec.Control(g.JobConn).ListJobs(ctx, id)
 }
 
 func (g otherGuest) Capabilities() backend.Capabilities {

@@ -234,8 +234,8 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if caps := be.Capabilities(); caps.JobHolder != nil {
 		return a.startHeldJob(ctx, caps, tenant, spec.ID, req)
 	}
-	// A backend whose sandboxes hold no jobs (jail): the agent holds this
-	// job, which ends with it.
+	// A backend whose sandboxes hold no jobs (of this tree's, only the test
+	// double backendtest.Fake): the agent holds this job, which ends with it.
 	start := func(sink backend.Sink) (backend.Process, error) {
 		// The job outlives this call: its process must not die with ctx.
 		atLimit := forkLimit(be.Capabilities(), spec.ID)
@@ -331,15 +331,11 @@ func attacher(holder backend.JobHolder, sandboxID string) jobs.Attacher {
 	return func(ctx context.Context, jobID string) (jobs.Held, error) {
 		// Init joins the agent to the job's holder itself: no process of
 		// the sandbox needs to start for the agent to reach its jobs.
-		conn, err := holder.JobControlConn(ctx, sandboxID)
+		conn, err := holder.AttachJob(ctx, sandboxID, jobID)
 		if err != nil {
 			return nil, err
 		}
-		j, err := guestexec.AttachJob(ctx, conn, jobID)
-		if err != nil {
-			return nil, err
-		}
-		return j, nil
+		return guestexec.HeldJob(conn), nil
 	}
 }
 
@@ -399,11 +395,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 	if holder == nil {
 		return nil
 	}
-	conn, err := holder.JobControlConn(ctx, spec.ID)
-	if err != nil {
-		return fmt.Errorf("listing the jobs of sandbox %s: %w", spec.ID, err)
-	}
-	recs, err := guestexec.ListJobs(ctx, conn)
+	recs, err := holder.ListJobs(ctx, spec.ID)
 	if err != nil {
 		return fmt.Errorf("listing the jobs of sandbox %s: %w", spec.ID, err)
 	}

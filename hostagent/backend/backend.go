@@ -369,19 +369,25 @@ type Dialer interface {
 }
 
 // JobHolder is the behaviour, in Capabilities.JobHolder, of backends whose
-// sandboxes hold background jobs themselves (through package
-// guestexec): a job's processes, its output ring and its result live
-// in the sandbox, charged to it, and outlive the agent; the agent keeps only
-// its bookkeeping and reattaches after a restart. JobConn opens a connection
-// to the sandbox's init, on which guestexec starts, attaches to or lists
-// jobs. Jobs on other backends are held by the agent and end with it.
+// sandboxes hold background jobs themselves: a job's processes, its output
+// ring and its result live in the sandbox, charged to it, and outlive the
+// agent; the agent keeps only its account and reaches the job again after
+// a restart. Every backend that proves cleanup holds jobs. The connections
+// speak the guest protocol (package guestapi; the agent's side is package
+// guestexec).
 type JobHolder interface {
+	// JobConn opens a connection to a process of the sandbox that takes a
+	// job's start request and becomes the job's holder: an idle shepherd
+	// of the sandbox's init, or (jail) a holder started for the job.
 	JobConn(ctx context.Context, id string) (net.Conn, error)
-	// JobControlConn opens a connection on which the sandbox's init itself
-	// lists and attaches jobs (guestapi.ControlSocketName): no process of the
-	// sandbox starts for it, so a tenant that holds every PID or shepherd
-	// it has cannot keep its jobs from the agent.
-	JobControlConn(ctx context.Context, id string) (net.Conn, error)
+	// AttachJob opens a connection to the holder of job jobID, on which
+	// the job's own frames flow (Poll, Kill, Release); ErrNotFound when
+	// the sandbox holds no such job. No process of the sandbox need start
+	// for it where the sandbox's init joins the agent to the holder, so a
+	// tenant that holds every PID cannot keep its jobs from the agent.
+	AttachJob(ctx context.Context, id, jobID string) (net.Conn, error)
+	// ListJobs reads the records of the jobs the sandbox holds.
+	ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error)
 }
 
 // OOMCounter is the behaviour, in Capabilities.OOMCounter, of backends that

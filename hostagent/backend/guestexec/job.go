@@ -199,23 +199,46 @@ func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec 
 	return newJob(conn, fr, pid), nil
 }
 
-// AttachJob connects, through conn (a connection to the sandbox's init),
-// to the holder of job id, taking over from any earlier connection. An
-// unknown job is backend.ErrNotFound.
-func AttachJob(ctx context.Context, conn net.Conn, id string) (*Job, error) {
-	br, err := ask(ctx, conn, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Attach: id})
+// Control reaches the control socket of a sandbox's init
+// (guestapi.ControlSocketName), on which init itself lists the jobs its
+// sandbox holds and joins the agent to their holders. Its methods are a
+// backend's backend.JobHolder AttachJob and ListJobs.
+type Control func(ctx context.Context, id string) (net.Conn, error)
+
+// AttachJob implements backend.JobHolder over c.
+func (c Control) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
+	conn, err := c(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	br, err := ask(ctx, conn, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Attach: jobID})
 	if errors.Is(err, backend.ErrInvalidRequest) {
 		return nil, fmt.Errorf("%w: %v", backend.ErrNotFound, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return newJob(conn, guestapi.NewFrameReader(br), 0), nil
+	return &bufferedConn{Conn: conn, r: br}, nil
 }
 
-// ListJobs asks the shepherd that accepts conn for the jobs the sandbox
+// ListJobs implements backend.JobHolder over c.
+func (c Control) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
+	conn, err := c(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return listJobs(ctx, conn)
+}
+
+// HeldJob is the agent's side of conn, a connection to a job's holder
+// (backend.JobHolder's AttachJob).
+func HeldJob(conn net.Conn) *Job {
+	return newJob(conn, guestapi.NewFrameReader(bufio.NewReaderSize(conn, guestapi.OutputChunk+guestapi.HeaderSize)), 0)
+}
+
+// listJobs asks init, on conn, for the jobs the sandbox
 // holds. conn is closed when it returns.
-func ListJobs(ctx context.Context, conn net.Conn) ([]guestapi.JobRecord, error) {
+func listJobs(ctx context.Context, conn net.Conn) ([]guestapi.JobRecord, error) {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()

@@ -32,8 +32,9 @@ limitations under the License.
 //	        dev/                    devfs with ruleset 4 (devfsrules_jail)
 //	        home/sandbox workspace tmp  nullfs of layer/, writable
 //	        pile/                   nullfs of the pile, writable, its files sappnd
-//	    layer/{home,workspace,tmp}  the sandbox's writable files
 //	        .playground/bin/        nullfs of the installed guest binary's directory, read-only
+//	        .playground/run/jobs/   the jobs' sockets and records (root's, 0700)
+//	    layer/{home,workspace,tmp}  the sandbox's writable files
 //	<state>/piles/<id>/             the pile (PileDir): kept by Destroy with keepPile
 //	<state>/bin/<hash>/playground-sandbox  the guest binary, by content
 //
@@ -60,6 +61,14 @@ limitations under the License.
 // does not claim ProvesCleanup. Unlike the Linux guest, there is no init
 // with idle shepherds: each command starts its own reaper, and workers,
 // the relay and faculties are not offered.
+//
+// # Jobs
+//
+// The jail holds its background jobs as every sandbox does (job.go): a
+// holder per job, `playground-sandbox hold` started by jexec as the jail's
+// root, keeps the job's output ring, its socket and record under the
+// jail's run directory (/.playground/run/jobs, emptied when the jail
+// starts), and outlives the agent.
 //
 // # What is not done (see docs/isolation.md)
 //

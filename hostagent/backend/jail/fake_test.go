@@ -29,6 +29,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -228,6 +229,10 @@ func (f *fakeBSD) jail(line string, args []string) error {
 		}
 		// "All jailed processes are killed."
 		for _, p := range j.procs {
+			if p.holder {
+				killTree(p.cmd.Process.Pid)
+				continue
+			}
 			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		}
 		j.removed, j.dying = true, f.dyingPolls
@@ -461,6 +466,9 @@ func (f *fakeBSD) Start(c Command) (Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if reaper && len(a) >= 3 && a[1] == guestapi.Binary && a[2] == guestapi.HoldMode {
+		return f.startHolder(line, j, a[3:], c)
+	}
 	var rest []string
 	if reaper {
 		want := []string{guestapi.Binary, guestapi.ReapMode, "-uid", "1000", "-gid", "1000", "--", "/usr/bin/env", "-i"}
@@ -507,10 +515,101 @@ func (f *fakeBSD) Start(c Command) (Proc, error) {
 	return p, nil
 }
 
+// startHolder runs the guest binary's job holder (jexec NAME
+// /.playground/bin/playground-sandbox hold ARGS): the real one, built for
+// this machine and found where the jail's mounts put it, told the
+// directories its run directory and home resolve to through the jail's
+// mounts (what jail_attach and chroot do on FreeBSD), with the backend's
+// socket as its standard input. It is hostagent/guest/hold.go's code but
+// for process_freebsd.go (procctl's reaper and kqueue), whose Linux
+// counterparts run here.
+func (f *fakeBSD) startHolder(line string, j *fakeJail, args []string, c Command) (Proc, error) {
+	bin := f.resolve(j, guestapi.Binary)
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fail(1, line, "jexec: execvp: "+guestapi.Binary+": No such file or directory")
+	}
+	home := f.resolve(j, guestapi.TenantHome)
+	// The jail's mounts make the home reachable to the sandbox user; here
+	// the directories above it are the test's.
+	for d := home; d != "/"; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			_ = os.Chmod(d, fi.Mode().Perm()|0o011)
+		}
+	}
+	argv := append([]string{guestapi.HoldMode, "-run", f.resolve(j, guestapi.RunDir), "-home", home}, args...)
+	cmd := exec.Command(bin, argv...)
+	cmd.Env = guestapi.OwnEnv()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: c.Detach, Setpgid: !c.Detach}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &fakeProc{cmd: cmd, holder: true}
+	j.procs = append(j.procs, p)
+	return p, nil
+}
+
+// killTree kills pid's descendants (a holder's: a subreaper, every
+// orphan of its job is its child) until none is left, then pid: what
+// jail -R does to a jail's processes.
+func killTree(pid int) {
+	killDescendants(pid)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// killDescendants kills pid's descendants until none is left.
+func killDescendants(pid int) {
+	for range 100 {
+		kids := descendantsOf(pid)
+		if len(kids) == 0 {
+			break
+		}
+		for _, k := range kids {
+			_ = syscall.Kill(k, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// descendantsOf lists the live descendants of pid, from /proc.
+func descendantsOf(pid int) []int {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			parent[p] = pp
+		}
+	}
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
 type fakeProc struct {
 	cmd    *exec.Cmd
 	reaper bool
 	loses  bool
+	holder bool
 
 	mu         sync.Mutex
 	terminated bool

@@ -115,7 +115,10 @@ type Backend struct {
 	locks keyedmutex.Mutex
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend   = (*Backend)(nil)
+	_ backend.JobHolder = (*Backend)(nil)
+)
 
 // New returns a backend over opts.StateDir, creating it.
 func New(opts Options) (*Backend, error) {
@@ -209,10 +212,15 @@ func installGuest(stateDir, src string) (string, error) {
 // Name implements backend.Backend.
 func (b *Backend) Name() string { return Name }
 
-// Capabilities implements backend.Backend. Cleanup is proven when commands
-// run under the guest binary's reaper, that is when there is one.
+// Capabilities implements backend.Backend. Cleanup is proven, and jobs are
+// held in the jail (job.go), when commands run under the guest binary's
+// reaper, that is when there is one.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b}
+	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b}
+	if b.guestDir != "" {
+		c.JobHolder = b
+	}
+	return c
 }
 
 var zfsName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*(/[A-Za-z0-9_.:-]+)*$`)
@@ -571,6 +579,9 @@ func (b *Backend) start(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	if err := b.writeEtc(ctx, spec); err != nil {
+		return err
+	}
+	if err := b.resetRunDir(id); err != nil {
 		return err
 	}
 	if err := b.setLimits(ctx, name, b.resources(spec)); err != nil {

@@ -48,6 +48,9 @@ type Command struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Detach starts the command in a session of its own: a job's holder,
+	// which outlives the agent and whatever signals the agent's group.
+	Detach bool
 }
 
 // Proc is a started Command.
@@ -144,6 +147,9 @@ func (ExecRunner) Start(c Command) (Proc, error) {
 	// ends: what they write within OutputDrain still goes out, then the
 	// pipes close, so that the command's end is not theirs.
 	cmd.WaitDelay = OutputDrain
+	if c.Detach {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

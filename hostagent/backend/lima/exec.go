@@ -84,12 +84,17 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 	return b.dial(ctx, id)
 }
 
-// JobControlConn implements backend.JobHolder. Lima forwards init's
-// socket only (lima.yaml's portForwards), so its shepherds answer here:
-// a tenant that holds every PID of its sandbox can keep its jobs from an
-// agent that restarts, which then reports the sandbox and retries.
-func (b *Backend) JobControlConn(ctx context.Context, id string) (net.Conn, error) {
-	return b.JobConn(ctx, id)
+// AttachJob implements backend.JobHolder. Lima forwards init's socket
+// only (lima.yaml's portForwards), so its shepherds answer here: a tenant
+// that holds every PID of its sandbox can keep its jobs from an agent
+// that restarts, which then reports the sandbox and retries.
+func (b *Backend) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
+	return guestexec.Control(b.JobConn).AttachJob(ctx, id, jobID)
+}
+
+// ListJobs implements backend.JobHolder, as AttachJob.
+func (b *Backend) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
+	return guestexec.Control(b.JobConn).ListJobs(ctx, id)
 }
 
 // dial connects to the forwarded socket of sandbox id.

@@ -108,19 +108,24 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 	return b.dial(ctx, id)
 }
 
-// JobControlConn implements backend.JobHolder: a connection to init's
-// control socket, on which init itself lists and attaches jobs.
-func (b *Backend) JobControlConn(ctx context.Context, id string) (net.Conn, error) {
+// AttachJob implements backend.JobHolder: init's control socket joins the
+// connection to the job's holder.
+func (b *Backend) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
+	return guestexec.Control(b.controlConn).AttachJob(ctx, id, jobID)
+}
+
+// ListJobs implements backend.JobHolder: init lists its sandbox's jobs.
+func (b *Backend) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
+	return guestexec.Control(b.controlConn).ListJobs(ctx, id)
+}
+
+// controlConn is a connection to init's control socket, on which init
+// itself lists and attaches jobs.
+func (b *Backend) controlConn(ctx context.Context, id string) (net.Conn, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
-	c, err := b.dialSocket(ctx, id, guestapi.ControlSocketName)
-	if err != nil && errors.Is(err, backend.ErrNotRunning) && backend.FileExists(b.socketPath(id)) {
-		// An init that started before control sockets: its shepherds
-		// answer, as they did.
-		return b.dial(ctx, id)
-	}
-	return c, err
+	return b.dialSocket(ctx, id, guestapi.ControlSocketName)
 }
 
 // OOMKills implements backend.OOMCounter: the oom_kill count of the

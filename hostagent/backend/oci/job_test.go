@@ -99,11 +99,7 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	cursor := p.Next
 	j.Close() // the agent goes away mid-job
 
-	lc, err := b.dial(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := guestexec.ListJobs(ctx, lc)
+	recs, err := guestexec.Control(b.JobConn).ListJobs(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,14 +107,11 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 		t.Fatalf("ListJobs = %+v; want job-1, PID %d, with its record", recs, j.PID)
 	}
 
-	ac, err := b.dial(ctx, id)
+	ac, err := guestexec.Control(b.JobConn).AttachJob(ctx, id, "job-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	j2, err := guestexec.AttachJob(ctx, ac, "job-1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	j2 := guestexec.HeldJob(ac)
 	select {
 	case <-j2.Ended():
 	case <-time.After(time.Minute):
@@ -148,12 +141,10 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	if _, err := j2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lc, _ = b.dial(ctx, id)
-	if recs, err := guestexec.ListJobs(ctx, lc); err != nil || len(recs) != 0 {
+	if recs, err := guestexec.Control(b.JobConn).ListJobs(ctx, id); err != nil || len(recs) != 0 {
 		t.Errorf("after Release: jobs %+v, %v; want none", recs, err)
 	}
-	ac, _ = b.dial(ctx, id)
-	if _, err := guestexec.AttachJob(ctx, ac, "job-1"); !errors.Is(err, backend.ErrNotFound) {
+	if _, err := guestexec.Control(b.JobConn).AttachJob(ctx, id, "job-1"); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("attaching a released job: %v; want ErrNotFound", err)
 	}
 }
@@ -190,14 +181,11 @@ func TestJobKilledWithProofAfterReattach(t *testing.T) {
 		t.Fatalf("descendant %s died with the connection; the job should hold it", pid)
 	}
 
-	ac, err := b.dial(ctx, id)
+	ac, err := guestexec.Control(b.JobConn).AttachJob(ctx, id, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	j2, err := guestexec.AttachJob(ctx, ac, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	j2 := guestexec.HeldJob(ac)
 	if err := j2.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -265,11 +253,7 @@ func TestJobExpiresUnpolled(t *testing.T) {
 	}
 	j.Close()
 	list := func() []guestapi.JobRecord {
-		lc, err := b.dial(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := guestexec.ListJobs(ctx, lc)
+		recs, err := guestexec.Control(b.JobConn).ListJobs(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -963,10 +963,15 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 	return st, nil
 }
 
-// JobControlConn implements backend.JobHolder: a stream of the agent
-// port, whose job listing or attachment the guest's init answers itself.
-func (b *Backend) JobControlConn(ctx context.Context, id string) (net.Conn, error) {
-	return b.JobConn(ctx, id)
+// AttachJob implements backend.JobHolder over a stream of the agent
+// port, whose attachment the guest's init answers itself.
+func (b *Backend) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
+	return guestexec.Control(b.JobConn).AttachJob(ctx, id, jobID)
+}
+
+// ListJobs implements backend.JobHolder, as AttachJob.
+func (b *Backend) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
+	return guestexec.Control(b.JobConn).ListJobs(ctx, id)
 }
 
 // stream opens a connection to an idle shepherd of the sandbox's running
