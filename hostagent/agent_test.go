@@ -215,7 +215,7 @@ func (b *atPIDLimit) ForksRefused(string) (uint64, bool) { return b.refused.Load
 
 func (b *atPIDLimit) Capabilities() backend.Capabilities {
 	c := b.Fake.Capabilities()
-	c.ForkCounter = b
+	c.ForkCounter, c.JobHolder = b, b
 	return c
 }
 

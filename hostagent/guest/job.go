@@ -320,7 +320,7 @@ func (s *shepherd) startPoll(req *guestapi.PollRequest) {
 		_, _, err = h.ring.Resolve(cur)
 	}
 	if err != nil {
-		s.sendFrames(guestapi.AppendJSONFrame(nil, guestapi.FramePage, guestapi.Page{Error: cursorReason(err)}))
+		s.sendFrames(guestapi.AppendJSONFrame(nil, guestapi.FramePage, guestapi.Page{Error: outring.Reason(err)}))
 		return
 	}
 	req.Max = min(max(req.Max, 1), guestapi.MaxJobPage)
@@ -341,29 +341,7 @@ func (s *shepherd) answerPoll() {
 func (s *shepherd) sendPage(cur outring.Cursor, budget int) {
 	h := s.job
 	h.lastPoll = time.Now()
-	cur, gap, err := h.ring.Resolve(cur)
-	if err != nil {
-		s.sendFrames(guestapi.AppendJSONFrame(nil, guestapi.FramePage, guestapi.Page{Error: cursorReason(err)}))
-		return
-	}
-	chunks, next := h.ring.Read(cur, budget)
-	page := guestapi.Page{Next: next.String(), AtEnd: h.ring.AtEnd(next), Exit: h.exit, ProofLost: h.proofLost}
-	for _, ch := range chunks {
-		page.Chunks = append(page.Chunks, guestapi.PageChunk{Stream: ch.Stream, Seq: ch.Seq, Offset: ch.Offset, Len: len(ch.Data)})
-	}
-	if gap != nil {
-		page.Gap = &guestapi.PageGap{FromSeq: gap.FromSeq, ToSeq: gap.ToSeq, Chunks: gap.Chunks, Bytes: gap.Bytes}
-	}
-	page.DroppedBytes, page.DroppedChunks = h.ring.Dropped()
-	f, err := guestapi.AppendJSONFrame(nil, guestapi.FramePage, page)
-	for _, ch := range chunks {
-		t := guestapi.FrameStdout
-		if ch.Stream == guestapi.Stderr {
-			t = guestapi.FrameStderr
-		}
-		f = guestapi.AppendFrame(f, t, ch.Data)
-	}
-	s.sendFrames(f, err)
+	s.sendFrames(h.ring.AppendPage(nil, cur, budget, h.exit, h.proofLost))
 }
 
 // sendFrames sends f unless making it failed.
@@ -380,14 +358,6 @@ func (s *shepherd) afterSend() {
 	if s.lost {
 		s.dropAgent()
 	}
-}
-
-// cursorReason is why the ring refused a cursor.
-func cursorReason(err error) string {
-	if ce, ok := errors.AsType[*outring.CursorError](err); ok {
-		return ce.Reason
-	}
-	return err.Error()
 }
 
 // answerable: the pending poll has something to return at once.

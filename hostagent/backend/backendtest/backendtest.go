@@ -28,12 +28,14 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // RunFunc is what a command does: it writes its output to sink and
@@ -63,15 +65,20 @@ type Fake struct {
 	specFaculties map[string][]backend.Faculty
 	faculties     map[string][]backend.Faculty
 	builds        int
+	holders       map[string]*Holder
 }
 
-var _ backend.Builder = (*Fake)(nil)
+var (
+	_ backend.Builder   = (*Fake)(nil)
+	_ backend.JobHolder = (*Fake)(nil)
+)
 
 // New returns a Fake of backend class name whose commands run run.
 func New(name string, run RunFunc) *Fake {
 	return &Fake{
 		name: name, run: run, sandboxes: map[string]bool{}, commands: map[string][]string{},
 		specFaculties: map[string][]backend.Faculty{}, faculties: map[string][]backend.Faculty{},
+		holders: map[string]*Holder{},
 	}
 }
 
@@ -94,7 +101,53 @@ type Piece struct {
 func (f *Fake) Name() string { return f.name }
 
 func (f *Fake) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, Builder: f}
+	return backend.Capabilities{ProvesCleanup: true, Builder: f, JobHolder: f}
+}
+
+// holder is sandbox id's Holder, made on first use; nil when the sandbox
+// does not run.
+func (f *Fake) holder(id string) *Holder {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.sandboxes[id] {
+		return nil
+	}
+	h := f.holders[id]
+	if h == nil {
+		h = NewHolder(func(req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+			return f.Exec(context.Background(), id, req, sink)
+		})
+		f.holders[id] = h
+	}
+	return h
+}
+
+// JobConn implements backend.JobHolder: the sandbox's jobs are held by a
+// Holder, in memory, and run the Fake's RunFunc.
+func (f *Fake) JobConn(_ context.Context, id string) (net.Conn, error) {
+	h := f.holder(id)
+	if h == nil {
+		return nil, backend.ErrNotRunning
+	}
+	return h.Conn(), nil
+}
+
+// AttachJob implements backend.JobHolder.
+func (f *Fake) AttachJob(_ context.Context, id, jobID string) (net.Conn, error) {
+	h := f.holder(id)
+	if h == nil {
+		return nil, backend.ErrNotRunning
+	}
+	return h.Attach(jobID)
+}
+
+// ListJobs implements backend.JobHolder.
+func (f *Fake) ListJobs(_ context.Context, id string) ([]guestapi.JobRecord, error) {
+	h := f.holder(id)
+	if h == nil {
+		return nil, backend.ErrNotRunning
+	}
+	return h.List(), nil
 }
 
 func (f *Fake) Provision(_ context.Context, spec backend.Spec) error {
@@ -122,6 +175,11 @@ func (f *Fake) set(id string, running bool) error {
 		f.faculties[id] = f.specFaculties[id]
 	}
 	f.sandboxes[id] = running
+	if h := f.holders[id]; h != nil && !running {
+		// The sandbox's jobs end with it.
+		delete(f.holders, id)
+		go h.Close()
+	}
 	return nil
 }
 
@@ -148,6 +206,10 @@ func (f *Fake) Destroy(_ context.Context, id string, _ bool) error {
 		return backend.ErrNotFound
 	}
 	delete(f.sandboxes, id)
+	if h := f.holders[id]; h != nil {
+		delete(f.holders, id)
+		go h.Close()
+	}
 	delete(f.specFaculties, id)
 	delete(f.faculties, id)
 	return nil
