@@ -236,10 +236,9 @@ func (a *Agent) backendOf(id string) backend.Backend {
 // Jobs is the agent's job manager, for status and metrics.
 func (a *Agent) Jobs() *jobs.Manager { return a.jobs }
 
-// Close stops the job manager. Jobs that their sandboxes hold run on, for
-// the next agent to adopt; jobs the agent holds itself (on a backend that
-// cannot hold them) are killed with proof. Sandboxes and their files stay;
-// they are reattached by the next agent.
+// Close stops the job manager. Jobs run on in their sandboxes, which hold
+// them, for the next agent to adopt. Sandboxes and their files stay; they
+// are reattached by the next agent.
 func (a *Agent) Close(ctx context.Context) error { return a.jobs.Close(ctx) }
 
 // Ensure makes the sandbox of spec ready on this node and serves it:

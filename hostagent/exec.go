@@ -231,22 +231,11 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if !be.Capabilities().ProvesCleanup {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", be.Name())
 	}
-	if caps := be.Capabilities(); caps.JobHolder != nil {
-		return a.startHeldJob(ctx, caps, tenant, spec.ID, req)
+	caps := be.Capabilities()
+	if caps.JobHolder == nil {
+		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend's sandboxes cannot hold background jobs: use exec", be.Name())
 	}
-	// A backend whose sandboxes hold no jobs (of this tree's, only the test
-	// double backendtest.Fake): the agent holds this job, which ends with it.
-	start := func(sink backend.Sink) (backend.Process, error) {
-		// The job outlives this call: its process must not die with ctx.
-		atLimit := forkLimit(be.Capabilities(), spec.ID)
-		p, err := be.Exec(context.WithoutCancel(ctx), spec.ID, req.backendRequest(), sink)
-		err = atLimit(err)
-		if err != nil {
-			return nil, a.execError(err)
-		}
-		return p, nil
-	}
-	return a.jobs.Start(ctx, tenant, spec.ID, start, jobs.WithTimeout(req.Timeout), jobs.WithCommand(req.Command))
+	return a.startHeldJob(ctx, caps, tenant, spec.ID, req)
 }
 
 // startHeldJob starts a job that its sandbox holds: it outlives this

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 func TestDefaultLimits(t *testing.T) {
@@ -34,7 +35,6 @@ func TestDefaultLimits(t *testing.T) {
 		RingBytes: 4 << 20, RingChunks: 1024, ChunkBytes: 64 << 10,
 		TerminalTTL: time.Hour, SweepInterval: time.Minute,
 		DefaultPollBytes: 1 << 20, MaxPollBytes: 4 << 20, MaxPollWait: 30 * time.Second,
-		KillDrain: 10 * time.Second,
 	}
 	if l != want {
 		t.Fatalf("DefaultLimits() = %+v\nwant %+v", l, want)
@@ -199,21 +199,19 @@ func TestAdmissionTable(t *testing.T) {
 
 func TestStartFailureReleasesCapacity(t *testing.T) {
 	h := newHarness(t, Limits{ActivePerTenant: 1})
-	boom := errors.New("exec failed")
-	_, err := h.m.Start(context.Background(), "a", "sb", func(s backend.Sink) (backend.Process, error) {
-		s.Write(backend.Stdout, []byte("partial"))
-		return nil, boom
-	})
+	boom := errors.New("the sandbox refused the job")
+	attach := func(context.Context, string) (Held, error) { return nil, ErrUnreachable }
+	_, err := h.m.StartHeld(context.Background(), "a", "sb", func(guestapi.JobSpec) (Held, error) { return nil, boom }, attach)
 	if !errors.Is(err, boom) {
-		t.Fatalf("Start: %v, want %v", err, boom)
+		t.Fatalf("StartHeld: %v, want %v", err, boom)
 	}
-	_, err = h.m.Start(context.Background(), "a", "sb", func(backend.Sink) (backend.Process, error) { panic("bug") })
+	_, err = h.m.StartHeld(context.Background(), "a", "sb", func(guestapi.JobSpec) (Held, error) { panic("bug") }, attach)
 	if err == nil || !strings.Contains(err.Error(), "panicked") {
-		t.Fatalf("Start with a panicking start func: %v", err)
+		t.Fatalf("StartHeld with a panicking start func: %v", err)
 	}
-	_, err = h.m.Start(context.Background(), "a", "sb", func(backend.Sink) (backend.Process, error) { return nil, nil })
+	_, err = h.m.StartHeld(context.Background(), "a", "sb", func(guestapi.JobSpec) (Held, error) { return nil, nil }, attach)
 	if err == nil {
-		t.Fatal("Start with no process succeeded")
+		t.Fatal("StartHeld with no connection succeeded")
 	}
 	if s := h.m.Stats(); s.Active != 0 || s.Retained != 0 || s.StartFailed != 3 {
 		t.Fatalf("stats after failed starts: %+v", s)
@@ -232,7 +230,7 @@ func TestAdmissionIsAtomic(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := h.m.Start(context.Background(), "a", "sb", func(s backend.Sink) (backend.Process, error) {
+			_, err := startOn(t, h.m, "a", "sb", func(s backend.Sink) (backend.Process, error) {
 				time.Sleep(time.Millisecond) // widen the window a TOCTOU would need
 				return newFakeProc(s), nil
 			})
@@ -272,15 +270,20 @@ func TestJobIDs(t *testing.T) {
 
 func TestStartValidates(t *testing.T) {
 	h := newHarness(t, Limits{})
-	if _, err := h.m.Start(context.Background(), "", "sb", func(backend.Sink) (backend.Process, error) { return nil, nil }); err == nil {
+	start := func(guestapi.JobSpec) (Held, error) { return nil, nil }
+	attach := func(context.Context, string) (Held, error) { return nil, ErrUnreachable }
+	if _, err := h.m.StartHeld(context.Background(), "", "sb", start, attach); err == nil {
 		t.Error("empty tenant accepted")
 	}
-	if _, err := h.m.Start(context.Background(), "a", "sb", nil); err == nil {
+	if _, err := h.m.StartHeld(context.Background(), "a", "sb", nil, attach); err == nil {
 		t.Error("nil start func accepted")
+	}
+	if _, err := h.m.StartHeld(context.Background(), "a", "sb", start, nil); err == nil {
+		t.Error("nil attacher accepted")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := h.m.Start(ctx, "a", "sb", func(backend.Sink) (backend.Process, error) { return nil, nil }); !errors.Is(err, context.Canceled) {
+	if _, err := h.m.StartHeld(ctx, "a", "sb", start, attach); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled ctx: %v", err)
 	}
 }
@@ -361,8 +364,10 @@ func TestEndSandbox(t *testing.T) {
 	if got.Job.State != StateFailed || got.Job.Result == nil || got.Job.Result.Error != "the sandbox was restarted" {
 		t.Fatalf("%+v %+v", got.Job, got.Job.Result)
 	}
-	if _, out := h.drain("a", done.ID, ""); string(out[backend.Stdout]) != "kept" {
-		t.Fatalf("a finished job's output after a restart: %q", out[backend.Stdout])
+	// Its output went with the sandbox's processes (its holder held it);
+	// its result stays.
+	if r := h.poll("a", done.ID, "", 0); !r.Done || r.Job.State != StateExited || len(r.Chunks) != 0 {
+		t.Fatalf("a finished job after a restart: %+v", r)
 	}
 	if r := h.poll("b", other.ID, "", 0); r.Job.State != StateRunning {
 		t.Fatalf("another sandbox's job: %s", r.Job.State)

@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"sync"
 	"testing"
 
@@ -34,6 +35,7 @@ import (
 type runningHeld struct {
 	once  sync.Once
 	ended chan struct{}
+	err   error // the connection closed before the job ended
 }
 
 func newRunningHeld() *runningHeld { return &runningHeld{ended: make(chan struct{})} }
@@ -48,10 +50,19 @@ func (h *runningHeld) Release(context.Context) (guestexec.JobPage, error) {
 }
 func (h *runningHeld) Ended() <-chan struct{} { return h.ended }
 func (h *runningHeld) End() (*guestapi.Exit, string, error) {
+	if h.err != nil {
+		return nil, "", h.err
+	}
 	return &guestapi.Exit{Code: 0, Killed: true}, "", nil
 }
-func (h *runningHeld) Close() error { return nil }
-func (h *runningHeld) end()         { h.once.Do(func() { close(h.ended) }) }
+
+// Close closes the connection, as a guestexec.Job's does: Ended fires with
+// the connection's error, and the job goes on in its sandbox.
+func (h *runningHeld) Close() error {
+	h.once.Do(func() { h.err = net.ErrClosed; close(h.ended) })
+	return nil
+}
+func (h *runningHeld) end() { h.once.Do(func() { close(h.ended) }) }
 
 // heldRecord is what a sandbox lists of a job a former agent started for
 // tenant.

@@ -26,7 +26,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // fakeClock is a Clock that moves only when a test advances it. Timer
@@ -132,6 +136,7 @@ type fakeProc struct {
 	keepRunningOnKill bool
 
 	kills       atomic.Int32
+	waited      atomic.Int32 // Waits that returned the process's end
 	killStarted chan struct{}
 	killOnce    sync.Once
 }
@@ -151,6 +156,7 @@ func (p *fakeProc) exit(st backend.ExitStatus, err error) {
 func (p *fakeProc) Wait(ctx context.Context) (backend.ExitStatus, error) {
 	select {
 	case <-p.exited:
+		p.waited.Add(1)
 		return p.status, p.waitErr
 	case <-ctx.Done():
 		return backend.ExitStatus{}, ctx.Err()
@@ -182,6 +188,8 @@ type harness struct {
 	m     *Manager
 	clock *fakeClock
 	log   *syncBuffer // what the manager logged, as JSON lines
+	// holders are the jobs' holders, by job ID.
+	holders sync.Map
 }
 
 func newHarness(t *testing.T, l Limits) *harness {
@@ -239,7 +247,8 @@ func (h *harness) internalError(r *Result, what, detail string) {
 }
 
 // start starts a job with a fakeProc, configured by setup before the
-// manager sees it.
+// manager sees it, held by an in-memory holder over the guest protocol
+// (backendtest.Holder), as a sandbox holds it.
 func (h *harness) start(tenant string, setup func(*fakeProc), opts ...StartOption) (JobInfo, *fakeProc) {
 	h.t.Helper()
 	info, p, err := h.tryStart(tenant, setup, opts...)
@@ -251,14 +260,42 @@ func (h *harness) start(tenant string, setup func(*fakeProc), opts ...StartOptio
 
 func (h *harness) tryStart(tenant string, setup func(*fakeProc), opts ...StartOption) (JobInfo, *fakeProc, error) {
 	var p *fakeProc
-	info, err := h.m.Start(context.Background(), tenant, "sb-"+tenant, func(s backend.Sink) (backend.Process, error) {
-		p = newFakeProc(s)
+	holder := backendtest.NewHolder(func(_ backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+		p = newFakeProc(sink)
 		if setup != nil {
 			setup(p)
 		}
 		return p, nil
-	}, opts...)
+	})
+	info, err := startWith(h.t, h.m, holder, tenant, "sb-"+tenant, opts...)
+	if err == nil {
+		h.holders.Store(info.ID, holder)
+	}
 	return info, p, err
+}
+
+// startOn starts a job of tenant in sandboxID on m whose command is the
+// process proc returns, held by an in-memory holder over the guest
+// protocol (backendtest.Holder), as a sandbox holds it.
+func startOn(t testing.TB, m *Manager, tenant, sandboxID string, proc func(backend.Sink) (backend.Process, error), opts ...StartOption) (JobInfo, error) {
+	holder := backendtest.NewHolder(func(_ backend.ExecRequest, sink backend.Sink) (backend.Process, error) { return proc(sink) })
+	return startWith(t, m, holder, tenant, sandboxID, opts...)
+}
+
+// startWith starts a job on m that holder holds.
+func startWith(t testing.TB, m *Manager, holder *backendtest.Holder, tenant, sandboxID string, opts ...StartOption) (JobInfo, error) {
+	t.Cleanup(holder.Close)
+	start := func(js guestapi.JobSpec) (Held, error) {
+		return guestexec.StartJob(context.Background(), holder.Conn(), backend.ExecRequest{Command: "fake"}, js)
+	}
+	attach := func(_ context.Context, id string) (Held, error) {
+		c, err := holder.Attach(id)
+		if err != nil {
+			return nil, err
+		}
+		return guestexec.HeldJob(c), nil
+	}
+	return m.StartHeld(context.Background(), tenant, sandboxID, start, attach, opts...)
 }
 
 // job returns the manager's record of id.

@@ -205,8 +205,13 @@ func Release(ctx context.Context, attach Attacher, id string) error {
 	return err
 }
 
-// StartHeld admits a job as Start does and starts it with start as a job
-// its sandbox holds: the manager keeps the job's bookkeeping (bounds,
+// StartHeld admits a job for tenant in sandboxID and starts it with start
+// as a job its sandbox holds. It refuses with a *LimitError when a bound is
+// hit and no capacity can be freed, a *HaltedError while admission is
+// halted, or ErrClosed. Admission reserves the capacity before start is
+// called, so concurrent starts cannot both take the last slot; if start
+// fails the reservation is released and its error returned. ctx bounds
+// only the admission. Then the manager keeps the job's bookkeeping (bounds,
 // timeout, TTL, acknowledgement) and routes polls and cancels to the
 // holder, reached again through attach when the connection breaks. The
 // job outlives the manager: Close leaves it running, and the next
@@ -219,7 +224,7 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 	for _, opt := range opts {
 		opt(&o)
 	}
-	j, err := m.reserve(ctx, tenant, sandboxID, true, o.command)
+	j, err := m.reserve(ctx, tenant, sandboxID, o.command)
 	if err != nil {
 		return JobInfo{}, err
 	}
@@ -246,6 +251,7 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 	}
 	if err != nil {
 		m.unreserveLocked(j)
+		m.stats.StartFailed++
 		return JobInfo{}, fmt.Errorf("starting job: %w", err)
 	}
 	m.stats.Started++
@@ -331,7 +337,7 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 	if started.IsZero() || started.After(now) {
 		started = now
 	}
-	j := m.insertLocked(id, tenant, sandboxID, started, true)
+	j := m.insertLocked(id, tenant, sandboxID, started)
 	j.command = commandSummary(meta.Command)
 	m.mu.Unlock()
 	defer m.wg.Done()
@@ -593,6 +599,10 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 	defer cancel()
 	req := guestapi.PollRequest{Cursor: cur.String(), Max: min(maxBytes, guestapi.MaxJobPage), WaitMillis: int(wait.Milliseconds())}
 	page, err := conn.Poll(pctx, req)
+	if m.isClosed() {
+		// The manager let go of its jobs while this poll waited.
+		return PollResult{}, ErrClosed
+	}
 	if err != nil && !errors.Is(err, outring.ErrBadCursor) && ctx.Err() == nil {
 		// The connection broke: attach again, and ask once more.
 		var c Held
@@ -632,6 +642,9 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return PollResult{}, ErrClosed
+	}
 	if page.Exit != nil || page.ProofLost != "" {
 		m.heldEndedLocked(j, page.Exit, page.ProofLost)
 	}

@@ -51,13 +51,6 @@ type Limits struct {
 	MaxPollBytes     int
 	// MaxPollWait caps a long poll.
 	MaxPollWait time.Duration
-
-	// KillDrain is how long, after Kill proved the tree dead, the manager
-	// waits for the backend to deliver the remaining output before it
-	// stops waiting and reports the job killed with possibly incomplete
-	// output. It bounds how long a job can stay "cancelling" after a
-	// successful kill.
-	KillDrain time.Duration
 }
 
 // Defaults from DESIGN.md section 4, and the manager's own choices for the
@@ -75,7 +68,6 @@ const (
 	DefaultPollBytes         = 1 << 20
 	DefaultMaxPollBytes      = 4 << 20
 	DefaultMaxPollWait       = 30 * time.Second
-	DefaultKillDrain         = 10 * time.Second
 )
 
 // DefaultLimits returns the defaults.
@@ -107,7 +99,6 @@ func (l Limits) withDefaults() Limits {
 	setInt(&l.MaxPollBytes, DefaultMaxPollBytes)
 	setInt(&l.DefaultPollBytes, min(DefaultPollBytes, l.MaxPollBytes))
 	setDur(&l.MaxPollWait, DefaultMaxPollWait)
-	setDur(&l.KillDrain, DefaultKillDrain)
 	return l
 }
 
@@ -132,7 +123,6 @@ func (l Limits) validate() error {
 		{"DefaultPollBytes", int64(l.DefaultPollBytes)},
 		{"MaxPollBytes", int64(l.MaxPollBytes)},
 		{"MaxPollWait", int64(l.MaxPollWait)},
-		{"KillDrain", int64(l.KillDrain)},
 	}
 	for _, f := range pos {
 		if f.v <= 0 {

@@ -42,7 +42,7 @@ func TestListShowsWhatHoldsTheBounds(t *testing.T) {
 	h.clock.Advance(time.Second)
 	third, p3 := h.start("alice", nil)
 	h.start("bob", nil, WithCommand("bob's secret"))
-	if _, err := h.m.Start(context.Background(), "alice", "another-sandbox", func(s backend.Sink) (backend.Process, error) {
+	if _, err := startOn(t, h.m, "alice", "another-sandbox", func(s backend.Sink) (backend.Process, error) {
 		return newFakeProc(s), nil
 	}, WithCommand("elsewhere")); err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
@@ -79,31 +79,20 @@ type job struct {
 	// starting is true from admission until the start func returns; such a
 	// job holds capacity but is invisible to lookups.
 	starting bool
-	// ring holds the output of a job the agent holds; a held job's output
-	// is in its sandbox, reached through held.
-	ring outring.Ring
+	// held is the connection to the job's holder, in its sandbox, which
+	// keeps the job's processes and output.
 	held *heldConn
 	// oomAtStart and oomCount are a held job's sandbox's OOM kills when
 	// it started, and how to count them now (WithOOMCounter).
 	oomAtStart *uint64
 	oomCount   func() (uint64, bool)
 
-	proc       backend.Process
-	waitCtx    context.Context
-	cancelWait context.CancelFunc
-	timeout    Timer
-	drain      Timer
+	timeout Timer
 
-	// Kill bookkeeping: cause is why Kill was called, killing that it is in
-	// flight, killProven that it returned nil.
-	cause      killCause
-	killing    bool
-	killProven bool
-	killErr    error
-
-	waitDone bool
-	exit     backend.ExitStatus
-	waitErr  error
+	// Kill bookkeeping: cause is why the job is killed, killing that the
+	// kill is in flight.
+	cause   killCause
+	killing bool
 
 	result    *Result
 	startedAt time.Time
@@ -114,10 +103,6 @@ type job struct {
 	doneSent bool
 	acked    bool
 
-	// notify is closed and cleared on any change, to wake long polls. It is
-	// allocated only when a poll waits, so writes without waiting pollers
-	// allocate nothing.
-	notify chan struct{}
 	// done is closed when the job turns terminal.
 	done chan struct{}
 }
@@ -127,7 +112,6 @@ type killCause int
 const (
 	causeCancel killCause = iota + 1
 	causeTimeout
-	causeShutdown
 )
 
 // Option configures a Manager.
@@ -177,64 +161,20 @@ func New(limits Limits, clock Clock, opts ...Option) (*Manager, error) {
 	return m, nil
 }
 
-// Limits returns the manager's effective limits.
-func (m *Manager) Limits() Limits { return m.limits }
-
-// Start admits a job for tenant in sandboxID and starts it with start. It
-// refuses with a *LimitError when a bound is hit and no capacity can be
-// freed, a *HaltedError while admission is halted, or ErrClosed. Admission
-// reserves the capacity before start is called, so concurrent Starts cannot
-// both take the last slot; if start fails the reservation is released and its
-// error returned. ctx bounds only the admission; start should close over
-// the context its own work needs.
-func (m *Manager) Start(ctx context.Context, tenant, sandboxID string, start StartFunc, opts ...StartOption) (JobInfo, error) {
-	if start == nil {
-		return JobInfo{}, errors.New("jobs: nil start func")
-	}
-	var o startOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	j, err := m.reserve(ctx, tenant, sandboxID, false, o.command)
-	if err != nil {
-		return JobInfo{}, err
-	}
-	defer m.wg.Done()
-
-	proc, err := callStart(func() (backend.Process, error) { return start(&sink{m: m, j: j}) })
-
+// isClosed says whether Close was called.
+func (m *Manager) isClosed() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err == nil && proc == nil {
-		err = errors.New("start returned no process")
-	}
-	if err != nil {
-		m.unreserveLocked(j)
-		m.stats.StartFailed++
-		return JobInfo{}, fmt.Errorf("starting job: %w", err)
-	}
-	j.starting = false
-	j.proc = proc
-	j.waitCtx, j.cancelWait = context.WithCancel(m.ctx)
-	m.stats.Started++
-	m.wg.Add(1)
-	go m.wait(j)
-	if o.timeout > 0 {
-		j.timeout = m.clock.AfterFunc(o.timeout, func() { m.timedOut(j) })
-	}
-	if m.closed {
-		// Close ran while the command was starting and could not kill it;
-		// the caller could not poll the job anyway.
-		m.beginKillLocked(j, causeShutdown)
-		return JobInfo{}, ErrClosed
-	}
-	return j.infoLocked(), nil
+	return m.closed
 }
+
+// Limits returns the manager's effective limits.
+func (m *Manager) Limits() Limits { return m.limits }
 
 // reserve admits a job for tenant in sandboxID and inserts it, starting:
 // it holds capacity from now on. The caller starts it, then calls
 // unreserveLocked if that failed, and m.wg.Done in any case.
-func (m *Manager) reserve(ctx context.Context, tenant, sandboxID string, held bool, command string) (*job, error) {
+func (m *Manager) reserve(ctx context.Context, tenant, sandboxID, command string) (*job, error) {
 	if tenant == "" {
 		return nil, errors.New("jobs: empty tenant")
 	}
@@ -247,14 +187,14 @@ func (m *Manager) reserve(ctx context.Context, tenant, sandboxID string, held bo
 		m.stats.Refused++
 		return nil, err
 	}
-	j := m.insertLocked(m.newIDLocked(), tenant, sandboxID, m.clock.Now(), held)
+	j := m.insertLocked(m.newIDLocked(), tenant, sandboxID, m.clock.Now())
 	j.command = command
 	return j, nil
 }
 
 // insertLocked inserts a starting job and counts it against the bounds; it
 // adds to m.wg for the caller's start.
-func (m *Manager) insertLocked(id, tenant, sandboxID string, started time.Time, held bool) *job {
+func (m *Manager) insertLocked(id, tenant, sandboxID string, started time.Time) *job {
 	j := &job{
 		id:        id,
 		tenant:    tenant,
@@ -264,9 +204,6 @@ func (m *Manager) insertLocked(id, tenant, sandboxID string, started time.Time, 
 		startedAt: started,
 		lastPoll:  m.clock.Now(),
 		done:      make(chan struct{}),
-	}
-	if !held {
-		j.ring = outring.New(m.limits.RingBytes, m.limits.RingChunks, m.limits.ChunkBytes)
 	}
 	m.jobs[j.id] = j
 	m.activeByTenant[tenant]++
@@ -409,42 +346,6 @@ func (m *Manager) internalErrorLocked(j *job, what string, err error) string {
 	return fmt.Sprintf("%s (internal error %s: give the operator this ID if it recurs)", what, id)
 }
 
-// sink is a job's backend.Sink.
-type sink struct {
-	m *Manager
-	j *job
-}
-
-// Write copies p into the job's ring. It never waits for a reader: the only
-// wait is the manager's mutex, whose holders do bounded work.
-func (s *sink) Write(stream backend.Stream, p []byte) {
-	if len(p) == 0 {
-		return
-	}
-	m, j := s.m, s.j
-	m.mu.Lock()
-	if j.state.Terminal() {
-		m.stats.DiscardedBytes += uint64(len(p))
-		m.mu.Unlock()
-		return
-	}
-	b, c := j.ring.Dropped()
-	j.ring.Write(stream, p)
-	m.stats.OutputBytes += uint64(len(p))
-	b2, c2 := j.ring.Dropped()
-	m.stats.DroppedBytes += b2 - b
-	m.stats.Evictions += c2 - c
-	wakeLocked(j)
-	m.mu.Unlock()
-}
-
-func wakeLocked(j *job) {
-	if j.notify != nil {
-		close(j.notify)
-		j.notify = nil
-	}
-}
-
 // lookupLocked finds tenant's job. Unknown, malformed, starting, recycled,
 // expired and other tenants' jobs all give the same error.
 func (m *Manager) lookupLocked(tenant, id string) (*job, error) {
@@ -501,7 +402,6 @@ func (m *Manager) sweepTick() {
 func (m *Manager) recycleLocked(j *job) {
 	delete(m.jobs, j.id)
 	decr(m.retainedByTenant, j.tenant)
-	j.ring.Release()
 	if j.held != nil {
 		j.held.release()
 	}
@@ -529,74 +429,12 @@ func (m *Manager) Poll(ctx context.Context, tenant, jobID, cursorText string, ma
 	wait = min(max(wait, 0), m.limits.MaxPollWait)
 
 	m.mu.Lock()
-	if j, err := m.lookupLocked(tenant, jobID); err == nil && j.held != nil {
-		m.mu.Unlock()
-		return m.pollHeld(ctx, j, cur, maxBytes, wait)
-	}
-	var waitCtx context.Context
-	defer m.mu.Unlock()
-	var seen State
-	for first := true; ; first = false {
-		j, err := m.lookupLocked(tenant, jobID)
-		if err != nil {
-			return PollResult{}, err
-		}
-		if first {
-			seen = j.state
-		}
-		res, err := m.pageLocked(j, cur, maxBytes)
-		if err != nil {
-			return PollResult{}, err
-		}
-		if len(res.Chunks) > 0 || res.Gap != nil || res.Done || j.state != seen || wait == 0 {
-			return res, nil
-		}
-		// Nothing new and the job is active: wait for a change. The timer
-		// runs on the manager's clock so that tests control it.
-		if waitCtx == nil {
-			var cancel context.CancelFunc
-			waitCtx, cancel = context.WithCancel(ctx)
-			t := m.clock.AfterFunc(wait, cancel)
-			defer t.Stop() //nolint:gocritic // once per call: waitCtx is set here
-			defer cancel() //nolint:gocritic // once per call, as above
-		}
-		if j.notify == nil {
-			j.notify = make(chan struct{})
-		}
-		ch := j.notify
-		m.mu.Unlock()
-		select {
-		case <-ch:
-		case <-waitCtx.Done():
-		}
-		m.mu.Lock()
-		if err := ctx.Err(); err != nil {
-			return PollResult{}, err
-		}
-		if waitCtx.Err() != nil {
-			wait = 0 // timed out: one last look, then return whatever there is
-		}
-	}
-}
-
-// pageLocked builds one page and does the poll's bookkeeping: the poll time
-// (for the TTL), sealing, and acknowledgement.
-func (m *Manager) pageLocked(j *job, c outring.Cursor, maxBytes int) (PollResult, error) {
-	c, gap, err := j.ring.Resolve(c)
+	j, err := m.lookupLocked(tenant, jobID)
+	m.mu.Unlock()
 	if err != nil {
 		return PollResult{}, err
 	}
-	j.lastPoll = m.clock.Now()
-	chunks, next := j.ring.Read(c, maxBytes)
-	res := PollResult{
-		Chunks:     chunks,
-		NextCursor: next.String(),
-		Gap:        gap,
-		Done:       j.state.Terminal() && j.ring.AtEnd(next),
-	}
-	res.DroppedBytes, res.DroppedChunks = j.ring.Dropped()
-	m.doneLocked(j, &res, res.Done)
-	return res, nil
+	return m.pollHeld(ctx, j, cur, maxBytes, wait)
 }
 
 // doneLocked completes a page: whether it is Done, the acknowledgement of
@@ -656,128 +494,18 @@ func (m *Manager) timedOut(j *job) {
 // goroutine owned by the manager. A job already cancelling keeps its first
 // cause.
 func (m *Manager) beginKillLocked(j *job, cause killCause) {
-	if j.state != StateRunning || (j.proc == nil && j.held == nil) {
+	if j.state != StateRunning || j.held == nil {
 		return
 	}
 	j.state = StateCancelling
 	j.cause = cause
 	j.killing = true
-	wakeLocked(j)
 	m.wg.Add(1)
-	if j.held != nil {
-		go m.killHeld(j)
-		return
-	}
-	go m.kill(j)
-}
-
-// kill runs Process.Kill. Only a nil error turns the job killed; any error is
-// a failure to prove the tree dead (the interface allows no other), except
-// when Close abandoned the kill.
-func (m *Manager) kill(j *job) {
-	defer m.wg.Done()
-	err := j.proc.Kill(m.ctx)
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	j.killing = false
-	if j.state.Terminal() {
-		return
-	}
-	if err == nil {
-		j.killProven = true
-		if j.waitDone {
-			m.finishKilledLocked(j)
-			return
-		}
-		// The tree is dead; give the backend a bounded time to deliver the
-		// last output, then stop waiting (the waiter finishes the job).
-		j.drain = m.clock.AfterFunc(m.limits.KillDrain, j.cancelWait)
-		return
-	}
-	j.killErr = err
-	if m.ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		m.finishLocked(j, StateFailed, &Result{
-			ExitCode: -1,
-			Error:    m.internalErrorLocked(j, "the job manager shut down before the kill completed", err),
-			Duration: m.clock.Now().Sub(j.startedAt),
-		})
-		return
-	}
-	if !errors.Is(err, backend.ErrProofLost) {
-		err = fmt.Errorf("%w: %w", backend.ErrProofLost, err)
-	}
-	m.haltLocked(fmt.Sprintf("killing job %s of tenant %s in sandbox %s: %v", j.id, j.tenant, j.sandbox, err),
-		j.id, j.tenant, j.sandbox, err)
-	m.finishLocked(j, StateFailed, &Result{
-		ExitCode: -1,
-		Error:    m.internalErrorLocked(j, "the kill could not prove that the job's processes are gone, so some may still run in the sandbox", err),
-		Duration: m.clock.Now().Sub(j.startedAt),
-	})
-	// finishLocked cancelled the job's Wait: the process may live on, and
-	// the waiter must not wait for it.
-}
-
-// wait is the job's waiter goroutine: it ends when the process's Wait
-// returns, which the backend guarantees once the process has ended or the
-// job's wait context is cancelled (after a failed kill, a drain timeout, or
-// Close abandoning).
-func (m *Manager) wait(j *job) {
-	defer m.wg.Done()
-	st, err := j.proc.Wait(j.waitCtx)
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	j.waitDone, j.exit, j.waitErr = true, st, err
-	switch {
-	case j.state.Terminal():
-		// A failed kill already ended it.
-	case j.killProven:
-		m.finishKilledLocked(j)
-	case j.killing:
-		// The kill decides: the job is terminal only once it is proven.
-	case errors.Is(err, backend.ErrProofLost):
-		// The backend lost track of the command (its shepherd died): its
-		// processes may live on, as after a failed kill.
-		m.haltLocked(fmt.Sprintf("job %s of tenant %s in sandbox %s: %v", j.id, j.tenant, j.sandbox, err), j.id, j.tenant, j.sandbox, err)
-		why := "the sandbox lost track of the command, so some of its processes may still run in the sandbox"
-		if st.OOMKilled {
-			why = "the sandbox ran out of memory and the OOM killer took the command's supervision, so some of its processes may still run in the sandbox"
-		}
-		m.finishLocked(j, StateFailed, &Result{
-			ExitCode:  -1,
-			OOMKilled: st.OOMKilled,
-			Error:     m.internalErrorLocked(j, why, err),
-			Duration:  m.clock.Now().Sub(j.startedAt),
-		})
-	case err != nil:
-		m.finishLocked(j, StateFailed, &Result{
-			ExitCode: -1,
-			Error:    m.internalErrorLocked(j, "waiting for the command failed", err),
-			Duration: m.clock.Now().Sub(j.startedAt),
-		})
-	default:
-		m.finishLocked(j, StateExited, &Result{ExitCode: st.Code, Signal: st.Signal, OOMKilled: st.OOMKilled, Duration: st.Duration})
-	}
-}
-
-func (m *Manager) finishKilledLocked(j *job) {
-	state := StateKilled
-	if j.cause == causeTimeout {
-		state = StateTimedOut
-	}
-	r := &Result{ExitCode: j.exit.Code, Signal: j.exit.Signal, Killed: true, TimedOut: j.cause == causeTimeout, Duration: j.exit.Duration}
-	if j.waitErr != nil {
-		r.ExitCode, r.Signal = -1, ""
-		r.Duration = m.clock.Now().Sub(j.startedAt)
-		r.Error = m.internalErrorLocked(j, fmt.Sprintf("the processes are proven dead, but the backend did not finish delivering output within %s; some output may be missing",
-			m.limits.KillDrain), j.waitErr)
-	}
-	m.finishLocked(j, state, r)
+	go m.killHeld(j)
 }
 
 // finishLocked turns j terminal: it releases its active capacity (it stays
-// retained until recycled), stops its timers and wakes its pollers.
+// retained until recycled) and stops its timers.
 func (m *Manager) finishLocked(j *job, state State, r *Result) {
 	j.state = state
 	j.result = r
@@ -787,14 +515,7 @@ func (m *Manager) finishLocked(j *job, state State, r *Result) {
 	if j.timeout != nil {
 		j.timeout.Stop()
 	}
-	if j.drain != nil {
-		j.drain.Stop()
-	}
-	if j.cancelWait != nil {
-		j.cancelWait()
-	}
 	close(j.done)
-	wakeLocked(j)
 }
 
 func (j *job) infoLocked() JobInfo {
@@ -961,15 +682,12 @@ func (m *Manager) EndSandbox(sandboxID, why string, forget bool) int {
 	return ended
 }
 
-// Close stops the manager. It refuses new calls, lets go of the jobs their
-// sandboxes hold (they run on, for the next manager to adopt), kills every
-// other active job (with proof, as a cancel would) and waits for the kills
-// and the jobs' waiters to end. If ctx ends first it abandons them: it cancels the
-// context of every outstanding Kill and Wait, waits for those calls to
-// return (backends must honor their context), and returns ctx's error; an
-// abandoned job's processes may live on in its sandbox. It also returns the
-// errors of kills that failed (a failed kill halts admission as usual, so
-// AdmissionStatus still tells). A second Close returns nil at once.
+// Close stops the manager. It refuses new calls, lets go of the jobs
+// (their sandboxes hold them: they run on, for the next manager to adopt)
+// and waits for its own goroutines (kills in flight, watchers) to end. If
+// ctx ends first it abandons them: it cancels their context, waits for
+// them to return, and returns ctx's error. A second Close returns nil at
+// once.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -980,17 +698,10 @@ func (m *Manager) Close(ctx context.Context) error {
 	if m.sweeper != nil {
 		m.sweeper.Stop()
 	}
-	var killed []*job
 	for _, j := range m.jobs {
 		if j.held != nil {
-			// The sandbox holds it: it runs on, and the next manager
-			// adopts it.
 			j.held.disconnect()
-		} else if j.state == StateRunning && j.proc != nil {
-			m.beginKillLocked(j, causeShutdown)
-			killed = append(killed, j)
 		}
-		wakeLocked(j) // pollers see ErrClosed
 	}
 	m.mu.Unlock()
 
@@ -999,22 +710,14 @@ func (m *Manager) Close(ctx context.Context) error {
 		m.wg.Wait()
 		close(done)
 	}()
-	var errs []error
+	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("jobs: abandoning jobs still ending at close: %w", ctx.Err()))
+		err = fmt.Errorf("jobs: abandoning work still in flight at close: %w", ctx.Err())
 		m.cancel()
 		<-done
 	}
 	m.cancel()
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, j := range killed {
-		if j.killErr != nil {
-			errs = append(errs, fmt.Errorf("jobs: killing job %s: %w", j.id, j.killErr))
-		}
-	}
-	return errors.Join(errs...)
+	return err
 }

@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 )
 
 func TestPollPagesAndDone(t *testing.T) {
@@ -155,6 +156,8 @@ func TestPollGap(t *testing.T) {
 	if want := (Gap{FromSeq: 0, ToSeq: 3, Chunks: 3, Bytes: 300}); r.Gap == nil || *r.Gap != want {
 		t.Fatalf("gap from start %+v, want %+v", r.Gap, want)
 	}
+	// The holder's totals reach the stats when the job ends.
+	h.finish(info.ID, p, 0)
 	if s := h.m.Stats(); s.DroppedBytes != 300 || s.Evictions != 3 || s.OutputBytes != 1300 {
 		t.Fatalf("stats %+v", s)
 	}
@@ -231,12 +234,10 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// waiting reports whether a long poll is parked on the job.
+// waiting reports whether a long poll is parked on the job, in its holder.
 func (h *harness) waiting(id string) bool {
-	h.m.mu.Lock()
-	defer h.m.mu.Unlock()
-	j := h.m.jobs[id]
-	return j != nil && j.notify != nil
+	holder, ok := h.holders.Load(id)
+	return ok && holder.(*backendtest.Holder).Waiting(id)
 }
 
 type pollOutcome struct {
@@ -286,7 +287,7 @@ func TestLongPoll(t *testing.T) {
 			t.Fatalf("%+v", o)
 		}
 	})
-	t.Run("wakes on cancelling", func(t *testing.T) {
+	t.Run("wakes on the kill's end", func(t *testing.T) {
 		h := newHarness(t, Limits{})
 		info, p := h.start("a", func(p *fakeProc) { p.killGate = make(chan struct{}) })
 		ch := h.longPoll(context.Background(), info.ID, "", 30*time.Second)
@@ -295,33 +296,30 @@ func TestLongPoll(t *testing.T) {
 		if ci, err := h.m.Cancel(ctx, "a", info.ID); err != nil || ci.State != StateCancelling {
 			t.Fatalf("Cancel: %+v %v", ci, err)
 		}
+		close(p.killGate)
 		o := receive(t, ch)
-		if o.err != nil || o.r.Job.State != StateCancelling || o.r.Done {
+		if o.err != nil || o.r.Job.State != StateKilled || !o.r.Done {
 			t.Fatalf("%+v", o)
 		}
-		close(p.killGate)
 	})
 	t.Run("times out empty", func(t *testing.T) {
+		// The holder waits, in the sandbox, on its own clock.
 		h := newHarness(t, Limits{})
 		info, _ := h.start("a", nil)
-		ch := h.longPoll(context.Background(), info.ID, "", 5*time.Second)
-		h.clock.Advance(4 * time.Second)
-		select {
-		case o := <-ch:
-			t.Fatalf("returned before its wait: %+v", o)
-		case <-time.After(20 * time.Millisecond):
-		}
-		h.clock.Advance(time.Second)
+		start := time.Now()
+		ch := h.longPoll(context.Background(), info.ID, "", 200*time.Millisecond)
 		o := receive(t, ch)
 		if o.err != nil || len(o.r.Chunks) != 0 || o.r.Done || o.r.NextCursor != "0.0" {
 			t.Fatalf("%+v", o)
 		}
+		if waited := time.Since(start); waited < 200*time.Millisecond {
+			t.Fatalf("returned after %v, before its wait", waited)
+		}
 	})
 	t.Run("wait is capped", func(t *testing.T) {
-		h := newHarness(t, Limits{})
+		h := newHarness(t, Limits{MaxPollWait: 100 * time.Millisecond})
 		info, _ := h.start("a", nil)
 		ch := h.longPoll(context.Background(), info.ID, "", 24*time.Hour)
-		h.clock.Advance(30 * time.Second)
 		if o := receive(t, ch); o.err != nil {
 			t.Fatal(o.err)
 		}

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -96,7 +95,7 @@ func TestConcurrentProducersAndPollers(t *testing.T) {
 		tenant := string(rune('a' + ti))
 		for ji := range jobsPerTenant {
 			var p *fakeProc
-			info, err := m.Start(context.Background(), tenant, "sb", func(s backend.Sink) (backend.Process, error) {
+			info, err := startOn(t, m, tenant, "sb", func(s backend.Sink) (backend.Process, error) {
 				p = newFakeProc(s)
 				return p, nil
 			})
@@ -226,7 +225,7 @@ func FuzzPoll(f *testing.F) {
 		}
 		defer m.Close(context.Background())
 		var p *fakeProc
-		info, err := m.Start(context.Background(), "a", "sb", func(s backend.Sink) (backend.Process, error) {
+		info, err := startOn(t, m, "a", "sb", func(s backend.Sink) (backend.Process, error) {
 			p = newFakeProc(s)
 			return p, nil
 		})
@@ -267,68 +266,4 @@ func FuzzPoll(f *testing.F) {
 			t.Fatalf("next cursor %q refused: %v", r.NextCursor, err)
 		}
 	})
-}
-
-func BenchmarkSinkWrite(b *testing.B) {
-	for _, size := range []int{16, 512, 4 << 10, 64 << 10} {
-		b.Run(byteSize(size), func(b *testing.B) {
-			m, err := New(Limits{}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close(context.Background())
-			var sink backend.Sink
-			if _, err := m.Start(context.Background(), "a", "sb", func(s backend.Sink) (backend.Process, error) {
-				sink = s
-				return newFakeProc(s), nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-			p := make([]byte, size)
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				sink.Write(backend.Stdout, p)
-			}
-		})
-	}
-	b.Run("parallel-jobs-4KiB", func(b *testing.B) {
-		m, err := New(Limits{}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer m.Close(context.Background())
-		var mu sync.Mutex
-		var sinks []backend.Sink
-		for range 8 {
-			if _, err := m.Start(context.Background(), "a", "sb", func(s backend.Sink) (backend.Process, error) {
-				mu.Lock()
-				sinks = append(sinks, s)
-				mu.Unlock()
-				return newFakeProc(s), nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		p := make([]byte, 4<<10)
-		b.SetBytes(int64(len(p)))
-		b.ReportAllocs()
-		var next int
-		b.RunParallel(func(pb *testing.PB) {
-			mu.Lock()
-			s := sinks[next%len(sinks)]
-			next++
-			mu.Unlock()
-			for pb.Next() {
-				s.Write(backend.Stdout, p)
-			}
-		})
-	})
-}
-
-func byteSize(n int) string {
-	if n >= 1<<10 {
-		return strconv.Itoa(n>>10) + "KiB"
-	}
-	return strconv.Itoa(n) + "B"
 }

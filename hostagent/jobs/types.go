@@ -21,7 +21,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
@@ -138,18 +137,13 @@ type Stats struct {
 	// Reclaimed counts unread terminal jobs recycled to give their slot to
 	// a tenant holding fewer (the fair-share rule of the node-wide bound).
 	Reclaimed uint64
-	// OutputBytes counts bytes written by jobs into their rings: as they
-	// are written for the jobs the agent holds, and when they end for
-	// the jobs their sandboxes hold (from the holder's totals), as do
+	// OutputBytes counts bytes written by jobs into their rings, in their
+	// sandboxes, from each holder's totals when its job ends, as do
 	// DroppedBytes and Evictions.
 	OutputBytes uint64
 	// DroppedBytes and Evictions count bytes and chunks the rings evicted.
 	DroppedBytes uint64
 	Evictions    uint64
-	// DiscardedBytes counts output that arrived after its job was terminal
-	// (only possible when the manager stopped waiting for it) and was not
-	// kept.
-	DiscardedBytes uint64
 	// HaltedSandboxes counts the sandboxes whose admission is halted.
 	HaltedSandboxes int
 }
@@ -167,10 +161,6 @@ type AdmissionStatus struct {
 	Tenant    string
 	SandboxID string
 }
-
-// StartFunc starts a job's command with output going to sink, typically by
-// calling Backend.Exec. It is called without the manager's lock held.
-type StartFunc func(sink backend.Sink) (backend.Process, error)
 
 // StartOption modifies one Start.
 type StartOption func(*startOptions)

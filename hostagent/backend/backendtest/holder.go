@@ -71,6 +71,7 @@ type heldJob struct {
 	conn      *heldConn
 	changed   chan struct{} // closed and replaced on every change
 	released  bool
+	waiting   int // polls parked until there is something to say
 }
 
 // Conn is a connection on which the holder takes a job's start
@@ -104,6 +105,20 @@ func (h *Holder) List() []guestapi.JobRecord {
 		out = append(out, j.record)
 	}
 	return out
+}
+
+// Waiting says whether a poll of job id waits, parked, for something to
+// say.
+func (h *Holder) Waiting(id string) bool {
+	h.mu.Lock()
+	j := h.jobs[id]
+	h.mu.Unlock()
+	if j == nil {
+		return false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.waiting > 0
 }
 
 // Close ends every job as the sandbox's stop would: their processes are
@@ -281,7 +296,6 @@ func (j *heldJob) killLocked() {
 			j.endLocked(nil, err.Error())
 			return
 		}
-		st.Code, st.Signal = -1, "SIGKILL"
 		j.endLocked(exitOf(st, true), "")
 	}()
 }
@@ -366,12 +380,20 @@ func (j *heldJob) answer(c *heldConn, req guestapi.PollRequest) {
 			return
 		}
 		changed := j.changed
+		j.waiting++
 		j.mu.Unlock()
 		select {
 		case <-changed:
 		case <-time.After(time.Until(deadline)):
 		case <-c.done:
+		}
+		j.mu.Lock()
+		j.waiting--
+		j.mu.Unlock()
+		select {
+		case <-c.done:
 			return
+		default:
 		}
 	}
 }

@@ -135,11 +135,11 @@ func testJobs(t *testing.T, n *node) {
 // (backend.JobHolder) promises: a job outlives the agent process, and the
 // next one adopts it under its ID: its output reads on from the client's
 // cursor with nothing lost, its cancel still proves its descendants dead,
-// and its tenant's bounds still count it. A backend whose sandboxes do
-// not hold jobs skips the group: their jobs end with the agent.
+// and its tenant's bounds still count it. A backend that runs no jobs
+// (it cannot prove their cleanup) skips the group.
 func testJobsAcrossRestarts(t *testing.T, n *node) {
 	if n.be.Capabilities().JobHolder == nil || !n.be.Capabilities().ProvesCleanup {
-		t.Skip("the backend's sandboxes do not hold jobs: the agent holds them, and they end with it")
+		t.Skip("the backend runs no background jobs: it cannot prove their cleanup")
 	}
 	spec := n.spec("jobs-restart")
 	s := n.open(t, spec)
