@@ -24,6 +24,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -628,15 +629,23 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 	for _, c := range chunks {
 		total += len(c.Data)
 	}
-	for !page.AtEnd && total < maxBytes {
+	// The holder's pages are gathered up to the budget; a chunk a page
+	// ended inside goes on in the next, and is joined again. Below
+	// utf8.UTFMax bytes of budget the ring could only split a character:
+	// the rest comes next time.
+	for !page.AtEnd && maxBytes-total >= utf8.UTFMax {
 		more, err := conn.Poll(pctx, guestapi.PollRequest{Cursor: page.Next, Max: min(maxBytes-total, guestapi.MaxJobPage)})
 		if err != nil || more.Gap != nil || len(more.Data) == 0 {
 			break // what there is makes a page; the rest comes next time
 		}
 		for _, c := range more.Data {
 			total += len(c.Data)
+			if n := len(chunks); n > 0 && chunks[n-1].Seq == c.Seq && chunks[n-1].Stream == c.Stream && chunks[n-1].Offset+len(chunks[n-1].Data) == c.Offset {
+				chunks[n-1].Data = append(chunks[n-1].Data, c.Data...)
+				continue
+			}
+			chunks = append(chunks, c)
 		}
-		chunks = append(chunks, more.Data...)
 		page = more
 	}
 
