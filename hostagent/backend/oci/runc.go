@@ -163,18 +163,8 @@ func (r *runc) cgroupPaths(id string) []string {
 	if r.gvisor {
 		return r.gvisorCgroupPaths(id)
 	}
-	data, err := os.ReadFile(filepath.Join(r.root, id, "state.json"))
-	if err != nil {
-		return nil
-	}
-	var st struct {
-		CgroupPaths map[string]string `json:"cgroup_paths"`
-	}
-	if json.Unmarshal(data, &st) != nil {
-		return nil
-	}
 	var paths []string
-	for _, p := range st.CgroupPaths {
+	for _, p := range r.stateCgroups(id) {
 		if p != "" {
 			paths = append(paths, p)
 		}
@@ -188,23 +178,30 @@ func (r *runc) oomCounter(id string) string {
 	if r.gvisor {
 		return r.gvisorOOMCounter(id)
 	}
+	paths := r.stateCgroups(id)
+	if p := paths["memory"]; p != "" {
+		return filepath.Join(p, "memory.oom_control")
+	}
+	if p := paths[""]; p != "" {
+		return filepath.Join(p, "memory.events")
+	}
+	return ""
+}
+
+// stateCgroups are the container's cgroups as runc's state names them, by
+// controller (v1) or "" (the unified hierarchy); none when it names none.
+func (r *runc) stateCgroups(id string) map[string]string {
 	data, err := os.ReadFile(filepath.Join(r.root, id, "state.json"))
 	if err != nil {
-		return ""
+		return nil
 	}
 	var st struct {
 		CgroupPaths map[string]string `json:"cgroup_paths"`
 	}
 	if json.Unmarshal(data, &st) != nil {
-		return ""
+		return nil
 	}
-	if p := st.CgroupPaths["memory"]; p != "" {
-		return filepath.Join(p, "memory.oom_control")
-	}
-	if p := st.CgroupPaths[""]; p != "" {
-		return filepath.Join(p, "memory.events")
-	}
-	return ""
+	return st.CgroupPaths
 }
 
 // processes lists the processes in the container's pids cgroup (host
@@ -236,20 +233,11 @@ func (r *runc) pidsCounter(id string) string {
 	if r.gvisor {
 		return ""
 	}
-	data, err := os.ReadFile(filepath.Join(r.root, id, "state.json"))
-	if err != nil {
-		return ""
-	}
-	var st struct {
-		CgroupPaths map[string]string `json:"cgroup_paths"`
-	}
-	if json.Unmarshal(data, &st) != nil {
-		return ""
-	}
-	if p := st.CgroupPaths["pids"]; p != "" {
+	paths := r.stateCgroups(id)
+	if p := paths["pids"]; p != "" {
 		return filepath.Join(p, "pids.events")
 	}
-	if p := st.CgroupPaths[""]; p != "" {
+	if p := paths[""]; p != "" {
 		return filepath.Join(p, "pids.events")
 	}
 	return ""
