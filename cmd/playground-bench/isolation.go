@@ -55,7 +55,7 @@ func isolationCosts(ctx context.Context, opts options, execs int, out io.Writer)
 	}
 	guest := opts.guest
 	if guest == "" {
-		if guest, err = oci.FindGuestBinary(); err != nil {
+		if guest, err = backend.FindGuestBinary(); err != nil {
 			return nil, err
 		}
 	}

@@ -27,7 +27,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/vm"
 )
 
@@ -72,7 +72,7 @@ func (f *VMFlags) Backend(ctx context.Context, stateDir, guestBinary string, res
 	}
 	if guestBinary == "" {
 		var err error
-		if guestBinary, err = oci.FindGuestBinary(); err != nil {
+		if guestBinary, err = backend.FindGuestBinary(); err != nil {
 			return nil, fmt.Errorf("the vm backend: %w", err)
 		}
 	}

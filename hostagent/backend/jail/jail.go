@@ -68,7 +68,7 @@ type Options struct {
 	DevfsRuleset int
 	// GuestBinary is playground-sandbox built for FreeBSD, whose reap
 	// mode every command runs under: the proof of cleanup. Default:
-	// GuestBinaryName next to the running executable; when there is none,
+	// backend.GuestBinaryName next to the running executable; when there is none,
 	// commands run without it and Capabilities does not claim
 	// ProvesCleanup. It is copied into StateDir by content hash, so
 	// running jails keep the binary they started with.
@@ -95,10 +95,6 @@ var DefaultEtcFiles = []string{
 	"login.conf", "login.conf.db", "libmap.conf", "localtime", "protocols",
 	"services", "nsswitch.conf", "shells", "termcap.small",
 }
-
-// GuestBinaryName is the file name of the guest binary, looked up next to
-// the agent's executable.
-const GuestBinaryName = "playground-sandbox"
 
 // Backend is the jail backend. It is safe for concurrent use; lifecycle
 // operations on one sandbox are serialised.
@@ -172,11 +168,7 @@ func New(opts Options) (*Backend, error) {
 	b := &Backend{opts: opts, run: opts.Runner, chown: os.Lchown}
 	src := opts.GuestBinary
 	if src == "" {
-		if exe, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); backend.FileExists(p) {
-				src = p
-			}
-		}
+		src = backend.GuestBinaryNextToAgent()
 	}
 	if src != "" {
 		dir, err := installGuest(opts.StateDir, src)
@@ -196,7 +188,7 @@ func installGuest(stateDir, src string) (string, error) {
 	}
 	sum := sha256.Sum256(data)
 	dir := filepath.Join(stateDir, "bin", hex.EncodeToString(sum[:8]))
-	dst := filepath.Join(dir, GuestBinaryName)
+	dst := filepath.Join(dir, backend.GuestBinaryName)
 	if backend.FileExists(dst) {
 		return dir, nil
 	}

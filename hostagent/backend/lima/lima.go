@@ -40,9 +40,6 @@ import (
 // Name is the backend class.
 const Name = "lima"
 
-// GuestBinaryName is the file name of the in-sandbox binary.
-const GuestBinaryName = "playground-sandbox"
-
 // RunAs is the unprivileged user limactl runs as when the agent is root:
 // limactl refuses root ("limactl: must not run as the root user"). That
 // user owns LimaHome; its VMs' processes (QEMU or vz, Lima's host agent
@@ -70,7 +67,7 @@ type Options struct {
 	// RunAs is who runs limactl; required when the agent runs as root.
 	RunAs *RunAs
 	// GuestBinary is the static playground-sandbox binary installed in
-	// every VM. Default: GuestBinaryName next to the running executable,
+	// every VM. Default: backend.GuestBinaryName next to the running executable,
 	// else on PATH.
 	GuestBinary string
 	// ImageTemplate is the base template that gives the VM its images:
@@ -269,18 +266,11 @@ func credOf(r *RunAs) *syscall.Credential {
 func stageGuest(o *Options) error {
 	src := o.GuestBinary
 	if src == "" {
-		if exe, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); backend.FileExists(p) {
-				src = p
-			}
+		p, err := backend.FindGuestBinary()
+		if err != nil {
+			return fmt.Errorf("lima: %w", err)
 		}
-		if src == "" {
-			p, err := exec.LookPath(GuestBinaryName)
-			if err != nil {
-				return fmt.Errorf("lima: guest binary %s not found next to the agent or on PATH; set --guest-binary", GuestBinaryName)
-			}
-			src = p
-		}
+		src = p
 		o.GuestBinary = src
 	}
 	data, err := os.ReadFile(src)

@@ -413,28 +413,13 @@ func (o *Options) setDefaults() error {
 		}
 	}
 	if o.GuestBinary == "" {
-		p, err := FindGuestBinary()
+		p, err := backend.FindGuestBinary()
 		if err != nil {
 			return fmt.Errorf("oci: %w", err)
 		}
 		o.GuestBinary = p
 	}
 	return nil
-}
-
-// FindGuestBinary is the default guest binary of every backend that runs
-// one: GuestBinaryName next to the running executable, else on PATH.
-func FindGuestBinary() (string, error) {
-	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), GuestBinaryName); backend.FileExists(p) {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath(GuestBinaryName)
-	if err != nil {
-		return "", fmt.Errorf("guest binary %s not found next to the agent or in PATH; set it explicitly", GuestBinaryName)
-	}
-	return p, nil
 }
 
 // prepareStateDir creates the state directory's skeleton and checks that a
@@ -475,7 +460,7 @@ func (b *Backend) installGuest() (string, error) {
 		return "", fmt.Errorf("oci: guest binary: %w", err)
 	}
 	sum := sha256.Sum256(data)
-	dst := filepath.Join(b.opts.StateDir, "bin", GuestBinaryName+"-"+hex.EncodeToString(sum[:8]))
+	dst := filepath.Join(b.opts.StateDir, "bin", backend.GuestBinaryName+"-"+hex.EncodeToString(sum[:8]))
 	if backend.FileExists(dst) {
 		return dst, nil
 	}

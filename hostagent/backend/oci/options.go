@@ -41,10 +41,6 @@ const (
 	NetworkEgress Network = "egress"
 )
 
-// GuestBinaryName is the file name of the in-sandbox binary
-// (cmd/playground-sandbox), looked up next to the agent's executable.
-const GuestBinaryName = "playground-sandbox"
-
 // Options configure a Backend. Only StateDir is required.
 type Options struct {
 	// StateDir holds every sandbox, runc's state and the installed guest
@@ -61,7 +57,7 @@ type Options struct {
 	// apart from Runtime's, under StateDir/runsc.
 	GVisorRuntime string
 	// GuestBinary is the static playground-sandbox binary to install into
-	// sandboxes. Default: GuestBinaryName next to the running executable
+	// sandboxes. Default: backend.GuestBinaryName next to the running executable
 	// (the agent image ships both in one directory), else from PATH. Tests
 	// build it and pass its path. It is copied into StateDir by content
 	// hash, so running sandboxes keep the binary they started with.
