@@ -228,10 +228,10 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if err != nil {
 		return jobs.JobInfo{}, err
 	}
-	if !be.Capabilities().ProvesCleanup {
+	caps := be.Capabilities()
+	if !caps.ProvesCleanup {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", be.Name())
 	}
-	caps := be.Capabilities()
 	if caps.JobHolder == nil {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend's sandboxes cannot hold background jobs: use exec", be.Name())
 	}

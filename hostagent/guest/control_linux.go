@@ -18,8 +18,6 @@ package guest
 
 import (
 	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -91,7 +89,7 @@ func (in *initProc) serveControl(ln *net.UnixListener) {
 			defer c.Close()
 			_ = c.SetReadDeadline(time.Now().Add(requestTimeout))
 			br := bufio.NewReader(c)
-			req, _, err := readControlRequest(br)
+			req, _, err := readStart(guestapi.NewFrameReader(br))
 			if err != nil {
 				_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(err.Error())))
 				return
@@ -104,27 +102,6 @@ func (in *initProc) serveControl(ln *net.UnixListener) {
 			answerControl(c, br, c.CloseWrite, req)
 		}()
 	}
-}
-
-// readControlRequest reads the Start frame that begins a connection, and
-// returns its payload as it came; a request of another protocol version
-// is refused here, as a shepherd refuses it.
-func readControlRequest(br *bufio.Reader) (guestapi.StartRequest, []byte, error) {
-	var req guestapi.StartRequest
-	t, p, err := guestapi.NewFrameReader(br).ReadFrame()
-	if err != nil {
-		return req, nil, fmt.Errorf("reading the request: %w", err)
-	}
-	if t != guestapi.FrameStart {
-		return req, nil, fmt.Errorf("protocol error: first frame is %v, not Start", t)
-	}
-	if err := json.Unmarshal(p, &req); err != nil {
-		return req, nil, fmt.Errorf("protocol error: Start: %w", err)
-	}
-	if req.Version != guestapi.ProtocolVersion {
-		return req, nil, errors.New(guestapi.UnsupportedVersion(req.Version, guestapi.ProtocolVersion))
-	}
-	return req, p, nil
 }
 
 // answerControl answers a listing, or joins the agent (rw, with br holding

@@ -101,18 +101,9 @@ func (s *shepherd) readRequest() (guestapi.StartRequest, []byte, error) {
 
 	br := bufio.NewReaderSize(fdReader(s.conn), 64<<10)
 	fr := guestapi.NewFrameReader(br)
-	t, p, err := fr.ReadFrame()
+	req, _, err := readStart(fr)
 	if err != nil {
-		return req, nil, fmt.Errorf("reading the request: %w", err)
-	}
-	if t != guestapi.FrameStart {
-		return req, nil, fmt.Errorf("protocol error: first frame is %v, not Start", t)
-	}
-	if err := json.Unmarshal(p, &req); err != nil {
-		return req, nil, fmt.Errorf("protocol error: Start: %w", err)
-	}
-	if req.Version != guestapi.ProtocolVersion {
-		return req, nil, errors.New(guestapi.UnsupportedVersion(req.Version, guestapi.ProtocolVersion))
+		return req, nil, err
 	}
 	if req.Dial != 0 {
 		// A dial is its Start frame alone; the agent sends nothing more
@@ -165,6 +156,28 @@ func (s *shepherd) readRequest() (guestapi.StartRequest, []byte, error) {
 			return req, nil, fmt.Errorf("protocol error: unexpected %v frame before StdinEnd", t)
 		}
 	}
+}
+
+// readStart reads the Start frame that begins a connection, and returns
+// its payload as it came too; a request of another protocol version is
+// refused here, before anything else is read (by a shepherd, a holder or
+// init itself).
+func readStart(fr *guestapi.FrameReader) (guestapi.StartRequest, []byte, error) {
+	var req guestapi.StartRequest
+	t, p, err := fr.ReadFrame()
+	if err != nil {
+		return req, nil, fmt.Errorf("reading the request: %w", err)
+	}
+	if t != guestapi.FrameStart {
+		return req, nil, fmt.Errorf("protocol error: first frame is %v, not Start", t)
+	}
+	if err := json.Unmarshal(p, &req); err != nil {
+		return req, nil, fmt.Errorf("protocol error: Start: %w", err)
+	}
+	if req.Version != guestapi.ProtocolVersion {
+		return req, nil, errors.New(guestapi.UnsupportedVersion(req.Version, guestapi.ProtocolVersion))
+	}
+	return req, p, nil
 }
 
 // command is a started shell and the shepherd's ends of its pipes.

@@ -44,10 +44,10 @@ func TestAnotherProtocolVersionIsRefused(t *testing.T) {
 		return guestapi.AppendFrame(frames, guestapi.FrameStdinEnd, nil)
 	}
 
-	if _, _, err := readControlRequest(bufio.NewReader(bytes.NewReader(request(other)))); err == nil || err.Error() != want {
+	if _, _, err := readStart(guestapi.NewFrameReader(bufio.NewReader(bytes.NewReader(request(other))))); err == nil || err.Error() != want {
 		t.Errorf("init, a request of version %d: %v", other, err)
 	}
-	if req, _, err := readControlRequest(bufio.NewReader(bytes.NewReader(request(guestapi.ProtocolVersion)))); err != nil || req.Command != "echo hi" {
+	if req, _, err := readStart(guestapi.NewFrameReader(bufio.NewReader(bytes.NewReader(request(guestapi.ProtocolVersion))))); err != nil || req.Command != "echo hi" {
 		t.Errorf("init, a request of version %d: %+v, %v", guestapi.ProtocolVersion, req, err)
 	}
 

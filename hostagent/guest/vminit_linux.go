@@ -471,7 +471,7 @@ func (p *waitingPort) Read(b []byte) (int, error) {
 func (in *initProc) serveStream(st *mux.Stream, sock string) {
 	defer st.Close()
 	br := bufio.NewReader(st)
-	req, start, err := readControlRequest(br)
+	req, start, err := readStart(guestapi.NewFrameReader(br))
 	if err != nil {
 		_, _ = st.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte(err.Error())))
 		return

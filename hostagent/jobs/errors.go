@@ -55,7 +55,7 @@ const (
 	BoundRetainedPerAgent  Bound = "retained_per_agent"
 )
 
-// LimitError is a refused Start: which bound was hit, its value, and what the
+// LimitError is a refused start (StartHeld, Adopt): which bound was hit, its value, and what the
 // caller can do about it.
 type LimitError struct {
 	Bound  Bound
@@ -120,7 +120,7 @@ func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 func notFound(id string) error { return &NotFoundError{JobID: id} }
 
-// HaltedError refuses a Start in a sandbox whose admission is halted. Its
+// HaltedError refuses a start in a sandbox whose admission is halted. Its
 // message is shown to the sandbox's tenant: it names the reason but not the
 // job that caused it; Cause (and AdmissionStatus) carry the details for
 // operators.

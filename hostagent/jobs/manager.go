@@ -48,8 +48,8 @@ type Manager struct {
 	// cancels it to abandon them.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// wg counts the goroutines the manager owns (waiters and killers) and
-	// Start calls in progress; Close waits for it.
+	// wg counts what the manager has in flight (starts, kills, the
+	// watchers of held jobs); Close waits for it.
 	wg sync.WaitGroup
 
 	mu               sync.Mutex

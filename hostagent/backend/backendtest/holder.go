@@ -134,7 +134,9 @@ func (h *Holder) Close() {
 		proc, c := j.proc, j.conn
 		j.conn = nil
 		j.mu.Unlock()
-		_ = proc.Kill(context.Background())
+		if proc != nil { // nil while its command starts
+			_ = proc.Kill(context.Background())
+		}
 		if c != nil {
 			c.close()
 		}
@@ -362,16 +364,15 @@ func (j *heldJob) drop(c *heldConn) {
 // its wait is over.
 func (j *heldJob) answer(c *heldConn, req guestapi.PollRequest) {
 	cur, err := outring.ParseCursor(req.Cursor)
+	if err != nil {
+		f, _ := guestapi.AppendJSONFrame(nil, guestapi.FramePage, guestapi.Page{Error: outring.Reason(err)})
+		c.send(f)
+		return
+	}
 	deadline := time.Now().Add(time.Duration(max(req.WaitMillis, 0)) * time.Millisecond)
 	budget := min(max(req.Max, 1), guestapi.MaxJobPage)
 	for {
 		j.mu.Lock()
-		if err != nil {
-			j.mu.Unlock()
-			f, _ := guestapi.AppendJSONFrame(nil, guestapi.FramePage, guestapi.Page{Error: outring.Reason(err)})
-			c.send(f)
-			return
-		}
 		res, gap, rerr := j.ring.Resolve(cur)
 		if !j.running || rerr != nil || gap != nil || !j.ring.AtEnd(res) || !time.Now().Before(deadline) {
 			f, _ := j.ring.AppendPage(nil, cur, budget, j.exit, j.proofLost)
