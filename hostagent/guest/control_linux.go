@@ -18,6 +18,7 @@ package guest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -68,11 +69,15 @@ func listenControl() (*net.UnixListener, error) {
 	return ln, nil
 }
 
-// serveControl accepts on init's control socket for as long as init runs.
+// serveControl accepts on init's control socket until it is closed (for a
+// checkpoint: release).
 func (in *initProc) serveControl(ln *net.UnixListener) {
 	slots := make(chan struct{}, maxControl)
 	for {
 		c, err := ln.AcceptUnix()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
 		if err != nil {
 			in.log.Printf("control socket: %v", err)
 			time.Sleep(time.Second)
@@ -95,6 +100,10 @@ func (in *initProc) serveControl(ln *net.UnixListener) {
 				return
 			}
 			_ = c.SetReadDeadline(time.Time{})
+			if req.Checkpoint {
+				in.answerCheckpoint(c)
+				return
+			}
 			if !isControl(req) {
 				_, _ = c.Write(guestapi.AppendFrame(nil, guestapi.FrameError, []byte("the control socket answers job listings and attachments only")))
 				return

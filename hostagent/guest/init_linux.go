@@ -124,6 +124,14 @@ type initProc struct {
 
 	// sup keeps the tenant's worker running (WorkerSpecFile), if any.
 	sup *supervisor
+
+	// control is the control socket's listener, and checkpoints the
+	// Checkpoint requests it takes, which the main loop answers.
+	control     *net.UnixListener
+	checkpoints chan checkpointRequest
+	// released: a Checkpoint closed the sockets; ResumeSignal opens them
+	// again. No spare starts meanwhile.
+	released bool
 }
 
 func (in *initProc) run() error {
@@ -139,13 +147,14 @@ func (in *initProc) run() error {
 	// Signals are ours before the socket says we are ready: the agent
 	// sends WorkerSignal to a ready init, whose default action would kill it.
 	sigs := make(chan os.Signal, 64)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, guestapi.WorkerSignal)
-	control, err := in.listen()
-	if err != nil {
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, guestapi.WorkerSignal, guestapi.ResumeSignal)
+	if err := prepareRunDir(); err != nil {
 		return err
 	}
-	// Lives as long as init, which is the sandbox's lifetime.
-	go in.serveControl(control)
+	in.checkpoints = make(chan checkpointRequest)
+	if err := in.listen(); err != nil {
+		return err
+	}
 	if in.opts.VMPort != "" {
 		// Lives as long as init, which is the VM's lifetime.
 		go in.servePort(in.opts.VMPort)
@@ -187,9 +196,17 @@ func (in *initProc) run() error {
 				delete(in.busy, -pid)
 				in.idle[-pid] = true
 			}
+		case req := <-in.checkpoints:
+			req.done <- in.release()
 		case s := <-sigs:
 			if s == guestapi.WorkerSignal {
 				in.sup.reload()
+				continue
+			}
+			if s == guestapi.ResumeSignal {
+				if err := in.relisten(); err != nil {
+					return err
+				}
 				continue
 			}
 			if s != unix.SIGCHLD {
@@ -202,58 +219,68 @@ func (in *initProc) run() error {
 	}
 }
 
+// prepareRunDir makes RunDir root's only, once, as init starts.
+func prepareRunDir() error {
+	if err := os.Chmod(guestapi.RunDir, 0o700); err != nil {
+		return fmt.Errorf("run directory: %w", err)
+	}
+	return nil
+}
+
 // listen creates the control socket and then the agent socket, which it
 // binds to a temporary name and renames into place once listening, so the
 // agent can take the socket's existence as readiness (of both: the agent
-// lists the sandbox's jobs as soon as init is ready). The socket stays in
+// lists the sandbox's jobs as soon as init is ready), and serves the
+// control socket until release closes it. The agent socket stays in
 // blocking mode: the shepherds block in accept(2) on it, and O_NONBLOCK
 // would be shared with them.
-func (in *initProc) listen() (*net.UnixListener, error) {
-	if err := os.Chmod(guestapi.RunDir, 0o700); err != nil {
-		return nil, fmt.Errorf("run directory: %w", err)
-	}
-	// RunDir outlives init (it is the host's): the jobs an earlier init
-	// held died with it, and must not be listed as held.
-	if err := os.RemoveAll(JobsDir); err != nil {
-		return nil, fmt.Errorf("run directory: %w", err)
-	}
+func (in *initProc) listen() error {
 	control, err := listenControl()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	path := filepath.Join(guestapi.RunDir, guestapi.SocketName)
 	tmp := path + ".tmp"
 	_ = os.Remove(tmp)
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("socket: %w", err)
+		control.Close()
+		return fmt.Errorf("socket: %w", err)
+	}
+	fail := func(err error) error {
+		unix.Close(fd)
+		control.Close()
+		return err
 	}
 	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: tmp}); err != nil {
-		return nil, fmt.Errorf("bind %s: %w", tmp, err)
+		return fail(fmt.Errorf("bind %s: %w", tmp, err))
 	}
 	if err := os.Chmod(tmp, 0o600); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	// accept(2) honours SO_RCVTIMEO: idle shepherds wake up now and then,
 	// and those left over from a burst of concurrent commands exit.
 	tv := unix.NsecToTimeval(IdleTimeout.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return nil, fmt.Errorf("listener timeout: %w", err)
+		return fail(fmt.Errorf("listener timeout: %w", err))
 	}
 	if err := unix.Listen(fd, 128); err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+		return fail(fmt.Errorf("listen: %w", err))
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	in.listener = os.NewFile(uintptr(fd), "listener")
-	return control, nil
+	in.control = control
+	// Lives until release closes the listener.
+	go in.serveControl(control)
+	return nil
 }
 
 // fill starts spares until opts.Spares are idle. After failures it waits
 // (exponential backoff) and returns a timer for the next attempt.
 func (in *initProc) fill() <-chan time.Time {
-	for len(in.idle) < in.opts.Spares {
+	for !in.released && len(in.idle) < in.opts.Spares {
 		if wait := time.Until(in.nextSpawn); wait > 0 {
 			return time.After(wait)
 		}

@@ -33,10 +33,16 @@ import (
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
-// JobsDir is the directory, in RunDir, that holds a socket and a record for each job the sandbox
-// holds: <id>.sock, on which the job's holder accepts the agent, and
-// <id>.json, its JobRecord. Root's, mode 0700, like RunDir.
-const JobsDir = guestapi.RunDir + "/jobs"
+// JobsDir is the directory that holds a socket and a record for each job
+// the sandbox holds: <id>.sock, on which the job's holder accepts the
+// agent, and <id>.json, its JobRecord. Root's, mode 0700, on the sandbox's
+// own /run (a tmpfs, in its memory), not in the node's RunDir: the agent
+// reaches a holder through init's control socket, the records go with the
+// processes they name when the sandbox stops, and under gVisor a socket
+// bound in a directory of the node's is a socket of the node's, which no
+// checkpoint can save (init closes its own for one, see
+// guestapi.StartRequest.Checkpoint).
+const JobsDir = "/run/playground-jobs"
 
 // jobsDir is where this process keeps its job's socket and record:
 // JobsDir, or the directory a holder is told (RunHold's -run).
@@ -115,6 +121,10 @@ func (s *shepherd) startJob(req guestapi.StartRequest, stdin []byte) {
 		return
 	}
 	s.job = h
+	// A holder accepts no other connection: the socket it shares with the
+	// spares goes, so that it does not keep it open for as long as its job
+	// runs (under gVisor, that would keep the sandbox from a checkpoint).
+	dropListener()
 	cmd, err := s.start(req, stdin)
 	if err == nil {
 		h.running = true

@@ -25,6 +25,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -54,6 +55,16 @@ func RunShepherd() int {
 		// must inherit none of them.
 		unix.CloseOnExec(fd)
 	}
+	inheritedListener = true
+	// Init asks a busy shepherd to let go of the listening socket before
+	// a checkpoint (releaseSignal): the shepherd serves on, then exits.
+	releases := make(chan os.Signal, 1)
+	signal.Notify(releases, releaseSignal)
+	go func() {
+		for range releases {
+			dropListener()
+		}
+	}()
 	// Every orphaned descendant of the command reparents to us, so "no
 	// children" proves "no descendants".
 	if err := becomeSubreaper(); err != nil {
@@ -70,6 +81,9 @@ func RunShepherd() int {
 				return 0
 			}
 			continue
+		}
+		if errors.Is(err, unix.ENOTSOCK) && served > 0 {
+			return 0 // let go of the socket for a checkpoint (dropListener)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "playground-sandbox shepherd: accept: %v\n", err)
@@ -90,6 +104,35 @@ func RunShepherd() int {
 			return 0
 		}
 		reportState(false)
+	}
+}
+
+// releaseSignal asks a shepherd to let go of init's listening socket
+// (dropListener): init sends it to its busy shepherds before a checkpoint.
+const releaseSignal = unix.SIGUSR2
+
+// inheritedListener is true in a shepherd, which inherits init's listening
+// socket at shepherdListenFD; a holder started on its own (RunHold) has
+// none.
+var inheritedListener bool
+
+// dropListener puts /dev/null in place of init's listening socket, in one
+// step (dup3), so that the descriptor's number is never free for another
+// file to take: an accept on it fails (ENOTSOCK) and the shepherd exits
+// after its command, as one that holds a job does anyway. A no-op in a
+// process that did not inherit the socket.
+func dropListener() {
+	if !inheritedListener {
+		return
+	}
+	null, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "playground-sandbox shepherd: letting go of the listening socket: %v\n", err)
+		return
+	}
+	defer unix.Close(null)
+	if err := unix.Dup3(null, shepherdListenFD, unix.O_CLOEXEC); err != nil {
+		fmt.Fprintf(os.Stderr, "playground-sandbox shepherd: letting go of the listening socket: %v\n", err)
 	}
 }
 
@@ -124,6 +167,10 @@ func (s *shepherd) serve() {
 	req, stdin, err := s.readRequest()
 	if err != nil {
 		s.sendError(err.Error())
+		return
+	}
+	if req.Checkpoint {
+		s.sendError("a checkpoint is asked of init, on its control socket")
 		return
 	}
 	if req.Dial != 0 {

@@ -270,6 +270,15 @@ type StartRequest struct {
 	// Jobs, when set, asks for the jobs the sandbox holds, answered by one
 	// FrameJobs.
 	Jobs bool `json:"jobs,omitempty"`
+	// Checkpoint, when set, asks init (on its control socket) to close
+	// every socket the node backs, so that the sandbox's runtime can
+	// checkpoint it (gVisor refuses to save a sandbox with one): its agent
+	// and control sockets and the shepherds' share of the first. Init
+	// answers Started (PID 0) once none is left open, or Error, having
+	// listened again, when a process of the tenant holds one (a unix
+	// socket bound in a directory of the node's, which it names). It
+	// listens again on ResumeSignal.
+	Checkpoint bool `json:"checkpoint,omitempty"`
 }
 
 // JobSpec is a job's identity and bounds, kept by its holder.

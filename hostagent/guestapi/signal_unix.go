@@ -25,3 +25,9 @@ import "syscall"
 // inotify instance held by init slows its exit, and with it the teardown of
 // the sandbox's PID namespace, by a grace period of the kernel's.)
 const WorkerSignal = syscall.SIGUSR1
+
+// ResumeSignal tells init to listen again on the sockets a Checkpoint
+// request closed: the agent sends it after the sandbox is restored from a
+// checkpoint, or when it gave one up and the sandbox runs on. An init that
+// listens ignores it.
+const ResumeSignal = syscall.SIGUSR2
