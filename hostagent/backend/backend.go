@@ -77,6 +77,8 @@ type Capabilities struct {
 	WarmPool WarmPool
 	// Builder builds faculty bundles in a throwaway sandbox.
 	Builder Builder
+	// Suspender suspends a sandbox with its memory.
+	Suspender Suspender
 }
 
 // ShellMode selects the environment of the /bin/sh that runs a command.
@@ -340,6 +342,31 @@ var (
 	// ones keep running.
 	ErrInsufficientStorage = errors.New("insufficient free disk space on the node")
 )
+
+// ErrNoCheckpoint means the backend cannot keep this sandbox's memory (its
+// isolation has no checkpoint on this node); the error's message says why.
+// Nothing was done: the caller stops the sandbox instead, keeping its files.
+var ErrNoCheckpoint = errors.New("the sandbox's memory cannot be checkpointed")
+
+// Suspender is the behaviour, in Capabilities.Suspender, of backends that
+// suspend a sandbox with its memory: its processes, their memory and open
+// files, and the jobs it holds are saved to the node's disk and the sandbox
+// stops, freeing its memory and CPU; the next Start (or Reattach) restores
+// it as it was, without starting its init again (StartCounter does not
+// count it). Its files stay as Stop keeps them.
+type Suspender interface {
+	// Suspend checkpoints sandbox id and stops it. ErrNoCheckpoint when it
+	// cannot keep this sandbox's memory, having done nothing; any other
+	// error leaves the sandbox running, unless Alive says otherwise (a
+	// checkpoint that failed half-way ends it, as a Stop).
+	Suspend(ctx context.Context, id string) error
+	// Checkpointed says whether sandbox id has a checkpoint that its next
+	// start restores.
+	Checkpointed(id string) bool
+	// CheckpointIsolations are the isolations whose sandboxes Suspend
+	// checkpoints on this node (the agent publishes them in its Lease).
+	CheckpointIsolations() []string
+}
 
 // Prober is the behaviour, in Capabilities.Prober, of backends that can tell
 // cheaply, without a runtime call, whether a sandbox's init still runs. The

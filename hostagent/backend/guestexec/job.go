@@ -230,6 +230,39 @@ func (c Control) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord,
 	return listJobs(ctx, conn)
 }
 
+// Checkpoint asks init to close the sockets the node backs, so that the
+// sandbox's runtime can checkpoint it (guestapi.StartRequest.Checkpoint);
+// guestapi.ResumeSignal opens them again. backend.ErrNoCheckpoint says why
+// init could not (a socket of the tenant's that the node backs): the
+// sandbox runs on, listening.
+func (c Control) Checkpoint(ctx context.Context, id string) error {
+	conn, err := c(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Checkpoint: true})
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Write(frame); err != nil {
+		return orCtx(ctx, err)
+	}
+	t, payload, err := guestapi.NewFrameReader(bufio.NewReader(conn)).ReadFrame()
+	if err != nil {
+		return orCtx(ctx, err)
+	}
+	switch t {
+	case guestapi.FrameStarted:
+		return nil
+	case guestapi.FrameError:
+		return fmt.Errorf("%w: %s", backend.ErrNoCheckpoint, payload)
+	}
+	return fmt.Errorf("protocol error: %v frame in answer to Checkpoint", t)
+}
+
 // HeldJob is the agent's side of conn, a connection to a job's holder
 // (backend.JobHolder's AttachJob).
 func HeldJob(conn net.Conn) *Job {

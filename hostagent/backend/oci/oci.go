@@ -478,7 +478,17 @@ func (b *Backend) Capabilities() backend.Capabilities {
 		ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress,
 		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
 		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b,
+		Suspender: b.suspender(),
 	}
+}
+
+// suspender is the backend as a backend.Suspender where it has gVisor,
+// whose sandboxes it checkpoints (checkpoint.go).
+func (b *Backend) suspender() backend.Suspender {
+	if b.gvisor == nil {
+		return nil
+	}
+	return b
 }
 
 // PileDir implements backend.Backend. The pile's filesystem is mounted
@@ -657,6 +667,11 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	defer b.locks.Lock(id)()
+	return b.stopLocked(ctx, id)
+}
+
+// stopLocked is Stop, for a caller that holds the sandbox's lock.
+func (b *Backend) stopLocked(ctx context.Context, id string) error {
 	if err := b.removeContainer(ctx, id); err != nil {
 		return fmt.Errorf("oci: stopping sandbox %s: %w", id, err)
 	}
@@ -974,6 +989,13 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 	var flags []string
 	if rt.gvisor && hasEgress(sb) {
 		flags = gvisorEgressFlags
+	}
+	if rt.gvisor && b.Checkpointed(sb.spec.ID) {
+		// Suspended with its memory: restored as it was, init not started.
+		_, ok, err := b.restore(ctx, sb, rt, logPath, flags)
+		if ok || err != nil {
+			return err
+		}
 	}
 	pid, err := rt.run(ctx, sb.dir, cid, logPath, setup, flags...)
 	if err != nil {
