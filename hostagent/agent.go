@@ -322,6 +322,9 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 		a.jobs.EndSandbox(spec.ID, why, false)
 		dead = true
 	}
+	// Restored from a suspension with its memory (or never suspended):
+	// its held jobs are reached again.
+	a.jobs.UnparkSandbox(spec.ID)
 	if dead {
 		a.jobs.ResumeAdmission(spec.ID)
 	}
@@ -373,14 +376,28 @@ func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
 	return nil
 }
 
-// Suspend stops a sandbox's compute and keeps its files: its running jobs
-// end (failed, with why), its handles close, and every process in it is
-// killed. Ensure starts it again.
-func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) error {
+// Suspension is how a sandbox was suspended.
+type Suspension struct {
+	// KeptMemory: its backend saved its memory, processes and held jobs
+	// (backend.Suspender), which go on when Ensure restores it.
+	KeptMemory bool
+	// Note says why its memory was not kept, when it was not and the
+	// backend said why (backend.ErrNoCheckpoint).
+	Note string
+}
+
+// Suspend stops a sandbox's compute and keeps its files; its handles
+// close. Where its backend can (backend.Suspender), its memory is kept too:
+// its processes and the jobs it holds are saved to the node's disk and go
+// on, not started again, when Ensure restores it; its jobs stay running,
+// their polls answered as suspended meanwhile. Otherwise its running jobs
+// end (failed, with why) and every process in it is killed; Ensure starts
+// it again.
+func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, error) {
 	id := spec.ID
 	be, err := a.backendFor(spec)
 	if err != nil {
-		return err
+		return Suspension{}, err
 	}
 	a.mu.Lock()
 	a.dropHandlesLocked(id)
@@ -390,13 +407,49 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) error {
 		a.sandboxes[id] = &sandbox{spec: spec, be: be, suspended: true}
 	}
 	a.mu.Unlock()
+	var note string
+	if sus := be.Capabilities().Suspender; sus != nil {
+		if sus.Checkpointed(id) {
+			return Suspension{KeptMemory: true}, nil // an earlier Suspend's
+		}
+		a.jobs.ParkSandbox(id)
+		err := sus.Suspend(ctx, id)
+		switch {
+		case err == nil:
+			a.opts.Logger.Info("Suspended a sandbox with its memory", "sandbox", id)
+			return Suspension{KeptMemory: true}, nil
+		case errors.Is(err, backend.ErrNoCheckpoint):
+			note = err.Error()
+		case errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
+			// Nothing runs to keep: stopped below, as any.
+		case aliveOn(be, id):
+			// Not suspended, and running on: the caller tries again.
+			a.jobs.UnparkSandbox(id)
+			return Suspension{}, fmt.Errorf("suspending sandbox %s with its memory: %w", id, err)
+		default:
+			// The checkpoint failed half-way, which ended the sandbox.
+			note = err.Error()
+		}
+		a.jobs.UnparkSandbox(id)
+	}
 	a.jobs.EndSandbox(id, "the tenant was suspended, which stopped every process in its sandbox; the job's output so far is kept", false)
 	if err := be.Stop(ctx, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return fmt.Errorf("stopping sandbox %s: %w", id, err)
+		return Suspension{Note: note}, fmt.Errorf("stopping sandbox %s: %w", id, err)
 	}
 	// Stopped, every process of it is gone: no halt can outlive that.
 	a.jobs.ResumeAdmission(id)
-	return nil
+	return Suspension{Note: note}, nil
+}
+
+// Checkpointed says whether the sandbox is suspended with its memory, to
+// be restored as it was by the next Ensure.
+func (a *Agent) Checkpointed(spec backend.Spec) bool {
+	be, err := a.backendFor(spec)
+	if err != nil {
+		return false
+	}
+	sus := be.Capabilities().Suspender
+	return sus != nil && sus.Checkpointed(spec.ID)
 }
 
 // Remove stops serving a sandbox and destroys it: its handles are closed

@@ -67,7 +67,7 @@ func CodeOf(err error) Code {
 		return CodeInvalid
 	case errors.Is(err, jobs.ErrCapacity):
 		return CodeExhausted
-	case errors.Is(err, jobs.ErrAdmissionHalted), errors.Is(err, jobs.ErrClosed), errors.Is(err, jobs.ErrUnreachable):
+	case errors.Is(err, jobs.ErrAdmissionHalted), errors.Is(err, jobs.ErrClosed), errors.Is(err, jobs.ErrUnreachable), errors.Is(err, jobs.ErrSuspended):
 		return CodeUnavailable
 	}
 	return CodeInternal

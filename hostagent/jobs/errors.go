@@ -42,6 +42,10 @@ var (
 	// connection broke and could not be made again in time); the job and
 	// its output are in the sandbox, and a later call may reach them.
 	ErrUnreachable = errors.New("the sandbox that holds the job does not answer right now: retry shortly")
+	// ErrSuspended: the sandbox that holds the job is suspended with its
+	// memory (ParkSandbox); the job and its output are kept in the
+	// suspended sandbox and go on when it resumes.
+	ErrSuspended = errors.New("the sandbox that holds the job is suspended: the job and its output are kept and go on when it resumes")
 )
 
 // Bound names a capacity bound.

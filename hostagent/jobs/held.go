@@ -431,6 +431,15 @@ func (m *Manager) watchHeld(j *job) {
 			continue // a newer connection took over; it says the same
 		}
 		for {
+			if park := m.parkedChan(j.sandbox); park != nil {
+				// Suspended with its memory, the holder with it: it is
+				// reached again once the sandbox resumes.
+				select {
+				case <-park:
+				case <-m.ctx.Done():
+					return
+				}
+			}
 			if m.ctx.Err() != nil || h.current() == nil {
 				return
 			}
@@ -596,6 +605,9 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 		// its result is left.
 		return m.heldFinalPage(j, cur), nil
 	}
+	if m.parkedChan(j.sandbox) != nil {
+		return PollResult{}, ErrSuspended
+	}
 	pctx, cancel := context.WithTimeout(ctx, wait+attachTimeout)
 	defer cancel()
 	req := guestapi.PollRequest{Cursor: cur.String(), Max: min(maxBytes, guestapi.MaxJobPage), WaitMillis: int(wait.Milliseconds())}
@@ -665,6 +677,37 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 	ended := page.Exit != nil || page.ProofLost != ""
 	m.doneLocked(j, &res, j.state.Terminal() && ended && page.AtEnd)
 	return res, nil
+}
+
+// ParkSandbox keeps the held jobs of a sandbox that is being suspended
+// with its memory (backend.Suspender): their holders are saved with it, so
+// their broken connections are not taken for the sandbox's end. They are
+// attached again after UnparkSandbox; meanwhile polls say ErrSuspended.
+// Parking a parked sandbox does nothing.
+func (m *Manager) ParkSandbox(sandboxID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.parked[sandboxID] == nil {
+		m.parked[sandboxID] = make(chan struct{})
+	}
+}
+
+// UnparkSandbox undoes ParkSandbox: the sandbox was restored (or its
+// suspension given up), and its holders are reached again.
+func (m *Manager) UnparkSandbox(sandboxID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ch := m.parked[sandboxID]; ch != nil {
+		close(ch)
+		delete(m.parked, sandboxID)
+	}
+}
+
+// parkedChan is closed when sandboxID resumes; nil when it is not parked.
+func (m *Manager) parkedChan(sandboxID string) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.parked[sandboxID]
 }
 
 // heldFinalPage is the page of a held job whose holder the manager let

@@ -59,7 +59,10 @@ type Manager struct {
 	active           int
 	// halts holds, by sandbox ID, the sandboxes whose job admission is
 	// halted because a kill there could not be proven.
-	halts   map[string]*halt
+	halts map[string]*halt
+	// parked holds, by sandbox ID, the sandboxes suspended with their
+	// memory: a channel closed when they resume.
+	parked  map[string]chan struct{}
 	closed  bool
 	sweeper Timer
 	stats   Stats
@@ -150,6 +153,7 @@ func New(limits Limits, clock Clock, opts ...Option) (*Manager, error) {
 		activeByTenant:   make(map[string]int),
 		retainedByTenant: make(map[string]int),
 		halts:            make(map[string]*halt),
+		parked:           make(map[string]chan struct{}),
 		log:              logr.Discard(),
 	}
 	for _, o := range opts {
@@ -678,6 +682,11 @@ func (m *Manager) EndSandbox(sandboxID, why string, forget bool) int {
 	}
 	if forget {
 		delete(m.halts, sandboxID)
+	}
+	// Its jobs ended, none waits for it to resume.
+	if ch := m.parked[sandboxID]; ch != nil {
+		close(ch)
+		delete(m.parked, sandboxID)
 	}
 	return ended
 }

@@ -414,6 +414,7 @@ func Run(ctx context.Context, opts Options) error {
 				Backends:        backendNames(opts.Backends),
 				Isolations:      isolations(opts.Backends),
 				Networks:        networks(opts.Backends),
+				MemorySuspend:   memorySuspend(opts.Backends),
 				Notes:           backendNotes(opts.Backends),
 				Labels:          opts.Labels,
 				AdmissionHalted: haltSummary(agent.Jobs().Halts()),
@@ -573,6 +574,20 @@ func isolations(bes []backend.Backend) []string {
 		}
 	}
 	return isos
+}
+
+// memorySuspend is where a suspension keeps a sandbox's memory, as
+// backend/isolation pairs.
+func memorySuspend(bes []backend.Backend) []string {
+	var keeps []string
+	for _, be := range bes {
+		if sus := be.Capabilities().Suspender; sus != nil {
+			for _, iso := range sus.CheckpointIsolations() {
+				keeps = append(keeps, be.Name()+"/"+iso)
+			}
+		}
+	}
+	return keeps
 }
 
 // networks are the network modes each backend serves (see

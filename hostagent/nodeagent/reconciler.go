@@ -274,9 +274,13 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	restarting := wasProvisioned && !r.agent.Alive(spec.ID)
 
 	restart := wasProvisioned && r.restartRequested(sbx)
+	// Resumed from a suspension that stopped its processes, it starts
+	// again as after a restart; one that kept its memory is restored as
+	// it was, with the faculties it ran.
 	resumed := prev != nil && prev.Reason == playgroundv1alpha1.ReasonSuspended
+	restoring := resumed && r.agent.Checkpointed(spec)
 	var restarted bool
-	if spec.Faculties, err = r.faculties.forSandbox(ctx, sbx, spec.ID, restart || restarting || resumed, !wasProvisioned); err != nil {
+	if spec.Faculties, err = r.faculties.forSandbox(ctx, sbx, spec.ID, restart || restarting || (resumed && !restoring), !wasProvisioned); err != nil {
 		return r.waitForFaculties(ctx, sbx, err)
 	}
 	ensure := func() {
@@ -306,6 +310,10 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		log.Info("Restarted the sandbox as requested", "id", spec.ID, "request", sbx.Spec.RestartRequest)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"Restarted sandbox %s on node %s as requested (%q): every process in it was killed; its files are kept", spec.ID, r.node, sbx.Spec.RestartRequest)
+	case restoring && restarted:
+		log.Info("Started the sandbox afresh: its memory could not be restored", "id", spec.ID)
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Resume",
+			"Sandbox %s on node %s could not be restored from its suspension with its memory (its init's log on the node says why); started it again over its files (the processes it ran are gone)", spec.ID, r.node)
 	case (restarting || restarted) && !resumed:
 		// A resume starts a sandbox that its suspension stopped: that is
 		// said below, as Normal; this is a crash's Warning.
@@ -317,7 +325,11 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
 		return err
 	}
-	if resumed {
+	if restoring && !restarted {
+		log.Info("Restored the sandbox with its memory: its tenant is no longer suspended", "id", spec.ID)
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned, "Resume",
+			"Restored sandbox %s on node %s as it was suspended: its processes and jobs go on", spec.ID, r.node)
+	} else if resumed {
 		log.Info("Started the sandbox again: its tenant is no longer suspended", "id", spec.ID)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned, "Resume",
 			"Started sandbox %s again on node %s over its files: its tenant is no longer suspended", spec.ID, r.node)
@@ -415,14 +427,24 @@ func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgro
 		return r.failed(ctx, sbx, "Suspend", fmt.Errorf("choosing the sandbox's ID: %w", err))
 	}
 	spec := specOf(id, sbx)
-	if err := r.agent.Suspend(ctx, spec); err != nil {
+	sus, err := r.agent.Suspend(ctx, spec)
+	if err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
 		return r.failed(ctx, sbx, "Suspend", fmt.Errorf("suspending sandbox %s: %w", spec.ID, err))
 	}
-	r.faculties.stopped(spec.ID)
-	msg := fmt.Sprintf("Sandbox %s is stopped on node %s because its tenant is suspended; its files are kept and it starts again when spec.suspended is cleared", spec.ID, r.node)
+	var msg string
+	if sus.KeptMemory {
+		// Restored as it was, it runs the faculties it ran.
+		msg = fmt.Sprintf("Sandbox %s is suspended on node %s with its memory: its processes and jobs are saved on the node's disk and go on where they were, not started again, when spec.suspended is cleared", spec.ID, r.node)
+	} else {
+		r.faculties.stopped(spec.ID)
+		msg = fmt.Sprintf("Sandbox %s is stopped on node %s because its tenant is suspended; its files are kept and it starts again when spec.suspended is cleared, its processes and jobs not kept", spec.ID, r.node)
+		if sus.Note != "" {
+			msg += " (" + sus.Note + ")"
+		}
+	}
 	if prev == nil || prev.Reason != playgroundv1alpha1.ReasonSuspended {
 		ctrl.LoggerFrom(ctx).Info("Stopped the sandbox: its tenant is suspended", "id", spec.ID)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonSuspended, "Suspend", "%s", msg)
@@ -680,7 +702,10 @@ func (r *sandboxReconciler) reattachAll(ctx context.Context, todo []reattachment
 			defer func() { <-sem }()
 			ensure := r.agent.Ensure
 			if ra.sbx.Spec.Suspended {
-				ensure = r.agent.Suspend
+				ensure = func(ctx context.Context, spec backend.Spec) error {
+					_, err := r.agent.Suspend(ctx, spec)
+					return err
+				}
 			}
 			sctx, cancel := context.WithTimeout(ctx, timeout)
 			err := ensure(sctx, ra.spec)

@@ -29,6 +29,7 @@ package agentlease
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -67,6 +68,11 @@ const (
 	// node (the vm backend's accelerator), a JSON object by class; absent
 	// when none says anything.
 	AnnotationBackendNotes = "playground.dev/backend-notes"
+	// AnnotationMemorySuspend lists where a suspension keeps a sandbox's
+	// memory on the node, as backend/isolation pairs (oci/gvisor),
+	// comma-separated; elsewhere it stops the sandbox's processes and
+	// keeps its files.
+	AnnotationMemorySuspend = "playground.dev/memory-suspend"
 	// AnnotationNodeLabels is the node's labels as a JSON object.
 	AnnotationNodeLabels = "playground.dev/node-labels"
 	// AnnotationAdmission is empty while the agent admits jobs, else why not.
@@ -89,6 +95,9 @@ type Registration struct {
 	// Networks are the network modes each backend serves, by class; every
 	// backend serves none, whether listed or not.
 	Networks map[string][]string
+	// MemorySuspend lists where a suspension keeps a sandbox's memory,
+	// as backend/isolation pairs.
+	MemorySuspend []string
 	// Notes are what backends say of how they run here, by class.
 	Notes  map[string]string
 	Labels map[string]string
@@ -126,6 +135,15 @@ func (r Registration) OffersIsolation(iso string) bool {
 		}
 	}
 	return false
+}
+
+// KeepsMemory reports whether a suspension keeps the memory of a sandbox
+// of that backend class and isolation ("" is container) on the node.
+func (r Registration) KeepsMemory(backend, iso string) bool {
+	if iso == "" {
+		iso = "container"
+	}
+	return slices.Contains(r.MemorySuspend, backend+"/"+iso)
 }
 
 // NetworkNone is the network mode every backend serves: loopback only.
@@ -190,6 +208,13 @@ func (r Registration) Apply(lease *coordinationv1.Lease, now time.Time) error {
 	sort.Strings(isolations)
 	lease.Annotations[AnnotationIsolations] = strings.Join(isolations, ",")
 	lease.Annotations[AnnotationNodeLabels] = string(labels)
+	if len(r.MemorySuspend) > 0 {
+		keeps := append([]string(nil), r.MemorySuspend...)
+		sort.Strings(keeps)
+		lease.Annotations[AnnotationMemorySuspend] = strings.Join(keeps, ",")
+	} else {
+		delete(lease.Annotations, AnnotationMemorySuspend)
+	}
 	if len(r.Networks) > 0 {
 		networks := make(map[string][]string, len(r.Networks))
 		for class, modes := range r.Networks {
@@ -242,6 +267,9 @@ func FromLease(lease *coordinationv1.Lease) (Registration, error) {
 	}
 	if i := lease.Annotations[AnnotationIsolations]; i != "" {
 		r.Isolations = strings.Split(i, ",")
+	}
+	if m := lease.Annotations[AnnotationMemorySuspend]; m != "" {
+		r.MemorySuspend = strings.Split(m, ",")
 	}
 	if n := lease.Annotations[AnnotationNetworks]; n != "" {
 		if err := json.Unmarshal([]byte(n), &r.Networks); err != nil {

@@ -100,3 +100,27 @@ func TestMissingLabels(t *testing.T) {
 		t.Fatalf("missing %v, want %v", got, want)
 	}
 }
+
+// TestMemorySuspend: where an agent's suspension keeps memory survives its
+// Lease, and one that publishes nothing keeps it nowhere.
+func TestMemorySuspend(t *testing.T) {
+	var lease coordinationv1.Lease
+	reg := Registration{Node: "n", Backends: []string{"oci"}, MemorySuspend: []string{"oci/gvisor"}, Duration: time.Minute}
+	if err := reg.Apply(&lease, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromLease(&lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.KeepsMemory("oci", "gvisor") || got.KeepsMemory("oci", "") || got.KeepsMemory("vm", "gvisor") {
+		t.Errorf("read back %v from %q: keeps oci/gvisor only", got.MemorySuspend, lease.Annotations[AnnotationMemorySuspend])
+	}
+	reg.MemorySuspend = nil
+	if err := reg.Apply(&lease, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := FromLease(&lease); err != nil || got.KeepsMemory("oci", "gvisor") {
+		t.Errorf("an agent that publishes none: %v, %v", got.MemorySuspend, err)
+	}
+}
