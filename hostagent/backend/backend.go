@@ -307,7 +307,7 @@ type Backend interface {
 	// closes; files stay, and the backend may keep it running.
 	Detach(ctx context.Context, id string) error
 	// Stop ends every process of the sandbox and keeps its files; Start
-	// runs it again over them. When it returns nil no process of the
+	// runs it again over them (a Suspender's checkpoint goes with Stop). When it returns nil no process of the
 	// sandbox is left, so a restart (Stop, then Start) proves it clean.
 	// Stopping a sandbox that is not running succeeds.
 	Stop(ctx context.Context, id string) error

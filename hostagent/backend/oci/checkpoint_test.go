@@ -50,11 +50,11 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 
 	// The counter writes its count to a file each time it moves, so the
 	// test can read it; the count itself lives in the shell's memory.
-	sh(t, b, id, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`)
+	sh(t, b, id, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`)
 	pid := strings.TrimSpace(sh(t, b, id, "cat /tmp/counter.pid"))
 	count := func() int {
 		t.Helper()
-		n, err := strconv.Atoi(strings.TrimSpace(sh(t, b, id, "cat /tmp/count")))
+		n, err := strconv.Atoi(strings.TrimSpace(sh(t, b, id, "cat /tmp/count 2>/dev/null || echo 0")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,6 +138,27 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	}
 	if got := sh(t, b, id, "echo still here"); got != "still here\n" {
 		t.Fatalf("after a second restore: %q", got)
+	}
+
+	// A Stop of a suspended sandbox discards its checkpoint: the next
+	// start is a fresh one (an operator's restart).
+	if err := b.Suspend(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if b.Checkpointed(id) {
+		t.Fatal("the checkpoint outlived a Stop")
+	}
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if b.Starts(id) != starts+1 {
+		t.Errorf("the start after a Stop was not a fresh one (%d starts, %d before)", b.Starts(id), starts)
+	}
+	if args := sh(t, b, id, "ps -o args= -p "+pid+" || true"); strings.Contains(args, "while") {
+		t.Errorf("the counter runs after a Stop and a Start: %q", args)
 	}
 }
 

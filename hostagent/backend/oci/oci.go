@@ -667,6 +667,11 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	defer b.locks.Lock(id)()
+	// A stop is a stop: the next start is a fresh one, not a restore of a
+	// suspension's checkpoint.
+	if err := os.RemoveAll(b.checkpointDir(id)); err != nil {
+		return fmt.Errorf("oci: stopping sandbox %s: removing its checkpoint: %w", id, err)
+	}
 	return b.stopLocked(ctx, id)
 }
 
