@@ -606,6 +606,7 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 	set("faculties", equality.Semantic.DeepEqual(have.Faculties, w.Faculties), func() { have.Faculties = w.Faculties })
 	set("loginProfile", equality.Semantic.DeepEqual(have.LoginProfile, w.LoginProfile), func() { have.LoginProfile = w.LoginProfile })
 	set("network", equality.Semantic.DeepEqual(have.Network, w.Network), func() { have.Network = w.Network })
+	set("idleSuspend", equality.Semantic.DeepEqual(have.IdleSuspend, w.IdleSuspend), func() { have.IdleSuspend = w.IdleSuspend })
 	if have.NodeName == "" {
 		set("nodeSelector", equality.Semantic.DeepEqual(have.NodeSelector, w.NodeSelector), func() { have.NodeSelector = w.NodeSelector })
 	}

@@ -741,6 +741,10 @@ func TestUpdateSandbox(t *testing.T) {
 		{name: "storage while unbound", want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Size = &two }, changed: []string{"storage"}},
 		{name: "storage limits once bound", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
 			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Pile.Inodes = ptr.To[int64](300) }, storage: true, nodeName: "n1"},
+		{name: "idle suspension, once bound too", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
+			want: func(s *playgroundv1alpha1.Sandbox) {
+				s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: time.Minute}}
+			}, changed: []string{"idleSuspend"}, nodeName: "n1"},
 		{name: "reclaim policy once bound", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
 			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete }, changed: []string{"storage"}, nodeName: "n1"},
 	} {

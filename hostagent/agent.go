@@ -94,6 +94,9 @@ type Agent struct {
 	opts     Options
 	// execDuration is exec's latency by outcome (metrics.go).
 	execDuration *prometheus.HistogramVec
+	// sleeps and wakes count idle suspensions and time their resumes.
+	sleeps *prometheus.CounterVec
+	wakes  prometheus.Histogram
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox // by sandbox ID
@@ -130,6 +133,15 @@ type sandbox struct {
 	// restartUnreported: an Ensure found it dead, or started it again, and
 	// then failed; the next Ensure that succeeds reports the restart.
 	restartUnreported bool
+
+	// Idle suspension (idle.go): the policy, the calls in progress and
+	// the last one's end, whether it sleeps, and transit, held by a sleep
+	// and a wake while they run.
+	idle     IdlePolicy
+	calls    int
+	lastCall time.Time
+	asleep   bool
+	transit  sync.Mutex
 }
 
 type handle struct {
@@ -180,6 +192,8 @@ func New(opts Options) (*Agent, error) {
 		clock:        opts.Clock,
 		opts:         opts,
 		execDuration: newExecDuration(),
+		sleeps:       newSleeps(),
+		wakes:        newWakes(),
 		sandboxes:    map[string]*sandbox{},
 		handles:      map[string]*handle{},
 		perTenant:    map[string]int{},
@@ -253,6 +267,13 @@ func (a *Agent) Ensure(ctx context.Context, spec backend.Spec) error {
 // while this agent served it (its init died, and every process with it)
 // and was started again over its files.
 func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restarted bool, err error) {
+	return a.ensure(ctx, spec, false)
+}
+
+// ensure is EnsureRestarted; waking says that it wakes a sandbox that
+// sleeps for idleness (idle.go), which it otherwise leaves asleep, its spec
+// kept for the wake.
+func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (restarted bool, err error) {
 	if spec.ID == "" || spec.Tenant == "" {
 		return false, errorf(CodeInvalid, "a sandbox needs an ID and a tenant")
 	}
@@ -267,11 +288,18 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 	const why = "the sandbox stopped (its init exited: out of memory, killed, or stopped), and every process in it with it; the job's output so far is kept"
 	a.mu.Lock()
 	s, served := a.sandboxes[spec.ID]
-	dead := served && !s.suspended && !aliveOn(s.be, spec.ID)
 	if served && s.be != be {
 		a.mu.Unlock()
 		return false, errorf(CodeInvalid, "sandbox %s runs on the %s backend, not %s: a sandbox keeps its backend", spec.ID, s.be.Name(), be.Name())
 	}
+	if served && s.asleep && !waking {
+		// Asleep on purpose: the next call wakes it, with this spec.
+		s.spec = spec
+		a.mu.Unlock()
+		return false, nil
+	}
+	// Suspended or asleep, its processes are stopped or saved on purpose.
+	dead := served && !s.suspended && !s.asleep && !aliveOn(s.be, spec.ID)
 	a.mu.Unlock()
 	if dead {
 		a.jobs.EndSandbox(spec.ID, why, false)
@@ -349,7 +377,7 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 	delete(a.pending, spec.ID)
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
-		s.suspended = false
+		s.suspended, s.asleep = false, false
 		return dead, nil
 	}
 	a.sandboxes[spec.ID] = &sandbox{spec: spec, be: be}
@@ -365,6 +393,11 @@ func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
+	if s, ok := a.sandboxes[spec.ID]; ok {
+		s.asleep = false // a restart wakes it, afresh
+	}
+	a.mu.Unlock()
 	a.jobs.EndSandbox(spec.ID, "the sandbox was restarted by an operator, which killed every process in it; the job's output so far is kept", false)
 	if err := be.Stop(ctx, spec.ID); err != nil {
 		return fmt.Errorf("stopping sandbox %s: %w", spec.ID, err)
@@ -402,7 +435,8 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 	a.mu.Lock()
 	a.dropHandlesLocked(id)
 	if s, ok := a.sandboxes[id]; ok {
-		s.spec, s.suspended = spec, true
+		// A suspension of the spec takes over from one for idleness.
+		s.spec, s.suspended, s.asleep = spec, true, false
 	} else {
 		a.sandboxes[id] = &sandbox{spec: spec, be: be, suspended: true}
 	}
@@ -485,7 +519,7 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 func (a *Agent) Alive(id string) bool {
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
-	suspended := ok && s.suspended // written under the lock by Ensure and Suspend
+	suspended := ok && (s.suspended || s.asleep) // written under the lock by Ensure, Suspend and sleep
 	a.mu.Unlock()
 	if !ok || suspended {
 		return true // not served here, or stopped on purpose: nothing is to run
@@ -606,6 +640,14 @@ func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, err
 	if err := a.waitPending(ctx, tenant, sandboxID); err != nil {
 		return Handle{}, err
 	}
+	if a.servesTenant(tenant, sandboxID) {
+		// Opening a session is a call: a sleeping sandbox wakes for it.
+		done, err := a.awaken(ctx, sandboxID)
+		if err != nil {
+			return Handle{}, err
+		}
+		defer done()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.expireLocked()
@@ -630,6 +672,15 @@ func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, err
 	a.perTenant[tenant]++
 	s.handles++
 	return Handle{ID: h.id, SandboxID: sandboxID, Expires: h.expires}, nil
+}
+
+// servesTenant says whether sandboxID is one of tenant's that this agent
+// serves.
+func (a *Agent) servesTenant(tenant, sandboxID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sandboxes[sandboxID]
+	return ok && s.spec.Tenant == tenant
 }
 
 // Activity is what a tenant has open in its sandbox: its session handles

@@ -101,6 +101,11 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	if err != nil {
 		return ExecResult{}, err
 	}
+	done, err := a.awaken(ctx, spec.ID)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	defer done()
 	out := &execOutput{limit: a.opts.ExecOutputLimit}
 	started := time.Now()
 	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
@@ -228,6 +233,11 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if err != nil {
 		return jobs.JobInfo{}, err
 	}
+	done, err := a.awaken(ctx, spec.ID)
+	if err != nil {
+		return jobs.JobInfo{}, err
+	}
+	defer done()
 	caps := be.Capabilities()
 	if !caps.ProvesCleanup {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", be.Name())
@@ -332,6 +342,11 @@ func attacher(holder backend.JobHolder, sandboxID string) jobs.Attacher {
 // of a sandbox an agent that just started is still taking over is waited
 // for, a while.
 func (a *Agent) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error) {
+	done, err := a.awakenJob(ctx, tenant, jobID)
+	if err != nil {
+		return jobs.PollResult{}, err
+	}
+	defer done()
 	res, err := a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
 	if a.mayBePending(tenant, err) {
 		if perr := a.waitPending(ctx, tenant, ""); perr != nil {
@@ -344,6 +359,11 @@ func (a *Agent) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBy
 
 // CancelJob cancels a job; see jobs.Manager.Cancel, and PollJob.
 func (a *Agent) CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
+	done, err := a.awakenJob(ctx, tenant, jobID)
+	if err != nil {
+		return jobs.JobInfo{}, err
+	}
+	defer done()
 	info, err := a.jobs.Cancel(ctx, tenant, jobID)
 	if a.mayBePending(tenant, err) {
 		if perr := a.waitPending(ctx, tenant, ""); perr != nil {

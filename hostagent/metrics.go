@@ -121,6 +121,8 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	c.a.execDuration.Describe(ch)
+	c.a.sleeps.Describe(ch)
+	c.a.wakes.Describe(ch)
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -157,4 +159,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolStartsDesc, prometheus.CounterValue, float64(ps.Failed), name, "failed")
 	}
 	c.a.execDuration.Collect(ch)
+	c.a.sleeps.Collect(ch)
+	c.a.wakes.Collect(ch)
 }

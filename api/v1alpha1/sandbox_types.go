@@ -175,6 +175,32 @@ type SandboxTemplate struct {
 	// +kubebuilder:default={}
 	// +optional
 	Network SandboxNetwork `json:"network,omitempty"`
+
+	// IdleSuspend suspends the sandbox after a while without tool calls;
+	// the next call resumes it before it is served (the caller sees
+	// latency, not an error). Where the node keeps a suspended sandbox's
+	// memory (gVisor) its processes go on where they were; elsewhere they
+	// are stopped and it starts again over its files. Unset, the sandbox
+	// is never suspended for idleness.
+	// +optional
+	IdleSuspend *IdleSuspend `json:"idleSuspend,omitempty"`
+}
+
+// IdleSuspend is when a sandbox is suspended for idleness.
+type IdleSuspend struct {
+	// After is how long the sandbox goes without a tool call (exec, read,
+	// write, a job's start, poll or cancel, a session opened) before it
+	// is suspended; at least 10s. A call in progress keeps it awake.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="after must be at least 10s"
+	// +required
+	After metav1.Duration `json:"after"`
+
+	// WithRunningJobs suspends the sandbox even while jobs run in it.
+	// Where its memory is kept they go on after the resume; elsewhere they
+	// end, as a suspension ends them. By default a running job keeps the
+	// sandbox awake.
+	// +optional
+	WithRunningJobs bool `json:"withRunningJobs,omitempty"`
 }
 
 // NetworkMode selects a sandbox's networking.

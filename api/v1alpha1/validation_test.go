@@ -154,6 +154,9 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"storage of 1Ki", tenant + "spec: {sandbox: {storage: {size: 1Ki}}}", "size must be at least 32Mi: the writable layer"},
 		{"negative storage", sbx + "spec: {tenantRef: {name: t}, storage: {size: -4Gi}}", "size must be at least 32Mi: the writable layer"},
 		{"pile of 1Ki", tenant + "spec: {sandbox: {storage: {pile: {size: 1Ki}}}}", "pile size must be at least 32Mi"},
+		{"an idle period of a second", tenant + "spec: {sandbox: {idleSuspend: {after: 1s}}}", "after must be at least 10s"},
+		{"an idle period that is no duration", sbx + "spec: {tenantRef: {name: t}, idleSuspend: {after: soon}}", "after"},
+		{"an idle suspension without its period", tenant + "spec: {sandbox: {idleSuspend: {withRunningJobs: true}}}", "after"},
 	}
 	ns := newNamespace(t)
 	for _, tc := range cases {

@@ -564,6 +564,32 @@ func (m *Manager) List(tenant, sandboxID string) []JobInfo {
 	return out
 }
 
+// SandboxOf is the sandbox that holds the tenant's job jobID, if the
+// tenant has such a job.
+func (m *Manager) SandboxOf(tenant, jobID string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, err := m.lookupLocked(tenant, jobID)
+	if err != nil {
+		return "", false
+	}
+	return j.sandbox, true
+}
+
+// Running counts the jobs of a sandbox that have not ended (starting ones
+// included).
+func (m *Manager) Running(sandboxID string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, j := range m.jobs {
+		if j.sandbox == sandboxID && !j.state.Terminal() {
+			n++
+		}
+	}
+	return n
+}
+
 // Stats returns the current counters.
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()

@@ -79,6 +79,10 @@ const (
 	DefaultReattachTimeout = 30 * time.Second
 )
 
+// idleCheckInterval is how often the agent looks for sandboxes idle past
+// their spec.idleSuspend: a sandbox sleeps within this much of its time.
+const idleCheckInterval = time.Second
+
 // Options configure a node's agent.
 type Options struct {
 	// Config reaches the API server.
@@ -460,6 +464,9 @@ func Run(ctx context.Context, opts Options) error {
 					)
 				}},
 			)
+		}},
+		task{"idle suspension", func(ctx context.Context) error {
+			return agent.RunIdle(ctx, idleCheckInterval)
 		}},
 		task{"token reload", func(ctx context.Context) error {
 			return tokens.watch(ctx, opts.TokenReloadInterval, server.SetTokens)

@@ -302,6 +302,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		return r.failed(ctx, sbx, "Provision", fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err))
 	}
 	r.faculties.started(spec.ID, spec.Faculties)
+	r.agent.SetIdlePolicy(spec.ID, idlePolicy(sbx))
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
 	r.restartAnswered(sbx, sbx.Spec.RestartRequest)
@@ -736,6 +737,14 @@ func (r *sandboxReconciler) reattachAll(ctx context.Context, todo []reattachment
 }
 
 // specOf is what the backend needs of a Sandbox whose sandbox has the ID.
+// idlePolicy is the Sandbox's spec.idleSuspend as the agent takes it.
+func idlePolicy(sbx *playgroundv1alpha1.Sandbox) hostagent.IdlePolicy {
+	if sbx.Spec.IdleSuspend == nil {
+		return hostagent.IdlePolicy{}
+	}
+	return hostagent.IdlePolicy{After: sbx.Spec.IdleSuspend.After.Duration, WithRunningJobs: sbx.Spec.IdleSuspend.WithRunningJobs}
+}
+
 func specOf(id string, sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 	spec := backend.Spec{
 		ID:          id,

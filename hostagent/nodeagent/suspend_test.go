@@ -28,6 +28,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -61,15 +62,16 @@ func TestSuspendKeepsMemoryGVisor(t *testing.T) {
 
 	createSandbox(t, ns, "ws", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Isolation = playgroundv1alpha1.IsolationGVisor })
 	s := openSession(t, n, ns, "ws")
-	s.exec(t, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`)
+	s.exec(t, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`)
 	count := func(s session) int {
-		n, err := strconv.Atoi(strings.TrimSpace(s.exec(t, "cat /tmp/count")))
+		n, err := strconv.Atoi(strings.TrimSpace(s.exec(t, "cat /tmp/count 2>/dev/null || echo 0")))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
 	g.Eventually(func() int { return count(s) }).WithTimeout(timeout).Should(BeNumerically(">", 5))
+	g.Expect(gvisorProcesses(s.id)).NotTo(BeEmpty(), "the running sandbox's sentry, seen on the node")
 
 	const lines = 80
 	job, err := s.startJob(fmt.Sprintf("i=1; while [ $i -le %d ]; do echo line $i; i=$((i+1)); sleep 0.1; done", lines))
@@ -101,7 +103,7 @@ func TestSuspendKeepsMemoryGVisor(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
 		g.Expect(c.Message).To(ContainSubstring("with its memory"))
 	}).WithTimeout(timeout).Should(Succeed())
-	g.Expect(n.containers(t)).To(BeEmpty(), "no container while suspended")
+	g.Expect(gvisorProcesses(s.id)).To(BeEmpty(), "no process of the sandbox on the node while suspended")
 	_, err = poll()
 	var ae *agentapi.Error
 	g.Expect(errors.As(err, &ae)).To(BeTrue(), "a poll while suspended: %v", err)
@@ -129,4 +131,69 @@ func TestSuspendKeepsMemoryGVisor(t *testing.T) {
 	g.Expect(out.String()).To(Equal(want.String()), "the job's output across the suspension, from the client's cursor")
 	g.Expect(last.Job.Result.ExitCode).To(Equal(0))
 	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned).Note).To(ContainSubstring("Restored"))
+}
+
+// gvisorProcesses lists the node's processes of gVisor sandbox id: its
+// sentry and gofer name its container (pg-<id>+) on their command lines.
+func gvisorProcesses(id string) []int {
+	return pidsOf("pg-" + id + "+")
+}
+
+// TestIdleSuspendGVisor: a Sandbox with spec.idleSuspend is suspended by
+// its agent after that long without calls, with its memory (gVisor): no
+// process of it remains on the node. The next exec, on the session opened
+// before, wakes it and is served: the client sees latency, not an error,
+// and a process that counted in memory goes on from its count. The resume
+// is counted and timed in the agent's metrics.
+func TestIdleSuspendGVisor(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, "idle")
+	stateDir := ocitest.StateDir(t)
+	addr := freeAddr(t)
+	n := startNode(t, "idle-a", stateDir, "", func(o *nodeagent.Options) {
+		o.Backends = []backend.Backend{ocitest.NewGVisor(t, stateDir)}
+		o.MetricsBindAddress = addr
+	})
+	metric := func(name string, count bool, kv ...string) float64 {
+		t.Helper()
+		m, err := scrape("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv = append([]string{"node", n.name}, kv...)
+		if count {
+			return float64(m.count(t, name, kv...))
+		}
+		return m.value(t, name, kv...)
+	}
+	createSandbox(t, ns, "ws", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Isolation = playgroundv1alpha1.IsolationGVisor
+		s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: 10 * time.Second}}
+	})
+	s := openSession(t, n, ns, "ws")
+	s.exec(t, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 &`)
+	count := func() int {
+		n, err := strconv.Atoi(strings.TrimSpace(s.exec(t, "cat /tmp/count 2>/dev/null || echo 0")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	g.Eventually(count).WithTimeout(timeout).Should(BeNumerically(">", 5))
+	g.Expect(gvisorProcesses(s.id)).NotTo(BeEmpty())
+	before := count()
+
+	// Nothing calls it now: within its idle period and the agent's check,
+	// it sleeps.
+	g.Eventually(func() []int { return gvisorProcesses(s.id) }).WithTimeout(timeout).WithPolling(200*time.Millisecond).Should(BeEmpty(),
+		"the idle sandbox's processes are gone from the node")
+	g.Expect(metric("playground_idle_suspensions_total", false, "kind", "memory_kept")).To(BeNumerically(">=", 1))
+
+	start := time.Now()
+	after := count() // the same handle: the call wakes the sandbox
+	t.Logf("the first exec after the idle suspension took %s", time.Since(start))
+	g.Expect(after).To(BeNumerically(">=", before), "the counter goes on from its count, not from the start")
+	g.Eventually(count).WithTimeout(timeout).Should(BeNumerically(">", after+3), "the counter runs again")
+	g.Expect(metric("playground_idle_resume_seconds", true)).To(BeNumerically(">=", 1))
+	g.Expect(provisioned(getSandbox(g, ns, "ws")).Status).To(Equal(metav1.ConditionTrue), "an idle suspension is not a Sandbox's suspension")
 }

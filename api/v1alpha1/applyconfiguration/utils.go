@@ -58,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.FacultyInstallStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HostPathSource"):
 		return &apiv1alpha1.HostPathSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("IdleSuspend"):
+		return &apiv1alpha1.IdleSuspendApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
 		return &apiv1alpha1.LocalObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LoginProfile"):

@@ -75,6 +75,7 @@ func TestHelpAndMistakes(t *testing.T) {
 		{[]string{"exec", "x", "y", "--", "uname"}, `exec takes one tenant's name before --, not "x y"`, "kubectl playground exec"},
 		{[]string{"tenant", "create", "x", "--isolation", "gvisor", "--backend", "vm"}, "--isolation is a choice of backend oci; backend vm takes none", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--memory", "lots"}, `--memory "lots": want a positive quantity, such as 500m, 2, 512Mi or 4Gi`, "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--idle-suspend", "2s"}, "--idle-suspend 2s: want at least 10s", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--network", "egress"}, "--network egress needs the networks the sandbox may reach: --egress CIDR[:PORT,...]", "kubectl playground tenant create"},
 	} {
 		code, out, errOut := runMain(t, tc.args...)

@@ -187,6 +187,7 @@ type createFlags struct {
 	nodeSelector                         []string
 	network                              string
 	egress                               []string
+	idleSuspend                          time.Duration
 	dryRun                               string
 	wait                                 bool
 	endpoint                             string
@@ -248,6 +249,7 @@ the configurations.`,
 	fl.StringArrayVar(&f.nodeSelector, "node-selector", nil, "a node label KEY=VALUE the sandbox's node must have (repeatable), as a Pod's nodeSelector")
 	fl.StringVar(&f.network, "network", "", "none (loopback only; the default) or egress (to the --egress list only)")
 	fl.StringArrayVar(&f.egress, "egress", nil, "with --network egress: an IPv4 network the sandbox may reach, CIDR[:PORT,...] (repeatable), e.g. 10.0.0.0/8:443")
+	fl.DurationVar(&f.idleSuspend, "idle-suspend", 0, `suspend the sandbox after this long without a tool call, e.g. "15m" (at least 10s); the next call resumes it (default: never)`)
 	fl.StringVar(&f.dryRun, "dry-run", "none", "client: print the Tenant without creating it; server: have the API server check it too, without creating it")
 	fl.Lookup("dry-run").NoOptDefVal = "client"
 	fl.BoolVar(&f.wait, "wait", false, "wait until the tenant's sandbox is Ready (up to --timeout) before printing how to connect")
@@ -349,6 +351,12 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 		return nil, usagef(cmd, "--network egress needs the networks the sandbox may reach: --egress CIDR[:PORT,...]")
 	case mode == playgroundv1alpha1.NetworkNone && len(f.egress) > 0:
 		return nil, usagef(cmd, "--egress is for --network egress, not none")
+	}
+	switch {
+	case f.idleSuspend < 0 || (f.idleSuspend > 0 && f.idleSuspend < 10*time.Second):
+		return nil, usagef(cmd, "--idle-suspend %s: want at least 10s", f.idleSuspend)
+	case f.idleSuspend > 0:
+		sb.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: f.idleSuspend}}
 	}
 	sb.Network.Mode = mode
 	for _, e := range f.egress {

@@ -56,6 +56,10 @@ type Fake struct {
 	// BuildFunc, if set, is what every Build does (after ctx is checked).
 	// Set it before the Fake is in use.
 	BuildFunc func(backend.BuildRequest) (backend.BuildResult, error)
+	// ExecFunc, if set, starts the commands of a running sandbox instead
+	// of the RunFunc, for a process that runs on after Exec returns (a
+	// job that keeps running). Set it before the Fake is in use.
+	ExecFunc func(id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error)
 
 	mu        sync.Mutex
 	sandboxes map[string]bool // provisioned: running
@@ -217,8 +221,8 @@ func (f *Fake) Destroy(_ context.Context, id string, _ bool) error {
 
 func (f *Fake) PileDir(id string) string { return "/nonexistent/" + id }
 
-// Exec runs the command's RunFunc to its end before it returns; the
-// process it returns has ended.
+// Exec runs the command's RunFunc to its end before it returns, and the
+// process it returns has ended; or it starts it with ExecFunc.
 func (f *Fake) Exec(_ context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
 	f.mu.Lock()
 	running := f.sandboxes[id]
@@ -228,6 +232,9 @@ func (f *Fake) Exec(_ context.Context, id string, req backend.ExecRequest, sink 
 	f.mu.Unlock()
 	if !running {
 		return nil, backend.ErrNotRunning
+	}
+	if f.ExecFunc != nil {
+		return f.ExecFunc(id, req, sink)
 	}
 	start := time.Now()
 	code, err := f.run(id, req, sink)

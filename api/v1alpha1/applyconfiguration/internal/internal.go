@@ -225,6 +225,15 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: path
       type:
         scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.IdleSuspend
+  map:
+    fields:
+    - name: after
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: withRunningJobs
+      type:
+        scalar: boolean
 - name: com.github.playground-dev.playground.api.v1alpha1.Isolation
   scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
@@ -349,6 +358,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: idleSuspend
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.IdleSuspend
     - name: isolation
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
@@ -442,6 +454,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: idleSuspend
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.IdleSuspend
     - name: isolation
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation

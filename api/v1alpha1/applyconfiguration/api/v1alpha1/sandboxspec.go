@@ -149,6 +149,14 @@ func (b *SandboxSpecApplyConfiguration) WithNetwork(value *SandboxNetworkApplyCo
 	return b
 }
 
+// WithIdleSuspend sets the IdleSuspend field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the IdleSuspend field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithIdleSuspend(value *IdleSuspendApplyConfiguration) *SandboxSpecApplyConfiguration {
+	b.SandboxTemplateApplyConfiguration.IdleSuspend = value
+	return b
+}
+
 // WithNodeName sets the NodeName field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the NodeName field is set to the value of the last call.

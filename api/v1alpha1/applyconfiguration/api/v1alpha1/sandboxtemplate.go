@@ -61,6 +61,13 @@ type SandboxTemplateApplyConfiguration struct {
 	// rules; switching between none and egress takes effect at its next
 	// restart.
 	Network *SandboxNetworkApplyConfiguration `json:"network,omitempty"`
+	// IdleSuspend suspends the sandbox after a while without tool calls;
+	// the next call resumes it before it is served (the caller sees
+	// latency, not an error). Where the node keeps a suspended sandbox's
+	// memory (gVisor) its processes go on where they were; elsewhere they
+	// are stopped and it starts again over its files. Unset, the sandbox
+	// is never suspended for idleness.
+	IdleSuspend *IdleSuspendApplyConfiguration `json:"idleSuspend,omitempty"`
 }
 
 // SandboxTemplateApplyConfiguration constructs a declarative configuration of the SandboxTemplate type for use with
@@ -141,5 +148,13 @@ func (b *SandboxTemplateApplyConfiguration) WithNodeSelector(entries map[string]
 // If called multiple times, the Network field is set to the value of the last call.
 func (b *SandboxTemplateApplyConfiguration) WithNetwork(value *SandboxNetworkApplyConfiguration) *SandboxTemplateApplyConfiguration {
 	b.Network = value
+	return b
+}
+
+// WithIdleSuspend sets the IdleSuspend field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the IdleSuspend field is set to the value of the last call.
+func (b *SandboxTemplateApplyConfiguration) WithIdleSuspend(value *IdleSuspendApplyConfiguration) *SandboxTemplateApplyConfiguration {
+	b.IdleSuspend = value
 	return b
 }
