@@ -141,6 +141,7 @@ type sandbox struct {
 	calls    int
 	lastCall time.Time
 	asleep   bool
+	paused   bool // asleep, frozen (backend.Pauser)
 	transit  sync.Mutex
 }
 
@@ -377,7 +378,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 	delete(a.pending, spec.ID)
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
-		s.suspended, s.asleep = false, false
+		s.suspended, s.asleep, s.paused = false, false, false
 		return dead, nil
 	}
 	a.sandboxes[spec.ID] = &sandbox{spec: spec, be: be}
@@ -395,8 +396,9 @@ func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
 	}
 	a.mu.Lock()
 	if s, ok := a.sandboxes[spec.ID]; ok {
-		s.asleep = false // a restart wakes it, afresh
+		s.asleep, s.paused = false, false // a restart wakes it, afresh
 	}
+	a.jobs.UnparkSandbox(spec.ID)
 	a.mu.Unlock()
 	a.jobs.EndSandbox(spec.ID, "the sandbox was restarted by an operator, which killed every process in it; the job's output so far is kept", false)
 	if err := be.Stop(ctx, spec.ID); err != nil {
@@ -435,8 +437,18 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 	a.mu.Lock()
 	a.dropHandlesLocked(id)
 	if s, ok := a.sandboxes[id]; ok {
-		// A suspension of the spec takes over from one for idleness.
-		s.spec, s.suspended, s.asleep = spec, true, false
+		// A suspension of the spec takes over from one for idleness; a
+		// frozen sandbox is thawed first, or nothing in it would answer.
+		if s.paused {
+			if p := be.Capabilities().Pauser; p != nil {
+				if err := p.Unpause(ctx, id); err != nil {
+					a.mu.Unlock()
+					return Suspension{}, fmt.Errorf("thawing sandbox %s, paused for idleness, to suspend it: %w", id, err)
+				}
+			}
+			a.jobs.UnparkSandbox(id)
+		}
+		s.spec, s.suspended, s.asleep, s.paused = spec, true, false, false
 	} else {
 		a.sandboxes[id] = &sandbox{spec: spec, be: be, suspended: true}
 	}

@@ -27,9 +27,10 @@ import (
 )
 
 // Idle suspension. A sandbox whose Sandbox asks for it (spec.idleSuspend)
-// is put to sleep by the agent after a while without calls: suspended with
-// its memory where its backend keeps it (backend.Suspender), its processes
-// stopped otherwise. Unlike a suspension of the spec it keeps its session
+// is put to sleep by the agent after a while without calls: paused (frozen,
+// backend.Pauser) when its policy says so and its backend can, else
+// suspended with its memory where its backend keeps it (backend.Suspender),
+// its processes stopped otherwise. Unlike a suspension of the spec it keeps its session
 // handles and its tenant's token: the next call wakes it (restores or
 // starts it again) before it is served, so the caller sees latency, not an
 // error. The agent decides alone, on the node: nothing is written to the
@@ -42,6 +43,9 @@ type IdlePolicy struct {
 	After time.Duration
 	// WithRunningJobs puts it to sleep even while jobs run in it.
 	WithRunningJobs bool
+	// Pause freezes it (backend.Pauser: no CPU, memory kept in RAM)
+	// instead of suspending it, where its backend can.
+	Pause bool
 }
 
 // SetIdlePolicy sets when sandbox id sleeps for idleness; the zero policy
@@ -64,6 +68,22 @@ func (a *Agent) Asleep(id string) bool {
 	defer a.mu.Unlock()
 	s, ok := a.sandboxes[id]
 	return ok && s.asleep
+}
+
+// suspendedCounts counts the sandboxes suspended by their spec and those
+// asleep for idleness.
+func (a *Agent) suspendedCounts() (spec, idle int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.sandboxes {
+		switch {
+		case s.suspended:
+			spec++
+		case s.asleep:
+			idle++
+		}
+	}
+	return spec, idle
 }
 
 // awaken marks a call to sandbox id in progress, which keeps it awake, and
@@ -111,12 +131,24 @@ func (a *Agent) wake(ctx context.Context, s *sandbox) error {
 	s.transit.Lock()
 	defer s.transit.Unlock()
 	a.mu.Lock()
-	asleep, spec := s.asleep, s.spec
+	asleep, paused, spec := s.asleep, s.paused, s.spec
 	a.mu.Unlock()
 	if !asleep {
 		return nil // woken by a call that came first
 	}
 	start := time.Now()
+	if paused {
+		if err := s.be.Capabilities().Pauser.Unpause(ctx, spec.ID); err != nil {
+			a.opts.Logger.Error(err, "Thawing a sandbox paused for idleness", "sandbox", spec.ID)
+			return errorf(CodeUnavailable, "the sandbox was paused for idleness and could not be resumed: %v; retry, or ask an operator to restart it", err)
+		}
+		a.jobs.UnparkSandbox(spec.ID)
+		a.mu.Lock()
+		s.asleep, s.paused = false, false
+		a.mu.Unlock()
+		a.wakes.Observe(time.Since(start).Seconds())
+		return nil
+	}
 	if _, err := a.ensure(ctx, spec, true); err != nil {
 		a.opts.Logger.Error(err, "Waking a sandbox that slept for idleness", "sandbox", spec.ID)
 		return errorf(CodeUnavailable, "the sandbox was suspended for idleness and could not be resumed: %v; retry, or ask an operator to restart it", err)
@@ -184,7 +216,22 @@ func (a *Agent) sleep(ctx context.Context, s *sandbox) {
 	spec, be := s.spec, s.be
 	a.mu.Unlock()
 	id := spec.ID
-	if sus := be.Capabilities().Suspender; sus != nil {
+	caps := be.Capabilities()
+	if p := caps.Pauser; s.idle.Pause && p != nil {
+		a.jobs.ParkSandbox(id)
+		err := p.Pause(ctx, id)
+		if err == nil {
+			a.mu.Lock()
+			s.paused = true
+			a.mu.Unlock()
+			a.sleeps.WithLabelValues(sleepPaused).Inc()
+			a.opts.Logger.V(1).Info("Paused a sandbox idle for its idle period", "sandbox", id)
+			return
+		}
+		a.jobs.UnparkSandbox(id)
+		a.opts.Logger.Error(err, "Pausing a sandbox idle for its idle period; suspending it instead", "sandbox", id)
+	}
+	if sus := caps.Suspender; sus != nil {
 		a.jobs.ParkSandbox(id)
 		err := sus.Suspend(ctx, id)
 		if err == nil {
@@ -217,15 +264,17 @@ func (a *Agent) sleep(ctx context.Context, s *sandbox) {
 const (
 	sleepKeptMemory = "memory_kept"
 	sleepStopped    = "stopped"
+	sleepPaused     = "paused"
 )
 
 func newSleeps() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "playground_idle_suspensions_total",
-		Help: "Sandboxes suspended after their idle period (spec.idleSuspend), by kind: with their memory kept, or their processes stopped.",
+		Help: "Sandboxes suspended after their idle period (spec.idleSuspend), by kind: paused (frozen, memory in RAM), with their memory kept (checkpointed), or their processes stopped.",
 	}, []string{"kind"})
 	c.WithLabelValues(sleepKeptMemory)
 	c.WithLabelValues(sleepStopped)
+	c.WithLabelValues(sleepPaused)
 	return c
 }
 

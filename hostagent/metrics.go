@@ -59,6 +59,8 @@ var (
 		"New sandboxes by how they started: claimed from the pool (hit), or not (miss: none ready, or the sandbox's spec does not fit the pool's).", []string{"backend", "result"}, nil)
 	poolEmptyDesc = prometheus.NewDesc("playground_warm_pool_empty_total",
 		"Misses of sandboxes that fit the pool but found none ready: the pool is too small, or refills too slowly, for the demand.", []string{"backend"}, nil)
+	suspendedDesc = prometheus.NewDesc("playground_sandboxes_suspended",
+		"Sandboxes of this agent suspended now, by reason: spec (the Sandbox's spec.suspended) or idle (its spec.idleSuspend; the next call resumes it).", []string{"reason"}, nil)
 	poolStartsDesc = prometheus.NewDesc("playground_warm_pool_starts_total",
 		"Pooled sandboxes started to refill the pool, by result (started, failed).", []string{"backend", "result"}, nil)
 )
@@ -117,7 +119,7 @@ type collector struct{ a *Agent }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsHeldDesc, jobsAdoptedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc, jobsReclaimedDesc,
-		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc} {
+		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc, suspendedDesc} {
 		ch <- d
 	}
 	c.a.execDuration.Describe(ch)
@@ -158,6 +160,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolStartsDesc, prometheus.CounterValue, float64(ps.Started), name, "started")
 		ch <- prometheus.MustNewConstMetric(poolStartsDesc, prometheus.CounterValue, float64(ps.Failed), name, "failed")
 	}
+	spec, idle := c.a.suspendedCounts()
+	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(spec), "spec")
+	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(idle), "idle")
 	c.a.execDuration.Collect(ch)
 	c.a.sleeps.Collect(ch)
 	c.a.wakes.Collect(ch)

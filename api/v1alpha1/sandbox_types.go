@@ -186,8 +186,29 @@ type SandboxTemplate struct {
 	IdleSuspend *IdleSuspend `json:"idleSuspend,omitempty"`
 }
 
+// IdleMode is how an idle sandbox is put aside.
+// +kubebuilder:validation:Enum=Suspend;Pause
+type IdleMode string
+
+const (
+	// IdleModeSuspend frees the sandbox's memory and CPU: checkpointed to the
+	// node's disk with its memory where the node can (gVisor), its
+	// processes stopped elsewhere. A resume takes a fraction of a second.
+	IdleModeSuspend IdleMode = "Suspend"
+	// IdleModePause freezes the sandbox's processes (the cgroup freezer): no
+	// CPU, its memory kept in RAM, resumed in milliseconds; for short
+	// idles. Where the backend cannot freeze, the sandbox is suspended.
+	IdleModePause IdleMode = "Pause"
+)
+
 // IdleSuspend is when a sandbox is suspended for idleness.
 type IdleSuspend struct {
+	// Mode is Suspend (the default: memory and CPU freed) or Pause
+	// (frozen, memory kept in RAM, resumed in milliseconds).
+	// +kubebuilder:default=Suspend
+	// +optional
+	Mode IdleMode `json:"mode,omitempty"`
+
 	// After is how long the sandbox goes without a tool call (exec, read,
 	// write, a job's start, poll or cancel, a session opened) before it
 	// is suspended; at least 10s. A call in progress keeps it awake.

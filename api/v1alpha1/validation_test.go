@@ -156,6 +156,7 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"pile of 1Ki", tenant + "spec: {sandbox: {storage: {pile: {size: 1Ki}}}}", "pile size must be at least 32Mi"},
 		{"an idle period of a second", tenant + "spec: {sandbox: {idleSuspend: {after: 1s}}}", "after must be at least 10s"},
 		{"an idle period that is no duration", sbx + "spec: {tenantRef: {name: t}, idleSuspend: {after: soon}}", "after"},
+		{"an idle mode of another kind", tenant + "spec: {sandbox: {idleSuspend: {after: 1m, mode: Hibernate}}}", "Unsupported value"},
 		{"an idle suspension without its period", tenant + "spec: {sandbox: {idleSuspend: {withRunningJobs: true}}}", "after"},
 	}
 	ns := newNamespace(t)

@@ -79,6 +79,8 @@ type Capabilities struct {
 	Builder Builder
 	// Suspender suspends a sandbox with its memory.
 	Suspender Suspender
+	// Pauser freezes a sandbox's processes.
+	Pauser Pauser
 }
 
 // ShellMode selects the environment of the /bin/sh that runs a command.
@@ -366,6 +368,15 @@ type Suspender interface {
 	// CheckpointIsolations are the isolations whose sandboxes Suspend
 	// checkpoints on this node (the agent publishes them in its Lease).
 	CheckpointIsolations() []string
+}
+
+// Pauser is the behaviour, in Capabilities.Pauser, of backends that freeze
+// a running sandbox's processes (the cgroup freezer): they get no CPU and
+// keep their memory in RAM; Unpause thaws them where they were. A paused
+// sandbox is running for Alive and Reattach (which thaws it).
+type Pauser interface {
+	Pause(ctx context.Context, id string) error
+	Unpause(ctx context.Context, id string) error
 }
 
 // Prober is the behaviour, in Capabilities.Prober, of backends that can tell

@@ -742,7 +742,8 @@ func idlePolicy(sbx *playgroundv1alpha1.Sandbox) hostagent.IdlePolicy {
 	if sbx.Spec.IdleSuspend == nil {
 		return hostagent.IdlePolicy{}
 	}
-	return hostagent.IdlePolicy{After: sbx.Spec.IdleSuspend.After.Duration, WithRunningJobs: sbx.Spec.IdleSuspend.WithRunningJobs}
+	is := sbx.Spec.IdleSuspend
+	return hostagent.IdlePolicy{After: is.After.Duration, WithRunningJobs: is.WithRunningJobs, Pause: is.Mode == playgroundv1alpha1.IdleModePause}
 }
 
 func specOf(id string, sbx *playgroundv1alpha1.Sandbox) backend.Spec {

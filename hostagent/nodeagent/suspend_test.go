@@ -18,8 +18,10 @@ package nodeagent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,6 +190,7 @@ func TestIdleSuspendGVisor(t *testing.T) {
 	g.Eventually(func() []int { return gvisorProcesses(s.id) }).WithTimeout(timeout).WithPolling(200*time.Millisecond).Should(BeEmpty(),
 		"the idle sandbox's processes are gone from the node")
 	g.Expect(metric("playground_idle_suspensions_total", false, "kind", "memory_kept")).To(BeNumerically(">=", 1))
+	g.Expect(metric("playground_sandboxes_suspended", false, "reason", "idle")).To(BeEquivalentTo(1))
 
 	start := time.Now()
 	after := count() // the same handle: the call wakes the sandbox
@@ -195,5 +198,43 @@ func TestIdleSuspendGVisor(t *testing.T) {
 	g.Expect(after).To(BeNumerically(">=", before), "the counter goes on from its count, not from the start")
 	g.Eventually(count).WithTimeout(timeout).Should(BeNumerically(">", after+3), "the counter runs again")
 	g.Expect(metric("playground_idle_resume_seconds", true)).To(BeNumerically(">=", 1))
+	g.Expect(metric("playground_sandboxes_suspended", false, "reason", "idle")).To(BeZero())
 	g.Expect(provisioned(getSandbox(g, ns, "ws")).Status).To(Equal(metav1.ConditionTrue), "an idle suspension is not a Sandbox's suspension")
+}
+
+// TestIdlePause: a Sandbox with spec.idleSuspend in mode Pause is frozen
+// by its agent after its idle period (its container paused, its memory
+// kept in RAM), and thawed by the next call on the same session, which is
+// served; a process that ran in it runs on.
+func TestIdlePause(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, "idle-pause")
+	n := startNode(t, "idle-pause-a", "", "")
+	createSandbox(t, ns, "ws", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{Mode: playgroundv1alpha1.IdleModePause, After: metav1.Duration{Duration: 10 * time.Second}}
+	})
+	s := openSession(t, n, ns, "ws")
+	marker := fmt.Sprintf("sleep %d", 900000+time.Now().UnixNano()%99999)
+	s.exec(t, marker+" >/dev/null 2>&1 &")
+	pid := waitProcess(t, marker)
+	state := func() string {
+		out, err := exec.Command("runc", "--root", n.stateDir+"/runc", "state", "pg-"+s.id).Output()
+		if err != nil {
+			return err.Error()
+		}
+		var st struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(out, &st); err != nil {
+			return err.Error()
+		}
+		return st.Status
+	}
+	g.Expect(state()).To(Equal("running"))
+	g.Eventually(state).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Equal("paused"))
+	g.Expect(pidsOf(marker)).To(ContainElement(pid), "a paused sandbox keeps its processes")
+
+	g.Expect(s.exec(t, "echo awake")).To(Equal("awake\n"), "the call on the session opened before is served")
+	g.Expect(state()).To(Equal("running"))
+	g.Expect(pidsOf(marker)).To(ContainElement(pid), "the process runs on")
 }

@@ -478,7 +478,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 		ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress,
 		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
 		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b,
-		Suspender: b.suspender(),
+		Suspender: b.suspender(), Pauser: b,
 	}
 }
 

@@ -255,6 +255,11 @@ func (r *runc) pidsCounter(id string) string {
 	return ""
 }
 
+func (r *runc) pause(ctx context.Context, id string) error {
+	_, err := r.output(ctx, "pause", r.name(id))
+	return err
+}
+
 func (r *runc) resume(ctx context.Context, id string) error {
 	_, err := r.output(ctx, "resume", r.name(id))
 	return err

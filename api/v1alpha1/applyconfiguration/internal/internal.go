@@ -225,12 +225,18 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: path
       type:
         scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.IdleMode
+  scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.IdleSuspend
   map:
     fields:
     - name: after
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: mode
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.IdleMode
+      default: Suspend
     - name: withRunningJobs
       type:
         scalar: boolean

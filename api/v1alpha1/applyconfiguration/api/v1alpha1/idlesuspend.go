@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	apiv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -27,6 +28,9 @@ import (
 //
 // IdleSuspend is when a sandbox is suspended for idleness.
 type IdleSuspendApplyConfiguration struct {
+	// Mode is Suspend (the default: memory and CPU freed) or Pause
+	// (frozen, memory kept in RAM, resumed in milliseconds).
+	Mode *apiv1alpha1.IdleMode `json:"mode,omitempty"`
 	// After is how long the sandbox goes without a tool call (exec, read,
 	// write, a job's start, poll or cancel, a session opened) before it
 	// is suspended; at least 10s. A call in progress keeps it awake.
@@ -42,6 +46,14 @@ type IdleSuspendApplyConfiguration struct {
 // apply.
 func IdleSuspend() *IdleSuspendApplyConfiguration {
 	return &IdleSuspendApplyConfiguration{}
+}
+
+// WithMode sets the Mode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Mode field is set to the value of the last call.
+func (b *IdleSuspendApplyConfiguration) WithMode(value apiv1alpha1.IdleMode) *IdleSuspendApplyConfiguration {
+	b.Mode = &value
+	return b
 }
 
 // WithAfter sets the After field in the declarative configuration to the given value
