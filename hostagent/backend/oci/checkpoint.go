@@ -40,6 +40,10 @@ import (
 // run on every kernel): Suspend says so (backend.ErrNoCheckpoint) and the
 // agent stops it, keeping its files.
 //
+// The image takes at most the sandbox's memory limit of the node's disk:
+// Suspend refuses (ErrNoCheckpoint) when that would take the node's free
+// space below its reserve (Options.StorageReserve).
+//
 // What the checkpoint cannot save (guest/checkpoint_linux.go): a unix
 // socket bound in a directory of the node's. Init closes its own before
 // the checkpoint and opens them again after the restore; a tenant's, in
@@ -87,6 +91,12 @@ func (b *Backend) Suspend(ctx context.Context, id string) error {
 	cid := containerID(id)
 	if !b.gvisor.exists(cid) {
 		return backend.ErrNotRunning
+	}
+	// The image is at most the sandbox's memory: the node keeps its
+	// reserve of free space with the image written.
+	memory := b.resources(sb.spec.Resources).MemoryBytes
+	if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve+memory); err != nil {
+		return fmt.Errorf("%w: sandbox %s's memory image (up to %s) would take the node's free space below its reserve: %w", backend.ErrNoCheckpoint, id, backend.HumanBytes(memory), err)
 	}
 	if err := (guestexec.Control(b.controlConn)).Checkpoint(ctx, id); err != nil {
 		return fmt.Errorf("oci: suspending sandbox %s: %w", id, err)

@@ -162,11 +162,12 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	}
 }
 
-// TestGVisorSuspendRefusesNodeSockets: a tenant process listening on a unix
+// TestGVisorSuspendRefusals: a tenant process listening on a unix
 // socket in its home (a socket of the node's under gVisor, which no
 // checkpoint saves) makes Suspend refuse, naming it, and the sandbox runs
-// on as it was; so does a runc sandbox, which has no checkpoint here.
-func TestGVisorSuspendRefusesNodeSockets(t *testing.T) {
+// on as it was; so does one whose image would take the node's free space
+// below its reserve, and a runc sandbox, which has no checkpoint here.
+func TestGVisorSuspendRefusals(t *testing.T) {
 	runsc := requireRunsc(t)
 	b := newGVisorBackend(t, newStateDir(t), runsc)
 	spec := backend.Spec{ID: "gv-sock", Tenant: "t/gv-sock", Isolation: backend.IsolationGVisor}
@@ -184,6 +185,20 @@ func TestGVisorSuspendRefusesNodeSockets(t *testing.T) {
 	}
 	if got := sh(t, b, spec.ID, "echo running"); got != "running\n" {
 		t.Fatalf("after a refused suspension: %q", got)
+	}
+
+	// A node whose free space, less the sandbox's memory image, would be
+	// below its reserve keeps the sandbox running, saying why.
+	other := backend.Spec{ID: "gv-full", Tenant: "t/gv-full", Isolation: backend.IsolationGVisor}
+	startSandbox(t, b, other)
+	b.opts.StorageReserve = 1 << 60
+	err = b.Suspend(ctx, other.ID)
+	b.opts.StorageReserve = 0
+	if !errors.Is(err, backend.ErrNoCheckpoint) || !strings.Contains(err.Error(), "reserve") {
+		t.Fatalf("Suspend on a node short of space: %v; want ErrNoCheckpoint naming the reserve", err)
+	}
+	if got := sh(t, b, other.ID, "echo running"); got != "running\n" || b.Checkpointed(other.ID) {
+		t.Fatalf("after a suspension refused for space: %q, checkpointed %v", got, b.Checkpointed(other.ID))
 	}
 
 	rb, rid := newSandbox(t, backend.Spec{ID: "runc-suspend"})
