@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
@@ -83,9 +84,11 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	starts := b.Starts(id)
 	before := count()
 
+	began := time.Now()
 	if err := b.Suspend(ctx, id); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("suspended in %s", time.Since(began))
 	j.Close() // broken by the checkpoint: the agent attaches again
 	if !b.Checkpointed(id) {
 		t.Fatal("Checkpointed is false after Suspend")
@@ -94,9 +97,11 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 		t.Fatal("the suspended sandbox still has processes on the node")
 	}
 
+	began = time.Now()
 	if err := b.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("restored in %s", time.Since(began))
 	if b.Checkpointed(id) {
 		t.Error("the checkpoint is still there after the restore")
 	}
