@@ -40,7 +40,8 @@ import (
 // agent and control sockets are such sockets (the agent reaches them from
 // the node), and the shepherds share the first. So before the agent
 // checkpoints a sandbox it asks init (guestapi.StartRequest.Checkpoint) to
-// close them all, and once the sandbox is restored it tells init to open
+// close them all (idle shepherds end; a busy one lets go of its share when
+// init closes the release pipe, shepherdReleaseFD), and once the sandbox is restored it tells init to open
 // them again (guestapi.ResumeSignal). Jobs are held on the sandbox's own
 // /run (JobsDir), whose sockets are the sandbox's: they are saved with it.
 
@@ -79,13 +80,14 @@ func (in *initProc) release() error {
 	if held := tenantNodeSockets(); len(held) > 0 {
 		return fmt.Errorf("a process of the sandbox listens on a unix socket bound in a directory the node backs (%s), which gVisor cannot checkpoint; bind it under /run or /dev/shm, or in the abstract namespace, instead", strings.Join(held, ", "))
 	}
-	inodes := map[uint64]bool{}
-	var st unix.Stat_t
-	if unix.Fstat(int(in.listener.Fd()), &st) == nil {
-		inodes[st.Ino] = true
+	// The sockets as /proc names them ("socket:[N]"), to find who holds
+	// them (fstat's inode numbers are not those under gVisor).
+	links := map[string]bool{}
+	if l, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", in.listener.Fd())); err == nil {
+		links[l] = true
 	}
-	if ino, ok := controlInode(in.control); ok {
-		inodes[ino] = true
+	if l, ok := controlLink(in.control); ok {
+		links[l] = true
 	}
 	// The agent takes the agent socket's existence for init's readiness: it
 	// goes first, and comes back once init listens again.
@@ -95,19 +97,28 @@ func (in *initProc) release() error {
 	in.released = true
 	_ = in.control.Close()
 	_ = in.listener.Close()
-	in.control, in.listener = nil, nil
+	// The busy shepherds see the pipe's end and let go (dropListener).
+	_ = in.releaseW.Close()
+	_ = in.releaseR.Close()
+	in.control, in.listener, in.releaseR, in.releaseW = nil, nil, nil, nil
 	for pid := range in.idle {
 		// An idle shepherd holds nothing but the socket.
 		_ = unix.Kill(pid, unix.SIGKILL)
 		delete(in.idle, pid)
 	}
-	for pid := range in.busy {
-		_ = unix.Kill(pid, releaseSignal)
-	}
 	deadline := time.Now().Add(releaseTimeout)
 	for {
 		in.reap()
-		holders := socketHolders(inodes)
+		// A shepherd that went idle meanwhile is ended (noteBusy).
+		for drained := false; !drained; {
+			select {
+			case msg := <-in.busyPIDs:
+				in.noteBusy(msg)
+			default:
+				drained = true
+			}
+		}
+		holders := socketHolders(links)
 		if len(holders) == 0 {
 			return nil
 		}
@@ -133,22 +144,23 @@ func (in *initProc) relisten() error {
 	return nil
 }
 
-// controlInode is the control listener's inode.
-func controlInode(ln *net.UnixListener) (uint64, bool) {
+// controlLink is the control listener's name in /proc ("socket:[N]").
+func controlLink(ln *net.UnixListener) (string, bool) {
 	raw, err := ln.SyscallConn()
 	if err != nil {
-		return 0, false
+		return "", false
 	}
-	var st unix.Stat_t
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil || serr != nil {
-		return 0, false
+	var link string
+	var lerr error
+	if err := raw.Control(func(fd uintptr) { link, lerr = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)) }); err != nil || lerr != nil {
+		return "", false
 	}
-	return st.Ino, true
+	return link, true
 }
 
-// socketHolders lists the processes that hold a socket of these inodes.
-func socketHolders(inodes map[uint64]bool) []int {
+// socketHolders lists the processes that hold one of these sockets, named
+// as /proc names them.
+func socketHolders(links map[string]bool) []int {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -166,11 +178,7 @@ func socketHolders(inodes map[uint64]bool) []int {
 		}
 		for _, fd := range fds {
 			link, err := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name()))
-			if err != nil {
-				continue
-			}
-			var ino uint64
-			if _, err := fmt.Sscanf(link, "socket:[%d]", &ino); err == nil && inodes[ino] {
+			if err == nil && links[link] {
 				pids = append(pids, pid)
 				break
 			}

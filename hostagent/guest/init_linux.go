@@ -48,6 +48,10 @@ const (
 	// shepherdDrainFD is a datagram socket on which a finished shepherd
 	// hands init the output pipes that background processes still hold.
 	shepherdDrainFD = 5
+	// shepherdReleaseFD is the read end of a pipe whose write end init
+	// closes to ask every shepherd at once to let go of the listening
+	// socket, before a checkpoint (checkpoint_linux.go).
+	shepherdReleaseFD = 6
 )
 
 // Bounds of init.
@@ -108,14 +112,19 @@ type initProc struct {
 	self string // our executable
 
 	listener *os.File // blocking listening socket, never accepted on by init
-	busyR    *os.File
-	busyW    *os.File
-	drainR   int
-	drainW   *os.File
-	devNull  *os.File
+	// releaseR and releaseW are the pipe that asks the shepherds to let go
+	// of listener: init closes releaseW (shepherdReleaseFD).
+	releaseR, releaseW *os.File
+	busyR              *os.File
+	busyW              *os.File
+	drainR             int
+	drainW             *os.File
+	devNull            *os.File
 
 	idle map[int]bool // spare shepherds blocked in accept
 	busy map[int]bool // shepherds serving a command
+	// busyPIDs carries the shepherds' reports (readBusy, noteBusy).
+	busyPIDs chan int32
 
 	backoff   time.Duration
 	nextSpawn time.Time
@@ -171,8 +180,8 @@ func (in *initProc) run() error {
 
 	// Both goroutines live as long as init, which is the container's
 	// lifetime: their owner is the process itself.
-	busyPIDs := make(chan int32, 64)
-	go in.readBusy(busyPIDs)
+	in.busyPIDs = make(chan int32, 64)
+	go in.readBusy(in.busyPIDs)
 	go in.receiveDrains()
 	in.sup = newSupervisor(in.log)
 	in.sup.reload()
@@ -186,16 +195,8 @@ func (in *initProc) run() error {
 		}
 		select {
 		case <-worker:
-		case msg := <-busyPIDs:
-			switch pid := int(msg); {
-			case pid > 0 && in.idle[pid]:
-				delete(in.idle, pid)
-				in.busy[pid] = true
-				in.backoff = 0
-			case pid < 0 && in.busy[-pid]:
-				delete(in.busy, -pid)
-				in.idle[-pid] = true
-			}
+		case msg := <-in.busyPIDs:
+			in.noteBusy(msg)
 		case req := <-in.checkpoints:
 			req.done <- in.release()
 		case s := <-sigs:
@@ -270,7 +271,12 @@ func (in *initProc) listen() error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(err)
 	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fail(fmt.Errorf("release pipe: %w", err))
+	}
 	in.listener = os.NewFile(uintptr(fd), "listener")
+	in.releaseR, in.releaseW = r, w
 	in.control = control
 	// Lives until release closes the listener.
 	go in.serveControl(control)
@@ -309,7 +315,7 @@ func (in *initProc) spawn() (int, error) {
 	p, err := os.StartProcess(in.self, []string{"playground-sandbox", "shepherd"}, &os.ProcAttr{
 		Dir:   "/",
 		Env:   guestapi.OwnEnv(),
-		Files: []*os.File{in.devNull, in.opts.Log, in.opts.Log, in.listener, in.busyW, in.drainW},
+		Files: []*os.File{in.devNull, in.opts.Log, in.opts.Log, in.listener, in.busyW, in.drainW, in.releaseR},
 	})
 	if err != nil {
 		return 0, err
@@ -344,6 +350,25 @@ func (in *initProc) reap() {
 			in.log.Printf("idle shepherd %d ended: %s", pid, describeWait(ws))
 			in.fail()
 		}
+	}
+}
+
+// noteBusy takes a shepherd's report that it became busy (its PID) or idle
+// again (the PID negated). One that goes idle while the sockets are
+// released for a checkpoint would block in accept(2) on the listening
+// socket, holding it: it is ended.
+func (in *initProc) noteBusy(msg int32) {
+	switch pid := int(msg); {
+	case pid > 0 && in.idle[pid]:
+		delete(in.idle, pid)
+		in.busy[pid] = true
+		in.backoff = 0
+	case pid < 0 && in.busy[-pid] && in.released:
+		delete(in.busy, -pid)
+		_ = unix.Kill(-pid, unix.SIGKILL)
+	case pid < 0 && in.busy[-pid]:
+		delete(in.busy, -pid)
+		in.idle[-pid] = true
 	}
 }
 

@@ -25,7 +25,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,21 +49,16 @@ const maxPendingInput = 4 * guestapi.HeaderSize
 // process exit code: 0 once a connection was accepted (whatever became of
 // the command), 1 if it failed before.
 func RunShepherd() int {
-	for _, fd := range []int{shepherdListenFD, shepherdBusyFD, shepherdDrainFD} {
+	for _, fd := range []int{shepherdListenFD, shepherdBusyFD, shepherdDrainFD, shepherdReleaseFD} {
 		// Inherited descriptors are not close-on-exec; the tenant's shell
 		// must inherit none of them.
 		unix.CloseOnExec(fd)
 	}
+	// No goroutine of its own watches for init's release (a Go runtime
+	// blocked on a signal holds a thread, and the supervision's threads
+	// count against the sandbox's process limit): the command's loop polls
+	// shepherdReleaseFD with its other descriptors.
 	inheritedListener = true
-	// Init asks a busy shepherd to let go of the listening socket before
-	// a checkpoint (releaseSignal): the shepherd serves on, then exits.
-	releases := make(chan os.Signal, 1)
-	signal.Notify(releases, releaseSignal)
-	go func() {
-		for range releases {
-			dropListener()
-		}
-	}()
 	// Every orphaned descendant of the command reparents to us, so "no
 	// children" proves "no descendants".
 	if err := becomeSubreaper(); err != nil {
@@ -99,22 +93,19 @@ func RunShepherd() int {
 			unix.Close(s.conn)
 		}
 		served++
-		// A shepherd that held a job goes: its ring's memory with it.
-		if s.job != nil || served >= maxCommandsPerShepherd || !noChildren() {
+		// A shepherd that held a job goes: its ring's memory with it. So
+		// does one that let go of the listening socket.
+		if s.job != nil || listenerDropped || served >= maxCommandsPerShepherd || !noChildren() {
 			return 0
 		}
 		reportState(false)
 	}
 }
 
-// releaseSignal asks a shepherd to let go of init's listening socket
-// (dropListener): init sends it to its busy shepherds before a checkpoint.
-const releaseSignal = unix.SIGUSR2
-
 // inheritedListener is true in a shepherd, which inherits init's listening
 // socket at shepherdListenFD; a holder started on its own (RunHold) has
-// none.
-var inheritedListener bool
+// none. listenerDropped: dropListener replaced it.
+var inheritedListener, listenerDropped bool
 
 // dropListener puts /dev/null in place of init's listening socket, in one
 // step (dup3), so that the descriptor's number is never free for another
@@ -122,9 +113,10 @@ var inheritedListener bool
 // after its command, as one that holds a job does anyway. A no-op in a
 // process that did not inherit the socket.
 func dropListener() {
-	if !inheritedListener {
+	if !inheritedListener || listenerDropped {
 		return
 	}
+	listenerDropped = true
 	null, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "playground-sandbox shepherd: letting go of the listening socket: %v\n", err)
@@ -240,6 +232,11 @@ func (s *shepherd) supervise(c *command) {
 			stdinIdx = len(pfds)
 			pfds = append(pfds, unix.PollFd{Fd: int32(c.stdinW), Events: unix.POLLOUT})
 		}
+		releaseIdx := -1
+		if !listenerDropped {
+			releaseIdx = len(pfds)
+			pfds = append(pfds, unix.PollFd{Fd: shepherdReleaseFD, Events: unix.POLLIN})
+		}
 		if _, err := unix.Poll(pfds, -1); err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -265,6 +262,10 @@ func (s *shepherd) supervise(c *command) {
 		}
 		if stdinIdx >= 0 && pfds[stdinIdx].Revents != 0 {
 			c.feedStdin()
+		}
+		if releaseIdx >= 0 && pfds[releaseIdx].Revents != 0 {
+			// Init closed the release pipe for a checkpoint.
+			dropListener()
 		}
 		if pfds[1].Revents != 0 {
 			s.finish(c, buf)
@@ -361,6 +362,10 @@ func (s *shepherd) relay(port int) {
 // upstream, both ways, until both directions are closed.
 func (s *shepherd) relayTo(upstream net.Conn) {
 	defer upstream.Close()
+	// A relay lasts as long as its connection, out of reach of the
+	// release pipe: it lets go of the listening socket now, and the
+	// shepherd exits after it.
+	dropListener()
 	// The agent's connection, on the runtime's poller: a duplicate, so
 	// that the caller's close of s.conn stays the only one of that number.
 	fd, err := unix.Dup(s.conn)

@@ -189,7 +189,10 @@ func TestIdleSuspendGVisor(t *testing.T) {
 	// it sleeps.
 	g.Eventually(func() []int { return gvisorProcesses(s.id) }).WithTimeout(timeout).WithPolling(200*time.Millisecond).Should(BeEmpty(),
 		"the idle sandbox's processes are gone from the node")
-	g.Expect(metric("playground_idle_suspensions_total", false, "kind", "memory_kept")).To(BeNumerically(">=", 1))
+	// Counted once the suspension is over, a moment after its processes
+	// went.
+	g.Eventually(func() float64 { return metric("playground_idle_suspensions_total", false, "kind", "memory_kept") }).
+		WithTimeout(timeout).Should(BeNumerically(">=", 1))
 	g.Expect(metric("playground_sandboxes_suspended", false, "reason", "idle")).To(BeEquivalentTo(1))
 
 	start := time.Now()

@@ -21,6 +21,8 @@ package oci
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,7 +88,8 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 
 	began := time.Now()
 	if err := b.Suspend(ctx, id); err != nil {
-		t.Fatal(err)
+		l, _ := os.ReadFile(filepath.Join(b.sandboxDir(id), "init.log"))
+		t.Fatalf("%v\n%s", err, l)
 	}
 	t.Logf("suspended in %s", time.Since(began))
 	j.Close() // broken by the checkpoint: the agent attaches again
