@@ -434,20 +434,21 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 	if err != nil {
 		return Suspension{}, err
 	}
+	// A suspension of the spec takes over from one for idleness; a frozen
+	// sandbox is thawed first, or nothing in it would answer.
+	a.mu.Lock()
+	s, ok := a.sandboxes[id]
+	paused := ok && s.paused
+	a.mu.Unlock()
+	if p := be.Capabilities().Pauser; paused && p != nil {
+		if err := p.Unpause(ctx, id); err != nil {
+			return Suspension{}, fmt.Errorf("thawing sandbox %s, paused for idleness, to suspend it: %w", id, err)
+		}
+		a.jobs.UnparkSandbox(id)
+	}
 	a.mu.Lock()
 	a.dropHandlesLocked(id)
 	if s, ok := a.sandboxes[id]; ok {
-		// A suspension of the spec takes over from one for idleness; a
-		// frozen sandbox is thawed first, or nothing in it would answer.
-		if s.paused {
-			if p := be.Capabilities().Pauser; p != nil {
-				if err := p.Unpause(ctx, id); err != nil {
-					a.mu.Unlock()
-					return Suspension{}, fmt.Errorf("thawing sandbox %s, paused for idleness, to suspend it: %w", id, err)
-				}
-			}
-			a.jobs.UnparkSandbox(id)
-		}
 		s.spec, s.suspended, s.asleep, s.paused = spec, true, false, false
 	} else {
 		a.sandboxes[id] = &sandbox{spec: spec, be: be, suspended: true}

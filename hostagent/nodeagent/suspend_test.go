@@ -240,4 +240,15 @@ func TestIdlePause(t *testing.T) {
 	g.Expect(s.exec(t, "echo awake")).To(Equal("awake\n"), "the call on the session opened before is served")
 	g.Expect(state()).To(Equal("running"))
 	g.Expect(pidsOf(marker)).To(ContainElement(pid), "the process runs on")
+
+	// Paused again, then suspended through its spec: it is thawed and
+	// stopped as any suspension of a runc sandbox, and starts again after.
+	g.Eventually(state).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Equal("paused"))
+	updateSandbox(t, ns, "ws", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Suspended = true })
+	g.Eventually(func(g Gomega) {
+		g.Expect(provisioned(getSandbox(g, ns, "ws")).Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(n.containers(t)).To(BeEmpty(), "the paused sandbox's container is gone once it is suspended")
+	updateSandbox(t, ns, "ws", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Suspended = false })
+	g.Expect(openSessionEventually(t, n, ns, "ws").exec(t, "echo again")).To(Equal("again\n"))
 }
