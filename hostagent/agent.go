@@ -454,32 +454,46 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 		a.sandboxes[id] = &sandbox{spec: spec, be: be, suspended: true}
 	}
 	a.mu.Unlock()
+	if sus := be.Capabilities().Suspender; sus != nil && sus.Checkpointed(id) {
+		return Suspension{KeptMemory: true}, nil // an earlier Suspend's
+	}
+	sus, err := a.suspendOrStop(ctx, be, id, "the tenant was suspended, which stopped every process in its sandbox; the job's output so far is kept")
+	if sus.KeptMemory {
+		a.opts.Logger.Info("Suspended a sandbox with its memory", "sandbox", id)
+	}
+	return sus, err
+}
+
+// errNotSuspended: the backend could not checkpoint a sandbox that runs
+// on; nothing was stopped, and the caller may try again.
+var errNotSuspended = errors.New("not suspended")
+
+// suspendOrStop suspends sandbox id with its memory where be can (its held
+// jobs parked meanwhile, to go on when it is restored), and otherwise stops
+// it, ending its running jobs with why. A checkpoint that failed while the
+// sandbox runs on stops nothing: its error wraps errNotSuspended.
+func (a *Agent) suspendOrStop(ctx context.Context, be backend.Backend, id, why string) (Suspension, error) {
 	var note string
 	if sus := be.Capabilities().Suspender; sus != nil {
-		if sus.Checkpointed(id) {
-			return Suspension{KeptMemory: true}, nil // an earlier Suspend's
-		}
 		a.jobs.ParkSandbox(id)
 		err := sus.Suspend(ctx, id)
 		switch {
 		case err == nil:
-			a.opts.Logger.Info("Suspended a sandbox with its memory", "sandbox", id)
 			return Suspension{KeptMemory: true}, nil
 		case errors.Is(err, backend.ErrNoCheckpoint):
 			note = err.Error()
 		case errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
 			// Nothing runs to keep: stopped below, as any.
 		case aliveOn(be, id):
-			// Not suspended, and running on: the caller tries again.
 			a.jobs.UnparkSandbox(id)
-			return Suspension{}, fmt.Errorf("suspending sandbox %s with its memory: %w", id, err)
+			return Suspension{}, fmt.Errorf("suspending sandbox %s with its memory: %w (%w)", id, err, errNotSuspended)
 		default:
 			// The checkpoint failed half-way, which ended the sandbox.
 			note = err.Error()
 		}
 		a.jobs.UnparkSandbox(id)
 	}
-	a.jobs.EndSandbox(id, "the tenant was suspended, which stopped every process in its sandbox; the job's output so far is kept", false)
+	a.jobs.EndSandbox(id, why, false)
 	if err := be.Stop(ctx, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return Suspension{Note: note}, fmt.Errorf("stopping sandbox %s: %w", id, err)
 	}

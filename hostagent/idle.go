@@ -22,8 +22,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 // Idle suspension. A sandbox whose Sandbox asks for it (spec.idleSuspend)
@@ -231,31 +229,24 @@ func (a *Agent) sleep(ctx context.Context, s *sandbox) {
 		a.jobs.UnparkSandbox(id)
 		a.opts.Logger.Error(err, "Pausing a sandbox idle for its idle period; suspending it instead", "sandbox", id)
 	}
-	if sus := caps.Suspender; sus != nil {
-		a.jobs.ParkSandbox(id)
-		err := sus.Suspend(ctx, id)
-		if err == nil {
-			a.sleeps.WithLabelValues(sleepKeptMemory).Inc()
-			a.opts.Logger.V(1).Info("Suspended a sandbox idle for its idle period, with its memory", "sandbox", id)
-			return
-		}
-		a.jobs.UnparkSandbox(id)
-		if !errors.Is(err, backend.ErrNoCheckpoint) && !errors.Is(err, backend.ErrNotRunning) && aliveOn(be, id) {
-			// Not suspended: it stays awake, and is tried again after
-			// another idle period.
-			a.opts.Logger.Error(err, "Suspending a sandbox idle for its idle period", "sandbox", id)
-			a.mu.Lock()
-			s.asleep = false
-			s.lastCall = a.clock.Now()
-			a.mu.Unlock()
-			return
-		}
-	}
-	a.jobs.EndSandbox(id, "the sandbox was suspended after a while without calls (its spec.idleSuspend), which stopped every process in it; the job's output so far is kept", false)
-	if err := be.Stop(ctx, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
+	sus, err := a.suspendOrStop(ctx, be, id, "the sandbox was suspended after a while without calls (its spec.idleSuspend), which stopped every process in it; the job's output so far is kept")
+	switch {
+	case errors.Is(err, errNotSuspended):
+		// It stays awake, and is tried again after another idle period.
+		a.opts.Logger.Error(err, "Suspending a sandbox idle for its idle period", "sandbox", id)
+		a.mu.Lock()
+		s.asleep = false
+		s.lastCall = a.clock.Now()
+		a.mu.Unlock()
+		return
+	case err != nil:
 		a.opts.Logger.Error(err, "Stopping a sandbox idle for its idle period", "sandbox", id)
 	}
-	a.jobs.ResumeAdmission(id)
+	if sus.KeptMemory {
+		a.sleeps.WithLabelValues(sleepKeptMemory).Inc()
+		a.opts.Logger.V(1).Info("Suspended a sandbox idle for its idle period, with its memory", "sandbox", id)
+		return
+	}
 	a.sleeps.WithLabelValues(sleepStopped).Inc()
 }
 

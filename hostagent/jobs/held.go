@@ -697,6 +697,10 @@ func (m *Manager) ParkSandbox(sandboxID string) {
 func (m *Manager) UnparkSandbox(sandboxID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.unparkLocked(sandboxID)
+}
+
+func (m *Manager) unparkLocked(sandboxID string) {
 	if ch := m.parked[sandboxID]; ch != nil {
 		close(ch)
 		delete(m.parked, sandboxID)

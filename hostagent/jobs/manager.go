@@ -710,10 +710,7 @@ func (m *Manager) EndSandbox(sandboxID, why string, forget bool) int {
 		delete(m.halts, sandboxID)
 	}
 	// Its jobs ended, none waits for it to resume.
-	if ch := m.parked[sandboxID]; ch != nil {
-		close(ch)
-		delete(m.parked, sandboxID)
-	}
+	m.unparkLocked(sandboxID)
 	return ended
 }
 

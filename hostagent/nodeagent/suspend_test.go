@@ -64,14 +64,8 @@ func TestSuspendKeepsMemoryGVisor(t *testing.T) {
 
 	createSandbox(t, ns, "ws", n.name, func(s *playgroundv1alpha1.Sandbox) { s.Spec.Isolation = playgroundv1alpha1.IsolationGVisor })
 	s := openSession(t, n, ns, "ws")
-	s.exec(t, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`)
-	count := func(s session) int {
-		n, err := strconv.Atoi(strings.TrimSpace(s.exec(t, "cat /tmp/count 2>/dev/null || echo 0")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	s.exec(t, counter)
+	count := func(s session) int { return countOf(t, s) }
 	g.Eventually(func() int { return count(s) }).WithTimeout(timeout).Should(BeNumerically(">", 5))
 	g.Expect(gvisorProcesses(s.id)).NotTo(BeEmpty(), "the running sandbox's sentry, seen on the node")
 
@@ -135,6 +129,21 @@ func TestSuspendKeepsMemoryGVisor(t *testing.T) {
 	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned).Note).To(ContainSubstring("Restored"))
 }
 
+// counter starts, in the background, a shell that counts in its memory, 20
+// times a second, and writes each count to /tmp/count (by rename: a read
+// never sees it truncated) and its PID to /tmp/counter.pid.
+const counter = `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`
+
+// countOf reads the counter's count (0 before the first).
+func countOf(t *testing.T, s session) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(s.exec(t, "cat /tmp/count 2>/dev/null || echo 0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // gvisorProcesses lists the node's processes of gVisor sandbox id: its
 // sentry and gofer name its container (pg-<id>+) on their command lines.
 func gvisorProcesses(id string) []int {
@@ -173,14 +182,8 @@ func TestIdleSuspendGVisor(t *testing.T) {
 		s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: 10 * time.Second}}
 	})
 	s := openSession(t, n, ns, "ws")
-	s.exec(t, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 &`)
-	count := func() int {
-		n, err := strconv.Atoi(strings.TrimSpace(s.exec(t, "cat /tmp/count 2>/dev/null || echo 0")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	s.exec(t, counter)
+	count := func() int { return countOf(t, s) }
 	g.Eventually(count).WithTimeout(timeout).Should(BeNumerically(">", 5))
 	g.Expect(gvisorProcesses(s.id)).NotTo(BeEmpty())
 	before := count()

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -240,27 +241,15 @@ func (c Control) Checkpoint(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	defer stop()
-	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Checkpoint: true})
+	_, err = ask(ctx, conn, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Checkpoint: true})
+	if errors.Is(err, backend.ErrInvalidRequest) {
+		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
+		return fmt.Errorf("%w: %s", backend.ErrNoCheckpoint, why)
+	}
 	if err != nil {
 		return err
 	}
-	if _, err := conn.Write(frame); err != nil {
-		return orCtx(ctx, err)
-	}
-	t, payload, err := guestapi.NewFrameReader(bufio.NewReader(conn)).ReadFrame()
-	if err != nil {
-		return orCtx(ctx, err)
-	}
-	switch t {
-	case guestapi.FrameStarted:
-		return nil
-	case guestapi.FrameError:
-		return fmt.Errorf("%w: %s", backend.ErrNoCheckpoint, payload)
-	}
-	return fmt.Errorf("protocol error: %v frame in answer to Checkpoint", t)
+	return conn.Close()
 }
 
 // HeldJob is the agent's side of conn, a connection to a job's holder

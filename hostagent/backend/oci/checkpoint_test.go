@@ -51,18 +51,8 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 		t.Fatal("a backend with runsc offers no Suspender")
 	}
 
-	// The counter writes its count to a file each time it moves, so the
-	// test can read it; the count itself lives in the shell's memory.
-	sh(t, b, id, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`)
+	count := startCounter(t, b, id)
 	pid := strings.TrimSpace(sh(t, b, id, "cat /tmp/counter.pid"))
-	count := func() int {
-		t.Helper()
-		n, err := strconv.Atoi(strings.TrimSpace(sh(t, b, id, "cat /tmp/count 2>/dev/null || echo 0")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	eventually(t, "the counter to count past 5", func() error { return check(count() > 5) })
 
 	conn, err := b.JobConn(ctx, id)
@@ -224,4 +214,21 @@ func check(ok bool) error {
 		return nil
 	}
 	return errors.New("not yet")
+}
+
+// startCounter starts, in the background of sandbox id, a shell that
+// counts in its memory, 20 times a second, and writes each count to
+// /tmp/count (by rename: a read never sees it truncated) and its PID to
+// /tmp/counter.pid; count reads the count (0 before the first).
+func startCounter(t *testing.T, b *Backend, id string) (count func() int) {
+	t.Helper()
+	sh(t, b, id, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`)
+	return func() int {
+		t.Helper()
+		n, err := strconv.Atoi(strings.TrimSpace(sh(t, b, id, "cat /tmp/count 2>/dev/null || echo 0")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 }

@@ -32,10 +32,9 @@ func (b *Backend) Pause(ctx context.Context, id string) error {
 		return err
 	}
 	defer b.locks.Lock(id)()
-	cid := containerID(id)
-	rt := b.runtimeOf(id)
-	if !rt.exists(cid) {
-		return backend.ErrNotRunning
+	rt, cid, err := b.container(id)
+	if err != nil {
+		return err
 	}
 	if err := rt.pause(ctx, cid); err != nil {
 		return fmt.Errorf("oci: pausing sandbox %s: %w", id, err)
@@ -49,10 +48,9 @@ func (b *Backend) Unpause(ctx context.Context, id string) error {
 		return err
 	}
 	defer b.locks.Lock(id)()
-	cid := containerID(id)
-	rt := b.runtimeOf(id)
-	if !rt.exists(cid) {
-		return backend.ErrNotRunning
+	rt, cid, err := b.container(id)
+	if err != nil {
+		return err
 	}
 	st, err := rt.state(ctx, cid)
 	if err != nil {
@@ -65,4 +63,15 @@ func (b *Backend) Unpause(ctx context.Context, id string) error {
 		return fmt.Errorf("oci: resuming sandbox %s: %w", id, err)
 	}
 	return nil
+}
+
+// container is the runtime and the name of sandbox id's container;
+// backend.ErrNotRunning when it has none.
+func (b *Backend) container(id string) (*runc, string, error) {
+	cid := containerID(id)
+	rt := b.runtimeOf(id)
+	if !rt.exists(cid) {
+		return nil, "", backend.ErrNotRunning
+	}
+	return rt, cid, nil
 }

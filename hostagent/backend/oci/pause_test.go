@@ -20,8 +20,6 @@ package oci
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,15 +36,7 @@ func TestPause(t *testing.T) {
 	if b.Capabilities().Pauser == nil {
 		t.Fatal("oci offers no Pauser")
 	}
-	sh(t, b, id, `(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`)
-	count := func() int {
-		t.Helper()
-		n, err := strconv.Atoi(strings.TrimSpace(sh(t, b, id, "cat /tmp/count 2>/dev/null || echo 0")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := startCounter(t, b, id)
 	eventually(t, "the counter to count", func() error { return check(count() > 3) })
 	before := count()
 	if err := b.Pause(ctx, id); err != nil {
