@@ -81,6 +81,8 @@ type Capabilities struct {
 	Suspender Suspender
 	// Pauser freezes a sandbox's processes.
 	Pauser Pauser
+	// Snapshotter snapshots sandboxes and provisions forks of them.
+	Snapshotter Snapshotter
 }
 
 // ShellMode selects the environment of the /bin/sh that runs a command.
@@ -171,6 +173,12 @@ type Spec struct {
 	// fixed when the sandbox's processes start: a change applies at the
 	// next Start after a Stop (a restart), never to running processes.
 	Faculties []Faculty `json:",omitempty"`
+	// FromSnapshot, on a backend with a Snapshotter, names a snapshot of
+	// this node that a sandbox provisioned anew starts from: its writable
+	// layer a copy of the snapshot's, its processes restored from the
+	// snapshot's memory where both keep memory. It is read only when the
+	// sandbox is first provisioned.
+	FromSnapshot string `json:",omitempty"`
 }
 
 // Faculty is one staged build of a FacultyBundle.
@@ -368,6 +376,39 @@ type Suspender interface {
 	// CheckpointIsolations are the isolations whose sandboxes Suspend
 	// checkpoints on this node (the agent publishes them in its Lease).
 	CheckpointIsolations() []string
+}
+
+// SnapshotInfo describes a snapshot taken by a Snapshotter.
+type SnapshotInfo struct {
+	// Memory is true when the snapshot holds the sandbox's processes and
+	// their memory, not only its files.
+	Memory bool
+	// Bytes is the disk the snapshot takes on the node.
+	Bytes int64
+	// LayerBytes is the size limit of the writable layer it holds: a fork
+	// gets a layer of this size, whatever its Spec asks.
+	LayerBytes int64
+	// Isolation is the source sandbox's: a fork runs with the same.
+	Isolation string
+	// Note says, when Memory is false, why the memory was not kept.
+	Note string
+}
+
+// Snapshotter is the behaviour, in Capabilities.Snapshotter, of backends
+// that snapshot a sandbox: its writable layer (home, workspace, /tmp)
+// and, where Suspender keeps memory, its processes, copied to the node's
+// disk under an ID the caller picks, the sandbox going on as it was. A
+// Spec whose FromSnapshot names one provisions a fork of it. The pile is
+// not in a snapshot: it is its tenant's record, and a fork has its own.
+type Snapshotter interface {
+	// Snapshot snapshots sandbox id as snapshot snapID; taken already,
+	// it returns what it took. ErrNotFound when there is no such sandbox.
+	Snapshot(ctx context.Context, id, snapID string) (SnapshotInfo, error)
+	// DeleteSnapshot frees a snapshot's disk; a snapshot that does not
+	// exist is deleted already. Forks made from it are not affected.
+	DeleteSnapshot(ctx context.Context, snapID string) error
+	// Snapshots lists the snapshots on the node.
+	Snapshots() ([]string, error)
 }
 
 // Pauser is the behaviour, in Capabilities.Pauser, of backends that freeze

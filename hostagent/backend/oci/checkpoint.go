@@ -82,14 +82,29 @@ func (b *Backend) Suspend(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if err := b.checkpointable(sb); errors.Is(err, backend.ErrNoCheckpoint) {
+		return fmt.Errorf("%w; its processes are stopped and its files kept", err)
+	} else if err != nil {
+		return err
+	}
+	if err := b.checkpointLocked(ctx, sb); err != nil {
+		return err
+	}
+	return b.stopLocked(ctx, id)
+}
+
+// checkpointable says why sb's memory cannot be checkpointed now
+// (backend.ErrNoCheckpoint), or that its container does not run
+// (backend.ErrNotRunning); nil when it can. The caller holds sb's lock.
+func (b *Backend) checkpointable(sb *sandbox) error {
+	id := sb.spec.ID
 	if backend.IsolationOf(sb.spec) != backend.IsolationGVisor || b.gvisor == nil {
-		return fmt.Errorf("%w: sandbox %s runs in a container on the node's kernel (runc), which has no memory checkpoint on this node; its processes are stopped and its files kept", backend.ErrNoCheckpoint, id)
+		return fmt.Errorf("%w: sandbox %s runs in a container on the node's kernel (runc), which has no memory checkpoint on this node", backend.ErrNoCheckpoint, id)
 	}
 	if hasEgress(sb) {
-		return fmt.Errorf("%w: sandbox %s has an egress list, whose network a restore cannot yet recreate; its processes are stopped and its files kept", backend.ErrNoCheckpoint, id)
+		return fmt.Errorf("%w: sandbox %s has an egress list, whose network a restore cannot yet recreate", backend.ErrNoCheckpoint, id)
 	}
-	cid := containerID(id)
-	if !b.gvisor.exists(cid) {
+	if !b.gvisor.exists(containerID(id)) {
 		return backend.ErrNotRunning
 	}
 	// The image is at most the sandbox's memory: the node keeps its
@@ -98,9 +113,20 @@ func (b *Backend) Suspend(ctx context.Context, id string) error {
 	if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve+memory); err != nil {
 		return fmt.Errorf("%w: sandbox %s's memory image (up to %s) would take the node's free space below its reserve: %w", backend.ErrNoCheckpoint, id, backend.HumanBytes(memory), err)
 	}
+	return nil
+}
+
+// checkpointLocked checkpoints sb, which checkpointable allows, to its
+// checkpoint directory; its sentry exits once its state is saved, the
+// container's state staying for the caller's stopLocked. An error leaves
+// the sandbox running unless the checkpoint failed half-way, which ends
+// it (then stopped here). The caller holds sb's lock.
+func (b *Backend) checkpointLocked(ctx context.Context, sb *sandbox) error {
+	id := sb.spec.ID
 	if err := (guestexec.Control(b.controlConn)).Checkpoint(ctx, id); err != nil {
-		return fmt.Errorf("oci: suspending sandbox %s: %w", id, err)
+		return fmt.Errorf("oci: checkpointing sandbox %s: %w", id, err)
 	}
+	cid := containerID(id)
 	image := b.checkpointDir(id)
 	tmp := image + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
@@ -109,8 +135,6 @@ func (b *Backend) Suspend(ctx context.Context, id string) error {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return errors.Join(err, b.resumeInit(ctx, id))
 	}
-	// The sentry exits once its state is saved; the container's state
-	// stays for the delete below.
 	if _, err := b.gvisor.output(ctx, "checkpoint", "--image-path", tmp, b.gvisor.name(cid)); err != nil {
 		_ = os.RemoveAll(tmp)
 		if b.gvisor.exists(cid) && b.Alive(id) {
@@ -124,7 +148,7 @@ func (b *Backend) Suspend(ctx context.Context, id string) error {
 	if err := os.Rename(tmp, image); err != nil {
 		return errors.Join(err, b.stopLocked(ctx, id))
 	}
-	return b.stopLocked(ctx, id)
+	return nil
 }
 
 // resumeInit tells the init of a running gVisor sandbox to listen again

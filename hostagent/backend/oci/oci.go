@@ -478,7 +478,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 		ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress,
 		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
 		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b,
-		Suspender: b.suspender(), Pauser: b,
+		Suspender: b.suspender(), Pauser: b, Snapshotter: b,
 	}
 }
 
@@ -541,6 +541,14 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		}
 		err = backend.ErrNotFound
 	}
+	if err == nil && sb.warm && spec.FromSnapshot != "" {
+		// A fork is made from its snapshot, never from a pooled sandbox.
+		if err := b.destroyLocked(ctx, spec.ID, false); err != nil {
+			return err
+		}
+		b.pool.forget(spec.ID)
+		err = backend.ErrNotFound
+	}
 	if err == nil && sb.warm {
 		// A pooled sandbox claimed for this spec: made the tenant's in
 		// place, running (pool.go).
@@ -553,16 +561,33 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 			err = backend.ErrNotFound
 		}
 	}
+	var snap *snapshotFile
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if err := b.checkReserve(); err != nil {
 			return err
+		}
+		if spec.FromSnapshot != "" {
+			// A fork: the snapshot stays while it is copied.
+			defer b.locks.Lock(snapshotLock(spec.FromSnapshot))()
+			f, err := b.readSnapshot(spec.FromSnapshot)
+			if err != nil {
+				return err
+			}
+			// Its layer is the snapshot's image, with its limits.
+			spec.Storage.LayerBytes, spec.Storage.LayerInodes = f.Storage.LayerBytes, f.Storage.LayerInodes
+			snap = &f
 		}
 		// The limits are fixed now, defaults included: a later change of
 		// the defaults or of the spec does not resize existing images.
 		spec.Storage = b.storage(spec.Storage)
 		if sb, err = b.allocate(spec, false, false); err != nil {
 			return err
+		}
+		if snap != nil {
+			if err := b.fork(ctx, sb, *snap); err != nil {
+				return errors.Join(err, b.destroyLocked(ctx, spec.ID, false))
+			}
 		}
 	case err != nil:
 		return err
@@ -573,7 +598,19 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		spec.Storage = sb.spec.Storage
 	}
 	sb.spec = spec
-	return b.prepare(ctx, sb)
+	if err := b.prepare(ctx, sb); err != nil {
+		if snap != nil {
+			// A half-made fork goes: the next Provision makes it anew.
+			return errors.Join(err, b.destroyLocked(ctx, spec.ID, false))
+		}
+		return err
+	}
+	if snap != nil {
+		if err := b.finishFork(ctx, sb, *snap); err != nil {
+			return errors.Join(err, b.destroyLocked(ctx, spec.ID, false))
+		}
+	}
+	return nil
 }
 
 // Start implements backend.Backend.
@@ -996,8 +1033,13 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 		flags = gvisorEgressFlags
 	}
 	if rt.gvisor && b.Checkpointed(sb.spec.ID) {
-		// Suspended with its memory: restored as it was, init not started.
-		_, ok, err := b.restore(ctx, sb, rt, logPath, flags)
+		// Suspended with its memory, or a fork of a snapshot that has
+		// memory: restored as it was, init not started.
+		rflags := flags
+		if backend.FileExists(filepath.Join(b.checkpointDir(sb.spec.ID), forkMarker)) {
+			rflags = append(slices.Clone(flags), forkRestoreFlags...)
+		}
+		_, ok, err := b.restore(ctx, sb, rt, logPath, rflags)
 		if ok || err != nil {
 			return err
 		}
