@@ -95,6 +95,7 @@ func viewOf(phase playgroundv1alpha1.SandboxPhase, iso playgroundv1alpha1.Isolat
 // the agents' registrations only in the lease namespace (see CacheOptions).
 // +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/status,verbs=patch
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxsnapshots,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -117,13 +118,13 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// workers choosing at once would all see the same loads and pile
 		// a burst onto one node. Status writes stay concurrent.
 		r.bindMu.Lock()
-		node, why := r.choose(ctx, &sbx, agents, now)
+		node, reason, why := r.choose(ctx, &sbx, agents, now)
 		if node == "" {
 			r.bindMu.Unlock()
 			log.V(1).Info("No eligible node", "sandbox", klog.KObj(&sbx), "why", why)
 			return ctrl.Result{}, r.applyStatus(ctx, &sbx, assessment{
 				phase: playgroundv1alpha1.SandboxPending,
-				bound: condition(playgroundv1alpha1.BoundCondition, false, playgroundv1alpha1.ReasonNoEligibleNode, why),
+				bound: condition(playgroundv1alpha1.BoundCondition, false, reason, why),
 			})
 		}
 		err := r.bind(ctx, &sbx, node)
@@ -228,7 +229,21 @@ func agentRegistrations(ctx context.Context, c client.Reader, namespace string) 
 // hash of sandbox and node, so that equal nodes share the load. It returns
 // "" and why when none is eligible: what the sandbox needs, and what each
 // node lacks of it.
-func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) (string, string) {
+func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease.Registration, now time.Time) (node, reason, why string) {
+	if sbx.Spec.FromSnapshot != "" {
+		// A fork lands where its snapshot is kept, once it is taken.
+		at, why := r.snapshotNode(ctx, sbx)
+		if at == "" {
+			return "", playgroundv1alpha1.ReasonWaitingForSnapshot, why
+		}
+		only := map[string]agentlease.Registration{}
+		if reg, ok := agents[at]; ok {
+			only[at] = reg
+		} else {
+			return "", playgroundv1alpha1.ReasonNoEligibleNode, fmt.Sprintf("SandboxSnapshot %s is kept on node %s, whose agent is not registered: its forks wait for it", sbx.Spec.FromSnapshot, at)
+		}
+		agents = only
+	}
 	type candidate struct {
 		node string
 		load int
@@ -256,12 +271,41 @@ func (r *SandboxReconciler) choose(ctx context.Context, sbx *playgroundv1alpha1.
 		eligible = append(eligible, candidate{node: node, load: r.load(ctx, node), tie: h.Sum32()})
 	}
 	if len(eligible) == 0 {
-		return "", noEligibleNode(sbx, lacking, len(agents), healthy)
+		return "", playgroundv1alpha1.ReasonNoEligibleNode, noEligibleNode(sbx, lacking, len(agents), healthy)
 	}
 	best := slices.MinFunc(eligible, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(a.tie, b.tie), strings.Compare(a.node, b.node))
 	})
-	return best.node, ""
+	return best.node, "", ""
+}
+
+// snapshotNode is the node of the Ready SandboxSnapshot sbx starts from,
+// or "" and why sbx cannot be bound there yet: the snapshot is missing,
+// not Ready, or of a sandbox with another backend or isolation.
+func (r *SandboxReconciler) snapshotNode(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) (string, string) {
+	name := sbx.Spec.FromSnapshot
+	var snap playgroundv1alpha1.SandboxSnapshot
+	if err := r.Get(ctx, client.ObjectKey{Namespace: sbx.Namespace, Name: name}, &snap); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Sprintf("SandboxSnapshot %s does not exist in namespace %s: the sandbox starts from it once it is taken", name, sbx.Namespace)
+		}
+		return "", fmt.Sprintf("reading SandboxSnapshot %s: %v", name, err)
+	}
+	switch {
+	case !snap.DeletionTimestamp.IsZero():
+		return "", fmt.Sprintf("SandboxSnapshot %s is being deleted: start from another, or delete this Sandbox", name)
+	case snap.Status.Phase != playgroundv1alpha1.SnapshotReady || snap.Status.NodeName == "":
+		msg := fmt.Sprintf("SandboxSnapshot %s is not Ready yet: the sandbox starts from it once it is taken", name)
+		if c := meta.FindStatusCondition(snap.Status.Conditions, playgroundv1alpha1.ReadyCondition); c != nil && c.Message != "" {
+			msg += " (" + c.Message + ")"
+		}
+		return "", msg
+	case snap.Status.Backend != playgroundv1alpha1.BackendClassOf(sbx):
+		return "", fmt.Sprintf("SandboxSnapshot %s is of a sandbox of backend %s, and a fork runs on its snapshot's backend: ask for backend %s", name, snap.Status.Backend, snap.Status.Backend)
+	case snap.Status.Backend == playgroundv1alpha1.BackendOCI && snap.Status.Isolation != playgroundv1alpha1.IsolationOf(sbx):
+		return "", fmt.Sprintf("SandboxSnapshot %s is of a sandbox with %s isolation, and a fork runs with its snapshot's: ask for isolation %s", name, snap.Status.Isolation, snap.Status.Isolation)
+	}
+	return snap.Status.NodeName, ""
 }
 
 // lacks says what of sbx's needs the agent of reg does not offer: its
@@ -394,7 +438,7 @@ func (r *SandboxReconciler) bindAtCreate(ctx context.Context, want *playgroundv1
 	agents, err := r.registrations(ctx)
 	node := ""
 	if err == nil {
-		node, _ = r.choose(ctx, want, agents, r.Options.Now())
+		node, _, _ = r.choose(ctx, want, agents, r.Options.Now())
 	}
 	if node == "" {
 		return func(bool) {}
@@ -610,6 +654,14 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &playgroundv1alpha1.Sandbox{}, fromSnapshotIndex, func(o client.Object) []string {
+		if n := o.(*playgroundv1alpha1.Sandbox).Spec.FromSnapshot; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	leaseChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			old, err := agentlease.FromLease(e.ObjectOld.(*coordinationv1.Lease))
@@ -626,9 +678,29 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(leaseChanged, predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return o.GetNamespace() == r.Options.LeaseNamespace && o.GetLabels()[agentlease.LabelAgent] == "true"
 			}))).
+		Watches(&playgroundv1alpha1.SandboxSnapshot{}, handler.EnqueueRequestsFromMapFunc(r.forksOf)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Named("sandbox").
 		Complete(r)
+}
+
+// fromSnapshotIndex indexes Sandboxes by spec.fromSnapshot.
+const fromSnapshotIndex = "spec.fromSnapshot"
+
+// forksOf maps a SandboxSnapshot to the unbound Sandboxes that start from
+// it: they are bound once it is Ready.
+func (r *SandboxReconciler) forksOf(ctx context.Context, o client.Object) []reconcile.Request {
+	var list playgroundv1alpha1.SandboxList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{fromSnapshotIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.NodeName == "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // sandboxesOfLease maps an agent's registration to the sandboxes it may

@@ -310,7 +310,7 @@ func TestNoEligibleNodeSaysWhatEachNodeLacks(t *testing.T) {
 		Network:      playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress},
 	}}}
 	r := &SandboxReconciler{}
-	node, why := r.choose(context.Background(), sbx, agents, now)
+	node, _, why := r.choose(context.Background(), sbx, agents, now)
 	if node != "" {
 		t.Fatalf("bound to %s", node)
 	}
@@ -321,7 +321,7 @@ func TestNoEligibleNodeSaysWhatEachNodeLacks(t *testing.T) {
 	if why != want {
 		t.Fatalf("the message is\n  %s\nwant\n  %s", why, want)
 	}
-	if _, why := r.choose(context.Background(), sbx, nil, now); !strings.Contains(why, "no agent is registered (0 agents registered, 0 healthy") {
+	if _, _, why := r.choose(context.Background(), sbx, nil, now); !strings.Contains(why, "no agent is registered (0 agents registered, 0 healthy") {
 		t.Fatalf("without agents: %s", why)
 	}
 }

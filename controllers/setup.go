@@ -158,6 +158,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := binder.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&SnapshotReconciler{Client: mgr.GetClient(), Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := (&FacultyBundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("facultybundle-controller")), Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -92,6 +92,9 @@ const (
 	// ReasonIsolationImmutable (Stalled): spec.sandbox.isolation differs
 	// from the existing Sandbox's, which cannot change.
 	ReasonIsolationImmutable = "IsolationImmutable"
+	// ReasonFromSnapshotImmutable (Stalled): spec.sandbox.fromSnapshot
+	// differs from the existing Sandbox's, which it started from.
+	ReasonFromSnapshotImmutable = "FromSnapshotImmutable"
 	// ReasonStorageImmutable (Stalled): spec.sandbox.storage asks for other
 	// size or inode limits than the bound Sandbox's, which are fixed.
 	ReasonStorageImmutable = "StorageImmutable"
@@ -725,6 +728,15 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		}
 		return pgreconcile.Stall(ReasonIsolationImmutable,
 			"spec.sandbox.isolation is %s but Sandbox %s runs with %s, and a sandbox's isolation cannot change: set it back, or delete Sandbox %s to have it re-created with %s (its files go; its pile follows its reclaimPolicy)",
+			w, sbx.Name, have, sbx.Name, w)
+	}
+	if have, w := sbx.Spec.FromSnapshot, want.Spec.FromSnapshot; have != w {
+		if c := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.StalledCondition); c == nil || c.Reason != ReasonFromSnapshotImmutable {
+			r.Recorder.Eventf(t, sbx, corev1.EventTypeWarning, ReasonFromSnapshotImmutable, "UpdateSandbox",
+				"Sandbox %s started from snapshot %q and cannot start again from %q", sbx.Name, have, w)
+		}
+		return pgreconcile.Stall(ReasonFromSnapshotImmutable,
+			"spec.sandbox.fromSnapshot is %q but Sandbox %s started from %q, and a sandbox starts once: set it back, or delete Sandbox %s to have it re-created from %q (its files go; its pile follows its reclaimPolicy)",
 			w, sbx.Name, have, sbx.Name, w)
 	}
 	if storageFixed {

@@ -184,6 +184,19 @@ type SandboxTemplate struct {
 	// is never suspended for idleness.
 	// +optional
 	IdleSuspend *IdleSuspend `json:"idleSuspend,omitempty"`
+
+	// FromSnapshot names a SandboxSnapshot, in the same namespace, that the
+	// sandbox starts from: its files (home, workspace, /tmp) are a copy of
+	// the snapshot's, and where the snapshot holds memory (gVisor) its
+	// processes go on from where they were. The sandbox is bound to the
+	// snapshot's node, with the snapshot's backend and isolation, once the
+	// snapshot is Ready; its pile is its own. Read when the sandbox is
+	// first provisioned: deleting the snapshot later does not touch it. It
+	// cannot change once the Sandbox exists.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	FromSnapshot string `json:"fromSnapshot,omitempty"`
 }
 
 // IdleMode is how an idle sandbox is put aside.
@@ -277,6 +290,7 @@ type EgressRule struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.nodeName) || (has(self.nodeName) && self.nodeName == oldSelf.nodeName)",message="nodeName is set once: the sandbox's storage lives on that node"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.backend) || (has(self.backend) && self.backend == oldSelf.backend)",message="backend cannot change once set: create a new Sandbox instead"
 // +kubebuilder:validation:XValidation:rule="(has(self.isolation) ? self.isolation : 'container') == (has(oldSelf.isolation) ? oldSelf.isolation : 'container')",message="isolation cannot change once the sandbox exists: create a new Sandbox instead"
+// +kubebuilder:validation:XValidation:rule="has(self.fromSnapshot) == has(oldSelf.fromSnapshot) && (!has(self.fromSnapshot) || self.fromSnapshot == oldSelf.fromSnapshot)",message="fromSnapshot cannot change once the sandbox exists: create a new Sandbox instead"
 type SandboxSpec struct {
 	// TenantRef names the Tenant, in the same namespace, that this sandbox
 	// serves. It cannot change.

@@ -94,12 +94,16 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		sbx    = "apiVersion: playground.dev/v1alpha1\nkind: Sandbox\nmetadata: {name: s}\n"
 		wm     = "apiVersion: playground.dev/v1alpha1\nkind: WorkerMapping\nmetadata: {name: w}\n"
 		fb     = "apiVersion: playground.dev/v1alpha1\nkind: FacultyBundle\nmetadata: {name: f}\n"
+		snap   = "apiVersion: playground.dev/v1alpha1\nkind: SandboxSnapshot\nmetadata: {name: s}\n"
 		cmSrc  = "  source: {configMap: {name: tools}}\n"
 	)
 	cases := []struct {
 		name, doc, want string
 	}{
 		{"unknown catalog", tenant + "spec: {catalog: both}", `spec.catalog: Unsupported value: "both"`},
+		{"snapshot of no sandbox", snap + "spec: {}", "spec.sandboxRef: Required value"},
+		{"snapshot kept a moment", snap + "spec: {sandboxRef: {name: s}, expireAfter: 5s}", "expireAfter must be at least 1m"},
+		{"fork of a bad name", tenant + "spec: {sandbox: {fromSnapshot: Not_A_Name}}", "spec.sandbox.fromSnapshot in body should match"},
 		{"unknown backend", tenant + "spec: {sandbox: {backend: docker}}", `spec.sandbox.backend: Unsupported value: "docker"`},
 		{"unknown isolation", tenant + "spec: {sandbox: {isolation: kata}}", `spec.sandbox.isolation: Unsupported value: "kata"`},
 		{"isolation of a jail", tenant + "spec: {sandbox: {backend: jail, isolation: gvisor}}", "isolation is a choice of backend oci: other backends take none"},
@@ -238,6 +242,7 @@ func TestTransitionRules(t *testing.T) {
 		{"changing tenant", func(s *playgroundv1alpha1.Sandbox) { s.Spec.TenantRef.Name = "other" }, "tenantRef is immutable"},
 		{"changing backend", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Backend = playgroundv1alpha1.BackendLima }, "backend cannot change once set"},
 		{"changing isolation", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Isolation = playgroundv1alpha1.IsolationGVisor }, "isolation cannot change once the sandbox exists"},
+		{"starting again from a snapshot", func(s *playgroundv1alpha1.Sandbox) { s.Spec.FromSnapshot = "later" }, "fromSnapshot cannot change once the sandbox exists"},
 	}
 	create(t, "bound", "node-a")
 	for _, tc := range refusals {

@@ -74,6 +74,11 @@ const (
 	// WorkerMappingControllerFieldOwner is the manager's WorkerMapping
 	// reconciler: a mapping's status except worker.
 	WorkerMappingControllerFieldOwner = "playground-workermapping-controller"
+	// SnapshotControllerFieldOwner is the manager's SandboxSnapshot
+	// reconciler: a snapshot's status.phase, nodeName, sandboxID, backend,
+	// isolation and Bound condition. The agent of its node writes the rest
+	// under AgentFieldOwner.
+	SnapshotControllerFieldOwner = "playground-snapshot-controller"
 	// ManifestFieldOwner applies the manifests of `playground-dev`.
 	ManifestFieldOwner = "playground"
 )

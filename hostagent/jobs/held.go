@@ -605,8 +605,8 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 		// its result is left.
 		return m.heldFinalPage(j, cur), nil
 	}
-	if m.parkedChan(j.sandbox) != nil {
-		return PollResult{}, ErrSuspended
+	if err := m.waitUnparked(ctx, j.sandbox); err != nil {
+		return PollResult{}, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, wait+attachTimeout)
 	defer cancel()
@@ -684,12 +684,34 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 // their broken connections are not taken for the sandbox's end. They are
 // attached again after UnparkSandbox; meanwhile polls say ErrSuspended.
 // Parking a parked sandbox does nothing.
-func (m *Manager) ParkSandbox(sandboxID string) {
+func (m *Manager) ParkSandbox(sandboxID string) { m.park(sandboxID, false) }
+
+// ParkSandboxBriefly is ParkSandbox for a moment's absence (a snapshot's
+// checkpoint and restore): polls wait for unpark, within their own
+// deadline, instead of saying ErrSuspended. A sandbox parked already
+// stays as it is, and unpark does nothing.
+func (m *Manager) ParkSandboxBriefly(sandboxID string) (unpark func()) {
+	if !m.park(sandboxID, true) {
+		return func() {}
+	}
+	return func() { m.UnparkSandbox(sandboxID) }
+}
+
+// park parks sandboxID, unless it is parked already (false).
+func (m *Manager) park(sandboxID string, brief bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.parked[sandboxID] == nil {
-		m.parked[sandboxID] = make(chan struct{})
+	if m.parked[sandboxID] != nil {
+		return false
 	}
+	m.parked[sandboxID] = &parking{done: make(chan struct{}), brief: brief}
+	return true
+}
+
+// parking is a parked sandbox's: done is closed when it resumes.
+type parking struct {
+	done  chan struct{}
+	brief bool
 }
 
 // UnparkSandbox undoes ParkSandbox: the sandbox was restored (or its
@@ -701,8 +723,8 @@ func (m *Manager) UnparkSandbox(sandboxID string) {
 }
 
 func (m *Manager) unparkLocked(sandboxID string) {
-	if ch := m.parked[sandboxID]; ch != nil {
-		close(ch)
+	if p := m.parked[sandboxID]; p != nil {
+		close(p.done)
 		delete(m.parked, sandboxID)
 	}
 }
@@ -711,7 +733,30 @@ func (m *Manager) unparkLocked(sandboxID string) {
 func (m *Manager) parkedChan(sandboxID string) <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.parked[sandboxID]
+	if p := m.parked[sandboxID]; p != nil {
+		return p.done
+	}
+	return nil
+}
+
+// waitUnparked waits, for a poll, while sandboxID is parked briefly; it
+// is ErrSuspended while it is suspended.
+func (m *Manager) waitUnparked(ctx context.Context, sandboxID string) error {
+	m.mu.Lock()
+	p := m.parked[sandboxID]
+	m.mu.Unlock()
+	switch {
+	case p == nil:
+		return nil
+	case !p.brief:
+		return ErrSuspended
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // heldFinalPage is the page of a held job whose holder the manager let

@@ -62,7 +62,7 @@ type Manager struct {
 	halts map[string]*halt
 	// parked holds, by sandbox ID, the sandboxes suspended with their
 	// memory: a channel closed when they resume.
-	parked  map[string]chan struct{}
+	parked  map[string]*parking
 	closed  bool
 	sweeper Timer
 	stats   Stats
@@ -153,7 +153,7 @@ func New(limits Limits, clock Clock, opts ...Option) (*Manager, error) {
 		activeByTenant:   make(map[string]int),
 		retainedByTenant: make(map[string]int),
 		halts:            make(map[string]*halt),
-		parked:           make(map[string]chan struct{}),
+		parked:           make(map[string]*parking),
 		log:              logr.Discard(),
 	}
 	for _, o := range opts {

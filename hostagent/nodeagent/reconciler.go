@@ -143,6 +143,9 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("nodeagent: %w", err)
 	}
+	if err := setupSnapshots(mgr, r); err != nil {
+		return nil, nil, fmt.Errorf("nodeagent: %w", err)
+	}
 	if err := setupWorkers(mgr, r, opts); err != nil {
 		return nil, nil, fmt.Errorf("nodeagent: %w", err)
 	}
@@ -213,7 +216,7 @@ func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (string, e
 	var warm string
 	spec := specOf("", sbx)
 	id, used, err := r.ids.AssignFrom(ownerOf(sbx), func() string {
-		if len(sbx.Spec.Faculties) == 0 {
+		if len(sbx.Spec.Faculties) == 0 && sbx.Spec.FromSnapshot == "" {
 			warm, _ = r.agent.ClaimWarm(spec)
 		}
 		return warm
@@ -267,6 +270,13 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		return r.reconcileSuspended(ctx, sbx, prev)
 	}
 	wasProvisioned := prev != nil && prev.Status == metav1.ConditionTrue
+	if sbx.Spec.FromSnapshot != "" && !wasProvisioned {
+		// A fork, first provisioned from its snapshot (a sandbox that
+		// exists already ignores it).
+		if spec.FromSnapshot, err = r.snapshotFor(ctx, sbx); err != nil {
+			return r.waitForSnapshot(ctx, sbx, err)
+		}
+	}
 	// Its init died (killed, out of memory): Ensure starts it again over the
 	// same files; the processes it ran are gone. The agent says so when it
 	// served the sandbox; a sandbox found dead by a new agent process is

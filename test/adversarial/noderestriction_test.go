@@ -213,6 +213,41 @@ func TestAgentActsOnlyAsItsNode(t *testing.T) {
 		g.Expect(report(a, "wm-a", worker().WithNodeName("node-a").WithEndpoint("sandbox://sbx-2:1/mcp"))).To(Satisfy(refused), "A rewrites the endpoint")
 	})
 
+	t.Run("snapshots", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, m := range []struct{ name, node string }{{"snap-a", "node-a"}, {"snap-b", "node-b"}} {
+			snap := &playgroundv1alpha1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: m.name},
+				Spec: playgroundv1alpha1.SandboxSnapshotSpec{SandboxRef: playgroundv1alpha1.LocalObjectReference{Name: "on-" + m.node[len("node-"):]}}}
+			g.Expect(k8s.Create(ctx, snap)).To(Succeed())
+			// What the manager writes: where the snapshot is kept.
+			g.Expect(k8s.Status().Apply(ctx, playgroundv1alpha1ac.SandboxSnapshot(m.name, ns).WithStatus(playgroundv1alpha1ac.SandboxSnapshotStatus().
+				WithNodeName(m.node).WithSandboxID("sbx-"+m.node).WithBackend(playgroundv1alpha1.BackendOCI)),
+				client.FieldOwner(playgroundv1alpha1.SnapshotControllerFieldOwner), client.ForceOwnership)).To(Succeed())
+		}
+		report := func(c client.Client, name string, status *playgroundv1alpha1ac.SandboxSnapshotStatusApplyConfiguration) error {
+			return c.Status().Apply(ctx, playgroundv1alpha1ac.SandboxSnapshot(name, ns).WithStatus(status),
+				client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership)
+		}
+		taken := func() *playgroundv1alpha1ac.SandboxSnapshotStatusApplyConfiguration {
+			return playgroundv1alpha1ac.SandboxSnapshotStatus().WithSnapshotID("uid").WithSizeBytes(1)
+		}
+		g.Expect(report(a, "snap-b", taken())).To(Satisfy(refused), "A reports B's snapshot")
+		g.Expect(report(a, "snap-a", taken())).To(Succeed(), "A reports its own snapshot")
+		g.Expect(report(a, "snap-a", taken().WithNodeName("node-b"))).To(Satisfy(refused), "A moves its snapshot to B, where B's forks would find it")
+		g.Expect(report(a, "snap-a", taken().WithSandboxID("sbx-node-b"))).To(Satisfy(refused), "A says its snapshot is of B's sandbox")
+		hold := func(name string, mutate func(*playgroundv1alpha1.SandboxSnapshot)) error {
+			var snap playgroundv1alpha1.SandboxSnapshot
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &snap)).To(Succeed())
+			patch := client.MergeFrom(snap.DeepCopy())
+			mutate(&snap)
+			return a.Patch(ctx, &snap, patch)
+		}
+		finalizer := func(s *playgroundv1alpha1.SandboxSnapshot) { s.Finalizers = append(s.Finalizers, playgroundv1alpha1.SnapshotFinalizer) }
+		g.Expect(hold("snap-b", finalizer)).To(Satisfy(refused), "A holds B's snapshot")
+		g.Expect(hold("snap-a", func(s *playgroundv1alpha1.SandboxSnapshot) { s.Spec.ExpireAfter = &metav1.Duration{Duration: time.Hour} })).To(Satisfy(refused), "A changes a snapshot's spec")
+		g.Expect(hold("snap-a", finalizer)).To(Succeed(), "A holds its own snapshot until it frees its disk")
+	})
+
 	t.Run("faculty bundles", func(t *testing.T) {
 		g := NewWithT(t)
 		fb := &playgroundv1alpha1.FacultyBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tools"},

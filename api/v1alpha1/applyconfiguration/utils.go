@@ -74,6 +74,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SandboxProcessDestinationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxResources"):
 		return &apiv1alpha1.SandboxResourcesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxSnapshot"):
+		return &apiv1alpha1.SandboxSnapshotApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxSnapshotSpec"):
+		return &apiv1alpha1.SandboxSnapshotSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxSnapshotStatus"):
+		return &apiv1alpha1.SandboxSnapshotStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxSpec"):
 		return &apiv1alpha1.SandboxSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxStatus"):

@@ -155,6 +155,18 @@ func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.Snap
 			_ = os.RemoveAll(tmp)
 			return backend.SnapshotInfo{}, err
 		}
+	case errors.Is(err, backend.ErrNotRunning) && b.Checkpointed(id):
+		// Suspended with its memory: the checkpoint and the layer are
+		// still already.
+		f.Info.Memory = true
+		err = copyPreserving(ctx, b.checkpointDir(id), filepath.Join(tmp, checkpointName))
+		if err == nil {
+			err = b.copyLayer(ctx, sb, tmp)
+		}
+		if err != nil {
+			_ = os.RemoveAll(tmp)
+			return backend.SnapshotInfo{}, err
+		}
 	case errors.Is(err, backend.ErrNoCheckpoint), errors.Is(err, backend.ErrNotRunning):
 		if errors.Is(err, backend.ErrNoCheckpoint) {
 			f.Info.Note = err.Error()

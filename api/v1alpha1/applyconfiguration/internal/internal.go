@@ -349,6 +349,71 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 1024
+- name: com.github.playground-dev.playground.api.v1alpha1.SandboxSnapshot
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+    - name: spec
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxSnapshotSpec
+    - name: status
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxSnapshotStatus
+- name: com.github.playground-dev.playground.api.v1alpha1.SandboxSnapshotSpec
+  map:
+    fields:
+    - name: expireAfter
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: sandboxRef
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
+- name: com.github.playground-dev.playground.api.v1alpha1.SandboxSnapshotStatus
+  map:
+    fields:
+    - name: backend
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.BackendClass
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: isolation
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
+    - name: memory
+      type:
+        scalar: boolean
+    - name: nodeName
+      type:
+        scalar: string
+    - name: phase
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SnapshotPhase
+    - name: sandboxID
+      type:
+        scalar: string
+    - name: sizeBytes
+      type:
+        scalar: numeric
+    - name: snapshotID
+      type:
+        scalar: string
+    - name: takenAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxSpec
   map:
     fields:
@@ -364,6 +429,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: fromSnapshot
+      type:
+        scalar: string
     - name: idleSuspend
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.IdleSuspend
@@ -460,6 +528,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: fromSnapshot
+      type:
+        scalar: string
     - name: idleSuspend
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.IdleSuspend
@@ -513,6 +584,8 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: http
+- name: com.github.playground-dev.playground.api.v1alpha1.SnapshotPhase
+  scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.StorageSpec
   map:
     fields:

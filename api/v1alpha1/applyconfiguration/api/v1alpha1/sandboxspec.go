@@ -157,6 +157,14 @@ func (b *SandboxSpecApplyConfiguration) WithIdleSuspend(value *IdleSuspendApplyC
 	return b
 }
 
+// WithFromSnapshot sets the FromSnapshot field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FromSnapshot field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithFromSnapshot(value string) *SandboxSpecApplyConfiguration {
+	b.SandboxTemplateApplyConfiguration.FromSnapshot = &value
+	return b
+}
+
 // WithNodeName sets the NodeName field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the NodeName field is set to the value of the last call.

@@ -68,6 +68,15 @@ type SandboxTemplateApplyConfiguration struct {
 	// are stopped and it starts again over its files. Unset, the sandbox
 	// is never suspended for idleness.
 	IdleSuspend *IdleSuspendApplyConfiguration `json:"idleSuspend,omitempty"`
+	// FromSnapshot names a SandboxSnapshot, in the same namespace, that the
+	// sandbox starts from: its files (home, workspace, /tmp) are a copy of
+	// the snapshot's, and where the snapshot holds memory (gVisor) its
+	// processes go on from where they were. The sandbox is bound to the
+	// snapshot's node, with the snapshot's backend and isolation, once the
+	// snapshot is Ready; its pile is its own. Read when the sandbox is
+	// first provisioned: deleting the snapshot later does not touch it. It
+	// cannot change once the Sandbox exists.
+	FromSnapshot *string `json:"fromSnapshot,omitempty"`
 }
 
 // SandboxTemplateApplyConfiguration constructs a declarative configuration of the SandboxTemplate type for use with
@@ -156,5 +165,13 @@ func (b *SandboxTemplateApplyConfiguration) WithNetwork(value *SandboxNetworkApp
 // If called multiple times, the IdleSuspend field is set to the value of the last call.
 func (b *SandboxTemplateApplyConfiguration) WithIdleSuspend(value *IdleSuspendApplyConfiguration) *SandboxTemplateApplyConfiguration {
 	b.IdleSuspend = value
+	return b
+}
+
+// WithFromSnapshot sets the FromSnapshot field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FromSnapshot field is set to the value of the last call.
+func (b *SandboxTemplateApplyConfiguration) WithFromSnapshot(value string) *SandboxTemplateApplyConfiguration {
+	b.FromSnapshot = &value
 	return b
 }

@@ -1,0 +1,143 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+)
+
+// TestSnapshotAndForks: a SandboxSnapshot of a running gVisor tenant's
+// sandbox is taken on its node with its memory; two Tenants that start
+// from it are bound to that node and go on from where the source was (a
+// counter that lived only in memory counts on from the snapshot's count;
+// the files are there, the tenant's); each then lives on its own. A
+// Sandbox of another namespace cannot name the snapshot. Deleting the
+// snapshot frees its disk on the node and leaves the forks running.
+func TestSnapshotAndForks(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startManager(t)
+	stateDir := ocitest.StateDir(t)
+	n := &node{name: "snap-1", labels: pool("snap"), stateDir: stateDir, backends: []backend.Backend{ocitest.NewGVisor(t, stateDir)}}
+	startNode(t, n)
+	ns := newNamespace(t)
+	gvisor := func(tn *playgroundv1alpha1.Tenant) {
+		inPool("snap")(tn)
+		tn.Spec.Sandbox.Isolation = playgroundv1alpha1.IsolationGVisor
+	}
+	applyTenant(t, ns, "source", gvisor)
+	_, src := waitReady(t, ns, "source")
+	shell(t, src, `echo base > ~/note; (i=0; while :; do i=$((i+1)); echo $i > /tmp/c.new; mv /tmp/c.new /tmp/c; sleep 0.05; done) >/dev/null 2>&1 & echo $! > /tmp/counter.pid`)
+	count := func(sbx *playgroundv1alpha1.Sandbox) int {
+		n, err := strconv.Atoi(strings.TrimSpace(shell(t, sbx, "cat /tmp/c 2>/dev/null || echo 0")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	g.Eventually(func() int { return count(src) }, settle, 50*time.Millisecond).Should(BeNumerically(">", 5))
+
+	before := count(src)
+	snap := &playgroundv1alpha1.SandboxSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "base"},
+		Spec:       playgroundv1alpha1.SandboxSnapshotSpec{SandboxRef: playgroundv1alpha1.LocalObjectReference{Name: "source"}},
+	}
+	g.Expect(k8sClient.Create(ctx, snap)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(snap), snap)).To(Succeed())
+		g.Expect(snap.Status.Phase).To(Equal(playgroundv1alpha1.SnapshotReady), "%+v", snap.Status.Conditions)
+	}, settle, 100*time.Millisecond).Should(Succeed())
+	g.Expect(snap.Status.NodeName).To(Equal(n.name))
+	g.Expect(snap.Status.SandboxID).To(Equal(src.Status.SandboxID))
+	g.Expect(snap.Status.Memory).To(BeTrue(), "a gVisor sandbox's snapshot keeps its memory")
+	g.Expect(snap.Status.SizeBytes).To(BeNumerically(">", 0))
+	g.Expect(snap.Status.TakenAt).NotTo(BeNil())
+	g.Expect(snap.Finalizers).To(ContainElement(playgroundv1alpha1.SnapshotFinalizer))
+	onDisk := filepath.Join(stateDir, "snapshots", snap.Status.SnapshotID)
+	g.Expect(onDisk).To(BeADirectory())
+	g.Expect(strings.TrimSpace(shell(t, src, "kill -0 $(cat /tmp/counter.pid) && echo alive"))).To(Equal("alive"), "the source goes on")
+
+	// Two forks, as Tenants of their own.
+	forks := []string{"fork-a", "fork-b"}
+	for _, name := range forks {
+		applyTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) {
+			gvisor(tn)
+			tn.Spec.Sandbox.FromSnapshot = "base"
+		})
+	}
+	for _, name := range forks {
+		_, f := waitReady(t, ns, name)
+		g.Expect(f.Spec.NodeName).To(Equal(n.name), "a fork lands on its snapshot's node")
+		g.Expect(f.Status.SandboxID).NotTo(Equal(src.Status.SandboxID))
+		first := count(f)
+		g.Expect(first).To(BeNumerically(">=", before), "fork %s starts from the snapshot's count", name)
+		// Only the restored process writes the count: it counts on.
+		g.Eventually(func() int { return count(f) }, settle, 50*time.Millisecond).Should(BeNumerically(">", first+3))
+		g.Expect(shell(t, f, "cat /tmp/counter.pid")).To(Equal(shell(t, src, "cat /tmp/counter.pid")), "the source's counter, restored")
+		g.Expect(shell(t, f, "cat ~/note; stat -c %U ~/note")).To(Equal("base\nsandbox\n"), "the snapshot's files, the tenant's")
+		g.Expect(shell(t, f, "echo $PERSONA")).To(Equal(name+"\n"), "a new shell has the fork's login profile")
+		shell(t, f, "echo "+name+" > ~/mine")
+	}
+	g.Expect(shell(t, src, "cat ~/mine 2>/dev/null; true")).To(BeEmpty(), "a fork's files are its own")
+
+	// Another namespace cannot start from it.
+	other := newNamespace(t)
+	stranger := &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "stranger"},
+		Spec: playgroundv1alpha1.SandboxSpec{
+			TenantRef:       playgroundv1alpha1.LocalObjectReference{Name: "stranger"},
+			SandboxTemplate: playgroundv1alpha1.SandboxTemplate{Isolation: playgroundv1alpha1.IsolationGVisor, FromSnapshot: "base"},
+		},
+	}
+	g.Expect(k8sClient.Create(ctx, stranger)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(stranger), stranger)).To(Succeed())
+		c := meta.FindStatusCondition(stranger.Status.Conditions, playgroundv1alpha1.BoundCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonWaitingForSnapshot))
+		g.Expect(c.Message).To(ContainSubstring("does not exist in namespace " + other))
+	}, settle, 100*time.Millisecond).Should(Succeed())
+	g.Expect(stranger.Spec.NodeName).To(BeEmpty())
+
+	// Deleting the snapshot frees its disk; the forks run on.
+	g.Expect(k8sClient.Delete(ctx, snap)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(snap), snap))
+	}, settle, 100*time.Millisecond).Should(BeTrue(), "the agent's finalizer lets the snapshot go")
+	_, err := os.Stat(onDisk)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the snapshot's disk is freed: %v", err)
+	for _, name := range forks {
+		_, f := waitReady(t, ns, name)
+		g.Expect(shell(t, f, "cat ~/mine")).To(Equal(name + "\n"))
+	}
+}
