@@ -242,9 +242,13 @@ func TestAgentActsOnlyAsItsNode(t *testing.T) {
 			mutate(&snap)
 			return a.Patch(ctx, &snap, patch)
 		}
-		finalizer := func(s *playgroundv1alpha1.SandboxSnapshot) { s.Finalizers = append(s.Finalizers, playgroundv1alpha1.SnapshotFinalizer) }
+		finalizer := func(s *playgroundv1alpha1.SandboxSnapshot) {
+			s.Finalizers = append(s.Finalizers, playgroundv1alpha1.SnapshotFinalizer)
+		}
 		g.Expect(hold("snap-b", finalizer)).To(Satisfy(refused), "A holds B's snapshot")
-		g.Expect(hold("snap-a", func(s *playgroundv1alpha1.SandboxSnapshot) { s.Spec.ExpireAfter = &metav1.Duration{Duration: time.Hour} })).To(Satisfy(refused), "A changes a snapshot's spec")
+		g.Expect(hold("snap-a", func(s *playgroundv1alpha1.SandboxSnapshot) {
+			s.Spec.ExpireAfter = &metav1.Duration{Duration: time.Hour}
+		})).To(Satisfy(refused), "A changes a snapshot's spec")
 		g.Expect(hold("snap-a", finalizer)).To(Succeed(), "A holds its own snapshot until it frees its disk")
 	})
 

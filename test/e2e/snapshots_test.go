@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/cmd/kubectl-playground/kubectlplugin"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 )
@@ -110,6 +111,23 @@ func TestSnapshotAndForks(t *testing.T) {
 	}
 	g.Expect(shell(t, src, "cat ~/mine 2>/dev/null; true")).To(BeEmpty(), "a fork's files are its own")
 
+	// The same through the plugin: a snapshot of a fork, and a fork of it.
+	kubectl := func(args ...string) (string, error) {
+		var out, errOut strings.Builder
+		err := kubectlplugin.Run(ctx, append([]string{"-n", ns, "--timeout", "60s"}, args...), kubectlplugin.Env{Out: &out, ErrOut: &errOut, Config: cp.Config})
+		return out.String() + errOut.String(), err
+	}
+	out, err := kubectl("snapshot", "fork-a", "--name", "of-a")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`sandboxsnapshot/of-a taken of tenant fork-a on node snap-1: its files and its processes' memory, \d`))
+	out, err = kubectl("fork", "of-a", "grandchild")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("tenant/grandchild forked from sandboxsnapshot/of-a"))
+	_, gc := waitReady(t, ns, "grandchild")
+	g.Expect(shell(t, gc, "cat ~/mine ~/note")).To(Equal("fork-a\nbase\n"))
+	_, err = kubectl("fork", "no-such", "x")
+	g.Expect(err).To(MatchError(ContainSubstring(`no snapshot "no-such"`)))
+
 	// Another namespace cannot start from it.
 	other := newNamespace(t)
 	stranger := &playgroundv1alpha1.Sandbox{
@@ -134,7 +152,7 @@ func TestSnapshotAndForks(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(snap), snap))
 	}, settle, 100*time.Millisecond).Should(BeTrue(), "the agent's finalizer lets the snapshot go")
-	_, err := os.Stat(onDisk)
+	_, err = os.Stat(onDisk)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the snapshot's disk is freed: %v", err)
 	for _, name := range forks {
 		_, f := waitReady(t, ns, name)

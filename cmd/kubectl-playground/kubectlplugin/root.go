@@ -180,6 +180,10 @@ func (x *cli) commands() *cobra.Command {
 		x.jobsCommand(),
 		x.logsCommand(),
 		x.nodeCommand(),
+		x.suspendCommand(true),
+		x.suspendCommand(false),
+		x.snapshotCommand(),
+		x.forkCommand(),
 	)
 	return root
 }

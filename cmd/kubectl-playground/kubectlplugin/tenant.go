@@ -77,6 +77,20 @@ func (x *cli) tenantCommand() *cobra.Command {
 	return tenant
 }
 
+// suspendCommand is tenant suspend (or resume) at the top level, beside
+// snapshot and fork.
+func (x *cli) suspendCommand(suspend bool) *cobra.Command {
+	use, short := "resume", "Resume a suspended tenant: a sandbox suspended with its memory goes on where it was"
+	if suspend {
+		use, short = "suspend", "Suspend a tenant: its token is refused; its sandbox is checkpointed with its memory (gVisor) or stopped, its files kept"
+	}
+	return &cobra.Command{
+		Use: use + " TENANT", Short: short, Args: name("tenant"),
+		ValidArgsFunction: x.completeTenants,
+		RunE:              x.withClient(func(ctx context.Context, args []string) error { return x.setSuspended(ctx, args[0], suspend) }),
+	}
+}
+
 func (x *cli) tokenCommand() *cobra.Command {
 	token := group(&cobra.Command{Use: "token", Short: "Print or reset a tenant's token"})
 	token.AddCommand(x.tokenShowCommand(), x.tokenResetCommand())
