@@ -93,6 +93,14 @@ func run(ctx context.Context, opts options, out, log io.Writer) error {
 		}
 		rows = append(rows, r...)
 	}
+	if opts.selected("suspend") {
+		fmt.Fprintln(out, "Running suspension with memory, snapshots and forks (runsc, VM; the backends directly)...")
+		r, err := suspendCosts(ctx, opts, out)
+		if err != nil {
+			return fmt.Errorf("suspend: %w", err)
+		}
+		rows = append(rows, r...)
+	}
 	// P5 last, on a control plane of its own, once the others' system is gone.
 	if opts.selected("P5") {
 		// Without a pool, with a warm pool of a quarter of the burst, then

@@ -30,3 +30,8 @@ import (
 func isolationCosts(context.Context, options, int, io.Writer) ([]row, error) {
 	return nil, fmt.Errorf("the isolation rows need Linux (runc, runsc, QEMU), not %s", runtime.GOOS)
 }
+
+// suspendCosts: the suspension rows need runsc or QEMU, Linux-only.
+func suspendCosts(context.Context, options, io.Writer) ([]row, error) {
+	return nil, fmt.Errorf("the suspension rows need Linux (runsc, QEMU), not %s", runtime.GOOS)
+}

@@ -26,3 +26,14 @@ func FileExists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
+
+// AppendLog adds a line of the agent's to a log the agent keeps of a
+// sandbox (its init's, its QEMU's), for whoever reads it on the node.
+func AppendLog(path, line string) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString("playground-agent: " + line)
+}

@@ -53,6 +53,7 @@ var expectedObjects = []struct {
 	{"CustomResourceDefinition", "", "sandboxes.playground.dev", true, true},
 	{"CustomResourceDefinition", "", "workermappings.playground.dev", true, true},
 	{"CustomResourceDefinition", "", "facultybundles.playground.dev", true, true},
+	{"CustomResourceDefinition", "", "sandboxsnapshots.playground.dev", true, true},
 
 	{"ServiceAccount", namespace, "playground-manager", true, true},
 	{"ServiceAccount", namespace, "playground-agent", true, true},

@@ -186,16 +186,6 @@ func (b *Backend) restore(ctx context.Context, sb *sandbox, rt *runc, logPath st
 	}
 	// Said in the log the agent keeps of the sandbox's init, and counted
 	// as a start by the caller, after which the agent ends the jobs.
-	appendLog(logPath, fmt.Sprintf("restoring the sandbox from its checkpoint failed, so it starts afresh, its memory lost: %v\n", rerr))
+	backend.AppendLog(logPath, fmt.Sprintf("restoring the sandbox from its checkpoint failed, so it starts afresh, its memory lost: %v\n", rerr))
 	return 0, false, os.RemoveAll(image)
-}
-
-// appendLog adds a line of the agent's to the log of the sandbox's init.
-func appendLog(path, line string) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = f.WriteString("playground-agent: " + line)
 }

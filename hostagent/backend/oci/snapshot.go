@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -159,7 +158,7 @@ func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.Snap
 		// Suspended with its memory: the checkpoint and the layer are
 		// still already.
 		f.Info.Memory = true
-		err = copyPreserving(ctx, b.checkpointDir(id), filepath.Join(tmp, checkpointName))
+		err = backend.CopyPreserving(ctx, b.checkpointDir(id), filepath.Join(tmp, checkpointName))
 		if err == nil {
 			err = b.copyLayer(ctx, sb, tmp)
 		}
@@ -181,7 +180,7 @@ func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.Snap
 		_ = os.RemoveAll(tmp)
 		return backend.SnapshotInfo{}, err
 	}
-	f.Info.Bytes = diskUsage(tmp)
+	f.Info.Bytes = backend.DiskUsage(tmp)
 	if err := writeJSON(filepath.Join(tmp, snapshotMetaName), f, 0o600); err != nil {
 		_ = os.RemoveAll(tmp)
 		return backend.SnapshotInfo{}, err
@@ -204,7 +203,7 @@ func (b *Backend) snapshotWithMemory(ctx context.Context, sb *sandbox, dir strin
 	// are still, and copied as they are.
 	err := b.stopLocked(ctx, id)
 	if err == nil {
-		err = copyPreserving(ctx, b.checkpointDir(id), filepath.Join(dir, checkpointName))
+		err = backend.CopyPreserving(ctx, b.checkpointDir(id), filepath.Join(dir, checkpointName))
 	}
 	if err == nil {
 		err = b.copyLayer(ctx, sb, dir)
@@ -263,15 +262,15 @@ func (b *Backend) copyLayer(ctx context.Context, sb *sandbox, dir string) error 
 	if b.opts.UnboundedStorage {
 		name = layerName
 	}
-	return copyPreserving(ctx, filepath.Join(sb.dir, name), filepath.Join(dir, name))
+	return backend.CopyPreserving(ctx, filepath.Join(sb.dir, name), filepath.Join(dir, name))
 }
 
 // layerUsed is the disk sb's layer takes on the node.
 func (b *Backend) layerUsed(sb *sandbox) int64 {
 	if b.opts.UnboundedStorage {
-		return diskUsage(filepath.Join(sb.dir, layerName))
+		return backend.DiskUsage(filepath.Join(sb.dir, layerName))
 	}
-	return diskUsage(filepath.Join(sb.dir, layerName+imageSuffix))
+	return backend.DiskUsage(filepath.Join(sb.dir, layerName+imageSuffix))
 }
 
 // DeleteSnapshot implements backend.Snapshotter.
@@ -320,7 +319,7 @@ func (b *Backend) fork(ctx context.Context, sb *sandbox, snap snapshotFile) erro
 	if !backend.FileExists(src) {
 		return fmt.Errorf("oci: snapshot %s holds no %s: it was taken by an agent with other disk limits", sb.spec.FromSnapshot, name)
 	}
-	return copyPreserving(ctx, src, filepath.Join(sb.dir, name))
+	return backend.CopyPreserving(ctx, src, filepath.Join(sb.dir, name))
 }
 
 // finishFork moves the files of sb's layer, mounted by prepare, to sb's
@@ -337,7 +336,7 @@ func (b *Backend) finishFork(ctx context.Context, sb *sandbox, snap snapshotFile
 	if err := os.RemoveAll(image); err != nil {
 		return err
 	}
-	if err := copyPreserving(ctx, filepath.Join(b.snapshotDir(sb.spec.FromSnapshot), checkpointName), image); err != nil {
+	if err := backend.CopyPreserving(ctx, filepath.Join(b.snapshotDir(sb.spec.FromSnapshot), checkpointName), image); err != nil {
 		return err
 	}
 	return ensureFile(filepath.Join(image, forkMarker), 0o600)
@@ -401,16 +400,6 @@ func shiftOwners(dir string, from, to int) error {
 	})
 }
 
-// copyPreserving copies a file or a tree with its owners, modes and holes,
-// sharing blocks (a reflink) where the filesystem can.
-func copyPreserving(ctx context.Context, src, dst string) error {
-	out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", "--sparse=always", "--", src, dst).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("copying %s: %w: %s", src, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
 // syncDir writes the filesystem holding dir to its device.
 func syncDir(dir string) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -419,21 +408,4 @@ func syncDir(dir string) error {
 	}
 	defer unix.Close(fd)
 	return unix.Syncfs(fd)
-}
-
-// diskUsage is the disk the files under p take (their allocated blocks).
-func diskUsage(p string) int64 {
-	var n int64
-	// An entry that cannot be read counts for nothing.
-	_ = filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil {
-			if fi, ierr := d.Info(); ierr == nil {
-				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-					n += st.Blocks * 512
-				}
-			}
-		}
-		return nil
-	})
-	return n
 }

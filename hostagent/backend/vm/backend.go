@@ -326,6 +326,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true,
 		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, StorageReporter: b, PileReader: b, Describer: b,
+		Suspender: b, Snapshotter: b,
 	}
 }
 
@@ -444,11 +445,14 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	dir := b.sandboxDir(spec.ID)
 	rec := record{Spec: spec, Storage: resolve(spec.Storage)}
 	old, err := b.load(spec.ID)
+	fork := false
 	if err == nil && backend.FileExists(filepath.Join(dir, diskImage)) {
 		rec.Storage = old.Storage
 	} else if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve); err != nil {
 		// A new sandbox's images are sparse, but they fill as it writes.
 		return fmt.Errorf("vm: %w", err)
+	} else {
+		fork = spec.FromSnapshot != ""
 	}
 	if old != nil {
 		rec.Slot = old.Slot
@@ -458,6 +462,15 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "pile"), 0o700); err != nil {
 		return err
+	}
+	if fork {
+		// A fork: its disk is the snapshot's, with its limits.
+		storage, err := b.forkDisk(ctx, spec, filepath.Join(dir, diskImage))
+		if err != nil {
+			_ = os.Remove(filepath.Join(dir, diskImage))
+			return err
+		}
+		rec.Storage.LayerBytes, rec.Storage.LayerInodes = storage.LayerBytes, storage.LayerInodes
 	}
 	if err := makeImage(ctx, filepath.Join(dir, diskImage), rec.Storage.LayerBytes, rec.Storage.LayerInodes, "playground-disk", true, nil); err != nil {
 		return err
@@ -717,18 +730,39 @@ func (b *Backend) boot(ctx context.Context, rec *record) (*VM, error) {
 	for _, f := range []string{portSocket, consoleSocket, qmpSocket, pidFile} {
 		_ = os.Remove(filepath.Join(cfg.Dir, f))
 	}
+	restoring := b.Checkpointed(id)
+	if restoring {
+		// Suspended with its memory: loaded, not booted (suspend.go).
+		cfg.Incoming = b.memoryPath(id)
+	}
 	v, err := Start(cfg)
 	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	b.starts[id]++
-	b.mu.Unlock()
+	if !restoring {
+		b.mu.Lock()
+		b.starts[id]++
+		b.mu.Unlock()
+	}
 	bctx, cancel := context.WithTimeout(ctx, b.opts.BootTimeout)
 	defer cancel()
 	if err := v.Connect(bctx); err != nil {
 		_ = v.Stop(5 * time.Second)
+		if restoring && ctx.Err() == nil {
+			// Said in QEMU's log, which the agent keeps; the sandbox starts
+			// afresh, its memory lost, and the caller sees a start.
+			backend.AppendLog(filepath.Join(cfg.Dir, qemuLog), fmt.Sprintf("restoring the VM from its suspension failed, so it boots afresh, its memory lost: %v\n", err))
+			if rerr := os.Remove(cfg.Incoming); rerr != nil {
+				return nil, errors.Join(err, rerr)
+			}
+			return b.boot(ctx, rec)
+		}
 		return nil, fmt.Errorf("vm: sandbox %s did not boot (%s): %w; its console ends: %s", id, b.accel, err, lastLine(filepath.Join(cfg.Dir, consoleLog)))
+	}
+	if restoring {
+		if err := os.Remove(cfg.Incoming); err != nil {
+			return nil, err
+		}
 	}
 	b.mu.Lock()
 	b.vms[id] = v
@@ -810,6 +844,11 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	defer b.locks.Lock(id)()
+	// A stop is a stop: the next start boots afresh, not from a
+	// suspension's saved state.
+	if err := os.Remove(b.memoryPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("vm: stopping sandbox %s: removing its saved state: %w", id, err)
+	}
 	return b.stop(ctx, id)
 }
 

@@ -103,6 +103,10 @@ type Config struct {
 	LogBytes int64
 	// KernelArgs are added to the guest kernel's command line.
 	KernelArgs []string
+	// Incoming, when set, is a state SaveMemory wrote: QEMU loads it
+	// instead of booting, and the guest goes on where it was saved. The
+	// VM's size must be the saved one's.
+	Incoming string
 }
 
 // Descriptors QEMU inherits (ExtraFiles from 3 on): the kernel, the
@@ -120,6 +124,9 @@ const (
 func (c Config) fdPort() int    { return fdDisks + 2*len(c.Disks) }
 func (c Config) fdConsole() int { return c.fdPort() + 1 }
 func (c Config) fdQMP() int     { return c.fdPort() + 2 }
+
+// fdIncoming is Incoming's descriptor.
+func (c Config) fdIncoming() int { return c.fdPort() + 3 }
 
 // Args is QEMU's command line for c. No network device, no default
 // devices, no display; a panic or exit of the guest's init ends QEMU.
@@ -166,6 +173,9 @@ func (c Config) Args() []string {
 		"-chardev", "socket,id=qmp,fd="+strconv.Itoa(c.fdQMP())+",server=on,wait=off",
 		"-mon", "chardev=qmp,mode=control",
 	)
+	if c.Incoming != "" {
+		args = append(args, "-incoming", "fd:"+strconv.Itoa(c.fdIncoming()))
+	}
 	return args
 }
 
@@ -258,6 +268,11 @@ func Start(cfg Config) (*VM, error) {
 			return nil, err
 		}
 		files = append(files, f)
+	}
+	if cfg.Incoming != "" {
+		if err := open(cfg.Incoming, os.O_RDONLY, false); err != nil {
+			return nil, err
+		}
 	}
 	log, err := boundedlog.Open(filepath.Join(cfg.Dir, qemuLog), cfg.LogBytes)
 	if err != nil {
