@@ -65,6 +65,17 @@ const notes = `
   on one, and sums the PSS of each idle sandbox's processes (its cgroup's for
   runc and runsc, its QEMU for the VM: the guest's memory as the host sees it).
   The runc figures are the baseline.
+* **suspend** (backends directly, as isolation): a gVisor sandbox, and a
+  QEMU VM where one runs, whose process holds 16 or 256 MiB it wrote (a VM
+  without python3: its page cache of a file of that size), is suspended
+  with its memory (timed to the agent's return: the state saved and no
+  process left) and resumed to its first exec; the baseline is the same
+  sandbox stopped and started afresh, which a suspension without memory
+  costs. The host memory while suspended is the PSS of the processes left
+  (none); the image is the checkpoint's size on disk (a VM's: the RAM its
+  guest touched). Then a gVisor sandbox holding 64 MiB is snapshotted (it
+  is away meanwhile: checkpointed, copied, restored) and 3 forks of it are
+  started to their first exec, against 3 fresh sandboxes.
 * **P5** runs last, on a control plane of its own, with ` + "`playground manager`" + `
   and ` + "`playground agent`" + ` as child processes, as a cluster runs them; their
   peak memory is the kernel's VmHWM, and the API server's writes come from its

@@ -114,7 +114,7 @@ func suspendCosts(ctx context.Context, opts options, out io.Writer) ([]row, erro
 			fmt.Fprintf(out, "  suspend and resume: %s, %d MiB in use...\n", s.name, mib)
 			id := fmt.Sprintf("sus-%d-%d", len(rows), mib)
 			spec := backend.Spec{ID: id, Tenant: "bench/" + id, Isolation: s.iso,
-				Resources: backend.Resources{MemoryBytes: (mib + 256) << 20}}
+				Resources: backend.Resources{MemoryBytes: (2*mib + 256) << 20}}
 			if err := s.be.Provision(ctx, spec); err != nil {
 				return nil, fmt.Errorf("%s: %w", s.name, err)
 			}
@@ -135,11 +135,18 @@ func suspendCosts(ctx context.Context, opts options, out io.Writer) ([]row, erro
 			}
 			suspend := time.Since(t0)
 			image := backend.DiskUsage(s.image(id))
-			left := len(s.pids(id))
+			var after int64
+			left := 0
+			for _, pid := range s.pids(id) {
+				// A process that has exited (a zombie, a PID file's)
+				// holds no memory.
+				if n := pssOf(pid); n > 0 {
+					after += n
+					left++
+				}
+			}
 			t0 = time.Now()
-			if err := s.be.Start(ctx, id); err == nil {
-				err = runTrue(ctx, s.be, id)
-			} else {
+			if err := startAndRun(ctx, s.be, id); err != nil {
 				return nil, fmt.Errorf("%s: resume: %w", s.name, err)
 			}
 			resume := time.Since(t0)
@@ -150,9 +157,7 @@ func suspendCosts(ctx context.Context, opts options, out io.Writer) ([]row, erro
 			}
 			stop := time.Since(t0)
 			t0 = time.Now()
-			if err := s.be.Start(ctx, id); err == nil {
-				err = runTrue(ctx, s.be, id)
-			} else {
+			if err := startAndRun(ctx, s.be, id); err != nil {
 				return nil, fmt.Errorf("%s: start: %w", s.name, err)
 			}
 			fresh := time.Since(t0)
@@ -161,7 +166,7 @@ func suspendCosts(ctx context.Context, opts options, out io.Writer) ([]row, erro
 			rows = append(rows,
 				row{"suspend with memory: " + what + ", suspend", ms(suspend), "stop " + ms(stop), fmt.Sprintf("%.1f×", ratio(suspend, stop)), "(for reference)", "—"},
 				row{"suspend with memory: " + what + ", resume → first exec", ms(resume), "fresh start " + ms(fresh), fmt.Sprintf("%.1f×", ratio(resume, fresh)), "(for reference)", "—"},
-				row{"suspend with memory: " + what + ", host memory while suspended", fmt.Sprintf("%d processes, image %s", left, pssMiB(image)), "running: PSS " + pssMiB(before), "—", "no process left", verdict(left == 0)})
+				row{"suspend with memory: " + what + ", host memory while suspended", fmt.Sprintf("%d processes, PSS %s; image %s", left, pssMiB(after), pssMiB(image)), "running: PSS " + pssMiB(before), "—", "no process left", verdict(left == 0)})
 		}
 	}
 
@@ -189,10 +194,7 @@ func suspendCosts(ctx context.Context, opts options, out io.Writer) ([]row, erro
 			t0 := time.Now()
 			err := gv.Provision(ctx, backend.Spec{ID: id, Tenant: "bench/" + id, Isolation: backend.IsolationGVisor, Resources: src.Resources, FromSnapshot: from})
 			if err == nil {
-				err = gv.Start(ctx, id)
-			}
-			if err == nil {
-				err = runTrue(ctx, gv, id)
+				err = startAndRun(ctx, gv, id)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("fork %s: %w", id, err)
@@ -210,20 +212,34 @@ func suspendCosts(ctx context.Context, opts options, out io.Writer) ([]row, erro
 	return rows, nil
 }
 
-// fill has a process of sandbox id hold mib MiB of memory it wrote.
+// startAndRun starts sandbox id and runs its first command.
+func startAndRun(ctx context.Context, be backend.Backend, id string) error {
+	if err := be.Start(ctx, id); err != nil {
+		return err
+	}
+	return runTrue(ctx, be, id)
+}
+
+// fill has sandbox id hold mib MiB of memory it wrote: a process's
+// (python3), or, where the sandbox has no python3 (a VM), its kernel's
+// page cache of a file it wrote.
 func fill(ctx context.Context, be backend.Backend, id string, mib int64) error {
-	cmd := fmt.Sprintf(`python3 -c 'import os, time
-b = bytearray(os.urandom(%d << 20))
+	cmd := fmt.Sprintf(`if command -v python3 >/dev/null; then
+python3 -c 'import os, time
+b = os.urandom(%d << 20)
 open("/tmp/filled", "w").close()
 time.sleep(1e6)' >/dev/null 2>&1 &
-i=0; while [ ! -e /tmp/filled ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; test -e /tmp/filled`, mib)
+i=0; while [ ! -e /tmp/filled ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; test -e /tmp/filled
+else
+head -c %dM /dev/urandom > /tmp/filled
+fi`, mib, mib)
 	p, err := be.Exec(ctx, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}, nil)
 	if err != nil {
 		return err
 	}
 	st, err := p.Wait(ctx)
 	if err == nil && st.Code != 0 {
-		err = fmt.Errorf("the filler did not start (exit %d): is python3 in the sandbox?", st.Code)
+		err = fmt.Errorf("the filler did not start (exit %d): the sandbox needs python3, or room in /tmp", st.Code)
 	}
 	return err
 }

@@ -140,4 +140,38 @@ func TestVMSandbox(t *testing.T) {
 	g.Expect(e.Note).To(ContainSubstring(id))
 	g.Eventually(func() (string, error) { return run(second, "cat file") }).WithTimeout(4*time.Minute).Should(Equal("kept\n"),
 		"the VM booted again over its disk")
+
+	// Suspended through its spec, the VM keeps its memory: no QEMU of it
+	// on the node meanwhile, and after the resume a counter that lived
+	// only in memory goes on, its PID unchanged, not started again.
+	_, err = run(second, counter)
+	g.Expect(err).NotTo(HaveOccurred())
+	count := func() (int, error) {
+		out, err := run(second, "cat /tmp/count 2>/dev/null || echo 0")
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(strings.TrimSpace(out))
+	}
+	g.Eventually(count).WithTimeout(time.Minute).Should(BeNumerically(">", 5))
+	counterPID, err := run(second, "cat /tmp/counter.pid")
+	g.Expect(err).NotTo(HaveOccurred())
+	b, err = os.ReadFile(filepath.Join(stateDir, "vm", "sandboxes", id, "qemu.pid"))
+	g.Expect(err).NotTo(HaveOccurred())
+	qemu := strings.TrimSpace(string(b))
+	updateSandbox(t, ns, "guest", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Suspended = true })
+	g.Eventually(func(g Gomega) {
+		c := provisioned(getSandbox(g, ns, "guest"))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
+		g.Expect(c.Message).To(ContainSubstring("with its memory"))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	_, err = os.Stat("/proc/" + qemu)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "no QEMU of the suspended VM on the node: %v", err)
+	updateSandbox(t, ns, "guest", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Suspended = false })
+	g.Eventually(func() (string, error) { return run(second, "cat /tmp/counter.pid") }).WithTimeout(2*time.Minute).Should(Equal(counterPID),
+		"the VM is restored, not booted: its counter's PID")
+	before, err := count()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(count).WithTimeout(time.Minute).Should(BeNumerically(">", before+3), "the counter goes on")
+	g.Expect(waitEvent(t, ns, "guest", corev1.EventTypeNormal, playgroundv1alpha1.ReasonProvisioned).Note).To(ContainSubstring("Restored"))
 }

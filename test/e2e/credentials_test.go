@@ -18,7 +18,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"testing"
@@ -36,7 +35,6 @@ import (
 	"github.com/playground-dev/playground/internal/rbactest"
 	"github.com/playground-dev/playground/internal/tenanttoken"
 	"github.com/playground-dev/playground/mcpgateway"
-	"github.com/playground-dev/playground/mcpgateway/tools"
 )
 
 // startGateway runs an MCP gateway as its ServiceAccount, with only its
@@ -92,21 +90,7 @@ func mcpConnect(url, token string) (*mcp.ClientSession, error) {
 
 // echo runs a command in the tenant's sandbox through the gateway.
 func echo(g Gomega, cs *mcp.ClientSession, word string) string {
-	ctx := context.Background()
-	decode := func(res *mcp.CallToolResult, err error, out any) {
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(res.IsError).To(BeFalse(), "%v", res.Content)
-		b, err := json.Marshal(res.StructuredContent)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(json.Unmarshal(b, out)).To(Succeed())
-	}
-	var open tools.OpenSessionOutput
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "open_session", Arguments: map[string]any{}})
-	decode(res, err, &open)
-	var out tools.ExecOutput
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": open.Handle, "command": "echo " + word}})
-	decode(res, err, &out)
-	return out.Stdout
+	return mcpExec(g, cs, "echo "+word)
 }
 
 // TestGatewayCredentials: with the real manager and a gateway that reads no

@@ -18,6 +18,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,13 +37,15 @@ import (
 	"github.com/playground-dev/playground/cmd/kubectl-playground/kubectlplugin"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/mcpgateway/tools"
 )
 
 // TestSnapshotAndForks: a SandboxSnapshot of a running gVisor tenant's
-// sandbox is taken on its node with its memory; two Tenants that start
+// sandbox is taken on its node with its memory; three Tenants that start
 // from it are bound to that node and go on from where the source was (a
 // counter that lived only in memory counts on from the snapshot's count;
-// the files are there, the tenant's); each then lives on its own. A
+// the files are there, the tenant's, as each fork's MCP client sees them
+// through the gateway with its own token); each then lives on its own. A
 // Sandbox of another namespace cannot name the snapshot. Deleting the
 // snapshot frees its disk on the node and leaves the forks running.
 func TestSnapshotAndForks(t *testing.T) {
@@ -89,7 +93,7 @@ func TestSnapshotAndForks(t *testing.T) {
 	g.Expect(strings.TrimSpace(shell(t, src, "kill -0 $(cat /tmp/counter.pid) && echo alive"))).To(Equal("alive"), "the source goes on")
 
 	// Two forks, as Tenants of their own.
-	forks := []string{"fork-a", "fork-b"}
+	forks := []string{"fork-a", "fork-b", "fork-c"}
 	for _, name := range forks {
 		applyTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) {
 			gvisor(tn)
@@ -110,6 +114,13 @@ func TestSnapshotAndForks(t *testing.T) {
 		shell(t, f, "echo "+name+" > ~/mine")
 	}
 	g.Expect(shell(t, src, "cat ~/mine 2>/dev/null; true")).To(BeEmpty(), "a fork's files are its own")
+	gateway := startGateway(t)
+	for _, name := range forks {
+		cs, err := mcpConnect(gateway, tokenOf(g, ns, name))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(mcpExec(g, cs, "cat ~/note ~/mine")).To(Equal("base\n"+name+"\n"), "fork %s through the gateway", name)
+		_ = cs.Close()
+	}
 
 	// The same through the plugin: a snapshot of a fork, and a fork of it.
 	kubectl := func(args ...string) (string, error) {
@@ -158,4 +169,24 @@ func TestSnapshotAndForks(t *testing.T) {
 		_, f := waitReady(t, ns, name)
 		g.Expect(shell(t, f, "cat ~/mine")).To(Equal(name + "\n"))
 	}
+}
+
+// mcpExec runs a command in the tenant's sandbox through the gateway and
+// returns its stdout.
+func mcpExec(g Gomega, cs *mcp.ClientSession, command string) string {
+	ctx := context.Background()
+	decode := func(res *mcp.CallToolResult, err error, out any) {
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.IsError).To(BeFalse(), "%v", res.Content)
+		b, err := json.Marshal(res.StructuredContent)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(json.Unmarshal(b, out)).To(Succeed())
+	}
+	var open tools.OpenSessionOutput
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "open_session", Arguments: map[string]any{}})
+	decode(res, err, &open)
+	var out tools.ExecOutput
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": open.Handle, "command": command}})
+	decode(res, err, &out)
+	return out.Stdout
 }

@@ -115,9 +115,9 @@ func (v *VM) SaveMemory(ctx context.Context, path string) error {
 		return err
 	}
 	defer q.Close()
-	if _, err := q.execute("stop", nil); err != nil {
-		return err
-	}
+	// Not stopped first: QEMU stops the guest itself once what is left to
+	// send is small, and the state it saves is then a running guest's,
+	// which the restore lets run on (a guest saved stopped stays stopped).
 	goOn := func(err error) error {
 		if _, cerr := q.execute("cont", nil); cerr != nil {
 			return errors.Join(err, cerr)

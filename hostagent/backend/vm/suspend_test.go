@@ -20,6 +20,8 @@ package vm
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,7 +39,8 @@ import (
 func TestSuspendKeepsMemory(t *testing.T) {
 	kernel, modules, root := vmImage(t)
 	ctx := context.Background()
-	be, err := New(ctx, Options{StateDir: newStateDir(t), GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG})
+	dir := newStateDir(t)
+	be, err := New(ctx, Options{StateDir: dir, GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG, BootTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +100,8 @@ func TestSuspendKeepsMemory(t *testing.T) {
 	}
 	t.Logf("restored in %s", time.Since(start))
 	if be.Starts(spec.ID) != starts || be.Checkpointed(spec.ID) {
-		t.Errorf("the restore booted the VM (starts %d, were %d) or kept its saved state (%v)", be.Starts(spec.ID), starts, be.Checkpointed(spec.ID))
+		log, _ := os.ReadFile(filepath.Join(dir, "sandboxes", spec.ID, qemuLog))
+		t.Errorf("the restore booted the VM (starts %d, were %d) or kept its saved state (%v); qemu.log:\n%s", be.Starts(spec.ID), starts, be.Checkpointed(spec.ID), log)
 	}
 	if got := run("cat /tmp/counter.pid; kill -0 $(cat /tmp/counter.pid) && echo alive; cat ~/note"); got != pid+"alive\nkept\n" {
 		t.Fatalf("after the restore: %q; want the counter's PID %s alive and the file", got, strings.TrimSpace(pid))
