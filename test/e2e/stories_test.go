@@ -90,6 +90,13 @@ func isTrue(conds []metav1.Condition, typ string) bool {
 // waitReady waits until the tenant and its sandbox are Ready and returns both.
 func waitReady(t *testing.T, ns, name string) (*playgroundv1alpha1.Tenant, *playgroundv1alpha1.Sandbox) {
 	t.Helper()
+	return waitReadyWithin(t, ns, name, settle)
+}
+
+// waitReadyWithin is waitReady with a bound of its own (a VM's boot under
+// TCG takes longer).
+func waitReadyWithin(t *testing.T, ns, name string, within time.Duration) (*playgroundv1alpha1.Tenant, *playgroundv1alpha1.Sandbox) {
+	t.Helper()
 	var tn playgroundv1alpha1.Tenant
 	var sbx playgroundv1alpha1.Sandbox
 	NewWithT(t).Eventually(func(g Gomega) {
@@ -97,7 +104,7 @@ func waitReady(t *testing.T, ns, name string) (*playgroundv1alpha1.Tenant, *play
 		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &sbx)).To(Succeed())
 		g.Expect(isTrue(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition)).To(BeTrue(), "sandbox %s/%s: %+v", ns, name, sbx.Status.Conditions)
 		g.Expect(isTrue(tn.Status.Conditions, playgroundv1alpha1.ReadyCondition)).To(BeTrue(), "tenant %s/%s: %+v", ns, name, tn.Status.Conditions)
-	}, settle, 100*time.Millisecond).Should(Succeed())
+	}, within, 100*time.Millisecond).Should(Succeed())
 	return &tn, &sbx
 }
 
