@@ -69,8 +69,10 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultShutdownGrace       = 30 * time.Second
-	DefaultResyncInterval      = 5 * time.Second
+	DefaultShutdownGrace  = 30 * time.Second
+	DefaultResyncInterval = 5 * time.Second
+	// DefaultSnapshotsPerSandbox is Options.SnapshotsPerSandbox's default.
+	DefaultSnapshotsPerSandbox = 8
 	DefaultTokenReloadInterval = 30 * time.Second
 	DefaultWorkers             = 16
 	// DefaultReattachTimeout bounds the take-over of each sandbox when the
@@ -184,6 +186,11 @@ type Options struct {
 	// Workers is the number of Sandboxes reconciled concurrently, and of
 	// sandboxes taken over at once when the agent starts.
 	Workers int
+	// SnapshotsPerSandbox bounds the SandboxSnapshots the node keeps of
+	// one sandbox: past it a new one is refused (SnapshotFailed), so that
+	// a team's snapshots take at most this many copies of a sandbox's disk
+	// and memory; DefaultSnapshotsPerSandbox when zero.
+	SnapshotsPerSandbox int
 	// ReattachTimeout bounds the take-over of each sandbox when the agent
 	// starts (DefaultReattachTimeout). The API serves meanwhile: a
 	// sandbox's own calls are answered as unavailable until it is taken
@@ -263,6 +270,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.ResyncInterval <= 0 {
 		o.ResyncInterval = DefaultResyncInterval
+	}
+	if o.SnapshotsPerSandbox <= 0 {
+		o.SnapshotsPerSandbox = DefaultSnapshotsPerSandbox
 	}
 	if o.TokenReloadInterval <= 0 {
 		o.TokenReloadInterval = DefaultTokenReloadInterval

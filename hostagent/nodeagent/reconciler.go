@@ -143,7 +143,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("nodeagent: %w", err)
 	}
-	if err := setupSnapshots(mgr, r); err != nil {
+	if err := setupSnapshots(mgr, r, opts.SnapshotsPerSandbox); err != nil {
 		return nil, nil, fmt.Errorf("nodeagent: %w", err)
 	}
 	if err := setupWorkers(mgr, r, opts); err != nil {

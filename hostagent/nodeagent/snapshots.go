@@ -50,6 +50,8 @@ import (
 // phase from Ready.
 type snapshotReconciler struct {
 	*sandboxReconciler
+	// perSandbox bounds the snapshots kept of one sandbox.
+	perSandbox int
 }
 
 // snapshotRetry is when a snapshot that could not be taken is tried again.
@@ -91,6 +93,14 @@ func (r *snapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	if id == "" || id != snap.Status.SandboxID {
 		return ctrl.Result{}, r.setReady(ctx, snap, nil, fmt.Errorf("sandbox %s of node %s is not the one the snapshot names (%s): it was re-created", sbx.Name, r.node, snap.Status.SandboxID))
+	}
+	if kept, err := r.keptOf(ctx, id); err != nil {
+		return ctrl.Result{}, err
+	} else if kept >= r.perSandbox {
+		if err := r.setReady(ctx, snap, nil, fmt.Errorf("node %s keeps %d snapshots of sandbox %s already, the most it keeps of one sandbox (the agent's --snapshots-per-sandbox): delete one", r.node, kept, id)); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: snapshotRetry}, nil
 	}
 	snapID := string(snap.UID)
 	info, err := r.agent.Snapshot(ctx, specOf(id, sbx), snapID)
@@ -144,6 +154,23 @@ func (r *snapshotReconciler) setReady(ctx context.Context, snap *playgroundv1alp
 		return nil
 	}
 	return aerr
+}
+
+// keptOf counts the snapshots this node keeps of sandbox id: taken, not
+// deleted.
+func (r *snapshotReconciler) keptOf(ctx context.Context, id string) (int, error) {
+	var list playgroundv1alpha1.SandboxSnapshotList
+	if err := r.client.List(ctx, &list); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Status.NodeName == r.node && s.Status.SandboxID == id && s.Status.SnapshotID != "" && s.DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // release frees a deleted snapshot's disk and lets the object go.
@@ -200,11 +227,11 @@ func (r *sandboxReconciler) waitForSnapshot(ctx context.Context, sbx *playground
 
 // setupSnapshots registers the snapshot reconciler: the SandboxSnapshots
 // bound to this node.
-func setupSnapshots(mgr ctrl.Manager, r *sandboxReconciler) error {
+func setupSnapshots(mgr ctrl.Manager, r *sandboxReconciler, perSandbox int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&playgroundv1alpha1.SandboxSnapshot{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.(*playgroundv1alpha1.SandboxSnapshot).Status.NodeName == r.node
 		}))).
 		Named("nodeagent-snapshot").
-		Complete(&snapshotReconciler{r})
+		Complete(&snapshotReconciler{sandboxReconciler: r, perSandbox: perSandbox})
 }

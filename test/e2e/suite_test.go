@@ -140,6 +140,9 @@ type node struct {
 	// hostPathPrefixes are the directories its FacultyBundles' host
 	// paths may lie under.
 	hostPathPrefixes []string
+	// snapshotsPerSandbox, when set, bounds the snapshots it keeps of a
+	// sandbox.
+	snapshotsPerSandbox int
 	// backends, when set, are its backends over stateDir, for one start
 	// (the agent closes them when it stops); default: a new oci backend
 	// with runc alone, without network, at each start.
@@ -187,6 +190,7 @@ func startNode(t *testing.T, n *node) {
 		ResyncInterval: time.Second,
 
 		FacultyHostPathPrefixes: n.hostPathPrefixes,
+		SnapshotsPerSandbox:     n.snapshotsPerSandbox,
 	}
 	n.agent = goRun(t, func(ctx context.Context) error { return nodeagent.Run(ctx, opts) })
 }
