@@ -225,9 +225,63 @@ func (r *sandboxReconciler) waitForSnapshot(ctx context.Context, sbx *playground
 	return pgreconcile.Wait(snapshotRetry, "%s", w.msg)
 }
 
-// setupSnapshots registers the snapshot reconciler: the SandboxSnapshots
-// bound to this node.
+// sweepSnapshots deletes, once the agent's cache has synced, the
+// snapshots on the node's disk that no SandboxSnapshot kept on this node
+// names: left when an object went while no agent ran (its finalizer
+// removed by hand, a node forgotten and come back), they would hold the
+// node's disk with nothing to free it.
+type sweepSnapshots struct {
+	r     *sandboxReconciler
+	cache interface {
+		WaitForCacheSync(context.Context) bool
+	}
+}
+
+func (s *sweepSnapshots) Start(ctx context.Context) error {
+	if !s.cache.WaitForCacheSync(ctx) {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithName("snapshot-sweep")
+	// The disk first: a snapshot is written only after its object is in
+	// the cache, so every one found here that an object names is in the
+	// list read after it, and one taken meanwhile is not found here.
+	onDisk, err := s.r.agent.Snapshots()
+	if err != nil {
+		log.Error(err, "Listing the node's snapshots; they are not swept")
+		return nil
+	}
+	var list playgroundv1alpha1.SandboxSnapshotList
+	if err := s.r.client.List(ctx, &list); err != nil {
+		log.Error(err, "Listing the SandboxSnapshots; the node's snapshots are not swept")
+		return nil
+	}
+	named := map[string]bool{}
+	for i := range list.Items {
+		if list.Items[i].Status.NodeName == s.r.node {
+			named[string(list.Items[i].UID)] = true
+		}
+	}
+	for class, ids := range onDisk {
+		for _, id := range ids {
+			if named[id] {
+				continue
+			}
+			if err := s.r.agent.DeleteSnapshot(ctx, class, id); err != nil {
+				log.Error(err, "Deleting a snapshot no SandboxSnapshot names", "backend", class, "snapshot", id)
+				continue
+			}
+			log.Info("Deleted a snapshot no SandboxSnapshot names", "backend", class, "snapshot", id)
+		}
+	}
+	return nil
+}
+
+// setupSnapshots registers the snapshot reconciler (the SandboxSnapshots
+// bound to this node) and the sweep of the snapshots none names.
 func setupSnapshots(mgr ctrl.Manager, r *sandboxReconciler, perSandbox int) error {
+	if err := mgr.Add(&sweepSnapshots{r: r, cache: mgr.GetCache()}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&playgroundv1alpha1.SandboxSnapshot{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.(*playgroundv1alpha1.SandboxSnapshot).Status.NodeName == r.node

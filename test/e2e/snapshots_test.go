@@ -47,14 +47,21 @@ import (
 // the files are there, the tenant's, as each fork's MCP client sees them
 // through the gateway with its own token); each then lives on its own. A
 // Sandbox of another namespace cannot name the snapshot. Deleting the
-// snapshot frees its disk on the node and leaves the forks running.
+// snapshot frees its disk on the node and leaves the forks running; a
+// snapshot on the disk that no object names is swept.
 func TestSnapshotAndForks(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	startManager(t)
 	stateDir := ocitest.StateDir(t)
 	n := &node{name: "snap-1", labels: pool("snap"), stateDir: stateDir, backends: []backend.Backend{ocitest.NewGVisor(t, stateDir)}, snapshotsPerSandbox: 2}
+	// A snapshot no object names, as one whose object went while no agent
+	// ran: the agent sweeps it once it has started.
+	stray := filepath.Join(stateDir, "snapshots", "stray-snapshot")
+	g.Expect(os.MkdirAll(stray, 0o700)).To(Succeed())
 	startNode(t, n)
+	g.Eventually(func() bool { _, err := os.Stat(stray); return os.IsNotExist(err) }, settle, 100*time.Millisecond).Should(BeTrue(),
+		"the agent sweeps a snapshot no SandboxSnapshot names")
 	ns := newNamespace(t)
 	gvisor := func(tn *playgroundv1alpha1.Tenant) {
 		inPool("snap")(tn)

@@ -111,11 +111,12 @@ func (x *cli) nodeCommand() *cobra.Command {
 	node := group(&cobra.Command{Use: "node", Short: "Nodes whose agents are gone"})
 	node.AddCommand(&cobra.Command{
 		Use:   "forget NODE",
-		Short: "Release the deleted sandboxes of a node that is gone (their files on it are lost)",
-		Long: `Release the deleted sandboxes of a node that will not come back: remove the
-agent's finalizer from every deleted Sandbox bound to NODE, in any namespace,
-as its agent would once it had destroyed them. Their files on that node are
-lost. Refused while the node's agent renews its registration.`,
+		Short: "Release the deleted sandboxes and snapshots of a node that is gone (their files on it are lost)",
+		Long: `Release the deleted sandboxes and snapshots of a node that will not come
+back: remove the agent's finalizer from every deleted Sandbox bound to NODE
+and every deleted SandboxSnapshot kept there, in any namespace, as its agent
+would once it had freed their disk. Their files on that node are lost.
+Refused while the node's agent renews its registration.`,
 		Args:              name("node"),
 		ValidArgsFunction: x.completeNodes,
 		RunE:              x.withClient(func(ctx context.Context, args []string) error { return x.forgetNode(ctx, args[0]) }),
@@ -168,5 +169,41 @@ func (x *cli) forgetNode(ctx context.Context, node string) error {
 		fmt.Fprintf(x.out, "sandbox %s/%s released: its files on node %s are lost\n", s.Namespace, s.Name, node)
 	}
 	fmt.Fprintf(x.out, "node %s: %d sandboxes released, %d still bound and not being deleted\n", node, released, waiting)
+	return x.forgetSnapshots(ctx, node)
+}
+
+// forgetSnapshots releases the deleted SandboxSnapshots kept on a node that
+// is gone, as forgetNode does its Sandboxes, and names those not being
+// deleted (their forks can no longer start: delete them).
+func (x *cli) forgetSnapshots(ctx context.Context, node string) error {
+	var list playgroundv1alpha1.SandboxSnapshotList
+	if err := x.c.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing the snapshots: %w", err)
+	}
+	released, kept := 0, 0
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Status.NodeName != node {
+			continue
+		}
+		if s.DeletionTimestamp.IsZero() {
+			kept++
+			fmt.Fprintf(x.out, "snapshot %s/%s is kept on node %s: no fork of it can start; delete it, then run this again\n", s.Namespace, s.Name, node)
+			continue
+		}
+		if !controllerutil.ContainsFinalizer(s, playgroundv1alpha1.SnapshotFinalizer) {
+			continue
+		}
+		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(s, playgroundv1alpha1.SnapshotFinalizer)
+		if err := x.c.Patch(ctx, s, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing snapshot %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		released++
+		fmt.Fprintf(x.out, "snapshot %s/%s released: its data on node %s is lost\n", s.Namespace, s.Name, node)
+	}
+	if released+kept > 0 {
+		fmt.Fprintf(x.out, "node %s: %d snapshots released, %d kept there and not being deleted\n", node, released, kept)
+	}
 	return nil
 }

@@ -99,8 +99,9 @@ func exists(t *testing.T, key client.ObjectKey) bool {
 	return err == nil
 }
 
-// TestNodeForget: the deleted sandboxes of a node whose agent is gone are
-// released; those not being deleted, and other nodes' sandboxes, are left;
+// TestNodeForget: the deleted sandboxes and snapshots of a node whose agent
+// is gone are released; those not being deleted, and other nodes' sandboxes,
+// are left;
 // a node whose agent still renews its registration is refused.
 func TestNodeForget(t *testing.T) {
 	ctx := context.Background()
@@ -115,6 +116,26 @@ func TestNodeForget(t *testing.T) {
 	goneToo := boundSandbox(t, "forget-b", "gone-too", "lost", true)
 	kept := boundSandbox(t, "forget-a", "kept", "lost", false)
 	elsewhere := boundSandbox(t, "forget-a", "elsewhere", "alive", true)
+
+	snaps := map[string]bool{"snap-gone": true, "snap-kept": false}
+	for name, deleting := range snaps {
+		snap := &playgroundv1alpha1.SandboxSnapshot{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "forget-a", Name: name, Finalizers: []string{playgroundv1alpha1.SnapshotFinalizer}},
+			Spec:       playgroundv1alpha1.SandboxSnapshotSpec{SandboxRef: playgroundv1alpha1.LocalObjectReference{Name: "gone"}},
+		}
+		if err := k8s.Create(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+		snap.Status.NodeName = "lost"
+		if err := k8s.Status().Update(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+		if deleting {
+			if err := k8s.Delete(ctx, snap); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 
 	var out, errOut bytes.Buffer
 	err := Run(ctx, []string{"node", "forget", "alive"}, admin(&out, &errOut))
@@ -137,7 +158,14 @@ func TestNodeForget(t *testing.T) {
 	if !exists(t, kept) || !exists(t, elsewhere) {
 		t.Error("forget released a sandbox not being deleted, or another node's")
 	}
-	for _, want := range []string{"forget-a/gone released", "forget-b/gone-too released", "forget-a/kept is bound to node lost and not being deleted", "2 sandboxes released, 1 still bound"} {
+	for name, deleting := range snaps {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: "forget-a", Name: name}, &playgroundv1alpha1.SandboxSnapshot{})
+		if gone := apierrors.IsNotFound(err); gone != deleting {
+			t.Errorf("snapshot %s (being deleted: %v) gone: %v (%v)", name, deleting, gone, err)
+		}
+	}
+	for _, want := range []string{"forget-a/gone released", "forget-b/gone-too released", "forget-a/kept is bound to node lost and not being deleted", "2 sandboxes released, 1 still bound",
+		"snapshot forget-a/snap-gone released", "snapshot forget-a/snap-kept is kept on node lost", "1 snapshots released, 1 kept"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
