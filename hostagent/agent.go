@@ -133,6 +133,9 @@ type sandbox struct {
 	// restartUnreported: an Ensure found it dead, or started it again, and
 	// then failed; the next Ensure that succeeds reports the restart.
 	restartUnreported bool
+	// snapshots counts the snapshots in progress (snapshot.go): a
+	// checkpoint takes the sandbox away for a moment, which is not its end.
+	snapshots int
 
 	// Idle suspension (idle.go): the policy, the calls in progress and
 	// the last one's end, whether it sleeps, and transit, held by a sleep
@@ -300,7 +303,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 		return false, nil
 	}
 	// Suspended or asleep, its processes are stopped or saved on purpose.
-	dead := served && !s.suspended && !s.asleep && !aliveOn(s.be, spec.ID)
+	dead := served && !s.suspended && !s.asleep && s.snapshots == 0 && !aliveOn(s.be, spec.ID)
 	a.mu.Unlock()
 	if dead {
 		a.jobs.EndSandbox(spec.ID, why, false)
@@ -546,7 +549,7 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 func (a *Agent) Alive(id string) bool {
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
-	suspended := ok && (s.suspended || s.asleep) // written under the lock by Ensure, Suspend and sleep
+	suspended := ok && (s.suspended || s.asleep || s.snapshots > 0) // written under the lock by Ensure, Suspend, sleep and Snapshot
 	a.mu.Unlock()
 	if !ok || suspended {
 		return true // not served here, or stopped on purpose: nothing is to run

@@ -42,6 +42,19 @@ func (a *Agent) Snapshot(ctx context.Context, spec backend.Spec, snapID string) 
 		return backend.SnapshotInfo{}, err
 	}
 	defer done()
+	// While its checkpoint takes it away, the sandbox is not dead: an
+	// Ensure meanwhile does not end its jobs or report a restart (it waits
+	// for the backend's lock, and finds it restored).
+	a.mu.Lock()
+	if s, ok := a.sandboxes[spec.ID]; ok {
+		s.snapshots++
+		defer func() {
+			a.mu.Lock()
+			s.snapshots--
+			a.mu.Unlock()
+		}()
+	}
+	a.mu.Unlock()
 	defer a.jobs.ParkSandboxBriefly(spec.ID)()
 	info, err := snap.Snapshot(ctx, spec.ID, snapID)
 	if err != nil {

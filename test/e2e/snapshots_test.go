@@ -35,6 +35,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/cmd/kubectl-playground/kubectlplugin"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/mcpgateway/tools"
@@ -45,7 +46,8 @@ import (
 // from it are bound to that node and go on from where the source was (a
 // counter that lived only in memory counts on from the snapshot's count;
 // the files are there, the tenant's, as each fork's MCP client sees them
-// through the gateway with its own token); each then lives on its own. A
+// through the gateway with its own token; a job the source held goes on
+// there and is ended in each fork); each then lives on its own. A
 // Sandbox of another namespace cannot name the snapshot. Deleting the
 // snapshot frees its disk on the node and leaves the forks running; a
 // snapshot on the disk that no object names is swept.
@@ -78,6 +80,17 @@ func TestSnapshotAndForks(t *testing.T) {
 		return n
 	}
 	g.Eventually(func() int { return count(src) }, settle, 50*time.Millisecond).Should(BeNumerically(">", 5))
+
+	// A job the source holds at the snapshot: it goes on in the source and
+	// is not the forks' (its ID and record are the source's).
+	c, err := agentapi.NewClient(src.Status.Endpoint, agentToken, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	tenant := ns + "/source"
+	h, err := c.Open(ctx, tenant, src.Status.SandboxID)
+	g.Expect(err).NotTo(HaveOccurred())
+	job, err := c.StartJob(ctx, tenant, h.ID, agentapi.ExecRequest{Command: "exec sleep 1001"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() string { return shell(t, src, "pgrep -f 'sleep 100[1]' >/dev/null && echo held || true") }, settle, 100*time.Millisecond).Should(Equal("held\n"))
 
 	before := count(src)
 	snap := &playgroundv1alpha1.SandboxSnapshot{
@@ -140,9 +153,14 @@ func TestSnapshotAndForks(t *testing.T) {
 		g.Expect(shell(t, f, "cat /tmp/counter.pid")).To(Equal(shell(t, src, "cat /tmp/counter.pid")), "the source's counter, restored")
 		g.Expect(shell(t, f, "cat ~/note; stat -c %U ~/note")).To(Equal("base\nsandbox\n"), "the snapshot's files, the tenant's")
 		g.Expect(shell(t, f, "echo $PERSONA")).To(Equal(name+"\n"), "a new shell has the fork's login profile")
+		g.Eventually(func() string { return shell(t, f, "pgrep -f 'sleep 100[1]' >/dev/null && echo held || echo released") }, settle, 100*time.Millisecond).
+			Should(Equal("released\n"), "fork %s ends the job it restored, which is the source's", name)
 		shell(t, f, "echo "+name+" > ~/mine")
 	}
 	g.Expect(shell(t, src, "cat ~/mine 2>/dev/null; true")).To(BeEmpty(), "a fork's files are its own")
+	res, err := c.Poll(ctx, agentapi.PollRequest{Tenant: tenant}, job.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Job.State).To(Equal(agentapi.JobRunning), "the source's job goes on: %+v", res.Job)
 	gateway := startGateway(t)
 	for _, name := range forks {
 		cs, err := mcpConnect(gateway, tokenOf(g, ns, name))
