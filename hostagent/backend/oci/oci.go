@@ -569,7 +569,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		}
 		if spec.FromSnapshot != "" {
 			// A fork: the snapshot stays while it is copied.
-			defer b.locks.Lock(snapshotLock(spec.FromSnapshot))()
+			defer b.locks.Lock(backend.SnapshotLockKey(spec.FromSnapshot))()
 			f, err := b.readSnapshot(spec.FromSnapshot)
 			if err != nil {
 				return err

@@ -20,13 +20,11 @@ package oci
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -60,12 +58,7 @@ import (
 // range, and where the snapshot holds memory its first start restores the
 // snapshot's processes instead of starting init. Its pile is its own.
 
-const (
-	snapshotsDir     = "snapshots"
-	snapshotMetaName = "snapshot.json"
-)
-
-// snapshotFile is the JSON form of a snapshot in its snapshot.json.
+// snapshotFile is a snapshot's record, in its snapshot.json.
 type snapshotFile struct {
 	Info backend.SnapshotInfo `json:"info"`
 	// Source is the ID of the sandbox it was taken of.
@@ -79,27 +72,16 @@ type snapshotFile struct {
 
 var _ backend.Snapshotter = (*Backend)(nil)
 
-func (b *Backend) snapshotDir(snapID string) string {
-	return filepath.Join(b.opts.StateDir, snapshotsDir, snapID)
+// snapshots is where the backend keeps its snapshots.
+func (b *Backend) snapshots() backend.SnapshotStore {
+	return backend.SnapshotStore{Dir: filepath.Join(b.opts.StateDir, "snapshots")}
 }
 
-// snapshotLock is the key of a snapshot's lock among the sandboxes'.
-func snapshotLock(snapID string) string { return "snapshot/" + snapID }
-
-// readSnapshot reads a complete snapshot's record.
+// readSnapshot reads a whole snapshot's record.
 func (b *Backend) readSnapshot(snapID string) (snapshotFile, error) {
 	var f snapshotFile
-	data, err := os.ReadFile(filepath.Join(b.snapshotDir(snapID), snapshotMetaName))
-	if errors.Is(err, os.ErrNotExist) {
-		return f, fmt.Errorf("oci: snapshot %s: %w", snapID, backend.ErrNotFound)
-	}
-	if err != nil {
-		return f, err
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return f, fmt.Errorf("oci: snapshot %s: %w", snapID, err)
-	}
-	return f, nil
+	err := b.snapshots().Read(snapID, &f)
+	return f, err
 }
 
 // Snapshot implements backend.Snapshotter.
@@ -111,7 +93,7 @@ func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.Snap
 		return backend.SnapshotInfo{}, err
 	}
 	defer b.locks.Lock(id)()
-	defer b.locks.Lock(snapshotLock(snapID))()
+	defer b.locks.Lock(backend.SnapshotLockKey(snapID))()
 	if f, err := b.readSnapshot(snapID); err == nil {
 		return f.Info, nil
 	}
@@ -119,15 +101,14 @@ func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.Snap
 	if err != nil {
 		return backend.SnapshotInfo{}, err
 	}
-	dir := b.snapshotDir(snapID)
-	tmp := dir + ".tmp"
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return backend.SnapshotInfo{}, err
+	// The layer's copy takes at most what the layer uses: the node keeps
+	// its reserve with it written.
+	if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve+b.layerUsed(sb)); err != nil {
+		return backend.SnapshotInfo{}, fmt.Errorf("oci: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
 	}
-	if err := os.RemoveAll(tmp); err != nil {
-		return backend.SnapshotInfo{}, err
-	}
-	if err := os.Mkdir(tmp, 0o700); err != nil {
+	store := b.snapshots()
+	tmp, err := store.Begin(snapID)
+	if err != nil {
 		return backend.SnapshotInfo{}, err
 	}
 	root, _ := b.hostIDs(sb)
@@ -140,21 +121,11 @@ func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.Snap
 			LayerBytes: b.storage(sb.spec.Storage).LayerBytes,
 		},
 	}
-	// The layer's copy takes at most what the layer uses: the node keeps
-	// its reserve with it written.
-	if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve+b.layerUsed(sb)); err != nil {
-		_ = os.RemoveAll(tmp)
-		return backend.SnapshotInfo{}, fmt.Errorf("oci: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
-	}
-	switch err := b.checkpointable(sb); {
-	case err == nil:
+	switch cerr := b.checkpointable(sb); {
+	case cerr == nil:
 		f.Info.Memory = true
 		err = b.snapshotWithMemory(ctx, sb, tmp)
-		if err != nil {
-			_ = os.RemoveAll(tmp)
-			return backend.SnapshotInfo{}, err
-		}
-	case errors.Is(err, backend.ErrNotRunning) && b.Checkpointed(id):
+	case errors.Is(cerr, backend.ErrNotRunning) && b.Checkpointed(id):
 		// Suspended with its memory: the checkpoint and the layer are
 		// still already.
 		f.Info.Memory = true
@@ -162,30 +133,20 @@ func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.Snap
 		if err == nil {
 			err = b.copyLayer(ctx, sb, tmp)
 		}
-		if err != nil {
-			_ = os.RemoveAll(tmp)
-			return backend.SnapshotInfo{}, err
-		}
-	case errors.Is(err, backend.ErrNoCheckpoint), errors.Is(err, backend.ErrNotRunning):
-		if errors.Is(err, backend.ErrNoCheckpoint) {
-			f.Info.Note = err.Error()
-		} else {
+	case errors.Is(cerr, backend.ErrNoCheckpoint), errors.Is(cerr, backend.ErrNotRunning):
+		f.Info.Note = cerr.Error()
+		if errors.Is(cerr, backend.ErrNotRunning) {
 			f.Info.Note = fmt.Sprintf("sandbox %s was not running: its files only", id)
 		}
-		if err := b.snapshotFiles(ctx, sb, tmp); err != nil {
-			_ = os.RemoveAll(tmp)
-			return backend.SnapshotInfo{}, err
-		}
+		err = b.snapshotFiles(ctx, sb, tmp)
 	default:
-		_ = os.RemoveAll(tmp)
-		return backend.SnapshotInfo{}, err
+		err = cerr
 	}
-	f.Info.Bytes = backend.DiskUsage(tmp)
-	if err := writeJSON(filepath.Join(tmp, snapshotMetaName), f, 0o600); err != nil {
-		_ = os.RemoveAll(tmp)
-		return backend.SnapshotInfo{}, err
+	if err == nil {
+		f.Info.Bytes = backend.DiskUsage(tmp)
+		err = store.Commit(snapID, tmp, f)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err != nil {
 		_ = os.RemoveAll(tmp)
 		return backend.SnapshotInfo{}, err
 	}
@@ -278,31 +239,12 @@ func (b *Backend) DeleteSnapshot(_ context.Context, snapID string) error {
 	if err := backend.ValidateID(snapID); err != nil {
 		return err
 	}
-	defer b.locks.Lock(snapshotLock(snapID))()
-	dir := b.snapshotDir(snapID)
-	if err := os.RemoveAll(dir + ".tmp"); err != nil {
-		return err
-	}
-	return os.RemoveAll(dir)
+	defer b.locks.Lock(backend.SnapshotLockKey(snapID))()
+	return b.snapshots().Delete(snapID)
 }
 
 // Snapshots implements backend.Snapshotter.
-func (b *Backend) Snapshots() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, snapshotsDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
-			ids = append(ids, e.Name())
-		}
-	}
-	return ids, nil
-}
+func (b *Backend) Snapshots() ([]string, error) { return b.snapshots().List() }
 
 // fork makes sb, allocated for a spec with FromSnapshot and not yet
 // prepared, a copy of the snapshot's layer; finishFork completes it once
@@ -315,7 +257,7 @@ func (b *Backend) fork(ctx context.Context, sb *sandbox, snap snapshotFile) erro
 	if b.opts.UnboundedStorage {
 		name = layerName
 	}
-	src := filepath.Join(b.snapshotDir(sb.spec.FromSnapshot), name)
+	src := filepath.Join(b.snapshots().Path(sb.spec.FromSnapshot), name)
 	if !backend.FileExists(src) {
 		return fmt.Errorf("oci: snapshot %s holds no %s: it was taken by an agent with other disk limits", sb.spec.FromSnapshot, name)
 	}
@@ -336,7 +278,7 @@ func (b *Backend) finishFork(ctx context.Context, sb *sandbox, snap snapshotFile
 	if err := os.RemoveAll(image); err != nil {
 		return err
 	}
-	if err := backend.CopyPreserving(ctx, filepath.Join(b.snapshotDir(sb.spec.FromSnapshot), checkpointName), image); err != nil {
+	if err := backend.CopyPreserving(ctx, filepath.Join(b.snapshots().Path(sb.spec.FromSnapshot), checkpointName), image); err != nil {
 		return err
 	}
 	return ensureFile(filepath.Join(image, forkMarker), 0o600)

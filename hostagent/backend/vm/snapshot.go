@@ -20,15 +20,12 @@ package vm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/internal/atomicfile"
 )
 
 // Snapshots (backend.Snapshotter) of a VM hold its disk (home, workspace,
@@ -39,12 +36,7 @@ import (
 // fork's disk is a copy of the snapshot's (sharing blocks where the
 // filesystem has reflinks) and it boots afresh over it.
 
-const (
-	snapshotsDir     = "snapshots"
-	snapshotMetaName = "snapshot.json"
-)
-
-// snapshotFile is a snapshot's snapshot.json.
+// snapshotFile is a snapshot's record, in its snapshot.json.
 type snapshotFile struct {
 	Info backend.SnapshotInfo `json:"info"`
 	// Source is the ID of the sandbox it is of.
@@ -55,22 +47,9 @@ type snapshotFile struct {
 
 var _ backend.Snapshotter = (*Backend)(nil)
 
-func (b *Backend) snapshotDir(snapID string) string {
-	return filepath.Join(b.opts.StateDir, snapshotsDir, snapID)
-}
-
-func snapshotLock(snapID string) string { return "snapshot/" + snapID }
-
-func (b *Backend) readSnapshot(snapID string) (snapshotFile, error) {
-	var f snapshotFile
-	data, err := os.ReadFile(filepath.Join(b.snapshotDir(snapID), snapshotMetaName))
-	if errors.Is(err, os.ErrNotExist) {
-		return f, fmt.Errorf("vm: snapshot %s: %w", snapID, backend.ErrNotFound)
-	}
-	if err != nil {
-		return f, err
-	}
-	return f, json.Unmarshal(data, &f)
+// snapshots is where the backend keeps its snapshots.
+func (b *Backend) snapshots() backend.SnapshotStore {
+	return backend.SnapshotStore{Dir: filepath.Join(b.opts.StateDir, "snapshots")}
 }
 
 // Snapshot implements backend.Snapshotter.
@@ -82,8 +61,10 @@ func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.Snap
 		return backend.SnapshotInfo{}, err
 	}
 	defer b.locks.Lock(id)()
-	defer b.locks.Lock(snapshotLock(snapID))()
-	if f, err := b.readSnapshot(snapID); err == nil {
+	defer b.locks.Lock(backend.SnapshotLockKey(snapID))()
+	store := b.snapshots()
+	var f snapshotFile
+	if err := store.Read(snapID, &f); err == nil {
 		return f.Info, nil
 	}
 	rec, err := b.load(id)
@@ -94,33 +75,19 @@ func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.Snap
 	if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve+backend.DiskUsage(disk)); err != nil {
 		return backend.SnapshotInfo{}, fmt.Errorf("vm: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
 	}
-	dir := b.snapshotDir(snapID)
-	tmp := dir + ".tmp"
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+	tmp, err := store.Begin(snapID)
+	if err != nil {
 		return backend.SnapshotInfo{}, err
 	}
-	if err := os.RemoveAll(tmp); err != nil {
-		return backend.SnapshotInfo{}, err
-	}
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return backend.SnapshotInfo{}, err
-	}
-	if err := b.copyDisk(ctx, rec, disk, filepath.Join(tmp, diskImage)); err != nil {
-		_ = os.RemoveAll(tmp)
-		return backend.SnapshotInfo{}, err
-	}
-	f := snapshotFile{Source: id, Storage: rec.Storage, Info: backend.SnapshotInfo{
+	err = b.copyDisk(ctx, rec, disk, filepath.Join(tmp, diskImage))
+	f = snapshotFile{Source: id, Storage: rec.Storage, Info: backend.SnapshotInfo{
 		Isolation:  backend.IsolationOf(rec.Spec),
 		LayerBytes: rec.Storage.LayerBytes,
 		Bytes:      backend.DiskUsage(tmp),
 		Note:       "a VM's snapshot keeps its disk, not its memory: its kernel holds its pile mounted, and each fork has a pile of its own",
 	}}
-	data, err := json.MarshalIndent(f, "", "  ")
 	if err == nil {
-		err = atomicfile.Write(filepath.Join(tmp, snapshotMetaName), data, 0o600)
-	}
-	if err == nil {
-		err = os.Rename(tmp, dir)
+		err = store.Commit(snapID, tmp, f)
 	}
 	if err != nil {
 		_ = os.RemoveAll(tmp)
@@ -161,43 +128,25 @@ func (b *Backend) DeleteSnapshot(_ context.Context, snapID string) error {
 	if err := backend.ValidateID(snapID); err != nil {
 		return err
 	}
-	defer b.locks.Lock(snapshotLock(snapID))()
-	dir := b.snapshotDir(snapID)
-	if err := os.RemoveAll(dir + ".tmp"); err != nil {
-		return err
-	}
-	return os.RemoveAll(dir)
+	defer b.locks.Lock(backend.SnapshotLockKey(snapID))()
+	return b.snapshots().Delete(snapID)
 }
 
 // Snapshots implements backend.Snapshotter.
-func (b *Backend) Snapshots() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, snapshotsDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
-			ids = append(ids, e.Name())
-		}
-	}
-	return ids, nil
-}
+func (b *Backend) Snapshots() ([]string, error) { return b.snapshots().List() }
 
 // forkDisk gives a sandbox provisioned anew from snapshot snapID the
 // snapshot's disk, at dst, and returns its limits. The caller holds the
 // sandbox's lock.
 func (b *Backend) forkDisk(ctx context.Context, spec backend.Spec, dst string) (backend.Storage, error) {
-	defer b.locks.Lock(snapshotLock(spec.FromSnapshot))()
-	snap, err := b.readSnapshot(spec.FromSnapshot)
-	if err != nil {
+	defer b.locks.Lock(backend.SnapshotLockKey(spec.FromSnapshot))()
+	store := b.snapshots()
+	var snap snapshotFile
+	if err := store.Read(spec.FromSnapshot, &snap); err != nil {
 		return backend.Storage{}, err
 	}
 	if got, want := backend.IsolationOf(spec), snap.Info.Isolation; got != want {
 		return backend.Storage{}, fmt.Errorf("vm: sandbox %s asks for isolation %s, but snapshot %s is of one with %s", spec.ID, got, spec.FromSnapshot, want)
 	}
-	return snap.Storage, backend.CopyPreserving(ctx, filepath.Join(b.snapshotDir(spec.FromSnapshot), diskImage), dst)
+	return snap.Storage, backend.CopyPreserving(ctx, filepath.Join(store.Path(spec.FromSnapshot), diskImage), dst)
 }
