@@ -13,6 +13,7 @@ declare -A want=(
 	[nft]=nftables   # egress sandboxes' per-sandbox rulesets
 	[ip]=iproute2    # egress sandboxes' veth pairs, addresses and routes
 	[nsenter]=util-linux # configuring an egress sandbox's namespace from the agent
+	[pgrep]=procps   # the tests' checks of which processes a sandbox runs (ps, pgrep)
 	[perl]=perl-base # the hostile tenants of make soak and of the tests (a fork bomb a shell's failed fork cannot end)
 )
 
