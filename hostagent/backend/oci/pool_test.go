@@ -107,10 +107,13 @@ func TestWarmPoolClaimIsLikeAColdStart(t *testing.T) {
 	// What the tenant sees, the sandbox's own ID written as <id>. ps runs
 	// alone (not beside the pipeline's sort, which it may or may not see
 	// as such yet); the lines with "ps -eo" are the probe's shell and ps.
+	// Which processes run, not how many of each: init forks its spare
+	// shepherds when it likes, and a child between its fork and its exec
+	// still reads as init.
 	probe := `hostname; cat /etc/hostname /etc/hosts /etc/passwd /etc/group; id; echo "$PERSONA|$GREETING|$FROM_SCRIPT"
 		stat -c '%n %a %U:%G' / /workspace ~ /tmp /pile /pile/*; ulimit -n; ulimit -u
 		df -B1 --output=size,itotal /workspace /pile | tail -n +2; ls -A /workspace /tmp; cat /proc/self/cgroup
-		procs=$(ps -eo user,args); echo "$procs" | grep -v 'ps -eo' | sort`
+		procs=$(ps -eo user,args); echo "$procs" | grep -v 'ps -eo' | sort -u`
 	see := func(id string) string {
 		r := run(t, b, id, backend.ExecRequest{Command: probe, Shell: backend.ShellLogin})
 		if r.Status.Code != 0 {
