@@ -42,6 +42,10 @@ type ExecRequest struct {
 	// Timeout kills the command and its descendants when it passes; zero
 	// means none for jobs and the caller's deadline for exec.
 	Timeout time.Duration
+	// Input keeps a job's standard input open (JobInput writes to it);
+	// TTY runs a job on a pseudo-terminal of that size. Jobs only.
+	Input bool
+	TTY   *guestapi.TTYSize
 }
 
 func (r *ExecRequest) validate(maxStdin int) error {
@@ -63,6 +67,11 @@ func (r *ExecRequest) validate(maxStdin int) error {
 	}
 	if r.Timeout < 0 || r.Timeout > MaxTimeout {
 		return errorf(CodeInvalid, "timeout %s is out of range (0 to %s)", r.Timeout, MaxTimeout)
+	}
+	if r.TTY != nil {
+		if err := r.TTY.Check(); err != nil {
+			return errorf(CodeInvalid, "%v", err)
+		}
 	}
 	return nil
 }
@@ -96,6 +105,9 @@ type ExecResult struct {
 func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecRequest) (res ExecResult, err error) {
 	if err := req.validate(a.opts.MaxFileBytes); err != nil {
 		return ExecResult{}, err
+	}
+	if req.Input || req.TTY != nil {
+		return ExecResult{}, errorf(CodeInvalid, "exec takes its whole input up front and has no terminal: start a job to type into it or to give it a terminal")
 	}
 	spec, be, err := a.resolve(tenant, handleID)
 	if err != nil {
@@ -277,7 +289,14 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 		}
 		return j, nil
 	}
-	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, jobs.WithTimeout(req.Timeout), jobs.WithCommand(req.Command), oomCounter(caps, sandboxID))
+	opts := []jobs.StartOption{jobs.WithTimeout(req.Timeout), jobs.WithCommand(req.Command), oomCounter(caps, sandboxID)}
+	if req.Input {
+		opts = append(opts, jobs.WithInput())
+	}
+	if req.TTY != nil {
+		opts = append(opts, jobs.WithTTY(*req.TTY))
+	}
+	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, opts...)
 }
 
 // forkLimit returns, for a start in sandboxID, what makes its failure a
@@ -353,6 +372,50 @@ func (a *Agent) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBy
 			return res, perr
 		}
 		res, err = a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
+	}
+	return res, err
+}
+
+// JobInput writes to a job's input; see jobs.Manager.Input, and PollJob.
+func (a *Agent) JobInput(ctx context.Context, tenant, jobID string, p []byte, end bool) (jobs.JobInfo, error) {
+	return retryPending(ctx, a, tenant, jobID, func() (jobs.JobInfo, error) { return a.jobs.Input(ctx, tenant, jobID, p, end) })
+}
+
+// JobResize resizes a terminal job's terminal; see jobs.Manager.Resize.
+func (a *Agent) JobResize(ctx context.Context, tenant, jobID string, size guestapi.TTYSize) (jobs.JobInfo, error) {
+	return retryPending(ctx, a, tenant, jobID, func() (jobs.JobInfo, error) { return a.jobs.Resize(ctx, tenant, jobID, size) })
+}
+
+// JobScreen reads a terminal job's screen; see jobs.Manager.Screen.
+func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (guestapi.Screen, jobs.JobInfo, error) {
+	var scr guestapi.Screen
+	info, err := retryPending(ctx, a, tenant, jobID, func() (jobs.JobInfo, error) {
+		var (
+			info jobs.JobInfo
+			err  error
+		)
+		scr, info, err = a.jobs.Screen(ctx, tenant, jobID, scrollback)
+		return info, err
+	})
+	return scr, info, err
+}
+
+// retryPending runs call on a job once its sandbox is awake, and once
+// more if the job may be one that a sandbox still to be taken over holds
+// (as PollJob does).
+func retryPending[T any](ctx context.Context, a *Agent, tenant, jobID string, call func() (T, error)) (T, error) {
+	var zero T
+	done, err := a.awakenJob(ctx, tenant, jobID)
+	if err != nil {
+		return zero, err
+	}
+	defer done()
+	res, err := call()
+	if a.mayBePending(tenant, err) {
+		if perr := a.waitPending(ctx, tenant, ""); perr != nil {
+			return res, perr
+		}
+		res, err = call()
 	}
 	return res, err
 }

@@ -379,6 +379,37 @@ func (c *Client) Cancel(ctx context.Context, tenant, jobID string) (JobInfo, err
 	return info, err
 }
 
+// Input writes data to a job's input, then, with end, ends it.
+func (c *Client) Input(ctx context.Context, tenant, jobID string, data []byte, end bool) (JobInfo, error) {
+	var info JobInfo
+	if !ValidJobID(jobID) {
+		return info, errJobNotFound()
+	}
+	err := c.do(ctx, "/v1/jobs/"+jobID+"/input", InputRequest{Tenant: tenant, Data: data, End: end}, &info)
+	return info, err
+}
+
+// Resize sets a terminal job's size.
+func (c *Client) Resize(ctx context.Context, tenant, jobID string, rows, cols int) (JobInfo, error) {
+	var info JobInfo
+	if !ValidJobID(jobID) {
+		return info, errJobNotFound()
+	}
+	err := c.do(ctx, "/v1/jobs/"+jobID+"/resize", ResizeRequest{Tenant: tenant, Rows: rows, Cols: cols}, &info)
+	return info, err
+}
+
+// Screen reads a terminal job's screen, with up to scrollback lines that
+// scrolled off its top.
+func (c *Client) Screen(ctx context.Context, tenant, jobID string, scrollback int) (Screen, error) {
+	var s Screen
+	if !ValidJobID(jobID) {
+		return s, errJobNotFound()
+	}
+	err := c.do(ctx, "/v1/jobs/"+jobID+"/screen", ScreenRequest{Tenant: tenant, Scrollback: scrollback}, &s)
+	return s, err
+}
+
 // Read reads a whole file.
 func (c *Client) Read(ctx context.Context, tenant, handle, path, cwd string) (FileContent, error) {
 	var f FileContent

@@ -88,6 +88,90 @@ type ExecRequest struct {
 	// means none for jobs and the caller's deadline for exec. Nanoseconds
 	// on the wire.
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Input keeps a job's standard input open after Stdin: input calls
+	// write to it until one ends it. Jobs only.
+	Input bool `json:"input,omitempty"`
+	// TTY runs a job on a pseudo-terminal of this size (its input, output
+	// and error; the output is one stream, stdout) whose screen the
+	// sandbox keeps; such a job takes input. Jobs only.
+	TTY *TTYSize `json:"tty,omitempty"`
+}
+
+// Bounds of terminal jobs and of input, which both ends check.
+const (
+	MaxTTYRows = 200
+	MaxTTYCols = 500
+	// MaxScrollback bounds the lines of scrollback a terminal keeps, and
+	// a screen read returns.
+	MaxScrollback = 10000
+	// MaxInputBytes bounds the input of one input call.
+	MaxInputBytes = 64 << 10
+)
+
+// TTYSize is a terminal's size; Scrollback, at a job's start only, is how
+// many lines that scroll off its top it keeps (0: the sandbox's default,
+// 1000).
+type TTYSize struct {
+	Rows       int `json:"rows"`
+	Cols       int `json:"cols"`
+	Scrollback int `json:"scrollback,omitempty"`
+}
+
+// CheckTTY refuses a size out of bounds, saying which.
+func CheckTTY(t TTYSize) error {
+	switch {
+	case t.Rows < 1 || t.Rows > MaxTTYRows:
+		return fmt.Errorf("rows %d is out of range: give 1 to %d", t.Rows, MaxTTYRows)
+	case t.Cols < 1 || t.Cols > MaxTTYCols:
+		return fmt.Errorf("cols %d is out of range: give 1 to %d", t.Cols, MaxTTYCols)
+	case t.Scrollback < 0 || t.Scrollback > MaxScrollback:
+		return fmt.Errorf("scrollback %d is out of range: give 0 to %d lines", t.Scrollback, MaxScrollback)
+	}
+	return nil
+}
+
+// InputRequest is the body of a job's input: Data (base64 on the wire,
+// at most MaxInputBytes) is written to its input, then End ends it (a
+// pipe is closed; a terminal gets Ctrl-D).
+type InputRequest struct {
+	Tenant string `json:"tenant"`
+	Data   []byte `json:"data,omitempty"`
+	End    bool   `json:"end,omitempty"`
+}
+
+// ResizeRequest is the body of a terminal job's resize.
+type ResizeRequest struct {
+	Tenant string `json:"tenant"`
+	Rows   int    `json:"rows"`
+	Cols   int    `json:"cols"`
+}
+
+// ScreenRequest is the body of a terminal job's screen read.
+type ScreenRequest struct {
+	Tenant string `json:"tenant"`
+	// Scrollback asks for up to this many of the latest lines that
+	// scrolled off the top.
+	Scrollback int `json:"scrollback,omitempty"`
+}
+
+// Screen is a terminal job's screen as the sandbox's terminal emulator
+// renders it, as text.
+type Screen struct {
+	Job  JobInfo `json:"job"`
+	Rows int     `json:"rows"`
+	Cols int     `json:"cols"`
+	// Lines are the screen's rows, top to bottom, trailing blanks cut.
+	Lines []string `json:"lines"`
+	// CursorRow and CursorCol are the cursor's position, from 0.
+	CursorRow    int    `json:"cursor_row"`
+	CursorCol    int    `json:"cursor_col"`
+	CursorHidden bool   `json:"cursor_hidden,omitempty"`
+	AltScreen    bool   `json:"alt_screen,omitempty"`
+	Title        string `json:"title,omitempty"`
+	// Scrollback are the lines asked for, oldest first; ScrollbackLines
+	// counts those kept.
+	Scrollback      []string `json:"scrollback,omitempty"`
+	ScrollbackLines int      `json:"scrollback_lines,omitempty"`
 }
 
 // ExecResult is how a synchronous command ended, with its output.
@@ -188,7 +272,11 @@ type JobInfo struct {
 	SandboxID string `json:"sandbox_id"`
 	// Command is the job's command, its first 200 bytes (a longer one
 	// ends with "…"); empty when not known.
-	Command   string    `json:"command,omitempty"`
+	Command string `json:"command,omitempty"`
+	// Input says the job takes input; TTY is its terminal's size, for a
+	// terminal job.
+	Input     bool      `json:"input,omitempty"`
+	TTY       *TTYSize  `json:"tty,omitempty"`
 	State     JobState  `json:"state"`
 	StartedAt time.Time `json:"started_at"`
 	// EndedAt is when the job became terminal; zero while active.

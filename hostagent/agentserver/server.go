@@ -39,6 +39,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
@@ -190,6 +191,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /v1/handles/{handle}/write", s.call(s.write))
 	mux.Handle("POST /v1/jobs/{job}/poll", s.call(s.poll))
 	mux.Handle("POST /v1/jobs/{job}/cancel", s.call(s.cancel))
+	mux.Handle("POST /v1/jobs/{job}/input", s.call(s.input))
+	mux.Handle("POST /v1/jobs/{job}/resize", s.call(s.resize))
+	mux.Handle("POST /v1/jobs/{job}/screen", s.call(s.screen))
 	mux.Handle("/v1/sandboxes/{sandbox}/worker/{path...}", s.relay())
 	return mux
 }
@@ -537,6 +541,50 @@ func (s *Server) cancel(r *http.Request) (any, error) {
 	}
 	info, err := s.agent.CancelJob(r.Context(), req.Tenant, r.PathValue("job"))
 	return wireJob(info), err
+}
+
+func (s *Server) input(r *http.Request) (any, error) {
+	var req agentapi.InputRequest
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	if len(req.Data) > agentapi.MaxInputBytes {
+		return nil, &hostagent.Error{Code: hostagent.CodeTooLarge, Message: fmt.Sprintf("input of %d bytes, over the %d-byte bound of one call: send it in parts", len(req.Data), agentapi.MaxInputBytes)}
+	}
+	release, err := s.admit(r, req.Tenant, int64(len(req.Data)))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	info, err := s.agent.JobInput(r.Context(), req.Tenant, r.PathValue("job"), req.Data, req.End)
+	return wireJob(info), err
+}
+
+func (s *Server) resize(r *http.Request) (any, error) {
+	var req agentapi.ResizeRequest
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	if err := agentapi.CheckTTY(agentapi.TTYSize{Rows: req.Rows, Cols: req.Cols}); err != nil {
+		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: err.Error()}
+	}
+	info, err := s.agent.JobResize(r.Context(), req.Tenant, r.PathValue("job"), guestapi.TTYSize{Rows: req.Rows, Cols: req.Cols})
+	return wireJob(info), err
+}
+
+func (s *Server) screen(r *http.Request) (any, error) {
+	var req agentapi.ScreenRequest
+	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
+		return nil, err
+	}
+	if req.Scrollback < 0 || req.Scrollback > agentapi.MaxScrollback {
+		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: fmt.Sprintf("scrollback %d is out of range: give 0 to %d lines", req.Scrollback, agentapi.MaxScrollback)}
+	}
+	scr, info, err := s.agent.JobScreen(r.Context(), req.Tenant, r.PathValue("job"), req.Scrollback)
+	if err != nil {
+		return nil, err
+	}
+	return wireScreen(scr, info), nil
 }
 
 func (s *Server) read(r *http.Request) (any, error) {

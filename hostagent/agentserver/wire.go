@@ -20,6 +20,7 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -34,6 +35,29 @@ func kernelExec(r agentapi.ExecRequest) hostagent.ExecRequest {
 		Cwd:     r.Cwd,
 		Stdin:   r.Stdin,
 		Timeout: r.Timeout,
+		Input:   r.Input,
+		TTY:     kernelTTY(r.TTY),
+	}
+}
+
+func kernelTTY(t *agentapi.TTYSize) *guestapi.TTYSize {
+	if t == nil {
+		return nil
+	}
+	return &guestapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
+}
+
+func wireScreen(s guestapi.Screen, j jobs.JobInfo) agentapi.Screen {
+	return agentapi.Screen{
+		Job:  wireJob(j),
+		Rows: s.Rows, Cols: s.Cols,
+		Lines:     s.Lines,
+		CursorRow: s.CursorRow, CursorCol: s.CursorCol,
+		CursorHidden:    s.CursorHidden,
+		AltScreen:       s.AltScreen,
+		Title:           s.Title,
+		Scrollback:      s.Scrollback,
+		ScrollbackLines: s.ScrollbackLines,
 	}
 }
 
@@ -75,6 +99,10 @@ func wireJob(j jobs.JobInfo) agentapi.JobInfo {
 		State:     agentapi.JobState(j.State),
 		StartedAt: j.StartedAt,
 		EndedAt:   j.EndedAt,
+		Input:     j.Input,
+	}
+	if t := j.TTY; t != nil {
+		info.TTY = &agentapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
 	}
 	if r := j.Result; r != nil {
 		info.Result = &agentapi.JobResult{

@@ -99,6 +99,8 @@ type jobHold struct {
 	ring    outring.Ring
 	listen  int // the job's socket, for the agent's next connection
 	running bool
+	// tty is a terminal job's terminal, whose screen outlives the job.
+	tty *terminal
 
 	exit      *guestapi.Exit
 	proofLost string
@@ -127,7 +129,7 @@ func (s *shepherd) startJob(req guestapi.StartRequest, stdin []byte) {
 	dropListener()
 	cmd, err := s.start(req, stdin)
 	if err == nil {
-		h.running = true
+		h.running, h.tty = true, cmd.tty
 		if err = h.writeRecord(cmd.pid); err != nil {
 			s.kill(cmd)
 			err = fmt.Errorf("recording the job: %w", err)
@@ -190,7 +192,7 @@ func (s *shepherd) holdJob(c *command) {
 					pfds = append(pfds, unix.PollFd{Fd: int32(o.fd), Events: unix.POLLIN})
 				}
 			}
-			if c.stdinW >= 0 {
+			if c.wantsStdin() {
 				stdinIdx = len(pfds)
 				pfds = append(pfds, unix.PollFd{Fd: int32(c.stdinW), Events: unix.POLLOUT})
 			}
@@ -289,7 +291,7 @@ func (s *shepherd) readJobFrames(c *command) bool {
 	s.pending = append(s.pending, b[:n]...)
 	for len(s.pending) > 0 && s.conn >= 0 {
 		t, payload, used, err := guestapi.ParseFrame(s.pending)
-		if err != nil || (used == 0 && len(s.pending) > 64<<10) {
+		if err != nil || (used == 0 && len(s.pending) > maxJobFrame) {
 			s.dropAgent()
 			return false
 		}
@@ -312,12 +314,73 @@ func (s *shepherd) readJobFrames(c *command) bool {
 			}
 		case guestapi.FrameRelease:
 			return true
+		case guestapi.FrameInput, guestapi.FrameInputEnd, guestapi.FrameResize:
+			s.ack(s.control(c, t, payload))
+		case guestapi.FrameScreen:
+			var req guestapi.ScreenRequest
+			if err := json.Unmarshal(payload, &req); err != nil {
+				s.dropAgent()
+				return false
+			}
+			s.sendScreen(req)
 		default:
 			s.dropAgent()
 			return false
 		}
 	}
 	return false
+}
+
+// maxJobFrame bounds a frame the agent sends on a job's connection: an
+// Input frame is the largest.
+const maxJobFrame = guestapi.MaxJobInput + guestapi.HeaderSize
+
+// control handles an Input, InputEnd or Resize frame: nil when done,
+// else the refusal the Ack carries.
+func (s *shepherd) control(c *command, t guestapi.FrameType, payload []byte) error {
+	if !s.job.running {
+		return errors.New("the job has ended: it takes no more input")
+	}
+	switch t {
+	case guestapi.FrameInput:
+		if len(payload) > guestapi.MaxJobInput {
+			return fmt.Errorf("input of %d bytes: at most %d at a time", len(payload), guestapi.MaxJobInput)
+		}
+		return c.input(payload)
+	case guestapi.FrameInputEnd:
+		return c.endInput()
+	}
+	var size guestapi.TTYSize
+	if err := json.Unmarshal(payload, &size); err != nil {
+		return fmt.Errorf("protocol error: Resize: %w", err)
+	}
+	if c.tty == nil {
+		return errNotTerminal
+	}
+	if err := size.Check(); err != nil {
+		return err
+	}
+	return c.tty.resize(size)
+}
+
+// ack answers a control frame.
+func (s *shepherd) ack(err error) {
+	a := guestapi.Ack{}
+	if err != nil {
+		a.Error = err.Error()
+	}
+	s.sendFrames(guestapi.AppendJSONFrame(nil, guestapi.FrameAck, a))
+}
+
+// sendScreen answers a Screen frame with the terminal's screen, or an
+// Ack that refuses it.
+func (s *shepherd) sendScreen(req guestapi.ScreenRequest) {
+	if s.job.tty == nil {
+		s.ack(errNotTerminal)
+		return
+	}
+	scr := s.job.tty.screen(min(max(req.Scrollback, 0), guestapi.MaxScrollback))
+	s.sendFrames(guestapi.AppendJSONFrame(nil, guestapi.FrameScreenState, scr))
 }
 
 // startPoll checks a poll's cursor and keeps it pending; holdJob answers

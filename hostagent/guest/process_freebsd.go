@@ -48,7 +48,7 @@ func becomeSubreaper() error {
 // descriptor that becomes readable when it exits (a kqueue with
 // EVFILT_PROC NOTE_EXIT on it; poll(2) reports a kqueue readable while it
 // has an event).
-func forkShell(argv, env []string, dir string, files []uintptr) (pid, exited int, err error) {
+func forkShell(argv, env []string, dir string, files []uintptr, ctty bool) (pid, exited int, err error) {
 	pid, err = syscall.ForkExec(guestapi.Shell, argv, &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   env,
@@ -56,6 +56,7 @@ func forkShell(argv, env []string, dir string, files []uintptr) (pid, exited int
 		Sys: &syscall.SysProcAttr{
 			Credential: &syscall.Credential{Uid: tenantUID, Gid: tenantGID, Groups: []uint32{}},
 			Setsid:     true,
+			Setctty:    ctty,
 		},
 	})
 	if err != nil {

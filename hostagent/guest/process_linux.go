@@ -45,7 +45,7 @@ func becomeSubreaper() error {
 // score TenantOOMScoreBoost above the shepherd's: the child inherits the
 // score at fork, so the shepherd raises its own for the fork only, then
 // lowers it back (allowed down to the score it was given).
-func forkShell(argv, env []string, dir string, files []uintptr) (pid, exited int, err error) {
+func forkShell(argv, env []string, dir string, files []uintptr, ctty bool) (pid, exited int, err error) {
 	exited = -1
 	guarded := ownOOMScoreAdj < 1000 && setOOMScoreAdj(min(ownOOMScoreAdj+guestapi.TenantOOMScoreBoost, 1000)) == nil
 	pid, err = syscall.ForkExec(guestapi.Shell, argv, &syscall.ProcAttr{
@@ -59,7 +59,10 @@ func forkShell(argv, env []string, dir string, files []uintptr) (pid, exited int
 			// A session of its own, so job control in the command does not
 			// reach init or other commands.
 			Setsid: true,
-			PidFD:  &exited,
+			// A terminal job's terminal (its descriptor 0) becomes the
+			// session's controlling terminal.
+			Setctty: ctty,
+			PidFD:   &exited,
 		},
 	})
 	if guarded {

@@ -188,6 +188,12 @@ type command struct {
 	exited int
 	stdinW int // -1 when closed or unused
 	stdin  []byte
+	// keepStdin keeps stdinW open when stdin is all written: a job that
+	// takes input (guestapi.JobSpec.Stdin) until its end (stdinEnd).
+	keepStdin, stdinEnd bool
+	// tty is a terminal job's terminal; its master is outs[0] (the one
+	// stream) and, duplicated, stdinW.
+	tty    *terminal
 	outs   [2]*outStream
 	status unix.WaitStatus
 	reaped bool
@@ -210,7 +216,10 @@ func (s *shepherd) start(req guestapi.StartRequest, stdin []byte) (*command, err
 		env = guestapi.LoginEnv()
 	}
 
-	c := &command{stdinW: -1, exited: -1}
+	if req.Job != nil && req.Job.TTY != nil {
+		return startTerminal(*req.Job.TTY, argv, env, dir, req.Cwd != "", stdin)
+	}
+	c := &command{stdinW: -1, exited: -1, keepStdin: req.Job != nil && req.Job.Stdin}
 	var childFDs []int
 	closeChild := func() {
 		for _, fd := range childFDs {
@@ -218,9 +227,10 @@ func (s *shepherd) start(req guestapi.StartRequest, stdin []byte) (*command, err
 		}
 	}
 
-	// Standard input: /dev/null when empty, else a pipe fed from memory.
+	// Standard input: /dev/null when empty, else a pipe fed from memory
+	// (and from Input frames, for a job that takes input).
 	var stdinR int
-	if len(stdin) == 0 {
+	if len(stdin) == 0 && !c.keepStdin {
 		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, err
@@ -252,7 +262,7 @@ func (s *shepherd) start(req guestapi.StartRequest, stdin []byte) (*command, err
 		childFDs = append(childFDs, p[1])
 	}
 
-	pid, exited, err := forkShell(argv, env, dir, []uintptr{uintptr(stdinR), uintptr(outW[0]), uintptr(outW[1])})
+	pid, exited, err := forkShell(argv, env, dir, []uintptr{uintptr(stdinR), uintptr(outW[0]), uintptr(outW[1])}, false)
 	closeChild()
 	if err != nil {
 		c.closeFDs()
@@ -293,7 +303,42 @@ func startError(dir string, cwdGiven bool, err error) error {
 	return fmt.Errorf("starting %s: %v", guestapi.Shell, err)
 }
 
+// startTerminal starts argv on a new pseudo-terminal of size: the
+// command's standard input, output and error, and its controlling
+// terminal. stdin is typed first.
+func startTerminal(size guestapi.TTYSize, argv, env []string, dir string, cwdGiven bool, stdin []byte) (*command, error) {
+	if err := size.Check(); err != nil {
+		return nil, err
+	}
+	t, end, err := openTerminal(size)
+	if err != nil {
+		return nil, err
+	}
+	c := &command{stdinW: -1, exited: -1, keepStdin: true, tty: t, stdin: stdin}
+	c.outs[0] = &outStream{fd: t.master, frame: guestapi.FrameStdout}
+	c.outs[1] = &outStream{fd: -1, frame: guestapi.FrameStderr, eof: true}
+	if c.stdinW, err = unix.Dup(t.master); err != nil {
+		end.f.Close()
+		c.closeFDs()
+		return nil, err
+	}
+	unix.CloseOnExec(c.stdinW)
+	env = append(env, "TERM="+TerminalType)
+	fd := end.fd()
+	pid, exited, err := forkShell(argv, env, dir, []uintptr{fd, fd, fd}, true)
+	end.f.Close()
+	if err != nil {
+		c.closeFDs()
+		return nil, startError(dir, cwdGiven, err)
+	}
+	c.pid, c.exited = pid, exited
+	return c, nil
+}
+
 func (c *command) closeFDs() {
+	if c.tty != nil {
+		c.tty.close()
+	}
 	if c.stdinW >= 0 {
 		unix.Close(c.stdinW)
 		c.stdinW = -1
@@ -319,6 +364,9 @@ func (s *shepherd) forward(o *outStream, buf []byte) int {
 			stream = guestapi.Stderr
 		}
 		s.job.ring.Write(stream, buf[guestapi.HeaderSize:guestapi.HeaderSize+n])
+		if s.job.tty != nil {
+			s.job.tty.output(buf[guestapi.HeaderSize : guestapi.HeaderSize+n])
+		}
 		return n
 	}
 	if n > 0 {
@@ -350,13 +398,58 @@ func (c *command) feedStdin() {
 	if n > 0 {
 		c.stdin = c.stdin[n:]
 	}
-	if (err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR)) || len(c.stdin) == 0 {
-		// Delivered, or the reader is gone (EPIPE): close it either way.
-		unix.Close(c.stdinW)
-		c.stdinW = -1
-		c.stdin = nil
+	gone := err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR)
+	if gone || (len(c.stdin) == 0 && (!c.keepStdin || c.stdinEnd)) {
+		// Delivered and ended, or the reader is gone (EPIPE): close it
+		// either way.
+		c.closeStdin()
 	}
 }
+
+// wantsStdin says whether input waits to be written to the command.
+func (c *command) wantsStdin() bool { return c.stdinW >= 0 && len(c.stdin) > 0 }
+
+// closeStdin closes the command's input, dropping what is queued.
+func (c *command) closeStdin() {
+	if c.stdinW >= 0 {
+		unix.Close(c.stdinW)
+	}
+	c.stdinW, c.stdin = -1, nil
+}
+
+// input queues p for the command's input (Input frames), within
+// guestapi.MaxJobInputPending.
+func (c *command) input(p []byte) error {
+	switch {
+	case c.stdinW < 0 || c.stdinEnd:
+		return errors.New("the job's input is closed: it ended, its input was ended, or the job does not take input (start it with stdin open or a tty)")
+	case len(c.stdin)+len(p) > guestapi.MaxJobInputPending:
+		return fmt.Errorf("the job has not read %d bytes of its input yet, and %d more would pass the %d-byte bound: wait until it reads, or cancel it", len(c.stdin), len(p), guestapi.MaxJobInputPending)
+	}
+	c.stdin = append(c.stdin, p...)
+	return nil
+}
+
+// endInput ends the command's input once what is queued is written: its
+// pipe is closed then; a terminal gets its end-of-file character, which
+// a program reading a line at a time takes as the end.
+func (c *command) endInput() error {
+	if c.stdinW < 0 || c.stdinEnd {
+		return nil
+	}
+	if c.tty != nil {
+		return c.input([]byte{eofChar})
+	}
+	c.stdinEnd = true
+	if len(c.stdin) == 0 {
+		c.closeStdin()
+	}
+	return nil
+}
+
+// eofChar is a terminal's end-of-file character (VEOF), Ctrl-D, as a
+// new terminal has it.
+const eofChar = 0x04
 
 // finish handles the shell's normal end: report its status after the
 // output it produced, then leave its background processes running. They

@@ -167,6 +167,23 @@ const (
 	// agent has what it wanted of the job's output. A running job is
 	// killed with proof first; the answer is the final Page.
 	FrameRelease FrameType = 6
+	// FrameInput, on a job's connection, carries bytes for the job's
+	// standard input (its terminal, for a job with a TTY): at most
+	// MaxJobInput of them. The holder queues them, within
+	// MaxJobInputPending, and answers with an Ack.
+	FrameInput FrameType = 7
+	// FrameInputEnd, on a job's connection, ends the job's input once the
+	// queued bytes are written: its pipe is closed, or, on a terminal, the
+	// terminal's end-of-file character (Ctrl-D) is typed. Answered by an
+	// Ack.
+	FrameInputEnd FrameType = 8
+	// FrameResize, on a terminal job's connection, carries a JSON TTYSize:
+	// the terminal's new size (the job gets SIGWINCH). Answered by an
+	// Ack.
+	FrameResize FrameType = 9
+	// FrameScreen, on a terminal job's connection, carries a JSON
+	// ScreenRequest; the holder answers with a FrameScreenState.
+	FrameScreen FrameType = 10
 )
 
 // Frames sent by the shepherd.
@@ -192,6 +209,11 @@ const (
 	// connection that a newer attachment took over (an agent that
 	// restarted): its reader lost the job, and must not attach again.
 	FrameSuperseded FrameType = 24
+	// FrameAck carries a JSON Ack: the answer to Input, InputEnd and
+	// Resize.
+	FrameAck FrameType = 25
+	// FrameScreenState carries a JSON Screen: the answer to Screen.
+	FrameScreenState FrameType = 26
 )
 
 func (t FrameType) String() string {
@@ -226,6 +248,18 @@ func (t FrameType) String() string {
 		return "Jobs"
 	case FrameSuperseded:
 		return "Superseded"
+	case FrameInput:
+		return "Input"
+	case FrameInputEnd:
+		return "InputEnd"
+	case FrameResize:
+		return "Resize"
+	case FrameScreen:
+		return "Screen"
+	case FrameAck:
+		return "Ack"
+	case FrameScreenState:
+		return "ScreenState"
 	}
 	return fmt.Sprintf("FrameType(%d)", uint8(t))
 }
@@ -298,6 +332,92 @@ type JobSpec struct {
 	// Meta is the agent's record of the job (its tenant, say), returned
 	// as it was given by a listing; at most MaxJobMeta bytes.
 	Meta json.RawMessage `json:"meta,omitempty"`
+	// Stdin keeps the job's standard input open after the Start's stdin:
+	// Input frames feed it until InputEnd. Without it (and without a
+	// TTY) the job's input ends with the Start's stdin.
+	Stdin bool `json:"stdin,omitempty"`
+	// TTY runs the job on a pseudo-terminal of this size, its standard
+	// input, output and error all the terminal (one stream, Stdout), and
+	// keeps a terminal emulator of it in the holder: the screen outlives
+	// the agent, as the job does. A job with a TTY takes input.
+	TTY *TTYSize `json:"tty,omitempty"`
+}
+
+// Bounds of a terminal job that a holder accepts.
+const (
+	MaxTTYRows = 200
+	MaxTTYCols = 500
+	// MaxScrollback bounds the lines of scrollback a terminal keeps.
+	MaxScrollback = 10000
+)
+
+// Bounds of a job's input.
+const (
+	// MaxJobInput bounds the bytes of one Input frame.
+	MaxJobInput = 64 << 10
+	// MaxJobInputPending bounds the input a holder keeps that its job has
+	// not read yet: past it, Input is refused until the job reads.
+	MaxJobInputPending = 256 << 10
+)
+
+// TTYSize is a terminal's size, and, at a job's start, the scrollback
+// its emulator keeps.
+type TTYSize struct {
+	Rows int `json:"rows"`
+	Cols int `json:"cols"`
+	// Scrollback is how many lines that scroll off the top the emulator
+	// keeps (at most MaxScrollback); only a job's start sets it.
+	Scrollback int `json:"scrollback,omitempty"`
+}
+
+// Check refuses a size out of the holder's bounds.
+func (t TTYSize) Check() error {
+	switch {
+	case t.Rows < 1 || t.Rows > MaxTTYRows:
+		return fmt.Errorf("a terminal of %d rows: want 1 to %d", t.Rows, MaxTTYRows)
+	case t.Cols < 1 || t.Cols > MaxTTYCols:
+		return fmt.Errorf("a terminal of %d columns: want 1 to %d", t.Cols, MaxTTYCols)
+	case t.Scrollback < 0 || t.Scrollback > MaxScrollback:
+		return fmt.Errorf("a scrollback of %d lines: want 0 to %d", t.Scrollback, MaxScrollback)
+	}
+	return nil
+}
+
+// Ack is the payload of FrameAck.
+type Ack struct {
+	// Error refuses the request, saying why (input closed, too much
+	// pending, not a terminal); empty when it was done.
+	Error string `json:"error,omitempty"`
+	// Pending is the input queued that the job has not read yet.
+	Pending int `json:"pending,omitempty"`
+}
+
+// ScreenRequest is the payload of FrameScreen.
+type ScreenRequest struct {
+	// Scrollback asks for up to this many of the latest lines that
+	// scrolled off the top, oldest first.
+	Scrollback int `json:"scrollback,omitempty"`
+}
+
+// Screen is the payload of FrameScreenState: a terminal job's screen as
+// its emulator renders it, as text.
+type Screen struct {
+	Rows int `json:"rows"`
+	Cols int `json:"cols"`
+	// Lines are the screen's rows, top to bottom, trailing blanks cut.
+	Lines []string `json:"lines"`
+	// CursorRow and CursorCol are the cursor's position, from 0.
+	CursorRow    int  `json:"cursorRow"`
+	CursorCol    int  `json:"cursorCol"`
+	CursorHidden bool `json:"cursorHidden,omitempty"`
+	// AltScreen is true while a full-screen program (vi, top) has the
+	// alternate screen, which keeps no scrollback.
+	AltScreen bool   `json:"altScreen,omitempty"`
+	Title     string `json:"title,omitempty"`
+	// Scrollback holds the lines asked for, oldest first;
+	// ScrollbackLines counts all the lines kept.
+	Scrollback      []string `json:"scrollback,omitempty"`
+	ScrollbackLines int      `json:"scrollbackLines,omitempty"`
 }
 
 // JobRecord is a job the sandbox holds, as FrameJobs lists it.

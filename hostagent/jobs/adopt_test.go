@@ -62,6 +62,12 @@ func (h *runningHeld) Close() error {
 	h.once.Do(func() { h.err = net.ErrClosed; close(h.ended) })
 	return nil
 }
+func (h *runningHeld) Input(context.Context, []byte, bool) error      { return nil }
+func (h *runningHeld) Resize(context.Context, guestapi.TTYSize) error { return nil }
+func (h *runningHeld) Screen(context.Context, guestapi.ScreenRequest) (guestapi.Screen, error) {
+	return guestapi.Screen{}, nil
+}
+
 func (h *runningHeld) end() { h.once.Do(func() { close(h.ended) }) }
 
 // heldRecord is what a sandbox lists of a job a former agent started for

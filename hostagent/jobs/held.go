@@ -50,6 +50,11 @@ type Held interface {
 	End() (exit *guestapi.Exit, proofLost string, err error)
 	// Close closes the connection; the job goes on.
 	Close() error
+	// Input, Resize and Screen control a job that takes input or has a
+	// terminal (see guestexec.Job); a refusal wraps guestexec.ErrRefused.
+	Input(ctx context.Context, p []byte, end bool) error
+	Resize(ctx context.Context, size guestapi.TTYSize) error
+	Screen(ctx context.Context, req guestapi.ScreenRequest) (guestapi.Screen, error)
 }
 
 // HeldStartFunc starts a command as a job its sandbox holds, under spec
@@ -240,6 +245,7 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 		}
 	}
 	spec, err := m.heldSpec(j.id, meta)
+	spec.Stdin, spec.TTY = o.input, o.tty
 	var conn Held
 	if err == nil {
 		conn, err = callStart(func() (Held, error) { return start(spec) })
@@ -257,6 +263,7 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 	}
 	m.stats.Started++
 	j.oomAtStart, j.oomCount = meta.OOMKills, o.oom
+	j.input, j.tty = o.input || o.tty != nil, o.tty
 	m.holdLocked(j, conn, attach, o.timeout)
 	if m.closed {
 		// Close ran while the command was starting: the job goes on in
@@ -340,6 +347,7 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 	}
 	j := m.insertLocked(id, tenant, sandboxID, started)
 	j.command = commandSummary(meta.Command)
+	j.input, j.tty = rec.Spec.Stdin || rec.Spec.TTY != nil, rec.Spec.TTY
 	m.mu.Unlock()
 	defer m.wg.Done()
 

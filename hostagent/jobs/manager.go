@@ -28,6 +28,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
@@ -78,7 +79,11 @@ type halt struct {
 type job struct {
 	id, tenant, sandbox string
 	command             string // WithCommand's summary
-	state               State
+	// input says the job takes input (WithInput, or a terminal); tty is
+	// its terminal's size, as last set (WithTTY, Resize), or nil.
+	input bool
+	tty   *guestapi.TTYSize
+	state State
 	// starting is true from admission until the start func returns; such a
 	// job holds capacity but is invisible to lookups.
 	starting bool
@@ -531,6 +536,11 @@ func (j *job) infoLocked() JobInfo {
 		State:     j.state,
 		StartedAt: j.startedAt,
 		EndedAt:   j.endedAt,
+		Input:     j.input,
+	}
+	if j.tty != nil {
+		t := *j.tty
+		info.TTY = &t
 	}
 	if j.result != nil {
 		r := *j.result

@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
@@ -64,7 +65,11 @@ type JobInfo struct {
 	SandboxID string
 	// Command is the job's command as a listing shows it (WithCommand);
 	// empty when the job was started without one.
-	Command   string
+	Command string
+	// Input says the job takes input (Manager.Input); TTY is its
+	// terminal's size, nil for a job without one.
+	Input     bool
+	TTY       *guestapi.TTYSize
 	State     State
 	StartedAt time.Time
 	// EndedAt is when the job became terminal; zero while active.
@@ -169,6 +174,20 @@ type startOptions struct {
 	timeout time.Duration
 	oom     func() (uint64, bool)
 	command string
+	input   bool
+	tty     *guestapi.TTYSize
+}
+
+// WithInput keeps a held job's standard input open after its start's:
+// Manager.Input writes to it until it is ended.
+func WithInput() StartOption {
+	return func(o *startOptions) { o.input = true }
+}
+
+// WithTTY runs a held job on a pseudo-terminal of size, whose screen its
+// holder keeps (Manager.Screen); the job takes input.
+func WithTTY(size guestapi.TTYSize) StartOption {
+	return func(o *startOptions) { o.tty = &size }
 }
 
 // WithCommand records the job's command, as a listing shows it (List):

@@ -37,12 +37,20 @@ import (
 // (guestapi.StartRequest.Job): the job's output is in a ring in the sandbox,
 // read by Poll; the job outlives this connection, and a later one
 // (another agent process, after a restart) takes over with AttachJob.
-// Requests are serialized. A request whose ctx ends closes the connection
-// (its answer would be out of step): attach again to go on.
+// Polls are serialized, and so are the requests that control the job
+// (input, resize, screen), each kind on its own: the holder answers a
+// control request at once, even while a long poll waits. A request whose
+// ctx ends closes the connection (its answer would be out of step):
+// attach again to go on.
 type Job struct {
-	mu    sync.Mutex // serializes requests
+	mu    sync.Mutex // serializes polls and releases
 	conn  net.Conn
 	pages chan pageOrErr
+	// ctlMu serializes control requests, answered on ctl.
+	ctlMu sync.Mutex
+	ctl   chan ctlOrErr
+	// wmu keeps the frames of concurrent requests whole on the wire.
+	wmu sync.Mutex
 	// PID is the job's shell in the sandbox (0 when attached).
 	PID int
 
@@ -58,8 +66,15 @@ type pageOrErr struct {
 	err  error
 }
 
+// ctlOrErr is the answer to a control request: an Ack, or a Screen.
+type ctlOrErr struct {
+	ack    *guestapi.Ack
+	screen *guestapi.Screen
+	err    error
+}
+
 func newJob(conn net.Conn, fr *guestapi.FrameReader, pid int) *Job {
-	j := &Job{conn: conn, pages: make(chan pageOrErr, 1), PID: pid, ended: make(chan struct{})}
+	j := &Job{conn: conn, pages: make(chan pageOrErr, 1), ctl: make(chan ctlOrErr, 1), PID: pid, ended: make(chan struct{})}
 	go j.read(fr)
 	return j
 }
@@ -78,6 +93,7 @@ func (j *Job) End() (exit *guestapi.Exit, proofLost string, err error) {
 // and the job's end, sent unasked.
 func (j *Job) read(fr *guestapi.FrameReader) {
 	defer close(j.pages)
+	defer close(j.ctl)
 	for {
 		t, payload, err := fr.ReadFrame()
 		if err != nil {
@@ -86,6 +102,20 @@ func (j *Job) read(fr *guestapi.FrameReader) {
 			return
 		}
 		switch t {
+		case guestapi.FrameAck:
+			var a guestapi.Ack
+			if err := json.Unmarshal(payload, &a); err != nil {
+				j.fail(fmt.Errorf("protocol error: Ack: %w", err))
+				return
+			}
+			j.ctl <- ctlOrErr{ack: &a}
+		case guestapi.FrameScreenState:
+			var s guestapi.Screen
+			if err := json.Unmarshal(payload, &s); err != nil {
+				j.fail(fmt.Errorf("protocol error: ScreenState: %w", err))
+				return
+			}
+			j.ctl <- ctlOrErr{screen: &s}
 		case guestapi.FrameExit:
 			var e guestapi.Exit
 			if err := json.Unmarshal(payload, &e); err != nil {
@@ -124,6 +154,10 @@ func (j *Job) fail(err error) {
 func (j *Job) offer(r pageOrErr) {
 	select {
 	case j.pages <- r:
+	default:
+	}
+	select {
+	case j.ctl <- ctlOrErr{err: r.err}:
 	default:
 	}
 }
@@ -310,10 +344,89 @@ func (j *Job) Poll(ctx context.Context, req guestapi.PollRequest) (JobPage, erro
 // its end (Exit.Killed, or ProofLost) is the answer to a later Poll.
 // It does not wait for a Poll in flight: the kill ends that poll's wait.
 func (j *Job) Kill(ctx context.Context) error {
+	return j.write(ctx, guestapi.AppendFrame(nil, guestapi.FrameKill, nil))
+}
+
+// write sends frame whole, within ctx.
+func (j *Job) write(ctx context.Context, frame []byte) error {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
 	stop := context.AfterFunc(ctx, func() { _ = j.conn.SetWriteDeadline(time.Now()) })
 	defer stop()
-	_, err := j.conn.Write(guestapi.AppendFrame(nil, guestapi.FrameKill, nil))
+	_, err := j.conn.Write(frame)
 	return orCtx(ctx, err)
+}
+
+// ErrRefused wraps a holder's refusal of a control request (input to a
+// job whose input is closed, a resize of a job without a terminal): the
+// job is as it was.
+var ErrRefused = errors.New("refused by the job's holder")
+
+// Input queues p (at most guestapi.MaxJobInput bytes) for the job's
+// input; end, once they are written, ends it (guestapi.FrameInputEnd).
+func (j *Job) Input(ctx context.Context, p []byte, end bool) error {
+	var frames []byte
+	if len(p) > 0 || !end {
+		frames = guestapi.AppendFrame(nil, guestapi.FrameInput, p)
+		if _, err := j.control(ctx, frames); err != nil {
+			return err
+		}
+	}
+	if !end {
+		return nil
+	}
+	_, err := j.control(ctx, guestapi.AppendFrame(nil, guestapi.FrameInputEnd, nil))
+	return err
+}
+
+// Resize sets the size of a terminal job's terminal.
+func (j *Job) Resize(ctx context.Context, size guestapi.TTYSize) error {
+	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameResize, size)
+	if err != nil {
+		return err
+	}
+	_, err = j.control(ctx, frame)
+	return err
+}
+
+// Screen reads a terminal job's screen.
+func (j *Job) Screen(ctx context.Context, req guestapi.ScreenRequest) (guestapi.Screen, error) {
+	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameScreen, req)
+	if err != nil {
+		return guestapi.Screen{}, err
+	}
+	a, err := j.control(ctx, frame)
+	if err != nil {
+		return guestapi.Screen{}, err
+	}
+	if a.screen == nil {
+		return guestapi.Screen{}, errors.New("protocol error: Ack in answer to Screen")
+	}
+	return *a.screen, nil
+}
+
+// control sends a control request and waits for its answer.
+func (j *Job) control(ctx context.Context, frame []byte) (ctlOrErr, error) {
+	j.ctlMu.Lock()
+	defer j.ctlMu.Unlock()
+	if err := j.write(ctx, frame); err != nil {
+		return ctlOrErr{}, err
+	}
+	select {
+	case r, ok := <-j.ctl:
+		switch {
+		case !ok:
+			return ctlOrErr{}, fmt.Errorf("the job's connection is closed: %w", j.readErr)
+		case r.err != nil:
+			return ctlOrErr{}, r.err
+		case r.ack != nil && r.ack.Error != "":
+			return ctlOrErr{}, fmt.Errorf("%w: %s", ErrRefused, r.ack.Error)
+		}
+		return r, nil
+	case <-ctx.Done():
+		j.conn.Close()
+		return ctlOrErr{}, ctx.Err()
+	}
 }
 
 // Release ends the job's holder (killing a running job with proof first)
@@ -330,8 +443,8 @@ func (j *Job) Close() error { return j.conn.Close() }
 func (j *Job) ask(ctx context.Context, frame []byte) (JobPage, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if _, err := j.conn.Write(frame); err != nil {
-		return JobPage{}, orCtx(ctx, err)
+	if err := j.write(ctx, frame); err != nil {
+		return JobPage{}, err
 	}
 	select {
 	case r, ok := <-j.pages:
