@@ -291,10 +291,21 @@ func New(opts Options) (*Gateway, error) {
 		}
 	}
 	holds := &callHolds{calls: map[string]*[]func(){}}
-	server := newServer(g.router,
-		tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold})
+	topts := tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold}
+	standard := newServer(g.router, topts)
+	topts.Extended = true
+	extended := newServer(g.router, topts)
 	registerBudget(lim, opts.Logger)
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, streamableOptions(opts))
+	// Each tenant is served the tool set its Tenant names when its
+	// session begins (stateless: at each request); the tools check it
+	// again at every call.
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		id, _ := r.Context().Value(tenantKey{}).(clusterview.Identity)
+		if t, err := view.Tenant(id); err == nil && clusterview.ToolsOf(t) == playgroundv1alpha1.ToolSetExtended {
+			return extended
+		}
+		return standard
+	}, streamableOptions(opts))
 	// The SDK's bearer middleware carries the tenant, authenticated by
 	// ours, into each tool call (and, when stateful, binds the session to
 	// the tenant so no other tenant can use it).
@@ -308,7 +319,7 @@ func New(opts Options) (*Gateway, error) {
 
 	serveMCP := carry(mcpHandler)
 	if opts.Stateful {
-		g.sessions = &sessionLimit{server: server, perTenant: opts.MaxSessionsPerTenant, total: opts.MaxSessions,
+		g.sessions = &sessionLimit{servers: []*mcp.Server{standard, extended}, perTenant: opts.MaxSessionsPerTenant, total: opts.MaxSessions,
 			idle: opts.SessionIdleTimeout, byTenant: map[string]map[string]struct{}{}, pending: map[string]int{}}
 		serveMCP = g.sessions.middleware(serveMCP)
 	}

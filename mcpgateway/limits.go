@@ -94,7 +94,7 @@ func (h *callHolds) hold(req *mcp.CallToolRequest, release func()) bool {
 // The SDK keeps each until it is deleted or idles out; the gateway
 // records which tenant opened which, and counts those the SDK still has.
 type sessionLimit struct {
-	server           *mcp.Server
+	servers          []*mcp.Server
 	perTenant, total int
 	idle             time.Duration
 
@@ -155,8 +155,10 @@ type readCloser struct {
 // reserve counts an initialize in flight, or says why it is refused.
 func (l *sessionLimit) reserve(tenant string) string {
 	live := map[string]bool{}
-	for ss := range l.server.Sessions() {
-		live[ss.ID()] = true
+	for _, s := range l.servers {
+		for ss := range s.Sessions() {
+			live[ss.ID()] = true
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -103,7 +103,7 @@ func (r *router) routeTenant(ctx context.Context, id clusterview.Identity) (tool
 	if err != nil {
 		return tools.Route{}, err
 	}
-	return tools.Route{Tenant: id.String(), SandboxID: sandboxID, Agent: agent}, nil
+	return tools.Route{Tenant: id.String(), SandboxID: sandboxID, Agent: agent, Extended: clusterview.ToolsOf(t) == playgroundv1alpha1.ToolSetExtended}, nil
 }
 
 // agentFor resolves a tenant to its sandbox's ID and the client of its

@@ -184,12 +184,14 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	if !synced {
 		return fmt.Errorf("could not list and watch tenant %s and its sandbox within %s: check that your kubeconfig may list and watch them", id, opts.SyncTimeout)
 	}
-	if _, err := view.Tenant(id); err != nil {
+	t, err := view.Tenant(id)
+	if err != nil {
 		return fmt.Errorf("tenant %s cannot be served: %w", id, err)
 	}
 	authz := &reauthorizer{check: func(ctx context.Context) error { return Authorize(ctx, opts.Config, id) }, every: opts.ReauthorizeEvery, last: time.Now()}
 	r := &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA, opts.AgentCleartext), log: opts.Logger, fixed: &id, authorize: authz.authorize}
-	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim})
+	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim,
+		Extended: clusterview.ToolsOf(t) == playgroundv1alpha1.ToolSetExtended})
 	opts.Logger.Info("Serving MCP on stdio", "tenant", id.String())
 	return server.Run(ctx, transport)
 }

@@ -32,6 +32,21 @@ const (
 	CatalogWorkers Catalog = "workers"
 )
 
+// ToolSet is the set of sandbox tools a tenant of the sandbox catalog is
+// served.
+// +kubebuilder:validation:Enum=standard;extended
+type ToolSet string
+
+const (
+	// ToolSetStandard serves the eight sandbox tools, exactly.
+	ToolSetStandard ToolSet = "standard"
+	// ToolSetExtended serves the eight with more options (jobs on a
+	// terminal or with their input open; reads and writes of byte ranges
+	// and whole-file digests) and the tools beside them: job_input,
+	// job_resize, job_screen and job_list (docs/tools.md).
+	ToolSetExtended ToolSet = "extended"
+)
+
 // Tenant condition types beyond Ready.
 const (
 	// CredentialsReadyCondition is True when the tenant's token is minted and
@@ -76,6 +91,15 @@ type TenantSpec struct {
 	// +kubebuilder:default=sandbox
 	// +optional
 	Catalog Catalog `json:"catalog,omitempty"`
+
+	// Tools is the set of sandbox tools the tenant is served, when its
+	// catalog is sandbox: standard (the eight) or extended (the eight
+	// with terminals, input to running jobs and files in ranges, and the
+	// tools that go with them). A client sees a change at its next
+	// session (a stateful session keeps the tools it began with).
+	// +kubebuilder:default=standard
+	// +optional
+	Tools ToolSet `json:"tools,omitempty"`
 
 	// Credentials controls the tenant's bearer token.
 	// +optional

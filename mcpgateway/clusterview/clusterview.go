@@ -170,6 +170,14 @@ func CatalogOf(t *playgroundv1alpha1.Tenant) playgroundv1alpha1.Catalog {
 	return t.Spec.Catalog
 }
 
+// ToolsOf is the tool set t is served (standard when unset).
+func ToolsOf(t *playgroundv1alpha1.Tenant) playgroundv1alpha1.ToolSet {
+	if t.Spec.Tools == "" {
+		return playgroundv1alpha1.ToolSetStandard
+	}
+	return t.Spec.Tools
+}
+
 // New returns a view over the API server of cfg; Start runs it.
 func New(cfg *rest.Config, opts Options) (*View, error) {
 	if opts.StaleAfter <= 0 {

@@ -88,6 +88,26 @@ func (f *fakeAgent) Cancel(context.Context, string, string) (agentapi.JobInfo, e
 	return agentapi.JobInfo{ID: "job_fakefakefakefakefakefakefa", State: agentapi.JobCancelling}, nil
 }
 
+func (f *fakeAgent) Input(context.Context, string, string, []byte, bool) (agentapi.JobInfo, error) {
+	f.record(nil, nil)
+	return agentapi.JobInfo{ID: "job_fakefakefakefakefakefakefa", State: agentapi.JobRunning}, nil
+}
+
+func (f *fakeAgent) Resize(context.Context, string, string, int, int) (agentapi.JobInfo, error) {
+	f.record(nil, nil)
+	return agentapi.JobInfo{ID: "job_fakefakefakefakefakefakefa", State: agentapi.JobRunning}, nil
+}
+
+func (f *fakeAgent) Screen(context.Context, string, string, int) (agentapi.Screen, error) {
+	f.record(nil, nil)
+	return agentapi.Screen{Rows: 1, Cols: 1, Lines: []string{""}}, nil
+}
+
+func (f *fakeAgent) Activity(context.Context, string, string) (agentapi.Activity, error) {
+	f.record(nil, nil)
+	return agentapi.Activity{}, nil
+}
+
 func (f *fakeAgent) Read(_ context.Context, _, _, path, _ string) (agentapi.FileContent, error) {
 	f.record(nil, nil)
 	data := []byte(path)

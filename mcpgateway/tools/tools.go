@@ -65,6 +65,9 @@ const (
 // Names are the tools of the sandbox catalog, in the order they are listed.
 var Names = []string{"open_session", "close_session", "exec", "job_exec", "job_poll", "job_cancel", "read", "write"}
 
+// ExtendedNames are the tools the extended set serves beside Names.
+var ExtendedNames = []string{"job_input", "job_resize", "job_screen", "job_list"}
+
 // Agent is what the tools need of a host agent: agentapi.Client.
 type Agent interface {
 	Open(ctx context.Context, tenant, sandboxID string) (agentapi.Handle, error)
@@ -75,6 +78,11 @@ type Agent interface {
 	Cancel(ctx context.Context, tenant, jobID string) (agentapi.JobInfo, error)
 	Read(ctx context.Context, tenant, handle, path, cwd string) (agentapi.FileContent, error)
 	Write(ctx context.Context, tenant, handle, path, cwd string, data []byte) (agentapi.FileInfo, error)
+	// The extended set's.
+	Input(ctx context.Context, tenant, jobID string, data []byte, end bool) (agentapi.JobInfo, error)
+	Resize(ctx context.Context, tenant, jobID string, rows, cols int) (agentapi.JobInfo, error)
+	Screen(ctx context.Context, tenant, jobID string, scrollback int) (agentapi.Screen, error)
+	Activity(ctx context.Context, tenant, sandboxID string) (agentapi.Activity, error)
 }
 
 var _ Agent = (*agentapi.Client)(nil)
@@ -86,6 +94,9 @@ type Route struct {
 	Tenant    string
 	SandboxID string
 	Agent     Agent
+	// Extended says the tenant is served the extended tool set now: a
+	// session that began with it keeps its tools, and the calls check.
+	Extended bool
 }
 
 // Router resolves the calling tenant from the request (its credential, never
@@ -116,6 +127,10 @@ type Options struct {
 	// reports false when it cannot, and the budget is then given back
 	// when the handler returns.
 	Hold func(req *mcp.CallToolRequest, release func()) bool
+	// Extended serves the extended tool set: the eight with more options,
+	// and ExtendedNames (docs/tools.md). Each of its calls is refused
+	// for a tenant whose Route is not Extended.
+	Extended bool
 }
 
 // Instructions tell a model how the tools fit together.
@@ -182,7 +197,10 @@ func Register(s *mcp.Server, opts Options) {
 		Title: "Start a background job",
 		Description: "Start a shell command in the background and return at once with its job_id and a cursor; read its output with job_poll " +
 			"and stop it with job_cancel, which kills every process the job started. The job keeps running if you disconnect.",
-		InputSchema:  inputSchema[JobExecInput](func(p propMap) { refineCommand(p, 0, maxTimeout) }),
+		InputSchema: inputSchema[JobExecInput](func(p propMap) {
+			refineCommand(p, 0, maxTimeout)
+			refineJobExec(p, opts.Extended)
+		}),
 		OutputSchema: outputSchema[JobExecOutput](nil),
 		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}, t.jobExec)
@@ -246,6 +264,10 @@ func Register(s *mcp.Server, opts Options) {
 		OutputSchema: outputSchema[WriteOutput](nil),
 		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}, t.write)
+
+	if opts.Extended {
+		registerExtended(s, t)
+	}
 }
 
 type catalog struct {
@@ -529,9 +551,18 @@ func (c *catalog) jobExec(ctx context.Context, req *mcp.CallToolRequest, in JobE
 	if err != nil {
 		return nil, JobExecOutput{}, invalid(err)
 	}
+	extended := in.TTY || in.StdinOpen || in.Rows != 0 || in.Cols != 0
+	if extended {
+		if err := jobTerminal(&er, in); err != nil {
+			return nil, JobExecOutput{}, invalid(err)
+		}
+	}
 	r, err := c.route(ctx, req)
 	if err != nil {
 		return nil, JobExecOutput{}, err
+	}
+	if extended && !r.Extended {
+		return nil, JobExecOutput{}, errNotExtended("job_exec's tty and stdin_open")
 	}
 	info, err := r.Agent.StartJob(ctx, r.Tenant, in.Handle, er)
 	if err != nil {

@@ -79,7 +79,16 @@ type JobExecInput struct {
 	Stdin          string `json:"stdin,omitempty" jsonschema:"standard input as UTF-8 text (default: empty)"`
 	StdinBase64    string `json:"stdin_base64,omitempty" jsonschema:"standard input as base64; give stdin or stdin_base64, not both"`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"kill the job and all its processes after this many seconds (default: no timeout; cancel it with job_cancel)"`
+	// The extended tool set's options (Options.Extended); the standard
+	// set's schema has none of them.
+	TTY       bool `json:"tty,omitempty" jsonschema:"run the job on a terminal (a pseudo-terminal: its input, output and error, one output stream); read what it shows with job_screen, type with job_input, resize with job_resize"`
+	Rows      int  `json:"rows,omitempty" jsonschema:"the terminal's rows (default 24)"`
+	Cols      int  `json:"cols,omitempty" jsonschema:"the terminal's columns (default 80)"`
+	StdinOpen bool `json:"stdin_open,omitempty" jsonschema:"keep the job's standard input open after stdin: write to it with job_input, end it with job_input end_input (a terminal job takes input anyway)"`
 }
+
+// extendedJobExecFields are JobExecInput's fields of the extended set.
+var extendedJobExecFields = []string{"tty", "rows", "cols", "stdin_open"}
 
 // JobExecOutput is a started job.
 type JobExecOutput struct {

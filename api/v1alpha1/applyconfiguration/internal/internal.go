@@ -644,6 +644,10 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: suspended
       type:
         scalar: boolean
+    - name: tools
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.ToolSet
+      default: standard
 - name: com.github.playground-dev.playground.api.v1alpha1.TenantStatus
   map:
     fields:
@@ -667,6 +671,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: sandboxRef
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
+- name: com.github.playground-dev.playground.api.v1alpha1.ToolSet
+  scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.WorkerDestination
   map:
     fields:

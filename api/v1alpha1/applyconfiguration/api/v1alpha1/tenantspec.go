@@ -38,6 +38,12 @@ type TenantSpecApplyConfiguration struct {
 	// eight sandbox tools) or workers (its native MCP worker, through a
 	// WorkerMapping).
 	Catalog *apiv1alpha1.Catalog `json:"catalog,omitempty"`
+	// Tools is the set of sandbox tools the tenant is served, when its
+	// catalog is sandbox: standard (the eight) or extended (the eight
+	// with terminals, input to running jobs and files in ranges, and the
+	// tools that go with them). A client sees a change at its next
+	// session (a stateful session keeps the tools it began with).
+	Tools *apiv1alpha1.ToolSet `json:"tools,omitempty"`
 	// Credentials controls the tenant's bearer token.
 	Credentials *CredentialsSpecApplyConfiguration `json:"credentials,omitempty"`
 	// Suspended revokes the tenant's access from the next request on and
@@ -74,6 +80,14 @@ func (b *TenantSpecApplyConfiguration) WithSandbox(value *SandboxTemplateApplyCo
 // If called multiple times, the Catalog field is set to the value of the last call.
 func (b *TenantSpecApplyConfiguration) WithCatalog(value apiv1alpha1.Catalog) *TenantSpecApplyConfiguration {
 	b.Catalog = &value
+	return b
+}
+
+// WithTools sets the Tools field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Tools field is set to the value of the last call.
+func (b *TenantSpecApplyConfiguration) WithTools(value apiv1alpha1.ToolSet) *TenantSpecApplyConfiguration {
+	b.Tools = &value
 	return b
 }
 
