@@ -63,15 +63,17 @@ type options struct {
 // sizes are the repetitions and payloads of one run.
 type sizes struct {
 	execs, opens, runcExecs, tenants, scaleTenants int
-	jobBytes, memJobBytes                          int64
-	sustained                                      time.Duration
+	// keystrokes are the terminal row's samples, each beside an exec.
+	keystrokes            int
+	jobBytes, memJobBytes int64
+	sustained             time.Duration
 }
 
 func sizesFor(quick bool) sizes {
 	if quick {
-		return sizes{execs: 200, opens: 200, runcExecs: 20, tenants: 20, scaleTenants: 100, jobBytes: 256 << 20, memJobBytes: 64 << 20, sustained: 3 * time.Second}
+		return sizes{execs: 200, keystrokes: 200, opens: 200, runcExecs: 20, tenants: 20, scaleTenants: 100, jobBytes: 256 << 20, memJobBytes: 64 << 20, sustained: 3 * time.Second}
 	}
-	return sizes{execs: 1000, opens: 500, runcExecs: 50, tenants: 50, scaleTenants: 1000, jobBytes: 1 << 30, memJobBytes: 1 << 30, sustained: 10 * time.Second}
+	return sizes{execs: 1000, keystrokes: 1000, opens: 500, runcExecs: 50, tenants: 50, scaleTenants: 1000, jobBytes: 1 << 30, memJobBytes: 1 << 30, sustained: 10 * time.Second}
 }
 
 // row is one line of the report.
@@ -150,6 +152,7 @@ func inProcess(ctx context.Context, opts options, sz sizes, out, log io.Writer) 
 	b := &bench{sz: sz, out: out, opts: opts, log: log}
 	steps := []step{
 		{"P1 exec round trip", b.execRoundTrip},
+		{"terminal keystroke to screen", b.keystrokeToScreen},
 		{"sustained exec/s", b.sustained},
 		{"P4 open_session", b.openSession},
 		{"P2 job output throughput", b.jobThroughput},

@@ -73,6 +73,14 @@ func RunVMInit() error {
 			return fmt.Errorf("mounting %s: %w", m.dst, err)
 		}
 	}
+	// Pseudo-terminals, for terminal jobs: the devpts of the VM's kernel,
+	// whose ptmx /dev/ptmx (devtmpfs's) is.
+	if err := os.MkdirAll("/dev/pts", 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "ptmxmode=0666,mode=0620,gid=5"); err != nil {
+		return fmt.Errorf("mounting /dev/pts: %w", err)
+	}
 	if err := limitTenantPIDs(); err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -70,6 +71,64 @@ func testJobs(t *testing.T, n *node) {
 		}
 		if !bytes.Equal(r.stderr.Bytes(), text) {
 			t.Errorf("stderr: %d bytes that differ from the %d written", r.stderr.Len(), len(text))
+		}
+	})
+
+	t.Run("terminal and input", func(t *testing.T) {
+		n.known(t)
+		ctx := context.Background()
+		job, err := s.startJob(hostagent.ExecRequest{Command: "sh", TTY: &guestapi.TTYSize{Rows: 24, Cols: 80}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := s.follow(job.ID)
+		screen := func(want string) guestapi.Screen {
+			t.Helper()
+			for {
+				scr, _, err := s.agent.JobScreen(ctx, s.tenant, job.ID, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(strings.Join(scr.Lines, "\n"), want) {
+					return scr
+				}
+				r.poll(t) // the next output, or a second
+				if r.done {
+					t.Fatalf("the terminal job ended without showing %q:\n%s", want, strings.Join(scr.Lines, "\n"))
+				}
+			}
+		}
+		if _, err := s.agent.JobResize(ctx, s.tenant, job.ID, guestapi.TTYSize{Rows: 30, Cols: 100}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.agent.JobInput(ctx, s.tenant, job.ID, []byte("echo size=$(tput lines)x$(tput cols)\r"), false); err != nil {
+			t.Fatal(err)
+		}
+		if scr := screen("size=30x100"); scr.Rows != 30 || scr.Cols != 100 {
+			t.Errorf("the screen is %dx%d; want 30x100", scr.Rows, scr.Cols)
+		}
+		if _, err := s.agent.JobInput(ctx, s.tenant, job.ID, nil, true); err != nil { // Ctrl-D
+			t.Fatal(err)
+		}
+		r.untilDone(t)
+		if r.info.State != jobs.StateExited || r.info.Result.ExitCode != 0 {
+			t.Errorf("the shell ended %s with %+v; want exited 0 at Ctrl-D", r.info.State, r.info.Result)
+		}
+
+		cat, err := s.startJob(hostagent.ExecRequest{Command: "cat", Input: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.agent.JobInput(ctx, s.tenant, cat.ID, []byte("piped\n"), true); err != nil {
+			t.Fatal(err)
+		}
+		cr := s.follow(cat.ID)
+		cr.untilDone(t)
+		if cr.stdout.String() != "piped\n" || cr.info.Result.ExitCode != 0 {
+			t.Errorf("cat wrote %q and ended %+v; want the input, exit 0", cr.stdout.String(), cr.info.Result)
+		}
+		if _, err := s.agent.JobInput(ctx, s.tenant, cat.ID, []byte("late"), false); hostagent.CodeOf(err) != hostagent.CodeInvalid {
+			t.Errorf("input to a job that ended: %v; want invalid_argument", err)
 		}
 	})
 
