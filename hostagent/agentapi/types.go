@@ -34,8 +34,8 @@ import (
 	"time"
 )
 
-// MaxRequestBytes bounds a request body: a 3 MiB payload as base64 is 4 MiB,
-// plus the JSON around it.
+// MaxRequestBytes bounds a request body: a payload of MaxFileBytes as
+// base64 is 4 MiB, plus the JSON around it.
 const MaxRequestBytes = 5 << 20
 
 // Limits both ends check, so that a request over one is refused once,
@@ -52,6 +52,9 @@ const (
 	MaxPollWait = 30 * time.Second
 	// MaxPollBytes bounds the output bytes of one poll's page.
 	MaxPollBytes = 4 << 20
+	// MaxFileBytes bounds the bytes of one read or write: a whole file,
+	// or one range of a larger one.
+	MaxFileBytes = 3 << 20
 )
 
 // CommandTooLong is the one message for a command over MaxCommandBytes.
@@ -146,6 +149,17 @@ type WriteRequest struct {
 	Path   string `json:"path"`
 	Cwd    string `json:"cwd,omitempty"`
 	Data   []byte `json:"data"`
+}
+
+// NegativeOffset is the one message for a negative file offset.
+func NegativeOffset(off int64) string {
+	return fmt.Sprintf("offset %d is negative: give the byte offset from the start of the file, 0 or more", off)
+}
+
+// LengthOutOfRange is the one message for the length of a ranged read
+// out of 0 to limit.
+func LengthOutOfRange(n, limit int) string {
+	return fmt.Sprintf("length %d is out of range: give 1 to %d bytes, or omit it for up to %d; read a larger file in ranges, one call each", n, limit, limit)
 }
 
 // FileContent is a file read from a sandbox.

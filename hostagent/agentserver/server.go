@@ -551,7 +551,7 @@ func (s *Server) read(r *http.Request) (any, error) {
 	}
 	defer release()
 	f, err := s.agent.ReadFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd)
-	return agentapi.FileContent(f), err
+	return wireFileContent(f), err
 }
 
 func (s *Server) write(r *http.Request) (any, error) {
@@ -565,7 +565,7 @@ func (s *Server) write(r *http.Request) (any, error) {
 	}
 	defer release()
 	f, err := s.agent.WriteFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd, req.Data)
-	return agentapi.FileInfo(f), err
+	return wireFileInfo(f), err
 }
 
 // HTTPServer returns an http.Server for the API that speaks HTTP/2 over TLS

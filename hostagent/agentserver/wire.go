@@ -96,3 +96,11 @@ func wireGap(g *jobs.Gap) *agentapi.Gap {
 	}
 	return &agentapi.Gap{FromSeq: g.FromSeq, ToSeq: g.ToSeq, Chunks: g.Chunks, Bytes: g.Bytes}
 }
+
+func wireFileContent(f hostagent.FileContent) agentapi.FileContent {
+	return agentapi.FileContent{Path: f.Path, Data: f.Data, Size: f.Size, MIME: f.MIME, SHA256: f.SHA256}
+}
+
+func wireFileInfo(f hostagent.FileInfo) agentapi.FileInfo {
+	return agentapi.FileInfo{Path: f.Path, Size: f.Size, MIME: f.MIME, SHA256: f.SHA256}
+}
