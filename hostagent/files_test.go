@@ -46,7 +46,9 @@ func (gvisorFake) Isolations() []string {
 // runc; here the backend answers as that script does.
 func TestWriteToThePileSaysWhy(t *testing.T) {
 	be := gvisorFake{backendtest.New("oci", func(_ string, req backend.ExecRequest, _ backend.Sink) (int, error) {
-		if strings.Contains(req.Command, ".playground-write.") {
+		// The whole write's script, and the ranged writes' (which
+		// follow a link to see whether it leads into the pile).
+		if strings.Contains(req.Command, ".playground-write.") || strings.Contains(req.Command, "readlink -f") {
 			return 71, nil
 		}
 		return 0, nil
@@ -56,9 +58,10 @@ func TestWriteToThePileSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, tc := range []struct{ isolation, want string }{
-		{"", "is in the pile (/pile), which is append-only: write replaces whole files, which the pile refuses"},
-		{backend.IsolationGVisor, "is in the pile (/pile), which is read-only under gVisor isolation"},
+	for _, tc := range []struct{ isolation, want, ranged string }{
+		{"", "is in the pile (/pile), which is append-only: write replaces whole files, which the pile refuses",
+			"is, or links to, a file in the pile (/pile), which is append-only: write does not write there, not even by append or at an offset"},
+		{backend.IsolationGVisor, "is in the pile (/pile), which is read-only under gVisor isolation", "is in the pile (/pile), which is read-only under gVisor isolation"},
 	} {
 		spec := backend.Spec{ID: "sbx-" + tc.isolation + "x", Tenant: "ns/t" + tc.isolation, Isolation: tc.isolation}
 		if err := a.Ensure(ctx, spec); err != nil {
@@ -71,6 +74,116 @@ func TestWriteToThePileSaysWhy(t *testing.T) {
 		_, err = a.WriteFile(ctx, spec.Tenant, h.ID, "/pile/x", "", []byte("y"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `"/pile/x"`) {
 			t.Errorf("isolation %q: %v, want %q", tc.isolation, err, tc.want)
+		}
+		for what, err := range map[string]error{
+			"append":       second(a.AppendFile(ctx, spec.Tenant, h.ID, "/pile/x", "", []byte("y"))),
+			"write at 0":   second(a.WriteFileAt(ctx, spec.Tenant, h.ID, "/pile/x", "", 0, []byte("y"))),
+			"via the link": second(a.AppendFile(ctx, spec.Tenant, h.ID, "to-pile", "", []byte("y"))),
+		} {
+			if hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), tc.ranged) {
+				t.Errorf("isolation %q, %s: %v, want %q", tc.isolation, what, err, tc.ranged)
+			}
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// TestRangedCallsCheckFirst: a range no file has, or a payload over the
+// limit, is refused with what to do before anything runs in the sandbox.
+func TestRangedCallsCheckFirst(t *testing.T) {
+	be := backendtest.New("fake", backendtest.Writes())
+	a, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}, MaxFileBytes: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	spec := backend.Spec{ID: "sbx-ranges", Tenant: "ns/t"}
+	if err := a.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(off int64, n int) error {
+		_, err := a.ReadFileRange(ctx, spec.Tenant, h.ID, "f", "", hostagent.Range{Offset: off, Length: n})
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		code hostagent.Code
+		says string
+	}{
+		{"a negative offset", read(-1, 0), hostagent.CodeInvalid, "offset -1 is negative: give the byte offset from the start of the file, 0 or more"},
+		{"a length over the limit", read(0, 17), hostagent.CodeInvalid, "length 17 is out of range: give 1 to 16 bytes, or omit it for up to 16"},
+		{"a negative length", read(0, -1), hostagent.CodeInvalid, "length -1 is out of range"},
+		{"no path", second(a.DigestFile(ctx, spec.Tenant, h.ID, "", "")), hostagent.CodeInvalid, "path is empty"},
+		{"a negative write offset", second(a.WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", -2, []byte("x"))), hostagent.CodeInvalid, "offset -2 is negative"},
+		{"an append over the limit", second(a.AppendFile(ctx, spec.Tenant, h.ID, "f", "", make([]byte, 17))), hostagent.CodeTooLarge, "write it in ranges of at most 16 bytes"},
+		{"a write at an offset over the limit", second(a.WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", 0, make([]byte, 17))), hostagent.CodeTooLarge, "write it in ranges of at most 16 bytes"},
+	} {
+		if hostagent.CodeOf(tc.err) != tc.code || tc.err == nil || !strings.Contains(tc.err.Error(), tc.says) {
+			t.Errorf("%s: %v (%s), want %s saying %q", tc.name, tc.err, hostagent.CodeOf(tc.err), tc.code, tc.says)
+		}
+	}
+	if ran := be.Ran(spec.ID); len(ran) != 0 {
+		t.Fatalf("refused calls ran %q", ran)
+	}
+}
+
+// TestRangedReadAnswers: how a range's answer is read from what the
+// sandbox's script prints: the file's size (BSD's wc puts blanks before
+// it) and path on stderr, the bytes on stdout.
+func TestRangedReadAnswers(t *testing.T) {
+	var stdout, stderr string
+	be := backendtest.New("fake", func(_ string, _ backend.ExecRequest, sink backend.Sink) (int, error) {
+		sink.Write(backend.Stdout, []byte(stdout))
+		sink.Write(backend.Stderr, []byte(stderr))
+		return 0, nil
+	})
+	a, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}, MaxFileBytes: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	spec := backend.Spec{ID: "sbx-answers", Tenant: "ns/t"}
+	if err := a.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name           string
+		off            int64
+		length         int
+		stdout, stderr string
+		want           hostagent.FileContent
+		code           hostagent.Code
+	}{
+		{"the last bytes", 90, 0, "0123456789", "     100\n/home/sandbox/f", hostagent.FileContent{Path: "/home/sandbox/f", Size: 10, FileSize: 100, Offset: 90, EOF: true}, ""},
+		{"a full range", 0, 4, "abcd", "100\n/home/sandbox/f", hostagent.FileContent{Path: "/home/sandbox/f", Size: 4, FileSize: 100, EOF: false}, ""},
+		{"past the end", 500, 0, "", "100\n/home/sandbox/f", hostagent.FileContent{Path: "/home/sandbox/f", FileSize: 100, Offset: 500, EOF: true}, ""},
+		{"a file that grew", 98, 0, "0123", "100\n/home/sandbox/f", hostagent.FileContent{Path: "/home/sandbox/f", Size: 4, FileSize: 102, Offset: 98, EOF: true}, ""},
+		{"a path that is not one", 0, 4, "abcd", "100\nnot\nabsolute", hostagent.FileContent{Path: "f", Size: 4, FileSize: 100}, ""},
+		{"a short read before the end", 0, 0, "abc", "100\n/home/sandbox/f", hostagent.FileContent{}, hostagent.CodeUnavailable},
+		{"no size", 0, 0, "abc", "", hostagent.FileContent{}, hostagent.CodeInternal},
+	} {
+		stdout, stderr = tc.stdout, tc.stderr
+		got, err := a.ReadFileRange(ctx, spec.Tenant, h.ID, "f", "", hostagent.Range{Offset: tc.off, Length: tc.length})
+		if hostagent.CodeOf(err) != tc.code {
+			t.Errorf("%s: %v, want code %q", tc.name, err, tc.code)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if got.Path != tc.want.Path || got.Size != tc.want.Size || string(got.Data) != tc.stdout || got.FileSize != tc.want.FileSize ||
+			got.Offset != tc.want.Offset || got.EOF != tc.want.EOF {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -410,22 +410,75 @@ func (c *Client) Screen(ctx context.Context, tenant, jobID string, scrollback in
 	return s, err
 }
 
-// Read reads a whole file.
+// Read reads a whole file of at most MaxFileBytes; a larger one is
+// refused (CodeTooLarge), never truncated: read it with ReadRange.
 func (c *Client) Read(ctx context.Context, tenant, handle, path, cwd string) (FileContent, error) {
+	return c.read(ctx, handle, ReadRequest{Tenant: tenant, Path: path, Cwd: cwd})
+}
+
+// ReadRange reads up to length bytes (0: up to MaxFileBytes) of a file of
+// any size from offset. The answer says where the bytes start, the
+// file's size, and whether they reach its end (EOF); an offset at or past
+// the end reads no bytes, with EOF. A client reads a large file range by
+// range, each from where the last ended, until EOF, then compares the
+// bytes with Digest.
+func (c *Client) ReadRange(ctx context.Context, tenant, handle, path, cwd string, offset int64, length int) (FileContent, error) {
+	return c.read(ctx, handle, ReadRequest{Tenant: tenant, Path: path, Cwd: cwd, Offset: &offset, Length: length})
+}
+
+func (c *Client) read(ctx context.Context, handle string, req ReadRequest) (FileContent, error) {
 	var f FileContent
 	if !ValidHandle(handle) {
 		return f, errHandleNotFound()
 	}
-	err := c.do(ctx, "/v1/handles/"+handle+"/read", ReadRequest{Tenant: tenant, Path: path, Cwd: cwd}, &f)
+	if err := req.Validate(); err != nil {
+		return f, err
+	}
+	err := c.do(ctx, "/v1/handles/"+handle+"/read", req, &f)
 	return f, err
+}
+
+// Digest returns the size and sha256 of a whole file of any size, without
+// its content.
+func (c *Client) Digest(ctx context.Context, tenant, handle, path, cwd string) (FileDigest, error) {
+	var d FileDigest
+	if !ValidHandle(handle) {
+		return d, errHandleNotFound()
+	}
+	err := c.do(ctx, "/v1/handles/"+handle+"/read", ReadRequest{Tenant: tenant, Path: path, Cwd: cwd, Digest: true}, &d)
+	return d, err
 }
 
 // Write replaces a file atomically.
 func (c *Client) Write(ctx context.Context, tenant, handle, path, cwd string, data []byte) (FileInfo, error) {
+	return c.write(ctx, handle, WriteRequest{Tenant: tenant, Path: path, Cwd: cwd, Data: data})
+}
+
+// Append appends data, at most MaxFileBytes, to a file, creating it if it
+// is missing; the answer's sha256 is of data, its file_size the file's
+// new size. It is not atomic: a failed call may have written part of
+// data. A client uploads a large file range by range, then compares
+// Digest with its own.
+func (c *Client) Append(ctx context.Context, tenant, handle, path, cwd string, data []byte) (FileInfo, error) {
+	return c.write(ctx, handle, WriteRequest{Tenant: tenant, Path: path, Cwd: cwd, Data: data, Append: true})
+}
+
+// WriteAt writes data, at most MaxFileBytes, into a file at offset,
+// creating it if it is missing and never truncating it; a range past the
+// end leaves zero bytes before it. Not atomic, as Append; ranges may be
+// written in any order, or again after a failure.
+func (c *Client) WriteAt(ctx context.Context, tenant, handle, path, cwd string, offset int64, data []byte) (FileInfo, error) {
+	return c.write(ctx, handle, WriteRequest{Tenant: tenant, Path: path, Cwd: cwd, Data: data, Offset: &offset})
+}
+
+func (c *Client) write(ctx context.Context, handle string, req WriteRequest) (FileInfo, error) {
 	var f FileInfo
 	if !ValidHandle(handle) {
 		return f, errHandleNotFound()
 	}
-	err := c.do(ctx, "/v1/handles/"+handle+"/write", WriteRequest{Tenant: tenant, Path: path, Cwd: cwd, Data: data}, &f)
+	if err := req.Validate(); err != nil {
+		return f, err
+	}
+	err := c.do(ctx, "/v1/handles/"+handle+"/write", req, &f)
 	return f, err
 }

@@ -34,8 +34,8 @@ import (
 	"time"
 )
 
-// MaxRequestBytes bounds a request body: a 3 MiB payload as base64 is 4 MiB,
-// plus the JSON around it.
+// MaxRequestBytes bounds a request body: a payload of MaxFileBytes as
+// base64 is 4 MiB, plus the JSON around it.
 const MaxRequestBytes = 5 << 20
 
 // Limits both ends check, so that a request over one is refused once,
@@ -52,6 +52,9 @@ const (
 	MaxPollWait = 30 * time.Second
 	// MaxPollBytes bounds the output bytes of one poll's page.
 	MaxPollBytes = 4 << 20
+	// MaxFileBytes bounds the bytes of one read or write: a whole file,
+	// or one range of a larger one.
+	MaxFileBytes = 3 << 20
 )
 
 // CommandTooLong is the one message for a command over MaxCommandBytes.
@@ -217,36 +220,121 @@ type HandleInfo struct {
 	LastUsed time.Time `json:"last_used"`
 }
 
-// ReadRequest is the body of a file read.
+// ReadRequest is the body of a file read: of the whole file (of at most
+// MaxFileBytes; a larger one is refused, never truncated), of a range of
+// it when Offset or Length is set, or of its digest alone.
 type ReadRequest struct {
 	Tenant string `json:"tenant"`
 	Path   string `json:"path"`
 	Cwd    string `json:"cwd,omitempty"`
+	// Offset, set, reads a range that starts at that byte (0: the first).
+	Offset *int64 `json:"offset,omitempty"`
+	// Length bounds the bytes of a range, 1 to MaxFileBytes; 0 means up
+	// to MaxFileBytes. Set alone, it reads a range from the start.
+	Length int `json:"length,omitempty"`
+	// Digest asks for the whole file's size and sha256 (FileDigest), of a
+	// file of any size, without its content; no range may be set.
+	Digest bool `json:"digest,omitempty"`
+}
+
+// Ranged reports whether r reads a range rather than the whole file.
+func (r ReadRequest) Ranged() bool { return r.Offset != nil || r.Length != 0 }
+
+// Validate refuses a read no file can answer: a negative offset, a length
+// out of range, a digest of a range. The client checks it before the
+// request travels, and the agent again.
+func (r ReadRequest) Validate() error {
+	switch {
+	case r.Offset != nil && *r.Offset < 0:
+		return &Error{Code: CodeInvalid, Message: NegativeOffset(*r.Offset)}
+	case r.Length < 0 || r.Length > MaxFileBytes:
+		return &Error{Code: CodeInvalid, Message: LengthOutOfRange(r.Length, MaxFileBytes)}
+	case r.Digest && r.Ranged():
+		return &Error{Code: CodeInvalid, Message: "digest is of the whole file, and offset and length select a range: ask for the digest without them, and compare it with the bytes of all the ranges"}
+	}
+	return nil
 }
 
 // WriteRequest is the body of a file write; Data is base64 on the wire.
+// Without Offset or Append it replaces the file atomically; with either
+// it writes a range of a file of any size, in place and not atomically.
 type WriteRequest struct {
 	Tenant string `json:"tenant"`
 	Path   string `json:"path"`
 	Cwd    string `json:"cwd,omitempty"`
 	Data   []byte `json:"data"`
+	// Offset, set, writes Data at that byte of the file, creating it if
+	// it is missing, without truncating it.
+	Offset *int64 `json:"offset,omitempty"`
+	// Append writes Data at the end of the file, creating it if it is
+	// missing.
+	Append bool `json:"append,omitempty"`
 }
 
-// FileContent is a file read from a sandbox.
+// Validate refuses a write no file can take: a negative offset, or both
+// an offset and append. The client checks it before the request travels,
+// and the agent again.
+func (r WriteRequest) Validate() error {
+	switch {
+	case r.Offset != nil && *r.Offset < 0:
+		return &Error{Code: CodeInvalid, Message: NegativeOffset(*r.Offset)}
+	case r.Offset != nil && r.Append:
+		return &Error{Code: CodeInvalid, Message: "offset and append are both given: append writes at the end of the file, offset at that byte; give one of them, or neither to replace the file whole"}
+	}
+	return nil
+}
+
+// NegativeOffset is the one message for a negative file offset.
+func NegativeOffset(off int64) string {
+	return fmt.Sprintf("offset %d is negative: give the byte offset from the start of the file, 0 or more", off)
+}
+
+// LengthOutOfRange is the one message for the length of a ranged read
+// out of 0 to limit.
+func LengthOutOfRange(n, limit int) string {
+	return fmt.Sprintf("length %d is out of range: give 1 to %d bytes, or omit it for up to %d; read a larger file in ranges, one call each", n, limit, limit)
+}
+
+// FileContent is a file, or a range of one, read from a sandbox.
 type FileContent struct {
-	Path   string `json:"path"`
-	Data   []byte `json:"data"`
-	Size   int    `json:"size"`
-	MIME   string `json:"mime"`
+	// Path is absolute, its directory's links resolved.
+	Path string `json:"path"`
+	Data []byte `json:"data"`
+	// Size is the number of bytes in Data.
+	Size int    `json:"size"`
+	MIME string `json:"mime"`
+	// SHA256 is the digest of Data: of the whole file for a whole read,
+	// of the range for a ranged one.
 	SHA256 string `json:"sha256"`
+	// FileSize is the whole file's size when it was read.
+	FileSize int64 `json:"file_size"`
+	// Offset is where Data starts in the file.
+	Offset int64 `json:"offset"`
+	// EOF is true when Data reaches the end of the file: a range read
+	// at or past it has no bytes and EOF.
+	EOF bool `json:"eof"`
+}
+
+// FileDigest is the size and sha256 of a whole file, the answer to a read
+// that asks for its digest.
+type FileDigest struct {
+	Path     string `json:"path"`
+	FileSize int64  `json:"file_size"`
+	SHA256   string `json:"sha256"`
 }
 
 // FileInfo describes a file written to a sandbox.
 type FileInfo struct {
-	Path   string `json:"path"`
+	// Path is absolute, its directory's links resolved.
+	Path string `json:"path"`
+	// Size is the number of bytes written, and SHA256 their digest: of
+	// the range for a ranged write, not of the whole file (a read with
+	// Digest gives that).
 	Size   int    `json:"size"`
 	MIME   string `json:"mime"`
 	SHA256 string `json:"sha256"`
+	// FileSize is the whole file's size after the write.
+	FileSize int64 `json:"file_size"`
 }
 
 // JobState is a background job's lifecycle state.

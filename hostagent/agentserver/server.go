@@ -592,14 +592,26 @@ func (s *Server) read(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	// A read runs a command whose output buffers are exec's.
 	release, err := s.admit(r, req.Tenant, 2*int64(s.agent.ExecOutputLimit()))
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	f, err := s.agent.ReadFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd)
-	return agentapi.FileContent(f), err
+	ctx, handle := r.Context(), r.PathValue("handle")
+	switch {
+	case req.Digest:
+		d, err := s.agent.DigestFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
+		return wireDigest(d), err
+	case req.Ranged():
+		f, err := s.agent.ReadFileRange(ctx, req.Tenant, handle, req.Path, req.Cwd, kernelRange(req))
+		return wireFileContent(f), err
+	}
+	f, err := s.agent.ReadFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
+	return wireFileContent(f), err
 }
 
 func (s *Server) write(r *http.Request) (any, error) {
@@ -607,13 +619,25 @@ func (s *Server) write(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	release, err := s.admit(r, req.Tenant, int64(len(req.Data)))
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	f, err := s.agent.WriteFile(r.Context(), req.Tenant, r.PathValue("handle"), req.Path, req.Cwd, req.Data)
-	return agentapi.FileInfo(f), err
+	ctx, handle := r.Context(), r.PathValue("handle")
+	var f hostagent.FileInfo
+	switch {
+	case req.Append:
+		f, err = s.agent.AppendFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
+	case req.Offset != nil:
+		f, err = s.agent.WriteFileAt(ctx, req.Tenant, handle, req.Path, req.Cwd, *req.Offset, req.Data)
+	default:
+		f, err = s.agent.WriteFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
+	}
+	return wireFileInfo(f), err
 }
 
 // HTTPServer returns an http.Server for the API that speaks HTTP/2 over TLS

@@ -18,6 +18,7 @@ package agentserver_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -92,8 +93,12 @@ func TestProtocolVersion(t *testing.T) {
 // the kernel gives is one the protocol knows.
 func TestProtocolAgreesWithKernel(t *testing.T) {
 	if agentapi.MaxCommandBytes != guestapi.MaxCommandBytes || agentapi.MaxTimeout != hostagent.MaxTimeout ||
-		agentapi.MaxPollWait != jobs.DefaultMaxPollWait || agentapi.MaxPollBytes != jobs.DefaultMaxPollBytes {
+		agentapi.MaxPollWait != jobs.DefaultMaxPollWait || agentapi.MaxPollBytes != jobs.DefaultMaxPollBytes ||
+		agentapi.MaxFileBytes != hostagent.DefaultMaxFileBytes {
 		t.Fatal("the protocol's limits differ from the kernel's")
+	}
+	if base64.StdEncoding.EncodedLen(agentapi.MaxFileBytes)+64<<10 > agentapi.MaxRequestBytes {
+		t.Fatal("a request body cannot hold a payload of MaxFileBytes as base64")
 	}
 	if agentapi.CommandTooLong(7) != guestapi.CommandTooLong(7) {
 		t.Fatal("the protocol and the kernel word a command too long differently")

@@ -124,3 +124,32 @@ func wireGap(g *jobs.Gap) *agentapi.Gap {
 	}
 	return &agentapi.Gap{FromSeq: g.FromSeq, ToSeq: g.ToSeq, Chunks: g.Chunks, Bytes: g.Bytes}
 }
+
+func kernelRange(r agentapi.ReadRequest) hostagent.Range {
+	kr := hostagent.Range{Length: r.Length}
+	if r.Offset != nil {
+		kr.Offset = *r.Offset
+	}
+	return kr
+}
+
+func wireFileContent(f hostagent.FileContent) agentapi.FileContent {
+	return agentapi.FileContent{
+		Path:     f.Path,
+		Data:     f.Data,
+		Size:     f.Size,
+		MIME:     f.MIME,
+		SHA256:   f.SHA256,
+		FileSize: f.FileSize,
+		Offset:   f.Offset,
+		EOF:      f.EOF,
+	}
+}
+
+func wireFileInfo(f hostagent.FileInfo) agentapi.FileInfo {
+	return agentapi.FileInfo{Path: f.Path, Size: f.Size, MIME: f.MIME, SHA256: f.SHA256, FileSize: f.FileSize}
+}
+
+func wireDigest(d hostagent.FileDigest) agentapi.FileDigest {
+	return agentapi.FileDigest{Path: d.Path, FileSize: d.Size, SHA256: d.SHA256}
+}

@@ -37,7 +37,11 @@ limitations under the License.
 //     command, concurrent commands, and a timeout that kills the command's
 //     whole tree.
 //   - files: write and read byte-exact, atomic replacement, the size limit
-//     refusing rather than truncating, the tenant's permissions.
+//     refusing rather than truncating, the tenant's permissions; a file
+//     over the limit uploaded in ranges (by append, and at offsets in any
+//     order) and downloaded in ranges, checked by its digest; ranges at
+//     the start, middle and end and past the end; refusals that change
+//     nothing; no ranged write into the pile, even through a link.
 //   - kill: Process.Kill proves dead every descendant of a command (setsid,
 //     double fork, SIGTERM ignored), while an unrelated process lives; also
 //     after a Wait that gave up at its deadline, and harmlessly after the

@@ -35,7 +35,8 @@ import (
 
 // testFiles checks read and write, which the kernel runs as clean-shell
 // commands in the sandbox: the backend carries the payload as stdin and
-// back as stdout, and the script's exit codes through.
+// back as stdout, and the script's exit codes through; then their ranged
+// forms and the digest (testFileRanges).
 func testFiles(t *testing.T, n *node) {
 	s := n.open(t, n.spec("files"))
 	ctx := context.Background()
@@ -168,6 +169,8 @@ echo $n`})
 			t.Fatalf("a refused write left %q", got)
 		}
 	})
+
+	testFileRanges(t, n, s)
 }
 
 func second[T any](_ T, err error) error { return err }
