@@ -25,6 +25,23 @@ const notes = `
   API (HTTP/2 on loopback) and the sandbox's init, which hands the command to an
   idle shepherd that forks ` + "`/bin/sh`" + `; the baseline is ` + "`/bin/sh -c true`" + ` forked
   by this process, and ` + "`runc exec`" + ` into the same container for reference.
+* **terminal** starts ` + "`cat`" + ` on a 24×80 terminal (job_exec with tty, in the
+  extended tool set, which the bench gives the sample tenant for these rows
+  and takes back after them) and, 1000 times (200 with --quick), after a
+  tenth as many unrecorded, types a unique token and Enter with job_input,
+  then reads the screen with job_screen until a row shows the token: one
+  sample is the time from the job_input call to the return of that
+  job_screen. The reads follow each other without a pause, since how soon
+  the screen shows the key is what is measured; a key's wait is bounded at
+  10 s. The terminal echoes the keys itself (cat answers only at Enter), so
+  a sample is the path of a key and its echo alone: the MCP client, the
+  gateway, the agent, the job's holder in the sandbox writing the key to
+  the terminal, the echo read back into its emulator, and the screen
+  rendered as text. The baseline is P1's call, exec of ` + "`true`" + ` on the same
+  session, made after each sample so that both meet the same moments of
+  the machine. The third row counts the job_screen calls each key needed
+  and gives one job_input's and one job_screen's time (p50): a key on the
+  screen by the first read costs these two round trips.
 * **P2** runs a job writing to stdout and polls it to its end with 4 MiB pages.
   The producer is never blocked by the reader (by design): what the client does
   not read in time is dropped from the 4 MiB ring and reported, so the table
@@ -365,4 +382,20 @@ const analysis = `
   run's, in turn, right after: 2.64 and 2.78 ms (2.9×, 3.2×) against 2.68
   and 2.48 ms (3.0×, 2.8×): no regression, and a ratio that sits on the
   3× goal with this baseline.
+* **Terminal keystroke → screen (no goal set; first measured 2026-12-03).**
+  Three runs of ` + "`--only terminal`" + ` between 16:25 and 16:27 UTC, on a machine
+  loaded by other work (load 3 to 4 on its 2 cores, compilers running):
+  p50 3.12, 3.21 and 3.72 ms against exec ` + "`true`" + `'s 3.27, 3.36 and 3.94 ms
+  (0.9× to 1.0×); p99 23.1, 21.1 and 26.3 ms against 17.7, 13.6 and 17.9
+  ms (1.3× to 1.5×). The first job_screen shows the key in at least half
+  the samples, so the p50 is two round trips through the gateway and the
+  agent (one job_input and one job_screen, about 1.2 to 1.5 ms each) and
+  says nothing finer about the terminal: an exec of ` + "`true`" + ` is one round
+  trip and a shell forked in the sandbox, and costs about the same. The
+  tail is both slow round trips (exec's own p99 is four to five times its
+  p50) and keys not yet on the screen at the first read: at the 99th
+  percentile a key took 4 to 7 reads (41 at most), while the holder
+  answers on its descriptors' events, with no timer on the path. That the
+  cores were busy is the likely cause; it was not profiled, and a run on
+  a quiet machine is still to be made.
 `

@@ -101,7 +101,7 @@ func (b *bench) keystrokeToScreen(ctx context.Context) ([]row, error) {
 		{fmt.Sprintf("terminal keystroke → screen p50 of %d (MCP job_input, then job_screen until it shows; `cat` on a terminal)", n), ms(pct(keys, .5)), "exec `true` (as P1) " + ms(pct(execs, .5)), fmt.Sprintf("%.1f×", p50), "(no goal set)", "—"},
 		{"terminal keystroke → screen p99", ms(pct(keys, .99)), "exec `true` (as P1) " + ms(pct(execs, .99)), fmt.Sprintf("%.1f×", p99), "(no goal set)", "—"},
 		{"terminal keystroke → screen: job_screen calls until the key showed, p50 / p99 / max; one job_input, one job_screen (p50)",
-			fmt.Sprintf("%d / %d / %d; %s, %s", screens[len(screens)/2], screens[int(float64(len(screens)-1)*.99)], screens[len(screens)-1], ms(pct(inputs, .5)), ms(pct(reads, .5))),
+			fmt.Sprintf("%d / %d / %d; %s, %s", screens[(len(screens)-1)/2], screens[int(float64(len(screens)-1)*.99)], screens[len(screens)-1], ms(pct(inputs, .5)), ms(pct(reads, .5))),
 			"", "", "(explains the rows above)", "—"},
 	}, nil
 }

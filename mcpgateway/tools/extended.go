@@ -400,3 +400,60 @@ func (c *catalog) jobList(ctx context.Context, req *mcp.CallToolRequest, _ JobLi
 	}
 	return text(b.String()), out, nil
 }
+
+// onlyExtended removes fields from a schema's properties but in the
+// extended set.
+func onlyExtended(p propMap, extended bool, fields []string) {
+	if extended {
+		return
+	}
+	for _, f := range fields {
+		delete(p, f)
+	}
+}
+
+// refineRead bounds read's extended inputs, or removes them.
+func refineRead(p propMap, extended bool) {
+	onlyExtended(p, extended, extendedReadFields)
+	if extended {
+		p["offset"].Minimum = ptr(0.0)
+		p["length"].Minimum, p["length"].Maximum = ptr(0.0), ptr(float64(MaxFileBytes))
+	}
+}
+
+// checkRange refuses a read's range or digest that the agent would.
+func checkRange(in ReadInput) error {
+	switch {
+	case in.Digest && (in.Offset != 0 || in.Length != 0):
+		return errors.New("digest reads the whole file: give no offset or length with it")
+	case in.Offset < 0:
+		return fmt.Errorf("offset %d is negative: give the first byte to read, from 0", in.Offset)
+	case in.Length < 0 || in.Length > MaxFileBytes:
+		return fmt.Errorf("length %d is out of range: give 1 to %d bytes (3 MiB), or leave it out for 3 MiB", in.Length, MaxFileBytes)
+	}
+	return nil
+}
+
+// rangeSummary says what a ranged read returned.
+func rangeSummary(path string, o ReadOutput) string {
+	s := fmt.Sprintf("%s: bytes %d to %d of %d (%d bytes, sha256 %s)", path, o.Offset, o.Offset+int64(o.Size), o.FileSize, o.Size, o.SHA256)
+	if o.EOF {
+		return s + "; the end of the file"
+	}
+	return s + fmt.Sprintf("; read on at offset %d", o.Offset+int64(o.Size))
+}
+
+// digest answers a read with digest: the whole file's size and sha256.
+func (c *catalog) digest(ctx context.Context, req *mcp.CallToolRequest, r Route, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
+	done, err := c.admit(ctx, req, r.Tenant, "read", execBaseBytes)
+	if err != nil {
+		return nil, ReadOutput{}, err
+	}
+	defer done()
+	d, err := r.Agent.Digest(ctx, r.Tenant, in.Handle, in.Path, in.Cwd)
+	if err != nil {
+		return nil, ReadOutput{}, c.agentError("read", err)
+	}
+	out := ReadOutput{Path: d.Path, FileSize: d.FileSize, SHA256: d.SHA256, Content: "blob", EOF: true, MIME: "application/octet-stream"}
+	return text(fmt.Sprintf("%s: %d bytes, sha256 %s (the whole file; no content returned)", d.Path, d.FileSize, d.SHA256)), out, nil
+}

@@ -108,6 +108,26 @@ func (f *fakeAgent) Activity(context.Context, string, string) (agentapi.Activity
 	return agentapi.Activity{}, nil
 }
 
+func (f *fakeAgent) ReadRange(context.Context, string, string, string, string, int64, int) (agentapi.FileContent, error) {
+	f.record(nil, nil)
+	return agentapi.FileContent{Path: "/f"}, nil
+}
+
+func (f *fakeAgent) Digest(context.Context, string, string, string, string) (agentapi.FileDigest, error) {
+	f.record(nil, nil)
+	return agentapi.FileDigest{Path: "/f"}, nil
+}
+
+func (f *fakeAgent) Append(_ context.Context, _, _, _, _ string, data []byte) (agentapi.FileInfo, error) {
+	f.record(nil, data)
+	return agentapi.FileInfo{Path: "/f", Size: len(data)}, nil
+}
+
+func (f *fakeAgent) WriteAt(_ context.Context, _, _, _, _ string, _ int64, data []byte) (agentapi.FileInfo, error) {
+	f.record(nil, data)
+	return agentapi.FileInfo{Path: "/f", Size: len(data)}, nil
+}
+
 func (f *fakeAgent) Read(_ context.Context, _, _, path, _ string) (agentapi.FileContent, error) {
 	f.record(nil, nil)
 	data := []byte(path)

@@ -83,6 +83,10 @@ type Agent interface {
 	Resize(ctx context.Context, tenant, jobID string, rows, cols int) (agentapi.JobInfo, error)
 	Screen(ctx context.Context, tenant, jobID string, scrollback int) (agentapi.Screen, error)
 	Activity(ctx context.Context, tenant, sandboxID string) (agentapi.Activity, error)
+	ReadRange(ctx context.Context, tenant, handle, path, cwd string, offset int64, length int) (agentapi.FileContent, error)
+	Digest(ctx context.Context, tenant, handle, path, cwd string) (agentapi.FileDigest, error)
+	Append(ctx context.Context, tenant, handle, path, cwd string, data []byte) (agentapi.FileInfo, error)
+	WriteAt(ctx context.Context, tenant, handle, path, cwd string, offset int64, data []byte) (agentapi.FileInfo, error)
 }
 
 var _ Agent = (*agentapi.Client)(nil)
@@ -247,9 +251,13 @@ func Register(s *mcp.Server, opts Options) {
 			"other files as an embedded resource with base64 data; structured output gives path, size, MIME type and sha256. " +
 			"Larger files are refused, never truncated: use exec (head, tail, split) for those. " +
 			"The path in the result is absolute (directory symlinks resolved), as write gives it.",
-		InputSchema: inputSchema[ReadInput](refinePath),
+		InputSchema: inputSchema[ReadInput](func(p propMap) {
+			refinePath(p)
+			refineRead(p, opts.Extended)
+		}),
 		OutputSchema: outputSchema[ReadOutput](func(p propMap) {
 			p["content"].Enum = []any{"text", "image", "blob"}
+			onlyExtended(p, opts.Extended, extendedReadOutputFields)
 		}),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, t.read)
@@ -260,8 +268,14 @@ func Register(s *mcp.Server, opts Options) {
 		Description: "Create or replace a file in your sandbox atomically (readers see the old file or the new one, never a part). " +
 			"Give exactly one of text (UTF-8) or base64 (any bytes), at most 3 MiB. The directory must exist (create it with exec: mkdir -p). " +
 			"Returns the absolute path, size, MIME type and sha256.",
-		InputSchema:  inputSchema[WriteInput](refinePath),
-		OutputSchema: outputSchema[WriteOutput](nil),
+		InputSchema: inputSchema[WriteInput](func(p propMap) {
+			refinePath(p)
+			onlyExtended(p, opts.Extended, extendedWriteFields)
+			if opts.Extended {
+				p["offset"].Minimum = ptr(0.0)
+			}
+		}),
+		OutputSchema: outputSchema[WriteOutput](func(p propMap) { onlyExtended(p, opts.Extended, extendedWriteOutputFields) }),
 		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}, t.write)
 
@@ -828,9 +842,21 @@ func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInp
 	if in.Path == "" {
 		return nil, ReadOutput{}, invalid(errors.New("path is empty: give a file path, absolute or relative to cwd"))
 	}
+	ranged := in.Offset != 0 || in.Length != 0
+	if ranged || in.Digest {
+		if err := checkRange(in); err != nil {
+			return nil, ReadOutput{}, invalid(err)
+		}
+	}
 	r, err := c.route(ctx, req)
 	if err != nil {
 		return nil, ReadOutput{}, err
+	}
+	if (ranged || in.Digest) && !r.Extended {
+		return nil, ReadOutput{}, errNotExtended("read's offset, length and digest")
+	}
+	if in.Digest {
+		return c.digest(ctx, req, r, in)
 	}
 	// The file, and its base64 in the result.
 	done, err := c.admit(ctx, req, r.Tenant, "read", int64(MaxFileBytes+base64.StdEncoding.EncodedLen(MaxFileBytes)))
@@ -838,7 +864,12 @@ func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInp
 		return nil, ReadOutput{}, err
 	}
 	defer done()
-	f, err := r.Agent.Read(ctx, r.Tenant, in.Handle, in.Path, in.Cwd)
+	var f agentapi.FileContent
+	if ranged {
+		f, err = r.Agent.ReadRange(ctx, r.Tenant, in.Handle, in.Path, in.Cwd, in.Offset, in.Length)
+	} else {
+		f, err = r.Agent.Read(ctx, r.Tenant, in.Handle, in.Path, in.Cwd)
+	}
 	if err != nil {
 		return nil, ReadOutput{}, c.agentError("read", err)
 	}
@@ -854,6 +885,14 @@ func (c *catalog) read(ctx context.Context, req *mcp.CallToolRequest, in ReadInp
 	}
 	out := ReadOutput{Path: path, Size: len(f.Data), MIME: f.MIME, SHA256: hex.EncodeToString(sum[:])}
 	summary := fmt.Sprintf("%s: %d bytes, %s, sha256 %s", path, out.Size, out.MIME, out.SHA256)
+	if ranged {
+		out.FileSize, out.Offset, out.EOF = f.FileSize, f.Offset, f.EOF
+		summary = rangeSummary(path, out)
+		if len(f.Data) == 0 {
+			out.Content = "blob"
+			return text(summary), out, nil
+		}
+	}
 	res := &mcp.CallToolResult{}
 	switch {
 	case isImage(f.MIME):
@@ -897,16 +936,32 @@ func (c *catalog) write(ctx context.Context, req *mcp.CallToolRequest, in WriteI
 	if err != nil {
 		return nil, WriteOutput{}, err
 	}
+	ranged := in.Offset != nil || in.Append
+	if ranged && !r.Extended {
+		return nil, WriteOutput{}, errNotExtended("write's offset and append")
+	}
 	done, err := c.admit(ctx, req, r.Tenant, "write", int64(len(data)))
 	if err != nil {
 		return nil, WriteOutput{}, err
 	}
 	defer done()
-	f, err := r.Agent.Write(ctx, r.Tenant, in.Handle, in.Path, in.Cwd, data)
+	var f agentapi.FileInfo
+	switch {
+	case in.Append:
+		f, err = r.Agent.Append(ctx, r.Tenant, in.Handle, in.Path, in.Cwd, data)
+	case in.Offset != nil:
+		f, err = r.Agent.WriteAt(ctx, r.Tenant, in.Handle, in.Path, in.Cwd, *in.Offset, data)
+	default:
+		f, err = r.Agent.Write(ctx, r.Tenant, in.Handle, in.Path, in.Cwd, data)
+	}
 	if err != nil {
 		return nil, WriteOutput{}, c.agentError("write", err)
 	}
 	out := WriteOutput{Path: f.Path, Size: f.Size, MIME: f.MIME, SHA256: f.SHA256}
+	if ranged {
+		out.FileSize = f.FileSize
+		return text(fmt.Sprintf("Wrote %d bytes (sha256 %s) into %s, now %d bytes. A ranged write is not atomic: check the whole with read digest.", out.Size, out.SHA256, out.Path, out.FileSize)), out, nil
+	}
 	return text(fmt.Sprintf("Wrote %s: %d bytes, %s, sha256 %s", out.Path, out.Size, out.MIME, out.SHA256)), out, nil
 }
 
@@ -934,6 +989,12 @@ func writePayload(in WriteInput) ([]byte, error) {
 	}
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("the content is %d bytes, over the 3 MiB write limit: split it into several files, or write parts and join them with exec (cat a b > c)", len(data))
+	}
+	switch {
+	case in.Offset != nil && in.Append:
+		return nil, errors.New("both offset and append are given: append writes at the end, offset at a byte you name; give one")
+	case in.Offset != nil && *in.Offset < 0:
+		return nil, fmt.Errorf("offset %d is negative: give the byte to write at, from 0", *in.Offset)
 	}
 	if data == nil {
 		data = []byte{}

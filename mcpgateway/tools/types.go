@@ -163,6 +163,10 @@ type ReadInput struct {
 	Handle string `json:"handle" jsonschema:"the session handle from open_session"`
 	Path   string `json:"path" jsonschema:"the file, absolute or relative to cwd"`
 	Cwd    string `json:"cwd,omitempty" jsonschema:"the directory relative paths start from (default: the home directory)"`
+	// The extended set's (extendedReadFields).
+	Offset int64 `json:"offset,omitempty" jsonschema:"read a range of the file starting at this byte (default 0); any size of file can be read in ranges"`
+	Length int   `json:"length,omitempty" jsonschema:"read at most this many bytes from offset (at most 3 MiB; default 3 MiB when offset is given); eof in the result says the range reached the end"`
+	Digest bool  `json:"digest,omitempty" jsonschema:"return no content: only the whole file's size and sha256, to check a file moved in ranges"`
 }
 
 // ReadOutput describes the file read; its bytes are in the result's content.
@@ -172,7 +176,19 @@ type ReadOutput struct {
 	MIME    string `json:"mime" jsonschema:"the file's media type, from its extension or else its content"`
 	SHA256  string `json:"sha256" jsonschema:"the SHA-256 of the file's bytes, in hex"`
 	Content string `json:"content" jsonschema:"how the bytes are returned in the result's content: text (a text block), image (an image block) or blob (an embedded resource with base64 data)"`
+	// The extended set's (extendedReadOutputFields).
+	FileSize int64 `json:"file_size,omitempty" jsonschema:"the whole file's size; for a range, size and sha256 are the range's"`
+	Offset   int64 `json:"offset,omitempty" jsonschema:"where the range starts"`
+	EOF      bool  `json:"eof,omitempty" jsonschema:"true when the range reaches the end of the file"`
 }
+
+// The fields of read and write that only the extended set serves.
+var (
+	extendedReadFields        = []string{"offset", "length", "digest"}
+	extendedReadOutputFields  = []string{"file_size", "offset", "eof"}
+	extendedWriteFields       = []string{"offset", "append"}
+	extendedWriteOutputFields = []string{"file_size"}
+)
 
 // WriteInput is a file to replace.
 type WriteInput struct {
@@ -181,6 +197,9 @@ type WriteInput struct {
 	Text   *string `json:"text,omitempty" jsonschema:"the new content as UTF-8 text; give exactly one of text or base64"`
 	Base64 *string `json:"base64,omitempty" jsonschema:"the new content as base64 (standard or URL alphabet, padding optional), for bytes that are not text; at most 3 MiB decoded"`
 	Cwd    string  `json:"cwd,omitempty" jsonschema:"the directory relative paths start from (default: the home directory)"`
+	// The extended set's (extendedWriteFields).
+	Offset *int64 `json:"offset,omitempty" jsonschema:"write at this byte of the file, keeping the rest (not atomic; the file is created if missing): chunks of a large file, in any order"`
+	Append bool   `json:"append,omitempty" jsonschema:"append to the file (not atomic; created if missing): chunks of a large file, in order"`
 }
 
 // WriteOutput describes the file written.
@@ -189,4 +208,6 @@ type WriteOutput struct {
 	Size   int    `json:"size" jsonschema:"bytes written"`
 	MIME   string `json:"mime" jsonschema:"the file's media type, from its extension or else its content"`
 	SHA256 string `json:"sha256" jsonschema:"the SHA-256 of the bytes written, in hex"`
+	// The extended set's.
+	FileSize int64 `json:"file_size,omitempty" jsonschema:"the file's size after a ranged write (offset or append)"`
 }

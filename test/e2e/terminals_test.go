@@ -18,6 +18,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -249,6 +253,73 @@ func TestTerminals(t *testing.T) {
 		carol.must("open_session", map[string]any{}, &carolOpen)
 		msg := carol.call("job_exec", map[string]any{"handle": carolOpen.Handle, "command": "sh", "tty": true}, nil)
 		g.Expect(msg).NotTo(BeEmpty(), "a terminal for a tenant of the standard set")
+	})
+
+	t.Run("256 MiB in ranges", func(t *testing.T) {
+		g, alice := NewWithT(t), toolClient{t: t, cs: alice.cs}
+		const size, chunk, workers = 256 << 20, 3 << 20, 4
+		data := make([]byte, size)
+		_, _ = rand.Read(data)
+		sum := sha256.Sum256(data)
+		// Workers move chunks at their offsets concurrently, as a client
+		// in a hurry does; the tenant's budget in the gateway refuses
+		// what does not fit (resource_exhausted), and they retry.
+		parallel := func(do func(off int) string) {
+			offsets := make(chan int)
+			errs := make(chan string, workers)
+			for range workers {
+				go func() {
+					for off := range offsets {
+						for {
+							msg := do(off)
+							if msg == "" {
+								break
+							}
+							if !strings.Contains(msg, "resource_exhausted") {
+								errs <- msg
+								return
+							}
+							time.Sleep(20 * time.Millisecond)
+						}
+					}
+					errs <- ""
+				}()
+			}
+			for off := 0; off < size; off += chunk {
+				offsets <- off
+			}
+			close(offsets)
+			for range workers {
+				g.Expect(<-errs).To(BeEmpty())
+			}
+		}
+		parallel(func(off int) string {
+			end := min(off+chunk, size)
+			return alice.call("write", map[string]any{"handle": h, "path": "big.bin", "offset": off,
+				"base64": base64.StdEncoding.EncodeToString(data[off:end])}, nil)
+		})
+		var d tools.ReadOutput
+		alice.must("read", map[string]any{"handle": h, "path": "big.bin", "digest": true}, &d)
+		g.Expect(d.FileSize).To(Equal(int64(size)))
+		g.Expect(d.SHA256).To(Equal(hex.EncodeToString(sum[:])), "the whole file's digest")
+
+		back := make([]byte, size)
+		parallel(func(off int) string {
+			res, err := alice.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"handle": h, "path": "big.bin", "offset": off, "length": chunk}})
+			if err != nil {
+				return err.Error()
+			}
+			if res.IsError {
+				return res.Content[0].(*mcp.TextContent).Text
+			}
+			for _, ct := range res.Content {
+				if r, ok := ct.(*mcp.EmbeddedResource); ok {
+					copy(back[off:], r.Resource.Blob)
+				}
+			}
+			return ""
+		})
+		g.Expect(sha256.Sum256(back)).To(Equal(sum), "the file read back in ranges")
 	})
 
 	// The agent restarts on the same state directory and endpoint.
