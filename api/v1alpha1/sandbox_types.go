@@ -266,15 +266,27 @@ type SandboxNetwork struct {
 	Egress []EgressRule `json:"egress,omitempty"`
 }
 
-// EgressRule allows connections to an IPv4 network, on some TCP and UDP
-// ports or on all of them.
+// EgressRule allows connections to an IPv4 network, or to the addresses
+// a host name resolves to, on some TCP and UDP ports or on all of them.
+// +kubebuilder:validation:XValidation:rule="has(self.cidr) != has(self.host)",message="give exactly one of cidr (an IPv4 network) and host (a name such as pypi.org, or *.example.com)"
 type EgressRule struct {
 	// CIDR is an IPv4 network, such as 10.0.0.0/8, or 203.0.113.7/32 for
 	// one address. Its host bits must be zero.
 	// +kubebuilder:validation:MaxLength=18
 	// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4 && cidr(self) == cidr(self).masked()",message="cidr must be an IPv4 network address with a prefix length, such as 10.0.0.0/8"
-	// +required
-	CIDR string `json:"cidr"`
+	// +optional
+	CIDR string `json:"cidr,omitempty"`
+
+	// Host is a DNS name (pypi.org), or a wildcard for the names under a
+	// domain (*.githubusercontent.com: one or more labels before it, not
+	// the domain itself). The sandbox resolves names through a resolver
+	// its node's agent runs for it, which answers only the names its rules
+	// allow and opens exactly the addresses it answered, for the answer's
+	// time to live (docs/isolation.md). Lower case.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	// +optional
+	Host string `json:"host,omitempty"`
 
 	// Ports are the TCP and UDP ports allowed; empty allows every port
 	// and protocol.

@@ -240,7 +240,10 @@ type Builder interface {
 // EgressRule allows connections to the addresses of an IPv4 CIDR, on the
 // given TCP and UDP ports (every port when Ports is empty).
 type EgressRule struct {
+	// CIDR is an IPv4 network; Host, instead, a name or a wildcard
+	// (*.example.com) whose answers the sandbox's resolver opens.
 	CIDR  string
+	Host  string  `json:",omitempty"`
 	Ports []int32 `json:",omitempty"`
 }
 

@@ -65,6 +65,20 @@ func validateEgress(rules []backend.EgressRule) error {
 		return fmt.Errorf("oci: %d egress rules, over the limit of %d", len(rules), maxEgressRules)
 	}
 	for _, r := range rules {
+		if r.Host != "" {
+			if r.CIDR != "" || !validHostPattern(r.Host) {
+				return fmt.Errorf("oci: egress host %q is not a lower-case DNS name or *.domain, alone in its rule", r.Host)
+			}
+			if len(r.Ports) > maxEgressPorts {
+				return fmt.Errorf("oci: egress rule %s has %d ports, over the limit of %d", r.Host, len(r.Ports), maxEgressPorts)
+			}
+			for _, port := range r.Ports {
+				if port < 1 || port > 65535 {
+					return fmt.Errorf("oci: egress port %d of %s is not in 1-65535", port, r.Host)
+				}
+			}
+			continue
+		}
 		p, err := netip.ParsePrefix(r.CIDR)
 		if err != nil || !p.Addr().Is4() || p != p.Masked() {
 			return fmt.Errorf("oci: egress CIDR %q is not an IPv4 network address with a prefix length (such as 10.0.0.0/8)", r.CIDR)
@@ -166,7 +180,7 @@ func (b *Backend) setupEgress(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 		}
 	}
-	return nil
+	return b.ensureResolver(sb)
 }
 
 // reattachEgress brings a running sandbox's network up to date. It keeps
@@ -221,7 +235,7 @@ func (b *Backend) reattachGVisorEgress(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 		}
 	}
-	return nil
+	return b.ensureResolver(sb)
 }
 
 // applyEgressRules replaces sb's nftables table in one transaction. With
@@ -245,9 +259,15 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 	dev := strconv.Quote(n.hostDev)
 	var r strings.Builder
 	fmt.Fprintf(&r, "table inet %s\ndelete table inet %s\ntable inet %s {\n", n.table, n.table, n.table)
-	// Nothing from the sandbox reaches the agent's namespace itself: its
-	// addresses, the agent's port, node-local services.
-	fmt.Fprintf(&r, "\tchain input {\n\t\ttype filter hook input priority -10; policy accept;\n\t\tiifname %s drop\n\t}\n", dev)
+	r.WriteString(namedSets())
+	// Nothing from the sandbox reaches the agent's namespace itself (its
+	// addresses, the agent's port, node-local services) but its resolver,
+	// when its rules name hosts.
+	fmt.Fprintf(&r, "\tchain input {\n\t\ttype filter hook input priority -10; policy accept;\n")
+	if hasNamedEgress(sb) {
+		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport 53 accept\n", dev, n.node)
+	}
+	fmt.Fprintf(&r, "\t\tiifname %s drop\n\t}\n", dev)
 	fmt.Fprintf(&r, "\tchain forward {\n\t\ttype filter hook forward priority -10; policy accept;\n")
 	// Nothing reaches the sandbox but answers to what it opened.
 	fmt.Fprintf(&r, "\t\toifname %s ct state established,related accept\n\t\toifname %s drop\n", dev, dev)
@@ -258,9 +278,14 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 		}
 	}
 	fmt.Fprintf(&r, "\t\tiifname %s ip daddr { %s } drop\n", dev, strings.Join(denied, ", "))
+	// A flow let out goes on when what let it out expires (an answer's
+	// time to live) or is removed: only new connections are checked.
+	fmt.Fprintf(&r, "\t\tiifname %s ct state established,related accept\n", dev)
+	fmt.Fprintf(&r, "\t\tiifname %s meta l4proto { tcp, udp } ip daddr . th dport @namedPorts accept\n", dev)
+	fmt.Fprintf(&r, "\t\tiifname %s ip daddr @namedAll accept\n", dev)
 	for _, rule := range sb.spec.Egress {
 		p, err := netip.ParsePrefix(rule.CIDR)
-		if err != nil || !p.Addr().Is4() {
+		if rule.Host != "" || err != nil || !p.Addr().Is4() {
 			continue
 		}
 		cidr := p.Masked().String()
@@ -290,6 +315,7 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 // exist. The caller has removed the container.
 func (b *Backend) teardownEgress(ctx context.Context, sb *sandbox) error {
 	n := b.egressNet(sb)
+	b.stopResolver(sb)
 	if !backend.FileExists(n.netns) {
 		// Made first and removed last: without it there is nothing, and
 		// a sandbox that never had egress needs no nft on the node.

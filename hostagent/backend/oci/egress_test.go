@@ -135,7 +135,7 @@ func TestEgressRuleset(t *testing.T) {
 // the sandbox's network again, and Destroy leaves nothing on the node.
 func TestEgress(t *testing.T) {
 	requireRunc(t)
-	agentPort := egressWorld(t)
+	agentPort, _ := egressWorld(t)
 	// The node reaches the world, so a failure below is the policy's.
 	if got := dialHello(worldServer + ":" + strconv.Itoa(allowedPort)); got != "hello" {
 		t.Fatalf("node cannot reach the test server: %q", got)
@@ -277,7 +277,7 @@ type world struct{ ns string }
 // egressWorld makes the world the egress tests dial (servers on the
 // allowed and other ports and addresses) and an agent's API port on the
 // node, on every address, which no sandbox may reach; it returns that port.
-func egressWorld(t *testing.T) int {
+func egressWorld(t *testing.T) (int, *world) {
 	t.Helper()
 	for _, tool := range []string{"nft", "ip", "nsenter", "bash", "timeout"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -295,7 +295,7 @@ func egressWorld(t *testing.T) int {
 	}
 	t.Cleanup(func() { agent.Close() })
 	go serveHello(agent)
-	return agent.Addr().(*net.TCPAddr).Port
+	return agent.Addr().(*net.TCPAddr).Port, world
 }
 
 func newWorld(t *testing.T) *world {

@@ -338,7 +338,8 @@ func TestGVisorDestroyLeavesNothing(t *testing.T) {
 // to the running sandbox.
 func TestEgressGVisor(t *testing.T) {
 	runsc := requireRunsc(t)
-	agentPort := strconv.Itoa(egressWorld(t))
+	port, _ := egressWorld(t)
+	agentPort := strconv.Itoa(port)
 	if got := dialHello(worldServer + ":" + strconv.Itoa(allowedPort)); got != "hello" {
 		t.Fatalf("node cannot reach the test server: %q", got)
 	}

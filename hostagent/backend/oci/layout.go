@@ -328,7 +328,10 @@ func (b *Backend) prepareEtc(sb *sandbox) error {
 		return err
 	}
 	resolv := guestapi.NoNetworkResolv
-	if hasEgress(sb) {
+	switch {
+	case hasNamedEgress(sb):
+		resolv = b.resolvConf(sb)
+	case hasEgress(sb):
 		// The node's resolvers, reachable only where the egress list
 		// allows their address and port 53.
 		if data, err := os.ReadFile(filepath.Join(b.opts.BaseRoot, "etc", "resolv.conf")); err == nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/egressdns"
 )
 
 // The options are portable, so that the agent's command line builds on
@@ -87,6 +88,13 @@ type Options struct {
 	// loopback, link-local (cloud metadata), multicast and reserved
 	// ranges: say, the pod network holding the agents.
 	EgressDeny []string
+	// EgressResolvers are the upstream resolvers ("host:port") of the
+	// resolvers the agent runs for sandboxes with egress by name; default
+	// the nameservers of BaseRoot's /etc/resolv.conf.
+	EgressResolvers []string
+	// OnEgressDNS receives each query of a sandbox's resolver and what it
+	// did (metrics, the record); nil: none.
+	OnEgressDNS func(egressdns.Decision)
 	// DefaultResources fill in zero fields of a Spec's Resources. Default:
 	// 1000 millicores, 1 GiB, 1024 PIDs.
 	DefaultResources backend.Resources

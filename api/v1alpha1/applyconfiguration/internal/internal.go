@@ -116,6 +116,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: cidr
       type:
         scalar: string
+    - name: host
+      type:
+        scalar: string
     - name: ports
       type:
         list:

@@ -21,12 +21,19 @@ package v1alpha1
 // EgressRuleApplyConfiguration represents a declarative configuration of the EgressRule type for use
 // with apply.
 //
-// EgressRule allows connections to an IPv4 network, on some TCP and UDP
-// ports or on all of them.
+// EgressRule allows connections to an IPv4 network, or to the addresses
+// a host name resolves to, on some TCP and UDP ports or on all of them.
 type EgressRuleApplyConfiguration struct {
 	// CIDR is an IPv4 network, such as 10.0.0.0/8, or 203.0.113.7/32 for
 	// one address. Its host bits must be zero.
 	CIDR *string `json:"cidr,omitempty"`
+	// Host is a DNS name (pypi.org), or a wildcard for the names under a
+	// domain (*.githubusercontent.com: one or more labels before it, not
+	// the domain itself). The sandbox resolves names through a resolver
+	// its node's agent runs for it, which answers only the names its rules
+	// allow and opens exactly the addresses it answered, for the answer's
+	// time to live (docs/isolation.md). Lower case.
+	Host *string `json:"host,omitempty"`
 	// Ports are the TCP and UDP ports allowed; empty allows every port
 	// and protocol.
 	Ports []int32 `json:"ports,omitempty"`
@@ -43,6 +50,14 @@ func EgressRule() *EgressRuleApplyConfiguration {
 // If called multiple times, the CIDR field is set to the value of the last call.
 func (b *EgressRuleApplyConfiguration) WithCIDR(value string) *EgressRuleApplyConfiguration {
 	b.CIDR = &value
+	return b
+}
+
+// WithHost sets the Host field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Host field is set to the value of the last call.
+func (b *EgressRuleApplyConfiguration) WithHost(value string) *EgressRuleApplyConfiguration {
+	b.Host = &value
 	return b
 }
 

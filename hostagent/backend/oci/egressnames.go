@@ -1,0 +1,230 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package oci
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/egressdns"
+)
+
+// Egress by name: a sandbox whose rules name hosts resolves through a
+// resolver the agent runs for it (package egressdns) on the node's end of
+// its link, port 53, which its /etc/resolv.conf names. The resolver opens
+// the addresses it answers in two nftables sets of the sandbox's table,
+// whose elements expire with the answer's time to live: namedPorts
+// (address . port) and namedAll (address, for rules without ports).
+// Connections already made go on when an element expires (the table
+// accepts established flows); new ones need a new answer.
+
+// Bounds of one sandbox's named egress: the elements its sets hold (the
+// kernel refuses more, and the resolver answers SERVFAIL).
+const (
+	maxNamedPorts = 4096
+	maxNamedAll   = 1024
+)
+
+// privateNets are answers no name opens (beyond the deny list of every
+// egress rule): an allowed name must not lead into the node's networks.
+var privateNets = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"}
+
+// namedEgress is the resolver of one sandbox, process-wide by the address
+// it serves on: a backend made again over the same state (an agent's
+// restart, in tests) takes it over.
+type namedEgress struct {
+	mu      sync.Mutex
+	policy  egressdns.Policy
+	res     *egressdns.Resolver
+	backend *Backend
+}
+
+var resolvers = struct {
+	sync.Mutex
+	at map[netip.Addr]*namedEgress
+}{at: map[netip.Addr]*namedEgress{}}
+
+// hostRules are sb's egress rules by name.
+func hostRules(sb *sandbox) egressdns.Policy {
+	var p egressdns.Policy
+	for _, r := range sb.spec.Egress {
+		if r.Host != "" {
+			p = append(p, egressdns.Rule{Host: r.Host, Ports: slices.Clone(r.Ports)})
+		}
+	}
+	return p
+}
+
+// hasNamedEgress says whether sb's rules name hosts.
+func hasNamedEgress(sb *sandbox) bool { return len(hostRules(sb)) > 0 }
+
+// ensureResolver runs sb's resolver with its current rules, when they
+// name hosts; a resolver that runs already takes the new rules at its
+// next query. Its link's node end must have its address.
+func (b *Backend) ensureResolver(sb *sandbox) error {
+	if !hasNamedEgress(sb) {
+		return nil
+	}
+	n := b.egressNet(sb)
+	resolvers.Lock()
+	defer resolvers.Unlock()
+	ne := resolvers.at[n.node]
+	if ne != nil && ne.backend == b {
+		ne.mu.Lock()
+		ne.policy = hostRules(sb)
+		ne.mu.Unlock()
+		return nil
+	}
+	if ne != nil {
+		_ = ne.res.Close()
+	}
+	upstreams := b.opts.EgressResolvers
+	if len(upstreams) == 0 {
+		var err error
+		if upstreams, err = egressdns.Upstreams(filepath.Join(b.opts.BaseRoot, "etc", "resolv.conf")); err != nil {
+			return fmt.Errorf("oci: sandbox %s: the node's resolvers: %w", sb.spec.ID, err)
+		}
+	}
+	ne = &namedEgress{policy: hostRules(sb)}
+	table := n.table
+	res, err := egressdns.Start(egressdns.Options{
+		Sandbox: sb.spec.ID, Tenant: sb.spec.Tenant,
+		Listen:    netip.AddrPortFrom(n.node, 53),
+		Upstreams: upstreams,
+		Policy: func() egressdns.Policy {
+			ne.mu.Lock()
+			defer ne.mu.Unlock()
+			return ne.policy
+		},
+		Open: func(addr netip.Addr, ports []int32, all bool, ttl time.Duration) error {
+			return openNamed(table, addr, ports, all, ttl)
+		},
+		Denied: b.deniedAnswer,
+		Record: b.opts.OnEgressDNS,
+	})
+	if err != nil {
+		delete(resolvers.at, n.node)
+		return fmt.Errorf("oci: sandbox %s: its resolver: %w", sb.spec.ID, err)
+	}
+	ne.res = res
+	ne.backend = b
+	resolvers.at[n.node] = ne
+	return nil
+}
+
+// stopResolver stops sb's resolver, if one runs.
+func (b *Backend) stopResolver(sb *sandbox) {
+	n := b.egressNet(sb)
+	resolvers.Lock()
+	defer resolvers.Unlock()
+	if ne := resolvers.at[n.node]; ne != nil {
+		_ = ne.res.Close()
+		delete(resolvers.at, n.node)
+	}
+}
+
+// deniedAnswer says whether an answered address must not be opened: the
+// deny list of every rule, the pool and private networks.
+func (b *Backend) deniedAnswer(a netip.Addr) bool {
+	if !a.Is4() || b.opts.EgressPool.Contains(a) {
+		return true
+	}
+	for _, c := range slices.Concat(alwaysDenied, privateNets, b.opts.EgressDeny) {
+		if p, err := netip.ParsePrefix(c); err == nil && p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// openNamed adds addr to table's sets for ttl, renewing an element that
+// is there (added, deleted and added again in one transaction, which
+// succeeds whether or not it was).
+func openNamed(table string, addr netip.Addr, ports []int32, all bool, ttl time.Duration) error {
+	secs := max(int(ttl/time.Second), 1)
+	var elems, keys []string
+	set := "namedPorts"
+	if all {
+		set = "namedAll"
+		elems, keys = []string{fmt.Sprintf("%s timeout %ds", addr, secs)}, []string{addr.String()}
+	} else {
+		for _, p := range ports {
+			k := addr.String() + " . " + strconv.Itoa(int(p))
+			keys = append(keys, k)
+			elems = append(elems, fmt.Sprintf("%s timeout %ds", k, secs))
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	script := fmt.Sprintf("add element inet %[1]s %[2]s { %[3]s }\ndelete element inet %[1]s %[2]s { %[4]s }\nadd element inet %[1]s %[2]s { %[3]s }\n",
+		table, set, strings.Join(elems, ", "), strings.Join(keys, ", "))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("opening %s: nft: %w: %s", addr, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// namedRuleset is the part of sb's table for egress by name: its sets,
+// and what the forward chain lets out through them (after the deny
+// rules).
+func namedSets() string {
+	return fmt.Sprintf("\tset namedPorts {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t\tsize %d\n\t}\n"+
+		"\tset namedAll {\n\t\ttype ipv4_addr\n\t\tflags timeout\n\t\tsize %d\n\t}\n", maxNamedPorts, maxNamedAll)
+}
+
+// resolvConf is the /etc/resolv.conf of a sandbox with egress by name:
+// its resolver, and nothing else.
+func (b *Backend) resolvConf(sb *sandbox) string {
+	return "# Generated by the playground agent: the sandbox's resolver, which answers the names its egress rules allow.\nnameserver " +
+		b.egressNet(sb).node.String() + "\noptions timeout:2 attempts:2\n"
+}
+
+// validHostPattern says whether h is a lower-case DNS name, or "*." and
+// one: what the Tenant's CRD admits.
+func validHostPattern(h string) bool {
+	h = strings.TrimPrefix(h, "*.")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(label) {
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}

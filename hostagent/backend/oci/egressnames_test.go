@@ -1,0 +1,198 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package oci
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/egressdns"
+)
+
+// serveZone answers DNS queries on worldServer:53 in the world namespace
+// from records ("name. ttl IN A addr"), NXDOMAIN for other names.
+func (w *world) serveZone(t *testing.T, records map[string][]string) {
+	t.Helper()
+	c := make(chan error, 1)
+	var pc net.PacketConn
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			c <- err
+			return
+		}
+		defer orig.Close()
+		ns, err := os.Open(w.ns)
+		if err != nil {
+			c <- err
+			return
+		}
+		defer ns.Close()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			c <- err
+			return
+		}
+		pc, err = net.ListenPacket("udp4", worldServer+":53")
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		c <- err
+	}()
+	if err := <-c; err != nil {
+		t.Fatalf("the world's DNS server: %v", err)
+	}
+	s := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(rw dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		rrs, ok := records[strings.ToLower(q.Question[0].Name)]
+		if !ok {
+			m.SetRcode(q, dns.RcodeNameError)
+		}
+		for _, r := range rrs {
+			if rr, err := dns.NewRR(r); err == nil && (q.Question[0].Qtype == dns.TypeA || rr.Header().Rrtype != dns.TypeA) {
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+		_ = rw.WriteMsg(m)
+	})}
+	go func() { _ = s.ActivateAndServe() }()
+	t.Cleanup(func() { _ = s.Shutdown() })
+}
+
+// TestEgressByName: a sandbox allowed allowed.test on one port reaches it
+// by name through the resolver its agent runs; other.test does not
+// resolve, and its address typed by hand is refused, as is the allowed
+// address on another port; a name that answers internal addresses
+// (rebinding) opens none of them; a rule added while the sandbox runs
+// works at once, a rule removed stops new connections; every query is on
+// record with its tenant.
+func TestEgressByName(t *testing.T) {
+	requireRunc(t)
+	_, w := egressWorld(t)
+	w.serveZone(t, map[string][]string{
+		"allowed.test.": {"allowed.test. 60 IN A " + worldServer},
+		"other.test.":   {"other.test. 60 IN A " + worldOther},
+		// Rebinding: an allowed name that answers the node's loopback,
+		// cloud metadata and a link-local test host, or a private address
+		// behind a CNAME.
+		"rebind.test.": {"rebind.test. 60 IN A 127.0.0.1", "rebind.test. 60 IN A 169.254.169.254", "rebind.test. 60 IN A " + worldLinkLoc},
+		"cname.test.":  {"cname.test. 60 IN CNAME inside.corp.", "inside.corp. 60 IN A 10.1.2.3"},
+	})
+	var mu sync.Mutex
+	var records []egressdns.Decision
+	opts := Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Runtime: testRuntime, Network: NetworkEgress,
+		EgressResolvers: []string{worldServer + ":53"},
+		OnEgressDNS:     func(d egressdns.Decision) { mu.Lock(); defer mu.Unlock(); records = append(records, d) }}
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := backend.Spec{ID: "named", Tenant: "team-a/alice", Egress: []backend.EgressRule{
+		{Host: "allowed.test", Ports: []int32{allowedPort}},
+		{Host: "rebind.test"},
+		{Host: "cname.test"},
+	}}
+	startSandbox(t, b, spec)
+
+	resolves := func(name string) string {
+		t.Helper()
+		r := run(t, b, "named", backend.ExecRequest{Shell: backend.ShellClean, Command: "getent ahostsv4 " + name + " | awk '{print $1}' | sort -u | tr '\\n' ' '"})
+		return strings.TrimSpace(r.Stdout)
+	}
+	reach := func(host string, port int) bool {
+		t.Helper()
+		r := run(t, b, "named", backend.ExecRequest{Shell: backend.ShellClean,
+			Command: fmt.Sprintf("timeout 2 bash -c 'cat </dev/tcp/%s/%d'", host, port)})
+		return strings.TrimSpace(r.Stdout) == "hello"
+	}
+	if got := resolves("allowed.test"); got != worldServer {
+		t.Fatalf("allowed.test resolves to %q in the sandbox; want %s", got, worldServer)
+	}
+	if !reach("allowed.test", allowedPort) {
+		t.Error("allowed.test is not reachable by name on its port")
+	}
+	if reach(worldServer, otherPort) {
+		t.Error("the allowed name's address is reachable on a port its rule does not list")
+	}
+	if got := resolves("other.test"); got != "" {
+		t.Errorf("other.test resolves to %q; want nothing (NXDOMAIN)", got)
+	}
+	if reach(worldOther, allowedPort) {
+		t.Error("other.test's address, typed by hand, is reachable")
+	}
+	if got := resolves("rebind.test"); got != "" {
+		t.Errorf("rebind.test resolves to %q in the sandbox; want none of its internal addresses", got)
+	}
+	if reach(worldLinkLoc, allowedPort) {
+		t.Error("a link-local address a name answered is reachable")
+	}
+	if got := resolves("cname.test"); got != "" {
+		t.Errorf("cname.test resolves to %q; want nothing (its CNAME leads to a private address)", got)
+	}
+
+	// A rule added while the sandbox runs works at once; a rule removed
+	// stops new connections at once.
+	spec.Egress = []backend.EgressRule{{Host: "other.test", Ports: []int32{allowedPort}}}
+	if err := b.Reattach(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := resolves("other.test"); got != worldOther || !reach("other.test", allowedPort) {
+		t.Errorf("a rule added: other.test resolves to %q, reachable %v", got, reach("other.test", allowedPort))
+	}
+	if reach(worldServer, allowedPort) {
+		t.Error("a rule removed still lets new connections to its address")
+	}
+	if got := resolves("allowed.test"); got != "" {
+		t.Errorf("a rule removed: allowed.test still resolves to %q", got)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	var allowed, denied, refused bool
+	for _, d := range records {
+		if d.Tenant != "team-a/alice" || d.Sandbox != "named" {
+			t.Errorf("a record without its tenant and sandbox: %+v", d)
+		}
+		switch {
+		case d.Name == "allowed.test" && d.Result == egressdns.Allowed && len(d.Opened) == 1:
+			allowed = true
+		case d.Name == "other.test" && d.Result == egressdns.Denied:
+			denied = true
+		case d.Name == "rebind.test" && len(d.Refused) == 3:
+			refused = true
+		}
+	}
+	if !allowed || !denied || !refused {
+		t.Errorf("records: allowed %v, denied %v, rebinding refused %v; want all", allowed, denied, refused)
+	}
+	if err := b.Destroy(context.Background(), "named", false); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,337 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package egressdns is the resolver a node's agent runs for each sandbox
+// with egress by name: the sandbox's only DNS server. It answers only the
+// names the sandbox's rules allow (NXDOMAIN for the others), asks the
+// node's upstream resolvers for them, and opens, through its Opener,
+// exactly the IPv4 addresses it answers, for the answer's time to live, on
+// the rule's ports (the pattern of FQDN policies in Cilium). An address
+// that a deny rule covers (the node, the sandboxes' pool, loopback,
+// link-local and cloud metadata, private networks) is taken out of the
+// answer and never opened, so that an allowed name cannot rebind to
+// something internal, directly or through a CNAME. Queries are bounded per
+// sandbox: a rate, and the upstream queries in flight.
+package egressdns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/miekg/dns"
+	"golang.org/x/time/rate"
+)
+
+// Rule allows a name, or the names under a domain ("*.example.com": one
+// or more labels before it), on ports (every port when empty).
+type Rule struct {
+	Host  string
+	Ports []int32
+}
+
+// Policy is a sandbox's name rules.
+type Policy []Rule
+
+// Match says whether policy allows name and on which ports: all, or the
+// union of the matching rules' ports.
+func (p Policy) Match(name string) (ports []int32, all, ok bool) {
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	for _, r := range p {
+		h := strings.ToLower(r.Host)
+		matched := name == h
+		if suffix, wild := strings.CutPrefix(h, "*"); wild {
+			matched = strings.HasSuffix(name, suffix) && len(name) > len(suffix)
+		}
+		if !matched {
+			continue
+		}
+		ok = true
+		if len(r.Ports) == 0 {
+			all = true
+		}
+		ports = append(ports, r.Ports...)
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports), all, ok
+}
+
+// Result is what became of a query, as Decision reports it.
+type Result string
+
+// The results of a query.
+const (
+	// Allowed: the name is allowed; Opened lists what was opened.
+	Allowed Result = "allowed"
+	// Denied: no rule allows the name (NXDOMAIN).
+	Denied Result = "denied"
+	// Throttled: the sandbox asked faster than its bound (REFUSED).
+	Throttled Result = "throttled"
+	// Failed: the upstream did not answer, or answered an error
+	// (SERVFAIL, or its code).
+	Failed Result = "failed"
+)
+
+// Decision is one query and what the resolver did, for the record: the
+// sandbox's tenant, the name, the addresses opened and those refused
+// (rebinding), and why.
+type Decision struct {
+	Sandbox, Tenant string
+	Name            string
+	Type            string
+	Result          Result
+	Opened          []netip.Addr
+	// Refused are answered addresses a deny rule covers: left out of the
+	// answer, not opened.
+	Refused []netip.Addr
+	Error   string
+}
+
+// Options configure a Resolver.
+type Options struct {
+	// Sandbox and Tenant name whose resolver it is, for the record.
+	Sandbox, Tenant string
+	// Listen is where it serves, UDP and TCP: the node's end of the
+	// sandbox's link, port 53.
+	Listen netip.AddrPort
+	// Upstreams are the resolvers asked, in turn ("host:port").
+	Upstreams []string
+	// Policy returns the sandbox's rules now: a change applies from the
+	// next query.
+	Policy func() Policy
+	// Open lets the sandbox connect to addr on ports (all: every port)
+	// for ttl.
+	Open func(addr netip.Addr, ports []int32, all bool, ttl time.Duration) error
+	// Denied says whether an answered address must not be opened.
+	Denied func(netip.Addr) bool
+	// Record receives each decision (metrics, logs); nil: none.
+	Record func(Decision)
+	// QueriesPerSecond and Burst bound the sandbox's queries; MaxInFlight
+	// its queries waiting on an upstream (defaults 50, 200, 16).
+	QueriesPerSecond float64
+	Burst            int
+	MaxInFlight      int
+	// MinTTL and MaxTTL clamp how long an answered address stays open
+	// (defaults 10 s, so that a client can connect to an answer of TTL 0,
+	// and 1 h).
+	MinTTL, MaxTTL time.Duration
+	Log            logr.Logger
+}
+
+// Resolver is a running resolver of one sandbox.
+type Resolver struct {
+	opts     Options
+	limit    *rate.Limiter
+	inflight chan struct{}
+	udp, tcp *dns.Server
+	client   *dns.Client
+	wg       sync.WaitGroup
+}
+
+// Start binds opts.Listen (UDP and TCP) and serves until Close.
+func Start(opts Options) (*Resolver, error) {
+	if opts.Policy == nil || opts.Open == nil || opts.Denied == nil {
+		return nil, errors.New("egressdns: Policy, Open and Denied are required")
+	}
+	if len(opts.Upstreams) == 0 {
+		return nil, errors.New("egressdns: no upstream resolver: the node's /etc/resolv.conf names none; give the agent --egress-resolver")
+	}
+	if opts.QueriesPerSecond <= 0 {
+		opts.QueriesPerSecond = 50
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = 200
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 16
+	}
+	if opts.MinTTL <= 0 {
+		opts.MinTTL = 10 * time.Second
+	}
+	if opts.MaxTTL <= 0 {
+		opts.MaxTTL = time.Hour
+	}
+	var lc net.ListenConfig
+	pc, err := lc.ListenPacket(context.Background(), "udp4", opts.Listen.String())
+	if err != nil {
+		return nil, fmt.Errorf("egressdns: %w", err)
+	}
+	// TCP on the same port (the one UDP took, when opts.Listen's is 0).
+	ln, err := lc.Listen(context.Background(), "tcp4", pc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		return nil, fmt.Errorf("egressdns: %w", err)
+	}
+	r := &Resolver{
+		opts:     opts,
+		limit:    rate.NewLimiter(rate.Limit(opts.QueriesPerSecond), opts.Burst),
+		inflight: make(chan struct{}, opts.MaxInFlight),
+		client:   &dns.Client{Net: "udp", Timeout: 2 * time.Second},
+	}
+	h := dns.HandlerFunc(r.serve)
+	r.udp = &dns.Server{PacketConn: pc, Handler: h}
+	r.tcp = &dns.Server{Listener: ln, Handler: h, ReadTimeout: 5 * time.Second, MaxTCPQueries: 64}
+	for _, s := range []*dns.Server{r.udp, r.tcp} {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			_ = s.ActivateAndServe()
+		}()
+	}
+	return r, nil
+}
+
+// Addr is where the resolver serves (UDP and TCP).
+func (r *Resolver) Addr() netip.AddrPort {
+	return r.udp.PacketConn.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// Close stops serving.
+func (r *Resolver) Close() error {
+	err := errors.Join(r.udp.Shutdown(), r.tcp.Shutdown())
+	r.wg.Wait()
+	return err
+}
+
+func (r *Resolver) serve(w dns.ResponseWriter, q *dns.Msg) {
+	reply := new(dns.Msg)
+	if len(q.Question) != 1 || q.Opcode != dns.OpcodeQuery {
+		reply.SetRcode(q, dns.RcodeFormatError)
+		_ = w.WriteMsg(reply)
+		return
+	}
+	qn := q.Question[0]
+	d := Decision{Sandbox: r.opts.Sandbox, Tenant: r.opts.Tenant, Name: strings.TrimSuffix(strings.ToLower(qn.Name), "."), Type: dns.TypeToString[qn.Qtype]}
+	defer func() {
+		if r.opts.Record != nil {
+			r.opts.Record(d)
+		}
+	}()
+	if !r.limit.Allow() {
+		d.Result = Throttled
+		reply.SetRcode(q, dns.RcodeRefused)
+		_ = w.WriteMsg(reply)
+		return
+	}
+	ports, all, ok := r.opts.Policy().Match(d.Name)
+	if !ok || qn.Qclass != dns.ClassINET {
+		d.Result = Denied
+		reply.SetRcode(q, dns.RcodeNameError)
+		_ = w.WriteMsg(reply)
+		return
+	}
+	d.Result = Allowed
+	reply.SetReply(q)
+	reply.RecursionAvailable = true
+	if qn.Qtype != dns.TypeA {
+		// No IPv6 route out, and nothing but addresses is needed to
+		// connect: an empty answer (the name exists).
+		_ = w.WriteMsg(reply)
+		return
+	}
+	select {
+	case r.inflight <- struct{}{}:
+		defer func() { <-r.inflight }()
+	default:
+		d.Result, d.Error = Throttled, "too many queries in flight"
+		reply.SetRcode(q, dns.RcodeServerFailure)
+		_ = w.WriteMsg(reply)
+		return
+	}
+	up, err := r.ask(dns.Question{Name: d.Name, Qtype: qn.Qtype, Qclass: qn.Qclass})
+	if err != nil {
+		d.Result, d.Error = Failed, err.Error()
+		reply.SetRcode(q, dns.RcodeServerFailure)
+		_ = w.WriteMsg(reply)
+		return
+	}
+	if up.Rcode != dns.RcodeSuccess {
+		d.Result, d.Error = Failed, dns.RcodeToString[up.Rcode]
+		reply.SetRcode(q, up.Rcode)
+		_ = w.WriteMsg(reply)
+		return
+	}
+	for _, rr := range up.Answer {
+		switch rr := rr.(type) {
+		case *dns.CNAME:
+			reply.Answer = append(reply.Answer, rr)
+		case *dns.A:
+			addr, ok := netip.AddrFromSlice(rr.A.To4())
+			if !ok {
+				continue
+			}
+			if r.opts.Denied(addr) {
+				d.Refused = append(d.Refused, addr)
+				continue
+			}
+			ttl := min(max(time.Duration(rr.Hdr.Ttl)*time.Second, r.opts.MinTTL), r.opts.MaxTTL)
+			if err := r.opts.Open(addr, ports, all, ttl); err != nil {
+				d.Error = err.Error()
+				continue
+			}
+			d.Opened = append(d.Opened, addr)
+			reply.Answer = append(reply.Answer, rr)
+		}
+	}
+	if len(d.Opened) == 0 && d.Error != "" {
+		d.Result = Failed
+		reply.Answer = nil
+		reply.SetRcode(q, dns.RcodeServerFailure)
+	}
+	_ = w.WriteMsg(reply)
+}
+
+// ask asks the upstreams in turn, over TCP when an answer is truncated.
+func (r *Resolver) ask(qn dns.Question) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(qn.Name), qn.Qtype)
+	m.RecursionDesired = true
+	var errs []error
+	for _, u := range r.opts.Upstreams {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		in, _, err := r.client.ExchangeContext(ctx, m, u)
+		if err == nil && in.Truncated {
+			tc := &dns.Client{Net: "tcp", Timeout: 3 * time.Second}
+			in, _, err = tc.ExchangeContext(ctx, m, u)
+		}
+		cancel()
+		if err == nil {
+			return in, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", u, err))
+	}
+	return nil, errors.Join(errs...)
+}
+
+// Upstreams reads the nameservers of a resolv.conf, as host:port.
+func Upstreams(path string) ([]string, error) {
+	c, err := dns.ClientConfigFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range c.Servers {
+		out = append(out, net.JoinHostPort(s, c.Port))
+	}
+	return out, nil
+}

@@ -1,0 +1,208 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package egressdns
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func TestPolicyMatch(t *testing.T) {
+	p := Policy{{Host: "pypi.org", Ports: []int32{443}}, {Host: "*.githubusercontent.com", Ports: []int32{443, 80}}, {Host: "pypi.org", Ports: []int32{80}}, {Host: "any.test"}}
+	for _, tc := range []struct {
+		name  string
+		ok    bool
+		all   bool
+		ports []int32
+	}{
+		{"pypi.org", true, false, []int32{80, 443}},
+		{"PyPI.org.", true, false, []int32{80, 443}},
+		{"files.pypi.org", false, false, nil},
+		{"raw.githubusercontent.com", true, false, []int32{80, 443}},
+		{"a.b.githubusercontent.com", true, false, []int32{80, 443}},
+		{"githubusercontent.com", false, false, nil},
+		{"evilgithubusercontent.com", false, false, nil},
+		{"any.test", true, true, nil},
+		{"other.test", false, false, nil},
+	} {
+		ports, all, ok := p.Match(tc.name)
+		if ok != tc.ok || all != tc.all || !slices.Equal(ports, tc.ports) {
+			t.Errorf("Match(%q) = %v, %v, %v; want %v, %v, %v", tc.name, ports, all, ok, tc.ports, tc.all, tc.ok)
+		}
+	}
+}
+
+// zone is a test upstream on loopback.
+func zone(t *testing.T, records map[string][]string) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		rrs, ok := records[q.Question[0].Name]
+		if !ok {
+			m.SetRcode(q, dns.RcodeNameError)
+		}
+		for _, r := range rrs {
+			rr, err := dns.NewRR(r)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			m.Answer = append(m.Answer, rr)
+		}
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = s.ActivateAndServe() }()
+	t.Cleanup(func() { _ = s.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+type opened struct {
+	addr  netip.Addr
+	ports []int32
+	all   bool
+	ttl   time.Duration
+}
+
+// TestResolver: allowed names are answered and their addresses opened for
+// their TTL (clamped); other names are NXDOMAIN and open nothing; an
+// allowed name that answers an internal address (directly or through a
+// CNAME) has it taken out and not opened; a flood is refused past the
+// bound; a rule added applies at the next query.
+func TestResolver(t *testing.T) {
+	up := zone(t, map[string][]string{
+		"allowed.test.": {"allowed.test. 60 IN A 198.51.100.7"},
+		"zero.test.":    {"zero.test. 0 IN A 198.51.100.8"},
+		"rebind.test.":  {"rebind.test. 60 IN A 127.0.0.1", "rebind.test. 60 IN A 169.254.169.254", "rebind.test. 60 IN A 198.51.100.9"},
+		"cdn.test.":     {"cdn.test. 60 IN CNAME internal.corp.", "internal.corp. 60 IN A 10.1.2.3"},
+		"other.test.":   {"other.test. 60 IN A 198.51.100.66"},
+		"later.test.":   {"later.test. 60 IN A 198.51.100.70"},
+	})
+	var mu sync.Mutex
+	var opens []opened
+	var records []Decision
+	policy := Policy{{Host: "allowed.test", Ports: []int32{443}}, {Host: "zero.test"}, {Host: "rebind.test"}, {Host: "cdn.test"}}
+	r, err := Start(Options{
+		Sandbox: "sb", Tenant: "ns/t", Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstreams: []string{up},
+		Policy: func() Policy { mu.Lock(); defer mu.Unlock(); return slices.Clone(policy) },
+		Open: func(a netip.Addr, ports []int32, all bool, ttl time.Duration) error {
+			mu.Lock()
+			defer mu.Unlock()
+			opens = append(opens, opened{a, ports, all, ttl})
+			return nil
+		},
+		Denied: func(a netip.Addr) bool {
+			return a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsPrivate()
+		},
+		Record:           func(d Decision) { mu.Lock(); defer mu.Unlock(); records = append(records, d) },
+		QueriesPerSecond: 1, Burst: 12,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	ask := func(name string, qtype uint16, network string) *dns.Msg {
+		t.Helper()
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(name), qtype)
+		c := &dns.Client{Net: network, Timeout: 5 * time.Second}
+		in, _, err := c.Exchange(m, r.Addr().String())
+		if err != nil {
+			t.Fatalf("%s %s: %v", network, name, err)
+		}
+		return in
+	}
+	addrs := func(m *dns.Msg) (out []string) {
+		for _, rr := range m.Answer {
+			if a, ok := rr.(*dns.A); ok {
+				out = append(out, a.A.String())
+			}
+		}
+		return out
+	}
+	last := func() opened { mu.Lock(); defer mu.Unlock(); return opens[len(opens)-1] }
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(opens) }
+
+	if m := ask("allowed.test", dns.TypeA, "udp"); m.Rcode != dns.RcodeSuccess || !slices.Equal(addrs(m), []string{"198.51.100.7"}) {
+		t.Fatalf("allowed.test: %v", m)
+	}
+	if o := last(); o.addr != netip.MustParseAddr("198.51.100.7") || !slices.Equal(o.ports, []int32{443}) || o.all || o.ttl != 60*time.Second {
+		t.Errorf("opened %+v; want 198.51.100.7 on 443 for 60 s", o)
+	}
+	if m := ask("Allowed.Test", dns.TypeA, "tcp"); !slices.Equal(addrs(m), []string{"198.51.100.7"}) {
+		t.Errorf("over TCP, in other case: %v", m)
+	}
+	if m := ask("zero.test", dns.TypeA, "udp"); len(addrs(m)) != 1 || last().ttl != 10*time.Second || !last().all {
+		t.Errorf("a TTL of 0 opens for the minimum, on every port: %+v", last())
+	}
+	n := count()
+	if m := ask("other.test", dns.TypeA, "udp"); m.Rcode != dns.RcodeNameError || len(m.Answer) != 0 || count() != n {
+		t.Errorf("other.test: %v (opened %d more)", m, count()-n)
+	}
+	if m := ask("rebind.test", dns.TypeA, "udp"); !slices.Equal(addrs(m), []string{"198.51.100.9"}) || last().addr != netip.MustParseAddr("198.51.100.9") {
+		t.Errorf("rebind.test answered %v, opened %+v; want only its public address", addrs(m), last())
+	}
+	n = count()
+	if m := ask("cdn.test", dns.TypeA, "udp"); len(addrs(m)) != 0 || count() != n {
+		t.Errorf("a CNAME to an internal name answered %v and opened %d", addrs(m), count()-n)
+	}
+	if m := ask("allowed.test", dns.TypeAAAA, "udp"); m.Rcode != dns.RcodeSuccess || len(m.Answer) != 0 {
+		t.Errorf("AAAA of an allowed name: %v; want an empty answer", m)
+	}
+	mu.Lock()
+	policy = append(policy, Rule{Host: "later.test", Ports: []int32{80}})
+	mu.Unlock()
+	if m := ask("later.test", dns.TypeA, "udp"); !slices.Equal(addrs(m), []string{"198.51.100.70"}) {
+		t.Errorf("a rule added answers at the next query: %v", m)
+	}
+	refused := 0
+	for range 20 {
+		if ask("allowed.test", dns.TypeA, "udp").Rcode == dns.RcodeRefused {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Error("a flood past the bound was never refused")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var denied, rebinds int
+	for _, d := range records {
+		if d.Tenant != "ns/t" || d.Sandbox != "sb" {
+			t.Errorf("a record without its tenant: %+v", d)
+		}
+		if d.Result == Denied && d.Name == "other.test" {
+			denied++
+		}
+		if d.Name == "rebind.test" && len(d.Refused) == 2 {
+			rebinds++
+		}
+	}
+	if denied != 1 || rebinds != 1 {
+		t.Errorf("records: %d denials of other.test, %d rebinds refused; want 1 and 1", denied, rebinds)
+	}
+}
