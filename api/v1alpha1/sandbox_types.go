@@ -89,6 +89,10 @@ const (
 	// a FacultyBundle it lists to be built on its node; the message names
 	// the bundle and why (building, failed, not found).
 	ReasonWaitingForFaculties = "WaitingForFaculties"
+	// ReasonEgressDenied (an Event): the sandbox's resolver denied a name
+	// no egress rule allows, or left out of an answer addresses egress
+	// never opens; the note names them.
+	ReasonEgressDenied = "EgressDenied"
 )
 
 // SandboxNodeNameField is the Sandbox's selectable field that binds it to

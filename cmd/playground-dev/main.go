@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -84,7 +85,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Tenant, "tenant", "demo", "the sample tenant to wait for and print the token of")
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:7080", "address of the MCP gateway")
 	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
-	network := fs.String("network", string(oci.NetworkNone), "sandbox networking: none (loopback only) or egress (Tenants' egress lists enforced with nftables; see docs/isolation.md)")
+	network := fs.String("network", "auto", "sandbox networking: egress (Tenants' egress lists, by address or by name, enforced with nftables; see docs/isolation.md), none (loopback only), or auto: egress where this machine can (root, with nft, ip and nsenter), else none")
 	runsc := fs.String("runsc", "", "runsc, for Sandboxes of isolation gvisor (default: runsc from PATH, e.g. built by hack/runsc.sh; none: gVisor not offered); \"off\" refuses gVisor")
 	opts.FacultyHostPathPrefixes = []string{devenv.DefaultFacultyHostPath}
 	fs.Var(cmdflags.StringList(&opts.FacultyHostPathPrefixes), "faculty-host-path-prefix", "a directory under which FacultyBundles' hostPath sources are read, beside the samples' (repeatable, or comma-separated); see the agent's flag")
@@ -99,6 +100,12 @@ func runDev(ctx context.Context, args []string) error {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	switch n := oci.Network(*network); n {
+	case "auto":
+		opts.Network = oci.NetworkEgress
+		if why := egressMissing(); why != "" {
+			fmt.Fprintf(os.Stderr, "playground-dev: sandboxes get no egress (--network none): %s\n", why)
+			opts.Network = oci.NetworkNone
+		}
 	case oci.NetworkNone, oci.NetworkEgress:
 		opts.Network = n
 	default:
@@ -136,4 +143,17 @@ func runDev(ctx context.Context, args []string) error {
 		return be, nil
 	}
 	return devenv.Run(ctx, opts, os.Stdout)
+}
+
+// egressMissing says what this machine lacks to offer egress, or "".
+func egressMissing() string {
+	if os.Geteuid() != 0 {
+		return "not running as root"
+	}
+	for _, tool := range []string{"nft", "ip", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return tool + " is not installed (make prereqs installs it)"
+		}
+	}
+	return ""
 }

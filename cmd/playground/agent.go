@@ -36,6 +36,7 @@ import (
 	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/egressdns"
 	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/hostpath"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
@@ -65,8 +66,9 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&ociOpts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this executable, else from PATH)")
 	fs.StringVar(&runsc, "runsc", "", "runsc, gVisor's runtime, for Sandboxes of isolation gvisor (default: runsc from PATH; none: this node offers no gVisor, and its Lease says so); \"off\" refuses gVisor even if runsc is installed")
 	fs.StringVar(&ociOpts.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
-	fs.StringVar(&network, "network", string(oci.NetworkNone), "sandbox networking: none (loopback only, egress lists refused) or egress (a sandbox whose Tenant lists egress rules reaches those, through NAT and an nftables ruleset per sandbox, and nothing else; needs nft, ip and nsenter)")
+	fs.StringVar(&network, "network", string(oci.NetworkEgress), "sandbox networking this node offers: egress (each sandbox picks by its Tenant: loopback only without egress rules; with them, what they allow by address or by name, through NAT and an nftables ruleset per sandbox, and nothing else; needs nft, ip and nsenter) or none (loopback only for every sandbox, egress lists refused)")
 	fs.Var(cmdflags.StringList(&ociOpts.EgressDeny), "egress-deny", "IPv4 CIDRs no sandbox egress rule opens, beyond loopback, link-local (cloud metadata), multicast and the pool (repeatable, or comma-separated): say, the pod network")
+	fs.Var(cmdflags.StringList(&ociOpts.EgressResolvers), "egress-resolver", "upstream DNS servers (host:port, repeatable) of the resolvers the agent runs for sandboxes with egress by name (default: the nameservers of /etc/resolv.conf)")
 	fs.StringVar(&egressPool, "egress-pool", oci.DefaultEgressPool.String(), "IPv4 range from which egress sandboxes get a /30 each; unreachable from sandboxes")
 	fs.StringVar(&reserve, "storage-reserve", "2Gi", "free space (a quantity, e.g. 10Gi) that the state directory's filesystem keeps: below it no new sandbox is provisioned on this node (0 disables)")
 	fs.BoolVar(&ociOpts.UnboundedStorage, "unbounded-storage", false, "run without per-sandbox disk limits (no loop devices needed): one sandbox can then fill the node's disk; see docs/isolation.md")
@@ -198,6 +200,8 @@ func runAgent(ctx context.Context, args []string) error {
 		return err
 	}
 	opts.StateDir = ociOpts.StateDir
+	hub := &egressdns.Hub{}
+	ociOpts.OnEgressDNS, opts.EgressDNS = hub.Record, hub
 	// The backends this node offers: on Linux oci, vm and lima; on
 	// FreeBSD jail (agent_<os>.go).
 	if opts.Backends, err = newBackends(ctx, opts.Logger); err != nil {

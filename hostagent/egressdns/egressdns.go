@@ -335,3 +335,42 @@ func Upstreams(path string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Hub fans the decisions of a node's resolvers out to the agent's sinks
+// (metrics, logs, Events), which subscribe after the backends that hold
+// the resolvers are made: a backend's Options.OnEgressDNS is Hub.Record.
+type Hub struct {
+	mu    sync.Mutex
+	sinks map[int]func(Decision)
+	next  int
+}
+
+// Record hands d to every sink.
+func (h *Hub) Record(d Decision) {
+	h.mu.Lock()
+	sinks := make([]func(Decision), 0, len(h.sinks))
+	for _, s := range h.sinks {
+		sinks = append(sinks, s)
+	}
+	h.mu.Unlock()
+	for _, s := range sinks {
+		s(d)
+	}
+}
+
+// Subscribe adds sink until the returned cancel is called.
+func (h *Hub) Subscribe(sink func(Decision)) (cancel func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sinks == nil {
+		h.sinks = map[int]func(Decision){}
+	}
+	id := h.next
+	h.next++
+	h.sinks[id] = sink
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.sinks, id)
+	}
+}

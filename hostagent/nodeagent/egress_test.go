@@ -22,12 +22,16 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/hostagent/egressdns"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/sysctltest"
 )
@@ -57,9 +61,12 @@ func TestEgressSandbox(t *testing.T) {
 	closed.stop()
 
 	state := ocitest.StateDir(t)
-	be, err := oci.New(oci.Options{StateDir: state, GuestBinary: ocitest.GuestBinary(t), Network: oci.NetworkEgress})
+	hub := &egressdns.Hub{}
+	// The upstream is never asked: the test's names are denied.
+	be, err := oci.New(oci.Options{StateDir: state, GuestBinary: ocitest.GuestBinary(t), Network: oci.NetworkEgress,
+		EgressResolvers: []string{"127.0.0.1:9"}, OnEgressDNS: hub.Record})
 	g.Expect(err).NotTo(HaveOccurred())
-	n := startNode(t, "egress-a", state, "", func(o *nodeagent.Options) { o.Backends = []backend.Backend{be} })
+	n := startNode(t, "egress-a", state, "", func(o *nodeagent.Options) { o.Backends = []backend.Backend{be}; o.EgressDNS = hub })
 	g.Expect(registrationOf(t, n.name).Networks).To(Equal(map[string][]string{"oci": {"egress", "none"}}), "its Lease offers egress")
 	createSandbox(t, ns, "open", n.name, egress)
 	createSandbox(t, ns, "plain", n.name)
@@ -76,4 +83,44 @@ func TestEgressSandbox(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, open)).To(Succeed())
 	waitGone(t, ns, "open")
 	g.Expect(ruleset()).NotTo(ContainSubstring("198.51.100.0/24"))
+
+	// Egress by name: a name no rule allows is NXDOMAIN in the sandbox,
+	// counted by tenant and reported on the Sandbox as an Event that says
+	// what to add.
+	createSandbox(t, ns, "named", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Network = playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress,
+			Egress: []playgroundv1alpha1.EgressRule{{Host: "pypi.test", Ports: []int32{443}}}}
+	})
+	named := waitProvisioned(t, ns, "named")
+	out := conformance.Sh(t, be, named.Status.SandboxID, "getent hosts blocked.test; echo status=$?")
+	g.Expect(out).To(ContainSubstring("status=2"), "a name no rule allows does not resolve")
+	g.Eventually(func(g Gomega) {
+		var evs corev1.EventList
+		g.Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range evs.Items {
+			if e.Reason == playgroundv1alpha1.ReasonEgressDenied && e.InvolvedObject.Name == "named" {
+				notes = append(notes, e.Message)
+			}
+		}
+		g.Expect(notes).To(ContainElement(ContainSubstring("blocked.test: no egress rule allows this name")))
+	}, "30s", "100ms").Should(Succeed())
+	fams, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	denied := 0.0
+	for _, f := range fams {
+		if f.GetName() != "playground_egress_dns_queries_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["tenant"] == ns+"/named" && labels["result"] == "denied" {
+				denied += m.GetCounter().GetValue()
+			}
+		}
+	}
+	g.Expect(denied).To(BeNumerically(">=", 1), "the denial is counted with its tenant")
 }

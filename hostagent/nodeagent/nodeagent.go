@@ -55,6 +55,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/egressdns"
 	"github.com/playground-dev/playground/hostagent/faculty"
 	"github.com/playground-dev/playground/hostagent/hostpath"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -98,6 +99,10 @@ type Options struct {
 	// spec.backend names one, and closes them when it stops. At least
 	// one; cmd constructs them.
 	Backends []backend.Backend
+	// EgressDNS, when set, is the hub the backends' resolvers record
+	// their decisions to (oci.Options.OnEgressDNS): the agent counts,
+	// logs and reports them as Events.
+	EgressDNS *egressdns.Hub
 	// StateDir holds the agent's own records: which Sandbox owns which
 	// sandbox ID (StateDir/sandbox-ids, a file per sandbox). Like the
 	// backends' state, it must outlive the agent: without its records, a
@@ -403,6 +408,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer registerFacultyMetrics(rec.faculties.cache, opts.NodeName, log)()
+	defer recordEgress(ctx, opts.EgressDNS, rec, log)()
 
 	server := agentserver.NewServer(agent, log.WithName("api"), tokens.current()...)
 	server.SetBudget(lim)

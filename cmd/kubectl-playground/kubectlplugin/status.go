@@ -28,6 +28,7 @@ import (
 
 	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,6 +84,48 @@ type tenantStatus struct {
 	tenantRow
 	Conditions []conditionRow `json:"conditions"`
 	Faculties  []facultyRow   `json:"faculties,omitempty"`
+	// EgressDenials are the latest names and answers the sandbox's
+	// resolver refused (Events EgressDenied), newest first.
+	EgressDenials []denialRow `json:"egressDenials,omitempty"`
+}
+
+// denialRow is an EgressDenied Event of the tenant's sandbox.
+type denialRow struct {
+	Last    time.Time `json:"last"`
+	Count   int32     `json:"count"`
+	Message string    `json:"message"`
+}
+
+// maxDenials bounds the denials status shows.
+const maxDenials = 5
+
+// egressDenials are the latest EgressDenied Events of sandbox s.
+func (x *cli) egressDenials(ctx context.Context, s *playgroundv1alpha1.Sandbox) []denialRow {
+	var list corev1.EventList
+	if err := x.c.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{
+		"involvedObject.name": s.Name, "reason": playgroundv1alpha1.ReasonEgressDenied,
+	}); err != nil {
+		return nil
+	}
+	var rows []denialRow
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID != s.UID {
+			continue
+		}
+		last, count := e.LastTimestamp.Time, e.Count
+		if e.Series != nil {
+			last, count = e.Series.LastObservedTime.Time, e.Series.Count
+		}
+		if last.IsZero() {
+			last = e.EventTime.Time
+		}
+		rows = append(rows, denialRow{Last: last, Count: max(count, 1), Message: e.Message})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Last.After(rows[j].Last) })
+	if len(rows) > maxDenials {
+		rows = rows[:maxDenials]
+	}
+	return rows
 }
 
 func (x *cli) listFlags(cmd *cobra.Command, what string) {
@@ -272,6 +315,7 @@ func (x *cli) status(ctx context.Context, name string) error {
 			st.Conditions = append(st.Conditions, x.nodeRow(ctx, s.Spec.NodeName))
 		}
 		st.Faculties = x.facultyRows(ctx, name, s)
+		st.EgressDenials = x.egressDenials(ctx, s)
 	}
 	if x.output != "" {
 		return x.print(st)
@@ -287,6 +331,17 @@ func (x *cli) status(ctx context.Context, name string) error {
 	}
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	if len(st.EgressDenials) > 0 {
+		fmt.Fprintln(x.out)
+		w = tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "EGRESS DENIED\tCOUNT\tWHAT")
+		for _, d := range st.EgressDenials {
+			fmt.Fprintf(w, "%s\t%d\t%s\n", d.Last.UTC().Format(time.RFC3339), d.Count, d.Message)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(st.Faculties) == 0 {
 		return nil

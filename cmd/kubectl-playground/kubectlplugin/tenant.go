@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -262,7 +263,7 @@ the configurations.`,
 	fl.StringArrayVar(&f.faculties, "faculty", nil, "a FacultyBundle of the namespace to install on the sandbox's PATH (repeatable)")
 	fl.StringArrayVar(&f.nodeSelector, "node-selector", nil, "a node label KEY=VALUE the sandbox's node must have (repeatable), as a Pod's nodeSelector")
 	fl.StringVar(&f.network, "network", "", "none (loopback only; the default) or egress (to the --egress list only)")
-	fl.StringArrayVar(&f.egress, "egress", nil, "with --network egress: an IPv4 network the sandbox may reach, CIDR[:PORT,...] (repeatable), e.g. 10.0.0.0/8:443")
+	fl.StringArrayVar(&f.egress, "egress", nil, "with --network egress: what the sandbox may reach, an IPv4 network or a host name, CIDR[:PORT,...] or HOST[:PORT,...] (repeatable), e.g. 10.0.0.0/8:443, pypi.org:443, *.githubusercontent.com:443")
 	fl.DurationVar(&f.idleSuspend, "idle-suspend", 0, `suspend the sandbox after this long without a tool call, e.g. "15m" (at least 10s); the next call resumes it (default: never)`)
 	fl.StringVar(&f.dryRun, "dry-run", "none", "client: print the Tenant without creating it; server: have the API server check it too, without creating it")
 	fl.Lookup("dry-run").NoOptDefVal = "client"
@@ -362,7 +363,7 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 	case mode == "" && len(f.egress) > 0:
 		mode = playgroundv1alpha1.NetworkEgress
 	case mode == playgroundv1alpha1.NetworkEgress && len(f.egress) == 0:
-		return nil, usagef(cmd, "--network egress needs the networks the sandbox may reach: --egress CIDR[:PORT,...]")
+		return nil, usagef(cmd, "--network egress needs what the sandbox may reach: --egress CIDR[:PORT,...] or HOST[:PORT,...]")
 	case mode == playgroundv1alpha1.NetworkNone && len(f.egress) > 0:
 		return nil, usagef(cmd, "--egress is for --network egress, not none")
 	}
@@ -383,14 +384,25 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 	return t, nil
 }
 
-// egressRule parses CIDR[:PORT,...].
+// hostPattern is the Tenant CRD's pattern of an egress host.
+var hostPattern = regexp.MustCompile(`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// egressRule parses CIDR[:PORT,...] or HOST[:PORT,...].
 func egressRule(s string) (playgroundv1alpha1.EgressRule, error) {
-	cidr, ports, _ := strings.Cut(s, ":")
-	ip, network, err := net.ParseCIDR(cidr)
-	if err != nil || ip.To4() == nil || !ip.Equal(network.IP) {
-		return playgroundv1alpha1.EgressRule{}, fmt.Errorf("want an IPv4 network such as 10.0.0.0/8 (host bits zero), then optionally :PORT,PORT")
+	dest, ports, _ := strings.Cut(s, ":")
+	var rule playgroundv1alpha1.EgressRule
+	if strings.Contains(dest, "/") {
+		ip, network, err := net.ParseCIDR(dest)
+		if err != nil || ip.To4() == nil || !ip.Equal(network.IP) {
+			return rule, fmt.Errorf("want an IPv4 network such as 10.0.0.0/8 (host bits zero), then optionally :PORT,PORT")
+		}
+		rule.CIDR = dest
+	} else {
+		if !hostPattern.MatchString(dest) {
+			return rule, fmt.Errorf("want a lower-case host name such as pypi.org or *.githubusercontent.com, or an IPv4 network such as 10.0.0.0/8, then optionally :PORT,PORT")
+		}
+		rule.Host = dest
 	}
-	rule := playgroundv1alpha1.EgressRule{CIDR: cidr}
 	if ports == "" {
 		return rule, nil
 	}

@@ -48,6 +48,7 @@ import (
 	"github.com/playground-dev/playground/controllers"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/egressdns"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
@@ -267,8 +268,9 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	if err := os.Chmod(state, 0o711); err != nil {
 		return nil, err
 	}
+	egress := &egressdns.Hub{}
 	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary, Network: opts.Network, GVisorRuntime: opts.Runsc,
-		WarmPool: opts.WarmPool, WarmPoolRate: opts.WarmPoolRate, NewID: sandboxids.New})
+		WarmPool: opts.WarmPool, WarmPoolRate: opts.WarmPoolRate, NewID: sandboxids.New, OnEgressDNS: egress.Record})
 	if err != nil {
 		return nil, fmt.Errorf("the oci backend: %w", err)
 	}
@@ -340,9 +342,11 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 			StateDir: nodeDir,
 			Backends: backends,
 			Listener: ln,
-			Tokens:   []string{env.AgentToken},
-			Workers:  opts.Workers,
-			Logger:   opts.Logger.WithName("agent"),
+			// The record of egress by name: metrics, logs, Events.
+			EgressDNS: egress,
+			Tokens:    []string{env.AgentToken},
+			Workers:   opts.Workers,
+			Logger:    opts.Logger.WithName("agent"),
 
 			FacultyHostPathPrefixes: opts.FacultyHostPathPrefixes,
 		})

@@ -1,0 +1,117 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/egressdns"
+)
+
+// The record of egress by name: each query a sandbox's resolver answers
+// is counted (by tenant and result), logged as a structured record, and,
+// when a name is denied or an answer refused, an Event on the Sandbox
+// (merged into a series when it repeats), which `kubectl playground
+// status` shows: a team sees why its `pip install` failed.
+var (
+	egressQueries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "playground_egress_dns_queries_total",
+		Help: "Queries the resolvers of sandboxes with egress by name answered, by tenant and result (allowed, denied, throttled, failed).",
+	}, []string{"tenant", "result"})
+	egressRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "playground_egress_dns_refused_addresses_total",
+		Help: "Addresses an allowed name answered that a deny rule covers (rebinding), taken out of the answer and not opened, by tenant.",
+	}, []string{"tenant"})
+	egressOpened = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "playground_egress_dns_opened_addresses_total",
+		Help: "Addresses opened for sandboxes by the answers of their resolvers, by tenant.",
+	}, []string{"tenant"})
+	registerEgressOnce sync.Once
+)
+
+// recordEgress subscribes the agent's record of egress decisions to hub.
+func recordEgress(ctx context.Context, hub *egressdns.Hub, rec *sandboxReconciler, log logr.Logger) (cancel func()) {
+	if hub == nil {
+		return func() {}
+	}
+	registerEgressOnce.Do(func() {
+		for _, c := range []prometheus.Collector{egressQueries, egressRefused, egressOpened} {
+			if err := metrics.Registry.Register(c); err != nil {
+				log.Error(err, "Not exporting the egress metrics")
+			}
+		}
+	})
+	log = log.WithName("egress")
+	return hub.Subscribe(func(d egressdns.Decision) {
+		egressQueries.WithLabelValues(d.Tenant, string(d.Result)).Inc()
+		egressRefused.WithLabelValues(d.Tenant).Add(float64(len(d.Refused)))
+		egressOpened.WithLabelValues(d.Tenant).Add(float64(len(d.Opened)))
+		kv := []any{"tenant", d.Tenant, "sandbox", d.Sandbox, "name", d.Name, "type", d.Type, "result", string(d.Result)}
+		if len(d.Opened) > 0 {
+			kv = append(kv, "opened", d.Opened)
+		}
+		if len(d.Refused) > 0 {
+			kv = append(kv, "refused", d.Refused)
+		}
+		if d.Error != "" {
+			kv = append(kv, "error", d.Error)
+		}
+		var note string
+		switch {
+		case d.Result == egressdns.Denied:
+			note = fmt.Sprintf("%s: no egress rule allows this name: the sandbox's resolver answered NXDOMAIN (add a rule with host %s to the Tenant's spec.sandbox.network.egress)", d.Name, d.Name)
+		case len(d.Refused) > 0:
+			note = fmt.Sprintf("%s answered %v, which egress never opens (the node, loopback, link-local and cloud metadata, private networks or the deny list): those addresses were left out of the answer", d.Name, d.Refused)
+		}
+		if note == "" {
+			log.V(1).Info("Egress name resolved", kv...)
+			return
+		}
+		log.Info("Egress refused", kv...)
+		rec.egressEvent(ctx, d, note)
+	})
+}
+
+// egressEvent records note on the Sandbox of d's tenant, if it is the one
+// that holds d's sandbox.
+func (r *sandboxReconciler) egressEvent(ctx context.Context, d egressdns.Decision, note string) {
+	ns, name, ok := strings.Cut(d.Tenant, "/")
+	if !ok {
+		return
+	}
+	var list playgroundv1alpha1.SandboxList
+	if err := r.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return
+	}
+	for i := range list.Items {
+		sbx := &list.Items[i]
+		if sbx.Spec.TenantRef.Name == name && sbx.Status.SandboxID == d.Sandbox {
+			r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonEgressDenied, "Resolve", "%s", note)
+			return
+		}
+	}
+}
