@@ -21,6 +21,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -87,15 +89,71 @@ func TestDev(t *testing.T) {
 		}
 	})
 
-	first := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "echo persisted > kept")
+	first := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "echo persisted > kept", true)
 	// The sample tenant lists the sample bundle: the node built it, and
 	// its hello runs by name.
-	second := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "cat kept && hello")
+	second := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "cat kept && hello", false)
 	if first.uid != second.uid || first.sandboxID != second.sandboxID {
 		t.Fatalf("the second run re-created the sample tenant or its sandbox (%+v, then %+v): its state was not kept", first, second)
 	}
 	if second.output != "persisted\nhello from a faculty bundle, demo-agent\n" {
 		t.Fatalf("a file written in the first run reads %q in the second", second.output)
+	}
+}
+
+// checkEgress: make dev offers egress out of the box. A Tenant with an
+// egress list becomes Ready, and from its sandbox the node's addresses
+// (every one, and the sandbox's own gateway) are unreachable on a port a
+// server of the node listens on, as the gateway's and agent's are.
+func checkEgress(t *testing.T, kubectl func(...string) string, endpoint string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Log("not root: make dev offers no egress here")
+		return
+	}
+	ln, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("reached\n"))
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	manifest := filepath.Join(t.TempDir(), "tenant.yaml")
+	if err := os.WriteFile(manifest, []byte("apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: egress-demo, namespace: default}\n"+
+		"spec: {sandbox: {network: {mode: egress, egress: [{host: pypi.org, ports: [443]}, {cidr: 192.0.2.0/24}]}}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl("apply", "-f", manifest)
+	defer kubectl("delete", "-f", manifest, "--wait=false")
+	kubectl("wait", "--for=condition=Ready", "--timeout=3m", "-n", "default", "tenant/egress-demo")
+	secret := kubectl("get", "secret", playgroundv1alpha1.CredentialSecretName("egress-demo"), "-n", "default", "-o", "jsonpath={.data.token}")
+	token, err := base64.StdEncoding.DecodeString(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []string{"$(ip route show default 2>/dev/null | awk '{print $3}')"}
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() {
+			targets = append(targets, ip.IP.String())
+		}
+	}
+	script := fmt.Sprintf("for a in %s; do timeout 2 bash -c \"cat </dev/tcp/$a/%d\" 2>/dev/null; done; grep -c eth0 /proc/net/dev", strings.Join(targets, " "), port)
+	_, out := execOverMCP(t, endpoint, string(token), script)
+	if strings.Contains(out, "reached") || strings.TrimSpace(out) != "1" {
+		t.Fatalf("from an egress sandbox of make dev (with an interface: %q), the node's addresses on a port it serves: %q; want none reached", strings.TrimSpace(out), out)
 	}
 }
 
@@ -105,7 +163,7 @@ type devRun struct {
 
 // runDevOnce runs `playground-dev` until it is ready, checks the cluster
 // with kubectl, interrupts it, and returns the sample tenant's UID.
-func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, faculties, command string) devRun {
+func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, faculties, command string, egress bool) devRun {
 	t.Helper()
 	cmd := exec.Command(bin, "--control-plane", assets, "--state-dir", state, "--guest-binary", guest, "--listen", "127.0.0.1:0",
 		"--samples", samples, "--faculty-host-path-prefix", faculties)
@@ -177,6 +235,9 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 		t.Fatalf("no MCP endpoint or token printed:\n%s", printed)
 	}
 	sandboxID, output := execOverMCP(t, endpoint[1], token[1], command)
+	if egress {
+		checkEgress(t, kubectl, endpoint[1])
+	}
 
 	// The sample workers tenant: its worker, from the sample's faculty
 	// bundle, answers through the same gateway with its own tools.

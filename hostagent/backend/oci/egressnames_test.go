@@ -23,7 +23,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -152,6 +154,28 @@ func TestEgressByName(t *testing.T) {
 	}
 	if reach(worldLinkLoc, allowedPort) {
 		t.Error("a link-local address a name answered is reachable")
+	}
+	// A test host at the cloud metadata address, in the test's world,
+	// routed to only for the sandboxes' pool (the node keeps its own
+	// route there): a name that answers it opens nothing, and typed by
+	// hand it is refused.
+	const metadata = "169.254.169.254"
+	for _, c := range [][]string{
+		{"nsenter", "--net=" + w.ns, "ip", "addr", "add", metadata + "/32", "dev", "eth0"},
+		{"ip", "route", "replace", metadata + "/32", "via", worldServer, "table", "4711"},
+		{"ip", "rule", "add", "from", b.opts.EgressPool.String(), "to", metadata + "/32", "lookup", "4711", "priority", "4711"},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", c, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "rule", "del", "priority", "4711").Run()
+		_ = exec.Command("ip", "route", "flush", "table", "4711").Run()
+	})
+	w.serve(t, metadata+":"+strconv.Itoa(allowedPort))
+	if reach(metadata, allowedPort) {
+		t.Error("the test host at the cloud metadata address is reachable")
 	}
 	if got := resolves("cname.test"); got != "" {
 		t.Errorf("cname.test resolves to %q; want nothing (its CNAME leads to a private address)", got)
