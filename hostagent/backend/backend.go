@@ -247,6 +247,23 @@ type EgressRule struct {
 	Ports []int32 `json:",omitempty"`
 }
 
+// EgressMeter is the behaviour of backends that count their sandboxes'
+// egress: for each sandbox with an egress namespace, since its rules were
+// last applied (a reapplication starts the counts again).
+type EgressMeter interface {
+	EgressUsage(ctx context.Context) ([]EgressUsage, error)
+}
+
+// EgressUsage is one sandbox's egress counts.
+type EgressUsage struct {
+	SandboxID, Tenant string
+	// BytesOut and BytesIn are what the sandbox sent and received on the
+	// flows let out; Allowed counts the flows let out; Denied the packets
+	// dropped (a connection attempt is a few).
+	BytesOut, BytesIn uint64
+	Allowed, Denied   uint64
+}
+
 // ExecRequest is one command to run in a fresh /bin/sh.
 type ExecRequest struct {
 	Command string

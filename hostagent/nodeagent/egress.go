@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/egressdns"
 )
 
@@ -52,6 +54,65 @@ var (
 	}, []string{"tenant"})
 	registerEgressOnce sync.Once
 )
+
+// egressCollector exports the egress counts of the node's sandboxes
+// (backend.EgressMeter), read when scraped.
+type egressCollector struct {
+	backends []backend.Backend
+	log      logr.Logger
+}
+
+var (
+	egressBytesDesc = prometheus.NewDesc("playground_egress_bytes_total",
+		"Bytes egress sandboxes sent (direction out) and received (in) on the flows their rules let out, by tenant; counted since the sandbox's rules were last applied.",
+		[]string{"tenant", "direction"}, nil)
+	egressFlowsDesc = prometheus.NewDesc("playground_egress_connections_total",
+		"Flows egress sandboxes opened that their rules let out, by tenant; since the rules were last applied.",
+		[]string{"tenant"}, nil)
+	egressDeniedDesc = prometheus.NewDesc("playground_egress_denied_packets_total",
+		"Packets from egress sandboxes that their rules dropped (a refused connection attempt is a few), by tenant; since the rules were last applied.",
+		[]string{"tenant"}, nil)
+)
+
+func (c egressCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- egressBytesDesc
+	ch <- egressFlowsDesc
+	ch <- egressDeniedDesc
+}
+
+func (c egressCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, be := range c.backends {
+		m, ok := be.(backend.EgressMeter)
+		if !ok {
+			continue
+		}
+		usage, err := m.EgressUsage(ctx)
+		if err != nil {
+			c.log.Error(err, "Reading the egress counters", "backend", be.Name())
+			continue
+		}
+		for _, u := range usage {
+			ch <- prometheus.MustNewConstMetric(egressBytesDesc, prometheus.CounterValue, float64(u.BytesOut), u.Tenant, "out")
+			ch <- prometheus.MustNewConstMetric(egressBytesDesc, prometheus.CounterValue, float64(u.BytesIn), u.Tenant, "in")
+			ch <- prometheus.MustNewConstMetric(egressFlowsDesc, prometheus.CounterValue, float64(u.Allowed), u.Tenant)
+			ch <- prometheus.MustNewConstMetric(egressDeniedDesc, prometheus.CounterValue, float64(u.Denied), u.Tenant)
+		}
+	}
+}
+
+// registerEgressMetrics exports the egress counts of backends, labelled
+// with the node, until the returned unregistration.
+func registerEgressMetrics(backends []backend.Backend, node string, log logr.Logger) (unregister func()) {
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node": node}, metrics.Registry)
+	c := egressCollector{backends: backends, log: log.WithName("egress")}
+	if err := reg.Register(c); err != nil {
+		log.Error(err, "Not exporting the egress counters")
+		return func() {}
+	}
+	return func() { reg.Unregister(c) }
+}
 
 // recordEgress subscribes the agent's record of egress decisions to hub.
 func recordEgress(ctx context.Context, hub *egressdns.Hub, rec *sandboxReconciler, log logr.Logger) (cancel func()) {

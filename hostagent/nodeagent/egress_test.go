@@ -78,7 +78,7 @@ func TestEgressSandbox(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 		return string(out)
 	}
-	g.Expect(ruleset()).To(ContainSubstring("ip daddr 198.51.100.0/24 meta l4proto { tcp, udp } th dport 8443 accept"))
+	g.Expect(ruleset()).To(ContainSubstring("ip daddr 198.51.100.0/24 meta l4proto { tcp, udp } th dport 8443 counter name \"allowed\" accept"))
 
 	g.Expect(k8s.Delete(ctx, open)).To(Succeed())
 	waitGone(t, ns, "open")

@@ -409,6 +409,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer registerFacultyMetrics(rec.faculties.cache, opts.NodeName, log)()
 	defer recordEgress(ctx, opts.EgressDNS, rec, log)()
+	defer registerEgressMetrics(opts.Backends, opts.NodeName, log)()
 
 	server := agentserver.NewServer(agent, log.WithName("api"), tokens.current()...)
 	server.SetBudget(lim)

@@ -260,6 +260,9 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 	var r strings.Builder
 	fmt.Fprintf(&r, "table inet %s\ndelete table inet %s\ntable inet %s {\n", n.table, n.table, n.table)
 	r.WriteString(namedSets())
+	// What the sandbox sent and received on the flows let out, the flows
+	// let out and the packets dropped (EgressUsage reads them).
+	r.WriteString("\tcounter out { }\n\tcounter in { }\n\tcounter allowed { }\n\tcounter denied { }\n")
 	// Nothing from the sandbox reaches the agent's namespace itself (its
 	// addresses, the agent's port, node-local services) but its resolver,
 	// when its rules name hosts.
@@ -270,19 +273,19 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 	fmt.Fprintf(&r, "\t\tiifname %s drop\n\t}\n", dev)
 	fmt.Fprintf(&r, "\tchain forward {\n\t\ttype filter hook forward priority -10; policy accept;\n")
 	// Nothing reaches the sandbox but answers to what it opened.
-	fmt.Fprintf(&r, "\t\toifname %s ct state established,related accept\n\t\toifname %s drop\n", dev, dev)
+	fmt.Fprintf(&r, "\t\toifname %s ct state established,related counter name \"in\" accept\n\t\toifname %s drop\n", dev, dev)
 	denied := []string{b.opts.EgressPool.String()}
 	for _, c := range append(slices.Clone(alwaysDenied), b.opts.EgressDeny...) {
 		if p, err := netip.ParsePrefix(c); err == nil {
 			denied = append(denied, p.Masked().String())
 		}
 	}
-	fmt.Fprintf(&r, "\t\tiifname %s ip daddr { %s } drop\n", dev, strings.Join(denied, ", "))
+	fmt.Fprintf(&r, "\t\tiifname %s ip daddr { %s } counter name \"denied\" drop\n", dev, strings.Join(denied, ", "))
 	// A flow let out goes on when what let it out expires (an answer's
 	// time to live) or is removed: only new connections are checked.
-	fmt.Fprintf(&r, "\t\tiifname %s ct state established,related accept\n", dev)
-	fmt.Fprintf(&r, "\t\tiifname %s meta l4proto { tcp, udp } ip daddr . th dport @namedPorts accept\n", dev)
-	fmt.Fprintf(&r, "\t\tiifname %s ip daddr @namedAll accept\n", dev)
+	fmt.Fprintf(&r, "\t\tiifname %s ct state established,related counter name \"out\" accept\n", dev)
+	fmt.Fprintf(&r, "\t\tiifname %s meta l4proto { tcp, udp } ip daddr . th dport @namedPorts counter name \"allowed\" accept\n", dev)
+	fmt.Fprintf(&r, "\t\tiifname %s ip daddr @namedAll counter name \"allowed\" accept\n", dev)
 	for _, rule := range sb.spec.Egress {
 		p, err := netip.ParsePrefix(rule.CIDR)
 		if rule.Host != "" || err != nil || !p.Addr().Is4() {
@@ -290,7 +293,7 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 		}
 		cidr := p.Masked().String()
 		if len(rule.Ports) == 0 {
-			fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s accept\n", dev, cidr)
+			fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s counter name \"allowed\" accept\n", dev, cidr)
 			continue
 		}
 		ports := slices.Clone(rule.Ports)
@@ -304,9 +307,9 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 		if len(list) == 0 {
 			continue
 		}
-		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport { %s } accept\n", dev, cidr, strings.Join(list, ", "))
+		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport { %s } counter name \"allowed\" accept\n", dev, cidr, strings.Join(list, ", "))
 	}
-	fmt.Fprintf(&r, "\t\tiifname %s drop\n\t}\n", dev)
+	fmt.Fprintf(&r, "\t\tiifname %s counter name \"denied\" drop\n\t}\n", dev)
 	fmt.Fprintf(&r, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n\t\tip saddr %s oifname != %s masquerade\n\t}\n}\n", n.subnet, dev)
 	return r.String()
 }

@@ -106,10 +106,10 @@ func TestEgressRuleset(t *testing.T) {
 		t.Fatalf("device name %q is over 15 bytes", n.hostDev)
 	}
 	script := b.egressRuleset(sb)
-	deny := strings.Index(script, "ip daddr { 100.64.0.0/10, 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/4, 240.0.0.0/4, 10.244.0.0/16 } drop")
-	accept := strings.Index(script, "ip daddr 10.0.0.0/8 meta l4proto { tcp, udp } th dport { 53, 443 } accept")
-	all := strings.Index(script, "ip daddr 203.0.113.7/32 accept")
-	last := strings.LastIndex(script, "iifname \""+n.hostDev+"\" drop")
+	deny := strings.Index(script, "ip daddr { 100.64.0.0/10, 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/4, 240.0.0.0/4, 10.244.0.0/16 } counter name \"denied\" drop")
+	accept := strings.Index(script, "ip daddr 10.0.0.0/8 meta l4proto { tcp, udp } th dport { 53, 443 } counter name \"allowed\" accept")
+	all := strings.Index(script, "ip daddr 203.0.113.7/32 counter name \"allowed\" accept")
+	last := strings.LastIndex(script, "iifname \""+n.hostDev+"\" counter name \"denied\" drop")
 	if deny < 0 || accept < deny || all < accept || last < all {
 		t.Fatalf("rules out of order (%d %d %d %d):\n%s", deny, accept, all, last, script)
 	}

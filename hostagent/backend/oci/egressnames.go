@@ -21,8 +21,10 @@ package oci
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -31,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/egressdns"
 )
 
@@ -227,4 +230,67 @@ func validHostPattern(h string) bool {
 		}
 	}
 	return true
+}
+
+// EgressUsage implements backend.EgressMeter: the counters of every
+// egress sandbox's table, read in one listing.
+func (b *Backend) EgressUsage(ctx context.Context) ([]backend.EgressUsage, error) {
+	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	byTable := map[string]*backend.EgressUsage{}
+	for _, e := range entries {
+		sb, err := b.load(e.Name())
+		if err != nil || !backend.FileExists(b.egressNet(sb).netns) {
+			continue
+		}
+		byTable[b.egressNet(sb).table] = &backend.EgressUsage{SandboxID: sb.spec.ID, Tenant: sb.spec.Tenant}
+	}
+	if len(byTable) == 0 {
+		return nil, nil
+	}
+	out, err := exec.CommandContext(ctx, "nft", "-j", "list", "counters").Output()
+	if err != nil {
+		return nil, fmt.Errorf("nft list counters: %w", err)
+	}
+	var doc struct {
+		Nftables []struct {
+			Counter *struct {
+				Family, Name, Table string
+				Packets, Bytes      uint64
+			} `json:"counter"`
+		} `json:"nftables"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return nil, fmt.Errorf("nft list counters: %w", err)
+	}
+	for _, o := range doc.Nftables {
+		c := o.Counter
+		if c == nil || c.Family != "inet" {
+			continue
+		}
+		u := byTable[c.Table]
+		if u == nil {
+			continue
+		}
+		switch c.Name {
+		case "out":
+			u.BytesOut = c.Bytes
+		case "in":
+			u.BytesIn = c.Bytes
+		case "allowed":
+			u.Allowed = c.Packets
+		case "denied":
+			u.Denied = c.Packets
+		}
+	}
+	usage := make([]backend.EgressUsage, 0, len(byTable))
+	for _, u := range byTable {
+		usage = append(usage, *u)
+	}
+	return usage, nil
 }

@@ -216,6 +216,18 @@ func TestEgressByName(t *testing.T) {
 	if !allowed || !denied || !refused {
 		t.Errorf("records: allowed %v, denied %v, rebinding refused %v; want all", allowed, denied, refused)
 	}
+	// The connections are counted: bytes both ways on the flows let out,
+	// the flows, and the packets dropped.
+	usage, err := b.EgressUsage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(usage) != 1 || usage[0].SandboxID != "named" || usage[0].Tenant != "team-a/alice" {
+		t.Fatalf("EgressUsage = %+v; want the sandbox's", usage)
+	}
+	if u := usage[0]; u.BytesOut == 0 || u.BytesIn == 0 || u.Allowed == 0 || u.Denied == 0 {
+		t.Errorf("egress counts %+v; want bytes both ways, flows let out and packets dropped", u)
+	}
 	if err := b.Destroy(context.Background(), "named", false); err != nil {
 		t.Fatal(err)
 	}
