@@ -91,9 +91,9 @@ func (x *cli) printActivity(act agentapi.Activity, now time.Time) error {
 		fmt.Fprintln(w, "No jobs.")
 		return w.Flush()
 	}
-	fmt.Fprintln(w, "JOB\tSTATE\tAGE\tRESULT\tCOMMAND")
+	fmt.Fprintln(w, "JOB\tSTATE\tAGE\tRESULT\tINPUT\tCOMMAND")
 	for _, j := range act.Jobs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, age(j.StartedAt), jobResult(j.Result), cmpOr(oneLine(j.Command), "-"))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, age(j.StartedAt), jobResult(j.Result), jobInput(j), cmpOr(oneLine(j.Command), "-"))
 	}
 	return w.Flush()
 }
@@ -115,4 +115,16 @@ func jobResult(r *agentapi.JobResult) string {
 		return "exit " + strconv.Itoa(r.ExitCode)
 	}
 	return "failed"
+}
+
+// jobInput says how a job takes input: a terminal of its size, an open
+// input, or none.
+func jobInput(j agentapi.JobInfo) string {
+	switch {
+	case j.TTY != nil:
+		return fmt.Sprintf("tty %dx%d", j.TTY.Cols, j.TTY.Rows)
+	case j.Input:
+		return "open"
+	}
+	return "-"
 }
