@@ -273,6 +273,7 @@ type SandboxNetwork struct {
 // EgressRule allows connections to an IPv4 network, or to the addresses
 // a host name resolves to, on some TCP and UDP ports or on all of them.
 // +kubebuilder:validation:XValidation:rule="has(self.cidr) != has(self.host)",message="give exactly one of cidr (an IPv4 network) and host (a name such as pypi.org, or *.example.com)"
+// +kubebuilder:validation:XValidation:rule="!has(self.checkServerName) || !self.checkServerName || (has(self.host) && has(self.ports) && size(self.ports) > 0)",message="checkServerName checks TLS connections to a host on its ports: give host and ports with it"
 type EgressRule struct {
 	// CIDR is an IPv4 network, such as 10.0.0.0/8, or 203.0.113.7/32 for
 	// one address. Its host bits must be zero.
@@ -291,6 +292,14 @@ type EgressRule struct {
 	// +kubebuilder:validation:Pattern=`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
 	// +optional
 	Host string `json:"host,omitempty"`
+
+	// CheckServerName, with host and ports, lets through only TLS
+	// connections that name the host in their ClientHello (SNI), checked
+	// at the node without terminating TLS: a connection to one of its
+	// addresses (which a CDN may share) that names another host, or
+	// none, is refused (docs/isolation.md). TCP only on those ports.
+	// +optional
+	CheckServerName bool `json:"checkServerName,omitempty"`
 
 	// Ports are the TCP and UDP ports allowed; empty allows every port
 	// and protocol.

@@ -150,6 +150,8 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"egress host upper case", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: PyPI.org}]}}}", "spec.sandbox.network.egress[0].host"},
 		{"egress host wildcard inside", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: 'a.*.org'}]}}}", "spec.sandbox.network.egress[0].host"},
 		{"egress host a URL", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: 'https://pypi.org'}]}}}", "spec.sandbox.network.egress[0].host"},
+		{"server name checked without ports", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, checkServerName: true}]}}}", "checkServerName checks TLS connections"},
+		{"server name checked of a cidr", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443], checkServerName: true}]}}}", "checkServerName checks TLS connections"},
 		// Quantities a node would refuse: each message names the minimum.
 		{"negative memory", tenant + "spec: {sandbox: {resources: {memory: -1Gi}}}", "memory must be at least 32Mi: a sandbox's init needs 32 MiB"},
 		{"negative cpu", tenant + "spec: {sandbox: {resources: {cpu: \"-2\"}}}", "cpu must be at least 10m"},
@@ -298,7 +300,7 @@ func TestDefaultsAreApplied(t *testing.T) {
 	g.Expect(st.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
 	g.Expect(tn.Spec.Sandbox.Network.Mode).To(Equal(playgroundv1alpha1.NetworkNone))
 
-	egress := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: egress}\nspec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443, 53]}, {cidr: 203.0.113.7/32}, {host: pypi.org, ports: [443]}, {host: '*.githubusercontent.com'}]}}}")
+	egress := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: egress}\nspec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443, 53]}, {cidr: 203.0.113.7/32}, {host: pypi.org, ports: [443]}, {host: '*.githubusercontent.com'}, {host: api.test, ports: [443], checkServerName: true}]}}}")
 	egress.SetNamespace(ns)
 	g.Expect(k8s.Create(ctx, egress)).To(Succeed())
 

@@ -245,6 +245,9 @@ type EgressRule struct {
 	CIDR  string
 	Host  string  `json:",omitempty"`
 	Ports []int32 `json:",omitempty"`
+	// CheckServerName, with Host and Ports, lets through only TLS
+	// connections that name Host (SNI), checked at the node.
+	CheckServerName bool `json:",omitempty"`
 }
 
 // EgressMeter is the behaviour of backends that count their sandboxes'

@@ -48,25 +48,29 @@ import (
 type Rule struct {
 	Host  string
 	Ports []int32
+	// CheckServerName opens the name's addresses on Ports only to TLS
+	// connections that name it (SNI), which the node checks
+	// (Options.OpenChecked): a connection to a shared address that names
+	// another host, or none, is refused.
+	CheckServerName bool
 }
 
 // Policy is a sandbox's name rules.
 type Policy []Rule
 
-// Match says whether policy allows name and on which ports: all, or the
-// union of the matching rules' ports.
+// Match says whether policy allows name and on which ports its addresses
+// are open: all, or the union of the matching rules' ports (but those of
+// rules that check the server name: CheckedPorts).
 func (p Policy) Match(name string) (ports []int32, all, ok bool) {
 	name = strings.TrimSuffix(strings.ToLower(name), ".")
 	for _, r := range p {
-		h := strings.ToLower(r.Host)
-		matched := name == h
-		if suffix, wild := strings.CutPrefix(h, "*"); wild {
-			matched = strings.HasSuffix(name, suffix) && len(name) > len(suffix)
-		}
-		if !matched {
+		if !r.matches(name) {
 			continue
 		}
 		ok = true
+		if r.CheckServerName {
+			continue
+		}
 		if len(r.Ports) == 0 {
 			all = true
 		}
@@ -74,6 +78,30 @@ func (p Policy) Match(name string) (ports []int32, all, ok bool) {
 	}
 	slices.Sort(ports)
 	return slices.Compact(ports), all, ok
+}
+
+// CheckedPorts are the ports of name's addresses that the rules open to
+// TLS connections naming it only.
+func (p Policy) CheckedPorts(name string) []int32 {
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	var ports []int32
+	for _, r := range p {
+		if r.CheckServerName && r.matches(name) {
+			ports = append(ports, r.Ports...)
+		}
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports)
+}
+
+// matches says whether r's host is name, or a wildcard over it (name
+// lower case, without its final dot).
+func (r Rule) matches(name string) bool {
+	h := strings.ToLower(r.Host)
+	if suffix, wild := strings.CutPrefix(h, "*"); wild {
+		return strings.HasSuffix(name, suffix) && len(name) > len(suffix)
+	}
+	return name == h
 }
 
 // Result is what became of a query, as Decision reports it.
@@ -122,6 +150,9 @@ type Options struct {
 	// Open lets the sandbox connect to addr on ports (all: every port)
 	// for ttl.
 	Open func(addr netip.Addr, ports []int32, all bool, ttl time.Duration) error
+	// OpenChecked opens addr on ports, for ttl, to TLS connections that
+	// name name; nil: rules that check the server name open nothing.
+	OpenChecked func(addr netip.Addr, name string, ports []int32, ttl time.Duration) error
 	// Denied says whether an answered address must not be opened.
 	Denied func(netip.Addr) bool
 	// Record receives each decision (metrics, logs); nil: none.
@@ -233,7 +264,9 @@ func (r *Resolver) serve(w dns.ResponseWriter, q *dns.Msg) {
 		_ = w.WriteMsg(reply)
 		return
 	}
-	ports, all, ok := r.opts.Policy().Match(d.Name)
+	policy := r.opts.Policy()
+	ports, all, ok := policy.Match(d.Name)
+	checked := policy.CheckedPorts(d.Name)
 	if !ok || qn.Qclass != dns.ClassINET {
 		d.Result = Denied
 		reply.SetRcode(q, dns.RcodeNameError)
@@ -285,9 +318,17 @@ func (r *Resolver) serve(w dns.ResponseWriter, q *dns.Msg) {
 				continue
 			}
 			ttl := min(max(time.Duration(rr.Hdr.Ttl)*time.Second, r.opts.MinTTL), r.opts.MaxTTL)
-			if err := r.opts.Open(addr, ports, all, ttl); err != nil {
-				d.Error = err.Error()
-				continue
+			if len(ports) > 0 || all {
+				if err := r.opts.Open(addr, ports, all, ttl); err != nil {
+					d.Error = err.Error()
+					continue
+				}
+			}
+			if len(checked) > 0 && r.opts.OpenChecked != nil {
+				if err := r.opts.OpenChecked(addr, d.Name, checked, ttl); err != nil {
+					d.Error = err.Error()
+					continue
+				}
 			}
 			d.Opened = append(d.Opened, addr)
 			reply.Answer = append(reply.Answer, rr)

@@ -65,6 +65,9 @@ func validateEgress(rules []backend.EgressRule) error {
 		return fmt.Errorf("oci: %d egress rules, over the limit of %d", len(rules), maxEgressRules)
 	}
 	for _, r := range rules {
+		if r.CheckServerName && (r.Host == "" || len(r.Ports) == 0) {
+			return fmt.Errorf("oci: egress rule %s%s checks the server name: it needs a host and ports", r.CIDR, r.Host)
+		}
 		if r.Host != "" {
 			if r.CIDR != "" || !validHostPattern(r.Host) {
 				return fmt.Errorf("oci: egress host %q is not a lower-case DNS name or *.domain, alone in its rule", r.Host)
@@ -270,6 +273,9 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 	if hasNamedEgress(sb) {
 		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport 53 accept\n", dev, n.node)
 	}
+	if hasCheckedNames(sb) {
+		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s tcp dport %d accept\n", dev, n.node, sniGatePort)
+	}
 	fmt.Fprintf(&r, "\t\tiifname %s drop\n\t}\n", dev)
 	fmt.Fprintf(&r, "\tchain forward {\n\t\ttype filter hook forward priority -10; policy accept;\n")
 	// Nothing reaches the sandbox but answers to what it opened.
@@ -310,6 +316,10 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport { %s } counter name \"allowed\" accept\n", dev, cidr, strings.Join(list, ", "))
 	}
 	fmt.Fprintf(&r, "\t\tiifname %s counter name \"denied\" drop\n\t}\n", dev)
+	// Connections to the addresses of names whose server name is checked
+	// go to the sandbox's gate (snigate), which lets them through itself.
+	fmt.Fprintf(&r, "\tchain prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n")
+	fmt.Fprintf(&r, "\t\tiifname %s meta l4proto tcp ip daddr . th dport @sniPorts dnat ip to %s:%d\n\t}\n", dev, n.node, sniGatePort)
 	fmt.Fprintf(&r, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n\t\tip saddr %s oifname != %s masquerade\n\t}\n}\n", n.subnet, dev)
 	return r.String()
 }

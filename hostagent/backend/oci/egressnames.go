@@ -35,6 +35,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/egressdns"
+	"github.com/playground-dev/playground/hostagent/snigate"
 )
 
 // Egress by name: a sandbox whose rules name hosts resolves through a
@@ -65,6 +66,87 @@ type namedEgress struct {
 	policy  egressdns.Policy
 	res     *egressdns.Resolver
 	backend *Backend
+	// gate checks the server name of connections to the addresses of
+	// rules that ask for it (nil until one does); checked holds, by
+	// address and port, the names that answered it and until when.
+	gate    *snigate.Gate
+	checked map[netip.AddrPort]map[string]time.Time
+}
+
+// sniGatePort is where, on the node end of a sandbox's link, its gate
+// takes the connections redirected to it.
+const sniGatePort = 15443
+
+// hasCheckedNames says whether sb's rules check server names.
+func hasCheckedNames(sb *sandbox) bool {
+	for _, r := range sb.spec.Egress {
+		if r.CheckServerName {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureGate starts ne's gate when sb's rules need one. Under ne.mu.
+func (b *Backend) ensureGate(sb *sandbox, ne *namedEgress) error {
+	if ne.gate != nil || !hasCheckedNames(sb) {
+		return nil
+	}
+	n := b.egressNet(sb)
+	g, err := snigate.Start(snigate.Options{
+		Listen: netip.AddrPortFrom(n.node, sniGatePort),
+		Allowed: func(dst netip.AddrPort, name string) bool {
+			ne.mu.Lock()
+			defer ne.mu.Unlock()
+			until, ok := ne.checked[dst][name]
+			return ok && time.Now().Before(until)
+		},
+		Denied: b.deniedAnswer,
+		Record: func(dst netip.AddrPort, name, refused string) {
+			if refused == "" || b.opts.OnEgressDNS == nil {
+				return
+			}
+			b.opts.OnEgressDNS(egressdns.Decision{Sandbox: sb.spec.ID, Tenant: sb.spec.Tenant, Name: name, Type: "TLS",
+				Result: egressdns.Denied, Error: fmt.Sprintf("connection to %s refused: %s", dst, refused)})
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("oci: sandbox %s: its server-name gate: %w", sb.spec.ID, err)
+	}
+	ne.gate = g
+	return nil
+}
+
+// openChecked lets TLS connections to addr on ports through the gate,
+// for ttl, when they name the host name answered it.
+func (ne *namedEgress) openChecked(table string, addr netip.Addr, name string, ports []int32, ttl time.Duration) error {
+	if err := openSet(table, "sniPorts", addr, ports, ttl); err != nil {
+		return err
+	}
+	ne.mu.Lock()
+	defer ne.mu.Unlock()
+	if ne.checked == nil {
+		ne.checked = map[netip.AddrPort]map[string]time.Time{}
+	}
+	now := time.Now()
+	for dst, names := range ne.checked { // forget what expired
+		for n, until := range names {
+			if !now.Before(until) {
+				delete(names, n)
+			}
+		}
+		if len(names) == 0 {
+			delete(ne.checked, dst)
+		}
+	}
+	for _, p := range ports {
+		dst := netip.AddrPortFrom(addr, uint16(p))
+		if ne.checked[dst] == nil {
+			ne.checked[dst] = map[string]time.Time{}
+		}
+		ne.checked[dst][name] = now.Add(ttl)
+	}
+	return nil
 }
 
 var resolvers = struct {
@@ -77,7 +159,7 @@ func hostRules(sb *sandbox) egressdns.Policy {
 	var p egressdns.Policy
 	for _, r := range sb.spec.Egress {
 		if r.Host != "" {
-			p = append(p, egressdns.Rule{Host: r.Host, Ports: slices.Clone(r.Ports)})
+			p = append(p, egressdns.Rule{Host: r.Host, Ports: slices.Clone(r.Ports), CheckServerName: r.CheckServerName})
 		}
 	}
 	return p
@@ -99,12 +181,14 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 	ne := resolvers.at[n.node]
 	if ne != nil && ne.backend == b {
 		ne.mu.Lock()
+		defer ne.mu.Unlock()
 		ne.policy = hostRules(sb)
-		ne.mu.Unlock()
-		return nil
+		// The table was applied anew: its sets are empty.
+		ne.checked = nil
+		return b.ensureGate(sb, ne)
 	}
 	if ne != nil {
-		_ = ne.res.Close()
+		ne.close()
 	}
 	upstreams := b.opts.EgressResolvers
 	if len(upstreams) == 0 {
@@ -127,6 +211,9 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 		Open: func(addr netip.Addr, ports []int32, all bool, ttl time.Duration) error {
 			return openNamed(table, addr, ports, all, ttl)
 		},
+		OpenChecked: func(addr netip.Addr, name string, ports []int32, ttl time.Duration) error {
+			return ne.openChecked(table, addr, name, ports, ttl)
+		},
 		Denied: b.deniedAnswer,
 		Record: b.opts.OnEgressDNS,
 	})
@@ -137,7 +224,21 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 	ne.res = res
 	ne.backend = b
 	resolvers.at[n.node] = ne
-	return nil
+	ne.mu.Lock()
+	defer ne.mu.Unlock()
+	return b.ensureGate(sb, ne)
+}
+
+// close stops ne's resolver and gate.
+func (ne *namedEgress) close() {
+	_ = ne.res.Close()
+	ne.mu.Lock()
+	g := ne.gate
+	ne.gate = nil
+	ne.mu.Unlock()
+	if g != nil {
+		_ = g.Close()
+	}
 }
 
 // stopResolver stops sb's resolver, if one runs.
@@ -146,7 +247,7 @@ func (b *Backend) stopResolver(sb *sandbox) {
 	resolvers.Lock()
 	defer resolvers.Unlock()
 	if ne := resolvers.at[n.node]; ne != nil {
-		_ = ne.res.Close()
+		ne.close()
 		delete(resolvers.at, n.node)
 	}
 }
@@ -169,18 +270,24 @@ func (b *Backend) deniedAnswer(a netip.Addr) bool {
 // is there (added, deleted and added again in one transaction, which
 // succeeds whether or not it was).
 func openNamed(table string, addr netip.Addr, ports []int32, all bool, ttl time.Duration) error {
+	if all {
+		return openSet(table, "namedAll", addr, nil, ttl)
+	}
+	return openSet(table, "namedPorts", addr, ports, ttl)
+}
+
+// openSet adds addr (with each of ports, when given) to table's set for
+// ttl, renewing what is there.
+func openSet(table, set string, addr netip.Addr, ports []int32, ttl time.Duration) error {
 	secs := max(int(ttl/time.Second), 1)
 	var elems, keys []string
-	set := "namedPorts"
-	if all {
-		set = "namedAll"
+	if ports == nil {
 		elems, keys = []string{fmt.Sprintf("%s timeout %ds", addr, secs)}, []string{addr.String()}
-	} else {
-		for _, p := range ports {
-			k := addr.String() + " . " + strconv.Itoa(int(p))
-			keys = append(keys, k)
-			elems = append(elems, fmt.Sprintf("%s timeout %ds", k, secs))
-		}
+	}
+	for _, p := range ports {
+		k := addr.String() + " . " + strconv.Itoa(int(p))
+		keys = append(keys, k)
+		elems = append(elems, fmt.Sprintf("%s timeout %ds", k, secs))
 	}
 	if len(keys) == 0 {
 		return nil
@@ -202,7 +309,8 @@ func openNamed(table string, addr netip.Addr, ports []int32, all bool, ttl time.
 // rules).
 func namedSets() string {
 	return fmt.Sprintf("\tset namedPorts {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t\tsize %d\n\t}\n"+
-		"\tset namedAll {\n\t\ttype ipv4_addr\n\t\tflags timeout\n\t\tsize %d\n\t}\n", maxNamedPorts, maxNamedAll)
+		"\tset namedAll {\n\t\ttype ipv4_addr\n\t\tflags timeout\n\t\tsize %d\n\t}\n"+
+		"\tset sniPorts {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t\tsize %d\n\t}\n", maxNamedPorts, maxNamedAll, maxNamedPorts)
 }
 
 // resolvConf is the /etc/resolv.conf of a sandbox with egress by name:

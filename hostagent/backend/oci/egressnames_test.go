@@ -20,8 +20,16 @@ package oci
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -29,6 +37,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
@@ -88,6 +97,69 @@ func (w *world) serveZone(t *testing.T, records map[string][]string) {
 	t.Cleanup(func() { _ = s.Shutdown() })
 }
 
+// listen makes a TCP listener on addr in the world namespace.
+func (w *world) listen(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	type result struct {
+		l   net.Listener
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			c <- result{err: err}
+			return
+		}
+		defer orig.Close()
+		ns, err := os.Open(w.ns)
+		if err != nil {
+			c <- result{err: err}
+			return
+		}
+		defer ns.Close()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			c <- result{err: err}
+			return
+		}
+		l, err := net.Listen("tcp4", addr)
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		c <- result{l, err}
+	}()
+	r := <-c
+	if r.err != nil {
+		t.Fatalf("listen on %s in the world: %v", addr, r.err)
+	}
+	t.Cleanup(func() { r.l.Close() })
+	return r.l
+}
+
+// serveHTTPS answers "hello" over HTTPS on addr in the world, with a
+// certificate for names (the sandbox's client does not verify it: what
+// is tested is the name it sends).
+func (w *world) serveHTTPS(t *testing.T, addr string, names ...string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	l := tls.NewListener(w.listen(t, addr), &tls.Config{Certificates: []tls.Certificate{cert}})
+	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { _, _ = rw.Write([]byte("hello\n")) }),
+		ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
 // TestEgressByName: a sandbox allowed allowed.test on one port reaches it
 // by name through the resolver its agent runs; other.test does not
 // resolve, and its address typed by hand is refused, as is the allowed
@@ -95,6 +167,8 @@ func (w *world) serveZone(t *testing.T, records map[string][]string) {
 // (rebinding) opens none of them; a rule added while the sandbox runs
 // works at once, a rule removed stops new connections; every query is on
 // record with its tenant.
+const httpsPort = 18443
+
 func TestEgressByName(t *testing.T) {
 	requireRunc(t)
 	_, w := egressWorld(t)
@@ -106,7 +180,9 @@ func TestEgressByName(t *testing.T) {
 		// behind a CNAME.
 		"rebind.test.": {"rebind.test. 60 IN A 127.0.0.1", "rebind.test. 60 IN A 169.254.169.254", "rebind.test. 60 IN A " + worldLinkLoc},
 		"cname.test.":  {"cname.test. 60 IN CNAME inside.corp.", "inside.corp. 60 IN A 10.1.2.3"},
+		"secure.test.": {"secure.test. 60 IN A " + worldServer},
 	})
+	w.serveHTTPS(t, worldServer+":"+strconv.Itoa(httpsPort), "secure.test", "decoy.test")
 	var mu sync.Mutex
 	var records []egressdns.Decision
 	opts := Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Runtime: testRuntime, Network: NetworkEgress,
@@ -120,6 +196,7 @@ func TestEgressByName(t *testing.T) {
 		{Host: "allowed.test", Ports: []int32{allowedPort}},
 		{Host: "rebind.test"},
 		{Host: "cname.test"},
+		{Host: "secure.test", Ports: []int32{httpsPort}, CheckServerName: true},
 	}}
 	startSandbox(t, b, spec)
 
@@ -179,6 +256,24 @@ func TestEgressByName(t *testing.T) {
 	}
 	if got := resolves("cname.test"); got != "" {
 		t.Errorf("cname.test resolves to %q; want nothing (its CNAME leads to a private address)", got)
+	}
+
+	// The server name, checked at the node: a TLS connection that names
+	// secure.test goes through; one to the same address and port that
+	// names another host, or none, is refused.
+	curl := func(args string) string {
+		t.Helper()
+		r := run(t, b, "named", backend.ExecRequest{Shell: backend.ShellClean, Command: "curl -sk --max-time 5 " + args})
+		return strings.TrimSpace(r.Stdout)
+	}
+	if got := curl(fmt.Sprintf("https://secure.test:%d/", httpsPort)); got != "hello" {
+		t.Errorf("a TLS connection naming secure.test: %q; want hello", got)
+	}
+	if got := curl(fmt.Sprintf("--resolve decoy.test:%d:%s https://decoy.test:%d/", httpsPort, worldServer, httpsPort)); got != "" {
+		t.Errorf("a TLS connection to secure.test's address naming decoy.test got through: %q", got)
+	}
+	if got := curl("https://" + net.JoinHostPort(worldServer, strconv.Itoa(httpsPort)) + "/"); got != "" {
+		t.Errorf("a TLS connection to secure.test's address naming no host got through: %q", got)
 	}
 
 	// A rule added while the sandbox runs works at once; a rule removed

@@ -113,6 +113,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.playground-dev.playground.api.v1alpha1.EgressRule
   map:
     fields:
+    - name: checkServerName
+      type:
+        scalar: boolean
     - name: cidr
       type:
         scalar: string

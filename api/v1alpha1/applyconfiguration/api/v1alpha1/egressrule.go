@@ -34,6 +34,12 @@ type EgressRuleApplyConfiguration struct {
 	// allow and opens exactly the addresses it answered, for the answer's
 	// time to live (docs/isolation.md). Lower case.
 	Host *string `json:"host,omitempty"`
+	// CheckServerName, with host and ports, lets through only TLS
+	// connections that name the host in their ClientHello (SNI), checked
+	// at the node without terminating TLS: a connection to one of its
+	// addresses (which a CDN may share) that names another host, or
+	// none, is refused (docs/isolation.md). TCP only on those ports.
+	CheckServerName *bool `json:"checkServerName,omitempty"`
 	// Ports are the TCP and UDP ports allowed; empty allows every port
 	// and protocol.
 	Ports []int32 `json:"ports,omitempty"`
@@ -58,6 +64,14 @@ func (b *EgressRuleApplyConfiguration) WithCIDR(value string) *EgressRuleApplyCo
 // If called multiple times, the Host field is set to the value of the last call.
 func (b *EgressRuleApplyConfiguration) WithHost(value string) *EgressRuleApplyConfiguration {
 	b.Host = &value
+	return b
+}
+
+// WithCheckServerName sets the CheckServerName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CheckServerName field is set to the value of the last call.
+func (b *EgressRuleApplyConfiguration) WithCheckServerName(value bool) *EgressRuleApplyConfiguration {
+	b.CheckServerName = &value
 	return b
 }
 
