@@ -222,7 +222,8 @@ func TestTerminals(t *testing.T) {
 	sh := start(alice, h, map[string]any{"command": "sh", "tty": true, "rows": 24, "cols": 80})
 	alice.must("job_resize", map[string]any{"job_id": sh, "rows": 40, "cols": 120}, nil)
 	alice.must("job_input", map[string]any{"job_id": sh, "text": "echo cols=$(tput cols)\r"}, nil)
-	before := alice.screenShows(sh, "cols=120")
+	// Its next prompt under the answer: the shell waits, the screen holds.
+	before := alice.screenShows(sh, "cols=120\n$")
 	g.Expect(before.Rows).To(Equal(40))
 
 	t.Run("another tenant", func(t *testing.T) {

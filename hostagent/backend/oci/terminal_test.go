@@ -103,7 +103,9 @@ func TestTerminalJob(t *testing.T) {
 		if err := j.Input(ctx, []byte("echo cols=$(tput cols) lines=$(tput lines)\r"), false); err != nil {
 			t.Fatal(err)
 		}
-		scr = screenShows(t, j, &cursor, "cols=120 lines=40")
+		// The shell's next prompt under it: the shell waits for input,
+		// and the screen stays as it is.
+		scr = screenShows(t, j, &cursor, "cols=120 lines=40\n$")
 		if scr.Rows != 40 || scr.Cols != 120 {
 			t.Errorf("screen is %dx%d after the resize; want 40x120", scr.Rows, scr.Cols)
 		}
@@ -154,7 +156,7 @@ func TestTerminalJob(t *testing.T) {
 		if err := j.Input(ctx, []byte("print(6*7)\r"), false); err != nil {
 			t.Fatal(err)
 		}
-		scr := screenShows(t, j, &cursor, "42")
+		scr := screenShows(t, j, &cursor, "42\n>>>")
 		at := -1
 		for i, l := range scr.Lines {
 			if strings.TrimSpace(l) == "42" {
