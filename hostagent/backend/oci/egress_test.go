@@ -333,49 +333,61 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// serve answers "hello" on addr, a TCP address in the world namespace.
-// The listening socket is made in the namespace (by a thread that enters
-// it); the socket keeps it while served from any thread.
-func (w *world) serve(t *testing.T, addr string) {
+// in runs fn on a thread in the world namespace: the sockets it makes
+// are the world's, served from any thread.
+func (w *world) in(t *testing.T, fn func() error) {
 	t.Helper()
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	c := make(chan result, 1)
+	c := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		orig, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			runtime.UnlockOSThread()
-			c <- result{err: err}
+			c <- err
 			return
 		}
 		defer orig.Close()
 		ns, err := os.Open(w.ns)
 		if err != nil {
 			runtime.UnlockOSThread()
-			c <- result{err: err}
+			c <- err
 			return
 		}
 		defer ns.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			c <- result{err: err}
+			c <- err
 			return
 		}
-		l, err := net.Listen("tcp4", addr)
+		err = fn()
+		// A thread that cannot leave stays locked and ends with the
+		// goroutine.
 		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
-		c <- result{l, err}
+		c <- err
 	}()
-	r := <-c
-	if r.err != nil {
-		t.Fatalf("listen on %s in %s: %v", addr, w.ns, r.err)
+	if err := <-c; err != nil {
+		t.Fatalf("in the world namespace %s: %v", w.ns, err)
 	}
-	t.Cleanup(func() { r.l.Close() })
-	go serveHello(r.l)
+}
+
+// listen makes a TCP listener on addr in the world namespace.
+func (w *world) listen(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	var l net.Listener
+	w.in(t, func() (err error) {
+		l, err = net.Listen("tcp4", addr)
+		return err
+	})
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// serve answers "hello" on addr, a TCP address in the world namespace.
+func (w *world) serve(t *testing.T, addr string) {
+	t.Helper()
+	go serveHello(w.listen(t, addr))
 }
 
 func serveHello(l net.Listener) {

@@ -30,9 +30,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +38,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/egressdns"
@@ -50,35 +47,11 @@ import (
 // from records ("name. ttl IN A addr"), NXDOMAIN for other names.
 func (w *world) serveZone(t *testing.T, records map[string][]string) {
 	t.Helper()
-	c := make(chan error, 1)
 	var pc net.PacketConn
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			c <- err
-			return
-		}
-		defer orig.Close()
-		ns, err := os.Open(w.ns)
-		if err != nil {
-			c <- err
-			return
-		}
-		defer ns.Close()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			c <- err
-			return
-		}
+	w.in(t, func() (err error) {
 		pc, err = net.ListenPacket("udp4", worldServer+":53")
-		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		c <- err
-	}()
-	if err := <-c; err != nil {
-		t.Fatalf("the world's DNS server: %v", err)
-	}
+		return err
+	})
 	s := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(rw dns.ResponseWriter, q *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(q)
@@ -95,46 +68,6 @@ func (w *world) serveZone(t *testing.T, records map[string][]string) {
 	})}
 	go func() { _ = s.ActivateAndServe() }()
 	t.Cleanup(func() { _ = s.Shutdown() })
-}
-
-// listen makes a TCP listener on addr in the world namespace.
-func (w *world) listen(t *testing.T, addr string) net.Listener {
-	t.Helper()
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	c := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			c <- result{err: err}
-			return
-		}
-		defer orig.Close()
-		ns, err := os.Open(w.ns)
-		if err != nil {
-			c <- result{err: err}
-			return
-		}
-		defer ns.Close()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			c <- result{err: err}
-			return
-		}
-		l, err := net.Listen("tcp4", addr)
-		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		c <- result{l, err}
-	}()
-	r := <-c
-	if r.err != nil {
-		t.Fatalf("listen on %s in the world: %v", addr, r.err)
-	}
-	t.Cleanup(func() { r.l.Close() })
-	return r.l
 }
 
 // serveHTTPS answers "hello" over HTTPS on addr in the world, with a
