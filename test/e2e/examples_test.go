@@ -95,7 +95,7 @@ var exampleCases = map[string]exampleCase{
 		g.Expect(shell(t, env.sandbox(t, "egress-demo"), "cat /proc/net/dev")).To(ContainSubstring("eth0"), "an egress sandbox has an interface")
 		out, err := exec.Command("nft", "list", "ruleset").CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
-		g.Expect(string(out)).To(ContainSubstring("ip daddr 192.0.2.0/24 meta l4proto { tcp, udp } th dport 443 accept"), "the list reached the node's rules")
+		g.Expect(string(out)).To(ContainSubstring("ip daddr 192.0.2.0/24 meta l4proto { tcp, udp } th dport 443 counter name \"allowed\" accept"), "the list reached the node's rules")
 	}},
 	"faculty-bundle.yaml": {within: 2 * time.Minute, check: func(t *testing.T, env *examplesEnv) {
 		NewWithT(t).Expect(shell(t, env.sandbox(t, "faculty-demo"), "greet")).To(Equal("hello, faculty-demo, from the greeting-tools bundle\n"))

@@ -468,7 +468,7 @@ func TestKubectlPlugin(t *testing.T) {
 	code, stdout, stderr = as(cp.Config, "", "jobs", "dev", "--agent-cleartext", "--agent-token-file", tokenFile)
 	g.Expect(code).To(Equal(0), stderr)
 	g.Expect(stdout).To(MatchRegexp(`HANDLE\s+AGE\s+IDLE\s+EXPIRES IN\n` + devHandle.ID + `\s`))
-	g.Expect(stdout).To(MatchRegexp(`JOB\s+STATE\s+AGE\s+RESULT\s+COMMAND\n` + job.ID + `\s+running\s+\S+\s+-\s+sleep 300 # the long one\n`))
+	g.Expect(stdout).To(MatchRegexp(`JOB\s+STATE\s+AGE\s+RESULT\s+INPUT\s+COMMAND\n` + job.ID + `\s+running\s+\S+\s+-\s+-\s+sleep 300 # the long one\n`))
 	code, stdout, stderr = as(cp.Config, "", "jobs", "dev", "--agent-cleartext", "--agent-token-file", tokenFile, "-o", "json")
 	g.Expect(code).To(Equal(0), stderr)
 	var listed agentapi.Activity
