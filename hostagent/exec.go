@@ -361,19 +361,7 @@ func attacher(holder backend.JobHolder, sandboxID string) jobs.Attacher {
 // of a sandbox an agent that just started is still taking over is waited
 // for, a while.
 func (a *Agent) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error) {
-	done, err := a.awakenJob(ctx, tenant, jobID)
-	if err != nil {
-		return jobs.PollResult{}, err
-	}
-	defer done()
-	res, err := a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
-	if a.mayBePending(tenant, err) {
-		if perr := a.waitPending(ctx, tenant, ""); perr != nil {
-			return res, perr
-		}
-		res, err = a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
-	}
-	return res, err
+	return retryPending(ctx, a, tenant, jobID, func() (jobs.PollResult, error) { return a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait) })
 }
 
 // JobInput writes to a job's input; see jobs.Manager.Input, and PollJob.
@@ -401,8 +389,8 @@ func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback 
 }
 
 // retryPending runs call on a job once its sandbox is awake, and once
-// more if the job may be one that a sandbox still to be taken over holds
-// (as PollJob does).
+// more if the job was not found but may be one that a sandbox still to be
+// taken over holds: every call on a job goes through it.
 func retryPending[T any](ctx context.Context, a *Agent, tenant, jobID string, call func() (T, error)) (T, error) {
 	var zero T
 	done, err := a.awakenJob(ctx, tenant, jobID)
@@ -422,19 +410,7 @@ func retryPending[T any](ctx context.Context, a *Agent, tenant, jobID string, ca
 
 // CancelJob cancels a job; see jobs.Manager.Cancel, and PollJob.
 func (a *Agent) CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
-	done, err := a.awakenJob(ctx, tenant, jobID)
-	if err != nil {
-		return jobs.JobInfo{}, err
-	}
-	defer done()
-	info, err := a.jobs.Cancel(ctx, tenant, jobID)
-	if a.mayBePending(tenant, err) {
-		if perr := a.waitPending(ctx, tenant, ""); perr != nil {
-			return info, perr
-		}
-		info, err = a.jobs.Cancel(ctx, tenant, jobID)
-	}
-	return info, err
+	return retryPending(ctx, a, tenant, jobID, func() (jobs.JobInfo, error) { return a.jobs.Cancel(ctx, tenant, jobID) })
 }
 
 // mayBePending says whether a job not found may be one that a sandbox of

@@ -317,12 +317,11 @@ func startTerminal(size guestapi.TTYSize, argv, env []string, dir string, cwdGiv
 	c := &command{stdinW: -1, exited: -1, keepStdin: true, tty: t, stdin: stdin}
 	c.outs[0] = &outStream{fd: t.master, frame: guestapi.FrameStdout}
 	c.outs[1] = &outStream{fd: -1, frame: guestapi.FrameStderr, eof: true}
-	if c.stdinW, err = unix.Dup(t.master); err != nil {
+	if c.stdinW, err = dupCloexec(t.master); err != nil {
 		end.f.Close()
 		c.closeFDs()
 		return nil, err
 	}
-	unix.CloseOnExec(c.stdinW)
 	env = append(env, "TERM="+TerminalType)
 	fd := end.fd()
 	pid, exited, err := forkShell(argv, env, dir, []uintptr{fd, fd, fd}, true)

@@ -78,18 +78,17 @@ func openTerminal(size guestapi.TTYSize) (*terminal, *terminalEnd, error) {
 	}
 	// The holder polls raw descriptors: its own duplicates, so that the
 	// os.Files (and their finalizers) can go.
-	master, err := dupCloexec(m)
+	master, err := dupCloexec(int(m.Fd()))
 	if err != nil {
 		s.Close()
 		return nil, nil, err
 	}
-	replies, err := unix.Dup(master)
+	replies, err := dupCloexec(master)
 	if err != nil {
 		unix.Close(master)
 		s.Close()
 		return nil, nil, err
 	}
-	unix.CloseOnExec(replies)
 	_ = unix.SetNonblock(master, true)
 	scrollback := size.Scrollback
 	if scrollback == 0 {
@@ -108,15 +107,13 @@ type terminalEnd struct{ f *os.File }
 // fd is the descriptor the job gets (as 0, 1 and 2).
 func (e *terminalEnd) fd() uintptr { return e.f.Fd() }
 
-// dupCloexec duplicates f's descriptor, close-on-exec.
-func dupCloexec(f interface {
-	Fd() uintptr
-}) (int, error) {
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+// dupCloexec duplicates fd, close-on-exec in one step.
+func dupCloexec(fd int) (int, error) {
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("duplicating the pseudo-terminal: %w", err)
 	}
-	return fd, nil
+	return d, nil
 }
 
 // answer writes the emulator's answers to the job's queries back to the
