@@ -15,6 +15,7 @@ declare -A want=(
 	[nsenter]=util-linux # configuring an egress sandbox's namespace from the agent
 	[pgrep]=procps   # the tests' checks of which processes a sandbox runs (ps, pgrep)
 	[perl]=perl-base # the hostile tenants of make soak and of the tests (a fork bomb a shell's failed fork cannot end)
+	[python3]=python3 # the REPL the terminal tests type into (test/e2e TestTerminals), and a pwrite in the oci tests
 )
 
 # mkfs.ext4, nft and ip are in /sbin, which a user's PATH may lack.
