@@ -248,6 +248,30 @@ type EgressRule struct {
 	// CheckServerName, with Host and Ports, lets through only TLS
 	// connections that name Host (SNI), checked at the node.
 	CheckServerName bool `json:",omitempty"`
+	// Brokered, with an exact Host and Ports, has the node end the TLS of
+	// the sandbox's connections to Host (with a CA of the sandbox's own
+	// that it trusts) and add to each request the credential the agent
+	// was given for Host (EgressBroker); the server name is checked as
+	// with CheckServerName.
+	Brokered bool `json:",omitempty"`
+}
+
+// EgressBroker is the behaviour of backends that add credentials to a
+// sandbox's HTTPS requests at the node, so that they never exist in the
+// sandbox.
+type EgressBroker interface {
+	// SetEgressCredentials replaces the credentials of sandbox id, kept
+	// in memory only: an agent that restarts is given them again. A
+	// credential applies to the hosts of the sandbox's Brokered rules
+	// only; the sandbox need not run (nor exist yet).
+	SetEgressCredentials(id string, creds []EgressCredential) error
+}
+
+// EgressCredential is a header set on a sandbox's requests to Host.
+type EgressCredential struct {
+	Host, Header string
+	// Value is secret: never logged, never written to disk.
+	Value string `json:"-"`
 }
 
 // EgressMeter is the behaviour of backends that count their sandboxes'

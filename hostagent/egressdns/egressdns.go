@@ -133,7 +133,17 @@ type Decision struct {
 	// answer, not opened.
 	Refused []netip.Addr
 	Error   string
+	// Of a brokered request (Type TypeBrokered): where it went, what it
+	// asked, the upstream's status and the bodies' bytes.
+	Dst               netip.AddrPort
+	Method, Path      string
+	Status            int
+	BytesOut, BytesIn int64
 }
+
+// TypeBrokered is the Type of a Decision on a brokered HTTPS request
+// rather than a query.
+const TypeBrokered = "HTTPS"
 
 // Options configure a Resolver.
 type Options struct {

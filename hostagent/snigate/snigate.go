@@ -57,6 +57,12 @@ type Options struct {
 	Allowed func(dst netip.AddrPort, serverName string) bool
 	// Denied says whether an address must never be dialled.
 	Denied func(netip.Addr) bool
+	// Terminate, when not nil, may take a connection let through instead
+	// of splicing it: for a server name it returns whoever serves it (a
+	// credential broker, which ends its TLS), given the connection, the
+	// ClientHello read from it and its original destination; nil
+	// splices.
+	Terminate func(serverName string) func(c net.Conn, hello []byte, dst netip.AddrPort)
 	// Record receives each connection's fate: its destination, the name
 	// it carried, and why it was refused ("" when let through).
 	Record func(dst netip.AddrPort, serverName, refused string)
@@ -179,6 +185,12 @@ func (g *Gate) handle(c net.Conn) {
 	case !g.opts.Allowed(dst, name):
 		g.record(dst, name, fmt.Sprintf("the connection names %q, which did not answer %s or is not checked on its port", name, dst))
 		return
+	}
+	if g.opts.Terminate != nil {
+		if serve := g.opts.Terminate(name); serve != nil {
+			serve(c, hello.Bytes(), dst)
+			return
+		}
 	}
 	d := net.Dialer{Timeout: 10 * time.Second}
 	up, err := d.DialContext(context.Background(), "tcp4", dst.String())

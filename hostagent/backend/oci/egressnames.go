@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -34,6 +35,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/egressbroker"
 	"github.com/playground-dev/playground/hostagent/egressdns"
 	"github.com/playground-dev/playground/hostagent/snigate"
 )
@@ -71,20 +73,36 @@ type namedEgress struct {
 	// address and port, the names that answered it and until when.
 	gate    *snigate.Gate
 	checked map[netip.AddrPort]map[string]time.Time
+	// broker ends the TLS of connections to the hosts of brokered rules
+	// (brokered) and adds their credentials.
+	broker   *egressbroker.Broker
+	brokered map[string]bool
 }
 
 // sniGatePort is where, on the node end of a sandbox's link, its gate
 // takes the connections redirected to it.
 const sniGatePort = 15443
 
-// hasCheckedNames says whether sb's rules check server names.
+// hasCheckedNames says whether sb's rules check server names (brokered
+// rules do).
 func hasCheckedNames(sb *sandbox) bool {
 	for _, r := range sb.spec.Egress {
-		if r.CheckServerName {
+		if r.CheckServerName || r.Brokered {
 			return true
 		}
 	}
 	return false
+}
+
+// brokeredHosts are the hosts of sb's brokered rules.
+func brokeredHosts(sb *sandbox) map[string]bool {
+	m := map[string]bool{}
+	for _, r := range sb.spec.Egress {
+		if r.Brokered && r.Host != "" {
+			m[r.Host] = true
+		}
+	}
+	return m
 }
 
 // ensureGate starts ne's gate when sb's rules need one. Under ne.mu.
@@ -102,6 +120,15 @@ func (b *Backend) ensureGate(sb *sandbox, ne *namedEgress) error {
 			return ok && time.Now().Before(until)
 		},
 		Denied: b.deniedAnswer,
+		Terminate: func(name string) func(net.Conn, []byte, netip.AddrPort) {
+			ne.mu.Lock()
+			defer ne.mu.Unlock()
+			if !ne.brokered[name] || ne.broker == nil {
+				return nil
+			}
+			br := ne.broker
+			return func(c net.Conn, hello []byte, dst netip.AddrPort) { br.Serve(c, hello, dst, name) }
+		},
 		Record: func(dst netip.AddrPort, name, refused string) {
 			if refused == "" || b.opts.OnEgressDNS == nil {
 				return
@@ -159,7 +186,7 @@ func hostRules(sb *sandbox) egressdns.Policy {
 	var p egressdns.Policy
 	for _, r := range sb.spec.Egress {
 		if r.Host != "" {
-			p = append(p, egressdns.Rule{Host: r.Host, Ports: slices.Clone(r.Ports), CheckServerName: r.CheckServerName})
+			p = append(p, egressdns.Rule{Host: r.Host, Ports: slices.Clone(r.Ports), CheckServerName: r.CheckServerName || r.Brokered})
 		}
 	}
 	return p
@@ -185,6 +212,8 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 		ne.policy = hostRules(sb)
 		// The table was applied anew: its sets are empty.
 		ne.checked = nil
+		ne.brokered = brokeredHosts(sb)
+		ne.broker.Set(credentialsFor(sb))
 		return b.ensureGate(sb, ne)
 	}
 	if ne != nil {
@@ -197,7 +226,12 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 			return fmt.Errorf("oci: sandbox %s: the node's resolvers: %w", sb.spec.ID, err)
 		}
 	}
-	ne = &namedEgress{policy: hostRules(sb)}
+	ne = &namedEgress{policy: hostRules(sb), brokered: brokeredHosts(sb)}
+	br, err := b.startBroker(sb)
+	if err != nil {
+		return err
+	}
+	ne.broker = br
 	table := n.table
 	res, err := egressdns.Start(egressdns.Options{
 		Sandbox: sb.spec.ID, Tenant: sb.spec.Tenant,
@@ -218,6 +252,7 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 		Record: b.opts.OnEgressDNS,
 	})
 	if err != nil {
+		_ = br.Close()
 		delete(resolvers.at, n.node)
 		return fmt.Errorf("oci: sandbox %s: its resolver: %w", sb.spec.ID, err)
 	}
@@ -229,15 +264,18 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 	return b.ensureGate(sb, ne)
 }
 
-// close stops ne's resolver and gate.
+// close stops ne's resolver, gate and broker.
 func (ne *namedEgress) close() {
 	_ = ne.res.Close()
 	ne.mu.Lock()
-	g := ne.gate
-	ne.gate = nil
+	g, br := ne.gate, ne.broker
+	ne.gate, ne.broker = nil, nil
 	ne.mu.Unlock()
 	if g != nil {
 		_ = g.Close()
+	}
+	if br != nil {
+		_ = br.Close()
 	}
 }
 

@@ -692,6 +692,7 @@ func (b *Backend) destroyLocked(ctx context.Context, id string, keepPile bool) e
 	if err := b.removeNetwork(ctx, id); err != nil {
 		return err
 	}
+	forgetCredentials(id)
 	return b.removeSandboxDir(id, keepPile)
 }
 

@@ -17,6 +17,7 @@ limitations under the License.
 package oci
 
 import (
+	"crypto/x509"
 	"net/netip"
 	"time"
 
@@ -92,6 +93,9 @@ type Options struct {
 	// resolvers the agent runs for sandboxes with egress by name; default
 	// the nameservers of BaseRoot's /etc/resolv.conf.
 	EgressResolvers []string
+	// EgressRoots verify the servers that brokered requests go to
+	// (EgressRule.Brokered); nil: the node's roots.
+	EgressRoots *x509.CertPool
 	// OnEgressDNS receives each query of a sandbox's resolver and what it
 	// did (metrics, the record); nil: none.
 	OnEgressDNS func(egressdns.Decision)

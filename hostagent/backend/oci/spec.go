@@ -171,6 +171,7 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 	}
 	mounts = append(mounts, mount{Destination: "/etc", Type: "bind", Source: filepath.Join(dir, "etc"), Options: append(bindRO, "noexec")})
 	mounts = append(mounts, etcMounts(src)...)
+	mounts = append(mounts, b.trustMount(sb)...)
 	mounts = append(mounts,
 		mount{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=16384k"}},
 		mount{Destination: guestapi.TenantHome, Type: "bind", Source: filepath.Join(dir, layerName, "home"), Options: rw},
