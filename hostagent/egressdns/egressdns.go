@@ -134,16 +134,28 @@ type Decision struct {
 	Refused []netip.Addr
 	Error   string
 	// Of a brokered request (Type TypeBrokered): where it went, what it
-	// asked, the upstream's status and the bodies' bytes.
+	// asked, the upstream's status and the bodies' bytes. Of a flow (Type
+	// TypeFlow): where it went, its protocol, bytes (allowed) or packets
+	// (denied), and how long it lasted.
 	Dst               netip.AddrPort
 	Method, Path      string
 	Status            int
 	BytesOut, BytesIn int64
+	Proto             string
+	Packets           int64
+	Duration          time.Duration
 }
 
-// TypeBrokered is the Type of a Decision on a brokered HTTPS request
-// rather than a query.
-const TypeBrokered = "HTTPS"
+// The Types of Decisions on other things than queries.
+const (
+	// TypeBrokered is a brokered HTTPS request.
+	TypeBrokered = "HTTPS"
+	// TypeFlow is a connection the sandbox made (Allowed, when it ended)
+	// or attempted and the table refused (Denied).
+	TypeFlow = "FLOW"
+	// TypeServerName is a connection the server-name gate refused.
+	TypeServerName = "TLS"
+)
 
 // Options configure a Resolver.
 type Options struct {

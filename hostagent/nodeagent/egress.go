@@ -32,6 +32,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/egressdns"
+	"github.com/playground-dev/playground/internal/keyedlimit"
 )
 
 // The record of egress by name: each query a sandbox's resolver answers
@@ -52,7 +53,26 @@ var (
 		Name: "playground_egress_dns_opened_addresses_total",
 		Help: "Addresses opened for sandboxes by the answers of their resolvers, by tenant.",
 	}, []string{"tenant"})
+	egressFlowRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "playground_egress_flows_total",
+		Help: "Connections of sandboxes on record, by tenant and result: allowed when they ended, denied for each refused destination and poll.",
+	}, []string{"tenant", "result"})
+	egressBrokered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "playground_egress_brokered_requests_total",
+		Help: "HTTPS requests of sandboxes to hosts whose credential the node adds, by tenant and result (allowed: forwarded; denied: answered by the broker).",
+	}, []string{"tenant", "result"})
+	egressUnlogged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "playground_egress_records_unlogged_total",
+		Help: "Records of flows and brokered requests counted but not logged, past the bound of log lines per tenant, by tenant.",
+	}, []string{"tenant"})
 	registerEgressOnce sync.Once
+)
+
+// Log lines of flows and brokered requests, per tenant: a sandbox that
+// opens connections without end does not flood the agent's log.
+const (
+	egressLogsPerSecond = 20
+	egressLogBurst      = 200
 )
 
 // egressCollector exports the egress counts of the node's sandboxes
@@ -120,14 +140,20 @@ func recordEgress(ctx context.Context, hub *egressdns.Hub, rec *sandboxReconcile
 		return func() {}
 	}
 	registerEgressOnce.Do(func() {
-		for _, c := range []prometheus.Collector{egressQueries, egressRefused, egressOpened} {
+		for _, c := range []prometheus.Collector{egressQueries, egressRefused, egressOpened, egressFlowRecords, egressBrokered, egressUnlogged} {
 			if err := metrics.Registry.Register(c); err != nil {
 				log.Error(err, "Not exporting the egress metrics")
 			}
 		}
 	})
 	log = log.WithName("egress")
+	lines := keyedlimit.New(egressLogsPerSecond, egressLogBurst, 4096)
 	return hub.Subscribe(func(d egressdns.Decision) {
+		switch d.Type {
+		case egressdns.TypeFlow, egressdns.TypeBrokered:
+			recordConnection(ctx, d, rec, log, lines)
+			return
+		}
 		egressQueries.WithLabelValues(d.Tenant, string(d.Result)).Inc()
 		egressRefused.WithLabelValues(d.Tenant).Add(float64(len(d.Refused)))
 		egressOpened.WithLabelValues(d.Tenant).Add(float64(len(d.Opened)))
@@ -143,6 +169,8 @@ func recordEgress(ctx context.Context, hub *egressdns.Hub, rec *sandboxReconcile
 		}
 		var note string
 		switch {
+		case d.Result == egressdns.Denied && d.Type == egressdns.TypeServerName:
+			note = d.Error
 		case d.Result == egressdns.Denied:
 			note = fmt.Sprintf("%s: no egress rule allows this name: the sandbox's resolver answered NXDOMAIN (add a rule with host %s to the Tenant's spec.sandbox.network.egress)", d.Name, d.Name)
 		case len(d.Refused) > 0:
@@ -157,9 +185,53 @@ func recordEgress(ctx context.Context, hub *egressdns.Hub, rec *sandboxReconcile
 	})
 }
 
+// recordConnection counts and logs a flow or a brokered request, and
+// reports a refusal on the Sandbox.
+func recordConnection(ctx context.Context, d egressdns.Decision, rec *sandboxReconciler, log logr.Logger, lines *keyedlimit.Limiter) {
+	kv := []any{"tenant", d.Tenant, "sandbox", d.Sandbox, "result", string(d.Result), "destination", d.Dst.String()}
+	var msg, note string
+	if d.Type == egressdns.TypeFlow {
+		egressFlowRecords.WithLabelValues(d.Tenant, string(d.Result)).Inc()
+		kv = append(kv, "protocol", d.Proto)
+		if d.Result == egressdns.Denied {
+			msg = "Egress connection refused"
+			kv = append(kv, "packets", d.Packets)
+			note = fmt.Sprintf("connections to %s/%s refused: no egress rule allows this address and port (add a rule with its host, or cidr, and port to the Tenant's spec.sandbox.network.egress)", d.Dst, d.Proto)
+		} else {
+			msg = "Egress connection"
+			kv = append(kv, "bytesOut", d.BytesOut, "bytesIn", d.BytesIn, "duration", d.Duration.String())
+		}
+	} else {
+		egressBrokered.WithLabelValues(d.Tenant, string(d.Result)).Inc()
+		msg = "Egress brokered request"
+		kv = append(kv, "host", d.Name, "method", d.Method, "path", d.Path, "status", d.Status, "bytesOut", d.BytesOut, "bytesIn", d.BytesIn)
+		if d.Result == egressdns.Denied {
+			kv = append(kv, "error", d.Error)
+			note = fmt.Sprintf("a request to %s was answered by the node's broker: %s", d.Name, d.Error)
+		}
+	}
+	if lines.Allow(d.Tenant) {
+		log.Info(msg, kv...)
+	} else {
+		egressUnlogged.WithLabelValues(d.Tenant).Inc()
+	}
+	if note != "" {
+		rec.egressEvent(ctx, d, note)
+	}
+}
+
 // egressEvent records note on the Sandbox of d's tenant, if it is the one
 // that holds d's sandbox.
 func (r *sandboxReconciler) egressEvent(ctx context.Context, d egressdns.Decision, note string) {
+	// Events of one action merge into a series: a name, a connection and
+	// a brokered request each have their own.
+	action := "Resolve"
+	switch d.Type {
+	case egressdns.TypeFlow, egressdns.TypeServerName:
+		action = "Connect"
+	case egressdns.TypeBrokered:
+		action = "Broker"
+	}
 	ns, name, ok := strings.Cut(d.Tenant, "/")
 	if !ok {
 		return
@@ -171,7 +243,7 @@ func (r *sandboxReconciler) egressEvent(ctx context.Context, d egressdns.Decisio
 	for i := range list.Items {
 		sbx := &list.Items[i]
 		if sbx.Spec.TenantRef.Name == name && sbx.Status.SandboxID == d.Sandbox {
-			r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonEgressDenied, "Resolve", "%s", note)
+			r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonEgressDenied, action, "%s", note)
 			return
 		}
 	}

@@ -94,6 +94,9 @@ func TestEgressSandbox(t *testing.T) {
 	named := waitProvisioned(t, ns, "named")
 	out := conformance.Sh(t, be, named.Status.SandboxID, "getent hosts blocked.test; echo status=$?")
 	g.Expect(out).To(ContainSubstring("status=2"), "a name no rule allows does not resolve")
+	// A connection attempt the rules refuse (dropped at the node: nothing
+	// leaves) is on record too.
+	conformance.Sh(t, be, named.Status.SandboxID, "timeout 2 bash -c '</dev/tcp/198.51.100.1/9'; true")
 	g.Eventually(func(g Gomega) {
 		var evs corev1.EventList
 		g.Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
@@ -104,6 +107,7 @@ func TestEgressSandbox(t *testing.T) {
 			}
 		}
 		g.Expect(notes).To(ContainElement(ContainSubstring("blocked.test: no egress rule allows this name")))
+		g.Expect(notes).To(ContainElement(ContainSubstring("connections to 198.51.100.1:9/tcp refused: no egress rule allows this address")))
 	}, "30s", "100ms").Should(Succeed())
 	fams, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -123,4 +127,20 @@ func TestEgressSandbox(t *testing.T) {
 		}
 	}
 	g.Expect(denied).To(BeNumerically(">=", 1), "the denial is counted with its tenant")
+	refused := 0.0
+	for _, f := range fams {
+		if f.GetName() != "playground_egress_flows_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["tenant"] == ns+"/named" && labels["result"] == "denied" {
+				refused += m.GetCounter().GetValue()
+			}
+		}
+	}
+	g.Expect(refused).To(BeNumerically(">=", 1), "the refused connection is counted with its tenant")
 }

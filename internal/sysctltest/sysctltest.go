@@ -15,10 +15,11 @@ limitations under the License.
 */
 
 // Package sysctltest lets tests that run at once, in several test
-// processes, share a host-wide setting and give the machine back what it
+// processes, share host-wide settings and give the machine back what it
 // had: the egress tests of the oci backend and of the node agent both need
-// IPv4 forwarding on, and one restoring it while the other runs broke the
-// other's sandboxes' routes.
+// IPv4 forwarding on (and the connection tracker's accounting, which the
+// egress flow records turn on), and one restoring it while the other runs
+// broke the other's sandboxes' routes.
 package sysctltest
 
 import (
@@ -29,11 +30,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const ipForward = "/proc/sys/net/ipv4/ip_forward"
+// egressSettings are the settings egress changes: IPv4 forwarding, and
+// the connection tracker's per-flow bytes and timestamps.
+var egressSettings = []string{
+	"/proc/sys/net/ipv4/ip_forward",
+	"/proc/sys/net/netfilter/nf_conntrack_acct",
+	"/proc/sys/net/netfilter/nf_conntrack_timestamp",
+}
 
-// HoldIPv4Forwarding keeps IPv4 forwarding as the code under test sets it
-// for as long as the test runs, and when the last test process holding it
-// ends, restores the value the machine had before the first one began.
+// HoldIPv4Forwarding keeps IPv4 forwarding (and the other settings egress
+// changes) as the code under test sets it for as long as the test runs,
+// and when the last test process holding it ends, restores the values the
+// machine had before the first one began.
 // Each holder takes a shared lock; the first records the original value
 // beside the lock; a holder that ends and can take the lock exclusively
 // is the last, and restores it.
@@ -47,15 +55,17 @@ func HoldIPv4Forwarding(tb testing.TB) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	saved := filepath.Join(dir, "ip_forward.saved")
+	saved := func(setting string) string { return filepath.Join(dir, filepath.Base(setting)+".saved") }
 	// Recording the original happens under the exclusive lock, then the
 	// holder keeps a shared one.
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := os.Stat(saved); os.IsNotExist(err) {
-		if v, err := os.ReadFile(ipForward); err == nil {
-			_ = os.WriteFile(saved, v, 0o600)
+	for _, setting := range egressSettings {
+		if _, err := os.Stat(saved(setting)); os.IsNotExist(err) {
+			if v, err := os.ReadFile(setting); err == nil {
+				_ = os.WriteFile(saved(setting), v, 0o600)
+			}
 		}
 	}
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
@@ -66,9 +76,11 @@ func HoldIPv4Forwarding(tb testing.TB) {
 		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
 			return // another test process still holds it: it restores
 		}
-		if v, err := os.ReadFile(saved); err == nil {
-			_ = os.WriteFile(ipForward, v, 0o644)
-			_ = os.Remove(saved)
+		for _, setting := range egressSettings {
+			if v, err := os.ReadFile(saved(setting)); err == nil {
+				_ = os.WriteFile(setting, v, 0o644)
+				_ = os.Remove(saved(setting))
+			}
 		}
 	})
 }

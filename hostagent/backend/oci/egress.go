@@ -183,6 +183,7 @@ func (b *Backend) setupEgress(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 		}
 	}
+	b.watchFlows(sb)
 	return b.ensureResolver(sb)
 }
 
@@ -238,6 +239,7 @@ func (b *Backend) reattachGVisorEgress(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 		}
 	}
+	b.watchFlows(sb)
 	return b.ensureResolver(sb)
 }
 
@@ -266,6 +268,9 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 	// What the sandbox sent and received on the flows let out, the flows
 	// let out and the packets dropped (EgressUsage reads them).
 	r.WriteString("\tcounter out { }\n\tcounter in { }\n\tcounter allowed { }\n\tcounter denied { }\n")
+	// The destinations of refused attempts, each counting its packets,
+	// for a minute after the last (egressflows.go reads them).
+	fmt.Fprintf(&r, "\tset deniedPorts {\n\t\ttype ipv4_addr . inet_proto . inet_service\n\t\tflags dynamic,timeout\n\t\ttimeout 60s\n\t\tsize %d\n\t}\n", maxDeniedPorts)
 	// Nothing from the sandbox reaches the agent's namespace itself (its
 	// addresses, the agent's port, node-local services) but its resolver,
 	// when its rules name hosts.
@@ -286,6 +291,8 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 			denied = append(denied, p.Masked().String())
 		}
 	}
+	const noted = "meta l4proto { tcp, udp } update @deniedPorts { ip daddr . meta l4proto . th dport counter }"
+	fmt.Fprintf(&r, "\t\tiifname %s ip daddr { %s } %s\n", dev, strings.Join(denied, ", "), noted)
 	fmt.Fprintf(&r, "\t\tiifname %s ip daddr { %s } counter name \"denied\" drop\n", dev, strings.Join(denied, ", "))
 	// A flow let out goes on when what let it out expires (an answer's
 	// time to live) or is removed: only new connections are checked.
@@ -315,6 +322,7 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 		}
 		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport { %s } counter name \"allowed\" accept\n", dev, cidr, strings.Join(list, ", "))
 	}
+	fmt.Fprintf(&r, "\t\tiifname %s %s\n", dev, noted)
 	fmt.Fprintf(&r, "\t\tiifname %s counter name \"denied\" drop\n\t}\n", dev)
 	// Connections to the addresses of names whose server name is checked
 	// go to the sandbox's gate (snigate), which lets them through itself.
@@ -329,6 +337,7 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 func (b *Backend) teardownEgress(ctx context.Context, sb *sandbox) error {
 	n := b.egressNet(sb)
 	b.stopResolver(sb)
+	b.unwatchFlows(sb)
 	if !backend.FileExists(n.netns) {
 		// Made first and removed last: without it there is nothing, and
 		// a sandbox that never had egress needs no nft on the node.

@@ -26,7 +26,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,6 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/internal/netnstest"
 	"github.com/playground-dev/playground/internal/sysctltest"
 )
 
@@ -333,55 +333,13 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// in runs fn on a thread in the world namespace: the sockets it makes
-// are the world's, served from any thread.
-func (w *world) in(t *testing.T, fn func() error) {
-	t.Helper()
-	c := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			c <- err
-			return
-		}
-		defer orig.Close()
-		ns, err := os.Open(w.ns)
-		if err != nil {
-			runtime.UnlockOSThread()
-			c <- err
-			return
-		}
-		defer ns.Close()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			c <- err
-			return
-		}
-		err = fn()
-		// A thread that cannot leave stays locked and ends with the
-		// goroutine.
-		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		c <- err
-	}()
-	if err := <-c; err != nil {
-		t.Fatalf("in the world namespace %s: %v", w.ns, err)
-	}
-}
+// test is the world as package netnstest serves in it.
+func (w *world) test() *netnstest.World { return &netnstest.World{Net: w.ns} }
 
 // listen makes a TCP listener on addr in the world namespace.
 func (w *world) listen(t *testing.T, addr string) net.Listener {
 	t.Helper()
-	var l net.Listener
-	w.in(t, func() (err error) {
-		l, err = net.Listen("tcp4", addr)
-		return err
-	})
-	t.Cleanup(func() { l.Close() })
-	return l
+	return w.test().Listen(t, addr)
 }
 
 // serve answers "hello" on addr, a TCP address in the world namespace.

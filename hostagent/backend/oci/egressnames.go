@@ -133,7 +133,7 @@ func (b *Backend) ensureGate(sb *sandbox, ne *namedEgress) error {
 			if refused == "" || b.opts.OnEgressDNS == nil {
 				return
 			}
-			b.opts.OnEgressDNS(egressdns.Decision{Sandbox: sb.spec.ID, Tenant: sb.spec.Tenant, Name: name, Type: "TLS",
+			b.opts.OnEgressDNS(egressdns.Decision{Sandbox: sb.spec.ID, Tenant: sb.spec.Tenant, Name: name, Type: egressdns.TypeServerName,
 				Result: egressdns.Denied, Error: fmt.Sprintf("connection to %s refused: %s", dst, refused)})
 		},
 	})

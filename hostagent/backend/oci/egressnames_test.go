@@ -37,8 +37,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/egressdns"
 )
@@ -47,27 +45,7 @@ import (
 // from records ("name. ttl IN A addr"), NXDOMAIN for other names.
 func (w *world) serveZone(t *testing.T, records map[string][]string) {
 	t.Helper()
-	var pc net.PacketConn
-	w.in(t, func() (err error) {
-		pc, err = net.ListenPacket("udp4", worldServer+":53")
-		return err
-	})
-	s := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(rw dns.ResponseWriter, q *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(q)
-		rrs, ok := records[strings.ToLower(q.Question[0].Name)]
-		if !ok {
-			m.SetRcode(q, dns.RcodeNameError)
-		}
-		for _, r := range rrs {
-			if rr, err := dns.NewRR(r); err == nil && (q.Question[0].Qtype == dns.TypeA || rr.Header().Rrtype != dns.TypeA) {
-				m.Answer = append(m.Answer, rr)
-			}
-		}
-		_ = rw.WriteMsg(m)
-	})}
-	go func() { _ = s.ActivateAndServe() }()
-	t.Cleanup(func() { _ = s.Shutdown() })
+	w.test().ServeZone(t, worldServer+":53", records)
 }
 
 // serveHTTPS answers "hello" over HTTPS on addr in the world, with a
@@ -223,6 +201,28 @@ func TestEgressByName(t *testing.T) {
 	}
 	if got := resolves("allowed.test"); got != "" {
 		t.Errorf("a rule removed: allowed.test still resolves to %q", got)
+	}
+
+	// Each connection is on record when it closes, with its bytes; each
+	// refused attempt within a poll of the table's refusals.
+	flowRecorded := func(result egressdns.Result, dst string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range records {
+			if d.Type == egressdns.TypeFlow && d.Result == result && d.Dst.String() == dst && d.Proto == "tcp" &&
+				(result == egressdns.Denied && d.Packets > 0 || result == egressdns.Allowed && d.BytesIn > 0 && d.BytesOut > 0) {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !(flowRecorded(egressdns.Allowed, worldServer+":"+strconv.Itoa(allowedPort)) && flowRecorded(egressdns.Denied, worldOther+":"+strconv.Itoa(allowedPort))) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no flow records of the connection to allowed.test (%v) or of the refused attempt at other.test's address (%v)",
+				flowRecorded(egressdns.Allowed, worldServer+":"+strconv.Itoa(allowedPort)), flowRecorded(egressdns.Denied, worldOther+":"+strconv.Itoa(allowedPort)))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	mu.Lock()
