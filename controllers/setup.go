@@ -68,6 +68,10 @@ type Options struct {
 	// the leader-election Lease), so that uninstalling removes them; nil
 	// outside a cluster.
 	Owner *selfowner.Owner
+	// Agents reach the agents' API, to deliver brokered egress
+	// credentials; nil: a Sandbox with a brokered rule gets an Event
+	// saying the manager cannot.
+	Agents AgentClients
 }
 
 // DefaultWorkers lets a burst of Tenants overlap their round trips to the
@@ -162,6 +166,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&FacultyBundleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("facultybundle-controller")), Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&EgressCredentialReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("egresscredential-controller")), Agents: opts.Agents, Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	ca := &AgentCA{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.LeaseNamespace, Now: opts.Now, Owner: opts.Owner}

@@ -251,6 +251,39 @@ func (a *Agent) backendOf(id string) backend.Backend {
 	return nil
 }
 
+// SetEgressCredentials hands a sandbox's brokered credentials to the
+// backends that broker them. A sandbox the agent serves must be tenant's
+// (the manager names it as its Sandbox does); one it does not serve yet
+// takes them when it starts.
+func (a *Agent) SetEgressCredentials(tenant, sandboxID string, creds []backend.EgressCredential) error {
+	if err := backend.ValidateID(sandboxID); err != nil {
+		return errorf(CodeInvalid, "%v", err)
+	}
+	var serving backend.Backend // nil: any may serve it
+	a.mu.Lock()
+	if s, ok := a.sandboxes[sandboxID]; ok {
+		if s.spec.Tenant != tenant {
+			a.mu.Unlock()
+			return errorf(CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
+		}
+		serving = s.be
+	}
+	a.mu.Unlock()
+	var brokers int
+	for _, be := range a.backends {
+		if br, ok := be.(backend.EgressBroker); ok && (serving == nil || serving == be) {
+			brokers++
+			if err := br.SetEgressCredentials(sandboxID, creds); err != nil {
+				return errorf(CodeInvalid, "%v", err)
+			}
+		}
+	}
+	if brokers == 0 && len(creds) > 0 {
+		return errorf(CodeInvalid, "no backend of this node brokers egress credentials")
+	}
+	return nil
+}
+
 // Jobs is the agent's job manager, for status and metrics.
 func (a *Agent) Jobs() *jobs.Manager { return a.jobs }
 

@@ -129,6 +129,28 @@ func (p *agentPool) client(ctx context.Context, node, endpoint string) (*agentap
 	return c, nil
 }
 
+// AgentClients are clients of the agents' API for a component other than
+// the gateway (the manager, which delivers brokered egress credentials):
+// the same verification of each agent's node-bound certificate and the
+// same tokens, minted for each node.
+type AgentClients struct{ pool *agentPool }
+
+// NewAgentClients returns clients presenting creds (else the shared
+// token) and verifying https:// agents against ca; http:// agents are
+// refused unless cleartext.
+func NewAgentClients(creds AgentCredentials, shared func() (string, error), ca *AgentCA, cleartext bool) (*AgentClients, error) {
+	c, err := agentCredentials(creds, shared)
+	if err != nil {
+		return nil, err
+	}
+	return &AgentClients{pool: newAgentPool(c, nil, ca, cleartext)}, nil
+}
+
+// Client is the client of node's agent at endpoint.
+func (a *AgentClients) Client(ctx context.Context, node, endpoint string) (*agentapi.Client, error) {
+	return a.pool.client(ctx, node, endpoint)
+}
+
 // errCleartextAgent refuses an agent endpoint that is not https://: only
 // playground-dev, whose agent shares its process and loopback, speaks
 // cleartext (Options.AgentCleartext).

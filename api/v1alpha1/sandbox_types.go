@@ -93,6 +93,15 @@ const (
 	// no egress rule allows, or left out of an answer addresses egress
 	// never opens; the note names them.
 	ReasonEgressDenied = "EgressDenied"
+	// ReasonEgressCredentialRefused (a Warning Event): the Secret a
+	// brokered egress rule names cannot be used (missing, of another
+	// type, without its key, not a header value); requests to the host
+	// are answered 503 until it can.
+	ReasonEgressCredentialRefused = "EgressCredentialRefused" //nolint:gosec // a reason, not a credential
+	// ReasonEgressCredentialUndelivered (a Warning Event): the manager
+	// could not hand the sandbox's credentials to its node's agent; it
+	// tries again.
+	ReasonEgressCredentialUndelivered = "EgressCredentialUndelivered" //nolint:gosec // a reason, not a credential
 )
 
 // SandboxNodeNameField is the Sandbox's selectable field that binds it to
@@ -274,6 +283,7 @@ type SandboxNetwork struct {
 // a host name resolves to, on some TCP and UDP ports or on all of them.
 // +kubebuilder:validation:XValidation:rule="has(self.cidr) != has(self.host)",message="give exactly one of cidr (an IPv4 network) and host (a name such as pypi.org, or *.example.com)"
 // +kubebuilder:validation:XValidation:rule="!has(self.checkServerName) || !self.checkServerName || (has(self.host) && has(self.ports) && size(self.ports) > 0)",message="checkServerName checks TLS connections to a host on its ports: give host and ports with it"
+// +kubebuilder:validation:XValidation:rule="!has(self.credential) || (has(self.host) && !self.host.startsWith('*.') && has(self.ports) && size(self.ports) > 0)",message="a credential is added to HTTPS requests to one host: give an exact host (no wildcard) and its ports with it"
 type EgressRule struct {
 	// CIDR is an IPv4 network, such as 10.0.0.0/8, or 203.0.113.7/32 for
 	// one address. Its host bits must be zero.
@@ -309,6 +319,38 @@ type EgressRule struct {
 	// +kubebuilder:validation:items:Maximum=65535
 	// +optional
 	Ports []int32 `json:"ports,omitempty"`
+
+	// Credential, with an exact host and its ports, has the node add a
+	// header to each HTTPS request the sandbox makes to the host, its
+	// value from a Secret of the Tenant's namespace: the credential never
+	// exists in the sandbox. The node ends the TLS of these connections
+	// with a certificate from a CA of the sandbox's own, which the
+	// sandbox trusts; every other host stays end-to-end TLS
+	// (docs/isolation.md).
+	// +optional
+	Credential *EgressCredential `json:"credential,omitempty"`
+}
+
+// EgressCredential is a header the node sets on a sandbox's requests to
+// a host.
+type EgressCredential struct {
+	// Header is the request header the node sets, replacing whatever the
+	// sandbox sends under that name.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9]*$`
+	// +kubebuilder:validation:XValidation:rule="self.lowerAscii() != 'host'",message="the Host header names the server: it cannot carry a credential"
+	// +kubebuilder:default=Authorization
+	// +optional
+	Header string `json:"header,omitempty"`
+
+	// SecretRef names a Secret in the Tenant's namespace, of type
+	// playground.dev/egress-credential, and its key (default token) whose
+	// value is the header's, whole (for example "Bearer sk-..."). The
+	// manager reads it and hands it to the agent of the sandbox's node
+	// only, which keeps it in memory; a change reaches the node within a
+	// minute.
+	// +required
+	SecretRef SecretKeyReference `json:"secretRef"`
 }
 
 // SandboxSpec is the desired state of a Sandbox.

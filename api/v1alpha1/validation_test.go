@@ -152,6 +152,11 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"egress host a URL", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: 'https://pypi.org'}]}}}", "spec.sandbox.network.egress[0].host"},
 		{"server name checked without ports", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, checkServerName: true}]}}}", "checkServerName checks TLS connections"},
 		{"server name checked of a cidr", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443], checkServerName: true}]}}}", "checkServerName checks TLS connections"},
+		{"credential for a wildcard", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: '*.api.test', ports: [443], credential: {secretRef: {name: k}}}]}}}", "a credential is added to HTTPS requests to one host"},
+		{"credential without ports", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, credential: {secretRef: {name: k}}}]}}}", "a credential is added to HTTPS requests to one host"},
+		{"credential of a cidr", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443], credential: {secretRef: {name: k}}}]}}}", "a credential is added to HTTPS requests to one host"},
+		{"credential in the Host header", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, ports: [443], credential: {header: HOST, secretRef: {name: k}}}]}}}", "the Host header names the server"},
+		{"credential header with a space", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, ports: [443], credential: {header: 'X Key', secretRef: {name: k}}}]}}}", "spec.sandbox.network.egress[0].credential.header"},
 		// Quantities a node would refuse: each message names the minimum.
 		{"negative memory", tenant + "spec: {sandbox: {resources: {memory: -1Gi}}}", "memory must be at least 32Mi: a sandbox's init needs 32 MiB"},
 		{"negative cpu", tenant + "spec: {sandbox: {resources: {cpu: \"-2\"}}}", "cpu must be at least 10m"},
@@ -300,9 +305,14 @@ func TestDefaultsAreApplied(t *testing.T) {
 	g.Expect(st.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
 	g.Expect(tn.Spec.Sandbox.Network.Mode).To(Equal(playgroundv1alpha1.NetworkNone))
 
-	egress := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: egress}\nspec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443, 53]}, {cidr: 203.0.113.7/32}, {host: pypi.org, ports: [443]}, {host: '*.githubusercontent.com'}, {host: api.test, ports: [443], checkServerName: true}]}}}")
+	egress := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: egress}\nspec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443, 53]}, {cidr: 203.0.113.7/32}, {host: pypi.org, ports: [443]}, {host: '*.githubusercontent.com'}, {host: api.test, ports: [443], checkServerName: true}, {host: llm.test, ports: [443], credential: {secretRef: {name: llm-key}}}]}}}")
 	egress.SetNamespace(ns)
 	g.Expect(k8s.Create(ctx, egress)).To(Succeed())
+	var eg playgroundv1alpha1.Tenant
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "egress"}, &eg)).To(Succeed())
+	cred := eg.Spec.Sandbox.Network.Egress[5].Credential
+	g.Expect(cred.Header).To(Equal("Authorization"), "a credential's header defaults to Authorization")
+	g.Expect(cred.SecretRef.Key).To(Equal("token"), "and its key to token")
 
 	wm := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: WorkerMapping\nmetadata: {name: w}\nspec: {tenantRef: {name: minimal}, destination: {service: {name: mcp, port: 80}}}")
 	wm.SetNamespace(ns)

@@ -48,6 +48,13 @@ const (
 	// internal bearer only from a Secret made for that use, never from
 	// another Secret of the namespace (a tenant's credential, say).
 	WorkerBearerSecretType = "playground.dev/worker-bearer"
+
+	// EgressCredentialSecretType is the type a Secret must have for a
+	// brokered egress rule's credential: the manager hands a node only a
+	// Secret made for that use, never another of the namespace (a
+	// tenant's token, a worker's bearer), which a rule could otherwise
+	// send to a host of its choosing.
+	EgressCredentialSecretType = "playground.dev/egress-credential"
 )
 
 // Field managers: the names Playground's components write under, so that

@@ -21,12 +21,16 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/controllers"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/mcpgateway"
 )
 
 // runManager runs the controllers until ctx ends.
@@ -63,8 +67,12 @@ func runManager(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("loading the client configuration: %w", err)
 	}
+	agents, err := managerAgentClients(ctx, cfg, *leaseNamespace, log)
+	if err != nil {
+		return err
+	}
 	mgr, err := controllers.NewManager(cfg, controllers.ManagerOptions{
-		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime, WorkerEndpoints: endpoints, Owner: ownServiceAccount(log)},
+		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime, WorkerEndpoints: endpoints, Owner: ownServiceAccount(log), Agents: agents},
 		MetricsBindAddress:     *metricsAddr,
 		HealthProbeBindAddress: *probeAddr,
 		PprofBindAddress:       *pprofAddr,
@@ -75,4 +83,27 @@ func runManager(ctx context.Context, args []string) error {
 	}
 	log.WithName("manager").Info("Starting the manager", "leaderElection", *leaderElect, "leaseNamespace", *leaseNamespace)
 	return mgr.Start(ctx)
+}
+
+// managerAgentClients are the manager's clients of the agents' API, to
+// deliver brokered egress credentials: tokens of its own ServiceAccount
+// bound to each node (the agents trust it with --trusted-manager), and the
+// agents' certificates checked against the CA it publishes. A manager that
+// runs as no ServiceAccount delivers none (and says so on each Sandbox
+// that needs it).
+func managerAgentClients(ctx context.Context, cfg *rest.Config, leaseNamespace string, log logr.Logger) (controllers.AgentClients, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := mcpgateway.NewServiceAccountTokens(ctx, cs, 0)
+	if err != nil {
+		log.Info("Brokered egress credentials cannot be delivered: the manager mints no tokens for the agents", "reason", err.Error())
+		return nil, nil
+	}
+	agents, err := mcpgateway.NewAgentClients(tokens, nil, mcpgateway.WatchAgentCA(ctx, cs, leaseNamespace, log.WithName("agent-ca")), false)
+	if err != nil {
+		return nil, err
+	}
+	return agents, nil
 }

@@ -185,6 +185,12 @@ func (c *Client) Activity(ctx context.Context, tenant, sandboxID string) (Activi
 	return act, err
 }
 
+// SetEgressCredentials replaces the credentials the node's egress broker
+// adds to the sandbox's requests (the manager's call).
+func (c *Client) SetEgressCredentials(ctx context.Context, tenant, sandboxID string, creds []EgressCredential) error {
+	return c.do(ctx, "/v1/sandboxes/"+url.PathEscape(sandboxID)+"/egress-credentials", EgressCredentialsRequest{Tenant: tenant, Credentials: creds}, nil)
+}
+
 // Renew extends a handle's lease.
 func (c *Client) Renew(ctx context.Context, tenant, handle string) (Handle, error) {
 	var h Handle

@@ -77,6 +77,22 @@ type TenantRequest struct {
 	Tenant string `json:"tenant"`
 }
 
+// EgressCredentialsRequest replaces the credentials the node's egress
+// broker adds to a sandbox's requests (its rules name the hosts and
+// headers they are for). Only the manager, which reads them from the
+// Tenant's Secrets, may send it; the agent keeps them in memory only.
+type EgressCredentialsRequest struct {
+	Tenant      string             `json:"tenant"`
+	Credentials []EgressCredential `json:"credentials"`
+}
+
+// EgressCredential is one header for one host.
+type EgressCredential struct {
+	Host   string `json:"host"`
+	Header string `json:"header"`
+	Value  string `json:"value"`
+}
+
 // ExecRequest is the body of exec and job start: a command for a fresh
 // /bin/sh of the handle's sandbox.
 type ExecRequest struct {

@@ -44,6 +44,9 @@ type Caller struct {
 	// Gateway is true for a trusted gateway: it authenticated the tenant
 	// itself, so the tenant a request names is taken as given.
 	Gateway bool
+	// Manager is true for the trusted manager, which alone delivers
+	// brokered egress credentials.
+	Manager bool
 	// user is a Kubernetes user, allowed a tenant by a SubjectAccessReview
 	// on each request; nil for a gateway.
 	user *authenticationv1.UserInfo
@@ -66,7 +69,8 @@ type TenantAuthorizer interface {
 // KubeAuth authenticates callers by their Kubernetes identity:
 //
 //   - a token bound to this node's audience (agentapi.NodeAudience) whose
-//     TokenReview names one of Gateways is a trusted gateway;
+//     TokenReview names one of Gateways is a trusted gateway; one of
+//     Managers, the manager (brokered egress credentials only);
 //   - any other token the API server authenticates (a stdio user's own
 //     kubeconfig token) is a user, who may act only as the tenants a
 //     SubjectAccessReview allows it to "use", asked again once its answer
@@ -85,6 +89,9 @@ type KubeAuth struct {
 	Client   kubernetes.Interface
 	Audience string
 	Gateways []string
+	// Managers are the manager's identities: with a token bound to this
+	// node, it delivers brokered egress credentials, and nothing else.
+	Managers []string
 
 	CacheTTL              time.Duration
 	CacheSize             int
@@ -221,6 +228,13 @@ func (k *KubeAuth) review(ctx context.Context, token string) (Caller, error) {
 				return Caller{}, errGatewayUnbound
 			}
 			return Caller{Name: user.Username, Gateway: true}, nil
+		}
+		if slices.Contains(k.Managers, user.Username) {
+			if audiences == nil {
+				return Caller{}, errGatewayUnbound
+			}
+			// Not a gateway, not a user: it acts as no tenant.
+			return Caller{Name: user.Username, Manager: true}, nil
 		}
 		return Caller{Name: user.Username, user: &user}, nil
 	}

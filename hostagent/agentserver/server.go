@@ -39,6 +39,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/budget"
@@ -143,7 +144,9 @@ func (s *Server) authenticate(r *http.Request) (Caller, error) {
 		return Caller{}, errNoCredential
 	}
 	if s.sharedToken(token) {
-		return Caller{Name: "the shared agent token", Gateway: true}, nil
+		// The shared token is playground-dev's and the tests': its
+		// holder is the gateway and the manager both.
+		return Caller{Name: "the shared agent token", Gateway: true, Manager: true}, nil
 	}
 	if s.identities == nil {
 		return Caller{}, errNoCredential
@@ -183,6 +186,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("POST /v1/sandboxes/{sandbox}/handles", s.call(s.open))
 	mux.Handle("POST /v1/sandboxes/{sandbox}/activity", s.call(s.activity))
+	mux.Handle("POST /v1/sandboxes/{sandbox}/egress-credentials", s.call(s.egressCredentials))
 	mux.Handle("POST /v1/handles/{handle}/renew", s.call(s.renew))
 	mux.Handle("POST /v1/handles/{handle}/close", s.call(s.close))
 	mux.Handle("POST /v1/handles/{handle}/exec", s.call(s.exec))
@@ -329,6 +333,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decode reads a JSON body; every call must name its tenant, one the
 // caller may act as.
 func (s *Server) decode(r *http.Request, v any, tenant func() string) error {
+	if err := decodeBody(r, v); err != nil {
+		return err
+	}
+	if tenant() == "" {
+		return &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no tenant"}
+	}
+	return s.mayUse(r, tenant())
+}
+
+// decodeBody reads a JSON body, refusing fields the call does not have.
+func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -339,10 +354,28 @@ func (s *Server) decode(r *http.Request, v any, tenant func() string) error {
 		}
 		return &hostagent.Error{Code: hostagent.CodeInvalid, Err: err, Message: "malformed request body: " + err.Error()}
 	}
-	if tenant() == "" {
-		return &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no tenant"}
+	return nil
+}
+
+// egressCredentials takes a sandbox's brokered credentials: from the
+// manager only (a gateway serves tenants' calls, and has no business
+// setting what goes out in their name).
+func (s *Server) egressCredentials(r *http.Request) (any, error) {
+	if c, _ := r.Context().Value(callerKey{}).(Caller); !c.Manager {
+		return nil, &agentapi.Error{Code: agentapi.CodeForbidden, Message: "only the manager delivers brokered egress credentials: present the manager's token bound to this node"}
 	}
-	return s.mayUse(r, tenant())
+	var req agentapi.EgressCredentialsRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Tenant == "" {
+		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no tenant"}
+	}
+	creds := make([]backend.EgressCredential, len(req.Credentials))
+	for i, c := range req.Credentials {
+		creds[i] = backend.EgressCredential{Host: c.Host, Header: c.Header, Value: c.Value}
+	}
+	return nil, s.agent.SetEgressCredentials(req.Tenant, r.PathValue("sandbox"), creds)
 }
 
 func (s *Server) open(r *http.Request) (any, error) {

@@ -49,6 +49,7 @@ func TestComponentsAreNoTenants(t *testing.T) {
 	}
 	n := startNode(t, "components-a", "", "", func(o *nodeagent.Options) {
 		o.TrustedGateways = []string{"system:serviceaccount:" + ns + ":gateway"}
+		o.TrustedManagers = []string{"system:serviceaccount:" + ns + ":manager"}
 	})
 	createSandbox(t, ns, "x", n.name)
 	waitProvisioned(t, ns, "x")
@@ -72,8 +73,22 @@ func TestComponentsAreNoTenants(t *testing.T) {
 	}
 	g.Expect(open(token("gateway", agentapi.NodeAudience(n.name)))).To(Succeed(), "the gateway, with its token for this node")
 	g.Expect(agentapi.CodeOf(open(token("gateway")))).To(Equal(agentapi.CodeUnauth), "the gateway's own token")
-	g.Expect(agentapi.CodeOf(open(token("manager")))).To(Equal(agentapi.CodeForbidden), "the manager's own token")
+	g.Expect(agentapi.CodeOf(open(token("manager")))).To(Equal(agentapi.CodeUnauth), "the manager's own token")
 	g.Expect(agentapi.CodeOf(open(token("manager", agentapi.NodeAudience(n.name))))).To(Equal(agentapi.CodeForbidden), "the manager's token for this node")
+
+	// Brokered egress credentials come from the trusted manager, with its
+	// token for this node, and from no gateway.
+	deliver := func(bearer string) error {
+		c, err := agentapi.NewClient(n.endpoint, bearer, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.SetEgressCredentials(ctx, ns+"/x", idOf(t, ns, "x"), []agentapi.EgressCredential{{Host: "api.test", Header: "Authorization", Value: "Bearer k"}})
+	}
+	g.Expect(agentapi.CodeOf(deliver(token("gateway", agentapi.NodeAudience(n.name))))).To(Equal(agentapi.CodeForbidden), "a gateway delivering credentials")
+	g.Expect(agentapi.CodeOf(deliver(token("manager")))).To(Equal(agentapi.CodeUnauth), "the manager's own token")
+	g.Expect(agentapi.CodeOf(deliver(token("manager", agentapi.NodeAudience("components-b"))))).To(Equal(agentapi.CodeUnauth), "the manager's token for another node")
+	g.Expect(deliver(token("manager", agentapi.NodeAudience(n.name)))).To(Succeed(), "the manager, with its token for this node")
 }
 
 // TestCallerIdentity: the agent knows its callers by their Kubernetes

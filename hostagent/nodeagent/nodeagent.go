@@ -134,6 +134,10 @@ type Options struct {
 	// tenant. Every other caller the API server authenticates is a user,
 	// allowed only the tenants its RBAC lets it "use" (stdio mode).
 	TrustedGateways []string
+	// TrustedManagers are the manager's Kubernetes users, whose tokens
+	// bound to this node's audience deliver the brokered egress
+	// credentials of the node's sandboxes, and do nothing else.
+	TrustedManagers []string
 	// Tokens are shared bearer tokens the API accepts as a trusted
 	// gateway's (playground-dev), and TokenFile a file holding more, one
 	// per line, re-read every TokenReloadInterval so a rotated Secret
@@ -418,8 +422,10 @@ func Run(ctx context.Context, opts Options) error {
 		Client:   reviews,
 		Audience: agentapi.NodeAudience(opts.NodeName),
 		Gateways: opts.TrustedGateways,
+		Managers: opts.TrustedManagers,
 		CacheTTL: opts.AuthCacheTTL,
 	})
+	started := time.Now()
 	hb := &heartbeat{
 		reader: mgr.GetAPIReader(),
 		writer: mgr.GetClient(),
@@ -440,6 +446,7 @@ func Run(ctx context.Context, opts Options) error {
 				Labels:          opts.Labels,
 				AdmissionHalted: haltSummary(agent.Jobs().Halts()),
 				Duration:        opts.LeaseDuration,
+				Started:         started,
 			}
 		},
 	}

@@ -795,7 +795,7 @@ func specOf(id string, sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 	// checked again here so that a list alone never opens a network.
 	if sbx.Spec.Network.Mode == playgroundv1alpha1.NetworkEgress {
 		for _, r := range sbx.Spec.Network.Egress {
-			spec.Egress = append(spec.Egress, backend.EgressRule{CIDR: r.CIDR, Host: r.Host, Ports: slices.Clone(r.Ports), CheckServerName: r.CheckServerName})
+			spec.Egress = append(spec.Egress, backend.EgressRule{CIDR: r.CIDR, Host: r.Host, Ports: slices.Clone(r.Ports), CheckServerName: r.CheckServerName, Brokered: r.Credential != nil})
 		}
 	}
 	return spec

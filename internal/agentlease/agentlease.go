@@ -77,6 +77,10 @@ const (
 	AnnotationNodeLabels = "playground.dev/node-labels"
 	// AnnotationAdmission is empty while the agent admits jobs, else why not.
 	AnnotationAdmission = "playground.dev/admission-halted"
+	// AnnotationStarted is when the agent's process started (RFC 3339):
+	// a new value is a new process, which holds nothing it was handed in
+	// memory (brokered egress credentials).
+	AnnotationStarted = "playground.dev/agent-started"
 )
 
 // Name is the Lease name of the agent of node.
@@ -103,6 +107,8 @@ type Registration struct {
 	Labels map[string]string
 	// AdmissionHalted says why the agent stopped admitting jobs, if it did.
 	AdmissionHalted string
+	// Started is when the agent's process started.
+	Started time.Time
 	// Duration and Renewed are the Lease's duration and last renewal.
 	Duration time.Duration
 	Renewed  time.Time
@@ -239,6 +245,9 @@ func (r Registration) Apply(lease *coordinationv1.Lease, now time.Time) error {
 		delete(lease.Annotations, AnnotationBackendNotes)
 	}
 	lease.Annotations[AnnotationAdmission] = r.AdmissionHalted
+	if !r.Started.IsZero() {
+		lease.Annotations[AnnotationStarted] = r.Started.UTC().Format(time.RFC3339Nano)
+	}
 	holder := r.Node
 	seconds := int32(r.Duration / time.Second)
 	renewed := metav1.NewMicroTime(now)
@@ -262,6 +271,9 @@ func FromLease(lease *coordinationv1.Lease) (Registration, error) {
 		return r, fmt.Errorf("lease %s/%s has no holder", lease.Namespace, lease.Name)
 	}
 	r.Node = *lease.Spec.HolderIdentity
+	if t, err := time.Parse(time.RFC3339Nano, lease.Annotations[AnnotationStarted]); err == nil {
+		r.Started = t
+	}
 	if b := lease.Annotations[AnnotationBackends]; b != "" {
 		r.Backends = strings.Split(b, ",")
 	}

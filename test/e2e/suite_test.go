@@ -46,6 +46,7 @@ import (
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/rbactest"
+	"github.com/playground-dev/playground/mcpgateway"
 )
 
 // agentToken is the bearer the test presents to agents, as the gateway would.
@@ -109,6 +110,13 @@ func (c *component) Stop(t *testing.T) {
 func startManager(t *testing.T, mutate ...func(*controllers.Options)) *component {
 	t.Helper()
 	opts := controllers.ManagerOptions{SkipNameValidation: true}
+	// It reaches the suite's agents (brokered egress credentials) with
+	// their shared token, in cleartext on loopback.
+	agents, err := mcpgateway.NewAgentClients(nil, mcpgateway.StaticToken(agentToken), nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Agents = agents
 	for _, m := range mutate {
 		m(&opts.Options)
 	}

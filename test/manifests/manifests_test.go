@@ -627,12 +627,16 @@ func TestControlPlaneWorkloads(t *testing.T) {
 				t.Error("the gateway's pod mounts no ServiceAccount token: it could not mint the agents' tokens")
 			}
 			mintsOwn(t, r, gw.Spec.Template.Spec.ServiceAccountName, namespace)
+			// The manager mints its own, to deliver brokered egress credentials.
+			mintsOwn(t, r, "playground-manager", namespace)
 		})
 	}
 }
 
 // mintsOwn checks that ServiceAccount sa of namespace ns may create tokens
-// of itself, and of no other ServiceAccount, through a Role there.
+// of itself through a Role there, and that every rule on tokens is such a
+// Role's, for its own component's ServiceAccount (the gateway's and the
+// manager's, named as their Roles are) and no other.
 func mintsOwn(t *testing.T, r rendering, sa, ns string) {
 	t.Helper()
 	found := false
@@ -648,11 +652,13 @@ func mintsOwn(t *testing.T, r rendering, sa, ns string) {
 				continue
 			}
 			names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
-			if o.GetKind() != "Role" || o.GetNamespace() != ns || !slices.Equal(names, []string{sa}) {
-				t.Errorf("%s %s/%s lets someone create tokens of %v: want a Role in %s for %s only", o.GetKind(), o.GetNamespace(), o.GetName(), names, ns, sa)
+			if o.GetKind() != "Role" || o.GetNamespace() != ns || !slices.Equal(names, []string{o.GetName()}) {
+				t.Errorf("%s %s/%s lets someone create tokens of %v: want a Role in %s for its own ServiceAccount only", o.GetKind(), o.GetNamespace(), o.GetName(), names, ns)
 				continue
 			}
-			found = true
+			if o.GetName() == sa {
+				found = true
+			}
 		}
 	}
 	if !found {
@@ -763,7 +769,10 @@ func TestHelmCustomValues(t *testing.T) {
 		case "PodDisruptionBudget":
 			t.Errorf("gateway.pdb.enabled=false, yet the chart renders %s", key(o))
 		case "Role", "RoleBinding":
-			if o.GetNamespace() != namespace && (o.GetName() != "playground-gateway" || (o.GetNamespace() != "team-a" && o.GetNamespace() != "playground-apps")) {
+			// The gateway's Roles (in team-a, and to mint its tokens in its
+			// own namespace) and the manager's to mint its own.
+			if o.GetNamespace() != namespace && (o.GetName() != "playground-gateway" || (o.GetNamespace() != "team-a" && o.GetNamespace() != "playground-apps")) &&
+				(o.GetName() != "playground-manager" || o.GetNamespace() != "playground-apps") {
 				t.Errorf("%s is neither in the lease namespace %s nor the gateway's in team-a or its own", key(o), namespace)
 			}
 		case "ClusterRole", "ClusterRoleBinding":
@@ -828,6 +837,9 @@ func TestHelmCustomValues(t *testing.T) {
 	if v, _ := flagValue(ac.Args, "trusted-gateway"); v != "system:serviceaccount:playground-apps:playground-gateway" {
 		t.Errorf("agent --trusted-gateway %q, want the gateway's ServiceAccount in playground-apps", v)
 	}
+	if v, _ := flagValue(ac.Args, "trusted-manager"); v != "system:serviceaccount:playground-apps:playground-manager" {
+		t.Errorf("agent --trusted-manager %q, want the manager's ServiceAccount in playground-apps", v)
+	}
 	mintsOwn(t, r, gw.Spec.Template.Spec.ServiceAccountName, "playground-apps")
 	svc := workload[corev1.Service](t, find(t, r, "Service", "playground-gateway"))
 	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != 30080 {
@@ -847,9 +859,10 @@ func TestHelmCustomValues(t *testing.T) {
 func TestHelmLeaseNamespace(t *testing.T) {
 	r := renderHelmLeaseNamespace(t)
 	for _, o := range r.objs {
-		// The gateway's Role to mint its own tokens stays in its namespace.
+		// The gateway's and the manager's Roles to mint their own tokens
+		// stay in their namespace.
 		if k := o.GetKind(); (k == "Role" || k == "RoleBinding") && o.GetNamespace() != "elsewhere" &&
-			(o.GetName() != "playground-gateway" || o.GetNamespace() != namespace) {
+			((o.GetName() != "playground-gateway" && o.GetName() != "playground-manager") || o.GetNamespace() != namespace) {
 			t.Errorf("%s is not in the lease namespace elsewhere", key(o))
 		}
 	}

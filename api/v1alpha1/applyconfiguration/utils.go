@@ -42,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.CredentialsSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CredentialsStatus"):
 		return &apiv1alpha1.CredentialsStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("EgressCredential"):
+		return &apiv1alpha1.EgressCredentialApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EgressRule"):
 		return &apiv1alpha1.EgressRuleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EnvVar"):

@@ -299,7 +299,16 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		}()
 	}
 
-	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{Logger: opts.Logger.WithName("manager"), Options: controllers.Options{Workers: opts.Workers},
+	if env.AgentToken, err = loadOrCreateToken(filepath.Join(state, "agent-token")); err != nil {
+		return nil, err
+	}
+	// The manager reaches the agent (brokered egress credentials) with
+	// the shared token, in cleartext over loopback, as the gateway does.
+	agents, err := mcpgateway.NewAgentClients(nil, mcpgateway.StaticToken(env.AgentToken), nil, true)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{Logger: opts.Logger.WithName("manager"), Options: controllers.Options{Workers: opts.Workers, Agents: agents},
 		// A process may run several (the benchmarks do).
 		SkipNameValidation: true})
 	if err != nil {
@@ -308,9 +317,6 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	goRun("manager", mgr.Start)
 	progress("manager running")
 
-	if env.AgentToken, err = loadOrCreateToken(filepath.Join(state, "agent-token")); err != nil {
-		return nil, err
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -47,6 +47,9 @@ import (
 const (
 	maxCredentials     = 64
 	maxCredentialValue = 8 << 10
+	// maxCredentialSandboxes bounds the sandboxes credentials are kept
+	// for (a destroyed one's are dropped).
+	maxCredentialSandboxes = 4096
 )
 
 // trustBundle is the file the sandbox's CA bundle is mounted from, and
@@ -82,9 +85,14 @@ func (b *Backend) SetEgressCredentials(id string, creds []backend.EgressCredenti
 		}
 	}
 	egressCredentials.Lock()
-	if len(creds) == 0 {
+	_, known := egressCredentials.by[id]
+	switch {
+	case len(creds) == 0:
 		delete(egressCredentials.by, id)
-	} else {
+	case !known && len(egressCredentials.by) >= maxCredentialSandboxes:
+		egressCredentials.Unlock()
+		return fmt.Errorf("oci: credentials are kept for %d sandboxes already, the most this node keeps", maxCredentialSandboxes)
+	default:
 		egressCredentials.by[id] = slices.Clone(creds)
 	}
 	egressCredentials.Unlock()

@@ -110,6 +110,16 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tokenSHA256
       type:
         scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.EgressCredential
+  map:
+    fields:
+    - name: header
+      type:
+        scalar: string
+      default: Authorization
+    - name: secretRef
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SecretKeyReference
 - name: com.github.playground-dev.playground.api.v1alpha1.EgressRule
   map:
     fields:
@@ -119,6 +129,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: cidr
       type:
         scalar: string
+    - name: credential
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.EgressCredential
     - name: host
       type:
         scalar: string

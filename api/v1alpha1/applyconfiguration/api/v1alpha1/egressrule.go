@@ -43,6 +43,14 @@ type EgressRuleApplyConfiguration struct {
 	// Ports are the TCP and UDP ports allowed; empty allows every port
 	// and protocol.
 	Ports []int32 `json:"ports,omitempty"`
+	// Credential, with an exact host and its ports, has the node add a
+	// header to each HTTPS request the sandbox makes to the host, its
+	// value from a Secret of the Tenant's namespace: the credential never
+	// exists in the sandbox. The node ends the TLS of these connections
+	// with a certificate from a CA of the sandbox's own, which the
+	// sandbox trusts; every other host stays end-to-end TLS
+	// (docs/isolation.md).
+	Credential *EgressCredentialApplyConfiguration `json:"credential,omitempty"`
 }
 
 // EgressRuleApplyConfiguration constructs a declarative configuration of the EgressRule type for use with
@@ -82,5 +90,13 @@ func (b *EgressRuleApplyConfiguration) WithPorts(values ...int32) *EgressRuleApp
 	for i := range values {
 		b.Ports = append(b.Ports, values[i])
 	}
+	return b
+}
+
+// WithCredential sets the Credential field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Credential field is set to the value of the last call.
+func (b *EgressRuleApplyConfiguration) WithCredential(value *EgressCredentialApplyConfiguration) *EgressRuleApplyConfiguration {
+	b.Credential = value
 	return b
 }
