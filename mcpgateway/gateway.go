@@ -36,6 +36,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/internal/httpserve"
@@ -182,6 +183,8 @@ type Options struct {
 	// ExecTimeout and ProgressInterval tune the tools (tools.Options).
 	ExecTimeout      time.Duration
 	ProgressInterval time.Duration
+	// Audit records every tool call (nil: none; docs/operations.md).
+	Audit *audit.Trail
 	// Logger receives the gateway's logs; never tokens or payloads.
 	Logger logr.Logger
 }
@@ -291,7 +294,7 @@ func New(opts Options) (*Gateway, error) {
 		}
 	}
 	holds := &callHolds{calls: map[string]*[]func(){}}
-	topts := tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold}
+	topts := tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold, Audit: opts.Audit}
 	standard := newServer(g.router, topts)
 	topts.Extended = true
 	extended := newServer(g.router, topts)

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 )
@@ -85,7 +86,7 @@ func protocolRefused(err error) {
 }
 
 func init() {
-	metrics.Registry.MustRegister(authFailures, protocolRefusals)
+	metrics.Registry.MustRegister(authFailures, protocolRefusals, audit.RecordsTotal)
 	for _, r := range []string{AuthMissing, AuthMalformed, AuthUnknownToken, AuthSuspended, AuthWrongCatalog, AuthNotReady, AuthThrottled} {
 		authFailures.WithLabelValues(r) // every reason is exported from the start, at zero
 	}

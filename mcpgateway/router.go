@@ -103,7 +103,11 @@ func (r *router) routeTenant(ctx context.Context, id clusterview.Identity) (tool
 	if err != nil {
 		return tools.Route{}, err
 	}
-	return tools.Route{Tenant: id.String(), SandboxID: sandboxID, Agent: agent, Extended: clusterview.ToolsOf(t) == playgroundv1alpha1.ToolSetExtended}, nil
+	var node string
+	if sbx, ok := r.view.Sandbox(id); ok {
+		node = sbx.Spec.NodeName
+	}
+	return tools.Route{Tenant: id.String(), SandboxID: sandboxID, Node: node, Agent: agent, Extended: clusterview.ToolsOf(t) == playgroundv1alpha1.ToolSetExtended}, nil
 }
 
 // agentFor resolves a tenant to its sandbox's ID and the client of its

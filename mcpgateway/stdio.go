@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 	"github.com/playground-dev/playground/mcpgateway/tools"
@@ -71,11 +72,13 @@ type StdioOptions struct {
 	// dev only (the caller's token would otherwise cross the network in
 	// clear).
 	AgentCleartext bool
-	// StaleAfter, ExecTimeout, ProgressInterval and Budget as in Options.
+	// StaleAfter, ExecTimeout, ProgressInterval, Budget and Audit as in
+	// Options.
 	StaleAfter       time.Duration
 	ExecTimeout      time.Duration
 	ProgressInterval time.Duration
 	Budget           budget.Limits
+	Audit            *audit.Trail
 	// SyncTimeout bounds the wait for the first view of the tenant
 	// (default 30 s).
 	SyncTimeout time.Duration
@@ -190,7 +193,7 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	}
 	authz := &reauthorizer{check: func(ctx context.Context) error { return Authorize(ctx, opts.Config, id) }, every: opts.ReauthorizeEvery, last: time.Now()}
 	r := &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA, opts.AgentCleartext), log: opts.Logger, fixed: &id, authorize: authz.authorize}
-	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim,
+	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Audit: opts.Audit,
 		Extended: clusterview.ToolsOf(t) == playgroundv1alpha1.ToolSetExtended})
 	opts.Logger.Info("Serving MCP on stdio", "tenant", id.String())
 	return server.Run(ctx, transport)

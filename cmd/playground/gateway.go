@@ -71,6 +71,7 @@ func runGateway(ctx context.Context, args []string) error {
 		failedAuthDelay   = fs.Duration("failed-auth-delay", mcpgateway.DefaultFailedAuthDelay, "how long a throttled answer (429) is held back, so that a flood proceeds at the pace of its connections")
 	)
 	workerEndpoints := workerEndpointFlags(fs)
+	auditTrail := auditFlags(fs)
 	budgetFlags(fs, &lim, budget.Limits{BytesPerTenant: mcpgateway.DefaultBudgetBytesPerTenant})
 	httpFlags(fs, &httpLim, mcpgateway.DefaultHTTPLimits())
 	logOpts := cmdflags.LogFlags(fs, "json")
@@ -104,6 +105,15 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	// Logs go to stderr: in stdio mode stdout carries the protocol.
 	log := logOpts.SetLogger()
+	trail, err := auditTrail("gateway", !*stdio)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := trail.Close(); err != nil {
+			log.Error(err, "Closing the audit trail")
+		}
+	}()
 	var agentToken func() (string, error)
 	if *tokenFile != "" {
 		agentToken = mcpgateway.FileToken(*tokenFile, log)
@@ -149,7 +159,7 @@ func runGateway(ctx context.Context, args []string) error {
 		return mcpgateway.ServeStdio(ctx, mcpgateway.StdioOptions{
 			Config: cfg, Tenant: id, Catalog: *catalog,
 			AgentToken: agentToken, AgentCA: agentCA, AgentCleartext: *cleartext,
-			StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Budget: lim, Logger: log,
+			StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Budget: lim, Audit: trail, Logger: log,
 		}, &mcp.StdioTransport{})
 	}
 	if *tenant != "" {
@@ -183,7 +193,7 @@ func runGateway(ctx context.Context, args []string) error {
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
 		MaxSessionsPerTenant: *sessionsPerTenant, MaxSessions: *sessionsTotal,
 		Budget: lim, HTTP: httpLim, FailedAuthPerSecond: *failedAuthRate, FailedAuthBurst: *failedAuthBurst, FailedAuthDelay: *failedAuthDelay,
-		StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Logger: log,
+		StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Audit: trail, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -42,6 +42,7 @@ Roles:
   manager   run the controllers
   agent     run the host agent of this node
   gateway   run the MCP gateway
+  audit     verify an audit trail: playground audit verify FILE...
   version   print this build's version
 
 Run 'playground <role> -h' for the flags of a role. To run the control
@@ -71,6 +72,8 @@ func run(args []string) int {
 		err = runAgent(ctx, args)
 	case "gateway":
 		err = runGateway(ctx, args)
+	case "audit":
+		err = runAudit(args, os.Stdout)
 	case "version", "--version":
 		fmt.Println(buildVersion())
 		return 0

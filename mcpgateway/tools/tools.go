@@ -44,6 +44,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/budget"
 )
 
@@ -97,7 +98,9 @@ type Route struct {
 	// Tenant is "namespace/name", as the agents know tenants.
 	Tenant    string
 	SandboxID string
-	Agent     Agent
+	// Node is the sandbox's node, for the audit trail.
+	Node  string
+	Agent Agent
 	// Extended says the tenant is served the extended tool set now: a
 	// session that began with it keeps its tools, and the calls check.
 	Extended bool
@@ -131,6 +134,8 @@ type Options struct {
 	// reports false when it cannot, and the budget is then given back
 	// when the handler returns.
 	Hold func(req *mcp.CallToolRequest, release func()) bool
+	// Audit records every call (nil: none).
+	Audit *audit.Trail
 	// Extended serves the extended tool set: the eight with more options,
 	// and ExtendedNames (docs/tools.md). Each of its calls is refused
 	// for a tenant whose Route is not Extended.
@@ -158,7 +163,7 @@ func Register(s *mcp.Server, opts Options) {
 		opts.Budget, _ = budget.New(budget.Limits{}) // the defaults are valid
 	}
 	t := &catalog{opts: opts}
-	s.AddReceivingMiddleware(guardCalls(opts.Logger))
+	s.AddReceivingMiddleware(guardCalls(opts.Logger), auditCalls(opts.Audit))
 	maxTimeout := int(agentapi.MaxTimeout / time.Second)
 
 	add(s, t, &mcp.Tool{
@@ -298,6 +303,7 @@ func (c *catalog) route(ctx context.Context, req *mcp.CallToolRequest) (Route, e
 	if err != nil {
 		return Route{}, err
 	}
+	noteRoute(ctx, r)
 	if r.Agent == nil || r.Tenant == "" || r.SandboxID == "" {
 		return Route{}, errors.New("unavailable: your sandbox is not ready yet: retry in a few seconds")
 	}

@@ -52,6 +52,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/manifest"
 	"github.com/playground-dev/playground/internal/tokenfile"
@@ -359,8 +360,17 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	})
 	progress("host agent running as node %s (%s backends, state in %s)", env.Node, names, nodeDir)
 
+	// The audit trail of every tool call, in the state directory
+	// (playground audit verify checks it).
+	auditSink, err := audit.File(audit.FileOptions{Path: filepath.Join(state, "audit.log")})
+	if err != nil {
+		return nil, err
+	}
+	trail := audit.New(audit.LevelRequest, "gateway", auditSink)
+	env.cleanups = append(env.cleanups, func() { _ = trail.Close() })
 	gw, err := mcpgateway.New(mcpgateway.Options{
 		Config:     cp.Config,
+		Audit:      trail,
 		AgentToken: func() (string, error) { return env.AgentToken, nil },
 		// The agent shares this process and loopback: cleartext HTTP/2.
 		AgentCleartext: true,
@@ -375,7 +385,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	}
 	goRun("gateway", func(ctx context.Context) error { return gw.Run(ctx, gwln) })
 	env.Endpoint = "http://" + gwln.Addr().String() + "/mcp"
-	progress("MCP gateway listening on %s", env.Endpoint)
+	progress("MCP gateway listening on %s (audit trail in %s)", env.Endpoint, filepath.Join(state, "audit.log"))
 
 	objs, err := manifest.ReadKustomization(opts.Samples)
 	if err != nil {
