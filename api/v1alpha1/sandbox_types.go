@@ -279,16 +279,17 @@ type SandboxNetwork struct {
 	Egress []EgressRule `json:"egress,omitempty"`
 }
 
-// EgressRule allows connections to an IPv4 network, or to the addresses
+// EgressRule allows connections to a network, or to the addresses
 // a host name resolves to, on some TCP and UDP ports or on all of them.
-// +kubebuilder:validation:XValidation:rule="has(self.cidr) != has(self.host)",message="give exactly one of cidr (an IPv4 network) and host (a name such as pypi.org, or *.example.com)"
+// +kubebuilder:validation:XValidation:rule="has(self.cidr) != has(self.host)",message="give exactly one of cidr (a network such as 10.0.0.0/8) and host (a name such as pypi.org, or *.example.com)"
 // +kubebuilder:validation:XValidation:rule="!has(self.checkServerName) || !self.checkServerName || (has(self.host) && has(self.ports) && size(self.ports) > 0)",message="checkServerName checks TLS connections to a host on its ports: give host and ports with it"
 // +kubebuilder:validation:XValidation:rule="!has(self.credential) || (has(self.host) && !self.host.startsWith('*.') && has(self.ports) && size(self.ports) > 0)",message="a credential is added to HTTPS requests to one host: give an exact host (no wildcard) and its ports with it"
 type EgressRule struct {
-	// CIDR is an IPv4 network, such as 10.0.0.0/8, or 203.0.113.7/32 for
-	// one address. Its host bits must be zero.
-	// +kubebuilder:validation:MaxLength=18
-	// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4 && cidr(self) == cidr(self).masked()",message="cidr must be an IPv4 network address with a prefix length, such as 10.0.0.0/8"
+	// CIDR is a network, such as 10.0.0.0/8, or 203.0.113.7/32 for one
+	// address; an IPv6 one (2001:db8::/32) opens something only on nodes
+	// that give sandboxes IPv6. Its host bits must be zero.
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self) == cidr(self).masked()",message="cidr must be a network address with a prefix length, such as 10.0.0.0/8 or 2001:db8::/32"
 	// +optional
 	CIDR string `json:"cidr,omitempty"`
 

@@ -140,9 +140,9 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"unknown network mode", tenant + "spec: {sandbox: {network: {mode: host}}}", `spec.sandbox.network.mode: Unsupported value: "host"`},
 		{"egress without a list", tenant + "spec: {sandbox: {network: {mode: egress}}}", "egress lists what mode egress may reach"},
 		{"a list without egress", tenant + "spec: {sandbox: {network: {egress: [{cidr: 10.0.0.0/8}]}}}", "egress lists what mode egress may reach"},
-		{"egress cidr not a network", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.1/8}]}}}", "cidr must be an IPv4 network address"},
-		{"egress cidr an address", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.1}]}}}", "cidr must be an IPv4 network address"},
-		{"egress cidr IPv6", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 'fd00::/8'}]}}}", "cidr must be an IPv4 network address"},
+		{"egress cidr not a network", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.1/8}]}}}", "cidr must be a network address"},
+		{"egress cidr an address", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.1}]}}}", "cidr must be a network address"},
+		{"egress IPv6 cidr not a network", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 'fd00::1/8'}]}}}", "cidr must be a network address"},
 		{"egress port zero", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [0]}]}}}", "should be greater than or equal to 1"},
 		{"egress port too high", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [65536]}]}}}", "should be less than or equal to 65535"},
 		{"egress rule with cidr and host", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, host: pypi.org}]}}}", "give exactly one of cidr"},
@@ -305,7 +305,7 @@ func TestDefaultsAreApplied(t *testing.T) {
 	g.Expect(st.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
 	g.Expect(tn.Spec.Sandbox.Network.Mode).To(Equal(playgroundv1alpha1.NetworkNone))
 
-	egress := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: egress}\nspec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443, 53]}, {cidr: 203.0.113.7/32}, {host: pypi.org, ports: [443]}, {host: '*.githubusercontent.com'}, {host: api.test, ports: [443], checkServerName: true}, {host: llm.test, ports: [443], credential: {secretRef: {name: llm-key}}}]}}}")
+	egress := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: egress}\nspec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443, 53]}, {cidr: 203.0.113.7/32}, {host: pypi.org, ports: [443]}, {host: '*.githubusercontent.com'}, {host: api.test, ports: [443], checkServerName: true}, {host: llm.test, ports: [443], credential: {secretRef: {name: llm-key}}}, {cidr: '2001:db8::/32', ports: [443]}]}}}")
 	egress.SetNamespace(ns)
 	g.Expect(k8s.Create(ctx, egress)).To(Succeed())
 	var eg playgroundv1alpha1.Tenant

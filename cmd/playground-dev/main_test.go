@@ -40,6 +40,7 @@ import (
 	"github.com/playground-dev/playground/cmd/playground-dev/devenv"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/internal/sysctltest"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 
@@ -51,6 +52,9 @@ func TestDev(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts a control plane twice")
 	}
+	// make dev's egress turns on forwarding (and IPv6's) and the
+	// connection tracker's accounting: the machine gets back what it had.
+	sysctltest.HoldIPv4Forwarding(t)
 	root, err := controlplane.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)

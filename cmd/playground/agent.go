@@ -67,7 +67,9 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&runsc, "runsc", "", "runsc, gVisor's runtime, for Sandboxes of isolation gvisor (default: runsc from PATH; none: this node offers no gVisor, and its Lease says so); \"off\" refuses gVisor even if runsc is installed")
 	fs.StringVar(&ociOpts.CgroupParent, "cgroup-parent", "", "cgroup for the sandboxes; an agent in a pod sets an absolute one outside the pod's cgroup")
 	fs.StringVar(&network, "network", string(oci.NetworkEgress), "sandbox networking this node offers: egress (each sandbox picks by its Tenant: loopback only without egress rules; with them, what they allow by address or by name, through NAT and an nftables ruleset per sandbox, and nothing else; needs nft, ip and nsenter) or none (loopback only for every sandbox, egress lists refused)")
-	fs.Var(cmdflags.StringList(&ociOpts.EgressDeny), "egress-deny", "IPv4 CIDRs no sandbox egress rule opens, beyond loopback, link-local (cloud metadata), multicast and the pool (repeatable, or comma-separated): say, the pod network")
+	fs.Var(cmdflags.StringList(&ociOpts.EgressDeny), "egress-deny", "CIDRs (IPv4 or IPv6) no sandbox egress rule opens, beyond loopback, link-local (cloud metadata), multicast, private ranges and the pools (repeatable, or comma-separated): say, the pod network")
+	egressIPv6 := fs.String("egress-ipv6", "auto", "IPv6 for egress sandboxes, by the same rules as IPv4: on, off, or auto (on where this agent's network namespace has an IPv6 default route)")
+	egressPool6 := fs.String("egress-pool6", oci.DefaultEgressPool6.String(), "IPv6 range (a /64 or wider, unique local) from which egress sandboxes get a /120 each; unreachable from sandboxes")
 	fs.Var(cmdflags.StringList(&ociOpts.EgressResolvers), "egress-resolver", "upstream DNS servers (host:port, repeatable) of the resolvers the agent runs for sandboxes with egress by name (default: the nameservers of /etc/resolv.conf)")
 	fs.StringVar(&egressPool, "egress-pool", oci.DefaultEgressPool.String(), "IPv4 range from which egress sandboxes get a /30 each; unreachable from sandboxes")
 	fs.StringVar(&reserve, "storage-reserve", "2Gi", "free space (a quantity, e.g. 10Gi) that the state directory's filesystem keeps: below it no new sandbox is provisioned on this node (0 disables)")
@@ -146,6 +148,20 @@ func runAgent(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("--network: want none or egress, not %q", network)
 	}
+	switch *egressIPv6 {
+	case "on":
+		ociOpts.EgressIPv6 = true
+	case "off":
+	case "auto":
+		ociOpts.EgressIPv6 = oci.HasIPv6Route()
+	default:
+		return fmt.Errorf("--egress-ipv6: want on, off or auto, not %q", *egressIPv6)
+	}
+	pool6, err := netip.ParsePrefix(*egressPool6)
+	if err != nil {
+		return fmt.Errorf("--egress-pool6: %w", err)
+	}
+	ociOpts.EgressPool6 = pool6
 	pool, err := netip.ParsePrefix(egressPool)
 	if err != nil {
 		return fmt.Errorf("--egress-pool: %w", err)

@@ -237,10 +237,11 @@ type Builder interface {
 	Build(ctx context.Context, req BuildRequest) (BuildResult, error)
 }
 
-// EgressRule allows connections to the addresses of an IPv4 CIDR, on the
+// EgressRule allows connections to the addresses of a CIDR, on the
 // given TCP and UDP ports (every port when Ports is empty).
 type EgressRule struct {
-	// CIDR is an IPv4 network; Host, instead, a name or a wildcard
+	// CIDR is a network (IPv6 ones open something only on a backend that
+	// gives sandboxes IPv6); Host, instead, a name or a wildcard
 	// (*.example.com) whose answers the sandbox's resolver opens.
 	CIDR  string
 	Host  string  `json:",omitempty"`

@@ -256,7 +256,7 @@ func (b *Broker) dialUpstream(ctx context.Context, _, _ string) (net.Conn, error
 		return nil, fmt.Errorf("%s is an address egress never opens", c.dst.Addr())
 	}
 	d := net.Dialer{Timeout: 10 * time.Second}
-	return d.DialContext(ctx, "tcp4", c.dst.String())
+	return d.DialContext(ctx, "tcp", c.dst.String())
 }
 
 func (b *Broker) credential(host string) (Credential, bool) {

@@ -177,6 +177,10 @@ type Options struct {
 	OpenChecked func(addr netip.Addr, name string, ports []int32, ttl time.Duration) error
 	// Denied says whether an answered address must not be opened.
 	Denied func(netip.Addr) bool
+	// IPv6 answers AAAA questions as A ones, opening the IPv6 addresses;
+	// without it they get an empty answer (the sandbox has no IPv6
+	// route out).
+	IPv6 bool
 	// Record receives each decision (metrics, logs); nil: none.
 	Record func(Decision)
 	// QueriesPerSecond and Burst bound the sandbox's queries; MaxInFlight
@@ -298,9 +302,9 @@ func (r *Resolver) serve(w dns.ResponseWriter, q *dns.Msg) {
 	d.Result = Allowed
 	reply.SetReply(q)
 	reply.RecursionAvailable = true
-	if qn.Qtype != dns.TypeA {
-		// No IPv6 route out, and nothing but addresses is needed to
-		// connect: an empty answer (the name exists).
+	if qn.Qtype != dns.TypeA && (qn.Qtype != dns.TypeAAAA || !r.opts.IPv6) {
+		// Nothing but addresses is needed to connect, and IPv6 ones only
+		// with an IPv6 route out: an empty answer (the name exists).
 		_ = w.WriteMsg(reply)
 		return
 	}
@@ -330,24 +334,35 @@ func (r *Resolver) serve(w dns.ResponseWriter, q *dns.Msg) {
 		switch rr := rr.(type) {
 		case *dns.CNAME:
 			reply.Answer = append(reply.Answer, rr)
-		case *dns.A:
-			addr, ok := netip.AddrFromSlice(rr.A.To4())
-			if !ok {
+		case *dns.A, *dns.AAAA:
+			var addr netip.Addr
+			var ttl uint32
+			if a, ok := rr.(*dns.A); ok {
+				addr, _ = netip.AddrFromSlice(a.A.To4())
+				ttl = a.Hdr.Ttl
+			} else {
+				a := rr.(*dns.AAAA)
+				addr, _ = netip.AddrFromSlice(a.AAAA.To16())
+				ttl = a.Hdr.Ttl
+			}
+			// An address of the other family than asked, or none, is
+			// not an answer.
+			if !addr.IsValid() || (qn.Qtype == dns.TypeA) != addr.Is4() {
 				continue
 			}
 			if r.opts.Denied(addr) {
 				d.Refused = append(d.Refused, addr)
 				continue
 			}
-			ttl := min(max(time.Duration(rr.Hdr.Ttl)*time.Second, r.opts.MinTTL), r.opts.MaxTTL)
+			open := min(max(time.Duration(ttl)*time.Second, r.opts.MinTTL), r.opts.MaxTTL)
 			if len(ports) > 0 || all {
-				if err := r.opts.Open(addr, ports, all, ttl); err != nil {
+				if err := r.opts.Open(addr, ports, all, open); err != nil {
 					d.Error = err.Error()
 					continue
 				}
 			}
 			if len(checked) > 0 && r.opts.OpenChecked != nil {
-				if err := r.opts.OpenChecked(addr, d.Name, checked, ttl); err != nil {
+				if err := r.opts.OpenChecked(addr, d.Name, checked, open); err != nil {
 					d.Error = err.Error()
 					continue
 				}

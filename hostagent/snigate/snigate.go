@@ -50,8 +50,9 @@ const maxHello = 16 << 10
 
 // Options configure a Gate.
 type Options struct {
-	// Listen is where the sandbox's redirected connections arrive.
-	Listen netip.AddrPort
+	// Listen is where the sandbox's redirected connections arrive, and
+	// Listen6, when valid, where its IPv6 ones do.
+	Listen, Listen6 netip.AddrPort
 	// Allowed says whether a connection to dst that names serverName
 	// goes through.
 	Allowed func(dst netip.AddrPort, serverName string) bool
@@ -76,7 +77,7 @@ type Options struct {
 // Gate is a running gate of one sandbox.
 type Gate struct {
 	opts  Options
-	ln    net.Listener
+	lns   []net.Listener
 	slots chan struct{}
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -94,20 +95,34 @@ func Start(opts Options) (*Gate, error) {
 	if opts.HelloTimeout <= 0 {
 		opts.HelloTimeout = 5 * time.Second
 	}
+	g := &Gate{opts: opts, slots: make(chan struct{}, opts.MaxConns), conns: map[net.Conn]struct{}{}}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp4", opts.Listen.String())
-	if err != nil {
-		return nil, fmt.Errorf("snigate: %w", err)
+	for _, at := range []netip.AddrPort{opts.Listen, opts.Listen6} {
+		if !at.IsValid() {
+			continue
+		}
+		ln, err := lc.Listen(context.Background(), "tcp", at.String())
+		if err != nil {
+			for _, l := range g.lns {
+				l.Close()
+			}
+			return nil, fmt.Errorf("snigate: %w", err)
+		}
+		g.lns = append(g.lns, ln)
 	}
-	g := &Gate{opts: opts, ln: ln, slots: make(chan struct{}, opts.MaxConns), conns: map[net.Conn]struct{}{}}
-	g.wg.Add(1)
-	go g.serve()
+	for _, ln := range g.lns {
+		g.wg.Add(1)
+		go g.serve(ln)
+	}
 	return g, nil
 }
 
 // Close stops the gate and ends the connections through it.
 func (g *Gate) Close() error {
-	err := g.ln.Close()
+	var err error
+	for _, ln := range g.lns {
+		err = errors.Join(err, ln.Close())
+	}
 	g.mu.Lock()
 	for c := range g.conns {
 		c.Close()
@@ -117,10 +132,10 @@ func (g *Gate) Close() error {
 	return err
 }
 
-func (g *Gate) serve() {
+func (g *Gate) serve(ln net.Listener) {
 	defer g.wg.Done()
 	for {
-		c, err := g.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -193,7 +208,7 @@ func (g *Gate) handle(c net.Conn) {
 		}
 	}
 	d := net.Dialer{Timeout: 10 * time.Second}
-	up, err := d.DialContext(context.Background(), "tcp4", dst.String())
+	up, err := d.DialContext(context.Background(), "tcp", dst.String())
 	if err != nil {
 		g.record(dst, name, "dialling the destination: "+err.Error())
 		return
@@ -254,8 +269,11 @@ func (readOnly) SetDeadline(time.Time) error      { return nil }
 func (readOnly) SetReadDeadline(time.Time) error  { return nil }
 func (readOnly) SetWriteDeadline(time.Time) error { return nil }
 
+// ip6tSoOriginalDst is IP6T_SO_ORIGINAL_DST (linux/netfilter_ipv6/ip6_tables.h).
+const ip6tSoOriginalDst = 80
+
 // originalDst is a redirected connection's destination before the DNAT
-// (SO_ORIGINAL_DST).
+// (SO_ORIGINAL_DST, IP6T_SO_ORIGINAL_DST).
 func originalDst(c net.Conn) (netip.AddrPort, error) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
@@ -267,7 +285,24 @@ func originalDst(c net.Conn) (netip.AddrPort, error) {
 	}
 	var addr netip.AddrPort
 	var serr error
+	local, _ := c.LocalAddr().(*net.TCPAddr)
+	v6 := local != nil && local.IP.To4() == nil
 	err = raw.Control(func(fd uintptr) {
+		if v6 {
+			// struct sockaddr_in6 (IP6T_SO_ORIGINAL_DST), read through
+			// the 32 bytes of an ip6_mtuinfo, the usual way from Go.
+			m, err := unix.GetsockoptIPv6MTUInfo(int(fd), syscall.IPPROTO_IPV6, ip6tSoOriginalDst)
+			if err != nil {
+				serr = err
+				return
+			}
+			// The port is in memory in network order.
+			var raw [2]byte
+			binary.NativeEndian.PutUint16(raw[:], m.Addr.Port)
+			port := binary.BigEndian.Uint16(raw[:])
+			addr = netip.AddrPortFrom(netip.AddrFrom16(m.Addr.Addr), port)
+			return
+		}
 		// struct sockaddr_in, read through the 16 bytes of an
 		// ipv6_mreq, the usual way from Go.
 		m, err := unix.GetsockoptIPv6Mreq(int(fd), syscall.IPPROTO_IP, unix.SO_ORIGINAL_DST)

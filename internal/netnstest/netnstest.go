@@ -54,6 +54,9 @@ type World struct {
 	Net string
 	// Node is the node's address on the link to it.
 	Node string
+	// Node6 is the node's IPv6 address on it, once AddIPv6 gave one.
+	Node6     string
+	name, dev string
 }
 
 var worlds atomic.Int32
@@ -71,7 +74,7 @@ func New(t testing.TB, subnet string, hosts ...int) *World {
 	}
 	name := fmt.Sprintf("pgtest%d-%d", os.Getpid()%100000, worlds.Add(1))
 	dev := fmt.Sprintf("pgw%d-%d", os.Getpid()%100000, worlds.Load())
-	w := &World{Net: "/run/netns/" + name, Node: subnet + ".254"}
+	w := &World{Net: "/run/netns/" + name, Node: subnet + ".254", name: name, dev: dev}
 	sysctltest.HoldIPv4Forwarding(t)
 	t.Cleanup(func() {
 		_ = exec.Command("ip", "link", "del", dev).Run()
@@ -95,6 +98,31 @@ func New(t testing.TB, subnet string, hosts ...int) *World {
 		}
 	}
 	return w
+}
+
+// AddIPv6 gives the world IPv6 on prefix (a /64 written as "2001:2::",
+// which no other test of the machine uses): the node is prefix+fe, the
+// world holds each of hosts (the last group, "1") and routes back
+// through the node. It skips the test where the machine has no IPv6.
+func (w *World) AddIPv6(t testing.TB, prefix string, hosts ...string) {
+	t.Helper()
+	if _, err := os.Stat("/proc/sys/net/ipv6"); err != nil {
+		t.Skip("this machine has no IPv6")
+	}
+	w.Node6 = prefix + "fe"
+	in := func(args ...string) []string { return append([]string{"ip", "netns", "exec", w.name}, args...) }
+	steps := [][]string{
+		{"ip", "-6", "addr", "add", w.Node6 + "/64", "dev", w.dev, "nodad"},
+	}
+	for _, h := range hosts {
+		steps = append(steps, in("ip", "-6", "addr", "add", prefix+h+"/64", "dev", "eth0", "nodad"))
+	}
+	steps = append(steps, in("ip", "-6", "route", "add", "default", "via", w.Node6))
+	for _, c := range steps {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", c, err, out)
+		}
+	}
 }
 
 // In runs fn on a thread in the world: the sockets it makes are the
@@ -142,7 +170,7 @@ func (w *World) Listen(t testing.TB, addr string) net.Listener {
 	var l net.Listener
 	w.In(t, func() (err error) {
 		var lc net.ListenConfig
-		l, err = lc.Listen(context.Background(), "tcp4", addr)
+		l, err = lc.Listen(context.Background(), "tcp", addr)
 		return err
 	})
 	t.Cleanup(func() { l.Close() })
@@ -156,7 +184,7 @@ func (w *World) ServeZone(t testing.TB, addr string, records map[string][]string
 	var pc net.PacketConn
 	w.In(t, func() (err error) {
 		var lc net.ListenConfig
-		pc, err = lc.ListenPacket(context.Background(), "udp4", addr)
+		pc, err = lc.ListenPacket(context.Background(), "udp", addr)
 		return err
 	})
 	s := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(rw dns.ResponseWriter, q *dns.Msg) {

@@ -34,6 +34,7 @@ import (
 // the connection tracker's per-flow bytes and timestamps.
 var egressSettings = []string{
 	"/proc/sys/net/ipv4/ip_forward",
+	"/proc/sys/net/ipv6/conf/all/forwarding",
 	"/proc/sys/net/netfilter/nf_conntrack_acct",
 	"/proc/sys/net/netfilter/nf_conntrack_timestamp",
 }

@@ -271,7 +271,9 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	}
 	egress := &egressdns.Hub{}
 	be, err := oci.New(oci.Options{StateDir: nodeDir, GuestBinary: opts.GuestBinary, Network: opts.Network, GVisorRuntime: opts.Runsc,
-		WarmPool: opts.WarmPool, WarmPoolRate: opts.WarmPoolRate, NewID: sandboxids.New, OnEgressDNS: egress.Record})
+		// IPv6 where this machine has a route out over it.
+		EgressIPv6: opts.Network == oci.NetworkEgress && oci.HasIPv6Route(),
+		WarmPool:   opts.WarmPool, WarmPoolRate: opts.WarmPoolRate, NewID: sandboxids.New, OnEgressDNS: egress.Record})
 	if err != nil {
 		return nil, fmt.Errorf("the oci backend: %w", err)
 	}

@@ -21,6 +21,7 @@ package oci
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -59,6 +60,14 @@ const (
 // reserved ranges. The pool itself (other sandboxes) is added per backend.
 var alwaysDenied = []string{"0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "240.0.0.0/4"}
 
+// alwaysDenied6 are the IPv6 destinations no egress rule opens: the
+// unspecified and loopback addresses, IPv4 inside IPv6 (mapped, NAT64,
+// 6to4, Teredo: ways back into IPv4 space), discard and documentation
+// ranges, unique local (fd00:ec2::254, a cloud's metadata, among them)
+// and link-local addresses, multicast.
+var alwaysDenied6 = []string{"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+	"2001::/32", "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8"}
+
 // validateEgress checks a Spec's egress list: IPv4 CIDRs, ports 1-65535.
 func validateEgress(rules []backend.EgressRule) error {
 	if len(rules) > maxEgressRules {
@@ -83,8 +92,8 @@ func validateEgress(rules []backend.EgressRule) error {
 			continue
 		}
 		p, err := netip.ParsePrefix(r.CIDR)
-		if err != nil || !p.Addr().Is4() || p != p.Masked() {
-			return fmt.Errorf("oci: egress CIDR %q is not an IPv4 network address with a prefix length (such as 10.0.0.0/8)", r.CIDR)
+		if err != nil || p.Addr().Is4In6() || p != p.Masked() {
+			return fmt.Errorf("oci: egress CIDR %q is not a network address with a prefix length (such as 10.0.0.0/8 or 2001:db8::/32)", r.CIDR)
 		}
 		if len(r.Ports) > maxEgressPorts {
 			return fmt.Errorf("oci: egress rule %s has %d ports, over the limit of %d", r.CIDR, len(r.Ports), maxEgressPorts)
@@ -110,6 +119,10 @@ type egressNet struct {
 	hostDev string     // the veth end on the node
 	table   string     // the nftables table (family inet)
 	netns   string     // the namespace file
+	// With IPv6 (Options.EgressIPv6): the /120 of EgressPool6 at the same
+	// index, its first address the node's end, its second the sandbox's.
+	subnet6       netip.Prefix
+	node6, guest6 netip.Addr
 }
 
 func (b *Backend) egressNet(sb *sandbox) egressNet {
@@ -126,6 +139,13 @@ func (b *Backend) egressNet(sb *sandbox) egressNet {
 		return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
 	}
 	name := fmt.Sprintf("pge%06x", idx)
+	b16 := b.opts.EgressPool6.Addr().As16()
+	low := binary.BigEndian.Uint64(b16[8:]) + uint64(idx)<<8
+	at6 := func(off uint64) netip.Addr {
+		a := b16
+		binary.BigEndian.PutUint64(a[8:], low+off)
+		return netip.AddrFrom16(a)
+	}
 	return egressNet{
 		index:   idx,
 		subnet:  netip.PrefixFrom(at(0), 30),
@@ -134,6 +154,9 @@ func (b *Backend) egressNet(sb *sandbox) egressNet {
 		hostDev: name,
 		table:   "playground_" + name,
 		netns:   filepath.Join(sb.dir, "netns"),
+		subnet6: netip.PrefixFrom(at6(0), 120),
+		node6:   at6(1),
+		guest6:  at6(2),
 	}
 }
 
@@ -162,29 +185,54 @@ func (b *Backend) setupEgress(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 		}
 	}
-	// IPv6 stays off the node's end: the sandbox has no IPv6 route out.
-	_ = os.WriteFile(filepath.Join("/proc/sys/net/ipv6/conf", n.hostDev, "disable_ipv6"), []byte("1"), 0o644)
+	if err := b.nodeEnd(ctx, sb); err != nil {
+		return err
+	}
 	steps := [][]string{
-		{"ip", "addr", "replace", n.node.String() + "/30", "dev", n.hostDev},
-		{"ip", "link", "set", n.hostDev, "up"},
-	}
-	for _, s := range steps {
-		if err := runCmd(ctx, s...); err != nil {
-			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
-		}
-	}
-	for _, s := range [][]string{
 		{"ip", "link", "set", "lo", "up"},
 		{"ip", "addr", "replace", n.guest.String() + "/30", "dev", "eth0"},
 		{"ip", "link", "set", "eth0", "up"},
 		{"ip", "route", "replace", "default", "via", n.node.String()},
-	} {
+	}
+	if b.opts.EgressIPv6 {
+		// nodad: the /120 is the pair's alone, and an address in
+		// duplicate detection cannot be used for a second or so.
+		steps = append(steps,
+			[]string{"ip", "-6", "addr", "replace", n.guest6.String() + "/120", "dev", "eth0", "nodad"},
+			[]string{"ip", "-6", "route", "replace", "default", "via", n.node6.String()})
+	}
+	for _, s := range steps {
 		if err := b.inNetns(ctx, n.netns, s...); err != nil {
 			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
 		}
 	}
 	b.watchFlows(sb)
 	return b.ensureResolver(sb)
+}
+
+// nodeEnd gives the node's end of sb's link its addresses and brings it
+// up; without IPv6 egress, IPv6 stays off there.
+func (b *Backend) nodeEnd(ctx context.Context, sb *sandbox) error {
+	n := b.egressNet(sb)
+	v6 := "1"
+	if b.opts.EgressIPv6 {
+		v6 = "0"
+	}
+	_ = os.WriteFile(filepath.Join("/proc/sys/net/ipv6/conf", n.hostDev, "disable_ipv6"), []byte(v6), 0o644)
+	steps := [][]string{{"ip", "addr", "replace", n.node.String() + "/30", "dev", n.hostDev}}
+	if b.opts.EgressIPv6 {
+		if err := enableForwarding6(); err != nil {
+			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+		}
+		steps = append(steps, []string{"ip", "-6", "addr", "replace", n.node6.String() + "/120", "dev", n.hostDev, "nodad"})
+	}
+	steps = append(steps, []string{"ip", "link", "set", n.hostDev, "up"})
+	for _, s := range steps {
+		if err := runCmd(ctx, s...); err != nil {
+			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+		}
+	}
+	return nil
 }
 
 // reattachEgress brings a running sandbox's network up to date. It keeps
@@ -231,13 +279,8 @@ func (b *Backend) reattachGVisorEgress(ctx context.Context, sb *sandbox) error {
 	if _, err := os.Stat(filepath.Join("/sys/class/net", n.hostDev)); err != nil {
 		return fmt.Errorf("oci: sandbox %s: its network link %s to the node is gone, and gVisor cannot take a new one while it runs: restart the sandbox (kubectl playground tenant restart)", sb.spec.ID, n.hostDev)
 	}
-	for _, s := range [][]string{
-		{"ip", "addr", "replace", n.node.String() + "/30", "dev", n.hostDev},
-		{"ip", "link", "set", n.hostDev, "up"},
-	} {
-		if err := runCmd(ctx, s...); err != nil {
-			return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
-		}
+	if err := b.nodeEnd(ctx, sb); err != nil {
+		return err
 	}
 	b.watchFlows(sb)
 	return b.ensureResolver(sb)
@@ -264,13 +307,17 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 	dev := strconv.Quote(n.hostDev)
 	var r strings.Builder
 	fmt.Fprintf(&r, "table inet %s\ndelete table inet %s\ntable inet %s {\n", n.table, n.table, n.table)
-	r.WriteString(namedSets())
+	v6 := b.opts.EgressIPv6
+	r.WriteString(namedSets(v6))
 	// What the sandbox sent and received on the flows let out, the flows
 	// let out and the packets dropped (EgressUsage reads them).
 	r.WriteString("\tcounter out { }\n\tcounter in { }\n\tcounter allowed { }\n\tcounter denied { }\n")
 	// The destinations of refused attempts, each counting its packets,
 	// for a minute after the last (egressflows.go reads them).
 	fmt.Fprintf(&r, "\tset deniedPorts {\n\t\ttype ipv4_addr . inet_proto . inet_service\n\t\tflags dynamic,timeout\n\t\ttimeout 60s\n\t\tsize %d\n\t}\n", maxDeniedPorts)
+	if v6 {
+		fmt.Fprintf(&r, "\tset deniedPorts6 {\n\t\ttype ipv6_addr . inet_proto . inet_service\n\t\tflags dynamic,timeout\n\t\ttimeout 60s\n\t\tsize %d\n\t}\n", maxDeniedPorts)
+	}
 	// Nothing from the sandbox reaches the agent's namespace itself (its
 	// addresses, the agent's port, node-local services) but its resolver,
 	// when its rules name hosts.
@@ -280,6 +327,13 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 	}
 	if hasCheckedNames(sb) {
 		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s tcp dport %d accept\n", dev, n.node, sniGatePort)
+		if v6 {
+			fmt.Fprintf(&r, "\t\tiifname %s ip6 daddr %s tcp dport %d accept\n", dev, n.node6, sniGatePort)
+		}
+	}
+	if v6 {
+		// Neighbour discovery between the sandbox and its gateway.
+		fmt.Fprintf(&r, "\t\tiifname %s ip6 daddr { %s, fe80::/10, ff02::1:ff00:0/104 } icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n", dev, n.node6)
 	}
 	fmt.Fprintf(&r, "\t\tiifname %s drop\n\t}\n", dev)
 	fmt.Fprintf(&r, "\tchain forward {\n\t\ttype filter hook forward priority -10; policy accept;\n")
@@ -287,26 +341,45 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 	fmt.Fprintf(&r, "\t\toifname %s ct state established,related counter name \"in\" accept\n\t\toifname %s drop\n", dev, dev)
 	denied := []string{b.opts.EgressPool.String()}
 	for _, c := range append(slices.Clone(alwaysDenied), b.opts.EgressDeny...) {
-		if p, err := netip.ParsePrefix(c); err == nil {
+		if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is4() {
 			denied = append(denied, p.Masked().String())
 		}
 	}
 	const noted = "meta l4proto { tcp, udp } update @deniedPorts { ip daddr . meta l4proto . th dport counter }"
 	fmt.Fprintf(&r, "\t\tiifname %s ip daddr { %s } %s\n", dev, strings.Join(denied, ", "), noted)
 	fmt.Fprintf(&r, "\t\tiifname %s ip daddr { %s } counter name \"denied\" drop\n", dev, strings.Join(denied, ", "))
+	const noted6 = "meta l4proto { tcp, udp } update @deniedPorts6 { ip6 daddr . meta l4proto . th dport counter }"
+	if v6 {
+		denied6 := []string{b.opts.EgressPool6.String()}
+		for _, c := range append(slices.Clone(alwaysDenied6), b.opts.EgressDeny...) {
+			if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is6() {
+				denied6 = append(denied6, p.Masked().String())
+			}
+		}
+		fmt.Fprintf(&r, "\t\tiifname %s ip6 daddr { %s } %s\n", dev, strings.Join(denied6, ", "), noted6)
+		fmt.Fprintf(&r, "\t\tiifname %s ip6 daddr { %s } counter name \"denied\" drop\n", dev, strings.Join(denied6, ", "))
+	}
 	// A flow let out goes on when what let it out expires (an answer's
 	// time to live) or is removed: only new connections are checked.
 	fmt.Fprintf(&r, "\t\tiifname %s ct state established,related counter name \"out\" accept\n", dev)
 	fmt.Fprintf(&r, "\t\tiifname %s meta l4proto { tcp, udp } ip daddr . th dport @namedPorts counter name \"allowed\" accept\n", dev)
 	fmt.Fprintf(&r, "\t\tiifname %s ip daddr @namedAll counter name \"allowed\" accept\n", dev)
+	if v6 {
+		fmt.Fprintf(&r, "\t\tiifname %s meta l4proto { tcp, udp } ip6 daddr . th dport @namedPorts6 counter name \"allowed\" accept\n", dev)
+		fmt.Fprintf(&r, "\t\tiifname %s ip6 daddr @namedAll6 counter name \"allowed\" accept\n", dev)
+	}
 	for _, rule := range sb.spec.Egress {
 		p, err := netip.ParsePrefix(rule.CIDR)
-		if rule.Host != "" || err != nil || !p.Addr().Is4() {
+		// An IPv6 network opens nothing where the node gives no IPv6.
+		if rule.Host != "" || err != nil || (p.Addr().Is6() && !v6) {
 			continue
 		}
-		cidr := p.Masked().String()
+		cidr, family := p.Masked().String(), "ip"
+		if p.Addr().Is6() {
+			family = "ip6"
+		}
 		if len(rule.Ports) == 0 {
-			fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s counter name \"allowed\" accept\n", dev, cidr)
+			fmt.Fprintf(&r, "\t\tiifname %s %s daddr %s counter name \"allowed\" accept\n", dev, family, cidr)
 			continue
 		}
 		ports := slices.Clone(rule.Ports)
@@ -320,15 +393,26 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 		if len(list) == 0 {
 			continue
 		}
-		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport { %s } counter name \"allowed\" accept\n", dev, cidr, strings.Join(list, ", "))
+		fmt.Fprintf(&r, "\t\tiifname %s %s daddr %s meta l4proto { tcp, udp } th dport { %s } counter name \"allowed\" accept\n", dev, family, cidr, strings.Join(list, ", "))
 	}
 	fmt.Fprintf(&r, "\t\tiifname %s %s\n", dev, noted)
+	if v6 {
+		fmt.Fprintf(&r, "\t\tiifname %s %s\n", dev, noted6)
+	}
 	fmt.Fprintf(&r, "\t\tiifname %s counter name \"denied\" drop\n\t}\n", dev)
 	// Connections to the addresses of names whose server name is checked
 	// go to the sandbox's gate (snigate), which lets them through itself.
 	fmt.Fprintf(&r, "\tchain prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n")
-	fmt.Fprintf(&r, "\t\tiifname %s meta l4proto tcp ip daddr . th dport @sniPorts dnat ip to %s:%d\n\t}\n", dev, n.node, sniGatePort)
-	fmt.Fprintf(&r, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n\t\tip saddr %s oifname != %s masquerade\n\t}\n}\n", n.subnet, dev)
+	fmt.Fprintf(&r, "\t\tiifname %s meta l4proto tcp ip daddr . th dport @sniPorts dnat ip to %s:%d\n", dev, n.node, sniGatePort)
+	if v6 {
+		fmt.Fprintf(&r, "\t\tiifname %s meta l4proto tcp ip6 daddr . th dport @sniPorts6 dnat ip6 to [%s]:%d\n", dev, n.node6, sniGatePort)
+	}
+	r.WriteString("\t}\n")
+	fmt.Fprintf(&r, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n\t\tip saddr %s oifname != %s masquerade\n", n.subnet, dev)
+	if v6 {
+		fmt.Fprintf(&r, "\t\tip6 saddr %s oifname != %s masquerade\n", n.subnet6, dev)
+	}
+	r.WriteString("\t}\n}\n")
 	return r.String()
 }
 
@@ -428,6 +512,50 @@ func enableForwarding() error {
 		return nil
 	}
 	return os.WriteFile(p, []byte("1"), 0o644)
+}
+
+// enableForwarding6 turns IPv6 forwarding on. Forwarding makes the
+// kernel ignore router advertisements on interfaces that take them
+// (accept_ra 1), so those are set to take them even so (2) first: a node
+// whose IPv6 route comes from advertisements keeps it.
+func enableForwarding6() error {
+	const p = "/proc/sys/net/ipv6/conf/all/forwarding"
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return fmt.Errorf("IPv6 forwarding: %w", err)
+	}
+	if strings.TrimSpace(string(data)) == "1" {
+		return nil
+	}
+	ifaces, _ := filepath.Glob("/proc/sys/net/ipv6/conf/*/accept_ra")
+	for _, f := range ifaces {
+		if v, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(v)) == "1" {
+			_ = os.WriteFile(f, []byte("2"), 0o644)
+		}
+	}
+	return os.WriteFile(p, []byte("1"), 0o644)
+}
+
+// HasIPv6Route says whether this network namespace has an IPv6 default
+// route through a gateway: where an agent offers egress over IPv6
+// (--egress-ipv6=auto).
+func HasIPv6Route() bool {
+	data, err := os.ReadFile("/proc/net/ipv6_route")
+	if err != nil {
+		return false
+	}
+	zero := strings.Repeat("0", 32)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		// Destination ::/0, a gateway, not rejected (RTF_REJECT 0x0200),
+		// not on loopback.
+		if len(f) == 10 && f[0] == zero && f[1] == "00" && f[4] != zero && f[9] != "lo" {
+			if flags, err := strconv.ParseUint(f[8], 16, 32); err == nil && flags&0x0200 == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // inNetns runs a command in the network namespace at path.

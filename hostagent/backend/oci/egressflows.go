@@ -58,7 +58,8 @@ const maxDeniedPorts = 1024
 // flowOwner is whose flows come from an address.
 type flowOwner struct {
 	id, tenant, table string
-	pool              netip.Prefix
+	pool, pool6       netip.Prefix
+	v6                bool
 	record            func(egressdns.Decision)
 }
 
@@ -94,7 +95,11 @@ func (b *Backend) watchFlows(sb *sandbox) {
 	}
 	flows.Lock()
 	defer flows.Unlock()
-	flows.owners[n.guest] = flowOwner{id: sb.spec.ID, tenant: sb.spec.Tenant, table: n.table, pool: b.opts.EgressPool, record: b.opts.OnEgressDNS}
+	o := flowOwner{id: sb.spec.ID, tenant: sb.spec.Tenant, table: n.table, pool: b.opts.EgressPool, pool6: b.opts.EgressPool6, v6: b.opts.EgressIPv6, record: b.opts.OnEgressDNS}
+	flows.owners[n.guest] = o
+	if o.v6 {
+		flows.owners[n.guest6] = o
+	}
 	if flows.started {
 		return
 	}
@@ -111,6 +116,9 @@ func (b *Backend) unwatchFlows(sb *sandbox) {
 	if o, ok := flows.owners[n.guest]; ok && o.table == n.table {
 		delete(flows.owners, n.guest)
 		delete(flows.denied, n.table)
+	}
+	if o, ok := flows.owners[n.guest6]; ok && o.table == n.table {
+		delete(flows.owners, n.guest6)
 	}
 }
 
@@ -186,7 +194,7 @@ func recordFlow(query *conntrack.Conn, ev conntrack.Event, closed map[uint32]boo
 		return
 	}
 	o, ok := ownerOf(f.TupleOrig.IP.SourceAddress)
-	if !ok || o.pool.Contains(f.TupleOrig.IP.DestinationAddress.Unmap()) {
+	if dst := f.TupleOrig.IP.DestinationAddress.Unmap(); !ok || o.pool.Contains(dst) || o.pool6.Contains(dst) {
 		return // not a sandbox's, or to its node end (its resolver)
 	}
 	tcp := f.TupleOrig.Proto.Protocol == 6
@@ -300,54 +308,62 @@ func readDenied() {
 // readDeniedSet records the destinations of o's table refused since they
 // were last read.
 func readDeniedSet(ctx context.Context, o flowOwner, seen *deniedSeen) {
-	out, err := exec.CommandContext(ctx, "nft", "-j", "list", "set", "inet", o.table, "deniedPorts").Output()
-	if err != nil {
-		return
+	sets := []string{"deniedPorts"}
+	if o.v6 {
+		sets = append(sets, "deniedPorts6")
 	}
-	var doc struct {
-		Nftables []struct {
-			Set *struct {
-				Elem []struct {
-					Elem struct {
-						Val struct {
-							Concat []any `json:"concat"`
-						} `json:"val"`
-						Counter struct{ Packets uint64 } `json:"counter"`
-					} `json:"elem"`
-				} `json:"elem"`
-			} `json:"set"`
-		} `json:"nftables"`
+	type deniedElem struct {
+		Elem struct {
+			Val struct {
+				Concat []any `json:"concat"`
+			} `json:"val"`
+			Counter struct{ Packets uint64 } `json:"counter"`
+		} `json:"elem"`
 	}
-	if json.Unmarshal(out, &doc) != nil {
-		return
+	var elems []deniedElem
+	for _, set := range sets {
+		out, err := exec.CommandContext(ctx, "nft", "-j", "list", "set", "inet", o.table, set).Output()
+		if err != nil {
+			return
+		}
+		var doc struct {
+			Nftables []struct {
+				Set *struct {
+					Elem []deniedElem `json:"elem"`
+				} `json:"set"`
+			} `json:"nftables"`
+		}
+		if json.Unmarshal(out, &doc) != nil {
+			return
+		}
+		for _, e := range doc.Nftables {
+			if e.Set != nil {
+				elems = append(elems, e.Set.Elem...)
+			}
+		}
 	}
 	var records []egressdns.Decision
 	flows.Lock()
 	current := map[string]uint64{}
-	for _, e := range doc.Nftables {
-		if e.Set == nil {
+	for _, el := range elems {
+		v := el.Elem.Val.Concat
+		if len(v) != 3 {
 			continue
 		}
-		for _, el := range e.Set.Elem {
-			v := el.Elem.Val.Concat
-			if len(v) != 3 {
-				continue
-			}
-			addr, _ := v[0].(string)
-			proto, _ := v[1].(string)
-			port, _ := v[2].(float64)
-			a, err := netip.ParseAddr(addr)
-			if err != nil {
-				continue
-			}
-			key := proto + " " + netip.AddrPortFrom(a, uint16(port)).String()
-			n := el.Elem.Counter.Packets
-			current[key] = n
-			if n > seen.dst[key] {
-				records = append(records, egressdns.Decision{Sandbox: o.id, Tenant: o.tenant, Type: egressdns.TypeFlow, Result: egressdns.Denied,
-					Dst: netip.AddrPortFrom(a, uint16(port)), Proto: proto, Packets: int64(n - seen.dst[key]),
-					Error: "no egress rule allows this destination"})
-			}
+		addr, _ := v[0].(string)
+		proto, _ := v[1].(string)
+		port, _ := v[2].(float64)
+		a, err := netip.ParseAddr(addr)
+		if err != nil {
+			continue
+		}
+		key := proto + " " + netip.AddrPortFrom(a, uint16(port)).String()
+		n := el.Elem.Counter.Packets
+		current[key] = n
+		if n > seen.dst[key] {
+			records = append(records, egressdns.Decision{Sandbox: o.id, Tenant: o.tenant, Type: egressdns.TypeFlow, Result: egressdns.Denied,
+				Dst: netip.AddrPortFrom(a, uint16(port)), Proto: proto, Packets: int64(n - seen.dst[key]),
+				Error: "no egress rule allows this destination"})
 		}
 	}
 	seen.dst = current

@@ -113,6 +113,12 @@ func (b *Backend) ensureGate(sb *sandbox, ne *namedEgress) error {
 	n := b.egressNet(sb)
 	g, err := snigate.Start(snigate.Options{
 		Listen: netip.AddrPortFrom(n.node, sniGatePort),
+		Listen6: func() netip.AddrPort {
+			if !b.opts.EgressIPv6 {
+				return netip.AddrPort{}
+			}
+			return netip.AddrPortFrom(n.node6, sniGatePort)
+		}(),
 		Allowed: func(dst netip.AddrPort, name string) bool {
 			ne.mu.Lock()
 			defer ne.mu.Unlock()
@@ -249,6 +255,7 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 			return ne.openChecked(table, addr, name, ports, ttl)
 		},
 		Denied: b.deniedAnswer,
+		IPv6:   b.opts.EgressIPv6,
 		Record: b.opts.OnEgressDNS,
 	})
 	if err != nil {
@@ -293,6 +300,17 @@ func (b *Backend) stopResolver(sb *sandbox) {
 // deniedAnswer says whether an answered address must not be opened: the
 // deny list of every rule, the pool and private networks.
 func (b *Backend) deniedAnswer(a netip.Addr) bool {
+	if a.Is6() {
+		if !b.opts.EgressIPv6 || b.opts.EgressPool6.Contains(a) {
+			return true
+		}
+		for _, c := range slices.Concat(alwaysDenied6, b.opts.EgressDeny) {
+			if p, err := netip.ParsePrefix(c); err == nil && p.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
 	if !a.Is4() || b.opts.EgressPool.Contains(a) {
 		return true
 	}
@@ -317,6 +335,9 @@ func openNamed(table string, addr netip.Addr, ports []int32, all bool, ttl time.
 // openSet adds addr (with each of ports, when given) to table's set for
 // ttl, renewing what is there.
 func openSet(table, set string, addr netip.Addr, ports []int32, ttl time.Duration) error {
+	if addr.Is6() {
+		set += "6" // the family's own set
+	}
 	secs := max(int(ttl/time.Second), 1)
 	var elems, keys []string
 	if ports == nil {
@@ -345,10 +366,16 @@ func openSet(table, set string, addr netip.Addr, ports []int32, ttl time.Duratio
 // namedRuleset is the part of sb's table for egress by name: its sets,
 // and what the forward chain lets out through them (after the deny
 // rules).
-func namedSets() string {
-	return fmt.Sprintf("\tset namedPorts {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t\tsize %d\n\t}\n"+
+func namedSets(v6 bool) string {
+	sets := fmt.Sprintf("\tset namedPorts {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t\tsize %d\n\t}\n"+
 		"\tset namedAll {\n\t\ttype ipv4_addr\n\t\tflags timeout\n\t\tsize %d\n\t}\n"+
 		"\tset sniPorts {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t\tsize %d\n\t}\n", maxNamedPorts, maxNamedAll, maxNamedPorts)
+	if v6 {
+		// The same for the IPv6 answers, in sets of their own (a set
+		// holds one family).
+		sets += strings.NewReplacer("ipv4_addr", "ipv6_addr", "namedPorts", "namedPorts6", "namedAll", "namedAll6", "sniPorts", "sniPorts6").Replace(sets)
+	}
+	return sets
 }
 
 // resolvConf is the /etc/resolv.conf of a sandbox with egress by name:

@@ -334,9 +334,15 @@ func (o *Options) setDefaults() error {
 	if p := o.EgressPool; !p.Addr().Is4() || p != p.Masked() || p.Bits() > 30 {
 		return fmt.Errorf("oci: egress pool %s is not an IPv4 network of at least a /30", p)
 	}
+	if !o.EgressPool6.IsValid() {
+		o.EgressPool6 = DefaultEgressPool6
+	}
+	if p := o.EgressPool6; !p.Addr().Is6() || p.Addr().Is4In6() || p != p.Masked() || p.Bits() > 64 {
+		return fmt.Errorf("oci: egress IPv6 pool %s is not an IPv6 network of at least a /64", p)
+	}
 	for _, c := range o.EgressDeny {
-		if p, err := netip.ParsePrefix(c); err != nil || !p.Addr().Is4() || p != p.Masked() {
-			return fmt.Errorf("oci: egress deny entry %q is not an IPv4 network address with a prefix length", c)
+		if p, err := netip.ParsePrefix(c); err != nil || p != p.Masked() {
+			return fmt.Errorf("oci: egress deny entry %q is not a network address with a prefix length (IPv4 or IPv6)", c)
 		}
 	}
 	d := &o.DefaultResources

@@ -53,3 +53,6 @@ func (*Backend) DestroyAll(context.Context) error { return ErrUnsupported }
 
 // InspectPile fails: see ErrUnsupported.
 func (*Backend) InspectPile(string, func(dir string) error) error { return ErrUnsupported }
+
+// HasIPv6Route is false off Linux: there is no oci backend to give IPv6.
+func HasIPv6Route() bool { return false }

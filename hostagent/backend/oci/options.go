@@ -85,6 +85,14 @@ type Options struct {
 	// from; default DefaultEgressPool. It is never reachable from a
 	// sandbox, so it must not overlap anything a sandbox should reach.
 	EgressPool netip.Prefix
+	// EgressIPv6 gives egress sandboxes IPv6 as well, by the same rules:
+	// an address of EgressPool6 (a /120 each), AAAA answers opened as A
+	// ones, NAT66 on the way out. Only where the agent's namespace has an
+	// IPv6 route out (HasIPv6Route).
+	EgressIPv6 bool
+	// EgressPool6 is the IPv6 range (a /64 or wider, unique local) the
+	// sandboxes' /120s come from; default DefaultEgressPool6.
+	EgressPool6 netip.Prefix
 	// EgressDeny are IPv4 CIDRs no egress rule opens, beyond the pool,
 	// loopback, link-local (cloud metadata), multicast and reserved
 	// ranges: say, the pod network holding the agents.
@@ -173,3 +181,7 @@ const DefaultWarmPoolRate = 5.0
 // DefaultEgressPool is where egress sandboxes' /30 subnets come from: the
 // shared address space of RFC 6598, which no cloud or cluster routes.
 var DefaultEgressPool = netip.MustParsePrefix("100.64.0.0/10")
+
+// DefaultEgressPool6 is where egress sandboxes' IPv6 /120s come from: a
+// unique local range of Playground's.
+var DefaultEgressPool6 = netip.MustParsePrefix("fd70:6c61:7967::/64")

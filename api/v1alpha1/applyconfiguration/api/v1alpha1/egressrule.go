@@ -21,11 +21,12 @@ package v1alpha1
 // EgressRuleApplyConfiguration represents a declarative configuration of the EgressRule type for use
 // with apply.
 //
-// EgressRule allows connections to an IPv4 network, or to the addresses
+// EgressRule allows connections to a network, or to the addresses
 // a host name resolves to, on some TCP and UDP ports or on all of them.
 type EgressRuleApplyConfiguration struct {
-	// CIDR is an IPv4 network, such as 10.0.0.0/8, or 203.0.113.7/32 for
-	// one address. Its host bits must be zero.
+	// CIDR is a network, such as 10.0.0.0/8, or 203.0.113.7/32 for one
+	// address; an IPv6 one (2001:db8::/32) opens something only on nodes
+	// that give sandboxes IPv6. Its host bits must be zero.
 	CIDR *string `json:"cidr,omitempty"`
 	// Host is a DNS name (pypi.org), or a wildcard for the names under a
 	// domain (*.githubusercontent.com: one or more labels before it, not
