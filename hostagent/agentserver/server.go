@@ -42,6 +42,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/internal/keyedlimit"
@@ -59,6 +60,11 @@ type Server struct {
 
 	mu     sync.RWMutex
 	tokens [][sha256.Size]byte // hashes of the accepted shared bearer tokens
+
+	// trail records the calls of users (SetAudit); node names this
+	// agent's node in its records.
+	trail *audit.Trail
+	node  string
 }
 
 // IdentityAuth authenticates callers and authorizes their tenants;
@@ -210,29 +216,32 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 		if !ok {
 			return
 		}
-		if err := checkIDs(r); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, agentapi.MaxRequestBytes)
-		res, err := fn(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		switch res := res.(type) {
-		case nil:
-			w.WriteHeader(http.StatusNoContent)
-		case binaryPoll:
-			err = res.write(w)
-		case binaryExec:
-			err = res.write(w)
-		default:
-			writeJSON(w, http.StatusOK, res)
-		}
-		if err != nil {
-			s.fail(w, r, err)
-		}
+		s.audited(r, func(r *http.Request) error {
+			if err := checkIDs(r); err != nil {
+				s.fail(w, r, err)
+				return err
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, agentapi.MaxRequestBytes)
+			res, err := fn(r)
+			if err != nil {
+				s.fail(w, r, err)
+				return err
+			}
+			switch res := res.(type) {
+			case nil:
+				w.WriteHeader(http.StatusNoContent)
+			case binaryPoll:
+				err = res.write(w)
+			case binaryExec:
+				err = res.write(w)
+			default:
+				writeJSON(w, http.StatusOK, res)
+			}
+			if err != nil {
+				s.fail(w, r, err)
+			}
+			return err
+		})
 	})
 }
 
@@ -339,6 +348,7 @@ func (s *Server) decode(r *http.Request, v any, tenant func() string) error {
 	if tenant() == "" {
 		return &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no tenant"}
 	}
+	noteRequest(r.Context(), tenant(), v)
 	return s.mayUse(r, tenant())
 }
 

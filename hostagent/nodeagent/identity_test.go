@@ -17,7 +17,11 @@ limitations under the License.
 package nodeagent_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -31,6 +35,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/rbactest"
 )
 
@@ -102,8 +107,11 @@ func TestCallerIdentity(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "identities")
 	token := serviceAccounts(t, ns, "gateway", "agent-of-b", "alice")
+	var trailed syncBuffer
+	trail := audit.New(audit.LevelRequest, "agent", audit.Writer("stdout", &trailed, 0))
 	n := startNode(t, "ids-a", "", "", func(o *nodeagent.Options) {
 		o.TrustedGateways = []string{"system:serviceaccount:" + ns + ":gateway"}
+		o.Audit = trail
 	})
 	createSandbox(t, ns, "x", n.name)
 	createSandbox(t, ns, "y", n.name)
@@ -149,6 +157,47 @@ func TestCallerIdentity(t *testing.T) {
 
 	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
 	g.Eventually(func() agentapi.Code { return agentapi.CodeOf(open(alice, "x")) }).WithTimeout(timeout).Should(Equal(agentapi.CodeForbidden), "alice, her RoleBinding removed")
+
+	// The agent records the calls of users who reach it directly, allowed
+	// or not, with who they are; a trusted gateway's calls are the
+	// gateway's to record.
+	g.Expect(trail.Close()).To(Succeed())
+	rep, err := audit.Verify(strings.NewReader(trailed.String()))
+	g.Expect(err).NotTo(HaveOccurred())
+	var recs []audit.Record
+	for _, line := range strings.Split(strings.TrimSpace(trailed.String()), "\n") {
+		var r audit.Record
+		g.Expect(json.Unmarshal([]byte(line), &r)).To(Succeed())
+		recs = append(recs, r)
+	}
+	g.Expect(rep.Records).To(Equal(len(recs)))
+	aliceUser := "system:serviceaccount:" + ns + ":alice"
+	g.Expect(recs).To(ContainElement(And(HaveField("Identity", aliceUser), HaveField("Tenant", ns+"/x"), HaveField("Tool", "handles"),
+		HaveField("Outcome", "ok"), HaveField("Node", n.name), HaveField("Component", "agent"))), "alice's open, granted")
+	g.Expect(recs).To(ContainElement(And(HaveField("Identity", aliceUser), HaveField("Tenant", ns+"/y"), HaveField("Outcome", "error"),
+		HaveField("Code", string(agentapi.CodeForbidden)))), "alice naming a tenant she may not use")
+	for _, r := range recs {
+		g.Expect(r.Identity).NotTo(Equal("system:serviceaccount:"+ns+":gateway"), "a trusted gateway's call in the agent's trail: %+v", r)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that an audit sink writes from its own
+// goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // serviceAccounts creates the ServiceAccounts of ns and returns a minter of

@@ -62,6 +62,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/agentpki"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/internal/scheme"
@@ -138,6 +139,10 @@ type Options struct {
 	// bound to this node's audience deliver the brokered egress
 	// credentials of the node's sandboxes, and do nothing else.
 	TrustedManagers []string
+	// Audit records the calls of callers other than a trusted gateway
+	// and the manager (a stdio user, the kubectl plugin's exec); nil:
+	// none.
+	Audit *audit.Trail
 	// Tokens are shared bearer tokens the API accepts as a trusted
 	// gateway's (playground-dev), and TokenFile a file holding more, one
 	// per line, re-read every TokenReloadInterval so a rotated Secret
@@ -418,6 +423,7 @@ func Run(ctx context.Context, opts Options) error {
 	server := agentserver.NewServer(agent, log.WithName("api"), tokens.current()...)
 	server.SetBudget(lim)
 	server.SetHTTPLimits(opts.HTTP)
+	server.SetAudit(opts.Audit, opts.NodeName)
 	server.SetIdentities(&agentserver.KubeAuth{
 		Client:   reviews,
 		Audience: agentapi.NodeAudience(opts.NodeName),

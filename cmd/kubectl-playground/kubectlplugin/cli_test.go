@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -194,5 +195,44 @@ func TestBinaryAndCompletion(t *testing.T) {
 		if !ok {
 			t.Errorf("completing %q: %q, want lines starting %q", tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestAudit: `audit NAME --file` shows the tenant's calls of a trail,
+// newest last, skipping other tenants' and lines that are no record (a
+// gateway's logs piped in); without --file it says where the trail is.
+func TestAudit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	sink, err := audit.File(audit.FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trail := audit.New(audit.LevelRequest, "gateway", sink)
+	trail.Record(audit.Record{Tenant: "team-a/alice", Identity: "token of tenant team-a/alice", Tool: "exec", Command: "make test", Outcome: "ok"})
+	trail.Record(audit.Record{Tenant: "team-a/bob", Tool: "exec", Command: "rm -rf /tmp/bob", Outcome: "ok"})
+	trail.Record(audit.Record{Tenant: "team-a/alice", Tool: "read", Path: "/workspace/out.txt", Outcome: "error", Code: "not_found"})
+	if err := trail.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString(`{"level":"info","msg":"a log line, not a record"}` + "\nnot json\n")
+	f.Close()
+
+	code, out, errOut := runMain(t, "-n", "team-a", "audit", "alice", "--file", path)
+	if code != 0 || errOut != "" {
+		t.Fatalf("audit: %d %q", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "make test") || !strings.Contains(lines[2], "error (not_found)") || strings.Contains(out, "bob") {
+		t.Errorf("alice's calls:\n%s", out)
+	}
+	if code, out, _ := runMain(t, "-n", "team-a", "audit", "alice", "--file", path, "-o", "json"); code != 0 || !strings.Contains(out, `"command": "make test"`) {
+		t.Errorf("-o json: %d\n%s", code, out)
+	}
+	if code, _, errOut := runMain(t, "-n", "team-a", "audit", "alice"); code != 1 || !strings.Contains(errOut, "audit needs --file") {
+		t.Errorf("without --file: %d %q", code, errOut)
 	}
 }

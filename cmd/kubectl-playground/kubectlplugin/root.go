@@ -178,6 +178,7 @@ func (x *cli) commands() *cobra.Command {
 		x.execCommand(),
 		x.shellCommand(),
 		x.jobsCommand(),
+		x.auditCommand(),
 		x.logsCommand(),
 		x.nodeCommand(),
 		x.suspendCommand(true),
