@@ -57,7 +57,9 @@ func TestEgressRulesValidation(t *testing.T) {
 		{[]backend.EgressRule{{CIDR: "0.0.0.0/0"}}, true},
 		{[]backend.EgressRule{{CIDR: "10.0.0.1/8"}}, false},
 		{[]backend.EgressRule{{CIDR: "10.0.0.1"}}, false},
-		{[]backend.EgressRule{{CIDR: "fd00::/8"}}, false},
+		{[]backend.EgressRule{{CIDR: "2001:db8::/32", Ports: []int32{443}}}, true},
+		{[]backend.EgressRule{{CIDR: "2001:db8::1/32"}}, false},
+		{[]backend.EgressRule{{CIDR: "::ffff:10.0.0.0/104"}}, false},
 		{[]backend.EgressRule{{CIDR: "10.0.0.0/8; flush ruleset"}}, false},
 		{[]backend.EgressRule{{CIDR: "10.0.0.0/8", Ports: []int32{0}}}, false},
 		{[]backend.EgressRule{{CIDR: "10.0.0.0/8", Ports: []int32{65536}}}, false},
@@ -69,7 +71,7 @@ func TestEgressRulesValidation(t *testing.T) {
 }
 
 // TestEgressOptions: a pool too small for a /30 per slot, or not IPv4, and
-// deny entries that are not IPv4 networks are refused.
+// deny entries that are not networks are refused.
 func TestEgressOptions(t *testing.T) {
 	for _, tc := range []struct {
 		pool string
@@ -82,10 +84,19 @@ func TestEgressOptions(t *testing.T) {
 		{"fd00::/64", nil, false},
 		{"100.64.0.0/10", []string{"10.244.0.1/16"}, false},
 		{"100.64.0.0/10", []string{"10.0.0.0/8 } accept"}, false},
+		{"100.64.0.0/10", []string{"fd12::/16"}, true},
+		{"100.64.0.0/10", []string{"fd12::1/16"}, false},
 	} {
 		o := Options{StateDir: "/state", GuestBinary: "/guest", Network: NetworkEgress, EgressPool: netip.MustParsePrefix(tc.pool), EgressDeny: tc.deny}
 		if err := o.setDefaults(); (err == nil) != tc.ok {
 			t.Errorf("pool %s, deny %q: %v", tc.pool, tc.deny, err)
+		}
+	}
+	// The IPv6 pool: an IPv6 network of at least a /64.
+	for _, p6 := range []string{"100.64.0.0/10", "fd70::/96", "fd70::1/64"} {
+		o := Options{StateDir: "/state", GuestBinary: "/guest", Network: NetworkEgress, EgressPool6: netip.MustParsePrefix(p6)}
+		if err := o.setDefaults(); err == nil {
+			t.Errorf("IPv6 pool %s accepted", p6)
 		}
 	}
 }
