@@ -136,7 +136,8 @@ type Decision struct {
 	// Of a brokered request (Type TypeBrokered): where it went, what it
 	// asked, the upstream's status and the bodies' bytes. Of a flow (Type
 	// TypeFlow): where it went, its protocol, bytes (allowed) or packets
-	// (denied), and how long it lasted.
+	// (denied), how long it lasted, and the rule that let it out (Rule;
+	// Name, the name whose answer opened its address).
 	Dst               netip.AddrPort
 	Method, Path      string
 	Status            int
@@ -144,6 +145,7 @@ type Decision struct {
 	Proto             string
 	Packets           int64
 	Duration          time.Duration
+	Rule              string
 }
 
 // The Types of Decisions on other things than queries.
@@ -169,9 +171,9 @@ type Options struct {
 	// Policy returns the sandbox's rules now: a change applies from the
 	// next query.
 	Policy func() Policy
-	// Open lets the sandbox connect to addr on ports (all: every port)
-	// for ttl.
-	Open func(addr netip.Addr, ports []int32, all bool, ttl time.Duration) error
+	// Open lets the sandbox connect to addr, which name answered, on
+	// ports (all: every port) for ttl.
+	Open func(addr netip.Addr, name string, ports []int32, all bool, ttl time.Duration) error
 	// OpenChecked opens addr on ports, for ttl, to TLS connections that
 	// name name; nil: rules that check the server name open nothing.
 	OpenChecked func(addr netip.Addr, name string, ports []int32, ttl time.Duration) error
@@ -356,7 +358,7 @@ func (r *Resolver) serve(w dns.ResponseWriter, q *dns.Msg) {
 			}
 			open := min(max(time.Duration(ttl)*time.Second, r.opts.MinTTL), r.opts.MaxTTL)
 			if len(ports) > 0 || all {
-				if err := r.opts.Open(addr, ports, all, open); err != nil {
+				if err := r.opts.Open(addr, d.Name, ports, all, open); err != nil {
 					d.Error = err.Error()
 					continue
 				}

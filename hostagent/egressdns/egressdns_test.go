@@ -109,7 +109,7 @@ func TestResolver(t *testing.T) {
 	r, err := Start(Options{
 		Sandbox: "sb", Tenant: "ns/t", Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstreams: []string{up},
 		Policy: func() Policy { mu.Lock(); defer mu.Unlock(); return slices.Clone(policy) },
-		Open: func(a netip.Addr, ports []int32, all bool, ttl time.Duration) error {
+		Open: func(a netip.Addr, _ string, ports []int32, all bool, ttl time.Duration) error {
 			mu.Lock()
 			defer mu.Unlock()
 			opens = append(opens, opened{a, ports, all, ttl})

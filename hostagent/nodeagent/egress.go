@@ -199,7 +199,7 @@ func recordConnection(ctx context.Context, d egressdns.Decision, rec *sandboxRec
 			note = fmt.Sprintf("connections to %s/%s refused: no egress rule allows this address and port (add a rule with its host, or cidr, and port to the Tenant's spec.sandbox.network.egress)", d.Dst, d.Proto)
 		} else {
 			msg = "Egress connection"
-			kv = append(kv, "bytesOut", d.BytesOut, "bytesIn", d.BytesIn, "duration", d.Duration.String())
+			kv = append(kv, "rule", d.Rule, "bytesOut", d.BytesOut, "bytesIn", d.BytesIn, "duration", d.Duration.String())
 		}
 	} else {
 		egressBrokered.WithLabelValues(d.Tenant, string(d.Result)).Inc()

@@ -60,7 +60,11 @@ type flowOwner struct {
 	id, tenant, table string
 	pool, pool6       netip.Prefix
 	v6                bool
-	record            func(egressdns.Decision)
+	// node is the node end of the sandbox's link (its resolver's key);
+	// cidrs its rules by network, which name what let a flow out.
+	node   netip.Addr
+	cidrs  []string
+	record func(egressdns.Decision)
 }
 
 var flows = struct {
@@ -95,7 +99,13 @@ func (b *Backend) watchFlows(sb *sandbox) {
 	}
 	flows.Lock()
 	defer flows.Unlock()
-	o := flowOwner{id: sb.spec.ID, tenant: sb.spec.Tenant, table: n.table, pool: b.opts.EgressPool, pool6: b.opts.EgressPool6, v6: b.opts.EgressIPv6, record: b.opts.OnEgressDNS}
+	o := flowOwner{id: sb.spec.ID, tenant: sb.spec.Tenant, table: n.table, pool: b.opts.EgressPool, pool6: b.opts.EgressPool6, v6: b.opts.EgressIPv6,
+		node: n.node, record: b.opts.OnEgressDNS}
+	for _, r := range sb.spec.Egress {
+		if r.CIDR != "" {
+			o.cidrs = append(o.cidrs, r.CIDR)
+		}
+	}
 	flows.owners[n.guest] = o
 	if o.v6 {
 		flows.owners[n.guest6] = o
@@ -223,6 +233,7 @@ func recordFlow(query *conntrack.Conn, ev conntrack.Event, closed map[uint32]boo
 	d := egressdns.Decision{Sandbox: o.id, Tenant: o.tenant, Type: egressdns.TypeFlow, Result: egressdns.Allowed,
 		Dst: netip.AddrPortFrom(f.TupleOrig.IP.DestinationAddress.Unmap(), f.TupleOrig.Proto.DestinationPort), Proto: protoName(f.TupleOrig.Proto.Protocol),
 		BytesOut: int64(f.CountersOrig.Bytes), BytesIn: int64(f.CountersReply.Bytes)}
+	d.Name, d.Rule = o.ruleOf(d.Dst.Addr())
 	if !f.Timestamp.Start.IsZero() {
 		end := f.Timestamp.Stop
 		if end.IsZero() {
@@ -231,6 +242,25 @@ func recordFlow(query *conntrack.Conn, ev conntrack.Event, closed map[uint32]boo
 		d.Duration = end.Sub(f.Timestamp.Start)
 	}
 	o.record(d)
+}
+
+// ruleOf says what let a flow to dst out: the name whose answer opened
+// it ("host NAME"), or the network of a rule ("cidr NET").
+func (o flowOwner) ruleOf(dst netip.Addr) (name, rule string) {
+	resolvers.Lock()
+	ne := resolvers.at[o.node]
+	resolvers.Unlock()
+	if ne != nil {
+		if name = ne.nameOf(dst); name != "" {
+			return name, "host " + name
+		}
+	}
+	for _, c := range o.cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil && p.Contains(dst) {
+			return "", "cidr " + c
+		}
+	}
+	return "", ""
 }
 
 func protoName(p uint8) string {

@@ -131,7 +131,7 @@ func TestEgressIPv6(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, d := range records {
-			if d.Type == egressdns.TypeFlow && d.Result == result && d.Dst.String() == dst {
+			if d.Type == egressdns.TypeFlow && d.Result == result && d.Dst.String() == dst && (result == egressdns.Denied || d.Rule == "host v6.test") {
 				return true
 			}
 		}

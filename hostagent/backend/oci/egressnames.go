@@ -77,6 +77,45 @@ type namedEgress struct {
 	// (brokered) and adds their credentials.
 	broker   *egressbroker.Broker
 	brokered map[string]bool
+	// answered are the names whose answers opened each address, and
+	// until when: a flow's record names what let it out.
+	answered map[netip.Addr]answer
+}
+
+type answer struct {
+	name  string
+	until time.Time
+}
+
+// noteAnswer notes that name's answer opened addr for ttl. Under no lock.
+func (ne *namedEgress) noteAnswer(addr netip.Addr, name string, ttl time.Duration) {
+	ne.mu.Lock()
+	defer ne.mu.Unlock()
+	now := time.Now()
+	if ne.answered == nil {
+		ne.answered = map[netip.Addr]answer{}
+	}
+	if len(ne.answered) >= maxNamedPorts+maxNamedAll {
+		for a, an := range ne.answered {
+			if !now.Before(an.until) {
+				delete(ne.answered, a)
+			}
+		}
+		if len(ne.answered) >= maxNamedPorts+maxNamedAll {
+			return // the sets are as full: the kernel refuses more anyway
+		}
+	}
+	ne.answered[addr] = answer{name: name, until: now.Add(ttl)}
+}
+
+// nameOf is the name whose live answer opened addr, if one did.
+func (ne *namedEgress) nameOf(addr netip.Addr) string {
+	ne.mu.Lock()
+	defer ne.mu.Unlock()
+	if an, ok := ne.answered[addr]; ok && time.Now().Before(an.until) {
+		return an.name
+	}
+	return ""
 }
 
 // sniGatePort is where, on the node end of a sandbox's link, its gate
@@ -217,7 +256,7 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 		defer ne.mu.Unlock()
 		ne.policy = hostRules(sb)
 		// The table was applied anew: its sets are empty.
-		ne.checked = nil
+		ne.checked, ne.answered = nil, nil
 		ne.brokered = brokeredHosts(sb)
 		ne.broker.Set(credentialsFor(sb))
 		return b.ensureGate(sb, ne)
@@ -248,11 +287,19 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 			defer ne.mu.Unlock()
 			return ne.policy
 		},
-		Open: func(addr netip.Addr, ports []int32, all bool, ttl time.Duration) error {
-			return openNamed(table, addr, ports, all, ttl)
+		Open: func(addr netip.Addr, name string, ports []int32, all bool, ttl time.Duration) error {
+			if err := openNamed(table, addr, ports, all, ttl); err != nil {
+				return err
+			}
+			ne.noteAnswer(addr, name, ttl)
+			return nil
 		},
 		OpenChecked: func(addr netip.Addr, name string, ports []int32, ttl time.Duration) error {
-			return ne.openChecked(table, addr, name, ports, ttl)
+			if err := ne.openChecked(table, addr, name, ports, ttl); err != nil {
+				return err
+			}
+			ne.noteAnswer(addr, name, ttl)
+			return nil
 		},
 		Denied: b.deniedAnswer,
 		IPv6:   b.opts.EgressIPv6,

@@ -210,7 +210,7 @@ func TestEgressByName(t *testing.T) {
 		defer mu.Unlock()
 		for _, d := range records {
 			if d.Type == egressdns.TypeFlow && d.Result == result && d.Dst.String() == dst && d.Proto == "tcp" &&
-				(result == egressdns.Denied && d.Packets > 0 || result == egressdns.Allowed && d.BytesIn > 0 && d.BytesOut > 0) {
+				(result == egressdns.Denied && d.Packets > 0 || result == egressdns.Allowed && d.BytesIn > 0 && d.BytesOut > 0 && d.Name == "allowed.test" && d.Rule == "host allowed.test") {
 				return true
 			}
 		}
