@@ -153,6 +153,7 @@ func inProcess(ctx context.Context, opts options, sz sizes, out, log io.Writer) 
 	steps := []step{
 		{"P1 exec round trip", b.execRoundTrip},
 		{"terminal keystroke to screen", b.keystrokeToScreen},
+		{"audit sink down", b.auditSinkDown},
 		{"sustained exec/s", b.sustained},
 		{"P4 open_session", b.openSession},
 		{"P2 job output throughput", b.jobThroughput},

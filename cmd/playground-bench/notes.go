@@ -42,6 +42,15 @@ const notes = `
   the machine. The third row counts the job_screen calls each key needed
   and gives one job_input's and one job_screen's time (p50): a key on the
   screen by the first read costs these two round trips.
+* **audit sink down** starts a second gateway in the bench's process whose
+  audit trail (level RequestResult) goes only to a webhook that takes
+  connections and never answers, behind a queue of 64 records (4096 by
+  default; smaller here so that the run fills it), and times exec of
+  ` + "`true`" + ` through it, one sample beside one through make dev's gateway,
+  whose trail is a file, on the same tenant; the second row counts the
+  records the dead webhook's sink dropped (` + "`playground_audit_records_total`" + `),
+  which the next record it takes would announce. A call only queues its
+  record, so the dead sink costs it nothing it waits for.
 * **P2** runs a job writing to stdout and polls it to its end with 4 MiB pages.
   The producer is never blocked by the reader (by design): what the client does
   not read in time is dropped from the 4 MiB ring and reported, so the table
