@@ -248,14 +248,32 @@ func Start(opts Options) (*Resolver, error) {
 		client:   &dns.Client{Net: "udp", Timeout: 2 * time.Second},
 	}
 	h := dns.HandlerFunc(r.serve)
-	r.udp = &dns.Server{PacketConn: pc, Handler: h}
-	r.tcp = &dns.Server{Listener: ln, Handler: h, ReadTimeout: 5 * time.Second, MaxTCPQueries: 64}
+	// Start returns once both servers serve: a Close before that would
+	// find them not started, leave their sockets open, and the port taken
+	// for good (a sandbox taken over by a new agent at once).
+	started := make(chan struct{}, 2)
+	notify := func() { started <- struct{}{} }
+	r.udp = &dns.Server{PacketConn: pc, Handler: h, NotifyStartedFunc: notify}
+	r.tcp = &dns.Server{Listener: ln, Handler: h, ReadTimeout: 5 * time.Second, MaxTCPQueries: 64, NotifyStartedFunc: notify}
+	failed := make(chan error, 2)
 	for _, s := range []*dns.Server{r.udp, r.tcp} {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			_ = s.ActivateAndServe()
+			if err := s.ActivateAndServe(); err != nil {
+				failed <- err
+			}
 		}()
+	}
+	for range 2 {
+		select {
+		case <-started:
+		case err := <-failed:
+			pc.Close()
+			ln.Close()
+			_ = r.Close()
+			return nil, fmt.Errorf("egressdns: %w", err)
+		}
 	}
 	return r, nil
 }
