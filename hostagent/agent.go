@@ -36,6 +36,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -58,6 +59,8 @@ const (
 
 // Options configure an Agent. Zero fields take the defaults above.
 type Options struct {
+	// Tracer makes the spans of the calls' time in sandboxes (nil: none).
+	Tracer trace.TracerProvider
 	// Backends run the sandboxes, one per backend class (their names must
 	// differ); a sandbox's Spec.Backend picks one, and an empty one means
 	// the first. At least one is required.

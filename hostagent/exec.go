@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
@@ -118,6 +120,13 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 		return ExecResult{}, err
 	}
 	defer done()
+	ctx, span := a.sandboxSpan(ctx, "sandbox exec", spec.ID, be)
+	defer func() {
+		if err == nil {
+			span.SetAttributes(attribute.Int("process.exit.code", res.ExitCode), attribute.Bool("playground.timed_out", res.TimedOut))
+		}
+		endSpan(span, err)
+	}()
 	out := &execOutput{limit: a.opts.ExecOutputLimit}
 	started := time.Now()
 	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
@@ -237,7 +246,7 @@ func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
 
 // StartJob starts a command in the background on a backend that can prove
 // its cleanup.
-func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecRequest) (jobs.JobInfo, error) {
+func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecRequest) (info jobs.JobInfo, err error) {
 	if err := req.validate(a.opts.MaxFileBytes); err != nil {
 		return jobs.JobInfo{}, err
 	}
@@ -257,6 +266,11 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if caps.JobHolder == nil {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend's sandboxes cannot hold background jobs: use exec", be.Name())
 	}
+	ctx, span := a.sandboxSpan(ctx, "sandbox job start", spec.ID, be)
+	defer func() {
+		span.SetAttributes(attribute.String("playground.job", info.ID))
+		endSpan(span, err)
+	}()
 	return a.startHeldJob(ctx, caps, tenant, spec.ID, req)
 }
 

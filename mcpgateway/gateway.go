@@ -31,6 +31,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -185,6 +186,10 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Audit records every tool call (nil: none; docs/operations.md).
 	Audit *audit.Trail
+	// Tracer makes a span of every tool call and worker request, and
+	// carries its context to agents and workers (nil: no spans; a
+	// client's trace context still reaches native workers).
+	Tracer trace.TracerProvider
 	// Logger receives the gateway's logs; never tokens or payloads.
 	Logger logr.Logger
 }
@@ -294,7 +299,7 @@ func New(opts Options) (*Gateway, error) {
 		}
 	}
 	holds := &callHolds{calls: map[string]*[]func(){}}
-	topts := tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold, Audit: opts.Audit}
+	topts := tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold, Audit: opts.Audit, Tracer: opts.Tracer}
 	standard := newServer(g.router, topts)
 	topts.Extended = true
 	extended := newServer(g.router, topts)
@@ -355,7 +360,7 @@ func (g *Gateway) newWorkers() error {
 	g.workers, err = workers.New(workers.Options{
 		Resolve: g.workerRoutes.resolve, Keys: keys,
 		MaxInFlightPerTenant: g.opts.WorkerMaxInFlightPerTenant, SessionMaxAge: g.opts.WorkerSessionMaxAge,
-		MaxRequestBytes: MaxRequestBytes, Logger: g.log,
+		MaxRequestBytes: MaxRequestBytes, Logger: g.log, Tracer: g.opts.Tracer,
 	})
 	return err
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,13 +73,14 @@ type StdioOptions struct {
 	// dev only (the caller's token would otherwise cross the network in
 	// clear).
 	AgentCleartext bool
-	// StaleAfter, ExecTimeout, ProgressInterval, Budget and Audit as in
+	// StaleAfter, ExecTimeout, ProgressInterval, Budget, Audit and Tracer as in
 	// Options.
 	StaleAfter       time.Duration
 	ExecTimeout      time.Duration
 	ProgressInterval time.Duration
 	Budget           budget.Limits
 	Audit            *audit.Trail
+	Tracer           trace.TracerProvider
 	// SyncTimeout bounds the wait for the first view of the tenant
 	// (default 30 s).
 	SyncTimeout time.Duration
@@ -193,7 +195,7 @@ func ServeStdio(ctx context.Context, opts StdioOptions, transport mcp.Transport)
 	}
 	authz := &reauthorizer{check: func(ctx context.Context) error { return Authorize(ctx, opts.Config, id) }, every: opts.ReauthorizeEvery, last: time.Now()}
 	r := &router{view: view, agents: newAgentPool(creds, opts.AgentTLS, opts.AgentCA, opts.AgentCleartext), log: opts.Logger, fixed: &id, authorize: authz.authorize}
-	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Audit: opts.Audit,
+	server := newServer(r, tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Audit: opts.Audit, Tracer: opts.Tracer,
 		Extended: clusterview.ToolsOf(t) == playgroundv1alpha1.ToolSetExtended})
 	opts.Logger.Info("Serving MCP on stdio", "tenant", id.String())
 	return server.Run(ctx, transport)

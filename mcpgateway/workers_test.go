@@ -64,8 +64,11 @@ type worker struct {
 
 // seenRequest is what the worker saw of one HTTP request.
 type seenRequest struct {
-	method, authorization, session, cookie string
+	method, authorization, session, cookie, traceparent string
 }
+
+// clientTraceparent is the trace context the test's client sends.
+const clientTraceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 func (w *worker) url() string { return w.srv.URL + "/mcp" }
 
@@ -120,7 +123,7 @@ func startWorker(t *testing.T) *worker {
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
 		w.seen = append(w.seen, seenRequest{method: r.Method, authorization: r.Header.Get("Authorization"),
-			session: r.Header.Get("Mcp-Session-Id"), cookie: r.Header.Get("Cookie")})
+			session: r.Header.Get("Mcp-Session-Id"), cookie: r.Header.Get("Cookie"), traceparent: r.Header.Get("traceparent")})
 		w.mu.Unlock()
 		h.ServeHTTP(rw, r)
 	}))
@@ -247,6 +250,7 @@ func (a *alternate) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.URL, r.Host = u, u.Host
 	r.Header.Set("Authorization", "Bearer "+a.token)
 	r.Header.Set("Cookie", "tracking=public-cookie")
+	r.Header.Set("traceparent", clientTraceparent)
 	a.mu.Lock()
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		a.sessions = append(a.sessions, id)
@@ -352,7 +356,9 @@ func TestWorkerForwarding(t *testing.T) {
 	}
 
 	// Both replicas served the session, and the worker saw one session,
-	// its own, and only the internal bearer, never a cookie.
+	// its own, and only the internal bearer, never a cookie; the client's
+	// trace context reached it (the gateways trace nothing of their own
+	// here, so it is the client's as sent).
 	alt.mu.Lock()
 	served := maps.Clone(alt.served)
 	for _, id := range alt.sessions {
@@ -365,7 +371,8 @@ func TestWorkerForwarding(t *testing.T) {
 		t.Errorf("requests per gateway %v: want both", served)
 	}
 	for _, r := range w.requests() {
-		if r.authorization != "Bearer "+internal || r.cookie != "" || (r.session != "" && r.session != who.Session) || strings.Contains(r.authorization, tn.token) {
+		if r.authorization != "Bearer "+internal || r.cookie != "" || (r.session != "" && r.session != who.Session) || strings.Contains(r.authorization, tn.token) ||
+			r.traceparent != clientTraceparent {
 			t.Errorf("the worker saw %+v", r)
 		}
 	}

@@ -69,6 +69,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&network, "network", string(oci.NetworkEgress), "sandbox networking this node offers: egress (each sandbox picks by its Tenant: loopback only without egress rules; with them, what they allow by address or by name, through NAT and an nftables ruleset per sandbox, and nothing else; needs nft, ip and nsenter) or none (loopback only for every sandbox, egress lists refused)")
 	fs.Var(cmdflags.StringList(&ociOpts.EgressDeny), "egress-deny", "CIDRs (IPv4 or IPv6) no sandbox egress rule opens, beyond loopback, link-local (cloud metadata), multicast, private ranges and the pools (repeatable, or comma-separated): say, the pod network")
 	auditTrail := auditFlags(fs)
+	tracerOf := traceFlags(fs)
 	egressIPv6 := fs.String("egress-ipv6", "auto", "IPv6 for egress sandboxes, by the same rules as IPv4: on, off, or auto (on where this agent's network namespace has an IPv6 default route)")
 	egressPool6 := fs.String("egress-pool6", oci.DefaultEgressPool6.String(), "IPv6 range (a /64 or wider, unique local) from which egress sandboxes get a /120 each; unreachable from sandboxes")
 	fs.Var(cmdflags.StringList(&ociOpts.EgressResolvers), "egress-resolver", "upstream DNS servers (host:port, repeatable) of the resolvers the agent runs for sandboxes with egress by name (default: the nameservers of /etc/resolv.conf)")
@@ -235,6 +236,12 @@ func runAgent(ctx context.Context, args []string) error {
 			opts.Logger.Error(err, "Closing the audit trail")
 		}
 	}()
+	tracer, stopTracer, err := tracerOf("agent", opts.NodeName, opts.Logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracer()
+	opts.Agent.Tracer = tracer
 	return nodeagent.Run(ctx, opts)
 }
 

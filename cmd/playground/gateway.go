@@ -72,6 +72,7 @@ func runGateway(ctx context.Context, args []string) error {
 	)
 	workerEndpoints := workerEndpointFlags(fs)
 	auditTrail := auditFlags(fs)
+	tracerOf := traceFlags(fs)
 	budgetFlags(fs, &lim, budget.Limits{BytesPerTenant: mcpgateway.DefaultBudgetBytesPerTenant})
 	httpFlags(fs, &httpLim, mcpgateway.DefaultHTTPLimits())
 	logOpts := cmdflags.LogFlags(fs, "json")
@@ -114,6 +115,11 @@ func runGateway(ctx context.Context, args []string) error {
 			log.Error(err, "Closing the audit trail")
 		}
 	}()
+	tracer, stopTracer, err := tracerOf("gateway", "", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracer()
 	var agentToken func() (string, error)
 	if *tokenFile != "" {
 		agentToken = mcpgateway.FileToken(*tokenFile, log)
@@ -159,7 +165,7 @@ func runGateway(ctx context.Context, args []string) error {
 		return mcpgateway.ServeStdio(ctx, mcpgateway.StdioOptions{
 			Config: cfg, Tenant: id, Catalog: *catalog,
 			AgentToken: agentToken, AgentCA: agentCA, AgentCleartext: *cleartext,
-			StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Budget: lim, Audit: trail, Logger: log,
+			StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Budget: lim, Audit: trail, Tracer: tracer, Logger: log,
 		}, &mcp.StdioTransport{})
 	}
 	if *tenant != "" {
@@ -193,7 +199,7 @@ func runGateway(ctx context.Context, args []string) error {
 		Stateful: stateful, SessionIdleTimeout: *idleTimeout,
 		MaxSessionsPerTenant: *sessionsPerTenant, MaxSessions: *sessionsTotal,
 		Budget: lim, HTTP: httpLim, FailedAuthPerSecond: *failedAuthRate, FailedAuthBurst: *failedAuthBurst, FailedAuthDelay: *failedAuthDelay,
-		StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Audit: trail, Logger: log,
+		StaleAfter: *staleAfter, ExecTimeout: *execTimeout, Audit: trail, Tracer: tracer, Logger: log,
 	})
 	if err != nil {
 		return err

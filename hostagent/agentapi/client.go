@@ -31,7 +31,12 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 )
+
+// traceContext carries the caller's span to the agent (W3C trace context).
+var traceContext = propagation.TraceContext{}
 
 // maxResponseBytes bounds what the client reads of a response: an exec
 // answer holds two full 4 MiB output buffers, well within.
@@ -143,6 +148,7 @@ func (c *Client) post(ctx context.Context, path string, body any, accept string)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set(VersionHeader, Current.String())
+	traceContext.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}

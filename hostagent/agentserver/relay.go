@@ -29,6 +29,7 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/httpserve"
+	"github.com/playground-dev/playground/internal/tracing"
 )
 
 // relayBytes is what a relayed request holds in the agent while it
@@ -64,6 +65,7 @@ func (s *Server) relay() http.Handler {
 			pr.Out.Header.Del(agentapi.TenantHeader)
 			pr.Out.Header.Del(agentapi.VersionHeader)
 			pr.Out.Header.Set("Authorization", "Bearer "+t.token)
+			tracing.Inject(pr.In.Context(), pr.Out.Header)
 		},
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -113,6 +115,8 @@ func (s *Server) relay() http.Handler {
 		if !ok {
 			return
 		}
+		r, span := s.startSpan(r, "relay to worker")
+		defer span.End()
 		tenant := r.Header.Get(agentapi.TenantHeader)
 		if tenant == "" {
 			s.relayFail(w, r, &hostagent.Error{Code: hostagent.CodeInvalid, Message: "a relayed request names its tenant in the " + agentapi.TenantHeader + " header"})

@@ -37,6 +37,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -65,6 +68,8 @@ type Server struct {
 	// agent's node in its records.
 	trail *audit.Trail
 	node  string
+	// tracer makes the calls' spans (SetTracer; nil: none).
+	tracer trace.Tracer
 }
 
 // IdentityAuth authenticates callers and authorizes their tenants;
@@ -216,6 +221,8 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 		if !ok {
 			return
 		}
+		r, span := s.startSpan(r, r.Pattern)
+		defer span.End()
 		s.audited(r, func(r *http.Request) error {
 			if err := checkIDs(r); err != nil {
 				s.fail(w, r, err)
@@ -224,6 +231,7 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 			r.Body = http.MaxBytesReader(w, r.Body, agentapi.MaxRequestBytes)
 			res, err := fn(r)
 			if err != nil {
+				span.SetStatus(codes.Error, string(codeOf(err)))
 				s.fail(w, r, err)
 				return err
 			}

@@ -424,6 +424,9 @@ func Run(ctx context.Context, opts Options) error {
 	server.SetBudget(lim)
 	server.SetHTTPLimits(opts.HTTP)
 	server.SetAudit(opts.Audit, opts.NodeName)
+	if opts.Agent.Tracer != nil {
+		server.SetTracer(opts.Agent.Tracer)
+	}
 	server.SetIdentities(&agentserver.KubeAuth{
 		Client:   reviews,
 		Audience: agentapi.NodeAudience(opts.NodeName),

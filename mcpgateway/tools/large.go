@@ -53,7 +53,8 @@ func addLarge[In, Out any](s *mcp.Server, c *catalog, tool *mcp.Tool, h mcp.Tool
 			panic(fmt.Sprintf("tools: %s: output schema: %v", tool.Name, err))
 		}
 	}
-	h = withProgress(tool.Name, c.opts.ProgressInterval, h)
+	known.Store(tool.Name, true)
+	h = withProgress(tool.Name, c.opts.ProgressInterval, noted(h))
 	s.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var raw json.RawMessage
 		if req.Params != nil {

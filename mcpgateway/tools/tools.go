@@ -42,6 +42,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/audit"
@@ -136,6 +138,8 @@ type Options struct {
 	Hold func(req *mcp.CallToolRequest, release func()) bool
 	// Audit records every call (nil: none).
 	Audit *audit.Trail
+	// Tracer makes a span of every call (nil: none).
+	Tracer trace.TracerProvider
 	// Extended serves the extended tool set: the eight with more options,
 	// and ExtendedNames (docs/tools.md). Each of its calls is refused
 	// for a tenant whose Route is not Extended.
@@ -147,6 +151,14 @@ const Instructions = `Playground gives you a persistent Linux sandbox. Start wit
 	`Run commands with exec (waits for the end) or job_exec + job_poll (background, for long or large output; job_cancel stops one). ` +
 	`Move files with read and write (at most 3 MiB each). Each command runs in a fresh /bin/sh: files and processes persist, a cd does not. ` +
 	`close_session when done; your files stay, and the next open_session returns the same sandbox.`
+
+// tracer is the tools' tracer: Tracer's, or one that records nothing.
+func (o Options) tracer() trace.Tracer {
+	if o.Tracer == nil {
+		return noop.NewTracerProvider().Tracer("")
+	}
+	return o.Tracer.Tracer("github.com/playground-dev/playground/mcpgateway")
+}
 
 // Register adds the eight tools to s.
 func Register(s *mcp.Server, opts Options) {
@@ -163,7 +175,7 @@ func Register(s *mcp.Server, opts Options) {
 		opts.Budget, _ = budget.New(budget.Limits{}) // the defaults are valid
 	}
 	t := &catalog{opts: opts}
-	s.AddReceivingMiddleware(guardCalls(opts.Logger), auditCalls(opts.Audit))
+	s.AddReceivingMiddleware(guardCalls(opts.Logger), observeCalls(opts.Audit, opts.tracer()))
 	maxTimeout := int(agentapi.MaxTimeout / time.Second)
 
 	add(s, t, &mcp.Tool{
@@ -295,7 +307,8 @@ type catalog struct {
 
 // add registers a typed handler with progress notifications.
 func add[In, Out any](s *mcp.Server, c *catalog, tool *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
-	mcp.AddTool(s, tool, withProgress(tool.Name, c.opts.ProgressInterval, h))
+	known.Store(tool.Name, true)
+	mcp.AddTool(s, tool, withProgress(tool.Name, c.opts.ProgressInterval, noted(h)))
 }
 
 func (c *catalog) route(ctx context.Context, req *mcp.CallToolRequest) (Route, error) {

@@ -38,9 +38,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/destpolicy"
+	"github.com/playground-dev/playground/internal/tracing"
 )
 
 // Kinds of destination, the label of the metrics.
@@ -74,8 +78,10 @@ const (
 const SessionHeader = "Mcp-Session-Id"
 
 // RequestHeaders are the only headers of a client's request that reach
-// the worker (besides Mcp-Session-Id, translated): MCP's protocol headers
-// and the media negotiation. Authorization and cookies never do.
+// the worker (besides Mcp-Session-Id, translated, and the W3C trace
+// context, which continues the client's trace from the gateway's span):
+// MCP's protocol headers and the media negotiation. Authorization and
+// cookies never do.
 var RequestHeaders = []string{"Content-Type", "Accept", "Mcp-Protocol-Version", "Last-Event-ID"}
 
 // ResponseHeaders are the only headers of the worker's answer that reach
@@ -141,15 +147,19 @@ type Options struct {
 	// MaxRequestBytes bounds a request body.
 	MaxRequestBytes int64
 	Logger          logr.Logger
+	// Tracer makes a span of each request (nil: none; the client's trace
+	// context still reaches the worker).
+	Tracer trace.TracerProvider
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
 // Forwarder serves the workers catalog.
 type Forwarder struct {
-	opts Options
-	log  logr.Logger
-	next atomic.Uint64 // spreads sessionless requests over the endpoints
+	opts   Options
+	log    logr.Logger
+	tracer trace.Tracer
+	next   atomic.Uint64 // spreads sessionless requests over the endpoints
 
 	mu       sync.Mutex
 	inFlight map[string]int
@@ -172,7 +182,11 @@ func New(opts Options) (*Forwarder, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Forwarder{opts: opts, log: opts.Logger, inFlight: map[string]int{}}, nil
+	if opts.Tracer == nil {
+		opts.Tracer = noop.NewTracerProvider()
+	}
+	return &Forwarder{opts: opts, log: opts.Logger, tracer: opts.Tracer.Tracer("github.com/playground-dev/playground/mcpgateway/workers"),
+		inFlight: map[string]int{}}, nil
 }
 
 // call is one request being forwarded.
@@ -322,7 +336,13 @@ func (f *Forwarder) forward(c *call, dest *Destination, body []byte) {
 		targets = append(append(targets, dest.Endpoints[start:]...), dest.Endpoints[:start]...)
 	}
 
-	ctx, cancel := context.WithCancel(r.Context())
+	// The request's span: a child of the client's trace context (from its
+	// headers), which the worker receives in turn.
+	ctx, span := f.tracer.Start(tracing.Extract(r.Context(), r.Header), "worker "+r.Method,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attribute.String("playground.tenant", c.tenant),
+			attribute.String("playground.worker_mapping", dest.Mapping), attribute.String("playground.worker_kind", dest.Kind)))
+	defer span.End()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if r.Method != http.MethodGet && dest.Timeout > 0 {
 		// A GET is a stream of the worker's own messages, not a request.
@@ -419,6 +439,7 @@ func upstreamRequest(ctx context.Context, r *http.Request, e Endpoint, dest *Des
 	if dest.Bearer != "" {
 		out.Header.Set("Authorization", "Bearer "+dest.Bearer)
 	}
+	tracing.Inject(ctx, out.Header)
 	// Bytes as the worker sent them: no transparent decompression, which
 	// would also hold back a compressed stream's events.
 	out.Header.Set("Accept-Encoding", "identity")

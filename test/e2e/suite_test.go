@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,6 +156,8 @@ type node struct {
 	// (the agent closes them when it stops); default: a new oci backend
 	// with runc alone, without network, at each start.
 	backends []backend.Backend
+	// tracer, when set, makes its spans.
+	tracer trace.TracerProvider
 }
 
 // startNode runs an agent for n until stopped or the test ends.
@@ -200,6 +203,7 @@ func startNode(t *testing.T, n *node) {
 		FacultyHostPathPrefixes: n.hostPathPrefixes,
 		SnapshotsPerSandbox:     n.snapshotsPerSandbox,
 	}
+	opts.Agent.Tracer = n.tracer
 	n.agent = goRun(t, func(ctx context.Context) error { return nodeagent.Run(ctx, opts) })
 }
 

@@ -258,6 +258,10 @@ var customHelmValues = []string{
 	"--set", "manager.extraArgs={-v=2}",
 	"--set", "image.tag=v9.9.9",
 	"--set", "admissionPolicies.enabled=false",
+	"--set", "audit.level=Request",
+	"--set", "audit.webhookURL=https://audit.example/records",
+	"--set", "tracing.endpoint=http://otel-collector.observability:4318",
+	"--set", "tracing.sampleRatio=0.25",
 }
 
 func renderHelmCustom(t *testing.T) rendering {

@@ -100,3 +100,20 @@ gateway.
 - --worker-endpoint-deny-cidr={{ . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The audit trail's and the traces' flags of the gateway and the agents
+(docs/operations.md); none with the defaults.
+*/}}
+{{- define "playground.observabilityArgs" -}}
+{{- if ne .Values.audit.level "Metadata" }}
+- --audit-level={{ .Values.audit.level }}
+{{- end }}
+{{- with .Values.audit.webhookURL }}
+- --audit-webhook-url={{ . }}
+{{- end }}
+{{- with .Values.tracing.endpoint }}
+- --trace-endpoint={{ . }}
+- --trace-sample-ratio={{ $.Values.tracing.sampleRatio }}
+{{- end }}
+{{- end -}}
