@@ -42,6 +42,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/hostagent/egressdns"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
@@ -155,6 +156,10 @@ type node struct {
 	// (the agent closes them when it stops); default: a new oci backend
 	// with runc alone, without network, at each start.
 	backends []backend.Backend
+	// egressDNS, when set, is the hub of its resolvers' decisions, as
+	// `playground agent` always has: the agent then records egress
+	// (its counters, logs and Events).
+	egressDNS *egressdns.Hub
 }
 
 // startNode runs an agent for n until stopped or the test ends.
@@ -199,6 +204,7 @@ func startNode(t *testing.T, n *node) {
 
 		FacultyHostPathPrefixes: n.hostPathPrefixes,
 		SnapshotsPerSandbox:     n.snapshotsPerSandbox,
+		EgressDNS:               n.egressDNS,
 	}
 	n.agent = goRun(t, func(ctx context.Context) error { return nodeagent.Run(ctx, opts) })
 }

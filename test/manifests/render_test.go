@@ -258,6 +258,7 @@ var customHelmValues = []string{
 	"--set", "manager.extraArgs={-v=2}",
 	"--set", "image.tag=v9.9.9",
 	"--set", "admissionPolicies.enabled=false",
+	"--set", "dashboard.configMap.enabled=true",
 }
 
 func renderHelmCustom(t *testing.T) rendering {
