@@ -43,6 +43,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/hostagent/egressdns"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/controlplane"
@@ -158,6 +159,10 @@ type node struct {
 	backends []backend.Backend
 	// tracer, when set, makes its spans.
 	tracer trace.TracerProvider
+	// egressDNS, when set, is the hub of its resolvers' decisions, as
+	// `playground agent` always has: the agent then records egress
+	// (its counters, logs and Events).
+	egressDNS *egressdns.Hub
 }
 
 // startNode runs an agent for n until stopped or the test ends.
@@ -202,6 +207,7 @@ func startNode(t *testing.T, n *node) {
 
 		FacultyHostPathPrefixes: n.hostPathPrefixes,
 		SnapshotsPerSandbox:     n.snapshotsPerSandbox,
+		EgressDNS:               n.egressDNS,
 	}
 	opts.Agent.Tracer = n.tracer
 	n.agent = goRun(t, func(ctx context.Context) error { return nodeagent.Run(ctx, opts) })

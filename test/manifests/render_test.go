@@ -262,6 +262,7 @@ var customHelmValues = []string{
 	"--set", "audit.webhookURL=https://audit.example/records",
 	"--set", "tracing.endpoint=http://otel-collector.observability:4318",
 	"--set", "tracing.sampleRatio=0.25",
+	"--set", "dashboard.configMap.enabled=true",
 }
 
 func renderHelmCustom(t *testing.T) rendering {
