@@ -59,6 +59,9 @@ const (
 
 // Options configure an Agent. Zero fields take the defaults above.
 type Options struct {
+	// UsageFile keeps the book of what sandboxes spent across restarts
+	// of the agent (usage.go); empty: in memory only.
+	UsageFile string
 	// Tracer makes the spans of the calls' time in sandboxes (nil: none).
 	Tracer trace.TracerProvider
 	// Backends run the sandboxes, one per backend class (their names must
@@ -103,8 +106,10 @@ type Agent struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox // by sandbox ID
-	handles   map[string]*handle  // by handle ID
-	perTenant map[string]int      // open handles per tenant
+	// usage is the book of what sandboxes spent (usage.go).
+	usage     *usageBook
+	handles   map[string]*handle // by handle ID
+	perTenant map[string]int     // open handles per tenant
 	// pending are the sandboxes an agent that just started has still to
 	// take over (Pending), by ID: calls for them are answered as
 	// unavailable, with why, rather than as for a sandbox not here.
@@ -193,7 +198,12 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	book, err := newUsageBook(opts.UsageFile)
+	if err != nil {
+		return nil, err
+	}
 	return &Agent{
+		usage:        book,
 		backends:     opts.Backends,
 		jobs:         jm,
 		clock:        opts.Clock,

@@ -115,6 +115,9 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	if err != nil {
 		return ExecResult{}, err
 	}
+	if err := a.chargeable(spec, be); err != nil {
+		return ExecResult{}, err
+	}
 	done, err := a.awaken(ctx, spec.ID)
 	if err != nil {
 		return ExecResult{}, err
@@ -252,6 +255,9 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	}
 	spec, be, err := a.resolve(tenant, handleID)
 	if err != nil {
+		return jobs.JobInfo{}, err
+	}
+	if err := a.chargeable(spec, be); err != nil {
 		return jobs.JobInfo{}, err
 	}
 	done, err := a.awaken(ctx, spec.ID)

@@ -63,6 +63,25 @@ var (
 		"Sandboxes of this agent suspended now, by reason: spec (the Sandbox's spec.suspended) or idle (its spec.idleSuspend; the next call resumes it).", []string{"reason"}, nil)
 	poolStartsDesc = prometheus.NewDesc("playground_warm_pool_starts_total",
 		"Pooled sandboxes started to refill the pool, by result (started, failed).", []string{"backend", "result"}, nil)
+
+	// Usage per tenant (usage.go): one series per tenant with a sandbox on
+	// the node, so their number is bounded by the node's sandboxes.
+	tenantCPUDesc = prometheus.NewDesc("playground_tenant_cpu_seconds_total",
+		"CPU time the tenant's sandboxes on this node used, from their cgroups' counters, over every restart of a sandbox since the node's agent began keeping its book.", []string{"tenant"}, nil)
+	tenantMemoryDesc = prometheus.NewDesc("playground_tenant_memory_bytes",
+		"Memory the tenant's sandboxes on this node hold, as last sampled (their cgroups' usage).", []string{"tenant"}, nil)
+	tenantMemoryPeakDesc = prometheus.NewDesc("playground_tenant_memory_peak_bytes",
+		"The most memory one of the tenant's sandboxes on this node held since it started (its cgroup's peak).", []string{"tenant"}, nil)
+	tenantGiBHoursDesc = prometheus.NewDesc("playground_tenant_memory_gib_hours_total",
+		"Memory the tenant's sandboxes on this node held over time, in GiB-hours, integrated between samples.", []string{"tenant"}, nil)
+	tenantStorageDesc = prometheus.NewDesc("playground_tenant_storage_bytes",
+		"Disk the tenant's sandboxes on this node take, by kind: workspace (home, workspace, /tmp) or pile; as last sampled.", []string{"tenant", "kind"}, nil)
+	tenantJobSecondsDesc = prometheus.NewDesc("playground_tenant_job_seconds_total",
+		"Time the tenant's background jobs on this node ran, summed over jobs, integrated between samples.", []string{"tenant"}, nil)
+	tenantPeriodCPUDesc = prometheus.NewDesc("playground_tenant_period_cpu_seconds",
+		"CPU time the tenant's sandboxes on this node used in the current period of their usage limits (only sandboxes with limits).", []string{"tenant"}, nil)
+	tenantExhaustedDesc = prometheus.NewDesc("playground_tenant_usage_exhausted",
+		"1 while a sandbox of the tenant on this node has spent a usage limit (its calls are refused until the period resets).", []string{"tenant"}, nil)
 )
 
 // Outcomes of exec, the values of playground_exec_duration_seconds's
@@ -119,7 +138,8 @@ type collector struct{ a *Agent }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsHeldDesc, jobsAdoptedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc, jobsReclaimedDesc,
-		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc, suspendedDesc} {
+		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc, suspendedDesc,
+		tenantCPUDesc, tenantMemoryDesc, tenantMemoryPeakDesc, tenantGiBHoursDesc, tenantStorageDesc, tenantJobSecondsDesc, tenantPeriodCPUDesc, tenantExhaustedDesc} {
 		ch <- d
 	}
 	c.a.execDuration.Describe(ch)
@@ -128,6 +148,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
+	c.collectUsage(ch)
 	s := c.a.jobs.Stats()
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
@@ -166,4 +187,49 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	c.a.execDuration.Collect(ch)
 	c.a.sleeps.Collect(ch)
 	c.a.wakes.Collect(ch)
+}
+
+// collectUsage exports the usage book, summed per tenant.
+func (c collector) collectUsage(ch chan<- prometheus.Metric) {
+	type sums struct {
+		cpu, mem, peak, gibh, workspace, pile, jobs, period float64
+		limited, exhausted                                  bool
+	}
+	by := map[string]*sums{}
+	for _, u := range c.a.Usage() {
+		s := by[u.Tenant]
+		if s == nil {
+			s = &sums{}
+			by[u.Tenant] = s
+		}
+		s.cpu += u.CPUSeconds
+		s.mem += float64(u.MemoryBytes)
+		s.peak = max(s.peak, float64(u.MemoryPeakBytes))
+		s.gibh += u.MemoryGiBHours
+		s.workspace += float64(u.WorkspaceBytes)
+		s.pile += float64(u.PileBytes)
+		s.jobs += u.JobSeconds
+		if u.Limits.CPUSeconds > 0 {
+			s.limited = true
+			s.period += u.PeriodCPUSeconds
+		}
+		s.exhausted = s.exhausted || !u.ExhaustedUntil.IsZero()
+	}
+	for tenant, s := range by {
+		ch <- prometheus.MustNewConstMetric(tenantCPUDesc, prometheus.CounterValue, s.cpu, tenant)
+		ch <- prometheus.MustNewConstMetric(tenantMemoryDesc, prometheus.GaugeValue, s.mem, tenant)
+		ch <- prometheus.MustNewConstMetric(tenantMemoryPeakDesc, prometheus.GaugeValue, s.peak, tenant)
+		ch <- prometheus.MustNewConstMetric(tenantGiBHoursDesc, prometheus.CounterValue, s.gibh, tenant)
+		ch <- prometheus.MustNewConstMetric(tenantStorageDesc, prometheus.GaugeValue, s.workspace, tenant, "workspace")
+		ch <- prometheus.MustNewConstMetric(tenantStorageDesc, prometheus.GaugeValue, s.pile, tenant, "pile")
+		ch <- prometheus.MustNewConstMetric(tenantJobSecondsDesc, prometheus.CounterValue, s.jobs, tenant)
+		if s.limited {
+			ch <- prometheus.MustNewConstMetric(tenantPeriodCPUDesc, prometheus.GaugeValue, s.period, tenant)
+		}
+		exhausted := 0.0
+		if s.exhausted {
+			exhausted = 1
+		}
+		ch <- prometheus.MustNewConstMetric(tenantExhaustedDesc, prometheus.GaugeValue, exhausted, tenant)
+	}
 }

@@ -210,6 +210,34 @@ type SandboxTemplate struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional
 	FromSnapshot string `json:"fromSnapshot,omitempty"`
+
+	// UsageLimits bound what the sandbox may spend per period, read from
+	// the kernel's counters by its node's agent: past a limit, the calls
+	// that run something in it (exec, a job's start, read, write, a
+	// worker request) are refused with resource_exhausted and the time
+	// the period ends, when they are served again. Unset: no limits.
+	// +optional
+	UsageLimits *UsageLimits `json:"usageLimits,omitempty"`
+}
+
+// UsageLimits bound a sandbox's spend per period (docs/operations.md,
+// "Usage").
+type UsageLimits struct {
+	// Period is how long spending counts before it starts again from
+	// zero; periods are aligned to the Unix epoch, so 24h starts at
+	// midnight UTC. At least 10s.
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="period must be at least 10s"
+	// +optional
+	Period metav1.Duration `json:"period,omitempty"`
+
+	// CPUSeconds is the CPU time the sandbox's processes may use per
+	// period (its cgroup's CPU counter, over every restart of the
+	// sandbox). A command running when the limit is reached goes on to
+	// its end; the next call is refused.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	CPUSeconds *int64 `json:"cpuSeconds,omitempty"`
 }
 
 // IdleMode is how an idle sandbox is put aside.

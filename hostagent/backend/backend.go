@@ -282,6 +282,29 @@ type EgressMeter interface {
 	EgressUsage(ctx context.Context) ([]EgressUsage, error)
 }
 
+// UsageMeter is the behaviour of backends that read what their sandboxes
+// use of the node from the kernel's counters (cgroups, the filesystem).
+type UsageMeter interface {
+	// SandboxUsage is sandbox id's use now: its CPU and memory counters
+	// (of its current incarnation: they start again when it does) and,
+	// when storage is true, the disk its files take (a walk: slower).
+	// ok is false when the sandbox does not run or its counters cannot
+	// be read.
+	SandboxUsage(id string, storage bool) (u SandboxUsage, ok bool)
+}
+
+// SandboxUsage is one sandbox's use of its node.
+type SandboxUsage struct {
+	// CPUSeconds is the CPU time its processes used since it started.
+	CPUSeconds float64
+	// MemoryBytes is the memory it holds now, MemoryPeakBytes the most
+	// it held since it started.
+	MemoryBytes, MemoryPeakBytes uint64
+	// WorkspaceBytes is the disk its files take (home, workspace, /tmp),
+	// PileBytes its pile's; read only when asked.
+	WorkspaceBytes, PileBytes int64
+}
+
 // EgressUsage is one sandbox's egress counts.
 type EgressUsage struct {
 	SandboxID, Tenant string

@@ -73,6 +73,7 @@ import (
 const (
 	DefaultShutdownGrace  = 30 * time.Second
 	DefaultResyncInterval = 5 * time.Second
+	DefaultUsageInterval  = 15 * time.Second
 	// DefaultSnapshotsPerSandbox is Options.SnapshotsPerSandbox's default.
 	DefaultSnapshotsPerSandbox = 8
 	DefaultTokenReloadInterval = 30 * time.Second
@@ -197,6 +198,11 @@ type Options struct {
 	// session handles, its status fields) with the Sandboxes' status and
 	// re-reconciles the ones that drifted.
 	ResyncInterval time.Duration
+	// UsageInterval is how often the sandboxes' use of the node is read
+	// from their counters (CPU, memory; their disk every fourth time)
+	// into the usage book, its metrics and limits (default
+	// DefaultUsageInterval).
+	UsageInterval time.Duration
 	// Workers is the number of Sandboxes reconciled concurrently, and of
 	// sandboxes taken over at once when the agent starts.
 	Workers int
@@ -285,6 +291,9 @@ func (o *Options) setDefaults() error {
 	if o.ResyncInterval <= 0 {
 		o.ResyncInterval = DefaultResyncInterval
 	}
+	if o.UsageInterval <= 0 {
+		o.UsageInterval = DefaultUsageInterval
+	}
 	if o.SnapshotsPerSandbox <= 0 {
 		o.SnapshotsPerSandbox = DefaultSnapshotsPerSandbox
 	}
@@ -347,6 +356,9 @@ func Run(ctx context.Context, opts Options) error {
 
 	agentOpts := opts.Agent
 	agentOpts.Backends = opts.Backends
+	if agentOpts.UsageFile == "" {
+		agentOpts.UsageFile = filepath.Join(opts.StateDir, "usage.json")
+	}
 	if agentOpts.Logger.GetSink() == nil {
 		agentOpts.Logger = log.WithName("kernel")
 	}
@@ -488,6 +500,7 @@ func Run(ctx context.Context, opts Options) error {
 					}
 					return runAll(ctx,
 						task{"reconciler", mgr.Start},
+						task{"usage", func(ctx context.Context) error { return sampleUsage(ctx, agent, opts.UsageInterval, log) }},
 						// After the reattach: the sandboxes tenants have
 						// come before blank ones. A graceful stop takes the
 						// blank ones with it.

@@ -313,6 +313,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	}
 	r.faculties.started(spec.ID, spec.Faculties)
 	r.agent.SetIdlePolicy(spec.ID, idlePolicy(sbx))
+	r.agent.SetUsageLimits(spec.ID, usageLimits(sbx))
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
 	r.restartAnswered(sbx, sbx.Spec.RestartRequest)

@@ -159,6 +159,9 @@ type node struct {
 	backends []backend.Backend
 	// tracer, when set, makes its spans.
 	tracer trace.TracerProvider
+	// usageInterval, when set, is how often it reads its sandboxes'
+	// usage.
+	usageInterval time.Duration
 	// egressDNS, when set, is the hub of its resolvers' decisions, as
 	// `playground agent` always has: the agent then records egress
 	// (its counters, logs and Events).
@@ -210,6 +213,7 @@ func startNode(t *testing.T, n *node) {
 		EgressDNS:               n.egressDNS,
 	}
 	opts.Agent.Tracer = n.tracer
+	opts.UsageInterval = n.usageInterval
 	n.agent = goRun(t, func(ctx context.Context) error { return nodeagent.Run(ctx, opts) })
 }
 

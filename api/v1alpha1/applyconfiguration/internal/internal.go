@@ -492,6 +492,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tenantRef
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
+    - name: usageLimits
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.UsageLimits
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxStatus
   map:
     fields:
@@ -576,6 +579,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.StorageSpec
       default: {}
+    - name: usageLimits
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.UsageLimits
 - name: com.github.playground-dev.playground.api.v1alpha1.SecretKeyReference
   map:
     fields:
@@ -692,6 +698,16 @@ var schemaYAML = typed.YAMLObject(`types:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
 - name: com.github.playground-dev.playground.api.v1alpha1.ToolSet
   scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.UsageLimits
+  map:
+    fields:
+    - name: cpuSeconds
+      type:
+        scalar: numeric
+    - name: period
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+      default: 24h
 - name: com.github.playground-dev.playground.api.v1alpha1.WorkerDestination
   map:
     fields:

@@ -165,6 +165,14 @@ func (b *SandboxSpecApplyConfiguration) WithFromSnapshot(value string) *SandboxS
 	return b
 }
 
+// WithUsageLimits sets the UsageLimits field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the UsageLimits field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithUsageLimits(value *UsageLimitsApplyConfiguration) *SandboxSpecApplyConfiguration {
+	b.SandboxTemplateApplyConfiguration.UsageLimits = value
+	return b
+}
+
 // WithNodeName sets the NodeName field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the NodeName field is set to the value of the last call.

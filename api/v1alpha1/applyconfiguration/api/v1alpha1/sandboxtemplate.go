@@ -77,6 +77,12 @@ type SandboxTemplateApplyConfiguration struct {
 	// first provisioned: deleting the snapshot later does not touch it. It
 	// cannot change once the Sandbox exists.
 	FromSnapshot *string `json:"fromSnapshot,omitempty"`
+	// UsageLimits bound what the sandbox may spend per period, read from
+	// the kernel's counters by its node's agent: past a limit, the calls
+	// that run something in it (exec, a job's start, read, write, a
+	// worker request) are refused with resource_exhausted and the time
+	// the period ends, when they are served again. Unset: no limits.
+	UsageLimits *UsageLimitsApplyConfiguration `json:"usageLimits,omitempty"`
 }
 
 // SandboxTemplateApplyConfiguration constructs a declarative configuration of the SandboxTemplate type for use with
@@ -173,5 +179,13 @@ func (b *SandboxTemplateApplyConfiguration) WithIdleSuspend(value *IdleSuspendAp
 // If called multiple times, the FromSnapshot field is set to the value of the last call.
 func (b *SandboxTemplateApplyConfiguration) WithFromSnapshot(value string) *SandboxTemplateApplyConfiguration {
 	b.FromSnapshot = &value
+	return b
+}
+
+// WithUsageLimits sets the UsageLimits field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the UsageLimits field is set to the value of the last call.
+func (b *SandboxTemplateApplyConfiguration) WithUsageLimits(value *UsageLimitsApplyConfiguration) *SandboxTemplateApplyConfiguration {
+	b.UsageLimits = value
 	return b
 }

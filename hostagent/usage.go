@@ -1,0 +1,286 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hostagent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs"
+	"github.com/playground-dev/playground/internal/atomicfile"
+)
+
+// What a sandbox spends is read from its backend's counters
+// (backend.UsageMeter) and kept in a book: CPU seconds over every
+// incarnation (a cgroup's counter starts again when the sandbox does, so
+// the book adds what the last one used), memory-hours and job-seconds
+// integrated between samples, and the spend of the current period against
+// the sandbox's limits. The book is written to Options.UsageFile at every
+// sample, so that an agent restart neither forgets what was spent nor
+// grants a new period. CPU used between the last sample and a restart of
+// the sandbox is not counted (at most one sampling interval's).
+
+// UsageLimits bound a sandbox's spend per period (SetUsageLimits).
+type UsageLimits struct {
+	// Period is the length of a period, aligned to the Unix epoch.
+	Period time.Duration
+	// CPUSeconds is the CPU time allowed per period (0: no limit).
+	CPUSeconds float64
+}
+
+// UsageAccount is what a sandbox has spent, as the book has it.
+type UsageAccount struct {
+	SandboxID, Tenant string
+	// CPUSeconds is all its CPU time since the book began, JobSeconds the
+	// time its background jobs ran, MemoryGiBHours its memory over time.
+	CPUSeconds, JobSeconds, MemoryGiBHours float64
+	// MemoryBytes is what it holds now, MemoryPeakBytes the most its
+	// current incarnation held.
+	MemoryBytes, MemoryPeakBytes uint64
+	// WorkspaceBytes and PileBytes are its disk, as last read.
+	WorkspaceBytes, PileBytes int64
+	// PeriodStart is when the current period began, PeriodCPUSeconds
+	// what was spent since; ExhaustedUntil, when set, is when a limit it
+	// has reached resets.
+	PeriodStart      time.Time
+	PeriodCPUSeconds float64
+	ExhaustedUntil   time.Time
+	Limits           UsageLimits
+}
+
+// usageRecord is a sandbox's entry in the book (persisted: the counters
+// that must outlive the agent).
+type usageRecord struct {
+	Tenant string `json:"tenant"`
+	// Acc is the CPU seconds of its ended incarnations, Last the last
+	// read of the current one's counter.
+	Acc  float64 `json:"acc"`
+	Last float64 `json:"last"`
+	// PeriodStart and PeriodBase: the period the limits count, and the
+	// CPU total when it began.
+	PeriodStart time.Time `json:"periodStart"`
+	PeriodBase  float64   `json:"periodBase"`
+	GiBHours    float64   `json:"gibHours"`
+	JobSeconds  float64   `json:"jobSeconds"`
+	Sampled     time.Time `json:"sampled"`
+
+	limits             UsageLimits
+	memory, peak       uint64
+	workspace, pileUse int64
+}
+
+// usageBook is the agent's book of what sandboxes spent.
+type usageBook struct {
+	mu      sync.Mutex
+	file    string
+	records map[string]*usageRecord // by sandbox ID
+}
+
+// maxSampleGap bounds the time one sample integrates: after a long gap
+// (the agent was down) memory-hours and job-seconds are not guessed.
+const maxSampleGap = 5 * time.Minute
+
+func newUsageBook(file string) (*usageBook, error) {
+	b := &usageBook{file: file, records: map[string]*usageRecord{}}
+	if file == "" {
+		return b, nil
+	}
+	data, err := os.ReadFile(file)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return b, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the usage book: %w", err)
+	}
+	if err := json.Unmarshal(data, &b.records); err != nil {
+		return nil, fmt.Errorf("reading the usage book %s: %w", file, err)
+	}
+	return b, nil
+}
+
+// save writes the book; the caller holds mu.
+func (b *usageBook) saveLocked() error {
+	if b.file == "" {
+		return nil
+	}
+	data, err := json.Marshal(b.records)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(b.file, data, 0o600)
+}
+
+// periodStart is the start of the period of length p that holds now.
+func periodStart(now time.Time, p time.Duration) time.Time {
+	if p <= 0 {
+		return time.Time{}
+	}
+	ns := now.UnixNano()
+	return time.Unix(0, ns-ns%int64(p)).UTC()
+}
+
+// update takes u, read at now, into r: the CPU total over incarnations
+// and the period.
+func (r *usageRecord) update(u backend.SandboxUsage, now time.Time) {
+	if u.CPUSeconds < r.Last {
+		r.Acc += r.Last // a new incarnation: its counter started again
+	}
+	r.Last = u.CPUSeconds
+	r.memory, r.peak = u.MemoryBytes, u.MemoryPeakBytes
+	if start := periodStart(now, r.limits.Period); !start.Equal(r.PeriodStart) {
+		r.PeriodStart, r.PeriodBase = start, r.total()
+	}
+}
+
+func (r *usageRecord) total() float64 { return r.Acc + r.Last }
+
+// exhaustedUntil is when r's period ends, if a limit of it is spent.
+func (r *usageRecord) exhaustedUntil() (time.Time, bool) {
+	if r.limits.CPUSeconds > 0 && r.total()-r.PeriodBase >= r.limits.CPUSeconds {
+		return r.PeriodStart.Add(r.limits.Period), true
+	}
+	return time.Time{}, false
+}
+
+// SetUsageLimits sets the limits of sandbox id (zero: none).
+func (a *Agent) SetUsageLimits(id string, l UsageLimits) {
+	a.mu.Lock()
+	s, ok := a.sandboxes[id]
+	a.mu.Unlock()
+	if !ok {
+		return
+	}
+	a.usage.mu.Lock()
+	defer a.usage.mu.Unlock()
+	r := a.usage.record(id, s.spec.Tenant)
+	// A period already under way (kept in the book across a restart of
+	// the agent) goes on; a new period length starts a new one at the
+	// next read.
+	r.limits = l
+}
+
+// record is the book's record of sandbox id, made when missing; the
+// caller holds mu.
+func (b *usageBook) record(id, tenant string) *usageRecord {
+	r, ok := b.records[id]
+	if !ok || r.Tenant != tenant {
+		r = &usageRecord{Tenant: tenant}
+		b.records[id] = r
+	}
+	return r
+}
+
+// chargeable refuses a call that would run something in sandbox spec when
+// it has spent a limit of its period.
+func (a *Agent) chargeable(spec backend.Spec, be backend.Backend) error {
+	m, ok := be.(backend.UsageMeter)
+	if !ok {
+		return nil
+	}
+	a.usage.mu.Lock()
+	defer a.usage.mu.Unlock()
+	r, ok := a.usage.records[spec.ID]
+	if !ok || r.limits.CPUSeconds <= 0 {
+		return nil
+	}
+	now := a.clock.Now()
+	if u, ok := m.SandboxUsage(spec.ID, false); ok {
+		r.update(u, now)
+	}
+	until, spent := r.exhaustedUntil()
+	if !spent {
+		return nil
+	}
+	return errorf(CodeExhausted, "tenant %s has used its %g CPU-seconds per %s (%.1f s since %s): calls that run something in its sandbox are refused until %s, when the period starts again",
+		spec.Tenant, r.limits.CPUSeconds, r.limits.Period, r.total()-r.PeriodBase, r.PeriodStart.Format(time.RFC3339), until.Format(time.RFC3339))
+}
+
+// SampleUsage reads every sandbox's counters into the book (storage too,
+// when asked: a walk of its files) and writes the book.
+func (a *Agent) SampleUsage(storage bool) error {
+	a.mu.Lock()
+	live := map[string]*sandbox{}
+	for id, s := range a.sandboxes {
+		live[id] = s
+	}
+	a.mu.Unlock()
+	running := map[string]int{}
+	for id, s := range live {
+		for _, j := range a.jobs.List(s.spec.Tenant, id) {
+			if j.State == jobs.StateRunning || j.State == jobs.StateCancelling {
+				running[id]++
+			}
+		}
+	}
+	now := a.clock.Now()
+	a.usage.mu.Lock()
+	defer a.usage.mu.Unlock()
+	for id := range a.usage.records {
+		if _, ok := live[id]; !ok {
+			delete(a.usage.records, id) // destroyed: its counters end
+		}
+	}
+	for id, s := range live {
+		r := a.usage.record(id, s.spec.Tenant)
+		m, ok := s.be.(backend.UsageMeter)
+		if !ok {
+			continue
+		}
+		u, ok := m.SandboxUsage(id, storage)
+		if !ok {
+			r.memory = 0 // not running: holds no memory
+			r.Sampled = now
+			continue
+		}
+		r.update(u, now)
+		if storage {
+			r.workspace, r.pileUse = u.WorkspaceBytes, u.PileBytes
+		}
+		if !r.Sampled.IsZero() {
+			dt := min(now.Sub(r.Sampled), maxSampleGap)
+			if dt > 0 {
+				r.GiBHours += float64(u.MemoryBytes) / (1 << 30) * dt.Hours()
+				r.JobSeconds += float64(running[id]) * dt.Seconds()
+			}
+		}
+		r.Sampled = now
+	}
+	return a.usage.saveLocked()
+}
+
+// Usage is the book's accounts of every sandbox.
+func (a *Agent) Usage() []UsageAccount {
+	a.usage.mu.Lock()
+	defer a.usage.mu.Unlock()
+	out := make([]UsageAccount, 0, len(a.usage.records))
+	for id, r := range a.usage.records {
+		acc := UsageAccount{SandboxID: id, Tenant: r.Tenant, CPUSeconds: r.total(), JobSeconds: r.JobSeconds, MemoryGiBHours: r.GiBHours,
+			MemoryBytes: r.memory, MemoryPeakBytes: r.peak, WorkspaceBytes: r.workspace, PileBytes: r.pileUse,
+			PeriodStart: r.PeriodStart, PeriodCPUSeconds: math.Max(0, r.total()-r.PeriodBase), Limits: r.limits}
+		if until, spent := r.exhaustedUntil(); spent {
+			acc.ExhaustedUntil = until
+		}
+		out = append(out, acc)
+	}
+	return out
+}
