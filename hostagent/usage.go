@@ -113,7 +113,7 @@ func newUsageBook(file string) (*usageBook, error) {
 		return nil, fmt.Errorf("reading the usage book: %w", err)
 	}
 	if err := json.Unmarshal(data, &b.records); err != nil {
-		return nil, fmt.Errorf("reading the usage book %s: %w", file, err)
+		return nil, fmt.Errorf("reading the usage book %s: %w (remove the file to start the book again: what the node's sandboxes spent in the current period is then forgotten)", file, err)
 	}
 	return b, nil
 }
