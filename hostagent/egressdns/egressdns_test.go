@@ -206,3 +206,69 @@ func TestResolver(t *testing.T) {
 		t.Errorf("records: %d denials of other.test, %d rebinds refused; want 1 and 1", denied, rebinds)
 	}
 }
+
+// TestCloseAtOnceFreesPort: a resolver closed as soon as Start returns
+// (a sandbox taken over by a new agent at once) gives its port back, so
+// that the next resolver on the same address starts, and serves at once.
+// A Close that came before the servers began serving used to find them not
+// started, close nothing and wait on them for good, the port taken.
+func TestCloseAtOnceFreesPort(t *testing.T) {
+	// No rule allows a name, so that the upstream (loopback) is never
+	// asked and a query is answered NXDOMAIN by the resolver itself.
+	opts := Options{
+		Sandbox: "sb", Tenant: "ns/t", Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstreams: []string{"127.0.0.1:1"},
+		Policy: func() Policy { return nil },
+		Open: func(netip.Addr, string, []int32, bool, time.Duration) error {
+			t.Error("a resolver without rules opened an address")
+			return nil
+		},
+		Denied: func(netip.Addr) bool { return true },
+	}
+	// closeNow closes r and fails the test if Close does not return: a
+	// server it did not stop serves, and holds the port, for good, which
+	// the next Start then shows.
+	closeNow := func(r *Resolver) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = r.Close()
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Errorf("Close of the resolver on %s did not return", r.Addr())
+		}
+	}
+	r, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every later resolver takes the port the first was given.
+	opts.Listen = r.Addr()
+	closeNow(r)
+	for i := range 50 {
+		r, err := Start(opts)
+		if err != nil {
+			t.Fatalf("restart %d on %s after a Close at once: %v", i+1, opts.Listen, err)
+		}
+		closeNow(r)
+	}
+	r, err = Start(opts)
+	if err != nil {
+		t.Fatalf("start on %s after a Close at once: %v", opts.Listen, err)
+	}
+	defer closeNow(r)
+	for _, network := range []string{"udp", "tcp"} {
+		m := new(dns.Msg)
+		m.SetQuestion("denied.test.", dns.TypeA)
+		c := &dns.Client{Net: network, Timeout: 5 * time.Second}
+		in, _, err := c.Exchange(m, r.Addr().String())
+		if err != nil {
+			t.Fatalf("%s query as Start returns: %v", network, err)
+		}
+		if in.Rcode != dns.RcodeNameError {
+			t.Errorf("%s query of a denied name: %s; want NXDOMAIN", network, dns.RcodeToString[in.Rcode])
+		}
+	}
+}

@@ -19,6 +19,7 @@ package nodeagent_test
 import (
 	"context"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -33,7 +34,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/egressdns"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
-	"github.com/playground-dev/playground/internal/sysctltest"
+	"github.com/playground-dev/playground/internal/netnstest"
 )
 
 // A Sandbox in mode egress: an agent that runs sandboxes without network
@@ -43,9 +44,13 @@ import (
 func TestEgressSandbox(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	// The backend turns IPv4 forwarding on; the test machine gets back
-	// what it had.
-	sysctltest.HoldIPv4Forwarding(t)
+	// The test's refused connection aims at a test host in a network
+	// namespace of the test's own (below). Making it holds IPv4
+	// forwarding, which the backend turns on, for the test, so that the
+	// machine gets back what it had; it comes first, as a second hold in
+	// this process would wait for good on the first.
+	const host, port = "198.19.78.1", "18090"
+	world := netnstest.New(t, "198.19.78", 1)
 	ns := newNamespace(t, "egress")
 	egress := func(s *playgroundv1alpha1.Sandbox) {
 		s.Spec.Network = playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress,
@@ -94,9 +99,24 @@ func TestEgressSandbox(t *testing.T) {
 	named := waitProvisioned(t, ns, "named")
 	out := conformance.Sh(t, be, named.Status.SandboxID, "getent hosts blocked.test; echo status=$?")
 	g.Expect(out).To(ContainSubstring("status=2"), "a name no rule allows does not resolve")
-	// A connection attempt the rules refuse (dropped at the node: nothing
-	// leaves) is on record too.
-	conformance.Sh(t, be, named.Status.SandboxID, "timeout 2 bash -c '</dev/tcp/198.51.100.1/9'; true")
+	// A connection attempt the rules refuse (dropped at the node) is on
+	// record too. It aims at the test host, listening on a port no rule
+	// opens, so that a regression that let it through would reach that
+	// host and nothing outside the machine; the host sees no connection.
+	l := world.Listen(t, host+":"+port)
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	out = conformance.Sh(t, be, named.Status.SandboxID, "timeout 2 bash -c '</dev/tcp/"+host+"/"+port+"'; echo status=$?")
+	g.Expect(out).NotTo(ContainSubstring("status=0"), "a connection no rule allows does not connect")
 	g.Eventually(func(g Gomega) {
 		var evs corev1.EventList
 		g.Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
@@ -107,7 +127,7 @@ func TestEgressSandbox(t *testing.T) {
 			}
 		}
 		g.Expect(notes).To(ContainElement(ContainSubstring("blocked.test: no egress rule allows this name")))
-		g.Expect(notes).To(ContainElement(ContainSubstring("connections to 198.51.100.1:9/tcp refused: no egress rule allows this address")))
+		g.Expect(notes).To(ContainElement(ContainSubstring("connections to " + host + ":" + port + "/tcp refused: no egress rule allows this address")))
 	}, "30s", "100ms").Should(Succeed())
 	fams, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -131,4 +151,5 @@ func TestEgressSandbox(t *testing.T) {
 	}
 	g.Expect(deniedOf("playground_egress_dns_queries_total")).To(BeNumerically(">=", 1), "the denial is counted with its tenant")
 	g.Expect(deniedOf("playground_egress_flows_total")).To(BeNumerically(">=", 1), "the refused connection is counted with its tenant")
+	g.Expect(accepted.Load()).To(BeZero(), "the test host saw the refused connection")
 }
