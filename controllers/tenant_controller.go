@@ -268,6 +268,9 @@ func tenantStatus(s *playgroundv1alpha1.TenantStatus) *playgroundv1alpha1ac.Tena
 	if s.SandboxID != "" {
 		out.WithSandboxID(s.SandboxID)
 	}
+	if s.Usage != nil {
+		out.WithUsage(pgreconcile.ApplyUsage(s.Usage))
+	}
 	c := s.Credentials
 	if equality.Semantic.DeepEqual(c, playgroundv1alpha1.CredentialsStatus{}) {
 		return out
@@ -610,6 +613,7 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 	set("loginProfile", equality.Semantic.DeepEqual(have.LoginProfile, w.LoginProfile), func() { have.LoginProfile = w.LoginProfile })
 	set("network", equality.Semantic.DeepEqual(have.Network, w.Network), func() { have.Network = w.Network })
 	set("idleSuspend", equality.Semantic.DeepEqual(have.IdleSuspend, w.IdleSuspend), func() { have.IdleSuspend = w.IdleSuspend })
+	set("usageLimits", equality.Semantic.DeepEqual(have.UsageLimits, w.UsageLimits), func() { have.UsageLimits = w.UsageLimits })
 	if have.NodeName == "" {
 		set("nodeSelector", equality.Semantic.DeepEqual(have.NodeSelector, w.NodeSelector), func() { have.NodeSelector = w.NodeSelector })
 	}
@@ -690,6 +694,9 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		// each step on the way, each a write of the Tenant's status.
 		t.Status.SandboxID = sbx.Status.SandboxID
 	}
+	// What the sandbox spent, as its agent wrote it (at most once a
+	// minute, and when a limit is reached or resets).
+	t.Status.Usage = sbx.Status.Usage.DeepCopy()
 	ready.ObservedGeneration = t.Generation
 	meta.SetStatusCondition(&t.Status.Conditions, ready)
 	if !sbx.DeletionTimestamp.IsZero() {

@@ -745,6 +745,10 @@ func TestUpdateSandbox(t *testing.T) {
 			want: func(s *playgroundv1alpha1.Sandbox) {
 				s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: time.Minute}}
 			}, changed: []string{"idleSuspend"}, nodeName: "n1"},
+		{name: "usage limits, once bound too", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
+			want: func(s *playgroundv1alpha1.Sandbox) {
+				s.Spec.UsageLimits = &playgroundv1alpha1.UsageLimits{Period: metav1.Duration{Duration: time.Hour}, CPUSeconds: ptr.To[int64](60)}
+			}, changed: []string{"usageLimits"}, nodeName: "n1"},
 		{name: "reclaim policy once bound", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
 			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete }, changed: []string{"storage"}, nodeName: "n1"},
 	} {

@@ -66,6 +66,9 @@ type UsageAccount struct {
 	PeriodCPUSeconds float64
 	ExhaustedUntil   time.Time
 	Limits           UsageLimits
+	// Began is when the book opened its account, Sampled when it was last
+	// sampled (zero: not yet).
+	Began, Sampled time.Time
 }
 
 // usageRecord is a sandbox's entry in the book (persisted: the counters
@@ -82,6 +85,7 @@ type usageRecord struct {
 	PeriodBase  float64   `json:"periodBase"`
 	GiBHours    float64   `json:"gibHours"`
 	JobSeconds  float64   `json:"jobSeconds"`
+	Began       time.Time `json:"began"`
 	Sampled     time.Time `json:"sampled"`
 
 	limits             UsageLimits
@@ -172,19 +176,19 @@ func (a *Agent) SetUsageLimits(id string, l UsageLimits) {
 	}
 	a.usage.mu.Lock()
 	defer a.usage.mu.Unlock()
-	r := a.usage.record(id, s.spec.Tenant)
+	r := a.usage.record(id, s.spec.Tenant, a.clock.Now())
 	// A period already under way (kept in the book across a restart of
 	// the agent) goes on; a new period length starts a new one at the
 	// next read.
 	r.limits = l
 }
 
-// record is the book's record of sandbox id, made when missing; the
-// caller holds mu.
-func (b *usageBook) record(id, tenant string) *usageRecord {
+// record is the book's record of sandbox id, made at now when missing;
+// the caller holds mu.
+func (b *usageBook) record(id, tenant string, now time.Time) *usageRecord {
 	r, ok := b.records[id]
 	if !ok || r.Tenant != tenant {
-		r = &usageRecord{Tenant: tenant}
+		r = &usageRecord{Tenant: tenant, Began: now}
 		b.records[id] = r
 	}
 	return r
@@ -193,15 +197,16 @@ func (b *usageBook) record(id, tenant string) *usageRecord {
 // chargeable refuses a call that would run something in sandbox spec when
 // it has spent a limit of its period.
 func (a *Agent) chargeable(spec backend.Spec, be backend.Backend) error {
-	m, ok := be.(backend.UsageMeter)
-	if !ok {
-		return nil
-	}
 	a.usage.mu.Lock()
 	defer a.usage.mu.Unlock()
 	r, ok := a.usage.records[spec.ID]
 	if !ok || r.limits.CPUSeconds <= 0 {
 		return nil
+	}
+	m, ok := be.(backend.UsageMeter)
+	if !ok {
+		// A limit that cannot be kept is not ignored.
+		return errorf(CodeUnavailable, "the %s backend cannot read a sandbox's CPU time, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
 	}
 	now := a.clock.Now()
 	if u, ok := m.SandboxUsage(spec.ID, false); ok {
@@ -241,7 +246,7 @@ func (a *Agent) SampleUsage(storage bool) error {
 		}
 	}
 	for id, s := range live {
-		r := a.usage.record(id, s.spec.Tenant)
+		r := a.usage.record(id, s.spec.Tenant, now)
 		m, ok := s.be.(backend.UsageMeter)
 		if !ok {
 			continue
@@ -274,13 +279,29 @@ func (a *Agent) Usage() []UsageAccount {
 	defer a.usage.mu.Unlock()
 	out := make([]UsageAccount, 0, len(a.usage.records))
 	for id, r := range a.usage.records {
-		acc := UsageAccount{SandboxID: id, Tenant: r.Tenant, CPUSeconds: r.total(), JobSeconds: r.JobSeconds, MemoryGiBHours: r.GiBHours,
-			MemoryBytes: r.memory, MemoryPeakBytes: r.peak, WorkspaceBytes: r.workspace, PileBytes: r.pileUse,
-			PeriodStart: r.PeriodStart, PeriodCPUSeconds: math.Max(0, r.total()-r.PeriodBase), Limits: r.limits}
-		if until, spent := r.exhaustedUntil(); spent {
-			acc.ExhaustedUntil = until
-		}
-		out = append(out, acc)
+		out = append(out, r.account(id))
 	}
 	return out
+}
+
+// UsageOf is the book's account of sandbox id, if it has one.
+func (a *Agent) UsageOf(id string) (UsageAccount, bool) {
+	a.usage.mu.Lock()
+	defer a.usage.mu.Unlock()
+	r, ok := a.usage.records[id]
+	if !ok {
+		return UsageAccount{}, false
+	}
+	return r.account(id), true
+}
+
+// account is r's account of sandbox id.
+func (r *usageRecord) account(id string) UsageAccount {
+	acc := UsageAccount{SandboxID: id, Tenant: r.Tenant, CPUSeconds: r.total(), JobSeconds: r.JobSeconds, MemoryGiBHours: r.GiBHours,
+		MemoryBytes: r.memory, MemoryPeakBytes: r.peak, WorkspaceBytes: r.workspace, PileBytes: r.pileUse,
+		PeriodStart: r.PeriodStart, PeriodCPUSeconds: math.Max(0, r.total()-r.PeriodBase), Limits: r.limits, Began: r.Began, Sampled: r.Sampled}
+	if until, spent := r.exhaustedUntil(); spent {
+		acc.ExhaustedUntil = until
+	}
+	return acc
 }

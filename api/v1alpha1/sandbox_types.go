@@ -215,7 +215,9 @@ type SandboxTemplate struct {
 	// the kernel's counters by its node's agent: past a limit, the calls
 	// that run something in it (exec, a job's start, read, write, a
 	// worker request) are refused with resource_exhausted and the time
-	// the period ends, when they are served again. Unset: no limits.
+	// the period ends, when they are served again. Unset: no limits. Only
+	// the oci backend reads the counters: a sandbox of another backend
+	// with limits has those calls refused (unavailable).
 	// +optional
 	UsageLimits *UsageLimits `json:"usageLimits,omitempty"`
 }
@@ -511,6 +513,48 @@ type SandboxStatus struct {
 	// +listMapKey=name
 	// +optional
 	Faculties []FacultyInstallStatus `json:"faculties,omitempty"`
+
+	// Usage is what the sandbox has spent, as its node's agent reads it
+	// from the kernel's counters.
+	// +optional
+	Usage *UsageStatus `json:"usage,omitempty"`
+}
+
+// UsageStatus is what a sandbox has spent (docs/operations.md, "Usage"):
+// written by its node's agent at most once a minute, and at once when a
+// limit is reached or resets.
+type UsageStatus struct {
+	// CPUSeconds is the CPU time its processes used, over its restarts,
+	// since its agent began keeping account.
+	CPUSeconds int64 `json:"cpuSeconds"`
+
+	// MemoryPeakBytes is the most memory it held since it last started.
+	MemoryPeakBytes int64 `json:"memoryPeakBytes"`
+
+	// MemoryMiBHours is the memory it held over time.
+	MemoryMiBHours int64 `json:"memoryMiBHours"`
+
+	// StorageBytes is the disk its files (home, workspace, /tmp) and its
+	// pile take.
+	StorageBytes int64 `json:"storageBytes"`
+
+	// JobSeconds is the time its background jobs ran, summed over jobs.
+	JobSeconds int64 `json:"jobSeconds"`
+
+	// PeriodStart is when the current period of spec.usageLimits began,
+	// and PeriodCPUSeconds the CPU time spent in it.
+	// +optional
+	PeriodStart *metav1.Time `json:"periodStart,omitempty"`
+	// +optional
+	PeriodCPUSeconds int64 `json:"periodCPUSeconds,omitempty"`
+
+	// ExhaustedUntil, when set, is when the limit the sandbox has spent
+	// resets; until then the calls that run something in it are refused.
+	// +optional
+	ExhaustedUntil *metav1.Time `json:"exhaustedUntil,omitempty"`
+
+	// SampleTime is when the figures were read.
+	SampleTime metav1.Time `json:"sampleTime"`
 }
 
 // Sandbox is one persistent shell-and-file environment of a tenant, bound to

@@ -171,6 +171,12 @@ type TenantStatus struct {
 	// status has it from the start of its provisioning).
 	// +optional
 	SandboxID string `json:"sandboxID,omitempty"`
+
+	// Usage is what the tenant's sandbox has spent, copied from the
+	// Sandbox's status (at most once a minute, and at once when a limit
+	// is reached or resets).
+	// +optional
+	Usage *UsageStatus `json:"usage,omitempty"`
 }
 
 // Tenant is who may use a sandbox, and with what: a persona, a sandbox

@@ -1,3 +1,5 @@
+//go:build linux
+
 /*
 Copyright 2026 The Playground Authors.
 
@@ -23,6 +25,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -34,6 +37,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/egressdns"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/netnstest"
 )
 
@@ -152,4 +156,16 @@ func TestEgressSandbox(t *testing.T) {
 	g.Expect(deniedOf("playground_egress_dns_queries_total")).To(BeNumerically(">=", 1), "the denial is counted with its tenant")
 	g.Expect(deniedOf("playground_egress_flows_total")).To(BeNumerically(">=", 1), "the refused connection is counted with its tenant")
 	g.Expect(accepted.Load()).To(BeZero(), "the test host saw the refused connection")
+}
+
+// registrationOf waits for node's Lease and reads its registration.
+func registrationOf(t *testing.T, node string) agentlease.Registration {
+	t.Helper()
+	g := NewWithT(t)
+	var lease coordinationv1.Lease
+	key := client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(node)}
+	g.Eventually(func() error { return k8s.Get(context.Background(), key, &lease) }).WithTimeout(timeout).Should(Succeed())
+	reg, err := agentlease.FromLease(&lease)
+	g.Expect(err).NotTo(HaveOccurred())
+	return reg
 }

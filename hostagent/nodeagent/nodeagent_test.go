@@ -141,18 +141,6 @@ func agentFields(t *testing.T, s *playgroundv1alpha1.Sandbox) string {
 	return ""
 }
 
-// registrationOf waits for node's Lease and reads its registration.
-func registrationOf(t *testing.T, node string) agentlease.Registration {
-	t.Helper()
-	g := NewWithT(t)
-	var lease coordinationv1.Lease
-	key := client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(node)}
-	g.Eventually(func() error { return k8s.Get(context.Background(), key, &lease) }).WithTimeout(timeout).Should(Succeed())
-	reg, err := agentlease.FromLease(&lease)
-	g.Expect(err).NotTo(HaveOccurred())
-	return reg
-}
-
 // The agent registers in its Lease, renews it every third of its
 // duration, and leaves it to expire when it stops.
 func TestLeaseRegistration(t *testing.T) {

@@ -611,7 +611,8 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 		changed = true
 	}
 	facs := r.faculties.reported(id, sbx.Status.Faculties)
-	if !changed && sbx.Status.SandboxID == id && sbx.Status.Endpoint == r.endpoint && sbx.Status.OpenHandles == handles &&
+	usage, usageDue := r.usageStatus(id, sbx.Status.Usage)
+	if !changed && !usageDue && sbx.Status.SandboxID == id && sbx.Status.Endpoint == r.endpoint && sbx.Status.OpenHandles == handles &&
 		equality.Semantic.DeepEqual(facs, sbx.Status.Faculties) {
 		return nil
 	}
@@ -623,11 +624,14 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 		WithRestartRequest(sbx.Status.RestartRequest).
 		WithConditions(pgreconcile.ApplyConditions(conds, agentConditions...)...).
 		WithFaculties(applyFaculties(facs)...)
+	if usage != nil {
+		applied = applied.WithUsage(pgreconcile.ApplyUsage(usage))
+	}
 	if err := r.client.Status().Apply(ctx, playgroundv1alpha1ac.Sandbox(sbx.Name, sbx.Namespace).WithStatus(applied),
 		client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying the status of sandbox %s/%s: %w", sbx.Namespace, sbx.Name, err)
 	}
-	sbx.Status.Conditions, sbx.Status.Faculties = conds, facs
+	sbx.Status.Conditions, sbx.Status.Faculties, sbx.Status.Usage = conds, facs, usage
 	sbx.Status.SandboxID, sbx.Status.Endpoint, sbx.Status.OpenHandles = id, r.endpoint, handles
 	return nil
 }
@@ -878,7 +882,7 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 	return c.ObservedGeneration != sbx.Generation || sbx.Status.SandboxID != id ||
 		halted != meta.IsStatusConditionFalse(sbx.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition) ||
 		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id)) ||
-		!s.r.agent.Alive(id)
+		!s.r.agent.Alive(id) || s.r.usageDue(id, sbx.Status.Usage)
 }
 
 // offers says whether this node's agent has a backend of the class.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
@@ -55,4 +56,65 @@ func usageLimits(sbx *playgroundv1alpha1.Sandbox) hostagent.UsageLimits {
 		period = 24 * time.Hour
 	}
 	return hostagent.UsageLimits{Period: period, CPUSeconds: float64(*l.CPUSeconds)}
+}
+
+// usageStatusEvery is how often, at most, a sandbox's status.usage is
+// written while its figures change; a limit reached or reset is written
+// at once.
+const usageStatusEvery = time.Minute
+
+// usageStatus is the status.usage to write for sandbox id, and whether it
+// is due: the first figures (a minute after the account began, or at once
+// with limits), a limit reached or reset, a new period, or figures that
+// changed over a minute after the last.
+func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.UsageStatus) (*playgroundv1alpha1.UsageStatus, bool) {
+	acc, ok := r.agent.UsageOf(id)
+	if !ok || acc.Sampled.IsZero() {
+		return have, false
+	}
+	want := &playgroundv1alpha1.UsageStatus{
+		CPUSeconds:      int64(acc.CPUSeconds),
+		MemoryPeakBytes: int64(acc.MemoryPeakBytes),
+		MemoryMiBHours:  int64(acc.MemoryGiBHours * 1024),
+		StorageBytes:    acc.WorkspaceBytes + acc.PileBytes,
+		JobSeconds:      int64(acc.JobSeconds),
+		SampleTime:      metav1.NewTime(acc.Sampled.Truncate(time.Second)),
+	}
+	if acc.Limits.CPUSeconds > 0 {
+		want.PeriodStart = ptrTime(acc.PeriodStart)
+		want.PeriodCPUSeconds = int64(acc.PeriodCPUSeconds)
+	}
+	if !acc.ExhaustedUntil.IsZero() {
+		want.ExhaustedUntil = ptrTime(acc.ExhaustedUntil)
+	}
+	if have == nil {
+		// A sandbox's first figures wait a minute, unless it has limits:
+		// provisioning is not slowed by writes of figures near zero.
+		if acc.Limits.CPUSeconds > 0 || acc.Sampled.Sub(acc.Began) >= usageStatusEvery {
+			return want, true
+		}
+		return nil, false
+	}
+	sameTime := func(a, b *metav1.Time) bool { return (a == nil) == (b == nil) && (a == nil || a.Equal(b)) }
+	if !sameTime(have.ExhaustedUntil, want.ExhaustedUntil) || !sameTime(have.PeriodStart, want.PeriodStart) {
+		return want, true
+	}
+	figures := func(u *playgroundv1alpha1.UsageStatus) [6]int64 {
+		return [6]int64{u.CPUSeconds, u.MemoryPeakBytes >> 20, u.MemoryMiBHours, u.StorageBytes >> 20, u.JobSeconds, u.PeriodCPUSeconds}
+	}
+	if figures(have) != figures(want) && want.SampleTime.Sub(have.SampleTime.Time) >= usageStatusEvery {
+		return want, true
+	}
+	return have, false
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t.Truncate(time.Second))
+	return &mt
+}
+
+// usageDue says whether sandbox id's status.usage is due to be written.
+func (r *sandboxReconciler) usageDue(id string, have *playgroundv1alpha1.UsageStatus) bool {
+	_, due := r.usageStatus(id, have)
+	return due
 }

@@ -34,6 +34,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 )
 
 // Reconciling reasons of a pass that did not finish.
@@ -230,4 +231,18 @@ func Untimed(conds []metav1.Condition, types ...string) []metav1.Condition {
 // condition want drops (Reconciling, once Ready) counts as a change.
 func ConditionsHold(have, want []metav1.Condition, types ...string) bool {
 	return slices.Equal(Untimed(have, types...), Untimed(want, types...))
+}
+
+// ApplyUsage is u as an apply configuration (a Sandbox's or Tenant's
+// status.usage, every field of it).
+func ApplyUsage(u *playgroundv1alpha1.UsageStatus) *playgroundv1alpha1ac.UsageStatusApplyConfiguration {
+	ac := playgroundv1alpha1ac.UsageStatus().WithCPUSeconds(u.CPUSeconds).WithMemoryPeakBytes(u.MemoryPeakBytes).
+		WithMemoryMiBHours(u.MemoryMiBHours).WithStorageBytes(u.StorageBytes).WithJobSeconds(u.JobSeconds).WithSampleTime(u.SampleTime)
+	if u.PeriodStart != nil {
+		ac = ac.WithPeriodStart(*u.PeriodStart).WithPeriodCPUSeconds(u.PeriodCPUSeconds)
+	}
+	if u.ExhaustedUntil != nil {
+		ac = ac.WithExhaustedUntil(*u.ExhaustedUntil)
+	}
+	return ac
 }

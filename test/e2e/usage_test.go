@@ -17,6 +17,7 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -89,7 +91,8 @@ func label(m *dto.Metric, name string) string {
 // in the agent's metrics agree with its sandbox's cgroup counters within
 // 5%; with a CPU-seconds limit, once it is spent the next call is refused
 // with resource_exhausted and the time of the reset, and served again
-// after it.
+// after it; the Tenant's status shows the figures and when the limit
+// resets.
 func TestUsage(t *testing.T) {
 	g := NewWithT(t)
 	startManager(t)
@@ -158,6 +161,29 @@ func TestUsage(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(tenantMetric(g, "playground_tenant_usage_exhausted", tenant, n.name)).To(Equal(1.0))
 	}, settle, 200*time.Millisecond).Should(Succeed())
+	// The Tenant's status says so, with the figures as they were then, as
+	// soon as the limit is spent (not at the once-a-minute pace of the
+	// figures).
+	tenantUsage := func(g Gomega) *playgroundv1alpha1.UsageStatus {
+		var tn playgroundv1alpha1.Tenant
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "alice"}, &tn)).To(Succeed())
+		var sb playgroundv1alpha1.Sandbox
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: sbx.Name}, &sb)).To(Succeed())
+		g.Expect(tn.Status.Usage).NotTo(BeNil(), "the Sandbox's status: %+v", sb.Status)
+		return tn.Status.Usage
+	}
+	g.Eventually(func(g Gomega) {
+		u := tenantUsage(g)
+		g.Expect(u.ExhaustedUntil).NotTo(BeNil(), "%+v", u)
+		g.Expect(u.ExhaustedUntil.Time).To(BeTemporally("~", until, time.Second))
+		g.Expect(u.PeriodCPUSeconds).To(BeNumerically(">=", 1))
+		g.Expect(u.CPUSeconds).To(BeNumerically(">=", 1))
+		g.Expect(u.StorageBytes).To(BeNumerically(">", 0))
+		g.Expect(u.MemoryPeakBytes).To(BeNumerically(">", 0))
+	}, settle, 200*time.Millisecond).Should(Succeed())
 	time.Sleep(time.Until(until)) // the reset is a time: waiting for it is the test
 	g.Expect(exec("true")).To(BeEmpty(), "served again after the reset at %s", until)
+	g.Eventually(func(g Gomega) {
+		g.Expect(tenantUsage(g).ExhaustedUntil).To(BeNil(), "the reset is in the status")
+	}, settle, 200*time.Millisecond).Should(Succeed())
 }

@@ -102,6 +102,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.TenantStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UsageLimits"):
 		return &apiv1alpha1.UsageLimitsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UsageStatus"):
+		return &apiv1alpha1.UsageStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WorkerDestination"):
 		return &apiv1alpha1.WorkerDestinationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WorkerMapping"):

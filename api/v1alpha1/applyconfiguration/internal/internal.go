@@ -535,6 +535,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: sandboxID
       type:
         scalar: string
+    - name: usage
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.UsageStatus
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxTemplate
   map:
     fields:
@@ -696,6 +699,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: sandboxRef
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
+    - name: usage
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.UsageStatus
 - name: com.github.playground-dev.playground.api.v1alpha1.ToolSet
   scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.UsageLimits
@@ -708,6 +714,36 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
       default: 24h
+- name: com.github.playground-dev.playground.api.v1alpha1.UsageStatus
+  map:
+    fields:
+    - name: cpuSeconds
+      type:
+        scalar: numeric
+    - name: exhaustedUntil
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: jobSeconds
+      type:
+        scalar: numeric
+    - name: memoryMiBHours
+      type:
+        scalar: numeric
+    - name: memoryPeakBytes
+      type:
+        scalar: numeric
+    - name: periodCPUSeconds
+      type:
+        scalar: numeric
+    - name: periodStart
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: sampleTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: storageBytes
+      type:
+        scalar: numeric
 - name: com.github.playground-dev.playground.api.v1alpha1.WorkerDestination
   map:
     fields:

@@ -54,6 +54,9 @@ type SandboxStatusApplyConfiguration struct {
 	RestartRequest *string `json:"restartRequest,omitempty"`
 	// Faculties lists the faculty bundles installed in the sandbox.
 	Faculties []FacultyInstallStatusApplyConfiguration `json:"faculties,omitempty"`
+	// Usage is what the sandbox has spent, as its node's agent reads it
+	// from the kernel's counters.
+	Usage *UsageStatusApplyConfiguration `json:"usage,omitempty"`
 }
 
 // SandboxStatusApplyConfiguration constructs a declarative configuration of the SandboxStatus type for use with
@@ -141,5 +144,13 @@ func (b *SandboxStatusApplyConfiguration) WithFaculties(values ...*FacultyInstal
 		}
 		b.Faculties = append(b.Faculties, *values[i])
 	}
+	return b
+}
+
+// WithUsage sets the Usage field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Usage field is set to the value of the last call.
+func (b *SandboxStatusApplyConfiguration) WithUsage(value *UsageStatusApplyConfiguration) *SandboxStatusApplyConfiguration {
+	b.Usage = value
 	return b
 }

@@ -81,7 +81,9 @@ type SandboxTemplateApplyConfiguration struct {
 	// the kernel's counters by its node's agent: past a limit, the calls
 	// that run something in it (exec, a job's start, read, write, a
 	// worker request) are refused with resource_exhausted and the time
-	// the period ends, when they are served again. Unset: no limits.
+	// the period ends, when they are served again. Unset: no limits. Only
+	// the oci backend reads the counters: a sandbox of another backend
+	// with limits has those calls refused (unavailable).
 	UsageLimits *UsageLimitsApplyConfiguration `json:"usageLimits,omitempty"`
 }
 

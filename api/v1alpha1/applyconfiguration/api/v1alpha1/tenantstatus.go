@@ -39,6 +39,10 @@ type TenantStatusApplyConfiguration struct {
 	// agent chose it; published once the sandbox is Ready (the Sandbox's
 	// status has it from the start of its provisioning).
 	SandboxID *string `json:"sandboxID,omitempty"`
+	// Usage is what the tenant's sandbox has spent, copied from the
+	// Sandbox's status (at most once a minute, and at once when a limit
+	// is reached or resets).
+	Usage *UsageStatusApplyConfiguration `json:"usage,omitempty"`
 }
 
 // TenantStatusApplyConfiguration constructs a declarative configuration of the TenantStatus type for use with
@@ -89,5 +93,13 @@ func (b *TenantStatusApplyConfiguration) WithSandboxRef(value *LocalObjectRefere
 // If called multiple times, the SandboxID field is set to the value of the last call.
 func (b *TenantStatusApplyConfiguration) WithSandboxID(value string) *TenantStatusApplyConfiguration {
 	b.SandboxID = &value
+	return b
+}
+
+// WithUsage sets the Usage field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Usage field is set to the value of the last call.
+func (b *TenantStatusApplyConfiguration) WithUsage(value *UsageStatusApplyConfiguration) *TenantStatusApplyConfiguration {
+	b.Usage = value
 	return b
 }

@@ -1,0 +1,87 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hostagent
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+)
+
+// TestUsageBook: CPU seconds add up over a sandbox's restarts (its
+// cgroup's counter starting again), a period's spend is counted from its
+// start and starts again with the next period, and the book read again
+// after an agent restart keeps both the totals and the period's spend.
+func TestUsageBook(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "usage.json")
+	b, err := newUsageBook(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 3, 10, 0, 5, 0, time.UTC)
+	r := b.record("s1", "ns/alice", t0)
+	r.limits = UsageLimits{Period: time.Minute, CPUSeconds: 10}
+	r.update(backend.SandboxUsage{CPUSeconds: 4}, t0)
+	if !r.PeriodStart.Equal(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)) {
+		t.Fatalf("period starts %s, want aligned to the minute", r.PeriodStart)
+	}
+	r.update(backend.SandboxUsage{CPUSeconds: 9}, t0.Add(10*time.Second))
+	r.update(backend.SandboxUsage{CPUSeconds: 6}, t0.Add(20*time.Second)) // restarted: 9 + 6
+	if got := r.total(); got != 15 {
+		t.Fatalf("total %v over a restart, want 15", got)
+	}
+	until, spent := r.exhaustedUntil()
+	if !spent || !until.Equal(time.Date(2026, 12, 3, 10, 1, 0, 0, time.UTC)) {
+		t.Fatalf("exhausted %v until %s, want until the next minute (11 of 10 spent)", spent, until)
+	}
+	if err := b.saveLocked(); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := newUsageBook(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := again.record("s1", "ns/alice", t0)
+	r2.limits = r.limits // the reconciler sets them again
+	r2.update(backend.SandboxUsage{CPUSeconds: 6}, t0.Add(30*time.Second))
+	if _, spent := r2.exhaustedUntil(); !spent || r2.total() != 15 {
+		t.Fatalf("after an agent restart: total %v, spent %v; want the book kept", r2.total(), spent)
+	}
+	r2.update(backend.SandboxUsage{CPUSeconds: 7}, t0.Add(60*time.Second))
+	if _, spent := r2.exhaustedUntil(); spent {
+		t.Fatal("a new period starts with nothing spent")
+	}
+	if got := r2.account("s1").PeriodCPUSeconds; got != 0 {
+		t.Fatalf("spent %v at the new period's start, want 0", got)
+	}
+}
+
+// TestUsageBookUnreadable: a book that cannot be read stops the agent
+// with what to do, rather than granting every sandbox a new period.
+func TestUsageBookUnreadable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "usage.json")
+	if err := os.WriteFile(file, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newUsageBook(file); err == nil {
+		t.Fatal("an unreadable book was taken")
+	}
+}
