@@ -88,7 +88,9 @@ type usageRecord struct {
 	Began       time.Time `json:"began"`
 	Sampled     time.Time `json:"sampled"`
 
-	limits             UsageLimits
+	limits UsageLimits
+	// read is when the counters were last read.
+	read               time.Time
 	memory, peak       uint64
 	workspace, pileUse int64
 }
@@ -146,6 +148,10 @@ func periodStart(now time.Time, p time.Duration) time.Time {
 // update takes u, read at now, into r: the CPU total over incarnations
 // and the period.
 func (r *usageRecord) update(u backend.SandboxUsage, now time.Time) {
+	if now.Before(r.read) {
+		return // read before a reading already taken (a call's check)
+	}
+	r.read = now
 	if u.CPUSeconds < r.Last {
 		r.Acc += r.Last // a new incarnation: its counter started again
 	}
@@ -208,9 +214,8 @@ func (a *Agent) chargeable(spec backend.Spec, be backend.Backend) error {
 		// A limit that cannot be kept is not ignored.
 		return errorf(CodeUnavailable, "the %s backend cannot read a sandbox's CPU time, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
 	}
-	now := a.clock.Now()
 	if u, ok := m.SandboxUsage(spec.ID, false); ok {
-		r.update(u, now)
+		r.update(u, a.clock.Now())
 	}
 	until, spent := r.exhaustedUntil()
 	if !spent {
@@ -226,16 +231,34 @@ func (a *Agent) SampleUsage(storage bool) error {
 	a.mu.Lock()
 	live := map[string]*sandbox{}
 	for id, s := range a.sandboxes {
-		live[id] = s
+		if s.spec.Tenant != "" { // a tenant's, not a builder's or the pool's
+			live[id] = s
+		}
 	}
 	a.mu.Unlock()
-	running := map[string]int{}
+	// The counters are read (the disk walked) before the book is locked:
+	// a call's check of its limits never waits for a walk.
+	type reading struct {
+		u       backend.SandboxUsage
+		ok      bool
+		at      time.Time
+		running int
+	}
+	readings := map[string]reading{}
 	for id, s := range live {
+		m, ok := s.be.(backend.UsageMeter)
+		if !ok {
+			continue
+		}
+		var rd reading
+		rd.u, rd.ok = m.SandboxUsage(id, storage)
+		rd.at = a.clock.Now()
 		for _, j := range a.jobs.List(s.spec.Tenant, id) {
 			if j.State == jobs.StateRunning || j.State == jobs.StateCancelling {
-				running[id]++
+				rd.running++
 			}
 		}
+		readings[id] = rd
 	}
 	now := a.clock.Now()
 	a.usage.mu.Lock()
@@ -247,25 +270,23 @@ func (a *Agent) SampleUsage(storage bool) error {
 	}
 	for id, s := range live {
 		r := a.usage.record(id, s.spec.Tenant, now)
-		m, ok := s.be.(backend.UsageMeter)
-		if !ok {
+		rd, metered := readings[id]
+		switch {
+		case !metered:
 			continue
-		}
-		u, ok := m.SandboxUsage(id, storage)
-		if !ok {
+		case !rd.ok:
 			r.memory = 0 // not running: holds no memory
 			r.Sampled = now
 			continue
 		}
-		r.update(u, now)
+		r.update(rd.u, rd.at)
 		if storage {
-			r.workspace, r.pileUse = u.WorkspaceBytes, u.PileBytes
+			r.workspace, r.pileUse = rd.u.WorkspaceBytes, rd.u.PileBytes
 		}
 		if !r.Sampled.IsZero() {
-			dt := min(now.Sub(r.Sampled), maxSampleGap)
-			if dt > 0 {
-				r.GiBHours += float64(u.MemoryBytes) / (1 << 30) * dt.Hours()
-				r.JobSeconds += float64(running[id]) * dt.Seconds()
+			if dt := min(now.Sub(r.Sampled), maxSampleGap); dt > 0 {
+				r.GiBHours += float64(rd.u.MemoryBytes) / (1 << 30) * dt.Hours()
+				r.JobSeconds += float64(rd.running) * dt.Seconds()
 			}
 		}
 		r.Sampled = now

@@ -47,6 +47,12 @@ func TestUsageBook(t *testing.T) {
 	if got := r.total(); got != 15 {
 		t.Fatalf("total %v over a restart, want 15", got)
 	}
+	// A reading taken before the last one (the sampler's, overtaken by a
+	// call's check) is no restart.
+	r.update(backend.SandboxUsage{CPUSeconds: 2}, t0.Add(15*time.Second))
+	if got := r.total(); got != 15 {
+		t.Fatalf("total %v after a stale reading, want 15", got)
+	}
 	until, spent := r.exhaustedUntil()
 	if !spent || !until.Equal(time.Date(2026, 12, 3, 10, 1, 0, 0, time.UTC)) {
 		t.Fatalf("exhausted %v until %s, want until the next minute (11 of 10 spent)", spent, until)
