@@ -24,9 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
 
 	"github.com/playground-dev/playground/internal/audit"
@@ -56,13 +54,7 @@ func TestAuditTrail(t *testing.T) {
 	ns := newNamespace(t)
 	applyTenant(t, ns, "alice", inPool("audit"))
 	_, sbx := waitReady(t, ns, "alice")
-	var cs *mcp.ClientSession
-	g.Eventually(func() error {
-		cs, err = mcpConnect(url, tokenOf(g, ns, "alice"))
-		return err
-	}, settle, 100*time.Millisecond).Should(Succeed())
-	defer cs.Close()
-	c := toolClient{t: t, cs: cs}
+	c := connectTenant(t, url, ns, "alice")
 
 	const secret = "do-not-record-this-content"
 	var open tools.OpenSessionOutput

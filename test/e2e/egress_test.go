@@ -27,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,14 +104,7 @@ func TestBrokeredCredential(t *testing.T) {
 	waitReady(t, ns, "bob")
 
 	session := func(name string) func(command string) string {
-		var cs *mcp.ClientSession
-		g.Eventually(func() error {
-			var err error
-			cs, err = mcpConnect(url, tokenOf(g, ns, name))
-			return err
-		}, settle, 100*time.Millisecond).Should(Succeed())
-		t.Cleanup(func() { _ = cs.Close() })
-		c := toolClient{t: t, cs: cs}
+		c := connectTenant(t, url, ns, name)
 		var open tools.OpenSessionOutput
 		c.must("open_session", map[string]any{}, &open)
 		return func(command string) string {

@@ -42,6 +42,21 @@ type toolClient struct {
 	cs *mcp.ClientSession
 }
 
+// connectTenant connects an MCP client to the gateway at url with the
+// token of tenant ns/name, once the gateway serves it, until the test
+// ends.
+func connectTenant(t *testing.T, url, ns, name string) toolClient {
+	t.Helper()
+	g := NewWithT(t)
+	var cs *mcp.ClientSession
+	g.Eventually(func() (err error) {
+		cs, err = mcpConnect(url, tokenOf(g, ns, name))
+		return err
+	}, settle, 100*time.Millisecond).Should(Succeed())
+	t.Cleanup(func() { _ = cs.Close() })
+	return toolClient{t: t, cs: cs}
+}
+
 // call calls a tool and decodes its structured result into out; it
 // returns the result's error text, "" when it succeeded.
 func (c toolClient) call(name string, args map[string]any, out any) string {
@@ -138,17 +153,7 @@ func TestTerminals(t *testing.T) {
 	for _, name := range []string{"alice", "bob", "carol"} {
 		waitReady(t, ns, name)
 	}
-	connect := func(name string) toolClient {
-		var cs *mcp.ClientSession
-		g.Eventually(func() error {
-			var err error
-			cs, err = mcpConnect(url, tokenOf(g, ns, name))
-			return err
-		}, settle, 100*time.Millisecond).Should(Succeed())
-		t.Cleanup(func() { _ = cs.Close() })
-		return toolClient{t: t, cs: cs}
-	}
-	alice, bob, carol := connect("alice"), connect("bob"), connect("carol")
+	alice, bob, carol := connectTenant(t, url, ns, "alice"), connectTenant(t, url, ns, "bob"), connectTenant(t, url, ns, "carol")
 
 	listed := func(c toolClient) (names []string, jobExec string) {
 		res, err := c.cs.ListTools(context.Background(), nil)

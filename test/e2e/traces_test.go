@@ -24,7 +24,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
@@ -123,14 +122,9 @@ func TestTraces(t *testing.T) {
 	ns := newNamespace(t)
 	applyTenant(t, ns, "alice", inPool("traces"))
 	waitReady(t, ns, "alice")
-	var cs *mcp.ClientSession
+	c := connectTenant(t, url, ns, "alice")
+	cs := c.cs
 	var res *mcp.CallToolResult
-	g.Eventually(func() (err error) {
-		cs, err = mcpConnect(url, tokenOf(g, ns, "alice"))
-		return err
-	}, settle, 100*time.Millisecond).Should(Succeed())
-	defer cs.Close()
-	c := toolClient{t: t, cs: cs}
 
 	var open tools.OpenSessionOutput
 	c.must("open_session", map[string]any{}, &open)

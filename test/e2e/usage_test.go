@@ -27,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,13 +106,7 @@ func TestUsage(t *testing.T) {
 	})
 	_, sbx := waitReady(t, ns, "alice")
 	tenant := ns + "/alice"
-	var cs *mcp.ClientSession
-	g.Eventually(func() (err error) {
-		cs, err = mcpConnect(url, tokenOf(g, ns, "alice"))
-		return err
-	}, settle, 100*time.Millisecond).Should(Succeed())
-	defer cs.Close()
-	c := toolClient{t: t, cs: cs}
+	c := connectTenant(t, url, ns, "alice")
 	var open tools.OpenSessionOutput
 	c.must("open_session", map[string]any{}, &open)
 	exec := func(command string) string {
