@@ -51,8 +51,7 @@ func TestEgressSandbox(t *testing.T) {
 	// The test's refused connection aims at a test host in a network
 	// namespace of the test's own (below). Making it holds IPv4
 	// forwarding, which the backend turns on, for the test, so that the
-	// machine gets back what it had; it comes first, as a second hold in
-	// this process would wait for good on the first.
+	// machine gets back what it had.
 	const host, port = "198.19.78.1", "18090"
 	world := netnstest.New(t, "198.19.78", 1)
 	ns := newNamespace(t, "egress")

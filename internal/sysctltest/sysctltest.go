@@ -41,41 +41,38 @@ var egressSettings = []string{
 
 // HoldIPv4Forwarding keeps IPv4 forwarding (and the other settings egress
 // changes) as the code under test sets it for as long as the test runs,
-// and when the last test process holding it ends, restores the values the
-// machine had before the first one began.
-// Each holder takes a shared lock; the first records the original value
-// beside the lock; a holder that ends and can take the lock exclusively
-// is the last, and restores it.
+// and when the last holder ends, in whichever test process, restores the
+// values the machine had before the first one began.
+//
+// Each holder keeps a shared lock on holders.lock for as long as it holds,
+// so holders in one process or several run at once (and one test may hold
+// twice, as netnstest does for it). A holder records the original values
+// when none are recorded, under a lock of its own (a moment). A holder
+// that ends and can turn its shared lock exclusive is the last: it
+// restores the values, while a new holder waits for its shared lock.
 func HoldIPv4Forwarding(tb testing.TB) {
 	tb.Helper()
 	dir := filepath.Join(os.TempDir(), "playground-sysctltest")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		tb.Fatal(err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "ip_forward.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	holders, err := os.OpenFile(filepath.Join(dir, "holders.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	saved := func(setting string) string { return filepath.Join(dir, filepath.Base(setting)+".saved") }
-	// Recording the original happens under the exclusive lock, then the
-	// holder keeps a shared one.
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+	if err := unix.Flock(int(holders.Fd()), unix.LOCK_SH); err != nil {
+		holders.Close()
 		tb.Fatal(err)
 	}
-	for _, setting := range egressSettings {
-		if _, err := os.Stat(saved(setting)); os.IsNotExist(err) {
-			if v, err := os.ReadFile(setting); err == nil {
-				_ = os.WriteFile(saved(setting), v, 0o600)
-			}
-		}
-	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+	if err := record(dir, saved); err != nil {
+		holders.Close()
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		defer lock.Close()
-		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-			return // another test process still holds it: it restores
+		defer holders.Close()
+		if unix.Flock(int(holders.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			return // another holder remains: the last one restores
 		}
 		for _, setting := range egressSettings {
 			if v, err := os.ReadFile(saved(setting)); err == nil {
@@ -84,4 +81,25 @@ func HoldIPv4Forwarding(tb testing.TB) {
 			}
 		}
 	})
+}
+
+// record saves each setting's value beside the lock where none is saved
+// (no holder changed it yet), under record.lock.
+func record(dir string, saved func(string) string) error {
+	lock, err := os.OpenFile(filepath.Join(dir, "record.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // releases the lock
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return err
+	}
+	for _, setting := range egressSettings {
+		if _, err := os.Stat(saved(setting)); os.IsNotExist(err) {
+			if v, err := os.ReadFile(setting); err == nil {
+				_ = os.WriteFile(saved(setting), v, 0o600)
+			}
+		}
+	}
+	return nil
 }
