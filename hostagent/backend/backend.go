@@ -83,6 +83,8 @@ type Capabilities struct {
 	Pauser Pauser
 	// Snapshotter snapshots sandboxes and provisions forks of them.
 	Snapshotter Snapshotter
+	// SigningKeyHolder keeps the tenant's signing key in its pile.
+	SigningKeyHolder SigningKeyHolder
 }
 
 // ShellMode selects the environment of the /bin/sh that runs a command.
@@ -629,6 +631,23 @@ func ReadPileFile(be Backend, id, name string) ([]byte, error) {
 		return r.PileFile(id, name)
 	}
 	return os.ReadFile(filepath.Join(be.PileDir(id), name))
+}
+
+// SigningKeyHolder is the behaviour, in Capabilities.SigningKeyHolder, of
+// backends that keep a tenant's signing key in its pile, as the file
+// guestapi.SigningKeyFile: owned by the tenant, mode 0400, and immutable
+// (chattr +i, or schg on FreeBSD), so that the tenant reads it and no
+// sandbox process can write, chmod, rename or remove it. It is in the
+// pile, so it follows the pile: kept by close, suspension, restart and a
+// destroy that keeps the pile; gone with the pile.
+type SigningKeyHolder interface {
+	// InstallSigningKey makes key (the whole file: 64 hex digits, as
+	// internal/signingkey validates) sandbox id's signing key, replacing
+	// the one it had. live says whether the sandbox's processes see it
+	// now; otherwise they see it from the sandbox's next start, and the
+	// pile holds the previous key until then. ErrNotFound when there is
+	// no such sandbox.
+	InstallSigningKey(ctx context.Context, id string, key []byte) (live bool, err error)
 }
 
 // Describer is the behaviour, in Capabilities.Describer, of backends with

@@ -55,6 +55,10 @@ const (
 	Workspace = "/workspace"
 	// PileDir is where the tenant's append-only pile is mounted.
 	PileDir = "/pile"
+	// SigningKeyFile, in PileDir, is the tenant's signing key (the 64 hex
+	// digits of an Ed25519 seed): the tenant's, mode 0400 and immutable,
+	// so that no sandbox process can write, chmod, rename or remove it.
+	SigningKeyFile = "self.key"
 
 	// WorkerSpecFile, in RunDir, is the worker init keeps running: a JSON
 	// WorkerSpec the agent writes (atomically, by rename) and removes to
