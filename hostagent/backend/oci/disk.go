@@ -570,6 +570,13 @@ func (b *Backend) InspectPile(id string, fn func(dir string) error) error {
 		return err
 	}
 	defer b.locks.Lock(id)()
+	return b.withPile(id, unix.MS_RDONLY, fn)
+}
+
+// withPile calls fn with the directory of sandbox id's pile, mounted
+// with flags (and noexec) for the call when it is not mounted already;
+// id's lock is held.
+func (b *Backend) withPile(id string, flags uintptr, fn func(dir string) error) error {
 	dir := filepath.Join(b.sandboxDir(id), pileName)
 	img := dir + imageSuffix
 	if b.opts.UnboundedStorage || !backend.FileExists(img) {
@@ -588,7 +595,7 @@ func (b *Backend) InspectPile(id string, fn func(dir string) error) error {
 		return err
 	}
 	defer os.Remove(tmp)
-	attached, err := b.attachAndMount(img, tmp, unix.MS_RDONLY|unix.MS_NOEXEC, false)
+	attached, err := b.attachAndMount(img, tmp, flags|unix.MS_NOEXEC, false)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ limitations under the License.
 package oci
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,10 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/internal/signingkey"
 )
 
 // fsAppendFL is FS_APPEND_FL (chattr +a): the inode may only be opened for
@@ -37,6 +42,12 @@ import (
 // the initial user namespace, which no sandbox process has.
 const fsAppendFL = 0x20
 
+// fsImmutableFL is FS_IMMUTABLE_FL (chattr +i): the inode cannot be opened
+// for writing, truncated, renamed, unlinked, linked, chmod-ed or chown-ed,
+// by anyone; it takes CAP_LINUX_IMMUTABLE in the initial user namespace to
+// set or clear, as fsAppendFL does. The signing key has it.
+const fsImmutableFL = 0x10
+
 // preparePile makes the pile what the sandbox relies on:
 //
 //   - the directory is owned by the sandbox's root, mode 0755, so the
@@ -44,7 +55,9 @@ const fsAppendFL = 0x20
 //     it can be removed or renamed;
 //   - the files in Options.PileFiles exist, owned by the tenant (who needs
 //     to open them for appending);
-//   - every regular file in the pile is append-only.
+//   - every regular file in the pile is append-only, but the signing key
+//     (guestapi.SigningKeyFile, kept from an earlier incarnation), which
+//     is the tenant's, mode 0400 and immutable (InstallSigningKey).
 //
 // Why the tenant cannot create files: the append-only flag is not
 // inherited, so a file the tenant created would be rewritable until the
@@ -63,7 +76,7 @@ func (b *Backend) preparePile(ctx context.Context, sb *sandbox) error {
 		// and one it filled stays.
 		_ = os.Remove(filepath.Join(pile, "lost+found"))
 	}
-	if err := setOwnerMode(pile, hostRoot, hostRoot, 0o755); err != nil {
+	if err := setOwnerMode(pile, hostRoot, hostRoot, 0o755, fsAppendFL); err != nil {
 		return fmt.Errorf("oci: pile: %w", err)
 	}
 	for _, name := range b.opts.PileFiles {
@@ -88,9 +101,11 @@ func (b *Backend) preparePile(ctx context.Context, sb *sandbox) error {
 		case p == pile:
 			return nil
 		case d.IsDir():
-			return setOwnerMode(p, hostRoot, hostRoot, 0o755)
+			return setOwnerMode(p, hostRoot, hostRoot, 0o755, fsAppendFL)
+		case p == filepath.Join(pile, guestapi.SigningKeyFile) && d.Type().IsRegular():
+			return setOwnerMode(p, hostTenant, hostTenant, 0o400, fsImmutableFL)
 		case d.Type().IsRegular():
-			return setOwnerMode(p, hostTenant, hostTenant, 0o644)
+			return setOwnerMode(p, hostTenant, hostTenant, 0o644, fsAppendFL)
 		}
 		return nil // symlinks and others: left alone, never followed
 	})
@@ -100,17 +115,17 @@ func (b *Backend) preparePile(ctx context.Context, sb *sandbox) error {
 	return setFlag(pile, fsAppendFL, true)
 }
 
-// setOwnerMode gives p the owner and mode, then makes it append-only. An
-// append-only inode refuses chown and chmod, so the flag is lifted first
-// when a change is needed.
-func setOwnerMode(p string, uid, gid int, mode os.FileMode) error {
+// setOwnerMode gives p the owner and mode, then the flag (fsAppendFL or
+// fsImmutableFL), the other one cleared. A flagged inode refuses chown
+// and chmod, so the flags are lifted first when a change is needed.
+func setOwnerMode(p string, uid, gid int, mode os.FileMode, flag uint32) error {
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return err
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	if int(st.Uid) != uid || int(st.Gid) != gid || fi.Mode().Perm() != mode {
-		if err := setFlag(p, fsAppendFL, false); err != nil {
+		if err := setFlag(p, fsAppendFL|fsImmutableFL, false); err != nil {
 			return err
 		}
 		if err := os.Lchown(p, uid, gid); err != nil {
@@ -120,7 +135,10 @@ func setOwnerMode(p string, uid, gid int, mode os.FileMode) error {
 			return err
 		}
 	}
-	return setFlag(p, fsAppendFL, true)
+	if err := setFlag(p, (fsAppendFL|fsImmutableFL)&^flag, false); err != nil {
+		return err
+	}
+	return setFlag(p, flag, true)
 }
 
 // setFlag sets or clears an inode flag with FS_IOC_GETFLAGS/SETFLAGS. It
@@ -156,10 +174,10 @@ func setFlag(p string, flag uint32, on bool) error {
 	return nil
 }
 
-// clearAppendOnly lifts the append-only flag from dir and everything below
-// it, so that it can be removed.
+// clearAppendOnly lifts the append-only and immutable flags from dir and
+// everything below it, so that it can be removed.
 func clearAppendOnly(dir string) error {
-	if err := setFlag(dir, fsAppendFL, false); err != nil {
+	if err := setFlag(dir, fsAppendFL|fsImmutableFL, false); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
@@ -170,8 +188,107 @@ func clearAppendOnly(dir string) error {
 			return err
 		}
 		if d.IsDir() || d.Type().IsRegular() {
-			return setFlag(p, fsAppendFL, false)
+			return setFlag(p, fsAppendFL|fsImmutableFL, false)
 		}
 		return nil
 	})
+}
+
+var _ backend.SigningKeyHolder = (*Backend)(nil)
+
+// InstallSigningKey implements backend.SigningKeyHolder. The key replaces
+// self.key by a rename, so that a reader sees the old key or the new one,
+// never a part: the pile's directory is append-only (nothing in it may be
+// renamed), so the flag is lifted for the rename; the directory is the
+// sandbox root's, so no tenant process could use the moment to remove
+// anything. The sandbox sees the new file at once (its /pile is a bind
+// mount of this directory; gVisor revalidates bind mounts): live.
+func (b *Backend) InstallSigningKey(_ context.Context, id string, key []byte) (bool, error) {
+	if err := backend.ValidateID(id); err != nil {
+		return false, err
+	}
+	if k, err := signingkey.Normalize(key); err != nil || !bytes.Equal(k, key) {
+		return false, fmt.Errorf("oci: sandbox %s: the signing key is not %d lowercase hexadecimal digits", id, signingkey.Len)
+	}
+	defer b.locks.Lock(id)()
+	sb, err := b.loadTenant(id)
+	if err != nil {
+		return false, err
+	}
+	_, hostTenant := b.hostIDs(sb)
+	err = b.withPile(id, 0, func(dir string) error {
+		return writeSigningKey(dir, key, hostTenant)
+	})
+	if err != nil {
+		return false, fmt.Errorf("oci: sandbox %s: installing the signing key: %w", id, err)
+	}
+	return true, nil
+}
+
+// writeSigningKey makes key the content of dir's self.key, owned by uid,
+// mode 0400 and immutable; a key already there is left as it is.
+func writeSigningKey(dir string, key []byte, uid int) error {
+	p := filepath.Join(dir, guestapi.SigningKeyFile)
+	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+		if have, err := os.ReadFile(p); err == nil && bytes.Equal(have, key) {
+			return setOwnerMode(p, uid, uid, 0o400, fsImmutableFL)
+		}
+	}
+	if err := setFlag(dir, fsAppendFL, false); err != nil {
+		return err
+	}
+	defer func() { _ = setFlag(dir, fsAppendFL, true) }()
+	tmp := filepath.Join(dir, "."+guestapi.SigningKeyFile+".new")
+	if err := removeFlagged(tmp); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o400)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(key)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// Immutable only once renamed: an immutable file cannot be.
+		err = setOwnerMode(tmp, uid, uid, 0o400, 0)
+	}
+	if err == nil {
+		// The old key (or whatever has its name) loses its flags, or
+		// the rename cannot replace it; a directory is removed.
+		if fi, lerr := os.Lstat(p); lerr == nil && fi.IsDir() {
+			err = removeFlagged(p)
+		} else if lerr == nil && fi.Mode().IsRegular() {
+			err = setFlag(p, fsAppendFL|fsImmutableFL, false)
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		_ = removeFlagged(tmp)
+		return err
+	}
+	if err := setFlag(p, fsImmutableFL, true); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// removeFlagged removes p and what is below it, flags lifted first; a p
+// that does not exist is removed already.
+func removeFlagged(p string) error {
+	if err := clearAppendOnly(p); err != nil {
+		return err
+	}
+	return os.RemoveAll(p)
 }

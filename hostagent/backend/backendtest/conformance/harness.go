@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"persistence", testPersistence},
 		{"limits", testLimits},
 		{"pile", testPile},
+		{"signing-key", testSigningKey},
 		{"isolation", testIsolation},
 		{"relay", testRelay},
 		{"worker", testWorker},

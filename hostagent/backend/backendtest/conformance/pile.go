@@ -18,6 +18,8 @@ package conformance
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,6 +88,105 @@ func testPile(t *testing.T, n *node) {
 		start(t, be, sp)
 		if got := Sh(t, be, sp.ID, "cat "+guestapi.PileDir+"/*"); got != "" {
 			t.Fatalf("provisioned again after Destroy without the pile: it holds %q", got)
+		}
+	})
+}
+
+// testSigningKey checks the tenant's signing key, on backends that keep
+// one: /pile/self.key holds what InstallSigningKey was given, the tenant
+// reads it and can neither change nor remove it, a new key replaces it
+// (at once when the backend says live, else from the next start), and it
+// is kept with the pile by a restart and a Destroy that keeps the pile.
+func testSigningKey(t *testing.T, n *node) {
+	holder := n.be.Capabilities().SigningKeyHolder
+	if holder == nil {
+		t.Skip("the backend keeps no signing key")
+	}
+	ctx := context.Background()
+	be, sp := n.be, n.spec("key")
+	start(t, be, sp)
+	keyFile := guestapi.PileDir + "/" + guestapi.SigningKeyFile
+	install := func(t *testing.T, key string) {
+		t.Helper()
+		live, err := holder.InstallSigningKey(ctx, sp.ID, []byte(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !live {
+			if err := be.Stop(ctx, sp.ID); err != nil {
+				t.Fatal(err)
+			}
+			start(t, be, sp)
+		}
+	}
+	key1, key2 := strings.Repeat("0123456789abcdef", 4), strings.Repeat("fedcba9876543210", 4)
+
+	t.Run("read-only to the tenant", func(t *testing.T) {
+		n.known(t)
+		install(t, key1)
+		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; stat -c '%a %u' "+keyFile); got != key1+"\n400 "+strconv.Itoa(guestapi.TenantUID)+"\n" {
+			t.Fatalf("the key as the tenant sees it: %q", got)
+		}
+		for _, cmd := range []string{
+			"echo x > " + keyFile,
+			"echo x >> " + keyFile,
+			"truncate -s 0 " + keyFile,
+			// gVisor answers a chmod of an immutable file with success
+			// and changes nothing: what counts is that no write follows.
+			"chmod 600 " + keyFile + " && echo x >> " + keyFile,
+			"rm -f " + keyFile,
+			"mv " + keyFile + " " + guestapi.PileDir + "/moved",
+			"ln " + keyFile + " /tmp/link",
+			"chattr -i " + keyFile,
+		} {
+			if r := Exec(t, be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code == 0 {
+				t.Errorf("%q succeeded on the signing key", cmd)
+			}
+		}
+		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; stat -c %a "+keyFile); got != key1+"\n400\n" {
+			t.Fatalf("the key after the refusals: %q", got)
+		}
+		if data, err := backend.ReadPileFile(be, sp.ID, guestapi.SigningKeyFile); err != nil || string(data) != key1 {
+			t.Fatalf("the key seen from the host: %v", err)
+		}
+	})
+
+	t.Run("replaced", func(t *testing.T) {
+		n.known(t)
+		install(t, key2)
+		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; stat -c %a "+keyFile); got != key2+"\n400\n" {
+			t.Fatalf("the key after its rotation: %q", got)
+		}
+		if _, err := holder.InstallSigningKey(ctx, sp.ID, []byte("not a key")); err == nil {
+			t.Fatal("a malformed key was installed")
+		}
+		if _, err := holder.InstallSigningKey(ctx, "no-such-sandbox", []byte(key1)); !errors.Is(err, backend.ErrNotFound) {
+			t.Fatalf("a key for an unknown sandbox: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("kept with the pile", func(t *testing.T) {
+		n.known(t)
+		if err := be.Stop(ctx, sp.ID); err != nil {
+			t.Fatal(err)
+		}
+		start(t, be, sp)
+		if got := Sh(t, be, sp.ID, "cat "+keyFile); got != key2 {
+			t.Fatalf("the key after a restart: %q", got)
+		}
+		if err := be.Destroy(ctx, sp.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		start(t, be, sp)
+		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; stat -c %a "+keyFile); got != key2+"\n400\n" {
+			t.Fatalf("the key after a Destroy that kept the pile: %q", got)
+		}
+		if err := be.Destroy(ctx, sp.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		start(t, be, sp)
+		if got := Sh(t, be, sp.ID, "ls "+guestapi.PileDir); strings.Contains(got, guestapi.SigningKeyFile) {
+			t.Fatalf("the key outlived its pile: %q", got)
 		}
 	})
 }
