@@ -171,6 +171,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&EgressCredentialReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("egresscredential-controller")), Agents: opts.Agents, Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&SigningKeyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("signingkey-controller")), Agents: opts.Agents, Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	ca := &AgentCA{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.LeaseNamespace, Now: opts.Now, Owner: opts.Owner}
 	if err := mgr.Add(ca); err != nil {
 		return err

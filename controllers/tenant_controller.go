@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,6 +148,12 @@ type TenantReconciler struct {
 	// fewer per tenant than binding it after. Without it, or without an
 	// eligible node, the Sandbox is created unbound, for the binder.
 	Binder *SandboxReconciler
+
+	// keyOwners remembers, by Tenant, whether its generated signing key's
+	// Secret was last written owned by it (reclaim policy Delete), so
+	// that a change of the policy is carried to the Secret.
+	keyOwnersMu sync.Mutex
+	keyOwners   map[types.UID]bool
 }
 
 // The Tenant reconciler patches Tenants (finalizer) and applies their
@@ -271,6 +278,12 @@ func tenantStatus(s *playgroundv1alpha1.TenantStatus) *playgroundv1alpha1ac.Tena
 	if s.Usage != nil {
 		out.WithUsage(pgreconcile.ApplyUsage(s.Usage))
 	}
+	if k := s.SigningKey; k != nil {
+		out.WithSigningKey(playgroundv1alpha1ac.TenantSigningKeyStatus().
+			WithFingerprint(k.Fingerprint).WithPublicKey(k.PublicKey).WithSecretName(k.SecretName).
+			WithGenerated(k.Generated).WithRotationRequest(k.RotationRequest).
+			WithSandboxFingerprint(k.SandboxFingerprint).WithPreviousFingerprints(k.PreviousFingerprints...))
+	}
 	c := s.Credentials
 	if equality.Semantic.DeepEqual(c, playgroundv1alpha1.CredentialsStatus{}) {
 		return out
@@ -300,6 +313,7 @@ func (r *TenantReconciler) reconcileNormal(ctx context.Context, t *playgroundv1a
 	var errs []error
 	for _, phase := range []func(context.Context, *playgroundv1alpha1.Tenant) error{
 		r.reconcileCredentials,
+		r.reconcileSigningKey,
 		r.reconcileSandbox,
 		r.reconcileWorker,
 	} {
@@ -580,8 +594,18 @@ func desiredSandbox(t *playgroundv1alpha1.Tenant) *playgroundv1alpha1.Sandbox {
 			Persona:         persona,
 			SandboxTemplate: *t.Spec.Sandbox.DeepCopy(),
 			Suspended:       t.Spec.Suspended,
+			SigningKey:      signingKeySource(t.Status.SigningKey),
 		},
 	}
+}
+
+// signingKeySource is the Sandbox's spec.signingKey for the tenant's key,
+// as its status describes it; nil while it describes none.
+func signingKeySource(st *playgroundv1alpha1.TenantSigningKeyStatus) *playgroundv1alpha1.SigningKeySource {
+	if st == nil || st.SecretName == "" {
+		return nil
+	}
+	return &playgroundv1alpha1.SigningKeySource{SecretName: st.SecretName, Fingerprint: st.Fingerprint}
 }
 
 // updateSandbox copies into sbx what may change of the desired spec and
@@ -614,6 +638,9 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 	set("network", equality.Semantic.DeepEqual(have.Network, w.Network), func() { have.Network = w.Network })
 	set("idleSuspend", equality.Semantic.DeepEqual(have.IdleSuspend, w.IdleSuspend), func() { have.IdleSuspend = w.IdleSuspend })
 	set("usageLimits", equality.Semantic.DeepEqual(have.UsageLimits, w.UsageLimits), func() { have.UsageLimits = w.UsageLimits })
+	if w.SigningKey != nil { // none: the tenant's key could not be read this pass
+		set("signingKey", equality.Semantic.DeepEqual(have.SigningKey, w.SigningKey), func() { have.SigningKey = w.SigningKey })
+	}
 	if have.NodeName == "" {
 		set("nodeSelector", equality.Semantic.DeepEqual(have.NodeSelector, w.NodeSelector), func() { have.NodeSelector = w.NodeSelector })
 	}
@@ -697,6 +724,14 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	// What the sandbox spent, as its agent wrote it (at most once a
 	// minute, and when a limit is reached or resets).
 	t.Status.Usage = sbx.Status.Usage.DeepCopy()
+	// Which key the sandbox's pile holds: the tenant's, or the one before
+	// while the new one is on its way.
+	if st := t.Status.SigningKey; st != nil {
+		st.SandboxFingerprint = ""
+		if sbx.Status.SigningKey != nil {
+			st.SandboxFingerprint = sbx.Status.SigningKey.Fingerprint
+		}
+	}
 	ready.ObservedGeneration = t.Generation
 	meta.SetStatusCondition(&t.Status.Conditions, ready)
 	if !sbx.DeletionTimestamp.IsZero() {

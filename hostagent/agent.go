@@ -144,6 +144,12 @@ type sandbox struct {
 	// snapshots counts the snapshots in progress (snapshot.go): a
 	// checkpoint takes the sandbox away for a moment, which is not its end.
 	snapshots int
+	// key is what its pile holds as its signing key, once read
+	// (signingkey.go); a start and an install read it again.
+	key *signingKeyHeld
+	// keyReads counts the invalidations of key, so that a read that an
+	// install overtook is not kept.
+	keyReads int
 
 	// Idle suspension (idle.go): the policy, the calls in progress and
 	// the last one's end, whether it sleeps, and transit, held by a sleep
@@ -428,6 +434,9 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
 		s.suspended, s.asleep, s.paused = false, false, false
+		if dead {
+			s.key, s.keyReads = nil, s.keyReads+1 // a key installed for the next start is in now
+		}
 		return dead, nil
 	}
 	a.sandboxes[spec.ID] = &sandbox{spec: spec, be: be}
@@ -587,6 +596,14 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 		}
 	}
 	return nil
+}
+
+// Serves says whether this agent serves sandbox id (Ensure took it).
+func (a *Agent) Serves(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.sandboxes[id]
+	return ok
 }
 
 // Alive says whether the sandbox's init still runs, when the backend can

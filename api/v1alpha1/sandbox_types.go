@@ -89,6 +89,17 @@ const (
 	// a FacultyBundle it lists to be built on its node; the message names
 	// the bundle and why (building, failed, not found).
 	ReasonWaitingForFaculties = "WaitingForFaculties"
+	// ReasonWaitingForSigningKey: the sandbox runs but is not reported
+	// provisioned until its pile holds the signing key spec.signingKey
+	// names, which the manager delivers to its node's agent.
+	ReasonWaitingForSigningKey = "WaitingForSigningKey"
+	// ReasonSigningKeyRefused (a Warning Event): the Secret spec.signingKey
+	// names cannot be used (missing, of another type, without a valid key
+	// under self.key); the sandbox keeps the key it holds, if any.
+	ReasonSigningKeyRefused = "SigningKeyRefused"
+	// ReasonSigningKeyUndelivered (a Warning Event): the agent of the
+	// sandbox's node did not take its signing key; tried again.
+	ReasonSigningKeyUndelivered = "SigningKeyUndelivered"
 	// ReasonEgressDenied (an Event): the sandbox's resolver denied a name
 	// no egress rule allows, or left out of an answer addresses egress
 	// never opens; the note names them.
@@ -429,6 +440,41 @@ type SandboxSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	RestartRequest string `json:"restartRequest,omitempty"`
+
+	// SigningKey names the Secret whose key the sandbox's pile holds as
+	// /pile/self.key: the Tenant controller sets it from the Tenant.
+	// +optional
+	SigningKey *SigningKeySource `json:"signingKey,omitempty"`
+}
+
+// SigningKeySource is where a sandbox's signing key comes from.
+type SigningKeySource struct {
+	// SecretName names a Secret in the Sandbox's namespace, of type
+	// playground.dev/signing-key, holding the key under "self.key". The
+	// manager reads it and hands the key to the agent of the sandbox's
+	// node only, which writes it into the pile.
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	SecretName string `json:"secretName"`
+
+	// Fingerprint is the key's fingerprint when the Tenant controller last
+	// read the Secret; a change brings the new key to the sandbox at once.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// SigningKeyStatus identifies a signing key without revealing it.
+type SigningKeyStatus struct {
+	// Fingerprint is the first 16 hex digits of the SHA-256 of the key's
+	// public key.
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+
+	// PublicKey is the key's Ed25519 public key, in hex: what verifies
+	// what the tenant signs.
+	// +optional
+	PublicKey string `json:"publicKey,omitempty"`
 }
 
 // FacultyInstallStatus reports one faculty bundle installed in a sandbox.
@@ -518,6 +564,12 @@ type SandboxStatus struct {
 	// from the kernel's counters.
 	// +optional
 	Usage *UsageStatus `json:"usage,omitempty"`
+
+	// SigningKey is the key the sandbox's pile holds at /pile/self.key, as
+	// its node's agent reads it; the Sandbox is Ready only once it holds
+	// one, when spec.signingKey names one.
+	// +optional
+	SigningKey *SigningKeyStatus `json:"signingKey,omitempty"`
 }
 
 // UsageStatus is what a sandbox has spent (docs/operations.md, "Usage"):

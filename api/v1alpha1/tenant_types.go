@@ -105,12 +105,77 @@ type TenantSpec struct {
 	// +optional
 	Credentials CredentialsSpec `json:"credentials,omitempty"`
 
+	// Pile is the custody of the tenant's pile: its signing key.
+	// +optional
+	Pile TenantPile `json:"pile,omitempty"`
+
 	// Suspended revokes the tenant's access from the next request on and
 	// stops its sandbox's processes (its running jobs end); its files are
 	// kept. Clearing it restores access with the same token and starts the
 	// sandbox again over the same files.
 	// +optional
 	Suspended bool `json:"suspended,omitempty"`
+}
+
+// TenantPile is the custody of a tenant's pile.
+type TenantPile struct {
+	// SigningKey is where the tenant's signing key comes from.
+	// +optional
+	SigningKey SigningKeySpec `json:"signingKey,omitempty"`
+}
+
+// SigningKeySpec says where a tenant's signing key, /pile/self.key in its
+// sandbox (TRIBLESPACE_KEY for its worker), comes from.
+// +kubebuilder:validation:XValidation:rule="!(has(self.secretName) && has(self.rotationRequest))",message="rotationRequest rotates a generated key: a key from secretName is rotated by changing the Secret"
+type SigningKeySpec struct {
+	// SecretName names a Secret in the Tenant's namespace, of type
+	// playground.dev/signing-key, holding the key under "self.key" (64
+	// hexadecimal digits, as `trible pile signing-key init` writes it): a
+	// key the platform team manages. A change of the Secret reaches the
+	// sandbox within a minute. Unset, the manager generates a key once,
+	// into Secret <tenant>-signing-key, and keeps it.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// RotationRequest asks for a new generated key: set it to any new
+	// value (a date, a counter) and the manager generates one into the
+	// Secret; the previous key's fingerprint is kept in status.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	RotationRequest string `json:"rotationRequest,omitempty"`
+}
+
+// TenantSigningKeyStatus describes the tenant's signing key without
+// revealing it.
+type TenantSigningKeyStatus struct {
+	SigningKeyStatus `json:",inline"`
+
+	// SecretName names the Secret that holds the key.
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// Generated is true for a key the manager generated.
+	// +optional
+	Generated bool `json:"generated,omitempty"`
+
+	// RotationRequest is the spec.pile.signingKey.rotationRequest the
+	// generated key answers.
+	// +optional
+	RotationRequest string `json:"rotationRequest,omitempty"`
+
+	// SandboxFingerprint is the fingerprint of the key the sandbox's pile
+	// holds now: it differs from fingerprint while a new key is on its
+	// way to the sandbox.
+	// +optional
+	SandboxFingerprint string `json:"sandboxFingerprint,omitempty"`
+
+	// PreviousFingerprints are the fingerprints of the keys this one
+	// replaced, the most recent first (at most 8).
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	PreviousFingerprints []string `json:"previousFingerprints,omitempty"`
 }
 
 // CredentialsStatus describes the tenant's current token without revealing it.
@@ -177,6 +242,12 @@ type TenantStatus struct {
 	// is reached or resets).
 	// +optional
 	Usage *UsageStatus `json:"usage,omitempty"`
+
+	// SigningKey describes the tenant's signing key: where it is, its
+	// fingerprint and public key, the one its sandbox holds, and the
+	// fingerprints of the keys it replaced.
+	// +optional
+	SigningKey *TenantSigningKeyStatus `json:"signingKey,omitempty"`
 }
 
 // Tenant is who may use a sandbox, and with what: a persona, a sandbox

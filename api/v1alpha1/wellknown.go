@@ -55,6 +55,16 @@ const (
 	// tenant's token, a worker's bearer), which a rule could otherwise
 	// send to a host of its choosing.
 	EgressCredentialSecretType = "playground.dev/egress-credential"
+
+	// SigningKeySecretType is the type a Secret must have to be a tenant's
+	// signing key, whether the manager generated it or the platform team
+	// manages it: the manager installs in a sandbox only a Secret made for
+	// that use, never another of the namespace.
+	SigningKeySecretType = "playground.dev/signing-key"
+	// SigningKeySecretKey is the key of the signing key in its Secret:
+	// 64 hexadecimal digits, the seed of an Ed25519 key, as `trible pile
+	// signing-key init` writes self.key.
+	SigningKeySecretKey = "self.key"
 )
 
 // Field managers: the names Playground's components write under, so that
@@ -98,6 +108,10 @@ func AgentNodeFieldOwner(node string) string { return AgentFieldOwner + "/" + no
 
 // CredentialSecretName is the name of a Tenant's credential Secret.
 func CredentialSecretName(tenant string) string { return tenant + "-token" }
+
+// SigningKeySecretName is the name of the Secret the manager generates a
+// Tenant's signing key into, when the Tenant names none of its own.
+func SigningKeySecretName(tenant string) string { return tenant + "-signing-key" }
 
 // TokenSHA256 is how a token's hash is written in
 // status.credentials.tokenSHA256: its SHA-256 in lowercase hex.

@@ -197,6 +197,13 @@ func (c *Client) SetEgressCredentials(ctx context.Context, tenant, sandboxID str
 	return c.do(ctx, "/v1/sandboxes/"+url.PathEscape(sandboxID)+"/egress-credentials", EgressCredentialsRequest{Tenant: tenant, Credentials: creds}, nil)
 }
 
+// SetSigningKey makes req.Key a Sandbox's signing key (the manager's call).
+func (c *Client) SetSigningKey(ctx context.Context, req SigningKeyRequest) (SigningKeyResult, error) {
+	var res SigningKeyResult
+	err := c.do(ctx, "/v1/signing-keys", req, &res)
+	return res, err
+}
+
 // Renew extends a handle's lease.
 func (c *Client) Renew(ctx context.Context, tenant, handle string) (Handle, error) {
 	var h Handle

@@ -86,6 +86,28 @@ type EgressCredentialsRequest struct {
 	Credentials []EgressCredential `json:"credentials"`
 }
 
+// SigningKeyRequest makes Key the signing key, /pile/self.key, of the
+// Sandbox object Namespace/Name with that UID, bound to the agent's node:
+// it is addressed by object, not by sandbox ID, so that the key can be
+// there before the sandbox is first started. Only the manager, which
+// reads it from the Tenant's Secret, may send it; the agent keeps it in
+// memory and writes it into the pile, nowhere else.
+type SigningKeyRequest struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Key is the 64 hexadecimal digits of an Ed25519 seed.
+	Key string `json:"key"`
+}
+
+// SigningKeyResult says which key the sandbox holds after the call
+// (Fingerprint, "" for none): the new one when Live; otherwise the new
+// one is written at the sandbox's next start.
+type SigningKeyResult struct {
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Live        bool   `json:"live"`
+}
+
 // EgressCredential is one header for one host.
 type EgressCredential struct {
 	Host   string `json:"host"`

@@ -60,6 +60,8 @@ type Server struct {
 	// identities authenticates callers by their Kubernetes identity (nil:
 	// shared tokens only) and decides which tenants a user may act as.
 	identities IdentityAuth
+	// keys takes the manager's signing keys (SetKeyInbox); nil: none.
+	keys KeyInbox
 
 	mu     sync.RWMutex
 	tokens [][sha256.Size]byte // hashes of the accepted shared bearer tokens
@@ -198,6 +200,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /v1/sandboxes/{sandbox}/handles", s.call(s.open))
 	mux.Handle("POST /v1/sandboxes/{sandbox}/activity", s.call(s.activity))
 	mux.Handle("POST /v1/sandboxes/{sandbox}/egress-credentials", s.call(s.egressCredentials))
+	mux.Handle("POST /v1/signing-keys", s.call(s.signingKey))
 	mux.Handle("POST /v1/handles/{handle}/renew", s.call(s.renew))
 	mux.Handle("POST /v1/handles/{handle}/close", s.call(s.close))
 	mux.Handle("POST /v1/handles/{handle}/exec", s.call(s.exec))
@@ -395,6 +398,32 @@ func (s *Server) egressCredentials(r *http.Request) (any, error) {
 	}
 	return nil, s.agent.SetEgressCredentials(req.Tenant, r.PathValue("sandbox"), creds)
 }
+
+// signingKey hands a Sandbox's signing key to the node's key inbox: from
+// the manager only, as egress credentials are.
+func (s *Server) signingKey(r *http.Request) (any, error) {
+	if c, _ := r.Context().Value(callerKey{}).(Caller); !c.Manager {
+		return nil, &agentapi.Error{Code: agentapi.CodeForbidden, Message: "only the manager installs signing keys: present the manager's token bound to this node"}
+	}
+	var req agentapi.SigningKeyRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if s.keys == nil {
+		return nil, &hostagent.Error{Code: hostagent.CodeUnavailable, Message: "this agent takes no signing keys (it runs without its Kubernetes side)"}
+	}
+	return s.keys.DeliverSigningKey(r.Context(), req)
+}
+
+// KeyInbox takes the signing keys the manager delivers (the node agent's,
+// which knows the Sandbox objects of its node).
+type KeyInbox interface {
+	DeliverSigningKey(ctx context.Context, req agentapi.SigningKeyRequest) (agentapi.SigningKeyResult, error)
+}
+
+// SetKeyInbox makes the server hand signing keys to k; call it before
+// serving.
+func (s *Server) SetKeyInbox(k KeyInbox) { s.keys = k }
 
 func (s *Server) open(r *http.Request) (any, error) {
 	var req agentapi.TenantRequest

@@ -436,6 +436,7 @@ func Run(ctx context.Context, opts Options) error {
 	server.SetBudget(lim)
 	server.SetHTTPLimits(opts.HTTP)
 	server.SetAudit(opts.Audit, opts.NodeName)
+	server.SetKeyInbox(rec.keys)
 	if opts.Agent.Tracer != nil {
 		server.SetTracer(opts.Agent.Tracer)
 	}

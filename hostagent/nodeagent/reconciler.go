@@ -120,6 +120,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		recorder: eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
 	}
 	drift := make(chan event.GenericEvent, 256)
+	r.keys = &keyInbox{r: r, queue: drift}
 	if r.faculties, err = newFaculties(mgr, opts, drift); err != nil {
 		return nil, nil, err
 	}
@@ -168,6 +169,8 @@ type sandboxReconciler struct {
 	recorder events.EventRecorder
 	// faculties decides the bundle builds each sandbox runs with.
 	faculties *faculties
+	// keys holds the signing keys the manager delivered.
+	keys *keyInbox
 
 	// answered holds, by Sandbox (namespace/name), the last restartRequest this agent
 	// acted on: the cached status trails the write that records it, and a
@@ -332,6 +335,9 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		log.Info("Started the sandbox again: its init had exited", "id", spec.ID)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)
+	}
+	if err := r.keyGate(ctx, sbx, spec); err != nil {
+		return r.waitForKey(ctx, sbx, err)
 	}
 	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node) + r.storageFixed(spec) + r.caveat(spec)
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
@@ -612,8 +618,9 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	}
 	facs := r.faculties.reported(id, sbx.Status.Faculties)
 	usage, usageDue := r.usageStatus(id, sbx.Status.Usage)
+	key := r.signingKeyStatus(id)
 	if !changed && !usageDue && sbx.Status.SandboxID == id && sbx.Status.Endpoint == r.endpoint && sbx.Status.OpenHandles == handles &&
-		equality.Semantic.DeepEqual(facs, sbx.Status.Faculties) {
+		equality.Semantic.DeepEqual(facs, sbx.Status.Faculties) && equality.Semantic.DeepEqual(key, sbx.Status.SigningKey) {
 		return nil
 	}
 	// Every field the agent owns, every time: one left out would be removed.
@@ -627,11 +634,14 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	if usage != nil {
 		applied = applied.WithUsage(pgreconcile.ApplyUsage(usage))
 	}
+	if key != nil {
+		applied = applied.WithSigningKey(playgroundv1alpha1ac.SigningKeyStatus().WithFingerprint(key.Fingerprint).WithPublicKey(key.PublicKey))
+	}
 	if err := r.client.Status().Apply(ctx, playgroundv1alpha1ac.Sandbox(sbx.Name, sbx.Namespace).WithStatus(applied),
 		client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying the status of sandbox %s/%s: %w", sbx.Namespace, sbx.Name, err)
 	}
-	sbx.Status.Conditions, sbx.Status.Faculties, sbx.Status.Usage = conds, facs, usage
+	sbx.Status.Conditions, sbx.Status.Faculties, sbx.Status.Usage, sbx.Status.SigningKey = conds, facs, usage, key
 	sbx.Status.SandboxID, sbx.Status.Endpoint, sbx.Status.OpenHandles = id, r.endpoint, handles
 	return nil
 }
@@ -882,7 +892,8 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 	return c.ObservedGeneration != sbx.Generation || sbx.Status.SandboxID != id ||
 		halted != meta.IsStatusConditionFalse(sbx.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition) ||
 		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id)) ||
-		!s.r.agent.Alive(id) || s.r.usageDue(id, sbx.Status.Usage)
+		!s.r.agent.Alive(id) || s.r.usageDue(id, sbx.Status.Usage) ||
+		!equality.Semantic.DeepEqual(s.r.signingKeyStatus(id), sbx.Status.SigningKey)
 }
 
 // offers says whether this node's agent has a backend of the class.

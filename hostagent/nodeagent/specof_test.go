@@ -18,6 +18,8 @@ package nodeagent
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -42,6 +44,26 @@ func TestSpecOfNetwork(t *testing.T) {
 		sbx.Spec.Network = tc.network
 		if got := specOf("sbx-00000000000000000001", sbx).Egress; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%+v: egress %+v, want %+v", tc.network, got, tc.want)
+		}
+	}
+}
+
+// TestWorkerSigningKeyEnv: a worker gets TRIBLESPACE_KEY beside PILE and
+// PERSONA when its Sandbox names a signing key, and none otherwise (a
+// path to no file would make triblespace refuse to start).
+func TestWorkerSigningKeyEnv(t *testing.T) {
+	m := &playgroundv1alpha1.WorkerMapping{}
+	m.Spec.Destination.Sandbox = &playgroundv1alpha1.SandboxProcessDestination{Command: []string{"w"}, Port: 1}
+	sbx := &playgroundv1alpha1.Sandbox{}
+	sbx.Namespace, sbx.Spec.TenantRef.Name, sbx.Spec.Persona = "ns", "t", "p"
+	if env := workerSpecOf(sbx, m).Env; slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "TRIBLESPACE_KEY=") }) {
+		t.Fatalf("a worker without a signing key: %q", env)
+	}
+	sbx.Spec.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k"}
+	env := workerSpecOf(sbx, m).Env
+	for _, want := range []string{"TRIBLESPACE_KEY=/pile/self.key", "PILE=/pile/self.pile", "PERSONA=p"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("the worker's environment %q lacks %s", env, want)
 		}
 	}
 }

@@ -172,6 +172,11 @@ func workerSpecOf(sbx *playgroundv1alpha1.Sandbox, m *playgroundv1alpha1.WorkerM
 		"PLAYGROUND_TENANT=" + sbx.Namespace + "/" + sbx.Spec.TenantRef.Name,
 		"PILE=" + guestapi.PileDir + "/self.pile",
 	}
+	if sbx.Spec.SigningKey != nil {
+		// In the pile before the sandbox is reported provisioned, which
+		// the worker waits for.
+		env = append(env, "TRIBLESPACE_KEY="+guestapi.PileDir+"/"+guestapi.SigningKeyFile)
+	}
 	for _, e := range d.Env {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, e.Name+"=") })
 		env = append(env, e.Name+"="+e.Value)

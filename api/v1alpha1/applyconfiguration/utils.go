@@ -92,10 +92,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SecretKeyReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceDestination"):
 		return &apiv1alpha1.ServiceDestinationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SigningKeySource"):
+		return &apiv1alpha1.SigningKeySourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SigningKeySpec"):
+		return &apiv1alpha1.SigningKeySpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SigningKeyStatus"):
+		return &apiv1alpha1.SigningKeyStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageSpec"):
 		return &apiv1alpha1.StorageSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Tenant"):
 		return &apiv1alpha1.TenantApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantPile"):
+		return &apiv1alpha1.TenantPileApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantSigningKeyStatus"):
+		return &apiv1alpha1.TenantSigningKeyStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantSpec"):
 		return &apiv1alpha1.TenantSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantStatus"):

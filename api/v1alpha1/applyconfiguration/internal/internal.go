@@ -482,6 +482,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: restartRequest
       type:
         scalar: string
+    - name: signingKey
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySource
     - name: storage
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.StorageSpec
@@ -535,6 +538,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: sandboxID
       type:
         scalar: string
+    - name: signingKey
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeyStatus
     - name: usage
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.UsageStatus
@@ -612,6 +618,33 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: http
+- name: com.github.playground-dev.playground.api.v1alpha1.SigningKeySource
+  map:
+    fields:
+    - name: fingerprint
+      type:
+        scalar: string
+    - name: secretName
+      type:
+        scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.SigningKeySpec
+  map:
+    fields:
+    - name: rotationRequest
+      type:
+        scalar: string
+    - name: secretName
+      type:
+        scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.SigningKeyStatus
+  map:
+    fields:
+    - name: fingerprint
+      type:
+        scalar: string
+    - name: publicKey
+      type:
+        scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.SnapshotPhase
   scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.StorageSpec
@@ -652,6 +685,39 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: status
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.TenantStatus
+- name: com.github.playground-dev.playground.api.v1alpha1.TenantPile
+  map:
+    fields:
+    - name: signingKey
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySpec
+- name: com.github.playground-dev.playground.api.v1alpha1.TenantSigningKeyStatus
+  map:
+    fields:
+    - name: fingerprint
+      type:
+        scalar: string
+    - name: generated
+      type:
+        scalar: boolean
+    - name: previousFingerprints
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: publicKey
+      type:
+        scalar: string
+    - name: rotationRequest
+      type:
+        scalar: string
+    - name: sandboxFingerprint
+      type:
+        scalar: string
+    - name: secretName
+      type:
+        scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.TenantSpec
   map:
     fields:
@@ -665,6 +731,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: persona
       type:
         scalar: string
+    - name: pile
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.TenantPile
     - name: sandbox
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxTemplate
@@ -699,6 +768,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: sandboxRef
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
+    - name: signingKey
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.TenantSigningKeyStatus
     - name: usage
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.UsageStatus

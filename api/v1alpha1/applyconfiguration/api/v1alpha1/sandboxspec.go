@@ -50,6 +50,9 @@ type SandboxSpecApplyConfiguration struct {
 	// agent reports the value it acted on in status.restartRequest. A
 	// restart lifts a halt of job admission (condition JobsAdmitted).
 	RestartRequest *string `json:"restartRequest,omitempty"`
+	// SigningKey names the Secret whose key the sandbox's pile holds as
+	// /pile/self.key: the Tenant controller sets it from the Tenant.
+	SigningKey *SigningKeySourceApplyConfiguration `json:"signingKey,omitempty"`
 }
 
 // SandboxSpecApplyConfiguration constructs a declarative configuration of the SandboxSpec type for use with
@@ -194,5 +197,13 @@ func (b *SandboxSpecApplyConfiguration) WithSuspended(value bool) *SandboxSpecAp
 // If called multiple times, the RestartRequest field is set to the value of the last call.
 func (b *SandboxSpecApplyConfiguration) WithRestartRequest(value string) *SandboxSpecApplyConfiguration {
 	b.RestartRequest = &value
+	return b
+}
+
+// WithSigningKey sets the SigningKey field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SigningKey field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithSigningKey(value *SigningKeySourceApplyConfiguration) *SandboxSpecApplyConfiguration {
+	b.SigningKey = value
 	return b
 }

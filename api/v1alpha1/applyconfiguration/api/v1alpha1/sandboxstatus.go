@@ -57,6 +57,10 @@ type SandboxStatusApplyConfiguration struct {
 	// Usage is what the sandbox has spent, as its node's agent reads it
 	// from the kernel's counters.
 	Usage *UsageStatusApplyConfiguration `json:"usage,omitempty"`
+	// SigningKey is the key the sandbox's pile holds at /pile/self.key, as
+	// its node's agent reads it; the Sandbox is Ready only once it holds
+	// one, when spec.signingKey names one.
+	SigningKey *SigningKeyStatusApplyConfiguration `json:"signingKey,omitempty"`
 }
 
 // SandboxStatusApplyConfiguration constructs a declarative configuration of the SandboxStatus type for use with
@@ -152,5 +156,13 @@ func (b *SandboxStatusApplyConfiguration) WithFaculties(values ...*FacultyInstal
 // If called multiple times, the Usage field is set to the value of the last call.
 func (b *SandboxStatusApplyConfiguration) WithUsage(value *UsageStatusApplyConfiguration) *SandboxStatusApplyConfiguration {
 	b.Usage = value
+	return b
+}
+
+// WithSigningKey sets the SigningKey field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SigningKey field is set to the value of the last call.
+func (b *SandboxStatusApplyConfiguration) WithSigningKey(value *SigningKeyStatusApplyConfiguration) *SandboxStatusApplyConfiguration {
+	b.SigningKey = value
 	return b
 }

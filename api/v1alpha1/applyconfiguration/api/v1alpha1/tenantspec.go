@@ -46,6 +46,8 @@ type TenantSpecApplyConfiguration struct {
 	Tools *apiv1alpha1.ToolSet `json:"tools,omitempty"`
 	// Credentials controls the tenant's bearer token.
 	Credentials *CredentialsSpecApplyConfiguration `json:"credentials,omitempty"`
+	// Pile is the custody of the tenant's pile: its signing key.
+	Pile *TenantPileApplyConfiguration `json:"pile,omitempty"`
 	// Suspended revokes the tenant's access from the next request on and
 	// stops its sandbox's processes (its running jobs end); its files are
 	// kept. Clearing it restores access with the same token and starts the
@@ -96,6 +98,14 @@ func (b *TenantSpecApplyConfiguration) WithTools(value apiv1alpha1.ToolSet) *Ten
 // If called multiple times, the Credentials field is set to the value of the last call.
 func (b *TenantSpecApplyConfiguration) WithCredentials(value *CredentialsSpecApplyConfiguration) *TenantSpecApplyConfiguration {
 	b.Credentials = value
+	return b
+}
+
+// WithPile sets the Pile field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Pile field is set to the value of the last call.
+func (b *TenantSpecApplyConfiguration) WithPile(value *TenantPileApplyConfiguration) *TenantSpecApplyConfiguration {
+	b.Pile = value
 	return b
 }
 

@@ -43,6 +43,10 @@ type TenantStatusApplyConfiguration struct {
 	// Sandbox's status (at most once a minute, and at once when a limit
 	// is reached or resets).
 	Usage *UsageStatusApplyConfiguration `json:"usage,omitempty"`
+	// SigningKey describes the tenant's signing key: where it is, its
+	// fingerprint and public key, the one its sandbox holds, and the
+	// fingerprints of the keys it replaced.
+	SigningKey *TenantSigningKeyStatusApplyConfiguration `json:"signingKey,omitempty"`
 }
 
 // TenantStatusApplyConfiguration constructs a declarative configuration of the TenantStatus type for use with
@@ -101,5 +105,13 @@ func (b *TenantStatusApplyConfiguration) WithSandboxID(value string) *TenantStat
 // If called multiple times, the Usage field is set to the value of the last call.
 func (b *TenantStatusApplyConfiguration) WithUsage(value *UsageStatusApplyConfiguration) *TenantStatusApplyConfiguration {
 	b.Usage = value
+	return b
+}
+
+// WithSigningKey sets the SigningKey field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SigningKey field is set to the value of the last call.
+func (b *TenantStatusApplyConfiguration) WithSigningKey(value *TenantSigningKeyStatusApplyConfiguration) *TenantStatusApplyConfiguration {
+	b.SigningKey = value
 	return b
 }

@@ -1,0 +1,233 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/signingkey"
+)
+
+// SigningKeyReconciler hands the agent of a Sandbox's node the signing
+// key of the Secret the Sandbox names (spec.signingKey), and nothing to
+// any other node: agents read no Secrets (see EgressCredentialReconciler).
+// The key is delivered as soon as the Sandbox is bound, addressed by the
+// Sandbox object, so that its sandbox's first start can have it; again
+// when the Sandbox names another key, when the node's agent started anew
+// (it keeps keys not yet installed in memory only), and every minute for
+// a key the platform team manages (Secrets are not watched). The agent
+// writes it into the sandbox's pile and reports its fingerprint in the
+// Sandbox's status; the key is in no status, Event or log line.
+type SigningKeyReconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Agents    AgentClients
+	Options   Options
+
+	// delivered is what each Sandbox (by UID) was last given: the key's
+	// fingerprint, and the agent process it went to.
+	mu        sync.Mutex
+	delivered map[types.UID]keyDelivery
+}
+
+type keyDelivery struct {
+	fingerprint string
+	agent       time.Time
+}
+
+// The signing key reconciler reads Sandboxes, the agents' Leases and the
+// Secrets Sandboxes name (get, around the cache); the agents' Leases as
+// the other reconcilers do, in the lease namespace.
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile delivers one Sandbox's signing key.
+func (r *SigningKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sbx := &playgroundv1alpha1.Sandbox{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sbx); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !sbx.DeletionTimestamp.IsZero() || sbx.Spec.SigningKey == nil {
+		r.forget(sbx.UID)
+		return ctrl.Result{}, nil
+	}
+	if sbx.Spec.NodeName == "" {
+		return ctrl.Result{}, nil // bound later: its spec changes then
+	}
+	lease := &coordinationv1.Lease{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Options.LeaseNamespace, Name: agentlease.Name(sbx.Spec.NodeName)}, lease); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err) // no agent yet: its Lease's creation brings the Sandbox back
+	}
+	reg, err := agentlease.FromLease(lease)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the Lease of node %s's agent: %w", sbx.Spec.NodeName, err)
+	}
+	if reg.Endpoint == "" {
+		return ctrl.Result{}, nil // registered later: its Lease changes then
+	}
+	key, managed, why, err := r.secretKey(ctx, sbx.Namespace, sbx.Spec.SigningKey.SecretName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if why != "" {
+		r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonSigningKeyRefused, "DeliverSigningKey",
+			"The sandbox gets no new signing key: %s (looked for again every %s)", why, credentialRefresh)
+		return ctrl.Result{RequeueAfter: credentialRefresh}, nil
+	}
+	refresh := ctrl.Result{}
+	if !managed {
+		refresh.RequeueAfter = credentialRefresh
+	}
+	fp := signingkey.Fingerprint(key)
+	r.mu.Lock()
+	last, ok := r.delivered[sbx.UID]
+	r.mu.Unlock()
+	if ok && last.fingerprint == fp && last.agent.Equal(reg.Started) {
+		return refresh, nil
+	}
+	if err := r.deliver(ctx, sbx, reg, key); err != nil {
+		log.FromContext(ctx).Info("Cannot deliver the sandbox's signing key; trying again", "node", sbx.Spec.NodeName, "error", err.Error())
+		if agentapi.CodeOf(err) != agentapi.CodeNotFound { // its cache lags: quietly tried again
+			r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonSigningKeyUndelivered, "DeliverSigningKey",
+				"The agent of node %s did not take the sandbox's signing key (fingerprint %s; tried again): %v", sbx.Spec.NodeName, fp, err)
+		}
+		return ctrl.Result{}, err
+	}
+	r.mu.Lock()
+	if r.delivered == nil {
+		r.delivered = map[types.UID]keyDelivery{}
+	}
+	r.delivered[sbx.UID] = keyDelivery{fingerprint: fp, agent: reg.Started}
+	r.mu.Unlock()
+	return refresh, nil
+}
+
+func (r *SigningKeyReconciler) forget(uid types.UID) {
+	r.mu.Lock()
+	delete(r.delivered, uid)
+	r.mu.Unlock()
+}
+
+func (r *SigningKeyReconciler) deliver(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reg agentlease.Registration, key []byte) error {
+	if r.Agents == nil {
+		return fmt.Errorf("this manager was started without a way to reach the agents")
+	}
+	c, err := r.Agents.Client(ctx, sbx.Spec.NodeName, reg.Endpoint)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = c.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: sbx.Namespace, Name: sbx.Name, UID: string(sbx.UID), Key: string(key)})
+	return err
+}
+
+// secretKey reads the key of a Sandbox's signing key Secret: the key and
+// whether the manager generated it, or why it cannot be used (never with
+// the key in it).
+func (r *SigningKeyReconciler) secretKey(ctx context.Context, ns, name string) (key []byte, managed bool, why string, err error) {
+	s := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, fmt.Sprintf("Secret %s does not exist in namespace %s: create it, of type %s, with the key under %s",
+				name, ns, playgroundv1alpha1.SigningKeySecretType, playgroundv1alpha1.SigningKeySecretKey), nil
+		}
+		return nil, false, "", fmt.Errorf("reading the signing key Secret %s/%s: %w", ns, name, err)
+	}
+	if s.Type != playgroundv1alpha1.SigningKeySecretType {
+		return nil, false, fmt.Sprintf("Secret %s is of type %q, not %s: the manager installs only a Secret made to be a signing key; create one of that type (kubectl create secret generic NAME --type=%s --from-file=%s=PATH) and name it",
+			s.Name, s.Type, playgroundv1alpha1.SigningKeySecretType, playgroundv1alpha1.SigningKeySecretType, playgroundv1alpha1.SigningKeySecretKey), nil
+	}
+	key, err = signingkey.Normalize(s.Data[playgroundv1alpha1.SigningKeySecretKey])
+	if err != nil {
+		return nil, false, fmt.Sprintf("the value under key %s of Secret %s: %v", playgroundv1alpha1.SigningKeySecretKey, s.Name, err), nil
+	}
+	_, managed = s.Annotations[AnnotationKeyRotationRequest]
+	return key, managed, "", nil
+}
+
+// SetupWithManager registers the reconciler: a Sandbox is reconciled when
+// its spec or node change, and every Sandbox of a node whose agent
+// started anew.
+func (r *SigningKeyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	sandboxChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*playgroundv1alpha1.Sandbox), e.ObjectNew.(*playgroundv1alpha1.Sandbox)
+		return o.Generation != n.Generation || o.Spec.NodeName != n.Spec.NodeName || !n.DeletionTimestamp.IsZero()
+	}}
+	agentStarted := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return true },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[agentlease.AnnotationStarted] != e.ObjectNew.GetAnnotations()[agentlease.AnnotationStarted]
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("signingkey").
+		For(&playgroundv1alpha1.Sandbox{}, builder.WithPredicates(sandboxChanged)).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.sandboxesOfNode), builder.WithPredicates(agentStarted)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
+		Complete(r)
+}
+
+// sandboxesOfNode are the Sandboxes with a signing key bound to the node
+// whose agent's Lease lease is.
+func (r *SigningKeyReconciler) sandboxesOfNode(ctx context.Context, lease client.Object) []reconcile.Request {
+	l, ok := lease.(*coordinationv1.Lease)
+	if !ok || l.Namespace != r.Options.LeaseNamespace {
+		return nil
+	}
+	reg, err := agentlease.FromLease(l)
+	if err != nil {
+		return nil
+	}
+	var list playgroundv1alpha1.SandboxList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Spec.NodeName == reg.Node && s.Spec.SigningKey != nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+		}
+	}
+	return reqs
+}

@@ -1,0 +1,113 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hostagent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/internal/signingkey"
+)
+
+// signingKeyHeld is the signing key a sandbox's pile holds, by its fingerprint
+// and public key (both "" for none): the key itself is not kept.
+type signingKeyHeld struct {
+	fingerprint, publicKey string
+}
+
+// SetSigningKey makes key (64 lowercase hex digits) the signing key of
+// sandbox sandboxID, which must be tenant's, and says which key the
+// sandbox holds now: the new one when live, else the previous one until
+// its next start. The key is never in an error, a log line or a trace.
+func (a *Agent) SetSigningKey(ctx context.Context, tenant, sandboxID string, key []byte) (fingerprint string, live bool, err error) {
+	if err := backend.ValidateID(sandboxID); err != nil {
+		return "", false, errorf(CodeInvalid, "%v", err)
+	}
+	if k, err := signingkey.Normalize(key); err != nil || !bytes.Equal(k, key) {
+		return "", false, errorf(CodeInvalid, "the signing key is not %d lowercase hexadecimal digits", signingkey.Len)
+	}
+	a.mu.Lock()
+	s, ok := a.sandboxes[sandboxID]
+	_, pending := a.pending[sandboxID]
+	a.mu.Unlock()
+	switch {
+	case !ok && pending:
+		return "", false, errorf(CodeUnavailable, "sandbox %s is not taken over yet by this agent, which just started: try again", sandboxID)
+	case !ok || s.spec.Tenant != tenant:
+		return "", false, errorf(CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
+	}
+	holder := s.be.Capabilities().SigningKeyHolder
+	if holder == nil {
+		return "", false, errorf(CodeInvalid, "the %s backend of sandbox %s keeps no signing key", s.spec.Backend, sandboxID)
+	}
+	live, err = holder.InstallSigningKey(ctx, sandboxID, key)
+	if errors.Is(err, backend.ErrNotFound) {
+		return "", false, errorf(CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
+	}
+	if err != nil {
+		return "", false, errorf(CodeUnavailable, "installing the signing key of sandbox %s: %v", sandboxID, err)
+	}
+	a.mu.Lock()
+	s.key, s.keyReads = nil, s.keyReads+1
+	a.mu.Unlock()
+	held := a.signingKeyOf(sandboxID)
+	return held.fingerprint, live, nil
+}
+
+// SigningKey is the fingerprint and public key of the signing key sandbox
+// id's pile holds ("" for none, or a sandbox this agent does not serve).
+func (a *Agent) SigningKey(id string) (fingerprint, publicKey string) {
+	k := a.signingKeyOf(id)
+	return k.fingerprint, k.publicKey
+}
+
+// signingKeyOf reads, once per start or install, the key sandbox id's
+// pile holds. A pile that cannot be read now (its VM is between starts)
+// is read again next time.
+func (a *Agent) signingKeyOf(id string) signingKeyHeld {
+	a.mu.Lock()
+	s, ok := a.sandboxes[id]
+	if !ok || s.be.Capabilities().SigningKeyHolder == nil {
+		a.mu.Unlock()
+		return signingKeyHeld{}
+	}
+	if s.key != nil {
+		k := *s.key
+		a.mu.Unlock()
+		return k
+	}
+	be, reads := s.be, s.keyReads
+	a.mu.Unlock()
+	var k signingKeyHeld
+	data, err := backend.ReadPileFile(be, id, guestapi.SigningKeyFile)
+	switch {
+	case err == nil:
+		k = signingKeyHeld{fingerprint: signingkey.Fingerprint(data), publicKey: signingkey.PublicKey(data)}
+	case !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, os.ErrNotExist):
+		return signingKeyHeld{}
+	}
+	a.mu.Lock()
+	if cur, ok := a.sandboxes[id]; ok && cur == s && s.keyReads == reads {
+		s.key = &k
+	}
+	a.mu.Unlock()
+	return k
+}
