@@ -254,8 +254,10 @@ func writeSigningKey(dir string, key []byte, uid int) error {
 		err = cerr
 	}
 	if err == nil {
-		// Immutable only once renamed: an immutable file cannot be.
-		err = setOwnerMode(tmp, uid, uid, 0o400, 0)
+		// The node's root's until it is in place: no sandbox process can
+		// open it before. Immutable only once renamed: an immutable file
+		// cannot be.
+		err = setOwnerMode(tmp, 0, 0, 0o400, 0)
 	}
 	if err == nil {
 		// The old key (or whatever has its name) loses its flags, or
@@ -271,6 +273,12 @@ func writeSigningKey(dir string, key []byte, uid int) error {
 	}
 	if err != nil {
 		_ = removeFlagged(tmp)
+		return err
+	}
+	// The tenant's, then immutable: between the two calls, and only
+	// then, the tenant owns a key it could chmod and open for writing
+	// (docs/isolation.md, "The signing key").
+	if err := os.Lchown(p, uid, uid); err != nil {
 		return err
 	}
 	if err := setFlag(p, fsImmutableFL, true); err != nil {
