@@ -225,24 +225,27 @@ func ConfineSelf() error {
 const ConfineMode = "confine"
 
 // RunConfine is `playground-sandbox confine [-as BYTES] [-cpu SECONDS]
-// [-fds N] PROGRAM ARGS...`: it bounds its address space and CPU time,
-// forbids writing regular files (RLIMIT_FSIZE 0: output goes to pipes),
+// [-fds N] [-fsize BYTES] PROGRAM ARGS...`: it bounds its address space
+// and CPU time, forbids writing regular files (RLIMIT_FSIZE 0: output
+// goes to pipes) or, with -fsize, writing past BYTES into one (the vm
+// backend's pile writer rewrites an image in place, never grows it),
 // passes on descriptors 0 to N-1 only, applies ConfineSelf and execs
 // PROGRAM (an absolute path) with a fixed environment. The agent runs
 // what parses a file a guest wrote under it (the vm backend's pile
-// reader), already as an unprivileged user in namespaces of its own. It
-// returns only on failure, with the process's exit code.
+// reader and writer), already as an unprivileged user in namespaces of
+// its own. It returns only on failure, with the process's exit code.
 func RunConfine(args []string) int {
 	fs := flag.NewFlagSet(guestapi.ConfineMode, flag.ContinueOnError)
 	as := fs.Uint64("as", 256<<20, "the address space's bound, in bytes")
 	cpu := fs.Uint64("cpu", 10, "the CPU time's bound, in seconds")
 	fds := fs.Int("fds", 3, "how many descriptors, from 0, PROGRAM inherits")
+	fsize := fs.Uint64("fsize", 0, "the offset, in bytes, no write to a regular file may reach")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	argv := fs.Args()
 	if len(argv) == 0 || argv[0] == "" || argv[0][0] != '/' {
-		fmt.Fprintln(os.Stderr, "usage: playground-sandbox confine [-as BYTES] [-cpu SECONDS] [-fds N] /PROGRAM [ARGS...]")
+		fmt.Fprintln(os.Stderr, "usage: playground-sandbox confine [-as BYTES] [-cpu SECONDS] [-fds N] [-fsize BYTES] /PROGRAM [ARGS...]")
 		return 2
 	}
 	if err := closeOnExecFrom(*fds); err != nil {
@@ -269,7 +272,7 @@ func RunConfine(args []string) int {
 		max uint64
 	}{
 		{unix.RLIMIT_CPU, *cpu},
-		{unix.RLIMIT_FSIZE, 0},
+		{unix.RLIMIT_FSIZE, *fsize},
 		{unix.RLIMIT_CORE, 0},
 		{unix.RLIMIT_NOFILE, 64},
 	} {

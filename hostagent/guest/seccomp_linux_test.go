@@ -213,4 +213,15 @@ func TestConfineBoundsTheProgram(t *testing.T) {
 			t.Fatalf("the program's limits (ulimit -v, -f): %q, want %q", got, want)
 		}
 	}
+	// -fsize, the pile writer's: writes may reach that far and no further
+	// (sh's ulimit -f counts 512-byte blocks).
+	cmd := exec.Command(os.Args[0], "-fsize", fmt.Sprint(1<<20), sh, "-c", "ulimit -f")
+	cmd.Env = append(os.Environ(), confineCommandEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("confine -fsize: %v\n%s", err, out)
+	}
+	if got, want := string(out), fmt.Sprintf("%d\n", (1<<20)/512); got != want {
+		t.Fatalf("the program's ulimit -f under -fsize: %q, want %q", got, want)
+	}
 }

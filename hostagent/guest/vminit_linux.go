@@ -243,7 +243,10 @@ func mountDisk(newRoot string) error {
 // seals a container's: the directory is the guest root's, mode 0755, so
 // the tenant creates nothing in it, and append-only, so nothing in it is
 // removed or renamed; every regular file in it is append-only (the agent
-// made them the tenant's). Setting or clearing the flag needs
+// made them the tenant's), but the signing key (guestapi.SigningKeyFile,
+// which the agent writes into the image while no VM runs), which is the
+// tenant's, mode 0400 and immutable: read, never written, chmod-ed,
+// renamed or removed. Setting or clearing either flag needs
 // CAP_LINUX_IMMUTABLE, which the tenant's commands (uid 1000, no
 // capabilities, nosuid root) never have. The mount is synchronous and the
 // file system has no journal: what the tenant appended is in place on the
@@ -260,8 +263,8 @@ func mountPile(newRoot string) error {
 	// mkfs's empty lost+found would show in the pile; e2fsck makes it
 	// again if it needs one.
 	// The directory was sealed at the last boot: unseal it to fix its
-	// owner and mode, which an append-only inode refuses.
-	if err := setAppendOnly(pile, false); err != nil {
+	// owner and mode, which a flagged inode refuses.
+	if err := setFlags(pile, 0, fsAppendFL|fsImmutableFL); err != nil {
 		return err
 	}
 	_ = os.Remove(filepath.Join(pile, "lost+found"))
@@ -271,12 +274,15 @@ func mountPile(newRoot string) error {
 	if err := os.Chmod(pile, 0o755); err != nil {
 		return err
 	}
+	key := filepath.Join(pile, guestapi.SigningKeyFile)
 	err := filepath.WalkDir(pile, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if d.Type().IsRegular() || d.IsDir() {
-			return setAppendOnly(p, true)
+		case p == key && d.Type().IsRegular():
+			return sealSigningKey(p)
+		case d.Type().IsRegular() || d.IsDir():
+			return setFlags(p, fsAppendFL, fsImmutableFL)
 		}
 		return nil
 	})
@@ -286,28 +292,62 @@ func mountPile(newRoot string) error {
 	return nil
 }
 
-// fsAppendFL is FS_APPEND_FL (chattr +a).
-const fsAppendFL = 0x20
+// fsAppendFL is FS_APPEND_FL (chattr +a); fsImmutableFL is
+// FS_IMMUTABLE_FL (chattr +i).
+const (
+	fsAppendFL    = 0x20
+	fsImmutableFL = 0x10
+)
 
-// setAppendOnly sets or clears path's append-only flag.
-func setAppendOnly(path string, on bool) error {
+// setFlags sets the inode flags set and clears unset on path, without
+// following a symlink.
+func setFlags(path string, set, unset uint32) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	return setFileFlags(f, set, unset)
+}
+
+func setFileFlags(f *os.File, set, unset uint32) error {
 	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
 	if err != nil {
 		return err
 	}
-	want := flags &^ fsAppendFL
-	if on {
-		want |= fsAppendFL
-	}
+	want := flags&^unset | set
 	if want == flags {
 		return nil
 	}
 	return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(want))
+}
+
+// sealSigningKey makes the regular file path the tenant's, mode 0400 and
+// immutable, not append-only. An immutable inode refuses chown and chmod,
+// so its flags are lifted first; no tenant process runs yet to see it.
+func sealSigningKey(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	if err := setFileFlags(f, 0, fsAppendFL|fsImmutableFL); err != nil {
+		return err
+	}
+	if err := f.Chown(guestapi.TenantUID, guestapi.TenantGID); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o400); err != nil {
+		return err
+	}
+	return setFileFlags(f, fsImmutableFL, 0)
 }
 
 // installConfig copies the sandbox's /etc files from the initramfs to

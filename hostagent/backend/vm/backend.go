@@ -321,12 +321,13 @@ func (b *Backend) Name() string { return "vm" }
 
 // Capabilities implements backend.Backend: the shepherds in the guest prove
 // cleanup as in a container, and the guest's kernel enforces the pile's
-// append-only flag, which only the guest's root could clear.
+// append-only flag, and the signing key's immutable one, which only the
+// guest's root could clear.
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true,
 		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, StorageReporter: b, PileReader: b, Describer: b,
-		Suspender: b, Snapshotter: b,
+		Suspender: b, Snapshotter: b, SigningKeyHolder: b,
 	}
 }
 
@@ -733,7 +734,11 @@ func (b *Backend) boot(ctx context.Context, rec *record) (*VM, error) {
 	restoring := b.Checkpointed(id)
 	if restoring {
 		// Suspended with its memory: loaded, not booted (suspend.go).
+		// Its kernel has the pile mounted: a key kept for its next
+		// start waits for a boot.
 		cfg.Incoming = b.memoryPath(id)
+	} else if err := b.installStagedKey(id); err != nil {
+		return nil, err
 	}
 	v, err := Start(cfg)
 	if err != nil {

@@ -39,19 +39,25 @@ import (
 // seccomp sandbox, opening no file of its own; in the guest no setuid
 // binary, nosuid mounts, no_new_privs and the seccomp filter for the
 // tenant and the supervision alike; the pile read through the guest while
-// it runs and by a confined debugfs when it does not.
+// it runs and by a confined debugfs when it does not; the signing key,
+// written into the image before the first boot, the tenant's to read and
+// not to change, and a key installed while the VM runs kept for its next
+// boot.
 func TestHardening(t *testing.T) {
 	kernel, modules, root := vmImage(t)
 	if os.Geteuid() != 0 {
 		t.Skip("QEMU runs as a user of its own only when the agent is root")
 	}
-	// A debugfs that says who and where it runs before it reads.
+	// A debugfs that says who and where it runs before it reads (-c;
+	// the signing key's writer reads back what it wrote, which must be
+	// the key alone).
 	realDebugfs, err := exec.LookPath("debugfs")
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
 	report := `#!/bin/sh
+[ "$1" = -c ] || exec ` + realDebugfs + ` "$@"
 echo "uid=$(id -u) gid=$(id -g) groups=$(id -G) pid=$$"
 grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\t ' ' '
 if (true >> /proc/self/fd/3) 2>/dev/null; then echo "image writable"; else echo "image read-only"; fi
@@ -110,6 +116,12 @@ exec ` + realDebugfs + ` "$@"
 		if out, err := exec.Command(realDebugfs, "-w", "-R", req, filepath.Join(sbx, diskImage)).CombinedOutput(); err != nil {
 			t.Fatalf("debugfs %s: %v: %s", req, err, out)
 		}
+	}
+	// The tenant's signing key, installed before the first boot: into
+	// the image, at once.
+	key1, key2 := strings.Repeat("0123456789abcdef", 4), strings.Repeat("fedcba9876543210", 4)
+	if live, err := be.InstallSigningKey(ctx, spec.ID, []byte(key1)); err != nil || !live {
+		t.Fatalf("InstallSigningKey before the first boot: %v, %v; want live", live, err)
 	}
 	if err := be.Start(ctx, spec.ID); err != nil {
 		t.Fatal(err)
@@ -245,6 +257,45 @@ exec ` + realDebugfs + ` "$@"
 		}
 		if got := sh(`perl -e 'use Socket; socket(my $s, 40, SOCK_STREAM, 0) or print $!+0, "\n"'`); got != "97\n" {
 			t.Errorf("socket(AF_VSOCK) in the guest: %q, want EAFNOSUPPORT (97)", got)
+		}
+	})
+
+	t.Run("signing key", func(t *testing.T) {
+		const keyFile = guestapi.PileDir + "/" + guestapi.SigningKeyFile
+		// FS_IOC_GETFLAGS (x86_64's number): immutable (0x10), not
+		// append-only (0x20).
+		const flags = `perl -e 'open(my $f, "<", "` + keyFile + `") or die "$!\n"; my $a = pack("L", 0); ioctl($f, 0x80086601, $a) or die "$!\n"; printf "%x\n", unpack("L", $a) & 0x30'`
+		want := fmt.Sprintf("%s\n400 %d:%d\n10\n", key1, guestapi.TenantUID, guestapi.TenantGID)
+		if got := sh("cat " + keyFile + "; echo; stat -c '%a %u:%g' " + keyFile + "; " + flags); got != want {
+			t.Fatalf("the key as the tenant sees it: %q, want %q", got, want)
+		}
+		for _, cmd := range []string{
+			"echo x > " + keyFile,
+			"echo x >> " + keyFile,
+			"truncate -s 0 " + keyFile,
+			"chmod 600 " + keyFile,
+			"chown 1000:1000 " + keyFile,
+			"rm -f " + keyFile,
+			"mv " + keyFile + " " + guestapi.PileDir + "/moved",
+			"ln " + keyFile + " /tmp/link",
+			"touch " + keyFile,
+		} {
+			if got := sh(cmd + " 2>/dev/null && echo succeeded"); got != "" {
+				t.Errorf("%q succeeded on the signing key", cmd)
+			}
+		}
+		if got := sh("cat " + keyFile + "; echo; stat -c '%a %u:%g' " + keyFile + "; " + flags); got != want {
+			t.Fatalf("the key after the refusals: %q, want %q", got, want)
+		}
+		// While the VM runs, a new key waits for its next boot.
+		if live, err := be.InstallSigningKey(ctx, spec.ID, []byte(key2)); err != nil || live {
+			t.Fatalf("InstallSigningKey while the VM runs: %v, %v; want not live", live, err)
+		}
+		if got := sh("cat " + keyFile); got != key1 {
+			t.Errorf("the key before the next boot: %q, want the previous one", got)
+		}
+		if data, err := be.PileFile(spec.ID, guestapi.SigningKeyFile); err != nil || string(data) != key1 {
+			t.Errorf("PileFile of the key before the next boot: %q, %v; want the previous one", data, err)
 		}
 	})
 

@@ -132,47 +132,70 @@ func (b *Backend) pileFromImage(id, name string) ([]byte, error) {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, err
 	}
-	// The guest binary too is passed open: the reader's user need not
+	// A file is no larger than its filesystem's image.
+	stdout := &limitedBuffer{limit: st.Size}
+	// -c: catastrophic mode, read-only, without the bitmaps.
+	stderr, err := b.debugfsConfined(f, &st, nil, false, nil, stdout, "-c", "-R", "cat \"/"+name+"\"")
+	if err != nil {
+		return nil, fmt.Errorf("vm: reading %s from %s (confined debugfs): %v: %s", name, img, err, bytes.TrimSpace(stderr))
+	}
+	if stdout.over {
+		return nil, fmt.Errorf("vm: debugfs printed more than %s's %d bytes for %s", img, st.Size, name)
+	}
+	// debugfs reports a missing file on stderr and exits 0.
+	if bytes.Contains(stderr, []byte("File not found")) {
+		return nil, fmt.Errorf("vm: %s is not in the pile of %s: %w", name, id, os.ErrNotExist)
+	}
+	return stdout.Bytes(), nil
+}
+
+// debugfsConfined runs debugfs with args, then the image's name, over
+// img (st its status) confined as PileFile says. files are passed on as
+// descriptors 4 on, for args to name as /proc/self/fd/N; stdin is
+// debugfs's. write lets it write the image in place (the pile writer),
+// and no other regular file, nor past the image's end; the image must be
+// writable by its user for it to open it so. It returns what debugfs
+// said on stderr (up to 64 KiB).
+func (b *Backend) debugfsConfined(img *os.File, st *unix.Stat_t, files []*os.File, write bool, stdin []byte, stdout *limitedBuffer, args ...string) ([]byte, error) {
+	// The guest binary too is passed open: the confined user need not
 	// reach its directory.
 	self, err := os.Open(b.opts.GuestBinary)
 	if err != nil {
 		return nil, fmt.Errorf("vm: %w", err)
 	}
 	defer self.Close()
+	fsize := int64(0)
+	if write {
+		fsize = st.Size
+	}
+	selfFD := 4 + len(files)
 	ctx, cancel := context.WithTimeout(context.Background(), pileReaderTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/proc/self/fd/4",
-		guestapi.ConfineMode, "-fds", "4", "-as", strconv.Itoa(pileReaderMemory), "-cpu", strconv.Itoa(pileReaderCPU),
-		// -c: catastrophic mode, read-only, without the bitmaps.
-		b.debugfs, "-c", "-R", "cat \"/"+name+"\"", "/proc/self/fd/3")
+	cmd := exec.CommandContext(ctx, "/proc/self/fd/"+strconv.Itoa(selfFD),
+		append([]string{
+			guestapi.ConfineMode, "-fds", strconv.Itoa(selfFD), "-as", strconv.Itoa(pileReaderMemory), "-cpu", strconv.Itoa(pileReaderCPU),
+			"-fsize", strconv.FormatInt(fsize, 10), b.debugfs,
+		}, append(args, "/proc/self/fd/3")...)...)
 	cmd.Args[0] = "playground-sandbox"
-	cmd.ExtraFiles = []*os.File{f, self}
+	cmd.ExtraFiles = append(append([]*os.File{img}, files...), self)
 	cmd.Dir = "/"
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if b.dropped {
 		gid := st.Gid
 		if gid <= b.opts.UIDBase || gid >= b.opts.UIDBase+uidSlots {
-			return nil, fmt.Errorf("vm: %s belongs to group %d, not to a VM user of this agent's (%d to %d): provision its sandbox again to read it", img, gid, b.opts.UIDBase+1, b.opts.UIDBase+uidSlots-1)
+			return nil, fmt.Errorf("vm: %s belongs to group %d, not to a VM user of this agent's (%d to %d): provision its sandbox again to read it", img.Name(), gid, b.opts.UIDBase+1, b.opts.UIDBase+uidSlots-1)
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: gid, Gid: gid, Groups: []uint32{}}
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS
 	}
-	// A file is no larger than its filesystem's image.
-	stdout := &limitedBuffer{limit: st.Size}
 	stderr := &limitedBuffer{limit: 64 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("vm: reading %s from %s (confined debugfs): %v: %s", name, img, err, bytes.TrimSpace(stderr.Bytes()))
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	if stdout.over {
-		return nil, fmt.Errorf("vm: debugfs printed more than %s's %d bytes for %s", img, st.Size, name)
-	}
-	// debugfs reports a missing file on stderr and exits 0.
-	if bytes.Contains(stderr.Bytes(), []byte("File not found")) {
-		return nil, fmt.Errorf("vm: %s is not in the pile of %s: %w", name, id, os.ErrNotExist)
-	}
-	return stdout.Bytes(), nil
+	err = cmd.Run()
+	return stderr.Bytes(), err
 }
 
 // limitedBuffer keeps the first limit bytes written to it and notes that
