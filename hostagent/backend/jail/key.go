@@ -77,10 +77,10 @@ func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) 
 
 // writeSigningKey makes key the content of pile's self.key by a rename,
 // so that a reader sees the old key or the new one, never a part. The new
-// file is written under another name, given to the tenant with mode 0400,
-// and flagged schg only once renamed: FreeBSD's rename(2) refuses to move
-// a flagged file, and to replace one, so the old key's schg is cleared
-// just before the rename (and set again if the rename fails).
+// file is written under another name, root's 0400, given to the tenant
+// just before the rename, and flagged schg only once renamed: FreeBSD's
+// rename(2) refuses to move a flagged file, and to replace one, so the
+// old key's schg is cleared first (and set again if the rest fails).
 //
 // The pile directory itself carries no flag (provisionPile: it is root's
 // 0755, which is what keeps the tenant from creating, renaming or
@@ -88,7 +88,8 @@ func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) 
 // rename, and no tenant process can use the moment the old key is
 // unflagged to remove or replace it. What the tenant can do, as the new
 // file's owner, is chmod it between its chown and its flag, as on every
-// backend that hands the key over this way: the window is one chflags.
+// backend that hands the key over this way: the window is the rename and
+// one chflags.
 func (b *Backend) writeSigningKey(ctx context.Context, pile string, key []byte) error {
 	p := filepath.Join(pile, guestapi.SigningKeyFile)
 	tmp := filepath.Join(pile, "."+guestapi.SigningKeyFile+".new")
@@ -113,9 +114,6 @@ func (b *Backend) writeSigningKey(ctx context.Context, pile string, key []byte) 
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = b.chown(tmp, guestapi.TenantUID, guestapi.TenantGID)
 	}
 	if err == nil {
 		// Whatever the agent's umask made of the mode.
@@ -145,7 +143,11 @@ func (b *Backend) writeSigningKey(ctx context.Context, pile string, key []byte) 
 			return errors.Join(err, os.Remove(tmp))
 		}
 	}
-	if err := b.rename(tmp, p); err != nil {
+	err = b.chown(tmp, guestapi.TenantUID, guestapi.TenantGID)
+	if err == nil {
+		err = b.rename(tmp, p)
+	}
+	if err != nil {
 		err = errors.Join(err, os.Remove(tmp))
 		if old != nil {
 			// The old key stays the key: immutable again.

@@ -49,7 +49,8 @@ func (n *node) recordChown() {
 // TestSigningKey: the key is written from the host into the pile
 // directory the jail's /pile is a nullfs mount of, given to the tenant,
 // renamed over self.key and flagged schg, in that order; a second key
-// clears the first one's schg before its rename replaces it (the fake's
+// clears the first one's schg before it is handed over and its rename
+// replaces the first (the fake's
 // rename refuses to replace a flagged file, as FreeBSD's does). The
 // chflags(1) lines are the fake's (fake_test.go); the rename is the
 // fake's stand-in for FreeBSD's rename(2) and its EPERM on flagged files.
@@ -101,8 +102,8 @@ func TestSigningKey(t *testing.T) {
 		t.Fatalf("replacing the key: live %v, %v", live, err)
 	}
 	want = []string{
-		"chown(2) 1000:1000 " + tmp,
 		"chflags nosappnd,noschg " + key,
+		"chown(2) 1000:1000 " + tmp,
 		"rename(2) " + tmp + " " + key,
 		"chflags schg " + key,
 	}
