@@ -31,7 +31,8 @@ limitations under the License.
 //	                                the login profile, copies of EtcFiles
 //	        dev/                    devfs with ruleset 4 (devfsrules_jail)
 //	        home/sandbox workspace tmp  nullfs of layer/, writable
-//	        pile/                   nullfs of the pile, writable, its files sappnd
+//	        pile/                   nullfs of the pile, writable, its files sappnd,
+//	                                the signing key self.key schg (key.go)
 //	        .playground/bin/        nullfs of the installed guest binary's directory, read-only
 //	        .playground/run/jobs/   the jobs' sockets and records (root's, 0700)
 //	    layer/{home,workspace,tmp}  the sandbox's writable files

@@ -54,7 +54,7 @@ type fakeBSD struct {
 	nextJID int
 	mounts  map[string]fakeMount // by mount point
 	rules   []string
-	flags   map[string]bool // sappnd, by path
+	flags   map[string]map[string]bool // by path: the flags set (fakeFlags)
 	// racctOff: the kernel was booted without kern.racct.enable=1.
 	racctOff bool
 	// dyingPolls: how many listings a removed jail stays dying for (a
@@ -83,7 +83,7 @@ type fakeMount struct {
 }
 
 func newFake(t *testing.T) *fakeBSD {
-	return &fakeBSD{t: t, jails: map[string]*fakeJail{}, nextJID: 1, mounts: map[string]fakeMount{}, flags: map[string]bool{},
+	return &fakeBSD{t: t, jails: map[string]*fakeJail{}, nextJID: 1, mounts: map[string]fakeMount{}, flags: map[string]map[string]bool{},
 		datasets: map[string]map[string]string{"zroot": {}, "zroot/playground": {}}}
 }
 
@@ -385,21 +385,51 @@ func (f *fakeBSD) rctl(line string, args []string) error {
 	return fail(1, line, "usage")
 }
 
+// fakeFlags are the file flags chflags(1) names that the fake keeps:
+// sappnd (SF_APPEND) and schg (SF_IMMUTABLE), the system flags the backend
+// sets.
+var fakeFlags = []string{"sappnd", "schg"}
+
+// chflags: [-R] FLAGS FILE, FLAGS a comma-separated list of keywords,
+// each set, or cleared with "no" before it, the others left as they are
+// (strtofflags(3) as chflags.c applies it).
 func (f *fakeBSD) chflags(line string, args []string) error {
 	recursive := false
 	if len(args) > 0 && args[0] == "-R" {
 		recursive, args = true, args[1:]
 	}
-	if len(args) != 2 || (args[0] != "sappnd" && args[0] != "nosappnd") {
+	if len(args) != 2 {
 		f.t.Errorf("chflags %q is not expected", line)
-		return fail(1, line, "usage")
+		return fail(1, line, "usage: chflags [-fhvx] [-R [-H | -L | -P]] flags file ...")
 	}
-	set := args[0] == "sappnd"
-	apply := func(p string) {
-		if set {
-			f.flags[p] = true
+	set, unset := map[string]bool{}, map[string]bool{}
+	for _, kw := range strings.Split(args[0], ",") {
+		name, off := strings.CutPrefix(kw, "no")
+		if !slices.Contains(fakeFlags, name) {
+			f.t.Errorf("chflags %q: the fake knows flags %v only", line, fakeFlags)
+			return fail(1, line, "chflags: invalid flag: "+kw)
+		}
+		if off {
+			unset[name] = true
 		} else {
+			set[name] = true
+		}
+	}
+	apply := func(p string) {
+		fl := f.flags[p]
+		if fl == nil {
+			fl = map[string]bool{}
+		}
+		for k := range set {
+			fl[k] = true
+		}
+		for k := range unset {
+			delete(fl, k)
+		}
+		if len(fl) == 0 {
 			delete(f.flags, p)
+		} else {
+			f.flags[p] = fl
 		}
 	}
 	if _, err := os.Lstat(args[1]); err != nil {
@@ -415,6 +445,37 @@ func (f *fakeBSD) chflags(line string, args []string) error {
 		}
 		return err
 	})
+}
+
+// flagged says whether p carries flag.
+func (f *fakeBSD) flagged(p, flag string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.flags[p][flag]
+}
+
+// rename is FreeBSD's rename(2) as ufs_rename and zfs_rename treat flags:
+// EPERM when the file moved or the file replaced is sappnd or schg, or
+// the directory of either is sappnd; else the file moves with its flags
+// (they are its inode's), and those of the file replaced are gone.
+func (f *fakeBSD) rename(oldpath, newpath string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "rename(2) "+oldpath+" "+newpath)
+	for _, p := range []string{oldpath, newpath} {
+		if len(f.flags[p]) > 0 || f.flags[filepath.Dir(p)]["sappnd"] {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EPERM}
+		}
+	}
+	if err := os.Rename(oldpath, newpath); err != nil {
+		return err
+	}
+	delete(f.flags, newpath)
+	if fl, ok := f.flags[oldpath]; ok {
+		f.flags[newpath] = fl
+		delete(f.flags, oldpath)
+	}
+	return nil
 }
 
 func (f *fakeBSD) mountNullfs(line string, args []string) error {

@@ -106,14 +106,18 @@ type Backend struct {
 	guestDir string
 	// chown is os.Lchown; tests that run unprivileged record instead.
 	chown func(path string, uid, gid int) error
+	// rename is os.Rename; tests refuse, as FreeBSD's rename(2) does, to
+	// replace or move a flagged file.
+	rename func(oldpath, newpath string) error
 
 	// locks serialises the lifecycle operations on each sandbox.
 	locks keyedmutex.Mutex
 }
 
 var (
-	_ backend.Backend   = (*Backend)(nil)
-	_ backend.JobHolder = (*Backend)(nil)
+	_ backend.Backend          = (*Backend)(nil)
+	_ backend.JobHolder        = (*Backend)(nil)
+	_ backend.SigningKeyHolder = (*Backend)(nil)
 )
 
 // New returns a backend over opts.StateDir, creating it.
@@ -147,6 +151,11 @@ func New(opts Options) (*Backend, error) {
 		if f == "" || f == "." || f == ".." || strings.ContainsRune(f, '/') {
 			return nil, fmt.Errorf("jail: pile file %q is not a plain file name", f)
 		}
+		if f == guestapi.SigningKeyFile {
+			// A pile file is the tenant's to append to; the key is
+			// not (InstallSigningKey).
+			return nil, fmt.Errorf("jail: pile file %q is the name of the tenant's signing key, which is read-only", f)
+		}
 	}
 	if p := opts.ZFSParent; p != "" && !zfsName.MatchString(p) {
 		return nil, fmt.Errorf("jail: --jail-zfs-parent %q is not a ZFS dataset name (pool/dataset, no leading or trailing slash)", p)
@@ -165,7 +174,7 @@ func New(opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("jail: %w", err)
 		}
 	}
-	b := &Backend{opts: opts, run: opts.Runner, chown: os.Lchown}
+	b := &Backend{opts: opts, run: opts.Runner, chown: os.Lchown, rename: os.Rename}
 	src := opts.GuestBinary
 	if src == "" {
 		src = backend.GuestBinaryNextToAgent()
@@ -206,9 +215,10 @@ func (b *Backend) Name() string { return Name }
 
 // Capabilities implements backend.Backend. Cleanup is proven, and jobs are
 // held in the jail (job.go), when commands run under the guest binary's
-// reaper, that is when there is one.
+// reaper, that is when there is one. The signing key is kept in the pile
+// (key.go) either way.
 func (b *Backend) Capabilities() backend.Capabilities {
-	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b}
+	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: b}
 	if b.guestDir != "" {
 		c.JobHolder = b
 	}
@@ -435,6 +445,8 @@ func (b *Backend) writeEtc(ctx context.Context, spec backend.Spec) error {
 // flagged sappnd (chflags(1)): the tenant can only append to them, and
 // only root outside the jail at securelevel 0 can clear the flag. The pile
 // directory is root's, so the tenant creates no file of its own there.
+// It touches the PileFiles only, never the signing key (New refuses its
+// name among them), which keeps its owner, mode and schg flag.
 func (b *Backend) provisionPile(ctx context.Context, id string) error {
 	pile := b.PileDir(id)
 	if err := os.MkdirAll(pile, 0o755); err != nil {
@@ -723,7 +735,7 @@ func (b *Backend) Detach(_ context.Context, id string) error { return validateJa
 
 // Destroy implements backend.Backend: the jail, its limits, its mounts and
 // its files; the pile too unless keepPile, its flags cleared first (a
-// sappnd file cannot be removed).
+// sappnd or schg file cannot be removed).
 func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := validateJailName(id); err != nil {
 		return err
@@ -761,8 +773,8 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if _, err := os.Stat(pile); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if _, err := b.run.Run(ctx, "chflags", "-R", "nosappnd", pile); err != nil {
-		return fmt.Errorf("jail: clearing the pile's append-only flags: %w", err)
+	if err := b.clearPileFlags(ctx, pile, true); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(pile); err != nil {
 		return fmt.Errorf("jail: %w", err)

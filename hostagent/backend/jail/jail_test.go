@@ -87,6 +87,7 @@ func (n *node) over() *Backend {
 		mu.Unlock()
 		return nil
 	}
+	b.rename = n.fake.rename
 	return b
 }
 
@@ -171,7 +172,7 @@ func TestProvisionAndStartIssueTheManualsCommands(t *testing.T) {
 	if m := n.fake.mounts[root+"/dev"]; m.fstype != "devfs" {
 		t.Errorf("no devfs on the jail's /dev: %+v", m)
 	}
-	if !n.fake.flags[pile+"/self.pile"] {
+	if !n.fake.flagged(pile+"/self.pile", "sappnd") {
 		t.Error("the pile file is not sappnd")
 	}
 	for _, p := range []string{layer + "/home", layer + "/workspace", layer + "/tmp", pile + "/self.pile"} {
@@ -520,7 +521,7 @@ func TestReattach(t *testing.T) {
 
 // TestDestroy: both reclaim policies. The jail, its rules, mounts and
 // files go; the pile stays, still sappnd, with keepPile, and otherwise
-// loses its flags (chflags -R nosappnd) before it is removed.
+// loses its flags (chflags -R nosappnd,noschg) before it is removed.
 func TestDestroy(t *testing.T) {
 	for _, keepPile := range []bool{true, false} {
 		t.Run(map[bool]string{true: "keepPile", false: "deletePile"}[keepPile], func(t *testing.T) {
@@ -543,12 +544,12 @@ func TestDestroy(t *testing.T) {
 				t.Errorf("the sandbox directory is left: %v", err)
 			}
 			_, err := os.Stat(pile + "/self.pile")
-			clearedFlags := slices.Contains(calls, "chflags -R nosappnd "+pile)
+			clearedFlags := slices.Contains(calls, "chflags -R nosappnd,noschg "+pile)
 			if keepPile {
-				if err != nil || !n.fake.flags[pile+"/self.pile"] || clearedFlags {
-					t.Errorf("the kept pile: %v, sappnd %v, flags cleared %v", err, n.fake.flags[pile+"/self.pile"], clearedFlags)
+				if err != nil || !n.fake.flagged(pile+"/self.pile", "sappnd") || clearedFlags {
+					t.Errorf("the kept pile: %v, sappnd %v, flags cleared %v", err, n.fake.flagged(pile+"/self.pile", "sappnd"), clearedFlags)
 				}
-			} else if !os.IsNotExist(err) || !clearedFlags || n.fake.flags[pile+"/self.pile"] {
+			} else if !os.IsNotExist(err) || !clearedFlags || n.fake.flagged(pile+"/self.pile", "sappnd") {
 				t.Errorf("the deleted pile: %v, flags cleared %v", err, clearedFlags)
 			}
 			if err := n.b.Destroy(context.Background(), testID, keepPile); err != nil {

@@ -232,6 +232,7 @@ func (o *Options) provisionScript(spec backend.Spec, r resources, pileDisk strin
 		o.GuestAdmin,
 		strings.Join(limits, "\n"),
 		guestShare,
+		guestapi.SigningKeyFile,
 	)
 }
 
@@ -280,8 +281,11 @@ install -d -m 0755 -o "$tuid" -g "$tgid" "$thome" "$workspace"
 install -d -m 1777 -o root -g root /var/lib/playground-tmp
 
 # The pile: a directory on Lima's disk $piledisk, owned by root and
-# append-only; its files the tenant's and append-only. The tenant has no
-# CAP_LINUX_IMMUTABLE, so it cannot clear the flag.
+# append-only; its files the tenant's and append-only, but the signing
+# key, the tenant's, 0400 and immutable (InstallSigningKey, key.go): left
+# as it is, or sealed again should an install have been cut short between
+# its rename and its flag. The tenant has no CAP_LINUX_IMMUTABLE, so it
+# cannot clear either flag.
 if ! mountpoint -q "$piledisk"; then
   echo "the pile's disk is not mounted at $piledisk" >&2
   exit 1
@@ -295,9 +299,18 @@ done
 find "$pile" -mindepth 1 -type d -print0 | while IFS= read -r -d '' d; do
   chattr -a "$d"; chown root:root "$d"; chmod 0755 "$d"; chattr +a "$d"
 done
+key="$pile/%[16]s"
 find "$pile" -type f -print0 | while IFS= read -r -d '' f; do
+  [ "$f" != "$key" ] || continue
   chattr -a "$f"; chown "$tuid:$tgid" "$f"; chmod 0644 "$f"; chattr +a "$f"
 done
+if [ -f "$key" ] && [ ! -L "$key" ]; then
+  attrs=$(lsattr -d -- "$key"); attrs=${attrs%%%% *}
+  case "$attrs" in
+  *i*) ;;
+  *) chattr -a "$key"; chown "$tuid:$tgid" "$key"; chmod 0400 "$key"; chattr +i "$key" ;;
+  esac
+fi
 chattr +a "$pile"
 
 # The entry script runs in the new namespaces, as root, before init.

@@ -99,8 +99,9 @@ func TestConformance(t *testing.T) {
 			return be
 		},
 		Known: map[string]string{
-			"pile/append-only": "the pile is the ext4 of a Lima disk: the host's PileDir holds the disk image, not the pile's files (the in-guest refusals are the kernel's chattr +a; see docs/lima.md)",
-			"faculties":        "the lima backend refuses Spec.Faculties (a Lima mount is fixed at limactl create)",
+			"pile/append-only":                    "the pile is the ext4 of a Lima disk: the host's PileDir holds the disk image, not the pile's files (the in-guest refusals are the kernel's chattr +a; see docs/lima.md)",
+			"faculties":                           "the lima backend refuses Spec.Faculties (a Lima mount is fixed at limactl create)",
+			"signing-key/read-only to the tenant": "it reads the key back from the host's PileDir, which holds the disk image, not the pile's files (the in-guest refusals are the kernel's chattr +i: TestGuestSide)",
 		},
 	})
 }

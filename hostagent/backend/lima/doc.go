@@ -43,7 +43,9 @@ limitations under the License.
 //     the guest protocol over a unix socket exactly as on the oci backend.
 //   - A provision script (mode system: root, on every boot) creates the
 //     tenant user (uid 1000, no sudo, checked), installs the guest binary,
-//     seals the pile append-only (chattr +a, by root) and starts
+//     seals the pile append-only (chattr +a, by root), leaving the
+//     tenant's signing key read-only and immutable (chattr +i, key.go),
+//     and starts
 //     playground-sandbox.service: init as PID 1 of its own PID and mount
 //     namespaces (unshare) and of a network namespace with loopback only
 //     (PrivateNetwork), with NoNewPrivileges so that no setuid program

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -299,6 +300,55 @@ func TestGuestSide(t *testing.T) {
 	}
 	if got, _ := sh("cat /pile/self.pile"); got != "one\n" {
 		t.Errorf("the pile after the refusals: %q", got)
+	}
+
+	// The signing key, as InstallSigningKey installs it (limactl shell …
+	// sudo sh -c keyScript, the key on stdin): as root in the VM's own
+	// mount namespace (the driver's, where the pile's disk is mounted),
+	// seen at once through init's bind mount of the pile.
+	inVM := func(stdin string, argv ...string) {
+		t.Helper()
+		cmd := exec.Command("nsenter", append([]string{"--mount", "--target", strconv.Itoa(driver.Process.Pid), "chroot", root}, argv...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s in the VM: %v: %s", argv[0], err, out)
+		}
+	}
+	key1, key2 := strings.Repeat("0123456789abcdef", 4), strings.Repeat("fedcba9876543210", 4)
+	const keyState = "cat /pile/self.key; echo; stat -c '%a %u:%g' /pile/self.key; lsattr /pile/self.key | cut -c5; lsattr -d /pile | cut -c6; ls -A /pile"
+	inVM(key1, "sh", "-c", keyScript, "sh", "/mnt/lima-"+disk+"/pile")
+	if got, code := sh(keyState); got != key1+"\n400 1000:1000\ni\na\nself.key\nself.pile\n" || code != 0 {
+		t.Errorf("the installed key as the tenant sees it: %q (exit %d)", got, code)
+	}
+	for _, cmd := range []string{
+		"echo x > /pile/self.key",
+		"echo x >> /pile/self.key",
+		"truncate -s 0 /pile/self.key",
+		"chmod 600 /pile/self.key",
+		"rm -f /pile/self.key",
+		"mv /pile/self.key /pile/moved",
+		"ln /pile/self.key /tmp/link",
+		"chattr -i /pile/self.key",
+	} {
+		if got, code := sh(cmd); code == 0 {
+			t.Errorf("%q succeeded on the signing key (%q)", cmd, got)
+		}
+	}
+	inVM(key2, "sh", "-c", keyScript, "sh", "/mnt/lima-"+disk+"/pile")
+	if got, _ := sh(keyState); got != key2+"\n400 1000:1000\ni\na\nself.key\nself.pile\n" {
+		t.Errorf("the replaced key: %q", got)
+	}
+	// A boot runs the provision script again: it seals the pile's files
+	// and leaves the key as it is, or seals it again should an install
+	// have been cut short between its rename and its flag.
+	for _, cutShort := range []bool{false, true} {
+		if cutShort {
+			inVM("", "chattr", "-i", "/mnt/lima-"+disk+"/pile/self.key")
+		}
+		inVM("", "/bin/bash", "/provision.sh")
+		if got, _ := sh(keyState + "; lsattr /pile/self.pile | cut -c6"); got != key2+"\n400 1000:1000\ni\na\nself.key\nself.pile\na\n" {
+			t.Errorf("the key after the provision script ran again (install cut short: %v): %q", cutShort, got)
+		}
 	}
 
 	// The relay: a shepherd dials the sandbox's loopback, which the host's

@@ -166,6 +166,11 @@ func (o *Options) defaults() error {
 		if !filepath.IsLocal(f) || filepath.Base(f) != f {
 			return fmt.Errorf("lima: pile file %q must be a plain file name", f)
 		}
+		if f == guestapi.SigningKeyFile {
+			// A pile file is the tenant's to append to; the key is
+			// not (InstallSigningKey).
+			return fmt.Errorf("lima: pile file %q is the name of the tenant's signing key, which is read-only", f)
+		}
 	}
 	if o.SpareShepherds <= 0 {
 		o.SpareShepherds = 1
@@ -297,10 +302,10 @@ func (b *Backend) Name() string { return Name }
 // shepherds in the guest, as everywhere. The pile is append-only inside
 // the guest: ext4 on the sandbox's own Lima disk, chattr +a set by root at
 // every boot, and the tenant (uid 1000, no capabilities, no sudo, under
-// NoNewPrivileges) cannot clear it. See docs/lima.md for what of this was
-// verified.
+// NoNewPrivileges) cannot clear it; nor the signing key's chattr +i
+// (key.go). See docs/lima.md for what of this was verified.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: b}
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: b, SigningKeyHolder: b}
 }
 
 // InstanceName is the Lima instance of sandbox id.
@@ -445,8 +450,8 @@ func (b *Backend) writeProfile(spec backend.Spec) error {
 
 // Start implements backend.Backend: limactl start (which returns once
 // Lima's readiness probe sees init's socket; a running instance is left
-// as it is), the login profile pushed, and init reached through the
-// forwarded socket.
+// as it is), the login profile and any signing key staged while it was
+// stopped pushed, and init reached through the forwarded socket.
 func (b *Backend) Start(ctx context.Context, id string) error {
 	if err := validateLimaName(id); err != nil {
 		return err
@@ -461,10 +466,13 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 	return b.attach(ctx, id)
 }
 
-// attach pushes the login profile and waits until init accepts on the
-// forwarded socket.
+// attach pushes the login profile and the staged signing key, if there
+// is one, and waits until init accepts on the forwarded socket.
 func (b *Backend) attach(ctx context.Context, id string) error {
 	if err := b.pushProfile(ctx, id); err != nil {
+		return err
+	}
+	if err := b.installStagedKey(ctx, id); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
@@ -555,8 +563,9 @@ func (b *Backend) Stop(ctx context.Context, id string) error {
 }
 
 // Destroy implements backend.Backend: limactl delete --force (the VM is
-// killed if it runs), then the pile's disk unless keepPile. Destroying a
-// sandbox that does not exist succeeds.
+// killed if it runs), then the pile's disk unless keepPile, and with it
+// any signing key staged for the pile (a kept pile keeps it, for its
+// next start). Destroying a sandbox that does not exist succeeds.
 func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := validateLimaName(id); err != nil {
 		return err
@@ -583,6 +592,9 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 			if _, err := b.lctl.run(ctx, nil, "disk", "delete", "--force", d.Name); err != nil {
 				return fmt.Errorf("lima: sandbox %s: deleting the pile's disk: %w", id, err)
 			}
+		}
+		if err := b.dropStagedKey(id); err != nil {
+			return err
 		}
 	}
 	if err := os.Remove(b.profilePath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
