@@ -52,7 +52,13 @@ var egressSettings = []string{
 // restores the values, while a new holder waits for its shared lock.
 func HoldIPv4Forwarding(tb testing.TB) {
 	tb.Helper()
-	dir := filepath.Join(os.TempDir(), "playground-sysctltest")
+	hold(tb, filepath.Join(os.TempDir(), "playground-sysctltest"), egressSettings)
+}
+
+// hold is HoldIPv4Forwarding of settings, its locks and saved values in
+// dir.
+func hold(tb testing.TB, dir string, settings []string) {
+	tb.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		tb.Fatal(err)
 	}
@@ -65,7 +71,7 @@ func HoldIPv4Forwarding(tb testing.TB) {
 		holders.Close()
 		tb.Fatal(err)
 	}
-	if err := record(dir, saved); err != nil {
+	if err := record(dir, settings, saved); err != nil {
 		holders.Close()
 		tb.Fatal(err)
 	}
@@ -74,7 +80,7 @@ func HoldIPv4Forwarding(tb testing.TB) {
 		if unix.Flock(int(holders.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
 			return // another holder remains: the last one restores
 		}
-		for _, setting := range egressSettings {
+		for _, setting := range settings {
 			if v, err := os.ReadFile(saved(setting)); err == nil {
 				_ = os.WriteFile(setting, v, 0o644)
 				_ = os.Remove(saved(setting))
@@ -85,7 +91,7 @@ func HoldIPv4Forwarding(tb testing.TB) {
 
 // record saves each setting's value beside the lock where none is saved
 // (no holder changed it yet), under record.lock.
-func record(dir string, saved func(string) string) error {
+func record(dir string, settings []string, saved func(string) string) error {
 	lock, err := os.OpenFile(filepath.Join(dir, "record.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
@@ -94,7 +100,7 @@ func record(dir string, saved func(string) string) error {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		return err
 	}
-	for _, setting := range egressSettings {
+	for _, setting := range settings {
 		if _, err := os.Stat(saved(setting)); os.IsNotExist(err) {
 			if v, err := os.ReadFile(setting); err == nil {
 				_ = os.WriteFile(saved(setting), v, 0o600)

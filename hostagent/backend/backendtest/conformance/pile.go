@@ -124,7 +124,7 @@ func testSigningKey(t *testing.T, n *node) {
 	t.Run("read-only to the tenant", func(t *testing.T) {
 		n.known(t)
 		install(t, key1)
-		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; stat -c '%a %u' "+keyFile); got != key1+"\n400 "+strconv.Itoa(guestapi.TenantUID)+"\n" {
+		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; "+statModeOwner(keyFile)); got != key1+"\n400 "+strconv.Itoa(guestapi.TenantUID)+"\n" {
 			t.Fatalf("the key as the tenant sees it: %q", got)
 		}
 		for _, cmd := range []string{
@@ -143,7 +143,7 @@ func testSigningKey(t *testing.T, n *node) {
 				t.Errorf("%q succeeded on the signing key", cmd)
 			}
 		}
-		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; stat -c %a "+keyFile); got != key1+"\n400\n" {
+		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; "+statMode(keyFile)); got != key1+"\n400\n" {
 			t.Fatalf("the key after the refusals: %q", got)
 		}
 		if data, err := backend.ReadPileFile(be, sp.ID, guestapi.SigningKeyFile); err != nil || string(data) != key1 {
@@ -154,7 +154,7 @@ func testSigningKey(t *testing.T, n *node) {
 	t.Run("replaced", func(t *testing.T) {
 		n.known(t)
 		install(t, key2)
-		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; stat -c %a "+keyFile); got != key2+"\n400\n" {
+		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; "+statMode(keyFile)); got != key2+"\n400\n" {
 			t.Fatalf("the key after its rotation: %q", got)
 		}
 		if _, err := holder.InstallSigningKey(ctx, sp.ID, []byte("not a key")); err == nil {
@@ -178,7 +178,7 @@ func testSigningKey(t *testing.T, n *node) {
 			t.Fatal(err)
 		}
 		start(t, be, sp)
-		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; stat -c %a "+keyFile); got != key2+"\n400\n" {
+		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; "+statMode(keyFile)); got != key2+"\n400\n" {
 			t.Fatalf("the key after a Destroy that kept the pile: %q", got)
 		}
 		if err := be.Destroy(ctx, sp.ID, false); err != nil {
@@ -189,4 +189,15 @@ func testSigningKey(t *testing.T, n *node) {
 			t.Fatalf("the key outlived its pile: %q", got)
 		}
 	})
+}
+
+// statModeOwner prints a file's permission bits and owner's UID, with GNU
+// stat or FreeBSD's.
+func statModeOwner(f string) string {
+	return "stat -c '%a %u' " + f + " 2>/dev/null || stat -f '%Lp %u' " + f
+}
+
+// statMode prints a file's permission bits, with GNU stat or FreeBSD's.
+func statMode(f string) string {
+	return "stat -c %a " + f + " 2>/dev/null || stat -f %Lp " + f
 }
