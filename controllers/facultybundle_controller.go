@@ -492,7 +492,7 @@ func (r *FacultyBundleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &playgroundv1alpha1.Sandbox{}, sandboxFacultyIndex, func(o client.Object) []string {
 		var names []string
-		for _, f := range o.(*playgroundv1alpha1.Sandbox).Spec.Faculties {
+		for _, f := range o.(*playgroundv1alpha1.Sandbox).Bundles() {
 			names = append(names, f.Name)
 		}
 		return names
@@ -555,7 +555,7 @@ func enqueueFaculties(q workqueue.TypedRateLimitingInterface[reconcile.Request],
 	if !ok {
 		return
 	}
-	for _, f := range s.Spec.Faculties {
+	for _, f := range s.Bundles() {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: f.Name}})
 	}
 }

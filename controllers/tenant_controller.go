@@ -595,6 +595,7 @@ func desiredSandbox(t *playgroundv1alpha1.Tenant) *playgroundv1alpha1.Sandbox {
 			SandboxTemplate: *t.Spec.Sandbox.DeepCopy(),
 			Suspended:       t.Spec.Suspended,
 			SigningKey:      signingKeySource(t.Status.SigningKey),
+			SharedPile:      t.Spec.Pile.Shared.DeepCopy(),
 		},
 	}
 }
@@ -634,6 +635,7 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 		storageFixed = !equality.Semantic.DeepEqual(limits(have.Storage), limits(w.Storage))
 	}
 	set("faculties", equality.Semantic.DeepEqual(have.Faculties, w.Faculties), func() { have.Faculties = w.Faculties })
+	set("sharedPile", equality.Semantic.DeepEqual(have.SharedPile, w.SharedPile), func() { have.SharedPile = w.SharedPile })
 	set("loginProfile", equality.Semantic.DeepEqual(have.LoginProfile, w.LoginProfile), func() { have.LoginProfile = w.LoginProfile })
 	set("network", equality.Semantic.DeepEqual(have.Network, w.Network), func() { have.Network = w.Network })
 	set("idleSuspend", equality.Semantic.DeepEqual(have.IdleSuspend, w.IdleSuspend), func() { have.IdleSuspend = w.IdleSuspend })
@@ -725,8 +727,10 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	// minute, and when a limit is reached or resets).
 	t.Status.Usage = sbx.Status.Usage.DeepCopy()
 	// Which key the sandbox's pile holds: the tenant's, or the one before
-	// while the new one is on its way.
-	if st := t.Status.SigningKey; st != nil {
+	// while the new one is on its way. Published once the sandbox serves,
+	// as its ID is: the agent reports the key in the write that says it
+	// is provisioned, which is not to cost a write of the Tenant's status.
+	if st := t.Status.SigningKey; st != nil && ready.Status == metav1.ConditionTrue {
 		st.SandboxFingerprint = ""
 		if sbx.Status.SigningKey != nil {
 			st.SandboxFingerprint = sbx.Status.SigningKey.Fingerprint

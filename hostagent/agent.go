@@ -251,6 +251,9 @@ func (a *Agent) Backend(class string) (backend.Backend, bool) {
 // node offers.
 func (a *Agent) backendFor(spec backend.Spec) (backend.Backend, error) {
 	if be, ok := a.Backend(spec.Backend); ok {
+		if !be.Capabilities().SharedPile && slices.ContainsFunc(spec.Faculties, func(f backend.Faculty) bool { return f.SharedPile }) {
+			return nil, errorf(CodeInvalid, "the %s backend mounts no shared pile: a Tenant that lists one (spec.pile.shared) runs on the oci backend", be.Name())
+		}
 		return be, nil
 	}
 	names := make([]string, len(a.backends))

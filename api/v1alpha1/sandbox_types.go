@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -399,6 +401,7 @@ type EgressCredential struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.nodeName) || (has(self.nodeName) && self.nodeName == oldSelf.nodeName)",message="nodeName is set once: the sandbox's storage lives on that node"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.backend) || (has(self.backend) && self.backend == oldSelf.backend)",message="backend cannot change once set: create a new Sandbox instead"
 // +kubebuilder:validation:XValidation:rule="(has(self.isolation) ? self.isolation : 'container') == (has(oldSelf.isolation) ? oldSelf.isolation : 'container')",message="isolation cannot change once the sandbox exists: create a new Sandbox instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.sharedPile) || !has(self.faculties) || self.faculties.all(f, f.name != self.sharedPile.name)",message="a FacultyBundle is either a faculty or the shared pile, not both"
 // +kubebuilder:validation:XValidation:rule="has(self.fromSnapshot) == has(oldSelf.fromSnapshot) && (!has(self.fromSnapshot) || self.fromSnapshot == oldSelf.fromSnapshot)",message="fromSnapshot cannot change once the sandbox exists: create a new Sandbox instead"
 type SandboxSpec struct {
 	// TenantRef names the Tenant, in the same namespace, that this sandbox
@@ -445,6 +448,13 @@ type SandboxSpec struct {
 	// /pile/self.key: the Tenant controller sets it from the Tenant.
 	// +optional
 	SigningKey *SigningKeySource `json:"signingKey,omitempty"`
+
+	// SharedPile names a FacultyBundle in the same namespace whose staged
+	// files are mounted read-only at /pile/shared; the Tenant controller
+	// sets it from the Tenant's spec.pile.shared. A change applies at the
+	// sandbox's next restart, as a faculty's does.
+	// +optional
+	SharedPile *FacultyBundleReference `json:"sharedPile,omitempty"`
 }
 
 // SigningKeySource is where a sandbox's signing key comes from.
@@ -653,4 +663,13 @@ type SandboxList struct {
 
 func init() {
 	register(&Sandbox{}, &SandboxList{})
+}
+
+// Bundles are the FacultyBundles the Sandbox's sandbox mounts: its
+// faculties, then its shared pile.
+func (s *Sandbox) Bundles() []FacultyBundleReference {
+	if s.Spec.SharedPile == nil {
+		return s.Spec.Faculties
+	}
+	return append(slices.Clone(s.Spec.Faculties), *s.Spec.SharedPile)
 }

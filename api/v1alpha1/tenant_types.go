@@ -70,6 +70,7 @@ type CredentialsSpec struct {
 }
 
 // TenantSpec is the desired state of a Tenant.
+// +kubebuilder:validation:XValidation:rule="!has(self.pile) || !has(self.pile.shared) || !has(self.sandbox) || !has(self.sandbox.faculties) || self.sandbox.faculties.all(f, f.name != self.pile.shared.name)",message="a FacultyBundle is either a faculty or the shared pile, not both"
 type TenantSpec struct {
 	// Persona is the identity the tenant's shells present, exported as
 	// PERSONA in login shells. Defaults to the Tenant's name.
@@ -122,6 +123,15 @@ type TenantPile struct {
 	// SigningKey is where the tenant's signing key comes from.
 	// +optional
 	SigningKey SigningKeySpec `json:"signingKey,omitempty"`
+
+	// Shared names a FacultyBundle, in the Tenant's namespace, whose staged
+	// files are a shared pile: mounted read-only at /pile/shared in the
+	// tenant's sandbox, the same bytes in every sandbox that lists it. For
+	// a pile the platform team alone updates, its source is a host path
+	// under a prefix the cluster admin grants (docs/faculties.md). Like a
+	// faculty, a new build reaches the sandbox at its next restart.
+	// +optional
+	Shared *FacultyBundleReference `json:"shared,omitempty"`
 }
 
 // SigningKeySpec says where a tenant's signing key, /pile/self.key in its

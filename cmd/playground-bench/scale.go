@@ -116,7 +116,8 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 		return nil, err
 	}
 	nodeDir := filepath.Join(state, "node")
-	managerArgs := []string{"manager", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
+	managerArgs := []string{"manager", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--agent-token-file", tokenFile, "--agent-cleartext"}
 	// Cleartext on loopback, as playground-dev: the agent acts as the
 	// administrator here, whose token is bound to no node, so the signer
 	// would not issue it a certificate.

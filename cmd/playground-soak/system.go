@@ -157,7 +157,8 @@ func startSystem(ctx context.Context, opts options, progress func(string, ...any
 func (s *system) args(name string) []string {
 	switch name {
 	case "manager":
-		return []string{"manager", "--kubeconfig", s.kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
+		return []string{"manager", "--kubeconfig", s.kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+			"--agent-token-file", s.tokenFile, "--agent-cleartext"}
 	case "agent":
 		return []string{"agent", "--kubeconfig", s.kubeconfig, "--node-name", nodeName, "--state-dir", s.nodeDir,
 			"--guest-binary", s.guest, "--token-file", s.tokenFile, "--listen", s.agentAddr, "--advertise", "http://" + s.agentAddr,

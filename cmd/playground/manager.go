@@ -48,6 +48,8 @@ func runManager(ctx context.Context, args []string) error {
 	var agentUsers []string
 	fs.Var(cmdflags.StringList(&agentUsers), "agent-service-account", "user name of the agents' ServiceAccount (system:serviceaccount:NAMESPACE:NAME), whose CSRs for their node's serving certificate are signed; repeatable (default: playground-agent in the lease namespace)")
 	agentCertLifetime := fs.Duration("agent-cert-lifetime", controllers.DefaultAgentCertLifetime, "lifetime of the agents' serving certificates; they renew at two thirds of it")
+	agentTokenFile := fs.String("agent-token-file", "", "file holding a shared bearer token to present to every host agent when it delivers signing keys and brokered egress credentials, re-read on change (as playground-dev's agents accept); default: the manager's ServiceAccount's token bound to each node")
+	agentCleartext := fs.Bool("agent-cleartext", false, "reach agents whose endpoint is http:// over cleartext HTTP/2 (with --agent-token-file, for agents started with --tls=off on loopback); without it such an endpoint is refused")
 	workerEndpoints := workerEndpointFlags(fs)
 	logOpts := cmdflags.LogFlags(fs, "json")
 	cmdflags.VerbosityFlag(fs)
@@ -67,7 +69,7 @@ func runManager(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("loading the client configuration: %w", err)
 	}
-	agents, err := managerAgentClients(ctx, cfg, *leaseNamespace, log)
+	agents, err := managerAgentClients(ctx, cfg, *leaseNamespace, *agentTokenFile, *agentCleartext, log)
 	if err != nil {
 		return err
 	}
@@ -91,17 +93,25 @@ func runManager(ctx context.Context, args []string) error {
 // agents' certificates checked against the CA it publishes. A manager that
 // runs as no ServiceAccount delivers none (and says so on each Sandbox
 // that needs it).
-func managerAgentClients(ctx context.Context, cfg *rest.Config, leaseNamespace string, log logr.Logger) (controllers.AgentClients, error) {
+func managerAgentClients(ctx context.Context, cfg *rest.Config, leaseNamespace, tokenFile string, cleartext bool, log logr.Logger) (controllers.AgentClients, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
+	ca := mcpgateway.WatchAgentCA(ctx, cs, leaseNamespace, log.WithName("agent-ca"))
+	if tokenFile != "" {
+		token := mcpgateway.FileToken(tokenFile, log)
+		if _, err := token(); err != nil {
+			return nil, fmt.Errorf("--agent-token-file: %w", err)
+		}
+		return mcpgateway.NewAgentClients(nil, token, ca, cleartext)
+	}
 	tokens, err := mcpgateway.NewServiceAccountTokens(ctx, cs, 0)
 	if err != nil {
-		log.Info("Brokered egress credentials cannot be delivered: the manager mints no tokens for the agents", "reason", err.Error())
+		log.Error(err, "The manager mints no tokens for the agents, so it delivers no signing keys (sandboxes that name one wait: every Tenant's does) and no brokered egress credentials; run it as its ServiceAccount, or give --agent-token-file")
 		return nil, nil
 	}
-	agents, err := mcpgateway.NewAgentClients(tokens, nil, mcpgateway.WatchAgentCA(ctx, cs, leaseNamespace, log.WithName("agent-ca")), false)
+	agents, err := mcpgateway.NewAgentClients(tokens, nil, ca, cleartext)
 	if err != nil {
 		return nil, err
 	}

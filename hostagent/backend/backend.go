@@ -45,6 +45,9 @@ type Capabilities struct {
 	// AppendOnlyPile is true when the pile's files are append-only as seen
 	// from inside the sandbox (truncation and overwrite are refused).
 	AppendOnlyPile bool
+	// SharedPile is true when the backend mounts a faculty marked
+	// SharedPile at guestapi.SharedPileDir.
+	SharedPile bool
 	// Egress is true when the backend runs sandboxes whose Spec lists
 	// egress rules (network mode egress) on this node; every backend runs
 	// network mode none. The agent advertises it in its Lease, and the
@@ -197,6 +200,11 @@ type Faculty struct {
 	// guestapi.FacultiesBin). When two faculties of a sandbox name the same
 	// binary, the one listed first wins.
 	Binaries []string
+	// SharedPile: the build is the sandbox's shared pile, mounted
+	// read-only (and not executable) at guestapi.SharedPileDir instead,
+	// nothing of it on the PATH. At most one faculty of a Spec is; only a
+	// backend whose Capabilities say SharedPile is given one.
+	SharedPile bool
 }
 
 // BuildRequest is one faculty build, run in a throwaway sandbox.

@@ -59,6 +59,11 @@ const (
 	// digits of an Ed25519 seed): the tenant's, mode 0400 and immutable,
 	// so that no sandbox process can write, chmod, rename or remove it.
 	SigningKeyFile = "self.key"
+	// SharedPileDir is where a shared pile (a FacultyBundle's staged
+	// files, the same for every tenant that lists it) is mounted
+	// read-only, in the tenant's pile; SharedPileName is its entry there.
+	SharedPileDir  = PileDir + "/" + SharedPileName
+	SharedPileName = "shared"
 
 	// WorkerSpecFile, in RunDir, is the worker init keeps running: a JSON
 	// WorkerSpec the agent writes (atomically, by rename) and removes to

@@ -173,8 +173,8 @@ func bundlesOf(_ context.Context, o client.Object) []reconcile.Request {
 	if !ok {
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(sbx.Spec.Faculties))
-	for _, ref := range sbx.Spec.Faculties {
+	reqs := make([]reconcile.Request, 0, len(sbx.Bundles()))
+	for _, ref := range sbx.Bundles() {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sbx.Namespace, Name: ref.Name}})
 	}
 	return reqs
@@ -348,7 +348,7 @@ func (f *faculties) sandboxesListing(ctx context.Context, ns, bundle string) []*
 	for i := range list.Items {
 		s := &list.Items[i]
 		if s.Spec.NodeName == f.node && s.DeletionTimestamp.IsZero() &&
-			slices.ContainsFunc(s.Spec.Faculties, func(r playgroundv1alpha1.FacultyBundleReference) bool { return r.Name == bundle }) {
+			slices.ContainsFunc(s.Bundles(), func(r playgroundv1alpha1.FacultyBundleReference) bool { return r.Name == bundle }) {
 			out = append(out, s)
 		}
 	}
@@ -497,7 +497,8 @@ func (f *faculties) forSandbox(ctx context.Context, sbx *playgroundv1alpha1.Sand
 	}
 	var reports []playgroundv1alpha1.FacultyInstallStatus
 	var waiting []string
-	for _, ref := range sbx.Spec.Faculties {
+	for _, ref := range sbx.Bundles() {
+		shared := sbx.Spec.SharedPile != nil && ref.Name == sbx.Spec.SharedPile.Name
 		cur := f.resolve(ctx, sbx.Namespace, ref.Name)
 		prevIdx := slices.IndexFunc(had, func(fc backend.Faculty) bool { return fc.Name == ref.Name })
 		var prev *backend.Faculty
@@ -522,7 +523,9 @@ func (f *faculties) forSandbox(ctx context.Context, sbx *playgroundv1alpha1.Sand
 			rep.State = playgroundv1alpha1.FacultyStale
 			rep.Message = staleMessage(prev.Fingerprint, cur, "until it restarts (spec.restartRequest, or if its init exits)")
 		case cur.ready:
-			install = append(install, cur.build.Faculty(ref.Name))
+			fc := cur.build.Faculty(ref.Name)
+			fc.SharedPile = shared
+			install = append(install, fc)
 			rep.Fingerprint, rep.State = cur.fp, playgroundv1alpha1.FacultyInstalled
 		case prev != nil && f.stillBuilt(prev.Fingerprint):
 			install = append(install, *prev)

@@ -219,7 +219,7 @@ func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (string, e
 	var warm string
 	spec := specOf("", sbx)
 	id, used, err := r.ids.AssignFrom(ownerOf(sbx), func() string {
-		if len(sbx.Spec.Faculties) == 0 && sbx.Spec.FromSnapshot == "" {
+		if len(sbx.Bundles()) == 0 && sbx.Spec.FromSnapshot == "" {
 			warm, _ = r.agent.ClaimWarm(spec)
 		}
 		return warm

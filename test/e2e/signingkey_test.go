@@ -19,6 +19,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -177,4 +179,58 @@ func TestSigningKey(t *testing.T) {
 	for _, key := range []string{aKey, bKey, rotated, string(k1), string(k2)} {
 		g.Expect(strings.Contains(string(seen), key)).To(BeFalse(), "a signing key is in a status or an Event")
 	}
+}
+
+// TestSharedPile: a shared pile, a FacultyBundle whose source is a host
+// path the node's agent grants (the platform's bytes), is mounted
+// read-only at /pile/shared in the sandboxes of the Tenants that list it:
+// the same bytes in both, which neither can write; a Tenant that does not
+// list it does not see it, and a Tenant cannot list it beside its
+// faculties.
+func TestSharedPile(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startManager(t)
+	src := t.TempDir()
+	n := &node{name: "shared-1", labels: pool("shared"), hostPathPrefixes: []string{src}}
+	startNode(t, n)
+	ns := newNamespace(t)
+	records := "records the platform signed\n"
+	g.Expect(os.WriteFile(filepath.Join(src, "shared.pile"), []byte(records), 0o644)).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, &playgroundv1alpha1.FacultyBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "commons"},
+		Spec: playgroundv1alpha1.FacultyBundleSpec{
+			Source:   playgroundv1alpha1.BundleSource{HostPath: &playgroundv1alpha1.HostPathSource{Path: src}},
+			Binaries: []string{"shared.pile"},
+		}})).To(Succeed())
+	listing := func(tn *playgroundv1alpha1.Tenant) {
+		inPool("shared")(tn)
+		tn.Spec.Pile.Shared = &playgroundv1alpha1.FacultyBundleReference{Name: "commons"}
+	}
+	applyTenant(t, ns, "alice", listing)
+	applyTenant(t, ns, "bob", listing)
+	applyTenant(t, ns, "carol", inPool("shared"))
+	_, alice := waitReady(t, ns, "alice")
+	_, bob := waitReady(t, ns, "bob")
+	_, carol := waitReady(t, ns, "carol")
+
+	const shared = "/pile/shared/shared.pile"
+	for _, sbx := range []*playgroundv1alpha1.Sandbox{alice, bob} {
+		g.Expect(shell(t, sbx, "cat "+shared)).To(Equal(records), "the shared pile in %s", sbx.Name)
+		g.Expect(shell(t, sbx, "for c in 'echo x >> "+shared+"' 'echo x > "+shared+"' 'rm -f "+shared+"' 'touch /pile/shared/new' "+
+			"'mv "+shared+" /pile/shared/moved' 'chmod 666 "+shared+"'; do sh -c \"$c\" 2>/dev/null && echo \"$c worked\"; done; "+
+			"cat "+shared+"; ls /pile/shared")).To(Equal(records+"shared.pile\n"), "%s changed the shared pile", sbx.Name)
+		// The tenant's own pile is as it was beside it.
+		g.Expect(shell(t, sbx, "echo mine >> /pile/self.pile && cat /pile/self.pile")).To(Equal("mine\n"))
+	}
+	g.Expect(shell(t, carol, "ls /pile; if test -e /pile/shared; then echo shared; fi")).To(Equal("self.key\nself.pile\n"), "a tenant that lists no shared pile sees one")
+	data, err := os.ReadFile(filepath.Join(src, "shared.pile"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(Equal(records), "the platform's bytes changed")
+
+	bad := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "both"}}
+	bad.Spec.Pile.Shared = &playgroundv1alpha1.FacultyBundleReference{Name: "commons"}
+	bad.Spec.Sandbox.Faculties = []playgroundv1alpha1.FacultyBundleReference{{Name: "commons"}}
+	err = k8sClient.Create(ctx, bad)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("either a faculty or the shared pile"))
 }

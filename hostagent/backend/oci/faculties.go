@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -54,8 +55,14 @@ var facultyName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$`)
 // made of them.
 func validateFaculties(fs []backend.Faculty) error {
 	seen := make(map[string]bool, len(fs))
+	shared := 0
 	for _, f := range fs {
+		if f.SharedPile {
+			shared++
+		}
 		switch {
+		case shared > 1:
+			return fmt.Errorf("oci: faculty %s is a second shared pile: a sandbox has one", f.Name)
 		case !facultyName.MatchString(f.Name) || strings.Contains(f.Name, ".."):
 			return fmt.Errorf("oci: faculty name %q is not a plain name of [A-Za-z0-9_.-]", f.Name)
 		case f.Name == filepath.Base(guestapi.FacultiesBin):
@@ -99,6 +106,9 @@ func (b *Backend) prepareFaculties(sb *sandbox) error {
 	}
 	linked := make(map[string]bool)
 	for _, f := range sb.spec.Faculties {
+		if f.SharedPile {
+			continue // mounted in the pile (preparePile), nothing on the PATH
+		}
 		if err := ensureDir(filepath.Join(dir, f.Name), 0o755, 0, 0); err != nil {
 			return err
 		}
@@ -147,7 +157,18 @@ func facultyMounts(sb *sandbox, src sources) []mount {
 	// builds' own mounts.
 	ms := []mount{{Destination: guestapi.FacultiesDir, Type: "bind", Source: filepath.Join(sb.dir, facultiesName), Options: append(ro, "noexec")}}
 	for _, f := range sb.spec.Faculties {
+		if f.SharedPile {
+			// Read, never run: the pile's own mount is noexec too. Its
+			// mount point is in the pile, which is mounted before.
+			ms = append(ms, mount{Destination: guestapi.SharedPileDir, Type: "bind", Source: src.faculties[f.Name], Options: append(ro, "noexec")})
+			continue
+		}
 		ms = append(ms, mount{Destination: filepath.Join(guestapi.FacultiesDir, f.Name), Type: "bind", Source: src.faculties[f.Name], Options: ro})
 	}
 	return ms
+}
+
+// hasSharedPile says whether sb mounts a shared pile.
+func hasSharedPile(sb *sandbox) bool {
+	return slices.ContainsFunc(sb.spec.Faculties, func(f backend.Faculty) bool { return f.SharedPile })
 }

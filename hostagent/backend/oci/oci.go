@@ -481,7 +481,7 @@ func (b *Backend) Name() string { return "oci" }
 // lists are enforced when the agent runs with network egress.
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
-		ProvesCleanup: true, AppendOnlyPile: true, Egress: b.opts.Network == NetworkEgress,
+		ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
 		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
 		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: b,
 		Suspender: b.suspender(), Pauser: b, Snapshotter: b,

@@ -90,6 +90,13 @@ func (b *Backend) preparePile(ctx context.Context, sb *sandbox) error {
 			return fmt.Errorf("oci: pile: %w", err)
 		}
 	}
+	if hasSharedPile(sb) {
+		// The shared pile's mount point: the sandbox root's, like the
+		// pile, so that the tenant cannot use it for anything else.
+		if err := os.Mkdir(filepath.Join(pile, guestapi.SharedPileName), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("oci: pile: %w", err)
+		}
+	}
 	// Seal everything below the pile: files the operator placed there and
 	// piles kept from an earlier incarnation of the sandbox (whose ID
 	// range may differ) become the tenant's and append-only.

@@ -482,6 +482,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: restartRequest
       type:
         scalar: string
+    - name: sharedPile
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.FacultyBundleReference
     - name: signingKey
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySource
@@ -688,6 +691,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.playground-dev.playground.api.v1alpha1.TenantPile
   map:
     fields:
+    - name: shared
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.FacultyBundleReference
     - name: signingKey
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySpec

@@ -75,6 +75,7 @@ func Run(t *testing.T, h Harness) {
 		{"limits", testLimits},
 		{"pile", testPile},
 		{"signing-key", testSigningKey},
+		{"shared-pile", testSharedPile},
 		{"isolation", testIsolation},
 		{"relay", testRelay},
 		{"worker", testWorker},

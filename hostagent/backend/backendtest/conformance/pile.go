@@ -19,6 +19,8 @@ package conformance
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -200,4 +202,37 @@ func statModeOwner(f string) string {
 // statMode prints a file's permission bits, with GNU stat or FreeBSD's.
 func statMode(f string) string {
 	return "stat -c %a " + f + " 2>/dev/null || stat -f %Lp " + f
+}
+
+// testSharedPile checks a faculty marked SharedPile, on backends that
+// mount one: its files at /pile/shared, read-only, nothing of it on the
+// PATH, the tenant's own pile beside it as it was.
+func testSharedPile(t *testing.T, n *node) {
+	if !n.be.Capabilities().SharedPile {
+		t.Skip("the backend mounts no shared pile")
+	}
+	dir := hostDir(t, map[string]string{"shared.pile": "the platform's records\n"})
+	sp := n.spec("shared")
+	sp.Faculties = []backend.Faculty{{Name: "commons", Fingerprint: "fp-commons", Dir: dir, Binaries: []string{"shared.pile"}, SharedPile: true}}
+	start(t, n.be, sp)
+	f := guestapi.SharedPileDir + "/shared.pile"
+	if got := Sh(t, n.be, sp.ID, "cat "+f+"; ls "+guestapi.SharedPileDir+"; command -v shared.pile || echo not on PATH"); got != "the platform's records\nshared.pile\nnot on PATH\n" {
+		t.Fatalf("the shared pile inside: %q", got)
+	}
+	for _, cmd := range []string{
+		"echo x >> " + f,
+		"echo x > " + f,
+		"rm -f " + f,
+		"mv " + f + " " + guestapi.SharedPileDir + "/moved",
+		"touch " + guestapi.SharedPileDir + "/new",
+		"chmod 666 " + f + " && echo x >> " + f,
+		f,
+	} {
+		if r := Exec(t, n.be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code == 0 {
+			t.Errorf("%q succeeded on the shared pile", cmd)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "shared.pile")); err != nil || string(data) != "the platform's records\n" {
+		t.Fatalf("the shared pile on the node after the refusals: %q, %v", data, err)
+	}
 }

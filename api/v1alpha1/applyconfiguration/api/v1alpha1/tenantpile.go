@@ -25,6 +25,13 @@ package v1alpha1
 type TenantPileApplyConfiguration struct {
 	// SigningKey is where the tenant's signing key comes from.
 	SigningKey *SigningKeySpecApplyConfiguration `json:"signingKey,omitempty"`
+	// Shared names a FacultyBundle, in the Tenant's namespace, whose staged
+	// files are a shared pile: mounted read-only at /pile/shared in the
+	// tenant's sandbox, the same bytes in every sandbox that lists it. For
+	// a pile the platform team alone updates, its source is a host path
+	// under a prefix the cluster admin grants (docs/faculties.md). Like a
+	// faculty, a new build reaches the sandbox at its next restart.
+	Shared *FacultyBundleReferenceApplyConfiguration `json:"shared,omitempty"`
 }
 
 // TenantPileApplyConfiguration constructs a declarative configuration of the TenantPile type for use with
@@ -38,5 +45,13 @@ func TenantPile() *TenantPileApplyConfiguration {
 // If called multiple times, the SigningKey field is set to the value of the last call.
 func (b *TenantPileApplyConfiguration) WithSigningKey(value *SigningKeySpecApplyConfiguration) *TenantPileApplyConfiguration {
 	b.SigningKey = value
+	return b
+}
+
+// WithShared sets the Shared field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Shared field is set to the value of the last call.
+func (b *TenantPileApplyConfiguration) WithShared(value *FacultyBundleReferenceApplyConfiguration) *TenantPileApplyConfiguration {
+	b.Shared = value
 	return b
 }
