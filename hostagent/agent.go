@@ -114,6 +114,9 @@ type Agent struct {
 	// take over (Pending), by ID: calls for them are answered as
 	// unavailable, with why, rather than as for a sandbox not here.
 	pending map[string]pendingSandbox
+	// startKeys are the signing keys to write into sandboxes' piles
+	// before they start (SetStartSigningKey), by ID.
+	startKeys map[string][]byte
 }
 
 // pendingSandbox is a sandbox Ensure has not taken over yet.
@@ -379,11 +382,15 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 			a.mu.Unlock()
 		}
 	}()
+	var key *signingKeyHeld // installed before this start
 	err = be.Reattach(ctx, spec)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if err := be.Provision(ctx, spec); err != nil {
 			return false, fmt.Errorf("provisioning sandbox %s: %w", spec.ID, err)
+		}
+		if key, err = a.installStartKey(ctx, be, spec.ID); err != nil {
+			return false, err
 		}
 		if err := be.Start(ctx, spec.ID); err != nil {
 			return false, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
@@ -391,6 +398,9 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 	case errors.Is(err, backend.ErrNotRunning):
 		a.jobs.EndSandbox(spec.ID, why, false)
 		dead = true
+		if key, err = a.installStartKey(ctx, be, spec.ID); err != nil {
+			return false, err
+		}
 		if err := be.Start(ctx, spec.ID); err != nil {
 			return false, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
@@ -437,12 +447,12 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
 		s.suspended, s.asleep, s.paused = false, false, false
-		if dead {
-			s.key, s.keyReads = nil, s.keyReads+1 // a key installed for the next start is in now
+		if dead || key != nil {
+			s.key, s.keyReads = key, s.keyReads+1 // a key installed for the next start is in now
 		}
 		return dead, nil
 	}
-	a.sandboxes[spec.ID] = &sandbox{spec: spec, be: be}
+	a.sandboxes[spec.ID] = &sandbox{spec: spec, be: be, key: key}
 	return dead, nil
 }
 

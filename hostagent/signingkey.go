@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -67,6 +68,11 @@ func (a *Agent) SetSigningKey(ctx context.Context, tenant, sandboxID string, key
 	}
 	a.mu.Lock()
 	s.key, s.keyReads = nil, s.keyReads+1
+	if live {
+		// What the sandbox holds now, whether or not the node can read
+		// the pile back (a Lima VM's is on a disk only its guest mounts).
+		s.key = &signingKeyHeld{fingerprint: signingkey.Fingerprint(key), publicKey: signingkey.PublicKey(key)}
+	}
 	a.mu.Unlock()
 	held := a.signingKeyOf(sandboxID)
 	return held.fingerprint, live, nil
@@ -110,4 +116,36 @@ func (a *Agent) signingKeyOf(id string) signingKeyHeld {
 	}
 	a.mu.Unlock()
 	return k
+}
+
+// SetStartSigningKey makes key the signing key written into sandbox id's
+// pile when Ensure provisions or starts it next, before its start, so
+// that no process of it runs without the key; nil forgets it.
+func (a *Agent) SetStartSigningKey(id string, key []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if key == nil {
+		delete(a.startKeys, id)
+		return
+	}
+	if a.startKeys == nil {
+		a.startKeys = map[string][]byte{}
+	}
+	a.startKeys[id] = key
+}
+
+// installStartKey writes the key SetStartSigningKey gave for sandbox id,
+// which does not run, into its pile, and says which it is (nil: none).
+func (a *Agent) installStartKey(ctx context.Context, be backend.Backend, id string) (*signingKeyHeld, error) {
+	a.mu.Lock()
+	key := a.startKeys[id]
+	a.mu.Unlock()
+	holder := be.Capabilities().SigningKeyHolder
+	if key == nil || holder == nil {
+		return nil, nil
+	}
+	if _, err := holder.InstallSigningKey(ctx, id, key); err != nil {
+		return nil, fmt.Errorf("writing the signing key of sandbox %s before its start: %w", id, err)
+	}
+	return &signingKeyHeld{fingerprint: signingkey.Fingerprint(key), publicKey: signingkey.PublicKey(key)}, nil
 }

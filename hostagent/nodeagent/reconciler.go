@@ -296,6 +296,17 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	if spec.Faculties, err = r.faculties.forSandbox(ctx, sbx, spec.ID, restart || restarting || (resumed && !restoring), !wasProvisioned); err != nil {
 		return r.waitForFaculties(ctx, sbx, err)
 	}
+	// The signing key goes into the pile before the sandbox starts: a
+	// first start waits for it (the manager delivers it as the Sandbox is
+	// bound), a later one takes the newest delivered.
+	if sbx.Spec.SigningKey != nil {
+		key := r.keys.keyOf(sbx.UID)
+		if key == nil && prev == nil {
+			return r.waitForKey(ctx, sbx, r.keyWaitFor(sbx))
+		}
+		r.agent.SetStartSigningKey(spec.ID, key)
+		defer r.agent.SetStartSigningKey(spec.ID, nil)
+	}
 	ensure := func() {
 		if restart {
 			err = r.agent.Restart(ctx, spec)

@@ -167,6 +167,11 @@ func (r *sandboxReconciler) keyGate(ctx context.Context, sbx *playgroundv1alpha1
 	if held != "" {
 		return nil
 	}
+	return r.keyWaitFor(sbx)
+}
+
+// keyWaitFor says that sbx waits for its signing key.
+func (r *sandboxReconciler) keyWaitFor(sbx *playgroundv1alpha1.Sandbox) error {
 	return &errWaitingForKey{fmt.Sprintf("Waiting for the signing key of Secret %s: the manager delivers it to node %s's agent, which writes it into the pile before the sandbox serves",
 		sbx.Spec.SigningKey.SecretName, r.node)}
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,9 +113,13 @@ func (c *component) Stop(t *testing.T) {
 func startManager(t *testing.T, mutate ...func(*controllers.Options)) *component {
 	t.Helper()
 	opts := controllers.ManagerOptions{SkipNameValidation: true}
-	// It reaches the suite's agents (brokered egress credentials) with
-	// their shared token, in cleartext on loopback.
-	agents, err := mcpgateway.NewAgentClients(nil, mcpgateway.StaticToken(agentToken), nil, true)
+	// It reaches the suite's agents (signing keys, brokered egress
+	// credentials) with their shared token: in cleartext on loopback, or
+	// over TLS verified against the CA it publishes (startTLSNode).
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ca := mcpgateway.WatchAgentCA(ctx, kubernetes.NewForConfigOrDie(managerConfig), agentlease.DefaultNamespace, logr.Discard())
+	agents, err := mcpgateway.NewAgentClients(nil, mcpgateway.StaticToken(agentToken), ca, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,6 +152,11 @@ func TestTraces(t *testing.T) {
 	g.Expect(traces).NotTo(HaveKey(droppedTrace))
 	var calls []string
 	for id, spans := range traces {
+		if len(spans) == 1 && spans[0].Name == "POST /v1/signing-keys" {
+			// The manager's delivery of the tenant's signing key: a call of
+			// its own, traced by the agent alone (no tool call's).
+			continue
+		}
 		byID := map[string]receivedSpan{}
 		var root receivedSpan
 		for _, s := range spans {
