@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -31,6 +32,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
@@ -94,6 +96,36 @@ func TestComponentsAreNoTenants(t *testing.T) {
 	g.Expect(agentapi.CodeOf(deliver(token("manager")))).To(Equal(agentapi.CodeUnauth), "the manager's own token")
 	g.Expect(agentapi.CodeOf(deliver(token("manager", agentapi.NodeAudience("components-b"))))).To(Equal(agentapi.CodeUnauth), "the manager's token for another node")
 	g.Expect(deliver(token("manager", agentapi.NodeAudience(n.name)))).To(Succeed(), "the manager, with its token for this node")
+
+	// So do signing keys, and only for a Sandbox of this node, by its UID,
+	// that names one; the key then is the sandbox's /pile/self.key.
+	var sbx playgroundv1alpha1.Sandbox
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "x"}, &sbx)).To(Succeed())
+	key := strings.Repeat("ab", 32)
+	give := func(bearer, uid string) error {
+		c, err := agentapi.NewClient(n.endpoint, bearer, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: ns, Name: "x", UID: uid, Key: key})
+		return err
+	}
+	manager := token("manager", agentapi.NodeAudience(n.name))
+	g.Expect(agentapi.CodeOf(give(token("gateway", agentapi.NodeAudience(n.name)), string(sbx.UID)))).To(Equal(agentapi.CodeForbidden), "a gateway delivering a key")
+	g.Expect(agentapi.CodeOf(give(token("manager", agentapi.NodeAudience("components-b")), string(sbx.UID)))).To(Equal(agentapi.CodeUnauth), "the manager's token for another node")
+	g.Expect(agentapi.CodeOf(give(manager, "not-its-uid"))).To(Equal(agentapi.CodeNotFound), "a key for another incarnation of the Sandbox")
+	g.Expect(agentapi.CodeOf(give(manager, string(sbx.UID)))).To(Equal(agentapi.CodeInvalid), "a key for a Sandbox that names none")
+	patch := client.MergeFrom(sbx.DeepCopy())
+	sbx.Spec.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "x-key"}
+	g.Expect(k8s.Patch(ctx, &sbx, patch)).To(Succeed())
+	g.Eventually(func() error { return give(manager, string(sbx.UID)) }, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	c, err := agentapi.NewClient(n.endpoint, token("gateway", agentapi.NodeAudience(n.name)), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	h, err := c.Open(ctx, ns+"/x", idOf(t, ns, "x"))
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := c.Exec(ctx, ns+"/x", h.ID, agentapi.ExecRequest{Command: "cat /pile/self.key"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal(key))
 }
 
 // TestCallerIdentity: the agent knows its callers by their Kubernetes

@@ -65,6 +65,10 @@ func (k *keyInbox) DeliverSigningKey(ctx context.Context, req agentapi.SigningKe
 		return agentapi.SigningKeyResult{}, &hostagent.Error{Code: hostagent.CodeNotFound,
 			Message: fmt.Sprintf("no Sandbox %s/%s (UID %s) bound to node %s in this agent's view", req.Namespace, req.Name, req.UID, k.r.node)}
 	}
+	if sbx.Spec.SigningKey == nil {
+		return agentapi.SigningKeyResult{}, &hostagent.Error{Code: hostagent.CodeInvalid,
+			Message: fmt.Sprintf("Sandbox %s/%s names no signing key (spec.signingKey)", req.Namespace, req.Name)}
+	}
 	k.mu.Lock()
 	if k.keys == nil {
 		k.keys = map[types.UID][]byte{}
