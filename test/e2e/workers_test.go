@@ -56,6 +56,8 @@ type whoAmI struct {
 	Persona       string `json:"persona"`
 	Tenant        string `json:"tenant"`
 	Pile          string `json:"pile"`
+	SigningKey    string `json:"signing_key"`
+	KeyLoads      bool   `json:"signing_key_loads"`
 	Calls         int64  `json:"calls"`
 }
 
@@ -163,7 +165,8 @@ func TestSandboxWorkerThroughGateway(t *testing.T) {
 	g.Expect(who.Authorization).NotTo(ContainSubstring(token), "the worker saw the tenant's public token")
 	g.Expect(who.SessionID).NotTo(BeEmpty())
 	g.Expect(who.SessionID).NotTo(Equal(cs.ID()), "the worker's session is not the client's")
-	g.Expect([]string{who.Persona, who.Tenant, who.Pile}).To(Equal([]string{"native", ns + "/native", "/pile/self.pile"}))
+	g.Expect([]string{who.Persona, who.Tenant, who.Pile, who.SigningKey}).To(Equal([]string{"native", ns + "/native", "/pile/self.pile", "/pile/self.key"}))
+	g.Expect(who.KeyLoads).To(BeTrue(), "the worker's signing key does not load as triblespace loads one")
 	g.Expect(calls).To(BeNumerically(">=", 4), "the requests did not alternate between the gateways")
 
 	// Past spec.timeout: the outcome is unknown, and the request reached
