@@ -210,7 +210,7 @@ var _ backend.SigningKeyHolder = (*Backend)(nil)
 // sandbox root's, so no tenant process could use the moment to remove
 // anything. The sandbox sees the new file at once (its /pile is a bind
 // mount of this directory; gVisor revalidates bind mounts): live.
-func (b *Backend) InstallSigningKey(_ context.Context, id string, key []byte) (bool, error) {
+func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return false, err
 	}
@@ -223,13 +223,46 @@ func (b *Backend) InstallSigningKey(_ context.Context, id string, key []byte) (b
 		return false, err
 	}
 	_, hostTenant := b.hostIDs(sb)
+	thaw, err := b.freeze(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("oci: sandbox %s: freezing it while its signing key changes: %w", id, err)
+	}
 	err = b.withPile(id, 0, func(dir string) error {
 		return writeSigningKey(dir, key, hostTenant)
 	})
+	if terr := thaw(); err == nil && terr != nil {
+		err = fmt.Errorf("thawing the sandbox: %w", terr)
+	}
 	if err != nil {
 		return false, fmt.Errorf("oci: sandbox %s: installing the signing key: %w", id, err)
 	}
 	return true, nil
+}
+
+// freeze pauses sandbox id's processes, when it runs and is not paused
+// already, until thaw: a new signing key is the tenant's a moment before
+// it is immutable, and a process that ran then could chmod it and keep a
+// descriptor that writes. The caller holds id's lock.
+func (b *Backend) freeze(ctx context.Context, id string) (thaw func() error, err error) {
+	none := func() error { return nil }
+	rt, cid, err := b.container(id)
+	if errors.Is(err, backend.ErrNotRunning) {
+		return none, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := rt.state(ctx, cid)
+	if err != nil {
+		return nil, err
+	}
+	if st.Status != "running" {
+		return none, nil // created, paused or stopped: nothing of it runs
+	}
+	if err := rt.pause(ctx, cid); err != nil {
+		return nil, err
+	}
+	return func() error { return rt.resume(context.WithoutCancel(ctx), cid) }, nil
 }
 
 // writeSigningKey makes key the content of dir's self.key, owned by uid,
@@ -282,9 +315,9 @@ func writeSigningKey(dir string, key []byte, uid int) error {
 		_ = removeFlagged(tmp)
 		return err
 	}
-	// The tenant's, then immutable: between the two calls, and only
-	// then, the tenant owns a key it could chmod and open for writing
-	// (docs/isolation.md, "The signing key").
+	// The tenant's, then immutable: between the two calls the tenant owns
+	// a key it could chmod and open for writing, were any of its
+	// processes to run (InstallSigningKey freezes them).
 	if err := os.Lchown(p, uid, uid); err != nil {
 		return err
 	}

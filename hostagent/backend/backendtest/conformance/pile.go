@@ -108,7 +108,7 @@ func testSigningKey(t *testing.T, n *node) {
 	be, sp := n.be, n.spec("key")
 	start(t, be, sp)
 	keyFile := guestapi.PileDir + "/" + guestapi.SigningKeyFile
-	install := func(t *testing.T, key string) {
+	install := func(t *testing.T, key string) (live bool) {
 		t.Helper()
 		live, err := holder.InstallSigningKey(ctx, sp.ID, []byte(key))
 		if err != nil {
@@ -120,6 +120,7 @@ func testSigningKey(t *testing.T, n *node) {
 			}
 			start(t, be, sp)
 		}
+		return live
 	}
 	key1, key2 := strings.Repeat("0123456789abcdef", 4), strings.Repeat("fedcba9876543210", 4)
 
@@ -155,7 +156,19 @@ func testSigningKey(t *testing.T, n *node) {
 
 	t.Run("replaced", func(t *testing.T) {
 		n.known(t)
-		install(t, key2)
+		// A process that runs through a live replacement runs on after it
+		// (a backend may hold the sandbox's processes still meanwhile).
+		Sh(t, be, sp.ID, "setsid sh -c 'while :; do echo tick >> /tmp/ticks; sleep 0.05; done' </dev/null >/dev/null 2>&1 &")
+		if install(t, key2) {
+			ticks := func() string { return Sh(t, be, sp.ID, "wc -l < /tmp/ticks") }
+			before := ticks()
+			eventually(t, "the ticks to go on after the key's replacement", func() error {
+				if now := ticks(); now == before {
+					return errors.New("no new tick")
+				}
+				return nil
+			})
+		}
 		if got := Sh(t, be, sp.ID, "cat "+keyFile+"; echo; "+statMode(keyFile)); got != key2+"\n400\n" {
 			t.Fatalf("the key after its rotation: %q", got)
 		}
