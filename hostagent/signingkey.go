@@ -17,7 +17,6 @@ limitations under the License.
 package hostagent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,8 +41,8 @@ func (a *Agent) SetSigningKey(ctx context.Context, tenant, sandboxID string, key
 	if err := backend.ValidateID(sandboxID); err != nil {
 		return "", false, errorf(CodeInvalid, "%v", err)
 	}
-	if k, err := signingkey.Normalize(key); err != nil || !bytes.Equal(k, key) {
-		return "", false, errorf(CodeInvalid, "the signing key is not %d lowercase hexadecimal digits", signingkey.Len)
+	if err := signingkey.Check(key); err != nil {
+		return "", false, errorf(CodeInvalid, "%v", err)
 	}
 	a.mu.Lock()
 	s, ok := a.sandboxes[sandboxID]

@@ -17,7 +17,6 @@ limitations under the License.
 package nodeagent
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -54,9 +53,8 @@ type keyInbox struct {
 // a Sandbox of this node and installs it at once in a sandbox that runs.
 func (k *keyInbox) DeliverSigningKey(ctx context.Context, req agentapi.SigningKeyRequest) (agentapi.SigningKeyResult, error) {
 	key := []byte(req.Key)
-	if n, err := signingkey.Normalize(key); err != nil || !bytes.Equal(n, key) {
-		return agentapi.SigningKeyResult{}, &hostagent.Error{Code: hostagent.CodeInvalid,
-			Message: fmt.Sprintf("the signing key is not %d lowercase hexadecimal digits", signingkey.Len)}
+	if err := signingkey.Check(key); err != nil {
+		return agentapi.SigningKeyResult{}, &hostagent.Error{Code: hostagent.CodeInvalid, Message: err.Error()}
 	}
 	sbx := &playgroundv1alpha1.Sandbox{}
 	err := k.r.client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, sbx)

@@ -22,6 +22,7 @@ limitations under the License.
 package signingkey
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -56,6 +57,15 @@ func Normalize(value []byte) ([]byte, error) {
 		return nil, fmt.Errorf("the key is not %d hexadecimal digits (an Ed25519 seed, as `trible pile signing-key init` writes it)", Len)
 	}
 	return []byte(v), nil
+}
+
+// Check says whether key is a key exactly as the pile holds it (what
+// Normalize makes of a Secret's value), never quoting it.
+func Check(key []byte) error {
+	if n, err := Normalize(key); err != nil || !bytes.Equal(n, key) {
+		return fmt.Errorf("the signing key is not %d lowercase hexadecimal digits", Len)
+	}
+	return nil
 }
 
 // PublicKey is key's Ed25519 public key in lowercase hex; key must be

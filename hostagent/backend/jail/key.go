@@ -17,7 +17,6 @@ limitations under the License.
 package jail
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,8 +60,8 @@ func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) 
 	}
 	// The key is checked as it is, not normalised: what is installed is
 	// exactly what the caller holds. The error never quotes it.
-	if k, err := signingkey.Normalize(key); err != nil || !bytes.Equal(k, key) {
-		return false, fmt.Errorf("jail: sandbox %s: the signing key is not %d lowercase hexadecimal digits", id, signingkey.Len)
+	if err := signingkey.Check(key); err != nil {
+		return false, fmt.Errorf("jail: sandbox %s: %w", id, err)
 	}
 	defer b.locks.Lock(id)()
 	// Under the lock: a Destroy that ran first leaves no sandbox.json.

@@ -19,7 +19,6 @@ limitations under the License.
 package lima
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -107,8 +106,8 @@ func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) 
 	}
 	// The key is checked as it is, not normalised: what is installed is
 	// exactly what the caller holds. The error never quotes it.
-	if k, err := signingkey.Normalize(key); err != nil || !bytes.Equal(k, key) {
-		return false, fmt.Errorf("lima: sandbox %s: the signing key is not %d lowercase hexadecimal digits", id, signingkey.Len)
+	if err := signingkey.Check(key); err != nil {
+		return false, fmt.Errorf("lima: sandbox %s: %w", id, err)
 	}
 	defer b.locks.Lock(id)()
 	inst, err := b.inspect(ctx, id)

@@ -214,8 +214,8 @@ func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) 
 	if err := backend.ValidateID(id); err != nil {
 		return false, err
 	}
-	if k, err := signingkey.Normalize(key); err != nil || !bytes.Equal(k, key) {
-		return false, fmt.Errorf("oci: sandbox %s: the signing key is not %d lowercase hexadecimal digits", id, signingkey.Len)
+	if err := signingkey.Check(key); err != nil {
+		return false, fmt.Errorf("oci: sandbox %s: %w", id, err)
 	}
 	defer b.locks.Lock(id)()
 	sb, err := b.loadTenant(id)

@@ -61,8 +61,8 @@ func (b *Backend) InstallSigningKey(_ context.Context, id string, key []byte) (b
 	if err := backend.ValidateID(id); err != nil {
 		return false, err
 	}
-	if k, err := signingkey.Normalize(key); err != nil || !bytes.Equal(k, key) {
-		return false, fmt.Errorf("vm: sandbox %s: the signing key is not %d lowercase hexadecimal digits", id, signingkey.Len)
+	if err := signingkey.Check(key); err != nil {
+		return false, fmt.Errorf("vm: sandbox %s: %w", id, err)
 	}
 	defer b.locks.Lock(id)()
 	rec, err := b.load(id)
@@ -103,8 +103,8 @@ func (b *Backend) installStagedKey(id string) error {
 	if err != nil {
 		return fmt.Errorf("vm: sandbox %s: %w", id, err)
 	}
-	if k, err := signingkey.Normalize(key); err != nil || !bytes.Equal(k, key) {
-		return fmt.Errorf("vm: sandbox %s: the signing key kept for its start (%s) is not %d lowercase hexadecimal digits: install it again", id, staged, signingkey.Len)
+	if err := signingkey.Check(key); err != nil {
+		return fmt.Errorf("vm: sandbox %s: the key kept for its start (%s): %w: install it again", id, staged, err)
 	}
 	if err := b.writeSigningKey(id, key); err != nil {
 		return fmt.Errorf("vm: sandbox %s: installing the signing key kept for its start: %w", id, err)
