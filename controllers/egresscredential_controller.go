@@ -201,43 +201,50 @@ func (r *EgressCredentialReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return o.Generation != n.Generation || o.Status.Endpoint != n.Status.Endpoint || o.Status.SandboxID != n.Status.SandboxID ||
 			o.Spec.NodeName != n.Spec.NodeName || !n.DeletionTimestamp.IsZero()
 	}}
-	agentRestarted := predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return true },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetAnnotations()[agentlease.AnnotationStarted] != e.ObjectNew.GetAnnotations()[agentlease.AnnotationStarted]
-		},
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("egresscredential").
 		For(&playgroundv1alpha1.Sandbox{}, builder.WithPredicates(sandboxChanged)).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.sandboxesOfNode), builder.WithPredicates(agentRestarted)).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(sandboxesOfNode(r.Client, r.Options.LeaseNamespace,
+			func(s *playgroundv1alpha1.Sandbox) bool { return len(brokeredRules(s)) > 0 })),
+			builder.WithPredicates(agentStarted)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Complete(r)
 }
 
-// sandboxesOfNode are the Sandboxes with brokered rules bound to the node
-// whose agent's Lease lease is.
-func (r *EgressCredentialReconciler) sandboxesOfNode(ctx context.Context, lease client.Object) []reconcile.Request {
-	l, ok := lease.(*coordinationv1.Lease)
-	if !ok || l.Namespace != r.Options.LeaseNamespace {
-		return nil
-	}
-	reg, err := agentlease.FromLease(l)
-	if err != nil {
-		return nil
-	}
-	var list playgroundv1alpha1.SandboxList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		s := &list.Items[i]
-		if s.Spec.NodeName == reg.Node && len(brokeredRules(s)) > 0 {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+// agentStarted passes the Leases of agents that registered or started
+// anew: what an agent keeps in memory only, the manager gives it again.
+var agentStarted = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return true },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[agentlease.AnnotationStarted] != e.ObjectNew.GetAnnotations()[agentlease.AnnotationStarted]
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// sandboxesOfNode maps an agent's Lease (in leaseNamespace) to the
+// Sandboxes bound to its node that want says are concerned.
+func sandboxesOfNode(c client.Reader, leaseNamespace string, want func(*playgroundv1alpha1.Sandbox) bool) handler.MapFunc {
+	return func(ctx context.Context, lease client.Object) []reconcile.Request {
+		l, ok := lease.(*coordinationv1.Lease)
+		if !ok || l.Namespace != leaseNamespace {
+			return nil
 		}
+		reg, err := agentlease.FromLease(l)
+		if err != nil {
+			return nil
+		}
+		var list playgroundv1alpha1.SandboxList
+		if err := c.List(ctx, &list); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range list.Items {
+			s := &list.Items[i]
+			if s.Spec.NodeName == reg.Node && want(s) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+			}
+		}
+		return reqs
 	}
-	return reqs
 }

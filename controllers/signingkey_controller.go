@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -191,43 +190,12 @@ func (r *SigningKeyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		o, n := e.ObjectOld.(*playgroundv1alpha1.Sandbox), e.ObjectNew.(*playgroundv1alpha1.Sandbox)
 		return o.Generation != n.Generation || o.Spec.NodeName != n.Spec.NodeName || !n.DeletionTimestamp.IsZero()
 	}}
-	agentStarted := predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return true },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetAnnotations()[agentlease.AnnotationStarted] != e.ObjectNew.GetAnnotations()[agentlease.AnnotationStarted]
-		},
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("signingkey").
 		For(&playgroundv1alpha1.Sandbox{}, builder.WithPredicates(sandboxChanged)).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.sandboxesOfNode), builder.WithPredicates(agentStarted)).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(sandboxesOfNode(r.Client, r.Options.LeaseNamespace,
+			func(s *playgroundv1alpha1.Sandbox) bool { return s.Spec.SigningKey != nil })),
+			builder.WithPredicates(agentStarted)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Complete(r)
-}
-
-// sandboxesOfNode are the Sandboxes with a signing key bound to the node
-// whose agent's Lease lease is.
-func (r *SigningKeyReconciler) sandboxesOfNode(ctx context.Context, lease client.Object) []reconcile.Request {
-	l, ok := lease.(*coordinationv1.Lease)
-	if !ok || l.Namespace != r.Options.LeaseNamespace {
-		return nil
-	}
-	reg, err := agentlease.FromLease(l)
-	if err != nil {
-		return nil
-	}
-	var list playgroundv1alpha1.SandboxList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		s := &list.Items[i]
-		if s.Spec.NodeName == reg.Node && s.Spec.SigningKey != nil {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
-		}
-	}
-	return reqs
 }
