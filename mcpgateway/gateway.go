@@ -94,7 +94,11 @@ const (
 
 // DefaultHTTPLimits are the gateway's connection limits (see
 // httpserve.Limits).
-func DefaultHTTPLimits() httpserve.Limits { return httpserve.DefaultLimits() }
+func DefaultHTTPLimits() httpserve.Limits {
+	l := httpserve.DefaultLimits()
+	l.Name = "gateway"
+	return l
+}
 
 // Options configure an HTTP gateway.
 type Options struct {

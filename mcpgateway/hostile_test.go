@@ -267,6 +267,88 @@ func TestIdleConnections(t *testing.T) {
 	}
 }
 
+// TestUnauthenticatedFlood: 2,000 idle unauthenticated connections, from
+// one source and then from 50 loopback addresses, held for longer than a
+// client takes to authenticate, do not keep a client with a valid token
+// from being served: the oldest of them are closed for it (they were the
+// new client's bar when the pool of unauthenticated connections was
+// global and refused the newest), and one source keeps at most its share.
+func TestUnauthenticatedFlood(t *testing.T) {
+	n := startNode(t)
+	ns := newNamespace(t)
+	tn := newTenant(t, ns, "flooded", n)
+	limits := mcpgateway.DefaultHTTPLimits()
+	// Held well past the test: only the bounds can make room.
+	limits.UnauthenticatedTimeout = 10 * time.Minute
+	limits.ReadHeaderTimeout = 10 * time.Minute
+	g := startGateway(t, mcpgateway.Options{HTTP: limits})
+	g.waitReady(t)
+	// serve serves the gateway on a listener of its own until the round
+	// ends, so that no round sees another's connections.
+	serve := func(t *testing.T) *net.TCPAddr {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- g.gw.Serve(ctx, ln) }()
+		t.Cleanup(func() { cancel(); <-served })
+		return ln.Addr().(*net.TCPAddr)
+	}
+
+	flood := func(addr *net.TCPAddr, sources, each int) []net.Conn {
+		var conns []net.Conn
+		for s := range sources {
+			d := net.Dialer{}
+			if sources > 1 {
+				d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(s+1))}
+			}
+			for range each {
+				c, err := d.Dial("tcp", addr.String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				conns = append(conns, c)
+			}
+		}
+		return conns
+	}
+	// open counts the connections of conns the gateway has not closed.
+	open := func(conns []net.Conn) int {
+		n := 0
+		for _, c := range conns {
+			_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			_, err := c.Read(make([]byte, 1))
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				n++
+			}
+		}
+		return n
+	}
+	for _, round := range []struct {
+		name           string
+		sources, each  int
+		wantOpenAtMost int
+	}{
+		{"one source", 1, 2000, limits.MaxUnauthenticatedPerSource},
+		{"50 sources", 50, 40, limits.MaxUnauthenticated},
+	} {
+		t.Run(round.name, func(t *testing.T) {
+			addr := serve(t)
+			conns := flood(addr, round.sources, round.each)
+			cs := connect(t, "http://"+addr.String()+"/mcp", tn.token, nil)
+			if out := execOK(t, cs, openServed(t, cs), "echo served"); out != "served\n" {
+				t.Fatalf("exec: %q", out)
+			}
+			if held := open(conns); held > round.wantOpenAtMost {
+				t.Fatalf("%d of the flood's connections are held, want at most %d", held, round.wantOpenAtMost)
+			}
+		})
+	}
+}
+
 // callE is callOK for goroutines: it returns what went wrong.
 func callE(cs *mcp.ClientSession, name string, args, out any) error {
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})

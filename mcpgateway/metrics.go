@@ -31,6 +31,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/audit"
+	"github.com/playground-dev/playground/internal/connlimit"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 )
@@ -110,6 +111,9 @@ func ServeMetrics(ctx context.Context, ln net.Listener, log logr.Logger) error {
 		ErrorLog:          httpserve.ErrorLog(log),
 	}
 	log.Info("Serving metrics", "address", ln.Addr().String(), "path", "/metrics")
+	// A scraper holds a connection or two: a few dozen at once is plenty,
+	// and a flood of them is bounded like any other client's.
+	ln = connlimit.Listen(ln, connlimit.Options{Name: "metrics", Max: 64, PerSource: 16})
 	return httpserve.Serve(ctx, srv, ln, DefaultShutdownGrace)
 }
 

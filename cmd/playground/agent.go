@@ -104,11 +104,19 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.DurationVar(&opts.Faculties.MaxTimeout, "faculty-max-build-timeout", faculty.DefaultMaxTimeout, "the longest a faculty build may run: a bundle whose spec.build.timeout asks more is built with this one")
 	fs.Var(cmdflags.StringList(&opts.FacultyHostPathPrefixes), "faculty-host-path-prefix", "a node directory under which FacultyBundles may take their source from a hostPath (repeatable, or comma-separated); none by default: no hostPath source is read. Never /, nor under /proc, /sys or /dev, nor overlapping --state-dir; see docs/faculties.md")
 	newBackends := backendFlags(fs, &ociOpts)
+	fs.IntVar(&ociOpts.EgressNodeConns, "egress-node-connections", oci.DefaultEgressNodeConns, "connections one sandbox holds at once to each of the agent's listeners on its link, its resolver (TCP) and its server-name gate; its nftables ruleset refuses new ones past four times this")
 	budgetFlags(fs, &opts.Budget, budget.Limits{})
 	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
+	connBudget := connectionBudgetFlag(fs)
 	logOpts := cmdflags.LogFlags(fs, "json")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := connBudget(); err != nil {
+		return err
+	}
+	if ociOpts.EgressNodeConns <= 0 {
+		return fmt.Errorf("--egress-node-connections must be positive, not %d", ociOpts.EgressNodeConns)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())

@@ -75,8 +75,12 @@ func runGateway(ctx context.Context, args []string) error {
 	tracerOf := traceFlags(fs)
 	budgetFlags(fs, &lim, budget.Limits{BytesPerTenant: mcpgateway.DefaultBudgetBytesPerTenant})
 	httpFlags(fs, &httpLim, mcpgateway.DefaultHTTPLimits())
+	connBudget := connectionBudgetFlag(fs)
 	logOpts := cmdflags.LogFlags(fs, "json")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := connBudget(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/internal/budget"
+	"github.com/playground-dev/playground/internal/connlimit"
 	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/internal/httpserve"
 )
@@ -51,8 +52,24 @@ func httpFlags(fs *flag.FlagSet, l *httpserve.Limits, d httpserve.Limits) {
 	fs.IntVar(&l.MaxConcurrentStreams, "http-max-streams-per-connection", d.MaxConcurrentStreams, "HTTP/2 requests one connection may have in flight")
 	fs.IntVar(&l.MaxConns, "http-max-connections", d.MaxConns, "connections served at once; further ones wait to be accepted")
 	fs.DurationVar(&l.UnauthenticatedTimeout, "http-unauthenticated-timeout", d.UnauthenticatedTimeout, "close a connection that has carried no authenticated request this long after it was accepted")
-	fs.IntVar(&l.MaxUnauthenticated, "http-max-unauthenticated-connections", d.MaxUnauthenticated, "connections held at once that have carried no authenticated request; further ones are closed as they are accepted")
-	l.MaxHeaderBytes = d.MaxHeaderBytes
+	fs.IntVar(&l.MaxConnsPerSource, "http-max-connections-per-source", d.MaxConnsPerSource, "connections one source (an IPv4 address, an IPv6 /64) holds at once; further ones are closed as they are accepted (0: no bound; behind a proxy, which is every client's source, raise it or give 0 and bound clients at the proxy)")
+	fs.IntVar(&l.MaxUnauthenticated, "http-max-unauthenticated-connections", d.MaxUnauthenticated, "connections held at once that have carried no authenticated request; past it the oldest of them is closed for a new one")
+	fs.IntVar(&l.MaxUnauthenticatedPerSource, "http-max-unauthenticated-connections-per-source", d.MaxUnauthenticatedPerSource, "connections without an authenticated request one source holds at once; past it the source's oldest is closed for its new one (0: no bound)")
+	l.MaxHeaderBytes, l.Name = d.MaxHeaderBytes, d.Name
+}
+
+// connectionBudgetFlag registers --connection-budget, the process's budget
+// of accepted connections (package connlimit), applied once flags are
+// parsed by the returned function.
+func connectionBudgetFlag(fs *flag.FlagSet) func() error {
+	n := fs.Int("connection-budget", connlimit.DefaultBudget(), "connections this process accepts at once over all its listeners (the agent API, the gateway, the sandboxes' resolvers and gates), each a file descriptor; past it a new one is closed as it is accepted (default: half the process's open-file limit)")
+	return func() error {
+		if *n <= 0 {
+			return fmt.Errorf("--connection-budget must be positive, not %d", *n)
+		}
+		connlimit.Process().SetLimit(*n)
+		return nil
+	}
 }
 
 // bytesFlag is a byte count given as a Kubernetes quantity (64Mi, 1Gi,

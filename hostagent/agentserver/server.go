@@ -100,6 +100,7 @@ func NewServer(agent *hostagent.Agent, log logr.Logger, tokens ...string) *Serve
 // stops it, while no connection can open streams without end.
 func DefaultHTTPLimits() httpserve.Limits {
 	l := httpserve.DefaultLimits()
+	l.Name = "agent"
 	l.MaxConcurrentStreams = 512
 	l.IdleTimeout = 5 * time.Minute
 	return l

@@ -41,6 +41,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/miekg/dns"
 	"golang.org/x/time/rate"
+
+	"github.com/playground-dev/playground/internal/connlimit"
 )
 
 // Rule allows a name, or the names under a domain ("*.example.com": one
@@ -190,12 +192,22 @@ type Options struct {
 	QueriesPerSecond float64
 	Burst            int
 	MaxInFlight      int
+	// MaxTCPConns bounds the sandbox's TCP connections to the resolver
+	// held at once (default 16): past it the resolver accepts no more
+	// until one closes (they wait in the kernel's queue, holding none of
+	// the agent's files), and each is charged to the process's connection
+	// budget (package connlimit). A TCP connection idle for
+	// tcpIdleTimeout, or slow to send its query, is closed.
+	MaxTCPConns int
 	// MinTTL and MaxTTL clamp how long an answered address stays open
 	// (defaults 10 s, so that a client can connect to an answer of TTL 0,
 	// and 1 h).
 	MinTTL, MaxTTL time.Duration
 	Log            logr.Logger
 }
+
+// tcpIdleTimeout closes a TCP connection that sends no query for this long.
+const tcpIdleTimeout = 5 * time.Second
 
 // Resolver is a running resolver of one sandbox.
 type Resolver struct {
@@ -223,6 +235,9 @@ func Start(opts Options) (*Resolver, error) {
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 16
+	}
+	if opts.MaxTCPConns <= 0 {
+		opts.MaxTCPConns = 16
 	}
 	if opts.MinTTL <= 0 {
 		opts.MinTTL = 10 * time.Second
@@ -254,7 +269,8 @@ func Start(opts Options) (*Resolver, error) {
 	started := make(chan struct{}, 2)
 	notify := func() { started <- struct{}{} }
 	r.udp = &dns.Server{PacketConn: pc, Handler: h, NotifyStartedFunc: notify}
-	r.tcp = &dns.Server{Listener: ln, Handler: h, ReadTimeout: 5 * time.Second, MaxTCPQueries: 64, NotifyStartedFunc: notify}
+	r.tcp = &dns.Server{Listener: connlimit.Listen(ln, connlimit.Options{Name: "resolver", Max: opts.MaxTCPConns}), Handler: h,
+		ReadTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return tcpIdleTimeout }, MaxTCPQueries: 64, NotifyStartedFunc: notify}
 	failed := make(chan error, 2)
 	for _, s := range []*dns.Server{r.udp, r.tcp} {
 		r.wg.Add(1)

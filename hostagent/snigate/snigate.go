@@ -43,6 +43,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/internal/connlimit"
 )
 
 // maxHello bounds what the gate reads of a ClientHello.
@@ -108,7 +110,9 @@ func Start(opts Options) (*Gate, error) {
 			}
 			return nil, fmt.Errorf("snigate: %w", err)
 		}
-		g.lns = append(g.lns, ln)
+		// Each connection is charged to the process's connection budget;
+		// MaxConns bounds the sandbox's below.
+		g.lns = append(g.lns, connlimit.Listen(ln, connlimit.Options{Name: "gate"}))
 	}
 	for _, ln := range g.lns {
 		g.wg.Add(1)
@@ -155,8 +159,10 @@ func (g *Gate) serve(ln net.Listener) {
 			defer g.wg.Done()
 			defer func() { <-g.slots }()
 			defer g.track(c, false)
-			defer c.Close()
-			g.handle(c)
+			defer c.Close() // and gives back its part of the budget
+			// The TCP connection itself: its original destination, its
+			// half-close and the kernel's splice.
+			g.handle(c.(*connlimit.Conn).NetConn())
 		}()
 	}
 }

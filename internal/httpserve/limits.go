@@ -17,6 +17,7 @@ limitations under the License.
 package httpserve
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"io"
@@ -24,8 +25,9 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/playground-dev/playground/internal/connlimit"
 )
 
 // Limits harden a server against idle, slow and greedy connections. Every
@@ -46,23 +48,33 @@ import (
 //     IdleTimeout;
 //   - an HTTP/2 connection carries at most MaxConcurrentStreams requests at
 //     once, and the server holds at most MaxConns connections (further
-//     ones wait in the kernel's accept queue until one closes);
+//     ones wait in the kernel's accept queue until one closes), at most
+//     MaxConnsPerSource of them from one source (an IPv4 address, an IPv6
+//     /64; past it a new one is closed as it is accepted), each charged
+//     to the process's connection budget (package connlimit);
 //   - a connection that has carried no authenticated request (the
 //     handler calls MarkAuthenticated) is closed UnauthenticatedTimeout
 //     after it was accepted, whatever it sends, and at most
-//     MaxUnauthenticated such connections are held at once: past it, a
-//     new connection is closed as it is accepted. Junk tokens and idle
-//     sockets so hold neither memory nor room in MaxConns for long.
+//     MaxUnauthenticated such connections are held at once,
+//     MaxUnauthenticatedPerSource from one source: past either, the oldest
+//     of them (of all, or of that source) is closed for the new one. Junk
+//     tokens and idle sockets so hold neither memory nor room in MaxConns
+//     for long, and never keep a new client from sending its token.
 type Limits struct {
-	ReadHeaderTimeout      time.Duration
-	BodyTimeout            time.Duration
-	WriteTimeout           time.Duration
-	IdleTimeout            time.Duration
-	MaxHeaderBytes         int
-	MaxConcurrentStreams   int
-	MaxConns               int
-	UnauthenticatedTimeout time.Duration
-	MaxUnauthenticated     int
+	// Name names the server's listener in the connection metrics
+	// ("gateway", "agent").
+	Name                        string
+	ReadHeaderTimeout           time.Duration
+	BodyTimeout                 time.Duration
+	WriteTimeout                time.Duration
+	IdleTimeout                 time.Duration
+	MaxHeaderBytes              int
+	MaxConcurrentStreams        int
+	MaxConns                    int
+	MaxConnsPerSource           int
+	UnauthenticatedTimeout      time.Duration
+	MaxUnauthenticated          int
+	MaxUnauthenticatedPerSource int
 }
 
 // DefaultLimits suit a server on a cluster network.
@@ -75,10 +87,15 @@ func DefaultLimits() Limits {
 		MaxHeaderBytes:       64 << 10,
 		MaxConcurrentStreams: 100,
 		MaxConns:             4096,
+		// A source is one client, or a few behind a NAT: a proxy in front
+		// of the server is every client's source, and needs this raised
+		// (or 0) while it bounds its own clients.
+		MaxConnsPerSource: 256,
 		// Room for a burst of clients connecting at once, each of which
 		// authenticates in its first request.
-		UnauthenticatedTimeout: 10 * time.Second,
-		MaxUnauthenticated:     512,
+		UnauthenticatedTimeout:      10 * time.Second,
+		MaxUnauthenticated:          512,
+		MaxUnauthenticatedPerSource: 64,
 	}
 }
 
@@ -89,6 +106,9 @@ func (l Limits) Validate() error {
 	}
 	if l.MaxHeaderBytes <= 0 || l.MaxConcurrentStreams <= 0 || l.MaxConns <= 0 || l.MaxUnauthenticated <= 0 {
 		return errors.New("the HTTP header size, stream and connection bounds must be positive")
+	}
+	if l.MaxConnsPerSource < 0 || l.MaxUnauthenticatedPerSource < 0 {
+		return errors.New("the HTTP bounds per source must be positive, or 0 for none")
 	}
 	return nil
 }
@@ -226,104 +246,148 @@ func (p *progressWriter) Flush() { _ = p.FlushError() }
 // Unwrap lets http.ResponseController reach the server's writer.
 func (p *progressWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
-// Listen bounds ln to MaxConns connections at once, and to
-// MaxUnauthenticated connections that have carried no authenticated
-// request: Accept waits while MaxConns are open, closes a connection past
-// MaxUnauthenticated at once, and returns once the listener is closed.
+// Listen bounds ln: MaxConns connections at once (Accept waits past it),
+// MaxConnsPerSource from one source and the process's connection budget
+// (past them a new connection is closed as it is accepted; package
+// connlimit), and MaxUnauthenticated connections that have carried no
+// authenticated request, MaxUnauthenticatedPerSource of them from one
+// source: past either, the oldest such connection (of all, or of that
+// source) is closed to make room for the new one. A client that connects
+// to send its token is so never turned away by idle connections others
+// hold, and a source that opens many only closes its own. Accept returns
+// once the listener is closed.
 func (l Limits) Listen(ln net.Listener) net.Listener {
 	if l.MaxConns <= 0 {
 		return ln
 	}
-	return &limitListener{Listener: ln, sem: make(chan struct{}, l.MaxConns), done: make(chan struct{}),
-		unauthTimeout: l.UnauthenticatedTimeout, unauthMax: int64(l.MaxUnauthenticated)}
+	name := l.Name
+	if name == "" {
+		name = "http"
+	}
+	return &limitListener{Listener: connlimit.Listen(ln, connlimit.Options{Name: name, Max: l.MaxConns, PerSource: l.MaxConnsPerSource}),
+		name: name, unauthTimeout: l.UnauthenticatedTimeout, unauthMax: l.MaxUnauthenticated, unauthPerSource: l.MaxUnauthenticatedPerSource,
+		pending: list.New(), bySource: map[string]*list.List{}}
 }
 
 type limitListener struct {
 	net.Listener
-	sem  chan struct{}
-	done chan struct{}
-	once sync.Once
+	name string
 
-	unauthTimeout time.Duration
-	unauthMax     int64
-	unauth        atomic.Int64 // connections accepted and not yet authenticated
-	refused       atomic.Uint64
+	unauthTimeout   time.Duration
+	unauthMax       int
+	unauthPerSource int
+
+	// pending holds the connections that have carried no authenticated
+	// request, oldest first, and bySource the same by source.
+	mu       sync.Mutex
+	pending  *list.List
+	bySource map[string]*list.List
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		select {
-		case l.sem <- struct{}{}:
-		case <-l.done:
-			return nil, net.ErrClosed
-		}
-		c, err := l.Listener.Accept()
-		if err != nil {
-			<-l.sem
-			return nil, err
-		}
-		lc := &limitConn{Conn: c, release: func() { <-l.sem }}
-		if l.unauthMax <= 0 {
-			return lc, nil
-		}
-		if l.unauth.Add(1) > l.unauthMax {
-			l.unauth.Add(-1)
-			l.refused.Add(1)
-			_ = c.Close()
-			<-l.sem
-			continue
-		}
-		lc.unauth = &l.unauth
-		lc.pending.Store(true)
-		if l.unauthTimeout > 0 {
-			lc.timer = time.AfterFunc(l.unauthTimeout, func() {
-				if lc.pending.Load() {
-					_ = lc.Conn.Close() // the server sees it fail, and closes lc
-				}
-			})
-		}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	lc := &limitConn{Conn: c, l: l, source: connlimit.Source(c)}
+	if l.unauthMax <= 0 {
 		return lc, nil
 	}
+	var evict []*limitConn
+	l.mu.Lock()
+	src := l.bySource[lc.source]
+	if src == nil {
+		src = list.New()
+		l.bySource[lc.source] = src
+	}
+	if l.unauthPerSource > 0 && src.Len() >= l.unauthPerSource {
+		evict = append(evict, l.settleLocked(src.Front().Value.(*limitConn)))
+	}
+	if l.pending.Len() >= l.unauthMax {
+		evict = append(evict, l.settleLocked(l.pending.Front().Value.(*limitConn)))
+	}
+	if l.bySource[lc.source] == nil { // emptied by the eviction
+		l.bySource[lc.source] = src
+	}
+	lc.elem, lc.srcElem = l.pending.PushBack(lc), src.PushBack(lc)
+	l.mu.Unlock()
+	for _, old := range evict {
+		if old == nil {
+			continue
+		}
+		connlimit.Process().Refused(l.name, connlimit.ReasonUnauthenticated)
+		_ = old.Conn.Close() // the server sees it fail, and closes old
+	}
+	if l.unauthTimeout > 0 {
+		lc.timer = time.AfterFunc(l.unauthTimeout, func() {
+			if lc.isPending() {
+				_ = lc.Conn.Close() // the server sees it fail, and closes lc
+			}
+		})
+	}
+	return lc, nil
 }
 
-// Refused counts the connections closed as they were accepted, past
-// MaxUnauthenticated.
-func (l *limitListener) Refused() uint64 { return l.refused.Load() }
+// settleLocked takes c out of the unauthenticated connections, if it is
+// among them, and returns it then (nil otherwise); l.mu is held.
+func (l *limitListener) settleLocked(c *limitConn) *limitConn {
+	if c.elem == nil {
+		return nil
+	}
+	l.pending.Remove(c.elem)
+	if src := l.bySource[c.source]; src != nil {
+		src.Remove(c.srcElem)
+		if src.Len() == 0 {
+			delete(l.bySource, c.source)
+		}
+	}
+	c.elem, c.srcElem = nil, nil
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	return c
+}
 
-// Close also ends an Accept waiting for a connection to close, so that a
-// full server shuts down at once.
-func (l *limitListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return l.Listener.Close()
+// Unauthenticated is how many connections have carried no authenticated
+// request now.
+func (l *limitListener) Unauthenticated() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pending.Len()
 }
 
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l      *limitListener
+	source string
 
-	// unauth counts the listener's unauthenticated connections; pending
-	// is true while this one is among them.
-	unauth  *atomic.Int64
-	pending atomic.Bool
-	timer   *time.Timer
+	// elem and srcElem are its places among the listener's
+	// unauthenticated connections (nil: not among them); timer closes it
+	// if it stays there too long. Guarded by l.mu.
+	elem, srcElem *list.Element
+	timer         *time.Timer
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.settle()
-	c.once.Do(c.release)
 	return err
 }
 
+// NetConn is the connection underneath.
+func (c *limitConn) NetConn() net.Conn { return c.Conn }
+
 // settle takes the connection out of the unauthenticated ones, once.
 func (c *limitConn) settle() {
-	if c.pending.CompareAndSwap(true, false) {
-		c.unauth.Add(-1)
-		if c.timer != nil {
-			c.timer.Stop()
-		}
-	}
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	c.l.settleLocked(c)
+}
+
+func (c *limitConn) isPending() bool {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	return c.elem != nil
 }
 
 type connKey struct{}

@@ -200,57 +200,30 @@ func TestStreamBound(t *testing.T) {
 
 // TestUnauthenticatedConnections: connections that carry no authenticated
 // request are few and short-lived, whatever they send: past
-// MaxUnauthenticated a new one is closed at once, and each is closed
-// UnauthenticatedTimeout after it was accepted, even one that keeps
-// sending requests (with a bad credential, here). One that authenticated
-// stays, past the timeout, for its next request.
+// MaxUnauthenticated the oldest of them is closed for a new one, and each
+// is closed UnauthenticatedTimeout after it was accepted, even one that
+// keeps sending requests (with a bad credential, here). One that
+// authenticated stays, past the timeout, for its next request.
 func TestUnauthenticatedConnections(t *testing.T) {
 	l := DefaultLimits()
 	l.UnauthenticatedTimeout = 3 * time.Second
 	l.MaxUnauthenticated = 10
-	addr := serve(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer good" {
-			http.Error(w, "no", http.StatusUnauthorized)
-			return
-		}
-		MarkAuthenticated(r.Context())
-		fmt.Fprint(w, "ok")
-	}))
-	request := func(c net.Conn, r *bufio.Reader, token string) (int, error) {
-		if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", token); err != nil {
-			return 0, err
-		}
-		resp, err := http.ReadResponse(r, nil)
-		if err != nil {
-			return 0, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
-	dial := func() (net.Conn, *bufio.Reader) {
-		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c, bufio.NewReader(c)
-	}
+	l.MaxUnauthenticatedPerSource = 0
+	addr := serve(t, l, authenticating())
 	start := time.Now()
-	good, goodR := dial()
+	good, goodR := dial(t, addr, nil)
 	if code, err := request(good, goodR, "good"); err != nil || code != http.StatusOK {
 		t.Fatalf("authenticated request: %d, %v", code, err)
 	}
-	bad, badR := dial()
-	if code, err := request(bad, badR, "bad"); err != nil || code != http.StatusUnauthorized {
-		t.Fatalf("a bad credential: %d, %v", code, err)
-	}
-	// 50 idle ones: 9 fit beside the bad one, 41 are closed as accepted.
+	// 50 idle ones: the 40 oldest are closed for the newer, as they come.
 	var idle []net.Conn
 	for range 50 {
-		c, _ := dial()
+		c, _ := dial(t, addr, nil)
 		idle = append(idle, c)
+	}
+	bad, badR := dial(t, addr, nil)
+	if code, err := request(bad, badR, "bad"); err != nil || code != http.StatusUnauthorized {
+		t.Fatalf("a bad credential: %d, %v", code, err)
 	}
 	closedAfter := make(chan time.Duration, len(idle))
 	for i, c := range idle {
@@ -270,8 +243,9 @@ func TestUnauthenticatedConnections(t *testing.T) {
 			early++
 		}
 	}
-	if early < 41 {
-		t.Errorf("%d idle connections were closed at once, want the 41 past the bound", early)
+	// The bad connection took the place of the eleventh newest.
+	if early != 41 {
+		t.Errorf("%d idle connections were closed at once, want the 41 oldest", early)
 	}
 	served := 0
 	for {
@@ -290,6 +264,116 @@ func TestUnauthenticatedConnections(t *testing.T) {
 	if code, err := request(good, goodR, "good"); err != nil || code != http.StatusOK {
 		t.Fatalf("the authenticated connection after the timeout: %d, %v", code, err)
 	}
+}
+
+// TestNewestUnauthenticatedServed: idle connections held by one source,
+// or by many, never keep a new client from authenticating: past the
+// bounds the oldest idle ones go, those of the source over its share
+// first, and the connections one source holds are bounded whatever they
+// do.
+func TestNewestUnauthenticatedServed(t *testing.T) {
+	l := DefaultLimits()
+	l.UnauthenticatedTimeout = 10 * time.Minute // only the bounds make room
+	l.ReadHeaderTimeout = 10 * time.Minute
+	l.MaxUnauthenticated = 100
+	l.MaxUnauthenticatedPerSource = 20
+	l.MaxConnsPerSource = 30
+	addr := serve(t, l, authenticating())
+	from := func(i int) *net.TCPAddr { return &net.TCPAddr{IP: net.IPv4(127, 0, 2, byte(i))} }
+	heldOf := func(conns []net.Conn) int {
+		n := 0
+		for _, c := range conns {
+			_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+			_, err := c.Read(make([]byte, 1))
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				n++
+			}
+		}
+		return n
+	}
+	served := func(src *net.TCPAddr) {
+		t.Helper()
+		c, r := dial(t, addr, src)
+		if code, err := request(c, r, "good"); err != nil || code != http.StatusOK {
+			t.Fatalf("a client with a good token from %v: %d, %v", src, code, err)
+		}
+	}
+
+	// One source, 500 idle: it holds its 20, and a client of its own
+	// address, and of another, is served.
+	var one []net.Conn
+	for range 500 {
+		c, _ := dial(t, addr, from(1))
+		one = append(one, c)
+	}
+	served(from(1))
+	served(from(2))
+	if held := heldOf(one); held != l.MaxUnauthenticatedPerSource-1 {
+		t.Fatalf("one source holds %d idle connections, want %d (its share, less the one closed for its own client)", held, l.MaxUnauthenticatedPerSource-1)
+	}
+	// Ten sources, 20 idle each, fill the pool: a new client is served.
+	var many []net.Conn
+	for i := range 10 {
+		for range 20 {
+			c, _ := dial(t, addr, from(10+i))
+			many = append(many, c)
+		}
+	}
+	served(from(3))
+	if held := heldOf(append(one, many...)); held > l.MaxUnauthenticated {
+		t.Fatalf("%d idle connections are held, want at most %d", held, l.MaxUnauthenticated)
+	}
+	// Authenticated connections count against their source's bound: its
+	// 31st is closed as it is accepted.
+	for range l.MaxConnsPerSource {
+		served(from(4))
+	}
+	c, r := dial(t, addr, from(4))
+	if _, err := request(c, r, "good"); err == nil {
+		t.Fatalf("the %dth connection of one source was served", l.MaxConnsPerSource+1)
+	}
+}
+
+// authenticating serves "ok" to a request with the token "good", and 401
+// to any other.
+func authenticating() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		MarkAuthenticated(r.Context())
+		fmt.Fprint(w, "ok")
+	})
+}
+
+// request sends a GET with token on c and reads its answer from r.
+func request(c net.Conn, r *bufio.Reader, token string) (int, error) {
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", token); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// dial connects to addr, from local when given, until the test ends.
+func dial(t *testing.T, addr string, local *net.TCPAddr) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	d := net.Dialer{}
+	if local != nil {
+		d.LocalAddr = local
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
 }
 
 // TestBodyReadAfterTheHandler: a body read on after its handler returned

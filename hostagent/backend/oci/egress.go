@@ -322,6 +322,11 @@ func (b *Backend) egressRuleset(sb *sandbox) string {
 	// addresses, the agent's port, node-local services) but its resolver,
 	// when its rules name hosts.
 	fmt.Fprintf(&r, "\tchain input {\n\t\ttype filter hook input priority -10; policy accept;\n")
+	// The connections the sandbox holds to the agent's listeners on its
+	// link, accepted or waiting in their queues, are bounded here too: a
+	// second line under the listeners' own bound (EgressNodeConns), which
+	// holds whatever the agent does.
+	fmt.Fprintf(&r, "\t\tiifname %s meta l4proto tcp ct state new ct count over %d reject with tcp reset\n", dev, 4*b.opts.EgressNodeConns)
 	if hasNamedEgress(sb) {
 		fmt.Fprintf(&r, "\t\tiifname %s ip daddr %s meta l4proto { tcp, udp } th dport 53 accept\n", dev, n.node)
 	}

@@ -164,7 +164,8 @@ func (b *Backend) ensureGate(sb *sandbox, ne *namedEgress) error {
 			until, ok := ne.checked[dst][name]
 			return ok && time.Now().Before(until)
 		},
-		Denied: b.deniedAnswer,
+		Denied:   b.deniedAnswer,
+		MaxConns: b.opts.EgressNodeConns,
 		Terminate: func(name string) func(net.Conn, []byte, netip.AddrPort) {
 			ne.mu.Lock()
 			defer ne.mu.Unlock()
@@ -301,9 +302,10 @@ func (b *Backend) ensureResolver(sb *sandbox) error {
 			ne.noteAnswer(addr, name, ttl)
 			return nil
 		},
-		Denied: b.deniedAnswer,
-		IPv6:   b.opts.EgressIPv6,
-		Record: b.opts.OnEgressDNS,
+		Denied:      b.deniedAnswer,
+		IPv6:        b.opts.EgressIPv6,
+		Record:      b.opts.OnEgressDNS,
+		MaxTCPConns: b.opts.EgressNodeConns,
 	})
 	if err != nil {
 		_ = br.Close()

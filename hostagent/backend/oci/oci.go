@@ -321,6 +321,9 @@ func (o *Options) setDefaults() error {
 			return fmt.Errorf("oci: etc entry %q is generated per sandbox", e)
 		}
 	}
+	if o.EgressNodeConns <= 0 {
+		o.EgressNodeConns = DefaultEgressNodeConns
+	}
 	switch o.Network {
 	case "":
 		o.Network = NetworkNone

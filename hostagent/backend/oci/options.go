@@ -107,6 +107,14 @@ type Options struct {
 	// OnEgressDNS receives each query of a sandbox's resolver and what it
 	// did (metrics, the record); nil: none.
 	OnEgressDNS func(egressdns.Decision)
+	// EgressNodeConns bounds the connections one sandbox holds at once to
+	// each of the agent's listeners on its link, its resolver (TCP) and
+	// its server-name gate (default DefaultEgressNodeConns): past it the
+	// resolver accepts no more until one closes, the gate closes the new
+	// one. The sandbox's nftables ruleset refuses new connections to them
+	// past four times it (connections the agent has not accepted yet
+	// included), a second line that holds without the agent.
+	EgressNodeConns int
 	// DefaultResources fill in zero fields of a Spec's Resources. Default:
 	// 1000 millicores, 1 GiB, 1024 PIDs.
 	DefaultResources backend.Resources
@@ -173,6 +181,12 @@ type Options struct {
 	// WarmPool.
 	NewID func() string
 }
+
+// DefaultEgressNodeConns bounds a sandbox's connections to each of the
+// agent's listeners on its link (Options.EgressNodeConns): a resolver
+// answers each query at once, and a TLS client opens a few connections
+// per host.
+const DefaultEgressNodeConns = 64
 
 // DefaultWarmPoolRate is how many pooled sandboxes start per second at
 // most, by default: refilling yields to the starts tenants wait for.

@@ -1,0 +1,204 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
+	"github.com/playground-dev/playground/internal/connlimit"
+	"github.com/playground-dev/playground/internal/netnstest"
+)
+
+// TestResolverConnectionFlood is the attack of a tenant on its node's
+// open files through its own resolver: 20,000 TCP connections from its
+// sandbox's network to the resolver its agent runs for it. The agent
+// holds at most EgressNodeConns of them (the rest wait in the kernel's
+// queue, and past four times that bound the sandbox's nftables ruleset
+// refuses new ones), so the agent's open files stay far below its budget,
+// and another tenant's sandbox is served throughout: its commands run and
+// its resolver answers. (The resolver held every connection it was
+// offered, 12,707 of the agent's 20,000 files in a live attack.)
+func TestResolverConnectionFlood(t *testing.T) {
+	requireRunc(t)
+	_, w := egressWorld(t)
+	w.serveZone(t, map[string][]string{"allowed.test.": {"allowed.test. 60 IN A " + worldServer}})
+	const perSandbox = 16
+	b, err := New(Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Runtime: testRuntime, Network: NetworkEgress,
+		EgressResolvers: []string{worldServer + ":53"}, EgressNodeConns: perSandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := []backend.EgressRule{{Host: "allowed.test", Ports: []int32{allowedPort}}}
+	startSandbox(t, b, backend.Spec{ID: "flood", Tenant: "team-a/mallory", Egress: rules})
+	startSandbox(t, b, backend.Spec{ID: "calm", Tenant: "team-b/alice", Egress: rules})
+	sb, err := b.load("flood")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := b.egressNet(sb)
+	resolver := net.JoinHostPort(n.node.String(), "53")
+
+	// The other tenant is served throughout: a command and a lookup
+	// through its own resolver, again and again while the flood runs.
+	stop := make(chan struct{})
+	var calmed sync.WaitGroup
+	var served atomic.Int64
+	calmed.Add(1)
+	go func() {
+		defer calmed.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			r, err := execIn(ctx, b, "calm", "getent ahostsv4 allowed.test | head -n 1")
+			cancel()
+			if err != nil || !strings.Contains(r, worldServer) {
+				t.Errorf("the other tenant's lookup during the flood: %q, %v", r, err)
+				return
+			}
+			served.Add(1)
+		}
+	}()
+
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	refused, timedOut := 0, 0
+	(&netnstest.World{Net: n.netns}).In(t, func() error {
+		d := net.Dialer{Timeout: 200 * time.Millisecond}
+		for range 20000 {
+			c, err := d.Dial("tcp4", resolver)
+			switch {
+			case err == nil:
+				held = append(held, c)
+			case errors.Is(err, syscall.ECONNREFUSED):
+				refused++
+			case errors.Is(err, os.ErrDeadlineExceeded) || strings.Contains(err.Error(), "timeout"):
+				timedOut++
+			default:
+				return fmt.Errorf("connection %d: %w", len(held)+refused+timedOut, err)
+			}
+		}
+		return nil
+	})
+	// The agent's files for the flood: its end of the connections to the
+	// resolver's address.
+	agentFiles := acceptedFiles(t, netip.AddrPortFrom(n.node, 53))
+	t.Logf("20000 connections: %d held by the sandbox, %d refused by its ruleset, %d timed out; the agent holds %d of them (%d files of its budget of %d)",
+		len(held), refused, timedOut, agentFiles, connlimit.Process().InUse(), connlimit.Process().Limit())
+	if agentFiles > perSandbox {
+		t.Errorf("the agent holds %d of the flood's connections, want at most the sandbox's %d", agentFiles, perSandbox)
+	}
+	if connlimit.Process().InUse() > connlimit.Process().Limit() {
+		t.Errorf("the process holds %d connections, past its budget of %d", connlimit.Process().InUse(), connlimit.Process().Limit())
+	}
+	if max := 4*perSandbox + 8; len(held) > max {
+		t.Errorf("the sandbox holds %d connections to its node, want at most about %d: its ruleset's bound does not hold", len(held), max)
+	}
+	if refused == 0 {
+		t.Error("no connection was refused by the sandbox's ruleset")
+	}
+	close(stop)
+	calmed.Wait()
+	if served.Load() == 0 {
+		t.Error("the other tenant was not served during the flood")
+	}
+	// The flooding sandbox's resolver serves it again once it lets go.
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r, err := execIn(context.Background(), b, "flood", "getent ahostsv4 allowed.test | head -n 1")
+		if err == nil && strings.Contains(r, worldServer) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the flooding sandbox's resolver does not answer it after the flood: %q, %v", r, err)
+		}
+	}
+}
+
+// execIn runs command in sandbox id within ctx and returns its stdout.
+func execIn(ctx context.Context, b *Backend, id, command string) (string, error) {
+	s := conformance.NewSink()
+	p, err := b.Exec(ctx, id, backend.ExecRequest{Shell: backend.ShellClean, Command: command}, s)
+	if err != nil {
+		return "", err
+	}
+	st, err := p.Wait(ctx)
+	if err != nil {
+		return "", err
+	}
+	if st.Code != 0 {
+		return s.Stdout(), fmt.Errorf("%q exited %d: %s", command, st.Code, s.Stderr())
+	}
+	return s.Stdout(), nil
+}
+
+// acceptedFiles counts this process's open files that are TCP sockets
+// accepted at local (in the node's network namespace, /proc/net/tcp):
+// connections, not the listener.
+func acceptedFiles(t *testing.T, local netip.AddrPort) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := local.Addr().As4()
+	// /proc/net/tcp prints an IPv4 address as the 32-bit number in host
+	// (little-endian) order, then the port.
+	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", a[3], a[2], a[1], a[0], local.Port())
+	inodes := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		const listen = "0A"
+		if len(f) > 9 && f[1] == want && f[3] != listen {
+			inodes["socket:["+f[9]+"]"] = true
+		}
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && inodes[target] {
+			n++
+		}
+	}
+	return n
+}
