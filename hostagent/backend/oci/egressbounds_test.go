@@ -20,9 +20,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -201,4 +203,80 @@ func acceptedFiles(t *testing.T, local netip.AddrPort) int {
 		}
 	}
 	return n
+}
+
+// TestGateConnectionBound: a sandbox holds at most EgressNodeConns
+// connections through its server-name gate (those redirected to it wait
+// there for their TLS ClientHello); its next is closed at once, while
+// another sandbox's gate takes its own.
+func TestGateConnectionBound(t *testing.T) {
+	requireRunc(t)
+	_, w := egressWorld(t)
+	w.serveZone(t, map[string][]string{"secure.test.": {"secure.test. 60 IN A " + worldServer}})
+	w.serveHTTPS(t, worldServer+":"+strconv.Itoa(httpsPort), "secure.test")
+	const perSandbox = 4
+	b, err := New(Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Runtime: testRuntime, Network: NetworkEgress,
+		EgressResolvers: []string{worldServer + ":53"}, EgressNodeConns: perSandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := []backend.EgressRule{{Host: "secure.test", Ports: []int32{httpsPort}, CheckServerName: true}}
+	for _, id := range []string{"greedy", "other"} {
+		startSandbox(t, b, backend.Spec{ID: id, Tenant: "team/" + id, Egress: rules})
+		// The answer opens the address to the gate.
+		if out, err := execIn(context.Background(), b, id, "getent ahostsv4 secure.test | head -n 1"); err != nil || !strings.Contains(out, worldServer) {
+			t.Fatalf("%s: resolving secure.test: %q, %v", id, out, err)
+		}
+	}
+	// open dials n connections to the checked address from sandbox id's
+	// network, sending nothing, and says of each whether the gate closed
+	// it at once (it waits 5 s for a ClientHello on those it holds).
+	open := func(id string, n int) []bool {
+		sb, err := b.load(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conns []net.Conn
+		(&netnstest.World{Net: b.egressNet(sb).netns}).In(t, func() error {
+			for range n {
+				c, err := net.DialTimeout("tcp4", net.JoinHostPort(worldServer, strconv.Itoa(httpsPort)), 5*time.Second)
+				if err != nil {
+					return err
+				}
+				conns = append(conns, c)
+			}
+			return nil
+		})
+		closed := make([]bool, n)
+		var wg sync.WaitGroup
+		for i, c := range conns {
+			wg.Go(func() {
+				defer c.Close()
+				_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+				_, err := c.Read(make([]byte, 1))
+				closed[i] = err == io.EOF
+			})
+		}
+		wg.Wait()
+		return closed
+	}
+	var greedy, other []bool
+	var wg sync.WaitGroup
+	wg.Go(func() { greedy = open("greedy", 3*perSandbox) })
+	wg.Go(func() { other = open("other", perSandbox) })
+	wg.Wait()
+	held := 0
+	for _, c := range greedy {
+		if !c {
+			held++
+		}
+	}
+	if held != perSandbox {
+		t.Errorf("the gate holds %d of the greedy sandbox's %d connections, want its %d", held, len(greedy), perSandbox)
+	}
+	for i, c := range other {
+		if c {
+			t.Errorf("the other sandbox's connection %d was closed: its gate's room was taken", i)
+		}
+	}
 }
