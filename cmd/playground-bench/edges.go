@@ -39,7 +39,11 @@ import (
 
 // Sizes of the "hostile edges" rows.
 const (
-	edgeJunkConns   = 256 // the flood's connections at once (each reopened when the gateway closes it)
+	// The flood's connections at once (each reopened when the gateway
+	// closes it): one source's share of unauthenticated connections
+	// (httpserve's default), past which the gateway closes the source's
+	// oldest, a request in flight or not.
+	edgeJunkConns   = 64
 	edgeIdleConns   = 5000
 	edgeIdleWait    = 30 * time.Second
 	edgeRSSGoal     = 128 << 20
