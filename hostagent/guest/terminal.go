@@ -165,10 +165,10 @@ type stringBound struct {
 	out  []byte
 }
 
-func newStringBound(max int) *stringBound {
+func newStringBound(limit int) *stringBound {
 	p := ansi.NewParser()
 	p.SetDataSize(1) // it keeps nothing of a string, but its state
-	return &stringBound{p: p, max: max}
+	return &stringBound{p: p, max: limit}
 }
 
 // inString says whether s is a state in which a parser collects a
@@ -203,7 +203,8 @@ func (b *stringBound) filter(in []byte) []byte {
 			b.n = 0 // a new string, or none
 		}
 		if action == ansiparser.PutAction && inString(next) {
-			if b.n++; b.n > b.max {
+			b.n++
+			if b.n > b.max {
 				b.drop = true
 				out = append(out, ansi.CAN)
 				continue
