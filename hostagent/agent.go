@@ -51,6 +51,10 @@ const (
 	DefaultExecOutputLimit     = 4 << 20
 	DefaultMaxFileBytes        = 3 << 20
 	DefaultKillTimeout         = 30 * time.Second
+	// DefaultFileTimeout bounds a file operation: a whole read or write
+	// of up to MaxFileBytes takes milliseconds, a digest about a second
+	// per GiB, so five minutes digests some 300 GiB.
+	DefaultFileTimeout = 5 * time.Minute
 	// DefaultAdoptTimeout bounds how long the first Ensure of a sandbox
 	// waits for it to list and hand over the jobs it holds: a sandbox
 	// whose processes hold everything it has does not hold the agent.
@@ -84,6 +88,10 @@ type Options struct {
 	MaxFileBytes int
 	// KillTimeout bounds the kill of a timed-out command.
 	KillTimeout time.Duration
+	// FileTimeout bounds each file operation (read, write, their ranged
+	// forms, digest) in the sandbox: past it the operation's processes
+	// are killed and the call fails, saying so.
+	FileTimeout time.Duration
 	// AdoptTimeout bounds the adoption of a sandbox's held jobs by the
 	// first Ensure of this agent process.
 	AdoptTimeout time.Duration
@@ -202,6 +210,7 @@ func New(opts Options) (*Agent, error) {
 	setDefault(&opts.ExecOutputLimit, DefaultExecOutputLimit)
 	setDefault(&opts.MaxFileBytes, DefaultMaxFileBytes)
 	setDefault(&opts.KillTimeout, DefaultKillTimeout)
+	setDefault(&opts.FileTimeout, DefaultFileTimeout)
 	setDefault(&opts.AdoptTimeout, DefaultAdoptTimeout)
 	jm, err := jobs.New(opts.JobLimits, opts.Clock, jobs.WithLogger(opts.Logger))
 	if err != nil {

@@ -34,8 +34,10 @@ import (
 
 // File transfer runs inside the sandbox, in a clean shell as the tenant's
 // user, so that paths resolve exactly as the tenant's commands see them
-// (symlinks included) and no host path is ever touched. The exit codes
-// below are the scripts' own, outside the range the utilities they call use.
+// (symlinks included) and no host path is ever touched. Every operation
+// runs through fileExec, within Options.FileTimeout and the call: when
+// either ends, its processes are killed. The exit codes below are the
+// scripts' own, outside the range the utilities they call use.
 const (
 	exitNoFile     = 66
 	exitNotRegular = 67
@@ -119,7 +121,7 @@ s=$(wc -c < "$f") || exit 1
 [ "$s" -le %d ] || { echo "$s" >&2; exit %d; }
 printf '%%s/%%s' "$(cd -- "$(dirname -- "$f")" 2>/dev/null && pwd -P)" "$(basename -- "$f")" >&2
 exec cat -- "$f"`, backend.ShellQuote(filePath), exitNoFile, exitNotRegular, a.opts.MaxFileBytes, exitTooLarge)
-	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd})
+	res, err := a.fileExec(ctx, tenant, handleID, "reading", filePath, cwd, script, nil)
 	if err != nil {
 		return FileContent{}, err
 	}
@@ -180,7 +182,7 @@ sync -- "$t" || exit 1
 mv -f -- "$t" "$f" || exit 1
 trap - EXIT
 printf '%%s/%%s' "$r" "$(basename -- "$f")"`, backend.ShellQuote(filePath), exitNoDir, exitIsDir, guestapi.PileDir, exitInPile)
-	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd, Stdin: data})
+	res, err := a.fileExec(ctx, tenant, handleID, "writing", filePath, cwd, script, data)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -234,7 +236,7 @@ s=$(wc -c < "$f") || exit 1
 printf '%%s\n%%s/%%s' "$s" "$(cd -- "$(dirname -- "$f")" 2>/dev/null && pwd -P)" "$(basename -- "$f")" >&2
 [ "$s" -gt %d ] || exit 0
 tail -c +%d -- "$f" | head -c %d`, backend.ShellQuote(filePath), exitNoFile, exitNotRegular, r.Offset, uint64(r.Offset)+1, length)
-	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd})
+	res, err := a.fileExec(ctx, tenant, handleID, "reading", filePath, cwd, script, nil)
 	if err != nil {
 		return FileContent{}, err
 	}
@@ -280,8 +282,7 @@ tail -c +%d -- "$f" | head -c %d`, backend.ShellQuote(filePath), exitNoFile, exi
 // DigestFile returns the size and sha256 of a whole file of any size,
 // without its content: what a client compares with the bytes it read or
 // wrote in ranges, to know it has the whole file. It reads the whole file
-// in the sandbox (about a second per GiB); like every command it is
-// killed when the caller's deadline passes.
+// in the sandbox (about a second per GiB), within Options.FileTimeout.
 func (a *Agent) DigestFile(ctx context.Context, tenant, handleID, filePath, cwd string) (FileDigest, error) {
 	if err := checkPath(filePath); err != nil {
 		return FileDigest{}, err
@@ -299,7 +300,7 @@ fi
 [ "$(wc -c < "$f")" = "$s" ] || exit %d
 printf '%%s\n%%s\n%%s/%%s' "${h%%%% *}" "$s" "$(cd -- "$(dirname -- "$f")" 2>/dev/null && pwd -P)" "$(basename -- "$f")"`,
 		backend.ShellQuote(filePath), exitNoFile, exitNotRegular, exitNoDigest, exitChanged)
-	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd})
+	res, err := a.fileExec(ctx, tenant, handleID, "digesting", filePath, cwd, script, nil)
 	if err != nil {
 		return FileDigest{}, err
 	}
@@ -384,7 +385,7 @@ s=$(wc -c < "$f") || exit 1
 printf '%%s\n%%s/%%s' "$s" "$r" "$(basename -- "$f")"`,
 		backend.ShellQuote(filePath), exitNoDir, exitIsDir, exitNotRegular, guestapi.PileDir, exitInPile,
 		exitNotRegular, guestapi.PileDir, exitInPile, put)
-	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd, Stdin: data})
+	res, err := a.fileExec(ctx, tenant, handleID, "writing", filePath, cwd, script, data)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -420,6 +421,28 @@ printf '%%s\n%%s/%%s' "$s" "$r" "$(basename -- "$f")"`,
 		SHA256:   sha256Hex(data),
 		FileSize: size,
 	}, nil
+}
+
+// fileExec runs a file operation's script in a clean shell of the
+// handle's sandbox, with stdin, within Options.FileTimeout: past it, as
+// when ctx ends, the script and every process it started are killed
+// (Exec), and a timeout is an error that names the bound. what says what
+// the operation does to filePath ("reading"), for the error.
+func (a *Agent) fileExec(ctx context.Context, tenant, handleID, what, filePath, cwd, script string, stdin []byte) (ExecResult, error) {
+	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd, Stdin: stdin, Timeout: a.opts.FileTimeout})
+	if err != nil || !res.TimedOut {
+		return res, err
+	}
+	e := errorf(CodeUnavailable, "%s %q took longer than the %s a file operation may take (the agent's --file-timeout), and was stopped", what, filePath, a.opts.FileTimeout)
+	switch what {
+	case "digesting":
+		e.Message += ": the file is too large to digest in one call; compare the sha256 of each range you read or wrote instead"
+	case "writing":
+		e.Message += "; a ranged write may have written part of its range: retry once the sandbox is less busy"
+	default:
+		e.Message += ": retry once the sandbox is less busy"
+	}
+	return res, e
 }
 
 // sizeAndPath reads the "SIZE\nPATH" the ranged scripts print: the size

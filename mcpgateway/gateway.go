@@ -302,8 +302,8 @@ func New(opts Options) (*Gateway, error) {
 			return nil, err
 		}
 	}
-	holds := &callHolds{calls: map[string]*[]func(){}}
-	topts := tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold, Audit: opts.Audit, Tracer: opts.Tracer}
+	holds := &callHolds{calls: map[string]*carried{}}
+	topts := tools.Options{ExecTimeout: opts.ExecTimeout, ProgressInterval: opts.ProgressInterval, Logger: opts.Logger, Budget: lim, Hold: holds.hold, Carrier: holds.carrier, Audit: opts.Audit, Tracer: opts.Tracer}
 	standard := newServer(g.router, topts)
 	topts.Extended = true
 	extended := newServer(g.router, topts)

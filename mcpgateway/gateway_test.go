@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -747,5 +748,78 @@ func TestNotReadySandboxSaysWhy(t *testing.T) {
 	msg := callErr(t, cs, "open_session", map[string]any{})
 	if want := "unavailable: your sandbox is not ready: WaitingForFaculties: " + waiting; !strings.HasPrefix(msg, want) {
 		t.Fatalf("open_session answered\n  %s\nwant\n  %s...", msg, want)
+	}
+}
+
+// TestCallEndsWithItsRequest: a client of an MCP protocol before
+// 2026-07-28, for which the SDK does not end a call with the HTTP request
+// that carries it, leaves in the middle of a long call: the call ends and
+// kills what it runs in the sandbox, on a stateless gateway and on a
+// stateful one. (The attack: a read with digest of a 1 TB sparse file,
+// whose sha256sum ran on after its client left; any long call is the
+// same, and a command is the one every tenant has.)
+func TestCallEndsWithItsRequest(t *testing.T) {
+	n := startNode(t)
+	ns := newNamespace(t)
+	ivy := newTenant(t, ns, "ivy", n)
+	for i, stateful := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateful=%v", stateful), func(t *testing.T) {
+			g := startGateway(t, mcpgateway.Options{Stateful: stateful})
+			g.waitReady(t)
+			cs := connect(t, g.url, ivy.token, nil)
+			var open tools.OpenSessionOutput
+			callOK(t, cs, "open_session", nil, &open)
+			cmd := fmt.Sprintf("sleep %d", 4321+i)
+			count := `n=0; for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^` + cmd + `' && n=$((n+1)); done; echo $n`
+			running := func(want string) func() error {
+				return func() error {
+					var ex tools.ExecOutput
+					callOK(t, cs, "exec", map[string]any{"handle": open.Handle, "command": count}, &ex)
+					if ex.Stdout != want+"\n" {
+						return fmt.Errorf("%s processes of it, want %s", strings.TrimSpace(ex.Stdout), want)
+					}
+					return nil
+				}
+			}
+			sid := ""
+			if stateful {
+				resp, body := post(t, g.url, ivy.token, "", initializeBody)
+				if sid = resp.Header.Get("Mcp-Session-Id"); resp.StatusCode != http.StatusOK || sid == "" {
+					t.Fatalf("initialize: %s %q, session %q", resp.Status, body, sid)
+				}
+				if resp, _ := post(t, g.url, ivy.token, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+					t.Fatalf("initialized: %s", resp.Status)
+				}
+			}
+			// The call, as a client of protocol 2025-06-18 sends it; the
+			// client then goes (its request's context ends).
+			args, _ := json.Marshal(map[string]any{"handle": open.Handle, "command": cmd + "; echo finished", "timeout_seconds": 120})
+			body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"exec","arguments":` + string(args) + `}}`
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+			req.Header.Set("Authorization", "Bearer "+ivy.token)
+			if sid != "" {
+				req.Header.Set("Mcp-Session-Id", sid)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body) // until the client goes
+					resp.Body.Close()
+				}
+			}()
+			waitFor(t, "the command to run", 15*time.Second, running("1"))
+			cancel()
+			<-done
+			waitFor(t, "the command of the call whose client left to be killed", 15*time.Second, running("0"))
+		})
 	}
 }

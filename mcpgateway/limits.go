@@ -18,6 +18,7 @@ package mcpgateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,36 +42,60 @@ import (
 // and the SDK hands the request's headers to the tool.
 const callHeader = "X-Playground-Call"
 
-// callHolds keeps the budget a tool call reserved until the HTTP request
-// that carried the call has ended, that is until its result has been
-// encoded and written (or the client has gone): the SDK makes several
-// copies of a result after the tool's handler returns, and a slow client
-// holds them, so giving the budget back at the handler's return would let
-// memory grow past it.
+// callHolds ties a tool call to the HTTP request that carried it. It
+// keeps the budget the call reserved until that request has ended, that
+// is until its result has been encoded and written (or the client has
+// gone): the SDK makes several copies of a result after the tool's
+// handler returns, and a slow client holds them, so giving the budget back
+// at the handler's return would let memory grow past it. And it hands the
+// call the request's context (carrier), so that a call whose client has
+// gone ends: the SDK itself ends a call with its request only in protocol
+// 2026-07-28 and later, and a client of an earlier one that leaves in the
+// middle of a long call left it running to its end.
 type callHolds struct {
 	seq   atomic.Uint64
 	mu    sync.Mutex
-	calls map[string]*[]func()
+	calls map[string]*carried
+}
+
+// carried is what callHolds knows of one HTTP request.
+type carried struct {
+	ctx      context.Context
+	releases []func()
 }
 
 func (h *callHolds) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := strconv.FormatUint(h.seq.Add(1), 36)
 		r.Header.Set(callHeader, id)
-		var releases []func()
+		c := &carried{ctx: r.Context()}
 		h.mu.Lock()
-		h.calls[id] = &releases
+		h.calls[id] = c
 		h.mu.Unlock()
 		defer func() {
 			h.mu.Lock()
 			delete(h.calls, id)
 			h.mu.Unlock()
-			for _, release := range releases {
+			for _, release := range c.releases {
 				release()
 			}
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// carrier is the context of the HTTP request that carries req, nil when
+// the call came another way.
+func (h *callHolds) carrier(req *mcp.CallToolRequest) context.Context {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.calls[req.Extra.Header.Get(callHeader)]; ok {
+		return c.ctx
+	}
+	return nil
 }
 
 // hold adds release to the releases of the call's HTTP request; false
@@ -82,11 +107,11 @@ func (h *callHolds) hold(req *mcp.CallToolRequest, release func()) bool {
 	id := req.Extra.Header.Get(callHeader)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	releases, ok := h.calls[id]
+	c, ok := h.calls[id]
 	if !ok {
 		return false
 	}
-	*releases = append(*releases, release)
+	c.releases = append(c.releases, release)
 	return true
 }
 

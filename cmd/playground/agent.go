@@ -34,6 +34,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/playground-dev/playground/cmd/internal/cmdflags"
+	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentserver"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/egressdns"
@@ -103,6 +104,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.DurationVar(&opts.FacultyReread, "faculty-reread", nodeagent.DefaultFacultyReread, "how often a faculty bundle's hostPath source is read again for changes")
 	fs.DurationVar(&opts.Faculties.MaxTimeout, "faculty-max-build-timeout", faculty.DefaultMaxTimeout, "the longest a faculty build may run: a bundle whose spec.build.timeout asks more is built with this one")
 	fs.Var(cmdflags.StringList(&opts.FacultyHostPathPrefixes), "faculty-host-path-prefix", "a node directory under which FacultyBundles may take their source from a hostPath (repeatable, or comma-separated); none by default: no hostPath source is read. Never /, nor under /proc, /sys or /dev, nor overlapping --state-dir; see docs/faculties.md")
+	fs.DurationVar(&opts.Agent.FileTimeout, "file-timeout", hostagent.DefaultFileTimeout, "the longest a file operation (read, write, their ranged forms, a digest) may run in a sandbox: past it, or when its caller goes, its processes are killed and the call fails saying so; a digest reads about a GiB a second")
 	newBackends := backendFlags(fs, &ociOpts)
 	fs.IntVar(&ociOpts.EgressNodeConns, "egress-node-connections", oci.DefaultEgressNodeConns, "connections one sandbox holds at once to each of the agent's listeners on its link, its resolver (TCP) and its server-name gate; its nftables ruleset refuses new ones past four times this")
 	budgetFlags(fs, &opts.Budget, budget.Limits{})
@@ -123,6 +125,9 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 	if err := checkFacultyFlags(opts, ociOpts.StateDir); err != nil {
 		return err
+	}
+	if opts.Agent.FileTimeout <= 0 {
+		return fmt.Errorf("--file-timeout: want a positive duration, not %s", opts.Agent.FileTimeout)
 	}
 
 	opts.Logger = logOpts.SetLogger()

@@ -59,6 +59,17 @@ func TestFacultyFlagsRefused(t *testing.T) {
 	}
 }
 
+// TestFileTimeoutRefused: a file operation's bound is a positive
+// duration, or the agent does not start.
+func TestFileTimeoutRefused(t *testing.T) {
+	for _, v := range []string{"0s", "-1m"} {
+		err := runAgent(context.Background(), []string{"--file-timeout=" + v})
+		if err == nil || !strings.Contains(err.Error(), "--file-timeout: want a positive duration") {
+			t.Errorf("playground agent --file-timeout=%s: %v; want a refusal naming the flag", v, err)
+		}
+	}
+}
+
 // TestFacultyFlagsAccepted: prefixes of tools directories pass, however
 // given.
 func TestFacultyFlagsAccepted(t *testing.T) {

@@ -23,8 +23,10 @@ limitations under the License.
 // that a deny rule covers (the node, the sandboxes' pool, loopback,
 // link-local and cloud metadata, private networks) is taken out of the
 // answer and never opened, so that an allowed name cannot rebind to
-// something internal, directly or through a CNAME. Queries are bounded per
-// sandbox: a rate, and the upstream queries in flight.
+// something internal, directly or through a CNAME. Only the records on the
+// question's CNAME chain are answered or opened: an upstream that adds an
+// address of another name opens nothing. Queries are bounded per sandbox:
+// a rate, and the upstream queries in flight.
 package egressdns
 
 import (
@@ -134,7 +136,11 @@ type Decision struct {
 	// Refused are answered addresses a deny rule covers: left out of the
 	// answer, not opened.
 	Refused []netip.Addr
-	Error   string
+	// OffChain are the answer's CNAME and address records whose owner is
+	// not on the question's CNAME chain ("evil.test. A"): left out of the
+	// answer, not opened.
+	OffChain []string
+	Error    string
 	// Of a brokered request (Type TypeBrokered): where it went, what it
 	// asked, the upstream's status and the bodies' bytes. Of a flow (Type
 	// TypeFlow): where it went, its protocol, bytes (allowed) or packets
@@ -199,6 +205,11 @@ type Options struct {
 	// budget (package connlimit). A TCP connection idle for
 	// tcpIdleTimeout, or slow to send its query, is closed.
 	MaxTCPConns int
+
+	// MaxCNAMEs is the longest CNAME chain followed from the question's
+	// name (default DefaultMaxCNAMEs); the addresses of a longer one are
+	// left out.
+	MaxCNAMEs int
 	// MinTTL and MaxTTL clamp how long an answered address stays open
 	// (defaults 10 s, so that a client can connect to an answer of TTL 0,
 	// and 1 h).
@@ -208,6 +219,10 @@ type Options struct {
 
 // tcpIdleTimeout closes a TCP connection that sends no query for this long.
 const tcpIdleTimeout = 5 * time.Second
+
+// DefaultMaxCNAMEs is Options.MaxCNAMEs' default, the bound BIND and
+// Unbound also keep to (16 and 11).
+const DefaultMaxCNAMEs = 16
 
 // Resolver is a running resolver of one sandbox.
 type Resolver struct {
@@ -238,6 +253,9 @@ func Start(opts Options) (*Resolver, error) {
 	}
 	if opts.MaxTCPConns <= 0 {
 		opts.MaxTCPConns = 16
+	}
+	if opts.MaxCNAMEs <= 0 {
+		opts.MaxCNAMEs = DefaultMaxCNAMEs
 	}
 	if opts.MinTTL <= 0 {
 		opts.MinTTL = 10 * time.Second
@@ -366,7 +384,9 @@ func (r *Resolver) serve(w dns.ResponseWriter, q *dns.Msg) {
 		_ = w.WriteMsg(reply)
 		return
 	}
-	for _, rr := range up.Answer {
+	answer, offChain := onChain(d.Name, up.Answer, r.opts.MaxCNAMEs)
+	d.OffChain = offChain
+	for _, rr := range answer {
 		switch rr := rr.(type) {
 		case *dns.CNAME:
 			reply.Answer = append(reply.Answer, rr)
@@ -413,6 +433,59 @@ func (r *Resolver) serve(w dns.ResponseWriter, q *dns.Msg) {
 		reply.SetRcode(q, dns.RcodeServerFailure)
 	}
 	_ = w.WriteMsg(reply)
+}
+
+// onChain keeps of answer the records on the CNAME chain from name: the
+// CNAME that name owns, the one its target owns, and so on (at most
+// maxCNAMEs of them), then the addresses of the name the chain ends at, in
+// the answer's order. A chain that loops, or goes on past maxCNAMEs, ends
+// at no name: it keeps no address. The other CNAME and address records
+// are off the chain, returned as owner and type; records of other types
+// are neither.
+func onChain(name string, answer []dns.RR, maxCNAMEs int) (kept []dns.RR, offChain []string) {
+	owner := dns.CanonicalName(name)
+	used := make([]bool, len(answer))
+	seen := []string{owner}
+	for hops := 0; owner != ""; hops++ {
+		next := -1
+		for i, rr := range answer {
+			if c, ok := rr.(*dns.CNAME); ok && dns.CanonicalName(c.Hdr.Name) == owner {
+				next = i
+				break
+			}
+		}
+		if next < 0 {
+			break
+		}
+		if hops == maxCNAMEs {
+			owner = ""
+			break
+		}
+		used[next] = true
+		kept = append(kept, answer[next])
+		owner = dns.CanonicalName(answer[next].(*dns.CNAME).Target)
+		if slices.Contains(seen, owner) {
+			owner = ""
+		}
+		seen = append(seen, owner)
+	}
+	for i, rr := range answer {
+		switch rr.(type) {
+		case *dns.A, *dns.AAAA:
+			if dns.CanonicalName(rr.Header().Name) == owner {
+				kept = append(kept, rr)
+				continue
+			}
+		case *dns.CNAME:
+			if used[i] {
+				continue
+			}
+		default:
+			continue
+		}
+		offChain = append(offChain, rr.Header().Name+" "+dns.TypeToString[rr.Header().Rrtype])
+	}
+	return kept, offChain
 }
 
 // ask asks the upstreams in turn, over TCP when an answer is truncated.

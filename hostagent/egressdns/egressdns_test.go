@@ -272,3 +272,111 @@ func TestCloseAtOnceFreesPort(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersOnTheChain: of an upstream's answer, only the records on the
+// question's CNAME chain are answered and opened, for A and AAAA: an
+// address of another name beside an allowed name's CNAME (the attack: an
+// upstream answering "allowed. CNAME x." with "evil. A 198.51.100.66"),
+// an address of a name part-way along the chain, a second CNAME of a
+// name, a chain that loops or that is longer than the bound opens
+// nothing, and each record left out is on record.
+func TestAnswersOnTheChain(t *testing.T) {
+	const maxCNAMEs = 3
+	records := map[string][]string{
+		"plain.test.": {"plain.test. 60 IN A 198.51.100.1"},
+		"beside.test.": {"beside.test. 60 IN CNAME x.test.", "evil.other. 60 IN A 198.51.100.66",
+			"beside.test. 60 IN AAAA 2001:2::66"},
+		"chain.test.": {"chain.test. 60 IN CNAME a.test.", "a.test. 60 IN CNAME b.test.", "b.test. 60 IN A 198.51.100.2",
+			"evil.other. 60 IN A 198.51.100.66", "a.test. 60 IN A 198.51.100.67", "chain.test. 60 IN A 198.51.100.68"},
+		"unordered.test.": {"b.test. 60 IN A 198.51.100.3", "a.test. 60 IN CNAME b.test.", "UNORDERED.test. 60 IN CNAME A.Test."},
+		"forked.test.":    {"forked.test. 60 IN CNAME a.test.", "forked.test. 60 IN CNAME evil.other.", "a.test. 60 IN A 198.51.100.4", "evil.other. 60 IN A 198.51.100.66"},
+		"loop.test.":      {"loop.test. 60 IN CNAME x.test.", "x.test. 60 IN CNAME loop.test.", "loop.test. 60 IN A 198.51.100.66"},
+		"long.test.": {"long.test. 60 IN CNAME c1.test.", "c1.test. 60 IN CNAME c2.test.", "c2.test. 60 IN CNAME c3.test.",
+			"c3.test. 60 IN CNAME c4.test.", "c4.test. 60 IN A 198.51.100.66"},
+		"bound.test.": {"bound.test. 60 IN CNAME c1.test.", "c1.test. 60 IN CNAME c2.test.", "c2.test. 60 IN CNAME c4.test.",
+			"c4.test. 60 IN A 198.51.100.5"},
+		"six.test.": {"six.test. 60 IN CNAME y.test.", "y.test. 60 IN AAAA 2001:2::5", "evil.other. 60 IN AAAA 2001:2::66"},
+	}
+	up := zone(t, records)
+	var mu sync.Mutex
+	var opens []netip.Addr
+	// The resolver records a query after it has answered it.
+	decisions := make(chan Decision, 1)
+	r, err := Start(Options{
+		Sandbox: "sb", Tenant: "ns/t", Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstreams: []string{up},
+		Policy: func() Policy { return Policy{{Host: "*.test"}} },
+		Open: func(a netip.Addr, _ string, _ []int32, _ bool, _ time.Duration) error {
+			mu.Lock()
+			defer mu.Unlock()
+			opens = append(opens, a)
+			return nil
+		},
+		Denied:    func(a netip.Addr) bool { return a.IsLoopback() || a.IsPrivate() },
+		IPv6:      true,
+		MaxCNAMEs: maxCNAMEs,
+		Record:    func(d Decision) { decisions <- d },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	for _, tc := range []struct {
+		name     string
+		qtype    uint16
+		addrs    []string // answered and opened
+		cnames   int      // CNAMEs answered
+		offChain []string
+	}{
+		{"plain.test", dns.TypeA, []string{"198.51.100.1"}, 0, nil},
+		{"beside.test", dns.TypeA, nil, 1, []string{"evil.other. A", "beside.test. AAAA"}},
+		{"chain.test", dns.TypeA, []string{"198.51.100.2"}, 2, []string{"evil.other. A", "a.test. A", "chain.test. A"}},
+		{"unordered.test", dns.TypeA, []string{"198.51.100.3"}, 2, nil},
+		{"forked.test", dns.TypeA, []string{"198.51.100.4"}, 1, []string{"forked.test. CNAME", "evil.other. A"}},
+		{"loop.test", dns.TypeA, nil, 2, []string{"loop.test. A"}},
+		{"long.test", dns.TypeA, nil, maxCNAMEs, []string{"c3.test. CNAME", "c4.test. A"}},
+		{"bound.test", dns.TypeA, []string{"198.51.100.5"}, maxCNAMEs, nil},
+		{"six.test", dns.TypeAAAA, []string{"2001:2::5"}, 1, []string{"evil.other. AAAA"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			opens = nil
+			mu.Unlock()
+			m := new(dns.Msg)
+			m.SetQuestion(dns.Fqdn(tc.name), tc.qtype)
+			c := &dns.Client{Net: "udp", Timeout: 5 * time.Second}
+			in, _, err := c.Exchange(m, r.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var addrs []string
+			cnames := 0
+			for _, rr := range in.Answer {
+				switch rr := rr.(type) {
+				case *dns.A:
+					addrs = append(addrs, rr.A.String())
+				case *dns.AAAA:
+					addrs = append(addrs, rr.AAAA.String())
+				case *dns.CNAME:
+					cnames++
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			var opened []string
+			for _, a := range opens {
+				opened = append(opened, a.String())
+			}
+			if in.Rcode != dns.RcodeSuccess || !slices.Equal(addrs, tc.addrs) || !slices.Equal(opened, tc.addrs) || cnames != tc.cnames {
+				t.Errorf("%s: %s, answered %v and %d CNAMEs, opened %v; want %v and %d CNAMEs, both", tc.name, dns.RcodeToString[in.Rcode], addrs, cnames, opened, tc.addrs, tc.cnames)
+			}
+			select {
+			case d := <-decisions:
+				if d.Name != tc.name || !slices.Equal(d.OffChain, tc.offChain) {
+					t.Errorf("%s: on record %s off the chain %q; want %q", tc.name, d.Name, d.OffChain, tc.offChain)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: no record", tc.name)
+			}
+		})
+	}
+}

@@ -380,7 +380,13 @@ func (s *shepherd) sendScreen(req guestapi.ScreenRequest) {
 		return
 	}
 	scr := s.job.tty.screen(min(max(req.Scrollback, 0), guestapi.MaxScrollback))
-	s.sendFrames(guestapi.AppendJSONFrame(nil, guestapi.FrameScreenState, scr))
+	f, err := guestapi.AppendJSONFrame(nil, guestapi.FrameScreenState, scr)
+	if err != nil {
+		// Never silence, which the agent could only wait out.
+		s.ack(fmt.Errorf("the screen does not fit an answer: %w", err))
+		return
+	}
+	s.sendFrames(f, nil)
 }
 
 // startPoll checks a poll's cursor and keeps it pending; holdJob answers

@@ -23,8 +23,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/charmbracelet/x/ansi"
+	ansiparser "github.com/charmbracelet/x/ansi/parser"
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -41,9 +44,11 @@ const TerminalType = "xterm-256color"
 // start names none.
 const DefaultScrollback = 1000
 
-// maxScreenText bounds the text of a Screen answer's scrollback, so that
-// the answer stays well inside a frame; the latest lines are kept.
-const maxScreenText = guestapi.MaxFrame / 2
+// maxScreenText bounds the text of a Screen answer (its title, lines and
+// scrollback, as JSON encodes them), so that the answer fits a frame with
+// its other fields: a line past it is cut, and of the scrollback the
+// latest lines are kept.
+const maxScreenText = guestapi.MaxFrame - 4<<10
 
 // terminal is a terminal job's pseudo-terminal, seen from the holder: its
 // master side, which the holder reads (the job's output, to the ring and
@@ -53,8 +58,10 @@ const maxScreenText = guestapi.MaxFrame / 2
 type terminal struct {
 	master int // the holder's end, non-blocking
 	emu    *vt.Emulator
-	size   guestapi.TTYSize
-	title  string
+	// bound keeps the string sequences on their way to emu short.
+	bound *stringBound
+	size  guestapi.TTYSize
+	title string
 	// replies is the holder's own descriptor of the master on which the
 	// emulator's answers to the job's queries (cursor position, device
 	// attributes) are written, as a terminal's are typed back: from a
@@ -94,7 +101,7 @@ func openTerminal(size guestapi.TTYSize) (*terminal, *terminalEnd, error) {
 	if scrollback == 0 {
 		scrollback = DefaultScrollback
 	}
-	t := &terminal{master: master, size: size, replies: replies, emu: vt.NewEmulator(size.Cols, size.Rows)}
+	t := &terminal{master: master, size: size, replies: replies, emu: vt.NewEmulator(size.Cols, size.Rows), bound: newStringBound(guestapi.MaxTerminalString)}
 	t.emu.SetScrollbackSize(scrollback)
 	t.emu.SetCallbacks(vt.Callbacks{Title: func(s string) { t.title = s }})
 	go t.answer()
@@ -134,9 +141,82 @@ func (t *terminal) answer() {
 	}
 }
 
-// output feeds the job's output to the emulator.
+// output feeds the job's output to the emulator, each string sequence
+// within its bound.
 func (t *terminal) output(p []byte) {
-	_, _ = t.emu.Write(p)
+	_, _ = t.emu.Write(t.bound.filter(p))
+}
+
+// stringBound keeps the string sequences of a terminal's input (OSC: a
+// title, an icon name, a working directory, a hyperlink, a clipboard;
+// DCS, SOS, PM and APC) within max bytes each, before the emulator, whose
+// own parser buffers up to 4 MiB of one and hands it on: a longer one is
+// dropped whole, as if it had not been sent. A parser of the emulator's
+// kind follows every byte, so that the bound knows which bytes are a
+// string's and where each ends, as the emulator does.
+type stringBound struct {
+	p   *ansi.Parser
+	max int
+	n   int // bytes of the current string
+	// drop: the current string is past max; the emulator had its end
+	// (a CAN, which abandons a string unfinished) and gets nothing more
+	// of it.
+	drop bool
+	out  []byte
+}
+
+func newStringBound(limit int) *stringBound {
+	p := ansi.NewParser()
+	p.SetDataSize(1) // it keeps nothing of a string, but its state
+	return &stringBound{p: p, max: limit}
+}
+
+// inString says whether s is a state in which a parser collects a
+// string's bytes.
+func inString(s ansiparser.State) bool {
+	switch s {
+	case ansiparser.OscStringState, ansiparser.DcsStringState, ansiparser.SosStringState, ansiparser.PmStringState, ansiparser.ApcStringState:
+		return true
+	}
+	return false
+}
+
+// filter returns in without the bytes of strings past the bound (valid
+// until the next call). Every byte it leaves out leaves the emulator's
+// parser where it was (a string's byte), or is the rest of a string the
+// emulator has abandoned: when the string ends, the byte that ends it
+// takes the emulator, in its ground state, where it takes the bound's
+// parser (ESC to an escape, BEL, ST, CAN and C1 controls to the ground,
+// the start of another string to that string).
+func (b *stringBound) filter(in []byte) []byte {
+	out := b.out[:0]
+	for _, c := range in {
+		prev := b.p.State()
+		action := b.p.Advance(c)
+		next := b.p.State()
+		more := inString(prev) && next == prev && action != ansiparser.StartAction
+		if b.drop && more {
+			continue
+		}
+		b.drop = false
+		if !more {
+			b.n = 0 // a new string, or none
+		}
+		if action == ansiparser.PutAction && inString(next) {
+			b.n++
+			if b.n > b.max {
+				b.drop = true
+				out = append(out, ansi.CAN)
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	// Keep the scratch buffer only while it stays the size of a read.
+	if cap(out) <= 64<<10 {
+		b.out = out
+	}
+	return out
 }
 
 // resize changes the terminal's size: the kernel's, which signals the
@@ -160,6 +240,7 @@ func (t *terminal) close() {
 // screen renders the terminal as text, with up to scrollback of the
 // latest lines that scrolled off its top.
 func (t *terminal) screen(scrollback int) guestapi.Screen {
+	budget := maxScreenText - jsonLen(t.title)
 	e := t.emu
 	w, h := e.Width(), e.Height()
 	cur := e.CursorPosition()
@@ -181,15 +262,16 @@ func (t *terminal) screen(scrollback int) guestapi.Screen {
 				line[x] = uv.EmptyCell
 			}
 		}
-		s.Lines[y] = strings.TrimRight(line.String(), " ")
+		l := cutJSON(strings.TrimRight(line.String(), " "), budget-1)
+		budget -= jsonLen(l) + 1
+		s.Lines[y] = l
 	}
 	if sb := e.Scrollback(); sb != nil && scrollback > 0 {
 		n := sb.Len()
-		budget := maxScreenText
 		var lines []string
 		for i := n - 1; i >= 0 && len(lines) < scrollback; i-- {
 			l := strings.TrimRight(sb.Line(i).String(), " ")
-			if budget -= len(l) + 8; budget < 0 {
+			if budget -= jsonLen(l) + 1; budget < 0 {
 				break
 			}
 			lines = append(lines, l)
@@ -198,6 +280,51 @@ func (t *terminal) screen(scrollback int) guestapi.Screen {
 			lines[i], lines[j] = lines[j], lines[i]
 		}
 		s.Scrollback = lines
+	}
+	return s
+}
+
+// jsonLen is at least the bytes of s as a JSON string, as encoding/json
+// writes it: quoted, "<", ">" and "&" (HTML) and control bytes as \u00XX,
+// an invalid byte as \ufffd.
+func jsonLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c, size := jsonRune(s[i:])
+		n += c
+		i += size
+	}
+	return n
+}
+
+// jsonRune is the JSON bytes of s's first character, and its size in s.
+func jsonRune(s string) (n, size int) {
+	if c := s[0]; c < utf8.RuneSelf {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			return 2, 1
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			return 6, 1
+		}
+		return 1, 1
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
+		return 6, size
+	}
+	return size, size
+}
+
+// cutJSON is the longest prefix of s, in whole characters, whose jsonLen
+// is at most budget ("" when none is).
+func cutJSON(s string, budget int) string {
+	n := 2
+	for i := 0; i < len(s); {
+		c, size := jsonRune(s[i:])
+		if n += c; n > budget {
+			return s[:i]
+		}
+		i += size
 	}
 	return s
 }

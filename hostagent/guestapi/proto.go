@@ -349,6 +349,12 @@ const (
 	MaxTTYCols = 500
 	// MaxScrollback bounds the lines of scrollback a terminal keeps.
 	MaxScrollback = 10000
+	// MaxTerminalString bounds a string a program sends its terminal: a
+	// title or icon name, a working directory (OSC 7), a hyperlink (OSC
+	// 8), a clipboard (OSC 52), any OSC, DCS, SOS, PM or APC sequence.
+	// The holder's emulator drops a longer one whole, as if it had not
+	// been sent, so a Screen's Title is never longer.
+	MaxTerminalString = 4 << 10
 )
 
 // Bounds of a job's input.

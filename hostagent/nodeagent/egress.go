@@ -164,6 +164,9 @@ func recordEgress(ctx context.Context, hub *egressdns.Hub, rec *sandboxReconcile
 		if len(d.Refused) > 0 {
 			kv = append(kv, "refused", d.Refused)
 		}
+		if len(d.OffChain) > 0 {
+			kv = append(kv, "offChain", d.OffChain)
+		}
 		if d.Error != "" {
 			kv = append(kv, "error", d.Error)
 		}
@@ -175,6 +178,12 @@ func recordEgress(ctx context.Context, hub *egressdns.Hub, rec *sandboxReconcile
 			note = fmt.Sprintf("%s: no egress rule allows this name: the sandbox's resolver answered NXDOMAIN (add a rule with host %s to the Tenant's spec.sandbox.network.egress)", d.Name, d.Name)
 		case len(d.Refused) > 0:
 			note = fmt.Sprintf("%s answered %v, which egress never opens (the node, loopback, link-local and cloud metadata, private networks or the deny list): those addresses were left out of the answer", d.Name, d.Refused)
+		case len(d.OffChain) > 0:
+			off := strings.Join(d.OffChain[:min(len(d.OffChain), 4)], ", ")
+			if len(d.OffChain) > 4 {
+				off += fmt.Sprintf(" and %d more", len(d.OffChain)-4)
+			}
+			note = fmt.Sprintf("the answer for %s held %s, off the name's CNAME chain, which egress never opens: left out of the answer", d.Name, off)
 		}
 		if note == "" {
 			log.V(1).Info("Egress name resolved", kv...)

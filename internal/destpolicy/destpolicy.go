@@ -52,6 +52,8 @@ var AlwaysDenied = []netip.Prefix{
 	netip.MustParsePrefix("240.0.0.0/4"),        // reserved, broadcast
 	netip.MustParsePrefix("::/128"),             // unspecified
 	netip.MustParsePrefix("::1/128"),            // loopback
+	netip.MustParsePrefix("::/96"),              // IPv4-compatible (deprecated): ::127.0.0.1 and the like
+	netip.MustParsePrefix("::ffff:0:0:0/96"),    // IPv4-translated (SIIT)
 	netip.MustParsePrefix("fe80::/10"),          // link-local
 	netip.MustParsePrefix("fd00:ec2::254/128"),  // AWS's IPv6 metadata
 	netip.MustParsePrefix("ff00::/8"),           // multicast

@@ -54,7 +54,7 @@ func addLarge[In, Out any](s *mcp.Server, c *catalog, tool *mcp.Tool, h mcp.Tool
 		}
 	}
 	known.Store(tool.Name, true)
-	h = withProgress(tool.Name, c.opts.ProgressInterval, noted(h))
+	h = withProgress(tool.Name, c.opts.ProgressInterval, endsWithCarrier(c.opts.Carrier, noted(h)))
 	s.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var raw json.RawMessage
 		if req.Params != nil {

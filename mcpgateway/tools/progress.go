@@ -42,6 +42,25 @@ func withProgress[In, Out any](tool string, interval time.Duration, h mcp.ToolHa
 	}
 }
 
+// endsWithCarrier ends h's context when the request that carries the call
+// ends (carrier): a client that has gone takes no result, so what the
+// call runs (a command, a file operation in the sandbox) is killed rather
+// than left to run to its end.
+func endsWithCarrier[In, Out any](carrier func(*mcp.CallToolRequest) context.Context, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	if carrier == nil {
+		return h
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		if c := carrier(req); c != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(c, cancel)()
+		}
+		return h(ctx, req, in)
+	}
+}
+
 // heartbeat runs the notifications until the returned stop is called; stop
 // waits for the goroutine to end, so no notification follows the result.
 func heartbeat(ctx context.Context, ss *mcp.ServerSession, token any, tool string, interval time.Duration) (stop func()) {

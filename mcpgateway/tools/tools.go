@@ -136,6 +136,11 @@ type Options struct {
 	// reports false when it cannot, and the budget is then given back
 	// when the handler returns.
 	Hold func(req *mcp.CallToolRequest, release func()) bool
+	// Carrier, when set, is the context of the transport's request that
+	// carries a call (the gateway's HTTP request), nil when it has none:
+	// the call ends when it does, since nothing can take its result then,
+	// and a call's end kills what it runs in the sandbox.
+	Carrier func(req *mcp.CallToolRequest) context.Context
 	// Audit records every call (nil: none).
 	Audit *audit.Trail
 	// Tracer makes a span of every call (nil: none).
@@ -308,7 +313,7 @@ type catalog struct {
 // add registers a typed handler with progress notifications.
 func add[In, Out any](s *mcp.Server, c *catalog, tool *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	known.Store(tool.Name, true)
-	mcp.AddTool(s, tool, withProgress(tool.Name, c.opts.ProgressInterval, noted(h)))
+	mcp.AddTool(s, tool, withProgress(tool.Name, c.opts.ProgressInterval, endsWithCarrier(c.opts.Carrier, noted(h))))
 }
 
 func (c *catalog) route(ctx context.Context, req *mcp.CallToolRequest) (Route, error) {

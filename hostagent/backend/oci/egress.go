@@ -61,11 +61,11 @@ const (
 var alwaysDenied = []string{"0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "240.0.0.0/4"}
 
 // alwaysDenied6 are the IPv6 destinations no egress rule opens: the
-// unspecified and loopback addresses, IPv4 inside IPv6 (mapped, NAT64,
-// 6to4, Teredo: ways back into IPv4 space), discard and documentation
-// ranges, unique local (fd00:ec2::254, a cloud's metadata, among them)
-// and link-local addresses, multicast.
-var alwaysDenied6 = []string{"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+// unspecified and loopback addresses, IPv4 inside IPv6 (compatible,
+// mapped, translated, NAT64, 6to4, Teredo: ways back into IPv4 space),
+// discard and documentation ranges, unique local (fd00:ec2::254, a
+// cloud's metadata, among them) and link-local addresses, multicast.
+var alwaysDenied6 = []string{"::/128", "::1/128", "::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
 	"2001::/32", "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8"}
 
 // validateEgress checks a Spec's egress list: IPv4 CIDRs, ports 1-65535.

@@ -137,6 +137,75 @@ func TestEgressRuleset(t *testing.T) {
 	}
 }
 
+// TestDeniedAnswers: no answered address that leads back into IPv4 space
+// (mapped, compatible, translated, NAT64, 6to4), to the node, its pool or
+// a private network is opened, whatever the names' rules say; a public
+// address is.
+func TestDeniedAnswers(t *testing.T) {
+	b := &Backend{opts: Options{EgressPool: DefaultEgressPool, EgressIPv6: true, EgressPool6: DefaultEgressPool6, EgressDeny: []string{"203.0.113.0/24"}}}
+	for _, tc := range []struct {
+		addr   string
+		denied bool
+	}{
+		{"198.51.100.7", false},
+		{"2001:4860::8888", false},
+		{"127.0.0.1", true},
+		{"169.254.169.254", true},
+		{"10.1.2.3", true},
+		{"203.0.113.9", true},
+		{"::1", true},
+		{"::", true},
+		{"::ffff:127.0.0.1", true},
+		{"::127.0.0.1", true},        // IPv4-compatible
+		{"::169.254.169.254", true},  // IPv4-compatible
+		{"::ffff:0:127.0.0.1", true}, // IPv4-translated
+		{"::ffff:0:a9fe:a9fe", true}, // IPv4-translated metadata
+		{"64:ff9b::7f00:1", true},
+		{"2002:7f00:1::", true},
+		{"fd00:ec2::254", true},
+		{"fe80::1", true},
+	} {
+		if got := b.deniedAnswer(netip.MustParseAddr(tc.addr)); got != tc.denied {
+			t.Errorf("deniedAnswer(%s) = %v, want %v", tc.addr, got, tc.denied)
+		}
+	}
+}
+
+// TestEgressRuleset6: the IPv6 forward chain drops every range that
+// leads back into IPv4 space before any rule accepts, and nft accepts the
+// script (checked, not applied).
+func TestEgressRuleset6(t *testing.T) {
+	b := &Backend{opts: Options{StateDir: "/state", IDMapSlots: 4096, EgressPool: DefaultEgressPool, EgressIPv6: true, EgressPool6: DefaultEgressPool6}}
+	sb := &sandbox{dir: "/state/sandboxes/x", slot: 7, spec: backend.Spec{ID: "x", Egress: []backend.EgressRule{{CIDR: "::/0"}}}}
+	script := b.egressRuleset(sb)
+	var deny string
+	for _, line := range strings.Split(script, "\n") {
+		if strings.Contains(line, "ip6 daddr {") && strings.HasSuffix(line, `counter name "denied" drop`) {
+			deny = line
+		}
+	}
+	for _, c := range []string{"::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "2002::/16"} {
+		p := netip.MustParsePrefix(c).String() // as the script writes it
+		if !strings.Contains(deny, " "+p+",") && !strings.Contains(deny, " "+p+" }") {
+			t.Errorf("the IPv6 deny rule does not drop %s: %q", p, deny)
+		}
+	}
+	if d, a := strings.Index(script, deny), strings.Index(script, `ip6 daddr ::/0 counter name "allowed" accept`); deny == "" || a < 0 || a < d {
+		t.Fatalf("the IPv6 deny rule is not before the rule that accepts ::/0:\n%s", script)
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft is not installed: run make prereqs")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("nft -c needs root")
+	}
+	cmd := exec.Command("nft", "-c", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft refuses the script: %v: %s\n%s", err, out, script)
+	}
+}
+
 // TestEgress: an egress sandbox reaches the address and port its list
 // allows and nothing else: not another port or address, not the node (its
 // addresses, an agent's port, even when listed), not link-local addresses

@@ -171,6 +171,72 @@ echo $n`})
 	})
 
 	testFileRanges(t, n, s)
+
+	t.Run("bounded in time", func(t *testing.T) {
+		n.known(t)
+		// A sparse file of 1 TiB, whose digest reads zeros for many
+		// minutes (the attack: a digest of one ran on for good after its
+		// client left).
+		s.sh(t, "truncate -s 1T huge")
+		defer s.sh(t, "rm -f huge")
+		digesters := func(s *session) int {
+			sh := s.shell(t)
+			return running(sh, "sha256sum") + running(sh, "sha256 -q")
+		}
+
+		// The call ends (its client went): the digest is killed before
+		// the call returns.
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := s.agent.DigestFile(ctx, s.tenant, s.handle, "huge", "")
+			errc <- err
+		}()
+		eventually(t, "the digest to run", func() error {
+			select {
+			case err := <-errc:
+				t.Fatalf("the digest of 1 TiB returned at once: %v", err)
+			default:
+			}
+			if n := digesters(s); n != 1 {
+				return fmt.Errorf("%d digests running", n)
+			}
+			return nil
+		})
+		cancel()
+		select {
+		case err := <-errc:
+			if err == nil {
+				t.Fatal("a digest of 1 TiB whose call ended succeeded")
+			}
+		case <-time.After(patience):
+			t.Fatalf("the digest's call ended, and it did not return within %v", patience)
+		}
+		if n := digesters(s); n != 0 {
+			t.Errorf("%d digests still run after their call ended", n)
+		}
+
+		// On a kernel whose file operations may take 2 s, the bound
+		// passes: the call fails saying so, and the digest is gone.
+		const bound = 2 * time.Second
+		b := n.h.newNodeWith(t, hostagent.Options{FileTimeout: bound})
+		bs := b.open(t, b.spec("files-bounded"))
+		bs.sh(t, "truncate -s 1T huge")
+		ctx, cancel = context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		start := time.Now()
+		_, err := bs.agent.DigestFile(ctx, bs.tenant, bs.handle, "huge", "")
+		took := time.Since(start)
+		if hostagent.CodeOf(err) != hostagent.CodeUnavailable || !strings.Contains(err.Error(), "--file-timeout") || !strings.Contains(err.Error(), "sha256 of each range") {
+			t.Errorf("a digest past the bound: %v (%s, after %v); want unavailable, naming --file-timeout and what to do", err, hostagent.CodeOf(err), took)
+		}
+		if took < bound {
+			t.Errorf("the digest ended after %v, before the bound of %v", took, bound)
+		}
+		if n := digesters(bs); n != 0 {
+			t.Errorf("%d digests still run past the bound", n)
+		}
+	})
 }
 
 func second[T any](_ T, err error) error { return err }

@@ -115,7 +115,16 @@ func (h Harness) newNode(t *testing.T) *node {
 func (h Harness) nodeOver(t *testing.T, stateDir string) *node {
 	t.Helper()
 	be := h.New(t, stateDir)
-	return &node{h: h, stateDir: stateDir, be: be, agent: newAgent(t, be)}
+	return &node{h: h, stateDir: stateDir, be: be, agent: newAgent(t, be, hostagent.Options{})}
+}
+
+// newNodeWith is a fresh node whose kernel has opts (its backend set
+// here), for the bounds of the kernel that a case pushes past.
+func (h Harness) newNodeWith(t *testing.T, opts hostagent.Options) *node {
+	t.Helper()
+	stateDir := h.NewStateDir(t)
+	be := h.New(t, stateDir)
+	return &node{h: h, stateDir: stateDir, be: be, agent: newAgent(t, be, opts)}
 }
 
 // restarted is the node after an agent restart: a new backend and a new
@@ -149,9 +158,10 @@ func (n *node) known(t *testing.T) {
 
 // newAgent is the one place the suite builds a kernel over a backend, with
 // the kernel's defaults: the bounds the suite checks are the shipped ones.
-func newAgent(t *testing.T, be backend.Backend) *hostagent.Agent {
+func newAgent(t *testing.T, be backend.Backend, opts hostagent.Options) *hostagent.Agent {
 	t.Helper()
-	a, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}})
+	opts.Backends = []backend.Backend{be}
+	a, err := hostagent.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

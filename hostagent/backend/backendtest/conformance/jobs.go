@@ -107,6 +107,15 @@ func testJobs(t *testing.T, n *node) {
 		if scr := screen("size=30x100"); scr.Rows != 30 || scr.Cols != 100 {
 			t.Errorf("the screen is %dx%d; want 30x100", scr.Rows, scr.Cols)
 		}
+		// A title of 2 MB, over guestapi.MaxTerminalString, is dropped at
+		// the emulator's input: the screen still answers (it never did,
+		// the title past a frame), with the title the program set before.
+		if _, err := s.agent.JobInput(ctx, s.tenant, job.ID, []byte("printf '\\033]2;short\\007'; head -c 2097152 /dev/zero | tr '\\0' t | { printf '\\033]2;'; cat; printf '\\007'; }; echo title-$((6*7))\r"), false); err != nil {
+			t.Fatal(err)
+		}
+		if scr := screen("title-42"); scr.Title != "short" {
+			t.Errorf("after a title of 2 MB the screen's title is %d bytes (%.20q); want the one before it", len(scr.Title), scr.Title)
+		}
 		if _, err := s.agent.JobInput(ctx, s.tenant, job.ID, nil, true); err != nil { // Ctrl-D
 			t.Fatal(err)
 		}
