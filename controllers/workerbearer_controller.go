@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -203,7 +204,7 @@ func (r *WorkerBearerReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			// in the way, which the copies' cache does not hold.
 			return ctrl.Result{}, fmt.Errorf("creating the copies of worker bearers %s (a Secret of that name not of type %s is in the way until it is deleted): %w", req, bearermirror.SecretType, err)
 		}
-	case !owned && maps.EqualFunc(cur.Data, data, func(a, b []byte) bool { return string(a) == string(b) }):
+	case !owned && maps.EqualFunc(cur.Data, data, bytes.Equal):
 		return ctrl.Result{RequeueAfter: bearerAudit}, nil
 	default:
 		cur.Data = data

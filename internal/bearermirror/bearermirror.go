@@ -119,7 +119,8 @@ func NamespaceOfKey(key string) string {
 // EntryBytes is what one entry takes of a shard's MaxShardBytes.
 func EntryBytes(key, bearer string) int { return len(key) + len(bearer) }
 
-// ErrNoBearer: the Secret's value under the key is missing or blank.
+// ErrNoBearer is Bearer's error when the Secret's value under the key is
+// missing or blank.
 var ErrNoBearer = errors.New("no bearer")
 
 // Bearer is the bearer a worker-bearer Secret holds as value: without
@@ -134,7 +135,7 @@ func Bearer(value []byte) (string, error) {
 	case len(b) > MaxBearerBytes:
 		return "", fmt.Errorf("it is %d bytes long, and a worker's bearer is at most %d", len(b), MaxBearerBytes)
 	}
-	for i := 0; i < len(b); i++ {
+	for i := range len(b) {
 		if b[i] < 0x21 || b[i] > 0x7e {
 			return "", fmt.Errorf("it has a byte (%#02x at %d) that is no visible ASCII character, which an Authorization header cannot carry as a token", b[i], i)
 		}
@@ -210,7 +211,8 @@ func Layout(current map[string][]byte, entries []Entry) (map[string][]byte, []En
 			data[e.Key()] = []byte(e.Bearer)
 			used += n
 			held[ns] += n
-			if next[ns]++; next[ns] < len(byNS[ns]) {
+			next[ns]++
+			if next[ns] < len(byNS[ns]) {
 				continue
 			}
 		} else {
