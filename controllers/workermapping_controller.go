@@ -168,9 +168,10 @@ func indexWorkerMappings(ctx context.Context, mgr ctrl.Manager) error {
 // is Ready when its Tenant's catalog is workers, its destination resolves
 // (a Service with ready endpoints and the bearer Secret it names, whose
 // copy for the gateway is in place; or the tenant's Sandbox, Ready) and no
-// other mapping of the namespace claims its tenant or its destination. Conflicting mappings are all reported
-// (Ready False, Stalled, reason Conflict, naming the others) and none is
-// Ready: the gateway serves only Ready mappings, so it never has to choose.
+// other mapping of the namespace claims its tenant or its destination.
+// Conflicting mappings are all reported (Ready False, Stalled, reason
+// Conflict, naming the others) and none is Ready: the gateway serves only
+// Ready mappings, so it never has to choose.
 //
 // The agent of the tenant's node writes status.worker (the supervised
 // process) under its own field manager; this reconciler's applies never

@@ -137,7 +137,8 @@ func Bearer(value []byte) (string, error) {
 	}
 	for i := range len(b) {
 		if b[i] < 0x21 || b[i] > 0x7e {
-			return "", fmt.Errorf("it has a byte (%#02x at %d) that is no visible ASCII character, which an Authorization header cannot carry as a token", b[i], i)
+			// Neither the byte nor where it is: it is part of a secret.
+			return "", errors.New("it has a byte that is no visible ASCII character (a space, a control character or a non-ASCII one), which an Authorization header does not carry in a token")
 		}
 	}
 	return b, nil
