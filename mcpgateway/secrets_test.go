@@ -73,8 +73,9 @@ func serviceAccountToken(t *testing.T) *rest.Config {
 // copies in the lease namespace: a SubjectAccessReview says so, and so
 // does the API server to a request with a real token of that
 // ServiceAccount. Of Secrets it may read the manager's copies of workers'
-// bearers, by name, and no other; and with that token it forwards a
-// workers tenant to its worker with the copy of the bearer.
+// bearers, by name, and no other; and with that token (or with
+// --namespace) it forwards a workers tenant to its worker with the copy of
+// the bearer.
 func TestGatewayReadsNoTenantSecret(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -168,6 +169,12 @@ func TestGatewayReadsNoTenantSecret(t *testing.T) {
 	waitServes(t, g, wt.token)
 	if got := whoami(t, g.url, wt.token); got != "Bearer wes-internal-bearer" {
 		t.Fatalf("the worker saw %q", got)
+	}
+	// So does one with --namespace, and its Role there.
+	g = startGateway(t, mcpgateway.Options{Namespace: ns})
+	waitServes(t, g, wt.token)
+	if got := whoami(t, g.url, wt.token); got != "Bearer wes-internal-bearer" {
+		t.Fatalf("through a gateway with --namespace, the worker saw %q", got)
 	}
 }
 
