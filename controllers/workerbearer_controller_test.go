@@ -236,7 +236,9 @@ func TestWorkerBearerCopies(t *testing.T) {
 func TestWorkerBearerCopiesShared(t *testing.T) {
 	ctx := context.Background()
 	victimNS, hogNS := newNamespace(t), newNamespace(t)
-	victim := "victim"
+	// Its key is longer than any filler's: its copy does not fit in the
+	// room the fillers leave.
+	victim := "the-victim-of-the-hog"
 	shard := bearermirror.ShardOf(victimNS, victim)
 	inShard := func(prefix string, n int) []string {
 		var names []string
@@ -294,15 +296,16 @@ func TestWorkerBearerCopiesShared(t *testing.T) {
 		g.Expect(ok).To(BeFalse())
 	})
 
-	// The other team's mapping gets in.
-	if err := k8sClient.Create(ctx, bearerSecret(victimNS, "bearer", playgroundv1alpha1.WorkerBearerSecretType, "victim-bearer")); err != nil {
+	// The other team's mapping, of a bearer as large, gets in.
+	victimBearer := strings.Repeat("v", bearermirror.MaxBearerBytes)
+	if err := k8sClient.Create(ctx, bearerSecret(victimNS, "bearer", playgroundv1alpha1.WorkerBearerSecretType, victimBearer)); err != nil {
 		t.Fatal(err)
 	}
-	serveMapping(t, victimNS, victim, victim, "bearer")
+	serveMapping(t, victimNS, victim, "victim", "bearer")
 	eventually(t, func(g Gomega) {
 		b, ok := copyOf(g, victimNS, victim)
 		g.Expect(ok).To(BeTrue(), "the other team's bearer is not copied")
-		g.Expect(b).To(Equal("victim-bearer"))
+		g.Expect(b == victimBearer).To(BeTrue(), "the other team's copy is not its bearer")
 		_, c := mappingReady(g, victimNS, victim)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 	})

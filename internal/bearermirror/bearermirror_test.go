@@ -82,10 +82,14 @@ func TestLayoutShares(t *testing.T) {
 		t.Errorf("a newer entry of the same namespace: held %v, %d held, %d left out", ok, len(data), len(left))
 	}
 
-	// Another namespace's entry gets in, in place of the hog's.
-	victim := Entry{Namespace: "victim", Name: "worker", Bearer: "small"}
+	// Another namespace's entry, as large as any and longer than the room
+	// left, gets in, in place of the hog's.
+	victim := Entry{Namespace: "victim", Name: "the-victims-worker", Bearer: bearer}
+	if room := MaxShardBytes - Used(full); EntryBytes(victim.Key(), victim.Bearer) <= room {
+		t.Fatalf("the victim's entry fits in the room left (%d bytes)", room)
+	}
 	data, left = Layout(full, append(hog, victim))
-	if string(data[victim.Key()]) != "small" {
+	if _, ok := data[victim.Key()]; !ok {
 		t.Fatal("the other namespace's mapping is left out")
 	}
 	for _, e := range left {
