@@ -99,12 +99,14 @@ func (o *Options) defaults() {
 // CacheOptions narrow the manager's informers to what the reconcilers
 // read: agent registrations only from the lease namespace, and of the
 // cluster's Secrets only Playground's credential Secrets (the tenant label
-// and the credential type, both set by the Tenant reconciler), so that no
-// other Secret is ever held in the manager's memory. A reconciler that
-// must see a Secret without them reads it with the API reader (as the
-// Tenant reconciler does for a Secret squatting on a credential's name, and
-// the agent CA for its Secret). Of the CertificateSigningRequests, only
-// those for the Playground signer are cached.
+// and the credential type, both set by the Tenant reconciler). Two caches
+// of their own hold the worker bearers' Secrets (BearerCacheOptions) and
+// their copies for the gateway (CopyCacheOptions), so that no other Secret
+// is ever held in the manager's memory. A reconciler that must see a
+// Secret without them reads it with the API reader (as the Tenant
+// reconciler does for a Secret squatting on a credential's name, and the
+// agent CA for its Secret). Of the CertificateSigningRequests, only those
+// for the Playground signer are cached.
 func CacheOptions(opts Options) cache.Options {
 	opts.defaults()
 	tenantLabel, err := labels.NewRequirement(playgroundv1alpha1.TenantLabel, selection.Exists, nil)
@@ -150,7 +152,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := indexWorkerMappings(context.Background(), mgr); err != nil {
 		return err
 	}
-	if err := (&WorkerMappingReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("workermapping-controller")), Workers: opts.Workers, Endpoints: opts.WorkerEndpoints}).SetupWithManager(mgr); err != nil {
+	copies, err := newBearerCopies(mgr, opts)
+	if err != nil {
+		return err
+	}
+	if err := (&WorkerMappingReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("workermapping-controller")), Workers: opts.Workers, Endpoints: opts.WorkerEndpoints, copies: copies}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&WorkerBearerReconciler{Client: mgr.GetClient(), Owner: opts.Owner, copies: copies}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	// One binder: the Tenant reconciler binds the Sandboxes it creates with

@@ -43,9 +43,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/bearermirror"
 	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/internal/eventseries"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
@@ -76,8 +78,15 @@ const (
 	ReasonBearerSecretNotFound = "BearerSecretNotFound"
 	// ReasonBearerSecretRefused (Stalled): the Secret of
 	// spec.bearerSecretRef is not of type WorkerBearerSecretType, so it
-	// was not made for that use (a tenant's credential Secret, say).
+	// was not made for that use (a tenant's credential Secret, say), or
+	// its value is no bearer an Authorization header carries (longer than
+	// bearermirror.MaxBearerBytes, or not visible ASCII).
 	ReasonBearerSecretRefused = "BearerSecretRefused"
+	// ReasonBearerNotMirrored: the bearer is valid, but its copy, the
+	// only one the gateway reads (WorkerBearerReconciler), is not in
+	// place yet; Stalled when there is no room for it and the mapping's
+	// own namespace holds the most of its shard.
+	ReasonBearerNotMirrored = "BearerNotMirrored"
 	// ReasonEndpointsRefused (Stalled): every ready endpoint of the
 	// Service is an address the cluster admin's policy refuses (loopback,
 	// link-local, a node's or the control plane's, outside the allowed
@@ -105,11 +114,13 @@ const (
 	// Sandboxes, Services and EndpointSlices find them without a scan.
 	workerMappingIndex = "playground.dev/workermapping-keys"
 	// bearerRecheck is how often a missing bearer Secret is looked for
-	// again: Secrets other than credential Secrets are not in the
-	// manager's cache (CacheOptions), so their creation is not watched.
+	// again: the bearers' cache (BearerCacheOptions) holds Secrets of
+	// type WorkerBearerSecretType only, so the creation of one of another
+	// type, which the mapping should report, is not watched.
 	bearerRecheck = 10 * time.Second
 	// bearerAudit is how often the bearer Secret of a Ready service
-	// mapping is checked again, so that one deleted later shows here.
+	// mapping is checked again, and each shard of the copies of bearers
+	// worked out again: what no watch reported (none should) shows then.
 	bearerAudit = 10 * time.Minute
 	// defaultWorkerPath is the CRD's default of destination paths, for
 	// objects that did not go through the API server's defaulting.
@@ -141,7 +152,7 @@ func mappingKeys(o client.Object) []string {
 	if s := wm.Spec.Destination.Service; s != nil {
 		keys = append(keys, serviceKey(s.Name))
 	}
-	return keys
+	return append(keys, bearerIndexKeys(wm)...)
 }
 
 // indexWorkerMappings registers workerMappingIndex, which the WorkerMapping
@@ -155,11 +166,12 @@ func indexWorkerMappings(ctx context.Context, mgr ctrl.Manager) error {
 // URL, or sandbox://<sandboxID>:<port><path>), status.readyEndpoints (the
 // Service's ready endpoints from its EndpointSlices), and Ready. A mapping
 // is Ready when its Tenant's catalog is workers, its destination resolves
-// (a Service with ready endpoints and the bearer Secret it names; or the
-// tenant's Sandbox, Ready) and no other mapping of the namespace claims
-// its tenant or its destination. Conflicting mappings are all reported
-// (Ready False, Stalled, reason Conflict, naming the others) and none is
-// Ready: the gateway serves only Ready mappings, so it never has to choose.
+// (a Service with ready endpoints and the bearer Secret it names, whose
+// copy for the gateway is in place; or the tenant's Sandbox, Ready) and no
+// other mapping of the namespace claims its tenant or its destination.
+// Conflicting mappings are all reported (Ready False, Stalled, reason
+// Conflict, naming the others) and none is Ready: the gateway serves only
+// Ready mappings, so it never has to choose.
 //
 // The agent of the tenant's node writes status.worker (the supervised
 // process) under its own field manager; this reconciler's applies never
@@ -182,6 +194,11 @@ type WorkerMappingReconciler struct {
 	// destination's endpoints may have; the nodes' and the control
 	// plane's addresses are refused besides, unless it allows them.
 	Endpoints destpolicy.Policy
+
+	// copies are the caches of the bearer Secrets and of their copies,
+	// shared with the WorkerBearerReconciler: a mapping with a bearer is
+	// Ready once its copy is in place.
+	copies *bearerCopies
 }
 
 // The WorkerMapping reconciler reads mappings, their Tenants and
@@ -379,7 +396,11 @@ func (r *WorkerMappingReconciler) resolveService(ctx context.Context, wm *playgr
 		res.readyEndpoints = all[:maxReadyEndpoints]
 	}
 	if ref := wm.Spec.BearerSecretRef; ref != nil {
-		if bad := r.checkBearer(ctx, wm.Namespace, ref); bad != nil {
+		bearer, bad := r.checkBearer(ctx, wm.Namespace, ref)
+		if bad == nil {
+			bad = r.checkCopied(ctx, wm, bearer)
+		}
+		if bad != nil {
 			bad.endpoint = res.endpoint
 			var stall *pgreconcile.StalledError
 			if !errors.As(bad.err, &stall) {
@@ -557,12 +578,15 @@ func (r *WorkerMappingReconciler) endpointCheck(ctx context.Context) func(string
 	}
 }
 
-// checkBearer returns, when the bearer Secret cannot be presented, the
-// resolution that says why (nil when it can). It reads around the cache,
-// which holds only credential Secrets. Only a Secret made for the use, of
-// type WorkerBearerSecretType, is presented: a mapping may name any Secret
-// of its namespace, and a tenant's credential Secret is no worker's bearer.
-func (r *WorkerMappingReconciler) checkBearer(ctx context.Context, ns string, ref *playgroundv1alpha1.SecretKeyReference) *resolution {
+// checkBearer returns the bearer of the mapping's Secret or, when it
+// cannot be presented, the resolution that says why. It reads around the
+// caches, so that it can say why a Secret is not a bearer's. Only a Secret
+// made for the use, of type WorkerBearerSecretType, is presented: a
+// mapping may name any Secret of its namespace, and a tenant's credential
+// Secret is no worker's bearer. Its value must be what bearermirror.Bearer
+// accepts: the gateway presents the copy the WorkerBearerReconciler makes
+// of it (checkCopied).
+func (r *WorkerMappingReconciler) checkBearer(ctx context.Context, ns string, ref *playgroundv1alpha1.SecretKeyReference) (string, *resolution) {
 	key := cmp.Or(ref.Key, playgroundv1alpha1.CredentialTokenKey)
 	s := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, s); err != nil {
@@ -570,23 +594,29 @@ func (r *WorkerMappingReconciler) checkBearer(ctx context.Context, ns string, re
 			miss := notReady(ReasonBearerSecretNotFound, true, "Secret %s, named by spec.bearerSecretRef, does not exist in namespace %s: create it, of type %s, with the worker's bearer token under key %s (looked for again every %s)",
 				ref.Name, ns, playgroundv1alpha1.WorkerBearerSecretType, key, bearerRecheck)
 			miss.after = bearerRecheck
-			return &miss
+			return "", &miss
 		}
 		f := failed(pgreconcile.ReasonError, fmt.Errorf("reading the bearer secret %s/%s: %w", ns, ref.Name, err))
-		return &f
+		return "", &f
 	}
 	if s.Type != playgroundv1alpha1.WorkerBearerSecretType {
 		bad := stalled(ReasonBearerSecretRefused, "Secret %s, named by spec.bearerSecretRef, is of type %q, not %s: the gateway presents only a Secret made to be a worker's bearer; create one of that type (kubectl create secret generic NAME --type=%s --from-literal=%s=...) and name it",
 			ref.Name, s.Type, playgroundv1alpha1.WorkerBearerSecretType, playgroundv1alpha1.WorkerBearerSecretType, key)
-		return &bad
+		return "", &bad
 	}
-	if len(s.Data[key]) == 0 {
+	bearer, err := bearermirror.Bearer(s.Data[key])
+	switch {
+	case errors.Is(err, bearermirror.ErrNoBearer):
 		miss := notReady(ReasonBearerSecretNotFound, true, "Secret %s, named by spec.bearerSecretRef, has no key %s (or it is empty): put the worker's bearer token there, or correct spec.bearerSecretRef.key (looked for again every %s)",
 			ref.Name, key, bearerRecheck)
 		miss.after = bearerRecheck
-		return &miss
+		return "", &miss
+	case err != nil:
+		bad := stalled(ReasonBearerSecretRefused, "The value of key %s of Secret %s, named by spec.bearerSecretRef, is no bearer the gateway presents: %s; put the worker's bearer token there (white space around it is ignored)",
+			key, ref.Name, err)
+		return "", &bad
 	}
-	return nil
+	return bearer, nil
 }
 
 // resolveSandbox resolves a sandbox destination through the Tenant's
@@ -697,9 +727,13 @@ func (r *WorkerMappingReconciler) recordTransition(ctx context.Context, wm *play
 
 // SetupWithManager registers the reconciler. Its inputs are watched: the
 // mapping and the mappings it may conflict with, its Tenant, the Tenant's
-// Sandbox, the Service it names and that Service's EndpointSlices. Only
-// the bearer Secret is not (see bearerRecheck).
+// Sandbox, the Service it names and that Service's EndpointSlices, its
+// bearer Secret when it is of type WorkerBearerSecretType (another is
+// looked for again, see bearerRecheck) and the copy of its bearer.
 func (r *WorkerMappingReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.copies == nil {
+		return errors.New("the worker mapping reconciler has no caches of bearers")
+	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -739,6 +773,10 @@ func (r *WorkerMappingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return r.mappingsOf(ctx, o.GetNamespace(), serviceKey(svc))
 		})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.serviceMappings), builder.WithPredicates(nodeAddressesChanged)).
+		WatchesRawSource(crsource.Kind(r.copies.bearers, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, s *corev1.Secret) []reconcile.Request {
+			return r.mappingsOf(ctx, s.Namespace, bearerKey(s.Name))
+		}))).
+		WatchesRawSource(crsource.Kind(r.copies.copies, &corev1.Secret{}, r.copiesChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Named("workermapping").
 		Complete(r)

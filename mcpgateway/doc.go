@@ -16,8 +16,8 @@ limitations under the License.
 
 // Package mcpgateway is the MCP gateway: it authenticates MCP clients by
 // their tenant's bearer token (against the token hashes the manager
-// publishes in the Tenants' status, from informers; it reads no credential
-// Secrets; see clusterview), resolves tenant, Sandbox and node from the
+// publishes in the Tenants' status, from informers; it reads no tenant's
+// Secret, only the manager's copies of workers' bearers; see clusterview), resolves tenant, Sandbox and node from the
 // same informer caches, and serves each tenant the catalog its Tenant
 // names: the eight sandbox tools (see tools) through the node's host
 // agent, or, for the workers catalog, its own worker's, forwarded to the

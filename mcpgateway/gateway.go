@@ -32,7 +32,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -103,8 +102,9 @@ func DefaultHTTPLimits() httpserve.Limits {
 // Options configure an HTTP gateway.
 type Options struct {
 	// Config reaches the API server whose Tenants and Sandboxes the
-	// gateway reads (never Secrets: tokens are authenticated against the
-	// hashes the manager publishes in the Tenants' status).
+	// gateway reads (never a tenant's Secret: tokens are authenticated
+	// against the hashes the manager publishes in the Tenants' status, and
+	// workers' bearers come from the manager's copies in LeaseNamespace).
 	Config *rest.Config
 	// Namespace limits the gateway to one namespace's tenants; empty is all.
 	// With it, the gateway lists and watches Tenants and Sandboxes in that
@@ -180,7 +180,8 @@ type Options struct {
 	FailedAuthDelay time.Duration
 	// LeaseNamespace holds the agents' registrations: the gateway presents
 	// its agent token only to the endpoint a Sandbox's node registered
-	// there. Default agentlease.DefaultNamespace.
+	// there; and the manager's copies of the service workers' bearers.
+	// Default agentlease.DefaultNamespace.
 	LeaseNamespace string
 	// StaleAfter bounds how long a broken watch is tolerated before the
 	// gateway refuses every request (clusterview.DefaultStaleAfter).
@@ -231,11 +232,10 @@ func CheckCatalog(c string) error {
 // The gateway reads, with informers, and never writes: Tenants (their
 // status carries the token hashes), Sandboxes, WorkerMappings, and the
 // agents' registrations (one that the cache saw lapse is read again with a
-// GET). Of Secrets it reads only those a WorkerMapping names as its
-// worker's bearer, each with a direct GET: no list, no watch.
+// GET). Of Secrets it reads only the manager's copies of the service
+// workers' bearers, by name (workerroute.go): none of a tenant's.
 // +kubebuilder:rbac:groups=playground.dev,resources=tenants;sandboxes,verbs=list;watch
 // +kubebuilder:rbac:groups=playground.dev,resources=workermappings,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=playground-system,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=playground-system,resources=serviceaccounts/token,verbs=create,resourceNames=playground-gateway
 
@@ -287,6 +287,7 @@ func New(opts Options) (*Gateway, error) {
 		Credentials:    true,
 		Catalog:        playgroundv1alpha1.Catalog(opts.Catalog),
 		WorkerMappings: opts.Catalog != CatalogSandbox,
+		WorkerBearers:  opts.Catalog != CatalogSandbox,
 		LeaseNamespace: opts.LeaseNamespace,
 		StaleAfter:     opts.StaleAfter,
 		Logger:         opts.Logger,
@@ -355,12 +356,7 @@ func (g *Gateway) newWorkers() error {
 	if err != nil {
 		return fmt.Errorf("mcpgateway: %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(g.opts.Config)
-	if err != nil {
-		return err
-	}
-	g.workerRoutes = &workerRoutes{view: g.view, router: g.router, service: newServiceTransport(g.opts.WorkerEndpoints),
-		secrets: &bearerSecrets{cs: cs, now: time.Now, cache: map[string]cachedBearer{}}}
+	g.workerRoutes = &workerRoutes{view: g.view, router: g.router, service: newServiceTransport(g.opts.WorkerEndpoints)}
 	g.workers, err = workers.New(workers.Options{
 		Resolve: g.workerRoutes.resolve, Keys: keys,
 		MaxInFlightPerTenant: g.opts.WorkerMaxInFlightPerTenant, SessionMaxAge: g.opts.WorkerSessionMaxAge,

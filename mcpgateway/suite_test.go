@@ -62,9 +62,10 @@ import (
 // The gateway tests run against one real kube-apiserver and etcd, and real
 // host agents on runc sandboxes served over loopback. The gateways run with
 // the rights of their generated RBAC (config/rbac/gateway) and no more,
-// which include no Secrets. The manager is not involved: the tests create
-// Tenants, credential Secrets and Sandboxes, and write the Tenant and
-// Sandbox status the manager and an agent would.
+// which include no tenant's Secret. The manager is not involved: the tests
+// create Tenants, credential Secrets and Sandboxes, and write the Tenant
+// and Sandbox status the manager and an agent would, and the manager's
+// copies of workers' bearers (copyBearer).
 
 const agentToken = "gateway-agent-token-for-tests"
 

@@ -24,13 +24,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/destpolicy"
@@ -42,21 +37,25 @@ import (
 // timeout (the CRD defaults it to the same).
 const DefaultWorkerTimeout = 60 * time.Second
 
-// bearerTTL is how long a worker's internal bearer, read from its Secret,
-// is used before it is read again: a rotated bearer takes effect within it.
-const bearerTTL = 30 * time.Second
-
 // workerRoutes resolves a tenant of the workers catalog to its worker:
 // the one Ready WorkerMapping naming it, and either the ready endpoints of
-// its Service (with the internal bearer of its Secret) or the worker in
-// its sandbox, through the agent of the sandbox's node.
+// its Service (with the internal bearer the manager copied from its
+// Secret) or the worker in its sandbox, through the agent of the sandbox's
+// node.
 type workerRoutes struct {
-	view    *clusterview.View
-	router  *router // reaches the agents, for sandbox destinations
-	secrets *bearerSecrets
+	view   *clusterview.View
+	router *router // reaches the agents, for sandbox destinations
 	// service carries the requests to Service endpoints.
 	service http.RoundTripper
 }
+
+// The copies of the service workers' bearers, which the manager makes
+// into Secrets of the lease namespace (package bearermirror): the only
+// Secrets the gateway may read, by name. It has no right on any other
+// Secret, a team's or the installation's. The names are
+// bearermirror.SecretNames(), which TestGatewayReadsNoTenantSecret checks
+// against these.
+// +kubebuilder:rbac:groups="",namespace=playground-system,resources=secrets,verbs=get;list;watch,resourceNames=playground-worker-bearers-00;playground-worker-bearers-01;playground-worker-bearers-02;playground-worker-bearers-03;playground-worker-bearers-04;playground-worker-bearers-05;playground-worker-bearers-06;playground-worker-bearers-07;playground-worker-bearers-08;playground-worker-bearers-09;playground-worker-bearers-10;playground-worker-bearers-11;playground-worker-bearers-12;playground-worker-bearers-13;playground-worker-bearers-14;playground-worker-bearers-15;playground-worker-bearers-16;playground-worker-bearers-17;playground-worker-bearers-18;playground-worker-bearers-19;playground-worker-bearers-20;playground-worker-bearers-21;playground-worker-bearers-22;playground-worker-bearers-23;playground-worker-bearers-24;playground-worker-bearers-25;playground-worker-bearers-26;playground-worker-bearers-27;playground-worker-bearers-28;playground-worker-bearers-29;playground-worker-bearers-30;playground-worker-bearers-31;playground-worker-bearers-32;playground-worker-bearers-33;playground-worker-bearers-34;playground-worker-bearers-35;playground-worker-bearers-36;playground-worker-bearers-37;playground-worker-bearers-38;playground-worker-bearers-39;playground-worker-bearers-40;playground-worker-bearers-41;playground-worker-bearers-42;playground-worker-bearers-43;playground-worker-bearers-44;playground-worker-bearers-45;playground-worker-bearers-46;playground-worker-bearers-47;playground-worker-bearers-48;playground-worker-bearers-49;playground-worker-bearers-50;playground-worker-bearers-51;playground-worker-bearers-52;playground-worker-bearers-53;playground-worker-bearers-54;playground-worker-bearers-55;playground-worker-bearers-56;playground-worker-bearers-57;playground-worker-bearers-58;playground-worker-bearers-59;playground-worker-bearers-60;playground-worker-bearers-61;playground-worker-bearers-62;playground-worker-bearers-63
 
 // newServiceTransport carries requests to Service endpoints, dialling only
 // the addresses policy permits: the check is of the address connected to,
@@ -119,9 +118,12 @@ func (wr *workerRoutes) resolve(ctx context.Context, tenant string) (*workers.De
 			dest.Endpoints = append(dest.Endpoints, workers.Endpoint{Key: u.String(), URL: u.String(), Transport: wr.service})
 		}
 		if ref := m.Spec.BearerSecretRef; ref != nil {
-			if dest.Bearer, err = wr.secrets.get(ctx, m.Namespace, ref.Name, orDefault(ref.Key, "token"), name); err != nil {
-				return nil, err
+			bearer, ok := wr.view.WorkerBearer(m.Namespace, m.Name)
+			if !ok {
+				return nil, &workers.Refusal{Kind: "bearer_secret", Message: fmt.Sprintf("the gateway cannot present your worker's internal bearer: it presents only the copy the manager makes of the Secret %s/%s (key %q), which it makes once that Secret exists, is of type %s and holds the bearer under that key, and there is none; ask the operator to fix spec.bearerSecretRef of WorkerMapping %s (kubectl describe workermapping -n %s %s says what is wrong)",
+					m.Namespace, ref.Name, orDefault(ref.Key, "token"), playgroundv1alpha1.WorkerBearerSecretType, name, m.Namespace, m.Name)}
 			}
+			dest.Bearer = bearer
 		}
 	case d.Sandbox != nil:
 		dest.Kind = workers.KindSandbox
@@ -160,61 +162,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// bearerSecrets reads the internal bearers of service destinations: only
-// the Secret a mapping names, with a direct GET (the gateway may get
-// Secrets but neither list nor watch them), kept briefly.
-type bearerSecrets struct {
-	cs  kubernetes.Interface
-	now func() time.Time
-
-	mu    sync.Mutex
-	cache map[string]cachedBearer
-}
-
-type cachedBearer struct {
-	token string
-	read  time.Time
-}
-
-// maxCachedBearers bounds the cache: one entry per mapping in use.
-const maxCachedBearers = 4096
-
-func (s *bearerSecrets) get(ctx context.Context, namespace, name, key, mapping string) (string, error) {
-	ck := namespace + "/" + name + "/" + key
-	s.mu.Lock()
-	c, ok := s.cache[ck]
-	s.mu.Unlock()
-	if ok && s.now().Sub(c.read) < bearerTTL {
-		return c.token, nil
-	}
-	refuse := func(format string, args ...any) error {
-		return &workers.Refusal{Kind: "bearer_secret", Message: fmt.Sprintf("the gateway cannot present your worker's internal bearer: "+format+"; ask the operator to fix spec.bearerSecretRef of WorkerMapping "+mapping, args...)}
-	}
-	secret, err := s.cs.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return "", refuse("the Secret %s/%s does not exist", namespace, name)
-	case apierrors.IsForbidden(err):
-		return "", refuse("the gateway may not read the Secret %s/%s (it needs get on secrets there)", namespace, name)
-	case err != nil:
-		return "", fmt.Errorf("reading the bearer Secret %s/%s: %w", namespace, name, err)
-	}
-	if secret.Type != playgroundv1alpha1.WorkerBearerSecretType {
-		return "", refuse("the Secret %s/%s is of type %q, and the gateway presents only Secrets of type %s", namespace, name, secret.Type, playgroundv1alpha1.WorkerBearerSecretType)
-	}
-	token := strings.TrimSpace(string(secret.Data[key]))
-	if token == "" {
-		return "", refuse("the Secret %s/%s has no key %q, or it is empty", namespace, name, key)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.cache) >= maxCachedBearers {
-		clear(s.cache)
-	}
-	s.cache[ck] = cachedBearer{token: token, read: s.now()}
-	return token, nil
 }
 
 // catalogOf is the catalog the gateway serves an authenticated tenant.

@@ -37,12 +37,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/bearermirror"
 	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/tools"
@@ -168,6 +172,41 @@ func newBearerSecret(t *testing.T, ns, name, token string) {
 	}
 }
 
+// copyBearer writes the copy of a mapping's bearer where the gateway reads
+// it, as the manager's WorkerBearer reconciler does (from a Secret of type
+// playground.dev/worker-bearer only); "" removes it.
+func copyBearer(t *testing.T, ns, mapping, bearer string) {
+	t.Helper()
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: agentlease.DefaultNamespace, Name: bearermirror.SecretName(bearermirror.ShardOf(ns, mapping))}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s corev1.Secret
+		err := k8s.Get(ctx, key, &s)
+		if apierrors.IsNotFound(err) {
+			if bearer == "" {
+				return nil
+			}
+			return k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Type: bearermirror.SecretType,
+				Data: map[string][]byte{bearermirror.Key(ns, mapping): []byte(bearer)}})
+		}
+		if err != nil {
+			return err
+		}
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		if bearer == "" {
+			delete(s.Data, bearermirror.Key(ns, mapping))
+		} else {
+			s.Data[bearermirror.Key(ns, mapping)] = []byte(bearer)
+		}
+		return k8s.Update(ctx, &s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // newMapping creates a WorkerMapping of the tenant to dest.
 func newMapping(t *testing.T, ns, name, tenantName string, dest playgroundv1alpha1.WorkerDestination, bearer string, timeout time.Duration) *playgroundv1alpha1.WorkerMapping {
 	t.Helper()
@@ -279,6 +318,7 @@ func TestWorkerForwarding(t *testing.T) {
 	const internal = "internal-bearer-of-wanda-worker"
 	newBearerSecret(t, ns, "wanda-worker-bearer", internal)
 	m := newMapping(t, ns, "wanda-worker", tn.name, serviceDest("wanda-worker"), "wanda-worker-bearer", time.Minute)
+	copyBearer(t, ns, m.Name, internal)
 	reconcileMapping(t, m, true, "Ready", "forwarding", w.url())
 
 	keys := sessionKeyFile(t)
@@ -485,11 +525,14 @@ func TestWorkerUnavailable(t *testing.T) {
 		unavailable(t, tn.token, "does not accept connections", "did not reach it")
 	})
 
+	// Whatever the mapping's status says (whoever wrote it), the gateway
+	// presents no bearer but the manager's copy, and without one it
+	// forwards nothing.
 	t.Run("bearer Secret missing", func(t *testing.T) {
 		tn := newWorkersTenant(t, ns, "bea")
 		m := newMapping(t, ns, "bea-worker", tn.name, serviceDest("bea-worker"), "no-such-secret", time.Minute)
 		reconcileMapping(t, m, true, "Ready", "forwarding", w.url())
-		unavailable(t, tn.token, "no-such-secret", "does not exist", "bearerSecretRef")
+		unavailable(t, tn.token, "cannot present your worker's internal bearer", ns+"/no-such-secret", "exists", "bearerSecretRef", "kubectl describe workermapping")
 	})
 
 	t.Run("bearer Secret of another kind", func(t *testing.T) {
@@ -499,7 +542,7 @@ func TestWorkerUnavailable(t *testing.T) {
 		m := newMapping(t, ns, "tom-worker", tn.name, serviceDest("tom-worker"), playgroundv1alpha1.CredentialSecretName(victim.name), time.Minute)
 		reconcileMapping(t, m, true, "Ready", "forwarding", w.url())
 		before := len(w.requests())
-		unavailable(t, tn.token, "is of type", playgroundv1alpha1.WorkerBearerSecretType)
+		unavailable(t, tn.token, "is of type "+playgroundv1alpha1.WorkerBearerSecretType, playgroundv1alpha1.CredentialSecretName(victim.name))
 		if got := w.requests()[before:]; len(got) != 0 {
 			t.Errorf("the worker received %d requests, the first with %q", len(got), got[0].authorization)
 		}
@@ -572,6 +615,7 @@ func TestWorkerEndpointPolicy(t *testing.T) {
 			g.waitReady(t)
 			tn := newWorkersTenant(t, ns, "pol-"+strings.ReplaceAll(strings.ToLower(strings.Fields(tc.name)[0]), ",", ""))
 			m := newMapping(t, ns, tn.name+"-worker", tn.name, serviceDest(tn.name+"-worker"), "bearer", time.Minute)
+			copyBearer(t, ns, m.Name, "the-internal-bearer")
 			reconcileMapping(t, m, true, "Ready", "forwarding", listener)
 			waitFor(t, "a 503 that names the policy", 10*time.Second, func() error {
 				resp, body := post(t, g.url, tn.token, "", initializeBody)

@@ -51,7 +51,7 @@ func runGateway(ctx context.Context, args []string) error {
 		tlsCA       = fs.String("agent-tls-ca", "", "PEM file of the CA that signs the agents' TLS certificates (another issuer, such as cert-manager); default: the bundle the manager publishes in the ConfigMap playground-agent-ca of the lease namespace, watched. Only that CA is trusted for https:// agents")
 		cleartext   = fs.Bool("agent-cleartext", false, "reach agents whose endpoint is http:// over cleartext HTTP/2, as playground-dev's; without it such an endpoint is refused, and the node's token (or, with --stdio, yours) never crosses the network in clear")
 		namespace   = fs.String("namespace", "", "serve only the tenants of this namespace, watching Tenants and Sandboxes there only, so that a Role there is all the RBAC they need (default: all namespaces)")
-		leaseNS     = fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases: the agent token goes only to endpoints registered there")
+		leaseNS     = fs.String("lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases (the agent token goes only to endpoints registered there) and of the manager's copies of workers' bearers (the manager's --lease-namespace)")
 		stdio       = fs.Bool("stdio", false, "serve one tenant over stdin/stdout instead of HTTP, authorised by your kubeconfig (needs --tenant)")
 		tenant      = fs.String("tenant", "", "with --stdio: the tenant to serve, as NAMESPACE/NAME")
 		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")

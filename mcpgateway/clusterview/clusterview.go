@@ -17,9 +17,11 @@ limitations under the License.
 // Package clusterview is the gateway's read-only view of the cluster: the
 // Tenants, indexed by the SHA-256 of their current token that the manager
 // publishes in their status, their Sandboxes and, for tenants of the
-// workers catalog, their WorkerMappings, from informers. It reads no
-// Secrets. It answers "whose token is this?", "where is this tenant's
-// sandbox?" and "where does this tenant's worker listen?", and it says when
+// workers catalog, their WorkerMappings and the manager's copies of their
+// workers' bearers, from informers. Of the Secrets it reads only those
+// copies, by name (package bearermirror): no team's Secret. It answers
+// "whose token is this?", "where is this tenant's sandbox?" and "where
+// does this tenant's worker listen, with which bearer?", and it says when
 // it cannot be trusted: before the first sync, and when a watch has been
 // broken for longer than a bound. Callers refuse to serve then (fail
 // closed).
@@ -37,6 +39,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -51,6 +54,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/bearermirror"
 	"github.com/playground-dev/playground/internal/scheme"
 )
 
@@ -88,6 +92,10 @@ type Options struct {
 	// WorkerMappings makes the view track WorkerMappings (see
 	// WorkerMapping), for the workers catalog.
 	WorkerMappings bool
+	// WorkerBearers makes the view track the manager's copies of the
+	// service workers' bearers in LeaseNamespace (see WorkerBearer): each
+	// Secret of package bearermirror, by name, and no other.
+	WorkerBearers bool
 	// StaleAfter bounds how long a broken watch is tolerated; zero means
 	// DefaultStaleAfter.
 	StaleAfter time.Duration
@@ -103,8 +111,9 @@ type View struct {
 	opts      Options
 	tenants   *tracked
 	sandboxes *tracked
-	leases    *tracked // nil without Options.LeaseNamespace
-	mappings  *tracked // nil without Options.WorkerMappings
+	leases    *tracked   // nil without Options.LeaseNamespace
+	mappings  *tracked   // nil without Options.WorkerMappings
+	bearers   []*tracked // by shard; nil without Options.WorkerBearers
 	// reader reads a registration the cache saw lapse again from the API
 	// server (Agent); rechecks are its last answers, by node.
 	reader   client.Reader
@@ -217,6 +226,20 @@ func New(cfg *rest.Config, opts Options) (*View, error) {
 			return nil, err
 		}
 	}
+	if opts.WorkerBearers {
+		if opts.LeaseNamespace == "" {
+			return nil, errors.New("the copies of worker bearers are read in the lease namespace, and none is set")
+		}
+		// One informer a Secret: the gateway may list and watch them by
+		// name only (resourceNames), which a field selector on the name
+		// satisfies.
+		for _, name := range bearermirror.SecretNames() {
+			t := v.newTracked(fmt.Sprintf("worker bearers (Secret %s/%s)", opts.LeaseNamespace, name), cl, &corev1.Secret{},
+				func() client.ObjectList { return &corev1.SecretList{} }, fields.OneTermEqualSelector("metadata.name", name), bearersOnly)
+			t.lw.namespace = opts.LeaseNamespace
+			v.bearers = append(v.bearers, t)
+		}
+	}
 	return v, nil
 }
 
@@ -245,7 +268,7 @@ func (v *View) all() []*tracked {
 	if v.mappings != nil {
 		ts = append(ts, v.mappings)
 	}
-	return ts
+	return append(ts, v.bearers...)
 }
 
 // Ready returns nil when the view can be trusted: every informer has synced
@@ -450,6 +473,45 @@ func (v *View) WorkerMapping(id Identity) (*playgroundv1alpha1.WorkerMapping, er
 			Message: fmt.Sprintf("your WorkerMapping %s/%s is not Ready (%s: %s): ask the operator to check it (kubectl describe workermapping -n %s %s)", m.Namespace, m.Name, ready.Reason, ready.Message, m.Namespace, m.Name)}
 	}
 	return m, nil
+}
+
+// WorkerBearer returns the bearer the manager copied for the mapping name
+// of namespace, the only bearer the gateway presents to its worker: the
+// manager copies a bearer only from a Secret of type
+// playground.dev/worker-bearer, and the gateway reads no other Secret.
+// False when there is none (yet, or any longer).
+func (v *View) WorkerBearer(namespace, name string) (string, bool) {
+	if v.bearers == nil {
+		return "", false
+	}
+	shard := bearermirror.ShardOf(namespace, name)
+	obj, ok, err := v.bearers[shard].informer.GetStore().GetByKey(v.opts.LeaseNamespace + "/" + bearermirror.SecretName(shard))
+	if err != nil || !ok {
+		return "", false
+	}
+	s, ok := obj.(*corev1.Secret)
+	if !ok || s.Type != bearermirror.SecretType {
+		return "", false
+	}
+	b, ok := s.Data[bearermirror.Key(namespace, name)]
+	if !ok || len(b) == 0 {
+		return "", false
+	}
+	return string(b), true
+}
+
+// bearersOnly keeps of a Secret of the copies of bearers what the view
+// reads: its name, type and data.
+func bearersOnly(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Type:       s.Type,
+		Data:       s.Data,
+	}, nil
 }
 
 // Reasons of a MappingError.

@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,8 +215,12 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // destination, with real parts but for the pods behind the Service: an
 // MCP server (go-sdk) on this machine's address, published as the
 // Service's ready endpoint in an EndpointSlice as the endpoint controller
-// would. The manager resolves it, and the gateway forwards the tenant to
-// it with the bearer of the mapping's Secret, never the tenant's token.
+// would. The manager resolves it and copies its bearer where the gateway,
+// which may read no team's Secret, reads it; the gateway forwards the
+// tenant to it with that bearer, never the tenant's token. The team
+// rotates the bearer in its Secret: the next session presents the new
+// one. The team names a Secret of another type instead: its value never
+// reaches the worker, and the tenant is refused, saying why.
 func TestServiceWorkerThroughGateway(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -229,8 +234,12 @@ func TestServiceWorkerThroughGateway(t *testing.T) {
 	startNode(t, &node{name: "svc-workers-a", labels: pool("svc-workers")})
 	ns := newNamespace(t)
 
-	// The worker: it answers only the internal bearer, and says which it got.
-	const inner = "the-internal-bearer"
+	// The worker: it answers only its internal bearers, says which it
+	// got, and records every Authorization that reached it.
+	const inner, rotated, plain = "the-internal-bearer", "the-rotated-bearer", "a-plain-secret-never-presented"
+	var mu sync.Mutex
+	accepted := map[string]bool{"Bearer " + inner: true}
+	var seen []string
 	server := mcp.NewServer(&mcp.Implementation{Name: "svc-worker", Version: "v1"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "whoami", Description: "what reached this worker"},
 		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, whoAmI, error) {
@@ -240,7 +249,11 @@ func TestServiceWorkerThroughGateway(t *testing.T) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	g.Expect(err).NotTo(HaveOccurred())
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+inner {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		ok := accepted[r.Header.Get("Authorization")]
+		mu.Unlock()
+		if !ok {
 			http.Error(w, "not the internal bearer", http.StatusUnauthorized)
 			return
 		}
@@ -250,8 +263,9 @@ func TestServiceWorkerThroughGateway(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	port := int32(ln.Addr().(*net.TCPAddr).Port)
 
-	g.Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker-bearer"}, Type: playgroundv1alpha1.WorkerBearerSecretType,
-		Data: map[string][]byte{"token": []byte(inner)}})).To(Succeed())
+	bearerSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker-bearer"}, Type: playgroundv1alpha1.WorkerBearerSecretType,
+		Data: map[string][]byte{"token": []byte(inner)}}
+	g.Expect(k8sClient.Create(ctx, bearerSecret)).To(Succeed())
 	g.Expect(k8sClient.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "mcp", Port: 80, TargetPort: intstr.FromInt32(port)}}}})).To(Succeed())
 	g.Expect(k8sClient.Create(ctx, &discoveryv1.EndpointSlice{
@@ -273,17 +287,66 @@ func TestServiceWorkerThroughGateway(t *testing.T) {
 	waitReady(t, ns, "svc")
 	token := tokenOf(g, ns, "svc")
 
-	cs, err := mcpConnect(startGateway(t), token)
+	endpoint := startGateway(t)
+	cs, err := mcpConnect(endpoint, token)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
-	g.Expect(err).NotTo(HaveOccurred())
-	var who whoAmI
-	b, _ := json.Marshal(res.StructuredContent)
-	g.Expect(json.Unmarshal(b, &who)).To(Succeed())
+	whoami := func(g Gomega, cs *mcp.ClientSession) whoAmI {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+		g.Expect(err).NotTo(HaveOccurred())
+		var who whoAmI
+		b, _ := json.Marshal(res.StructuredContent)
+		g.Expect(json.Unmarshal(b, &who)).To(Succeed())
+		return who
+	}
+	who := whoami(g, cs)
 	g.Expect(who.Authorization).To(Equal("Bearer " + inner))
 	g.Expect(who.SessionID).NotTo(BeEmpty())
 	g.Expect(who.SessionID).NotTo(Equal(cs.ID()))
+
+	// The team rotates the bearer: the worker takes both for the change,
+	// and a new session presents the new one.
+	mu.Lock()
+	accepted["Bearer "+rotated] = true
+	mu.Unlock()
+	bearerSecret.Data["token"] = []byte(rotated + "\n")
+	start := time.Now()
+	g.Expect(k8sClient.Update(ctx, bearerSecret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		fresh, err := mcpConnect(endpoint, token)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer fresh.Close()
+		g.Expect(whoami(g, fresh).Authorization).To(Equal("Bearer " + rotated))
+	}).WithTimeout(settle).WithPolling(50 * time.Millisecond).Should(Succeed())
+	t.Logf("a bearer rotated in the team's Secret was presented by the gateway %s after the update", time.Since(start).Round(time.Millisecond))
+
+	// The team names a Secret of another type: its value is presented to
+	// no one, and the tenant is told why.
+	g.Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"},
+		Data: map[string][]byte{"token": []byte(plain)}})).To(Succeed())
+	var wm playgroundv1alpha1.WorkerMapping
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "svc"}, &wm)).To(Succeed())
+	wm.Spec.BearerSecretRef.Name = "plain"
+	g.Expect(k8sClient.Update(ctx, &wm)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"refused","version":"v0"}}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		g.Expect(resp.StatusCode).To(Equal(http.StatusServiceUnavailable), string(body))
+		g.Expect(string(body)).To(And(ContainSubstring("BearerSecretRefused"), ContainSubstring("not playground.dev/worker-bearer")))
+	}).WithTimeout(settle).WithPolling(50 * time.Millisecond).Should(Succeed())
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range seen {
+		g.Expect(a).NotTo(ContainSubstring(plain), "the other Secret's value reached the worker")
+		g.Expect(a).NotTo(ContainSubstring(token), "the tenant's token reached the worker")
+	}
 }
 
 // hostAddress is an IPv4 address of this machine that is not loopback,

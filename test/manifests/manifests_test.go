@@ -38,6 +38,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/playground-dev/playground/internal/bearermirror"
 )
 
 // expectedObjects is every object of a default installation, and which
@@ -891,14 +893,16 @@ func podArgs(t *testing.T, pod map[string]any) []string {
 	return spec.Containers[0].Args
 }
 
-// TestGatewayListsNoSecrets: no rule of the gateway, generated or
-// rendered, in a ClusterRole or a Role, lets it list or watch Secrets (or
-// names every resource of the core group): it authenticates tokens against
-// the hashes the manager publishes in the Tenants' status, and of Secrets
-// it may only get one by name, the bearer a WorkerMapping names for its
-// worker. With gateway.namespace the chart gives it a Role in that
+// TestGatewayReadsNoTenantSecret: no rule of the gateway, generated or
+// rendered, in a ClusterRole or a Role, lets it read a Secret but the
+// manager's copies of the workers' bearers, by name, in the lease
+// namespace (the Role that also holds its leases): it authenticates
+// tokens against the hashes the manager publishes in the Tenants' status,
+// and presents to workers only the bearers the manager copied
+// (internal/bearermirror). Nor does any name every resource of the core
+// group. With gateway.namespace the chart gives it a Role in that
 // namespace and no ClusterRole.
-func TestGatewayListsNoSecrets(t *testing.T) {
+func TestGatewayReadsNoTenantSecret(t *testing.T) {
 	generated, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "rbac", "gateway", "role.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -912,24 +916,38 @@ func TestGatewayListsNoSecrets(t *testing.T) {
 	all["helm with custom values"] = renderHelmCustom(t)
 	all["helm with another lease namespace"] = renderHelmLeaseNamespace(t)
 	all["helm with the gateway in the lease namespace"] = renderHelm(t, "helm (gateway in the lease namespace)", "--set", "gateway.namespace="+namespace)
+	copies := bearermirror.SecretNames()
 	for name, r := range all {
 		var roles []string
+		readsCopies := false
 		for _, o := range r.objs {
 			if (o.GetKind() != "ClusterRole" && o.GetKind() != "Role") || o.GetName() != "playground-gateway" {
 				continue
 			}
 			roles = append(roles, key(o))
 			// A Role's fields are a subset of a ClusterRole's.
-			for _, rule := range workload[rbacv1.ClusterRole](t, o).Rules {
+			rules := workload[rbacv1.ClusterRole](t, o).Rules
+			leases := slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "leases") })
+			for _, rule := range rules {
 				core := slices.Contains(rule.APIGroups, "") || slices.Contains(rule.APIGroups, "*")
-				if core && slices.Contains(rule.Resources, "*") ||
-					core && slices.Contains(rule.Resources, "secrets") && !slices.Equal(rule.Verbs, []string{"get"}) {
-					t.Errorf("%s: %s grants %v on %v", name, key(o), rule.Verbs, rule.Resources)
+				if core && slices.Contains(rule.Resources, "*") {
+					t.Errorf("%s: %s grants %v on every resource", name, key(o), rule.Verbs)
+				}
+				if !core || !slices.Contains(rule.Resources, "secrets") {
+					continue
+				}
+				readsCopies = true
+				if o.GetKind() != "Role" || !leases || len(rule.ResourceNames) == 0 || !slices.Equal(rule.ResourceNames, copies) ||
+					slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+					t.Errorf("%s: %s grants %v on secrets %v: want get, list and watch of the copies of bearers %v, in the lease namespace only", name, key(o), rule.Verbs, rule.ResourceNames, copies)
 				}
 			}
 		}
 		if len(roles) == 0 {
 			t.Errorf("%s: no roles of the gateway", name)
+		}
+		if !readsCopies {
+			t.Errorf("%s: the gateway may not read the copies of the workers' bearers", name)
 		}
 	}
 
