@@ -344,7 +344,7 @@ func (r *TenantReconciler) withinNamespaceCeilings(ctx context.Context, want *pl
 // it would be one more), or "".
 func namespaceCeilingPassed(p *playgroundv1alpha1.TenantPolicy, ns string, count int32, others, this sandboxUse, creating bool) string {
 	n := p.Spec.Namespace
-	if creating && n.MaxSandboxes != nil && count+1 > *n.MaxSandboxes {
+	if creating && n.MaxSandboxes != nil && count >= *n.MaxSandboxes {
 		return fmt.Sprintf("TenantPolicy %s allows namespace %s at most %d sandboxes, and it holds %d: no Sandbox is created for this tenant until another goes (delete a Tenant), or the platform team raises the ceiling",
 			p.Name, ns, *n.MaxSandboxes, count)
 	}

@@ -435,7 +435,7 @@ func checkTenantPolicy(t *testing.T, _ *examplesEnv) {
 		To(Satisfy(refused("spec.sandbox.resources.cpu is 4, over its ceiling of 2 per sandbox: ask for 2 or less")))
 	g.Expect(k8sClient.Create(ctx, tenant(func(s *playgroundv1alpha1.SandboxTemplate) { s.UsageLimits = nil }), client.DryRunAll)).
 		To(Satisfy(refused("requires a usage limit")))
-	g.Expect(k8sClient.Create(ctx, tenant(func(s *playgroundv1alpha1.SandboxTemplate) {}), client.DryRunAll)).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, tenant(func(*playgroundv1alpha1.SandboxTemplate) {}), client.DryRunAll)).To(Succeed())
 	var p playgroundv1alpha1.TenantPolicy
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "standard-teams"}, &p)).To(Succeed())
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), &p) })
