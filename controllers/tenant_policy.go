@@ -53,21 +53,38 @@ import (
 // policyProbePrefix names the dry-run copies of Tenants (never stored).
 const policyProbePrefix = "policy-check-"
 
-// policySettle is how long after a change of the policies a Tenant's
+// policySettle is how long after a write of the policies a Tenant's
 // check is made again: the API server's admission policy reads the
 // policies through an informer of its own, which may trail the manager's
 // for a moment.
 const policySettle = 5 * time.Second
 
 // policyCheck is the last check of one Tenant: what it checked (the
-// Tenant's generation and the policies' names and versions), when, and
-// whether a check of the same found the same after the policies settled.
+// Tenant's generation and the policies' names and generations), what it
+// found (the PolicyCompliant condition: the Tenant's status in the cache
+// may trail the write of it), and whether it was made once the policies
+// had settled (settleAt).
 type policyCheck struct {
 	uid        types.UID
 	generation int64
 	policies   string
-	at         time.Time
+	found      metav1.Condition
+	settleAt   time.Time
 	settled    bool
+}
+
+// lastWritten is when p was last written, but for its status: the latest
+// time of its managedFields' entries of the object itself (its creation
+// when there are none). The API server's clock; a skew of the manager's
+// shortens or lengthens policySettle by as much.
+func lastWritten(p *playgroundv1alpha1.TenantPolicy) time.Time {
+	at := p.CreationTimestamp.Time
+	for _, f := range p.ManagedFields {
+		if f.Subresource == "" && f.Time != nil && f.Time.After(at) {
+			at = f.Time.Time
+		}
+	}
+	return at
 }
 
 // policyChecks remembers each Tenant's last check, so that a pass that
@@ -162,21 +179,31 @@ func (r *TenantReconciler) reconcilePolicy(ctx context.Context, t *playgroundv1a
 	policies := policiesKey(selected)
 	prev, seen := r.policyChecks.get(key)
 	seen = seen && prev.uid == t.UID
-	have := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.PolicyCompliantCondition)
-	same := seen && prev.generation == t.Generation && prev.policies == policies &&
-		have != nil && have.ObservedGeneration == t.Generation && have.Status != metav1.ConditionUnknown
-	if same && prev.settled {
-		return nil
-	}
+	same := seen && prev.generation == t.Generation && prev.policies == policies
 	if same {
-		if wait := prev.at.Add(policySettle).Sub(now); wait > 0 {
-			return pgreconcile.Recheck(wait, "checking tenant %s against %s again once they settle", klog.KObj(t), policyNames(selected))
+		meta.SetStatusCondition(&t.Status.Conditions, prev.found)
+		if prev.settled {
+			return nil
+		}
+		if now.Before(prev.settleAt) {
+			return pgreconcile.Recheck(prev.settleAt.Sub(now), "checking tenant %s against %s again once they settle", klog.KObj(t), policyNames(selected))
 		}
 	}
-	// A check after a change of the policies is made again once they
-	// settled; one after a change of the Tenant (whose write the
-	// admission policy checked) or the manager's start is final.
-	settled := same || !seen || prev.policies == policies
+	// A check made within policySettle of a write of the policies (or of
+	// a change of them this manager saw: one deleted) is made again once
+	// they settled; a check after a change of the Tenant alone (whose
+	// write the admission policy checked) or at the manager's start is
+	// final.
+	var settleAt time.Time
+	for i := range selected {
+		if at := lastWritten(&selected[i]).Add(policySettle); at.After(settleAt) {
+			settleAt = at
+		}
+	}
+	if seen && prev.policies != policies && settleAt.Before(now.Add(policySettle)) {
+		settleAt = now.Add(policySettle)
+	}
+	settled := !now.Before(settleAt)
 
 	denied, err := r.dryRunCopy(ctx, t)
 	switch {
@@ -188,6 +215,8 @@ func (r *TenantReconciler) reconcilePolicy(ctx context.Context, t *playgroundv1a
 		policyChecksTotal.WithLabelValues(policyCheckExceeded).Inc()
 	}
 	if err != nil {
+		// Not remembered: the next pass checks again.
+		r.policyChecks.forget(key)
 		r.setConditionf(t, playgroundv1alpha1.PolicyCompliantCondition, metav1.ConditionUnknown, playgroundv1alpha1.ReasonPolicyCheckFailed,
 			"Checking the tenant against %s (a dry-run create of a copy): %v", policyNames(selected), err)
 		return fmt.Errorf("checking tenant %s against %s: %w", klog.KObj(t), policyNames(selected), err)
@@ -196,16 +225,18 @@ func (r *TenantReconciler) reconcilePolicy(ctx context.Context, t *playgroundv1a
 		r.setConditionf(t, playgroundv1alpha1.PolicyCompliantCondition, metav1.ConditionTrue, playgroundv1alpha1.ReasonWithinPolicy,
 			"Within %s", policyNames(selected))
 	} else {
-		if have == nil || have.Reason != playgroundv1alpha1.ReasonPolicyExceeded {
+		if !seen || prev.found.Reason != playgroundv1alpha1.ReasonPolicyExceeded {
 			ctrl.LoggerFrom(ctx).Info("The tenant is over a ceiling of its namespace's TenantPolicy", "denied", denied)
 			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonPolicyExceeded, "CheckPolicy", "%s", denied)
 		}
 		r.setConditionf(t, playgroundv1alpha1.PolicyCompliantCondition, metav1.ConditionFalse, playgroundv1alpha1.ReasonPolicyExceeded,
 			"%s. The sandbox runs on as it is, but a change of those fields is refused until they are within the ceiling: lower them, or ask the platform team to raise it", strings.TrimSuffix(denied, "."))
 	}
-	r.policyChecks.set(key, policyCheck{uid: t.UID, generation: t.Generation, policies: policies, at: now, settled: settled})
+	found := *meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.PolicyCompliantCondition)
+	found.LastTransitionTime = metav1.Time{}
+	r.policyChecks.set(key, policyCheck{uid: t.UID, generation: t.Generation, policies: policies, found: found, settleAt: settleAt, settled: settled})
 	if !settled {
-		return pgreconcile.Recheck(policySettle, "checking tenant %s against %s again once they settle", klog.KObj(t), policyNames(selected))
+		return pgreconcile.Recheck(settleAt.Sub(now), "checking tenant %s against %s again once they settle", klog.KObj(t), policyNames(selected))
 	}
 	return nil
 }
