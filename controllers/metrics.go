@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -65,6 +66,21 @@ type sandboxCollector struct {
 	reader client.Reader
 }
 
+// policyChecks counts the Tenant reconciler's checks of Tenants against
+// the TenantPolicies of their namespaces: each is one dry-run create at
+// the API server, the cost of reporting Tenants over a tightened ceiling.
+var policyChecksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "playground_tenant_policy_checks_total",
+	Help: "Checks of a Tenant against the TenantPolicies that select its namespace, each a dry-run create at the API server, by result (within, exceeded, failed).",
+}, []string{"result"})
+
+// The results of policyChecksTotal.
+const (
+	policyCheckWithin   = "within"
+	policyCheckExceeded = "exceeded"
+	policyCheckFailed   = "failed"
+)
+
 var (
 	sandboxMetrics = &sandboxCollector{}
 	registerOnce   sync.Once
@@ -74,7 +90,12 @@ var (
 // registerMetrics registers the manager's metrics on controller-runtime's
 // registry, which the manager's metrics server serves, once per process.
 func registerMetrics(mgr ctrl.Manager) error {
-	registerOnce.Do(func() { registerErr = metrics.Registry.Register(sandboxMetrics) })
+	registerOnce.Do(func() {
+		registerErr = errors.Join(metrics.Registry.Register(sandboxMetrics), metrics.Registry.Register(policyChecksTotal))
+		for _, r := range []string{policyCheckWithin, policyCheckExceeded, policyCheckFailed} {
+			policyChecksTotal.WithLabelValues(r)
+		}
+	})
 	if registerErr != nil {
 		return fmt.Errorf("registering the manager's metrics: %w", registerErr)
 	}

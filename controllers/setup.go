@@ -171,6 +171,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := binder.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&TenantPolicyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := (&SnapshotReconciler{Client: mgr.GetClient(), Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}

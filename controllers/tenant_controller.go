@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -44,6 +45,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/eventseries"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 	"github.com/playground-dev/playground/internal/tenanttoken"
 )
@@ -154,6 +156,13 @@ type TenantReconciler struct {
 	// that a change of the policy is carried to the Secret.
 	keyOwnersMu sync.Mutex
 	keyOwners   map[types.UID]bool
+
+	// policyChecks remembers each Tenant's last check against the
+	// TenantPolicies of its namespace; namespaceLocks serialises, per
+	// namespace, the checks of its namespace ceilings with the writes of
+	// Sandboxes they allow (tenant_policy.go).
+	policyChecks   policyChecks
+	namespaceLocks keyedmutex.Mutex
 }
 
 // The Tenant reconciler patches Tenants (finalizer) and applies their
@@ -162,7 +171,11 @@ type TenantReconciler struct {
 // RBAC: list and watch stay cluster-wide, but the cache keeps only the
 // credential Secrets (CacheOptions). tenants/finalizers lets it set
 // blockOwnerDeletion on what it owns.
-// +kubebuilder:rbac:groups=playground.dev,resources=tenants,verbs=get;list;watch;patch
+// The create on tenants is for dry runs only: the manager checks a Tenant
+// against the TenantPolicies of its namespace by a dry-run create of a
+// copy, which the admission policy checks as it checks any Tenant
+// (tenant_policy.go); RBAC cannot grant dry runs alone.
+// +kubebuilder:rbac:groups=playground.dev,resources=tenants,verbs=get;list;watch;patch;create
 // +kubebuilder:rbac:groups=playground.dev,resources=tenants/status,verbs=patch
 // +kubebuilder:rbac:groups=playground.dev,resources=tenants/finalizers,verbs=update
 // +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch;create;patch;delete
@@ -178,6 +191,9 @@ type TenantReconciler struct {
 func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	tenant := &playgroundv1alpha1.Tenant{}
 	if err := r.Get(ctx, req.NamespacedName, tenant); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.policyChecks.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	deleting := !tenant.DeletionTimestamp.IsZero()
@@ -256,7 +272,7 @@ func untimed(s playgroundv1alpha1.TenantStatus) playgroundv1alpha1.TenantStatus 
 var tenantConditions = []string{
 	playgroundv1alpha1.ReadyCondition, playgroundv1alpha1.ReconcilingCondition, playgroundv1alpha1.StalledCondition,
 	playgroundv1alpha1.CredentialsReadyCondition, playgroundv1alpha1.SandboxReadyCondition,
-	playgroundv1alpha1.WorkerReadyCondition,
+	playgroundv1alpha1.WorkerReadyCondition, playgroundv1alpha1.PolicyCompliantCondition,
 }
 
 // tenantStatus is s as an apply configuration. A field left empty is left
@@ -316,6 +332,7 @@ func (r *TenantReconciler) reconcileNormal(ctx context.Context, t *playgroundv1a
 		r.reconcileSigningKey,
 		r.reconcileSandbox,
 		r.reconcileWorker,
+		r.reconcilePolicy,
 	} {
 		if err := phase(ctx, t); err != nil {
 			errs = append(errs, err)
@@ -678,11 +695,26 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		if err := r.setController(t, want); err != nil {
 			return err
 		}
+		written, err := r.withinNamespaceCeilings(ctx, want, nil)
+		if err != nil {
+			t.Status.SandboxRef = nil
+			if !pgreconcile.Settled(err) {
+				r.setConditionf(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionUnknown, ReasonSandboxError, "Checking the ceilings of namespace %s: %v", t.Namespace, err)
+				return fmt.Errorf("checking the namespace ceilings of sandbox %s: %w", klog.KObj(want), err)
+			}
+			if !waitsForNamespaceRoom(t) {
+				log.Info("No sandbox for the tenant: its namespace's ceiling", "reason", err.Error())
+				r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonNamespaceCeilingExceeded, "CreateSandbox", "%s", err.Error())
+			}
+			r.setConditionf(t, playgroundv1alpha1.SandboxReadyCondition, metav1.ConditionFalse, playgroundv1alpha1.ReasonNamespaceCeilingExceeded, "%s", err.Error())
+			return err
+		}
 		bound := func(bool) {}
 		if r.Binder != nil {
 			bound = r.Binder.bindAtCreate(ctx, want)
 		}
-		err := r.Create(ctx, want)
+		err = r.Create(ctx, want)
+		written()
 		bound(err == nil)
 		switch {
 		case apierrors.IsAlreadyExists(err):
@@ -746,6 +778,16 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	if err := r.setController(t, updated); err != nil {
 		return err
 	}
+	// A sandbox grows only within its namespace's ceilings; refused, it
+	// keeps the resources and storage it has, and the rest is copied.
+	written, roomErr := r.withinNamespaceCeilings(ctx, want, &sbx.Spec.SandboxTemplate)
+	defer written()
+	if roomErr != nil {
+		if !pgreconcile.Settled(roomErr) {
+			return fmt.Errorf("checking the namespace ceilings of sandbox %s: %w", klog.KObj(sbx), roomErr)
+		}
+		keepUse(want, sbx)
+	}
 	changed, backendFixed, storageFixed := updateSandbox(updated, want)
 	if len(changed) > 0 || !equality.Semantic.DeepEqual(sbx.OwnerReferences, updated.OwnerReferences) {
 		// A merge patch carries only what changed: it cannot undo the binder's nodeName.
@@ -793,6 +835,12 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 		return pgreconcile.Stall(ReasonStorageImmutable,
 			"spec.sandbox.storage asks for other size or inode limits than Sandbox %s was provisioned with on node %s, and they are fixed there: set them back, or delete Sandbox %s to have it re-created with the new limits (its files go; its pile follows its reclaimPolicy and keeps its old limits)",
 			sbx.Name, sbx.Spec.NodeName, sbx.Name)
+	}
+	if roomErr != nil {
+		if !waitsForNamespaceRoom(t) {
+			r.Recorder.Eventf(t, sbx, corev1.EventTypeWarning, playgroundv1alpha1.ReasonNamespaceCeilingExceeded, "UpdateSandbox", "%s", roomErr.Error())
+		}
+		return roomErr
 	}
 	return nil
 }
@@ -942,6 +990,13 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			wm := o.(*playgroundv1alpha1.WorkerMapping)
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: wm.Namespace, Name: wm.Spec.TenantRef.Name}}}
 		})).
+		// The ceilings the platform owns: a policy's change, a namespace's
+		// labels (which policies select it), a Sandbox that frees room in
+		// its namespace.
+		Watches(&playgroundv1alpha1.TenantPolicy{}, handler.EnqueueRequestsFromMapFunc(r.tenantsOfPolicyChange)).
+		WatchesMetadata(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}},
+			handler.EnqueueRequestsFromMapFunc(r.tenantsOfNamespace), builder.WithPredicates(labelsChanged)).
+		Watches(&playgroundv1alpha1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(r.tenantsWaitingForRoom), builder.WithPredicates(sandboxSpecOrGone)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Named("tenant").
 		Complete(r)

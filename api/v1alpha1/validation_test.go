@@ -375,3 +375,38 @@ func TestKubectl(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "short names")
 	g.Expect(out).To(ContainSubstring("workermapping.playground.dev/worker-demo"))
 }
+
+// TestInvalidTenantPoliciesAreRefused: a TenantPolicy the admission policy
+// could not read as its author meant is refused as it is written.
+func TestInvalidTenantPoliciesAreRefused(t *testing.T) {
+	const policy = "apiVersion: playground.dev/v1alpha1\nkind: TenantPolicy\nmetadata: {generateName: p-}\n"
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"no namespace selector", policy + "spec: {}", "spec.namespaceSelector: Required value"},
+		{"In without values", policy + "spec: {namespaceSelector: {matchExpressions: [{key: a, operator: In}]}}", "each matchExpression's operator is In or NotIn, with values"},
+		{"Exists with values", policy + "spec: {namespaceSelector: {matchExpressions: [{key: a, operator: Exists, values: [b]}]}}", "each matchExpression's operator is In or NotIn, with values"},
+		{"an unknown operator", policy + "spec: {namespaceSelector: {matchExpressions: [{key: a, operator: Matches, values: [b]}]}}", "each matchExpression's operator is In or NotIn, with values"},
+		{"no backend allowed", policy + "spec: {namespaceSelector: {}, sandbox: {allowedBackends: []}}", "spec.sandbox.allowedBackends in body should have at least 1 items"},
+		{"an unknown backend", policy + "spec: {namespaceSelector: {}, sandbox: {allowedBackends: [docker]}}", `Unsupported value: "docker"`},
+		{"an unknown isolation", policy + "spec: {namespaceSelector: {}, sandbox: {allowedIsolations: [kata]}}", `Unsupported value: "kata"`},
+		{"an unknown tool set", policy + "spec: {namespaceSelector: {}, allowedToolSets: [all]}", `Unsupported value: "all"`},
+		{"an unknown catalog", policy + "spec: {namespaceSelector: {}, allowedCatalogs: [everything]}", `Unsupported value: "everything"`},
+		{"an unknown network mode", policy + "spec: {namespaceSelector: {}, sandbox: {network: {allowedModes: [host]}}}", `Unsupported value: "host"`},
+		{"an allowed cidr not a network", policy + "spec: {namespaceSelector: {}, sandbox: {network: {allowedEgress: {cidrs: [10.0.0.1/8]}}}}", "cidrs must be network addresses"},
+		{"an allowed host a URL", policy + "spec: {namespaceSelector: {}, sandbox: {network: {allowedEgress: {hosts: ['https://pypi.org']}}}}", "spec.sandbox.network.allowedEgress.hosts[0]"},
+		{"a usage period of a second", policy + "spec: {namespaceSelector: {}, sandbox: {usageLimit: {maxCPUSeconds: 10, period: 1s}}}", "period must be at least 10s"},
+		{"a usage limit of nothing", policy + "spec: {namespaceSelector: {}, sandbox: {usageLimit: {maxCPUSeconds: 0}}}", "spec.sandbox.usageLimit.maxCPUSeconds in body should be greater than or equal to 1"},
+		{"too few pids", policy + "spec: {namespaceSelector: {}, sandbox: {max: {pids: 1}}}", "spec.sandbox.max.pids in body should be greater than or equal to 16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := k8s.Create(context.Background(), decode(t, tc.doc))
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want the API server to refuse it as invalid, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("refused, but the message\n  %s\ndoes not say\n  %s", err, tc.want)
+			}
+		})
+	}
+}

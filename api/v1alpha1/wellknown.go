@@ -96,6 +96,9 @@ const (
 	// isolation and Bound condition. The agent of its node writes the rest
 	// under AgentFieldOwner.
 	SnapshotControllerFieldOwner = "playground-snapshot-controller"
+	// TenantPolicyFieldOwner is the manager's TenantPolicy reconciler: a
+	// policy's whole status.
+	TenantPolicyFieldOwner = "playground-tenantpolicy-controller"
 	// ManifestFieldOwner applies the manifests of `playground-dev`.
 	ManifestFieldOwner = "playground"
 )

@@ -74,6 +74,22 @@ func Wait(after time.Duration, format string, args ...any) error {
 	return &WaitingError{After: after, Message: fmt.Sprintf(format, args...)}
 }
 
+// RecheckError says that the pass settled, but that what it observed
+// should be looked at again later (a view of the API server that may
+// trail the reconciler's own for a moment): it requeues after its delay
+// without marking the object as progressing or failing.
+type RecheckError struct {
+	After   time.Duration
+	Message string
+}
+
+func (e *RecheckError) Error() string { return e.Message }
+
+// Recheck returns a RecheckError.
+func Recheck(after time.Duration, format string, args ...any) error {
+	return &RecheckError{After: after, Message: fmt.Sprintf(format, args...)}
+}
+
 // leaves flattens errors.Join trees.
 func leaves(err error) []error {
 	if err == nil {
@@ -90,33 +106,54 @@ func leaves(err error) []error {
 }
 
 // Settled reports whether a pass that returned err reached a state it can
-// report as the observed generation: it succeeded, or it stalled.
+// report as the observed generation: it succeeded, stalled, or only asked
+// for a recheck.
 func Settled(err error) bool {
 	for _, e := range leaves(err) {
 		var s *StalledError
-		if !errors.As(e, &s) {
+		var r *RecheckError
+		if !errors.As(e, &s) && !errors.As(e, &r) {
 			return false
 		}
 	}
 	return true
 }
 
+// withoutRechecks is err without its RecheckErrors, which say nothing of
+// the object's state.
+func withoutRechecks(err error) error {
+	var kept []error
+	for _, e := range leaves(err) {
+		var r *RecheckError
+		if !errors.As(e, &r) {
+			kept = append(kept, e)
+		}
+	}
+	return errors.Join(kept...)
+}
+
 // Result maps the error of a pass to what controller-runtime expects:
 // stalled errors end the pass (a watched change starts the next), waiting
-// errors requeue after their delay, anything else is returned for the
-// rate-limited retry.
+// and recheck errors requeue after their delay, anything else is returned
+// for the rate-limited retry.
 func Result(err error) (ctrl.Result, error) {
 	var res ctrl.Result
 	var other []error
+	after := func(d time.Duration) {
+		if res.RequeueAfter == 0 || d < res.RequeueAfter {
+			res.RequeueAfter = d
+		}
+	}
 	for _, e := range leaves(err) {
 		var s *StalledError
 		var w *WaitingError
+		var r *RecheckError
 		switch {
 		case errors.As(e, &s):
 		case errors.As(e, &w):
-			if res.RequeueAfter == 0 || w.After < res.RequeueAfter {
-				res.RequeueAfter = w.After
-			}
+			after(w.After)
+		case errors.As(e, &r):
+			after(r.After)
 		default:
 			other = append(other, e)
 		}
@@ -137,8 +174,10 @@ func Result(err error) (ctrl.Result, error) {
 //   - otherwise neither Reconciling nor Stalled, so that kstatus reads
 //     Ready alone.
 //
-// Every condition set carries generation as its observedGeneration.
+// A RecheckError counts as no error. Every condition set carries
+// generation as its observedGeneration.
 func Summarize(conds *[]metav1.Condition, generation int64, ready metav1.Condition, progressing bool, err error) {
+	err = withoutRechecks(err)
 	ready.Type = playgroundv1alpha1.ReadyCondition
 	ready.ObservedGeneration = generation
 	var stalled *StalledError

@@ -44,6 +44,9 @@ func TestResult(t *testing.T) {
 		{"shortest wait", errors.Join(Wait(2*time.Second, "a"), Wait(time.Second, "b"), stalled), ctrl.Result{RequeueAfter: time.Second}, false, false},
 		{"error", boom, ctrl.Result{}, true, false},
 		{"error beats waiting and stalled", errors.Join(stalled, Wait(time.Second, "a"), boom), ctrl.Result{}, true, false},
+		{"recheck", Recheck(5*time.Second, "later"), ctrl.Result{RequeueAfter: 5 * time.Second}, false, true},
+		{"recheck and stalled", errors.Join(stalled, Recheck(5*time.Second, "later")), ctrl.Result{RequeueAfter: 5 * time.Second}, false, true},
+		{"recheck and waiting", errors.Join(Recheck(time.Second, "later"), Wait(2*time.Second, "a")), ctrl.Result{RequeueAfter: time.Second}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Result(tc.err)
@@ -75,6 +78,8 @@ func TestSummarize(t *testing.T) {
 		{"error", false, errors.New("boom"), [3]string{"False/Waiting", "True/" + ReasonError, ""}},
 		{"waiting only", false, Wait(time.Second, "cache"), [3]string{"False/Waiting", "True/" + ReasonWaiting, ""}},
 		{"stalled among errors", false, errors.Join(errors.New("boom"), Stall("X", "y")), [3]string{"False/X", "", "True/X"}},
+		{"recheck only", false, Recheck(time.Second, "later"), [3]string{"False/Waiting", "", ""}},
+		{"recheck and progressing", true, Recheck(time.Second, "later"), [3]string{"False/Waiting", "True/Waiting", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conds := []metav1.Condition{

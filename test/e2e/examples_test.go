@@ -44,7 +44,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -158,6 +160,7 @@ var exampleCases = map[string]exampleCase{
 		},
 	},
 	"suspended-tenant.yaml": {},
+	"tenant-policy.yaml":    {check: checkTenantPolicy},
 	"vm-tenant.yaml": {
 		skip: func(env *examplesEnv) string {
 			if env.vmKernel == "" || env.vmModules == "" || env.vmRoot == "" {
@@ -379,6 +382,10 @@ func waitExample(t *testing.T, ns string, objs []*unstructured.Unstructured, wit
 				wm := &playgroundv1alpha1.WorkerMapping{}
 				g.Expect(k8sClient.Get(ctx, key, wm)).To(Succeed())
 				ready(g, wm, wm.Status.Conditions, wm.Status.ObservedGeneration)
+			case "TenantPolicy":
+				p := &playgroundv1alpha1.TenantPolicy{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: o.GetName()}, p)).To(Succeed())
+				ready(g, p, p.Status.Conditions, p.Status.ObservedGeneration)
 			case "Tenant":
 				tn, sbx := &playgroundv1alpha1.Tenant{}, &playgroundv1alpha1.Sandbox{}
 				g.Expect(k8sClient.Get(ctx, key, tn)).To(Succeed())
@@ -400,6 +407,38 @@ func waitExample(t *testing.T, ns string, objs []*unstructured.Unstructured, wit
 			}
 		}
 	}).WithTimeout(within).WithPolling(200 * time.Millisecond).Should(Succeed())
+}
+
+// checkTenantPolicy: in a namespace labelled as the example says, a
+// Tenant that asks for more CPU than the policy allows is refused, naming
+// the policy and the ceiling, as is one without a usage limit; one within
+// it is accepted. (The examples' own namespace is not labelled: the other
+// examples are not bound by it.)
+func checkTenantPolicy(t *testing.T, _ *examplesEnv) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-ceilings-", Labels: map[string]string{"playground.dev/ceilings": "standard"}}}
+	g.Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	tenant := func(mutate func(*playgroundv1alpha1.SandboxTemplate)) *playgroundv1alpha1.Tenant {
+		tn := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "t"}, Spec: playgroundv1alpha1.TenantSpec{
+			Sandbox: playgroundv1alpha1.SandboxTemplate{Isolation: playgroundv1alpha1.IsolationGVisor,
+				UsageLimits: &playgroundv1alpha1.UsageLimits{CPUSeconds: ptr.To[int64](600), Period: metav1.Duration{Duration: time.Hour}}}}}
+		mutate(&tn.Spec.Sandbox)
+		return tn
+	}
+	refused := func(want string) func(error) bool {
+		return func(err error) bool {
+			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "TenantPolicy standard-teams") && strings.Contains(err.Error(), want)
+		}
+	}
+	g.Expect(k8sClient.Create(ctx, tenant(func(s *playgroundv1alpha1.SandboxTemplate) { s.Resources.CPU = ptr.To(resource.MustParse("4")) }), client.DryRunAll)).
+		To(Satisfy(refused("spec.sandbox.resources.cpu is 4, over its ceiling of 2 per sandbox: ask for 2 or less")))
+	g.Expect(k8sClient.Create(ctx, tenant(func(s *playgroundv1alpha1.SandboxTemplate) { s.UsageLimits = nil }), client.DryRunAll)).
+		To(Satisfy(refused("requires a usage limit")))
+	g.Expect(k8sClient.Create(ctx, tenant(func(*playgroundv1alpha1.SandboxTemplate) {}), client.DryRunAll)).To(Succeed())
+	var p playgroundv1alpha1.TenantPolicy
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "standard-teams"}, &p)).To(Succeed())
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), &p) })
 }
 
 // objectOf is the object of objs of that kind and name.

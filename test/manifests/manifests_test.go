@@ -56,6 +56,7 @@ var expectedObjects = []struct {
 	{"CustomResourceDefinition", "", "workermappings.playground.dev", true, true},
 	{"CustomResourceDefinition", "", "facultybundles.playground.dev", true, true},
 	{"CustomResourceDefinition", "", "sandboxsnapshots.playground.dev", true, true},
+	{"CustomResourceDefinition", "", "tenantpolicies.playground.dev", true, true},
 
 	{"ServiceAccount", namespace, "playground-manager", true, true},
 	{"ServiceAccount", namespace, "playground-agent", true, true},
@@ -81,6 +82,8 @@ var expectedObjects = []struct {
 	{"NetworkPolicy", namespace, "playground-agent-api", true, true},
 	{"ValidatingAdmissionPolicy", "", "playground-agent-node-restriction", true, true},
 	{"ValidatingAdmissionPolicyBinding", "", "playground-agent-node-restriction", true, true},
+	{"ValidatingAdmissionPolicy", "", "playground-tenant-policy", true, true},
+	{"ValidatingAdmissionPolicyBinding", "", "playground-tenant-policy", true, true},
 	{"MutatingAdmissionPolicy", "", "playground-tenant-finalizer", true, true},
 	{"MutatingAdmissionPolicyBinding", "", "playground-tenant-finalizer", true, true},
 	// The one Secret: the key that seals worker sessions, which the chart
@@ -102,8 +105,8 @@ func expectedKeys(inKustomize bool) []string {
 }
 
 // TestChartCopiesMatchConfig: the chart's CRDs and RBAC rules are the
-// generated ones, and its agents' admission policy config/admission's,
-// byte for byte.
+// generated ones, and its admission policies of agents and TenantPolicies
+// config/admission's, byte for byte.
 func TestChartCopiesMatchConfig(t *testing.T) {
 	root := repoRoot(t)
 	fix := "run hack/sync-chart-crds.sh after `make manifests`"
@@ -134,7 +137,9 @@ func TestChartCopiesMatchConfig(t *testing.T) {
 	for _, c := range []string{"manager", "agent", "gateway"} {
 		pairs[filepath.Join(root, "config", "rbac", c, "role.yaml")] = filepath.Join(root, "charts", "playground", "files", "rbac", c, "role.yaml")
 	}
-	pairs[filepath.Join(root, "config", "admission", "agent-node-restriction.yaml")] = filepath.Join(root, "charts", "playground", "files", "admission", "agent-node-restriction.yaml")
+	for _, f := range []string{"agent-node-restriction.yaml", "tenant-policy.yaml"} {
+		pairs[filepath.Join(root, "config", "admission", f)] = filepath.Join(root, "charts", "playground", "files", "admission", f)
+	}
 	for s, d := range pairs {
 		want, err := os.ReadFile(s)
 		if err != nil {
@@ -757,10 +762,10 @@ func lastLines(s string, n int) string {
 // to mint its tokens.
 func TestHelmCustomValues(t *testing.T) {
 	r := renderHelmCustom(t)
-	nodeRestriction := 0
+	validating := 0
 	defer func() {
-		if nodeRestriction != 2 {
-			t.Errorf("the chart renders %d objects of the agents' node restriction, want the policy and its binding", nodeRestriction)
+		if validating != 4 {
+			t.Errorf("the chart renders %d objects of the agents' node restriction and the TenantPolicies' ceilings, want each policy and its binding", validating)
 		}
 	}()
 	for _, o := range r.objs {
@@ -784,8 +789,9 @@ func TestHelmCustomValues(t *testing.T) {
 		case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
 			t.Errorf("admissionPolicies.enabled=false, yet the chart renders %s", key(o))
 		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
-			// The agents' node restriction: always, and cluster-scoped.
-			nodeRestriction++
+			// The agents' node restriction and the TenantPolicies'
+			// ceilings: always, and cluster-scoped.
+			validating++
 			if o.GetNamespace() != "" {
 				t.Errorf("%s has a namespace", key(o))
 			}

@@ -42,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.CredentialsSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CredentialsStatus"):
 		return &apiv1alpha1.CredentialsStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("EgressCeilings"):
+		return &apiv1alpha1.EgressCeilingsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EgressCredential"):
 		return &apiv1alpha1.EgressCredentialApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EgressRule"):
@@ -66,10 +68,18 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.LocalObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LoginProfile"):
 		return &apiv1alpha1.LoginProfileApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NamespaceCeilings"):
+		return &apiv1alpha1.NamespaceCeilingsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NetworkCeilings"):
+		return &apiv1alpha1.NetworkCeilingsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PileStorage"):
 		return &apiv1alpha1.PileStorageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Sandbox"):
 		return &apiv1alpha1.SandboxApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxCeilings"):
+		return &apiv1alpha1.SandboxCeilingsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxMax"):
+		return &apiv1alpha1.SandboxMaxApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxNetwork"):
 		return &apiv1alpha1.SandboxNetworkApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxProcessDestination"):
@@ -104,12 +114,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.TenantApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantPile"):
 		return &apiv1alpha1.TenantPileApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantPolicy"):
+		return &apiv1alpha1.TenantPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantPolicySpec"):
+		return &apiv1alpha1.TenantPolicySpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantPolicyStatus"):
+		return &apiv1alpha1.TenantPolicyStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantSigningKeyStatus"):
 		return &apiv1alpha1.TenantSigningKeyStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantSpec"):
 		return &apiv1alpha1.TenantSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantStatus"):
 		return &apiv1alpha1.TenantStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UsageLimitCeiling"):
+		return &apiv1alpha1.UsageLimitCeilingApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UsageLimits"):
 		return &apiv1alpha1.UsageLimitsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UsageStatus"):

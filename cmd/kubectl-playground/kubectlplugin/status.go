@@ -308,7 +308,11 @@ func (x *cli) status(ctx context.Context, name string) error {
 		st.Conditions = append(st.Conditions, rows...)
 	}
 	if s == nil {
-		st.Conditions = append(st.Conditions, conditionRow{"sandbox/" + sandboxName(t), "-", "-", "NotFound", "the manager has not created it yet"})
+		why := "the manager has not created it yet"
+		if c := meta.FindStatusCondition(t.Status.Conditions, playgroundv1alpha1.SandboxReadyCondition); c != nil && c.Reason == playgroundv1alpha1.ReasonNamespaceCeilingExceeded {
+			why = "the manager creates none while the namespace is at a TenantPolicy's ceiling (SandboxReady above says which)"
+		}
+		st.Conditions = append(st.Conditions, conditionRow{"sandbox/" + sandboxName(t), "-", "-", "NotFound", why})
 	} else {
 		st.Conditions = append(st.Conditions, conditionRows("sandbox/"+s.Name, s.Status.Conditions)...)
 		if s.Spec.NodeName != "" {

@@ -327,3 +327,38 @@ func TestAttachPrintsClients(t *testing.T) {
 		t.Errorf("attach -o json (%v):\n%s", err, out)
 	}
 }
+
+// TestStatusOfATenantOverItsPolicy: status NAME lists a Tenant's
+// TenantPolicy conditions with the others, and says of a Tenant that its
+// namespace's ceiling holds back that the manager creates no Sandbox for
+// it, rather than that it has not yet.
+func TestStatusOfATenantOverItsPolicy(t *testing.T) {
+	ctx := context.Background()
+	newNamespace(t, "held-back")
+	tenantAt(t, "held-back", "held", "", playgroundv1alpha1.ReasonNamespaceCeilingExceeded, nil)
+	var tn playgroundv1alpha1.Tenant
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "held-back", Name: "held"}, &tn); err != nil {
+		t.Fatal(err)
+	}
+	apimeta.SetStatusCondition(&tn.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.SandboxReadyCondition, Status: metav1.ConditionFalse,
+		Reason: playgroundv1alpha1.ReasonNamespaceCeilingExceeded, Message: "TenantPolicy p allows namespace held-back at most 1 sandboxes, and it holds 1"})
+	apimeta.SetStatusCondition(&tn.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.PolicyCompliantCondition, Status: metav1.ConditionFalse,
+		Reason: playgroundv1alpha1.ReasonPolicyExceeded, Message: "TenantPolicy p: spec.sandbox.resources.cpu is 2, over its ceiling of 1 per sandbox"})
+	if err := k8s.Status().Update(ctx, &tn); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runMain(t, "-n", "held-back", "status", "held")
+	if code != 0 {
+		t.Fatalf("status: %d %s", code, errOut)
+	}
+	words := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		"NamespaceCeilingExceeded: kubectl playground status held",
+		"tenant/held PolicyCompliant False PolicyExceeded TenantPolicy p: spec.sandbox.resources.cpu is 2",
+		"sandbox/held - - NotFound the manager creates none while the namespace is at a TenantPolicy's ceiling",
+	} {
+		if !strings.Contains(words, want) {
+			t.Errorf("status does not say %q:\n%s", want, out)
+		}
+	}
+}

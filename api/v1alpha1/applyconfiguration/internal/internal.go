@@ -110,6 +110,21 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tokenSHA256
       type:
         scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.EgressCeilings
+  map:
+    fields:
+    - name: cidrs
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: hosts
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.github.playground-dev.playground.api.v1alpha1.EgressCredential
   map:
     fields:
@@ -281,6 +296,33 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: script
       type:
         scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.NamespaceCeilings
+  map:
+    fields:
+    - name: maxCPU
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: maxMemory
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: maxSandboxes
+      type:
+        scalar: numeric
+    - name: maxStorage
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+- name: com.github.playground-dev.playground.api.v1alpha1.NetworkCeilings
+  map:
+    fields:
+    - name: allowedEgress
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.EgressCeilings
+    - name: allowedModes
+      type:
+        list:
+          elementType:
+            namedType: com.github.playground-dev.playground.api.v1alpha1.NetworkMode
+          elementRelationship: associative
 - name: com.github.playground-dev.playground.api.v1alpha1.NetworkMode
   scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.PileStorage
@@ -314,6 +356,54 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: status
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxStatus
+- name: com.github.playground-dev.playground.api.v1alpha1.SandboxCeilings
+  map:
+    fields:
+    - name: allowedBackends
+      type:
+        list:
+          elementType:
+            namedType: com.github.playground-dev.playground.api.v1alpha1.BackendClass
+          elementRelationship: associative
+    - name: allowedIsolations
+      type:
+        list:
+          elementType:
+            namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
+          elementRelationship: associative
+    - name: max
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxMax
+    - name: network
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.NetworkCeilings
+    - name: usageLimit
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.UsageLimitCeiling
+- name: com.github.playground-dev.playground.api.v1alpha1.SandboxMax
+  map:
+    fields:
+    - name: cpu
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: memory
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: pids
+      type:
+        scalar: numeric
+    - name: pileInodes
+      type:
+        scalar: numeric
+    - name: pileSize
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: storageInodes
+      type:
+        scalar: numeric
+    - name: storageSize
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxNetwork
   map:
     fields:
@@ -697,6 +787,65 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: signingKey
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySpec
+- name: com.github.playground-dev.playground.api.v1alpha1.TenantPolicy
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+    - name: spec
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.TenantPolicySpec
+    - name: status
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.TenantPolicyStatus
+- name: com.github.playground-dev.playground.api.v1alpha1.TenantPolicySpec
+  map:
+    fields:
+    - name: allowedCatalogs
+      type:
+        list:
+          elementType:
+            namedType: com.github.playground-dev.playground.api.v1alpha1.Catalog
+          elementRelationship: associative
+    - name: allowedToolSets
+      type:
+        list:
+          elementType:
+            namedType: com.github.playground-dev.playground.api.v1alpha1.ToolSet
+          elementRelationship: associative
+    - name: namespace
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.NamespaceCeilings
+    - name: namespaceSelector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+    - name: sandbox
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxCeilings
+- name: com.github.playground-dev.playground.api.v1alpha1.TenantPolicyStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: namespaces
+      type:
+        scalar: numeric
+    - name: observedGeneration
+      type:
+        scalar: numeric
 - name: com.github.playground-dev.playground.api.v1alpha1.TenantSigningKeyStatus
   map:
     fields:
@@ -782,6 +931,16 @@ var schemaYAML = typed.YAMLObject(`types:
         namedType: com.github.playground-dev.playground.api.v1alpha1.UsageStatus
 - name: com.github.playground-dev.playground.api.v1alpha1.ToolSet
   scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.UsageLimitCeiling
+  map:
+    fields:
+    - name: maxCPUSeconds
+      type:
+        scalar: numeric
+    - name: period
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+      default: 24h
 - name: com.github.playground-dev.playground.api.v1alpha1.UsageLimits
   map:
     fields:
@@ -962,6 +1121,38 @@ var schemaYAML = typed.YAMLObject(`types:
         elementType:
           namedType: __untyped_deduced_
         elementRelationship: separable
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
+          elementRelationship: atomic
+    - name: matchLabels
+      type:
+        map:
+          elementType:
+            scalar: string
+    elementRelationship: atomic
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorOperator
+  scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+    - name: operator
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorOperator
+    - name: values
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
   map:
     fields:
