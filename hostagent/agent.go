@@ -234,7 +234,7 @@ func New(opts Options) (*Agent, error) {
 	setDefault(&opts.AdoptTimeout, DefaultAdoptTimeout)
 	setDefault(&opts.UsageLimitOvershoot, DefaultUsageLimitOvershoot)
 	if opts.UsageLimitOvershoot < MinUsageLimitOvershoot {
-		return nil, fmt.Errorf("hostagent: the usage limit overshoot is %g CPU-seconds: at least %g", opts.UsageLimitOvershoot, MinUsageLimitOvershoot)
+		return nil, fmt.Errorf("hostagent: the usage limit overshoot (--usage-limit-overshoot) is %g CPU-seconds: give at least %g, or 0 for the default %g", opts.UsageLimitOvershoot, MinUsageLimitOvershoot, DefaultUsageLimitOvershoot)
 	}
 	jm, err := jobs.New(opts.JobLimits, opts.Clock, jobs.WithLogger(opts.Logger))
 	if err != nil {

@@ -480,3 +480,30 @@ func TestUsageLimitGVisor(t *testing.T) {
 	count := countOf(t, s2)
 	g.Eventually(func() int { return countOf(t, s2) }).WithTimeout(timeout).Should(BeNumerically(">", count+3), "its processes go on, restored with their memory")
 }
+
+// TestUsageLimitRestart: a restart of a sandbox frozen for its limit
+// (spec.restartRequest) kills what the freeze held, and, the limit still
+// spent, the sandbox starts frozen again: nothing of the tenant's runs.
+func TestUsageLimitRestart(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, "usage-restart-sbx")
+	n := startNode(t, "usage-restart-sbx-a", "", "")
+	const limit = 2
+	createSandbox(t, ns, "ws", n.name, limitedSandbox(limit, farPeriod()))
+	s := openSession(t, n, ns, "ws")
+	marker := "usage-restart-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	s.exec(t, "setsid sh -c 'while :; do :; done; : "+marker+"' </dev/null >/dev/null 2>&1 &")
+	waitUsageLimited(t, ns, "ws", true)
+	g.Expect(pidsOf(marker)).NotTo(BeEmpty())
+
+	updateSandbox(t, ns, "ws", func(sbx *playgroundv1alpha1.Sandbox) { sbx.Spec.RestartRequest = "after-the-limit" })
+	g.Eventually(func(g Gomega) {
+		g.Expect(getSandbox(g, ns, "ws").Status.RestartRequest).To(Equal("after-the-limit"))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(pidsOf(marker)).To(BeEmpty(), "the restart killed the frozen loop")
+	g.Eventually(n.runcState).WithArguments(s.id).WithTimeout(timeout).Should(Equal("paused"), "started again frozen")
+	frozen := n.cgroupCPU(t, s.id)
+	time.Sleep(time.Second) // the interval measured, not a wait for a condition
+	g.Expect(n.cgroupCPU(t, s.id)).To(Equal(frozen))
+	waitUsageLimited(t, ns, "ws", true)
+}
