@@ -495,25 +495,17 @@ func (a *Agent) releaseAtThaw(id string, release func(context.Context)) {
 	}
 }
 
-// limitRefusal is the answer to a call that would reach sandbox id while
-// it is frozen for its usage limit, or sleeps with that limit spent (it is
-// not woken); nil otherwise. The caller holds a.mu.
+// limitRefusalLocked is the answer to a call that would reach sandbox s
+// while it is frozen for its usage limit, or has spent it (frozen within
+// moments; one asleep is not woken); nil otherwise. The caller holds a.mu.
 func (a *Agent) limitRefusalLocked(s *sandbox) error {
-	if !s.limited && !s.asleep {
-		return nil
-	}
 	a.usage.mu.Lock()
 	defer a.usage.mu.Unlock()
 	r, ok := a.usage.records[s.spec.ID]
 	if !ok {
 		return nil
 	}
-	if !s.limited {
-		if _, spent := r.exhaustedUntil(); !spent {
-			return nil
-		}
-	}
-	return r.refusal(s.spec.Tenant, s.limited)
+	return r.refusal(s.spec.Tenant, s.limited, s.be.Capabilities().Pauser != nil)
 }
 
 // frozenRefusal is the answer to a call caught in progress by the freeze

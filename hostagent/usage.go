@@ -71,8 +71,9 @@ type UsageAccount struct {
 	// Frozen: the agent froze the sandbox for a spent limit (limits.go).
 	Frozen bool
 	// Began is when the book opened its account, Sampled when it was last
-	// sampled (zero: not yet).
-	Began, Sampled time.Time
+	// sampled (zero: not yet), Read when its counters were last read (by
+	// a sample, a call's check of its limits, or the limiter).
+	Began, Sampled, Read time.Time
 }
 
 // usageRecord is a sandbox's entry in the book (persisted: the counters
@@ -248,7 +249,7 @@ func (a *Agent) chargeable(ctx context.Context, spec backend.Spec, be backend.Ba
 	if u, ok := m.SandboxUsage(spec.ID, false); ok {
 		r.update(u, a.clock.Now())
 	}
-	err := r.refusal(spec.Tenant, frozen)
+	err := r.refusal(spec.Tenant, frozen, be.Capabilities().Pauser != nil)
 	a.usage.mu.Unlock()
 	if err != nil && !frozen {
 		a.checkLimitSoon(spec.ID)
@@ -258,8 +259,9 @@ func (a *Agent) chargeable(ctx context.Context, spec backend.Spec, be backend.Ba
 
 // refusal is the answer to a call of tenant's that would run something
 // in the sandbox of r, or reach it, when r has spent a limit (or the
-// sandbox is frozen for one), else nil. The caller holds the book's lock.
-func (r *usageRecord) refusal(tenant string, frozen bool) error {
+// sandbox is frozen for one; freezes: its backend freezes it, now or in
+// a moment), else nil. The caller holds the book's lock.
+func (r *usageRecord) refusal(tenant string, frozen, freezes bool) error {
 	until, spent := r.exhaustedUntil()
 	if !spent && !frozen {
 		return nil
@@ -270,7 +272,7 @@ func (r *usageRecord) refusal(tenant string, frozen bool) error {
 		return errorf(CodeUnavailable, "tenant %s's sandbox is being thawed: its usage limit is no longer spent; retry in a moment", tenant)
 	}
 	what := "calls that run something in its sandbox are refused"
-	if frozen {
+	if frozen || freezes {
 		what = "its sandbox is frozen, with its processes and background jobs (kept: they go on then), and calls that run something in it or reach it are refused"
 	}
 	return errorf(CodeExhausted, "tenant %s has used its %g CPU-seconds per %s (%.1f s since %s): %s until %s, when the period starts again; raising or removing the Tenant's spec.sandbox.usageLimits lifts this at once",
@@ -372,7 +374,7 @@ func (a *Agent) UsageOf(id string) (UsageAccount, bool) {
 func (r *usageRecord) account(id string) UsageAccount {
 	acc := UsageAccount{SandboxID: id, Tenant: r.Tenant, CPUSeconds: r.total(), JobSeconds: r.JobSeconds, MemoryGiBHours: r.GiBHours,
 		MemoryBytes: r.memory, MemoryPeakBytes: r.peak, WorkspaceBytes: r.workspace, PileBytes: r.pileUse,
-		PeriodStart: r.PeriodStart, PeriodCPUSeconds: math.Max(0, r.total()-r.PeriodBase), Limits: r.Limits, Frozen: r.Frozen, Began: r.Began, Sampled: r.Sampled}
+		PeriodStart: r.PeriodStart, PeriodCPUSeconds: math.Max(0, r.total()-r.PeriodBase), Limits: r.Limits, Frozen: r.Frozen, Began: r.Began, Sampled: r.Sampled, Read: r.read}
 	if until, spent := r.exhaustedUntil(); spent {
 		acc.ExhaustedUntil = until
 	}

@@ -71,7 +71,15 @@ const usageStatusEvery = time.Minute
 // changed over a minute after the last.
 func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.UsageStatus) (*playgroundv1alpha1.UsageStatus, bool) {
 	acc, ok := r.agent.UsageOf(id)
-	if !ok || acc.Sampled.IsZero() {
+	if !ok {
+		return have, false
+	}
+	// A sandbox with limits has its CPU read more often than sampled.
+	sampled := acc.Sampled
+	if acc.Limits.CPUSeconds > 0 && acc.Read.After(sampled) {
+		sampled = acc.Read
+	}
+	if sampled.IsZero() {
 		return have, false
 	}
 	want := &playgroundv1alpha1.UsageStatus{
@@ -80,7 +88,7 @@ func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.Usag
 		MemoryMiBHours:  int64(acc.MemoryGiBHours * 1024),
 		StorageBytes:    acc.WorkspaceBytes + acc.PileBytes,
 		JobSeconds:      int64(acc.JobSeconds),
-		SampleTime:      metav1.NewTime(acc.Sampled.Truncate(time.Second)),
+		SampleTime:      metav1.NewTime(sampled.Truncate(time.Second)),
 	}
 	if acc.Limits.CPUSeconds > 0 {
 		want.PeriodStart = ptrTime(acc.PeriodStart)
@@ -92,7 +100,7 @@ func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.Usag
 	if have == nil {
 		// A sandbox's first figures wait a minute, unless it has limits:
 		// provisioning is not slowed by writes of figures near zero.
-		if acc.Limits.CPUSeconds > 0 || acc.Sampled.Sub(acc.Began) >= usageStatusEvery {
+		if acc.Limits.CPUSeconds > 0 || sampled.Sub(acc.Began) >= usageStatusEvery {
 			return want, true
 		}
 		return nil, false
