@@ -499,6 +499,9 @@ func (a *Agent) releaseAtThaw(id string, release func(context.Context)) {
 // while it is frozen for its usage limit, or has spent it (frozen within
 // moments; one asleep is not woken); nil otherwise. The caller holds a.mu.
 func (a *Agent) limitRefusalLocked(s *sandbox) error {
+	if s.suspended {
+		return nil // its suspension is the answer
+	}
 	a.usage.mu.Lock()
 	defer a.usage.mu.Unlock()
 	r, ok := a.usage.records[s.spec.ID]
