@@ -59,6 +59,10 @@ const (
 	// waits for it to list and hand over the jobs it holds: a sandbox
 	// whose processes hold everything it has does not hold the agent.
 	DefaultAdoptTimeout = 15 * time.Second
+	// DefaultUsageLimitOvershoot is the CPU time, in seconds, a sandbox
+	// may use past a spent CPU limit before the agent freezes it, besides
+	// the freeze's own latency (limits.go).
+	DefaultUsageLimitOvershoot = 1.0
 )
 
 // Options configure an Agent. Zero fields take the defaults above.
@@ -66,6 +70,12 @@ type Options struct {
 	// UsageFile keeps the book of what sandboxes spent across restarts
 	// of the agent (usage.go); empty: in memory only.
 	UsageFile string
+	// UsageLimitOvershoot bounds, in CPU-seconds, what a sandbox uses past
+	// a spent CPU limit before the limiter freezes it, besides the
+	// freeze's latency: the limiter checks it sooner as its budget
+	// shrinks (limits.go). DefaultUsageLimitOvershoot when zero; at least
+	// MinUsageLimitOvershoot.
+	UsageLimitOvershoot float64
 	// Tracer makes the spans of the calls' time in sandboxes (nil: none).
 	Tracer trace.TracerProvider
 	// Backends run the sandboxes, one per backend class (their names must
@@ -111,6 +121,11 @@ type Agent struct {
 	// sleeps and wakes count idle suspensions and time their resumes.
 	sleeps *prometheus.CounterVec
 	wakes  prometheus.Histogram
+	// overshoots measures the CPU used past a limit at each freeze, and
+	// freezeLatency the time the freeze took.
+	overshoots, freezeLatency prometheus.Histogram
+	// limitKick wakes the limiter for a sandbox due at once (limits.go).
+	limitKick chan struct{}
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox // by sandbox ID
@@ -125,6 +140,8 @@ type Agent struct {
 	// startKeys are the signing keys to write into sandboxes' piles
 	// before they start (SetStartSigningKey), by ID.
 	startKeys map[string][]byte
+	// calls numbers the calls in progress (sandbox.inflight).
+	calls uint64
 }
 
 // pendingSandbox is a sandbox Ensure has not taken over yet.
@@ -171,6 +188,18 @@ type sandbox struct {
 	asleep   bool
 	paused   bool // asleep, frozen (backend.Pauser)
 	transit  sync.Mutex
+
+	// Usage limits (limits.go): limited, frozen by the agent for a spent
+	// limit; unadopted, taken over frozen by this agent process, its
+	// held jobs adopted when it thaws; afterThaw, the kills of commands
+	// the freeze caught, finished after the thaw; inflight, the calls in
+	// progress in it, cancelled when it freezes.
+	limited   bool
+	unadopted bool
+	afterThaw []func(context.Context)
+	inflight  map[uint64]context.CancelCauseFunc
+	// thawed is closed when a freeze ends (setLimitedLocked).
+	thawed chan struct{}
 }
 
 type handle struct {
@@ -212,6 +241,10 @@ func New(opts Options) (*Agent, error) {
 	setDefault(&opts.KillTimeout, DefaultKillTimeout)
 	setDefault(&opts.FileTimeout, DefaultFileTimeout)
 	setDefault(&opts.AdoptTimeout, DefaultAdoptTimeout)
+	setDefault(&opts.UsageLimitOvershoot, DefaultUsageLimitOvershoot)
+	if opts.UsageLimitOvershoot < MinUsageLimitOvershoot {
+		return nil, fmt.Errorf("hostagent: the usage limit overshoot (--usage-limit-overshoot) is %g CPU-seconds: give at least %g, or 0 for the default %g", opts.UsageLimitOvershoot, MinUsageLimitOvershoot, DefaultUsageLimitOvershoot)
+	}
 	jm, err := jobs.New(opts.JobLimits, opts.Clock, jobs.WithLogger(opts.Logger))
 	if err != nil {
 		return nil, err
@@ -221,18 +254,21 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	return &Agent{
-		usage:        book,
-		backends:     opts.Backends,
-		jobs:         jm,
-		clock:        opts.Clock,
-		opts:         opts,
-		execDuration: newExecDuration(),
-		sleeps:       newSleeps(),
-		wakes:        newWakes(),
-		sandboxes:    map[string]*sandbox{},
-		handles:      map[string]*handle{},
-		perTenant:    map[string]int{},
-		pending:      map[string]pendingSandbox{},
+		usage:         book,
+		backends:      opts.Backends,
+		jobs:          jm,
+		clock:         opts.Clock,
+		opts:          opts,
+		execDuration:  newExecDuration(),
+		sleeps:        newSleeps(),
+		wakes:         newWakes(),
+		overshoots:    newOvershoots(),
+		freezeLatency: newFreezeLatency(),
+		limitKick:     make(chan struct{}, 1),
+		sandboxes:     map[string]*sandbox{},
+		handles:       map[string]*handle{},
+		perTenant:     map[string]int{},
+		pending:       map[string]pendingSandbox{},
 	}, nil
 }
 
@@ -341,10 +377,13 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 	return a.ensure(ctx, spec, false)
 }
 
-// ensure is EnsureRestarted; waking says that it wakes a sandbox that
-// sleeps for idleness (idle.go), which it otherwise leaves asleep, its spec
-// kept for the wake.
-func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (restarted bool, err error) {
+// ensure is EnsureRestarted; held says that the caller holds the
+// sandbox's transit lock: a wake of a sandbox that sleeps for idleness
+// (idle.go), which it otherwise leaves asleep, its spec kept for the wake,
+// or a restart. Otherwise ensure takes that lock for a sandbox it serves,
+// so that no freeze for its usage limit (limits.go), sleep or suspension
+// runs meanwhile.
+func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (restarted bool, err error) {
 	if spec.ID == "" || spec.Tenant == "" {
 		return false, errorf(CodeInvalid, "a sandbox needs an ID and a tenant")
 	}
@@ -363,14 +402,40 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 		a.mu.Unlock()
 		return false, errorf(CodeInvalid, "sandbox %s runs on the %s backend, not %s: a sandbox keeps its backend", spec.ID, s.be.Name(), be.Name())
 	}
-	if served && s.asleep && !waking {
-		// Asleep on purpose: the next call wakes it, with this spec.
+	asleep := func() bool {
+		if served && s.asleep && !held {
+			// Asleep on purpose: the next call wakes it, with this spec.
+			s.spec = spec
+			return true
+		}
+		return false
+	}
+	if asleep() {
+		a.mu.Unlock()
+		return false, nil
+	}
+	if served && !held {
+		a.mu.Unlock()
+		s.transit.Lock()
+		defer s.transit.Unlock()
+		a.mu.Lock()
+		if asleep() { // put to sleep meanwhile
+			a.mu.Unlock()
+			return false, nil
+		}
+	}
+	// Suspended or asleep, its processes are stopped or saved on purpose.
+	dead := served && !s.suspended && !s.asleep && s.snapshots == 0 && !aliveOn(s.be, spec.ID)
+	if served && s.limited && !dead {
+		// Frozen for its usage limit: it stays so; the limiter thaws it.
 		s.spec = spec
 		a.mu.Unlock()
 		return false, nil
 	}
-	// Suspended or asleep, its processes are stopped or saved on purpose.
-	dead := served && !s.suspended && !s.asleep && s.snapshots == 0 && !aliveOn(s.be, spec.ID)
+	unadopted := served && s.unadopted
+	// Frozen for its usage limit when the last agent process stopped: a
+	// restart of the agent does not thaw it (limits.go).
+	keepFrozen := !served && be.Capabilities().Pauser != nil && a.usage.frozen(spec.ID)
 	a.mu.Unlock()
 	if dead {
 		a.jobs.EndSandbox(spec.ID, why, false)
@@ -392,7 +457,9 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 		}
 	}()
 	var key *signingKeyHeld // installed before this start
-	err = be.Reattach(ctx, spec)
+	rspec := spec
+	rspec.Paused = keepFrozen
+	err = be.Reattach(ctx, rspec)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if err := be.Provision(ctx, spec); err != nil {
@@ -428,13 +495,16 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 		a.jobs.EndSandbox(spec.ID, why, false)
 		dead = true
 	}
-	// Restored from a suspension with its memory (or never suspended):
-	// its held jobs are reached again.
-	a.jobs.UnparkSandbox(spec.ID)
+	frozen := keepFrozen && a.freezeTakenOver(ctx, be, spec.ID)
+	if !frozen {
+		// Restored from a suspension with its memory (or never
+		// suspended): its held jobs are reached again.
+		a.jobs.UnparkSandbox(spec.ID)
+	}
 	if dead {
 		a.jobs.ResumeAdmission(spec.ID)
 	}
-	if !served && !dead {
+	if (!served || unadopted) && !dead && !frozen {
 		// The first Ensure of this agent process: the sandbox may hold
 		// jobs that an earlier one started. They count before its tenant
 		// can start more.
@@ -449,6 +519,8 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 			return false, err
 		}
 	}
+	// Running now (or frozen as it was): the limiter looks at it again.
+	defer a.checkLimitSoon(spec.ID)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settlePendingLocked(spec.ID)
@@ -456,12 +528,20 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, waking bool) (res
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
 		s.suspended, s.asleep, s.paused = false, false, false
+		if s.limited {
+			// It died frozen, and started again: what the freeze
+			// caught is gone with it.
+			a.unfreezeLocked(s)
+		}
+		s.unadopted = false // adopted above, or gone with its processes
 		if dead || key != nil {
 			s.key, s.keyReads = key, s.keyReads+1 // a key installed for the next start is in now
 		}
 		return dead, nil
 	}
-	a.sandboxes[spec.ID] = &sandbox{spec: spec, be: be, key: key}
+	s = &sandbox{spec: spec, be: be, key: key, unadopted: frozen}
+	setLimitedLocked(s, frozen)
+	a.sandboxes[spec.ID] = s
 	return dead, nil
 }
 
@@ -475,8 +555,19 @@ func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	a.mu.Lock()
-	if s, ok := a.sandboxes[spec.ID]; ok {
+	s, served := a.sandboxes[spec.ID]
+	a.mu.Unlock()
+	if served {
+		s.transit.Lock()
+		defer s.transit.Unlock()
+	}
+	a.mu.Lock()
+	if served {
 		s.asleep, s.paused = false, false // a restart wakes it, afresh
+		// And kills what a freeze for its usage limit held: started
+		// again, it is frozen again at once while the limit is spent.
+		a.unfreezeLocked(s)
+		s.unadopted = false
 	}
 	a.jobs.UnparkSandbox(spec.ID)
 	a.mu.Unlock()
@@ -484,7 +575,8 @@ func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
 	if err := be.Stop(ctx, spec.ID); err != nil {
 		return fmt.Errorf("stopping sandbox %s: %w", spec.ID, err)
 	}
-	if err := a.Ensure(ctx, spec); err != nil {
+	a.sampleNow(be, spec.ID)
+	if _, err := a.ensure(ctx, spec, served); err != nil {
 		return err
 	}
 	a.jobs.ResumeAdmission(spec.ID)
@@ -515,14 +607,22 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 		return Suspension{}, err
 	}
 	// A suspension of the spec takes over from one for idleness; a frozen
-	// sandbox is thawed first, or nothing in it would answer.
+	// sandbox is thawed first, or nothing in it would answer. One frozen
+	// for its usage limit is thawed only to be checkpointed with its
+	// memory (a moment's run): a stop kills it frozen.
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
-	paused := ok && s.paused
+	a.mu.Unlock()
+	if ok {
+		s.transit.Lock()
+		defer s.transit.Unlock()
+	}
+	a.mu.Lock()
+	paused := ok && (s.paused || (s.limited && checkpoints(be, spec)))
 	a.mu.Unlock()
 	if p := be.Capabilities().Pauser; paused && p != nil {
 		if err := p.Unpause(ctx, id); err != nil {
-			return Suspension{}, fmt.Errorf("thawing sandbox %s, paused for idleness, to suspend it: %w", id, err)
+			return Suspension{}, fmt.Errorf("thawing sandbox %s, frozen, to suspend it: %w", id, err)
 		}
 		a.jobs.UnparkSandbox(id)
 	}
@@ -530,6 +630,7 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 	a.dropHandlesLocked(id)
 	if s, ok := a.sandboxes[id]; ok {
 		s.spec, s.suspended, s.asleep, s.paused = spec, true, false, false
+		a.unfreezeLocked(s)
 	} else {
 		a.sandboxes[id] = &sandbox{spec: spec, be: be, suspended: true}
 	}
@@ -559,6 +660,7 @@ func (a *Agent) suspendOrStop(ctx context.Context, be backend.Backend, id, why s
 		err := sus.Suspend(ctx, id)
 		switch {
 		case err == nil:
+			a.sampleNow(be, id)
 			return Suspension{KeptMemory: true}, nil
 		case errors.Is(err, backend.ErrNoCheckpoint):
 			note = err.Error()
@@ -579,6 +681,9 @@ func (a *Agent) suspendOrStop(ctx context.Context, be backend.Backend, id, why s
 	}
 	// Stopped, every process of it is gone: no halt can outlive that.
 	a.jobs.ResumeAdmission(id)
+	// What it used up to its stop, which the backend kept, is in the
+	// book at once.
+	a.sampleNow(be, id)
 	return Suspension{Note: note}, nil
 }
 
@@ -757,7 +862,7 @@ func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, err
 	}
 	if a.servesTenant(tenant, sandboxID) {
 		// Opening a session is a call: a sleeping sandbox wakes for it.
-		done, err := a.awaken(ctx, sandboxID)
+		_, done, err := a.awaken(ctx, sandboxID)
 		if err != nil {
 			return Handle{}, err
 		}

@@ -115,10 +115,11 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	if err != nil {
 		return ExecResult{}, err
 	}
-	if err := a.chargeable(spec, be); err != nil {
+	if err := a.chargeable(ctx, spec, be); err != nil {
 		return ExecResult{}, err
 	}
-	done, err := a.awaken(ctx, spec.ID)
+	// ctx ends too when the sandbox is frozen for its usage limit.
+	ctx, done, err := a.awaken(ctx, spec.ID)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -137,6 +138,9 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	proc, err := be.Exec(ctx, spec.ID, req.backendRequest(), out)
 	err = atLimit(err)
 	if err != nil {
+		if frozenCause(ctx) {
+			return ExecResult{}, a.frozenRefusal(spec.ID)
+		}
 		return ExecResult{}, a.execError(err)
 	}
 	waitCtx := ctx
@@ -148,6 +152,12 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	st, err := proc.Wait(waitCtx)
 	if err == nil {
 		return out.result(st, false), nil
+	}
+	if frozenCause(ctx) {
+		// Frozen with its sandbox: the call ends now, the command when
+		// the sandbox thaws (its kill proven then).
+		a.killAtThaw(spec.ID, tenant, proc)
+		return ExecResult{}, a.frozenRefusal(spec.ID)
 	}
 	timedOut := waitCtx.Err() != nil && ctx.Err() == nil
 	// The timeout passed, or the caller went away: end the command's
@@ -257,10 +267,10 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if err != nil {
 		return jobs.JobInfo{}, err
 	}
-	if err := a.chargeable(spec, be); err != nil {
+	if err := a.chargeable(ctx, spec, be); err != nil {
 		return jobs.JobInfo{}, err
 	}
-	done, err := a.awaken(ctx, spec.ID)
+	ctx, done, err := a.awaken(ctx, spec.ID)
 	if err != nil {
 		return jobs.JobInfo{}, err
 	}
@@ -291,11 +301,21 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 		// must not leave a job running that nobody accounts for. The
 		// start is bounded by its own time instead, and a start that
 		// fails without the holder's refusal is undone below.
+		// A freeze of the sandbox for its usage limit ends it too: the
+		// start is undone when the sandbox thaws.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.KillTimeout)
 		defer cancel()
+		defer context.AfterFunc(ctx, func() {
+			if frozenCause(ctx) {
+				cancel()
+			}
+		})()
 		atLimit := forkLimit(caps, sandboxID)
 		conn, err := holder.JobConn(sctx, sandboxID)
 		if err != nil {
+			if frozenCause(ctx) {
+				return nil, a.frozenRefusal(sandboxID)
+			}
 			return nil, a.execError(atLimit(err))
 		}
 		j, err := guestexec.StartJob(sctx, conn, req.backendRequest(), js)
@@ -303,6 +323,13 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 		switch {
 		case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
 			return nil, a.execError(err) // refused: nothing started
+		case err != nil && frozenCause(ctx):
+			a.releaseAtThaw(sandboxID, func(ctx context.Context) {
+				if err := jobs.Release(ctx, attach, js.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
+					a.opts.Logger.Error(err, "A job whose start a freeze cut short may still run in its sandbox; the next agent adopts it", "job", js.ID)
+				}
+			})
+			return nil, a.frozenRefusal(sandboxID)
 		case err != nil:
 			a.releaseUnstarted(attach, js.ID)
 			return nil, a.execError(err)
@@ -381,23 +408,25 @@ func attacher(holder backend.JobHolder, sandboxID string) jobs.Attacher {
 // of a sandbox an agent that just started is still taking over is waited
 // for, a while.
 func (a *Agent) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error) {
-	return retryPending(ctx, a, tenant, jobID, func() (jobs.PollResult, error) { return a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait) })
+	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.PollResult, error) {
+		return a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
+	})
 }
 
 // JobInput writes to a job's input; see jobs.Manager.Input, and PollJob.
 func (a *Agent) JobInput(ctx context.Context, tenant, jobID string, p []byte, end bool) (jobs.JobInfo, error) {
-	return retryPending(ctx, a, tenant, jobID, func() (jobs.JobInfo, error) { return a.jobs.Input(ctx, tenant, jobID, p, end) })
+	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return a.jobs.Input(ctx, tenant, jobID, p, end) })
 }
 
 // JobResize resizes a terminal job's terminal; see jobs.Manager.Resize.
 func (a *Agent) JobResize(ctx context.Context, tenant, jobID string, size guestapi.TTYSize) (jobs.JobInfo, error) {
-	return retryPending(ctx, a, tenant, jobID, func() (jobs.JobInfo, error) { return a.jobs.Resize(ctx, tenant, jobID, size) })
+	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return a.jobs.Resize(ctx, tenant, jobID, size) })
 }
 
 // JobScreen reads a terminal job's screen; see jobs.Manager.Screen.
 func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (guestapi.Screen, jobs.JobInfo, error) {
 	var scr guestapi.Screen
-	info, err := retryPending(ctx, a, tenant, jobID, func() (jobs.JobInfo, error) {
+	info, err := retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) {
 		var (
 			info jobs.JobInfo
 			err  error
@@ -410,27 +439,42 @@ func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback 
 
 // retryPending runs call on a job once its sandbox is awake, and once
 // more if the job was not found but may be one that a sandbox still to be
-// taken over holds: every call on a job goes through it.
-func retryPending[T any](ctx context.Context, a *Agent, tenant, jobID string, call func() (T, error)) (T, error) {
+// taken over holds: every call on a job goes through it. A job of a
+// sandbox frozen for its usage limit is kept, and the call refused at
+// once (as one in progress when the freeze came).
+func retryPending[T any](ctx context.Context, a *Agent, tenant, jobID string, call func(context.Context) (T, error)) (T, error) {
 	var zero T
-	done, err := a.awakenJob(ctx, tenant, jobID)
+	cctx, done, err := a.awakenJob(ctx, tenant, jobID)
 	if err != nil {
 		return zero, err
 	}
 	defer done()
-	res, err := call()
+	res, err := call(cctx)
+	if err != nil && frozenCause(cctx) {
+		if id, ok := a.jobs.SandboxOf(tenant, jobID); ok {
+			return zero, a.frozenRefusal(id)
+		}
+	}
 	if a.mayBePending(tenant, err) {
 		if perr := a.waitPending(ctx, tenant, ""); perr != nil {
 			return res, perr
 		}
-		res, err = call()
+		res, err = call(ctx)
+	}
+	if errors.Is(err, jobs.ErrNotFound) {
+		// Perhaps one that a sandbox taken over frozen holds.
+		if ferr := a.frozenUnadopted(tenant); ferr != nil {
+			return zero, ferr
+		}
 	}
 	return res, err
 }
 
-// CancelJob cancels a job; see jobs.Manager.Cancel, and PollJob.
+// CancelJob cancels a job; see jobs.Manager.Cancel, and PollJob. A job of
+// a sandbox frozen for its usage limit is not cancelled: the call is
+// refused, the job kept, as every call that reaches the frozen sandbox.
 func (a *Agent) CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
-	return retryPending(ctx, a, tenant, jobID, func() (jobs.JobInfo, error) { return a.jobs.Cancel(ctx, tenant, jobID) })
+	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return a.jobs.Cancel(ctx, tenant, jobID) })
 }
 
 // mayBePending says whether a job not found may be one that a sandbox of

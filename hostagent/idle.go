@@ -85,40 +85,58 @@ func (a *Agent) suspendedCounts() (spec, idle int) {
 }
 
 // awaken marks a call to sandbox id in progress, which keeps it awake, and
-// wakes it first when it sleeps; done ends the call. A sandbox this agent
+// wakes it first when it sleeps; done ends the call. The call runs with
+// the context returned, which the sandbox's freeze for its usage limit
+// cancels (limits.go). A sandbox frozen for its usage limit, or asleep
+// with it spent, is not woken: the call is refused. A sandbox this agent
 // does not serve is left to the caller's own checks.
-func (a *Agent) awaken(ctx context.Context, id string) (done func(), err error) {
+func (a *Agent) awaken(ctx context.Context, id string) (_ context.Context, done func(), err error) {
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
+	a.mu.Unlock()
 	if !ok {
+		return ctx, func() {}, nil
+	}
+	a.awaitThaw(ctx, s)
+	a.mu.Lock()
+	if err := a.limitRefusalLocked(s); err != nil {
 		a.mu.Unlock()
-		return func() {}, nil
+		return nil, nil, err
 	}
 	s.calls++
 	s.lastCall = a.clock.Now()
 	asleep := s.asleep
+	cctx, cancel := context.WithCancelCause(ctx)
+	a.calls++
+	key := a.calls
+	if s.inflight == nil {
+		s.inflight = map[uint64]context.CancelCauseFunc{}
+	}
+	s.inflight[key] = cancel
 	a.mu.Unlock()
 	done = func() {
 		a.mu.Lock()
 		s.calls--
 		s.lastCall = a.clock.Now()
+		delete(s.inflight, key)
 		a.mu.Unlock()
+		cancel(nil)
 	}
 	if asleep {
-		if err := a.wake(ctx, s); err != nil {
+		if err := a.wake(cctx, s); err != nil {
 			done()
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return done, nil
+	return cctx, done, nil
 }
 
 // awakenJob is awaken for the sandbox that holds the tenant's job jobID;
 // a job the agent does not know is left to the caller.
-func (a *Agent) awakenJob(ctx context.Context, tenant, jobID string) (done func(), err error) {
+func (a *Agent) awakenJob(ctx context.Context, tenant, jobID string) (_ context.Context, done func(), err error) {
 	id, ok := a.jobs.SandboxOf(tenant, jobID)
 	if !ok {
-		return func() {}, nil
+		return ctx, func() {}, nil
 	}
 	return a.awaken(ctx, id)
 }
@@ -193,7 +211,9 @@ func (a *Agent) sleepIdle(ctx context.Context) {
 // allows: no call in progress, none for After, and, unless the policy says
 // otherwise, no job running.
 func (a *Agent) idleLocked(s *sandbox) bool {
-	if s.idle.After <= 0 || s.suspended || s.asleep || s.calls > 0 || a.clock.Now().Sub(s.lastCall) < s.idle.After {
+	// Frozen for its usage limit, it uses no CPU and is not put to sleep:
+	// it thaws where it was.
+	if s.idle.After <= 0 || s.suspended || s.asleep || s.limited || s.calls > 0 || a.clock.Now().Sub(s.lastCall) < s.idle.After {
 		return false
 	}
 	return s.idle.WithRunningJobs || a.jobs.Running(s.spec.ID) == 0

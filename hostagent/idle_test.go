@@ -93,7 +93,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	}
 	// A call in progress keeps it awake, however long it lasts; the idle
 	// period counts from its end.
-	done, err := a.awaken(ctx, spec.ID)
+	_, done, err := a.awaken(ctx, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ var (
 	poolEmptyDesc = prometheus.NewDesc("playground_warm_pool_empty_total",
 		"Misses of sandboxes that fit the pool but found none ready: the pool is too small, or refills too slowly, for the demand.", []string{"backend"}, nil)
 	suspendedDesc = prometheus.NewDesc("playground_sandboxes_suspended",
-		"Sandboxes of this agent suspended now, by reason: spec (the Sandbox's spec.suspended) or idle (its spec.idleSuspend; the next call resumes it).", []string{"reason"}, nil)
+		"Sandboxes of this agent suspended now, by reason: spec (the Sandbox's spec.suspended), idle (its spec.idleSuspend; the next call resumes it) or usage_limit (frozen for a spent CPU limit until its period resets).", []string{"reason"}, nil)
 	poolStartsDesc = prometheus.NewDesc("playground_warm_pool_starts_total",
 		"Pooled sandboxes started to refill the pool, by result (started, failed).", []string{"backend", "result"}, nil)
 
@@ -145,6 +145,8 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	c.a.execDuration.Describe(ch)
 	c.a.sleeps.Describe(ch)
 	c.a.wakes.Describe(ch)
+	c.a.overshoots.Describe(ch)
+	c.a.freezeLatency.Describe(ch)
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -184,9 +186,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	spec, idle := c.a.suspendedCounts()
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(spec), "spec")
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(idle), "idle")
+	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(c.a.frozenCount()), "usage_limit")
 	c.a.execDuration.Collect(ch)
 	c.a.sleeps.Collect(ch)
 	c.a.wakes.Collect(ch)
+	c.a.overshoots.Collect(ch)
+	c.a.freezeLatency.Collect(ch)
 }
 
 // collectUsage exports the usage book, summed per tenant.

@@ -37,11 +37,26 @@ func (a *Agent) Snapshot(ctx context.Context, spec backend.Spec, snapID string) 
 	if snap == nil {
 		return backend.SnapshotInfo{}, errorf(CodeInvalid, "the %s backend of this node takes no snapshots", be.Name())
 	}
-	done, err := a.awaken(ctx, spec.ID)
-	if err != nil {
-		return backend.SnapshotInfo{}, err
+	// A sandbox frozen for its usage limit (or asleep with it spent) is
+	// not woken: its files are copied as they are, frozen; its memory,
+	// which a checkpoint takes from a running sandbox, waits for its thaw.
+	a.mu.Lock()
+	var limit error
+	if s, ok := a.sandboxes[spec.ID]; ok {
+		limit = a.limitRefusalLocked(s)
+		if limit != nil && s.limited && checkpoints(be, spec) {
+			a.mu.Unlock()
+			return backend.SnapshotInfo{}, fmt.Errorf("a snapshot with its memory needs the sandbox to run, and it is frozen: %w", limit)
+		}
 	}
-	defer done()
+	a.mu.Unlock()
+	if limit == nil {
+		_, done, err := a.awaken(ctx, spec.ID)
+		if err != nil {
+			return backend.SnapshotInfo{}, err
+		}
+		defer done()
+	}
 	// While its checkpoint takes it away, the sandbox is not dead: an
 	// Ensure meanwhile does not end its jobs or report a restart (it waits
 	// for the backend's lock, and finds it restored).

@@ -17,6 +17,7 @@ limitations under the License.
 package hostagent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,21 +32,22 @@ import (
 )
 
 // What a sandbox spends is read from its backend's counters
-// (backend.UsageMeter) and kept in a book: CPU seconds over every
-// incarnation (a cgroup's counter starts again when the sandbox does, so
-// the book adds what the last one used), memory-hours and job-seconds
-// integrated between samples, and the spend of the current period against
-// the sandbox's limits. The book is written to Options.UsageFile at every
+// (backend.UsageMeter) and kept in a book: CPU seconds over every start of
+// the sandbox (the backend keeps what each of its containers counted
+// before the container goes; a reading lower than the last, from a
+// backend that lost that, is taken as a new count and added), memory-hours
+// and job-seconds integrated between samples, and the spend of the
+// current period against the sandbox's limits, which the limiter
+// (limits.go) keeps. The book is written to Options.UsageFile at every
 // sample, so that an agent restart neither forgets what was spent nor
-// grants a new period. CPU used between the last sample and a restart of
-// the sandbox is not counted (at most one sampling interval's).
+// grants a new period, nor thaws a sandbox frozen for its limit.
 
 // UsageLimits bound a sandbox's spend per period (SetUsageLimits).
 type UsageLimits struct {
 	// Period is the length of a period, aligned to the Unix epoch.
-	Period time.Duration
+	Period time.Duration `json:"period"`
 	// CPUSeconds is the CPU time allowed per period (0: no limit).
-	CPUSeconds float64
+	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
 // UsageAccount is what a sandbox has spent, as the book has it.
@@ -66,9 +68,12 @@ type UsageAccount struct {
 	PeriodCPUSeconds float64
 	ExhaustedUntil   time.Time
 	Limits           UsageLimits
+	// Frozen: the agent froze the sandbox for a spent limit (limits.go).
+	Frozen bool
 	// Began is when the book opened its account, Sampled when it was last
-	// sampled (zero: not yet).
-	Began, Sampled time.Time
+	// sampled (zero: not yet), Read when its counters were last read (by
+	// a sample, a call's check of its limits, or the limiter).
+	Began, Sampled, Read time.Time
 }
 
 // usageRecord is a sandbox's entry in the book (persisted: the counters
@@ -87,8 +92,13 @@ type usageRecord struct {
 	JobSeconds  float64   `json:"jobSeconds"`
 	Began       time.Time `json:"began"`
 	Sampled     time.Time `json:"sampled"`
+	// Limits are the sandbox's, as last set; Frozen says that the agent
+	// froze it for a spent limit, which a restarted agent keeps.
+	Limits UsageLimits `json:"limits"`
+	Frozen bool        `json:"frozen,omitempty"`
 
-	limits UsageLimits
+	// due is when the limiter checks the sandbox next (zero: at once).
+	due time.Time
 	// read is when the counters were last read.
 	read               time.Time
 	memory, peak       uint64
@@ -153,11 +163,14 @@ func (r *usageRecord) update(u backend.SandboxUsage, now time.Time) {
 	}
 	r.read = now
 	if u.CPUSeconds < r.Last {
-		r.Acc += r.Last // a new incarnation: its counter started again
+		r.Acc += r.Last // the backend's count started again
 	}
 	r.Last = u.CPUSeconds
-	r.memory, r.peak = u.MemoryBytes, u.MemoryPeakBytes
-	if start := periodStart(now, r.limits.Period); !start.Equal(r.PeriodStart) {
+	r.memory = u.MemoryBytes
+	if !u.Stopped {
+		r.peak = u.MemoryPeakBytes
+	}
+	if start := periodStart(now, r.Limits.Period); !start.Equal(r.PeriodStart) {
 		r.PeriodStart, r.PeriodBase = start, r.total()
 	}
 }
@@ -166,13 +179,14 @@ func (r *usageRecord) total() float64 { return r.Acc + r.Last }
 
 // exhaustedUntil is when r's period ends, if a limit of it is spent.
 func (r *usageRecord) exhaustedUntil() (time.Time, bool) {
-	if r.limits.CPUSeconds > 0 && r.total()-r.PeriodBase >= r.limits.CPUSeconds {
-		return r.PeriodStart.Add(r.limits.Period), true
+	if r.Limits.CPUSeconds > 0 && r.total()-r.PeriodBase >= r.Limits.CPUSeconds {
+		return r.PeriodStart.Add(r.Limits.Period), true
 	}
 	return time.Time{}, false
 }
 
-// SetUsageLimits sets the limits of sandbox id (zero: none).
+// SetUsageLimits sets the limits of sandbox id (zero: none). A change is
+// checked at once: a sandbox frozen for a limit raised or removed thaws.
 func (a *Agent) SetUsageLimits(id string, l UsageLimits) {
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
@@ -181,12 +195,16 @@ func (a *Agent) SetUsageLimits(id string, l UsageLimits) {
 		return
 	}
 	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
 	r := a.usage.record(id, s.spec.Tenant, a.clock.Now())
 	// A period already under way (kept in the book across a restart of
 	// the agent) goes on; a new period length starts a new one at the
 	// next read.
-	r.limits = l
+	changed := r.Limits != l
+	r.Limits = l
+	a.usage.mu.Unlock()
+	if changed {
+		a.checkLimitSoon(id)
+	}
 }
 
 // record is the book's record of sandbox id, made at now when missing;
@@ -201,28 +219,64 @@ func (b *usageBook) record(id, tenant string, now time.Time) *usageRecord {
 }
 
 // chargeable refuses a call that would run something in sandbox spec when
-// it has spent a limit of its period.
-func (a *Agent) chargeable(spec backend.Spec, be backend.Backend) error {
+// it has spent a limit of its period (and has the limiter freeze it now,
+// if it has not yet).
+func (a *Agent) chargeable(ctx context.Context, spec backend.Spec, be backend.Backend) error {
+	a.mu.Lock()
+	s, ok := a.sandboxes[spec.ID]
+	a.mu.Unlock()
+	frozen := false
+	if ok {
+		// Its period just ended, or its limit was raised: served once
+		// thawed.
+		a.awaitThaw(ctx, s)
+		a.mu.Lock()
+		frozen = s.limited
+		a.mu.Unlock()
+	}
 	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
 	r, ok := a.usage.records[spec.ID]
-	if !ok || r.limits.CPUSeconds <= 0 {
+	if !ok || (r.Limits.CPUSeconds <= 0 && !frozen) {
+		a.usage.mu.Unlock()
 		return nil
 	}
 	m, ok := be.(backend.UsageMeter)
 	if !ok {
+		a.usage.mu.Unlock()
 		// A limit that cannot be kept is not ignored.
 		return errorf(CodeUnavailable, "the %s backend cannot read a sandbox's CPU time, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
 	}
 	if u, ok := m.SandboxUsage(spec.ID, false); ok {
 		r.update(u, a.clock.Now())
 	}
+	err := r.refusal(spec.Tenant, frozen, be.Capabilities().Pauser != nil)
+	a.usage.mu.Unlock()
+	if err != nil && !frozen {
+		a.checkLimitSoon(spec.ID)
+	}
+	return err
+}
+
+// refusal is the answer to a call of tenant's that would run something
+// in the sandbox of r, or reach it, when r has spent a limit (or the
+// sandbox is frozen for one; freezes: its backend freezes it, now or in
+// a moment), else nil. The caller holds the book's lock.
+func (r *usageRecord) refusal(tenant string, frozen, freezes bool) error {
 	until, spent := r.exhaustedUntil()
-	if !spent {
+	if !spent && !frozen {
 		return nil
 	}
-	return errorf(CodeExhausted, "tenant %s has used its %g CPU-seconds per %s (%.1f s since %s): calls that run something in its sandbox are refused until %s, when the period starts again",
-		spec.Tenant, r.limits.CPUSeconds, r.limits.Period, r.total()-r.PeriodBase, r.PeriodStart.Format(time.RFC3339), until.Format(time.RFC3339))
+	if !spent {
+		// Frozen, its period over or its limit raised: the limiter thaws
+		// it within moments.
+		return errorf(CodeUnavailable, "tenant %s's sandbox is being thawed: its usage limit is no longer spent; retry in a moment", tenant)
+	}
+	what := "calls that run something in its sandbox are refused"
+	if frozen || freezes {
+		what = "its sandbox is frozen, with its processes and background jobs (kept: they go on then), and calls that run something in it or reach it are refused"
+	}
+	return errorf(CodeExhausted, "tenant %s has used its %g CPU-seconds per %s (%.1f s since %s): %s until %s, when the period starts again; raising or removing the Tenant's spec.sandbox.usageLimits lifts this at once",
+		tenant, r.Limits.CPUSeconds, r.Limits.Period, r.total()-r.PeriodBase, r.PeriodStart.Format(time.RFC3339), what, until.Format(time.RFC3339))
 }
 
 // SampleUsage reads every sandbox's counters into the book (storage too,
@@ -320,7 +374,7 @@ func (a *Agent) UsageOf(id string) (UsageAccount, bool) {
 func (r *usageRecord) account(id string) UsageAccount {
 	acc := UsageAccount{SandboxID: id, Tenant: r.Tenant, CPUSeconds: r.total(), JobSeconds: r.JobSeconds, MemoryGiBHours: r.GiBHours,
 		MemoryBytes: r.memory, MemoryPeakBytes: r.peak, WorkspaceBytes: r.workspace, PileBytes: r.pileUse,
-		PeriodStart: r.PeriodStart, PeriodCPUSeconds: math.Max(0, r.total()-r.PeriodBase), Limits: r.limits, Began: r.Began, Sampled: r.Sampled}
+		PeriodStart: r.PeriodStart, PeriodCPUSeconds: math.Max(0, r.total()-r.PeriodBase), Limits: r.Limits, Frozen: r.Frozen, Began: r.Began, Sampled: r.Sampled, Read: r.read}
 	if until, spent := r.exhaustedUntil(); spent {
 		acc.ExhaustedUntil = until
 	}

@@ -19,10 +19,12 @@ package hostagent
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 )
 
 // TestUsageBook: CPU seconds add up over a sandbox's restarts (its
@@ -37,7 +39,7 @@ func TestUsageBook(t *testing.T) {
 	}
 	t0 := time.Date(2026, 12, 3, 10, 0, 5, 0, time.UTC)
 	r := b.record("s1", "ns/alice", t0)
-	r.limits = UsageLimits{Period: time.Minute, CPUSeconds: 10}
+	r.Limits = UsageLimits{Period: time.Minute, CPUSeconds: 10}
 	r.update(backend.SandboxUsage{CPUSeconds: 4}, t0)
 	if !r.PeriodStart.Equal(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)) {
 		t.Fatalf("period starts %s, want aligned to the minute", r.PeriodStart)
@@ -66,7 +68,7 @@ func TestUsageBook(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2 := again.record("s1", "ns/alice", t0)
-	r2.limits = r.limits // the reconciler sets them again
+	r2.Limits = r.Limits // the reconciler sets them again
 	r2.update(backend.SandboxUsage{CPUSeconds: 6}, t0.Add(30*time.Second))
 	if _, spent := r2.exhaustedUntil(); !spent || r2.total() != 15 {
 		t.Fatalf("after an agent restart: total %v, spent %v; want the book kept", r2.total(), spent)
@@ -89,5 +91,21 @@ func TestUsageBookUnreadable(t *testing.T) {
 	}
 	if _, err := newUsageBook(file); err == nil {
 		t.Fatal("an unreadable book was taken")
+	}
+}
+
+// TestUsageLimitOvershootBound: an overshoot below the least the limiter
+// keeps is refused, saying the least; zero takes the default.
+func TestUsageLimitOvershootBound(t *testing.T) {
+	be := backendtest.New("oci", backendtest.Writes())
+	if _, err := New(Options{Backends: []backend.Backend{be}, UsageLimitOvershoot: 0.05}); err == nil || !strings.Contains(err.Error(), "at least 0.1") {
+		t.Fatalf("an overshoot of 0.05 CPU-seconds: %v", err)
+	}
+	a, err := New(Options{Backends: []backend.Backend{be}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.opts.UsageLimitOvershoot != DefaultUsageLimitOvershoot {
+		t.Fatalf("the default overshoot is %g", a.opts.UsageLimitOvershoot)
 	}
 }

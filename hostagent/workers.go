@@ -126,13 +126,13 @@ func (a *Agent) DialWorker(ctx context.Context, tenant, sandboxID string) (net.C
 	if s.suspended {
 		return nil, "", errorf(CodeUnavailable, "tenant %s is suspended: its sandbox, and its worker, are stopped until an operator clears spec.suspended on the Tenant", tenant)
 	}
-	if err := a.chargeable(s.spec, s.be); err != nil {
+	if err := a.chargeable(ctx, s.spec, s.be); err != nil {
 		return nil, "", err
 	}
 	// A relayed connection is a call: a sleeping sandbox wakes for it. It
 	// does not keep the sandbox awake while it stays open: an idle
 	// suspension breaks it, as an agent restart does.
-	done, err := a.awaken(ctx, sandboxID)
+	_, done, err := a.awaken(ctx, sandboxID)
 	if err != nil {
 		return nil, "", err
 	}

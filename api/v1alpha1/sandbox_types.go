@@ -67,6 +67,11 @@ const (
 	// there could not be proven (reason ProofLost); a restart of the
 	// sandbox (spec.restartRequest) proves it clean and lifts it.
 	JobsAdmittedCondition = "JobsAdmitted"
+	// UsageLimitedCondition, written by the node's agent for a sandbox
+	// with spec.usageLimits, is True while the sandbox has spent a limit
+	// of its period (reason CPULimitReached): frozen, and its calls
+	// refused, until the period resets; False (WithinLimits) otherwise.
+	UsageLimitedCondition = "UsageLimited"
 )
 
 // Condition and event reasons of Sandboxes.
@@ -115,6 +120,12 @@ const (
 	// could not hand the sandbox's credentials to its node's agent; it
 	// tries again.
 	ReasonEgressCredentialUndelivered = "EgressCredentialUndelivered" //nolint:gosec // a reason, not a credential
+	// ReasonCPULimitReached: the sandbox spent spec.usageLimits.cpuSeconds
+	// of its period; its agent froze it until the period resets (the
+	// message says when).
+	ReasonCPULimitReached = "CPULimitReached"
+	// ReasonWithinLimits: the sandbox has not spent its usage limits.
+	ReasonWithinLimits = "WithinLimits"
 )
 
 // SandboxNodeNameField is the Sandbox's selectable field that binds it to
@@ -225,12 +236,15 @@ type SandboxTemplate struct {
 	FromSnapshot string `json:"fromSnapshot,omitempty"`
 
 	// UsageLimits bound what the sandbox may spend per period, read from
-	// the kernel's counters by its node's agent: past a limit, the calls
-	// that run something in it (exec, a job's start, read, write, a
+	// the kernel's counters by its node's agent: once a limit is spent
+	// the sandbox is frozen (the cgroup freezer: its processes and jobs
+	// kept, using no CPU) and the calls that run something in it or reach
+	// it (exec, a job's start, poll, input and cancel, read, write, a
 	// worker request) are refused with resource_exhausted and the time
-	// the period ends, when they are served again. Unset: no limits. Only
-	// the oci backend reads the counters: a sandbox of another backend
-	// with limits has those calls refused (unavailable).
+	// the period ends, when it thaws (condition UsageLimited). Raising or
+	// removing a limit thaws it at once. Unset: no limits. Only the oci
+	// backend reads the counters: a sandbox of another backend with
+	// limits has those calls refused (unavailable).
 	// +optional
 	UsageLimits *UsageLimits `json:"usageLimits,omitempty"`
 }
@@ -248,8 +262,11 @@ type UsageLimits struct {
 
 	// CPUSeconds is the CPU time the sandbox's processes may use per
 	// period (its cgroup's CPU counter, over every restart of the
-	// sandbox). A command running when the limit is reached goes on to
-	// its end; the next call is refused.
+	// sandbox). When it is spent the sandbox is frozen, whatever runs in
+	// it, within the agent's --usage-limit-overshoot (1 CPU-second by
+	// default) past it: a command running then ends its call with
+	// resource_exhausted and is killed when the sandbox thaws; a job is
+	// kept, frozen, and goes on then.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	CPUSeconds *int64 `json:"cpuSeconds,omitempty"`
@@ -611,7 +628,8 @@ type UsageStatus struct {
 	PeriodCPUSeconds int64 `json:"periodCPUSeconds,omitempty"`
 
 	// ExhaustedUntil, when set, is when the limit the sandbox has spent
-	// resets; until then the calls that run something in it are refused.
+	// resets; until then it is frozen and the calls that run something in
+	// it or reach it are refused.
 	// +optional
 	ExhaustedUntil *metav1.Time `json:"exhaustedUntil,omitempty"`
 

@@ -81,8 +81,9 @@ const (
 	// Bound, NodeHealthy, Ready, Reconciling and Stalled conditions.
 	SandboxControllerFieldOwner = "playground-manager"
 	// AgentFieldOwner is the agent of the Sandbox's node: its
-	// status.sandboxID, endpoint, openHandles, restartRequest, faculties
-	// and the Provisioned and JobsAdmitted conditions; and status.worker
+	// status.sandboxID, endpoint, openHandles, restartRequest, faculties,
+	// usage and signingKey, and the Provisioned, JobsAdmitted and
+	// UsageLimited conditions; and status.worker
 	// of the WorkerMapping whose worker runs in that Sandbox.
 	AgentFieldOwner = "playground-agent"
 	// FacultyBundleControllerFieldOwner is the manager's FacultyBundle

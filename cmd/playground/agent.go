@@ -91,6 +91,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.LeaseNamespace, "lease-namespace", agentlease.DefaultNamespace, "namespace of the agents' registration Leases (it must exist)")
 	fs.DurationVar(&opts.LeaseDuration, "lease-duration", agentlease.DefaultDuration, "how long the registration lasts unrenewed; renewed every third of it")
 	fs.DurationVar(&opts.UsageInterval, "usage-interval", nodeagent.DefaultUsageInterval, "how often the sandboxes' use of the node (CPU, memory; disk every fourth time) is read from their counters into the usage metrics and limits")
+	fs.Float64Var(&opts.Agent.UsageLimitOvershoot, "usage-limit-overshoot", hostagent.DefaultUsageLimitOvershoot, "CPU-seconds a sandbox may use past its spent spec.usageLimits.cpuSeconds before the agent freezes it (plus the freeze's latency): a sandbox near its limit is checked sooner as its budget shrinks, and every overshoot/cores near the end; at least 0.1")
 	fs.IntVar(&opts.Workers, "workers", nodeagent.DefaultWorkers, "how many sandboxes are provisioned or destroyed at once")
 	fs.IntVar(&opts.SnapshotsPerSandbox, "snapshots-per-sandbox", nodeagent.DefaultSnapshotsPerSandbox, "how many SandboxSnapshots this node keeps of one sandbox: past it a new one is refused (each holds a copy of the sandbox's disk, and of its memory on gVisor)")
 	fs.StringVar(&labels, "node-labels", "", "the node's labels for node selectors, as k=v,k=v")

@@ -184,6 +184,11 @@ type Spec struct {
 	// snapshot's memory where both keep memory. It is read only when the
 	// sandbox is first provisioned.
 	FromSnapshot string `json:",omitempty"`
+	// Paused, on a backend with a Pauser, asks Reattach to leave a sandbox
+	// it finds paused so (the agent holds it frozen: a spent usage
+	// limit), rather than thaw it. A sandbox that is not running is
+	// started as ever; the agent pauses it after. Never kept on the node.
+	Paused bool `json:"-"`
 }
 
 // Faculty is one staged build of a FacultyBundle.
@@ -295,18 +300,22 @@ type EgressMeter interface {
 // UsageMeter is the behaviour of backends that read what their sandboxes
 // use of the node from the kernel's counters (cgroups, the filesystem).
 type UsageMeter interface {
-	// SandboxUsage is sandbox id's use now: its CPU and memory counters
-	// (of its current incarnation: they start again when it does) and,
-	// when storage is true, the disk its files take (a walk: slower).
-	// ok is false when the sandbox does not run or its counters cannot
-	// be read.
+	// SandboxUsage is sandbox id's use now: its CPU time over every start
+	// of it (what each incarnation's counter reached is kept before the
+	// counter goes: a stop, a suspension, a checkpoint, a start again
+	// after its init died), its memory counters, and, when storage is
+	// true, the disk its files take (a walk: slower). ok is false when
+	// the backend has no such sandbox or cannot read its counters.
 	SandboxUsage(id string, storage bool) (u SandboxUsage, ok bool)
 }
 
 // SandboxUsage is one sandbox's use of its node.
 type SandboxUsage struct {
-	// CPUSeconds is the CPU time its processes used since it started.
+	// CPUSeconds is the CPU time its processes used, over its starts.
 	CPUSeconds float64
+	// Stopped: nothing of it runs now; it holds no memory, and
+	// MemoryPeakBytes says nothing.
+	Stopped bool
 	// MemoryBytes is the memory it holds now, MemoryPeakBytes the most
 	// it held since it started.
 	MemoryBytes, MemoryPeakBytes uint64
@@ -495,7 +504,8 @@ type Snapshotter interface {
 // Pauser is the behaviour, in Capabilities.Pauser, of backends that freeze
 // a running sandbox's processes (the cgroup freezer): they get no CPU and
 // keep their memory in RAM; Unpause thaws them where they were. A paused
-// sandbox is running for Alive and Reattach (which thaws it).
+// sandbox is running for Alive and Reattach (which thaws it, unless its
+// Spec says Paused). Stop ends a paused sandbox as a running one.
 type Pauser interface {
 	Pause(ctx context.Context, id string) error
 	Unpause(ctx context.Context, id string) error

@@ -600,7 +600,7 @@ func (r *sandboxReconciler) caveat(spec backend.Spec) string {
 
 // agentConditions are the condition types the agent owns in a Sandbox's
 // status; the manager owns the others.
-var agentConditions = []string{playgroundv1alpha1.ProvisionedCondition, playgroundv1alpha1.JobsAdmittedCondition}
+var agentConditions = []string{playgroundv1alpha1.ProvisionedCondition, playgroundv1alpha1.JobsAdmittedCondition, playgroundv1alpha1.UsageLimitedCondition}
 
 // setProvisioned applies the agent's status fields: the Provisioned
 // condition with reason and message, JobsAdmitted, and sandboxID,
@@ -625,6 +625,14 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	jobs := r.jobsAdmitted(id)
 	jobs.ObservedGeneration = sbx.Generation
 	if meta.SetStatusCondition(&conds, jobs) {
+		changed = true
+	}
+	if limited := r.usageLimited(id); limited != nil {
+		limited.ObservedGeneration = sbx.Generation
+		if meta.SetStatusCondition(&conds, *limited) {
+			changed = true
+		}
+	} else if meta.RemoveStatusCondition(&conds, playgroundv1alpha1.UsageLimitedCondition) {
 		changed = true
 	}
 	facs := r.faculties.reported(id, sbx.Status.Faculties)
@@ -903,7 +911,7 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 	return c.ObservedGeneration != sbx.Generation || sbx.Status.SandboxID != id ||
 		halted != meta.IsStatusConditionFalse(sbx.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition) ||
 		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id)) ||
-		!s.r.agent.Alive(id) || s.r.usageDue(id, sbx.Status.Usage) ||
+		!s.r.agent.Alive(id) || s.r.usageDue(id, sbx.Status.Usage) || usageLimitedDrifted(sbx, s.r.usageLimited(id)) ||
 		!equality.Semantic.DeepEqual(s.r.signingKeyStatus(id), sbx.Status.SigningKey)
 }
 

@@ -18,9 +18,11 @@ package nodeagent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -69,7 +71,15 @@ const usageStatusEvery = time.Minute
 // changed over a minute after the last.
 func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.UsageStatus) (*playgroundv1alpha1.UsageStatus, bool) {
 	acc, ok := r.agent.UsageOf(id)
-	if !ok || acc.Sampled.IsZero() {
+	if !ok {
+		return have, false
+	}
+	// A sandbox with limits has its CPU read more often than sampled.
+	sampled := acc.Sampled
+	if acc.Limits.CPUSeconds > 0 && acc.Read.After(sampled) {
+		sampled = acc.Read
+	}
+	if sampled.IsZero() {
 		return have, false
 	}
 	want := &playgroundv1alpha1.UsageStatus{
@@ -78,7 +88,7 @@ func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.Usag
 		MemoryMiBHours:  int64(acc.MemoryGiBHours * 1024),
 		StorageBytes:    acc.WorkspaceBytes + acc.PileBytes,
 		JobSeconds:      int64(acc.JobSeconds),
-		SampleTime:      metav1.NewTime(acc.Sampled.Truncate(time.Second)),
+		SampleTime:      metav1.NewTime(sampled.Truncate(time.Second)),
 	}
 	if acc.Limits.CPUSeconds > 0 {
 		want.PeriodStart = ptrTime(acc.PeriodStart)
@@ -90,7 +100,7 @@ func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.Usag
 	if have == nil {
 		// A sandbox's first figures wait a minute, unless it has limits:
 		// provisioning is not slowed by writes of figures near zero.
-		if acc.Limits.CPUSeconds > 0 || acc.Sampled.Sub(acc.Began) >= usageStatusEvery {
+		if acc.Limits.CPUSeconds > 0 || sampled.Sub(acc.Began) >= usageStatusEvery {
 			return want, true
 		}
 		return nil, false
@@ -117,4 +127,39 @@ func ptrTime(t time.Time) *metav1.Time {
 func (r *sandboxReconciler) usageDue(id string, have *playgroundv1alpha1.UsageStatus) bool {
 	_, due := r.usageStatus(id, have)
 	return due
+}
+
+// usageLimited is the UsageLimited condition of sandbox id, for a sandbox
+// with usage limits (or frozen for one): True while a limit is spent,
+// saying until when; nil for a sandbox without limits. Its message holds
+// no figure that moves while the condition holds: a status write each.
+func (r *sandboxReconciler) usageLimited(id string) *metav1.Condition {
+	acc, ok := r.agent.UsageOf(id)
+	if !ok || (acc.Limits.CPUSeconds <= 0 && !acc.Frozen) {
+		return nil
+	}
+	c := &metav1.Condition{Type: playgroundv1alpha1.UsageLimitedCondition}
+	if acc.ExhaustedUntil.IsZero() {
+		c.Status, c.Reason = metav1.ConditionFalse, playgroundv1alpha1.ReasonWithinLimits
+		c.Message = fmt.Sprintf("Within its usage limit of %g CPU-seconds per %s", acc.Limits.CPUSeconds, acc.Limits.Period)
+		return c
+	}
+	how := "its processes and background jobs are frozen (kept, using no CPU)"
+	if !acc.Frozen {
+		how = "it is not woken"
+	}
+	c.Status, c.Reason = metav1.ConditionTrue, playgroundv1alpha1.ReasonCPULimitReached
+	c.Message = fmt.Sprintf("Spent its %g CPU-seconds per %s in the period that began %s: %s, and the calls that run something in it or reach it are refused, until %s, when the period starts again. Raise or remove spec.usageLimits to lift this now",
+		acc.Limits.CPUSeconds, acc.Limits.Period, acc.PeriodStart.UTC().Format(time.RFC3339), how, acc.ExhaustedUntil.UTC().Format(time.RFC3339))
+	return c
+}
+
+// usageLimitedDrifted says whether sbx's status does not hold want (nil:
+// no UsageLimited condition).
+func usageLimitedDrifted(sbx *playgroundv1alpha1.Sandbox, want *metav1.Condition) bool {
+	have := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.UsageLimitedCondition)
+	if want == nil || have == nil {
+		return (want == nil) != (have == nil)
+	}
+	return have.Status != want.Status || have.Reason != want.Reason || have.Message != want.Message
 }

@@ -37,13 +37,13 @@ import (
 
 // Why a connection was refused, the values of the refused metric's reason.
 const (
-	// ReasonBudget: the process's budget was spent.
-	ReasonBudget = "budget"
-	// ReasonPerSource: its source held as many connections as allowed.
-	ReasonPerSource = "per_source"
-	// ReasonUnauthenticated: it carried no authenticated request and made
+	// RefusedBudget: the process's budget was spent.
+	RefusedBudget = "budget"
+	// RefusedPerSource: its source held as many connections as allowed.
+	RefusedPerSource = "per_source"
+	// RefusedUnauthenticated: it carried no authenticated request and made
 	// room for a newer one (package httpserve).
-	ReasonUnauthenticated = "unauthenticated"
+	RefusedUnauthenticated = "unauthenticated"
 )
 
 // Budget is a process's budget of accepted connections.
@@ -101,7 +101,7 @@ func (b *Budget) take(name string) bool {
 	n := b.used.Add(1)
 	if n > b.limit.Load() {
 		b.used.Add(-1)
-		b.Refused(name, ReasonBudget)
+		b.Refused(name, RefusedBudget)
 		return false
 	}
 	for p := b.peak.Load(); n > p && !b.peak.CompareAndSwap(p, n); p = b.peak.Load() {
@@ -189,7 +189,7 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		src := Source(c)
 		if !l.takeSource(src) {
-			l.opts.Budget.Refused(l.opts.Name, ReasonPerSource)
+			l.opts.Budget.Refused(l.opts.Name, RefusedPerSource)
 			_ = c.Close()
 			l.releaseSlot()
 			continue

@@ -103,7 +103,7 @@ func TestPerSource(t *testing.T) {
 	if closedByPeer(a4) {
 		t.Fatal("a source that closed a connection cannot open another")
 	}
-	if n := refused(b, "test", ReasonPerSource); n != 1 {
+	if n := refused(b, "test", RefusedPerSource); n != 1 {
 		t.Fatalf("per_source refusals counted: %d, want 1", n)
 	}
 }
@@ -127,7 +127,7 @@ func TestBudget(t *testing.T) {
 	if !closedByPeer(over) {
 		t.Fatal("a connection past the process's budget was kept")
 	}
-	if n := refused(b, "two", ReasonBudget); n != 1 {
+	if n := refused(b, "two", RefusedBudget); n != 1 {
 		t.Fatalf("budget refusals counted: %d, want 1", n)
 	}
 	if b.InUse() != 3 || b.peak.Load() != 3 {

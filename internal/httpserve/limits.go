@@ -315,7 +315,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if old == nil {
 			continue
 		}
-		connlimit.Process().Refused(l.name, connlimit.ReasonUnauthenticated)
+		connlimit.Process().Refused(l.name, connlimit.RefusedUnauthenticated)
 		_ = old.Conn.Close() // the server sees it fail, and closes old
 	}
 	if l.unauthTimeout > 0 {

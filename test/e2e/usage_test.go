@@ -88,10 +88,10 @@ func label(m *dto.Metric, name string) string {
 
 // TestUsage: after a known load, a tenant's CPU seconds and peak memory
 // in the agent's metrics agree with its sandbox's cgroup counters within
-// 5%; with a CPU-seconds limit, once it is spent the next call is refused
-// with resource_exhausted and the time of the reset, and served again
-// after it; the Tenant's status shows the figures and when the limit
-// resets.
+// 5%; with a CPU-seconds limit (lowered by the team to 1), once it is
+// spent the sandbox is frozen and the next call is refused with
+// resource_exhausted and the time of the reset, and served again after
+// it; the Tenant's status shows the figures and when the limit resets.
 func TestUsage(t *testing.T) {
 	g := NewWithT(t)
 	startManager(t)
@@ -102,7 +102,7 @@ func TestUsage(t *testing.T) {
 	const period = 20 * time.Second
 	applyTenant(t, ns, "alice", func(tn *playgroundv1alpha1.Tenant) {
 		inPool("usage")(tn)
-		tn.Spec.Sandbox.UsageLimits = &playgroundv1alpha1.UsageLimits{Period: metav1.Duration{Duration: period}, CPUSeconds: ptr.To[int64](1)}
+		tn.Spec.Sandbox.UsageLimits = &playgroundv1alpha1.UsageLimits{Period: metav1.Duration{Duration: period}, CPUSeconds: ptr.To[int64](1000)}
 	})
 	_, sbx := waitReady(t, ns, "alice")
 	tenant := ns + "/alice"
@@ -129,9 +129,15 @@ func TestUsage(t *testing.T) {
 		g.Expect(tenantMetric(g, "playground_tenant_storage_bytes", tenant, n.name)).To(BeNumerically(">", 0))
 	}, settle, 200*time.Millisecond).Should(Succeed())
 
-	// The limit: 1 CPU-second per 20 s. The load spends it; the next call
-	// is refused until the period ends. A load that straddles the end of a
+	// The limit: 1 CPU-second per 20 s. The load spends it (the sandbox
+	// is frozen under it: its call is refused too); the next call is
+	// refused until the period ends. A load that straddles the end of a
 	// period spends less in each: it is tried again.
+	var cur playgroundv1alpha1.Tenant
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "alice"}, &cur)).To(Succeed())
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Sandbox.UsageLimits.CPUSeconds = ptr.To[int64](1)
+	g.Expect(k8sClient.Patch(context.Background(), &cur, patch)).To(Succeed())
 	reset := regexp.MustCompile(`refused until (\S+), when the period starts again`)
 	var until time.Time
 	for attempt := 0; attempt < 5 && until.IsZero(); attempt++ {
@@ -141,6 +147,9 @@ func TestUsage(t *testing.T) {
 			continue
 		}
 		g.Expect(msg).To(HavePrefix("resource_exhausted"))
+		if strings.Contains(msg, "1000 CPU-seconds") {
+			continue // the lowered limit was not on the node yet
+		}
 		g.Expect(msg).To(ContainSubstring("tenant " + tenant + " has used its 1 CPU-seconds per 20s"))
 		m := reset.FindStringSubmatch(msg)
 		g.Expect(m).NotTo(BeNil(), msg)

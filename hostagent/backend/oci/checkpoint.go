@@ -180,7 +180,10 @@ func (b *Backend) restore(ctx context.Context, sb *sandbox, rt *runc, logPath st
 		return 0, false, rerr
 	}
 	if rt.exists(cid) {
-		if err := rt.delete(ctx, cid, true); err != nil {
+		retired := b.retireCPU(id, rt, cid)
+		err := rt.delete(ctx, cid, true)
+		retired(err == nil || !rt.exists(cid))
+		if err != nil {
 			return 0, false, errors.Join(rerr, err)
 		}
 	}

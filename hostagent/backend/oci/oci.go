@@ -98,6 +98,8 @@ type Backend struct {
 
 	// pool is the warm pool, nil without Options.WarmPool (pool.go).
 	pool *pool
+	// cpu is the CPU of the sandboxes' ended containers (usage.go).
+	cpu cpuLedger
 }
 
 // lifeline is one incarnation of a sandbox's container as seen by the
@@ -702,6 +704,7 @@ func (b *Backend) destroyLocked(ctx context.Context, id string, keepPile bool) e
 		return err
 	}
 	forgetCredentials(id)
+	defer b.forgetCPU(id)
 	return b.removeSandboxDir(id, keepPile)
 }
 
@@ -747,9 +750,11 @@ func (b *Backend) removeContainer(ctx context.Context, id string) error {
 		return b.sweepCgroups(ctx, id, nil)
 	}
 	cgroups := rt.cgroupPaths(cid)
+	retired := b.retireCPU(id, rt, cid)
 	finish := b.endLifeline(id)
 	err := rt.delete(ctx, cid, true)
 	finish(err)
+	retired(err == nil || !rt.exists(cid))
 	// runc removes its state even when it gave up removing a cgroup still
 	// busy with its last processes' exit (a loaded node): nothing would
 	// name that cgroup again. What is left goes now, whether or not the
@@ -989,13 +994,21 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 			_ = writeIfChanged(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
 			return b.waitReady(ctx, sb, st.Pid)
 		case "paused":
-			if err := rt.resume(ctx, cid); err != nil {
-				return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+			// Frozen on purpose (the agent's usage limit): it stays so,
+			// its egress set up again, until the agent thaws it.
+			if !sb.spec.Paused {
+				if err := rt.resume(ctx, cid); err != nil {
+					return fmt.Errorf("oci: sandbox %s: %w", sb.spec.ID, err)
+				}
 			}
+			_ = writeIfChanged(filepath.Join(sb.dir, "init.pid"), []byte(strconv.Itoa(st.Pid)), 0o600)
 			return b.waitReady(ctx, sb, st.Pid)
 		}
 		// created (init never started) or stopped: start over, same files.
-		if err := rt.delete(ctx, cid, true); err != nil {
+		retired := b.retireCPU(sb.spec.ID, rt, cid)
+		err = rt.delete(ctx, cid, true)
+		retired(err == nil || !rt.exists(cid))
+		if err != nil {
 			return fmt.Errorf("oci: sandbox %s: removing stopped container: %w", sb.spec.ID, err)
 		}
 	}

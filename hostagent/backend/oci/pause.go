@@ -26,7 +26,7 @@ import (
 )
 
 // Pause implements backend.Pauser: runc's (or runsc's) pause, the cgroup
-// freezer over every process of the sandbox.
+// freezer over every process of the sandbox. A paused sandbox stays so.
 func (b *Backend) Pause(ctx context.Context, id string) error {
 	if err := backend.ValidateID(id); err != nil {
 		return err
@@ -37,6 +37,9 @@ func (b *Backend) Pause(ctx context.Context, id string) error {
 		return err
 	}
 	if err := rt.pause(ctx, cid); err != nil {
+		if st, serr := rt.state(ctx, cid); serr == nil && st.Status == "paused" {
+			return nil // paused already: as asked
+		}
 		return fmt.Errorf("oci: pausing sandbox %s: %w", id, err)
 	}
 	return nil

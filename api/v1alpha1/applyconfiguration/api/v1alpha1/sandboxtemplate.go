@@ -78,12 +78,15 @@ type SandboxTemplateApplyConfiguration struct {
 	// cannot change once the Sandbox exists.
 	FromSnapshot *string `json:"fromSnapshot,omitempty"`
 	// UsageLimits bound what the sandbox may spend per period, read from
-	// the kernel's counters by its node's agent: past a limit, the calls
-	// that run something in it (exec, a job's start, read, write, a
+	// the kernel's counters by its node's agent: once a limit is spent
+	// the sandbox is frozen (the cgroup freezer: its processes and jobs
+	// kept, using no CPU) and the calls that run something in it or reach
+	// it (exec, a job's start, poll, input and cancel, read, write, a
 	// worker request) are refused with resource_exhausted and the time
-	// the period ends, when they are served again. Unset: no limits. Only
-	// the oci backend reads the counters: a sandbox of another backend
-	// with limits has those calls refused (unavailable).
+	// the period ends, when it thaws (condition UsageLimited). Raising or
+	// removing a limit thaws it at once. Unset: no limits. Only the oci
+	// backend reads the counters: a sandbox of another backend with
+	// limits has those calls refused (unavailable).
 	UsageLimits *UsageLimitsApplyConfiguration `json:"usageLimits,omitempty"`
 }
 

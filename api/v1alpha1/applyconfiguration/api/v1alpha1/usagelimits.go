@@ -34,8 +34,11 @@ type UsageLimitsApplyConfiguration struct {
 	Period *v1.Duration `json:"period,omitempty"`
 	// CPUSeconds is the CPU time the sandbox's processes may use per
 	// period (its cgroup's CPU counter, over every restart of the
-	// sandbox). A command running when the limit is reached goes on to
-	// its end; the next call is refused.
+	// sandbox). When it is spent the sandbox is frozen, whatever runs in
+	// it, within the agent's --usage-limit-overshoot (1 CPU-second by
+	// default) past it: a command running then ends its call with
+	// resource_exhausted and is killed when the sandbox thaws; a job is
+	// kept, frozen, and goes on then.
 	CPUSeconds *int64 `json:"cpuSeconds,omitempty"`
 }
 

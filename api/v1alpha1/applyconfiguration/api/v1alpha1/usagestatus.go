@@ -46,7 +46,8 @@ type UsageStatusApplyConfiguration struct {
 	PeriodStart      *v1.Time `json:"periodStart,omitempty"`
 	PeriodCPUSeconds *int64   `json:"periodCPUSeconds,omitempty"`
 	// ExhaustedUntil, when set, is when the limit the sandbox has spent
-	// resets; until then the calls that run something in it are refused.
+	// resets; until then it is frozen and the calls that run something in
+	// it or reach it are refused.
 	ExhaustedUntil *v1.Time `json:"exhaustedUntil,omitempty"`
 	// SampleTime is when the figures were read.
 	SampleTime *v1.Time `json:"sampleTime,omitempty"`
