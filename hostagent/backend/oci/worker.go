@@ -133,11 +133,13 @@ func (b *Backend) WorkerStatus(_ context.Context, id string) (backend.WorkerStat
 	if err := backend.ValidateID(id); err != nil {
 		return backend.WorkerStatus{}, err
 	}
+	// An unset worker has no status, whatever init has not yet removed
+	// of its last one.
+	if !backend.FileExists(filepath.Join(b.runDir(id), guestapi.WorkerSpecFile)) {
+		return backend.WorkerStatus{}, fmt.Errorf("oci: sandbox %s has no worker: %w", id, backend.ErrNotFound)
+	}
 	data, err := readNoFollow(filepath.Join(b.runDir(id), guestapi.WorkerStatusFile), 64<<10)
 	if errors.Is(err, os.ErrNotExist) {
-		if !backend.FileExists(filepath.Join(b.runDir(id), guestapi.WorkerSpecFile)) {
-			return backend.WorkerStatus{}, fmt.Errorf("oci: sandbox %s has no worker: %w", id, backend.ErrNotFound)
-		}
 		return backend.WorkerStatus{}, nil // set, not started yet
 	}
 	if err != nil {
