@@ -41,10 +41,11 @@ import (
 	"github.com/playground-dev/playground/internal/rbactest"
 )
 
-// TestComponentsAreNoTenants: the gateway and the manager may read every
-// tenant's credential Secret (their generated RBAC), yet their own tokens
-// act as no tenant at an agent: only the gateway's token bound to the
-// node is a gateway's, and a user needs the explicit verb "use".
+// TestComponentsAreNoTenants: the manager may read every tenant's
+// credential Secret (its generated RBAC; the gateway, which reads none,
+// could be granted as much), yet neither's own token acts as a tenant at
+// an agent: only the gateway's token bound to the node is a gateway's,
+// and a user needs the explicit verb "use".
 func TestComponentsAreNoTenants(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "components")
@@ -60,8 +61,11 @@ func TestComponentsAreNoTenants(t *testing.T) {
 	})
 	createSandbox(t, ns, "x", n.name)
 	waitProvisioned(t, ns, "x")
+	// One transport for the test's clients, as one process keeps one:
+	// the agent bounds the connections a source holds.
+	rt := agentapi.NewTransport(nil)
 	open := func(bearer string) error {
-		c, err := agentapi.NewClient(n.endpoint, bearer, nil)
+		c, err := agentapi.NewClient(n.endpoint, bearer, rt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,12 +76,11 @@ func TestComponentsAreNoTenants(t *testing.T) {
 		return err
 	}
 	g := NewWithT(t)
-	// Both may read the tenant's credential Secret: that is no grant.
-	for _, c := range []string{"gateway", "manager"} {
-		g.Expect(rbactest.AwaitAllowed(ctx, cp.Config, "system:serviceaccount:"+ns+":"+c, nil, authorizationv1.ResourceAttributes{
-			Namespace: ns, Verb: "get", Resource: "secrets", Name: playgroundv1alpha1.CredentialSecretName("x"),
-		})).To(Succeed())
-	}
+	// The manager may read the tenant's credential Secret: that is no
+	// grant.
+	g.Expect(rbactest.AwaitAllowed(ctx, cp.Config, "system:serviceaccount:"+ns+":manager", nil, authorizationv1.ResourceAttributes{
+		Namespace: ns, Verb: "get", Resource: "secrets", Name: playgroundv1alpha1.CredentialSecretName("x"),
+	})).To(Succeed())
 	g.Expect(open(token("gateway", agentapi.NodeAudience(n.name)))).To(Succeed(), "the gateway, with its token for this node")
 	g.Expect(agentapi.CodeOf(open(token("gateway")))).To(Equal(agentapi.CodeUnauth), "the gateway's own token")
 	g.Expect(agentapi.CodeOf(open(token("manager")))).To(Equal(agentapi.CodeUnauth), "the manager's own token")
@@ -86,7 +89,7 @@ func TestComponentsAreNoTenants(t *testing.T) {
 	// Brokered egress credentials come from the trusted manager, with its
 	// token for this node, and from no gateway.
 	deliver := func(bearer string) error {
-		c, err := agentapi.NewClient(n.endpoint, bearer, nil)
+		c, err := agentapi.NewClient(n.endpoint, bearer, rt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +106,7 @@ func TestComponentsAreNoTenants(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "x"}, &sbx)).To(Succeed())
 	key := strings.Repeat("ab", 32)
 	give := func(bearer, uid string) error {
-		c, err := agentapi.NewClient(n.endpoint, bearer, nil)
+		c, err := agentapi.NewClient(n.endpoint, bearer, rt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,8 +153,11 @@ func TestCallerIdentity(t *testing.T) {
 	waitProvisioned(t, ns, "x")
 	waitProvisioned(t, ns, "y")
 
+	// One transport for the test's clients, as one process keeps one:
+	// the agent bounds the connections a source holds.
+	rt := agentapi.NewTransport(nil)
 	open := func(bearer, tenant string) error {
-		c, err := agentapi.NewClient(n.endpoint, bearer, nil)
+		c, err := agentapi.NewClient(n.endpoint, bearer, rt)
 		if err != nil {
 			t.Fatal(err)
 		}
