@@ -341,9 +341,13 @@ func TestUsageChargedAtIdleSuspension(t *testing.T) {
 		return m.value(t, "playground_tenant_cpu_seconds_total", "node", n.name, "tenant", s.tenant)
 	}
 	g.Eventually(n.containers).WithArguments(t).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(BeEmpty(), "suspended for idleness")
-	charged := book()
+	// The agent reads what the stopped container counted once it is gone:
+	// without that read (and the backend's before the delete) the book
+	// stays at what its last sample saw, nothing.
+	var charged float64
+	g.Eventually(func() float64 { charged = book(); return charged }).WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).
+		Should(BeNumerically("~", burnt, 0.1), "the book's CPU at the stop")
 	t.Logf("the cgroup counted %.3f CPU-seconds after the burn; the book charged %.3f at the stop", burnt, charged)
-	g.Expect(charged).To(BeNumerically("~", burnt, 0.1), "the book's CPU at the stop")
 
 	// Woken, its counter starts again, the book's goes on.
 	g.Expect(s.exec(t, "echo awake")).To(Equal("awake\n"))
