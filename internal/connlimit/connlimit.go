@@ -75,7 +75,7 @@ func DefaultBudget() int {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY {
 		return 1 << 16
 	}
-	return max(int(rl.Cur/2), 1024) //nolint:gosec // bounded by the kernel's limit
+	return max(int(rl.Cur/2), 1024)
 }
 
 // NewBudget is a budget of limit connections.
@@ -104,10 +104,18 @@ func (b *Budget) take(name string) bool {
 		b.Refused(name, RefusedBudget)
 		return false
 	}
-	for p := b.peak.Load(); n > p && !b.peak.CompareAndSwap(p, n); p = b.peak.Load() {
-	}
+	b.raisePeak(n)
 	b.stats(name).open.Add(1)
 	return true
+}
+
+// raisePeak records n as the peak if it is above it.
+func (b *Budget) raisePeak(n int64) {
+	for p := b.peak.Load(); n > p; p = b.peak.Load() {
+		if b.peak.CompareAndSwap(p, n) {
+			return
+		}
+	}
 }
 
 func (b *Budget) release(name string) {
@@ -233,7 +241,8 @@ func (l *listener) releaseSource(src string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.sources[src]--; l.sources[src] <= 0 {
+	l.sources[src]--
+	if l.sources[src] <= 0 {
 		delete(l.sources, src)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 /*
 Copyright 2026 The Playground Authors.
 
@@ -13,8 +15,6 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
-//go:build linux
 
 package oci
 
@@ -129,8 +129,8 @@ func TestResolverConnectionFlood(t *testing.T) {
 	if connlimit.Process().InUse() > connlimit.Process().Limit() {
 		t.Errorf("the process holds %d connections, past its budget of %d", connlimit.Process().InUse(), connlimit.Process().Limit())
 	}
-	if max := 4*perSandbox + 8; len(held) > max {
-		t.Errorf("the sandbox holds %d connections to its node, want at most about %d: its ruleset's bound does not hold", len(held), max)
+	if most := 4*perSandbox + 8; len(held) > most {
+		t.Errorf("the sandbox holds %d connections to its node, want at most about %d: its ruleset's bound does not hold", len(held), most)
 	}
 	if refused == 0 {
 		t.Error("no connection was refused by the sandbox's ruleset")
