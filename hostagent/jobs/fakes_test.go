@@ -192,11 +192,12 @@ type harness struct {
 	holders sync.Map
 }
 
-func newHarness(t *testing.T, l Limits) *harness {
+func newHarness(t *testing.T, l Limits, opts ...Option) *harness {
 	t.Helper()
 	clock := newFakeClock()
 	log := new(syncBuffer)
-	m, err := New(l, clock, WithLogger(funcr.NewJSON(func(obj string) { _, _ = log.Write([]byte(obj + "\n")) }, funcr.Options{})))
+	opts = append(opts, WithLogger(funcr.NewJSON(func(obj string) { _, _ = log.Write([]byte(obj + "\n")) }, funcr.Options{})))
+	m, err := New(l, clock, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -346,6 +346,7 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 		started = now
 	}
 	j := m.insertLocked(id, tenant, sandboxID, started)
+	j.adopted = true
 	j.command = commandSummary(meta.Command)
 	j.input, j.tty = rec.Spec.Stdin || rec.Spec.TTY != nil, rec.Spec.TTY
 	m.mu.Unlock()
@@ -562,6 +563,7 @@ func (m *Manager) heldTakenOver(j *job) {
 	defer m.mu.Unlock()
 	m.log.Info("Another agent process took over a held job", "job", j.id, "tenant", j.tenant, "sandbox", j.sandbox)
 	if !j.state.Terminal() {
+		j.takenOver = true
 		m.finishLocked(j, StateFailed, &Result{ExitCode: -1, Error: "another agent process took this job over; poll it there", Duration: m.clock.Now().Sub(j.startedAt)})
 	}
 }
@@ -713,6 +715,13 @@ func (m *Manager) park(sandboxID string, brief bool) bool {
 		return false
 	}
 	m.parked[sandboxID] = &parking{done: make(chan struct{}), brief: brief}
+	// Its jobs run no more until it resumes.
+	now := m.clock.Now()
+	for _, j := range m.jobs {
+		if j.sandbox == sandboxID && !j.state.Terminal() {
+			j.pauseLocked(now)
+		}
+	}
 	return true
 }
 
@@ -734,6 +743,12 @@ func (m *Manager) unparkLocked(sandboxID string) {
 	if p := m.parked[sandboxID]; p != nil {
 		close(p.done)
 		delete(m.parked, sandboxID)
+		now := m.clock.Now()
+		for _, j := range m.jobs {
+			if j.sandbox == sandboxID && !j.state.Terminal() && j.runSince.IsZero() {
+				j.runSince = now
+			}
+		}
 	}
 }
 

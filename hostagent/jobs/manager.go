@@ -67,6 +67,8 @@ type Manager struct {
 	closed  bool
 	sweeper Timer
 	stats   Stats
+	// onEnd is told of each job's end (WithOnEnd).
+	onEnd func(Ended)
 }
 
 // halt is one sandbox's halted admission.
@@ -107,6 +109,15 @@ type job struct {
 	endedAt   time.Time
 	lastPoll  time.Time
 
+	// ran is the time the job ran up to runSince; runSince, when set, is
+	// since when it runs: zero while its sandbox is parked (suspended
+	// with its memory, or frozen), and once it ended.
+	ran      time.Duration
+	runSince time.Time
+	// takenOver: another agent process took the job over, and accounts
+	// for its run. adopted: this one took it over from an earlier one.
+	takenOver, adopted bool
+
 	// doneSent: a poll has returned Done; acked: a later one acknowledged it.
 	doneSent bool
 	acked    bool
@@ -135,6 +146,15 @@ func WithLogger(l logr.Logger) Option {
 			m.log = l
 		}
 	}
+}
+
+// WithOnEnd has the manager call f as each job ends, with the time it
+// ran, for the agent's account of its sandbox's usage; not for a job
+// that another agent process took over (that one calls its own). f is
+// called with the manager's lock held: it must return at once and not
+// call the manager.
+func WithOnEnd(f func(Ended)) Option {
+	return func(m *Manager) { m.onEnd = f }
 }
 
 // New returns a manager with the given limits (zero fields take their
@@ -213,6 +233,9 @@ func (m *Manager) insertLocked(id, tenant, sandboxID string, started time.Time) 
 		startedAt: started,
 		lastPoll:  m.clock.Now(),
 		done:      make(chan struct{}),
+	}
+	if m.parked[sandboxID] == nil {
+		j.runSince = started
 	}
 	m.jobs[j.id] = j
 	m.activeByTenant[tenant]++
@@ -519,6 +542,15 @@ func (m *Manager) finishLocked(j *job, state State, r *Result) {
 	j.state = state
 	j.result = r
 	j.endedAt = m.clock.Now()
+	j.pauseLocked(j.endedAt)
+	if j.adopted && r != nil && r.Duration > 0 && r.Duration < j.ran {
+		// Its holder's measure, from its start to its end: shorter when
+		// it ended while no agent followed it.
+		j.ran = r.Duration
+	}
+	if m.onEnd != nil && !j.takenOver {
+		m.onEnd(Ended{ID: j.id, Tenant: j.tenant, SandboxID: j.sandbox, Ran: j.ran})
+	}
 	m.active--
 	decr(m.activeByTenant, j.tenant)
 	if j.timeout != nil {
@@ -572,6 +604,39 @@ func (m *Manager) List(tenant, sandboxID string) []JobInfo {
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out
+}
+
+// pauseLocked banks the time j ran until now: it runs no more (its
+// sandbox parked, or it ended).
+func (j *job) pauseLocked(now time.Time) {
+	if !j.runSince.IsZero() {
+		j.ran += max(now.Sub(j.runSince), 0)
+		j.runSince = time.Time{}
+	}
+}
+
+// ranLocked is the time j ran until now.
+func (j *job) ranLocked(now time.Time) time.Duration {
+	if j.runSince.IsZero() {
+		return j.ran
+	}
+	return j.ran + max(now.Sub(j.runSince), 0)
+}
+
+// RunTime is the time the jobs of a sandbox that have not ended ran so
+// far, summed: each from its start, less the time the sandbox was parked
+// (the jobs that ended are told to WithOnEnd's func).
+func (m *Manager) RunTime(sandboxID string) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	var d time.Duration
+	for _, j := range m.jobs {
+		if j.sandbox == sandboxID && !j.starting && !j.state.Terminal() {
+			d += j.ranLocked(now)
+		}
+	}
+	return d
 }
 
 // SandboxOf is the sandbox that holds the tenant's job jobID, if the

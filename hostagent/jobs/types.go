@@ -78,6 +78,14 @@ type JobInfo struct {
 	Result *Result
 }
 
+// Ended is a job that ended, as WithOnEnd's func is told.
+type Ended struct {
+	ID, Tenant, SandboxID string
+	// Ran is the time it ran: from its start to its end, less the time
+	// its sandbox was parked (suspended with its memory, or frozen).
+	Ran time.Duration
+}
+
 // Result is how a job ended.
 type Result struct {
 	// ExitCode is the shell's exit code, or -1 when it did not exit normally
