@@ -245,14 +245,15 @@ func New(opts Options) (*Agent, error) {
 	if opts.UsageLimitOvershoot < MinUsageLimitOvershoot {
 		return nil, fmt.Errorf("hostagent: the usage limit overshoot (--usage-limit-overshoot) is %g CPU-seconds: give at least %g, or 0 for the default %g", opts.UsageLimitOvershoot, MinUsageLimitOvershoot, DefaultUsageLimitOvershoot)
 	}
-	jm, err := jobs.New(opts.JobLimits, opts.Clock, jobs.WithLogger(opts.Logger))
-	if err != nil {
-		return nil, err
-	}
 	book, err := newUsageBook(opts.UsageFile)
 	if err != nil {
 		return nil, err
 	}
+	jm, err := jobs.New(opts.JobLimits, opts.Clock, jobs.WithLogger(opts.Logger), jobs.WithOnEnd(func(e jobs.Ended) { book.chargeJob(e, opts.Clock.Now()) }))
+	if err != nil {
+		return nil, err
+	}
+	book.keepCharged = jm.Limits().RetainedPerTenant
 	return &Agent{
 		usage:         book,
 		backends:      opts.Backends,

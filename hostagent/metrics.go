@@ -72,12 +72,12 @@ var (
 		"Memory the tenant's sandboxes on this node hold, as last sampled (their cgroups' usage).", []string{"tenant"}, nil)
 	tenantMemoryPeakDesc = prometheus.NewDesc("playground_tenant_memory_peak_bytes",
 		"The most memory one of the tenant's sandboxes on this node held since it started (its cgroup's peak).", []string{"tenant"}, nil)
-	tenantGiBHoursDesc = prometheus.NewDesc("playground_tenant_memory_gib_hours_total",
-		"Memory the tenant's sandboxes on this node held over time, in GiB-hours, integrated between samples.", []string{"tenant"}, nil)
+	tenantMiBSecondsDesc = prometheus.NewDesc("playground_tenant_memory_mib_seconds_total",
+		"Memory the tenant's sandboxes on this node held over time, in MiB-seconds, integrated between samples.", []string{"tenant"}, nil)
 	tenantStorageDesc = prometheus.NewDesc("playground_tenant_storage_bytes",
 		"Disk the tenant's sandboxes on this node take, by kind: workspace (home, workspace, /tmp) or pile; as last sampled.", []string{"tenant", "kind"}, nil)
 	tenantJobSecondsDesc = prometheus.NewDesc("playground_tenant_job_seconds_total",
-		"Time the tenant's background jobs on this node ran, summed over jobs, integrated between samples.", []string{"tenant"}, nil)
+		"Time the tenant's background jobs on this node ran, summed over jobs: each from its start to its end (or now), less the time its sandbox was suspended or frozen.", []string{"tenant"}, nil)
 	tenantPeriodCPUDesc = prometheus.NewDesc("playground_tenant_period_cpu_seconds",
 		"CPU time the tenant's sandboxes on this node used in the current period of their usage limits (only sandboxes with limits).", []string{"tenant"}, nil)
 	tenantExhaustedDesc = prometheus.NewDesc("playground_tenant_usage_exhausted",
@@ -139,7 +139,7 @@ type collector struct{ a *Agent }
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsHeldDesc, jobsAdoptedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc, jobsReclaimedDesc,
 		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc, suspendedDesc,
-		tenantCPUDesc, tenantMemoryDesc, tenantMemoryPeakDesc, tenantGiBHoursDesc, tenantStorageDesc, tenantJobSecondsDesc, tenantPeriodCPUDesc, tenantExhaustedDesc} {
+		tenantCPUDesc, tenantMemoryDesc, tenantMemoryPeakDesc, tenantMiBSecondsDesc, tenantStorageDesc, tenantJobSecondsDesc, tenantPeriodCPUDesc, tenantExhaustedDesc} {
 		ch <- d
 	}
 	c.a.execDuration.Describe(ch)
@@ -197,7 +197,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 // collectUsage exports the usage book, summed per tenant.
 func (c collector) collectUsage(ch chan<- prometheus.Metric) {
 	type sums struct {
-		cpu, mem, peak, gibh, workspace, pile, jobs, period float64
+		cpu, mem, peak, mibs, workspace, pile, jobs, period float64
 		limited, exhausted                                  bool
 	}
 	by := map[string]*sums{}
@@ -210,7 +210,7 @@ func (c collector) collectUsage(ch chan<- prometheus.Metric) {
 		s.cpu += u.CPUSeconds
 		s.mem += float64(u.MemoryBytes)
 		s.peak = max(s.peak, float64(u.MemoryPeakBytes))
-		s.gibh += u.MemoryGiBHours
+		s.mibs += u.MemoryMiBSeconds
 		s.workspace += float64(u.WorkspaceBytes)
 		s.pile += float64(u.PileBytes)
 		s.jobs += u.JobSeconds
@@ -224,7 +224,7 @@ func (c collector) collectUsage(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(tenantCPUDesc, prometheus.CounterValue, s.cpu, tenant)
 		ch <- prometheus.MustNewConstMetric(tenantMemoryDesc, prometheus.GaugeValue, s.mem, tenant)
 		ch <- prometheus.MustNewConstMetric(tenantMemoryPeakDesc, prometheus.GaugeValue, s.peak, tenant)
-		ch <- prometheus.MustNewConstMetric(tenantGiBHoursDesc, prometheus.CounterValue, s.gibh, tenant)
+		ch <- prometheus.MustNewConstMetric(tenantMiBSecondsDesc, prometheus.CounterValue, s.mibs, tenant)
 		ch <- prometheus.MustNewConstMetric(tenantStorageDesc, prometheus.GaugeValue, s.workspace, tenant, "workspace")
 		ch <- prometheus.MustNewConstMetric(tenantStorageDesc, prometheus.GaugeValue, s.pile, tenant, "pile")
 		ch <- prometheus.MustNewConstMetric(tenantJobSecondsDesc, prometheus.CounterValue, s.jobs, tenant)

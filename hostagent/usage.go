@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,12 +36,15 @@ import (
 // (backend.UsageMeter) and kept in a book: CPU seconds over every start of
 // the sandbox (the backend keeps what each of its containers counted
 // before the container goes; a reading lower than the last, from a
-// backend that lost that, is taken as a new count and added), memory-hours
-// and job-seconds integrated between samples, and the spend of the
-// current period against the sandbox's limits, which the limiter
-// (limits.go) keeps. The book is written to Options.UsageFile at every
-// sample, so that an agent restart neither forgets what was spent nor
-// grants a new period, nor thaws a sandbox frozen for its limit.
+// backend that lost that, is taken as a new count and added), memory
+// MiB-seconds integrated between samples, each background job's run time
+// from its start to its end (charged when it ends, as the job manager
+// tells; what the running ones ran so far is added to an account when it
+// is read), and the spend of the current period against the sandbox's
+// limits, which the limiter (limits.go) keeps. The book is written to
+// Options.UsageFile at every sample, so that an agent restart neither
+// forgets what was spent nor grants a new period, nor thaws a sandbox
+// frozen for its limit.
 
 // UsageLimits bound a sandbox's spend per period (SetUsageLimits).
 type UsageLimits struct {
@@ -54,8 +58,10 @@ type UsageLimits struct {
 type UsageAccount struct {
 	SandboxID, Tenant string
 	// CPUSeconds is all its CPU time since the book began, JobSeconds the
-	// time its background jobs ran, MemoryGiBHours its memory over time.
-	CPUSeconds, JobSeconds, MemoryGiBHours float64
+	// time its background jobs ran (each from its start to its end, less
+	// the time its sandbox was suspended or frozen), MemoryMiBSeconds its
+	// memory over time.
+	CPUSeconds, JobSeconds, MemoryMiBSeconds float64
 	// MemoryBytes is what it holds now, MemoryPeakBytes the most its
 	// current incarnation held.
 	MemoryBytes, MemoryPeakBytes uint64
@@ -88,10 +94,15 @@ type usageRecord struct {
 	// CPU total when it began.
 	PeriodStart time.Time `json:"periodStart"`
 	PeriodBase  float64   `json:"periodBase"`
-	GiBHours    float64   `json:"gibHours"`
-	JobSeconds  float64   `json:"jobSeconds"`
-	Began       time.Time `json:"began"`
-	Sampled     time.Time `json:"sampled"`
+	MiBSeconds  float64   `json:"mibSeconds"`
+	// JobSeconds is the run time of its jobs that ended; Charged, the
+	// IDs of the latest of them (as many as a tenant may retain), whose
+	// records its sandbox may still hold: an agent that adopts one of
+	// them after a restart, ended, does not charge it again.
+	JobSeconds float64   `json:"jobSeconds"`
+	Charged    []string  `json:"charged,omitempty"`
+	Began      time.Time `json:"began"`
+	Sampled    time.Time `json:"sampled"`
 	// Limits are the sandbox's, as last set; Frozen says that the agent
 	// froze it for a spent limit, which a restarted agent keeps.
 	Limits UsageLimits `json:"limits"`
@@ -103,6 +114,10 @@ type usageRecord struct {
 	read               time.Time
 	memory, peak       uint64
 	workspace, pileUse int64
+	// jobsShown is the most job time an account of it showed: a job's
+	// end, as its holder measured it, can come in a little under what
+	// its run showed, and what was shown does not go back.
+	jobsShown float64
 }
 
 // usageBook is the agent's book of what sandboxes spent.
@@ -110,10 +125,13 @@ type usageBook struct {
 	mu      sync.Mutex
 	file    string
 	records map[string]*usageRecord // by sandbox ID
+	// keepCharged is how many ended jobs' IDs a record keeps (the
+	// retained jobs a tenant may hold).
+	keepCharged int
 }
 
 // maxSampleGap bounds the time one sample integrates: after a long gap
-// (the agent was down) memory-hours and job-seconds are not guessed.
+// (the agent was down) memory over time is not guessed.
 const maxSampleGap = 5 * time.Minute
 
 func newUsageBook(file string) (*usageBook, error) {
@@ -183,6 +201,23 @@ func (r *usageRecord) exhaustedUntil() (time.Time, bool) {
 		return r.PeriodStart.Add(r.Limits.Period), true
 	}
 	return time.Time{}, false
+}
+
+// chargeJob charges job e's run time to its sandbox, once: the job
+// manager tells of each end (jobs.WithOnEnd), with its lock held. The
+// book is written at the next sample.
+func (b *usageBook) chargeJob(e jobs.Ended, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.record(e.SandboxID, e.Tenant, now)
+	if slices.Contains(r.Charged, e.ID) {
+		return // the agent process before this one saw it end
+	}
+	r.JobSeconds += e.Ran.Seconds()
+	r.Charged = append(r.Charged, e.ID)
+	if n := len(r.Charged) - max(b.keepCharged, 1); n > 0 {
+		r.Charged = slices.Clone(r.Charged[n:])
+	}
 }
 
 // SetUsageLimits sets the limits of sandbox id (zero: none). A change is
@@ -293,10 +328,9 @@ func (a *Agent) SampleUsage(storage bool) error {
 	// The counters are read (the disk walked) before the book is locked:
 	// a call's check of its limits never waits for a walk.
 	type reading struct {
-		u       backend.SandboxUsage
-		ok      bool
-		at      time.Time
-		running int
+		u  backend.SandboxUsage
+		ok bool
+		at time.Time
 	}
 	readings := map[string]reading{}
 	for id, s := range live {
@@ -307,11 +341,6 @@ func (a *Agent) SampleUsage(storage bool) error {
 		var rd reading
 		rd.u, rd.ok = m.SandboxUsage(id, storage)
 		rd.at = a.clock.Now()
-		for _, j := range a.jobs.List(s.spec.Tenant, id) {
-			if j.State == jobs.StateRunning || j.State == jobs.StateCancelling {
-				rd.running++
-			}
-		}
 		readings[id] = rd
 	}
 	now := a.clock.Now()
@@ -339,8 +368,7 @@ func (a *Agent) SampleUsage(storage bool) error {
 		}
 		if !r.Sampled.IsZero() {
 			if dt := min(now.Sub(r.Sampled), maxSampleGap); dt > 0 {
-				r.GiBHours += float64(rd.u.MemoryBytes) / (1 << 30) * dt.Hours()
-				r.JobSeconds += float64(rd.running) * dt.Seconds()
+				r.MiBSeconds += float64(rd.u.MemoryBytes) / (1 << 20) * dt.Seconds()
 			}
 		}
 		r.Sampled = now
@@ -348,13 +376,26 @@ func (a *Agent) SampleUsage(storage bool) error {
 	return a.usage.saveLocked()
 }
 
+// SaveUsage writes the book as it is (the charges of the jobs that ended
+// since the last sample with it), for an agent that stops.
+func (a *Agent) SaveUsage() error {
+	a.usage.mu.Lock()
+	defer a.usage.mu.Unlock()
+	return a.usage.saveLocked()
+}
+
 // Usage is the book's accounts of every sandbox.
 func (a *Agent) Usage() []UsageAccount {
 	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
+	recs := make([]*usageRecord, 0, len(a.usage.records))
 	out := make([]UsageAccount, 0, len(a.usage.records))
 	for id, r := range a.usage.records {
+		recs = append(recs, r)
 		out = append(out, r.account(id))
+	}
+	a.usage.mu.Unlock()
+	for i := range out {
+		a.addRunningJobs(recs[i], &out[i])
 	}
 	return out
 }
@@ -362,17 +403,34 @@ func (a *Agent) Usage() []UsageAccount {
 // UsageOf is the book's account of sandbox id, if it has one.
 func (a *Agent) UsageOf(id string) (UsageAccount, bool) {
 	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
 	r, ok := a.usage.records[id]
+	var acc UsageAccount
+	if ok {
+		acc = r.account(id)
+	}
+	a.usage.mu.Unlock()
 	if !ok {
 		return UsageAccount{}, false
 	}
-	return r.account(id), true
+	a.addRunningJobs(r, &acc)
+	return acc, true
+}
+
+// addRunningJobs adds to acc, read from r, what the sandbox's jobs that
+// have not ended ran so far. They are read after the book (whose jobs
+// ended before): a job that ends in between is missed by this account,
+// never counted twice, and what an account showed does not go back.
+func (a *Agent) addRunningJobs(r *usageRecord, acc *UsageAccount) {
+	running := a.jobs.RunTime(acc.SandboxID).Seconds()
+	a.usage.mu.Lock()
+	defer a.usage.mu.Unlock()
+	r.jobsShown = max(r.jobsShown, acc.JobSeconds+running)
+	acc.JobSeconds = r.jobsShown
 }
 
 // account is r's account of sandbox id.
 func (r *usageRecord) account(id string) UsageAccount {
-	acc := UsageAccount{SandboxID: id, Tenant: r.Tenant, CPUSeconds: r.total(), JobSeconds: r.JobSeconds, MemoryGiBHours: r.GiBHours,
+	acc := UsageAccount{SandboxID: id, Tenant: r.Tenant, CPUSeconds: r.total(), JobSeconds: r.JobSeconds, MemoryMiBSeconds: r.MiBSeconds,
 		MemoryBytes: r.memory, MemoryPeakBytes: r.peak, WorkspaceBytes: r.workspace, PileBytes: r.pileUse,
 		PeriodStart: r.PeriodStart, PeriodCPUSeconds: math.Max(0, r.total()-r.PeriodBase), Limits: r.Limits, Frozen: r.Frozen, Began: r.Began, Sampled: r.Sampled, Read: r.read}
 	if until, spent := r.exhaustedUntil(); spent {

@@ -19,12 +19,14 @@ package hostagent
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
+	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // TestUsageBook: CPU seconds add up over a sandbox's restarts (its
@@ -79,6 +81,49 @@ func TestUsageBook(t *testing.T) {
 	}
 	if got := r2.account("s1").PeriodCPUSeconds; got != 0 {
 		t.Fatalf("spent %v at the new period's start, want 0", got)
+	}
+}
+
+// TestUsageBookJobs: a job's run time is charged to its sandbox when it
+// ends, to the millisecond, and once: a job that an agent adopts, ended,
+// after a restart (its sandbox holds it until it is recycled) is not
+// charged again. The IDs the book keeps for that are bounded.
+func TestUsageBookJobs(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "usage.json")
+	b, err := newUsageBook(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.keepCharged = 2
+	t0 := time.Date(2026, 12, 3, 10, 0, 5, 0, time.UTC)
+	short := jobs.Ended{ID: "j1", Tenant: "ns/alice", SandboxID: "s1", Ran: 3250 * time.Millisecond}
+	b.chargeJob(short, t0)
+	b.chargeJob(short, t0) // told twice: charged once
+	if got := b.records["s1"].account("s1").JobSeconds; got != 3.25 {
+		t.Fatalf("a 3.25 s job charged %v s", got)
+	}
+	if err := b.saveLocked(); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := newUsageBook(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.keepCharged = 2
+	again.chargeJob(short, t0) // adopted ended by the next agent
+	if got := again.records["s1"].account("s1").JobSeconds; got != 3.25 {
+		t.Fatalf("after an agent restart that adopted the ended job: %v s, want 3.25", got)
+	}
+	for _, id := range []string{"j2", "j3", "j4"} {
+		again.chargeJob(jobs.Ended{ID: id, Tenant: "ns/alice", SandboxID: "s1", Ran: time.Millisecond}, t0)
+	}
+	r := again.records["s1"]
+	if got := r.account("s1").JobSeconds; got < 3.2529 || got > 3.2531 {
+		t.Fatalf("three 1 ms jobs after it: %v s, want 3.253", got)
+	}
+	if !slices.Equal(r.Charged, []string{"j3", "j4"}) {
+		t.Fatalf("the book keeps the IDs %v, want the last two", r.Charged)
 	}
 }
 

@@ -599,33 +599,37 @@ type SandboxStatus struct {
 	SigningKey *SigningKeyStatus `json:"signingKey,omitempty"`
 }
 
-// UsageStatus is what a sandbox has spent (docs/operations.md, "Usage"):
-// written by its node's agent at most once a minute, and at once when a
-// limit is reached or resets.
+// UsageStatus is what a sandbox has spent (docs/operations.md, "Usage"),
+// in units a bill is made of: milliseconds of CPU and of jobs' run time,
+// MiB-seconds of memory. Written by its node's agent at most once a
+// minute, and at once when a limit is reached or resets.
 type UsageStatus struct {
-	// CPUSeconds is the CPU time its processes used, over its restarts,
-	// since its agent began keeping account.
-	CPUSeconds int64 `json:"cpuSeconds"`
+	// CPUMilliseconds is the CPU time its processes used, over its
+	// restarts, since its agent began keeping account.
+	CPUMilliseconds int64 `json:"cpuMilliseconds"`
 
 	// MemoryPeakBytes is the most memory it held since it last started.
 	MemoryPeakBytes int64 `json:"memoryPeakBytes"`
 
-	// MemoryMiBHours is the memory it held over time.
-	MemoryMiBHours int64 `json:"memoryMiBHours"`
+	// MemoryMiBSeconds is the memory it held over time: MiB held times
+	// seconds held, read every --usage-interval.
+	MemoryMiBSeconds int64 `json:"memoryMiBSeconds"`
 
 	// StorageBytes is the disk its files (home, workspace, /tmp) and its
 	// pile take.
 	StorageBytes int64 `json:"storageBytes"`
 
-	// JobSeconds is the time its background jobs ran, summed over jobs.
-	JobSeconds int64 `json:"jobSeconds"`
+	// JobMilliseconds is the time its background jobs ran, summed over
+	// jobs: each from its start to its end (or now), less the time the
+	// sandbox was suspended or frozen.
+	JobMilliseconds int64 `json:"jobMilliseconds"`
 
 	// PeriodStart is when the current period of spec.usageLimits began,
-	// and PeriodCPUSeconds the CPU time spent in it.
+	// and PeriodCPUMilliseconds the CPU time spent in it.
 	// +optional
 	PeriodStart *metav1.Time `json:"periodStart,omitempty"`
 	// +optional
-	PeriodCPUSeconds int64 `json:"periodCPUSeconds,omitempty"`
+	PeriodCPUMilliseconds int64 `json:"periodCPUMilliseconds,omitempty"`
 
 	// ExhaustedUntil, when set, is when the limit the sandbox has spent
 	// resets; until then it is frozen and the calls that run something in

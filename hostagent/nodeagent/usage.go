@@ -31,7 +31,8 @@ import (
 
 // sampleUsage reads the sandboxes' use of the node into the agent's
 // usage book every interval (their disk every fourth time: a walk of
-// their files) until ctx ends.
+// their files) until ctx ends, and writes the book then: the jobs that
+// ended since the last sample are charged for the next agent.
 func sampleUsage(ctx context.Context, agent *hostagent.Agent, interval time.Duration, log logr.Logger) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -41,6 +42,9 @@ func sampleUsage(ctx context.Context, agent *hostagent.Agent, interval time.Dura
 		}
 		select {
 		case <-ctx.Done():
+			if err := agent.SaveUsage(); err != nil {
+				log.Error(err, "Writing the usage book")
+			}
 			return nil
 		case <-t.C:
 		}
@@ -61,19 +65,36 @@ func usageLimits(sbx *playgroundv1alpha1.Sandbox) hostagent.UsageLimits {
 }
 
 // usageStatusEvery is how often, at most, a sandbox's status.usage is
-// written while its figures change; a limit reached or reset is written
-// at once.
-const usageStatusEvery = time.Minute
+// written while its figures change by a step (usageSteps); a limit
+// reached or reset is written at once. usageStatusRefresh is how often,
+// at most, figures that moved by less are: a sandbox that only holds its
+// memory costs a write every ten minutes, not every minute.
+const (
+	usageStatusEvery   = time.Minute
+	usageStatusRefresh = 10 * time.Minute
+)
+
+// usageSteps are the steps of the figures (CPU, peak memory, memory over
+// time, storage, jobs, CPU in the period) that make a change worth a
+// write each minute: a CPU- or job-second, a MiB, a MiB-hour.
+var usageSteps = [6]int64{1000, 1 << 20, 3600, 1 << 20, 1000, 1000}
 
 // usageStatus is the status.usage to write for sandbox id, and whether it
-// is due: the first figures (a minute after the account began, or at once
-// with limits), a limit reached or reset, a new period, or figures that
-// changed over a minute after the last.
+// is due (usageDueFor).
 func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.UsageStatus) (*playgroundv1alpha1.UsageStatus, bool) {
 	acc, ok := r.agent.UsageOf(id)
 	if !ok {
 		return have, false
 	}
+	return usageStatusOf(acc, have)
+}
+
+// usageStatusOf is the status.usage of account acc, and whether it is due
+// over have: the first figures (a minute after the account began, or at
+// once with limits), a limit reached or reset, a new period, figures that
+// changed by a step over a minute after the last, or that changed at all
+// over ten minutes after.
+func usageStatusOf(acc hostagent.UsageAccount, have *playgroundv1alpha1.UsageStatus) (*playgroundv1alpha1.UsageStatus, bool) {
 	// A sandbox with limits has its CPU read more often than sampled.
 	sampled := acc.Sampled
 	if acc.Limits.CPUSeconds > 0 && acc.Read.After(sampled) {
@@ -83,16 +104,16 @@ func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.Usag
 		return have, false
 	}
 	want := &playgroundv1alpha1.UsageStatus{
-		CPUSeconds:      int64(acc.CPUSeconds),
-		MemoryPeakBytes: int64(acc.MemoryPeakBytes),
-		MemoryMiBHours:  int64(acc.MemoryGiBHours * 1024),
-		StorageBytes:    acc.WorkspaceBytes + acc.PileBytes,
-		JobSeconds:      int64(acc.JobSeconds),
-		SampleTime:      metav1.NewTime(sampled.Truncate(time.Second)),
+		CPUMilliseconds:  millis(acc.CPUSeconds),
+		MemoryPeakBytes:  int64(acc.MemoryPeakBytes),
+		MemoryMiBSeconds: int64(acc.MemoryMiBSeconds),
+		StorageBytes:     acc.WorkspaceBytes + acc.PileBytes,
+		JobMilliseconds:  millis(acc.JobSeconds),
+		SampleTime:       metav1.NewTime(sampled.Truncate(time.Second)),
 	}
 	if acc.Limits.CPUSeconds > 0 {
 		want.PeriodStart = ptrTime(acc.PeriodStart)
-		want.PeriodCPUSeconds = int64(acc.PeriodCPUSeconds)
+		want.PeriodCPUMilliseconds = millis(acc.PeriodCPUSeconds)
 	}
 	if !acc.ExhaustedUntil.IsZero() {
 		want.ExhaustedUntil = ptrTime(acc.ExhaustedUntil)
@@ -110,13 +131,26 @@ func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.Usag
 		return want, true
 	}
 	figures := func(u *playgroundv1alpha1.UsageStatus) [6]int64 {
-		return [6]int64{u.CPUSeconds, u.MemoryPeakBytes >> 20, u.MemoryMiBHours, u.StorageBytes >> 20, u.JobSeconds, u.PeriodCPUSeconds}
+		return [6]int64{u.CPUMilliseconds, u.MemoryPeakBytes, u.MemoryMiBSeconds, u.StorageBytes, u.JobMilliseconds, u.PeriodCPUMilliseconds}
 	}
-	if figures(have) != figures(want) && want.SampleTime.Sub(have.SampleTime.Time) >= usageStatusEvery {
+	h, w := figures(have), figures(want)
+	if h == w {
+		return have, false
+	}
+	since := want.SampleTime.Sub(have.SampleTime.Time)
+	for i := range h {
+		if h[i]/usageSteps[i] != w[i]/usageSteps[i] && since >= usageStatusEvery {
+			return want, true
+		}
+	}
+	if since >= usageStatusRefresh {
 		return want, true
 	}
 	return have, false
 }
+
+// millis is seconds s in whole milliseconds.
+func millis(s float64) int64 { return int64(s * 1000) }
 
 func ptrTime(t time.Time) *metav1.Time {
 	mt := metav1.NewTime(t.Truncate(time.Second))

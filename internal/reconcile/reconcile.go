@@ -275,10 +275,10 @@ func ConditionsHold(have, want []metav1.Condition, types ...string) bool {
 // ApplyUsage is u as an apply configuration (a Sandbox's or Tenant's
 // status.usage, every field of it).
 func ApplyUsage(u *playgroundv1alpha1.UsageStatus) *playgroundv1alpha1ac.UsageStatusApplyConfiguration {
-	ac := playgroundv1alpha1ac.UsageStatus().WithCPUSeconds(u.CPUSeconds).WithMemoryPeakBytes(u.MemoryPeakBytes).
-		WithMemoryMiBHours(u.MemoryMiBHours).WithStorageBytes(u.StorageBytes).WithJobSeconds(u.JobSeconds).WithSampleTime(u.SampleTime)
+	ac := playgroundv1alpha1ac.UsageStatus().WithCPUMilliseconds(u.CPUMilliseconds).WithMemoryPeakBytes(u.MemoryPeakBytes).
+		WithMemoryMiBSeconds(u.MemoryMiBSeconds).WithStorageBytes(u.StorageBytes).WithJobMilliseconds(u.JobMilliseconds).WithSampleTime(u.SampleTime)
 	if u.PeriodStart != nil {
-		ac = ac.WithPeriodStart(*u.PeriodStart).WithPeriodCPUSeconds(u.PeriodCPUSeconds)
+		ac = ac.WithPeriodStart(*u.PeriodStart).WithPeriodCPUMilliseconds(u.PeriodCPUMilliseconds)
 	}
 	if u.ExhaustedUntil != nil {
 		ac = ac.WithExhaustedUntil(*u.ExhaustedUntil)

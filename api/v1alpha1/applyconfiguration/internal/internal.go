@@ -954,22 +954,22 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.playground-dev.playground.api.v1alpha1.UsageStatus
   map:
     fields:
-    - name: cpuSeconds
+    - name: cpuMilliseconds
       type:
         scalar: numeric
     - name: exhaustedUntil
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
-    - name: jobSeconds
+    - name: jobMilliseconds
       type:
         scalar: numeric
-    - name: memoryMiBHours
+    - name: memoryMiBSeconds
       type:
         scalar: numeric
     - name: memoryPeakBytes
       type:
         scalar: numeric
-    - name: periodCPUSeconds
+    - name: periodCPUMilliseconds
       type:
         scalar: numeric
     - name: periodStart

@@ -25,26 +25,30 @@ import (
 // UsageStatusApplyConfiguration represents a declarative configuration of the UsageStatus type for use
 // with apply.
 //
-// UsageStatus is what a sandbox has spent (docs/operations.md, "Usage"):
-// written by its node's agent at most once a minute, and at once when a
-// limit is reached or resets.
+// UsageStatus is what a sandbox has spent (docs/operations.md, "Usage"),
+// in units a bill is made of: milliseconds of CPU and of jobs' run time,
+// MiB-seconds of memory. Written by its node's agent at most once a
+// minute, and at once when a limit is reached or resets.
 type UsageStatusApplyConfiguration struct {
-	// CPUSeconds is the CPU time its processes used, over its restarts,
-	// since its agent began keeping account.
-	CPUSeconds *int64 `json:"cpuSeconds,omitempty"`
+	// CPUMilliseconds is the CPU time its processes used, over its
+	// restarts, since its agent began keeping account.
+	CPUMilliseconds *int64 `json:"cpuMilliseconds,omitempty"`
 	// MemoryPeakBytes is the most memory it held since it last started.
 	MemoryPeakBytes *int64 `json:"memoryPeakBytes,omitempty"`
-	// MemoryMiBHours is the memory it held over time.
-	MemoryMiBHours *int64 `json:"memoryMiBHours,omitempty"`
+	// MemoryMiBSeconds is the memory it held over time: MiB held times
+	// seconds held, read every --usage-interval.
+	MemoryMiBSeconds *int64 `json:"memoryMiBSeconds,omitempty"`
 	// StorageBytes is the disk its files (home, workspace, /tmp) and its
 	// pile take.
 	StorageBytes *int64 `json:"storageBytes,omitempty"`
-	// JobSeconds is the time its background jobs ran, summed over jobs.
-	JobSeconds *int64 `json:"jobSeconds,omitempty"`
+	// JobMilliseconds is the time its background jobs ran, summed over
+	// jobs: each from its start to its end (or now), less the time the
+	// sandbox was suspended or frozen.
+	JobMilliseconds *int64 `json:"jobMilliseconds,omitempty"`
 	// PeriodStart is when the current period of spec.usageLimits began,
-	// and PeriodCPUSeconds the CPU time spent in it.
-	PeriodStart      *v1.Time `json:"periodStart,omitempty"`
-	PeriodCPUSeconds *int64   `json:"periodCPUSeconds,omitempty"`
+	// and PeriodCPUMilliseconds the CPU time spent in it.
+	PeriodStart           *v1.Time `json:"periodStart,omitempty"`
+	PeriodCPUMilliseconds *int64   `json:"periodCPUMilliseconds,omitempty"`
 	// ExhaustedUntil, when set, is when the limit the sandbox has spent
 	// resets; until then it is frozen and the calls that run something in
 	// it or reach it are refused.
@@ -59,11 +63,11 @@ func UsageStatus() *UsageStatusApplyConfiguration {
 	return &UsageStatusApplyConfiguration{}
 }
 
-// WithCPUSeconds sets the CPUSeconds field in the declarative configuration to the given value
+// WithCPUMilliseconds sets the CPUMilliseconds field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the CPUSeconds field is set to the value of the last call.
-func (b *UsageStatusApplyConfiguration) WithCPUSeconds(value int64) *UsageStatusApplyConfiguration {
-	b.CPUSeconds = &value
+// If called multiple times, the CPUMilliseconds field is set to the value of the last call.
+func (b *UsageStatusApplyConfiguration) WithCPUMilliseconds(value int64) *UsageStatusApplyConfiguration {
+	b.CPUMilliseconds = &value
 	return b
 }
 
@@ -75,11 +79,11 @@ func (b *UsageStatusApplyConfiguration) WithMemoryPeakBytes(value int64) *UsageS
 	return b
 }
 
-// WithMemoryMiBHours sets the MemoryMiBHours field in the declarative configuration to the given value
+// WithMemoryMiBSeconds sets the MemoryMiBSeconds field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the MemoryMiBHours field is set to the value of the last call.
-func (b *UsageStatusApplyConfiguration) WithMemoryMiBHours(value int64) *UsageStatusApplyConfiguration {
-	b.MemoryMiBHours = &value
+// If called multiple times, the MemoryMiBSeconds field is set to the value of the last call.
+func (b *UsageStatusApplyConfiguration) WithMemoryMiBSeconds(value int64) *UsageStatusApplyConfiguration {
+	b.MemoryMiBSeconds = &value
 	return b
 }
 
@@ -91,11 +95,11 @@ func (b *UsageStatusApplyConfiguration) WithStorageBytes(value int64) *UsageStat
 	return b
 }
 
-// WithJobSeconds sets the JobSeconds field in the declarative configuration to the given value
+// WithJobMilliseconds sets the JobMilliseconds field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the JobSeconds field is set to the value of the last call.
-func (b *UsageStatusApplyConfiguration) WithJobSeconds(value int64) *UsageStatusApplyConfiguration {
-	b.JobSeconds = &value
+// If called multiple times, the JobMilliseconds field is set to the value of the last call.
+func (b *UsageStatusApplyConfiguration) WithJobMilliseconds(value int64) *UsageStatusApplyConfiguration {
+	b.JobMilliseconds = &value
 	return b
 }
 
@@ -107,11 +111,11 @@ func (b *UsageStatusApplyConfiguration) WithPeriodStart(value v1.Time) *UsageSta
 	return b
 }
 
-// WithPeriodCPUSeconds sets the PeriodCPUSeconds field in the declarative configuration to the given value
+// WithPeriodCPUMilliseconds sets the PeriodCPUMilliseconds field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the PeriodCPUSeconds field is set to the value of the last call.
-func (b *UsageStatusApplyConfiguration) WithPeriodCPUSeconds(value int64) *UsageStatusApplyConfiguration {
-	b.PeriodCPUSeconds = &value
+// If called multiple times, the PeriodCPUMilliseconds field is set to the value of the last call.
+func (b *UsageStatusApplyConfiguration) WithPeriodCPUMilliseconds(value int64) *UsageStatusApplyConfiguration {
+	b.PeriodCPUMilliseconds = &value
 	return b
 }
 
