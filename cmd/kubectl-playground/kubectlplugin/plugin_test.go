@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -319,5 +320,68 @@ func TestStatusShowsWorker(t *testing.T) {
 	}
 	if err := Run(ctx, []string{"logs", "unmapped", "-n", ns}, admin(&out, &errOut)); err == nil || !strings.Contains(err.Error(), "no WorkerMapping") {
 		t.Errorf("logs of a tenant without a mapping: %v", err)
+	}
+}
+
+// TestStatusShowsUsage: status shows what the tenant's sandbox spent, as
+// its agent wrote it, in the units it is charged in: CPU and jobs to the
+// millisecond, memory in MiB-seconds, and where its limit stands (issue
+// 50: a trial read all zeros, and the plugin showed none of it).
+func TestStatusShowsUsage(t *testing.T) {
+	ctx := context.Background()
+	const ns = "status-usage"
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	limits := &playgroundv1alpha1.UsageLimits{Period: metav1.Duration{Duration: time.Hour}, CPUSeconds: ptr.To[int64](60)}
+	tenant := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ada"}}
+	tenant.Spec.Sandbox.UsageLimits = limits
+	if err := k8s.Create(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	s := &playgroundv1alpha1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ada"},
+		Spec: playgroundv1alpha1.SandboxSpec{TenantRef: playgroundv1alpha1.LocalObjectReference{Name: "ada"},
+			SandboxTemplate: playgroundv1alpha1.SandboxTemplate{UsageLimits: limits}},
+	}
+	if err := k8s.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	start := metav1.NewTime(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+	s.Status.Usage = &playgroundv1alpha1.UsageStatus{CPUMilliseconds: 312, JobMilliseconds: 3250, MemoryMiBSeconds: 1234,
+		MemoryPeakBytes: 64 << 20, StorageBytes: 12 << 20, PeriodStart: &start, PeriodCPUMilliseconds: 312, SampleTime: metav1.Now()}
+	if err := k8s.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut bytes.Buffer
+	if err := Run(ctx, []string{"-n", ns, "status", "ada"}, admin(&out, &errOut)); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			lines[f[0]] = strings.Join(f, " ")
+		}
+	}
+	want := map[string]string{
+		"cpu":     "cpu 0.312 CPU-seconds",
+		"jobs":    "jobs 3.250 s of background jobs' run time",
+		"memory":  "memory 1234 MiB-seconds (peak 64Mi)",
+		"storage": "storage 12Mi",
+		"limit":   "limit 0.312 of 60 CPU-seconds per 1h0m0s, since 2026-12-03T10:00:00Z",
+	}
+	for first, line := range want {
+		if lines[first] != line {
+			t.Errorf("status prints\n  %q\nwant\n  %q\nin:\n%s", lines[first], line, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := Run(ctx, []string{"-n", ns, "status", "ada", "-o", "json"}, admin(&out, &errOut)); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"jobMilliseconds": 3250`) {
+		t.Errorf("status -o json has no usage:\n%s", out.String())
 	}
 }

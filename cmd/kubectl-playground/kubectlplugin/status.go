@@ -87,6 +87,8 @@ type tenantStatus struct {
 	// EgressDenials are the latest names and answers the sandbox's
 	// resolver refused (Events EgressDenied), newest first.
 	EgressDenials []denialRow `json:"egressDenials,omitempty"`
+	// Usage is what the sandbox spent, as its agent last wrote it.
+	Usage *playgroundv1alpha1.UsageStatus `json:"usage,omitempty"`
 }
 
 // denialRow is an EgressDenied Event of the tenant's sandbox.
@@ -321,6 +323,8 @@ func (x *cli) status(ctx context.Context, name string) error {
 		st.Faculties = x.facultyRows(ctx, name, s)
 		st.EgressDenials = x.egressDenials(ctx, s)
 	}
+	var limits *playgroundv1alpha1.UsageLimits
+	st.Usage, limits = usageOf(t, s)
 	if x.output != "" {
 		return x.print(st)
 	}
@@ -344,6 +348,12 @@ func (x *cli) status(ctx context.Context, name string) error {
 			fmt.Fprintf(w, "%s\t%d\t%s\n", d.Last.UTC().Format(time.RFC3339), d.Count, d.Message)
 		}
 		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if st.Usage != nil {
+		fmt.Fprintln(x.out)
+		if err := printUsage(x.out, st.Usage, limits, time.Now()); err != nil {
 			return err
 		}
 	}
