@@ -102,7 +102,7 @@ func (r *TenantReconciler) reconcileSigningKey(ctx context.Context, t *playgroun
 		// Described already: the Secret is read again only when something
 		// asks for another key (a cache of Secrets this one is not in
 		// would cost a read per pass). An owner to change is the
-		// exception (reclaimPolicy changed).
+		// exception (spec.pile.reclaimPolicy changed).
 		if r.keyOwnerSettled(t) {
 			return nil
 		}
@@ -203,7 +203,7 @@ func (r *TenantReconciler) secret(ctx context.Context, key client.ObjectKey) (*c
 // keyOwned says whether a generated key's Secret is the Tenant's to
 // delete with it: under reclaim policy Delete.
 func keyOwned(t *playgroundv1alpha1.Tenant) bool {
-	return t.Spec.Sandbox.Storage.ReclaimPolicy == playgroundv1alpha1.ReclaimDelete
+	return t.Spec.Pile.ReclaimPolicy == playgroundv1alpha1.ReclaimDelete
 }
 
 // keyOwnerSettled says whether the generated key's Secret was last

@@ -43,7 +43,7 @@ import (
 )
 
 // SigningKeyReconciler hands the agent of a Sandbox's node the signing
-// key of the Secret the Sandbox names (spec.signingKey), and nothing to
+// key of the Secret the Sandbox names (spec.pile.signingKey), and nothing to
 // any other node: agents read no Secrets (see EgressCredentialReconciler).
 // The key is delivered as soon as the Sandbox is bound, addressed by the
 // Sandbox object, so that its sandbox's first start can have it; again
@@ -83,7 +83,7 @@ func (r *SigningKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Client.Get(ctx, req.NamespacedName, sbx); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !sbx.DeletionTimestamp.IsZero() || sbx.Spec.SigningKey == nil {
+	if !sbx.DeletionTimestamp.IsZero() || sbx.Spec.Pile.SigningKey == nil {
 		r.forget(sbx.UID)
 		return ctrl.Result{}, nil
 	}
@@ -101,7 +101,7 @@ func (r *SigningKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if reg.Endpoint == "" {
 		return ctrl.Result{}, nil // registered later: its Lease changes then
 	}
-	key, managed, why, err := r.secretKey(ctx, sbx.Namespace, sbx.Spec.SigningKey.SecretName)
+	key, managed, why, err := r.secretKey(ctx, sbx.Namespace, sbx.Spec.Pile.SigningKey.SecretName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -194,7 +194,7 @@ func (r *SigningKeyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("signingkey").
 		For(&playgroundv1alpha1.Sandbox{}, builder.WithPredicates(sandboxChanged)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(sandboxesOfNode(r.Client, r.Options.LeaseNamespace,
-			func(s *playgroundv1alpha1.Sandbox) bool { return s.Spec.SigningKey != nil })),
+			func(s *playgroundv1alpha1.Sandbox) bool { return s.Spec.Pile.SigningKey != nil })),
 			builder.WithPredicates(agentStarted)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Complete(r)

@@ -98,8 +98,9 @@ const (
 	// ReasonFromSnapshotImmutable (Stalled): spec.sandbox.fromSnapshot
 	// differs from the existing Sandbox's, which it started from.
 	ReasonFromSnapshotImmutable = "FromSnapshotImmutable"
-	// ReasonStorageImmutable (Stalled): spec.sandbox.storage asks for other
-	// size or inode limits than the bound Sandbox's, which are fixed.
+	// ReasonStorageImmutable (Stalled): spec.sandbox.storage or spec.pile
+	// asks for other size or inode limits than the bound Sandbox's, which
+	// are fixed.
 	ReasonStorageImmutable = "StorageImmutable"
 	// ReasonSandboxError: reading or writing the Sandbox failed; retried.
 	ReasonSandboxError = "SandboxError"
@@ -611,13 +612,16 @@ func desiredSandbox(t *playgroundv1alpha1.Tenant) *playgroundv1alpha1.Sandbox {
 			Persona:         persona,
 			SandboxTemplate: *t.Spec.Sandbox.DeepCopy(),
 			Suspended:       t.Spec.Suspended,
-			SigningKey:      signingKeySource(t.Status.SigningKey),
-			SharedPile:      t.Spec.Pile.Shared.DeepCopy(),
+			Pile: playgroundv1alpha1.SandboxPile{
+				PileStorage: *t.Spec.Pile.PileStorage.DeepCopy(),
+				SigningKey:  signingKeySource(t.Status.SigningKey),
+				Shared:      t.Spec.Pile.Shared.DeepCopy(),
+			},
 		},
 	}
 }
 
-// signingKeySource is the Sandbox's spec.signingKey for the tenant's key,
+// signingKeySource is the Sandbox's spec.pile.signingKey for the tenant's key,
 // as its status describes it; nil while it describes none.
 func signingKeySource(st *playgroundv1alpha1.TenantSigningKeyStatus) *playgroundv1alpha1.SigningKeySource {
 	if st == nil || st.SecretName == "" {
@@ -644,21 +648,25 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 	set("persona", have.Persona == w.Persona, func() { have.Persona = w.Persona })
 	set("suspended", have.Suspended == w.Suspended, func() { have.Suspended = w.Suspended })
 	set("resources", equality.Semantic.DeepEqual(have.Resources, w.Resources), func() { have.Resources = w.Resources })
+	// The writable layer's and the pile's limits are fixed on the node
+	// once bound; the pile's reclaim policy follows the Tenant always.
+	pileLimits := func(p playgroundv1alpha1.PileStorage) playgroundv1alpha1.PileStorage { p.ReclaimPolicy = ""; return p }
 	if have.NodeName == "" {
 		set("storage", equality.Semantic.DeepEqual(have.Storage, w.Storage), func() { have.Storage = w.Storage })
+		set("pile", equality.Semantic.DeepEqual(have.Pile.PileStorage, w.Pile.PileStorage), func() { have.Pile.PileStorage = w.Pile.PileStorage })
 	} else {
-		set("storage", have.Storage.ReclaimPolicy == w.Storage.ReclaimPolicy, func() { have.Storage.ReclaimPolicy = w.Storage.ReclaimPolicy })
-		limits := func(s playgroundv1alpha1.StorageSpec) playgroundv1alpha1.StorageSpec { s.ReclaimPolicy = ""; return s }
-		storageFixed = !equality.Semantic.DeepEqual(limits(have.Storage), limits(w.Storage))
+		set("pile", have.Pile.ReclaimPolicy == w.Pile.ReclaimPolicy, func() { have.Pile.ReclaimPolicy = w.Pile.ReclaimPolicy })
+		storageFixed = !equality.Semantic.DeepEqual(have.Storage, w.Storage) ||
+			!equality.Semantic.DeepEqual(pileLimits(have.Pile.PileStorage), pileLimits(w.Pile.PileStorage))
 	}
 	set("faculties", equality.Semantic.DeepEqual(have.Faculties, w.Faculties), func() { have.Faculties = w.Faculties })
-	set("sharedPile", equality.Semantic.DeepEqual(have.SharedPile, w.SharedPile), func() { have.SharedPile = w.SharedPile })
+	set("pile.shared", equality.Semantic.DeepEqual(have.Pile.Shared, w.Pile.Shared), func() { have.Pile.Shared = w.Pile.Shared })
 	set("loginProfile", equality.Semantic.DeepEqual(have.LoginProfile, w.LoginProfile), func() { have.LoginProfile = w.LoginProfile })
 	set("network", equality.Semantic.DeepEqual(have.Network, w.Network), func() { have.Network = w.Network })
 	set("idleSuspend", equality.Semantic.DeepEqual(have.IdleSuspend, w.IdleSuspend), func() { have.IdleSuspend = w.IdleSuspend })
 	set("usageLimits", equality.Semantic.DeepEqual(have.UsageLimits, w.UsageLimits), func() { have.UsageLimits = w.UsageLimits })
-	if w.SigningKey != nil { // none: the tenant's key could not be read this pass
-		set("signingKey", equality.Semantic.DeepEqual(have.SigningKey, w.SigningKey), func() { have.SigningKey = w.SigningKey })
+	if w.Pile.SigningKey != nil { // none: the tenant's key could not be read this pass
+		set("pile.signingKey", equality.Semantic.DeepEqual(have.Pile.SigningKey, w.Pile.SigningKey), func() { have.Pile.SigningKey = w.Pile.SigningKey })
 	}
 	if have.NodeName == "" {
 		set("nodeSelector", equality.Semantic.DeepEqual(have.NodeSelector, w.NodeSelector), func() { have.NodeSelector = w.NodeSelector })
@@ -780,7 +788,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	}
 	// A sandbox grows only within its namespace's ceilings; refused, it
 	// keeps the resources and storage it has, and the rest is copied.
-	written, roomErr := r.withinNamespaceCeilings(ctx, want, &sbx.Spec.SandboxTemplate)
+	written, roomErr := r.withinNamespaceCeilings(ctx, want, &sbx.Spec)
 	defer written()
 	if roomErr != nil {
 		if !pgreconcile.Settled(roomErr) {
@@ -806,7 +814,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 				"Sandbox %s runs backend %s and cannot change to %s", sbx.Name, sbx.Spec.Backend, want.Spec.Backend)
 		}
 		return pgreconcile.Stall(ReasonBackendImmutable,
-			"spec.sandbox.backend is %s but Sandbox %s runs %s, and a sandbox's backend cannot change: set it back, or delete Sandbox %s to have it re-created with %s (its pile follows its reclaimPolicy)",
+			"spec.sandbox.backend is %s but Sandbox %s runs %s, and a sandbox's backend cannot change: set it back, or delete Sandbox %s to have it re-created with %s (its pile follows spec.pile.reclaimPolicy)",
 			want.Spec.Backend, sbx.Name, sbx.Spec.Backend, sbx.Name, want.Spec.Backend)
 	}
 	if have, w := playgroundv1alpha1.IsolationOf(sbx), playgroundv1alpha1.IsolationOf(want); have != w {
@@ -815,7 +823,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 				"Sandbox %s runs with %s isolation and cannot change to %s", sbx.Name, have, w)
 		}
 		return pgreconcile.Stall(ReasonIsolationImmutable,
-			"spec.sandbox.isolation is %s but Sandbox %s runs with %s, and a sandbox's isolation cannot change: set it back, or delete Sandbox %s to have it re-created with %s (its files go; its pile follows its reclaimPolicy)",
+			"spec.sandbox.isolation is %s but Sandbox %s runs with %s, and a sandbox's isolation cannot change: set it back, or delete Sandbox %s to have it re-created with %s (its files go; its pile follows spec.pile.reclaimPolicy)",
 			w, sbx.Name, have, sbx.Name, w)
 	}
 	if have, w := sbx.Spec.FromSnapshot, want.Spec.FromSnapshot; have != w {
@@ -824,7 +832,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 				"Sandbox %s started from snapshot %q and cannot start again from %q", sbx.Name, have, w)
 		}
 		return pgreconcile.Stall(ReasonFromSnapshotImmutable,
-			"spec.sandbox.fromSnapshot is %q but Sandbox %s started from %q, and a sandbox starts once: set it back, or delete Sandbox %s to have it re-created from %q (its files go; its pile follows its reclaimPolicy)",
+			"spec.sandbox.fromSnapshot is %q but Sandbox %s started from %q, and a sandbox starts once: set it back, or delete Sandbox %s to have it re-created from %q (its files go; its pile follows spec.pile.reclaimPolicy)",
 			w, sbx.Name, have, sbx.Name, w)
 	}
 	if storageFixed {
@@ -833,7 +841,7 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 				"Sandbox %s keeps the storage limits it was provisioned with", sbx.Name)
 		}
 		return pgreconcile.Stall(ReasonStorageImmutable,
-			"spec.sandbox.storage asks for other size or inode limits than Sandbox %s was provisioned with on node %s, and they are fixed there: set them back, or delete Sandbox %s to have it re-created with the new limits (its files go; its pile follows its reclaimPolicy and keeps its old limits)",
+			"spec.sandbox.storage or spec.pile asks for other size or inode limits than Sandbox %s was provisioned with on node %s, and they are fixed there: set them back, or delete Sandbox %s to have it re-created with the new limits (its files go; its pile follows spec.pile.reclaimPolicy, and a retained one keeps its old limits)",
 			sbx.Name, sbx.Spec.NodeName, sbx.Name)
 	}
 	if roomErr != nil {

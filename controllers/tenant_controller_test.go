@@ -214,10 +214,10 @@ func TestTenantLifecycle(t *testing.T) {
 		Persona: "alice-agent",
 		Sandbox: playgroundv1alpha1.SandboxTemplate{
 			Resources:    playgroundv1alpha1.SandboxResources{CPU: &cpu2, Memory: &mem},
-			Storage:      playgroundv1alpha1.StorageSpec{ReclaimPolicy: playgroundv1alpha1.ReclaimDelete},
 			Faculties:    []playgroundv1alpha1.FacultyBundleReference{{Name: "tools"}},
 			LoginProfile: playgroundv1alpha1.LoginProfile{Env: []playgroundv1alpha1.EnvVar{{Name: "EDITOR", Value: "vi"}}},
 		},
+		Pile: playgroundv1alpha1.TenantPile{PileStorage: playgroundv1alpha1.PileStorage{ReclaimPolicy: playgroundv1alpha1.ReclaimDelete}},
 	})
 	var tokens []string
 
@@ -242,7 +242,7 @@ func TestTenantLifecycle(t *testing.T) {
 		g.Expect(sbx.Spec.Resources.CPU.Cmp(cpu2)).To(Equal(0))
 		g.Expect(sbx.Spec.Resources.Memory.Cmp(mem)).To(Equal(0))
 		g.Expect(*sbx.Spec.Resources.PIDs).To(Equal(int64(1024)), "the template's defaults reach the Sandbox")
-		g.Expect(sbx.Spec.Storage.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimDelete))
+		g.Expect(sbx.Spec.Pile.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimDelete))
 		g.Expect(sbx.Spec.Faculties).To(Equal([]playgroundv1alpha1.FacultyBundleReference{{Name: "tools"}}))
 		g.Expect(sbx.Spec.LoginProfile.Env).To(Equal([]playgroundv1alpha1.EnvVar{{Name: "EDITOR", Value: "vi"}}))
 		g.Expect(sbx.Spec.Network.Mode).To(Equal(playgroundv1alpha1.NetworkNone), "no network unless asked")
@@ -267,7 +267,7 @@ func TestTenantLifecycle(t *testing.T) {
 	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) {
 		tn.Spec.Persona = ""
 		tn.Spec.Sandbox.LoginProfile.Env = append(tn.Spec.Sandbox.LoginProfile.Env, playgroundv1alpha1.EnvVar{Name: "PAGER", Value: "less"})
-		tn.Spec.Sandbox.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimRetain
+		tn.Spec.Pile.ReclaimPolicy = playgroundv1alpha1.ReclaimRetain
 		tn.Spec.Sandbox.Network = playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress,
 			Egress: []playgroundv1alpha1.EgressRule{{CIDR: "203.0.113.0/24", Ports: []int32{443}}}}
 	})
@@ -278,7 +278,7 @@ func TestTenantLifecycle(t *testing.T) {
 		g.Expect(sbx.Spec.Network.Egress).To(Equal([]playgroundv1alpha1.EgressRule{{CIDR: "203.0.113.0/24", Ports: []int32{443}}}))
 		g.Expect(sbx.Spec.Persona).To(Equal(name), "the persona defaults to the tenant's name")
 		g.Expect(sbx.Spec.LoginProfile.Env).To(HaveLen(2))
-		g.Expect(sbx.Spec.Storage.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimRetain))
+		g.Expect(sbx.Spec.Pile.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimRetain))
 		g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonSandboxUpdated))
 	})
 
@@ -513,10 +513,10 @@ func TestTenantReady(t *testing.T) {
 	eventually(t, ready)
 
 	// Storage limits are fixed once bound: Stalled, until reverted; the
-	// reclaim policy still follows the template.
+	// pile's reclaim policy still follows the Tenant.
 	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) {
-		tn.Spec.Sandbox.Storage.Pile.Inodes = ptr.To[int64](8192)
-		tn.Spec.Sandbox.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
+		tn.Spec.Pile.Inodes = ptr.To[int64](8192)
+		tn.Spec.Pile.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
 	})
 	eventually(t, func(g Gomega) {
 		tn := getTenant(g, ns, name)
@@ -524,10 +524,10 @@ func TestTenantReady(t *testing.T) {
 		g.Expect([]string{string(stalled.Status), stalled.Reason}).To(Equal([]string{"True", ReasonStorageImmutable}))
 		g.Expect(tenantEvents(g, ns, name)).To(HaveKey(ReasonStorageImmutable))
 		sbx := getSandbox(g, ns, name)
-		g.Expect(sbx.Spec.Storage.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
-		g.Expect(sbx.Spec.Storage.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimDelete))
+		g.Expect(sbx.Spec.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
+		g.Expect(sbx.Spec.Pile.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimDelete))
 	})
-	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.Storage.Pile.Inodes = ptr.To[int64](4096) })
+	updateTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Pile.Inodes = ptr.To[int64](4096) })
 	eventually(t, ready)
 }
 
@@ -740,7 +740,15 @@ func TestUpdateSandbox(t *testing.T) {
 		{name: "label repaired", have: func(s *playgroundv1alpha1.Sandbox) { s.Labels = nil }, changed: []string{"labels"}},
 		{name: "storage while unbound", want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Size = &two }, changed: []string{"storage"}},
 		{name: "storage limits once bound", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
-			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Pile.Inodes = ptr.To[int64](300) }, storage: true, nodeName: "n1"},
+			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Pile.Inodes = ptr.To[int64](300) }, storage: true, nodeName: "n1"},
+		{name: "pile limits while unbound", want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Pile.Inodes = ptr.To[int64](300) }, changed: []string{"pile"}},
+		{name: "writable layer once bound", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
+			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.Size = &two }, storage: true, nodeName: "n1"},
+		{name: "shared pile and signing key, once bound too", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
+			want: func(s *playgroundv1alpha1.Sandbox) {
+				s.Spec.Pile.Shared = &playgroundv1alpha1.FacultyBundleReference{Name: "commons"}
+				s.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "t-signing-key"}
+			}, changed: []string{"pile.shared", "pile.signingKey"}, nodeName: "n1"},
 		{name: "idle suspension, once bound too", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
 			want: func(s *playgroundv1alpha1.Sandbox) {
 				s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: time.Minute}}
@@ -750,7 +758,7 @@ func TestUpdateSandbox(t *testing.T) {
 				s.Spec.UsageLimits = &playgroundv1alpha1.UsageLimits{Period: metav1.Duration{Duration: time.Hour}, CPUSeconds: ptr.To[int64](60)}
 			}, changed: []string{"usageLimits"}, nodeName: "n1"},
 		{name: "reclaim policy once bound", have: func(s *playgroundv1alpha1.Sandbox) { s.Spec.NodeName = "n1" },
-			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete }, changed: []string{"storage"}, nodeName: "n1"},
+			want: func(s *playgroundv1alpha1.Sandbox) { s.Spec.Pile.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete }, changed: []string{"pile"}, nodeName: "n1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -284,7 +284,7 @@ type sandboxUse struct {
 	cpu, memory, storage resource.Quantity
 }
 
-func useOf(s *playgroundv1alpha1.SandboxTemplate) sandboxUse {
+func useOf(s *playgroundv1alpha1.SandboxSpec) sandboxUse {
 	var u sandboxUse
 	add := func(to *resource.Quantity, q *resource.Quantity) {
 		if q != nil {
@@ -294,7 +294,7 @@ func useOf(s *playgroundv1alpha1.SandboxTemplate) sandboxUse {
 	add(&u.cpu, s.Resources.CPU)
 	add(&u.memory, s.Resources.Memory)
 	add(&u.storage, s.Storage.Size)
-	add(&u.storage, s.Storage.Pile.Size)
+	add(&u.storage, s.Pile.Size)
 	return u
 }
 
@@ -306,7 +306,7 @@ func hasNamespaceCeilings(p *playgroundv1alpha1.TenantPolicy) bool {
 
 // grows says whether want asks for more of some resource than have (nil:
 // a Sandbox to create).
-func grows(want, have *playgroundv1alpha1.SandboxTemplate) bool {
+func grows(want, have *playgroundv1alpha1.SandboxSpec) bool {
 	if have == nil {
 		return true
 	}
@@ -323,9 +323,9 @@ func grows(want, have *playgroundv1alpha1.SandboxTemplate) bool {
 // from the API server, not the cache, which may not hold the write of
 // the check before) to the write, so that two Tenants created at once
 // cannot both take the last of a ceiling.
-func (r *TenantReconciler) withinNamespaceCeilings(ctx context.Context, want *playgroundv1alpha1.Sandbox, have *playgroundv1alpha1.SandboxTemplate) (func(), error) {
+func (r *TenantReconciler) withinNamespaceCeilings(ctx context.Context, want *playgroundv1alpha1.Sandbox, have *playgroundv1alpha1.SandboxSpec) (func(), error) {
 	noop := func() {}
-	if !grows(&want.Spec.SandboxTemplate, have) {
+	if !grows(&want.Spec, have) {
 		return noop, nil
 	}
 	selected, _, err := policiesOf(ctx, r.Client, want.Namespace)
@@ -355,12 +355,12 @@ func (r *TenantReconciler) withinNamespaceCeilings(ctx context.Context, want *pl
 			continue
 		}
 		count++
-		u := useOf(&s.Spec.SandboxTemplate)
+		u := useOf(&s.Spec)
 		others.cpu.Add(u.cpu)
 		others.memory.Add(u.memory)
 		others.storage.Add(u.storage)
 	}
-	this := useOf(&want.Spec.SandboxTemplate)
+	this := useOf(&want.Spec)
 	for i := range bounding {
 		if why := namespaceCeilingPassed(&bounding[i], want.Namespace, count, others, this, have == nil); why != "" {
 			unlock()
@@ -385,9 +385,9 @@ func namespaceCeilingPassed(p *playgroundv1alpha1.TenantPolicy, ns string, count
 		others, asked resource.Quantity
 		field         string
 	}{
-		{"CPU", n.MaxCPU, others.cpu, this.cpu, "resources.cpu"},
-		{"memory", n.MaxMemory, others.memory, this.memory, "resources.memory"},
-		{"storage", n.MaxStorage, others.storage, this.storage, "storage.size and storage.pile.size"},
+		{"CPU", n.MaxCPU, others.cpu, this.cpu, "spec.sandbox.resources.cpu"},
+		{"memory", n.MaxMemory, others.memory, this.memory, "spec.sandbox.resources.memory"},
+		{"storage", n.MaxStorage, others.storage, this.storage, "spec.sandbox.storage.size and spec.pile.size"},
 	} {
 		if c.max == nil {
 			continue
@@ -401,7 +401,7 @@ func namespaceCeilingPassed(p *playgroundv1alpha1.TenantPolicy, ns string, count
 		left.Sub(c.others)
 		room := "none is left: lower another tenant's first"
 		if left.Sign() > 0 {
-			room = "ask for " + left.String() + " or less in spec.sandbox." + c.field
+			room = "ask for " + left.String() + " or less in " + c.field
 		}
 		what := "no Sandbox is created for this tenant"
 		if !creating {
@@ -414,12 +414,13 @@ func namespaceCeilingPassed(p *playgroundv1alpha1.TenantPolicy, ns string, count
 }
 
 // keepUse makes want ask for what have has of resources and storage (the
-// reclaim policy apart): a change the namespace's ceilings refused.
+// pile's reclaim policy apart): a change the namespace's ceilings refused.
 func keepUse(want *playgroundv1alpha1.Sandbox, have *playgroundv1alpha1.Sandbox) {
-	reclaim := want.Spec.Storage.ReclaimPolicy
+	reclaim := want.Spec.Pile.ReclaimPolicy
 	want.Spec.Resources = *have.Spec.Resources.DeepCopy()
 	want.Spec.Storage = *have.Spec.Storage.DeepCopy()
-	want.Spec.Storage.ReclaimPolicy = reclaim
+	want.Spec.Pile.PileStorage = *have.Spec.Pile.PileStorage.DeepCopy()
+	want.Spec.Pile.ReclaimPolicy = reclaim
 }
 
 // tenantsOfPolicyChange brings back, when a TenantPolicy changes, the

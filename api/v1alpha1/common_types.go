@@ -106,16 +106,16 @@ type SandboxResources struct {
 	PIDs *int64 `json:"pids,omitempty"`
 }
 
-// StorageSpec describes the sandbox's storage on its node: a writable
-// layer (home, workspace and /tmp) and the tenant's pile, each bounded in
-// bytes and in inodes by the kernel (on the oci backend, each is an ext4
-// filesystem of its own: a full one gets ENOSPC inside the sandbox, and
-// nothing outside it notices). The limits are fixed when the sandbox is
-// provisioned on its node: later changes do not resize it (the agent says
-// so in the Provisioned condition). Sizes below 32Mi are refused here; the
-// oci backend also refuses more than one inode per 4Ki of size. See
-// docs/isolation.md. (Quantities are int-or-string: their length is bounded
-// so that the API server can bound the cost of their CEL rules.)
+// StorageSpec bounds the sandbox's writable layer on its node (home,
+// workspace and /tmp), in bytes and in inodes, by the kernel (on the oci
+// backend it is an ext4 filesystem of its own: a full one gets ENOSPC
+// inside the sandbox, and nothing outside it notices). The limits are
+// fixed when the sandbox is provisioned on its node: later changes do not
+// resize it (the agent says so in the Provisioned condition). Sizes below
+// 32Mi are refused here; the oci backend also refuses more than one inode
+// per 4Ki of size. The tenant's pile is bounded in spec.pile. See
+// docs/isolation.md. (Quantities are int-or-string: their length is
+// bounded so that the API server can bound the cost of their CEL rules.)
 type StorageSpec struct {
 	// Size is the most bytes the writable layer (home, workspace and /tmp
 	// together) may hold, filesystem overhead included (about 3%), for
@@ -132,21 +132,13 @@ type StorageSpec struct {
 	// +kubebuilder:validation:Maximum=4294967295
 	// +optional
 	Inodes *int64 `json:"inodes,omitempty"`
-
-	// Pile bounds the tenant's pile.
-	// +kubebuilder:default={}
-	// +optional
-	Pile PileStorage `json:"pile,omitempty"`
-
-	// ReclaimPolicy says whether the tenant's pile outlives the sandbox:
-	// Retain (the default) keeps it on the node, Delete removes it together
-	// with the sandbox. The writable layer always goes with the sandbox.
-	// +kubebuilder:default=Retain
-	// +optional
-	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 }
 
-// PileStorage bounds the pile, the sandbox's append-only storage.
+// PileStorage is the tenant's pile on its sandbox's node, the sandbox's
+// append-only storage at /pile: its bounds, in bytes and inodes, enforced
+// by the kernel as the writable layer's are and, as theirs, fixed when
+// the sandbox is provisioned on its node; and whether it outlives the
+// sandbox.
 type PileStorage struct {
 	// Size is the most bytes the pile may hold, for example "512Mi"; at
 	// least 32Mi, the least filesystem the backends make.
@@ -161,6 +153,15 @@ type PileStorage struct {
 	// +kubebuilder:validation:Maximum=4294967295
 	// +optional
 	Inodes *int64 `json:"inodes,omitempty"`
+
+	// ReclaimPolicy says whether the pile outlives the sandbox: Retain
+	// (the default) keeps it on the node, Delete removes it together with
+	// the sandbox. The writable layer always goes with the sandbox. It may
+	// change at any time: the policy in force when the sandbox is deleted
+	// is the one followed.
+	// +kubebuilder:default=Retain
+	// +optional
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 }
 
 // LoginProfile holds the defaults that `login` shells load and `clean`

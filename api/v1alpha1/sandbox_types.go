@@ -97,10 +97,10 @@ const (
 	// the bundle and why (building, failed, not found).
 	ReasonWaitingForFaculties = "WaitingForFaculties"
 	// ReasonWaitingForSigningKey: the sandbox runs but is not reported
-	// provisioned until its pile holds the signing key spec.signingKey
+	// provisioned until its pile holds the signing key spec.pile.signingKey
 	// names, which the manager delivers to its node's agent.
 	ReasonWaitingForSigningKey = "WaitingForSigningKey"
-	// ReasonSigningKeyRefused (a Warning Event): the Secret spec.signingKey
+	// ReasonSigningKeyRefused (a Warning Event): the Secret spec.pile.signingKey
 	// names cannot be used (missing, of another type, without a valid key
 	// under self.key); the sandbox keeps the key it holds, if any.
 	ReasonSigningKeyRefused = "SigningKeyRefused"
@@ -181,7 +181,8 @@ type SandboxTemplate struct {
 	// +optional
 	Resources SandboxResources `json:"resources,omitempty"`
 
-	// Storage describes the workspace layer and the pile's reclaim policy.
+	// Storage bounds the writable layer (home, workspace and /tmp); the
+	// pile's settings are in the Tenant's spec.pile.
 	// +kubebuilder:default={}
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`
@@ -418,7 +419,7 @@ type EgressCredential struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.nodeName) || (has(self.nodeName) && self.nodeName == oldSelf.nodeName)",message="nodeName is set once: the sandbox's storage lives on that node"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.backend) || (has(self.backend) && self.backend == oldSelf.backend)",message="backend cannot change once set: create a new Sandbox instead"
 // +kubebuilder:validation:XValidation:rule="(has(self.isolation) ? self.isolation : 'container') == (has(oldSelf.isolation) ? oldSelf.isolation : 'container')",message="isolation cannot change once the sandbox exists: create a new Sandbox instead"
-// +kubebuilder:validation:XValidation:rule="!has(self.sharedPile) || !has(self.faculties) || self.faculties.all(f, f.name != self.sharedPile.name)",message="a FacultyBundle is either a faculty or the shared pile, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.pile) || !has(self.pile.shared) || !has(self.faculties) || self.faculties.all(f, f.name != self.pile.shared.name)",message="a FacultyBundle is either a faculty or the shared pile, not both"
 // +kubebuilder:validation:XValidation:rule="has(self.fromSnapshot) == has(oldSelf.fromSnapshot) && (!has(self.fromSnapshot) || self.fromSnapshot == oldSelf.fromSnapshot)",message="fromSnapshot cannot change once the sandbox exists: create a new Sandbox instead"
 type SandboxSpec struct {
 	// TenantRef names the Tenant, in the same namespace, that this sandbox
@@ -461,17 +462,28 @@ type SandboxSpec struct {
 	// +optional
 	RestartRequest string `json:"restartRequest,omitempty"`
 
+	// Pile is the tenant's pile: the Tenant controller copies it from the
+	// Tenant's spec.pile (its signing key as the Secret and fingerprint
+	// the Tenant's status names).
+	// +kubebuilder:default={}
+	// +optional
+	Pile SandboxPile `json:"pile,omitempty"`
+}
+
+// SandboxPile is a sandbox's pile: every setting of it, in one place.
+type SandboxPile struct {
+	PileStorage `json:",inline"`
+
 	// SigningKey names the Secret whose key the sandbox's pile holds as
-	// /pile/self.key: the Tenant controller sets it from the Tenant.
+	// /pile/self.key.
 	// +optional
 	SigningKey *SigningKeySource `json:"signingKey,omitempty"`
 
-	// SharedPile names a FacultyBundle in the same namespace whose staged
-	// files are mounted read-only at /pile/shared; the Tenant controller
-	// sets it from the Tenant's spec.pile.shared. A change applies at the
-	// sandbox's next restart, as a faculty's does.
+	// Shared names a FacultyBundle in the same namespace whose staged
+	// files are mounted read-only at /pile/shared. A change applies at
+	// the sandbox's next restart, as a faculty's does.
 	// +optional
-	SharedPile *FacultyBundleReference `json:"sharedPile,omitempty"`
+	Shared *FacultyBundleReference `json:"shared,omitempty"`
 }
 
 // SigningKeySource is where a sandbox's signing key comes from.
@@ -594,7 +606,7 @@ type SandboxStatus struct {
 
 	// SigningKey is the key the sandbox's pile holds at /pile/self.key, as
 	// its node's agent reads it; the Sandbox is Ready only once it holds
-	// one, when spec.signingKey names one.
+	// one, when spec.pile.signingKey names one.
 	// +optional
 	SigningKey *SigningKeyStatus `json:"signingKey,omitempty"`
 }
@@ -643,7 +655,7 @@ type UsageStatus struct {
 
 // Sandbox is one persistent shell-and-file environment of a tenant, bound to
 // one node. Deleting it destroys the backend resources on that node; the
-// tenant's pile storage follows spec.storage.reclaimPolicy.
+// tenant's pile storage follows spec.pile.reclaimPolicy.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -690,8 +702,8 @@ func init() {
 // Bundles are the FacultyBundles the Sandbox's sandbox mounts: its
 // faculties, then its shared pile.
 func (s *Sandbox) Bundles() []FacultyBundleReference {
-	if s.Spec.SharedPile == nil {
+	if s.Spec.Pile.Shared == nil {
 		return s.Spec.Faculties
 	}
-	return append(slices.Clone(s.Spec.Faculties), *s.Spec.SharedPile)
+	return append(slices.Clone(s.Spec.Faculties), *s.Spec.Pile.Shared)
 }

@@ -106,7 +106,10 @@ type TenantSpec struct {
 	// +optional
 	Credentials CredentialsSpec `json:"credentials,omitempty"`
 
-	// Pile is the custody of the tenant's pile: its signing key.
+	// Pile is the tenant's pile, its append-only storage at /pile: its
+	// bounds, whether it outlives the sandbox, its signing key and the
+	// shared pile mounted in it. The manager copies it to the Sandbox.
+	// +kubebuilder:default={}
 	// +optional
 	Pile TenantPile `json:"pile,omitempty"`
 
@@ -118,8 +121,10 @@ type TenantSpec struct {
 	Suspended bool `json:"suspended,omitempty"`
 }
 
-// TenantPile is the custody of a tenant's pile.
+// TenantPile is a tenant's pile: every setting of it, in one place.
 type TenantPile struct {
+	PileStorage `json:",inline"`
+
 	// SigningKey is where the tenant's signing key comes from.
 	// +optional
 	SigningKey SigningKeySpec `json:"signingKey,omitempty"`

@@ -160,11 +160,11 @@ type SandboxMax struct {
 	// +optional
 	StorageInodes *int64 `json:"storageInodes,omitempty"`
 
-	// PileSize is the most spec.storage.pile.size.
+	// PileSize is the most spec.pile.size (of a Tenant or a Sandbox).
 	// +optional
 	PileSize *resource.Quantity `json:"pileSize,omitempty"`
 
-	// PileInodes is the most spec.storage.pile.inodes.
+	// PileInodes is the most spec.pile.inodes (of a Tenant or a Sandbox).
 	// +kubebuilder:validation:Minimum=256
 	// +optional
 	PileInodes *int64 `json:"pileInodes,omitempty"`

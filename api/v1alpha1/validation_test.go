@@ -18,6 +18,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,18 +73,46 @@ func readSamples(t *testing.T) []*unstructured.Unstructured {
 	return objs
 }
 
+// TestSamplesAreAccepted: every object of config/samples, and every
+// Playground object of examples/, is accepted as it is, with strict field
+// validation: a sample that names a field the API no longer has (one
+// moved, as the pile's settings were into spec.pile) is refused rather
+// than its setting silently dropped.
 func TestSamplesAreAccepted(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	kinds := map[string]bool{}
+	strict := client.FieldValidation(metav1.FieldValidationStrict)
 	for _, obj := range readSamples(t) {
 		obj.SetNamespace(ns)
-		g.Expect(k8s.Create(context.Background(), obj)).To(Succeed(), "sample %s/%s", obj.GetKind(), obj.GetName())
+		g.Expect(k8s.Create(context.Background(), obj, strict)).To(Succeed(), "sample %s/%s", obj.GetKind(), obj.GetName())
 		kinds[obj.GetKind()] = true
 	}
 	g.Expect(kinds).To(HaveKey("Tenant"))
 	g.Expect(kinds).To(HaveKey("WorkerMapping"))
 	g.Expect(kinds).To(HaveKey("FacultyBundle"))
+
+	root, err := controlplane.ModuleRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	files, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).NotTo(BeEmpty())
+	for _, f := range files {
+		r, err := os.Open(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		objs, err := manifest.Decode(f, r)
+		r.Close()
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, obj := range objs {
+			if obj.GroupVersionKind().Group != playgroundv1alpha1.GroupVersion.Group {
+				continue
+			}
+			if obj.GetKind() != "TenantPolicy" {
+				obj.SetNamespace(ns)
+			}
+			g.Expect(k8s.Create(context.Background(), obj, strict, client.DryRunAll)).To(Succeed(), "%s: %s/%s", filepath.Base(f), obj.GetKind(), obj.GetName())
+		}
+	}
 }
 
 // TestInvalidSpecsAreRefused holds the API's admission rules: each spec is
@@ -109,14 +138,17 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"isolation of a jail", tenant + "spec: {sandbox: {backend: jail, isolation: gvisor}}", "isolation is a choice of backend oci: other backends take none"},
 		{"isolation of a sandbox on lima", sbx + "spec: {tenantRef: {name: t}, backend: lima, isolation: container}", "isolation is a choice of backend oci: other backends take none"},
 		{"too few pids", tenant + "spec: {sandbox: {resources: {pids: 1}}}", "spec.sandbox.resources.pids: Invalid value: 1: spec.sandbox.resources.pids in body should be greater than or equal to 16"},
-		{"unknown reclaim policy", tenant + "spec: {sandbox: {storage: {reclaimPolicy: Recycle}}}", `spec.sandbox.storage.reclaimPolicy: Unsupported value: "Recycle"`},
+		{"unknown reclaim policy", tenant + "spec: {pile: {reclaimPolicy: Recycle}}", `spec.pile.reclaimPolicy: Unsupported value: "Recycle"`},
+		{"unknown reclaim policy of a sandbox", sbx + "spec: {tenantRef: {name: t}, pile: {reclaimPolicy: Recycle}}", `spec.pile.reclaimPolicy: Unsupported value: "Recycle"`},
 		{"bad env name", tenant + "spec: {sandbox: {loginProfile: {env: [{name: 1BAD, value: x}]}}}", "spec.sandbox.loginProfile.env[0].name in body should match"},
 		{"duplicate env", tenant + "spec: {sandbox: {loginProfile: {env: [{name: A}, {name: A}]}}}", `spec.sandbox.loginProfile.env[1]: Duplicate value: {"name":"A"}`},
 		{"duplicate faculty", tenant + "spec: {sandbox: {faculties: [{name: a}, {name: a}]}}", "spec.sandbox.faculties[1]: Duplicate value"},
 		{"bad persona", tenant + "spec: {persona: '-x'}", "spec.persona in body should match"},
 		{"rotation request too long", tenant + "spec: {credentials: {rotationRequest: " + strings.Repeat("x", 64) + "}}", "spec.credentials.rotationRequest: Too long: may not be more than 63 bytes"},
 		{"too few inodes", tenant + "spec: {sandbox: {storage: {inodes: 10}}}", "spec.sandbox.storage.inodes in body should be greater than or equal to 256"},
-		{"too few pile inodes", tenant + "spec: {sandbox: {storage: {pile: {inodes: 10}}}}", "spec.sandbox.storage.pile.inodes in body should be greater than or equal to 256"},
+		{"too few pile inodes", tenant + "spec: {pile: {inodes: 10}}", "spec.pile.inodes in body should be greater than or equal to 256"},
+		{"a shared pile that is a faculty too", tenant + "spec: {pile: {shared: {name: a}}, sandbox: {faculties: [{name: a}]}}", "a FacultyBundle is either a faculty or the shared pile, not both"},
+		{"a sandbox's shared pile that is a faculty too", sbx + "spec: {tenantRef: {name: t}, pile: {shared: {name: a}}, faculties: [{name: a}]}", "a FacultyBundle is either a faculty or the shared pile, not both"},
 		{"sandbox without tenant", sbx + "spec: {}", "spec.tenantRef: Required value"},
 		{"sandbox node name not a DNS name", sbx + "spec: {tenantRef: {name: t}, nodeName: Node_A}", "spec.nodeName in body should match"},
 		{"two worker destinations", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80}, sandbox: {command: [w], port: 8080}}}", "set exactly one destination: service or sandbox"},
@@ -169,7 +201,8 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"memory of a sandbox VM", sbx + "spec: {tenantRef: {name: t}, backend: vm, resources: {memory: 100Mi}}", "memory must be at least 128Mi on backend vm"},
 		{"storage of 1Ki", tenant + "spec: {sandbox: {storage: {size: 1Ki}}}", "size must be at least 32Mi: the writable layer"},
 		{"negative storage", sbx + "spec: {tenantRef: {name: t}, storage: {size: -4Gi}}", "size must be at least 32Mi: the writable layer"},
-		{"pile of 1Ki", tenant + "spec: {sandbox: {storage: {pile: {size: 1Ki}}}}", "pile size must be at least 32Mi"},
+		{"pile of 1Ki", tenant + "spec: {pile: {size: 1Ki}}", "pile size must be at least 32Mi"},
+		{"a sandbox's pile of 1Ki", sbx + "spec: {tenantRef: {name: t}, pile: {size: 1Ki}}", "pile size must be at least 32Mi"},
 		{"an idle period of a second", tenant + "spec: {sandbox: {idleSuspend: {after: 1s}}}", "after must be at least 10s"},
 		{"an idle period that is no duration", sbx + "spec: {tenantRef: {name: t}, idleSuspend: {after: soon}}", "after"},
 		{"an idle mode of another kind", tenant + "spec: {sandbox: {idleSuspend: {after: 1m, mode: Hibernate}}}", "Unsupported value"},
@@ -197,7 +230,7 @@ func TestQuantitiesAtTheirMinimumsAreAccepted(t *testing.T) {
 	const tenant = "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {generateName: t-}\n"
 	ns := newNamespace(t)
 	for _, spec := range []string{
-		"spec: {sandbox: {resources: {cpu: 10m, memory: 32Mi}, storage: {size: 32Mi, pile: {size: 32Mi, inodes: 256}, inodes: 256}}}",
+		"spec: {sandbox: {resources: {cpu: 10m, memory: 32Mi}, storage: {size: 32Mi, inodes: 256}}, pile: {size: 32Mi, inodes: 256}}",
 		"spec: {sandbox: {resources: {cpu: 2, memory: 33554432}}}",
 		"spec: {sandbox: {resources: {cpu: \"0.01\", memory: 1G}}}",
 		"spec: {sandbox: {backend: vm, resources: {memory: 128Mi}}}",
@@ -294,15 +327,15 @@ func TestDefaultsAreApplied(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "minimal"}, &tn)).To(Succeed())
 	g.Expect(tn.Spec.Catalog).To(Equal(playgroundv1alpha1.CatalogSandbox))
 	g.Expect(tn.Spec.Sandbox.Backend).To(Equal(playgroundv1alpha1.BackendOCI))
-	g.Expect(tn.Spec.Sandbox.Storage.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimRetain))
+	g.Expect(tn.Spec.Pile.ReclaimPolicy).To(Equal(playgroundv1alpha1.ReclaimRetain))
 	g.Expect(tn.Spec.Sandbox.Resources.CPU).To(HaveValue(Equal(resource.MustParse("1"))))
 	g.Expect(tn.Spec.Sandbox.Resources.Memory).To(HaveValue(Equal(resource.MustParse("1Gi"))))
 	g.Expect(tn.Spec.Sandbox.Resources.PIDs).To(HaveValue(BeEquivalentTo(1024)))
 	st := tn.Spec.Sandbox.Storage
 	g.Expect(st.Size).To(HaveValue(Equal(resource.MustParse("4Gi"))))
 	g.Expect(st.Inodes).To(HaveValue(BeEquivalentTo(262144)))
-	g.Expect(st.Pile.Size).To(HaveValue(Equal(resource.MustParse("512Mi"))))
-	g.Expect(st.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
+	g.Expect(tn.Spec.Pile.Size).To(HaveValue(Equal(resource.MustParse("512Mi"))))
+	g.Expect(tn.Spec.Pile.Inodes).To(HaveValue(BeEquivalentTo(4096)))
 	g.Expect(tn.Spec.Sandbox.Network.Mode).To(Equal(playgroundv1alpha1.NetworkNone))
 
 	egress := decode(t, "apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: egress}\nspec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443, 53]}, {cidr: 203.0.113.7/32}, {host: pypi.org, ports: [443]}, {host: '*.githubusercontent.com'}, {host: api.test, ports: [443], checkServerName: true}, {host: llm.test, ports: [443], credential: {secretRef: {name: llm-key}}}, {cidr: '2001:db8::/32', ports: [443]}]}}}")

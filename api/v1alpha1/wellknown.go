@@ -29,7 +29,7 @@ const (
 	// TenantFinalizer guards a Tenant until its Sandbox and Secret are gone.
 	TenantFinalizer = "playground.dev/tenant"
 	// SandboxFinalizer guards a Sandbox until its node's agent destroyed the
-	// backend resources (and the pile, with reclaimPolicy Delete).
+	// backend resources (and the pile, with spec.pile.reclaimPolicy Delete).
 	SandboxFinalizer = "playground.dev/sandbox"
 
 	// TenantLabel names, on a Sandbox or credential Secret, the Tenant (in

@@ -71,7 +71,7 @@ func tenantSpec(k kind) playgroundv1alpha1.TenantSpec {
 	qp := func(s string) *resource.Quantity { v := q(s); return &v }
 	spec := playgroundv1alpha1.TenantSpec{Persona: "soak-" + string(k)}
 	sb := &spec.Sandbox
-	sb.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
+	spec.Pile.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
 	switch k {
 	case good:
 		sb.Resources = playgroundv1alpha1.SandboxResources{Memory: qp("256Mi"), PIDs: ptr.To[int64](256)}

@@ -498,7 +498,7 @@ func (f *faculties) forSandbox(ctx context.Context, sbx *playgroundv1alpha1.Sand
 	var reports []playgroundv1alpha1.FacultyInstallStatus
 	var waiting []string
 	for _, ref := range sbx.Bundles() {
-		shared := sbx.Spec.SharedPile != nil && ref.Name == sbx.Spec.SharedPile.Name
+		shared := sbx.Spec.Pile.Shared != nil && ref.Name == sbx.Spec.Pile.Shared.Name
 		cur := f.resolve(ctx, sbx.Namespace, ref.Name)
 		prevIdx := slices.IndexFunc(had, func(fc backend.Faculty) bool { return fc.Name == ref.Name })
 		var prev *backend.Faculty

@@ -119,7 +119,7 @@ func TestComponentsAreNoTenants(t *testing.T) {
 	g.Expect(agentapi.CodeOf(give(manager, "not-its-uid"))).To(Equal(agentapi.CodeNotFound), "a key for another incarnation of the Sandbox")
 	g.Expect(agentapi.CodeOf(give(manager, string(sbx.UID)))).To(Equal(agentapi.CodeInvalid), "a key for a Sandbox that names none")
 	patch := client.MergeFrom(sbx.DeepCopy())
-	sbx.Spec.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "x-key"}
+	sbx.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "x-key"}
 	g.Expect(k8s.Patch(ctx, &sbx, patch)).To(Succeed())
 	g.Eventually(func() error { return give(manager, string(sbx.UID)) }, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 	c, err := agentapi.NewClient(n.endpoint, token("gateway", agentapi.NodeAudience(n.name)), nil)

@@ -191,7 +191,7 @@ func TestDeleteFollowsReclaimPolicy(t *testing.T) {
 	n := startNode(t, "reclaim-a", "", "")
 	createSandbox(t, ns, "keep", n.name)
 	createSandbox(t, ns, "drop", n.name, func(s *playgroundv1alpha1.Sandbox) {
-		s.Spec.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
+		s.Spec.Pile.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
 	})
 	keep, drop := waitProvisioned(t, ns, "keep"), waitProvisioned(t, ns, "drop")
 	g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "keep"), containerOf(t, ns, "drop")))

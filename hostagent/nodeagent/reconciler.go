@@ -299,7 +299,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	// The signing key goes into the pile before the sandbox starts: a
 	// first start waits for it (the manager delivers it as the Sandbox is
 	// bound), a later one takes the newest delivered.
-	if sbx.Spec.SigningKey != nil {
+	if sbx.Spec.Pile.SigningKey != nil {
 		key := r.keys.keyOf(sbx.UID)
 		if key == nil && prev == nil {
 			return r.waitForKey(ctx, sbx, r.keyWaitFor(sbx))
@@ -516,7 +516,7 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 	if id == "" { // never provisioned on this node: nothing to destroy
 		return r.removeFinalizer(ctx, sbx)
 	}
-	keepPile := sbx.Spec.Storage.ReclaimPolicy != playgroundv1alpha1.ReclaimDelete
+	keepPile := sbx.Spec.Pile.ReclaimPolicy != playgroundv1alpha1.ReclaimDelete
 	pile := "deleted"
 	if keepPile {
 		pile = "retained"
@@ -816,11 +816,11 @@ func specOf(id string, sbx *playgroundv1alpha1.Sandbox) backend.Spec {
 	if st.Inodes != nil {
 		spec.Storage.LayerInodes = *st.Inodes
 	}
-	if st.Pile.Size != nil {
-		spec.Storage.PileBytes = st.Pile.Size.Value()
+	if p := sbx.Spec.Pile; p.Size != nil {
+		spec.Storage.PileBytes = p.Size.Value()
 	}
-	if st.Pile.Inodes != nil {
-		spec.Storage.PileInodes = *st.Pile.Inodes
+	if p := sbx.Spec.Pile; p.Inodes != nil {
+		spec.Storage.PileInodes = *p.Inodes
 	}
 	for _, e := range sbx.Spec.LoginProfile.Env {
 		spec.LoginEnv = append(spec.LoginEnv, backend.EnvVar{Name: e.Name, Value: e.Value})

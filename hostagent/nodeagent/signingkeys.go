@@ -63,9 +63,9 @@ func (k *keyInbox) DeliverSigningKey(ctx context.Context, req agentapi.SigningKe
 		return agentapi.SigningKeyResult{}, &hostagent.Error{Code: hostagent.CodeNotFound,
 			Message: fmt.Sprintf("no Sandbox %s/%s (UID %s) bound to node %s in this agent's view", req.Namespace, req.Name, req.UID, k.r.node)}
 	}
-	if sbx.Spec.SigningKey == nil {
+	if sbx.Spec.Pile.SigningKey == nil {
 		return agentapi.SigningKeyResult{}, &hostagent.Error{Code: hostagent.CodeInvalid,
-			Message: fmt.Sprintf("Sandbox %s/%s names no signing key (spec.signingKey)", req.Namespace, req.Name)}
+			Message: fmt.Sprintf("Sandbox %s/%s names no signing key (spec.pile.signingKey)", req.Namespace, req.Name)}
 	}
 	k.mu.Lock()
 	if k.keys == nil {
@@ -150,7 +150,7 @@ func (e *errWaitingForKey) Error() string { return e.msg }
 // backend can only bring in at a start restarts the sandbox, which has
 // served nothing yet.
 func (r *sandboxReconciler) keyGate(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, spec backend.Spec) error {
-	if sbx.Spec.SigningKey == nil {
+	if sbx.Spec.Pile.SigningKey == nil {
 		return nil
 	}
 	held, _ := r.agent.SigningKey(spec.ID)
@@ -175,7 +175,7 @@ func (r *sandboxReconciler) keyGate(ctx context.Context, sbx *playgroundv1alpha1
 // keyWaitFor says that sbx waits for its signing key.
 func (r *sandboxReconciler) keyWaitFor(sbx *playgroundv1alpha1.Sandbox) error {
 	return &errWaitingForKey{fmt.Sprintf("Waiting for the signing key of Secret %s: the manager delivers it to node %s's agent, which writes it into the pile before the sandbox serves",
-		sbx.Spec.SigningKey.SecretName, r.node)}
+		sbx.Spec.Pile.SigningKey.SecretName, r.node)}
 }
 
 // waitForKey reports a sandbox that waits for its signing key: quietly at

@@ -59,7 +59,7 @@ func TestWorkerSigningKeyEnv(t *testing.T) {
 	if env := workerSpecOf(sbx, m).Env; slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "TRIBLESPACE_KEY=") }) {
 		t.Fatalf("a worker without a signing key: %q", env)
 	}
-	sbx.Spec.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k"}
+	sbx.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k"}
 	env := workerSpecOf(sbx, m).Env
 	for _, want := range []string{"TRIBLESPACE_KEY=/pile/self.key", "PILE=/pile/self.pile", "PERSONA=p"} {
 		if !slices.Contains(env, want) {

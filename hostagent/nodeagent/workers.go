@@ -172,7 +172,7 @@ func workerSpecOf(sbx *playgroundv1alpha1.Sandbox, m *playgroundv1alpha1.WorkerM
 		"PLAYGROUND_TENANT=" + sbx.Namespace + "/" + sbx.Spec.TenantRef.Name,
 		"PILE=" + guestapi.PileDir + "/self.pile",
 	}
-	if sbx.Spec.SigningKey != nil {
+	if sbx.Spec.Pile.SigningKey != nil {
 		// In the pile before the sandbox is reported provisioned, which
 		// the worker waits for.
 		env = append(env, "TRIBLESPACE_KEY="+guestapi.PileDir+"/"+guestapi.SigningKeyFile)

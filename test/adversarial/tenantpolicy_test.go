@@ -211,8 +211,10 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 			{"more inodes", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.Storage.Inodes = ptr.To[int64](1000000) },
 				[]string{"spec.sandbox.storage.inodes is 1000000"}},
 			{"a larger pile", func(tn *playgroundv1alpha1.Tenant) {
-				tn.Spec.Sandbox.Storage.Pile.Size = ptr.To(resource.MustParse("10Gi"))
-			}, []string{"spec.sandbox.storage.pile.size is 10Gi", "ceiling of 1Gi"}},
+				tn.Spec.Pile.Size = ptr.To(resource.MustParse("10Gi"))
+			}, []string{"spec.pile.size is 10Gi", "ceiling of 1Gi"}},
+			{"more pile inodes", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Pile.Inodes = ptr.To[int64](100000) },
+				[]string{"spec.pile.inodes is 100000", "ceiling of 8192"}},
 			{"no usage limit", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.UsageLimits = nil },
 				[]string{"requires a usage limit", "at most 3600 per 24h"}},
 			{"a usage limit past the ceiling", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.UsageLimits.CPUSeconds = ptr.To[int64](200) },
@@ -274,6 +276,8 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 			To(Satisfy(refusedBy("platform-ceilings", "cpuSeconds is 1000 per 1h")), "its usage limit raised")
 		g.Expect(change(func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Sandbox.UsageLimits = nil })).
 			To(Satisfy(refusedBy("platform-ceilings", "requires a usage limit")), "its usage limit removed")
+		g.Expect(change(func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Pile.Size = ptr.To(resource.MustParse("2Gi")) })).
+			To(Satisfy(refusedBy("platform-ceilings", "spec.pile.size is 2Gi")), "its pile grown")
 		g.Expect(change(func(tn *playgroundv1alpha1.Tenant) {
 			tn.Spec.Sandbox.Network.Egress = append(tn.Spec.Sandbox.Network.Egress, playgroundv1alpha1.EgressRule{Host: "evil.example"})
 		})).To(Satisfy(refusedBy("platform-ceilings", "names host evil.example")), "a host added to its egress")
@@ -293,6 +297,9 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 		open := sbx.DeepCopy()
 		open.Spec.Isolation = playgroundv1alpha1.IsolationContainer
 		g.Expect(alice.Create(ctx, open)).To(Satisfy(refusedBy("platform-ceilings", "spec.isolation container")), "a Sandbox of runc")
+		pile := sbx.DeepCopy()
+		pile.Spec.Pile.Size = ptr.To(resource.MustParse("5Gi"))
+		g.Expect(alice.Create(ctx, pile)).To(Satisfy(refusedBy("platform-ceilings", "spec.pile.size is 5Gi")), "a Sandbox over the pile's ceiling")
 		g.Expect(alice.Create(ctx, sbx)).To(Succeed(), "a Sandbox within")
 		patch := client.MergeFrom(sbx.DeepCopy())
 		sbx.Spec.Resources.Memory = ptr.To(resource.MustParse("64Gi"))
@@ -334,9 +341,11 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 		var p playgroundv1alpha1.TenantPolicy
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(policy), &p)).To(Succeed())
 		p.Spec.Sandbox.Max.CPU = ptr.To(resource.MustParse("1"))
+		p.Spec.Sandbox.Max.PileSize = ptr.To(resource.MustParse("256Mi"))
 		g.Expect(k8s.Update(ctx, &p)).To(Succeed())
-		// "fair" asks for 1500m, over the new ceiling of 1: once the API
-		// server enforces it, the team cannot raise it further...
+		// "fair" asks for 1500m, over the new ceiling of 1, and has a pile
+		// of 512Mi (the default), over the new 256Mi: once the API server
+		// enforces them, the team cannot raise either further...
 		raise := func(cpu string) error {
 			var tn playgroundv1alpha1.Tenant
 			if err := alice.Get(ctx, client.ObjectKey{Namespace: restricted, Name: "fair"}, &tn); err != nil {
@@ -357,6 +366,15 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 		tn.Labels = map[string]string{"team": "a"}
 		tn.Finalizers = nil
 		g.Expect(alice.Patch(ctx, &tn, patch)).To(Succeed(), "suspension, a label and the finalizer's removal of a Tenant over a tightened ceiling")
+		// The pile's other settings are its own too: its signing key's
+		// rotation and its reclaim policy are not its size.
+		patch = client.MergeFrom(tn.DeepCopy())
+		tn.Spec.Pile.SigningKey.RotationRequest = "2026-12-03"
+		tn.Spec.Pile.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
+		g.Expect(alice.Patch(ctx, &tn, patch)).To(Succeed(), "the signing key and reclaim policy of a Tenant over a tightened pile ceiling")
+		patch = client.MergeFrom(tn.DeepCopy())
+		tn.Spec.Pile.Size = ptr.To(resource.MustParse("1Gi"))
+		g.Expect(alice.Patch(ctx, &tn, patch)).To(Satisfy(refusedBy("platform-ceilings", "spec.pile.size is 1Gi", "ceiling of 256Mi")), "its pile raised past the tightened ceiling")
 		g.Expect(raise("1")).To(Succeed(), "a change that brings it within")
 	})
 }

@@ -348,8 +348,8 @@ spec:
   sandbox:
     backend: oci
     isolation: %s
-    storage:
-      reclaimPolicy: %s
+  pile:
+    reclaimPolicy: %s
 `, name, tenantNS, isolation, reclaim), "apply", "-f", "-")
 	d.k.must("", "-n", tenantNS, "wait", "--for=condition=Ready", "tenant/"+name, "--timeout=3m")
 	secret := strings.TrimSpace(d.k.must("", "-n", tenantNS, "get", "tenant", name, "-o", "jsonpath={.status.credentials.secretRef.name}"))

@@ -168,7 +168,7 @@ func TestTenantLifecycle(t *testing.T) {
 	applyTenant(t, ns, "keeper", inPool("life"))
 	applyTenant(t, ns, "dropper", func(tn *playgroundv1alpha1.Tenant) {
 		inPool("life")(tn)
-		tn.Spec.Sandbox.Storage.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
+		tn.Spec.Pile.ReclaimPolicy = playgroundv1alpha1.ReclaimDelete
 	})
 	tn, sbx := waitReady(t, ns, "keeper")
 	_, drop := waitReady(t, ns, "dropper")

@@ -82,6 +82,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SandboxMaxApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxNetwork"):
 		return &apiv1alpha1.SandboxNetworkApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxPile"):
+		return &apiv1alpha1.SandboxPileApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxProcessDestination"):
 		return &apiv1alpha1.SandboxProcessDestinationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxResources"):

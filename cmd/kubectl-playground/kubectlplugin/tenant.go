@@ -584,7 +584,7 @@ func (x *cli) destroy(ctx context.Context, name string) error {
 }
 
 func reclaimOf(t *playgroundv1alpha1.Tenant) playgroundv1alpha1.ReclaimPolicy {
-	if p := t.Spec.Sandbox.Storage.ReclaimPolicy; p != "" {
+	if p := t.Spec.Pile.ReclaimPolicy; p != "" {
 		return p
 	}
 	return playgroundv1alpha1.ReclaimRetain

@@ -325,17 +325,6 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
 - name: com.github.playground-dev.playground.api.v1alpha1.NetworkMode
   scalar: string
-- name: com.github.playground-dev.playground.api.v1alpha1.PileStorage
-  map:
-    fields:
-    - name: inodes
-      type:
-        scalar: numeric
-      default: 4096
-    - name: size
-      type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
-      default: 512Mi
 - name: com.github.playground-dev.playground.api.v1alpha1.ReclaimPolicy
   scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.Sandbox
@@ -419,6 +408,27 @@ var schemaYAML = typed.YAMLObject(`types:
       default: none
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxPhase
   scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.SandboxPile
+  map:
+    fields:
+    - name: inodes
+      type:
+        scalar: numeric
+      default: 4096
+    - name: reclaimPolicy
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.ReclaimPolicy
+      default: Retain
+    - name: shared
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.FacultyBundleReference
+    - name: signingKey
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySource
+    - name: size
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+      default: 512Mi
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxProcessDestination
   map:
     fields:
@@ -565,6 +575,10 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: persona
       type:
         scalar: string
+    - name: pile
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxPile
+      default: {}
     - name: resources
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxResources
@@ -572,12 +586,6 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: restartRequest
       type:
         scalar: string
-    - name: sharedPile
-      type:
-        namedType: com.github.playground-dev.playground.api.v1alpha1.FacultyBundleReference
-    - name: signingKey
-      type:
-        namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySource
     - name: storage
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.StorageSpec
@@ -747,14 +755,6 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 262144
-    - name: pile
-      type:
-        namedType: com.github.playground-dev.playground.api.v1alpha1.PileStorage
-      default: {}
-    - name: reclaimPolicy
-      type:
-        namedType: com.github.playground-dev.playground.api.v1alpha1.ReclaimPolicy
-      default: Retain
     - name: size
       type:
         namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
@@ -781,12 +781,24 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.playground-dev.playground.api.v1alpha1.TenantPile
   map:
     fields:
+    - name: inodes
+      type:
+        scalar: numeric
+      default: 4096
+    - name: reclaimPolicy
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.ReclaimPolicy
+      default: Retain
     - name: shared
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.FacultyBundleReference
     - name: signingKey
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySpec
+    - name: size
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+      default: 512Mi
 - name: com.github.playground-dev.playground.api.v1alpha1.TenantPolicy
   map:
     fields:
@@ -889,6 +901,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: pile
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.TenantPile
+      default: {}
     - name: sandbox
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxTemplate

@@ -19,19 +19,30 @@ limitations under the License.
 package v1alpha1
 
 import (
+	apiv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 )
 
 // PileStorageApplyConfiguration represents a declarative configuration of the PileStorage type for use
 // with apply.
 //
-// PileStorage bounds the pile, the sandbox's append-only storage.
+// PileStorage is the tenant's pile on its sandbox's node, the sandbox's
+// append-only storage at /pile: its bounds, in bytes and inodes, enforced
+// by the kernel as the writable layer's are and, as theirs, fixed when
+// the sandbox is provisioned on its node; and whether it outlives the
+// sandbox.
 type PileStorageApplyConfiguration struct {
 	// Size is the most bytes the pile may hold, for example "512Mi"; at
 	// least 32Mi, the least filesystem the backends make.
 	Size *resource.Quantity `json:"size,omitempty"`
 	// Inodes is the most files and directories the pile may hold.
 	Inodes *int64 `json:"inodes,omitempty"`
+	// ReclaimPolicy says whether the pile outlives the sandbox: Retain
+	// (the default) keeps it on the node, Delete removes it together with
+	// the sandbox. The writable layer always goes with the sandbox. It may
+	// change at any time: the policy in force when the sandbox is deleted
+	// is the one followed.
+	ReclaimPolicy *apiv1alpha1.ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 }
 
 // PileStorageApplyConfiguration constructs a declarative configuration of the PileStorage type for use with
@@ -53,5 +64,13 @@ func (b *PileStorageApplyConfiguration) WithSize(value resource.Quantity) *PileS
 // If called multiple times, the Inodes field is set to the value of the last call.
 func (b *PileStorageApplyConfiguration) WithInodes(value int64) *PileStorageApplyConfiguration {
 	b.Inodes = &value
+	return b
+}
+
+// WithReclaimPolicy sets the ReclaimPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReclaimPolicy field is set to the value of the last call.
+func (b *PileStorageApplyConfiguration) WithReclaimPolicy(value apiv1alpha1.ReclaimPolicy) *PileStorageApplyConfiguration {
+	b.ReclaimPolicy = &value
 	return b
 }

@@ -32,7 +32,7 @@ import (
 //
 // Sandbox is one persistent shell-and-file environment of a tenant, bound to
 // one node. Deleting it destroys the backend resources on that node; the
-// tenant's pile storage follows spec.storage.reclaimPolicy.
+// tenant's pile storage follows spec.pile.reclaimPolicy.
 type SandboxApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -37,9 +37,9 @@ type SandboxMaxApplyConfiguration struct {
 	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
 	// StorageInodes is the most spec.storage.inodes.
 	StorageInodes *int64 `json:"storageInodes,omitempty"`
-	// PileSize is the most spec.storage.pile.size.
+	// PileSize is the most spec.pile.size (of a Tenant or a Sandbox).
 	PileSize *resource.Quantity `json:"pileSize,omitempty"`
-	// PileInodes is the most spec.storage.pile.inodes.
+	// PileInodes is the most spec.pile.inodes (of a Tenant or a Sandbox).
 	PileInodes *int64 `json:"pileInodes,omitempty"`
 }
 

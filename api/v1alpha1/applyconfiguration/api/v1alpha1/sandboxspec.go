@@ -50,14 +50,10 @@ type SandboxSpecApplyConfiguration struct {
 	// agent reports the value it acted on in status.restartRequest. A
 	// restart lifts a halt of job admission (condition JobsAdmitted).
 	RestartRequest *string `json:"restartRequest,omitempty"`
-	// SigningKey names the Secret whose key the sandbox's pile holds as
-	// /pile/self.key: the Tenant controller sets it from the Tenant.
-	SigningKey *SigningKeySourceApplyConfiguration `json:"signingKey,omitempty"`
-	// SharedPile names a FacultyBundle in the same namespace whose staged
-	// files are mounted read-only at /pile/shared; the Tenant controller
-	// sets it from the Tenant's spec.pile.shared. A change applies at the
-	// sandbox's next restart, as a faculty's does.
-	SharedPile *FacultyBundleReferenceApplyConfiguration `json:"sharedPile,omitempty"`
+	// Pile is the tenant's pile: the Tenant controller copies it from the
+	// Tenant's spec.pile (its signing key as the Secret and fingerprint
+	// the Tenant's status names).
+	Pile *SandboxPileApplyConfiguration `json:"pile,omitempty"`
 }
 
 // SandboxSpecApplyConfiguration constructs a declarative configuration of the SandboxSpec type for use with
@@ -205,18 +201,10 @@ func (b *SandboxSpecApplyConfiguration) WithRestartRequest(value string) *Sandbo
 	return b
 }
 
-// WithSigningKey sets the SigningKey field in the declarative configuration to the given value
+// WithPile sets the Pile field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the SigningKey field is set to the value of the last call.
-func (b *SandboxSpecApplyConfiguration) WithSigningKey(value *SigningKeySourceApplyConfiguration) *SandboxSpecApplyConfiguration {
-	b.SigningKey = value
-	return b
-}
-
-// WithSharedPile sets the SharedPile field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the SharedPile field is set to the value of the last call.
-func (b *SandboxSpecApplyConfiguration) WithSharedPile(value *FacultyBundleReferenceApplyConfiguration) *SandboxSpecApplyConfiguration {
-	b.SharedPile = value
+// If called multiple times, the Pile field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithPile(value *SandboxPileApplyConfiguration) *SandboxSpecApplyConfiguration {
+	b.Pile = value
 	return b
 }

@@ -59,7 +59,7 @@ type SandboxStatusApplyConfiguration struct {
 	Usage *UsageStatusApplyConfiguration `json:"usage,omitempty"`
 	// SigningKey is the key the sandbox's pile holds at /pile/self.key, as
 	// its node's agent reads it; the Sandbox is Ready only once it holds
-	// one, when spec.signingKey names one.
+	// one, when spec.pile.signingKey names one.
 	SigningKey *SigningKeyStatusApplyConfiguration `json:"signingKey,omitempty"`
 }
 

@@ -45,7 +45,8 @@ type SandboxTemplateApplyConfiguration struct {
 	Isolation *apiv1alpha1.Isolation `json:"isolation,omitempty"`
 	// Resources bounds the sandbox's CPU, memory and process count.
 	Resources *SandboxResourcesApplyConfiguration `json:"resources,omitempty"`
-	// Storage describes the workspace layer and the pile's reclaim policy.
+	// Storage bounds the writable layer (home, workspace and /tmp); the
+	// pile's settings are in the Tenant's spec.pile.
 	Storage *StorageSpecApplyConfiguration `json:"storage,omitempty"`
 	// Faculties lists FacultyBundles whose binaries are installed read-only on
 	// the sandbox's PATH.

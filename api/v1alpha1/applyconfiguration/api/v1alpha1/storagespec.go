@@ -19,23 +19,22 @@ limitations under the License.
 package v1alpha1
 
 import (
-	apiv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 )
 
 // StorageSpecApplyConfiguration represents a declarative configuration of the StorageSpec type for use
 // with apply.
 //
-// StorageSpec describes the sandbox's storage on its node: a writable
-// layer (home, workspace and /tmp) and the tenant's pile, each bounded in
-// bytes and in inodes by the kernel (on the oci backend, each is an ext4
-// filesystem of its own: a full one gets ENOSPC inside the sandbox, and
-// nothing outside it notices). The limits are fixed when the sandbox is
-// provisioned on its node: later changes do not resize it (the agent says
-// so in the Provisioned condition). Sizes below 32Mi are refused here; the
-// oci backend also refuses more than one inode per 4Ki of size. See
-// docs/isolation.md. (Quantities are int-or-string: their length is bounded
-// so that the API server can bound the cost of their CEL rules.)
+// StorageSpec bounds the sandbox's writable layer on its node (home,
+// workspace and /tmp), in bytes and in inodes, by the kernel (on the oci
+// backend it is an ext4 filesystem of its own: a full one gets ENOSPC
+// inside the sandbox, and nothing outside it notices). The limits are
+// fixed when the sandbox is provisioned on its node: later changes do not
+// resize it (the agent says so in the Provisioned condition). Sizes below
+// 32Mi are refused here; the oci backend also refuses more than one inode
+// per 4Ki of size. The tenant's pile is bounded in spec.pile. See
+// docs/isolation.md. (Quantities are int-or-string: their length is
+// bounded so that the API server can bound the cost of their CEL rules.)
 type StorageSpecApplyConfiguration struct {
 	// Size is the most bytes the writable layer (home, workspace and /tmp
 	// together) may hold, filesystem overhead included (about 3%), for
@@ -44,12 +43,6 @@ type StorageSpecApplyConfiguration struct {
 	// Inodes is the most files, directories and symlinks the writable layer
 	// may hold (ext4 rounds it up to fill its inode tables).
 	Inodes *int64 `json:"inodes,omitempty"`
-	// Pile bounds the tenant's pile.
-	Pile *PileStorageApplyConfiguration `json:"pile,omitempty"`
-	// ReclaimPolicy says whether the tenant's pile outlives the sandbox:
-	// Retain (the default) keeps it on the node, Delete removes it together
-	// with the sandbox. The writable layer always goes with the sandbox.
-	ReclaimPolicy *apiv1alpha1.ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 }
 
 // StorageSpecApplyConfiguration constructs a declarative configuration of the StorageSpec type for use with
@@ -71,21 +64,5 @@ func (b *StorageSpecApplyConfiguration) WithSize(value resource.Quantity) *Stora
 // If called multiple times, the Inodes field is set to the value of the last call.
 func (b *StorageSpecApplyConfiguration) WithInodes(value int64) *StorageSpecApplyConfiguration {
 	b.Inodes = &value
-	return b
-}
-
-// WithPile sets the Pile field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the Pile field is set to the value of the last call.
-func (b *StorageSpecApplyConfiguration) WithPile(value *PileStorageApplyConfiguration) *StorageSpecApplyConfiguration {
-	b.Pile = value
-	return b
-}
-
-// WithReclaimPolicy sets the ReclaimPolicy field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the ReclaimPolicy field is set to the value of the last call.
-func (b *StorageSpecApplyConfiguration) WithReclaimPolicy(value apiv1alpha1.ReclaimPolicy) *StorageSpecApplyConfiguration {
-	b.ReclaimPolicy = &value
 	return b
 }

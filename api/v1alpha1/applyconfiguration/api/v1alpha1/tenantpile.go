@@ -18,11 +18,17 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	apiv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	resource "k8s.io/apimachinery/pkg/api/resource"
+)
+
 // TenantPileApplyConfiguration represents a declarative configuration of the TenantPile type for use
 // with apply.
 //
-// TenantPile is the custody of a tenant's pile.
+// TenantPile is a tenant's pile: every setting of it, in one place.
 type TenantPileApplyConfiguration struct {
+	PileStorageApplyConfiguration `json:""`
 	// SigningKey is where the tenant's signing key comes from.
 	SigningKey *SigningKeySpecApplyConfiguration `json:"signingKey,omitempty"`
 	// Shared names a FacultyBundle, in the Tenant's namespace, whose staged
@@ -38,6 +44,30 @@ type TenantPileApplyConfiguration struct {
 // apply.
 func TenantPile() *TenantPileApplyConfiguration {
 	return &TenantPileApplyConfiguration{}
+}
+
+// WithSize sets the Size field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Size field is set to the value of the last call.
+func (b *TenantPileApplyConfiguration) WithSize(value resource.Quantity) *TenantPileApplyConfiguration {
+	b.PileStorageApplyConfiguration.Size = &value
+	return b
+}
+
+// WithInodes sets the Inodes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Inodes field is set to the value of the last call.
+func (b *TenantPileApplyConfiguration) WithInodes(value int64) *TenantPileApplyConfiguration {
+	b.PileStorageApplyConfiguration.Inodes = &value
+	return b
+}
+
+// WithReclaimPolicy sets the ReclaimPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReclaimPolicy field is set to the value of the last call.
+func (b *TenantPileApplyConfiguration) WithReclaimPolicy(value apiv1alpha1.ReclaimPolicy) *TenantPileApplyConfiguration {
+	b.PileStorageApplyConfiguration.ReclaimPolicy = &value
+	return b
 }
 
 // WithSigningKey sets the SigningKey field in the declarative configuration to the given value

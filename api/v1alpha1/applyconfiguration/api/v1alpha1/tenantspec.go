@@ -46,7 +46,9 @@ type TenantSpecApplyConfiguration struct {
 	Tools *apiv1alpha1.ToolSet `json:"tools,omitempty"`
 	// Credentials controls the tenant's bearer token.
 	Credentials *CredentialsSpecApplyConfiguration `json:"credentials,omitempty"`
-	// Pile is the custody of the tenant's pile: its signing key.
+	// Pile is the tenant's pile, its append-only storage at /pile: its
+	// bounds, whether it outlives the sandbox, its signing key and the
+	// shared pile mounted in it. The manager copies it to the Sandbox.
 	Pile *TenantPileApplyConfiguration `json:"pile,omitempty"`
 	// Suspended revokes the tenant's access from the next request on and
 	// stops its sandbox's processes (its running jobs end); its files are
