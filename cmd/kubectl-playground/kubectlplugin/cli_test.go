@@ -77,6 +77,10 @@ func TestHelpAndMistakes(t *testing.T) {
 		{[]string{"tenant", "create", "x", "--isolation", "gvisor", "--backend", "vm"}, "--isolation is a choice of backend oci; backend vm takes none", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--memory", "lots"}, `--memory "lots": want a positive quantity, such as 500m, 2, 512Mi or 4Gi`, "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--idle-suspend", "2s"}, "--idle-suspend 2s: want at least 10s", "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--reclaim-policy", "Recycle"}, `--reclaim-policy "Recycle": want Retain, Delete`, "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--pile-size", "big"}, `--pile-size "big": want a positive quantity, such as 500m, 2, 512Mi or 4Gi`, "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--pile-inodes", "10"}, "--pile-inodes 10: want at least 256", "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--faculty", "commons", "--shared-pile", "commons"}, `--faculty "commons" is the --shared-pile too: a FacultyBundle is either a faculty or the shared pile, not both`, "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--network", "egress"}, "--network egress needs what the sandbox may reach: --egress CIDR[:PORT,...] or HOST[:PORT,...]", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--egress", "PyPI.org:443"}, `--egress "PyPI.org:443": want a lower-case host name such as pypi.org or *.githubusercontent.com, or an IPv4 network such as 10.0.0.0/8, then optionally :PORT,PORT`, "kubectl playground tenant create"},
 	} {

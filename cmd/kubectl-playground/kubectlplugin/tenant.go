@@ -206,6 +206,10 @@ type createFlags struct {
 	dryRun                               string
 	wait                                 bool
 	endpoint                             string
+
+	// The pile's settings (spec.pile).
+	pileSize, reclaimPolicy, sharedPile, signingKey string
+	pileInodes                                      int64
 }
 
 func (x *cli) createCommand() *cobra.Command {
@@ -265,6 +269,11 @@ the configurations.`,
 	fl.StringVar(&f.network, "network", "", "none (loopback only; the default) or egress (to the --egress list only)")
 	fl.StringArrayVar(&f.egress, "egress", nil, "with --network egress: what the sandbox may reach, an IPv4 network or a host name, CIDR[:PORT,...] or HOST[:PORT,...] (repeatable), e.g. 10.0.0.0/8:443, pypi.org:443, *.githubusercontent.com:443")
 	fl.DurationVar(&f.idleSuspend, "idle-suspend", 0, `suspend the sandbox after this long without a tool call, e.g. "15m" (at least 10s); the next call resumes it (default: never)`)
+	fl.StringVar(&f.pileSize, "pile-size", "", `size of the tenant's pile, its append-only storage at /pile, e.g. "1Gi" (default 512Mi, at least 32Mi)`)
+	fl.Int64Var(&f.pileInodes, "pile-inodes", 0, "the most files and directories the pile may hold (default 4096, at least 256)")
+	fl.StringVar(&f.reclaimPolicy, "reclaim-policy", "", "whether the pile outlives the sandbox: Retain (kept on its node; the default) or Delete (removed with the sandbox)")
+	fl.StringVar(&f.sharedPile, "shared-pile", "", "a FacultyBundle of the namespace mounted read-only at /pile/shared")
+	fl.StringVar(&f.signingKey, "signing-key-secret", "", "a Secret of type playground.dev/signing-key holding the pile's signing key under self.key (default: the manager generates one)")
 	fl.StringVar(&f.dryRun, "dry-run", "none", "client: print the Tenant without creating it; server: have the API server check it too, without creating it")
 	fl.Lookup("dry-run").NoOptDefVal = "client"
 	fl.BoolVar(&f.wait, "wait", false, "wait until the tenant's sandbox is Ready (up to --timeout) before printing how to connect")
@@ -280,6 +289,8 @@ the configurations.`,
 		_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
 	_ = cmd.RegisterFlagCompletionFunc("faculty", x.completeFaculties)
+	_ = cmd.RegisterFlagCompletionFunc("shared-pile", x.completeFaculties)
+	_ = cmd.RegisterFlagCompletionFunc("reclaim-policy", cobra.FixedCompletions([]string{string(playgroundv1alpha1.ReclaimRetain), string(playgroundv1alpha1.ReclaimDelete)}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -303,6 +314,7 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 		oneOf(cmd, "backend", f.backend, string(playgroundv1alpha1.BackendOCI), string(playgroundv1alpha1.BackendVM), string(playgroundv1alpha1.BackendJail), string(playgroundv1alpha1.BackendLima)),
 		oneOf(cmd, "isolation", f.isolation, string(playgroundv1alpha1.IsolationContainer), string(playgroundv1alpha1.IsolationGVisor)),
 		oneOf(cmd, "network", f.network, string(playgroundv1alpha1.NetworkNone), string(playgroundv1alpha1.NetworkEgress)),
+		oneOf(cmd, "reclaim-policy", f.reclaimPolicy, string(playgroundv1alpha1.ReclaimRetain), string(playgroundv1alpha1.ReclaimDelete)),
 	} {
 		if c != nil {
 			return nil, c
@@ -326,7 +338,7 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 	for _, q := range []struct {
 		flag, value string
 		to          **resource.Quantity
-	}{{"cpu", f.cpu, &sb.Resources.CPU}, {"memory", f.memory, &sb.Resources.Memory}, {"storage", f.storage, &sb.Storage.Size}} {
+	}{{"cpu", f.cpu, &sb.Resources.CPU}, {"memory", f.memory, &sb.Resources.Memory}, {"storage", f.storage, &sb.Storage.Size}, {"pile-size", f.pileSize, &t.Spec.Pile.Size}} {
 		if q.value == "" {
 			continue
 		}
@@ -336,9 +348,35 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 		}
 		*q.to = &v
 	}
+	pile := &t.Spec.Pile
+	switch {
+	case f.pileInodes < 0 || (f.pileInodes > 0 && f.pileInodes < 256):
+		return nil, usagef(cmd, "--pile-inodes %d: want at least 256", f.pileInodes)
+	case f.pileInodes > 0:
+		pile.Inodes = &f.pileInodes
+	}
+	pile.ReclaimPolicy = playgroundv1alpha1.ReclaimPolicy(f.reclaimPolicy)
+	for _, ref := range []struct {
+		flag, value string
+		set         func(string)
+	}{
+		{"shared-pile", f.sharedPile, func(n string) { pile.Shared = &playgroundv1alpha1.FacultyBundleReference{Name: n} }},
+		{"signing-key-secret", f.signingKey, func(n string) { pile.SigningKey.SecretName = n }},
+	} {
+		if ref.value == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Subdomain(ref.value); len(errs) > 0 {
+			return nil, usagef(cmd, "--%s %q: %s", ref.flag, ref.value, strings.Join(errs, "; "))
+		}
+		ref.set(ref.value)
+	}
 	for _, fb := range f.faculties {
 		if errs := validation.IsDNS1123Subdomain(fb); len(errs) > 0 {
 			return nil, usagef(cmd, "--faculty %q: %s", fb, strings.Join(errs, "; "))
+		}
+		if fb == f.sharedPile {
+			return nil, usagef(cmd, "--faculty %q is the --shared-pile too: a FacultyBundle is either a faculty or the shared pile, not both", fb)
 		}
 		if slices.ContainsFunc(sb.Faculties, func(r playgroundv1alpha1.FacultyBundleReference) bool { return r.Name == fb }) {
 			return nil, usagef(cmd, "--faculty %q is given twice", fb)

@@ -55,6 +55,8 @@ func TestCreateDryRun(t *testing.T) {
 			"--storage", "8Gi", "--node-selector", "example.com/pool=fast", "--faculty", "tools", "--faculty", "more-tools", "--catalog", "sandbox", "--persona", "Ada L.",
 			"--network", "egress", "--egress", "10.0.0.0/8:443,80", "--egress", "203.0.113.7/32", "--egress", "pypi.org:443", "--egress", "*.githubusercontent.com", "--idle-suspend", "15m"},
 		{"tenant", "create", "x", "--backend", "vm", "--dry-run", "-o", "yaml"},
+		{"tenant", "create", "x", "--dry-run", "-o", "yaml", "--pile-size", "1Gi", "--pile-inodes", "8192", "--reclaim-policy", "Delete",
+			"--shared-pile", "commons", "--signing-key-secret", "platform-key"},
 	} {
 		code, out, errOut := runMain(t, append([]string{"-n", ns}, args...)...)
 		if code != 0 || errOut != "" {
@@ -85,6 +87,18 @@ func TestCreateDryRun(t *testing.T) {
 	}
 	if tn.Spec.Sandbox.Isolation != playgroundv1alpha1.IsolationGVisor || tn.Spec.Sandbox.Resources.Memory.String() != "2Gi" {
 		t.Errorf("-o json printed %+v", tn.Spec)
+	}
+
+	// The pile's settings, in the one place they are.
+	code, out, errOut = runMain(t, "-n", ns, "tenant", "create", "x", "--pile-size", "1Gi", "--pile-inodes", "8192", "--reclaim-policy", "Delete",
+		"--shared-pile", "commons", "--signing-key-secret", "platform-key", "--dry-run", "-o", "json")
+	tn = playgroundv1alpha1.Tenant{}
+	if code != 0 || json.Unmarshal([]byte(out), &tn) != nil {
+		t.Fatalf("the pile's flags: status %d, %s%s", code, out, errOut)
+	}
+	if p := tn.Spec.Pile; p.Size.String() != "1Gi" || *p.Inodes != 8192 || p.ReclaimPolicy != playgroundv1alpha1.ReclaimDelete ||
+		p.Shared.Name != "commons" || p.SigningKey.SecretName != "platform-key" {
+		t.Errorf("the pile's flags printed spec.pile %+v", p)
 	}
 
 	code, out, errOut = runMain(t, "-n", ns, "tenant", "create", "x", "--isolation", "gvisor", "--dry-run=server", "-o", "yaml")
