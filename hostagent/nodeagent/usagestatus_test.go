@@ -59,9 +59,9 @@ func TestUsageStatusUnits(t *testing.T) {
 		due    bool
 	}{
 		{"nothing moved, ten minutes on", 10 * time.Minute, func(*hostagent.UsageAccount) {}, false},
-		{"a CPU-second, a minute on", time.Minute, func(a *hostagent.UsageAccount) { a.CPUSeconds += 1 }, true},
-		{"a CPU-second, 59 s on", 59 * time.Second, func(a *hostagent.UsageAccount) { a.CPUSeconds += 1 }, false},
-		{"a job-second, a minute on", time.Minute, func(a *hostagent.UsageAccount) { a.JobSeconds += 1 }, true},
+		{"a CPU-second, a minute on", time.Minute, func(a *hostagent.UsageAccount) { a.CPUSeconds++ }, true},
+		{"a CPU-second, 59 s on", 59 * time.Second, func(a *hostagent.UsageAccount) { a.CPUSeconds++ }, false},
+		{"a job-second, a minute on", time.Minute, func(a *hostagent.UsageAccount) { a.JobSeconds++ }, true},
 		{"a MiB-hour of memory, a minute on", time.Minute, func(a *hostagent.UsageAccount) { a.MemoryMiBSeconds += 3600 }, true},
 		{"memory held, 9 minutes on", 9 * time.Minute, func(a *hostagent.UsageAccount) { a.MemoryMiBSeconds += 540 }, false},
 		{"memory held, 10 minutes on", 10 * time.Minute, func(a *hostagent.UsageAccount) { a.MemoryMiBSeconds += 600 }, true},
