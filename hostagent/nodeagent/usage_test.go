@@ -24,6 +24,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
 )
 
@@ -88,4 +89,48 @@ func TestUsageShortJobsAndBurn(t *testing.T) {
 		Should(BeNumerically("~", burnt, 0.005), "the book's CPU, the cgroup's %.3f s", burnt)
 	t.Logf("jobs ran %v, the book charged %.3f s; the cgroup counted %.4f CPU-seconds, the book %.4f",
 		ran, book("playground_tenant_job_seconds_total"), burnt, book("playground_tenant_cpu_seconds_total"))
+}
+
+// TestUsageJobChargedOnceAcrossRestart: a job that ended under one agent
+// process, and that the next one adopts ended (its sandbox holds it until
+// its end is read), is charged once: the book the first wrote as it
+// stopped says so, and the next does not charge it again.
+func TestUsageJobChargedOnceAcrossRestart(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t, "usage-once")
+	state := ocitest.StateDir(t)
+	addr := freeAddr(t)
+	quiet := func(o *nodeagent.Options) {
+		o.MetricsBindAddress = addr
+		o.UsageInterval = time.Hour // the book is written at the start and the stop only
+	}
+	n := startNode(t, "usage-once-a", state, "", quiet)
+	createSandbox(t, ns, "ws", n.name)
+	s := openSession(t, n, ns, "ws")
+	job, err := s.startJob("sleep 1")
+	g.Expect(err).NotTo(HaveOccurred())
+	// Read to its end, not acknowledged: the sandbox keeps it.
+	end := func(c *agentapi.Client) agentapi.JobInfo {
+		var page agentapi.PollResponse
+		g.Eventually(func(g Gomega) {
+			var err error
+			page, err = c.Poll(context.Background(), agentapi.PollRequest{Tenant: s.tenant, Wait: time.Second}, job.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(page.Done).To(BeTrue())
+		}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
+		return page.Job
+	}
+	ended := end(n.client)
+	ran := ended.EndedAt.Sub(ended.StartedAt).Seconds()
+	charged := func() float64 {
+		m, err := scrape("http://" + addr + "/metrics")
+		g.Expect(err).NotTo(HaveOccurred())
+		return m.value(t, "playground_tenant_job_seconds_total", "node", n.name, "tenant", s.tenant)
+	}
+	g.Expect(charged()).To(BeNumerically("~", ran, 0.001))
+
+	n.stop()
+	again := startNode(t, n.name, state, "", quiet)
+	g.Expect(end(again.client).Result).To(Equal(ended.Result), "the next agent adopted the ended job")
+	g.Expect(charged()).To(BeNumerically("~", ran, 0.001), "charged once, the job's %.3f s", ran)
 }
