@@ -182,7 +182,7 @@ type SandboxTemplate struct {
 	Resources SandboxResources `json:"resources,omitempty"`
 
 	// Storage bounds the writable layer (home, workspace and /tmp); the
-	// pile's settings are in the Tenant's spec.pile.
+	// pile's settings are in spec.pile (of the Tenant, and of the Sandbox).
 	// +kubebuilder:default={}
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`

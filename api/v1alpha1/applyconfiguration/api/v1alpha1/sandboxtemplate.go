@@ -46,7 +46,7 @@ type SandboxTemplateApplyConfiguration struct {
 	// Resources bounds the sandbox's CPU, memory and process count.
 	Resources *SandboxResourcesApplyConfiguration `json:"resources,omitempty"`
 	// Storage bounds the writable layer (home, workspace and /tmp); the
-	// pile's settings are in the Tenant's spec.pile.
+	// pile's settings are in spec.pile (of the Tenant, and of the Sandbox).
 	Storage *StorageSpecApplyConfiguration `json:"storage,omitempty"`
 	// Faculties lists FacultyBundles whose binaries are installed read-only on
 	// the sandbox's PATH.
