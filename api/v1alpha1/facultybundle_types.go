@@ -26,7 +26,8 @@ type HostPathSource struct {
 	// and the builder sees a read-only copy, only where the agent's own
 	// configuration grants a prefix that holds it (--faculty-host-path-prefix;
 	// none by default): a bundle names a path, it does not grant one.
-	// +kubebuilder:validation:Pattern=`^/[^\x00]*$`
+	// +kubebuilder:validation:Pattern=`^[^\x00]*$`
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="path must be absolute: a directory of the node, starting with /"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)')",message="path must not have '.' or '..' elements"
 	// +kubebuilder:validation:MaxLength=4096
 	// +required

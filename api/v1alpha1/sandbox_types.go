@@ -231,7 +231,7 @@ type SandboxTemplate struct {
 	// first provisioned: deleting the snapshot later does not touch it. It
 	// cannot change once the Sandbox exists.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="fromSnapshot must be a SandboxSnapshot's name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
 	// +optional
 	FromSnapshot string `json:"fromSnapshot,omitempty"`
 
@@ -360,7 +360,7 @@ type EgressRule struct {
 	// allow and opens exactly the addresses it answered, for the answer's
 	// time to live (docs/isolation.md). Lower case.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([*][.])?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?[.])*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')",message="host must be a DNS name in lower case, such as pypi.org, or a wildcard such as *.example.com for the names under a domain: no scheme (https://), port, path or capitals"
 	// +optional
 	Host string `json:"host,omitempty"`
 
@@ -398,7 +398,7 @@ type EgressCredential struct {
 	// Header is the request header the node sets, replacing whatever the
 	// sandbox sends under that name.
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][-A-Za-z0-9]*$')",message="header must be an HTTP header's name, such as Authorization or X-Api-Key: letters, digits and '-'"
 	// +kubebuilder:validation:XValidation:rule="self.lowerAscii() != 'host'",message="the Host header names the server: it cannot carry a credential"
 	// +kubebuilder:default=Authorization
 	// +optional
@@ -430,7 +430,7 @@ type SandboxSpec struct {
 	// Persona is the identity the tenant's shells present, exported as
 	// PERSONA in login shells.
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$')",message="persona must start with a letter or digit and hold only letters, digits, spaces and . _ @ + -"
 	// +optional
 	Persona string `json:"persona,omitempty"`
 
@@ -442,7 +442,7 @@ type SandboxSpec struct {
 	// The binding is kept in spec, not status, so that a backup restored
 	// without status still finds its workspace.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="nodeName must be a node's name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
 
@@ -486,7 +486,7 @@ type SigningKeySource struct {
 
 	// Fingerprint is the key's fingerprint when the Tenant controller last
 	// read the Secret; a change brings the new key to the sandbox at once.
-	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{16}$')",message="fingerprint must be 16 lower-case hexadecimal digits, as the Tenant controller writes it"
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
 }

@@ -75,7 +75,7 @@ type TenantSpec struct {
 	// Persona is the identity the tenant's shells present, exported as
 	// PERSONA in login shells. Defaults to the Tenant's name.
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$')",message="persona must start with a letter or digit and hold only letters, digits, spaces and . _ @ + -"
 	// +optional
 	Persona string `json:"persona,omitempty"`
 

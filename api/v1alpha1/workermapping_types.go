@@ -37,7 +37,7 @@ type ServiceDestination struct {
 
 	// Path is the HTTP path of the MCP endpoint.
 	// +kubebuilder:default="/mcp"
-	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9/._~-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^/[A-Za-z0-9/._~-]*$')",message="path must be an HTTP path starting with /, such as /mcp: letters, digits and / . _ ~ -"
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Path string `json:"path,omitempty"`
@@ -67,7 +67,7 @@ type SandboxProcessDestination struct {
 
 	// Path is the HTTP path of the worker's MCP endpoint.
 	// +kubebuilder:default="/mcp"
-	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9/._~-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^/[A-Za-z0-9/._~-]*$')",message="path must be an HTTP path starting with /, such as /mcp: letters, digits and / . _ ~ -"
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Path string `json:"path,omitempty"`
