@@ -117,6 +117,15 @@ type BundleNodeStatus struct {
 	// +optional
 	Ready bool `json:"ready,omitempty"`
 
+	// Reason says where the node's build stands: Built, Building,
+	// BuildFailed (the build command failed: the message holds its log's
+	// tail), SourceFailed (the node's agent cannot read the source) or
+	// NoBuildCache (the node's agent builds no bundle). A failure is
+	// tried again, with the same source, every minute, and at once with a
+	// changed one.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
 	// Message says why a build is not ready.
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -129,6 +138,28 @@ type BundleNodeStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
+
+// Reasons of a node's build of a FacultyBundle (status.nodes[].reason,
+// and the Events of the node's agent), and of the bundle's Ready.
+const (
+	// ReasonBuilt: the build of the current source is ready (on a node;
+	// on every node that needs the bundle, for Ready).
+	ReasonBuilt = "Built"
+	// ReasonBuilding: a build is under way (on a node; on some node that
+	// needs the bundle, for Ready).
+	ReasonBuilding = "Building"
+	// ReasonBuildFailed: the build command failed; the message holds the
+	// tail of its log. The same source fails the same way: fix the source
+	// or build.command.
+	ReasonBuildFailed = "BuildFailed"
+	// ReasonSourceFailed: the node's agent cannot read the bundle's source
+	// (a ConfigMap it cannot find, a host path its configuration does not
+	// grant); the message says which.
+	ReasonSourceFailed = "SourceFailed"
+	// ReasonNoBuildCache: the node's agent runs without a faculty build
+	// cache and builds no bundle.
+	ReasonNoBuildCache = "NoBuildCache"
+)
 
 // FacultyBundleStatus is the observed state of a FacultyBundle.
 type FacultyBundleStatus struct {

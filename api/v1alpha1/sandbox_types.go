@@ -48,11 +48,12 @@ const (
 	SandboxTerminating SandboxPhase = "Terminating"
 )
 
-// Sandbox condition types beyond Ready. Each has one author: the manager
-// writes Bound, NodeHealthy and Ready (and the phase); the node's agent
-// writes Provisioned (and sandboxID, endpoint, openHandles). Both write with
-// server-side apply under their own field manager, so neither overwrites the
-// other's conditions.
+// Sandbox condition types beyond Ready. Each has one author: the manager's
+// binder writes Bound, NodeHealthy and Ready (and the phase), its key and
+// credential deliveries SigningKeyDelivered and EgressCredentialsDelivered;
+// the node's agent writes Provisioned (and sandboxID, endpoint,
+// openHandles). Each writes with server-side apply under its own field
+// manager, so that none overwrites another's conditions.
 const (
 	// BoundCondition is True once the sandbox is bound to a node.
 	BoundCondition = "Bound"
@@ -72,6 +73,24 @@ const (
 	// of its period (reason CPULimitReached): frozen, and its calls
 	// refused, until the period resets; False (WithinLimits) otherwise.
 	UsageLimitedCondition = "UsageLimited"
+	// SigningKeyDeliveredCondition, written by the manager, which hands
+	// the sandbox's node the key spec.signingKey names, is False while it
+	// cannot: reason SigningKeyRefused (the Secret cannot be used: the
+	// message says why and what to do) or SigningKeyUndelivered (the
+	// node's agent did not take it; tried again). It is absent otherwise
+	// (delivered, or no key named): a condition on every sandbox would
+	// cost a status write each. A sandbox not yet provisioned waits for
+	// the key, and its Ready says this condition's cause.
+	SigningKeyDeliveredCondition = "SigningKeyDelivered"
+	// EgressCredentialsDeliveredCondition, written by the manager, which
+	// hands the sandbox's node the credentials of its brokered egress
+	// rules, is False while one cannot reach the node: reason
+	// EgressCredentialRefused (a rule's Secret cannot be used; requests to
+	// its host are answered 503: the message names the host, why and what
+	// to do) or EgressCredentialUndelivered (the node's agent did not take
+	// them; tried again). Absent otherwise. The sandbox serves meanwhile;
+	// its Tenant is not Ready until the credentials are delivered.
+	EgressCredentialsDeliveredCondition = "EgressCredentialsDelivered"
 )
 
 // Condition and event reasons of Sandboxes.
@@ -94,31 +113,39 @@ const (
 	ReasonReady               = "Ready"
 	// ReasonWaitingForFaculties: the sandbox waits, not provisioned, for
 	// a FacultyBundle it lists to be built on its node; the message names
-	// the bundle and why (building, failed, not found).
+	// the bundles being built.
 	ReasonWaitingForFaculties = "WaitingForFaculties"
+	// ReasonFacultyUnavailable: the sandbox waits, not provisioned, for a
+	// FacultyBundle it lists that waiting does not bring: its build
+	// failed, its source cannot be read on the node, the node builds no
+	// bundle, or it does not exist. The message names it, says why and
+	// what to do.
+	ReasonFacultyUnavailable = "FacultyUnavailable"
 	// ReasonWaitingForSigningKey: the sandbox runs but is not reported
 	// provisioned until its pile holds the signing key spec.signingKey
 	// names, which the manager delivers to its node's agent.
 	ReasonWaitingForSigningKey = "WaitingForSigningKey"
-	// ReasonSigningKeyRefused (a Warning Event): the Secret spec.signingKey
-	// names cannot be used (missing, of another type, without a valid key
-	// under self.key); the sandbox keeps the key it holds, if any.
+	// ReasonSigningKeyRefused (SigningKeyDelivered=False, and a Warning
+	// Event): the Secret spec.signingKey names cannot be used (missing, of
+	// another type, without a valid key under self.key); the sandbox keeps
+	// the key it holds, if any, and one never provisioned waits.
 	ReasonSigningKeyRefused = "SigningKeyRefused"
-	// ReasonSigningKeyUndelivered (a Warning Event): the agent of the
-	// sandbox's node did not take its signing key; tried again.
+	// ReasonSigningKeyUndelivered (SigningKeyDelivered=False, and a
+	// Warning Event): the agent of the sandbox's node did not take its
+	// signing key; tried again.
 	ReasonSigningKeyUndelivered = "SigningKeyUndelivered"
 	// ReasonEgressDenied (an Event): the sandbox's resolver denied a name
 	// no egress rule allows, or left out of an answer addresses egress
 	// never opens; the note names them.
 	ReasonEgressDenied = "EgressDenied"
-	// ReasonEgressCredentialRefused (a Warning Event): the Secret a
-	// brokered egress rule names cannot be used (missing, of another
-	// type, without its key, not a header value); requests to the host
-	// are answered 503 until it can.
+	// ReasonEgressCredentialRefused (EgressCredentialsDelivered=False,
+	// and a Warning Event): the Secret a brokered egress rule names cannot
+	// be used (missing, of another type, without its key, not a header
+	// value); requests to the host are answered 503 until it can.
 	ReasonEgressCredentialRefused = "EgressCredentialRefused" //nolint:gosec // a reason, not a credential
-	// ReasonEgressCredentialUndelivered (a Warning Event): the manager
-	// could not hand the sandbox's credentials to its node's agent; it
-	// tries again.
+	// ReasonEgressCredentialUndelivered (EgressCredentialsDelivered=False,
+	// and a Warning Event): the manager could not hand the sandbox's
+	// credentials to its node's agent; it tries again.
 	ReasonEgressCredentialUndelivered = "EgressCredentialUndelivered" //nolint:gosec // a reason, not a credential
 	// ReasonCPULimitReached: the sandbox spent spec.usageLimits.cpuSeconds
 	// of its period; its agent froze it until the period resets (the

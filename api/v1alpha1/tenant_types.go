@@ -52,7 +52,10 @@ const (
 	// CredentialsReadyCondition is True when the tenant's token is minted and
 	// accepted; False while suspended.
 	CredentialsReadyCondition = "CredentialsReady"
-	// SandboxReadyCondition mirrors the Ready condition of the tenant's Sandbox.
+	// SandboxReadyCondition mirrors the Ready condition of the tenant's
+	// Sandbox; it is False too while the sandbox serves without what the
+	// manager could not deliver to it (its SigningKeyDelivered or
+	// EgressCredentialsDelivered condition says why).
 	SandboxReadyCondition = "SandboxReady"
 	// WorkerReadyCondition, on tenants whose catalog is workers, mirrors
 	// the Ready condition of the tenant's WorkerMapping.

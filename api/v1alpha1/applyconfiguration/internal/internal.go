@@ -75,6 +75,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: ready
       type:
         scalar: boolean
+    - name: reason
+      type:
+        scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.BundleSource
   map:
     fields:
@@ -301,16 +304,40 @@ var schemaYAML = typed.YAMLObject(`types:
     fields:
     - name: maxCPU
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: maxMemory
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: maxSandboxes
       type:
         scalar: numeric
     - name: maxStorage
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
 - name: com.github.playground-dev.playground.api.v1alpha1.NetworkCeilings
   map:
     fields:
@@ -334,7 +361,15 @@ var schemaYAML = typed.YAMLObject(`types:
       default: 4096
     - name: size
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
       default: 512Mi
 - name: com.github.playground-dev.playground.api.v1alpha1.ReclaimPolicy
   scalar: string
@@ -385,10 +420,26 @@ var schemaYAML = typed.YAMLObject(`types:
     fields:
     - name: cpu
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: memory
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: pids
       type:
         scalar: numeric
@@ -397,13 +448,29 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: numeric
     - name: pileSize
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: storageInodes
       type:
         scalar: numeric
     - name: storageSize
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxNetwork
   map:
     fields:
@@ -448,11 +515,27 @@ var schemaYAML = typed.YAMLObject(`types:
     fields:
     - name: cpu
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
       default: "1"
     - name: memory
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
       default: 1Gi
     - name: pids
       type:
@@ -757,7 +840,15 @@ var schemaYAML = typed.YAMLObject(`types:
       default: Retain
     - name: size
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
       default: 4Gi
 - name: com.github.playground-dev.playground.api.v1alpha1.Tenant
   map:
@@ -1074,16 +1165,6 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: running
       type:
         scalar: boolean
-- name: io.k8s.apimachinery.pkg.api.resource.Quantity
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
-  map:
-    elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
   map:
     fields:
