@@ -380,6 +380,18 @@ func TestKubectl(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`NAME\s+TENANT\s+READY\s+REASON\s+ENDPOINT\s+RESTARTS\s+AGE`))
 	g.Expect(out).To(MatchRegexp(`NAME\s+READY\s+REASON\s+NODES-READY\s+AGE`))
 
+	// A snapshot's size is for people, in the SIZE column.
+	snap := &playgroundv1alpha1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-upgrade"},
+		Spec: playgroundv1alpha1.SandboxSnapshotSpec{SandboxRef: playgroundv1alpha1.LocalObjectReference{Name: "demo"}}}
+	g.Expect(k8s.Create(context.Background(), snap)).To(Succeed())
+	snap.Status = playgroundv1alpha1.SandboxSnapshotStatus{Phase: playgroundv1alpha1.SnapshotReady, SizeBytes: 12_902_400,
+		Size: playgroundv1alpha1.ByteSize(12_902_400)}
+	g.Expect(k8s.Status().Update(context.Background(), snap)).To(Succeed())
+	out, err = cp.Kubectl(kubeconfig, "get", "sandboxsnapshots", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`NAME\s+SANDBOX\s+PHASE\s+MEMORY\s+SIZE\s+NODE\s+TAKEN`))
+	g.Expect(out).To(MatchRegexp(`before-upgrade\s+demo\s+Ready\s+12\.3 MiB\s`))
+
 	out, err = cp.Kubectl(kubeconfig, "get", "playground", "-n", ns, "-o", "name")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("tenant.playground.dev/demo"))
@@ -518,6 +530,15 @@ func walkPatterns(schema map[string]any, path string, found func(path, pattern s
 		for _, a := range alts {
 			s, _ := a.(map[string]any)
 			walkPatterns(s, path, found)
+		}
+	}
+}
+
+// TestByteSize: sizes for people, as status.size and the plugin write them.
+func TestByteSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 KiB", 1: "1 KiB", 1024: "1 KiB", 1025: "2 KiB", 1 << 20: "1.0 MiB", 12_902_400: "12.3 MiB", 3 << 29: "1.5 GiB"} {
+		if got := playgroundv1alpha1.ByteSize(n); got != want {
+			t.Errorf("ByteSize(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -597,6 +597,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: sandboxID
       type:
         scalar: string
+    - name: size
+      type:
+        scalar: string
     - name: sizeBytes
       type:
         scalar: numeric
