@@ -90,7 +90,7 @@ const (
 	// to do) or EgressCredentialUndelivered (the node's agent did not take
 	// them; tried again). Absent otherwise. The sandbox serves meanwhile;
 	// its Tenant is not Ready until the credentials are delivered.
-	EgressCredentialsDeliveredCondition = "EgressCredentialsDelivered"
+	EgressCredentialsDeliveredCondition = "EgressCredentialsDelivered" //nolint:gosec // a condition type, not a credential
 )
 
 // Condition and event reasons of Sandboxes.

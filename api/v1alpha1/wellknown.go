@@ -106,7 +106,7 @@ const (
 	// EgressCredentialFieldOwner is the manager's delivery of brokered
 	// egress credentials: a Sandbox's EgressCredentialsDelivered
 	// condition.
-	EgressCredentialFieldOwner = "playground-egresscredential-controller" //nolint:gosec // a field manager, not a credential
+	EgressCredentialFieldOwner = "playground-egresscredential-controller"
 	// ManifestFieldOwner applies the manifests of `playground-dev`.
 	ManifestFieldOwner = "playground"
 )
