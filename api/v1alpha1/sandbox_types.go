@@ -283,7 +283,8 @@ type UsageLimits struct {
 	// zero; periods are aligned to the Unix epoch, so 24h starts at
 	// midnight UTC. At least 10s.
 	// +kubebuilder:default="24h"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="period must be at least 10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="period must be a duration such as 24h or 1h30m: a number and a unit (s, m or h), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('10s')",message="period must be at least 10s"
 	// +optional
 	Period metav1.Duration `json:"period,omitempty"`
 
@@ -325,7 +326,8 @@ type IdleSuspend struct {
 	// After is how long the sandbox goes without a tool call (exec, read,
 	// write, a job's start, poll or cancel, a session opened) before it
 	// is suspended; at least 10s. A call in progress keeps it awake.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="after must be at least 10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="after must be a duration such as 30s, 15m or 1h30m: a number and a unit (s, m or h), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('10s')",message="after must be at least 10s"
 	// +required
 	After metav1.Duration `json:"after"`
 

@@ -71,7 +71,8 @@ type SandboxSnapshotSpec struct {
 	// ExpireAfter deletes the snapshot this long after it was taken
 	// (status.takenAt), freeing its disk; forks made from it are not
 	// affected. Unset, it is kept until deleted. At least 1m.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="expireAfter must be at least 1m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="expireAfter must be a duration such as 24h or 168h (a week): a number and a unit (s, m or h), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('1m')",message="expireAfter must be at least 1m"
 	// +optional
 	ExpireAfter *metav1.Duration `json:"expireAfter,omitempty"`
 }

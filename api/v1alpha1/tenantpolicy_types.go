@@ -196,7 +196,8 @@ type UsageLimitCeiling struct {
 
 	// Period is the period MaxCPUSeconds is counted over; at least 10s.
 	// +kubebuilder:default="24h"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="period must be at least 10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="period must be a duration such as 24h or 1h30m: a number and a unit (s, m or h), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('10s')",message="period must be at least 10s"
 	// +optional
 	Period metav1.Duration `json:"period,omitempty"`
 }

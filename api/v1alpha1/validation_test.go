@@ -185,7 +185,13 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"negative storage", sbx + "spec: {tenantRef: {name: t}, storage: {size: -4Gi}}", "size must be at least 32Mi: the writable layer"},
 		{"pile of 1Ki", tenant + "spec: {sandbox: {storage: {pile: {size: 1Ki}}}}", "pile size must be at least 32Mi"},
 		{"an idle period of a second", tenant + "spec: {sandbox: {idleSuspend: {after: 1s}}}", "after must be at least 10s"},
-		{"an idle period that is no duration", sbx + "spec: {tenantRef: {name: t}, idleSuspend: {after: soon}}", "after"},
+		{"an idle period that is no duration", sbx + "spec: {tenantRef: {name: t}, idleSuspend: {after: soon}}", "spec.idleSuspend.after: Invalid value: \"soon\": after must be a duration such as 30s, 15m or 1h30m"},
+		{"an idle period in days", tenant + "spec: {sandbox: {idleSuspend: {after: 1d}}}", "after must be a duration such as 30s"},
+		{"a usage period in days", tenant + "spec: {sandbox: {usageLimits: {period: 1day, cpuSeconds: 5}}}", "period must be a duration such as 24h"},
+		{"a snapshot kept a week", snap + "spec: {sandboxRef: {name: s}, expireAfter: 1week}", "expireAfter must be a duration such as 24h or 168h"},
+		{"a build timeout in words", fb + "spec:\n" + cmSrc + "  binaries: [a]\n  build: {command: [make], timeout: ten minutes}", "timeout must be a duration such as 10m or 1h"},
+		{"a worker timeout in words", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80}}, timeout: a minute}", "timeout must be a duration such as 60s or 5m"},
+		{"a worker timeout of nothing", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80}}, timeout: 0s}", "timeout must be positive"},
 		{"an idle mode of another kind", tenant + "spec: {sandbox: {idleSuspend: {after: 1m, mode: Hibernate}}}", "Unsupported value"},
 		{"an idle suspension without its period", tenant + "spec: {sandbox: {idleSuspend: {withRunningJobs: true}}}", "after"},
 	}
@@ -215,6 +221,9 @@ func TestQuantitiesAtTheirMinimumsAreAccepted(t *testing.T) {
 		"spec: {sandbox: {resources: {cpu: 2, memory: 33554432}}}",
 		"spec: {sandbox: {resources: {cpu: \"0.01\", memory: 1G}}}",
 		"spec: {sandbox: {backend: vm, resources: {memory: 128Mi}}}",
+		// Durations in every form Go writes and reads them.
+		"spec: {sandbox: {idleSuspend: {after: 1h30m}, usageLimits: {period: 1.5h, cpuSeconds: 5}}}",
+		"spec: {sandbox: {idleSuspend: {after: 10000ms}}}",
 	} {
 		obj := decode(t, tenant+spec)
 		obj.SetNamespace(ns)
@@ -422,6 +431,7 @@ func TestInvalidTenantPoliciesAreRefused(t *testing.T) {
 		{"an allowed cidr not a network", policy + "spec: {namespaceSelector: {}, sandbox: {network: {allowedEgress: {cidrs: [10.0.0.1/8]}}}}", "cidrs must be network addresses"},
 		{"an allowed host a URL", policy + "spec: {namespaceSelector: {}, sandbox: {network: {allowedEgress: {hosts: ['https://pypi.org']}}}}", "hosts must be DNS names in lower case"},
 		{"a usage period of a second", policy + "spec: {namespaceSelector: {}, sandbox: {usageLimit: {maxCPUSeconds: 10, period: 1s}}}", "period must be at least 10s"},
+		{"a usage period in days", policy + "spec: {namespaceSelector: {}, sandbox: {usageLimit: {maxCPUSeconds: 10, period: 7d}}}", "period must be a duration such as 24h"},
 		{"a usage limit of nothing", policy + "spec: {namespaceSelector: {}, sandbox: {usageLimit: {maxCPUSeconds: 0}}}", "spec.sandbox.usageLimit.maxCPUSeconds in body should be greater than or equal to 1"},
 		{"a ceiling in gigabits", policy + "spec: {namespaceSelector: {}, sandbox: {max: {memory: 1Gb}}}", "memory must be a quantity of bytes"},
 		{"a cpu ceiling in cores", policy + "spec: {namespaceSelector: {}, sandbox: {max: {cpu: 4cores}}}", "cpu must be a quantity of cores"},

@@ -116,6 +116,10 @@ type WorkerMappingSpec struct {
 	// Timeout bounds one forwarded request. A request that times out has an
 	// unknown outcome at the worker and is not retried.
 	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="timeout must be a duration such as 60s or 5m: a number and a unit (s, m or h; ms), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="timeout must be positive"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
