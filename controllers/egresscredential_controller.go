@@ -19,6 +19,7 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -75,17 +76,25 @@ type EgressCredentialReconciler struct {
 	// whose brokered rules went is given none, once.
 	mu        sync.Mutex
 	delivered map[types.UID]bool
+	// failing says since when deliveries to a Sandbox's node fail.
+	failing failing
 }
 
 // The credential reconciler reads Sandboxes, the agents' Leases and the
-// Secrets brokered rules name (get, around the cache), and mints tokens
-// of the manager's own ServiceAccount bound to a node's agent.
+// Secrets brokered rules name (get, around the cache), mints tokens of the
+// manager's own ServiceAccount bound to a node's agent, and says in a
+// Sandbox's EgressCredentialsDelivered condition what keeps a credential
+// from its node.
 // +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",namespace=playground-system,resources=serviceaccounts/token,verbs=create,resourceNames=playground-manager
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile delivers one Sandbox's credentials.
+// Reconcile delivers one Sandbox's credentials, and says in its status
+// what keeps one from its node: a rule's Secret that cannot be used is
+// said as soon as the Sandbox names it, provisioned or not, and looked
+// for again every credentialRefresh.
 func (r *EgressCredentialReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sbx := &playgroundv1alpha1.Sandbox{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sbx); err != nil {
@@ -97,29 +106,65 @@ func (r *EgressCredentialReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	r.mu.Unlock()
 	if !sbx.DeletionTimestamp.IsZero() || (len(rules) == 0 && !had) {
 		r.forget(sbx.UID)
+		if sbx.DeletionTimestamp.IsZero() {
+			_, err := r.report(ctx, sbx, "", "")
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, nil
 	}
-	if sbx.Spec.NodeName == "" || sbx.Status.Endpoint == "" || sbx.Status.SandboxID == "" {
-		return ctrl.Result{}, nil // not provisioned yet: its status changes when it is
-	}
 	creds := make([]agentapi.EgressCredential, 0, len(rules))
+	var refused []string
 	for _, rule := range rules {
 		value, why, err := r.secretValue(ctx, sbx.Namespace, rule.Credential)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if why != "" {
-			r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonEgressCredentialRefused, "Deliver",
-				"Requests to %s get no credential (answered 503): %s", rule.Host, why)
+			refused = append(refused, fmt.Sprintf("requests to %s get no credential (answered 503): %s", rule.Host, why))
 			continue
 		}
 		creds = append(creds, agentapi.EgressCredential{Host: rule.Host, Header: cmp.Or(rule.Credential.Header, "Authorization"), Value: value})
 	}
+	refusedMsg := ""
+	if len(refused) > 0 {
+		refusedMsg = upperFirst(strings.Join(refused, "; ")) + fmt.Sprintf(" (looked for again every %s)", credentialRefresh)
+	}
+	if sbx.Spec.NodeName == "" || sbx.Status.Endpoint == "" || sbx.Status.SandboxID == "" || r.Agents == nil {
+		// Not provisioned yet (its status changes when it is): what is
+		// refused is said already. (A manager without a way to reach
+		// the agents delivers nothing, and says only that.)
+		if refusedMsg == "" {
+			_, err := r.report(ctx, sbx, "", "")
+			return ctrl.Result{}, err
+		}
+		_, err := r.report(ctx, sbx, playgroundv1alpha1.ReasonEgressCredentialRefused, refusedMsg)
+		return ctrl.Result{RequeueAfter: credentialRefresh}, err
+	}
 	tenant := sbx.Namespace + "/" + sbx.Spec.TenantRef.Name
 	if err := r.deliver(ctx, sbx, tenant, creds); err != nil {
 		log.FromContext(ctx).Info("Cannot deliver the sandbox's egress credentials; trying again", "node", sbx.Spec.NodeName, "error", err.Error())
-		r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonEgressCredentialUndelivered, "Deliver",
-			"The agent of node %s did not take the sandbox's egress credentials (tried again): %v", sbx.Spec.NodeName, err)
+		reason, msg := "", ""
+		if r.failing.persists(sbx.UID, time.Now()) {
+			reason = playgroundv1alpha1.ReasonEgressCredentialUndelivered
+			msg = fmt.Sprintf("The agent of node %s does not take the sandbox's egress credentials, and requests that need one are answered 503 (tried again): %v", sbx.Spec.NodeName, err)
+		}
+		if refusedMsg != "" { // what to fix first
+			if msg != "" {
+				msg = "; and " + lowerFirst(msg)
+			}
+			reason, msg = playgroundv1alpha1.ReasonEgressCredentialRefused, refusedMsg+msg
+		}
+		if _, rerr := r.report(ctx, sbx, reason, msg); rerr != nil {
+			return ctrl.Result{}, errors.Join(err, rerr)
+		}
+		return ctrl.Result{}, err
+	}
+	r.failing.clear(sbx.UID)
+	reason := ""
+	if refusedMsg != "" {
+		reason = playgroundv1alpha1.ReasonEgressCredentialRefused
+	}
+	if _, err := r.report(ctx, sbx, reason, refusedMsg); err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(rules) == 0 {
@@ -135,16 +180,26 @@ func (r *EgressCredentialReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	return ctrl.Result{RequeueAfter: credentialRefresh}, nil
 }
 
+// report sets the Sandbox's EgressCredentialsDelivered condition (False
+// with reason and msg, or none for reason ""), and records a Warning
+// Event when it turns to a refusal or its message changes.
+func (r *EgressCredentialReconciler) report(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reason, msg string) (bool, error) {
+	changed, err := setDelivery(ctx, r.Client, sbx, playgroundv1alpha1.EgressCredentialFieldOwner,
+		playgroundv1alpha1.EgressCredentialsDeliveredCondition, reason, msg)
+	if changed && reason != "" {
+		r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "Deliver", "%s", truncate(msg, maxEventNote))
+	}
+	return changed, err
+}
+
 func (r *EgressCredentialReconciler) forget(uid types.UID) {
 	r.mu.Lock()
 	delete(r.delivered, uid)
 	r.mu.Unlock()
+	r.failing.clear(uid)
 }
 
 func (r *EgressCredentialReconciler) deliver(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, tenant string, creds []agentapi.EgressCredential) error {
-	if r.Agents == nil {
-		return fmt.Errorf("this manager was started without a way to reach the agents")
-	}
 	c, err := r.Agents.Client(ctx, sbx.Spec.NodeName, sbx.Status.Endpoint)
 	if err != nil {
 		return err
@@ -161,8 +216,8 @@ func (r *EgressCredentialReconciler) secretValue(ctx context.Context, ns string,
 	s := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: cred.SecretRef.Name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fmt.Sprintf("Secret %s does not exist in namespace %s: create it, of type %s, with the header's value under key %s (looked for again every %s)",
-				cred.SecretRef.Name, ns, playgroundv1alpha1.EgressCredentialSecretType, key, credentialRefresh), nil
+			return "", fmt.Sprintf("Secret %s does not exist in namespace %s: create it, of type %s, with the header's value under key %s (kubectl create secret generic %s --type=%s --from-literal=%s=...)",
+				cred.SecretRef.Name, ns, playgroundv1alpha1.EgressCredentialSecretType, key, cred.SecretRef.Name, playgroundv1alpha1.EgressCredentialSecretType, key), nil
 		}
 		return "", "", fmt.Errorf("reading the egress credential Secret %s/%s: %w", ns, cred.SecretRef.Name, err)
 	}
@@ -174,9 +229,9 @@ func (r *EgressCredentialReconciler) secretValue(ctx context.Context, ns string,
 	v := strings.TrimRight(string(s.Data[key]), "\r\n")
 	switch {
 	case v == "":
-		return "", fmt.Sprintf("Secret %s has no key %s, or it is empty", s.Name, key), nil
+		return "", fmt.Sprintf("Secret %s has no key %s, or it is empty: put the header's value under that key, or name the key it is under in the rule's credential.secretRef.key", s.Name, key), nil
 	case len(v) > 8<<10 || !httpguts.ValidHeaderFieldValue(v):
-		return "", fmt.Sprintf("the value under key %s of Secret %s is not a header value of at most 8 KiB (it holds a line break or a control character)", key, s.Name), nil
+		return "", fmt.Sprintf("the value under key %s of Secret %s is not a header value of at most 8 KiB (it holds a line break or a control character): write the header's value alone, on one line", key, s.Name), nil
 	}
 	return v, "", nil
 }

@@ -53,14 +53,16 @@ import (
 const (
 	// ReasonBuilt: Ready=True, every node that needs the bundle has a
 	// ready build of the current source.
-	ReasonBuilt = "Built"
+	ReasonBuilt = playgroundv1alpha1.ReasonBuilt
 	// ReasonNotNeeded: Ready=True, no bound Sandbox lists the bundle, so
 	// no node has to build it.
 	ReasonNotNeeded = "NotNeeded"
 	// ReasonBuilding: Ready=False, some node that needs the bundle has no
-	// ready build of the current source yet, or its build failed; the
-	// message names those nodes with what their agents report.
-	ReasonBuilding = "Building"
+	// ready build of the current source yet; the message names those
+	// nodes with what their agents report. (A node whose build failed
+	// makes it Stalled with its reason, BuildFailed, SourceFailed or
+	// NoBuildCache.)
+	ReasonBuilding = playgroundv1alpha1.ReasonBuilding
 	// ReasonSourceNotFound (Stalled): the source ConfigMap does not exist.
 	ReasonSourceNotFound = "SourceNotFound"
 	// ReasonInvalidSource (Stalled): the source cannot be fingerprinted.
@@ -150,6 +152,11 @@ func (r *FacultyBundleReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	ready, readyNodes := assess(&fb, src, needed)
 	err = errors.Join(srcErr, pruneErr)
+	if buildFailure(ready.Reason) {
+		// Stalled: the same source fails the same way; a change of the
+		// source or a node's report brings the bundle back.
+		err = errors.Join(err, pgreconcile.Stall(ready.Reason, "%s", ready.Message))
+	}
 	if applyErr := r.applyStatus(ctx, &fb, src, ready, readyNodes, err); applyErr != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
@@ -337,7 +344,8 @@ func assess(fb *playgroundv1alpha1.FacultyBundle, src source, needed []string) (
 		}
 		return condition(playgroundv1alpha1.ReadyCondition, true, ReasonNotNeeded, msg), readyNodes
 	}
-	var waiting []string
+	var waiting, failed []string
+	failure := ""
 	for _, node := range needed {
 		n, ok := entries[node]
 		switch {
@@ -346,6 +354,12 @@ func assess(fb *playgroundv1alpha1.FacultyBundle, src source, needed []string) (
 		case current(fb, src, n):
 		case n.ObservedGeneration != fb.Generation:
 			waiting = append(waiting, fmt.Sprintf("node %s: its agent has not reported on generation %d yet", node, fb.Generation))
+		case !n.Ready && buildFailure(n.Reason):
+			failed = append(failed, "node "+node+": "+truncate(n.Message, maxNodeMessage))
+			// A build failure says most: it is the one to fix first.
+			if failure == "" || n.Reason == playgroundv1alpha1.ReasonBuildFailed {
+				failure = n.Reason
+			}
 		case !n.Ready:
 			why := n.Message
 			if why == "" {
@@ -356,15 +370,50 @@ func assess(fb *playgroundv1alpha1.FacultyBundle, src source, needed []string) (
 			waiting = append(waiting, fmt.Sprintf("node %s: has build %s, not the current %s yet", node, short(n.Fingerprint), short(src.fingerprint)))
 		}
 	}
+	if len(failed) > 0 {
+		msg := fmt.Sprintf("Cannot be built on %d of %d nodes that need it, and waiting does not help: %s. %s; a node tries a changed source at once, the same one again after its agent's --faculty-retry-after",
+			len(failed), len(needed), strings.Join(nameFirst(failed), "; "), failureAdvice(failure))
+		if len(waiting) > 0 {
+			msg += fmt.Sprintf(" (not built yet on %d more: %s)", len(waiting), strings.Join(nameFirst(waiting), "; "))
+		}
+		return condition(playgroundv1alpha1.ReadyCondition, false, failure, msg), readyNodes
+	}
 	if len(waiting) == 0 {
 		return condition(playgroundv1alpha1.ReadyCondition, true, ReasonBuilt,
 			fmt.Sprintf("Built on every node that needs it (%d): %s", len(needed), nameSome(needed))), readyNodes
 	}
 	msg := fmt.Sprintf("Not built on %d of %d nodes that need it: ", len(waiting), len(needed))
-	if len(waiting) > maxNodesNamed {
-		waiting = append(waiting[:maxNodesNamed], fmt.Sprintf("and %d more", len(waiting)-maxNodesNamed))
+	return condition(playgroundv1alpha1.ReadyCondition, false, ReasonBuilding, msg+strings.Join(nameFirst(waiting), "; ")), readyNodes
+}
+
+// buildFailure says whether a node's report of reason is a failure that
+// waiting does not mend.
+func buildFailure(reason string) bool {
+	switch reason {
+	case playgroundv1alpha1.ReasonBuildFailed, playgroundv1alpha1.ReasonSourceFailed, playgroundv1alpha1.ReasonNoBuildCache:
+		return true
 	}
-	return condition(playgroundv1alpha1.ReadyCondition, false, ReasonBuilding, msg+strings.Join(waiting, "; ")), readyNodes
+	return false
+}
+
+// failureAdvice says what to do about a failure of reason.
+func failureAdvice(reason string) string {
+	switch reason {
+	case playgroundv1alpha1.ReasonBuildFailed:
+		return "Fix the source or spec.build.command (status.nodes holds each node's build log's tail)"
+	case playgroundv1alpha1.ReasonSourceFailed:
+		return "Fix the source the message names: create the ConfigMap, or have the cluster admin grant the host path's prefix (agent.faculties.hostPathPrefixes) or move the tools to a ConfigMap"
+	default:
+		return "The cluster admin gives the node's agent a faculty build cache (its state directory), or the sandboxes that list the bundle move to nodes that build"
+	}
+}
+
+// nameFirst keeps the first maxNodesNamed of what nodes report.
+func nameFirst(reports []string) []string {
+	if len(reports) <= maxNodesNamed {
+		return reports
+	}
+	return append(reports[:maxNodesNamed:maxNodesNamed], fmt.Sprintf("and %d more", len(reports)-maxNodesNamed))
 }
 
 // applyStatus writes the manager's part of the bundle's status with

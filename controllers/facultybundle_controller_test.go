@@ -32,6 +32,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -132,6 +133,7 @@ type build struct {
 	fingerprint string
 	generation  int64
 	ready       bool
+	reason      string
 	message     string
 }
 
@@ -142,6 +144,9 @@ func reportBuild(g Gomega, ns, name, node string, b build) {
 		WithReady(b.ready).WithObservedGeneration(b.generation)
 	if b.message != "" {
 		entry.WithMessage(b.message)
+	}
+	if b.reason != "" {
+		entry.WithReason(b.reason)
 	}
 	if b.ready {
 		entry.WithBuiltAt(metav1.Now())
@@ -274,15 +279,32 @@ func TestBundleReadyOnEveryNode(t *testing.T) {
 		g.Expect(ready.Message).To(And(ContainSubstring("2 of 2"), ContainSubstring("node "+n1+": its agent has not reported"), ContainSubstring("node "+n2+": its agent has not reported")))
 	})
 
-	reportBuild(g, ns, "tools", n1, build{fingerprint: fp, generation: gen, ready: true})
-	reportBuild(g, ns, "tools", n2, build{fingerprint: fp, generation: gen, message: "build failed: exit status 2: cp: /src/hello: no such file"})
+	reportBuild(g, ns, "tools", n1, build{fingerprint: fp, generation: gen, ready: true, reason: playgroundv1alpha1.ReasonBuilt})
+	reportBuild(g, ns, "tools", n2, build{fingerprint: fp, generation: gen, reason: playgroundv1alpha1.ReasonBuilding, message: "Building " + fp[:12] + " on node " + n2})
 	eventually(t, func(g Gomega) {
 		fb := getBundle(g, ns, "tools")
 		g.Expect(fb.Status.ReadyNodes).To(Equal(int32(1)))
 		ready := bundleCondition(fb, playgroundv1alpha1.ReadyCondition)
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Message).To(And(ContainSubstring("1 of 2"), ContainSubstring("node "+n2+": build failed: exit status 2"), Not(ContainSubstring(n1))))
+		g.Expect([]string{string(ready.Status), ready.Reason}).To(Equal([]string{"False", ReasonBuilding}))
+		g.Expect(ready.Message).To(And(ContainSubstring("1 of 2"), ContainSubstring("node "+n2+": Building"), Not(ContainSubstring(n1))))
 		g.Expect(bundleCondition(fb, playgroundv1alpha1.ReconcilingCondition).Status).To(Equal(metav1.ConditionTrue))
+	})
+
+	// A failed build is no build under way: it says so, and what to do,
+	// and stalls (the same source fails the same way).
+	reportBuild(g, ns, "tools", n2, build{fingerprint: fp, generation: gen, reason: playgroundv1alpha1.ReasonBuildFailed,
+		message: "Build " + fp[:12] + " failed on node " + n2 + ": the build command exited with code 2; log tail:\ncp: /src/hello: no such file"})
+	eventually(t, func(g Gomega) {
+		fb := getBundle(g, ns, "tools")
+		ready := bundleCondition(fb, playgroundv1alpha1.ReadyCondition)
+		g.Expect([]string{string(ready.Status), ready.Reason}).To(Equal([]string{"False", playgroundv1alpha1.ReasonBuildFailed}))
+		g.Expect(ready.Message).To(And(ContainSubstring("Cannot be built on 1 of 2 nodes that need it, and waiting does not help"),
+			ContainSubstring("node "+n2+": Build "+fp[:12]+" failed"), ContainSubstring("cp: /src/hello: no such file"),
+			ContainSubstring("Fix the source or spec.build.command"), Not(ContainSubstring(n1+":"))))
+		stalled := bundleCondition(fb, playgroundv1alpha1.StalledCondition)
+		g.Expect([]string{string(stalled.Status), stalled.Reason}).To(Equal([]string{"True", playgroundv1alpha1.ReasonBuildFailed}))
+		g.Expect(meta.FindStatusCondition(fb.Status.Conditions, playgroundv1alpha1.ReconcilingCondition)).To(BeNil())
+		g.Expect(kstatusOf(g, playgroundv1alpha1.GroupVersion.WithKind("FacultyBundle"), ns, "tools").Status).To(Equal(status.FailedStatus))
 	})
 
 	reportBuild(g, ns, "tools", n2, build{fingerprint: fp, generation: gen, ready: true})

@@ -544,6 +544,10 @@ func assessSandbox(sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease
 		ready = condition(playgroundv1alpha1.ReadyCondition, false, playgroundv1alpha1.ReasonTerminating, "The sandbox is being destroyed")
 	case s.health.Status != metav1.ConditionTrue:
 		ready = condition(playgroundv1alpha1.ReadyCondition, false, s.health.Reason, s.health.Message)
+	case waitsForKey(sbx, prov) != nil:
+		// The key it waits for cannot come: say why, not that it waits.
+		c := waitsForKey(sbx, prov)
+		ready = condition(playgroundv1alpha1.ReadyCondition, false, c.Reason, c.Message)
 	case prov == nil:
 		ready = condition(playgroundv1alpha1.ReadyCondition, false, playgroundv1alpha1.ReasonProvisioning, "Waiting for the agent of node "+node+" to provision the sandbox")
 	case prov.Status != metav1.ConditionTrue:

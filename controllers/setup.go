@@ -69,8 +69,9 @@ type Options struct {
 	// outside a cluster.
 	Owner *selfowner.Owner
 	// Agents reach the agents' API, to deliver brokered egress
-	// credentials; nil: a Sandbox with a brokered rule gets an Event
-	// saying the manager cannot.
+	// credentials and signing keys; nil: the manager delivers nothing
+	// (the controller tests, which run no agent), and still says in a
+	// Sandbox's conditions which Secret cannot be used.
 	Agents AgentClients
 }
 

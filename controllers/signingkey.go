@@ -83,7 +83,8 @@ func (r *TenantReconciler) reconcileSigningKey(ctx context.Context, t *playgroun
 			return fmt.Errorf("reading the signing key Secret %s/%s: %w", t.Namespace, spec.SecretName, err)
 		}
 		// A Secret that cannot be used leaves the fingerprint empty: the
-		// manager's delivery says why, in an Event of the Sandbox.
+		// manager's delivery says why, in the Sandbox's SigningKeyDelivered
+		// condition, which SandboxReady and Ready repeat.
 		if s != nil && s.Type == playgroundv1alpha1.SigningKeySecretType {
 			if key, err := signingkey.Normalize(s.Data[playgroundv1alpha1.SigningKeySecretKey]); err == nil {
 				st.Fingerprint, st.PublicKey = signingkey.Fingerprint(key), signingkey.PublicKey(key)

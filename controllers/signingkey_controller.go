@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -63,6 +64,8 @@ type SigningKeyReconciler struct {
 	// fingerprint, and the agent process it went to.
 	mu        sync.Mutex
 	delivered map[types.UID]keyDelivery
+	// failing says since when deliveries to a Sandbox's node fail.
+	failing failing
 }
 
 type keyDelivery struct {
@@ -72,43 +75,56 @@ type keyDelivery struct {
 
 // The signing key reconciler reads Sandboxes, the agents' Leases and the
 // Secrets Sandboxes name (get, around the cache); the agents' Leases as
-// the other reconcilers do, in the lease namespace.
+// the other reconcilers do, in the lease namespace. It says in a
+// Sandbox's SigningKeyDelivered condition what keeps its key from it.
 // +kubebuilder:rbac:groups=playground.dev,resources=sandboxes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=playground.dev,resources=sandboxes/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile delivers one Sandbox's signing key.
+// Reconcile delivers one Sandbox's signing key, and says in its status
+// what keeps the key from it: a Secret that cannot be used is said as
+// soon as the Sandbox names it, bound or not.
 func (r *SigningKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sbx := &playgroundv1alpha1.Sandbox{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sbx); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !sbx.DeletionTimestamp.IsZero() || sbx.Spec.Pile.SigningKey == nil {
+	if !sbx.DeletionTimestamp.IsZero() {
 		r.forget(sbx.UID)
 		return ctrl.Result{}, nil
 	}
-	if sbx.Spec.NodeName == "" {
-		return ctrl.Result{}, nil // bound later: its spec changes then
-	}
-	lease := &coordinationv1.Lease{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Options.LeaseNamespace, Name: agentlease.Name(sbx.Spec.NodeName)}, lease); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err) // no agent yet: its Lease's creation brings the Sandbox back
-	}
-	reg, err := agentlease.FromLease(lease)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading the Lease of node %s's agent: %w", sbx.Spec.NodeName, err)
-	}
-	if reg.Endpoint == "" {
-		return ctrl.Result{}, nil // registered later: its Lease changes then
+	if sbx.Spec.Pile.SigningKey == nil {
+		r.forget(sbx.UID)
+		return ctrl.Result{}, r.report(ctx, sbx, "", "")
 	}
 	key, managed, why, err := r.secretKey(ctx, sbx.Namespace, sbx.Spec.Pile.SigningKey.SecretName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if why != "" {
-		r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonSigningKeyRefused, "DeliverSigningKey",
-			"The sandbox gets no new signing key: %s (looked for again every %s)", why, credentialRefresh)
-		return ctrl.Result{RequeueAfter: credentialRefresh}, nil
+		msg := fmt.Sprintf("%s. Until then a sandbox not yet started waits for its key, and a running one keeps the key it holds (looked for again every %s)", why, credentialRefresh)
+		return ctrl.Result{RequeueAfter: credentialRefresh}, r.report(ctx, sbx, playgroundv1alpha1.ReasonSigningKeyRefused, msg)
+	}
+	if sbx.Spec.NodeName == "" || r.Agents == nil {
+		// Bound later: its spec changes then. (A manager without a way
+		// to reach the agents delivers nothing, and says only what
+		// cannot be used.)
+		return ctrl.Result{}, r.report(ctx, sbx, "", "")
+	}
+	lease := &coordinationv1.Lease{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Options.LeaseNamespace, Name: agentlease.Name(sbx.Spec.NodeName)}, lease); err != nil {
+		if apierrors.IsNotFound(err) { // no agent yet: its Lease's creation brings the Sandbox back
+			return ctrl.Result{}, r.report(ctx, sbx, "", "")
+		}
+		return ctrl.Result{}, err
+	}
+	reg, err := agentlease.FromLease(lease)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the Lease of node %s's agent: %w", sbx.Spec.NodeName, err)
+	}
+	if reg.Endpoint == "" {
+		return ctrl.Result{}, r.report(ctx, sbx, "", "") // registered later: its Lease changes then
 	}
 	refresh := ctrl.Result{}
 	if !managed {
@@ -119,35 +135,52 @@ func (r *SigningKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	last, ok := r.delivered[sbx.UID]
 	r.mu.Unlock()
 	if ok && last.fingerprint == fp && last.agent.Equal(reg.Started) {
-		return refresh, nil
+		return refresh, r.report(ctx, sbx, "", "")
 	}
 	if err := r.deliver(ctx, sbx, reg, key); err != nil {
 		log.FromContext(ctx).Info("Cannot deliver the sandbox's signing key; trying again", "node", sbx.Spec.NodeName, "error", err.Error())
-		if agentapi.CodeOf(err) != agentapi.CodeNotFound { // its cache lags: quietly tried again
-			r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonSigningKeyUndelivered, "DeliverSigningKey",
-				"The agent of node %s did not take the sandbox's signing key (fingerprint %s; tried again): %v", sbx.Spec.NodeName, fp, err)
+		// An agent whose cache lags (not found), or that restarts, takes
+		// it at a retry: only a failure that persists is said.
+		reason, msg := "", ""
+		if r.failing.persists(sbx.UID, time.Now()) && agentapi.CodeOf(err) != agentapi.CodeNotFound {
+			reason = playgroundv1alpha1.ReasonSigningKeyUndelivered
+			msg = fmt.Sprintf("The agent of node %s does not take the sandbox's signing key (fingerprint %s; tried again): %v", sbx.Spec.NodeName, fp, err)
+		}
+		if rerr := r.report(ctx, sbx, reason, msg); rerr != nil {
+			return ctrl.Result{}, errors.Join(err, rerr)
 		}
 		return ctrl.Result{}, err
 	}
+	r.failing.clear(sbx.UID)
 	r.mu.Lock()
 	if r.delivered == nil {
 		r.delivered = map[types.UID]keyDelivery{}
 	}
 	r.delivered[sbx.UID] = keyDelivery{fingerprint: fp, agent: reg.Started}
 	r.mu.Unlock()
-	return refresh, nil
+	return refresh, r.report(ctx, sbx, "", "")
+}
+
+// report sets the Sandbox's SigningKeyDelivered condition (False with
+// reason and msg, or none for reason ""), and records a Warning Event
+// when it turns to a refusal or its message changes.
+func (r *SigningKeyReconciler) report(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reason, msg string) error {
+	changed, err := setDelivery(ctx, r.Client, sbx, playgroundv1alpha1.SigningKeyFieldOwner,
+		playgroundv1alpha1.SigningKeyDeliveredCondition, reason, msg)
+	if changed && reason != "" {
+		r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "DeliverSigningKey", "%s", truncate(msg, maxEventNote))
+	}
+	return err
 }
 
 func (r *SigningKeyReconciler) forget(uid types.UID) {
 	r.mu.Lock()
 	delete(r.delivered, uid)
 	r.mu.Unlock()
+	r.failing.clear(uid)
 }
 
 func (r *SigningKeyReconciler) deliver(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reg agentlease.Registration, key []byte) error {
-	if r.Agents == nil {
-		return fmt.Errorf("this manager was started without a way to reach the agents")
-	}
 	c, err := r.Agents.Client(ctx, sbx.Spec.NodeName, reg.Endpoint)
 	if err != nil {
 		return err
@@ -165,8 +198,8 @@ func (r *SigningKeyReconciler) secretKey(ctx context.Context, ns, name string) (
 	s := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, false, fmt.Sprintf("Secret %s does not exist in namespace %s: create it, of type %s, with the key under %s",
-				name, ns, playgroundv1alpha1.SigningKeySecretType, playgroundv1alpha1.SigningKeySecretKey), nil
+			return nil, false, fmt.Sprintf("Secret %s does not exist in namespace %s: create it, of type %s, with the key under %s (kubectl create secret generic %s --type=%s --from-file=%s=PATH), or leave the Tenant's spec.pile.signingKey.secretName out to have a key generated",
+				name, ns, playgroundv1alpha1.SigningKeySecretType, playgroundv1alpha1.SigningKeySecretKey, name, playgroundv1alpha1.SigningKeySecretType, playgroundv1alpha1.SigningKeySecretKey), nil
 		}
 		return nil, false, "", fmt.Errorf("reading the signing key Secret %s/%s: %w", ns, name, err)
 	}
@@ -176,7 +209,7 @@ func (r *SigningKeyReconciler) secretKey(ctx context.Context, ns, name string) (
 	}
 	key, err = signingkey.Normalize(s.Data[playgroundv1alpha1.SigningKeySecretKey])
 	if err != nil {
-		return nil, false, fmt.Sprintf("the value under key %s of Secret %s: %v", playgroundv1alpha1.SigningKeySecretKey, s.Name, err), nil
+		return nil, false, fmt.Sprintf("Secret %s holds no valid key under %s: %v", s.Name, playgroundv1alpha1.SigningKeySecretKey, err), nil
 	}
 	_, managed = s.Annotations[AnnotationKeyRotationRequest]
 	return key, managed, "", nil

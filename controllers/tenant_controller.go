@@ -683,7 +683,9 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 // condition is one fixed SandboxPending, so that each step the binder and
 // the agent report is not a write of the Tenant's status too. What is not
 // progress (a failure, an unavailable node, a wait for faculties, Ready)
-// is mirrored as it is.
+// is mirrored as it is. (reconcileSandbox also turns it False for a
+// sandbox that serves without what its manager could not deliver: an
+// egress credential, a new signing key.)
 func sandboxReady(sbx *playgroundv1alpha1.Sandbox) metav1.Condition {
 	c := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition)
 	if c == nil || (c.Status != metav1.ConditionTrue && c.Reason == playgroundv1alpha1.ReasonProvisioning) {
@@ -758,7 +760,8 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	}
 	t.Status.SandboxRef = &playgroundv1alpha1.LocalObjectReference{Name: sbx.Name}
 	ready := sandboxReady(sbx)
-	if ready.Status == metav1.ConditionTrue {
+	serving := ready.Status == metav1.ConditionTrue
+	if serving {
 		// The agent's choice, published once the sandbox serves: not at
 		// each step on the way, each a write of the Tenant's status.
 		t.Status.SandboxID = sbx.Status.SandboxID
@@ -770,11 +773,17 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	// while the new one is on its way. Published once the sandbox serves,
 	// as its ID is: the agent reports the key in the write that says it
 	// is provisioned, which is not to cost a write of the Tenant's status.
-	if st := t.Status.SigningKey; st != nil && ready.Status == metav1.ConditionTrue {
+	if st := t.Status.SigningKey; st != nil && serving {
 		st.SandboxFingerprint = ""
 		if sbx.Status.SigningKey != nil {
 			st.SandboxFingerprint = sbx.Status.SigningKey.Fingerprint
 		}
+	}
+	if c := refusal(sbx); c != nil && serving {
+		// It serves, but not all the tenant asked for: a credential or a
+		// new key cannot reach it. Said here, so that the Tenant is not
+		// Ready while a spec of its does not work.
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
 	}
 	ready.ObservedGeneration = t.Generation
 	meta.SetStatusCondition(&t.Status.Conditions, ready)

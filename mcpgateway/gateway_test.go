@@ -708,46 +708,66 @@ func TestCleartextAgentRefused(t *testing.T) {
 	}
 }
 
-// TestNotReadySandboxSaysWhy: a tenant whose sandbox waits for a
-// FacultyBundle that does not exist hears so from open_session, as its
-// Sandbox's status says it, not that no such sandbox exists. The node's
-// agent has the sandbox's ID and endpoint in the status but serves no
-// sandbox under it yet, as while it waits for the bundle.
+// TestNotReadySandboxSaysWhy: a tenant whose sandbox waits for what
+// waiting does not bring (a FacultyBundle that does not exist, a signing
+// key Secret that cannot be used) hears so from open_session, as its
+// Sandbox's status says it, not that no such sandbox exists, and not to
+// retry in a few seconds. The node's agent has the sandbox's ID and
+// endpoint in the status but serves no sandbox under it yet, as while it
+// waits.
 func TestNotReadySandboxSaysWhy(t *testing.T) {
 	ctx := context.Background()
 	n := startNode(t)
 	ns := newNamespace(t)
-	tn := newTenant(t, ns, "waiting", nil)
-	sbx := &playgroundv1alpha1.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tn.name, Labels: map[string]string{playgroundv1alpha1.TenantLabel: tn.name}},
-		Spec: playgroundv1alpha1.SandboxSpec{TenantRef: playgroundv1alpha1.LocalObjectReference{Name: tn.name}, NodeName: n.name,
-			SandboxTemplate: playgroundv1alpha1.SandboxTemplate{Faculties: []playgroundv1alpha1.FacultyBundleReference{{Name: "tools"}}}},
-	}
-	if err := k8s.Create(ctx, sbx); err != nil {
-		t.Fatal(err)
-	}
-	// What the agent and the manager write while the bundle is missing.
-	waiting := "Waiting for faculty bundles to be built on node " + n.name + ": FacultyBundle tools does not exist in namespace " + ns
-	sbx.Status = playgroundv1alpha1.SandboxStatus{Phase: playgroundv1alpha1.SandboxProvisioning, SandboxID: sandboxids.New(), Endpoint: n.endpoint}
-	for _, typ := range []string{playgroundv1alpha1.ProvisionedCondition, playgroundv1alpha1.ReadyCondition} {
-		apimeta.SetStatusCondition(&sbx.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionFalse,
-			Reason: playgroundv1alpha1.ReasonWaitingForFaculties, Message: waiting})
-	}
-	if err := k8s.Status().Update(ctx, sbx); err != nil {
-		t.Fatal(err)
-	}
 	g := startGateway(t, mcpgateway.Options{})
 	g.waitReady(t)
-	cs := connect(t, g.url, tn.token, nil)
-	waitFor(t, "the gateway to see the sandbox", 10*time.Second, func() error {
-		if msg := resultText(call(t, cs, "open_session", map[string]any{})); strings.Contains(msg, "not been created yet") {
-			return fmt.Errorf("%w: %s", errNotYet, msg)
-		}
-		return nil
-	})
-	msg := callErr(t, cs, "open_session", map[string]any{})
-	if want := "unavailable: your sandbox is not ready: WaitingForFaculties: " + waiting; !strings.HasPrefix(msg, want) {
-		t.Fatalf("open_session answered\n  %s\nwant\n  %s...", msg, want)
+	for _, tc := range []struct {
+		name  string
+		conds []metav1.Condition // what the agent and the manager write
+		want  string
+	}{{
+		name: "faculty",
+		conds: []metav1.Condition{{Type: playgroundv1alpha1.ProvisionedCondition, Reason: playgroundv1alpha1.ReasonFacultyUnavailable,
+			Message: "Not started: waiting does not bring faculty bundles it lists to node " + n.name + ": FacultyBundle tools does not exist in namespace " + ns + ": create it, or remove it from the Tenant's spec.sandbox.faculties"}},
+		want: "unavailable: your sandbox is not ready: FacultyUnavailable: Not started: waiting does not bring faculty bundles it lists to node " + n.name + ": FacultyBundle tools does not exist in namespace " + ns,
+	}, {
+		name: "key",
+		conds: []metav1.Condition{
+			{Type: playgroundv1alpha1.ProvisionedCondition, Reason: playgroundv1alpha1.ReasonWaitingForSigningKey, Message: "Waiting for the signing key of Secret team-key"},
+			{Type: playgroundv1alpha1.SigningKeyDeliveredCondition, Reason: playgroundv1alpha1.ReasonSigningKeyRefused, Message: "Secret team-key does not exist in namespace " + ns + ": create it"},
+		},
+		want: "unavailable: your sandbox is not ready: SigningKeyRefused: Secret team-key does not exist in namespace " + ns + ": create it",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tn := newTenant(t, ns, "waiting-"+tc.name, nil)
+			sbx := &playgroundv1alpha1.Sandbox{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tn.name, Labels: map[string]string{playgroundv1alpha1.TenantLabel: tn.name}},
+				Spec: playgroundv1alpha1.SandboxSpec{TenantRef: playgroundv1alpha1.LocalObjectReference{Name: tn.name}, NodeName: n.name,
+					SandboxTemplate: playgroundv1alpha1.SandboxTemplate{Faculties: []playgroundv1alpha1.FacultyBundleReference{{Name: "tools"}}}},
+			}
+			if err := k8s.Create(ctx, sbx); err != nil {
+				t.Fatal(err)
+			}
+			sbx.Status = playgroundv1alpha1.SandboxStatus{Phase: playgroundv1alpha1.SandboxProvisioning, SandboxID: sandboxids.New(), Endpoint: n.endpoint}
+			for _, c := range tc.conds {
+				c.Status = metav1.ConditionFalse
+				apimeta.SetStatusCondition(&sbx.Status.Conditions, c)
+			}
+			if err := k8s.Status().Update(ctx, sbx); err != nil {
+				t.Fatal(err)
+			}
+			cs := connect(t, g.url, tn.token, nil)
+			waitFor(t, "the gateway to see the sandbox", 10*time.Second, func() error {
+				if msg := resultText(call(t, cs, "open_session", map[string]any{})); strings.Contains(msg, "not been created yet") {
+					return fmt.Errorf("%w: %s", errNotYet, msg)
+				}
+				return nil
+			})
+			msg := callErr(t, cs, "open_session", map[string]any{})
+			if !strings.HasPrefix(msg, tc.want) || !strings.Contains(msg, "retrying does not help until it is fixed") {
+				t.Fatalf("open_session answered\n  %s\nwant\n  %s...; retrying does not help until it is fixed...", msg, tc.want)
+			}
+		})
 	}
 }
 

@@ -157,6 +157,11 @@ func sandboxUsable(s *playgroundv1alpha1.Sandbox) error {
 	// and the manager's Ready repeats it a write later.
 	prov := apimeta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
 	if prov != nil && prov.Status != metav1.ConditionTrue {
+		// A wait for a signing key that cannot come says why it cannot.
+		if key := apimeta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.SigningKeyDeliveredCondition); prov.Reason == playgroundv1alpha1.ReasonWaitingForSigningKey &&
+			key != nil && key.Status == metav1.ConditionFalse {
+			return notReady(key)
+		}
 		return notReady(prov)
 	}
 	if s.Status.Endpoint == "" || s.Status.SandboxID == "" {
@@ -182,9 +187,11 @@ func notReady(c *metav1.Condition) error {
 	}
 	next := "retry in a few seconds; if it persists, ask the operator, who sees the same in kubectl playground status"
 	switch c.Reason {
-	case playgroundv1alpha1.ReasonBackendFailed, playgroundv1alpha1.ReasonInsufficientStorage, playgroundv1alpha1.ReasonNoEligibleNode:
-		// Retrying does not help until the spec or the node changes.
-		next = "ask the operator to fix it (kubectl playground status shows the same), then retry"
+	case playgroundv1alpha1.ReasonBackendFailed, playgroundv1alpha1.ReasonInsufficientStorage, playgroundv1alpha1.ReasonNoEligibleNode,
+		playgroundv1alpha1.ReasonFacultyUnavailable, playgroundv1alpha1.ReasonSigningKeyRefused:
+		// Retrying does not help until the spec, a Secret, a bundle or
+		// the node changes.
+		next = "retrying does not help until it is fixed: ask the operator, who sees the same in kubectl playground status, then retry"
 	}
 	return fmt.Errorf("%s: your sandbox is not ready: %s: %s; %s", agentapi.CodeUnavailable, c.Reason, msg, next)
 }

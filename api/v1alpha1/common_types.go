@@ -85,6 +85,9 @@ type SandboxResources struct {
 	// kernel grants (1 ms in each 100 ms period).
 	// +kubebuilder:default="1"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('10m')) >= 0",message="cpu must be at least 10m: the least CPU quota the kernel grants a sandbox is 1 ms in each 100 ms period"
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="cpu must be a quantity of cores, such as 500m or 2"
 	// +optional
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 
@@ -94,6 +97,9 @@ type SandboxResources struct {
 	// backend vm, for the VM's kernel too).
 	// +kubebuilder:default="1Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('32Mi')) >= 0",message="memory must be at least 32Mi: a sandbox's init needs 32 MiB"
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="memory must be a quantity of bytes, such as 512Mi or 2Gi (Ki, Mi, Gi count in 1024s; k, M, G in 1000s; 1Gb and 1GiB are not quantities)"
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
 
@@ -122,6 +128,9 @@ type StorageSpec struct {
 	// example "4Gi"; at least 32Mi, the least filesystem the backends make.
 	// +kubebuilder:default="4Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('32Mi')) >= 0",message="size must be at least 32Mi: the writable layer is a filesystem of its own, and 32 MiB is the least one holds its journal and metadata"
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="size must be a quantity of bytes, such as 512Mi or 4Gi (Ki, Mi, Gi count in 1024s; k, M, G in 1000s; 1Gb and 1GiB are not quantities)"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -144,6 +153,9 @@ type PileStorage struct {
 	// least 32Mi, the least filesystem the backends make.
 	// +kubebuilder:default="512Mi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('32Mi')) >= 0",message="pile size must be at least 32Mi: the pile is a filesystem of its own, and 32 MiB is the least one holds its journal and metadata"
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="pile size must be a quantity of bytes, such as 512Mi or 4Gi (Ki, Mi, Gi count in 1024s; k, M, G in 1000s; 1Gb and 1GiB are not quantities)"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -186,7 +198,7 @@ type LoginProfile struct {
 type EnvVar struct {
 	// Name is the variable's name: letters, digits and underscores, not
 	// starting with a digit.
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z_][A-Za-z0-9_]*$')",message="name must be a shell variable's name: letters, digits and underscores, not starting with a digit"
 	// +kubebuilder:validation:MaxLength=128
 	// +required
 	Name string `json:"name"`
@@ -215,7 +227,7 @@ type SecretKeyReference struct {
 	Name string `json:"name"`
 
 	// Key is the key within the Secret's data.
-	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="key must be a key of a Secret's data: letters, digits, '-', '_' and '.'"
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:default=token
 	// +optional

@@ -26,7 +26,8 @@ type HostPathSource struct {
 	// and the builder sees a read-only copy, only where the agent's own
 	// configuration grants a prefix that holds it (--faculty-host-path-prefix;
 	// none by default): a bundle names a path, it does not grant one.
-	// +kubebuilder:validation:Pattern=`^/[^\x00]*$`
+	// +kubebuilder:validation:Pattern=`^[^\x00]*$`
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="path must be absolute: a directory of the node, starting with /"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)')",message="path must not have '.' or '..' elements"
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -65,7 +66,8 @@ type BundleBuild struct {
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('1h')",message="timeout must be a positive duration of at most 1h"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="timeout must be a duration such as 10m or 1h: a number and a unit (s, m or h; ms, us or ns), or several, as in 1h30m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || (duration(self) > duration('0s') && duration(self) <= duration('1h'))",message="timeout must be a positive duration of at most 1h"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
@@ -116,6 +118,15 @@ type BundleNodeStatus struct {
 	// +optional
 	Ready bool `json:"ready,omitempty"`
 
+	// Reason says where the node's build stands: Built, Building,
+	// BuildFailed (the build command failed: the message holds its log's
+	// tail), SourceFailed (the node's agent cannot read the source) or
+	// NoBuildCache (the node's agent builds no bundle). A failure is
+	// tried again, with the same source, every minute, and at once with a
+	// changed one.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
 	// Message says why a build is not ready.
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -128,6 +139,28 @@ type BundleNodeStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
+
+// Reasons of a node's build of a FacultyBundle (status.nodes[].reason,
+// and the Events of the node's agent), and of the bundle's Ready.
+const (
+	// ReasonBuilt: the build of the current source is ready (on a node;
+	// on every node that needs the bundle, for Ready).
+	ReasonBuilt = "Built"
+	// ReasonBuilding: a build is under way (on a node; on some node that
+	// needs the bundle, for Ready).
+	ReasonBuilding = "Building"
+	// ReasonBuildFailed: the build command failed; the message holds the
+	// tail of its log. The same source fails the same way: fix the source
+	// or build.command.
+	ReasonBuildFailed = "BuildFailed"
+	// ReasonSourceFailed: the node's agent cannot read the bundle's source
+	// (a ConfigMap it cannot find, a host path its configuration does not
+	// grant); the message says which.
+	ReasonSourceFailed = "SourceFailed"
+	// ReasonNoBuildCache: the node's agent runs without a faculty build
+	// cache and builds no bundle.
+	ReasonNoBuildCache = "NoBuildCache"
+)
 
 // FacultyBundleStatus is the observed state of a FacultyBundle.
 type FacultyBundleStatus struct {

@@ -48,11 +48,12 @@ const (
 	SandboxTerminating SandboxPhase = "Terminating"
 )
 
-// Sandbox condition types beyond Ready. Each has one author: the manager
-// writes Bound, NodeHealthy and Ready (and the phase); the node's agent
-// writes Provisioned (and sandboxID, endpoint, openHandles). Both write with
-// server-side apply under their own field manager, so neither overwrites the
-// other's conditions.
+// Sandbox condition types beyond Ready. Each has one author: the manager's
+// binder writes Bound, NodeHealthy and Ready (and the phase), its key and
+// credential deliveries SigningKeyDelivered and EgressCredentialsDelivered;
+// the node's agent writes Provisioned (and sandboxID, endpoint,
+// openHandles). Each writes with server-side apply under its own field
+// manager, so that none overwrites another's conditions.
 const (
 	// BoundCondition is True once the sandbox is bound to a node.
 	BoundCondition = "Bound"
@@ -72,6 +73,24 @@ const (
 	// of its period (reason CPULimitReached): frozen, and its calls
 	// refused, until the period resets; False (WithinLimits) otherwise.
 	UsageLimitedCondition = "UsageLimited"
+	// SigningKeyDeliveredCondition, written by the manager, which hands
+	// the sandbox's node the key spec.signingKey names, is False while it
+	// cannot: reason SigningKeyRefused (the Secret cannot be used: the
+	// message says why and what to do) or SigningKeyUndelivered (the
+	// node's agent did not take it; tried again). It is absent otherwise
+	// (delivered, or no key named): a condition on every sandbox would
+	// cost a status write each. A sandbox not yet provisioned waits for
+	// the key, and its Ready says this condition's cause.
+	SigningKeyDeliveredCondition = "SigningKeyDelivered"
+	// EgressCredentialsDeliveredCondition, written by the manager, which
+	// hands the sandbox's node the credentials of its brokered egress
+	// rules, is False while one cannot reach the node: reason
+	// EgressCredentialRefused (a rule's Secret cannot be used; requests to
+	// its host are answered 503: the message names the host, why and what
+	// to do) or EgressCredentialUndelivered (the node's agent did not take
+	// them; tried again). Absent otherwise. The sandbox serves meanwhile;
+	// its Tenant is not Ready until the credentials are delivered.
+	EgressCredentialsDeliveredCondition = "EgressCredentialsDelivered" //nolint:gosec // a condition type, not a credential
 )
 
 // Condition and event reasons of Sandboxes.
@@ -94,31 +113,39 @@ const (
 	ReasonReady               = "Ready"
 	// ReasonWaitingForFaculties: the sandbox waits, not provisioned, for
 	// a FacultyBundle it lists to be built on its node; the message names
-	// the bundle and why (building, failed, not found).
+	// the bundles being built.
 	ReasonWaitingForFaculties = "WaitingForFaculties"
+	// ReasonFacultyUnavailable: the sandbox waits, not provisioned, for a
+	// FacultyBundle it lists that waiting does not bring: its build
+	// failed, its source cannot be read on the node, the node builds no
+	// bundle, or it does not exist. The message names it, says why and
+	// what to do.
+	ReasonFacultyUnavailable = "FacultyUnavailable"
 	// ReasonWaitingForSigningKey: the sandbox runs but is not reported
 	// provisioned until its pile holds the signing key spec.pile.signingKey
 	// names, which the manager delivers to its node's agent.
 	ReasonWaitingForSigningKey = "WaitingForSigningKey"
-	// ReasonSigningKeyRefused (a Warning Event): the Secret spec.pile.signingKey
-	// names cannot be used (missing, of another type, without a valid key
-	// under self.key); the sandbox keeps the key it holds, if any.
+	// ReasonSigningKeyRefused (SigningKeyDelivered=False, and a Warning
+	// Event): the Secret spec.pile.signingKey names cannot be used (missing, of
+	// another type, without a valid key under self.key); the sandbox keeps
+	// the key it holds, if any, and one never provisioned waits.
 	ReasonSigningKeyRefused = "SigningKeyRefused"
-	// ReasonSigningKeyUndelivered (a Warning Event): the agent of the
-	// sandbox's node did not take its signing key; tried again.
+	// ReasonSigningKeyUndelivered (SigningKeyDelivered=False, and a
+	// Warning Event): the agent of the sandbox's node did not take its
+	// signing key; tried again.
 	ReasonSigningKeyUndelivered = "SigningKeyUndelivered"
 	// ReasonEgressDenied (an Event): the sandbox's resolver denied a name
 	// no egress rule allows, or left out of an answer addresses egress
 	// never opens; the note names them.
 	ReasonEgressDenied = "EgressDenied"
-	// ReasonEgressCredentialRefused (a Warning Event): the Secret a
-	// brokered egress rule names cannot be used (missing, of another
-	// type, without its key, not a header value); requests to the host
-	// are answered 503 until it can.
+	// ReasonEgressCredentialRefused (EgressCredentialsDelivered=False,
+	// and a Warning Event): the Secret a brokered egress rule names cannot
+	// be used (missing, of another type, without its key, not a header
+	// value); requests to the host are answered 503 until it can.
 	ReasonEgressCredentialRefused = "EgressCredentialRefused" //nolint:gosec // a reason, not a credential
-	// ReasonEgressCredentialUndelivered (a Warning Event): the manager
-	// could not hand the sandbox's credentials to its node's agent; it
-	// tries again.
+	// ReasonEgressCredentialUndelivered (EgressCredentialsDelivered=False,
+	// and a Warning Event): the manager could not hand the sandbox's
+	// credentials to its node's agent; it tries again.
 	ReasonEgressCredentialUndelivered = "EgressCredentialUndelivered" //nolint:gosec // a reason, not a credential
 	// ReasonCPULimitReached: the sandbox spent spec.usageLimits.cpuSeconds
 	// of its period; its agent froze it until the period resets (the
@@ -232,7 +259,7 @@ type SandboxTemplate struct {
 	// first provisioned: deleting the snapshot later does not touch it. It
 	// cannot change once the Sandbox exists.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="fromSnapshot must be a SandboxSnapshot's name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
 	// +optional
 	FromSnapshot string `json:"fromSnapshot,omitempty"`
 
@@ -257,7 +284,8 @@ type UsageLimits struct {
 	// zero; periods are aligned to the Unix epoch, so 24h starts at
 	// midnight UTC. At least 10s.
 	// +kubebuilder:default="24h"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="period must be at least 10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="period must be a duration such as 24h or 1h30m: a number and a unit (s, m or h), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('10s')",message="period must be at least 10s"
 	// +optional
 	Period metav1.Duration `json:"period,omitempty"`
 
@@ -299,7 +327,8 @@ type IdleSuspend struct {
 	// After is how long the sandbox goes without a tool call (exec, read,
 	// write, a job's start, poll or cancel, a session opened) before it
 	// is suspended; at least 10s. A call in progress keeps it awake.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="after must be at least 10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="after must be a duration such as 30s, 15m or 1h30m: a number and a unit (s, m or h), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('10s')",message="after must be at least 10s"
 	// +required
 	After metav1.Duration `json:"after"`
 
@@ -361,7 +390,7 @@ type EgressRule struct {
 	// allow and opens exactly the addresses it answered, for the answer's
 	// time to live (docs/isolation.md). Lower case.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([*][.])?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?[.])*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')",message="host must be a DNS name in lower case, such as pypi.org, or a wildcard such as *.example.com for the names under a domain: no scheme (https://), port, path or capitals"
 	// +optional
 	Host string `json:"host,omitempty"`
 
@@ -399,7 +428,7 @@ type EgressCredential struct {
 	// Header is the request header the node sets, replacing whatever the
 	// sandbox sends under that name.
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][-A-Za-z0-9]*$')",message="header must be an HTTP header's name, such as Authorization or X-Api-Key: letters, digits and '-'"
 	// +kubebuilder:validation:XValidation:rule="self.lowerAscii() != 'host'",message="the Host header names the server: it cannot carry a credential"
 	// +kubebuilder:default=Authorization
 	// +optional
@@ -431,7 +460,7 @@ type SandboxSpec struct {
 	// Persona is the identity the tenant's shells present, exported as
 	// PERSONA in login shells.
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$')",message="persona must start with a letter or digit and hold only letters, digits, spaces and . _ @ + -"
 	// +optional
 	Persona string `json:"persona,omitempty"`
 
@@ -443,7 +472,7 @@ type SandboxSpec struct {
 	// The binding is kept in spec, not status, so that a backup restored
 	// without status still finds its workspace.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="nodeName must be a node's name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
 
@@ -498,7 +527,7 @@ type SigningKeySource struct {
 
 	// Fingerprint is the key's fingerprint when the Tenant controller last
 	// read the Secret; a change brings the new key to the sandbox at once.
-	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{16}$')",message="fingerprint must be 16 lower-case hexadecimal digits, as the Tenant controller writes it"
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
 }

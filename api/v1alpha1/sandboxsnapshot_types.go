@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -69,7 +71,8 @@ type SandboxSnapshotSpec struct {
 	// ExpireAfter deletes the snapshot this long after it was taken
 	// (status.takenAt), freeing its disk; forks made from it are not
 	// affected. Unset, it is kept until deleted. At least 1m.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="expireAfter must be at least 1m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="expireAfter must be a duration such as 24h or 168h (a week): a number and a unit (s, m or h), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('1m')",message="expireAfter must be at least 1m"
 	// +optional
 	ExpireAfter *metav1.Duration `json:"expireAfter,omitempty"`
 }
@@ -120,6 +123,11 @@ type SandboxSnapshotStatus struct {
 	// +optional
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
 
+	// Size is SizeBytes for people (the SIZE column): "840 KiB", "12.3
+	// MiB", "1.5 GiB".
+	// +optional
+	Size string `json:"size,omitempty"`
+
 	// TakenAt is when the snapshot was taken.
 	// +optional
 	TakenAt *metav1.Time `json:"takenAt,omitempty"`
@@ -139,7 +147,7 @@ type SandboxSnapshotStatus struct {
 // +kubebuilder:printcolumn:name="Sandbox",type=string,JSONPath=`.spec.sandboxRef.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Memory",type=boolean,JSONPath=`.status.memory`
-// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.sizeBytes`
+// +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.size`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
 // +kubebuilder:printcolumn:name="Taken",type=date,JSONPath=`.status.takenAt`
 type SandboxSnapshot struct {
@@ -169,4 +177,16 @@ type SandboxSnapshotList struct {
 
 func init() {
 	register(&SandboxSnapshot{}, &SandboxSnapshotList{})
+}
+
+// ByteSize writes n bytes for people, in KiB (rounded up), MiB or GiB with
+// one decimal: a snapshot's status.size, and the plugin's sizes.
+func ByteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", (n+1023)/1024)
 }

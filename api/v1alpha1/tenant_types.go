@@ -52,7 +52,10 @@ const (
 	// CredentialsReadyCondition is True when the tenant's token is minted and
 	// accepted; False while suspended.
 	CredentialsReadyCondition = "CredentialsReady"
-	// SandboxReadyCondition mirrors the Ready condition of the tenant's Sandbox.
+	// SandboxReadyCondition mirrors the Ready condition of the tenant's
+	// Sandbox; it is False too while the sandbox serves without what the
+	// manager could not deliver to it (its SigningKeyDelivered or
+	// EgressCredentialsDelivered condition says why).
 	SandboxReadyCondition = "SandboxReady"
 	// WorkerReadyCondition, on tenants whose catalog is workers, mirrors
 	// the Ready condition of the tenant's WorkerMapping.
@@ -75,7 +78,7 @@ type TenantSpec struct {
 	// Persona is the identity the tenant's shells present, exported as
 	// PERSONA in login shells. Defaults to the Tenant's name.
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][A-Za-z0-9 ._@+-]*$')",message="persona must start with a letter or digit and hold only letters, digits, spaces and . _ @ + -"
 	// +optional
 	Persona string `json:"persona,omitempty"`
 

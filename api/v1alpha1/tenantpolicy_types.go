@@ -139,10 +139,16 @@ type SandboxCeilings struct {
 // SandboxMax is the most one sandbox may ask for.
 type SandboxMax struct {
 	// CPU is the most spec.resources.cpu, in cores.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="cpu must be a quantity of cores, such as 500m or 2"
 	// +optional
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 
 	// Memory is the most spec.resources.memory.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="memory must be a quantity of bytes, such as 512Mi or 2Gi (Ki, Mi, Gi count in 1024s; k, M, G in 1000s; 1Gb and 1GiB are not quantities)"
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
 
@@ -152,6 +158,9 @@ type SandboxMax struct {
 	PIDs *int64 `json:"pids,omitempty"`
 
 	// StorageSize is the most spec.storage.size (the writable layer).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="storageSize must be a quantity of bytes, such as 512Mi or 4Gi (Ki, Mi, Gi count in 1024s; k, M, G in 1000s; 1Gb and 1GiB are not quantities)"
 	// +optional
 	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
 
@@ -161,6 +170,9 @@ type SandboxMax struct {
 	StorageInodes *int64 `json:"storageInodes,omitempty"`
 
 	// PileSize is the most spec.pile.size (of a Tenant or a Sandbox).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="pileSize must be a quantity of bytes, such as 512Mi or 4Gi (Ki, Mi, Gi count in 1024s; k, M, G in 1000s; 1Gb and 1GiB are not quantities)"
 	// +optional
 	PileSize *resource.Quantity `json:"pileSize,omitempty"`
 
@@ -184,7 +196,8 @@ type UsageLimitCeiling struct {
 
 	// Period is the period MaxCPUSeconds is counted over; at least 10s.
 	// +kubebuilder:default="24h"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="period must be at least 10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="period must be a duration such as 24h or 1h30m: a number and a unit (s, m or h), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('10s')",message="period must be at least 10s"
 	// +optional
 	Period metav1.Duration `json:"period,omitempty"`
 }
@@ -216,7 +229,7 @@ type EgressCeilings struct {
 	// the domain itself.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=253
-	// +kubebuilder:validation:items:Pattern=`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.all(h, h.matches('^([*][.])?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?[.])*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'))",message="hosts must be DNS names in lower case, such as pypi.org, or wildcards such as *.example.com: no scheme (https://), port, path or capitals"
 	// +listType=set
 	// +optional
 	Hosts []string `json:"hosts,omitempty"`
@@ -241,15 +254,24 @@ type NamespaceCeilings struct {
 	MaxSandboxes *int32 `json:"maxSandboxes,omitempty"`
 
 	// MaxCPU is the most CPU its sandboxes may ask for together.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="maxCPU must be a quantity of cores, such as 500m or 16"
 	// +optional
 	MaxCPU *resource.Quantity `json:"maxCPU,omitempty"`
 
 	// MaxMemory is the most memory its sandboxes may ask for together.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="maxMemory must be a quantity of bytes, such as 512Mi or 64Gi (Ki, Mi, Gi count in 1024s; k, M, G in 1000s; 1Gb and 1GiB are not quantities)"
 	// +optional
 	MaxMemory *resource.Quantity `json:"maxMemory,omitempty"`
 
 	// MaxStorage is the most disk its sandboxes may ask for together:
 	// their writable layers and piles.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",message="maxStorage must be a quantity of bytes, such as 512Mi or 1Ti (Ki, Mi, Gi count in 1024s; k, M, G in 1000s; 1Gb and 1GiB are not quantities)"
 	// +optional
 	MaxStorage *resource.Quantity `json:"maxStorage,omitempty"`
 }

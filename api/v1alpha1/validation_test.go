@@ -132,7 +132,7 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"unknown catalog", tenant + "spec: {catalog: both}", `spec.catalog: Unsupported value: "both"`},
 		{"snapshot of no sandbox", snap + "spec: {}", "spec.sandboxRef: Required value"},
 		{"snapshot kept a moment", snap + "spec: {sandboxRef: {name: s}, expireAfter: 5s}", "expireAfter must be at least 1m"},
-		{"fork of a bad name", tenant + "spec: {sandbox: {fromSnapshot: Not_A_Name}}", "spec.sandbox.fromSnapshot in body should match"},
+		{"fork of a bad name", tenant + "spec: {sandbox: {fromSnapshot: Not_A_Name}}", "fromSnapshot must be a SandboxSnapshot's name: lower-case letters, digits"},
 		{"unknown backend", tenant + "spec: {sandbox: {backend: docker}}", `spec.sandbox.backend: Unsupported value: "docker"`},
 		{"unknown isolation", tenant + "spec: {sandbox: {isolation: kata}}", `spec.sandbox.isolation: Unsupported value: "kata"`},
 		{"isolation of a jail", tenant + "spec: {sandbox: {backend: jail, isolation: gvisor}}", "isolation is a choice of backend oci: other backends take none"},
@@ -140,29 +140,29 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"too few pids", tenant + "spec: {sandbox: {resources: {pids: 1}}}", "spec.sandbox.resources.pids: Invalid value: 1: spec.sandbox.resources.pids in body should be greater than or equal to 16"},
 		{"unknown reclaim policy", tenant + "spec: {pile: {reclaimPolicy: Recycle}}", `spec.pile.reclaimPolicy: Unsupported value: "Recycle"`},
 		{"unknown reclaim policy of a sandbox", sbx + "spec: {tenantRef: {name: t}, pile: {reclaimPolicy: Recycle}}", `spec.pile.reclaimPolicy: Unsupported value: "Recycle"`},
-		{"bad env name", tenant + "spec: {sandbox: {loginProfile: {env: [{name: 1BAD, value: x}]}}}", "spec.sandbox.loginProfile.env[0].name in body should match"},
+		{"bad env name", tenant + "spec: {sandbox: {loginProfile: {env: [{name: 1BAD, value: x}]}}}", "name must be a shell variable's name: letters, digits and underscores"},
 		{"duplicate env", tenant + "spec: {sandbox: {loginProfile: {env: [{name: A}, {name: A}]}}}", `spec.sandbox.loginProfile.env[1]: Duplicate value: {"name":"A"}`},
 		{"duplicate faculty", tenant + "spec: {sandbox: {faculties: [{name: a}, {name: a}]}}", "spec.sandbox.faculties[1]: Duplicate value"},
-		{"bad persona", tenant + "spec: {persona: '-x'}", "spec.persona in body should match"},
+		{"bad persona", tenant + "spec: {persona: '-x'}", "persona must start with a letter or digit"},
 		{"rotation request too long", tenant + "spec: {credentials: {rotationRequest: " + strings.Repeat("x", 64) + "}}", "spec.credentials.rotationRequest: Too long: may not be more than 63 bytes"},
 		{"too few inodes", tenant + "spec: {sandbox: {storage: {inodes: 10}}}", "spec.sandbox.storage.inodes in body should be greater than or equal to 256"},
 		{"too few pile inodes", tenant + "spec: {pile: {inodes: 10}}", "spec.pile.inodes in body should be greater than or equal to 256"},
 		{"a shared pile that is a faculty too", tenant + "spec: {pile: {shared: {name: a}}, sandbox: {faculties: [{name: a}]}}", "a FacultyBundle is either a faculty or the shared pile, not both"},
 		{"a sandbox's shared pile that is a faculty too", sbx + "spec: {tenantRef: {name: t}, pile: {shared: {name: a}}, faculties: [{name: a}]}", "a FacultyBundle is either a faculty or the shared pile, not both"},
 		{"sandbox without tenant", sbx + "spec: {}", "spec.tenantRef: Required value"},
-		{"sandbox node name not a DNS name", sbx + "spec: {tenantRef: {name: t}, nodeName: Node_A}", "spec.nodeName in body should match"},
+		{"sandbox node name not a DNS name", sbx + "spec: {tenantRef: {name: t}, nodeName: Node_A}", "nodeName must be a node's name"},
 		{"two worker destinations", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80}, sandbox: {command: [w], port: 8080}}}", "set exactly one destination: service or sandbox"},
 		{"no worker destination", wm + "spec: {tenantRef: {name: t}, destination: {}}", "set exactly one destination: service or sandbox"},
 		{"service port zero", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 0}}}", "spec.destination.service.port in body should be greater than or equal to 1"},
 		{"privileged sandbox worker port", wm + "spec: {tenantRef: {name: t}, destination: {sandbox: {command: [w], port: 80}}}", "spec.destination.sandbox.port in body should be greater than or equal to 1024"},
 		{"worker without command", wm + "spec: {tenantRef: {name: t}, destination: {sandbox: {command: [], port: 8080}}}", "spec.destination.sandbox.command in body should have at least 1 items"},
-		{"relative worker path", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80, path: mcp}}}", "spec.destination.service.path in body should match"},
+		{"relative worker path", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80, path: mcp}}}", "path must be an HTTP path starting with /, such as /mcp"},
 		{"binary is a path", fb + "spec:\n" + cmSrc + "  binaries: [bin/tool]", "binaries must be plain file names"},
 		{"binary is dot-dot", fb + "spec:\n" + cmSrc + "  binaries: ['..']", "binaries must be plain file names"},
 		{"no binaries", fb + "spec:\n" + cmSrc + "  binaries: []", "spec.binaries in body should have at least 1 items"},
 		{"duplicate binaries", fb + "spec:\n" + cmSrc + "  binaries: [a, a]", `spec.binaries[1]: Duplicate value: "a"`},
 		{"two bundle sources", fb + "spec: {source: {configMap: {name: c}, hostPath: {path: /opt/t}}, binaries: [a]}", "set exactly one source: configMap or hostPath"},
-		{"relative host path", fb + "spec: {source: {hostPath: {path: opt/t}}, binaries: [a]}", "spec.source.hostPath.path in body should match"},
+		{"relative host path", fb + "spec: {source: {hostPath: {path: opt/t}}, binaries: [a]}", "path must be absolute: a directory of the node, starting with /"},
 		{"empty build command", fb + "spec:\n" + cmSrc + "  binaries: [a]\n  build: {command: []}", "spec.build.command in body should have at least 1 items"},
 		{"host path with ..", fb + "spec: {source: {hostPath: {path: /opt/tools/../../etc}}, binaries: [a]}", "path must not have '.' or '..' elements"},
 		{"host path with .", fb + "spec: {source: {hostPath: {path: /opt/./tools}}, binaries: [a]}", "path must not have '.' or '..' elements"},
@@ -179,17 +179,30 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"egress port too high", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [65536]}]}}}", "should be less than or equal to 65535"},
 		{"egress rule with cidr and host", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, host: pypi.org}]}}}", "give exactly one of cidr"},
 		{"egress rule with neither", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{ports: [443]}]}}}", "give exactly one of cidr"},
-		{"egress host upper case", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: PyPI.org}]}}}", "spec.sandbox.network.egress[0].host"},
-		{"egress host wildcard inside", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: 'a.*.org'}]}}}", "spec.sandbox.network.egress[0].host"},
-		{"egress host a URL", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: 'https://pypi.org'}]}}}", "spec.sandbox.network.egress[0].host"},
+		{"egress host upper case", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: PyPI.org}]}}}", "host must be a DNS name in lower case, such as pypi.org"},
+		{"egress host wildcard inside", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: 'a.*.org'}]}}}", "host must be a DNS name in lower case"},
+		{"egress host a URL", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: 'https://PyPI.org'}]}}}", "host must be a DNS name in lower case, such as pypi.org, or a wildcard such as *.example.com for the names under a domain: no scheme (https://), port, path or capitals"},
 		{"server name checked without ports", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, checkServerName: true}]}}}", "checkServerName checks TLS connections"},
 		{"server name checked of a cidr", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443], checkServerName: true}]}}}", "checkServerName checks TLS connections"},
 		{"credential for a wildcard", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: '*.api.test', ports: [443], credential: {secretRef: {name: k}}}]}}}", "a credential is added to HTTPS requests to one host"},
 		{"credential without ports", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, credential: {secretRef: {name: k}}}]}}}", "a credential is added to HTTPS requests to one host"},
 		{"credential of a cidr", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{cidr: 10.0.0.0/8, ports: [443], credential: {secretRef: {name: k}}}]}}}", "a credential is added to HTTPS requests to one host"},
 		{"credential in the Host header", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, ports: [443], credential: {header: HOST, secretRef: {name: k}}}]}}}", "the Host header names the server"},
-		{"credential header with a space", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, ports: [443], credential: {header: 'X Key', secretRef: {name: k}}}]}}}", "spec.sandbox.network.egress[0].credential.header"},
+		{"credential header with a space", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, ports: [443], credential: {header: 'X Key', secretRef: {name: k}}}]}}}", "header must be an HTTP header's name, such as Authorization"},
 		// Quantities a node would refuse: each message names the minimum.
+		// Quantities not written as quantities: a sentence, not the
+		// Quantity type's regular expression.
+		{"memory in gigabits", tenant + "spec: {sandbox: {resources: {memory: 1Gb}}}", "spec.sandbox.resources.memory: Invalid value: \"1Gb\": memory must be a quantity of bytes, such as 512Mi or 2Gi (Ki, Mi, Gi count in 1024s; k, M, G in 1000s; 1Gb and 1GiB are not quantities)"},
+		{"memory in GiB", sbx + "spec: {tenantRef: {name: t}, resources: {memory: 2GiB}}", "memory must be a quantity of bytes"},
+		{"memory a word", tenant + "spec: {sandbox: {resources: {memory: lots}}}", "memory must be a quantity of bytes"},
+		{"memory a boolean", tenant + "spec: {sandbox: {resources: {memory: true}}}", "spec.sandbox.resources.memory in body must be of type integer,string"},
+		{"cpu in cores", tenant + "spec: {sandbox: {resources: {cpu: 2cores}}}", "cpu must be a quantity of cores, such as 500m or 2"},
+		{"storage in gigabytes", tenant + "spec: {sandbox: {storage: {size: 4GB}}}", "size must be a quantity of bytes, such as 512Mi or 4Gi"},
+		{"pile in megabytes", tenant + "spec: {sandbox: {storage: {pile: {size: 512MB}}}}", "pile size must be a quantity of bytes"},
+		{"secret key with a slash", tenant + "spec: {sandbox: {network: {mode: egress, egress: [{host: api.test, ports: [443], credential: {secretRef: {name: k, key: a/b}}}]}}}", "key must be a key of a Secret's data"},
+		{"worker path relative", wm + "spec: {tenantRef: {name: t}, destination: {sandbox: {command: [w], port: 8080, path: mcp}}}", "path must be an HTTP path starting with /"},
+		{"sandbox persona", sbx + "spec: {tenantRef: {name: t}, persona: ' x'}", "persona must start with a letter or digit"},
+		{"key fingerprint", sbx + "spec: {tenantRef: {name: t}, signingKey: {secretName: k, fingerprint: XYZ}}", "fingerprint must be 16 lower-case hexadecimal digits"},
 		{"negative memory", tenant + "spec: {sandbox: {resources: {memory: -1Gi}}}", "memory must be at least 32Mi: a sandbox's init needs 32 MiB"},
 		{"negative cpu", tenant + "spec: {sandbox: {resources: {cpu: \"-2\"}}}", "cpu must be at least 10m"},
 		{"zero cpu", tenant + "spec: {sandbox: {resources: {cpu: \"0\"}}}", "cpu must be at least 10m"},
@@ -204,7 +217,13 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"pile of 1Ki", tenant + "spec: {pile: {size: 1Ki}}", "pile size must be at least 32Mi"},
 		{"a sandbox's pile of 1Ki", sbx + "spec: {tenantRef: {name: t}, pile: {size: 1Ki}}", "pile size must be at least 32Mi"},
 		{"an idle period of a second", tenant + "spec: {sandbox: {idleSuspend: {after: 1s}}}", "after must be at least 10s"},
-		{"an idle period that is no duration", sbx + "spec: {tenantRef: {name: t}, idleSuspend: {after: soon}}", "after"},
+		{"an idle period that is no duration", sbx + "spec: {tenantRef: {name: t}, idleSuspend: {after: soon}}", "spec.idleSuspend.after: Invalid value: \"soon\": after must be a duration such as 30s, 15m or 1h30m"},
+		{"an idle period in days", tenant + "spec: {sandbox: {idleSuspend: {after: 1d}}}", "after must be a duration such as 30s"},
+		{"a usage period in days", tenant + "spec: {sandbox: {usageLimits: {period: 1day, cpuSeconds: 5}}}", "period must be a duration such as 24h"},
+		{"a snapshot kept a week", snap + "spec: {sandboxRef: {name: s}, expireAfter: 1week}", "expireAfter must be a duration such as 24h or 168h"},
+		{"a build timeout in words", fb + "spec:\n" + cmSrc + "  binaries: [a]\n  build: {command: [make], timeout: ten minutes}", "timeout must be a duration such as 10m or 1h"},
+		{"a worker timeout in words", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80}}, timeout: a minute}", "timeout must be a duration such as 60s or 5m"},
+		{"a worker timeout of nothing", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80}}, timeout: 0s}", "timeout must be positive"},
 		{"an idle mode of another kind", tenant + "spec: {sandbox: {idleSuspend: {after: 1m, mode: Hibernate}}}", "Unsupported value"},
 		{"an idle suspension without its period", tenant + "spec: {sandbox: {idleSuspend: {withRunningJobs: true}}}", "after"},
 	}
@@ -234,6 +253,9 @@ func TestQuantitiesAtTheirMinimumsAreAccepted(t *testing.T) {
 		"spec: {sandbox: {resources: {cpu: 2, memory: 33554432}}}",
 		"spec: {sandbox: {resources: {cpu: \"0.01\", memory: 1G}}}",
 		"spec: {sandbox: {backend: vm, resources: {memory: 128Mi}}}",
+		// Durations in every form Go writes and reads them.
+		"spec: {sandbox: {idleSuspend: {after: 1h30m}, usageLimits: {period: 1.5h, cpuSeconds: 5}}}",
+		"spec: {sandbox: {idleSuspend: {after: 10000ms}}}",
 	} {
 		obj := decode(t, tenant+spec)
 		obj.SetNamespace(ns)
@@ -399,6 +421,18 @@ func TestKubectl(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`NAME\s+TENANT\s+READY\s+REASON\s+ENDPOINT\s+RESTARTS\s+AGE`))
 	g.Expect(out).To(MatchRegexp(`NAME\s+READY\s+REASON\s+NODES-READY\s+AGE`))
 
+	// A snapshot's size is for people, in the SIZE column.
+	snap := &playgroundv1alpha1.SandboxSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-upgrade"},
+		Spec: playgroundv1alpha1.SandboxSnapshotSpec{SandboxRef: playgroundv1alpha1.LocalObjectReference{Name: "demo"}}}
+	g.Expect(k8s.Create(context.Background(), snap)).To(Succeed())
+	snap.Status = playgroundv1alpha1.SandboxSnapshotStatus{Phase: playgroundv1alpha1.SnapshotReady, SizeBytes: 12_902_400,
+		Size: playgroundv1alpha1.ByteSize(12_902_400)}
+	g.Expect(k8s.Status().Update(context.Background(), snap)).To(Succeed())
+	out, err = cp.Kubectl(kubeconfig, "get", "sandboxsnapshots", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`NAME\s+SANDBOX\s+PHASE\s+MEMORY\s+SIZE\s+NODE\s+TAKEN`))
+	g.Expect(out).To(MatchRegexp(`before-upgrade\s+demo\s+Ready\s+12\.3 MiB\s`))
+
 	out, err = cp.Kubectl(kubeconfig, "get", "playground", "-n", ns, "-o", "name")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("tenant.playground.dev/demo"))
@@ -427,9 +461,17 @@ func TestInvalidTenantPoliciesAreRefused(t *testing.T) {
 		{"an unknown catalog", policy + "spec: {namespaceSelector: {}, allowedCatalogs: [everything]}", `Unsupported value: "everything"`},
 		{"an unknown network mode", policy + "spec: {namespaceSelector: {}, sandbox: {network: {allowedModes: [host]}}}", `Unsupported value: "host"`},
 		{"an allowed cidr not a network", policy + "spec: {namespaceSelector: {}, sandbox: {network: {allowedEgress: {cidrs: [10.0.0.1/8]}}}}", "cidrs must be network addresses"},
-		{"an allowed host a URL", policy + "spec: {namespaceSelector: {}, sandbox: {network: {allowedEgress: {hosts: ['https://pypi.org']}}}}", "spec.sandbox.network.allowedEgress.hosts[0]"},
+		{"an allowed host a URL", policy + "spec: {namespaceSelector: {}, sandbox: {network: {allowedEgress: {hosts: ['https://pypi.org']}}}}", "hosts must be DNS names in lower case"},
 		{"a usage period of a second", policy + "spec: {namespaceSelector: {}, sandbox: {usageLimit: {maxCPUSeconds: 10, period: 1s}}}", "period must be at least 10s"},
+		{"a usage period in days", policy + "spec: {namespaceSelector: {}, sandbox: {usageLimit: {maxCPUSeconds: 10, period: 7d}}}", "period must be a duration such as 24h"},
 		{"a usage limit of nothing", policy + "spec: {namespaceSelector: {}, sandbox: {usageLimit: {maxCPUSeconds: 0}}}", "spec.sandbox.usageLimit.maxCPUSeconds in body should be greater than or equal to 1"},
+		{"a ceiling in gigabits", policy + "spec: {namespaceSelector: {}, sandbox: {max: {memory: 1Gb}}}", "memory must be a quantity of bytes"},
+		{"a cpu ceiling in cores", policy + "spec: {namespaceSelector: {}, sandbox: {max: {cpu: 4cores}}}", "cpu must be a quantity of cores"},
+		{"a storage ceiling in gigabytes", policy + "spec: {namespaceSelector: {}, sandbox: {max: {storageSize: 4GB, pileSize: 1GB}}}", "storageSize must be a quantity of bytes"},
+		{"a pile ceiling in gigabytes", policy + "spec: {namespaceSelector: {}, sandbox: {max: {pileSize: 1GB}}}", "pileSize must be a quantity of bytes"},
+		{"a namespace ceiling in gigabits", policy + "spec: {namespaceSelector: {}, namespace: {maxMemory: 64Gb}}", "maxMemory must be a quantity of bytes"},
+		{"a namespace cpu ceiling in cores", policy + "spec: {namespaceSelector: {}, namespace: {maxCPU: 16cores}}", "maxCPU must be a quantity of cores"},
+		{"a namespace storage ceiling in terabytes", policy + "spec: {namespaceSelector: {}, namespace: {maxStorage: 1TB}}", "maxStorage must be a quantity of bytes"},
 		{"too few pids", policy + "spec: {namespaceSelector: {}, sandbox: {max: {pids: 1}}}", "spec.sandbox.max.pids in body should be greater than or equal to 16"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -441,5 +483,104 @@ func TestInvalidTenantPoliciesAreRefused(t *testing.T) {
 				t.Fatalf("refused, but the message\n  %s\ndoes not say\n  %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// patternsKept are the regular expressions of a spec that stay in the
+// CRDs, with why a user never meets them: every other rule a user's spec
+// can break answers with a sentence (a CEL rule's message), not with a
+// regular expression to decode.
+var patternsKept = map[string]string{
+	"FacultyBundle spec.source.hostPath.path": "refuses only a NUL byte, which no path has; a relative path gets a sentence",
+}
+
+// TestSpecPatternsAreSentences: no spec field of a CRD is validated by a
+// bare pattern (a Quantity's comes from its type unless the field's
+// markers replace it, see SandboxResources), so that `memory: 1Gb` or
+// `host: https://PyPI.org` is answered in words.
+func TestSpecPatternsAreSentences(t *testing.T) {
+	root, err := controlplane.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(files) < 5 {
+		t.Fatalf("found %d CRDs (%v): the scan is broken", len(files), err)
+	}
+	kept := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd struct {
+			Spec struct {
+				Names    struct{ Kind string }
+				Versions []struct {
+					Schema struct {
+						OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+					}
+				}
+			}
+		}
+		if err := yaml.Unmarshal(data, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, v := range crd.Spec.Versions {
+			props, _ := v.Schema.OpenAPIV3Schema["properties"].(map[string]any)
+			spec, _ := props["spec"].(map[string]any)
+			walkPatterns(spec, "spec", func(path, pattern string) {
+				key := crd.Spec.Names.Kind + " " + path
+				if _, ok := patternsKept[key]; ok {
+					kept[key] = true
+					return
+				}
+				t.Errorf("%s is validated by the bare pattern %q: say it in a sentence (a CEL rule with a message; for a Quantity, Schemaless and XIntOrString with an isQuantity rule)", key, pattern)
+			})
+		}
+	}
+	for key := range patternsKept {
+		if !kept[key] {
+			t.Errorf("patternsKept lists %s, which has no pattern any more: remove it from the list", key)
+		}
+	}
+}
+
+// walkPatterns calls found for every pattern of schema and its
+// properties, items and alternatives.
+func walkPatterns(schema map[string]any, path string, found func(path, pattern string)) {
+	if schema == nil {
+		return
+	}
+	if p, ok := schema["pattern"].(string); ok {
+		found(path, p)
+	}
+	if props, ok := schema["properties"].(map[string]any); ok {
+		for name, sub := range props {
+			s, _ := sub.(map[string]any)
+			walkPatterns(s, path+"."+name, found)
+		}
+	}
+	if items, ok := schema["items"].(map[string]any); ok {
+		walkPatterns(items, path+"[]", found)
+	}
+	if add, ok := schema["additionalProperties"].(map[string]any); ok {
+		walkPatterns(add, path+"[*]", found)
+	}
+	for _, k := range []string{"anyOf", "allOf", "oneOf"} {
+		alts, _ := schema[k].([]any)
+		for _, a := range alts {
+			s, _ := a.(map[string]any)
+			walkPatterns(s, path, found)
+		}
+	}
+}
+
+// TestByteSize: sizes for people, as status.size and the plugin write them.
+func TestByteSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 KiB", 1: "1 KiB", 1024: "1 KiB", 1025: "2 KiB", 1 << 20: "1.0 MiB", 12_902_400: "12.3 MiB", 3 << 29: "1.5 GiB"} {
+		if got := playgroundv1alpha1.ByteSize(n); got != want {
+			t.Errorf("ByteSize(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -100,6 +100,13 @@ const (
 	// TenantPolicyFieldOwner is the manager's TenantPolicy reconciler: a
 	// policy's whole status.
 	TenantPolicyFieldOwner = "playground-tenantpolicy-controller"
+	// SigningKeyFieldOwner is the manager's delivery of signing keys: a
+	// Sandbox's SigningKeyDelivered condition.
+	SigningKeyFieldOwner = "playground-signingkey-controller"
+	// EgressCredentialFieldOwner is the manager's delivery of brokered
+	// egress credentials: a Sandbox's EgressCredentialsDelivered
+	// condition.
+	EgressCredentialFieldOwner = "playground-egresscredential-controller"
 	// ManifestFieldOwner applies the manifests of `playground-dev`.
 	ManifestFieldOwner = "playground"
 )

@@ -37,7 +37,7 @@ type ServiceDestination struct {
 
 	// Path is the HTTP path of the MCP endpoint.
 	// +kubebuilder:default="/mcp"
-	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9/._~-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^/[A-Za-z0-9/._~-]*$')",message="path must be an HTTP path starting with /, such as /mcp: letters, digits and / . _ ~ -"
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Path string `json:"path,omitempty"`
@@ -67,7 +67,7 @@ type SandboxProcessDestination struct {
 
 	// Path is the HTTP path of the worker's MCP endpoint.
 	// +kubebuilder:default="/mcp"
-	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9/._~-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^/[A-Za-z0-9/._~-]*$')",message="path must be an HTTP path starting with /, such as /mcp: letters, digits and / . _ ~ -"
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Path string `json:"path,omitempty"`
@@ -116,6 +116,10 @@ type WorkerMappingSpec struct {
 	// Timeout bounds one forwarded request. A request that times out has an
 	// unknown outcome at the worker and is not retried.
 	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="timeout must be a duration such as 60s or 5m: a number and a unit (s, m or h; ms), or several"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="timeout must be positive"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }

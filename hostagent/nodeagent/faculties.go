@@ -64,13 +64,6 @@ import (
 // +kubebuilder:rbac:groups=playground.dev,resources=facultybundles/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 
-// Event reasons of the agent on FacultyBundles.
-const (
-	reasonBuilt        = "Built"
-	reasonBuildFailed  = "BuildFailed"
-	reasonSourceFailed = "SourceFailed"
-)
-
 // DefaultFacultyReread is how often a bundle's host path is read again for
 // changes (a ConfigMap's changes are watched).
 const DefaultFacultyReread = time.Minute
@@ -219,7 +212,7 @@ func (f *faculties) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		again.RequeueAfter = f.reread
 	}
 	if f.cache == nil {
-		return again, f.report(ctx, &b, "", false, nil, fmt.Sprintf("Node %s's agent has no faculty build cache (it runs without a state directory for it) and builds no bundle", f.node))
+		return again, f.report(ctx, &b, "", playgroundv1alpha1.ReasonNoBuildCache, nil, fmt.Sprintf("Node %s's agent has no faculty build cache (it runs without a state directory for it) and builds no bundle", f.node))
 	}
 	freq, fp, err := f.read(ctx, &b)
 	// Whether the node's entry already said so, before this pass wrote:
@@ -229,15 +222,15 @@ func (f *faculties) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	})
 	if err != nil {
 		msg := truncate(fmt.Sprintf("Cannot read the bundle's source on node %s: %v", f.node, err))
-		if changed, rerr := f.reportChanged(ctx, &b, "", false, nil, msg); rerr != nil {
+		if changed, rerr := f.reportChanged(ctx, &b, "", playgroundv1alpha1.ReasonSourceFailed, nil, msg); rerr != nil {
 			return again, rerr
 		} else if changed {
-			f.recorder.Eventf(&b, nil, corev1.EventTypeWarning, reasonSourceFailed, "Build", "%s", msg)
+			f.recorder.Eventf(&b, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonSourceFailed, "Build", "%s", msg)
 		}
 		return again, nil
 	}
 	if _, state, _ := f.cache.Lookup(fp); state == faculty.Absent || state == faculty.Building {
-		if err := f.report(ctx, &b, fp, false, nil, fmt.Sprintf("Building %s on node %s", short(fp), f.node)); err != nil {
+		if err := f.report(ctx, &b, fp, playgroundv1alpha1.ReasonBuilding, nil, fmt.Sprintf("Building %s on node %s", short(fp), f.node)); err != nil {
 			return again, err
 		}
 	}
@@ -246,22 +239,22 @@ func (f *faculties) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	switch {
 	case errors.As(err, &be):
 		msg := buildFailure(f.node, fp, be)
-		changed, rerr := f.reportChanged(ctx, &b, fp, false, nil, msg)
+		changed, rerr := f.reportChanged(ctx, &b, fp, playgroundv1alpha1.ReasonBuildFailed, nil, msg)
 		if rerr != nil {
 			return again, rerr
 		}
 		if changed {
 			ctrl.LoggerFrom(ctx).Info("Building the faculty bundle failed", "bundle", klog.KObj(&b), "fingerprint", fp, "error", be.Message)
-			f.recorder.Eventf(&b, nil, corev1.EventTypeWarning, reasonBuildFailed, "Build", "%s", msg)
+			f.recorder.Eventf(&b, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonBuildFailed, "Build", "%s", msg)
 		}
 		// Retried once the cache forgets the failure.
 		return ctrl.Result{RequeueAfter: max(time.Until(be.At.Add(f.retryAfter())), time.Second)}, nil
 	case err != nil:
 		return again, err
 	}
-	changed, err := f.reportChanged(ctx, &b, fp, true, &build.BuiltAt, "")
+	changed, err := f.reportChanged(ctx, &b, fp, playgroundv1alpha1.ReasonBuilt, &build.BuiltAt, "")
 	if err == nil && changed && !wasReady {
-		f.recorder.Eventf(&b, nil, corev1.EventTypeNormal, reasonBuilt, "Build", "Build %s is ready on node %s", short(fp), f.node)
+		f.recorder.Eventf(&b, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonBuilt, "Build", "Build %s is ready on node %s", short(fp), f.node)
 	}
 	return again, err
 }
@@ -291,17 +284,19 @@ func buildFailure(node, fp string, be *faculty.BuildError) string {
 	return truncate(msg)
 }
 
-// report applies this node's entry of the bundle's status.nodes.
-func (f *faculties) report(ctx context.Context, b *playgroundv1alpha1.FacultyBundle, fp string, ready bool, builtAt *time.Time, msg string) error {
-	_, err := f.reportChanged(ctx, b, fp, ready, builtAt, msg)
+// report applies this node's entry of the bundle's status.nodes: the
+// build of fp, where it stands (reason; ready when Built), and why.
+func (f *faculties) report(ctx context.Context, b *playgroundv1alpha1.FacultyBundle, fp, reason string, builtAt *time.Time, msg string) error {
+	_, err := f.reportChanged(ctx, b, fp, reason, builtAt, msg)
 	return err
 }
 
 // reportChanged applies this node's entry, unless it already says so, and
 // says whether it wrote.
-func (f *faculties) reportChanged(ctx context.Context, b *playgroundv1alpha1.FacultyBundle, fp string, ready bool, builtAt *time.Time, msg string) (bool, error) {
+func (f *faculties) reportChanged(ctx context.Context, b *playgroundv1alpha1.FacultyBundle, fp, reason string, builtAt *time.Time, msg string) (bool, error) {
+	ready := reason == playgroundv1alpha1.ReasonBuilt
 	for _, n := range b.Status.Nodes {
-		if n.NodeName == f.node && n.Fingerprint == fp && n.Ready == ready && n.Message == msg && n.ObservedGeneration == b.Generation &&
+		if n.NodeName == f.node && n.Fingerprint == fp && n.Ready == ready && n.Reason == reason && n.Message == msg && n.ObservedGeneration == b.Generation &&
 			(builtAt == nil) == (n.BuiltAt == nil) && (builtAt == nil || n.BuiltAt.Time.Equal(*builtAt)) {
 			return false, nil
 		}
@@ -309,6 +304,7 @@ func (f *faculties) reportChanged(ctx context.Context, b *playgroundv1alpha1.Fac
 	entry := playgroundv1alpha1ac.BundleNodeStatus().
 		WithNodeName(f.node).
 		WithReady(ready).
+		WithReason(reason).
 		WithObservedGeneration(b.Generation)
 	if fp != "" {
 		entry.WithFingerprint(fp)
@@ -324,7 +320,7 @@ func (f *faculties) reportChanged(ctx context.Context, b *playgroundv1alpha1.Fac
 		return false, client.IgnoreNotFound(fmt.Errorf("applying node %s's status of FacultyBundle %s/%s: %w", f.node, b.Namespace, b.Name, err))
 	}
 	// What b says now, for the next report of this pass to compare with.
-	written := playgroundv1alpha1.BundleNodeStatus{NodeName: f.node, Fingerprint: fp, Ready: ready, Message: msg, ObservedGeneration: b.Generation}
+	written := playgroundv1alpha1.BundleNodeStatus{NodeName: f.node, Fingerprint: fp, Ready: ready, Reason: reason, Message: msg, ObservedGeneration: b.Generation}
 	if builtAt != nil {
 		written.BuiltAt = &metav1.Time{Time: *builtAt}
 	}
@@ -443,6 +439,11 @@ type bundleState struct {
 	// why the bundle has no ready build, for a message: "is building",
 	// "failed to build: …", "does not exist".
 	why string
+	// broken: waiting does not bring a build (a failure, no such bundle,
+	// a source the agent cannot read, no build cache); todo says what
+	// does.
+	broken bool
+	todo   string
 }
 
 // resolve says where a sandbox's bundle stands on this node, without
@@ -451,30 +452,36 @@ func (f *faculties) resolve(ctx context.Context, ns, name string) bundleState {
 	var b playgroundv1alpha1.FacultyBundle
 	if err := f.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &b); err != nil {
 		if apierrors.IsNotFound(err) {
-			return bundleState{why: fmt.Sprintf("does not exist in namespace %s", ns)}
+			return bundleState{why: fmt.Sprintf("does not exist in namespace %s", ns), broken: true,
+				todo: "create it, or remove it from the Tenant's spec.sandbox.faculties"}
 		}
 		return bundleState{why: fmt.Sprintf("cannot be read: %v", err)}
 	}
 	if f.cache == nil {
-		return bundleState{why: fmt.Sprintf("cannot be built: node %s's agent has no faculty build cache", f.node)}
+		return bundleState{why: fmt.Sprintf("cannot be built: node %s's agent has no faculty build cache", f.node), broken: true,
+			todo: "the cluster admin gives the agent a state directory for its build cache"}
 	}
 	fp, err := f.fingerprintOf(ctx, &b)
 	if err != nil {
-		return bundleState{why: "has a source the agent cannot read: " + firstLine(err.Error())}
+		return bundleState{why: "has a source the agent cannot read: " + firstLine(err.Error()), broken: true,
+			todo: fmt.Sprintf("fix its source (kubectl describe facultybundle %s says more)", name)}
 	}
 	build, state, be := f.cache.Lookup(fp)
 	switch state {
 	case faculty.Ready:
 		return bundleState{build: build, ready: true, fp: fp}
 	case faculty.Failed:
-		return bundleState{fp: fp, why: fmt.Sprintf("failed to build (%s): %s", short(fp), firstLine(be.Message))}
+		return bundleState{fp: fp, why: fmt.Sprintf("failed to build (%s): %s", short(fp), firstLine(be.Message)), broken: true,
+			todo: fmt.Sprintf("fix its source or spec.build.command (kubectl get facultybundle %s -o yaml shows the build log's tail in status.nodes); a changed source is built at once", name)}
 	}
 	return bundleState{fp: fp, why: fmt.Sprintf("is building (%s)", short(fp))}
 }
 
 // errWaitingForFaculties: a sandbox not yet started has a bundle with no
-// ready build on the node; the message says which and why.
-type errWaitingForFaculties struct{ msg string }
+// ready build on the node; the message says which and why, and the
+// reason whether waiting helps (WaitingForFaculties) or does not
+// (FacultyUnavailable).
+type errWaitingForFaculties struct{ reason, msg string }
 
 func (e *errWaitingForFaculties) Error() string { return e.msg }
 
@@ -496,7 +503,7 @@ func (f *faculties) forSandbox(ctx context.Context, sbx *playgroundv1alpha1.Sand
 		install = had // every build its processes have, listed or no longer
 	}
 	var reports []playgroundv1alpha1.FacultyInstallStatus
-	var waiting []string
+	var waiting, broken []string
 	for _, ref := range sbx.Bundles() {
 		shared := sbx.Spec.Pile.Shared != nil && ref.Name == sbx.Spec.Pile.Shared.Name
 		cur := f.resolve(ctx, sbx.Namespace, ref.Name)
@@ -531,6 +538,10 @@ func (f *faculties) forSandbox(ctx context.Context, sbx *playgroundv1alpha1.Sand
 			install = append(install, *prev)
 			rep.Fingerprint, rep.State = prev.Fingerprint, playgroundv1alpha1.FacultyStale
 			rep.Message = staleMessage(prev.Fingerprint, cur, "while the bundle has no ready build")
+		case cur.broken:
+			rep.State = playgroundv1alpha1.FacultyPending
+			rep.Message = "The bundle " + cur.why + ": " + cur.todo
+			broken = append(broken, fmt.Sprintf("FacultyBundle %s %s: %s", ref.Name, cur.why, cur.todo))
 		default:
 			rep.State = playgroundv1alpha1.FacultyPending
 			rep.Message = "The bundle " + cur.why
@@ -541,8 +552,17 @@ func (f *faculties) forSandbox(ctx context.Context, sbx *playgroundv1alpha1.Sand
 	f.mu.Lock()
 	f.reports[id] = reports
 	f.mu.Unlock()
-	if len(waiting) > 0 && mayWait {
-		return nil, &errWaitingForFaculties{msg: truncate("Waiting for faculty bundles to be built on node " + f.node + ": " + strings.Join(waiting, "; "))}
+	switch {
+	case !mayWait:
+	case len(broken) > 0:
+		msg := "Not started: waiting does not bring faculty bundles it lists to node " + f.node + ": " + strings.Join(broken, "; ")
+		if len(waiting) > 0 {
+			msg += " (and " + strings.Join(waiting, "; ") + ")"
+		}
+		return nil, &errWaitingForFaculties{reason: playgroundv1alpha1.ReasonFacultyUnavailable, msg: truncate(msg)}
+	case len(waiting) > 0:
+		return nil, &errWaitingForFaculties{reason: playgroundv1alpha1.ReasonWaitingForFaculties,
+			msg: truncate("Waiting for faculty bundles to be built on node " + f.node + ": " + strings.Join(waiting, "; "))}
 	}
 	return install, nil
 }
@@ -680,23 +700,24 @@ func firstLine(s string) string {
 }
 
 // waitForFaculties reports a sandbox that waits for its bundles' builds:
-// Provisioned=False, reason WaitingForFaculties, and an Event when the
-// message changes. The bundle reconciler queues the sandbox again when a
-// bundle's state changes.
+// Provisioned=False, reason WaitingForFaculties (being built) or
+// FacultyUnavailable (waiting does not help: a Warning), and an Event when
+// the message changes. The bundle reconciler queues the sandbox again when
+// a bundle's state changes.
 func (r *sandboxReconciler) waitForFaculties(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, err error) error {
 	var w *errWaitingForFaculties
 	if !errors.As(err, &w) {
 		return err
 	}
 	prev := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
-	if prev == nil || prev.Reason != playgroundv1alpha1.ReasonWaitingForFaculties || prev.Message != w.msg {
-		kind := corev1.EventTypeNormal
-		if strings.Contains(w.msg, "failed") || strings.Contains(w.msg, "does not exist") || strings.Contains(w.msg, "cannot") {
-			kind = corev1.EventTypeWarning
+	if prev == nil || prev.Reason != w.reason || prev.Message != w.msg {
+		if w.reason == playgroundv1alpha1.ReasonFacultyUnavailable {
+			r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonFacultyUnavailable, "Provision", "%s", w.msg)
+		} else {
+			r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonWaitingForFaculties, "Provision", "%s", w.msg)
 		}
-		r.recorder.Eventf(sbx, nil, kind, playgroundv1alpha1.ReasonWaitingForFaculties, "Provision", "%s", w.msg)
 	}
-	return r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonWaitingForFaculties, w.msg)
+	return r.setProvisioned(ctx, sbx, metav1.ConditionFalse, w.reason, w.msg)
 }
 
 // applyFaculties is status.faculties as an apply configuration.

@@ -252,19 +252,21 @@ func TestFacultyBuildFails(t *testing.T) {
 		g.Expect(e.Ready).To(BeFalse())
 		g.Expect(e.Fingerprint).To(Equal(fpBad))
 		g.Expect(e.Message).To(And(ContainSubstring("the build command exited with code 2"), ContainSubstring("hello.c: No such file")))
+		g.Expect(e.Reason).To(Equal(playgroundv1alpha1.ReasonBuildFailed), "the node's entry says the build failed, not that it builds")
 		c := provisioned(getSandbox(g, ns, "waits"))
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonWaitingForFaculties))
-		g.Expect(c.Message).To(ContainSubstring("FacultyBundle broken failed to build (" + fpBad[:12] + "): the build command exited with code 2"))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonFacultyUnavailable), "waiting does not mend a failed build")
+		g.Expect(c.Message).To(And(ContainSubstring("FacultyBundle broken failed to build ("+fpBad[:12]+"): the build command exited with code 2"),
+			ContainSubstring("fix its source or spec.build.command")))
 		st := facultyStatus(g, ns, "waits", "broken")
 		g.Expect(st.State).To(Equal(playgroundv1alpha1.FacultyPending))
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Expect(be.Has(idOf(t, ns, "waits"))).To(BeFalse(), "a sandbox waiting for its bundles was provisioned")
 	// Not rebuilt in a loop: the failure is the answer for a minute.
 	g.Consistently(be.Builds).WithTimeout(time.Second).Should(Equal(1))
-	bundleEvent(t, ns, "broken", reasonBuildFailed)
-	waitEvent(t, ns, "waits", corev1.EventTypeWarning, playgroundv1alpha1.ReasonWaitingForFaculties)
+	bundleEvent(t, ns, "broken", playgroundv1alpha1.ReasonBuildFailed)
+	waitEvent(t, ns, "waits", corev1.EventTypeWarning, playgroundv1alpha1.ReasonFacultyUnavailable)
 
 	// A sandbox with a good build, whose bundle's next source fails.
 	helloBundle(t, ns, "hello", good)
@@ -285,8 +287,6 @@ func TestFacultyBuildFails(t *testing.T) {
 	g.Expect(runsWith(g, be, id)).To(Equal([]string{"hello@" + fpGood}), "the restarted sandbox lost its previous build")
 	g.Expect(s.Status.Faculties).To(ConsistOf(And(HaveField("State", playgroundv1alpha1.FacultyStale), HaveField("Fingerprint", fpGood))))
 }
-
-const reasonBuildFailed = "BuildFailed"
 
 // bundleEvent waits for an Event about the bundle with the reason.
 func bundleEvent(t *testing.T, ns, name, reason string) {
@@ -325,8 +325,8 @@ func TestFacultyBundleDeleted(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := provisioned(getSandbox(g, ns, "new"))
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonWaitingForFaculties))
-		g.Expect(c.Message).To(ContainSubstring("FacultyBundle hello does not exist in namespace " + ns))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonFacultyUnavailable))
+		g.Expect(c.Message).To(ContainSubstring("FacultyBundle hello does not exist in namespace " + ns + ": create it, or remove it from the Tenant's spec.sandbox.faculties"))
 	}).WithTimeout(timeout).Should(Succeed())
 
 	// Deleting the last sandbox that runs the build lets GC remove it.

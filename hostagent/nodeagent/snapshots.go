@@ -146,7 +146,7 @@ func (r *snapshotReconciler) setReady(ctx context.Context, snap *playgroundv1alp
 		WithConditions(pgreconcile.ApplyConditions(conds, playgroundv1alpha1.ReadyCondition)...)
 	if err == nil {
 		status.WithSnapshotID(snap.Status.SnapshotID).WithMemory(snap.Status.Memory).
-			WithSizeBytes(snap.Status.SizeBytes).WithTakenAt(*snap.Status.TakenAt)
+			WithSizeBytes(snap.Status.SizeBytes).WithSize(playgroundv1alpha1.ByteSize(snap.Status.SizeBytes)).WithTakenAt(*snap.Status.TakenAt)
 	}
 	aerr := r.client.Status().Apply(ctx, playgroundv1alpha1ac.SandboxSnapshot(snap.Name, snap.Namespace).WithStatus(status),
 		client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership)

@@ -21,6 +21,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,7 +82,25 @@ func jobTerminal(er *agentapi.ExecRequest, in JobExecInput) error {
 // errNotExtended refuses a tenant of the standard set what only the
 // extended one serves (a session that began before its Tenant changed).
 func errNotExtended(what string) error {
-	return fmt.Errorf("%s: %s are served to tenants of the extended tool set only, and yours is now the standard one: ask the operator to set the Tenant's spec.tools to extended, then start a new session", agentapi.CodeForbidden, what)
+	return fmt.Errorf("%s: the extended tool set serves %s, and your tenant's is now the standard one: ask the operator to set spec.tools: extended on your Tenant, then start a new session", agentapi.CodeForbidden, what)
+}
+
+// offerExtended answers, in the standard set, a call of a tool of the
+// extended one with a tool error that names the setting which serves it,
+// where the protocol would answer only "unknown tool". (It is the
+// innermost middleware: the call is audited and observed as any other.)
+func offerExtended(extended bool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			call, ok := req.(*mcp.CallToolRequest)
+			if extended || !ok || call.Params == nil || !slices.Contains(ExtendedNames, call.Params.Name) {
+				return next(ctx, method, req)
+			}
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+				"%s: %s is a tool of the extended tool set, and your tenant is served the standard one (the eight tools of tools/list): ask the operator to set spec.tools: extended on your Tenant, then start a new session",
+				agentapi.CodeForbidden, call.Params.Name)}}}, nil
+		}
+	}
 }
 
 // JobInputInput is input for a running job.

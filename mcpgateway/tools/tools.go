@@ -180,7 +180,7 @@ func Register(s *mcp.Server, opts Options) {
 		opts.Budget, _ = budget.New(budget.Limits{}) // the defaults are valid
 	}
 	t := &catalog{opts: opts}
-	s.AddReceivingMiddleware(guardCalls(opts.Logger), observeCalls(opts.Audit, opts.tracer()))
+	s.AddReceivingMiddleware(guardCalls(opts.Logger), observeCalls(opts.Audit, opts.tracer()), offerExtended(opts.Extended))
 	maxTimeout := int(agentapi.MaxTimeout / time.Second)
 
 	add(s, t, &mcp.Tool{

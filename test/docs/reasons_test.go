@@ -202,3 +202,125 @@ func isIdent(e ast.Expr, name string) bool {
 	id, ok := e.(*ast.Ident)
 	return ok && id.Name == name
 }
+
+// warningsWithoutCondition are the Warning Event reasons that no condition
+// carries, each with why it needs none: what a Warning Event says of
+// something that keeps an object from working is in a condition's message
+// too (TestWarningsAreInConditions).
+var warningsWithoutCondition = map[string]string{
+	"TokenReissued":      "a repair: a new token was minted, and the Tenant works with it",
+	"SigningKeyReplaced": "a repair: a new key was generated, and the Tenant works with it",
+	"Restarted":          "the sandbox was started again and works; its phase and conditions say how it runs",
+	"WorkerRestarted":    "the worker was started again; the WorkerMapping's status.worker counts its restarts and says how it last ended",
+	"EgressDenied":       "the egress policy at work, not a refusal of the object; kubectl playground status lists the latest denials",
+}
+
+// carriers are the functions whose Reason argument becomes a condition's
+// reason (or a status entry's, such as a FacultyBundle's status.nodes).
+var carriers = map[string]bool{
+	"Stall": true, "setConditionf": true, "setCondition": true, "condition": true,
+	"setProvisioned": true, "setDelivery": true, "report": true, "reportChanged": true,
+}
+
+// TestWarningsAreInConditions: every reason of a Warning Event the code
+// records is also a condition's reason (set through a metav1.Condition or
+// a struct's Reason field, a carrier function, or a condition's Reason
+// that the Event repeats), unless warningsWithoutCondition says why it
+// needs none: a refusal that keeps an object from working is said in its
+// status, where kubectl playground status shows it, not only in an Event
+// that expires.
+func TestWarningsAreInConditions(t *testing.T) {
+	fset, files := sources(t)
+	value := map[string]string{}
+	for _, r := range reasons(t, fset, files) {
+		value[r.name] = r.value
+	}
+	nameOf := func(e ast.Expr) string {
+		switch e := e.(type) {
+		case *ast.Ident:
+			return e.Name
+		case *ast.SelectorExpr:
+			return e.Sel.Name
+		}
+		return ""
+	}
+	carried := map[string]bool{}
+	type warning struct{ value, pos string }
+	var warned []warning
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil || fn.Name.Name == "Eventf" || fn.Name.Name == "AnnotatedEventf" {
+				continue // a recorder's own methods pass reasons through
+			}
+			// Identifiers this function hands to a carrier: a local
+			// reason variable its Event uses is carried with it.
+			localCarried := map[string]bool{}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.KeyValueExpr:
+					if k := nameOf(n.Key); k == "Reason" || k == "reason" {
+						if v, ok := value[nameOf(n.Value)]; ok {
+							carried[v] = true
+						}
+						localCarried[nameOf(n.Value)] = true
+					}
+				case *ast.CallExpr:
+					if carriers[nameOf(n.Fun)] {
+						for _, a := range n.Args {
+							if v, ok := value[nameOf(a)]; ok {
+								carried[v] = true
+							}
+							localCarried[nameOf(a)] = true
+						}
+					}
+				}
+				return true
+			})
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				typ, rsn := -1, -1
+				switch nameOf(call.Fun) {
+				case "Eventf":
+					typ, rsn = 2, 3
+				case "AnnotatedEventf":
+					typ, rsn = 3, 4
+				}
+				if rsn < 0 || rsn >= len(call.Args) || nameOf(call.Args[typ]) == "EventTypeNormal" {
+					return true
+				}
+				pos := fset.Position(call.Pos()).String()
+				arg := call.Args[rsn]
+				switch {
+				case value[nameOf(arg)] != "":
+					warned = append(warned, warning{value[nameOf(arg)], pos})
+				case nameOf(arg) == "Reason":
+					// x.Reason: the Event repeats a condition's reason.
+				case localCarried[nameOf(arg)]:
+					// A variable this function also sets a condition with.
+				default:
+					t.Errorf("%s: a Warning Event's reason that this test cannot follow to a condition: use a Reason constant, or a variable the same function sets a condition with", pos)
+				}
+				return true
+			})
+		}
+	}
+	if len(warned) < 10 {
+		t.Fatalf("found only %d Warning Events: the scan is broken", len(warned))
+	}
+	seen := map[string]bool{}
+	for _, w := range warned {
+		seen[w.value] = true
+		if _, exempt := warningsWithoutCondition[w.value]; !carried[w.value] && !exempt {
+			t.Errorf("%s: Warning Event reason %s is no condition's reason: say the cause in a condition's message too (with what to do), or list it in warningsWithoutCondition with why it needs none", w.pos, w.value)
+		}
+	}
+	for r := range warningsWithoutCondition {
+		if !seen[r] {
+			t.Errorf("warningsWithoutCondition lists %s, which no Warning Event has: remove it", r)
+		}
+	}
+}

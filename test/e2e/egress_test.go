@@ -29,6 +29,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -101,7 +102,27 @@ func TestBrokeredCredential(t *testing.T) {
 	applyTenant(t, ns, "alice", brokered("api-key"))
 	applyTenant(t, ns, "bob", brokered("opaque"))
 	waitReady(t, ns, "alice")
-	waitReady(t, ns, "bob")
+	// Bob's sandbox serves, but his Tenant is not Ready: its status says
+	// which Secret is refused, why, and what to do.
+	g.Eventually(func(g Gomega) {
+		var sbx playgroundv1alpha1.Sandbox
+		var tn playgroundv1alpha1.Tenant
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bob"}, &sbx)).To(Succeed())
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bob"}, &tn)).To(Succeed())
+		g.Expect(isTrue(sbx.Status.Conditions, playgroundv1alpha1.ReadyCondition)).To(BeTrue(), "bob's sandbox serves: %+v", sbx.Status.Conditions)
+		refused := apimeta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.EgressCredentialsDeliveredCondition)
+		g.Expect(refused).NotTo(BeNil())
+		g.Expect(refused.Reason).To(Equal(playgroundv1alpha1.ReasonEgressCredentialRefused))
+		g.Expect(refused.Message).To(ContainSubstring(`Requests to api.test get no credential (answered 503): Secret opaque is of type "Opaque", not playground.dev/egress-credential`))
+		ready := apimeta.FindStatusCondition(tn.Status.Conditions, playgroundv1alpha1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect([]string{string(ready.Status), ready.Reason}).To(Equal([]string{"False", playgroundv1alpha1.ReasonEgressCredentialRefused}))
+		g.Expect(ready.Message).To(ContainSubstring(refused.Message))
+	}, settle, 200*time.Millisecond).Should(Succeed())
+	var aliceSbx playgroundv1alpha1.Sandbox
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alice"}, &aliceSbx)).To(Succeed())
+	g.Expect(apimeta.FindStatusCondition(aliceSbx.Status.Conditions, playgroundv1alpha1.EgressCredentialsDeliveredCondition)).To(BeNil(),
+		"a delivered credential leaves no condition")
 
 	session := func(name string) func(command string) string {
 		c := connectTenant(t, url, ns, name)

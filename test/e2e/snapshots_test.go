@@ -106,6 +106,7 @@ func TestSnapshotAndForks(t *testing.T) {
 	g.Expect(snap.Status.SandboxID).To(Equal(src.Status.SandboxID))
 	g.Expect(snap.Status.Memory).To(BeTrue(), "a gVisor sandbox's snapshot keeps its memory")
 	g.Expect(snap.Status.SizeBytes).To(BeNumerically(">", 0))
+	g.Expect(snap.Status.Size).To(Equal(playgroundv1alpha1.ByteSize(snap.Status.SizeBytes)), "the SIZE column is for people")
 	g.Expect(snap.Status.TakenAt).NotTo(BeNil())
 	g.Expect(snap.Finalizers).To(ContainElement(playgroundv1alpha1.SnapshotFinalizer))
 	onDisk := filepath.Join(stateDir, "snapshots", snap.Status.SnapshotID)

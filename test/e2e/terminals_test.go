@@ -259,6 +259,9 @@ func TestTerminals(t *testing.T) {
 		carol.must("open_session", map[string]any{}, &carolOpen)
 		msg := carol.call("job_exec", map[string]any{"handle": carolOpen.Handle, "command": "sh", "tty": true}, nil)
 		g.Expect(msg).NotTo(BeEmpty(), "a terminal for a tenant of the standard set")
+		// A tool of the extended set says which setting serves it, not
+		// "unknown tool".
+		g.Expect(carol.call("job_screen", map[string]any{"job_id": "job-1"}, nil)).To(ContainSubstring("spec.tools: extended"))
 	})
 
 	t.Run("256 MiB in ranges", func(t *testing.T) {

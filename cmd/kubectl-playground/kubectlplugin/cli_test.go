@@ -240,3 +240,32 @@ func TestAudit(t *testing.T) {
 		t.Errorf("without --file: %d %q", code, errOut)
 	}
 }
+
+// TestSuspendAndResumeSayOneThing: resume and tenant resume (suspend and
+// tenant suspend) are one command in two places, and say the same.
+func TestSuspendAndResumeSayOneThing(t *testing.T) {
+	for _, verb := range []string{"suspend", "resume"} {
+		_, top, _ := runMain(t, verb, "--help")
+		_, under, _ := runMain(t, "tenant", verb, "--help")
+		top, _, _ = strings.Cut(top, "Usage:")
+		under, _, _ = strings.Cut(under, "Usage:")
+		if top != under || !strings.Contains(top, "spec.suspended") {
+			t.Errorf("%s --help says\n%s\nand tenant %s --help says\n%s", verb, top, verb, under)
+		}
+	}
+	_, list, _ := runMain(t, "--help")
+	_, tenantList, _ := runMain(t, "tenant", "--help")
+	for _, verb := range []string{"suspend", "resume"} {
+		short := func(help string) string {
+			for _, l := range strings.Split(help, "\n") {
+				if f := strings.Fields(l); len(f) > 1 && f[0] == verb {
+					return strings.Join(f[1:], " ")
+				}
+			}
+			return ""
+		}
+		if a, b := short(list), short(tenantList); a == "" || a != b {
+			t.Errorf("the command lists say of %s %q and %q", verb, a, b)
+		}
+	}
+}

@@ -95,7 +95,7 @@ func (x *cli) snapshot(ctx context.Context, tenant, name string, expire time.Dur
 	if !snap.Status.Memory {
 		what = "its files only (this sandbox's memory cannot be kept: forks start its processes afresh)"
 	}
-	fmt.Fprintf(x.out, "sandboxsnapshot/%s taken of tenant %s on node %s: %s, %s\n", name, tenant, snap.Status.NodeName, what, diskSize(snap.Status.SizeBytes))
+	fmt.Fprintf(x.out, "sandboxsnapshot/%s taken of tenant %s on node %s: %s, %s\n", name, tenant, snap.Status.NodeName, what, playgroundv1alpha1.ByteSize(snap.Status.SizeBytes))
 	fmt.Fprintf(x.out, "Fork it: kubectl playground fork %s NEW-TENANT\n", name)
 	return nil
 }
@@ -172,15 +172,4 @@ func (x *cli) fork(ctx context.Context, snapName string, tenants []string) error
 		fmt.Fprintf(x.out, "tenant/%s forked from sandboxsnapshot/%s (token: kubectl playground token show %s)\n", name, snapName, name)
 	}
 	return nil
-}
-
-// diskSize says n bytes of disk the way df -h would.
-func diskSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d KiB", (n+1023)/1024)
 }

@@ -67,8 +67,8 @@ func (x *cli) tenantCommand() *cobra.Command {
 		x.listCommand(),
 		x.createCommand(),
 		tokenGroup,
-		one("suspend", "Refuse the tenant's token and stop its sandbox's processes; its files stay", "", func(ctx context.Context, n string) error { return x.setSuspended(ctx, n, true) }),
-		one("resume", "Accept the same token again; the sandbox starts again over its files", "", func(ctx context.Context, n string) error { return x.setSuspended(ctx, n, false) }),
+		x.suspendCommand(true),
+		x.suspendCommand(false),
 		one("restart", "Kill every process in the tenant's sandbox and start it again over its files",
 			"Kill every process in the tenant's sandbox and start it again over its files.\n"+
 				"This lifts a halt of background jobs (condition JobsAdmitted) and switches the\n"+
@@ -78,15 +78,23 @@ func (x *cli) tenantCommand() *cobra.Command {
 	return tenant
 }
 
-// suspendCommand is tenant suspend (or resume) at the top level, beside
-// snapshot and fork.
+// suspendCommand is suspend (or resume), under tenant and at the top
+// level beside snapshot and fork: one command, so one text.
 func (x *cli) suspendCommand(suspend bool) *cobra.Command {
-	use, short := "resume", "Resume a suspended tenant: a sandbox suspended with its memory goes on where it was"
+	use, short, long := "resume", "Resume a suspended tenant: the same token works again, and its sandbox goes on",
+		`Clear the Tenant's spec.suspended: the gateway accepts the same token again,
+and the sandbox goes on: one suspended with its memory (gVisor) where its
+processes and jobs were, another started again over its files (its processes
+and jobs were ended by the suspension).`
 	if suspend {
-		use, short = "suspend", "Suspend a tenant: its token is refused; its sandbox is checkpointed with its memory (gVisor) or stopped, its files kept"
+		use, short, long = "suspend", "Suspend a tenant: its token is refused, its sandbox put aside with its files",
+			`Set the Tenant's spec.suspended: the gateway refuses its token from the next
+request on, and its sandbox is put aside: checkpointed with its memory where the
+node can (gVisor), stopped otherwise (its processes and jobs end); its files stay.
+resume undoes it.`
 	}
 	return &cobra.Command{
-		Use: use + " TENANT", Short: short, Args: name("tenant"),
+		Use: use + " NAME", Short: short, Long: long, Args: name("tenant"),
 		ValidArgsFunction: x.completeTenants,
 		RunE:              x.withClient(func(ctx context.Context, args []string) error { return x.setSuspended(ctx, args[0], suspend) }),
 	}
@@ -549,9 +557,9 @@ func (x *cli) setSuspended(ctx context.Context, name string, suspended bool) err
 		return err
 	}
 	want := metav1.ConditionTrue
-	verb := "resumed: its token works again"
+	verb := "resumed: its token works again, and its sandbox goes on"
 	if suspended {
-		want, verb = metav1.ConditionFalse, "suspended: its token is refused and its sandbox's processes stop; its files stay"
+		want, verb = metav1.ConditionFalse, "suspended: its token is refused, and its sandbox is put aside with its files"
 	}
 	err = x.waitFor(ctx, "the tenant's credentials to follow", func(ctx context.Context) (bool, error) {
 		t, err := x.getTenant(ctx, name)

@@ -376,3 +376,48 @@ func TestStatusOfATenantOverItsPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSaysARefusal: a Tenant whose sandbox serves but cannot be
+// given its egress credential (what the manager writes: the Sandbox's
+// EgressCredentialsDelivered, and the Tenant's Ready repeating it) is
+// shown not Ready, with the reason in NEXT and, in its conditions, which
+// Secret and what to do.
+func TestStatusSaysARefusal(t *testing.T) {
+	ctx := context.Background()
+	newNamespace(t, "refused")
+	const why = "Requests to llm.test get no credential (answered 503): Secret llm-key does not exist in namespace refused: create it, of type playground.dev/egress-credential"
+	tenantAt(t, "refused", "brokered", "node-r", playgroundv1alpha1.ReasonEgressCredentialRefused, nil)
+	var tn playgroundv1alpha1.Tenant
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "refused", Name: "brokered"}, &tn); err != nil {
+		t.Fatal(err)
+	}
+	apimeta.SetStatusCondition(&tn.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ReadyCondition, Status: metav1.ConditionFalse,
+		Reason: playgroundv1alpha1.ReasonEgressCredentialRefused, Message: why})
+	if err := k8s.Status().Update(ctx, &tn); err != nil {
+		t.Fatal(err)
+	}
+	var sbx playgroundv1alpha1.Sandbox
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "refused", Name: "brokered"}, &sbx); err != nil {
+		t.Fatal(err)
+	}
+	apimeta.SetStatusCondition(&sbx.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.EgressCredentialsDeliveredCondition, Status: metav1.ConditionFalse,
+		Reason: playgroundv1alpha1.ReasonEgressCredentialRefused, Message: why})
+	if err := k8s.Status().Update(ctx, &sbx); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runMain(t, "-n", "refused", "status", "brokered")
+	if code != 0 {
+		t.Fatalf("status: %d %s", code, errOut)
+	}
+	words := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		"brokered sandbox False Ready node-r",
+		"EgressCredentialRefused: kubectl playground status brokered",
+		"tenant/brokered Ready False EgressCredentialRefused " + why,
+		"sandbox/brokered EgressCredentialsDelivered False EgressCredentialRefused " + why,
+	} {
+		if !strings.Contains(words, want) {
+			t.Errorf("status does not say %q:\n%s", want, out)
+		}
+	}
+}

@@ -75,6 +75,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: ready
       type:
         scalar: boolean
+    - name: reason
+      type:
+        scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.BundleSource
   map:
     fields:
@@ -301,16 +304,40 @@ var schemaYAML = typed.YAMLObject(`types:
     fields:
     - name: maxCPU
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: maxMemory
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: maxSandboxes
       type:
         scalar: numeric
     - name: maxStorage
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
 - name: com.github.playground-dev.playground.api.v1alpha1.NetworkCeilings
   map:
     fields:
@@ -374,10 +401,26 @@ var schemaYAML = typed.YAMLObject(`types:
     fields:
     - name: cpu
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: memory
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: pids
       type:
         scalar: numeric
@@ -386,13 +429,29 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: numeric
     - name: pileSize
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
     - name: storageInodes
       type:
         scalar: numeric
     - name: storageSize
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxNetwork
   map:
     fields:
@@ -427,7 +486,15 @@ var schemaYAML = typed.YAMLObject(`types:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySource
     - name: size
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
       default: 512Mi
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxProcessDestination
   map:
@@ -458,11 +525,27 @@ var schemaYAML = typed.YAMLObject(`types:
     fields:
     - name: cpu
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
       default: "1"
     - name: memory
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
       default: 1Gi
     - name: pids
       type:
@@ -522,6 +605,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SnapshotPhase
     - name: sandboxID
+      type:
+        scalar: string
+    - name: size
       type:
         scalar: string
     - name: sizeBytes
@@ -757,7 +843,15 @@ var schemaYAML = typed.YAMLObject(`types:
       default: 262144
     - name: size
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
       default: 4Gi
 - name: com.github.playground-dev.playground.api.v1alpha1.Tenant
   map:
@@ -797,7 +891,15 @@ var schemaYAML = typed.YAMLObject(`types:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SigningKeySpec
     - name: size
       type:
-        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+        scalar: untyped
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+        map:
+          elementType:
+            namedType: __untyped_deduced_
+          elementRelationship: separable
       default: 512Mi
 - name: com.github.playground-dev.playground.api.v1alpha1.TenantPolicy
   map:
@@ -1087,16 +1189,6 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: running
       type:
         scalar: boolean
-- name: io.k8s.apimachinery.pkg.api.resource.Quantity
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
-  map:
-    elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
   map:
     fields:

@@ -33,6 +33,13 @@ type BundleNodeStatusApplyConfiguration struct {
 	Fingerprint *string `json:"fingerprint,omitempty"`
 	// Ready is true when the build completed and is staged.
 	Ready *bool `json:"ready,omitempty"`
+	// Reason says where the node's build stands: Built, Building,
+	// BuildFailed (the build command failed: the message holds its log's
+	// tail), SourceFailed (the node's agent cannot read the source) or
+	// NoBuildCache (the node's agent builds no bundle). A failure is
+	// tried again, with the same source, every minute, and at once with a
+	// changed one.
+	Reason *string `json:"reason,omitempty"`
 	// Message says why a build is not ready.
 	Message *string `json:"message,omitempty"`
 	// BuiltAt is when the current build completed.
@@ -68,6 +75,14 @@ func (b *BundleNodeStatusApplyConfiguration) WithFingerprint(value string) *Bund
 // If called multiple times, the Ready field is set to the value of the last call.
 func (b *BundleNodeStatusApplyConfiguration) WithReady(value bool) *BundleNodeStatusApplyConfiguration {
 	b.Ready = &value
+	return b
+}
+
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *BundleNodeStatusApplyConfiguration) WithReason(value string) *BundleNodeStatusApplyConfiguration {
+	b.Reason = &value
 	return b
 }
 

@@ -54,6 +54,9 @@ type SandboxSnapshotStatusApplyConfiguration struct {
 	// SizeBytes is the disk the snapshot takes on its node; it counts
 	// against the node's free-space reserve like any sandbox's disk.
 	SizeBytes *int64 `json:"sizeBytes,omitempty"`
+	// Size is SizeBytes for people (the SIZE column): "840 KiB", "12.3
+	// MiB", "1.5 GiB".
+	Size *string `json:"size,omitempty"`
 	// TakenAt is when the snapshot was taken.
 	TakenAt *metav1.Time `json:"takenAt,omitempty"`
 }
@@ -138,6 +141,14 @@ func (b *SandboxSnapshotStatusApplyConfiguration) WithMemory(value bool) *Sandbo
 // If called multiple times, the SizeBytes field is set to the value of the last call.
 func (b *SandboxSnapshotStatusApplyConfiguration) WithSizeBytes(value int64) *SandboxSnapshotStatusApplyConfiguration {
 	b.SizeBytes = &value
+	return b
+}
+
+// WithSize sets the Size field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Size field is set to the value of the last call.
+func (b *SandboxSnapshotStatusApplyConfiguration) WithSize(value string) *SandboxSnapshotStatusApplyConfiguration {
+	b.Size = &value
 	return b
 }
 
