@@ -131,7 +131,7 @@ trap 'echo "dev-smoke: interrupted" >&2; exit 130' INT TERM
 log "starting playground-dev (state in $state)"
 # A background job of a script ignores SIGINT; playground-dev's signal handler
 # takes it back (Go's signal.Notify does), so SIGINT stops it as Ctrl-C does.
-bin/playground-dev --control-plane "$controlplane" --state-dir "$state" --listen 127.0.0.1:0 --runsc "$runsc" >"$devlog" 2>&1 &
+bin/playground-dev --control-plane "$controlplane" --state-dir "$state" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --runsc "$runsc" >"$devlog" 2>&1 &
 dev_pid=$!
 
 deadline=$((SECONDS + READY_TIMEOUT))
