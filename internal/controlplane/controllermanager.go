@@ -76,6 +76,7 @@ const ControllerManagerUser = "system:kube-controller-manager"
 // ControllerManager is a running kube-controller-manager.
 type ControllerManager struct {
 	cmd  *exec.Cmd
+	tail *tailWriter
 	done chan struct{}
 	err  error
 }
@@ -87,10 +88,11 @@ func (m *ControllerManager) Done() <-chan struct{} { return m.done }
 func (m *ControllerManager) Err() error {
 	select {
 	case <-m.done:
-		if m.err == nil {
-			return errors.New("kube-controller-manager exited")
+		why := "exited"
+		if m.err != nil {
+			why = m.err.Error()
 		}
-		return fmt.Errorf("kube-controller-manager exited: %w", m.err)
+		return fmt.Errorf("kube-controller-manager %s; the end of its output:\n%s", why, m.tail.String())
 	default:
 		return nil
 	}
@@ -155,9 +157,11 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context, out io.Write
 	}
 	cmd := exec.Command(filepath.Join(binaries, "kube-controller-manager"),
 		"--kubeconfig="+kubeconfig,
-		// Its port serves only the health checks, to anyone (no
-		// delegated authentication: the API server has no front proxy's
-		// CA for it to read, and it would say so every few seconds).
+		// Its port serves the health checks to anyone, the rest to no one:
+		// no lookup of the API server's front proxy's CA (it has none,
+		// and the controller manager would say so every few seconds).
+		"--authentication-skip-lookup",
+		"--authorization-kubeconfig="+kubeconfig,
 		"--use-service-account-credentials",
 		"--controllers="+strings.Join(ControllerManagerControllers, ","),
 		"--root-ca-file="+rootCA,
@@ -168,11 +172,13 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context, out io.Write
 		"--profiling=false",
 	)
 	// One writer for both: exec copies them in one goroutine, in order.
-	cmd.Stdout, cmd.Stderr = out, out
+	tail := &tailWriter{}
+	cmd.Stdout = io.MultiWriter(out, tail)
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
-	m := &ControllerManager{cmd: cmd, done: make(chan struct{})}
+	m := &ControllerManager{cmd: cmd, tail: tail, done: make(chan struct{})}
 	go func() {
 		m.err = cmd.Wait()
 		close(m.done)
@@ -222,6 +228,32 @@ func waitHealthy(ctx context.Context, m *ControllerManager, port int) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// tailBytes is how much of the controller manager's output its exit
+// error quotes.
+const tailBytes = 2048
+
+// tailWriter keeps the last tailBytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if over := len(w.buf) - tailBytes; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
 }
 
 // freePort is a loopback port free now.
