@@ -204,9 +204,9 @@ func waitHealthy(ctx context.Context, m *ControllerManager, port int) error {
 	}}
 	defer hc.CloseIdleConnections()
 	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
-	last := "no answer yet"
+	var last string
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 		if err != nil {
 			return err
 		}

@@ -319,7 +319,7 @@ func TestKlogLines(t *testing.T) {
 		"W1207 08:00:02.000003   42 x.go:1] careful\nnot a klog line\n\n" +
 		strings.Repeat("x", maxKlogLine+10) + "\n"
 	// Written in pieces that split lines, as a pipe delivers them.
-	for len(input) > 0 {
+	for input != "" {
 		n := min(7, len(input))
 		if _, err := w.Write([]byte(input[:n])); err != nil {
 			t.Fatal(err)
