@@ -360,7 +360,7 @@ func (g *Gateway) newWorkers() error {
 	g.workers, err = workers.New(workers.Options{
 		Resolve: g.workerRoutes.resolve, Keys: keys,
 		MaxInFlightPerTenant: g.opts.WorkerMaxInFlightPerTenant, SessionMaxAge: g.opts.WorkerSessionMaxAge,
-		MaxRequestBytes: MaxRequestBytes, Logger: g.log, Tracer: g.opts.Tracer,
+		MaxRequestBytes: MaxRequestBytes, Logger: g.log, Tracer: g.opts.Tracer, Audit: g.opts.Audit,
 	})
 	return err
 }

@@ -267,6 +267,12 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 	if persona := workerWhoAmI(t, endpoint[1], string(decoded)); persona != "worker-demo" {
 		t.Fatalf("the sample worker says its persona is %q", persona)
 	}
+	if plugin != "" {
+		// The worker's tools are in the trail too: they run in the sandbox.
+		waitAudited(t, plugin, kubeconfig, "worker-demo", "the worker's whoami", func(r auditRecord) bool {
+			return r.Component == "gateway" && r.Tool == "whoami" && r.Identity == "token of tenant default/worker-demo"
+		})
+	}
 
 	checkLog(t, filepath.Join(state, "playground.log"))
 
@@ -313,7 +319,8 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 // the banner prints serve the manager's, the agent's and the gateway's
 // metrics; the kubectl plugin, given only dev's kubeconfig, runs a command
 // in the sample tenant's sandbox, and finds that command in the audit
-// trail, recorded by the agent as the kubeconfig's user.
+// trail, recorded by the agent as the kubeconfig's user. (The worker's
+// tools' calls are checked in the trail where runDevOnce calls them.)
 func checkCluster(t *testing.T, kubectl func(...string) string, printed, plugin, kubeconfig string) {
 	t.Helper()
 	const ns = "dev-team"
@@ -393,25 +400,37 @@ func checkCluster(t *testing.T, kubectl func(...string) string, printed, plugin,
 	if out := run("exec", "demo", "--", "echo", "from", "the plugin"); out != "from the plugin\n" {
 		t.Fatalf("kubectl playground exec demo: %q", out)
 	}
-	// The agent hands its record to the trail's queue as it answers: the
-	// file has it a moment later.
+	waitAudited(t, plugin, kubeconfig, "demo", "the plugin's exec, by the agent, as playground-admin", func(r auditRecord) bool {
+		return r.Component == "agent" && r.Tool == "exec" && r.Command == "echo from 'the plugin'" && r.Identity == "playground-admin"
+	})
+}
+
+// auditRecord is what the tests read of an audit record.
+type auditRecord struct {
+	Component, Identity, Tool, Command string
+}
+
+// waitAudited waits until `kubectl playground audit TENANT`, with dev's
+// kubeconfig alone, shows a record that match accepts: a component hands
+// its record to the trail's queue as it answers, and the file has it a
+// moment later.
+func waitAudited(t *testing.T, plugin, kubeconfig, tenant, what string, match func(auditRecord) bool) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var recs []struct {
-			Component, Identity, Tool, Command string
+		out, err := exec.Command(plugin, "--kubeconfig", kubeconfig, "audit", tenant, "-o", "json").CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl playground audit %s: %v\n%s", tenant, err, out)
 		}
-		if err := json.Unmarshal([]byte(run("audit", "demo", "-o", "json")), &recs); err != nil {
+		var recs []auditRecord
+		if err := json.Unmarshal(out, &recs); err != nil {
 			t.Fatal(err)
 		}
-		found := false
-		for _, r := range recs {
-			found = found || (r.Component == "agent" && r.Tool == "exec" && r.Command == "echo from 'the plugin'" && r.Identity == "playground-admin")
-		}
-		if found {
-			break
+		if slices.ContainsFunc(recs, match) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kubectl playground audit demo does not show the plugin's exec, by the agent, as playground-admin: %+v", recs)
+			t.Fatalf("kubectl playground audit %s does not show %s: %+v", tenant, what, recs)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
