@@ -61,7 +61,7 @@ var ControllerManagerControllers = []string{
 	// count/tenants.playground.dev).
 	"resourcequota-controller",
 	// admin, edit and view filled from the roles labelled aggregate-to-*,
-	// Playground's included, as namespace admins are granted them.
+	// as a platform team grants a namespace's admins.
 	"clusterrole-aggregation-controller",
 	// The type check of admission policies, Playground's included, in
 	// their status.
