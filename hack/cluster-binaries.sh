@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the rest of a Kubernetes node for hack/cluster.sh, beside what
-# hack/controlplane.sh builds: kube-controller-manager, kube-scheduler,
-# kubelet and kube-proxy, from the same k8s.io/kubernetes version and the
-# same pinned module (hack/controlplane/kube). Prints the directory that
-# holds them together with kube-apiserver, kubectl and etcd.
+# hack/controlplane.sh builds (kube-apiserver, kubectl,
+# kube-controller-manager, etcd): kube-scheduler, kubelet and kube-proxy,
+# from the same k8s.io/kubernetes version and the same pinned module
+# (hack/controlplane/kube). Prints the directory that holds them together
+# with the control plane's.
 #
 # Same layout as hack/controlplane.sh: bin/k8s/<version>-node/, reused when
 # complete, built once per machine into the user's cache under a flock.
@@ -18,9 +19,11 @@ KUBE_VERSION=1.37.2
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out="$root/bin/k8s/$KUBE_VERSION-node"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/playground/k8s/$KUBE_VERSION-node-$(go env GOOS)-$(go env GOARCH)"
-bins=(kube-controller-manager kube-scheduler kubelet kube-proxy)
+bins=(kube-scheduler kubelet kube-proxy)
+cp_bins=(kube-apiserver kubectl kube-controller-manager etcd)
 
 complete() { [ -f "$1/.complete" ] && for b in "${bins[@]}"; do [ -x "$1/$b" ] || return 1; done; }
+has_control_plane() { for b in "${cp_bins[@]}"; do [ -x "$1/$b" ] || return 1; done; }
 
 if [ "${1:-}" = "--cached" ]; then
 	complete "$out" || complete "$cache"
@@ -35,13 +38,13 @@ link_out() {
 	for b in "${bins[@]}"; do
 		ln "$cache/$b" "$out/$b" 2>/dev/null || cp "$cache/$b" "$out/$b"
 	done
-	for b in kube-apiserver kubectl etcd; do
+	for b in "${cp_bins[@]}"; do
 		ln "$cp_dir/$b" "$out/$b" 2>/dev/null || cp "$cp_dir/$b" "$out/$b"
 	done
 	touch "$out/.complete"
 }
 
-if complete "$out" && [ -x "$out/kube-apiserver" ]; then echo "$out"; exit 0; fi
+if complete "$out" && has_control_plane "$out"; then echo "$out"; exit 0; fi
 
 mkdir -p "$(dirname "$cache")"
 exec 9>"$cache.lock"

@@ -4,7 +4,8 @@
 # the cancellation proof against the endpoint and token it prints, then with
 # the isolation checks; applies a gVisor Tenant and a vm Tenant (the VM under
 # TCG where KVM does not work) and runs both against each of them; checks
-# that a wrong token fails the smoke test, then stops dev with SIGINT (as
+# that the metrics endpoint it prints counts the calls and that a wrong
+# token fails the smoke test, then stops dev with SIGINT (as
 # Ctrl-C does) and checks that it exits 0 and leaves no runc container and
 # no process behind. Everything it started is stopped and its temporary
 # directory removed, whatever happens.
@@ -131,7 +132,7 @@ trap 'echo "dev-smoke: interrupted" >&2; exit 130' INT TERM
 log "starting playground-dev (state in $state)"
 # A background job of a script ignores SIGINT; playground-dev's signal handler
 # takes it back (Go's signal.Notify does), so SIGINT stops it as Ctrl-C does.
-bin/playground-dev --control-plane "$controlplane" --state-dir "$state" --listen 127.0.0.1:0 --runsc "$runsc" >"$devlog" 2>&1 &
+bin/playground-dev --control-plane "$controlplane" --state-dir "$state" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --runsc "$runsc" >"$devlog" 2>&1 &
 dev_pid=$!
 
 deadline=$((SECONDS + READY_TIMEOUT))
@@ -216,6 +217,16 @@ for tenant in "${!stronger[@]}"; do
 	PLAYGROUND_TOKEN=$ttoken hack/smoke.sh --endpoint "$endpoint" --cancel-proof --isolation --other-kernel --not-visible "$marker" 2>&1 | redact || rc=$?
 	[ $rc -eq 0 ] || failures+=("hack/smoke.sh failed for tenant $tenant (status $rc)")
 done
+
+# The metrics the banner prints: the gateway counted the smoke test's calls.
+echo
+metrics=$(sed -n 's/^  metrics: *\(http[^ ]*\).*/\1/p' "$devlog" | tail -n 1)
+if [ -n "$metrics" ] && curl -fsS "$metrics" | grep -q '^playground_gateway_tool_calls_total{.*tool="exec".*} [1-9]'; then
+	log "PASS  the metrics at $metrics count the smoke test's exec calls"
+else
+	log "FAIL  the metrics ${metrics:-(none printed)} do not count the smoke test's exec calls"
+	failures+=("the metrics endpoint")
+fi
 
 # A smoke test that passes with a wrong token proves nothing: it must fail.
 echo

@@ -360,7 +360,7 @@ func (g *Gateway) newWorkers() error {
 	g.workers, err = workers.New(workers.Options{
 		Resolve: g.workerRoutes.resolve, Keys: keys,
 		MaxInFlightPerTenant: g.opts.WorkerMaxInFlightPerTenant, SessionMaxAge: g.opts.WorkerSessionMaxAge,
-		MaxRequestBytes: MaxRequestBytes, Logger: g.log, Tracer: g.opts.Tracer,
+		MaxRequestBytes: MaxRequestBytes, Logger: g.log, Tracer: g.opts.Tracer, Audit: g.opts.Audit,
 	})
 	return err
 }
@@ -403,7 +403,44 @@ func streamableOptions(opts Options) *mcp.StreamableHTTPOptions {
 
 // sdkLogger is l as the MCP SDK takes a logger, an slog.Logger: the one
 // place where the gateway's logs, logr's as all of Playground's, meet it.
-func sdkLogger(l logr.Logger) *slog.Logger { return slog.New(logr.ToSlogHandler(l)) }
+// The SDK's information is about sessions ("server session connected",
+// several per request of a stateless gateway, naming no tenant): it is
+// logged at V(SDKInfoVerbosity), so that a log at the default level holds
+// what the gateway says of calls and tenants, and the SDK's warnings and
+// errors.
+func sdkLogger(l logr.Logger) *slog.Logger {
+	return slog.New(quietInfo{logr.ToSlogHandler(l)})
+}
+
+// SDKInfoVerbosity is the verbosity of the MCP SDK's information in the
+// gateway's log (--zap-log-level=1 shows it).
+const SDKInfoVerbosity = 1
+
+// quietInfo lowers records below slog's warnings to SDKInfoVerbosity
+// (logr's V(n) is slog's level -n).
+type quietInfo struct{ slog.Handler }
+
+func quiet(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return min(l, -SDKInfoVerbosity)
+	}
+	return l
+}
+
+func (h quietInfo) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, quiet(l))
+}
+
+func (h quietInfo) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = quiet(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietInfo) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quietInfo{h.Handler.WithAttrs(attrs)}
+}
+
+func (h quietInfo) WithGroup(name string) slog.Handler { return quietInfo{h.Handler.WithGroup(name)} }
 
 // newServer is the MCP server of the sandbox catalog; opts.Router is r.
 func newServer(r tools.Router, opts tools.Options) *mcp.Server {

@@ -84,6 +84,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Namespace, "namespace", "default", "namespace for the samples")
 	fs.StringVar(&opts.Tenant, "tenant", "demo", "the sample tenant to wait for and print the token of")
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:7080", "address of the MCP gateway")
+	fs.StringVar(&opts.MetricsListen, "metrics-listen", "127.0.0.1:7081", "address serving the manager's, the agent's and the gateway's Prometheus metrics at /metrics (docs/metrics.md); empty: none")
 	fs.StringVar(&opts.GuestBinary, "guest-binary", "", "the static playground-sandbox binary (default: next to this one)")
 	network := fs.String("network", "auto", "sandbox networking: egress (Tenants' egress lists, by address or by name, enforced with nftables; see docs/isolation.md), none (loopback only), or auto: egress where this machine can (root, with nft, ip and nsenter), else none")
 	runsc := fs.String("runsc", "", "runsc, for Sandboxes of isolation gvisor (default: runsc from PATH, e.g. built by hack/runsc.sh; none: gVisor not offered); \"off\" refuses gVisor")

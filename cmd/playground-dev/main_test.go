@@ -22,12 +22,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,8 +49,11 @@ import (
 
 // TestDev walks the README's `make dev`: the binary starts the control plane,
 // applies the samples and says how to reach them; kubectl lists the samples;
-// the sample workers tenant reaches its worker; Ctrl-C leaves no process
-// behind; a second run finds the same state.
+// the sample workers tenant reaches its worker; it is a complete small
+// cluster (checkCluster: garbage collection, namespace deletion, metrics,
+// the plugin without flags, its exec in the audit trail, a log without the
+// MCP SDK's per-session lines); Ctrl-C leaves no process behind; a second
+// run finds the same state.
 func TestDev(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts a control plane twice")
@@ -93,10 +99,14 @@ func TestDev(t *testing.T) {
 		}
 	})
 
-	first := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "echo persisted > kept", true)
+	plugin, err := testbin.Build("github.com/playground-dev/playground/cmd/kubectl-playground")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "echo persisted > kept", plugin)
 	// The sample tenant lists the sample bundle: the node built it, and
 	// its hello runs by name.
-	second := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "cat kept && hello", false)
+	second := runDevOnce(t, root, bin, guest, assets, state, samples, faculties, "cat kept && hello", "")
 	if first.uid != second.uid || first.sandboxID != second.sandboxID {
 		t.Fatalf("the second run re-created the sample tenant or its sandbox (%+v, then %+v): its state was not kept", first, second)
 	}
@@ -166,11 +176,13 @@ type devRun struct {
 }
 
 // runDevOnce runs `playground-dev` until it is ready, checks the cluster
-// with kubectl, interrupts it, and returns the sample tenant's UID.
-func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, faculties, command string, egress bool) devRun {
+// with kubectl (and with the kubectl plugin, the egress and the rest of
+// checkCluster when plugin, its binary, is given), interrupts it, and
+// returns the sample tenant's UID.
+func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, faculties, command, plugin string) devRun {
 	t.Helper()
 	cmd := exec.Command(bin, "--control-plane", assets, "--state-dir", state, "--guest-binary", guest, "--listen", "127.0.0.1:0",
-		"--samples", samples, "--faculty-host-path-prefix", faculties)
+		"--metrics-listen", "127.0.0.1:0", "--samples", samples, "--faculty-host-path-prefix", faculties)
 	cmd.Dir = root
 	stdout, stderr := newLineLog(), newLineLog()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -239,8 +251,9 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 		t.Fatalf("no MCP endpoint or token printed:\n%s", printed)
 	}
 	sandboxID, output := execOverMCP(t, endpoint[1], token[1], command)
-	if egress {
+	if plugin != "" {
 		checkEgress(t, kubectl, endpoint[1])
+		checkCluster(t, kubectl, printed, plugin, kubeconfig)
 	}
 
 	// The sample workers tenant: its worker, from the sample's faculty
@@ -254,7 +267,22 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 	if persona := workerWhoAmI(t, endpoint[1], string(decoded)); persona != "worker-demo" {
 		t.Fatalf("the sample worker says its persona is %q", persona)
 	}
+	if plugin != "" {
+		// The worker's tools are in the trail too: they run in the sandbox.
+		waitAudited(t, plugin, kubeconfig, "worker-demo", "the worker's whoami", func(r auditRecord) bool {
+			return r.Component == "gateway" && r.Tool == "whoami" && r.Identity == "token of tenant default/worker-demo"
+		})
+	}
 
+	checkLog(t, filepath.Join(state, "playground.log"))
+
+	// Its kube-controller-manager names no state directory: found as its
+	// descendant (with the script that ends it with dev), and checked gone
+	// with the rest.
+	kcm := descendantsNamed(cmd.Process.Pid, "kube-controller")
+	if len(kcm) == 0 {
+		t.Fatal("playground-dev runs no kube-controller-manager")
+	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +298,11 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 	if left := processesMentioning(state); len(left) > 0 {
 		t.Fatalf("processes left running after Ctrl-C: %v", left)
 	}
+	for _, pid := range kcm {
+		if alive(pid) {
+			t.Fatalf("kube-controller-manager (%d) left running after Ctrl-C", pid)
+		}
+	}
 	left, err := exec.Command("runc", "--root", filepath.Join(state, "node", "runc"), "list", "-q").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(left)) != "" {
 		t.Fatalf("containers left after Ctrl-C: %q %v", left, err)
@@ -278,6 +311,199 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 		t.Fatalf("sandbox disk mounts or loop devices left after Ctrl-C: %v", left)
 	}
 	return devRun{uid: uid, sandboxID: sandboxID, output: output}
+}
+
+// checkCluster: make dev is a complete small cluster. A Tenant's Secrets
+// go when it is deleted (garbage collection) and a deleted namespace goes
+// (namespace deletion), as kube-controller-manager does it; the metrics
+// the banner prints serve the manager's, the agent's and the gateway's
+// metrics; the kubectl plugin, given only dev's kubeconfig, runs a command
+// in the sample tenant's sandbox, and finds that command in the audit
+// trail, recorded by the agent as the kubeconfig's user. (The worker's
+// tools' calls are checked in the trail where runDevOnce calls them.)
+func checkCluster(t *testing.T, kubectl func(...string) string, printed, plugin, kubeconfig string) {
+	t.Helper()
+	const ns = "dev-team"
+	tenant := func(name string) string {
+		manifest := filepath.Join(t.TempDir(), name+".yaml")
+		if err := os.WriteFile(manifest, []byte("apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: "+name+", namespace: "+ns+"}\nspec: {}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		kubectl("apply", "-f", manifest)
+		kubectl("wait", "--for=condition=Ready", "--timeout=3m", "-n", ns, "tenant/"+name)
+		return kubectl("get", "tenant", name, "-n", ns, "-o", "jsonpath={.metadata.uid}")
+	}
+	kubectl("create", "namespace", ns)
+	uid := tenant("collected")
+	// A team's own Secret that goes with its Tenant (an egress
+	// credential, say): only the garbage collector deletes it.
+	own := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(own, []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: teams-own\n  namespace: "+ns+"\n  ownerReferences:\n"+
+		"  - {apiVersion: playground.dev/v1alpha1, kind: Tenant, name: collected, uid: "+uid+"}\nstringData: {key: value}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl("apply", "-f", own)
+	var secrets []string
+	for _, line := range strings.Fields(kubectl("get", "secrets", "-n", ns, "-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.ownerReferences[*].uid}{" "}{end}`)) {
+		if name, owner, _ := strings.Cut(line, "="); owner == uid {
+			secrets = append(secrets, "secret/"+name)
+		}
+	}
+	if !slices.Contains(secrets, "secret/teams-own") {
+		t.Fatalf("the Tenant's Secrets are %v, without the team's own", secrets)
+	}
+	kubectl("delete", "tenant", "collected", "-n", ns, "--timeout=2m")
+	kubectl(append([]string{"wait", "--for=delete", "--timeout=2m", "-n", ns}, secrets...)...)
+
+	// A namespace that holds a Ready Tenant (finalizers: the manager's,
+	// the agent's on its Sandbox) goes whole.
+	tenant("left-in-namespace")
+	kubectl("delete", "namespace", ns, "--wait=false")
+	kubectl("wait", "--for=delete", "--timeout=3m", "namespace/"+ns)
+
+	metrics := regexp.MustCompile(`(?m)^  metrics:\s+(http://\S+/metrics)$`).FindStringSubmatch(printed)
+	if metrics == nil {
+		t.Fatalf("no metrics endpoint printed:\n%s", printed)
+	}
+	resp, err := http.Get(metrics[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", metrics[1], resp.Status, err)
+	}
+	for component, want := range map[string]string{
+		"manager": `playground_sandboxes\{phase="(Ready|Detached)"\} [1-9]`, // Detached: no session open
+		"agent":   `playground_exec_duration_seconds_count\{[^}]*\} [1-9]`,
+		"gateway": `playground_gateway_tool_calls_total\{[^}]*tool="exec"[^}]*\} [1-9]`,
+	} {
+		if !regexp.MustCompile(want).Match(body) {
+			t.Errorf("the metrics at %s have no %s metric %s:\n%s", metrics[1], component, want,
+				strings.Join(regexp.MustCompile(`(?m)^playground_\S+ .*$`).FindAllString(string(body), -1), "\n"))
+		}
+	}
+
+	// The plugin, with nothing but the kubeconfig, as the README shows it.
+	run := func(args ...string) string {
+		t.Helper()
+		c := exec.Command(plugin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		var stderr bytes.Buffer
+		c.Stderr = &stderr
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("kubectl playground %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+		}
+		return string(out)
+	}
+	if out := run("exec", "demo", "--", "echo", "from", "the plugin"); out != "from the plugin\n" {
+		t.Fatalf("kubectl playground exec demo: %q", out)
+	}
+	waitAudited(t, plugin, kubeconfig, "demo", "the plugin's exec, by the agent, as playground-admin", func(r auditRecord) bool {
+		return r.Component == "agent" && r.Tool == "exec" && r.Command == "echo from 'the plugin'" && r.Identity == "playground-admin"
+	})
+}
+
+// auditRecord is what the tests read of an audit record.
+type auditRecord struct {
+	Component, Identity, Tool, Command string
+}
+
+// waitAudited waits until `kubectl playground audit TENANT`, with dev's
+// kubeconfig alone, shows a record that match accepts: a component hands
+// its record to the trail's queue as it answers, and the file has it a
+// moment later.
+func waitAudited(t *testing.T, plugin, kubeconfig, tenant, what string, match func(auditRecord) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := exec.Command(plugin, "--kubeconfig", kubeconfig, "audit", tenant, "-o", "json").CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl playground audit %s: %v\n%s", tenant, err, out)
+		}
+		var recs []auditRecord
+		if err := json.Unmarshal(out, &recs); err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(recs, match) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl playground audit %s does not show %s: %+v", tenant, what, recs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkLog: dev's log, where the README sends users, holds the
+// controller manager's lines with the components', and none of the MCP
+// SDK's per-session lines (they were most of it).
+func checkLog(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(data)
+	for _, noise := range []string{"server session connected", "session initialized", "server session ended"} {
+		if n := strings.Count(log, noise); n > 0 {
+			t.Errorf("%s holds %d lines of the MCP SDK's %q", path, n, noise)
+		}
+	}
+	if !strings.Contains(log, "kube-controller-manager") || !strings.Contains(log, "garbage") {
+		t.Errorf("%s holds no line of kube-controller-manager's", path)
+	}
+}
+
+// descendantsNamed lists the processes below pid whose name starts with
+// prefix (the kernel's comm: at most 15 bytes).
+func descendantsNamed(pid int, prefix string) []int {
+	parents := map[int]int{}
+	names := map[int]string{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		open, closeParen := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closeParen < open {
+			continue
+		}
+		f := strings.Fields(s[closeParen+1:])
+		if len(f) < 2 {
+			continue
+		}
+		p, _ := strconv.Atoi(strings.TrimSpace(s[:open]))
+		parents[p], _ = strconv.Atoi(f[1])
+		names[p] = s[open+1 : closeParen]
+	}
+	var found []int
+	for p, name := range names {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		for q := parents[p]; q > 1; q = parents[q] {
+			if q == pid {
+				found = append(found, p)
+				break
+			}
+		}
+	}
+	return found
+}
+
+// alive says whether pid exists and is not a zombie waiting to be reaped.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z"
 }
 
 // bearer adds the tenant's token to every request, as an MCP client

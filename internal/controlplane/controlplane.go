@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -107,7 +108,16 @@ type Options struct {
 	// NoAdmissionPolicies leaves them out: a cluster as the installation
 	// finds it, for tests that apply the installation itself.
 	NoAdmissionPolicies bool
+	// AdminToken, when set, is a bearer token the API server accepts as
+	// the administrator (AdminUser, in system:masters), beside the client
+	// certificates: a token is what a user presents to a node's agent
+	// (kubectl playground exec), which a client certificate cannot be.
+	// TokenKubeconfig makes a kubeconfig of it.
+	AdminToken string
 }
+
+// AdminUser is the administrator of WriteKubeconfig and Options.AdminToken.
+const AdminUser = "playground-admin"
 
 // ControlPlane is a running kube-apiserver and etcd.
 type ControlPlane struct {
@@ -116,6 +126,8 @@ type ControlPlane struct {
 	// certDir holds the API server's certificates and keys: its own, so
 	// that they outlive a restart of it (RestartAPIServer).
 	certDir string
+	// kcm is the kube-controller-manager StartControllerManager started.
+	kcm *ControllerManager
 	// Config is an administrator's client configuration, and Client an
 	// uncached administrator's client of Kubernetes' and Playground's
 	// kinds (package scheme).
@@ -169,6 +181,19 @@ func Start(opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	env.ControlPlane.APIServer = &envtest.APIServer{Path: filepath.Join(binaries, "kube-apiserver"), CertDir: certDir}
+	if opts.AdminToken != "" {
+		if strings.ContainsAny(opts.AdminToken, ",\"\n") {
+			os.RemoveAll(certDir)
+			return nil, errors.New("the administrator's token must not hold a comma, a quote or a newline")
+		}
+		tokens := filepath.Join(certDir, "tokens.csv")
+		line := fmt.Sprintf("%s,%s,%s,%s\n", opts.AdminToken, AdminUser, AdminUser, "system:masters")
+		if err := os.WriteFile(tokens, []byte(line), 0o600); err != nil {
+			os.RemoveAll(certDir)
+			return nil, err
+		}
+		env.ControlPlane.APIServer.Configure().Set("token-auth-file", tokens)
+	}
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 			return nil, err
@@ -213,7 +238,7 @@ func diesWithUs(assets string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
+	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller-manager"} {
 		script := fmt.Sprintf(diesWithUsScript, filepath.Join(assets, name))
 		path := filepath.Join(dir, name)
 		if b, err := os.ReadFile(path); err == nil && string(b) == script {
@@ -333,8 +358,11 @@ func RunTests(m interface{ Run() int }, setup func(*ControlPlane) (teardown func
 // Assets is the directory holding kube-apiserver, etcd and kubectl.
 func (cp *ControlPlane) Assets() string { return cp.assets }
 
-// Stop ends kube-apiserver and etcd.
+// Stop ends kube-controller-manager, if it runs, kube-apiserver and etcd.
 func (cp *ControlPlane) Stop() error {
+	if cp.kcm != nil {
+		cp.kcm.stop()
+	}
 	err := cp.env.Stop()
 	os.RemoveAll(cp.certDir)
 	return err
@@ -352,7 +380,19 @@ func (cp *ControlPlane) StartAPIServer() error { return cp.env.ControlPlane.APIS
 
 // WriteKubeconfig writes an administrator's kubeconfig to path.
 func (cp *ControlPlane) WriteKubeconfig(path string) error {
-	return cp.WriteUserKubeconfig(path, "playground-admin", "system:masters")
+	return cp.WriteUserKubeconfig(path, AdminUser, "system:masters")
+}
+
+// TokenKubeconfig is a kubeconfig of this API server that presents token
+// (Options.AdminToken, say), its one context current.
+func (cp *ControlPlane) TokenKubeconfig(token string) *clientcmdapi.Config {
+	const name = "playground"
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: metav1.NamespaceDefault}
+	kc.CurrentContext = name
+	return kc
 }
 
 // WriteUserKubeconfig writes to path a kubeconfig that authenticates as
@@ -380,7 +420,7 @@ func (cp *ControlPlane) WriteUserKubeconfig(path, name string, groups ...string)
 // (authentication.kubernetes.io/node-name), which no client certificate
 // can carry.
 func (cp *ControlPlane) WriteImpersonatingKubeconfig(path string, as rest.ImpersonationConfig) error {
-	user, err := cp.env.AddUser(envtest.User{Name: "playground-admin", Groups: []string{"system:masters"}}, nil)
+	user, err := cp.env.AddUser(envtest.User{Name: AdminUser, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fmt.Errorf("adding the administrator: %w", err)
 	}

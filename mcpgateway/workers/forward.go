@@ -43,6 +43,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/destpolicy"
 	"github.com/playground-dev/playground/internal/tracing"
 )
@@ -150,6 +151,9 @@ type Options struct {
 	// Tracer makes a span of each request (nil: none; the client's trace
 	// context still reaches the worker).
 	Tracer trace.TracerProvider
+	// Audit records each tools/call a tenant sends its worker, as the
+	// sandbox tools' calls are recorded (nil: none).
+	Audit *audit.Trail
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -199,6 +203,12 @@ type call struct {
 	// request: the body is a JSON-RPC request (it has a method and an id),
 	// whose timeout is answered with a JSON-RPC error.
 	request bool
+	// calls are the tools/call requests of the body, for the audit trail;
+	// failed is the kind of the gateway's failure of the request, status
+	// the worker's answer's.
+	calls  []toolCall
+	failed string
+	status int
 }
 
 // Serve forwards one HTTP request of the authenticated tenant
@@ -232,6 +242,9 @@ func (f *Forwarder) Serve(w http.ResponseWriter, r *http.Request, tenant string)
 			return // the client went away
 		}
 		c.id, c.request = requestID(body)
+		if c.calls = toolCalls(body); len(c.calls) > 0 {
+			defer f.record(c, time.Now())
+		}
 	}
 
 	dest, err := f.opts.Resolve(r.Context(), tenant)
@@ -252,6 +265,69 @@ func (f *Forwarder) Serve(w http.ResponseWriter, r *http.Request, tenant string)
 	c.kind = dest.Kind
 	requests.WithLabelValues(dest.Kind).Inc()
 	f.forward(c, dest, body)
+}
+
+// toolCall is a tools/call of a request's body: the tool's name and the
+// size of its arguments.
+type toolCall struct {
+	name string
+	args int64
+}
+
+// toolCalls are the tools/call requests of body: one message, or each of
+// a batch. Anything else in it, or a body that is no JSON, has none.
+func toolCalls(body []byte) []toolCall {
+	type message struct {
+		Method string `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	var msgs []message
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+		if json.Unmarshal(body, &msgs) != nil {
+			return nil
+		}
+	} else {
+		var m message
+		if json.Unmarshal(body, &m) != nil {
+			return nil
+		}
+		msgs = []message{m}
+	}
+	var calls []toolCall
+	for _, m := range msgs {
+		if m.Method == "tools/call" {
+			calls = append(calls, toolCall{name: m.Params.Name, args: int64(len(m.Params.Arguments))})
+		}
+	}
+	return calls
+}
+
+// record puts c's tool calls in the audit trail, as the gateway's tools
+// record theirs: the outcome is the forwarding's (the gateway's refusal,
+// a timeout, the worker's HTTP status), not what the worker's result
+// says inside its answer.
+func (f *Forwarder) record(c *call, start time.Time) {
+	if f.opts.Audit.Level() == audit.LevelNone {
+		return
+	}
+	elapsed := time.Since(start)
+	outcome, code := "ok", ""
+	switch {
+	case c.failed != "":
+		outcome, code = "error", c.failed
+	case c.status >= http.StatusBadRequest:
+		outcome, code = "error", "worker_status_"+strconv.Itoa(c.status)
+	case c.status == 0:
+		outcome, code = "error", "cancelled" // the client went away first
+	}
+	for _, tc := range c.calls {
+		f.opts.Audit.Record(audit.Record{Time: start, Identity: "token of tenant " + c.tenant, Tenant: c.tenant,
+			Session: c.r.Header.Get(SessionHeader), Tool: tc.name, Outcome: outcome, Code: code,
+			DurationMS: float64(elapsed.Microseconds()) / 1000, BytesIn: tc.args})
+	}
 }
 
 func (f *Forwarder) reserve(tenant string) bool {
@@ -412,6 +488,7 @@ func (f *Forwarder) forward(c *call, dest *Destination, body []byte) {
 			h.Set(SessionHeader, sealed)
 		}
 	}
+	c.status = resp.StatusCode
 	c.w.WriteHeader(resp.StatusCode)
 	f.copyBody(ctx, c, dest, resp)
 }
@@ -489,6 +566,7 @@ func (f *Forwarder) roundTripFailed(ctx context.Context, c *call, dest *Destinat
 // request with an id (as an event of the stream when one has begun), 504
 // otherwise.
 func (f *Forwarder) timedOut(c *call, dest *Destination, streaming bool) {
+	c.failed = "timeout"
 	timeouts.WithLabelValues(c.kind).Inc()
 	errorsTotal.WithLabelValues(c.kind, "timeout").Inc()
 	msg := fmt.Sprintf("the worker did not answer within %s (spec.timeout of WorkerMapping %s): the execution outcome is unknown (the request may or may not have taken effect) and the request was not retried", dest.Timeout, dest.Mapping)
@@ -533,6 +611,7 @@ func (f *Forwarder) copyBody(ctx context.Context, c *call, dest *Destination, re
 			if errors.Is(context.Cause(ctx), errTimedOut) && c.r.Context().Err() == nil {
 				if !sse {
 					// A JSON answer cut short: nothing can be added to it.
+					c.failed = "timeout"
 					timeouts.WithLabelValues(c.kind).Inc()
 					errorsTotal.WithLabelValues(c.kind, "timeout").Inc()
 					f.log.Info("A worker's answer timed out midway", "mapping", dest.Mapping, "timeout", dest.Timeout)
@@ -544,6 +623,7 @@ func (f *Forwarder) copyBody(ctx context.Context, c *call, dest *Destination, re
 				f.timedOut(c, dest, true)
 				_ = rc.Flush()
 			} else if c.r.Context().Err() == nil {
+				c.failed = "broken"
 				errorsTotal.WithLabelValues(c.kind, "broken").Inc()
 				f.log.Info("A worker's answer broke off", "mapping", dest.Mapping, "err", err)
 			}
@@ -558,6 +638,7 @@ func isEventStream(ct string) bool {
 
 // fail answers with the gateway's own JSON-RPC error and counts it.
 func (c *call) fail(status int, kind string, code int, msg string) {
+	c.failed = kind
 	errorsTotal.WithLabelValues(c.kind, kind).Inc()
 	c.write(status, c.id, code, msg)
 }

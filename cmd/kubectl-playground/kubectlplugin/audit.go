@@ -36,13 +36,14 @@ func (x *cli) auditCommand() *cobra.Command {
 	var file string
 	var last int
 	cmd := &cobra.Command{
-		Use:   "audit NAME --file FILE",
+		Use:   "audit NAME [--file FILE]",
 		Short: "The tenant's recent tool calls, from an audit trail",
 		Long: `The tenant's recent tool calls, newest last, from an audit trail the gateway
 (or an agent) wrote: a file of its --audit-log-path, or - for standard input,
 where the records a gateway writes to its standard output (the default) can
 be piped from its logs. Lines that are no audit record are skipped. Check
-that a trail holds together with playground audit verify.`,
+that a trail holds together with playground audit verify. With
+playground-dev's kubeconfig, its trail (.dev/audit.log) is the default.`,
 		Example: `  kubectl logs -n playground-system -l app.kubernetes.io/component=gateway --tail=-1 | kubectl playground audit alice --file -
   kubectl playground audit alice --file ~/.local/state/playground/audit.log`,
 		ValidArgsFunction: x.completeTenants,
@@ -52,7 +53,15 @@ that a trail holds together with playground audit verify.`,
 				return err
 			}
 			if file == "" {
-				return usagef(cmd, "audit needs --file: the trail is where the gateway's --audit-log-path puts it, its standard output by default (pipe `kubectl logs` of the gateway's pods into --file -), a file, or a webhook's store")
+				dev, err := x.devCluster()
+				if err != nil {
+					return err
+				}
+				if dev == nil || dev.AuditLog == "" {
+					return usagef(cmd, "audit needs --file: the trail is where the gateway's --audit-log-path puts it, its standard output by default (pipe `kubectl logs` of the gateway's pods into --file -), a file, or a webhook's store")
+				}
+				// playground-dev's kubeconfig says where its trail is.
+				file = dev.AuditLog
 			}
 			ns, err := x.ns()
 			if err != nil {
@@ -77,7 +86,7 @@ that a trail holds together with playground audit verify.`,
 			return x.printRecords(recs)
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "the audit trail: a file, or - for standard input")
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the audit trail: a file, or - for standard input (default: playground-dev's, with its kubeconfig)")
 	cmd.Flags().IntVar(&last, "last", 50, "how many of the tenant's latest calls to show")
 	outputFlag(cmd, &x.output, "the records")
 	return cmd

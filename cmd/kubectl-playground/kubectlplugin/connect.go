@@ -55,6 +55,9 @@ func (x *cli) mcpEndpoint(ctx context.Context, flag string) (endpoint, note stri
 		}
 		return given.value, "from " + given.from, nil
 	}
+	if dev, err := x.devCluster(); err == nil && dev != nil && dev.MCPEndpoint != "" {
+		return dev.MCPEndpoint, "playground-dev's, from its kubeconfig", nil
+	}
 	var list corev1.ServiceList
 	if err := x.c.List(ctx, &list, client.InNamespace(x.leaseNamespace), gatewayLabels); err != nil || len(list.Items) != 1 {
 		// Not allowed to look, or no single gateway: unknown.

@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/internal/devconfig"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
 	"github.com/playground-dev/playground/mcpgateway/tools"
@@ -63,9 +64,9 @@ func (a *agentFlags) add(cmd *cobra.Command) {
 // addReach adds the flags that say how to reach the agent.
 func (a *agentFlags) addReach(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&a.tokenFile, "agent-token-file", "", "present the token in this file to the agent instead of your kubeconfig's (playground-dev: .dev/agent-token)")
+	f.StringVar(&a.tokenFile, "agent-token-file", "", "present the token in this file to the agent instead of your kubeconfig's")
 	f.StringVar(&a.tlsCA, "agent-tls-ca", "", "PEM file of the CA of the agents' certificates (default: the ConfigMap playground-agent-ca of --lease-namespace)")
-	f.BoolVar(&a.cleartext, "agent-cleartext", false, "reach an agent whose endpoint is http:// (playground-dev's only): your token then crosses in clear")
+	f.BoolVar(&a.cleartext, "agent-cleartext", false, "reach an agent whose endpoint is http:// (playground-dev's only; its own kubeconfig needs no flag): your token then crosses in clear")
 }
 
 func (a *agentFlags) check(cmd *cobra.Command) error {
@@ -210,8 +211,11 @@ func (x *cli) reachSandbox(ctx context.Context, name string, af *agentFlags) (*s
 	if sbx == nil {
 		return nil, fmt.Errorf("tenant %s has no sandbox yet: kubectl playground status %s tells why", id, name)
 	}
-	if strings.HasPrefix(sbx.Status.Endpoint, "http://") && !af.cleartext {
-		return nil, fmt.Errorf("the agent of tenant %s's node serves without TLS (%s), as only playground-dev's does: there, give --agent-cleartext and --agent-token-file .dev/agent-token", id, sbx.Status.Endpoint)
+	cleartext := af.cleartext
+	if strings.HasPrefix(sbx.Status.Endpoint, "http://") && !cleartext {
+		if cleartext, err = x.devAgent(cfg, id, sbx.Status.Endpoint); err != nil {
+			return nil, err
+		}
 	}
 	token, err := af.token(cfg)
 	if err != nil {
@@ -221,7 +225,7 @@ func (x *cli) reachSandbox(ctx context.Context, name string, af *agentFlags) (*s
 	if err != nil {
 		return nil, err
 	}
-	agents, err := mcpgateway.NewUserAgents(token, ca, af.cleartext)
+	agents, err := mcpgateway.NewUserAgents(token, ca, cleartext)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +234,26 @@ func (x *cli) reachSandbox(ctx context.Context, name string, af *agentFlags) (*s
 		return nil, err
 	}
 	return &sandboxSession{agent: agent, tenant: id.String(), sandboxID: sandboxID}, nil
+}
+
+// devAgent says whether the cleartext agent at endpoint may be reached
+// without --agent-cleartext: it is playground-dev's, as its kubeconfig
+// says, and both it and the API server are on this machine's loopback, so
+// that the token sent there in clear never leaves the machine. Otherwise
+// the error says what to do.
+func (x *cli) devAgent(cfg *rest.Config, id clusterview.Identity, endpoint string) (bool, error) {
+	refused := fmt.Errorf("the agent of tenant %s's node serves without TLS (%s), as only playground-dev's does: with playground-dev's own kubeconfig (.dev/kubeconfig) the plugin reaches it as it is; with another, give --agent-cleartext and --agent-token-file .dev/agent-token", id, endpoint)
+	dev, err := x.devCluster()
+	switch {
+	case err != nil:
+		return false, errors.Join(refused, err)
+	case dev == nil:
+		return false, refused
+	}
+	if err := devconfig.ReachAgent(cfg.Host, endpoint); err != nil {
+		return false, fmt.Errorf("the kubeconfig says its cluster is a playground-dev, but %w: the plugin sends no token in clear off this machine (give --agent-cleartext if you mean it)", err)
+	}
+	return true, nil
 }
 
 // token is what the caller presents to the agent: the file's, or the

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/devconfig"
 	"github.com/playground-dev/playground/internal/scheme"
 )
 
@@ -291,6 +292,20 @@ func (x *cli) restConfig() (*rest.Config, error) {
 		return nil, err
 	}
 	return x.cfg, nil
+}
+
+// devCluster is what the kubeconfig's cluster says of itself when it is a
+// playground-dev (package devconfig), or nil: it is not, or the caller
+// gave a configuration instead of a kubeconfig.
+func (x *cli) devCluster() (*devconfig.Extension, error) {
+	if x.env.Config != nil {
+		return nil, nil
+	}
+	raw, err := x.kubeconfigLoader().RawConfig()
+	if err != nil {
+		return nil, nil //nolint:nilerr // no kubeconfig: no playground-dev either; the client says why when it needs one
+	}
+	return devconfig.Find(&raw, x.kubeContext)
 }
 
 // connect makes x.c, the client of the API server, on first use.

@@ -42,6 +42,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -54,6 +55,7 @@ import (
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/internal/devconfig"
 	"github.com/playground-dev/playground/internal/manifest"
 	"github.com/playground-dev/playground/internal/tokenfile"
 	"github.com/playground-dev/playground/mcpgateway"
@@ -79,6 +81,10 @@ type Options struct {
 	Tenant string
 	// Listen is the MCP gateway's address.
 	Listen string
+	// MetricsListen serves the components' metrics (controller-runtime's
+	// registry, which the manager, the agent and the gateway of this
+	// process share) at /metrics; empty: none.
+	MetricsListen string
 	// GuestBinary is the in-sandbox binary; empty means next to this one.
 	GuestBinary string
 	// Network is the node's sandbox networking; empty means none.
@@ -136,6 +142,9 @@ type Env struct {
 	Kubeconfig, Kubectl, State string
 	// AgentEndpoint and AgentToken reach the node's agent API.
 	AgentEndpoint, AgentToken string
+	// Metrics is the URL of the components' metrics ("" when not
+	// served); AuditLog the audit trail's file.
+	Metrics, AuditLog string
 
 	errs     chan error
 	cleanups []func()
@@ -175,6 +184,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
   tenant:        %s/%s (sandbox %s on node %s)
   kubeconfig:    %s
   kubectl:       %s --kubeconfig %s get playground -A
+  plugin:        kubectl playground --kubeconfig %s exec %s -- uname -a
+  metrics:       %s
+  audit trail:   %s   (kubectl playground audit %s)
   logs:          %s
 
 An MCP client configuration (Claude Code, Cursor and others read this shape):
@@ -182,7 +194,8 @@ An MCP client configuration (Claude Code, Cursor and others read this shape):
 
 Press Ctrl-C to stop; the cluster's and the sandboxes' state stays in %s.
 `, ReadyLine, env.Endpoint, env.Token, env.Tenant.Namespace, env.Tenant.Name, env.Tenant.Status.SandboxID, env.Node,
-		env.Kubeconfig, env.Kubectl, env.Kubeconfig, orNone(opts.LogFile), clientConfig, env.State)
+		env.Kubeconfig, env.Kubectl, env.Kubeconfig, env.Kubeconfig, env.Tenant.Name, orNone(env.Metrics), env.AuditLog, env.Tenant.Name,
+		orNone(opts.LogFile), clientConfig, env.State)
 
 	select {
 	case <-ctx.Done():
@@ -219,7 +232,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		policies = []string{dir}
 	}
 	progress := func(format string, args ...any) { fmt.Fprintf(out, "==> "+format+"\n", args...) }
-	env := &Env{State: state, errs: make(chan error, 3)}
+	env := &Env{State: state, errs: make(chan error, 8)} // room for every component's error
 	defer func() {
 		if err != nil {
 			env.Stop()
@@ -231,10 +244,16 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	}
 	progress("starting kube-apiserver and etcd (state in %s)", state)
 	started := time.Now()
+	// The kubeconfig presents a token, as a user's does in a cluster:
+	// the kubectl plugin presents it to the agent (exec, shell, jobs),
+	// which a client certificate cannot be. A new one each run, as the
+	// API server's certificates are.
+	adminToken := randomHex(32)
 	cp, err := controlplane.Start(controlplane.Options{
-		AssetsDir: opts.ControlPlaneDir,
-		DataDir:   filepath.Join(state, "etcd"),
-		CRDDirs:   []string{crds},
+		AssetsDir:  opts.ControlPlaneDir,
+		AdminToken: adminToken,
+		DataDir:    filepath.Join(state, "etcd"),
+		CRDDirs:    []string{crds},
 		// The installation's admission policies, as kubectl apply -k
 		// config/default installs them in a cluster.
 		AdmissionDirs: policies,
@@ -250,16 +269,21 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	})
 	progress("control plane up with the CRDs and admission policies installed in %s", time.Since(started).Round(100*time.Millisecond))
 
-	env.Kubeconfig = filepath.Join(state, "kubeconfig")
 	env.Kubectl = filepath.Join(cp.Assets(), "kubectl")
-	if err := cp.WriteKubeconfig(env.Kubeconfig); err != nil {
-		return nil, err
-	}
 	c := cp.Client
 	env.Client, env.Config = c, cp.Config
 	if err := cp.CreateNamespaces(ctx, agentlease.DefaultNamespace); err != nil {
 		return nil, err
 	}
+
+	// Garbage collection (a deleted Tenant's Secrets), namespace deletion
+	// and the rest of controlplane.ControllerManagerControllers, as a
+	// cluster's controller manager does them.
+	kcm, err := cp.StartControllerManager(ctx, controlplane.KlogLines(opts.Logger.WithName("kube-controller-manager")))
+	if err != nil {
+		return nil, err
+	}
+	progress("kube-controller-manager running: garbage collection, namespace deletion, service accounts, quotas, role aggregation")
 
 	nodeDir := filepath.Join(state, "node")
 	if err := os.MkdirAll(nodeDir, 0o711); err != nil {
@@ -287,6 +311,20 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 		}
 	})
 
+	// The audit trail of every tool call and of every command a user runs
+	// at the agent (the kubectl plugin's exec), in the state directory
+	// (playground audit verify checks it): the gateway's records and the
+	// agent's, each its own chain, in one file. Closed once the
+	// components have stopped.
+	env.AuditLog = filepath.Join(state, "audit.log")
+	auditSink, err := audit.File(audit.FileOptions{Path: env.AuditLog})
+	if err != nil {
+		return nil, err
+	}
+	env.cleanups = append(env.cleanups, func() { _ = auditSink.Close() })
+	gatewayTrail := audit.New(audit.LevelRequest, "gateway", auditSink)
+	agentTrail := audit.New(audit.LevelRequest, "agent", auditSink)
+
 	// The components run until Stop; it waits for them all before the
 	// sandboxes are stopped, so that no agent restarts what is stopping.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -301,6 +339,15 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 			}
 		}()
 	}
+
+	goRun("kube-controller-manager", func(ctx context.Context) error {
+		select {
+		case <-kcm.Done():
+			return kcm.Err()
+		case <-ctx.Done():
+			return nil
+		}
+	})
 
 	if env.AgentToken, err = loadOrCreateToken(filepath.Join(state, "agent-token")); err != nil {
 		return nil, err
@@ -354,25 +401,21 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 			// The record of egress by name: metrics, logs, Events.
 			EgressDNS: egress,
 			Tokens:    []string{env.AgentToken},
-			Workers:   opts.Workers,
-			Logger:    opts.Logger.WithName("agent"),
+			// Users who reach the agent themselves (kubectl playground
+			// exec with this kubeconfig's token) are recorded; the
+			// gateway's calls are in its own records.
+			Audit:   agentTrail,
+			Workers: opts.Workers,
+			Logger:  opts.Logger.WithName("agent"),
 
 			FacultyHostPathPrefixes: opts.FacultyHostPathPrefixes,
 		})
 	})
 	progress("host agent running as node %s (%s backends, state in %s)", env.Node, names, nodeDir)
 
-	// The audit trail of every tool call, in the state directory
-	// (playground audit verify checks it).
-	auditSink, err := audit.File(audit.FileOptions{Path: filepath.Join(state, "audit.log")})
-	if err != nil {
-		return nil, err
-	}
-	trail := audit.New(audit.LevelRequest, "gateway", auditSink)
-	env.cleanups = append(env.cleanups, func() { _ = trail.Close() })
 	gw, err := mcpgateway.New(mcpgateway.Options{
 		Config:     cp.Config,
-		Audit:      trail,
+		Audit:      gatewayTrail,
 		AgentToken: func() (string, error) { return env.AgentToken, nil },
 		// The agent shares this process and loopback: cleartext HTTP/2.
 		AgentCleartext: true,
@@ -387,7 +430,30 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	}
 	goRun("gateway", func(ctx context.Context) error { return gw.Run(ctx, gwln) })
 	env.Endpoint = "http://" + gwln.Addr().String() + "/mcp"
-	progress("MCP gateway listening on %s (audit trail in %s)", env.Endpoint, filepath.Join(state, "audit.log"))
+	progress("MCP gateway listening on %s (audit trail in %s)", env.Endpoint, env.AuditLog)
+
+	if opts.MetricsListen != "" {
+		mln, err := net.Listen("tcp", opts.MetricsListen)
+		if err != nil {
+			return nil, fmt.Errorf("the metrics' address (--metrics-listen): %w", err)
+		}
+		metricsLog := opts.Logger.WithName("metrics")
+		goRun("metrics", func(ctx context.Context) error { return mcpgateway.ServeMetrics(ctx, mln, metricsLog) })
+		env.Metrics = "http://" + mln.Addr().String() + "/metrics"
+		progress("serving the manager's, the agent's and the gateway's metrics at %s", env.Metrics)
+	}
+
+	// The kubeconfig says this is playground-dev (package devconfig): the
+	// kubectl plugin then reaches this agent on loopback without flags,
+	// and finds the endpoint and the audit trail.
+	env.Kubeconfig = filepath.Join(state, "kubeconfig")
+	kc := cp.TokenKubeconfig(adminToken)
+	if err := devconfig.Add(kc, devconfig.Extension{MCPEndpoint: env.Endpoint, AuditLog: env.AuditLog, Metrics: env.Metrics}); err != nil {
+		return nil, err
+	}
+	if err := clientcmd.WriteToFile(*kc, env.Kubeconfig); err != nil {
+		return nil, err
+	}
 
 	objs, err := manifest.ReadKustomization(opts.Samples)
 	if err != nil {
@@ -495,10 +561,15 @@ func loadOrCreateToken(path string) (string, error) {
 	if toks, err := tokenfile.Read(path, 32); err == nil && len(toks) > 0 {
 		return toks[0], nil
 	}
-	var raw [32]byte
-	_, _ = rand.Read(raw[:])
-	token := hex.EncodeToString(raw[:])
+	token := randomHex(32)
 	return token, os.WriteFile(path, []byte(token+"\n"), 0o600)
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	raw := make([]byte, n)
+	_, _ = rand.Read(raw)
+	return hex.EncodeToString(raw)
 }
 
 // nodeName is this machine's name as a node name (a DNS label).
