@@ -204,8 +204,8 @@ func sameRunning(a, b *metav1.Condition) bool {
 	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
 }
 
-// reportState records a written change of sbx's Running condition, from
-// from to to, in an Event and a log line. Its first report (the sandbox's
+// reportState records a written change of sbx's Running condition (was
+// from, is to) in an Event and a log line. Its first report (the sandbox's
 // provisioning), its end, and a change that comes with one of Provisioned
 // (a suspension of the spec, its end: said by their own Events) are not
 // recorded again.

@@ -50,7 +50,7 @@ func table(t *testing.T, ns, resource, name string) (cells map[string]string, pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/apis/playground.dev/v1alpha1/namespaces/%s/%s", strings.TrimSuffix(cp.Config.Host, "/"), ns, resource), nil)
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/apis/playground.dev/v1alpha1/namespaces/%s/%s", strings.TrimSuffix(cp.Config.Host, "/"), ns, resource), http.NoBody)
 	if err != nil {
 		t.Fatal(err)
 	}
