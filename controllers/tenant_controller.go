@@ -774,13 +774,17 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	t.Status.Usage = sbx.Status.Usage.DeepCopy()
 	// Whether its processes run, as its agent wrote it (paced, at most
 	// once per --state-write-interval), and the isolation it runs with
-	// (the manager's, once).
-	t.Status.Isolation = sbx.Status.Isolation
-	if running := sandboxRunning(sbx); running != nil {
-		running.ObservedGeneration = t.Generation
-		meta.SetStatusCondition(&t.Status.Conditions, *running)
-	} else {
-		meta.RemoveStatusCondition(&t.Status.Conditions, playgroundv1alpha1.SandboxRunningCondition)
+	// (the manager's, once). Both wait, as SandboxReady does, while the
+	// sandbox is on its way: its agent reports Running with Provisioned,
+	// which is not to cost a write of the Tenant's status of its own.
+	if ready.Reason != ReasonSandboxPending {
+		t.Status.Isolation = sbx.Status.Isolation
+		if running := sandboxRunning(sbx); running != nil {
+			running.ObservedGeneration = t.Generation
+			meta.SetStatusCondition(&t.Status.Conditions, *running)
+		} else {
+			meta.RemoveStatusCondition(&t.Status.Conditions, playgroundv1alpha1.SandboxRunningCondition)
+		}
 	}
 	// Which key the sandbox's pile holds: the tenant's, or the one before
 	// while the new one is on its way. Published once the sandbox serves,
