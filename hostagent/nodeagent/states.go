@@ -205,7 +205,7 @@ func sameRunning(a, b *metav1.Condition) bool {
 }
 
 // reportState records a written change of sbx's Running condition (was
-// from, is to) in an Event and a log line. Its first report (the sandbox's
+// from, is to) in an Event. Its first report (the sandbox's
 // provisioning), its end, and a change that comes with one of Provisioned
 // (a suspension of the spec, its end: said by their own Events) are not
 // recorded again.
@@ -224,6 +224,8 @@ func (r *sandboxReconciler) reportState(ctx context.Context, sbx *playgroundv1al
 			action = "Thaw"
 		}
 	}
-	ctrl.LoggerFrom(ctx).Info("The sandbox's state changed", "sandbox", klog.KObj(sbx), "id", sbx.Status.SandboxID, "from", from.Reason, "to", to.Reason)
+	// The kernel logs each change as it happens ("Sandbox state changed");
+	// this is its report, which pacing may have merged with others.
+	ctrl.LoggerFrom(ctx).V(1).Info("Reported the sandbox's state", "sandbox", klog.KObj(sbx), "id", sbx.Status.SandboxID, "from", from.Reason, "to", to.Reason)
 	r.recorder.Eventf(sbx, nil, kind, to.Reason, action, "%s", to.Message)
 }
