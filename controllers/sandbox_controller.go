@@ -553,7 +553,10 @@ func assessSandbox(sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease
 	case prov.Status != metav1.ConditionTrue:
 		ready = condition(playgroundv1alpha1.ReadyCondition, false, prov.Reason, prov.Message)
 	default:
-		ready = condition(playgroundv1alpha1.ReadyCondition, true, playgroundv1alpha1.ReasonReady, "The sandbox runs on node "+node)
+		// Ready is what the sandbox serves, not whether its processes
+		// run this moment: a sleep or a wake is the agent's Running
+		// condition alone, not a write of the manager's too.
+		ready = condition(playgroundv1alpha1.ReadyCondition, true, playgroundv1alpha1.ReasonReady, "The sandbox is provisioned on node "+node+" and serves calls (its Running condition says whether its processes run now)")
 	}
 	s.ready = &ready
 	return s

@@ -274,6 +274,7 @@ var tenantConditions = []string{
 	playgroundv1alpha1.ReadyCondition, playgroundv1alpha1.ReconcilingCondition, playgroundv1alpha1.StalledCondition,
 	playgroundv1alpha1.CredentialsReadyCondition, playgroundv1alpha1.SandboxReadyCondition,
 	playgroundv1alpha1.WorkerReadyCondition, playgroundv1alpha1.PolicyCompliantCondition,
+	playgroundv1alpha1.SandboxRunningCondition,
 }
 
 // tenantStatus is s as an apply configuration. A field left empty is left
@@ -291,6 +292,9 @@ func tenantStatus(s *playgroundv1alpha1.TenantStatus) *playgroundv1alpha1ac.Tena
 	}
 	if s.SandboxID != "" {
 		out.WithSandboxID(s.SandboxID)
+	}
+	if s.Isolation != "" {
+		out.WithIsolation(s.Isolation)
 	}
 	if s.Usage != nil {
 		out.WithUsage(pgreconcile.ApplyUsage(s.Usage))
@@ -695,6 +699,16 @@ func sandboxReady(sbx *playgroundv1alpha1.Sandbox) metav1.Condition {
 	return metav1.Condition{Type: playgroundv1alpha1.SandboxReadyCondition, Status: c.Status, Reason: c.Reason, Message: c.Message}
 }
 
+// sandboxRunning mirrors a Sandbox's Running condition as SandboxRunning;
+// nil while the Sandbox has none.
+func sandboxRunning(sbx *playgroundv1alpha1.Sandbox) *metav1.Condition {
+	c := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.RunningCondition)
+	if c == nil {
+		return nil
+	}
+	return &metav1.Condition{Type: playgroundv1alpha1.SandboxRunningCondition, Status: c.Status, Reason: c.Reason, Message: c.Message}
+}
+
 // reconcileSandbox ensures the tenant's Sandbox and mirrors its readiness.
 func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1alpha1.Tenant) error {
 	log := ctrl.LoggerFrom(ctx)
@@ -769,6 +783,20 @@ func (r *TenantReconciler) reconcileSandbox(ctx context.Context, t *playgroundv1
 	// What the sandbox spent, as its agent wrote it (at most once a
 	// minute, and when a limit is reached or resets).
 	t.Status.Usage = sbx.Status.Usage.DeepCopy()
+	// Whether its processes run, as its agent wrote it (paced, at most
+	// once per --state-write-interval), and the isolation it runs with
+	// (the manager's, once). Both wait, as SandboxReady does, while the
+	// sandbox is on its way: its agent reports Running with Provisioned,
+	// which is not to cost a write of the Tenant's status of its own.
+	if ready.Reason != ReasonSandboxPending {
+		t.Status.Isolation = sbx.Status.Isolation
+		if running := sandboxRunning(sbx); running != nil {
+			running.ObservedGeneration = t.Generation
+			meta.SetStatusCondition(&t.Status.Conditions, *running)
+		} else {
+			meta.RemoveStatusCondition(&t.Status.Conditions, playgroundv1alpha1.SandboxRunningCondition)
+		}
+	}
 	// Which key the sandbox's pile holds: the tenant's, or the one before
 	// while the new one is on its way. Published once the sandbox serves,
 	// as its ID is: the agent reports the key in the write that says it

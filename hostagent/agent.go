@@ -105,6 +105,10 @@ type Options struct {
 	// AdoptTimeout bounds the adoption of a sandbox's held jobs by the
 	// first Ensure of this agent process.
 	AdoptTimeout time.Duration
+	// WakeNotice is how long a wake from an idle suspension runs before
+	// the sandbox's state says Waking (DefaultWakeNotice when zero): most
+	// take less, and go from asleep to Running in one change.
+	WakeNotice time.Duration
 	// Logger receives the detail of internal failures that tenants see
 	// only as an error ID; the zero Logger drops it.
 	Logger logr.Logger
@@ -126,6 +130,9 @@ type Agent struct {
 	overshoots, freezeLatency prometheus.Histogram
 	// limitKick wakes the limiter for a sandbox due at once (limits.go).
 	limitKick chan struct{}
+	// stateChanges carries the IDs of sandboxes whose runtime state
+	// changed (runtime.go).
+	stateChanges chan string
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox // by sandbox ID
@@ -200,6 +207,15 @@ type sandbox struct {
 	inflight  map[uint64]context.CancelCauseFunc
 	// thawed is closed when a freeze ends (setLimitedLocked).
 	thawed chan struct{}
+
+	// Runtime state (runtime.go): the state last noted and since when;
+	// slept, asleep with its sleep complete; keptMemory, asleep or
+	// suspended with its memory; wakeNoticed, a wake past WakeNotice.
+	state       RuntimeState
+	stateSince  time.Time
+	slept       bool
+	keptMemory  bool
+	wakeNoticed bool
 }
 
 type handle struct {
@@ -241,6 +257,7 @@ func New(opts Options) (*Agent, error) {
 	setDefault(&opts.KillTimeout, DefaultKillTimeout)
 	setDefault(&opts.FileTimeout, DefaultFileTimeout)
 	setDefault(&opts.AdoptTimeout, DefaultAdoptTimeout)
+	setDefault(&opts.WakeNotice, DefaultWakeNotice)
 	setDefault(&opts.UsageLimitOvershoot, DefaultUsageLimitOvershoot)
 	if opts.UsageLimitOvershoot < MinUsageLimitOvershoot {
 		return nil, fmt.Errorf("hostagent: the usage limit overshoot (--usage-limit-overshoot) is %g CPU-seconds: give at least %g, or 0 for the default %g", opts.UsageLimitOvershoot, MinUsageLimitOvershoot, DefaultUsageLimitOvershoot)
@@ -266,6 +283,7 @@ func New(opts Options) (*Agent, error) {
 		overshoots:    newOvershoots(),
 		freezeLatency: newFreezeLatency(),
 		limitKick:     make(chan struct{}, 1),
+		stateChanges:  make(chan string, stateChangesBuffer),
 		sandboxes:     map[string]*sandbox{},
 		handles:       map[string]*handle{},
 		perTenant:     map[string]int{},
@@ -529,6 +547,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
 		s.suspended, s.asleep, s.paused = false, false, false
+		s.slept, s.keptMemory = false, false
 		if s.limited {
 			// It died frozen, and started again: what the freeze
 			// caught is gone with it.
@@ -538,11 +557,13 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		if dead || key != nil {
 			s.key, s.keyReads = key, s.keyReads+1 // a key installed for the next start is in now
 		}
+		a.noteStateLocked(s)
 		return dead, nil
 	}
 	s = &sandbox{spec: spec, be: be, key: key, unadopted: frozen}
 	setLimitedLocked(s, frozen)
 	a.sandboxes[spec.ID] = s
+	a.noteStateLocked(s)
 	return dead, nil
 }
 
@@ -629,20 +650,33 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 	}
 	a.mu.Lock()
 	a.dropHandlesLocked(id)
-	if s, ok := a.sandboxes[id]; ok {
+	s, ok = a.sandboxes[id]
+	if ok {
 		s.spec, s.suspended, s.asleep, s.paused = spec, true, false, false
+		s.slept, s.wakeNoticed = false, false
 		a.unfreezeLocked(s)
 	} else {
-		a.sandboxes[id] = &sandbox{spec: spec, be: be, suspended: true}
+		s = &sandbox{spec: spec, be: be, suspended: true}
+		a.sandboxes[id] = s
 	}
 	a.mu.Unlock()
+	// Its state is noted once the suspension is done: with its memory or
+	// without.
+	noted := func(sus Suspension) {
+		a.mu.Lock()
+		s.keptMemory = sus.KeptMemory
+		a.noteStateLocked(s)
+		a.mu.Unlock()
+	}
 	if sus := be.Capabilities().Suspender; sus != nil && sus.Checkpointed(id) {
+		noted(Suspension{KeptMemory: true})
 		return Suspension{KeptMemory: true}, nil // an earlier Suspend's
 	}
 	sus, err := a.suspendOrStop(ctx, be, id, "the tenant was suspended, which stopped every process in its sandbox; the job's output so far is kept")
 	if sus.KeptMemory {
 		a.opts.Logger.Info("Suspended a sandbox with its memory", "sandbox", id)
 	}
+	noted(sus)
 	return sus, err
 }
 

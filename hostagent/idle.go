@@ -31,8 +31,9 @@ import (
 // its processes stopped otherwise. Unlike a suspension of the spec it keeps its session
 // handles and its tenant's token: the next call wakes it (restores or
 // starts it again) before it is served, so the caller sees latency, not an
-// error. The agent decides alone, on the node: nothing is written to the
-// API server for a sleep or a wake.
+// error. The agent decides alone, on the node; each sleep and wake is a
+// change of the sandbox's runtime state (runtime.go), which the node agent
+// reports in its Sandbox's status, paced.
 
 // IdlePolicy is when a sandbox is put to sleep for idleness.
 type IdlePolicy struct {
@@ -152,6 +153,23 @@ func (a *Agent) wake(ctx context.Context, s *sandbox) error {
 	if !asleep {
 		return nil // woken by a call that came first
 	}
+	// A wake that takes long is a state of its own, said once it has
+	// lasted WakeNotice; a quick one goes from asleep to Running.
+	notice := a.clock.AfterFunc(a.opts.WakeNotice, func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if s.asleep {
+			s.wakeNoticed = true
+			a.noteStateLocked(s)
+		}
+	})
+	defer func() {
+		notice.Stop()
+		a.mu.Lock()
+		s.wakeNoticed = false
+		a.noteStateLocked(s) // asleep again if the wake failed
+		a.mu.Unlock()
+	}()
 	start := time.Now()
 	if paused {
 		if err := s.be.Capabilities().Pauser.Unpause(ctx, spec.ID); err != nil {
@@ -161,6 +179,8 @@ func (a *Agent) wake(ctx context.Context, s *sandbox) error {
 		a.jobs.UnparkSandbox(spec.ID)
 		a.mu.Lock()
 		s.asleep, s.paused = false, false
+		s.wakeNoticed = false
+		a.noteStateLocked(s)
 		a.mu.Unlock()
 		a.wakes.Observe(time.Since(start).Seconds())
 		return nil
@@ -241,6 +261,7 @@ func (a *Agent) sleep(ctx context.Context, s *sandbox) {
 		if err == nil {
 			a.mu.Lock()
 			s.paused = true
+			a.noteStateLocked(s)
 			a.mu.Unlock()
 			a.sleeps.WithLabelValues(sleepPaused).Inc()
 			a.opts.Logger.V(1).Info("Paused a sandbox idle for its idle period", "sandbox", id)
@@ -262,6 +283,10 @@ func (a *Agent) sleep(ctx context.Context, s *sandbox) {
 	case err != nil:
 		a.opts.Logger.Error(err, "Stopping a sandbox idle for its idle period", "sandbox", id)
 	}
+	a.mu.Lock()
+	s.slept, s.keptMemory = true, sus.KeptMemory
+	a.noteStateLocked(s)
+	a.mu.Unlock()
 	if sus.KeptMemory {
 		a.sleeps.WithLabelValues(sleepKeptMemory).Inc()
 		a.opts.Logger.V(1).Info("Suspended a sandbox idle for its idle period, with its memory", "sandbox", id)

@@ -175,3 +175,137 @@ func (p *blocked) Kill(context.Context) error {
 	p.once.Do(func() { p.killed = true; close(p.done) })
 	return nil
 }
+
+// gatedStart is the test double whose Start waits, once armed, until the
+// test lets it go: a wake that takes as long as the test likes.
+type gatedStart struct {
+	*backendtest.Fake
+	mu   sync.Mutex
+	gate chan struct{}
+}
+
+func (g *gatedStart) arm() chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gate = make(chan struct{})
+	return g.gate
+}
+
+func (g *gatedStart) Start(ctx context.Context, id string) error {
+	g.mu.Lock()
+	gate := g.gate
+	g.gate = nil
+	g.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Fake.Start(ctx, id)
+}
+
+// TestRuntimeStates: each sleep and wake is a change of the sandbox's
+// runtime state, noted once complete and announced on StateChanges: an
+// idle sandbox (on a backend that keeps no memory) is IdleStopped from
+// when it slept; a wake that takes longer than WakeNotice is Waking
+// meanwhile, and Running once the call is served; a suspension of the
+// spec is Stopped, and the Ensure that resumes it Running again. A
+// sandbox's first state is announced by nobody: its provisioning says it.
+func TestRuntimeStates(t *testing.T) {
+	ctx := context.Background()
+	be := &gatedStart{Fake: backendtest.New("oci", backendtest.Writes(backendtest.Piece{Stream: backend.Stdout, Data: []byte("ok")}))}
+	clock := &stepClock{now: time.Unix(1_000_000, 0)}
+	a, err := New(Options{Backends: []backend.Backend{be}, Clock: clock, WakeNotice: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(ctx) })
+	spec := backend.Spec{ID: "states-1", Tenant: "ns/t"}
+	if err := a.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	state := func() RuntimeState {
+		t.Helper()
+		rt, ok := a.RuntimeOf(spec.ID)
+		if !ok {
+			t.Fatal("no runtime state for a sandbox the agent serves")
+		}
+		return rt.State
+	}
+	announced := func() []string {
+		var ids []string
+		for {
+			select {
+			case id := <-a.StateChanges():
+				ids = append(ids, id)
+			default:
+				return ids
+			}
+		}
+	}
+	if st := state(); st != RuntimeRunning {
+		t.Fatalf("a new sandbox is %s", st)
+	}
+	if ids := announced(); len(ids) != 0 {
+		t.Fatalf("a new sandbox's state was announced: %v", ids)
+	}
+	a.SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute})
+	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(2 * time.Minute)
+	slept := clock.Now()
+	a.sleepIdle(ctx)
+	rt, _ := a.RuntimeOf(spec.ID)
+	if rt.State != RuntimeIdleStopped || !rt.Since.Equal(slept) || rt.KeptMemory || rt.Idle.After != time.Minute {
+		t.Fatalf("after its idle period: %+v", rt)
+	}
+	if ids := announced(); len(ids) != 1 || ids[0] != spec.ID {
+		t.Fatalf("the sleep announced %v", ids)
+	}
+
+	// A wake held up past WakeNotice: Waking, until the call is served.
+	gate := be.arm()
+	served := make(chan error, 1)
+	go func() {
+		_, err := a.Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "echo"})
+		served <- err
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for state() != RuntimeWaking {
+		if time.Now().After(deadline) {
+			t.Fatalf("a wake held up is %s, not Waking", state())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(gate)
+	if err := <-served; err != nil {
+		t.Fatalf("the call that woke the sandbox: %v", err)
+	}
+	if st := state(); st != RuntimeRunning {
+		t.Fatalf("after the wake: %s", st)
+	}
+	if ids := announced(); len(ids) != 2 {
+		t.Fatalf("a slow wake announced %v: want Waking, then Running", ids)
+	}
+
+	// A suspension of the spec, and its end.
+	if _, err := a.Suspend(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(); st != RuntimeStopped {
+		t.Fatalf("suspended through its spec, on a backend that keeps no memory: %s", st)
+	}
+	if err := a.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(); st != RuntimeRunning {
+		t.Fatalf("resumed: %s", st)
+	}
+	if ids := announced(); len(ids) != 2 {
+		t.Fatalf("a suspension and its end announced %v", ids)
+	}
+}

@@ -318,6 +318,7 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 			a.mu.Lock()
 			s.asleep, s.paused = false, false
 			setLimitedLocked(s, true)
+			a.noteStateLocked(s)
 			a.mu.Unlock()
 			a.setFrozen(id, true)
 			break
@@ -384,6 +385,7 @@ func (a *Agent) freeze(ctx context.Context, s *sandbox, spec backend.Spec, p bac
 	a.jobs.ParkSandbox(id)
 	a.setFrozen(id, true)
 	a.mu.Lock()
+	a.noteStateLocked(s)
 	calls := make([]context.CancelCauseFunc, 0, len(s.inflight))
 	for _, c := range s.inflight {
 		calls = append(calls, c)
@@ -445,6 +447,7 @@ func (a *Agent) thaw(ctx context.Context, s *sandbox, spec backend.Spec, be back
 	// Calls are served from here: its jobs are known.
 	a.mu.Lock()
 	setLimitedLocked(s, false)
+	a.noteStateLocked(s)
 	a.mu.Unlock()
 	a.opts.Logger.Info("Thawed a sandbox whose usage limit is no longer spent", "sandbox", id, "tenant", spec.Tenant)
 	if len(after) > 0 {

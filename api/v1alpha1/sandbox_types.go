@@ -51,9 +51,10 @@ const (
 // Sandbox condition types beyond Ready. Each has one author: the manager's
 // binder writes Bound, NodeHealthy and Ready (and the phase), its key and
 // credential deliveries SigningKeyDelivered and EgressCredentialsDelivered;
-// the node's agent writes Provisioned (and sandboxID, endpoint,
-// openHandles). Each writes with server-side apply under its own field
-// manager, so that none overwrites another's conditions.
+// the node's agent writes Provisioned, Running, JobsAdmitted and
+// UsageLimited (and sandboxID, endpoint, openHandles). Each writes with
+// server-side apply under its own field manager, so that none overwrites
+// another's conditions.
 const (
 	// BoundCondition is True once the sandbox is bound to a node.
 	BoundCondition = "Bound"
@@ -91,6 +92,22 @@ const (
 	// them; tried again). Absent otherwise. The sandbox serves meanwhile;
 	// its Tenant is not Ready until the credentials are delivered.
 	EgressCredentialsDeliveredCondition = "EgressCredentialsDelivered" //nolint:gosec // a condition type, not a credential
+	// RunningCondition, written by the node's agent while it serves the
+	// sandbox (provisioned, or suspended through spec.suspended), says
+	// whether its processes run: True (reason Running) while they do;
+	// False while they are put aside, the reason saying how and why:
+	// IdlePaused, IdleSuspended (with its memory) or IdleStopped (without)
+	// after spec.idleSuspend's period without calls, the next call waking
+	// it; Waking while a call waits for that (said once a wake takes over
+	// a second); CPULimitReached, frozen for spec.usageLimits until its
+	// period resets; Suspended (with its memory) or Stopped (without)
+	// through spec.suspended. Its message says since when, and what the
+	// next call does. The phase is the manager's and does not follow it:
+	// an idle sandbox stays Ready or Detached, so that a sleep or a wake
+	// costs one status write, the agent's, at most one per
+	// --state-write-interval per sandbox (docs/operations.md). A move to
+	// another node (to come) is a reason of this condition too.
+	RunningCondition = "Running"
 )
 
 // Condition and event reasons of Sandboxes.
@@ -153,6 +170,28 @@ const (
 	ReasonCPULimitReached = "CPULimitReached"
 	// ReasonWithinLimits: the sandbox has not spent its usage limits.
 	ReasonWithinLimits = "WithinLimits"
+
+	// Reasons of the Running condition (and the Events of its changes),
+	// beside CPULimitReached and Suspended above.
+
+	// ReasonRunning: the sandbox's processes run.
+	ReasonRunning = "Running"
+	// ReasonIdlePaused: frozen after its idle period (spec.idleSuspend
+	// mode Pause), its memory kept in RAM; the next call thaws it.
+	ReasonIdlePaused = "IdlePaused"
+	// ReasonIdleSuspended: suspended after its idle period with its
+	// memory (checkpointed to the node's disk); the next call restores it.
+	ReasonIdleSuspended = "IdleSuspended"
+	// ReasonIdleStopped: suspended after its idle period without its
+	// memory (its processes stopped, its files kept); the next call
+	// starts it again.
+	ReasonIdleStopped = "IdleStopped"
+	// ReasonWaking: a call waits for the sandbox to wake from its idle
+	// suspension.
+	ReasonWaking = "Waking"
+	// ReasonStopped: suspended through spec.suspended without its memory:
+	// its processes ended, its files kept.
+	ReasonStopped = "Stopped"
 )
 
 // SandboxNodeNameField is the Sandbox's selectable field that binds it to
@@ -585,7 +624,9 @@ type SandboxStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready summarises; Bound and Provisioned detail the steps.
+	// Conditions: Ready summarises; Bound and Provisioned detail the
+	// steps; Running says whether its processes run now (asleep for
+	// idleness, frozen for its usage limit, suspended).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -694,9 +735,12 @@ type UsageStatus struct {
 // +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.spec.tenantRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.conditions[?(@.type=="Running")].reason`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backend`
 // +kubebuilder:printcolumn:name="Isolation",type=string,JSONPath=`.status.isolation`,priority=1
+// +kubebuilder:printcolumn:name="Idle",type=string,JSONPath=`.spec.idleSuspend.after`,priority=1
+// +kubebuilder:printcolumn:name="Idle Mode",type=string,JSONPath=`.spec.idleSuspend.mode`,priority=1
 // +kubebuilder:printcolumn:name="ID",type=string,JSONPath=`.status.sandboxID`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Sandbox struct {

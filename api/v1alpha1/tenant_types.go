@@ -57,6 +57,11 @@ const (
 	// manager could not deliver to it (its SigningKeyDelivered or
 	// EgressCredentialsDelivered condition says why).
 	SandboxReadyCondition = "SandboxReady"
+	// SandboxRunningCondition mirrors the Running condition of the
+	// tenant's Sandbox (whether its processes run, or sleep for idleness,
+	// are frozen for its usage limit or suspended, and what the next call
+	// does); absent while the Sandbox has none.
+	SandboxRunningCondition = "SandboxRunning"
 	// WorkerReadyCondition, on tenants whose catalog is workers, mirrors
 	// the Ready condition of the tenant's WorkerMapping.
 	WorkerReadyCondition = "WorkerReady"
@@ -235,7 +240,9 @@ type TenantStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready summarises; CredentialsReady and SandboxReady detail it.
+	// Conditions: Ready summarises; CredentialsReady and SandboxReady
+	// detail it; SandboxRunning says whether the sandbox's processes run
+	// now.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -248,6 +255,12 @@ type TenantStatus struct {
 	// SandboxRef names the tenant's Sandbox.
 	// +optional
 	SandboxRef *LocalObjectReference `json:"sandboxRef,omitempty"`
+
+	// Isolation is the isolation the tenant's sandbox runs with on backend
+	// oci (its Sandbox's status.isolation: container by default); empty on
+	// other backends.
+	// +optional
+	Isolation Isolation `json:"isolation,omitempty"`
 
 	// SandboxID is the stable ID of the tenant's sandbox, as its node's
 	// agent chose it; published once the sandbox is Ready (the Sandbox's
@@ -277,7 +290,12 @@ type TenantStatus struct {
 // +kubebuilder:printcolumn:name="Catalog",type=string,JSONPath=`.spec.catalog`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspended`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.conditions[?(@.type=="SandboxRunning")].reason`
 // +kubebuilder:printcolumn:name="Sandbox",type=string,JSONPath=`.status.sandboxRef.name`
+// +kubebuilder:printcolumn:name="Tools",type=string,JSONPath=`.spec.tools`,priority=1
+// +kubebuilder:printcolumn:name="Isolation",type=string,JSONPath=`.status.isolation`,priority=1
+// +kubebuilder:printcolumn:name="Idle",type=string,JSONPath=`.spec.sandbox.idleSuspend.after`,priority=1
+// +kubebuilder:printcolumn:name="Idle Mode",type=string,JSONPath=`.spec.sandbox.idleSuspend.mode`,priority=1
 // +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.credentials.fingerprint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Tenant struct {

@@ -198,6 +198,14 @@ type Options struct {
 	// session handles, its status fields) with the Sandboxes' status and
 	// re-reconciles the ones that drifted.
 	ResyncInterval time.Duration
+	// StateWriteInterval paces the reports of a sandbox's runtime state
+	// (its Running condition: asleep for idleness, waking, frozen for its
+	// usage limit, running): a change is written at once when the
+	// sandbox's state was last written this long ago or more, else when
+	// it has been, the latest state winning (states.go). It bounds the
+	// status writes of a sandbox that sleeps and wakes again and again to
+	// one per interval (default DefaultStateWriteInterval).
+	StateWriteInterval time.Duration
 	// UsageInterval is how often the sandboxes' use of the node is read
 	// from their counters (CPU, memory; their disk every fourth time)
 	// into the usage book, its metrics and limits (default
@@ -293,6 +301,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.UsageInterval <= 0 {
 		o.UsageInterval = DefaultUsageInterval
+	}
+	if o.StateWriteInterval <= 0 {
+		o.StateWriteInterval = DefaultStateWriteInterval
 	}
 	if o.SnapshotsPerSandbox <= 0 {
 		o.SnapshotsPerSandbox = DefaultSnapshotsPerSandbox
@@ -501,6 +512,7 @@ func Run(ctx context.Context, opts Options) error {
 					}
 					return runAll(ctx,
 						task{"reconciler", mgr.Start},
+						task{"runtime states", func(ctx context.Context) error { return rec.watchStates(ctx, agent.StateChanges()) }},
 						task{"usage", func(ctx context.Context) error { return sampleUsage(ctx, agent, opts.UsageInterval, log) }},
 						task{"usage limits", func(ctx context.Context) error { return agent.RunLimits(ctx, opts.UsageInterval) }},
 						// After the reattach: the sandboxes tenants have

@@ -120,7 +120,9 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		recorder: eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
 	}
 	drift := make(chan event.GenericEvent, 256)
+	r.queue = drift
 	r.keys = &keyInbox{r: r, queue: drift}
+	r.states = newStatePacer(opts.StateWriteInterval, drift)
 	if r.faculties, err = newFaculties(mgr, opts, drift); err != nil {
 		return nil, nil, err
 	}
@@ -155,9 +157,10 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 
 // sandboxReconciler makes the node's backend match the Sandboxes bound to
 // it. It writes, with server-side apply under AgentFieldOwner, only
-// status.sandboxID, endpoint, openHandles, restartRequest, faculties and the
-// Provisioned and JobsAdmitted conditions; the manager derives Ready and
-// the phase from them.
+// status.sandboxID, endpoint, openHandles, restartRequest, faculties,
+// usage and signingKey and the Provisioned, Running, JobsAdmitted and
+// UsageLimited conditions; the manager derives Ready and the phase from
+// Provisioned.
 type sandboxReconciler struct {
 	client client.Client
 	reader client.Reader // the API server itself, for the start-up list
@@ -171,6 +174,10 @@ type sandboxReconciler struct {
 	faculties *faculties
 	// keys holds the signing keys the manager delivered.
 	keys *keyInbox
+	// queue brings a Sandbox back to the reconciler, and states paces
+	// the writes of its Running condition (states.go).
+	queue  chan<- event.GenericEvent
+	states *statePacer
 
 	// answered holds, by Sandbox (namespace/name), the last restartRequest this agent
 	// acted on: the cached status trails the write that records it, and a
@@ -350,7 +357,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	if err := r.keyGate(ctx, sbx, spec); err != nil {
 		return r.waitForKey(ctx, sbx, err)
 	}
-	msg := fmt.Sprintf("Sandbox %s runs on node %s", spec.ID, r.node) + r.storageFixed(spec) + r.caveat(spec)
+	msg := fmt.Sprintf("Sandbox %s is provisioned on node %s", spec.ID, r.node) + r.storageFixed(spec) + r.caveat(spec)
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
 		return err
 	}
@@ -541,6 +548,7 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 	r.mu.Lock()
 	delete(r.answered, ownerOf(sbx))
 	r.mu.Unlock()
+	r.states.forget(sbx.UID)
 	r.faculties.stopped(id)
 	log.Info("Destroyed the sandbox", "id", id, "pile", pile)
 	r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonTerminating, "Destroy",
@@ -600,14 +608,18 @@ func (r *sandboxReconciler) caveat(spec backend.Spec) string {
 
 // agentConditions are the condition types the agent owns in a Sandbox's
 // status; the manager owns the others.
-var agentConditions = []string{playgroundv1alpha1.ProvisionedCondition, playgroundv1alpha1.JobsAdmittedCondition, playgroundv1alpha1.UsageLimitedCondition}
+var agentConditions = []string{
+	playgroundv1alpha1.ProvisionedCondition, playgroundv1alpha1.RunningCondition,
+	playgroundv1alpha1.JobsAdmittedCondition, playgroundv1alpha1.UsageLimitedCondition,
+}
 
 // setProvisioned applies the agent's status fields: the Provisioned
-// condition with reason and message, JobsAdmitted, and sandboxID,
-// endpoint, openHandles, restartRequest and faculties (as the last pass
-// decided them) as the agent sees them now. It
-// writes nothing when they are already so. Each condition keeps its
-// transition time while its status holds.
+// condition with reason and message, Running, JobsAdmitted, UsageLimited,
+// and sandboxID, endpoint, openHandles, restartRequest and faculties (as
+// the last pass decided them) as the agent sees them now. It writes
+// nothing when they are already so, and a change of Running alone waits
+// for its pacing (states.go). Each condition keeps its transition time
+// while its status holds.
 func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, status metav1.ConditionStatus, reason, message string) error {
 	id, err := r.idOf(sbx)
 	if err != nil {
@@ -615,6 +627,8 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	}
 	handles := int32(r.agent.OpenHandles(id))
 	conds := slices.Clone(sbx.Status.Conditions)
+	prevProv := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
+	provChanged := prevProv == nil || prevProv.Status != status || prevProv.Reason != reason
 	changed := meta.SetStatusCondition(&conds, metav1.Condition{
 		Type:               playgroundv1alpha1.ProvisionedCondition,
 		Status:             status,
@@ -638,8 +652,27 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	facs := r.faculties.reported(id, sbx.Status.Faculties)
 	usage, usageDue := r.usageStatus(id, sbx.Status.Usage)
 	key := r.signingKeyStatus(id)
-	if !changed && !usageDue && sbx.Status.SandboxID == id && sbx.Status.Endpoint == r.endpoint && sbx.Status.OpenHandles == handles &&
-		equality.Semantic.DeepEqual(facs, sbx.Status.Faculties) && equality.Semantic.DeepEqual(key, sbx.Status.SigningKey) {
+	others := changed || usageDue || sbx.Status.SandboxID != id || sbx.Status.Endpoint != r.endpoint || sbx.Status.OpenHandles != handles ||
+		!equality.Semantic.DeepEqual(facs, sbx.Status.Faculties) || !equality.Semantic.DeepEqual(key, sbx.Status.SigningKey)
+	// The runtime state: written with the rest, or alone once its pacing
+	// lets it; until then the status keeps what it says.
+	was := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.RunningCondition)
+	running := r.running(id, status, reason)
+	stateChanged := !sameRunning(was, running)
+	now := time.Now()
+	if stateChanged && !others {
+		if wait := r.states.wait(sbx.UID, now); wait > 0 {
+			r.states.later(sbx, wait)
+			return nil
+		}
+	}
+	if running != nil {
+		running.ObservedGeneration = sbx.Generation
+		meta.SetStatusCondition(&conds, *running)
+	} else {
+		meta.RemoveStatusCondition(&conds, playgroundv1alpha1.RunningCondition)
+	}
+	if !others && !stateChanged {
 		return nil
 	}
 	// Every field the agent owns, every time: one left out would be removed.
@@ -659,6 +692,10 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	if err := r.client.Status().Apply(ctx, playgroundv1alpha1ac.Sandbox(sbx.Name, sbx.Namespace).WithStatus(applied),
 		client.FieldOwner(playgroundv1alpha1.AgentFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying the status of sandbox %s/%s: %w", sbx.Namespace, sbx.Name, err)
+	}
+	if stateChanged {
+		r.states.wrote(sbx.UID, now)
+		r.reportState(ctx, sbx, was, running, provChanged)
 	}
 	sbx.Status.Conditions, sbx.Status.Faculties, sbx.Status.Usage, sbx.Status.SigningKey = conds, facs, usage, key
 	sbx.Status.SandboxID, sbx.Status.Endpoint, sbx.Status.OpenHandles = id, r.endpoint, handles
@@ -912,7 +949,15 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 		halted != meta.IsStatusConditionFalse(sbx.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition) ||
 		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id)) ||
 		!s.r.agent.Alive(id) || s.r.usageDue(id, sbx.Status.Usage) || usageLimitedDrifted(sbx, s.r.usageLimited(id)) ||
-		!equality.Semantic.DeepEqual(s.r.signingKeyStatus(id), sbx.Status.SigningKey)
+		!equality.Semantic.DeepEqual(s.r.signingKeyStatus(id), sbx.Status.SigningKey) || s.r.stateDue(sbx, id, c)
+}
+
+// stateDue says whether sbx's status does not say the runtime state of its
+// sandbox id, and its pacing lets it be written now: a change whose
+// notice was dropped, or whose paced write was.
+func (r *sandboxReconciler) stateDue(sbx *playgroundv1alpha1.Sandbox, id string, prov *metav1.Condition) bool {
+	was := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.RunningCondition)
+	return !sameRunning(was, r.running(id, prov.Status, prov.Reason)) && r.states.wait(sbx.UID, time.Now()) == 0
 }
 
 // offers says whether this node's agent has a backend of the class.

@@ -30,6 +30,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,6 +100,7 @@ func TestSuspendKeepsMemoryGVisor(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
 		g.Expect(c.Message).To(ContainSubstring("with its memory"))
 	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(waitRunningReason(t, ns, "ws", playgroundv1alpha1.ReasonSuspended).Message).To(ContainSubstring("with its memory"))
 	g.Expect(gvisorProcesses(s.id)).To(BeEmpty(), "no process of the sandbox on the node while suspended")
 	_, err = poll()
 	var ae *agentapi.Error
@@ -152,10 +154,12 @@ func gvisorProcesses(id string) []int {
 
 // TestIdleSuspendGVisor: a Sandbox with spec.idleSuspend is suspended by
 // its agent after that long without calls, with its memory (gVisor): no
-// process of it remains on the node. The next exec, on the session opened
+// process of it remains on the node, and its status (Running=False,
+// IdleSuspended) and an Event say so. The next exec, on the session opened
 // before, wakes it and is served: the client sees latency, not an error,
-// and a process that counted in memory goes on from its count. The resume
-// is counted and timed in the agent's metrics.
+// and a process that counted in memory goes on from its count; its status
+// says Running again. The resume is counted and timed in the agent's
+// metrics.
 func TestIdleSuspendGVisor(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t, "idle")
@@ -164,6 +168,7 @@ func TestIdleSuspendGVisor(t *testing.T) {
 	n := startNode(t, "idle-a", stateDir, "", func(o *nodeagent.Options) {
 		o.Backends = []backend.Backend{ocitest.NewGVisor(t, stateDir)}
 		o.MetricsBindAddress = addr
+		o.StateWriteInterval = time.Second
 	})
 	metric := func(name string, count bool, kv ...string) float64 {
 		t.Helper()
@@ -197,6 +202,14 @@ func TestIdleSuspendGVisor(t *testing.T) {
 	g.Eventually(func() float64 { return metric("playground_idle_suspensions_total", false, "kind", "memory_kept") }).
 		WithTimeout(timeout).Should(BeNumerically(">=", 1))
 	g.Expect(metric("playground_sandboxes_suspended", false, "reason", "idle")).To(BeEquivalentTo(1))
+	g.Eventually(func(g Gomega) {
+		c := running(getSandbox(g, ns, "ws"))
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonIdleSuspended))
+		g.Expect(c.Message).To(SatisfyAll(ContainSubstring("with its memory"), ContainSubstring("the next call restores them where they were")))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonIdleSuspended).Action).To(Equal("Sleep"))
 
 	start := time.Now()
 	after := count() // the same handle: the call wakes the sandbox
@@ -206,16 +219,38 @@ func TestIdleSuspendGVisor(t *testing.T) {
 	g.Expect(metric("playground_idle_resume_seconds", true)).To(BeNumerically(">=", 1))
 	g.Expect(metric("playground_sandboxes_suspended", false, "reason", "idle")).To(BeZero())
 	g.Expect(provisioned(getSandbox(g, ns, "ws")).Status).To(Equal(metav1.ConditionTrue), "an idle suspension is not a Sandbox's suspension")
+	waitRunningReason(t, ns, "ws", playgroundv1alpha1.ReasonRunning)
+	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonRunning).Action).To(Equal("Wake"))
+}
+
+// running is a Sandbox's Running condition.
+func running(s *playgroundv1alpha1.Sandbox) *metav1.Condition {
+	return meta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.RunningCondition)
+}
+
+// waitRunningReason waits until the Sandbox's Running condition has the
+// reason, and returns it.
+func waitRunningReason(t *testing.T, ns, name, reason string) *metav1.Condition {
+	t.Helper()
+	var c *metav1.Condition
+	NewWithT(t).Eventually(func(g Gomega) {
+		c = running(getSandbox(g, ns, name))
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(reason), c.Message)
+	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
+	return c
 }
 
 // TestIdlePause: a Sandbox with spec.idleSuspend in mode Pause is frozen
 // by its agent after its idle period (its container paused, its memory
-// kept in RAM), and thawed by the next call on the same session, which is
-// served; a process that ran in it runs on.
+// kept in RAM; its status and an Event say IdlePaused), and thawed by the
+// next call on the same session, which is served; a process that ran in
+// it runs on, and its status says Running. Suspended through its spec
+// then, it is Stopped (runc keeps no memory), and Running once resumed.
 func TestIdlePause(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t, "idle-pause")
-	n := startNode(t, "idle-pause-a", "", "")
+	n := startNode(t, "idle-pause-a", "", "", func(o *nodeagent.Options) { o.StateWriteInterval = time.Second })
 	createSandbox(t, ns, "ws", n.name, func(s *playgroundv1alpha1.Sandbox) {
 		s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{Mode: playgroundv1alpha1.IdleModePause, After: metav1.Duration{Duration: 10 * time.Second}}
 	})
@@ -239,10 +274,14 @@ func TestIdlePause(t *testing.T) {
 	g.Expect(state()).To(Equal("running"))
 	g.Eventually(state).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Equal("paused"))
 	g.Expect(pidsOf(marker)).To(ContainElement(pid), "a paused sandbox keeps its processes")
+	c := waitRunningReason(t, ns, "ws", playgroundv1alpha1.ReasonIdlePaused)
+	g.Expect(c.Message).To(SatisfyAll(ContainSubstring("mode Pause"), ContainSubstring("the next call thaws it")))
+	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonIdlePaused).Action).To(Equal("Sleep"))
 
 	g.Expect(s.exec(t, "echo awake")).To(Equal("awake\n"), "the call on the session opened before is served")
 	g.Expect(state()).To(Equal("running"))
 	g.Expect(pidsOf(marker)).To(ContainElement(pid), "the process runs on")
+	waitRunningReason(t, ns, "ws", playgroundv1alpha1.ReasonRunning)
 
 	// Paused again, then suspended through its spec: it is thawed and
 	// stopped as any suspension of a runc sandbox, and starts again after.
@@ -252,6 +291,8 @@ func TestIdlePause(t *testing.T) {
 		g.Expect(provisioned(getSandbox(g, ns, "ws")).Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Expect(n.containers(t)).To(BeEmpty(), "the paused sandbox's container is gone once it is suspended")
+	g.Expect(waitRunningReason(t, ns, "ws", playgroundv1alpha1.ReasonStopped).Message).To(ContainSubstring("until spec.suspended is cleared, which starts it again over its files"))
 	updateSandbox(t, ns, "ws", func(s *playgroundv1alpha1.Sandbox) { s.Spec.Suspended = false })
 	g.Expect(openSessionEventually(t, n, ns, "ws").exec(t, "echo again")).To(Equal("again\n"))
+	waitRunningReason(t, ns, "ws", playgroundv1alpha1.ReasonRunning)
 }

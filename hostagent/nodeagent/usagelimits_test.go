@@ -30,6 +30,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,14 +160,18 @@ func exhausted(g Gomega, err error, limit int64) string {
 // run something or reach it is refused with the limit and its reset: an
 // exec, a job's poll (at once, not after its wait), its cancel (the job
 // kept). The Sandbox says so in its UsageLimited condition and
-// status.usage.exhaustedUntil. Raising the limit thaws it at once: the
-// loop and the job go on where they were.
+// status.usage.exhaustedUntil, its Running condition (CPULimitReached) and
+// a Warning Event. Raising the limit thaws it at once: the loop and the
+// job go on where they were, and it is Running again.
 func TestUsageLimitFreezes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "usage-freeze")
 	addr := freeAddr(t)
-	n := startNode(t, "usage-freeze-a", "", "", func(o *nodeagent.Options) { o.MetricsBindAddress = addr })
+	n := startNode(t, "usage-freeze-a", "", "", func(o *nodeagent.Options) {
+		o.MetricsBindAddress = addr
+		o.StateWriteInterval = time.Second
+	})
 	const limit = 10
 	createSandbox(t, ns, "ws", n.name, limitedSandbox(limit, farPeriod()))
 	s := openSession(t, n, ns, "ws")
@@ -200,6 +205,8 @@ func TestUsageLimitFreezes(t *testing.T) {
 	reset := until.UTC().Format(time.RFC3339)
 	g.Expect(limited.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(limited.Message).To(And(ContainSubstring("until "+reset), ContainSubstring("frozen")))
+	g.Expect(waitRunningReason(t, ns, "ws", playgroundv1alpha1.ReasonCPULimitReached).Message).To(ContainSubstring("until " + reset))
+	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeWarning, playgroundv1alpha1.ReasonCPULimitReached).Action).To(Equal("Freeze"))
 	_, err = s.client.Exec(ctx, s.tenant, s.handle, agentapi.ExecRequest{Command: "true"})
 	g.Expect(exhausted(g, err, limit)).To(ContainSubstring("refused until " + reset))
 	start := time.Now()
@@ -224,6 +231,8 @@ func TestUsageLimitFreezes(t *testing.T) {
 		g.Expect(page.Chunks).NotTo(BeEmpty())
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Expect(getSandbox(g, ns, "ws").Status.Usage.ExhaustedUntil).To(BeNil())
+	waitRunningReason(t, ns, "ws", playgroundv1alpha1.ReasonRunning)
+	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonRunning).Action).To(Equal("Thaw"))
 }
 
 // resetIn finds the time of the reset in a UsageLimited condition.

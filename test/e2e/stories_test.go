@@ -410,7 +410,7 @@ func TestKubectlPlugin(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`node/plugin-1\s+Registered\s+True\s+AgentHealthy`))
 	out, err = kubectl("status")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(MatchRegexp(`cli\s+sandbox\s+True\s+(Ready|Detached)\s+plugin-1\s+\S+\s+connect: kubectl playground attach cli`))
+	g.Expect(out).To(MatchRegexp(`cli\s+sandbox\s+True\s+(Ready|Detached)\s+Running\s+plugin-1\s+\S+\s+connect: kubectl playground attach cli`))
 
 	// exec and shell, as a user granted use on the tenant, through the
 	// TLS agent, which checks the user itself.

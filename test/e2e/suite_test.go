@@ -167,6 +167,9 @@ type node struct {
 	// usageInterval, when set, is how often it reads its sandboxes'
 	// usage.
 	usageInterval time.Duration
+	// stateWriteInterval, when set, paces the writes of its sandboxes'
+	// runtime states.
+	stateWriteInterval time.Duration
 	// egressDNS, when set, is the hub of its resolvers' decisions, as
 	// `playground agent` always has: the agent then records egress
 	// (its counters, logs and Events).
@@ -219,6 +222,7 @@ func startNode(t *testing.T, n *node) {
 	}
 	opts.Agent.Tracer = n.tracer
 	opts.UsageInterval = n.usageInterval
+	opts.StateWriteInterval = n.stateWriteInterval
 	n.agent = goRun(t, func(ctx context.Context) error { return nodeagent.Run(ctx, opts) })
 }
 

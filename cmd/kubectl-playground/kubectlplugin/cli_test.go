@@ -81,6 +81,12 @@ func TestHelpAndMistakes(t *testing.T) {
 		{[]string{"tenant", "create", "x", "--pile-size", "big"}, `--pile-size "big": want a positive quantity, such as 500m, 2, 512Mi or 4Gi`, "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--pile-inodes", "10"}, "--pile-inodes 10: want at least 256", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--faculty", "commons", "--shared-pile", "commons"}, `--faculty "commons" is the --shared-pile too: a FacultyBundle is either a faculty or the shared pile, not both`, "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--idle-mode", "Pause"}, "--idle-mode and --idle-with-running-jobs say how the sandbox is suspended after --idle-suspend: give it too", "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--tools", "all"}, `--tools "all": want standard, extended`, "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--tools", "extended", "--catalog", "workers"}, "--tools is the tool set of catalog sandbox; a workers tenant is served its worker's own tools", "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--pids", "8"}, "--pids 8: want 16 to 1048576", "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--env", "1X=y"}, `--env "1X=y": want NAME=VALUE, NAME of letters, digits and underscores, not starting with a digit`, "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--usage-period", "1h"}, "--usage-period 1h0m0s: want at least 10s, with --usage-cpu-seconds", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--network", "egress"}, "--network egress needs what the sandbox may reach: --egress CIDR[:PORT,...] or HOST[:PORT,...]", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--egress", "PyPI.org:443"}, `--egress "PyPI.org:443": want a lower-case host name such as pypi.org or *.githubusercontent.com, or an IPv4 network such as 10.0.0.0/8, then optionally :PORT,PORT`, "kubectl playground tenant create"},
 	} {

@@ -43,7 +43,10 @@ import (
 )
 
 // tenantRow is one tenant at a glance: a row of status and tenant list,
-// and what status -o json|yaml prints for each tenant.
+// and what status -o json|yaml prints for each tenant. State says whether
+// its sandbox's processes run: the reason of the Sandbox's Running
+// condition (Running, IdlePaused, IdleSuspended, IdleStopped, Waking,
+// CPULimitReached, Suspended, Stopped).
 type tenantRow struct {
 	Namespace string      `json:"namespace"`
 	Name      string      `json:"name"`
@@ -52,6 +55,7 @@ type tenantRow struct {
 	Reason    string      `json:"reason,omitempty"`
 	Suspended bool        `json:"suspended,omitempty"`
 	Phase     string      `json:"phase,omitempty"`
+	State     string      `json:"state,omitempty"`
 	Node      string      `json:"node,omitempty"`
 	SandboxID string      `json:"sandboxID,omitempty"`
 	Created   metav1.Time `json:"creationTimestamp"`
@@ -79,9 +83,24 @@ type facultyRow struct {
 	Message     string `json:"message"`
 }
 
+// settingsRow is what a tenant asked for that decides how its sandbox
+// runs and what it is served.
+type settingsRow struct {
+	Backend string `json:"backend"`
+	// Isolation is what the sandbox runs with (its status), else what the
+	// Tenant asks for; empty on backends that offer no choice.
+	Isolation string `json:"isolation,omitempty"`
+	// Tools is the tool set of catalog sandbox; empty for catalog workers.
+	Tools string `json:"tools,omitempty"`
+	// Idle is when and how the sandbox is put to sleep: "never", or
+	// MODE after DURATION.
+	Idle string `json:"idle"`
+}
+
 // tenantStatus is what status NAME -o json|yaml prints.
 type tenantStatus struct {
 	tenantRow
+	Settings   settingsRow    `json:"settings"`
 	Conditions []conditionRow `json:"conditions"`
 	Faculties  []facultyRow   `json:"faculties,omitempty"`
 	// EgressDenials are the latest names and answers the sandbox's
@@ -237,7 +256,7 @@ func (x *cli) printRows(rows []tenantRow) error {
 	if x.allNamespaces {
 		fmt.Fprint(w, "NAMESPACE\t")
 	}
-	fmt.Fprintln(w, "NAME\tCATALOG\tREADY\tPHASE\tNODE\tAGE\tNEXT")
+	fmt.Fprintln(w, "NAME\tCATALOG\tREADY\tPHASE\tSTATE\tNODE\tAGE\tNEXT")
 	for _, r := range rows {
 		if x.allNamespaces {
 			fmt.Fprintf(w, "%s\t", r.Namespace)
@@ -246,7 +265,7 @@ func (x *cli) printRows(rows []tenantRow) error {
 		if !r.Created.IsZero() {
 			age = duration.HumanDuration(time.Since(r.Created.Time))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Catalog, r.Ready, cmpOr(r.Phase, "-"), cmpOr(r.Node, "-"), age, r.Next)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Catalog, r.Ready, cmpOr(r.Phase, "-"), cmpOr(r.State, "-"), cmpOr(r.Node, "-"), age, r.Next)
 	}
 	return w.Flush()
 }
@@ -270,9 +289,13 @@ func (x *cli) rowOf(t *playgroundv1alpha1.Tenant, s *playgroundv1alpha1.Sandbox)
 		}
 		return fmt.Sprintf("kubectl playground %s %s", verb, t.Name)
 	}
-	var jobs *metav1.Condition
+	var jobs, running *metav1.Condition
 	if s != nil {
 		jobs = meta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition)
+		running = meta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.RunningCondition)
+	}
+	if running != nil {
+		r.State = running.Reason
 	}
 	switch {
 	case !t.DeletionTimestamp.IsZero():
@@ -281,6 +304,10 @@ func (x *cli) rowOf(t *playgroundv1alpha1.Tenant, s *playgroundv1alpha1.Sandbox)
 		r.Next = "suspended: " + cmd("tenant resume")
 	case jobs != nil && jobs.Status == metav1.ConditionFalse:
 		r.Next = "background jobs halted (" + jobs.Reason + "): " + cmd("tenant restart")
+	case running != nil && running.Reason == playgroundv1alpha1.ReasonCPULimitReached:
+		r.Next = "frozen for its usage limit until its period resets, or raise spec.sandbox.usageLimits: " + cmd("status")
+	case ready != nil && ready.Status == metav1.ConditionTrue && running != nil && running.Status == metav1.ConditionFalse:
+		r.Next = "connect (asleep: the next call wakes it): " + cmd("attach")
 	case ready != nil && ready.Status == metav1.ConditionTrue:
 		r.Next = "connect: " + cmd("attach")
 	case ready == nil:
@@ -300,7 +327,7 @@ func (x *cli) status(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	st := tenantStatus{tenantRow: x.rowOf(t, s)}
+	st := tenantStatus{tenantRow: x.rowOf(t, s), Settings: settingsOf(t, s)}
 	st.Conditions = conditionRows("tenant/"+t.Name, t.Status.Conditions)
 	if t.Spec.Catalog == playgroundv1alpha1.CatalogWorkers {
 		rows, err := x.workerRows(ctx, t)
@@ -333,6 +360,13 @@ func (x *cli) status(ctx context.Context, name string) error {
 	}
 	fmt.Fprintln(x.out)
 	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "BACKEND\tISOLATION\tTOOLS\tIDLE")
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Settings.Backend, cmpOr(st.Settings.Isolation, "-"), cmpOr(st.Settings.Tools, "-"), st.Settings.Idle)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(x.out)
+	w = tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "OBJECT\tCONDITION\tSTATUS\tREASON\tMESSAGE")
 	for _, c := range st.Conditions {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Object, c.Type, c.Status, c.Reason, c.Message)
@@ -367,6 +401,29 @@ func (x *cli) status(ctx context.Context, name string) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", f.Name, f.State, f.Fingerprint, f.NodeBuild, f.Message)
 	}
 	return w.Flush()
+}
+
+// settingsOf is what tenant t asked for of its sandbox (s, nil when it
+// has none yet) and its tools, the defaults filled in.
+func settingsOf(t *playgroundv1alpha1.Tenant, s *playgroundv1alpha1.Sandbox) settingsRow {
+	sb := t.Spec.Sandbox
+	r := settingsRow{Backend: cmpOr(string(sb.Backend), string(playgroundv1alpha1.BackendOCI)), Idle: "never"}
+	if r.Backend == string(playgroundv1alpha1.BackendOCI) {
+		r.Isolation = cmpOr(string(sb.Isolation), string(playgroundv1alpha1.IsolationContainer))
+		if s != nil && s.Status.Isolation != "" {
+			r.Isolation = string(s.Status.Isolation) // what it runs with
+		}
+	}
+	if t.Spec.Catalog != playgroundv1alpha1.CatalogWorkers {
+		r.Tools = cmpOr(string(t.Spec.Tools), string(playgroundv1alpha1.ToolSetStandard))
+	}
+	if is := sb.IdleSuspend; is != nil {
+		r.Idle = fmt.Sprintf("%s after %s", cmpOr(string(is.Mode), string(playgroundv1alpha1.IdleModeSuspend)), is.After.Duration)
+		if is.WithRunningJobs {
+			r.Idle += ", even with running jobs"
+		}
+	}
+	return r
 }
 
 // nodeRow is the registration of the node's agent.

@@ -17,6 +17,7 @@ limitations under the License.
 package kubectlplugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -34,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
@@ -203,17 +205,28 @@ func (x *cli) waitForToken(ctx context.Context, what, name string, ready func(*p
 }
 
 // createFlags are tenant create's: the Tenant's spec, and what to do with it.
+// Each field of the spec a platform team sets when it creates a tenant has
+// a flag (TestCreateFlagsCoverTheSpec holds it).
 type createFlags struct {
-	persona, catalog, backend, isolation string
-	cpu, memory, storage                 string
-	faculties                            []string
-	nodeSelector                         []string
-	network                              string
-	egress                               []string
-	idleSuspend                          time.Duration
-	dryRun                               string
-	wait                                 bool
-	endpoint                             string
+	persona, catalog, tools, backend, isolation string
+	cpu, memory, storage                        string
+	pids, inodes                                int64
+	faculties                                   []string
+	nodeSelector                                []string
+	network                                     string
+	egress                                      []string
+	idleSuspend                                 time.Duration
+	idleMode                                    string
+	idleWithJobs                                bool
+	env                                         []string
+	loginScript                                 string
+	fromSnapshot                                string
+	cpuSeconds                                  int64
+	usagePeriod                                 time.Duration
+	suspended                                   bool
+	dryRun                                      string
+	wait                                        bool
+	endpoint                                    string
 
 	// The pile's settings (spec.pile).
 	pileSize, reclaimPolicy, sharedPile, signingKey string
@@ -240,6 +253,7 @@ keep in Git); --dry-run=server has the API server check it first. Without
 --dry-run, -o json|yaml prints the created Tenant instead of the token and
 the configurations.`,
 		Example: `  kubectl playground tenant create alice --isolation gvisor --memory 2Gi --wait
+  kubectl playground tenant create alice --tools extended --idle-suspend 15m --idle-mode Pause
   kubectl playground tenant create alice --faculty tools --dry-run -o yaml > alice.yaml`,
 		Args:              name("tenant"),
 		ValidArgsFunction: cobra.NoFileCompletions,
@@ -267,11 +281,14 @@ the configurations.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.persona, "persona", "", "the identity the tenant's shells present (default: the name)")
 	fl.StringVar(&f.catalog, "catalog", "", "the MCP catalog: sandbox (the eight tools; the default) or workers (its own worker, through a WorkerMapping)")
+	fl.StringVar(&f.tools, "tools", "", "with catalog sandbox, the tool set: standard (the eight tools; the default) or extended (terminals, input to running jobs, files in ranges, and job_input, job_resize, job_screen and job_list)")
 	fl.StringVar(&f.backend, "backend", "", "the sandbox's backend: oci (the default), vm, jail or lima, as the nodes' agents offer")
 	fl.StringVar(&f.isolation, "isolation", "", "on backend oci: container (the default) or gvisor")
 	fl.StringVar(&f.cpu, "cpu", "", `CPU cores the sandbox may use, e.g. "500m" or "2" (default 1)`)
 	fl.StringVar(&f.memory, "memory", "", `memory the sandbox may use, e.g. "512Mi" (default 1Gi)`)
 	fl.StringVar(&f.storage, "storage", "", `size of the sandbox's writable layer (home, workspace, /tmp), e.g. "8Gi" (default 4Gi)`)
+	fl.Int64Var(&f.pids, "pids", 0, "the most processes and threads the sandbox may hold at once, 16 to 1048576 (default 1024)")
+	fl.Int64Var(&f.inodes, "inodes", 0, "the most files the writable layer may hold, at least 256 (default 262144)")
 	fl.StringArrayVar(&f.faculties, "faculty", nil, "a FacultyBundle of the namespace to install on the sandbox's PATH (repeatable)")
 	fl.StringArrayVar(&f.nodeSelector, "node-selector", nil, "a node label KEY=VALUE the sandbox's node must have (repeatable), as a Pod's nodeSelector")
 	fl.StringVar(&f.network, "network", "", "none (loopback only; the default) or egress (to the --egress list only)")
@@ -282,23 +299,33 @@ the configurations.`,
 	fl.StringVar(&f.reclaimPolicy, "reclaim-policy", "", "whether the pile outlives the sandbox: Retain (kept on its node; the default) or Delete (removed with the sandbox)")
 	fl.StringVar(&f.sharedPile, "shared-pile", "", "a FacultyBundle of the namespace mounted read-only at /pile/shared")
 	fl.StringVar(&f.signingKey, "signing-key-secret", "", "a Secret of type playground.dev/signing-key holding the pile's signing key under self.key (default: the manager generates one)")
+	fl.StringVar(&f.idleMode, "idle-mode", "", "with --idle-suspend, how: Suspend (the default: its memory and CPU freed, kept on disk where the node can) or Pause (frozen, its memory kept in RAM, resumed in milliseconds)")
+	fl.BoolVar(&f.idleWithJobs, "idle-with-running-jobs", false, "with --idle-suspend, suspend it even while background jobs run (where its memory is not kept, they end)")
+	fl.StringArrayVar(&f.env, "env", nil, "an environment variable NAME=VALUE that login shells start with (repeatable)")
+	fl.StringVar(&f.loginScript, "login-script", "", "shell code that login shells source before each command, e.g. 'alias ll=\"ls -l\"'")
+	fl.StringVar(&f.fromSnapshot, "from-snapshot", "", "a SandboxSnapshot of the namespace the sandbox starts from (its files, and its memory where the snapshot holds it)")
+	fl.Int64Var(&f.cpuSeconds, "usage-cpu-seconds", 0, "the CPU-seconds the sandbox may use per --usage-period; spent, it is frozen until the period resets (default: no limit)")
+	fl.DurationVar(&f.usagePeriod, "usage-period", 0, "with --usage-cpu-seconds, the period, at least 10s (default 24h)")
+	fl.BoolVar(&f.suspended, "suspended", false, "create the tenant suspended: its token is refused and its sandbox stopped until tenant resume")
 	fl.StringVar(&f.dryRun, "dry-run", "none", "client: print the Tenant without creating it; server: have the API server check it too, without creating it")
 	fl.Lookup("dry-run").NoOptDefVal = "client"
 	fl.BoolVar(&f.wait, "wait", false, "wait until the tenant's sandbox is Ready (up to --timeout) before printing how to connect")
 	fl.StringVar(&f.endpoint, "endpoint", "", "the MCP endpoint clients reach the gateway at (default: $"+EndpointEnv+", else the gateway Service's address inside the cluster)")
 	outputFlag(cmd, &x.output, "the Tenant")
 	for flag, values := range map[string][]string{
-		"catalog":   {string(playgroundv1alpha1.CatalogSandbox), string(playgroundv1alpha1.CatalogWorkers)},
-		"backend":   {string(playgroundv1alpha1.BackendOCI), string(playgroundv1alpha1.BackendVM), string(playgroundv1alpha1.BackendJail), string(playgroundv1alpha1.BackendLima)},
-		"isolation": {string(playgroundv1alpha1.IsolationContainer), string(playgroundv1alpha1.IsolationGVisor)},
-		"network":   {string(playgroundv1alpha1.NetworkNone), string(playgroundv1alpha1.NetworkEgress)},
-		"dry-run":   {"none", "client", "server"},
+		"catalog":        {string(playgroundv1alpha1.CatalogSandbox), string(playgroundv1alpha1.CatalogWorkers)},
+		"tools":          {string(playgroundv1alpha1.ToolSetStandard), string(playgroundv1alpha1.ToolSetExtended)},
+		"idle-mode":      {string(playgroundv1alpha1.IdleModeSuspend), string(playgroundv1alpha1.IdleModePause)},
+		"reclaim-policy": {string(playgroundv1alpha1.ReclaimRetain), string(playgroundv1alpha1.ReclaimDelete)},
+		"backend":        {string(playgroundv1alpha1.BackendOCI), string(playgroundv1alpha1.BackendVM), string(playgroundv1alpha1.BackendJail), string(playgroundv1alpha1.BackendLima)},
+		"isolation":      {string(playgroundv1alpha1.IsolationContainer), string(playgroundv1alpha1.IsolationGVisor)},
+		"network":        {string(playgroundv1alpha1.NetworkNone), string(playgroundv1alpha1.NetworkEgress)},
+		"dry-run":        {"none", "client", "server"},
 	} {
 		_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
 	_ = cmd.RegisterFlagCompletionFunc("faculty", x.completeFaculties)
 	_ = cmd.RegisterFlagCompletionFunc("shared-pile", x.completeFaculties)
-	_ = cmd.RegisterFlagCompletionFunc("reclaim-policy", cobra.FixedCompletions([]string{string(playgroundv1alpha1.ReclaimRetain), string(playgroundv1alpha1.ReclaimDelete)}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -319,10 +346,12 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 	for _, c := range []error{
 		oneOf(cmd, "dry-run", f.dryRun, "none", "client", "server"),
 		oneOf(cmd, "catalog", f.catalog, string(playgroundv1alpha1.CatalogSandbox), string(playgroundv1alpha1.CatalogWorkers)),
+		oneOf(cmd, "tools", f.tools, string(playgroundv1alpha1.ToolSetStandard), string(playgroundv1alpha1.ToolSetExtended)),
+		oneOf(cmd, "idle-mode", f.idleMode, string(playgroundv1alpha1.IdleModeSuspend), string(playgroundv1alpha1.IdleModePause)),
+		oneOf(cmd, "reclaim-policy", f.reclaimPolicy, string(playgroundv1alpha1.ReclaimRetain), string(playgroundv1alpha1.ReclaimDelete)),
 		oneOf(cmd, "backend", f.backend, string(playgroundv1alpha1.BackendOCI), string(playgroundv1alpha1.BackendVM), string(playgroundv1alpha1.BackendJail), string(playgroundv1alpha1.BackendLima)),
 		oneOf(cmd, "isolation", f.isolation, string(playgroundv1alpha1.IsolationContainer), string(playgroundv1alpha1.IsolationGVisor)),
 		oneOf(cmd, "network", f.network, string(playgroundv1alpha1.NetworkNone), string(playgroundv1alpha1.NetworkEgress)),
-		oneOf(cmd, "reclaim-policy", f.reclaimPolicy, string(playgroundv1alpha1.ReclaimRetain), string(playgroundv1alpha1.ReclaimDelete)),
 	} {
 		if c != nil {
 			return nil, c
@@ -331,11 +360,15 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 	if f.isolation != "" && f.backend != "" && f.backend != string(playgroundv1alpha1.BackendOCI) {
 		return nil, usagef(cmd, "--isolation is a choice of backend oci; backend %s takes none", f.backend)
 	}
+	if f.tools != "" && f.catalog == string(playgroundv1alpha1.CatalogWorkers) {
+		return nil, usagef(cmd, "--tools is the tool set of catalog sandbox; a workers tenant is served its worker's own tools")
+	}
 	t := &playgroundv1alpha1.Tenant{
 		TypeMeta:   metav1.TypeMeta{APIVersion: playgroundv1alpha1.GroupVersion.String(), Kind: "Tenant"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: playgroundv1alpha1.TenantSpec{
-			Persona: f.persona, Catalog: playgroundv1alpha1.Catalog(f.catalog),
+			Persona: f.persona, Catalog: playgroundv1alpha1.Catalog(f.catalog), Tools: playgroundv1alpha1.ToolSet(f.tools),
+			Suspended: f.suspended,
 			Sandbox: playgroundv1alpha1.SandboxTemplate{
 				Backend:   playgroundv1alpha1.BackendClass(f.backend),
 				Isolation: playgroundv1alpha1.Isolation(f.isolation),
@@ -343,6 +376,9 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 		},
 	}
 	sb := &t.Spec.Sandbox
+	if err := f.more(cmd, t); err != nil {
+		return nil, err
+	}
 	for _, q := range []struct {
 		flag, value string
 		to          **resource.Quantity
@@ -417,7 +453,10 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 	case f.idleSuspend < 0 || (f.idleSuspend > 0 && f.idleSuspend < 10*time.Second):
 		return nil, usagef(cmd, "--idle-suspend %s: want at least 10s", f.idleSuspend)
 	case f.idleSuspend > 0:
-		sb.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: f.idleSuspend}}
+		sb.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: f.idleSuspend},
+			Mode: playgroundv1alpha1.IdleMode(f.idleMode), WithRunningJobs: f.idleWithJobs}
+	case f.idleMode != "" || f.idleWithJobs:
+		return nil, usagef(cmd, "--idle-mode and --idle-with-running-jobs say how the sandbox is suspended after --idle-suspend: give it too")
 	}
 	sb.Network.Mode = mode
 	for _, e := range f.egress {
@@ -429,6 +468,60 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 	}
 	return t, nil
 }
+
+// more sets the fields of t's spec beyond the sandbox's size and network:
+// its limits of processes and files, its login profile, where
+// it starts from and its usage limit.
+func (f *createFlags) more(cmd *cobra.Command, t *playgroundv1alpha1.Tenant) error {
+	sb := &t.Spec.Sandbox
+	for _, n := range []struct {
+		flag     string
+		value    int64
+		min, max int64
+		to       **int64
+	}{
+		{"pids", f.pids, 16, 1048576, &sb.Resources.PIDs},
+		{"inodes", f.inodes, 256, 4294967295, &sb.Storage.Inodes},
+	} {
+		switch {
+		case n.value == 0:
+		case n.value < n.min || n.value > n.max:
+			return usagef(cmd, "--%s %d: want %d to %d", n.flag, n.value, n.min, n.max)
+		default:
+			*n.to = ptr.To(n.value)
+		}
+	}
+	if f.fromSnapshot != "" {
+		if errs := validation.IsDNS1123Subdomain(f.fromSnapshot); len(errs) > 0 {
+			return usagef(cmd, "--from-snapshot %q: %s", f.fromSnapshot, strings.Join(errs, "; "))
+		}
+	}
+	sb.FromSnapshot = f.fromSnapshot
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !envName.MatchString(k) {
+			return usagef(cmd, "--env %q: want NAME=VALUE, NAME of letters, digits and underscores, not starting with a digit", kv)
+		}
+		if slices.ContainsFunc(sb.LoginProfile.Env, func(e playgroundv1alpha1.EnvVar) bool { return e.Name == k }) {
+			return usagef(cmd, "--env %s is given twice", k)
+		}
+		sb.LoginProfile.Env = append(sb.LoginProfile.Env, playgroundv1alpha1.EnvVar{Name: k, Value: v})
+	}
+	sb.LoginProfile.Script = f.loginScript
+	switch {
+	case f.cpuSeconds < 0:
+		return usagef(cmd, "--usage-cpu-seconds %d: want a positive number of CPU-seconds", f.cpuSeconds)
+	case f.usagePeriod != 0 && (f.cpuSeconds == 0 || f.usagePeriod < 10*time.Second):
+		return usagef(cmd, "--usage-period %s: want at least 10s, with --usage-cpu-seconds", f.usagePeriod)
+	case f.cpuSeconds > 0:
+		period := cmp.Or(f.usagePeriod, 24*time.Hour) // the API's default, which a zero would not take
+		sb.UsageLimits = &playgroundv1alpha1.UsageLimits{CPUSeconds: ptr.To(f.cpuSeconds), Period: metav1.Duration{Duration: period}}
+	}
+	return nil
+}
+
+// envName is the Tenant CRD's pattern of a login environment variable.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // hostPattern is the Tenant CRD's pattern of an egress host.
 var hostPattern = regexp.MustCompile(`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)

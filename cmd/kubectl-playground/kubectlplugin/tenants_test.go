@@ -19,8 +19,11 @@ package kubectlplugin
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +57,7 @@ func TestCreateDryRun(t *testing.T) {
 		{"tenant", "create", "x", "--dry-run=client", "-o", "yaml", "--backend", "oci", "--isolation", "container", "--cpu", "500m", "--memory", "2Gi",
 			"--storage", "8Gi", "--node-selector", "example.com/pool=fast", "--faculty", "tools", "--faculty", "more-tools", "--catalog", "sandbox", "--persona", "Ada L.",
 			"--network", "egress", "--egress", "10.0.0.0/8:443,80", "--egress", "203.0.113.7/32", "--egress", "pypi.org:443", "--egress", "*.githubusercontent.com", "--idle-suspend", "15m"},
+		allFlags,
 		{"tenant", "create", "x", "--backend", "vm", "--dry-run", "-o", "yaml"},
 		{"tenant", "create", "x", "--dry-run", "-o", "yaml", "--pile-size", "1Gi", "--pile-inodes", "8192", "--reclaim-policy", "Delete",
 			"--shared-pile", "commons", "--signing-key-secret", "platform-key"},
@@ -117,6 +121,115 @@ func TestCreateDryRun(t *testing.T) {
 	}
 }
 
+// allFlags is tenant create with every flag of the Tenant's spec.
+var allFlags = []string{"tenant", "create", "x", "--dry-run", "-o", "yaml",
+	"--persona", "Ada", "--catalog", "sandbox", "--tools", "extended", "--backend", "oci", "--isolation", "gvisor",
+	"--cpu", "2", "--memory", "2Gi", "--pids", "2048", "--storage", "8Gi", "--inodes", "100000",
+	"--reclaim-policy", "Delete", "--pile-size", "1Gi", "--pile-inodes", "8192", "--signing-key-secret", "team-key", "--shared-pile", "shared",
+	"--faculty", "tools", "--node-selector", "example.com/pool=fast", "--network", "egress", "--egress", "pypi.org:443",
+	"--idle-suspend", "30s", "--idle-mode", "Pause", "--idle-with-running-jobs",
+	"--env", "EDITOR=vi", "--env", "PAGER=less", "--login-script", "alias ll='ls -l'", "--from-snapshot", "golden",
+	"--usage-cpu-seconds", "3600", "--usage-period", "24h", "--suspended"}
+
+// notFlags are the fields of a Tenant's spec that tenant create has no
+// flag for, and why.
+var notFlags = map[string]string{
+	"spec.credentials.rotationRequest":                        "a rotation of a tenant that exists: token reset",
+	"spec.pile.signingKey.rotationRequest":                    "a rotation of a generated key of a tenant that exists",
+	"spec.sandbox.network.egress[].checkServerName":           "a choice per egress rule: write it in YAML (--dry-run -o yaml)",
+	"spec.sandbox.network.egress[].credential.header":         "a brokered credential per egress rule: write it in YAML (--dry-run -o yaml)",
+	"spec.sandbox.network.egress[].credential.secretRef.name": "a brokered credential per egress rule: write it in YAML (--dry-run -o yaml)",
+	"spec.sandbox.network.egress[].credential.secretRef.key":  "a brokered credential per egress rule: write it in YAML (--dry-run -o yaml)",
+	"spec.sandbox.network.egress[].cidr":                      "--egress takes a CIDR or a host: allFlags gives a host",
+}
+
+// schemaLeaves lists the leaf fields of an OpenAPI schema under path.
+func schemaLeaves(path string, schema map[string]any, out map[string]bool) {
+	if items, ok := schema["items"].(map[string]any); ok {
+		schemaLeaves(path+"[]", items, out)
+		return
+	}
+	props, ok := schema["properties"].(map[string]any)
+	if !ok {
+		out[path] = true
+		return
+	}
+	for name, sub := range props {
+		schemaLeaves(path+"."+name, sub.(map[string]any), out)
+	}
+}
+
+// valueLeaves lists the leaf fields of a decoded JSON value under path.
+func valueLeaves(path string, v any, out map[string]bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		if path == "spec.sandbox.nodeSelector" {
+			out[path] = true // a map: its keys are the user's
+			return
+		}
+		for k, sub := range v {
+			valueLeaves(path+"."+k, sub, out)
+		}
+	case []any:
+		for _, sub := range v {
+			valueLeaves(path+"[]", sub, out)
+		}
+	default:
+		out[path] = true
+	}
+}
+
+// TestCreateFlagsCoverTheSpec: tenant create has a flag for every field of
+// a Tenant's spec (the CRD's schema, so a field added to the API without
+// a flag fails here), bar those notFlags names with why; allFlags sets
+// them all, and the API server takes the result.
+func TestCreateFlagsCoverTheSpec(t *testing.T) {
+	crd, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "crd", "bases", "playground.dev_tenants.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def struct {
+		Spec struct {
+			Versions []struct {
+				Schema struct {
+					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(crd, &def); err != nil || len(def.Spec.Versions) != 1 {
+		t.Fatalf("reading the Tenant CRD: %v", err)
+	}
+	schema := map[string]bool{}
+	spec := def.Spec.Versions[0].Schema.OpenAPIV3Schema["properties"].(map[string]any)["spec"].(map[string]any)
+	schemaLeaves("spec", spec, schema)
+
+	newNamespace(t, "all-flags")
+	code, out, errOut := runMain(t, append([]string{"-n", "all-flags"}, allFlags...)...)
+	if code != 0 {
+		t.Fatalf("tenant create with every flag: %d %s", code, errOut)
+	}
+	var u unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(out), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{} // what the flags set, before the API server's defaults
+	valueLeaves("spec", u.Object["spec"], set)
+	if err := k8s.Create(context.Background(), &u, client.DryRunAll); err != nil {
+		t.Fatalf("the API server refuses tenant create with every flag: %v\n%s", err, out)
+	}
+	for field := range schema {
+		if _, why := notFlags[field]; !why && !set[field] {
+			t.Errorf("tenant create has no flag for %s (add one, or say why in notFlags)", field)
+		}
+	}
+	for field := range notFlags {
+		if !schema[field] {
+			t.Errorf("notFlags names %s, which the Tenant's spec does not have", field)
+		}
+	}
+}
+
 // tenantAt creates a tenant whose manager and agent reported it Ready (or
 // not, with reason), with a token in its Secret, and returns the token.
 func tenantAt(t *testing.T, ns, name, node, reason string, mutate func(*playgroundv1alpha1.Tenant)) string {
@@ -172,6 +285,10 @@ func TestStatusListsTenants(t *testing.T) {
 	tenantAt(t, "list-a", "waiting", "", "NoEligibleNode", nil)
 	tenantAt(t, "list-a", "paused", "n1", "", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Suspended = true })
 	tenantAt(t, "list-b", "other", "n2", "", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Catalog = playgroundv1alpha1.CatalogWorkers })
+	tenantAt(t, "list-a", "sleeper", "n1", "", nil)
+	sandboxRunning(t, "list-a", "sleeper", metav1.ConditionFalse, playgroundv1alpha1.ReasonIdleSuspended, "Suspended at 2026-01-01T00:00:00Z after 30s without calls")
+	tenantAt(t, "list-a", "spent", "n1", "", nil)
+	sandboxRunning(t, "list-a", "spent", metav1.ConditionFalse, playgroundv1alpha1.ReasonCPULimitReached, "Frozen for its usage limit")
 
 	rows := func(out string) map[string]string {
 		m := map[string]string{}
@@ -189,14 +306,16 @@ func TestStatusListsTenants(t *testing.T) {
 		}
 		got := rows(out)
 		for first, want := range map[string]string{
-			"NAME":    "NAME CATALOG READY PHASE NODE AGE NEXT",
-			"ready":   "ready sandbox True Ready n1 <AGE> connect: kubectl playground attach ready",
-			"waiting": "waiting sandbox False - - <AGE> NoEligibleNode: kubectl playground status waiting",
-			"paused":  "paused sandbox True Ready n1 <AGE> suspended: kubectl playground tenant resume paused",
+			"NAME":    "NAME CATALOG READY PHASE STATE NODE AGE NEXT",
+			"ready":   "ready sandbox True Ready - n1 <AGE> connect: kubectl playground attach ready",
+			"waiting": "waiting sandbox False - - - <AGE> NoEligibleNode: kubectl playground status waiting",
+			"paused":  "paused sandbox True Ready - n1 <AGE> suspended: kubectl playground tenant resume paused",
+			"sleeper": "sleeper sandbox True Ready IdleSuspended n1 <AGE> connect (asleep: the next call wakes it): kubectl playground attach sleeper",
+			"spent":   "spent sandbox True Ready CPULimitReached n1 <AGE> frozen for its usage limit until its period resets, or raise spec.sandbox.usageLimits: kubectl playground status spent",
 		} {
 			line := got[first]
-			if f := strings.Fields(line); len(f) > 5 && first != "NAME" {
-				f[5] = "<AGE>"
+			if f := strings.Fields(line); len(f) > 6 && first != "NAME" {
+				f[6] = "<AGE>"
 				line = strings.Join(f, " ")
 			}
 			if line != want {
@@ -217,7 +336,8 @@ func TestStatusListsTenants(t *testing.T) {
 
 	code, out, _ = runMain(t, "-n", "list-a", "status", "-o", "json")
 	var summary struct{ Items []tenantRow }
-	if err := json.Unmarshal([]byte(out), &summary); code != 0 || err != nil || len(summary.Items) != 3 || summary.Items[1].Name != "ready" || summary.Items[1].Node != "n1" || summary.Items[1].SandboxID != "sbx-ready" {
+	if err := json.Unmarshal([]byte(out), &summary); code != 0 || err != nil || len(summary.Items) != 5 || summary.Items[1].Name != "ready" || summary.Items[1].Node != "n1" || summary.Items[1].SandboxID != "sbx-ready" ||
+		summary.Items[2].State != playgroundv1alpha1.ReasonIdleSuspended {
 		t.Errorf("status -o json (%v):\n%s", err, out)
 	}
 	code, out, _ = runMain(t, "-n", "list-a", "tenant", "list", "-o", "yaml")
@@ -225,7 +345,7 @@ func TestStatusListsTenants(t *testing.T) {
 		Kind  string
 		Items []playgroundv1alpha1.Tenant
 	}
-	if err := yaml.Unmarshal([]byte(out), &list); code != 0 || err != nil || list.Kind != "List" || len(list.Items) != 3 || list.Items[0].Kind != "Tenant" || strings.Contains(out, "managedFields") {
+	if err := yaml.Unmarshal([]byte(out), &list); code != 0 || err != nil || list.Kind != "List" || len(list.Items) != 5 || list.Items[0].Kind != "Tenant" || strings.Contains(out, "managedFields") {
 		t.Errorf("tenant list -o yaml (%v):\n%s", err, out)
 	}
 	code, out, _ = runMain(t, "-n", "list-a", "status", "ready", "-o", "json")
@@ -235,6 +355,74 @@ func TestStatusListsTenants(t *testing.T) {
 	}
 	if code, out, _ := runMain(t, "-n", "list-none", "status"); code != 0 || !strings.Contains(out, "No tenants in namespace list-none") {
 		t.Errorf("status of an empty namespace: %d %q", code, out)
+	}
+}
+
+// sandboxRunning writes the Running condition of tenant name's Sandbox, as
+// its agent does.
+func sandboxRunning(t *testing.T, ns, name string, status metav1.ConditionStatus, reason, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	var s playgroundv1alpha1.Sandbox
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	apimeta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.RunningCondition, Status: status, Reason: reason, Message: msg})
+	if err := k8s.Status().Update(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatusShowsStateAndSettings: status NAME shows whether the tenant's
+// sandbox runs (its STATE, and its Running condition with what the next
+// call does) and what decides how it runs and what it is served: backend,
+// the isolation it runs with, tool set and idle policy; -o json has them
+// as data.
+func TestStatusShowsStateAndSettings(t *testing.T) {
+	ctx := context.Background()
+	newNamespace(t, "settings")
+	tenantAt(t, "settings", "napper", "n1", "", func(tn *playgroundv1alpha1.Tenant) {
+		tn.Spec.Tools = playgroundv1alpha1.ToolSetExtended
+		tn.Spec.Sandbox.Isolation = playgroundv1alpha1.IsolationGVisor
+		tn.Spec.Sandbox.IdleSuspend = &playgroundv1alpha1.IdleSuspend{Mode: playgroundv1alpha1.IdleModePause, After: metav1.Duration{Duration: 30 * time.Second}}
+	})
+	const paused = "Paused at 2026-01-01T00:00:00Z after 30s without calls (spec.idleSuspend), mode Pause: the next call thaws it in milliseconds"
+	sandboxRunning(t, "settings", "napper", metav1.ConditionFalse, playgroundv1alpha1.ReasonIdlePaused, paused)
+	var s playgroundv1alpha1.Sandbox
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "settings", Name: "napper"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status.Isolation = playgroundv1alpha1.IsolationGVisor
+	if err := k8s.Status().Update(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	tenantAt(t, "settings", "plain", "", "", nil)
+
+	code, out, errOut := runMain(t, "-n", "settings", "status", "napper")
+	if code != 0 {
+		t.Fatalf("status: %d %s", code, errOut)
+	}
+	words := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		"NAME CATALOG READY PHASE STATE NODE AGE NEXT",
+		"napper sandbox True Ready IdlePaused n1",
+		"BACKEND ISOLATION TOOLS IDLE oci gvisor extended Pause after 30s",
+		"sandbox/napper Running False IdlePaused " + paused,
+	} {
+		if !strings.Contains(words, want) {
+			t.Errorf("status does not say %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runMain(t, "-n", "settings", "status", "napper", "-o", "json")
+	var st tenantStatus
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.State != playgroundv1alpha1.ReasonIdlePaused ||
+		st.Settings != (settingsRow{Backend: "oci", Isolation: "gvisor", Tools: "extended", Idle: "Pause after 30s"}) {
+		t.Errorf("status -o json (%v): %+v\n%s", err, st.Settings, out)
+	}
+	// The defaults, said as what they are.
+	_, out, _ = runMain(t, "-n", "settings", "status", "plain")
+	if words := strings.Join(strings.Fields(out), " "); !strings.Contains(words, "BACKEND ISOLATION TOOLS IDLE oci container standard never") {
+		t.Errorf("status of a tenant of the defaults:\n%s", out)
 	}
 }
 

@@ -1029,6 +1029,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: credentials
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.CredentialsStatus
+    - name: isolation
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
     - name: observedGeneration
       type:
         scalar: numeric

@@ -31,7 +31,9 @@ import (
 type SandboxStatusApplyConfiguration struct {
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready summarises; Bound and Provisioned detail the steps.
+	// Conditions: Ready summarises; Bound and Provisioned detail the
+	// steps; Running says whether its processes run now (asleep for
+	// idleness, frozen for its usage limit, suspended).
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Phase is the coarse lifecycle state.
 	Phase *apiv1alpha1.SandboxPhase `json:"phase,omitempty"`

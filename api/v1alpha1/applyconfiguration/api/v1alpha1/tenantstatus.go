@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	apiv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -29,12 +30,18 @@ import (
 type TenantStatusApplyConfiguration struct {
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready summarises; CredentialsReady and SandboxReady detail it.
+	// Conditions: Ready summarises; CredentialsReady and SandboxReady
+	// detail it; SandboxRunning says whether the sandbox's processes run
+	// now.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Credentials describes the current token: where it is and its fingerprint.
 	Credentials *CredentialsStatusApplyConfiguration `json:"credentials,omitempty"`
 	// SandboxRef names the tenant's Sandbox.
 	SandboxRef *LocalObjectReferenceApplyConfiguration `json:"sandboxRef,omitempty"`
+	// Isolation is the isolation the tenant's sandbox runs with on backend
+	// oci (its Sandbox's status.isolation: container by default); empty on
+	// other backends.
+	Isolation *apiv1alpha1.Isolation `json:"isolation,omitempty"`
 	// SandboxID is the stable ID of the tenant's sandbox, as its node's
 	// agent chose it; published once the sandbox is Ready (the Sandbox's
 	// status has it from the start of its provisioning).
@@ -89,6 +96,14 @@ func (b *TenantStatusApplyConfiguration) WithCredentials(value *CredentialsStatu
 // If called multiple times, the SandboxRef field is set to the value of the last call.
 func (b *TenantStatusApplyConfiguration) WithSandboxRef(value *LocalObjectReferenceApplyConfiguration) *TenantStatusApplyConfiguration {
 	b.SandboxRef = value
+	return b
+}
+
+// WithIsolation sets the Isolation field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Isolation field is set to the value of the last call.
+func (b *TenantStatusApplyConfiguration) WithIsolation(value apiv1alpha1.Isolation) *TenantStatusApplyConfiguration {
+	b.Isolation = &value
 	return b
 }
 
