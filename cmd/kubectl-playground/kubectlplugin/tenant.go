@@ -73,7 +73,7 @@ func (x *cli) tenantCommand() *cobra.Command {
 			"Kill every process in the tenant's sandbox and start it again over its files.\n"+
 				"This lifts a halt of background jobs (condition JobsAdmitted) and switches the\n"+
 				"sandbox to the newest build of its faculty bundles.", x.restart),
-		one("destroy", "Delete the tenant, its sandbox and its token", "", x.destroy),
+		x.destroyCommand(),
 	)
 	return tenant
 }
@@ -578,8 +578,16 @@ func (x *cli) destroy(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(x.out, "tenant/%s destroyed: its sandbox and token are gone (the pile follows the reclaim policy, %s)\n",
-		name, reclaimOf(t))
+	if reclaimOf(t) == playgroundv1alpha1.ReclaimDelete {
+		fmt.Fprintf(x.out, "tenant/%s destroyed: its sandbox, token, pile and signing key are gone (reclaim policy Delete)\n", name)
+		return nil
+	}
+	key := ""
+	if t.Spec.Pile.SigningKey.SecretName == "" {
+		key = fmt.Sprintf(", and Secret %s its signing key", playgroundv1alpha1.SigningKeySecretName(name))
+	}
+	fmt.Fprintf(x.out, "tenant/%s destroyed: its sandbox and token are gone; under reclaim policy Retain its node keeps its pile%s, for a tenant created again as %s: kubectl playground pile delete %s removes the pile (tenant destroy --purge removes everything)\n",
+		name, key, name, sandboxName(t))
 	return nil
 }
 
