@@ -19,7 +19,7 @@ package kubectlplugin
 import (
 	"context"
 	"fmt"
-	"net"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -263,7 +263,7 @@ the configurations.`,
 	fl.StringArrayVar(&f.faculties, "faculty", nil, "a FacultyBundle of the namespace to install on the sandbox's PATH (repeatable)")
 	fl.StringArrayVar(&f.nodeSelector, "node-selector", nil, "a node label KEY=VALUE the sandbox's node must have (repeatable), as a Pod's nodeSelector")
 	fl.StringVar(&f.network, "network", "", "none (loopback only; the default) or egress (to the --egress list only)")
-	fl.StringArrayVar(&f.egress, "egress", nil, "with --network egress: what the sandbox may reach, an IPv4 network or a host name, CIDR[:PORT,...] or HOST[:PORT,...] (repeatable), e.g. 10.0.0.0/8:443, pypi.org:443, *.githubusercontent.com:443")
+	fl.StringArrayVar(&f.egress, "egress", nil, "with --network egress: what the sandbox may reach, a network or a host name, CIDR[:PORT,...] or HOST[:PORT,...] (repeatable), e.g. 10.0.0.0/8:443, 2001:db8::/32:443, pypi.org:443, *.githubusercontent.com:443")
 	fl.DurationVar(&f.idleSuspend, "idle-suspend", 0, `suspend the sandbox after this long without a tool call, e.g. "15m" (at least 10s); the next call resumes it (default: never)`)
 	fl.StringVar(&f.dryRun, "dry-run", "none", "client: print the Tenant without creating it; server: have the API server check it too, without creating it")
 	fl.Lookup("dry-run").NoOptDefVal = "client"
@@ -387,21 +387,24 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 // hostPattern is the Tenant CRD's pattern of an egress host.
 var hostPattern = regexp.MustCompile(`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
-// egressRule parses CIDR[:PORT,...] or HOST[:PORT,...].
+// egressRule parses CIDR[:PORT,...] or HOST[:PORT,...]; an IPv6
+// network's ports follow its prefix length (2001:db8::/32:443).
 func egressRule(s string) (playgroundv1alpha1.EgressRule, error) {
-	dest, ports, _ := strings.Cut(s, ":")
 	var rule playgroundv1alpha1.EgressRule
-	if strings.Contains(dest, "/") {
-		ip, network, err := net.ParseCIDR(dest)
-		if err != nil || ip.To4() == nil || !ip.Equal(network.IP) {
-			return rule, fmt.Errorf("want an IPv4 network such as 10.0.0.0/8 (host bits zero), then optionally :PORT,PORT")
+	var ports string
+	if addr, rest, isNet := strings.Cut(s, "/"); isNet {
+		bits, p, _ := strings.Cut(rest, ":")
+		prefix, err := netip.ParsePrefix(addr + "/" + bits)
+		if err != nil || prefix != prefix.Masked() {
+			return rule, fmt.Errorf("want a network such as 10.0.0.0/8 or 2001:db8::/32 (host bits zero), then optionally :PORT,PORT")
 		}
-		rule.CIDR = dest
+		rule.CIDR, ports = prefix.String(), p
 	} else {
+		dest, p, _ := strings.Cut(s, ":")
 		if !hostPattern.MatchString(dest) {
-			return rule, fmt.Errorf("want a lower-case host name such as pypi.org or *.githubusercontent.com, or an IPv4 network such as 10.0.0.0/8, then optionally :PORT,PORT")
+			return rule, fmt.Errorf("want a lower-case host name such as pypi.org or *.githubusercontent.com, or a network such as 10.0.0.0/8, then optionally :PORT,PORT")
 		}
-		rule.Host = dest
+		rule.Host, ports = dest, p
 	}
 	if ports == "" {
 		return rule, nil
