@@ -602,7 +602,7 @@ func TestEgressForms(t *testing.T) {
 	// What a page says is refused.
 	refusals := map[*regexp.Regexp]map[string]any{
 		regexp.MustCompile(`(?i)no host names?|host names? (are|is) not|names are not accepted`): {"host": "pypi.org", "ports": []any{443}},
-		regexp.MustCompile(`(?i)ipv4 (networks? )?only|only ipv4`):                              {"cidr": "2001:db8::/32"},
+		regexp.MustCompile(`(?i)ipv4 (networks? )?only|only ipv4`):                               {"cidr": "2001:db8::/32"},
 	}
 	all["kubectl playground tenant create --help"] = help
 	for rel, page := range all {
