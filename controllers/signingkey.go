@@ -201,6 +201,27 @@ func (r *TenantReconciler) secret(ctx context.Context, key client.ObjectKey) (*c
 	return s, nil
 }
 
+// deleteGeneratedKey deletes the generated signing key's Secret that the
+// tenant controls (under reclaim policy Delete) when the tenant is
+// deleted: the key signs in the tenant's name, so it goes at once, as the
+// token does, not whenever a garbage collector comes by (and never where
+// none runs). Under Retain it stays, with the pile that holds it, for a
+// Tenant created again under the same name.
+func (r *TenantReconciler) deleteGeneratedKey(ctx context.Context, t *playgroundv1alpha1.Tenant) error {
+	s, err := r.secret(ctx, client.ObjectKey{Namespace: t.Namespace, Name: playgroundv1alpha1.SigningKeySecretName(t.Name)})
+	if err != nil {
+		return fmt.Errorf("reading the signing key's Secret of tenant %s: %w", t.Name, err)
+	}
+	if s == nil || !metav1.IsControlledBy(s, t) || !s.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	uid := s.UID
+	if err := r.Delete(ctx, s, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the signing key's Secret %s: %w", s.Name, err)
+	}
+	return nil
+}
+
 // keyOwned says whether a generated key's Secret is the Tenant's to
 // delete with it: under reclaim policy Delete.
 func keyOwned(t *playgroundv1alpha1.Tenant) bool {

@@ -966,14 +966,18 @@ func (r *TenantReconciler) reconcileDelete(ctx context.Context, t *playgroundv1a
 	return err
 }
 
-// deleteDependents revokes the token (deletes the Secret, without waiting)
-// and deletes the Sandbox, reporting whether the Sandbox is gone.
+// deleteDependents revokes the token (deletes the Secret, without waiting),
+// deletes the generated signing key the tenant controls (under reclaim
+// policy Delete) and the Sandbox, reporting whether the Sandbox is gone.
 func (r *TenantReconciler) deleteDependents(ctx context.Context, t *playgroundv1alpha1.Tenant) (bool, error) {
 	if _, err := r.deleteOwned(ctx, t, &corev1.Secret{}, playgroundv1alpha1.CredentialSecretName(t.Name)); err != nil {
 		return false, err
 	}
 	t.Status.Credentials.TokenSHA256 = ""
 	r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionFalse, ReasonDeleting, "The tenant is being deleted: its token is revoked")
+	if err := r.deleteGeneratedKey(ctx, t); err != nil {
+		return false, err
+	}
 	sbx := &playgroundv1alpha1.Sandbox{}
 	gone, err := r.deleteOwned(ctx, t, sbx, t.Name)
 	if err != nil || gone {

@@ -63,6 +63,12 @@ func (u *UserAgents) Sandbox(ctx context.Context, sbx *playgroundv1alpha1.Sandbo
 	return sbx.Status.SandboxID, c, nil
 }
 
+// Node returns the client of node's agent at endpoint (its registration
+// says it), for the calls that name no sandbox: its retained piles.
+func (u *UserAgents) Node(ctx context.Context, node, endpoint string) (*agentapi.Client, error) {
+	return u.pool.client(ctx, node, endpoint)
+}
+
 // KubeconfigToken is the bearer token of a kubeconfig, which a user's tools
 // present to the agents as the user's identity.
 func KubeconfigToken(cfg *rest.Config) (func() (string, error), error) {

@@ -204,6 +204,21 @@ func (c *Client) SetSigningKey(ctx context.Context, req SigningKeyRequest) (Sign
 	return res, err
 }
 
+// Piles lists the piles the node retains of Sandboxes that are gone, in
+// namespace ("": every namespace).
+func (c *Client) Piles(ctx context.Context, namespace string) (Piles, error) {
+	var res Piles
+	err := c.do(ctx, "/v1/piles", PilesRequest{Namespace: namespace}, &res)
+	return res, err
+}
+
+// RemovePile removes the pile the node retains of Sandbox namespace/name.
+func (c *Client) RemovePile(ctx context.Context, namespace, name string) (RemovedPile, error) {
+	var res RemovedPile
+	err := c.do(ctx, "/v1/piles/delete", RemovePileRequest{Namespace: namespace, Name: name}, &res)
+	return res, err
+}
+
 // Renew extends a handle's lease.
 func (c *Client) Renew(ctx context.Context, tenant, handle string) (Handle, error) {
 	var h Handle

@@ -108,6 +108,47 @@ type SigningKeyResult struct {
 	Live        bool   `json:"live"`
 }
 
+// PilesRequest lists the piles the agent's node retains of Sandboxes that
+// are gone (reclaim policy Retain), in Namespace ("": in every
+// namespace). A user needs the RBAC verb list on sandboxes.playground.dev
+// there; the manager may ask.
+type PilesRequest struct {
+	Namespace string `json:"namespace"`
+}
+
+// Piles is the answer to a PilesRequest: the node's retained piles,
+// ordered by namespace and name.
+type Piles struct {
+	Node  string         `json:"node"`
+	Piles []RetainedPile `json:"piles"`
+}
+
+// RetainedPile is a pile a node keeps of a Sandbox that is gone: a
+// Sandbox created again under the same name on that node takes it up.
+type RetainedPile struct {
+	// Namespace and Name are the Sandbox's (a tenant's Sandbox has the
+	// tenant's name).
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	SandboxID string `json:"sandbox_id"`
+}
+
+// RemovePileRequest removes the pile the node retains of Sandbox
+// Namespace/Name, and the node's record of it. A user needs the RBAC verb
+// delete on that Sandbox (sandboxes.playground.dev of that name in that
+// namespace, which need not exist); the manager may ask.
+type RemovePileRequest struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// RemovedPile says what RemovePile removed: the pile of SandboxID on
+// Node, every file of it, and the node's record of it.
+type RemovedPile struct {
+	Node      string `json:"node"`
+	SandboxID string `json:"sandbox_id"`
+}
+
 // EgressCredential is one header for one host.
 type EgressCredential struct {
 	Host   string `json:"host"`

@@ -66,6 +66,12 @@ type TenantAuthorizer interface {
 	MayUse(ctx context.Context, c Caller, tenant string) error
 }
 
+// ResourceAuthorizer decides whether a user may do what attrs say to the
+// cluster's objects (the piles a node retains of Sandboxes: their RBAC).
+type ResourceAuthorizer interface {
+	MayAccess(ctx context.Context, c Caller, attrs authorizationv1.ResourceAttributes) error
+}
+
 // KubeAuth authenticates callers by their Kubernetes identity:
 //
 //   - a token bound to this node's audience (agentapi.NodeAudience) whose
@@ -257,15 +263,35 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 	if c.user == nil || !ok || ns == "" || name == "" {
 		return denied(c, tenant, "")
 	}
+	return k.authorize(ctx, c, playgroundv1alpha1.TenantUseAttributes(ns, name), func(reason string) error { return denied(c, tenant, reason) },
+		"the agent could not ask the API server whether you may use the tenant: retry shortly")
+}
+
+// MayAccess implements ResourceAuthorizer with a SubjectAccessReview of a
+// user's identity for attrs, its answer kept for AccessCacheTTL. Neither
+// a gateway nor the manager is a user: they are refused here, and a call
+// open to the manager says so itself.
+func (k *KubeAuth) MayAccess(ctx context.Context, c Caller, attrs authorizationv1.ResourceAttributes) error {
+	if c.user == nil {
+		return deniedAccess(c, attrs, "")
+	}
+	return k.authorize(ctx, c, attrs, func(reason string) error { return deniedAccess(c, attrs, reason) },
+		"the agent could not ask the API server whether you may do that: retry shortly")
+}
+
+// authorize asks the API server whether user c may do what attrs say, with
+// the answer cached and the questions rate-limited per user; a refusal is
+// deny's error.
+func (k *KubeAuth) authorize(ctx context.Context, c Caller, attrs authorizationv1.ResourceAttributes, deny func(reason string) error, unavailable string) error {
 	k.init()
-	key := accessKey(c.user, tenant)
+	key := accessKey(c.user, attrs)
 	k.mu.Lock()
 	if a, ok := k.access[key]; ok && k.now().Before(a.expires) {
 		k.mu.Unlock()
 		if a.allowed {
 			return nil
 		}
-		return denied(c, tenant, a.reason)
+		return deny(a.reason)
 	}
 	k.mu.Unlock()
 	if !k.byUser.Allow(c.user.Username) {
@@ -276,7 +302,6 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 	for k, v := range c.user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	attrs := playgroundv1alpha1.TenantUseAttributes(ns, name)
 	sar, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra,
@@ -284,8 +309,7 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err,
-			Message: "the agent could not ask the API server whether you may use the tenant: retry shortly"}
+		return &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err, Message: unavailable}
 	}
 	a := accessAnswer{allowed: sar.Status.Allowed && !sar.Status.Denied, reason: sar.Status.Reason, expires: k.now().Add(k.AccessCacheTTL)}
 	k.mu.Lock()
@@ -297,12 +321,12 @@ func (k *KubeAuth) MayUse(ctx context.Context, c Caller, tenant string) error {
 	if a.allowed {
 		return nil
 	}
-	return denied(c, tenant, a.reason)
+	return deny(a.reason)
 }
 
 // accessKey is the key of an access review: everything of the user that
-// the API server's answer depends on, and the tenant.
-func accessKey(u *authenticationv1.UserInfo, tenant string) [sha256.Size]byte {
+// the API server's answer depends on, and what is asked.
+func accessKey(u *authenticationv1.UserInfo, attrs authorizationv1.ResourceAttributes) [sha256.Size]byte {
 	h := sha256.New()
 	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
 	field(u.Username)
@@ -323,10 +347,29 @@ func accessKey(u *authenticationv1.UserInfo, tenant string) [sha256.Size]byte {
 		}
 		field("")
 	}
-	field(tenant)
+	for _, a := range []string{attrs.Namespace, attrs.Verb, attrs.Group, attrs.Version, attrs.Resource, attrs.Subresource, attrs.Name} {
+		field(a)
+	}
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out
+}
+
+// deniedAccess refuses what attrs say, naming the RBAC it needs.
+func deniedAccess(c Caller, attrs authorizationv1.ResourceAttributes, reason string) error {
+	what := attrs.Resource + "." + attrs.Group
+	if attrs.Name != "" {
+		what += " " + attrs.Name
+	}
+	where := "in namespace " + attrs.Namespace
+	if attrs.Namespace == "" {
+		where = "in every namespace"
+	}
+	msg := fmt.Sprintf("%s may not do this on this agent: it needs the RBAC verb %q on %s %s", c.Name, attrs.Verb, what, where)
+	if reason != "" {
+		msg += " (" + reason + ")"
+	}
+	return &agentapi.Error{Code: agentapi.CodeForbidden, Message: msg}
 }
 
 func denied(c Caller, tenant, reason string) error {

@@ -62,6 +62,9 @@ type Server struct {
 	identities IdentityAuth
 	// keys takes the manager's signing keys (SetKeyInbox); nil: none.
 	keys KeyInbox
+	// piles lists and removes the node's retained piles (SetPiles); nil:
+	// none.
+	piles PileKeeper
 
 	mu     sync.RWMutex
 	tokens [][sha256.Size]byte // hashes of the accepted shared bearer tokens
@@ -79,6 +82,7 @@ type Server struct {
 type IdentityAuth interface {
 	Authenticator
 	TenantAuthorizer
+	ResourceAuthorizer
 }
 
 // NewServer returns a server for agent that accepts the given shared
@@ -202,6 +206,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /v1/sandboxes/{sandbox}/activity", s.call(s.activity))
 	mux.Handle("POST /v1/sandboxes/{sandbox}/egress-credentials", s.call(s.egressCredentials))
 	mux.Handle("POST /v1/signing-keys", s.call(s.signingKey))
+	mux.Handle("POST /v1/piles", s.call(s.retainedPiles))
+	mux.Handle("POST /v1/piles/delete", s.call(s.removePile))
 	mux.Handle("POST /v1/handles/{handle}/renew", s.call(s.renew))
 	mux.Handle("POST /v1/handles/{handle}/close", s.call(s.close))
 	mux.Handle("POST /v1/handles/{handle}/exec", s.call(s.exec))

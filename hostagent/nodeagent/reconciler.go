@@ -61,6 +61,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/eventseries"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
@@ -178,6 +179,9 @@ type sandboxReconciler struct {
 	// the writes of its Running condition (states.go).
 	queue  chan<- event.GenericEvent
 	states *statePacer
+	// owners serialises the work on one Sandbox name (namespace/name):
+	// its reconciliation, and the removal of a pile retained of it.
+	owners keyedmutex.Mutex
 
 	// answered holds, by Sandbox (namespace/name), the last restartRequest this agent
 	// acted on: the cached status trails the write that records it, and a
@@ -246,6 +250,7 @@ func (r *sandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if sbx.Spec.NodeName != r.node { // the cache holds this node's only; be sure
 		return ctrl.Result{}, nil
 	}
+	defer r.owners.Lock(ownerOf(sbx))()
 	if !sbx.DeletionTimestamp.IsZero() {
 		return pgreconcile.Result(r.reconcileDelete(ctx, sbx))
 	}

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -174,6 +175,23 @@ func (r *Registry) Owner(id string) (string, bool) {
 	defer r.mu.Unlock()
 	owner, ok := r.owners[id]
 	return owner, ok
+}
+
+// Record is one sandbox's record: its ID and the Sandbox that owns it.
+type Record struct {
+	ID, Owner string
+}
+
+// Records returns every record, ordered by owner.
+func (r *Registry) Records() []Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Record, 0, len(r.owners))
+	for id, owner := range r.owners {
+		out = append(out, Record{ID: id, Owner: owner})
+	}
+	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.Owner, b.Owner) })
+	return out
 }
 
 // Release forgets owner's sandbox: its ID will not be handed out again on

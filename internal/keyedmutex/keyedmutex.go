@@ -53,6 +53,28 @@ func (k *Mutex) Lock(key string) (unlock func()) {
 	k.mu.Unlock()
 
 	e.mu.Lock()
+	return k.unlocker(key, e)
+}
+
+// TryLock locks key when no other caller holds it, and returns the
+// function that unlocks it and true; otherwise nil and false, at once.
+func (k *Mutex) TryLock(key string) (unlock func(), ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, held := k.entries[key]; held {
+		return nil, false
+	}
+	if k.entries == nil {
+		k.entries = map[string]*entry{}
+	}
+	e := &entry{refs: 1}
+	e.mu.Lock()
+	k.entries[key] = e
+	return k.unlocker(key, e), true
+}
+
+// unlocker is the function that unlocks e, key's entry, once.
+func (k *Mutex) unlocker(key string, e *entry) func() {
 	var once sync.Once
 	return func() {
 		unlocked := false

@@ -124,3 +124,41 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TryLock takes a free key at once, refuses a held one without waiting,
+// and excludes Lock as Lock does.
+func TestTryLock(t *testing.T) {
+	var k Mutex
+	unlock, ok := k.TryLock("a")
+	if !ok {
+		t.Fatal("TryLock refused a free key")
+	}
+	if _, ok := k.TryLock("a"); ok {
+		t.Fatal("TryLock took a held key")
+	}
+	if u, ok := k.TryLock("b"); !ok {
+		t.Fatal("TryLock refused key b while a was held")
+	} else {
+		u()
+	}
+	got := make(chan struct{})
+	go func() {
+		k.Lock("a")()
+		close(got)
+	}()
+	select {
+	case <-got:
+		t.Fatal("Lock took a key TryLock held")
+	case <-time.After(50 * time.Millisecond):
+	}
+	unlock()
+	<-got
+	if n := k.Len(); n != 0 {
+		t.Errorf("Len %d after every caller unlocked, want 0", n)
+	}
+	unlock, ok = k.TryLock("a")
+	if !ok {
+		t.Fatal("TryLock refused a key released by Lock")
+	}
+	unlock()
+}

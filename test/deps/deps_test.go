@@ -49,7 +49,7 @@ var rules = []rule{
 	{from: "internal/...", notTo: []string{"controllers/...", "hostagent/...", "mcpgateway/..."},
 		why: "internal/ is machinery the components share; it imports none of them (playground-dev composes them in cmd/playground-dev/devenv)"},
 	{from: "controllers/...", notTo: []string{"hostagent/...", "mcpgateway/..."}, except: []string{"hostagent/agentapi"},
-		why: "the manager talks to agents and gateways through the API server, but for one call of the versioned agent protocol (hostagent/agentapi): the delivery of brokered egress credentials to the node that needs them"},
+		why: "the manager talks to agents and gateways through the API server, but for the versioned agent protocol (hostagent/agentapi): the delivery of brokered egress credentials and signing keys to the node that needs them"},
 	{from: "hostagent/...", notTo: []string{"controllers/...", "mcpgateway/..."},
 		why: "the agent talks to the manager through the API server and serves the gateway over its API"},
 	{from: "mcpgateway/...", notTo: []string{"controllers/..."},

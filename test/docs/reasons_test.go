@@ -15,7 +15,9 @@ limitations under the License.
 */
 
 // Package docs holds the documentation to the code: every condition and
-// Event reason the code declares is explained in docs/troubleshooting.md.
+// Event reason the code declares is explained in docs/troubleshooting.md,
+// and the claims of the pages and the examples that a test can check are
+// true (claims_test.go).
 package docs
 
 import (

@@ -98,6 +98,11 @@ var exampleCases = map[string]exampleCase{
 		out, err := exec.Command("nft", "list", "ruleset").CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 		g.Expect(string(out)).To(ContainSubstring("ip daddr 192.0.2.0/24 meta l4proto { tcp, udp } th dport 443 counter name \"allowed\" accept"), "the list reached the node's rules")
+		// With a host rule, names resolve through the sandbox's own
+		// resolver, on the node's end of its link (its default route).
+		sbx := env.sandbox(t, "egress-demo")
+		g.Expect(shell(t, sbx, "grep nameserver /etc/resolv.conf")).To(Equal("nameserver "+shell(t, sbx, "ip route show default | cut -d' ' -f3")),
+			"the sandbox's resolver, on its gateway")
 	}},
 	"faculty-bundle.yaml": {within: 2 * time.Minute, check: func(t *testing.T, env *examplesEnv) {
 		NewWithT(t).Expect(shell(t, env.sandbox(t, "faculty-demo"), "greet")).To(Equal("hello, faculty-demo, from the greeting-tools bundle\n"))

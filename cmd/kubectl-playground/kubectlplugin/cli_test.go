@@ -88,7 +88,8 @@ func TestHelpAndMistakes(t *testing.T) {
 		{[]string{"tenant", "create", "x", "--env", "1X=y"}, `--env "1X=y": want NAME=VALUE, NAME of letters, digits and underscores, not starting with a digit`, "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--usage-period", "1h"}, "--usage-period 1h0m0s: want at least 10s, with --usage-cpu-seconds", "kubectl playground tenant create"},
 		{[]string{"tenant", "create", "x", "--network", "egress"}, "--network egress needs what the sandbox may reach: --egress CIDR[:PORT,...] or HOST[:PORT,...]", "kubectl playground tenant create"},
-		{[]string{"tenant", "create", "x", "--egress", "PyPI.org:443"}, `--egress "PyPI.org:443": want a lower-case host name such as pypi.org or *.githubusercontent.com, or an IPv4 network such as 10.0.0.0/8, then optionally :PORT,PORT`, "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--egress", "PyPI.org:443"}, `--egress "PyPI.org:443": want a lower-case host name such as pypi.org or *.githubusercontent.com, or a network such as 10.0.0.0/8, then optionally :PORT,PORT`, "kubectl playground tenant create"},
+		{[]string{"tenant", "create", "x", "--egress", "2001:db8::1/32:443"}, `--egress "2001:db8::1/32:443": want a network such as 10.0.0.0/8 or 2001:db8::/32 (host bits zero), then optionally :PORT,PORT`, "kubectl playground tenant create"},
 	} {
 		code, out, errOut := runMain(t, tc.args...)
 		want := "error: " + tc.err + "\nSee '" + tc.help + " --help' for usage.\n"

@@ -151,9 +151,10 @@ func (x *cli) shellCommand() *cobra.Command {
 		Long: `Read commands from standard input, one a line, and run each in the tenant's
 sandbox as exec does, printing its output when it has ended.
 
-There is no terminal (PTY) in the agent's API yet, so this is not an
-interactive shell in the sandbox: no line editing there, no editors, pagers
-or programs that read a terminal, no input to a running command. Each line
+It runs no terminal (PTY): this is not an interactive shell in the sandbox,
+no line editing there, no editors, pagers or programs that read a terminal,
+no input to a running command (a client of the extended tools has those:
+job_exec with tty, job_input, job_screen). Each line
 runs in a fresh /bin/sh, so variables and the shell's own state do not carry
 over; cd does (the plugin keeps the directory). exit, or the end of input,
 ends it with the last command's exit status; Ctrl-C ends it and kills the

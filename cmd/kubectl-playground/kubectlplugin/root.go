@@ -182,6 +182,7 @@ func (x *cli) commands() *cobra.Command {
 		x.auditCommand(),
 		x.logsCommand(),
 		x.nodeCommand(),
+		x.pileCommand(),
 		x.suspendCommand(true),
 		x.suspendCommand(false),
 		x.snapshotCommand(),

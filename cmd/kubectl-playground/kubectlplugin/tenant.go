@@ -20,7 +20,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -75,7 +75,7 @@ func (x *cli) tenantCommand() *cobra.Command {
 			"Kill every process in the tenant's sandbox and start it again over its files.\n"+
 				"This lifts a halt of background jobs (condition JobsAdmitted) and switches the\n"+
 				"sandbox to the newest build of its faculty bundles.", x.restart),
-		one("destroy", "Delete the tenant, its sandbox and its token", "", x.destroy),
+		x.destroyCommand(),
 	)
 	return tenant
 }
@@ -292,7 +292,7 @@ the configurations.`,
 	fl.StringArrayVar(&f.faculties, "faculty", nil, "a FacultyBundle of the namespace to install on the sandbox's PATH (repeatable)")
 	fl.StringArrayVar(&f.nodeSelector, "node-selector", nil, "a node label KEY=VALUE the sandbox's node must have (repeatable), as a Pod's nodeSelector")
 	fl.StringVar(&f.network, "network", "", "none (loopback only; the default) or egress (to the --egress list only)")
-	fl.StringArrayVar(&f.egress, "egress", nil, "with --network egress: what the sandbox may reach, an IPv4 network or a host name, CIDR[:PORT,...] or HOST[:PORT,...] (repeatable), e.g. 10.0.0.0/8:443, pypi.org:443, *.githubusercontent.com:443")
+	fl.StringArrayVar(&f.egress, "egress", nil, "with --network egress: what the sandbox may reach, a network or a host name, CIDR[:PORT,...] or HOST[:PORT,...] (repeatable), e.g. 10.0.0.0/8:443, 2001:db8::/32:443, pypi.org:443, *.githubusercontent.com:443")
 	fl.DurationVar(&f.idleSuspend, "idle-suspend", 0, `suspend the sandbox after this long without a tool call, e.g. "15m" (at least 10s); the next call resumes it (default: never)`)
 	fl.StringVar(&f.pileSize, "pile-size", "", `size of the tenant's pile, its append-only storage at /pile, e.g. "1Gi" (default 512Mi, at least 32Mi)`)
 	fl.Int64Var(&f.pileInodes, "pile-inodes", 0, "the most files and directories the pile may hold (default 4096, at least 256)")
@@ -526,21 +526,24 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // hostPattern is the Tenant CRD's pattern of an egress host.
 var hostPattern = regexp.MustCompile(`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
-// egressRule parses CIDR[:PORT,...] or HOST[:PORT,...].
+// egressRule parses CIDR[:PORT,...] or HOST[:PORT,...]; an IPv6
+// network's ports follow its prefix length (2001:db8::/32:443).
 func egressRule(s string) (playgroundv1alpha1.EgressRule, error) {
-	dest, ports, _ := strings.Cut(s, ":")
 	var rule playgroundv1alpha1.EgressRule
-	if strings.Contains(dest, "/") {
-		ip, network, err := net.ParseCIDR(dest)
-		if err != nil || ip.To4() == nil || !ip.Equal(network.IP) {
-			return rule, fmt.Errorf("want an IPv4 network such as 10.0.0.0/8 (host bits zero), then optionally :PORT,PORT")
+	var ports string
+	if addr, rest, isNet := strings.Cut(s, "/"); isNet {
+		bits, p, _ := strings.Cut(rest, ":")
+		prefix, err := netip.ParsePrefix(addr + "/" + bits)
+		if err != nil || prefix != prefix.Masked() {
+			return rule, fmt.Errorf("want a network such as 10.0.0.0/8 or 2001:db8::/32 (host bits zero), then optionally :PORT,PORT")
 		}
-		rule.CIDR = dest
+		rule.CIDR, ports = prefix.String(), p
 	} else {
+		dest, p, _ := strings.Cut(s, ":")
 		if !hostPattern.MatchString(dest) {
-			return rule, fmt.Errorf("want a lower-case host name such as pypi.org or *.githubusercontent.com, or an IPv4 network such as 10.0.0.0/8, then optionally :PORT,PORT")
+			return rule, fmt.Errorf("want a lower-case host name such as pypi.org or *.githubusercontent.com, or a network such as 10.0.0.0/8, then optionally :PORT,PORT")
 		}
-		rule.Host = dest
+		rule.Host, ports = dest, p
 	}
 	if ports == "" {
 		return rule, nil
@@ -717,8 +720,16 @@ func (x *cli) destroy(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(x.out, "tenant/%s destroyed: its sandbox and token are gone (the pile follows the reclaim policy, %s)\n",
-		name, reclaimOf(t))
+	if reclaimOf(t) == playgroundv1alpha1.ReclaimDelete {
+		fmt.Fprintf(x.out, "tenant/%s destroyed: its sandbox, token, pile and signing key are gone (reclaim policy Delete)\n", name)
+		return nil
+	}
+	key := ""
+	if t.Spec.Pile.SigningKey.SecretName == "" {
+		key = fmt.Sprintf(", and Secret %s its signing key", playgroundv1alpha1.SigningKeySecretName(name))
+	}
+	fmt.Fprintf(x.out, "tenant/%s destroyed: its sandbox and token are gone; under reclaim policy Retain its node keeps its pile%s, for a tenant created again as %s: kubectl playground pile delete %s removes the pile (tenant destroy --purge removes everything)\n",
+		name, key, name, sandboxName(t))
 	return nil
 }
 

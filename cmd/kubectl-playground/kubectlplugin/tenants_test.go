@@ -56,7 +56,7 @@ func TestCreateDryRun(t *testing.T) {
 		{"tenant", "create", "x", "--isolation", "gvisor", "--dry-run", "-o", "yaml"},
 		{"tenant", "create", "x", "--dry-run=client", "-o", "yaml", "--backend", "oci", "--isolation", "container", "--cpu", "500m", "--memory", "2Gi",
 			"--storage", "8Gi", "--node-selector", "example.com/pool=fast", "--faculty", "tools", "--faculty", "more-tools", "--catalog", "sandbox", "--persona", "Ada L.",
-			"--network", "egress", "--egress", "10.0.0.0/8:443,80", "--egress", "203.0.113.7/32", "--egress", "pypi.org:443", "--egress", "*.githubusercontent.com", "--idle-suspend", "15m"},
+			"--network", "egress", "--egress", "10.0.0.0/8:443,80", "--egress", "203.0.113.7/32", "--egress", "pypi.org:443", "--egress", "*.githubusercontent.com", "--egress", "2001:db8::/32:443", "--egress", "2001:db8:1::/48", "--idle-suspend", "15m"},
 		allFlags,
 		{"tenant", "create", "x", "--backend", "vm", "--dry-run", "-o", "yaml"},
 		{"tenant", "create", "x", "--dry-run", "-o", "yaml", "--pile-size", "1Gi", "--pile-inodes", "8192", "--reclaim-policy", "Delete",

@@ -367,8 +367,8 @@ func (b *Backend) prepareEtc(sb *sandbox) error {
 }
 
 // removeSandboxDir unmounts a sandbox's volumes and deletes its files;
-// with keepPile the pile stays (flags and all): its image, or with
-// UnboundedStorage its directory at PileDir.
+// with keepPile the pile stays (flags and all), and nothing else: its
+// image, or with UnboundedStorage its directory at PileDir.
 func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 	dir := b.sandboxDir(id)
 	defer func() {
@@ -405,7 +405,15 @@ func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 			return err
 		}
 	}
-	if keepPile && (backend.FileExists(pile) || backend.FileExists(pile+imageSuffix)) {
+	if keepPile && backend.FileExists(pile+imageSuffix) {
+		// The image is the pile; its mount point, empty now, is made
+		// again when a sandbox takes the pile up.
+		if err := os.Remove(pile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("oci: removing the retained pile's mount point: %w", err)
+		}
+		return nil
+	}
+	if keepPile && backend.FileExists(pile) {
 		return nil
 	}
 	return os.Remove(dir)
