@@ -416,7 +416,7 @@ func TestKubectl(t *testing.T) {
 	}
 	out, err := cp.Kubectl(kubeconfig, "get", "tenants,workermappings,facultybundles,sandboxes", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(MatchRegexp(`NAME\s+CATALOG\s+READY\s+SUSPENDED\s+SANDBOX\s+AGE`))
+	g.Expect(out).To(MatchRegexp(`NAME\s+CATALOG\s+READY\s+SUSPENDED\s+STATE\s+SANDBOX\s+AGE`))
 	g.Expect(out).To(MatchRegexp(`tenant.playground.dev/demo\s+sandbox`))
 	g.Expect(out).To(MatchRegexp(`NAME\s+TENANT\s+READY\s+REASON\s+ENDPOINT\s+RESTARTS\s+AGE`))
 	g.Expect(out).To(MatchRegexp(`NAME\s+READY\s+REASON\s+NODES-READY\s+AGE`))

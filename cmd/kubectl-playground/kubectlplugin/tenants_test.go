@@ -599,7 +599,7 @@ func TestStatusSaysARefusal(t *testing.T) {
 	}
 	words := strings.Join(strings.Fields(out), " ")
 	for _, want := range []string{
-		"brokered sandbox False Ready node-r",
+		"brokered sandbox False Ready - node-r",
 		"EgressCredentialRefused: kubectl playground status brokered",
 		"tenant/brokered Ready False EgressCredentialRefused " + why,
 		"sandbox/brokered EgressCredentialsDelivered False EgressCredentialRefused " + why,
