@@ -283,6 +283,10 @@ func isMountPoint(dir string) (bool, error) {
 // else mounted there is an error.
 func mountedFrom(dir, img string) (bool, error) {
 	mounted, err := isMountPoint(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		// A retained pile keeps no mount point (removeSandboxDir).
+		return false, nil
+	}
 	if err != nil || !mounted {
 		return false, err
 	}
