@@ -173,6 +173,15 @@ func (r *sandboxReconciler) usageLimited(id string) *metav1.Condition {
 		return nil
 	}
 	c := &metav1.Condition{Type: playgroundv1alpha1.UsageLimitedCondition}
+	if acc.ExhaustedUntil.IsZero() && acc.Frozen {
+		// The limit is lifted (raised, removed, or a new period) but the
+		// limiter has not thawed the sandbox yet: it still is what the
+		// condition said, and the thaw brings it back here (a state
+		// change), so that WithinLimits is said only of a sandbox that runs.
+		c.Status, c.Reason = metav1.ConditionTrue, playgroundv1alpha1.ReasonCPULimitReached
+		c.Message = "Its usage limit is no longer spent: its processes and background jobs are being thawed, within moments; calls that run something in it are refused until then"
+		return c
+	}
 	if acc.ExhaustedUntil.IsZero() {
 		c.Status, c.Reason = metav1.ConditionFalse, playgroundv1alpha1.ReasonWithinLimits
 		c.Message = fmt.Sprintf("Within its usage limit of %g CPU-seconds per %s", acc.Limits.CPUSeconds, acc.Limits.Period)

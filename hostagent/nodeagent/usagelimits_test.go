@@ -341,7 +341,9 @@ func TestUsageChargedAtIdleSuspension(t *testing.T) {
 		s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: 10 * time.Second}}
 	})
 	s := openSession(t, n, ns, "ws")
-	s.exec(t, "timeout 3 sh -c 'while :; do :; done'; true")
+	// A burn of 1.5 CPU-seconds, however long a loaded machine takes to
+	// give them (its shell reads its own time from /proc, in ticks).
+	s.exec(t, `timeout 120 sh -c 'while :; do i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; set -- $(cat /proc/$$/stat); [ $((${14}+${15})) -ge 150 ] && break; done'; true`)
 	burnt := n.cgroupCPU(t, s.id)
 	g.Expect(burnt).To(BeNumerically(">", 1), "the burn used the CPU")
 	book := func() float64 {
