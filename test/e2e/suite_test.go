@@ -35,6 +35,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/trace"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -223,6 +226,17 @@ func startNode(t *testing.T, n *node) {
 	opts.Agent.Tracer = n.tracer
 	opts.UsageInterval = n.usageInterval
 	opts.StateWriteInterval = n.stateWriteInterval
+	// The node leaves the cluster with its test, as an operator removes a
+	// decommissioned node's registration: otherwise the next tests would
+	// see an agent that stopped renewing (the pile commands ask every
+	// registered agent, and say which could not be asked). Cleanups run
+	// last first: this one after the agent's stop.
+	t.Cleanup(func() {
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: agentlease.DefaultNamespace, Name: agentlease.Name(n.name)}}
+		if err := k8sClient.Delete(context.Background(), lease); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("removing node %s's registration: %v", n.name, err)
+		}
+	})
 	n.agent = goRun(t, func(ctx context.Context) error { return nodeagent.Run(ctx, opts) })
 }
 
