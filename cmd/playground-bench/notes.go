@@ -25,6 +25,15 @@ const notes = `
   API (HTTP/2 on loopback) and the sandbox's init, which hands the command to an
   idle shepherd that forks ` + "`/bin/sh`" + `; the baseline is ` + "`/bin/sh -c true`" + ` forked
   by this process, and ` + "`runc exec`" + ` into the same container for reference.
+  Its goal is issue 51's: p50 within 1.5× of the fork.
+* **P1 CPU per exec call** runs P1 again on a control plane of its own, with
+  ` + "`playground manager`" + `, ` + "`playground agent`" + ` and ` + "`playground gateway`" + ` as
+  the processes a cluster runs (cleartext on loopback, as playground-dev), and
+  takes each one's CPU time (utime + stime, ` + "`/proc/<pid>/stat`" + `) over at least
+  550 calls of exec ` + "`true`" + ` (500 and the warm-up's tenth), in core-µs per call.
+  The baseline is the CPU of a bare fork/exec of ` + "`/bin/sh -c true`" + `, this
+  process's waited-for children's (getrusage) over as many. The sandbox's
+  side (init, the shepherd, the shell) is in neither figure.
 * **terminal** starts ` + "`cat`" + ` on a 24×80 terminal (job_exec with tty, in the
   extended tool set, which the bench gives the sample tenant for these rows
   and takes back after them) and, 1000 times (200 with --quick), after a
