@@ -153,27 +153,33 @@ func execCPU(ctx context.Context, opts options, n int, out io.Writer) (_ []row, 
 	if err != nil {
 		return nil, err
 	}
-	endpoint := "http://" + gwAddr + "/mcp"
-	// The gateway's view trails the API server: open_session until it
-	// serves the tenant.
-	var open tools.OpenSessionOutput
+	cs, handle, err := openWhenServed(ctx, "http://"+gwAddr+"/mcp", tok, manager, agent, gateway)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Close()
+	return measureExecCPU(ctx, &bench{handle: handle}, cs, n, agent.Pid(), gateway.Pid())
+}
+
+// openWhenServed opens a session of the tenant of token at the gateway's
+// endpoint, retrying while the gateway's view, which trails the API
+// server, does not serve it yet.
+func openWhenServed(ctx context.Context, endpoint, token string, ps ...*childproc.Process) (*mcp.ClientSession, string, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		cs, err := mcpclient.Connect(ctx, endpoint, tok, transport, "playground-bench")
+		cs, err := mcpclient.Connect(ctx, endpoint, token, transport, "playground-bench")
 		if err == nil {
-			err = call(ctx, cs, "open_session", map[string]any{}, &open)
-			if err == nil {
-				defer cs.Close()
-				b := &bench{handle: open.Handle}
-				return measureExecCPU(ctx, b, cs, n, agent.Pid(), gateway.Pid())
+			var open tools.OpenSessionOutput
+			if err = call(ctx, cs, "open_session", map[string]any{}, &open); err == nil {
+				return cs, open.Handle, nil
 			}
 			cs.Close()
 		}
-		if ferr := childproc.Failed(manager, agent, gateway); ferr != nil {
-			return nil, ferr
+		if ferr := childproc.Failed(ps...); ferr != nil {
+			return nil, "", ferr
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the gateway does not serve the tenant after a minute: %w", err)
+			return nil, "", fmt.Errorf("the gateway does not serve the tenant after a minute: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
