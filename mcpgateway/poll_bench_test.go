@@ -130,6 +130,35 @@ func BenchmarkExecHostile(b *testing.B) {
 	}
 }
 
+// BenchmarkExecEmpty measures an exec whose command writes nothing and
+// exits 0, as P1's exec of `true`, through the whole path of a call (the
+// go-sdk client, the Streamable HTTP transport with the gateway's
+// options, the tool, the agent's API over HTTP/2 on loopback, the
+// kernel), the command run by an in-memory backend: what the gateway and
+// the agent themselves cost a call, in time and allocations.
+//
+//	go test ./mcpgateway -run XXX -bench ExecEmpty -benchtime 2000x -cpuprofile cpu.out -memprofile mem.out
+func BenchmarkExecEmpty(b *testing.B) {
+	ctx := context.Background()
+	cs := benchSession(b, producer(nil, false), false)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "open_session", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		b.Fatal(err, res)
+	}
+	handle := res.StructuredContent.(map[string]any)["handle"].(string)
+	args := map[string]any{"handle": handle, "command": "produce"}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: args})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.IsError || res.StructuredContent.(map[string]any)["exit_code"] != float64(0) {
+			b.Fatalf("exec failed: %v", res.Content)
+		}
+	}
+}
+
 // pageBytes reads a job_poll result's structured content as the go-sdk
 // client hands it over (decoded into maps), decodes its chunks and returns
 // the number of output bytes in them.

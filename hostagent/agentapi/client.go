@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -285,10 +286,20 @@ func outputWeight(n int) int64 { return int64(n) + int64(base64.StdEncoding.Enco
 // maxExecHeader bounds the first line of a binary exec answer.
 const maxExecHeader = 64 << 10
 
+// execReaders are the readers of binary exec answers, each with room for
+// the largest header: 64 KiB a call was a tenth of what a gateway
+// allocated per exec of `true`, and its collection as much of its CPU.
+var execReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxExecHeader) }}
+
 // readBinaryExec reads an ExecMediaType answer: both streams land in one
 // buffer of their exact size, read once.
 func readBinaryExec(r io.Reader, reserve func(int64) error) (ExecResult, error) {
-	br := bufio.NewReaderSize(io.LimitReader(r, maxResponseBytes), maxExecHeader)
+	br := execReaders.Get().(*bufio.Reader)
+	br.Reset(io.LimitReader(r, maxResponseBytes))
+	defer func() {
+		br.Reset(nil) // keeps nothing of this answer's
+		execReaders.Put(br)
+	}()
 	line, err := br.ReadSlice('\n')
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("reading the header: %w", err)

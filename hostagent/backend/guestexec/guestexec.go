@@ -123,22 +123,26 @@ func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, ho
 	if _, err := conn.Write(req); err != nil {
 		return fail(err)
 	}
-	fr := guestapi.NewFrameReader(bufio.NewReaderSize(conn, guestapi.OutputChunk+guestapi.HeaderSize))
+	br := getReader(conn)
+	fr := guestapi.NewFrameReader(br)
 	t, payload, err := fr.ReadFrame()
 	if err != nil {
+		putReader(br)
 		return fail(err)
 	}
 	switch t {
 	case guestapi.FrameStarted:
 	case guestapi.FrameError:
+		putReader(br)
 		return fail(refusal(payload))
 	default:
+		putReader(br)
 		return fail(fmt.Errorf("protocol error: %v frame before Started", t))
 	}
 	if !stop() {
 		// ctx ended while the shell was starting: it runs; kill it.
 		hooks.OOMKilled = nil
-		p := newProcess(conn, fr, sink, start, hooks)
+		p := newProcess(conn, br, sink, start, hooks)
 		kctx, cancel := context.WithTimeout(context.Background(), guestapi.ProofTimeout+5*time.Second)
 		defer cancel()
 		if kerr := p.Kill(kctx); kerr != nil {
@@ -147,7 +151,25 @@ func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, ho
 		return nil, ctx.Err()
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return newProcess(conn, fr, sink, start, hooks), nil
+	return newProcess(conn, br, sink, start, hooks), nil
+}
+
+// readers are the buffered readers of commands' connections, each with
+// room for a whole output frame: one a command was half of what the agent
+// allocated per exec of `true`. A command's reader goes back when its
+// connection is done with; the frames read from it are copies (a
+// FrameReader's own buffer), so nothing read through it outlives that.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, guestapi.OutputChunk+guestapi.HeaderSize) }}
+
+func getReader(conn net.Conn) *bufio.Reader {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(conn)
+	return br
+}
+
+func putReader(br *bufio.Reader) {
+	br.Reset(nil)
+	readers.Put(br)
 }
 
 // process is a command running under a shepherd. One goroutine per process
@@ -168,15 +190,19 @@ type process struct {
 	killErr  error
 }
 
-func newProcess(conn net.Conn, fr *guestapi.FrameReader, sink backend.Sink, start time.Time, hooks Hooks) *process {
+// newProcess follows the command on conn, read through br (which it puts
+// back when done).
+func newProcess(conn net.Conn, br *bufio.Reader, sink backend.Sink, start time.Time, hooks Hooks) *process {
 	p := &process{conn: conn, sink: sink, start: start, hooks: hooks, done: make(chan struct{})}
 	// Owned by the process: ends when the shepherd ends the command.
-	go p.read(fr)
+	go p.read(br)
 	return p
 }
 
-func (p *process) read(fr *guestapi.FrameReader) {
+func (p *process) read(br *bufio.Reader) {
+	fr := guestapi.NewFrameReader(br)
 	defer close(p.done)
+	defer putReader(br)
 	defer p.conn.Close()
 	if p.hooks.Release != nil {
 		defer p.hooks.Release()
