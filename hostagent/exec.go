@@ -318,12 +318,26 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if caps.JobHolder == nil {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend's sandboxes cannot hold background jobs: use exec", be.Name())
 	}
+	if req.IdempotencyKey != "" && a.unadopted(spec.ID) {
+		// The job the key names may be one of those not taken over yet:
+		// starting another would run it twice.
+		return jobs.JobInfo{}, errorf(CodeUnavailable, "this agent has not yet taken over the jobs the sandbox holds, among which the job of this idempotency_key may be: retry shortly")
+	}
 	ctx, span := a.sandboxSpan(ctx, "sandbox job start", spec.ID, be)
 	defer func() {
 		span.SetAttributes(attribute.String("playground.job", info.ID))
 		endSpan(span, err)
 	}()
 	return a.startHeldJob(ctx, caps, tenant, spec.ID, req)
+}
+
+// unadopted says whether the jobs that sandboxID holds may not all be
+// taken over by this agent process yet.
+func (a *Agent) unadopted(sandboxID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sandboxes[sandboxID]
+	return ok && s.unadopted
 }
 
 // startHeldJob starts a job that its sandbox holds: it outlives this
