@@ -106,10 +106,13 @@ func (c *goodClient) startJob(ctx context.Context, p *pendingStart) {
 	var out tools.JobExecOutput
 	_, o := c.try(ctx, "job_exec", map[string]any{"handle": c.handle, "command": p.command, "idempotency_key": p.key}, &out)
 	c.pending = nil
+	l := c.s.led
 	switch {
 	case o == served:
 		if p.lost {
-			c.s.led.count("job_exec answers lost, then answered when sent again with their idempotency_key")
+			l.mu.Lock()
+			l.lostJobsAnswered++
+			l.mu.Unlock()
 		}
 		if j := p.seq; j != nil {
 			j.id, j.cursor = out.JobID, out.Cursor
@@ -122,13 +125,18 @@ func (c *goodClient) startJob(ctx context.Context, p *pendingStart) {
 		}
 		return
 	case o == refused, c.lastFailure == "resource_exhausted":
+		if p.lost {
+			l.mu.Lock()
+			l.lostJobsRefused++
+			l.mu.Unlock()
+		}
 		return
 	case c.lastFailure == "transport" || c.lastFailure == "unavailable":
 		if !p.lost {
 			p.lost = true
-			c.s.led.mu.Lock()
-			c.s.led.lostJobAnswers++
-			c.s.led.mu.Unlock()
+			l.mu.Lock()
+			l.lostJobAnswers++
+			l.mu.Unlock()
 		}
 	case !p.lost:
 		return // refused before it reached the agent (a handle gone): nothing started

@@ -88,7 +88,7 @@ func (s *soak) report(total, faultTime time.Duration, faults int) report {
 	add("errors, not retryable or wrong answers", "%d", l.violations[invRetryable]+l.violations[invAnswer])
 	add("job output checked byte for byte", "%d jobs, %d bytes", l.jobsChecked, l.bytesChecked)
 	add("cancels proven (killed, descendants gone from the host)", "%d", l.cancelsProven)
-	add("job_exec answers lost (sent again with their idempotency_key until answered)", "%d", l.lostJobAnswers)
+	add("job_exec answers lost (sent again with their idempotency_key until answered)", "%d: %d answered with their job, %d refused (none had started)", l.lostJobAnswers, l.lostJobsAnswered, l.lostJobsRefused)
 	add("job_exec answers lost for good (the job's fate unknown to its client)", "%d", l.unknownJobs)
 	add("what the hostile tenants did and saw", "%s", counts(l.hostile, nil))
 	add("sandboxes started again by the agent because their init had exited", "%s", counts(l.restarts, nil))
