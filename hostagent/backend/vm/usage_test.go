@@ -46,7 +46,6 @@ func TestUsageCountsTheVM(t *testing.T) {
 	if err := be.Provision(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { be.removeCgroup(spec.ID) })
 	if err := be.Start(ctx, spec.ID); err != nil {
 		t.Fatal(err)
 	}
