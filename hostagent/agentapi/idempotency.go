@@ -31,7 +31,7 @@ func CheckIdempotencyKey(key string) error {
 	if len(key) > MaxIdempotencyKeyBytes {
 		return fmt.Errorf("idempotency_key is %d bytes, over the %d-byte limit: use a UUID or a shorter name of your own", len(key), MaxIdempotencyKeyBytes)
 	}
-	for i := 0; i < len(key); i++ {
+	for i := range len(key) {
 		c := key[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
 			return fmt.Errorf("idempotency_key has a character other than letters, digits and - _ . : at byte %d: use a UUID, or a name of those characters", i)

@@ -144,7 +144,7 @@ func (b *Backend) SandboxUsage(id string, storage bool) (backend.SandboxUsage, b
 			u.MemoryBytes, mem = v, true
 			u.MemoryPeakBytes, _ = readUint(filepath.Join(dir, "memory.max_usage_in_bytes"))
 		}
-		if procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(procs))) > 0 {
+		if procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil && strings.TrimSpace(string(procs)) != "" {
 			running = true
 		}
 	}
