@@ -168,7 +168,9 @@ func (c *goodClient) step(ctx context.Context, draining bool) {
 		return
 	}
 	if c.pending != nil {
-		c.startJob(ctx, c.pending)
+		if time.Now().After(c.pending.next) {
+			c.startJob(ctx, c.pending)
+		}
 		return
 	}
 	if draining {

@@ -92,6 +92,9 @@ type pendingStart struct {
 	// agent lost during the call or before it, the gateway says the
 	// same either way), so the job may run.
 	lost bool
+	// next is when to send it again: once a second, as a client that
+	// waits for an outage to pass.
+	next time.Time
 	// The job it starts: a sequence job or a cancel job.
 	seq    *seqJob
 	cancel *cancelJob
@@ -138,6 +141,7 @@ func (c *goodClient) startJob(ctx context.Context, p *pendingStart) {
 			l.lostJobAnswers++
 			l.mu.Unlock()
 		}
+		p.next = time.Now().Add(time.Second)
 	case !p.lost:
 		return // refused before it reached the agent (a handle gone): nothing started
 	}
