@@ -63,7 +63,7 @@ func CodeOf(err error) Code {
 		return e.Code
 	case errors.Is(err, jobs.ErrNotFound):
 		return CodeNotFound
-	case errors.Is(err, jobs.ErrBadCursor), errors.Is(err, jobs.ErrInputRefused), errors.Is(err, jobs.ErrEnded):
+	case errors.Is(err, jobs.ErrBadCursor), errors.Is(err, jobs.ErrInputRefused), errors.Is(err, jobs.ErrEnded), errors.Is(err, jobs.ErrKeyConflict):
 		return CodeInvalid
 	case errors.Is(err, jobs.ErrCapacity):
 		return CodeExhausted

@@ -18,14 +18,19 @@ package hostagent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
@@ -48,6 +53,9 @@ type ExecRequest struct {
 	// TTY runs a job on a pseudo-terminal of that size. Jobs only.
 	Input bool
 	TTY   *guestapi.TTYSize
+	// IdempotencyKey makes a job's start idempotent (jobs.WithKey): the
+	// same request with the same key gets the same job back. Jobs only.
+	IdempotencyKey string
 }
 
 func (r *ExecRequest) validate(maxStdin int) error {
@@ -75,7 +83,32 @@ func (r *ExecRequest) validate(maxStdin int) error {
 			return errorf(CodeInvalid, "%v", err)
 		}
 	}
+	if err := agentapi.CheckIdempotencyKey(r.IdempotencyKey); err != nil {
+		return errorf(CodeInvalid, "%v", err)
+	}
 	return nil
+}
+
+// digest identifies the request a job's idempotency key is given to, in
+// sandboxID: every field that makes the job what it is, each with its
+// length, so that no two requests share one.
+func (r ExecRequest) digest(sandboxID string) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	tty := ""
+	if r.TTY != nil {
+		tty = fmt.Sprintf("%dx%d+%d", r.TTY.Rows, r.TTY.Cols, r.TTY.Scrollback)
+	}
+	for _, s := range []string{sandboxID, r.Command, string(r.Shell), r.Cwd, r.Timeout.String(), strconv.FormatBool(r.Input), tty} {
+		field([]byte(s))
+	}
+	field(r.Stdin)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func (r ExecRequest) backendRequest() backend.ExecRequest {
@@ -110,6 +143,9 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	}
 	if req.Input || req.TTY != nil {
 		return ExecResult{}, errorf(CodeInvalid, "exec takes its whole input up front and has no terminal: start a job to type into it or to give it a terminal")
+	}
+	if req.IdempotencyKey != "" {
+		return ExecResult{}, errorf(CodeInvalid, "exec takes no idempotency key (a command that ran is not run again by a key): start a job with job_exec to retry a start safely")
 	}
 	spec, be, err := a.resolve(tenant, handleID)
 	if err != nil {
@@ -282,12 +318,26 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if caps.JobHolder == nil {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend's sandboxes cannot hold background jobs: use exec", be.Name())
 	}
+	if req.IdempotencyKey != "" && a.unadopted(spec.ID) {
+		// The job the key names may be one of those not taken over yet:
+		// starting another would run it twice.
+		return jobs.JobInfo{}, errorf(CodeUnavailable, "this agent has not yet taken over the jobs the sandbox holds, among which the job of this idempotency_key may be: retry shortly")
+	}
 	ctx, span := a.sandboxSpan(ctx, "sandbox job start", spec.ID, be)
 	defer func() {
 		span.SetAttributes(attribute.String("playground.job", info.ID))
 		endSpan(span, err)
 	}()
 	return a.startHeldJob(ctx, caps, tenant, spec.ID, req)
+}
+
+// unadopted says whether the jobs that sandboxID holds may not all be
+// taken over by this agent process yet.
+func (a *Agent) unadopted(sandboxID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sandboxes[sandboxID]
+	return ok && s.unadopted
 }
 
 // startHeldJob starts a job that its sandbox holds: it outlives this
@@ -337,6 +387,9 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 		return j, nil
 	}
 	opts := []jobs.StartOption{jobs.WithTimeout(req.Timeout), jobs.WithCommand(req.Command), oomCounter(caps, sandboxID)}
+	if req.IdempotencyKey != "" {
+		opts = append(opts, jobs.WithKey(req.IdempotencyKey, req.digest(sandboxID)))
+	}
 	if req.Input {
 		opts = append(opts, jobs.WithInput())
 	}

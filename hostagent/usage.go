@@ -281,6 +281,11 @@ func (a *Agent) chargeable(ctx context.Context, spec backend.Spec, be backend.Ba
 		// A limit that cannot be kept is not ignored.
 		return errorf(CodeUnavailable, "the %s backend cannot read a sandbox's CPU time, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
 	}
+	if r.Limits.CPUSeconds > 0 && be.Capabilities().Pauser == nil {
+		a.usage.mu.Unlock()
+		// Read but not frozen, its jobs would run on past the limit.
+		return errorf(CodeUnavailable, "the %s backend reads a sandbox's CPU time but cannot freeze the sandbox once it spends its limit, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
+	}
 	if u, ok := m.SandboxUsage(spec.ID, false); ok {
 		r.update(u, a.clock.Now())
 	}

@@ -154,3 +154,40 @@ func TestUsageLimitOvershootBound(t *testing.T) {
 		t.Fatalf("the default overshoot is %g", a.opts.UsageLimitOvershoot)
 	}
 }
+
+// meteredOnly is a backend that reads its sandboxes' usage (the vm
+// backend's QEMU cgroup) but cannot freeze them.
+type meteredOnly struct{ *backendtest.Fake }
+
+func (meteredOnly) SandboxUsage(string, bool) (backend.SandboxUsage, bool) {
+	return backend.SandboxUsage{CPUSeconds: 1}, true
+}
+
+// TestUsageLimitNeedsAFreezer: a backend whose usage is read but which
+// cannot freeze a sandbox refuses the calls of a tenant with usage
+// limits, as one that cannot read it does: its jobs would run on past
+// the limit. Without limits the tenant is served.
+func TestUsageLimitNeedsAFreezer(t *testing.T) {
+	be := meteredOnly{backendtest.New("vm", backendtest.Writes())}
+	a, err := New(Options{Backends: []backend.Backend{be}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	spec := backend.Spec{ID: "sbx-limited", Tenant: "ns/limited", Backend: "vm"}
+	if err := a.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"}); err != nil {
+		t.Fatalf("exec without limits: %v", err)
+	}
+	a.SetUsageLimits(spec.ID, UsageLimits{CPUSeconds: 100, Period: time.Hour})
+	_, err = a.Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"})
+	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "cannot freeze") {
+		t.Fatalf("exec with limits on a backend that cannot freeze: %v, want unavailable saying so", err)
+	}
+}

@@ -63,7 +63,10 @@ type goodClient struct {
 	files  map[string][]byte
 	seqs   []*seqJob
 	cancel *cancelJob
-	n      int
+	// pending is a job_exec whose answer was lost, sent again at each
+	// step with its idempotency key until answered.
+	pending *pendingStart
+	n       int
 	// lastOK is when a call last succeeded; lastFailure the kind of the
 	// last failure (a tool's code, or "transport").
 	lastOK      time.Time
@@ -80,6 +83,7 @@ func newGoodClient(s *soak, name, token string, seed int64) *goodClient {
 // jobs (polls them to their end, completes its cancel) and returns.
 func (c *goodClient) run(ctx context.Context, drain <-chan struct{}) {
 	defer c.dropSession()
+	defer c.givenUp()
 	draining := false
 	for ctx.Err() == nil {
 		if !draining {
@@ -89,7 +93,7 @@ func (c *goodClient) run(ctx context.Context, drain <-chan struct{}) {
 			default:
 			}
 		}
-		if draining && len(c.seqs) == 0 && c.cancel == nil {
+		if draining && len(c.seqs) == 0 && c.cancel == nil && c.pending == nil {
 			return
 		}
 		if c.ensureSession(ctx) {
@@ -160,7 +164,16 @@ func (c *goodClient) step(ctx context.Context, draining bool) {
 	if c.cancel != nil {
 		c.advanceCancel(ctx)
 	}
-	if draining || c.cs == nil || c.handle == "" {
+	if c.cs == nil || c.handle == "" {
+		return
+	}
+	if c.pending != nil {
+		if time.Now().After(c.pending.next) {
+			c.startJob(ctx, c.pending)
+		}
+		return
+	}
+	if draining {
 		return
 	}
 	switch r := c.rng.Intn(100); {

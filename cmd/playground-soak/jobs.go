@@ -80,21 +80,78 @@ func (c *goodClient) startSeq(ctx context.Context) {
 		batches = 20 + c.rng.Intn(60)
 	}
 	j := &seqJob{tag: fmt.Sprintf("%s-s%d", c.name, c.n), batches: batches, started: time.Now()}
-	var out tools.JobExecOutput
-	if _, ok := c.do(ctx, "job_exec", map[string]any{"handle": c.handle, "command": seqCommand(j.tag, j.batches)}, &out); !ok {
-		c.jobExecFailed()
-		return
-	}
-	j.id, j.cursor = out.JobID, out.Cursor
-	c.seqs = append(c.seqs, j)
+	c.startJob(ctx, &pendingStart{key: j.tag, command: seqCommand(j.tag, j.batches), seq: j})
 }
 
-// jobExecFailed counts a job_exec whose failure leaves the job's fate
-// unknown: the answer was lost on its way (the transport), or the agent
-// was lost during the call or before it (unavailable: the gateway says
-// the same either way). A refusal (resource_exhausted) started nothing.
-func (c *goodClient) jobExecFailed() {
-	if c.lastFailure == "transport" || c.lastFailure == "unavailable" {
+// pendingStart is a job_exec to send, and to send again with the same
+// idempotency key while its answer is lost: the job it started, if it
+// did, is the answer to the same call with the same key.
+type pendingStart struct {
+	key, command string
+	// lost: an answer was lost (the transport, or unavailable: the
+	// agent lost during the call or before it, the gateway says the
+	// same either way), so the job may run.
+	lost bool
+	// next is when to send it again: once a second, as a client that
+	// waits for an outage to pass.
+	next time.Time
+	// The job it starts: a sequence job or a cancel job.
+	seq    *seqJob
+	cancel *cancelJob
+}
+
+// startJob sends p's job_exec, with its key, on the session's handle as
+// it is now. Answered, the job is the client's; a refusal
+// (resource_exhausted) started nothing, since with the key the answer
+// would have been its job; any other failure keeps p to send again at
+// the next step, until it is answered.
+func (c *goodClient) startJob(ctx context.Context, p *pendingStart) {
+	var out tools.JobExecOutput
+	_, o := c.try(ctx, "job_exec", map[string]any{"handle": c.handle, "command": p.command, "idempotency_key": p.key}, &out)
+	c.pending = nil
+	l := c.s.led
+	switch {
+	case o == served:
+		if p.lost {
+			l.mu.Lock()
+			l.lostJobsAnswered++
+			l.mu.Unlock()
+		}
+		if j := p.seq; j != nil {
+			j.id, j.cursor = out.JobID, out.Cursor
+			c.seqs = append(c.seqs, j)
+		} else {
+			j := p.cancel
+			j.id, j.cursor = out.JobID, out.Cursor
+			c.cancel = j
+			c.s.addMarks(j.marks)
+		}
+		return
+	case o == refused, c.lastFailure == "resource_exhausted":
+		if p.lost {
+			l.mu.Lock()
+			l.lostJobsRefused++
+			l.mu.Unlock()
+		}
+		return
+	case c.lastFailure == "transport" || c.lastFailure == "unavailable":
+		if !p.lost {
+			p.lost = true
+			l.mu.Lock()
+			l.lostJobAnswers++
+			l.mu.Unlock()
+		}
+		p.next = time.Now().Add(time.Second)
+	case !p.lost:
+		return // refused before it reached the agent (a handle gone): nothing started
+	}
+	c.pending = p
+}
+
+// givenUp counts a start still pending when the client stops: its job's
+// fate stays unknown to it.
+func (c *goodClient) givenUp() {
+	if c.pending != nil && c.pending.lost {
 		c.s.led.mu.Lock()
 		c.s.led.unknownJobs++
 		c.s.led.mu.Unlock()
@@ -234,16 +291,8 @@ func (c *goodClient) startCancel(ctx context.Context) {
 	}
 	cmd := fmt.Sprintf(`trap '' TERM; setsid sh -c 'trap "" TERM; sleep %s' >/dev/null 2>&1 & (sh -c 'trap "" TERM; sleep %s' >/dev/null 2>&1 &); echo ready; sleep %s`,
 		j.marks[0], j.marks[1], j.marks[2])
-	var out tools.JobExecOutput
-	if _, ok := c.do(ctx, "job_exec", map[string]any{"handle": c.handle, "command": cmd}, &out); !ok {
-		c.jobExecFailed()
-		// Its processes, should it have started, are the sandbox's until
-		// the tenant goes; the leak check at the end covers them.
-		return
-	}
-	j.id, j.cursor = out.JobID, out.Cursor
-	c.cancel = j
-	c.s.addMarks(j.marks)
+	c.n++
+	c.startJob(ctx, &pendingStart{key: fmt.Sprintf("%s-c%d", c.name, c.n), command: cmd, cancel: j})
 }
 
 // advanceCancel takes the cancel job one step further.

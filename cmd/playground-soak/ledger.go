@@ -59,18 +59,23 @@ type ledger struct {
 	serve   map[string][]time.Duration // time to serve again, by fault
 	deleted []time.Duration            // a tenant's deletion to gone
 
-	bytesChecked  int64
-	jobsChecked   int
-	cancelsProven int
-	unknownJobs   int                        // job_exec answers lost (the job may run, unknown)
-	longestGap    time.Duration              // the longest a good client went without a success
-	longestGapEnd time.Duration              // when it ended, from the start
-	longestGapWhy string                     // its client and the last failure it saw
-	stops         map[string][]time.Duration // SIGTERM to exit, by component
-	restarts      map[string]int             // sandboxes started again after their init exited
-	hostile       map[string]int             // what the hostile tenants did and saw
-	notes         map[string]int             // other things seen, no invariant's
-	leaks         []string
+	bytesChecked   int64
+	jobsChecked    int
+	cancelsProven  int
+	lostJobAnswers int // job_exec answers lost, sent again with their key
+	// Of those: answered with their job when sent again, or refused
+	// (resource_exhausted: with the key, the job would be the answer, so
+	// none had started).
+	lostJobsAnswered, lostJobsRefused int
+	unknownJobs                       int                        // of those, not answered by the end (the job may run, unknown)
+	longestGap                        time.Duration              // the longest a good client went without a success
+	longestGapEnd                     time.Duration              // when it ended, from the start
+	longestGapWhy                     string                     // its client and the last failure it saw
+	stops                             map[string][]time.Duration // SIGTERM to exit, by component
+	restarts                          map[string]int             // sandboxes started again after their init exited
+	hostile                           map[string]int             // what the hostile tenants did and saw
+	notes                             map[string]int             // other things seen, no invariant's
+	leaks                             []string
 }
 
 func newLedger(verbose io.Writer) *ledger {

@@ -177,6 +177,14 @@ type ExecRequest struct {
 	// and error; the output is one stream, stdout) whose screen the
 	// sandbox keeps; such a job takes input. Jobs only.
 	TTY *TTYSize `json:"tty,omitempty"`
+	// IdempotencyKey makes a job start idempotent (jobs only): a second
+	// start of the tenant's with the same key, while the job the first
+	// started is kept, returns that job; with another request it is
+	// refused (CodeInvalid). Empty means none, and is not sent, so an
+	// agent that predates the field serves a request without a key as
+	// before; one with a key it refuses as a malformed body (unknown
+	// field), starting nothing. See CheckIdempotencyKey.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // Bounds of terminal jobs and of input, which both ends check.

@@ -37,6 +37,8 @@ func kernelExec(r agentapi.ExecRequest) hostagent.ExecRequest {
 		Timeout: r.Timeout,
 		Input:   r.Input,
 		TTY:     kernelTTY(r.TTY),
+
+		IdempotencyKey: r.IdempotencyKey,
 	}
 }
 

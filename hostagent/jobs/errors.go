@@ -46,6 +46,9 @@ var (
 	// memory (ParkSandbox); the job and its output are kept in the
 	// suspended sandbox and go on when it resumes.
 	ErrSuspended = errors.New("the sandbox that holds the job is suspended: the job and its output are kept and go on when it resumes")
+	// ErrKeyConflict: the start's idempotency key is the tenant's key of
+	// a job of another request.
+	ErrKeyConflict = errors.New("idempotency key given to another request")
 )
 
 // Bound names a capacity bound.
@@ -146,6 +149,21 @@ func (e *HaltedError) Is(target error) bool { return target == ErrAdmissionHalte
 
 // Unwrap exposes the backend error, e.g. backend.ErrProofLost.
 func (e *HaltedError) Unwrap() error { return e.Cause }
+
+// KeyConflictError refuses a start whose idempotency key (WithKey) the
+// tenant gave a job of another request, still retained.
+type KeyConflictError struct {
+	Key   string
+	JobID string
+}
+
+func (e *KeyConflictError) Error() string {
+	return fmt.Sprintf("idempotency_key %q belongs to job %s, started by another request (another command, shell, cwd, stdin, timeout or terminal, or another sandbox): "+
+		"send the same request to get job %s back, or a new key for a new job", e.Key, e.JobID, e.JobID)
+}
+
+// Is makes errors.Is(err, ErrKeyConflict) true.
+func (e *KeyConflictError) Is(target error) bool { return target == ErrKeyConflict }
 
 // CursorError refuses a cursor.
 type CursorError = outring.CursorError

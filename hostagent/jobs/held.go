@@ -79,7 +79,15 @@ type heldMeta struct {
 	// OOMKills is the sandbox's count of OOM kills when the job started,
 	// if the backend counts them.
 	OOMKills *uint64 `json:"oomKills,omitempty"`
+	// Key and Request are the job's idempotency key and the request it
+	// was given to (WithKey), so that the next agent honours the key.
+	Key     string `json:"key,omitempty"`
+	Request string `json:"request,omitempty"`
 }
+
+// maxRequestBytes bounds the request a sandbox's record of a job says its
+// key was given to: the agent's is a digest, far shorter.
+const maxRequestBytes = 128
 
 // attachTimeout bounds one attempt to reach a job's holder.
 const attachTimeout = 10 * time.Second
@@ -230,12 +238,15 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 	for _, opt := range opts {
 		opt(&o)
 	}
-	j, err := m.reserve(ctx, tenant, sandboxID, o.command)
+	j, prior, err := m.reserve(ctx, tenant, sandboxID, &o)
 	if err != nil {
 		return JobInfo{}, err
 	}
+	if prior != nil {
+		return *prior, nil
+	}
 	defer m.wg.Done()
-	meta := heldMeta{Tenant: tenant, Command: o.command}
+	meta := heldMeta{Tenant: tenant, Command: o.command, Key: j.key, Request: j.request}
 	if o.timeout > 0 {
 		meta.Deadline = j.startedAt.Add(o.timeout)
 	}
@@ -293,7 +304,7 @@ func (m *Manager) heldSpec(id string, meta heldMeta) (guestapi.JobSpec, error) {
 
 // holdLocked makes the reserved job j a running held job on conn.
 func (m *Manager) holdLocked(j *job, conn Held, attach Attacher, timeout time.Duration) {
-	j.starting = false
+	j.startedLocked()
 	j.held = &heldConn{id: j.id, attach: attach, conn: conn}
 	m.wg.Add(1)
 	go m.watchHeld(j)
@@ -348,6 +359,11 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 	j := m.insertLocked(id, tenant, sandboxID, started)
 	j.adopted = true
 	j.command = commandSummary(meta.Command)
+	if agentapi.CheckIdempotencyKey(meta.Key) == nil && len(meta.Request) <= maxRequestBytes {
+		// The record is the sandbox's to keep, and to spoil: a key that
+		// no start would have given is not honoured.
+		m.keyLocked(j, meta.Key, meta.Request)
+	}
 	j.input, j.tty = rec.Spec.Stdin || rec.Spec.TTY != nil, rec.Spec.TTY
 	m.mu.Unlock()
 	defer m.wg.Done()
@@ -365,7 +381,7 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 		// tenant sees it failed, and admission halts as it would have
 		// had this agent seen the holder go.
 		m.stats.Adopted++
-		j.starting = false
+		j.startedLocked()
 		j.held = &heldConn{id: id, attach: attach, gone: true}
 		j.oomAtStart, j.oomCount = meta.OOMKills, o.oom
 		m.heldEndedLocked(j, nil, fmt.Sprintf("the job's holder in the sandbox is gone: %v", err))

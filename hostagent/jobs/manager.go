@@ -61,6 +61,10 @@ type Manager struct {
 	// halts holds, by sandbox ID, the sandboxes whose job admission is
 	// halted because a kill there could not be proven.
 	halts map[string]*halt
+	// keys holds the retained jobs started with an idempotency key
+	// (WithKey), by tenant and key: at most one entry a job, removed
+	// with it, so the retained bounds bound it.
+	keys map[jobKey]*job
 	// parked holds, by sandbox ID, the sandboxes suspended with their
 	// memory: a channel closed when they resume.
 	parked  map[string]*parking
@@ -70,6 +74,9 @@ type Manager struct {
 	// onEnd is told of each job's end (WithOnEnd).
 	onEnd func(Ended)
 }
+
+// jobKey is a tenant's idempotency key.
+type jobKey struct{ tenant, key string }
 
 // halt is one sandbox's halted admission.
 type halt struct {
@@ -81,14 +88,19 @@ type halt struct {
 type job struct {
 	id, tenant, sandbox string
 	command             string // WithCommand's summary
+	// key and request are the job's idempotency key and the request it
+	// was given to (WithKey), or empty.
+	key, request string
 	// input says the job takes input (WithInput, or a terminal); tty is
 	// its terminal's size, as last set (WithTTY, Resize), or nil.
 	input bool
 	tty   *guestapi.TTYSize
 	state State
 	// starting is true from admission until the start func returns; such a
-	// job holds capacity but is invisible to lookups.
+	// job holds capacity but is invisible to lookups. started is closed
+	// when it turns false, or the start failed.
 	starting bool
+	started  chan struct{}
 	// held is the connection to the job's holder, in its sandbox, which
 	// keeps the job's processes and output.
 	held *heldConn
@@ -178,6 +190,7 @@ func New(limits Limits, clock Clock, opts ...Option) (*Manager, error) {
 		activeByTenant:   make(map[string]int),
 		retainedByTenant: make(map[string]int),
 		halts:            make(map[string]*halt),
+		keys:             make(map[jobKey]*job),
 		parked:           make(map[string]*parking),
 		log:              logr.Discard(),
 	}
@@ -202,23 +215,101 @@ func (m *Manager) Limits() Limits { return m.limits }
 
 // reserve admits a job for tenant in sandboxID and inserts it, starting:
 // it holds capacity from now on. The caller starts it, then calls
-// unreserveLocked if that failed, and m.wg.Done in any case.
-func (m *Manager) reserve(ctx context.Context, tenant, sandboxID, command string) (*job, error) {
+// unreserveLocked if that failed, and m.wg.Done in any case. A start
+// whose key names a job the tenant holds gets that job's state instead
+// (prior), once the job has started: the start of the same key in
+// flight is waited for, within ctx.
+func (m *Manager) reserve(ctx context.Context, tenant, sandboxID string, o *startOptions) (j *job, prior *JobInfo, err error) {
 	if tenant == "" {
-		return nil, errors.New("jobs: empty tenant")
+		return nil, nil, errors.New("jobs: empty tenant")
 	}
+	for {
+		var starting <-chan struct{}
+		j, prior, starting, err = m.reserveOnce(ctx, tenant, sandboxID, o)
+		if starting == nil {
+			return j, prior, err
+		}
+		select {
+		case <-starting:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// reserveOnce is one attempt of reserve: starting, when not nil, is the
+// start of the key's job to wait for before the next.
+func (m *Manager) reserveOnce(ctx context.Context, tenant, sandboxID string, o *startOptions) (*job, *JobInfo, <-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, nil, nil, ErrClosed
+	}
+	if k := m.keyedLocked(tenant, o.key); k != nil {
+		switch {
+		case k.request != o.request:
+			return nil, nil, nil, &KeyConflictError{Key: o.key, JobID: k.id}
+		case k.starting:
+			return nil, nil, k.started, nil
+		}
+		info := k.infoLocked()
+		return nil, &info, nil, nil
+	}
 	if err := m.admitLocked(tenant, sandboxID); err != nil {
 		m.stats.Refused++
-		return nil, err
+		return nil, nil, nil, err
 	}
 	j := m.insertLocked(m.newIDLocked(), tenant, sandboxID, m.clock.Now())
-	j.command = command
-	return j, nil
+	j.command = o.command
+	m.keyLocked(j, o.key, o.request)
+	return j, nil, nil, nil
+}
+
+// keyedLocked is the job that tenant's key names, if it is retained:
+// one acknowledged or expired is recycled, its key free again.
+func (m *Manager) keyedLocked(tenant, key string) *job {
+	if key == "" {
+		return nil
+	}
+	j := m.keys[jobKey{tenant, key}]
+	if j == nil {
+		return nil
+	}
+	if j.state.Terminal() && (j.acked || m.expiredLocked(j, m.clock.Now())) {
+		m.recycleLocked(j)
+		return nil
+	}
+	return j
+}
+
+// keyLocked gives j its idempotency key, unless it is empty or another
+// job of the tenant has it (two adopted records that say the same).
+func (m *Manager) keyLocked(j *job, key, request string) {
+	k := jobKey{j.tenant, key}
+	if key == "" || m.keys[k] != nil {
+		return
+	}
+	j.key, j.request = key, request
+	m.keys[k] = j
+}
+
+// unkeyLocked removes j's key from the index.
+func (m *Manager) unkeyLocked(j *job) {
+	k := jobKey{j.tenant, j.key}
+	if j.key != "" && m.keys[k] == j {
+		delete(m.keys, k)
+	}
+}
+
+// startedLocked ends j's start: it is visible to lookups, and the starts
+// of its key that waited for it see it.
+func (j *job) startedLocked() {
+	if j.starting {
+		j.starting = false
+		close(j.started)
+	}
 }
 
 // insertLocked inserts a starting job and counts it against the bounds; it
@@ -230,6 +321,7 @@ func (m *Manager) insertLocked(id, tenant, sandboxID string, started time.Time) 
 		sandbox:   sandboxID,
 		state:     StateRunning,
 		starting:  true,
+		started:   make(chan struct{}),
 		startedAt: started,
 		lastPoll:  m.clock.Now(),
 		done:      make(chan struct{}),
@@ -251,6 +343,8 @@ func (m *Manager) unreserveLocked(j *job) {
 	decr(m.activeByTenant, j.tenant)
 	decr(m.retainedByTenant, j.tenant)
 	delete(m.jobs, j.id)
+	m.unkeyLocked(j)
+	close(j.started)
 }
 
 // callStart runs a start func, turning a panic into an error so that the
@@ -433,6 +527,7 @@ func (m *Manager) sweepTick() {
 
 func (m *Manager) recycleLocked(j *job) {
 	delete(m.jobs, j.id)
+	m.unkeyLocked(j)
 	decr(m.retainedByTenant, j.tenant)
 	if j.held != nil {
 		j.held.release()

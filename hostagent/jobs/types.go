@@ -184,6 +184,24 @@ type startOptions struct {
 	command string
 	input   bool
 	tty     *guestapi.TTYSize
+	key     string
+	request string
+}
+
+// WithKey makes a start idempotent for the job's lifetime: while the job
+// it starts is retained (until its final page is acknowledged, it
+// expires, or its sandbox is destroyed), another start of the same
+// tenant's with the same key returns that job as it is now, counting
+// against no bound, instead of starting one more; with another request
+// it is refused with a *KeyConflictError. request identifies what was
+// asked (a digest of the command, its sandbox and its options): the
+// caller's, compared as it is. Keys are the tenant's own: another
+// tenant's same key is another key. A held job keeps its key in its
+// record in the sandbox, so the agent that adopts it honours it too.
+// The caller bounds the key (agentapi.CheckIdempotencyKey); the manager
+// keeps one per retained job, within the retained bounds.
+func WithKey(key, request string) StartOption {
+	return func(o *startOptions) { o.key, o.request = key, request }
 }
 
 // WithInput keeps a held job's standard input open after its start's:

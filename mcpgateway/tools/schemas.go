@@ -20,6 +20,8 @@ import (
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
 // inputSchema derives In's schema and applies refine to its properties, so
@@ -61,6 +63,13 @@ func refineCommand(p propMap, defaultTimeout int, maxTimeout int) {
 	if defaultTimeout > 0 {
 		p["timeout_seconds"].Default = fmt.Appendf(nil, "%d", defaultTimeout)
 	}
+}
+
+// refineKey bounds an idempotency key (agentapi.CheckIdempotencyKey).
+func refineKey(p propMap) {
+	p["idempotency_key"].MinLength = ptr(1)
+	p["idempotency_key"].MaxLength = ptr(agentapi.MaxIdempotencyKeyBytes)
+	p["idempotency_key"].Pattern = "^[A-Za-z0-9._:-]+$"
 }
 
 func refinePath(p propMap) {

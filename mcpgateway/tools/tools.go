@@ -222,9 +222,11 @@ func Register(s *mcp.Server, opts Options) {
 		Name:  "job_exec",
 		Title: "Start a background job",
 		Description: "Start a shell command in the background and return at once with its job_id and a cursor; read its output with job_poll " +
-			"and stop it with job_cancel, which kills every process the job started. The job keeps running if you disconnect.",
+			"and stop it with job_cancel, which kills every process the job started. The job keeps running if you disconnect. " +
+			"Give an idempotency_key to make the start safe to retry: the same job_exec with the same key returns the same job.",
 		InputSchema: inputSchema[JobExecInput](func(p propMap) {
 			refineCommand(p, 0, maxTimeout)
+			refineKey(p)
 			refineJobExec(p, opts.Extended)
 		}),
 		OutputSchema: outputSchema[JobExecOutput](nil),
@@ -589,6 +591,10 @@ func (c *catalog) jobExec(ctx context.Context, req *mcp.CallToolRequest, in JobE
 	if err != nil {
 		return nil, JobExecOutput{}, invalid(err)
 	}
+	if err := agentapi.CheckIdempotencyKey(in.IdempotencyKey); err != nil {
+		return nil, JobExecOutput{}, invalid(err)
+	}
+	er.IdempotencyKey = in.IdempotencyKey
 	extended := in.TTY || in.StdinOpen || in.Rows != 0 || in.Cols != 0
 	if extended {
 		if err := jobTerminal(&er, in); err != nil {
@@ -607,8 +613,12 @@ func (c *catalog) jobExec(ctx context.Context, req *mcp.CallToolRequest, in JobE
 		return nil, JobExecOutput{}, c.agentError("job_exec", err)
 	}
 	out := JobExecOutput{JobID: info.ID, State: string(info.State), Cursor: ""}
-	return text(fmt.Sprintf("Job %s started (state %s). Read its output with job_poll {\"job_id\": %q, \"cursor\": \"\"}; stop it with job_cancel.",
-		out.JobID, out.State, out.JobID)), out, nil
+	msg := fmt.Sprintf("Job %s started (state %s). Read its output with job_poll {\"job_id\": %q, \"cursor\": \"\"}; stop it with job_cancel.",
+		out.JobID, out.State, out.JobID)
+	if in.IdempotencyKey != "" {
+		msg += fmt.Sprintf(" It is the job of idempotency_key %q: the same job_exec with that key returns this job, not a new one.", in.IdempotencyKey)
+	}
+	return text(msg), out, nil
 }
 
 func (c *catalog) jobPoll(ctx context.Context, req *mcp.CallToolRequest, in JobPollInput) (*mcp.CallToolResult, JobPollOutput, error) {

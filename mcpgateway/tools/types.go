@@ -79,6 +79,7 @@ type JobExecInput struct {
 	Stdin          string `json:"stdin,omitempty" jsonschema:"standard input as UTF-8 text (default: empty)"`
 	StdinBase64    string `json:"stdin_base64,omitempty" jsonschema:"standard input as base64; give stdin or stdin_base64, not both"`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"kill the job and all its processes after this many seconds (default: no timeout; cancel it with job_cancel)"`
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"a key of your own (a UUID, say) that makes the start safe to retry: if you lost the answer, send the same job_exec with the same key and you get the same job (its job_id and its state now), not a second one, for as long as the job is kept (until you acknowledge its final page, or its result expires); the same key with another command is refused"`
 	// The extended tool set's options (Options.Extended); the standard
 	// set's schema has none of them.
 	TTY       bool `json:"tty,omitempty" jsonschema:"run the job on a terminal (a pseudo-terminal: its input, output and error, one output stream); read what it shows with job_screen, type with job_input, resize with job_resize"`
@@ -93,7 +94,7 @@ var extendedJobExecFields = []string{"tty", "rows", "cols", "stdin_open"}
 // JobExecOutput is a started job.
 type JobExecOutput struct {
 	JobID  string `json:"job_id" jsonschema:"the job's ID for job_poll and job_cancel; it stays valid across gateway restarts and sessions"`
-	State  string `json:"state" jsonschema:"running"`
+	State  string `json:"state" jsonschema:"running; or, for a job_exec retried with its idempotency_key, the job's state now"`
 	Cursor string `json:"cursor" jsonschema:"the cursor of the job's first output: pass it to job_poll (empty means the start)"`
 }
 

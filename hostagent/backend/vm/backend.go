@@ -744,6 +744,11 @@ func (b *Backend) boot(ctx context.Context, rec *record) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := b.enterCgroup(id, v.pid); err != nil {
+		// It runs uncounted: said where the operator looks, and its
+		// usage is unreadable, so a usage limit refuses its calls.
+		backend.AppendLog(filepath.Join(cfg.Dir, qemuLog), err.Error()+"\n")
+	}
 	if !restoring {
 		b.mu.Lock()
 		b.starts[id]++
@@ -932,6 +937,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := b.stop(ctx, id); err != nil {
 		return err
 	}
+	b.removeCgroup(id)
 	dir := b.sandboxDir(id)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {

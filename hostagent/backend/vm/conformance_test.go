@@ -72,9 +72,24 @@ func newStateDir(tb testing.TB) string {
 				_ = v.Stop(5 * time.Second)
 			}
 		}
+		// The cgroups of the sandboxes no test destroyed.
+		b := &Backend{opts: Options{StateDir: dir}}
+		for _, id := range sandboxIDs(dir) {
+			b.removeCgroup(id)
+		}
 		_ = os.RemoveAll(dir)
 	})
 	return dir
+}
+
+// sandboxIDs are the sandboxes a state directory holds.
+func sandboxIDs(stateDir string) []string {
+	ents, _ := os.ReadDir(filepath.Join(stateDir, "sandboxes"))
+	var ids []string
+	for _, e := range ents {
+		ids = append(ids, e.Name())
+	}
+	return ids
 }
 
 func qemuPIDFiles(stateDir string) []string {

@@ -233,7 +233,12 @@ func testJobsAcrossRestarts(t *testing.T, n *node) {
 	er.until(t, func() bool { return strings.Contains(er.stdout.String(), "ready") })
 	pids := e.pids(t, sh)
 	limit := n.agent.Jobs().Limits().ActivePerTenant
-	for range limit - 2 {
+	keyed := hostagent.ExecRequest{Command: "sleep 1000", IdempotencyKey: "conformance-restart"}
+	keyedJob, err := s.startJob(keyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range limit - 3 {
 		if _, err := s.startJob(hostagent.ExecRequest{Command: "sleep 1000"}); err != nil {
 			t.Fatal(err)
 		}
@@ -250,6 +255,16 @@ func testJobsAcrossRestarts(t *testing.T, n *node) {
 		_, err := s.startJob(hostagent.ExecRequest{Command: "sleep 1000"})
 		if hostagent.CodeOf(err) != hostagent.CodeExhausted || !strings.Contains(err.Error(), fmt.Sprintf("(limit %d)", limit)) {
 			t.Fatalf("job %d right after the restart: %v, want resource_exhausted naming the limit", limit+1, err)
+		}
+	})
+	t.Run("an idempotency key names its adopted job", func(t *testing.T) {
+		// A client whose job_exec answer was lost as the agent went
+		// sends it again: the job the next agent adopted, not a new one
+		// (and not a refusal at the bound it fills).
+		n.known(t)
+		info, err := s.startJob(keyed)
+		if err != nil || info.ID != keyedJob.ID || info.State != jobs.StateRunning {
+			t.Fatalf("the keyed start again after the restart: %+v, %v; want job %s running", info, err, keyedJob.ID)
 		}
 	})
 	t.Run("output reads on from the cursor", func(t *testing.T) {

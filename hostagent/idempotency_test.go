@@ -1,0 +1,73 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hostagent
+
+import (
+	"testing"
+	"time"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
+)
+
+// TestKeyDigestNamesTheWholeRequest: a job's idempotency key is given to
+// its whole request, so the same key with any field changed (or in
+// another sandbox) is another request, refused, not the job back.
+func TestKeyDigestNamesTheWholeRequest(t *testing.T) {
+	base := ExecRequest{Command: "make", Shell: backend.ShellLogin, Cwd: "src", Stdin: []byte("in"), Timeout: time.Minute, IdempotencyKey: "k"}
+	want := base.digest("sbx-1")
+	same := base
+	same.IdempotencyKey = "another key"
+	if same.digest("sbx-1") != want {
+		t.Fatal("the key itself changes the request's digest")
+	}
+	for name, change := range map[string]func(*ExecRequest){
+		"command": func(r *ExecRequest) { r.Command = "make test" },
+		"shell":   func(r *ExecRequest) { r.Shell = backend.ShellClean },
+		"cwd":     func(r *ExecRequest) { r.Cwd = "src/" },
+		"stdin":   func(r *ExecRequest) { r.Stdin = []byte("in2") },
+		"timeout": func(r *ExecRequest) { r.Timeout = time.Hour },
+		"input":   func(r *ExecRequest) { r.Input = true },
+		"tty":     func(r *ExecRequest) { r.TTY = &guestapi.TTYSize{Rows: 24, Cols: 80} },
+		// Field bounds: the command's end moved into cwd.
+		"split": func(r *ExecRequest) { r.Command, r.Cwd = "mak", "esrc" },
+	} {
+		r := base
+		change(&r)
+		if r.digest("sbx-1") == want {
+			t.Errorf("a request with another %s has the same digest", name)
+		}
+	}
+	if base.digest("sbx-2") == want {
+		t.Error("the same request in another sandbox has the same digest")
+	}
+}
+
+// TestExecTakesNoKey: a key on a synchronous exec is refused, clearly,
+// rather than ignored (a retried exec runs again).
+func TestExecTakesNoKey(t *testing.T) {
+	a := &Agent{}
+	a.opts.MaxFileBytes = 1 << 20
+	_, err := a.Exec(t.Context(), "ns/a", "h_x", ExecRequest{Command: "true", IdempotencyKey: "k"})
+	if CodeOf(err) != CodeInvalid {
+		t.Fatalf("exec with a key: %v, want invalid_argument", err)
+	}
+	_, err = a.StartJob(t.Context(), "ns/a", "h_x", ExecRequest{Command: "true", IdempotencyKey: "no spaces please"})
+	if CodeOf(err) != CodeInvalid {
+		t.Fatalf("job with a bad key: %v, want invalid_argument", err)
+	}
+}
