@@ -156,6 +156,9 @@ type Agent struct {
 	// startKeys are the signing keys to write into sandboxes' piles
 	// before they start (SetStartSigningKey), by ID.
 	startKeys map[string][]byte
+	// blank are the sandboxes ClaimWarm handed out that no Ensure has
+	// taken yet, by ID: they hold no job to adopt.
+	blank map[string]bool
 	// keyAwaited are the sandboxes whose calls wait for their signing
 	// key (ExpectSigningKey), by ID: each channel is closed once the
 	// sandbox's pile holds a key.
@@ -466,6 +469,8 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		return false, nil
 	}
 	unadopted := served && s.unadopted
+	blank := a.blank[spec.ID]
+	delete(a.blank, spec.ID)
 	// Frozen for its usage limit when the last agent process stopped: a
 	// restart of the agent does not thaw it (limits.go).
 	keepFrozen := !served && be.Capabilities().Pauser != nil && a.usage.frozen(spec.ID)
@@ -537,7 +542,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 	if dead {
 		a.jobs.ResumeAdmission(spec.ID)
 	}
-	if (!served || unadopted) && !dead && !frozen {
+	if (!served || unadopted) && !dead && !frozen && !blank {
 		// The first Ensure of this agent process: the sandbox may hold
 		// jobs that an earlier one started. They count before its tenant
 		// can start more.
@@ -767,6 +772,7 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 		bes = a.backends
 	}
 	delete(a.sandboxes, id)
+	delete(a.blank, id)
 	a.settlePendingLocked(id)
 	delete(a.pending, id)
 	a.keyArrivedLocked(id) // its waiting calls find it gone
