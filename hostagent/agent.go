@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -159,6 +160,8 @@ type Agent struct {
 	// blank are the sandboxes ClaimWarm handed out that no Ensure has
 	// taken yet, by ID: they hold no job to adopt.
 	blank map[string]bool
+	// keyWaiting counts the calls waiting for a signing key now.
+	keyWaiting atomic.Int64
 	// keyAwaited are the sandboxes whose calls wait for their signing
 	// key (ExpectSigningKey), by ID: each channel is closed once the
 	// sandbox's pile holds a key.

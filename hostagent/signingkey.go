@@ -171,6 +171,8 @@ func (a *Agent) waitSigningKey(ctx context.Context, tenant, id string) error {
 	if ch == nil {
 		return nil
 	}
+	a.keyWaiting.Add(1)
+	defer a.keyWaiting.Add(-1)
 	t := time.NewTimer(a.opts.SigningKeyWait)
 	defer t.Stop()
 	select {

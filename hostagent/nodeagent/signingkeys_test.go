@@ -98,3 +98,67 @@ func TestWarmClaimFirstCallFindsTheKey(t *testing.T) {
 		g.Expect(cur.Status.SigningKey.Fingerprint).To(Equal(signingkey.Fingerprint([]byte(key))))
 	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 }
+
+// TestWarmClaimFirstCallWaitsForTheKey: a first call that comes to a
+// warm claim before its signing key waits for it (the node's metrics
+// count it waiting), and, the key delivered meanwhile, goes on and finds
+// it in /pile/self.key.
+func TestWarmClaimFirstCallWaitsForTheKey(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "warm-key-wait")
+	token := serviceAccounts(t, ns, "manager")
+	stateDir := ocitest.StateDir(t)
+	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), WarmPool: 1, WarmPoolRate: 50, NewID: sandboxids.New})
+	g.Expect(err).NotTo(HaveOccurred())
+	addr := freeAddr(t)
+	n := startNode(t, "warm-key-b", stateDir, "", func(o *nodeagent.Options) {
+		o.Backends = []backend.Backend{be}
+		o.TrustedManagers = []string{"system:serviceaccount:" + ns + ":manager"}
+		o.MetricsBindAddress = addr
+		o.Agent.SigningKeyWait = 10 * time.Minute // the delivery ends the wait, not this
+	})
+	g.Eventually(func() int { return be.PoolStats().Ready }).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(1))
+	createSandbox(t, ns, "k", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k-key"}
+	})
+	sbx := waitProvisioned(t, ns, "k")
+	id := idOf(t, ns, "k")
+	g.Expect(be.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
+
+	// The tenant's first call: a session, then a read of its key.
+	read := make(chan string, 1)
+	go func() {
+		h, err := n.client.Open(ctx, ns+"/k", id)
+		if err != nil {
+			read <- "the session was refused: " + err.Error()
+			return
+		}
+		res, err := n.client.Exec(ctx, ns+"/k", h.ID, agentapi.ExecRequest{Command: "cat /pile/self.key 2>&1"})
+		if err != nil {
+			read <- "the exec failed: " + err.Error()
+			return
+		}
+		read <- string(res.Stdout)
+	}()
+	waiting := func() (float64, error) {
+		select {
+		case got := <-read:
+			return 0, StopTrying("the first call went on before the signing key was delivered: " + got)
+		default:
+		}
+		m, err := scrape("http://" + addr + "/metrics")
+		if err != nil {
+			return 0, err
+		}
+		return m.value(t, "playground_signing_key_waiting_calls", "node", n.name), nil
+	}
+	g.Eventually(waiting).WithTimeout(timeout).WithPolling(20*time.Millisecond).Should(BeEquivalentTo(1), "the first call waits for the key")
+
+	key := strings.Repeat("ef", 32)
+	mc, err := agentapi.NewClient(n.endpoint, token("manager", agentapi.NodeAudience(n.name)), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = mc.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: ns, Name: "k", UID: string(sbx.UID), Key: key})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(read).WithTimeout(timeout).Should(Receive(Equal(key)), "the first call finds the key in")
+}
