@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -59,6 +60,10 @@ const (
 	// waits for it to list and hand over the jobs it holds: a sandbox
 	// whose processes hold everything it has does not hold the agent.
 	DefaultAdoptTimeout = 15 * time.Second
+	// DefaultSigningKeyWait bounds how long a call waits for the signing
+	// key of a sandbox that serves before its key is in (ExpectSigningKey):
+	// a warm claim's key follows it within milliseconds.
+	DefaultSigningKeyWait = 10 * time.Second
 	// DefaultUsageLimitOvershoot is the CPU time, in seconds, a sandbox
 	// may use past a spent CPU limit before the agent freezes it, besides
 	// the freeze's own latency (limits.go).
@@ -105,6 +110,11 @@ type Options struct {
 	// AdoptTimeout bounds the adoption of a sandbox's held jobs by the
 	// first Ensure of this agent process.
 	AdoptTimeout time.Duration
+	// SigningKeyWait bounds how long a session's opening (and a worker's
+	// start) waits for the signing key of a sandbox whose key is expected
+	// and not in yet (ExpectSigningKey): past it the call is refused as
+	// unavailable, to be retried.
+	SigningKeyWait time.Duration
 	// WakeNotice is how long a wake from an idle suspension runs before
 	// the sandbox's state says Waking (DefaultWakeNotice when zero): most
 	// take less, and go from asleep to Running in one change.
@@ -147,6 +157,15 @@ type Agent struct {
 	// startKeys are the signing keys to write into sandboxes' piles
 	// before they start (SetStartSigningKey), by ID.
 	startKeys map[string][]byte
+	// blank are the sandboxes ClaimWarm handed out that no Ensure has
+	// taken yet, by ID: they hold no job to adopt.
+	blank map[string]bool
+	// keyWaiting counts the calls waiting for a signing key now.
+	keyWaiting atomic.Int64
+	// keyAwaited are the sandboxes whose calls wait for their signing
+	// key (ExpectSigningKey), by ID: each channel is closed once the
+	// sandbox's pile holds a key.
+	keyAwaited map[string]chan struct{}
 	// calls numbers the calls in progress (sandbox.inflight).
 	calls uint64
 }
@@ -257,6 +276,7 @@ func New(opts Options) (*Agent, error) {
 	setDefault(&opts.KillTimeout, DefaultKillTimeout)
 	setDefault(&opts.FileTimeout, DefaultFileTimeout)
 	setDefault(&opts.AdoptTimeout, DefaultAdoptTimeout)
+	setDefault(&opts.SigningKeyWait, DefaultSigningKeyWait)
 	setDefault(&opts.WakeNotice, DefaultWakeNotice)
 	setDefault(&opts.UsageLimitOvershoot, DefaultUsageLimitOvershoot)
 	if opts.UsageLimitOvershoot < MinUsageLimitOvershoot {
@@ -452,6 +472,8 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		return false, nil
 	}
 	unadopted := served && s.unadopted
+	blank := a.blank[spec.ID]
+	delete(a.blank, spec.ID)
 	// Frozen for its usage limit when the last agent process stopped: a
 	// restart of the agent does not thaw it (limits.go).
 	keepFrozen := !served && be.Capabilities().Pauser != nil && a.usage.frozen(spec.ID)
@@ -523,7 +545,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 	if dead {
 		a.jobs.ResumeAdmission(spec.ID)
 	}
-	if (!served || unadopted) && !dead && !frozen {
+	if (!served || unadopted) && !dead && !frozen && !blank {
 		// The first Ensure of this agent process: the sandbox may hold
 		// jobs that an earlier one started. They count before its tenant
 		// can start more.
@@ -557,8 +579,14 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		if dead || key != nil {
 			s.key, s.keyReads = key, s.keyReads+1 // a key installed for the next start is in now
 		}
+		if key != nil {
+			a.keyArrivedLocked(spec.ID)
+		}
 		a.noteStateLocked(s)
 		return dead, nil
+	}
+	if key != nil {
+		a.keyArrivedLocked(spec.ID)
 	}
 	s = &sandbox{spec: spec, be: be, key: key, unadopted: frozen}
 	setLimitedLocked(s, frozen)
@@ -747,8 +775,10 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 		bes = a.backends
 	}
 	delete(a.sandboxes, id)
+	delete(a.blank, id)
 	a.settlePendingLocked(id)
 	delete(a.pending, id)
+	a.keyArrivedLocked(id) // its waiting calls find it gone
 	a.mu.Unlock()
 	// Its jobs go with it, read or not: a deleted tenant holds no slot.
 	a.jobs.EndSandbox(id, "the sandbox was deleted", true)
@@ -890,9 +920,13 @@ func (a *Agent) pendingErrorLocked(tenant, sandboxID string) error {
 }
 
 // Open opens a session handle on the tenant's sandbox. A sandbox that an
-// agent that just started is still taking over is waited for, a while.
+// agent that just started is still taking over is waited for, a while;
+// so is one whose signing key is expected and not in yet.
 func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, error) {
 	if err := a.waitPending(ctx, tenant, sandboxID); err != nil {
+		return Handle{}, err
+	}
+	if err := a.waitSigningKey(ctx, tenant, sandboxID); err != nil {
 		return Handle{}, err
 	}
 	if a.servesTenant(tenant, sandboxID) {

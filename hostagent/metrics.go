@@ -63,6 +63,8 @@ var (
 		"Sandboxes of this agent suspended now, by reason: spec (the Sandbox's spec.suspended), idle (its spec.idleSuspend; the next call resumes it) or usage_limit (frozen for a spent CPU limit until its period resets).", []string{"reason"}, nil)
 	poolStartsDesc = prometheus.NewDesc("playground_warm_pool_starts_total",
 		"Pooled sandboxes started to refill the pool, by result (started, failed).", []string{"backend", "result"}, nil)
+	keyWaitingDesc = prometheus.NewDesc("playground_signing_key_waiting_calls",
+		"Calls (session openings, worker starts) waiting now for the signing key of a sandbox that serves before its key is in, as a warm claim does; past --signing-key-wait they are refused as unavailable.", nil, nil)
 
 	// Usage per tenant (usage.go): one series per tenant with a sandbox on
 	// the node, so their number is bounded by the node's sandboxes.
@@ -138,7 +140,7 @@ type collector struct{ a *Agent }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsHeldDesc, jobsAdoptedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc, jobsReclaimedDesc,
-		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc, suspendedDesc,
+		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc, suspendedDesc, keyWaitingDesc,
 		tenantCPUDesc, tenantMemoryDesc, tenantMemoryPeakDesc, tenantMiBSecondsDesc, tenantStorageDesc, tenantJobSecondsDesc, tenantPeriodCPUDesc, tenantExhaustedDesc} {
 		ch <- d
 	}
@@ -187,6 +189,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(spec), "spec")
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(idle), "idle")
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(c.a.frozenCount()), "usage_limit")
+	gauge(keyWaitingDesc, float64(c.a.keyWaiting.Load()))
 	c.a.execDuration.Collect(ch)
 	c.a.sleeps.Collect(ch)
 	c.a.wakes.Collect(ch)

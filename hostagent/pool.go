@@ -37,7 +37,17 @@ func (a *Agent) ClaimWarm(spec backend.Spec) (id string, ok bool) {
 		return "", false
 	}
 	if p := be.Capabilities().WarmPool; p != nil {
-		return p.Claim(spec)
+		if id, ok = p.Claim(spec); ok {
+			// Blank until its tenant's first call: it holds no job, and
+			// its first Ensure has none to adopt.
+			a.mu.Lock()
+			if a.blank == nil {
+				a.blank = map[string]bool{}
+			}
+			a.blank[id] = true
+			a.mu.Unlock()
+		}
+		return id, ok
 	}
 	return "", false
 }
@@ -45,6 +55,9 @@ func (a *Agent) ClaimWarm(spec backend.Spec) (id string, ok bool) {
 // UnclaimWarm gives back a sandbox that ClaimWarm returned and that was
 // not recorded as a tenant's.
 func (a *Agent) UnclaimWarm(spec backend.Spec, id string) {
+	a.mu.Lock()
+	delete(a.blank, id)
+	a.mu.Unlock()
 	if be, err := a.backendFor(spec); err == nil {
 		if p := be.Capabilities().WarmPool; p != nil {
 			p.Unclaim(id)

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
@@ -71,6 +72,7 @@ func (a *Agent) SetSigningKey(ctx context.Context, tenant, sandboxID string, key
 		// What the sandbox holds now, whether or not the node can read
 		// the pile back (a Lima VM's is on a disk only its guest mounts).
 		s.key = &signingKeyHeld{fingerprint: signingkey.Fingerprint(key), publicKey: signingkey.PublicKey(key)}
+		a.keyArrivedLocked(sandboxID)
 	}
 	a.mu.Unlock()
 	held := a.signingKeyOf(sandboxID)
@@ -113,8 +115,73 @@ func (a *Agent) signingKeyOf(id string) signingKeyHeld {
 	if cur, ok := a.sandboxes[id]; ok && cur == s && s.keyReads == reads {
 		s.key = &k
 	}
+	if k.fingerprint != "" {
+		a.keyArrivedLocked(id)
+	}
 	a.mu.Unlock()
 	return k
+}
+
+// ExpectSigningKey says whether sandbox id's calls wait for its signing
+// key: while expect holds and its pile holds none, a session's opening
+// and a worker's start wait for one (up to Options.SigningKeyWait), so
+// that no call of its tenant's runs before the key is in. A sandbox the
+// agent knows to hold a key waits for nothing. The node agent expects
+// the key of a sandbox whose Sandbox names one and that has reported
+// none yet: a warm claim serves before the manager's delivery reaches it
+// (docs/operations.md, "Signing keys").
+func (a *Agent) ExpectSigningKey(id string, expect bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !expect {
+		a.keyArrivedLocked(id)
+		return
+	}
+	if _, waiting := a.keyAwaited[id]; waiting {
+		return
+	}
+	if s, ok := a.sandboxes[id]; ok && s.key != nil && s.key.fingerprint != "" {
+		return
+	}
+	if a.keyAwaited == nil {
+		a.keyAwaited = map[string]chan struct{}{}
+	}
+	a.keyAwaited[id] = make(chan struct{})
+}
+
+// keyArrivedLocked ends the wait of sandbox id's calls for its signing
+// key: it holds one now (or is gone, or expects none).
+func (a *Agent) keyArrivedLocked(id string) {
+	if ch, ok := a.keyAwaited[id]; ok {
+		close(ch)
+		delete(a.keyAwaited, id)
+	}
+}
+
+// waitSigningKey waits, up to Options.SigningKeyWait, until sandbox id
+// (the tenant's; tenant "" for any) holds its expected signing key, and
+// says why the call cannot go on if it still does not.
+func (a *Agent) waitSigningKey(ctx context.Context, tenant, id string) error {
+	a.mu.Lock()
+	ch := a.keyAwaited[id]
+	if s, ok := a.sandboxes[id]; tenant != "" && (!ok || s.spec.Tenant != tenant) {
+		ch = nil // not the tenant's: answered as such further on
+	}
+	a.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	a.keyWaiting.Add(1)
+	defer a.keyWaiting.Add(-1)
+	t := time.NewTimer(a.opts.SigningKeyWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return errorf(CodeUnavailable, "the signing key of sandbox %s is not in it yet (the manager delivers it to this node's agent, which installs it before the sandbox serves a call; waited %s): retry in a few seconds, and if it persists see the Sandbox's SigningKeyDelivered condition and the Tenant's status", id, a.opts.SigningKeyWait)
 }
 
 // SetStartSigningKey makes key the signing key written into sandbox id's

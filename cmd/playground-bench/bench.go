@@ -588,19 +588,37 @@ func (b *bench) applyTenants(ctx context.Context, ns, label string, settle func(
 	}
 	slices.Sort(ds)
 	p50, p99 := pct(ds, .5), pct(ds, .99)
-	// The design's goals; with a warm pool, issue 20's.
+	// The design's goals; with a warm pool, issue 20's, and issue 51's
+	// for the burst and the claim's own step.
 	aloneGoal, aloneVerdict := "(for reference)", "—"
 	p50Goal, p99Goal := 150*time.Millisecond, 500*time.Millisecond
 	if label != "" {
 		aloneGoal, aloneVerdict = "≤ 100 ms", verdict(pct(alone, .5) <= 100*time.Millisecond)
-		p50Goal, p99Goal = 500*time.Millisecond, time.Second
+		p50Goal, p99Goal = 200*time.Millisecond, time.Second
 	}
-	return []row{
+	rows := []row{
 		{"P3 one Tenant applied alone → Ready" + label + ", median of 5", ms(pct(alone, .5)), "", "", aloneGoal, aloneVerdict},
 		{"P3 one Tenant alone" + label + ", when each step was seen (median)", medianStages(aloneStages), "", "", "", ""},
+	}
+	if label != "" {
+		// The agent's step: from the binding to the claim reported.
+		var steps []time.Duration
+		for _, st := range aloneStages {
+			if b, ok := st["bound"]; ok {
+				if p, ok := st["provisioned"]; ok {
+					steps = append(steps, p-b)
+				}
+			}
+		}
+		slices.Sort(steps)
+		if len(steps) > 0 {
+			rows = append(rows, row{"P3 one Tenant alone" + label + ": the claim's step, bound → provisioned (median)", ms(pct(steps, .5)), "", "", "≤ 25 ms", verdict(pct(steps, .5) <= 25*time.Millisecond)})
+		}
+	}
+	return append(rows, []row{
 		{fmt.Sprintf("P3 Tenant applied → Ready (token, running sandbox)%s, p50 of %d at once", label, b.sz.tenants), ms(p50), "", "", fmt.Sprintf("≤ %d ms", p50Goal.Milliseconds()), verdict(p50 <= p50Goal)},
 		{fmt.Sprintf("P3 Tenant applied → Ready%s, p99 of %d", label, b.sz.tenants), ms(p99), "", "", fmt.Sprintf("≤ %d ms", p99Goal.Milliseconds()), verdict(p99 <= p99Goal)},
-	}, readyAt, nil
+	}...), readyAt, nil
 }
 
 // system is the in-process system's configuration (playground-dev's, on a
@@ -681,7 +699,7 @@ func (b *bench) tenantsReadyWarm(ctx context.Context) ([]row, error) {
 	}
 	per := pss / int64(len(pooled))
 	return append(rows, row{fmt.Sprintf("P6 host memory per idle pooled sandbox, not claimed yet (PSS of its processes, %d in the pool)", len(pooled)),
-		fmt.Sprintf("%.2f MiB", float64(per)/(1<<20)), "", "", "≤ 2 MiB", verdict(per <= 2<<20)}), nil
+		fmt.Sprintf("%.2f MiB", float64(per)/(1<<20)), "", "", "≤ 1 MiB", verdict(per <= 1<<20)}), nil
 }
 
 // aloneTenant creates one tenant and waits for it, returning how long it

@@ -391,6 +391,60 @@ const analysis = `
   superblock that the kernel makes and, with the container, tears down).
   A layout with one superblock fewer (the device nodes in the snapshot's
   overlay) was not tried.
+* **P3 with a warm pool and the signing key; P6 of a pooled sandbox
+  (issue 51).** Since the tenant's signing key (2026-12-04) a warm
+  claim's provisioning step (bound → provisioned) grew from 15 ms
+  (2026-12-02) to 76 ms. Traced on 2026-12-07 (timestamps at each step
+  of the agent's pass, the manager's delivery and the backend's calls,
+  five lone claims on a machine at load 20 to 30 on its 2 cores): the
+  claim waited for the manager's delivery when its pass came first (up
+  to some 10 ms), then wrote the key between the claim's provisioning
+  and start, freezing the running pooled container for it (runc state,
+  pause, the key written and synced, resume: 57 to 140 ms of that
+  machine's 100 to 290 ms step), and the delivery brought the Sandbox
+  back for a second pass (a runc state and often a second status write)
+  behind the first. The claim now waits for nothing: it is reported
+  provisioned at once and takes its key right after that report, or as
+  delivered; the agent holds its tenant's calls until the key is in
+  (docs/operations.md, "A warm claim and its signing key"); a delivery
+  brings a Sandbox back only when a pass waits for its key; and a
+  sandbox just claimed is not asked for jobs to adopt (a shepherd round
+  trip, 1 to 13 ms there). Left on the step: the claim and its record
+  (5 to 30 ms there, a synced write), the claimed container's
+  provisioning (2 to 34 ms), and the status write (10 to 20 ms).
+  Measured with ` + "`--only 'P3 with'`" + `, the code before (e45fdf8) and after run in
+  turn at load 20 to 30 (compare within these runs only): the step's
+  median of five lone tenants 48, 60, 115 and 79 ms after against 124,
+  149, 145 and 158 ms before (four pairs, two of them quick); a lone
+  Tenant's Ready 143, 183, 180 and 152 ms against 162, 198, 215 and 228
+  ms, less gained than the step since the key's install and the second
+  status write now run beside the manager's Ready writes on the same two
+  cores; 50 at once, p50 3.5 and 5.2 s against 4.8 and 4.6 s, p99 5.5
+  and 9.9 s against 7.8 and 6.4 s (20 at once: p50 3.2 and 2.4 s against
+  3.6 and 2.4 s): the burst is bound by the
+  loaded machine and the API server (status writes took 0.2 to 0.9 s each
+  in it), not by the key, and the goals (25 ms alone, 200 ms p50 of 50)
+  were not reached on this machine. The fingerprint of the key now costs
+  its own write of the Sandbox's status (and of the Tenant's), after Ready.
+  **P6** of a pooled sandbox is the PSS of its two Go processes, init and
+  one spare shepherd, and grew from 1.20 to 1.55–1.60 MiB with the
+  terminal (2026-12-03): the guest binary now links a terminal emulator
+  (charmbracelet's vt, ultraviolet and ansi, go-runewidth, and through
+  them regexp with the unicode tables, image/png, compress/flate), whose
+  package initialisation runs in every process of the binary: 62 KB in 229
+  allocations against 8.6 KB in 104 (GODEBUG=inittrace=1), spread over
+  size classes that each take a span of their own. An idle shepherd
+  (GOMAXPROCS=1, outside a container) holds 504 KiB of heap arena and 752
+  KiB of anonymous memory, against 360 and 592 KiB built from 626d4ad:
+  some 0.16 MiB per process, 0.3 to 0.4 MiB per pooled sandbox. A GC and
+  a return of free pages (debug.FreeOSMemory) at the shepherd's start made
+  it larger (984 KiB: the collector's own structures). The floor of a Go
+  process here is about 0.6 to 0.75 MiB (a program that sleeps: 744 KiB,
+  237 KiB of heap in use for 47 KiB allocated, 256 KiB of stacks for its
+  four threads), so two of them cannot make 1 MiB: P6 ≤ 1 MiB needs one
+  process per pooled sandbox (its spare shepherd started at the claim, or
+  at its first connection) and the terminal emulator out of init and the
+  shepherds (a holder binary of its own). Not done in this change.
 * **P7, the agent's memory under 32 unread jobs (met).** Since issue 18 the
   jobs' rings are in their sandboxes, each job's holder a process of the
   sandbox charged to its tenant's memory limit: the agent's heap grows by

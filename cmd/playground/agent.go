@@ -106,6 +106,7 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.DurationVar(&opts.FacultyReread, "faculty-reread", nodeagent.DefaultFacultyReread, "how often a faculty bundle's hostPath source is read again for changes")
 	fs.DurationVar(&opts.Faculties.MaxTimeout, "faculty-max-build-timeout", faculty.DefaultMaxTimeout, "the longest a faculty build may run: a bundle whose spec.build.timeout asks more is built with this one")
 	fs.Var(cmdflags.StringList(&opts.FacultyHostPathPrefixes), "faculty-host-path-prefix", "a node directory under which FacultyBundles may take their source from a hostPath (repeatable, or comma-separated); none by default: no hostPath source is read. Never /, nor under /proc, /sys or /dev, nor overlapping --state-dir; see docs/faculties.md")
+	fs.DurationVar(&opts.Agent.SigningKeyWait, "signing-key-wait", hostagent.DefaultSigningKeyWait, "the longest a call (a session's opening, a worker's start) waits for the signing key of a sandbox that serves before its key is in (a warm claim, whose key the manager delivers beside it): past it the call is refused as unavailable, to be retried")
 	fs.DurationVar(&opts.Agent.FileTimeout, "file-timeout", hostagent.DefaultFileTimeout, "the longest a file operation (read, write, their ranged forms, a digest) may run in a sandbox: past it, or when its caller goes, its processes are killed and the call fails saying so; a digest reads about a GiB a second")
 	newBackends := backendFlags(fs, &ociOpts)
 	fs.IntVar(&ociOpts.EgressNodeConns, "egress-node-connections", oci.DefaultEgressNodeConns, "connections one sandbox holds at once to each of the agent's listeners on its link, its resolver (TCP) and its server-name gate; its nftables ruleset refuses new ones past four times this")
@@ -130,6 +131,9 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 	if opts.Agent.FileTimeout <= 0 {
 		return fmt.Errorf("--file-timeout: want a positive duration, not %s", opts.Agent.FileTimeout)
+	}
+	if opts.Agent.SigningKeyWait <= 0 {
+		return fmt.Errorf("--signing-key-wait: want a positive duration, not %s", opts.Agent.SigningKeyWait)
 	}
 
 	opts.Logger = logOpts.SetLogger()

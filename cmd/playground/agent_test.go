@@ -70,6 +70,17 @@ func TestFileTimeoutRefused(t *testing.T) {
 	}
 }
 
+// TestSigningKeyWaitRefused: the wait of a call for a sandbox's signing
+// key is a positive duration, or the agent does not start.
+func TestSigningKeyWaitRefused(t *testing.T) {
+	for _, v := range []string{"0s", "-1s"} {
+		err := runAgent(context.Background(), []string{"--signing-key-wait=" + v})
+		if err == nil || !strings.Contains(err.Error(), "--signing-key-wait: want a positive duration") {
+			t.Errorf("playground agent --signing-key-wait=%s: %v; want a refusal naming the flag", v, err)
+		}
+	}
+}
+
 // TestFacultyFlagsAccepted: prefixes of tools directories pass, however
 // given.
 func TestFacultyFlagsAccepted(t *testing.T) {

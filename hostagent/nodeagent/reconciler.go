@@ -225,8 +225,9 @@ func (r *sandboxReconciler) idOf(sbx *playgroundv1alpha1.Sandbox) (string, error
 // when it has none: a warm sandbox's from its backend's pool when one
 // fits (its start is done: the Ensure that follows claims it), else a new
 // one. A Sandbox with faculties waits for their builds and starts with
-// them mounted: never a pooled one.
-func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (string, error) {
+// them mounted: never a pooled one. claimed says that this call took the
+// ID from a pool.
+func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (id string, claimed bool, err error) {
 	var warm string
 	spec := specOf("", sbx)
 	id, used, err := r.ids.AssignFrom(ownerOf(sbx), func() string {
@@ -238,7 +239,7 @@ func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (string, e
 	if warm != "" && !used {
 		r.agent.UnclaimWarm(spec, warm)
 	}
-	return id, err
+	return id, warm != "" && used && err == nil, err
 }
 
 // Reconcile provisions (or reattaches) one Sandbox, or destroys it.
@@ -274,7 +275,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	}
 	// The ID is recorded on the node before anything of the sandbox
 	// exists, so that whatever is made under it is found again.
-	id, err := r.assignID(sbx)
+	id, claimed, err := r.assignID(sbx)
 	if err != nil {
 		return r.failed(ctx, sbx, "Provision", fmt.Errorf("choosing the sandbox's ID: %w", err))
 	}
@@ -308,16 +309,31 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	if spec.Faculties, err = r.faculties.forSandbox(ctx, sbx, spec.ID, restart || restarting || (resumed && !restoring), !wasProvisioned); err != nil {
 		return r.waitForFaculties(ctx, sbx, err)
 	}
-	// The signing key goes into the pile before the sandbox starts: a
-	// first start waits for it (the manager delivers it as the Sandbox is
-	// bound), a later one takes the newest delivered.
-	if sbx.Spec.Pile.SigningKey != nil {
-		key := r.keys.keyOf(sbx.UID)
-		if key == nil && prev == nil {
-			return r.waitForKey(ctx, sbx, r.keyWaitFor(sbx))
+	// The signing key is in the pile before the tenant's first call. A
+	// cold first start waits for it (the manager delivers it as the
+	// Sandbox is bound) and writes it before the start; a later start
+	// takes the newest delivered. A warm claim runs already, and waits
+	// for nothing: it is reported provisioned at once, and its key goes
+	// in after that report (keyLater) or as it is delivered, while the
+	// agent holds the sandbox's calls until it is in.
+	named := sbx.Spec.Pile.SigningKey != nil
+	keyLater := named && claimed
+	if named {
+		if sbx.Status.SigningKey == nil {
+			// None reported yet: whatever the pile holds is read after
+			// Ensure, and the calls wait for it meanwhile.
+			r.agent.ExpectSigningKey(spec.ID, true)
 		}
-		r.agent.SetStartSigningKey(spec.ID, key)
-		defer r.agent.SetStartSigningKey(spec.ID, nil)
+		if !keyLater {
+			key := r.keys.keyOrWait(sbx.UID)
+			if key == nil && prev == nil {
+				return r.waitForKey(ctx, sbx, r.keyWaitFor(sbx))
+			}
+			r.agent.SetStartSigningKey(spec.ID, key)
+			defer r.agent.SetStartSigningKey(spec.ID, nil)
+		}
+	} else {
+		r.agent.ExpectSigningKey(spec.ID, false)
 	}
 	ensure := func() {
 		if restart {
@@ -359,12 +375,23 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, playgroundv1alpha1.ReasonRestarted, "Restart",
 			"The init of sandbox %s on node %s had exited; started it again over its files (the processes it ran are gone)", spec.ID, r.node)
 	}
-	if err := r.keyGate(ctx, sbx, spec); err != nil {
-		return r.waitForKey(ctx, sbx, err)
+	if !keyLater {
+		if err := r.keyGate(ctx, sbx, spec); err != nil {
+			return r.waitForKey(ctx, sbx, err)
+		}
 	}
 	msg := fmt.Sprintf("Sandbox %s is provisioned on node %s", spec.ID, r.node) + r.storageFixed(spec) + r.caveat(spec)
 	if err := r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg); err != nil {
 		return err
+	}
+	if keyLater {
+		// Reported: the tenant's Ready goes on while its key goes in.
+		log.Info("Provisioned the sandbox from the warm pool; its signing key goes in now", "id", spec.ID)
+		if err := r.keyGate(ctx, sbx, spec); err != nil {
+			return r.waitForKey(ctx, sbx, err)
+		}
+		// The key it holds, in its status.
+		return r.setProvisioned(ctx, sbx, metav1.ConditionTrue, playgroundv1alpha1.ReasonProvisioned, msg)
 	}
 	if restoring && !restarted {
 		log.Info("Restored the sandbox with its memory: its tenant is no longer suspended", "id", spec.ID)

@@ -39,7 +39,8 @@ import (
 // keyInbox holds the signing keys the manager delivers, by Sandbox UID,
 // in memory only (the pile keeps the installed one across restarts of the
 // agent): a Sandbox bound to this node may get its key before its sandbox
-// first starts, which then waits for it (keyGate). It takes keys only for
+// first starts, which then waits for it, or after a warm claim served it,
+// whose calls wait for it meanwhile (keyGate). It takes keys only for
 // Sandboxes bound to this node, so it holds at most one per sandbox here.
 type keyInbox struct {
 	r     *sandboxReconciler
@@ -47,6 +48,10 @@ type keyInbox struct {
 
 	mu   sync.Mutex
 	keys map[types.UID][]byte
+	// waiting are the Sandboxes whose last pass found no key to install
+	// and waits for one (keyOrWait): a delivery wakes them. The others
+	// read the inbox after their Ensure, and need no extra pass.
+	waiting map[types.UID]bool
 }
 
 // DeliverSigningKey implements agentserver.KeyInbox: it keeps the key of
@@ -72,9 +77,14 @@ func (k *keyInbox) DeliverSigningKey(ctx context.Context, req agentapi.SigningKe
 		k.keys = map[types.UID][]byte{}
 	}
 	k.keys[sbx.UID] = key
+	waiting := k.waiting[sbx.UID]
+	delete(k.waiting, sbx.UID)
 	k.mu.Unlock()
 	k.prune(ctx)
 
+	// The key is in the inbox before the agent is asked whether it
+	// serves the sandbox: a pass whose Ensure ends meanwhile reads it
+	// after (keyGate), so one of the two installs it.
 	id, err := k.r.idOf(sbx)
 	if err == nil && id != "" && k.r.agent.Serves(id) {
 		fp, live, err := k.r.agent.SetSigningKey(ctx, tenantOf(sbx), id, key)
@@ -84,8 +94,10 @@ func (k *keyInbox) DeliverSigningKey(ctx context.Context, req agentapi.SigningKe
 		k.requeue(sbx) // its status says which key it holds
 		return agentapi.SigningKeyResult{Fingerprint: fp, Live: live}, nil
 	}
-	// Not started yet: its start waits for the key, and is woken now.
-	k.requeue(sbx)
+	if waiting {
+		// Not started yet, and its start waits for the key: woken now.
+		k.requeue(sbx)
+	}
 	return agentapi.SigningKeyResult{}, nil
 }
 
@@ -120,12 +132,33 @@ func (k *keyInbox) prune(ctx context.Context) {
 			delete(k.keys, uid)
 		}
 	}
+	for uid := range k.waiting {
+		if !here[uid] {
+			delete(k.waiting, uid)
+		}
+	}
 }
 
 func (k *keyInbox) keyOf(uid types.UID) []byte {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.keys[uid]
+}
+
+// keyOrWait is keyOf, and marks a Sandbox without a key as waiting for
+// one, so that its delivery brings it back (at once, in one step with
+// the read, so that no delivery goes unnoticed between the two).
+func (k *keyInbox) keyOrWait(uid types.UID) []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	key := k.keys[uid]
+	if key == nil {
+		if k.waiting == nil {
+			k.waiting = map[types.UID]bool{}
+		}
+		k.waiting[uid] = true
+	}
+	return key
 }
 
 // keyWait is how often a sandbox waiting for its signing key looks again
@@ -144,17 +177,22 @@ func (e *errWaitingForKey) Error() string { return e.msg }
 
 // keyGate installs the key delivered for sbx in its sandbox id, which
 // Ensure has just made to run, when the pile does not hold it yet, and
-// says whether the sandbox may be reported provisioned: a Sandbox that
-// names a key waits until its pile holds one (a newer key delivered
-// later replaces it live, or at the next start). A first key that the
-// backend can only bring in at a start restarts the sandbox, which has
-// served nothing yet.
+// says whether the sandbox holds one: a Sandbox that names a key waits
+// until its pile holds one, reported provisioned only then, except a
+// warm claim, reported at once, whose calls the agent holds meanwhile
+// (ExpectSigningKey). A newer key delivered later replaces it live, or
+// at the next start. A first key that the backend can only bring in at a
+// start restarts the sandbox, which has served nothing yet.
 func (r *sandboxReconciler) keyGate(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, spec backend.Spec) error {
 	if sbx.Spec.Pile.SigningKey == nil {
 		return nil
 	}
 	held, _ := r.agent.SigningKey(spec.ID)
-	if key := r.keys.keyOf(sbx.UID); key != nil && signingkey.Fingerprint(key) != held {
+	key := r.keys.keyOf(sbx.UID)
+	if key == nil && held == "" {
+		key = r.keys.keyOrWait(sbx.UID)
+	}
+	if key != nil && signingkey.Fingerprint(key) != held {
 		_, live, err := r.agent.SetSigningKey(ctx, spec.Tenant, spec.ID, key)
 		if err != nil {
 			return err

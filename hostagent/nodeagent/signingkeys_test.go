@@ -1,0 +1,164 @@
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nodeagent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
+	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/hostagent/sandboxids"
+	"github.com/playground-dev/playground/internal/signingkey"
+)
+
+// TestWarmClaimFirstCallFindsTheKey: a warm claim does not wait for the
+// manager's delivery of its signing key (it is reported provisioned
+// first), yet no call of its tenant runs before the key is in: a first
+// call that comes before the key waits for it, and is refused as
+// unavailable once the agent's --signing-key-wait has passed; the key
+// delivered, the next call finds it in /pile/self.key, and the status
+// says which key the sandbox holds.
+func TestWarmClaimFirstCallFindsTheKey(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "warm-key")
+	token := serviceAccounts(t, ns, "manager")
+	stateDir := ocitest.StateDir(t)
+	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), WarmPool: 1, WarmPoolRate: 50, NewID: sandboxids.New})
+	g.Expect(err).NotTo(HaveOccurred())
+	const wait = 500 * time.Millisecond
+	n := startNode(t, "warm-key-a", stateDir, "", func(o *nodeagent.Options) {
+		o.Backends = []backend.Backend{be}
+		o.TrustedManagers = []string{"system:serviceaccount:" + ns + ":manager"}
+		o.Agent.SigningKeyWait = wait
+	})
+	g.Eventually(func() int { return be.PoolStats().Ready }).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(1))
+
+	createSandbox(t, ns, "k", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k-key"}
+	})
+	sbx := waitProvisioned(t, ns, "k")
+	id := idOf(t, ns, "k")
+	g.Expect(be.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
+	g.Expect(sbx.Status.SigningKey).To(BeNil(), "no key was delivered yet")
+
+	// The first call, before the key: held, then refused, never run
+	// without it.
+	first := time.Now()
+	h, err := n.client.Open(ctx, ns+"/k", id)
+	if err == nil {
+		res, xerr := n.client.Exec(ctx, ns+"/k", h.ID, agentapi.ExecRequest{Command: "test -e /pile/self.key && echo in || echo missing"})
+		g.Expect(xerr).NotTo(HaveOccurred())
+		t.Fatalf("the first call ran before the sandbox's signing key was in: the key was %s", strings.TrimSpace(string(res.Stdout)))
+	}
+	g.Expect(agentapi.CodeOf(err)).To(Equal(agentapi.CodeUnavailable), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("signing key"))
+	g.Expect(time.Since(first)).To(BeNumerically(">=", wait), "refused only once the wait has passed")
+
+	// The manager delivers the key: the sandbox runs, so it goes in live,
+	// and the next call finds it.
+	key := strings.Repeat("cd", 32)
+	mc, err := agentapi.NewClient(n.endpoint, token("manager", agentapi.NodeAudience(n.name)), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = mc.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: ns, Name: "k", UID: string(sbx.UID), Key: key})
+	g.Expect(err).NotTo(HaveOccurred())
+	h, err = n.client.Open(ctx, ns+"/k", id)
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := n.client.Exec(ctx, ns+"/k", h.ID, agentapi.ExecRequest{Command: "cat /pile/self.key"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal(key))
+	g.Eventually(func(g Gomega) {
+		var cur playgroundv1alpha1.Sandbox
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "k"}, &cur)).To(Succeed())
+		g.Expect(cur.Status.SigningKey).NotTo(BeNil())
+		g.Expect(cur.Status.SigningKey.Fingerprint).To(Equal(signingkey.Fingerprint([]byte(key))))
+	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
+}
+
+// TestWarmClaimFirstCallWaitsForTheKey: a first call that comes to a
+// warm claim before its signing key waits for it (the node's metrics
+// count it waiting), and, the key delivered meanwhile, goes on and finds
+// it in /pile/self.key.
+func TestWarmClaimFirstCallWaitsForTheKey(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "warm-key-wait")
+	token := serviceAccounts(t, ns, "manager")
+	stateDir := ocitest.StateDir(t)
+	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), WarmPool: 1, WarmPoolRate: 50, NewID: sandboxids.New})
+	g.Expect(err).NotTo(HaveOccurred())
+	addr := freeAddr(t)
+	n := startNode(t, "warm-key-b", stateDir, "", func(o *nodeagent.Options) {
+		o.Backends = []backend.Backend{be}
+		o.TrustedManagers = []string{"system:serviceaccount:" + ns + ":manager"}
+		o.MetricsBindAddress = addr
+		o.Agent.SigningKeyWait = 10 * time.Minute // the delivery ends the wait, not this
+	})
+	g.Eventually(func() int { return be.PoolStats().Ready }).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(1))
+	createSandbox(t, ns, "k", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k-key"}
+	})
+	sbx := waitProvisioned(t, ns, "k")
+	id := idOf(t, ns, "k")
+	g.Expect(be.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
+
+	// The tenant's first call: a session, then a read of its key.
+	read := make(chan string, 1)
+	go func() {
+		h, err := n.client.Open(ctx, ns+"/k", id)
+		if err != nil {
+			read <- "the session was refused: " + err.Error()
+			return
+		}
+		res, err := n.client.Exec(ctx, ns+"/k", h.ID, agentapi.ExecRequest{Command: "cat /pile/self.key 2>&1"})
+		if err != nil {
+			read <- "the exec failed: " + err.Error()
+			return
+		}
+		read <- string(res.Stdout)
+	}()
+	waiting := func() (float64, error) {
+		select {
+		case got := <-read:
+			return 0, StopTrying("the first call went on before the signing key was delivered: " + got)
+		default:
+		}
+		m, err := scrape("http://" + addr + "/metrics")
+		if err != nil {
+			return 0, err
+		}
+		return m.value(t, "playground_signing_key_waiting_calls", "node", n.name), nil
+	}
+	g.Eventually(waiting).WithTimeout(timeout).WithPolling(20*time.Millisecond).Should(BeEquivalentTo(1), "the first call waits for the key")
+
+	key := strings.Repeat("ef", 32)
+	mc, err := agentapi.NewClient(n.endpoint, token("manager", agentapi.NodeAudience(n.name)), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = mc.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: ns, Name: "k", UID: string(sbx.UID), Key: key})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(read).WithTimeout(timeout).Should(Receive(Equal(key)), "the first call finds the key in")
+}
