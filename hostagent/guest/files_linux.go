@@ -32,6 +32,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -54,7 +55,7 @@ func (s *shepherd) serveFile(req guestapi.StartRequest, data []byte) {
 		body []byte
 		err  error
 	)
-	if terr := asTenant(func() { ans, body, err = roots.serve(req.Cwd, *req.File, data, s.agentGone) }); terr != nil {
+	if terr := asTenant(guestapi.FileThreadName(req.File.Op), func() { ans, body, err = roots.serve(req.Cwd, *req.File, data, s.agentGone) }); terr != nil {
 		err = terr
 	}
 	if err != nil {
@@ -89,15 +90,19 @@ func (s *shepherd) agentGone() bool {
 	return err == nil && n > 0 && pfd[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
 }
 
-// asTenant runs fn on an OS thread of its own whose credentials are the
-// tenant's (no supplementary groups, and effective IDs whose change from
+// fileThreadDone is the name of a file call's thread once the call is done,
+// as it ends.
+const fileThreadDone = "pg-file-done"
+
+// asTenant runs fn on an OS thread of its own, named name, whose
+// credentials are the tenant's (no supplementary groups, and effective IDs whose change from
 // root drops every capability), so that what fn opens, creates and
 // renames is checked as the tenant's shell would be. The credentials are
 // the thread's alone (the raw system calls, unlike Go's, change only the
 // calling thread), and the thread ends with fn: it is never unlocked, so
 // the runtime runs nothing else on it and does not start threads from
 // it. The shepherd stays root for its next command.
-func asTenant(fn func()) error {
+func asTenant(name string, fn func()) error {
 	done := make(chan error, 1)
 	// Owned by asTenant, which waits for it.
 	go func() {
@@ -106,7 +111,9 @@ func asTenant(fn func()) error {
 			done <- fmt.Errorf("taking the tenant's credentials for a file call: %w", err)
 			return
 		}
+		setThreadName(name)
 		fn()
+		setThreadName(fileThreadDone)
 		done <- nil
 	}()
 	return <-done
@@ -126,6 +133,14 @@ func tenantThread() error {
 		return fmt.Errorf("setresuid: %w", e)
 	}
 	return nil
+}
+
+// setThreadName names the calling thread (PR_SET_NAME: its comm).
+func setThreadName(name string) {
+	b, err := unix.BytePtrFromString(name)
+	if err == nil {
+		_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(b)), 0, 0, 0) //nolint:gosec // prctl(2) takes the name by address; b outlives the call
+	}
 }
 
 // refused is a file call's refusal.
@@ -276,7 +291,7 @@ func (r fileRoots) read(p string, req guestapi.FileRequest) (guestapi.FileAnswer
 	}
 	if n < len(buf) {
 		// It shrank while it was read.
-		return refused(guestapi.FileShort, strconv.FormatInt(req.Offset+int64(n), 10))
+		return refused(guestapi.FileShort, fmt.Sprintf("%d of its %d", req.Offset+int64(n), size))
 	}
 	if n == len(buf) && n < req.Length {
 		// Read on to the bound: the file may have grown since its stat.

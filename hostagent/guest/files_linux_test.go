@@ -206,7 +206,7 @@ func TestAsTenant(t *testing.T) {
 	}
 	r := fileRoots{home: dir, pile: "/nonexistent-pile"}
 	var readErr, writeErr error
-	if err := asTenant(func() {
+	if err := asTenant("pg-file-test", func() {
 		_, _, readErr = r.serve("", guestapi.FileRequest{Op: guestapi.FileRead, Path: "secret", Length: 10, Whole: true}, nil, nil)
 		_, _, writeErr = r.serve("", guestapi.FileRequest{Op: guestapi.FileWrite, Path: "mine"}, []byte("y"), nil)
 	}); err != nil {

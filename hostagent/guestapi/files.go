@@ -63,6 +63,11 @@ type FileRequest struct {
 	Whole  bool   `json:"whole,omitempty"`
 }
 
+// FileThreadName is the name of the shepherd's thread that serves a file
+// call of op, while it does (a thread's comm, at most 15 bytes): what the
+// tenant's ps shows of it, and how a test sees a digest run and stop.
+func FileThreadName(op FileOp) string { return "pg-file-" + string(op) }
+
 // MaxFilePath bounds FileRequest.Path, as Linux bounds a path (PATH_MAX).
 const MaxFilePath = 4096
 
@@ -91,7 +96,8 @@ const (
 	// FileChanged: the file's size changed while it was digested.
 	FileChanged FileRefusal = "changed"
 	// FileShort: a read stopped before Length bytes and the end of the
-	// file (it shrank while it was read).
+	// file (it shrank while it was read); Detail says where ("END of its
+	// SIZE").
 	FileShort FileRefusal = "short"
 )
 
