@@ -25,6 +25,14 @@ const notes = `
   API (HTTP/2 on loopback) and the sandbox's init, which hands the command to an
   idle shepherd that forks ` + "`/bin/sh`" + `; the baseline is ` + "`/bin/sh -c true`" + ` forked
   by this process, and ` + "`runc exec`" + ` into the same container for reference.
+* **3 MiB read and write** time the agent's file calls, which the sandbox's
+  guest serves (an idle shepherd reads or writes the file itself, as the
+  tenant; a write is synced and renamed into place), against the same 3 MiB
+  through exec of ` + "`cat > FILE`" + ` (stdin) and ` + "`cat FILE`" + ` (stdout), one after
+  the other on the same sandbox: 50 of each (250 without --quick) on the
+  agent's API, as the gateway calls it (a read answered as raw bytes, as
+  exec is), and 10 (50) from the MCP client for reference, whose JSON of
+  3 MiB of text both paths pay alike.
 * **terminal** starts ` + "`cat`" + ` on a 24×80 terminal (job_exec with tty, in the
   extended tool set, which the bench gives the sample tenant for these rows
   and takes back after them) and, 1000 times (200 with --quick), after a
