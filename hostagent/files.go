@@ -250,7 +250,7 @@ func (a *Agent) writeRange(ctx context.Context, tenant, handleID, filePath, cwd 
 // FileServer, within Options.FileTimeout: past it, as when ctx ends, the
 // call is abandoned in the sandbox, and a timeout is an error that names
 // the bound. A refusal becomes the error that tells the tenant what to do.
-func (a *Agent) fileCall(ctx context.Context, tenant, handleID, filePath string, call backend.FileCall) (backend.FileResult, error) {
+func (a *Agent) fileCall(ctx context.Context, tenant, handleID, filePath string, call backend.FileCall) (_ backend.FileResult, err error) {
 	spec, be, err := a.resolve(tenant, handleID)
 	if err != nil {
 		return backend.FileResult{}, err
@@ -263,6 +263,8 @@ func (a *Agent) fileCall(ctx context.Context, tenant, handleID, filePath string,
 		return backend.FileResult{}, err
 	}
 	defer done()
+	ctx, span := a.sandboxSpan(ctx, "sandbox file", spec.ID, be)
+	defer func() { endSpan(span, err) }()
 	fs := be.Capabilities().FileServer
 	if fs == nil {
 		fs = backend.ShellFiles(be)

@@ -207,7 +207,10 @@ func split(p string) (dir, name string) {
 	case i == 0:
 		return "/", t[1:]
 	}
-	return strings.TrimRight(t[:i], "/") + "", t[i+1:]
+	if d := strings.TrimRight(t[:i], "/"); d != "" {
+		return d, t[i+1:]
+	}
+	return "/", t[i+1:]
 }
 
 // resolved is p with its directory's links resolved: the path an answer

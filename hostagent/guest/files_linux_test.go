@@ -92,6 +92,8 @@ func TestFilePaths(t *testing.T) {
 		wantPath  string // the answer's path, relative to home
 	}{
 		{name: "read relative", req: read, path: "a.txt", wantPath: "a.txt"},
+		{name: "read doubled slashes", req: read, path: "sub//..//a.txt", wantPath: "a.txt"},
+		{name: "write doubled slashes", req: write, path: "sub//d.txt", wantPath: "sub/d.txt"},
 		{name: "read in cwd", cwd: "sub", req: read, path: "../a.txt", wantPath: "a.txt"},
 		{name: "read through link dir", req: read, path: "sub/up/a.txt", wantPath: "a.txt"},
 		{name: "read a pile file", req: read, path: "tolog", wantPath: "tolog"},
