@@ -61,6 +61,9 @@ type FileRequest struct {
 	Offset int64  `json:"offset,omitempty"`
 	Length int    `json:"length,omitempty"`
 	Whole  bool   `json:"whole,omitempty"`
+	// Size is how many bytes to write follow in Stdin frames (at most
+	// MaxStdin): the shepherd takes them into one buffer of that size.
+	Size int `json:"size,omitempty"`
 }
 
 // FileThreadName is the name of the shepherd's thread that serves a file

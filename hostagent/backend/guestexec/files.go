@@ -67,7 +67,7 @@ func File(ctx context.Context, conn net.Conn, call backend.FileCall) (backend.Fi
 func file(conn net.Conn, call backend.FileCall) (backend.FileResult, error) {
 	start, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{
 		Version: guestapi.ProtocolVersion, Cwd: call.Cwd,
-		File: &guestapi.FileRequest{Op: guestapi.FileOp(call.Op), Path: call.Path, Offset: call.Offset, Length: call.Length, Whole: call.Whole},
+		File: &guestapi.FileRequest{Op: guestapi.FileOp(call.Op), Path: call.Path, Offset: call.Offset, Length: call.Length, Whole: call.Whole, Size: len(call.Data)},
 	})
 	if err != nil {
 		return backend.FileResult{}, err
