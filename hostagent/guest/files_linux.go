@@ -417,8 +417,11 @@ const maxLinks = 40
 func linkTarget(p string) (string, error) {
 	for range maxLinks {
 		fi, err := os.Lstat(p)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			return p, nil
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Mode()&fs.ModeSymlink == 0):
+			return p, nil // no link (left): where it leads, missing or not
+		case err != nil:
+			return "", err
 		}
 		t, err := os.Readlink(p)
 		if err != nil {
