@@ -20,11 +20,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
@@ -32,22 +32,13 @@ import (
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
-// File transfer runs inside the sandbox, in a clean shell as the tenant's
-// user, so that paths resolve exactly as the tenant's commands see them
-// (symlinks included) and no host path is ever touched. Every operation
-// runs through fileExec, within Options.FileTimeout and the call: when
-// either ends, its processes are killed. The exit codes below are the
-// scripts' own, outside the range the utilities they call use.
-const (
-	exitNoFile     = 66
-	exitNotRegular = 67
-	exitTooLarge   = 68
-	exitNoDir      = 69
-	exitIsDir      = 70
-	exitInPile     = 71
-	exitNoDigest   = 72
-	exitChanged    = 73
-)
+// File calls are served in the sandbox by its backend's FileServer (the
+// guest, for the backends that run it; shell scripts through Exec for the
+// others: backend.ShellFiles), as the tenant's user, so that paths
+// resolve exactly as the tenant's commands see them (symlinks included)
+// and no host path is ever touched. Every call runs through fileCall,
+// within Options.FileTimeout and the call: when either ends, the call is
+// abandoned in the sandbox.
 
 // FileContent is a file, or a range of one, read from a sandbox.
 type FileContent struct {
@@ -114,45 +105,17 @@ func (a *Agent) ReadFile(ctx context.Context, tenant, handleID, filePath, cwd st
 	if err := checkPath(filePath); err != nil {
 		return FileContent{}, err
 	}
-	script := fmt.Sprintf(`f=%s
-[ -e "$f" ] || { echo "no such file" >&2; exit %d; }
-[ -f "$f" ] || { echo "not a regular file" >&2; exit %d; }
-s=$(wc -c < "$f") || exit 1
-[ "$s" -le %d ] || { echo "$s" >&2; exit %d; }
-printf '%%s/%%s' "$(cd -- "$(dirname -- "$f")" 2>/dev/null && pwd -P)" "$(basename -- "$f")" >&2
-exec cat -- "$f"`, backend.ShellQuote(filePath), exitNoFile, exitNotRegular, a.opts.MaxFileBytes, exitTooLarge)
-	res, err := a.fileExec(ctx, tenant, handleID, "reading", filePath, cwd, script, nil)
+	res, err := a.fileCall(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileRead, Path: filePath, Cwd: cwd, Length: a.opts.MaxFileBytes, Whole: true})
 	if err != nil {
 		return FileContent{}, err
 	}
-	stderr := strings.TrimSpace(string(res.Stderr))
-	switch res.ExitCode {
-	case 0:
-	case exitNoFile:
-		return FileContent{}, errorf(CodeNotFound, "no such file %q (relative paths start at cwd, or at the home directory without one)", filePath)
-	case exitNotRegular:
-		return FileContent{}, errorf(CodeInvalid, "%q is not a regular file: read reads files; list directories with exec (ls)", filePath)
-	case exitTooLarge:
-		return FileContent{}, errorf(CodeTooLarge, "%q is %s bytes, over the %d-byte read limit; read refuses rather than truncates: use exec (head, tail, split) or job_exec to page through it", filePath, stderr, a.opts.MaxFileBytes)
-	default:
-		return FileContent{}, errorf(CodeInvalid, "reading %q failed (exit %d): %s", filePath, res.ExitCode, stderr)
-	}
-	if res.StdoutDropped > 0 || len(res.Stdout) > a.opts.MaxFileBytes {
-		return FileContent{}, errorf(CodeTooLarge, "%q grew past the %d-byte read limit while it was read; read refuses rather than truncates", filePath, a.opts.MaxFileBytes)
-	}
-	// The path as write gives it: absolute, its directory's links
-	// resolved, so that either answer names the file for any cwd.
-	abs := string(res.Stderr)
-	if !strings.HasPrefix(abs, "/") || strings.ContainsRune(abs, '\n') {
-		abs = filePath
-	}
 	return FileContent{
-		Path:     abs,
-		Data:     res.Stdout,
-		Size:     len(res.Stdout),
-		MIME:     DetectMIME(filePath, res.Stdout),
-		SHA256:   sha256Hex(res.Stdout),
-		FileSize: int64(len(res.Stdout)),
+		Path:     res.Path,
+		Data:     res.Data,
+		Size:     len(res.Data),
+		MIME:     DetectMIME(filePath, res.Data),
+		SHA256:   sha256Hex(res.Data),
+		FileSize: int64(len(res.Data)),
 		EOF:      true,
 	}, nil
 }
@@ -168,38 +131,12 @@ func (a *Agent) WriteFile(ctx context.Context, tenant, handleID, filePath, cwd s
 	if len(data) > a.opts.MaxFileBytes {
 		return FileInfo{}, errorf(CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: split it into several files, or write parts and join them with exec (cat a b > c)", len(data), a.opts.MaxFileBytes)
 	}
-	script := fmt.Sprintf(`f=%s
-d=$(dirname -- "$f")
-[ -d "$d" ] || { echo "$d" >&2; exit %d; }
-[ ! -d "$f" ] || exit %d
-r=$(cd -- "$d" && pwd -P) || exit 1
-case "$r/" in %s/*) exit %d;; esac
-t=$(mktemp "$d/.playground-write.XXXXXX") || exit 1
-trap 'rm -f -- "$t"' EXIT
-cat > "$t" || exit 1
-[ ! -e "$f" ] || chmod --reference="$f" -- "$t" 2>/dev/null || true
-sync -- "$t" || exit 1
-mv -f -- "$t" "$f" || exit 1
-trap - EXIT
-printf '%%s/%%s' "$r" "$(basename -- "$f")"`, backend.ShellQuote(filePath), exitNoDir, exitIsDir, guestapi.PileDir, exitInPile)
-	res, err := a.fileExec(ctx, tenant, handleID, "writing", filePath, cwd, script, data)
+	res, err := a.fileCall(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileWrite, Path: filePath, Cwd: cwd, Data: data})
 	if err != nil {
 		return FileInfo{}, err
 	}
-	stderr := strings.TrimSpace(string(res.Stderr))
-	switch res.ExitCode {
-	case 0:
-	case exitNoDir:
-		return FileInfo{}, errorf(CodeNotFound, "the directory %q does not exist: create it first with exec (mkdir -p)", stderr)
-	case exitIsDir:
-		return FileInfo{}, errorf(CodeInvalid, "%q is a directory: give a file path", filePath)
-	case exitInPile:
-		return FileInfo{}, a.pileRefusal(tenant, handleID, filePath, false)
-	default:
-		return FileInfo{}, errorf(CodeInvalid, "writing %q failed (exit %d), the file is unchanged: %s", filePath, res.ExitCode, stderr)
-	}
 	return FileInfo{
-		Path:     string(res.Stdout),
+		Path:     res.Path,
 		Size:     len(data),
 		MIME:     DetectMIME(filePath, data),
 		SHA256:   sha256Hex(data),
@@ -227,55 +164,20 @@ func (a *Agent) ReadFileRange(ctx context.Context, tenant, handleID, filePath, c
 	if length == 0 {
 		length = a.opts.MaxFileBytes
 	}
-	// tail -c +N seeks on a regular file (GNU, FreeBSD), so a range deep
-	// in a large file costs what its own bytes cost.
-	script := fmt.Sprintf(`f=%s
-[ -e "$f" ] || exit %d
-[ -f "$f" ] || exit %d
-s=$(wc -c < "$f") || exit 1
-printf '%%s\n%%s/%%s' "$s" "$(cd -- "$(dirname -- "$f")" 2>/dev/null && pwd -P)" "$(basename -- "$f")" >&2
-[ "$s" -gt %d ] || exit 0
-tail -c +%d -- "$f" | head -c %d`, backend.ShellQuote(filePath), exitNoFile, exitNotRegular, r.Offset, uint64(r.Offset)+1, length)
-	res, err := a.fileExec(ctx, tenant, handleID, "reading", filePath, cwd, script, nil)
+	res, err := a.fileCall(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileRead, Path: filePath, Cwd: cwd, Offset: r.Offset, Length: length})
 	if err != nil {
 		return FileContent{}, err
 	}
-	switch res.ExitCode {
-	case 0:
-	case exitNoFile:
-		return FileContent{}, errorf(CodeNotFound, "no such file %q (relative paths start at cwd, or at the home directory without one)", filePath)
-	case exitNotRegular:
-		return FileContent{}, errorf(CodeInvalid, "%q is not a regular file: read reads files; list directories with exec (ls)", filePath)
-	default:
-		return FileContent{}, errorf(CodeInvalid, "reading %q failed (exit %d): %s", filePath, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-	}
-	size, abs, ok := sizeAndPath(string(res.Stderr))
-	if !ok {
-		return FileContent{}, &Error{Code: CodeInternal, Message: fmt.Sprintf("reading %q: the sandbox did not say the file's size: %q", filePath, res.Stderr)}
-	}
-	if abs == "" {
-		abs = filePath
-	}
-	data := res.Stdout
-	if res.StdoutDropped > 0 || len(data) > length {
-		return FileContent{}, errorf(CodeTooLarge, "the range of %q is over the agent's %d-byte output limit: ask for a shorter length", filePath, a.opts.ExecOutputLimit)
-	}
-	end := r.Offset + int64(len(data))
-	if len(data) < length && end < size {
-		return FileContent{}, errorf(CodeUnavailable, "reading %q stopped at byte %d of its %d: it shrank while it was read, or could not be read: read the range again", filePath, end, size)
-	}
-	if len(data) > 0 {
-		size = max(size, end) // it grew while it was read
-	}
+	end := r.Offset + int64(len(res.Data))
 	return FileContent{
-		Path:     abs,
-		Data:     data,
-		Size:     len(data),
-		MIME:     rangeMIME(filePath, r.Offset, data),
-		SHA256:   sha256Hex(data),
-		FileSize: size,
+		Path:     res.Path,
+		Data:     res.Data,
+		Size:     len(res.Data),
+		MIME:     rangeMIME(filePath, r.Offset, res.Data),
+		SHA256:   sha256Hex(res.Data),
+		FileSize: res.Size,
 		Offset:   r.Offset,
-		EOF:      end >= size,
+		EOF:      end >= res.Size,
 	}, nil
 }
 
@@ -287,45 +189,11 @@ func (a *Agent) DigestFile(ctx context.Context, tenant, handleID, filePath, cwd 
 	if err := checkPath(filePath); err != nil {
 		return FileDigest{}, err
 	}
-	// sha256sum is GNU's and BusyBox's, sha256 -q FreeBSD's. A size
-	// that differs after the hash means a writer was at work meanwhile.
-	script := fmt.Sprintf(`f=%s
-[ -e "$f" ] || exit %d
-[ -f "$f" ] || exit %d
-s=$(wc -c < "$f") || exit 1
-if command -v sha256sum >/dev/null 2>&1; then h=$(sha256sum < "$f") || exit 1
-elif command -v sha256 >/dev/null 2>&1; then h=$(sha256 -q < "$f") || exit 1
-else exit %d
-fi
-[ "$(wc -c < "$f")" = "$s" ] || exit %d
-printf '%%s\n%%s\n%%s/%%s' "${h%%%% *}" "$s" "$(cd -- "$(dirname -- "$f")" 2>/dev/null && pwd -P)" "$(basename -- "$f")"`,
-		backend.ShellQuote(filePath), exitNoFile, exitNotRegular, exitNoDigest, exitChanged)
-	res, err := a.fileExec(ctx, tenant, handleID, "digesting", filePath, cwd, script, nil)
+	res, err := a.fileCall(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileDigest, Path: filePath, Cwd: cwd})
 	if err != nil {
 		return FileDigest{}, err
 	}
-	switch res.ExitCode {
-	case 0:
-	case exitNoFile:
-		return FileDigest{}, errorf(CodeNotFound, "no such file %q (relative paths start at cwd, or at the home directory without one)", filePath)
-	case exitNotRegular:
-		return FileDigest{}, errorf(CodeInvalid, "%q is not a regular file: only a regular file has a digest", filePath)
-	case exitNoDigest:
-		return FileDigest{}, errorf(CodeUnavailable, "the sandbox has neither sha256sum nor sha256 to digest %q with: install one in the sandbox (coreutils), or compare the sha256 of each range instead", filePath)
-	case exitChanged:
-		return FileDigest{}, errorf(CodeUnavailable, "%q changed while it was digested: digest it again once nothing writes to it", filePath)
-	default:
-		return FileDigest{}, errorf(CodeInvalid, "digesting %q failed (exit %d): %s", filePath, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-	}
-	sum, rest, _ := strings.Cut(string(res.Stdout), "\n")
-	size, abs, ok := sizeAndPath(rest)
-	if b, err := hex.DecodeString(sum); !ok || err != nil || len(b) != sha256.Size {
-		return FileDigest{}, &Error{Code: CodeInternal, Message: fmt.Sprintf("digesting %q: the sandbox answered no size and sha256: %q", filePath, res.Stdout)}
-	}
-	if abs == "" {
-		abs = filePath
-	}
-	return FileDigest{Path: abs, Size: size, SHA256: strings.ToLower(sum)}, nil
+	return FileDigest{Path: res.Path, Size: res.Size, SHA256: res.SHA256}, nil
 }
 
 // AppendFile appends data to a file, creating it if it is missing: a file
@@ -357,84 +225,103 @@ func (a *Agent) writeRange(ctx context.Context, tenant, handleID, filePath, cwd 
 	if len(data) > a.opts.MaxFileBytes {
 		return FileInfo{}, errorf(CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: write it in ranges of at most %d bytes, one call each", len(data), a.opts.MaxFileBytes, a.opts.MaxFileBytes)
 	}
-	put := `cat >> "$f" || exit 1`
-	if offset >= 0 {
-		// The file open read-write, neither truncated nor appended to;
-		// dd moves the offset all its descriptors share (an lseek: bs=1
-		// costs nothing), and cat writes from there. POSIX dd and sh,
-		// unlike GNU dd's oflag=seek_bytes.
-		put = fmt.Sprintf(`{ e=$(dd if=/dev/null bs=1 seek=%d conv=notrunc 2>&1 >&3) || { printf '%%s\n' "$e" >&2; exit 1; }
-  cat >&3 || exit 1
-} 3<> "$f" || exit 1`, offset)
+	call := backend.FileCall{Op: backend.FileWriteAt, Path: filePath, Cwd: cwd, Offset: offset, Data: data}
+	if offset < 0 {
+		call.Op, call.Offset = backend.FileAppend, 0
 	}
-	// The pile is refused by the directory the file is in, and by the
-	// one a link leads to: appending through a link would reach it.
-	script := fmt.Sprintf(`f=%s
-d=$(dirname -- "$f")
-[ -d "$d" ] || { echo "$d" >&2; exit %d; }
-[ ! -d "$f" ] || exit %d
-[ ! -e "$f" ] || [ -f "$f" ] || exit %d
-r=$(cd -- "$d" && pwd -P) || exit 1
-case "$r/" in %s/*) exit %d;; esac
-if [ -L "$f" ]; then
-  t=$(readlink -f -- "$f") || exit %d
-  case "$(dirname -- "$t")/" in %s/*) exit %d;; esac
-fi
-%s
-s=$(wc -c < "$f") || exit 1
-printf '%%s\n%%s/%%s' "$s" "$r" "$(basename -- "$f")"`,
-		backend.ShellQuote(filePath), exitNoDir, exitIsDir, exitNotRegular, guestapi.PileDir, exitInPile,
-		exitNotRegular, guestapi.PileDir, exitInPile, put)
-	res, err := a.fileExec(ctx, tenant, handleID, "writing", filePath, cwd, script, data)
+	res, err := a.fileCall(ctx, tenant, handleID, filePath, call)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	stderr := strings.TrimSpace(string(res.Stderr))
-	switch res.ExitCode {
-	case 0:
-	case exitNoDir:
-		return FileInfo{}, errorf(CodeNotFound, "the directory %q does not exist: create it first with exec (mkdir -p)", stderr)
-	case exitIsDir:
-		return FileInfo{}, errorf(CodeInvalid, "%q is a directory: give a file path", filePath)
-	case exitNotRegular:
-		return FileInfo{}, errorf(CodeInvalid, "%q is not a regular file, nor a link to one: write appends to and writes into regular files only", filePath)
-	case exitInPile:
-		return FileInfo{}, a.pileRefusal(tenant, handleID, filePath, true)
-	default:
-		return FileInfo{}, errorf(CodeInvalid, "writing %q failed (exit %d): %s; a ranged write is not atomic, so part of the range may have been written: write the range again once the cause is fixed", filePath, res.ExitCode, stderr)
-	}
-	size, abs, ok := sizeAndPath(string(res.Stdout))
-	if !ok {
-		return FileInfo{}, &Error{Code: CodeInternal, Message: fmt.Sprintf("writing %q: the sandbox did not say the file's size: %q", filePath, res.Stdout)}
-	}
-	if abs == "" {
-		abs = filePath
-	}
 	start := offset
 	if start < 0 {
-		start = size - int64(len(data))
+		start = res.Size - int64(len(data))
 	}
 	return FileInfo{
-		Path:     abs,
+		Path:     res.Path,
 		Size:     len(data),
 		MIME:     rangeMIME(filePath, start, data),
 		SHA256:   sha256Hex(data),
-		FileSize: size,
+		FileSize: res.Size,
 	}, nil
 }
 
-// fileExec runs a file operation's script in a clean shell of the
-// handle's sandbox, with stdin, within Options.FileTimeout: past it, as
-// when ctx ends, the script and every process it started are killed
-// (Exec), and a timeout is an error that names the bound. what says what
-// the operation does to filePath ("reading"), for the error.
-func (a *Agent) fileExec(ctx context.Context, tenant, handleID, what, filePath, cwd, script string, stdin []byte) (ExecResult, error) {
-	res, err := a.Exec(ctx, tenant, handleID, ExecRequest{Command: script, Shell: backend.ShellClean, Cwd: cwd, Stdin: stdin, Timeout: a.opts.FileTimeout})
-	if err != nil || !res.TimedOut {
-		return res, err
+// fileCall has the handle's sandbox serve call, through its backend's
+// FileServer, within Options.FileTimeout: past it, as when ctx ends, the
+// call is abandoned in the sandbox, and a timeout is an error that names
+// the bound. A refusal becomes the error that tells the tenant what to do.
+func (a *Agent) fileCall(ctx context.Context, tenant, handleID, filePath string, call backend.FileCall) (_ backend.FileResult, err error) {
+	spec, be, err := a.resolve(tenant, handleID)
+	if err != nil {
+		return backend.FileResult{}, err
 	}
-	e := errorf(CodeUnavailable, "%s %q took longer than the %s a file operation may take (the agent's --file-timeout), and was stopped", what, filePath, a.opts.FileTimeout)
-	switch what {
+	if err := a.chargeable(ctx, spec, be); err != nil {
+		return backend.FileResult{}, err
+	}
+	ctx, done, err := a.awaken(ctx, spec.ID)
+	if err != nil {
+		return backend.FileResult{}, err
+	}
+	defer done()
+	ctx, span := a.sandboxSpan(ctx, "sandbox file", spec.ID, be)
+	defer func() { endSpan(span, err) }()
+	fs := be.Capabilities().FileServer
+	if fs == nil {
+		fs = backend.ShellFiles(be)
+	}
+	cctx, cancel := context.WithTimeout(ctx, a.opts.FileTimeout)
+	defer cancel()
+	res, err := fs.File(cctx, spec.ID, call)
+	switch {
+	case err == nil:
+		return res, nil
+	case frozenCause(ctx):
+		return backend.FileResult{}, a.frozenRefusal(spec.ID)
+	case cctx.Err() != nil && ctx.Err() == nil:
+		return backend.FileResult{}, a.fileTimeout(call.Op, filePath)
+	case ctx.Err() != nil:
+		return backend.FileResult{}, ctx.Err()
+	}
+	var refused *backend.FileRefused
+	if errors.As(err, &refused) {
+		return backend.FileResult{}, a.fileRefusal(spec, call, filePath, refused)
+	}
+	switch {
+	case errors.Is(err, backend.ErrInvalidRequest):
+		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
+		return backend.FileResult{}, &Error{Code: CodeInvalid, Err: err, Message: fileFailed(call.Op, filePath, why)}
+	case errors.Is(err, backend.ErrExhausted), errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
+		return backend.FileResult{}, a.execError(err)
+	}
+	return backend.FileResult{}, &Error{Code: CodeInternal, Err: err, Message: fileFailed(call.Op, filePath, err.Error())}
+}
+
+// fileVerb says what call does to a file ("reading").
+func fileVerb(op backend.FileOp) string {
+	switch op {
+	case backend.FileRead:
+		return "reading"
+	case backend.FileDigest:
+		return "digesting"
+	}
+	return "writing"
+}
+
+// fileFailed says that a call failed in the sandbox, and why.
+func fileFailed(op backend.FileOp, filePath, why string) string {
+	switch op {
+	case backend.FileWrite:
+		return fmt.Sprintf("writing %q failed, the file is unchanged: %s", filePath, why)
+	case backend.FileWriteAt, backend.FileAppend:
+		return fmt.Sprintf("writing %q failed: %s; a ranged write is not atomic, so part of the range may have been written: write the range again once the cause is fixed", filePath, why)
+	}
+	return fmt.Sprintf("%s %q failed: %s", fileVerb(op), filePath, why)
+}
+
+// fileTimeout is the error of a call that took longer than FileTimeout.
+func (a *Agent) fileTimeout(op backend.FileOp, filePath string) error {
+	e := errorf(CodeUnavailable, "%s %q took longer than the %s a file operation may take (the agent's --file-timeout), and was stopped", fileVerb(op), filePath, a.opts.FileTimeout)
+	switch fileVerb(op) {
 	case "digesting":
 		e.Message += ": the file is too large to digest in one call; compare the sha256 of each range you read or wrote instead"
 	case "writing":
@@ -442,22 +329,42 @@ func (a *Agent) fileExec(ctx context.Context, tenant, handleID, what, filePath, 
 	default:
 		e.Message += ": retry once the sandbox is less busy"
 	}
-	return res, e
+	return e
 }
 
-// sizeAndPath reads the "SIZE\nPATH" the ranged scripts print: the size
-// as wc gives it (BSD's with blanks before it) and the path as the
-// scripts resolve it, "" when it is no absolute path on one line.
-func sizeAndPath(s string) (size int64, abs string, ok bool) {
-	sizeText, abs, _ := strings.Cut(s, "\n")
-	size, err := strconv.ParseInt(strings.TrimSpace(sizeText), 10, 64)
-	if err != nil || size < 0 {
-		return 0, "", false
+// fileRefusal says why the sandbox refused a call on filePath, and what
+// to do instead.
+func (a *Agent) fileRefusal(spec backend.Spec, call backend.FileCall, filePath string, r *backend.FileRefused) error {
+	ranged := call.Op == backend.FileWriteAt || call.Op == backend.FileAppend
+	switch r.Why {
+	case backend.FileNoFile:
+		return errorf(CodeNotFound, "no such file %q (relative paths start at cwd, or at the home directory without one)", filePath)
+	case backend.FileNotRegular:
+		switch {
+		case call.Op == backend.FileDigest:
+			return errorf(CodeInvalid, "%q is not a regular file: only a regular file has a digest", filePath)
+		case ranged:
+			return errorf(CodeInvalid, "%q is not a regular file, nor a link to one: write appends to and writes into regular files only", filePath)
+		}
+		return errorf(CodeInvalid, "%q is not a regular file: read reads files; list directories with exec (ls)", filePath)
+	case backend.FileTooLarge:
+		return errorf(CodeTooLarge, "%q is %s bytes, over the %d-byte read limit; read refuses rather than truncates: use exec (head, tail, split) or job_exec to page through it", filePath, r.Detail, a.opts.MaxFileBytes)
+	case backend.FileGrew:
+		return errorf(CodeTooLarge, "%q grew past the %d-byte read limit while it was read; read refuses rather than truncates", filePath, a.opts.MaxFileBytes)
+	case backend.FileShort:
+		return errorf(CodeUnavailable, "reading %q stopped at byte %s: it shrank while it was read, or could not be read: read the range again", filePath, r.Detail)
+	case backend.FileNoDir:
+		return errorf(CodeNotFound, "the directory %q does not exist: create it first with exec (mkdir -p)", r.Detail)
+	case backend.FileIsDir:
+		return errorf(CodeInvalid, "%q is a directory: give a file path", filePath)
+	case backend.FileInPile:
+		return pileRefusal(spec, filePath, ranged)
+	case backend.FileNoDigest:
+		return errorf(CodeUnavailable, "the sandbox has neither sha256sum nor sha256 to digest %q with: install one in the sandbox (coreutils), or compare the sha256 of each range instead", filePath)
+	case backend.FileChanged:
+		return errorf(CodeUnavailable, "%q changed while it was digested: digest it again once nothing writes to it", filePath)
 	}
-	if !strings.HasPrefix(abs, "/") || strings.ContainsRune(abs, '\n') {
-		abs = ""
-	}
-	return size, abs, true
+	return &Error{Code: CodeInternal, Err: r, Message: fileFailed(call.Op, filePath, r.Error())}
 }
 
 // rangeMIME names a range's media type: the file's by its name, else by
@@ -478,8 +385,8 @@ func rangeMIME(name string, offset int64, data []byte) string {
 // its directory the sandbox root's), and leaves the growing of its files
 // to the tenant's own commands, ranged writes included; under gVisor
 // nothing reaches it.
-func (a *Agent) pileRefusal(tenant, handleID, filePath string, ranged bool) error {
-	if spec, _, err := a.resolve(tenant, handleID); err == nil && backend.IsolationOf(spec) == backend.IsolationGVisor {
+func pileRefusal(spec backend.Spec, filePath string, ranged bool) error {
+	if backend.IsolationOf(spec) == backend.IsolationGVisor {
 		return errorf(CodeInvalid, "%q is in the pile (%s), which is read-only under gVisor isolation: nothing in the sandbox can write or append to it, nor create a file there (docs/isolation.md); keep the file in the home directory or /workspace", filePath, guestapi.PileDir)
 	}
 	if ranged {

@@ -165,6 +165,7 @@ func inProcess(ctx context.Context, opts options, sz sizes, out, log io.Writer) 
 	b := &bench{sz: sz, out: out, opts: opts, log: log}
 	steps := []step{
 		{"P1 exec round trip", b.execRoundTrip},
+		{"file transfer", b.fileTransfer},
 		{"terminal keystroke to screen", b.keystrokeToScreen},
 		{"audit sink down", b.auditSinkDown},
 		{"sustained exec/s", b.sustained},

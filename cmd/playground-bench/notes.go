@@ -34,6 +34,14 @@ const notes = `
   The baseline is the CPU of a bare fork/exec of ` + "`/bin/sh -c true`" + `, this
   process's waited-for children's (getrusage) over as many. The sandbox's
   side (init, the shepherd, the shell) is in neither figure.
+* **3 MiB read and write** time the agent's file calls, which the sandbox's
+  guest serves (an idle shepherd reads or writes the file itself, as the
+  tenant; a write is synced and renamed into place), against the same 3 MiB
+  through exec of ` + "`cat > FILE`" + ` (stdin) and ` + "`cat FILE`" + ` (stdout), one after
+  the other on the same sandbox: 50 of each (250 without --quick) on the
+  agent's API, as the gateway calls it (a read answered as raw bytes, as
+  exec is), and 10 (50) from the MCP client for reference, whose JSON of
+  3 MiB of text both paths pay alike.
 * **terminal** starts ` + "`cat`" + ` on a 24×80 terminal (job_exec with tty, in the
   extended tool set, which the bench gives the sample tenant for these rows
   and takes back after them) and, 1000 times (200 with --quick), after a

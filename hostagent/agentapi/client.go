@@ -479,8 +479,47 @@ func (c *Client) read(ctx context.Context, handle string, req ReadRequest) (File
 	if err := req.Validate(); err != nil {
 		return f, err
 	}
-	err := c.do(ctx, "/v1/handles/"+handle+"/read", req, &f)
-	return f, err
+	path := "/v1/handles/" + handle + "/read"
+	resp, err := c.post(ctx, path, req, ReadMediaType)
+	if err != nil {
+		return f, err
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, maxResponseBytes)
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, ReadMediaType) {
+		f, err = readBinaryRead(body)
+	} else {
+		err = json.NewDecoder(body).Decode(&f)
+	}
+	if err != nil {
+		return FileContent{}, unreadable(ctx, resp, path, err)
+	}
+	return f, nil
+}
+
+// readBinaryRead reads a ReadMediaType answer: the header, then the
+// bytes it counts, into one buffer of their exact size.
+func readBinaryRead(r io.Reader) (FileContent, error) {
+	br := bufio.NewReaderSize(r, maxExecHeader)
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return FileContent{}, fmt.Errorf("reading the header: %w", err)
+	}
+	var f FileContent
+	if err := json.Unmarshal(line, &f); err != nil {
+		return FileContent{}, fmt.Errorf("the header: %w", err)
+	}
+	if f.Size < 0 || f.Size > maxResponseBytes {
+		return FileContent{}, fmt.Errorf("the header claims %d bytes, more than an answer holds", f.Size)
+	}
+	f.Data = make([]byte, f.Size)
+	if _, err := io.ReadFull(br, f.Data); err != nil {
+		return FileContent{}, fmt.Errorf("reading %d bytes of the file: %w", f.Size, err)
+	}
+	if n, _ := br.Read(make([]byte, 1)); n > 0 {
+		return FileContent{}, errors.New("bytes after the file's")
+	}
+	return f, nil
 }
 
 // Digest returns the size and sha256 of a whole file of any size, without

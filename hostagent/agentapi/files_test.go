@@ -136,3 +136,46 @@ func TestFileCallsOnTheWire(t *testing.T) {
 		t.Fatalf("FileInfo on the wire: %s", b)
 	}
 }
+
+// TestBinaryRead: a read asks for the binary answer and takes the file's
+// exact bytes from it; a header that claims more than an answer holds, an
+// answer cut short and bytes past the file's are refused, not trusted.
+func TestBinaryRead(t *testing.T) {
+	data := []byte("\x00\x01binary\xff bytes\n")
+	var body func(w io.Writer)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(VersionHeader, Current.String())
+		if r.Header.Get("Accept") != ReadMediaType {
+			t.Errorf("the read asked for %q", r.Header.Get("Accept"))
+		}
+		w.Header().Set("Content-Type", ReadMediaType)
+		body(w)
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	defer srv.Close()
+	c, err := NewClient(srv.URL, "token", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := func(size int) []byte {
+		h, _ := json.Marshal(FileContent{Path: "/home/f", Size: size, FileSize: int64(size), EOF: true})
+		return append(h, '\n')
+	}
+	body = func(w io.Writer) { _, _ = w.Write(append(header(len(data)), data...)) }
+	f, err := c.Read(context.Background(), "t", NewHandle(), "f", "")
+	if err != nil || string(f.Data) != string(data) || f.Path != "/home/f" || !f.EOF {
+		t.Fatalf("read %+v, %v; want the bytes as sent", f, err)
+	}
+	for name, b := range map[string]func(w io.Writer){
+		"a size past any answer": func(w io.Writer) { _, _ = w.Write(header(maxResponseBytes + 1)) },
+		"an answer cut short":    func(w io.Writer) { _, _ = w.Write(append(header(100), data...)) },
+		"bytes past the file's":  func(w io.Writer) { _, _ = w.Write(append(append(header(2), data...), 'x')) },
+	} {
+		body = b
+		if f, err := c.Read(context.Background(), "t", NewHandle(), "f", ""); err == nil {
+			t.Errorf("%s: read %d bytes, want an error", name, len(f.Data))
+		}
+	}
+}

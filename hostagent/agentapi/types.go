@@ -537,6 +537,13 @@ type ChunkHeader struct {
 	Size   int    `json:"size"`
 }
 
+// ReadMediaType is the media type of read's binary answer, which a client
+// asks for with Accept: a FileContent as JSON on one line, its Data left
+// out, then its Size bytes, raw. Like ExecMediaType it spares both ends
+// encoding and decoding up to 3 MiB as base64 inside JSON. A request that
+// does not ask for it, or for a digest, is answered JSON.
+const ReadMediaType = "application/vnd.playground.read"
+
 // ExecMediaType is the media type of exec's binary answer, which a client
 // asks for with Accept: an ExecHeader as JSON on one line, then the stdout
 // bytes, then the stderr bytes, raw. Like PollMediaType it spares both

@@ -252,6 +252,8 @@ func (s *Server) call(fn func(*http.Request) (any, error)) http.Handler {
 				err = res.write(w)
 			case binaryExec:
 				err = res.write(w)
+			case binaryRead:
+				err = res.write(w)
 			default:
 				writeJSON(w, http.StatusOK, res)
 			}
@@ -693,12 +695,40 @@ func (s *Server) read(r *http.Request) (any, error) {
 	case req.Digest:
 		d, err := s.agent.DigestFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
 		return wireDigest(d), err
-	case req.Ranged():
-		f, err := s.agent.ReadFileRange(ctx, req.Tenant, handle, req.Path, req.Cwd, kernelRange(req))
-		return wireFileContent(f), err
 	}
-	f, err := s.agent.ReadFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
+	var f hostagent.FileContent
+	if req.Ranged() {
+		f, err = s.agent.ReadFileRange(ctx, req.Tenant, handle, req.Path, req.Cwd, kernelRange(req))
+	} else {
+		f, err = s.agent.ReadFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
+	}
+	if err == nil && accepts(r, agentapi.ReadMediaType) {
+		return binaryRead{wireFileContent(f)}, nil
+	}
 	return wireFileContent(f), err
+}
+
+// binaryRead is a file's content answered as ReadMediaType.
+type binaryRead struct{ f agentapi.FileContent }
+
+// write writes the content; it fails, having written nothing, only if the
+// header cannot be encoded.
+func (b binaryRead) write(w http.ResponseWriter) error {
+	data := b.f.Data
+	b.f.Data = nil
+	head, err := json.Marshal(b.f)
+	if err != nil {
+		return fmt.Errorf("encoding the result: %w", err)
+	}
+	w.Header().Set("Content-Type", agentapi.ReadMediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+1+len(data)))
+	w.WriteHeader(http.StatusOK)
+	for _, p := range [][]byte{append(head, '\n'), data} {
+		if _, err := w.Write(p); err != nil {
+			return nil // the client went away
+		}
+	}
+	return nil
 }
 
 func (s *Server) write(r *http.Request) (any, error) {

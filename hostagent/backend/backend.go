@@ -72,6 +72,9 @@ type Capabilities struct {
 	StorageReporter StorageReporter
 	// PileReader reads a pile that is not a plain host directory.
 	PileReader PileReader
+	// FileServer serves the agent's file calls; without it, the agent
+	// runs them as shell scripts through Exec (ShellFiles).
+	FileServer FileServer
 	// Describer has a note on how the backend runs on this node.
 	Describer Describer
 	// Isolator offers a choice of isolation; without it, container only.

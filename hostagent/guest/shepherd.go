@@ -133,6 +133,9 @@ func (s *shepherd) readRequest() (guestapi.StartRequest, []byte, error) {
 		return req, nil, errors.New(guestapi.CommandTooLong(len(req.Command)))
 	}
 	var stdin []byte
+	if req.File != nil && req.File.Size > 0 && req.File.Size <= guestapi.MaxStdin {
+		stdin = make([]byte, 0, req.File.Size)
+	}
 	for {
 		t, p, err := fr.ReadFrame()
 		if err != nil {

@@ -186,6 +186,10 @@ func (s *shepherd) serve() {
 		return
 	}
 
+	if req.File != nil {
+		s.serveFile(req, stdin)
+		return
+	}
 	if req.Job != nil {
 		s.startJob(req, stdin)
 		return

@@ -260,6 +260,8 @@ func (t FrameType) String() string {
 		return "Ack"
 	case FrameScreenState:
 		return "ScreenState"
+	case FrameFile:
+		return "File"
 	}
 	return fmt.Sprintf("FrameType(%d)", uint8(t))
 }
@@ -313,6 +315,9 @@ type StartRequest struct {
 	// socket bound in a directory of the node's, which it names). It
 	// listens again on ResumeSignal.
 	Checkpoint bool `json:"checkpoint,omitempty"`
+	// File, when set, asks for no command: the shepherd serves a file
+	// call (files.go), its bytes to write in the Stdin frames.
+	File *FileRequest `json:"file,omitempty"`
 }
 
 // JobSpec is a job's identity and bounds, kept by its holder.

@@ -177,7 +177,7 @@ func TestTraces(t *testing.T) {
 		for _, s := range spans {
 			parent := byID[hex.EncodeToString(s.ParentSpanId)]
 			switch {
-			case s.service == "playground-agent" && s.Name == "sandbox exec":
+			case s.service == "playground-agent" && (s.Name == "sandbox exec" || s.Name == "sandbox file"):
 				g.Expect(parent.service).To(Equal("playground-agent"), "the sandbox's span is the agent call's child")
 				sandbox++
 			case s.service == "playground-agent":

@@ -216,9 +216,12 @@ func (b *Backend) Name() string { return Name }
 // Capabilities implements backend.Backend. Cleanup is proven, and jobs are
 // held in the jail (job.go), when commands run under the guest binary's
 // reaper, that is when there is one. The signing key is kept in the pile
-// (key.go) either way.
+// (key.go) either way. File calls run as shell scripts through Exec
+// (backend.ShellFiles): the guest's reaper in a jail serves no file
+// calls (only Linux guests do), and a jail without it has no guest.
 func (b *Backend) Capabilities() backend.Capabilities {
-	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: b}
+	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: b,
+		FileServer: backend.ShellFiles(b)}
 	if b.guestDir != "" {
 		c.JobHolder = b
 	}

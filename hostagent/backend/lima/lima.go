@@ -303,9 +303,14 @@ func (b *Backend) Name() string { return Name }
 // the guest: ext4 on the sandbox's own Lima disk, chattr +a set by root at
 // every boot, and the tenant (uid 1000, no capabilities, no sudo, under
 // NoNewPrivileges) cannot clear it; nor the signing key's chattr +i
-// (key.go). See docs/lima.md for what of this was verified.
+// (key.go). See docs/lima.md for what of this was verified. File calls
+// run as shell scripts through Exec (backend.ShellFiles): Lima's guest is
+// the Linux guest that serves them, but this backend is tested against a
+// fake guest only (its contract), which runs commands and nothing more,
+// so it keeps the path that is tested.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: b, SigningKeyHolder: b}
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: b, SigningKeyHolder: b,
+		FileServer: backend.ShellFiles(b)}
 }
 
 // InstanceName is the Lima instance of sandbox id.

@@ -249,3 +249,16 @@ func kernelExited(pidfd int, timeout time.Duration) bool {
 		}
 	}
 }
+
+// File implements backend.FileServer: an idle shepherd of the sandbox's
+// init serves the call with the tenant's credentials (guestexec.File).
+func (b *Backend) File(ctx context.Context, id string, call backend.FileCall) (backend.FileResult, error) {
+	if err := backend.ValidateID(id); err != nil {
+		return backend.FileResult{}, err
+	}
+	conn, err := b.dial(ctx, id)
+	if err != nil {
+		return backend.FileResult{}, err
+	}
+	return guestexec.File(ctx, conn, call)
+}

@@ -488,7 +488,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
 		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
-		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: b,
+		WorkerSupervisor: b, StorageReporter: b, PileReader: b, FileServer: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: b,
 		Suspender: b.suspender(), Pauser: b, Snapshotter: b,
 	}
 }

@@ -326,7 +326,7 @@ func (b *Backend) Name() string { return "vm" }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true,
-		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, StorageReporter: b, PileReader: b, Describer: b,
+		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, StorageReporter: b, PileReader: b, FileServer: b, Describer: b,
 		Suspender: b, Snapshotter: b, SigningKeyHolder: b,
 	}
 }
@@ -1011,6 +1011,17 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// File implements backend.FileServer: an idle shepherd of the guest's
+// init serves the call with the tenant's credentials (guestexec.File),
+// over a stream of the agent port.
+func (b *Backend) File(ctx context.Context, id string, call backend.FileCall) (backend.FileResult, error) {
+	conn, err := b.JobConn(ctx, id)
+	if err != nil {
+		return backend.FileResult{}, err
+	}
+	return guestexec.File(ctx, conn, call)
 }
 
 // AttachJob implements backend.JobHolder over a stream of the agent

@@ -33,10 +33,10 @@ import (
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
-// testFiles checks read and write, which the kernel runs as clean-shell
-// commands in the sandbox: the backend carries the payload as stdin and
-// back as stdout, and the script's exit codes through; then their ranged
-// forms and the digest (testFileRanges).
+// testFiles checks read and write, which the backend serves in the
+// sandbox (its guest, or shell scripts through its Exec), with the
+// refusals users see; then their ranged forms and the digest
+// (testFileRanges).
 func testFiles(t *testing.T, n *node) {
 	s := n.open(t, n.spec("files"))
 	ctx := context.Background()
@@ -170,6 +170,53 @@ echo $n`})
 		}
 	})
 
+	t.Run("as the tenant", func(t *testing.T) {
+		n.known(t)
+		// A file call can do what the tenant's own commands can, no
+		// more: init's environment is root's to read, and a call reads
+		// it exactly when the tenant's cat can.
+		const secret = "/proc/1/environ"
+		catReads := s.sh(t, "cat "+secret+" >/dev/null 2>&1 && echo yes || echo no") == "yes\n"
+		if _, err := read(secret, ""); (err == nil) != catReads {
+			t.Errorf("reading %s: %v; the tenant's cat reads it: %v", secret, err, catReads)
+		}
+		// A FIFO is refused, not opened: a read of one would wait for a
+		// writer for good.
+		s.sh(t, "rm -f fifo; mkfifo fifo")
+		ctx, cancel := context.WithTimeout(ctx, patience)
+		defer cancel()
+		if _, err := s.agent.ReadFile(ctx, s.tenant, s.handle, "fifo", ""); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("reading a FIFO: %v, want invalid_argument: not a regular file", err)
+		}
+		if _, err := s.agent.AppendFile(ctx, s.tenant, s.handle, "fifo", "", []byte("x")); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("appending to a FIFO: %v, want invalid_argument: not a regular file", err)
+		}
+	})
+
+	t.Run("ways into the pile", func(t *testing.T) {
+		n.known(t)
+		if !n.be.Capabilities().AppendOnlyPile {
+			t.Skip("the backend does not claim an append-only pile")
+		}
+		before := s.sh(t, "ls -l "+guestapi.PileDir)
+		s.sh(t, "mkdir -p esc/sub; ln -sfn "+guestapi.PileDir+" esc/pile; ln -sfn ../../../.."+guestapi.PileDir+" esc/sub/rel")
+		for _, path := range []string{
+			guestapi.PileDir + "/new",                         // by its name
+			"../.." + guestapi.PileDir + "/new",               // by ".." from home
+			"esc/pile/new",                                    // through a link to it
+			"esc/sub/rel/new",                                 // through a relative link
+			"esc/sub/../pile/new",                             // "..", then a link
+			"esc/sub/rel/../" + guestapi.PileDir[1:] + "/new", // a link, then ".."
+		} {
+			if _, err := write(path, "", []byte("x")); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(fmt.Sprint(err), "the pile ("+guestapi.PileDir+")") {
+				t.Errorf("writing %s: %v, want invalid_argument saying it is the pile", path, err)
+			}
+		}
+		if got := s.sh(t, "ls -l "+guestapi.PileDir); got != before {
+			t.Fatalf("the pile after the refusals: %q, was %q", got, before)
+		}
+	})
+
 	testFileRanges(t, n, s)
 
 	t.Run("bounded in time", func(t *testing.T) {
@@ -179,9 +226,13 @@ echo $n`})
 		// client left).
 		s.sh(t, "truncate -s 1T huge")
 		defer s.sh(t, "rm -f huge")
+		// A digest is a script's sha256sum (sha256 -q) where the
+		// backend runs file calls as shell scripts, else the guest's
+		// thread that serves it, named for it.
 		digesters := func(s *session) int {
 			sh := s.shell(t)
-			return running(sh, "sha256sum") + running(sh, "sha256 -q")
+			threads, _ := strconv.Atoi(strings.TrimSpace(sh(`for f in /proc/[0-9]*/task/*/comm; do cat "$f"; done 2>/dev/null | grep -cx '` + guestapi.FileThreadName(guestapi.FileDigest) + `' || true`)))
+			return running(sh, "sha256sum") + running(sh, "sha256 -q") + threads
 		}
 
 		// The call ends (its client went): the digest is killed before
