@@ -302,7 +302,7 @@ func startGateway(t *testing.T, opts mcpgateway.Options) *gateway {
 		opts.ProgressInterval = 200 * time.Millisecond
 	}
 	if opts.Logger.GetSink() == nil {
-		opts.Logger = funcr.New(func(prefix, args string) { fmt.Fprintln(t.Output(), prefix, args) }, funcr.Options{})
+		opts.Logger = testLogger(t)
 	}
 	gw, err := mcpgateway.New(opts)
 	if err != nil {
@@ -398,3 +398,23 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() error
 }
 
 var errNotYet = errors.New("not yet")
+
+// testLogger writes to t's output until t's cleanups run: the gateway's
+// view goes on for a moment after its context is cancelled, and a write to
+// a finished test's output panics.
+func testLogger(t *testing.T) logr.Logger {
+	var mu sync.Mutex
+	ended := false
+	t.Cleanup(func() {
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+	})
+	return funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ended {
+			fmt.Fprintln(t.Output(), prefix, args)
+		}
+	}, funcr.Options{})
+}
