@@ -58,7 +58,9 @@ import (
 const (
 	token         = "gateway-token-for-nodeagent-tests"
 	leaseDuration = 3 * time.Second
-	timeout       = 30 * time.Second
+	// timeout bounds the waits for what must come: generous, as a QEMU
+	// guest restarted under TCG on a loaded machine takes more than 30 s.
+	timeout = 90 * time.Second
 )
 
 var (
