@@ -28,12 +28,10 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
-
-// MaxTimeout bounds the timeout of one command or job.
-const MaxTimeout = 24 * time.Hour
 
 // ExecRequest is a command for exec or job_exec.
 type ExecRequest struct {
@@ -61,14 +59,14 @@ func (r *ExecRequest) validate(maxStdin int) error {
 	if r.Command == "" {
 		return errorf(CodeInvalid, "command is empty: give the shell text to run")
 	}
-	if len(r.Command) > guestapi.MaxCommandBytes {
-		return errorf(CodeTooLarge, "%s", guestapi.CommandTooLong(len(r.Command)))
+	if len(r.Command) > bounds.MaxCommandBytes {
+		return errorf(CodeTooLarge, "%s", bounds.CommandTooLong(len(r.Command)))
 	}
 	if len(r.Stdin) > maxStdin {
 		return errorf(CodeTooLarge, "stdin is %d bytes (limit %d): write it to a file with write and redirect from it", len(r.Stdin), maxStdin)
 	}
-	if r.Timeout < 0 || r.Timeout > MaxTimeout {
-		return errorf(CodeInvalid, "timeout %s is out of range (0 to %s)", r.Timeout, MaxTimeout)
+	if r.Timeout < 0 || r.Timeout > bounds.MaxTimeout {
+		return errorf(CodeInvalid, "timeout %s is out of range (0 to %s)", r.Timeout, bounds.MaxTimeout)
 	}
 	if r.TTY != nil {
 		if err := r.TTY.Check(); err != nil {

@@ -32,35 +32,17 @@ package agentapi
 import (
 	"fmt"
 	"time"
+
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
-// MaxRequestBytes bounds a request body: a payload of MaxFileBytes as
+// MaxRequestBytes bounds a request body: a payload of bounds.MaxFileBytes as
 // base64 is 4 MiB, plus the JSON around it.
 const MaxRequestBytes = 5 << 20
 
-// Limits both ends check, so that a request over one is refused once,
-// clearly, before it travels. The agent's kernel has the same values; its
-// server's tests check that they agree.
-const (
-	// MaxCommandBytes bounds the text of one command: Linux refuses an
-	// argument of /bin/sh -c longer than MAX_ARG_STRLEN (131072 bytes with
-	// its NUL) with E2BIG.
-	MaxCommandBytes = 128<<10 - 1
-	// MaxTimeout bounds the timeout of one command or job.
-	MaxTimeout = 24 * time.Hour
-	// MaxPollWait bounds how long a poll waits for output.
-	MaxPollWait = 30 * time.Second
-	// MaxPollBytes bounds the output bytes of one poll's page.
-	MaxPollBytes = 4 << 20
-	// MaxFileBytes bounds the bytes of one read or write: a whole file,
-	// or one range of a larger one.
-	MaxFileBytes = 3 << 20
-)
-
-// CommandTooLong is the one message for a command over MaxCommandBytes.
-func CommandTooLong(n int) string {
-	return fmt.Sprintf("command is %d bytes, over the %d-byte limit (the kernel's bound on one argument of /bin/sh -c): write the script to a file with write, then run it (sh /path/to/script)", n, MaxCommandBytes)
-}
+// The limits of a call, which the gateway checks before a call travels
+// and the agent where it enters, are package bounds's: defined there
+// once, for the guest too.
 
 // Shell selects the environment of the /bin/sh that runs a command.
 type Shell string
@@ -179,17 +161,6 @@ type ExecRequest struct {
 	TTY *TTYSize `json:"tty,omitempty"`
 }
 
-// Bounds of terminal jobs and of input, which both ends check.
-const (
-	MaxTTYRows = 200
-	MaxTTYCols = 500
-	// MaxScrollback bounds the lines of scrollback a terminal keeps, and
-	// a screen read returns.
-	MaxScrollback = 10000
-	// MaxInputBytes bounds the input of one input call.
-	MaxInputBytes = 64 << 10
-)
-
 // TTYSize is a terminal's size; Scrollback, at a job's start only, is how
 // many lines that scroll off its top it keeps (0: the sandbox's default,
 // 1000).
@@ -200,20 +171,10 @@ type TTYSize struct {
 }
 
 // CheckTTY refuses a size out of bounds, saying which.
-func CheckTTY(t TTYSize) error {
-	switch {
-	case t.Rows < 1 || t.Rows > MaxTTYRows:
-		return fmt.Errorf("rows %d is out of range: give 1 to %d", t.Rows, MaxTTYRows)
-	case t.Cols < 1 || t.Cols > MaxTTYCols:
-		return fmt.Errorf("cols %d is out of range: give 1 to %d", t.Cols, MaxTTYCols)
-	case t.Scrollback < 0 || t.Scrollback > MaxScrollback:
-		return fmt.Errorf("scrollback %d is out of range: give 0 to %d lines", t.Scrollback, MaxScrollback)
-	}
-	return nil
-}
+func CheckTTY(t TTYSize) error { return bounds.CheckTTY(t.Rows, t.Cols, t.Scrollback) }
 
 // InputRequest is the body of a job's input: Data (base64 on the wire,
-// at most MaxInputBytes) is written to its input, then End ends it (a
+// at most bounds.MaxInputBytes) is written to its input, then End ends it (a
 // pipe is closed; a terminal gets Ctrl-D).
 type InputRequest struct {
 	Tenant string `json:"tenant"`
@@ -300,7 +261,7 @@ type HandleInfo struct {
 }
 
 // ReadRequest is the body of a file read: of the whole file (of at most
-// MaxFileBytes; a larger one is refused, never truncated), of a range of
+// bounds.MaxFileBytes; a larger one is refused, never truncated), of a range of
 // it when Offset or Length is set, or of its digest alone.
 type ReadRequest struct {
 	Tenant string `json:"tenant"`
@@ -308,8 +269,8 @@ type ReadRequest struct {
 	Cwd    string `json:"cwd,omitempty"`
 	// Offset, set, reads a range that starts at that byte (0: the first).
 	Offset *int64 `json:"offset,omitempty"`
-	// Length bounds the bytes of a range, 1 to MaxFileBytes; 0 means up
-	// to MaxFileBytes. Set alone, it reads a range from the start.
+	// Length bounds the bytes of a range, 1 to bounds.MaxFileBytes; 0 means up
+	// to bounds.MaxFileBytes. Set alone, it reads a range from the start.
 	Length int `json:"length,omitempty"`
 	// Digest asks for the whole file's size and sha256 (FileDigest), of a
 	// file of any size, without its content; no range may be set.
@@ -326,8 +287,8 @@ func (r ReadRequest) Validate() error {
 	switch {
 	case r.Offset != nil && *r.Offset < 0:
 		return &Error{Code: CodeInvalid, Message: NegativeOffset(*r.Offset)}
-	case r.Length < 0 || r.Length > MaxFileBytes:
-		return &Error{Code: CodeInvalid, Message: LengthOutOfRange(r.Length, MaxFileBytes)}
+	case r.Length < 0 || r.Length > bounds.MaxFileBytes:
+		return &Error{Code: CodeInvalid, Message: LengthOutOfRange(r.Length, bounds.MaxFileBytes)}
 	case r.Digest && r.Ranged():
 		return &Error{Code: CodeInvalid, Message: "digest is of the whole file, and offset and length select a range: ask for the digest without them, and compare it with the bytes of all the ranges"}
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/audit"
@@ -322,14 +323,10 @@ func checkVersion(r *http.Request) error {
 	return agentapi.Check(r.Header.Get(agentapi.VersionHeader))
 }
 
-// codeOf is the protocol's code of an error: the server's own, or the
-// kernel's, whose codes are the protocol's by name.
-func codeOf(err error) agentapi.Code {
-	if c := agentapi.CodeOf(err); c != "" {
-		return c
-	}
-	return agentapi.Code(hostagent.CodeOf(err))
-}
+// codeOf is the protocol's code of an error: the kernel's errors are the
+// protocol's (hostagent.Error is agentapi.Error), and the job engine's
+// sentinels are classified by the kernel.
+func codeOf(err error) agentapi.Code { return hostagent.CodeOf(err) }
 
 func statusOf(c agentapi.Code) int {
 	switch c {
@@ -635,8 +632,8 @@ func (s *Server) input(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	if len(req.Data) > agentapi.MaxInputBytes {
-		return nil, &hostagent.Error{Code: hostagent.CodeTooLarge, Message: fmt.Sprintf("input of %d bytes, over the %d-byte bound of one call: send it in parts", len(req.Data), agentapi.MaxInputBytes)}
+	if len(req.Data) > bounds.MaxInputBytes {
+		return nil, &hostagent.Error{Code: hostagent.CodeTooLarge, Message: fmt.Sprintf("input of %d bytes, over the %d-byte bound of one call: send it in parts", len(req.Data), bounds.MaxInputBytes)}
 	}
 	release, err := s.admit(r, req.Tenant, int64(len(req.Data)))
 	if err != nil {
@@ -664,8 +661,8 @@ func (s *Server) screen(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	if req.Scrollback < 0 || req.Scrollback > agentapi.MaxScrollback {
-		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: fmt.Sprintf("scrollback %d is out of range: give 0 to %d lines", req.Scrollback, agentapi.MaxScrollback)}
+	if req.Scrollback < 0 || req.Scrollback > bounds.MaxScrollback {
+		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: fmt.Sprintf("scrollback %d is out of range: give 0 to %d lines", req.Scrollback, bounds.MaxScrollback)}
 	}
 	scr, info, err := s.agent.JobScreen(r.Context(), req.Tenant, r.PathValue("job"), req.Scrollback)
 	if err != nil {

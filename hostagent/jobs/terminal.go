@@ -22,6 +22,7 @@ import (
 	"fmt"
 
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -34,7 +35,7 @@ var ErrInputRefused = guestexec.ErrRefused
 var ErrEnded = errors.New("the job has ended: it takes no more input (poll it for its output and result)")
 
 // Input writes p to tenant's job jobID's standard input (its terminal,
-// for a terminal job), at most guestapi.MaxJobInput bytes; end then ends
+// for a terminal job), at most bounds.MaxInputBytes bytes; end then ends
 // its input (a pipe is closed, a terminal gets Ctrl-D). The bytes are
 // queued in the holder, which writes them as the job reads: Input does
 // not wait for the job to read them, and refuses (ErrInputRefused) past
@@ -43,8 +44,8 @@ var ErrEnded = errors.New("the job has ended: it takes no more input (poll it fo
 // ErrUnreachable. An Input whose connection broke is not repeated: it may
 // or may not have reached the job, and the error says so.
 func (m *Manager) Input(ctx context.Context, tenant, jobID string, p []byte, end bool) (JobInfo, error) {
-	if len(p) > guestapi.MaxJobInput {
-		return JobInfo{}, fmt.Errorf("%w: %d bytes of input at once, over the %d-byte bound: send it in parts", ErrInputRefused, len(p), guestapi.MaxJobInput)
+	if len(p) > bounds.MaxInputBytes {
+		return JobInfo{}, fmt.Errorf("%w: %d bytes of input at once, over the %d-byte bound: send it in parts", ErrInputRefused, len(p), bounds.MaxInputBytes)
 	}
 	return m.control(ctx, tenant, jobID, false, func(ctx context.Context, j *job, c Held) error {
 		if !j.input {

@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
 // Encodings of bytes in results.
@@ -37,7 +38,7 @@ const (
 
 // MaxFileBytes bounds read and write payloads: larger files are refused,
 // never truncated.
-const MaxFileBytes = 3 << 20
+const MaxFileBytes = bounds.MaxFileBytes
 
 // maxIDLength bounds handles and job IDs from clients (the agents' are 30
 // characters or so).
