@@ -26,84 +26,44 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
-// ExecRequest is a command for exec or job_exec.
-type ExecRequest struct {
-	Command string
-	Shell   backend.ShellMode
-	Cwd     string
-	Stdin   []byte
-	// Timeout kills the command and its descendants when it passes; zero
-	// means none for jobs and the caller's deadline for exec.
-	Timeout time.Duration
-	// Input keeps a job's standard input open (JobInput writes to it);
-	// TTY runs a job on a pseudo-terminal of that size. Jobs only.
-	Input bool
-	TTY   *guestapi.TTYSize
-}
+// ExecRequest is a command for exec or job_exec, and ExecResult how a
+// synchronous one ended: the agent protocol's, taken and returned as they
+// are (the agent's server decodes and encodes them unchanged). The
+// request's Tenant is not read: the kernel's calls name their tenant.
+type (
+	ExecRequest = agentapi.ExecRequest
+	ExecResult  = agentapi.ExecResult
+)
 
-func (r *ExecRequest) validate(maxStdin int) error {
-	switch r.Shell {
-	case "":
-		r.Shell = backend.ShellLogin
-	case backend.ShellLogin, backend.ShellClean:
-	default:
-		return errorf(CodeInvalid, "shell %q is not known: use login (loads the tenant's profile) or clean", r.Shell)
+// validExec checks a command where it enters the kernel: after it, it is
+// trusted. An empty shell is login.
+func validExec(req *ExecRequest, maxStdin int) error {
+	if err := req.Validate(maxStdin); err != nil {
+		return err
 	}
-	if r.Command == "" {
-		return errorf(CodeInvalid, "command is empty: give the shell text to run")
-	}
-	if len(r.Command) > bounds.MaxCommandBytes {
-		return errorf(CodeTooLarge, "%s", bounds.CommandTooLong(len(r.Command)))
-	}
-	if len(r.Stdin) > maxStdin {
-		return errorf(CodeTooLarge, "stdin is %d bytes (limit %d): write it to a file with write and redirect from it", len(r.Stdin), maxStdin)
-	}
-	if r.Timeout < 0 || r.Timeout > bounds.MaxTimeout {
-		return errorf(CodeInvalid, "timeout %s is out of range (0 to %s)", r.Timeout, bounds.MaxTimeout)
-	}
-	if r.TTY != nil {
-		if err := r.TTY.Check(); err != nil {
-			return errorf(CodeInvalid, "%v", err)
-		}
+	if req.Shell == "" {
+		req.Shell = agentapi.ShellLogin
 	}
 	return nil
 }
 
-func (r ExecRequest) backendRequest() backend.ExecRequest {
+// backendExec is the part of a command that a backend runs.
+func backendExec(r ExecRequest) backend.ExecRequest {
 	return backend.ExecRequest{Command: r.Command, Shell: r.Shell, Cwd: r.Cwd, Stdin: r.Stdin}
-}
-
-// ExecResult is how a synchronous command ended, with its output.
-type ExecResult struct {
-	Stdout []byte
-	Stderr []byte
-	// StdoutDropped and StderrDropped count output beyond the exec output
-	// limit, which is not returned (job_exec keeps and pages more).
-	StdoutDropped int64
-	StderrDropped int64
-	ExitCode      int
-	Signal        string
-	// TimedOut is true when the timeout killed the command; its descendants
-	// were proven dead before the result was returned.
-	TimedOut bool
-	// OOMKilled is true when the sandbox ran out of memory while the
-	// command ran and the OOM killer killed one of its processes.
-	OOMKilled bool
-	Duration  time.Duration
 }
 
 // Exec runs a command to its end in a fresh /bin/sh of the handle's sandbox.
 // On timeout the command and every descendant are killed, with proof, and
 // the output produced so far is returned.
 func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecRequest) (res ExecResult, err error) {
-	if err := req.validate(a.opts.MaxFileBytes); err != nil {
+	if err := validExec(&req, a.opts.MaxFileBytes); err != nil {
 		return ExecResult{}, err
 	}
 	if req.Input || req.TTY != nil {
@@ -133,7 +93,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	started := time.Now()
 	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
 	atLimit := forkLimit(be.Capabilities(), spec.ID)
-	proc, err := be.Exec(ctx, spec.ID, req.backendRequest(), out)
+	proc, err := be.Exec(ctx, spec.ID, backendExec(req), out)
 	err = atLimit(err)
 	if err != nil {
 		if frozenCause(ctx) {
@@ -258,7 +218,7 @@ func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
 // StartJob starts a command in the background on a backend that can prove
 // its cleanup.
 func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecRequest) (info jobs.JobInfo, err error) {
-	if err := req.validate(a.opts.MaxFileBytes); err != nil {
+	if err := validExec(&req, a.opts.MaxFileBytes); err != nil {
 		return jobs.JobInfo{}, err
 	}
 	spec, be, err := a.resolve(tenant, handleID)
@@ -316,7 +276,7 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 			}
 			return nil, a.execError(atLimit(err))
 		}
-		j, err := guestexec.StartJob(sctx, conn, req.backendRequest(), js)
+		j, err := guestexec.StartJob(sctx, conn, backendExec(req), js)
 		err = atLimit(err)
 		switch {
 		case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
@@ -338,8 +298,8 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 	if req.Input {
 		opts = append(opts, jobs.WithInput())
 	}
-	if req.TTY != nil {
-		opts = append(opts, jobs.WithTTY(*req.TTY))
+	if t := req.TTY; t != nil {
+		opts = append(opts, jobs.WithTTY(guestapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}))
 	}
 	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, opts...)
 }

@@ -21,11 +21,15 @@ limitations under the License.
 // manager hold, and the client that makes them. Every call names the
 // tenant; the agent checks that the handle or job belongs to it.
 //
-// The types here are the wire format and nothing else: the agent's kernel
-// (package hostagent and its jobs) has its own, and the agent's server
-// (package agentserver) maps between the two, so that a change of the
-// kernel cannot change what a gateway and an agent of different releases
-// say to each other during a rollout. The protocol is versioned (Version);
+// The types here are the wire format. A command (ExecRequest, Shell) and
+// its result (ExecResult) are the kernel's too: package hostagent takes
+// and returns them as they are, and the agent's server sends them
+// unchanged, so that a command is one value from the gateway to the
+// backend's edge. Where the kernel and its job engine have types of their
+// own (sessions, jobs, files), the agent's server (package agentserver)
+// maps between the two, so that a change of the kernel cannot change what
+// a gateway and an agent of different releases say to each other during
+// a rollout. The protocol is versioned (Version);
 // docs/agent-api.md is its reference.
 package agentapi
 
@@ -159,6 +163,42 @@ type ExecRequest struct {
 	// and error; the output is one stream, stdout) whose screen the
 	// sandbox keeps; such a job takes input. Jobs only.
 	TTY *TTYSize `json:"tty,omitempty"`
+}
+
+// Validate refuses a command no sandbox runs, saying what to do: an
+// empty one or one over bounds.MaxCommandBytes, an unknown shell (empty
+// is login), stdin over maxStdin bytes, a timeout out of range, a
+// terminal out of bounds. The gateway checks it before the request
+// travels, the agent where it enters; below, it is trusted.
+func (r ExecRequest) Validate(maxStdin int) error {
+	invalid := func(format string, args ...any) error {
+		return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
+	}
+	switch r.Shell {
+	case "", ShellLogin, ShellClean:
+	default:
+		shell := string(r.Shell)
+		if len(shell) > 64 {
+			shell = shell[:64] + "…"
+		}
+		return invalid("shell %q is not known: use login (loads the tenant's profile) or clean", shell)
+	}
+	switch {
+	case r.Command == "":
+		return invalid("command is empty: give the shell text to run")
+	case len(r.Command) > bounds.MaxCommandBytes:
+		return &Error{Code: CodeTooLarge, Message: bounds.CommandTooLong(len(r.Command))}
+	case len(r.Stdin) > maxStdin:
+		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("stdin is %d bytes (limit %d): write it to a file with write and redirect from it", len(r.Stdin), maxStdin)}
+	case r.Timeout < 0 || r.Timeout > bounds.MaxTimeout:
+		return invalid("timeout %s is out of range (0 to %s)", r.Timeout, bounds.MaxTimeout)
+	}
+	if r.TTY != nil {
+		if err := CheckTTY(*r.TTY); err != nil {
+			return invalid("%v", err)
+		}
+	}
+	return nil
 }
 
 // TTYSize is a terminal's size; Scrollback, at a job's start only, is how
@@ -510,6 +550,15 @@ type ExecHeader struct {
 	TimedOut      bool          `json:"timed_out,omitempty"`
 	OOMKilled     bool          `json:"oom_killed,omitempty"`
 	Duration      time.Duration `json:"duration"`
+}
+
+// Header is r's ExecHeader: the one mapping of a result to the first line
+// of its binary answer.
+func (r ExecResult) Header() ExecHeader {
+	return ExecHeader{
+		StdoutSize: len(r.Stdout), StderrSize: len(r.Stderr), StdoutDropped: r.StdoutDropped, StderrDropped: r.StderrDropped,
+		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Duration: r.Duration,
+	}
 }
 
 // ErrorResponse is the body of every failed call.

@@ -473,7 +473,7 @@ func (s *Server) exec(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), kernelExec(req))
+	res, err := s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req)
 	if err != nil {
 		release()
 		return nil, err
@@ -482,7 +482,7 @@ func (s *Server) exec(r *http.Request) (any, error) {
 		return binaryExec{res, release}, nil
 	}
 	defer release()
-	return wireExecResult(res), nil
+	return res, nil
 }
 
 // admit reserves a synchronous call and the bytes it may hold in the
@@ -507,7 +507,7 @@ func (s *Server) startJob(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	info, err := s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), kernelExec(req))
+	info, err := s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), req)
 	return wireJob(info), err
 }
 
@@ -591,7 +591,7 @@ func (p binaryPoll) write(w http.ResponseWriter) error {
 // binaryExec is an exec result answered as ExecMediaType; release gives
 // its bytes back to the budget once they are written.
 type binaryExec struct {
-	res     hostagent.ExecResult
+	res     agentapi.ExecResult
 	release func()
 }
 
@@ -600,10 +600,7 @@ type binaryExec struct {
 func (b binaryExec) write(w http.ResponseWriter) error {
 	defer b.release()
 	r := b.res
-	head, err := json.Marshal(agentapi.ExecHeader{
-		StdoutSize: len(r.Stdout), StderrSize: len(r.Stderr), StdoutDropped: r.StdoutDropped, StderrDropped: r.StderrDropped,
-		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Duration: r.Duration,
-	})
+	head, err := json.Marshal(r.Header())
 	if err != nil {
 		return fmt.Errorf("encoding the result: %w", err)
 	}

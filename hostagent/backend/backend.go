@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -90,14 +91,16 @@ type Capabilities struct {
 	SigningKeyHolder SigningKeyHolder
 }
 
-// ShellMode selects the environment of the /bin/sh that runs a command.
-type ShellMode string
+// ShellMode selects the environment of the /bin/sh that runs a command:
+// the agent protocol's Shell, one type from the gateway to the backend.
+type ShellMode = agentapi.Shell
 
+// The shell modes.
 const (
 	// ShellLogin loads the tenant's login profile (environment and script).
-	ShellLogin ShellMode = "login"
+	ShellLogin = agentapi.ShellLogin
 	// ShellClean starts from a fixed minimal environment and loads no profile.
-	ShellClean ShellMode = "clean"
+	ShellClean = agentapi.ShellClean
 )
 
 // Isolations a Spec may ask for.

@@ -363,21 +363,6 @@ func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSec
 	if err := checkHandle(handle); err != nil {
 		return agentapi.ExecRequest{}, err
 	}
-	if command == "" {
-		return agentapi.ExecRequest{}, errors.New("command is empty: give the shell text to run")
-	}
-	if len(command) > bounds.MaxCommandBytes {
-		return agentapi.ExecRequest{}, errors.New(bounds.CommandTooLong(len(command)))
-	}
-	var mode agentapi.Shell
-	switch shell {
-	case "", "login":
-		mode = agentapi.ShellLogin
-	case "clean":
-		mode = agentapi.ShellClean
-	default:
-		return agentapi.ExecRequest{}, fmt.Errorf("shell %q is not known: use login (loads your profile) or clean", quoteShort(shell))
-	}
 	if timeoutSeconds < 0 || time.Duration(timeoutSeconds)*time.Second > bounds.MaxTimeout {
 		return agentapi.ExecRequest{}, fmt.Errorf("timeout_seconds %d is out of range: give 1 to %d", timeoutSeconds, int(bounds.MaxTimeout/time.Second))
 	}
@@ -397,10 +382,15 @@ func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSec
 			return agentapi.ExecRequest{}, err
 		}
 	}
-	if len(in) > MaxFileBytes {
-		return agentapi.ExecRequest{}, fmt.Errorf("stdin is %d bytes, over the 3 MiB limit: write it to a file with write and redirect from it", len(in))
+	// The agent's own check, before the request travels.
+	r := agentapi.ExecRequest{Command: command, Shell: agentapi.Shell(shell), Cwd: cwd, Stdin: in, Timeout: timeout}
+	if err := r.Validate(MaxFileBytes); err != nil {
+		return agentapi.ExecRequest{}, err
 	}
-	return agentapi.ExecRequest{Command: command, Shell: mode, Cwd: cwd, Stdin: in, Timeout: timeout}, nil
+	if r.Shell == "" {
+		r.Shell = agentapi.ShellLogin
+	}
+	return r, nil
 }
 
 // execBaseBytes is what an exec reserves at admission besides its stdin:

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -77,7 +78,7 @@ func testJobs(t *testing.T, n *node) {
 	t.Run("terminal and input", func(t *testing.T) {
 		n.known(t)
 		ctx := context.Background()
-		job, err := s.startJob(hostagent.ExecRequest{Command: "sh", TTY: &guestapi.TTYSize{Rows: 24, Cols: 80}})
+		job, err := s.startJob(hostagent.ExecRequest{Command: "sh", TTY: &agentapi.TTYSize{Rows: 24, Cols: 80}})
 		if err != nil {
 			t.Fatal(err)
 		}
