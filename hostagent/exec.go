@@ -299,7 +299,7 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 		opts = append(opts, jobs.WithInput())
 	}
 	if t := req.TTY; t != nil {
-		opts = append(opts, jobs.WithTTY(guestapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}))
+		opts = append(opts, jobs.WithTTY(jobs.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}))
 	}
 	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, opts...)
 }
@@ -377,13 +377,13 @@ func (a *Agent) JobInput(ctx context.Context, tenant, jobID string, p []byte, en
 }
 
 // JobResize resizes a terminal job's terminal; see jobs.Manager.Resize.
-func (a *Agent) JobResize(ctx context.Context, tenant, jobID string, size guestapi.TTYSize) (jobs.JobInfo, error) {
+func (a *Agent) JobResize(ctx context.Context, tenant, jobID string, size jobs.TTYSize) (jobs.JobInfo, error) {
 	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return a.jobs.Resize(ctx, tenant, jobID, size) })
 }
 
 // JobScreen reads a terminal job's screen; see jobs.Manager.Screen.
-func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (guestapi.Screen, jobs.JobInfo, error) {
-	var scr guestapi.Screen
+func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (jobs.Screen, jobs.JobInfo, error) {
+	var scr jobs.Screen
 	info, err := retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) {
 		var (
 			info jobs.JobInfo

@@ -44,7 +44,6 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/bounds"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/budget"
@@ -649,7 +648,7 @@ func (s *Server) resize(r *http.Request) (any, error) {
 	if err := agentapi.CheckTTY(agentapi.TTYSize{Rows: req.Rows, Cols: req.Cols}); err != nil {
 		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: err.Error()}
 	}
-	info, err := s.agent.JobResize(r.Context(), req.Tenant, r.PathValue("job"), guestapi.TTYSize{Rows: req.Rows, Cols: req.Cols})
+	info, err := s.agent.JobResize(r.Context(), req.Tenant, r.PathValue("job"), jobs.TTYSize{Rows: req.Rows, Cols: req.Cols})
 	return wireJob(info), err
 }
 

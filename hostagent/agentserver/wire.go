@@ -19,7 +19,6 @@ package agentserver
 import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -27,14 +26,7 @@ import (
 // is named: a field the kernel gains reaches the wire only when a version
 // of the protocol adds it here.
 
-func kernelTTY(t *agentapi.TTYSize) *guestapi.TTYSize {
-	if t == nil {
-		return nil
-	}
-	return &guestapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
-}
-
-func wireScreen(s guestapi.Screen, j jobs.JobInfo) agentapi.Screen {
+func wireScreen(s jobs.Screen, j jobs.JobInfo) agentapi.Screen {
 	return agentapi.Screen{
 		Job:  wireJob(j),
 		Rows: s.Rows, Cols: s.Cols,

@@ -29,7 +29,6 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -83,7 +82,7 @@ func testJobs(t *testing.T, n *node) {
 			t.Fatal(err)
 		}
 		r := s.follow(job.ID)
-		screen := func(want string) guestapi.Screen {
+		screen := func(want string) jobs.Screen {
 			t.Helper()
 			for {
 				scr, _, err := s.agent.JobScreen(ctx, s.tenant, job.ID, 0)
@@ -99,7 +98,7 @@ func testJobs(t *testing.T, n *node) {
 				}
 			}
 		}
-		if _, err := s.agent.JobResize(ctx, s.tenant, job.ID, guestapi.TTYSize{Rows: 30, Cols: 100}); err != nil {
+		if _, err := s.agent.JobResize(ctx, s.tenant, job.ID, jobs.TTYSize{Rows: 30, Cols: 100}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.agent.JobInput(ctx, s.tenant, job.ID, []byte("echo size=$(tput lines)x$(tput cols)\r"), false); err != nil {
