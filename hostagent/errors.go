@@ -24,14 +24,15 @@ import (
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
-// Code, Error and the codes are the agent protocol's (agentapi): one
-// vocabulary of errors from the kernel to the wire, which the agent
-// server answers as they are. The names here are the same values, so
-// that the kernel's code reads as before.
-type (
-	Code  = agentapi.Code
-	Error = agentapi.Error
-)
+// Code is the agent protocol's (agentapi.Code): one vocabulary of errors
+// from the kernel to the wire, which the agent server answers as they
+// are. The names here are the same values, so that the kernel's code
+// reads as before.
+type Code = agentapi.Code
+
+// Error is the agent protocol's error (agentapi.Error), with a Code and a
+// message that says what to do.
+type Error = agentapi.Error
 
 // The codes, each with what the caller should do (agentapi's).
 const (

@@ -17,6 +17,7 @@ limitations under the License.
 package agentapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -90,7 +91,7 @@ func TestExecHeaderIsTheResult(t *testing.T) {
 	delete(head, "stderr_size")
 	wb, _ := json.Marshal(whole)
 	hb, _ := json.Marshal(head)
-	if string(wb) != string(hb) {
+	if !bytes.Equal(wb, hb) {
 		t.Errorf("the header says %s, the JSON answer %s", hb, wb)
 	}
 }

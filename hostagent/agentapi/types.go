@@ -35,6 +35,7 @@ package agentapi
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/bounds"
@@ -179,8 +180,9 @@ func (r ExecRequest) Validate(maxStdin int) error {
 	default:
 		shell := string(r.Shell)
 		if len(shell) > 64 {
-			shell = shell[:64] + "…"
+			shell = shell[:64] + "..."
 		}
+		shell = strings.ToValidUTF8(shell, "?")
 		return invalid("shell %q is not known: use login (loads the tenant's profile) or clean", shell)
 	}
 	switch {

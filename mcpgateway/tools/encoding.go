@@ -143,14 +143,6 @@ func idFlaw(prefix, id string) string {
 	return fmt.Sprintf("has %d characters after %s, not %d %s", len(rest), prefix, want, shape)
 }
 
-// quoteShort shortens s for an error message.
-func quoteShort(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "..."
-	}
-	return strings.ToValidUTF8(s, "?")
-}
-
 // validationPrefix starts the SDK's message for arguments that do not fit
 // a tool's input schema.
 const validationPrefix = `validating "arguments": `
