@@ -33,14 +33,14 @@ import (
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
-// ExecRequest is a command for exec or job_exec, and ExecResult how a
-// synchronous one ended: the agent protocol's, taken and returned as they
-// are (the agent's server decodes and encodes them unchanged). The
-// request's Tenant is not read: the kernel's calls name their tenant.
-type (
-	ExecRequest = agentapi.ExecRequest
-	ExecResult  = agentapi.ExecResult
-)
+// ExecRequest is a command for exec or job_exec: the agent protocol's,
+// taken as it is (the agent's server decodes it unchanged). Its Tenant is
+// not read: the kernel's calls name their tenant.
+type ExecRequest = agentapi.ExecRequest
+
+// ExecResult is how a synchronous command ended: the agent protocol's,
+// returned as it is (the agent's server encodes it unchanged).
+type ExecResult = agentapi.ExecResult
 
 // validExec checks a command where it enters the kernel: after it, it is
 // trusted. An empty shell is login.
@@ -52,11 +52,6 @@ func validExec(req *ExecRequest, maxStdin int) error {
 		req.Shell = agentapi.ShellLogin
 	}
 	return nil
-}
-
-// backendExec is the part of a command that a backend runs.
-func backendExec(r ExecRequest) backend.ExecRequest {
-	return backend.ExecRequest{Command: r.Command, Shell: r.Shell, Cwd: r.Cwd, Stdin: r.Stdin}
 }
 
 // Exec runs a command to its end in a fresh /bin/sh of the handle's sandbox.
@@ -93,7 +88,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	started := time.Now()
 	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
 	atLimit := forkLimit(be.Capabilities(), spec.ID)
-	proc, err := be.Exec(ctx, spec.ID, backendExec(req), out)
+	proc, err := be.Exec(ctx, spec.ID, req, out)
 	err = atLimit(err)
 	if err != nil {
 		if frozenCause(ctx) {
@@ -276,7 +271,7 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 			}
 			return nil, a.execError(atLimit(err))
 		}
-		j, err := guestexec.StartJob(sctx, conn, backendExec(req), js)
+		j, err := guestexec.StartJob(sctx, conn, req, js)
 		err = atLimit(err)
 		switch {
 		case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
