@@ -41,6 +41,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -50,7 +51,7 @@ const (
 	DefaultMaxHandlesPerTenant = 64
 	DefaultMaxHandles          = 4096
 	DefaultExecOutputLimit     = 4 << 20
-	DefaultMaxFileBytes        = 3 << 20
+	DefaultMaxFileBytes        = bounds.MaxFileBytes
 	DefaultKillTimeout         = 30 * time.Second
 	// DefaultFileTimeout bounds a file operation: a whole read or write
 	// of up to MaxFileBytes takes milliseconds, a digest about a second

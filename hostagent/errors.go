@@ -24,30 +24,27 @@ import (
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
-// Code classifies an agent error for the API: each maps to one HTTP status
-// and, in the gateway, to an MCP tool error a client can act on.
-type Code string
+// Code is the agent protocol's (agentapi.Code): one vocabulary of errors
+// from the kernel to the wire, which the agent server answers as they
+// are. The names here are the same values, so that the kernel's code
+// reads as before.
+type Code = agentapi.Code
 
-// The codes, each with what the caller should do.
+// Error is the agent protocol's error (agentapi.Error), with a Code and a
+// message that says what to do.
+type Error = agentapi.Error
+
+// The codes, each with what the caller should do (agentapi's).
 const (
-	CodeInvalid     Code = "invalid_argument"   // the request is wrong; fix it
-	CodeNotFound    Code = "not_found"          // no such handle, job, file or sandbox for this tenant
-	CodeTooLarge    Code = "too_large"          // a payload or file over the limit
-	CodeExhausted   Code = "resource_exhausted" // a capacity bound; retry later or free capacity
-	CodeUnavailable Code = "unavailable"        // the sandbox or node cannot serve now
-	CodeInternal    Code = "internal"           // a bug or an unexpected backend failure
-	CodeUnauth      Code = "unauthenticated"    // the caller is not the gateway or manager
+	CodeInvalid     = agentapi.CodeInvalid
+	CodeNotFound    = agentapi.CodeNotFound
+	CodeTooLarge    = agentapi.CodeTooLarge
+	CodeExhausted   = agentapi.CodeExhausted
+	CodeUnavailable = agentapi.CodeUnavailable
+	CodeInternal    = agentapi.CodeInternal
+	CodeUnauth      = agentapi.CodeUnauth
+	CodeForbidden   = agentapi.CodeForbidden
 )
-
-// Error is an error with a Code and a message that says what to do.
-type Error struct {
-	Code    Code
-	Message string
-	Err     error
-}
-
-func (e *Error) Error() string { return e.Message }
-func (e *Error) Unwrap() error { return e.Err }
 
 func errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

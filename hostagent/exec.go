@@ -37,62 +37,31 @@ import (
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
-// MaxTimeout bounds the timeout of one command or job.
-const MaxTimeout = 24 * time.Hour
+// ExecRequest is a command for exec or job_exec: the agent protocol's,
+// taken as it is (the agent's server decodes it unchanged). Its Tenant is
+// not read: the kernel's calls name their tenant.
+type ExecRequest = agentapi.ExecRequest
 
-// ExecRequest is a command for exec or job_exec.
-type ExecRequest struct {
-	Command string
-	Shell   backend.ShellMode
-	Cwd     string
-	Stdin   []byte
-	// Timeout kills the command and its descendants when it passes; zero
-	// means none for jobs and the caller's deadline for exec.
-	Timeout time.Duration
-	// Input keeps a job's standard input open (JobInput writes to it);
-	// TTY runs a job on a pseudo-terminal of that size. Jobs only.
-	Input bool
-	TTY   *guestapi.TTYSize
-	// IdempotencyKey makes a job's start idempotent (jobs.WithKey): the
-	// same request with the same key gets the same job back. Jobs only.
-	IdempotencyKey string
-}
+// ExecResult is how a synchronous command ended: the agent protocol's,
+// returned as it is (the agent's server encodes it unchanged).
+type ExecResult = agentapi.ExecResult
 
-func (r *ExecRequest) validate(maxStdin int) error {
-	switch r.Shell {
-	case "":
-		r.Shell = backend.ShellLogin
-	case backend.ShellLogin, backend.ShellClean:
-	default:
-		return errorf(CodeInvalid, "shell %q is not known: use login (loads the tenant's profile) or clean", r.Shell)
+// validExec checks a command where it enters the kernel: after it, it is
+// trusted. An empty shell is login.
+func validExec(req *ExecRequest, maxStdin int) error {
+	if err := req.Validate(maxStdin); err != nil {
+		return err
 	}
-	if r.Command == "" {
-		return errorf(CodeInvalid, "command is empty: give the shell text to run")
-	}
-	if len(r.Command) > guestapi.MaxCommandBytes {
-		return errorf(CodeTooLarge, "%s", guestapi.CommandTooLong(len(r.Command)))
-	}
-	if len(r.Stdin) > maxStdin {
-		return errorf(CodeTooLarge, "stdin is %d bytes (limit %d): write it to a file with write and redirect from it", len(r.Stdin), maxStdin)
-	}
-	if r.Timeout < 0 || r.Timeout > MaxTimeout {
-		return errorf(CodeInvalid, "timeout %s is out of range (0 to %s)", r.Timeout, MaxTimeout)
-	}
-	if r.TTY != nil {
-		if err := r.TTY.Check(); err != nil {
-			return errorf(CodeInvalid, "%v", err)
-		}
-	}
-	if err := agentapi.CheckIdempotencyKey(r.IdempotencyKey); err != nil {
-		return errorf(CodeInvalid, "%v", err)
+	if req.Shell == "" {
+		req.Shell = agentapi.ShellLogin
 	}
 	return nil
 }
 
-// digest identifies the request a job's idempotency key is given to, in
+// requestDigest identifies the request a job's idempotency key is given to, in
 // sandboxID: every field that makes the job what it is, each with its
 // length, so that no two requests share one.
-func (r ExecRequest) digest(sandboxID string) string {
+func requestDigest(r ExecRequest, sandboxID string) string {
 	h := sha256.New()
 	field := func(b []byte) {
 		var n [8]byte
@@ -111,34 +80,11 @@ func (r ExecRequest) digest(sandboxID string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (r ExecRequest) backendRequest() backend.ExecRequest {
-	return backend.ExecRequest{Command: r.Command, Shell: r.Shell, Cwd: r.Cwd, Stdin: r.Stdin}
-}
-
-// ExecResult is how a synchronous command ended, with its output.
-type ExecResult struct {
-	Stdout []byte
-	Stderr []byte
-	// StdoutDropped and StderrDropped count output beyond the exec output
-	// limit, which is not returned (job_exec keeps and pages more).
-	StdoutDropped int64
-	StderrDropped int64
-	ExitCode      int
-	Signal        string
-	// TimedOut is true when the timeout killed the command; its descendants
-	// were proven dead before the result was returned.
-	TimedOut bool
-	// OOMKilled is true when the sandbox ran out of memory while the
-	// command ran and the OOM killer killed one of its processes.
-	OOMKilled bool
-	Duration  time.Duration
-}
-
 // Exec runs a command to its end in a fresh /bin/sh of the handle's sandbox.
 // On timeout the command and every descendant are killed, with proof, and
 // the output produced so far is returned.
 func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecRequest) (res ExecResult, err error) {
-	if err := req.validate(a.opts.MaxFileBytes); err != nil {
+	if err := validExec(&req, a.opts.MaxFileBytes); err != nil {
 		return ExecResult{}, err
 	}
 	if req.Input || req.TTY != nil {
@@ -171,7 +117,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	started := time.Now()
 	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
 	atLimit := forkLimit(be.Capabilities(), spec.ID)
-	proc, err := be.Exec(ctx, spec.ID, req.backendRequest(), out)
+	proc, err := be.Exec(ctx, spec.ID, req, out)
 	err = atLimit(err)
 	if err != nil {
 		if frozenCause(ctx) {
@@ -296,7 +242,7 @@ func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
 // StartJob starts a command in the background on a backend that can prove
 // its cleanup.
 func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecRequest) (info jobs.JobInfo, err error) {
-	if err := req.validate(a.opts.MaxFileBytes); err != nil {
+	if err := validExec(&req, a.opts.MaxFileBytes); err != nil {
 		return jobs.JobInfo{}, err
 	}
 	spec, be, err := a.resolve(tenant, handleID)
@@ -368,7 +314,7 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 			}
 			return nil, a.execError(atLimit(err))
 		}
-		j, err := guestexec.StartJob(sctx, conn, req.backendRequest(), js)
+		j, err := guestexec.StartJob(sctx, conn, req, js)
 		err = atLimit(err)
 		switch {
 		case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
@@ -388,13 +334,13 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 	}
 	opts := []jobs.StartOption{jobs.WithTimeout(req.Timeout), jobs.WithCommand(req.Command), oomCounter(caps, sandboxID)}
 	if req.IdempotencyKey != "" {
-		opts = append(opts, jobs.WithKey(req.IdempotencyKey, req.digest(sandboxID)))
+		opts = append(opts, jobs.WithKey(req.IdempotencyKey, requestDigest(req, sandboxID)))
 	}
 	if req.Input {
 		opts = append(opts, jobs.WithInput())
 	}
-	if req.TTY != nil {
-		opts = append(opts, jobs.WithTTY(*req.TTY))
+	if t := req.TTY; t != nil {
+		opts = append(opts, jobs.WithTTY(jobs.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}))
 	}
 	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, opts...)
 }
@@ -472,13 +418,13 @@ func (a *Agent) JobInput(ctx context.Context, tenant, jobID string, p []byte, en
 }
 
 // JobResize resizes a terminal job's terminal; see jobs.Manager.Resize.
-func (a *Agent) JobResize(ctx context.Context, tenant, jobID string, size guestapi.TTYSize) (jobs.JobInfo, error) {
+func (a *Agent) JobResize(ctx context.Context, tenant, jobID string, size jobs.TTYSize) (jobs.JobInfo, error) {
 	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return a.jobs.Resize(ctx, tenant, jobID, size) })
 }
 
 // JobScreen reads a terminal job's screen; see jobs.Manager.Screen.
-func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (guestapi.Screen, jobs.JobInfo, error) {
-	var scr guestapi.Screen
+func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (jobs.Screen, jobs.JobInfo, error) {
+	var scr jobs.Screen
 	info, err := retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) {
 		var (
 			info jobs.JobInfo

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // TestKeyDigestNamesTheWholeRequest: a job's idempotency key is given to
@@ -29,10 +29,10 @@ import (
 // another sandbox) is another request, refused, not the job back.
 func TestKeyDigestNamesTheWholeRequest(t *testing.T) {
 	base := ExecRequest{Command: "make", Shell: backend.ShellLogin, Cwd: "src", Stdin: []byte("in"), Timeout: time.Minute, IdempotencyKey: "k"}
-	want := base.digest("sbx-1")
+	want := requestDigest(base, "sbx-1")
 	same := base
 	same.IdempotencyKey = "another key"
-	if same.digest("sbx-1") != want {
+	if requestDigest(same, "sbx-1") != want {
 		t.Fatal("the key itself changes the request's digest")
 	}
 	for name, change := range map[string]func(*ExecRequest){
@@ -42,17 +42,17 @@ func TestKeyDigestNamesTheWholeRequest(t *testing.T) {
 		"stdin":   func(r *ExecRequest) { r.Stdin = []byte("in2") },
 		"timeout": func(r *ExecRequest) { r.Timeout = time.Hour },
 		"input":   func(r *ExecRequest) { r.Input = true },
-		"tty":     func(r *ExecRequest) { r.TTY = &guestapi.TTYSize{Rows: 24, Cols: 80} },
+		"tty":     func(r *ExecRequest) { r.TTY = &agentapi.TTYSize{Rows: 24, Cols: 80} },
 		// Field bounds: the command's end moved into cwd.
 		"split": func(r *ExecRequest) { r.Command, r.Cwd = "mak", "esrc" },
 	} {
 		r := base
 		change(&r)
-		if r.digest("sbx-1") == want {
+		if requestDigest(r, "sbx-1") == want {
 			t.Errorf("a request with another %s has the same digest", name)
 		}
 	}
-	if base.digest("sbx-2") == want {
+	if requestDigest(base, "sbx-2") == want {
 		t.Error("the same request in another sandbox has the same digest")
 	}
 }

@@ -35,7 +35,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/playground-dev/playground/hostagent"
-	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/mcpgateway"
 )
@@ -442,11 +442,11 @@ func TestLongestCommand(t *testing.T) {
 	g.waitReady(t)
 	cs := connect(t, g.url, tn.token, nil)
 	handle := open(t, cs)
-	longest := "echo ok #" + strings.Repeat("x", guestapi.MaxCommandBytes-len("echo ok #"))
+	longest := "echo ok #" + strings.Repeat("x", bounds.MaxCommandBytes-len("echo ok #"))
 	if out := execOK(t, cs, handle, longest); out != "ok\n" {
 		t.Fatalf("the longest command: %q", out)
 	}
-	want := fmt.Sprintf("command is %d bytes, over the %d-byte limit", guestapi.MaxCommandBytes+1, guestapi.MaxCommandBytes)
+	want := fmt.Sprintf("command is %d bytes, over the %d-byte limit", bounds.MaxCommandBytes+1, bounds.MaxCommandBytes)
 	callErr(t, cs, "exec", map[string]any{"handle": handle, "command": longest + "x"}, "invalid_argument: "+want, "write the script to a file")
 	// The agent, asked directly, says the same.
 	_, err := n.agent.Exec(context.Background(), tn.String(), handle, hostagent.ExecRequest{Command: longest + "x"})

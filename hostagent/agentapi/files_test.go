@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -40,10 +42,10 @@ func TestFileRequestsValidate(t *testing.T) {
 	}{
 		{"a whole read", ReadRequest{Path: "f"}.Validate(), ""},
 		{"a range from the start", ReadRequest{Path: "f", Offset: ptr(int64(0))}.Validate(), ""},
-		{"a full range", ReadRequest{Path: "f", Offset: ptr(int64(1 << 40)), Length: MaxFileBytes}.Validate(), ""},
+		{"a full range", ReadRequest{Path: "f", Offset: ptr(int64(1 << 40)), Length: bounds.MaxFileBytes}.Validate(), ""},
 		{"a digest", ReadRequest{Path: "f", Digest: true}.Validate(), ""},
 		{"a negative offset", ReadRequest{Path: "f", Offset: ptr(int64(-1))}.Validate(), "offset -1 is negative"},
-		{"a length over the limit", ReadRequest{Path: "f", Length: MaxFileBytes + 1}.Validate(), "give 1 to 3145728 bytes, or omit it"},
+		{"a length over the limit", ReadRequest{Path: "f", Length: bounds.MaxFileBytes + 1}.Validate(), "give 1 to 3145728 bytes, or omit it"},
 		{"a negative length", ReadRequest{Path: "f", Length: -1}.Validate(), "length -1 is out of range"},
 		{"a digest of a range", ReadRequest{Path: "f", Digest: true, Offset: ptr(int64(0))}.Validate(), "ask for the digest without them"},
 		{"a digest of a length", ReadRequest{Path: "f", Digest: true, Length: 5}.Validate(), "ask for the digest without them"},
@@ -119,7 +121,7 @@ func TestFileCallsOnTheWire(t *testing.T) {
 	sent = nil
 	for name, call := range map[string]func() error{
 		"a negative read offset":  func() error { _, err := c.ReadRange(ctx, "t", h, "f", "", -1, 0); return err },
-		"a length over the limit": func() error { _, err := c.ReadRange(ctx, "t", h, "f", "", 0, MaxFileBytes+1); return err },
+		"a length over the limit": func() error { _, err := c.ReadRange(ctx, "t", h, "f", "", 0, bounds.MaxFileBytes+1); return err },
 		"a negative write offset": func() error { _, err := c.WriteAt(ctx, "t", h, "f", "", -1, nil); return err },
 	} {
 		if err := call(); CodeOf(err) != CodeInvalid {

@@ -21,46 +21,33 @@ limitations under the License.
 // manager hold, and the client that makes them. Every call names the
 // tenant; the agent checks that the handle or job belongs to it.
 //
-// The types here are the wire format and nothing else: the agent's kernel
-// (package hostagent and its jobs) has its own, and the agent's server
-// (package agentserver) maps between the two, so that a change of the
-// kernel cannot change what a gateway and an agent of different releases
-// say to each other during a rollout. The protocol is versioned (Version);
+// The types here are the wire format. A command (ExecRequest, Shell) and
+// its result (ExecResult) are the kernel's too: package hostagent takes
+// and returns them as they are, and the agent's server sends them
+// unchanged, so that a command is one value from the gateway to the
+// backend's edge. Where the kernel and its job engine have types of their
+// own (sessions, jobs, files), the agent's server (package agentserver)
+// maps between the two, so that a change of the kernel cannot change what
+// a gateway and an agent of different releases say to each other during
+// a rollout. The protocol is versioned (Version);
 // docs/agent-api.md is its reference.
 package agentapi
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
-// MaxRequestBytes bounds a request body: a payload of MaxFileBytes as
+// MaxRequestBytes bounds a request body: a payload of bounds.MaxFileBytes as
 // base64 is 4 MiB, plus the JSON around it.
 const MaxRequestBytes = 5 << 20
 
-// Limits both ends check, so that a request over one is refused once,
-// clearly, before it travels. The agent's kernel has the same values; its
-// server's tests check that they agree.
-const (
-	// MaxCommandBytes bounds the text of one command: Linux refuses an
-	// argument of /bin/sh -c longer than MAX_ARG_STRLEN (131072 bytes with
-	// its NUL) with E2BIG.
-	MaxCommandBytes = 128<<10 - 1
-	// MaxTimeout bounds the timeout of one command or job.
-	MaxTimeout = 24 * time.Hour
-	// MaxPollWait bounds how long a poll waits for output.
-	MaxPollWait = 30 * time.Second
-	// MaxPollBytes bounds the output bytes of one poll's page.
-	MaxPollBytes = 4 << 20
-	// MaxFileBytes bounds the bytes of one read or write: a whole file,
-	// or one range of a larger one.
-	MaxFileBytes = 3 << 20
-)
-
-// CommandTooLong is the one message for a command over MaxCommandBytes.
-func CommandTooLong(n int) string {
-	return fmt.Sprintf("command is %d bytes, over the %d-byte limit (the kernel's bound on one argument of /bin/sh -c): write the script to a file with write, then run it (sh /path/to/script)", n, MaxCommandBytes)
-}
+// The limits of a call, which the gateway checks before a call travels
+// and the agent where it enters, are package bounds's: defined there
+// once, for the guest too.
 
 // Shell selects the environment of the /bin/sh that runs a command.
 type Shell string
@@ -187,16 +174,45 @@ type ExecRequest struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
-// Bounds of terminal jobs and of input, which both ends check.
-const (
-	MaxTTYRows = 200
-	MaxTTYCols = 500
-	// MaxScrollback bounds the lines of scrollback a terminal keeps, and
-	// a screen read returns.
-	MaxScrollback = 10000
-	// MaxInputBytes bounds the input of one input call.
-	MaxInputBytes = 64 << 10
-)
+// Validate refuses a command no sandbox runs, saying what to do: an
+// empty one or one over bounds.MaxCommandBytes, an unknown shell (empty
+// is login), stdin over maxStdin bytes, a timeout out of range, a
+// terminal out of bounds. The gateway checks it before the request
+// travels, the agent where it enters; below, it is trusted.
+func (r ExecRequest) Validate(maxStdin int) error {
+	invalid := func(format string, args ...any) error {
+		return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
+	}
+	switch r.Shell {
+	case "", ShellLogin, ShellClean:
+	default:
+		shell := string(r.Shell)
+		if len(shell) > 64 {
+			shell = shell[:64] + "..."
+		}
+		shell = strings.ToValidUTF8(shell, "?")
+		return invalid("shell %q is not known: use login (loads the tenant's profile) or clean", shell)
+	}
+	switch {
+	case r.Command == "":
+		return invalid("command is empty: give the shell text to run")
+	case len(r.Command) > bounds.MaxCommandBytes:
+		return &Error{Code: CodeTooLarge, Message: bounds.CommandTooLong(len(r.Command))}
+	case len(r.Stdin) > maxStdin:
+		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("stdin is %d bytes (limit %d): write it to a file with write and redirect from it", len(r.Stdin), maxStdin)}
+	case r.Timeout < 0 || r.Timeout > bounds.MaxTimeout:
+		return invalid("timeout %s is out of range (0 to %s)", r.Timeout, bounds.MaxTimeout)
+	}
+	if r.TTY != nil {
+		if err := CheckTTY(*r.TTY); err != nil {
+			return invalid("%v", err)
+		}
+	}
+	if err := CheckIdempotencyKey(r.IdempotencyKey); err != nil {
+		return invalid("%v", err)
+	}
+	return nil
+}
 
 // TTYSize is a terminal's size; Scrollback, at a job's start only, is how
 // many lines that scroll off its top it keeps (0: the sandbox's default,
@@ -208,20 +224,10 @@ type TTYSize struct {
 }
 
 // CheckTTY refuses a size out of bounds, saying which.
-func CheckTTY(t TTYSize) error {
-	switch {
-	case t.Rows < 1 || t.Rows > MaxTTYRows:
-		return fmt.Errorf("rows %d is out of range: give 1 to %d", t.Rows, MaxTTYRows)
-	case t.Cols < 1 || t.Cols > MaxTTYCols:
-		return fmt.Errorf("cols %d is out of range: give 1 to %d", t.Cols, MaxTTYCols)
-	case t.Scrollback < 0 || t.Scrollback > MaxScrollback:
-		return fmt.Errorf("scrollback %d is out of range: give 0 to %d lines", t.Scrollback, MaxScrollback)
-	}
-	return nil
-}
+func CheckTTY(t TTYSize) error { return bounds.CheckTTY(t.Rows, t.Cols, t.Scrollback) }
 
 // InputRequest is the body of a job's input: Data (base64 on the wire,
-// at most MaxInputBytes) is written to its input, then End ends it (a
+// at most bounds.MaxInputBytes) is written to its input, then End ends it (a
 // pipe is closed; a terminal gets Ctrl-D).
 type InputRequest struct {
 	Tenant string `json:"tenant"`
@@ -308,7 +314,7 @@ type HandleInfo struct {
 }
 
 // ReadRequest is the body of a file read: of the whole file (of at most
-// MaxFileBytes; a larger one is refused, never truncated), of a range of
+// bounds.MaxFileBytes; a larger one is refused, never truncated), of a range of
 // it when Offset or Length is set, or of its digest alone.
 type ReadRequest struct {
 	Tenant string `json:"tenant"`
@@ -316,8 +322,8 @@ type ReadRequest struct {
 	Cwd    string `json:"cwd,omitempty"`
 	// Offset, set, reads a range that starts at that byte (0: the first).
 	Offset *int64 `json:"offset,omitempty"`
-	// Length bounds the bytes of a range, 1 to MaxFileBytes; 0 means up
-	// to MaxFileBytes. Set alone, it reads a range from the start.
+	// Length bounds the bytes of a range, 1 to bounds.MaxFileBytes; 0 means up
+	// to bounds.MaxFileBytes. Set alone, it reads a range from the start.
 	Length int `json:"length,omitempty"`
 	// Digest asks for the whole file's size and sha256 (FileDigest), of a
 	// file of any size, without its content; no range may be set.
@@ -334,8 +340,8 @@ func (r ReadRequest) Validate() error {
 	switch {
 	case r.Offset != nil && *r.Offset < 0:
 		return &Error{Code: CodeInvalid, Message: NegativeOffset(*r.Offset)}
-	case r.Length < 0 || r.Length > MaxFileBytes:
-		return &Error{Code: CodeInvalid, Message: LengthOutOfRange(r.Length, MaxFileBytes)}
+	case r.Length < 0 || r.Length > bounds.MaxFileBytes:
+		return &Error{Code: CodeInvalid, Message: LengthOutOfRange(r.Length, bounds.MaxFileBytes)}
 	case r.Digest && r.Ranged():
 		return &Error{Code: CodeInvalid, Message: "digest is of the whole file, and offset and length select a range: ask for the digest without them, and compare it with the bytes of all the ranges"}
 	}
@@ -564,6 +570,15 @@ type ExecHeader struct {
 	TimedOut      bool          `json:"timed_out,omitempty"`
 	OOMKilled     bool          `json:"oom_killed,omitempty"`
 	Duration      time.Duration `json:"duration"`
+}
+
+// Header is r's ExecHeader: the one mapping of a result to the first line
+// of its binary answer.
+func (r ExecResult) Header() ExecHeader {
+	return ExecHeader{
+		StdoutSize: len(r.Stdout), StderrSize: len(r.Stderr), StdoutDropped: r.StdoutDropped, StderrDropped: r.StderrDropped,
+		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Duration: r.Duration,
+	}
 }
 
 // ErrorResponse is the body of every failed call.

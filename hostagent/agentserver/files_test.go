@@ -28,6 +28,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
 // TestLargeFileInRanges is a client moving a file over one call's payload
@@ -41,7 +42,7 @@ func TestLargeFileInRanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const chunk = agentapi.MaxFileBytes
+	const chunk = bounds.MaxFileBytes
 	payload := make([]byte, 2*chunk+12345)
 	_, _ = rand.Read(payload)
 	sum := sha256.Sum256(payload)

@@ -43,7 +43,7 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/budget"
@@ -324,14 +324,10 @@ func checkVersion(r *http.Request) error {
 	return agentapi.Check(r.Header.Get(agentapi.VersionHeader))
 }
 
-// codeOf is the protocol's code of an error: the server's own, or the
-// kernel's, whose codes are the protocol's by name.
-func codeOf(err error) agentapi.Code {
-	if c := agentapi.CodeOf(err); c != "" {
-		return c
-	}
-	return agentapi.Code(hostagent.CodeOf(err))
-}
+// codeOf is the protocol's code of an error: the kernel's errors are the
+// protocol's (hostagent.Error is agentapi.Error), and the job engine's
+// sentinels are classified by the kernel.
+func codeOf(err error) agentapi.Code { return hostagent.CodeOf(err) }
 
 func statusOf(c agentapi.Code) int {
 	switch c {
@@ -478,7 +474,7 @@ func (s *Server) exec(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), kernelExec(req))
+	res, err := s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req)
 	if err != nil {
 		release()
 		return nil, err
@@ -487,7 +483,7 @@ func (s *Server) exec(r *http.Request) (any, error) {
 		return binaryExec{res, release}, nil
 	}
 	defer release()
-	return wireExecResult(res), nil
+	return res, nil
 }
 
 // admit reserves a synchronous call and the bytes it may hold in the
@@ -512,7 +508,7 @@ func (s *Server) startJob(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	info, err := s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), kernelExec(req))
+	info, err := s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), req)
 	return wireJob(info), err
 }
 
@@ -596,7 +592,7 @@ func (p binaryPoll) write(w http.ResponseWriter) error {
 // binaryExec is an exec result answered as ExecMediaType; release gives
 // its bytes back to the budget once they are written.
 type binaryExec struct {
-	res     hostagent.ExecResult
+	res     agentapi.ExecResult
 	release func()
 }
 
@@ -605,10 +601,7 @@ type binaryExec struct {
 func (b binaryExec) write(w http.ResponseWriter) error {
 	defer b.release()
 	r := b.res
-	head, err := json.Marshal(agentapi.ExecHeader{
-		StdoutSize: len(r.Stdout), StderrSize: len(r.Stderr), StdoutDropped: r.StdoutDropped, StderrDropped: r.StderrDropped,
-		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Duration: r.Duration,
-	})
+	head, err := json.Marshal(r.Header())
 	if err != nil {
 		return fmt.Errorf("encoding the result: %w", err)
 	}
@@ -637,8 +630,8 @@ func (s *Server) input(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	if len(req.Data) > agentapi.MaxInputBytes {
-		return nil, &hostagent.Error{Code: hostagent.CodeTooLarge, Message: fmt.Sprintf("input of %d bytes, over the %d-byte bound of one call: send it in parts", len(req.Data), agentapi.MaxInputBytes)}
+	if len(req.Data) > bounds.MaxInputBytes {
+		return nil, &hostagent.Error{Code: hostagent.CodeTooLarge, Message: fmt.Sprintf("input of %d bytes, over the %d-byte bound of one call: send it in parts", len(req.Data), bounds.MaxInputBytes)}
 	}
 	release, err := s.admit(r, req.Tenant, int64(len(req.Data)))
 	if err != nil {
@@ -657,7 +650,7 @@ func (s *Server) resize(r *http.Request) (any, error) {
 	if err := agentapi.CheckTTY(agentapi.TTYSize{Rows: req.Rows, Cols: req.Cols}); err != nil {
 		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: err.Error()}
 	}
-	info, err := s.agent.JobResize(r.Context(), req.Tenant, r.PathValue("job"), guestapi.TTYSize{Rows: req.Rows, Cols: req.Cols})
+	info, err := s.agent.JobResize(r.Context(), req.Tenant, r.PathValue("job"), jobs.TTYSize{Rows: req.Rows, Cols: req.Cols})
 	return wireJob(info), err
 }
 
@@ -666,8 +659,8 @@ func (s *Server) screen(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	if req.Scrollback < 0 || req.Scrollback > agentapi.MaxScrollback {
-		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: fmt.Sprintf("scrollback %d is out of range: give 0 to %d lines", req.Scrollback, agentapi.MaxScrollback)}
+	if req.Scrollback < 0 || req.Scrollback > bounds.MaxScrollback {
+		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: fmt.Sprintf("scrollback %d is out of range: give 0 to %d lines", req.Scrollback, bounds.MaxScrollback)}
 	}
 	scr, info, err := s.agent.JobScreen(r.Context(), req.Tenant, r.PathValue("job"), req.Scrollback)
 	if err != nil {

@@ -19,8 +19,6 @@ package agentserver
 import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -28,28 +26,7 @@ import (
 // is named: a field the kernel gains reaches the wire only when a version
 // of the protocol adds it here.
 
-func kernelExec(r agentapi.ExecRequest) hostagent.ExecRequest {
-	return hostagent.ExecRequest{
-		Command: r.Command,
-		Shell:   backend.ShellMode(r.Shell),
-		Cwd:     r.Cwd,
-		Stdin:   r.Stdin,
-		Timeout: r.Timeout,
-		Input:   r.Input,
-		TTY:     kernelTTY(r.TTY),
-
-		IdempotencyKey: r.IdempotencyKey,
-	}
-}
-
-func kernelTTY(t *agentapi.TTYSize) *guestapi.TTYSize {
-	if t == nil {
-		return nil
-	}
-	return &guestapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
-}
-
-func wireScreen(s guestapi.Screen, j jobs.JobInfo) agentapi.Screen {
+func wireScreen(s jobs.Screen, j jobs.JobInfo) agentapi.Screen {
 	return agentapi.Screen{
 		Job:  wireJob(j),
 		Rows: s.Rows, Cols: s.Cols,
@@ -60,20 +37,6 @@ func wireScreen(s guestapi.Screen, j jobs.JobInfo) agentapi.Screen {
 		Title:           s.Title,
 		Scrollback:      s.Scrollback,
 		ScrollbackLines: s.ScrollbackLines,
-	}
-}
-
-func wireExecResult(r hostagent.ExecResult) agentapi.ExecResult {
-	return agentapi.ExecResult{
-		Stdout:        r.Stdout,
-		Stderr:        r.Stderr,
-		StdoutDropped: r.StdoutDropped,
-		StderrDropped: r.StderrDropped,
-		ExitCode:      r.ExitCode,
-		Signal:        r.Signal,
-		TimedOut:      r.TimedOut,
-		OOMKilled:     r.OOMKilled,
-		Duration:      r.Duration,
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -93,14 +94,16 @@ type Capabilities struct {
 	SigningKeyHolder SigningKeyHolder
 }
 
-// ShellMode selects the environment of the /bin/sh that runs a command.
-type ShellMode string
+// ShellMode selects the environment of the /bin/sh that runs a command:
+// the agent protocol's Shell, one type from the gateway to the backend.
+type ShellMode = agentapi.Shell
 
+// The shell modes.
 const (
 	// ShellLogin loads the tenant's login profile (environment and script).
-	ShellLogin ShellMode = "login"
+	ShellLogin = agentapi.ShellLogin
 	// ShellClean starts from a fixed minimal environment and loads no profile.
-	ShellClean ShellMode = "clean"
+	ShellClean = agentapi.ShellClean
 )
 
 // Isolations a Spec may ask for.
@@ -337,15 +340,13 @@ type EgressUsage struct {
 	Allowed, Denied   uint64
 }
 
-// ExecRequest is one command to run in a fresh /bin/sh.
-type ExecRequest struct {
-	Command string
-	Shell   ShellMode
-	// Cwd is the working directory; empty means the sandbox user's home.
-	Cwd string
-	// Stdin is the command's whole standard input; nil means empty.
-	Stdin []byte
-}
+// ExecRequest is one command to run in a fresh /bin/sh: the agent
+// protocol's, as the kernel took it, one value from the gateway to the
+// backend. A backend runs its Command, Shell (empty: login), Cwd (empty:
+// the sandbox user's home) and Stdin (nil: empty); the kernel has done
+// the rest (Timeout, Input and TTY are its and its job engine's), and
+// checked it against every bound.
+type ExecRequest = agentapi.ExecRequest
 
 // Stream identifies an output stream of a command: the guest protocol's,
 // which names it in the pages of a held job's output.

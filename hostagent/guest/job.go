@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
@@ -333,7 +334,7 @@ func (s *shepherd) readJobFrames(c *command) bool {
 
 // maxJobFrame bounds a frame the agent sends on a job's connection: an
 // Input frame is the largest.
-const maxJobFrame = guestapi.MaxJobInput + guestapi.HeaderSize
+const maxJobFrame = bounds.MaxInputBytes + guestapi.HeaderSize
 
 // control handles an Input, InputEnd or Resize frame: nil when done,
 // else the refusal the Ack carries.
@@ -343,8 +344,8 @@ func (s *shepherd) control(c *command, t guestapi.FrameType, payload []byte) err
 	}
 	switch t {
 	case guestapi.FrameInput:
-		if len(payload) > guestapi.MaxJobInput {
-			return fmt.Errorf("input of %d bytes: at most %d at a time", len(payload), guestapi.MaxJobInput)
+		if len(payload) > bounds.MaxInputBytes {
+			return fmt.Errorf("input of %d bytes: at most %d at a time", len(payload), bounds.MaxInputBytes)
 		}
 		return c.input(payload)
 	case guestapi.FrameInputEnd:
@@ -379,7 +380,7 @@ func (s *shepherd) sendScreen(req guestapi.ScreenRequest) {
 		s.ack(errNotTerminal)
 		return
 	}
-	scr := s.job.tty.screen(min(max(req.Scrollback, 0), guestapi.MaxScrollback))
+	scr := s.job.tty.screen(min(max(req.Scrollback, 0), bounds.MaxScrollback))
 	f, err := guestapi.AppendJSONFrame(nil, guestapi.FrameScreenState, scr)
 	if err != nil {
 		// Never silence, which the agent could only wait out.

@@ -33,6 +33,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -129,8 +130,8 @@ func (s *shepherd) readRequest() (guestapi.StartRequest, []byte, error) {
 			return req, nil, err
 		}
 	}
-	if len(req.Command) > guestapi.MaxCommandBytes {
-		return req, nil, errors.New(guestapi.CommandTooLong(len(req.Command)))
+	if len(req.Command) > bounds.MaxCommandBytes {
+		return req, nil, errors.New(bounds.CommandTooLong(len(req.Command)))
 	}
 	var stdin []byte
 	if req.File != nil && req.File.Size > 0 && req.File.Size <= guestapi.MaxStdin {

@@ -30,6 +30,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"golang.org/x/sys/unix"
 
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -143,11 +144,11 @@ func TestTerminalStringsBounded(t *testing.T) {
 // the budget are cut, not the answer lost (the frame too large, and the
 // agent left waiting).
 func TestScreenAnswerFits(t *testing.T) {
-	size := guestapi.TTYSize{Rows: guestapi.MaxTTYRows, Cols: guestapi.MaxTTYCols, Scrollback: guestapi.MaxScrollback}
+	size := guestapi.TTYSize{Rows: bounds.MaxTTYRows, Cols: bounds.MaxTTYCols, Scrollback: bounds.MaxScrollback}
 	tt := newTerminal(t, size)
 	line := strings.Repeat("<", size.Cols-1) + "\r\n"
 	feed(tt, []byte(strings.Repeat(line, 2*size.Rows+2000)))
-	scr := tt.screen(guestapi.MaxScrollback)
+	scr := tt.screen(bounds.MaxScrollback)
 	f, err := guestapi.AppendJSONFrame(nil, guestapi.FrameScreenState, scr)
 	if err != nil {
 		t.Fatalf("the screen's answer: %v", err)

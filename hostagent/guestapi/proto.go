@@ -48,6 +48,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
 // ProofTimeout bounds how long a shepherd keeps killing and reaping
@@ -93,7 +95,7 @@ const (
 )
 
 // A Start frame with the longest command, all escaped, fits a frame.
-var _ [MaxFrame - 6*MaxCommandBytes - 4096]struct{}
+var _ [MaxFrame - 6*bounds.MaxCommandBytes - 4096]struct{}
 
 // Bounds of the protocol.
 const (
@@ -102,16 +104,6 @@ const (
 	// MaxFrame bounds any frame's payload; a larger length is a protocol
 	// error and ends the connection.
 	MaxFrame = 1 << 20
-	// MaxCommandBytes bounds the text of one command, everywhere: the
-	// gateway, the agent and the guest in the sandbox check it, so that a
-	// command too long is refused once, clearly, before it travels. Every
-	// backend runs a command as one argument of /bin/sh -c, and Linux
-	// refuses an argument of more than MAX_ARG_STRLEN bytes (32 pages,
-	// 131072, with its terminating NUL) with E2BIG; a longer limit would
-	// only move the failure into the sandbox, with a worse message.
-	// Escaped as JSON (six bytes for a control character at worst), the
-	// longest command fits a Start frame.
-	MaxCommandBytes = 128<<10 - 1
 	// MaxStdin bounds the whole standard input of one command. The shepherd
 	// holds it in memory (charged to the sandbox's memory limit) so that
 	// the command can start only once its input is complete.
@@ -121,11 +113,6 @@ const (
 	// OutputChunk is the largest Stdout/Stderr payload a shepherd sends.
 	OutputChunk = 32 << 10
 )
-
-// CommandTooLong is the one message for a command over MaxCommandBytes.
-func CommandTooLong(n int) string {
-	return fmt.Sprintf("command is %d bytes, over the %d-byte limit (the kernel's bound on one argument of /bin/sh -c): write the script to a file with write, then run it (sh /path/to/script)", n, MaxCommandBytes)
-}
 
 // Stream identifies an output stream of a command: in a Page's chunks,
 // and in the output rings (package outring) of the guest and the agent.
@@ -169,7 +156,7 @@ const (
 	FrameRelease FrameType = 6
 	// FrameInput, on a job's connection, carries bytes for the job's
 	// standard input (its terminal, for a job with a TTY): at most
-	// MaxJobInput of them. The holder queues them, within
+	// bounds.MaxInputBytes of them. The holder queues them, within
 	// MaxJobInputPending, and answers with an Ack.
 	FrameInput FrameType = 7
 	// FrameInputEnd, on a job's connection, ends the job's input once the
@@ -350,10 +337,8 @@ type JobSpec struct {
 
 // Bounds of a terminal job that a holder accepts.
 const (
-	MaxTTYRows = 200
-	MaxTTYCols = 500
-	// MaxScrollback bounds the lines of scrollback a terminal keeps.
-	MaxScrollback = 10000
+	// (Its size and scrollback are bounded by bounds.CheckTTY.)
+	//
 	// MaxTerminalString bounds a string a program sends its terminal: a
 	// title or icon name, a working directory (OSC 7), a hyperlink (OSC
 	// 8), a clipboard (OSC 52), any OSC, DCS, SOS, PM or APC sequence.
@@ -364,8 +349,6 @@ const (
 
 // Bounds of a job's input.
 const (
-	// MaxJobInput bounds the bytes of one Input frame.
-	MaxJobInput = 64 << 10
 	// MaxJobInputPending bounds the input a holder keeps that its job has
 	// not read yet: past it, Input is refused until the job reads.
 	MaxJobInputPending = 256 << 10
@@ -377,22 +360,12 @@ type TTYSize struct {
 	Rows int `json:"rows"`
 	Cols int `json:"cols"`
 	// Scrollback is how many lines that scroll off the top the emulator
-	// keeps (at most MaxScrollback); only a job's start sets it.
+	// keeps (at most bounds.MaxScrollback); only a job's start sets it.
 	Scrollback int `json:"scrollback,omitempty"`
 }
 
 // Check refuses a size out of the holder's bounds.
-func (t TTYSize) Check() error {
-	switch {
-	case t.Rows < 1 || t.Rows > MaxTTYRows:
-		return fmt.Errorf("a terminal of %d rows: want 1 to %d", t.Rows, MaxTTYRows)
-	case t.Cols < 1 || t.Cols > MaxTTYCols:
-		return fmt.Errorf("a terminal of %d columns: want 1 to %d", t.Cols, MaxTTYCols)
-	case t.Scrollback < 0 || t.Scrollback > MaxScrollback:
-		return fmt.Errorf("a scrollback of %d lines: want 0 to %d", t.Scrollback, MaxScrollback)
-	}
-	return nil
-}
+func (t TTYSize) Check() error { return bounds.CheckTTY(t.Rows, t.Cols, t.Scrollback) }
 
 // Ack is the payload of FrameAck.
 type Ack struct {

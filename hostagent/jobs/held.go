@@ -256,7 +256,7 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 		}
 	}
 	spec, err := m.heldSpec(j.id, meta)
-	spec.Stdin, spec.TTY = o.input, o.tty
+	spec.Stdin, spec.TTY = o.input, o.tty.guest()
 	var conn Held
 	if err == nil {
 		conn, err = callStart(func() (Held, error) { return start(spec) })
@@ -364,7 +364,7 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 		// no start would have given is not honoured.
 		m.keyLocked(j, meta.Key, meta.Request)
 	}
-	j.input, j.tty = rec.Spec.Stdin || rec.Spec.TTY != nil, rec.Spec.TTY
+	j.input, j.tty = rec.Spec.Stdin || rec.Spec.TTY != nil, ttyOf(rec.Spec.TTY)
 	m.mu.Unlock()
 	defer m.wg.Done()
 

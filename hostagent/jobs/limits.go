@@ -19,6 +19,8 @@ package jobs
 import (
 	"fmt"
 	"time"
+
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
 // Limits bounds the manager. The zero value of a field means its default.
@@ -66,8 +68,8 @@ const (
 	DefaultTerminalTTL       = time.Hour
 	DefaultSweepInterval     = time.Minute
 	DefaultPollBytes         = 1 << 20
-	DefaultMaxPollBytes      = 4 << 20
-	DefaultMaxPollWait       = 30 * time.Second
+	DefaultMaxPollBytes      = bounds.MaxPollBytes
+	DefaultMaxPollWait       = bounds.MaxPollWait
 )
 
 // DefaultLimits returns the defaults.

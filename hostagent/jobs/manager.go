@@ -28,7 +28,6 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
@@ -94,7 +93,7 @@ type job struct {
 	// input says the job takes input (WithInput, or a terminal); tty is
 	// its terminal's size, as last set (WithTTY, Resize), or nil.
 	input bool
-	tty   *guestapi.TTYSize
+	tty   *TTYSize
 	state State
 	// starting is true from admission until the start func returns; such a
 	// job holds capacity but is invisible to lookups. started is closed

@@ -22,6 +22,7 @@ import (
 	"fmt"
 
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -34,7 +35,7 @@ var ErrInputRefused = guestexec.ErrRefused
 var ErrEnded = errors.New("the job has ended: it takes no more input (poll it for its output and result)")
 
 // Input writes p to tenant's job jobID's standard input (its terminal,
-// for a terminal job), at most guestapi.MaxJobInput bytes; end then ends
+// for a terminal job), at most bounds.MaxInputBytes bytes; end then ends
 // its input (a pipe is closed, a terminal gets Ctrl-D). The bytes are
 // queued in the holder, which writes them as the job reads: Input does
 // not wait for the job to read them, and refuses (ErrInputRefused) past
@@ -43,8 +44,8 @@ var ErrEnded = errors.New("the job has ended: it takes no more input (poll it fo
 // ErrUnreachable. An Input whose connection broke is not repeated: it may
 // or may not have reached the job, and the error says so.
 func (m *Manager) Input(ctx context.Context, tenant, jobID string, p []byte, end bool) (JobInfo, error) {
-	if len(p) > guestapi.MaxJobInput {
-		return JobInfo{}, fmt.Errorf("%w: %d bytes of input at once, over the %d-byte bound: send it in parts", ErrInputRefused, len(p), guestapi.MaxJobInput)
+	if len(p) > bounds.MaxInputBytes {
+		return JobInfo{}, fmt.Errorf("%w: %d bytes of input at once, over the %d-byte bound: send it in parts", ErrInputRefused, len(p), bounds.MaxInputBytes)
 	}
 	return m.control(ctx, tenant, jobID, false, func(ctx context.Context, j *job, c Held) error {
 		if !j.input {
@@ -56,20 +57,20 @@ func (m *Manager) Input(ctx context.Context, tenant, jobID string, p []byte, end
 
 // Resize sets the size of tenant's terminal job jobID (the job gets
 // SIGWINCH); errors as Input's.
-func (m *Manager) Resize(ctx context.Context, tenant, jobID string, size guestapi.TTYSize) (JobInfo, error) {
+func (m *Manager) Resize(ctx context.Context, tenant, jobID string, size TTYSize) (JobInfo, error) {
 	size.Scrollback = 0
-	if err := size.Check(); err != nil {
+	if err := bounds.CheckTTY(size.Rows, size.Cols, 0); err != nil {
 		return JobInfo{}, fmt.Errorf("%w: %v", ErrInputRefused, err)
 	}
 	return m.control(ctx, tenant, jobID, true, func(ctx context.Context, j *job, c Held) error {
 		if j.tty == nil {
 			return fmt.Errorf("%w: the job has no terminal: start it with a tty to resize it", ErrInputRefused)
 		}
-		if err := c.Resize(ctx, size); err != nil {
+		if err := c.Resize(ctx, *size.guest()); err != nil {
 			return err
 		}
 		m.mu.Lock()
-		j.tty = &guestapi.TTYSize{Rows: size.Rows, Cols: size.Cols, Scrollback: j.tty.Scrollback}
+		j.tty = &TTYSize{Rows: size.Rows, Cols: size.Cols, Scrollback: j.tty.Scrollback}
 		m.mu.Unlock()
 		return nil
 	})
@@ -79,14 +80,14 @@ func (m *Manager) Resize(ctx context.Context, tenant, jobID string, size guestap
 // emulator renders it, with up to scrollback lines that scrolled off its
 // top; a job that ended shows its last screen until it is recycled.
 // Errors as Input's, but ErrEnded.
-func (m *Manager) Screen(ctx context.Context, tenant, jobID string, scrollback int) (guestapi.Screen, JobInfo, error) {
-	var scr guestapi.Screen
+func (m *Manager) Screen(ctx context.Context, tenant, jobID string, scrollback int) (Screen, JobInfo, error) {
+	var scr Screen
 	info, err := m.control(ctx, tenant, jobID, true, func(ctx context.Context, j *job, c Held) error {
 		if j.tty == nil {
 			return fmt.Errorf("%w: the job has no terminal: start it with a tty to read its screen, or read its output with a poll", ErrInputRefused)
 		}
-		var err error
-		scr, err = c.Screen(ctx, guestapi.ScreenRequest{Scrollback: scrollback})
+		gs, err := c.Screen(ctx, guestapi.ScreenRequest{Scrollback: scrollback})
+		scr = screenOf(gs)
 		return err
 	})
 	return scr, info, err
@@ -146,4 +147,61 @@ func (m *Manager) control(ctx context.Context, tenant, jobID string, idempotent 
 		return info(), err
 	}
 	return info(), nil
+}
+
+// TTYSize is a terminal job's terminal: its size, and, at the job's
+// start, how many lines that scroll off its top it keeps (0: the
+// holder's default). The job engine's own; its holder's is the guest
+// protocol's.
+type TTYSize struct {
+	Rows, Cols int
+	Scrollback int
+}
+
+// Screen is a terminal job's screen as its holder's emulator renders it.
+type Screen struct {
+	Rows, Cols int
+	// Lines are the screen's rows, top to bottom, trailing blanks cut.
+	Lines []string
+	// CursorRow and CursorCol are the cursor's position, from 0.
+	CursorRow, CursorCol int
+	CursorHidden         bool
+	// AltScreen is true while a full-screen program (vi, top) has the
+	// alternate screen, which keeps no scrollback.
+	AltScreen bool
+	Title     string
+	// Scrollback holds the lines asked for, oldest first;
+	// ScrollbackLines counts all the lines kept.
+	Scrollback      []string
+	ScrollbackLines int
+}
+
+// guest is t as the guest protocol says it; nil for none.
+func (t *TTYSize) guest() *guestapi.TTYSize {
+	if t == nil {
+		return nil
+	}
+	return &guestapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
+}
+
+// ttyOf is the guest protocol's t as the engine's.
+func ttyOf(t *guestapi.TTYSize) *TTYSize {
+	if t == nil {
+		return nil
+	}
+	return &TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
+}
+
+// screenOf is the guest protocol's s as the engine's.
+func screenOf(s guestapi.Screen) Screen {
+	return Screen{
+		Rows: s.Rows, Cols: s.Cols,
+		Lines:     s.Lines,
+		CursorRow: s.CursorRow, CursorCol: s.CursorCol,
+		CursorHidden:    s.CursorHidden,
+		AltScreen:       s.AltScreen,
+		Title:           s.Title,
+		Scrollback:      s.Scrollback,
+		ScrollbackLines: s.ScrollbackLines,
+	}
 }

@@ -21,7 +21,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
@@ -69,7 +68,7 @@ type JobInfo struct {
 	// Input says the job takes input (Manager.Input); TTY is its
 	// terminal's size, nil for a job without one.
 	Input     bool
-	TTY       *guestapi.TTYSize
+	TTY       *TTYSize
 	State     State
 	StartedAt time.Time
 	// EndedAt is when the job became terminal; zero while active.
@@ -183,7 +182,7 @@ type startOptions struct {
 	oom     func() (uint64, bool)
 	command string
 	input   bool
-	tty     *guestapi.TTYSize
+	tty     *TTYSize
 	key     string
 	request string
 }
@@ -212,7 +211,7 @@ func WithInput() StartOption {
 
 // WithTTY runs a held job on a pseudo-terminal of size, whose screen its
 // holder keeps (Manager.Screen); the job takes input.
-func WithTTY(size guestapi.TTYSize) StartOption {
+func WithTTY(size TTYSize) StartOption {
 	return func(o *startOptions) { o.tty = &size }
 }
 

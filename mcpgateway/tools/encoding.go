@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
 // Encodings of bytes in results.
@@ -37,7 +38,7 @@ const (
 
 // MaxFileBytes bounds read and write payloads: larger files are refused,
 // never truncated.
-const MaxFileBytes = 3 << 20
+const MaxFileBytes = bounds.MaxFileBytes
 
 // maxIDLength bounds handles and job IDs from clients (the agents' are 30
 // characters or so).
@@ -140,14 +141,6 @@ func idFlaw(prefix, id string) string {
 		}
 	}
 	return fmt.Sprintf("has %d characters after %s, not %d %s", len(rest), prefix, want, shape)
-}
-
-// quoteShort shortens s for an error message.
-func quoteShort(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "..."
-	}
-	return strings.ToValidUTF8(s, "?")
 }
 
 // validationPrefix starts the SDK's message for arguments that do not fit

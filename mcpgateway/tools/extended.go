@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
 // The extended tool set (Options.Extended): terminals, input to running
@@ -183,7 +184,7 @@ type JobListed struct {
 // a screen's text, with its scrollback when asked (the holder bounds
 // both, see guestapi.Screen), twice (structured and text content).
 func screenReserve(scrollback int) int64 {
-	n := int64(2 * agentapi.MaxTTYRows * agentapi.MaxTTYCols * 4)
+	n := int64(2 * bounds.MaxTTYRows * bounds.MaxTTYCols * 4)
 	if scrollback > 0 {
 		n += 2 << 20
 	}
@@ -199,7 +200,7 @@ func registerExtended(s *mcp.Server, t *catalog) {
 			"At most 64 KiB a call, and 256 KiB the job has not read yet. end_input ends the input (Ctrl-D on a terminal).",
 		InputSchema: inputSchema[JobInputInput](func(p propMap) {
 			refineJobID(p)
-			p["base64"].MaxLength = ptr(base64.StdEncoding.EncodedLen(agentapi.MaxInputBytes))
+			p["base64"].MaxLength = ptr(base64.StdEncoding.EncodedLen(bounds.MaxInputBytes))
 		}),
 		OutputSchema: outputSchema[JobInputOutput](nil),
 		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
@@ -222,7 +223,7 @@ func registerExtended(s *mcp.Server, t *catalog) {
 			"A job that ended shows its last screen until it is recycled.",
 		InputSchema: inputSchema[JobScreenInput](func(p propMap) {
 			refineJobID(p)
-			p["scrollback"].Minimum, p["scrollback"].Maximum = ptr(0.0), ptr(float64(agentapi.MaxScrollback))
+			p["scrollback"].Minimum, p["scrollback"].Maximum = ptr(0.0), ptr(float64(bounds.MaxScrollback))
 		}),
 		OutputSchema: outputSchema[JobScreenOutput](nil),
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
@@ -240,8 +241,8 @@ func registerExtended(s *mcp.Server, t *catalog) {
 }
 
 func refineSize(p propMap) {
-	p["rows"].Minimum, p["rows"].Maximum = ptr(1.0), ptr(float64(agentapi.MaxTTYRows))
-	p["cols"].Minimum, p["cols"].Maximum = ptr(1.0), ptr(float64(agentapi.MaxTTYCols))
+	p["rows"].Minimum, p["rows"].Maximum = ptr(1.0), ptr(float64(bounds.MaxTTYRows))
+	p["cols"].Minimum, p["cols"].Maximum = ptr(1.0), ptr(float64(bounds.MaxTTYCols))
 }
 
 // routeExtended routes a call of the extended set.
@@ -268,14 +269,14 @@ func (c *catalog) jobInput(ctx context.Context, req *mcp.CallToolRequest, in Job
 		data = []byte(*in.Text)
 	case in.Base64 != nil:
 		var err error
-		if data, err = decodeBase64("base64", *in.Base64, agentapi.MaxInputBytes); err != nil {
+		if data, err = decodeBase64("base64", *in.Base64, bounds.MaxInputBytes); err != nil {
 			return nil, JobInputOutput{}, invalid(err)
 		}
 	case !in.EndInput:
 		return nil, JobInputOutput{}, invalid(errors.New("nothing to write: give text or base64, or end_input true"))
 	}
-	if len(data) > agentapi.MaxInputBytes {
-		return nil, JobInputOutput{}, fmt.Errorf("%s: the input is %d bytes, over the %d-byte bound of one call: send it in parts", agentapi.CodeTooLarge, len(data), agentapi.MaxInputBytes)
+	if len(data) > bounds.MaxInputBytes {
+		return nil, JobInputOutput{}, fmt.Errorf("%s: the input is %d bytes, over the %d-byte bound of one call: send it in parts", agentapi.CodeTooLarge, len(data), bounds.MaxInputBytes)
 	}
 	r, err := c.routeExtended(ctx, req, "job_input")
 	if err != nil {
@@ -324,8 +325,8 @@ func (c *catalog) jobScreen(ctx context.Context, req *mcp.CallToolRequest, in Jo
 	if err := checkJobID(in.JobID); err != nil {
 		return nil, JobScreenOutput{}, invalid(err)
 	}
-	if in.Scrollback < 0 || in.Scrollback > agentapi.MaxScrollback {
-		return nil, JobScreenOutput{}, invalid(fmt.Errorf("scrollback %d is out of range: give 0 to %d lines", in.Scrollback, agentapi.MaxScrollback))
+	if in.Scrollback < 0 || in.Scrollback > bounds.MaxScrollback {
+		return nil, JobScreenOutput{}, invalid(fmt.Errorf("scrollback %d is out of range: give 0 to %d lines", in.Scrollback, bounds.MaxScrollback))
 	}
 	r, err := c.routeExtended(ctx, req, "job_screen")
 	if err != nil {

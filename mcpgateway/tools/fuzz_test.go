@@ -30,6 +30,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/bounds"
 )
 
 // fakeAgent records what reaches the agent; the fuzz target checks that
@@ -245,7 +246,7 @@ func FuzzToolArguments(f *testing.F) {
 		case "exec", "job_exec":
 			req := agent.exec
 			if req == nil || req.Command != in["command"] || (req.Shell != "login" && req.Shell != "clean") ||
-				req.Timeout < 0 || req.Timeout > hostagent.MaxTimeout || len(req.Stdin) > MaxFileBytes {
+				req.Timeout < 0 || req.Timeout > bounds.MaxTimeout || len(req.Stdin) > MaxFileBytes {
 				t.Fatalf("%s %s: the agent got %+v", name, args, req)
 			}
 			if name == "exec" && req.Timeout == 0 {

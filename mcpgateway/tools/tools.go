@@ -46,6 +46,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/internal/audit"
 	"github.com/playground-dev/playground/internal/budget"
 )
@@ -61,8 +62,8 @@ const (
 	// DefaultPollWait is job_poll's wait when the caller names none.
 	DefaultPollWait = 10 * time.Second
 	// MaxPollWait and MaxPollBytes are the agent's caps on a poll.
-	MaxPollWait  = agentapi.MaxPollWait
-	MaxPollBytes = agentapi.MaxPollBytes
+	MaxPollWait  = bounds.MaxPollWait
+	MaxPollBytes = bounds.MaxPollBytes
 )
 
 // Names are the tools of the sandbox catalog, in the order they are listed.
@@ -181,7 +182,7 @@ func Register(s *mcp.Server, opts Options) {
 	}
 	t := &catalog{opts: opts}
 	s.AddReceivingMiddleware(guardCalls(opts.Logger), observeCalls(opts.Audit, opts.tracer()), offerExtended(opts.Extended))
-	maxTimeout := int(agentapi.MaxTimeout / time.Second)
+	maxTimeout := int(bounds.MaxTimeout / time.Second)
 
 	add(s, t, &mcp.Tool{
 		Name:  "open_session",
@@ -364,23 +365,8 @@ func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSec
 	if err := checkHandle(handle); err != nil {
 		return agentapi.ExecRequest{}, err
 	}
-	if command == "" {
-		return agentapi.ExecRequest{}, errors.New("command is empty: give the shell text to run")
-	}
-	if len(command) > agentapi.MaxCommandBytes {
-		return agentapi.ExecRequest{}, errors.New(agentapi.CommandTooLong(len(command)))
-	}
-	var mode agentapi.Shell
-	switch shell {
-	case "", "login":
-		mode = agentapi.ShellLogin
-	case "clean":
-		mode = agentapi.ShellClean
-	default:
-		return agentapi.ExecRequest{}, fmt.Errorf("shell %q is not known: use login (loads your profile) or clean", quoteShort(shell))
-	}
-	if timeoutSeconds < 0 || time.Duration(timeoutSeconds)*time.Second > agentapi.MaxTimeout {
-		return agentapi.ExecRequest{}, fmt.Errorf("timeout_seconds %d is out of range: give 1 to %d", timeoutSeconds, int(agentapi.MaxTimeout/time.Second))
+	if timeoutSeconds < 0 || time.Duration(timeoutSeconds)*time.Second > bounds.MaxTimeout {
+		return agentapi.ExecRequest{}, fmt.Errorf("timeout_seconds %d is out of range: give 1 to %d", timeoutSeconds, int(bounds.MaxTimeout/time.Second))
 	}
 	timeout := time.Duration(timeoutSeconds) * time.Second
 	if timeout == 0 {
@@ -398,10 +384,15 @@ func execRequest(handle, command, shell, cwd, stdin, stdinB64 string, timeoutSec
 			return agentapi.ExecRequest{}, err
 		}
 	}
-	if len(in) > MaxFileBytes {
-		return agentapi.ExecRequest{}, fmt.Errorf("stdin is %d bytes, over the 3 MiB limit: write it to a file with write and redirect from it", len(in))
+	// The agent's own check, before the request travels.
+	r := agentapi.ExecRequest{Command: command, Shell: agentapi.Shell(shell), Cwd: cwd, Stdin: in, Timeout: timeout}
+	if err := r.Validate(MaxFileBytes); err != nil {
+		return agentapi.ExecRequest{}, err
 	}
-	return agentapi.ExecRequest{Command: command, Shell: mode, Cwd: cwd, Stdin: in, Timeout: timeout}, nil
+	if r.Shell == "" {
+		r.Shell = agentapi.ShellLogin
+	}
+	return r, nil
 }
 
 // execBaseBytes is what an exec reserves at admission besides its stdin:

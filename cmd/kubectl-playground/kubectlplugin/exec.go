@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/internal/devconfig"
 	"github.com/playground-dev/playground/mcpgateway"
 	"github.com/playground-dev/playground/mcpgateway/clusterview"
@@ -70,8 +71,8 @@ func (a *agentFlags) addReach(cmd *cobra.Command) {
 }
 
 func (a *agentFlags) check(cmd *cobra.Command) error {
-	if a.timeout < 0 || a.timeout > agentapi.MaxTimeout {
-		return usagef(cmd, "--exec-timeout %s: want 0 (none) to %s", a.timeout, agentapi.MaxTimeout)
+	if a.timeout < 0 || a.timeout > bounds.MaxTimeout {
+		return usagef(cmd, "--exec-timeout %s: want 0 (none) to %s", a.timeout, bounds.MaxTimeout)
 	}
 	return nil
 }
@@ -383,7 +384,7 @@ func (x *cli) shell(ctx context.Context, name string, af *agentFlags) error {
 		fmt.Fprintf(x.env.ErrOut, "Commands run in tenant %s's sandbox, one a line, each in a fresh /bin/sh (no terminal: no editors or pagers; cd is kept). exit or Ctrl-D ends.\n", s.tenant)
 	}
 	lines := bufio.NewScanner(x.env.In)
-	lines.Buffer(make([]byte, 0, 64<<10), agentapi.MaxCommandBytes+1)
+	lines.Buffer(make([]byte, 0, 64<<10), bounds.MaxCommandBytes+1)
 	for prompt(); lines.Scan(); prompt() {
 		line := strings.TrimSpace(lines.Text())
 		word, rest, _ := strings.Cut(line, " ")
@@ -417,7 +418,7 @@ func (x *cli) shell(ctx context.Context, name string, af *agentFlags) error {
 		status = x.report(res, af.timeout)
 	}
 	if err := lines.Err(); err != nil {
-		return fmt.Errorf("reading commands: %w (a command is at most %d bytes)", err, agentapi.MaxCommandBytes)
+		return fmt.Errorf("reading commands: %w (a command is at most %d bytes)", err, bounds.MaxCommandBytes)
 	}
 	if interactive {
 		fmt.Fprintln(x.env.ErrOut)

@@ -37,6 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -56,8 +57,8 @@ func encode(req backend.ExecRequest, job *guestapi.JobSpec) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown shell mode %q", req.Shell)
 	}
-	if len(req.Command) > guestapi.MaxCommandBytes {
-		return nil, errors.New(guestapi.CommandTooLong(len(req.Command)))
+	if len(req.Command) > bounds.MaxCommandBytes {
+		return nil, errors.New(bounds.CommandTooLong(len(req.Command)))
 	}
 	if len(req.Stdin) > guestapi.MaxStdin {
 		return nil, fmt.Errorf("stdin is %d bytes, more than %d", len(req.Stdin), guestapi.MaxStdin)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -79,8 +80,8 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	default:
 		return nil, fmt.Errorf("%w: unknown shell mode %q", backend.ErrInvalidRequest, req.Shell)
 	}
-	if len(req.Command) > guestapi.MaxCommandBytes {
-		return nil, fmt.Errorf("%w: %s", backend.ErrInvalidRequest, guestapi.CommandTooLong(len(req.Command)))
+	if len(req.Command) > bounds.MaxCommandBytes {
+		return nil, fmt.Errorf("%w: %s", backend.ErrInvalidRequest, bounds.CommandTooLong(len(req.Command)))
 	}
 	if _, err := b.loadSpec(id); err != nil {
 		return nil, err

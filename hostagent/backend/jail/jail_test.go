@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -340,7 +341,7 @@ func TestExec(t *testing.T) {
 	if _, _, err := n.exec(backend.ExecRequest{Command: "true", Cwd: "/nowhere"}); !errors.Is(err, backend.ErrInvalidRequest) || !strings.Contains(err.Error(), "/nowhere") {
 		t.Errorf("a missing cwd: %v", err)
 	}
-	if _, _, err := n.exec(backend.ExecRequest{Command: strings.Repeat("x", guestapi.MaxCommandBytes+1)}); !errors.Is(err, backend.ErrInvalidRequest) {
+	if _, _, err := n.exec(backend.ExecRequest{Command: strings.Repeat("x", bounds.MaxCommandBytes+1)}); !errors.Is(err, backend.ErrInvalidRequest) {
 		t.Errorf("an overlong command: %v", err)
 	}
 	if err := n.b.Stop(context.Background(), testID); err != nil {

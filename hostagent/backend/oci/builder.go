@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -187,8 +188,8 @@ func (b *Backend) validateBuild(req backend.BuildRequest) error {
 			return fmt.Errorf("oci: build %s: an argument of its command contains a NUL byte", req.ID)
 		}
 	}
-	if n := len(shellCommand(req.Command)); n > guestapi.MaxCommandBytes {
-		return fmt.Errorf("oci: build %s: %s", req.ID, guestapi.CommandTooLong(n))
+	if n := len(shellCommand(req.Command)); n > bounds.MaxCommandBytes {
+		return fmt.Errorf("oci: build %s: %s", req.ID, bounds.CommandTooLong(n))
 	}
 	if req.Timeout < 0 {
 		return fmt.Errorf("oci: build %s: negative timeout", req.ID)

@@ -27,8 +27,8 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -77,12 +77,12 @@ func testJobs(t *testing.T, n *node) {
 	t.Run("terminal and input", func(t *testing.T) {
 		n.known(t)
 		ctx := context.Background()
-		job, err := s.startJob(hostagent.ExecRequest{Command: "sh", TTY: &guestapi.TTYSize{Rows: 24, Cols: 80}})
+		job, err := s.startJob(hostagent.ExecRequest{Command: "sh", TTY: &agentapi.TTYSize{Rows: 24, Cols: 80}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := s.follow(job.ID)
-		screen := func(want string) guestapi.Screen {
+		screen := func(want string) jobs.Screen {
 			t.Helper()
 			for {
 				scr, _, err := s.agent.JobScreen(ctx, s.tenant, job.ID, 0)
@@ -98,7 +98,7 @@ func testJobs(t *testing.T, n *node) {
 				}
 			}
 		}
-		if _, err := s.agent.JobResize(ctx, s.tenant, job.ID, guestapi.TTYSize{Rows: 30, Cols: 100}); err != nil {
+		if _, err := s.agent.JobResize(ctx, s.tenant, job.ID, jobs.TTYSize{Rows: 30, Cols: 100}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.agent.JobInput(ctx, s.tenant, job.ID, []byte("echo size=$(tput lines)x$(tput cols)\r"), false); err != nil {
