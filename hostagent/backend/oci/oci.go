@@ -489,7 +489,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 		ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
 		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
 		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: b,
-		Suspender: b.suspender(), Pauser: b, Snapshotter: b,
+		Suspender: b.suspender(), Pauser: b, Snapshotter: b, UsageMeter: b, EgressBroker: b, EgressMeter: b,
 	}
 }
 
