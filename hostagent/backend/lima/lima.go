@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
@@ -203,9 +204,8 @@ type Backend struct {
 }
 
 var (
-	_ backend.Backend   = (*Backend)(nil)
-	_ backend.Dialer    = (*Backend)(nil)
-	_ backend.JobHolder = (*Backend)(nil)
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Dialer  = (*Backend)(nil)
 )
 
 // New checks opts, finds limactl and stages the guest binary where the
@@ -305,7 +305,7 @@ func (b *Backend) Name() string { return Name }
 // NoNewPrivileges) cannot clear it; nor the signing key's chattr +i
 // (key.go). See docs/lima.md for what of this was verified.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: b, SigningKeyHolder: b}
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn}, SigningKeyHolder: b}
 }
 
 // InstanceName is the Lima instance of sandbox id.

@@ -55,7 +55,7 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	pid := strings.TrimSpace(sh(t, b, id, "cat /tmp/counter.pid"))
 	eventually(t, "the counter to count past 5", func() error { return check(count() > 5) })
 
-	conn, err := b.JobConn(ctx, id)
+	conn, err := b.jobConn(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	}
 	eventually(t, "the counter to go on from its count", func() error { return check(count() > before+3) })
 
-	ac, err := b.AttachJob(ctx, id, "held-1")
+	ac, err := b.Capabilities().JobHolder.AttachJob(ctx, id, "held-1")
 	if err != nil {
 		t.Fatal(err)
 	}

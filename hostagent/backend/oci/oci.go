@@ -39,6 +39,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
@@ -184,10 +185,7 @@ func (b *Backend) endLifeline(id string) (finish func(error)) {
 	}
 }
 
-var (
-	_ backend.Backend   = (*Backend)(nil)
-	_ backend.JobHolder = (*Backend)(nil)
-)
+var _ backend.Backend = (*Backend)(nil)
 
 // New checks the host (runtime, state directory, guest binary) and returns
 // a Backend. It does not touch existing sandboxes (call Reattach for each),
@@ -487,9 +485,10 @@ func (b *Backend) Name() string { return "oci" }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
-		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
+		Prober: b, StartCounter: b, Dialer: b, OOMCounter: b, ForkCounter: b,
 		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: b,
 		Suspender: b.suspender(), Pauser: b, Snapshotter: b, UsageMeter: b, EgressBroker: b, EgressMeter: b,
+		JobHolder: guestexec.Holder{Shepherd: b.jobConn, Control: b.controlConn},
 	}
 }
 

@@ -442,7 +442,7 @@ func TestForkBombLeavesSupervision(t *testing.T) {
 		t.Fatalf("init is %d (%v), was %d: it did not survive the bomb", now, err, init)
 	}
 	// Init answers the listing itself: nothing of the sandbox starts.
-	recs, err := b.ListJobs(ctx, id)
+	recs, err := b.Capabilities().JobHolder.ListJobs(ctx, id)
 	if err != nil || len(recs) != len(held) {
 		t.Errorf("held jobs at the limit: %+v (%v), want the %d jobs held", recs, err, len(held))
 	}

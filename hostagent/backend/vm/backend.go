@@ -130,8 +130,7 @@ type Backend struct {
 }
 
 var (
-	_ backend.Backend   = (*Backend)(nil)
-	_ backend.JobHolder = (*Backend)(nil)
+	_ backend.Backend = (*Backend)(nil)
 )
 
 // New checks opts and prepares the state directory. With no Accel it
@@ -326,8 +325,8 @@ func (b *Backend) Name() string { return "vm" }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true,
-		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, StorageReporter: b, PileReader: b, Describer: b,
-		Suspender: b, Snapshotter: b, SigningKeyHolder: b,
+		Prober: b, StartCounter: b, Dialer: b, StorageReporter: b, PileReader: b, Describer: b,
+		Suspender: b, Snapshotter: b, SigningKeyHolder: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
 	}
 }
 
@@ -994,9 +993,10 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	return nil, fmt.Errorf("vm: starting command in sandbox %s: %w", id, err)
 }
 
-// JobConn implements backend.JobHolder: a stream to an idle shepherd of
-// the guest, which holds the job it is asked to start in the VM.
-func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
+// jobConn is a stream to an idle shepherd of the guest, which holds the
+// job it is asked to start in the VM (backend.JobHolder's JobConn); the
+// guest's init answers attachments and lists on the same agent port.
+func (b *Backend) jobConn(ctx context.Context, id string) (net.Conn, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
@@ -1005,17 +1005,6 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 		return nil, err
 	}
 	return st, nil
-}
-
-// AttachJob implements backend.JobHolder over a stream of the agent
-// port, whose attachment the guest's init answers itself.
-func (b *Backend) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
-	return guestexec.Control(b.JobConn).AttachJob(ctx, id, jobID)
-}
-
-// ListJobs implements backend.JobHolder, as AttachJob.
-func (b *Backend) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
-	return guestexec.Control(b.JobConn).ListJobs(ctx, id)
 }
 
 // stream opens a connection to an idle shepherd of the sandbox's running
