@@ -17,6 +17,7 @@ limitations under the License.
 package backend
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/playground-dev/playground/internal/atomicfile"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 )
 
 // SnapshotStore is where a backend keeps its snapshots (Snapshotter): a
@@ -117,3 +119,78 @@ func (s SnapshotStore) List() ([]string, error) {
 	}
 	return ids, nil
 }
+
+// SnapshotRecord is what a backend keeps of a snapshot in its store (its
+// snapshot.json): the snapshot's SnapshotInfo beside what the backend
+// needs to fork it.
+type SnapshotRecord interface {
+	SnapshotInfo() SnapshotInfo
+}
+
+// Snapshots is the Snapshotter of a backend that keeps its snapshots in a
+// SnapshotStore (oci, vm): each backend gives it only its record's type R
+// and how to copy a sandbox (Take). A backend puts it in its Capabilities.
+type Snapshots[R SnapshotRecord] struct {
+	Store SnapshotStore
+	// Locks are the backend's per-sandbox locks: a snapshot is taken with
+	// its sandbox's held, and every use of a snapshot holds its own
+	// (SnapshotLockKey).
+	Locks *keyedmutex.Mutex
+	// Take copies sandbox id into dir, a new empty directory of the store,
+	// and returns the record to keep (its Info's Bytes the disk dir takes);
+	// the sandbox's lock and the snapshot's are held. ErrNotFound when
+	// there is no such sandbox. On an error dir goes.
+	Take func(ctx context.Context, id, dir string) (R, error)
+}
+
+// Snapshot implements Snapshotter.
+func (s Snapshots[R]) Snapshot(ctx context.Context, id, snapID string) (SnapshotInfo, error) {
+	if err := ValidateID(id); err != nil {
+		return SnapshotInfo{}, err
+	}
+	if err := ValidateID(snapID); err != nil {
+		return SnapshotInfo{}, err
+	}
+	defer s.Locks.Lock(id)()
+	defer s.Locks.Lock(SnapshotLockKey(snapID))()
+	var r R
+	if err := s.Store.Read(snapID, &r); err == nil {
+		return r.SnapshotInfo(), nil
+	}
+	tmp, err := s.Store.Begin(snapID)
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
+	r, err = s.Take(ctx, id, tmp)
+	if err == nil {
+		err = s.Store.Commit(snapID, tmp, r)
+	}
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return SnapshotInfo{}, err
+	}
+	return r.SnapshotInfo(), nil
+}
+
+// Open holds snapshot snapID, for a fork to copy it, until unlock; its
+// record, and its directory in the store. ErrNotFound when there is none.
+func (s Snapshots[R]) Open(snapID string) (r R, dir string, unlock func(), err error) {
+	unlock = s.Locks.Lock(SnapshotLockKey(snapID))
+	if err := s.Store.Read(snapID, &r); err != nil {
+		unlock()
+		return r, "", nil, err
+	}
+	return r, s.Store.Path(snapID), unlock, nil
+}
+
+// DeleteSnapshot implements Snapshotter.
+func (s Snapshots[R]) DeleteSnapshot(_ context.Context, snapID string) error {
+	if err := ValidateID(snapID); err != nil {
+		return err
+	}
+	defer s.Locks.Lock(SnapshotLockKey(snapID))()
+	return s.Store.Delete(snapID)
+}
+
+// Snapshots implements Snapshotter.
+func (s Snapshots[R]) Snapshots() ([]string, error) { return s.Store.List() }

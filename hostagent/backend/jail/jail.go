@@ -115,9 +115,8 @@ type Backend struct {
 }
 
 var (
-	_ backend.Backend          = (*Backend)(nil)
-	_ backend.JobHolder        = (*Backend)(nil)
-	_ backend.SigningKeyHolder = (*Backend)(nil)
+	_ backend.Backend   = (*Backend)(nil)
+	_ backend.JobHolder = (*Backend)(nil)
 )
 
 // New returns a backend over opts.StateDir, creating it.
@@ -218,7 +217,7 @@ func (b *Backend) Name() string { return Name }
 // reaper, that is when there is one. The signing key is kept in the pile
 // (key.go) either way.
 func (b *Backend) Capabilities() backend.Capabilities {
-	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: b}
+	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: b.signingKeys()}
 	if b.guestDir != "" {
 		c.JobHolder = b
 	}

@@ -23,8 +23,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
-	"github.com/playground-dev/playground/internal/signingkey"
 )
 
 // pileFlagsOff clears, in chflags(1)'s words, every flag this backend
@@ -46,7 +46,12 @@ func (b *Backend) clearPileFlags(ctx context.Context, p string, recursive bool) 
 	return nil
 }
 
-// InstallSigningKey implements backend.SigningKeyHolder: the key becomes
+// signingKeys is the backend's SigningKeyHolder.
+func (b *Backend) signingKeys() backend.KeyInstaller {
+	return backend.KeyInstaller{Name: Name, ValidateID: validateJailName, Locks: &b.locks, Install: b.installSigningKey}
+}
+
+// installSigningKey is the backend's backend.KeyInstaller.Install: the key becomes
 // the pile's guestapi.SigningKeyFile, written from the host, the tenant's,
 // mode 0400 and flagged schg (system immutable: neither the tenant nor the
 // jail's root can write, chmod, rename or remove it, and only root outside
@@ -54,16 +59,7 @@ func (b *Backend) clearPileFlags(ctx context.Context, p string, recursive bool) 
 // securelevel 3 without allow.chflags). The jail's /pile is a nullfs mount
 // of the pile directory, so its processes see the new key at once: live.
 // A sandbox that is provisioned has a pile whether its jail runs or not.
-func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
-	if err := validateJailName(id); err != nil {
-		return false, err
-	}
-	// The key is checked as it is, not normalised: what is installed is
-	// exactly what the caller holds. The error never quotes it.
-	if err := signingkey.Check(key); err != nil {
-		return false, fmt.Errorf("jail: sandbox %s: %w", id, err)
-	}
-	defer b.locks.Lock(id)()
+func (b *Backend) installSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
 	// Under the lock: a Destroy that ran first leaves no sandbox.json.
 	if _, err := b.loadSpec(id); err != nil {
 		return false, err

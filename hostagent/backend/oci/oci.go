@@ -486,8 +486,8 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
 		Prober: b, StartCounter: b, Dialer: b, OOMCounter: b, ForkCounter: b,
-		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: b,
-		Suspender: b.suspender(), Pauser: b, Snapshotter: b, UsageMeter: b, EgressBroker: b, EgressMeter: b,
+		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: b.signingKeys(),
+		Suspender: b.suspender(), Pauser: b, Snapshotter: b.snapshots(), UsageMeter: b, EgressBroker: b, EgressMeter: b,
 		JobHolder: guestexec.Holder{Shepherd: b.jobConn, Control: b.controlConn},
 	}
 }
@@ -571,7 +571,10 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 			err = backend.ErrNotFound
 		}
 	}
-	var snap *snapshotFile
+	var (
+		snap    *snapshotFile
+		snapDir string
+	)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if err := b.checkReserve(); err != nil {
@@ -579,11 +582,12 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		}
 		if spec.FromSnapshot != "" {
 			// A fork: the snapshot stays while it is copied.
-			defer b.locks.Lock(backend.SnapshotLockKey(spec.FromSnapshot))()
-			f, err := b.readSnapshot(spec.FromSnapshot)
+			f, dir, unlock, err := b.snapshots().Open(spec.FromSnapshot)
 			if err != nil {
 				return err
 			}
+			defer unlock()
+			snapDir = dir
 			// Its layer is the snapshot's image, with its limits.
 			spec.Storage.LayerBytes, spec.Storage.LayerInodes = f.Storage.LayerBytes, f.Storage.LayerInodes
 			snap = &f
@@ -595,7 +599,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 			return err
 		}
 		if snap != nil {
-			if err := b.fork(ctx, sb, *snap); err != nil {
+			if err := b.fork(ctx, sb, *snap, snapDir); err != nil {
 				return errors.Join(err, b.destroyLocked(ctx, spec.ID, false))
 			}
 		}
@@ -616,7 +620,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	if snap != nil {
-		if err := b.finishFork(ctx, sb, *snap); err != nil {
+		if err := b.finishFork(ctx, sb, *snap, snapDir); err != nil {
 			return errors.Join(err, b.destroyLocked(ctx, spec.ID, false))
 		}
 	}

@@ -49,7 +49,7 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 	eventually(t, "the counter to count past 5", func() error { return check(count() > 5) })
 
 	before := count()
-	info, err := b.Snapshot(ctx, src.ID, "snap-1")
+	info, err := b.snapshots().Snapshot(ctx, src.ID, "snap-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 		t.Fatalf("the source's counter after the snapshot: %q; want %s alive", got, pid)
 	}
 	eventually(t, "the source to count on", func() error { return check(count() > at+3) })
-	again, err := b.Snapshot(ctx, src.ID, "snap-1")
+	again, err := b.snapshots().Snapshot(ctx, src.ID, "snap-1")
 	if err != nil || again != info {
 		t.Fatalf("a second Snapshot under the same ID: %+v, %v; want the first's %+v", again, err, info)
 	}
@@ -97,10 +97,10 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 		}
 	}
 
-	if err := b.DeleteSnapshot(ctx, "snap-1"); err != nil {
+	if err := b.snapshots().DeleteSnapshot(ctx, "snap-1"); err != nil {
 		t.Fatal(err)
 	}
-	if ids, err := b.Snapshots(); err != nil || len(ids) != 0 {
+	if ids, err := b.snapshots().Snapshots(); err != nil || len(ids) != 0 {
 		t.Fatalf("snapshots after the delete: %v, %v", ids, err)
 	}
 	if got := sh(t, b, forks[0], "echo still"); got != "still\n" {
@@ -116,7 +116,7 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 	if err := b.Suspend(ctx, src.ID); err != nil {
 		t.Fatal(err)
 	}
-	info, err = b.Snapshot(ctx, src.ID, "snap-2")
+	info, err = b.snapshots().Snapshot(ctx, src.ID, "snap-2")
 	if err != nil || !info.Memory {
 		t.Fatalf("snapshot of a suspended sandbox: %+v, %v; want its memory", info, err)
 	}
@@ -140,7 +140,7 @@ func TestSnapshotFilesOnly(t *testing.T) {
 	// The tenant's symlinks point at the node's files, which moving a
 	// fork's files to its own IDs must not follow.
 	sh(t, b, id, "echo kept > ~/note; touch /tmp/scratch; ln -s /etc/passwd ~/passwd; ln -s "+b.sandboxDir(id)+" ~/host")
-	info, err := b.Snapshot(ctx, id, "snap-runc")
+	info, err := b.snapshots().Snapshot(ctx, id, "snap-runc")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -326,7 +326,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true,
 		Prober: b, StartCounter: b, Dialer: b, StorageReporter: b, PileReader: b, Describer: b,
-		Suspender: b, Snapshotter: b, SigningKeyHolder: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
+		Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: b.signingKeys(), JobHolder: guestexec.Holder{Shepherd: b.jobConn},
 	}
 }
 

@@ -49,22 +49,18 @@ import (
 // keeps the pile keeps it too.
 const stagedKeyFile = "signing.key"
 
-var _ backend.SigningKeyHolder = (*Backend)(nil)
+// signingKeys is the backend's SigningKeyHolder.
+func (b *Backend) signingKeys() backend.KeyInstaller {
+	return backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}
+}
 
-// InstallSigningKey implements backend.SigningKeyHolder. A sandbox whose
+// installSigningKey is the backend's backend.KeyInstaller.Install. A sandbox whose
 // VM is not running (provisioned, or stopped) has the key written into
 // its pile's image at once, by the confined writer (writeSigningKey):
 // live, as its next processes, the first to exist, see it, and so does
 // PileFile. A running or suspended one has it kept for its next boot:
 // not live, and the pile holds the previous key until then.
-func (b *Backend) InstallSigningKey(_ context.Context, id string, key []byte) (bool, error) {
-	if err := backend.ValidateID(id); err != nil {
-		return false, err
-	}
-	if err := signingkey.Check(key); err != nil {
-		return false, fmt.Errorf("vm: sandbox %s: %w", id, err)
-	}
-	defer b.locks.Lock(id)()
+func (b *Backend) installSigningKey(_ context.Context, id string, key []byte) (bool, error) {
 	rec, err := b.load(id)
 	if err != nil {
 		return false, err
