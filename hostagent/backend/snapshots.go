@@ -143,6 +143,12 @@ type Snapshots[R SnapshotRecord] struct {
 	Take func(ctx context.Context, id, dir string) (R, error)
 }
 
+// NewSnapshots is the Snapshotter of a backend whose state directory is
+// stateDir: its snapshots under stateDir/snapshots.
+func NewSnapshots[R SnapshotRecord](stateDir string, locks *keyedmutex.Mutex, take func(ctx context.Context, id, dir string) (R, error)) Snapshots[R] {
+	return Snapshots[R]{Store: SnapshotStore{Dir: filepath.Join(stateDir, "snapshots")}, Locks: locks, Take: take}
+}
+
 // Snapshot implements Snapshotter.
 func (s Snapshots[R]) Snapshot(ctx context.Context, id, snapID string) (SnapshotInfo, error) {
 	if err := ValidateID(id); err != nil {

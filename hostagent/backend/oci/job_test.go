@@ -27,8 +27,8 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )

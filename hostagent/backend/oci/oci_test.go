@@ -33,8 +33,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/testbin"
 )

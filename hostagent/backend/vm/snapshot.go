@@ -47,14 +47,9 @@ type snapshotFile struct {
 // SnapshotInfo implements backend.SnapshotRecord.
 func (f snapshotFile) SnapshotInfo() backend.SnapshotInfo { return f.Info }
 
-// snapshots is the backend's Snapshotter, over its snapshots under
-// <state>/snapshots.
+// snapshots is the backend's Snapshotter.
 func (b *Backend) snapshots() backend.Snapshots[snapshotFile] {
-	return backend.Snapshots[snapshotFile]{
-		Store: backend.SnapshotStore{Dir: filepath.Join(b.opts.StateDir, "snapshots")},
-		Locks: &b.locks,
-		Take:  b.takeSnapshot,
-	}
+	return backend.NewSnapshots(b.opts.StateDir, &b.locks, b.takeSnapshot)
 }
 
 // takeSnapshot copies sandbox id's disk into dir (backend.Snapshots.Take).
