@@ -217,7 +217,7 @@ func (b *Backend) Name() string { return Name }
 // reaper, that is when there is one. The signing key is kept in the pile
 // (key.go) either way.
 func (b *Backend) Capabilities() backend.Capabilities {
-	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: b.signingKeys()}
+	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: backend.KeyInstaller{Name: Name, ValidateID: validateJailName, Locks: &b.locks, Install: b.installSigningKey}}
 	if b.guestDir != "" {
 		c.JobHolder = b
 	}

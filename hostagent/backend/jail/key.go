@@ -23,7 +23,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -46,19 +45,14 @@ func (b *Backend) clearPileFlags(ctx context.Context, p string, recursive bool) 
 	return nil
 }
 
-// signingKeys is the backend's SigningKeyHolder.
-func (b *Backend) signingKeys() backend.KeyInstaller {
-	return backend.KeyInstaller{Name: Name, ValidateID: validateJailName, Locks: &b.locks, Install: b.installSigningKey}
-}
-
-// installSigningKey is the backend's backend.KeyInstaller.Install: the key becomes
-// the pile's guestapi.SigningKeyFile, written from the host, the tenant's,
-// mode 0400 and flagged schg (system immutable: neither the tenant nor the
-// jail's root can write, chmod, rename or remove it, and only root outside
-// the jail at securelevel 0 can clear the flag; the jail runs at
+// installSigningKey is the backend's backend.KeyInstaller.Install: the key
+// becomes the pile's guestapi.SigningKeyFile, written from the host, the
+// tenant's, mode 0400 and flagged schg (system immutable: neither the tenant
+// nor the jail's root can write, chmod, rename or remove it, and only root
+// outside the jail at securelevel 0 can clear the flag; the jail runs at
 // securelevel 3 without allow.chflags). The jail's /pile is a nullfs mount
-// of the pile directory, so its processes see the new key at once: live.
-// A sandbox that is provisioned has a pile whether its jail runs or not.
+// of the pile directory, so its processes see the new key at once: live. A
+// sandbox that is provisioned has a pile whether its jail runs or not.
 func (b *Backend) installSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
 	// Under the lock: a Destroy that ran first leaves no sandbox.json.
 	if _, err := b.loadSpec(id); err != nil {

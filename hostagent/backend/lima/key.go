@@ -25,7 +25,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/signingkey"
@@ -91,18 +90,13 @@ func (b *Backend) stagedKeyPath(id string) string {
 	return filepath.Join(b.opts.StateDir, "keys", id+".key")
 }
 
-// signingKeys is the backend's SigningKeyHolder.
-func (b *Backend) signingKeys() backend.KeyInstaller {
-	return backend.KeyInstaller{Name: "lima", ValidateID: validateLimaName, Locks: &b.locks, Install: b.installSigningKey}
-}
-
-// installSigningKey is the backend's backend.KeyInstaller.Install. The pile is a
-// disk only the VM mounts, so the key goes in as root in the guest, over
-// limactl shell (keyScript). A running VM takes it at once: live. A
+// installSigningKey is the backend's backend.KeyInstaller.Install. The pile
+// is a disk only the VM mounts, so the key goes in as root in the guest,
+// over limactl shell (keyScript). A running VM takes it at once: live. A
 // stopped one cannot be reached; the key is staged in the agent's state
-// (stagedKeyPath) and installed by the next Start (or Reattach) before
-// it returns, and the pile holds the previous key until then: not live.
-// A key installed live supersedes one staged before it.
+// (stagedKeyPath) and installed by the next Start (or Reattach) before it
+// returns, and the pile holds the previous key until then: not live. A key
+// installed live supersedes one staged before it.
 func (b *Backend) installSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
 	inst, err := b.inspect(ctx, id)
 	if err != nil {

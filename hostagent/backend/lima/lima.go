@@ -305,7 +305,7 @@ func (b *Backend) Name() string { return Name }
 // NoNewPrivileges) cannot clear it; nor the signing key's chattr +i
 // (key.go). See docs/lima.md for what of this was verified.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn}, SigningKeyHolder: b.signingKeys()}
+	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn}, SigningKeyHolder: backend.KeyInstaller{Name: "lima", ValidateID: validateLimaName, Locks: &b.locks, Install: b.installSigningKey}}
 }
 
 // InstanceName is the Lima instance of sandbox id.

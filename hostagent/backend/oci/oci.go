@@ -86,9 +86,8 @@ type Backend struct {
 	// locks serialises the lifecycle operations on each sandbox.
 	locks     keyedmutex.Mutex
 	lifelines map[string]*lifeline
-	// starts counts, per sandbox, the inits this process started (under
-	// mu): backend.StartCounter.
-	starts map[string]uint64
+	// starts counts, per sandbox, the inits this process started.
+	starts backend.StartCount
 	// slots maps the ID-map slots in use to their sandboxes; read from the
 	// sandboxes' files on first use, then kept here (under mu).
 	slots map[int]string
@@ -203,7 +202,6 @@ func New(opts Options) (*Backend, error) {
 		runc:      &runc{bin: rt, root: filepath.Join(opts.StateDir, "runc")},
 		baseLinks: make(map[string]string),
 		lifelines: make(map[string]*lifeline),
-		starts:    make(map[string]uint64),
 	}
 	if opts.GVisorRuntime != "" {
 		if opts.GVisorRuntime, err = exec.LookPath(opts.GVisorRuntime); err != nil {
@@ -485,8 +483,8 @@ func (b *Backend) Name() string { return "oci" }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
-		Prober: b, StartCounter: b, Dialer: b, OOMCounter: b, ForkCounter: b,
-		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: b.signingKeys(),
+		Prober: b, StartCounter: &b.starts, Dialer: b, OOMCounter: b, ForkCounter: b,
+		WorkerSupervisor: b, StorageReporter: b, PileReader: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: backend.KeyInstaller{Name: "oci", Locks: &b.locks, Install: b.installSigningKey},
 		Suspender: b.suspender(), Pauser: b, Snapshotter: b.snapshots(), UsageMeter: b, EgressBroker: b, EgressMeter: b,
 		JobHolder: guestexec.Holder{Shepherd: b.jobConn, Control: b.controlConn},
 	}
@@ -1074,17 +1072,8 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 	if err != nil {
 		return fmt.Errorf("oci: starting sandbox %s: %w", sb.spec.ID, err)
 	}
-	b.mu.Lock()
-	b.starts[sb.spec.ID]++
-	b.mu.Unlock()
+	b.starts.Started(sb.spec.ID)
 	return b.waitReady(ctx, sb, pid)
-}
-
-// Starts implements backend.StartCounter.
-func (b *Backend) Starts(id string) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.starts[id]
 }
 
 // Alive implements backend.Prober: whether the process that init.pid names

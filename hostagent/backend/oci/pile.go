@@ -200,14 +200,9 @@ func clearAppendOnly(dir string) error {
 	})
 }
 
-// signingKeys is the backend's SigningKeyHolder.
-func (b *Backend) signingKeys() backend.KeyInstaller {
-	return backend.KeyInstaller{Name: "oci", Locks: &b.locks, Install: b.installSigningKey}
-}
-
-// installSigningKey is the backend's backend.KeyInstaller.Install. The key replaces
-// self.key by a rename, so that a reader sees the old key or the new one,
-// never a part: the pile's directory is append-only (nothing in it may be
+// installSigningKey is the backend's backend.KeyInstaller.Install. The
+// key replaces self.key by a rename, so that a reader sees the old key or
+// the new one, never a part: the pile's directory is append-only (nothing in it may be
 // renamed), so the flag is lifted for the rename; the directory is the
 // sandbox root's, so no tenant process could use the moment to remove
 // anything. The sandbox sees the new file at once (its /pile is a bind

@@ -70,7 +70,7 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 	forks := []string{"gv-fork-a", "gv-fork-b"}
 	for _, id := range forks {
 		startSandbox(t, b, backend.Spec{ID: id, Tenant: "t/" + id, Isolation: backend.IsolationGVisor, FromSnapshot: "snap-1"})
-		if got := b.Starts(id); got != 0 {
+		if got := b.starts.Starts(id); got != 0 {
 			t.Errorf("fork %s started its init %d times; want it restored, not started; its log:\n%s", id, got, tail(filepath.Join(b.sandboxDir(id), "init.log")))
 		}
 		fc := func() int {
@@ -124,8 +124,8 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 		t.Errorf("the snapshot woke the suspended sandbox, or took its checkpoint")
 	}
 	startSandbox(t, b, backend.Spec{ID: "gv-fork-d", Tenant: "t/d", Isolation: backend.IsolationGVisor, FromSnapshot: "snap-2"})
-	if got := strings.TrimSpace(sh(t, b, "gv-fork-d", "cat /tmp/counter.pid; kill -0 $(cat /tmp/counter.pid) && echo alive")); got != pid+"\nalive" || b.Starts("gv-fork-d") != 0 {
-		t.Errorf("a fork of a suspension: %q, %d starts; want the counter restored", got, b.Starts("gv-fork-d"))
+	if got := strings.TrimSpace(sh(t, b, "gv-fork-d", "cat /tmp/counter.pid; kill -0 $(cat /tmp/counter.pid) && echo alive")); got != pid+"\nalive" || b.starts.Starts("gv-fork-d") != 0 {
+		t.Errorf("a fork of a suspension: %q, %d starts; want the counter restored", got, b.starts.Starts("gv-fork-d"))
 	}
 }
 
@@ -164,7 +164,7 @@ func TestSnapshotFilesOnly(t *testing.T) {
 	if got := sh(t, b, id, "cat ~/note"); got != "kept\n" {
 		t.Errorf("the source after its fork wrote: %q", got)
 	}
-	if got := b.Starts(fork.ID); got != 1 {
+	if got := b.starts.Starts(fork.ID); got != 1 {
 		t.Errorf("the fork of a files-only snapshot started %d times; want 1", got)
 	}
 

@@ -120,7 +120,7 @@ type Backend struct {
 	// locks serialises the lifecycle operations on each sandbox.
 	locks  keyedmutex.Mutex
 	vms    map[string]*VM
-	starts map[string]uint64
+	starts backend.StartCount
 	// slots maps the VM users' slots in use to their sandboxes; read from
 	// the records on first use.
 	slots map[int]string
@@ -195,7 +195,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	b := &Backend{
 		opts: opts, initrd: initrd.Bytes(), accel: opts.Accel, debugfs: debugfs,
 		dropped: os.Geteuid() == 0,
-		vms:     map[string]*VM{}, starts: map[string]uint64{},
+		vms:     map[string]*VM{},
 	}
 	if err := b.checkQEMU(ctx); err != nil {
 		return nil, err
@@ -325,8 +325,8 @@ func (b *Backend) Name() string { return "vm" }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true,
-		Prober: b, StartCounter: b, Dialer: b, StorageReporter: b, PileReader: b, Describer: b,
-		Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: b.signingKeys(), JobHolder: guestexec.Holder{Shepherd: b.jobConn},
+		Prober: b, StartCounter: &b.starts, Dialer: b, StorageReporter: b, PileReader: b, Describer: b,
+		Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
 	}
 }
 
@@ -648,9 +648,9 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err != nil {
 		return err
 	}
-	starts := b.Starts(spec.ID)
+	starts := b.starts.Starts(spec.ID)
 	v, err := b.running(ctx, rec, true)
-	if err != nil || b.Starts(spec.ID) != starts {
+	if err != nil || b.starts.Starts(spec.ID) != starts {
 		return err // a VM booted now has the spec's /etc already
 	}
 	// A VM that ran on: its /etc files follow the spec now, as a
@@ -744,9 +744,7 @@ func (b *Backend) boot(ctx context.Context, rec *record) (*VM, error) {
 		return nil, err
 	}
 	if !restoring {
-		b.mu.Lock()
-		b.starts[id]++
-		b.mu.Unlock()
+		b.starts.Started(id)
 	}
 	bctx, cancel := context.WithTimeout(ctx, b.opts.BootTimeout)
 	defer cancel()
@@ -797,13 +795,6 @@ func (b *Backend) writeInitrd(rec *record, path string) error {
 		return cw.err
 	}
 	return b.writeOwn(path, buf.Bytes(), b.user(rec.Slot, false))
-}
-
-// Starts implements backend.StartCounter.
-func (b *Backend) Starts(id string) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.starts[id]
 }
 
 // Alive implements backend.Prober: whether the sandbox's QEMU runs.

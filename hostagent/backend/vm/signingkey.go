@@ -28,7 +28,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/signingkey"
@@ -49,13 +48,8 @@ import (
 // keeps the pile keeps it too.
 const stagedKeyFile = "signing.key"
 
-// signingKeys is the backend's SigningKeyHolder.
-func (b *Backend) signingKeys() backend.KeyInstaller {
-	return backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}
-}
-
-// installSigningKey is the backend's backend.KeyInstaller.Install. A sandbox whose
-// VM is not running (provisioned, or stopped) has the key written into
+// installSigningKey is the backend's backend.KeyInstaller.Install. A
+// sandbox whose VM is not running (provisioned, or stopped) has the key written into
 // its pile's image at once, by the confined writer (writeSigningKey):
 // live, as its next processes, the first to exist, see it, and so does
 // PileFile. A running or suspended one has it kept for its next boot:

@@ -58,7 +58,7 @@ func TestSigningKeyInImage(t *testing.T) {
 			PileFiles: []string{"self.pile"}, StartTimeout: time.Minute,
 		},
 		debugfs: debugfs, dropped: os.Geteuid() == 0,
-		vms: map[string]*VM{}, starts: map[string]uint64{},
+		vms: map[string]*VM{},
 	}
 	ctx := context.Background()
 	spec := backend.Spec{ID: "keyed", Tenant: "t/keyed"}
