@@ -18,7 +18,9 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/playground-dev/playground/internal/keyedmutex"
 	"github.com/playground-dev/playground/internal/signingkey"
@@ -58,4 +60,25 @@ func (k KeyInstaller) InstallSigningKey(ctx context.Context, id string, key []by
 	}
 	defer k.Locks.Lock(id)()
 	return k.Install(ctx, id, key)
+}
+
+// WriteNewFile writes data to a file it creates at path with mode (less
+// the umask), never one found under the name (O_EXCL: nor a link), and
+// syncs it; on an error the file goes.
+func WriteNewFile(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errors.Join(err, os.Remove(path))
+	}
+	return nil
 }

@@ -20,7 +20,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,17 +50,7 @@ func (s SnapshotStore) Path(id string) string { return filepath.Join(s.Dir, id) 
 // Read reads a whole snapshot's record into record; ErrNotFound when
 // there is none.
 func (s SnapshotStore) Read(id string, record any) error {
-	data, err := os.ReadFile(filepath.Join(s.Path(id), snapshotRecord))
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("snapshot %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, record); err != nil {
-		return fmt.Errorf("snapshot %s: %w", id, err)
-	}
-	return nil
+	return ReadRecord(filepath.Join(s.Path(id), snapshotRecord), "snapshot "+id, record)
 }
 
 // Begin makes snapshot id's temporary directory, empty, and returns it:
@@ -121,16 +110,29 @@ func (s SnapshotStore) List() ([]string, error) {
 }
 
 // SnapshotRecord is what a backend keeps of a snapshot in its store (its
-// snapshot.json): the snapshot's SnapshotInfo beside what the backend
-// needs to fork it.
-type SnapshotRecord interface {
+// snapshot.json); a backend that needs more to fork it embeds it in a
+// record of its own.
+type SnapshotRecord struct {
+	Info SnapshotInfo `json:"info"`
+	// Source is the ID of the sandbox it was taken of.
+	Source string `json:"source"`
+	// Storage is the source's disk limits, which its copy has.
+	Storage Storage `json:"storage"`
+}
+
+// SnapshotInfo implements Recorded.
+func (r SnapshotRecord) SnapshotInfo() SnapshotInfo { return r.Info }
+
+// Recorded is a backend's record of a snapshot: a SnapshotRecord, or a
+// record of its own that embeds one.
+type Recorded interface {
 	SnapshotInfo() SnapshotInfo
 }
 
 // Snapshots is the Snapshotter of a backend that keeps its snapshots in a
 // SnapshotStore (oci, vm): each backend gives it only its record's type R
 // and how to copy a sandbox (Take). A backend puts it in its Capabilities.
-type Snapshots[R SnapshotRecord] struct {
+type Snapshots[R Recorded] struct {
 	Store SnapshotStore
 	// Locks are the backend's per-sandbox locks: a snapshot is taken with
 	// its sandbox's held, and every use of a snapshot holds its own
@@ -145,7 +147,7 @@ type Snapshots[R SnapshotRecord] struct {
 
 // NewSnapshots is the Snapshotter of a backend whose state directory is
 // stateDir: its snapshots under stateDir/snapshots.
-func NewSnapshots[R SnapshotRecord](stateDir string, locks *keyedmutex.Mutex, take func(ctx context.Context, id, dir string) (R, error)) Snapshots[R] {
+func NewSnapshots[R Recorded](stateDir string, locks *keyedmutex.Mutex, take func(ctx context.Context, id, dir string) (R, error)) Snapshots[R] {
 	return Snapshots[R]{Store: SnapshotStore{Dir: filepath.Join(stateDir, "snapshots")}, Locks: locks, Take: take}
 }
 

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -92,23 +93,12 @@ func (b *Backend) writeSigningKey(ctx context.Context, pile string, key []byte) 
 			return err
 		}
 	}
-	// O_EXCL: a new file of root's, never one found under the name.
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o400)
-	if err != nil {
+	// A new file of root's, never one found under the name.
+	if err := backend.WriteNewFile(tmp, key, 0o400); err != nil {
 		return err
 	}
-	_, err = f.Write(key)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		// Whatever the agent's umask made of the mode.
-		err = os.Chmod(tmp, 0o400)
-	}
-	if err != nil {
+	// Whatever the agent's umask made of the mode.
+	if err := os.Chmod(tmp, 0o400); err != nil {
 		return errors.Join(err, os.Remove(tmp))
 	}
 	old, err := os.Lstat(p)

@@ -272,17 +272,7 @@ func writeSigningKey(dir string, key []byte, uid int) error {
 	if err := removeFlagged(tmp); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o400)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(key)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := backend.WriteNewFile(tmp, key, 0o400)
 	if err == nil {
 		// The node's root's until it is in place: no sandbox process can
 		// open it before. Immutable only once renamed: an immutable file

@@ -60,18 +60,11 @@ import (
 
 // snapshotFile is a snapshot's record, in its snapshot.json.
 type snapshotFile struct {
-	Info backend.SnapshotInfo `json:"info"`
-	// Source is the ID of the sandbox it was taken of.
-	Source string `json:"source"`
+	backend.SnapshotRecord
 	// RootUID is the host ID of the source's root: its files are owned by
 	// IDs from there, which a fork moves to its own range.
 	RootUID int `json:"rootUID"`
-	// Storage is the source's layer limits, which its image has.
-	Storage backend.Storage `json:"storage"`
 }
-
-// SnapshotInfo implements backend.SnapshotRecord.
-func (f snapshotFile) SnapshotInfo() backend.SnapshotInfo { return f.Info }
 
 // snapshots is the backend's Snapshotter.
 func (b *Backend) snapshots() backend.Snapshots[snapshotFile] {
@@ -91,15 +84,14 @@ func (b *Backend) takeSnapshot(ctx context.Context, id, dir string) (snapshotFil
 		return snapshotFile{}, fmt.Errorf("oci: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
 	}
 	root, _ := b.hostIDs(sb)
-	f := snapshotFile{
+	f := snapshotFile{RootUID: root, SnapshotRecord: backend.SnapshotRecord{
 		Source:  id,
-		RootUID: root,
 		Storage: b.storage(sb.spec.Storage),
 		Info: backend.SnapshotInfo{
 			Isolation:  backend.IsolationOf(sb.spec),
 			LayerBytes: b.storage(sb.spec.Storage).LayerBytes,
 		},
-	}
+	}}
 	switch cerr := b.checkpointable(sb); {
 	case cerr == nil:
 		f.Info.Memory = true

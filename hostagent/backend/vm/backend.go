@@ -407,16 +407,9 @@ func (b *Backend) sandboxDir(id string) string {
 }
 
 func (b *Backend) load(id string) (*record, error) {
-	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), recordFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("vm: sandbox %s: %w", id, backend.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
 	var r record
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("vm: sandbox %s: %s: %w", id, recordFile, err)
+	if err := backend.ReadRecord(filepath.Join(b.sandboxDir(id), recordFile), "vm: sandbox "+id, &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }

@@ -35,37 +35,25 @@ import (
 // fork's disk is a copy of the snapshot's (sharing blocks where the
 // filesystem has reflinks) and it boots afresh over it.
 
-// snapshotFile is a snapshot's record, in its snapshot.json.
-type snapshotFile struct {
-	Info backend.SnapshotInfo `json:"info"`
-	// Source is the ID of the sandbox it is of.
-	Source string `json:"source"`
-	// Storage is the source's disk limits, which its image has.
-	Storage backend.Storage `json:"storage"`
-}
-
-// SnapshotInfo implements backend.SnapshotRecord.
-func (f snapshotFile) SnapshotInfo() backend.SnapshotInfo { return f.Info }
-
 // snapshots is the backend's Snapshotter.
-func (b *Backend) snapshots() backend.Snapshots[snapshotFile] {
+func (b *Backend) snapshots() backend.Snapshots[backend.SnapshotRecord] {
 	return backend.NewSnapshots(b.opts.StateDir, &b.locks, b.takeSnapshot)
 }
 
 // takeSnapshot copies sandbox id's disk into dir (backend.Snapshots.Take).
-func (b *Backend) takeSnapshot(ctx context.Context, id, dir string) (snapshotFile, error) {
+func (b *Backend) takeSnapshot(ctx context.Context, id, dir string) (backend.SnapshotRecord, error) {
 	rec, err := b.load(id)
 	if err != nil {
-		return snapshotFile{}, err
+		return backend.SnapshotRecord{}, err
 	}
 	disk := filepath.Join(b.sandboxDir(id), diskImage)
 	if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve+backend.DiskUsage(disk)); err != nil {
-		return snapshotFile{}, fmt.Errorf("vm: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
+		return backend.SnapshotRecord{}, fmt.Errorf("vm: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
 	}
 	if err := b.copyDisk(ctx, rec, disk, filepath.Join(dir, diskImage)); err != nil {
-		return snapshotFile{}, err
+		return backend.SnapshotRecord{}, err
 	}
-	return snapshotFile{Source: id, Storage: rec.Storage, Info: backend.SnapshotInfo{
+	return backend.SnapshotRecord{Source: id, Storage: rec.Storage, Info: backend.SnapshotInfo{
 		Isolation:  backend.IsolationOf(rec.Spec),
 		LayerBytes: rec.Storage.LayerBytes,
 		Bytes:      backend.DiskUsage(dir),
