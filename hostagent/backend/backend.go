@@ -33,10 +33,13 @@ import (
 
 // Capabilities is how a backend describes itself, in one place: what it
 // can guarantee (the flags) and which optional behaviour it has (the
-// interface fields, each nil when it has none, usually the backend itself
-// when it has). The agent asks Capabilities, never probes a backend for an
-// interface: a wrapper of a backend passes on what it is given, and a
-// backend can offer a behaviour on some nodes only.
+// interface fields, each nil when it has none; when it has, the backend
+// itself or a shared implementation it gives only what differs:
+// guestexec.Holder, Snapshots, KeyInstaller, StartCount). The agent asks
+// Capabilities, never probes a backend for an interface (test/deps fails
+// on a type assertion to a backend's type outside its constructor): a
+// wrapper of a backend passes on what it is given, and a backend can offer
+// a behaviour on some nodes only.
 type Capabilities struct {
 	// ProvesCleanup is true when Kill returns only after every descendant of
 	// the command (including ones that setsid, double-fork or ignore
