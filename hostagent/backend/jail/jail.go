@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -112,6 +113,10 @@ type Backend struct {
 
 	// locks serialises the lifecycle operations on each sandbox.
 	locks keyedmutex.Mutex
+
+	// caps are the Capabilities, filled in once (describe).
+	capsOnce sync.Once
+	caps     backend.Capabilities
 }
 
 var (
@@ -217,11 +222,18 @@ func (b *Backend) Name() string { return Name }
 // reaper, that is when there is one. The signing key is kept in the pile
 // (key.go) either way.
 func (b *Backend) Capabilities() backend.Capabilities {
+	b.capsOnce.Do(b.describe)
+	return b.caps
+}
+
+// describe fills in b.caps, once: the behaviours are made once, not at
+// every call.
+func (b *Backend) describe() {
 	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: backend.KeyInstaller{Name: Name, ValidateID: validateJailName, Locks: &b.locks, Install: b.installSigningKey}}
 	if b.guestDir != "" {
 		c.JobHolder = b
 	}
-	return c
+	b.caps = c
 }
 
 var zfsName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*(/[A-Za-z0-9_.:-]+)*$`)

@@ -28,6 +28,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -201,6 +202,10 @@ type Backend struct {
 
 	// locks serialises the lifecycle operations on each sandbox.
 	locks keyedmutex.Mutex
+
+	// caps are the Capabilities, filled in once (describe).
+	capsOnce sync.Once
+	caps     backend.Capabilities
 }
 
 var (
@@ -305,7 +310,14 @@ func (b *Backend) Name() string { return Name }
 // NoNewPrivileges) cannot clear it; nor the signing key's chattr +i
 // (key.go). See docs/lima.md for what of this was verified.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn}, SigningKeyHolder: backend.KeyInstaller{Name: "lima", ValidateID: validateLimaName, Locks: &b.locks, Install: b.installSigningKey}}
+	b.capsOnce.Do(b.describe)
+	return b.caps
+}
+
+// describe fills in b.caps, once: the behaviours are made once, not at
+// every call.
+func (b *Backend) describe() {
+	b.caps = backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn}, SigningKeyHolder: backend.KeyInstaller{Name: "lima", ValidateID: validateLimaName, Locks: &b.locks, Install: b.installSigningKey}}
 }
 
 // InstanceName is the Lima instance of sandbox id.

@@ -127,6 +127,10 @@ type Backend struct {
 	// closed: Close let go of the VMs for the next agent, and no call
 	// connects to them again.
 	closed bool
+
+	// caps are the Capabilities, filled in once (describe).
+	capsOnce sync.Once
+	caps     backend.Capabilities
 }
 
 var (
@@ -323,7 +327,14 @@ func (b *Backend) Name() string { return "vm" }
 // append-only flag, and the signing key's immutable one, which only the
 // guest's root could clear.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{
+	b.capsOnce.Do(b.describe)
+	return b.caps
+}
+
+// describe fills in b.caps, once: the behaviours are made once, not at
+// every call.
+func (b *Backend) describe() {
+	b.caps = backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true,
 		Prober: b, StartCounter: &b.starts, Dialer: b, StorageReporter: b, PileReader: b, Describer: b,
 		Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
