@@ -381,7 +381,7 @@ func (a *Agent) SetEgressCredentials(tenant, sandboxID string, creds []backend.E
 	a.mu.Unlock()
 	var brokers int
 	for _, be := range a.backends {
-		if br, ok := be.(backend.EgressBroker); ok && (serving == nil || serving == be) {
+		if br := be.Capabilities().EgressBroker; br != nil && (serving == nil || serving == be) {
 			brokers++
 			if err := br.SetEgressCredentials(sandboxID, creds); err != nil {
 				return errorf(CodeInvalid, "%v", err)

@@ -134,7 +134,7 @@ func TestInitDeadAtReattachIsARestart(t *testing.T) {
 // guest/control_linux.go): it refuses the version by name.
 type otherGuest struct{ *backendtest.Fake }
 
-func (otherGuest) JobConn(context.Context, string) (net.Conn, error) {
+func (otherGuest) shepherd(context.Context, string) (net.Conn, error) {
 	agent, sandbox := net.Pipe()
 	go func() {
 		defer sandbox.Close()
@@ -148,17 +148,9 @@ func (otherGuest) JobConn(context.Context, string) (net.Conn, error) {
 	return agent, nil
 }
 
-func (g otherGuest) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
-	return guestexec.Control(g.JobConn).AttachJob(ctx, id, jobID)
-}
-
-func (g otherGuest) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
-	return guestexec.Control(g.JobConn).ListJobs(ctx, id)
-}
-
 func (g otherGuest) Capabilities() backend.Capabilities {
 	c := g.Fake.Capabilities()
-	c.JobHolder = g
+	c.JobHolder = guestexec.Holder{Shepherd: g.shepherd}
 	return c
 }
 

@@ -279,12 +279,11 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 		return now.Add(every)
 	}
 	id := spec.ID
-	m, metered := be.(backend.UsageMeter)
 	var (
 		u  backend.SandboxUsage
 		ok bool
 	)
-	if metered {
+	if m := be.Capabilities().UsageMeter; m != nil {
 		u, ok = m.SandboxUsage(id, false)
 	}
 	at := a.clock.Now()
@@ -396,7 +395,7 @@ func (a *Agent) freeze(ctx context.Context, s *sandbox, spec backend.Spec, p bac
 	}
 	// Frozen, its counter is still: what it used past the limit.
 	over := used - limits.CPUSeconds
-	if m, ok := s.be.(backend.UsageMeter); ok {
+	if m := s.be.Capabilities().UsageMeter; m != nil {
 		if u, ok := m.SandboxUsage(id, false); ok {
 			a.usage.mu.Lock()
 			if r, ok := a.usage.records[id]; ok {
@@ -544,8 +543,8 @@ func (a *Agent) frozenUnadopted(tenant string) error {
 // sampleNow reads sandbox id's counters into the book at once (after a
 // stop, whose last count the backend kept) and writes the book.
 func (a *Agent) sampleNow(be backend.Backend, id string) {
-	m, ok := be.(backend.UsageMeter)
-	if !ok {
+	m := be.Capabilities().UsageMeter
+	if m == nil {
 		return
 	}
 	u, ok := m.SandboxUsage(id, false)

@@ -275,8 +275,8 @@ func (a *Agent) chargeable(ctx context.Context, spec backend.Spec, be backend.Ba
 		a.usage.mu.Unlock()
 		return nil
 	}
-	m, ok := be.(backend.UsageMeter)
-	if !ok {
+	m := be.Capabilities().UsageMeter
+	if m == nil {
 		a.usage.mu.Unlock()
 		// A limit that cannot be kept is not ignored.
 		return errorf(CodeUnavailable, "the %s backend cannot read a sandbox's CPU time, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
@@ -339,8 +339,8 @@ func (a *Agent) SampleUsage(storage bool) error {
 	}
 	readings := map[string]reading{}
 	for id, s := range live {
-		m, ok := s.be.(backend.UsageMeter)
-		if !ok {
+		m := s.be.Capabilities().UsageMeter
+		if m == nil {
 			continue
 		}
 		var rd reading

@@ -182,7 +182,7 @@ func suspendCosts(ctx context.Context, opts options, out io.Writer) ([]row, erro
 		return nil, err
 	}
 	t0 := time.Now()
-	info, err := gv.Snapshot(ctx, src.ID, "snap")
+	info, err := gv.Capabilities().Snapshotter.Snapshot(ctx, src.ID, "snap")
 	if err != nil {
 		return nil, err
 	}

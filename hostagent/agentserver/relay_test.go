@@ -45,7 +45,7 @@ func TestWorkerRelay(t *testing.T) {
 
 	// The worker: the conformance probe's HTTP server, written into the
 	// sandbox as a tenant would.
-	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/backend/backendtest/conformance/probe", "-ldflags=-s -w", "-trimpath")
+	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/conformance/probe", "-ldflags=-s -w", "-trimpath")
 	if err != nil {
 		t.Fatal(err)
 	}

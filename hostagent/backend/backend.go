@@ -34,10 +34,13 @@ import (
 
 // Capabilities is how a backend describes itself, in one place: what it
 // can guarantee (the flags) and which optional behaviour it has (the
-// interface fields, each nil when it has none, usually the backend itself
-// when it has). The agent asks Capabilities, never probes a backend for an
-// interface: a wrapper of a backend passes on what it is given, and a
-// backend can offer a behaviour on some nodes only.
+// interface fields, each nil when it has none; when it has, the backend
+// itself or a shared implementation it gives only what differs:
+// guestexec.Holder, Snapshots, KeyInstaller, StartCount). The agent asks
+// Capabilities, never probes a backend for an interface (test/deps fails
+// on a type assertion to a backend's type outside its constructor): a
+// wrapper of a backend passes on what it is given, and a backend can offer
+// a behaviour on some nodes only.
 type Capabilities struct {
 	// ProvesCleanup is true when Kill returns only after every descendant of
 	// the command (including ones that setsid, double-fork or ignore
@@ -92,6 +95,12 @@ type Capabilities struct {
 	Snapshotter Snapshotter
 	// SigningKeyHolder keeps the tenant's signing key in its pile.
 	SigningKeyHolder SigningKeyHolder
+	// UsageMeter reads what a sandbox uses of the node.
+	UsageMeter UsageMeter
+	// EgressBroker adds credentials to a sandbox's HTTPS requests.
+	EgressBroker EgressBroker
+	// EgressMeter counts the sandboxes' egress.
+	EgressMeter EgressMeter
 }
 
 // ShellMode selects the environment of the /bin/sh that runs a command:
@@ -278,9 +287,9 @@ type EgressRule struct {
 	Brokered bool `json:",omitempty"`
 }
 
-// EgressBroker is the behaviour of backends that add credentials to a
-// sandbox's HTTPS requests at the node, so that they never exist in the
-// sandbox.
+// EgressBroker is the behaviour, in Capabilities.EgressBroker, of backends
+// that add credentials to a sandbox's HTTPS requests at the node, so that
+// they never exist in the sandbox.
 type EgressBroker interface {
 	// SetEgressCredentials replaces the credentials of sandbox id, kept
 	// in memory only: an agent that restarts is given them again. A
@@ -296,15 +305,17 @@ type EgressCredential struct {
 	Value string `json:"-"`
 }
 
-// EgressMeter is the behaviour of backends that count their sandboxes'
-// egress: for each sandbox with an egress namespace, since its rules were
-// last applied (a reapplication starts the counts again).
+// EgressMeter is the behaviour, in Capabilities.EgressMeter, of backends
+// that count their sandboxes' egress: for each sandbox with an egress
+// namespace, since its rules were last applied (a reapplication starts the
+// counts again).
 type EgressMeter interface {
 	EgressUsage(ctx context.Context) ([]EgressUsage, error)
 }
 
-// UsageMeter is the behaviour of backends that read what their sandboxes
-// use of the node from the kernel's counters (cgroups, the filesystem).
+// UsageMeter is the behaviour, in Capabilities.UsageMeter, of backends that
+// read what their sandboxes use of the node from the kernel's counters
+// (cgroups, the filesystem).
 type UsageMeter interface {
 	// SandboxUsage is sandbox id's use now: its CPU time over every start
 	// of it (what each incarnation's counter reached is kept before the

@@ -104,8 +104,8 @@ func (c egressCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, be := range c.backends {
-		m, ok := be.(backend.EgressMeter)
-		if !ok {
+		m := be.Capabilities().EgressMeter
+		if m == nil {
 			continue
 		}
 		usage, err := m.EgressUsage(ctx)

@@ -64,7 +64,7 @@ func TestWarmPoolServesNewSandboxes(t *testing.T) {
 	createSandbox(t, ns, "warm", n.name)
 	waitProvisioned(t, ns, "warm")
 	id := idOf(t, ns, "warm")
-	g.Expect(be.Starts(id)).To(BeEquivalentTo(1), "the sandbox's one start is the pool's")
+	g.Expect(be.Capabilities().StartCounter.Starts(id)).To(BeEquivalentTo(1), "the sandbox's one start is the pool's")
 	h, err := n.client.Open(ctx, ns+"/warm", id)
 	g.Expect(err).NotTo(HaveOccurred())
 	res, err := n.client.Exec(ctx, ns+"/warm", h.ID, agentapi.ExecRequest{Command: "hostname"})

@@ -63,7 +63,7 @@ func TestWarmClaimFirstCallFindsTheKey(t *testing.T) {
 	})
 	sbx := waitProvisioned(t, ns, "k")
 	id := idOf(t, ns, "k")
-	g.Expect(be.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
+	g.Expect(be.Capabilities().StartCounter.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
 	g.Expect(sbx.Status.SigningKey).To(BeNil(), "no key was delivered yet")
 
 	// The first call, before the key: held, then refused, never run
@@ -124,7 +124,7 @@ func TestWarmClaimFirstCallWaitsForTheKey(t *testing.T) {
 	})
 	sbx := waitProvisioned(t, ns, "k")
 	id := idOf(t, ns, "k")
-	g.Expect(be.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
+	g.Expect(be.Capabilities().StartCounter.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
 
 	// The tenant's first call: a session, then a read of its key.
 	read := make(chan string, 1)

@@ -56,7 +56,7 @@ func TestSandboxWorker(t *testing.T) {
 
 	// The worker binary: the conformance probe's HTTP server, written into
 	// the sandbox as a tenant would.
-	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/backend/backendtest/conformance/probe", "-ldflags=-s -w", "-trimpath")
+	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/conformance/probe", "-ldflags=-s -w", "-trimpath")
 	g.Expect(err).NotTo(HaveOccurred())
 	data, err := os.ReadFile(probe)
 	g.Expect(err).NotTo(HaveOccurred())

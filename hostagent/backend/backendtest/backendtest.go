@@ -19,8 +19,8 @@ limitations under the License.
 // the gateway's encoding) where a real one would only add time: its
 // sandboxes are entries in a map and its commands run a Go function. It
 // proves nothing about isolation; the conformance suite
-// (hostagent/backend/backendtest/conformance) is what a real backend must
-// pass. Both are test libraries, for tests alone: test/deps keeps them out
+// (hostagent/conformance) is what a real backend must pass. Both are test
+// libraries, for tests alone: test/deps keeps them out
 // of every shipped binary.
 package backendtest
 

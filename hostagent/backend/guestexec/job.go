@@ -236,9 +236,47 @@ func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec 
 
 // Control reaches the control socket of a sandbox's init
 // (guestapi.ControlSocketName), on which init itself lists the jobs its
-// sandbox holds and joins the agent to their holders. Its methods are a
-// backend's backend.JobHolder AttachJob and ListJobs.
+// sandbox holds and joins the agent to their holders. Its methods are
+// Holder's AttachJob and ListJobs.
 type Control func(ctx context.Context, id string) (net.Conn, error)
+
+// Holder is the backend.JobHolder of the backends whose sandboxes run the
+// guest's init (oci, vm, lima): each gives it only how to reach the guest.
+// A backend puts it in its Capabilities.
+type Holder struct {
+	// Shepherd reaches an idle shepherd of the sandbox's init, which holds
+	// the job it is asked to start (JobConn); it validates the sandbox ID.
+	Shepherd func(ctx context.Context, id string) (net.Conn, error)
+	// Control reaches init's control socket (AttachJob, ListJobs); nil
+	// where the guest's init answers those on Shepherd's connection too
+	// (a VM's agent port, Lima's forwarded socket).
+	Control Control
+}
+
+var _ backend.JobHolder = Holder{}
+
+// JobConn implements backend.JobHolder.
+func (h Holder) JobConn(ctx context.Context, id string) (net.Conn, error) {
+	return h.Shepherd(ctx, id)
+}
+
+// AttachJob implements backend.JobHolder: init joins the connection to the
+// job's holder.
+func (h Holder) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
+	return h.control().AttachJob(ctx, id, jobID)
+}
+
+// ListJobs implements backend.JobHolder: init lists its sandbox's jobs.
+func (h Holder) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
+	return h.control().ListJobs(ctx, id)
+}
+
+func (h Holder) control() Control {
+	if h.Control == nil {
+		return Control(h.Shepherd)
+	}
+	return h.Control
+}
 
 // AttachJob implements backend.JobHolder over c.
 func (c Control) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {

@@ -25,7 +25,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
+	"github.com/playground-dev/playground/hostagent/conformance"
 )
 
 // TestConformance runs the suite every backend passes on real jails: on

@@ -24,7 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
+	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 

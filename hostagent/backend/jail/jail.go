@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -112,12 +113,15 @@ type Backend struct {
 
 	// locks serialises the lifecycle operations on each sandbox.
 	locks keyedmutex.Mutex
+
+	// caps are the Capabilities, filled in once (describe).
+	capsOnce sync.Once
+	caps     backend.Capabilities
 }
 
 var (
-	_ backend.Backend          = (*Backend)(nil)
-	_ backend.JobHolder        = (*Backend)(nil)
-	_ backend.SigningKeyHolder = (*Backend)(nil)
+	_ backend.Backend   = (*Backend)(nil)
+	_ backend.JobHolder = (*Backend)(nil)
 )
 
 // New returns a backend over opts.StateDir, creating it.
@@ -220,12 +224,19 @@ func (b *Backend) Name() string { return Name }
 // (backend.ShellFiles): the guest's reaper in a jail serves no file
 // calls (only Linux guests do), and a jail without it has no guest.
 func (b *Backend) Capabilities() backend.Capabilities {
-	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: b,
+	b.capsOnce.Do(b.describe)
+	return b.caps
+}
+
+// describe fills in b.caps, once: the behaviours are made once, not at
+// every call.
+func (b *Backend) describe() {
+	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: backend.KeyInstaller{Name: Name, ValidateID: validateJailName, Locks: &b.locks, Install: b.installSigningKey},
 		FileServer: backend.ShellFiles(b)}
 	if b.guestDir != "" {
 		c.JobHolder = b
 	}
-	return c
+	b.caps = c
 }
 
 var zfsName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*(/[A-Za-z0-9_.:-]+)*$`)

@@ -23,8 +23,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
-	"github.com/playground-dev/playground/internal/signingkey"
 )
 
 // pileFlagsOff clears, in chflags(1)'s words, every flag this backend
@@ -46,24 +46,15 @@ func (b *Backend) clearPileFlags(ctx context.Context, p string, recursive bool) 
 	return nil
 }
 
-// InstallSigningKey implements backend.SigningKeyHolder: the key becomes
-// the pile's guestapi.SigningKeyFile, written from the host, the tenant's,
-// mode 0400 and flagged schg (system immutable: neither the tenant nor the
-// jail's root can write, chmod, rename or remove it, and only root outside
-// the jail at securelevel 0 can clear the flag; the jail runs at
+// installSigningKey is the backend's backend.KeyInstaller.Install: the key
+// becomes the pile's guestapi.SigningKeyFile, written from the host, the
+// tenant's, mode 0400 and flagged schg (system immutable: neither the tenant
+// nor the jail's root can write, chmod, rename or remove it, and only root
+// outside the jail at securelevel 0 can clear the flag; the jail runs at
 // securelevel 3 without allow.chflags). The jail's /pile is a nullfs mount
-// of the pile directory, so its processes see the new key at once: live.
-// A sandbox that is provisioned has a pile whether its jail runs or not.
-func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
-	if err := validateJailName(id); err != nil {
-		return false, err
-	}
-	// The key is checked as it is, not normalised: what is installed is
-	// exactly what the caller holds. The error never quotes it.
-	if err := signingkey.Check(key); err != nil {
-		return false, fmt.Errorf("jail: sandbox %s: %w", id, err)
-	}
-	defer b.locks.Lock(id)()
+// of the pile directory, so its processes see the new key at once: live. A
+// sandbox that is provisioned has a pile whether its jail runs or not.
+func (b *Backend) installSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
 	// Under the lock: a Destroy that ran first leaves no sandbox.json.
 	if _, err := b.loadSpec(id); err != nil {
 		return false, err
@@ -102,23 +93,12 @@ func (b *Backend) writeSigningKey(ctx context.Context, pile string, key []byte) 
 			return err
 		}
 	}
-	// O_EXCL: a new file of root's, never one found under the name.
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o400)
-	if err != nil {
+	// A new file of root's, never one found under the name.
+	if err := backend.WriteNewFile(tmp, key, 0o400); err != nil {
 		return err
 	}
-	_, err = f.Write(key)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		// Whatever the agent's umask made of the mode.
-		err = os.Chmod(tmp, 0o400)
-	}
-	if err != nil {
+	// Whatever the agent's umask made of the mode.
+	if err := os.Chmod(tmp, 0o400); err != nil {
 		return errors.Join(err, os.Remove(tmp))
 	}
 	old, err := os.Lstat(p)

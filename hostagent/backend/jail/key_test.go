@@ -63,7 +63,7 @@ func TestSigningKey(t *testing.T) {
 	key, tmp := pile+"/"+guestapi.SigningKeyFile, pile+"/."+guestapi.SigningKeyFile+".new"
 	n.fake.take()
 
-	live, err := n.b.InstallSigningKey(ctx, testID, []byte(testKey1))
+	live, err := n.b.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, testID, []byte(testKey1))
 	if err != nil || !live {
 		t.Fatalf("InstallSigningKey: live %v, %v; want live", live, err)
 	}
@@ -97,7 +97,7 @@ func TestSigningKey(t *testing.T) {
 		t.Fatalf("the jail's %s/%s is %s, not the key's %s", guestapi.PileDir, guestapi.SigningKeyFile, got, key)
 	}
 
-	live, err = n.b.InstallSigningKey(ctx, testID, []byte(testKey2))
+	live, err = n.b.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, testID, []byte(testKey2))
 	if err != nil || !live {
 		t.Fatalf("replacing the key: live %v, %v", live, err)
 	}
@@ -128,7 +128,7 @@ func TestSigningKey(t *testing.T) {
 	checkKey(t, testKey2)
 
 	// A stopped jail's pile takes a key too: it is there, the sandbox's.
-	if live, err := n.b.InstallSigningKey(ctx, testID, []byte(testKey1)); err != nil || !live {
+	if live, err := n.b.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, testID, []byte(testKey1)); err != nil || !live {
 		t.Fatalf("a key for a stopped jail: live %v, %v", live, err)
 	}
 	checkKey(t, testKey1)
@@ -154,10 +154,10 @@ func TestSigningKey(t *testing.T) {
 func TestSigningKeyRefusals(t *testing.T) {
 	n := newNode(t)
 	ctx := context.Background()
-	if _, err := n.b.InstallSigningKey(ctx, testID, []byte(testKey1)); !errors.Is(err, backend.ErrNotFound) {
+	if _, err := n.b.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, testID, []byte(testKey1)); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("a key for an unknown sandbox: %v; want ErrNotFound", err)
 	}
-	if _, err := n.b.InstallSigningKey(ctx, "../x", []byte(testKey1)); err == nil {
+	if _, err := n.b.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, "../x", []byte(testKey1)); err == nil {
 		t.Fatal("a key for an invalid ID was taken")
 	}
 	n.up()
@@ -170,7 +170,7 @@ func TestSigningKeyRefusals(t *testing.T) {
 		"empty":         "",
 		"twice as long": testKey1 + testKey1,
 	} {
-		_, err := n.b.InstallSigningKey(ctx, testID, []byte(bad))
+		_, err := n.b.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, testID, []byte(bad))
 		if err == nil {
 			t.Errorf("%s: installed", what)
 			continue
@@ -196,13 +196,13 @@ func TestSigningKeyRenameRefused(t *testing.T) {
 	n := newNode(t)
 	n.up()
 	ctx := context.Background()
-	if _, err := n.b.InstallSigningKey(ctx, testID, []byte(testKey1)); err != nil {
+	if _, err := n.b.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, testID, []byte(testKey1)); err != nil {
 		t.Fatal(err)
 	}
 	pile := n.b.PileDir(testID)
 	key := pile + "/" + guestapi.SigningKeyFile
 	n.b.rename = func(string, string) error { return &os.LinkError{Op: "rename", Err: os.ErrPermission} }
-	_, err := n.b.InstallSigningKey(ctx, testID, []byte(testKey2))
+	_, err := n.b.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, testID, []byte(testKey2))
 	if err == nil || strings.Contains(err.Error(), testKey2) {
 		t.Fatalf("a failed rename: %v", err)
 	}

@@ -75,26 +75,17 @@ func (b *Backend) DialSandbox(ctx context.Context, id string, port int) (net.Con
 	return guestexec.DialPort(ctx, "lima", id, port, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, error) { return b.dial(ctx, id) })
 }
 
-// JobConn implements backend.JobHolder: the guest holds jobs in the Lima
-// VM as in a container, reached over the same forwarded socket.
-func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
+// jobConn reaches an idle shepherd (backend.JobHolder's JobConn): the
+// guest holds jobs in the Lima VM as in a container, reached over the same
+// forwarded socket. Lima forwards init's socket only (lima.yaml's
+// portForwards), so its shepherds answer attachments and lists too: a
+// tenant that holds every PID of its sandbox can keep its jobs from an
+// agent that restarts, which then reports the sandbox and retries.
+func (b *Backend) jobConn(ctx context.Context, id string) (net.Conn, error) {
 	if err := validateLimaName(id); err != nil {
 		return nil, err
 	}
 	return b.dial(ctx, id)
-}
-
-// AttachJob implements backend.JobHolder. Lima forwards init's socket
-// only (lima.yaml's portForwards), so its shepherds answer here: a tenant
-// that holds every PID of its sandbox can keep its jobs from an agent
-// that restarts, which then reports the sandbox and retries.
-func (b *Backend) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
-	return guestexec.Control(b.JobConn).AttachJob(ctx, id, jobID)
-}
-
-// ListJobs implements backend.JobHolder, as AttachJob.
-func (b *Backend) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
-	return guestexec.Control(b.JobConn).ListJobs(ctx, id)
 }
 
 // dial connects to the forwarded socket of sandbox id.

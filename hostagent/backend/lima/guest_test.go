@@ -134,7 +134,7 @@ func TestGuestSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The conformance suite's probe serves HTTP on the sandbox's loopback.
-	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/backend/backendtest/conformance/probe", "-ldflags=-s -w", "-trimpath")
+	probe, err := testbin.Build("github.com/playground-dev/playground/hostagent/conformance/probe", "-ldflags=-s -w", "-trimpath")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,13 +25,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/signingkey"
 )
-
-var _ backend.SigningKeyHolder = (*Backend)(nil)
 
 // guestPileDir is the pile directory in the VM's own mount namespace, on
 // the disk Lima mounts at /mnt/lima-<disk>: init's /pile is a bind mount
@@ -93,23 +90,14 @@ func (b *Backend) stagedKeyPath(id string) string {
 	return filepath.Join(b.opts.StateDir, "keys", id+".key")
 }
 
-// InstallSigningKey implements backend.SigningKeyHolder. The pile is a
-// disk only the VM mounts, so the key goes in as root in the guest, over
-// limactl shell (keyScript). A running VM takes it at once: live. A
+// installSigningKey is the backend's backend.KeyInstaller.Install. The pile
+// is a disk only the VM mounts, so the key goes in as root in the guest,
+// over limactl shell (keyScript). A running VM takes it at once: live. A
 // stopped one cannot be reached; the key is staged in the agent's state
-// (stagedKeyPath) and installed by the next Start (or Reattach) before
-// it returns, and the pile holds the previous key until then: not live.
-// A key installed live supersedes one staged before it.
-func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
-	if err := validateLimaName(id); err != nil {
-		return false, err
-	}
-	// The key is checked as it is, not normalised: what is installed is
-	// exactly what the caller holds. The error never quotes it.
-	if err := signingkey.Check(key); err != nil {
-		return false, fmt.Errorf("lima: sandbox %s: %w", id, err)
-	}
-	defer b.locks.Lock(id)()
+// (stagedKeyPath) and installed by the next Start (or Reattach) before it
+// returns, and the pile holds the previous key until then: not live. A key
+// installed live supersedes one staged before it.
+func (b *Backend) installSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
 	inst, err := b.inspect(ctx, id)
 	if err != nil {
 		return false, err

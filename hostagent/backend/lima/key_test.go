@@ -71,7 +71,7 @@ func TestSigningKey(t *testing.T) {
 	}
 	f.recorded(t)
 
-	live, err := f.be.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1))
+	live, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1))
 	if err != nil || !live {
 		t.Fatalf("a key for a running VM: live %v, %v; want live", live, err)
 	}
@@ -84,7 +84,7 @@ func TestSigningKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.recorded(t)
-	live, err = f.be.InstallSigningKey(ctx(t), spec.ID, []byte(testKey2))
+	live, err = f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey2))
 	if err != nil || live {
 		t.Fatalf("a key for a stopped VM: live %v, %v; want staged, not live", live, err)
 	}
@@ -124,14 +124,14 @@ func TestSigningKey(t *testing.T) {
 
 	// Staged, then the VM started behind the backend's back: a key
 	// installed live drops the staged one, which is older.
-	if _, err := f.be.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); err != nil {
+	if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.be.lctl.run(ctx(t), nil, "start", inst); err != nil {
 		t.Fatal(err)
 	}
 	f.recorded(t)
-	if live, err := f.be.InstallSigningKey(ctx(t), spec.ID, []byte(testKey2)); err != nil || !live {
+	if live, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey2)); err != nil || !live {
 		t.Fatalf("a key for a running VM with one staged: live %v, %v", live, err)
 	}
 	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
@@ -150,7 +150,7 @@ func TestSigningKey(t *testing.T) {
 	if err := f.be.Stop(ctx(t), spec.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.be.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); err != nil {
+	if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.be.Destroy(ctx(t), spec.ID, true); err != nil {
@@ -165,7 +165,7 @@ func TestSigningKey(t *testing.T) {
 	}
 
 	// No sandbox: ErrNotFound, nothing staged.
-	if _, err := f.be.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); !errors.Is(err, backend.ErrNotFound) {
+	if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("a key for an unknown sandbox: %v; want ErrNotFound", err)
 	}
 	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
@@ -198,7 +198,7 @@ func TestSigningKeyRefusals(t *testing.T) {
 		"empty":         "",
 		"twice as long": testKey1 + testKey1,
 	} {
-		_, err := f.be.InstallSigningKey(ctx(t), spec.ID, []byte(bad))
+		_, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(bad))
 		if err == nil {
 			t.Errorf("%s: installed", what)
 		} else if bad != "" && strings.Contains(err.Error(), strings.TrimSpace(bad)) {
@@ -206,7 +206,7 @@ func TestSigningKeyRefusals(t *testing.T) {
 		}
 	}
 	expectCalls(t, "refused keys", f.recorded(t))
-	if _, err := f.be.InstallSigningKey(ctx(t), "a..b", []byte(testKey1)); err == nil {
+	if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), "a..b", []byte(testKey1)); err == nil {
 		t.Error("a key for an invalid ID was taken")
 	}
 	o := f.opts

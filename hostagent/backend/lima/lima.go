@@ -28,10 +28,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
@@ -200,12 +202,15 @@ type Backend struct {
 
 	// locks serialises the lifecycle operations on each sandbox.
 	locks keyedmutex.Mutex
+
+	// caps are the Capabilities, filled in once (describe).
+	capsOnce sync.Once
+	caps     backend.Capabilities
 }
 
 var (
-	_ backend.Backend   = (*Backend)(nil)
-	_ backend.Dialer    = (*Backend)(nil)
-	_ backend.JobHolder = (*Backend)(nil)
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Dialer  = (*Backend)(nil)
 )
 
 // New checks opts, finds limactl and stages the guest binary where the
@@ -309,7 +314,14 @@ func (b *Backend) Name() string { return Name }
 // fake guest only (its contract), which runs commands and nothing more,
 // so it keeps the path that is tested.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: b, SigningKeyHolder: b,
+	b.capsOnce.Do(b.describe)
+	return b.caps
+}
+
+// describe fills in b.caps, once: the behaviours are made once, not at
+// every call.
+func (b *Backend) describe() {
+	b.caps = backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn}, SigningKeyHolder: backend.KeyInstaller{Name: "lima", ValidateID: validateLimaName, Locks: &b.locks, Install: b.installSigningKey},
 		FileServer: backend.ShellFiles(b)}
 }
 

@@ -55,7 +55,7 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	pid := strings.TrimSpace(sh(t, b, id, "cat /tmp/counter.pid"))
 	eventually(t, "the counter to count past 5", func() error { return check(count() > 5) })
 
-	conn, err := b.JobConn(ctx, id)
+	conn, err := b.jobConn(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 		got.Write(c.Data)
 	}
 	cursor := p.Next
-	starts := b.Starts(id)
+	starts := b.starts.Starts(id)
 	before := count()
 
 	began := time.Now()
@@ -98,8 +98,8 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	if b.Checkpointed(id) {
 		t.Error("the checkpoint is still there after the restore")
 	}
-	if b.Starts(id) != starts {
-		t.Errorf("the restore counted as a start of init (%d, then %d)", starts, b.Starts(id))
+	if b.starts.Starts(id) != starts {
+		t.Errorf("the restore counted as a start of init (%d, then %d)", starts, b.starts.Starts(id))
 	}
 	// Nothing starts the counter again: a sandbox started afresh would
 	// have none, and its count would stay where the file left it.
@@ -108,7 +108,7 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	}
 	eventually(t, "the counter to go on from its count", func() error { return check(count() > before+3) })
 
-	ac, err := b.AttachJob(ctx, id, "held-1")
+	ac, err := b.Capabilities().JobHolder.AttachJob(ctx, id, "held-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +152,8 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	if err := b.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if b.Starts(id) != starts+1 {
-		t.Errorf("the start after a Stop was not a fresh one (%d starts, %d before)", b.Starts(id), starts)
+	if b.starts.Starts(id) != starts+1 {
+		t.Errorf("the start after a Stop was not a fresh one (%d starts, %d before)", b.starts.Starts(id), starts)
 	}
 	if args := sh(t, b, id, "ps -o args= -p "+pid+" || true"); strings.Contains(args, "while") {
 		t.Errorf("the counter runs after a Stop and a Start: %q", args)

@@ -99,24 +99,13 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
 }
 
-// JobConn implements backend.JobHolder: a connection to the sandbox's
-// init, whose idle shepherd holds the job it is asked to start.
-func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
+// jobConn is a connection to the sandbox's init, whose idle shepherd
+// holds the job it is asked to start (backend.JobHolder's JobConn).
+func (b *Backend) jobConn(ctx context.Context, id string) (net.Conn, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
 	return b.dial(ctx, id)
-}
-
-// AttachJob implements backend.JobHolder: init's control socket joins the
-// connection to the job's holder.
-func (b *Backend) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
-	return guestexec.Control(b.controlConn).AttachJob(ctx, id, jobID)
-}
-
-// ListJobs implements backend.JobHolder: init lists its sandbox's jobs.
-func (b *Backend) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
-	return guestexec.Control(b.controlConn).ListJobs(ctx, id)
 }
 
 // controlConn is a connection to init's control socket, on which init

@@ -31,7 +31,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
+	"github.com/playground-dev/playground/hostagent/conformance"
 )
 
 // TestConformanceGVisor runs the suite on sandboxes of gVisor isolation:

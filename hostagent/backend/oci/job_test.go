@@ -27,8 +27,8 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
@@ -99,7 +99,7 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	cursor := p.Next
 	j.Close() // the agent goes away mid-job
 
-	recs, err := guestexec.Control(b.JobConn).ListJobs(ctx, id)
+	recs, err := guestexec.Control(b.jobConn).ListJobs(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 		t.Fatalf("ListJobs = %+v; want job-1, PID %d, with its record", recs, j.PID)
 	}
 
-	ac, err := guestexec.Control(b.JobConn).AttachJob(ctx, id, "job-1")
+	ac, err := guestexec.Control(b.jobConn).AttachJob(ctx, id, "job-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +141,10 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	if _, err := j2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if recs, err := guestexec.Control(b.JobConn).ListJobs(ctx, id); err != nil || len(recs) != 0 {
+	if recs, err := guestexec.Control(b.jobConn).ListJobs(ctx, id); err != nil || len(recs) != 0 {
 		t.Errorf("after Release: jobs %+v, %v; want none", recs, err)
 	}
-	if _, err := guestexec.Control(b.JobConn).AttachJob(ctx, id, "job-1"); !errors.Is(err, backend.ErrNotFound) {
+	if _, err := guestexec.Control(b.jobConn).AttachJob(ctx, id, "job-1"); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("attaching a released job: %v; want ErrNotFound", err)
 	}
 }
@@ -181,7 +181,7 @@ func TestJobKilledWithProofAfterReattach(t *testing.T) {
 		t.Fatalf("descendant %s died with the connection; the job should hold it", pid)
 	}
 
-	ac, err := guestexec.Control(b.JobConn).AttachJob(ctx, id, "k")
+	ac, err := guestexec.Control(b.jobConn).AttachJob(ctx, id, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestJobExpiresUnpolled(t *testing.T) {
 	}
 	j.Close()
 	list := func() []guestapi.JobRecord {
-		recs, err := guestexec.Control(b.JobConn).ListJobs(ctx, id)
+		recs, err := guestexec.Control(b.jobConn).ListJobs(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

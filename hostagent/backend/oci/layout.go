@@ -97,16 +97,9 @@ func validateSpecFields(spec backend.Spec) error {
 // provisioned (or was destroyed).
 func (b *Backend) load(id string) (*sandbox, error) {
 	dir := b.sandboxDir(id)
-	data, err := os.ReadFile(filepath.Join(dir, "sandbox.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("oci: sandbox %s: %w", id, backend.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
 	var f sandboxFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("oci: sandbox %s: %w", id, err)
+	if err := backend.ReadRecord(filepath.Join(dir, "sandbox.json"), "oci: sandbox "+id, &f); err != nil {
+		return nil, err
 	}
 	if f.Spec.ID != id || f.Slot < 0 || f.Slot >= b.opts.IDMapSlots {
 		return nil, fmt.Errorf("oci: sandbox %s: inconsistent sandbox.json", id)

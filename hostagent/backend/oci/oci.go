@@ -39,6 +39,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/keyedmutex"
@@ -85,9 +86,8 @@ type Backend struct {
 	// locks serialises the lifecycle operations on each sandbox.
 	locks     keyedmutex.Mutex
 	lifelines map[string]*lifeline
-	// starts counts, per sandbox, the inits this process started (under
-	// mu): backend.StartCounter.
-	starts map[string]uint64
+	// starts counts, per sandbox, the inits this process started.
+	starts backend.StartCount
 	// slots maps the ID-map slots in use to their sandboxes; read from the
 	// sandboxes' files on first use, then kept here (under mu).
 	slots map[int]string
@@ -100,6 +100,10 @@ type Backend struct {
 	pool *pool
 	// cpu is the CPU of the sandboxes' ended containers (usage.go).
 	cpu cpuLedger
+
+	// caps are the Capabilities, filled in once (describe).
+	capsOnce sync.Once
+	caps     backend.Capabilities
 }
 
 // lifeline is one incarnation of a sandbox's container as seen by the
@@ -184,10 +188,7 @@ func (b *Backend) endLifeline(id string) (finish func(error)) {
 	}
 }
 
-var (
-	_ backend.Backend   = (*Backend)(nil)
-	_ backend.JobHolder = (*Backend)(nil)
-)
+var _ backend.Backend = (*Backend)(nil)
 
 // New checks the host (runtime, state directory, guest binary) and returns
 // a Backend. It does not touch existing sandboxes (call Reattach for each),
@@ -205,7 +206,6 @@ func New(opts Options) (*Backend, error) {
 		runc:      &runc{bin: rt, root: filepath.Join(opts.StateDir, "runc")},
 		baseLinks: make(map[string]string),
 		lifelines: make(map[string]*lifeline),
-		starts:    make(map[string]uint64),
 	}
 	if opts.GVisorRuntime != "" {
 		if opts.GVisorRuntime, err = exec.LookPath(opts.GVisorRuntime); err != nil {
@@ -485,11 +485,19 @@ func (b *Backend) Name() string { return "oci" }
 // files carry FS_APPEND_FL, which the sandbox cannot clear, and egress
 // lists are enforced when the agent runs with network egress.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{
+	b.capsOnce.Do(b.describe)
+	return b.caps
+}
+
+// describe fills in b.caps, once: the behaviours are made once, not at
+// every call.
+func (b *Backend) describe() {
+	b.caps = backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
-		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, OOMCounter: b, ForkCounter: b,
-		WorkerSupervisor: b, StorageReporter: b, PileReader: b, FileServer: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: b,
-		Suspender: b.suspender(), Pauser: b, Snapshotter: b,
+		Prober: b, StartCounter: &b.starts, Dialer: b, OOMCounter: b, ForkCounter: b,
+		WorkerSupervisor: b, StorageReporter: b, PileReader: b, FileServer: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: backend.KeyInstaller{Name: "oci", Locks: &b.locks, Install: b.installSigningKey},
+		Suspender: b.suspender(), Pauser: b, Snapshotter: b.snapshots(), UsageMeter: b, EgressBroker: b, EgressMeter: b,
+		JobHolder: guestexec.Holder{Shepherd: b.jobConn, Control: b.controlConn},
 	}
 }
 
@@ -572,7 +580,10 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 			err = backend.ErrNotFound
 		}
 	}
-	var snap *snapshotFile
+	var (
+		snap    *snapshotFile
+		snapDir string
+	)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		if err := b.checkReserve(); err != nil {
@@ -580,11 +591,12 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		}
 		if spec.FromSnapshot != "" {
 			// A fork: the snapshot stays while it is copied.
-			defer b.locks.Lock(backend.SnapshotLockKey(spec.FromSnapshot))()
-			f, err := b.readSnapshot(spec.FromSnapshot)
+			f, dir, unlock, err := b.snapshots().Open(spec.FromSnapshot)
 			if err != nil {
 				return err
 			}
+			defer unlock()
+			snapDir = dir
 			// Its layer is the snapshot's image, with its limits.
 			spec.Storage.LayerBytes, spec.Storage.LayerInodes = f.Storage.LayerBytes, f.Storage.LayerInodes
 			snap = &f
@@ -596,7 +608,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 			return err
 		}
 		if snap != nil {
-			if err := b.fork(ctx, sb, *snap); err != nil {
+			if err := b.fork(ctx, sb, *snap, snapDir); err != nil {
 				return errors.Join(err, b.destroyLocked(ctx, spec.ID, false))
 			}
 		}
@@ -617,7 +629,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	if snap != nil {
-		if err := b.finishFork(ctx, sb, *snap); err != nil {
+		if err := b.finishFork(ctx, sb, *snap, snapDir); err != nil {
 			return errors.Join(err, b.destroyLocked(ctx, spec.ID, false))
 		}
 	}
@@ -1071,17 +1083,8 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 	if err != nil {
 		return fmt.Errorf("oci: starting sandbox %s: %w", sb.spec.ID, err)
 	}
-	b.mu.Lock()
-	b.starts[sb.spec.ID]++
-	b.mu.Unlock()
+	b.starts.Started(sb.spec.ID)
 	return b.waitReady(ctx, sb, pid)
-}
-
-// Starts implements backend.StartCounter.
-func (b *Backend) Starts(id string) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.starts[id]
 }
 
 // Alive implements backend.Prober: whether the process that init.pid names

@@ -34,8 +34,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -443,7 +443,7 @@ func TestForkBombLeavesSupervision(t *testing.T) {
 		t.Fatalf("init is %d (%v), was %d: it did not survive the bomb", now, err, init)
 	}
 	// Init answers the listing itself: nothing of the sandbox starts.
-	recs, err := b.ListJobs(ctx, id)
+	recs, err := b.Capabilities().JobHolder.ListJobs(ctx, id)
 	if err != nil || len(recs) != len(held) {
 		t.Errorf("held jobs at the limit: %+v (%v), want the %d jobs held", recs, err, len(held))
 	}

@@ -32,7 +32,6 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
-	"github.com/playground-dev/playground/internal/signingkey"
 )
 
 // fsAppendFL is FS_APPEND_FL (chattr +a): the inode may only be opened for
@@ -201,23 +200,14 @@ func clearAppendOnly(dir string) error {
 	})
 }
 
-var _ backend.SigningKeyHolder = (*Backend)(nil)
-
-// InstallSigningKey implements backend.SigningKeyHolder. The key replaces
-// self.key by a rename, so that a reader sees the old key or the new one,
-// never a part: the pile's directory is append-only (nothing in it may be
+// installSigningKey is the backend's backend.KeyInstaller.Install. The
+// key replaces self.key by a rename, so that a reader sees the old key or
+// the new one, never a part: the pile's directory is append-only (nothing in it may be
 // renamed), so the flag is lifted for the rename; the directory is the
 // sandbox root's, so no tenant process could use the moment to remove
 // anything. The sandbox sees the new file at once (its /pile is a bind
 // mount of this directory; gVisor revalidates bind mounts): live.
-func (b *Backend) InstallSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
-	if err := backend.ValidateID(id); err != nil {
-		return false, err
-	}
-	if err := signingkey.Check(key); err != nil {
-		return false, fmt.Errorf("oci: sandbox %s: %w", id, err)
-	}
-	defer b.locks.Lock(id)()
+func (b *Backend) installSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
 	sb, err := b.loadTenant(id)
 	if err != nil {
 		return false, err
@@ -282,17 +272,7 @@ func writeSigningKey(dir string, key []byte, uid int) error {
 	if err := removeFlagged(tmp); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o400)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(key)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := backend.WriteNewFile(tmp, key, 0o400)
 	if err == nil {
 		// The node's root's until it is in place: no sandbox process can
 		// open it before. Immutable only once renamed: an immutable file

@@ -90,14 +90,14 @@ func TestWarmPoolClaimIsLikeAColdStart(t *testing.T) {
 	if !ok {
 		t.Fatalf("no claim from a pool of %+v", b.PoolStats())
 	}
-	startsBefore := b.Starts(id)
+	startsBefore := b.starts.Starts(id)
 	warm := spec
 	warm.ID = id
 	if err := b.Reattach(ctx, warm); !strings.Contains(fmt.Sprint(err), backend.ErrNotFound.Error()) {
 		t.Fatalf("Reattach of a claimed, unprovisioned sandbox: %v, want not found (the agent then provisions it)", err)
 	}
 	startSandbox(t, b, warm)
-	if got := b.Starts(id); got != startsBefore {
+	if got := b.starts.Starts(id); got != startsBefore {
 		t.Errorf("claiming started the sandbox's init again (%d starts, %d before): the claim is not a warm one", got, startsBefore)
 	}
 	cold := spec
@@ -154,7 +154,7 @@ func TestWarmPoolClaimIsLikeAColdStart(t *testing.T) {
 	if got := sh(t, b, id, "cat /workspace/mine; hostname"); got != "kept\n"+id+"\n" {
 		t.Errorf("after a restart the claimed sandbox holds %q", got)
 	}
-	if got := b.Starts(id); got != startsBefore+1 {
+	if got := b.starts.Starts(id); got != startsBefore+1 {
 		t.Errorf("a restart counted %d starts, want %d", got, startsBefore+1)
 	}
 
@@ -227,9 +227,9 @@ func TestWarmPoolAcrossAgents(t *testing.T) {
 	if s := next.PoolStats(); s.Started != 1 {
 		t.Errorf("the next agent started %d pooled sandboxes, want 1 (for the dead one)", s.Started)
 	}
-	starts := next.Starts(claimed)
+	starts := next.starts.Starts(claimed)
 	startSandbox(t, next, backend.Spec{ID: claimed, Tenant: "team/bob"})
-	if next.Starts(claimed) != starts {
+	if next.starts.Starts(claimed) != starts {
 		t.Error("the claimed sandbox was started again when its tenant provisioned it")
 	}
 	if got := sh(t, next, claimed, "hostname"); got != claimed+"\n" {

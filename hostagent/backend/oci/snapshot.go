@@ -60,97 +60,61 @@ import (
 
 // snapshotFile is a snapshot's record, in its snapshot.json.
 type snapshotFile struct {
-	Info backend.SnapshotInfo `json:"info"`
-	// Source is the ID of the sandbox it was taken of.
-	Source string `json:"source"`
+	backend.SnapshotRecord
 	// RootUID is the host ID of the source's root: its files are owned by
 	// IDs from there, which a fork moves to its own range.
 	RootUID int `json:"rootUID"`
-	// Storage is the source's layer limits, which its image has.
-	Storage backend.Storage `json:"storage"`
 }
 
-var _ backend.Snapshotter = (*Backend)(nil)
-
-// snapshots is where the backend keeps its snapshots.
-func (b *Backend) snapshots() backend.SnapshotStore {
-	return backend.SnapshotStore{Dir: filepath.Join(b.opts.StateDir, "snapshots")}
+// snapshots is the backend's Snapshotter.
+func (b *Backend) snapshots() backend.Snapshots[snapshotFile] {
+	return backend.NewSnapshots(b.opts.StateDir, &b.locks, b.takeSnapshot)
 }
 
-// readSnapshot reads a whole snapshot's record.
-func (b *Backend) readSnapshot(snapID string) (snapshotFile, error) {
-	var f snapshotFile
-	err := b.snapshots().Read(snapID, &f)
-	return f, err
-}
-
-// Snapshot implements backend.Snapshotter.
-func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.SnapshotInfo, error) {
-	if err := backend.ValidateID(id); err != nil {
-		return backend.SnapshotInfo{}, err
-	}
-	if err := backend.ValidateID(snapID); err != nil {
-		return backend.SnapshotInfo{}, err
-	}
-	defer b.locks.Lock(id)()
-	defer b.locks.Lock(backend.SnapshotLockKey(snapID))()
-	if f, err := b.readSnapshot(snapID); err == nil {
-		return f.Info, nil
-	}
+// takeSnapshot copies sandbox id, its layer and where it can its memory,
+// into dir (backend.Snapshots.Take).
+func (b *Backend) takeSnapshot(ctx context.Context, id, dir string) (snapshotFile, error) {
 	sb, err := b.loadTenant(id)
 	if err != nil {
-		return backend.SnapshotInfo{}, err
+		return snapshotFile{}, err
 	}
 	// The layer's copy takes at most what the layer uses: the node keeps
 	// its reserve with it written.
 	if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve+b.layerUsed(sb)); err != nil {
-		return backend.SnapshotInfo{}, fmt.Errorf("oci: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
-	}
-	store := b.snapshots()
-	tmp, err := store.Begin(snapID)
-	if err != nil {
-		return backend.SnapshotInfo{}, err
+		return snapshotFile{}, fmt.Errorf("oci: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
 	}
 	root, _ := b.hostIDs(sb)
-	f := snapshotFile{
+	f := snapshotFile{RootUID: root, SnapshotRecord: backend.SnapshotRecord{
 		Source:  id,
-		RootUID: root,
 		Storage: b.storage(sb.spec.Storage),
 		Info: backend.SnapshotInfo{
 			Isolation:  backend.IsolationOf(sb.spec),
 			LayerBytes: b.storage(sb.spec.Storage).LayerBytes,
 		},
-	}
+	}}
 	switch cerr := b.checkpointable(sb); {
 	case cerr == nil:
 		f.Info.Memory = true
-		err = b.snapshotWithMemory(ctx, sb, tmp)
+		err = b.snapshotWithMemory(ctx, sb, dir)
 	case errors.Is(cerr, backend.ErrNotRunning) && b.Checkpointed(id):
 		// Suspended with its memory: the checkpoint and the layer are
 		// still already.
 		f.Info.Memory = true
-		err = backend.CopyPreserving(ctx, b.checkpointDir(id), filepath.Join(tmp, checkpointName))
+		err = backend.CopyPreserving(ctx, b.checkpointDir(id), filepath.Join(dir, checkpointName))
 		if err == nil {
-			err = b.copyLayer(ctx, sb, tmp)
+			err = b.copyLayer(ctx, sb, dir)
 		}
 	case errors.Is(cerr, backend.ErrNoCheckpoint), errors.Is(cerr, backend.ErrNotRunning):
 		f.Info.Note = cerr.Error()
 		if errors.Is(cerr, backend.ErrNotRunning) {
 			f.Info.Note = fmt.Sprintf("sandbox %s was not running: its files only", id)
 		}
-		err = b.snapshotFiles(ctx, sb, tmp)
+		err = b.snapshotFiles(ctx, sb, dir)
 	default:
 		err = cerr
 	}
-	if err == nil {
-		f.Info.Bytes = backend.DiskUsage(tmp)
-		err = store.Commit(snapID, tmp, f)
-	}
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return backend.SnapshotInfo{}, err
-	}
-	return f.Info, nil
+	f.Info.Bytes = backend.DiskUsage(dir)
+	return f, err
 }
 
 // snapshotWithMemory checkpoints sb, copies its checkpoint and layer to
@@ -234,22 +198,10 @@ func (b *Backend) layerUsed(sb *sandbox) int64 {
 	return backend.DiskUsage(filepath.Join(sb.dir, layerName+imageSuffix))
 }
 
-// DeleteSnapshot implements backend.Snapshotter.
-func (b *Backend) DeleteSnapshot(_ context.Context, snapID string) error {
-	if err := backend.ValidateID(snapID); err != nil {
-		return err
-	}
-	defer b.locks.Lock(backend.SnapshotLockKey(snapID))()
-	return b.snapshots().Delete(snapID)
-}
-
-// Snapshots implements backend.Snapshotter.
-func (b *Backend) Snapshots() ([]string, error) { return b.snapshots().List() }
-
 // fork makes sb, allocated for a spec with FromSnapshot and not yet
 // prepared, a copy of the snapshot's layer; finishFork completes it once
 // prepared. The caller holds sb's lock.
-func (b *Backend) fork(ctx context.Context, sb *sandbox, snap snapshotFile) error {
+func (b *Backend) fork(ctx context.Context, sb *sandbox, snap snapshotFile, snapDir string) error {
 	if got, want := backend.IsolationOf(sb.spec), snap.Info.Isolation; got != want {
 		return fmt.Errorf("oci: sandbox %s asks for isolation %s, but snapshot %s is of a sandbox with isolation %s: a fork runs with its snapshot's", sb.spec.ID, got, sb.spec.FromSnapshot, want)
 	}
@@ -257,7 +209,7 @@ func (b *Backend) fork(ctx context.Context, sb *sandbox, snap snapshotFile) erro
 	if b.opts.UnboundedStorage {
 		name = layerName
 	}
-	src := filepath.Join(b.snapshots().Path(sb.spec.FromSnapshot), name)
+	src := filepath.Join(snapDir, name)
 	if !backend.FileExists(src) {
 		return fmt.Errorf("oci: snapshot %s holds no %s: it was taken by an agent with other disk limits", sb.spec.FromSnapshot, name)
 	}
@@ -266,7 +218,7 @@ func (b *Backend) fork(ctx context.Context, sb *sandbox, snap snapshotFile) erro
 
 // finishFork moves the files of sb's layer, mounted by prepare, to sb's
 // host IDs, and gives sb the snapshot's memory to restore, if it has any.
-func (b *Backend) finishFork(ctx context.Context, sb *sandbox, snap snapshotFile) error {
+func (b *Backend) finishFork(ctx context.Context, sb *sandbox, snap snapshotFile, snapDir string) error {
 	root, _ := b.hostIDs(sb)
 	if err := shiftOwners(filepath.Join(sb.dir, layerName), snap.RootUID, root); err != nil {
 		return fmt.Errorf("oci: giving fork %s its files: %w", sb.spec.ID, err)
@@ -278,7 +230,7 @@ func (b *Backend) finishFork(ctx context.Context, sb *sandbox, snap snapshotFile
 	if err := os.RemoveAll(image); err != nil {
 		return err
 	}
-	if err := backend.CopyPreserving(ctx, filepath.Join(b.snapshots().Path(sb.spec.FromSnapshot), checkpointName), image); err != nil {
+	if err := backend.CopyPreserving(ctx, filepath.Join(snapDir, checkpointName), image); err != nil {
 		return err
 	}
 	return ensureFile(filepath.Join(image, forkMarker), 0o600)

@@ -49,7 +49,7 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 	eventually(t, "the counter to count past 5", func() error { return check(count() > 5) })
 
 	before := count()
-	info, err := b.Snapshot(ctx, src.ID, "snap-1")
+	info, err := b.snapshots().Snapshot(ctx, src.ID, "snap-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 		t.Fatalf("the source's counter after the snapshot: %q; want %s alive", got, pid)
 	}
 	eventually(t, "the source to count on", func() error { return check(count() > at+3) })
-	again, err := b.Snapshot(ctx, src.ID, "snap-1")
+	again, err := b.snapshots().Snapshot(ctx, src.ID, "snap-1")
 	if err != nil || again != info {
 		t.Fatalf("a second Snapshot under the same ID: %+v, %v; want the first's %+v", again, err, info)
 	}
@@ -70,7 +70,7 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 	forks := []string{"gv-fork-a", "gv-fork-b"}
 	for _, id := range forks {
 		startSandbox(t, b, backend.Spec{ID: id, Tenant: "t/" + id, Isolation: backend.IsolationGVisor, FromSnapshot: "snap-1"})
-		if got := b.Starts(id); got != 0 {
+		if got := b.starts.Starts(id); got != 0 {
 			t.Errorf("fork %s started its init %d times; want it restored, not started; its log:\n%s", id, got, tail(filepath.Join(b.sandboxDir(id), "init.log")))
 		}
 		fc := func() int {
@@ -97,10 +97,10 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 		}
 	}
 
-	if err := b.DeleteSnapshot(ctx, "snap-1"); err != nil {
+	if err := b.snapshots().DeleteSnapshot(ctx, "snap-1"); err != nil {
 		t.Fatal(err)
 	}
-	if ids, err := b.Snapshots(); err != nil || len(ids) != 0 {
+	if ids, err := b.snapshots().Snapshots(); err != nil || len(ids) != 0 {
 		t.Fatalf("snapshots after the delete: %v, %v", ids, err)
 	}
 	if got := sh(t, b, forks[0], "echo still"); got != "still\n" {
@@ -116,7 +116,7 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 	if err := b.Suspend(ctx, src.ID); err != nil {
 		t.Fatal(err)
 	}
-	info, err = b.Snapshot(ctx, src.ID, "snap-2")
+	info, err = b.snapshots().Snapshot(ctx, src.ID, "snap-2")
 	if err != nil || !info.Memory {
 		t.Fatalf("snapshot of a suspended sandbox: %+v, %v; want its memory", info, err)
 	}
@@ -124,8 +124,8 @@ func TestGVisorSnapshotAndFork(t *testing.T) {
 		t.Errorf("the snapshot woke the suspended sandbox, or took its checkpoint")
 	}
 	startSandbox(t, b, backend.Spec{ID: "gv-fork-d", Tenant: "t/d", Isolation: backend.IsolationGVisor, FromSnapshot: "snap-2"})
-	if got := strings.TrimSpace(sh(t, b, "gv-fork-d", "cat /tmp/counter.pid; kill -0 $(cat /tmp/counter.pid) && echo alive")); got != pid+"\nalive" || b.Starts("gv-fork-d") != 0 {
-		t.Errorf("a fork of a suspension: %q, %d starts; want the counter restored", got, b.Starts("gv-fork-d"))
+	if got := strings.TrimSpace(sh(t, b, "gv-fork-d", "cat /tmp/counter.pid; kill -0 $(cat /tmp/counter.pid) && echo alive")); got != pid+"\nalive" || b.starts.Starts("gv-fork-d") != 0 {
+		t.Errorf("a fork of a suspension: %q, %d starts; want the counter restored", got, b.starts.Starts("gv-fork-d"))
 	}
 }
 
@@ -140,7 +140,7 @@ func TestSnapshotFilesOnly(t *testing.T) {
 	// The tenant's symlinks point at the node's files, which moving a
 	// fork's files to its own IDs must not follow.
 	sh(t, b, id, "echo kept > ~/note; touch /tmp/scratch; ln -s /etc/passwd ~/passwd; ln -s "+b.sandboxDir(id)+" ~/host")
-	info, err := b.Snapshot(ctx, id, "snap-runc")
+	info, err := b.snapshots().Snapshot(ctx, id, "snap-runc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestSnapshotFilesOnly(t *testing.T) {
 	if got := sh(t, b, id, "cat ~/note"); got != "kept\n" {
 		t.Errorf("the source after its fork wrote: %q", got)
 	}
-	if got := b.Starts(fork.ID); got != 1 {
+	if got := b.starts.Starts(fork.ID); got != 1 {
 		t.Errorf("the fork of a files-only snapshot started %d times; want 1", got)
 	}
 

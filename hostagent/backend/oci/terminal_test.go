@@ -113,7 +113,7 @@ func TestTerminalJob(t *testing.T) {
 		// The agent goes: a new connection finds the same screen, and
 		// types on.
 		j.Close()
-		ac, err := guestexec.Control(b.JobConn).AttachJob(ctx, id, "tty-sh")
+		ac, err := guestexec.Control(b.jobConn).AttachJob(ctx, id, "tty-sh")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -120,18 +120,21 @@ type Backend struct {
 	// locks serialises the lifecycle operations on each sandbox.
 	locks  keyedmutex.Mutex
 	vms    map[string]*VM
-	starts map[string]uint64
+	starts backend.StartCount
 	// slots maps the VM users' slots in use to their sandboxes; read from
 	// the records on first use.
 	slots map[int]string
 	// closed: Close let go of the VMs for the next agent, and no call
 	// connects to them again.
 	closed bool
+
+	// caps are the Capabilities, filled in once (describe).
+	capsOnce sync.Once
+	caps     backend.Capabilities
 }
 
 var (
-	_ backend.Backend   = (*Backend)(nil)
-	_ backend.JobHolder = (*Backend)(nil)
+	_ backend.Backend = (*Backend)(nil)
 )
 
 // New checks opts and prepares the state directory. With no Accel it
@@ -196,7 +199,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	b := &Backend{
 		opts: opts, initrd: initrd.Bytes(), accel: opts.Accel, debugfs: debugfs,
 		dropped: os.Geteuid() == 0,
-		vms:     map[string]*VM{}, starts: map[string]uint64{},
+		vms:     map[string]*VM{},
 	}
 	if err := b.checkQEMU(ctx); err != nil {
 		return nil, err
@@ -324,10 +327,17 @@ func (b *Backend) Name() string { return "vm" }
 // append-only flag, and the signing key's immutable one, which only the
 // guest's root could clear.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{
+	b.capsOnce.Do(b.describe)
+	return b.caps
+}
+
+// describe fills in b.caps, once: the behaviours are made once, not at
+// every call.
+func (b *Backend) describe() {
+	b.caps = backend.Capabilities{
 		ProvesCleanup: true, AppendOnlyPile: true,
-		Prober: b, StartCounter: b, Dialer: b, JobHolder: b, StorageReporter: b, PileReader: b, FileServer: b, Describer: b,
-		Suspender: b, Snapshotter: b, SigningKeyHolder: b,
+		Prober: b, StartCounter: &b.starts, Dialer: b, StorageReporter: b, PileReader: b, FileServer: b, UsageMeter: b, Describer: b,
+		Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
 	}
 }
 
@@ -408,16 +418,9 @@ func (b *Backend) sandboxDir(id string) string {
 }
 
 func (b *Backend) load(id string) (*record, error) {
-	data, err := os.ReadFile(filepath.Join(b.sandboxDir(id), recordFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("vm: sandbox %s: %w", id, backend.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
 	var r record
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("vm: sandbox %s: %s: %w", id, recordFile, err)
+	if err := backend.ReadRecord(filepath.Join(b.sandboxDir(id), recordFile), "vm: sandbox "+id, &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }
@@ -649,9 +652,9 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err != nil {
 		return err
 	}
-	starts := b.Starts(spec.ID)
+	starts := b.starts.Starts(spec.ID)
 	v, err := b.running(ctx, rec, true)
-	if err != nil || b.Starts(spec.ID) != starts {
+	if err != nil || b.starts.Starts(spec.ID) != starts {
 		return err // a VM booted now has the spec's /etc already
 	}
 	// A VM that ran on: its /etc files follow the spec now, as a
@@ -750,9 +753,7 @@ func (b *Backend) boot(ctx context.Context, rec *record) (*VM, error) {
 		backend.AppendLog(filepath.Join(cfg.Dir, qemuLog), err.Error()+"\n")
 	}
 	if !restoring {
-		b.mu.Lock()
-		b.starts[id]++
-		b.mu.Unlock()
+		b.starts.Started(id)
 	}
 	bctx, cancel := context.WithTimeout(ctx, b.opts.BootTimeout)
 	defer cancel()
@@ -803,13 +804,6 @@ func (b *Backend) writeInitrd(rec *record, path string) error {
 		return cw.err
 	}
 	return b.writeOwn(path, buf.Bytes(), b.user(rec.Slot, false))
-}
-
-// Starts implements backend.StartCounter.
-func (b *Backend) Starts(id string) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.starts[id]
 }
 
 // Alive implements backend.Prober: whether the sandbox's QEMU runs.
@@ -1000,9 +994,10 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	return nil, fmt.Errorf("vm: starting command in sandbox %s: %w", id, err)
 }
 
-// JobConn implements backend.JobHolder: a stream to an idle shepherd of
-// the guest, which holds the job it is asked to start in the VM.
-func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
+// jobConn is a stream to an idle shepherd of the guest, which holds the
+// job it is asked to start in the VM (backend.JobHolder's JobConn); the
+// guest's init answers attachments and lists on the same agent port.
+func (b *Backend) jobConn(ctx context.Context, id string) (net.Conn, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
@@ -1017,22 +1012,11 @@ func (b *Backend) JobConn(ctx context.Context, id string) (net.Conn, error) {
 // init serves the call with the tenant's credentials (guestexec.File),
 // over a stream of the agent port.
 func (b *Backend) File(ctx context.Context, id string, call backend.FileCall) (backend.FileResult, error) {
-	conn, err := b.JobConn(ctx, id)
+	conn, err := b.jobConn(ctx, id)
 	if err != nil {
 		return backend.FileResult{}, err
 	}
 	return guestexec.File(ctx, conn, call)
-}
-
-// AttachJob implements backend.JobHolder over a stream of the agent
-// port, whose attachment the guest's init answers itself.
-func (b *Backend) AttachJob(ctx context.Context, id, jobID string) (net.Conn, error) {
-	return guestexec.Control(b.JobConn).AttachJob(ctx, id, jobID)
-}
-
-// ListJobs implements backend.JobHolder, as AttachJob.
-func (b *Backend) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
-	return guestexec.Control(b.JobConn).ListJobs(ctx, id)
 }
 
 // stream opens a connection to an idle shepherd of the sandbox's running

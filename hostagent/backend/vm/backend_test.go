@@ -80,7 +80,7 @@ func TestConcurrentCallsAfterRestart(t *testing.T) {
 			t.Errorf("a call after the restart: %v", err)
 		}
 	}
-	if n := second.Starts(spec.ID); n != 0 {
+	if n := second.starts.Starts(spec.ID); n != 0 {
 		t.Errorf("the new agent booted the VM %d times; it should have taken over the running one", n)
 	}
 }

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/backendtest/conformance"
+	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/internal/testbin"
 )
 

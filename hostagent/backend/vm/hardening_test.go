@@ -120,7 +120,7 @@ exec ` + realDebugfs + ` "$@"
 	// The tenant's signing key, installed before the first boot: into
 	// the image, at once.
 	key1, key2 := strings.Repeat("0123456789abcdef", 4), strings.Repeat("fedcba9876543210", 4)
-	if live, err := be.InstallSigningKey(ctx, spec.ID, []byte(key1)); err != nil || !live {
+	if live, err := be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, spec.ID, []byte(key1)); err != nil || !live {
 		t.Fatalf("InstallSigningKey before the first boot: %v, %v; want live", live, err)
 	}
 	if err := be.Start(ctx, spec.ID); err != nil {
@@ -288,7 +288,7 @@ exec ` + realDebugfs + ` "$@"
 			t.Fatalf("the key after the refusals: %q, want %q", got, want)
 		}
 		// While the VM runs, a new key waits for its next boot.
-		if live, err := be.InstallSigningKey(ctx, spec.ID, []byte(key2)); err != nil || live {
+		if live, err := be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, spec.ID, []byte(key2)); err != nil || live {
 			t.Fatalf("InstallSigningKey while the VM runs: %v, %v; want not live", live, err)
 		}
 		if got := sh("cat " + keyFile); got != key1 {

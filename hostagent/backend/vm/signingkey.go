@@ -28,7 +28,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/signingkey"
@@ -49,22 +48,13 @@ import (
 // keeps the pile keeps it too.
 const stagedKeyFile = "signing.key"
 
-var _ backend.SigningKeyHolder = (*Backend)(nil)
-
-// InstallSigningKey implements backend.SigningKeyHolder. A sandbox whose
-// VM is not running (provisioned, or stopped) has the key written into
+// installSigningKey is the backend's backend.KeyInstaller.Install. A
+// sandbox whose VM is not running (provisioned, or stopped) has the key written into
 // its pile's image at once, by the confined writer (writeSigningKey):
 // live, as its next processes, the first to exist, see it, and so does
 // PileFile. A running or suspended one has it kept for its next boot:
 // not live, and the pile holds the previous key until then.
-func (b *Backend) InstallSigningKey(_ context.Context, id string, key []byte) (bool, error) {
-	if err := backend.ValidateID(id); err != nil {
-		return false, err
-	}
-	if err := signingkey.Check(key); err != nil {
-		return false, fmt.Errorf("vm: sandbox %s: %w", id, err)
-	}
-	defer b.locks.Lock(id)()
+func (b *Backend) installSigningKey(_ context.Context, id string, key []byte) (bool, error) {
 	rec, err := b.load(id)
 	if err != nil {
 		return false, err

@@ -58,7 +58,7 @@ func TestSigningKeyInImage(t *testing.T) {
 			PileFiles: []string{"self.pile"}, StartTimeout: time.Minute,
 		},
 		debugfs: debugfs, dropped: os.Geteuid() == 0,
-		vms: map[string]*VM{}, starts: map[string]uint64{},
+		vms: map[string]*VM{},
 	}
 	ctx := context.Background()
 	spec := backend.Spec{ID: "keyed", Tenant: "t/keyed"}
@@ -72,11 +72,11 @@ func TestSigningKeyInImage(t *testing.T) {
 	}
 	key1, key2 := strings.Repeat("0123456789abcdef", 4), strings.Repeat("fedcba9876543210", 4)
 
-	if _, err := be.InstallSigningKey(ctx, "no-such-sandbox", []byte(key1)); !errors.Is(err, backend.ErrNotFound) {
+	if _, err := be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, "no-such-sandbox", []byte(key1)); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("a key for an unknown sandbox: %v, want ErrNotFound", err)
 	}
 	for _, bad := range []string{strings.ToUpper(key1), key1 + "\n", key1[:63], strings.Repeat("g", 64)} {
-		if _, err := be.InstallSigningKey(ctx, spec.ID, []byte(bad)); err == nil || strings.Contains(err.Error(), bad) {
+		if _, err := be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, spec.ID, []byte(bad)); err == nil || strings.Contains(err.Error(), bad) {
 			t.Errorf("the key %q: %v, want a refusal that does not repeat it", bad, err)
 		}
 	}
@@ -122,7 +122,7 @@ func TestSigningKeyInImage(t *testing.T) {
 		}
 	}
 
-	live, err := be.InstallSigningKey(ctx, spec.ID, []byte(key1))
+	live, err := be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, spec.ID, []byte(key1))
 	if err != nil || !live {
 		t.Fatalf("InstallSigningKey on a sandbox that never ran: %v, %v; want live", live, err)
 	}
@@ -135,7 +135,7 @@ func TestSigningKeyInImage(t *testing.T) {
 	if flags := stat().flags; flags&0x10 == 0 {
 		t.Fatalf("self.key's flags %#x: not immutable", flags)
 	}
-	if live, err := be.InstallSigningKey(ctx, spec.ID, []byte(key2)); err != nil || !live {
+	if live, err := be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, spec.ID, []byte(key2)); err != nil || !live {
 		t.Fatalf("InstallSigningKey over an immutable key: %v, %v; want live", live, err)
 	}
 	check(key2)

@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -36,64 +35,30 @@ import (
 // fork's disk is a copy of the snapshot's (sharing blocks where the
 // filesystem has reflinks) and it boots afresh over it.
 
-// snapshotFile is a snapshot's record, in its snapshot.json.
-type snapshotFile struct {
-	Info backend.SnapshotInfo `json:"info"`
-	// Source is the ID of the sandbox it is of.
-	Source string `json:"source"`
-	// Storage is the source's disk limits, which its image has.
-	Storage backend.Storage `json:"storage"`
+// snapshots is the backend's Snapshotter.
+func (b *Backend) snapshots() backend.Snapshots[backend.SnapshotRecord] {
+	return backend.NewSnapshots(b.opts.StateDir, &b.locks, b.takeSnapshot)
 }
 
-var _ backend.Snapshotter = (*Backend)(nil)
-
-// snapshots is where the backend keeps its snapshots.
-func (b *Backend) snapshots() backend.SnapshotStore {
-	return backend.SnapshotStore{Dir: filepath.Join(b.opts.StateDir, "snapshots")}
-}
-
-// Snapshot implements backend.Snapshotter.
-func (b *Backend) Snapshot(ctx context.Context, id, snapID string) (backend.SnapshotInfo, error) {
-	if err := backend.ValidateID(id); err != nil {
-		return backend.SnapshotInfo{}, err
-	}
-	if err := backend.ValidateID(snapID); err != nil {
-		return backend.SnapshotInfo{}, err
-	}
-	defer b.locks.Lock(id)()
-	defer b.locks.Lock(backend.SnapshotLockKey(snapID))()
-	store := b.snapshots()
-	var f snapshotFile
-	if err := store.Read(snapID, &f); err == nil {
-		return f.Info, nil
-	}
+// takeSnapshot copies sandbox id's disk into dir (backend.Snapshots.Take).
+func (b *Backend) takeSnapshot(ctx context.Context, id, dir string) (backend.SnapshotRecord, error) {
 	rec, err := b.load(id)
 	if err != nil {
-		return backend.SnapshotInfo{}, err
+		return backend.SnapshotRecord{}, err
 	}
 	disk := filepath.Join(b.sandboxDir(id), diskImage)
 	if err := backend.CheckReserve(b.opts.StateDir, b.opts.StorageReserve+backend.DiskUsage(disk)); err != nil {
-		return backend.SnapshotInfo{}, fmt.Errorf("vm: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
+		return backend.SnapshotRecord{}, fmt.Errorf("vm: snapshot of sandbox %s would take the node's free space below its reserve: %w", id, err)
 	}
-	tmp, err := store.Begin(snapID)
-	if err != nil {
-		return backend.SnapshotInfo{}, err
+	if err := b.copyDisk(ctx, rec, disk, filepath.Join(dir, diskImage)); err != nil {
+		return backend.SnapshotRecord{}, err
 	}
-	err = b.copyDisk(ctx, rec, disk, filepath.Join(tmp, diskImage))
-	f = snapshotFile{Source: id, Storage: rec.Storage, Info: backend.SnapshotInfo{
+	return backend.SnapshotRecord{Source: id, Storage: rec.Storage, Info: backend.SnapshotInfo{
 		Isolation:  backend.IsolationOf(rec.Spec),
 		LayerBytes: rec.Storage.LayerBytes,
-		Bytes:      backend.DiskUsage(tmp),
+		Bytes:      backend.DiskUsage(dir),
 		Note:       "a VM's snapshot keeps its disk, not its memory: its kernel holds its pile mounted, and each fork has a pile of its own",
-	}}
-	if err == nil {
-		err = store.Commit(snapID, tmp, f)
-	}
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return backend.SnapshotInfo{}, err
-	}
-	return f.Info, nil
+	}}, nil
 }
 
 // copyDisk copies the sandbox's disk to dst: a running guest syncs its
@@ -123,30 +88,17 @@ func (b *Backend) copyDisk(ctx context.Context, rec *record, disk, dst string) e
 	return err
 }
 
-// DeleteSnapshot implements backend.Snapshotter.
-func (b *Backend) DeleteSnapshot(_ context.Context, snapID string) error {
-	if err := backend.ValidateID(snapID); err != nil {
-		return err
-	}
-	defer b.locks.Lock(backend.SnapshotLockKey(snapID))()
-	return b.snapshots().Delete(snapID)
-}
-
-// Snapshots implements backend.Snapshotter.
-func (b *Backend) Snapshots() ([]string, error) { return b.snapshots().List() }
-
 // forkDisk gives a sandbox provisioned anew from snapshot snapID the
 // snapshot's disk, at dst, and returns its limits. The caller holds the
 // sandbox's lock.
 func (b *Backend) forkDisk(ctx context.Context, spec backend.Spec, dst string) (backend.Storage, error) {
-	defer b.locks.Lock(backend.SnapshotLockKey(spec.FromSnapshot))()
-	store := b.snapshots()
-	var snap snapshotFile
-	if err := store.Read(spec.FromSnapshot, &snap); err != nil {
+	snap, dir, unlock, err := b.snapshots().Open(spec.FromSnapshot)
+	if err != nil {
 		return backend.Storage{}, err
 	}
+	defer unlock()
 	if got, want := backend.IsolationOf(spec), snap.Info.Isolation; got != want {
 		return backend.Storage{}, fmt.Errorf("vm: sandbox %s asks for isolation %s, but snapshot %s is of one with %s", spec.ID, got, spec.FromSnapshot, want)
 	}
-	return snap.Storage, backend.CopyPreserving(ctx, filepath.Join(store.Path(spec.FromSnapshot), diskImage), dst)
+	return snap.Storage, backend.CopyPreserving(ctx, filepath.Join(dir, diskImage), dst)
 }

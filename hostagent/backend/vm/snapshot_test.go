@@ -64,7 +64,7 @@ func TestSnapshotAndFork(t *testing.T) {
 		}
 	}
 	run(src.ID, "mkdir -p /workspace/repo && echo code > /workspace/repo/main.go && echo base > ~/note")
-	info, err := be.Snapshot(ctx, src.ID, "vm-snap")
+	info, err := be.snapshots().Snapshot(ctx, src.ID, "vm-snap")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestSnapshotAndFork(t *testing.T) {
 	if got := run(src.ID, "cat ~/mine 2>/dev/null; true"); got != "" {
 		t.Errorf("the source sees the fork's file: %q", got)
 	}
-	if err := be.DeleteSnapshot(ctx, "vm-snap"); err != nil {
+	if err := be.snapshots().DeleteSnapshot(ctx, "vm-snap"); err != nil {
 		t.Fatal(err)
 	}
 	if got := run(fork.ID, "cat ~/mine"); got != "mine\n" {

@@ -93,15 +93,15 @@ func TestSuspendKeepsMemory(t *testing.T) {
 	if be.Alive(spec.ID) || !be.Checkpointed(spec.ID) {
 		t.Fatalf("after Suspend: alive %v, checkpointed %v; want no QEMU and a saved state", be.Alive(spec.ID), be.Checkpointed(spec.ID))
 	}
-	starts := be.Starts(spec.ID)
+	starts := be.starts.Starts(spec.ID)
 	start = time.Now()
 	if err := be.Start(ctx, spec.ID); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("restored in %s", time.Since(start))
-	if be.Starts(spec.ID) != starts || be.Checkpointed(spec.ID) {
+	if be.starts.Starts(spec.ID) != starts || be.Checkpointed(spec.ID) {
 		log, _ := os.ReadFile(filepath.Join(dir, "sandboxes", spec.ID, qemuLog))
-		t.Errorf("the restore booted the VM (starts %d, were %d) or kept its saved state (%v); qemu.log:\n%s", be.Starts(spec.ID), starts, be.Checkpointed(spec.ID), log)
+		t.Errorf("the restore booted the VM (starts %d, were %d) or kept its saved state (%v); qemu.log:\n%s", be.starts.Starts(spec.ID), starts, be.Checkpointed(spec.ID), log)
 	}
 	if got := run("cat /tmp/counter.pid; kill -0 $(cat /tmp/counter.pid) && echo alive; cat ~/note"); got != pid+"alive\nkept\n" {
 		t.Fatalf("after the restore: %q; want the counter's PID %s alive and the file", got, strings.TrimSpace(pid))
@@ -127,8 +127,8 @@ func TestSuspendKeepsMemory(t *testing.T) {
 	if err := be.Start(ctx, spec.ID); err != nil {
 		t.Fatal(err)
 	}
-	if be.Starts(spec.ID) != starts+1 {
-		t.Errorf("after a Stop the VM was not booted afresh (starts %d, were %d)", be.Starts(spec.ID), starts)
+	if be.starts.Starts(spec.ID) != starts+1 {
+		t.Errorf("after a Stop the VM was not booted afresh (starts %d, were %d)", be.starts.Starts(spec.ID), starts)
 	}
 	if got := run("cat ~/note; test -e /tmp/c && echo tmp-kept || echo tmp-fresh"); !strings.HasPrefix(got, "kept\n") {
 		t.Errorf("after a fresh boot: %q; want the home's file", got)

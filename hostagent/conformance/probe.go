@@ -46,7 +46,7 @@ func probeBinary(t testing.TB) (path string, data []byte) {
 	probeBuild.once.Do(func() {
 		p := &probeBuild
 		// Stripped, it is half the size: well below the 3 MiB a write takes.
-		p.path, p.err = testbin.Build("github.com/playground-dev/playground/hostagent/backend/backendtest/conformance/probe", "-ldflags=-s -w", "-trimpath")
+		p.path, p.err = testbin.Build("github.com/playground-dev/playground/hostagent/conformance/probe", "-ldflags=-s -w", "-trimpath")
 		if p.err == nil {
 			p.data, p.err = os.ReadFile(p.path)
 		}

@@ -23,8 +23,10 @@ limitations under the License.
 // the kernel is what a user meets (exec, files, jobs, sessions, restarts),
 // and directly where the contract is the backend's own (the doc comments of
 // backend.Backend and backend.Process: Kill's proof of cleanup, the errors
-// for expected states, Stop, Destroy). Its groups, each a subtest on a
-// fresh node so that any of them runs alone (go test -run
+// for expected states, Stop, Destroy). It lives above the kernel it
+// drives, not under backend/, so that no package of backend/ imports the
+// kernel (test/deps); each backend's tests import it. Its groups, each a
+// subtest on a fresh node so that any of them runs alone (go test -run
 // 'TestConformance/jobs'):
 //
 //   - lifecycle: unknown and stopped sandboxes say so, unsafe sandbox IDs
