@@ -163,6 +163,14 @@ func (meteredOnly) SandboxUsage(string, bool) (backend.SandboxUsage, bool) {
 	return backend.SandboxUsage{CPUSeconds: 1}, true
 }
 
+// Capabilities says it meters, as the vm backend's do, and offers no
+// Pauser.
+func (m meteredOnly) Capabilities() backend.Capabilities {
+	c := m.Fake.Capabilities()
+	c.UsageMeter, c.Pauser = m, nil
+	return c
+}
+
 // TestUsageLimitNeedsAFreezer: a backend whose usage is read but which
 // cannot freeze a sandbox refuses the calls of a tenant with usage
 // limits, as one that cannot read it does: its jobs would run on past
