@@ -17,6 +17,7 @@ limitations under the License.
 package agentapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -167,7 +168,7 @@ func TestBinaryRead(t *testing.T) {
 	}
 	body = func(w io.Writer) { _, _ = w.Write(append(header(len(data)), data...)) }
 	f, err := c.Read(context.Background(), "t", NewHandle(), "f", "")
-	if err != nil || string(f.Data) != string(data) || f.Path != "/home/f" || !f.EOF {
+	if err != nil || !bytes.Equal(f.Data, data) || f.Path != "/home/f" || !f.EOF {
 		t.Fatalf("read %+v, %v; want the bytes as sent", f, err)
 	}
 	for name, b := range map[string]func(w io.Writer){

@@ -610,7 +610,7 @@ func (b binaryExec) write(w http.ResponseWriter) error {
 	w.WriteHeader(http.StatusOK)
 	for _, p := range [][]byte{append(head, '\n'), r.Stdout, r.Stderr} {
 		if _, err := w.Write(p); err != nil {
-			return nil // the client went away
+			break // the client went away: no one to tell
 		}
 	}
 	return nil
@@ -684,8 +684,7 @@ func (s *Server) read(r *http.Request) (any, error) {
 	}
 	defer release()
 	ctx, handle := r.Context(), r.PathValue("handle")
-	switch {
-	case req.Digest:
+	if req.Digest {
 		d, err := s.agent.DigestFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
 		return wireDigest(d), err
 	}
@@ -716,10 +715,9 @@ func (b binaryRead) write(w http.ResponseWriter) error {
 	w.Header().Set("Content-Type", agentapi.ReadMediaType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(head)+1+len(data)))
 	w.WriteHeader(http.StatusOK)
-	for _, p := range [][]byte{append(head, '\n'), data} {
-		if _, err := w.Write(p); err != nil {
-			return nil // the client went away
-		}
+	// A failed write is a client gone away: no one to tell.
+	if _, werr := w.Write(append(head, '\n')); werr == nil {
+		_, _ = w.Write(data)
 	}
 	return nil
 }
