@@ -757,8 +757,10 @@ func TestNotReadySandboxSaysWhy(t *testing.T) {
 				t.Fatal(err)
 			}
 			cs := connect(t, g.url, tn.token, nil)
-			waitFor(t, "the gateway to see the sandbox", 10*time.Second, func() error {
-				if msg := resultText(call(t, cs, "open_session", map[string]any{})); strings.Contains(msg, "not been created yet") {
+			// The gateway's view sees the Sandbox's creation, then its
+			// status (a write of its own): wait for the status.
+			waitFor(t, "the gateway to see the sandbox's status", 10*time.Second, func() error {
+				if msg := resultText(call(t, cs, "open_session", map[string]any{})); strings.Contains(msg, "not been created yet") || strings.Contains(msg, "has not reported it yet") {
 					return fmt.Errorf("%w: %s", errNotYet, msg)
 				}
 				return nil
