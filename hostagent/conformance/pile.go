@@ -159,8 +159,15 @@ func testSigningKey(t *testing.T, n *node) {
 		// A process that runs through a live replacement runs on after it
 		// (a backend may hold the sandbox's processes still meanwhile).
 		Sh(t, be, sp.ID, "setsid sh -c 'while :; do echo tick >> /tmp/ticks; sleep 0.05; done' </dev/null >/dev/null 2>&1 &")
+		ticks := func() string { return Sh(t, be, sp.ID, "cat /tmp/ticks 2>/dev/null | wc -l") }
+		// The loop runs before the key is replaced: its first tick is written.
+		eventually(t, "the loop's first tick", func() error {
+			if ticks() == "0\n" {
+				return errors.New("no tick yet")
+			}
+			return nil
+		})
 		if install(t, key2) {
-			ticks := func() string { return Sh(t, be, sp.ID, "wc -l < /tmp/ticks") }
 			before := ticks()
 			eventually(t, "the ticks to go on after the key's replacement", func() error {
 				if now := ticks(); now == before {
