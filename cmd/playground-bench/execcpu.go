@@ -36,7 +36,6 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/childproc"
-	"github.com/playground-dev/playground/internal/controlplane"
 	"github.com/playground-dev/playground/internal/manifest"
 	"github.com/playground-dev/playground/internal/mcpclient"
 	"github.com/playground-dev/playground/mcpgateway/tools"
@@ -69,27 +68,11 @@ func execCPU(ctx context.Context, opts options, n int, out io.Writer) (_ []row, 
 		}
 		os.RemoveAll(state)
 	}()
-	// Sandboxes' unprivileged roots traverse the path to their bundles.
-	if err := os.Chmod(state, 0o711); err != nil {
-		return nil, err
-	}
-	crds, err := filepath.Abs("config/crd/bases")
-	if err != nil {
-		return nil, err
-	}
-	policies, err := filepath.Abs("config/admission")
-	if err != nil {
-		return nil, err
-	}
-	cp, err := controlplane.Start(controlplane.Options{AssetsDir: opts.controlPlane, CRDDirs: []string{crds}, AdmissionDirs: []string{policies}})
+	cp, kubeconfig, err := startControlPlane(opts, state)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = cp.Stop() }()
-	kubeconfig := filepath.Join(state, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		return nil, err
-	}
 	c, err := newClient(cp.Config)
 	if err != nil {
 		return nil, err

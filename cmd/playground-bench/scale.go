@@ -72,27 +72,11 @@ func scale(ctx context.Context, opts options, n, pool int, out io.Writer) (_ []r
 		}
 		os.RemoveAll(state)
 	}()
-	// Sandboxes' unprivileged roots traverse the path to their bundles.
-	if err := os.Chmod(state, 0o711); err != nil {
-		return nil, err
-	}
-	crds, err := filepath.Abs("config/crd/bases")
-	if err != nil {
-		return nil, err
-	}
-	policies, err := filepath.Abs("config/admission")
-	if err != nil {
-		return nil, err
-	}
-	cp, err := controlplane.Start(controlplane.Options{AssetsDir: opts.controlPlane, CRDDirs: []string{crds}, AdmissionDirs: []string{policies}})
+	cp, kubeconfig, err := startControlPlane(opts, state)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = cp.Stop() }()
-	kubeconfig := filepath.Join(state, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		return nil, err
-	}
 	c, err := newClient(cp.Config)
 	if err != nil {
 		return nil, err
@@ -454,4 +438,32 @@ func profileBurst(ctx context.Context, cfg *rest.Config, pprof map[string]string
 		wg.Wait()
 		return errs
 	}
+}
+
+// startControlPlane starts a control plane with Playground's CRDs and
+// admission policies for a benchmark whose components run as processes
+// over state (made traversable: sandboxes' unprivileged roots reach their
+// bundles through it), and writes its kubeconfig there.
+func startControlPlane(opts options, state string) (_ *controlplane.ControlPlane, kubeconfig string, err error) {
+	if err := os.Chmod(state, 0o711); err != nil {
+		return nil, "", err
+	}
+	crds, err := filepath.Abs("config/crd/bases")
+	if err != nil {
+		return nil, "", err
+	}
+	policies, err := filepath.Abs("config/admission")
+	if err != nil {
+		return nil, "", err
+	}
+	cp, err := controlplane.Start(controlplane.Options{AssetsDir: opts.controlPlane, CRDDirs: []string{crds}, AdmissionDirs: []string{policies}})
+	if err != nil {
+		return nil, "", err
+	}
+	kubeconfig = filepath.Join(state, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		_ = cp.Stop()
+		return nil, "", err
+	}
+	return cp, kubeconfig, nil
 }
