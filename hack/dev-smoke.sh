@@ -221,7 +221,12 @@ done
 # The metrics the banner prints: the gateway counted the smoke test's calls.
 echo
 metrics=$(sed -n 's/^  metrics: *\(http[^ ]*\).*/\1/p' "$devlog" | tail -n 1)
-if [ -n "$metrics" ] && curl -fsS "$metrics" | grep -q '^playground_gateway_tool_calls_total{.*tool="exec".*} [1-9]'; then
+# The page is read whole before it is searched: with pipefail, `curl | grep -q`
+# fails whenever grep finds its line and leaves before curl has written the
+# rest of a page larger than a pipe (curl: (23) Failure writing output).
+scrape=""
+[ -z "$metrics" ] || scrape=$(curl -fsS "$metrics") || scrape=""
+if grep -q '^playground_gateway_tool_calls_total{.*tool="exec".*} [1-9]' <<<"$scrape"; then
 	log "PASS  the metrics at $metrics count the smoke test's exec calls"
 else
 	log "FAIL  the metrics ${metrics:-(none printed)} do not count the smoke test's exec calls"
