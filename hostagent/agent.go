@@ -14,15 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package hostagent is the execution kernel of a node: the sandboxes this
-// node serves, the session handles open on them, synchronous commands,
-// background jobs and file transfer, all on top of one backend. The agent
-// API (hostagent/agentapi) exposes it to the gateway; the node-local
-// reconciler drives its sandboxes from the Sandbox resources.
-//
-// Every call names the tenant, and the agent checks that the sandbox,
-// handle or job belongs to it; a caller asking for another tenant's gets the
-// same answer as for one that does not exist.
 package hostagent
 
 import (
