@@ -163,6 +163,13 @@ func (meteredOnly) SandboxUsage(string, bool) (backend.SandboxUsage, bool) {
 	return backend.SandboxUsage{CPUSeconds: 1}, true
 }
 
+// Capabilities names the meter: the agent probes for no interface.
+func (m meteredOnly) Capabilities() backend.Capabilities {
+	c := m.Fake.Capabilities()
+	c.UsageMeter = m
+	return c
+}
+
 // TestUsageLimitNeedsAFreezer: a backend whose usage is read but which
 // cannot freeze a sandbox refuses the calls of a tenant with usage
 // limits, as one that cannot read it does: its jobs would run on past
