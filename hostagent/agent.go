@@ -23,7 +23,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -122,6 +121,8 @@ type Agent struct {
 	jobs     *jobs.Manager
 	clock    jobs.Clock
 	opts     Options
+	// keys is the signing-key service (signingkey.go).
+	keys *SigningKeys
 	// execDuration is exec's latency by outcome (metrics.go).
 	execDuration *prometheus.HistogramVec
 	// sleeps and wakes count idle suspensions and time their resumes.
@@ -146,18 +147,9 @@ type Agent struct {
 	// take over (Pending), by ID: calls for them are answered as
 	// unavailable, with why, rather than as for a sandbox not here.
 	pending map[string]pendingSandbox
-	// startKeys are the signing keys to write into sandboxes' piles
-	// before they start (SetStartSigningKey), by ID.
-	startKeys map[string][]byte
 	// blank are the sandboxes ClaimWarm handed out that no Ensure has
 	// taken yet, by ID: they hold no job to adopt.
 	blank map[string]bool
-	// keyWaiting counts the calls waiting for a signing key now.
-	keyWaiting atomic.Int64
-	// keyAwaited are the sandboxes whose calls wait for their signing
-	// key (ExpectSigningKey), by ID: each channel is closed once the
-	// sandbox's pile holds a key.
-	keyAwaited map[string]chan struct{}
 	// calls numbers the calls in progress (sandbox.inflight).
 	calls uint64
 }
@@ -190,12 +182,6 @@ type sandbox struct {
 	// snapshots counts the snapshots in progress (snapshot.go): a
 	// checkpoint takes the sandbox away for a moment, which is not its end.
 	snapshots int
-	// key is what its pile holds as its signing key, once read
-	// (signingkey.go); a start and an install read it again.
-	key *signingKeyHeld
-	// keyReads counts the invalidations of key, so that a read that an
-	// install overtook is not kept.
-	keyReads int
 
 	// Idle suspension (idle.go): the policy, the calls in progress and
 	// the last one's end, whether it sleeps, and transit, held by a sleep
@@ -283,7 +269,7 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	book.keepCharged = jm.Limits().RetainedPerTenant
-	return &Agent{
+	a := &Agent{
 		usage:         book,
 		backends:      opts.Backends,
 		jobs:          jm,
@@ -300,7 +286,32 @@ func New(opts Options) (*Agent, error) {
 		handles:       map[string]*handle{},
 		perTenant:     map[string]int{},
 		pending:       map[string]pendingSandbox{},
-	}, nil
+	}
+	a.keys = newSigningKeys(a, opts.SigningKeyWait)
+	return a, nil
+}
+
+// SigningKeys is the agent's signing-key service.
+func (a *Agent) SigningKeys() *SigningKeys { return a.keys }
+
+// served is the spec and backend of a sandbox this agent serves.
+func (a *Agent) served(id string) (backend.Spec, backend.Backend, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sandboxes[id]
+	if !ok {
+		return backend.Spec{}, nil, false
+	}
+	return s.spec, s.be, true
+}
+
+// pendingTakeover says whether sandbox id is still to be taken over by an
+// agent that just started (Pending).
+func (a *Agent) pendingTakeover(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.pending[id]
+	return ok
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -498,7 +509,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		if err := be.Provision(ctx, spec); err != nil {
 			return false, fmt.Errorf("provisioning sandbox %s: %w", spec.ID, err)
 		}
-		if key, err = a.installStartKey(ctx, be, spec.ID); err != nil {
+		if key, err = a.keys.installStartKey(ctx, be, spec.ID); err != nil {
 			return false, err
 		}
 		if err := be.Start(ctx, spec.ID); err != nil {
@@ -507,7 +518,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 	case errors.Is(err, backend.ErrNotRunning):
 		a.jobs.EndSandbox(spec.ID, why, false)
 		dead = true
-		if key, err = a.installStartKey(ctx, be, spec.ID); err != nil {
+		if key, err = a.keys.installStartKey(ctx, be, spec.ID); err != nil {
 			return false, err
 		}
 		if err := be.Start(ctx, spec.ID); err != nil {
@@ -568,19 +579,13 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 			a.unfreezeLocked(s)
 		}
 		s.unadopted = false // adopted above, or gone with its processes
-		if dead || key != nil {
-			s.key, s.keyReads = key, s.keyReads+1 // a key installed for the next start is in now
-		}
-		if key != nil {
-			a.keyArrivedLocked(spec.ID)
-		}
+		// A key installed for the next start is in now.
+		a.keys.started(spec.ID, key, dead)
 		a.noteStateLocked(s)
 		return dead, nil
 	}
-	if key != nil {
-		a.keyArrivedLocked(spec.ID)
-	}
-	s = &sandbox{spec: spec, be: be, key: key, unadopted: frozen}
+	a.keys.track(spec.ID, key)
+	s = &sandbox{spec: spec, be: be, unadopted: frozen}
 	setLimitedLocked(s, frozen)
 	a.sandboxes[spec.ID] = s
 	a.noteStateLocked(s)
@@ -678,6 +683,7 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 	} else {
 		s = &sandbox{spec: spec, be: be, suspended: true}
 		a.sandboxes[id] = s
+		a.keys.track(id, nil)
 	}
 	a.mu.Unlock()
 	// Its state is noted once the suspension is done: with its memory or
@@ -770,7 +776,7 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 	delete(a.blank, id)
 	a.settlePendingLocked(id)
 	delete(a.pending, id)
-	a.keyArrivedLocked(id) // its waiting calls find it gone
+	a.keys.forget(id) // its waiting calls find it gone
 	a.mu.Unlock()
 	// Its jobs go with it, read or not: a deleted tenant holds no slot.
 	a.jobs.EndSandbox(id, "the sandbox was deleted", true)
@@ -918,7 +924,7 @@ func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, err
 	if err := a.waitPending(ctx, tenant, sandboxID); err != nil {
 		return Handle{}, err
 	}
-	if err := a.waitSigningKey(ctx, tenant, sandboxID); err != nil {
+	if err := a.keys.waitFor(ctx, tenant, sandboxID); err != nil {
 		return Handle{}, err
 	}
 	if a.servesTenant(tenant, sandboxID) {

@@ -189,7 +189,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(spec), "spec")
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(idle), "idle")
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(c.a.frozenCount()), "usage_limit")
-	gauge(keyWaitingDesc, float64(c.a.keyWaiting.Load()))
+	gauge(keyWaitingDesc, float64(c.a.keys.waitingCalls()))
 	c.a.execDuration.Collect(ch)
 	c.a.sleeps.Collect(ch)
 	c.a.wakes.Collect(ch)

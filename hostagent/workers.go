@@ -89,7 +89,7 @@ func (a *Agent) SetWorker(ctx context.Context, sandboxID string, w *WorkerSpec) 
 		token = base64.RawURLEncoding.EncodeToString(b[:])
 	}
 	// The worker is the tenant's process: it starts with the key in.
-	if err := a.waitSigningKey(ctx, "", sandboxID); err != nil {
+	if err := a.keys.waitFor(ctx, "", sandboxID); err != nil {
 		return err
 	}
 	return sup.SetWorker(ctx, sandboxID, &backend.Worker{Argv: w.Argv, Env: w.Env, Token: token, Port: w.Port})

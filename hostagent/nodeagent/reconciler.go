@@ -115,6 +115,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		client:   mgr.GetClient(),
 		reader:   mgr.GetAPIReader(),
 		agent:    agent,
+		signing:  agent.SigningKeys(),
 		ids:      ids,
 		node:     opts.NodeName,
 		endpoint: endpoint,
@@ -166,6 +167,8 @@ type sandboxReconciler struct {
 	client client.Client
 	reader client.Reader // the API server itself, for the start-up list
 	agent  *hostagent.Agent
+	// signing is the agent's signing-key service.
+	signing signingKeys
 	// ids says which sandbox ID each Sandbox of the node has.
 	ids      *sandboxids.Registry
 	node     string
@@ -322,18 +325,18 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		if sbx.Status.SigningKey == nil {
 			// None reported yet: whatever the pile holds is read after
 			// Ensure, and the calls wait for it meanwhile.
-			r.agent.ExpectSigningKey(spec.ID, true)
+			r.signing.ExpectSigningKey(spec.ID, true)
 		}
 		if !keyLater {
 			key := r.keys.keyOrWait(sbx.UID)
 			if key == nil && prev == nil {
 				return r.waitForKey(ctx, sbx, r.keyWaitFor(sbx))
 			}
-			r.agent.SetStartSigningKey(spec.ID, key)
-			defer r.agent.SetStartSigningKey(spec.ID, nil)
+			r.signing.SetStartSigningKey(spec.ID, key)
+			defer r.signing.SetStartSigningKey(spec.ID, nil)
 		}
 	} else {
-		r.agent.ExpectSigningKey(spec.ID, false)
+		r.signing.ExpectSigningKey(spec.ID, false)
 	}
 	ensure := func() {
 		if restart {
