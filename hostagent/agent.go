@@ -123,6 +123,8 @@ type Agent struct {
 	opts     Options
 	// keys is the signing-key service (signingkey.go).
 	keys *SigningKeys
+	// snaps is the snapshot service (snapshot.go).
+	snaps *Snapshots
 	// execDuration is exec's latency by outcome (metrics.go).
 	execDuration *prometheus.HistogramVec
 	// sleeps and wakes count idle suspensions and time their resumes.
@@ -179,9 +181,6 @@ type sandbox struct {
 	// restartUnreported: an Ensure found it dead, or started it again, and
 	// then failed; the next Ensure that succeeds reports the restart.
 	restartUnreported bool
-	// snapshots counts the snapshots in progress (snapshot.go): a
-	// checkpoint takes the sandbox away for a moment, which is not its end.
-	snapshots int
 
 	// Idle suspension (idle.go): the policy, the calls in progress and
 	// the last one's end, whether it sleeps, and transit, held by a sleep
@@ -288,11 +287,15 @@ func New(opts Options) (*Agent, error) {
 		pending:       map[string]pendingSandbox{},
 	}
 	a.keys = newSigningKeys(a, opts.SigningKeyWait)
+	a.snaps = newSnapshots(a, a, opts.Logger)
 	return a, nil
 }
 
 // SigningKeys is the agent's signing-key service.
 func (a *Agent) SigningKeys() *SigningKeys { return a.keys }
+
+// Snapshots is the agent's snapshot service.
+func (a *Agent) Snapshots() *Snapshots { return a.snaps }
 
 // served is the spec and backend of a sandbox this agent serves.
 func (a *Agent) served(id string) (backend.Spec, backend.Backend, bool) {
@@ -467,7 +470,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		}
 	}
 	// Suspended or asleep, its processes are stopped or saved on purpose.
-	dead := served && !s.suspended && !s.asleep && s.snapshots == 0 && !aliveOn(s.be, spec.ID)
+	dead := served && !s.suspended && !s.asleep && !a.snaps.taking(spec.ID) && !aliveOn(s.be, spec.ID)
 	if served && s.limited && !dead {
 		// Frozen for its usage limit: it stays so; the limiter thaws it.
 		s.spec = spec
@@ -802,7 +805,7 @@ func (a *Agent) Serves(id string) bool {
 func (a *Agent) Alive(id string) bool {
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
-	suspended := ok && (s.suspended || s.asleep || s.snapshots > 0) // written under the lock by Ensure, Suspend, sleep and Snapshot
+	suspended := ok && (s.suspended || s.asleep || a.snaps.taking(id)) // written under the lock by Ensure, Suspend and sleep
 	a.mu.Unlock()
 	if !ok || suspended {
 		return true // not served here, or stopped on purpose: nothing is to run

@@ -532,3 +532,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 	}
 	return errors.Join(errs...)
 }
+
+// parkBriefly parks sandbox id's held jobs for a moment (a checkpoint):
+// see jobs.Manager.ParkSandboxBriefly.
+func (a *Agent) parkBriefly(id string) (unpark func()) { return a.jobs.ParkSandboxBriefly(id) }

@@ -273,7 +273,8 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 	a.mu.Lock()
 	served := a.sandboxes[s.spec.ID] == s
 	spec, be := s.spec, s.be
-	limited, suspended, asleep, paused, snapshots := s.limited, s.suspended, s.asleep, s.paused, s.snapshots
+	limited, suspended, asleep, paused := s.limited, s.suspended, s.asleep, s.paused
+	snapshotting := a.snaps.taking(spec.ID)
 	a.mu.Unlock()
 	if !served {
 		return now.Add(every)
@@ -310,7 +311,7 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 	p := be.Capabilities().Pauser
 	next := now.Add(every)
 	switch {
-	case spent && !limited && p != nil && !suspended && snapshots == 0 && (!asleep || paused):
+	case spent && !limited && p != nil && !suspended && !snapshotting && (!asleep || paused):
 		if asleep {
 			// Paused for idleness already: frozen for its limit now, so
 			// that no call wakes it.
@@ -326,7 +327,7 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 			a.opts.Logger.Error(err, "Freezing a sandbox that spent its CPU limit; tried again", "sandbox", id)
 			return now.Add(time.Second)
 		}
-	case spent && snapshots > 0 && !limited:
+	case spent && snapshotting && !limited:
 		return now.Add(100 * time.Millisecond) // after the snapshot
 	case !spent && limited:
 		if err := a.thaw(ctx, s, spec, be, thaws); err != nil {
@@ -511,6 +512,18 @@ func (a *Agent) limitRefusalLocked(s *sandbox) error {
 		return nil
 	}
 	return r.refusal(s.spec.Tenant, s.limited, s.be.Capabilities().Pauser != nil)
+}
+
+// limitRefusal is the answer to a call that would reach sandbox id while
+// its usage limit is spent, or it is frozen for it (nil: none), and
+// whether it is frozen.
+func (a *Agent) limitRefusal(id string) (frozen bool, refusal error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.sandboxes[id]; ok {
+		return s.limited, a.limitRefusalLocked(s)
+	}
+	return false, nil
 }
 
 // frozenRefusal is the answer to a call caught in progress by the freeze

@@ -112,14 +112,15 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		return nil, nil, fmt.Errorf("nodeagent: %w", err)
 	}
 	r := &sandboxReconciler{
-		client:   mgr.GetClient(),
-		reader:   mgr.GetAPIReader(),
-		agent:    agent,
-		signing:  agent.SigningKeys(),
-		ids:      ids,
-		node:     opts.NodeName,
-		endpoint: endpoint,
-		recorder: eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
+		client:    mgr.GetClient(),
+		reader:    mgr.GetAPIReader(),
+		agent:     agent,
+		signing:   agent.SigningKeys(),
+		snapshots: agent.Snapshots(),
+		ids:       ids,
+		node:      opts.NodeName,
+		endpoint:  endpoint,
+		recorder:  eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
 	}
 	drift := make(chan event.GenericEvent, 256)
 	r.queue = drift
@@ -169,6 +170,8 @@ type sandboxReconciler struct {
 	agent  *hostagent.Agent
 	// signing is the agent's signing-key service.
 	signing signingKeys
+	// snapshots is the agent's snapshot service.
+	snapshots snapshotTaker
 	// ids says which sandbox ID each Sandbox of the node has.
 	ids      *sandboxids.Registry
 	node     string
