@@ -125,6 +125,8 @@ type Agent struct {
 	keys *SigningKeys
 	// snaps is the snapshot service (snapshot.go).
 	snaps *Snapshots
+	// workers is the worker service (workers.go).
+	workers *Workers
 	// execDuration is exec's latency by outcome (metrics.go).
 	execDuration *prometheus.HistogramVec
 	// sleeps and wakes count idle suspensions and time their resumes.
@@ -288,6 +290,7 @@ func New(opts Options) (*Agent, error) {
 	}
 	a.keys = newSigningKeys(a, opts.SigningKeyWait)
 	a.snaps = newSnapshots(a, a, opts.Logger)
+	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: a}
 	return a, nil
 }
 
@@ -297,15 +300,36 @@ func (a *Agent) SigningKeys() *SigningKeys { return a.keys }
 // Snapshots is the agent's snapshot service.
 func (a *Agent) Snapshots() *Snapshots { return a.snaps }
 
-// served is the spec and backend of a sandbox this agent serves.
-func (a *Agent) served(id string) (backend.Spec, backend.Backend, bool) {
+// Workers is the agent's worker service.
+func (a *Agent) Workers() *Workers { return a.workers }
+
+// callGate is what a service that runs something in a sandbox, or reaches
+// it, asks before it does: the usage service whether its limit lets it
+// (chargeable), the calls service to wake it and count the call in
+// progress (awaken, whose context a freeze for the limit ends).
+type callGate interface {
+	chargeable(ctx context.Context, spec backend.Spec, be backend.Backend) error
+	awaken(ctx context.Context, id string) (context.Context, func(), error)
+}
+
+// sandboxView is what the sandboxes service tells the other services of
+// a sandbox it serves.
+type sandboxView struct {
+	spec backend.Spec
+	be   backend.Backend
+	// suspended: stopped by Suspend until the next Ensure.
+	suspended bool
+}
+
+// served is a sandbox this agent serves.
+func (a *Agent) served(id string) (sandboxView, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s, ok := a.sandboxes[id]
 	if !ok {
-		return backend.Spec{}, nil, false
+		return sandboxView{}, false
 	}
-	return s.spec, s.be, true
+	return sandboxView{spec: s.spec, be: s.be, suspended: s.suspended}, true
 }
 
 // pendingTakeover says whether sandbox id is still to be taken over by an

@@ -60,8 +60,7 @@ type SigningKeys struct {
 // keySandboxes is what the signing-key service asks of the sandboxes
 // service.
 type keySandboxes interface {
-	// served is the spec and backend of a sandbox this agent serves.
-	served(id string) (backend.Spec, backend.Backend, bool)
+	served(id string) (sandboxView, bool)
 	// pendingTakeover says whether sandbox id is still to be taken over
 	// by an agent that just started.
 	pendingTakeover(id string) bool
@@ -96,16 +95,16 @@ func (k *SigningKeys) SetSigningKey(ctx context.Context, tenant, sandboxID strin
 	if err := signingkey.Check(key); err != nil {
 		return "", false, errorf(CodeInvalid, "%v", err)
 	}
-	spec, be, ok := k.sandboxes.served(sandboxID)
+	sbx, ok := k.sandboxes.served(sandboxID)
 	switch {
 	case !ok && k.sandboxes.pendingTakeover(sandboxID):
 		return "", false, errorf(CodeUnavailable, "sandbox %s is not taken over yet by this agent, which just started: try again", sandboxID)
-	case !ok || spec.Tenant != tenant:
+	case !ok || sbx.spec.Tenant != tenant:
 		return "", false, errorf(CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
 	}
-	holder := be.Capabilities().SigningKeyHolder
+	holder := sbx.be.Capabilities().SigningKeyHolder
 	if holder == nil {
-		return "", false, errorf(CodeInvalid, "the %s backend of sandbox %s keeps no signing key", spec.Backend, sandboxID)
+		return "", false, errorf(CodeInvalid, "the %s backend of sandbox %s keeps no signing key", sbx.spec.Backend, sandboxID)
 	}
 	live, err = holder.InstallSigningKey(ctx, sandboxID, key)
 	if errors.Is(err, backend.ErrNotFound) {
@@ -143,8 +142,8 @@ func (k *SigningKeys) SigningKey(id string) (fingerprint, publicKey string) {
 // A pile that cannot be read now (its VM is between starts) is read again
 // next time.
 func (k *SigningKeys) of(id string) signingKeyHeld {
-	_, be, ok := k.sandboxes.served(id)
-	if !ok || be.Capabilities().SigningKeyHolder == nil {
+	sbx, ok := k.sandboxes.served(id)
+	if !ok || sbx.be.Capabilities().SigningKeyHolder == nil {
 		return signingKeyHeld{}
 	}
 	k.mu.Lock()
@@ -161,7 +160,7 @@ func (k *SigningKeys) of(id string) signingKeyHeld {
 	reads := st.reads
 	k.mu.Unlock()
 	var held signingKeyHeld
-	data, err := backend.ReadPileFile(be, id, guestapi.SigningKeyFile)
+	data, err := backend.ReadPileFile(sbx.be, id, guestapi.SigningKeyFile)
 	switch {
 	case err == nil:
 		held = signingKeyHeld{fingerprint: signingkey.Fingerprint(data), publicKey: signingkey.PublicKey(data)}
@@ -222,7 +221,7 @@ func (k *SigningKeys) waitFor(ctx context.Context, tenant, id string) error {
 	if ch == nil {
 		return nil
 	}
-	if spec, _, ok := k.sandboxes.served(id); tenant != "" && (!ok || spec.Tenant != tenant) {
+	if sbx, ok := k.sandboxes.served(id); tenant != "" && (!ok || sbx.spec.Tenant != tenant) {
 		return nil // not the tenant's: answered as such further on
 	}
 	k.waiting.Add(1)

@@ -47,7 +47,7 @@ type Snapshots struct {
 type snapshotSandboxes interface {
 	Backends() []backend.Backend
 	backendFor(spec backend.Spec) (backend.Backend, error)
-	served(id string) (backend.Spec, backend.Backend, bool)
+	served(id string) (sandboxView, bool)
 }
 
 // snapshotCalls is what the snapshot service asks of the services that
@@ -117,7 +117,7 @@ func (sn *Snapshots) Snapshot(ctx context.Context, spec backend.Spec, snapID str
 	// While its checkpoint takes it away, the sandbox is not dead: an
 	// Ensure meanwhile does not end its jobs or report a restart (it waits
 	// for the backend's lock, and finds it restored).
-	if _, _, ok := sn.sandboxes.served(spec.ID); ok {
+	if _, ok := sn.sandboxes.served(spec.ID); ok {
 		defer sn.begin(spec.ID)()
 	}
 	defer sn.calls.parkBriefly(spec.ID)()

@@ -53,10 +53,12 @@ import (
 
 // Server serves the agent API of one Agent.
 type Server struct {
-	agent  *hostagent.Agent
-	log    logr.Logger
-	budget *budget.Limiter
-	limits httpserve.Limits
+	agent *hostagent.Agent
+	// workers is the agent's worker service, for the relay.
+	workers workerDialer
+	log     logr.Logger
+	budget  *budget.Limiter
+	limits  httpserve.Limits
 	// identities authenticates callers by their Kubernetes identity (nil:
 	// shared tokens only) and decides which tenants a user may act as.
 	identities IdentityAuth
@@ -93,7 +95,7 @@ func NewServer(agent *hostagent.Agent, log logr.Logger, tokens ...string) *Serve
 		log = logr.Discard()
 	}
 	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
-	s := &Server{agent: agent, log: log, budget: lim, limits: DefaultHTTPLimits()}
+	s := &Server{agent: agent, workers: agent.Workers(), log: log, budget: lim, limits: DefaultHTTPLimits()}
 	s.SetTokens(tokens...)
 	return s
 }

@@ -117,6 +117,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		agent:     agent,
 		signing:   agent.SigningKeys(),
 		snapshots: agent.Snapshots(),
+		workers:   agent.Workers(),
 		ids:       ids,
 		node:      opts.NodeName,
 		endpoint:  endpoint,
@@ -172,6 +173,8 @@ type sandboxReconciler struct {
 	signing signingKeys
 	// snapshots is the agent's snapshot service.
 	snapshots snapshotTaker
+	// workers is the agent's worker service.
+	workers workerSupervisor
 	// ids says which sandbox ID each Sandbox of the node has.
 	ids      *sandboxids.Registry
 	node     string
