@@ -127,6 +127,10 @@ type Agent struct {
 	snaps *Snapshots
 	// workers is the worker service (workers.go).
 	workers *Workers
+	// files is the file service (files.go).
+	files *Files
+	// spans makes the spans of the calls' time in sandboxes.
+	spans sandboxSpans
 	// execDuration is exec's latency by outcome (metrics.go).
 	execDuration *prometheus.HistogramVec
 	// sleeps and wakes count idle suspensions and time their resumes.
@@ -283,6 +287,7 @@ func New(opts Options) (*Agent, error) {
 		freezeLatency: newFreezeLatency(),
 		limitKick:     make(chan struct{}, 1),
 		stateChanges:  make(chan string, stateChangesBuffer),
+		spans:         sandboxSpans{tp: opts.Tracer},
 		sandboxes:     map[string]*sandbox{},
 		handles:       map[string]*handle{},
 		perTenant:     map[string]int{},
@@ -291,6 +296,7 @@ func New(opts Options) (*Agent, error) {
 	a.keys = newSigningKeys(a, opts.SigningKeyWait)
 	a.snaps = newSnapshots(a, a, opts.Logger)
 	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: a}
+	a.files = &Files{sessions: a, calls: a, spans: a.spans, maxBytes: opts.MaxFileBytes, timeout: opts.FileTimeout}
 	return a, nil
 }
 
@@ -302,6 +308,9 @@ func (a *Agent) Snapshots() *Snapshots { return a.snaps }
 
 // Workers is the agent's worker service.
 func (a *Agent) Workers() *Workers { return a.workers }
+
+// Files is the agent's file service.
+func (a *Agent) Files() *Files { return a.files }
 
 // callGate is what a service that runs something in a sandbox, or reaches
 // it, asks before it does: the usage service whether its limit lets it

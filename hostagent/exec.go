@@ -106,7 +106,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 		return ExecResult{}, err
 	}
 	defer done()
-	ctx, span := a.sandboxSpan(ctx, "sandbox exec", spec.ID, be)
+	ctx, span := a.spans.start(ctx, "sandbox exec", spec.ID, be)
 	defer func() {
 		if err == nil {
 			span.SetAttributes(attribute.Int("process.exit.code", res.ExitCode), attribute.Bool("playground.timed_out", res.TimedOut))
@@ -123,7 +123,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 		if frozenCause(ctx) {
 			return ExecResult{}, a.frozenRefusal(spec.ID)
 		}
-		return ExecResult{}, a.execError(err)
+		return ExecResult{}, execError(err)
 	}
 	waitCtx := ctx
 	if req.Timeout > 0 {
@@ -173,7 +173,9 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	return out.result(st, true), nil
 }
 
-func (a *Agent) execError(err error) error {
+// execError is the answer to a command, or a file call, that its
+// sandbox's backend failed or refused.
+func execError(err error) error {
 	switch {
 	case errors.Is(err, backend.ErrInvalidRequest):
 		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
@@ -269,7 +271,7 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 		// starting another would run it twice.
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "this agent has not yet taken over the jobs the sandbox holds, among which the job of this idempotency_key may be: retry shortly")
 	}
-	ctx, span := a.sandboxSpan(ctx, "sandbox job start", spec.ID, be)
+	ctx, span := a.spans.start(ctx, "sandbox job start", spec.ID, be)
 	defer func() {
 		span.SetAttributes(attribute.String("playground.job", info.ID))
 		endSpan(span, err)
@@ -312,13 +314,13 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 			if frozenCause(ctx) {
 				return nil, a.frozenRefusal(sandboxID)
 			}
-			return nil, a.execError(atLimit(err))
+			return nil, execError(atLimit(err))
 		}
 		j, err := guestexec.StartJob(sctx, conn, req, js)
 		err = atLimit(err)
 		switch {
 		case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
-			return nil, a.execError(err) // refused: nothing started
+			return nil, execError(err) // refused: nothing started
 		case err != nil && frozenCause(ctx):
 			a.releaseAtThaw(sandboxID, func(ctx context.Context) {
 				if err := jobs.Release(ctx, attach, js.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
@@ -328,7 +330,7 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 			return nil, a.frozenRefusal(sandboxID)
 		case err != nil:
 			a.releaseUnstarted(attach, js.ID)
-			return nil, a.execError(err)
+			return nil, execError(err)
 		}
 		return j, nil
 	}

@@ -54,8 +54,10 @@ import (
 // Server serves the agent API of one Agent.
 type Server struct {
 	agent *hostagent.Agent
-	// workers is the agent's worker service, for the relay.
+	// workers is the agent's worker service, for the relay; files its
+	// file service.
 	workers workerDialer
+	files   fileService
 	log     logr.Logger
 	budget  *budget.Limiter
 	limits  httpserve.Limits
@@ -79,6 +81,17 @@ type Server struct {
 	tracer trace.Tracer
 }
 
+// fileService is what the server asks of the kernel's file service
+// (hostagent.Files).
+type fileService interface {
+	ReadFile(ctx context.Context, tenant, handleID, filePath, cwd string) (hostagent.FileContent, error)
+	ReadFileRange(ctx context.Context, tenant, handleID, filePath, cwd string, r hostagent.Range) (hostagent.FileContent, error)
+	DigestFile(ctx context.Context, tenant, handleID, filePath, cwd string) (hostagent.FileDigest, error)
+	WriteFile(ctx context.Context, tenant, handleID, filePath, cwd string, data []byte) (hostagent.FileInfo, error)
+	WriteFileAt(ctx context.Context, tenant, handleID, filePath, cwd string, offset int64, data []byte) (hostagent.FileInfo, error)
+	AppendFile(ctx context.Context, tenant, handleID, filePath, cwd string, data []byte) (hostagent.FileInfo, error)
+}
+
 // IdentityAuth authenticates callers and authorizes their tenants;
 // KubeAuth is the one for clusters.
 type IdentityAuth interface {
@@ -95,7 +108,7 @@ func NewServer(agent *hostagent.Agent, log logr.Logger, tokens ...string) *Serve
 		log = logr.Discard()
 	}
 	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
-	s := &Server{agent: agent, workers: agent.Workers(), log: log, budget: lim, limits: DefaultHTTPLimits()}
+	s := &Server{agent: agent, workers: agent.Workers(), files: agent.Files(), log: log, budget: lim, limits: DefaultHTTPLimits()}
 	s.SetTokens(tokens...)
 	return s
 }
@@ -688,14 +701,14 @@ func (s *Server) read(r *http.Request) (any, error) {
 	ctx, handle := r.Context(), r.PathValue("handle")
 	switch {
 	case req.Digest:
-		d, err := s.agent.DigestFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
+		d, err := s.files.DigestFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
 		return wireDigest(d), err
 	}
 	var f hostagent.FileContent
 	if req.Ranged() {
-		f, err = s.agent.ReadFileRange(ctx, req.Tenant, handle, req.Path, req.Cwd, kernelRange(req))
+		f, err = s.files.ReadFileRange(ctx, req.Tenant, handle, req.Path, req.Cwd, kernelRange(req))
 	} else {
-		f, err = s.agent.ReadFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
+		f, err = s.files.ReadFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
 	}
 	if err == nil && accepts(r, agentapi.ReadMediaType) {
 		return binaryRead{wireFileContent(f)}, nil
@@ -743,11 +756,11 @@ func (s *Server) write(r *http.Request) (any, error) {
 	var f hostagent.FileInfo
 	switch {
 	case req.Append:
-		f, err = s.agent.AppendFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
+		f, err = s.files.AppendFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
 	case req.Offset != nil:
-		f, err = s.agent.WriteFileAt(ctx, req.Tenant, handle, req.Path, req.Cwd, *req.Offset, req.Data)
+		f, err = s.files.WriteFileAt(ctx, req.Tenant, handle, req.Path, req.Cwd, *req.Offset, req.Data)
 	default:
-		f, err = s.agent.WriteFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
+		f, err = s.files.WriteFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
 	}
 	return wireFileInfo(f), err
 }

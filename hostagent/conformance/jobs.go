@@ -53,7 +53,7 @@ func testJobs(t *testing.T, n *node) {
 		_, _ = rand.Read(bin)
 		text := []byte(strings.Repeat("héllo wörld ✓ 𝄞\n", 20000))
 		for path, data := range map[string][]byte{"bin": bin, "text": text} {
-			if _, err := s.agent.WriteFile(context.Background(), s.tenant, s.handle, path, "", data); err != nil {
+			if _, err := s.agent.Files().WriteFile(context.Background(), s.tenant, s.handle, path, "", data); err != nil {
 				t.Fatal(err)
 			}
 		}

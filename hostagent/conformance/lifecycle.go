@@ -106,8 +106,11 @@ func testLifecycle(t *testing.T, n *node) {
 				_, err := n.agent.StartJob(ctx, s.tenant, h, hostagent.ExecRequest{Command: "true"})
 				return err
 			},
-			"ReadFile":    func(h string) error { _, err := n.agent.ReadFile(ctx, s.tenant, h, "f", ""); return err },
-			"WriteFile":   func(h string) error { _, err := n.agent.WriteFile(ctx, s.tenant, h, "f", "", []byte("x")); return err },
+			"ReadFile": func(h string) error { _, err := n.agent.Files().ReadFile(ctx, s.tenant, h, "f", ""); return err },
+			"WriteFile": func(h string) error {
+				_, err := n.agent.Files().WriteFile(ctx, s.tenant, h, "f", "", []byte("x"))
+				return err
+			},
 			"Renew":       func(h string) error { _, err := n.agent.Renew(s.tenant, h); return err },
 			"CloseHandle": func(h string) error { return n.agent.CloseHandle(ctx, s.tenant, h) },
 		}
