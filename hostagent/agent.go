@@ -129,6 +129,8 @@ type Agent struct {
 	workers *Workers
 	// files is the file service (files.go).
 	files *Files
+	// pools is the warm-pool service (pool.go).
+	pools *Pools
 	// spans makes the spans of the calls' time in sandboxes.
 	spans sandboxSpans
 	// execDuration is exec's latency by outcome (metrics.go).
@@ -155,9 +157,6 @@ type Agent struct {
 	// take over (Pending), by ID: calls for them are answered as
 	// unavailable, with why, rather than as for a sandbox not here.
 	pending map[string]pendingSandbox
-	// blank are the sandboxes ClaimWarm handed out that no Ensure has
-	// taken yet, by ID: they hold no job to adopt.
-	blank map[string]bool
 	// calls numbers the calls in progress (sandbox.inflight).
 	calls uint64
 }
@@ -296,6 +295,7 @@ func New(opts Options) (*Agent, error) {
 	a.keys = newSigningKeys(a, opts.SigningKeyWait)
 	a.snaps = newSnapshots(a, a, opts.Logger)
 	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: a}
+	a.pools = newPools(a)
 	a.files = &Files{sessions: a, calls: a, spans: a.spans, maxBytes: opts.MaxFileBytes, timeout: opts.FileTimeout}
 	return a, nil
 }
@@ -311,6 +311,9 @@ func (a *Agent) Workers() *Workers { return a.workers }
 
 // Files is the agent's file service.
 func (a *Agent) Files() *Files { return a.files }
+
+// Pools is the agent's warm-pool service.
+func (a *Agent) Pools() *Pools { return a.pools }
 
 // callGate is what a service that runs something in a sandbox, or reaches
 // it, asks before it does: the usage service whether its limit lets it
@@ -511,8 +514,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		return false, nil
 	}
 	unadopted := served && s.unadopted
-	blank := a.blank[spec.ID]
-	delete(a.blank, spec.ID)
+	blank := a.pools.takeBlank(spec.ID)
 	// Frozen for its usage limit when the last agent process stopped: a
 	// restart of the agent does not thaw it (limits.go).
 	keepFrozen := !served && be.Capabilities().Pauser != nil && a.usage.frozen(spec.ID)
@@ -809,7 +811,7 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 		bes = a.backends
 	}
 	delete(a.sandboxes, id)
-	delete(a.blank, id)
+	a.pools.takeBlank(id)
 	a.settlePendingLocked(id)
 	delete(a.pending, id)
 	a.keys.forget(id) // its waiting calls find it gone

@@ -520,7 +520,7 @@ func Run(ctx context.Context, opts Options) error {
 						// come before blank ones. A graceful stop takes the
 						// blank ones with it.
 						task{"warm pools", func(ctx context.Context) error {
-							return agent.RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok }, opts.ShutdownGrace)
+							return agent.Pools().RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok }, opts.ShutdownGrace)
 						}},
 					)
 				}},

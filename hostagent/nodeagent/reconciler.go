@@ -118,6 +118,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		signing:   agent.SigningKeys(),
 		snapshots: agent.Snapshots(),
 		workers:   agent.Workers(),
+		pools:     agent.Pools(),
 		ids:       ids,
 		node:      opts.NodeName,
 		endpoint:  endpoint,
@@ -175,6 +176,8 @@ type sandboxReconciler struct {
 	snapshots snapshotTaker
 	// workers is the agent's worker service.
 	workers workerSupervisor
+	// pools is the agent's warm-pool service.
+	pools warmPools
 	// ids says which sandbox ID each Sandbox of the node has.
 	ids      *sandboxids.Registry
 	node     string
@@ -197,6 +200,13 @@ type sandboxReconciler struct {
 	// request must restart the sandbox once, not once per stale read.
 	mu       sync.Mutex
 	answered map[string]string
+}
+
+// warmPools is what the reconciler asks of the kernel's warm-pool
+// service (hostagent.Pools).
+type warmPools interface {
+	ClaimWarm(spec backend.Spec) (id string, ok bool)
+	UnclaimWarm(spec backend.Spec, id string)
 }
 
 // restartRequested says whether sbx asks for a restart not yet answered.
@@ -241,12 +251,12 @@ func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (id string
 	spec := specOf("", sbx)
 	id, used, err := r.ids.AssignFrom(ownerOf(sbx), func() string {
 		if len(sbx.Bundles()) == 0 && sbx.Spec.FromSnapshot == "" {
-			warm, _ = r.agent.ClaimWarm(spec)
+			warm, _ = r.pools.ClaimWarm(spec)
 		}
 		return warm
 	})
 	if warm != "" && !used {
-		r.agent.UnclaimWarm(spec, warm)
+		r.pools.UnclaimWarm(spec, warm)
 	}
 	return id, warm != "" && used && err == nil, err
 }
