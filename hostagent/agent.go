@@ -29,7 +29,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -131,6 +130,8 @@ type Agent struct {
 	files *Files
 	// pools is the warm-pool service (pool.go).
 	pools *Pools
+	// sessions is the sessions service (sessions.go).
+	sessions *Sessions
 	// spans makes the spans of the calls' time in sandboxes.
 	spans sandboxSpans
 	// execDuration is exec's latency by outcome (metrics.go).
@@ -150,9 +151,7 @@ type Agent struct {
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox // by sandbox ID
 	// usage is the book of what sandboxes spent (usage.go).
-	usage     *usageBook
-	handles   map[string]*handle // by handle ID
-	perTenant map[string]int     // open handles per tenant
+	usage *usageBook
 	// pending are the sandboxes an agent that just started has still to
 	// take over (Pending), by ID: calls for them are answered as
 	// unavailable, with why, rather than as for a sandbox not here.
@@ -179,8 +178,7 @@ const pendingWait = 10 * time.Second
 type sandbox struct {
 	spec backend.Spec
 	// be is the backend that runs it, the one its Spec.Backend names.
-	be      backend.Backend
-	handles int
+	be backend.Backend
 	// suspended: stopped by Suspend; Ensure starts it again.
 	suspended bool
 	// restartUnreported: an Ensure found it dead, or started it again, and
@@ -217,19 +215,6 @@ type sandbox struct {
 	slept       bool
 	keptMemory  bool
 	wakeNoticed bool
-}
-
-type handle struct {
-	id, tenant, sandboxID string
-	opened, expires       time.Time
-}
-
-// Handle is an open session on a sandbox: a lease that expires unless used
-// or renewed within the TTL.
-type Handle struct {
-	ID        string
-	SandboxID string
-	Expires   time.Time
 }
 
 // New returns an agent on opts.Backends.
@@ -288,15 +273,14 @@ func New(opts Options) (*Agent, error) {
 		stateChanges:  make(chan string, stateChangesBuffer),
 		spans:         sandboxSpans{tp: opts.Tracer},
 		sandboxes:     map[string]*sandbox{},
-		handles:       map[string]*handle{},
-		perTenant:     map[string]int{},
 		pending:       map[string]pendingSandbox{},
 	}
 	a.keys = newSigningKeys(a, opts.SigningKeyWait)
 	a.snaps = newSnapshots(a, a, opts.Logger)
 	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: a}
 	a.pools = newPools(a)
-	a.files = &Files{sessions: a, calls: a, spans: a.spans, maxBytes: opts.MaxFileBytes, timeout: opts.FileTimeout}
+	a.sessions = newSessions(a, a.keys, a, jm, opts)
+	a.files = &Files{sessions: a.sessions, calls: a, spans: a.spans, maxBytes: opts.MaxFileBytes, timeout: opts.FileTimeout}
 	return a, nil
 }
 
@@ -315,13 +299,22 @@ func (a *Agent) Files() *Files { return a.files }
 // Pools is the agent's warm-pool service.
 func (a *Agent) Pools() *Pools { return a.pools }
 
+// Sessions is the agent's sessions service.
+func (a *Agent) Sessions() *Sessions { return a.sessions }
+
 // callGate is what a service that runs something in a sandbox, or reaches
 // it, asks before it does: the usage service whether its limit lets it
 // (chargeable), the calls service to wake it and count the call in
 // progress (awaken, whose context a freeze for the limit ends).
 type callGate interface {
+	awakener
 	chargeable(ctx context.Context, spec backend.Spec, be backend.Backend) error
-	awaken(ctx context.Context, id string) (context.Context, func(), error)
+}
+
+// awakener is the calls service's: awaken counts a call to sandbox id in
+// progress, waking it first if it sleeps, until done.
+type awakener interface {
+	awaken(ctx context.Context, id string) (_ context.Context, done func(), err error)
 }
 
 // sandboxView is what the sandboxes service tells the other services of
@@ -712,7 +705,7 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 		a.jobs.UnparkSandbox(id)
 	}
 	a.mu.Lock()
-	a.dropHandlesLocked(id)
+	a.sessions.dropSandbox(id)
 	s, ok = a.sandboxes[id]
 	if ok {
 		s.spec, s.suspended, s.asleep, s.paused = spec, true, false, false
@@ -803,7 +796,7 @@ func (a *Agent) Checkpointed(spec backend.Spec) bool {
 // destroyed on whichever backend has it.
 func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 	a.mu.Lock()
-	a.dropHandlesLocked(id)
+	a.sessions.dropSandbox(id)
 	var bes []backend.Backend
 	if s, ok := a.sandboxes[id]; ok {
 		bes = []backend.Backend{s.be}
@@ -864,17 +857,6 @@ func aliveOn(be backend.Backend, id string) bool {
 		return p.Alive(id)
 	}
 	return true
-}
-
-// OpenHandles is the number of session handles open on a sandbox.
-func (a *Agent) OpenHandles(id string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.expireLocked()
-	if s, ok := a.sandboxes[id]; ok {
-		return s.handles
-	}
-	return 0
 }
 
 // Pending records the sandboxes (ID to tenant) that an agent that just
@@ -953,209 +935,4 @@ func (a *Agent) pendingErrorLocked(tenant, sandboxID string) error {
 		return errorf(CodeUnavailable, "your sandbox is being taken over by its node's agent, which restarted: retry in a few seconds")
 	}
 	return nil
-}
-
-// Open opens a session handle on the tenant's sandbox. A sandbox that an
-// agent that just started is still taking over is waited for, a while;
-// so is one whose signing key is expected and not in yet.
-func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, error) {
-	if err := a.waitPending(ctx, tenant, sandboxID); err != nil {
-		return Handle{}, err
-	}
-	if err := a.keys.waitFor(ctx, tenant, sandboxID); err != nil {
-		return Handle{}, err
-	}
-	if a.servesTenant(tenant, sandboxID) {
-		// Opening a session is a call: a sleeping sandbox wakes for it.
-		_, done, err := a.awaken(ctx, sandboxID)
-		if err != nil {
-			return Handle{}, err
-		}
-		defer done()
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.expireLocked()
-	s, ok := a.sandboxes[sandboxID]
-	if !ok || s.spec.Tenant != tenant {
-		// The ID is not quoted: it is the caller's, of any shape.
-		return Handle{}, errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
-	}
-	if s.suspended {
-		return Handle{}, errorf(CodeUnavailable, "tenant %s is suspended: its sandbox is stopped (its files are kept) until an operator clears spec.suspended on the Tenant", tenant)
-	}
-	if n := a.perTenant[tenant]; n >= a.opts.MaxHandlesPerTenant {
-		return Handle{}, errorf(CodeExhausted, "tenant %s has %d open session handles (limit %d): close unused ones with close_session, or let them expire after %s unused",
-			tenant, n, a.opts.MaxHandlesPerTenant, a.opts.HandleTTL)
-	}
-	if len(a.handles) >= a.opts.MaxHandles {
-		return Handle{}, errorf(CodeExhausted, "this node has %d open session handles (limit %d): retry later", len(a.handles), a.opts.MaxHandles)
-	}
-	now := a.clock.Now()
-	h := &handle{id: agentapi.NewHandle(), tenant: tenant, sandboxID: sandboxID, opened: now, expires: now.Add(a.opts.HandleTTL)}
-	a.handles[h.id] = h
-	a.perTenant[tenant]++
-	s.handles++
-	return Handle{ID: h.id, SandboxID: sandboxID, Expires: h.expires}, nil
-}
-
-// servesTenant says whether sandboxID is one of tenant's that this agent
-// serves.
-func (a *Agent) servesTenant(tenant, sandboxID string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sandboxes[sandboxID]
-	return ok && s.spec.Tenant == tenant
-}
-
-// Activity is what a tenant has open in its sandbox: its session handles
-// and the jobs it can still poll or cancel.
-type Activity struct {
-	Handles []HandleInfo
-	Jobs    []jobs.JobInfo
-}
-
-// HandleInfo is an open handle as a listing shows it: LastUsed is when a
-// call last used or renewed it.
-type HandleInfo struct {
-	Handle
-	Opened, LastUsed time.Time
-}
-
-// Activity lists the tenant's open handles and jobs in its sandbox, oldest
-// first: the operator's view of what holds the tenant's bounds (handles
-// and retained jobs). A sandbox that is not the tenant's is not found, as
-// for Open.
-func (a *Agent) Activity(ctx context.Context, tenant, sandboxID string) (Activity, error) {
-	if err := a.waitPending(ctx, tenant, sandboxID); err != nil {
-		return Activity{}, err
-	}
-	a.mu.Lock()
-	a.expireLocked()
-	s, ok := a.sandboxes[sandboxID]
-	if !ok || s.spec.Tenant != tenant {
-		a.mu.Unlock()
-		return Activity{}, errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
-	}
-	var act Activity
-	for _, h := range a.handles {
-		if h.tenant == tenant && h.sandboxID == sandboxID {
-			act.Handles = append(act.Handles, HandleInfo{
-				Handle:   Handle{ID: h.id, SandboxID: h.sandboxID, Expires: h.expires},
-				Opened:   h.opened,
-				LastUsed: h.expires.Add(-a.opts.HandleTTL),
-			})
-		}
-	}
-	a.mu.Unlock()
-	slices.SortFunc(act.Handles, func(x, y HandleInfo) int {
-		if c := x.Opened.Compare(y.Opened); c != 0 {
-			return c
-		}
-		return strings.Compare(x.ID, y.ID)
-	})
-	act.Jobs = a.jobs.List(tenant, sandboxID)
-	return act, nil
-}
-
-// Renew extends a handle's lease.
-func (a *Agent) Renew(tenant, handleID string) (Handle, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	h, err := a.useLocked(tenant, handleID)
-	if err != nil {
-		return Handle{}, err
-	}
-	return Handle{ID: h.id, SandboxID: h.sandboxID, Expires: h.expires}, nil
-}
-
-// CloseHandle releases a handle. When the last handle of a sandbox goes, the
-// sandbox is detached; its files and processes stay.
-func (a *Agent) CloseHandle(ctx context.Context, tenant, handleID string) error {
-	a.mu.Lock()
-	h, err := a.useLocked(tenant, handleID)
-	if err != nil {
-		a.mu.Unlock()
-		return err
-	}
-	last := a.dropHandleLocked(handleID, h)
-	a.mu.Unlock()
-	if be := a.backendOf(h.sandboxID); last && be != nil {
-		if err := be.Detach(ctx, h.sandboxID); err != nil && !errors.Is(err, backend.ErrNotFound) {
-			return fmt.Errorf("detaching sandbox %s: %w", h.sandboxID, err)
-		}
-	}
-	return nil
-}
-
-// useLocked resolves a handle of the tenant and renews its lease. It is
-// where every call naming a handle enters: one not of the shape the agent
-// issues is not found, like any unknown one.
-func (a *Agent) useLocked(tenant, handleID string) (*handle, error) {
-	if !agentapi.ValidHandle(handleID) {
-		return nil, HandleNotFound()
-	}
-	a.expireLocked()
-	h, ok := a.handles[handleID]
-	if !ok || h.tenant != tenant {
-		return nil, HandleNotFound()
-	}
-	h.expires = a.clock.Now().Add(a.opts.HandleTTL)
-	return h, nil
-}
-
-// dropHandleLocked removes a handle and reports whether it was its
-// sandbox's last.
-func (a *Agent) dropHandleLocked(id string, h *handle) bool {
-	delete(a.handles, id)
-	decr(a.perTenant, h.tenant)
-	if s, ok := a.sandboxes[h.sandboxID]; ok {
-		s.handles--
-		return s.handles == 0
-	}
-	return false
-}
-
-// dropHandlesLocked drops every handle of a sandbox.
-func (a *Agent) dropHandlesLocked(sandboxID string) {
-	for hid, h := range a.handles {
-		if h.sandboxID == sandboxID {
-			a.dropHandleLocked(hid, h)
-		}
-	}
-}
-
-// expireLocked drops handles past their lease. The handle map is bounded,
-// so a scan per call is cheap next to the command it precedes.
-func (a *Agent) expireLocked() {
-	now := a.clock.Now()
-	for id, h := range a.handles {
-		if now.After(h.expires) {
-			a.dropHandleLocked(id, h)
-		}
-	}
-}
-
-// resolve returns the sandbox behind a tenant's handle and its backend,
-// renewing the lease.
-func (a *Agent) resolve(tenant, handleID string) (backend.Spec, backend.Backend, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	h, err := a.useLocked(tenant, handleID)
-	if err != nil {
-		return backend.Spec{}, nil, err
-	}
-	s, ok := a.sandboxes[h.sandboxID]
-	if !ok || s.suspended {
-		return backend.Spec{}, nil, HandleNotFound()
-	}
-	return s.spec, s.be, nil
-}
-
-func decr(m map[string]int, k string) {
-	if m[k] <= 1 {
-		delete(m, k)
-		return
-	}
-	m[k]--
 }

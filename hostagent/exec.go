@@ -93,7 +93,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	if req.IdempotencyKey != "" {
 		return ExecResult{}, errorf(CodeInvalid, "exec takes no idempotency key (a command that ran is not run again by a key): start a job with job_exec to retry a start safely")
 	}
-	spec, be, err := a.resolve(tenant, handleID)
+	spec, be, err := a.sessions.resolve(tenant, handleID)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -247,7 +247,7 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if err := validExec(&req, a.opts.MaxFileBytes); err != nil {
 		return jobs.JobInfo{}, err
 	}
-	spec, be, err := a.resolve(tenant, handleID)
+	spec, be, err := a.sessions.resolve(tenant, handleID)
 	if err != nil {
 		return jobs.JobInfo{}, err
 	}

@@ -67,7 +67,7 @@ func TestWriteToThePileSaysWhy(t *testing.T) {
 		if err := a.Ensure(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
-		h, err := a.Open(ctx, spec.Tenant, spec.ID)
+		h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestRangedCallsCheckFirst(t *testing.T) {
 	if err := a.Ensure(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestRangedReadAnswers(t *testing.T) {
 	if err := a.Ensure(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

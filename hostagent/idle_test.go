@@ -77,7 +77,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute})
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestRuntimeStates(t *testing.T) {
 		t.Fatalf("a new sandbox's state was announced: %v", ids)
 	}
 	a.SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute})
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,7 @@ func TestUsageLimitNeedsAFreezer(t *testing.T) {
 	if err := a.Ensure(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,12 +55,13 @@ import (
 type Server struct {
 	agent *hostagent.Agent
 	// workers is the agent's worker service, for the relay; files its
-	// file service.
-	workers workerDialer
-	files   fileService
-	log     logr.Logger
-	budget  *budget.Limiter
-	limits  httpserve.Limits
+	// file service, sessions its sessions service.
+	workers  workerDialer
+	files    fileService
+	sessions sessionService
+	log      logr.Logger
+	budget   *budget.Limiter
+	limits   httpserve.Limits
 	// identities authenticates callers by their Kubernetes identity (nil:
 	// shared tokens only) and decides which tenants a user may act as.
 	identities IdentityAuth
@@ -92,6 +93,15 @@ type fileService interface {
 	AppendFile(ctx context.Context, tenant, handleID, filePath, cwd string, data []byte) (hostagent.FileInfo, error)
 }
 
+// sessionService is what the server asks of the kernel's sessions
+// service (hostagent.Sessions).
+type sessionService interface {
+	Open(ctx context.Context, tenant, sandboxID string) (hostagent.Handle, error)
+	Activity(ctx context.Context, tenant, sandboxID string) (hostagent.Activity, error)
+	Renew(tenant, handleID string) (hostagent.Handle, error)
+	CloseHandle(ctx context.Context, tenant, handleID string) error
+}
+
 // IdentityAuth authenticates callers and authorizes their tenants;
 // KubeAuth is the one for clusters.
 type IdentityAuth interface {
@@ -108,7 +118,7 @@ func NewServer(agent *hostagent.Agent, log logr.Logger, tokens ...string) *Serve
 		log = logr.Discard()
 	}
 	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
-	s := &Server{agent: agent, workers: agent.Workers(), files: agent.Files(), log: log, budget: lim, limits: DefaultHTTPLimits()}
+	s := &Server{agent: agent, workers: agent.Workers(), files: agent.Files(), sessions: agent.Sessions(), log: log, budget: lim, limits: DefaultHTTPLimits()}
 	s.SetTokens(tokens...)
 	return s
 }
@@ -450,7 +460,7 @@ func (s *Server) open(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	h, err := s.agent.Open(r.Context(), req.Tenant, r.PathValue("sandbox"))
+	h, err := s.sessions.Open(r.Context(), req.Tenant, r.PathValue("sandbox"))
 	return wireHandle(h), err
 }
 
@@ -459,7 +469,7 @@ func (s *Server) activity(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	act, err := s.agent.Activity(r.Context(), req.Tenant, r.PathValue("sandbox"))
+	act, err := s.sessions.Activity(r.Context(), req.Tenant, r.PathValue("sandbox"))
 	return wireActivity(act), err
 }
 
@@ -468,7 +478,7 @@ func (s *Server) renew(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	h, err := s.agent.Renew(req.Tenant, r.PathValue("handle"))
+	h, err := s.sessions.Renew(req.Tenant, r.PathValue("handle"))
 	return wireHandle(h), err
 }
 
@@ -477,7 +487,7 @@ func (s *Server) close(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	return nil, s.agent.CloseHandle(r.Context(), req.Tenant, r.PathValue("handle"))
+	return nil, s.sessions.CloseHandle(r.Context(), req.Tenant, r.PathValue("handle"))
 }
 
 func (s *Server) exec(r *http.Request) (any, error) {

@@ -198,7 +198,7 @@ func (n *node) open(t *testing.T, s backend.Spec) *session {
 	if err := n.agent.Ensure(ctx, s); err != nil {
 		t.Fatalf("ensuring sandbox %s: %v", s.ID, err)
 	}
-	h, err := n.agent.Open(ctx, s.Tenant, s.ID)
+	h, err := n.agent.Sessions().Open(ctx, s.Tenant, s.ID)
 	if err != nil {
 		t.Fatalf("opening a session on %s: %v", s.ID, err)
 	}

@@ -111,8 +111,8 @@ func testLifecycle(t *testing.T, n *node) {
 				_, err := n.agent.Files().WriteFile(ctx, s.tenant, h, "f", "", []byte("x"))
 				return err
 			},
-			"Renew":       func(h string) error { _, err := n.agent.Renew(s.tenant, h); return err },
-			"CloseHandle": func(h string) error { return n.agent.CloseHandle(ctx, s.tenant, h) },
+			"Renew":       func(h string) error { _, err := n.agent.Sessions().Renew(s.tenant, h); return err },
+			"CloseHandle": func(h string) error { return n.agent.Sessions().CloseHandle(ctx, s.tenant, h) },
 		}
 		jobCalls := map[string]func(string) error{
 			"PollJob":   func(j string) error { _, err := n.agent.PollJob(ctx, s.tenant, j, "", 0, 0); return err },

@@ -119,6 +119,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		snapshots: agent.Snapshots(),
 		workers:   agent.Workers(),
 		pools:     agent.Pools(),
+		sessions:  agent.Sessions(),
 		ids:       ids,
 		node:      opts.NodeName,
 		endpoint:  endpoint,
@@ -178,6 +179,8 @@ type sandboxReconciler struct {
 	workers workerSupervisor
 	// pools is the agent's warm-pool service.
 	pools warmPools
+	// sessions counts the session handles open on a sandbox.
+	sessions interface{ OpenHandles(id string) int }
 	// ids says which sandbox ID each Sandbox of the node has.
 	ids      *sandboxids.Registry
 	node     string
@@ -676,7 +679,7 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	if err != nil {
 		return err
 	}
-	handles := int32(r.agent.OpenHandles(id))
+	handles := int32(r.sessions.OpenHandles(id))
 	conds := slices.Clone(sbx.Status.Conditions)
 	prevProv := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
 	provChanged := prevProv == nil || prevProv.Status != status || prevProv.Reason != reason
@@ -998,7 +1001,7 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 	halted := s.r.agent.Jobs().AdmissionStatus(id).Halted
 	return c.ObservedGeneration != sbx.Generation || sbx.Status.SandboxID != id ||
 		halted != meta.IsStatusConditionFalse(sbx.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition) ||
-		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id)) ||
+		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.sessions.OpenHandles(id)) ||
 		!s.r.agent.Alive(id) || s.r.usageDue(id, sbx.Status.Usage) || usageLimitedDrifted(sbx, s.r.usageLimited(id)) ||
 		!equality.Semantic.DeepEqual(s.r.signingKeyStatus(id), sbx.Status.SigningKey) || s.r.stateDue(sbx, id, c)
 }

@@ -750,7 +750,7 @@ func TestThroughAgent(t *testing.T) {
 		if err := a.Ensure(ctx(t), spec); err != nil {
 			t.Fatal(err)
 		}
-		h, err := a.Open(ctx(t), spec.Tenant, spec.ID)
+		h, err := a.Sessions().Open(ctx(t), spec.Tenant, spec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
