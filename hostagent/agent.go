@@ -132,10 +132,10 @@ type Agent struct {
 	pools *Pools
 	// sessions is the sessions service (sessions.go).
 	sessions *Sessions
+	// execs is the exec and jobs service (exec.go).
+	execs *Execs
 	// spans makes the spans of the calls' time in sandboxes.
 	spans sandboxSpans
-	// execDuration is exec's latency by outcome (metrics.go).
-	execDuration *prometheus.HistogramVec
 	// sleeps and wakes count idle suspensions and time their resumes.
 	sleeps *prometheus.CounterVec
 	wakes  prometheus.Histogram
@@ -264,7 +264,6 @@ func New(opts Options) (*Agent, error) {
 		jobs:          jm,
 		clock:         opts.Clock,
 		opts:          opts,
-		execDuration:  newExecDuration(),
 		sleeps:        newSleeps(),
 		wakes:         newWakes(),
 		overshoots:    newOvershoots(),
@@ -280,6 +279,8 @@ func New(opts Options) (*Agent, error) {
 	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: a}
 	a.pools = newPools(a)
 	a.sessions = newSessions(a, a.keys, a, jm, opts)
+	a.execs = &Execs{sessions: a.sessions, calls: a, freezes: a, takeover: a, jobs: jm, spans: a.spans, log: opts.Logger,
+		outputLimit: opts.ExecOutputLimit, maxStdin: opts.MaxFileBytes, killTimeout: opts.KillTimeout, duration: newExecDuration()}
 	a.files = &Files{sessions: a.sessions, calls: a, spans: a.spans, maxBytes: opts.MaxFileBytes, timeout: opts.FileTimeout}
 	return a, nil
 }
@@ -301,6 +302,26 @@ func (a *Agent) Pools() *Pools { return a.pools }
 
 // Sessions is the agent's sessions service.
 func (a *Agent) Sessions() *Sessions { return a.sessions }
+
+// Execs is the agent's exec and jobs service.
+func (a *Agent) Execs() *Execs { return a.execs }
+
+// parkBriefly parks sandbox id's held jobs for a moment (a checkpoint):
+// see jobs.Manager.ParkSandboxBriefly.
+func (a *Agent) parkBriefly(id string) (unpark func()) { return a.jobs.ParkSandboxBriefly(id) }
+
+// pendingFor says whether the tenant has a sandbox still to be taken
+// over by an agent that just started (Pending).
+func (a *Agent) pendingFor(tenant string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.pending {
+		if p.tenant == tenant {
+			return true
+		}
+	}
+	return false
+}
 
 // callGate is what a service that runs something in a sandbox, or reaches
 // it, asks before it does: the usage service whether its limit lets it
@@ -584,7 +605,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		// jobs that an earlier one started. They count before its tenant
 		// can start more.
 		actx, cancel := context.WithTimeout(ctx, a.opts.AdoptTimeout)
-		err := a.adoptJobs(actx, be, spec)
+		err := a.execs.adoptJobs(actx, be, spec)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {

@@ -231,8 +231,8 @@ func TestStartAtProcessLimitIsExhausted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, execErr := a.Exec(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
-		_, jobErr := a.StartJob(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
+		_, execErr := a.Execs().Exec(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
+		_, jobErr := a.Execs().StartJob(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
 		for what, err := range map[string]error{"exec": execErr, "job": jobErr} {
 			code := hostagent.CodeOf(err)
 			switch {

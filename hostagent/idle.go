@@ -132,16 +132,6 @@ func (a *Agent) awaken(ctx context.Context, id string) (_ context.Context, done 
 	return cctx, done, nil
 }
 
-// awakenJob is awaken for the sandbox that holds the tenant's job jobID;
-// a job the agent does not know is left to the caller.
-func (a *Agent) awakenJob(ctx context.Context, tenant, jobID string) (_ context.Context, done func(), err error) {
-	id, ok := a.jobs.SandboxOf(tenant, jobID)
-	if !ok {
-		return ctx, func() {}, nil
-	}
-	return a.awaken(ctx, id)
-}
-
 // wake restores (or starts again) a sleeping sandbox, once for all the
 // calls that wait for it.
 func (a *Agent) wake(ctx context.Context, s *sandbox) error {

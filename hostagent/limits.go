@@ -434,7 +434,7 @@ func (a *Agent) thaw(ctx context.Context, s *sandbox, spec backend.Spec, be back
 	a.jobs.UnparkSandbox(id)
 	if unadopted {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.AdoptTimeout)
-		err := a.adoptJobs(actx, be, spec)
+		err := a.execs.adoptJobs(actx, be, spec)
 		cancel()
 		if err != nil {
 			a.opts.Logger.Error(err, "Adopting the jobs of a sandbox thawed; its next Ensure tries again", "sandbox", id)
@@ -537,6 +537,15 @@ func (a *Agent) frozenRefusal(id string) error {
 		}
 	}
 	return errorf(CodeExhausted, "the sandbox was frozen for its spent usage limit while the call ran: retry after its period resets")
+}
+
+// unadopted says whether the jobs that sandboxID holds may not all be
+// taken over by this agent process yet.
+func (a *Agent) unadopted(sandboxID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sandboxes[sandboxID]
+	return ok && s.unadopted
 }
 
 // frozenUnadopted is the answer to a call on a job not found, when the

@@ -189,11 +189,11 @@ func TestUsageLimitNeedsAFreezer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"}); err != nil {
+	if _, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"}); err != nil {
 		t.Fatalf("exec without limits: %v", err)
 	}
 	a.SetUsageLimits(spec.ID, UsageLimits{CPUSeconds: 100, Period: time.Hour})
-	_, err = a.Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"})
+	_, err = a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"})
 	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "cannot freeze") {
 		t.Fatalf("exec with limits on a backend that cannot freeze: %v, want unavailable saying so", err)
 	}

@@ -55,10 +55,12 @@ import (
 type Server struct {
 	agent *hostagent.Agent
 	// workers is the agent's worker service, for the relay; files its
-	// file service, sessions its sessions service.
+	// file service, sessions its sessions service, execs its exec and
+	// jobs service.
 	workers  workerDialer
 	files    fileService
 	sessions sessionService
+	execs    execService
 	log      logr.Logger
 	budget   *budget.Limiter
 	limits   httpserve.Limits
@@ -102,6 +104,19 @@ type sessionService interface {
 	CloseHandle(ctx context.Context, tenant, handleID string) error
 }
 
+// execService is what the server asks of the kernel's exec and jobs
+// service (hostagent.Execs).
+type execService interface {
+	Exec(ctx context.Context, tenant, handleID string, req hostagent.ExecRequest) (hostagent.ExecResult, error)
+	ExecOutputLimit() int
+	StartJob(ctx context.Context, tenant, handleID string, req hostagent.ExecRequest) (jobs.JobInfo, error)
+	PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error)
+	JobInput(ctx context.Context, tenant, jobID string, p []byte, end bool) (jobs.JobInfo, error)
+	JobResize(ctx context.Context, tenant, jobID string, size jobs.TTYSize) (jobs.JobInfo, error)
+	JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (jobs.Screen, jobs.JobInfo, error)
+	CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error)
+}
+
 // IdentityAuth authenticates callers and authorizes their tenants;
 // KubeAuth is the one for clusters.
 type IdentityAuth interface {
@@ -118,7 +133,7 @@ func NewServer(agent *hostagent.Agent, log logr.Logger, tokens ...string) *Serve
 		log = logr.Discard()
 	}
 	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
-	s := &Server{agent: agent, workers: agent.Workers(), files: agent.Files(), sessions: agent.Sessions(), log: log, budget: lim, limits: DefaultHTTPLimits()}
+	s := &Server{agent: agent, workers: agent.Workers(), files: agent.Files(), sessions: agent.Sessions(), execs: agent.Execs(), log: log, budget: lim, limits: DefaultHTTPLimits()}
 	s.SetTokens(tokens...)
 	return s
 }
@@ -495,11 +510,11 @@ func (s *Server) exec(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	release, err := s.admit(r, req.Tenant, int64(len(req.Stdin))+2*int64(s.agent.ExecOutputLimit()))
+	release, err := s.admit(r, req.Tenant, int64(len(req.Stdin))+2*int64(s.execs.ExecOutputLimit()))
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req)
+	res, err := s.execs.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req)
 	if err != nil {
 		release()
 		return nil, err
@@ -533,7 +548,7 @@ func (s *Server) startJob(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	info, err := s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), req)
+	info, err := s.execs.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), req)
 	return wireJob(info), err
 }
 
@@ -542,7 +557,7 @@ func (s *Server) poll(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	res, err := s.agent.PollJob(r.Context(), req.Tenant, r.PathValue("job"), req.Cursor, req.MaxBytes, req.Wait)
+	res, err := s.execs.PollJob(r.Context(), req.Tenant, r.PathValue("job"), req.Cursor, req.MaxBytes, req.Wait)
 	if err != nil {
 		return nil, err
 	}
@@ -646,7 +661,7 @@ func (s *Server) cancel(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	info, err := s.agent.CancelJob(r.Context(), req.Tenant, r.PathValue("job"))
+	info, err := s.execs.CancelJob(r.Context(), req.Tenant, r.PathValue("job"))
 	return wireJob(info), err
 }
 
@@ -663,7 +678,7 @@ func (s *Server) input(r *http.Request) (any, error) {
 		return nil, err
 	}
 	defer release()
-	info, err := s.agent.JobInput(r.Context(), req.Tenant, r.PathValue("job"), req.Data, req.End)
+	info, err := s.execs.JobInput(r.Context(), req.Tenant, r.PathValue("job"), req.Data, req.End)
 	return wireJob(info), err
 }
 
@@ -675,7 +690,7 @@ func (s *Server) resize(r *http.Request) (any, error) {
 	if err := agentapi.CheckTTY(agentapi.TTYSize{Rows: req.Rows, Cols: req.Cols}); err != nil {
 		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: err.Error()}
 	}
-	info, err := s.agent.JobResize(r.Context(), req.Tenant, r.PathValue("job"), jobs.TTYSize{Rows: req.Rows, Cols: req.Cols})
+	info, err := s.execs.JobResize(r.Context(), req.Tenant, r.PathValue("job"), jobs.TTYSize{Rows: req.Rows, Cols: req.Cols})
 	return wireJob(info), err
 }
 
@@ -687,7 +702,7 @@ func (s *Server) screen(r *http.Request) (any, error) {
 	if req.Scrollback < 0 || req.Scrollback > bounds.MaxScrollback {
 		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: fmt.Sprintf("scrollback %d is out of range: give 0 to %d lines", req.Scrollback, bounds.MaxScrollback)}
 	}
-	scr, info, err := s.agent.JobScreen(r.Context(), req.Tenant, r.PathValue("job"), req.Scrollback)
+	scr, info, err := s.execs.JobScreen(r.Context(), req.Tenant, r.PathValue("job"), req.Scrollback)
 	if err != nil {
 		return nil, err
 	}
@@ -703,7 +718,7 @@ func (s *Server) read(r *http.Request) (any, error) {
 		return nil, err
 	}
 	// A read runs a command whose output buffers are exec's.
-	release, err := s.admit(r, req.Tenant, 2*int64(s.agent.ExecOutputLimit()))
+	release, err := s.admit(r, req.Tenant, 2*int64(s.execs.ExecOutputLimit()))
 	if err != nil {
 		return nil, err
 	}

@@ -96,7 +96,7 @@ func testFiles(t *testing.T, n *node) {
 		readerCtx, stopReader := context.WithCancel(context.Background())
 		defer stopReader()
 		go func() {
-			res, err := s.agent.Exec(readerCtx, s.tenant, s.handle, hostagent.ExecRequest{Shell: backend.ShellClean, Command: `n=0; : > /tmp/reading
+			res, err := s.agent.Execs().Exec(readerCtx, s.tenant, s.handle, hostagent.ExecRequest{Shell: backend.ShellClean, Command: `n=0; : > /tmp/reading
 while [ ! -e /tmp/stop ]; do
   cat atomic/f > /tmp/snap
   cmp -s /tmp/snap /tmp/A || cmp -s /tmp/snap /tmp/B || { echo "torn after $n reads: $(wc -c < /tmp/snap) bytes"; exit 1; }

@@ -218,7 +218,7 @@ func (s *session) exec(t testing.TB, req hostagent.ExecRequest) hostagent.ExecRe
 func (s *session) tryExec(req hostagent.ExecRequest) (hostagent.ExecResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	return s.agent.Exec(ctx, s.tenant, s.handle, req)
+	return s.agent.Execs().Exec(ctx, s.tenant, s.handle, req)
 }
 
 // sh runs a command in a clean shell through the kernel; it must succeed.

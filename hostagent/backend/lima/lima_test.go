@@ -754,7 +754,7 @@ func TestThroughAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := a.Exec(ctx(t), spec.Tenant, h.ID, hostagent.ExecRequest{Command: "echo hi", Shell: backend.ShellClean})
+		res, err := a.Execs().Exec(ctx(t), spec.Tenant, h.ID, hostagent.ExecRequest{Command: "echo hi", Shell: backend.ShellClean})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("exec through the agent: %+v, %v", res, err)
 		}
