@@ -150,8 +150,9 @@ type Agent struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox // by sandbox ID
-	// usage is the book of what sandboxes spent (usage.go).
-	usage *usageBook
+	// usage is the usage service, the book of what sandboxes spent
+	// (usage.go).
+	usage *UsageBook
 	// pending are the sandboxes an agent that just started has still to
 	// take over (Pending), by ID: calls for them are answered as
 	// unavailable, with why, rather than as for a sandbox not here.
@@ -274,6 +275,7 @@ func New(opts Options) (*Agent, error) {
 		sandboxes:     map[string]*sandbox{},
 		pending:       map[string]pendingSandbox{},
 	}
+	book.clock, book.log, book.sandboxes, book.jobs, book.limiter = opts.Clock, opts.Logger, a, jm, a
 	a.keys = newSigningKeys(a, opts.SigningKeyWait)
 	a.snaps = newSnapshots(a, a, opts.Logger)
 	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: a}
@@ -305,6 +307,23 @@ func (a *Agent) Sessions() *Sessions { return a.sessions }
 
 // Execs is the agent's exec and jobs service.
 func (a *Agent) Execs() *Execs { return a.execs }
+
+// Usage is the agent's usage service.
+func (a *Agent) Usage() *UsageBook { return a.usage }
+
+// tenants are the sandboxes of tenants (not a builder's or the pool's)
+// this agent serves, by ID.
+func (a *Agent) tenants() map[string]sandboxView {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]sandboxView{}
+	for id, s := range a.sandboxes {
+		if s.spec.Tenant != "" {
+			out[id] = sandboxView{spec: s.spec, be: s.be, suspended: s.suspended}
+		}
+	}
+	return out
+}
 
 // parkBriefly parks sandbox id's held jobs for a moment (a checkpoint):
 // see jobs.Manager.ParkSandboxBriefly.

@@ -204,7 +204,7 @@ func (c collector) collectUsage(ch chan<- prometheus.Metric) {
 		limited, exhausted                                  bool
 	}
 	by := map[string]*sums{}
-	for _, u := range c.a.Usage() {
+	for _, u := range c.a.usage.Usage() {
 		s := by[u.Tenant]
 		if s == nil {
 			s = &sums{}

@@ -192,7 +192,7 @@ func TestUsageLimitNeedsAFreezer(t *testing.T) {
 	if _, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"}); err != nil {
 		t.Fatalf("exec without limits: %v", err)
 	}
-	a.SetUsageLimits(spec.ID, UsageLimits{CPUSeconds: 100, Period: time.Hour})
+	a.Usage().SetUsageLimits(spec.ID, UsageLimits{CPUSeconds: 100, Period: time.Hour})
 	_, err = a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"})
 	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "cannot freeze") {
 		t.Fatalf("exec with limits on a backend that cannot freeze: %v, want unavailable saying so", err)

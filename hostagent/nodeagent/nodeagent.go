@@ -514,7 +514,7 @@ func Run(ctx context.Context, opts Options) error {
 					return runAll(ctx,
 						task{"reconciler", mgr.Start},
 						task{"runtime states", func(ctx context.Context) error { return rec.watchStates(ctx, agent.StateChanges()) }},
-						task{"usage", func(ctx context.Context) error { return sampleUsage(ctx, agent, opts.UsageInterval, log) }},
+						task{"usage", func(ctx context.Context) error { return sampleUsage(ctx, agent.Usage(), opts.UsageInterval, log) }},
 						task{"usage limits", func(ctx context.Context) error { return agent.RunLimits(ctx, opts.UsageInterval) }},
 						// After the reattach: the sandboxes tenants have
 						// come before blank ones. A graceful stop takes the

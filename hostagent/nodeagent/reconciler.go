@@ -120,6 +120,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		workers:   agent.Workers(),
 		pools:     agent.Pools(),
 		sessions:  agent.Sessions(),
+		usage:     agent.Usage(),
 		ids:       ids,
 		node:      opts.NodeName,
 		endpoint:  endpoint,
@@ -181,6 +182,8 @@ type sandboxReconciler struct {
 	pools warmPools
 	// sessions counts the session handles open on a sandbox.
 	sessions interface{ OpenHandles(id string) int }
+	// usage is the agent's usage service.
+	usage usageBook
 	// ids says which sandbox ID each Sandbox of the node has.
 	ids      *sandboxids.Registry
 	node     string
@@ -377,7 +380,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	}
 	r.faculties.started(spec.ID, spec.Faculties)
 	r.agent.SetIdlePolicy(spec.ID, idlePolicy(sbx))
-	r.agent.SetUsageLimits(spec.ID, usageLimits(sbx))
+	r.usage.SetUsageLimits(spec.ID, usageLimits(sbx))
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
 	r.restartAnswered(sbx, sbx.Spec.RestartRequest)
