@@ -24,65 +24,64 @@ limitations under the License.
 // handle or job belongs to it; a caller asking for another tenant's gets the
 // same answer as for one that does not exist.
 //
-// # Services (issue 51, item 3: the split of Agent, under way)
+// # Services (issue 51, item 3)
 //
 // Agent had some 60 exported methods over a dozen files, one lock and one
-// record per sandbox that every concern wrote. It is being split into
-// services by concern. Each owns its state behind its own lock; another
-// service reaches that state only through the owner's methods, named in a
-// small interface at the consumer (this package's for services, agentserver's
-// and nodeagent's for theirs). New builds them and wires them to each other;
-// the agent server (agentserver.NewServer) and the node agent
-// (nodeagent.Run) take the ones they call from the Agent. The services,
-// their callers (S: agentserver, N: nodeagent, C: the conformance suite;
-// the package's tests call most) and the state each owns:
+// record per sandbox that every concern wrote. It is split into services
+// by concern, each owning its state behind its own lock; another service
+// reaches that state only through the owner's methods, named in a small
+// interface at the consumer (this package's for services, agentserver's
+// and nodeagent's for theirs). New builds them and wires them to each
+// other; the agent server (agentserver.NewServer) and the node agent
+// (nodeagent.Run) take the ones they call from the Agent (Sessions, Execs,
+// Files, SigningKeys, Snapshots, Workers, Pools, Usage). Locks are taken
+// in one order, the Agent's before a service's: a service never holds its
+// own while it calls another. Callers below: S agentserver, N nodeagent,
+// C the conformance suite (the package's tests call most).
 //
-//   - sandboxes (lifecycle; agent.go): Ensure, EnsureRestarted, Restart,
-//     Suspend, Checkpointed, Remove, Serves, Alive, Pending, PendingFailed,
-//     Backend, Backends, SetEgressCredentials, Close (N, C). Owns the table
-//     of per-sandbox records (spec, backend, suspended, restartUnreported)
-//     and the pending take-overs. Others ask it: served(id) (spec, backend),
-//     backendFor(spec), pendingTakeover(id).
-//   - runtime states (runtime.go): RuntimeOf, StateChanges (N); derived from
-//     the record's flags, noted by the sandboxes, calls and limits services.
-//   - sessions (agent.go): Open, Renew, CloseHandle, Activity (S),
+//   - Sessions (sessions.go): Open, Renew, CloseHandle, Activity (S),
 //     OpenHandles (S, N). Owns the handle table and the handles per tenant
-//     and per sandbox. Others ask it: resolve(tenant, handle) (spec,
-//     backend); the sandboxes service has it drop a sandbox's handles.
-//   - calls and idleness (idle.go): SetIdlePolicy, Asleep, RunIdle (N).
-//     Owns the calls in progress per sandbox, their last end, the idle
-//     policy, asleep/paused and the transit lock a sleep, wake, freeze or
-//     restart holds. Others ask it: awaken(ctx, id) (ctx, done).
-//   - usage and limits (usage.go, limits.go): SetUsageLimits, SampleUsage,
-//     SaveUsage, Usage, UsageOf, RunLimits (N). Owns the usage book and the
-//     freeze for a spent limit (limited, unadopted, afterThaw, inflight).
-//     Others ask it: chargeable(ctx, spec, backend), limitRefusal(id),
-//     frozenRefusal(id), killAtThaw, releaseAtThaw.
-//   - exec and jobs (exec.go): Exec, StartJob, PollJob, JobInput, JobResize,
-//     JobScreen, CancelJob, ExecOutputLimit (S, C), Jobs (S, N, C). Owns the
-//     job manager and exec's latency histogram; the sandboxes service has
-//     it adopt, park and end a sandbox's jobs.
-//   - files (files.go): ReadFile, ReadFileRange, DigestFile, WriteFile,
-//     WriteFileAt, AppendFile (S, C). No state: it resolves a handle
-//     (sessions), checks the limits (usage), awakens the sandbox (calls) and
-//     hands the call to the backend's FileServer.
-//   - signing keys (signingkey.go): SetSigningKey, SigningKey,
+//     and per sandbox; offers resolve (handleResolver) to the services
+//     whose calls name a handle, and dropSandbox to a suspension or
+//     removal.
+//   - Execs (exec.go): Exec, StartJob, PollJob, JobInput, JobResize,
+//     JobScreen, CancelJob, ExecOutputLimit (S, C). Owns exec's histogram;
+//     offers adoptJobs. Asks handleResolver, callGate, execFreezes (the
+//     limiter) and execTakeover (the sandboxes). The job engine
+//     (jobs.Manager, Agent.Jobs) keeps its own state behind its methods.
+//   - Files (files.go): ReadFile, ReadFileRange, DigestFile, WriteFile,
+//     WriteFileAt, AppendFile (S, C). No state; asks handleResolver and
+//     fileCalls, and hands the call to the backend's FileServer.
+//   - SigningKeys (signingkey.go): SetSigningKey, SigningKey,
 //     ExpectSigningKey, SetStartSigningKey (N). Owns the keys to install at
-//     the next start, the key each pile is known to hold, the calls waiting
-//     for one. Others ask it: installStartKey and started (sandboxes), wait
-//     (sessions, workers), forget (sandboxes' Remove).
-//   - snapshots (snapshot.go): Snapshot, DeleteSnapshot, Snapshots (N).
-//     Owns the count of snapshots in progress per sandbox, which the
-//     sandboxes and limits services ask (taking(id)) before they take a
-//     sandbox away for dead or freeze it.
-//   - workers (workers.go): SetWorker, WorkerStatus, WorkerLog (N, C),
-//     DialWorker (S). No state of its own (the backend's supervisor holds
-//     the worker).
-//   - warm pools (pool.go): ClaimWarm, UnclaimWarm, RunPools (N). Owns the
-//     claimed sandboxes no Ensure took yet (blank: no job to adopt), which
-//     the sandboxes service takes (takeBlank) at their first Ensure.
-//   - metrics (metrics.go): Collector (N), read from each service.
+//     the next start, the key each pile is known to hold and the calls
+//     waiting for one; offers waitFor (keyWaiter) to Sessions and Workers,
+//     and installStartKey, track, started and forget to the sandboxes.
+//   - Snapshots (snapshot.go): Snapshot, DeleteSnapshot, Snapshots (N).
+//     Owns the count of snapshots in progress, which Ensure, Alive and the
+//     limiter ask (taking) before they take a sandbox for dead or freeze it.
+//   - Workers (workers.go): SetWorker, WorkerStatus, WorkerLog (N),
+//     DialWorker (S). No state (the backend's supervisor holds the worker).
+//   - Pools (pool.go): ClaimWarm, UnclaimWarm, RunPools (N). Owns the
+//     claimed sandboxes no Ensure took yet, which Ensure and Remove take
+//     (takeBlank).
+//   - UsageBook (usage.go): SetUsageLimits, SampleUsage, SaveUsage, Usage,
+//     UsageOf (N). Owns the book; the limiter reads and marks it through
+//     its methods (admit, stand, dueAmong, setFrozen, ...).
 //
-// Agent keeps, while the split goes on, thin methods of the old names that
-// call the service (each says so); they go once no caller uses them.
+// Still the Agent's (agent.go, idle.go, limits.go, runtime.go), as the
+// sandboxes service: Ensure, EnsureRestarted, Restart, Suspend,
+// Checkpointed, Remove, Serves, Alive, Pending, PendingFailed, Backend,
+// Backends, SetEgressCredentials, Jobs, Close (N, C); RuntimeOf,
+// StateChanges (N); the calls in progress and idleness, SetIdlePolicy,
+// Asleep, RunIdle (N); the usage limiter, RunLimits (N); Collector (N). It
+// offers the services served, tenants, backendFor, pendingTakeover,
+// pendingFor, waitPending (the table of sandboxes), awaken (awakener),
+// chargeable (callGate), and the limiter's answers. What keeps these
+// together is the per-sandbox record: idleness (asleep, paused, the calls
+// in progress), the freeze (limited, unadopted, afterThaw, inflight) and
+// the lifecycle (suspended, restartUnreported) are its fields, written
+// under one lock by Ensure, Restart, Suspend, a sleep, a wake and a freeze,
+// serialised per sandbox by its transit lock, and the runtime state is
+// derived from all of them; they are the next to part.
 package hostagent
