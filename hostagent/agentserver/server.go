@@ -53,7 +53,10 @@ import (
 
 // Server serves the agent API of one Agent.
 type Server struct {
-	agent *hostagent.Agent
+	// egress takes a sandbox's brokered credentials (the agent's).
+	egress interface {
+		SetEgressCredentials(tenant, sandboxID string, creds []backend.EgressCredential) error
+	}
 	// workers is the agent's worker service, for the relay; files its
 	// file service, sessions its sessions service, execs its exec and
 	// jobs service.
@@ -133,7 +136,7 @@ func NewServer(agent *hostagent.Agent, log logr.Logger, tokens ...string) *Serve
 		log = logr.Discard()
 	}
 	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
-	s := &Server{agent: agent, workers: agent.Workers(), files: agent.Files(), sessions: agent.Sessions(), execs: agent.Execs(), log: log, budget: lim, limits: DefaultHTTPLimits()}
+	s := &Server{egress: agent, workers: agent.Workers(), files: agent.Files(), sessions: agent.Sessions(), execs: agent.Execs(), log: log, budget: lim, limits: DefaultHTTPLimits()}
 	s.SetTokens(tokens...)
 	return s
 }
@@ -441,7 +444,7 @@ func (s *Server) egressCredentials(r *http.Request) (any, error) {
 	for i, c := range req.Credentials {
 		creds[i] = backend.EgressCredential{Host: c.Host, Header: c.Header, Value: c.Value}
 	}
-	return nil, s.agent.SetEgressCredentials(req.Tenant, r.PathValue("sandbox"), creds)
+	return nil, s.egress.SetEgressCredentials(req.Tenant, r.PathValue("sandbox"), creds)
 }
 
 // signingKey hands a Sandbox's signing key to the node's key inbox: from

@@ -59,6 +59,7 @@ import (
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/eventseries"
 	"github.com/playground-dev/playground/internal/keyedmutex"
@@ -171,7 +172,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 type sandboxReconciler struct {
 	client client.Client
 	reader client.Reader // the API server itself, for the start-up list
-	agent  *hostagent.Agent
+	agent  sandboxKernel
 	// signing is the agent's signing-key service.
 	signing signingKeys
 	// snapshots is the agent's snapshot service.
@@ -206,6 +207,26 @@ type sandboxReconciler struct {
 	// request must restart the sandbox once, not once per stale read.
 	mu       sync.Mutex
 	answered map[string]string
+}
+
+// sandboxKernel is what the reconciler asks of the kernel's sandboxes
+// service (hostagent.Agent, less the services it takes apart).
+type sandboxKernel interface {
+	Backend(class string) (backend.Backend, bool)
+	Backends() []backend.Backend
+	Ensure(ctx context.Context, spec backend.Spec) error
+	EnsureRestarted(ctx context.Context, spec backend.Spec) (restarted bool, err error)
+	Restart(ctx context.Context, spec backend.Spec) error
+	Suspend(ctx context.Context, spec backend.Spec) (hostagent.Suspension, error)
+	Checkpointed(spec backend.Spec) bool
+	Remove(ctx context.Context, id string, keepPile bool) error
+	Serves(id string) bool
+	Alive(id string) bool
+	Pending(sandboxes map[string]string)
+	PendingFailed(id string, err error)
+	SetIdlePolicy(id string, p hostagent.IdlePolicy)
+	RuntimeOf(id string) (hostagent.Runtime, bool)
+	Jobs() *jobs.Manager
 }
 
 // warmPools is what the reconciler asks of the kernel's warm-pool
