@@ -157,8 +157,8 @@ type Agent struct {
 	// take over (Pending), by ID: calls for them are answered as
 	// unavailable, with why, rather than as for a sandbox not here.
 	pending map[string]pendingSandbox
-	// calls numbers the calls in progress (sandbox.inflight).
-	calls uint64
+	// calls keeps the calls in progress in each sandbox (calls.go).
+	calls *callTracker
 }
 
 // pendingSandbox is a sandbox Ensure has not taken over yet.
@@ -186,25 +186,22 @@ type sandbox struct {
 	// then failed; the next Ensure that succeeds reports the restart.
 	restartUnreported bool
 
-	// Idle suspension (idle.go): the policy, the calls in progress and
-	// the last one's end, whether it sleeps, and transit, held by a sleep
-	// and a wake while they run.
-	idle     IdlePolicy
-	calls    int
-	lastCall time.Time
-	asleep   bool
-	paused   bool // asleep, frozen (backend.Pauser)
-	transit  sync.Mutex
+	// Idle suspension (idle.go): the policy, whether it sleeps, and
+	// transit, held by a sleep and a wake while they run. Its calls in
+	// progress are the call tracker's (calls.go).
+	idle    IdlePolicy
+	asleep  bool
+	paused  bool // asleep, frozen (backend.Pauser)
+	transit sync.Mutex
 
 	// Usage limits (limits.go): limited, frozen by the agent for a spent
 	// limit; unadopted, taken over frozen by this agent process, its
 	// held jobs adopted when it thaws; afterThaw, the kills of commands
-	// the freeze caught, finished after the thaw; inflight, the calls in
-	// progress in it, cancelled when it freezes.
+	// the freeze caught, finished after the thaw. A freeze cancels the
+	// calls in progress in it (callTracker.cancelAll).
 	limited   bool
 	unadopted bool
 	afterThaw []func(context.Context)
-	inflight  map[uint64]context.CancelCauseFunc
 	// thawed is closed when a freeze ends (setLimitedLocked).
 	thawed chan struct{}
 
@@ -272,6 +269,7 @@ func New(opts Options) (*Agent, error) {
 		limitKick:     make(chan struct{}, 1),
 		stateChanges:  make(chan string, stateChangesBuffer),
 		spans:         sandboxSpans{tp: opts.Tracer},
+		calls:         newCallTracker(opts.Clock),
 		sandboxes:     map[string]*sandbox{},
 		pending:       map[string]pendingSandbox{},
 	}
@@ -845,6 +843,7 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 	}
 	delete(a.sandboxes, id)
 	a.pools.takeBlank(id)
+	a.calls.forget(id)
 	a.settlePendingLocked(id)
 	delete(a.pending, id)
 	a.keys.forget(id) // its waiting calls find it gone

@@ -484,14 +484,8 @@ func (a *Agent) freeze(ctx context.Context, s *sandbox, spec backend.Spec, p bac
 	a.usage.setFrozen(id, true)
 	a.mu.Lock()
 	a.noteStateLocked(s)
-	calls := make([]context.CancelCauseFunc, 0, len(s.inflight))
-	for _, c := range s.inflight {
-		calls = append(calls, c)
-	}
 	a.mu.Unlock()
-	for _, c := range calls {
-		c(errFrozen)
-	}
+	a.calls.cancelAll(id, errFrozen)
 	// Frozen, its counter is still: what it used past the limit.
 	over := used - limits.CPUSeconds
 	if m := s.be.Capabilities().UsageMeter; m != nil {
