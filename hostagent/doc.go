@@ -68,6 +68,10 @@ limitations under the License.
 //   - UsageBook (usage.go): SetUsageLimits, SampleUsage, SaveUsage, Usage,
 //     UsageOf (N). Owns the book; the limiter reads and marks it through
 //     its methods (admit, stand, dueAmong, setFrozen, ...).
+//   - the call tracker (calls.go, unexported): owns the calls in progress
+//     in each sandbox and its last call's end; awaken begins and ends
+//     calls there, idleness asks it (quietFor), a freeze cancels them
+//     (cancelAll).
 //
 // Still the Agent's (agent.go, idle.go, limits.go, runtime.go), as the
 // sandboxes service: Ensure, EnsureRestarted, Restart, Suspend,
@@ -78,8 +82,8 @@ limitations under the License.
 // offers the services served, tenants, backendFor, pendingTakeover,
 // pendingFor, waitPending (the table of sandboxes), awaken (awakener),
 // chargeable (callGate), and the limiter's answers. What keeps these
-// together is the per-sandbox record: idleness (asleep, paused, the calls
-// in progress), the freeze (limited, unadopted, afterThaw, inflight) and
+// together is the per-sandbox record: idleness (the policy, asleep,
+// paused), the freeze (limited, unadopted, afterThaw, thawed) and
 // the lifecycle (suspended, restartUnreported) are its fields, written
 // under one lock by Ensure, Restart, Suspend, a sleep, a wake and a freeze,
 // serialised per sandbox by its transit lock, and the runtime state is
