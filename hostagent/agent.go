@@ -280,7 +280,7 @@ func New(opts Options) (*Agent, error) {
 	a.pools = newPools(a)
 	a.sessions = newSessions(a, a.keys, a, jm, opts)
 	a.execs = &Execs{sessions: a.sessions, calls: a, freezes: a, takeover: a, jobs: jm, spans: a.spans, log: opts.Logger,
-		outputLimit: opts.ExecOutputLimit, maxStdin: opts.MaxFileBytes, killTimeout: opts.KillTimeout, duration: newExecDuration()}
+		outputLimit: opts.ExecOutputLimit, maxStdin: opts.MaxFileBytes, killTimeout: opts.KillTimeout, latency: newExecDuration()}
 	a.files = &Files{sessions: a.sessions, calls: a, spans: a.spans, maxBytes: opts.MaxFileBytes, timeout: opts.FileTimeout}
 	return a, nil
 }

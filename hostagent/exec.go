@@ -57,8 +57,8 @@ type Execs struct {
 	// Options.MaxFileBytes, killTimeout Options.KillTimeout.
 	outputLimit, maxStdin int
 	killTimeout           time.Duration
-	// duration is exec's latency by outcome (metrics.go).
-	duration *prometheus.HistogramVec
+	// latency is exec's latency by outcome (metrics.go).
+	latency *prometheus.HistogramVec
 }
 
 // execFreezes is what the exec service asks of the limits service about

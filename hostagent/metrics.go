@@ -116,6 +116,9 @@ func newExecDuration() *prometheus.HistogramVec {
 	return h
 }
 
+// duration is exec's latency histogram, for the agent's collector.
+func (x *Execs) duration() prometheus.Collector { return x.latency }
+
 // observe records one exec that reached the backend.
 func (x *Execs) observe(ctx context.Context, res ExecResult, err error, took time.Duration) {
 	outcome := ExecExited
@@ -127,7 +130,7 @@ func (x *Execs) observe(ctx context.Context, res ExecResult, err error, took tim
 	case err != nil:
 		outcome = ExecFailed
 	}
-	x.duration.WithLabelValues(outcome).Observe(took.Seconds())
+	x.latency.WithLabelValues(outcome).Observe(took.Seconds())
 }
 
 // Collector returns the agent's metrics as a Prometheus collector: its jobs
@@ -144,7 +147,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		tenantCPUDesc, tenantMemoryDesc, tenantMemoryPeakDesc, tenantMiBSecondsDesc, tenantStorageDesc, tenantJobSecondsDesc, tenantPeriodCPUDesc, tenantExhaustedDesc} {
 		ch <- d
 	}
-	c.a.execs.duration.Describe(ch)
+	c.a.execs.duration().Describe(ch)
 	c.a.sleeps.Describe(ch)
 	c.a.wakes.Describe(ch)
 	c.a.overshoots.Describe(ch)
@@ -190,7 +193,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(idle), "idle")
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(c.a.frozenCount()), "usage_limit")
 	gauge(keyWaitingDesc, float64(c.a.keys.waitingCalls()))
-	c.a.execs.duration.Collect(ch)
+	c.a.execs.duration().Collect(ch)
 	c.a.sleeps.Collect(ch)
 	c.a.wakes.Collect(ch)
 	c.a.overshoots.Collect(ch)
