@@ -423,16 +423,6 @@ func (a *Agent) backendFor(spec backend.Spec) (backend.Backend, error) {
 	return nil, errorf(CodeInvalid, "this node offers the backends %s, not %s", strings.Join(names, ", "), spec.Backend)
 }
 
-// backendOf is the backend of a sandbox this agent serves, or nil.
-func (a *Agent) backendOf(id string) backend.Backend {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if s, ok := a.sandboxes[id]; ok {
-		return s.be
-	}
-	return nil
-}
-
 // SetEgressCredentials hands a sandbox's brokered credentials to the
 // backends that broker them. A sandbox the agent serves must be tenant's
 // (the manager names it as its Sandbox does); one it does not serve yet

@@ -80,7 +80,8 @@ func (sn *Snapshots) begin(id string) (end func()) {
 	return func() {
 		sn.mu.Lock()
 		defer sn.mu.Unlock()
-		if sn.inProgress[id]--; sn.inProgress[id] <= 0 {
+		sn.inProgress[id]--
+		if sn.inProgress[id] <= 0 {
 			delete(sn.inProgress, id)
 		}
 	}

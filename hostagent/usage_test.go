@@ -163,10 +163,11 @@ func (meteredOnly) SandboxUsage(string, bool) (backend.SandboxUsage, bool) {
 	return backend.SandboxUsage{CPUSeconds: 1}, true
 }
 
-// Capabilities names the meter: the agent probes for no interface.
+// Capabilities says it meters, as the vm backend's do, and offers no
+// Pauser.
 func (m meteredOnly) Capabilities() backend.Capabilities {
 	c := m.Fake.Capabilities()
-	c.UsageMeter = m
+	c.UsageMeter, c.Pauser = m, nil
 	return c
 }
 
