@@ -14,15 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package hostagent is the execution kernel of a node: the sandboxes this
-// node serves, the session handles open on them, synchronous commands,
-// background jobs and file transfer, all on top of one backend. The agent
-// API (hostagent/agentapi) exposes it to the gateway; the node-local
-// reconciler drives its sandboxes from the Sandbox resources.
-//
-// Every call names the tenant, and the agent checks that the sandbox,
-// handle or job belongs to it; a caller asking for another tenant's gets the
-// same answer as for one that does not exist.
 package hostagent
 
 import (
@@ -32,14 +23,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -131,8 +120,22 @@ type Agent struct {
 	jobs     *jobs.Manager
 	clock    jobs.Clock
 	opts     Options
-	// execDuration is exec's latency by outcome (metrics.go).
-	execDuration *prometheus.HistogramVec
+	// keys is the signing-key service (signingkey.go).
+	keys *SigningKeys
+	// snaps is the snapshot service (snapshot.go).
+	snaps *Snapshots
+	// workers is the worker service (workers.go).
+	workers *Workers
+	// files is the file service (files.go).
+	files *Files
+	// pools is the warm-pool service (pool.go).
+	pools *Pools
+	// sessions is the sessions service (sessions.go).
+	sessions *Sessions
+	// execs is the exec and jobs service (exec.go).
+	execs *Execs
+	// spans makes the spans of the calls' time in sandboxes.
+	spans sandboxSpans
 	// sleeps and wakes count idle suspensions and time their resumes.
 	sleeps *prometheus.CounterVec
 	wakes  prometheus.Histogram
@@ -147,28 +150,15 @@ type Agent struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox // by sandbox ID
-	// usage is the book of what sandboxes spent (usage.go).
-	usage     *usageBook
-	handles   map[string]*handle // by handle ID
-	perTenant map[string]int     // open handles per tenant
+	// usage is the usage service, the book of what sandboxes spent
+	// (usage.go).
+	usage *UsageBook
 	// pending are the sandboxes an agent that just started has still to
 	// take over (Pending), by ID: calls for them are answered as
 	// unavailable, with why, rather than as for a sandbox not here.
 	pending map[string]pendingSandbox
-	// startKeys are the signing keys to write into sandboxes' piles
-	// before they start (SetStartSigningKey), by ID.
-	startKeys map[string][]byte
-	// blank are the sandboxes ClaimWarm handed out that no Ensure has
-	// taken yet, by ID: they hold no job to adopt.
-	blank map[string]bool
-	// keyWaiting counts the calls waiting for a signing key now.
-	keyWaiting atomic.Int64
-	// keyAwaited are the sandboxes whose calls wait for their signing
-	// key (ExpectSigningKey), by ID: each channel is closed once the
-	// sandbox's pile holds a key.
-	keyAwaited map[string]chan struct{}
-	// calls numbers the calls in progress (sandbox.inflight).
-	calls uint64
+	// calls keeps the calls in progress in each sandbox (calls.go).
+	calls *callTracker
 }
 
 // pendingSandbox is a sandbox Ensure has not taken over yet.
@@ -189,42 +179,29 @@ const pendingWait = 10 * time.Second
 type sandbox struct {
 	spec backend.Spec
 	// be is the backend that runs it, the one its Spec.Backend names.
-	be      backend.Backend
-	handles int
+	be backend.Backend
 	// suspended: stopped by Suspend; Ensure starts it again.
 	suspended bool
 	// restartUnreported: an Ensure found it dead, or started it again, and
 	// then failed; the next Ensure that succeeds reports the restart.
 	restartUnreported bool
-	// snapshots counts the snapshots in progress (snapshot.go): a
-	// checkpoint takes the sandbox away for a moment, which is not its end.
-	snapshots int
-	// key is what its pile holds as its signing key, once read
-	// (signingkey.go); a start and an install read it again.
-	key *signingKeyHeld
-	// keyReads counts the invalidations of key, so that a read that an
-	// install overtook is not kept.
-	keyReads int
 
-	// Idle suspension (idle.go): the policy, the calls in progress and
-	// the last one's end, whether it sleeps, and transit, held by a sleep
-	// and a wake while they run.
-	idle     IdlePolicy
-	calls    int
-	lastCall time.Time
-	asleep   bool
-	paused   bool // asleep, frozen (backend.Pauser)
-	transit  sync.Mutex
+	// Idle suspension (idle.go): the policy, whether it sleeps, and
+	// transit, held by a sleep and a wake while they run. Its calls in
+	// progress are the call tracker's (calls.go).
+	idle    IdlePolicy
+	asleep  bool
+	paused  bool // asleep, frozen (backend.Pauser)
+	transit sync.Mutex
 
 	// Usage limits (limits.go): limited, frozen by the agent for a spent
 	// limit; unadopted, taken over frozen by this agent process, its
 	// held jobs adopted when it thaws; afterThaw, the kills of commands
-	// the freeze caught, finished after the thaw; inflight, the calls in
-	// progress in it, cancelled when it freezes.
+	// the freeze caught, finished after the thaw. A freeze cancels the
+	// calls in progress in it (callTracker.cancelAll).
 	limited   bool
 	unadopted bool
 	afterThaw []func(context.Context)
-	inflight  map[uint64]context.CancelCauseFunc
 	// thawed is closed when a freeze ends (setLimitedLocked).
 	thawed chan struct{}
 
@@ -236,19 +213,6 @@ type sandbox struct {
 	slept       bool
 	keptMemory  bool
 	wakeNoticed bool
-}
-
-type handle struct {
-	id, tenant, sandboxID string
-	opened, expires       time.Time
-}
-
-// Handle is an open session on a sandbox: a lease that expires unless used
-// or renewed within the TTL.
-type Handle struct {
-	ID        string
-	SandboxID string
-	Expires   time.Time
 }
 
 // New returns an agent on opts.Backends.
@@ -292,24 +256,132 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	book.keepCharged = jm.Limits().RetainedPerTenant
-	return &Agent{
+	a := &Agent{
 		usage:         book,
 		backends:      opts.Backends,
 		jobs:          jm,
 		clock:         opts.Clock,
 		opts:          opts,
-		execDuration:  newExecDuration(),
 		sleeps:        newSleeps(),
 		wakes:         newWakes(),
 		overshoots:    newOvershoots(),
 		freezeLatency: newFreezeLatency(),
 		limitKick:     make(chan struct{}, 1),
 		stateChanges:  make(chan string, stateChangesBuffer),
+		spans:         sandboxSpans{tp: opts.Tracer},
+		calls:         newCallTracker(opts.Clock),
 		sandboxes:     map[string]*sandbox{},
-		handles:       map[string]*handle{},
-		perTenant:     map[string]int{},
 		pending:       map[string]pendingSandbox{},
-	}, nil
+	}
+	book.clock, book.log, book.sandboxes, book.jobs, book.limiter = opts.Clock, opts.Logger, a, jm, a
+	a.keys = newSigningKeys(a, opts.SigningKeyWait)
+	a.snaps = newSnapshots(a, a, opts.Logger)
+	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: a}
+	a.pools = newPools(a)
+	a.sessions = newSessions(a, a.keys, a, jm, opts)
+	a.execs = &Execs{sessions: a.sessions, calls: a, freezes: a, takeover: a, jobs: jm, spans: a.spans, log: opts.Logger,
+		outputLimit: opts.ExecOutputLimit, maxStdin: opts.MaxFileBytes, killTimeout: opts.KillTimeout, latency: newExecDuration()}
+	a.files = &Files{sessions: a.sessions, calls: a, spans: a.spans, maxBytes: opts.MaxFileBytes, timeout: opts.FileTimeout}
+	return a, nil
+}
+
+// SigningKeys is the agent's signing-key service.
+func (a *Agent) SigningKeys() *SigningKeys { return a.keys }
+
+// Snapshots is the agent's snapshot service.
+func (a *Agent) Snapshots() *Snapshots { return a.snaps }
+
+// Workers is the agent's worker service.
+func (a *Agent) Workers() *Workers { return a.workers }
+
+// Files is the agent's file service.
+func (a *Agent) Files() *Files { return a.files }
+
+// Pools is the agent's warm-pool service.
+func (a *Agent) Pools() *Pools { return a.pools }
+
+// Sessions is the agent's sessions service.
+func (a *Agent) Sessions() *Sessions { return a.sessions }
+
+// Execs is the agent's exec and jobs service.
+func (a *Agent) Execs() *Execs { return a.execs }
+
+// Usage is the agent's usage service.
+func (a *Agent) Usage() *UsageBook { return a.usage }
+
+// tenants are the sandboxes of tenants (not a builder's or the pool's)
+// this agent serves, by ID.
+func (a *Agent) tenants() map[string]sandboxView {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]sandboxView{}
+	for id, s := range a.sandboxes {
+		if s.spec.Tenant != "" {
+			out[id] = sandboxView{spec: s.spec, be: s.be, suspended: s.suspended}
+		}
+	}
+	return out
+}
+
+// parkBriefly parks sandbox id's held jobs for a moment (a checkpoint):
+// see jobs.Manager.ParkSandboxBriefly.
+func (a *Agent) parkBriefly(id string) (unpark func()) { return a.jobs.ParkSandboxBriefly(id) }
+
+// pendingFor says whether the tenant has a sandbox still to be taken
+// over by an agent that just started (Pending).
+func (a *Agent) pendingFor(tenant string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.pending {
+		if p.tenant == tenant {
+			return true
+		}
+	}
+	return false
+}
+
+// callGate is what a service that runs something in a sandbox, or reaches
+// it, asks before it does: the usage service whether its limit lets it
+// (chargeable), the calls service to wake it and count the call in
+// progress (awaken, whose context a freeze for the limit ends).
+type callGate interface {
+	awakener
+	chargeable(ctx context.Context, spec backend.Spec, be backend.Backend) error
+}
+
+// awakener is the calls service's: awaken counts a call to sandbox id in
+// progress, waking it first if it sleeps, until done.
+type awakener interface {
+	awaken(ctx context.Context, id string) (_ context.Context, done func(), err error)
+}
+
+// sandboxView is what the sandboxes service tells the other services of
+// a sandbox it serves.
+type sandboxView struct {
+	spec backend.Spec
+	be   backend.Backend
+	// suspended: stopped by Suspend until the next Ensure.
+	suspended bool
+}
+
+// served is a sandbox this agent serves.
+func (a *Agent) served(id string) (sandboxView, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sandboxes[id]
+	if !ok {
+		return sandboxView{}, false
+	}
+	return sandboxView{spec: s.spec, be: s.be, suspended: s.suspended}, true
+}
+
+// pendingTakeover says whether sandbox id is still to be taken over by an
+// agent that just started (Pending).
+func (a *Agent) pendingTakeover(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.pending[id]
+	return ok
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -349,16 +421,6 @@ func (a *Agent) backendFor(spec backend.Spec) (backend.Backend, error) {
 		names[i] = be.Name()
 	}
 	return nil, errorf(CodeInvalid, "this node offers the backends %s, not %s", strings.Join(names, ", "), spec.Backend)
-}
-
-// backendOf is the backend of a sandbox this agent serves, or nil.
-func (a *Agent) backendOf(id string) backend.Backend {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if s, ok := a.sandboxes[id]; ok {
-		return s.be
-	}
-	return nil
 }
 
 // SetEgressCredentials hands a sandbox's brokered credentials to the
@@ -465,7 +527,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		}
 	}
 	// Suspended or asleep, its processes are stopped or saved on purpose.
-	dead := served && !s.suspended && !s.asleep && s.snapshots == 0 && !aliveOn(s.be, spec.ID)
+	dead := served && !s.suspended && !s.asleep && !a.snaps.taking(spec.ID) && !aliveOn(s.be, spec.ID)
 	if served && s.limited && !dead {
 		// Frozen for its usage limit: it stays so; the limiter thaws it.
 		s.spec = spec
@@ -473,8 +535,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		return false, nil
 	}
 	unadopted := served && s.unadopted
-	blank := a.blank[spec.ID]
-	delete(a.blank, spec.ID)
+	blank := a.pools.takeBlank(spec.ID)
 	// Frozen for its usage limit when the last agent process stopped: a
 	// restart of the agent does not thaw it (limits.go).
 	keepFrozen := !served && be.Capabilities().Pauser != nil && a.usage.frozen(spec.ID)
@@ -507,7 +568,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		if err := be.Provision(ctx, spec); err != nil {
 			return false, fmt.Errorf("provisioning sandbox %s: %w", spec.ID, err)
 		}
-		if key, err = a.installStartKey(ctx, be, spec.ID); err != nil {
+		if key, err = a.keys.installStartKey(ctx, be, spec.ID); err != nil {
 			return false, err
 		}
 		if err := be.Start(ctx, spec.ID); err != nil {
@@ -516,7 +577,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 	case errors.Is(err, backend.ErrNotRunning):
 		a.jobs.EndSandbox(spec.ID, why, false)
 		dead = true
-		if key, err = a.installStartKey(ctx, be, spec.ID); err != nil {
+		if key, err = a.keys.installStartKey(ctx, be, spec.ID); err != nil {
 			return false, err
 		}
 		if err := be.Start(ctx, spec.ID); err != nil {
@@ -551,7 +612,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		// jobs that an earlier one started. They count before its tenant
 		// can start more.
 		actx, cancel := context.WithTimeout(ctx, a.opts.AdoptTimeout)
-		err := a.adoptJobs(actx, be, spec)
+		err := a.execs.adoptJobs(actx, be, spec)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
@@ -577,19 +638,13 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 			a.unfreezeLocked(s)
 		}
 		s.unadopted = false // adopted above, or gone with its processes
-		if dead || key != nil {
-			s.key, s.keyReads = key, s.keyReads+1 // a key installed for the next start is in now
-		}
-		if key != nil {
-			a.keyArrivedLocked(spec.ID)
-		}
+		// A key installed for the next start is in now.
+		a.keys.started(spec.ID, key, dead)
 		a.noteStateLocked(s)
 		return dead, nil
 	}
-	if key != nil {
-		a.keyArrivedLocked(spec.ID)
-	}
-	s = &sandbox{spec: spec, be: be, key: key, unadopted: frozen}
+	a.keys.track(spec.ID, key)
+	s = &sandbox{spec: spec, be: be, unadopted: frozen}
 	setLimitedLocked(s, frozen)
 	a.sandboxes[spec.ID] = s
 	a.noteStateLocked(s)
@@ -678,7 +733,7 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 		a.jobs.UnparkSandbox(id)
 	}
 	a.mu.Lock()
-	a.dropHandlesLocked(id)
+	a.sessions.dropSandbox(id)
 	s, ok = a.sandboxes[id]
 	if ok {
 		s.spec, s.suspended, s.asleep, s.paused = spec, true, false, false
@@ -687,6 +742,7 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 	} else {
 		s = &sandbox{spec: spec, be: be, suspended: true}
 		a.sandboxes[id] = s
+		a.keys.track(id, nil)
 	}
 	a.mu.Unlock()
 	// Its state is noted once the suspension is done: with its memory or
@@ -768,7 +824,7 @@ func (a *Agent) Checkpointed(spec backend.Spec) bool {
 // destroyed on whichever backend has it.
 func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 	a.mu.Lock()
-	a.dropHandlesLocked(id)
+	a.sessions.dropSandbox(id)
 	var bes []backend.Backend
 	if s, ok := a.sandboxes[id]; ok {
 		bes = []backend.Backend{s.be}
@@ -776,10 +832,11 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 		bes = a.backends
 	}
 	delete(a.sandboxes, id)
-	delete(a.blank, id)
+	a.pools.takeBlank(id)
+	a.calls.forget(id)
 	a.settlePendingLocked(id)
 	delete(a.pending, id)
-	a.keyArrivedLocked(id) // its waiting calls find it gone
+	a.keys.forget(id) // its waiting calls find it gone
 	a.mu.Unlock()
 	// Its jobs go with it, read or not: a deleted tenant holds no slot.
 	a.jobs.EndSandbox(id, "the sandbox was deleted", true)
@@ -805,7 +862,7 @@ func (a *Agent) Serves(id string) bool {
 func (a *Agent) Alive(id string) bool {
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
-	suspended := ok && (s.suspended || s.asleep || s.snapshots > 0) // written under the lock by Ensure, Suspend, sleep and Snapshot
+	suspended := ok && (s.suspended || s.asleep || a.snaps.taking(id)) // written under the lock by Ensure, Suspend and sleep
 	a.mu.Unlock()
 	if !ok || suspended {
 		return true // not served here, or stopped on purpose: nothing is to run
@@ -829,17 +886,6 @@ func aliveOn(be backend.Backend, id string) bool {
 		return p.Alive(id)
 	}
 	return true
-}
-
-// OpenHandles is the number of session handles open on a sandbox.
-func (a *Agent) OpenHandles(id string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.expireLocked()
-	if s, ok := a.sandboxes[id]; ok {
-		return s.handles
-	}
-	return 0
 }
 
 // Pending records the sandboxes (ID to tenant) that an agent that just
@@ -918,209 +964,4 @@ func (a *Agent) pendingErrorLocked(tenant, sandboxID string) error {
 		return errorf(CodeUnavailable, "your sandbox is being taken over by its node's agent, which restarted: retry in a few seconds")
 	}
 	return nil
-}
-
-// Open opens a session handle on the tenant's sandbox. A sandbox that an
-// agent that just started is still taking over is waited for, a while;
-// so is one whose signing key is expected and not in yet.
-func (a *Agent) Open(ctx context.Context, tenant, sandboxID string) (Handle, error) {
-	if err := a.waitPending(ctx, tenant, sandboxID); err != nil {
-		return Handle{}, err
-	}
-	if err := a.waitSigningKey(ctx, tenant, sandboxID); err != nil {
-		return Handle{}, err
-	}
-	if a.servesTenant(tenant, sandboxID) {
-		// Opening a session is a call: a sleeping sandbox wakes for it.
-		_, done, err := a.awaken(ctx, sandboxID)
-		if err != nil {
-			return Handle{}, err
-		}
-		defer done()
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.expireLocked()
-	s, ok := a.sandboxes[sandboxID]
-	if !ok || s.spec.Tenant != tenant {
-		// The ID is not quoted: it is the caller's, of any shape.
-		return Handle{}, errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
-	}
-	if s.suspended {
-		return Handle{}, errorf(CodeUnavailable, "tenant %s is suspended: its sandbox is stopped (its files are kept) until an operator clears spec.suspended on the Tenant", tenant)
-	}
-	if n := a.perTenant[tenant]; n >= a.opts.MaxHandlesPerTenant {
-		return Handle{}, errorf(CodeExhausted, "tenant %s has %d open session handles (limit %d): close unused ones with close_session, or let them expire after %s unused",
-			tenant, n, a.opts.MaxHandlesPerTenant, a.opts.HandleTTL)
-	}
-	if len(a.handles) >= a.opts.MaxHandles {
-		return Handle{}, errorf(CodeExhausted, "this node has %d open session handles (limit %d): retry later", len(a.handles), a.opts.MaxHandles)
-	}
-	now := a.clock.Now()
-	h := &handle{id: agentapi.NewHandle(), tenant: tenant, sandboxID: sandboxID, opened: now, expires: now.Add(a.opts.HandleTTL)}
-	a.handles[h.id] = h
-	a.perTenant[tenant]++
-	s.handles++
-	return Handle{ID: h.id, SandboxID: sandboxID, Expires: h.expires}, nil
-}
-
-// servesTenant says whether sandboxID is one of tenant's that this agent
-// serves.
-func (a *Agent) servesTenant(tenant, sandboxID string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sandboxes[sandboxID]
-	return ok && s.spec.Tenant == tenant
-}
-
-// Activity is what a tenant has open in its sandbox: its session handles
-// and the jobs it can still poll or cancel.
-type Activity struct {
-	Handles []HandleInfo
-	Jobs    []jobs.JobInfo
-}
-
-// HandleInfo is an open handle as a listing shows it: LastUsed is when a
-// call last used or renewed it.
-type HandleInfo struct {
-	Handle
-	Opened, LastUsed time.Time
-}
-
-// Activity lists the tenant's open handles and jobs in its sandbox, oldest
-// first: the operator's view of what holds the tenant's bounds (handles
-// and retained jobs). A sandbox that is not the tenant's is not found, as
-// for Open.
-func (a *Agent) Activity(ctx context.Context, tenant, sandboxID string) (Activity, error) {
-	if err := a.waitPending(ctx, tenant, sandboxID); err != nil {
-		return Activity{}, err
-	}
-	a.mu.Lock()
-	a.expireLocked()
-	s, ok := a.sandboxes[sandboxID]
-	if !ok || s.spec.Tenant != tenant {
-		a.mu.Unlock()
-		return Activity{}, errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
-	}
-	var act Activity
-	for _, h := range a.handles {
-		if h.tenant == tenant && h.sandboxID == sandboxID {
-			act.Handles = append(act.Handles, HandleInfo{
-				Handle:   Handle{ID: h.id, SandboxID: h.sandboxID, Expires: h.expires},
-				Opened:   h.opened,
-				LastUsed: h.expires.Add(-a.opts.HandleTTL),
-			})
-		}
-	}
-	a.mu.Unlock()
-	slices.SortFunc(act.Handles, func(x, y HandleInfo) int {
-		if c := x.Opened.Compare(y.Opened); c != 0 {
-			return c
-		}
-		return strings.Compare(x.ID, y.ID)
-	})
-	act.Jobs = a.jobs.List(tenant, sandboxID)
-	return act, nil
-}
-
-// Renew extends a handle's lease.
-func (a *Agent) Renew(tenant, handleID string) (Handle, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	h, err := a.useLocked(tenant, handleID)
-	if err != nil {
-		return Handle{}, err
-	}
-	return Handle{ID: h.id, SandboxID: h.sandboxID, Expires: h.expires}, nil
-}
-
-// CloseHandle releases a handle. When the last handle of a sandbox goes, the
-// sandbox is detached; its files and processes stay.
-func (a *Agent) CloseHandle(ctx context.Context, tenant, handleID string) error {
-	a.mu.Lock()
-	h, err := a.useLocked(tenant, handleID)
-	if err != nil {
-		a.mu.Unlock()
-		return err
-	}
-	last := a.dropHandleLocked(handleID, h)
-	a.mu.Unlock()
-	if be := a.backendOf(h.sandboxID); last && be != nil {
-		if err := be.Detach(ctx, h.sandboxID); err != nil && !errors.Is(err, backend.ErrNotFound) {
-			return fmt.Errorf("detaching sandbox %s: %w", h.sandboxID, err)
-		}
-	}
-	return nil
-}
-
-// useLocked resolves a handle of the tenant and renews its lease. It is
-// where every call naming a handle enters: one not of the shape the agent
-// issues is not found, like any unknown one.
-func (a *Agent) useLocked(tenant, handleID string) (*handle, error) {
-	if !agentapi.ValidHandle(handleID) {
-		return nil, HandleNotFound()
-	}
-	a.expireLocked()
-	h, ok := a.handles[handleID]
-	if !ok || h.tenant != tenant {
-		return nil, HandleNotFound()
-	}
-	h.expires = a.clock.Now().Add(a.opts.HandleTTL)
-	return h, nil
-}
-
-// dropHandleLocked removes a handle and reports whether it was its
-// sandbox's last.
-func (a *Agent) dropHandleLocked(id string, h *handle) bool {
-	delete(a.handles, id)
-	decr(a.perTenant, h.tenant)
-	if s, ok := a.sandboxes[h.sandboxID]; ok {
-		s.handles--
-		return s.handles == 0
-	}
-	return false
-}
-
-// dropHandlesLocked drops every handle of a sandbox.
-func (a *Agent) dropHandlesLocked(sandboxID string) {
-	for hid, h := range a.handles {
-		if h.sandboxID == sandboxID {
-			a.dropHandleLocked(hid, h)
-		}
-	}
-}
-
-// expireLocked drops handles past their lease. The handle map is bounded,
-// so a scan per call is cheap next to the command it precedes.
-func (a *Agent) expireLocked() {
-	now := a.clock.Now()
-	for id, h := range a.handles {
-		if now.After(h.expires) {
-			a.dropHandleLocked(id, h)
-		}
-	}
-}
-
-// resolve returns the sandbox behind a tenant's handle and its backend,
-// renewing the lease.
-func (a *Agent) resolve(tenant, handleID string) (backend.Spec, backend.Backend, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	h, err := a.useLocked(tenant, handleID)
-	if err != nil {
-		return backend.Spec{}, nil, err
-	}
-	s, ok := a.sandboxes[h.sandboxID]
-	if !ok || s.suspended {
-		return backend.Spec{}, nil, HandleNotFound()
-	}
-	return s.spec, s.be, nil
-}
-
-func decr(m map[string]int, k string) {
-	if m[k] <= 1 {
-		delete(m, k)
-		return
-	}
-	m[k]--
 }

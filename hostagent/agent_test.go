@@ -173,7 +173,7 @@ func TestGuestOfAnotherProtocolIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "sbx-other") {
 		t.Fatalf("ensuring a sandbox whose guest speaks another protocol: %v; want its refusal %q", err, want)
 	}
-	if _, err := a.Open(ctx, spec.Tenant, spec.ID); err == nil {
+	if _, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID); err == nil {
 		t.Fatal("a handle was opened on the sandbox that refused the agent")
 	}
 	if st := a.Jobs().Stats(); st.Held != 0 {
@@ -227,12 +227,12 @@ func TestStartAtProcessLimitIsExhausted(t *testing.T) {
 		if err := a.Ensure(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
-		h, err := a.Open(ctx, spec.Tenant, spec.ID)
+		h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, execErr := a.Exec(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
-		_, jobErr := a.StartJob(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
+		_, execErr := a.Execs().Exec(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
+		_, jobErr := a.Execs().StartJob(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
 		for what, err := range map[string]error{"exec": execErr, "job": jobErr} {
 			code := hostagent.CodeOf(err)
 			switch {

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
@@ -36,6 +38,53 @@ import (
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
+
+// Execs is the exec and jobs service: synchronous commands (Exec) and
+// background jobs (StartJob and the calls on a job), which the job engine
+// (jobs.Manager) keeps. It owns exec's latency histogram; the engine has
+// its own state, which the sandboxes, calls and limits services reach
+// through the engine's methods (parking, ending and admitting a sandbox's
+// jobs) and this service's adoptJobs.
+type Execs struct {
+	sessions handleResolver
+	calls    callGate
+	freezes  execFreezes
+	takeover execTakeover
+	jobs     *jobs.Manager
+	spans    sandboxSpans
+	log      logr.Logger
+	// outputLimit is Options.ExecOutputLimit, maxStdin
+	// Options.MaxFileBytes, killTimeout Options.KillTimeout.
+	outputLimit, maxStdin int
+	killTimeout           time.Duration
+	// latency is exec's latency by outcome (metrics.go).
+	latency *prometheus.HistogramVec
+}
+
+// execFreezes is what the exec service asks of the limits service about
+// a sandbox frozen for its usage limit.
+type execFreezes interface {
+	// frozenRefusal is the answer to a call that the freeze of sandbox
+	// id caught in progress.
+	frozenRefusal(id string) error
+	// frozenUnadopted is the answer to a call on a job not found that a
+	// sandbox taken over frozen may hold (nil: none).
+	frozenUnadopted(tenant string) error
+	// killAtThaw and releaseAtThaw end, once the sandbox thaws, a
+	// command or a job start its freeze caught.
+	killAtThaw(id, tenant string, proc backend.Process)
+	releaseAtThaw(id string, release func(context.Context))
+	// unadopted says whether the jobs sandboxID holds may not all be
+	// taken over yet.
+	unadopted(sandboxID string) bool
+}
+
+// execTakeover is what the exec service asks of the sandboxes service
+// about the sandboxes an agent that just started has still to take over.
+type execTakeover interface {
+	pendingFor(tenant string) bool
+	waitPending(ctx context.Context, tenant, sandboxID string) error
+}
 
 // ExecRequest is a command for exec or job_exec: the agent protocol's,
 // taken as it is (the agent's server decodes it unchanged). Its Tenant is
@@ -83,8 +132,8 @@ func requestDigest(r ExecRequest, sandboxID string) string {
 // Exec runs a command to its end in a fresh /bin/sh of the handle's sandbox.
 // On timeout the command and every descendant are killed, with proof, and
 // the output produced so far is returned.
-func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecRequest) (res ExecResult, err error) {
-	if err := validExec(&req, a.opts.MaxFileBytes); err != nil {
+func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req ExecRequest) (res ExecResult, err error) {
+	if err := validExec(&req, x.maxStdin); err != nil {
 		return ExecResult{}, err
 	}
 	if req.Input || req.TTY != nil {
@@ -93,37 +142,37 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	if req.IdempotencyKey != "" {
 		return ExecResult{}, errorf(CodeInvalid, "exec takes no idempotency key (a command that ran is not run again by a key): start a job with job_exec to retry a start safely")
 	}
-	spec, be, err := a.resolve(tenant, handleID)
+	spec, be, err := x.sessions.resolve(tenant, handleID)
 	if err != nil {
 		return ExecResult{}, err
 	}
-	if err := a.chargeable(ctx, spec, be); err != nil {
+	if err := x.calls.chargeable(ctx, spec, be); err != nil {
 		return ExecResult{}, err
 	}
 	// ctx ends too when the sandbox is frozen for its usage limit.
-	ctx, done, err := a.awaken(ctx, spec.ID)
+	ctx, done, err := x.calls.awaken(ctx, spec.ID)
 	if err != nil {
 		return ExecResult{}, err
 	}
 	defer done()
-	ctx, span := a.sandboxSpan(ctx, "sandbox exec", spec.ID, be)
+	ctx, span := x.spans.start(ctx, "sandbox exec", spec.ID, be)
 	defer func() {
 		if err == nil {
 			span.SetAttributes(attribute.Int("process.exit.code", res.ExitCode), attribute.Bool("playground.timed_out", res.TimedOut))
 		}
 		endSpan(span, err)
 	}()
-	out := &execOutput{limit: a.opts.ExecOutputLimit}
+	out := &execOutput{limit: x.outputLimit}
 	started := time.Now()
-	defer func() { a.observeExec(ctx, res, err, time.Since(started)) }()
+	defer func() { x.observe(ctx, res, err, time.Since(started)) }()
 	atLimit := forkLimit(be.Capabilities(), spec.ID)
 	proc, err := be.Exec(ctx, spec.ID, req, out)
 	err = atLimit(err)
 	if err != nil {
 		if frozenCause(ctx) {
-			return ExecResult{}, a.frozenRefusal(spec.ID)
+			return ExecResult{}, x.freezes.frozenRefusal(spec.ID)
 		}
-		return ExecResult{}, a.execError(err)
+		return ExecResult{}, execError(err)
 	}
 	waitCtx := ctx
 	if req.Timeout > 0 {
@@ -138,13 +187,13 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	if frozenCause(ctx) {
 		// Frozen with its sandbox: the call ends now, the command when
 		// the sandbox thaws (its kill proven then).
-		a.killAtThaw(spec.ID, tenant, proc)
-		return ExecResult{}, a.frozenRefusal(spec.ID)
+		x.freezes.killAtThaw(spec.ID, tenant, proc)
+		return ExecResult{}, x.freezes.frozenRefusal(spec.ID)
 	}
 	timedOut := waitCtx.Err() != nil && ctx.Err() == nil
 	// The timeout passed, or the caller went away: end the command's
 	// whole tree before answering, so nothing of it outlives the call.
-	killCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.KillTimeout)
+	killCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.killTimeout)
 	defer cancel()
 	if kerr := proc.Kill(killCtx); kerr != nil {
 		what := "a timed-out command"
@@ -156,7 +205,7 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 			what, msg = "a command", "the sandbox lost track of the command (its supervising process went away), so its processes could not be proven dead"
 		}
 		reason := fmt.Sprintf("killing %s of tenant %s in sandbox %s: %v", what, tenant, spec.ID, kerr)
-		a.jobs.HaltAdmission(reason, tenant, spec.ID, kerr)
+		x.jobs.HaltAdmission(reason, tenant, spec.ID, kerr)
 		return ExecResult{}, &Error{Code: CodeUnavailable, Err: kerr,
 			Message: msg + ": background jobs are halted in this sandbox until it is restarted (ask the operator: kubectl playground tenant restart)"}
 	}
@@ -173,7 +222,9 @@ func (a *Agent) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	return out.result(st, true), nil
 }
 
-func (a *Agent) execError(err error) error {
+// execError is the answer to a command, or a file call, that its
+// sandbox's backend failed or refused.
+func execError(err error) error {
 	switch {
 	case errors.Is(err, backend.ErrInvalidRequest):
 		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
@@ -241,18 +292,18 @@ func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
 
 // StartJob starts a command in the background on a backend that can prove
 // its cleanup.
-func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecRequest) (info jobs.JobInfo, err error) {
-	if err := validExec(&req, a.opts.MaxFileBytes); err != nil {
+func (x *Execs) StartJob(ctx context.Context, tenant, handleID string, req ExecRequest) (info jobs.JobInfo, err error) {
+	if err := validExec(&req, x.maxStdin); err != nil {
 		return jobs.JobInfo{}, err
 	}
-	spec, be, err := a.resolve(tenant, handleID)
+	spec, be, err := x.sessions.resolve(tenant, handleID)
 	if err != nil {
 		return jobs.JobInfo{}, err
 	}
-	if err := a.chargeable(ctx, spec, be); err != nil {
+	if err := x.calls.chargeable(ctx, spec, be); err != nil {
 		return jobs.JobInfo{}, err
 	}
-	ctx, done, err := a.awaken(ctx, spec.ID)
+	ctx, done, err := x.calls.awaken(ctx, spec.ID)
 	if err != nil {
 		return jobs.JobInfo{}, err
 	}
@@ -264,32 +315,23 @@ func (a *Agent) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	if caps.JobHolder == nil {
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend's sandboxes cannot hold background jobs: use exec", be.Name())
 	}
-	if req.IdempotencyKey != "" && a.unadopted(spec.ID) {
+	if req.IdempotencyKey != "" && x.freezes.unadopted(spec.ID) {
 		// The job the key names may be one of those not taken over yet:
 		// starting another would run it twice.
 		return jobs.JobInfo{}, errorf(CodeUnavailable, "this agent has not yet taken over the jobs the sandbox holds, among which the job of this idempotency_key may be: retry shortly")
 	}
-	ctx, span := a.sandboxSpan(ctx, "sandbox job start", spec.ID, be)
+	ctx, span := x.spans.start(ctx, "sandbox job start", spec.ID, be)
 	defer func() {
 		span.SetAttributes(attribute.String("playground.job", info.ID))
 		endSpan(span, err)
 	}()
-	return a.startHeldJob(ctx, caps, tenant, spec.ID, req)
-}
-
-// unadopted says whether the jobs that sandboxID holds may not all be
-// taken over by this agent process yet.
-func (a *Agent) unadopted(sandboxID string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sandboxes[sandboxID]
-	return ok && s.unadopted
+	return x.startHeldJob(ctx, caps, tenant, spec.ID, req)
 }
 
 // startHeldJob starts a job that its sandbox holds: it outlives this
 // agent process, and the next one adopts it (adoptJobs). caps are the
 // sandbox's backend's, which holds jobs.
-func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
+func (x *Execs) startHeldJob(ctx context.Context, caps backend.Capabilities, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
 	holder := caps.JobHolder
 	attach := attacher(holder, sandboxID)
 	start := func(js guestapi.JobSpec) (jobs.Held, error) {
@@ -299,7 +341,7 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 		// fails without the holder's refusal is undone below.
 		// A freeze of the sandbox for its usage limit ends it too: the
 		// start is undone when the sandbox thaws.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.KillTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.killTimeout)
 		defer cancel()
 		defer context.AfterFunc(ctx, func() {
 			if frozenCause(ctx) {
@@ -310,25 +352,25 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 		conn, err := holder.JobConn(sctx, sandboxID)
 		if err != nil {
 			if frozenCause(ctx) {
-				return nil, a.frozenRefusal(sandboxID)
+				return nil, x.freezes.frozenRefusal(sandboxID)
 			}
-			return nil, a.execError(atLimit(err))
+			return nil, execError(atLimit(err))
 		}
 		j, err := guestexec.StartJob(sctx, conn, req, js)
 		err = atLimit(err)
 		switch {
 		case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
-			return nil, a.execError(err) // refused: nothing started
+			return nil, execError(err) // refused: nothing started
 		case err != nil && frozenCause(ctx):
-			a.releaseAtThaw(sandboxID, func(ctx context.Context) {
+			x.freezes.releaseAtThaw(sandboxID, func(ctx context.Context) {
 				if err := jobs.Release(ctx, attach, js.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
-					a.opts.Logger.Error(err, "A job whose start a freeze cut short may still run in its sandbox; the next agent adopts it", "job", js.ID)
+					x.log.Error(err, "A job whose start a freeze cut short may still run in its sandbox; the next agent adopts it", "job", js.ID)
 				}
 			})
-			return nil, a.frozenRefusal(sandboxID)
+			return nil, x.freezes.frozenRefusal(sandboxID)
 		case err != nil:
-			a.releaseUnstarted(attach, js.ID)
-			return nil, a.execError(err)
+			x.releaseUnstarted(attach, js.ID)
+			return nil, execError(err)
 		}
 		return j, nil
 	}
@@ -342,7 +384,7 @@ func (a *Agent) startHeldJob(ctx context.Context, caps backend.Capabilities, ten
 	if t := req.TTY; t != nil {
 		opts = append(opts, jobs.WithTTY(jobs.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}))
 	}
-	return a.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, opts...)
+	return x.jobs.StartHeld(ctx, tenant, sandboxID, start, attach, opts...)
 }
 
 // forkLimit returns, for a start in sandboxID, what makes its failure a
@@ -382,11 +424,11 @@ func oomCounter(caps backend.Capabilities, sandboxID string) jobs.StartOption {
 // releaseUnstarted ends job id if its start got as far as the sandbox
 // before it failed: the job manager never admitted it, so nothing else
 // would bound it.
-func (a *Agent) releaseUnstarted(attach jobs.Attacher, id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), a.opts.KillTimeout)
+func (x *Execs) releaseUnstarted(attach jobs.Attacher, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), x.killTimeout)
 	defer cancel()
 	if err := jobs.Release(ctx, attach, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		a.opts.Logger.Error(err, "A job whose start failed may still run in its sandbox; the next agent adopts it", "job", id)
+		x.log.Error(err, "A job whose start failed may still run in its sandbox; the next agent adopts it", "job", id)
 	}
 }
 
@@ -406,34 +448,44 @@ func attacher(holder backend.JobHolder, sandboxID string) jobs.Attacher {
 // PollJob returns a page of a job's output; see jobs.Manager.Poll. A job
 // of a sandbox an agent that just started is still taking over is waited
 // for, a while.
-func (a *Agent) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error) {
-	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.PollResult, error) {
-		return a.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
+func (x *Execs) PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error) {
+	return retryPending(ctx, x, tenant, jobID, func(ctx context.Context) (jobs.PollResult, error) {
+		return x.jobs.Poll(ctx, tenant, jobID, cursor, maxBytes, wait)
 	})
 }
 
 // JobInput writes to a job's input; see jobs.Manager.Input, and PollJob.
-func (a *Agent) JobInput(ctx context.Context, tenant, jobID string, p []byte, end bool) (jobs.JobInfo, error) {
-	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return a.jobs.Input(ctx, tenant, jobID, p, end) })
+func (x *Execs) JobInput(ctx context.Context, tenant, jobID string, p []byte, end bool) (jobs.JobInfo, error) {
+	return retryPending(ctx, x, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return x.jobs.Input(ctx, tenant, jobID, p, end) })
 }
 
 // JobResize resizes a terminal job's terminal; see jobs.Manager.Resize.
-func (a *Agent) JobResize(ctx context.Context, tenant, jobID string, size jobs.TTYSize) (jobs.JobInfo, error) {
-	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return a.jobs.Resize(ctx, tenant, jobID, size) })
+func (x *Execs) JobResize(ctx context.Context, tenant, jobID string, size jobs.TTYSize) (jobs.JobInfo, error) {
+	return retryPending(ctx, x, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return x.jobs.Resize(ctx, tenant, jobID, size) })
 }
 
 // JobScreen reads a terminal job's screen; see jobs.Manager.Screen.
-func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (jobs.Screen, jobs.JobInfo, error) {
+func (x *Execs) JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (jobs.Screen, jobs.JobInfo, error) {
 	var scr jobs.Screen
-	info, err := retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) {
+	info, err := retryPending(ctx, x, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) {
 		var (
 			info jobs.JobInfo
 			err  error
 		)
-		scr, info, err = a.jobs.Screen(ctx, tenant, jobID, scrollback)
+		scr, info, err = x.jobs.Screen(ctx, tenant, jobID, scrollback)
 		return info, err
 	})
 	return scr, info, err
+}
+
+// awakenJob is awaken for the sandbox that holds the tenant's job jobID;
+// a job the agent does not know is left to the caller.
+func (x *Execs) awakenJob(ctx context.Context, tenant, jobID string) (_ context.Context, done func(), err error) {
+	id, ok := x.jobs.SandboxOf(tenant, jobID)
+	if !ok {
+		return ctx, func() {}, nil
+	}
+	return x.calls.awaken(ctx, id)
 }
 
 // retryPending runs call on a job once its sandbox is awake, and once
@@ -441,28 +493,28 @@ func (a *Agent) JobScreen(ctx context.Context, tenant, jobID string, scrollback 
 // taken over holds: every call on a job goes through it. A job of a
 // sandbox frozen for its usage limit is kept, and the call refused at
 // once (as one in progress when the freeze came).
-func retryPending[T any](ctx context.Context, a *Agent, tenant, jobID string, call func(context.Context) (T, error)) (T, error) {
+func retryPending[T any](ctx context.Context, x *Execs, tenant, jobID string, call func(context.Context) (T, error)) (T, error) {
 	var zero T
-	cctx, done, err := a.awakenJob(ctx, tenant, jobID)
+	cctx, done, err := x.awakenJob(ctx, tenant, jobID)
 	if err != nil {
 		return zero, err
 	}
 	defer done()
 	res, err := call(cctx)
 	if err != nil && frozenCause(cctx) {
-		if id, ok := a.jobs.SandboxOf(tenant, jobID); ok {
-			return zero, a.frozenRefusal(id)
+		if id, ok := x.jobs.SandboxOf(tenant, jobID); ok {
+			return zero, x.freezes.frozenRefusal(id)
 		}
 	}
-	if a.mayBePending(tenant, err) {
-		if perr := a.waitPending(ctx, tenant, ""); perr != nil {
+	if x.mayBePending(tenant, err) {
+		if perr := x.takeover.waitPending(ctx, tenant, ""); perr != nil {
 			return res, perr
 		}
 		res, err = call(ctx)
 	}
 	if errors.Is(err, jobs.ErrNotFound) {
 		// Perhaps one that a sandbox taken over frozen holds.
-		if ferr := a.frozenUnadopted(tenant); ferr != nil {
+		if ferr := x.freezes.frozenUnadopted(tenant); ferr != nil {
 			return zero, ferr
 		}
 	}
@@ -472,36 +524,26 @@ func retryPending[T any](ctx context.Context, a *Agent, tenant, jobID string, ca
 // CancelJob cancels a job; see jobs.Manager.Cancel, and PollJob. A job of
 // a sandbox frozen for its usage limit is not cancelled: the call is
 // refused, the job kept, as every call that reaches the frozen sandbox.
-func (a *Agent) CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
-	return retryPending(ctx, a, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return a.jobs.Cancel(ctx, tenant, jobID) })
-}
-
-// mayBePending says whether a job not found may be one that a sandbox of
-// the tenant, still to be taken over, holds.
-func (a *Agent) mayBePending(tenant string, err error) bool {
-	if !errors.Is(err, jobs.ErrNotFound) {
-		return false
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, p := range a.pending {
-		if p.tenant == tenant {
-			return true
-		}
-	}
-	return false
+func (x *Execs) CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error) {
+	return retryPending(ctx, x, tenant, jobID, func(ctx context.Context) (jobs.JobInfo, error) { return x.jobs.Cancel(ctx, tenant, jobID) })
 }
 
 // ExecOutputLimit is how many bytes of each stream a synchronous command
 // keeps: what its result may hold is twice this.
-func (a *Agent) ExecOutputLimit() int { return a.opts.ExecOutputLimit }
+func (x *Execs) ExecOutputLimit() int { return x.outputLimit }
+
+// mayBePending says whether a job not found may be one that a sandbox of
+// the tenant, still to be taken over, holds.
+func (x *Execs) mayBePending(tenant string, err error) bool {
+	return errors.Is(err, jobs.ErrNotFound) && x.takeover.pendingFor(tenant)
+}
 
 // adoptJobs takes over the jobs that a sandbox holds, started by an
 // earlier agent process, under their IDs: their tenant polls and cancels
 // them as before. A job the manager refuses (not the sandbox's tenant's,
 // or past its bounds) is released, killed with proof: nothing else would
 // bound it. An error leaves the rest for the next Ensure to adopt.
-func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.Spec) error {
+func (x *Execs) adoptJobs(ctx context.Context, be backend.Backend, spec backend.Spec) error {
 	holder := be.Capabilities().JobHolder
 	if holder == nil {
 		return nil
@@ -513,9 +555,9 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 	attach := attacher(holder, spec.ID)
 	var errs []error
 	for _, rec := range recs {
-		info, err := a.jobs.Adopt(ctx, spec.Tenant, spec.ID, rec, attach, oomCounter(be.Capabilities(), spec.ID))
+		info, err := x.jobs.Adopt(ctx, spec.Tenant, spec.ID, rec, attach, oomCounter(be.Capabilities(), spec.ID))
 		if err == nil {
-			a.opts.Logger.Info("Adopted a job the sandbox holds", "sandbox", spec.ID, "job", info.ID, "state", info.State)
+			x.log.Info("Adopted a job the sandbox holds", "sandbox", spec.ID, "job", info.ID, "state", info.State)
 			continue
 		}
 		if errors.Is(err, jobs.ErrClosed) || ctx.Err() != nil {
@@ -525,7 +567,7 @@ func (a *Agent) adoptJobs(ctx context.Context, be backend.Backend, spec backend.
 			errs = append(errs, err) // the next Ensure tries again
 			continue
 		}
-		a.opts.Logger.Error(err, "Releasing a job the sandbox holds that this agent cannot adopt", "sandbox", spec.ID, "job", rec.Spec.ID)
+		x.log.Error(err, "Releasing a job the sandbox holds that this agent cannot adopt", "sandbox", spec.ID, "job", rec.Spec.ID)
 		if aerr := jobs.Release(ctx, attach, rec.Spec.ID); aerr != nil && !errors.Is(aerr, backend.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("releasing job %s of sandbox %s: %w", rec.Spec.ID, spec.ID, aerr))
 		}

@@ -26,19 +26,45 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
-// File calls are served in the sandbox by its backend's FileServer (the
-// guest, for the backends that run it; shell scripts through Exec for the
-// others: backend.ShellFiles), as the tenant's user, so that paths
-// resolve exactly as the tenant's commands see them (symlinks included)
-// and no host path is ever touched. Every call runs through fileCall,
-// within Options.FileTimeout and the call: when either ends, the call is
-// abandoned in the sandbox.
+// Files is the file service. File calls are served in the sandbox by its
+// backend's FileServer (the guest, for the backends that run it; shell
+// scripts through Exec for the others: backend.ShellFiles), as the
+// tenant's user, so that paths resolve exactly as the tenant's commands
+// see them (symlinks included) and no host path is ever touched. Every
+// call runs through call, within Options.FileTimeout and the call: when
+// either ends, the call is abandoned in the sandbox. It has no state of
+// its own.
+type Files struct {
+	sessions handleResolver
+	calls    fileCalls
+	spans    sandboxSpans
+	// maxBytes bounds a read or a write (Options.MaxFileBytes), timeout
+	// a call (Options.FileTimeout).
+	maxBytes int
+	timeout  time.Duration
+}
+
+// handleResolver is what the services whose calls name a session handle
+// ask of the sessions service: the sandbox behind the tenant's handle,
+// whose lease the call renews.
+type handleResolver interface {
+	resolve(tenant, handleID string) (backend.Spec, backend.Backend, error)
+}
+
+// fileCalls is what the file service asks before and after it reaches a
+// sandbox: callGate, and the answer to a call its sandbox's freeze for
+// its usage limit ended (frozenRefusal).
+type fileCalls interface {
+	callGate
+	frozenRefusal(id string) error
+}
 
 // FileContent is a file, or a range of one, read from a sandbox.
 type FileContent struct {
@@ -101,11 +127,11 @@ func checkPath(p string) error {
 
 // ReadFile returns a whole file of up to MaxFileBytes; a larger file is
 // refused, never truncated.
-func (a *Agent) ReadFile(ctx context.Context, tenant, handleID, filePath, cwd string) (FileContent, error) {
+func (f *Files) ReadFile(ctx context.Context, tenant, handleID, filePath, cwd string) (FileContent, error) {
 	if err := checkPath(filePath); err != nil {
 		return FileContent{}, err
 	}
-	res, err := a.fileCall(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileRead, Path: filePath, Cwd: cwd, Length: a.opts.MaxFileBytes, Whole: true})
+	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileRead, Path: filePath, Cwd: cwd, Length: f.maxBytes, Whole: true})
 	if err != nil {
 		return FileContent{}, err
 	}
@@ -124,14 +150,14 @@ func (a *Agent) ReadFile(ctx context.Context, tenant, handleID, filePath, cwd st
 // the same directory, is synced, and is renamed over the target. A reader
 // sees the old file or the new one, never a part. Files in the append-only
 // pile cannot be replaced.
-func (a *Agent) WriteFile(ctx context.Context, tenant, handleID, filePath, cwd string, data []byte) (FileInfo, error) {
+func (f *Files) WriteFile(ctx context.Context, tenant, handleID, filePath, cwd string, data []byte) (FileInfo, error) {
 	if err := checkPath(filePath); err != nil {
 		return FileInfo{}, err
 	}
-	if len(data) > a.opts.MaxFileBytes {
-		return FileInfo{}, errorf(CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: split it into several files, or write parts and join them with exec (cat a b > c)", len(data), a.opts.MaxFileBytes)
+	if len(data) > f.maxBytes {
+		return FileInfo{}, errorf(CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: split it into several files, or write parts and join them with exec (cat a b > c)", len(data), f.maxBytes)
 	}
-	res, err := a.fileCall(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileWrite, Path: filePath, Cwd: cwd, Data: data})
+	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileWrite, Path: filePath, Cwd: cwd, Data: data})
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -150,21 +176,21 @@ func (a *Agent) WriteFile(ctx context.Context, tenant, handleID, filePath, cwd s
 // Each range is read on its own: a file that changes between two calls
 // gives ranges of two versions, which comparing the bytes read with
 // DigestFile reveals.
-func (a *Agent) ReadFileRange(ctx context.Context, tenant, handleID, filePath, cwd string, r Range) (FileContent, error) {
+func (f *Files) ReadFileRange(ctx context.Context, tenant, handleID, filePath, cwd string, r Range) (FileContent, error) {
 	if err := checkPath(filePath); err != nil {
 		return FileContent{}, err
 	}
 	if r.Offset < 0 {
 		return FileContent{}, errorf(CodeInvalid, "%s", agentapi.NegativeOffset(r.Offset))
 	}
-	if r.Length < 0 || r.Length > a.opts.MaxFileBytes {
-		return FileContent{}, errorf(CodeInvalid, "%s", agentapi.LengthOutOfRange(r.Length, a.opts.MaxFileBytes))
+	if r.Length < 0 || r.Length > f.maxBytes {
+		return FileContent{}, errorf(CodeInvalid, "%s", agentapi.LengthOutOfRange(r.Length, f.maxBytes))
 	}
 	length := r.Length
 	if length == 0 {
-		length = a.opts.MaxFileBytes
+		length = f.maxBytes
 	}
-	res, err := a.fileCall(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileRead, Path: filePath, Cwd: cwd, Offset: r.Offset, Length: length})
+	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileRead, Path: filePath, Cwd: cwd, Offset: r.Offset, Length: length})
 	if err != nil {
 		return FileContent{}, err
 	}
@@ -185,11 +211,11 @@ func (a *Agent) ReadFileRange(ctx context.Context, tenant, handleID, filePath, c
 // without its content: what a client compares with the bytes it read or
 // wrote in ranges, to know it has the whole file. It reads the whole file
 // in the sandbox (about a second per GiB), within Options.FileTimeout.
-func (a *Agent) DigestFile(ctx context.Context, tenant, handleID, filePath, cwd string) (FileDigest, error) {
+func (f *Files) DigestFile(ctx context.Context, tenant, handleID, filePath, cwd string) (FileDigest, error) {
 	if err := checkPath(filePath); err != nil {
 		return FileDigest{}, err
 	}
-	res, err := a.fileCall(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileDigest, Path: filePath, Cwd: cwd})
+	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileDigest, Path: filePath, Cwd: cwd})
 	if err != nil {
 		return FileDigest{}, err
 	}
@@ -201,8 +227,8 @@ func (a *Agent) DigestFile(ctx context.Context, tenant, handleID, filePath, cwd 
 // It is not atomic: a reader may see part of the bytes, and a failed call
 // may have written part of them. Files in the pile, or that link into it,
 // are refused as WriteFile refuses them.
-func (a *Agent) AppendFile(ctx context.Context, tenant, handleID, filePath, cwd string, data []byte) (FileInfo, error) {
-	return a.writeRange(ctx, tenant, handleID, filePath, cwd, -1, data)
+func (f *Files) AppendFile(ctx context.Context, tenant, handleID, filePath, cwd string, data []byte) (FileInfo, error) {
+	return f.writeRange(ctx, tenant, handleID, filePath, cwd, -1, data)
 }
 
 // WriteFileAt writes data into a file at byte offset, creating the file
@@ -210,26 +236,26 @@ func (a *Agent) AppendFile(ctx context.Context, tenant, handleID, filePath, cwd 
 // theirs, and a range that starts past the end leaves a gap of zero bytes
 // before it. Ranges may be written in any order. It is not atomic, and it
 // refuses the pile, as AppendFile.
-func (a *Agent) WriteFileAt(ctx context.Context, tenant, handleID, filePath, cwd string, offset int64, data []byte) (FileInfo, error) {
+func (f *Files) WriteFileAt(ctx context.Context, tenant, handleID, filePath, cwd string, offset int64, data []byte) (FileInfo, error) {
 	if offset < 0 {
 		return FileInfo{}, errorf(CodeInvalid, "%s", agentapi.NegativeOffset(offset))
 	}
-	return a.writeRange(ctx, tenant, handleID, filePath, cwd, offset, data)
+	return f.writeRange(ctx, tenant, handleID, filePath, cwd, offset, data)
 }
 
 // writeRange writes data at offset, or appends it when offset is -1.
-func (a *Agent) writeRange(ctx context.Context, tenant, handleID, filePath, cwd string, offset int64, data []byte) (FileInfo, error) {
+func (f *Files) writeRange(ctx context.Context, tenant, handleID, filePath, cwd string, offset int64, data []byte) (FileInfo, error) {
 	if err := checkPath(filePath); err != nil {
 		return FileInfo{}, err
 	}
-	if len(data) > a.opts.MaxFileBytes {
-		return FileInfo{}, errorf(CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: write it in ranges of at most %d bytes, one call each", len(data), a.opts.MaxFileBytes, a.opts.MaxFileBytes)
+	if len(data) > f.maxBytes {
+		return FileInfo{}, errorf(CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: write it in ranges of at most %d bytes, one call each", len(data), f.maxBytes, f.maxBytes)
 	}
 	call := backend.FileCall{Op: backend.FileWriteAt, Path: filePath, Cwd: cwd, Offset: offset, Data: data}
 	if offset < 0 {
 		call.Op, call.Offset = backend.FileAppend, 0
 	}
-	res, err := a.fileCall(ctx, tenant, handleID, filePath, call)
+	res, err := f.call(ctx, tenant, handleID, filePath, call)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -246,52 +272,52 @@ func (a *Agent) writeRange(ctx context.Context, tenant, handleID, filePath, cwd 
 	}, nil
 }
 
-// fileCall has the handle's sandbox serve call, through its backend's
+// call has the handle's sandbox serve call, through its backend's
 // FileServer, within Options.FileTimeout: past it, as when ctx ends, the
 // call is abandoned in the sandbox, and a timeout is an error that names
 // the bound. A refusal becomes the error that tells the tenant what to do.
-func (a *Agent) fileCall(ctx context.Context, tenant, handleID, filePath string, call backend.FileCall) (_ backend.FileResult, err error) {
-	spec, be, err := a.resolve(tenant, handleID)
+func (f *Files) call(ctx context.Context, tenant, handleID, filePath string, call backend.FileCall) (_ backend.FileResult, err error) {
+	spec, be, err := f.sessions.resolve(tenant, handleID)
 	if err != nil {
 		return backend.FileResult{}, err
 	}
-	if err := a.chargeable(ctx, spec, be); err != nil {
+	if err := f.calls.chargeable(ctx, spec, be); err != nil {
 		return backend.FileResult{}, err
 	}
-	ctx, done, err := a.awaken(ctx, spec.ID)
+	ctx, done, err := f.calls.awaken(ctx, spec.ID)
 	if err != nil {
 		return backend.FileResult{}, err
 	}
 	defer done()
-	ctx, span := a.sandboxSpan(ctx, "sandbox file", spec.ID, be)
+	ctx, span := f.spans.start(ctx, "sandbox file", spec.ID, be)
 	defer func() { endSpan(span, err) }()
 	fs := be.Capabilities().FileServer
 	if fs == nil {
 		fs = backend.ShellFiles(be)
 	}
-	cctx, cancel := context.WithTimeout(ctx, a.opts.FileTimeout)
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	res, err := fs.File(cctx, spec.ID, call)
 	switch {
 	case err == nil:
 		return res, nil
 	case frozenCause(ctx):
-		return backend.FileResult{}, a.frozenRefusal(spec.ID)
+		return backend.FileResult{}, f.calls.frozenRefusal(spec.ID)
 	case cctx.Err() != nil && ctx.Err() == nil:
-		return backend.FileResult{}, a.fileTimeout(call.Op, filePath)
+		return backend.FileResult{}, f.timeoutError(call.Op, filePath)
 	case ctx.Err() != nil:
 		return backend.FileResult{}, ctx.Err()
 	}
 	var refused *backend.FileRefused
 	if errors.As(err, &refused) {
-		return backend.FileResult{}, a.fileRefusal(spec, call, filePath, refused)
+		return backend.FileResult{}, f.refusal(spec, call, filePath, refused)
 	}
 	switch {
 	case errors.Is(err, backend.ErrInvalidRequest):
 		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
 		return backend.FileResult{}, &Error{Code: CodeInvalid, Err: err, Message: fileFailed(call.Op, filePath, why)}
 	case errors.Is(err, backend.ErrExhausted), errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
-		return backend.FileResult{}, a.execError(err)
+		return backend.FileResult{}, execError(err)
 	}
 	return backend.FileResult{}, &Error{Code: CodeInternal, Err: err, Message: fileFailed(call.Op, filePath, err.Error())}
 }
@@ -318,9 +344,9 @@ func fileFailed(op backend.FileOp, filePath, why string) string {
 	return fmt.Sprintf("%s %q failed: %s", fileVerb(op), filePath, why)
 }
 
-// fileTimeout is the error of a call that took longer than FileTimeout.
-func (a *Agent) fileTimeout(op backend.FileOp, filePath string) error {
-	e := errorf(CodeUnavailable, "%s %q took longer than the %s a file operation may take (the agent's --file-timeout), and was stopped", fileVerb(op), filePath, a.opts.FileTimeout)
+// timeoutError is the error of a call that took longer than FileTimeout.
+func (f *Files) timeoutError(op backend.FileOp, filePath string) error {
+	e := errorf(CodeUnavailable, "%s %q took longer than the %s a file operation may take (the agent's --file-timeout), and was stopped", fileVerb(op), filePath, f.timeout)
 	switch fileVerb(op) {
 	case "digesting":
 		e.Message += ": the file is too large to digest in one call; compare the sha256 of each range you read or wrote instead"
@@ -332,9 +358,9 @@ func (a *Agent) fileTimeout(op backend.FileOp, filePath string) error {
 	return e
 }
 
-// fileRefusal says why the sandbox refused a call on filePath, and what
-// to do instead.
-func (a *Agent) fileRefusal(spec backend.Spec, call backend.FileCall, filePath string, r *backend.FileRefused) error {
+// refusal says why the sandbox refused a call on filePath, and what to do
+// instead.
+func (f *Files) refusal(spec backend.Spec, call backend.FileCall, filePath string, r *backend.FileRefused) error {
 	ranged := call.Op == backend.FileWriteAt || call.Op == backend.FileAppend
 	switch r.Why {
 	case backend.FileNoFile:
@@ -348,9 +374,9 @@ func (a *Agent) fileRefusal(spec backend.Spec, call backend.FileCall, filePath s
 		}
 		return errorf(CodeInvalid, "%q is not a regular file: read reads files; list directories with exec (ls)", filePath)
 	case backend.FileTooLarge:
-		return errorf(CodeTooLarge, "%q is %s bytes, over the %d-byte read limit; read refuses rather than truncates: use exec (head, tail, split) or job_exec to page through it", filePath, r.Detail, a.opts.MaxFileBytes)
+		return errorf(CodeTooLarge, "%q is %s bytes, over the %d-byte read limit; read refuses rather than truncates: use exec (head, tail, split) or job_exec to page through it", filePath, r.Detail, f.maxBytes)
 	case backend.FileGrew:
-		return errorf(CodeTooLarge, "%q grew past the %d-byte read limit while it was read; read refuses rather than truncates", filePath, a.opts.MaxFileBytes)
+		return errorf(CodeTooLarge, "%q grew past the %d-byte read limit while it was read; read refuses rather than truncates", filePath, f.maxBytes)
 	case backend.FileShort:
 		return errorf(CodeUnavailable, "reading %q stopped at byte %s: it shrank while it was read, or could not be read: read the range again", filePath, r.Detail)
 	case backend.FileNoDir:

@@ -67,18 +67,18 @@ func TestWriteToThePileSaysWhy(t *testing.T) {
 		if err := a.Ensure(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
-		h, err := a.Open(ctx, spec.Tenant, spec.ID)
+		h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = a.WriteFile(ctx, spec.Tenant, h.ID, "/pile/x", "", []byte("y"))
+		_, err = a.Files().WriteFile(ctx, spec.Tenant, h.ID, "/pile/x", "", []byte("y"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `"/pile/x"`) {
 			t.Errorf("isolation %q: %v, want %q", tc.isolation, err, tc.want)
 		}
 		for what, err := range map[string]error{
-			"append":       second(a.AppendFile(ctx, spec.Tenant, h.ID, "/pile/x", "", []byte("y"))),
-			"write at 0":   second(a.WriteFileAt(ctx, spec.Tenant, h.ID, "/pile/x", "", 0, []byte("y"))),
-			"via the link": second(a.AppendFile(ctx, spec.Tenant, h.ID, "to-pile", "", []byte("y"))),
+			"append":       second(a.Files().AppendFile(ctx, spec.Tenant, h.ID, "/pile/x", "", []byte("y"))),
+			"write at 0":   second(a.Files().WriteFileAt(ctx, spec.Tenant, h.ID, "/pile/x", "", 0, []byte("y"))),
+			"via the link": second(a.Files().AppendFile(ctx, spec.Tenant, h.ID, "to-pile", "", []byte("y"))),
 		} {
 			if hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), tc.ranged) {
 				t.Errorf("isolation %q, %s: %v, want %q", tc.isolation, what, err, tc.ranged)
@@ -102,12 +102,12 @@ func TestRangedCallsCheckFirst(t *testing.T) {
 	if err := a.Ensure(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	read := func(off int64, n int) error {
-		_, err := a.ReadFileRange(ctx, spec.Tenant, h.ID, "f", "", hostagent.Range{Offset: off, Length: n})
+		_, err := a.Files().ReadFileRange(ctx, spec.Tenant, h.ID, "f", "", hostagent.Range{Offset: off, Length: n})
 		return err
 	}
 	for _, tc := range []struct {
@@ -119,10 +119,10 @@ func TestRangedCallsCheckFirst(t *testing.T) {
 		{"a negative offset", read(-1, 0), hostagent.CodeInvalid, "offset -1 is negative: give the byte offset from the start of the file, 0 or more"},
 		{"a length over the limit", read(0, 17), hostagent.CodeInvalid, "length 17 is out of range: give 1 to 16 bytes, or omit it for up to 16"},
 		{"a negative length", read(0, -1), hostagent.CodeInvalid, "length -1 is out of range"},
-		{"no path", second(a.DigestFile(ctx, spec.Tenant, h.ID, "", "")), hostagent.CodeInvalid, "path is empty"},
-		{"a negative write offset", second(a.WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", -2, []byte("x"))), hostagent.CodeInvalid, "offset -2 is negative"},
-		{"an append over the limit", second(a.AppendFile(ctx, spec.Tenant, h.ID, "f", "", make([]byte, 17))), hostagent.CodeTooLarge, "write it in ranges of at most 16 bytes"},
-		{"a write at an offset over the limit", second(a.WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", 0, make([]byte, 17))), hostagent.CodeTooLarge, "write it in ranges of at most 16 bytes"},
+		{"no path", second(a.Files().DigestFile(ctx, spec.Tenant, h.ID, "", "")), hostagent.CodeInvalid, "path is empty"},
+		{"a negative write offset", second(a.Files().WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", -2, []byte("x"))), hostagent.CodeInvalid, "offset -2 is negative"},
+		{"an append over the limit", second(a.Files().AppendFile(ctx, spec.Tenant, h.ID, "f", "", make([]byte, 17))), hostagent.CodeTooLarge, "write it in ranges of at most 16 bytes"},
+		{"a write at an offset over the limit", second(a.Files().WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", 0, make([]byte, 17))), hostagent.CodeTooLarge, "write it in ranges of at most 16 bytes"},
 	} {
 		if hostagent.CodeOf(tc.err) != tc.code || tc.err == nil || !strings.Contains(tc.err.Error(), tc.says) {
 			t.Errorf("%s: %v (%s), want %s saying %q", tc.name, tc.err, hostagent.CodeOf(tc.err), tc.code, tc.says)
@@ -152,7 +152,7 @@ func TestRangedReadAnswers(t *testing.T) {
 	if err := a.Ensure(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestRangedReadAnswers(t *testing.T) {
 		{"no size", 0, 0, "abc", "", hostagent.FileContent{}, hostagent.CodeInternal},
 	} {
 		stdout, stderr = tc.stdout, tc.stderr
-		got, err := a.ReadFileRange(ctx, spec.Tenant, h.ID, "f", "", hostagent.Range{Offset: tc.off, Length: tc.length})
+		got, err := a.Files().ReadFileRange(ctx, spec.Tenant, h.ID, "f", "", hostagent.Range{Offset: tc.off, Length: tc.length})
 		if hostagent.CodeOf(err) != tc.code {
 			t.Errorf("%s: %v, want code %q", tc.name, err, tc.code)
 			continue

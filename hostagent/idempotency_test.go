@@ -60,13 +60,12 @@ func TestKeyDigestNamesTheWholeRequest(t *testing.T) {
 // TestExecTakesNoKey: a key on a synchronous exec is refused, clearly,
 // rather than ignored (a retried exec runs again).
 func TestExecTakesNoKey(t *testing.T) {
-	a := &Agent{}
-	a.opts.MaxFileBytes = 1 << 20
-	_, err := a.Exec(t.Context(), "ns/a", "h_x", ExecRequest{Command: "true", IdempotencyKey: "k"})
+	x := &Execs{maxStdin: 1 << 20}
+	_, err := x.Exec(t.Context(), "ns/a", "h_x", ExecRequest{Command: "true", IdempotencyKey: "k"})
 	if CodeOf(err) != CodeInvalid {
 		t.Fatalf("exec with a key: %v, want invalid_argument", err)
 	}
-	_, err = a.StartJob(t.Context(), "ns/a", "h_x", ExecRequest{Command: "true", IdempotencyKey: "no spaces please"})
+	_, err = x.StartJob(t.Context(), "ns/a", "h_x", ExecRequest{Command: "true", IdempotencyKey: "no spaces please"})
 	if CodeOf(err) != CodeInvalid {
 		t.Fatalf("job with a bad key: %v, want invalid_argument", err)
 	}

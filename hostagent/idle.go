@@ -55,9 +55,7 @@ func (a *Agent) SetIdlePolicy(id string, p IdlePolicy) {
 	defer a.mu.Unlock()
 	if s, ok := a.sandboxes[id]; ok {
 		s.idle = p
-		if s.lastCall.IsZero() {
-			s.lastCall = a.clock.Now()
-		}
+		a.calls.touch(id, true)
 	}
 }
 
@@ -100,27 +98,23 @@ func (a *Agent) awaken(ctx context.Context, id string) (_ context.Context, done 
 	}
 	a.awaitThaw(ctx, s)
 	a.mu.Lock()
+	if a.sandboxes[id] != s {
+		// Removed meanwhile: as one not served.
+		a.mu.Unlock()
+		return ctx, func() {}, nil
+	}
 	if err := a.limitRefusalLocked(s); err != nil {
 		a.mu.Unlock()
 		return nil, nil, err
 	}
-	s.calls++
-	s.lastCall = a.clock.Now()
 	asleep := s.asleep
 	cctx, cancel := context.WithCancelCause(ctx)
-	a.calls++
-	key := a.calls
-	if s.inflight == nil {
-		s.inflight = map[uint64]context.CancelCauseFunc{}
-	}
-	s.inflight[key] = cancel
+	// Under the agent's lock, with the refusal above: a freeze that
+	// comes after finds the call in progress, and cancels it.
+	end := a.calls.begin(id, cancel)
 	a.mu.Unlock()
 	done = func() {
-		a.mu.Lock()
-		s.calls--
-		s.lastCall = a.clock.Now()
-		delete(s.inflight, key)
-		a.mu.Unlock()
+		end()
 		cancel(nil)
 	}
 	if asleep {
@@ -130,16 +124,6 @@ func (a *Agent) awaken(ctx context.Context, id string) (_ context.Context, done 
 		}
 	}
 	return cctx, done, nil
-}
-
-// awakenJob is awaken for the sandbox that holds the tenant's job jobID;
-// a job the agent does not know is left to the caller.
-func (a *Agent) awakenJob(ctx context.Context, tenant, jobID string) (_ context.Context, done func(), err error) {
-	id, ok := a.jobs.SandboxOf(tenant, jobID)
-	if !ok {
-		return ctx, func() {}, nil
-	}
-	return a.awaken(ctx, id)
 }
 
 // wake restores (or starts again) a sleeping sandbox, once for all the
@@ -233,7 +217,7 @@ func (a *Agent) sleepIdle(ctx context.Context) {
 func (a *Agent) idleLocked(s *sandbox) bool {
 	// Frozen for its usage limit, it uses no CPU and is not put to sleep:
 	// it thaws where it was.
-	if s.idle.After <= 0 || s.suspended || s.asleep || s.limited || s.calls > 0 || a.clock.Now().Sub(s.lastCall) < s.idle.After {
+	if s.idle.After <= 0 || s.suspended || s.asleep || s.limited || !a.calls.quietFor(s.spec.ID, s.idle.After) {
 		return false
 	}
 	return s.idle.WithRunningJobs || a.jobs.Running(s.spec.ID) == 0
@@ -277,7 +261,9 @@ func (a *Agent) sleep(ctx context.Context, s *sandbox) {
 		a.opts.Logger.Error(err, "Suspending a sandbox idle for its idle period", "sandbox", id)
 		a.mu.Lock()
 		s.asleep = false
-		s.lastCall = a.clock.Now()
+		if a.sandboxes[id] == s {
+			a.calls.touch(id, false)
+		}
 		a.mu.Unlock()
 		return
 	case err != nil:

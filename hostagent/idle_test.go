@@ -77,7 +77,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute})
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	}
 
 	// The next call, on the session opened before, is served.
-	res, err := a.Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "echo"})
+	res, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "echo"})
 	if err != nil || string(res.Stdout) != "ok" {
 		t.Fatalf("the call that wakes the sandbox: %+v, %v", res, err)
 	}
@@ -125,7 +125,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	}
 
 	// A running job keeps it awake by default.
-	job, err := a.StartJob(ctx, spec.Tenant, h.ID, ExecRequest{Command: "block"})
+	job, err := a.Execs().StartJob(ctx, spec.Tenant, h.ID, ExecRequest{Command: "block"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	if !sleepsAfter(time.Minute) {
 		t.Fatal("awake with a running job and WithRunningJobs")
 	}
-	p, err := a.PollJob(ctx, spec.Tenant, job.ID, "", 1024, 0)
+	p, err := a.Execs().PollJob(ctx, spec.Tenant, job.ID, "", 1024, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestRuntimeStates(t *testing.T) {
 		t.Fatalf("a new sandbox's state was announced: %v", ids)
 	}
 	a.SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute})
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestRuntimeStates(t *testing.T) {
 	gate := be.arm()
 	served := make(chan error, 1)
 	go func() {
-		_, err := a.Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "echo"})
+		_, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "echo"})
 		served <- err
 	}()
 	deadline := time.Now().Add(time.Minute)

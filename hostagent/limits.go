@@ -73,7 +73,7 @@ func frozenCause(ctx context.Context) bool {
 
 // frozen says whether the book says that the agent froze sandbox id for
 // its usage limit.
-func (b *usageBook) frozen(id string) bool {
+func (b *UsageBook) frozen(id string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r, ok := b.records[id]
@@ -81,17 +81,149 @@ func (b *usageBook) frozen(id string) bool {
 }
 
 // setFrozen records whether sandbox id is frozen for its usage limit, in
-// the book written to disk; the caller holds the agent's lock or none.
-func (a *Agent) setFrozen(id string, frozen bool) {
-	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
-	r, ok := a.usage.records[id]
+// the book written to disk.
+func (b *UsageBook) setFrozen(id string, frozen bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.records[id]
 	if !ok || r.Frozen == frozen {
 		return
 	}
 	r.Frozen = frozen
-	if err := a.usage.saveLocked(); err != nil {
-		a.opts.Logger.Error(err, "Writing the usage book")
+	if err := b.saveLocked(); err != nil {
+		b.log.Error(err, "Writing the usage book")
+	}
+}
+
+// thawDue says whether the limit sandbox id is frozen for is no longer
+// spent (its period ended, its limit was raised), or the book has no
+// record of it.
+func (b *UsageBook) thawDue(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r, ok := b.records[id]; ok {
+		until, spent := r.exhaustedUntil()
+		return !spent || !b.clock.Now().Before(until)
+	}
+	return true
+}
+
+// markDue has the limiter's next pass check sandbox id, if it has a limit
+// or is frozen for one; known says whether the book has it.
+func (b *UsageBook) markDue(id string) (known bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.records[id]
+	if ok && (r.Limits.CPUSeconds > 0 || r.Frozen) {
+		r.due = time.Time{}
+	}
+	return ok
+}
+
+// dueAmong is which of the sandboxes (by ID, each with whether the agent
+// holds it frozen) the limiter checks now: those with a limit, or frozen
+// for one, whose time has come; and when the next of the others is due,
+// next at the latest.
+func (b *UsageBook) dueAmong(sandboxes map[string]bool, now, next time.Time) ([]string, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var due []string
+	for id, limited := range sandboxes {
+		r, ok := b.records[id]
+		if !ok || (r.Limits.CPUSeconds <= 0 && !r.Frozen && !limited) {
+			continue
+		}
+		if r.due.After(now) {
+			next = minTime(next, r.due)
+			continue
+		}
+		due = append(due, id)
+	}
+	return due, next
+}
+
+// limitStanding is where a sandbox stands against its limit, as of a
+// reading.
+type limitStanding struct {
+	// from is when its check was due (or the reading, for one asked at
+	// once), from which a freeze's latency counts.
+	from time.Time
+	// spent: it spent its limit, which resets at until; used is what it
+	// used in the period, which ends at periodEnd.
+	spent            bool
+	until, periodEnd time.Time
+	limits           UsageLimits
+	used             float64
+}
+
+// stand takes u (when ok), read at at, into sandbox id's record and says
+// where it stands; false when the book has no record of it.
+func (b *UsageBook) stand(id string, u backend.SandboxUsage, ok bool, at time.Time) (limitStanding, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, known := b.records[id]
+	if !known {
+		return limitStanding{}, false
+	}
+	if ok {
+		r.update(u, at)
+	}
+	st := limitStanding{from: at, limits: r.Limits, used: r.total() - r.PeriodBase}
+	if !r.due.IsZero() && r.due.Before(at) {
+		st.from = r.due
+	}
+	st.until, st.spent = r.exhaustedUntil()
+	st.periodEnd = r.PeriodStart.Add(r.Limits.Period)
+	return st, true
+}
+
+// setDue is when the limiter checks sandbox id next.
+func (b *UsageBook) setDue(id string, next time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r, ok := b.records[id]; ok {
+		r.due = next
+	}
+}
+
+// periodUse takes u, read at now, into sandbox id's record and says what
+// it used in the period; false when the book has no record of it.
+func (b *UsageBook) periodUse(id string, u backend.SandboxUsage, now time.Time) (float64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.records[id]
+	if !ok {
+		return 0, false
+	}
+	r.update(u, now)
+	return r.total() - r.PeriodBase, true
+}
+
+// refusal is the answer to a call of tenant's that would reach sandbox id
+// when its limit is spent or it is frozen for it (usageRecord.refusal);
+// nil when the book has no record of it.
+func (b *UsageBook) refusal(id, tenant string, frozen, freezes bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.records[id]
+	if !ok {
+		return nil
+	}
+	return r.refusal(tenant, frozen, freezes)
+}
+
+// sampleNow takes u, read at now, into sandbox id's record and writes the
+// book.
+func (b *UsageBook) sampleNow(id string, u backend.SandboxUsage, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, known := b.records[id]
+	if !known {
+		return
+	}
+	r.update(u, now)
+	if err := b.saveLocked(); err != nil {
+		b.log.Error(err, "Writing the usage book")
 	}
 }
 
@@ -123,7 +255,7 @@ func (a *Agent) unfreezeLocked(s *sandbox) {
 	}
 	setLimitedLocked(s, false)
 	s.afterThaw = nil
-	a.setFrozen(s.spec.ID, false)
+	a.usage.setFrozen(s.spec.ID, false)
 }
 
 // setLimitedLocked marks s frozen for its usage limit, or not; a call
@@ -152,15 +284,8 @@ func (a *Agent) awaitThaw(ctx context.Context, s *sandbox) {
 		return
 	}
 	thawed, id := s.thawed, s.spec.ID
-	a.usage.mu.Lock()
-	due := true
-	if r, ok := a.usage.records[id]; ok {
-		until, spent := r.exhaustedUntil()
-		due = !spent || !a.clock.Now().Before(until)
-	}
-	a.usage.mu.Unlock()
 	a.mu.Unlock()
-	if !due {
+	if !a.usage.thawDue(id) {
 		return
 	}
 	a.checkLimitSoon(id)
@@ -176,13 +301,7 @@ func (a *Agent) awaitThaw(ctx context.Context, s *sandbox) {
 // checkLimitSoon has the limiter check sandbox id at once, if it has a
 // limit or is frozen for one.
 func (a *Agent) checkLimitSoon(id string) {
-	a.usage.mu.Lock()
-	r, ok := a.usage.records[id]
-	if ok && (r.Limits.CPUSeconds > 0 || r.Frozen) {
-		r.due = time.Time{}
-	}
-	a.usage.mu.Unlock()
-	if ok {
+	if a.usage.markDue(id) {
 		select {
 		case a.limitKick <- struct{}{}:
 		default:
@@ -217,21 +336,17 @@ func (a *Agent) checkLimits(ctx context.Context, every time.Duration, thaws *syn
 	now := a.clock.Now()
 	next := now.Add(every)
 	a.mu.Lock()
-	var due []*sandbox
-	a.usage.mu.Lock()
+	served := make(map[string]*sandbox, len(a.sandboxes))
+	limited := make(map[string]bool, len(a.sandboxes))
 	for id, s := range a.sandboxes {
-		r, ok := a.usage.records[id]
-		if !ok || (r.Limits.CPUSeconds <= 0 && !r.Frozen && !s.limited) {
-			continue
-		}
-		if r.due.After(now) {
-			next = minTime(next, r.due)
-			continue
-		}
-		due = append(due, s)
+		served[id], limited[id] = s, s.limited
 	}
-	a.usage.mu.Unlock()
 	a.mu.Unlock()
+	ids, next := a.usage.dueAmong(limited, now, next)
+	due := make([]*sandbox, 0, len(ids))
+	for _, id := range ids {
+		due = append(due, served[id])
+	}
 	var (
 		wg  sync.WaitGroup
 		mu  sync.Mutex
@@ -273,7 +388,8 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 	a.mu.Lock()
 	served := a.sandboxes[s.spec.ID] == s
 	spec, be := s.spec, s.be
-	limited, suspended, asleep, paused, snapshots := s.limited, s.suspended, s.asleep, s.paused, s.snapshots
+	limited, suspended, asleep, paused := s.limited, s.suspended, s.asleep, s.paused
+	snapshotting := a.snaps.taking(spec.ID)
 	a.mu.Unlock()
 	if !served {
 		return now.Add(every)
@@ -286,31 +402,16 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 	if m := be.Capabilities().UsageMeter; m != nil {
 		u, ok = m.SandboxUsage(id, false)
 	}
-	at := a.clock.Now()
-	a.usage.mu.Lock()
-	r, known := a.usage.records[id]
+	st, known := a.usage.stand(id, u, ok, a.clock.Now())
 	if !known {
-		a.usage.mu.Unlock()
 		return now.Add(every)
 	}
-	if ok {
-		r.update(u, at)
-	}
-	// The freeze's latency counts from when the check was due (or from
-	// the reading, for one asked at once).
-	from := at
-	if !r.due.IsZero() && r.due.Before(at) {
-		from = r.due
-	}
-	until, spent := r.exhaustedUntil()
-	limits, used := r.Limits, r.total()-r.PeriodBase
-	periodEnd := r.PeriodStart.Add(limits.Period)
-	a.usage.mu.Unlock()
+	spent, until, limits, used, periodEnd := st.spent, st.until, st.limits, st.used, st.periodEnd
 
 	p := be.Capabilities().Pauser
 	next := now.Add(every)
 	switch {
-	case spent && !limited && p != nil && !suspended && snapshots == 0 && (!asleep || paused):
+	case spent && !limited && p != nil && !suspended && !snapshotting && (!asleep || paused):
 		if asleep {
 			// Paused for idleness already: frozen for its limit now, so
 			// that no call wakes it.
@@ -319,14 +420,14 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 			setLimitedLocked(s, true)
 			a.noteStateLocked(s)
 			a.mu.Unlock()
-			a.setFrozen(id, true)
+			a.usage.setFrozen(id, true)
 			break
 		}
-		if err := a.freeze(ctx, s, spec, p, limits, used, from); err != nil {
+		if err := a.freeze(ctx, s, spec, p, limits, used, st.from); err != nil {
 			a.opts.Logger.Error(err, "Freezing a sandbox that spent its CPU limit; tried again", "sandbox", id)
 			return now.Add(time.Second)
 		}
-	case spent && snapshots > 0 && !limited:
+	case spent && snapshotting && !limited:
 		return now.Add(100 * time.Millisecond) // after the snapshot
 	case !spent && limited:
 		if err := a.thaw(ctx, s, spec, be, thaws); err != nil {
@@ -347,9 +448,7 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 			next = minTime(next, periodEnd)
 		}
 	}
-	a.usage.mu.Lock()
-	r.due = next
-	a.usage.mu.Unlock()
+	a.usage.setDue(id, next)
 	return next
 }
 
@@ -382,27 +481,18 @@ func (a *Agent) freeze(ctx context.Context, s *sandbox, spec backend.Spec, p bac
 	took := a.clock.Now().Sub(from)
 	a.freezeLatency.Observe(took.Seconds())
 	a.jobs.ParkSandbox(id)
-	a.setFrozen(id, true)
+	a.usage.setFrozen(id, true)
 	a.mu.Lock()
 	a.noteStateLocked(s)
-	calls := make([]context.CancelCauseFunc, 0, len(s.inflight))
-	for _, c := range s.inflight {
-		calls = append(calls, c)
-	}
 	a.mu.Unlock()
-	for _, c := range calls {
-		c(errFrozen)
-	}
+	a.calls.cancelAll(id, errFrozen)
 	// Frozen, its counter is still: what it used past the limit.
 	over := used - limits.CPUSeconds
 	if m := s.be.Capabilities().UsageMeter; m != nil {
 		if u, ok := m.SandboxUsage(id, false); ok {
-			a.usage.mu.Lock()
-			if r, ok := a.usage.records[id]; ok {
-				r.update(u, a.clock.Now())
-				over = r.total() - r.PeriodBase - limits.CPUSeconds
+			if used, ok := a.usage.periodUse(id, u, a.clock.Now()); ok {
+				over = used - limits.CPUSeconds
 			}
-			a.usage.mu.Unlock()
 		}
 	}
 	a.overshoots.Observe(max(over, 0))
@@ -429,11 +519,11 @@ func (a *Agent) thaw(ctx context.Context, s *sandbox, spec backend.Spec, be back
 	after, unadopted := s.afterThaw, s.unadopted
 	s.afterThaw = nil
 	a.mu.Unlock()
-	a.setFrozen(id, false)
+	a.usage.setFrozen(id, false)
 	a.jobs.UnparkSandbox(id)
 	if unadopted {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.AdoptTimeout)
-		err := a.adoptJobs(actx, be, spec)
+		err := a.execs.adoptJobs(actx, be, spec)
 		cancel()
 		if err != nil {
 			a.opts.Logger.Error(err, "Adopting the jobs of a sandbox thawed; its next Ensure tries again", "sandbox", id)
@@ -504,13 +594,38 @@ func (a *Agent) limitRefusalLocked(s *sandbox) error {
 	if s.suspended {
 		return nil // its suspension is the answer
 	}
-	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
-	r, ok := a.usage.records[s.spec.ID]
-	if !ok {
-		return nil
+	return a.usage.refusal(s.spec.ID, s.spec.Tenant, s.limited, s.be.Capabilities().Pauser != nil)
+}
+
+// chargeable refuses a call that would run something in sandbox spec when
+// it has spent a limit of its period (and has the limiter freeze it now,
+// if it has not yet).
+func (a *Agent) chargeable(ctx context.Context, spec backend.Spec, be backend.Backend) error {
+	a.mu.Lock()
+	s, ok := a.sandboxes[spec.ID]
+	a.mu.Unlock()
+	frozen := false
+	if ok {
+		// Its period just ended, or its limit was raised: served once
+		// thawed.
+		a.awaitThaw(ctx, s)
+		a.mu.Lock()
+		frozen = s.limited
+		a.mu.Unlock()
 	}
-	return r.refusal(s.spec.Tenant, s.limited, s.be.Capabilities().Pauser != nil)
+	return a.usage.admit(spec, be, frozen)
+}
+
+// limitRefusal is the answer to a call that would reach sandbox id while
+// its usage limit is spent, or it is frozen for it (nil: none), and
+// whether it is frozen.
+func (a *Agent) limitRefusal(id string) (frozen bool, refusal error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.sandboxes[id]; ok {
+		return s.limited, a.limitRefusalLocked(s)
+	}
+	return false, nil
 }
 
 // frozenRefusal is the answer to a call caught in progress by the freeze
@@ -524,6 +639,15 @@ func (a *Agent) frozenRefusal(id string) error {
 		}
 	}
 	return errorf(CodeExhausted, "the sandbox was frozen for its spent usage limit while the call ran: retry after its period resets")
+}
+
+// unadopted says whether the jobs that sandboxID holds may not all be
+// taken over by this agent process yet.
+func (a *Agent) unadopted(sandboxID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sandboxes[sandboxID]
+	return ok && s.unadopted
 }
 
 // frozenUnadopted is the answer to a call on a job not found, when the
@@ -551,17 +675,7 @@ func (a *Agent) sampleNow(be backend.Backend, id string) {
 	if !ok {
 		return
 	}
-	now := a.clock.Now()
-	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
-	r, known := a.usage.records[id]
-	if !known {
-		return
-	}
-	r.update(u, now)
-	if err := a.usage.saveLocked(); err != nil {
-		a.opts.Logger.Error(err, "Writing the usage book")
-	}
+	a.usage.sampleNow(id, u, a.clock.Now())
 }
 
 // frozenCount is the number of sandboxes frozen for their usage limits.

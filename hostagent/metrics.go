@@ -116,8 +116,11 @@ func newExecDuration() *prometheus.HistogramVec {
 	return h
 }
 
-// observeExec records one exec that reached the backend.
-func (a *Agent) observeExec(ctx context.Context, res ExecResult, err error, took time.Duration) {
+// duration is exec's latency histogram, for the agent's collector.
+func (x *Execs) duration() prometheus.Collector { return x.latency }
+
+// observe records one exec that reached the backend.
+func (x *Execs) observe(ctx context.Context, res ExecResult, err error, took time.Duration) {
 	outcome := ExecExited
 	switch {
 	case err == nil && res.TimedOut:
@@ -127,7 +130,7 @@ func (a *Agent) observeExec(ctx context.Context, res ExecResult, err error, took
 	case err != nil:
 		outcome = ExecFailed
 	}
-	a.execDuration.WithLabelValues(outcome).Observe(took.Seconds())
+	x.latency.WithLabelValues(outcome).Observe(took.Seconds())
 }
 
 // Collector returns the agent's metrics as a Prometheus collector: its jobs
@@ -144,7 +147,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		tenantCPUDesc, tenantMemoryDesc, tenantMemoryPeakDesc, tenantMiBSecondsDesc, tenantStorageDesc, tenantJobSecondsDesc, tenantPeriodCPUDesc, tenantExhaustedDesc} {
 		ch <- d
 	}
-	c.a.execDuration.Describe(ch)
+	c.a.execs.duration().Describe(ch)
 	c.a.sleeps.Describe(ch)
 	c.a.wakes.Describe(ch)
 	c.a.overshoots.Describe(ch)
@@ -189,8 +192,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(spec), "spec")
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(idle), "idle")
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(c.a.frozenCount()), "usage_limit")
-	gauge(keyWaitingDesc, float64(c.a.keyWaiting.Load()))
-	c.a.execDuration.Collect(ch)
+	gauge(keyWaitingDesc, float64(c.a.keys.waitingCalls()))
+	c.a.execs.duration().Collect(ch)
 	c.a.sleeps.Collect(ch)
 	c.a.wakes.Collect(ch)
 	c.a.overshoots.Collect(ch)
@@ -204,7 +207,7 @@ func (c collector) collectUsage(ch chan<- prometheus.Metric) {
 		limited, exhausted                                  bool
 	}
 	by := map[string]*sums{}
-	for _, u := range c.a.Usage() {
+	for _, u := range c.a.usage.Usage() {
 		s := by[u.Tenant]
 		if s == nil {
 			s = &sums{}

@@ -26,26 +26,46 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
+// Pools is the warm-pool service: it claims started sandboxes from the
+// pools of the backends that keep one (backend.WarmPool), runs those
+// pools, and owns the claimed sandboxes no Ensure has taken yet.
+type Pools struct {
+	sandboxes poolSandboxes
+
+	mu sync.Mutex
+	// blank are the sandboxes ClaimWarm handed out that no Ensure has
+	// taken yet, by ID: they hold no job to adopt.
+	blank map[string]bool
+}
+
+// poolSandboxes is what the warm-pool service asks of the sandboxes
+// service.
+type poolSandboxes interface {
+	Backends() []backend.Backend
+	backendFor(spec backend.Spec) (backend.Backend, error)
+}
+
+func newPools(sandboxes poolSandboxes) *Pools {
+	return &Pools{sandboxes: sandboxes, blank: map[string]bool{}}
+}
+
 // ClaimWarm takes, from the warm pool of the backend that runs spec, a
 // started sandbox that fits it, and returns its ID: the caller records
 // it as the tenant's sandbox ID, and the Ensure that follows finds it
 // running. ok is false when the backend has no pool, none is ready, or
 // spec does not fit one.
-func (a *Agent) ClaimWarm(spec backend.Spec) (id string, ok bool) {
-	be, err := a.backendFor(spec)
+func (p *Pools) ClaimWarm(spec backend.Spec) (id string, ok bool) {
+	be, err := p.sandboxes.backendFor(spec)
 	if err != nil {
 		return "", false
 	}
-	if p := be.Capabilities().WarmPool; p != nil {
-		if id, ok = p.Claim(spec); ok {
+	if pool := be.Capabilities().WarmPool; pool != nil {
+		if id, ok = pool.Claim(spec); ok {
 			// Blank until its tenant's first call: it holds no job, and
 			// its first Ensure has none to adopt.
-			a.mu.Lock()
-			if a.blank == nil {
-				a.blank = map[string]bool{}
-			}
-			a.blank[id] = true
-			a.mu.Unlock()
+			p.mu.Lock()
+			p.blank[id] = true
+			p.mu.Unlock()
 		}
 		return id, ok
 	}
@@ -54,15 +74,24 @@ func (a *Agent) ClaimWarm(spec backend.Spec) (id string, ok bool) {
 
 // UnclaimWarm gives back a sandbox that ClaimWarm returned and that was
 // not recorded as a tenant's.
-func (a *Agent) UnclaimWarm(spec backend.Spec, id string) {
-	a.mu.Lock()
-	delete(a.blank, id)
-	a.mu.Unlock()
-	if be, err := a.backendFor(spec); err == nil {
-		if p := be.Capabilities().WarmPool; p != nil {
-			p.Unclaim(id)
+func (p *Pools) UnclaimWarm(spec backend.Spec, id string) {
+	p.takeBlank(id)
+	if be, err := p.sandboxes.backendFor(spec); err == nil {
+		if pool := be.Capabilities().WarmPool; pool != nil {
+			pool.Unclaim(id)
 		}
 	}
+}
+
+// takeBlank says whether sandbox id was claimed and not yet taken by an
+// Ensure, and forgets it: the first Ensure of a claimed sandbox has no job
+// to adopt, and a removed one is forgotten.
+func (p *Pools) takeBlank(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	blank := p.blank[id]
+	delete(p.blank, id)
+	return blank
 }
 
 // RunPools fills and refills the warm pools of the backends that have
@@ -71,23 +100,23 @@ func (a *Agent) UnclaimWarm(spec backend.Spec, id string) {
 // gracefully, it destroys the pools' unclaimed sandboxes within grace
 // (backend.WarmPool.DrainPool): what it cannot destroy, the next agent
 // adopts.
-func (a *Agent) RunPools(ctx context.Context, owned func(id string) bool, grace time.Duration) error {
+func (p *Pools) RunPools(ctx context.Context, owned func(id string) bool, grace time.Duration) error {
 	var pools []backend.WarmPool
-	for _, be := range a.backends {
-		if p := be.Capabilities().WarmPool; p != nil {
-			pools = append(pools, p)
+	for _, be := range p.sandboxes.Backends() {
+		if pool := be.Capabilities().WarmPool; pool != nil {
+			pools = append(pools, pool)
 		}
 	}
 	var wg sync.WaitGroup
-	for _, p := range pools {
-		wg.Go(func() { p.RunPool(ctx, owned) })
+	for _, pool := range pools {
+		wg.Go(func() { pool.RunPool(ctx, owned) })
 	}
 	<-ctx.Done()
 	wg.Wait()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
-	for _, p := range pools {
-		if err := p.DrainPool(dctx); err != nil {
+	for _, pool := range pools {
+		if err := pool.DrainPool(dctx); err != nil {
 			logr.FromContextOrDiscard(ctx).Error(err, "Destroying the warm pool's sandboxes at shutdown; the next agent adopts the rest")
 		}
 	}

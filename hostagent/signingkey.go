@@ -21,12 +21,62 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/signingkey"
 )
+
+// SigningKeys is the signing-key service: the key to write into a
+// sandbox's pile before its next start, the key each pile is known to
+// hold, and the calls that wait for a sandbox's expected key. It owns
+// that state; the sandboxes it asks about are the sandboxes service's
+// (keySandboxes).
+type SigningKeys struct {
+	sandboxes keySandboxes
+	// wait bounds a call's wait for an expected key
+	// (Options.SigningKeyWait).
+	wait time.Duration
+
+	mu sync.Mutex
+	// start are the keys to write into piles before their sandboxes
+	// start (SetStartSigningKey), by ID.
+	start map[string][]byte
+	// held is what each served sandbox's pile is known to hold, by ID:
+	// an entry from the sandbox's first record (track) to its removal
+	// (forget).
+	held map[string]*keyState
+	// awaited are the sandboxes whose calls wait for their signing key
+	// (ExpectSigningKey), by ID: each channel is closed once the
+	// sandbox's pile holds a key.
+	awaited map[string]chan struct{}
+	// waiting counts the calls waiting for a signing key now.
+	waiting atomic.Int64
+}
+
+// keySandboxes is what the signing-key service asks of the sandboxes
+// service.
+type keySandboxes interface {
+	served(id string) (sandboxView, bool)
+	// pendingTakeover says whether sandbox id is still to be taken over
+	// by an agent that just started.
+	pendingTakeover(id string) bool
+}
+
+func newSigningKeys(sandboxes keySandboxes, wait time.Duration) *SigningKeys {
+	return &SigningKeys{sandboxes: sandboxes, wait: wait, start: map[string][]byte{}, held: map[string]*keyState{}, awaited: map[string]chan struct{}{}}
+}
+
+// keyState is what a sandbox's pile is known to hold: key is nil until it
+// is read (once per start or install), and reads counts its
+// invalidations, so that a read an install overtook is not kept.
+type keyState struct {
+	key   *signingKeyHeld
+	reads int
+}
 
 // signingKeyHeld is the signing key a sandbox's pile holds, by its fingerprint
 // and public key (both "" for none): the key itself is not kept.
@@ -38,26 +88,23 @@ type signingKeyHeld struct {
 // sandbox sandboxID, which must be tenant's, and says which key the
 // sandbox holds now: the new one when live, else the previous one until
 // its next start. The key is never in an error, a log line or a trace.
-func (a *Agent) SetSigningKey(ctx context.Context, tenant, sandboxID string, key []byte) (fingerprint string, live bool, err error) {
+func (k *SigningKeys) SetSigningKey(ctx context.Context, tenant, sandboxID string, key []byte) (fingerprint string, live bool, err error) {
 	if err := backend.ValidateID(sandboxID); err != nil {
 		return "", false, errorf(CodeInvalid, "%v", err)
 	}
 	if err := signingkey.Check(key); err != nil {
 		return "", false, errorf(CodeInvalid, "%v", err)
 	}
-	a.mu.Lock()
-	s, ok := a.sandboxes[sandboxID]
-	_, pending := a.pending[sandboxID]
-	a.mu.Unlock()
+	sbx, ok := k.sandboxes.served(sandboxID)
 	switch {
-	case !ok && pending:
+	case !ok && k.sandboxes.pendingTakeover(sandboxID):
 		return "", false, errorf(CodeUnavailable, "sandbox %s is not taken over yet by this agent, which just started: try again", sandboxID)
-	case !ok || s.spec.Tenant != tenant:
+	case !ok || sbx.spec.Tenant != tenant:
 		return "", false, errorf(CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
 	}
-	holder := s.be.Capabilities().SigningKeyHolder
+	holder := sbx.be.Capabilities().SigningKeyHolder
 	if holder == nil {
-		return "", false, errorf(CodeInvalid, "the %s backend of sandbox %s keeps no signing key", s.spec.Backend, sandboxID)
+		return "", false, errorf(CodeInvalid, "the %s backend of sandbox %s keeps no signing key", sbx.spec.Backend, sandboxID)
 	}
 	live, err = holder.InstallSigningKey(ctx, sandboxID, key)
 	if errors.Is(err, backend.ErrNotFound) {
@@ -66,60 +113,69 @@ func (a *Agent) SetSigningKey(ctx context.Context, tenant, sandboxID string, key
 	if err != nil {
 		return "", false, errorf(CodeUnavailable, "installing the signing key of sandbox %s: %v", sandboxID, err)
 	}
-	a.mu.Lock()
-	s.key, s.keyReads = nil, s.keyReads+1
-	if live {
-		// What the sandbox holds now, whether or not the node can read
-		// the pile back (a Lima VM's is on a disk only its guest mounts).
-		s.key = &signingKeyHeld{fingerprint: signingkey.Fingerprint(key), publicKey: signingkey.PublicKey(key)}
-		a.keyArrivedLocked(sandboxID)
+	k.mu.Lock()
+	if st, ok := k.held[sandboxID]; ok {
+		st.key, st.reads = nil, st.reads+1
+		if live {
+			// What the sandbox holds now, whether or not the node can
+			// read the pile back (a Lima VM's is on a disk only its
+			// guest mounts).
+			st.key = &signingKeyHeld{fingerprint: signingkey.Fingerprint(key), publicKey: signingkey.PublicKey(key)}
+		}
 	}
-	a.mu.Unlock()
-	held := a.signingKeyOf(sandboxID)
+	if live {
+		k.arrivedLocked(sandboxID)
+	}
+	k.mu.Unlock()
+	held := k.of(sandboxID)
 	return held.fingerprint, live, nil
 }
 
 // SigningKey is the fingerprint and public key of the signing key sandbox
 // id's pile holds ("" for none, or a sandbox this agent does not serve).
-func (a *Agent) SigningKey(id string) (fingerprint, publicKey string) {
-	k := a.signingKeyOf(id)
-	return k.fingerprint, k.publicKey
+func (k *SigningKeys) SigningKey(id string) (fingerprint, publicKey string) {
+	held := k.of(id)
+	return held.fingerprint, held.publicKey
 }
 
-// signingKeyOf reads, once per start or install, the key sandbox id's
-// pile holds. A pile that cannot be read now (its VM is between starts)
-// is read again next time.
-func (a *Agent) signingKeyOf(id string) signingKeyHeld {
-	a.mu.Lock()
-	s, ok := a.sandboxes[id]
-	if !ok || s.be.Capabilities().SigningKeyHolder == nil {
-		a.mu.Unlock()
+// of reads, once per start or install, the key sandbox id's pile holds.
+// A pile that cannot be read now (its VM is between starts) is read again
+// next time.
+func (k *SigningKeys) of(id string) signingKeyHeld {
+	sbx, ok := k.sandboxes.served(id)
+	if !ok || sbx.be.Capabilities().SigningKeyHolder == nil {
 		return signingKeyHeld{}
 	}
-	if s.key != nil {
-		k := *s.key
-		a.mu.Unlock()
-		return k
+	k.mu.Lock()
+	st, ok := k.held[id]
+	if !ok {
+		k.mu.Unlock()
+		return signingKeyHeld{} // removed meanwhile
 	}
-	be, reads := s.be, s.keyReads
-	a.mu.Unlock()
-	var k signingKeyHeld
-	data, err := backend.ReadPileFile(be, id, guestapi.SigningKeyFile)
+	if st.key != nil {
+		held := *st.key
+		k.mu.Unlock()
+		return held
+	}
+	reads := st.reads
+	k.mu.Unlock()
+	var held signingKeyHeld
+	data, err := backend.ReadPileFile(sbx.be, id, guestapi.SigningKeyFile)
 	switch {
 	case err == nil:
-		k = signingKeyHeld{fingerprint: signingkey.Fingerprint(data), publicKey: signingkey.PublicKey(data)}
+		held = signingKeyHeld{fingerprint: signingkey.Fingerprint(data), publicKey: signingkey.PublicKey(data)}
 	case !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, os.ErrNotExist):
 		return signingKeyHeld{}
 	}
-	a.mu.Lock()
-	if cur, ok := a.sandboxes[id]; ok && cur == s && s.keyReads == reads {
-		s.key = &k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if cur, ok := k.held[id]; ok && cur == st && st.reads == reads {
+		st.key = &held
 	}
-	if k.fingerprint != "" {
-		a.keyArrivedLocked(id)
+	if held.fingerprint != "" {
+		k.arrivedLocked(id)
 	}
-	a.mu.Unlock()
-	return k
+	return held
 }
 
 // ExpectSigningKey says whether sandbox id's calls wait for its signing
@@ -130,50 +186,47 @@ func (a *Agent) signingKeyOf(id string) signingKeyHeld {
 // the key of a sandbox whose Sandbox names one and that has reported
 // none yet: a warm claim serves before the manager's delivery reaches it
 // (docs/operations.md, "Signing keys").
-func (a *Agent) ExpectSigningKey(id string, expect bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (k *SigningKeys) ExpectSigningKey(id string, expect bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if !expect {
-		a.keyArrivedLocked(id)
+		k.arrivedLocked(id)
 		return
 	}
-	if _, waiting := a.keyAwaited[id]; waiting {
+	if _, waiting := k.awaited[id]; waiting {
 		return
 	}
-	if s, ok := a.sandboxes[id]; ok && s.key != nil && s.key.fingerprint != "" {
+	if st, ok := k.held[id]; ok && st.key != nil && st.key.fingerprint != "" {
 		return
 	}
-	if a.keyAwaited == nil {
-		a.keyAwaited = map[string]chan struct{}{}
-	}
-	a.keyAwaited[id] = make(chan struct{})
+	k.awaited[id] = make(chan struct{})
 }
 
-// keyArrivedLocked ends the wait of sandbox id's calls for its signing
-// key: it holds one now (or is gone, or expects none).
-func (a *Agent) keyArrivedLocked(id string) {
-	if ch, ok := a.keyAwaited[id]; ok {
+// arrivedLocked ends the wait of sandbox id's calls for its signing key:
+// it holds one now (or is gone, or expects none). The caller holds k.mu.
+func (k *SigningKeys) arrivedLocked(id string) {
+	if ch, ok := k.awaited[id]; ok {
 		close(ch)
-		delete(a.keyAwaited, id)
+		delete(k.awaited, id)
 	}
 }
 
-// waitSigningKey waits, up to Options.SigningKeyWait, until sandbox id
-// (the tenant's; tenant "" for any) holds its expected signing key, and
-// says why the call cannot go on if it still does not.
-func (a *Agent) waitSigningKey(ctx context.Context, tenant, id string) error {
-	a.mu.Lock()
-	ch := a.keyAwaited[id]
-	if s, ok := a.sandboxes[id]; tenant != "" && (!ok || s.spec.Tenant != tenant) {
-		ch = nil // not the tenant's: answered as such further on
-	}
-	a.mu.Unlock()
+// waitFor waits, up to Options.SigningKeyWait, until sandbox id (the
+// tenant's; tenant "" for any) holds its expected signing key, and says
+// why the call cannot go on if it still does not.
+func (k *SigningKeys) waitFor(ctx context.Context, tenant, id string) error {
+	k.mu.Lock()
+	ch := k.awaited[id]
+	k.mu.Unlock()
 	if ch == nil {
 		return nil
 	}
-	a.keyWaiting.Add(1)
-	defer a.keyWaiting.Add(-1)
-	t := time.NewTimer(a.opts.SigningKeyWait)
+	if sbx, ok := k.sandboxes.served(id); tenant != "" && (!ok || sbx.spec.Tenant != tenant) {
+		return nil // not the tenant's: answered as such further on
+	}
+	k.waiting.Add(1)
+	defer k.waiting.Add(-1)
+	t := time.NewTimer(k.wait)
 	defer t.Stop()
 	select {
 	case <-ch:
@@ -181,31 +234,31 @@ func (a *Agent) waitSigningKey(ctx context.Context, tenant, id string) error {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-	return errorf(CodeUnavailable, "the signing key of sandbox %s is not in it yet (the manager delivers it to this node's agent, which installs it before the sandbox serves a call; waited %s): retry in a few seconds, and if it persists see the Sandbox's SigningKeyDelivered condition and the Tenant's status", id, a.opts.SigningKeyWait)
+	return errorf(CodeUnavailable, "the signing key of sandbox %s is not in it yet (the manager delivers it to this node's agent, which installs it before the sandbox serves a call; waited %s): retry in a few seconds, and if it persists see the Sandbox's SigningKeyDelivered condition and the Tenant's status", id, k.wait)
 }
+
+// waitingCalls is the number of calls waiting for a signing key now.
+func (k *SigningKeys) waitingCalls() int64 { return k.waiting.Load() }
 
 // SetStartSigningKey makes key the signing key written into sandbox id's
 // pile when Ensure provisions or starts it next, before its start, so
 // that no process of it runs without the key; nil forgets it.
-func (a *Agent) SetStartSigningKey(id string, key []byte) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (k *SigningKeys) SetStartSigningKey(id string, key []byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if key == nil {
-		delete(a.startKeys, id)
+		delete(k.start, id)
 		return
 	}
-	if a.startKeys == nil {
-		a.startKeys = map[string][]byte{}
-	}
-	a.startKeys[id] = key
+	k.start[id] = key
 }
 
 // installStartKey writes the key SetStartSigningKey gave for sandbox id,
 // which does not run, into its pile, and says which it is (nil: none).
-func (a *Agent) installStartKey(ctx context.Context, be backend.Backend, id string) (*signingKeyHeld, error) {
-	a.mu.Lock()
-	key := a.startKeys[id]
-	a.mu.Unlock()
+func (k *SigningKeys) installStartKey(ctx context.Context, be backend.Backend, id string) (*signingKeyHeld, error) {
+	k.mu.Lock()
+	key := k.start[id]
+	k.mu.Unlock()
 	holder := be.Capabilities().SigningKeyHolder
 	if key == nil || holder == nil {
 		return nil, nil
@@ -214,4 +267,39 @@ func (a *Agent) installStartKey(ctx context.Context, be backend.Backend, id stri
 		return nil, fmt.Errorf("writing the signing key of sandbox %s before its start: %w", id, err)
 	}
 	return &signingKeyHeld{fingerprint: signingkey.Fingerprint(key), publicKey: signingkey.PublicKey(key)}, nil
+}
+
+// track begins what the service knows of sandbox id's pile, as the
+// sandboxes service makes its record: key is what its start installed
+// (nil: to be read).
+func (k *SigningKeys) track(id string, key *signingKeyHeld) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.held[id] = &keyState{key: key}
+	if key != nil {
+		k.arrivedLocked(id)
+	}
+}
+
+// started notes an Ensure of sandbox id, tracked: restarted, its pile is
+// read again; a key installed before its start (installStartKey) is what
+// it holds now.
+func (k *SigningKeys) started(id string, key *signingKeyHeld, restarted bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if st, ok := k.held[id]; ok && (restarted || key != nil) {
+		st.key, st.reads = key, st.reads+1
+	}
+	if key != nil {
+		k.arrivedLocked(id)
+	}
+}
+
+// forget drops what the service knows of sandbox id's pile, removed: its
+// waiting calls find it gone.
+func (k *SigningKeys) forget(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.held, id)
+	k.arrivedLocked(id)
 }

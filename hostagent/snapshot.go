@@ -19,17 +19,81 @@ package hostagent
 import (
 	"context"
 	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 )
+
+// Snapshots is the snapshot service: it takes and deletes the snapshots
+// of sandboxes on their backends (backend.Snapshotter) and owns the count
+// of snapshots in progress per sandbox, which the sandboxes and limits
+// services ask (taking) before they take a sandbox for dead or freeze it.
+type Snapshots struct {
+	sandboxes snapshotSandboxes
+	calls     snapshotCalls
+	log       logr.Logger
+
+	mu sync.Mutex
+	// inProgress counts the snapshots in progress, by sandbox ID: a
+	// checkpoint takes the sandbox away for a moment, which is not its
+	// end.
+	inProgress map[string]int
+}
+
+// snapshotSandboxes is what the snapshot service asks of the sandboxes
+// service.
+type snapshotSandboxes interface {
+	Backends() []backend.Backend
+	backendFor(spec backend.Spec) (backend.Backend, error)
+	served(id string) (sandboxView, bool)
+}
+
+// snapshotCalls is what the snapshot service asks of the services that
+// admit a call to a sandbox: its usage limit, its wake, and the parking of
+// its held jobs.
+type snapshotCalls interface {
+	// limitRefusal is the answer to a call reaching sandbox id while its
+	// usage limit is spent (nil: none), and whether it is frozen.
+	limitRefusal(id string) (frozen bool, refusal error)
+	awaken(ctx context.Context, id string) (context.Context, func(), error)
+	parkBriefly(id string) (unpark func())
+}
+
+func newSnapshots(sandboxes snapshotSandboxes, calls snapshotCalls, log logr.Logger) *Snapshots {
+	return &Snapshots{sandboxes: sandboxes, calls: calls, log: log, inProgress: map[string]int{}}
+}
+
+// taking says whether a snapshot of sandbox id is in progress.
+func (sn *Snapshots) taking(id string) bool {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	return sn.inProgress[id] > 0
+}
+
+// begin counts a snapshot of sandbox id in progress, until its end.
+func (sn *Snapshots) begin(id string) (end func()) {
+	sn.mu.Lock()
+	sn.inProgress[id]++
+	sn.mu.Unlock()
+	return func() {
+		sn.mu.Lock()
+		defer sn.mu.Unlock()
+		sn.inProgress[id]--
+		if sn.inProgress[id] <= 0 {
+			delete(sn.inProgress, id)
+		}
+	}
+}
 
 // Snapshot records the sandbox of spec as snapshot snapID on its backend
 // (backend.Snapshotter); taken already, it returns what was taken. A
 // snapshot is a call to the sandbox: one asleep for idleness is woken
 // first, and its held jobs are parked while a checkpoint takes it away for
 // a moment, to go on after (their polls wait meanwhile).
-func (a *Agent) Snapshot(ctx context.Context, spec backend.Spec, snapID string) (backend.SnapshotInfo, error) {
-	be, err := a.backendFor(spec)
+func (sn *Snapshots) Snapshot(ctx context.Context, spec backend.Spec, snapID string) (backend.SnapshotInfo, error) {
+	be, err := sn.sandboxes.backendFor(spec)
 	if err != nil {
 		return backend.SnapshotInfo{}, err
 	}
@@ -40,18 +104,12 @@ func (a *Agent) Snapshot(ctx context.Context, spec backend.Spec, snapID string) 
 	// A sandbox frozen for its usage limit (or asleep with it spent) is
 	// not woken: its files are copied as they are, frozen; its memory,
 	// which a checkpoint takes from a running sandbox, waits for its thaw.
-	a.mu.Lock()
-	var limit error
-	if s, ok := a.sandboxes[spec.ID]; ok {
-		limit = a.limitRefusalLocked(s)
-		if limit != nil && s.limited && checkpoints(be, spec) {
-			a.mu.Unlock()
-			return backend.SnapshotInfo{}, fmt.Errorf("a snapshot with its memory needs the sandbox to run, and it is frozen: %w", limit)
-		}
+	frozen, limit := sn.calls.limitRefusal(spec.ID)
+	if limit != nil && frozen && checkpoints(be, spec) {
+		return backend.SnapshotInfo{}, fmt.Errorf("a snapshot with its memory needs the sandbox to run, and it is frozen: %w", limit)
 	}
-	a.mu.Unlock()
 	if limit == nil {
-		_, done, err := a.awaken(ctx, spec.ID)
+		_, done, err := sn.calls.awaken(ctx, spec.ID)
 		if err != nil {
 			return backend.SnapshotInfo{}, err
 		}
@@ -60,29 +118,22 @@ func (a *Agent) Snapshot(ctx context.Context, spec backend.Spec, snapID string) 
 	// While its checkpoint takes it away, the sandbox is not dead: an
 	// Ensure meanwhile does not end its jobs or report a restart (it waits
 	// for the backend's lock, and finds it restored).
-	a.mu.Lock()
-	if s, ok := a.sandboxes[spec.ID]; ok {
-		s.snapshots++
-		defer func() {
-			a.mu.Lock()
-			s.snapshots--
-			a.mu.Unlock()
-		}()
+	if _, ok := sn.sandboxes.served(spec.ID); ok {
+		defer sn.begin(spec.ID)()
 	}
-	a.mu.Unlock()
-	defer a.jobs.ParkSandboxBriefly(spec.ID)()
+	defer sn.calls.parkBriefly(spec.ID)()
 	info, err := snap.Snapshot(ctx, spec.ID, snapID)
 	if err != nil {
 		return info, fmt.Errorf("snapshot %s of sandbox %s: %w", snapID, spec.ID, err)
 	}
-	a.opts.Logger.Info("Took a snapshot", "sandbox", spec.ID, "snapshot", snapID, "memory", info.Memory, "bytes", info.Bytes)
+	sn.log.Info("Took a snapshot", "sandbox", spec.ID, "snapshot", snapID, "memory", info.Memory, "bytes", info.Bytes)
 	return info, nil
 }
 
 // DeleteSnapshot frees snapshot snapID's disk on the backend of class;
 // one that does not exist is deleted already.
-func (a *Agent) DeleteSnapshot(ctx context.Context, class, snapID string) error {
-	be, err := a.backendFor(backend.Spec{Backend: class})
+func (sn *Snapshots) DeleteSnapshot(ctx context.Context, class, snapID string) error {
+	be, err := sn.sandboxes.backendFor(backend.Spec{Backend: class})
 	if err != nil {
 		return err
 	}
@@ -94,9 +145,9 @@ func (a *Agent) DeleteSnapshot(ctx context.Context, class, snapID string) error 
 }
 
 // Snapshots lists the snapshots kept on this node, by backend class.
-func (a *Agent) Snapshots() (map[string][]string, error) {
+func (sn *Snapshots) Snapshots() (map[string][]string, error) {
 	out := map[string][]string{}
-	for _, be := range a.backends {
+	for _, be := range sn.sandboxes.Backends() {
 		if snap := be.Capabilities().Snapshotter; snap != nil {
 			ids, err := snap.Snapshots()
 			if err != nil {

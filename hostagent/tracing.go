@@ -27,11 +27,15 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
-// sandboxSpan starts the span of name ("sandbox exec", "sandbox job
-// start") in sandbox id of be: the part of a call spent in the sandbox,
-// from the command's start to its end (read and write are commands too).
-func (a *Agent) sandboxSpan(ctx context.Context, name, id string, be backend.Backend) (context.Context, trace.Span) {
-	tp := a.opts.Tracer
+// sandboxSpans makes the spans of the calls' time in sandboxes, from
+// Options.Tracer (nil: none).
+type sandboxSpans struct{ tp trace.TracerProvider }
+
+// start starts the span of name ("sandbox exec", "sandbox job start",
+// "sandbox file") in sandbox id of be: the part of a call spent in the
+// sandbox, from the command's start to its end.
+func (sp sandboxSpans) start(ctx context.Context, name, id string, be backend.Backend) (context.Context, trace.Span) {
+	tp := sp.tp
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}

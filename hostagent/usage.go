@@ -17,7 +17,6 @@ limitations under the License.
 package hostagent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +25,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -120,8 +121,21 @@ type usageRecord struct {
 	jobsShown float64
 }
 
-// usageBook is the agent's book of what sandboxes spent.
-type usageBook struct {
+// UsageBook is the usage service: the book of what sandboxes spent,
+// sampled from their backends' meters and written to Options.UsageFile,
+// and the spend of each period against the sandbox's limits. It owns the
+// book; the limiter (limits.go) reads and marks it through its methods.
+type UsageBook struct {
+	clock     jobs.Clock
+	log       logr.Logger
+	sandboxes usageSandboxes
+	// jobs tells what the running jobs of a sandbox ran so far, and
+	// limiter is told of a change of a sandbox's limits.
+	jobs interface {
+		RunTime(sandboxID string) time.Duration
+	}
+	limiter interface{ checkLimitSoon(id string) }
+
 	mu      sync.Mutex
 	file    string
 	records map[string]*usageRecord // by sandbox ID
@@ -130,12 +144,21 @@ type usageBook struct {
 	keepCharged int
 }
 
+// usageSandboxes is what the usage service asks of the sandboxes
+// service.
+type usageSandboxes interface {
+	served(id string) (sandboxView, bool)
+	// tenants' are the sandboxes of tenants (not a builder's or the
+	// pool's) this agent serves, by ID.
+	tenants() map[string]sandboxView
+}
+
 // maxSampleGap bounds the time one sample integrates: after a long gap
 // (the agent was down) memory over time is not guessed.
 const maxSampleGap = 5 * time.Minute
 
-func newUsageBook(file string) (*usageBook, error) {
-	b := &usageBook{file: file, records: map[string]*usageRecord{}}
+func newUsageBook(file string) (*UsageBook, error) {
+	b := &UsageBook{file: file, records: map[string]*usageRecord{}}
 	if file == "" {
 		return b, nil
 	}
@@ -153,7 +176,7 @@ func newUsageBook(file string) (*usageBook, error) {
 }
 
 // save writes the book; the caller holds mu.
-func (b *usageBook) saveLocked() error {
+func (b *UsageBook) saveLocked() error {
 	if b.file == "" {
 		return nil
 	}
@@ -206,7 +229,7 @@ func (r *usageRecord) exhaustedUntil() (time.Time, bool) {
 // chargeJob charges job e's run time to its sandbox, once: the job
 // manager tells of each end (jobs.WithOnEnd), with its lock held. The
 // book is written at the next sample.
-func (b *usageBook) chargeJob(e jobs.Ended, now time.Time) {
+func (b *UsageBook) chargeJob(e jobs.Ended, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.record(e.SandboxID, e.Tenant, now)
@@ -222,29 +245,27 @@ func (b *usageBook) chargeJob(e jobs.Ended, now time.Time) {
 
 // SetUsageLimits sets the limits of sandbox id (zero: none). A change is
 // checked at once: a sandbox frozen for a limit raised or removed thaws.
-func (a *Agent) SetUsageLimits(id string, l UsageLimits) {
-	a.mu.Lock()
-	s, ok := a.sandboxes[id]
-	a.mu.Unlock()
+func (b *UsageBook) SetUsageLimits(id string, l UsageLimits) {
+	sbx, ok := b.sandboxes.served(id)
 	if !ok {
 		return
 	}
-	a.usage.mu.Lock()
-	r := a.usage.record(id, s.spec.Tenant, a.clock.Now())
+	b.mu.Lock()
+	r := b.record(id, sbx.spec.Tenant, b.clock.Now())
 	// A period already under way (kept in the book across a restart of
 	// the agent) goes on; a new period length starts a new one at the
 	// next read.
 	changed := r.Limits != l
 	r.Limits = l
-	a.usage.mu.Unlock()
+	b.mu.Unlock()
 	if changed {
-		a.checkLimitSoon(id)
+		b.limiter.checkLimitSoon(id)
 	}
 }
 
 // record is the book's record of sandbox id, made at now when missing;
 // the caller holds mu.
-func (b *usageBook) record(id, tenant string, now time.Time) *usageRecord {
+func (b *UsageBook) record(id, tenant string, now time.Time) *usageRecord {
 	r, ok := b.records[id]
 	if !ok || r.Tenant != tenant {
 		r = &usageRecord{Tenant: tenant, Began: now}
@@ -253,46 +274,34 @@ func (b *usageBook) record(id, tenant string, now time.Time) *usageRecord {
 	return r
 }
 
-// chargeable refuses a call that would run something in sandbox spec when
-// it has spent a limit of its period (and has the limiter freeze it now,
-// if it has not yet).
-func (a *Agent) chargeable(ctx context.Context, spec backend.Spec, be backend.Backend) error {
-	a.mu.Lock()
-	s, ok := a.sandboxes[spec.ID]
-	a.mu.Unlock()
-	frozen := false
-	if ok {
-		// Its period just ended, or its limit was raised: served once
-		// thawed.
-		a.awaitThaw(ctx, s)
-		a.mu.Lock()
-		frozen = s.limited
-		a.mu.Unlock()
-	}
-	a.usage.mu.Lock()
-	r, ok := a.usage.records[spec.ID]
+// admit refuses a call that would run something in sandbox spec, frozen
+// for its usage limit or not, when it has spent a limit of its period
+// (and has the limiter freeze it now, if it has not yet).
+func (b *UsageBook) admit(spec backend.Spec, be backend.Backend, frozen bool) error {
+	b.mu.Lock()
+	r, ok := b.records[spec.ID]
 	if !ok || (r.Limits.CPUSeconds <= 0 && !frozen) {
-		a.usage.mu.Unlock()
+		b.mu.Unlock()
 		return nil
 	}
 	m := be.Capabilities().UsageMeter
 	if m == nil {
-		a.usage.mu.Unlock()
+		b.mu.Unlock()
 		// A limit that cannot be kept is not ignored.
 		return errorf(CodeUnavailable, "the %s backend cannot read a sandbox's CPU time, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
 	}
 	if r.Limits.CPUSeconds > 0 && be.Capabilities().Pauser == nil {
-		a.usage.mu.Unlock()
+		b.mu.Unlock()
 		// Read but not frozen, its jobs would run on past the limit.
 		return errorf(CodeUnavailable, "the %s backend reads a sandbox's CPU time but cannot freeze the sandbox once it spends its limit, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
 	}
 	if u, ok := m.SandboxUsage(spec.ID, false); ok {
-		r.update(u, a.clock.Now())
+		r.update(u, b.clock.Now())
 	}
 	err := r.refusal(spec.Tenant, frozen, be.Capabilities().Pauser != nil)
-	a.usage.mu.Unlock()
+	b.mu.Unlock()
 	if err != nil && !frozen {
-		a.checkLimitSoon(spec.ID)
+		b.limiter.checkLimitSoon(spec.ID)
 	}
 	return err
 }
@@ -321,15 +330,8 @@ func (r *usageRecord) refusal(tenant string, frozen, freezes bool) error {
 
 // SampleUsage reads every sandbox's counters into the book (storage too,
 // when asked: a walk of its files) and writes the book.
-func (a *Agent) SampleUsage(storage bool) error {
-	a.mu.Lock()
-	live := map[string]*sandbox{}
-	for id, s := range a.sandboxes {
-		if s.spec.Tenant != "" { // a tenant's, not a builder's or the pool's
-			live[id] = s
-		}
-	}
-	a.mu.Unlock()
+func (b *UsageBook) SampleUsage(storage bool) error {
+	live := b.sandboxes.tenants()
 	// The counters are read (the disk walked) before the book is locked:
 	// a call's check of its limits never waits for a walk.
 	type reading struct {
@@ -345,19 +347,19 @@ func (a *Agent) SampleUsage(storage bool) error {
 		}
 		var rd reading
 		rd.u, rd.ok = m.SandboxUsage(id, storage)
-		rd.at = a.clock.Now()
+		rd.at = b.clock.Now()
 		readings[id] = rd
 	}
-	now := a.clock.Now()
-	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
-	for id := range a.usage.records {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range b.records {
 		if _, ok := live[id]; !ok {
-			delete(a.usage.records, id) // destroyed: its counters end
+			delete(b.records, id) // destroyed: its counters end
 		}
 	}
 	for id, s := range live {
-		r := a.usage.record(id, s.spec.Tenant, now)
+		r := b.record(id, s.spec.Tenant, now)
 		rd, metered := readings[id]
 		switch {
 		case !metered:
@@ -378,46 +380,46 @@ func (a *Agent) SampleUsage(storage bool) error {
 		}
 		r.Sampled = now
 	}
-	return a.usage.saveLocked()
+	return b.saveLocked()
 }
 
 // SaveUsage writes the book as it is (the charges of the jobs that ended
 // since the last sample with it), for an agent that stops.
-func (a *Agent) SaveUsage() error {
-	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
-	return a.usage.saveLocked()
+func (b *UsageBook) SaveUsage() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.saveLocked()
 }
 
 // Usage is the book's accounts of every sandbox.
-func (a *Agent) Usage() []UsageAccount {
-	a.usage.mu.Lock()
-	recs := make([]*usageRecord, 0, len(a.usage.records))
-	out := make([]UsageAccount, 0, len(a.usage.records))
-	for id, r := range a.usage.records {
+func (b *UsageBook) Usage() []UsageAccount {
+	b.mu.Lock()
+	recs := make([]*usageRecord, 0, len(b.records))
+	out := make([]UsageAccount, 0, len(b.records))
+	for id, r := range b.records {
 		recs = append(recs, r)
 		out = append(out, r.account(id))
 	}
-	a.usage.mu.Unlock()
+	b.mu.Unlock()
 	for i := range out {
-		a.addRunningJobs(recs[i], &out[i])
+		b.addRunningJobs(recs[i], &out[i])
 	}
 	return out
 }
 
 // UsageOf is the book's account of sandbox id, if it has one.
-func (a *Agent) UsageOf(id string) (UsageAccount, bool) {
-	a.usage.mu.Lock()
-	r, ok := a.usage.records[id]
+func (b *UsageBook) UsageOf(id string) (UsageAccount, bool) {
+	b.mu.Lock()
+	r, ok := b.records[id]
 	var acc UsageAccount
 	if ok {
 		acc = r.account(id)
 	}
-	a.usage.mu.Unlock()
+	b.mu.Unlock()
 	if !ok {
 		return UsageAccount{}, false
 	}
-	a.addRunningJobs(r, &acc)
+	b.addRunningJobs(r, &acc)
 	return acc, true
 }
 
@@ -425,10 +427,10 @@ func (a *Agent) UsageOf(id string) (UsageAccount, bool) {
 // have not ended ran so far. They are read after the book (whose jobs
 // ended before): a job that ends in between is missed by this account,
 // never counted twice, and what an account showed does not go back.
-func (a *Agent) addRunningJobs(r *usageRecord, acc *UsageAccount) {
-	running := a.jobs.RunTime(acc.SandboxID).Seconds()
-	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
+func (b *UsageBook) addRunningJobs(r *usageRecord, acc *UsageAccount) {
+	running := b.jobs.RunTime(acc.SandboxID).Seconds()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	r.jobsShown = max(r.jobsShown, acc.JobSeconds+running)
 	acc.JobSeconds = r.jobsShown
 }

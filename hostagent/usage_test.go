@@ -186,15 +186,15 @@ func TestUsageLimitNeedsAFreezer(t *testing.T) {
 	if err := a.Ensure(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Open(ctx, spec.Tenant, spec.ID)
+	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"}); err != nil {
+	if _, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"}); err != nil {
 		t.Fatalf("exec without limits: %v", err)
 	}
-	a.SetUsageLimits(spec.ID, UsageLimits{CPUSeconds: 100, Period: time.Hour})
-	_, err = a.Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"})
+	a.Usage().SetUsageLimits(spec.ID, UsageLimits{CPUSeconds: 100, Period: time.Hour})
+	_, err = a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"})
 	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "cannot freeze") {
 		t.Fatalf("exec with limits on a backend that cannot freeze: %v, want unavailable saying so", err)
 	}

@@ -39,37 +39,58 @@ type WorkerSpec struct {
 	Port int
 }
 
-// workerBackend is the backend of a sandbox this agent serves, as a worker
+// Workers is the worker service: the native MCP worker each sandbox
+// keeps running (its backend's supervisor holds it), and the relay's
+// connections to it. It has no state of its own.
+type Workers struct {
+	sandboxes workerSandboxes
+	keys      keyWaiter
+	calls     callGate
+}
+
+// workerSandboxes is what the worker service asks of the sandboxes
+// service.
+type workerSandboxes interface {
+	served(id string) (sandboxView, bool)
+}
+
+// keyWaiter is what the services that start a tenant's process ask of
+// the signing-key service: to wait until the sandbox holds its key.
+type keyWaiter interface {
+	waitFor(ctx context.Context, tenant, id string) error
+}
+
+// supervisorOf is the backend of a sandbox this agent serves, as a worker
 // supervisor that can reach the worker.
-func (a *Agent) workerBackend(id string) (backend.WorkerSupervisor, backend.Dialer, error) {
-	be := a.backendOf(id)
-	if be == nil {
+func (w *Workers) supervisorOf(id string) (backend.WorkerSupervisor, backend.Dialer, error) {
+	sbx, ok := w.sandboxes.served(id)
+	if !ok {
 		return nil, nil, errorf(CodeNotFound, "no such sandbox on this node")
 	}
-	caps := be.Capabilities()
+	caps := sbx.be.Capabilities()
 	sup, d := caps.WorkerSupervisor, caps.Dialer
 	if sup == nil || d == nil {
-		return nil, nil, errorf(CodeInvalid, "the %s backend runs no workers in its sandboxes", be.Name())
+		return nil, nil, errorf(CodeInvalid, "the %s backend runs no workers in its sandboxes", sbx.be.Name())
 	}
 	return sup, d, nil
 }
 
-// SetWorker makes w the worker of the sandbox (nil: none). The worker's
+// SetWorker makes spec the worker of the sandbox (nil: none). The worker's
 // internal bearer is minted here, once: a worker set again with the same
 // command keeps its token and is not restarted, also by an agent that
 // started again.
-func (a *Agent) SetWorker(ctx context.Context, sandboxID string, w *WorkerSpec) error {
-	sup, _, err := a.workerBackend(sandboxID)
+func (w *Workers) SetWorker(ctx context.Context, sandboxID string, spec *WorkerSpec) error {
+	sup, _, err := w.supervisorOf(sandboxID)
 	if err != nil {
-		if w == nil && CodeOf(err) == CodeNotFound {
+		if spec == nil && CodeOf(err) == CodeNotFound {
 			return nil
 		}
 		return err
 	}
-	if w == nil {
+	if spec == nil {
 		return sup.SetWorker(ctx, sandboxID, nil)
 	}
-	if len(w.Argv) == 0 || w.Port < 1 || w.Port > 65535 {
+	if len(spec.Argv) == 0 || spec.Port < 1 || spec.Port > 65535 {
 		return errorf(CodeInvalid, "a worker needs a command and a TCP port")
 	}
 	cur, err := sup.Worker(ctx, sandboxID)
@@ -78,7 +99,7 @@ func (a *Agent) SetWorker(ctx context.Context, sandboxID string, w *WorkerSpec) 
 	}
 	token := ""
 	if cur != nil {
-		if slices.Equal(cur.Argv, w.Argv) && slices.Equal(cur.Env, w.Env) && cur.Port == w.Port {
+		if slices.Equal(cur.Argv, spec.Argv) && slices.Equal(cur.Env, spec.Env) && cur.Port == spec.Port {
 			return nil
 		}
 		token = cur.Token
@@ -89,15 +110,15 @@ func (a *Agent) SetWorker(ctx context.Context, sandboxID string, w *WorkerSpec) 
 		token = base64.RawURLEncoding.EncodeToString(b[:])
 	}
 	// The worker is the tenant's process: it starts with the key in.
-	if err := a.waitSigningKey(ctx, "", sandboxID); err != nil {
+	if err := w.keys.waitFor(ctx, "", sandboxID); err != nil {
 		return err
 	}
-	return sup.SetWorker(ctx, sandboxID, &backend.Worker{Argv: w.Argv, Env: w.Env, Token: token, Port: w.Port})
+	return sup.SetWorker(ctx, sandboxID, &backend.Worker{Argv: spec.Argv, Env: spec.Env, Token: token, Port: spec.Port})
 }
 
 // WorkerStatus reports the sandbox's worker; CodeNotFound when it has none.
-func (a *Agent) WorkerStatus(ctx context.Context, sandboxID string) (backend.WorkerStatus, error) {
-	sup, _, err := a.workerBackend(sandboxID)
+func (w *Workers) WorkerStatus(ctx context.Context, sandboxID string) (backend.WorkerStatus, error) {
+	sup, _, err := w.supervisorOf(sandboxID)
 	if err != nil {
 		return backend.WorkerStatus{}, err
 	}
@@ -109,8 +130,8 @@ func (a *Agent) WorkerStatus(ctx context.Context, sandboxID string) (backend.Wor
 }
 
 // WorkerLog returns at most limit bytes of the end of the worker's output.
-func (a *Agent) WorkerLog(ctx context.Context, sandboxID string, limit int) ([]byte, error) {
-	sup, _, err := a.workerBackend(sandboxID)
+func (w *Workers) WorkerLog(ctx context.Context, sandboxID string, limit int) ([]byte, error) {
+	sup, _, err := w.supervisorOf(sandboxID)
 	if err != nil {
 		return nil, err
 	}
@@ -120,45 +141,43 @@ func (a *Agent) WorkerLog(ctx context.Context, sandboxID string, limit int) ([]b
 // DialWorker connects to the worker of the tenant's sandbox, for the relay,
 // and returns the bearer the worker expects. Another tenant's sandbox is
 // answered as an unknown one.
-func (a *Agent) DialWorker(ctx context.Context, tenant, sandboxID string) (net.Conn, string, error) {
-	a.mu.Lock()
-	s, ok := a.sandboxes[sandboxID]
-	a.mu.Unlock()
-	if !ok || s.spec.Tenant != tenant {
+func (w *Workers) DialWorker(ctx context.Context, tenant, sandboxID string) (net.Conn, string, error) {
+	sbx, ok := w.sandboxes.served(sandboxID)
+	if !ok || sbx.spec.Tenant != tenant {
 		return nil, "", errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
 	}
-	if s.suspended {
+	if sbx.suspended {
 		return nil, "", errorf(CodeUnavailable, "tenant %s is suspended: its sandbox, and its worker, are stopped until an operator clears spec.suspended on the Tenant", tenant)
 	}
-	if err := a.chargeable(ctx, s.spec, s.be); err != nil {
+	if err := w.calls.chargeable(ctx, sbx.spec, sbx.be); err != nil {
 		return nil, "", err
 	}
 	// A relayed connection is a call: a sleeping sandbox wakes for it. It
 	// does not keep the sandbox awake while it stays open: an idle
 	// suspension breaks it, as an agent restart does.
-	_, done, err := a.awaken(ctx, sandboxID)
+	_, done, err := w.calls.awaken(ctx, sandboxID)
 	if err != nil {
 		return nil, "", err
 	}
 	done()
-	sup, d, err := a.workerBackend(sandboxID)
+	sup, d, err := w.supervisorOf(sandboxID)
 	if err != nil {
 		return nil, "", err
 	}
-	w, err := sup.Worker(ctx, sandboxID)
+	wk, err := sup.Worker(ctx, sandboxID)
 	if err != nil {
 		return nil, "", err
 	}
-	if w == nil {
+	if wk == nil {
 		return nil, "", errorf(CodeUnavailable, "tenant %s has no worker in its sandbox yet: its WorkerMapping is not applied on this node (check the mapping's status)", tenant)
 	}
-	c, err := d.DialSandbox(ctx, sandboxID, w.Port)
+	c, err := d.DialSandbox(ctx, sandboxID, wk.Port)
 	if errors.Is(err, backend.ErrInvalidRequest) {
 		return nil, "", &Error{Code: CodeUnavailable, Err: err, Message: fmt.Sprintf(
-			"the worker of tenant %s does not accept connections on port %d: it is starting, restarting or failing (see kubectl playground logs): retry shortly", tenant, w.Port)}
+			"the worker of tenant %s does not accept connections on port %d: it is starting, restarting or failing (see kubectl playground logs): retry shortly", tenant, wk.Port)}
 	}
 	if err != nil {
 		return nil, "", err
 	}
-	return c, w.Token, nil
+	return c, wk.Token, nil
 }

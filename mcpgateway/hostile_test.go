@@ -449,7 +449,7 @@ func TestLongestCommand(t *testing.T) {
 	want := fmt.Sprintf("command is %d bytes, over the %d-byte limit", bounds.MaxCommandBytes+1, bounds.MaxCommandBytes)
 	callErr(t, cs, "exec", map[string]any{"handle": handle, "command": longest + "x"}, "invalid_argument: "+want, "write the script to a file")
 	// The agent, asked directly, says the same.
-	_, err := n.agent.Exec(context.Background(), tn.String(), handle, hostagent.ExecRequest{Command: longest + "x"})
+	_, err := n.agent.Execs().Exec(context.Background(), tn.String(), handle, hostagent.ExecRequest{Command: longest + "x"})
 	if hostagent.CodeOf(err) != hostagent.CodeTooLarge || !strings.Contains(err.Error(), want) {
 		t.Fatalf("the agent: %v", err)
 	}

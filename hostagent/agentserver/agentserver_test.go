@@ -108,7 +108,7 @@ func TestAuthentication(t *testing.T) {
 			}
 		})
 	}
-	if n.agent.OpenHandles("auth") != 0 {
+	if n.agent.Sessions().OpenHandles("auth") != 0 {
 		t.Fatal("a refused call opened a handle")
 	}
 }
@@ -480,14 +480,14 @@ func TestHandleLease(t *testing.T) {
 	exec(t, n, "ns/a", h.ID, "true") // renews
 	clock.Advance(hostagent.DefaultHandleTTL - time.Minute)
 	exec(t, n, "ns/a", h.ID, "true")
-	if got := n.agent.OpenHandles("lease"); got != 1 {
+	if got := n.agent.Sessions().OpenHandles("lease"); got != 1 {
 		t.Fatalf("%d open handles, want 1", got)
 	}
 	clock.Advance(hostagent.DefaultHandleTTL + time.Second)
 	if _, err := n.client.Exec(ctx, "ns/a", h.ID, agentapi.ExecRequest{Command: "true"}); codeOf(err) != agentapi.CodeNotFound {
 		t.Fatalf("an expired handle still works: %v", err)
 	}
-	if got := n.agent.OpenHandles("lease"); got != 0 {
+	if got := n.agent.Sessions().OpenHandles("lease"); got != 0 {
 		t.Fatalf("%d open handles after expiry, want 0", got)
 	}
 }

@@ -32,6 +32,12 @@ import (
 	"github.com/playground-dev/playground/internal/tracing"
 )
 
+// workerDialer is what the relay asks of the kernel's worker service
+// (hostagent.Workers).
+type workerDialer interface {
+	DialWorker(ctx context.Context, tenant, sandboxID string) (net.Conn, string, error)
+}
+
 // relayBytes is what a relayed request holds in the agent while it
 // streams: the proxy's buffers each way (the bodies pass through).
 const relayBytes = 64 << 10
@@ -140,7 +146,7 @@ func (s *Server) relay() http.Handler {
 			return
 		}
 		defer release()
-		conn, token, err := s.agent.DialWorker(r.Context(), tenant, r.PathValue("sandbox"))
+		conn, token, err := s.workers.DialWorker(r.Context(), tenant, r.PathValue("sandbox"))
 		if err != nil {
 			s.relayFail(w, r, err)
 			return

@@ -81,7 +81,7 @@ func TestWorkerRelay(t *testing.T) {
 		t.Fatalf("no worker yet: %s %q (agent error %q)", resp.Status, body, resp.Header.Get(agentapi.AgentErrorHeader))
 	}
 
-	if err := n.agent.SetWorker(ctx, "wk", &hostagent.WorkerSpec{
+	if err := n.agent.Workers().SetWorker(ctx, "wk", &hostagent.WorkerSpec{
 		Argv: []string{guestapi.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guestapi.DefaultPath}, Port: 18090,
 	}); err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestWorkerRelay(t *testing.T) {
 	}
 
 	// Setting the same worker again keeps it, token and all.
-	if err := n.agent.SetWorker(ctx, "wk", &hostagent.WorkerSpec{
+	if err := n.agent.Workers().SetWorker(ctx, "wk", &hostagent.WorkerSpec{
 		Argv: []string{guestapi.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guestapi.DefaultPath}, Port: 18090,
 	}); err != nil {
 		t.Fatal(err)

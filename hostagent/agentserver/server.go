@@ -53,10 +53,20 @@ import (
 
 // Server serves the agent API of one Agent.
 type Server struct {
-	agent  *hostagent.Agent
-	log    logr.Logger
-	budget *budget.Limiter
-	limits httpserve.Limits
+	// egress takes a sandbox's brokered credentials (the agent's).
+	egress interface {
+		SetEgressCredentials(tenant, sandboxID string, creds []backend.EgressCredential) error
+	}
+	// workers is the agent's worker service, for the relay; files its
+	// file service, sessions its sessions service, execs its exec and
+	// jobs service.
+	workers  workerDialer
+	files    fileService
+	sessions sessionService
+	execs    execService
+	log      logr.Logger
+	budget   *budget.Limiter
+	limits   httpserve.Limits
 	// identities authenticates callers by their Kubernetes identity (nil:
 	// shared tokens only) and decides which tenants a user may act as.
 	identities IdentityAuth
@@ -77,6 +87,39 @@ type Server struct {
 	tracer trace.Tracer
 }
 
+// fileService is what the server asks of the kernel's file service
+// (hostagent.Files).
+type fileService interface {
+	ReadFile(ctx context.Context, tenant, handleID, filePath, cwd string) (hostagent.FileContent, error)
+	ReadFileRange(ctx context.Context, tenant, handleID, filePath, cwd string, r hostagent.Range) (hostagent.FileContent, error)
+	DigestFile(ctx context.Context, tenant, handleID, filePath, cwd string) (hostagent.FileDigest, error)
+	WriteFile(ctx context.Context, tenant, handleID, filePath, cwd string, data []byte) (hostagent.FileInfo, error)
+	WriteFileAt(ctx context.Context, tenant, handleID, filePath, cwd string, offset int64, data []byte) (hostagent.FileInfo, error)
+	AppendFile(ctx context.Context, tenant, handleID, filePath, cwd string, data []byte) (hostagent.FileInfo, error)
+}
+
+// sessionService is what the server asks of the kernel's sessions
+// service (hostagent.Sessions).
+type sessionService interface {
+	Open(ctx context.Context, tenant, sandboxID string) (hostagent.Handle, error)
+	Activity(ctx context.Context, tenant, sandboxID string) (hostagent.Activity, error)
+	Renew(tenant, handleID string) (hostagent.Handle, error)
+	CloseHandle(ctx context.Context, tenant, handleID string) error
+}
+
+// execService is what the server asks of the kernel's exec and jobs
+// service (hostagent.Execs).
+type execService interface {
+	Exec(ctx context.Context, tenant, handleID string, req hostagent.ExecRequest) (hostagent.ExecResult, error)
+	ExecOutputLimit() int
+	StartJob(ctx context.Context, tenant, handleID string, req hostagent.ExecRequest) (jobs.JobInfo, error)
+	PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error)
+	JobInput(ctx context.Context, tenant, jobID string, p []byte, end bool) (jobs.JobInfo, error)
+	JobResize(ctx context.Context, tenant, jobID string, size jobs.TTYSize) (jobs.JobInfo, error)
+	JobScreen(ctx context.Context, tenant, jobID string, scrollback int) (jobs.Screen, jobs.JobInfo, error)
+	CancelJob(ctx context.Context, tenant, jobID string) (jobs.JobInfo, error)
+}
+
 // IdentityAuth authenticates callers and authorizes their tenants;
 // KubeAuth is the one for clusters.
 type IdentityAuth interface {
@@ -93,7 +136,7 @@ func NewServer(agent *hostagent.Agent, log logr.Logger, tokens ...string) *Serve
 		log = logr.Discard()
 	}
 	lim, _ := budget.New(budget.Limits{}) // the defaults are valid
-	s := &Server{agent: agent, log: log, budget: lim, limits: DefaultHTTPLimits()}
+	s := &Server{egress: agent, workers: agent.Workers(), files: agent.Files(), sessions: agent.Sessions(), execs: agent.Execs(), log: log, budget: lim, limits: DefaultHTTPLimits()}
 	s.SetTokens(tokens...)
 	return s
 }
@@ -401,7 +444,7 @@ func (s *Server) egressCredentials(r *http.Request) (any, error) {
 	for i, c := range req.Credentials {
 		creds[i] = backend.EgressCredential{Host: c.Host, Header: c.Header, Value: c.Value}
 	}
-	return nil, s.agent.SetEgressCredentials(req.Tenant, r.PathValue("sandbox"), creds)
+	return nil, s.egress.SetEgressCredentials(req.Tenant, r.PathValue("sandbox"), creds)
 }
 
 // signingKey hands a Sandbox's signing key to the node's key inbox: from
@@ -435,7 +478,7 @@ func (s *Server) open(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	h, err := s.agent.Open(r.Context(), req.Tenant, r.PathValue("sandbox"))
+	h, err := s.sessions.Open(r.Context(), req.Tenant, r.PathValue("sandbox"))
 	return wireHandle(h), err
 }
 
@@ -444,7 +487,7 @@ func (s *Server) activity(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	act, err := s.agent.Activity(r.Context(), req.Tenant, r.PathValue("sandbox"))
+	act, err := s.sessions.Activity(r.Context(), req.Tenant, r.PathValue("sandbox"))
 	return wireActivity(act), err
 }
 
@@ -453,7 +496,7 @@ func (s *Server) renew(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	h, err := s.agent.Renew(req.Tenant, r.PathValue("handle"))
+	h, err := s.sessions.Renew(req.Tenant, r.PathValue("handle"))
 	return wireHandle(h), err
 }
 
@@ -462,7 +505,7 @@ func (s *Server) close(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	return nil, s.agent.CloseHandle(r.Context(), req.Tenant, r.PathValue("handle"))
+	return nil, s.sessions.CloseHandle(r.Context(), req.Tenant, r.PathValue("handle"))
 }
 
 func (s *Server) exec(r *http.Request) (any, error) {
@@ -470,11 +513,11 @@ func (s *Server) exec(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	release, err := s.admit(r, req.Tenant, int64(len(req.Stdin))+2*int64(s.agent.ExecOutputLimit()))
+	release, err := s.admit(r, req.Tenant, int64(len(req.Stdin))+2*int64(s.execs.ExecOutputLimit()))
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.agent.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req)
+	res, err := s.execs.Exec(r.Context(), req.Tenant, r.PathValue("handle"), req)
 	if err != nil {
 		release()
 		return nil, err
@@ -508,7 +551,7 @@ func (s *Server) startJob(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	info, err := s.agent.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), req)
+	info, err := s.execs.StartJob(r.Context(), req.Tenant, r.PathValue("handle"), req)
 	return wireJob(info), err
 }
 
@@ -517,7 +560,7 @@ func (s *Server) poll(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	res, err := s.agent.PollJob(r.Context(), req.Tenant, r.PathValue("job"), req.Cursor, req.MaxBytes, req.Wait)
+	res, err := s.execs.PollJob(r.Context(), req.Tenant, r.PathValue("job"), req.Cursor, req.MaxBytes, req.Wait)
 	if err != nil {
 		return nil, err
 	}
@@ -621,7 +664,7 @@ func (s *Server) cancel(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	info, err := s.agent.CancelJob(r.Context(), req.Tenant, r.PathValue("job"))
+	info, err := s.execs.CancelJob(r.Context(), req.Tenant, r.PathValue("job"))
 	return wireJob(info), err
 }
 
@@ -638,7 +681,7 @@ func (s *Server) input(r *http.Request) (any, error) {
 		return nil, err
 	}
 	defer release()
-	info, err := s.agent.JobInput(r.Context(), req.Tenant, r.PathValue("job"), req.Data, req.End)
+	info, err := s.execs.JobInput(r.Context(), req.Tenant, r.PathValue("job"), req.Data, req.End)
 	return wireJob(info), err
 }
 
@@ -650,7 +693,7 @@ func (s *Server) resize(r *http.Request) (any, error) {
 	if err := agentapi.CheckTTY(agentapi.TTYSize{Rows: req.Rows, Cols: req.Cols}); err != nil {
 		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: err.Error()}
 	}
-	info, err := s.agent.JobResize(r.Context(), req.Tenant, r.PathValue("job"), jobs.TTYSize{Rows: req.Rows, Cols: req.Cols})
+	info, err := s.execs.JobResize(r.Context(), req.Tenant, r.PathValue("job"), jobs.TTYSize{Rows: req.Rows, Cols: req.Cols})
 	return wireJob(info), err
 }
 
@@ -662,7 +705,7 @@ func (s *Server) screen(r *http.Request) (any, error) {
 	if req.Scrollback < 0 || req.Scrollback > bounds.MaxScrollback {
 		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: fmt.Sprintf("scrollback %d is out of range: give 0 to %d lines", req.Scrollback, bounds.MaxScrollback)}
 	}
-	scr, info, err := s.agent.JobScreen(r.Context(), req.Tenant, r.PathValue("job"), req.Scrollback)
+	scr, info, err := s.execs.JobScreen(r.Context(), req.Tenant, r.PathValue("job"), req.Scrollback)
 	if err != nil {
 		return nil, err
 	}
@@ -678,21 +721,21 @@ func (s *Server) read(r *http.Request) (any, error) {
 		return nil, err
 	}
 	// A read runs a command whose output buffers are exec's.
-	release, err := s.admit(r, req.Tenant, 2*int64(s.agent.ExecOutputLimit()))
+	release, err := s.admit(r, req.Tenant, 2*int64(s.execs.ExecOutputLimit()))
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	ctx, handle := r.Context(), r.PathValue("handle")
 	if req.Digest {
-		d, err := s.agent.DigestFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
+		d, err := s.files.DigestFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
 		return wireDigest(d), err
 	}
 	var f hostagent.FileContent
 	if req.Ranged() {
-		f, err = s.agent.ReadFileRange(ctx, req.Tenant, handle, req.Path, req.Cwd, kernelRange(req))
+		f, err = s.files.ReadFileRange(ctx, req.Tenant, handle, req.Path, req.Cwd, kernelRange(req))
 	} else {
-		f, err = s.agent.ReadFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
+		f, err = s.files.ReadFile(ctx, req.Tenant, handle, req.Path, req.Cwd)
 	}
 	if err == nil && accepts(r, agentapi.ReadMediaType) {
 		return binaryRead{wireFileContent(f)}, nil
@@ -739,11 +782,11 @@ func (s *Server) write(r *http.Request) (any, error) {
 	var f hostagent.FileInfo
 	switch {
 	case req.Append:
-		f, err = s.agent.AppendFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
+		f, err = s.files.AppendFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
 	case req.Offset != nil:
-		f, err = s.agent.WriteFileAt(ctx, req.Tenant, handle, req.Path, req.Cwd, *req.Offset, req.Data)
+		f, err = s.files.WriteFileAt(ctx, req.Tenant, handle, req.Path, req.Cwd, *req.Offset, req.Data)
 	default:
-		f, err = s.agent.WriteFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
+		f, err = s.files.WriteFile(ctx, req.Tenant, handle, req.Path, req.Cwd, req.Data)
 	}
 	return wireFileInfo(f), err
 }

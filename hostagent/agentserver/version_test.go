@@ -82,7 +82,7 @@ func TestProtocolVersion(t *testing.T) {
 			t.Errorf("a caller of version %q: %s %+v, version %q; want 400 %q", tc.version, resp.Status, e, resp.Header.Get(agentapi.VersionHeader), tc.says)
 		}
 	}
-	if got := n.agent.OpenHandles("ver"); got != 1 {
+	if got := n.agent.Sessions().OpenHandles("ver"); got != 1 {
 		t.Fatalf("%d handles open, want the 1.99 caller's only: a refused caller opened one", got)
 	}
 }

@@ -41,10 +41,10 @@ func testFiles(t *testing.T, n *node) {
 	s := n.open(t, n.spec("files"))
 	ctx := context.Background()
 	write := func(path, cwd string, data []byte) (hostagent.FileInfo, error) {
-		return s.agent.WriteFile(ctx, s.tenant, s.handle, path, cwd, data)
+		return s.agent.Files().WriteFile(ctx, s.tenant, s.handle, path, cwd, data)
 	}
 	read := func(path, cwd string) (hostagent.FileContent, error) {
-		return s.agent.ReadFile(ctx, s.tenant, s.handle, path, cwd)
+		return s.agent.Files().ReadFile(ctx, s.tenant, s.handle, path, cwd)
 	}
 	const limit = hostagent.DefaultMaxFileBytes
 
@@ -96,7 +96,7 @@ func testFiles(t *testing.T, n *node) {
 		readerCtx, stopReader := context.WithCancel(context.Background())
 		defer stopReader()
 		go func() {
-			res, err := s.agent.Exec(readerCtx, s.tenant, s.handle, hostagent.ExecRequest{Shell: backend.ShellClean, Command: `n=0; : > /tmp/reading
+			res, err := s.agent.Execs().Exec(readerCtx, s.tenant, s.handle, hostagent.ExecRequest{Shell: backend.ShellClean, Command: `n=0; : > /tmp/reading
 while [ ! -e /tmp/stop ]; do
   cat atomic/f > /tmp/snap
   cmp -s /tmp/snap /tmp/A || cmp -s /tmp/snap /tmp/B || { echo "torn after $n reads: $(wc -c < /tmp/snap) bytes"; exit 1; }
@@ -185,10 +185,10 @@ echo $n`})
 		s.sh(t, "rm -f fifo; mkfifo fifo")
 		ctx, cancel := context.WithTimeout(ctx, patience)
 		defer cancel()
-		if _, err := s.agent.ReadFile(ctx, s.tenant, s.handle, "fifo", ""); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
+		if _, err := s.agent.Files().ReadFile(ctx, s.tenant, s.handle, "fifo", ""); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("reading a FIFO: %v, want invalid_argument: not a regular file", err)
 		}
-		if _, err := s.agent.AppendFile(ctx, s.tenant, s.handle, "fifo", "", []byte("x")); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
+		if _, err := s.agent.Files().AppendFile(ctx, s.tenant, s.handle, "fifo", "", []byte("x")); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("appending to a FIFO: %v, want invalid_argument: not a regular file", err)
 		}
 	})
@@ -240,7 +240,7 @@ echo $n`})
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		go func() {
-			_, err := s.agent.DigestFile(ctx, s.tenant, s.handle, "huge", "")
+			_, err := s.agent.Files().DigestFile(ctx, s.tenant, s.handle, "huge", "")
 			errc <- err
 		}()
 		eventually(t, "the digest to run", func() error {
@@ -276,7 +276,7 @@ echo $n`})
 		ctx, cancel = context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		start := time.Now()
-		_, err := bs.agent.DigestFile(ctx, bs.tenant, bs.handle, "huge", "")
+		_, err := bs.agent.Files().DigestFile(ctx, bs.tenant, bs.handle, "huge", "")
 		took := time.Since(start)
 		if hostagent.CodeOf(err) != hostagent.CodeUnavailable || !strings.Contains(err.Error(), "--file-timeout") || !strings.Contains(err.Error(), "sha256 of each range") {
 			t.Errorf("a digest past the bound: %v (%s, after %v); want unavailable, naming --file-timeout and what to do", err, hostagent.CodeOf(err), took)

@@ -198,7 +198,7 @@ func (n *node) open(t *testing.T, s backend.Spec) *session {
 	if err := n.agent.Ensure(ctx, s); err != nil {
 		t.Fatalf("ensuring sandbox %s: %v", s.ID, err)
 	}
-	h, err := n.agent.Open(ctx, s.Tenant, s.ID)
+	h, err := n.agent.Sessions().Open(ctx, s.Tenant, s.ID)
 	if err != nil {
 		t.Fatalf("opening a session on %s: %v", s.ID, err)
 	}
@@ -218,7 +218,7 @@ func (s *session) exec(t testing.TB, req hostagent.ExecRequest) hostagent.ExecRe
 func (s *session) tryExec(req hostagent.ExecRequest) (hostagent.ExecResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	return s.agent.Exec(ctx, s.tenant, s.handle, req)
+	return s.agent.Execs().Exec(ctx, s.tenant, s.handle, req)
 }
 
 // sh runs a command in a clean shell through the kernel; it must succeed.

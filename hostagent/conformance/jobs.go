@@ -53,7 +53,7 @@ func testJobs(t *testing.T, n *node) {
 		_, _ = rand.Read(bin)
 		text := []byte(strings.Repeat("héllo wörld ✓ 𝄞\n", 20000))
 		for path, data := range map[string][]byte{"bin": bin, "text": text} {
-			if _, err := s.agent.WriteFile(context.Background(), s.tenant, s.handle, path, "", data); err != nil {
+			if _, err := s.agent.Files().WriteFile(context.Background(), s.tenant, s.handle, path, "", data); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -85,7 +85,7 @@ func testJobs(t *testing.T, n *node) {
 		screen := func(want string) jobs.Screen {
 			t.Helper()
 			for {
-				scr, _, err := s.agent.JobScreen(ctx, s.tenant, job.ID, 0)
+				scr, _, err := s.agent.Execs().JobScreen(ctx, s.tenant, job.ID, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,10 +98,10 @@ func testJobs(t *testing.T, n *node) {
 				}
 			}
 		}
-		if _, err := s.agent.JobResize(ctx, s.tenant, job.ID, jobs.TTYSize{Rows: 30, Cols: 100}); err != nil {
+		if _, err := s.agent.Execs().JobResize(ctx, s.tenant, job.ID, jobs.TTYSize{Rows: 30, Cols: 100}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.agent.JobInput(ctx, s.tenant, job.ID, []byte("echo size=$(tput lines)x$(tput cols)\r"), false); err != nil {
+		if _, err := s.agent.Execs().JobInput(ctx, s.tenant, job.ID, []byte("echo size=$(tput lines)x$(tput cols)\r"), false); err != nil {
 			t.Fatal(err)
 		}
 		if scr := screen("size=30x100"); scr.Rows != 30 || scr.Cols != 100 {
@@ -110,13 +110,13 @@ func testJobs(t *testing.T, n *node) {
 		// A title of 2 MB, over guestapi.MaxTerminalString, is dropped at
 		// the emulator's input: the screen still answers (it never did,
 		// the title past a frame), with the title the program set before.
-		if _, err := s.agent.JobInput(ctx, s.tenant, job.ID, []byte("printf '\\033]2;short\\007'; head -c 2097152 /dev/zero | tr '\\0' t | { printf '\\033]2;'; cat; printf '\\007'; }; echo title-$((6*7))\r"), false); err != nil {
+		if _, err := s.agent.Execs().JobInput(ctx, s.tenant, job.ID, []byte("printf '\\033]2;short\\007'; head -c 2097152 /dev/zero | tr '\\0' t | { printf '\\033]2;'; cat; printf '\\007'; }; echo title-$((6*7))\r"), false); err != nil {
 			t.Fatal(err)
 		}
 		if scr := screen("title-42"); scr.Title != "short" {
 			t.Errorf("after a title of 2 MB the screen's title is %d bytes (%.20q); want the one before it", len(scr.Title), scr.Title)
 		}
-		if _, err := s.agent.JobInput(ctx, s.tenant, job.ID, nil, true); err != nil { // Ctrl-D
+		if _, err := s.agent.Execs().JobInput(ctx, s.tenant, job.ID, nil, true); err != nil { // Ctrl-D
 			t.Fatal(err)
 		}
 		r.untilDone(t)
@@ -128,7 +128,7 @@ func testJobs(t *testing.T, n *node) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.agent.JobInput(ctx, s.tenant, cat.ID, []byte("piped\n"), true); err != nil {
+		if _, err := s.agent.Execs().JobInput(ctx, s.tenant, cat.ID, []byte("piped\n"), true); err != nil {
 			t.Fatal(err)
 		}
 		cr := s.follow(cat.ID)
@@ -136,7 +136,7 @@ func testJobs(t *testing.T, n *node) {
 		if cr.stdout.String() != "piped\n" || cr.info.Result.ExitCode != 0 {
 			t.Errorf("cat wrote %q and ended %+v; want the input, exit 0", cr.stdout.String(), cr.info.Result)
 		}
-		if _, err := s.agent.JobInput(ctx, s.tenant, cat.ID, []byte("late"), false); hostagent.CodeOf(err) != hostagent.CodeInvalid {
+		if _, err := s.agent.Execs().JobInput(ctx, s.tenant, cat.ID, []byte("late"), false); hostagent.CodeOf(err) != hostagent.CodeInvalid {
 			t.Errorf("input to a job that ended: %v; want invalid_argument", err)
 		}
 	})
@@ -154,7 +154,7 @@ func testJobs(t *testing.T, n *node) {
 			r := s.follow(job.ID)
 			r.until(t, func() bool { return strings.Contains(r.stdout.String(), "ready") })
 			pids := e.pids(t, sh)
-			info, err := s.agent.CancelJob(context.Background(), s.tenant, job.ID)
+			info, err := s.agent.Execs().CancelJob(context.Background(), s.tenant, job.ID)
 			if err != nil || info.State != jobs.StateKilled || !info.Result.Killed {
 				t.Fatalf("round %d: cancel answered %+v, %v; want killed", round, info, err)
 			}
@@ -182,7 +182,7 @@ func testJobs(t *testing.T, n *node) {
 		}
 		// The refusal killed nothing.
 		for _, id := range ids {
-			page, err := n.agent.PollJob(context.Background(), b.tenant, id, "", 0, 0)
+			page, err := n.agent.Execs().PollJob(context.Background(), b.tenant, id, "", 0, 0)
 			if err != nil || page.Job.State != jobs.StateRunning {
 				t.Fatalf("job %s after the refusal: %+v, %v; want running", id, page.Job, err)
 			}
@@ -190,7 +190,7 @@ func testJobs(t *testing.T, n *node) {
 		var wg sync.WaitGroup
 		for _, id := range ids {
 			wg.Go(func() {
-				if info, err := n.agent.CancelJob(context.Background(), b.tenant, id); err != nil || info.State != jobs.StateKilled {
+				if info, err := n.agent.Execs().CancelJob(context.Background(), b.tenant, id); err != nil || info.State != jobs.StateKilled {
 					t.Errorf("cancelling %s: %+v, %v", id, info, err)
 				}
 			})
@@ -283,7 +283,7 @@ func testJobsAcrossRestarts(t *testing.T, n *node) {
 	})
 	t.Run("cancel proves descendants dead", func(t *testing.T) {
 		n.known(t)
-		info, err := s.agent.CancelJob(context.Background(), s.tenant, escaping.ID)
+		info, err := s.agent.Execs().CancelJob(context.Background(), s.tenant, escaping.ID)
 		if err != nil || info.State != jobs.StateKilled || !info.Result.Killed {
 			t.Fatalf("cancel after the restart answered %+v, %v; want killed", info, err)
 		}
@@ -295,7 +295,7 @@ func testJobsAcrossRestarts(t *testing.T, n *node) {
 func (s *session) startJob(req hostagent.ExecRequest) (jobs.JobInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	return s.agent.StartJob(ctx, s.tenant, s.handle, req)
+	return s.agent.Execs().StartJob(ctx, s.tenant, s.handle, req)
 }
 
 // jobReader pages through a job's output as a client does (the wire
@@ -317,7 +317,7 @@ func (s *session) follow(jobID string) *jobReader {
 func (r *jobReader) poll(t testing.TB) {
 	t.Helper()
 	// Pages smaller than the output, so that chunks are split across them.
-	page, err := r.s.agent.PollJob(context.Background(), r.s.tenant, r.id, r.cursor, 100_000, time.Second)
+	page, err := r.s.agent.Execs().PollJob(context.Background(), r.s.tenant, r.id, r.cursor, 100_000, time.Second)
 	if err != nil {
 		t.Fatalf("polling job %s: %v", r.id, err)
 	}

@@ -91,7 +91,7 @@ func testLifecycle(t *testing.T, n *node) {
 		// issues, and answers anything else exactly as an unknown one,
 		// quoting none of it.
 		s := n.open(t, n.spec("ids"))
-		job, err := n.agent.StartJob(ctx, s.tenant, s.handle, hostagent.ExecRequest{Command: "true"})
+		job, err := n.agent.Execs().StartJob(ctx, s.tenant, s.handle, hostagent.ExecRequest{Command: "true"})
 		if err != nil && be.Capabilities().ProvesCleanup {
 			t.Fatal(err)
 		}
@@ -99,21 +99,24 @@ func testLifecycle(t *testing.T, n *node) {
 			s.handle + "a", "\xff\x00<x>", strings.Repeat("h_", 4096), "abcdefghijklmnop"}
 		handleCalls := map[string]func(string) error{
 			"Exec": func(h string) error {
-				_, err := n.agent.Exec(ctx, s.tenant, h, hostagent.ExecRequest{Command: "true"})
+				_, err := n.agent.Execs().Exec(ctx, s.tenant, h, hostagent.ExecRequest{Command: "true"})
 				return err
 			},
 			"StartJob": func(h string) error {
-				_, err := n.agent.StartJob(ctx, s.tenant, h, hostagent.ExecRequest{Command: "true"})
+				_, err := n.agent.Execs().StartJob(ctx, s.tenant, h, hostagent.ExecRequest{Command: "true"})
 				return err
 			},
-			"ReadFile":    func(h string) error { _, err := n.agent.ReadFile(ctx, s.tenant, h, "f", ""); return err },
-			"WriteFile":   func(h string) error { _, err := n.agent.WriteFile(ctx, s.tenant, h, "f", "", []byte("x")); return err },
-			"Renew":       func(h string) error { _, err := n.agent.Renew(s.tenant, h); return err },
-			"CloseHandle": func(h string) error { return n.agent.CloseHandle(ctx, s.tenant, h) },
+			"ReadFile": func(h string) error { _, err := n.agent.Files().ReadFile(ctx, s.tenant, h, "f", ""); return err },
+			"WriteFile": func(h string) error {
+				_, err := n.agent.Files().WriteFile(ctx, s.tenant, h, "f", "", []byte("x"))
+				return err
+			},
+			"Renew":       func(h string) error { _, err := n.agent.Sessions().Renew(s.tenant, h); return err },
+			"CloseHandle": func(h string) error { return n.agent.Sessions().CloseHandle(ctx, s.tenant, h) },
 		}
 		jobCalls := map[string]func(string) error{
-			"PollJob":   func(j string) error { _, err := n.agent.PollJob(ctx, s.tenant, j, "", 0, 0); return err },
-			"CancelJob": func(j string) error { _, err := n.agent.CancelJob(ctx, s.tenant, j); return err },
+			"PollJob":   func(j string) error { _, err := n.agent.Execs().PollJob(ctx, s.tenant, j, "", 0, 0); return err },
+			"CancelJob": func(j string) error { _, err := n.agent.Execs().CancelJob(ctx, s.tenant, j); return err },
 		}
 		refused := func(call, id string, err error, want string) {
 			t.Helper()

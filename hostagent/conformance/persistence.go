@@ -37,13 +37,13 @@ func testPersistence(t *testing.T, n *node) {
 	t.Run("close and reopen", func(t *testing.T) {
 		n.known(t)
 		sentinel := startSentinel(s.shell(t))
-		if err := n.agent.CloseHandle(ctx, s.tenant, s.handle); err != nil {
+		if err := n.agent.Sessions().CloseHandle(ctx, s.tenant, s.handle); err != nil {
 			t.Fatal(err) // the last handle: the backend detaches the sandbox
 		}
 		if _, err := s.tryExec(hostagent.ExecRequest{Command: "true"}); hostagent.CodeOf(err) != hostagent.CodeNotFound {
 			t.Fatalf("a closed handle still runs commands: %v", err)
 		}
-		h, err := n.agent.Open(ctx, s.tenant, s.id)
+		h, err := n.agent.Sessions().Open(ctx, s.tenant, s.id)
 		if err != nil {
 			t.Fatal(err)
 		}

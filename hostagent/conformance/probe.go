@@ -66,7 +66,7 @@ func (s *session) probeInside(t *testing.T) func(args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	const name = ".conformance-probe"
-	if _, err := s.agent.WriteFile(ctx, s.tenant, s.handle, name, "", data); err != nil {
+	if _, err := s.agent.Files().WriteFile(ctx, s.tenant, s.handle, name, "", data); err != nil {
 		t.Fatalf("writing the probe into the sandbox: %v", err)
 	}
 	s.sh(t, "chmod 755 ~/"+name)

@@ -38,16 +38,16 @@ func testFileRanges(t *testing.T, n *node, s *session) {
 	ctx := context.Background()
 	const limit = hostagent.DefaultMaxFileBytes
 	readRange := func(path string, off int64, length int) (hostagent.FileContent, error) {
-		return s.agent.ReadFileRange(ctx, s.tenant, s.handle, path, "", hostagent.Range{Offset: off, Length: length})
+		return s.agent.Files().ReadFileRange(ctx, s.tenant, s.handle, path, "", hostagent.Range{Offset: off, Length: length})
 	}
 	digest := func(path string) (hostagent.FileDigest, error) {
-		return s.agent.DigestFile(ctx, s.tenant, s.handle, path, "")
+		return s.agent.Files().DigestFile(ctx, s.tenant, s.handle, path, "")
 	}
 	appendTo := func(path string, data []byte) (hostagent.FileInfo, error) {
-		return s.agent.AppendFile(ctx, s.tenant, s.handle, path, "", data)
+		return s.agent.Files().AppendFile(ctx, s.tenant, s.handle, path, "", data)
 	}
 	writeAt := func(path string, off int64, data []byte) (hostagent.FileInfo, error) {
-		return s.agent.WriteFileAt(ctx, s.tenant, s.handle, path, "", off, data)
+		return s.agent.Files().WriteFileAt(ctx, s.tenant, s.handle, path, "", off, data)
 	}
 	hexSum := func(data []byte) string { sum := sha256.Sum256(data); return hex.EncodeToString(sum[:]) }
 	// Over two payloads and not a multiple of one: three calls, the last
@@ -127,7 +127,7 @@ func testFileRanges(t *testing.T, n *node, s *session) {
 		var parts []string
 		for off := 0; off < len(payload); off += limit {
 			part := fmt.Sprintf("ranges/part%d", off/limit)
-			if _, err := s.agent.WriteFile(ctx, s.tenant, s.handle, part, "", payload[off:min(off+limit, len(payload))]); err != nil {
+			if _, err := s.agent.Files().WriteFile(ctx, s.tenant, s.handle, part, "", payload[off:min(off+limit, len(payload))]); err != nil {
 				t.Fatal(err)
 			}
 			parts = append(parts, part)
@@ -182,7 +182,7 @@ func testFileRanges(t *testing.T, n *node, s *session) {
 			t.Fatalf("downloaded %d bytes that differ from the %d of the file", len(whole), size)
 		}
 		// A whole read of the same file is still refused, not truncated.
-		if _, err := s.agent.ReadFile(ctx, s.tenant, s.handle, "ranges/read", ""); hostagent.CodeOf(err) != hostagent.CodeTooLarge {
+		if _, err := s.agent.Files().ReadFile(ctx, s.tenant, s.handle, "ranges/read", ""); hostagent.CodeOf(err) != hostagent.CodeTooLarge {
 			t.Fatalf("a whole read of a file over the limit: %v, want too_large", err)
 		}
 	})

@@ -514,13 +514,13 @@ func Run(ctx context.Context, opts Options) error {
 					return runAll(ctx,
 						task{"reconciler", mgr.Start},
 						task{"runtime states", func(ctx context.Context) error { return rec.watchStates(ctx, agent.StateChanges()) }},
-						task{"usage", func(ctx context.Context) error { return sampleUsage(ctx, agent, opts.UsageInterval, log) }},
+						task{"usage", func(ctx context.Context) error { return sampleUsage(ctx, agent.Usage(), opts.UsageInterval, log) }},
 						task{"usage limits", func(ctx context.Context) error { return agent.RunLimits(ctx, opts.UsageInterval) }},
 						// After the reattach: the sandboxes tenants have
 						// come before blank ones. A graceful stop takes the
 						// blank ones with it.
 						task{"warm pools", func(ctx context.Context) error {
-							return agent.RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok }, opts.ShutdownGrace)
+							return agent.Pools().RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok }, opts.ShutdownGrace)
 						}},
 					)
 				}},

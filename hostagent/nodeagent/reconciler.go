@@ -59,6 +59,7 @@ import (
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/hostagent/sandboxids"
 	"github.com/playground-dev/playground/internal/eventseries"
 	"github.com/playground-dev/playground/internal/keyedmutex"
@@ -112,13 +113,19 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		return nil, nil, fmt.Errorf("nodeagent: %w", err)
 	}
 	r := &sandboxReconciler{
-		client:   mgr.GetClient(),
-		reader:   mgr.GetAPIReader(),
-		agent:    agent,
-		ids:      ids,
-		node:     opts.NodeName,
-		endpoint: endpoint,
-		recorder: eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
+		client:    mgr.GetClient(),
+		reader:    mgr.GetAPIReader(),
+		agent:     agent,
+		signing:   agent.SigningKeys(),
+		snapshots: agent.Snapshots(),
+		workers:   agent.Workers(),
+		pools:     agent.Pools(),
+		sessions:  agent.Sessions(),
+		usage:     agent.Usage(),
+		ids:       ids,
+		node:      opts.NodeName,
+		endpoint:  endpoint,
+		recorder:  eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
 	}
 	drift := make(chan event.GenericEvent, 256)
 	r.queue = drift
@@ -165,7 +172,19 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 type sandboxReconciler struct {
 	client client.Client
 	reader client.Reader // the API server itself, for the start-up list
-	agent  *hostagent.Agent
+	agent  sandboxKernel
+	// signing is the agent's signing-key service.
+	signing signingKeys
+	// snapshots is the agent's snapshot service.
+	snapshots snapshotTaker
+	// workers is the agent's worker service.
+	workers workerSupervisor
+	// pools is the agent's warm-pool service.
+	pools warmPools
+	// sessions counts the session handles open on a sandbox.
+	sessions interface{ OpenHandles(id string) int }
+	// usage is the agent's usage service.
+	usage usageBook
 	// ids says which sandbox ID each Sandbox of the node has.
 	ids      *sandboxids.Registry
 	node     string
@@ -188,6 +207,33 @@ type sandboxReconciler struct {
 	// request must restart the sandbox once, not once per stale read.
 	mu       sync.Mutex
 	answered map[string]string
+}
+
+// sandboxKernel is what the reconciler asks of the kernel's sandboxes
+// service (hostagent.Agent, less the services it takes apart).
+type sandboxKernel interface {
+	Backend(class string) (backend.Backend, bool)
+	Backends() []backend.Backend
+	Ensure(ctx context.Context, spec backend.Spec) error
+	EnsureRestarted(ctx context.Context, spec backend.Spec) (restarted bool, err error)
+	Restart(ctx context.Context, spec backend.Spec) error
+	Suspend(ctx context.Context, spec backend.Spec) (hostagent.Suspension, error)
+	Checkpointed(spec backend.Spec) bool
+	Remove(ctx context.Context, id string, keepPile bool) error
+	Serves(id string) bool
+	Alive(id string) bool
+	Pending(sandboxes map[string]string)
+	PendingFailed(id string, err error)
+	SetIdlePolicy(id string, p hostagent.IdlePolicy)
+	RuntimeOf(id string) (hostagent.Runtime, bool)
+	Jobs() *jobs.Manager
+}
+
+// warmPools is what the reconciler asks of the kernel's warm-pool
+// service (hostagent.Pools).
+type warmPools interface {
+	ClaimWarm(spec backend.Spec) (id string, ok bool)
+	UnclaimWarm(spec backend.Spec, id string)
 }
 
 // restartRequested says whether sbx asks for a restart not yet answered.
@@ -232,12 +278,12 @@ func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (id string
 	spec := specOf("", sbx)
 	id, used, err := r.ids.AssignFrom(ownerOf(sbx), func() string {
 		if len(sbx.Bundles()) == 0 && sbx.Spec.FromSnapshot == "" {
-			warm, _ = r.agent.ClaimWarm(spec)
+			warm, _ = r.pools.ClaimWarm(spec)
 		}
 		return warm
 	})
 	if warm != "" && !used {
-		r.agent.UnclaimWarm(spec, warm)
+		r.pools.UnclaimWarm(spec, warm)
 	}
 	return id, warm != "" && used && err == nil, err
 }
@@ -322,18 +368,18 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		if sbx.Status.SigningKey == nil {
 			// None reported yet: whatever the pile holds is read after
 			// Ensure, and the calls wait for it meanwhile.
-			r.agent.ExpectSigningKey(spec.ID, true)
+			r.signing.ExpectSigningKey(spec.ID, true)
 		}
 		if !keyLater {
 			key := r.keys.keyOrWait(sbx.UID)
 			if key == nil && prev == nil {
 				return r.waitForKey(ctx, sbx, r.keyWaitFor(sbx))
 			}
-			r.agent.SetStartSigningKey(spec.ID, key)
-			defer r.agent.SetStartSigningKey(spec.ID, nil)
+			r.signing.SetStartSigningKey(spec.ID, key)
+			defer r.signing.SetStartSigningKey(spec.ID, nil)
 		}
 	} else {
-		r.agent.ExpectSigningKey(spec.ID, false)
+		r.signing.ExpectSigningKey(spec.ID, false)
 	}
 	ensure := func() {
 		if restart {
@@ -355,7 +401,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	}
 	r.faculties.started(spec.ID, spec.Faculties)
 	r.agent.SetIdlePolicy(spec.ID, idlePolicy(sbx))
-	r.agent.SetUsageLimits(spec.ID, usageLimits(sbx))
+	r.usage.SetUsageLimits(spec.ID, usageLimits(sbx))
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
 	r.restartAnswered(sbx, sbx.Spec.RestartRequest)
@@ -657,7 +703,7 @@ func (r *sandboxReconciler) setProvisioned(ctx context.Context, sbx *playgroundv
 	if err != nil {
 		return err
 	}
-	handles := int32(r.agent.OpenHandles(id))
+	handles := int32(r.sessions.OpenHandles(id))
 	conds := slices.Clone(sbx.Status.Conditions)
 	prevProv := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
 	provChanged := prevProv == nil || prevProv.Status != status || prevProv.Reason != reason
@@ -979,7 +1025,7 @@ func (s *resync) drifted(sbx *playgroundv1alpha1.Sandbox) bool {
 	halted := s.r.agent.Jobs().AdmissionStatus(id).Halted
 	return c.ObservedGeneration != sbx.Generation || sbx.Status.SandboxID != id ||
 		halted != meta.IsStatusConditionFalse(sbx.Status.Conditions, playgroundv1alpha1.JobsAdmittedCondition) ||
-		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.agent.OpenHandles(id)) ||
+		sbx.Status.Endpoint != s.r.endpoint || sbx.Status.OpenHandles != int32(s.r.sessions.OpenHandles(id)) ||
 		!s.r.agent.Alive(id) || s.r.usageDue(id, sbx.Status.Usage) || usageLimitedDrifted(sbx, s.r.usageLimited(id)) ||
 		!equality.Semantic.DeepEqual(s.r.signingKeyStatus(id), sbx.Status.SigningKey) || s.r.stateDue(sbx, id, c)
 }

@@ -36,6 +36,15 @@ import (
 	"github.com/playground-dev/playground/internal/signingkey"
 )
 
+// signingKeys is what the node agent asks of the kernel's signing-key
+// service (hostagent.SigningKeys).
+type signingKeys interface {
+	SetSigningKey(ctx context.Context, tenant, sandboxID string, key []byte) (fingerprint string, live bool, err error)
+	SigningKey(id string) (fingerprint, publicKey string)
+	ExpectSigningKey(id string, expect bool)
+	SetStartSigningKey(id string, key []byte)
+}
+
 // keyInbox holds the signing keys the manager delivers, by Sandbox UID,
 // in memory only (the pile keeps the installed one across restarts of the
 // agent): a Sandbox bound to this node may get its key before its sandbox
@@ -87,7 +96,7 @@ func (k *keyInbox) DeliverSigningKey(ctx context.Context, req agentapi.SigningKe
 	// after (keyGate), so one of the two installs it.
 	id, err := k.r.idOf(sbx)
 	if err == nil && id != "" && k.r.agent.Serves(id) {
-		fp, live, err := k.r.agent.SetSigningKey(ctx, tenantOf(sbx), id, key)
+		fp, live, err := k.r.signing.SetSigningKey(ctx, tenantOf(sbx), id, key)
 		if err != nil {
 			return agentapi.SigningKeyResult{}, err
 		}
@@ -187,13 +196,13 @@ func (r *sandboxReconciler) keyGate(ctx context.Context, sbx *playgroundv1alpha1
 	if sbx.Spec.Pile.SigningKey == nil {
 		return nil
 	}
-	held, _ := r.agent.SigningKey(spec.ID)
+	held, _ := r.signing.SigningKey(spec.ID)
 	key := r.keys.keyOf(sbx.UID)
 	if key == nil && held == "" {
 		key = r.keys.keyOrWait(sbx.UID)
 	}
 	if key != nil && signingkey.Fingerprint(key) != held {
-		_, live, err := r.agent.SetSigningKey(ctx, spec.Tenant, spec.ID, key)
+		_, live, err := r.signing.SetSigningKey(ctx, spec.Tenant, spec.ID, key)
 		if err != nil {
 			return err
 		}
@@ -202,7 +211,7 @@ func (r *sandboxReconciler) keyGate(ctx context.Context, sbx *playgroundv1alpha1
 				return err
 			}
 		}
-		held, _ = r.agent.SigningKey(spec.ID)
+		held, _ = r.signing.SigningKey(spec.ID)
 	}
 	if held != "" {
 		return nil
@@ -236,7 +245,7 @@ func (r *sandboxReconciler) waitForKey(ctx context.Context, sbx *playgroundv1alp
 // signingKeyStatus is status.signingKey of sandbox id: the key its pile
 // holds, nil for none.
 func (r *sandboxReconciler) signingKeyStatus(id string) *playgroundv1alpha1.SigningKeyStatus {
-	fp, pub := r.agent.SigningKey(id)
+	fp, pub := r.signing.SigningKey(id)
 	if fp == "" {
 		return nil
 	}

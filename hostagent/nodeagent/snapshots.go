@@ -40,6 +40,14 @@ import (
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
+// snapshotTaker is what the node agent asks of the kernel's snapshot
+// service (hostagent.Snapshots).
+type snapshotTaker interface {
+	Snapshot(ctx context.Context, spec backend.Spec, snapID string) (backend.SnapshotInfo, error)
+	DeleteSnapshot(ctx context.Context, class, snapID string) error
+	Snapshots() (map[string][]string, error)
+}
+
 // +kubebuilder:rbac:groups=playground.dev,resources=sandboxsnapshots,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=playground.dev,resources=sandboxsnapshots/status,verbs=patch
 
@@ -103,7 +111,7 @@ func (r *snapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{RequeueAfter: snapshotRetry}, nil
 	}
 	snapID := string(snap.UID)
-	info, err := r.agent.Snapshot(ctx, specOf(id, sbx), snapID)
+	info, err := r.snapshots.Snapshot(ctx, specOf(id, sbx), snapID)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctrl.Result{}, err
@@ -179,7 +187,7 @@ func (r *snapshotReconciler) release(ctx context.Context, snap *playgroundv1alph
 		return nil
 	}
 	// Whatever an attempt wrote is under the object's UID, taken or not.
-	if err := r.agent.DeleteSnapshot(ctx, string(snap.Status.Backend), string(snap.UID)); err != nil {
+	if err := r.snapshots.DeleteSnapshot(ctx, string(snap.Status.Backend), string(snap.UID)); err != nil {
 		return fmt.Errorf("deleting snapshot %s from node %s: %w", klog.KObj(snap), r.node, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted a snapshot", "snapshot", klog.KObj(snap))
@@ -245,7 +253,7 @@ func (s *sweepSnapshots) Start(ctx context.Context) error {
 	// The disk first: a snapshot is written only after its object is in
 	// the cache, so every one found here that an object names is in the
 	// list read after it, and one taken meanwhile is not found here.
-	onDisk, err := s.r.agent.Snapshots()
+	onDisk, err := s.r.snapshots.Snapshots()
 	if err != nil {
 		log.Error(err, "Listing the node's snapshots; they are not swept")
 		return nil
@@ -266,7 +274,7 @@ func (s *sweepSnapshots) Start(ctx context.Context) error {
 			if named[id] {
 				continue
 			}
-			if err := s.r.agent.DeleteSnapshot(ctx, class, id); err != nil {
+			if err := s.r.snapshots.DeleteSnapshot(ctx, class, id); err != nil {
 				log.Error(err, "Deleting a snapshot no SandboxSnapshot names", "backend", class, "snapshot", id)
 				continue
 			}

@@ -179,7 +179,7 @@ func (r *sandboxReconciler) running(id string, provStatus metav1.ConditionStatus
 	case hostagent.RuntimeFrozen:
 		c.Reason = playgroundv1alpha1.ReasonCPULimitReached
 		c.Message = "Frozen for its usage limit (condition UsageLimited): its processes and jobs are kept, using no CPU, and the calls that run something in it or reach it are refused"
-		if acc, ok := r.agent.UsageOf(id); ok && !acc.ExhaustedUntil.IsZero() {
+		if acc, ok := r.usage.UsageOf(id); ok && !acc.ExhaustedUntil.IsZero() {
 			c.Message += " until " + acc.ExhaustedUntil.UTC().Format(time.RFC3339) + ", when its period resets and it thaws"
 		}
 		c.Message += "; raising or removing spec.usageLimits thaws it now"

@@ -29,20 +29,34 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 )
 
+// usageSampler is what the node agent's sampling asks of the kernel's
+// usage service (hostagent.UsageBook).
+type usageSampler interface {
+	SampleUsage(storage bool) error
+	SaveUsage() error
+}
+
+// usageBook is what the reconciler asks of the kernel's usage service
+// (hostagent.UsageBook).
+type usageBook interface {
+	SetUsageLimits(id string, l hostagent.UsageLimits)
+	UsageOf(id string) (hostagent.UsageAccount, bool)
+}
+
 // sampleUsage reads the sandboxes' use of the node into the agent's
 // usage book every interval (their disk every fourth time: a walk of
 // their files) until ctx ends, and writes the book then: the jobs that
 // ended since the last sample are charged for the next agent.
-func sampleUsage(ctx context.Context, agent *hostagent.Agent, interval time.Duration, log logr.Logger) error {
+func sampleUsage(ctx context.Context, book usageSampler, interval time.Duration, log logr.Logger) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for n := 0; ; n++ {
-		if err := agent.SampleUsage(n%4 == 0); err != nil {
+		if err := book.SampleUsage(n%4 == 0); err != nil {
 			log.Error(err, "Writing the usage book")
 		}
 		select {
 		case <-ctx.Done():
-			if err := agent.SaveUsage(); err != nil {
+			if err := book.SaveUsage(); err != nil {
 				log.Error(err, "Writing the usage book")
 			}
 			return nil
@@ -82,7 +96,7 @@ var usageSteps = [6]int64{1000, 1 << 20, 3600, 1 << 20, 1000, 1000}
 // usageStatus is the status.usage to write for sandbox id, and whether it
 // is due (usageDueFor).
 func (r *sandboxReconciler) usageStatus(id string, have *playgroundv1alpha1.UsageStatus) (*playgroundv1alpha1.UsageStatus, bool) {
-	acc, ok := r.agent.UsageOf(id)
+	acc, ok := r.usage.UsageOf(id)
 	if !ok {
 		return have, false
 	}
@@ -168,7 +182,7 @@ func (r *sandboxReconciler) usageDue(id string, have *playgroundv1alpha1.UsageSt
 // saying until when; nil for a sandbox without limits. Its message holds
 // no figure that moves while the condition holds: a status write each.
 func (r *sandboxReconciler) usageLimited(id string) *metav1.Condition {
-	acc, ok := r.agent.UsageOf(id)
+	acc, ok := r.usage.UsageOf(id)
 	if !ok || (acc.Limits.CPUSeconds <= 0 && !acc.Frozen) {
 		return nil
 	}

@@ -37,8 +37,17 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
+
+// workerSupervisor is what the node agent asks of the kernel's worker
+// service (hostagent.Workers).
+type workerSupervisor interface {
+	SetWorker(ctx context.Context, sandboxID string, spec *hostagent.WorkerSpec) error
+	WorkerStatus(ctx context.Context, sandboxID string) (backend.WorkerStatus, error)
+	WorkerLog(ctx context.Context, sandboxID string, limit int) ([]byte, error)
+}
 
 // The agent's rights for native workers: it reads the WorkerMappings of
 // its sandboxes' tenants and reports the worker it supervises in their
@@ -141,9 +150,9 @@ func (w *workerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	if m == nil {
-		return ctrl.Result{}, w.r.agent.SetWorker(ctx, id, nil)
+		return ctrl.Result{}, w.r.workers.SetWorker(ctx, id, nil)
 	}
-	if err := w.r.agent.SetWorker(ctx, id, workerSpecOf(sbx, m)); err != nil {
+	if err := w.r.workers.SetWorker(ctx, id, workerSpecOf(sbx, m)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("setting the worker of sandbox %s: %w", id, err)
 	}
 	// Nothing tells the agent when a worker exits: look again, whatever
@@ -187,7 +196,7 @@ func workerSpecOf(sbx *playgroundv1alpha1.Sandbox, m *playgroundv1alpha1.WorkerM
 // report applies the worker's state to the mapping's status.worker, when
 // it changed, and records a restart as an Event.
 func (w *workerReconciler) report(ctx context.Context, id string, m *playgroundv1alpha1.WorkerMapping) error {
-	st, err := w.r.agent.WorkerStatus(ctx, id)
+	st, err := w.r.workers.WorkerStatus(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -204,7 +213,7 @@ func (w *workerReconciler) report(ctx context.Context, id string, m *playgroundv
 	// The output is read when the worker's state changes (it started,
 	// exited, cannot start), as a Pod's termination message is: a chatty
 	// worker costs no API writes.
-	out, err := w.r.agent.WorkerLog(ctx, id, maxWorkerOutput)
+	out, err := w.r.workers.WorkerLog(ctx, id, maxWorkerOutput)
 	if err != nil {
 		return err
 	}

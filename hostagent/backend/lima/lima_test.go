@@ -750,11 +750,11 @@ func TestThroughAgent(t *testing.T) {
 		if err := a.Ensure(ctx(t), spec); err != nil {
 			t.Fatal(err)
 		}
-		h, err := a.Open(ctx(t), spec.Tenant, spec.ID)
+		h, err := a.Sessions().Open(ctx(t), spec.Tenant, spec.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := a.Exec(ctx(t), spec.Tenant, h.ID, hostagent.ExecRequest{Command: "echo hi", Shell: backend.ShellClean})
+		res, err := a.Execs().Exec(ctx(t), spec.Tenant, h.ID, hostagent.ExecRequest{Command: "echo hi", Shell: backend.ShellClean})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("exec through the agent: %+v, %v", res, err)
 		}
