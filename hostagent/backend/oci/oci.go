@@ -130,33 +130,14 @@ type lifeline struct {
 // refused during this incarnation, if the kernel says.
 func (l *lifeline) pidsRefused(r *runc, id string) (uint64, bool) {
 	l.pidsOnce.Do(func() { l.pidsFile = r.pidsCounter(containerID(id)) })
-	return cgroupCount(l.pidsFile, "max ")
+	return backend.CgroupCount(l.pidsFile, "max ")
 }
 
 // oomKills returns how many processes the OOM killer has killed in the
 // sandbox's memory cgroup during this incarnation, if the kernel says.
 func (l *lifeline) oomKills(r *runc, id string) (uint64, bool) {
 	l.oomOnce.Do(func() { l.oomFile = r.oomCounter(containerID(id)) })
-	return cgroupCount(l.oomFile, "oom_kill ")
-}
-
-// cgroupCount reads the count of a cgroup events file's line that starts
-// with key ("oom_kill ", "max "), if file names one and it has the line.
-func cgroupCount(file, key string) (uint64, bool) {
-	if file == "" {
-		return 0, false
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
+	return backend.CgroupCount(l.oomFile, "oom_kill ")
 }
 
 // lifeline returns the current incarnation of sandbox id.
