@@ -357,13 +357,9 @@ func (o *Options) setDefaults() error {
 	if o.SpareShepherds <= 0 {
 		o.SpareShepherds = 1
 	}
-	if o.PileFiles == nil {
-		o.PileFiles = []string{"self.pile"}
-	}
-	for _, f := range o.PileFiles {
-		if !filepath.IsLocal(f) || filepath.Base(f) != f {
-			return fmt.Errorf("oci: pile file %q must be a plain file name", f)
-		}
+	var err error
+	if o.PileFiles, err = backend.PileFiles(o.PileFiles); err != nil {
+		return fmt.Errorf("oci: %w", err)
 	}
 	if o.WarmPool < 0 {
 		return fmt.Errorf("oci: warm pool size %d is negative", o.WarmPool)
