@@ -568,23 +568,20 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		if err := be.Provision(ctx, spec); err != nil {
 			return false, fmt.Errorf("provisioning sandbox %s: %w", spec.ID, err)
 		}
-		if key, err = a.keys.installStartKey(ctx, be, spec.ID); err != nil {
-			return false, err
-		}
-		if err := be.Start(ctx, spec.ID); err != nil {
-			return false, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
-		}
 	case errors.Is(err, backend.ErrNotRunning):
 		a.jobs.EndSandbox(spec.ID, why, false)
 		dead = true
+	case err != nil:
+		return false, fmt.Errorf("reattaching sandbox %s: %w", spec.ID, err)
+	}
+	if err != nil {
+		// Provisioned, or found not running: started, its key in first.
 		if key, err = a.keys.installStartKey(ctx, be, spec.ID); err != nil {
 			return false, err
 		}
 		if err := be.Start(ctx, spec.ID); err != nil {
 			return false, fmt.Errorf("starting sandbox %s: %w", spec.ID, err)
 		}
-	case err != nil:
-		return false, fmt.Errorf("reattaching sandbox %s: %w", spec.ID, err)
 	}
 	// The init died after the check above, and Reattach started it again;
 	// or an earlier Ensure restarted it and failed: the same as found dead.

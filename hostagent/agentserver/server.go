@@ -399,7 +399,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decode reads a JSON body; every call must name its tenant, one the
-// caller may act as.
+// caller may act as. A request that checks itself (a Validate method) is
+// checked here, once the caller is known to be allowed.
 func (s *Server) decode(r *http.Request, v any, tenant func() string) error {
 	if err := decodeBody(r, v); err != nil {
 		return err
@@ -408,7 +409,13 @@ func (s *Server) decode(r *http.Request, v any, tenant func() string) error {
 		return &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no tenant"}
 	}
 	noteRequest(r.Context(), tenant(), v)
-	return s.mayUse(r, tenant())
+	if err := s.mayUse(r, tenant()); err != nil {
+		return err
+	}
+	if c, ok := v.(interface{ Validate() error }); ok {
+		return c.Validate()
+	}
+	return nil
 }
 
 // decodeBody reads a JSON body, refusing fields the call does not have.
@@ -717,9 +724,6 @@ func (s *Server) read(r *http.Request) (any, error) {
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
 		return nil, err
 	}
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
 	// A read runs a command whose output buffers are exec's.
 	release, err := s.admit(r, req.Tenant, 2*int64(s.execs.ExecOutputLimit()))
 	if err != nil {
@@ -768,9 +772,6 @@ func (b binaryRead) write(w http.ResponseWriter) error {
 func (s *Server) write(r *http.Request) (any, error) {
 	var req agentapi.WriteRequest
 	if err := s.decode(r, &req, func() string { return req.Tenant }); err != nil {
-		return nil, err
-	}
-	if err := req.Validate(); err != nil {
 		return nil, err
 	}
 	release, err := s.admit(r, req.Tenant, int64(len(req.Data)))

@@ -109,20 +109,14 @@ func (s *shepherd) readRequest() (guestapi.StartRequest, []byte, error) {
 	if req.Dial != 0 {
 		// A dial is its Start frame alone; the agent sends nothing more
 		// before Started, but keep whatever arrived for the relay.
-		if n := br.Buffered(); n > 0 {
-			rest, _ := br.Peek(n)
-			s.pending = append(s.pending, rest...)
-		}
+		s.keepBuffered(br)
 		return req, nil, nil
 	}
 	if req.Etc != nil {
 		return req, nil, nil
 	}
 	if req.Attach != "" || req.Jobs {
-		if n := br.Buffered(); n > 0 {
-			rest, _ := br.Peek(n)
-			s.pending = append(s.pending, rest...)
-		}
+		s.keepBuffered(br)
 		return req, nil, nil
 	}
 	if req.Job != nil {
@@ -151,14 +145,21 @@ func (s *shepherd) readRequest() (guestapi.StartRequest, []byte, error) {
 		case guestapi.FrameStdinEnd:
 			// Keep whatever the agent sent after StdinEnd (a Kill) for the
 			// supervision loop, which reads the socket directly.
-			if n := br.Buffered(); n > 0 {
-				rest, _ := br.Peek(n)
-				s.pending = append(s.pending, rest...)
-			}
+			s.keepBuffered(br)
 			return req, stdin, nil
 		default:
 			return req, nil, fmt.Errorf("protocol error: unexpected %v frame before StdinEnd", t)
 		}
+	}
+}
+
+// keepBuffered keeps what br read past the request (frames the agent
+// sent after it) for whoever reads the connection next, which reads the
+// socket directly.
+func (s *shepherd) keepBuffered(br *bufio.Reader) {
+	if n := br.Buffered(); n > 0 {
+		rest, _ := br.Peek(n)
+		s.pending = append(s.pending, rest...)
 	}
 }
 

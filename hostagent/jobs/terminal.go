@@ -192,16 +192,7 @@ func ttyOf(t *guestapi.TTYSize) *TTYSize {
 	return &TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
 }
 
-// screenOf is the guest protocol's s as the engine's.
-func screenOf(s guestapi.Screen) Screen {
-	return Screen{
-		Rows: s.Rows, Cols: s.Cols,
-		Lines:     s.Lines,
-		CursorRow: s.CursorRow, CursorCol: s.CursorCol,
-		CursorHidden:    s.CursorHidden,
-		AltScreen:       s.AltScreen,
-		Title:           s.Title,
-		Scrollback:      s.Scrollback,
-		ScrollbackLines: s.ScrollbackLines,
-	}
-}
+// screenOf is the guest protocol's s as the engine's: the same fields,
+// converted whole, so that a field one side gains and the other lacks
+// fails to compile rather than drop silently.
+func screenOf(s guestapi.Screen) Screen { return Screen(s) }

@@ -328,11 +328,8 @@ func DialPort(ctx context.Context, name, id string, port int, timeout time.Durat
 	if port < 1 || port > 65535 {
 		return nil, fmt.Errorf("%s: port %d is not a TCP port", name, port)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
+	ctx, cancel := BoundStart(ctx, timeout)
+	defer cancel()
 	conn, err := connect(ctx)
 	if err != nil {
 		return nil, err

@@ -149,17 +149,11 @@ func New(opts Options) (*Backend, error) {
 		r.PIDs = 1024
 	}
 	if len(opts.PileFiles) == 0 {
-		opts.PileFiles = []string{"self.pile"}
+		opts.PileFiles = nil // the default
 	}
-	for _, f := range opts.PileFiles {
-		if f == "" || f == "." || f == ".." || strings.ContainsRune(f, '/') {
-			return nil, fmt.Errorf("jail: pile file %q is not a plain file name", f)
-		}
-		if f == guestapi.SigningKeyFile {
-			// A pile file is the tenant's to append to; the key is
-			// not (InstallSigningKey).
-			return nil, fmt.Errorf("jail: pile file %q is the name of the tenant's signing key, which is read-only", f)
-		}
+	var err error
+	if opts.PileFiles, err = backend.PileFiles(opts.PileFiles); err != nil {
+		return nil, fmt.Errorf("jail: %w", err)
 	}
 	if p := opts.ZFSParent; p != "" && !zfsName.MatchString(p) {
 		return nil, fmt.Errorf("jail: --jail-zfs-parent %q is not a ZFS dataset name (pool/dataset, no leading or trailing slash)", p)

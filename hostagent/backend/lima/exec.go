@@ -45,11 +45,8 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	if err != nil {
 		return nil, fmt.Errorf("lima: %w", err)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
-		defer cancel()
-	}
+	ctx, cancel := guestexec.BoundStart(ctx, b.opts.StartTimeout)
+	defer cancel()
 	conn, err := b.dial(ctx, id)
 	if err != nil {
 		return nil, err

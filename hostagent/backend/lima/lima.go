@@ -161,18 +161,9 @@ func (o *Options) defaults() error {
 	if o.GuestAdminUID < 1000 || o.GuestAdminUID == guestapi.TenantUID {
 		return fmt.Errorf("lima: guest admin uid %d must be 1000 or more and not the tenant's (%d)", o.GuestAdminUID, guestapi.TenantUID)
 	}
-	if o.PileFiles == nil {
-		o.PileFiles = []string{"self.pile"}
-	}
-	for _, f := range o.PileFiles {
-		if !filepath.IsLocal(f) || filepath.Base(f) != f {
-			return fmt.Errorf("lima: pile file %q must be a plain file name", f)
-		}
-		if f == guestapi.SigningKeyFile {
-			// A pile file is the tenant's to append to; the key is
-			// not (InstallSigningKey).
-			return fmt.Errorf("lima: pile file %q is the name of the tenant's signing key, which is read-only", f)
-		}
+	var err error
+	if o.PileFiles, err = backend.PileFiles(o.PileFiles); err != nil {
+		return fmt.Errorf("lima: %w", err)
 	}
 	if o.SpareShepherds <= 0 {
 		o.SpareShepherds = 1

@@ -143,20 +143,7 @@ func (l *limactl) list(ctx context.Context, name string) (*instance, error) {
 	}
 	// One JSON object per line (JSON Lines): several lines when name
 	// matched more than one, which an exact name does not.
-	for _, line := range bytes.Split(out, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var inst instance
-		if err := json.Unmarshal(line, &inst); err != nil {
-			return nil, fmt.Errorf("limactl list --json %s: unexpected output %.200q: %w", name, line, err)
-		}
-		if inst.Name == name {
-			return &inst, nil
-		}
-	}
-	return nil, nil
+	return named(out, "limactl list --json "+name, name, func(i *instance) string { return i.Name })
 }
 
 // disk returns Lima's disk name, or nil when there is none.
@@ -167,17 +154,23 @@ func (l *limactl) disk(ctx context.Context, name string) (*diskInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	return named(out, "limactl disk list --json "+name, name, func(d *diskInfo) string { return d.Name })
+}
+
+// named returns the object named name in out, the JSON Lines (one object
+// a line) that cmd answered with, or nil when none is.
+func named[T any](out []byte, cmd, name string, nameOf func(*T) string) (*T, error) {
 	for _, line := range bytes.Split(out, []byte("\n")) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
-		var d diskInfo
-		if err := json.Unmarshal(line, &d); err != nil {
-			return nil, fmt.Errorf("limactl disk list --json %s: unexpected output %.200q: %w", name, line, err)
+		v := new(T)
+		if err := json.Unmarshal(line, v); err != nil {
+			return nil, fmt.Errorf("%s: unexpected output %.200q: %w", cmd, line, err)
 		}
-		if d.Name == name {
-			return &d, nil
+		if nameOf(v) == name {
+			return v, nil
 		}
 	}
 	return nil, nil

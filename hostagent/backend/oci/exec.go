@@ -52,11 +52,8 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	if err != nil {
 		return nil, fmt.Errorf("oci: %w", err)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
-		defer cancel()
-	}
+	ctx, cancel := guestexec.BoundStart(ctx, b.opts.StartTimeout)
+	defer cancel()
 	life := b.lifeline(id)
 	oomBefore, oomKnown := life.oomKills(b.runtimeOf(id), id)
 	conn, err := b.dial(ctx, id)

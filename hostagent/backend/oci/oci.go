@@ -130,33 +130,14 @@ type lifeline struct {
 // refused during this incarnation, if the kernel says.
 func (l *lifeline) pidsRefused(r *runc, id string) (uint64, bool) {
 	l.pidsOnce.Do(func() { l.pidsFile = r.pidsCounter(containerID(id)) })
-	return cgroupCount(l.pidsFile, "max ")
+	return backend.CgroupCount(l.pidsFile, "max ")
 }
 
 // oomKills returns how many processes the OOM killer has killed in the
 // sandbox's memory cgroup during this incarnation, if the kernel says.
 func (l *lifeline) oomKills(r *runc, id string) (uint64, bool) {
 	l.oomOnce.Do(func() { l.oomFile = r.oomCounter(containerID(id)) })
-	return cgroupCount(l.oomFile, "oom_kill ")
-}
-
-// cgroupCount reads the count of a cgroup events file's line that starts
-// with key ("oom_kill ", "max "), if file names one and it has the line.
-func cgroupCount(file, key string) (uint64, bool) {
-	if file == "" {
-		return 0, false
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
+	return backend.CgroupCount(l.oomFile, "oom_kill ")
 }
 
 // lifeline returns the current incarnation of sandbox id.
@@ -376,13 +357,9 @@ func (o *Options) setDefaults() error {
 	if o.SpareShepherds <= 0 {
 		o.SpareShepherds = 1
 	}
-	if o.PileFiles == nil {
-		o.PileFiles = []string{"self.pile"}
-	}
-	for _, f := range o.PileFiles {
-		if !filepath.IsLocal(f) || filepath.Base(f) != f {
-			return fmt.Errorf("oci: pile file %q must be a plain file name", f)
-		}
+	var err error
+	if o.PileFiles, err = backend.PileFiles(o.PileFiles); err != nil {
+		return fmt.Errorf("oci: %w", err)
 	}
 	if o.WarmPool < 0 {
 		return fmt.Errorf("oci: warm pool size %d is negative", o.WarmPool)

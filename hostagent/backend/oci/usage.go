@@ -81,11 +81,11 @@ func (b *Backend) retireCPU(id string, rt *runc, cid string) (finish func(gone b
 	b.cpu.mu.Lock()
 	defer b.cpu.mu.Unlock()
 	ended := b.endedLocked(id)
-	c := readCgroups(rt.cgroupPaths(cid))
-	if !c.cpuOK {
+	c := backend.ReadCgroups(rt.cgroupPaths(cid))
+	if !c.CPUOK {
 		return func(bool) {}
 	}
-	b.cpu.ended[id] = ended + c.cpu
+	b.cpu.ended[id] = ended + c.CPUSeconds
 	b.cpu.retiring[id] = true
 	return func(gone bool) {
 		b.cpu.mu.Lock()
@@ -97,7 +97,7 @@ func (b *Backend) retireCPU(id string, rt *runc, cid string) (finish func(gone b
 		}
 		// Written once the container went: an agent that dies between
 		// the two loses what it counted rather than counting it twice.
-		data := []byte(strconv.FormatFloat(ended+c.cpu, 'f', -1, 64) + "\n")
+		data := []byte(strconv.FormatFloat(ended+c.CPUSeconds, 'f', -1, 64) + "\n")
 		if dir := b.sandboxDir(id); backend.FileExists(dir) {
 			_ = atomicfile.Write(filepath.Join(dir, cpuEndedName), data, 0o600)
 		}
@@ -124,15 +124,15 @@ func (b *Backend) SandboxUsage(id string, storage bool) (backend.SandboxUsage, b
 	}
 	b.cpu.mu.Lock()
 	ended := b.endedLocked(id)
-	var c cgroupReading
+	var c backend.CgroupReading
 	if !b.cpu.retiring[id] {
-		c = readCgroups(b.runtimeOf(id).cgroupPaths(containerID(id)))
+		c = backend.ReadCgroups(b.runtimeOf(id).cgroupPaths(containerID(id)))
 	}
 	b.cpu.mu.Unlock()
-	if !c.cpuOK && !backend.FileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
+	if !c.CPUOK && !backend.FileExists(filepath.Join(b.sandboxDir(id), "sandbox.json")) {
 		return backend.SandboxUsage{}, false
 	}
-	u := backend.SandboxUsage{CPUSeconds: ended + c.cpu, MemoryBytes: c.mem, MemoryPeakBytes: max(c.peak, c.mem), Stopped: !c.cpuOK}
+	u := backend.SandboxUsage{CPUSeconds: ended + c.CPUSeconds, MemoryBytes: c.MemoryBytes, MemoryPeakBytes: max(c.MemoryPeakBytes, c.MemoryBytes), Stopped: !c.CPUOK}
 	if storage {
 		if sb, err := b.load(id); err == nil {
 			u.WorkspaceBytes = b.layerUsed(sb)
@@ -146,48 +146,4 @@ func (b *Backend) SandboxUsage(id string, storage bool) (backend.SandboxUsage, b
 		u.PileBytes = backend.DiskUsage(pile)
 	}
 	return u, true
-}
-
-// cgroupReading is what a container's cgroups count: its CPU seconds
-// and memory, each when readable.
-type cgroupReading struct {
-	cpu       float64
-	cpuOK     bool
-	mem, peak uint64
-}
-
-// readCgroups reads the counters of the cgroup directories dirs: v1's
-// first, else v2's.
-func readCgroups(dirs []string) cgroupReading {
-	var c cgroupReading
-	mem := false
-	for _, dir := range dirs {
-		if v, ok := readCgroupUint(filepath.Join(dir, "cpuacct.usage")); ok && !c.cpuOK {
-			c.cpu, c.cpuOK = float64(v)/1e9, true
-		}
-		if v, ok := readCgroupUint(filepath.Join(dir, "memory.usage_in_bytes")); ok && !mem {
-			c.mem, mem = v, true
-			c.peak, _ = readCgroupUint(filepath.Join(dir, "memory.max_usage_in_bytes"))
-		}
-	}
-	for _, dir := range dirs {
-		if v, ok := cgroupCount(filepath.Join(dir, "cpu.stat"), "usage_usec "); ok && !c.cpuOK {
-			c.cpu, c.cpuOK = float64(v)/1e6, true
-		}
-		if v, ok := readCgroupUint(filepath.Join(dir, "memory.current")); ok && !mem {
-			c.mem, mem = v, true
-			c.peak, _ = readCgroupUint(filepath.Join(dir, "memory.peak"))
-		}
-	}
-	return c
-}
-
-// readCgroupUint reads a cgroup file that holds one number.
-func readCgroupUint(file string) (uint64, bool) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-	return v, err == nil
 }

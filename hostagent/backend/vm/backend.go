@@ -172,13 +172,8 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 			return nil, fmt.Errorf("vm: %w", err)
 		}
 	}
-	if opts.PileFiles == nil {
-		opts.PileFiles = []string{"self.pile"}
-	}
-	for _, f := range opts.PileFiles {
-		if f == "" || f != filepath.Base(f) || f == "." || f == ".." {
-			return nil, fmt.Errorf("vm: pile file %q is not a plain file name", f)
-		}
+	if opts.PileFiles, err = backend.PileFiles(opts.PileFiles); err != nil {
+		return nil, fmt.Errorf("vm: %w", err)
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
@@ -965,11 +960,8 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	if err != nil {
 		return nil, fmt.Errorf("vm: %w", err)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.opts.StartTimeout)
-		defer cancel()
-	}
+	ctx, cancel := guestexec.BoundStart(ctx, b.opts.StartTimeout)
+	defer cancel()
 	v, st, err := b.stream(ctx, id)
 	if err != nil {
 		return nil, err

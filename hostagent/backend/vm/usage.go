@@ -132,29 +132,14 @@ func (b *Backend) SandboxUsage(id string, storage bool) (backend.SandboxUsage, b
 	if backend.ValidateID(id) != nil || !backend.FileExists(filepath.Join(b.sandboxDir(id), recordFile)) {
 		return backend.SandboxUsage{}, false
 	}
-	var u backend.SandboxUsage
-	cpu, mem := false, false
-	running := false
 	dirs := cgroupDirs(b.cgroupRel(id))
+	c := backend.ReadCgroups(dirs)
+	u := backend.SandboxUsage{CPUSeconds: c.CPUSeconds, MemoryBytes: c.MemoryBytes, MemoryPeakBytes: c.MemoryPeakBytes}
+	cpu := c.CPUOK
+	running := false
 	for _, dir := range dirs {
-		if v, ok := readUint(filepath.Join(dir, "cpuacct.usage")); ok && !cpu {
-			u.CPUSeconds, cpu = float64(v)/1e9, true
-		}
-		if v, ok := readUint(filepath.Join(dir, "memory.usage_in_bytes")); ok && !mem {
-			u.MemoryBytes, mem = v, true
-			u.MemoryPeakBytes, _ = readUint(filepath.Join(dir, "memory.max_usage_in_bytes"))
-		}
 		if procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil && strings.TrimSpace(string(procs)) != "" {
 			running = true
-		}
-	}
-	for _, dir := range dirs {
-		if v, ok := statCount(filepath.Join(dir, "cpu.stat"), "usage_usec "); ok && !cpu {
-			u.CPUSeconds, cpu = float64(v)/1e6, true
-		}
-		if v, ok := readUint(filepath.Join(dir, "memory.current")); ok && !mem {
-			u.MemoryBytes, mem = v, true
-			u.MemoryPeakBytes, _ = readUint(filepath.Join(dir, "memory.peak"))
 		}
 	}
 	if !running {
@@ -178,30 +163,4 @@ func (b *Backend) SandboxUsage(id string, storage bool) (backend.SandboxUsage, b
 		u.PileBytes = backend.DiskUsage(filepath.Join(b.sandboxDir(id), "pile", pileImage))
 	}
 	return u, true
-}
-
-// readUint reads a cgroup file that holds one number.
-func readUint(file string) (uint64, bool) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-	return v, err == nil
-}
-
-// statCount reads the number of a cgroup stat file's line that starts
-// with key.
-func statCount(file, key string) (uint64, bool) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }
