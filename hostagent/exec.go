@@ -211,7 +211,7 @@ func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	}
 	st, werr := proc.Wait(killCtx)
 	if werr != nil {
-		st = backend.ExitStatus{Code: -1, Killed: true, Duration: time.Since(started)}
+		st = backend.ExitStatus{ExitCode: -1, Killed: true, Duration: time.Since(started)}
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -277,16 +277,12 @@ func (o *execOutput) Write(s backend.Stream, p []byte) {
 func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	st.TimedOut = timedOut
 	return ExecResult{
-		Stdout:        o.stdout,
-		Stderr:        o.stderr,
-		StdoutDropped: o.dropOut,
-		StderrDropped: o.dropErr,
-		ExitCode:      st.Code,
-		Signal:        st.Signal,
-		TimedOut:      timedOut,
-		OOMKilled:     st.OOMKilled,
-		Duration:      st.Duration,
+		Stdout:          o.stdout,
+		Stderr:          o.stderr,
+		ExecOutputSizes: agentapi.ExecOutputSizes{StdoutDropped: o.dropOut, StderrDropped: o.dropErr},
+		ExitStatus:      st,
 	}
 }
 

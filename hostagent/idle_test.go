@@ -163,7 +163,7 @@ func (p *blocked) Wait(ctx context.Context) (backend.ExitStatus, error) {
 	select {
 	case <-p.done:
 		if p.killed {
-			return backend.ExitStatus{Code: -1, Signal: "SIGKILL", Killed: true}, nil
+			return backend.ExitStatus{ExitCode: -1, Signal: "SIGKILL", Killed: true}, nil
 		}
 		return backend.ExitStatus{}, nil
 	case <-ctx.Done():

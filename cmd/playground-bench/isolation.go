@@ -173,8 +173,8 @@ func runTrue(ctx context.Context, be backend.Backend, id string) error {
 		return err
 	}
 	st, err := p.Wait(ctx)
-	if err == nil && st.Code != 0 {
-		err = fmt.Errorf("true exited %d", st.Code)
+	if err == nil && st.ExitCode != 0 {
+		err = fmt.Errorf("true exited %d", st.ExitCode)
 	}
 	return err
 }

@@ -238,8 +238,8 @@ fi`, mib, mib)
 		return err
 	}
 	st, err := p.Wait(ctx)
-	if err == nil && st.Code != 0 {
-		err = fmt.Errorf("the filler did not start (exit %d): the sandbox needs python3, or room in /tmp", st.Code)
+	if err == nil && st.ExitCode != 0 {
+		err = fmt.Errorf("the filler did not start (exit %d): the sandbox needs python3, or room in /tmp", st.ExitCode)
 	}
 	return err
 }

@@ -329,11 +329,7 @@ func readBinaryExec(r io.Reader, reserve func(int64) error) (ExecResult, error) 
 	if h.StderrSize > 0 {
 		stderr = data[h.StdoutSize:]
 	}
-	return ExecResult{
-		Stdout: stdout, Stderr: stderr,
-		StdoutDropped: h.StdoutDropped, StderrDropped: h.StderrDropped,
-		ExitCode: h.ExitCode, Signal: h.Signal, TimedOut: h.TimedOut, OOMKilled: h.OOMKilled, Duration: h.Duration,
-	}, nil
+	return ExecResult{Stdout: stdout, Stderr: stderr, ExecOutputSizes: h.ExecOutputSizes, ExitStatus: h.ExitStatus}, nil
 }
 
 // StartJob starts a background job.

@@ -26,7 +26,7 @@ import (
 // read within its bounds or refused; a well-formed one round-trips.
 func FuzzReadBinaryExec(f *testing.F) {
 	good := func(stdout, stderr []byte) []byte {
-		h, _ := json.Marshal(ExecHeader{StdoutSize: len(stdout), StderrSize: len(stderr), ExitCode: 3})
+		h, _ := json.Marshal(ExecHeader{StdoutSize: len(stdout), StderrSize: len(stderr), ExitStatus: ExitStatus{ExitCode: 3}})
 		return append(append(append(h, '\n'), stdout...), stderr...)
 	}
 	f.Add(good([]byte("out"), []byte("err")))

@@ -71,8 +71,8 @@ func TestExecRequestValidate(t *testing.T) {
 // TestExecHeaderIsTheResult: the first line of a binary exec answer says
 // what the JSON answer says, but the output, given by its sizes.
 func TestExecHeaderIsTheResult(t *testing.T) {
-	res := ExecResult{Stdout: []byte("out"), Stderr: []byte("er"), StdoutDropped: 1, StderrDropped: 2, ExitCode: 3,
-		Signal: "SIGKILL", TimedOut: true, OOMKilled: true, Duration: time.Second}
+	res := ExecResult{Stdout: []byte("out"), Stderr: []byte("er"), ExecOutputSizes: ExecOutputSizes{StdoutDropped: 1, StderrDropped: 2},
+		ExitStatus: ExitStatus{ExitCode: 3, Signal: "SIGKILL", Killed: true, TimedOut: true, OOMKilled: true, Duration: time.Second}}
 	var whole, head map[string]any
 	b, _ := json.Marshal(res)
 	h, _ := json.Marshal(res.Header())

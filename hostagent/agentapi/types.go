@@ -270,23 +270,45 @@ type Screen struct {
 	ScrollbackLines int      `json:"scrollback_lines,omitempty"`
 }
 
-// ExecResult is how a synchronous command ended, with its output.
+// ExitStatus is how a command or a job ended: the one shape of it, which a
+// backend's process reports (backend.ExitStatus), the kernel answers inside
+// ExecResult, ExecHeader and JobResult, and the wire carries as it is.
+type ExitStatus struct {
+	// ExitCode is the shell's exit code when it exited normally, else -1
+	// (also when the agent does not know).
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that ended the shell ("SIGKILL"), if any.
+	Signal string `json:"signal,omitempty"`
+	// Killed is true when a kill ended it (cancel, timeout or shutdown)
+	// and its process tree was proven dead.
+	Killed bool `json:"killed,omitempty"`
+	// TimedOut is true when that kill was the command's timeout: the
+	// kernel's to say, not a backend's.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// OOMKilled is true when the sandbox ran out of memory while the
+	// command ran and the OOM killer killed one of its processes (the
+	// command's shell or another).
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	// Duration is the time from start to end (nanoseconds on the wire).
+	Duration time.Duration `json:"duration"`
+}
+
+// ExecOutputSizes are what an exec answer says of its output besides the
+// bytes: how much the agent's exec output limit dropped.
+type ExecOutputSizes struct {
+	// StdoutDropped and StderrDropped count output beyond the agent's exec
+	// output limit, which is not returned.
+	StdoutDropped int64 `json:"stdout_dropped,omitempty"`
+	StderrDropped int64 `json:"stderr_dropped,omitempty"`
+}
+
+// ExecResult is how a synchronous command ended, with its output. A timed
+// out command's descendants were proven dead before it was returned.
 type ExecResult struct {
 	Stdout []byte `json:"stdout"`
 	Stderr []byte `json:"stderr"`
-	// StdoutDropped and StderrDropped count output beyond the agent's exec
-	// output limit, which is not returned.
-	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
-	StderrDropped int64  `json:"stderr_dropped,omitempty"`
-	ExitCode      int    `json:"exit_code"`
-	Signal        string `json:"signal,omitempty"`
-	// TimedOut is true when the timeout killed the command; its descendants
-	// were proven dead before the result was returned.
-	TimedOut bool `json:"timed_out,omitempty"`
-	// OOMKilled is true when the sandbox ran out of memory while the
-	// command ran and the OOM killer killed one of its processes.
-	OOMKilled bool          `json:"oom_killed,omitempty"`
-	Duration  time.Duration `json:"duration"`
+	ExecOutputSizes
+	ExitStatus
 }
 
 // Handle is an open session on a sandbox: a lease that expires unless used
@@ -468,19 +490,10 @@ type JobInfo struct {
 
 // JobResult is how a job ended.
 type JobResult struct {
-	// ExitCode is the shell's exit code, or -1 when it did not exit
-	// normally or the agent does not know.
-	ExitCode int    `json:"exit_code"`
-	Signal   string `json:"signal,omitempty"`
-	// Killed is true when cancel, timeout or shutdown ended the job and
-	// its process tree was proven dead.
-	Killed   bool `json:"killed,omitempty"`
-	TimedOut bool `json:"timed_out,omitempty"`
-	// OOMKilled: the sandbox ran out of memory while the job ran.
-	OOMKilled bool `json:"oom_killed,omitempty"`
-	// Error explains a failed job, or a caveat of a killed one.
-	Error    string        `json:"error,omitempty"`
-	Duration time.Duration `json:"duration"`
+	ExitStatus
+	// Error explains a failed job, or a caveat of a killed one (output the
+	// backend did not deliver in time).
+	Error string `json:"error,omitempty"`
 }
 
 // PollRequest is the body of a job poll.
@@ -561,24 +574,16 @@ const ExecMediaType = "application/vnd.playground.exec"
 // ExecHeader is the first line of a binary exec answer: an ExecResult
 // whose output is given by its sizes.
 type ExecHeader struct {
-	StdoutSize    int           `json:"stdout_size"`
-	StderrSize    int           `json:"stderr_size"`
-	StdoutDropped int64         `json:"stdout_dropped,omitempty"`
-	StderrDropped int64         `json:"stderr_dropped,omitempty"`
-	ExitCode      int           `json:"exit_code"`
-	Signal        string        `json:"signal,omitempty"`
-	TimedOut      bool          `json:"timed_out,omitempty"`
-	OOMKilled     bool          `json:"oom_killed,omitempty"`
-	Duration      time.Duration `json:"duration"`
+	StdoutSize int `json:"stdout_size"`
+	StderrSize int `json:"stderr_size"`
+	ExecOutputSizes
+	ExitStatus
 }
 
 // Header is r's ExecHeader: the one mapping of a result to the first line
 // of its binary answer.
 func (r ExecResult) Header() ExecHeader {
-	return ExecHeader{
-		StdoutSize: len(r.Stdout), StderrSize: len(r.Stderr), StdoutDropped: r.StdoutDropped, StderrDropped: r.StderrDropped,
-		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Duration: r.Duration,
-	}
+	return ExecHeader{StdoutSize: len(r.Stdout), StderrSize: len(r.Stderr), ExecOutputSizes: r.ExecOutputSizes, ExitStatus: r.ExitStatus}
 }
 
 // ErrorResponse is the body of every failed call.

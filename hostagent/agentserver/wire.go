@@ -70,15 +70,8 @@ func wireJob(j jobs.JobInfo) agentapi.JobInfo {
 		info.TTY = &agentapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
 	}
 	if r := j.Result; r != nil {
-		info.Result = &agentapi.JobResult{
-			ExitCode:  r.ExitCode,
-			Signal:    r.Signal,
-			Killed:    r.Killed,
-			TimedOut:  r.TimedOut,
-			OOMKilled: r.OOMKilled,
-			Error:     r.Error,
-			Duration:  r.Duration,
-		}
+		res := *r
+		info.Result = &res
 	}
 	return info
 }

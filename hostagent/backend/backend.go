@@ -376,22 +376,13 @@ type Sink interface {
 	Write(stream Stream, p []byte)
 }
 
-// ExitStatus is how a command ended.
-type ExitStatus struct {
-	// Code is the exit code when the shell exited normally, else -1.
-	Code int
-	// Signal names the signal that ended the shell ("SIGKILL"), if any.
-	Signal string
-	// Killed is true when the command was ended by Kill (cancel or timeout).
-	Killed bool
-	// OOMKilled is true when the sandbox ran out of memory while the
-	// command ran and the OOM killer killed one of its processes (the
-	// command's shell or another): a command that ended by a signal or
-	// lost its shepherd is checked.
-	OOMKilled bool
-	// Duration is the time from start to end.
-	Duration time.Duration
-}
+// ExitStatus is how a command ended (agentapi's, the one shape of it): a
+// backend sets ExitCode (-1 when the shell did not exit normally), Signal,
+// Killed when its Kill ended the command, OOMKilled when the sandbox's OOM
+// killer killed one of its processes while it ran (a command that ended by
+// a signal or lost its shepherd is checked), and Duration, from start to
+// end; TimedOut is the kernel's to set.
+type ExitStatus = agentapi.ExitStatus
 
 // Process is a running command.
 type Process interface {

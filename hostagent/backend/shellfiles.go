@@ -247,13 +247,13 @@ func (s shellFiles) run(ctx context.Context, id string, call FileCall, script st
 		return nil, err
 	}
 	stderr := strings.TrimSpace(string(out.stderr))
-	if st.Code == 0 {
+	if st.ExitCode == 0 {
 		return out, nil
 	}
-	if why, ok := shellRefusals[st.Code]; ok {
+	if why, ok := shellRefusals[st.ExitCode]; ok {
 		return nil, &FileRefused{Why: why, Detail: stderr}
 	}
-	return nil, fmt.Errorf("%w: exit %d: %s", ErrInvalidRequest, st.Code, stderr)
+	return nil, fmt.Errorf("%w: exit %d: %s", ErrInvalidRequest, st.ExitCode, stderr)
 }
 
 // sizeAndPath reads the "SIZE\nPATH" the ranged scripts print: the size

@@ -73,7 +73,7 @@ func testBuilder(t *testing.T, n *node) {
 	}
 	ok0 := func(t *testing.T, res backend.BuildResult) {
 		t.Helper()
-		if res.Exit.Code != 0 || res.Exit.Killed {
+		if res.Exit.ExitCode != 0 || res.Exit.Killed {
 			t.Fatalf("the build ended %+v; log %q", res.Exit, res.Log)
 		}
 	}
@@ -134,7 +134,7 @@ func testBuilder(t *testing.T, n *node) {
 	t.Run("failure: exit code and log tail", func(t *testing.T) {
 		n.known(t)
 		res, _ := build(t, "build-fail", 0, "sh", "-c", "echo before; echo oops >&2; exit 3")
-		if res.Exit.Code != 3 || res.Exit.Killed {
+		if res.Exit.ExitCode != 3 || res.Exit.Killed {
 			t.Fatalf("exit %+v, want code 3", res.Exit)
 		}
 		if !bytes.Contains(res.Log, []byte("before\n")) || !bytes.Contains(res.Log, []byte("oops\n")) {

@@ -109,7 +109,7 @@ func Exec(tb testing.TB, be backend.Backend, id string, req backend.ExecRequest)
 func Sh(tb testing.TB, be backend.Backend, id, cmd string) string {
 	tb.Helper()
 	r := Exec(tb, be, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean})
-	if r.Status.Code != 0 || r.Status.Signal != "" {
+	if r.Status.ExitCode != 0 || r.Status.Signal != "" {
 		tb.Fatalf("%q: %+v, stderr %q", cmd, r.Status, r.Stderr)
 	}
 	return r.Stdout

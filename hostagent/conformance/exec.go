@@ -131,7 +131,7 @@ func testExec(t *testing.T, n *node) {
 			{"sh -c 'kill -SEGV $$'; exit $?", 128 + 11, ""},
 		} {
 			r := Exec(t, n.be, s.id, backend.ExecRequest{Command: tc.cmd, Shell: backend.ShellClean})
-			if r.Status.Code != tc.code || r.Status.Signal != tc.signal || r.Status.Killed {
+			if r.Status.ExitCode != tc.code || r.Status.Signal != tc.signal || r.Status.Killed {
 				t.Errorf("%q: got %+v, want code %d, signal %q, not killed", tc.cmd, r.Status, tc.code, tc.signal)
 			}
 		}

@@ -112,13 +112,13 @@ func testKill(t *testing.T, n *node) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
-		if st, err := p.Wait(ctx); err != nil || st.Code != 7 {
+		if st, err := p.Wait(ctx); err != nil || st.ExitCode != 7 {
 			t.Fatalf("the command ended %+v, %v", st, err)
 		}
 		if err := p.Kill(ctx); err != nil {
 			t.Fatalf("Kill of a command that has ended: %v, want nil", err)
 		}
-		if st, err := p.Wait(ctx); err != nil || st.Code != 7 || st.Killed {
+		if st, err := p.Wait(ctx); err != nil || st.ExitCode != 7 || st.Killed {
 			t.Fatalf("after the late Kill the command reads %+v, %v; want its own exit 7", st, err)
 		}
 	})

@@ -61,7 +61,7 @@ func testPile(t *testing.T, n *node) {
 			"chattr -a " + f,
 			"touch " + guestapi.PileDir + "/new-file",
 		} {
-			if r := Exec(t, be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code == 0 {
+			if r := Exec(t, be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.ExitCode == 0 {
 				t.Errorf("%q succeeded in the pile", cmd)
 			}
 		}
@@ -142,7 +142,7 @@ func testSigningKey(t *testing.T, n *node) {
 			"ln " + keyFile + " /tmp/link",
 			"chattr -i " + keyFile,
 		} {
-			if r := Exec(t, be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code == 0 {
+			if r := Exec(t, be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.ExitCode == 0 {
 				t.Errorf("%q succeeded on the signing key", cmd)
 			}
 		}
@@ -248,7 +248,7 @@ func testSharedPile(t *testing.T, n *node) {
 		"chmod 666 " + f + " && echo x >> " + f,
 		f,
 	} {
-		if r := Exec(t, n.be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code == 0 {
+		if r := Exec(t, n.be, sp.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.ExitCode == 0 {
 			t.Errorf("%q succeeded on the shared pile", cmd)
 		}
 	}

@@ -490,8 +490,8 @@ func exitMessage(st backend.ExitStatus, timeout, asked time.Duration) string {
 		return "the build command ran out of memory in the builder"
 	case st.Signal != "":
 		return fmt.Sprintf("the build command was killed by %s", st.Signal)
-	case st.Code != 0:
-		return fmt.Sprintf("the build command exited with code %d", st.Code)
+	case st.ExitCode != 0:
+		return fmt.Sprintf("the build command exited with code %d", st.ExitCode)
 	}
 	return ""
 }

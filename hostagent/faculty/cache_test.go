@@ -385,7 +385,7 @@ func TestFailureIsRememberedThenRetried(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	c := newCache(t, "", builderFunc(func(_ backend.BuildRequest) (backend.BuildResult, error) {
 		builds.Add(1)
-		return backend.BuildResult{Exit: backend.ExitStatus{Code: 2}, Log: []byte("cc: error: hello.c: no such file\n")}, nil
+		return backend.BuildResult{Exit: backend.ExitStatus{ExitCode: 2}, Log: []byte("cc: error: hello.c: no such file\n")}, nil
 	}), clk)
 	req := request("x")
 	_, err := c.Ensure(context.Background(), req)
@@ -406,7 +406,7 @@ func TestFailureIsRememberedThenRetried(t *testing.T) {
 // A build killed by its timeout says which.
 func TestTimeoutMessage(t *testing.T) {
 	c := newCache(t, "", builderFunc(func(_ backend.BuildRequest) (backend.BuildResult, error) {
-		return backend.BuildResult{Exit: backend.ExitStatus{Code: -1, Signal: "SIGKILL", Killed: true}}, nil
+		return backend.BuildResult{Exit: backend.ExitStatus{ExitCode: -1, Signal: "SIGKILL", Killed: true}}, nil
 	}), nil)
 	req := request("x")
 	req.Timeout = time.Second
@@ -423,7 +423,7 @@ func TestTimeoutIsCapped(t *testing.T) {
 	opts := Options{Dir: filepath.Join(t.TempDir(), "faculties"), MaxTimeout: 5 * time.Minute,
 		Builder: builderFunc(func(req backend.BuildRequest) (backend.BuildResult, error) {
 			seen = append(seen, req.Timeout)
-			return backend.BuildResult{Exit: backend.ExitStatus{Code: -1, Signal: "SIGKILL", Killed: true}}, nil
+			return backend.BuildResult{Exit: backend.ExitStatus{ExitCode: -1, Signal: "SIGKILL", Killed: true}}, nil
 		})}
 	c, err := New(opts)
 	if err != nil {

@@ -177,7 +177,7 @@ func (p *fakeProc) Kill(ctx context.Context) error {
 		return p.killErr
 	}
 	if !p.keepRunningOnKill {
-		p.exit(backend.ExitStatus{Code: -1, Signal: "SIGKILL", Killed: true, Duration: time.Second}, nil)
+		p.exit(backend.ExitStatus{ExitCode: -1, Signal: "SIGKILL", Killed: true, Duration: time.Second}, nil)
 	}
 	return nil
 }
@@ -326,7 +326,7 @@ func (h *harness) waitDone(id string) JobInfo {
 // finish ends a job's process with code and waits until it is terminal.
 func (h *harness) finish(id string, p *fakeProc, code int) {
 	h.t.Helper()
-	p.exit(backend.ExitStatus{Code: code, Duration: time.Second}, nil)
+	p.exit(backend.ExitStatus{ExitCode: code, Duration: time.Second}, nil)
 	h.waitDone(id)
 }
 

@@ -528,7 +528,7 @@ func (m *Manager) heldEndedLocked(j *job, exit *guestapi.Exit, proofLost string)
 		case oom:
 			why = "the sandbox ran out of memory and the OOM killer took the job's supervision, so some of its processes may still run in the sandbox"
 		}
-		m.finishLocked(j, StateFailed, &Result{ExitCode: -1, OOMKilled: oom, Error: m.internalErrorLocked(j, why, err), Duration: m.clock.Now().Sub(j.startedAt)})
+		m.finishLocked(j, StateFailed, &Result{ExitStatus: agentapi.ExitStatus{ExitCode: -1, OOMKilled: oom, Duration: m.clock.Now().Sub(j.startedAt)}, Error: m.internalErrorLocked(j, why, err)})
 		return
 	}
 	m.stats.OutputBytes += exit.Output
@@ -536,15 +536,15 @@ func (m *Manager) heldEndedLocked(j *job, exit *guestapi.Exit, proofLost string)
 	m.stats.Evictions += exit.DroppedChunks
 	st := guestexec.ExitStatus(*exit, time.Duration(exit.Millis)*time.Millisecond)
 	if !exit.Killed {
-		oom := (st.Signal != "" || st.Code > 128) && j.oomGrew()
-		m.finishLocked(j, StateExited, &Result{ExitCode: st.Code, Signal: st.Signal, OOMKilled: oom, Duration: st.Duration})
+		oom := (st.Signal != "" || st.ExitCode > 128) && j.oomGrew()
+		m.finishLocked(j, StateExited, &Result{ExitStatus: agentapi.ExitStatus{ExitCode: st.ExitCode, Signal: st.Signal, OOMKilled: oom, Duration: st.Duration}})
 		return
 	}
 	state, timedOut := StateKilled, j.cause == causeTimeout
 	if timedOut {
 		state = StateTimedOut
 	}
-	m.finishLocked(j, state, &Result{ExitCode: st.Code, Signal: st.Signal, Killed: true, TimedOut: timedOut, Duration: st.Duration})
+	m.finishLocked(j, state, &Result{ExitStatus: agentapi.ExitStatus{ExitCode: st.ExitCode, Signal: st.Signal, Killed: true, TimedOut: timedOut, Duration: st.Duration}})
 }
 
 // oomGrew says whether the sandbox's OOM killer killed something since the
@@ -564,7 +564,7 @@ func (m *Manager) heldSandboxStopped(j *job) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !j.state.Terminal() {
-		m.finishLocked(j, StateFailed, &Result{ExitCode: -1, Error: heldStoppedWhy, Duration: m.clock.Now().Sub(j.startedAt)})
+		m.finishLocked(j, StateFailed, &Result{ExitStatus: agentapi.ExitStatus{ExitCode: -1, Duration: m.clock.Now().Sub(j.startedAt)}, Error: heldStoppedWhy})
 	}
 }
 
@@ -580,7 +580,7 @@ func (m *Manager) heldTakenOver(j *job) {
 	m.log.Info("Another agent process took over a held job", "job", j.id, "tenant", j.tenant, "sandbox", j.sandbox)
 	if !j.state.Terminal() {
 		j.takenOver = true
-		m.finishLocked(j, StateFailed, &Result{ExitCode: -1, Error: "another agent process took this job over; poll it there", Duration: m.clock.Now().Sub(j.startedAt)})
+		m.finishLocked(j, StateFailed, &Result{ExitStatus: agentapi.ExitStatus{ExitCode: -1, Duration: m.clock.Now().Sub(j.startedAt)}, Error: "another agent process took this job over; poll it there"})
 	}
 }
 

@@ -211,7 +211,7 @@ func TestCancelWaitsForProofEvenIfTheShellExits(t *testing.T) {
 	cancel()
 	_, _ = h.m.Cancel(ctx, "a", info.ID)
 	<-p.killStarted
-	p.exit(backend.ExitStatus{Code: 143, Signal: "SIGTERM"}, nil)
+	p.exit(backend.ExitStatus{ExitCode: 143, Signal: "SIGTERM"}, nil)
 	eventually(t, "the holder to see the shell's end", func() bool { return p.waited.Load() > 0 })
 	if st := h.poll("a", info.ID, "", 0).Job.State; st != StateCancelling {
 		t.Fatalf("state %s before the proof", st)
@@ -337,7 +337,7 @@ func TestTimeout(t *testing.T) {
 func TestWaitProofLost(t *testing.T) {
 	h := newHarness(t, Limits{})
 	info, p := h.start("a", nil)
-	p.exit(backend.ExitStatus{Code: -1}, fmt.Errorf("%w: the shepherd went away", backend.ErrProofLost))
+	p.exit(backend.ExitStatus{ExitCode: -1}, fmt.Errorf("%w: the shepherd went away", backend.ErrProofLost))
 	got := h.waitDone(info.ID)
 	if got.State != StateFailed || !strings.Contains(got.Result.Error, "may still run") {
 		t.Fatalf("%+v %+v", got, got.Result)

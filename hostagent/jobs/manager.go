@@ -865,11 +865,7 @@ func (m *Manager) EndSandbox(sandboxID, why string, forget bool) int {
 		}
 		if !j.state.Terminal() {
 			ended++
-			m.finishLocked(j, StateFailed, &Result{
-				ExitCode: -1,
-				Error:    why,
-				Duration: m.clock.Now().Sub(j.startedAt),
-			})
+			m.finishLocked(j, StateFailed, &Result{ExitStatus: agentapi.ExitStatus{ExitCode: -1, Duration: m.clock.Now().Sub(j.startedAt)}, Error: why})
 		}
 		if forget {
 			m.recycleLocked(j)

@@ -283,7 +283,7 @@ func TestLongPoll(t *testing.T) {
 		h := newHarness(t, Limits{})
 		info, p := h.start("a", nil)
 		ch := h.longPoll(context.Background(), info.ID, "", 30*time.Second)
-		p.exit(backend.ExitStatus{Code: 0, Signal: ""}, nil)
+		p.exit(backend.ExitStatus{ExitCode: 0, Signal: ""}, nil)
 		o := receive(t, ch)
 		if o.err != nil || !o.r.Done || o.r.Job.State != StateExited || o.r.Job.Result.ExitCode != 0 {
 			t.Fatalf("%+v", o)

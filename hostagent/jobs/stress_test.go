@@ -127,7 +127,7 @@ func TestConcurrentProducersAndPollers(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				producers.Wait()
-				p.exit(backend.ExitStatus{Code: 0}, nil)
+				p.exit(backend.ExitStatus{ExitCode: 0}, nil)
 			}()
 			wg.Add(1)
 			go func() {

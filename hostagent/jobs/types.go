@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
 
@@ -85,27 +86,14 @@ type Ended struct {
 	Ran time.Duration
 }
 
-// Result is how a job ended.
-type Result struct {
-	// ExitCode is the shell's exit code, or -1 when it did not exit normally
-	// or the manager does not know.
-	ExitCode int
-	// Signal names the signal that ended the shell, if any.
-	Signal string
-	// Killed is true when the job was ended by Kill (cancel, timeout or
-	// shutdown) and the backend proved its process tree dead.
-	Killed bool
-	// TimedOut is true when the Kill was due to the job's timeout.
-	TimedOut bool
-	// OOMKilled is true when the sandbox ran out of memory while the job
-	// ran and the OOM killer killed one of its processes.
-	OOMKilled bool
-	// Error explains a failed job, or a caveat of a killed one (output the
-	// backend did not deliver in time).
-	Error string
-	// Duration is from start to end.
-	Duration time.Duration
-}
+// Result is how a job ended (the agent API's JobResult, the one shape of
+// it): the ExitStatus its backend reported (ExitCode -1 when the shell did
+// not exit normally or the manager does not know; Killed when Kill ended
+// it, for a cancel, its timeout or a shutdown, and the backend proved its
+// process tree dead; TimedOut when that Kill was its timeout's), and Error,
+// which explains a failed job or a caveat of a killed one (output the
+// backend did not deliver in time).
+type Result = agentapi.JobResult
 
 // PollResult is one page of a job's output.
 type PollResult struct {

@@ -236,7 +236,7 @@ func TestFacultyBuildFails(t *testing.T) {
 	be.BuildFunc = func(req backend.BuildRequest) (backend.BuildResult, error) {
 		data, _ := os.ReadFile(filepath.Join(req.Source, "hello"))
 		if strings.Contains(string(data), "broken") {
-			return backend.BuildResult{Exit: backend.ExitStatus{Code: 2}, Log: []byte("make: *** [hello] Error 2\ncc: error: hello.c: No such file\n")}, nil
+			return backend.BuildResult{Exit: backend.ExitStatus{ExitCode: 2}, Log: []byte("make: *** [hello] Error 2\ncc: error: hello.c: No such file\n")}, nil
 		}
 		// The good source: the sample's command, cp /src/hello /out/hello.
 		return backend.BuildResult{}, os.WriteFile(filepath.Join(req.Out, "hello"), data, 0o755)
@@ -474,7 +474,7 @@ func TestFacultyFailureRetried(t *testing.T) {
 	ns := newNamespace(t, "faculty-retried")
 	be := newBuildingFake()
 	be.BuildFunc = func(backend.BuildRequest) (backend.BuildResult, error) {
-		return backend.BuildResult{Exit: backend.ExitStatus{Code: 1}, Log: []byte("still broken\n")}, nil
+		return backend.BuildResult{Exit: backend.ExitStatus{ExitCode: 1}, Log: []byte("still broken\n")}, nil
 	}
 	n := startNode(t, "faculty-retried", "", "", func(o *nodeagent.Options) {
 		o.Backends = []backend.Backend{be}

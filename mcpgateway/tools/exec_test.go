@@ -65,7 +65,7 @@ func decodeStream(t *testing.T, data, enc string) []byte {
 func TestExecHostileOutput(t *testing.T) {
 	stdout := bytes.Repeat([]byte{1}, 4<<20)
 	stderr := append(bytes.Repeat([]byte("é"), 40<<10), 'x')
-	agent := &outputAgent{res: agentapi.ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: 3, Duration: time.Second}}
+	agent := &outputAgent{res: agentapi.ExecResult{Stdout: stdout, Stderr: stderr, ExitStatus: agentapi.ExitStatus{ExitCode: 3, Duration: time.Second}}}
 	cs := sessionWith(t, agent)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"handle": "h_bbbbbbbbbbbbbbbbbbbbbbbbba", "command": "hostile"}})
 	if err != nil {

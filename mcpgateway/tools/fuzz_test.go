@@ -78,7 +78,7 @@ func (f *fakeAgent) Poll(_ context.Context, req agentapi.PollRequest, _ string) 
 		return agentapi.PollResponse{}, &agentapi.Error{Code: agentapi.CodeInvalid, Message: "bad cursor"}
 	}
 	return agentapi.PollResponse{
-		Job:    agentapi.JobInfo{ID: "job_fakefakefakefakefakefakefa", State: agentapi.JobExited, Result: &agentapi.JobResult{ExitCode: 0}},
+		Job:    agentapi.JobInfo{ID: "job_fakefakefakefakefakefakefa", State: agentapi.JobExited, Result: &agentapi.JobResult{}},
 		Chunks: []agentapi.Chunk{{Stream: "stdout", Seq: 0, Encoding: "text", Data: "x"}, {Stream: "stderr", Seq: 1, Encoding: "base64", Data: "/w=="}},
 		Done:   true, NextCursor: "2.2",
 	}, nil

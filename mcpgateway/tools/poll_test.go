@@ -197,7 +197,7 @@ func TestJobPollLargePage(t *testing.T) {
 // the text content, for clients that show a model only that.
 func TestJobPollSmallPageText(t *testing.T) {
 	page := agentapi.PollResponse{
-		Job: agentapi.JobInfo{ID: "job_sssssssssssssssssssssssssa", State: agentapi.JobExited, Result: &agentapi.JobResult{ExitCode: 2}},
+		Job: agentapi.JobInfo{ID: "job_sssssssssssssssssssssssssa", State: agentapi.JobExited, Result: &agentapi.JobResult{ExitStatus: agentapi.ExitStatus{ExitCode: 2}}},
 		Chunks: []agentapi.Chunk{
 			{Stream: "stdout", Seq: 0, Encoding: "text", Data: "partial"},
 			{Stream: "stderr", Seq: 1, Encoding: "text", Data: "oops\n"},

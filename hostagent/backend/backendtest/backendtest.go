@@ -241,7 +241,7 @@ func (f *Fake) Exec(_ context.Context, id string, req backend.ExecRequest, sink 
 	if err != nil {
 		return nil, err
 	}
-	return ended{backend.ExitStatus{Code: code, Duration: time.Since(start)}}, nil
+	return ended{backend.ExitStatus{ExitCode: code, Duration: time.Since(start)}}, nil
 }
 
 // Has reports whether the sandbox is provisioned.

@@ -44,7 +44,7 @@ func TestFakeBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := f.Build(context.Background(), backend.BuildRequest{ID: "b1", Source: src, Out: out, Command: []string{"make"}})
-	if err != nil || res.Exit.Code != 0 {
+	if err != nil || res.Exit.ExitCode != 0 {
 		t.Fatalf("Build: %+v, %v", res, err)
 	}
 	for name, mode := range map[string]os.FileMode{"tool": 0o755, "sub/data": 0o644} {
@@ -58,10 +58,10 @@ func TestFakeBuild(t *testing.T) {
 	}
 
 	f.BuildFunc = func(req backend.BuildRequest) (backend.BuildResult, error) {
-		return backend.BuildResult{Exit: backend.ExitStatus{Code: 2}, Log: []byte(req.ID + " failed")}, nil
+		return backend.BuildResult{Exit: backend.ExitStatus{ExitCode: 2}, Log: []byte(req.ID + " failed")}, nil
 	}
 	res, err = f.Build(context.Background(), backend.BuildRequest{ID: "b2", Source: src, Out: t.TempDir()})
-	if err != nil || res.Exit.Code != 2 || string(res.Log) != "b2 failed" {
+	if err != nil || res.Exit.ExitCode != 2 || string(res.Log) != "b2 failed" {
 		t.Fatalf("Build with BuildFunc: %+v, %v", res, err)
 	}
 	if f.Builds() != 2 {

@@ -247,7 +247,7 @@ func (j *heldJob) wait() {
 }
 
 func exitOf(st backend.ExitStatus, killed bool) *guestapi.Exit {
-	e := &guestapi.Exit{Code: st.Code, Killed: killed}
+	e := &guestapi.Exit{Code: st.ExitCode, Killed: killed}
 	if st.Signal != "" {
 		e.Code, e.Signal = -1, int(unix.SignalNum(st.Signal))
 	}

@@ -209,14 +209,14 @@ func (p *process) read(br *bufio.Reader) {
 		defer p.hooks.Release()
 	}
 	defer func() {
-		if p.hooks.OOMKilled != nil && (p.status.Signal != "" || p.status.Code > 128 || p.err != nil) {
+		if p.hooks.OOMKilled != nil && (p.status.Signal != "" || p.status.ExitCode > 128 || p.err != nil) {
 			p.status.OOMKilled = p.hooks.OOMKilled()
 		}
 	}()
 	for {
 		t, payload, err := fr.ReadFrame()
 		if err != nil {
-			p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
+			p.status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
 			p.err = fmt.Errorf("%w: the sandbox's shepherd went away without a result: %v", backend.ErrProofLost, err)
 			if p.hooks.Lost != nil {
 				p.err = p.hooks.Lost(err)
@@ -235,18 +235,18 @@ func (p *process) read(br *bufio.Reader) {
 			var e guestapi.Exit
 			if err := json.Unmarshal(payload, &e); err != nil {
 				p.err = fmt.Errorf("%w: bad Exit frame: %v", backend.ErrProofLost, err)
-				p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
+				p.status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
 				return
 			}
 			p.status = ExitStatus(e, time.Since(p.start))
 			return
 		case guestapi.FrameProofLost:
 			p.err = fmt.Errorf("%w: %s", backend.ErrProofLost, payload)
-			p.status = backend.ExitStatus{Code: -1, Killed: true, Duration: time.Since(p.start)}
+			p.status = backend.ExitStatus{ExitCode: -1, Killed: true, Duration: time.Since(p.start)}
 			return
 		default:
 			p.err = fmt.Errorf("%w: protocol error: unexpected %v frame", backend.ErrProofLost, t)
-			p.status = backend.ExitStatus{Code: -1, Duration: time.Since(p.start)}
+			p.status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
 			return
 		}
 	}
@@ -255,9 +255,9 @@ func (p *process) read(br *bufio.Reader) {
 // ExitStatus is how the shepherd's Exit says a command ended, which ran
 // for d.
 func ExitStatus(e guestapi.Exit, d time.Duration) backend.ExitStatus {
-	s := backend.ExitStatus{Code: e.Code, Killed: e.Killed, Duration: d}
+	s := backend.ExitStatus{ExitCode: e.Code, Killed: e.Killed, Duration: d}
 	if e.Signal != 0 {
-		s.Code = -1
+		s.ExitCode = -1
 		s.Signal = unix.SignalName(unix.Signal(e.Signal))
 		if s.Signal == "" {
 			s.Signal = fmt.Sprintf("signal %d", e.Signal)

@@ -156,7 +156,7 @@ func (p *process) wait() {
 	code, sig, err := p.proc.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.status = backend.ExitStatus{Code: code, Signal: sig, Killed: p.killed, Duration: time.Since(p.start)}
+	p.status = backend.ExitStatus{ExitCode: code, Signal: sig, Killed: p.killed, Duration: time.Since(p.start)}
 	p.err = err
 	if !p.killed || err != nil {
 		return
@@ -165,7 +165,7 @@ func (p *process) wait() {
 	case !p.reap:
 		p.err = ErrNoReaper
 	case code == guestapi.ReapProvedExit:
-		p.status.Code, p.status.Signal = -1, "SIGKILL"
+		p.status.ExitCode, p.status.Signal = -1, "SIGKILL"
 	case code == guestapi.ReapLostExit:
 		p.err = fmt.Errorf("%w: the jail's reaper could not kill every descendant of the command (its message is on the command's stderr)", backend.ErrProofLost)
 	case sig != "":

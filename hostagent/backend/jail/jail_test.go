@@ -312,7 +312,7 @@ func TestExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Code != 3 || st.Killed || s.stdout.String() != "out\nit's alice/hello/yes//home/sandbox\nin\n" || s.stderr.String() != "err\n" {
+	if st.ExitCode != 3 || st.Killed || s.stdout.String() != "out\nit's alice/hello/yes//home/sandbox\nin\n" || s.stderr.String() != "err\n" {
 		t.Fatalf("login exec: %+v stdout %q stderr %q", st, s.stdout.String(), s.stderr.String())
 	}
 	calls := n.fake.take()
@@ -328,7 +328,7 @@ func TestExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, s, err = n.exec(backend.ExecRequest{Command: `echo "[$PERSONA]" "$(basename "$PWD")"; env | sort | tr '\n' ' '`, Shell: backend.ShellClean, Cwd: "sub"})
-	if err != nil || st.Code != 0 {
+	if err != nil || st.ExitCode != 0 {
 		t.Fatal(st, err)
 	}
 	if got := s.stdout.String(); !strings.HasPrefix(got, "[] sub\n") || strings.Contains(got, "USER=") {
@@ -381,7 +381,7 @@ func TestCancelledJob(t *testing.T) {
 	if err := p.Kill(ctx); err != nil {
 		t.Fatalf("Kill with a proving reaper: %v", err)
 	}
-	if st, err := p.Wait(ctx); err != nil || !st.Killed || st.Signal != "SIGKILL" || st.Code != -1 {
+	if st, err := p.Wait(ctx); err != nil || !st.Killed || st.Signal != "SIGKILL" || st.ExitCode != -1 {
 		t.Errorf("a cancelled job: %+v, %v", st, err)
 	}
 	if err := p.Kill(ctx); err != nil {
@@ -400,7 +400,7 @@ func TestCancelledJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := p.Wait(ctx); err != nil || st.Code != 4 || st.Killed {
+	if st, err := p.Wait(ctx); err != nil || st.ExitCode != 4 || st.Killed {
 		t.Fatalf("exit 4 under the reaper: %+v, %v", st, err)
 	}
 	if err := p.Kill(ctx); err != nil {
@@ -430,7 +430,7 @@ func TestNoGuestBinaryNoProof(t *testing.T) {
 		t.Fatalf("Kill: %v", err)
 	}
 	st, _ := p.Wait(ctx)
-	if !st.Killed || st.Signal != "SIGKILL" || st.Code != -1 {
+	if !st.Killed || st.Signal != "SIGKILL" || st.ExitCode != -1 {
 		t.Errorf("a killed shell: %+v", st)
 	}
 	if _, err := New(Options{StateDir: t.TempDir(), GuestBinary: "/nonexistent/playground-sandbox", Runner: n.fake}); err == nil {
@@ -515,7 +515,7 @@ func TestReattach(t *testing.T) {
 		t.Errorf("the workspace lost its files: %v", err)
 	}
 	st, s, err := n.exec(backend.ExecRequest{Command: "cat /dev/null; ls", Cwd: "/workspace", Shell: backend.ShellClean})
-	if err != nil || st.Code != 0 || s.stdout.String() != "kept\n" {
+	if err != nil || st.ExitCode != 0 || s.stdout.String() != "kept\n" {
 		t.Errorf("the reattached workspace lists %q (%+v, %v)", s.stdout.String(), st, err)
 	}
 }

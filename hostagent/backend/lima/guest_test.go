@@ -266,7 +266,7 @@ func TestGuestSide(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", cmd, err)
 		}
-		return sink.out.String() + sink.err.String(), st.Code
+		return sink.out.String() + sink.err.String(), st.ExitCode
 	}
 	for _, tc := range []struct{ cmd, want string }{
 		{"id -u; id -g; id -G", "1000\n1000\n1000\n"},

@@ -353,7 +353,7 @@ func run(t *testing.T, be *Backend, id, cmd string) result {
 	if err != nil {
 		t.Fatalf("exec %q: %v", cmd, err)
 	}
-	return result{out: sink.out.String(), err: sink.err.String(), code: st.Code}
+	return result{out: sink.out.String(), err: sink.err.String(), code: st.ExitCode}
 }
 
 // TestGeneratedConfig checks the lima.yaml that create receives: sized
@@ -554,7 +554,7 @@ func TestExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := p.Wait(ctx(t)); err != nil || st.Code != 0 || sink.out.String() != "in\n" {
+	if st, err := p.Wait(ctx(t)); err != nil || st.ExitCode != 0 || sink.out.String() != "in\n" {
 		t.Fatalf("cat: %+v %v %q", st, err, sink.out.String())
 	}
 	_, err = f.be.Exec(ctx(t), spec.ID, backend.ExecRequest{Command: "true", Cwd: "/no/such/dir"}, nil)

@@ -150,8 +150,8 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 		st, _ = proc.Wait(kctx)
 		kcancel()
 		st.Killed = true
-		if st.Code == 0 && st.Signal == "" {
-			st.Code = -1
+		if st.ExitCode == 0 && st.Signal == "" {
+			st.ExitCode = -1
 		}
 		werr = nil
 	}
@@ -166,7 +166,7 @@ func (b *Backend) Build(ctx context.Context, req backend.BuildRequest) (res back
 	if err := b.removeContainer(ctx, req.ID); err != nil {
 		return res, fmt.Errorf("oci: build %s: removing its container: %w", req.ID, err)
 	}
-	if st.Code != 0 || st.Killed {
+	if st.ExitCode != 0 || st.Killed {
 		return res, nil
 	}
 	if err := copyOut(filepath.Join(sb.dir, layerName, buildOut), req.Out, spec.Storage.LayerBytes); err != nil {

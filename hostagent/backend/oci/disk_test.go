@@ -40,7 +40,7 @@ var small = backend.Storage{LayerBytes: 64 << 20, LayerInodes: 1024, PileBytes: 
 func enospc(t *testing.T, b *Backend, id, cmd string) {
 	t.Helper()
 	r := run(t, b, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean})
-	if r.Status.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "No space left on device") {
+	if r.Status.ExitCode == 0 || !strings.Contains(r.Stdout+r.Stderr, "No space left on device") {
 		t.Fatalf("%q: want ENOSPC, got %+v, stdout %q, stderr %q", cmd, r.Status, r.Stdout, r.Stderr)
 	}
 }
@@ -114,7 +114,7 @@ func TestDiskLimits(t *testing.T) {
 	t.Run("pile", func(t *testing.T) {
 		enospc(t, b, full.ID, "head -c 40M /dev/zero >> "+guestapi.PileDir+"/self.pile")
 		// Still append-only when full.
-		if r := run(t, b, full.ID, backend.ExecRequest{Command: ": > " + guestapi.PileDir + "/self.pile", Shell: backend.ShellClean}); r.Status.Code == 0 {
+		if r := run(t, b, full.ID, backend.ExecRequest{Command: ": > " + guestapi.PileDir + "/self.pile", Shell: backend.ShellClean}); r.Status.ExitCode == 0 {
 			t.Fatal("a full pile could be truncated")
 		}
 	})

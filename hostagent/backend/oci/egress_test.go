@@ -275,7 +275,7 @@ func TestEgress(t *testing.T) {
 		t.Errorf("a sandbox without egress has an interface: %s", out)
 	}
 	// The sandbox's root may not rewrite its own network.
-	if r := run(t, b, "egress", backend.ExecRequest{Shell: backend.ShellClean, Command: "ip route del default 2>&1 || echo refused"}); !strings.Contains(r.Stdout, "refused") && r.Status.Code == 0 {
+	if r := run(t, b, "egress", backend.ExecRequest{Shell: backend.ShellClean, Command: "ip route del default 2>&1 || echo refused"}); !strings.Contains(r.Stdout, "refused") && r.Status.ExitCode == 0 {
 		t.Errorf("tenant changed the sandbox's routes: %q", r.Stdout)
 	}
 

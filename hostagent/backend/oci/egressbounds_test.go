@@ -167,8 +167,8 @@ func execIn(ctx context.Context, b *Backend, id, command string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	if st.Code != 0 {
-		return s.Stdout(), fmt.Errorf("%q exited %d: %s", command, st.Code, s.Stderr())
+	if st.ExitCode != 0 {
+		return s.Stdout(), fmt.Errorf("%q exited %d: %s", command, st.ExitCode, s.Stderr())
 	}
 	return s.Stdout(), nil
 }

@@ -266,7 +266,7 @@ func BenchmarkGVisor(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+				if st, err := p.Wait(ctx); err != nil || st.ExitCode != 0 {
 					b.Fatal(st, err)
 				}
 			}
@@ -385,7 +385,7 @@ func TestEgressGVisor(t *testing.T) {
 	if out := sh(t, b, "gv-closed", "cat /proc/net/dev"); strings.Contains(out, "eth0") {
 		t.Errorf("a gVisor sandbox without egress has an interface: %s", out)
 	}
-	if r := run(t, b, spec.ID, backend.ExecRequest{Shell: backend.ShellClean, Command: "ip route del default 2>&1 || echo refused"}); !strings.Contains(r.Stdout, "refused") && r.Status.Code == 0 {
+	if r := run(t, b, spec.ID, backend.ExecRequest{Shell: backend.ShellClean, Command: "ip route del default 2>&1 || echo refused"}); !strings.Contains(r.Stdout, "refused") && r.Status.ExitCode == 0 {
 		t.Errorf("tenant changed the sandbox's routes: %q", r.Stdout)
 	}
 
@@ -482,7 +482,7 @@ func TestGVisorPileIsReadOnly(t *testing.T) {
 	}
 	host.Close()
 	for _, cmd := range []string{"echo more >> /pile/self.pile", ": > /pile/self.pile", "truncate -s 0 /pile/self.pile", "rm -f /pile/self.pile", "touch /pile/new"} {
-		if r := run(t, b, spec.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code == 0 {
+		if r := run(t, b, spec.ID, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.ExitCode == 0 {
 			t.Errorf("%q succeeded in a gVisor sandbox's pile", cmd)
 		}
 	}

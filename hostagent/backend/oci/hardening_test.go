@@ -67,8 +67,8 @@ func TestHostView(t *testing.T) {
 	}
 	for _, cmd := range []string{"ps aux", "top -bn1", "uptime", "free", "vmstat", "nproc", "df /tmp",
 		"python3 -c 'import os, platform; print(os.cpu_count(), os.getloadavg(), platform.platform())'"} {
-		if r := run(t, b, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.Code != 0 {
-			t.Errorf("%q in the sandbox: exit %d, stderr %q", cmd, r.Status.Code, r.Stderr)
+		if r := run(t, b, id, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}); r.Status.ExitCode != 0 {
+			t.Errorf("%q in the sandbox: exit %d, stderr %q", cmd, r.Status.ExitCode, r.Stderr)
 		}
 	}
 }

@@ -228,7 +228,7 @@ func TestPileFlag(t *testing.T) {
 	f := guestapi.PileDir + "/self.pile"
 	sh(t, b, id, "echo one >> "+f)
 	pwrite := "python3 -c 'import os; fd=os.open(\"" + f + "\", os.O_WRONLY); os.pwrite(fd, b\"Z\", 0)'"
-	if r := run(t, b, id, backend.ExecRequest{Command: pwrite, Shell: backend.ShellClean}); r.Status.Code == 0 {
+	if r := run(t, b, id, backend.ExecRequest{Command: pwrite, Shell: backend.ShellClean}); r.Status.ExitCode == 0 {
 		t.Errorf("%q succeeded in the pile", pwrite)
 	}
 	// The running container holds the pile: the host reads it through
@@ -397,7 +397,7 @@ func TestForkBombLeavesSupervision(t *testing.T) {
 			return err // a start met one of the bomb's forks
 		case err != nil:
 			t.Fatalf("a command beside the bomb: %v", err)
-		case st.Code == 0 || !strings.Contains(out.Stderr(), "fork"):
+		case st.ExitCode == 0 || !strings.Contains(out.Stderr(), "fork"):
 			return fmt.Errorf("a subshell still starts: %+v, stderr %q", st, out.Stderr())
 		}
 		return nil
@@ -635,7 +635,7 @@ func BenchmarkExecTrue(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+			if st, err := p.Wait(ctx); err != nil || st.ExitCode != 0 {
 				b.Fatal(st, err)
 			}
 		}
@@ -785,7 +785,7 @@ func TestOOMSparesTheSupervision(t *testing.T) {
 	}
 	st, err := p.Wait(context.Background())
 	switch {
-	case err == nil && (st.Signal == "SIGKILL" || st.Code == 128+9) && st.OOMKilled:
+	case err == nil && (st.Signal == "SIGKILL" || st.ExitCode == 128+9) && st.OOMKilled:
 	case errors.Is(err, backend.ErrProofLost) && st.OOMKilled:
 		t.Logf("the OOM killer took the filler's shepherd after its tenant processes: %v", err)
 	default:
@@ -854,7 +854,7 @@ func BenchmarkFileTransfer(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+		if st, err := p.Wait(ctx); err != nil || st.ExitCode != 0 {
 			b.Fatal(st, err)
 		}
 		return out.n

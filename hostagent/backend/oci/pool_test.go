@@ -116,7 +116,7 @@ func TestWarmPoolClaimIsLikeAColdStart(t *testing.T) {
 		procs=$(ps -eo user,args); echo "$procs" | grep -v 'ps -eo' | sort -u`
 	see := func(id string) string {
 		r := run(t, b, id, backend.ExecRequest{Command: probe, Shell: backend.ShellLogin})
-		if r.Status.Code != 0 {
+		if r.Status.ExitCode != 0 {
 			t.Fatalf("probe in %s: %+v %s", id, r.Status, r.Stderr)
 		}
 		return strings.ReplaceAll(r.Stdout, id, "<id>")

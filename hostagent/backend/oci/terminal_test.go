@@ -146,7 +146,7 @@ func TestTerminalJob(t *testing.T) {
 	})
 
 	t.Run("python REPL", func(t *testing.T) {
-		if r := run(t, b, id, backend.ExecRequest{Command: "command -v python3"}); r.Status.Code != 0 {
+		if r := run(t, b, id, backend.ExecRequest{Command: "command -v python3"}); r.Status.ExitCode != 0 {
 			t.Skip("no python3 in the sandbox's root")
 		}
 		j := ttyJob(t, b, id, "tty-py", "python3 -q", 24, 80)

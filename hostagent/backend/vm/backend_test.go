@@ -66,8 +66,8 @@ func TestConcurrentCallsAfterRestart(t *testing.T) {
 			p, err := second.Exec(ctx, spec.ID, backend.ExecRequest{Command: "echo ok", Shell: backend.ShellClean}, &out)
 			if err == nil {
 				var st backend.ExitStatus
-				if st, err = p.Wait(ctx); err == nil && (st.Code != 0 || out.String() != "ok\n") {
-					t.Errorf("a call got exit %d, output %q", st.Code, out.String())
+				if st, err = p.Wait(ctx); err == nil && (st.ExitCode != 0 || out.String() != "ok\n") {
+					t.Errorf("a call got exit %d, output %q", st.ExitCode, out.String())
 				}
 			}
 			errs <- err

@@ -112,12 +112,12 @@ func (b *Backend) pileFromGuest(rec *record, name string) ([]byte, error) {
 	switch {
 	case over:
 		return nil, fmt.Errorf("vm: the guest of %s sent more than its pile's %d bytes for %s", rec.Spec.ID, rec.Storage.PileBytes, name)
-	case status.Code == 0:
+	case status.ExitCode == 0:
 		return stdout, nil
 	case bytes.Contains(stderr, []byte("No such file")):
 		return nil, fmt.Errorf("vm: %s is not in the pile of %s: %w", name, rec.Spec.ID, os.ErrNotExist)
 	}
-	return nil, fmt.Errorf("vm: reading %s in the guest of %s: exit %d: %s", path, rec.Spec.ID, status.Code, bytes.TrimSpace(stderr))
+	return nil, fmt.Errorf("vm: reading %s in the guest of %s: exit %d: %s", path, rec.Spec.ID, status.ExitCode, bytes.TrimSpace(stderr))
 }
 
 // pileFromImage runs debugfs over the pile's image, confined (PileFile).

@@ -50,7 +50,7 @@ func TestSnapshotAndFork(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %q: %v", id, cmd, err)
 		}
-		if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+		if st, err := p.Wait(ctx); err != nil || st.ExitCode != 0 {
 			t.Fatalf("%s: %q: exit %+v, %v, output %q", id, cmd, st, err, out.String())
 		}
 		return out.String()

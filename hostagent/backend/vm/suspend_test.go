@@ -62,7 +62,7 @@ func TestSuspendKeepsMemory(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", cmd, err)
 		}
-		if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+		if st, err := p.Wait(ctx); err != nil || st.ExitCode != 0 {
 			t.Fatalf("%q: exit %+v, %v, output %q", cmd, st, err, out.String())
 		}
 		return out.String()

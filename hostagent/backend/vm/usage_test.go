@@ -63,7 +63,7 @@ func TestUsageCountsTheVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := p.Wait(ctx); err != nil || st.Code != 0 || out.String() != "done\n" {
+	if st, err := p.Wait(ctx); err != nil || st.ExitCode != 0 || out.String() != "done\n" {
 		t.Fatalf("the burn: %+v, %v, %q", st, err, out.String())
 	}
 	after, ok := be.SandboxUsage(spec.ID, true)
