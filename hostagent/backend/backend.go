@@ -26,6 +26,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
@@ -101,6 +102,21 @@ type Capabilities struct {
 	EgressBroker EgressBroker
 	// EgressMeter counts the sandboxes' egress.
 	EgressMeter EgressMeter
+}
+
+// Described is a backend's Capabilities, worked out once: its behaviours
+// are made on the first call, not at every call, and every call after
+// answers the same value. The zero value is ready.
+type Described struct {
+	once sync.Once
+	caps Capabilities
+}
+
+// Get returns the Capabilities describe makes, calling it only the first
+// time.
+func (d *Described) Get(describe func() Capabilities) Capabilities {
+	d.once.Do(func() { d.caps = describe() })
+	return d.caps
 }
 
 // ShellMode selects the environment of the /bin/sh that runs a command:

@@ -29,7 +29,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -114,9 +113,8 @@ type Backend struct {
 	// locks serialises the lifecycle operations on each sandbox.
 	locks keyedmutex.Mutex
 
-	// caps are the Capabilities, filled in once (describe).
-	capsOnce sync.Once
-	caps     backend.Capabilities
+	// caps are the Capabilities, made once (Capabilities).
+	caps backend.Described
 }
 
 var (
@@ -218,19 +216,14 @@ func (b *Backend) Name() string { return Name }
 // (backend.ShellFiles): the guest's reaper in a jail serves no file
 // calls (only Linux guests do), and a jail without it has no guest.
 func (b *Backend) Capabilities() backend.Capabilities {
-	b.capsOnce.Do(b.describe)
-	return b.caps
-}
-
-// describe fills in b.caps, once: the behaviours are made once, not at
-// every call.
-func (b *Backend) describe() {
-	c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: backend.KeyInstaller{Name: Name, ValidateID: validateJailName, Locks: &b.locks, Install: b.installSigningKey},
-		FileServer: backend.ShellFiles(b)}
-	if b.guestDir != "" {
-		c.JobHolder = b
-	}
-	b.caps = c
+	return b.caps.Get(func() backend.Capabilities {
+		c := backend.Capabilities{ProvesCleanup: b.guestDir != "", AppendOnlyPile: true, StorageReporter: b, SigningKeyHolder: backend.KeyInstaller{Name: Name, ValidateID: validateJailName, Locks: &b.locks, Install: b.installSigningKey},
+			FileServer: backend.ShellFiles(b)}
+		if b.guestDir != "" {
+			c.JobHolder = b
+		}
+		return c
+	})
 }
 
 var zfsName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*(/[A-Za-z0-9_.:-]+)*$`)

@@ -28,7 +28,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -194,9 +193,8 @@ type Backend struct {
 	// locks serialises the lifecycle operations on each sandbox.
 	locks keyedmutex.Mutex
 
-	// caps are the Capabilities, filled in once (describe).
-	capsOnce sync.Once
-	caps     backend.Capabilities
+	// caps are the Capabilities, made once (Capabilities).
+	caps backend.Described
 }
 
 var (
@@ -305,15 +303,10 @@ func (b *Backend) Name() string { return Name }
 // fake guest only (its contract), which runs commands and nothing more,
 // so it keeps the path that is tested.
 func (b *Backend) Capabilities() backend.Capabilities {
-	b.capsOnce.Do(b.describe)
-	return b.caps
-}
-
-// describe fills in b.caps, once: the behaviours are made once, not at
-// every call.
-func (b *Backend) describe() {
-	b.caps = backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn}, SigningKeyHolder: backend.KeyInstaller{Name: "lima", ValidateID: validateLimaName, Locks: &b.locks, Install: b.installSigningKey},
-		FileServer: backend.ShellFiles(b)}
+	return b.caps.Get(func() backend.Capabilities {
+		return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn}, SigningKeyHolder: backend.KeyInstaller{Name: "lima", ValidateID: validateLimaName, Locks: &b.locks, Install: b.installSigningKey},
+			FileServer: backend.ShellFiles(b)}
+	})
 }
 
 // InstanceName is the Lima instance of sandbox id.

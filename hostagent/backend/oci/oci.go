@@ -101,9 +101,8 @@ type Backend struct {
 	// cpu is the CPU of the sandboxes' ended containers (usage.go).
 	cpu cpuLedger
 
-	// caps are the Capabilities, filled in once (describe).
-	capsOnce sync.Once
-	caps     backend.Capabilities
+	// caps are the Capabilities, made once (Capabilities).
+	caps backend.Described
 }
 
 // lifeline is one incarnation of a sandbox's container as seen by the
@@ -462,20 +461,15 @@ func (b *Backend) Name() string { return "oci" }
 // files carry FS_APPEND_FL, which the sandbox cannot clear, and egress
 // lists are enforced when the agent runs with network egress.
 func (b *Backend) Capabilities() backend.Capabilities {
-	b.capsOnce.Do(b.describe)
-	return b.caps
-}
-
-// describe fills in b.caps, once: the behaviours are made once, not at
-// every call.
-func (b *Backend) describe() {
-	b.caps = backend.Capabilities{
-		ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
-		Prober: b, StartCounter: &b.starts, Dialer: b, OOMCounter: b, ForkCounter: b,
-		WorkerSupervisor: b, StorageReporter: b, PileReader: b, FileServer: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: backend.KeyInstaller{Name: "oci", Locks: &b.locks, Install: b.installSigningKey},
-		Suspender: b.suspender(), Pauser: b, Snapshotter: b.snapshots(), UsageMeter: b, EgressBroker: b, EgressMeter: b,
-		JobHolder: guestexec.Holder{Shepherd: b.jobConn, Control: b.controlConn},
-	}
+	return b.caps.Get(func() backend.Capabilities {
+		return backend.Capabilities{
+			ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
+			Prober: b, StartCounter: &b.starts, Dialer: b, OOMCounter: b, ForkCounter: b,
+			WorkerSupervisor: b, StorageReporter: b, PileReader: b, FileServer: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: backend.KeyInstaller{Name: "oci", Locks: &b.locks, Install: b.installSigningKey},
+			Suspender: b.suspender(), Pauser: b, Snapshotter: b.snapshots(), UsageMeter: b, EgressBroker: b, EgressMeter: b,
+			JobHolder: guestexec.Holder{Shepherd: b.jobConn, Control: b.controlConn},
+		}
+	})
 }
 
 // suspender is the backend as a backend.Suspender where it has gVisor,

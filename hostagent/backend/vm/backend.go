@@ -128,9 +128,8 @@ type Backend struct {
 	// connects to them again.
 	closed bool
 
-	// caps are the Capabilities, filled in once (describe).
-	capsOnce sync.Once
-	caps     backend.Capabilities
+	// caps are the Capabilities, made once (Capabilities).
+	caps backend.Described
 }
 
 var (
@@ -322,18 +321,13 @@ func (b *Backend) Name() string { return "vm" }
 // append-only flag, and the signing key's immutable one, which only the
 // guest's root could clear.
 func (b *Backend) Capabilities() backend.Capabilities {
-	b.capsOnce.Do(b.describe)
-	return b.caps
-}
-
-// describe fills in b.caps, once: the behaviours are made once, not at
-// every call.
-func (b *Backend) describe() {
-	b.caps = backend.Capabilities{
-		ProvesCleanup: true, AppendOnlyPile: true,
-		Prober: b, StartCounter: &b.starts, Dialer: b, StorageReporter: b, PileReader: b, FileServer: b, UsageMeter: b, Describer: b,
-		Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
-	}
+	return b.caps.Get(func() backend.Capabilities {
+		return backend.Capabilities{
+			ProvesCleanup: true, AppendOnlyPile: true,
+			Prober: b, StartCounter: &b.starts, Dialer: b, StorageReporter: b, PileReader: b, FileServer: b, UsageMeter: b, Describer: b,
+			Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
+		}
+	})
 }
 
 // Files of a sandbox in its directory (besides the VM's, in qemu.go).
