@@ -35,7 +35,6 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
@@ -330,7 +329,7 @@ func (x *Execs) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 func (x *Execs) startHeldJob(ctx context.Context, caps backend.Capabilities, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
 	holder := caps.JobHolder
 	attach := attacher(holder, sandboxID)
-	start := func(js guestapi.JobSpec) (jobs.Held, error) {
+	start := func(js backend.JobSpec) (jobs.Held, error) {
 		// Not the caller's context: a caller that goes away mid-start
 		// must not leave a job running that nobody accounts for. The
 		// start is bounded by its own time instead, and a start that

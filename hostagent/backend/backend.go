@@ -22,6 +22,7 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -375,14 +376,17 @@ type EgressUsage struct {
 // checked it against every bound.
 type ExecRequest = agentapi.ExecRequest
 
-// Stream identifies an output stream of a command: the guest protocol's,
-// which names it in the pages of a held job's output.
-type Stream = guestapi.Stream
+// Stream identifies an output stream of a command.
+type Stream uint8
 
-// The streams of a command's output.
+// String names the stream as the guest protocol does.
+func (s Stream) String() string { return guestapi.Stream(s).String() }
+
+// The streams of a command's output, numbered as on the guest protocol
+// (guestexec converts them as they are).
 const (
-	Stdout = guestapi.Stdout
-	Stderr = guestapi.Stderr
+	Stdout Stream = 1
+	Stderr Stream = 2
 )
 
 // Sink receives a command's output as it is produced, in order per stream.
@@ -579,7 +583,40 @@ type JobHolder interface {
 	// tenant that holds every PID cannot keep its jobs from the agent.
 	AttachJob(ctx context.Context, id, jobID string) (net.Conn, error)
 	// ListJobs reads the records of the jobs the sandbox holds.
-	ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error)
+	ListJobs(ctx context.Context, id string) ([]JobRecord, error)
+}
+
+// JobSpec is what a sandbox holds a job under, given at its start (with
+// its ExecRequest) and kept with it for the next agent to list.
+type JobSpec struct {
+	// ID names the job in the sandbox: letters, digits, '-' and '_', at
+	// most 64 bytes.
+	ID string
+	// RingBytes, RingChunks and ChunkBytes bound the job's output ring;
+	// the holder's own bounds cap them.
+	RingBytes, RingChunks, ChunkBytes int
+	// TTL is how long a job that ended is kept, unpolled, before its
+	// holder releases it itself: the agent that would have released it is
+	// gone for good. The holder counts it in whole seconds, rounded up.
+	TTL time.Duration
+	// Meta is the job engine's record of the job (its tenant, say),
+	// listed as it was given.
+	Meta json.RawMessage
+	// Input keeps the job's standard input open after its start, for the
+	// job engine's Input, until it ends it.
+	Input bool
+	// TTY runs the job on a pseudo-terminal of this size, its standard
+	// input, output and error all the terminal (one stream, Stdout).
+	TTY *agentapi.TTYSize
+}
+
+// JobRecord is a job a sandbox holds, as ListJobs lists it.
+type JobRecord struct {
+	Spec JobSpec
+	// PID is the job's shell in the sandbox's PID namespace.
+	PID int
+	// Started is when the shell started.
+	Started time.Time
 }
 
 // OOMCounter is the behaviour, in Capabilities.OOMCounter, of backends that

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 func TestDefaultLimits(t *testing.T) {
@@ -201,15 +200,15 @@ func TestStartFailureReleasesCapacity(t *testing.T) {
 	h := newHarness(t, Limits{ActivePerTenant: 1})
 	boom := errors.New("the sandbox refused the job")
 	attach := func(context.Context, string) (Held, error) { return nil, ErrUnreachable }
-	_, err := h.m.StartHeld(context.Background(), "a", "sb", func(guestapi.JobSpec) (Held, error) { return nil, boom }, attach)
+	_, err := h.m.StartHeld(context.Background(), "a", "sb", func(backend.JobSpec) (Held, error) { return nil, boom }, attach)
 	if !errors.Is(err, boom) {
 		t.Fatalf("StartHeld: %v, want %v", err, boom)
 	}
-	_, err = h.m.StartHeld(context.Background(), "a", "sb", func(guestapi.JobSpec) (Held, error) { panic("bug") }, attach)
+	_, err = h.m.StartHeld(context.Background(), "a", "sb", func(backend.JobSpec) (Held, error) { panic("bug") }, attach)
 	if err == nil || !strings.Contains(err.Error(), "panicked") {
 		t.Fatalf("StartHeld with a panicking start func: %v", err)
 	}
-	_, err = h.m.StartHeld(context.Background(), "a", "sb", func(guestapi.JobSpec) (Held, error) { return nil, nil }, attach)
+	_, err = h.m.StartHeld(context.Background(), "a", "sb", func(backend.JobSpec) (Held, error) { return nil, nil }, attach)
 	if err == nil {
 		t.Fatal("StartHeld with no connection succeeded")
 	}
@@ -270,7 +269,7 @@ func TestJobIDs(t *testing.T) {
 
 func TestStartValidates(t *testing.T) {
 	h := newHarness(t, Limits{})
-	start := func(guestapi.JobSpec) (Held, error) { return nil, nil }
+	start := func(backend.JobSpec) (Held, error) { return nil, nil }
 	attach := func(context.Context, string) (Held, error) { return nil, ErrUnreachable }
 	if _, err := h.m.StartHeld(context.Background(), "", "sb", start, attach); err == nil {
 		t.Error("empty tenant accepted")

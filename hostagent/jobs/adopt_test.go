@@ -25,8 +25,8 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs/heldjob"
 )
 
 // runningHeld is a holder whose job runs until it is killed or released.
@@ -40,20 +40,20 @@ type runningHeld struct {
 
 func newRunningHeld() *runningHeld { return &runningHeld{ended: make(chan struct{})} }
 
-func (h *runningHeld) Poll(context.Context, guestapi.PollRequest) (guestexec.JobPage, error) {
-	return guestexec.JobPage{}, nil
+func (h *runningHeld) Poll(context.Context, heldjob.PollRequest) (heldjob.Page, error) {
+	return heldjob.Page{}, nil
 }
 func (h *runningHeld) Kill(context.Context) error { h.end(); return nil }
-func (h *runningHeld) Release(context.Context) (guestexec.JobPage, error) {
+func (h *runningHeld) Release(context.Context) (heldjob.Page, error) {
 	h.end()
-	return guestexec.JobPage{}, nil
+	return heldjob.Page{}, nil
 }
 func (h *runningHeld) Ended() <-chan struct{} { return h.ended }
-func (h *runningHeld) End() (*guestapi.Exit, string, error) {
+func (h *runningHeld) End() (*heldjob.Exit, string, error) {
 	if h.err != nil {
 		return nil, "", h.err
 	}
-	return &guestapi.Exit{Code: 0, Killed: true}, "", nil
+	return &heldjob.Exit{Status: backend.ExitStatus{ExitCode: 0, Killed: true}}, "", nil
 }
 
 // Close closes the connection, as a guestexec.Job's does: Ended fires with
@@ -62,23 +62,23 @@ func (h *runningHeld) Close() error {
 	h.once.Do(func() { h.err = net.ErrClosed; close(h.ended) })
 	return nil
 }
-func (h *runningHeld) Input(context.Context, []byte, bool) error      { return nil }
-func (h *runningHeld) Resize(context.Context, guestapi.TTYSize) error { return nil }
-func (h *runningHeld) Screen(context.Context, guestapi.ScreenRequest) (guestapi.Screen, error) {
-	return guestapi.Screen{}, nil
+func (h *runningHeld) Input(context.Context, []byte, bool) error { return nil }
+func (h *runningHeld) Resize(context.Context, TTYSize) error     { return nil }
+func (h *runningHeld) Screen(context.Context, heldjob.ScreenRequest) (Screen, error) {
+	return Screen{}, nil
 }
 
 func (h *runningHeld) end() { h.once.Do(func() { close(h.ended) }) }
 
 // heldRecord is what a sandbox lists of a job a former agent started for
 // tenant.
-func heldRecord(t *testing.T, tenant string) guestapi.JobRecord {
+func heldRecord(t *testing.T, tenant string) backend.JobRecord {
 	t.Helper()
 	meta, err := json.Marshal(heldMeta{Tenant: tenant})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return guestapi.JobRecord{Spec: guestapi.JobSpec{ID: agentapi.NewJobID(), Meta: meta}, PID: 42}
+	return backend.JobRecord{Spec: backend.JobSpec{ID: agentapi.NewJobID(), Meta: meta}, PID: 42}
 }
 
 // TestAdoptionWithinTheRetainedBounds: an agent that restarts with smaller

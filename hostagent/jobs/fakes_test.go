@@ -30,7 +30,6 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // fakeClock is a Clock that moves only when a test advances it. Timer
@@ -286,7 +285,7 @@ func startOn(t testing.TB, m *Manager, tenant, sandboxID string, proc func(backe
 // startWith starts a job on m that holder holds.
 func startWith(t testing.TB, m *Manager, holder *backendtest.Holder, tenant, sandboxID string, opts ...StartOption) (JobInfo, error) {
 	t.Cleanup(holder.Close)
-	start := func(js guestapi.JobSpec) (Held, error) {
+	start := func(js backend.JobSpec) (Held, error) {
 		return guestexec.StartJob(context.Background(), holder.Conn(), backend.ExecRequest{Command: "fake"}, js)
 	}
 	attach := func(_ context.Context, id string) (Held, error) {

@@ -21,45 +21,47 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
+	"github.com/playground-dev/playground/hostagent/jobs/heldjob"
 )
 
 // Held is the manager's connection to a job that its sandbox holds
-// (*guestexec.Job): the job's processes, output ring and
-// result are in the sandbox, and outlive the connection and the agent.
+// (*guestexec.Job, the guest's client, which turns the values of package
+// heldjob into the guest protocol's): the job's processes, output ring
+// and result are in the sandbox, and outlive the connection and the
+// agent.
 type Held interface {
-	// Poll reads a page of the job's output (see guestexec.Job.Poll).
-	Poll(ctx context.Context, req guestapi.PollRequest) (guestexec.JobPage, error)
+	// Poll reads a page of the job's output (see guestexec.Job.Poll); a
+	// cursor that does not fit is a *CursorError.
+	Poll(ctx context.Context, req heldjob.PollRequest) (heldjob.Page, error)
 	// Kill asks the holder to kill the job with proof; the end comes
 	// through Ended.
 	Kill(ctx context.Context) error
 	// Release ends the holder (the job is over) and closes the connection.
-	Release(ctx context.Context) (guestexec.JobPage, error)
+	Release(ctx context.Context) (heldjob.Page, error)
 	// Ended is closed when the holder said how the job ended or the
 	// connection broke; End says which.
 	Ended() <-chan struct{}
-	End() (exit *guestapi.Exit, proofLost string, err error)
+	End() (exit *heldjob.Exit, proofLost string, err error)
 	// Close closes the connection; the job goes on.
 	Close() error
 	// Input, Resize and Screen control a job that takes input or has a
-	// terminal (see guestexec.Job); a refusal wraps guestexec.ErrRefused.
+	// terminal (see guestexec.Job); a refusal wraps ErrInputRefused.
 	Input(ctx context.Context, p []byte, end bool) error
-	Resize(ctx context.Context, size guestapi.TTYSize) error
-	Screen(ctx context.Context, req guestapi.ScreenRequest) (guestapi.Screen, error)
+	Resize(ctx context.Context, size TTYSize) error
+	Screen(ctx context.Context, req heldjob.ScreenRequest) (Screen, error)
 }
 
 // HeldStartFunc starts a command as a job its sandbox holds, under spec
-// (the job's ID, its ring's bounds, its TTL and the manager's record).
-type HeldStartFunc func(spec guestapi.JobSpec) (Held, error)
+// (the job's ID, its ring's bounds, its TTL, its input and terminal, and
+// the manager's record).
+type HeldStartFunc func(spec backend.JobSpec) (Held, error)
 
 // Attacher connects again to the holder of job jobID, taking over from
 // any earlier connection. Its error wraps backend.ErrNotFound when the
@@ -69,7 +71,7 @@ type HeldStartFunc func(spec guestapi.JobSpec) (Held, error)
 type Attacher func(ctx context.Context, jobID string) (Held, error)
 
 // heldMeta is the manager's record of a held job, kept with it in the
-// sandbox (guestapi.JobSpec.Meta) for the next agent.
+// sandbox (backend.JobSpec.Meta) for the next agent.
 type heldMeta struct {
 	Tenant string `json:"tenant"`
 	// Command is the job's command as a listing shows it (WithCommand).
@@ -108,7 +110,7 @@ func superseded(c Held) bool {
 	select {
 	case <-c.Ended():
 		_, _, err := c.End()
-		return errors.Is(err, guestexec.ErrSuperseded)
+		return errors.Is(err, heldjob.ErrSuperseded)
 	default:
 		return false
 	}
@@ -256,7 +258,7 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 		}
 	}
 	spec, err := m.heldSpec(j.id, meta)
-	spec.Stdin, spec.TTY = o.input, o.tty.guest()
+	spec.Input, spec.TTY = o.input, ttySpec(o.tty)
 	var conn Held
 	if err == nil {
 		conn, err = callStart(func() (Held, error) { return start(spec) })
@@ -285,19 +287,19 @@ func (m *Manager) StartHeld(ctx context.Context, tenant, sandboxID string, start
 	return j.infoLocked(), nil
 }
 
-// heldSpec is the JobSpec of a held job: the manager's bounds, within
-// what a holder accepts, and its record.
-func (m *Manager) heldSpec(id string, meta heldMeta) (guestapi.JobSpec, error) {
+// heldSpec is the JobSpec of a held job: the manager's bounds (the
+// holder caps them with its own) and its record.
+func (m *Manager) heldSpec(id string, meta heldMeta) (backend.JobSpec, error) {
 	b, err := json.Marshal(meta)
 	if err != nil {
-		return guestapi.JobSpec{}, err
+		return backend.JobSpec{}, err
 	}
-	return guestapi.JobSpec{
+	return backend.JobSpec{
 		ID:         id,
-		RingBytes:  min(m.limits.RingBytes, guestapi.MaxJobRingBytes),
-		RingChunks: min(m.limits.RingChunks, guestapi.MaxJobRingChunks),
-		ChunkBytes: min(m.limits.ChunkBytes, m.limits.RingBytes, guestapi.MaxJobRingBytes),
-		TTLSeconds: int(min(math.Ceil(m.limits.TerminalTTL.Seconds()), math.MaxInt32)),
+		RingBytes:  m.limits.RingBytes,
+		RingChunks: m.limits.RingChunks,
+		ChunkBytes: min(m.limits.ChunkBytes, m.limits.RingBytes),
+		TTL:        m.limits.TerminalTTL,
 		Meta:       b,
 	}, nil
 }
@@ -322,7 +324,7 @@ func (m *Manager) holdLocked(j *job, conn Held, attach Attacher, timeout time.Du
 // its way past them, nor can a restart with smaller bounds). A job adopted already is
 // returned as it is. On an error the job is not adopted: the caller
 // releases it, or nothing would bound it.
-func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guestapi.JobRecord, attach Attacher, opts ...StartOption) (JobInfo, error) {
+func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec backend.JobRecord, attach Attacher, opts ...StartOption) (JobInfo, error) {
 	var o startOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -364,7 +366,7 @@ func (m *Manager) Adopt(ctx context.Context, tenant, sandboxID string, rec guest
 		// no start would have given is not honoured.
 		m.keyLocked(j, meta.Key, meta.Request)
 	}
-	j.input, j.tty = rec.Spec.Stdin || rec.Spec.TTY != nil, ttyOf(rec.Spec.TTY)
+	j.input, j.tty = rec.Spec.Input || rec.Spec.TTY != nil, ttyOf(rec.Spec.TTY)
 	m.mu.Unlock()
 	defer m.wg.Done()
 
@@ -513,7 +515,7 @@ func (m *Manager) cancelling(j *job) bool {
 // heldEndedLocked turns a held job terminal as its holder reports: an
 // exit (killed when a Kill ended it, with proof), or a cleanup it could
 // not prove, which halts admission in the sandbox as a failed kill does.
-func (m *Manager) heldEndedLocked(j *job, exit *guestapi.Exit, proofLost string) {
+func (m *Manager) heldEndedLocked(j *job, exit *heldjob.Exit, proofLost string) {
 	if j.state.Terminal() {
 		return
 	}
@@ -534,8 +536,8 @@ func (m *Manager) heldEndedLocked(j *job, exit *guestapi.Exit, proofLost string)
 	m.stats.OutputBytes += exit.Output
 	m.stats.DroppedBytes += exit.DroppedBytes
 	m.stats.Evictions += exit.DroppedChunks
-	st := guestexec.ExitStatus(*exit, time.Duration(exit.Millis)*time.Millisecond)
-	if !exit.Killed {
+	st := exit.Status
+	if !st.Killed {
 		oom := (st.Signal != "" || st.ExitCode > 128) && j.oomGrew()
 		m.finishLocked(j, StateExited, &Result{ExitStatus: agentapi.ExitStatus{ExitCode: st.ExitCode, Signal: st.Signal, OOMKilled: oom, Duration: st.Duration}})
 		return
@@ -636,7 +638,7 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 	}
 	pctx, cancel := context.WithTimeout(ctx, wait+attachTimeout)
 	defer cancel()
-	req := guestapi.PollRequest{Cursor: cur.String(), Max: min(maxBytes, guestapi.MaxJobPage), WaitMillis: int(wait.Milliseconds())}
+	req := heldjob.PollRequest{Cursor: cur.String(), Max: maxBytes, Wait: wait}
 	page, err := conn.Poll(pctx, req)
 	if m.isClosed() {
 		// The manager let go of its jobs while this poll waited.
@@ -663,7 +665,7 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 		}
 		return PollResult{}, err
 	}
-	chunks, total, gap := page.Data, 0, page.Gap
+	chunks, total, gap := page.Chunks, 0, page.Gap
 	for _, c := range chunks {
 		total += len(c.Data)
 	}
@@ -672,11 +674,11 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 	// utf8.UTFMax bytes of budget the ring could only split a character:
 	// the rest comes next time.
 	for !page.AtEnd && maxBytes-total >= utf8.UTFMax {
-		more, err := conn.Poll(pctx, guestapi.PollRequest{Cursor: page.Next, Max: min(maxBytes-total, guestapi.MaxJobPage)})
-		if err != nil || more.Gap != nil || len(more.Data) == 0 {
+		more, err := conn.Poll(pctx, heldjob.PollRequest{Cursor: page.Next, Max: maxBytes - total})
+		if err != nil || more.Gap != nil || len(more.Chunks) == 0 {
 			break // what there is makes a page; the rest comes next time
 		}
-		for _, c := range more.Data {
+		for _, c := range more.Chunks {
 			total += len(c.Data)
 			if n := len(chunks); n > 0 && chunks[n-1].Seq == c.Seq && chunks[n-1].Stream == c.Stream && chunks[n-1].Offset+len(chunks[n-1].Data) == c.Offset {
 				chunks[n-1].Data = append(chunks[n-1].Data, c.Data...)
@@ -696,10 +698,7 @@ func (m *Manager) pollHeld(ctx context.Context, j *job, cur outring.Cursor, maxB
 		m.heldEndedLocked(j, page.Exit, page.ProofLost)
 	}
 	j.lastPoll = m.clock.Now()
-	res := PollResult{Chunks: chunks, NextCursor: page.Next, DroppedBytes: page.DroppedBytes, DroppedChunks: page.DroppedChunks}
-	if gap != nil {
-		res.Gap = &Gap{FromSeq: gap.FromSeq, ToSeq: gap.ToSeq, Chunks: gap.Chunks, Bytes: gap.Bytes}
-	}
+	res := PollResult{Chunks: chunks, NextCursor: page.Next, DroppedBytes: page.DroppedBytes, DroppedChunks: page.DroppedChunks, Gap: gap}
 	ended := page.Exit != nil || page.ProofLost != ""
 	m.doneLocked(j, &res, j.state.Terminal() && ended && page.AtEnd)
 	return res, nil

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // TestKeyReturnsTheSameJob is a client that lost job_exec's answer: it
@@ -152,7 +152,7 @@ func TestKeySurvivesAdoption(t *testing.T) {
 	h := newHarness(t, Limits{})
 	first, _ := h.start("ns/a", nil, WithKey("k-1", "req-1"))
 	holder, _ := h.holders.Load(first.ID)
-	var rec guestapi.JobRecord
+	var rec backend.JobRecord
 	for _, r := range holder.(*backendtest.Holder).List() {
 		if r.Spec.ID == first.ID {
 			rec = r

@@ -25,7 +25,6 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // TestListShowsWhatHoldsTheBounds: a tenant's listing has its jobs in one
@@ -78,7 +77,7 @@ func TestAdoptedJobsKeepTheirCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := guestapi.JobRecord{Spec: guestapi.JobSpec{ID: agentapi.NewJobID(), Meta: meta}, PID: 42}
+	rec := backend.JobRecord{Spec: backend.JobSpec{ID: agentapi.NewJobID(), Meta: meta}, PID: 42}
 	attach := func(context.Context, string) (Held, error) { return newRunningHeld(), nil }
 	if _, err := h.m.Adopt(context.Background(), "alice", "sb-alice", rec, attach); err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/jobs/heldjob"
 )
 
 // endings records what WithOnEnd's func is told.
@@ -96,7 +96,7 @@ func TestRunTimeTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Second)
-	held.err = guestexec.ErrSuperseded
+	held.err = heldjob.ErrSuperseded
 	held.end()
 	if got := h.waitDone(info.ID); got.State != StateFailed {
 		t.Fatalf("a job taken over: %+v", got)

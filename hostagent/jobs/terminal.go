@@ -21,15 +21,15 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/bounds"
-	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/jobs/heldjob"
 )
 
 // ErrInputRefused says that the job's holder refused a control request (input to
 // a job whose input is closed or full, a terminal request of a job
 // without a terminal); the job is as it was. The error says why.
-var ErrInputRefused = guestexec.ErrRefused
+var ErrInputRefused = heldjob.ErrRefused
 
 // ErrEnded says that the job has ended, and takes no input.
 var ErrEnded = errors.New("the job has ended: it takes no more input (poll it for its output and result)")
@@ -39,7 +39,7 @@ var ErrEnded = errors.New("the job has ended: it takes no more input (poll it fo
 // its input (a pipe is closed, a terminal gets Ctrl-D). The bytes are
 // queued in the holder, which writes them as the job reads: Input does
 // not wait for the job to read them, and refuses (ErrInputRefused) past
-// guestapi.MaxJobInputPending unread. Errors: *NotFoundError (also for
+// the holder's bound of pending input unread. Errors: *NotFoundError (also for
 // other tenants' jobs), ErrEnded, ErrInputRefused, ErrSuspended,
 // ErrUnreachable. An Input whose connection broke is not repeated: it may
 // or may not have reached the job, and the error says so.
@@ -66,7 +66,7 @@ func (m *Manager) Resize(ctx context.Context, tenant, jobID string, size TTYSize
 		if j.tty == nil {
 			return fmt.Errorf("%w: the job has no terminal: start it with a tty to resize it", ErrInputRefused)
 		}
-		if err := c.Resize(ctx, *size.guest()); err != nil {
+		if err := c.Resize(ctx, size); err != nil {
 			return err
 		}
 		m.mu.Lock()
@@ -86,8 +86,8 @@ func (m *Manager) Screen(ctx context.Context, tenant, jobID string, scrollback i
 		if j.tty == nil {
 			return fmt.Errorf("%w: the job has no terminal: start it with a tty to read its screen, or read its output with a poll", ErrInputRefused)
 		}
-		gs, err := c.Screen(ctx, guestapi.ScreenRequest{Scrollback: scrollback})
-		scr = screenOf(gs)
+		var err error
+		scr, err = c.Screen(ctx, heldjob.ScreenRequest{Scrollback: scrollback})
 		return err
 	})
 	return scr, info, err
@@ -129,7 +129,7 @@ func (m *Manager) control(ctx context.Context, tenant, jobID string, idempotent 
 	cctx, cancel := context.WithTimeout(ctx, attachTimeout)
 	defer cancel()
 	err = do(cctx, j, conn)
-	if err == nil || errors.Is(err, guestexec.ErrRefused) || ctx.Err() != nil {
+	if err == nil || errors.Is(err, ErrInputRefused) || ctx.Err() != nil {
 		return info(), err
 	}
 	c, rerr := h.reconnect(cctx, conn)
@@ -141,7 +141,7 @@ func (m *Manager) control(ctx context.Context, tenant, jobID string, idempotent 
 	case !idempotent:
 		return info(), fmt.Errorf("%w: the connection to the job broke while the input was sent, so it may or may not have reached the job (%v)", ErrUnreachable, err)
 	}
-	if err := do(cctx, j, c); err != nil && !errors.Is(err, guestexec.ErrRefused) {
+	if err := do(cctx, j, c); err != nil && !errors.Is(err, ErrInputRefused) {
 		return info(), fmt.Errorf("%w (%v)", ErrUnreachable, err)
 	} else if err != nil {
 		return info(), err
@@ -151,48 +151,24 @@ func (m *Manager) control(ctx context.Context, tenant, jobID string, idempotent 
 
 // TTYSize is a terminal job's terminal: its size, and, at the job's
 // start, how many lines that scroll off its top it keeps (0: the
-// holder's default). The job engine's own; its holder's is the guest
-// protocol's.
-type TTYSize struct {
-	Rows, Cols int
-	Scrollback int
-}
+// holder's default).
+type TTYSize = heldjob.TTYSize
 
 // Screen is a terminal job's screen as its holder's emulator renders it.
-type Screen struct {
-	Rows, Cols int
-	// Lines are the screen's rows, top to bottom, trailing blanks cut.
-	Lines []string
-	// CursorRow and CursorCol are the cursor's position, from 0.
-	CursorRow, CursorCol int
-	CursorHidden         bool
-	// AltScreen is true while a full-screen program (vi, top) has the
-	// alternate screen, which keeps no scrollback.
-	AltScreen bool
-	Title     string
-	// Scrollback holds the lines asked for, oldest first;
-	// ScrollbackLines counts all the lines kept.
-	Scrollback      []string
-	ScrollbackLines int
-}
+type Screen = heldjob.Screen
 
-// guest is t as the guest protocol says it; nil for none.
-func (t *TTYSize) guest() *guestapi.TTYSize {
+// ttySpec is t as a held job's spec says it; nil for none.
+func ttySpec(t *TTYSize) *agentapi.TTYSize {
 	if t == nil {
 		return nil
 	}
-	return &guestapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
+	return &agentapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
 }
 
-// ttyOf is the guest protocol's t as the engine's.
-func ttyOf(t *guestapi.TTYSize) *TTYSize {
+// ttyOf is a held job's spec's t as the engine's.
+func ttyOf(t *agentapi.TTYSize) *TTYSize {
 	if t == nil {
 		return nil
 	}
 	return &TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
 }
-
-// screenOf is the guest protocol's s as the engine's: the same fields,
-// converted whole, so that a field one side gains and the other lacks
-// fails to compile rather than drop silently.
-func screenOf(s guestapi.Screen) Screen { return Screen(s) }

@@ -22,14 +22,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/hostagent/guestapi/outring"
+	"github.com/playground-dev/playground/hostagent/jobs/heldjob"
 )
 
 // Chunk is a piece of a job's output as a poll returns it.
-type Chunk = outring.Chunk
+type Chunk = heldjob.Chunk
 
 // Gap reports output the client had not read when the ring evicted it.
-type Gap = outring.Gap
+type Gap = heldjob.Gap
 
 // State is a job's lifecycle state.
 type State string

@@ -65,8 +65,10 @@ var rules = []rule{
 	{from: "hostagent", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
 	{from: "hostagent/jobs/...", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
 	{from: "hostagent/backend/...", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
-	{from: "hostagent/backend/...", notTo: []string{"hostagent", "hostagent/jobs/...", "hostagent/agentserver/...", "hostagent/nodeagent/...", "hostagent/conformance/..."},
-		why: "a backend is below the kernel (package hostagent), its job engine and the agent's server: it serves them through backend.Backend and imports none of them, nor the conformance suite that drives a backend through the kernel (tests apart); it may use the agent protocol's types (hostagent/agentapi, which imports nothing of the agent), as a command is one type from the gateway to the backend"},
+	{from: "hostagent/backend/...", notTo: []string{"hostagent", "hostagent/jobs/...", "hostagent/agentserver/...", "hostagent/nodeagent/...", "hostagent/conformance/..."}, except: []string{"hostagent/jobs/heldjob"},
+		why: "a backend is below the kernel (package hostagent), its job engine and the agent's server: it serves them through backend.Backend and imports none of them, nor the conformance suite that drives a backend through the kernel (tests apart); it may use the agent protocol's types (hostagent/agentapi, which imports nothing of the agent), as a command is one type from the gateway to the backend, and the job engine's values of a held job (hostagent/jobs/heldjob, which imports only the backend contract), which the guest's client (guestexec) turns into the guest protocol's"},
+	{from: "hostagent/jobs/...", notTo: []string{"hostagent/backend/..."}, except: []string{"hostagent/backend"},
+		why: "the job engine reaches a held job through its Held connection and the backend contract (hostagent/backend), never through a backend or the guest's client (guestexec), which import the engine's values of a held job (hostagent/jobs/heldjob) to implement Held"},
 	{from: "hostagent/nodeagent/...", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
 	{from: "cmd/playground", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
 	{from: "cmd/playground", notTo: testLibraries, why: shippedWhy},
@@ -169,6 +171,15 @@ func TestRulesCatch(t *testing.T) {
 			m("hostagent/backend/guestexec"):         {m("hostagent/jobs")},
 			m("hostagent"):                           {m("hostagent/backend")},
 		}, []string{"hostagent", "hostagent/jobs"}},
+		{"hostagent/backend/...", map[string][]string{
+			m("hostagent/backend/oci"):       {m("hostagent/backend/guestexec")},
+			m("hostagent/backend/guestexec"): {m("hostagent/jobs/heldjob"), m("hostagent/backend")},
+			m("hostagent/jobs/heldjob"):      {m("hostagent/backend")},
+		}, nil},
+		{"hostagent/jobs/...", map[string][]string{
+			m("hostagent/jobs"):         {m("hostagent/jobs/heldjob"), m("hostagent/backend"), m("hostagent/backend/guestexec")},
+			m("hostagent/jobs/heldjob"): {m("hostagent/backend")},
+		}, []string{"hostagent/backend/guestexec"}},
 	} {
 		var roots []string
 		for p := range tc.graph {

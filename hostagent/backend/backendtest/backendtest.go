@@ -35,7 +35,6 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // RunFunc is what a command does: it writes its output to sink and
@@ -146,7 +145,7 @@ func (f *Fake) AttachJob(_ context.Context, id, jobID string) (net.Conn, error) 
 }
 
 // ListJobs implements backend.JobHolder.
-func (f *Fake) ListJobs(_ context.Context, id string) ([]guestapi.JobRecord, error) {
+func (f *Fake) ListJobs(_ context.Context, id string) ([]backend.JobRecord, error) {
 	h := f.holder(id)
 	if h == nil {
 		return nil, backend.ErrNotRunning

@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
 )
@@ -97,14 +98,14 @@ func (h *Holder) Attach(id string) (net.Conn, error) {
 }
 
 // List is the records of the jobs held (backend.JobHolder's ListJobs).
-func (h *Holder) List() []guestapi.JobRecord {
+func (h *Holder) List() []backend.JobRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := []guestapi.JobRecord{}
 	for _, j := range h.jobs {
 		out = append(out, j.record)
 	}
-	return out
+	return guestexec.Records(out)
 }
 
 // Waiting says whether a poll of job id waits, parked, for something to
@@ -222,7 +223,11 @@ type ringSink struct{ j *heldJob }
 func (s ringSink) Write(stream backend.Stream, p []byte) {
 	s.j.mu.Lock()
 	defer s.j.mu.Unlock()
-	s.j.ring.Write(stream, p)
+	ws := guestapi.Stdout
+	if stream == backend.Stderr {
+		ws = guestapi.Stderr
+	}
+	s.j.ring.Write(ws, p)
 	s.j.changedLocked()
 }
 

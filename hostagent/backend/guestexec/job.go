@@ -23,14 +23,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
+	"github.com/playground-dev/playground/hostagent/jobs/heldjob"
 )
 
 // Job is the agent's connection to a job the sandbox holds
@@ -41,7 +44,8 @@ import (
 // (input, resize, screen), each kind on its own: the holder answers a
 // control request at once, even while a long poll waits. A request whose
 // ctx ends closes the connection (its answer would be out of step):
-// attach again to go on.
+// attach again to go on. Its methods take and give the job engine's
+// values (package heldjob): it is the engine's jobs.Held.
 type Job struct {
 	mu    sync.Mutex // serializes polls and releases
 	conn  net.Conn
@@ -56,14 +60,17 @@ type Job struct {
 
 	ended     chan struct{} // closed once end or readErr is set
 	endOnce   sync.Once
-	exit      *guestapi.Exit
+	exit      *heldjob.Exit
 	proofLost string
 	readErr   error
 }
 
 type pageOrErr struct {
-	page JobPage
-	err  error
+	page heldjob.Page
+	// refused is the holder's refusal of the poll (a cursor that does
+	// not fit), instead of a page.
+	refused string
+	err     error
 }
 
 // ctlOrErr is the answer to a control request: an Ack, or a Screen.
@@ -85,7 +92,7 @@ func (j *Job) Ended() <-chan struct{} { return j.ended }
 
 // End is how the job ended (exit, or why its cleanup is unproven), or the
 // connection's error if it broke first; valid once Ended is closed.
-func (j *Job) End() (exit *guestapi.Exit, proofLost string, err error) {
+func (j *Job) End() (exit *heldjob.Exit, proofLost string, err error) {
 	return j.exit, j.proofLost, j.readErr
 }
 
@@ -122,20 +129,20 @@ func (j *Job) read(fr *guestapi.FrameReader) {
 				j.fail(fmt.Errorf("protocol error: Exit: %w", err))
 				return
 			}
-			j.endOnce.Do(func() { j.exit = &e; close(j.ended) })
+			j.endOnce.Do(func() { j.exit = exitOf(&e); close(j.ended) })
 		case guestapi.FrameProofLost:
 			msg := string(payload)
 			j.endOnce.Do(func() { j.proofLost = msg; close(j.ended) })
 		case guestapi.FrameSuperseded:
-			j.fail(ErrSuperseded)
+			j.fail(heldjob.ErrSuperseded)
 			return
 		case guestapi.FramePage:
-			p, err := readPage(fr, payload)
+			p, refused, err := readPage(fr, payload)
 			if err != nil {
 				j.fail(err)
 				return
 			}
-			j.pages <- pageOrErr{page: p}
+			j.pages <- pageOrErr{page: p, refused: refused}
 		default:
 			j.fail(fmt.Errorf("protocol error: %v frame on a job's connection", t))
 			return
@@ -162,10 +169,6 @@ func (j *Job) offer(r pageOrErr) {
 	}
 }
 
-// ErrSuperseded ends a job's connection that a newer attachment took
-// over (another agent process, or another connection of this one).
-var ErrSuperseded = errors.New("a newer connection attached to the job")
-
 // refusal is the error of a shepherd's Error frame: ErrInvalidRequest
 // for a request it refused, ErrExhausted for one the sandbox's resources
 // refused, and for a request of a protocol version the sandbox's guest
@@ -181,18 +184,13 @@ func refusal(payload []byte) error {
 	return fmt.Errorf("%w: %s", backend.ErrInvalidRequest, payload)
 }
 
-// JobPage is a Page with its chunks' bytes.
-type JobPage struct {
-	guestapi.Page
-	// Data holds the chunks of Page.Chunks, in order.
-	Data []outring.Chunk
-}
-
-// StartJob starts req as a job the sandbox holds, on conn, a connection
-// to the sandbox's init, and returns once its shell runs; ctx bounds the
-// start only. It refuses like Start does; conn is closed on failure.
-func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec guestapi.JobSpec) (*Job, error) {
-	frames, err := encode(req, &spec)
+// StartJob starts req as a job the sandbox holds under spec, on conn, a
+// connection to the sandbox's init, and returns once its shell runs; ctx
+// bounds the start only. It refuses like Start does; conn is closed on
+// failure.
+func StartJob(ctx context.Context, conn net.Conn, req backend.ExecRequest, spec backend.JobSpec) (*Job, error) {
+	js := wireSpec(spec)
+	frames, err := encode(req, &js)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("%w: %v", backend.ErrInvalidRequest, err)
@@ -267,7 +265,7 @@ func (h Holder) AttachJob(ctx context.Context, id, jobID string) (net.Conn, erro
 }
 
 // ListJobs implements backend.JobHolder: init lists its sandbox's jobs.
-func (h Holder) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
+func (h Holder) ListJobs(ctx context.Context, id string) ([]backend.JobRecord, error) {
 	return h.control().ListJobs(ctx, id)
 }
 
@@ -295,7 +293,7 @@ func (c Control) AttachJob(ctx context.Context, id, jobID string) (net.Conn, err
 }
 
 // ListJobs implements backend.JobHolder over c.
-func (c Control) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
+func (c Control) ListJobs(ctx context.Context, id string) ([]backend.JobRecord, error) {
 	conn, err := c(ctx, id)
 	if err != nil {
 		return nil, err
@@ -332,7 +330,7 @@ func HeldJob(conn net.Conn) *Job {
 
 // listJobs asks init, on conn, for the jobs the sandbox
 // holds. conn is closed when it returns.
-func listJobs(ctx context.Context, conn net.Conn) ([]guestapi.JobRecord, error) {
+func listJobs(ctx context.Context, conn net.Conn) ([]backend.JobRecord, error) {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
@@ -353,7 +351,7 @@ func listJobs(ctx context.Context, conn net.Conn) ([]guestapi.JobRecord, error) 
 		if err := json.Unmarshal(payload, &recs); err != nil {
 			return nil, fmt.Errorf("protocol error: Jobs: %w", err)
 		}
-		return recs, nil
+		return Records(recs), nil
 	case guestapi.FrameError:
 		return nil, fmt.Errorf("listing the sandbox's jobs: %w", refusal(payload))
 	}
@@ -367,13 +365,16 @@ func orCtx(ctx context.Context, err error) error {
 	return err
 }
 
-// Poll reads a page of the job's output from req.Cursor, waiting up to
-// req.WaitMillis for output when there is none yet; ctx should allow that
-// wait. A cursor the ring refuses is a *outring.CursorError.
-func (j *Job) Poll(ctx context.Context, req guestapi.PollRequest) (JobPage, error) {
-	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FramePoll, req)
+// Poll reads a page of the job's output from req.Cursor, of at most
+// req.Max bytes (and guestapi.MaxJobPage), waiting up to req.Wait for
+// output when there is none yet; ctx should allow that wait. A cursor the
+// ring refuses is a *outring.CursorError.
+func (j *Job) Poll(ctx context.Context, req heldjob.PollRequest) (heldjob.Page, error) {
+	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FramePoll, guestapi.PollRequest{
+		Cursor: req.Cursor, Max: min(req.Max, guestapi.MaxJobPage), WaitMillis: int(req.Wait.Milliseconds()),
+	})
 	if err != nil {
-		return JobPage{}, err
+		return heldjob.Page{}, err
 	}
 	return j.ask(ctx, frame)
 }
@@ -395,11 +396,6 @@ func (j *Job) write(ctx context.Context, frame []byte) error {
 	return orCtx(ctx, err)
 }
 
-// ErrRefused wraps a holder's refusal of a control request (input to a
-// job whose input is closed, a resize of a job without a terminal): the
-// job is as it was.
-var ErrRefused = errors.New("refused by the job's holder")
-
 // Input queues p (at most guestapi.MaxJobInput bytes) for the job's
 // input; end, once they are written, ends it (guestapi.FrameInputEnd).
 func (j *Job) Input(ctx context.Context, p []byte, end bool) error {
@@ -418,8 +414,8 @@ func (j *Job) Input(ctx context.Context, p []byte, end bool) error {
 }
 
 // Resize sets the size of a terminal job's terminal.
-func (j *Job) Resize(ctx context.Context, size guestapi.TTYSize) error {
-	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameResize, size)
+func (j *Job) Resize(ctx context.Context, size heldjob.TTYSize) error {
+	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameResize, guestapi.TTYSize{Rows: size.Rows, Cols: size.Cols, Scrollback: size.Scrollback})
 	if err != nil {
 		return err
 	}
@@ -428,19 +424,21 @@ func (j *Job) Resize(ctx context.Context, size guestapi.TTYSize) error {
 }
 
 // Screen reads a terminal job's screen.
-func (j *Job) Screen(ctx context.Context, req guestapi.ScreenRequest) (guestapi.Screen, error) {
-	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameScreen, req)
+func (j *Job) Screen(ctx context.Context, req heldjob.ScreenRequest) (heldjob.Screen, error) {
+	frame, err := guestapi.AppendJSONFrame(nil, guestapi.FrameScreen, guestapi.ScreenRequest{Scrollback: req.Scrollback})
 	if err != nil {
-		return guestapi.Screen{}, err
+		return heldjob.Screen{}, err
 	}
 	a, err := j.control(ctx, frame)
 	if err != nil {
-		return guestapi.Screen{}, err
+		return heldjob.Screen{}, err
 	}
 	if a.screen == nil {
-		return guestapi.Screen{}, errors.New("protocol error: Ack in answer to Screen")
+		return heldjob.Screen{}, errors.New("protocol error: Ack in answer to Screen")
 	}
-	return *a.screen, nil
+	// The same fields, converted whole: a field one side gains and the
+	// other lacks fails to compile rather than drop silently.
+	return heldjob.Screen(*a.screen), nil
 }
 
 // control sends a control request and waits for its answer.
@@ -458,7 +456,7 @@ func (j *Job) control(ctx context.Context, frame []byte) (ctlOrErr, error) {
 		case r.err != nil:
 			return ctlOrErr{}, r.err
 		case r.ack != nil && r.ack.Error != "":
-			return ctlOrErr{}, fmt.Errorf("%w: %s", ErrRefused, r.ack.Error)
+			return ctlOrErr{}, fmt.Errorf("%w: %s", heldjob.ErrRefused, r.ack.Error)
 		}
 		return r, nil
 	case <-ctx.Done():
@@ -469,7 +467,7 @@ func (j *Job) control(ctx context.Context, frame []byte) (ctlOrErr, error) {
 
 // Release ends the job's holder (killing a running job with proof first)
 // and closes the connection; the returned page says how the job ended.
-func (j *Job) Release(ctx context.Context) (JobPage, error) {
+func (j *Job) Release(ctx context.Context) (heldjob.Page, error) {
 	defer j.Close()
 	return j.ask(ctx, guestapi.AppendFrame(nil, guestapi.FrameRelease, nil))
 }
@@ -478,46 +476,105 @@ func (j *Job) Release(ctx context.Context) (JobPage, error) {
 func (j *Job) Close() error { return j.conn.Close() }
 
 // ask sends frame and waits for the Page that answers it.
-func (j *Job) ask(ctx context.Context, frame []byte) (JobPage, error) {
+func (j *Job) ask(ctx context.Context, frame []byte) (heldjob.Page, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.write(ctx, frame); err != nil {
-		return JobPage{}, err
+		return heldjob.Page{}, err
 	}
 	select {
 	case r, ok := <-j.pages:
 		if !ok {
-			return JobPage{}, fmt.Errorf("the job's connection is closed: %w", j.readErr)
+			return heldjob.Page{}, fmt.Errorf("the job's connection is closed: %w", j.readErr)
 		}
-		if r.err == nil && r.page.Error != "" {
-			return JobPage{}, &outring.CursorError{Reason: r.page.Error}
+		if r.err == nil && r.refused != "" {
+			return heldjob.Page{}, &outring.CursorError{Reason: r.refused}
 		}
 		return r.page, r.err
 	case <-ctx.Done():
 		j.conn.Close()
-		return JobPage{}, ctx.Err()
+		return heldjob.Page{}, ctx.Err()
 	}
 }
 
-// readPage reads the data frames of a Page whose JSON is payload.
-func readPage(fr *guestapi.FrameReader, payload []byte) (JobPage, error) {
-	var p JobPage
-	if err := json.Unmarshal(payload, &p.Page); err != nil {
-		return JobPage{}, fmt.Errorf("protocol error: Page: %w", err)
+// readPage reads the data frames of a Page whose JSON is payload: the
+// page as the job engine's, or the holder's refusal of the poll.
+func readPage(fr *guestapi.FrameReader, payload []byte) (heldjob.Page, string, error) {
+	var wp guestapi.Page
+	if err := json.Unmarshal(payload, &wp); err != nil {
+		return heldjob.Page{}, "", fmt.Errorf("protocol error: Page: %w", err)
 	}
-	for _, c := range p.Chunks {
+	p := heldjob.Page{
+		Next: wp.Next, AtEnd: wp.AtEnd,
+		DroppedBytes: wp.DroppedBytes, DroppedChunks: wp.DroppedChunks,
+		Exit: exitOf(wp.Exit), ProofLost: wp.ProofLost,
+	}
+	if g := wp.Gap; g != nil {
+		p.Gap = &heldjob.Gap{FromSeq: g.FromSeq, ToSeq: g.ToSeq, Chunks: g.Chunks, Bytes: g.Bytes}
+	}
+	for _, c := range wp.Chunks {
 		t, data, err := fr.ReadFrame()
 		if err != nil {
-			return JobPage{}, err
+			return heldjob.Page{}, "", err
 		}
-		want := guestapi.FrameStdout
-		if c.Stream == backend.Stderr {
-			want = guestapi.FrameStderr
+		want, stream := guestapi.FrameStdout, backend.Stdout
+		if c.Stream == guestapi.Stderr {
+			want, stream = guestapi.FrameStderr, backend.Stderr
 		}
 		if t != want || len(data) != c.Len {
-			return JobPage{}, fmt.Errorf("protocol error: %v frame of %d bytes for a %v chunk of %d", t, len(data), c.Stream, c.Len)
+			return heldjob.Page{}, "", fmt.Errorf("protocol error: %v frame of %d bytes for a %v chunk of %d", t, len(data), c.Stream, c.Len)
 		}
-		p.Data = append(p.Data, outring.Chunk{Stream: c.Stream, Seq: c.Seq, Offset: c.Offset, Data: append([]byte(nil), data...)})
+		p.Chunks = append(p.Chunks, heldjob.Chunk{Stream: stream, Seq: c.Seq, Offset: c.Offset, Data: append([]byte(nil), data...)})
 	}
-	return p, nil
+	return p, wp.Error, nil
+}
+
+// exitOf is the holder's Exit as the job engine's; nil for none.
+func exitOf(e *guestapi.Exit) *heldjob.Exit {
+	if e == nil {
+		return nil
+	}
+	return &heldjob.Exit{
+		Status: ExitStatus(*e, time.Duration(e.Millis)*time.Millisecond),
+		Output: e.Output, DroppedBytes: e.DroppedBytes, DroppedChunks: e.DroppedChunks,
+	}
+}
+
+// wireSpec is spec as the guest protocol says it, within the bounds a
+// holder accepts.
+func wireSpec(spec backend.JobSpec) guestapi.JobSpec {
+	js := guestapi.JobSpec{
+		ID:         spec.ID,
+		RingBytes:  min(spec.RingBytes, guestapi.MaxJobRingBytes),
+		RingChunks: min(spec.RingChunks, guestapi.MaxJobRingChunks),
+		ChunkBytes: min(spec.ChunkBytes, guestapi.MaxJobRingBytes),
+		TTLSeconds: int(min(math.Ceil(spec.TTL.Seconds()), math.MaxInt32)),
+		Meta:       spec.Meta,
+		Stdin:      spec.Input,
+	}
+	if t := spec.TTY; t != nil {
+		js.TTY = &guestapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
+	}
+	return js
+}
+
+// Records are the guest protocol's records of held jobs (FrameJobs, or a
+// jail's run directory) as the backend contract's.
+func Records(recs []guestapi.JobRecord) []backend.JobRecord {
+	out := make([]backend.JobRecord, len(recs))
+	for i, r := range recs {
+		s := r.Spec
+		spec := backend.JobSpec{
+			ID:        s.ID,
+			RingBytes: s.RingBytes, RingChunks: s.RingChunks, ChunkBytes: s.ChunkBytes,
+			TTL:   time.Duration(s.TTLSeconds) * time.Second,
+			Meta:  s.Meta,
+			Input: s.Stdin,
+		}
+		if t := s.TTY; t != nil {
+			spec.TTY = &agentapi.TTYSize{Rows: t.Rows, Cols: t.Cols, Scrollback: t.Scrollback}
+		}
+		out[i] = backend.JobRecord{Spec: spec, PID: r.PID, Started: r.Started}
+	}
+	return out
 }

@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -172,7 +173,7 @@ func handedOver(msg, oob []byte) (net.Conn, error) {
 // ListJobs implements backend.JobHolder: the records in the jail's run
 // directory, read from the node (no process of the jail starts), through
 // an os.Root at the jail's root, so that no link in the jail leads out.
-func (b *Backend) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord, error) {
+func (b *Backend) ListJobs(ctx context.Context, id string) ([]backend.JobRecord, error) {
 	if _, err := b.jobJail(ctx, id); err != nil {
 		return nil, err
 	}
@@ -189,7 +190,7 @@ func (b *Backend) ListJobs(ctx context.Context, id string) ([]guestapi.JobRecord
 	if err != nil {
 		return nil, fmt.Errorf("jail: the jobs of sandbox %s: %w", id, err)
 	}
-	return recs, nil
+	return guestexec.Records(recs), nil
 }
 
 // resetRunDir empties the jail's run directory before the jail starts:

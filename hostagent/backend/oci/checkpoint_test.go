@@ -30,7 +30,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/jobs/heldjob"
 )
 
 // TestGVisorSuspendKeepsMemory: a gVisor sandbox suspended with its memory
@@ -64,12 +64,12 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := j.Poll(ctx, guestapi.PollRequest{Max: 4096, WaitMillis: 5000})
-	if err != nil || len(p.Data) == 0 {
+	p, err := j.Poll(ctx, heldjob.PollRequest{Max: 4096, Wait: 5 * time.Second})
+	if err != nil || len(p.Chunks) == 0 {
 		t.Fatalf("first page: %+v, %v", p, err)
 	}
 	var got strings.Builder
-	for _, c := range p.Data {
+	for _, c := range p.Chunks {
 		got.Write(c.Data)
 	}
 	cursor := p.Next
@@ -123,7 +123,7 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	if got.String() != want.String() {
 		t.Errorf("the held job's output across the suspension:\n%q\nwant\n%q", got.String(), want.String())
 	}
-	if last.Exit == nil || last.Exit.Code != 0 {
+	if last.Exit == nil || last.Exit.Status.ExitCode != 0 {
 		t.Errorf("the held job ended %+v; want exit code 0", last.Exit)
 	}
 

@@ -19,6 +19,8 @@ limitations under the License.
 package oci
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,28 +33,29 @@ import (
 	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/outring"
+	"github.com/playground-dev/playground/hostagent/jobs/heldjob"
 )
 
-func jobSpec(id string) guestapi.JobSpec {
-	return guestapi.JobSpec{ID: id, RingBytes: 4 << 20, RingChunks: 1024, ChunkBytes: 64 << 10, TTLSeconds: 600, Meta: []byte(`{"tenant":"t1"}`)}
+func jobSpec(id string) backend.JobSpec {
+	return backend.JobSpec{ID: id, RingBytes: 4 << 20, RingChunks: 1024, ChunkBytes: 64 << 10, TTL: 600 * time.Second, Meta: []byte(`{"tenant":"t1"}`)}
 }
 
 // jobOutput polls j from cursor until the job has ended and all its
 // output is read, and returns stdout, stderr and the last page.
-func jobOutput(t *testing.T, j *guestexec.Job, cursor string) (string, string, guestexec.JobPage) {
+func jobOutput(t *testing.T, j *guestexec.Job, cursor string) (string, string, heldjob.Page) {
 	t.Helper()
 	var out, errOut strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		p, err := j.Poll(ctx, guestapi.PollRequest{Cursor: cursor, Max: 4096, WaitMillis: 1000})
+		p, err := j.Poll(ctx, heldjob.PollRequest{Cursor: cursor, Max: 4096, Wait: time.Second})
 		if err != nil {
 			t.Fatalf("poll at %q: %v", cursor, err)
 		}
 		if p.Gap != nil {
 			t.Fatalf("poll at %q: a gap of %d bytes", cursor, p.Gap.Bytes)
 		}
-		for _, c := range p.Data {
+		for _, c := range p.Chunks {
 			if c.Stream == backend.Stderr {
 				errOut.Write(c.Data)
 			} else {
@@ -85,15 +88,15 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	if j.PID == 0 {
 		t.Error("Started carried no PID")
 	}
-	p, err := j.Poll(ctx, guestapi.PollRequest{Max: 4096, WaitMillis: 5000})
+	p, err := j.Poll(ctx, heldjob.PollRequest{Max: 4096, Wait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Data) == 0 || !strings.HasPrefix(string(p.Data[0].Data), "line 0\n") {
+	if len(p.Chunks) == 0 || !strings.HasPrefix(string(p.Chunks[0].Data), "line 0\n") {
 		t.Fatalf("first page: %+v", p)
 	}
-	first := string(p.Data[0].Data)
-	for _, c := range p.Data[1:] {
+	first := string(p.Chunks[0].Data)
+	for _, c := range p.Chunks[1:] {
 		first += string(c.Data)
 	}
 	cursor := p.Next
@@ -117,7 +120,7 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the holder did not say that the job ended")
 	}
-	if exit, lost, err := j2.End(); err != nil || lost != "" || exit == nil || exit.Code != 3 {
+	if exit, lost, err := j2.End(); err != nil || lost != "" || exit == nil || exit.Status.ExitCode != 3 {
 		t.Fatalf("End() = %+v, %q, %v; want exit code 3", exit, lost, err)
 	}
 	out, errOut, last := jobOutput(t, j2, cursor)
@@ -128,14 +131,14 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	if first+out != want.String() || errOut != "done\n" {
 		t.Errorf("output across the reconnection:\n%q + %q\nwant %q, stderr %q", first, out, want.String(), errOut)
 	}
-	if last.Exit == nil || last.Exit.Code != 3 || last.Exit.Killed {
+	if last.Exit == nil || last.Exit.Status.ExitCode != 3 || last.Exit.Status.Killed {
 		t.Errorf("end: %+v; want exit code 3", last.Exit)
 	}
 	// Read again from the start: the ring keeps it all until released.
 	if all, _, _ := jobOutput(t, j2, ""); all != want.String() {
 		t.Errorf("from the start again: %q", all)
 	}
-	if _, err := j2.Poll(ctx, guestapi.PollRequest{Cursor: "999.99999", Max: 10}); !errors.Is(err, outring.ErrBadCursor) {
+	if _, err := j2.Poll(ctx, heldjob.PollRequest{Cursor: "999.99999", Max: 10}); !errors.Is(err, outring.ErrBadCursor) {
 		t.Errorf("poll at a cursor past the end: %v; want a bad cursor", err)
 	}
 	if _, err := j2.Release(ctx); err != nil {
@@ -167,11 +170,11 @@ func TestJobKilledWithProofAfterReattach(t *testing.T) {
 	}
 	var pid string
 	for cursor := ""; pid == ""; {
-		p, err := j.Poll(ctx, guestapi.PollRequest{Cursor: cursor, Max: 100, WaitMillis: 5000})
+		p, err := j.Poll(ctx, heldjob.PollRequest{Cursor: cursor, Max: 100, Wait: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range p.Data {
+		for _, c := range p.Chunks {
 			pid += strings.TrimSpace(string(c.Data))
 		}
 		cursor = p.Next
@@ -190,7 +193,7 @@ func TestJobKilledWithProofAfterReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, last := jobOutput(t, j2, "")
-	if last.Exit == nil || !last.Exit.Killed {
+	if last.Exit == nil || !last.Exit.Status.Killed {
 		t.Fatalf("after Kill: %+v, proof lost %q; want killed with proof", last.Exit, last.ProofLost)
 	}
 	if got := conformance.Alive(t, b, id, pid, sentinel); got[0] || !got[1] {
@@ -202,7 +205,9 @@ func TestJobKilledWithProofAfterReattach(t *testing.T) {
 }
 
 // TestJobRefusals: a job the holder would not bound, or an ID taken, is
-// refused before anything runs.
+// refused before anything runs. The specs go out as they are, on the
+// wire: the agent's client (guestexec.StartJob) caps a ring to the
+// holder's bounds before it asks, and the holder must refuse on its own.
 func TestJobRefusals(t *testing.T) {
 	b, id := newSandbox(t, backend.Spec{ID: "jobbad"})
 	ctx := context.Background()
@@ -216,9 +221,18 @@ func TestJobRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "true"}, spec); !errors.Is(err, backend.ErrInvalidRequest) {
-			t.Errorf("%s: %v; want ErrInvalidRequest", name, err)
+		frames, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{Version: guestapi.ProtocolVersion, Command: "true", Job: &spec})
+		if err != nil {
+			t.Fatal(err)
 		}
+		if _, err := conn.Write(guestapi.AppendFrame(frames, guestapi.FrameStdinEnd, nil)); err != nil {
+			t.Fatal(err)
+		}
+		ft, payload, err := guestapi.NewFrameReader(bufio.NewReader(conn)).ReadFrame()
+		if err != nil || ft != guestapi.FrameError || bytes.HasPrefix(payload, []byte(guestapi.ExhaustedPrefix)) || bytes.HasPrefix(payload, []byte(guestapi.UnsupportedVersionPrefix)) {
+			t.Errorf("%s: %v frame %q, %v; want an Error frame refusing the request", name, ft, payload, err)
+		}
+		conn.Close()
 	}
 	conn, _ := b.dial(ctx, id)
 	j, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "sleep 1000"}, jobSpec("same"))
@@ -243,7 +257,7 @@ func TestJobExpiresUnpolled(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := jobSpec("short")
-	spec.TTLSeconds = 1
+	spec.TTL = time.Second
 	j, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "echo hi"}, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +266,7 @@ func TestJobExpiresUnpolled(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 	j.Close()
-	list := func() []guestapi.JobRecord {
+	list := func() []backend.JobRecord {
 		recs, err := guestexec.Control(b.jobConn).ListJobs(ctx, id)
 		if err != nil {
 			t.Fatal(err)

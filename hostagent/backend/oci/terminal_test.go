@@ -25,33 +25,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
-	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/jobs/heldjob"
 )
 
 // screenShows waits until j's screen shows want on some line, following
 // the job's output: each new output is a reason to look again, and the
 // job's end with want still missing fails.
-func screenShows(t *testing.T, j *guestexec.Job, cursor *string, want string) guestapi.Screen {
+func screenShows(t *testing.T, j *guestexec.Job, cursor *string, want string) heldjob.Screen {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		scr, err := j.Screen(ctx, guestapi.ScreenRequest{})
+		scr, err := j.Screen(ctx, heldjob.ScreenRequest{})
 		if err != nil {
 			t.Fatalf("screen: %v", err)
 		}
 		if strings.Contains(strings.Join(scr.Lines, "\n"), want) {
 			return scr
 		}
-		p, err := j.Poll(ctx, guestapi.PollRequest{Cursor: *cursor, Max: 64 << 10, WaitMillis: 2000})
+		p, err := j.Poll(ctx, heldjob.PollRequest{Cursor: *cursor, Max: 64 << 10, Wait: 2 * time.Second})
 		if err != nil {
 			t.Fatalf("waiting for %q on the screen: %v\nscreen:\n%s", want, err, strings.Join(scr.Lines, "\n"))
 		}
 		*cursor = p.Next
 		if p.Exit != nil && p.AtEnd {
-			scr, _ = j.Screen(ctx, guestapi.ScreenRequest{})
+			scr, _ = j.Screen(ctx, heldjob.ScreenRequest{})
 			if strings.Contains(strings.Join(scr.Lines, "\n"), want) {
 				return scr
 			}
@@ -68,7 +69,7 @@ func ttyJob(t *testing.T, b *Backend, id, jobID, cmd string, rows, cols int) *gu
 		t.Fatal(err)
 	}
 	spec := jobSpec(jobID)
-	spec.TTY = &guestapi.TTYSize{Rows: rows, Cols: cols}
+	spec.TTY = &agentapi.TTYSize{Rows: rows, Cols: cols}
 	j, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: cmd, Shell: backend.ShellLogin}, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func TestTerminalJob(t *testing.T) {
 		if scr.Rows != 24 || scr.Cols != 80 {
 			t.Errorf("screen is %dx%d; want 24x80", scr.Rows, scr.Cols)
 		}
-		if err := j.Resize(ctx, guestapi.TTYSize{Rows: 40, Cols: 120}); err != nil {
+		if err := j.Resize(ctx, heldjob.TTYSize{Rows: 40, Cols: 120}); err != nil {
 			t.Fatal(err)
 		}
 		if err := j.Input(ctx, []byte("echo cols=$(tput cols) lines=$(tput lines)\r"), false); err != nil {
@@ -119,7 +120,7 @@ func TestTerminalJob(t *testing.T) {
 		}
 		j2 := guestexec.HeldJob(ac)
 		defer j2.Close()
-		again, err := j2.Screen(ctx, guestapi.ScreenRequest{})
+		again, err := j2.Screen(ctx, heldjob.ScreenRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,10 +135,10 @@ func TestTerminalJob(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("the shell did not exit")
 		}
-		if exit, _, err := j2.End(); err != nil || exit == nil || exit.Code != 7 {
+		if exit, _, err := j2.End(); err != nil || exit == nil || exit.Status.ExitCode != 7 {
 			t.Errorf("end = %+v, %v; want exit 7", exit, err)
 		}
-		if err := j2.Input(ctx, []byte("x"), false); !errors.Is(err, guestexec.ErrRefused) {
+		if err := j2.Input(ctx, []byte("x"), false); !errors.Is(err, heldjob.ErrRefused) {
 			t.Errorf("input after the end = %v; want a refusal", err)
 		}
 		if _, err := j2.Release(ctx); err != nil {
@@ -170,7 +171,7 @@ func TestTerminalJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-j.Ended()
-		if exit, _, err := j.End(); err != nil || exit == nil || exit.Code != 0 {
+		if exit, _, err := j.End(); err != nil || exit == nil || exit.Status.ExitCode != 0 {
 			t.Errorf("end = %+v, %v; want exit 0", exit, err)
 		}
 		_, _ = j.Release(ctx)
@@ -188,7 +189,7 @@ func TestTerminalJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-j.Ended()
-		if exit, _, err := j.End(); err != nil || exit == nil || exit.Code != 0 {
+		if exit, _, err := j.End(); err != nil || exit == nil || exit.Status.ExitCode != 0 {
 			t.Errorf("end = %+v, %v; want exit 0", exit, err)
 		}
 		_, _ = j.Release(ctx)
@@ -200,7 +201,7 @@ func TestTerminalJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec := jobSpec("pipe-cat")
-		spec.Stdin = true
+		spec.Input = true
 		j, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "cat; echo eof", Shell: backend.ShellClean}, spec)
 		if err != nil {
 			t.Fatal(err)
@@ -209,14 +210,14 @@ func TestTerminalJob(t *testing.T) {
 		if err := j.Input(ctx, []byte("hello\n"), false); err != nil {
 			t.Fatal(err)
 		}
-		if err := j.Resize(ctx, guestapi.TTYSize{Rows: 10, Cols: 10}); !errors.Is(err, guestexec.ErrRefused) {
+		if err := j.Resize(ctx, heldjob.TTYSize{Rows: 10, Cols: 10}); !errors.Is(err, heldjob.ErrRefused) {
 			t.Errorf("resize of a pipe job = %v; want a refusal", err)
 		}
 		if err := j.Input(ctx, []byte("world\n"), true); err != nil {
 			t.Fatal(err)
 		}
 		out, _, p := jobOutput(t, j, "")
-		if out != "hello\nworld\neof\n" || p.Exit.Code != 0 {
+		if out != "hello\nworld\neof\n" || p.Exit.Status.ExitCode != 0 {
 			t.Errorf("output %q, exit %+v; want the input echoed, then eof, exit 0", out, *p.Exit)
 		}
 		_, _ = j.Release(ctx)

@@ -69,7 +69,7 @@ func ProbeAccel(ctx context.Context, cfg Config, timeout time.Duration) (accel, 
 		}
 		return AccelTCG, fmt.Sprintf("/dev/kvm opens, but a guest under KVM did not answer within %v (nested KVM?): %v", timeout, err)
 	}
-	if res, err := v.Exec(ctx, "true"); err != nil || res.Exit.Code != 0 {
+	if res, err := v.Exec(ctx, "true"); err != nil || res.Exit.ExitCode != 0 {
 		return AccelTCG, fmt.Sprintf("/dev/kvm opens, but a command in a guest under KVM failed: %v (exit %+v)", err, res.Exit)
 	}
 	return AccelKVM, fmt.Sprintf("a guest under KVM ran a command %v after starting", time.Since(start).Round(time.Millisecond))

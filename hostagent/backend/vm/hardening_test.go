@@ -392,7 +392,7 @@ func TestConsoleLogIsBounded(t *testing.T) {
 	if err := v.Connect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := v.Exec(ctx, "true"); err != nil || res.Exit.Code != 0 {
+	if res, err := v.Exec(ctx, "true"); err != nil || res.Exit.ExitCode != 0 {
 		t.Fatalf("exec: %+v, %v", res, err)
 	}
 	// Once the console's reader has written what it read.

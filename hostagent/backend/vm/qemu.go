@@ -38,6 +38,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/mux"
 	"github.com/playground-dev/playground/internal/atomicfile"
@@ -517,13 +519,14 @@ func (v *VM) Connect(ctx context.Context) error {
 // Result is what Exec returns.
 type Result struct {
 	Stdout, Stderr []byte
-	Exit           guestapi.Exit
+	Exit           backend.ExitStatus
 }
 
 // Exec runs command in the guest over the guest protocol and collects its
 // output (the prototype of the backend's Exec: no stdin, no streaming).
 func (v *VM) Exec(ctx context.Context, command string) (Result, error) {
 	var res Result
+	begin := time.Now()
 	st, err := v.Open()
 	if err != nil {
 		return res, err
@@ -557,7 +560,9 @@ func (v *VM) Exec(ctx context.Context, command string) (Result, error) {
 		case guestapi.FrameError:
 			return res, fmt.Errorf("vm: command did not start: %s", payload)
 		case guestapi.FrameExit:
-			err := json.Unmarshal(payload, &res.Exit)
+			var e guestapi.Exit
+			err := json.Unmarshal(payload, &e)
+			res.Exit = guestexec.ExitStatus(e, time.Since(begin))
 			return res, err
 		case guestapi.FrameProofLost:
 			return res, fmt.Errorf("vm: proof lost: %s", payload)

@@ -121,7 +121,7 @@ func TestBootAndExec(t *testing.T) {
 	var host unix.Utsname
 	_ = unix.Uname(&host)
 	got := strings.TrimSpace(string(res.Stdout))
-	if got != strings.TrimSpace(string(want)) || res.Exit.Code != 0 {
+	if got != strings.TrimSpace(string(want)) || res.Exit.ExitCode != 0 {
 		t.Fatalf("uname -r in the guest: %q (exit %+v), want %q", got, res.Exit, want)
 	}
 	if got == unix.ByteSliceToString(host.Release[:]) {
@@ -134,7 +134,7 @@ func TestBootAndExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("second exec: %v", time.Since(t0).Round(time.Millisecond))
-	if string(res.Stdout) != "out\n1000\nwritten\n" || string(res.Stderr) != "err\n" || res.Exit.Code != 3 {
+	if string(res.Stdout) != "out\n1000\nwritten\n" || string(res.Stderr) != "err\n" || res.Exit.ExitCode != 3 {
 		t.Fatalf("got stdout %q stderr %q exit %+v", res.Stdout, res.Stderr, res.Exit)
 	}
 	// An agent restart: a new connection to the running VM works.
