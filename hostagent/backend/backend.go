@@ -404,6 +404,28 @@ type Sink interface {
 // end; TimedOut is the kernel's to set.
 type ExitStatus = agentapi.ExitStatus
 
+// Ended is a Process's end as its Wait answers it: the goroutine that
+// sees the command end sets Status and Err, then closes Done, once. A
+// backend's process embeds it for its Wait.
+type Ended struct {
+	Done   chan struct{}
+	Status ExitStatus // valid once Done is closed
+	Err    error      // valid once Done is closed
+}
+
+// NewEnded is an Ended whose command has not ended yet.
+func NewEnded() Ended { return Ended{Done: make(chan struct{})} }
+
+// Wait implements Process: the end, once there is one, or ctx's error.
+func (e *Ended) Wait(ctx context.Context) (ExitStatus, error) {
+	select {
+	case <-e.Done:
+		return e.Status, e.Err
+	case <-ctx.Done():
+		return ExitStatus{}, ctx.Err()
+	}
+}
+
 // Process is a running command.
 type Process interface {
 	// Wait blocks until the command's shell has exited and all its output

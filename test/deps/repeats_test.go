@@ -58,7 +58,6 @@ var knownRepeats = map[[2]string]string{
 	{"hostagent/guest/vminit_linux.go", "hostagent/backend/vm/signingkey.go"}:      "opening a regular file without following links, in the guest and on the host, which share only guestapi and bounds",
 	{"hostagent/snigate/snigate.go", "hostagent/guest/shepherd_linux.go"}:          "a two-way relay, in the guest and on the host, which share only guestapi and bounds",
 	{"hostagent/guest/process_linux.go", "hostagent/guest/process_freebsd.go"}:     "the tenant's fork on Linux and on FreeBSD, one built at a time",
-	{"hostagent/backend/jail/exec.go", "hostagent/backend/guestexec/guestexec.go"}: "a process's Wait: wants a shared awaited-exit value in backend",
 	{"hostagent/backend/vm/backend.go", "hostagent/backend/oci/exec.go"}:           "Exec's start (check the ID, encode the request): wants one guestexec entry point for a backend's Exec",
 	{"hostagent/backend/vm/backend.go", "hostagent/backend/oci/layout.go"}:         "releasing an ID-map slot: wants one slot table in backend for both allocators",
 }

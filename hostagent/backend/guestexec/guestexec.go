@@ -183,9 +183,8 @@ type process struct {
 	start time.Time
 	hooks Hooks
 
-	done   chan struct{}
-	status backend.ExitStatus // valid after done
-	err    error              // valid after done
+	// Ended is the command's end, which Wait answers.
+	backend.Ended
 
 	killOnce sync.Once
 	killErr  error
@@ -194,7 +193,7 @@ type process struct {
 // newProcess follows the command on conn, read through br (which it puts
 // back when done).
 func newProcess(conn net.Conn, br *bufio.Reader, sink backend.Sink, start time.Time, hooks Hooks) *process {
-	p := &process{conn: conn, sink: sink, start: start, hooks: hooks, done: make(chan struct{})}
+	p := &process{conn: conn, sink: sink, start: start, hooks: hooks, Ended: backend.NewEnded()}
 	// Owned by the process: ends when the shepherd ends the command.
 	go p.read(br)
 	return p
@@ -202,27 +201,27 @@ func newProcess(conn net.Conn, br *bufio.Reader, sink backend.Sink, start time.T
 
 func (p *process) read(br *bufio.Reader) {
 	fr := guestapi.NewFrameReader(br)
-	defer close(p.done)
+	defer close(p.Done)
 	defer putReader(br)
 	defer p.conn.Close()
 	if p.hooks.Release != nil {
 		defer p.hooks.Release()
 	}
 	defer func() {
-		if p.hooks.OOMKilled != nil && (p.status.Signal != "" || p.status.ExitCode > 128 || p.err != nil) {
-			p.status.OOMKilled = p.hooks.OOMKilled()
+		if p.hooks.OOMKilled != nil && (p.Status.Signal != "" || p.Status.ExitCode > 128 || p.Err != nil) {
+			p.Status.OOMKilled = p.hooks.OOMKilled()
 		}
 	}()
 	for {
 		t, payload, err := fr.ReadFrame()
 		if err != nil {
-			p.status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
-			p.err = fmt.Errorf("%w: the sandbox's shepherd went away without a result: %v", backend.ErrProofLost, err)
+			p.Status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
+			p.Err = fmt.Errorf("%w: the sandbox's shepherd went away without a result: %v", backend.ErrProofLost, err)
 			if p.hooks.Lost != nil {
-				p.err = p.hooks.Lost(err)
+				p.Err = p.hooks.Lost(err)
 			}
-			if p.err == nil {
-				p.status.Killed, p.status.Signal = true, "SIGKILL"
+			if p.Err == nil {
+				p.Status.Killed, p.Status.Signal = true, "SIGKILL"
 			}
 			return
 		}
@@ -234,19 +233,19 @@ func (p *process) read(br *bufio.Reader) {
 		case guestapi.FrameExit:
 			var e guestapi.Exit
 			if err := json.Unmarshal(payload, &e); err != nil {
-				p.err = fmt.Errorf("%w: bad Exit frame: %v", backend.ErrProofLost, err)
-				p.status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
+				p.Err = fmt.Errorf("%w: bad Exit frame: %v", backend.ErrProofLost, err)
+				p.Status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
 				return
 			}
-			p.status = ExitStatus(e, time.Since(p.start))
+			p.Status = ExitStatus(e, time.Since(p.start))
 			return
 		case guestapi.FrameProofLost:
-			p.err = fmt.Errorf("%w: %s", backend.ErrProofLost, payload)
-			p.status = backend.ExitStatus{ExitCode: -1, Killed: true, Duration: time.Since(p.start)}
+			p.Err = fmt.Errorf("%w: %s", backend.ErrProofLost, payload)
+			p.Status = backend.ExitStatus{ExitCode: -1, Killed: true, Duration: time.Since(p.start)}
 			return
 		default:
-			p.err = fmt.Errorf("%w: protocol error: unexpected %v frame", backend.ErrProofLost, t)
-			p.status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
+			p.Err = fmt.Errorf("%w: protocol error: unexpected %v frame", backend.ErrProofLost, t)
+			p.Status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
 			return
 		}
 	}
@@ -266,24 +265,14 @@ func ExitStatus(e guestapi.Exit, d time.Duration) backend.ExitStatus {
 	return s
 }
 
-// Wait implements backend.Process.
-func (p *process) Wait(ctx context.Context) (backend.ExitStatus, error) {
-	select {
-	case <-p.done:
-		return p.status, p.err
-	case <-ctx.Done():
-		return backend.ExitStatus{}, ctx.Err()
-	}
-}
-
 // Kill implements backend.Process. It returns nil once the shepherd has
 // proven that no descendant of the command is left, or if the command had
 // already ended by itself (its background processes then belong to the
 // sandbox, like those of any finished command).
 func (p *process) Kill(ctx context.Context) error {
 	select {
-	case <-p.done:
-		return p.err
+	case <-p.Done:
+		return p.Err
 	default:
 	}
 	p.killOnce.Do(func() {
@@ -292,8 +281,8 @@ func (p *process) Kill(ctx context.Context) error {
 		stop()
 	})
 	select {
-	case <-p.done:
-		return p.err
+	case <-p.Done:
+		return p.Err
 	case <-ctx.Done():
 		if p.killErr != nil {
 			return fmt.Errorf("%w: sending kill: %w", backend.ErrProofLost, p.killErr)

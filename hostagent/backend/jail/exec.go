@@ -105,7 +105,7 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 		sink = discard{}
 	}
 	reap := b.guestDir != ""
-	p := &process{start: time.Now(), reap: reap, done: make(chan struct{})}
+	p := &process{start: time.Now(), reap: reap, Ended: backend.NewEnded()}
 	cmd := Command{
 		Name:   "jexec",
 		Args:   execArgs(name, req, dir, reap),
@@ -146,43 +146,32 @@ type process struct {
 	mu     sync.Mutex
 	killed bool
 
-	done   chan struct{}
-	status backend.ExitStatus
-	err    error
+	// Ended is the command's end, which Wait answers.
+	backend.Ended
 }
 
 func (p *process) wait() {
-	defer close(p.done)
+	defer close(p.Done)
 	code, sig, err := p.proc.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.status = backend.ExitStatus{ExitCode: code, Signal: sig, Killed: p.killed, Duration: time.Since(p.start)}
-	p.err = err
+	p.Status = backend.ExitStatus{ExitCode: code, Signal: sig, Killed: p.killed, Duration: time.Since(p.start)}
+	p.Err = err
 	if !p.killed || err != nil {
 		return
 	}
 	switch {
 	case !p.reap:
-		p.err = ErrNoReaper
+		p.Err = ErrNoReaper
 	case code == guestapi.ReapProvedExit:
-		p.status.ExitCode, p.status.Signal = -1, "SIGKILL"
+		p.Status.ExitCode, p.Status.Signal = -1, "SIGKILL"
 	case code == guestapi.ReapLostExit:
-		p.err = fmt.Errorf("%w: the jail's reaper could not kill every descendant of the command (its message is on the command's stderr)", backend.ErrProofLost)
+		p.Err = fmt.Errorf("%w: the jail's reaper could not kill every descendant of the command (its message is on the command's stderr)", backend.ErrProofLost)
 	case sig != "":
-		p.err = fmt.Errorf("%w: the jail's reaper was ended by %s before it proved the command's descendants dead", backend.ErrProofLost, sig)
+		p.Err = fmt.Errorf("%w: the jail's reaper was ended by %s before it proved the command's descendants dead", backend.ErrProofLost, sig)
 	}
 	// Any other exit: the command had ended by itself as it was killed;
 	// what it left in the background belongs to the sandbox.
-}
-
-// Wait implements backend.Process.
-func (p *process) Wait(ctx context.Context) (backend.ExitStatus, error) {
-	select {
-	case <-p.done:
-		return p.status, p.err
-	case <-ctx.Done():
-		return backend.ExitStatus{}, ctx.Err()
-	}
 }
 
 // ErrNoReaper says why Kill cannot prove cleanup without the guest binary.
@@ -194,8 +183,8 @@ var ErrNoReaper = fmt.Errorf("%w: the jail backend runs without the guest binary
 // error says that its descendants may live on (ErrNoReaper).
 func (p *process) Kill(ctx context.Context) error {
 	select {
-	case <-p.done:
-		return p.err
+	case <-p.Done:
+		return p.Err
 	default:
 	}
 	p.mu.Lock()
@@ -207,14 +196,14 @@ func (p *process) Kill(ctx context.Context) error {
 	}
 	if err := send(); err != nil {
 		select {
-		case <-p.done:
+		case <-p.Done:
 		default:
 			return fmt.Errorf("%w: signalling the command's %s: %v", backend.ErrProofLost, map[bool]string{true: "reaper", false: "shell"}[p.reap], err)
 		}
 	}
 	select {
-	case <-p.done:
-		return p.err
+	case <-p.Done:
+		return p.Err
 	case <-ctx.Done():
 		return fmt.Errorf("%w: no proof of cleanup yet: %w", backend.ErrProofLost, ctx.Err())
 	}
