@@ -224,13 +224,7 @@ func TestStartAtProcessLimitIsExhausted(t *testing.T) {
 		}
 		ctx := context.Background()
 		spec := backend.Spec{ID: "sbx-pids", Tenant: "ns/t"}
-		if err := a.Ensure(ctx, spec); err != nil {
-			t.Fatal(err)
-		}
-		h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := hostagent.EnsureOpen(ctx, t, a, spec)
 		_, execErr := a.Execs().Exec(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
 		_, jobErr := a.Execs().StartJob(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
 		for what, err := range map[string]error{"exec": execErr, "job": jobErr} {

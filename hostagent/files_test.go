@@ -64,13 +64,7 @@ func TestWriteToThePileSaysWhy(t *testing.T) {
 		{backend.IsolationGVisor, "is in the pile (/pile), which is read-only under gVisor isolation", "is in the pile (/pile), which is read-only under gVisor isolation"},
 	} {
 		spec := backend.Spec{ID: "sbx-" + tc.isolation + "x", Tenant: "ns/t" + tc.isolation, Isolation: tc.isolation}
-		if err := a.Ensure(ctx, spec); err != nil {
-			t.Fatal(err)
-		}
-		h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := hostagent.EnsureOpen(ctx, t, a, spec)
 		_, err = a.Files().WriteFile(ctx, spec.Tenant, h.ID, "/pile/x", "", []byte("y"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `"/pile/x"`) {
 			t.Errorf("isolation %q: %v, want %q", tc.isolation, err, tc.want)
@@ -99,13 +93,7 @@ func TestRangedCallsCheckFirst(t *testing.T) {
 	}
 	ctx := context.Background()
 	spec := backend.Spec{ID: "sbx-ranges", Tenant: "ns/t"}
-	if err := a.Ensure(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hostagent.EnsureOpen(ctx, t, a, spec)
 	read := func(off int64, n int) error {
 		_, err := a.Files().ReadFileRange(ctx, spec.Tenant, h.ID, "f", "", hostagent.Range{Offset: off, Length: n})
 		return err
@@ -149,13 +137,7 @@ func TestRangedReadAnswers(t *testing.T) {
 	}
 	ctx := context.Background()
 	spec := backend.Spec{ID: "sbx-answers", Tenant: "ns/t"}
-	if err := a.Ensure(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hostagent.EnsureOpen(ctx, t, a, spec)
 	for _, tc := range []struct {
 		name           string
 		off            int64

@@ -183,13 +183,7 @@ func TestUsageLimitNeedsAFreezer(t *testing.T) {
 	}
 	ctx := t.Context()
 	spec := backend.Spec{ID: "sbx-limited", Tenant: "ns/limited", Backend: "vm"}
-	if err := a.Ensure(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := EnsureOpen(ctx, t, a, spec)
 	if _, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"}); err != nil {
 		t.Fatalf("exec without limits: %v", err)
 	}

@@ -46,12 +46,7 @@ func TestConcurrentCallsAfterRestart(t *testing.T) {
 	}
 	first := open()
 	spec := backend.Spec{ID: "concurrent", Tenant: "t/concurrent"}
-	if err := first.Provision(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Start(ctx, spec.ID); err != nil {
-		t.Fatal(err)
-	}
+	running(ctx, t, first, spec)
 	first.Close() // the agent's exit
 
 	second := open()

@@ -56,12 +56,7 @@ func TestSnapshotAndFork(t *testing.T) {
 		return out.String()
 	}
 	for _, spec := range []backend.Spec{src} {
-		if err := be.Provision(ctx, spec); err != nil {
-			t.Fatal(err)
-		}
-		if err := be.Start(ctx, spec.ID); err != nil {
-			t.Fatal(err)
-		}
+		running(ctx, t, be, spec)
 	}
 	run(src.ID, "mkdir -p /workspace/repo && echo code > /workspace/repo/main.go && echo base > ~/note")
 	info, err := be.snapshots().Snapshot(ctx, src.ID, "vm-snap")
@@ -74,12 +69,7 @@ func TestSnapshotAndFork(t *testing.T) {
 	if got := run(src.ID, "echo running"); got != "running\n" {
 		t.Fatalf("the source after its snapshot: %q", got)
 	}
-	if err := be.Provision(ctx, fork); err != nil {
-		t.Fatal(err)
-	}
-	if err := be.Start(ctx, fork.ID); err != nil {
-		t.Fatal(err)
-	}
+	running(ctx, t, be, fork)
 	if got := run(fork.ID, "cat ~/note /workspace/repo/main.go; stat -c %U ~/note; echo mine > ~/mine"); got != "base\ncode\nsandbox\n" {
 		t.Errorf("the fork: %q; want the snapshot's files, the tenant's", got)
 	}

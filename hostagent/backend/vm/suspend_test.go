@@ -46,12 +46,7 @@ func TestSuspendKeepsMemory(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = be.Destroy(context.Background(), "vm-suspend", false) })
 	spec := backend.Spec{ID: "vm-suspend", Tenant: "t/vm-suspend"}
-	if err := be.Provision(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := be.Start(ctx, spec.ID); err != nil {
-		t.Fatal(err)
-	}
+	running(ctx, t, be, spec)
 	if be.Capabilities().Suspender == nil {
 		t.Fatal("the vm backend offers no Suspender")
 	}

@@ -43,12 +43,7 @@ func TestUsageCountsTheVM(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = be.Close() })
 	spec := backend.Spec{ID: "usage", Tenant: "t/usage"}
-	if err := be.Provision(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := be.Start(ctx, spec.ID); err != nil {
-		t.Fatal(err)
-	}
+	running(ctx, t, be, spec)
 	be.mu.Lock()
 	pid := be.vms[spec.ID].pid
 	be.mu.Unlock()

@@ -28,7 +28,20 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/playground-dev/playground/hostagent/backend"
 )
+
+// running provisions spec on be and starts it, failing t if either fails.
+func running(ctx context.Context, t *testing.T, be *Backend, spec backend.Spec) {
+	t.Helper()
+	if err := be.Provision(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Start(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // vmImage returns hack/vm-image.sh's outputs, or skips: the boot test
 // needs QEMU and the image, which `eval "$(hack/vm-image.sh)"` provides.
