@@ -226,11 +226,17 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 		nofile = lim.Max
 	}
 	env := append(guestapi.OwnEnv(), "PLAYGROUND_SANDBOX="+sb.spec.ID)
+	args := []string{guestapi.Binary, "init", "-spares", strconv.Itoa(b.opts.SpareShepherds)}
+	if sb.warm {
+		// A pooled sandbox runs init alone until it is used (P6): its
+		// claim wakes it (wakeInit), or its first connection does.
+		args = append(args, "-lazy")
+	}
 	return &runtimeSpec{
 		Version: "1.0.2",
 		Process: specProcess{
 			User: user{UID: 0, GID: 0},
-			Args: []string{guestapi.Binary, "init", "-spares", strconv.Itoa(b.opts.SpareShepherds)},
+			Args: args,
 			Env:  env,
 			Cwd:  "/",
 			Capabilities: &capabilities{
