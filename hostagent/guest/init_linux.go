@@ -72,7 +72,8 @@ const (
 type InitOptions struct {
 	// Spares is how many idle shepherds init keeps blocked in accept(2).
 	// A command whose shepherd is already running starts without paying
-	// for a process start of this binary; at least one is always kept.
+	// for a process start of this binary; at least one is always kept
+	// (once a Lazy init woke).
 	Spares int
 	// Lazy keeps no spare until the sandbox is first used: until a
 	// connection waits on the agent socket (which the first shepherd
