@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -331,33 +332,15 @@ func (in *initProc) fill() <-chan time.Time {
 // the sandbox's process limit). If the watch cannot be set up, init keeps
 // its spares at once.
 func (in *initProc) watchPending() {
-	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	f, rc, err := watchListener(int(in.listener.Fd()))
 	if err != nil {
-		in.log.Printf("watching the agent socket: %v; keeping spares from now on", err)
-		return
-	}
-	lfd := int(in.listener.Fd())
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(lfd)}
-	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, lfd, &ev); err != nil {
-		unix.Close(ep)
-		in.log.Printf("watching the agent socket: %v; keeping spares from now on", err)
-		return
-	}
-	if err := unix.SetNonblock(ep, true); err != nil {
-		unix.Close(ep)
-		in.log.Printf("watching the agent socket: %v; keeping spares from now on", err)
-		return
-	}
-	f := os.NewFile(uintptr(ep), "agent-socket-watch")
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
 		in.log.Printf("watching the agent socket: %v; keeping spares from now on", err)
 		return
 	}
 	pending := make(chan struct{})
 	in.pending, in.stopWatch = pending, func() { f.Close() }
-	// Lives until a connection waits, or wake closes f.
+	// Lives until a connection waits, or wake closes f (or the runtime
+	// cannot poll it: then init keeps its spares).
 	go func() {
 		defer close(pending)
 		var evs [1]unix.EpollEvent
@@ -366,6 +349,31 @@ func (in *initProc) watchPending() {
 			return n > 0 || (err != nil && !errors.Is(err, unix.EINTR))
 		})
 	}()
+}
+
+// watchListener is an epoll instance that is readable once a connection
+// waits on the listening socket lfd, as a file of the runtime's poller.
+func watchListener(lfd int) (*os.File, syscall.RawConn, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(lfd)}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, lfd, &ev); err != nil {
+		unix.Close(ep)
+		return nil, nil, err
+	}
+	if err := unix.SetNonblock(ep, true); err != nil {
+		unix.Close(ep)
+		return nil, nil, err
+	}
+	f := os.NewFile(uintptr(ep), "agent-socket-watch")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, rc, nil
 }
 
 // wake makes a lazy init keep its spares from now on: the sandbox is in

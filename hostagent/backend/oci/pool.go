@@ -386,8 +386,8 @@ func (b *Backend) claimed(ctx context.Context, sb *sandbox, spec backend.Spec) (
 }
 
 // wakeInit tells the init of a claimed pooled sandbox, which keeps no
-// spare shepherd while it waits in the pool (its -lazy flag: one process
-// instead of two, P6), to start its spares now, so that they are ready by
+// spare shepherd while it waits in the pool (started lazy, with
+// guestapi.LazyInitEnv: one process instead of two, P6), to start its spares now, so that they are ready by
 // its tenant's first call. A signal (guestapi.ResumeSignal, which an init
 // that keeps its spares ignores), not a process start: the claim does not
 // wait for the spare. Should it fail, the first call wakes init itself,
