@@ -86,7 +86,7 @@ const notes = `
   (init and its idle shepherd) from ` + "`/proc/<pid>/smaps_rollup`" + `; its second
   row, those of the blank sandboxes waiting in the warm pool of P3's second
   system once it has refilled after the burst (the node's sandboxes that no
-  Sandbox names).
+  Sandbox names; init alone in each, which keeps no spare until a claim).
 * **P7** is the heap growth of this process, which runs the agent (and the
   manager and gateway), while 32 jobs write and nobody reads; beside it, the
   peak PSS of the processes of the four sandboxes that hold those jobs, since
@@ -453,6 +453,25 @@ const analysis = `
   process per pooled sandbox (its spare shepherd started at the claim, or
   at its first connection) and the terminal emulator out of init and the
   shepherds (a holder binary of its own). Not done in this change.
+* **P6 of a pooled sandbox with a lazy init (met, 2026-12-07).** A blank
+  sandbox waiting in the warm pool now runs its init alone: started lazy
+  (` + "`PLAYGROUND_INIT_LAZY=1`" + ` in its environment, not on its command
+  line, which a tenant reads), init keeps no spare shepherd until the
+  sandbox is claimed (the claim sends it ResumeSignal, a signal through a
+  pidfd, no process start) or a connection waits on its socket (an epoll
+  instance on the socket, waited on through the runtime's poller), then
+  keeps its spares as any init does. With ` + "`--only 'P3 with' --quick`" + `,
+  the code before (9656247) and after run in turn: 1.59 MiB per pooled
+  sandbox in all three runs before, 0.85 MiB in all three after (28 in the
+  pool). The spare's start moved from the refill to the claim, beside the
+  claim's step: its median read 31, 52 and 46 ms before against 67, 25 and
+  53 ms after (and 33 and 53 ms with the claim's wake left out), a lone
+  Tenant's Ready 89, 114 and 97 ms against 131, 73 and 127 ms, 20 at once
+  p50 0.85, 0.90 and 1.44 s against 1.28, 0.76 and 1.18 s, at load 2 to 8:
+  no change that the machine's noise lets one see. The first command of a
+  claimed sandbox finds its spare: ` + "`true`" + ` on the backend took 3.4 ms
+  (median of five), the next one 2.1 ms; on a pooled sandbox that no
+  claim woke it pays for a shepherd's start, 6.1 ms.
 * **P7, the agent's memory under 32 unread jobs (met).** Since issue 18 the
   jobs' rings are in their sandboxes, each job's holder a process of the
   sandbox charged to its tenant's memory limit: the agent's heap grows by

@@ -20,7 +20,7 @@ limitations under the License.
 // container, so it must be static (CGO_ENABLED=0) and must not depend on
 // the sandbox's base filesystem. See package hostagent/guest.
 //
-//	playground-sandbox init [-spares N]
+//	playground-sandbox init [-spares N] [-lazy]
 //	playground-sandbox shepherd   (started by init only)
 //	playground-sandbox vminit     (PID 1 of a vm sandbox's initramfs, as /init)
 //	playground-sandbox hold [-attach JOB]  (a job's holder in a jail, started by the agent)
@@ -44,6 +44,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: playground-sandbox init [-spares N] | shepherd | hold [-attach JOB] | confine [-as BYTES] [-cpu SECONDS] [-fds N] /PROGRAM [ARGS...] | reap -uid N -gid N -- COMMAND")
+	fmt.Fprintln(os.Stderr, "usage: playground-sandbox init [-spares N] [-lazy] | shepherd | hold [-attach JOB] | confine [-as BYTES] [-cpu SECONDS] [-fds N] /PROGRAM [ARGS...] | reap -uid N -gid N -- COMMAND")
 	os.Exit(2)
 }

@@ -30,9 +30,10 @@ func run(mode string, args []string) int {
 	case "init":
 		fs := flag.NewFlagSet("init", flag.ExitOnError)
 		spares := fs.Int("spares", 1, "idle shepherds kept ready for the next command")
+		lazy := fs.Bool("lazy", os.Getenv(guestapi.LazyInitEnv) == "1", "keep no spare shepherd until the sandbox is first used (a pooled sandbox; default from "+guestapi.LazyInitEnv+")")
 		vmPort := fs.String("vm-port", "", "in a vm sandbox, the virtio-serial port to serve the agent on")
 		_ = fs.Parse(args)
-		if err := guest.RunInit(guest.InitOptions{Spares: *spares, Log: os.Stderr, VMPort: *vmPort}); err != nil {
+		if err := guest.RunInit(guest.InitOptions{Spares: *spares, Lazy: *lazy, Log: os.Stderr, VMPort: *vmPort}); err != nil {
 			fmt.Fprintf(os.Stderr, "playground-sandbox init: %v\n", err)
 			return 1
 		}

@@ -26,7 +26,8 @@ limitations under the License.
 // init, started from the static playground-sandbox binary. It listens on a
 // unix socket in a directory only container root can enter and keeps a few
 // idle shepherd processes blocked in accept(2) on that socket, so no process
-// start is on a command's path. A shepherd that accepts a connection runs
+// start is on a command's path (a sandbox waiting in the warm pool keeps
+// none until it is claimed or first used: InitOptions.Lazy). A shepherd that accepts a connection runs
 // that connection's one command; it serves another connection afterwards
 // only if the command left no process behind (otherwise it exits, so that
 // the leftovers become init's). A shepherd forks the command as the tenant's

@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -72,8 +73,17 @@ const (
 type InitOptions struct {
 	// Spares is how many idle shepherds init keeps blocked in accept(2).
 	// A command whose shepherd is already running starts without paying
-	// for a process start of this binary; at least one is always kept.
+	// for a process start of this binary; at least one is always kept
+	// (once a Lazy init woke).
 	Spares int
+	// Lazy keeps no spare until the sandbox is first used: until a
+	// connection waits on the agent socket (which the first shepherd
+	// then accepts) or ResumeSignal says that the sandbox is a tenant's.
+	// Then init keeps Spares for the rest of its life. A sandbox waiting
+	// in the warm pool is started so: it runs init alone, one Go process
+	// of memory instead of two, and its first command pays for one
+	// shepherd's start unless its claim sent ResumeSignal ahead of it.
+	Lazy bool
 	// Log receives init's and the shepherds' diagnostics; it is the
 	// container's stderr, kept by the agent in the sandbox directory.
 	Log *os.File
@@ -141,6 +151,12 @@ type initProc struct {
 	// released: a Checkpoint closed the sockets; ResumeSignal opens them
 	// again. No spare starts meanwhile.
 	released bool
+
+	// pending, in a lazy init (InitOptions.Lazy) that keeps no spare yet,
+	// is closed once a connection waits on the agent socket; nil once
+	// init keeps its spares. stopWatch ends the goroutine that closes it.
+	pending   <-chan struct{}
+	stopWatch func()
 }
 
 func (in *initProc) run() error {
@@ -185,6 +201,9 @@ func (in *initProc) run() error {
 	go in.receiveDrains()
 	in.sup = newSupervisor(in.log)
 	in.sup.reload()
+	if in.opts.Lazy {
+		in.watchPending()
+	}
 
 	var retry, worker <-chan time.Time
 	for {
@@ -197,6 +216,8 @@ func (in *initProc) run() error {
 		case <-worker:
 		case msg := <-in.busyPIDs:
 			in.noteBusy(msg)
+		case <-in.pending:
+			in.wake()
 		case req := <-in.checkpoints:
 			req.done <- in.release()
 		case s := <-sigs:
@@ -208,6 +229,7 @@ func (in *initProc) run() error {
 				if err := in.relisten(); err != nil {
 					return err
 				}
+				in.wake()
 				continue
 			}
 			if s != unix.SIGCHLD {
@@ -283,10 +305,11 @@ func (in *initProc) listen() error {
 	return nil
 }
 
-// fill starts spares until opts.Spares are idle. After failures it waits
-// (exponential backoff) and returns a timer for the next attempt.
+// fill starts spares until opts.Spares are idle, once init keeps spares
+// (wake). After failures it waits (exponential backoff) and returns a
+// timer for the next attempt.
 func (in *initProc) fill() <-chan time.Time {
-	for !in.released && len(in.idle) < in.opts.Spares {
+	for !in.released && in.pending == nil && len(in.idle) < in.opts.Spares {
 		if wait := time.Until(in.nextSpawn); wait > 0 {
 			return time.After(wait)
 		}
@@ -299,6 +322,69 @@ func (in *initProc) fill() <-chan time.Time {
 		in.idle[pid] = true
 	}
 	return nil
+}
+
+// watchPending makes a lazy init's pending channel, closed by a goroutine
+// of init's once a connection waits on the agent socket. The socket is in
+// blocking mode (the shepherds block in accept(2) on it) and init never
+// accepts on it: the goroutine waits on an epoll instance that watches it,
+// through the runtime's poller, holding no thread (threads count against
+// the sandbox's process limit). If the watch cannot be set up, init keeps
+// its spares at once.
+func (in *initProc) watchPending() {
+	f, rc, err := watchListener(int(in.listener.Fd()))
+	if err != nil {
+		in.log.Printf("watching the agent socket: %v; keeping spares from now on", err)
+		return
+	}
+	pending := make(chan struct{})
+	in.pending, in.stopWatch = pending, func() { f.Close() }
+	// Lives until a connection waits, or wake closes f (or the runtime
+	// cannot poll it: then init keeps its spares).
+	go func() {
+		defer close(pending)
+		var evs [1]unix.EpollEvent
+		_ = rc.Read(func(fd uintptr) bool {
+			n, err := unix.EpollWait(int(fd), evs[:], 0)
+			return n > 0 || (err != nil && !errors.Is(err, unix.EINTR))
+		})
+	}()
+}
+
+// watchListener is an epoll instance that is readable once a connection
+// waits on the listening socket lfd, as a file of the runtime's poller.
+func watchListener(lfd int) (*os.File, syscall.RawConn, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(lfd)}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, lfd, &ev); err != nil {
+		unix.Close(ep)
+		return nil, nil, err
+	}
+	if err := unix.SetNonblock(ep, true); err != nil {
+		unix.Close(ep)
+		return nil, nil, err
+	}
+	f := os.NewFile(uintptr(ep), "agent-socket-watch")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, rc, nil
+}
+
+// wake makes a lazy init keep its spares from now on: the sandbox is in
+// use. A no-op once it does.
+func (in *initProc) wake() {
+	if in.pending == nil {
+		return
+	}
+	in.pending = nil
+	in.stopWatch()
+	in.stopWatch = nil
 }
 
 func (in *initProc) fail() {

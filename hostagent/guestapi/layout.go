@@ -185,6 +185,15 @@ const (
 	ReapSetupExit = 197
 )
 
+// LazyInitEnv is the variable that, set to "1" in init's environment,
+// starts it as init -lazy does: no spare shepherd until the sandbox is
+// first used or ResumeSignal wakes it (a sandbox waiting in the warm
+// pool). In the environment, not on the command line that a tenant reads
+// in /proc/1/cmdline, so that a claimed pooled sandbox looks like a
+// cold-started one; init passes its environment on to nothing (its
+// shepherds get OwnEnv).
+const LazyInitEnv = "PLAYGROUND_INIT_LAZY"
+
 // OwnEnv is the environment of the guest's own processes, init and its
 // shepherds (never a command's): PATH, and one P for the Go runtime. They
 // only wait and hand file descriptors on, so more Ps would buy nothing but

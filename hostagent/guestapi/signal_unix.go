@@ -28,6 +28,8 @@ const WorkerSignal = syscall.SIGUSR1
 
 // ResumeSignal tells init to listen again on the sockets a Checkpoint
 // request closed: the agent sends it after the sandbox is restored from a
-// checkpoint, or when it gave one up and the sandbox runs on. An init that
-// listens ignores it.
+// checkpoint, or when it gave one up and the sandbox runs on. It also
+// tells an init started with -lazy (a pooled sandbox, which keeps no spare
+// shepherd) that its sandbox was claimed: it starts its spares. An init
+// that listens and keeps its spares ignores it.
 const ResumeSignal = syscall.SIGUSR2

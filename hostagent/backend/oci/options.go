@@ -137,7 +137,8 @@ type Options struct {
 	// SpareShepherds is how many idle shepherds each sandbox keeps, so a
 	// command never waits for one to start; default 1. Each is a small Go
 	// process of about 1 MiB; one spare measured as fast as two (see
-	// docs/benchmarks.md, P1 and P6).
+	// docs/benchmarks.md, P1 and P6). A sandbox waiting in the warm pool
+	// keeps none until it is claimed or first used.
 	SpareShepherds int
 	// PileFiles are created (empty, owned by the tenant, append-only) in
 	// every pile. The tenant cannot create files in the pile itself: see

@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // The warm pool (backend.WarmPool). A pooled sandbox is an ordinary
@@ -371,6 +372,7 @@ func (b *Backend) claimed(ctx context.Context, sb *sandbox, spec backend.Spec) (
 	if !b.runc.exists(containerID(sb.spec.ID)) {
 		return true, nil
 	}
+	b.wakeInit(sb.spec.ID)
 	if have, want := b.resources(sb.spec.Resources), b.resources(spec.Resources); have != want {
 		if err := b.runc.update(ctx, containerID(sb.spec.ID), want, b.swapLimit); err != nil {
 			// Made anew at the next Start, with the tenant's limits.
@@ -381,6 +383,17 @@ func (b *Backend) claimed(ctx context.Context, sb *sandbox, spec backend.Spec) (
 	b.pool.fresh[sb.spec.ID] = true
 	b.pool.mu.Unlock()
 	return true, nil
+}
+
+// wakeInit tells the init of a claimed pooled sandbox, which keeps no
+// spare shepherd while it waits in the pool (started lazy, with
+// guestapi.LazyInitEnv: one process instead of two, P6), to start its spares now, so that they are ready by
+// its tenant's first call. A signal (guestapi.ResumeSignal, which an init
+// that keeps its spares ignores), not a process start: the claim does not
+// wait for the spare. Should it fail, the first call wakes init itself,
+// paying for one shepherd's start.
+func (b *Backend) wakeInit(id string) {
+	_ = b.signalInit(id, guestapi.ResumeSignal, "waking the init of claimed sandbox %s")
 }
 
 // update sets a running container's limits: memory (and memory+swap when

@@ -20,8 +20,11 @@ package oci
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +34,8 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/guestexec"
+	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
 // newPooledBackend is a backend over stateDir with a warm pool of size,
@@ -257,4 +262,121 @@ func (b *Backend) pooledIDs() []string {
 	b.pool.mu.Lock()
 	defer b.pool.mu.Unlock()
 	return slices.Clone(b.pool.ready)
+}
+
+// sandboxProcs counts the processes of sandbox id (its pids cgroup's).
+func sandboxProcs(t *testing.T, b *Backend, id string) int {
+	t.Helper()
+	pids, err := b.runc.processes(containerID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(pids)
+}
+
+// TestPooledSandboxRunsInitAlone: a sandbox waiting in the pool runs its
+// init alone, no spare shepherd (P6: one Go process of memory, not two),
+// and stays so while init answers the agent itself (a job listing). Its
+// first call, an exec or a job started before any claim, is served all
+// the same and leaves init keeping its spare; a claim wakes init before
+// any call, so that the tenant's first command finds a spare.
+func TestPooledSandboxRunsInitAlone(t *testing.T) {
+	requireRunc(t)
+	ctx := context.Background()
+	b, _ := newPooledBackend(t, newStateDir(t), 3, nil)
+	waitPoolReady(t, b, 3)
+	ids := b.pooledIDs()
+	for _, id := range ids {
+		if recs, err := b.Capabilities().JobHolder.ListJobs(ctx, id); err != nil || len(recs) != 0 {
+			t.Fatalf("jobs of pooled sandbox %s: %+v (%v)", id, recs, err)
+		}
+		if n := sandboxProcs(t, b, id); n != 1 {
+			t.Errorf("pooled sandbox %s runs %d processes, want init alone", id, n)
+		}
+	}
+	spare := func(id string) {
+		t.Helper()
+		eventually(t, "init keeping a spare shepherd in "+id, func() error {
+			if n := sandboxProcs(t, b, id); n < 2 {
+				return fmt.Errorf("%d processes", n)
+			}
+			return nil
+		})
+	}
+
+	// The first call on a sandbox that no claim woke.
+	if got := sh(t, b, ids[0], "echo first"); got != "first\n" {
+		t.Errorf("the first command of a pooled sandbox printed %q", got)
+	}
+	spare(ids[0])
+	conn, err := b.dial(ctx, ids[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "echo held", Shell: backend.ShellClean}, jobSpec("first"))
+	if err != nil {
+		t.Fatalf("the first call of a pooled sandbox, a job: %v", err)
+	}
+	defer j.Close()
+	if out, _, _ := jobOutput(t, j, ""); out != "held\n" {
+		t.Errorf("the first job of a pooled sandbox printed %q", out)
+	}
+	spare(ids[1])
+
+	// A claim wakes init: its spare starts before the tenant's first call.
+	if err := b.Provision(ctx, backend.Spec{ID: ids[2], Tenant: "team/alice"}); err != nil {
+		t.Fatal(err)
+	}
+	spare(ids[2])
+}
+
+// TestPooledSandboxFirstCallWithoutShepherd: the first call on a pooled
+// sandbox whose init cannot start a shepherd (here the guest binary is
+// hidden under /dev/null in the sandbox's mount namespace, so its exec
+// fails) fails within the start's bound, as a call does today in a sandbox
+// whose spares cannot start, rather than waiting in the socket's backlog
+// for good; init lives on, retrying, and serves the call that follows
+// once a shepherd starts again.
+func TestPooledSandboxFirstCallWithoutShepherd(t *testing.T) {
+	requireRunc(t)
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		t.Skip("nsenter is not installed")
+	}
+	ctx := context.Background()
+	b, _ := newPooledBackend(t, newStateDir(t), 1, nil)
+	waitPoolReady(t, b, 1)
+	id := b.pooledIDs()[0]
+	init, err := b.initPID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inSandbox := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(init), "-m", "-p"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", cmd.Args, err, out)
+		}
+	}
+	inSandbox("mount", "--bind", "/dev/null", guestapi.Binary)
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	p, err := b.Exec(sctx, id, backend.ExecRequest{Command: "true"}, nil)
+	if err == nil {
+		_, err = p.Wait(ctx)
+		t.Fatalf("a command started in a sandbox whose shepherd cannot start (%v)", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the failed start took %s, beyond its 3s bound", took)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the failed start: %v, want it out of time, as a start that no shepherd takes is today", err)
+	}
+	inSandbox("umount", guestapi.Binary)
+	if now, err := b.initPID(id); err != nil || now != init {
+		t.Fatalf("init is %d (%v), was %d; its log:\n%s", now, err, init, tail(filepath.Join(b.sandboxDir(id), "init.log")))
+	}
+	if got := sh(t, b, id, "echo served"); got != "served\n" {
+		t.Errorf("a command once a shepherd can start printed %q", got)
+	}
 }

@@ -226,6 +226,13 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 		nofile = lim.Max
 	}
 	env := append(guestapi.OwnEnv(), "PLAYGROUND_SANDBOX="+sb.spec.ID)
+	if sb.warm {
+		// A pooled sandbox runs init alone until it is used (P6): its
+		// claim wakes it (wakeInit), or its first connection does. Said
+		// in init's environment, which its tenant cannot read, not in its
+		// command line, which it can.
+		env = append(env, guestapi.LazyInitEnv+"=1")
+	}
 	return &runtimeSpec{
 		Version: "1.0.2",
 		Process: specProcess{

@@ -52,7 +52,7 @@ func (b *Backend) SetWorker(_ context.Context, id string, w *backend.Worker) err
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("oci: stopping the worker of sandbox %s: %w", id, err)
 		}
-		return b.signalInit(id)
+		return b.signalInit(id, guestapi.WorkerSignal, "telling the init of sandbox %s about its worker")
 	}
 	if len(w.Argv) == 0 {
 		return fmt.Errorf("oci: the worker of sandbox %s has no command", id)
@@ -73,14 +73,16 @@ func (b *Backend) SetWorker(_ context.Context, id string, w *backend.Worker) err
 	if err := writeIfChanged(path, data, 0o644); err != nil {
 		return fmt.Errorf("oci: setting the worker of sandbox %s: %w", id, err)
 	}
-	return b.signalInit(id)
+	return b.signalInit(id, guestapi.WorkerSignal, "telling the init of sandbox %s about its worker")
 }
 
-// signalInit tells the sandbox's running init to read its worker spec
-// again (guestapi.WorkerSignal). A sandbox that is not running reads it when
-// it starts. The signal goes through a pidfd of the process whose command
-// line is the guest's, so that a reused PID never gets it.
-func (b *Backend) signalInit(id string) error {
+// signalInit sends sig to the sandbox's running init: WorkerSignal to
+// read its worker spec again (a sandbox that is not running reads it when
+// it starts), ResumeSignal to keep its spares (wakeInit). The signal goes
+// through a pidfd of the process whose command line is the guest's, so
+// that a reused PID never gets it. what, with the sandbox's ID for its %s,
+// says what the signal was for in an error.
+func (b *Backend) signalInit(id string, sig unix.Signal, what string) error {
 	pid, err := b.initPID(id)
 	if err != nil {
 		return nil // not started
@@ -89,8 +91,8 @@ func (b *Backend) signalInit(id string) error {
 		// The guest's init has no PID on the node: runsc signals it.
 		ctx, cancel := context.WithTimeout(context.Background(), b.opts.StartTimeout)
 		defer cancel()
-		if err := b.gvisor.signal(ctx, containerID(id), strconv.Itoa(int(guestapi.WorkerSignal))); err != nil && b.Alive(id) {
-			return fmt.Errorf("oci: telling the init of sandbox %s about its worker: %w", id, err)
+		if err := b.gvisor.signal(ctx, containerID(id), strconv.Itoa(int(sig))); err != nil && b.Alive(id) {
+			return fmt.Errorf("oci: "+what+": %w", id, err)
 		}
 		return nil
 	}
@@ -102,8 +104,8 @@ func (b *Backend) signalInit(id string) error {
 	if !isGuestInit(pid) { // checked with the pidfd held: the pidfd is that process's
 		return nil
 	}
-	if err := unix.PidfdSendSignal(fd, guestapi.WorkerSignal, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
-		return fmt.Errorf("oci: telling the init of sandbox %s about its worker: %w", id, err)
+	if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("oci: "+what+": %w", id, err)
 	}
 	return nil
 }
