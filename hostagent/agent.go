@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -412,7 +413,7 @@ func (a *Agent) Backend(class string) (backend.Backend, bool) {
 func (a *Agent) backendFor(spec backend.Spec) (backend.Backend, error) {
 	if be, ok := a.Backend(spec.Backend); ok {
 		if !be.Capabilities().SharedPile && slices.ContainsFunc(spec.Faculties, func(f backend.Faculty) bool { return f.SharedPile }) {
-			return nil, errorf(CodeInvalid, "the %s backend mounts no shared pile: a Tenant that lists one (spec.pile.shared) runs on the oci backend", be.Name())
+			return nil, errorf(agentapi.CodeInvalid, "the %s backend mounts no shared pile: a Tenant that lists one (spec.pile.shared) runs on the oci backend", be.Name())
 		}
 		return be, nil
 	}
@@ -420,7 +421,7 @@ func (a *Agent) backendFor(spec backend.Spec) (backend.Backend, error) {
 	for i, be := range a.backends {
 		names[i] = be.Name()
 	}
-	return nil, errorf(CodeInvalid, "this node offers the backends %s, not %s", strings.Join(names, ", "), spec.Backend)
+	return nil, errorf(agentapi.CodeInvalid, "this node offers the backends %s, not %s", strings.Join(names, ", "), spec.Backend)
 }
 
 // SetEgressCredentials hands a sandbox's brokered credentials to the
@@ -429,14 +430,14 @@ func (a *Agent) backendFor(spec backend.Spec) (backend.Backend, error) {
 // takes them when it starts.
 func (a *Agent) SetEgressCredentials(tenant, sandboxID string, creds []backend.EgressCredential) error {
 	if err := backend.ValidateID(sandboxID); err != nil {
-		return errorf(CodeInvalid, "%v", err)
+		return errorf(agentapi.CodeInvalid, "%v", err)
 	}
 	var serving backend.Backend // nil: any may serve it
 	a.mu.Lock()
 	if s, ok := a.sandboxes[sandboxID]; ok {
 		if s.spec.Tenant != tenant {
 			a.mu.Unlock()
-			return errorf(CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
+			return errorf(agentapi.CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
 		}
 		serving = s.be
 	}
@@ -446,12 +447,12 @@ func (a *Agent) SetEgressCredentials(tenant, sandboxID string, creds []backend.E
 		if br := be.Capabilities().EgressBroker; br != nil && (serving == nil || serving == be) {
 			brokers++
 			if err := br.SetEgressCredentials(sandboxID, creds); err != nil {
-				return errorf(CodeInvalid, "%v", err)
+				return errorf(agentapi.CodeInvalid, "%v", err)
 			}
 		}
 	}
 	if brokers == 0 && len(creds) > 0 {
-		return errorf(CodeInvalid, "no backend of this node brokers egress credentials")
+		return errorf(agentapi.CodeInvalid, "no backend of this node brokers egress credentials")
 	}
 	return nil
 }
@@ -487,7 +488,7 @@ func (a *Agent) EnsureRestarted(ctx context.Context, spec backend.Spec) (restart
 // runs meanwhile.
 func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (restarted bool, err error) {
 	if spec.ID == "" || spec.Tenant == "" {
-		return false, errorf(CodeInvalid, "a sandbox needs an ID and a tenant")
+		return false, errorf(agentapi.CodeInvalid, "a sandbox needs an ID and a tenant")
 	}
 	be, err := a.backendFor(spec)
 	if err != nil {
@@ -502,7 +503,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 	s, served := a.sandboxes[spec.ID]
 	if served && s.be != be {
 		a.mu.Unlock()
-		return false, errorf(CodeInvalid, "sandbox %s runs on the %s backend, not %s: a sandbox keeps its backend", spec.ID, s.be.Name(), be.Name())
+		return false, errorf(agentapi.CodeInvalid, "sandbox %s runs on the %s backend, not %s: a sandbox keeps its backend", spec.ID, s.be.Name(), be.Name())
 	}
 	asleep := func() bool {
 		if served && s.asleep && !held {
@@ -956,9 +957,9 @@ func (a *Agent) pendingErrorLocked(tenant, sandboxID string) error {
 			continue
 		}
 		if p.failed != "" {
-			return errorf(CodeUnavailable, "your sandbox was not taken over by its node's agent, which restarted: %s; the agent retries", p.failed)
+			return errorf(agentapi.CodeUnavailable, "your sandbox was not taken over by its node's agent, which restarted: %s; the agent retries", p.failed)
 		}
-		return errorf(CodeUnavailable, "your sandbox is being taken over by its node's agent, which restarted: retry in a few seconds")
+		return errorf(agentapi.CodeUnavailable, "your sandbox is being taken over by its node's agent, which restarted: retry in a few seconds")
 	}
 	return nil
 }

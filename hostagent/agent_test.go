@@ -29,6 +29,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
@@ -225,14 +226,14 @@ func TestStartAtProcessLimitIsExhausted(t *testing.T) {
 		ctx := context.Background()
 		spec := backend.Spec{ID: "sbx-pids", Tenant: "ns/t"}
 		h := hostagent.EnsureOpen(ctx, t, a, spec)
-		_, execErr := a.Execs().Exec(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
-		_, jobErr := a.Execs().StartJob(ctx, spec.Tenant, h.ID, hostagent.ExecRequest{Command: "true"})
+		_, execErr := a.Execs().Exec(ctx, spec.Tenant, h.ID, agentapi.ExecRequest{Command: "true"})
+		_, jobErr := a.Execs().StartJob(ctx, spec.Tenant, h.ID, agentapi.ExecRequest{Command: "true"})
 		for what, err := range map[string]error{"exec": execErr, "job": jobErr} {
 			code := hostagent.CodeOf(err)
 			switch {
-			case counted && (code != hostagent.CodeExhausted || !strings.Contains(err.Error(), "process limit is reached")):
+			case counted && (code != agentapi.CodeExhausted || !strings.Contains(err.Error(), "process limit is reached")):
 				t.Errorf("%s at the process limit: %v (%s), want resource_exhausted saying the limit is reached", what, err, code)
-			case !counted && code != hostagent.CodeInternal:
+			case !counted && code != agentapi.CodeInternal:
 				t.Errorf("%s failing without refused forks: %v (%s), want internal", what, err, code)
 			}
 		}

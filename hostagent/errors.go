@@ -24,55 +24,33 @@ import (
 	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
-// Code is the agent protocol's (agentapi.Code): one vocabulary of errors
-// from the kernel to the wire, which the agent server answers as they
-// are. The names here are the same values, so that the kernel's code
-// reads as before.
-type Code = agentapi.Code
-
-// Error is the agent protocol's error (agentapi.Error), with a Code and a
-// message that says what to do.
-type Error = agentapi.Error
-
-// The codes, each with what the caller should do (agentapi's).
-const (
-	CodeInvalid     = agentapi.CodeInvalid
-	CodeNotFound    = agentapi.CodeNotFound
-	CodeTooLarge    = agentapi.CodeTooLarge
-	CodeExhausted   = agentapi.CodeExhausted
-	CodeUnavailable = agentapi.CodeUnavailable
-	CodeInternal    = agentapi.CodeInternal
-	CodeUnauth      = agentapi.CodeUnauth
-	CodeForbidden   = agentapi.CodeForbidden
-)
-
-func errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+func errorf(code agentapi.Code, format string, args ...any) *agentapi.Error {
+	return &agentapi.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // CodeOf classifies any error the agent returns.
-func CodeOf(err error) Code {
-	var e *Error
+func CodeOf(err error) agentapi.Code {
+	var e *agentapi.Error
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &e):
 		return e.Code
 	case errors.Is(err, jobs.ErrNotFound):
-		return CodeNotFound
+		return agentapi.CodeNotFound
 	case errors.Is(err, jobs.ErrBadCursor), errors.Is(err, jobs.ErrInputRefused), errors.Is(err, jobs.ErrEnded), errors.Is(err, jobs.ErrKeyConflict):
-		return CodeInvalid
+		return agentapi.CodeInvalid
 	case errors.Is(err, jobs.ErrCapacity):
-		return CodeExhausted
+		return agentapi.CodeExhausted
 	case errors.Is(err, jobs.ErrAdmissionHalted), errors.Is(err, jobs.ErrClosed), errors.Is(err, jobs.ErrUnreachable), errors.Is(err, jobs.ErrSuspended):
-		return CodeUnavailable
+		return agentapi.CodeUnavailable
 	}
-	return CodeInternal
+	return agentapi.CodeInternal
 }
 
 // HandleNotFound is the one answer for unknown, expired, malformed and
 // other tenants' handles (agentapi.HandleNotFound), so that a caller learns
 // nothing about handles not its own.
-func HandleNotFound() *Error {
-	return &Error{Code: CodeNotFound, Message: agentapi.HandleNotFound}
+func HandleNotFound() *agentapi.Error {
+	return &agentapi.Error{Code: agentapi.CodeNotFound, Message: agentapi.HandleNotFound}
 }

@@ -85,18 +85,9 @@ type execTakeover interface {
 	waitPending(ctx context.Context, tenant, sandboxID string) error
 }
 
-// ExecRequest is a command for exec or job_exec: the agent protocol's,
-// taken as it is (the agent's server decodes it unchanged). Its Tenant is
-// not read: the kernel's calls name their tenant.
-type ExecRequest = agentapi.ExecRequest
-
-// ExecResult is how a synchronous command ended: the agent protocol's,
-// returned as it is (the agent's server encodes it unchanged).
-type ExecResult = agentapi.ExecResult
-
 // validExec checks a command where it enters the kernel: after it, it is
 // trusted. An empty shell is login.
-func validExec(req *ExecRequest, maxStdin int) error {
+func validExec(req *agentapi.ExecRequest, maxStdin int) error {
 	if err := req.Validate(maxStdin); err != nil {
 		return err
 	}
@@ -109,7 +100,7 @@ func validExec(req *ExecRequest, maxStdin int) error {
 // requestDigest identifies the request a job's idempotency key is given to, in
 // sandboxID: every field that makes the job what it is, each with its
 // length, so that no two requests share one.
-func requestDigest(r ExecRequest, sandboxID string) string {
+func requestDigest(r agentapi.ExecRequest, sandboxID string) string {
 	h := sha256.New()
 	field := func(b []byte) {
 		var n [8]byte
@@ -131,27 +122,27 @@ func requestDigest(r ExecRequest, sandboxID string) string {
 // Exec runs a command to its end in a fresh /bin/sh of the handle's sandbox.
 // On timeout the command and every descendant are killed, with proof, and
 // the output produced so far is returned.
-func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req ExecRequest) (res ExecResult, err error) {
+func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req agentapi.ExecRequest) (res agentapi.ExecResult, err error) {
 	if err := validExec(&req, x.maxStdin); err != nil {
-		return ExecResult{}, err
+		return agentapi.ExecResult{}, err
 	}
 	if req.Input || req.TTY != nil {
-		return ExecResult{}, errorf(CodeInvalid, "exec takes its whole input up front and has no terminal: start a job to type into it or to give it a terminal")
+		return agentapi.ExecResult{}, errorf(agentapi.CodeInvalid, "exec takes its whole input up front and has no terminal: start a job to type into it or to give it a terminal")
 	}
 	if req.IdempotencyKey != "" {
-		return ExecResult{}, errorf(CodeInvalid, "exec takes no idempotency key (a command that ran is not run again by a key): start a job with job_exec to retry a start safely")
+		return agentapi.ExecResult{}, errorf(agentapi.CodeInvalid, "exec takes no idempotency key (a command that ran is not run again by a key): start a job with job_exec to retry a start safely")
 	}
 	spec, be, err := x.sessions.resolve(tenant, handleID)
 	if err != nil {
-		return ExecResult{}, err
+		return agentapi.ExecResult{}, err
 	}
 	if err := x.calls.chargeable(ctx, spec, be); err != nil {
-		return ExecResult{}, err
+		return agentapi.ExecResult{}, err
 	}
 	// ctx ends too when the sandbox is frozen for its usage limit.
 	ctx, done, err := x.calls.awaken(ctx, spec.ID)
 	if err != nil {
-		return ExecResult{}, err
+		return agentapi.ExecResult{}, err
 	}
 	defer done()
 	ctx, span := x.spans.start(ctx, "sandbox exec", spec.ID, be)
@@ -169,9 +160,9 @@ func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	err = atLimit(err)
 	if err != nil {
 		if frozenCause(ctx) {
-			return ExecResult{}, x.freezes.frozenRefusal(spec.ID)
+			return agentapi.ExecResult{}, x.freezes.frozenRefusal(spec.ID)
 		}
-		return ExecResult{}, execError(err)
+		return agentapi.ExecResult{}, execError(err)
 	}
 	waitCtx := ctx
 	if req.Timeout > 0 {
@@ -187,7 +178,7 @@ func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 		// Frozen with its sandbox: the call ends now, the command when
 		// the sandbox thaws (its kill proven then).
 		x.freezes.killAtThaw(spec.ID, tenant, proc)
-		return ExecResult{}, x.freezes.frozenRefusal(spec.ID)
+		return agentapi.ExecResult{}, x.freezes.frozenRefusal(spec.ID)
 	}
 	timedOut := waitCtx.Err() != nil && ctx.Err() == nil
 	// The timeout passed, or the caller went away: end the command's
@@ -205,7 +196,7 @@ func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 		}
 		reason := fmt.Sprintf("killing %s of tenant %s in sandbox %s: %v", what, tenant, spec.ID, kerr)
 		x.jobs.HaltAdmission(reason, tenant, spec.ID, kerr)
-		return ExecResult{}, &Error{Code: CodeUnavailable, Err: kerr,
+		return agentapi.ExecResult{}, &agentapi.Error{Code: agentapi.CodeUnavailable, Err: kerr,
 			Message: msg + ": background jobs are halted in this sandbox until it is restarted (ask the operator: kubectl playground tenant restart)"}
 	}
 	st, werr := proc.Wait(killCtx)
@@ -214,9 +205,9 @@ func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req ExecReque
 	}
 	switch {
 	case ctx.Err() != nil:
-		return ExecResult{}, ctx.Err()
+		return agentapi.ExecResult{}, ctx.Err()
 	case !timedOut:
-		return ExecResult{}, &Error{Code: CodeInternal, Err: err, Message: "waiting for the command failed, so it was killed: " + err.Error()}
+		return agentapi.ExecResult{}, &agentapi.Error{Code: agentapi.CodeInternal, Err: err, Message: "waiting for the command failed, so it was killed: " + err.Error()}
 	}
 	return out.result(st, true), nil
 }
@@ -227,18 +218,18 @@ func execError(err error) error {
 	switch {
 	case errors.Is(err, backend.ErrInvalidRequest):
 		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
-		return &Error{Code: CodeInvalid, Err: err, Message: "the command could not start: " + why}
+		return &agentapi.Error{Code: agentapi.CodeInvalid, Err: err, Message: "the command could not start: " + why}
 	case errors.Is(err, backend.ErrExhausted):
 		why := strings.TrimPrefix(err.Error(), backend.ErrExhausted.Error()+": ")
-		return &Error{Code: CodeExhausted, Err: err, Message: why}
+		return &agentapi.Error{Code: agentapi.CodeExhausted, Err: err, Message: why}
 	case errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
-		return &Error{Code: CodeUnavailable, Err: err, Message: "the sandbox is not running on this node right now: retry shortly; if it persists, check the Sandbox's conditions"}
+		return &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err, Message: "the sandbox is not running on this node right now: retry shortly; if it persists, check the Sandbox's conditions"}
 	}
-	var e *Error
+	var e *agentapi.Error
 	if errors.As(err, &e) {
 		return err
 	}
-	return &Error{Code: CodeInternal, Err: err, Message: "starting the command failed: " + err.Error()}
+	return &agentapi.Error{Code: agentapi.CodeInternal, Err: err, Message: "starting the command failed: " + err.Error()}
 }
 
 // execOutput keeps up to limit bytes of each stream and counts the rest.
@@ -273,11 +264,11 @@ func (o *execOutput) Write(s backend.Stream, p []byte) {
 	*buf = append(*buf, p...)
 }
 
-func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
+func (o *execOutput) result(st backend.ExitStatus, timedOut bool) agentapi.ExecResult {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	st.TimedOut = timedOut
-	return ExecResult{
+	return agentapi.ExecResult{
 		Stdout:          o.stdout,
 		Stderr:          o.stderr,
 		ExecOutputSizes: agentapi.ExecOutputSizes{StdoutDropped: o.dropOut, StderrDropped: o.dropErr},
@@ -287,7 +278,7 @@ func (o *execOutput) result(st backend.ExitStatus, timedOut bool) ExecResult {
 
 // StartJob starts a command in the background on a backend that can prove
 // its cleanup.
-func (x *Execs) StartJob(ctx context.Context, tenant, handleID string, req ExecRequest) (info jobs.JobInfo, err error) {
+func (x *Execs) StartJob(ctx context.Context, tenant, handleID string, req agentapi.ExecRequest) (info jobs.JobInfo, err error) {
 	if err := validExec(&req, x.maxStdin); err != nil {
 		return jobs.JobInfo{}, err
 	}
@@ -305,15 +296,15 @@ func (x *Execs) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 	defer done()
 	caps := be.Capabilities()
 	if !caps.ProvesCleanup {
-		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", be.Name())
+		return jobs.JobInfo{}, errorf(agentapi.CodeUnavailable, "the %s backend cannot prove that a cancelled job's processes are gone, so it runs no background jobs: use exec", be.Name())
 	}
 	if caps.JobHolder == nil {
-		return jobs.JobInfo{}, errorf(CodeUnavailable, "the %s backend's sandboxes cannot hold background jobs: use exec", be.Name())
+		return jobs.JobInfo{}, errorf(agentapi.CodeUnavailable, "the %s backend's sandboxes cannot hold background jobs: use exec", be.Name())
 	}
 	if req.IdempotencyKey != "" && x.freezes.unadopted(spec.ID) {
 		// The job the key names may be one of those not taken over yet:
 		// starting another would run it twice.
-		return jobs.JobInfo{}, errorf(CodeUnavailable, "this agent has not yet taken over the jobs the sandbox holds, among which the job of this idempotency_key may be: retry shortly")
+		return jobs.JobInfo{}, errorf(agentapi.CodeUnavailable, "this agent has not yet taken over the jobs the sandbox holds, among which the job of this idempotency_key may be: retry shortly")
 	}
 	ctx, span := x.spans.start(ctx, "sandbox job start", spec.ID, be)
 	defer func() {
@@ -326,7 +317,7 @@ func (x *Execs) StartJob(ctx context.Context, tenant, handleID string, req ExecR
 // startHeldJob starts a job that its sandbox holds: it outlives this
 // agent process, and the next one adopts it (adoptJobs). caps are the
 // sandbox's backend's, which holds jobs.
-func (x *Execs) startHeldJob(ctx context.Context, caps backend.Capabilities, tenant, sandboxID string, req ExecRequest) (jobs.JobInfo, error) {
+func (x *Execs) startHeldJob(ctx context.Context, caps backend.Capabilities, tenant, sandboxID string, req agentapi.ExecRequest) (jobs.JobInfo, error) {
 	holder := caps.JobHolder
 	attach := attacher(holder, sandboxID)
 	start := func(js backend.JobSpec) (jobs.Held, error) {

@@ -116,11 +116,11 @@ type Range struct {
 func checkPath(p string) error {
 	switch {
 	case p == "":
-		return errorf(CodeInvalid, "path is empty: give a file path, absolute or relative to cwd (default: the home directory)")
+		return errorf(agentapi.CodeInvalid, "path is empty: give a file path, absolute or relative to cwd (default: the home directory)")
 	case len(p) > 4096:
-		return errorf(CodeInvalid, "path is %d bytes long (limit 4096)", len(p))
+		return errorf(agentapi.CodeInvalid, "path is %d bytes long (limit 4096)", len(p))
 	case strings.ContainsRune(p, 0):
-		return errorf(CodeInvalid, "path contains a NUL byte")
+		return errorf(agentapi.CodeInvalid, "path contains a NUL byte")
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func (f *Files) WriteFile(ctx context.Context, tenant, handleID, filePath, cwd s
 		return FileInfo{}, err
 	}
 	if len(data) > f.maxBytes {
-		return FileInfo{}, errorf(CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: split it into several files, or write parts and join them with exec (cat a b > c)", len(data), f.maxBytes)
+		return FileInfo{}, errorf(agentapi.CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: split it into several files, or write parts and join them with exec (cat a b > c)", len(data), f.maxBytes)
 	}
 	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileWrite, Path: filePath, Cwd: cwd, Data: data})
 	if err != nil {
@@ -181,10 +181,10 @@ func (f *Files) ReadFileRange(ctx context.Context, tenant, handleID, filePath, c
 		return FileContent{}, err
 	}
 	if r.Offset < 0 {
-		return FileContent{}, errorf(CodeInvalid, "%s", agentapi.NegativeOffset(r.Offset))
+		return FileContent{}, errorf(agentapi.CodeInvalid, "%s", agentapi.NegativeOffset(r.Offset))
 	}
 	if r.Length < 0 || r.Length > f.maxBytes {
-		return FileContent{}, errorf(CodeInvalid, "%s", agentapi.LengthOutOfRange(r.Length, f.maxBytes))
+		return FileContent{}, errorf(agentapi.CodeInvalid, "%s", agentapi.LengthOutOfRange(r.Length, f.maxBytes))
 	}
 	length := r.Length
 	if length == 0 {
@@ -238,7 +238,7 @@ func (f *Files) AppendFile(ctx context.Context, tenant, handleID, filePath, cwd 
 // refuses the pile, as AppendFile.
 func (f *Files) WriteFileAt(ctx context.Context, tenant, handleID, filePath, cwd string, offset int64, data []byte) (FileInfo, error) {
 	if offset < 0 {
-		return FileInfo{}, errorf(CodeInvalid, "%s", agentapi.NegativeOffset(offset))
+		return FileInfo{}, errorf(agentapi.CodeInvalid, "%s", agentapi.NegativeOffset(offset))
 	}
 	return f.writeRange(ctx, tenant, handleID, filePath, cwd, offset, data)
 }
@@ -249,7 +249,7 @@ func (f *Files) writeRange(ctx context.Context, tenant, handleID, filePath, cwd 
 		return FileInfo{}, err
 	}
 	if len(data) > f.maxBytes {
-		return FileInfo{}, errorf(CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: write it in ranges of at most %d bytes, one call each", len(data), f.maxBytes, f.maxBytes)
+		return FileInfo{}, errorf(agentapi.CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: write it in ranges of at most %d bytes, one call each", len(data), f.maxBytes, f.maxBytes)
 	}
 	call := backend.FileCall{Op: backend.FileWriteAt, Path: filePath, Cwd: cwd, Offset: offset, Data: data}
 	if offset < 0 {
@@ -315,11 +315,11 @@ func (f *Files) call(ctx context.Context, tenant, handleID, filePath string, cal
 	switch {
 	case errors.Is(err, backend.ErrInvalidRequest):
 		why := strings.TrimPrefix(err.Error(), backend.ErrInvalidRequest.Error()+": ")
-		return backend.FileResult{}, &Error{Code: CodeInvalid, Err: err, Message: fileFailed(call.Op, filePath, why)}
+		return backend.FileResult{}, &agentapi.Error{Code: agentapi.CodeInvalid, Err: err, Message: fileFailed(call.Op, filePath, why)}
 	case errors.Is(err, backend.ErrExhausted), errors.Is(err, backend.ErrNotFound), errors.Is(err, backend.ErrNotRunning):
 		return backend.FileResult{}, execError(err)
 	}
-	return backend.FileResult{}, &Error{Code: CodeInternal, Err: err, Message: fileFailed(call.Op, filePath, err.Error())}
+	return backend.FileResult{}, &agentapi.Error{Code: agentapi.CodeInternal, Err: err, Message: fileFailed(call.Op, filePath, err.Error())}
 }
 
 // fileVerb says what call does to a file ("reading").
@@ -346,7 +346,7 @@ func fileFailed(op backend.FileOp, filePath, why string) string {
 
 // timeoutError is the error of a call that took longer than FileTimeout.
 func (f *Files) timeoutError(op backend.FileOp, filePath string) error {
-	e := errorf(CodeUnavailable, "%s %q took longer than the %s a file operation may take (the agent's --file-timeout), and was stopped", fileVerb(op), filePath, f.timeout)
+	e := errorf(agentapi.CodeUnavailable, "%s %q took longer than the %s a file operation may take (the agent's --file-timeout), and was stopped", fileVerb(op), filePath, f.timeout)
 	switch fileVerb(op) {
 	case "digesting":
 		e.Message += ": the file is too large to digest in one call; compare the sha256 of each range you read or wrote instead"
@@ -364,33 +364,33 @@ func (f *Files) refusal(spec backend.Spec, call backend.FileCall, filePath strin
 	ranged := call.Op == backend.FileWriteAt || call.Op == backend.FileAppend
 	switch r.Why {
 	case backend.FileNoFile:
-		return errorf(CodeNotFound, "no such file %q (relative paths start at cwd, or at the home directory without one)", filePath)
+		return errorf(agentapi.CodeNotFound, "no such file %q (relative paths start at cwd, or at the home directory without one)", filePath)
 	case backend.FileNotRegular:
 		switch {
 		case call.Op == backend.FileDigest:
-			return errorf(CodeInvalid, "%q is not a regular file: only a regular file has a digest", filePath)
+			return errorf(agentapi.CodeInvalid, "%q is not a regular file: only a regular file has a digest", filePath)
 		case ranged:
-			return errorf(CodeInvalid, "%q is not a regular file, nor a link to one: write appends to and writes into regular files only", filePath)
+			return errorf(agentapi.CodeInvalid, "%q is not a regular file, nor a link to one: write appends to and writes into regular files only", filePath)
 		}
-		return errorf(CodeInvalid, "%q is not a regular file: read reads files; list directories with exec (ls)", filePath)
+		return errorf(agentapi.CodeInvalid, "%q is not a regular file: read reads files; list directories with exec (ls)", filePath)
 	case backend.FileTooLarge:
-		return errorf(CodeTooLarge, "%q is %s bytes, over the %d-byte read limit; read refuses rather than truncates: use exec (head, tail, split) or job_exec to page through it", filePath, r.Detail, f.maxBytes)
+		return errorf(agentapi.CodeTooLarge, "%q is %s bytes, over the %d-byte read limit; read refuses rather than truncates: use exec (head, tail, split) or job_exec to page through it", filePath, r.Detail, f.maxBytes)
 	case backend.FileGrew:
-		return errorf(CodeTooLarge, "%q grew past the %d-byte read limit while it was read; read refuses rather than truncates", filePath, f.maxBytes)
+		return errorf(agentapi.CodeTooLarge, "%q grew past the %d-byte read limit while it was read; read refuses rather than truncates", filePath, f.maxBytes)
 	case backend.FileShort:
-		return errorf(CodeUnavailable, "reading %q stopped at byte %s: it shrank while it was read, or could not be read: read the range again", filePath, r.Detail)
+		return errorf(agentapi.CodeUnavailable, "reading %q stopped at byte %s: it shrank while it was read, or could not be read: read the range again", filePath, r.Detail)
 	case backend.FileNoDir:
-		return errorf(CodeNotFound, "the directory %q does not exist: create it first with exec (mkdir -p)", r.Detail)
+		return errorf(agentapi.CodeNotFound, "the directory %q does not exist: create it first with exec (mkdir -p)", r.Detail)
 	case backend.FileIsDir:
-		return errorf(CodeInvalid, "%q is a directory: give a file path", filePath)
+		return errorf(agentapi.CodeInvalid, "%q is a directory: give a file path", filePath)
 	case backend.FileInPile:
 		return pileRefusal(spec, filePath, ranged)
 	case backend.FileNoDigest:
-		return errorf(CodeUnavailable, "the sandbox has neither sha256sum nor sha256 to digest %q with: install one in the sandbox (coreutils), or compare the sha256 of each range instead", filePath)
+		return errorf(agentapi.CodeUnavailable, "the sandbox has neither sha256sum nor sha256 to digest %q with: install one in the sandbox (coreutils), or compare the sha256 of each range instead", filePath)
 	case backend.FileChanged:
-		return errorf(CodeUnavailable, "%q changed while it was digested: digest it again once nothing writes to it", filePath)
+		return errorf(agentapi.CodeUnavailable, "%q changed while it was digested: digest it again once nothing writes to it", filePath)
 	}
-	return &Error{Code: CodeInternal, Err: r, Message: fileFailed(call.Op, filePath, r.Error())}
+	return &agentapi.Error{Code: agentapi.CodeInternal, Err: r, Message: fileFailed(call.Op, filePath, r.Error())}
 }
 
 // rangeMIME names a range's media type: the file's by its name, else by
@@ -413,12 +413,12 @@ func rangeMIME(name string, offset int64, data []byte) string {
 // nothing reaches it.
 func pileRefusal(spec backend.Spec, filePath string, ranged bool) error {
 	if backend.IsolationOf(spec) == backend.IsolationGVisor {
-		return errorf(CodeInvalid, "%q is in the pile (%s), which is read-only under gVisor isolation: nothing in the sandbox can write or append to it, nor create a file there (docs/isolation.md); keep the file in the home directory or /workspace", filePath, guestapi.PileDir)
+		return errorf(agentapi.CodeInvalid, "%q is in the pile (%s), which is read-only under gVisor isolation: nothing in the sandbox can write or append to it, nor create a file there (docs/isolation.md); keep the file in the home directory or /workspace", filePath, guestapi.PileDir)
 	}
 	if ranged {
-		return errorf(CodeInvalid, "%q is, or links to, a file in the pile (%s), which is append-only: write does not write there, not even by append or at an offset, so that only the tenant's own commands grow the pile; append to one of its files with exec (printf '...' >> %s/FILE), or keep the file in the home directory or /workspace", filePath, guestapi.PileDir, guestapi.PileDir)
+		return errorf(agentapi.CodeInvalid, "%q is, or links to, a file in the pile (%s), which is append-only: write does not write there, not even by append or at an offset, so that only the tenant's own commands grow the pile; append to one of its files with exec (printf '...' >> %s/FILE), or keep the file in the home directory or /workspace", filePath, guestapi.PileDir, guestapi.PileDir)
 	}
-	return errorf(CodeInvalid, "%q is in the pile (%s), which is append-only: write replaces whole files, which the pile refuses, and only the files already there can grow; append to one with exec (printf '...' >> %s/FILE), or keep the file in the home directory or /workspace", filePath, guestapi.PileDir, guestapi.PileDir)
+	return errorf(agentapi.CodeInvalid, "%q is in the pile (%s), which is append-only: write replaces whole files, which the pile refuses, and only the files already there can grow; append to one with exec (printf '...' >> %s/FILE), or keep the file in the home directory or /workspace", filePath, guestapi.PileDir, guestapi.PileDir)
 }
 
 func sha256Hex(data []byte) string {

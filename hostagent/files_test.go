@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 )
@@ -74,7 +75,7 @@ func TestWriteToThePileSaysWhy(t *testing.T) {
 			"write at 0":   second(a.Files().WriteFileAt(ctx, spec.Tenant, h.ID, "/pile/x", "", 0, []byte("y"))),
 			"via the link": second(a.Files().AppendFile(ctx, spec.Tenant, h.ID, "to-pile", "", []byte("y"))),
 		} {
-			if hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), tc.ranged) {
+			if hostagent.CodeOf(err) != agentapi.CodeInvalid || !strings.Contains(err.Error(), tc.ranged) {
 				t.Errorf("isolation %q, %s: %v, want %q", tc.isolation, what, err, tc.ranged)
 			}
 		}
@@ -101,16 +102,16 @@ func TestRangedCallsCheckFirst(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		err  error
-		code hostagent.Code
+		code agentapi.Code
 		says string
 	}{
-		{"a negative offset", read(-1, 0), hostagent.CodeInvalid, "offset -1 is negative: give the byte offset from the start of the file, 0 or more"},
-		{"a length over the limit", read(0, 17), hostagent.CodeInvalid, "length 17 is out of range: give 1 to 16 bytes, or omit it for up to 16"},
-		{"a negative length", read(0, -1), hostagent.CodeInvalid, "length -1 is out of range"},
-		{"no path", second(a.Files().DigestFile(ctx, spec.Tenant, h.ID, "", "")), hostagent.CodeInvalid, "path is empty"},
-		{"a negative write offset", second(a.Files().WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", -2, []byte("x"))), hostagent.CodeInvalid, "offset -2 is negative"},
-		{"an append over the limit", second(a.Files().AppendFile(ctx, spec.Tenant, h.ID, "f", "", make([]byte, 17))), hostagent.CodeTooLarge, "write it in ranges of at most 16 bytes"},
-		{"a write at an offset over the limit", second(a.Files().WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", 0, make([]byte, 17))), hostagent.CodeTooLarge, "write it in ranges of at most 16 bytes"},
+		{"a negative offset", read(-1, 0), agentapi.CodeInvalid, "offset -1 is negative: give the byte offset from the start of the file, 0 or more"},
+		{"a length over the limit", read(0, 17), agentapi.CodeInvalid, "length 17 is out of range: give 1 to 16 bytes, or omit it for up to 16"},
+		{"a negative length", read(0, -1), agentapi.CodeInvalid, "length -1 is out of range"},
+		{"no path", second(a.Files().DigestFile(ctx, spec.Tenant, h.ID, "", "")), agentapi.CodeInvalid, "path is empty"},
+		{"a negative write offset", second(a.Files().WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", -2, []byte("x"))), agentapi.CodeInvalid, "offset -2 is negative"},
+		{"an append over the limit", second(a.Files().AppendFile(ctx, spec.Tenant, h.ID, "f", "", make([]byte, 17))), agentapi.CodeTooLarge, "write it in ranges of at most 16 bytes"},
+		{"a write at an offset over the limit", second(a.Files().WriteFileAt(ctx, spec.Tenant, h.ID, "f", "", 0, make([]byte, 17))), agentapi.CodeTooLarge, "write it in ranges of at most 16 bytes"},
 	} {
 		if hostagent.CodeOf(tc.err) != tc.code || tc.err == nil || !strings.Contains(tc.err.Error(), tc.says) {
 			t.Errorf("%s: %v (%s), want %s saying %q", tc.name, tc.err, hostagent.CodeOf(tc.err), tc.code, tc.says)
@@ -144,15 +145,15 @@ func TestRangedReadAnswers(t *testing.T) {
 		length         int
 		stdout, stderr string
 		want           hostagent.FileContent
-		code           hostagent.Code
+		code           agentapi.Code
 	}{
 		{"the last bytes", 90, 0, "0123456789", "     100\n/home/sandbox/f", hostagent.FileContent{Path: "/home/sandbox/f", Size: 10, FileSize: 100, Offset: 90, EOF: true}, ""},
 		{"a full range", 0, 4, "abcd", "100\n/home/sandbox/f", hostagent.FileContent{Path: "/home/sandbox/f", Size: 4, FileSize: 100, EOF: false}, ""},
 		{"past the end", 500, 0, "", "100\n/home/sandbox/f", hostagent.FileContent{Path: "/home/sandbox/f", FileSize: 100, Offset: 500, EOF: true}, ""},
 		{"a file that grew", 98, 0, "0123", "100\n/home/sandbox/f", hostagent.FileContent{Path: "/home/sandbox/f", Size: 4, FileSize: 102, Offset: 98, EOF: true}, ""},
 		{"a path that is not one", 0, 4, "abcd", "100\nnot\nabsolute", hostagent.FileContent{Path: "f", Size: 4, FileSize: 100}, ""},
-		{"a short read before the end", 0, 0, "abc", "100\n/home/sandbox/f", hostagent.FileContent{}, hostagent.CodeUnavailable},
-		{"no size", 0, 0, "abc", "", hostagent.FileContent{}, hostagent.CodeInternal},
+		{"a short read before the end", 0, 0, "abc", "100\n/home/sandbox/f", hostagent.FileContent{}, agentapi.CodeUnavailable},
+		{"no size", 0, 0, "abc", "", hostagent.FileContent{}, agentapi.CodeInternal},
 	} {
 		stdout, stderr = tc.stdout, tc.stderr
 		got, err := a.Files().ReadFileRange(ctx, spec.Tenant, h.ID, "f", "", hostagent.Range{Offset: tc.off, Length: tc.length})

@@ -28,23 +28,23 @@ import (
 // its whole request, so the same key with any field changed (or in
 // another sandbox) is another request, refused, not the job back.
 func TestKeyDigestNamesTheWholeRequest(t *testing.T) {
-	base := ExecRequest{Command: "make", Shell: backend.ShellLogin, Cwd: "src", Stdin: []byte("in"), Timeout: time.Minute, IdempotencyKey: "k"}
+	base := agentapi.ExecRequest{Command: "make", Shell: backend.ShellLogin, Cwd: "src", Stdin: []byte("in"), Timeout: time.Minute, IdempotencyKey: "k"}
 	want := requestDigest(base, "sbx-1")
 	same := base
 	same.IdempotencyKey = "another key"
 	if requestDigest(same, "sbx-1") != want {
 		t.Fatal("the key itself changes the request's digest")
 	}
-	for name, change := range map[string]func(*ExecRequest){
-		"command": func(r *ExecRequest) { r.Command = "make test" },
-		"shell":   func(r *ExecRequest) { r.Shell = backend.ShellClean },
-		"cwd":     func(r *ExecRequest) { r.Cwd = "src/" },
-		"stdin":   func(r *ExecRequest) { r.Stdin = []byte("in2") },
-		"timeout": func(r *ExecRequest) { r.Timeout = time.Hour },
-		"input":   func(r *ExecRequest) { r.Input = true },
-		"tty":     func(r *ExecRequest) { r.TTY = &agentapi.TTYSize{Rows: 24, Cols: 80} },
+	for name, change := range map[string]func(*agentapi.ExecRequest){
+		"command": func(r *agentapi.ExecRequest) { r.Command = "make test" },
+		"shell":   func(r *agentapi.ExecRequest) { r.Shell = backend.ShellClean },
+		"cwd":     func(r *agentapi.ExecRequest) { r.Cwd = "src/" },
+		"stdin":   func(r *agentapi.ExecRequest) { r.Stdin = []byte("in2") },
+		"timeout": func(r *agentapi.ExecRequest) { r.Timeout = time.Hour },
+		"input":   func(r *agentapi.ExecRequest) { r.Input = true },
+		"tty":     func(r *agentapi.ExecRequest) { r.TTY = &agentapi.TTYSize{Rows: 24, Cols: 80} },
 		// Field bounds: the command's end moved into cwd.
-		"split": func(r *ExecRequest) { r.Command, r.Cwd = "mak", "esrc" },
+		"split": func(r *agentapi.ExecRequest) { r.Command, r.Cwd = "mak", "esrc" },
 	} {
 		r := base
 		change(&r)
@@ -61,12 +61,12 @@ func TestKeyDigestNamesTheWholeRequest(t *testing.T) {
 // rather than ignored (a retried exec runs again).
 func TestExecTakesNoKey(t *testing.T) {
 	x := &Execs{maxStdin: 1 << 20}
-	_, err := x.Exec(t.Context(), "ns/a", "h_x", ExecRequest{Command: "true", IdempotencyKey: "k"})
-	if CodeOf(err) != CodeInvalid {
+	_, err := x.Exec(t.Context(), "ns/a", "h_x", agentapi.ExecRequest{Command: "true", IdempotencyKey: "k"})
+	if CodeOf(err) != agentapi.CodeInvalid {
 		t.Fatalf("exec with a key: %v, want invalid_argument", err)
 	}
-	_, err = x.StartJob(t.Context(), "ns/a", "h_x", ExecRequest{Command: "true", IdempotencyKey: "no spaces please"})
-	if CodeOf(err) != CodeInvalid {
+	_, err = x.StartJob(t.Context(), "ns/a", "h_x", agentapi.ExecRequest{Command: "true", IdempotencyKey: "no spaces please"})
+	if CodeOf(err) != agentapi.CodeInvalid {
 		t.Fatalf("job with a bad key: %v, want invalid_argument", err)
 	}
 }

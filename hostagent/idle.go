@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
 // Idle suspension. A sandbox whose Sandbox asks for it (spec.idleSuspend)
@@ -158,7 +160,7 @@ func (a *Agent) wake(ctx context.Context, s *sandbox) error {
 	if paused {
 		if err := s.be.Capabilities().Pauser.Unpause(ctx, spec.ID); err != nil {
 			a.opts.Logger.Error(err, "Thawing a sandbox paused for idleness", "sandbox", spec.ID)
-			return errorf(CodeUnavailable, "the sandbox was paused for idleness and could not be resumed: %v; retry, or ask an operator to restart it", err)
+			return errorf(agentapi.CodeUnavailable, "the sandbox was paused for idleness and could not be resumed: %v; retry, or ask an operator to restart it", err)
 		}
 		a.jobs.UnparkSandbox(spec.ID)
 		a.mu.Lock()
@@ -171,7 +173,7 @@ func (a *Agent) wake(ctx context.Context, s *sandbox) error {
 	}
 	if _, err := a.ensure(ctx, spec, true); err != nil {
 		a.opts.Logger.Error(err, "Waking a sandbox that slept for idleness", "sandbox", spec.ID)
-		return errorf(CodeUnavailable, "the sandbox was suspended for idleness and could not be resumed: %v; retry, or ask an operator to restart it", err)
+		return errorf(agentapi.CodeUnavailable, "the sandbox was suspended for idleness and could not be resumed: %v; retry, or ask an operator to restart it", err)
 	}
 	a.wakes.Observe(time.Since(start).Seconds())
 	a.opts.Logger.V(1).Info("Woke a sandbox that slept for idleness", "sandbox", spec.ID, "took", time.Since(start))

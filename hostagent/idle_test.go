@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -116,7 +117,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	}
 
 	// The next call, on the session opened before, is served.
-	res, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "echo"})
+	res, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, agentapi.ExecRequest{Command: "echo"})
 	if err != nil || string(res.Stdout) != "ok" {
 		t.Fatalf("the call that wakes the sandbox: %+v, %v", res, err)
 	}
@@ -125,7 +126,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	}
 
 	// A running job keeps it awake by default.
-	job, err := a.Execs().StartJob(ctx, spec.Tenant, h.ID, ExecRequest{Command: "block"})
+	job, err := a.Execs().StartJob(ctx, spec.Tenant, h.ID, agentapi.ExecRequest{Command: "block"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestRuntimeStates(t *testing.T) {
 	gate := be.arm()
 	served := make(chan error, 1)
 	go func() {
-		_, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "echo"})
+		_, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, agentapi.ExecRequest{Command: "echo"})
 		served <- err
 	}()
 	deadline := time.Now().Add(time.Minute)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -638,7 +639,7 @@ func (a *Agent) frozenRefusal(id string) error {
 			return err
 		}
 	}
-	return errorf(CodeExhausted, "the sandbox was frozen for its spent usage limit while the call ran: retry after its period resets")
+	return errorf(agentapi.CodeExhausted, "the sandbox was frozen for its spent usage limit while the call ran: retry after its period resets")
 }
 
 // unadopted says whether the jobs that sandboxID holds may not all be

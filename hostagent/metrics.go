@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
 // The agent's Prometheus metrics (docs/metrics.md). The job counters are
@@ -120,7 +122,7 @@ func newExecDuration() *prometheus.HistogramVec {
 func (x *Execs) duration() prometheus.Collector { return x.latency }
 
 // observe records one exec that reached the backend.
-func (x *Execs) observe(ctx context.Context, res ExecResult, err error, took time.Duration) {
+func (x *Execs) observe(ctx context.Context, res agentapi.ExecResult, err error, took time.Duration) {
 	outcome := ExecExited
 	switch {
 	case err == nil && res.TimedOut:

@@ -92,10 +92,10 @@ func (ss *Sessions) openable(tenant, sandboxID string) error {
 	sbx, ok := ss.sandboxes.served(sandboxID)
 	if !ok || sbx.spec.Tenant != tenant {
 		// The ID is not quoted: it is the caller's, of any shape.
-		return errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
+		return errorf(agentapi.CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
 	}
 	if sbx.suspended {
-		return errorf(CodeUnavailable, "tenant %s is suspended: its sandbox is stopped (its files are kept) until an operator clears spec.suspended on the Tenant", tenant)
+		return errorf(agentapi.CodeUnavailable, "tenant %s is suspended: its sandbox is stopped (its files are kept) until an operator clears spec.suspended on the Tenant", tenant)
 	}
 	return nil
 }
@@ -125,13 +125,13 @@ func (ss *Sessions) Open(ctx context.Context, tenant, sandboxID string) (Handle,
 	ss.expireLocked()
 	if n := ss.perTenant[tenant]; n >= ss.maxPerTenant {
 		ss.mu.Unlock()
-		return Handle{}, errorf(CodeExhausted, "tenant %s has %d open session handles (limit %d): close unused ones with close_session, or let them expire after %s unused",
+		return Handle{}, errorf(agentapi.CodeExhausted, "tenant %s has %d open session handles (limit %d): close unused ones with close_session, or let them expire after %s unused",
 			tenant, n, ss.maxPerTenant, ss.ttl)
 	}
 	if len(ss.handles) >= ss.max {
 		n := len(ss.handles)
 		ss.mu.Unlock()
-		return Handle{}, errorf(CodeExhausted, "this node has %d open session handles (limit %d): retry later", n, ss.max)
+		return Handle{}, errorf(agentapi.CodeExhausted, "this node has %d open session handles (limit %d): retry later", n, ss.max)
 	}
 	now := ss.clock.Now()
 	h := &handle{id: agentapi.NewHandle(), tenant: tenant, sandboxID: sandboxID, opened: now, expires: now.Add(ss.ttl)}
@@ -175,7 +175,7 @@ func (ss *Sessions) Activity(ctx context.Context, tenant, sandboxID string) (Act
 		return Activity{}, err
 	}
 	if sbx, ok := ss.sandboxes.served(sandboxID); !ok || sbx.spec.Tenant != tenant {
-		return Activity{}, errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
+		return Activity{}, errorf(agentapi.CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
 	}
 	var act Activity
 	ss.mu.Lock()

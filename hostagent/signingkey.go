@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/signingkey"
@@ -90,28 +91,28 @@ type signingKeyHeld struct {
 // its next start. The key is never in an error, a log line or a trace.
 func (k *SigningKeys) SetSigningKey(ctx context.Context, tenant, sandboxID string, key []byte) (fingerprint string, live bool, err error) {
 	if err := backend.ValidateID(sandboxID); err != nil {
-		return "", false, errorf(CodeInvalid, "%v", err)
+		return "", false, errorf(agentapi.CodeInvalid, "%v", err)
 	}
 	if err := signingkey.Check(key); err != nil {
-		return "", false, errorf(CodeInvalid, "%v", err)
+		return "", false, errorf(agentapi.CodeInvalid, "%v", err)
 	}
 	sbx, ok := k.sandboxes.served(sandboxID)
 	switch {
 	case !ok && k.sandboxes.pendingTakeover(sandboxID):
-		return "", false, errorf(CodeUnavailable, "sandbox %s is not taken over yet by this agent, which just started: try again", sandboxID)
+		return "", false, errorf(agentapi.CodeUnavailable, "sandbox %s is not taken over yet by this agent, which just started: try again", sandboxID)
 	case !ok || sbx.spec.Tenant != tenant:
-		return "", false, errorf(CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
+		return "", false, errorf(agentapi.CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
 	}
 	holder := sbx.be.Capabilities().SigningKeyHolder
 	if holder == nil {
-		return "", false, errorf(CodeInvalid, "the %s backend of sandbox %s keeps no signing key", sbx.spec.Backend, sandboxID)
+		return "", false, errorf(agentapi.CodeInvalid, "the %s backend of sandbox %s keeps no signing key", sbx.spec.Backend, sandboxID)
 	}
 	live, err = holder.InstallSigningKey(ctx, sandboxID, key)
 	if errors.Is(err, backend.ErrNotFound) {
-		return "", false, errorf(CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
+		return "", false, errorf(agentapi.CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
 	}
 	if err != nil {
-		return "", false, errorf(CodeUnavailable, "installing the signing key of sandbox %s: %v", sandboxID, err)
+		return "", false, errorf(agentapi.CodeUnavailable, "installing the signing key of sandbox %s: %v", sandboxID, err)
 	}
 	k.mu.Lock()
 	if st, ok := k.held[sandboxID]; ok {
@@ -234,7 +235,7 @@ func (k *SigningKeys) waitFor(ctx context.Context, tenant, id string) error {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-	return errorf(CodeUnavailable, "the signing key of sandbox %s is not in it yet (the manager delivers it to this node's agent, which installs it before the sandbox serves a call; waited %s): retry in a few seconds, and if it persists see the Sandbox's SigningKeyDelivered condition and the Tenant's status", id, k.wait)
+	return errorf(agentapi.CodeUnavailable, "the signing key of sandbox %s is not in it yet (the manager delivers it to this node's agent, which installs it before the sandbox serves a call; waited %s): retry in a few seconds, and if it persists see the Sandbox's SigningKeyDelivered condition and the Tenant's status", id, k.wait)
 }
 
 // waitingCalls is the number of calls waiting for a signing key now.

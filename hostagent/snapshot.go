@@ -23,6 +23,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -99,7 +100,7 @@ func (sn *Snapshots) Snapshot(ctx context.Context, spec backend.Spec, snapID str
 	}
 	snap := be.Capabilities().Snapshotter
 	if snap == nil {
-		return backend.SnapshotInfo{}, errorf(CodeInvalid, "the %s backend of this node takes no snapshots", be.Name())
+		return backend.SnapshotInfo{}, errorf(agentapi.CodeInvalid, "the %s backend of this node takes no snapshots", be.Name())
 	}
 	// A sandbox frozen for its usage limit (or asleep with it spent) is
 	// not woken: its files are copied as they are, frozen; its memory,

@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/jobs"
 	"github.com/playground-dev/playground/internal/atomicfile"
@@ -288,12 +289,12 @@ func (b *UsageBook) admit(spec backend.Spec, be backend.Backend, frozen bool) er
 	if m == nil {
 		b.mu.Unlock()
 		// A limit that cannot be kept is not ignored.
-		return errorf(CodeUnavailable, "the %s backend cannot read a sandbox's CPU time, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
+		return errorf(agentapi.CodeUnavailable, "the %s backend cannot read a sandbox's CPU time, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
 	}
 	if r.Limits.CPUSeconds > 0 && be.Capabilities().Pauser == nil {
 		b.mu.Unlock()
 		// Read but not frozen, its jobs would run on past the limit.
-		return errorf(CodeUnavailable, "the %s backend reads a sandbox's CPU time but cannot freeze the sandbox once it spends its limit, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
+		return errorf(agentapi.CodeUnavailable, "the %s backend reads a sandbox's CPU time but cannot freeze the sandbox once it spends its limit, so the usage limits of tenant %s cannot be kept and its calls are refused: remove spec.sandbox.usageLimits from the Tenant, or run it on the oci backend", be.Name(), spec.Tenant)
 	}
 	if u, ok := m.SandboxUsage(spec.ID, false); ok {
 		r.update(u, b.clock.Now())
@@ -318,13 +319,13 @@ func (r *usageRecord) refusal(tenant string, frozen, freezes bool) error {
 	if !spent {
 		// Frozen, its period over or its limit raised: the limiter thaws
 		// it within moments.
-		return errorf(CodeUnavailable, "tenant %s's sandbox is being thawed: its usage limit is no longer spent; retry in a moment", tenant)
+		return errorf(agentapi.CodeUnavailable, "tenant %s's sandbox is being thawed: its usage limit is no longer spent; retry in a moment", tenant)
 	}
 	what := "calls that run something in its sandbox are refused"
 	if frozen || freezes {
 		what = "its sandbox is frozen, with its processes and background jobs (kept: they go on then), and calls that run something in it or reach it are refused"
 	}
-	return errorf(CodeExhausted, "tenant %s has used its %g CPU-seconds per %s (%.1f s since %s): %s until %s, when the period starts again; raising or removing the Tenant's spec.sandbox.usageLimits lifts this at once",
+	return errorf(agentapi.CodeExhausted, "tenant %s has used its %g CPU-seconds per %s (%.1f s since %s): %s until %s, when the period starts again; raising or removing the Tenant's spec.sandbox.usageLimits lifts this at once",
 		tenant, r.Limits.CPUSeconds, r.Limits.Period, r.total()-r.PeriodBase, r.PeriodStart.Format(time.RFC3339), what, until.Format(time.RFC3339))
 }
 

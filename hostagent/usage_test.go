@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/jobs"
@@ -184,12 +185,12 @@ func TestUsageLimitNeedsAFreezer(t *testing.T) {
 	ctx := t.Context()
 	spec := backend.Spec{ID: "sbx-limited", Tenant: "ns/limited", Backend: "vm"}
 	h := EnsureOpen(ctx, t, a, spec)
-	if _, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"}); err != nil {
+	if _, err := a.Execs().Exec(ctx, spec.Tenant, h.ID, agentapi.ExecRequest{Command: "true"}); err != nil {
 		t.Fatalf("exec without limits: %v", err)
 	}
 	a.Usage().SetUsageLimits(spec.ID, UsageLimits{CPUSeconds: 100, Period: time.Hour})
-	_, err = a.Execs().Exec(ctx, spec.Tenant, h.ID, ExecRequest{Command: "true"})
-	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "cannot freeze") {
+	_, err = a.Execs().Exec(ctx, spec.Tenant, h.ID, agentapi.ExecRequest{Command: "true"})
+	if CodeOf(err) != agentapi.CodeUnavailable || !strings.Contains(err.Error(), "cannot freeze") {
 		t.Fatalf("exec with limits on a backend that cannot freeze: %v, want unavailable saying so", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"net"
 	"slices"
 
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -65,12 +66,12 @@ type keyWaiter interface {
 func (w *Workers) supervisorOf(id string) (backend.WorkerSupervisor, backend.Dialer, error) {
 	sbx, ok := w.sandboxes.served(id)
 	if !ok {
-		return nil, nil, errorf(CodeNotFound, "no such sandbox on this node")
+		return nil, nil, errorf(agentapi.CodeNotFound, "no such sandbox on this node")
 	}
 	caps := sbx.be.Capabilities()
 	sup, d := caps.WorkerSupervisor, caps.Dialer
 	if sup == nil || d == nil {
-		return nil, nil, errorf(CodeInvalid, "the %s backend runs no workers in its sandboxes", sbx.be.Name())
+		return nil, nil, errorf(agentapi.CodeInvalid, "the %s backend runs no workers in its sandboxes", sbx.be.Name())
 	}
 	return sup, d, nil
 }
@@ -82,7 +83,7 @@ func (w *Workers) supervisorOf(id string) (backend.WorkerSupervisor, backend.Dia
 func (w *Workers) SetWorker(ctx context.Context, sandboxID string, spec *WorkerSpec) error {
 	sup, _, err := w.supervisorOf(sandboxID)
 	if err != nil {
-		if spec == nil && CodeOf(err) == CodeNotFound {
+		if spec == nil && CodeOf(err) == agentapi.CodeNotFound {
 			return nil
 		}
 		return err
@@ -91,7 +92,7 @@ func (w *Workers) SetWorker(ctx context.Context, sandboxID string, spec *WorkerS
 		return sup.SetWorker(ctx, sandboxID, nil)
 	}
 	if len(spec.Argv) == 0 || spec.Port < 1 || spec.Port > 65535 {
-		return errorf(CodeInvalid, "a worker needs a command and a TCP port")
+		return errorf(agentapi.CodeInvalid, "a worker needs a command and a TCP port")
 	}
 	cur, err := sup.Worker(ctx, sandboxID)
 	if err != nil {
@@ -116,7 +117,7 @@ func (w *Workers) SetWorker(ctx context.Context, sandboxID string, spec *WorkerS
 	return sup.SetWorker(ctx, sandboxID, &backend.Worker{Argv: spec.Argv, Env: spec.Env, Token: token, Port: spec.Port})
 }
 
-// WorkerStatus reports the sandbox's worker; CodeNotFound when it has none.
+// WorkerStatus reports the sandbox's worker; agentapi.CodeNotFound when it has none.
 func (w *Workers) WorkerStatus(ctx context.Context, sandboxID string) (backend.WorkerStatus, error) {
 	sup, _, err := w.supervisorOf(sandboxID)
 	if err != nil {
@@ -124,7 +125,7 @@ func (w *Workers) WorkerStatus(ctx context.Context, sandboxID string) (backend.W
 	}
 	st, err := sup.WorkerStatus(ctx, sandboxID)
 	if errors.Is(err, backend.ErrNotFound) {
-		return st, errorf(CodeNotFound, "the sandbox runs no worker")
+		return st, errorf(agentapi.CodeNotFound, "the sandbox runs no worker")
 	}
 	return st, err
 }
@@ -144,10 +145,10 @@ func (w *Workers) WorkerLog(ctx context.Context, sandboxID string, limit int) ([
 func (w *Workers) DialWorker(ctx context.Context, tenant, sandboxID string) (net.Conn, string, error) {
 	sbx, ok := w.sandboxes.served(sandboxID)
 	if !ok || sbx.spec.Tenant != tenant {
-		return nil, "", errorf(CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
+		return nil, "", errorf(agentapi.CodeNotFound, "no such sandbox for tenant %s on this node: it is not provisioned here yet, or it is not yours", tenant)
 	}
 	if sbx.suspended {
-		return nil, "", errorf(CodeUnavailable, "tenant %s is suspended: its sandbox, and its worker, are stopped until an operator clears spec.suspended on the Tenant", tenant)
+		return nil, "", errorf(agentapi.CodeUnavailable, "tenant %s is suspended: its sandbox, and its worker, are stopped until an operator clears spec.suspended on the Tenant", tenant)
 	}
 	if err := w.calls.chargeable(ctx, sbx.spec, sbx.be); err != nil {
 		return nil, "", err
@@ -169,11 +170,11 @@ func (w *Workers) DialWorker(ctx context.Context, tenant, sandboxID string) (net
 		return nil, "", err
 	}
 	if wk == nil {
-		return nil, "", errorf(CodeUnavailable, "tenant %s has no worker in its sandbox yet: its WorkerMapping is not applied on this node (check the mapping's status)", tenant)
+		return nil, "", errorf(agentapi.CodeUnavailable, "tenant %s has no worker in its sandbox yet: its WorkerMapping is not applied on this node (check the mapping's status)", tenant)
 	}
 	c, err := d.DialSandbox(ctx, sandboxID, wk.Port)
 	if errors.Is(err, backend.ErrInvalidRequest) {
-		return nil, "", &Error{Code: CodeUnavailable, Err: err, Message: fmt.Sprintf(
+		return nil, "", &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err, Message: fmt.Sprintf(
 			"the worker of tenant %s does not accept connections on port %d: it is starting, restarting or failing (see kubectl playground logs): retry shortly", tenant, wk.Port)}
 	}
 	if err != nil {

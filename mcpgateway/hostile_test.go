@@ -35,6 +35,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/internal/budget"
 	"github.com/playground-dev/playground/mcpgateway"
@@ -449,8 +450,8 @@ func TestLongestCommand(t *testing.T) {
 	want := fmt.Sprintf("command is %d bytes, over the %d-byte limit", bounds.MaxCommandBytes+1, bounds.MaxCommandBytes)
 	callErr(t, cs, "exec", map[string]any{"handle": handle, "command": longest + "x"}, "invalid_argument: "+want, "write the script to a file")
 	// The agent, asked directly, says the same.
-	_, err := n.agent.Execs().Exec(context.Background(), tn.String(), handle, hostagent.ExecRequest{Command: longest + "x"})
-	if hostagent.CodeOf(err) != hostagent.CodeTooLarge || !strings.Contains(err.Error(), want) {
+	_, err := n.agent.Execs().Exec(context.Background(), tn.String(), handle, agentapi.ExecRequest{Command: longest + "x"})
+	if hostagent.CodeOf(err) != agentapi.CodeTooLarge || !strings.Contains(err.Error(), want) {
 		t.Fatalf("the agent: %v", err)
 	}
 }

@@ -23,7 +23,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
@@ -87,7 +86,7 @@ func (s *Server) removePile(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if req.Namespace == "" || req.Name == "" {
-		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no Sandbox: give its namespace and name"}
+		return nil, &agentapi.Error{Code: agentapi.CodeInvalid, Message: "the request names no Sandbox: give its namespace and name"}
 	}
 	noteRequest(r.Context(), req.Namespace+"/"+req.Name, &req)
 	if err := s.mayAccess(r, sandboxAttributes("delete", req.Namespace, req.Name)); err != nil {
@@ -99,4 +98,4 @@ func (s *Server) removePile(r *http.Request) (any, error) {
 	return s.piles.RemovePile(r.Context(), req.Namespace, req.Name)
 }
 
-var errNoPiles = &hostagent.Error{Code: hostagent.CodeUnavailable, Message: "this agent keeps no record of piles (it runs without its Kubernetes side)"}
+var errNoPiles = &agentapi.Error{Code: agentapi.CodeUnavailable, Message: "this agent keeps no record of piles (it runs without its Kubernetes side)"}

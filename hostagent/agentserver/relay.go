@@ -26,7 +26,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/internal/httpserve"
 	"github.com/playground-dev/playground/internal/tracing"
@@ -112,7 +111,7 @@ func (s *Server) relay() http.Handler {
 			if r.Context().Err() != nil {
 				return // the caller went away
 			}
-			s.relayFail(w, r, &hostagent.Error{Code: hostagent.CodeUnavailable, Err: err,
+			s.relayFail(w, r, &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err,
 				Message: "the worker closed the connection or answered no valid HTTP: it may have crashed; retry shortly"})
 		},
 	}
@@ -125,7 +124,7 @@ func (s *Server) relay() http.Handler {
 		defer span.End()
 		tenant := r.Header.Get(agentapi.TenantHeader)
 		if tenant == "" {
-			s.relayFail(w, r, &hostagent.Error{Code: hostagent.CodeInvalid, Message: "a relayed request names its tenant in the " + agentapi.TenantHeader + " header"})
+			s.relayFail(w, r, &agentapi.Error{Code: agentapi.CodeInvalid, Message: "a relayed request names its tenant in the " + agentapi.TenantHeader + " header"})
 			return
 		}
 		if err := s.mayUse(r, tenant); err != nil {

@@ -110,9 +110,9 @@ type sessionService interface {
 // execService is what the server asks of the kernel's exec and jobs
 // service (hostagent.Execs).
 type execService interface {
-	Exec(ctx context.Context, tenant, handleID string, req hostagent.ExecRequest) (hostagent.ExecResult, error)
+	Exec(ctx context.Context, tenant, handleID string, req agentapi.ExecRequest) (agentapi.ExecResult, error)
 	ExecOutputLimit() int
-	StartJob(ctx context.Context, tenant, handleID string, req hostagent.ExecRequest) (jobs.JobInfo, error)
+	StartJob(ctx context.Context, tenant, handleID string, req agentapi.ExecRequest) (jobs.JobInfo, error)
 	PollJob(ctx context.Context, tenant, jobID, cursor string, maxBytes int, wait time.Duration) (jobs.PollResult, error)
 	JobInput(ctx context.Context, tenant, jobID string, p []byte, end bool) (jobs.JobInfo, error)
 	JobResize(ctx context.Context, tenant, jobID string, size jobs.TTYSize) (jobs.JobInfo, error)
@@ -368,7 +368,7 @@ func checkVersion(r *http.Request) error {
 }
 
 // codeOf is the protocol's code of an error: the kernel's errors are the
-// protocol's (hostagent.Error is agentapi.Error), and the job engine's
+// protocol's (agentapi.Error is agentapi.Error), and the job engine's
 // sentinels are classified by the kernel.
 func codeOf(err error) agentapi.Code { return hostagent.CodeOf(err) }
 
@@ -406,7 +406,7 @@ func (s *Server) decode(r *http.Request, v any, tenant func() string) error {
 		return err
 	}
 	if tenant() == "" {
-		return &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no tenant"}
+		return &agentapi.Error{Code: agentapi.CodeInvalid, Message: "the request names no tenant"}
 	}
 	noteRequest(r.Context(), tenant(), v)
 	if err := s.mayUse(r, tenant()); err != nil {
@@ -425,10 +425,10 @@ func decodeBody(r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return &hostagent.Error{Code: hostagent.CodeTooLarge, Err: err,
+			return &agentapi.Error{Code: agentapi.CodeTooLarge, Err: err,
 				Message: fmt.Sprintf("the request body is over %d bytes", agentapi.MaxRequestBytes)}
 		}
-		return &hostagent.Error{Code: hostagent.CodeInvalid, Err: err, Message: "malformed request body: " + err.Error()}
+		return &agentapi.Error{Code: agentapi.CodeInvalid, Err: err, Message: "malformed request body: " + err.Error()}
 	}
 	return nil
 }
@@ -445,7 +445,7 @@ func (s *Server) egressCredentials(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if req.Tenant == "" {
-		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: "the request names no tenant"}
+		return nil, &agentapi.Error{Code: agentapi.CodeInvalid, Message: "the request names no tenant"}
 	}
 	creds := make([]backend.EgressCredential, len(req.Credentials))
 	for i, c := range req.Credentials {
@@ -465,7 +465,7 @@ func (s *Server) signingKey(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if s.keys == nil {
-		return nil, &hostagent.Error{Code: hostagent.CodeUnavailable, Message: "this agent takes no signing keys (it runs without its Kubernetes side)"}
+		return nil, &agentapi.Error{Code: agentapi.CodeUnavailable, Message: "this agent takes no signing keys (it runs without its Kubernetes side)"}
 	}
 	return s.keys.DeliverSigningKey(r.Context(), req)
 }
@@ -544,9 +544,9 @@ func (s *Server) admit(r *http.Request, tenant string, need int64) (release func
 	var ex *budget.ExhaustedError
 	switch {
 	case errors.As(err, &ex) && ex.TooLarge:
-		return nil, &hostagent.Error{Code: hostagent.CodeTooLarge, Err: err, Message: "the agent refused the call: " + err.Error()}
+		return nil, &agentapi.Error{Code: agentapi.CodeTooLarge, Err: err, Message: "the agent refused the call: " + err.Error()}
 	case errors.As(err, &ex):
-		return nil, &hostagent.Error{Code: hostagent.CodeExhausted, Err: err, Message: "the sandbox's node is busy: " + err.Error()}
+		return nil, &agentapi.Error{Code: agentapi.CodeExhausted, Err: err, Message: "the sandbox's node is busy: " + err.Error()}
 	case err != nil:
 		return nil, err
 	}
@@ -681,7 +681,7 @@ func (s *Server) input(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if len(req.Data) > bounds.MaxInputBytes {
-		return nil, &hostagent.Error{Code: hostagent.CodeTooLarge, Message: fmt.Sprintf("input of %d bytes, over the %d-byte bound of one call: send it in parts", len(req.Data), bounds.MaxInputBytes)}
+		return nil, &agentapi.Error{Code: agentapi.CodeTooLarge, Message: fmt.Sprintf("input of %d bytes, over the %d-byte bound of one call: send it in parts", len(req.Data), bounds.MaxInputBytes)}
 	}
 	release, err := s.admit(r, req.Tenant, int64(len(req.Data)))
 	if err != nil {
@@ -698,7 +698,7 @@ func (s *Server) resize(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if err := agentapi.CheckTTY(agentapi.TTYSize{Rows: req.Rows, Cols: req.Cols}); err != nil {
-		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: err.Error()}
+		return nil, &agentapi.Error{Code: agentapi.CodeInvalid, Message: err.Error()}
 	}
 	info, err := s.execs.JobResize(r.Context(), req.Tenant, r.PathValue("job"), jobs.TTYSize{Rows: req.Rows, Cols: req.Cols})
 	return wireJob(info), err
@@ -710,7 +710,7 @@ func (s *Server) screen(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if req.Scrollback < 0 || req.Scrollback > bounds.MaxScrollback {
-		return nil, &hostagent.Error{Code: hostagent.CodeInvalid, Message: fmt.Sprintf("scrollback %d is out of range: give 0 to %d lines", req.Scrollback, bounds.MaxScrollback)}
+		return nil, &agentapi.Error{Code: agentapi.CodeInvalid, Message: fmt.Sprintf("scrollback %d is out of range: give 0 to %d lines", req.Scrollback, bounds.MaxScrollback)}
 	}
 	scr, info, err := s.execs.JobScreen(r.Context(), req.Tenant, r.PathValue("job"), req.Scrollback)
 	if err != nil {

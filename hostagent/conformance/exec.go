@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
@@ -40,9 +41,9 @@ func testExec(t *testing.T, n *node) {
 		LoginEnv:    []backend.EnvVar{{Name: "GREETING", Value: "it's $HOME"}},
 		LoginScript: "export FROM_SCRIPT=yes",
 	})
-	login := func(cmd string) hostagent.ExecResult {
+	login := func(cmd string) agentapi.ExecResult {
 		t.Helper()
-		return s.exec(t, hostagent.ExecRequest{Command: cmd}) // login is the default
+		return s.exec(t, agentapi.ExecRequest{Command: cmd}) // login is the default
 	}
 
 	t.Run("fresh shell", func(t *testing.T) {
@@ -82,12 +83,12 @@ func testExec(t *testing.T, n *node) {
 		n.known(t)
 		s.sh(t, "mkdir -p cwd-sub")
 		for cwd, want := range map[string]string{"/tmp": "/tmp", "cwd-sub": guestapi.TenantHome + "/cwd-sub", "": guestapi.TenantHome} {
-			if got := s.exec(t, hostagent.ExecRequest{Command: "pwd", Cwd: cwd}).Stdout; string(got) != want+"\n" {
+			if got := s.exec(t, agentapi.ExecRequest{Command: "pwd", Cwd: cwd}).Stdout; string(got) != want+"\n" {
 				t.Errorf("cwd %q: pwd says %q, want %q", cwd, got, want)
 			}
 		}
-		_, err := s.tryExec(hostagent.ExecRequest{Command: "pwd", Cwd: "/no/such/dir"})
-		if hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), "/no/such/dir") {
+		_, err := s.tryExec(agentapi.ExecRequest{Command: "pwd", Cwd: "/no/such/dir"})
+		if hostagent.CodeOf(err) != agentapi.CodeInvalid || !strings.Contains(err.Error(), "/no/such/dir") {
 			t.Fatalf("a missing cwd: %v (%s), want invalid_argument naming it", err, hostagent.CodeOf(err))
 		}
 	})
@@ -96,7 +97,7 @@ func testExec(t *testing.T, n *node) {
 		n.known(t)
 		in := bytes.Repeat([]byte("0123456789abcdef\x00\xff"), 20000) // 360 KB: many frames of any transport
 		sum := sha256.Sum256(in)
-		res := s.exec(t, hostagent.ExecRequest{Command: "cat > /tmp/stdin; wc -c < /tmp/stdin; sha256sum < /tmp/stdin", Stdin: in})
+		res := s.exec(t, agentapi.ExecRequest{Command: "cat > /tmp/stdin; wc -c < /tmp/stdin; sha256sum < /tmp/stdin", Stdin: in})
 		if want := fmt.Sprintf("%d\n%s  -\n", len(in), hex.EncodeToString(sum[:])); string(res.Stdout) != want {
 			t.Fatalf("got %q, want %q", res.Stdout, want)
 		}
@@ -179,7 +180,7 @@ func testExec(t *testing.T, n *node) {
 		e := newEscapees(0)
 		// Long enough for the escapees to start on a loaded machine; the
 		// fixture waits for them, so a longer timeout only costs time.
-		res := s.exec(t, hostagent.ExecRequest{Command: e.command(), Shell: backend.ShellClean, Timeout: 2 * time.Second})
+		res := s.exec(t, agentapi.ExecRequest{Command: e.command(), Shell: backend.ShellClean, Timeout: 2 * time.Second})
 		if !res.TimedOut {
 			t.Fatalf("the command was not timed out: %+v", res)
 		}

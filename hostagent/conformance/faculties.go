@@ -23,7 +23,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
@@ -57,7 +57,7 @@ func testFaculties(t *testing.T, n *node) {
 	t.Run("by name in every shell", func(t *testing.T) {
 		n.known(t)
 		for _, shell := range []backend.ShellMode{backend.ShellLogin, backend.ShellClean} {
-			res := s.exec(t, hostagent.ExecRequest{Command: "hello; command -v hello", Shell: shell})
+			res := s.exec(t, agentapi.ExecRequest{Command: "hello; command -v hello", Shell: shell})
 			if want := "hello from a\n" + guestapi.FacultiesBin + "/hello\n"; string(res.Stdout) != want || res.ExitCode != 0 {
 				t.Errorf("%s shell: got %q (exit %d, stderr %q), want %q", shell, res.Stdout, res.ExitCode, res.Stderr, want)
 			}
@@ -95,7 +95,7 @@ func testFaculties(t *testing.T, n *node) {
 		if got := s.sh(t, "ls -A "+guestapi.FacultiesBin); got != "hello\n" {
 			t.Errorf("%s lists %q, want hello alone", guestapi.FacultiesBin, got)
 		}
-		res := s.exec(t, hostagent.ExecRequest{Command: "unlisted", Shell: backend.ShellLogin})
+		res := s.exec(t, agentapi.ExecRequest{Command: "unlisted", Shell: backend.ShellLogin})
 		if res.ExitCode == 0 {
 			t.Errorf("a file of the build not listed in Binaries runs by name: %q", res.Stdout)
 		}
@@ -125,7 +125,7 @@ func testFaculties(t *testing.T, n *node) {
 		if err := n.agent.Restart(ctx, sp); err != nil {
 			t.Fatal(err)
 		}
-		res := s.exec(t, hostagent.ExecRequest{Command: "hello", Shell: backend.ShellClean})
+		res := s.exec(t, agentapi.ExecRequest{Command: "hello", Shell: backend.ShellClean})
 		if res.ExitCode == 0 {
 			t.Fatalf("a removed faculty still runs after the restart: %q", res.Stdout)
 		}

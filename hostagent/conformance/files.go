@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
@@ -86,7 +87,7 @@ func testFiles(t *testing.T, n *node) {
 		// A reader that takes one snapshot per open sees the old file or
 		// the new one, never a part.
 		type result struct {
-			hostagent.ExecResult
+			agentapi.ExecResult
 			err error
 		}
 		reader := make(chan result, 1)
@@ -96,7 +97,7 @@ func testFiles(t *testing.T, n *node) {
 		readerCtx, stopReader := context.WithCancel(context.Background())
 		defer stopReader()
 		go func() {
-			res, err := s.agent.Execs().Exec(readerCtx, s.tenant, s.handle, hostagent.ExecRequest{Shell: backend.ShellClean, Command: `n=0; : > /tmp/reading
+			res, err := s.agent.Execs().Exec(readerCtx, s.tenant, s.handle, agentapi.ExecRequest{Shell: backend.ShellClean, Command: `n=0; : > /tmp/reading
 while [ ! -e /tmp/stop ]; do
   cat atomic/f > /tmp/snap
   cmp -s /tmp/snap /tmp/A || cmp -s /tmp/snap /tmp/B || { echo "torn after $n reads: $(wc -c < /tmp/snap) bytes"; exit 1; }
@@ -134,11 +135,11 @@ echo $n`})
 		n.known(t)
 		s.sh(t, fmt.Sprintf("echo small > small; head -c %d /dev/zero > big", limit+1))
 		_, err := write("small", "", make([]byte, limit+1))
-		if hostagent.CodeOf(err) != hostagent.CodeTooLarge {
+		if hostagent.CodeOf(err) != agentapi.CodeTooLarge {
 			t.Fatalf("a write over the limit: %v, want too_large", err)
 		}
 		_, err = read("big", "")
-		if hostagent.CodeOf(err) != hostagent.CodeTooLarge || !strings.Contains(err.Error(), strconv.Itoa(limit+1)) {
+		if hostagent.CodeOf(err) != agentapi.CodeTooLarge || !strings.Contains(err.Error(), strconv.Itoa(limit+1)) {
 			t.Fatalf("reading a file over the limit: %v, want too_large with its size, not a truncated file", err)
 		}
 		if got := s.sh(t, "cat small; wc -c < big"); got != fmt.Sprintf("small\n%d\n", limit+1) {
@@ -152,14 +153,14 @@ echo $n`})
 		for _, tc := range []struct {
 			name string
 			err  error
-			code hostagent.Code
+			code agentapi.Code
 		}{
-			{"reading a missing file", second(read("nope", "")), hostagent.CodeNotFound},
-			{"reading a directory", second(read("dir", "")), hostagent.CodeInvalid},
-			{"writing into a missing directory", second(write("no/such/f", "", []byte("x"))), hostagent.CodeNotFound},
-			{"writing over a directory", second(write("dir", "", []byte("x"))), hostagent.CodeInvalid},
+			{"reading a missing file", second(read("nope", "")), agentapi.CodeNotFound},
+			{"reading a directory", second(read("dir", "")), agentapi.CodeInvalid},
+			{"writing into a missing directory", second(write("no/such/f", "", []byte("x"))), agentapi.CodeNotFound},
+			{"writing over a directory", second(write("dir", "", []byte("x"))), agentapi.CodeInvalid},
 			// As the tenant: the system's files are not its to change.
-			{"writing outside the tenant's directories", second(write("/etc/conformance", "", []byte("x"))), hostagent.CodeInvalid},
+			{"writing outside the tenant's directories", second(write("/etc/conformance", "", []byte("x"))), agentapi.CodeInvalid},
 		} {
 			if hostagent.CodeOf(tc.err) != tc.code {
 				t.Errorf("%s: %v (%s), want %s", tc.name, tc.err, hostagent.CodeOf(tc.err), tc.code)
@@ -185,10 +186,10 @@ echo $n`})
 		s.sh(t, "rm -f fifo; mkfifo fifo")
 		ctx, cancel := context.WithTimeout(ctx, patience)
 		defer cancel()
-		if _, err := s.agent.Files().ReadFile(ctx, s.tenant, s.handle, "fifo", ""); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
+		if _, err := s.agent.Files().ReadFile(ctx, s.tenant, s.handle, "fifo", ""); hostagent.CodeOf(err) != agentapi.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("reading a FIFO: %v, want invalid_argument: not a regular file", err)
 		}
-		if _, err := s.agent.Files().AppendFile(ctx, s.tenant, s.handle, "fifo", "", []byte("x")); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
+		if _, err := s.agent.Files().AppendFile(ctx, s.tenant, s.handle, "fifo", "", []byte("x")); hostagent.CodeOf(err) != agentapi.CodeInvalid || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("appending to a FIFO: %v, want invalid_argument: not a regular file", err)
 		}
 	})
@@ -208,7 +209,7 @@ echo $n`})
 			"esc/sub/../pile/new",                             // "..", then a link
 			"esc/sub/rel/../" + guestapi.PileDir[1:] + "/new", // a link, then ".."
 		} {
-			if _, err := write(path, "", []byte("x")); hostagent.CodeOf(err) != hostagent.CodeInvalid || !strings.Contains(fmt.Sprint(err), "the pile ("+guestapi.PileDir+")") {
+			if _, err := write(path, "", []byte("x")); hostagent.CodeOf(err) != agentapi.CodeInvalid || !strings.Contains(fmt.Sprint(err), "the pile ("+guestapi.PileDir+")") {
 				t.Errorf("writing %s: %v, want invalid_argument saying it is the pile", path, err)
 			}
 		}
@@ -278,7 +279,7 @@ echo $n`})
 		start := time.Now()
 		_, err := bs.agent.Files().DigestFile(ctx, bs.tenant, bs.handle, "huge", "")
 		took := time.Since(start)
-		if hostagent.CodeOf(err) != hostagent.CodeUnavailable || !strings.Contains(err.Error(), "--file-timeout") || !strings.Contains(err.Error(), "sha256 of each range") {
+		if hostagent.CodeOf(err) != agentapi.CodeUnavailable || !strings.Contains(err.Error(), "--file-timeout") || !strings.Contains(err.Error(), "sha256 of each range") {
 			t.Errorf("a digest past the bound: %v (%s, after %v); want unavailable, naming --file-timeout and what to do", err, hostagent.CodeOf(err), took)
 		}
 		if took < bound {

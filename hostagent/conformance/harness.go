@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -206,7 +207,7 @@ func (n *node) open(t *testing.T, s backend.Spec) *session {
 }
 
 // exec runs a command through the kernel; it fails t if the kernel refuses.
-func (s *session) exec(t testing.TB, req hostagent.ExecRequest) hostagent.ExecResult {
+func (s *session) exec(t testing.TB, req agentapi.ExecRequest) agentapi.ExecResult {
 	t.Helper()
 	res, err := s.tryExec(req)
 	if err != nil {
@@ -215,7 +216,7 @@ func (s *session) exec(t testing.TB, req hostagent.ExecRequest) hostagent.ExecRe
 	return res
 }
 
-func (s *session) tryExec(req hostagent.ExecRequest) (hostagent.ExecResult, error) {
+func (s *session) tryExec(req agentapi.ExecRequest) (agentapi.ExecResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	return s.agent.Execs().Exec(ctx, s.tenant, s.handle, req)
@@ -224,7 +225,7 @@ func (s *session) tryExec(req hostagent.ExecRequest) (hostagent.ExecResult, erro
 // sh runs a command in a clean shell through the kernel; it must succeed.
 func (s *session) sh(t testing.TB, cmd string) string {
 	t.Helper()
-	res := s.exec(t, hostagent.ExecRequest{Command: cmd, Shell: backend.ShellClean})
+	res := s.exec(t, agentapi.ExecRequest{Command: cmd, Shell: backend.ShellClean})
 	if res.ExitCode != 0 {
 		t.Fatalf("%q exited %d (signal %q): stderr %q", cmd, res.ExitCode, res.Signal, res.Stderr)
 	}

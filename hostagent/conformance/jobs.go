@@ -37,8 +37,8 @@ import (
 func testJobs(t *testing.T, n *node) {
 	s := n.open(t, n.spec("jobs"))
 	if !n.be.Capabilities().ProvesCleanup {
-		_, err := s.startJob(hostagent.ExecRequest{Command: "true"})
-		if hostagent.CodeOf(err) != hostagent.CodeUnavailable {
+		_, err := s.startJob(agentapi.ExecRequest{Command: "true"})
+		if hostagent.CodeOf(err) != agentapi.CodeUnavailable {
 			t.Fatalf("a job on a backend that cannot prove cleanup: %v, want unavailable", err)
 		}
 		t.Skip("the backend does not prove cleanup, so the kernel admits no jobs on it")
@@ -57,7 +57,7 @@ func testJobs(t *testing.T, n *node) {
 				t.Fatal(err)
 			}
 		}
-		job, err := s.startJob(hostagent.ExecRequest{Command: "cat bin; cat text >&2; exit 3"})
+		job, err := s.startJob(agentapi.ExecRequest{Command: "cat bin; cat text >&2; exit 3"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func testJobs(t *testing.T, n *node) {
 	t.Run("terminal and input", func(t *testing.T) {
 		n.known(t)
 		ctx := context.Background()
-		job, err := s.startJob(hostagent.ExecRequest{Command: "sh", TTY: &agentapi.TTYSize{Rows: 24, Cols: 80}})
+		job, err := s.startJob(agentapi.ExecRequest{Command: "sh", TTY: &agentapi.TTYSize{Rows: 24, Cols: 80}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func testJobs(t *testing.T, n *node) {
 			t.Errorf("the shell ended %s with %+v; want exited 0 at Ctrl-D", r.info.State, r.info.Result)
 		}
 
-		cat, err := s.startJob(hostagent.ExecRequest{Command: "cat", Input: true})
+		cat, err := s.startJob(agentapi.ExecRequest{Command: "cat", Input: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func testJobs(t *testing.T, n *node) {
 		if cr.stdout.String() != "piped\n" || cr.info.Result.ExitCode != 0 {
 			t.Errorf("cat wrote %q and ended %+v; want the input, exit 0", cr.stdout.String(), cr.info.Result)
 		}
-		if _, err := s.agent.Execs().JobInput(ctx, s.tenant, cat.ID, []byte("late"), false); hostagent.CodeOf(err) != hostagent.CodeInvalid {
+		if _, err := s.agent.Execs().JobInput(ctx, s.tenant, cat.ID, []byte("late"), false); hostagent.CodeOf(err) != agentapi.CodeInvalid {
 			t.Errorf("input to a job that ended: %v; want invalid_argument", err)
 		}
 	})
@@ -147,7 +147,7 @@ func testJobs(t *testing.T, n *node) {
 		sentinel := startSentinel(sh)
 		for round := range 5 {
 			e := newEscapees(round)
-			job, err := s.startJob(hostagent.ExecRequest{Command: e.command()})
+			job, err := s.startJob(agentapi.ExecRequest{Command: e.command()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,14 +170,14 @@ func testJobs(t *testing.T, n *node) {
 		limit := n.agent.Jobs().Limits().ActivePerTenant
 		var ids []string
 		for i := range limit {
-			job, err := b.startJob(hostagent.ExecRequest{Command: "sleep 1000"})
+			job, err := b.startJob(agentapi.ExecRequest{Command: "sleep 1000"})
 			if err != nil {
 				t.Fatalf("job %d of %d: %v", i+1, limit, err)
 			}
 			ids = append(ids, job.ID)
 		}
-		_, err := b.startJob(hostagent.ExecRequest{Command: "sleep 1000"})
-		if hostagent.CodeOf(err) != hostagent.CodeExhausted || !strings.Contains(err.Error(), fmt.Sprintf("(limit %d)", limit)) {
+		_, err := b.startJob(agentapi.ExecRequest{Command: "sleep 1000"})
+		if hostagent.CodeOf(err) != agentapi.CodeExhausted || !strings.Contains(err.Error(), fmt.Sprintf("(limit %d)", limit)) {
 			t.Fatalf("job %d: %v, want resource_exhausted naming the limit", limit+1, err)
 		}
 		// The refusal killed nothing.
@@ -214,7 +214,7 @@ func testJobsAcrossRestarts(t *testing.T, n *node) {
 	sh := s.shell(t)
 	sentinel := startSentinel(sh)
 	lines := 30
-	counter, err := s.startJob(hostagent.ExecRequest{Command: fmt.Sprintf(
+	counter, err := s.startJob(agentapi.ExecRequest{Command: fmt.Sprintf(
 		`i=0; while [ $i -lt %d ]; do echo line $i; i=$((i+1)); sleep 0.1; done; echo end >&2; exit 7`, lines)})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func testJobsAcrossRestarts(t *testing.T, n *node) {
 		t.Fatalf("the job manager counts %d jobs held by sandboxes, want 1", held)
 	}
 	e := newEscapees(0)
-	escaping, err := s.startJob(hostagent.ExecRequest{Command: e.command()})
+	escaping, err := s.startJob(agentapi.ExecRequest{Command: e.command()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,13 +233,13 @@ func testJobsAcrossRestarts(t *testing.T, n *node) {
 	er.until(t, func() bool { return strings.Contains(er.stdout.String(), "ready") })
 	pids := e.pids(t, sh)
 	limit := n.agent.Jobs().Limits().ActivePerTenant
-	keyed := hostagent.ExecRequest{Command: "sleep 1000", IdempotencyKey: "conformance-restart"}
+	keyed := agentapi.ExecRequest{Command: "sleep 1000", IdempotencyKey: "conformance-restart"}
 	keyedJob, err := s.startJob(keyed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range limit - 3 {
-		if _, err := s.startJob(hostagent.ExecRequest{Command: "sleep 1000"}); err != nil {
+		if _, err := s.startJob(agentapi.ExecRequest{Command: "sleep 1000"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -252,8 +252,8 @@ func testJobsAcrossRestarts(t *testing.T, n *node) {
 
 	t.Run("the tenant's bounds count its adopted jobs", func(t *testing.T) {
 		n.known(t)
-		_, err := s.startJob(hostagent.ExecRequest{Command: "sleep 1000"})
-		if hostagent.CodeOf(err) != hostagent.CodeExhausted || !strings.Contains(err.Error(), fmt.Sprintf("(limit %d)", limit)) {
+		_, err := s.startJob(agentapi.ExecRequest{Command: "sleep 1000"})
+		if hostagent.CodeOf(err) != agentapi.CodeExhausted || !strings.Contains(err.Error(), fmt.Sprintf("(limit %d)", limit)) {
 			t.Fatalf("job %d right after the restart: %v, want resource_exhausted naming the limit", limit+1, err)
 		}
 	})
@@ -292,7 +292,7 @@ func testJobsAcrossRestarts(t *testing.T, n *node) {
 	})
 }
 
-func (s *session) startJob(req hostagent.ExecRequest) (jobs.JobInfo, error) {
+func (s *session) startJob(req agentapi.ExecRequest) (jobs.JobInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	return s.agent.Execs().StartJob(ctx, s.tenant, s.handle, req)

@@ -91,7 +91,7 @@ func testLifecycle(t *testing.T, n *node) {
 		// issues, and answers anything else exactly as an unknown one,
 		// quoting none of it.
 		s := n.open(t, n.spec("ids"))
-		job, err := n.agent.Execs().StartJob(ctx, s.tenant, s.handle, hostagent.ExecRequest{Command: "true"})
+		job, err := n.agent.Execs().StartJob(ctx, s.tenant, s.handle, agentapi.ExecRequest{Command: "true"})
 		if err != nil && be.Capabilities().ProvesCleanup {
 			t.Fatal(err)
 		}
@@ -99,11 +99,11 @@ func testLifecycle(t *testing.T, n *node) {
 			s.handle + "a", "\xff\x00<x>", strings.Repeat("h_", 4096), "abcdefghijklmnop"}
 		handleCalls := map[string]func(string) error{
 			"Exec": func(h string) error {
-				_, err := n.agent.Execs().Exec(ctx, s.tenant, h, hostagent.ExecRequest{Command: "true"})
+				_, err := n.agent.Execs().Exec(ctx, s.tenant, h, agentapi.ExecRequest{Command: "true"})
 				return err
 			},
 			"StartJob": func(h string) error {
-				_, err := n.agent.Execs().StartJob(ctx, s.tenant, h, hostagent.ExecRequest{Command: "true"})
+				_, err := n.agent.Execs().StartJob(ctx, s.tenant, h, agentapi.ExecRequest{Command: "true"})
 				return err
 			},
 			"ReadFile": func(h string) error { _, err := n.agent.Files().ReadFile(ctx, s.tenant, h, "f", ""); return err },
@@ -120,7 +120,7 @@ func testLifecycle(t *testing.T, n *node) {
 		}
 		refused := func(call, id string, err error, want string) {
 			t.Helper()
-			if hostagent.CodeOf(err) != hostagent.CodeNotFound || err.Error() != want {
+			if hostagent.CodeOf(err) != agentapi.CodeNotFound || err.Error() != want {
 				t.Errorf("%s(%q): %v; want not_found: %s", call, id, err, want)
 			}
 		}

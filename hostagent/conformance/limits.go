@@ -22,7 +22,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -40,7 +40,7 @@ func testLimits(t *testing.T, n *node) {
 		s := n.open(t, sp)
 		// Fork until refused, in a subshell, then kill what started with
 		// builtins only: no process can start until some are gone.
-		res := s.exec(t, hostagent.ExecRequest{Shell: backend.ShellClean, Command: `(
+		res := s.exec(t, agentapi.ExecRequest{Shell: backend.ShellClean, Command: `(
   i=0
   while [ $i -lt 200 ]; do sleep 1000 & i=$((i+1)); echo $i > /tmp/started; done
 ) 2>/tmp/refusal
@@ -62,7 +62,7 @@ read -r refusal < /tmp/refusal; echo "$refusal"`})
 		sp.Resources.MemoryBytes = 64 << 20
 		s := n.open(t, sp)
 		// tail keeps the last 200 MiB of a pipe in its own memory.
-		res := s.exec(t, hostagent.ExecRequest{Shell: backend.ShellClean, Command: "head -c 300M /dev/zero | tail -c 200M >/dev/null"})
+		res := s.exec(t, agentapi.ExecRequest{Shell: backend.ShellClean, Command: "head -c 300M /dev/zero | tail -c 200M >/dev/null"})
 		if !res.OOMKilled || res.ExitCode == 0 {
 			t.Fatalf("a command holding 200 MiB under a limit of 64 MiB: %+v, want killed by the OOM killer, and said so", res)
 		}
@@ -76,7 +76,7 @@ read -r refusal < /tmp/refusal; echo "$refusal"`})
 		if !n.be.Capabilities().ProvesCleanup {
 			return
 		}
-		job, err := s.startJob(hostagent.ExecRequest{Shell: backend.ShellClean, Command: "head -c 300M /dev/zero | tail -c 200M >/dev/null"})
+		job, err := s.startJob(agentapi.ExecRequest{Shell: backend.ShellClean, Command: "head -c 300M /dev/zero | tail -c 200M >/dev/null"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ read -r refusal < /tmp/refusal; echo "$refusal"`})
 func serves(t *testing.T, s *session, refusal string) {
 	t.Helper()
 	eventually(t, "the sandbox serving again", func() error {
-		res, err := s.tryExec(hostagent.ExecRequest{Command: "echo ok", Shell: backend.ShellClean})
+		res, err := s.tryExec(agentapi.ExecRequest{Command: "echo ok", Shell: backend.ShellClean})
 		switch {
 		case err != nil && !strings.Contains(err.Error(), refusal):
 			t.Fatalf("a command after the limit was hit: %v", err)

@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 )
 
@@ -40,7 +41,7 @@ func testPersistence(t *testing.T, n *node) {
 		if err := n.agent.Sessions().CloseHandle(ctx, s.tenant, s.handle); err != nil {
 			t.Fatal(err) // the last handle: the backend detaches the sandbox
 		}
-		if _, err := s.tryExec(hostagent.ExecRequest{Command: "true"}); hostagent.CodeOf(err) != hostagent.CodeNotFound {
+		if _, err := s.tryExec(agentapi.ExecRequest{Command: "true"}); hostagent.CodeOf(err) != agentapi.CodeNotFound {
 			t.Fatalf("a closed handle still runs commands: %v", err)
 		}
 		h, err := n.agent.Sessions().Open(ctx, s.tenant, s.id)
@@ -75,11 +76,11 @@ func testPersistence(t *testing.T, n *node) {
 		if !alive(s.shell(t), sentinel)[0] {
 			t.Fatal("a process of the sandbox died with the agent that started it")
 		}
-		if got := s.exec(t, hostagent.ExecRequest{Command: "echo $PERSONA"}).Stdout; string(got) != "second\n" {
+		if got := s.exec(t, agentapi.ExecRequest{Command: "echo $PERSONA"}).Stdout; string(got) != "second\n" {
 			t.Fatalf("the login profile after the restart: PERSONA=%q, want the new spec's", got)
 		}
 		if n.be.Capabilities().ProvesCleanup {
-			job, err := s.startJob(hostagent.ExecRequest{Command: "echo job"})
+			job, err := s.startJob(agentapi.ExecRequest{Command: "echo job"})
 			if err != nil {
 				t.Fatalf("a job in the reattached sandbox: %v", err)
 			}

@@ -25,7 +25,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -72,7 +72,7 @@ func (s *session) probeInside(t *testing.T) func(args ...string) string {
 	s.sh(t, "chmod 755 ~/"+name)
 	return func(args ...string) string {
 		t.Helper()
-		res := s.exec(t, hostagent.ExecRequest{Command: "~/" + name + " " + strings.Join(args, " "), Shell: backend.ShellClean})
+		res := s.exec(t, agentapi.ExecRequest{Command: "~/" + name + " " + strings.Join(args, " "), Shell: backend.ShellClean})
 		if out := strings.TrimSpace(string(res.Stdout)); out != "" {
 			return out
 		}

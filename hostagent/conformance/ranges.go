@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -182,7 +183,7 @@ func testFileRanges(t *testing.T, n *node, s *session) {
 			t.Fatalf("downloaded %d bytes that differ from the %d of the file", len(whole), size)
 		}
 		// A whole read of the same file is still refused, not truncated.
-		if _, err := s.agent.Files().ReadFile(ctx, s.tenant, s.handle, "ranges/read", ""); hostagent.CodeOf(err) != hostagent.CodeTooLarge {
+		if _, err := s.agent.Files().ReadFile(ctx, s.tenant, s.handle, "ranges/read", ""); hostagent.CodeOf(err) != agentapi.CodeTooLarge {
 			t.Fatalf("a whole read of a file over the limit: %v, want too_large", err)
 		}
 	})
@@ -193,25 +194,25 @@ func testFileRanges(t *testing.T, n *node, s *session) {
 		for _, tc := range []struct {
 			name string
 			err  error
-			code hostagent.Code
+			code agentapi.Code
 			says string
 		}{
-			{"a negative read offset", second(readRange("ranges/kept", -1, 0)), hostagent.CodeInvalid, "offset -1 is negative"},
-			{"a length over the limit", second(readRange("ranges/kept", 0, limit+1)), hostagent.CodeInvalid, fmt.Sprintf("give 1 to %d bytes", limit)},
-			{"a negative length", second(readRange("ranges/kept", 0, -1)), hostagent.CodeInvalid, "length -1 is out of range"},
-			{"a negative write offset", second(writeAt("ranges/kept", -5, []byte("x"))), hostagent.CodeInvalid, "offset -5 is negative"},
-			{"an append over the limit", second(appendTo("ranges/kept", make([]byte, limit+1))), hostagent.CodeTooLarge, "in ranges of at most"},
-			{"a write at an offset over the limit", second(writeAt("ranges/kept", 0, make([]byte, limit+1))), hostagent.CodeTooLarge, "in ranges of at most"},
-			{"reading a range of a missing file", second(readRange("ranges/nope", 0, 0)), hostagent.CodeNotFound, "no such file"},
-			{"reading a range of a directory", second(readRange("ranges/dir", 0, 0)), hostagent.CodeInvalid, "not a regular file"},
-			{"the digest of a missing file", second(digest("ranges/nope")), hostagent.CodeNotFound, "no such file"},
-			{"the digest of a directory", second(digest("ranges/dir")), hostagent.CodeInvalid, "not a regular file"},
-			{"appending into a missing directory", second(appendTo("ranges/no/f", []byte("x"))), hostagent.CodeNotFound, "create it first"},
-			{"appending to a directory", second(appendTo("ranges/dir", []byte("x"))), hostagent.CodeInvalid, "is a directory"},
-			{"writing into a device", second(writeAt("/dev/null", 0, []byte("x"))), hostagent.CodeInvalid, "not a regular file"},
+			{"a negative read offset", second(readRange("ranges/kept", -1, 0)), agentapi.CodeInvalid, "offset -1 is negative"},
+			{"a length over the limit", second(readRange("ranges/kept", 0, limit+1)), agentapi.CodeInvalid, fmt.Sprintf("give 1 to %d bytes", limit)},
+			{"a negative length", second(readRange("ranges/kept", 0, -1)), agentapi.CodeInvalid, "length -1 is out of range"},
+			{"a negative write offset", second(writeAt("ranges/kept", -5, []byte("x"))), agentapi.CodeInvalid, "offset -5 is negative"},
+			{"an append over the limit", second(appendTo("ranges/kept", make([]byte, limit+1))), agentapi.CodeTooLarge, "in ranges of at most"},
+			{"a write at an offset over the limit", second(writeAt("ranges/kept", 0, make([]byte, limit+1))), agentapi.CodeTooLarge, "in ranges of at most"},
+			{"reading a range of a missing file", second(readRange("ranges/nope", 0, 0)), agentapi.CodeNotFound, "no such file"},
+			{"reading a range of a directory", second(readRange("ranges/dir", 0, 0)), agentapi.CodeInvalid, "not a regular file"},
+			{"the digest of a missing file", second(digest("ranges/nope")), agentapi.CodeNotFound, "no such file"},
+			{"the digest of a directory", second(digest("ranges/dir")), agentapi.CodeInvalid, "not a regular file"},
+			{"appending into a missing directory", second(appendTo("ranges/no/f", []byte("x"))), agentapi.CodeNotFound, "create it first"},
+			{"appending to a directory", second(appendTo("ranges/dir", []byte("x"))), agentapi.CodeInvalid, "is a directory"},
+			{"writing into a device", second(writeAt("/dev/null", 0, []byte("x"))), agentapi.CodeInvalid, "not a regular file"},
 			// As the tenant: the system's files are not its to change.
-			{"appending outside the tenant's directories", second(appendTo("/etc/conformance", []byte("x"))), hostagent.CodeInvalid, "not atomic"},
-			{"writing outside the tenant's directories", second(writeAt("/etc/conformance", 3, []byte("x"))), hostagent.CodeInvalid, "not atomic"},
+			{"appending outside the tenant's directories", second(appendTo("/etc/conformance", []byte("x"))), agentapi.CodeInvalid, "not atomic"},
+			{"writing outside the tenant's directories", second(writeAt("/etc/conformance", 3, []byte("x"))), agentapi.CodeInvalid, "not atomic"},
 		} {
 			if hostagent.CodeOf(tc.err) != tc.code || !strings.Contains(fmt.Sprint(tc.err), tc.says) {
 				t.Errorf("%s: %v (%s), want %s saying %q", tc.name, tc.err, hostagent.CodeOf(tc.err), tc.code, tc.says)
@@ -244,7 +245,7 @@ func testFileRanges(t *testing.T, n *node, s *session) {
 			{"appending through a link", second(appendTo("ranges/to-pile", []byte("x")))},
 			{"writing through a link", second(writeAt("ranges/to-pile", 0, []byte("x")))},
 		} {
-			if hostagent.CodeOf(tc.err) != hostagent.CodeInvalid || !strings.Contains(fmt.Sprint(tc.err), "the pile ("+guestapi.PileDir+")") {
+			if hostagent.CodeOf(tc.err) != agentapi.CodeInvalid || !strings.Contains(fmt.Sprint(tc.err), "the pile ("+guestapi.PileDir+")") {
 				t.Errorf("%s: %v, want invalid_argument saying it is the pile", tc.name, tc.err)
 			}
 		}

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 )
 
@@ -64,7 +63,7 @@ func (p *pileKeeper) RetainedPiles(ctx context.Context, namespace string) (agent
 func (p *pileKeeper) sandboxesHere(ctx context.Context, namespace string) (map[string]bool, error) {
 	var list playgroundv1alpha1.SandboxList
 	if err := p.r.reader.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{playgroundv1alpha1.SandboxNodeNameField: p.r.node}); err != nil {
-		return nil, &hostagent.Error{Code: hostagent.CodeUnavailable, Err: err, Message: "the agent could not list the Sandboxes of its node: retry shortly"}
+		return nil, &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err, Message: "the agent could not list the Sandboxes of its node: retry shortly"}
 	}
 	here := make(map[string]bool, len(list.Items))
 	for i := range list.Items {
@@ -85,26 +84,26 @@ func (p *pileKeeper) RemovePile(ctx context.Context, namespace, name string) (ag
 	owner := namespace + "/" + name
 	unlock, ok := p.r.owners.TryLock(owner)
 	if !ok {
-		return agentapi.RemovedPile{}, &hostagent.Error{Code: hostagent.CodeUnavailable,
+		return agentapi.RemovedPile{}, &agentapi.Error{Code: agentapi.CodeUnavailable,
 			Message: fmt.Sprintf("node %s's agent is working on Sandbox %s right now: retry in a moment", p.r.node, owner)}
 	}
 	defer unlock()
 	id, found, err := p.r.ids.Lookup(owner)
 	if err != nil {
-		return agentapi.RemovedPile{}, &hostagent.Error{Code: hostagent.CodeInvalid, Err: err, Message: fmt.Sprintf("%q is not a Sandbox's namespace/name: %v", owner, err)}
+		return agentapi.RemovedPile{}, &agentapi.Error{Code: agentapi.CodeInvalid, Err: err, Message: fmt.Sprintf("%q is not a Sandbox's namespace/name: %v", owner, err)}
 	}
 	if !found {
-		return agentapi.RemovedPile{}, &hostagent.Error{Code: hostagent.CodeNotFound,
+		return agentapi.RemovedPile{}, &agentapi.Error{Code: agentapi.CodeNotFound,
 			Message: fmt.Sprintf("node %s retains no pile of Sandbox %s (kubectl playground pile list shows what each node retains)", p.r.node, owner)}
 	}
 	var sbx playgroundv1alpha1.Sandbox
 	err = p.r.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &sbx)
 	switch {
 	case err == nil && sbx.Spec.NodeName == p.r.node:
-		return agentapi.RemovedPile{}, &hostagent.Error{Code: hostagent.CodeInvalid,
+		return agentapi.RemovedPile{}, &agentapi.Error{Code: agentapi.CodeInvalid,
 			Message: fmt.Sprintf("Sandbox %s is bound to node %s and its pile is in use: delete its Tenant (or the Sandbox) first; kubectl playground tenant destroy --purge deletes a tenant with its pile", owner, p.r.node)}
 	case err != nil && !apierrors.IsNotFound(err):
-		return agentapi.RemovedPile{}, &hostagent.Error{Code: hostagent.CodeUnavailable, Err: err, Message: fmt.Sprintf("the agent could not read Sandbox %s: retry shortly", owner)}
+		return agentapi.RemovedPile{}, &agentapi.Error{Code: agentapi.CodeUnavailable, Err: err, Message: fmt.Sprintf("the agent could not read Sandbox %s: retry shortly", owner)}
 	}
 	if err := p.r.agent.Remove(ctx, id, false); err != nil {
 		return agentapi.RemovedPile{}, fmt.Errorf("removing the retained pile of sandbox %s: %w", id, err)

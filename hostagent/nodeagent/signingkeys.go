@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
-	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
@@ -68,17 +67,17 @@ type keyInbox struct {
 func (k *keyInbox) DeliverSigningKey(ctx context.Context, req agentapi.SigningKeyRequest) (agentapi.SigningKeyResult, error) {
 	key := []byte(req.Key)
 	if err := signingkey.Check(key); err != nil {
-		return agentapi.SigningKeyResult{}, &hostagent.Error{Code: hostagent.CodeInvalid, Message: err.Error()}
+		return agentapi.SigningKeyResult{}, &agentapi.Error{Code: agentapi.CodeInvalid, Message: err.Error()}
 	}
 	sbx := &playgroundv1alpha1.Sandbox{}
 	err := k.r.client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, sbx)
 	if err != nil || string(sbx.UID) != req.UID || sbx.Spec.NodeName != k.r.node || !sbx.DeletionTimestamp.IsZero() {
 		// Not in this agent's cache yet, maybe: the manager tries again.
-		return agentapi.SigningKeyResult{}, &hostagent.Error{Code: hostagent.CodeNotFound,
+		return agentapi.SigningKeyResult{}, &agentapi.Error{Code: agentapi.CodeNotFound,
 			Message: fmt.Sprintf("no Sandbox %s/%s (UID %s) bound to node %s in this agent's view", req.Namespace, req.Name, req.UID, k.r.node)}
 	}
 	if sbx.Spec.Pile.SigningKey == nil {
-		return agentapi.SigningKeyResult{}, &hostagent.Error{Code: hostagent.CodeInvalid,
+		return agentapi.SigningKeyResult{}, &agentapi.Error{Code: agentapi.CodeInvalid,
 			Message: fmt.Sprintf("Sandbox %s/%s names no signing key (spec.pile.signingKey)", req.Namespace, req.Name)}
 	}
 	k.mu.Lock()

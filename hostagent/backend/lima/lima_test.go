@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/playground-dev/playground/hostagent"
+	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
@@ -754,7 +755,7 @@ func TestThroughAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := a.Execs().Exec(ctx(t), spec.Tenant, h.ID, hostagent.ExecRequest{Command: "echo hi", Shell: backend.ShellClean})
+		res, err := a.Execs().Exec(ctx(t), spec.Tenant, h.ID, agentapi.ExecRequest{Command: "echo hi", Shell: backend.ShellClean})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("exec through the agent: %+v, %v", res, err)
 		}
