@@ -26,7 +26,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -123,19 +122,28 @@ func (b *Backend) loadTenant(id string) (*sandbox, error) {
 	return sb, nil
 }
 
-// allocate records a new sandbox with a free ID-map slot. The slot search
-// starts from a hash of the ID, so that agents with distinct state
-// directories on one host rarely collide. b.mu is held until sandbox.json
-// is written, so concurrent provisions never pick the same slot. A
+// allocate records a new sandbox with a free ID-map slot (b.slots: the
+// search starts from a hash of the ID, so that agents with distinct state
+// directories on one host rarely collide); a slot the sandbox did not
+// hold before is given back if its sandbox.json is not written. A
 // pooled sandbox (warm) gets its marker before its record, so that an
 // agent that dies in between leaves it to the next one's pool to remove.
-func (b *Backend) allocate(spec backend.Spec, builder, warm bool) (*sandbox, error) {
+func (b *Backend) allocate(spec backend.Spec, builder, warm bool) (_ *sandbox, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	slot, err := b.freeSlot(spec.ID)
-	if err != nil {
+	_, had := b.slots.Holds(spec.ID)
+	slot, ok, err := b.slots.Claim(spec.ID, -1)
+	switch {
+	case err != nil:
 		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("oci: all %d ID-map slots are in use", b.opts.IDMapSlots)
 	}
+	defer func() {
+		if err != nil && !had {
+			b.slots.Release(spec.ID)
+		}
+	}()
 	sb := &sandbox{dir: b.sandboxDir(spec.ID), spec: spec, slot: slot, builder: builder, warm: warm}
 	if err := os.Mkdir(sb.dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, err
@@ -148,39 +156,17 @@ func (b *Backend) allocate(spec backend.Spec, builder, warm bool) (*sandbox, err
 	if err := writeJSON(filepath.Join(sb.dir, "sandbox.json"), sandboxFile{Spec: spec, Slot: slot, Builder: builder, Warm: warm}, 0o600); err != nil {
 		return nil, err
 	}
-	b.slots[slot] = spec.ID
 	return sb, nil
 }
 
-// freeSlot picks an ID-map slot no other sandbox of this state directory
-// uses. The caller holds b.mu.
-func (b *Backend) freeSlot(id string) (int, error) {
-	if err := b.loadSlots(); err != nil {
-		return 0, err
-	}
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	n := b.opts.IDMapSlots
-	start := int(h.Sum32() % uint32(n))
-	for i := range n {
-		if s := (start + i) % n; b.slots[s] == "" || b.slots[s] == id {
-			return s, nil
-		}
-	}
-	return 0, fmt.Errorf("oci: all %d ID-map slots are in use", n)
-}
-
-// loadSlots reads, once, which slots the sandboxes on disk hold, so that
-// provisioning a sandbox does not read every other one's sandbox.json (a
-// thousand sandboxes made that a second of reading per provision). The
-// caller holds b.mu.
-func (b *Backend) loadSlots() error {
-	if b.slots != nil {
-		return nil
-	}
+// loadSlots reads which slots the sandboxes on disk hold (b.slots asks
+// once), so that provisioning a sandbox does not read every other one's
+// sandbox.json (a thousand sandboxes made that a second of reading per
+// provision).
+func (b *Backend) loadSlots() (map[int]string, error) {
 	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	slots := make(map[int]string, len(entries))
 	for _, e := range entries {
@@ -193,19 +179,7 @@ func (b *Backend) loadSlots() error {
 			slots[f.Slot] = e.Name()
 		}
 	}
-	b.slots = slots
-	return nil
-}
-
-// releaseSlot frees id's slot once its sandbox.json is gone.
-func (b *Backend) releaseSlot(id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for s, holder := range b.slots {
-		if holder == id {
-			delete(b.slots, s)
-		}
-	}
+	return slots, nil
 }
 
 func (b *Backend) hostIDs(sb *sandbox) (root, tenant int) {
@@ -366,7 +340,7 @@ func (b *Backend) removeSandboxDir(id string, keepPile bool) error {
 	dir := b.sandboxDir(id)
 	defer func() {
 		if !backend.FileExists(filepath.Join(dir, "sandbox.json")) {
-			b.releaseSlot(id)
+			b.slots.Release(id)
 		}
 	}()
 	// Never remove files through a mount: a kept pile would go too.

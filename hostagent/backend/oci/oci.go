@@ -88,9 +88,9 @@ type Backend struct {
 	lifelines map[string]*lifeline
 	// starts counts, per sandbox, the inits this process started.
 	starts backend.StartCount
-	// slots maps the ID-map slots in use to their sandboxes; read from the
-	// sandboxes' files on first use, then kept here (under mu).
-	slots map[int]string
+	// slots are the ID-map slots in use and their sandboxes, read from
+	// the sandboxes' files on first use (loadSlots), then kept there.
+	slots backend.Slots
 	// loops maps an image to the loop device last attached or found for
 	// it (under mu): a hint that saves searching every loop device of the
 	// node when the image is mounted again (disk.go).
@@ -187,6 +187,7 @@ func New(opts Options) (*Backend, error) {
 		baseLinks: make(map[string]string),
 		lifelines: make(map[string]*lifeline),
 	}
+	b.slots = backend.Slots{First: 0, N: opts.IDMapSlots, Load: b.loadSlots}
 	if opts.GVisorRuntime != "" {
 		if opts.GVisorRuntime, err = exec.LookPath(opts.GVisorRuntime); err != nil {
 			return nil, fmt.Errorf("oci: gVisor runtime: %w", err)

@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"os"
 	"os/exec"
@@ -121,9 +120,9 @@ type Backend struct {
 	locks  keyedmutex.Mutex
 	vms    map[string]*VM
 	starts backend.StartCount
-	// slots maps the VM users' slots in use to their sandboxes; read from
-	// the records on first use.
-	slots map[int]string
+	// slots are the VM users' slots in use and their sandboxes, read from
+	// the records on first use (loadSlots).
+	slots backend.Slots
 	// closed: Close let go of the VMs for the next agent, and no call
 	// connects to them again.
 	closed bool
@@ -195,6 +194,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		dropped: os.Geteuid() == 0,
 		vms:     map[string]*VM{},
 	}
+	b.slots = backend.Slots{First: 1, N: uidSlots - 1, Load: b.loadSlots}
 	if err := b.checkQEMU(ctx); err != nil {
 		return nil, err
 	}
@@ -559,47 +559,32 @@ func (b *Backend) config(rec *record) Config {
 
 // claimSlot returns the VM user's slot of sandbox id: want when it is
 // set and no other sandbox holds it, else a free one, picked starting
-// from a hash of id. The records hold them (read once).
+// from a hash of id (b.slots).
 func (b *Backend) claimSlot(id string, want int) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.slots == nil {
-		b.slots = map[int]string{}
-		ents, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
-		if err != nil {
-			return 0, err
-		}
-		for _, e := range ents {
-			if r, err := b.load(e.Name()); err == nil && r.Slot > 0 {
-				b.slots[r.Slot] = e.Name()
-			}
-		}
+	slot, ok, err := b.slots.Claim(id, want)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return 0, fmt.Errorf("vm: all %d VM users are in use", uidSlots-1)
 	}
-	if want > 0 && want < uidSlots && (b.slots[want] == "" || b.slots[want] == id) {
-		b.slots[want] = id
-		return want, nil
-	}
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	start := int(h.Sum32() % (uidSlots - 1))
-	for i := range uidSlots - 1 {
-		if s := 1 + (start+i)%(uidSlots-1); b.slots[s] == "" {
-			b.slots[s] = id
-			return s, nil
-		}
-	}
-	return 0, fmt.Errorf("vm: all %d VM users are in use", uidSlots-1)
+	return slot, nil
 }
 
-// releaseSlot frees id's slot once its record is gone.
-func (b *Backend) releaseSlot(id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for s, holder := range b.slots {
-		if holder == id {
-			delete(b.slots, s)
+// loadSlots reads the VM users' slots the records on disk hold (b.slots
+// asks once).
+func (b *Backend) loadSlots() (map[int]string, error) {
+	ents, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
+	if err != nil {
+		return nil, err
+	}
+	slots := map[int]string{}
+	for _, e := range ents {
+		if r, err := b.load(e.Name()); err == nil && r.Slot > 0 {
+			slots[r.Slot] = e.Name()
 		}
 	}
+	return slots, nil
 }
 
 // Start implements backend.Backend.
@@ -937,7 +922,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 			return err
 		}
 	}
-	b.releaseSlot(id)
+	b.slots.Release(id)
 	if keepPile {
 		return nil
 	}
