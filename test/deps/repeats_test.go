@@ -58,7 +58,6 @@ var knownRepeats = map[[2]string]string{
 	{"hostagent/guest/vminit_linux.go", "hostagent/backend/vm/signingkey.go"}:  "opening a regular file without following links, in the guest and on the host, which share only guestapi and bounds",
 	{"hostagent/snigate/snigate.go", "hostagent/guest/shepherd_linux.go"}:      "a two-way relay, in the guest and on the host, which share only guestapi and bounds",
 	{"hostagent/guest/process_linux.go", "hostagent/guest/process_freebsd.go"}: "the tenant's fork on Linux and on FreeBSD, one built at a time",
-	{"hostagent/backend/vm/backend.go", "hostagent/backend/oci/exec.go"}:       "Exec's start (check the ID, encode the request): wants one guestexec entry point for a backend's Exec",
 }
 
 // testRepeatsAllowed is how many repeats involving a test file are left

@@ -41,26 +41,14 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	if err := validateLimaName(id); err != nil {
 		return nil, err
 	}
-	frames, err := guestexec.Encode(req)
-	if err != nil {
-		return nil, fmt.Errorf("lima: %w", err)
-	}
-	ctx, cancel := guestexec.BoundStart(ctx, b.opts.StartTimeout)
-	defer cancel()
-	conn, err := b.dial(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	p, err := guestexec.Start(ctx, conn, frames, sink, guestexec.Hooks{
-		Lost: func(err error) error { return b.connectionLost(id, err) },
+	p, err := guestexec.Exec(ctx, req, sink, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, guestexec.Hooks, error) {
+		conn, err := b.dial(ctx, id)
+		return conn, guestexec.Hooks{Lost: func(err error) error { return b.connectionLost(id, err) }}, err
 	})
-	switch {
-	case err == nil:
-		return p, nil
-	case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
-		return nil, err
+	if _, failed := guestexec.StartFailed(err); failed {
+		return nil, fmt.Errorf("lima: starting command in sandbox %s: %w", id, err)
 	}
-	return nil, fmt.Errorf("lima: starting command in sandbox %s: %w", id, err)
+	return p, err
 }
 
 // DialSandbox implements backend.Dialer: an idle shepherd connects to

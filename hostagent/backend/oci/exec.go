@@ -48,42 +48,38 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
-	frames, err := guestexec.Encode(req)
-	if err != nil {
-		return nil, fmt.Errorf("oci: %w", err)
-	}
-	ctx, cancel := guestexec.BoundStart(ctx, b.opts.StartTimeout)
-	defer cancel()
 	life := b.lifeline(id)
 	oomBefore, oomKnown := life.oomKills(b.runtimeOf(id), id)
-	conn, err := b.dial(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	// Under gVisor, the sentry is the command's kernel: its end is the end
-	// of every process of the sandbox (see connectionLost).
-	kernel := b.sentryFD(id)
-	hooks := guestexec.Hooks{
-		Lost: func(err error) error { return connectionLost(life, kernel, err) },
-		Release: func() {
-			if kernel >= 0 {
-				unix.Close(kernel)
-			}
-		},
-	}
-	if oomKnown {
-		hooks.OOMKilled = func() bool {
-			after, ok := life.oomKills(b.runtimeOf(id), id)
-			return ok && after > oomBefore
+	p, err := guestexec.Exec(ctx, req, sink, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, guestexec.Hooks, error) {
+		conn, err := b.dial(ctx, id)
+		if err != nil {
+			return nil, guestexec.Hooks{}, err
 		}
+		// Under gVisor, the sentry is the command's kernel: its end is
+		// the end of every process of the sandbox (see connectionLost).
+		kernel := b.sentryFD(id)
+		hooks := guestexec.Hooks{
+			Lost: func(err error) error { return connectionLost(life, kernel, err) },
+			Release: func() {
+				if kernel >= 0 {
+					unix.Close(kernel)
+				}
+			},
+		}
+		if oomKnown {
+			hooks.OOMKilled = func() bool {
+				after, ok := life.oomKills(b.runtimeOf(id), id)
+				return ok && after > oomBefore
+			}
+		}
+		return conn, hooks, nil
+	})
+	start, failed := guestexec.StartFailed(err)
+	if !failed {
+		return p, err
 	}
-	p, err := guestexec.Start(ctx, conn, frames, sink, hooks)
 	switch {
-	case err == nil:
-		return p, nil
-	case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
-		return nil, err
-	case ctx.Err() != nil:
+	case start.TimedOut:
 		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
 	case !b.Alive(id):
 		// The connection reached a sandbox whose init was dying (a

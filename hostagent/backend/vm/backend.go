@@ -935,31 +935,27 @@ func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, 
 	if err := backend.ValidateID(id); err != nil {
 		return nil, err
 	}
-	frames, err := guestexec.Encode(req)
-	if err != nil {
-		return nil, fmt.Errorf("vm: %w", err)
-	}
-	ctx, cancel := guestexec.BoundStart(ctx, b.opts.StartTimeout)
-	defer cancel()
-	v, st, err := b.stream(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	p, err := guestexec.Start(ctx, st, frames, sink, guestexec.Hooks{
-		// The VM's end is the end of every process in it.
-		Lost: func(err error) error {
-			if v.Exited(guestapi.ProofTimeout) {
-				return nil
-			}
-			return fmt.Errorf("%w: the connection to the VM's shepherd broke without a result: %v", backend.ErrProofLost, err)
-		},
+	var v *VM
+	p, err := guestexec.Exec(ctx, req, sink, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, guestexec.Hooks, error) {
+		vm, st, err := b.stream(ctx, id)
+		if err != nil {
+			return nil, guestexec.Hooks{}, err
+		}
+		v = vm
+		return st, guestexec.Hooks{
+			// The VM's end is the end of every process in it.
+			Lost: func(err error) error {
+				if vm.Exited(guestapi.ProofTimeout) {
+					return nil
+				}
+				return fmt.Errorf("%w: the connection to the VM's shepherd broke without a result: %v", backend.ErrProofLost, err)
+			},
+		}, nil
 	})
-	switch {
-	case err == nil:
-		return p, nil
-	case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
-		return nil, err
-	case v.Exited(0):
+	if _, failed := guestexec.StartFailed(err); !failed {
+		return p, err
+	}
+	if v.Exited(0) {
 		return nil, fmt.Errorf("vm: sandbox %s: %w (its VM ended while the command started)", id, backend.ErrNotRunning)
 	}
 	return nil, fmt.Errorf("vm: starting command in sandbox %s: %w", id, err)
