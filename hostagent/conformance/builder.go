@@ -45,7 +45,7 @@ func testBuilder(t *testing.T, n *node) {
 		t.Skipf("the %s backend has no Builder in its Capabilities", n.be.Name())
 	}
 	probe, _ := probeBinary(t)
-	src := hostDir(t, map[string]string{"data/input.txt": "source input\n"})
+	src := HostDir(t, map[string]string{"data/input.txt": "source input\n"})
 	if err := copyFile(probe, filepath.Join(src, "probe"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func testBuilder(t *testing.T, n *node) {
 	}
 	build := func(t *testing.T, id string, timeout time.Duration, cmd ...string) (backend.BuildResult, string) {
 		t.Helper()
-		out := hostDir(t, nil)
+		out := HostDir(t, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), patience+timeout)
 		defer cancel()
 		res, err := bl.Build(ctx, backend.BuildRequest{ID: id, Source: src, Out: out, Command: cmd, Timeout: timeout})
@@ -112,7 +112,7 @@ func testBuilder(t *testing.T, n *node) {
 
 	t.Run("links stay in /out", func(t *testing.T) {
 		n.known(t)
-		secret := hostDir(t, map[string]string{"secret": "host secret\n"})
+		secret := HostDir(t, map[string]string{"secret": "host secret\n"})
 		res, out := build(t, "build-links", 0, "sh", "-c",
 			`ln -s `+secret+`/secret abs && ln -s ../../../../etc/passwd rel && ln -s / root && echo kept > f && ln f hard`)
 		ok0(t, res)
@@ -161,7 +161,7 @@ func testBuilder(t *testing.T, n *node) {
 
 	t.Run("cancelled", func(t *testing.T) {
 		n.known(t)
-		out := hostDir(t, nil)
+		out := HostDir(t, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
@@ -218,7 +218,7 @@ func testBuilder(t *testing.T, n *node) {
 		const marker = "sleep 7654325"
 		tenant.sh(t, "echo secret-of-tenant > ~/marker")
 		startNamed(t, tenant.shell(t), marker)
-		secret := hostDir(t, map[string]string{"secret": "host secret\n"})
+		secret := HostDir(t, map[string]string{"secret": "host secret\n"})
 		res, _ := build(t, "build-iso", 0, "sh", "-c",
 			`for p in `+secret+` `+n.stateDir+` `+n.be.PileDir(tenant.id)+`; do [ -e "$p" ] && echo "visible $p"; done
 grep -rls secret-of-tenant /home /tmp /workspace /pile /out 2>/dev/null
@@ -228,7 +228,7 @@ true`)
 		if got := string(res.Log); got != "0\n" {
 			t.Fatalf("the build sees the node or another sandbox: %q", got)
 		}
-		if _, err := bl.Build(context.Background(), backend.BuildRequest{ID: tenant.id, Source: src, Out: hostDir(t, nil), Command: []string{"true"}}); err == nil {
+		if _, err := bl.Build(context.Background(), backend.BuildRequest{ID: tenant.id, Source: src, Out: HostDir(t, nil), Command: []string{"true"}}); err == nil {
 			t.Fatal("a build ran as a tenant's sandbox")
 		}
 		if got := running(tenant.shell(t), marker); got != 1 {

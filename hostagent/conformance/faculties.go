@@ -35,7 +35,7 @@ import (
 // restart, not before.
 func testFaculties(t *testing.T, n *node) {
 	ctx := context.Background()
-	a := hostDir(t, map[string]string{
+	a := HostDir(t, map[string]string{
 		"hello":    "#!/bin/sh\necho hello from a\n",
 		"unlisted": "#!/bin/sh\necho unlisted\n",
 	})
@@ -46,7 +46,7 @@ func testFaculties(t *testing.T, n *node) {
 			t.Fatal(err)
 		}
 	}
-	b := hostDir(t, map[string]string{
+	b := HostDir(t, map[string]string{
 		"hello": "#!/bin/sh\necho hello from b\n",
 		"bye":   "#!/bin/sh\necho bye from b\n",
 	})
@@ -135,10 +135,11 @@ func testFaculties(t *testing.T, n *node) {
 	})
 }
 
-// hostDir makes a directory on the host holding files (executable, owned
-// by the test), that a sandbox's unprivileged IDs can read and traverse to
-// (t.TempDir is 0700), and removes it when the test ends.
-func hostDir(t testing.TB, files map[string]string) string {
+// HostDir makes a directory on the host holding files (those that start
+// with "#!" executable; owned by the test), that a sandbox's unprivileged
+// IDs can read and traverse to (t.TempDir is 0700), and removes it when
+// the test ends. A backend's own tests use it for what they mount.
+func HostDir(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "pg-conformance-")
 	if err != nil {

@@ -231,7 +231,7 @@ func testSharedPile(t *testing.T, n *node) {
 	if !n.be.Capabilities().SharedPile {
 		t.Skip("the backend mounts no shared pile")
 	}
-	dir := hostDir(t, map[string]string{"shared.pile": "the platform's records\n"})
+	dir := HostDir(t, map[string]string{"shared.pile": "the platform's records\n"})
 	sp := n.spec("shared")
 	sp.Faculties = []backend.Faculty{{Name: "commons", Fingerprint: "fp-commons", Dir: dir, Binaries: []string{"shared.pile"}, SharedPile: true}}
 	start(t, n.be, sp)

@@ -124,17 +124,7 @@ func TestEgressRuleset(t *testing.T) {
 	if deny < 0 || accept < deny || all < accept || last < all {
 		t.Fatalf("rules out of order (%d %d %d %d):\n%s", deny, accept, all, last, script)
 	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("nft is not installed: run make prereqs")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("nft -c needs root")
-	}
-	cmd := exec.Command("nft", "-c", "-f", "-")
-	cmd.Stdin = strings.NewReader(script)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("nft refuses the script: %v: %s\n%s", err, out, script)
-	}
+	nftAccepts(t, script)
 }
 
 // TestDeniedAnswers: no answered address that leads back into IPv4 space
@@ -193,17 +183,7 @@ func TestEgressRuleset6(t *testing.T) {
 	if d, a := strings.Index(script, deny), strings.Index(script, `ip6 daddr ::/0 counter name "allowed" accept`); deny == "" || a < 0 || a < d {
 		t.Fatalf("the IPv6 deny rule is not before the rule that accepts ::/0:\n%s", script)
 	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("nft is not installed: run make prereqs")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("nft -c needs root")
-	}
-	cmd := exec.Command("nft", "-c", "-f", "-")
-	cmd.Stdin = strings.NewReader(script)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("nft refuses the script: %v: %s\n%s", err, out, script)
-	}
+	nftAccepts(t, script)
 }
 
 // TestEgress: an egress sandbox reaches the address and port its list
@@ -448,4 +428,21 @@ func dialHello(addr string) string {
 	buf := make([]byte, 16)
 	n, _ := c.Read(buf)
 	return strings.TrimSpace(string(buf[:n]))
+}
+
+// nftAccepts checks script with nft -c (which applies nothing), or skips
+// where there is no nft or no root.
+func nftAccepts(t *testing.T, script string) {
+	t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft is not installed: run make prereqs")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("nft -c needs root")
+	}
+	cmd := exec.Command("nft", "-c", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft refuses the script: %v: %s\n%s", err, out, script)
+	}
 }

@@ -59,7 +59,7 @@ func TestFacultySpecRules(t *testing.T) {
 		}
 	}
 
-	build := reachableDir(t)
+	build := conformance.HostDir(t, nil)
 	if err := os.Chmod(build, 0o700); err != nil { // the sandbox's root cannot reach it
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestBuildCancelledWhileRunning(t *testing.T) {
 	requireRunc(t)
 	state := newStateDir(t)
 	b := newBackend(t, state)
-	src, out := reachableDir(t), reachableDir(t)
+	src, out := conformance.HostDir(t, nil), conformance.HostDir(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -157,7 +157,7 @@ func TestBuilderLeftByDeadAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb.source = reachableDir(t)
+	sb.source = conformance.HostDir(t, nil)
 	if err := b.start(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestBuilderLeftByDeadAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unmarked.source = reachableDir(t)
+	unmarked.source = conformance.HostDir(t, nil)
 	if err := b.start(ctx, unmarked); err != nil {
 		t.Fatal(err)
 	}
@@ -189,21 +189,6 @@ func TestBuilderLeftByDeadAgent(t *testing.T) {
 	if got := sh(t, next, spec.ID, "ls -A /pile; ls -A /src /out 2>/dev/null; true"); got != "self.pile\n" {
 		t.Fatalf("a sandbox provisioned over a builder's ID: %q, want its pile and no /src or /out", got)
 	}
-}
-
-// reachableDir is an empty directory the sandboxes' unprivileged IDs can
-// reach.
-func reachableDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "pg-build-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // waitHostProcess waits until a process with the command line runs on the

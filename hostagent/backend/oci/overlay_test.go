@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -106,7 +107,7 @@ func TestNoSharedInodes(t *testing.T) {
 }
 
 func testNoSharedInodes(t *testing.T, b *Backend, isolation string) {
-	tool := facultyDir(t)
+	tool := conformance.HostDir(t, map[string]string{"tool": "#!/bin/sh\necho tool\n"}) // a faculty's build on the node
 	spec := func(id string) backend.Spec {
 		return backend.Spec{ID: id, Tenant: "t/" + id, Isolation: isolation,
 			Faculties: []backend.Faculty{{Name: "tools", Fingerprint: "fp", Dir: tool, Binaries: []string{"tool"}}}}
@@ -205,23 +206,6 @@ func testNoSharedInodes(t *testing.T, b *Backend, isolation string) {
 // exits first.
 func waitFor(marker, errors string) string {
 	return "pid=$!; until [ -e " + marker + " ]; do kill -0 $pid 2>/dev/null || { cat " + errors + " >&2; exit 1; }; sleep 0.01; done"
-}
-
-// facultyDir makes a faculty's build on the node, with one binary, tool.
-func facultyDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "pg-faculty-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tool"), []byte("#!/bin/sh\necho tool\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // TestOwnOverlaysAndDevices: a runc sandbox's /usr, /etc entries and
