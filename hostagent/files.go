@@ -30,6 +30,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/filecall"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -131,7 +132,7 @@ func (f *Files) ReadFile(ctx context.Context, tenant, handleID, filePath, cwd st
 	if err := checkPath(filePath); err != nil {
 		return FileContent{}, err
 	}
-	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileRead, Path: filePath, Cwd: cwd, Length: f.maxBytes, Whole: true})
+	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: filecall.Read, Path: filePath, Cwd: cwd, Length: f.maxBytes, Whole: true})
 	if err != nil {
 		return FileContent{}, err
 	}
@@ -157,7 +158,7 @@ func (f *Files) WriteFile(ctx context.Context, tenant, handleID, filePath, cwd s
 	if len(data) > f.maxBytes {
 		return FileInfo{}, errorf(agentapi.CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: split it into several files, or write parts and join them with exec (cat a b > c)", len(data), f.maxBytes)
 	}
-	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileWrite, Path: filePath, Cwd: cwd, Data: data})
+	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: filecall.Write, Path: filePath, Cwd: cwd, Data: data})
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -190,7 +191,7 @@ func (f *Files) ReadFileRange(ctx context.Context, tenant, handleID, filePath, c
 	if length == 0 {
 		length = f.maxBytes
 	}
-	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileRead, Path: filePath, Cwd: cwd, Offset: r.Offset, Length: length})
+	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: filecall.Read, Path: filePath, Cwd: cwd, Offset: r.Offset, Length: length})
 	if err != nil {
 		return FileContent{}, err
 	}
@@ -215,7 +216,7 @@ func (f *Files) DigestFile(ctx context.Context, tenant, handleID, filePath, cwd 
 	if err := checkPath(filePath); err != nil {
 		return FileDigest{}, err
 	}
-	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: backend.FileDigest, Path: filePath, Cwd: cwd})
+	res, err := f.call(ctx, tenant, handleID, filePath, backend.FileCall{Op: filecall.Digest, Path: filePath, Cwd: cwd})
 	if err != nil {
 		return FileDigest{}, err
 	}
@@ -251,9 +252,9 @@ func (f *Files) writeRange(ctx context.Context, tenant, handleID, filePath, cwd 
 	if len(data) > f.maxBytes {
 		return FileInfo{}, errorf(agentapi.CodeTooLarge, "the payload is %d bytes, over the %d-byte write limit: write it in ranges of at most %d bytes, one call each", len(data), f.maxBytes, f.maxBytes)
 	}
-	call := backend.FileCall{Op: backend.FileWriteAt, Path: filePath, Cwd: cwd, Offset: offset, Data: data}
+	call := backend.FileCall{Op: filecall.WriteAt, Path: filePath, Cwd: cwd, Offset: offset, Data: data}
 	if offset < 0 {
-		call.Op, call.Offset = backend.FileAppend, 0
+		call.Op, call.Offset = filecall.Append, 0
 	}
 	res, err := f.call(ctx, tenant, handleID, filePath, call)
 	if err != nil {
@@ -323,29 +324,29 @@ func (f *Files) call(ctx context.Context, tenant, handleID, filePath string, cal
 }
 
 // fileVerb says what call does to a file ("reading").
-func fileVerb(op backend.FileOp) string {
+func fileVerb(op filecall.Op) string {
 	switch op {
-	case backend.FileRead:
+	case filecall.Read:
 		return "reading"
-	case backend.FileDigest:
+	case filecall.Digest:
 		return "digesting"
 	}
 	return "writing"
 }
 
 // fileFailed says that a call failed in the sandbox, and why.
-func fileFailed(op backend.FileOp, filePath, why string) string {
+func fileFailed(op filecall.Op, filePath, why string) string {
 	switch op {
-	case backend.FileWrite:
+	case filecall.Write:
 		return fmt.Sprintf("writing %q failed, the file is unchanged: %s", filePath, why)
-	case backend.FileWriteAt, backend.FileAppend:
+	case filecall.WriteAt, filecall.Append:
 		return fmt.Sprintf("writing %q failed: %s; a ranged write is not atomic, so part of the range may have been written: write the range again once the cause is fixed", filePath, why)
 	}
 	return fmt.Sprintf("%s %q failed: %s", fileVerb(op), filePath, why)
 }
 
 // timeoutError is the error of a call that took longer than FileTimeout.
-func (f *Files) timeoutError(op backend.FileOp, filePath string) error {
+func (f *Files) timeoutError(op filecall.Op, filePath string) error {
 	e := errorf(agentapi.CodeUnavailable, "%s %q took longer than the %s a file operation may take (the agent's --file-timeout), and was stopped", fileVerb(op), filePath, f.timeout)
 	switch fileVerb(op) {
 	case "digesting":
@@ -361,33 +362,33 @@ func (f *Files) timeoutError(op backend.FileOp, filePath string) error {
 // refusal says why the sandbox refused a call on filePath, and what to do
 // instead.
 func (f *Files) refusal(spec backend.Spec, call backend.FileCall, filePath string, r *backend.FileRefused) error {
-	ranged := call.Op == backend.FileWriteAt || call.Op == backend.FileAppend
+	ranged := call.Op == filecall.WriteAt || call.Op == filecall.Append
 	switch r.Why {
-	case backend.FileNoFile:
+	case filecall.NoFile:
 		return errorf(agentapi.CodeNotFound, "no such file %q (relative paths start at cwd, or at the home directory without one)", filePath)
-	case backend.FileNotRegular:
+	case filecall.NotRegular:
 		switch {
-		case call.Op == backend.FileDigest:
+		case call.Op == filecall.Digest:
 			return errorf(agentapi.CodeInvalid, "%q is not a regular file: only a regular file has a digest", filePath)
 		case ranged:
 			return errorf(agentapi.CodeInvalid, "%q is not a regular file, nor a link to one: write appends to and writes into regular files only", filePath)
 		}
 		return errorf(agentapi.CodeInvalid, "%q is not a regular file: read reads files; list directories with exec (ls)", filePath)
-	case backend.FileTooLarge:
+	case filecall.TooLarge:
 		return errorf(agentapi.CodeTooLarge, "%q is %s bytes, over the %d-byte read limit; read refuses rather than truncates: use exec (head, tail, split) or job_exec to page through it", filePath, r.Detail, f.maxBytes)
-	case backend.FileGrew:
+	case filecall.Grew:
 		return errorf(agentapi.CodeTooLarge, "%q grew past the %d-byte read limit while it was read; read refuses rather than truncates", filePath, f.maxBytes)
-	case backend.FileShort:
+	case filecall.Short:
 		return errorf(agentapi.CodeUnavailable, "reading %q stopped at byte %s: it shrank while it was read, or could not be read: read the range again", filePath, r.Detail)
-	case backend.FileNoDir:
+	case filecall.NoDir:
 		return errorf(agentapi.CodeNotFound, "the directory %q does not exist: create it first with exec (mkdir -p)", r.Detail)
-	case backend.FileIsDir:
+	case filecall.IsDir:
 		return errorf(agentapi.CodeInvalid, "%q is a directory: give a file path", filePath)
-	case backend.FileInPile:
+	case filecall.InPile:
 		return pileRefusal(spec, filePath, ranged)
-	case backend.FileNoDigest:
+	case filecall.NoDigest:
 		return errorf(agentapi.CodeUnavailable, "the sandbox has neither sha256sum nor sha256 to digest %q with: install one in the sandbox (coreutils), or compare the sha256 of each range instead", filePath)
-	case backend.FileChanged:
+	case filecall.Changed:
 		return errorf(agentapi.CodeUnavailable, "%q changed while it was digested: digest it again once nothing writes to it", filePath)
 	}
 	return &agentapi.Error{Code: agentapi.CodeInternal, Err: r, Message: fileFailed(call.Op, filePath, r.Error())}

@@ -19,6 +19,8 @@ package backend
 import (
 	"context"
 	"fmt"
+
+	"github.com/playground-dev/playground/hostagent/filecall"
 )
 
 // FileServer is the behaviour, in Capabilities.FileServer, of a backend
@@ -38,29 +40,10 @@ type FileServer interface {
 	File(ctx context.Context, id string, call FileCall) (FileResult, error)
 }
 
-// FileOp names a file call.
-type FileOp string
-
-// The file calls.
-const (
-	// FileRead reads Length bytes from Offset; with Whole, the whole file,
-	// refused (FileTooLarge) when it is longer than Length.
-	FileRead FileOp = "read"
-	// FileDigest answers the size and sha256 of the whole file.
-	FileDigest FileOp = "digest"
-	// FileWrite replaces the file with Data atomically.
-	FileWrite FileOp = "write"
-	// FileWriteAt writes Data at Offset, creating the file, never
-	// truncating it.
-	FileWriteAt FileOp = "writeAt"
-	// FileAppend appends Data, creating the file.
-	FileAppend FileOp = "append"
-)
-
 // FileCall is one file call. Path is relative to Cwd, itself relative to
 // the sandbox user's home (empty: the home).
 type FileCall struct {
-	Op     FileOp
+	Op     filecall.Op
 	Path   string
 	Cwd    string
 	Offset int64
@@ -83,41 +66,10 @@ type FileResult struct {
 	SHA256 string
 }
 
-// FileRefusal names why a file call was refused.
-type FileRefusal string
-
-// The refusals of a file call.
-const (
-	// FileNoFile: nothing is at the path.
-	FileNoFile FileRefusal = "nofile"
-	// FileNotRegular: the path is no regular file, nor a link to one.
-	FileNotRegular FileRefusal = "notregular"
-	// FileTooLarge: a whole read's file is longer than Length; Detail is
-	// its size.
-	FileTooLarge FileRefusal = "toolarge"
-	// FileGrew: a whole read's file grew past Length while it was read.
-	FileGrew FileRefusal = "grew"
-	// FileNoDir: the directory a write names does not exist (Detail).
-	FileNoDir FileRefusal = "nodir"
-	// FileIsDir: a write's path is a directory.
-	FileIsDir FileRefusal = "isdir"
-	// FileInPile: a write's file is in the pile, or (a ranged write's)
-	// links to a file there.
-	FileInPile FileRefusal = "inpile"
-	// FileChanged: the file's size changed while it was digested.
-	FileChanged FileRefusal = "changed"
-	// FileShort: a ranged read stopped before its length and the end of
-	// the file (it shrank while it was read); Detail says where ("END of
-	// its SIZE").
-	FileShort FileRefusal = "short"
-	// FileNoDigest: the sandbox has no tool to digest with (ShellFiles).
-	FileNoDigest FileRefusal = "nodigest"
-)
-
 // FileRefused is the error of a refused file call; the agent says what
 // the tenant can do about it.
 type FileRefused struct {
-	Why    FileRefusal
+	Why    filecall.Refusal
 	Detail string
 }
 

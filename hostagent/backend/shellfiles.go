@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/playground-dev/playground/hostagent/filecall"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -52,9 +53,9 @@ const (
 )
 
 // shellRefusals are the refusals the scripts' exit codes say.
-var shellRefusals = map[int]FileRefusal{
-	exitNoFile: FileNoFile, exitNotRegular: FileNotRegular, exitTooLarge: FileTooLarge, exitNoDir: FileNoDir,
-	exitIsDir: FileIsDir, exitInPile: FileInPile, exitNoDigest: FileNoDigest, exitChanged: FileChanged,
+var shellRefusals = map[int]filecall.Refusal{
+	exitNoFile: filecall.NoFile, exitNotRegular: filecall.NotRegular, exitTooLarge: filecall.TooLarge, exitNoDir: filecall.NoDir,
+	exitIsDir: filecall.IsDir, exitInPile: filecall.InPile, exitNoDigest: filecall.NoDigest, exitChanged: filecall.Changed,
 }
 
 // maxShellAnswer bounds what a script prints besides a read's bytes: a
@@ -64,16 +65,16 @@ const maxShellAnswer = 2*guestapi.MaxFilePath + 256
 func (s shellFiles) File(ctx context.Context, id string, call FileCall) (FileResult, error) {
 	f := ShellQuote(call.Path)
 	switch call.Op {
-	case FileRead:
+	case filecall.Read:
 		if call.Whole {
 			return s.read(ctx, id, call, f)
 		}
 		return s.readRange(ctx, id, call, f)
-	case FileDigest:
+	case filecall.Digest:
 		return s.digest(ctx, id, call, f)
-	case FileWrite:
+	case filecall.Write:
 		return s.write(ctx, id, call, f)
-	case FileWriteAt, FileAppend:
+	case filecall.WriteAt, filecall.Append:
 		return s.writeRange(ctx, id, call, f)
 	}
 	return FileResult{}, fmt.Errorf("%w: unknown file call %q", ErrInvalidRequest, call.Op)
@@ -92,7 +93,7 @@ exec cat -- "$f"`, f, exitNoFile, exitNotRegular, call.Length, exitTooLarge)
 		return FileResult{}, err
 	}
 	if len(out.stdout) > call.Length {
-		return FileResult{}, &FileRefused{Why: FileGrew}
+		return FileResult{}, &FileRefused{Why: filecall.Grew}
 	}
 	return FileResult{Path: absOr(string(out.stderr), call.Path), Data: out.stdout, Size: int64(len(out.stdout))}, nil
 }
@@ -117,7 +118,7 @@ tail -c +%d -- "$f" | head -c %d`, f, exitNoFile, exitNotRegular, call.Offset, u
 	}
 	end := call.Offset + int64(len(out.stdout))
 	if len(out.stdout) < call.Length && end < size {
-		return FileResult{}, &FileRefused{Why: FileShort, Detail: fmt.Sprintf("%d of its %d", end, size)}
+		return FileResult{}, &FileRefused{Why: filecall.Short, Detail: fmt.Sprintf("%d of its %d", end, size)}
 	}
 	if len(out.stdout) > 0 {
 		size = max(size, end) // it grew while it was read
@@ -175,7 +176,7 @@ printf '%%s/%%s' "$r" "$(basename -- "$f")"`, f, exitNoDir, exitIsDir, guestapi.
 
 func (s shellFiles) writeRange(ctx context.Context, id string, call FileCall, f string) (FileResult, error) {
 	put := `cat >> "$f" || exit 1`
-	if call.Op == FileWriteAt {
+	if call.Op == filecall.WriteAt {
 		// The file open read-write, neither truncated nor appended to;
 		// dd moves the offset all its descriptors share (an lseek: bs=1
 		// costs nothing), and cat writes from there. POSIX dd and sh,

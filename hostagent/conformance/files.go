@@ -31,6 +31,7 @@ import (
 	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/filecall"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -232,7 +233,7 @@ echo $n`})
 		// thread that serves it, named for it.
 		digesters := func(s *session) int {
 			sh := s.shell(t)
-			threads, _ := strconv.Atoi(strings.TrimSpace(sh(`for f in /proc/[0-9]*/task/*/comm; do cat "$f"; done 2>/dev/null | grep -cx '` + guestapi.FileThreadName(guestapi.FileDigest) + `' || true`)))
+			threads, _ := strconv.Atoi(strings.TrimSpace(sh(`for f in /proc/[0-9]*/task/*/comm; do cat "$f"; done 2>/dev/null | grep -cx '` + guestapi.FileThreadName(filecall.Digest) + `' || true`)))
 			return running(sh, "sha256sum") + running(sh, "sha256 -q") + threads
 		}
 

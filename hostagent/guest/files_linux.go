@@ -36,6 +36,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/playground-dev/playground/hostagent/filecall"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -144,7 +145,7 @@ func setThreadName(name string) {
 }
 
 // refused is a file call's refusal.
-func refused(r guestapi.FileRefusal, detail string) (guestapi.FileAnswer, []byte, error) {
+func refused(r filecall.Refusal, detail string) (guestapi.FileAnswer, []byte, error) {
 	return guestapi.FileAnswer{Refused: r, Detail: detail}, nil, nil
 }
 
@@ -181,13 +182,13 @@ func (r fileRoots) serve(cwd string, req guestapi.FileRequest, data []byte, gone
 		p = base + "/" + p
 	}
 	switch req.Op {
-	case guestapi.FileRead:
+	case filecall.Read:
 		return r.read(p, req)
-	case guestapi.FileDigest:
+	case filecall.Digest:
 		return r.digest(p, gone)
-	case guestapi.FileWrite:
+	case filecall.Write:
 		return r.replace(p, req.Path, data)
-	case guestapi.FileWriteAt, guestapi.FileAppend:
+	case filecall.WriteAt, filecall.Append:
 		return r.writeRange(p, req, data)
 	}
 	return guestapi.FileAnswer{}, nil, fmt.Errorf("unknown file call %q", req.Op)
@@ -231,20 +232,20 @@ func inDir(p, dir string) bool {
 
 // openRegular opens p for reading when it is a regular file, or a link
 // to one: never a FIFO or device, whose open alone may block or act.
-func openRegular(p string) (*os.File, os.FileInfo, guestapi.FileRefusal, error) {
+func openRegular(p string) (*os.File, os.FileInfo, filecall.Refusal, error) {
 	fi, err := os.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
 		// As test -e has it: no file there to read.
-		return nil, nil, guestapi.FileNoFile, nil
+		return nil, nil, filecall.NoFile, nil
 	case err != nil:
 		return nil, nil, "", err
 	case !fi.Mode().IsRegular():
-		return nil, nil, guestapi.FileNotRegular, nil
+		return nil, nil, filecall.NotRegular, nil
 	}
 	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, guestapi.FileNoFile, nil
+		return nil, nil, filecall.NoFile, nil
 	}
 	if err != nil {
 		return nil, nil, "", err
@@ -254,7 +255,7 @@ func openRegular(p string) (*os.File, os.FileInfo, guestapi.FileRefusal, error) 
 		if err != nil {
 			return nil, nil, "", err
 		}
-		return nil, nil, guestapi.FileNotRegular, nil // replaced meanwhile
+		return nil, nil, filecall.NotRegular, nil // replaced meanwhile
 	}
 	return f, fi, "", nil
 }
@@ -269,7 +270,7 @@ func (r fileRoots) read(p string, req guestapi.FileRequest) (guestapi.FileAnswer
 	size := fi.Size()
 	if req.Whole {
 		if size > int64(req.Length) {
-			return refused(guestapi.FileTooLarge, strconv.FormatInt(size, 10))
+			return refused(filecall.TooLarge, strconv.FormatInt(size, 10))
 		}
 		// Past the size, one byte more than the bound tells a file that
 		// grew past it.
@@ -280,7 +281,7 @@ func (r fileRoots) read(p string, req guestapi.FileRequest) (guestapi.FileAnswer
 		}
 		buf, n := b.Bytes(), b.Len()
 		if n > req.Length {
-			return refused(guestapi.FileGrew, "")
+			return refused(filecall.Grew, "")
 		}
 		return guestapi.FileAnswer{Path: resolved(p), Size: int64(n)}, buf[:n], nil
 	}
@@ -294,7 +295,7 @@ func (r fileRoots) read(p string, req guestapi.FileRequest) (guestapi.FileAnswer
 	}
 	if n < len(buf) {
 		// It shrank while it was read.
-		return refused(guestapi.FileShort, fmt.Sprintf("%d of its %d", req.Offset+int64(n), size))
+		return refused(filecall.Short, fmt.Sprintf("%d of its %d", req.Offset+int64(n), size))
 	}
 	if n == len(buf) && n < req.Length {
 		// Read on to the bound: the file may have grown since its stat.
@@ -339,7 +340,7 @@ func (r fileRoots) digest(p string, gone func() bool) (guestapi.FileAnswer, []by
 		return guestapi.FileAnswer{}, nil, err
 	}
 	if after.Size() != fi.Size() {
-		return refused(guestapi.FileChanged, "")
+		return refused(filecall.Changed, "")
 	}
 	return guestapi.FileAnswer{Path: resolved(p), Size: fi.Size(), SHA256: hex.EncodeToString(h.Sum(nil))}, nil, nil
 }
@@ -347,25 +348,25 @@ func (r fileRoots) digest(p string, gone func() bool) (guestapi.FileAnswer, []by
 // writeTarget checks the directory a write names: it exists, the path is
 // no directory, and the directory, its links resolved, is not the pile's.
 // given is the path as the agent gave it, for the refusal's detail.
-func (r fileRoots) writeTarget(p, given string) (realDir, name string, why guestapi.FileRefusal, detail string) {
+func (r fileRoots) writeTarget(p, given string) (realDir, name string, why filecall.Refusal, detail string) {
 	dir, name := split(p)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		gdir, _ := split(given)
-		return "", "", guestapi.FileNoDir, gdir
+		return "", "", filecall.NoDir, gdir
 	}
 	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-		return "", "", guestapi.FileIsDir, ""
+		return "", "", filecall.IsDir, ""
 	}
 	d, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		gdir, _ := split(given)
-		return "", "", guestapi.FileNoDir, gdir
+		return "", "", filecall.NoDir, gdir
 	}
 	if !filepath.IsAbs(d) {
 		d = filepath.Join(r.home, d)
 	}
 	if inDir(d, r.pile) {
-		return "", "", guestapi.FileInPile, ""
+		return "", "", filecall.InPile, ""
 	}
 	return d, name, "", ""
 }
@@ -450,17 +451,17 @@ func (r fileRoots) writeRange(p string, req guestapi.FileRequest, data []byte) (
 		return refused(why, detail)
 	}
 	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
-		return refused(guestapi.FileNotRegular, "")
+		return refused(filecall.NotRegular, "")
 	}
 	t, err := linkTarget(p)
 	if err != nil {
-		return refused(guestapi.FileNotRegular, "")
+		return refused(filecall.NotRegular, "")
 	}
 	if td, _ := split(t); inDir(td, r.pile) || inDir(t, r.pile) {
-		return refused(guestapi.FileInPile, "")
+		return refused(filecall.InPile, "")
 	}
 	flags := os.O_WRONLY | os.O_CREATE | unix.O_NONBLOCK | unix.O_NOCTTY
-	if req.Op == guestapi.FileAppend {
+	if req.Op == filecall.Append {
 		flags |= os.O_APPEND
 	}
 	f, err := os.OpenFile(p, flags, 0o666)
@@ -472,9 +473,9 @@ func (r fileRoots) writeRange(p string, req guestapi.FileRequest, data []byte) (
 		if err != nil {
 			return guestapi.FileAnswer{}, nil, err
 		}
-		return refused(guestapi.FileNotRegular, "")
+		return refused(filecall.NotRegular, "")
 	}
-	if req.Op == guestapi.FileAppend {
+	if req.Op == filecall.Append {
 		_, err = f.Write(data)
 	} else {
 		_, err = f.WriteAt(data, req.Offset)

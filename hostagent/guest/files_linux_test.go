@@ -26,6 +26,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/playground-dev/playground/hostagent/filecall"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -78,16 +79,16 @@ func fileTree(t testing.TB) fileRoots {
 // to block), directories, missing files and directories.
 func TestFilePaths(t *testing.T) {
 	r := fileTree(t)
-	read := guestapi.FileRequest{Op: guestapi.FileRead, Length: 100, Whole: true}
-	write := guestapi.FileRequest{Op: guestapi.FileWrite}
-	appnd := guestapi.FileRequest{Op: guestapi.FileAppend}
-	at := guestapi.FileRequest{Op: guestapi.FileWriteAt, Offset: 2}
-	digest := guestapi.FileRequest{Op: guestapi.FileDigest}
+	read := guestapi.FileRequest{Op: filecall.Read, Length: 100, Whole: true}
+	write := guestapi.FileRequest{Op: filecall.Write}
+	appnd := guestapi.FileRequest{Op: filecall.Append}
+	at := guestapi.FileRequest{Op: filecall.WriteAt, Offset: 2}
+	digest := guestapi.FileRequest{Op: filecall.Digest}
 	for _, tc := range []struct {
 		name, cwd string
 		req       guestapi.FileRequest
 		path      string
-		refused   guestapi.FileRefusal
+		refused   filecall.Refusal
 		detail    string
 		wantPath  string // the answer's path, relative to home
 	}{
@@ -97,32 +98,32 @@ func TestFilePaths(t *testing.T) {
 		{name: "read in cwd", cwd: "sub", req: read, path: "../a.txt", wantPath: "a.txt"},
 		{name: "read through link dir", req: read, path: "sub/up/a.txt", wantPath: "a.txt"},
 		{name: "read a pile file", req: read, path: "tolog", wantPath: "tolog"},
-		{name: "read missing", req: read, path: "nope", refused: guestapi.FileNoFile},
-		{name: "read dangling", req: read, path: "dangling", refused: guestapi.FileNoFile},
-		{name: "read under a file", req: read, path: "a.txt/x", refused: guestapi.FileNoFile},
-		{name: "read loop", req: read, path: "loop", refused: guestapi.FileNoFile},
-		{name: "read dir", req: read, path: "sub", refused: guestapi.FileNotRegular},
-		{name: "read fifo", req: read, path: "fifo", refused: guestapi.FileNotRegular},
-		{name: "digest fifo", req: digest, path: "fifo", refused: guestapi.FileNotRegular},
-		{name: "read too large", req: guestapi.FileRequest{Op: guestapi.FileRead, Length: 3, Whole: true}, path: "a.txt", refused: guestapi.FileTooLarge, detail: "5"},
+		{name: "read missing", req: read, path: "nope", refused: filecall.NoFile},
+		{name: "read dangling", req: read, path: "dangling", refused: filecall.NoFile},
+		{name: "read under a file", req: read, path: "a.txt/x", refused: filecall.NoFile},
+		{name: "read loop", req: read, path: "loop", refused: filecall.NoFile},
+		{name: "read dir", req: read, path: "sub", refused: filecall.NotRegular},
+		{name: "read fifo", req: read, path: "fifo", refused: filecall.NotRegular},
+		{name: "digest fifo", req: digest, path: "fifo", refused: filecall.NotRegular},
+		{name: "read too large", req: guestapi.FileRequest{Op: filecall.Read, Length: 3, Whole: true}, path: "a.txt", refused: filecall.TooLarge, detail: "5"},
 		{name: "write new", req: write, path: "sub/new.txt", wantPath: "sub/new.txt"},
 		{name: "write through ..", cwd: "sub", req: write, path: "../w.txt", wantPath: "w.txt"},
-		{name: "write no dir", req: write, path: "none/f", refused: guestapi.FileNoDir, detail: "none"},
-		{name: "write dir", req: write, path: "sub", refused: guestapi.FileIsDir},
-		{name: "write pile by path", req: write, path: r.pile + "/logs/x.log", refused: guestapi.FileInPile},
-		{name: "write pile by ..", req: write, path: "../pile/logs/y", refused: guestapi.FileInPile},
-		{name: "write pile by dir link", req: write, path: "topile/logs/y", refused: guestapi.FileInPile},
-		{name: "write pile by relative link", req: write, path: "tologs/y", refused: guestapi.FileInPile},
-		{name: "write pile by nested link", req: write, path: "sub/pilesub/y", refused: guestapi.FileInPile},
+		{name: "write no dir", req: write, path: "none/f", refused: filecall.NoDir, detail: "none"},
+		{name: "write dir", req: write, path: "sub", refused: filecall.IsDir},
+		{name: "write pile by path", req: write, path: r.pile + "/logs/x.log", refused: filecall.InPile},
+		{name: "write pile by ..", req: write, path: "../pile/logs/y", refused: filecall.InPile},
+		{name: "write pile by dir link", req: write, path: "topile/logs/y", refused: filecall.InPile},
+		{name: "write pile by relative link", req: write, path: "tologs/y", refused: filecall.InPile},
+		{name: "write pile by nested link", req: write, path: "sub/pilesub/y", refused: filecall.InPile},
 		{name: "write over a link to the pile", req: write, path: "tolog2", wantPath: "tolog2"},
-		{name: "append pile by link", req: appnd, path: "tolog", refused: guestapi.FileInPile},
-		{name: "append pile by chain", req: appnd, path: "chain", refused: guestapi.FileInPile},
-		{name: "append pile by dangling link", req: appnd, path: "tonew", refused: guestapi.FileInPile},
-		{name: "write at pile by link", req: at, path: "tolog", refused: guestapi.FileInPile},
-		{name: "append pile by dir link", req: appnd, path: "topile/logs/x.log", refused: guestapi.FileInPile},
-		{name: "append fifo", req: appnd, path: "fifo", refused: guestapi.FileNotRegular},
-		{name: "append loop", req: appnd, path: "loop", refused: guestapi.FileNotRegular},
-		{name: "append dir", req: appnd, path: "sub/", refused: guestapi.FileIsDir},
+		{name: "append pile by link", req: appnd, path: "tolog", refused: filecall.InPile},
+		{name: "append pile by chain", req: appnd, path: "chain", refused: filecall.InPile},
+		{name: "append pile by dangling link", req: appnd, path: "tonew", refused: filecall.InPile},
+		{name: "write at pile by link", req: at, path: "tolog", refused: filecall.InPile},
+		{name: "append pile by dir link", req: appnd, path: "topile/logs/x.log", refused: filecall.InPile},
+		{name: "append fifo", req: appnd, path: "fifo", refused: filecall.NotRegular},
+		{name: "append loop", req: appnd, path: "loop", refused: filecall.NotRegular},
+		{name: "append dir", req: appnd, path: "sub/", refused: filecall.IsDir},
 		{name: "append out of home", req: appnd, path: "out", wantPath: "out"},
 		{name: "write at new", req: at, path: "sub/at.bin", wantPath: "sub/at.bin"},
 	} {
@@ -152,7 +153,7 @@ func TestFilePaths(t *testing.T) {
 // TestFileCwd: a cwd that does not exist is refused as a command's is.
 func TestFileCwd(t *testing.T) {
 	r := fileTree(t)
-	_, _, err := r.serve("missing", guestapi.FileRequest{Op: guestapi.FileRead, Path: "a", Length: 1}, nil, nil)
+	_, _, err := r.serve("missing", guestapi.FileRequest{Op: filecall.Read, Path: "a", Length: 1}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "does not exist or cannot be entered") {
 		t.Fatalf("err %v, want the cwd refused", err)
 	}
@@ -166,7 +167,7 @@ func FuzzFilePath(f *testing.F) {
 		f.Add(s, "sub", uint8(1))
 	}
 	r := fileTree(f)
-	ops := []guestapi.FileOp{guestapi.FileWrite, guestapi.FileAppend, guestapi.FileWriteAt}
+	ops := []filecall.Op{filecall.Write, filecall.Append, filecall.WriteAt}
 	f.Fuzz(func(t *testing.T, p, cwd string, op uint8) {
 		if strings.ContainsAny(cwd, "\x00") || filepath.IsAbs(cwd) || strings.Contains(cwd, "..") {
 			return // a cwd is the agent's, checked as a command's
@@ -209,8 +210,8 @@ func TestAsTenant(t *testing.T) {
 	r := fileRoots{home: dir, pile: "/nonexistent-pile"}
 	var readErr, writeErr error
 	if err := asTenant("pg-file-test", func() {
-		_, _, readErr = r.serve("", guestapi.FileRequest{Op: guestapi.FileRead, Path: "secret", Length: 10, Whole: true}, nil, nil)
-		_, _, writeErr = r.serve("", guestapi.FileRequest{Op: guestapi.FileWrite, Path: "mine"}, []byte("y"), nil)
+		_, _, readErr = r.serve("", guestapi.FileRequest{Op: filecall.Read, Path: "secret", Length: 10, Whole: true}, nil, nil)
+		_, _, writeErr = r.serve("", guestapi.FileRequest{Op: filecall.Write, Path: "mine"}, []byte("y"), nil)
 	}); err != nil {
 		t.Fatal(err)
 	}

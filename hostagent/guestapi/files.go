@@ -16,6 +16,8 @@ limitations under the License.
 
 package guestapi
 
+import "github.com/playground-dev/playground/hostagent/filecall"
+
 // File calls: a Start frame whose File is set asks for no command. An
 // idle shepherd serves the call itself, with the tenant's credentials,
 // so that a path resolves as the tenant's commands see it (links
@@ -34,33 +36,14 @@ package guestapi
 // FrameFile carries a JSON FileAnswer: the answer to a file call.
 const FrameFile FrameType = 27
 
-// FileOp names a file call.
-type FileOp string
-
-// The file calls a shepherd serves.
-const (
-	// FileRead reads Length bytes from Offset; with Whole, the whole file,
-	// refused (FileTooLarge) when it is longer than Length.
-	FileRead FileOp = "read"
-	// FileDigest answers the size and sha256 of the whole file.
-	FileDigest FileOp = "digest"
-	// FileWrite replaces the file atomically: a temporary file in its
-	// directory, synced, renamed over it.
-	FileWrite FileOp = "write"
-	// FileWriteAt writes at Offset, creating the file, never truncating it.
-	FileWriteAt FileOp = "writeAt"
-	// FileAppend appends, creating the file.
-	FileAppend FileOp = "append"
-)
-
 // FileRequest is StartRequest.File. Path is relative to the Start's Cwd
 // (itself relative to TenantHome; empty: TenantHome).
 type FileRequest struct {
-	Op     FileOp `json:"op"`
-	Path   string `json:"path"`
-	Offset int64  `json:"offset,omitempty"`
-	Length int    `json:"length,omitempty"`
-	Whole  bool   `json:"whole,omitempty"`
+	Op     filecall.Op `json:"op"`
+	Path   string      `json:"path"`
+	Offset int64       `json:"offset,omitempty"`
+	Length int         `json:"length,omitempty"`
+	Whole  bool        `json:"whole,omitempty"`
 	// Size is how many bytes to write follow in Stdin frames (at most
 	// MaxStdin): the shepherd takes them into one buffer of that size.
 	Size int `json:"size,omitempty"`
@@ -69,46 +52,16 @@ type FileRequest struct {
 // FileThreadName is the name of the shepherd's thread that serves a file
 // call of op, while it does (a thread's comm, at most 15 bytes): what the
 // tenant's ps shows of it, and how a test sees a digest run and stop.
-func FileThreadName(op FileOp) string { return "pg-file-" + string(op) }
+func FileThreadName(op filecall.Op) string { return "pg-file-" + string(op) }
 
 // MaxFilePath bounds FileRequest.Path, as Linux bounds a path (PATH_MAX).
 const MaxFilePath = 4096
 
-// FileRefusal names why a file call was refused, for the agent to explain.
-type FileRefusal string
-
-// The refusals of a file call.
-const (
-	// FileNoFile: nothing is at the path.
-	FileNoFile FileRefusal = "nofile"
-	// FileNotRegular: the path is no regular file, nor a link to one.
-	FileNotRegular FileRefusal = "notregular"
-	// FileTooLarge: a whole read's file is longer than Length; Detail is
-	// its size.
-	FileTooLarge FileRefusal = "toolarge"
-	// FileGrew: a whole read's file grew past Length while it was read.
-	FileGrew FileRefusal = "grew"
-	// FileNoDir: the directory a write names does not exist; Detail names
-	// it.
-	FileNoDir FileRefusal = "nodir"
-	// FileIsDir: a write's path is a directory.
-	FileIsDir FileRefusal = "isdir"
-	// FileInPile: a write's file is in PileDir, or (a ranged write's)
-	// links to a file there.
-	FileInPile FileRefusal = "inpile"
-	// FileChanged: the file's size changed while it was digested.
-	FileChanged FileRefusal = "changed"
-	// FileShort: a read stopped before Length bytes and the end of the
-	// file (it shrank while it was read); Detail says where ("END of its
-	// SIZE").
-	FileShort FileRefusal = "short"
-)
-
 // FileAnswer is the payload of FrameFile.
 type FileAnswer struct {
 	// Refused, when set, refuses the call, and Detail says more.
-	Refused FileRefusal `json:"refused,omitempty"`
-	Detail  string      `json:"detail,omitempty"`
+	Refused filecall.Refusal `json:"refused,omitempty"`
+	Detail  string           `json:"detail,omitempty"`
 	// Path is the file's absolute path, its directory's links resolved.
 	Path string `json:"path,omitempty"`
 	// Size is the whole file's size: when it was read, after it was

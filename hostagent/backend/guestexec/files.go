@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/filecall"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -67,7 +68,7 @@ func File(ctx context.Context, conn net.Conn, call backend.FileCall) (backend.Fi
 func file(conn net.Conn, call backend.FileCall) (backend.FileResult, error) {
 	start, err := guestapi.AppendJSONFrame(nil, guestapi.FrameStart, guestapi.StartRequest{
 		Version: guestapi.ProtocolVersion, Cwd: call.Cwd,
-		File: &guestapi.FileRequest{Op: guestapi.FileOp(call.Op), Path: call.Path, Offset: call.Offset, Length: call.Length, Whole: call.Whole, Size: len(call.Data)},
+		File: &guestapi.FileRequest{Op: call.Op, Path: call.Path, Offset: call.Offset, Length: call.Length, Whole: call.Whole, Size: len(call.Data)},
 	})
 	if err != nil {
 		return backend.FileResult{}, err
@@ -103,9 +104,9 @@ func file(conn net.Conn, call backend.FileCall) (backend.FileResult, error) {
 		return backend.FileResult{}, fmt.Errorf("protocol error: File: %w", err)
 	}
 	if ans.Refused != "" {
-		return backend.FileResult{}, &backend.FileRefused{Why: backend.FileRefusal(ans.Refused), Detail: ans.Detail}
+		return backend.FileResult{}, &backend.FileRefused{Why: ans.Refused, Detail: ans.Detail}
 	}
-	if ans.Len < 0 || ans.Len > call.Length || (ans.Len > 0 && call.Op != backend.FileRead) {
+	if ans.Len < 0 || ans.Len > call.Length || (ans.Len > 0 && call.Op != filecall.Read) {
 		return backend.FileResult{}, fmt.Errorf("protocol error: %d bytes answer a file call of %d", ans.Len, call.Length)
 	}
 	res := backend.FileResult{Path: ans.Path, Size: ans.Size, SHA256: ans.SHA256}

@@ -26,6 +26,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/filecall"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -79,12 +80,12 @@ func TestFileClient(t *testing.T) {
 	ctx := context.Background()
 	payload := strings.Repeat("x", guestapi.MaxFrame+10) // more than one frame
 	conn := fakeGuest(t, func(req guestapi.StartRequest, data []byte) []byte {
-		if req.File == nil || req.File.Op != guestapi.FileWrite || req.File.Path != "f" || req.Cwd != "d" || string(data) != payload {
+		if req.File == nil || req.File.Op != filecall.Write || req.File.Path != "f" || req.Cwd != "d" || string(data) != payload {
 			return guestapi.AppendFrame(nil, guestapi.FrameError, []byte("the call arrived otherwise"))
 		}
 		return fileFrame(t, guestapi.FileAnswer{Path: "/home/d/f", Size: int64(len(data))})
 	})
-	res, err := File(ctx, conn, backend.FileCall{Op: backend.FileWrite, Path: "f", Cwd: "d", Data: []byte(payload)})
+	res, err := File(ctx, conn, backend.FileCall{Op: filecall.Write, Path: "f", Cwd: "d", Data: []byte(payload)})
 	if err != nil || res.Path != "/home/d/f" || res.Size != int64(len(payload)) {
 		t.Fatalf("write: %+v, %v", res, err)
 	}
@@ -94,7 +95,7 @@ func TestFileClient(t *testing.T) {
 		b = guestapi.AppendFrame(b, guestapi.FrameStdout, []byte("he"))
 		return guestapi.AppendFrame(b, guestapi.FrameStdout, []byte("llo"))
 	})
-	res, err = File(ctx, conn, backend.FileCall{Op: backend.FileRead, Path: "f", Length: 10})
+	res, err = File(ctx, conn, backend.FileCall{Op: filecall.Read, Path: "f", Length: 10})
 	if err != nil || string(res.Data) != "hello" {
 		t.Fatalf("read: %q, %v", res.Data, err)
 	}
@@ -103,10 +104,10 @@ func TestFileClient(t *testing.T) {
 		answer func(t *testing.T) []byte
 		check  func(error) bool
 	}{
-		"a refusal": {func(t *testing.T) []byte { return fileFrame(t, guestapi.FileAnswer{Refused: guestapi.FileInPile}) },
+		"a refusal": {func(t *testing.T) []byte { return fileFrame(t, guestapi.FileAnswer{Refused: filecall.InPile}) },
 			func(err error) bool {
 				var r *backend.FileRefused
-				return errors.As(err, &r) && r.Why == backend.FileInPile
+				return errors.As(err, &r) && r.Why == filecall.InPile
 			}},
 		"a failure": {func(*testing.T) []byte {
 			return guestapi.AppendFrame(nil, guestapi.FrameError, []byte("permission denied"))
@@ -122,7 +123,7 @@ func TestFileClient(t *testing.T) {
 		}, func(err error) bool { return err != nil && strings.Contains(err.Error(), "restart the sandbox") }},
 	} {
 		conn := fakeGuest(t, func(guestapi.StartRequest, []byte) []byte { return tc.answer(t) })
-		if _, err := File(ctx, conn, backend.FileCall{Op: backend.FileRead, Path: "f", Length: 10}); !tc.check(err) {
+		if _, err := File(ctx, conn, backend.FileCall{Op: filecall.Read, Path: "f", Length: 10}); !tc.check(err) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/conformance"
+	"github.com/playground-dev/playground/hostagent/filecall"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -861,7 +862,7 @@ func BenchmarkFileTransfer(b *testing.B) {
 	}
 	b.Run("write/file", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := be.File(ctx, id, backend.FileCall{Op: backend.FileWrite, Path: "f", Data: data}); err != nil {
+			if _, err := be.File(ctx, id, backend.FileCall{Op: filecall.Write, Path: "f", Data: data}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -873,7 +874,7 @@ func BenchmarkFileTransfer(b *testing.B) {
 	})
 	b.Run("read/file", func(b *testing.B) {
 		for b.Loop() {
-			if res, err := be.File(ctx, id, backend.FileCall{Op: backend.FileRead, Path: "f", Length: len(data), Whole: true}); err != nil || len(res.Data) != len(data) {
+			if res, err := be.File(ctx, id, backend.FileCall{Op: filecall.Read, Path: "f", Length: len(data), Whole: true}); err != nil || len(res.Data) != len(data) {
 				b.Fatal(len(res.Data), err)
 			}
 		}
