@@ -81,16 +81,8 @@ func jobOutput(t *testing.T, j *guestexec.Job, cursor string) (string, string, h
 // there, the job's end never delivered (a CI run of
 // TestJobOutlivesItsConnection saw it on a loaded machine).
 func TestJobTakenOverInOneWake(t *testing.T) {
-	b, id := newSandbox(t, backend.Spec{ID: "jobs"})
 	ctx := context.Background()
-	conn, err := b.dial(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: "sleep 1; exit 3", Shell: backend.ShellClean}, jobSpec("job-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, id, j := heldJob(t, "sleep 1; exit 3")
 	holder := holderPID(t, b, id, j.PID)
 	if err := unix.Kill(holder, unix.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -132,6 +124,22 @@ func TestJobTakenOverInOneWake(t *testing.T) {
 	}
 }
 
+// heldJob starts command (a clean shell's) as job job-1, held by a new
+// sandbox, over a connection of its own.
+func heldJob(t *testing.T, command string) (*Backend, string, *guestexec.Job) {
+	t.Helper()
+	b, id := newSandbox(t, backend.Spec{ID: "jobs"})
+	conn, err := b.dial(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := guestexec.StartJob(context.Background(), conn, backend.ExecRequest{Command: command, Shell: backend.ShellClean}, jobSpec("job-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, id, j
+}
+
 // holderPID is the node's PID of the process that holds job PID jobPID
 // (in the sandbox's PID namespace) of sandbox id: the job's parent.
 func holderPID(t *testing.T, b *Backend, id string, jobPID int) int {
@@ -168,17 +176,8 @@ func holderPID(t *testing.T, b *Backend, id string, jobPID int) int {
 // (an agent restart); a new connection finds it, attaches and reads every
 // byte in order from where the first left off.
 func TestJobOutlivesItsConnection(t *testing.T) {
-	b, id := newSandbox(t, backend.Spec{ID: "jobs"})
 	ctx := context.Background()
-	conn, err := b.dial(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := `i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i+1)); sleep 0.05; done; echo done >&2; exit 3`
-	j, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}, jobSpec("job-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, id, j := heldJob(t, `i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i+1)); sleep 0.05; done; echo done >&2; exit 3`)
 	if j.PID == 0 {
 		t.Error("Started carried no PID")
 	}
