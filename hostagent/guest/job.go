@@ -178,7 +178,7 @@ func (s *shepherd) holdJob(c *command) {
 			}
 		}
 		pfds = append(pfds[:0], unix.PollFd{Fd: int32(h.listen), Events: unix.POLLIN})
-		connIdx := -1
+		connIdx, polled := -1, s.conn
 		if s.conn >= 0 {
 			connIdx = len(pfds)
 			pfds = append(pfds, unix.PollFd{Fd: int32(s.conn), Events: unix.POLLIN})
@@ -211,7 +211,10 @@ func (s *shepherd) holdJob(c *command) {
 		if pfds[0].Revents != 0 {
 			s.acceptAgent()
 		}
-		if connIdx >= 0 && pfds[connIdx].Revents != 0 && s.conn >= 0 {
+		// What woke us on the connection is the one polled: an agent
+		// accepted just now took its place (and it is closed), and the
+		// new one has said nothing yet (reading it would block).
+		if connIdx >= 0 && pfds[connIdx].Revents != 0 && s.conn >= 0 && s.conn == polled {
 			if release := s.readJobFrames(c); release {
 				if h.running {
 					s.kill(c)

@@ -24,9 +24,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
@@ -69,22 +73,111 @@ func jobOutput(t *testing.T, j *guestexec.Job, cursor string) (string, string, h
 	}
 }
 
+// TestJobTakenOverInOneWake: the holder of a job finds, in one wake, the
+// agent's new connection and its old one closed (an agent that restarted
+// while the holder was not scheduled: here it is stopped meanwhile). It
+// serves the new one, which learns how the job ended. It used to read the
+// new connection as if it were the old one that woke it, and blocked
+// there, the job's end never delivered (a CI run of
+// TestJobOutlivesItsConnection saw it on a loaded machine).
+func TestJobTakenOverInOneWake(t *testing.T) {
+	ctx := context.Background()
+	b, id, j := heldJob(t, "sleep 1; exit 3")
+	holder := holderPID(t, b, id, j.PID)
+	if err := unix.Kill(holder, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Kill(holder, unix.SIGCONT) }()
+	// The signal is delivered in its time: wait until the holder is
+	// stopped, so that it sees nothing of what follows until it goes on.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", holder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "T" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder did not stop: %s", stat)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	j.Close() // the old agent goes
+	// Init relays the new agent's connection to the holder's socket and
+	// answers at once: the connection waits in the holder's backlog.
+	ac, err := guestexec.Control(b.jobConn).AttachJob(ctx, id, "job-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(holder, unix.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	j2 := guestexec.HeldJob(ac)
+	select {
+	case <-j2.Ended():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder did not tell the new connection that the job ended")
+	}
+	if exit, lost, err := j2.End(); err != nil || lost != "" || exit == nil || exit.Status.ExitCode != 3 {
+		t.Fatalf("End() = %+v, %q, %v; want exit code 3", exit, lost, err)
+	}
+}
+
+// heldJob starts command (a clean shell's) as job job-1, held by a new
+// sandbox, over a connection of its own.
+func heldJob(t *testing.T, command string) (*Backend, string, *guestexec.Job) {
+	t.Helper()
+	b, id := newSandbox(t, backend.Spec{ID: "jobs"})
+	conn, err := b.dial(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := guestexec.StartJob(context.Background(), conn, backend.ExecRequest{Command: command, Shell: backend.ShellClean}, jobSpec("job-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, id, j
+}
+
+// holderPID is the node's PID of the process that holds job PID jobPID
+// (in the sandbox's PID namespace) of sandbox id: the job's parent.
+func holderPID(t *testing.T, b *Backend, id string, jobPID int) int {
+	t.Helper()
+	pids, err := b.runc.processes(containerID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		var nspid []string
+		ppid := 0
+		for line := range strings.Lines(string(status)) {
+			if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				nspid = strings.Fields(v)
+			}
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+				ppid, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if len(nspid) > 0 && nspid[len(nspid)-1] == strconv.Itoa(jobPID) && ppid > 0 {
+			return ppid
+		}
+	}
+	t.Fatalf("no process of sandbox %s is its job %d", id, jobPID)
+	return 0
+}
+
 // TestJobOutlivesItsConnection: a job the sandbox holds (guest protocol
 // 4) keeps running and keeps its output when the agent's connection goes
 // (an agent restart); a new connection finds it, attaches and reads every
 // byte in order from where the first left off.
 func TestJobOutlivesItsConnection(t *testing.T) {
-	b, id := newSandbox(t, backend.Spec{ID: "jobs"})
 	ctx := context.Background()
-	conn, err := b.dial(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := `i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i+1)); sleep 0.05; done; echo done >&2; exit 3`
-	j, err := guestexec.StartJob(ctx, conn, backend.ExecRequest{Command: cmd, Shell: backend.ShellClean}, jobSpec("job-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, id, j := heldJob(t, `i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i+1)); sleep 0.05; done; echo done >&2; exit 3`)
 	if j.PID == 0 {
 		t.Error("Started carried no PID")
 	}

@@ -194,7 +194,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		dropped: os.Geteuid() == 0,
 		vms:     map[string]*VM{},
 	}
-	b.slots = backend.Slots{First: 1, N: uidSlots - 1, Load: b.loadSlots}
+	b.slots = b.newSlots()
 	if err := b.checkQEMU(ctx); err != nil {
 		return nil, err
 	}
@@ -569,6 +569,12 @@ func (b *Backend) claimSlot(id string, want int) (int, error) {
 		return 0, fmt.Errorf("vm: all %d VM users are in use", uidSlots-1)
 	}
 	return slot, nil
+}
+
+// newSlots is the table of the VM users' slots (1 to uidSlots-1; 0 is
+// the agent's), read from the records on first use.
+func (b *Backend) newSlots() backend.Slots {
+	return backend.Slots{First: 1, N: uidSlots - 1, Load: b.loadSlots}
 }
 
 // loadSlots reads the VM users' slots the records on disk hold (b.slots

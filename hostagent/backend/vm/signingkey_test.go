@@ -60,6 +60,7 @@ func TestSigningKeyInImage(t *testing.T) {
 		debugfs: debugfs, dropped: os.Geteuid() == 0,
 		vms: map[string]*VM{},
 	}
+	be.slots = be.newSlots()
 	ctx := context.Background()
 	spec := backend.Spec{ID: "keyed", Tenant: "t/keyed"}
 	if err := be.Provision(ctx, spec); err != nil {
