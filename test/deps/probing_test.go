@@ -20,8 +20,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -47,40 +45,10 @@ var backendPackages = []string{
 // constructor (a func New* of a package under hostagent/backend): each is a
 // behaviour found by probing rather than in Capabilities.
 func TestNoProbing(t *testing.T) {
-	root := filepath.Join("..", "..")
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("the module's root is not at %s: %v", root, err)
-	}
-	files := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		files++
-		for _, p := range probes(t, filepath.ToSlash(rel), src) {
+	for rel, src := range goFiles(t, ".", false) {
+		for _, p := range probes(t, rel, src) {
 			t.Errorf("%s: a type assertion to %s: a backend's optional behaviour is found in its Capabilities (hostagent/backend/backend.go), filled in by the backend; add a field there rather than probe for an interface", p.at, p.to)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 100 {
-		t.Fatalf("walked %d Go files under %s: the walk no longer sees the module", files, root)
 	}
 }
 

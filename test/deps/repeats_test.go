@@ -18,9 +18,6 @@ package deps
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -68,38 +65,11 @@ const testRepeatsAllowed = 13
 // places, naming both: strictly outside tests (but knownRepeats), and in
 // tests past testRepeatsAllowed.
 func TestNoRepeats(t *testing.T) {
-	root := filepath.Join("..", "..")
-	dir := filepath.Join(root, "hostagent")
-	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); strings.HasPrefix(name, ".") || name == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	files := goFiles(t, "hostagent", true)
+	for rel, src := range files {
 		if generated.Match(src) {
-			return nil
+			delete(files, rel)
 		}
-		rel, _ := filepath.Rel(root, path)
-		files[filepath.ToSlash(rel)] = src
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 100 {
-		t.Fatalf("read %d Go files under %s: the walk no longer sees the agent", len(files), dir)
 	}
 	file := func(at string) string { return at[:strings.LastIndex(at, ":")] }
 	seen := map[[2]string]bool{}
