@@ -93,6 +93,7 @@ var testLibraries = []string{
 	"hostagent/agentserver/agentservertest",
 	"internal/netnstest",
 	"internal/rbactest",
+	"internal/registrytest",
 	"internal/sysctltest",
 }
 
