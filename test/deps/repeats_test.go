@@ -51,7 +51,6 @@ var generated = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
 // reported; a pair listed that no longer repeats fails the test, so that
 // the list only shrinks.
 var knownRepeats = map[[2]string]string{
-	{"hostagent/guest/process_linux.go", "hostagent/guest/process_freebsd.go"}: "the tenant's fork on Linux and on FreeBSD, one built at a time",
 }
 
 // testRepeatsAllowed is how many repeats involving a test file are left
