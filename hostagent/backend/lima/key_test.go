@@ -62,14 +62,8 @@ func expectKeyPushed(t *testing.T, call fakeCall, id, key string) {
 // TestKeyScript's and TestGuestSide's.
 func TestSigningKey(t *testing.T) {
 	f := newFixture(t)
-	spec := backend.Spec{ID: "key"}
+	spec := f.started(t, "key")
 	inst := "pg-key"
-	if err := f.be.Provision(ctx(t), spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.be.Start(ctx(t), spec.ID); err != nil {
-		t.Fatal(err)
-	}
 	f.recorded(t)
 
 	live, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1))
@@ -119,15 +113,20 @@ func TestSigningKey(t *testing.T) {
 	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the staged key outlived its install: %v", err)
 	}
-	if err := f.be.Stop(ctx(t), spec.ID); err != nil {
-		t.Fatal(err)
+	// stage stops the VM and installs key, which is staged.
+	stage := func(key string) {
+		t.Helper()
+		if err := f.be.Stop(ctx(t), spec.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(key)); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Staged, then the VM started behind the backend's back: a key
 	// installed live drops the staged one, which is older.
-	if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); err != nil {
-		t.Fatal(err)
-	}
+	stage(testKey1)
 	if _, err := f.be.lctl.run(ctx(t), nil, "start", inst); err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +147,7 @@ func TestSigningKey(t *testing.T) {
 	}
 
 	// A kept pile keeps its staged key; a deleted one loses it.
-	if err := f.be.Stop(ctx(t), spec.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); err != nil {
-		t.Fatal(err)
-	}
+	stage(testKey1)
 	if err := f.be.Destroy(ctx(t), spec.ID, true); err != nil {
 		t.Fatal(err)
 	}
