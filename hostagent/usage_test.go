@@ -62,14 +62,7 @@ func TestUsageBook(t *testing.T) {
 	if !spent || !until.Equal(time.Date(2026, 12, 3, 10, 1, 0, 0, time.UTC)) {
 		t.Fatalf("exhausted %v until %s, want until the next minute (11 of 10 spent)", spent, until)
 	}
-	if err := b.saveLocked(); err != nil {
-		t.Fatal(err)
-	}
-
-	again, err := newUsageBook(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := reopened(t, b)
 	r2 := again.record("s1", "ns/alice", t0)
 	r2.Limits = r.Limits // the reconciler sets them again
 	r2.update(backend.SandboxUsage{CPUSeconds: 6}, t0.Add(30*time.Second))
@@ -103,14 +96,7 @@ func TestUsageBookJobs(t *testing.T) {
 	if got := b.records["s1"].account("s1").JobSeconds; got != 3.25 {
 		t.Fatalf("a 3.25 s job charged %v s", got)
 	}
-	if err := b.saveLocked(); err != nil {
-		t.Fatal(err)
-	}
-
-	again, err := newUsageBook(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := reopened(t, b)
 	again.keepCharged = 2
 	again.chargeJob(short, t0) // adopted ended by the next agent
 	if got := again.records["s1"].account("s1").JobSeconds; got != 3.25 {
@@ -193,4 +179,18 @@ func TestUsageLimitNeedsAFreezer(t *testing.T) {
 	if CodeOf(err) != agentapi.CodeUnavailable || !strings.Contains(err.Error(), "cannot freeze") {
 		t.Fatalf("exec with limits on a backend that cannot freeze: %v, want unavailable saying so", err)
 	}
+}
+
+// reopened saves b to its file and opens the book again from it, as the
+// next agent does.
+func reopened(t *testing.T, b *UsageBook) *UsageBook {
+	t.Helper()
+	if err := b.saveLocked(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := newUsageBook(b.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return again
 }

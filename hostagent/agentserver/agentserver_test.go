@@ -58,7 +58,20 @@ func startNode(t *testing.T, stateDir string, clock jobs.Clock, specs ...backend
 	if stateDir == "" {
 		stateDir = ocitest.StateDir(t)
 	}
-	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{ocitest.New(t, stateDir)}, Clock: clock})
+	agent := newAgent(t, hostagent.Options{Backends: []backend.Backend{ocitest.New(t, stateDir)}, Clock: clock}, specs...)
+	endpoint := agentservertest.Serve(t, agent, gatewayToken)
+	c, err := agentapi.NewClient(endpoint, gatewayToken, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &node{agent: agent, endpoint: endpoint, client: c, stateDir: stateDir}
+}
+
+// newAgent makes an agent with opts and ensures the sandboxes of specs
+// on it; the caller serves it (agentservertest), which closes it.
+func newAgent(t *testing.T, opts hostagent.Options, specs ...backend.Spec) *hostagent.Agent {
+	t.Helper()
+	agent, err := hostagent.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +80,7 @@ func startNode(t *testing.T, stateDir string, clock jobs.Clock, specs ...backend
 			t.Fatal(err)
 		}
 	}
-	endpoint := agentservertest.Serve(t, agent, gatewayToken)
-	c, err := agentapi.NewClient(endpoint, gatewayToken, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &node{agent: agent, endpoint: endpoint, client: c, stateDir: stateDir}
+	return agent
 }
 
 func spec(id, tenant string) backend.Spec {
@@ -546,15 +554,7 @@ func TestGigabyteJob(t *testing.T) {
 // same output.
 func TestExecBudget(t *testing.T) {
 	ocitest.Require(t)
-	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{ocitest.New(t, ocitest.StateDir(t))}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []backend.Spec{spec("budget-a", "ns/a"), spec("budget-b", "ns/b")} {
-		if err := agent.Ensure(context.Background(), s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	agent := newAgent(t, hostagent.Options{Backends: []backend.Backend{ocitest.New(t, ocitest.StateDir(t))}}, spec("budget-a", "ns/a"), spec("budget-b", "ns/b"))
 	lim, err := budget.New(budget.Limits{CallsPerTenant: 1, Calls: 2, Wait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -64,15 +64,7 @@ func (b *logBuffer) String() string {
 // log goes to the returned buffer.
 func serveFake(t *testing.T, be backend.Backend, specs ...backend.Spec) (*agentapi.Client, string, *logBuffer) {
 	t.Helper()
-	agent, err := hostagent.New(hostagent.Options{Backends: []backend.Backend{be}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range specs {
-		if err := agent.Ensure(context.Background(), s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	agent := newAgent(t, hostagent.Options{Backends: []backend.Backend{be}}, specs...)
 	log := new(logBuffer)
 	srv := agentserver.NewServer(agent, funcr.NewJSON(func(obj string) { _, _ = log.Write([]byte(obj + "\n")) }, funcr.Options{}), gatewayToken)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

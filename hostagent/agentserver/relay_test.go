@@ -81,11 +81,16 @@ func TestWorkerRelay(t *testing.T) {
 		t.Fatalf("no worker yet: %s %q (agent error %q)", resp.Status, body, resp.Header.Get(agentapi.AgentErrorHeader))
 	}
 
-	if err := n.agent.Workers().SetWorker(ctx, "wk", &hostagent.WorkerSpec{
-		Argv: []string{guestapi.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guestapi.DefaultPath}, Port: 18090,
-	}); err != nil {
-		t.Fatal(err)
+	// The probe serving on 18090 as the sandbox's worker.
+	setWorker := func() {
+		t.Helper()
+		if err := n.agent.Workers().SetWorker(ctx, "wk", &hostagent.WorkerSpec{
+			Argv: []string{guestapi.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guestapi.DefaultPath}, Port: 18090,
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	setWorker()
 	var resp *http.Response
 	var body string
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
@@ -130,11 +135,7 @@ func TestWorkerRelay(t *testing.T) {
 	}
 
 	// Setting the same worker again keeps it, token and all.
-	if err := n.agent.Workers().SetWorker(ctx, "wk", &hostagent.WorkerSpec{
-		Argv: []string{guestapi.TenantHome + "/.probe", "serve", "18090"}, Env: []string{"PATH=" + guestapi.DefaultPath}, Port: 18090,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	setWorker()
 	if _, again := get(n.client, "ns/a", "wk", "/mcp/a%2Fb?q=1"); again != body {
 		t.Errorf("the worker after the same spec again answered %q, before %q", again, body)
 	}

@@ -17,9 +17,10 @@ limitations under the License.
 // Package guest is the guest binary's logic (playground-sandbox): what runs
 // inside every sandbox, as its init (PID 1) and the per-command shepherds
 // init keeps ready, and serves the host agent the guest protocol (package
-// guestapi). Of Playground it imports that protocol only (guestapi, its
-// output ring and its multiplexer), so that nothing of the agent runs in a
-// sandbox by accident; test/deps checks it.
+// guestapi). Of Playground it imports that protocol (guestapi, its output
+// ring and its multiplexer) and the leaves it shares with the agent, which
+// import nothing of either (bounds, filecall, regularfile, duplex), so that
+// nothing of the agent runs in a sandbox by accident; test/deps checks it.
 //
 // The agent never uses `runc exec` on the hot path (about 23 ms per call on
 // the reference machine). Instead the container's PID 1 is this package's

@@ -49,16 +49,7 @@ func becomeSubreaper() error {
 // EVFILT_PROC NOTE_EXIT on it; poll(2) reports a kqueue readable while it
 // has an event).
 func forkShell(argv, env []string, dir string, files []uintptr, ctty bool) (pid, exited int, err error) {
-	pid, err = syscall.ForkExec(guestapi.Shell, argv, &syscall.ProcAttr{
-		Dir:   dir,
-		Env:   env,
-		Files: files,
-		Sys: &syscall.SysProcAttr{
-			Credential: &syscall.Credential{Uid: tenantUID, Gid: tenantGID, Groups: []uint32{}},
-			Setsid:     true,
-			Setctty:    ctty,
-		},
-	})
+	pid, err = syscall.ForkExec(guestapi.Shell, argv, shellAttr(env, dir, files, ctty))
 	if err != nil {
 		return 0, -1, err
 	}

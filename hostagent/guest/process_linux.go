@@ -48,23 +48,9 @@ func becomeSubreaper() error {
 func forkShell(argv, env []string, dir string, files []uintptr, ctty bool) (pid, exited int, err error) {
 	exited = -1
 	guarded := ownOOMScoreAdj < 1000 && setOOMScoreAdj(min(ownOOMScoreAdj+guestapi.TenantOOMScoreBoost, 1000)) == nil
-	pid, err = syscall.ForkExec(guestapi.Shell, argv, &syscall.ProcAttr{
-		Dir:   dir,
-		Env:   env,
-		Files: files,
-		Sys: &syscall.SysProcAttr{
-			// Tenant credentials: not container root, no capabilities, no
-			// supplementary groups.
-			Credential: &syscall.Credential{Uid: tenantUID, Gid: tenantGID, Groups: []uint32{}},
-			// A session of its own, so job control in the command does not
-			// reach init or other commands.
-			Setsid: true,
-			// A terminal job's terminal (its descriptor 0) becomes the
-			// session's controlling terminal.
-			Setctty: ctty,
-			PidFD:   &exited,
-		},
-	})
+	attr := shellAttr(env, dir, files, ctty)
+	attr.Sys.PidFD = &exited
+	pid, err = syscall.ForkExec(guestapi.Shell, argv, attr)
 	if guarded {
 		_ = setOOMScoreAdj(ownOOMScoreAdj)
 	}

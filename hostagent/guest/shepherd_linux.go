@@ -22,7 +22,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,6 +30,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/playground-dev/playground/hostagent/duplex"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -394,18 +394,7 @@ func (s *shepherd) relayTo(upstream net.Conn) {
 			return
 		}
 	}
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go pipe(upstream, agent)
-	go pipe(agent, upstream)
-	<-done
-	<-done
+	duplex.Relay(upstream, agent)
 }
 
 // attachJob relays the agent's connection to the holder of job id.

@@ -37,6 +37,7 @@ import (
 
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/mux"
+	"github.com/playground-dev/playground/hostagent/regularfile"
 )
 
 // The vm backend boots its kernel with an initramfs that holds this binary
@@ -326,18 +327,11 @@ func setFileFlags(f *os.File, set, unset uint32) error {
 // immutable, not append-only. An immutable inode refuses chown and chmod,
 // so its flags are lifted first; no tenant process runs yet to see it.
 func sealSigningKey(path string) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, _, err := regularfile.Open(path, os.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("%s is not a regular file", path)
-	}
 	if err := setFileFlags(f, 0, fsAppendFL|fsImmutableFL); err != nil {
 		return err
 	}

@@ -254,13 +254,7 @@ func TestSuspendStopsCompute(t *testing.T) {
 	// for it rather than look once.
 	waitProcess(t, marker)
 
-	set := func(suspended bool) {
-		sbx := getSandbox(g, ns, "ws")
-		patch := client.MergeFrom(sbx.DeepCopy())
-		sbx.Spec.Suspended = suspended
-		g.Expect(k8s.Patch(ctx, sbx, patch)).To(Succeed())
-	}
-	set(true)
+	updateSandbox(t, ns, "ws", func(sbx *playgroundv1alpha1.Sandbox) { sbx.Spec.Suspended = true })
 	g.Eventually(func(g Gomega) {
 		c := provisioned(getSandbox(g, ns, "ws"))
 		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
@@ -279,7 +273,7 @@ func TestSuspendStopsCompute(t *testing.T) {
 	g.Expect(errors.As(err, &he) && strings.Contains(he.Message, "suspended")).To(BeTrue(), "open while suspended: %v", err)
 	waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonSuspended)
 
-	set(false)
+	updateSandbox(t, ns, "ws", func(sbx *playgroundv1alpha1.Sandbox) { sbx.Spec.Suspended = false })
 	s2 := openSessionEventually(t, n, ns, "ws")
 	g.Expect(s2.exec(t, "cat file")).To(Equal("kept\n"))
 	g.Expect(pidsOf(marker)).To(BeEmpty(), "resuming starts new processes, not the old ones")

@@ -45,26 +45,10 @@ import (
 func TestWarmClaimFirstCallFindsTheKey(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, "warm-key")
-	token := serviceAccounts(t, ns, "manager")
-	stateDir := ocitest.StateDir(t)
-	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), WarmPool: 1, WarmPoolRate: 50, NewID: sandboxids.New})
-	g.Expect(err).NotTo(HaveOccurred())
 	const wait = 500 * time.Millisecond
-	n := startNode(t, "warm-key-a", stateDir, "", func(o *nodeagent.Options) {
-		o.Backends = []backend.Backend{be}
-		o.TrustedManagers = []string{"system:serviceaccount:" + ns + ":manager"}
-		o.Agent.SigningKeyWait = wait
-	})
-	g.Eventually(func() int { return be.PoolStats().Ready }).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(1))
-
-	createSandbox(t, ns, "k", n.name, func(s *playgroundv1alpha1.Sandbox) {
-		s.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k-key"}
-	})
-	sbx := waitProvisioned(t, ns, "k")
-	id := idOf(t, ns, "k")
-	g.Expect(be.Capabilities().StartCounter.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
-	g.Expect(sbx.Status.SigningKey).To(BeNil(), "no key was delivered yet")
+	c := claimWarmWithKey(t, "warm-key", "warm-key-a", func(o *nodeagent.Options) { o.Agent.SigningKeyWait = wait })
+	ns, n, id := c.ns, c.n, c.id
+	g.Expect(c.sbx.Status.SigningKey).To(BeNil(), "no key was delivered yet")
 
 	// The first call, before the key: held, then refused, never run
 	// without it.
@@ -82,10 +66,7 @@ func TestWarmClaimFirstCallFindsTheKey(t *testing.T) {
 	// The manager delivers the key: the sandbox runs, so it goes in live,
 	// and the next call finds it.
 	key := strings.Repeat("cd", 32)
-	mc, err := agentapi.NewClient(n.endpoint, token("manager", agentapi.NodeAudience(n.name)), nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = mc.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: ns, Name: "k", UID: string(sbx.UID), Key: key})
-	g.Expect(err).NotTo(HaveOccurred())
+	c.deliver(t, key)
 	h, err = n.client.Open(ctx, ns+"/k", id)
 	g.Expect(err).NotTo(HaveOccurred())
 	res, err := n.client.Exec(ctx, ns+"/k", h.ID, agentapi.ExecRequest{Command: "cat /pile/self.key"})
@@ -106,25 +87,12 @@ func TestWarmClaimFirstCallFindsTheKey(t *testing.T) {
 func TestWarmClaimFirstCallWaitsForTheKey(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, "warm-key-wait")
-	token := serviceAccounts(t, ns, "manager")
-	stateDir := ocitest.StateDir(t)
-	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), WarmPool: 1, WarmPoolRate: 50, NewID: sandboxids.New})
-	g.Expect(err).NotTo(HaveOccurred())
 	addr := freeAddr(t)
-	n := startNode(t, "warm-key-b", stateDir, "", func(o *nodeagent.Options) {
-		o.Backends = []backend.Backend{be}
-		o.TrustedManagers = []string{"system:serviceaccount:" + ns + ":manager"}
+	c := claimWarmWithKey(t, "warm-key-wait", "warm-key-b", func(o *nodeagent.Options) {
 		o.MetricsBindAddress = addr
 		o.Agent.SigningKeyWait = 10 * time.Minute // the delivery ends the wait, not this
 	})
-	g.Eventually(func() int { return be.PoolStats().Ready }).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(1))
-	createSandbox(t, ns, "k", n.name, func(s *playgroundv1alpha1.Sandbox) {
-		s.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k-key"}
-	})
-	sbx := waitProvisioned(t, ns, "k")
-	id := idOf(t, ns, "k")
-	g.Expect(be.Capabilities().StartCounter.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
+	ns, n, id := c.ns, c.n, c.id
 
 	// The tenant's first call: a session, then a read of its key.
 	read := make(chan string, 1)
@@ -156,9 +124,54 @@ func TestWarmClaimFirstCallWaitsForTheKey(t *testing.T) {
 	g.Eventually(waiting).WithTimeout(timeout).WithPolling(20*time.Millisecond).Should(BeEquivalentTo(1), "the first call waits for the key")
 
 	key := strings.Repeat("ef", 32)
-	mc, err := agentapi.NewClient(n.endpoint, token("manager", agentapi.NodeAudience(n.name)), nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = mc.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: ns, Name: "k", UID: string(sbx.UID), Key: key})
-	g.Expect(err).NotTo(HaveOccurred())
+	c.deliver(t, key)
 	g.Eventually(read).WithTimeout(timeout).Should(Receive(Equal(key)), "the first call finds the key in")
+}
+
+// keyedWarmClaim is sandbox "k" of namespace ns, claimed from node n's
+// warm pool of one oci sandbox and waiting for its signing key,
+// which the namespace's manager (its ServiceAccount "manager", whom the
+// node trusts) delivers.
+type keyedWarmClaim struct {
+	ns    string
+	n     *node
+	sbx   *playgroundv1alpha1.Sandbox // as it was once provisioned
+	id    string
+	token func(sa string, audiences ...string) string
+}
+
+// claimWarmWithKey starts node nodeName, its options set by configure,
+// with a warm pool of one sandbox, and claims from it sandbox "k" with a
+// signing key (Secret k-key), in a new namespace named after prefix.
+func claimWarmWithKey(t *testing.T, prefix, nodeName string, configure func(*nodeagent.Options)) *keyedWarmClaim {
+	t.Helper()
+	g := NewWithT(t)
+	c := &keyedWarmClaim{ns: newNamespace(t, prefix)}
+	c.token = serviceAccounts(t, c.ns, "manager")
+	stateDir := ocitest.StateDir(t)
+	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), WarmPool: 1, WarmPoolRate: 50, NewID: sandboxids.New})
+	g.Expect(err).NotTo(HaveOccurred())
+	c.n = startNode(t, nodeName, stateDir, "", func(o *nodeagent.Options) {
+		o.Backends = []backend.Backend{be}
+		o.TrustedManagers = []string{"system:serviceaccount:" + c.ns + ":manager"}
+		configure(o)
+	})
+	g.Eventually(func() int { return be.PoolStats().Ready }).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(1))
+	createSandbox(t, c.ns, "k", c.n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k-key"}
+	})
+	c.sbx = waitProvisioned(t, c.ns, "k")
+	c.id = idOf(t, c.ns, "k")
+	g.Expect(be.Capabilities().StartCounter.Starts(c.id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
+	return c
+}
+
+// deliver is the manager's delivery of key to the claim's node.
+func (c *keyedWarmClaim) deliver(t *testing.T, key string) {
+	t.Helper()
+	g := NewWithT(t)
+	mc, err := agentapi.NewClient(c.n.endpoint, c.token("manager", agentapi.NodeAudience(c.n.name)), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = mc.SetSigningKey(context.Background(), agentapi.SigningKeyRequest{Namespace: c.ns, Name: "k", UID: string(c.sbx.UID), Key: key})
+	g.Expect(err).NotTo(HaveOccurred())
 }

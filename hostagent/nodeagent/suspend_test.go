@@ -18,10 +18,8 @@ package nodeagent_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,18 +86,7 @@ func TestSuspendKeepsMemoryGVisor(t *testing.T) {
 	g.Eventually(func() string { _, _ = poll(); return out.String() }).WithTimeout(timeout).Should(ContainSubstring("line 2\n"))
 	before := count(s)
 
-	set := func(suspended bool) {
-		sbx := getSandbox(g, ns, "ws")
-		patch := client.MergeFrom(sbx.DeepCopy())
-		sbx.Spec.Suspended = suspended
-		g.Expect(k8s.Patch(ctx, sbx, patch)).To(Succeed())
-	}
-	set(true)
-	g.Eventually(func(g Gomega) {
-		c := provisioned(getSandbox(g, ns, "ws"))
-		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
-		g.Expect(c.Message).To(ContainSubstring("with its memory"))
-	}).WithTimeout(timeout).Should(Succeed())
+	suspendWithMemory(t, ns, "ws")
 	g.Expect(waitRunningReason(t, ns, "ws", playgroundv1alpha1.ReasonSuspended).Message).To(ContainSubstring("with its memory"))
 	g.Expect(gvisorProcesses(s.id)).To(BeEmpty(), "no process of the sandbox on the node while suspended")
 	_, err = poll()
@@ -108,7 +95,7 @@ func TestSuspendKeepsMemoryGVisor(t *testing.T) {
 	g.Expect(ae.Code).To(Equal(agentapi.CodeUnavailable))
 	g.Expect(ae.Message).To(ContainSubstring("suspended"))
 
-	set(false)
+	updateSandbox(t, ns, "ws", func(sbx *playgroundv1alpha1.Sandbox) { sbx.Spec.Suspended = false })
 	s2 := openSessionEventually(t, n, ns, "ws")
 	pid := strings.TrimSpace(s2.exec(t, "cat /tmp/counter.pid"))
 	g.Expect(s2.exec(t, "ps -o args= -p "+pid+" || true")).NotTo(BeEmpty(), "the counter runs on after the resume")
@@ -150,6 +137,18 @@ func countOf(t *testing.T, s session) int {
 // sentry and gofer name its container (pg-<id>+) on their command lines.
 func gvisorProcesses(id string) []int {
 	return pidsOf("pg-" + id + "+")
+}
+
+// suspendWithMemory suspends Sandbox ns/name (spec.suspended) and waits
+// until its Provisioned condition says it is suspended with its memory.
+func suspendWithMemory(t *testing.T, ns, name string) {
+	t.Helper()
+	updateSandbox(t, ns, name, func(sbx *playgroundv1alpha1.Sandbox) { sbx.Spec.Suspended = true })
+	NewWithT(t).Eventually(func(g Gomega) {
+		c := provisioned(getSandbox(g, ns, name))
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
+		g.Expect(c.Message).To(ContainSubstring("with its memory"))
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 // TestIdleSuspendGVisor: a Sandbox with spec.idleSuspend is suspended by
@@ -258,19 +257,7 @@ func TestIdlePause(t *testing.T) {
 	marker := fmt.Sprintf("sleep %d", 900000+time.Now().UnixNano()%99999)
 	s.exec(t, marker+" >/dev/null 2>&1 &")
 	pid := waitProcess(t, marker)
-	state := func() string {
-		out, err := exec.Command("runc", "--root", n.stateDir+"/runc", "state", "pg-"+s.id).Output()
-		if err != nil {
-			return err.Error()
-		}
-		var st struct {
-			Status string `json:"status"`
-		}
-		if err := json.Unmarshal(out, &st); err != nil {
-			return err.Error()
-		}
-		return st.Status
-	}
+	state := func() string { return n.runcState(s.id) }
 	g.Expect(state()).To(Equal("running"))
 	g.Eventually(state).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Equal("paused"))
 	g.Expect(pidsOf(marker)).To(ContainElement(pid), "a paused sandbox keeps its processes")

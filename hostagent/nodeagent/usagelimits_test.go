@@ -467,12 +467,7 @@ func TestUsageLimitGVisor(t *testing.T) {
 		return m.value(t, "playground_tenant_cpu_seconds_total", "node", n.name, "tenant", s.tenant)
 	}
 
-	updateSandbox(t, ns, "ws", func(sbx *playgroundv1alpha1.Sandbox) { sbx.Spec.Suspended = true })
-	g.Eventually(func(g Gomega) {
-		c := provisioned(getSandbox(g, ns, "ws"))
-		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonSuspended))
-		g.Expect(c.Message).To(ContainSubstring("with its memory"))
-	}).WithTimeout(timeout).Should(Succeed())
+	suspendWithMemory(t, ns, "ws")
 	g.Expect(gvisorProcesses(s.id)).To(BeEmpty())
 	charged := book()
 	t.Logf("the book charged %.3f CPU-seconds at the checkpoint", charged)

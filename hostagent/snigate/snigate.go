@@ -44,6 +44,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/playground-dev/playground/hostagent/duplex"
 	"github.com/playground-dev/playground/internal/connlimit"
 )
 
@@ -226,18 +227,7 @@ func (g *Gate) handle(c net.Conn) {
 	if _, err := up.Write(hello.Bytes()); err != nil {
 		return
 	}
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go pipe(up, c)
-	go pipe(c, up)
-	<-done
-	<-done
+	duplex.Relay(up, c)
 }
 
 // errHello stops the handshake once the ClientHello is read.

@@ -62,8 +62,12 @@ var rules = []rule{
 		why: "the bounds of a call are defined once for the gateway, the agent and the guest binary, so they import nothing of any of them"},
 	{from: "hostagent/filecall", notTo: []string{"..."},
 		why: "the vocabulary of a file call is defined once for the guest protocol, the guest binary and the backend contract, so it imports nothing of any of them"},
-	{from: "hostagent/guest/...", notTo: []string{"..."}, except: []string{"hostagent/guestapi/...", "hostagent/bounds", "hostagent/filecall"},
-		why: "the guest binary runs in every sandbox and links of this module the guest protocol, the bounds every side checks and the vocabulary of a file call only: no backend, job manager or kernel of the agent"},
+	{from: "hostagent/regularfile", notTo: []string{"..."},
+		why: "opening a regular file without following a link is done the same way by the guest binary and the agent, so it imports nothing of either"},
+	{from: "hostagent/duplex", notTo: []string{"..."},
+		why: "relaying two connections into each other, half-closes included, is done the same way by the guest binary and the agent, so it imports nothing of either"},
+	{from: "hostagent/guest/...", notTo: []string{"..."}, except: []string{"hostagent/guestapi/...", "hostagent/bounds", "hostagent/filecall", "hostagent/regularfile", "hostagent/duplex"},
+		why: "the guest binary runs in every sandbox and links of this module the guest protocol, the bounds every side checks, the vocabulary of a file call and the leaves it shares with the agent (hostagent/regularfile, hostagent/duplex) only: no backend, job manager or kernel of the agent"},
 	{from: "hostagent", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
 	{from: "hostagent/jobs/...", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
 	{from: "hostagent/backend/...", notTo: []string{"hostagent/guest/..."}, why: hostWhy},
@@ -159,7 +163,7 @@ func TestRulesCatch(t *testing.T) {
 			m("hostagent/backend/guestexec"): nil,
 		}, []string{"hostagent/backend/guestexec", "hostagent/jobs", "internal/budget"}},
 		{"hostagent/guest/...", map[string][]string{
-			m("hostagent/guest"): {m("hostagent/guestapi"), m("hostagent/guestapi/outring"), "golang.org/x/sys/unix"},
+			m("hostagent/guest"): {m("hostagent/guestapi"), m("hostagent/guestapi/outring"), m("hostagent/regularfile"), m("hostagent/duplex"), "golang.org/x/sys/unix"},
 		}, nil},
 		{"hostagent", map[string][]string{
 			m("hostagent"):      {m("hostagent/jobs")},

@@ -45,25 +45,13 @@ const (
 // generated marks a generated file (https://go.dev/s/generatedcode).
 var generated = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
 
-// knownRepeats are the repeats left under hostagent/ outside tests, each a
-// pair of files (in the order TestNoRepeats names them: the later path
-// first) and why it is left. A repeat between a pair listed here is not
-// reported; a pair listed that no longer repeats fails the test, so that
-// the list only shrinks.
-var knownRepeats = map[[2]string]string{
-	{"hostagent/guest/vminit_linux.go", "hostagent/backend/vm/signingkey.go"}:  "opening a regular file without following links, in the guest and on the host, which share only guestapi and its leaves (bounds, filecall)",
-	{"hostagent/snigate/snigate.go", "hostagent/guest/shepherd_linux.go"}:      "a two-way relay, in the guest and on the host, which share only guestapi and its leaves (bounds, filecall)",
-	{"hostagent/guest/process_linux.go", "hostagent/guest/process_freebsd.go"}: "the tenant's fork on Linux and on FreeBSD, one built at a time",
-}
-
-// testRepeatsAllowed is how many repeats involving a test file are left
-// (test helpers copied between test files); the count may only fall.
-const testRepeatsAllowed = 13
-
 // TestNoRepeats reads every Go file under hostagent/, tests included
 // (generated files apart), and fails on each run of lines found in two
-// places, naming both: strictly outside tests (but knownRepeats), and in
-// tests past testRepeatsAllowed.
+// places, naming both. A helper two tests need lives once, where both
+// reach it (a _test.go file of their package, or a test library such as
+// backendtest); code the guest binary and the agent both need lives in a
+// leaf package the guest may import (test/deps's rules: regularfile,
+// duplex).
 func TestNoRepeats(t *testing.T) {
 	files := goFiles(t, "hostagent", true)
 	for rel, src := range files {
@@ -71,32 +59,8 @@ func TestNoRepeats(t *testing.T) {
 			delete(files, rel)
 		}
 	}
-	file := func(at string) string { return at[:strings.LastIndex(at, ":")] }
-	seen := map[[2]string]bool{}
-	var inTests []repeat
 	for _, r := range repeats(files) {
-		pair := [2]string{file(r.b), file(r.a)}
-		switch {
-		case strings.HasSuffix(pair[0], "_test.go") || strings.HasSuffix(pair[1], "_test.go"):
-			inTests = append(inTests, r)
-		case knownRepeats[pair] != "":
-			seen[pair] = true
-		default:
-			t.Errorf("%s repeats %s (%d lines): put the logic in one function of the package that owns it and call it from both", r.b, r.a, r.lines)
-		}
-	}
-	for pair := range knownRepeats {
-		if !seen[pair] {
-			t.Errorf("%s and %s no longer share a run of lines: take them out of knownRepeats", pair[0], pair[1])
-		}
-	}
-	if len(inTests) > testRepeatsAllowed {
-		for _, r := range inTests {
-			t.Logf("%s repeats %s (%d lines)", r.b, r.a, r.lines)
-		}
-		t.Errorf("%d repeats involve test files, more than the %d left (testRepeatsAllowed): share the helper rather than copy it", len(inTests), testRepeatsAllowed)
-	} else if len(inTests) < testRepeatsAllowed {
-		t.Errorf("%d repeats involve test files, fewer than testRepeatsAllowed (%d): lower it", len(inTests), testRepeatsAllowed)
+		t.Errorf("%s repeats %s (%d lines): put the logic in one function of the package that owns it and call it from both", r.b, r.a, r.lines)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -162,23 +163,7 @@ func TestSigningKeyRefusals(t *testing.T) {
 	}
 	n.up()
 	n.fake.take()
-	for what, bad := range map[string]string{
-		"upper case":    strings.ToUpper(testKey1),
-		"a newline":     testKey1 + "\n",
-		"too short":     testKey1[:63],
-		"not hex":       "g" + testKey1[1:],
-		"empty":         "",
-		"twice as long": testKey1 + testKey1,
-	} {
-		_, err := n.b.Capabilities().SigningKeyHolder.InstallSigningKey(ctx, testID, []byte(bad))
-		if err == nil {
-			t.Errorf("%s: installed", what)
-			continue
-		}
-		if bad != "" && strings.Contains(err.Error(), strings.TrimSpace(bad)) {
-			t.Errorf("%s: the error quotes the key: %v", what, err)
-		}
-	}
+	backendtest.CheckMalformedKeysRefused(t, n.b.Capabilities().SigningKeyHolder, testID, testKey1)
 	if calls := n.fake.take(); len(calls) != 0 {
 		t.Errorf("refused keys ran %q", calls)
 	}

@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
@@ -61,14 +62,8 @@ func expectKeyPushed(t *testing.T, call fakeCall, id, key string) {
 // TestKeyScript's and TestGuestSide's.
 func TestSigningKey(t *testing.T) {
 	f := newFixture(t)
-	spec := backend.Spec{ID: "key"}
+	spec := f.started(t, "key")
 	inst := "pg-key"
-	if err := f.be.Provision(ctx(t), spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.be.Start(ctx(t), spec.ID); err != nil {
-		t.Fatal(err)
-	}
 	f.recorded(t)
 
 	live, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1))
@@ -118,15 +113,20 @@ func TestSigningKey(t *testing.T) {
 	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the staged key outlived its install: %v", err)
 	}
-	if err := f.be.Stop(ctx(t), spec.ID); err != nil {
-		t.Fatal(err)
+	// stage stops the VM and installs key, which is staged.
+	stage := func(key string) {
+		t.Helper()
+		if err := f.be.Stop(ctx(t), spec.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(key)); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Staged, then the VM started behind the backend's back: a key
 	// installed live drops the staged one, which is older.
-	if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); err != nil {
-		t.Fatal(err)
-	}
+	stage(testKey1)
 	if _, err := f.be.lctl.run(ctx(t), nil, "start", inst); err != nil {
 		t.Fatal(err)
 	}
@@ -147,12 +147,7 @@ func TestSigningKey(t *testing.T) {
 	}
 
 	// A kept pile keeps its staged key; a deleted one loses it.
-	if err := f.be.Stop(ctx(t), spec.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(testKey1)); err != nil {
-		t.Fatal(err)
-	}
+	stage(testKey1)
 	if err := f.be.Destroy(ctx(t), spec.ID, true); err != nil {
 		t.Fatal(err)
 	}
@@ -190,21 +185,7 @@ func TestSigningKeyRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.recorded(t)
-	for what, bad := range map[string]string{
-		"upper case":    strings.ToUpper(testKey1),
-		"a newline":     testKey1 + "\n",
-		"too short":     testKey1[:63],
-		"not hex":       "g" + testKey1[1:],
-		"empty":         "",
-		"twice as long": testKey1 + testKey1,
-	} {
-		_, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), spec.ID, []byte(bad))
-		if err == nil {
-			t.Errorf("%s: installed", what)
-		} else if bad != "" && strings.Contains(err.Error(), strings.TrimSpace(bad)) {
-			t.Errorf("%s: the error quotes the key: %v", what, err)
-		}
-	}
+	backendtest.CheckMalformedKeysRefused(t, f.be.Capabilities().SigningKeyHolder, spec.ID, testKey1)
 	expectCalls(t, "refused keys", f.recorded(t))
 	if _, err := f.be.Capabilities().SigningKeyHolder.InstallSigningKey(ctx(t), "a..b", []byte(testKey1)); err == nil {
 		t.Error("a key for an invalid ID was taken")

@@ -165,6 +165,19 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// started provisions sandbox id and starts it, and returns its spec.
+func (f *fixture) started(t *testing.T, id string) backend.Spec {
+	t.Helper()
+	spec := backend.Spec{ID: id}
+	if err := f.be.Provision(ctx(t), spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.be.Start(ctx(t), spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
 // recorded returns the calls made since the last mark, and marks.
 func (f *fixture) recorded(t *testing.T) []fakeCall {
 	t.Helper()
@@ -540,13 +553,7 @@ func TestStartNeverCreates(t *testing.T) {
 // stdin, and a cwd the guest refuses.
 func TestExec(t *testing.T) {
 	f := newFixture(t)
-	spec := backend.Spec{ID: "ex"}
-	if err := f.be.Provision(ctx(t), spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.be.Start(ctx(t), spec.ID); err != nil {
-		t.Fatal(err)
-	}
+	spec := f.started(t, "ex")
 	if got := run(t, f.be, spec.ID, "echo out; echo err >&2; exit 3"); got.out != "out\n" || got.err != "err\n" || got.code != 3 {
 		t.Fatalf("got %+v", got)
 	}

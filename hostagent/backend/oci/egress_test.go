@@ -186,6 +186,20 @@ func TestEgressRuleset6(t *testing.T) {
 	nftAccepts(t, script)
 }
 
+// reattached is an agent's restart: a new backend with opts, which
+// reattaches spec.
+func reattached(t *testing.T, opts Options, spec backend.Spec) *Backend {
+	t.Helper()
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Reattach(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestEgress: an egress sandbox reaches the address and port its list
 // allows and nothing else: not another port or address, not the node (its
 // addresses, an agent's port, even when listed), not link-local addresses
@@ -261,14 +275,8 @@ func TestEgress(t *testing.T) {
 
 	// An agent restart: a new backend over the same state reattaches, with
 	// a changed list that applies to the running sandbox.
-	b2, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	spec.Egress[0].Ports = []int32{otherPort}
-	if err := b2.Reattach(context.Background(), spec); err != nil {
-		t.Fatal(err)
-	}
+	b2 := reattached(t, opts, spec)
 	want[worldServer+":"+port(allowedPort)] = false
 	want[worldServer+":"+port(otherPort)] = true
 	check(b2, "egress", want)

@@ -143,25 +143,33 @@ func TestGVisorIsAnotherKernel(t *testing.T) {
 }
 
 // TestGVisorStopAllLeavesNoMount: once StopAll has stopped the gVisor
-// sandboxes (playground-dev's exit), nothing stays mounted under the state
-// directory: not even the empty network namespace runsc pins for its
-// gofers, which would make removing the directory fail (EBUSY).
+// sandboxes (playground-dev's exit), or DestroyAll destroyed them (the
+// soak's, the benchmarks' and the tests' end), nothing stays mounted under
+// the state directory: not even the empty network namespace runsc pins
+// for its gofers, which would make removing the directory fail (EBUSY).
 func TestGVisorStopAllLeavesNoMount(t *testing.T) {
 	runsc := requireRunsc(t)
-	dir := newStateDir(t)
-	b := newGVisorBackend(t, dir, runsc)
-	startSandbox(t, b, backend.Spec{ID: "gv-stopall", Tenant: "t/gv-stopall", Isolation: backend.IsolationGVisor})
-	if err := b.StopAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	info, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(info), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			t.Errorf("still mounted after StopAll: %s", line)
-		}
+	for _, all := range []struct {
+		name string
+		do   func(*Backend, context.Context) error
+	}{{"StopAll", (*Backend).StopAll}, {"DestroyAll", (*Backend).DestroyAll}} {
+		t.Run(all.name, func(t *testing.T) {
+			dir := newStateDir(t)
+			b := newGVisorBackend(t, dir, runsc)
+			startSandbox(t, b, backend.Spec{ID: "gv-all", Tenant: "t/gv-all", Isolation: backend.IsolationGVisor})
+			if err := all.do(b, context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			info, err := os.ReadFile("/proc/self/mountinfo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(info), "\n") {
+				if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+					t.Errorf("still mounted after %s: %s", all.name, line)
+				}
+			}
+		})
 	}
 }
 
@@ -260,17 +268,7 @@ func BenchmarkGVisor(b *testing.B) {
 		})
 		id := "bench-exec"
 		startSandbox(b, be, backend.Spec{ID: id, Isolation: iso})
-		b.Run(iso+"/exec", func(b *testing.B) {
-			for b.Loop() {
-				p, err := be.Exec(ctx, id, backend.ExecRequest{Command: "true", Shell: backend.ShellClean}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if st, err := p.Wait(ctx); err != nil || st.ExitCode != 0 {
-					b.Fatal(st, err)
-				}
-			}
-		})
+		b.Run(iso+"/exec", func(b *testing.B) { benchExecTrue(b, be, id) })
 	}
 }
 
@@ -389,14 +387,8 @@ func TestEgressGVisor(t *testing.T) {
 		t.Errorf("tenant changed the sandbox's routes: %q", r.Stdout)
 	}
 
-	b2, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	spec.Egress[0].Ports = []int32{otherPort}
-	if err := b2.Reattach(context.Background(), spec); err != nil {
-		t.Fatal(err)
-	}
+	b2 := reattached(t, opts, spec)
 	want[worldServer+":"+strconv.Itoa(allowedPort)] = false
 	want[worldServer+":"+strconv.Itoa(otherPort)] = true
 	check(b2, spec.ID, want)

@@ -849,23 +849,31 @@ func (b *Backend) StopAll(ctx context.Context) error {
 			errs = append(errs, b.Stop(ctx, e.Name()))
 		}
 	}
-	if b.gvisor != nil && errors.Join(errs...) == nil {
-		// runsc pins an empty network namespace for its gofers under its
-		// root, shared by every gVisor sandbox and left mounted by them;
-		// with none running, it goes too (runsc stacks one per
-		// concurrent creation: unmount until none is left).
-		for {
-			if err := unix.Unmount(filepath.Join(b.gvisor.root, "null-netns"), unix.MNT_DETACH); err != nil {
-				break
-			}
-		}
+	if errors.Join(errs...) == nil {
+		b.releaseGVisorNetns()
 	}
 	return errors.Join(errs...)
 }
 
+// releaseGVisorNetns unmounts the empty network namespace runsc pins for
+// its gofers under its root, shared by every gVisor sandbox and left
+// mounted by them; StopAll and DestroyAll call it once none runs (runsc
+// stacks one per concurrent creation: it unmounts until none is left).
+func (b *Backend) releaseGVisorNetns() {
+	if b.gvisor == nil {
+		return
+	}
+	for {
+		if err := unix.Unmount(filepath.Join(b.gvisor.root, "null-netns"), unix.MNT_DETACH); err != nil {
+			return
+		}
+	}
+}
+
 // DestroyAll destroys every sandbox of this state directory, files
-// included, a few at a time: what a tool that owns a state directory (the
-// benchmarks, the soak) does to leave nothing on the node.
+// included, a few at a time, and then what gVisor left mounted for them
+// (see StopAll): what a tool that owns a state directory (the benchmarks,
+// the soak, the tests) does to leave nothing on the node.
 func (b *Backend) DestroyAll(ctx context.Context) error {
 	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, "sandboxes"))
 	if err != nil {
@@ -896,6 +904,9 @@ func (b *Backend) DestroyAll(ctx context.Context) error {
 	}
 	close(ids)
 	wg.Wait()
+	if len(errs) == 0 {
+		b.releaseGVisorNetns()
+	}
 	return errors.Join(errs...)
 }
 

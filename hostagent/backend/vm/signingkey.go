@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/hostagent/regularfile"
 	"github.com/playground-dev/playground/internal/atomicfile"
 	"github.com/playground-dev/playground/internal/signingkey"
 )
@@ -117,18 +118,11 @@ func (b *Backend) installStagedKey(id string) error {
 // debugfs as a memfd, never as a file of the node's.
 func (b *Backend) writeSigningKey(id string, key []byte) error {
 	img := filepath.Join(b.PileDir(id), pileImage)
-	f, err := os.OpenFile(img, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	f, st, err := regularfile.Open(img, os.O_RDWR)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("%s is not a regular file", img)
-	}
 	if b.dropped {
 		mode := os.FileMode(st.Mode & 0o777)
 		if err := f.Chmod(mode | 0o060); err != nil {

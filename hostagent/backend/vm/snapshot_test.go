@@ -31,12 +31,8 @@ import (
 // of it (the tenant's files, the tenant's), then lives on its own; deleting
 // the snapshot leaves the fork running, and a fork of it is refused.
 func TestSnapshotAndFork(t *testing.T) {
-	kernel, modules, root := vmImage(t)
 	ctx := context.Background()
-	be, err := New(ctx, Options{StateDir: newStateDir(t), GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG})
-	if err != nil {
-		t.Fatal(err)
-	}
+	be := newBackend(ctx, t)
 	src := backend.Spec{ID: "vm-snap-src", Tenant: "t/src"}
 	fork := backend.Spec{ID: "vm-snap-fork", Tenant: "t/fork", FromSnapshot: "vm-snap"}
 	t.Cleanup(func() {

@@ -35,12 +35,8 @@ import (
 // VM holds; the CPU stays counted across a stop and a start again, and
 // the cgroup goes with the sandbox.
 func TestUsageCountsTheVM(t *testing.T) {
-	kernel, modules, root := vmImage(t)
 	ctx := context.Background()
-	be, err := New(ctx, Options{StateDir: newStateDir(t), GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG})
-	if err != nil {
-		t.Fatal(err)
-	}
+	be := newBackend(ctx, t)
 	t.Cleanup(func() { _ = be.Close() })
 	spec := backend.Spec{ID: "usage", Tenant: "t/usage"}
 	running(ctx, t, be, spec)

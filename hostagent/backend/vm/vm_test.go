@@ -43,6 +43,18 @@ func running(ctx context.Context, t *testing.T, be *Backend, spec backend.Spec) 
 	}
 }
 
+// newBackend is a backend over a new state directory that boots the
+// test's image (vmImage, or skips) under TCG.
+func newBackend(ctx context.Context, t *testing.T) *Backend {
+	t.Helper()
+	kernel, modules, root := vmImage(t)
+	be, err := New(ctx, Options{StateDir: newStateDir(t), GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be
+}
+
 // vmImage returns hack/vm-image.sh's outputs, or skips: the boot test
 // needs QEMU and the image, which `eval "$(hack/vm-image.sh)"` provides.
 func vmImage(t *testing.T) (kernel, modules, root string) {

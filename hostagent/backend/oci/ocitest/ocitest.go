@@ -24,7 +24,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend/oci"
@@ -67,15 +66,7 @@ func StateDir(tb testing.TB) string {
 	tb.Cleanup(func() {
 		// With runsc when there is one, so that gVisor sandboxes go too.
 		if b, err := oci.New(oci.Options{StateDir: dir, GuestBinary: guest, GVisorRuntime: os.Getenv(RunscEnv)}); err == nil {
-			entries, _ := os.ReadDir(filepath.Join(dir, "sandboxes"))
-			for _, e := range entries {
-				if err := b.Destroy(context.Background(), e.Name(), false); err != nil {
-					tb.Errorf("cleanup: %v", err)
-				}
-			}
-			// With none left running, StopAll also unmounts the empty
-			// network namespace runsc pins under the state directory.
-			if err := b.StopAll(context.Background()); err != nil {
+			if err := b.DestroyAll(context.Background()); err != nil {
 				tb.Errorf("cleanup: %v", err)
 			}
 		}
