@@ -24,8 +24,9 @@ import (
 // decide and to say (its Sandbox's Running condition): it puts a sandbox
 // to sleep for idleness (idle.go), freezes it for its usage limit
 // (limits.go) and suspends it for its spec. The state is derived from the
-// sandbox's flags and noted (noteStateLocked) where a transition is
-// complete, never half-way: a sleep that checkpoints the sandbox is
+// sandbox's suspension, the idle service's record of its sleep and the
+// limiter's of its freeze (stateLocked), and noted (noteState) by whoever
+// completes a transition, never half-way: a sleep that checkpoints the sandbox is
 // IdleSuspended once the checkpoint is taken, and a failed one was never
 // anything but Running.
 
