@@ -387,16 +387,14 @@ func (l *Limiter) unfreeze(id string) {
 	l.usage.setFrozen(id, false)
 }
 
-// setLimited marks sandbox id frozen for its usage limit, or not; false
-// when it is not served.
-func (l *Limiter) setLimited(id string, limited bool) bool {
+// setLimited marks sandbox id frozen for its usage limit, or not, if it
+// is served.
+func (l *Limiter) setLimited(id string, limited bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, ok := l.records[id]
-	if ok {
+	if r, ok := l.records[id]; ok {
 		setLimitedLocked(r, limited)
 	}
-	return ok
 }
 
 // setLimitedLocked marks r frozen for its usage limit, or not; a call
