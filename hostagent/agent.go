@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
@@ -135,16 +134,12 @@ type Agent struct {
 	sessions *Sessions
 	// execs is the exec and jobs service (exec.go).
 	execs *Execs
+	// idle is the idle service (idle.go).
+	idle *Idleness
+	// limits is the usage limiter (limits.go).
+	limits *Limiter
 	// spans makes the spans of the calls' time in sandboxes.
 	spans sandboxSpans
-	// sleeps and wakes count idle suspensions and time their resumes.
-	sleeps *prometheus.CounterVec
-	wakes  prometheus.Histogram
-	// overshoots measures the CPU used past a limit at each freeze, and
-	// freezeLatency the time the freeze took.
-	overshoots, freezeLatency prometheus.Histogram
-	// limitKick wakes the limiter for a sandbox due at once (limits.go).
-	limitKick chan struct{}
 	// stateChanges carries the IDs of sandboxes whose runtime state
 	// changed (runtime.go).
 	stateChanges chan string
@@ -186,34 +181,18 @@ type sandbox struct {
 	// restartUnreported: an Ensure found it dead, or started it again, and
 	// then failed; the next Ensure that succeeds reports the restart.
 	restartUnreported bool
-
-	// Idle suspension (idle.go): the policy, whether it sleeps, and
-	// transit, held by a sleep and a wake while they run. Its calls in
-	// progress are the call tracker's (calls.go).
-	idle    IdlePolicy
-	asleep  bool
-	paused  bool // asleep, frozen (backend.Pauser)
+	// transit is held by whatever changes how its processes are (an
+	// Ensure, a restart, a suspension; a sleep and a wake, idle.go; a
+	// freeze and a thaw, limits.go) while it runs. Its idleness and its
+	// freeze are the idle service's and the limiter's, its calls in
+	// progress the call tracker's (calls.go).
 	transit sync.Mutex
 
-	// Usage limits (limits.go): limited, frozen by the agent for a spent
-	// limit; unadopted, taken over frozen by this agent process, its
-	// held jobs adopted when it thaws; afterThaw, the kills of commands
-	// the freeze caught, finished after the thaw. A freeze cancels the
-	// calls in progress in it (callTracker.cancelAll).
-	limited   bool
-	unadopted bool
-	afterThaw []func(context.Context)
-	// thawed is closed when a freeze ends (setLimitedLocked).
-	thawed chan struct{}
-
 	// Runtime state (runtime.go): the state last noted and since when;
-	// slept, asleep with its sleep complete; keptMemory, asleep or
-	// suspended with its memory; wakeNoticed, a wake past WakeNotice.
-	state       RuntimeState
-	stateSince  time.Time
-	slept       bool
-	keptMemory  bool
-	wakeNoticed bool
+	// keptMemory, suspended with its memory.
+	state      RuntimeState
+	stateSince time.Time
+	keptMemory bool
 }
 
 // New returns an agent on opts.Backends.
@@ -258,32 +237,42 @@ func New(opts Options) (*Agent, error) {
 	}
 	book.keepCharged = jm.Limits().RetainedPerTenant
 	a := &Agent{
-		usage:         book,
-		backends:      opts.Backends,
-		jobs:          jm,
-		clock:         opts.Clock,
-		opts:          opts,
-		sleeps:        newSleeps(),
-		wakes:         newWakes(),
-		overshoots:    newOvershoots(),
-		freezeLatency: newFreezeLatency(),
-		limitKick:     make(chan struct{}, 1),
-		stateChanges:  make(chan string, stateChangesBuffer),
-		spans:         sandboxSpans{tp: opts.Tracer},
-		calls:         newCallTracker(opts.Clock),
-		sandboxes:     map[string]*sandbox{},
-		pending:       map[string]pendingSandbox{},
+		usage:        book,
+		backends:     opts.Backends,
+		jobs:         jm,
+		clock:        opts.Clock,
+		opts:         opts,
+		stateChanges: make(chan string, stateChangesBuffer),
+		spans:        sandboxSpans{tp: opts.Tracer},
+		calls:        newCallTracker(opts.Clock),
+		sandboxes:    map[string]*sandbox{},
+		pending:      map[string]pendingSandbox{},
 	}
-	book.clock, book.log, book.sandboxes, book.jobs, book.limiter = opts.Clock, opts.Logger, a, jm, a
+	a.limits = newLimiter(a, book, a.calls, jm, opts)
+	a.idle = newIdleness(a, a.calls, jm, opts)
+	a.idle.limits, a.limits.idle = a.limits, a.idle
+	book.clock, book.log, book.sandboxes, book.jobs, book.limiter = opts.Clock, opts.Logger, a, jm, a.limits
+	gate := callGates{awakener: a.idle, Limiter: a.limits}
 	a.keys = newSigningKeys(a, opts.SigningKeyWait)
-	a.snaps = newSnapshots(a, a, opts.Logger)
-	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: a}
+	a.snaps = newSnapshots(a, gate, opts.Logger)
+	a.limits.snaps = a.snaps
+	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: gate}
 	a.pools = newPools(a)
-	a.sessions = newSessions(a, a.keys, a, jm, opts)
-	a.execs = &Execs{sessions: a.sessions, calls: a, freezes: a, takeover: a, jobs: jm, spans: a.spans, log: opts.Logger,
+	a.sessions = newSessions(a, a.keys, a.idle, jm, opts)
+	a.execs = &Execs{sessions: a.sessions, calls: gate, freezes: a.limits, takeover: a, jobs: jm, spans: a.spans, log: opts.Logger,
 		outputLimit: opts.ExecOutputLimit, maxStdin: opts.MaxFileBytes, killTimeout: opts.KillTimeout, latency: newExecDuration()}
-	a.files = &Files{sessions: a.sessions, calls: a, spans: a.spans, maxBytes: opts.MaxFileBytes, timeout: opts.FileTimeout}
+	a.limits.adopter = a.execs
+	a.files = &Files{sessions: a.sessions, calls: gate, spans: a.spans, maxBytes: opts.MaxFileBytes, timeout: opts.FileTimeout}
 	return a, nil
+}
+
+// callGates is the gate the services that reach a sandbox pass a call
+// through (callGate, fileCalls, snapshotCalls): the limiter admits it
+// (chargeable, and its refusals), the idle service wakes the sandbox and
+// counts the call in progress (awaken).
+type callGates struct {
+	awakener
+	*Limiter
 }
 
 // SigningKeys is the agent's signing-key service.
@@ -309,6 +298,12 @@ func (a *Agent) Execs() *Execs { return a.execs }
 
 // Usage is the agent's usage service.
 func (a *Agent) Usage() *UsageBook { return a.usage }
+
+// Idleness is the agent's idle service.
+func (a *Agent) Idleness() *Idleness { return a.idle }
+
+// Limiter is the agent's usage limiter.
+func (a *Agent) Limiter() *Limiter { return a.limits }
 
 // tenants are the sandboxes of tenants (not a builder's or the pool's)
 // this agent serves, by ID.
@@ -342,15 +337,15 @@ func (a *Agent) pendingFor(tenant string) bool {
 }
 
 // callGate is what a service that runs something in a sandbox, or reaches
-// it, asks before it does: the usage service whether its limit lets it
-// (chargeable), the calls service to wake it and count the call in
+// it, asks before it does: the limiter whether its usage limit lets it
+// (chargeable), the idle service to wake it and count the call in
 // progress (awaken, whose context a freeze for the limit ends).
 type callGate interface {
 	awakener
 	chargeable(ctx context.Context, spec backend.Spec, be backend.Backend) error
 }
 
-// awakener is the calls service's: awaken counts a call to sandbox id in
+// awakener is the idle service's: awaken counts a call to sandbox id in
 // progress, waking it first if it sleeps, until done.
 type awakener interface {
 	awaken(ctx context.Context, id string) (_ context.Context, done func(), err error)
@@ -374,6 +369,65 @@ func (a *Agent) served(id string) (sandboxView, bool) {
 		return sandboxView{}, false
 	}
 	return sandboxView{spec: s.spec, be: s.be, suspended: s.suspended}, true
+}
+
+// servedIDs are the IDs of the sandboxes this agent serves.
+func (a *Agent) servedIDs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ids := make([]string, 0, len(a.sandboxes))
+	for id := range a.sandboxes {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// hold takes sandbox id's transit lock, which serialises whatever changes
+// how its processes are (a sleep, a wake, a freeze, a thaw, an Ensure, a
+// restart, a suspension), until release; false when it is not served
+// (then, or once the lock is taken).
+func (a *Agent) hold(id string) (_ sandboxView, release func(), ok bool) {
+	a.mu.Lock()
+	s, ok := a.sandboxes[id]
+	a.mu.Unlock()
+	if !ok {
+		return sandboxView{}, nil, false
+	}
+	s.transit.Lock()
+	return a.heldView(id, s)
+}
+
+// tryHold is hold if the lock is free; release is nil when it is not.
+func (a *Agent) tryHold(id string) (_ sandboxView, release func(), ok bool) {
+	a.mu.Lock()
+	s, ok := a.sandboxes[id]
+	a.mu.Unlock()
+	if !ok {
+		return sandboxView{}, nil, false
+	}
+	if !s.transit.TryLock() {
+		return sandboxView{}, nil, true
+	}
+	return a.heldView(id, s)
+}
+
+// heldView is the view of s, whose transit lock the caller took, and the
+// lock's release; false, the lock released, if s was removed meanwhile.
+func (a *Agent) heldView(id string, s *sandbox) (sandboxView, func(), bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sandboxes[id] != s {
+		s.transit.Unlock()
+		return sandboxView{}, nil, false
+	}
+	return sandboxView{spec: s.spec, be: s.be, suspended: s.suspended}, s.transit.Unlock, true
+}
+
+// resume starts again (or restores) sandbox spec, asleep for idleness,
+// whose transit lock the caller holds: a wake.
+func (a *Agent) resume(ctx context.Context, spec backend.Spec) error {
+	_, err := a.ensure(ctx, spec, true)
+	return err
 }
 
 // pendingTakeover says whether sandbox id is still to be taken over by an
@@ -506,7 +560,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		return false, errorf(agentapi.CodeInvalid, "sandbox %s runs on the %s backend, not %s: a sandbox keeps its backend", spec.ID, s.be.Name(), be.Name())
 	}
 	asleep := func() bool {
-		if served && s.asleep && !held {
+		if served && a.idle.Asleep(spec.ID) && !held {
 			// Asleep on purpose: the next call wakes it, with this spec.
 			s.spec = spec
 			return true
@@ -528,14 +582,14 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		}
 	}
 	// Suspended or asleep, its processes are stopped or saved on purpose.
-	dead := served && !s.suspended && !s.asleep && !a.snaps.taking(spec.ID) && !aliveOn(s.be, spec.ID)
-	if served && s.limited && !dead {
+	dead := served && !s.suspended && !a.idle.Asleep(spec.ID) && !a.snaps.taking(spec.ID) && !aliveOn(s.be, spec.ID)
+	if served && a.limits.frozen(spec.ID) && !dead {
 		// Frozen for its usage limit: it stays so; the limiter thaws it.
 		s.spec = spec
 		a.mu.Unlock()
 		return false, nil
 	}
-	unadopted := served && s.unadopted
+	unadopted := served && a.limits.unadopted(spec.ID)
 	blank := a.pools.takeBlank(spec.ID)
 	// Frozen for its usage limit when the last agent process stopped: a
 	// restart of the agent does not thaw it (limits.go).
@@ -596,7 +650,7 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		a.jobs.EndSandbox(spec.ID, why, false)
 		dead = true
 	}
-	frozen := keepFrozen && a.freezeTakenOver(ctx, be, spec.ID)
+	frozen := keepFrozen && a.limits.freezeTakenOver(ctx, be, spec.ID)
 	if !frozen {
 		// Restored from a suspension with its memory (or never
 		// suspended): its held jobs are reached again.
@@ -621,29 +675,28 @@ func (a *Agent) ensure(ctx context.Context, spec backend.Spec, held bool) (resta
 		}
 	}
 	// Running now (or frozen as it was): the limiter looks at it again.
-	defer a.checkLimitSoon(spec.ID)
+	defer a.limits.checkLimitSoon(spec.ID)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settlePendingLocked(spec.ID)
 	delete(a.pending, spec.ID)
 	if s, ok := a.sandboxes[spec.ID]; ok {
 		s.spec = spec
-		s.suspended, s.asleep, s.paused = false, false, false
-		s.slept, s.keptMemory = false, false
-		if s.limited {
-			// It died frozen, and started again: what the freeze
-			// caught is gone with it.
-			a.unfreezeLocked(s)
-		}
-		s.unadopted = false // adopted above, or gone with its processes
+		s.suspended, s.keptMemory = false, false
+		a.idle.woken(spec.ID, false)
+		// It died frozen, and started again: what the freeze caught is
+		// gone with it.
+		a.limits.unfreeze(spec.ID)
+		a.limits.adopted(spec.ID) // adopted above, or gone with its processes
 		// A key installed for the next start is in now.
 		a.keys.started(spec.ID, key, dead)
 		a.noteStateLocked(s)
 		return dead, nil
 	}
 	a.keys.track(spec.ID, key)
-	s = &sandbox{spec: spec, be: be, unadopted: frozen}
-	setLimitedLocked(s, frozen)
+	a.idle.track(spec.ID)
+	a.limits.track(spec.ID, frozen)
+	s = &sandbox{spec: spec, be: be}
 	a.sandboxes[spec.ID] = s
 	a.noteStateLocked(s)
 	return dead, nil
@@ -667,11 +720,11 @@ func (a *Agent) Restart(ctx context.Context, spec backend.Spec) error {
 	}
 	a.mu.Lock()
 	if served {
-		s.asleep, s.paused = false, false // a restart wakes it, afresh
+		a.idle.woken(spec.ID, true) // a restart wakes it, afresh
 		// And kills what a freeze for its usage limit held: started
 		// again, it is frozen again at once while the limit is spent.
-		a.unfreezeLocked(s)
-		s.unadopted = false
+		a.limits.unfreeze(spec.ID)
+		a.limits.adopted(spec.ID)
 	}
 	a.jobs.UnparkSandbox(spec.ID)
 	a.mu.Unlock()
@@ -721,9 +774,8 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 		s.transit.Lock()
 		defer s.transit.Unlock()
 	}
-	a.mu.Lock()
-	paused := ok && (s.paused || (s.limited && checkpoints(be, spec)))
-	a.mu.Unlock()
+	_, pausedAsleep := a.idle.sleeping(id)
+	paused := ok && (pausedAsleep || (a.limits.frozen(id) && checkpoints(be, spec)))
 	if p := be.Capabilities().Pauser; paused && p != nil {
 		if err := p.Unpause(ctx, id); err != nil {
 			return Suspension{}, fmt.Errorf("thawing sandbox %s, frozen, to suspend it: %w", id, err)
@@ -734,13 +786,15 @@ func (a *Agent) Suspend(ctx context.Context, spec backend.Spec) (Suspension, err
 	a.sessions.dropSandbox(id)
 	s, ok = a.sandboxes[id]
 	if ok {
-		s.spec, s.suspended, s.asleep, s.paused = spec, true, false, false
-		s.slept, s.wakeNoticed = false, false
-		a.unfreezeLocked(s)
+		s.spec, s.suspended = spec, true
+		a.idle.woken(id, false)
+		a.limits.unfreeze(id)
 	} else {
 		s = &sandbox{spec: spec, be: be, suspended: true}
 		a.sandboxes[id] = s
 		a.keys.track(id, nil)
+		a.idle.track(id)
+		a.limits.track(id, false)
 	}
 	a.mu.Unlock()
 	// Its state is noted once the suspension is done: with its memory or
@@ -805,6 +859,20 @@ func (a *Agent) suspendOrStop(ctx context.Context, be backend.Backend, id, why s
 	return Suspension{Note: note}, nil
 }
 
+// sampleNow reads sandbox id's counters into the book at once (after a
+// stop, whose last count the backend kept) and writes the book.
+func (a *Agent) sampleNow(be backend.Backend, id string) {
+	m := be.Capabilities().UsageMeter
+	if m == nil {
+		return
+	}
+	u, ok := m.SandboxUsage(id, false)
+	if !ok {
+		return
+	}
+	a.usage.sampleNow(id, u, a.clock.Now())
+}
+
 // Checkpointed says whether the sandbox is suspended with its memory, to
 // be restored as it was by the next Ensure.
 func (a *Agent) Checkpointed(spec backend.Spec) bool {
@@ -832,6 +900,8 @@ func (a *Agent) Remove(ctx context.Context, id string, keepPile bool) error {
 	delete(a.sandboxes, id)
 	a.pools.takeBlank(id)
 	a.calls.forget(id)
+	a.idle.forget(id)
+	a.limits.forget(id)
 	a.settlePendingLocked(id)
 	delete(a.pending, id)
 	a.keys.forget(id) // its waiting calls find it gone
@@ -860,7 +930,7 @@ func (a *Agent) Serves(id string) bool {
 func (a *Agent) Alive(id string) bool {
 	a.mu.Lock()
 	s, ok := a.sandboxes[id]
-	suspended := ok && (s.suspended || s.asleep || a.snaps.taking(id)) // written under the lock by Ensure, Suspend and sleep
+	suspended := ok && (s.suspended || a.idle.Asleep(id) || a.snaps.taking(id)) // written under its transit lock by Ensure, Suspend and sleep
 	a.mu.Unlock()
 	if !ok || suspended {
 		return true // not served here, or stopped on purpose: nothing is to run

@@ -27,7 +27,7 @@ import (
 // callTracker keeps the calls in progress in each sandbox and when its
 // last call ended: what keeps a sandbox awake (idle.go), and what a
 // freeze for its usage limit cancels (limits.go). It owns that state; the
-// calls service (awaken) begins and ends each call.
+// limiter (admitCall) begins each call, whose done ends it.
 type callTracker struct {
 	clock jobs.Clock
 

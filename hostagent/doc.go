@@ -34,10 +34,32 @@ limitations under the License.
 // and nodeagent's for theirs). New builds them and wires them to each
 // other; the agent server (agentserver.NewServer) and the node agent
 // (nodeagent.Run) take the ones they call from the Agent (Sessions, Execs,
-// Files, SigningKeys, Snapshots, Workers, Pools, Usage). Locks are taken
-// in one order, the Agent's before a service's: a service never holds its
-// own while it calls another. Callers below: S agentserver, N nodeagent,
-// C the conformance suite (the package's tests call most).
+// Files, SigningKeys, Snapshots, Workers, Pools, Usage, Idleness,
+// Limiter). Callers below: S agentserver, N nodeagent, C the conformance
+// suite (the package's tests call most).
+//
+// Locks are taken in one order, which keeps them deadlock-free:
+//
+//  1. a sandbox's transit lock (the Agent's, one per sandbox), held by
+//     whatever changes how its processes are while it runs: Ensure,
+//     Restart, Suspend, a sleep and a wake (Idleness, through hold), a
+//     freeze and a thaw (Limiter, through tryHold, which never waits);
+//  2. the Agent's lock (its table of sandboxes, the pending ones);
+//  3. the Idleness's lock;
+//  4. the Limiter's lock;
+//  5. the other services' (UsageBook, the call tracker, Snapshots,
+//     SigningKeys, Sessions, Pools) and the job engine's, none of which
+//     takes a lock above it while it holds its own (the job engine may
+//     charge an ended job to the book: its lock, then the book's).
+//
+// A lock is only ever taken while holding ones above it: the Agent holds
+// its own while it asks the Idleness and the Limiter of a sandbox (its
+// runtime state, a freeze to forget); the Idleness holds its own while it
+// asks the call tracker whether a sandbox is quiet; the Limiter holds its
+// own while it asks the book for a refusal and begins a call (so that a
+// freeze after finds it). Neither the Idleness nor the Limiter calls the
+// Agent, nor one another, while it holds its own; a service below the
+// Agent never holds its own while it calls another service.
 //
 //   - Sessions (sessions.go): Open, Renew, CloseHandle, Activity (S),
 //     OpenHandles (S, N). Owns the handle table and the handles per tenant
@@ -68,24 +90,41 @@ limitations under the License.
 //   - UsageBook (usage.go): SetUsageLimits, SampleUsage, SaveUsage, Usage,
 //     UsageOf (N). Owns the book; the limiter reads and marks it through
 //     its methods (admit, stand, dueAmong, setFrozen, ...).
+//   - Idleness (idle.go): SetIdlePolicy, Asleep, RunIdle (N). Owns each
+//     sandbox's idle policy and its sleep (asleep, paused, slept, kept
+//     memory, a wake noticed) and the sleep and wake metrics; offers
+//     awaken (awakener: the wake on a call) to Sessions and, with the
+//     Limiter as callGates, to Execs, Files, Workers and Snapshots; and
+//     track, forget, sleeping, woken, runtimeOf to the sandboxes, and
+//     sleeping, frozenAsleep to the Limiter. Asks idleSandboxes (hold,
+//     resume, suspendOrStop, noteState) and idleLimits (admitCall,
+//     frozen).
+//   - Limiter (limits.go): RunLimits (N). Owns each sandbox's freeze for
+//     its usage limit (frozen, its held jobs unadopted, what its thaw
+//     finishes, the channel a call waiting for the thaw reads) and the
+//     freeze metrics; offers admitCall (a call refused or counted in
+//     progress), chargeable, limitRefusal and frozenRefusal (through
+//     callGates), execFreezes to Execs, checkLimitSoon to the book, and
+//     track, forget, frozen, unfreeze, adopted, freezeTakenOver to the
+//     sandboxes. Asks limitSandboxes (served, servedIDs, tryHold,
+//     noteState), limitIdle, the book, Snapshots (taking) and Execs
+//     (adoptJobs, jobAdopter).
 //   - the call tracker (calls.go, unexported): owns the calls in progress
-//     in each sandbox and its last call's end; awaken begins and ends
-//     calls there, idleness asks it (quietFor), a freeze cancels them
-//     (cancelAll).
+//     in each sandbox and its last call's end; the Limiter begins calls
+//     there (admitCall), the Idleness asks it (quietFor), a freeze
+//     cancels them (cancelAll).
 //
-// Still the Agent's (agent.go, idle.go, limits.go, runtime.go), as the
-// sandboxes service: Ensure, EnsureRestarted, Restart, Suspend,
-// Checkpointed, Remove, Serves, Alive, Pending, PendingFailed, Backend,
-// Backends, SetEgressCredentials, Jobs, Close (N, C); RuntimeOf,
-// StateChanges (N); the calls in progress and idleness, SetIdlePolicy,
-// Asleep, RunIdle (N); the usage limiter, RunLimits (N); Collector (N). It
-// offers the services served, tenants, backendFor, pendingTakeover,
-// pendingFor, waitPending (the table of sandboxes), awaken (awakener),
-// chargeable (callGate), and the limiter's answers. What keeps these
-// together is the per-sandbox record: idleness (the policy, asleep,
-// paused), the freeze (limited, unadopted, afterThaw, thawed) and
-// the lifecycle (suspended, restartUnreported) are its fields, written
-// under one lock by Ensure, Restart, Suspend, a sleep, a wake and a freeze,
-// serialised per sandbox by its transit lock, and the runtime state is
-// derived from all of them; they are the next to part.
+// The Agent (agent.go, runtime.go) is the sandboxes service, their
+// lifecycle: Ensure, EnsureRestarted, Restart, Suspend, Checkpointed,
+// Remove, Serves, Alive, Pending, PendingFailed, Backend, Backends,
+// SetEgressCredentials, Jobs, Close (N, C); RuntimeOf, StateChanges (N);
+// Collector (N). It owns the table of sandboxes (each one's spec,
+// backend, suspension and transit lock), the pending ones and each
+// sandbox's runtime state, which it derives from its own suspension, the
+// Limiter's freeze and the Idleness's sleep (stateLocked) whenever one of
+// them completes a change (noteState). It offers served, tenants,
+// backendFor, pendingTakeover, pendingFor, waitPending, hold, tryHold,
+// resume, suspendOrStop and noteState. A sandbox's record in the
+// Idleness and the Limiter lives as long as its record in the Agent: the
+// Agent starts them (track) and ends them (forget) under its lock.
 package hostagent

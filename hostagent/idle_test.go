@@ -77,7 +77,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	if err := a.Ensure(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	a.SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute})
+	a.Idleness().SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute})
 	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +85,8 @@ func TestIdleSleepAndWake(t *testing.T) {
 	sleepsAfter := func(d time.Duration) bool {
 		t.Helper()
 		clock.advance(d)
-		a.sleepIdle(ctx)
-		return a.Asleep(spec.ID)
+		a.idle.sleepIdle(ctx)
+		return a.Idleness().Asleep(spec.ID)
 	}
 
 	if sleepsAfter(59 * time.Second) {
@@ -94,7 +94,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	}
 	// A call in progress keeps it awake, however long it lasts; the idle
 	// period counts from its end.
-	_, done, err := a.awaken(ctx, spec.ID)
+	_, done, err := a.idle.awaken(ctx, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +112,8 @@ func TestIdleSleepAndWake(t *testing.T) {
 		t.Error("an asleep sandbox reads as dead, which the reconciler would restart")
 	}
 	// The reconciler's Ensure leaves it asleep.
-	if err := a.Ensure(ctx, spec); err != nil || !a.Asleep(spec.ID) {
-		t.Fatalf("Ensure of an asleep sandbox: %v, asleep %v", err, a.Asleep(spec.ID))
+	if err := a.Ensure(ctx, spec); err != nil || !a.Idleness().Asleep(spec.ID) {
+		t.Fatalf("Ensure of an asleep sandbox: %v, asleep %v", err, a.Idleness().Asleep(spec.ID))
 	}
 
 	// The next call, on the session opened before, is served.
@@ -121,7 +121,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	if err != nil || string(res.Stdout) != "ok" {
 		t.Fatalf("the call that wakes the sandbox: %+v, %v", res, err)
 	}
-	if a.Asleep(spec.ID) {
+	if a.Idleness().Asleep(spec.ID) {
 		t.Fatal("still asleep after a call")
 	}
 
@@ -135,7 +135,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	}
 	// Unless the policy says otherwise: the job ends with the sandbox's
 	// processes, saying why.
-	a.SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute, WithRunningJobs: true})
+	a.Idleness().SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute, WithRunningJobs: true})
 	if !sleepsAfter(time.Minute) {
 		t.Fatal("awake with a running job and WithRunningJobs")
 	}
@@ -146,7 +146,7 @@ func TestIdleSleepAndWake(t *testing.T) {
 	if p.Job.State != jobs.StateFailed || p.Job.Result == nil || !strings.Contains(p.Job.Result.Error, "without calls") {
 		t.Fatalf("the job after an idle suspension that stopped its sandbox: %+v", p.Job)
 	}
-	if a.Asleep(spec.ID) {
+	if a.Idleness().Asleep(spec.ID) {
 		t.Error("the poll did not wake the sandbox")
 	}
 }
@@ -252,14 +252,14 @@ func TestRuntimeStates(t *testing.T) {
 	if ids := announced(); len(ids) != 0 {
 		t.Fatalf("a new sandbox's state was announced: %v", ids)
 	}
-	a.SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute})
+	a.Idleness().SetIdlePolicy(spec.ID, IdlePolicy{After: time.Minute})
 	h, err := a.Sessions().Open(ctx, spec.Tenant, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock.advance(2 * time.Minute)
 	slept := clock.Now()
-	a.sleepIdle(ctx)
+	a.idle.sleepIdle(ctx)
 	rt, _ := a.RuntimeOf(spec.ID)
 	if rt.State != RuntimeIdleStopped || !rt.Since.Equal(slept) || rt.KeptMemory || rt.Idle.After != time.Minute {
 		t.Fatalf("after its idle period: %+v", rt)

@@ -25,10 +25,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/jobs"
 )
 
 // Usage limits the kernel enforces. A sandbox that has spent its CPU limit
@@ -235,61 +237,198 @@ func checkpoints(be backend.Backend, spec backend.Spec) bool {
 	return sus != nil && slices.Contains(sus.CheckpointIsolations(), backend.IsolationOf(spec))
 }
 
+// Limiter is the usage limiter: it freezes a sandbox that spent its CPU
+// limit and thaws it when the limit no longer is (RunLimits), and admits
+// each call to a sandbox against its limit (admitCall, chargeable). It
+// owns, behind its own lock, a record per sandbox the sandboxes service
+// serves (track, forget): whether it froze it, whether its held jobs are
+// still to be adopted, and what its thaw finishes. It reads and marks the
+// usage book through the book's methods, and reaches the sandboxes'
+// lifecycle through limitSandboxes and their idleness through limitIdle.
+type Limiter struct {
+	sandboxes limitSandboxes
+	idle      limitIdle
+	usage     *UsageBook
+	snaps     interface{ taking(id string) bool }
+	adopter   jobAdopter
+	calls     *callTracker
+	jobs      *jobs.Manager
+	clock     jobs.Clock
+	log       logr.Logger
+	// overshoot is Options.UsageLimitOvershoot, adoptTimeout
+	// Options.AdoptTimeout, killTimeout Options.KillTimeout.
+	overshoot                 float64
+	adoptTimeout, killTimeout time.Duration
+	// overshoots measures the CPU used past a limit at each freeze, and
+	// freezeLatency the time the freeze took.
+	overshoots, freezeLatency prometheus.Histogram
+	// kick wakes the limiter for a sandbox due at once.
+	kick chan struct{}
+
+	mu      sync.Mutex
+	records map[string]*limitRecord // by sandbox ID, one per sandbox served
+}
+
+// limitRecord is a sandbox's standing with the limiter: limited, frozen
+// for a spent limit; unadopted, taken over frozen by this agent process,
+// its held jobs adopted when it thaws; afterThaw, the kills of commands
+// the freeze caught, finished after the thaw. A freeze cancels the calls
+// in progress in it (callTracker.cancelAll).
+type limitRecord struct {
+	limited   bool
+	unadopted bool
+	afterThaw []func(context.Context)
+	// thawed is closed when a freeze ends (setLimitedLocked).
+	thawed chan struct{}
+}
+
+// limitSandboxes is what the limiter asks of the sandboxes service.
+type limitSandboxes interface {
+	served(id string) (sandboxView, bool)
+	// servedIDs are the IDs of the sandboxes this agent serves.
+	servedIDs() []string
+	// tryHold takes sandbox id's transit lock if it is free, until
+	// release; release is nil when it is not (a sleep, a wake, a
+	// suspension runs), and ok false when the sandbox is not served.
+	tryHold(id string) (_ sandboxView, release func(), ok bool)
+	// noteState records sandbox id's runtime state, after a change.
+	noteState(id string)
+}
+
+// limitIdle is what the limiter asks of the idle service.
+type limitIdle interface {
+	sleeping(id string) (asleep, paused bool)
+	// frozenAsleep takes sandbox id, paused for idleness, out of its
+	// sleep: frozen for its limit now.
+	frozenAsleep(id string)
+}
+
+// jobAdopter is what the limiter asks of the exec service: to adopt the
+// jobs a sandbox taken over frozen holds, once it thaws.
+type jobAdopter interface {
+	adoptJobs(ctx context.Context, be backend.Backend, spec backend.Spec) error
+}
+
+func newLimiter(sandboxes limitSandboxes, book *UsageBook, calls *callTracker, jm *jobs.Manager, opts Options) *Limiter {
+	return &Limiter{sandboxes: sandboxes, usage: book, calls: calls, jobs: jm, clock: opts.Clock, log: opts.Logger,
+		overshoot: opts.UsageLimitOvershoot, adoptTimeout: opts.AdoptTimeout, killTimeout: opts.KillTimeout,
+		overshoots: newOvershoots(), freezeLatency: newFreezeLatency(), kick: make(chan struct{}, 1),
+		records: map[string]*limitRecord{}}
+}
+
+// track starts the record of sandbox id, newly served: frozen when this
+// agent process took it over frozen for its usage limit, its held jobs
+// not adopted yet. forget ends it.
+func (l *Limiter) track(id string, frozen bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := &limitRecord{unadopted: frozen}
+	setLimitedLocked(r, frozen)
+	l.records[id] = r
+}
+
+func (l *Limiter) forget(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.records, id)
+}
+
+// frozen says whether sandbox id is frozen for its usage limit.
+func (l *Limiter) frozen(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.records[id]
+	return ok && r.limited
+}
+
+// unadopted says whether the jobs that sandboxID holds may not all be
+// taken over by this agent process yet.
+func (l *Limiter) unadopted(sandboxID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.records[sandboxID]
+	return ok && r.unadopted
+}
+
+// adopted records that sandbox id's held jobs were adopted, or are gone
+// with its processes.
+func (l *Limiter) adopted(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.records[id]; ok {
+		r.unadopted = false
+	}
+}
+
 // freezeTakenOver keeps frozen a sandbox that the last agent process
 // froze, which Reattach left paused (or started, if it had stopped): its
 // held jobs are parked, and adopted when it thaws.
-func (a *Agent) freezeTakenOver(ctx context.Context, be backend.Backend, id string) bool {
+func (l *Limiter) freezeTakenOver(ctx context.Context, be backend.Backend, id string) bool {
 	if err := be.Capabilities().Pauser.Pause(ctx, id); err != nil {
-		a.opts.Logger.Error(err, "Keeping frozen a sandbox frozen for its usage limit; the limiter tries again", "sandbox", id)
+		l.log.Error(err, "Keeping frozen a sandbox frozen for its usage limit; the limiter tries again", "sandbox", id)
 		return false
 	}
-	a.jobs.ParkSandbox(id)
+	l.jobs.ParkSandbox(id)
 	return true
 }
 
-// unfreezeLocked forgets that s is frozen for its usage limit: it was
+// unfreeze forgets that sandbox id is frozen for its usage limit: it was
 // stopped, restarted or suspended, and what the freeze caught with it.
-// The caller holds a.mu.
-func (a *Agent) unfreezeLocked(s *sandbox) {
-	if !s.limited {
+func (l *Limiter) unfreeze(id string) {
+	l.mu.Lock()
+	r, ok := l.records[id]
+	if !ok || !r.limited {
+		l.mu.Unlock()
 		return
 	}
-	setLimitedLocked(s, false)
-	s.afterThaw = nil
-	a.usage.setFrozen(s.spec.ID, false)
+	setLimitedLocked(r, false)
+	r.afterThaw = nil
+	l.mu.Unlock()
+	l.usage.setFrozen(id, false)
 }
 
-// setLimitedLocked marks s frozen for its usage limit, or not; a call
-// waiting for its thaw (awaitThaw) is let go. The caller holds a.mu.
-func setLimitedLocked(s *sandbox, limited bool) {
-	switch {
-	case limited && !s.limited:
-		s.thawed = make(chan struct{})
-	case !limited && s.limited:
-		close(s.thawed)
+// setLimited marks sandbox id frozen for its usage limit, or not, if it
+// is served.
+func (l *Limiter) setLimited(id string, limited bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.records[id]; ok {
+		setLimitedLocked(r, limited)
 	}
-	s.limited = limited
+}
+
+// setLimitedLocked marks r frozen for its usage limit, or not; a call
+// waiting for its thaw (awaitThaw) is let go. The caller holds l.mu.
+func setLimitedLocked(r *limitRecord, limited bool) {
+	switch {
+	case limited && !r.limited:
+		r.thawed = make(chan struct{})
+	case !limited && r.limited:
+		close(r.thawed)
+	}
+	r.limited = limited
 }
 
 // thawWait bounds how long a call waits for the limiter to thaw a sandbox
 // whose period just ended, or whose limit was just raised.
 const thawWait = 5 * time.Second
 
-// awaitThaw waits, a moment, for the limiter to thaw sandbox s if it is
+// awaitThaw waits, a moment, for the limiter to thaw sandbox id if it is
 // frozen for a limit no longer spent (its period just ended, its limit
 // was raised), so that a call then is served rather than refused.
-func (a *Agent) awaitThaw(ctx context.Context, s *sandbox) {
-	a.mu.Lock()
-	if !s.limited {
-		a.mu.Unlock()
+func (l *Limiter) awaitThaw(ctx context.Context, id string) {
+	l.mu.Lock()
+	r, ok := l.records[id]
+	if !ok || !r.limited {
+		l.mu.Unlock()
 		return
 	}
-	thawed, id := s.thawed, s.spec.ID
-	a.mu.Unlock()
-	if !a.usage.thawDue(id) {
+	thawed := r.thawed
+	l.mu.Unlock()
+	if !l.usage.thawDue(id) {
 		return
 	}
-	a.checkLimitSoon(id)
+	l.checkLimitSoon(id)
 	t := time.NewTimer(thawWait)
 	defer t.Stop()
 	select {
@@ -301,10 +440,10 @@ func (a *Agent) awaitThaw(ctx context.Context, s *sandbox) {
 
 // checkLimitSoon has the limiter check sandbox id at once, if it has a
 // limit or is frozen for one.
-func (a *Agent) checkLimitSoon(id string) {
-	if a.usage.markDue(id) {
+func (l *Limiter) checkLimitSoon(id string) {
+	if l.usage.markDue(id) {
 		select {
-		case a.limitKick <- struct{}{}:
+		case l.kick <- struct{}{}:
 		default:
 		}
 	}
@@ -314,7 +453,7 @@ func (a *Agent) checkLimitSoon(id string) {
 // ends: it freezes a sandbox that spent its limit, and thaws it when the
 // limit no longer is. every bounds the time between two checks of a
 // sandbox with a limit.
-func (a *Agent) RunLimits(ctx context.Context, every time.Duration) error {
+func (l *Limiter) RunLimits(ctx context.Context, every time.Duration) error {
 	var thaws sync.WaitGroup // the kills finished after thaws
 	defer thaws.Wait()
 	t := time.NewTimer(0)
@@ -324,42 +463,39 @@ func (a *Agent) RunLimits(ctx context.Context, every time.Duration) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-		case <-a.limitKick:
+		case <-l.kick:
 		}
-		next := a.checkLimits(ctx, every, &thaws)
+		next := l.checkLimits(ctx, every, &thaws)
 		t.Reset(max(time.Until(next), minLimitCheck))
 	}
 }
 
 // checkLimits checks the sandboxes whose time has come, limitWorkers at a
 // time, and returns when the next one is due.
-func (a *Agent) checkLimits(ctx context.Context, every time.Duration, thaws *sync.WaitGroup) time.Time {
-	now := a.clock.Now()
+func (l *Limiter) checkLimits(ctx context.Context, every time.Duration, thaws *sync.WaitGroup) time.Time {
+	now := l.clock.Now()
 	next := now.Add(every)
-	a.mu.Lock()
-	served := make(map[string]*sandbox, len(a.sandboxes))
-	limited := make(map[string]bool, len(a.sandboxes))
-	for id, s := range a.sandboxes {
-		served[id], limited[id] = s, s.limited
+	served := l.sandboxes.servedIDs()
+	limited := make(map[string]bool, len(served))
+	l.mu.Lock()
+	for _, id := range served {
+		r, ok := l.records[id]
+		limited[id] = ok && r.limited
 	}
-	a.mu.Unlock()
-	ids, next := a.usage.dueAmong(limited, now, next)
-	due := make([]*sandbox, 0, len(ids))
-	for _, id := range ids {
-		due = append(due, served[id])
-	}
+	l.mu.Unlock()
+	due, next := l.usage.dueAmong(limited, now, next)
 	var (
 		wg  sync.WaitGroup
 		mu  sync.Mutex
 		sem = make(chan struct{}, limitWorkers)
 	)
-	for _, s := range due {
+	for _, id := range due {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			at := a.enforceLimit(ctx, s, every, thaws)
+			at := l.enforceLimit(ctx, id, every, thaws)
 			mu.Lock()
 			next = minTime(next, at)
 			mu.Unlock()
@@ -376,26 +512,24 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// enforceLimit reads sandbox s's counter into the book, freezes it if it
+// enforceLimit reads sandbox id's counter into the book, freezes it if it
 // spent its limit or thaws it if no longer, and returns when to check it
 // next.
-func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duration, thaws *sync.WaitGroup) time.Time {
-	now := a.clock.Now()
-	if !s.transit.TryLock() {
+func (l *Limiter) enforceLimit(ctx context.Context, id string, every time.Duration, thaws *sync.WaitGroup) time.Time {
+	now := l.clock.Now()
+	sbx, release, served := l.sandboxes.tryHold(id)
+	if release == nil && served {
 		// Going to sleep or waking (a checkpoint, a restore): after.
 		return now.Add(50 * time.Millisecond)
 	}
-	defer s.transit.Unlock()
-	a.mu.Lock()
-	served := a.sandboxes[s.spec.ID] == s
-	spec, be := s.spec, s.be
-	limited, suspended, asleep, paused := s.limited, s.suspended, s.asleep, s.paused
-	snapshotting := a.snaps.taking(spec.ID)
-	a.mu.Unlock()
 	if !served {
 		return now.Add(every)
 	}
-	id := spec.ID
+	defer release()
+	spec, be, suspended := sbx.spec, sbx.be, sbx.suspended
+	limited := l.frozen(id)
+	asleep, paused := l.idle.sleeping(id)
+	snapshotting := l.snaps.taking(id)
 	var (
 		u  backend.SandboxUsage
 		ok bool
@@ -403,7 +537,7 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 	if m := be.Capabilities().UsageMeter; m != nil {
 		u, ok = m.SandboxUsage(id, false)
 	}
-	st, known := a.usage.stand(id, u, ok, a.clock.Now())
+	st, known := l.usage.stand(id, u, ok, l.clock.Now())
 	if !known {
 		return now.Add(every)
 	}
@@ -415,24 +549,22 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 	case spent && !limited && p != nil && !suspended && !snapshotting && (!asleep || paused):
 		if asleep {
 			// Paused for idleness already: frozen for its limit now, so
-			// that no call wakes it.
-			a.mu.Lock()
-			s.asleep, s.paused = false, false
-			setLimitedLocked(s, true)
-			a.noteStateLocked(s)
-			a.mu.Unlock()
-			a.usage.setFrozen(id, true)
+			// that no call wakes it (refused from the first).
+			l.setLimited(id, true)
+			l.idle.frozenAsleep(id)
+			l.sandboxes.noteState(id)
+			l.usage.setFrozen(id, true)
 			break
 		}
-		if err := a.freeze(ctx, s, spec, p, limits, used, st.from); err != nil {
-			a.opts.Logger.Error(err, "Freezing a sandbox that spent its CPU limit; tried again", "sandbox", id)
+		if err := l.freeze(ctx, spec, be, p, limits, used, st.from); err != nil {
+			l.log.Error(err, "Freezing a sandbox that spent its CPU limit; tried again", "sandbox", id)
 			return now.Add(time.Second)
 		}
 	case spent && snapshotting && !limited:
 		return now.Add(100 * time.Millisecond) // after the snapshot
 	case !spent && limited:
-		if err := a.thaw(ctx, s, spec, be, thaws); err != nil {
-			a.opts.Logger.Error(err, "Thawing a sandbox whose usage limit is no longer spent; tried again", "sandbox", id)
+		if err := l.thaw(ctx, spec, be, thaws); err != nil {
+			l.log.Error(err, "Thawing a sandbox whose usage limit is no longer spent; tried again", "sandbox", id)
 			return now.Add(time.Second)
 		}
 	}
@@ -442,14 +574,14 @@ func (a *Agent) enforceLimit(ctx context.Context, s *sandbox, every time.Duratio
 	case limits.CPUSeconds > 0 && !suspended && !asleep:
 		// Before it can have spent max(remaining, overshoot) at full
 		// speed: within the overshoot past the limit.
-		left := max(limits.CPUSeconds-used, a.opts.UsageLimitOvershoot)
+		left := max(limits.CPUSeconds-used, l.overshoot)
 		dt := time.Duration(left / coresOf(spec) * float64(time.Second))
 		next = minTime(next, now.Add(max(dt, minLimitCheck)))
 		if !periodEnd.IsZero() {
 			next = minTime(next, periodEnd)
 		}
 	}
-	a.usage.setDue(id, next)
+	l.usage.setDue(id, next)
 	return next
 }
 
@@ -462,51 +594,45 @@ func coresOf(spec backend.Spec) float64 {
 	return float64(runtime.NumCPU())
 }
 
-// freeze freezes sandbox s for its spent limit: calls are refused from
+// freeze freezes sandbox spec for its spent limit: calls are refused from
 // now, its processes frozen, its held jobs parked, and the calls in
-// progress in it cancelled. The caller holds s.transit.
-func (a *Agent) freeze(ctx context.Context, s *sandbox, spec backend.Spec, p backend.Pauser, limits UsageLimits, used float64, from time.Time) error {
+// progress in it cancelled. The caller holds its transit lock.
+func (l *Limiter) freeze(ctx context.Context, spec backend.Spec, be backend.Backend, p backend.Pauser, limits UsageLimits, used float64, from time.Time) error {
 	id := spec.ID
-	a.mu.Lock()
-	setLimitedLocked(s, true) // refused from here
-	a.mu.Unlock()
+	l.setLimited(id, true) // refused from here
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pauseTimeout)
 	err := p.Pause(pctx, id)
 	cancel()
 	if err != nil {
-		a.mu.Lock()
-		setLimitedLocked(s, false)
-		a.mu.Unlock()
+		l.setLimited(id, false)
 		return err
 	}
-	took := a.clock.Now().Sub(from)
-	a.freezeLatency.Observe(took.Seconds())
-	a.jobs.ParkSandbox(id)
-	a.usage.setFrozen(id, true)
-	a.mu.Lock()
-	a.noteStateLocked(s)
-	a.mu.Unlock()
-	a.calls.cancelAll(id, errFrozen)
+	took := l.clock.Now().Sub(from)
+	l.freezeLatency.Observe(took.Seconds())
+	l.jobs.ParkSandbox(id)
+	l.usage.setFrozen(id, true)
+	l.sandboxes.noteState(id)
+	l.calls.cancelAll(id, errFrozen)
 	// Frozen, its counter is still: what it used past the limit.
 	over := used - limits.CPUSeconds
-	if m := s.be.Capabilities().UsageMeter; m != nil {
+	if m := be.Capabilities().UsageMeter; m != nil {
 		if u, ok := m.SandboxUsage(id, false); ok {
-			if used, ok := a.usage.periodUse(id, u, a.clock.Now()); ok {
+			if used, ok := l.usage.periodUse(id, u, l.clock.Now()); ok {
 				over = used - limits.CPUSeconds
 			}
 		}
 	}
-	a.overshoots.Observe(max(over, 0))
-	a.opts.Logger.Info("Froze a sandbox that spent its CPU limit", "sandbox", id, "tenant", spec.Tenant,
+	l.overshoots.Observe(max(over, 0))
+	l.log.Info("Froze a sandbox that spent its CPU limit", "sandbox", id, "tenant", spec.Tenant,
 		"limit", limits.CPUSeconds, "period", limits.Period, "overshoot", fmt.Sprintf("%.3f", over), "took", took)
 	return nil
 }
 
-// thaw thaws sandbox s, frozen for a limit no longer spent: its jobs go
+// thaw thaws sandbox spec, frozen for a limit no longer spent: its jobs go
 // on (adopted first, if this agent process took it over frozen), and the
 // commands the freeze caught are killed, with proof, in the background
-// (thaws). The caller holds s.transit.
-func (a *Agent) thaw(ctx context.Context, s *sandbox, spec backend.Spec, be backend.Backend, thaws *sync.WaitGroup) error {
+// (thaws). The caller holds its transit lock.
+func (l *Limiter) thaw(ctx context.Context, spec backend.Spec, be backend.Backend, thaws *sync.WaitGroup) error {
 	id := spec.ID
 	if p := be.Capabilities().Pauser; p != nil {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pauseTimeout)
@@ -516,35 +642,37 @@ func (a *Agent) thaw(ctx context.Context, s *sandbox, spec backend.Spec, be back
 			return err
 		}
 	}
-	a.mu.Lock()
-	after, unadopted := s.afterThaw, s.unadopted
-	s.afterThaw = nil
-	a.mu.Unlock()
-	a.usage.setFrozen(id, false)
-	a.jobs.UnparkSandbox(id)
+	var (
+		after     []func(context.Context)
+		unadopted bool
+	)
+	l.mu.Lock()
+	if r, ok := l.records[id]; ok {
+		after, unadopted = r.afterThaw, r.unadopted
+		r.afterThaw = nil
+	}
+	l.mu.Unlock()
+	l.usage.setFrozen(id, false)
+	l.jobs.UnparkSandbox(id)
 	if unadopted {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.AdoptTimeout)
-		err := a.execs.adoptJobs(actx, be, spec)
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.adoptTimeout)
+		err := l.adopter.adoptJobs(actx, be, spec)
 		cancel()
 		if err != nil {
-			a.opts.Logger.Error(err, "Adopting the jobs of a sandbox thawed; its next Ensure tries again", "sandbox", id)
+			l.log.Error(err, "Adopting the jobs of a sandbox thawed; its next Ensure tries again", "sandbox", id)
 		} else {
-			a.mu.Lock()
-			s.unadopted = false
-			a.mu.Unlock()
+			l.adopted(id)
 		}
 	}
 	// Calls are served from here: its jobs are known.
-	a.mu.Lock()
-	setLimitedLocked(s, false)
-	a.noteStateLocked(s)
-	a.mu.Unlock()
-	a.opts.Logger.Info("Thawed a sandbox whose usage limit is no longer spent", "sandbox", id, "tenant", spec.Tenant)
+	l.setLimited(id, false)
+	l.sandboxes.noteState(id)
+	l.log.Info("Thawed a sandbox whose usage limit is no longer spent", "sandbox", id, "tenant", spec.Tenant)
 	if len(after) > 0 {
 		thaws.Add(1)
 		go func() {
 			defer thaws.Done()
-			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.KillTimeout)
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.killTimeout)
 			defer cancel()
 			for _, f := range after {
 				f(kctx)
@@ -558,134 +686,139 @@ func (a *Agent) thaw(ctx context.Context, s *sandbox, spec backend.Spec, be back
 // caught: the kill is sent now and reaches it when the sandbox thaws, when
 // its proof is waited for; a kill it cannot prove halts the sandbox's job
 // admission, as any.
-func (a *Agent) killAtThaw(id, tenant string, proc backend.Process) {
+func (l *Limiter) killAtThaw(id, tenant string, proc backend.Process) {
 	sent, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	err := proc.Kill(sent)
 	cancel()
 	if err == nil {
 		return // it had ended
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sandboxes[id]
-	if !ok || !s.limited {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.records[id]
+	if !ok || !r.limited {
 		return // stopped meanwhile: nothing of it is left
 	}
-	s.afterThaw = append(s.afterThaw, func(ctx context.Context) {
+	r.afterThaw = append(r.afterThaw, func(ctx context.Context) {
 		if err := proc.Kill(ctx); err != nil {
-			a.jobs.HaltAdmission(fmt.Sprintf("killing a command of tenant %s in sandbox %s that its freeze for its usage limit caught: %v", tenant, id, err), tenant, id, err)
+			l.jobs.HaltAdmission(fmt.Sprintf("killing a command of tenant %s in sandbox %s that its freeze for its usage limit caught: %v", tenant, id, err), tenant, id, err)
 		}
 	})
 }
 
 // releaseAtThaw ends a job whose start the sandbox's freeze cut short,
 // once it thaws: the job manager never admitted it.
-func (a *Agent) releaseAtThaw(id string, release func(context.Context)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if s, ok := a.sandboxes[id]; ok && s.limited {
-		s.afterThaw = append(s.afterThaw, release)
+func (l *Limiter) releaseAtThaw(id string, release func(context.Context)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.records[id]; ok && r.limited {
+		r.afterThaw = append(r.afterThaw, release)
 	}
 }
 
-// limitRefusalLocked is the answer to a call that would reach sandbox s
-// while it is frozen for its usage limit, or has spent it (frozen within
-// moments; one asleep is not woken); nil otherwise. The caller holds a.mu.
-func (a *Agent) limitRefusalLocked(s *sandbox) error {
-	if s.suspended {
+// refusalOf is the answer to a call that would reach sandbox sbx while it
+// is frozen for its usage limit (limited), or has spent it (frozen within
+// moments; one asleep is not woken); nil otherwise.
+func (l *Limiter) refusalOf(sbx sandboxView, limited bool) error {
+	if sbx.suspended {
 		return nil // its suspension is the answer
 	}
-	return a.usage.refusal(s.spec.ID, s.spec.Tenant, s.limited, s.be.Capabilities().Pauser != nil)
+	return l.usage.refusal(sbx.spec.ID, sbx.spec.Tenant, limited, sbx.be.Capabilities().Pauser != nil)
+}
+
+// admitCall counts a call to sandbox id in progress, until done, unless
+// its usage limit refuses it: it is frozen for it, or has spent it. The
+// call runs with the context returned, which the sandbox's freeze
+// cancels. A sandbox this agent does not serve is left to the caller's
+// own checks.
+func (l *Limiter) admitCall(ctx context.Context, id string) (_ context.Context, done func(), err error) {
+	sbx, ok := l.sandboxes.served(id)
+	if !ok {
+		return ctx, func() {}, nil
+	}
+	l.mu.Lock()
+	r := l.records[id]
+	l.mu.Unlock()
+	l.awaitThaw(ctx, id)
+	l.mu.Lock()
+	if r == nil || l.records[id] != r {
+		// Removed meanwhile: as one not served.
+		l.mu.Unlock()
+		return ctx, func() {}, nil
+	}
+	if err := l.refusalOf(sbx, r.limited); err != nil {
+		l.mu.Unlock()
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	// Under the limiter's lock, with the refusal above: a freeze that
+	// comes after finds the call in progress, and cancels it.
+	end := l.calls.begin(id, cancel)
+	l.mu.Unlock()
+	return cctx, func() {
+		end()
+		cancel(nil)
+	}, nil
 }
 
 // chargeable refuses a call that would run something in sandbox spec when
 // it has spent a limit of its period (and has the limiter freeze it now,
 // if it has not yet).
-func (a *Agent) chargeable(ctx context.Context, spec backend.Spec, be backend.Backend) error {
-	a.mu.Lock()
-	s, ok := a.sandboxes[spec.ID]
-	a.mu.Unlock()
-	frozen := false
-	if ok {
-		// Its period just ended, or its limit was raised: served once
-		// thawed.
-		a.awaitThaw(ctx, s)
-		a.mu.Lock()
-		frozen = s.limited
-		a.mu.Unlock()
-	}
-	return a.usage.admit(spec, be, frozen)
+func (l *Limiter) chargeable(ctx context.Context, spec backend.Spec, be backend.Backend) error {
+	// Its period just ended, or its limit was raised: served once
+	// thawed.
+	l.awaitThaw(ctx, spec.ID)
+	return l.usage.admit(spec, be, l.frozen(spec.ID))
 }
 
 // limitRefusal is the answer to a call that would reach sandbox id while
 // its usage limit is spent, or it is frozen for it (nil: none), and
 // whether it is frozen.
-func (a *Agent) limitRefusal(id string) (frozen bool, refusal error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if s, ok := a.sandboxes[id]; ok {
-		return s.limited, a.limitRefusalLocked(s)
+func (l *Limiter) limitRefusal(id string) (frozen bool, refusal error) {
+	sbx, ok := l.sandboxes.served(id)
+	if !ok {
+		return false, nil
 	}
-	return false, nil
+	frozen = l.frozen(id)
+	return frozen, l.refusalOf(sbx, frozen)
 }
 
 // frozenRefusal is the answer to a call caught in progress by the freeze
 // of sandbox id.
-func (a *Agent) frozenRefusal(id string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if s, ok := a.sandboxes[id]; ok {
-		if err := a.limitRefusalLocked(s); err != nil {
-			return err
-		}
+func (l *Limiter) frozenRefusal(id string) error {
+	if _, err := l.limitRefusal(id); err != nil {
+		return err
 	}
 	return errorf(agentapi.CodeExhausted, "the sandbox was frozen for its spent usage limit while the call ran: retry after its period resets")
-}
-
-// unadopted says whether the jobs that sandboxID holds may not all be
-// taken over by this agent process yet.
-func (a *Agent) unadopted(sandboxID string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sandboxes[sandboxID]
-	return ok && s.unadopted
 }
 
 // frozenUnadopted is the answer to a call on a job not found, when the
 // tenant has a sandbox this agent process took over frozen, whose jobs it
 // has not adopted yet; nil otherwise.
-func (a *Agent) frozenUnadopted(tenant string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, s := range a.sandboxes {
-		if s.spec.Tenant == tenant && s.unadopted && s.limited {
-			return a.limitRefusalLocked(s)
+func (l *Limiter) frozenUnadopted(tenant string) error {
+	l.mu.Lock()
+	var ids []string
+	for id, r := range l.records {
+		if r.unadopted && r.limited {
+			ids = append(ids, id)
+		}
+	}
+	l.mu.Unlock()
+	for _, id := range ids {
+		if sbx, ok := l.sandboxes.served(id); ok && sbx.spec.Tenant == tenant {
+			return l.refusalOf(sbx, true)
 		}
 	}
 	return nil
 }
 
-// sampleNow reads sandbox id's counters into the book at once (after a
-// stop, whose last count the backend kept) and writes the book.
-func (a *Agent) sampleNow(be backend.Backend, id string) {
-	m := be.Capabilities().UsageMeter
-	if m == nil {
-		return
-	}
-	u, ok := m.SandboxUsage(id, false)
-	if !ok {
-		return
-	}
-	a.usage.sampleNow(id, u, a.clock.Now())
-}
-
 // frozenCount is the number of sandboxes frozen for their usage limits.
-func (a *Agent) frozenCount() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (l *Limiter) frozenCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	n := 0
-	for _, s := range a.sandboxes {
-		if s.limited {
+	for _, r := range l.records {
+		if r.limited {
 			n++
 		}
 	}

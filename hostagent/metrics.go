@@ -150,10 +150,10 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	c.a.execs.duration().Describe(ch)
-	c.a.sleeps.Describe(ch)
-	c.a.wakes.Describe(ch)
-	c.a.overshoots.Describe(ch)
-	c.a.freezeLatency.Describe(ch)
+	c.a.idle.sleeps.Describe(ch)
+	c.a.idle.wakes.Describe(ch)
+	c.a.limits.overshoots.Describe(ch)
+	c.a.limits.freezeLatency.Describe(ch)
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -190,16 +190,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolStartsDesc, prometheus.CounterValue, float64(ps.Started), name, "started")
 		ch <- prometheus.MustNewConstMetric(poolStartsDesc, prometheus.CounterValue, float64(ps.Failed), name, "failed")
 	}
-	spec, idle := c.a.suspendedCounts()
+	spec, idle := c.a.suspendedCount(), c.a.idle.asleepCount()
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(spec), "spec")
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(idle), "idle")
-	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(c.a.frozenCount()), "usage_limit")
+	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(c.a.limits.frozenCount()), "usage_limit")
 	gauge(keyWaitingDesc, float64(c.a.keys.waitingCalls()))
 	c.a.execs.duration().Collect(ch)
-	c.a.sleeps.Collect(ch)
-	c.a.wakes.Collect(ch)
-	c.a.overshoots.Collect(ch)
-	c.a.freezeLatency.Collect(ch)
+	c.a.idle.sleeps.Collect(ch)
+	c.a.idle.wakes.Collect(ch)
+	c.a.limits.overshoots.Collect(ch)
+	c.a.limits.freezeLatency.Collect(ch)
 }
 
 // collectUsage exports the usage book, summed per tenant.

@@ -24,8 +24,9 @@ import (
 // decide and to say (its Sandbox's Running condition): it puts a sandbox
 // to sleep for idleness (idle.go), freezes it for its usage limit
 // (limits.go) and suspends it for its spec. The state is derived from the
-// sandbox's flags and noted (noteStateLocked) where a transition is
-// complete, never half-way: a sleep that checkpoints the sandbox is
+// sandbox's suspension, the idle service's record of its sleep and the
+// limiter's of its freeze (stateLocked), and noted (noteState) by whoever
+// completes a transition, never half-way: a sleep that checkpoints the sandbox is
 // IdleSuspended once the checkpoint is taken, and a failed one was never
 // anything but Running.
 
@@ -83,7 +84,21 @@ func (a *Agent) RuntimeOf(id string) (Runtime, bool) {
 	if !ok || s.state == "" {
 		return Runtime{}, false
 	}
-	return Runtime{State: s.state, Since: s.stateSince, KeptMemory: s.keptMemory, Idle: s.idle}, true
+	_, keptMemory, idle := a.idle.runtimeOf(id)
+	return Runtime{State: s.state, Since: s.stateSince, KeptMemory: s.keptMemory || keptMemory, Idle: idle}, true
+}
+
+// suspendedCount counts the sandboxes suspended by their spec.
+func (a *Agent) suspendedCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, s := range a.sandboxes {
+		if s.suspended {
+			n++
+		}
+	}
+	return n
 }
 
 // StateChanges delivers the ID of each sandbox whose runtime state
@@ -92,28 +107,36 @@ func (a *Agent) RuntimeOf(id string) (Runtime, bool) {
 // on its own from time to time (the node agent's resync does).
 func (a *Agent) StateChanges() <-chan string { return a.stateChanges }
 
-// stateLocked derives s's runtime state from its flags. The caller holds
-// a.mu.
-func stateLocked(s *sandbox) RuntimeState {
+// stateLocked derives s's runtime state from its suspension, its freeze
+// (the limiter's) and its sleep (the idle service's), and says whether
+// it kept its memory. The caller holds a.mu.
+func (a *Agent) stateLocked(s *sandbox) (RuntimeState, bool) {
+	id := s.spec.ID
+	idle, idleKept, _ := a.idle.runtimeOf(id)
+	keptMemory := s.keptMemory || idleKept
 	switch {
-	case s.limited:
-		return RuntimeFrozen
+	case a.limits.frozen(id):
+		return RuntimeFrozen, keptMemory
 	case s.suspended && s.keptMemory:
-		return RuntimeSuspended
+		return RuntimeSuspended, keptMemory
 	case s.suspended:
-		return RuntimeStopped
-	case s.asleep && s.wakeNoticed:
-		return RuntimeWaking
-	case s.asleep && s.paused:
-		return RuntimeIdlePaused
-	case s.asleep && s.slept && s.keptMemory:
-		return RuntimeIdleSuspended
-	case s.asleep && s.slept:
-		return RuntimeIdleStopped
+		return RuntimeStopped, keptMemory
+	case idle != "":
+		return idle, keptMemory
 	default:
 		// Awake, or on its way to sleep: a sleep that fails leaves it
 		// running.
-		return RuntimeRunning
+		return RuntimeRunning, keptMemory
+	}
+}
+
+// noteState records sandbox id's runtime state, after a change that the
+// caller completed (noteStateLocked).
+func (a *Agent) noteState(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.sandboxes[id]; ok {
+		a.noteStateLocked(s)
 	}
 }
 
@@ -122,7 +145,7 @@ func stateLocked(s *sandbox) RuntimeState {
 // A sandbox's first state is recorded silently: the write that reports it
 // provisioned carries it. The caller holds a.mu.
 func (a *Agent) noteStateLocked(s *sandbox) {
-	st := stateLocked(s)
+	st, keptMemory := a.stateLocked(s)
 	if st == s.state {
 		return
 	}
@@ -131,7 +154,7 @@ func (a *Agent) noteStateLocked(s *sandbox) {
 	if from == "" {
 		return
 	}
-	a.opts.Logger.Info("Sandbox state changed", "sandbox", s.spec.ID, "tenant", s.spec.Tenant, "from", from, "to", st, "keptMemory", s.keptMemory)
+	a.opts.Logger.Info("Sandbox state changed", "sandbox", s.spec.ID, "tenant", s.spec.Tenant, "from", from, "to", st, "keptMemory", keptMemory)
 	select {
 	case a.stateChanges <- s.spec.ID:
 	default: // full: the reader's own comparison finds it

@@ -49,17 +49,17 @@ type snapshotSandboxes interface {
 	Backends() []backend.Backend
 	backendFor(spec backend.Spec) (backend.Backend, error)
 	served(id string) (sandboxView, bool)
+	parkBriefly(id string) (unpark func())
 }
 
 // snapshotCalls is what the snapshot service asks of the services that
-// admit a call to a sandbox: its usage limit, its wake, and the parking of
-// its held jobs.
+// admit a call to a sandbox: its usage limit (the limiter) and its wake
+// (the idle service).
 type snapshotCalls interface {
 	// limitRefusal is the answer to a call reaching sandbox id while its
 	// usage limit is spent (nil: none), and whether it is frozen.
 	limitRefusal(id string) (frozen bool, refusal error)
 	awaken(ctx context.Context, id string) (context.Context, func(), error)
-	parkBriefly(id string) (unpark func())
 }
 
 func newSnapshots(sandboxes snapshotSandboxes, calls snapshotCalls, log logr.Logger) *Snapshots {
@@ -122,7 +122,7 @@ func (sn *Snapshots) Snapshot(ctx context.Context, spec backend.Spec, snapID str
 	if _, ok := sn.sandboxes.served(spec.ID); ok {
 		defer sn.begin(spec.ID)()
 	}
-	defer sn.calls.parkBriefly(spec.ID)()
+	defer sn.sandboxes.parkBriefly(spec.ID)()
 	info, err := snap.Snapshot(ctx, spec.ID, snapID)
 	if err != nil {
 		return info, fmt.Errorf("snapshot %s of sandbox %s: %w", snapID, spec.ID, err)

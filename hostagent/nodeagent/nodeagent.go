@@ -515,7 +515,7 @@ func Run(ctx context.Context, opts Options) error {
 						task{"reconciler", mgr.Start},
 						task{"runtime states", func(ctx context.Context) error { return rec.watchStates(ctx, agent.StateChanges()) }},
 						task{"usage", func(ctx context.Context) error { return sampleUsage(ctx, agent.Usage(), opts.UsageInterval, log) }},
-						task{"usage limits", func(ctx context.Context) error { return agent.RunLimits(ctx, opts.UsageInterval) }},
+						task{"usage limits", func(ctx context.Context) error { return agent.Limiter().RunLimits(ctx, opts.UsageInterval) }},
 						// After the reattach: the sandboxes tenants have
 						// come before blank ones. A graceful stop takes the
 						// blank ones with it.
@@ -527,7 +527,7 @@ func Run(ctx context.Context, opts Options) error {
 			)
 		}},
 		task{"idle suspension", func(ctx context.Context) error {
-			return agent.RunIdle(ctx, idleCheckInterval)
+			return agent.Idleness().RunIdle(ctx, idleCheckInterval)
 		}},
 		task{"token reload", func(ctx context.Context) error {
 			return tokens.watch(ctx, opts.TokenReloadInterval, server.SetTokens)

@@ -122,6 +122,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		pools:     agent.Pools(),
 		sessions:  agent.Sessions(),
 		usage:     agent.Usage(),
+		idle:      agent.Idleness(),
 		ids:       ids,
 		node:      opts.NodeName,
 		endpoint:  endpoint,
@@ -185,6 +186,10 @@ type sandboxReconciler struct {
 	sessions interface{ OpenHandles(id string) int }
 	// usage is the agent's usage service.
 	usage usageBook
+	// idle is the agent's idle service: when each sandbox sleeps.
+	idle interface {
+		SetIdlePolicy(id string, p hostagent.IdlePolicy)
+	}
 	// ids says which sandbox ID each Sandbox of the node has.
 	ids      *sandboxids.Registry
 	node     string
@@ -224,7 +229,6 @@ type sandboxKernel interface {
 	Alive(id string) bool
 	Pending(sandboxes map[string]string)
 	PendingFailed(id string, err error)
-	SetIdlePolicy(id string, p hostagent.IdlePolicy)
 	RuntimeOf(id string) (hostagent.Runtime, bool)
 	Jobs() *jobs.Manager
 }
@@ -400,7 +404,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		return r.failed(ctx, sbx, "Provision", fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err))
 	}
 	r.faculties.started(spec.ID, spec.Faculties)
-	r.agent.SetIdlePolicy(spec.ID, idlePolicy(sbx))
+	r.idle.SetIdlePolicy(spec.ID, idlePolicy(sbx))
 	r.usage.SetUsageLimits(spec.ID, usageLimits(sbx))
 	// A request made before the sandbox first ran is met by that start.
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
