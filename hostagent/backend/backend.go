@@ -396,7 +396,8 @@ type Sink interface {
 	Write(stream Stream, p []byte)
 }
 
-// ExitStatus is how a command ended (agentapi's, the one shape of it): a
+// ExitStatus is how a command ended (exitstatus.Status, the one shape of
+// it from the guest to the agent API): a
 // backend sets ExitCode (-1 when the shell did not exit normally), Signal,
 // Killed when its Kill ended the command, OOMKilled when the sandbox's OOM
 // killer killed one of its processes while it ran (a command that ended by

@@ -34,8 +34,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/guestapi"
@@ -231,13 +229,14 @@ func (p *process) read(br *bufio.Reader) {
 		case guestapi.FrameStderr:
 			p.sink.Write(backend.Stderr, payload)
 		case guestapi.FrameExit:
-			var e guestapi.Exit
+			var e guestapi.End
 			if err := json.Unmarshal(payload, &e); err != nil {
 				p.Err = fmt.Errorf("%w: bad Exit frame: %v", backend.ErrProofLost, err)
 				p.Status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
 				return
 			}
-			p.Status = ExitStatus(e, time.Since(p.start))
+			p.Status = e.Status
+			p.Status.Duration = time.Since(p.start)
 			return
 		case guestapi.FrameProofLost:
 			p.Err = fmt.Errorf("%w: %s", backend.ErrProofLost, payload)
@@ -249,20 +248,6 @@ func (p *process) read(br *bufio.Reader) {
 			return
 		}
 	}
-}
-
-// ExitStatus is how the shepherd's Exit says a command ended, which ran
-// for d.
-func ExitStatus(e guestapi.Exit, d time.Duration) backend.ExitStatus {
-	s := backend.ExitStatus{ExitCode: e.Code, Killed: e.Killed, Duration: d}
-	if e.Signal != 0 {
-		s.ExitCode = -1
-		s.Signal = unix.SignalName(unix.Signal(e.Signal))
-		if s.Signal == "" {
-			s.Signal = fmt.Sprintf("signal %d", e.Signal)
-		}
-	}
-	return s
 }
 
 // Kill implements backend.Process. It returns nil once the shepherd has
