@@ -397,12 +397,12 @@ type Sink interface {
 }
 
 // ExitStatus is how a command ended (exitstatus.Status, the one shape of
-// it from the guest to the agent API): a
-// backend sets ExitCode (-1 when the shell did not exit normally), Signal,
-// Killed when its Kill ended the command, OOMKilled when the sandbox's OOM
-// killer killed one of its processes while it ran (a command that ended by
-// a signal or lost its shepherd is checked), and Duration, from start to
-// end; TimedOut is the kernel's to set.
+// it from the guest to the agent API): a backend sets ExitCode (-1 when
+// the shell did not exit normally), Signal, Killed when its Kill ended the
+// command, OOMKilled when the sandbox's OOM killer killed one of its
+// processes while it ran (a command that ended by a signal or lost its
+// shepherd is checked), and Duration, from start to end; TimedOut is the
+// kernel's to set.
 type ExitStatus = agentapi.ExitStatus
 
 // Ended is a Process's end as its Wait answers it: the goroutine that
