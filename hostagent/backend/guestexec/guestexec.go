@@ -78,22 +78,6 @@ func startRequest(command string, login bool, cwd string, job *guestapi.JobSpec)
 	return guestapi.StartRequest{Version: guestapi.ProtocolVersion, Command: command, Login: login, Cwd: cwd, Job: job}
 }
 
-// Hooks are what only the backend knows about a command.
-type Hooks struct {
-	// Lost explains a connection that broke without the command's result
-	// (err is the read's error): nil when the backend knows that no
-	// process of the command is left (the sandbox's teardown, the end of
-	// the kernel that ran it), else an error wrapping
-	// backend.ErrProofLost. Nil means the proof is lost.
-	Lost func(err error) error
-	// OOMKilled says whether the sandbox's OOM killer killed a process
-	// since the command started; nil when the backend cannot tell.
-	OOMKilled func() bool
-	// Release runs once when the command's connection is done with, after
-	// the result is known or the start failed.
-	Release func()
-}
-
 // Start sends the request frames req (from Encode) on conn, a connection
 // to the sandbox's init that an idle shepherd accepts, and waits for the
 // shepherd's Started. ctx bounds the start only; when it ends while the
@@ -101,7 +85,7 @@ type Hooks struct {
 // conn is closed and the error is the caller's to explain: it wraps
 // backend.ErrInvalidRequest when the shepherd refused the request (a cwd
 // that does not exist), ctx's error when ctx ended, else the transport's.
-func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, hooks Hooks) (backend.Process, error) {
+func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, hooks backend.GuestHooks) (backend.Process, error) {
 	if sink == nil {
 		sink = discardSink{}
 	}
@@ -179,7 +163,7 @@ type process struct {
 	conn  net.Conn
 	sink  backend.Sink
 	start time.Time
-	hooks Hooks
+	hooks backend.GuestHooks
 
 	// Ended is the command's end, which Wait answers.
 	backend.Ended
@@ -190,7 +174,7 @@ type process struct {
 
 // newProcess follows the command on conn, read through br (which it puts
 // back when done).
-func newProcess(conn net.Conn, br *bufio.Reader, sink backend.Sink, start time.Time, hooks Hooks) *process {
+func newProcess(conn net.Conn, br *bufio.Reader, sink backend.Sink, start time.Time, hooks backend.GuestHooks) *process {
 	p := &process{conn: conn, sink: sink, start: start, hooks: hooks, Ended: backend.NewEnded()}
 	// Owned by the process: ends when the shepherd ends the command.
 	go p.read(br)
