@@ -34,10 +34,10 @@ import (
 )
 
 // Exec implements backend.Backend: the command runs over the guest
-// protocol (guestexec.Exec), as the kernel runs it with the backend's
-// Guest. ctx bounds only the start.
+// protocol with the backend's Guest, as the kernel runs it
+// (guestexec.Exec). ctx bounds only the start.
 func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	return guestexec.Exec(ctx, b.guest(), id, req, sink)
+	return guestexec.Exec(ctx, b.Capabilities().Guest, id, req, sink)
 }
 
 // guest is the backend's Guest (Capabilities.Guest): init's socket as

@@ -39,24 +39,12 @@ import (
 // reached through /proc/self/fd of their directory.
 const maxSocketPath = 107
 
-// Exec implements backend.Backend: the command runs over the guest
-// protocol (guestexec.Exec), as the kernel runs it with the backend's
-// Guest. ctx bounds only the start.
-func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	return guestexec.Exec(ctx, b.guest(), id, req, sink)
-}
-
-// guest is the backend's Guest (Capabilities.Guest): a connection to the
-// sandbox's init, whose idle shepherd accepts it and runs the command.
-// The command runs until it ends or Kill is called; if the agent's
-// connection breaks, the shepherd kills the command's whole tree, since
-// nobody is left to collect its result.
-func (b *Backend) guest() *backend.Guest {
-	return &backend.Guest{StartTimeout: b.opts.StartTimeout, Connect: b.connectGuest}
-}
-
-// connectGuest is Guest.Connect: the connection, and the command's hooks,
-// which know the sandbox's OOM kills from before it.
+// connectGuest is the backend's Guest.Connect (Capabilities.Guest): a
+// connection to the sandbox's init, whose idle shepherd accepts it and
+// runs the command, and the command's hooks, which know the sandbox's OOM
+// kills from before it. The command runs until it ends or Kill is called;
+// if the agent's connection breaks, the shepherd kills the command's whole
+// tree, since nobody is left to collect its result.
 func (b *Backend) connectGuest(ctx context.Context, id string) (net.Conn, backend.GuestHooks, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return nil, backend.GuestHooks{}, err
@@ -99,6 +87,13 @@ func (b *Backend) connectGuest(ctx context.Context, id string) (net.Conn, backen
 		hooks.OOMKilled = oomGrew
 	}
 	return conn, hooks, nil
+}
+
+// Exec implements backend.Backend: the command runs over the guest
+// protocol with the backend's Guest, as the kernel runs it
+// (guestexec.Exec). ctx bounds only the start.
+func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+	return guestexec.Exec(ctx, b.Capabilities().Guest, id, req, sink)
 }
 
 // jobConn is a connection to the sandbox's init, whose idle shepherd

@@ -326,7 +326,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 			ProvesCleanup: true, AppendOnlyPile: true,
 			Prober: b, StartCounter: &b.starts, Dialer: b, StorageReporter: b, PileReader: b, FileServer: b, UsageMeter: b, Describer: b,
 			Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
-			Guest: b.guest(),
+			Guest: &backend.Guest{StartTimeout: b.opts.StartTimeout, Connect: b.connectGuest},
 		}
 	})
 }
@@ -936,21 +936,9 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	return os.Remove(dir)
 }
 
-// Exec implements backend.Backend: the command runs over the guest
-// protocol (guestexec.Exec), as the kernel runs it with the backend's
-// Guest.
-func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	return guestexec.Exec(ctx, b.guest(), id, req, sink)
-}
-
-// guest is the backend's Guest (Capabilities.Guest): a stream of the VM's
-// port to the guest's init, where an idle shepherd runs the command as in
-// a container.
-func (b *Backend) guest() *backend.Guest {
-	return &backend.Guest{StartTimeout: b.opts.StartTimeout, Connect: b.connectGuest}
-}
-
-// connectGuest is Guest.Connect.
+// connectGuest is the backend's Guest.Connect (Capabilities.Guest): a
+// stream of the VM's port to the guest's init, where an idle shepherd
+// runs the command as in a container.
 func (b *Backend) connectGuest(ctx context.Context, id string) (net.Conn, backend.GuestHooks, error) {
 	if err := backend.ValidateID(id); err != nil {
 		return nil, backend.GuestHooks{}, err
@@ -999,6 +987,13 @@ func (b *Backend) File(ctx context.Context, id string, call backend.FileCall) (b
 		return backend.FileResult{}, err
 	}
 	return guestexec.File(ctx, conn, call)
+}
+
+// Exec implements backend.Backend: the command runs over the guest
+// protocol with the backend's Guest, as the kernel runs it
+// (guestexec.Exec).
+func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+	return guestexec.Exec(ctx, b.Capabilities().Guest, id, req, sink)
 }
 
 // stream opens a connection to an idle shepherd of the sandbox's running
