@@ -18,10 +18,12 @@ limitations under the License.
 // backend whose sandboxes run playground-sandbox's init (oci's containers,
 // vm's virtual machines): it starts a command on an idle shepherd over a
 // connection to init and follows it to its proven end, and it asks a
-// shepherd to relay a connection to a port of the sandbox's loopback. A
-// backend finds the connection (a unix socket, a stream of a VM's port)
-// and explains what only it knows: why a connection broke, whether the
-// sandbox ran out of memory.
+// shepherd to relay a connection to a port of the sandbox's loopback. The
+// kernel runs a command here itself (Exec, with the backend's
+// backend.Guest); a backend finds the connection (a unix socket, a stream
+// of a VM's port) and explains what only it knows (backend.GuestHooks):
+// why a connection broke or a start failed, whether the sandbox ran out of
+// memory.
 package guestexec
 
 import (
