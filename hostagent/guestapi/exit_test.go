@@ -63,3 +63,21 @@ func TestEndIsVersion1(t *testing.T) {
 		t.Errorf("a page is written %s, %v", b, err)
 	}
 }
+
+// FuzzEnd feeds arbitrary payloads, as a compromised sandbox could send
+// them in an Exit frame, to End's decoder: it never panics, and a signal
+// it reads is named and ends the code.
+func FuzzEnd(f *testing.F) {
+	f.Add([]byte(`{"code":0}`))
+	f.Add([]byte(`{"code":-1,"signal":9,"killed":true,"ms":1500,"out":10,"droppedBytes":2,"droppedChunks":1}`))
+	f.Add([]byte(`{"code":3,"signal":-7}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var e End
+		if json.Unmarshal(b, &e) != nil || e.Signal == "" {
+			return
+		}
+		if e.ExitCode != -1 || signalNumber(e.Signal) == 0 {
+			t.Fatalf("%s is read %+v", b, e)
+		}
+	})
+}
