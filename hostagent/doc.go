@@ -69,8 +69,11 @@ limitations under the License.
 //   - Execs (exec.go): Exec, StartJob, PollJob, JobInput, JobResize,
 //     JobScreen, CancelJob, ExecOutputLimit (S, C). Owns exec's histogram;
 //     offers adoptJobs. Asks handleResolver, callGate, execFreezes (the
-//     limiter) and execTakeover (the sandboxes). The job engine
-//     (jobs.Manager, Agent.Jobs) keeps its own state behind its methods.
+//     limiter) and execTakeover (the sandboxes). Runs a command over the
+//     guest protocol itself (guestexec.Exec) with how to reach the
+//     sandbox's guest that its backend gives (Capabilities.Guest), else
+//     through the backend's Exec (jail). The job engine (jobs.Manager,
+//     Agent.Jobs) keeps its own state behind its methods.
 //   - Files (files.go): ReadFile, ReadFileRange, DigestFile, WriteFile,
 //     WriteFileAt, AppendFile (S, C). No state; asks handleResolver and
 //     fileCalls, and hands the call to the backend's FileServer.

@@ -156,7 +156,7 @@ func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req agentapi.
 	started := time.Now()
 	defer func() { x.observe(ctx, res, err, time.Since(started)) }()
 	atLimit := forkLimit(be.Capabilities(), spec.ID)
-	proc, err := be.Exec(ctx, spec.ID, req, out)
+	proc, err := startExec(ctx, be, spec.ID, req, out)
 	err = atLimit(err)
 	if err != nil {
 		if frozenCause(ctx) {
@@ -210,6 +210,17 @@ func (x *Execs) Exec(ctx context.Context, tenant, handleID string, req agentapi.
 		return agentapi.ExecResult{}, &agentapi.Error{Code: agentapi.CodeInternal, Err: err, Message: "waiting for the command failed, so it was killed: " + err.Error()}
 	}
 	return out.result(st, true), nil
+}
+
+// startExec starts req in sandbox id, its output to sink: the kernel
+// speaks the guest protocol itself (guestexec.Exec) to the sandbox's guest
+// where its backend gives how to reach it (Capabilities.Guest), and asks
+// the backend's Exec where its sandboxes run no guest (jail).
+func startExec(ctx context.Context, be backend.Backend, id string, req agentapi.ExecRequest, sink backend.Sink) (backend.Process, error) {
+	if g := be.Capabilities().Guest; g != nil {
+		return guestexec.Exec(ctx, g, id, req, sink)
+	}
+	return be.Exec(ctx, id, req, sink)
 }
 
 // execError is the answer to a command, or a file call, that its

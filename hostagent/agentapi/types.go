@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/bounds"
+	"github.com/playground-dev/playground/hostagent/exitstatus"
 )
 
 // MaxRequestBytes bounds a request body: a payload of bounds.MaxFileBytes as
@@ -270,28 +271,11 @@ type Screen struct {
 	ScrollbackLines int      `json:"scrollback_lines,omitempty"`
 }
 
-// ExitStatus is how a command or a job ended: the one shape of it, which a
-// backend's process reports (backend.ExitStatus), the kernel answers inside
-// ExecResult, ExecHeader and JobResult, and the wire carries as it is.
-type ExitStatus struct {
-	// ExitCode is the shell's exit code when it exited normally, else -1
-	// (also when the agent does not know).
-	ExitCode int `json:"exit_code"`
-	// Signal names the signal that ended the shell ("SIGKILL"), if any.
-	Signal string `json:"signal,omitempty"`
-	// Killed is true when a kill ended it (cancel, timeout or shutdown)
-	// and its process tree was proven dead.
-	Killed bool `json:"killed,omitempty"`
-	// TimedOut is true when that kill was the command's timeout: the
-	// kernel's to say, not a backend's.
-	TimedOut bool `json:"timed_out,omitempty"`
-	// OOMKilled is true when the sandbox ran out of memory while the
-	// command ran and the OOM killer killed one of its processes (the
-	// command's shell or another).
-	OOMKilled bool `json:"oom_killed,omitempty"`
-	// Duration is the time from start to end (nanoseconds on the wire).
-	Duration time.Duration `json:"duration"`
-}
+// ExitStatus is how a command or a job ended: the one shape of it
+// (package exitstatus), which the guest reports, a backend's process
+// returns (backend.ExitStatus), the kernel answers inside ExecResult,
+// ExecHeader and JobResult, and the wire carries as it is.
+type ExitStatus = exitstatus.Status
 
 // ExecOutputSizes are what an exec answer says of its output besides the
 // bytes: how much the agent's exec output limit dropped.

@@ -66,6 +66,10 @@ type Capabilities struct {
 	StartCounter StartCounter
 	// Dialer reaches a port on a sandbox's own loopback.
 	Dialer Dialer
+	// Guest reaches the guest binary's init of a sandbox, where the
+	// kernel runs a command itself over the guest protocol; without it,
+	// the kernel runs commands through Exec.
+	Guest *Guest
 	// JobHolder: the sandboxes hold background jobs themselves.
 	JobHolder JobHolder
 	// OOMCounter counts the OOM kills in a sandbox's memory limit.
@@ -396,12 +400,13 @@ type Sink interface {
 	Write(stream Stream, p []byte)
 }
 
-// ExitStatus is how a command ended (agentapi's, the one shape of it): a
-// backend sets ExitCode (-1 when the shell did not exit normally), Signal,
-// Killed when its Kill ended the command, OOMKilled when the sandbox's OOM
-// killer killed one of its processes while it ran (a command that ended by
-// a signal or lost its shepherd is checked), and Duration, from start to
-// end; TimedOut is the kernel's to set.
+// ExitStatus is how a command ended (exitstatus.Status, the one shape of
+// it from the guest to the agent API): a backend sets ExitCode (-1 when
+// the shell did not exit normally), Signal, Killed when its Kill ended the
+// command, OOMKilled when the sandbox's OOM killer killed one of its
+// processes while it ran (a command that ended by a signal or lost its
+// shepherd is checked), and Duration, from start to end; TimedOut is the
+// kernel's to set.
 type ExitStatus = agentapi.ExitStatus
 
 // Ended is a Process's end as its Wait answers it: the goroutine that
@@ -576,6 +581,47 @@ type Prober interface {
 // follows it).
 type StartCounter interface {
 	Starts(id string) uint64
+}
+
+// Guest is the behaviour, in Capabilities.Guest, of backends whose
+// sandboxes run the guest binary's init (oci's containers, vm's and
+// Lima's VMs): how to reach an idle shepherd of a sandbox's init, and
+// what only the backend knows about a command run there. The kernel runs
+// a command itself over the guest protocol (its client,
+// guestexec.Exec, with this Guest), and such a backend's Exec is that
+// same call: the backend is out of the command's way once it has given
+// the connection.
+type Guest struct {
+	// StartTimeout bounds a command's start, its connection included,
+	// where the caller set no deadline.
+	StartTimeout time.Duration
+	// Connect connects to an idle shepherd of sandbox id's init for one
+	// command (ctx bounds it), with that command's hooks; its error is
+	// the command's as it is (ErrNotFound, ErrNotRunning, ...).
+	Connect func(ctx context.Context, id string) (net.Conn, GuestHooks, error)
+}
+
+// GuestHooks are what only the backend knows about a command run in its
+// guest (Guest.Connect); each may be nil.
+type GuestHooks struct {
+	// Lost explains a connection that broke without the command's result
+	// (err is the read's error): nil when the backend knows that no
+	// process of the command is left (the sandbox's teardown, the end of
+	// the kernel that ran it), else an error wrapping ErrProofLost. Nil
+	// means the proof is lost.
+	Lost func(err error) error
+	// OOMKilled says whether the sandbox's OOM killer killed a process
+	// since the command started; nil when the backend cannot tell.
+	OOMKilled func() bool
+	// Release runs once when the command's connection is done with, after
+	// the result is known or the start failed.
+	Release func()
+	// StartFailed explains a start that failed once the guest was reached
+	// (err, the shepherd's refusal or the transport's failure; timedOut
+	// when the start's bound passed first): the error the start returns.
+	// A refusal of the request (ErrInvalidRequest) or of its resources
+	// (ErrExhausted) is returned as it is, without it. Nil: err as it is.
+	StartFailed func(err error, timedOut bool) error
 }
 
 // Dialer is the behaviour, in Capabilities.Dialer, of backends that reach a

@@ -103,7 +103,7 @@ type jobHold struct {
 	// tty is a terminal job's terminal, whose screen outlives the job.
 	tty *terminal
 
-	exit      *guestapi.Exit
+	exit      *guestapi.End
 	proofLost string
 	ended     time.Time
 	lastPoll  time.Time
@@ -486,11 +486,11 @@ func (h *jobHold) timeout(now time.Time) int {
 
 // endJob records the job's end, as sendExit and proofLost report it, and
 // tells the agent.
-func (s *shepherd) endJob(e *guestapi.Exit, proofLost string) {
+func (s *shepherd) endJob(e *guestapi.End, proofLost string) {
 	h := s.job
 	h.exit, h.proofLost, h.running, h.ended = e, proofLost, false, time.Now()
 	if e != nil {
-		e.Millis = h.ended.Sub(h.record.Started).Milliseconds()
+		e.Duration = h.ended.Sub(h.record.Started)
 		e.Output = h.ring.End().Pos
 		e.DroppedBytes, e.DroppedChunks = h.ring.Dropped()
 	}

@@ -559,13 +559,13 @@ func (s *shepherd) proofLost(c *command, msg string) {
 }
 
 func (s *shepherd) sendExit(c *command, killed bool) {
-	e := guestapi.Exit{Code: -1, Killed: killed}
+	e := guestapi.End{Status: guestapi.Exit{ExitCode: -1, Killed: killed}}
 	switch {
 	case !c.reaped:
 	case c.status.Exited():
-		e.Code = c.status.ExitStatus()
+		e.ExitCode = c.status.ExitStatus()
 	case c.status.Signaled():
-		e.Signal = int(c.status.Signal())
+		e.Signal = guestapi.SignalName(int(c.status.Signal()))
 	}
 	if s.job != nil {
 		s.endJob(&e, "")

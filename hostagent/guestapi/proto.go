@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/bounds"
+	"github.com/playground-dev/playground/hostagent/exitstatus"
 )
 
 // ProofTimeout bounds how long a shepherd keeps killing and reaping
@@ -441,7 +442,7 @@ type Page struct {
 	DroppedChunks uint64 `json:"droppedChunks,omitempty"`
 	// Exit is set once the job has ended and all its output is in the
 	// ring; ProofLost instead when its cleanup could not be proven.
-	Exit      *Exit  `json:"exit,omitempty"`
+	Exit      *End   `json:"exit,omitempty"`
 	ProofLost string `json:"proofLost,omitempty"`
 	// Error refuses the poll (a cursor that does not fit), with the reason.
 	Error string `json:"error,omitempty"`
@@ -470,23 +471,56 @@ type Started struct {
 	PID int `json:"pid"`
 }
 
-// Exit is the payload of FrameExit.
-type Exit struct {
-	// Code is the shell's exit code, or -1 when it died of a signal.
-	Code int `json:"code"`
-	// Signal is the number of the signal that ended the shell, or 0.
-	Signal int `json:"signal,omitempty"`
-	// Killed is true when the command ended because of a Kill frame (or
-	// because the agent went away) and every descendant is proven dead.
-	Killed bool `json:"killed,omitempty"`
-	// Millis is a held job's run time, from its start to its end: an
-	// agent that attaches after the end has no other way to know it.
-	Millis int64 `json:"ms,omitempty"`
-	// Output, DroppedBytes and DroppedChunks are a held job's totals: the
-	// bytes it wrote, and what its ring evicted of them.
+// Exit is how a command ended (exitstatus.Status, the one shape of it
+// from the guest to the agent API's wire), as a shepherd reports it: its
+// code (-1 when a signal ended it) or its signal (SignalName), and whether
+// a Kill (or the agent's going away) ended it with every descendant
+// proven dead. What only the host knows, TimedOut and OOMKilled, a guest
+// leaves zero; Duration too, but for a held job's end.
+type Exit = exitstatus.Status
+
+// End is the payload of FrameExit, and a Page's Exit: how the command
+// ended and, of a held job, its run time (Duration: an agent that
+// attaches after the end has no other way to know it) and its output's
+// totals (exitstatus.Job; zero for a command that is not a job). It is
+// the protocol's own type so that its JSON is the protocol's, which
+// version 1 fixed (endV1), not the agent API's.
+type End exitstatus.Job
+
+// endV1 is End's JSON in protocol version 1: the signal by its number, the
+// run time in milliseconds.
+type endV1 struct {
+	Code          int    `json:"code"`
+	Signal        int    `json:"signal,omitempty"`
+	Killed        bool   `json:"killed,omitempty"`
+	Millis        int64  `json:"ms,omitempty"`
 	Output        uint64 `json:"out,omitempty"`
 	DroppedBytes  uint64 `json:"droppedBytes,omitempty"`
 	DroppedChunks uint64 `json:"droppedChunks,omitempty"`
+}
+
+// MarshalJSON writes e in version 1's form.
+func (e End) MarshalJSON() ([]byte, error) {
+	return json.Marshal(endV1{
+		Code: e.ExitCode, Signal: signalNumber(e.Signal), Killed: e.Killed, Millis: e.Duration.Milliseconds(),
+		Output: e.Output, DroppedBytes: e.DroppedBytes, DroppedChunks: e.DroppedChunks,
+	})
+}
+
+// UnmarshalJSON reads version 1's form.
+func (e *End) UnmarshalJSON(b []byte) error {
+	var w endV1
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = End{
+		Status: Exit{ExitCode: w.Code, Killed: w.Killed, Duration: time.Duration(w.Millis) * time.Millisecond},
+		Output: w.Output, DroppedBytes: w.DroppedBytes, DroppedChunks: w.DroppedChunks,
+	}
+	if w.Signal != 0 {
+		e.ExitCode, e.Signal = -1, SignalName(w.Signal)
+	}
+	return nil
 }
 
 // WorkerSpec is the worker that init keeps running (WorkerSpecFile).

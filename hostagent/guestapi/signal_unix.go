@@ -18,7 +18,12 @@ limitations under the License.
 
 package guestapi
 
-import "syscall"
+import (
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // WorkerSignal tells init that WorkerSpecFile changed: the agent sends it
 // after writing or removing the file. (A signal, not an inotify watch: an
@@ -33,3 +38,27 @@ const WorkerSignal = syscall.SIGUSR1
 // shepherd) that its sandbox was claimed: it starts its spares. An init
 // that listens and keeps its spares ignores it.
 const ResumeSignal = syscall.SIGUSR2
+
+// SignalName names signal n as Exit says it: "SIGKILL", or "signal 40"
+// for one without a name.
+func SignalName(n int) string {
+	if name := unix.SignalName(syscall.Signal(n)); name != "" {
+		return name
+	}
+	return fmt.Sprintf("signal %d", n)
+}
+
+// signalNumber is the number of the signal SignalName names; 0 for none.
+func signalNumber(name string) int {
+	if name == "" {
+		return 0
+	}
+	if n := unix.SignalNum(name); n != 0 {
+		return int(n)
+	}
+	var n int
+	if _, err := fmt.Sscanf(name, "signal %d", &n); err == nil {
+		return n
+	}
+	return 0
+}

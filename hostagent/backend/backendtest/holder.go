@@ -26,8 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
@@ -67,7 +65,7 @@ type heldJob struct {
 	proc      backend.Process
 	running   bool
 	killing   bool
-	exit      *guestapi.Exit
+	exit      *guestapi.End
 	proofLost string
 	conn      *heldConn
 	changed   chan struct{} // closed and replaced on every change
@@ -251,19 +249,19 @@ func (j *heldJob) wait() {
 	j.endLocked(exitOf(st, false), "")
 }
 
-func exitOf(st backend.ExitStatus, killed bool) *guestapi.Exit {
-	e := &guestapi.Exit{Code: st.ExitCode, Killed: killed}
+func exitOf(st backend.ExitStatus, killed bool) *guestapi.End {
+	e := &guestapi.End{Status: guestapi.Exit{ExitCode: st.ExitCode, Killed: killed}}
 	if st.Signal != "" {
-		e.Code, e.Signal = -1, int(unix.SignalNum(st.Signal))
+		e.ExitCode, e.Signal = -1, st.Signal
 	}
 	return e
 }
 
 // endLocked records the job's end and tells the connection attached.
-func (j *heldJob) endLocked(e *guestapi.Exit, proofLost string) {
+func (j *heldJob) endLocked(e *guestapi.End, proofLost string) {
 	j.running, j.exit, j.proofLost = false, e, proofLost
 	if e != nil {
-		e.Millis = time.Since(j.record.Started).Milliseconds()
+		e.Duration = time.Since(j.record.Started)
 		e.Output = j.ring.End().Pos
 		e.DroppedBytes, e.DroppedChunks = j.ring.Dropped()
 	}

@@ -19,7 +19,6 @@ package guestexec
 import (
 	"context"
 	"errors"
-	"net"
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -35,21 +34,22 @@ func BoundStart(ctx context.Context, timeout time.Duration) (context.Context, co
 	return context.WithTimeout(ctx, timeout)
 }
 
-// Exec is a backend's Exec over its guest: req encoded for the guest, ctx
-// bounded by the backend's startTimeout where the caller set none
-// (BoundStart), the guest reached by dial (a connection an idle shepherd
-// accepts, and this command's hooks), and the command started there
-// (Start). The backend says why a start failed: Exec returns dial's
-// error as it is, passes ErrInvalidRequest and ErrExhausted through, and
-// returns any other failure of the start as a *StartError.
-func Exec(ctx context.Context, req backend.ExecRequest, sink backend.Sink, startTimeout time.Duration, dial func(context.Context) (net.Conn, Hooks, error)) (backend.Process, error) {
+// Exec starts req in sandbox id over its guest, which g reaches: the
+// kernel's exec on a backend whose sandboxes run the guest
+// (Capabilities.Guest), and such a backend's Exec. req is encoded for the
+// guest, ctx bounded by g.StartTimeout where the caller set none
+// (BoundStart), the guest reached by g.Connect, and the command started
+// there (Start). Connect's error is returned as it is, a refused request
+// (ErrInvalidRequest, ErrExhausted) too; any other failure of the start
+// is explained by the command's StartFailed hook.
+func Exec(ctx context.Context, g *backend.Guest, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
 	frames, err := Encode(req)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := BoundStart(ctx, startTimeout)
+	ctx, cancel := BoundStart(ctx, g.StartTimeout)
 	defer cancel()
-	conn, hooks, err := dial(ctx)
+	conn, hooks, err := g.Connect(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -57,30 +57,8 @@ func Exec(ctx context.Context, req backend.ExecRequest, sink backend.Sink, start
 	switch {
 	case err == nil:
 		return p, nil
-	case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted):
+	case errors.Is(err, backend.ErrInvalidRequest), errors.Is(err, backend.ErrExhausted), hooks.StartFailed == nil:
 		return nil, err
-	case ctx.Err() != nil:
-		return nil, &StartError{Err: err, TimedOut: true}
 	}
-	return nil, &StartError{Err: err}
-}
-
-// StartError is a start that failed once the guest was reached (Exec):
-// TimedOut when its bound passed first.
-type StartError struct {
-	Err      error
-	TimedOut bool
-}
-
-func (e *StartError) Error() string { return e.Err.Error() }
-
-func (e *StartError) Unwrap() error { return e.Err }
-
-// StartFailed says whether err is a start that failed once the guest was
-// reached (a *StartError), for the backend to say why; anything else is
-// Exec's answer as it is.
-func StartFailed(err error) (*StartError, bool) {
-	var start *StartError
-	ok := errors.As(err, &start)
-	return start, ok
+	return nil, hooks.StartFailed(err, ctx.Err() != nil)
 }

@@ -18,10 +18,12 @@ limitations under the License.
 // backend whose sandboxes run playground-sandbox's init (oci's containers,
 // vm's virtual machines): it starts a command on an idle shepherd over a
 // connection to init and follows it to its proven end, and it asks a
-// shepherd to relay a connection to a port of the sandbox's loopback. A
-// backend finds the connection (a unix socket, a stream of a VM's port)
-// and explains what only it knows: why a connection broke, whether the
-// sandbox ran out of memory.
+// shepherd to relay a connection to a port of the sandbox's loopback. The
+// kernel runs a command here itself (Exec, with the backend's
+// backend.Guest); a backend finds the connection (a unix socket, a stream
+// of a VM's port) and explains what only it knows (backend.GuestHooks):
+// why a connection broke or a start failed, whether the sandbox ran out of
+// memory.
 package guestexec
 
 import (
@@ -33,8 +35,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/bounds"
@@ -80,22 +80,6 @@ func startRequest(command string, login bool, cwd string, job *guestapi.JobSpec)
 	return guestapi.StartRequest{Version: guestapi.ProtocolVersion, Command: command, Login: login, Cwd: cwd, Job: job}
 }
 
-// Hooks are what only the backend knows about a command.
-type Hooks struct {
-	// Lost explains a connection that broke without the command's result
-	// (err is the read's error): nil when the backend knows that no
-	// process of the command is left (the sandbox's teardown, the end of
-	// the kernel that ran it), else an error wrapping
-	// backend.ErrProofLost. Nil means the proof is lost.
-	Lost func(err error) error
-	// OOMKilled says whether the sandbox's OOM killer killed a process
-	// since the command started; nil when the backend cannot tell.
-	OOMKilled func() bool
-	// Release runs once when the command's connection is done with, after
-	// the result is known or the start failed.
-	Release func()
-}
-
 // Start sends the request frames req (from Encode) on conn, a connection
 // to the sandbox's init that an idle shepherd accepts, and waits for the
 // shepherd's Started. ctx bounds the start only; when it ends while the
@@ -103,7 +87,7 @@ type Hooks struct {
 // conn is closed and the error is the caller's to explain: it wraps
 // backend.ErrInvalidRequest when the shepherd refused the request (a cwd
 // that does not exist), ctx's error when ctx ended, else the transport's.
-func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, hooks Hooks) (backend.Process, error) {
+func Start(ctx context.Context, conn net.Conn, req []byte, sink backend.Sink, hooks backend.GuestHooks) (backend.Process, error) {
 	if sink == nil {
 		sink = discardSink{}
 	}
@@ -181,7 +165,7 @@ type process struct {
 	conn  net.Conn
 	sink  backend.Sink
 	start time.Time
-	hooks Hooks
+	hooks backend.GuestHooks
 
 	// Ended is the command's end, which Wait answers.
 	backend.Ended
@@ -192,7 +176,7 @@ type process struct {
 
 // newProcess follows the command on conn, read through br (which it puts
 // back when done).
-func newProcess(conn net.Conn, br *bufio.Reader, sink backend.Sink, start time.Time, hooks Hooks) *process {
+func newProcess(conn net.Conn, br *bufio.Reader, sink backend.Sink, start time.Time, hooks backend.GuestHooks) *process {
 	p := &process{conn: conn, sink: sink, start: start, hooks: hooks, Ended: backend.NewEnded()}
 	// Owned by the process: ends when the shepherd ends the command.
 	go p.read(br)
@@ -231,13 +215,14 @@ func (p *process) read(br *bufio.Reader) {
 		case guestapi.FrameStderr:
 			p.sink.Write(backend.Stderr, payload)
 		case guestapi.FrameExit:
-			var e guestapi.Exit
+			var e guestapi.End
 			if err := json.Unmarshal(payload, &e); err != nil {
 				p.Err = fmt.Errorf("%w: bad Exit frame: %v", backend.ErrProofLost, err)
 				p.Status = backend.ExitStatus{ExitCode: -1, Duration: time.Since(p.start)}
 				return
 			}
-			p.Status = ExitStatus(e, time.Since(p.start))
+			p.Status = e.Status
+			p.Status.Duration = time.Since(p.start)
 			return
 		case guestapi.FrameProofLost:
 			p.Err = fmt.Errorf("%w: %s", backend.ErrProofLost, payload)
@@ -249,20 +234,6 @@ func (p *process) read(br *bufio.Reader) {
 			return
 		}
 	}
-}
-
-// ExitStatus is how the shepherd's Exit says a command ended, which ran
-// for d.
-func ExitStatus(e guestapi.Exit, d time.Duration) backend.ExitStatus {
-	s := backend.ExitStatus{ExitCode: e.Code, Killed: e.Killed, Duration: d}
-	if e.Signal != 0 {
-		s.ExitCode = -1
-		s.Signal = unix.SignalName(unix.Signal(e.Signal))
-		if s.Signal == "" {
-			s.Signal = fmt.Sprintf("signal %d", e.Signal)
-		}
-	}
-	return s
 }
 
 // Kill implements backend.Process. It returns nil once the shepherd has

@@ -124,7 +124,7 @@ func (j *Job) read(fr *guestapi.FrameReader) {
 			}
 			j.ctl <- ctlOrErr{screen: &s}
 		case guestapi.FrameExit:
-			var e guestapi.Exit
+			var e guestapi.End
 			if err := json.Unmarshal(payload, &e); err != nil {
 				j.fail(fmt.Errorf("protocol error: Exit: %w", err))
 				return
@@ -529,15 +529,14 @@ func readPage(fr *guestapi.FrameReader, payload []byte) (heldjob.Page, string, e
 	return p, wp.Error, nil
 }
 
-// exitOf is the holder's Exit as the job engine's; nil for none.
-func exitOf(e *guestapi.Exit) *heldjob.Exit {
+// exitOf is the holder's End as the job engine's (the same shape,
+// exitstatus.Job); nil for none.
+func exitOf(e *guestapi.End) *heldjob.Exit {
 	if e == nil {
 		return nil
 	}
-	return &heldjob.Exit{
-		Status: ExitStatus(*e, time.Duration(e.Millis)*time.Millisecond),
-		Output: e.Output, DroppedBytes: e.DroppedBytes, DroppedChunks: e.DroppedChunks,
-	}
+	x := heldjob.Exit(*e)
+	return &x
 }
 
 // wireSpec is spec as the guest protocol says it, within the bounds a

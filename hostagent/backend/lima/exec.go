@@ -33,22 +33,28 @@ import (
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
 
-// Exec implements backend.Backend: the guest protocol over init's socket
-// as Lima forwards it (ssh -L from the instance's sock/agent.sock to the
-// guest's), exactly as the oci backend speaks it over a bind-mounted
-// socket. ctx bounds only the start.
+// Exec implements backend.Backend: the command runs over the guest
+// protocol with the backend's Guest, as the kernel runs it
+// (guestexec.Exec). ctx bounds only the start.
 func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
-	if err := validateLimaName(id); err != nil {
-		return nil, err
-	}
-	p, err := guestexec.Exec(ctx, req, sink, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, guestexec.Hooks, error) {
+	return guestexec.Exec(ctx, b.Capabilities().Guest, id, req, sink)
+}
+
+// guest is the backend's Guest (Capabilities.Guest): init's socket as
+// Lima forwards it (ssh -L from the instance's sock/agent.sock to the
+// guest's), spoken to exactly as the oci backend speaks to a
+// bind-mounted socket.
+func (b *Backend) guest() *backend.Guest {
+	return &backend.Guest{StartTimeout: b.opts.StartTimeout, Connect: func(ctx context.Context, id string) (net.Conn, backend.GuestHooks, error) {
+		if err := validateLimaName(id); err != nil {
+			return nil, backend.GuestHooks{}, err
+		}
 		conn, err := b.dial(ctx, id)
-		return conn, guestexec.Hooks{Lost: func(err error) error { return b.connectionLost(id, err) }}, err
-	})
-	if _, failed := guestexec.StartFailed(err); failed {
-		return nil, fmt.Errorf("lima: starting command in sandbox %s: %w", id, err)
-	}
-	return p, err
+		return conn, backend.GuestHooks{
+			Lost:        func(err error) error { return b.connectionLost(id, err) },
+			StartFailed: func(err error, _ bool) error { return fmt.Errorf("lima: starting command in sandbox %s: %w", id, err) },
+		}, err
+	}}
 }
 
 // DialSandbox implements backend.Dialer: an idle shepherd connects to

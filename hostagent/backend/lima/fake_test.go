@@ -641,11 +641,11 @@ func serveFakeCommand(c net.Conn) {
 	if errb.Len() > 0 {
 		frames = guestapi.AppendFrame(frames, guestapi.FrameStderr, []byte(errb.String()))
 	}
-	exit := guestapi.Exit{Code: cmd.ProcessState.ExitCode()}
+	exit := guestapi.End{Status: guestapi.Exit{ExitCode: cmd.ProcessState.ExitCode()}}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			exit = guestapi.Exit{Code: -1, Signal: int(ws.Signal())}
+			exit = guestapi.End{Status: guestapi.Exit{ExitCode: -1, Signal: guestapi.SignalName(int(ws.Signal()))}}
 		}
 	}
 	frames, _ = guestapi.AppendJSONFrame(frames, guestapi.FrameExit, exit)

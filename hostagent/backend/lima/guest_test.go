@@ -258,7 +258,7 @@ func TestGuestSide(t *testing.T) {
 		var sink bufSink
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		p, err := guestexec.Start(ctx, conn, frames, &sink, guestexec.Hooks{})
+		p, err := guestexec.Start(ctx, conn, frames, &sink, backend.GuestHooks{})
 		if err != nil {
 			t.Fatalf("%q: %v", cmd, err)
 		}
@@ -393,7 +393,7 @@ func TestGuestSide(t *testing.T) {
 	}
 	kctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := guestexec.Start(kctx, conn, frames, nil, guestexec.Hooks{})
+	p, err := guestexec.Start(kctx, conn, frames, nil, backend.GuestHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -305,7 +305,7 @@ func (b *Backend) Name() string { return Name }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return b.caps.Get(func() backend.Capabilities {
 		return backend.Capabilities{ProvesCleanup: true, AppendOnlyPile: true, Dialer: b, JobHolder: guestexec.Holder{Shepherd: b.jobConn}, SigningKeyHolder: backend.KeyInstaller{Name: "lima", ValidateID: validateLimaName, Locks: &b.locks, Install: b.installSigningKey},
-			FileServer: backend.ShellFiles(b)}
+			FileServer: backend.ShellFiles(b), Guest: b.guest()}
 	})
 }
 

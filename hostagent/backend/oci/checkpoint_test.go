@@ -123,7 +123,7 @@ func TestGVisorSuspendKeepsMemory(t *testing.T) {
 	if got.String() != want.String() {
 		t.Errorf("the held job's output across the suspension:\n%q\nwant\n%q", got.String(), want.String())
 	}
-	if last.Exit == nil || last.Exit.Status.ExitCode != 0 {
+	if last.Exit == nil || last.Exit.ExitCode != 0 {
 		t.Errorf("the held job ended %+v; want exit code 0", last.Exit)
 	}
 

@@ -39,57 +39,61 @@ import (
 // reached through /proc/self/fd of their directory.
 const maxSocketPath = 107
 
-// Exec implements backend.Backend. It connects to the sandbox's init, whose
-// idle shepherd accepts the connection and runs the command; ctx bounds
-// only the start. The command runs until it ends or Kill is called; if the
-// agent's connection breaks, the shepherd kills the command's whole tree,
-// since nobody is left to collect its result.
-func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+// connectGuest is the backend's Guest.Connect (Capabilities.Guest): a
+// connection to the sandbox's init, whose idle shepherd accepts it and
+// runs the command, and the command's hooks, which know the sandbox's OOM
+// kills from before it. The command runs until it ends or Kill is called;
+// if the agent's connection breaks, the shepherd kills the command's whole
+// tree, since nobody is left to collect its result.
+func (b *Backend) connectGuest(ctx context.Context, id string) (net.Conn, backend.GuestHooks, error) {
 	if err := backend.ValidateID(id); err != nil {
-		return nil, err
+		return nil, backend.GuestHooks{}, err
 	}
 	life := b.lifeline(id)
 	oomBefore, oomKnown := life.oomKills(b.runtimeOf(id), id)
-	p, err := guestexec.Exec(ctx, req, sink, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, guestexec.Hooks, error) {
-		conn, err := b.dial(ctx, id)
-		if err != nil {
-			return nil, guestexec.Hooks{}, err
-		}
-		// Under gVisor, the sentry is the command's kernel: its end is
-		// the end of every process of the sandbox (see connectionLost).
-		kernel := b.sentryFD(id)
-		hooks := guestexec.Hooks{
-			Lost: func(err error) error { return connectionLost(life, kernel, err) },
-			Release: func() {
-				if kernel >= 0 {
-					unix.Close(kernel)
-				}
-			},
-		}
-		if oomKnown {
-			hooks.OOMKilled = func() bool {
-				after, ok := life.oomKills(b.runtimeOf(id), id)
-				return ok && after > oomBefore
+	conn, err := b.dial(ctx, id)
+	if err != nil {
+		return nil, backend.GuestHooks{}, err
+	}
+	oomGrew := func() bool {
+		after, ok := life.oomKills(b.runtimeOf(id), id)
+		return oomKnown && ok && after > oomBefore
+	}
+	// Under gVisor, the sentry is the command's kernel: its end is the end
+	// of every process of the sandbox (see connectionLost).
+	kernel := b.sentryFD(id)
+	hooks := backend.GuestHooks{
+		Lost: func(err error) error { return connectionLost(life, kernel, err) },
+		Release: func() {
+			if kernel >= 0 {
+				unix.Close(kernel)
 			}
-		}
-		return conn, hooks, nil
-	})
-	start, failed := guestexec.StartFailed(err)
-	if !failed {
-		return p, err
+		},
+		StartFailed: func(err error, timedOut bool) error {
+			switch {
+			case timedOut:
+				return fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
+			case !b.Alive(id):
+				// The connection reached a sandbox whose init was dying
+				// (a shepherd still held the listener): it is not running.
+				return fmt.Errorf("oci: sandbox %s: %w (its init exited while the command started)", id, backend.ErrNotRunning)
+			case oomGrew():
+				return fmt.Errorf("the sandbox ran out of memory while the command started (the OOM killer took the process starting it): free memory in the sandbox and retry (%w)", err)
+			}
+			return fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
+		},
 	}
-	switch {
-	case start.TimedOut:
-		return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
-	case !b.Alive(id):
-		// The connection reached a sandbox whose init was dying (a
-		// shepherd still held the listener): it is not running.
-		return nil, fmt.Errorf("oci: sandbox %s: %w (its init exited while the command started)", id, backend.ErrNotRunning)
+	if oomKnown {
+		hooks.OOMKilled = oomGrew
 	}
-	if after, ok := life.oomKills(b.runtimeOf(id), id); oomKnown && ok && after > oomBefore {
-		return nil, fmt.Errorf("the sandbox ran out of memory while the command started (the OOM killer took the process starting it): free memory in the sandbox and retry (%w)", err)
-	}
-	return nil, fmt.Errorf("oci: starting command in sandbox %s: %w", id, err)
+	return conn, hooks, nil
+}
+
+// Exec implements backend.Backend: the command runs over the guest
+// protocol with the backend's Guest, as the kernel runs it
+// (guestexec.Exec). ctx bounds only the start.
+func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+	return guestexec.Exec(ctx, b.Capabilities().Guest, id, req, sink)
 }
 
 // jobConn is a connection to the sandbox's init, whose idle shepherd

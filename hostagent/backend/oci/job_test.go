@@ -119,7 +119,7 @@ func TestJobTakenOverInOneWake(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the holder did not tell the new connection that the job ended")
 	}
-	if exit, lost, err := j2.End(); err != nil || lost != "" || exit == nil || exit.Status.ExitCode != 3 {
+	if exit, lost, err := j2.End(); err != nil || lost != "" || exit == nil || exit.ExitCode != 3 {
 		t.Fatalf("End() = %+v, %q, %v; want exit code 3", exit, lost, err)
 	}
 }
@@ -213,7 +213,7 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the holder did not say that the job ended")
 	}
-	if exit, lost, err := j2.End(); err != nil || lost != "" || exit == nil || exit.Status.ExitCode != 3 {
+	if exit, lost, err := j2.End(); err != nil || lost != "" || exit == nil || exit.ExitCode != 3 {
 		t.Fatalf("End() = %+v, %q, %v; want exit code 3", exit, lost, err)
 	}
 	out, errOut, last := jobOutput(t, j2, cursor)
@@ -224,7 +224,7 @@ func TestJobOutlivesItsConnection(t *testing.T) {
 	if first+out != want.String() || errOut != "done\n" {
 		t.Errorf("output across the reconnection:\n%q + %q\nwant %q, stderr %q", first, out, want.String(), errOut)
 	}
-	if last.Exit == nil || last.Exit.Status.ExitCode != 3 || last.Exit.Status.Killed {
+	if last.Exit == nil || last.Exit.ExitCode != 3 || last.Exit.Killed {
 		t.Errorf("end: %+v; want exit code 3", last.Exit)
 	}
 	// Read again from the start: the ring keeps it all until released.
@@ -286,7 +286,7 @@ func TestJobKilledWithProofAfterReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, last := jobOutput(t, j2, "")
-	if last.Exit == nil || !last.Exit.Status.Killed {
+	if last.Exit == nil || !last.Exit.Killed {
 		t.Fatalf("after Kill: %+v, proof lost %q; want killed with proof", last.Exit, last.ProofLost)
 	}
 	if got := conformance.Alive(t, b, id, pid, sentinel); got[0] || !got[1] {

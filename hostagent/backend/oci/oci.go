@@ -468,7 +468,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 			Prober: b, StartCounter: &b.starts, Dialer: b, OOMCounter: b, ForkCounter: b,
 			WorkerSupervisor: b, StorageReporter: b, PileReader: b, FileServer: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: backend.KeyInstaller{Name: "oci", Locks: &b.locks, Install: b.installSigningKey},
 			Suspender: b.suspender(), Pauser: b, Snapshotter: b.snapshots(), UsageMeter: b, EgressBroker: b, EgressMeter: b,
-			JobHolder: guestexec.Holder{Shepherd: b.jobConn, Control: b.controlConn},
+			JobHolder: guestexec.Holder{Shepherd: b.jobConn, Control: b.controlConn}, Guest: &backend.Guest{StartTimeout: b.opts.StartTimeout, Connect: b.connectGuest},
 		}
 	})
 }

@@ -135,7 +135,7 @@ func TestTerminalJob(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("the shell did not exit")
 		}
-		if exit, _, err := j2.End(); err != nil || exit == nil || exit.Status.ExitCode != 7 {
+		if exit, _, err := j2.End(); err != nil || exit == nil || exit.ExitCode != 7 {
 			t.Errorf("end = %+v, %v; want exit 7", exit, err)
 		}
 		if err := j2.Input(ctx, []byte("x"), false); !errors.Is(err, heldjob.ErrRefused) {
@@ -171,7 +171,7 @@ func TestTerminalJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-j.Ended()
-		if exit, _, err := j.End(); err != nil || exit == nil || exit.Status.ExitCode != 0 {
+		if exit, _, err := j.End(); err != nil || exit == nil || exit.ExitCode != 0 {
 			t.Errorf("end = %+v, %v; want exit 0", exit, err)
 		}
 		_, _ = j.Release(ctx)
@@ -189,7 +189,7 @@ func TestTerminalJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-j.Ended()
-		if exit, _, err := j.End(); err != nil || exit == nil || exit.Status.ExitCode != 0 {
+		if exit, _, err := j.End(); err != nil || exit == nil || exit.ExitCode != 0 {
 			t.Errorf("end = %+v, %v; want exit 0", exit, err)
 		}
 		_, _ = j.Release(ctx)
@@ -217,7 +217,7 @@ func TestTerminalJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, _, p := jobOutput(t, j, "")
-		if out != "hello\nworld\neof\n" || p.Exit.Status.ExitCode != 0 {
+		if out != "hello\nworld\neof\n" || p.Exit.ExitCode != 0 {
 			t.Errorf("output %q, exit %+v; want the input echoed, then eof, exit 0", out, *p.Exit)
 		}
 		_, _ = j.Release(ctx)

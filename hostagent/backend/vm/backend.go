@@ -326,6 +326,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 			ProvesCleanup: true, AppendOnlyPile: true,
 			Prober: b, StartCounter: &b.starts, Dialer: b, StorageReporter: b, PileReader: b, FileServer: b, UsageMeter: b, Describer: b,
 			Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
+			Guest: &backend.Guest{StartTimeout: b.opts.StartTimeout, Connect: b.connectGuest},
 		}
 	})
 }
@@ -878,7 +879,7 @@ func (b *Backend) sync(ctx context.Context, v *VM) {
 	if err != nil {
 		return
 	}
-	p, err := guestexec.Start(ctx, st, frames, nil, guestexec.Hooks{})
+	p, err := guestexec.Start(ctx, st, frames, nil, backend.GuestHooks{})
 	if err != nil {
 		return
 	}
@@ -935,36 +936,32 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	return os.Remove(dir)
 }
 
-// Exec implements backend.Backend: a stream of the VM's port to the
-// guest's init, where an idle shepherd runs the command as in a container.
-func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+// connectGuest is the backend's Guest.Connect (Capabilities.Guest): a
+// stream of the VM's port to the guest's init, where an idle shepherd
+// runs the command as in a container.
+func (b *Backend) connectGuest(ctx context.Context, id string) (net.Conn, backend.GuestHooks, error) {
 	if err := backend.ValidateID(id); err != nil {
-		return nil, err
+		return nil, backend.GuestHooks{}, err
 	}
-	var v *VM
-	p, err := guestexec.Exec(ctx, req, sink, b.opts.StartTimeout, func(ctx context.Context) (net.Conn, guestexec.Hooks, error) {
-		vm, st, err := b.stream(ctx, id)
-		if err != nil {
-			return nil, guestexec.Hooks{}, err
-		}
-		v = vm
-		return st, guestexec.Hooks{
-			// The VM's end is the end of every process in it.
-			Lost: func(err error) error {
-				if vm.Exited(guestapi.ProofTimeout) {
-					return nil
-				}
-				return fmt.Errorf("%w: the connection to the VM's shepherd broke without a result: %v", backend.ErrProofLost, err)
-			},
-		}, nil
-	})
-	if _, failed := guestexec.StartFailed(err); !failed {
-		return p, err
+	vm, st, err := b.stream(ctx, id)
+	if err != nil {
+		return nil, backend.GuestHooks{}, err
 	}
-	if v.Exited(0) {
-		return nil, fmt.Errorf("vm: sandbox %s: %w (its VM ended while the command started)", id, backend.ErrNotRunning)
-	}
-	return nil, fmt.Errorf("vm: starting command in sandbox %s: %w", id, err)
+	return st, backend.GuestHooks{
+		// The VM's end is the end of every process in it.
+		Lost: func(err error) error {
+			if vm.Exited(guestapi.ProofTimeout) {
+				return nil
+			}
+			return fmt.Errorf("%w: the connection to the VM's shepherd broke without a result: %v", backend.ErrProofLost, err)
+		},
+		StartFailed: func(err error, _ bool) error {
+			if vm.Exited(0) {
+				return fmt.Errorf("vm: sandbox %s: %w (its VM ended while the command started)", id, backend.ErrNotRunning)
+			}
+			return fmt.Errorf("vm: starting command in sandbox %s: %w", id, err)
+		},
+	}, nil
 }
 
 // jobConn is a stream to an idle shepherd of the guest, which holds the
@@ -990,6 +987,13 @@ func (b *Backend) File(ctx context.Context, id string, call backend.FileCall) (b
 		return backend.FileResult{}, err
 	}
 	return guestexec.File(ctx, conn, call)
+}
+
+// Exec implements backend.Backend: the command runs over the guest
+// protocol with the backend's Guest, as the kernel runs it
+// (guestexec.Exec).
+func (b *Backend) Exec(ctx context.Context, id string, req backend.ExecRequest, sink backend.Sink) (backend.Process, error) {
+	return guestexec.Exec(ctx, b.Capabilities().Guest, id, req, sink)
 }
 
 // stream opens a connection to an idle shepherd of the sandbox's running

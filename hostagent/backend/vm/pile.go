@@ -100,7 +100,7 @@ func (b *Backend) pileFromGuest(rec *record, name string) ([]byte, error) {
 	}
 	// A file is no larger than its filesystem.
 	out := &boundedSink{limit: rec.Storage.PileBytes}
-	p, err := guestexec.Start(ctx, st, frames, out, guestexec.Hooks{})
+	p, err := guestexec.Start(ctx, st, frames, out, backend.GuestHooks{})
 	if err != nil {
 		return nil, err
 	}

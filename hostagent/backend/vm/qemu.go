@@ -39,7 +39,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
-	"github.com/playground-dev/playground/hostagent/backend/guestexec"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/hostagent/guestapi/mux"
 	"github.com/playground-dev/playground/internal/atomicfile"
@@ -560,9 +559,10 @@ func (v *VM) Exec(ctx context.Context, command string) (Result, error) {
 		case guestapi.FrameError:
 			return res, fmt.Errorf("vm: command did not start: %s", payload)
 		case guestapi.FrameExit:
-			var e guestapi.Exit
+			var e guestapi.End
 			err := json.Unmarshal(payload, &e)
-			res.Exit = guestexec.ExitStatus(e, time.Since(begin))
+			res.Exit = e.Status
+			res.Exit.Duration = time.Since(begin)
 			return res, err
 		case guestapi.FrameProofLost:
 			return res, fmt.Errorf("vm: proof lost: %s", payload)

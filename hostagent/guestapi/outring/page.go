@@ -27,7 +27,7 @@ import (
 // chunks' bytes as Stdout and Stderr frames; exit and proofLost say how the
 // job ended, if it did. A cursor the ring refuses is a Page with its
 // Error.
-func (r *Ring) AppendPage(dst []byte, cur Cursor, budget int, exit *guestapi.Exit, proofLost string) ([]byte, error) {
+func (r *Ring) AppendPage(dst []byte, cur Cursor, budget int, exit *guestapi.End, proofLost string) ([]byte, error) {
 	cur, gap, err := r.Resolve(cur)
 	if err != nil {
 		return guestapi.AppendJSONFrame(dst, guestapi.FramePage, guestapi.Page{Error: Reason(err)})

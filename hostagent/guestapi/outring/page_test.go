@@ -32,7 +32,7 @@ func TestAppendPage(t *testing.T) {
 	r := New(1<<10, 16, 8)
 	r.Write(guestapi.Stdout, []byte("hello, "))
 	r.Write(guestapi.Stderr, []byte("warning"))
-	exit := &guestapi.Exit{Code: 3}
+	exit := &guestapi.End{Status: guestapi.Exit{ExitCode: 3}}
 	f, err := r.AppendPage(nil, Cursor{}, 100, exit, "")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestAppendPage(t *testing.T) {
 	if err := json.Unmarshal(payload, &p); err != nil {
 		t.Fatal(err)
 	}
-	if !p.AtEnd || p.Exit == nil || p.Exit.Code != 3 || len(p.Chunks) != 2 || p.Next != "2.14" {
+	if !p.AtEnd || p.Exit == nil || p.Exit.ExitCode != 3 || len(p.Chunks) != 2 || p.Next != "2.14" {
 		t.Fatalf("page %+v", p)
 	}
 	for i, want := range []struct {

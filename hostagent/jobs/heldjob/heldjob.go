@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/exitstatus"
 )
 
 // PollRequest asks a job's holder for a page of its output.
@@ -85,16 +86,11 @@ type Gap struct {
 	Bytes   uint64
 }
 
-// Exit is how a job ended, as its holder says.
-type Exit struct {
-	// Status is the job's shell's end: its code or signal, whether a kill
-	// ended it (with every descendant proven dead), and its run time,
-	// from its start to its end.
-	Status backend.ExitStatus
-	// Output, DroppedBytes and DroppedChunks are the job's totals: the
-	// bytes it wrote, and what its ring evicted of them.
-	Output, DroppedBytes, DroppedChunks uint64
-}
+// Exit is how a job ended, as its holder says (exitstatus.Job, the one
+// shape of it): its shell's Status (its code or signal, whether a kill
+// ended it with every descendant proven dead, and its run time, from its
+// start to its end) and its output's totals.
+type Exit = exitstatus.Job
 
 // TTYSize is a terminal job's terminal: its size, and, at the job's
 // start, how many lines that scroll off its top it keeps (0: the
