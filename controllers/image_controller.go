@@ -60,10 +60,10 @@ import (
 const (
 	// DefaultImageTimeout bounds one call to a registry.
 	DefaultImageTimeout = 30 * time.Second
-	// DefaultImageRetryMin and DefaultImageRetryMax bound the backoff of
+	// DefaultImageRetryBase and DefaultImageRetryCap bound the backoff of
 	// a resolution that failed: doubled at each failure in between.
-	DefaultImageRetryMin = 5 * time.Second
-	DefaultImageRetryMax = 5 * time.Minute
+	DefaultImageRetryBase = 5 * time.Second
+	DefaultImageRetryCap  = 5 * time.Minute
 )
 
 // ImageOptions configure how the manager reaches image registries.
@@ -81,20 +81,20 @@ type ImageOptions struct {
 	PlainHTTP []string
 	// Timeout bounds each call to a registry; 0: DefaultImageTimeout.
 	Timeout time.Duration
-	// RetryMin and RetryMax bound the backoff of a resolution that
+	// RetryBase and RetryCap bound the backoff of a resolution that
 	// failed; 0: the defaults.
-	RetryMin, RetryMax time.Duration
+	RetryBase, RetryCap time.Duration
 }
 
 func (o *ImageOptions) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultImageTimeout
 	}
-	if o.RetryMin <= 0 {
-		o.RetryMin = DefaultImageRetryMin
+	if o.RetryBase <= 0 {
+		o.RetryBase = DefaultImageRetryBase
 	}
-	if o.RetryMax < o.RetryMin {
-		o.RetryMax = max(DefaultImageRetryMax, o.RetryMin)
+	if o.RetryCap < o.RetryBase {
+		o.RetryCap = max(DefaultImageRetryCap, o.RetryBase)
 	}
 }
 
@@ -374,8 +374,8 @@ func (r *ImageReconciler) refuse(ctx context.Context, sbx *playgroundv1alpha1.Sa
 }
 
 // backoff counts a failure of the Sandbox's resolution and returns when
-// to try again: RetryMin, doubled at each failure in a row, up to
-// RetryMax.
+// to try again: RetryBase, doubled at each failure in a row, up to
+// RetryCap.
 func (r *ImageReconciler) backoff(uid ktypes.UID) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -384,10 +384,10 @@ func (r *ImageReconciler) backoff(uid ktypes.UID) time.Duration {
 	}
 	n := r.failures[uid]
 	r.failures[uid] = n + 1
-	d := r.Options.Images.RetryMin
+	d := r.Options.Images.RetryBase
 	for range n {
-		if d *= 2; d >= r.Options.Images.RetryMax {
-			return r.Options.Images.RetryMax
+		if d *= 2; d >= r.Options.Images.RetryCap {
+			return r.Options.Images.RetryCap
 		}
 	}
 	return d

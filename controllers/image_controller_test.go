@@ -20,6 +20,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -300,5 +302,30 @@ func TestRegistryTransportIsHTTPSOnly(t *testing.T) {
 		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "is reached over HTTPS only")) {
 			t.Errorf("plain HTTP to %v: want the refusal to say why, got %v", tc.plain, err)
 		}
+	}
+}
+
+// TestRegistryCallIsBounded: a registry that accepts the connection and
+// never answers holds a resolution for the manager's timeout, not
+// longer, and is said to be unavailable.
+func TestRegistryCallIsBounded(t *testing.T) {
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { <-req.Context().Done() }))
+	defer hung.Close()
+	host := strings.TrimPrefix(hung.URL, "http://")
+	ref, err := name.ParseReference(host + "/team/base:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &ImageReconciler{Options: Options{Images: ImageOptions{PlainHTTP: []string{"127.0.0.1"}, Timeout: 300 * time.Millisecond}}}
+	r.Options.Images.defaults()
+	r.transport = registryTransport(r.Options.Images)
+	start := time.Now()
+	_, err = r.head(context.Background(), ref, authn.NewMultiKeychain())
+	if took := time.Since(start); err == nil || took > 10*time.Second {
+		t.Fatalf("a registry that never answers: %v after %s", err, took)
+	}
+	img := &playgroundv1alpha1.SandboxImage{Reference: ref.String()}
+	if reason, msg := imageFailure(ref, img, err); reason != playgroundv1alpha1.ReasonRegistryUnavailable || !strings.Contains(msg, "cannot be reached or failed") {
+		t.Errorf("a registry that never answers: %s: %s", reason, msg)
 	}
 }

@@ -115,7 +115,7 @@ func startManager() (*testManager, error) {
 	m, err := NewManager(managerConfig, ManagerOptions{SkipNameValidation: true, Options: Options{Images: ImageOptions{
 		PlainHTTP: []string{"127.0.0.1"},
 		// A failed resolution is tried again within seconds, not minutes.
-		RetryMin: 500 * time.Millisecond, RetryMax: 2 * time.Second,
+		RetryBase: 500 * time.Millisecond, RetryCap: 2 * time.Second,
 	}}})
 	if err != nil {
 		return nil, err

@@ -418,8 +418,8 @@ const (
 	PullAlways       ImagePullPolicy = "Always"
 )
 
-// ResolveImageAnnotation, on a Sandbox or a Tenant (which the manager
-// copies to its Sandbox), asks the manager to resolve the Sandbox's image
+// ResolveImageAnnotation is the annotation that, on a Sandbox or a Tenant
+// (which the manager copies to its Sandbox), asks the manager to resolve the Sandbox's image
 // tag again: set it to any new value (a date, say) and the tag's digest
 // now is recorded, once, with the value in status.image.resolveRequest.
 // It picks up a tag moved since without changing the spec.

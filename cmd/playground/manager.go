@@ -57,6 +57,7 @@ func runManager(ctx context.Context, args []string) error {
 	var plainHTTP []string
 	fs.Var(cmdflags.StringList(&plainHTTP), "image-registry-plain-http", "an image registry (host:port, or a host for any port) reached over cleartext HTTP; repeatable. Every other registry is reached over HTTPS only, so that no pull credential crosses the network in the clear")
 	registryTimeout := fs.Duration("image-registry-timeout", controllers.DefaultImageTimeout, "bound of each call to an image registry")
+	registryBackoff := fs.Duration("image-resolve-backoff-cap", controllers.DefaultImageRetryCap, "the longest wait before a Sandbox's image whose resolution failed is tried again (the first wait is 5s, doubled at each failure)")
 	logOpts := cmdflags.LogFlags(fs, "json")
 	cmdflags.VerbosityFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -70,7 +71,7 @@ func runManager(ctx context.Context, args []string) error {
 		return err
 	}
 	log := logOpts.SetLogger()
-	images := controllers.ImageOptions{PlainHTTP: plainHTTP, Timeout: *registryTimeout}
+	images := controllers.ImageOptions{PlainHTTP: plainHTTP, Timeout: *registryTimeout, RetryCap: *registryBackoff}
 	if *registryCAFile != "" {
 		if images.RootCAs, err = registryCAs(*registryCAFile); err != nil {
 			return err
