@@ -309,7 +309,7 @@ func TestRegistryTransportIsHTTPSOnly(t *testing.T) {
 // never answers holds a resolution for the manager's timeout, not
 // longer, and is said to be unavailable.
 func TestRegistryCallIsBounded(t *testing.T) {
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { <-req.Context().Done() }))
+	hung := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) { <-req.Context().Done() }))
 	defer hung.Close()
 	host := strings.TrimPrefix(hung.URL, "http://")
 	ref, err := name.ParseReference(host + "/team/base:v1")
