@@ -329,3 +329,35 @@ func TestRegistryCallIsBounded(t *testing.T) {
 		t.Errorf("a registry that never answers: %s: %s", reason, msg)
 	}
 }
+
+// TestImageOutsideATightenedPolicyIsReported: a Tenant admitted on an
+// image that a TenantPolicy's allowedImages, written after it, leaves
+// out is reported in its PolicyCompliant condition with the admission
+// policy's words (the list allowed); its sandbox keeps its image.
+func TestImageOutsideATightenedPolicyIsReported(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.Start(t)
+	img := image(t, "before-the-policy")
+	reg.Push(t, "team/base", "v1", img, nil)
+	ns := newNamespace(t)
+	labelNamespace(t, ns, "ceilings.test/ns", true)
+	ref := reg.Host + "/team/base:v1"
+	tn := &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "early"}, Spec: playgroundv1alpha1.TenantSpec{
+		Sandbox: playgroundv1alpha1.SandboxTemplate{Image: &playgroundv1alpha1.SandboxImage{Reference: ref}},
+	}}
+	NewWithT(t).Expect(k8sClient.Create(ctx, tn)).To(Succeed())
+	eventually(t, func(g Gomega) {
+		_, st := imageResolved(g, ns, "early")
+		g.Expect(st.Digest).To(Equal(digestOf(t, img)))
+	})
+	p := policyFor(t, ns, func(s *playgroundv1alpha1.TenantPolicySpec) {
+		s.Sandbox.AllowedImages = []string{"registry.example.com/golden/"}
+	})
+	eventually(t, func(g Gomega) {
+		c := tenantCondition(getTenant(g, ns, "early"), playgroundv1alpha1.PolicyCompliantCondition)
+		g.Expect([]any{c.Status, c.Reason}).To(Equal([]any{metav1.ConditionFalse, playgroundv1alpha1.ReasonPolicyExceeded}), "%+v", c)
+		g.Expect(c.Message).To(ContainSubstring("TenantPolicy " + p.Name + ": spec.sandbox.image.reference " + ref + " is not allowed: the images allowed are registry.example.com/golden/"))
+	})
+	_, st := imageResolved(NewWithT(t), ns, "early")
+	NewWithT(t).Expect(st.Digest).To(Equal(digestOf(t, img)), "the sandbox keeps its image")
+}
