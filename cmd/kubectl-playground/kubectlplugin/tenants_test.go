@@ -615,7 +615,8 @@ func TestStatusSaysARefusal(t *testing.T) {
 // annotation and prints the digest once the manager (played here, as it
 // copies the request to the Sandbox and answers it in status.image) has
 // recorded it for that request; a failure of the resolution is said with
-// its reason and message; a tenant without an image is told so.
+// its reason and message; a tenant without an image is told so. status
+// shows the image and its digest, or that it is not resolved yet.
 func TestResolveImage(t *testing.T) {
 	ctx := context.Background()
 	const ns, ref = "resolve-image", "registry.example.com/team/base:1.4"
@@ -628,6 +629,17 @@ func TestResolveImage(t *testing.T) {
 	tenantAt(t, ns, "ada", "node-a", "", func(tn *playgroundv1alpha1.Tenant) {
 		tn.Spec.Sandbox.Image = &playgroundv1alpha1.SandboxImage{Reference: ref}
 	})
+	status := func() string {
+		t.Helper()
+		code, out, errOut := runMain(t, "-n", ns, "status", "ada")
+		if code != 0 {
+			t.Fatalf("status: %d %s", code, errOut)
+		}
+		return strings.Join(strings.Fields(out), " ")
+	}
+	if words := status(); !strings.Contains(words, "IMAGE DIGEST "+ref+" (not resolved yet: see ImageResolved)") {
+		t.Errorf("status of a tenant whose image is not resolved: %s", words)
+	}
 	// The manager: the Tenant's request is the Sandbox's, answered with
 	// the digest (first) or a failure (then).
 	answer := func(fail bool) {
@@ -670,6 +682,9 @@ func TestResolveImage(t *testing.T) {
 	<-done
 	if code != 0 || out != "tenant/ada: "+ref+" resolved to "+digest+"; the sandbox runs it from its next start\n" {
 		t.Errorf("resolve-image: %d %q %q", code, out, errOut)
+	}
+	if words := status(); !strings.Contains(words, "IMAGE DIGEST "+ref+" "+digest) {
+		t.Errorf("status of a tenant whose image is resolved: %s", words)
 	}
 
 	// Marked so the fake manager waits for the command's own request.
