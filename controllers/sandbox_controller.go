@@ -548,6 +548,10 @@ func assessSandbox(sbx *playgroundv1alpha1.Sandbox, agents map[string]agentlease
 		// The key it waits for cannot come: say why, not that it waits.
 		c := waitsForKey(sbx, prov)
 		ready = condition(playgroundv1alpha1.ReadyCondition, false, c.Reason, c.Message)
+	case waitsForImage(sbx, prov) != nil:
+		// Its image cannot be resolved: say why, not that it waits.
+		c := waitsForImage(sbx, prov)
+		ready = condition(playgroundv1alpha1.ReadyCondition, false, c.Reason, c.Message)
 	case prov == nil:
 		ready = condition(playgroundv1alpha1.ReadyCondition, false, playgroundv1alpha1.ReasonProvisioning, "Waiting for the agent of node "+node+" to provision the sandbox")
 	case prov.Status != metav1.ConditionTrue:

@@ -73,6 +73,9 @@ type Options struct {
 	// (the controller tests, which run no agent), and still says in a
 	// Sandbox's conditions which Secret cannot be used.
 	Agents AgentClients
+	// Images configure how the manager reaches image registries, to
+	// resolve a Sandbox's spec.image to a digest.
+	Images ImageOptions
 }
 
 // DefaultWorkers lets a burst of Tenants overlap their round trips to the
@@ -185,6 +188,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&SigningKeyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("signingkey-controller")), Agents: opts.Agents, Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&ImageReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("image-controller")), Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	ca := &AgentCA{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.LeaseNamespace, Now: opts.Now, Owner: opts.Owner}

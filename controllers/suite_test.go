@@ -110,7 +110,13 @@ type testManager struct {
 // manager` runs it, and waits until its caches have synced.
 func startManager() (*testManager, error) {
 	// A restarted manager registers the same controller names again.
-	m, err := NewManager(managerConfig, ManagerOptions{SkipNameValidation: true})
+	// The test registries (internal/registrytest) serve cleartext HTTP on
+	// loopback.
+	m, err := NewManager(managerConfig, ManagerOptions{SkipNameValidation: true, Options: Options{Images: ImageOptions{
+		PlainHTTP: []string{"127.0.0.1"},
+		// A failed resolution is tried again within seconds, not minutes.
+		RetryBase: 500 * time.Millisecond, RetryCap: 2 * time.Second,
+	}}})
 	if err != nil {
 		return nil, err
 	}

@@ -605,11 +605,16 @@ func desiredSandbox(t *playgroundv1alpha1.Tenant) *playgroundv1alpha1.Sandbox {
 			persona = persona[:128]
 		}
 	}
+	var annotations map[string]string
+	if v, ok := t.Annotations[playgroundv1alpha1.ResolveImageAnnotation]; ok {
+		annotations = map[string]string{playgroundv1alpha1.ResolveImageAnnotation: v}
+	}
 	return &playgroundv1alpha1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: t.Namespace,
-			Name:      t.Name,
-			Labels:    map[string]string{playgroundv1alpha1.TenantLabel: t.Name},
+			Namespace:   t.Namespace,
+			Name:        t.Name,
+			Labels:      map[string]string{playgroundv1alpha1.TenantLabel: t.Name},
+			Annotations: annotations,
 		},
 		Spec: playgroundv1alpha1.SandboxSpec{
 			TenantRef:       playgroundv1alpha1.LocalObjectReference{Name: t.Name},
@@ -669,6 +674,12 @@ func updateSandbox(sbx *playgroundv1alpha1.Sandbox, want *playgroundv1alpha1.San
 	set("network", equality.Semantic.DeepEqual(have.Network, w.Network), func() { have.Network = w.Network })
 	set("idleSuspend", equality.Semantic.DeepEqual(have.IdleSuspend, w.IdleSuspend), func() { have.IdleSuspend = w.IdleSuspend })
 	set("usageLimits", equality.Semantic.DeepEqual(have.UsageLimits, w.UsageLimits), func() { have.UsageLimits = w.UsageLimits })
+	set("image", equality.Semantic.DeepEqual(have.Image, w.Image), func() { have.Image = w.Image })
+	// A re-resolve asked of the Tenant is asked of its Sandbox; one asked
+	// of the Sandbox itself is left as it is.
+	if v, ok := want.Annotations[playgroundv1alpha1.ResolveImageAnnotation]; ok && sbx.Annotations[playgroundv1alpha1.ResolveImageAnnotation] != v {
+		set("image resolve request", false, func() { metav1.SetMetaDataAnnotation(&sbx.ObjectMeta, playgroundv1alpha1.ResolveImageAnnotation, v) })
+	}
 	if w.Pile.SigningKey != nil { // none: the tenant's key could not be read this pass
 		set("pile.signingKey", equality.Semantic.DeepEqual(have.Pile.SigningKey, w.Pile.SigningKey), func() { have.Pile.SigningKey = w.Pile.SigningKey })
 	}

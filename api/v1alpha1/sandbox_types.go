@@ -108,6 +108,14 @@ const (
 	// --state-write-interval per sandbox (docs/operations.md). A move to
 	// another node (to come) is a reason of this condition too.
 	RunningCondition = "Running"
+	// ImageResolvedCondition, written by the manager for a Sandbox with
+	// spec.image, is True (reason Resolved) once status.image holds the
+	// digest of spec.image.reference; False while it does not: Resolving
+	// (under way), PullSecretMissing, Unauthorized, ImageNotFound,
+	// RegistryUnavailable (tried again, with backoff) or ImageRefused
+	// (its backend runs no image). Its message says what to do. A sandbox
+	// not yet provisioned waits for it. Absent without spec.image.
+	ImageResolvedCondition = "ImageResolved"
 )
 
 // Condition and event reasons of Sandboxes.
@@ -170,6 +178,33 @@ const (
 	ReasonCPULimitReached = "CPULimitReached"
 	// ReasonWithinLimits: the sandbox has not spent its usage limits.
 	ReasonWithinLimits = "WithinLimits"
+
+	// Reasons of the ImageResolved condition (and of the Events of its
+	// failures).
+
+	// ReasonImageResolved: status.image holds the digest of
+	// spec.image.reference.
+	ReasonImageResolved = "Resolved"
+	// ReasonImageResolving: the manager is resolving spec.image.reference.
+	ReasonImageResolving = "Resolving"
+	// ReasonPullSecretMissing: a Secret spec.image.pullSecrets names does
+	// not exist, or is not of type kubernetes.io/dockerconfigjson.
+	ReasonPullSecretMissing = "PullSecretMissing"
+	// ReasonImageUnauthorized: the registry refused the credentials of
+	// the pull Secrets (or their absence) for the image.
+	ReasonImageUnauthorized = "Unauthorized"
+	// ReasonImageNotFound: the registry has no such repository, tag or
+	// digest.
+	ReasonImageNotFound = "ImageNotFound"
+	// ReasonRegistryUnavailable: the registry could not be reached, or
+	// failed; tried again with backoff.
+	ReasonRegistryUnavailable = "RegistryUnavailable"
+	// ReasonImageRefused: the sandbox cannot run the image: its backend
+	// runs none (jail, lima), or its reference cannot be parsed.
+	ReasonImageRefused = "ImageRefused"
+	// ReasonWaitingForImage: the node's agent does not provision the
+	// sandbox until the manager has resolved its image to a digest.
+	ReasonWaitingForImage = "WaitingForImage"
 
 	// Reasons of the Running condition (and the Events of its changes),
 	// beside CPULimitReached and Suspended above.
@@ -302,6 +337,18 @@ type SandboxTemplate struct {
 	// +optional
 	FromSnapshot string `json:"fromSnapshot,omitempty"`
 
+	// Image is the OCI image the sandbox runs as its system, in place of
+	// its node's own (which it runs when this is unset). The manager
+	// resolves its tag to a digest once and records it in the Sandbox's
+	// status.image, so that every start runs the same bytes until the
+	// reference changes or a re-resolve is asked for (annotation
+	// playground.dev/resolve-image); the sandbox is not provisioned before
+	// its digest is known (docs/images.md). Backends jail and lima run no
+	// image: the manager says so in the Sandbox's ImageResolved condition
+	// (reason ImageRefused) rather than resolve it.
+	// +optional
+	Image *SandboxImage `json:"image,omitempty"`
+
 	// UsageLimits bound what the sandbox may spend per period, read from
 	// the kernel's counters by its node's agent: once a limit is spent
 	// the sandbox is frozen (the cgroup freezer: its processes and jobs
@@ -314,6 +361,90 @@ type SandboxTemplate struct {
 	// limits has those calls refused (unavailable).
 	// +optional
 	UsageLimits *UsageLimits `json:"usageLimits,omitempty"`
+}
+
+// MaxImageReferenceLength bounds an image reference: a registry host, a
+// repository path, a tag and a digest fit in it with room to spare.
+const MaxImageReferenceLength = 512
+
+// MaxImagePullSecrets bounds the pull Secrets of one image.
+const MaxImagePullSecrets = 8
+
+// SandboxImage is the OCI image a sandbox runs as its system.
+type SandboxImage struct {
+	// Reference names the image: its registry's host (with a port, if
+	// any), its repository, and a tag, a digest or both, as
+	// registry.example.com/team/base:1.4,
+	// docker.io/library/python:3.12, or
+	// registry.example.com:5000/team/base@sha256:<64 hexadecimal digits>.
+	// The registry is always written: a name without it (python:3.12)
+	// is refused, so that an allowed-images policy compares whole
+	// references. No scheme (https://), spaces or control characters.
+	// A tag is resolved to a digest by the manager; a digest is used as
+	// it is (with a tag beside it, the tag is only a label).
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.contains('://')",message="reference takes no scheme: write registry.example.com/team/image:tag, not https://registry.example.com/team/image:tag"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[!-~]+$')",message="reference must hold no spaces or control characters: an image reference such as registry.example.com/team/image:tag"
+	// +kubebuilder:validation:XValidation:rule="self.contains('://') || !self.matches('^[!-~]+$') || self.matches('^(((localhost|[a-zA-Z0-9-]+([.][a-zA-Z0-9-]+)+)(:[0-9]{1,5})?)|[a-zA-Z0-9-]+:[0-9]{1,5})(/[a-z0-9]+([._-]+[a-z0-9]+)*)+(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$')",message="reference must be registry/repository[:tag][@sha256:digest], its registry's host first, such as docker.io/library/python:3.12 or registry.example.com:5000/team/base@sha256:<64 lower-case hexadecimal digits>; a name without its registry (python:3.12) is not accepted, and a repository is lower-case letters, digits and . _ - between slashes"
+	// +required
+	Reference string `json:"reference"`
+
+	// PullSecrets name Secrets of type kubernetes.io/dockerconfigjson in
+	// the sandbox's namespace, whose credentials the manager uses to
+	// resolve a private image's tag and, later, hands to the agent of
+	// the sandbox's node only (agents read no Secrets). At most 8.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	PullSecrets []LocalObjectReference `json:"pullSecrets,omitempty"`
+
+	// PullPolicy is IfNotPresent (the default: a node that holds the
+	// image uses its copy, once the registry has said that this tenant
+	// may pull it, for a private image) or Always (the node asks the
+	// registry for the image's digest at every start of the sandbox).
+	// +kubebuilder:default=IfNotPresent
+	// +optional
+	PullPolicy ImagePullPolicy `json:"pullPolicy,omitempty"`
+}
+
+// ImagePullPolicy says when a node asks the registry for an image.
+// +kubebuilder:validation:Enum=IfNotPresent;Always
+type ImagePullPolicy string
+
+// The pull policies of an image.
+const (
+	PullIfNotPresent ImagePullPolicy = "IfNotPresent"
+	PullAlways       ImagePullPolicy = "Always"
+)
+
+// ResolveImageAnnotation is the annotation that, on a Sandbox or a Tenant
+// (which the manager copies to its Sandbox), asks the manager to resolve the Sandbox's image
+// tag again: set it to any new value (a date, say) and the tag's digest
+// now is recorded, once, with the value in status.image.resolveRequest.
+// It picks up a tag moved since without changing the spec.
+const ResolveImageAnnotation = "playground.dev/resolve-image"
+
+// SandboxImageStatus is the image the manager resolved for a sandbox.
+type SandboxImageStatus struct {
+	// Reference is spec.image.reference as it was resolved.
+	// +optional
+	Reference string `json:"reference,omitempty"`
+
+	// Digest is the digest the reference resolved to (sha256:...): of
+	// the image's manifest, or of its index for an image of several
+	// platforms (the node picks its own). The sandbox runs exactly this.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+
+	// ResolvedAt is when the reference was resolved.
+	// +optional
+	ResolvedAt *metav1.Time `json:"resolvedAt,omitempty"`
+
+	// ResolveRequest is the playground.dev/resolve-image annotation the
+	// resolution answered.
+	// +optional
+	ResolveRequest string `json:"resolveRequest,omitempty"`
 }
 
 // UsageLimits bound a sandbox's spend per period (docs/operations.md,
@@ -679,6 +810,12 @@ type SandboxStatus struct {
 	// one, when spec.pile.signingKey names one.
 	// +optional
 	SigningKey *SigningKeyStatus `json:"signingKey,omitempty"`
+
+	// Image is the image spec.image resolved to, written by the manager:
+	// the reference, its digest and when. A sandbox with spec.image is
+	// provisioned only once this names its reference.
+	// +optional
+	Image *SandboxImageStatus `json:"image,omitempty"`
 }
 
 // UsageStatus is what a sandbox has spent (docs/operations.md, "Usage"),

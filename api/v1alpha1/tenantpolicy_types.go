@@ -134,6 +134,25 @@ type SandboxCeilings struct {
 	// Network bounds what a sandbox may reach.
 	// +optional
 	Network NetworkCeilings `json:"network,omitempty"`
+
+	// AllowedImages are the images a sandbox may run (spec.image.reference),
+	// each a registry, a path under it or a repository: an entry ending in
+	// / allows every reference that starts with it
+	// (registry.example.com/team/ allows registry.example.com/team/base:1
+	// and registry.example.com/team/ml/cuda@sha256:..., not
+	// registry.example.com/teammate/x); an entry without it is one
+	// repository, with any tag or digest (docker.io/library/python allows
+	// docker.io/library/python:3.12, not docker.io/library/python-evil).
+	// References are compared as written, registry first (an image's
+	// reference always names its registry). Unset, any image; a sandbox
+	// without an image (its node's own system) is always allowed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p.contains('/') && p.matches('^(((localhost|[a-zA-Z0-9-]+([.][a-zA-Z0-9-]+)+)(:[0-9]{1,5})?)|[a-zA-Z0-9-]+:[0-9]{1,5})(/[a-z0-9]+([._-]+[a-z0-9]+)*)*/?$'))",message="allowedImages must be registries or repositories, registry first, such as registry.example.com/ (the whole registry), registry.example.com/team/ (a path under it) or docker.io/library/python (one repository): no scheme, tag or digest"
+	// +listType=set
+	// +optional
+	AllowedImages []string `json:"allowedImages,omitempty"`
 }
 
 // SandboxMax is the most one sandbox may ask for.

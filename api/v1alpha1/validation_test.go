@@ -226,6 +226,21 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		{"a worker timeout of nothing", wm + "spec: {tenantRef: {name: t}, destination: {service: {name: s, port: 80}}, timeout: 0s}", "timeout must be positive"},
 		{"an idle mode of another kind", tenant + "spec: {sandbox: {idleSuspend: {after: 1m, mode: Hibernate}}}", "Unsupported value"},
 		{"an idle suspension without its period", tenant + "spec: {sandbox: {idleSuspend: {withRunningJobs: true}}}", "after"},
+		// Images: a reference with its registry, and nothing else.
+		{"an image without a reference", tenant + "spec: {sandbox: {image: {}}}", "spec.sandbox.image.reference: Required value"},
+		{"an image by URL", tenant + "spec: {sandbox: {image: {reference: 'https://registry.example.com/team/base:1'}}}", "reference takes no scheme: write registry.example.com/team/image:tag"},
+		{"an image with a space", sbx + "spec: {tenantRef: {name: t}, image: {reference: 'registry.example.com/team/base:1 --privileged'}}", "reference must hold no spaces or control characters"},
+		{"an image with a newline", tenant + "spec: {sandbox: {image: {reference: \"registry.example.com/team/base:1\\nx\"}}}", "reference must hold no spaces or control characters"},
+		{"an image without its registry", tenant + "spec: {sandbox: {image: {reference: 'python:3.12'}}}", "a name without its registry (python:3.12) is not accepted"},
+		{"an image of Docker Hub's short name", tenant + "spec: {sandbox: {image: {reference: 'library/python'}}}", "reference must be registry/repository[:tag][@sha256:digest]"},
+		{"an image path that climbs", tenant + "spec: {sandbox: {image: {reference: 'registry.example.com/team/../other/x:1'}}}", "reference must be registry/repository[:tag][@sha256:digest]"},
+		{"an image repository in capitals", tenant + "spec: {sandbox: {image: {reference: 'registry.example.com/Team/base'}}}", "a repository is lower-case letters, digits and . _ - between slashes"},
+		{"an image digest too short", tenant + "spec: {sandbox: {image: {reference: 'registry.example.com/team/base@sha256:abc'}}}", "@sha256:<64 lower-case hexadecimal digits>"},
+		{"an image digest of another algorithm", tenant + "spec: {sandbox: {image: {reference: 'registry.example.com/team/base@md5:" + strings.Repeat("a", 32) + "'}}}", "reference must be registry/repository"},
+		{"an image reference too long", tenant + "spec: {sandbox: {image: {reference: 'registry.example.com/" + strings.Repeat("a", 600) + "'}}}", "may not be more than 512 bytes"},
+		{"an unknown pull policy", tenant + "spec: {sandbox: {image: {reference: registry.example.com/a/b, pullPolicy: Never}}}", `spec.sandbox.image.pullPolicy: Unsupported value: "Never"`},
+		{"nine pull secrets", tenant + "spec: {sandbox: {image: {reference: registry.example.com/a/b, pullSecrets: [{name: a}, {name: b}, {name: c}, {name: d}, {name: e}, {name: f}, {name: g}, {name: h}, {name: i}]}}}", "must have at most 8 items"},
+		{"a pull secret twice", sbx + "spec: {tenantRef: {name: t}, image: {reference: registry.example.com/a/b, pullSecrets: [{name: a}, {name: a}]}}", "Duplicate value"},
 	}
 	ns := newNamespace(t)
 	for _, tc := range cases {
@@ -256,6 +271,12 @@ func TestQuantitiesAtTheirMinimumsAreAccepted(t *testing.T) {
 		// Durations in every form Go writes and reads them.
 		"spec: {sandbox: {idleSuspend: {after: 1h30m}, usageLimits: {period: 1.5h, cpuSeconds: 5}}}",
 		"spec: {sandbox: {idleSuspend: {after: 10000ms}}}",
+		// Images in every form a reference takes.
+		"spec: {sandbox: {image: {reference: docker.io/library/python:3.12}}}",
+		"spec: {sandbox: {image: {reference: registry.example.com/team/base}}}",
+		"spec: {sandbox: {image: {reference: 'localhost:5000/team/ml-base_2.x:v1.2_rc-3'}}}",
+		"spec: {sandbox: {image: {reference: 'registry:5000/base@sha256:" + strings.Repeat("0f", 32) + "'}}}",
+		"spec: {sandbox: {image: {reference: '127.0.0.1:41234/private/base:1@sha256:" + strings.Repeat("ab", 32) + "', pullPolicy: Always, pullSecrets: [{name: regcred}]}}}",
 	} {
 		obj := decode(t, tenant+spec)
 		obj.SetNamespace(ns)
@@ -471,6 +492,11 @@ func TestInvalidTenantPoliciesAreRefused(t *testing.T) {
 		{"a pile ceiling in gigabytes", policy + "spec: {namespaceSelector: {}, sandbox: {max: {pileSize: 1GB}}}", "pileSize must be a quantity of bytes"},
 		{"a namespace ceiling in gigabits", policy + "spec: {namespaceSelector: {}, namespace: {maxMemory: 64Gb}}", "maxMemory must be a quantity of bytes"},
 		{"a namespace cpu ceiling in cores", policy + "spec: {namespaceSelector: {}, namespace: {maxCPU: 16cores}}", "maxCPU must be a quantity of cores"},
+		{"no allowed images", policy + "spec: {namespaceSelector: {}, sandbox: {allowedImages: []}}", "spec.sandbox.allowedImages in body should have at least 1 items"},
+		{"an allowed image with a scheme", policy + "spec: {namespaceSelector: {}, sandbox: {allowedImages: ['https://registry.example.com/']}}", "allowedImages must be registries or repositories, registry first"},
+		{"an allowed image without its registry", policy + "spec: {namespaceSelector: {}, sandbox: {allowedImages: ['library/']}}", "allowedImages must be registries or repositories"},
+		{"an allowed registry without its slash", policy + "spec: {namespaceSelector: {}, sandbox: {allowedImages: ['registry.example.com']}}", "allowedImages must be registries or repositories"},
+		{"an allowed image with a tag", policy + "spec: {namespaceSelector: {}, sandbox: {allowedImages: ['docker.io/library/python:3.12']}}", "no scheme, tag or digest"},
 		{"a namespace storage ceiling in terabytes", policy + "spec: {namespaceSelector: {}, namespace: {maxStorage: 1TB}}", "maxStorage must be a quantity of bytes"},
 		{"too few pids", policy + "spec: {namespaceSelector: {}, sandbox: {max: {pids: 1}}}", "spec.sandbox.max.pids in body should be greater than or equal to 16"},
 	} {

@@ -107,6 +107,9 @@ const (
 	// egress credentials: a Sandbox's EgressCredentialsDelivered
 	// condition.
 	EgressCredentialFieldOwner = "playground-egresscredential-controller"
+	// ImageFieldOwner is the manager's image resolver: a Sandbox's
+	// status.image and ImageResolved condition.
+	ImageFieldOwner = "playground-image-controller"
 	// ManifestFieldOwner applies the manifests of `playground-dev`.
 	ManifestFieldOwner = "playground"
 )

@@ -18,8 +18,10 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +53,11 @@ func runManager(ctx context.Context, args []string) error {
 	agentTokenFile := fs.String("agent-token-file", "", "file holding a shared bearer token to present to every host agent when it delivers signing keys and brokered egress credentials, re-read on change (as playground-dev's agents accept); default: the manager's ServiceAccount's token bound to each node")
 	agentCleartext := fs.Bool("agent-cleartext", false, "reach agents whose endpoint is http:// over cleartext HTTP/2 (with --agent-token-file, for agents started with --tls=off on loopback); without it such an endpoint is refused")
 	workerEndpoints := workerEndpointFlags(fs)
+	registryCAFile := fs.String("image-registry-ca-file", "", "PEM file of CAs trusted, beside the system's, for the image registries the manager resolves Sandboxes' image tags with (docs/images.md)")
+	var plainHTTP []string
+	fs.Var(cmdflags.StringList(&plainHTTP), "image-registry-plain-http", "an image registry (host:port, or a host for any port) reached over cleartext HTTP; repeatable. Every other registry is reached over HTTPS only, so that no pull credential crosses the network in the clear")
+	registryTimeout := fs.Duration("image-registry-timeout", controllers.DefaultImageTimeout, "bound of each call to an image registry")
+	registryBackoff := fs.Duration("image-resolve-backoff-cap", controllers.DefaultImageRetryCap, "the longest wait before a Sandbox's image whose resolution failed is tried again (the first wait is 5s, doubled at each failure)")
 	logOpts := cmdflags.LogFlags(fs, "json")
 	cmdflags.VerbosityFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +71,12 @@ func runManager(ctx context.Context, args []string) error {
 		return err
 	}
 	log := logOpts.SetLogger()
+	images := controllers.ImageOptions{PlainHTTP: plainHTTP, Timeout: *registryTimeout, RetryCap: *registryBackoff}
+	if *registryCAFile != "" {
+		if images.RootCAs, err = registryCAs(*registryCAFile); err != nil {
+			return err
+		}
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -74,7 +87,7 @@ func runManager(ctx context.Context, args []string) error {
 		return err
 	}
 	mgr, err := controllers.NewManager(cfg, controllers.ManagerOptions{
-		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime, WorkerEndpoints: endpoints, Owner: ownServiceAccount(log), Agents: agents},
+		Options:                controllers.Options{LeaseNamespace: *leaseNamespace, Workers: *workers, AgentUsers: agentUsers, AgentCertLifetime: *agentCertLifetime, WorkerEndpoints: endpoints, Owner: ownServiceAccount(log), Agents: agents, Images: images},
 		MetricsBindAddress:     *metricsAddr,
 		HealthProbeBindAddress: *probeAddr,
 		PprofBindAddress:       *pprofAddr,
@@ -116,4 +129,20 @@ func managerAgentClients(ctx context.Context, cfg *rest.Config, leaseNamespace, 
 		return nil, err
 	}
 	return agents, nil
+}
+
+// registryCAs are the system's CAs and those of the PEM file at path.
+func registryCAs(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--image-registry-ca-file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--image-registry-ca-file: %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }

@@ -145,7 +145,8 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 			predicate.GenerationChangedPredicate{},
 			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
-					!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+					!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers()) ||
+					imageResolvedChanged(e)
 			}},
 		))).
 		WatchesRawSource(source.Channel(drift, &handler.EnqueueRequestForObject{})).
@@ -322,6 +323,13 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		// backend class is immutable, so only a new binding would.
 		return r.failed(ctx, sbx, "Provision", pgreconcile.Stall(playgroundv1alpha1.ReasonBackendFailed,
 			"Node %s offers the %s backends, not %s", r.node, strings.Join(backendNames(r.agent.Backends()), ", "), class))
+	}
+	// A sandbox not yet started starts on its image's digest, once the
+	// manager has resolved it: before it takes an ID (or a warm sandbox).
+	if prov := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition); prov == nil || prov.Status != metav1.ConditionTrue {
+		if why := imageUnresolved(sbx); why != "" {
+			return r.waitForImage(ctx, sbx, why)
+		}
 	}
 	// The ID is recorded on the node before anything of the sandbox
 	// exists, so that whatever is made under it is found again.

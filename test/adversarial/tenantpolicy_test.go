@@ -112,6 +112,13 @@ func refusedBy(policy string, want ...string) func(error) bool {
 	}
 }
 
+// withImage has a Tenant run the image ref.
+func withImage(ref string) func(*playgroundv1alpha1.Tenant) {
+	return func(tn *playgroundv1alpha1.Tenant) {
+		tn.Spec.Sandbox.Image = &playgroundv1alpha1.SandboxImage{Reference: ref}
+	}
+}
+
 // compliant is a Tenant within platformCeilings.
 func compliant(ns, name string) *playgroundv1alpha1.Tenant {
 	return &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: playgroundv1alpha1.TenantSpec{
@@ -139,6 +146,7 @@ func platformCeilings() *playgroundv1alpha1.TenantPolicy {
 			UsageLimit:        &playgroundv1alpha1.UsageLimitCeiling{MaxCPUSeconds: 3600, Period: metav1.Duration{Duration: 24 * time.Hour}},
 			AllowedBackends:   []playgroundv1alpha1.BackendClass{playgroundv1alpha1.BackendOCI},
 			AllowedIsolations: []playgroundv1alpha1.Isolation{playgroundv1alpha1.IsolationGVisor},
+			AllowedImages:     []string{"registry.example.com/team/", "docker.io/library/python"},
 			Network: playgroundv1alpha1.NetworkCeilings{
 				AllowedModes: []playgroundv1alpha1.NetworkMode{playgroundv1alpha1.NetworkNone, playgroundv1alpha1.NetworkEgress},
 				AllowedEgress: &playgroundv1alpha1.EgressCeilings{
@@ -237,6 +245,14 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 			{"a wider network", func(tn *playgroundv1alpha1.Tenant) {
 				tn.Spec.Sandbox.Network = playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress, Egress: []playgroundv1alpha1.EgressRule{{CIDR: "0.0.0.0/0"}}}
 			}, []string{"names cidr 0.0.0.0/0", "within 10.20.0.0/16"}},
+			{"an image of another registry", withImage("evil.example.com/team/base:1"),
+				[]string{"spec.sandbox.image.reference evil.example.com/team/base:1 is not allowed", "the images allowed are registry.example.com/team/, docker.io/library/python"}},
+			{"an image of a path beside the allowed one", withImage("registry.example.com/teammate/base:1"),
+				[]string{"image.reference registry.example.com/teammate/base:1 is not allowed"}},
+			{"an image of a repository beside the allowed one", withImage("docker.io/library/python-evil:3"),
+				[]string{"image.reference docker.io/library/python-evil:3 is not allowed"}},
+			{"an image of the allowed repository's registry", withImage("docker.io/library/busybox@sha256:" + strings.Repeat("ab", 32)),
+				[]string{"image.reference docker.io/library/busybox@sha256:"}},
 			{"the extended tools", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Tools = playgroundv1alpha1.ToolSetExtended },
 				[]string{"spec.tools extended is not allowed"}},
 			{"the workers catalog", func(tn *playgroundv1alpha1.Tenant) { tn.Spec.Catalog = playgroundv1alpha1.CatalogWorkers },
@@ -251,7 +267,11 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 		tn := compliant(restricted, "fair")
 		tn.Spec.Sandbox.Network = playgroundv1alpha1.SandboxNetwork{Mode: playgroundv1alpha1.NetworkEgress, Egress: []playgroundv1alpha1.EgressRule{
 			{Host: "pypi.org", Ports: []int32{443}}, {Host: "files.pythonhosted.org"}, {Host: "*.cdn.pythonhosted.org"}, {CIDR: "10.20.30.0/24"}}}
+		tn.Spec.Sandbox.Image = &playgroundv1alpha1.SandboxImage{Reference: "registry.example.com/team/ml/base:1"}
 		g.Expect(alice.Create(ctx, tn)).To(Succeed())
+		for _, ref := range []string{"docker.io/library/python:3.12", "docker.io/library/python", "docker.io/library/python@sha256:" + strings.Repeat("cd", 32)} {
+			g.Expect(create(withImage(ref))).To(Succeed(), "image %s, of the allowed repository", ref)
+		}
 		// At the ceilings exactly, with a limit over the policy's own period.
 		at := compliant(restricted, "at-the-ceiling")
 		at.Spec.Sandbox.Resources = playgroundv1alpha1.SandboxResources{CPU: ptr.To(resource.MustParse("2000m")), Memory: ptr.To(resource.MustParse("2Gi")), PIDs: ptr.To[int64](2048)}
@@ -281,6 +301,8 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 		g.Expect(change(func(tn *playgroundv1alpha1.Tenant) {
 			tn.Spec.Sandbox.Network.Egress = append(tn.Spec.Sandbox.Network.Egress, playgroundv1alpha1.EgressRule{Host: "evil.example"})
 		})).To(Satisfy(refusedBy("platform-ceilings", "names host evil.example")), "a host added to its egress")
+		g.Expect(change(withImage("ghcr.io/someone/miner:latest"))).
+			To(Satisfy(refusedBy("platform-ceilings", "image.reference ghcr.io/someone/miner:latest is not allowed")), "its image changed to another registry's")
 		g.Expect(change(func(tn *playgroundv1alpha1.Tenant) {
 			tn.Spec.Sandbox.Resources.CPU = ptr.To(resource.MustParse("1500m"))
 		})).
@@ -297,6 +319,9 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 		open := sbx.DeepCopy()
 		open.Spec.Isolation = playgroundv1alpha1.IsolationContainer
 		g.Expect(alice.Create(ctx, open)).To(Satisfy(refusedBy("platform-ceilings", "spec.isolation container")), "a Sandbox of runc")
+		foreign := sbx.DeepCopy()
+		foreign.Spec.Image = &playgroundv1alpha1.SandboxImage{Reference: "evil.example.com/base:1"}
+		g.Expect(alice.Create(ctx, foreign)).To(Satisfy(refusedBy("platform-ceilings", "spec.image.reference evil.example.com/base:1 is not allowed")), "a Sandbox of a foreign image")
 		pile := sbx.DeepCopy()
 		pile.Spec.Pile.Size = ptr.To(resource.MustParse("5Gi"))
 		g.Expect(alice.Create(ctx, pile)).To(Satisfy(refusedBy("platform-ceilings", "spec.pile.size is 5Gi")), "a Sandbox over the pile's ceiling")
@@ -342,6 +367,9 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(policy), &p)).To(Succeed())
 		p.Spec.Sandbox.Max.CPU = ptr.To(resource.MustParse("1"))
 		p.Spec.Sandbox.Max.PileSize = ptr.To(resource.MustParse("256Mi"))
+		// "fair" runs an image under registry.example.com/team/, now
+		// outside the list: it keeps it, and can change other fields.
+		p.Spec.Sandbox.AllowedImages = []string{"registry.example.com/golden/"}
 		g.Expect(k8s.Update(ctx, &p)).To(Succeed())
 		// "fair" asks for 1500m, over the new ceiling of 1, and has a pile
 		// of 512Mi (the default), over the new 256Mi: once the API server
@@ -375,6 +403,9 @@ func TestTeamCannotLiftPlatformCeilings(t *testing.T) {
 		patch = client.MergeFrom(tn.DeepCopy())
 		tn.Spec.Pile.Size = ptr.To(resource.MustParse("1Gi"))
 		g.Expect(alice.Patch(ctx, &tn, patch)).To(Satisfy(refusedBy("platform-ceilings", "spec.pile.size is 1Gi", "ceiling of 256Mi")), "its pile raised past the tightened ceiling")
+		patch = client.MergeFrom(tn.DeepCopy())
+		tn.Spec.Sandbox.Image.Reference = "registry.example.com/team/ml/base:2"
+		g.Expect(alice.Patch(ctx, &tn, patch)).To(Satisfy(refusedBy("platform-ceilings", "the images allowed are registry.example.com/golden/")), "its image changed, outside the tightened list")
 		g.Expect(raise("1")).To(Succeed(), "a change that brings it within")
 	})
 }

@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/gomega"
 	"golang.org/x/sys/unix"
@@ -63,6 +64,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/backend/vm"
 	"github.com/playground-dev/playground/internal/manifest"
+	"github.com/playground-dev/playground/internal/registrytest"
 	"github.com/playground-dev/playground/internal/sysctltest"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -164,6 +166,26 @@ var exampleCases = map[string]exampleCase{
 			g.Expect(who.Authorization).To(Equal("Bearer sha256:" + fingerprint(string(bearer.Data["token"]))))
 		},
 	},
+	"image-tenant.yaml": {
+		node: func(t *testing.T, env *examplesEnv, objs []*unstructured.Unstructured) {
+			// Docker Hub is the internet: the test's registry serves the
+			// image under the same repository and tag.
+			env.image(t, objs, "image-demo", "docker.io/library/debian:bookworm-slim", "", "")
+		},
+		check: checkImagePinned("image-demo"),
+	},
+	"private-image-tenant.yaml": {
+		node: func(t *testing.T, env *examplesEnv, objs []*unstructured.Unstructured) {
+			const password = "example-pull-password"
+			host := env.image(t, objs, "private-image-demo", "registry.example.com/team/base:1.0", "robot", password)
+			secret := objectOf(t, objs, "Secret", "private-image-pull")
+			cfg, _, _ := unstructured.NestedString(secret.Object, "stringData", ".dockerconfigjson")
+			NewWithT(t).Expect(cfg).To(ContainSubstring(`"registry.example.com"`))
+			cfg = strings.Replace(strings.Replace(cfg, "registry.example.com", host, 1), "replace-me", password, 1)
+			NewWithT(t).Expect(unstructured.SetNestedField(secret.Object, cfg, "stringData", ".dockerconfigjson")).To(Succeed())
+		},
+		check: checkImagePinned("private-image-demo"),
+	},
 	"suspended-tenant.yaml": {},
 	"tenant-policy.yaml":    {check: checkTenantPolicy},
 	"vm-tenant.yaml": {
@@ -195,6 +217,50 @@ type examplesEnv struct {
 	// facultyDir is the node's granted host path, holding the example
 	// worker.
 	facultyDir string
+	// registry stands for the registries the image examples name, and
+	// digests holds, by tenant, the digest of the image it pushed there.
+	registry *registrytest.Registry
+	digests  map[string]string
+}
+
+// image pushes, for the tenant of objs, an image to the test's registry
+// under the repository and tag of ref (private behind user and password
+// when user is set), points the tenant at it, and returns the registry's
+// host.
+func (env *examplesEnv) image(t *testing.T, objs []*unstructured.Unstructured, tenant, ref, user, password string) string {
+	t.Helper()
+	g := NewWithT(t)
+	if env.registry == nil {
+		env.registry, env.digests = registrytest.Start(t), map[string]string{}
+	}
+	tn := objectOf(t, objs, "Tenant", tenant)
+	have, _, _ := unstructured.NestedString(tn.Object, "spec", "sandbox", "image", "reference")
+	g.Expect(have).To(Equal(ref), "examples: the reference this test serves")
+	repo, tag, _ := strings.Cut(ref[strings.Index(ref, "/")+1:], ":")
+	var auth authn.Authenticator
+	if user != "" {
+		env.registry.Private(repo, user, password)
+		auth = &authn.Basic{Username: user, Password: password}
+	}
+	img := registrytest.Image(t, nil, registrytest.Layer(t, registrytest.Tar(t, registrytest.File("etc/os-release", "ID="+tenant+"\n", 0o644))))
+	byDigest := env.registry.Push(t, repo, tag, img, auth)
+	env.digests[tenant] = byDigest[strings.Index(byDigest, "@")+1:]
+	g.Expect(unstructured.SetNestedField(tn.Object, env.registry.Host+"/"+repo+":"+tag, "spec", "sandbox", "image", "reference")).To(Succeed())
+	return env.registry.Host
+}
+
+// checkImagePinned: the tenant's Sandbox holds, in status.image, the
+// digest of the image its tag named when it was applied.
+func checkImagePinned(tenant string) func(*testing.T, *examplesEnv) {
+	return func(t *testing.T, env *examplesEnv) {
+		sbx := env.sandbox(t, tenant)
+		g := NewWithT(t)
+		g.Expect(sbx.Status.Image).NotTo(BeNil())
+		g.Expect(sbx.Status.Image.Digest).To(Equal(env.digests[tenant]))
+		c := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ImageResolvedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonImageResolved))
+	}
 }
 
 func (env *examplesEnv) sandbox(t *testing.T, tenant string) *playgroundv1alpha1.Sandbox {
@@ -249,6 +315,8 @@ func TestExamples(t *testing.T) {
 		if ip != "" {
 			o.WorkerEndpoints.Allow = []netip.Prefix{netip.PrefixFrom(netip.MustParseAddr(ip), 32)}
 		}
+		// The image examples' registry serves cleartext HTTP on loopback.
+		o.Images.PlainHTTP = []string{"127.0.0.1"}
 	})
 	startExamplesNode(t, env)
 

@@ -78,6 +78,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SandboxApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxCeilings"):
 		return &apiv1alpha1.SandboxCeilingsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxImage"):
+		return &apiv1alpha1.SandboxImageApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxImageStatus"):
+		return &apiv1alpha1.SandboxImageStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxMax"):
 		return &apiv1alpha1.SandboxMaxApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxNetwork"):

@@ -95,6 +95,11 @@ type settingsRow struct {
 	// Idle is when and how the sandbox is put to sleep: "never", or
 	// MODE after DURATION.
 	Idle string `json:"idle"`
+	// Image is the image the sandbox runs as its system (empty: its
+	// node's own), and Digest what the manager resolved it to (empty
+	// while it has not).
+	Image  string `json:"image,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 // tenantStatus is what status NAME -o json|yaml prints.
@@ -362,6 +367,9 @@ func (x *cli) status(ctx context.Context, name string) error {
 	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "BACKEND\tISOLATION\tTOOLS\tIDLE")
 	fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Settings.Backend, cmpOr(st.Settings.Isolation, "-"), cmpOr(st.Settings.Tools, "-"), st.Settings.Idle)
+	if st.Settings.Image != "" {
+		fmt.Fprintf(w, "\nIMAGE\tDIGEST\n%s\t%s\n", st.Settings.Image, cmpOr(st.Settings.Digest, "(not resolved yet: see ImageResolved)"))
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -416,6 +424,12 @@ func settingsOf(t *playgroundv1alpha1.Tenant, s *playgroundv1alpha1.Sandbox) set
 	}
 	if t.Spec.Catalog != playgroundv1alpha1.CatalogWorkers {
 		r.Tools = cmpOr(string(t.Spec.Tools), string(playgroundv1alpha1.ToolSetStandard))
+	}
+	if sb.Image != nil {
+		r.Image = sb.Image.Reference
+		if s != nil && s.Status.Image != nil && s.Status.Image.Reference == r.Image {
+			r.Digest = s.Status.Image.Digest
+		}
 	}
 	if is := sb.IdleSuspend; is != nil {
 		r.Idle = fmt.Sprintf("%s after %s", cmpOr(string(is.Mode), string(playgroundv1alpha1.IdleModeSuspend)), is.After.Duration)

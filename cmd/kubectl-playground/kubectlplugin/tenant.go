@@ -75,6 +75,12 @@ func (x *cli) tenantCommand() *cobra.Command {
 			"Kill every process in the tenant's sandbox and start it again over its files.\n"+
 				"This lifts a halt of background jobs (condition JobsAdmitted) and switches the\n"+
 				"sandbox to the newest build of its faculty bundles.", x.restart),
+		one("resolve-image", "Resolve the tenant's image tag again, to the digest it names now",
+			"Have the manager resolve the tenant's image tag (spec.sandbox.image) again and\n"+
+				"pin the digest it names now in the Sandbox's status.image: a tag moved since is\n"+
+				"picked up without changing the spec. It sets the annotation\n"+
+				playgroundv1alpha1.ResolveImageAnnotation+" on the Tenant, waits for the answer and\n"+
+				"prints the digest (the sandbox runs it from its next start).", x.resolveImage),
 		x.destroyCommand(),
 	)
 	return tenant
@@ -231,6 +237,10 @@ type createFlags struct {
 	// The pile's settings (spec.pile).
 	pileSize, reclaimPolicy, sharedPile, signingKey string
 	pileInodes                                      int64
+
+	// The sandbox's image (spec.sandbox.image).
+	image, imagePullPolicy string
+	imagePullSecrets       []string
 }
 
 func (x *cli) createCommand() *cobra.Command {
@@ -306,6 +316,9 @@ the configurations.`,
 	fl.StringVar(&f.fromSnapshot, "from-snapshot", "", "a SandboxSnapshot of the namespace the sandbox starts from (its files, and its memory where the snapshot holds it)")
 	fl.Int64Var(&f.cpuSeconds, "usage-cpu-seconds", 0, "the CPU-seconds the sandbox may use per --usage-period; spent, it is frozen until the period resets (default: no limit)")
 	fl.DurationVar(&f.usagePeriod, "usage-period", 0, "with --usage-cpu-seconds, the period, at least 10s (default 24h)")
+	fl.StringVar(&f.image, "image", "", "an OCI image the sandbox runs as its system, its registry first, e.g. docker.io/library/python:3.12; the manager pins its tag's digest (docs/images.md; default: the node's own system)")
+	fl.StringArrayVar(&f.imagePullSecrets, "image-pull-secret", nil, "with --image, a kubernetes.io/dockerconfigjson Secret of the namespace to pull it with (repeatable, at most 8)")
+	fl.StringVar(&f.imagePullPolicy, "image-pull-policy", "", "with --image: IfNotPresent (the default: a node uses the copy it holds) or Always (the node asks the registry at every start)")
 	fl.BoolVar(&f.suspended, "suspended", false, "create the tenant suspended: its token is refused and its sandbox stopped until tenant resume")
 	fl.StringVar(&f.dryRun, "dry-run", "none", "client: print the Tenant without creating it; server: have the API server check it too, without creating it")
 	fl.Lookup("dry-run").NoOptDefVal = "client"
@@ -313,20 +326,48 @@ the configurations.`,
 	fl.StringVar(&f.endpoint, "endpoint", "", "the MCP endpoint clients reach the gateway at (default: $"+EndpointEnv+", else the gateway Service's address inside the cluster)")
 	outputFlag(cmd, &x.output, "the Tenant")
 	for flag, values := range map[string][]string{
-		"catalog":        {string(playgroundv1alpha1.CatalogSandbox), string(playgroundv1alpha1.CatalogWorkers)},
-		"tools":          {string(playgroundv1alpha1.ToolSetStandard), string(playgroundv1alpha1.ToolSetExtended)},
-		"idle-mode":      {string(playgroundv1alpha1.IdleModeSuspend), string(playgroundv1alpha1.IdleModePause)},
-		"reclaim-policy": {string(playgroundv1alpha1.ReclaimRetain), string(playgroundv1alpha1.ReclaimDelete)},
-		"backend":        {string(playgroundv1alpha1.BackendOCI), string(playgroundv1alpha1.BackendVM), string(playgroundv1alpha1.BackendJail), string(playgroundv1alpha1.BackendLima)},
-		"isolation":      {string(playgroundv1alpha1.IsolationContainer), string(playgroundv1alpha1.IsolationGVisor)},
-		"network":        {string(playgroundv1alpha1.NetworkNone), string(playgroundv1alpha1.NetworkEgress)},
-		"dry-run":        {"none", "client", "server"},
+		"catalog":           {string(playgroundv1alpha1.CatalogSandbox), string(playgroundv1alpha1.CatalogWorkers)},
+		"tools":             {string(playgroundv1alpha1.ToolSetStandard), string(playgroundv1alpha1.ToolSetExtended)},
+		"idle-mode":         {string(playgroundv1alpha1.IdleModeSuspend), string(playgroundv1alpha1.IdleModePause)},
+		"reclaim-policy":    {string(playgroundv1alpha1.ReclaimRetain), string(playgroundv1alpha1.ReclaimDelete)},
+		"backend":           {string(playgroundv1alpha1.BackendOCI), string(playgroundv1alpha1.BackendVM), string(playgroundv1alpha1.BackendJail), string(playgroundv1alpha1.BackendLima)},
+		"isolation":         {string(playgroundv1alpha1.IsolationContainer), string(playgroundv1alpha1.IsolationGVisor)},
+		"network":           {string(playgroundv1alpha1.NetworkNone), string(playgroundv1alpha1.NetworkEgress)},
+		"dry-run":           {"none", "client", "server"},
+		"image-pull-policy": {string(playgroundv1alpha1.PullIfNotPresent), string(playgroundv1alpha1.PullAlways)},
 	} {
 		_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
 	_ = cmd.RegisterFlagCompletionFunc("faculty", x.completeFaculties)
 	_ = cmd.RegisterFlagCompletionFunc("shared-pile", x.completeFaculties)
 	return cmd
+}
+
+// sandboxImage sets spec.sandbox.image from --image and its companions.
+func (f *createFlags) sandboxImage(cmd *cobra.Command, sb *playgroundv1alpha1.SandboxTemplate) error {
+	if f.image == "" {
+		if len(f.imagePullSecrets) > 0 || f.imagePullPolicy != "" {
+			return usagef(cmd, "--image-pull-secret and --image-pull-policy go with --image")
+		}
+		return nil
+	}
+	switch {
+	case strings.Contains(f.image, "://"):
+		return usagef(cmd, "--image %q: no scheme: write registry.example.com/team/image:tag", f.image)
+	case !strings.Contains(f.image, "/"):
+		return usagef(cmd, "--image %q: name its registry too, e.g. docker.io/library/%s", f.image, f.image)
+	case len(f.imagePullSecrets) > playgroundv1alpha1.MaxImagePullSecrets:
+		return usagef(cmd, "--image-pull-secret: at most %d", playgroundv1alpha1.MaxImagePullSecrets)
+	}
+	img := &playgroundv1alpha1.SandboxImage{Reference: f.image, PullPolicy: playgroundv1alpha1.ImagePullPolicy(f.imagePullPolicy)}
+	for _, n := range f.imagePullSecrets {
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			return usagef(cmd, "--image-pull-secret %q: %s", n, strings.Join(errs, "; "))
+		}
+		img.PullSecrets = append(img.PullSecrets, playgroundv1alpha1.LocalObjectReference{Name: n})
+	}
+	sb.Image = img
+	return nil
 }
 
 // oneOf checks a flag's value against the API's enum.
@@ -352,6 +393,7 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 		oneOf(cmd, "backend", f.backend, string(playgroundv1alpha1.BackendOCI), string(playgroundv1alpha1.BackendVM), string(playgroundv1alpha1.BackendJail), string(playgroundv1alpha1.BackendLima)),
 		oneOf(cmd, "isolation", f.isolation, string(playgroundv1alpha1.IsolationContainer), string(playgroundv1alpha1.IsolationGVisor)),
 		oneOf(cmd, "network", f.network, string(playgroundv1alpha1.NetworkNone), string(playgroundv1alpha1.NetworkEgress)),
+		oneOf(cmd, "image-pull-policy", f.imagePullPolicy, string(playgroundv1alpha1.PullIfNotPresent), string(playgroundv1alpha1.PullAlways)),
 	} {
 		if c != nil {
 			return nil, c
@@ -376,6 +418,9 @@ func (f *createFlags) tenant(cmd *cobra.Command, ns, name string) (*playgroundv1
 		},
 	}
 	sb := &t.Spec.Sandbox
+	if err := f.sandboxImage(cmd, sb); err != nil {
+		return nil, err
+	}
 	if err := f.more(cmd, t); err != nil {
 		return nil, err
 	}
@@ -699,6 +744,47 @@ func (x *cli) restart(ctx context.Context, name string) error {
 		return err
 	}
 	fmt.Fprintf(x.out, "tenant/%s: sandbox %s restarted on node %s; every process in it was killed, its files are kept\n", name, s.Status.SandboxID, s.Spec.NodeName)
+	return nil
+}
+
+// resolveImage asks the manager to resolve the tenant's image tag again
+// and waits for the digest it records, or for why it cannot.
+func (x *cli) resolveImage(ctx context.Context, name string) error {
+	t, err := x.getTenant(ctx, name)
+	if err != nil {
+		return err
+	}
+	if t.Spec.Sandbox.Image == nil {
+		return fmt.Errorf("tenant %q names no image (spec.sandbox.image): its sandbox runs its node's own system", name)
+	}
+	ref := t.Spec.Sandbox.Image.Reference
+	want := time.Now().UTC().Format(time.RFC3339Nano)
+	patch := client.MergeFrom(t.DeepCopy())
+	metav1.SetMetaDataAnnotation(&t.ObjectMeta, playgroundv1alpha1.ResolveImageAnnotation, want)
+	if err := x.c.Patch(ctx, t, patch); err != nil {
+		return err
+	}
+	var got *playgroundv1alpha1.SandboxImageStatus
+	err = x.waitFor(ctx, "the manager to resolve "+ref, func(ctx context.Context) (bool, error) {
+		var s playgroundv1alpha1.Sandbox
+		if err := x.c.Get(ctx, x.key(name), &s); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if st := s.Status.Image; st != nil && st.ResolveRequest == want && st.Reference == ref {
+			got = st
+			return true, nil
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, playgroundv1alpha1.ImageResolvedCondition)
+		if s.Annotations[playgroundv1alpha1.ResolveImageAnnotation] == want && c != nil && c.Status == metav1.ConditionFalse &&
+			c.Reason != playgroundv1alpha1.ReasonImageResolving {
+			return false, fmt.Errorf("%s cannot be resolved: %s: %s", ref, c.Reason, c.Message)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(x.out, "tenant/%s: %s resolved to %s; the sandbox runs it from its next start\n", name, ref, got.Digest)
 	return nil
 }
 

@@ -127,6 +127,7 @@ var allFlags = []string{"tenant", "create", "x", "--dry-run", "-o", "yaml",
 	"--cpu", "2", "--memory", "2Gi", "--pids", "2048", "--storage", "8Gi", "--inodes", "100000",
 	"--reclaim-policy", "Delete", "--pile-size", "1Gi", "--pile-inodes", "8192", "--signing-key-secret", "team-key", "--shared-pile", "shared",
 	"--faculty", "tools", "--node-selector", "example.com/pool=fast", "--network", "egress", "--egress", "pypi.org:443",
+	"--image", "registry.example.com/team/base:1.4", "--image-pull-secret", "regcred", "--image-pull-policy", "Always",
 	"--idle-suspend", "30s", "--idle-mode", "Pause", "--idle-with-running-jobs",
 	"--env", "EDITOR=vi", "--env", "PAGER=less", "--login-script", "alias ll='ls -l'", "--from-snapshot", "golden",
 	"--usage-cpu-seconds", "3600", "--usage-period", "24h", "--suspended"}
@@ -607,5 +608,99 @@ func TestStatusSaysARefusal(t *testing.T) {
 		if !strings.Contains(words, want) {
 			t.Errorf("status does not say %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestResolveImage: tenant resolve-image sets the Tenant's resolve-image
+// annotation and prints the digest once the manager (played here, as it
+// copies the request to the Sandbox and answers it in status.image) has
+// recorded it for that request; a failure of the resolution is said with
+// its reason and message; a tenant without an image is told so. status
+// shows the image and its digest, or that it is not resolved yet.
+func TestResolveImage(t *testing.T) {
+	ctx := context.Background()
+	const ns, ref = "resolve-image", "registry.example.com/team/base:1.4"
+	digest := "sha256:" + strings.Repeat("5e", 32)
+	newNamespace(t, ns)
+	tenantAt(t, ns, "plain", "node-a", "", nil)
+	if code, _, errOut := runMain(t, "-n", ns, "tenant", "resolve-image", "plain"); code != 1 || !strings.Contains(errOut, `tenant "plain" names no image`) {
+		t.Errorf("a tenant without an image: %d %q", code, errOut)
+	}
+	tenantAt(t, ns, "ada", "node-a", "", func(tn *playgroundv1alpha1.Tenant) {
+		tn.Spec.Sandbox.Image = &playgroundv1alpha1.SandboxImage{Reference: ref}
+	})
+	status := func() string {
+		t.Helper()
+		code, out, errOut := runMain(t, "-n", ns, "status", "ada")
+		if code != 0 {
+			t.Fatalf("status: %d %s", code, errOut)
+		}
+		return strings.Join(strings.Fields(out), " ")
+	}
+	if words := status(); !strings.Contains(words, "IMAGE DIGEST "+ref+" (not resolved yet: see ImageResolved)") {
+		t.Errorf("status of a tenant whose image is not resolved: %s", words)
+	}
+	// The manager: the Tenant's request is the Sandbox's, answered with
+	// the digest (first) or a failure (then).
+	answer := func(fail bool) {
+		var request string
+		for request == "" {
+			var tn playgroundv1alpha1.Tenant
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ada"}, &tn); err != nil {
+				t.Error(err)
+				return
+			}
+			request = tn.Annotations[playgroundv1alpha1.ResolveImageAnnotation]
+			if fail && request == "2026-01-01" {
+				request = ""
+			}
+			time.Sleep(20 * time.Millisecond) // polling the fake manager's input, not a readiness wait
+		}
+		var s playgroundv1alpha1.Sandbox
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ada"}, &s); err != nil {
+			t.Error(err)
+			return
+		}
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, playgroundv1alpha1.ResolveImageAnnotation, request)
+		if err := k8s.Update(ctx, &s); err != nil {
+			t.Error(err)
+			return
+		}
+		if fail {
+			apimeta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ImageResolvedCondition, Status: metav1.ConditionFalse,
+				Reason: playgroundv1alpha1.ReasonRegistryUnavailable, Message: "Registry registry.example.com cannot be reached"})
+		} else {
+			s.Status.Image = &playgroundv1alpha1.SandboxImageStatus{Reference: ref, Digest: digest, ResolveRequest: request}
+		}
+		if err := k8s.Status().Update(ctx, &s); err != nil {
+			t.Error(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); answer(false) }()
+	code, out, errOut := runMain(t, "-n", ns, "tenant", "resolve-image", "ada")
+	<-done
+	if code != 0 || out != "tenant/ada: "+ref+" resolved to "+digest+"; the sandbox runs it from its next start\n" {
+		t.Errorf("resolve-image: %d %q %q", code, out, errOut)
+	}
+	if words := status(); !strings.Contains(words, "IMAGE DIGEST "+ref+" "+digest) {
+		t.Errorf("status of a tenant whose image is resolved: %s", words)
+	}
+
+	// Marked so the fake manager waits for the command's own request.
+	var tn playgroundv1alpha1.Tenant
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ada"}, &tn); err != nil {
+		t.Fatal(err)
+	}
+	metav1.SetMetaDataAnnotation(&tn.ObjectMeta, playgroundv1alpha1.ResolveImageAnnotation, "2026-01-01")
+	if err := k8s.Update(ctx, &tn); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan struct{})
+	go func() { defer close(done); answer(true) }()
+	code, out, errOut = runMain(t, "-n", ns, "tenant", "resolve-image", "ada")
+	<-done
+	if code != 1 || out != "" || !strings.Contains(errOut, ref+" cannot be resolved: RegistryUnavailable: Registry registry.example.com cannot be reached") {
+		t.Errorf("resolve-image of an unreachable registry: %d %q %q", code, out, errOut)
 	}
 }

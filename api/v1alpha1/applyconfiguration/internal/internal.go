@@ -277,6 +277,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: withRunningJobs
       type:
         scalar: boolean
+- name: com.github.playground-dev.playground.api.v1alpha1.ImagePullPolicy
+  scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.Isolation
   scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
@@ -381,6 +383,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.playground-dev.playground.api.v1alpha1.BackendClass
           elementRelationship: associative
+    - name: allowedImages
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
     - name: allowedIsolations
       type:
         list:
@@ -396,6 +404,39 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: usageLimit
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.UsageLimitCeiling
+- name: com.github.playground-dev.playground.api.v1alpha1.SandboxImage
+  map:
+    fields:
+    - name: pullPolicy
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.ImagePullPolicy
+      default: IfNotPresent
+    - name: pullSecrets
+      type:
+        list:
+          elementType:
+            namedType: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
+          elementRelationship: associative
+          keys:
+          - name
+    - name: reference
+      type:
+        scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.SandboxImageStatus
+  map:
+    fields:
+    - name: digest
+      type:
+        scalar: string
+    - name: reference
+      type:
+        scalar: string
+    - name: resolveRequest
+      type:
+        scalar: string
+    - name: resolvedAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxMax
   map:
     fields:
@@ -640,6 +681,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: idleSuspend
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.IdleSuspend
+    - name: image
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxImage
     - name: isolation
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
@@ -707,6 +751,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: image
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxImageStatus
     - name: isolation
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
@@ -752,6 +799,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: idleSuspend
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.IdleSuspend
+    - name: image
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxImage
     - name: isolation
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation

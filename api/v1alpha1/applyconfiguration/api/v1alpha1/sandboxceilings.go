@@ -41,6 +41,18 @@ type SandboxCeilingsApplyConfiguration struct {
 	AllowedIsolations []apiv1alpha1.Isolation `json:"allowedIsolations,omitempty"`
 	// Network bounds what a sandbox may reach.
 	Network *NetworkCeilingsApplyConfiguration `json:"network,omitempty"`
+	// AllowedImages are the images a sandbox may run (spec.image.reference),
+	// each a registry, a path under it or a repository: an entry ending in
+	// / allows every reference that starts with it
+	// (registry.example.com/team/ allows registry.example.com/team/base:1
+	// and registry.example.com/team/ml/cuda@sha256:..., not
+	// registry.example.com/teammate/x); an entry without it is one
+	// repository, with any tag or digest (docker.io/library/python allows
+	// docker.io/library/python:3.12, not docker.io/library/python-evil).
+	// References are compared as written, registry first (an image's
+	// reference always names its registry). Unset, any image; a sandbox
+	// without an image (its node's own system) is always allowed.
+	AllowedImages []string `json:"allowedImages,omitempty"`
 }
 
 // SandboxCeilingsApplyConfiguration constructs a declarative configuration of the SandboxCeilings type for use with
@@ -90,5 +102,15 @@ func (b *SandboxCeilingsApplyConfiguration) WithAllowedIsolations(values ...apiv
 // If called multiple times, the Network field is set to the value of the last call.
 func (b *SandboxCeilingsApplyConfiguration) WithNetwork(value *NetworkCeilingsApplyConfiguration) *SandboxCeilingsApplyConfiguration {
 	b.Network = value
+	return b
+}
+
+// WithAllowedImages adds the given value to the AllowedImages field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AllowedImages field.
+func (b *SandboxCeilingsApplyConfiguration) WithAllowedImages(values ...string) *SandboxCeilingsApplyConfiguration {
+	for i := range values {
+		b.AllowedImages = append(b.AllowedImages, values[i])
+	}
 	return b
 }

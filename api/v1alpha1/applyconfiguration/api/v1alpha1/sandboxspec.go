@@ -169,6 +169,14 @@ func (b *SandboxSpecApplyConfiguration) WithFromSnapshot(value string) *SandboxS
 	return b
 }
 
+// WithImage sets the Image field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Image field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithImage(value *SandboxImageApplyConfiguration) *SandboxSpecApplyConfiguration {
+	b.SandboxTemplateApplyConfiguration.Image = value
+	return b
+}
+
 // WithUsageLimits sets the UsageLimits field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the UsageLimits field is set to the value of the last call.

@@ -63,6 +63,10 @@ type SandboxStatusApplyConfiguration struct {
 	// its node's agent reads it; the Sandbox is Ready only once it holds
 	// one, when spec.pile.signingKey names one.
 	SigningKey *SigningKeyStatusApplyConfiguration `json:"signingKey,omitempty"`
+	// Image is the image spec.image resolved to, written by the manager:
+	// the reference, its digest and when. A sandbox with spec.image is
+	// provisioned only once this names its reference.
+	Image *SandboxImageStatusApplyConfiguration `json:"image,omitempty"`
 }
 
 // SandboxStatusApplyConfiguration constructs a declarative configuration of the SandboxStatus type for use with
@@ -166,5 +170,13 @@ func (b *SandboxStatusApplyConfiguration) WithUsage(value *UsageStatusApplyConfi
 // If called multiple times, the SigningKey field is set to the value of the last call.
 func (b *SandboxStatusApplyConfiguration) WithSigningKey(value *SigningKeyStatusApplyConfiguration) *SandboxStatusApplyConfiguration {
 	b.SigningKey = value
+	return b
+}
+
+// WithImage sets the Image field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Image field is set to the value of the last call.
+func (b *SandboxStatusApplyConfiguration) WithImage(value *SandboxImageStatusApplyConfiguration) *SandboxStatusApplyConfiguration {
+	b.Image = value
 	return b
 }

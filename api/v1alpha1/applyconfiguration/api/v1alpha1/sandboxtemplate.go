@@ -78,6 +78,16 @@ type SandboxTemplateApplyConfiguration struct {
 	// first provisioned: deleting the snapshot later does not touch it. It
 	// cannot change once the Sandbox exists.
 	FromSnapshot *string `json:"fromSnapshot,omitempty"`
+	// Image is the OCI image the sandbox runs as its system, in place of
+	// its node's own (which it runs when this is unset). The manager
+	// resolves its tag to a digest once and records it in the Sandbox's
+	// status.image, so that every start runs the same bytes until the
+	// reference changes or a re-resolve is asked for (annotation
+	// playground.dev/resolve-image); the sandbox is not provisioned before
+	// its digest is known (docs/images.md). Backends jail and lima run no
+	// image: the manager says so in the Sandbox's ImageResolved condition
+	// (reason ImageRefused) rather than resolve it.
+	Image *SandboxImageApplyConfiguration `json:"image,omitempty"`
 	// UsageLimits bound what the sandbox may spend per period, read from
 	// the kernel's counters by its node's agent: once a limit is spent
 	// the sandbox is frozen (the cgroup freezer: its processes and jobs
@@ -185,6 +195,14 @@ func (b *SandboxTemplateApplyConfiguration) WithIdleSuspend(value *IdleSuspendAp
 // If called multiple times, the FromSnapshot field is set to the value of the last call.
 func (b *SandboxTemplateApplyConfiguration) WithFromSnapshot(value string) *SandboxTemplateApplyConfiguration {
 	b.FromSnapshot = &value
+	return b
+}
+
+// WithImage sets the Image field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Image field is set to the value of the last call.
+func (b *SandboxTemplateApplyConfiguration) WithImage(value *SandboxImageApplyConfiguration) *SandboxTemplateApplyConfiguration {
+	b.Image = value
 	return b
 }
 
