@@ -18,11 +18,9 @@ package controllers
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -54,6 +52,7 @@ import (
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
+	"github.com/playground-dev/playground/internal/registrytransport"
 )
 
 // Defaults of ImageOptions.
@@ -463,40 +462,7 @@ func waitsForImage(sbx *playgroundv1alpha1.Sandbox, prov *metav1.Condition) *met
 // Go's default, trusting o.RootCAs), HTTPS only but for the registries
 // o.PlainHTTP names.
 func registryTransport(o ImageOptions) http.RoundTripper {
-	base := o.Transport
-	if base == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}
-		base = t
-	}
-	return &httpsOnly{inner: base, plain: o.PlainHTTP}
-}
-
-// httpsOnly refuses a request in cleartext to a registry it was not told
-// to reach so: ggcr tries HTTP after HTTPS for a registry on a loopback or
-// private address, and a pull credential would cross the network in the
-// clear.
-type httpsOnly struct {
-	inner http.RoundTripper
-	plain []string
-}
-
-func (h *httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "https" && !h.allows(req.URL.Host) {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, fmt.Errorf("registry %s is reached over HTTPS only: list it in the manager's --image-registry-plain-http to reach it over cleartext HTTP", req.URL.Host)
-	}
-	return h.inner.RoundTrip(req)
-}
-
-func (h *httpsOnly) allows(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = hostport
-	}
-	return slices.Contains(h.plain, hostport) || slices.Contains(h.plain, host)
+	return registrytransport.New(registrytransport.Options{Base: o.Transport, RootCAs: o.RootCAs, PlainHTTP: o.PlainHTTP, Flag: "the manager's --image-registry-plain-http"})
 }
 
 // SetupWithManager registers the reconciler: a Sandbox is resolved when

@@ -39,6 +39,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -60,6 +61,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/playground-dev/playground/internal/registrytransport"
 )
 
 // Options configure a Store.
@@ -81,14 +84,25 @@ type Options struct {
 	// CheckTTL is how long the registry's answer that a tenant may pull
 	// a private image is trusted before it is asked again. Default 15m.
 	CheckTTL time.Duration
-	// Remote are options of every registry request (transport, user
-	// agent); the store adds the context and the credentials.
+	// RootCAs are the CAs a registry's certificate is checked against;
+	// nil: the system's.
+	RootCAs *x509.CertPool
+	// PlainHTTP are the registries reached over cleartext HTTP (host:port,
+	// or a host for any port); every other one over HTTPS only, so that no
+	// pull credential crosses the network in the clear.
+	PlainHTTP []string
+	// Remote are further options of every registry request (retries,
+	// user agent); the store adds its transport, the context and the
+	// credentials.
 	Remote []remote.Option
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
 
 func (o *Options) defaults() {
+	o.Remote = append([]remote.Option{remote.WithTransport(registrytransport.New(registrytransport.Options{
+		RootCAs: o.RootCAs, PlainHTTP: o.PlainHTTP, Flag: "the agent's plain-HTTP registries",
+	}))}, o.Remote...)
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 20 << 30
 	}

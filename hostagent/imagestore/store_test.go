@@ -44,8 +44,10 @@ import (
 	"github.com/playground-dev/playground/internal/registrytest"
 )
 
-func open(t *testing.T, opts imagestore.Options) *imagestore.Store {
+// open opens a store that reaches reg (a loopback registry, in cleartext).
+func open(t *testing.T, reg *registrytest.Registry, opts imagestore.Options) *imagestore.Store {
 	t.Helper()
+	opts.PlainHTTP = append(opts.PlainHTTP, reg.Host)
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
@@ -128,7 +130,7 @@ func TestLayersStackByTheImageSpec(t *testing.T) {
 	))
 	ref := reg.Push(t, "team/app", "v1", registrytest.Image(t, []string{"PATH=/usr/bin", "LANG=C.UTF-8"}, base, top), nil)
 
-	img := get(t, open(t, imagestore.Options{}), imagestore.Request{Ref: ref, Tenant: "a"})
+	img := get(t, open(t, reg, imagestore.Options{}), imagestore.Request{Ref: ref, Tenant: "a"})
 	if len(img.Layers) != 2 || !img.Public {
 		t.Fatalf("image: %d layers, public %v; want 2, public", len(img.Layers), img.Public)
 	}
@@ -193,7 +195,7 @@ func TestHostileLayersAreRefused(t *testing.T) {
 	}
 	reg := registrytest.Start(t)
 	dir := t.TempDir()
-	s := open(t, imagestore.Options{Dir: dir, MaxLayerBytes: 1 << 20, MaxLayerEntries: 64})
+	s := open(t, reg, imagestore.Options{Dir: dir, MaxLayerBytes: 1 << 20, MaxLayerEntries: 64})
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ref := reg.Push(t, "hostile", fmt.Sprint(i), registrytest.Image(t, nil, registrytest.Layer(t, registrytest.Tar(t, c.entries...))), nil)
@@ -243,7 +245,7 @@ func TestPrivilegeInALayerIsNeutralised(t *testing.T) {
 	ref := reg.Push(t, "priv", "v1", registrytest.Image(t, nil, registrytest.Layer(t, registrytest.Tar(t,
 		registrytest.Dir("bin/"), suid, sgid, capped, farOwner, owned, registrytest.Dir("dev/"), dev))), nil)
 
-	img := get(t, open(t, imagestore.Options{}), imagestore.Request{Ref: ref, Tenant: "a"})
+	img := get(t, open(t, reg, imagestore.Options{}), imagestore.Request{Ref: ref, Tenant: "a"})
 	l := img.Layers[0]
 	for _, p := range []string{"bin/sh", "bin/sg"} {
 		fi, err := os.Stat(filepath.Join(l, p))
@@ -280,7 +282,7 @@ func TestDigestMismatchIsRefused(t *testing.T) {
 	ref := reg.Push(t, "bad", "v1", registrytest.Image(t, nil, layer), nil)
 	d, _ := layer.Digest()
 	reg.Corrupt(d.String())
-	s := open(t, imagestore.Options{})
+	s := open(t, reg, imagestore.Options{})
 	_, _, err := s.Get(context.Background(), imagestore.Request{Ref: ref, Tenant: "a"})
 	var r *imagestore.RefusedError
 	if !errors.As(err, &r) || r.Reason != imagestore.ReasonDigestMismatch {
@@ -300,7 +302,7 @@ func TestConcurrentPullsShareTheirFetches(t *testing.T) {
 	other := registrytest.Layer(t, registrytest.Tar(t, registrytest.File("other", "x", 0o644)))
 	ref1 := reg.Push(t, "one", "v1", registrytest.Image(t, nil, shared, own), nil)
 	ref2 := reg.Push(t, "two", "v1", registrytest.Image(t, nil, shared, other), nil)
-	s := open(t, imagestore.Options{})
+	s := open(t, reg, imagestore.Options{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := range 8 {
@@ -351,7 +353,7 @@ func TestCachedPrivateImageStaysPrivate(t *testing.T) {
 
 	now := time.Unix(1800000000, 0)
 	var clock sync.Mutex
-	s := open(t, imagestore.Options{
+	s := open(t, reg, imagestore.Options{
 		CheckTTL: time.Minute,
 		Now:      func() time.Time { clock.Lock(); defer clock.Unlock(); return now },
 		// A registry that is down is asked once, not with backoff.
@@ -410,7 +412,7 @@ func TestStoreKeepsToItsBound(t *testing.T) {
 	}
 	dir := t.TempDir()
 	// Room for three layers of 300 KiB (and their metadata), not four.
-	s := open(t, imagestore.Options{Dir: dir, MaxBytes: 1100 << 10})
+	s := open(t, reg, imagestore.Options{Dir: dir, MaxBytes: 1100 << 10})
 	ctx := context.Background()
 	_, relA, err := s.Get(ctx, imagestore.Request{Ref: refs["a"], Tenant: "t"})
 	if err != nil {
@@ -447,7 +449,7 @@ func TestStoreKeepsToItsBound(t *testing.T) {
 	}
 
 	// A store opened again has the images and layers it had.
-	s2 := open(t, imagestore.Options{Dir: dir, MaxBytes: 1100 << 10})
+	s2 := open(t, reg, imagestore.Options{Dir: dir, MaxBytes: 1100 << 10})
 	if len(s2.Images()) != 2 || s2.Bytes() != s.Bytes() {
 		t.Errorf("reopened: %d images, %d bytes; had 2, %d", len(s2.Images()), s2.Bytes(), s.Bytes())
 	}
@@ -467,7 +469,7 @@ func TestPullReportsProgress(t *testing.T) {
 		registrytest.Layer(t, registrytest.Tar(t, registrytest.File("b", strings.Repeat("b", 100000), 0o644)))), nil)
 	var last, total int64
 	rising := true
-	get(t, open(t, imagestore.Options{}), imagestore.Request{Ref: ref, Tenant: "a", Progress: func(done, of int64) {
+	get(t, open(t, reg, imagestore.Options{}), imagestore.Request{Ref: ref, Tenant: "a", Progress: func(done, of int64) {
 		if done < last {
 			rising = false
 		}
@@ -475,5 +477,26 @@ func TestPullReportsProgress(t *testing.T) {
 	}})
 	if !rising || total == 0 || last != total {
 		t.Errorf("progress ended at %d of %d (rising %v)", last, total, rising)
+	}
+}
+
+// A registry is reached over HTTPS only unless the node lists it: the
+// registry client would fall back to cleartext for a loopback or private
+// address, and a pull credential would cross the network in the clear.
+func TestCleartextRegistryNeedsListing(t *testing.T) {
+	reg := registrytest.Start(t)
+	reg.Private("team-a/", "alice", "s3cret")
+	ref := reg.Push(t, "team-a/app", "v1", registrytest.Image(t, nil, registrytest.Layer(t, registrytest.Tar(t, registrytest.File("f", "f", 0o644)))), &authn.Basic{Username: "alice", Password: "s3cret"})
+	s, err := imagestore.Open(imagestore.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals := reg.Refusals()
+	_, _, err = s.Get(context.Background(), imagestore.Request{Ref: ref, Tenant: "a", Keychain: pullSecret(t, reg.Host, "alice", "s3cret")})
+	if err == nil || !strings.Contains(err.Error(), "HTTPS only") {
+		t.Fatalf("a pull from a cleartext registry not listed: %v, want a refusal saying HTTPS only", err)
+	}
+	if reg.Refusals() != refusals || reg.BlobGets("") != 0 {
+		t.Errorf("the registry was reached in cleartext")
 	}
 }

@@ -54,16 +54,16 @@ import (
 //     cannot expand without limit.
 
 // Refusal reasons: why a layer, and with it its image, was refused. Each is
-// a word a Sandbox's condition can carry.
+// a reason a Sandbox's condition carries (docs/troubleshooting.md).
 const (
-	ReasonPathEscapes    = "PathEscapes"
-	ReasonLinkEscapes    = "LinkEscapes"
-	ReasonThroughLink    = "ThroughLink"
-	ReasonUnsupported    = "UnsupportedEntry"
-	ReasonTooLarge       = "TooLarge"
-	ReasonTooManyEntries = "TooManyEntries"
-	ReasonDigestMismatch = "DigestMismatch"
-	ReasonMalformed      = "Malformed"
+	ReasonPathEscapes    = "ImagePathEscapes"
+	ReasonLinkEscapes    = "ImageLinkEscapes"
+	ReasonThroughLink    = "ImageThroughLink"
+	ReasonUnsupported    = "ImageUnsupportedEntry"
+	ReasonTooLarge       = "ImageTooLarge"
+	ReasonTooManyEntries = "ImageTooManyEntries"
+	ReasonDigestMismatch = "ImageDigestMismatch"
+	ReasonMalformed      = "ImageMalformed"
 )
 
 // RefusedError is a layer or image the store will not unpack, with the
