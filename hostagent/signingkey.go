@@ -54,6 +54,10 @@ type SigningKeys struct {
 	// (ExpectSigningKey), by ID: each channel is closed once the
 	// sandbox's pile holds a key.
 	awaited map[string]chan struct{}
+	// untouched are the sandboxes, among the awaited, that have run
+	// nothing of their tenant's (Untouched): their first key goes in
+	// without pausing them.
+	untouched map[string]bool
 	// waiting counts the calls waiting for a signing key now.
 	waiting atomic.Int64
 }
@@ -68,7 +72,7 @@ type keySandboxes interface {
 }
 
 func newSigningKeys(sandboxes keySandboxes, wait time.Duration) *SigningKeys {
-	return &SigningKeys{sandboxes: sandboxes, wait: wait, start: map[string][]byte{}, held: map[string]*keyState{}, awaited: map[string]chan struct{}{}}
+	return &SigningKeys{sandboxes: sandboxes, wait: wait, start: map[string][]byte{}, held: map[string]*keyState{}, awaited: map[string]chan struct{}{}, untouched: map[string]bool{}}
 }
 
 // keyState is what a sandbox's pile is known to hold: key is nil until it
@@ -107,7 +111,11 @@ func (k *SigningKeys) SetSigningKey(ctx context.Context, tenant, sandboxID strin
 	if holder == nil {
 		return "", false, errorf(agentapi.CodeInvalid, "the %s backend of sandbox %s keeps no signing key", sbx.spec.Backend, sandboxID)
 	}
-	live, err = holder.InstallSigningKey(ctx, sandboxID, key)
+	install := holder.InstallSigningKey
+	if k.takeUntouched(sandboxID) {
+		install = holder.InstallSigningKeyUntouched
+	}
+	live, err = install(ctx, sandboxID, key)
 	if errors.Is(err, backend.ErrNotFound) {
 		return "", false, errorf(agentapi.CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
 	}
@@ -210,6 +218,34 @@ func (k *SigningKeys) arrivedLocked(id string) {
 		close(ch)
 		delete(k.awaited, id)
 	}
+	delete(k.untouched, id)
+}
+
+// Untouched says that sandbox id, just claimed from a warm pool, has run
+// nothing of its tenant's, and that its calls wait for its signing key
+// (ExpectSigningKey): the first key then goes in without pausing the
+// sandbox (SigningKeyHolder.InstallSigningKeyUntouched), which a running
+// sandbox otherwise pays (three runtime processes for oci). Until that
+// key is in no call of its tenant's runs, so nothing of the tenant's can
+// take hold of the file meanwhile.
+func (k *SigningKeys) Untouched(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, waiting := k.awaited[id]; waiting {
+		k.untouched[id] = true
+	}
+}
+
+// takeUntouched says whether sandbox id is untouched and its calls still
+// wait for its key, and forgets it: one install only goes in unpaused,
+// and one that runs beside it pauses the sandbox as any.
+func (k *SigningKeys) takeUntouched(id string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, waiting := k.awaited[id]
+	untouched := k.untouched[id] && waiting
+	delete(k.untouched, id)
+	return untouched
 }
 
 // waitFor waits, up to Options.SigningKeyWait, until sandbox id (the

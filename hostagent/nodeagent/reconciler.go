@@ -359,16 +359,23 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	// cold first start waits for it (the manager delivers it as the
 	// Sandbox is bound) and writes it before the start; a later start
 	// takes the newest delivered. A warm claim runs already, and waits
-	// for nothing: it is reported provisioned at once, and its key goes
-	// in after that report (keyLater) or as it is delivered, while the
-	// agent holds the sandbox's calls until it is in.
+	// for nothing: delivered already, its key is written as a start's
+	// (into a sandbox that has run nothing of its tenant's yet: no
+	// freeze) and reported with it, in one status write; not yet, it is
+	// reported provisioned at once, and its key goes in after that
+	// report (keyLater) or as it is delivered, while the agent holds the
+	// sandbox's calls until it is in.
 	named := sbx.Spec.Pile.SigningKey != nil
-	keyLater := named && claimed
+	keyLater := named && claimed && r.keys.keyOf(sbx.UID) == nil
 	if named {
 		if sbx.Status.SigningKey == nil {
 			// None reported yet: whatever the pile holds is read after
 			// Ensure, and the calls wait for it meanwhile.
 			r.signing.ExpectSigningKey(spec.ID, true)
+			if keyLater {
+				// Claimed just now: its first key goes in unpaused.
+				r.signing.Untouched(spec.ID)
+			}
 		}
 		if !keyLater {
 			key := r.keys.keyOrWait(sbx.UID)

@@ -18,6 +18,10 @@ package nodeagent_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +165,80 @@ func TestWarmClaimFirstCallWaitsForTheKey(t *testing.T) {
 	_, err = mc.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: ns, Name: "k", UID: string(sbx.UID), Key: key})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(read).WithTimeout(timeout).Should(Receive(Equal(key)), "the first call finds the key in")
+}
+
+// TestWarmClaimFirstKeyGoesInUnpaused: the first signing key of a warm
+// claim, whose calls all wait for it, goes in without pausing the
+// sandbox (no `runc pause` and `resume`, nor the `runc state` before
+// them: three runtime processes a claim in a burst paid on the node's
+// cores), since nothing of its tenant's has run in it; a later key, once
+// a call has run, pauses it while the file changes, as before.
+func TestWarmClaimFirstKeyGoesInUnpaused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "warm-key-unpaused")
+	token := serviceAccounts(t, ns, "manager")
+	stateDir := ocitest.StateDir(t)
+	// runc itself, each of its commands written down first.
+	runc, err := exec.LookPath("runc")
+	g.Expect(err).NotTo(HaveOccurred())
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	wrapper := filepath.Join(dir, "runc")
+	g.Expect(os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$*\" >>"+calls+"\nexec "+runc+" \"$@\"\n"), 0o755)).To(Succeed())
+	paused := func() int {
+		b, _ := os.ReadFile(calls)
+		n := 0
+		for _, l := range strings.Split(string(b), "\n") {
+			if slices.Contains(strings.Fields(l), "pause") {
+				n++
+			}
+		}
+		return n
+	}
+	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), Runtime: wrapper, WarmPool: 1, WarmPoolRate: 50, NewID: sandboxids.New})
+	g.Expect(err).NotTo(HaveOccurred())
+	n := startNode(t, "warm-key-c", stateDir, "", func(o *nodeagent.Options) {
+		o.Backends = []backend.Backend{be}
+		o.TrustedManagers = []string{"system:serviceaccount:" + ns + ":manager"}
+		o.Agent.SigningKeyWait = 10 * time.Minute // the delivery ends the wait, not this
+	})
+	g.Eventually(func() int { return be.PoolStats().Ready }).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(1))
+	createSandbox(t, ns, "k", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k-key"}
+	})
+	sbx := waitProvisioned(t, ns, "k")
+	id := idOf(t, ns, "k")
+	g.Expect(be.Capabilities().StartCounter.Starts(id)).To(BeEquivalentTo(1), "the sandbox is the pool's, claimed")
+	g.Expect(sbx.Status.SigningKey).To(BeNil(), "no key was delivered yet")
+
+	mc, err := agentapi.NewClient(n.endpoint, token("manager", agentapi.NodeAudience(n.name)), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	deliver := func(key string) {
+		_, err := mc.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: ns, Name: "k", UID: string(sbx.UID), Key: key})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(func(g Gomega) {
+			var cur playgroundv1alpha1.Sandbox
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "k"}, &cur)).To(Succeed())
+			g.Expect(cur.Status.SigningKey).NotTo(BeNil())
+			g.Expect(cur.Status.SigningKey.Fingerprint).To(Equal(signingkey.Fingerprint([]byte(key))))
+		}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
+	}
+	first := strings.Repeat("ab", 32)
+	deliver(first)
+	g.Expect(paused()).To(BeZero(), "the first key of a claim that ran nothing went in without pausing it")
+
+	// The tenant's call runs, and finds the key; a new key then pauses
+	// the sandbox while it goes in.
+	h, err := n.client.Open(ctx, ns+"/k", id)
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := n.client.Exec(ctx, ns+"/k", h.ID, agentapi.ExecRequest{Command: "cat /pile/self.key"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal(first))
+	second := strings.Repeat("9f", 32)
+	deliver(second)
+	g.Expect(paused()).To(Equal(1), "a key replaced once the tenant's processes ran pauses the sandbox")
+	res, err = n.client.Exec(ctx, ns+"/k", h.ID, agentapi.ExecRequest{Command: "cat /pile/self.key"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal(second))
 }

@@ -380,3 +380,78 @@ func TestPooledSandboxFirstCallWithoutShepherd(t *testing.T) {
 		t.Errorf("a command once a shepherd can start printed %q", got)
 	}
 }
+
+// TestClaimedKeyGoesInUnpaused: a signing key written into a pooled
+// sandbox claimed and not yet started for its tenant (the key an agent
+// holds already at the claim) does not pause it: nothing of the tenant's
+// runs there, and the pause, its resume and the `runc state` before
+// them are three runtime processes on the claim's path. Once started for
+// its tenant, a new key pauses it while the file changes, as before.
+func TestClaimedKeyGoesInUnpaused(t *testing.T) {
+	requireRunc(t)
+	ctx := context.Background()
+	rt, err := exec.LookPath(testRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	wrapper := filepath.Join(dir, "runc")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$*\" >>"+calls+"\nexec "+rt+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	paused := func() int {
+		data, _ := os.ReadFile(calls)
+		n := 0
+		for _, l := range strings.Split(string(data), "\n") {
+			if slices.Contains(strings.Fields(l), "pause") {
+				n++
+			}
+		}
+		return n
+	}
+	b, err := New(Options{StateDir: newStateDir(t), GuestBinary: guestBinary, Runtime: wrapper, WarmPool: 1, WarmPoolRate: 100,
+		NewID: func() string { return fmt.Sprintf("keyed%d", time.Now().UnixNano()%1e9) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); b.RunPool(pctx, nil) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitPoolReady(t, b, 1)
+
+	spec := backend.Spec{Tenant: "team/alice"}
+	id, ok := b.Claim(spec)
+	if !ok {
+		t.Fatalf("no claim from a pool of %+v", b.PoolStats())
+	}
+	spec.ID = id
+	if err := b.Provision(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	holder := b.Capabilities().SigningKeyHolder
+	first := strings.Repeat("ab", 32)
+	if _, err := holder.InstallSigningKey(ctx, id, []byte(first)); err != nil {
+		t.Fatal(err)
+	}
+	if n := paused(); n != 0 {
+		t.Errorf("the key written into a claimed sandbox before its start paused it %d times", n)
+	}
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, b, id, backend.ExecRequest{Command: "cat /pile/self.key"}); r.Stdout != first {
+		t.Fatalf("the sandbox reads %q as its key, not the one written before its start", r.Stdout)
+	}
+	second := strings.Repeat("9f", 32)
+	if _, err := holder.InstallSigningKey(ctx, id, []byte(second)); err != nil {
+		t.Fatal(err)
+	}
+	if n := paused(); n != 1 {
+		t.Errorf("a key replaced in the started sandbox paused it %d times, want 1", n)
+	}
+	if r := run(t, b, id, backend.ExecRequest{Command: "cat /pile/self.key"}); r.Stdout != second {
+		t.Fatalf("the sandbox reads %q as its key after the replacement", r.Stdout)
+	}
+}
