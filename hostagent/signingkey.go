@@ -28,6 +28,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 	"github.com/playground-dev/playground/internal/signingkey"
 )
 
@@ -60,6 +61,9 @@ type SigningKeys struct {
 	untouched map[string]bool
 	// waiting counts the calls waiting for a signing key now.
 	waiting atomic.Int64
+	// installs serialise SetSigningKey by sandbox, so that a key another
+	// caller has just installed is seen, not installed again.
+	installs keyedmutex.Mutex
 }
 
 // keySandboxes is what the signing-key service asks of the sandboxes
@@ -111,6 +115,13 @@ func (k *SigningKeys) SetSigningKey(ctx context.Context, tenant, sandboxID strin
 	if holder == nil {
 		return "", false, errorf(agentapi.CodeInvalid, "the %s backend of sandbox %s keeps no signing key", sbx.spec.Backend, sandboxID)
 	}
+	// The manager's delivery and the claim's own pass may bring the same
+	// key at once: the second finds it in, and does not install it again
+	// (for a running oci sandbox, a pause and a resume).
+	defer k.installs.Lock(sandboxID)()
+	if fp := signingkey.Fingerprint(key); k.holds(sandboxID, fp) {
+		return fp, true, nil
+	}
 	install := holder.InstallSigningKey
 	if k.takeUntouched(sandboxID) {
 		install = holder.InstallSigningKeyUntouched
@@ -138,6 +149,15 @@ func (k *SigningKeys) SetSigningKey(ctx context.Context, tenant, sandboxID strin
 	k.mu.Unlock()
 	held := k.of(sandboxID)
 	return held.fingerprint, live, nil
+}
+
+// holds says whether sandbox id's pile is known to hold the key of
+// fingerprint fp (installed or read since its last start).
+func (k *SigningKeys) holds(id, fp string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st, ok := k.held[id]
+	return ok && st.key != nil && st.key.fingerprint == fp
 }
 
 // SigningKey is the fingerprint and public key of the signing key sandbox
