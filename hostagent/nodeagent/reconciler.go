@@ -359,14 +359,15 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	// cold first start waits for it (the manager delivers it as the
 	// Sandbox is bound) and writes it before the start; a later start
 	// takes the newest delivered. A warm claim runs already, and waits
-	// for nothing: delivered already, its key is written as a start's
-	// (into a sandbox that has run nothing of its tenant's yet: no
-	// freeze) and reported with it, in one status write; not yet, it is
-	// reported provisioned at once, and its key goes in after that
-	// report (keyLater) or as it is delivered, while the agent holds the
-	// sandbox's calls until it is in.
+	// for nothing: it is reported provisioned at once, and its key goes
+	// in after that report (keyLater) or as it is delivered, while the
+	// agent holds the sandbox's calls until it is in; having run nothing
+	// of its tenant's, it is not paused for it (Untouched). (Written
+	// before the report, a key delivered before the claim would spare
+	// the status write that says it, and put its write and sync back on
+	// the claim's step.)
 	named := sbx.Spec.Pile.SigningKey != nil
-	keyLater := named && claimed && r.keys.keyOf(sbx.UID) == nil
+	keyLater := named && claimed
 	if named {
 		if sbx.Status.SigningKey == nil {
 			// None reported yet: whatever the pile holds is read after

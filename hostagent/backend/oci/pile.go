@@ -208,9 +208,7 @@ func clearAppendOnly(dir string) error {
 // anything. The sandbox sees the new file at once (its /pile is a bind
 // mount of this directory; gVisor revalidates bind mounts): live.
 func (b *Backend) installSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
-	// A pooled sandbox claimed and not yet started for its tenant runs
-	// init and its shepherds only: nothing to freeze.
-	return b.installKey(ctx, id, key, !b.pool.isFresh(id))
+	return b.installKey(ctx, id, key, true)
 }
 
 // installSigningKeyUntouched is the backend's

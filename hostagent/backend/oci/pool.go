@@ -87,19 +87,6 @@ func (p *pool) takeFresh(id string) bool {
 	return fresh
 }
 
-// isFresh reports whether id was claimed with its container kept and
-// has not been started for its tenant since: nothing of the tenant's has
-// run in it (the agent serves a sandbox only once Ensure has started it).
-// The caller holds id's lock.
-func (p *pool) isFresh(id string) bool {
-	if p == nil {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.fresh[id]
-}
-
 var _ backend.WarmPool = (*Backend)(nil)
 
 // fitsPool reports whether spec can run on a pooled sandbox as it is:
