@@ -72,6 +72,19 @@ func (r *recentApplies[S]) repeats(uid types.UID, cached, want S, now time.Time)
 	return false
 }
 
+// last is the status last applied to uid, if within recentWindow: what
+// the cache shows once it has caught up.
+func (r *recentApplies[S]) last(uid types.UID, now time.Time) (S, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[uid]
+	if !ok || now.Sub(e.at) > recentWindow {
+		var zero S
+		return zero, false
+	}
+	return e.to, true
+}
+
 // applied records that to was applied to uid over from.
 func (r *recentApplies[S]) applied(uid types.UID, from, to S, now time.Time) {
 	r.mu.Lock()

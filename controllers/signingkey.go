@@ -18,9 +18,11 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -99,6 +101,16 @@ func (r *TenantReconciler) reconcileSigningKey(ctx context.Context, t *playgroun
 
 	name := playgroundv1alpha1.SigningKeySecretName(t.Name)
 	want := spec.RotationRequest
+	if prev == nil {
+		// A cache behind this reconciler's own apply (a pass that the
+		// Tenant's Secret or Sandbox, just created, brought before the
+		// status came back) describes no key: the key the apply
+		// described is the one the cache will show.
+		if last, ok := r.recent.last(t.UID, time.Now()); ok && last.SigningKey != nil {
+			prev = last.SigningKey.DeepCopy()
+			t.Status.SigningKey = prev.DeepCopy()
+		}
+	}
 	if prev != nil && prev.Generated && prev.SecretName == name && prev.RotationRequest == want && prev.Fingerprint != "" {
 		// Described already: the Secret is read again only when something
 		// asks for another key (a cache of Secrets this one is not in
@@ -108,9 +120,25 @@ func (r *TenantReconciler) reconcileSigningKey(ctx context.Context, t *playgroun
 			return nil
 		}
 	}
-	s, err := r.secret(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name})
-	if err != nil {
-		return fmt.Errorf("reading the signing key Secret %s/%s: %w", t.Namespace, name, err)
+	// A tenant whose key was never described most likely has no Secret
+	// yet: it is created at once, and read through the API server (it is
+	// in no cache) only if the create finds one.
+	err := r.generatedKey(ctx, t, name, want, prev, prev == nil)
+	if errors.Is(err, errNameTaken) {
+		err = r.generatedKey(ctx, t, name, want, prev, false)
+	}
+	return err
+}
+
+// generatedKey keeps the generated key in Secret name, read first unless
+// guess says it most likely does not exist (errNameTaken when it does).
+func (r *TenantReconciler) generatedKey(ctx context.Context, t *playgroundv1alpha1.Tenant, name, want string, prev *playgroundv1alpha1.TenantSigningKeyStatus, guess bool) error {
+	var s *corev1.Secret
+	if !guess {
+		var err error
+		if s, err = r.secret(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}); err != nil {
+			return fmt.Errorf("reading the signing key Secret %s/%s: %w", t.Namespace, name, err)
+		}
 	}
 	if s != nil && (s.Type != playgroundv1alpha1.SigningKeySecretType || ownable(s, t) != "") {
 		why := ownable(s, t)
@@ -134,6 +162,7 @@ func (r *TenantReconciler) reconcileSigningKey(ctx context.Context, t *playgroun
 	}
 	rotate := !create && !invalid && desired.Annotations[AnnotationKeyRotationRequest] != want
 	if create || invalid || rotate {
+		var err error
 		if key, err = signingkey.Generate(); err != nil {
 			return err
 		}
@@ -151,11 +180,15 @@ func (r *TenantReconciler) reconcileSigningKey(ctx context.Context, t *playgroun
 	if err := r.setKeyOwner(t, desired); err != nil {
 		return err
 	}
+	var err error
 	switch {
 	case create:
 		err = r.Create(ctx, desired)
 	case !equality.Semantic.DeepEqual(s, desired):
 		err = r.Update(ctx, desired) // resourceVersion guards against a stale read
+	}
+	if guess && apierrors.IsAlreadyExists(err) {
+		return errNameTaken
 	}
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {

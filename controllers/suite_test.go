@@ -21,7 +21,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,6 +89,7 @@ func TestMain(m *testing.M) {
 		if managerConfig, err = rbactest.Grant(ctx, k8sClient, restConfig, "manager", rbactest.ServiceAccountUser("manager"), rbactest.Options{}); err != nil {
 			return nil, err
 		}
+		managerConfig.Wrap(managerRequests.wrap)
 		if mgr, err = startManager(); err != nil {
 			return nil, err
 		}
@@ -98,6 +102,43 @@ func TestMain(m *testing.M) {
 		}, nil
 	}))
 }
+
+// managerRequests records every request the managers make to the API
+// server, for tests that count them.
+var managerRequests requestLog
+
+// requestLog records requests as "VERB path".
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		l.mu.Lock()
+		l.reqs = append(l.reqs, req.Method+" "+req.URL.Path)
+		l.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+// matching returns the requests recorded so far whose "VERB path" holds
+// every one of parts.
+func (l *requestLog) matching(parts ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.reqs {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(r, p) }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // testManager is a controller-runtime manager running in a goroutine that
 // stop ends and waits for.

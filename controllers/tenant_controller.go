@@ -396,9 +396,29 @@ func (r *TenantReconciler) setConditionf(t *playgroundv1alpha1.Tenant, typ strin
 // reconcileCredentials keeps a valid token in the tenant's Secret, minting
 // one when there is none or a rotation is requested, and reports it.
 func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgroundv1alpha1.Tenant) error {
+	// A tenant that never had a token most likely has no Secret yet: one
+	// the cache does not hold is created at once, not looked for through
+	// the API server first (a read of etcd on every new tenant's path);
+	// only a create that finds a Secret there (one planted under the
+	// name, outside the cache) reads it, and it is judged as any.
+	err := r.credentials(ctx, t, t.Status.Credentials.Fingerprint == "")
+	if errors.Is(err, errNameTaken) {
+		err = r.credentials(ctx, t, false)
+	}
+	return err
+}
+
+// errNameTaken: a Secret created without reading the name first exists
+// already; it is read, and judged, next.
+var errNameTaken = errors.New("the Secret exists already")
+
+// credentials is reconcileCredentials, a Secret not in the cache looked
+// for through the API server unless guess says it most likely does not
+// exist (errNameTaken when it does).
+func (r *TenantReconciler) credentials(ctx context.Context, t *playgroundv1alpha1.Tenant, guess bool) error {
 	log := ctrl.LoggerFrom(ctx)
 	name := playgroundv1alpha1.CredentialSecretName(t.Name)
-	secret, err := r.credentialSecret(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name})
+	secret, err := r.credentialSecret(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, !guess)
 	if err != nil {
 		r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Reading Secret %s: %v", name, err)
 		return fmt.Errorf("reading the credential Secret %s/%s: %w", t.Namespace, name, err)
@@ -470,6 +490,9 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 	case !equality.Semantic.DeepEqual(secret, desired):
 		werr = r.Update(ctx, desired) // resourceVersion guards against a stale read
 	}
+	if guess && apierrors.IsAlreadyExists(werr) {
+		return errNameTaken
+	}
 	if werr != nil {
 		r.setConditionf(t, playgroundv1alpha1.CredentialsReadyCondition, metav1.ConditionUnknown, ReasonCredentialsError, "Writing Secret %s: %v", name, werr)
 		if apierrors.IsAlreadyExists(werr) {
@@ -529,12 +552,12 @@ func (r *TenantReconciler) reconcileCredentials(ctx context.Context, t *playgrou
 // credentialSecret reads the Secret of key, or nil when there is none. The
 // cache holds only Secrets with the tenant label and the credential type;
 // one that takes the name without them (planted before the Tenant, or its
-// label removed) is read from the API server, so that it is still found,
-// refused or adopted as before.
-func (r *TenantReconciler) credentialSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+// label removed) is read from the API server when throughAPI holds, so
+// that it is still found, refused or adopted as before.
+func (r *TenantReconciler) credentialSecret(ctx context.Context, key client.ObjectKey, throughAPI bool) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	err := r.Get(ctx, key, secret)
-	if apierrors.IsNotFound(err) && r.APIReader != nil {
+	if apierrors.IsNotFound(err) && throughAPI && r.APIReader != nil {
 		err = r.APIReader.Get(ctx, key, secret)
 	}
 	if apierrors.IsNotFound(err) {

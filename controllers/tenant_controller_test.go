@@ -202,6 +202,39 @@ func TestTenantFinalizerAtCreate(t *testing.T) {
 	g.Expect(k8sClient.Patch(context.Background(), got, patch)).To(Succeed())
 }
 
+// TestNewTenantReadsNoSecret: a new tenant's way to its token, its
+// generated signing key and its Sandbox reads none of its Secrets through
+// the API server but for the key's delivery (each such read is a read of
+// etcd, which a burst of tenants queues behind): its two Secrets are
+// created at once, and the passes
+// that their creation and the Sandbox's bring, before the Tenant's own
+// status is back in the cache, take the key the manager described; a
+// Secret planted under a name is still found, and judged
+// (TestTenantConflict, TestTenantAdoptsButNeverTrusts).
+func TestNewTenantReadsNoSecret(t *testing.T) {
+	ns := newNamespace(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k8sClient.Create(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fresh"}})).To(Succeed())
+	issuedToken(t, ns, "fresh")
+	eventually(t, func(g Gomega) {
+		tn := getTenant(g, ns, "fresh")
+		g.Expect(tn.Status.SigningKey).NotTo(BeNil())
+		g.Expect(tn.Status.SigningKey.Fingerprint).NotTo(BeEmpty())
+		var sbx playgroundv1alpha1.Sandbox
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fresh"}, &sbx)).To(Succeed())
+	})
+	// The later passes read no Secret either. The key's Secret is read
+	// once, by its delivery to the sandbox's node (SigningKeyReconciler,
+	// which a Sandbox that names a key brings).
+	secretsDir := "/namespaces/" + ns + "/secrets/"
+	g.Consistently(func(g Gomega) {
+		g.Expect(managerRequests.matching("GET ", secretsDir+playgroundv1alpha1.CredentialSecretName("fresh"))).To(BeEmpty())
+		g.Expect(len(managerRequests.matching("GET ", secretsDir+playgroundv1alpha1.SigningKeySecretName("fresh")))).To(BeNumerically("<=", 1))
+	}).WithTimeout(2 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	g.Expect(managerRequests.matching("POST ", "/namespaces/"+ns+"/secrets")).To(HaveLen(2), "the token's Secret and the signing key's, each created once")
+}
+
 // TestTenantLifecycle: a platform team applies a Tenant and gets a token
 // and a sandbox; rotates, suspends and resumes it; loses its Secret; and
 // deletes it, leaving nothing behind. The token never shows outside its

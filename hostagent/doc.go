@@ -78,9 +78,10 @@ limitations under the License.
 //     WriteFileAt, AppendFile (S, C). No state; asks handleResolver and
 //     fileCalls, and hands the call to the backend's FileServer.
 //   - SigningKeys (signingkey.go): SetSigningKey, SigningKey,
-//     ExpectSigningKey, SetStartSigningKey (N). Owns the keys to install at
-//     the next start, the key each pile is known to hold and the calls
-//     waiting for one; offers waitFor (keyWaiter) to Sessions and Workers,
+//     ExpectSigningKey, Untouched, SetStartSigningKey (N). Owns the keys to
+//     install at the next start, the key each pile is known to hold, the
+//     calls waiting for one and the claims whose first key goes in
+//     unpaused; offers waitFor (keyWaiter) to Sessions and Workers,
 //     and installStartKey, track, started and forget to the sandboxes.
 //   - Snapshots (snapshot.go): Snapshot, DeleteSnapshot, Snapshots (N).
 //     Owns the count of snapshots in progress, which Ensure, Alive and the

@@ -28,6 +28,7 @@ import (
 	"github.com/playground-dev/playground/hostagent/agentapi"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/guestapi"
+	"github.com/playground-dev/playground/internal/keyedmutex"
 	"github.com/playground-dev/playground/internal/signingkey"
 )
 
@@ -54,8 +55,15 @@ type SigningKeys struct {
 	// (ExpectSigningKey), by ID: each channel is closed once the
 	// sandbox's pile holds a key.
 	awaited map[string]chan struct{}
+	// untouched are the sandboxes, among the awaited, that have run
+	// nothing of their tenant's (Untouched): their first key goes in
+	// without pausing them.
+	untouched map[string]bool
 	// waiting counts the calls waiting for a signing key now.
 	waiting atomic.Int64
+	// installs serialise SetSigningKey by sandbox, so that a key another
+	// caller has just installed is seen, not installed again.
+	installs keyedmutex.Mutex
 }
 
 // keySandboxes is what the signing-key service asks of the sandboxes
@@ -68,7 +76,7 @@ type keySandboxes interface {
 }
 
 func newSigningKeys(sandboxes keySandboxes, wait time.Duration) *SigningKeys {
-	return &SigningKeys{sandboxes: sandboxes, wait: wait, start: map[string][]byte{}, held: map[string]*keyState{}, awaited: map[string]chan struct{}{}}
+	return &SigningKeys{sandboxes: sandboxes, wait: wait, start: map[string][]byte{}, held: map[string]*keyState{}, awaited: map[string]chan struct{}{}, untouched: map[string]bool{}}
 }
 
 // keyState is what a sandbox's pile is known to hold: key is nil until it
@@ -107,7 +115,18 @@ func (k *SigningKeys) SetSigningKey(ctx context.Context, tenant, sandboxID strin
 	if holder == nil {
 		return "", false, errorf(agentapi.CodeInvalid, "the %s backend of sandbox %s keeps no signing key", sbx.spec.Backend, sandboxID)
 	}
-	live, err = holder.InstallSigningKey(ctx, sandboxID, key)
+	// The manager's delivery and the claim's own pass may bring the same
+	// key at once: the second finds it in, and does not install it again
+	// (for a running oci sandbox, a pause and a resume).
+	defer k.installs.Lock(sandboxID)()
+	if fp := signingkey.Fingerprint(key); k.holds(sandboxID, fp) {
+		return fp, true, nil
+	}
+	install := holder.InstallSigningKey
+	if k.takeUntouched(sandboxID) {
+		install = holder.InstallSigningKeyUntouched
+	}
+	live, err = install(ctx, sandboxID, key)
 	if errors.Is(err, backend.ErrNotFound) {
 		return "", false, errorf(agentapi.CodeNotFound, "no such sandbox for tenant %s on this node", tenant)
 	}
@@ -130,6 +149,15 @@ func (k *SigningKeys) SetSigningKey(ctx context.Context, tenant, sandboxID strin
 	k.mu.Unlock()
 	held := k.of(sandboxID)
 	return held.fingerprint, live, nil
+}
+
+// holds says whether sandbox id's pile is known to hold the key of
+// fingerprint fp (installed or read since its last start).
+func (k *SigningKeys) holds(id, fp string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st, ok := k.held[id]
+	return ok && st.key != nil && st.key.fingerprint == fp
 }
 
 // SigningKey is the fingerprint and public key of the signing key sandbox
@@ -210,6 +238,34 @@ func (k *SigningKeys) arrivedLocked(id string) {
 		close(ch)
 		delete(k.awaited, id)
 	}
+	delete(k.untouched, id)
+}
+
+// Untouched says that sandbox id, just claimed from a warm pool, has run
+// nothing of its tenant's, and that its calls wait for its signing key
+// (ExpectSigningKey): the first key then goes in without pausing the
+// sandbox (SigningKeyHolder.InstallSigningKeyUntouched), which a running
+// sandbox otherwise pays (three runtime processes for oci). Until that
+// key is in no call of its tenant's runs, so nothing of the tenant's can
+// take hold of the file meanwhile.
+func (k *SigningKeys) Untouched(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, waiting := k.awaited[id]; waiting {
+		k.untouched[id] = true
+	}
+}
+
+// takeUntouched says whether sandbox id is untouched and its calls still
+// wait for its key, and forgets it: one install only goes in unpaused,
+// and one that runs beside it pauses the sandbox as any.
+func (k *SigningKeys) takeUntouched(id string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, waiting := k.awaited[id]
+	untouched := k.untouched[id] && waiting
+	delete(k.untouched, id)
+	return untouched
 }
 
 // waitFor waits, up to Options.SigningKeyWait, until sandbox id (the

@@ -76,7 +76,8 @@ const notes = `
   Ready, and reports their median and when each step of the path was seen
   (watching the Tenant and its Sandbox); then it creates the burst at once and
   times each tenant from its create to Ready (token minted, sandbox bound,
-  provisioned and running), seen through a watch. It runs twice: on the
+  provisioned and running), seen through a watch, with the median over the
+  burst's tenants of when each step was seen. It runs twice: on the
   system the other figures use, whose node keeps no warm pool (every sandbox
   starts cold), and on a system of its own whose node keeps a warm pool
   larger than the burst (five more than it, refilled at 50 a second), each
@@ -472,6 +473,60 @@ const analysis = `
   claimed sandbox finds its spare: ` + "`true`" + ` on the backend took 3.4 ms
   (median of five), the next one 2.1 ms; on a pooled sandbox that no
   claim woke it pays for a shepherd's start, 6.1 ms.
+* **P3 with a warm pool: where a burst's time goes (issue 51, not met on
+  this machine, 2026-12-07).** Profiled with ` + "`" + `--only 'P3 with' --quick` + "`" + `
+  (20 at once) at load 4 to 15 on the 2 cores, each tenant's steps seen
+  (the burst's row of steps), the API server's own request and etcd
+  latency histograms, the controllers' work queues and this process's CPU
+  and block profiles over the burst. Nothing queues in the clients: no
+  client-side rate limit (QPS -1 in the manager and the agent), 16
+  workers, no conflicts; a tenant's pass waited 43 ms on average in its
+  queue, an agent's 47 to 243 ms. The burst is bound by the machine: both
+  cores busy throughout (5 to 13 core-s over 2.5 to 6.7 s), this process
+  (manager, agent, gateway, and the runc it runs) 1.1 to 2.3 core-s of it,
+  its Go code about 0.8 (a fifth of it decoding watch events), the rest
+  the API server, etcd and the other work on the machine. Each tenant is a
+  chain of round trips whose latency grows with that load: the API server
+  took 66 to 216 ms for a status apply, 22 to 141 ms for a create, 27 to
+  74 ms for a read in the burst (etcd 13 to 78 ms a request, fsync off: its
+  CPU). What the chain spent that could go: 3.5 to 3.9 quorum reads of
+  Secrets per tenant, through the API reader (the Tenant reconciler looking
+  for a Secret it was about to create, and again in the passes its own
+  creations brought before its status was back in its cache), and, in the
+  agent, the signing key's live install into each warm claim paused the
+  running container (runc state, pause, resume), at times twice (the
+  claim's pass and the delivery at once): 33 pauses, 32 resumes and 48
+  states for 20 claims. Now a new tenant's Secrets are created without a
+  read (a name already taken is read then, and judged as before), the
+  lagging passes take the key the reconciler last described, the claim's
+  first key goes in unpaused (nothing of its tenant's has run there: its
+  calls wait for the key), and a key the pile holds is not installed
+  again. Measured in turn, code before (015fda7) and after, one run each
+  with the runtime's calls counted: in the burst, reads of Secrets 79 to
+  20 (the delivery's own, one per tenant), runc pause 33 to 0, resume 32
+  to 0, state 48 to 7, this process's CPU 2.33 to 1.23 core-s, the
+  manager's delivery of a key 429 to 193 ms a Sandbox. Three pairs of
+  ` + "`" + `--only 'P3 with' --quick` + "`" + ` at load 6 to 13 (16:11 to 16:17 UTC): the
+  claim's step (bound → provisioned) 57, 73 and 71 ms before, 65, 60 and
+  55 ms after; a lone Tenant's Ready 169, 160 and 144 ms against 190, 155
+  and 112 ms; 20 at once p50 1.68, 1.62 and 1.60 s against 1.88, 0.91 and
+  1.09 s, p99 2.90, 2.15 and 2.19 s against 2.86, 1.26 and 1.43 s. A key
+  delivered before the claim was tried written before the claim's report
+  (a status write fewer): it put the key's synced write back on the step
+  (62 against 55 ms in a pair) and was left out. Left on the step, as
+  traced alone: the claim's ID record (a write and two syncs, under the
+  registry's one lock, so that a burst's claims queue on it: 28 ms median,
+  147 ms at most in the burst; written outside that lock, the claims'
+  records did not come faster: 14 and 24 ms median against 20 and 12 ms in
+  two pairs, so that was left out), the claimed container's provisioning (10
+  to 60 ms) and the agent's status apply (10 to 30 ms alone, 130 ms in the
+  burst); in the burst, the Tenant's first pass (three creates, 400 ms
+  there), the key's delivery re-reading its Secret, the delivery bringing
+  the Sandbox back for a second pass (a runc state), and the status
+  written three times per Sandbox and per Tenant (the key's fingerprint
+  after Ready). The goals (25 ms alone, 200 ms p50 of 50) need a machine
+  whose cores the API server does not share with five other workloads, and
+  fewer round trips in the chain.
 * **P7, the agent's memory under 32 unread jobs (met).** Since issue 18 the
   jobs' rings are in their sandboxes, each job's holder a process of the
   sandbox charged to its tenant's memory limit: the agent's heap grows by

@@ -181,29 +181,32 @@ func (rw *readyWatch) wait(ctx context.Context, n int, timeout time.Duration, pr
 	}
 }
 
-// stages records when one tenant's path first reaches each milestone, as
-// seen by watching its Tenant and its Sandbox: which hop of the
-// Tenant → Sandbox → binding → agent → status chain takes the time.
+// stages records when each tenant's path first reaches each milestone, as
+// seen by watching its Tenant and its Sandbox (which share its name): which
+// hop of the Tenant → Sandbox → binding → agent → status chain takes the
+// time.
 type stages struct {
-	mu   sync.Mutex
-	name string
-	at   map[string]time.Time
+	mu sync.Mutex
+	at map[string]map[string]time.Time // by tenant, by milestone
 }
 
 // The milestones, in the order the path passes them.
 var stageOrder = []string{"tenant finalizer", "sandbox created", "bound", "token", "agent finalizer", "provisioning", "provisioned", "sandbox Ready", "tenant Ready"}
 
-// watchStages watches the Tenants and Sandboxes of ns for the one named
-// name; it stops with ctx.
+// watchStages watches the Tenants and Sandboxes of ns, only the one named
+// name unless it is empty; it stops with ctx.
 func watchStages(ctx context.Context, cfg *rest.Config, ns, name string) (*stages, error) {
 	c, err := newClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st := &stages{name: name, at: map[string]time.Time{}}
-	sel := client.MatchingFields{"metadata.name": name}
+	st := &stages{at: map[string]map[string]time.Time{}}
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if name != "" {
+		opts = append(opts, client.MatchingFields{"metadata.name": name})
+	}
 	for _, list := range []client.ObjectList{&playgroundv1alpha1.TenantList{}, &playgroundv1alpha1.SandboxList{}} {
-		w, err := c.Watch(ctx, list, client.InNamespace(ns), sel)
+		w, err := c.Watch(ctx, list, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -220,8 +223,10 @@ func watchStages(ctx context.Context, cfg *rest.Config, ns, name string) (*stage
 func (st *stages) observe(o kruntime.Object) {
 	now := time.Now()
 	var reached []string
+	var name string
 	switch o := o.(type) {
 	case *playgroundv1alpha1.Tenant:
+		name = o.Name
 		if len(o.Finalizers) > 0 {
 			reached = append(reached, "tenant finalizer")
 		}
@@ -232,6 +237,7 @@ func (st *stages) observe(o kruntime.Object) {
 			reached = append(reached, "tenant Ready")
 		}
 	case *playgroundv1alpha1.Sandbox:
+		name = o.Name
 		reached = append(reached, "sandbox created")
 		if o.Spec.NodeName != "" {
 			reached = append(reached, "bound")
@@ -248,22 +254,29 @@ func (st *stages) observe(o kruntime.Object) {
 		if meta.IsStatusConditionTrue(o.Status.Conditions, playgroundv1alpha1.ReadyCondition) {
 			reached = append(reached, "sandbox Ready")
 		}
+	default:
+		return
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	at := st.at[name]
+	if at == nil {
+		at = map[string]time.Time{}
+		st.at[name] = at
+	}
 	for _, s := range reached {
-		if _, seen := st.at[s]; !seen {
-			st.at[s] = now
+		if _, seen := at[s]; !seen {
+			at[s] = now
 		}
 	}
 }
 
-// since returns each milestone's time after start.
-func (st *stages) since(start time.Time) map[string]time.Duration {
+// since returns each milestone of the tenant name's path after start.
+func (st *stages) since(name string, start time.Time) map[string]time.Duration {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	d := map[string]time.Duration{}
-	for s, at := range st.at {
+	for s, at := range st.at[name] {
 		d[s] = at.Sub(start)
 	}
 	return d

@@ -793,6 +793,12 @@ type SigningKeyHolder interface {
 	// pile holds the previous key until then. ErrNotFound when there is
 	// no such sandbox.
 	InstallSigningKey(ctx context.Context, id string, key []byte) (live bool, err error)
+	// InstallSigningKeyUntouched is InstallSigningKey into a sandbox
+	// that has run nothing of its tenant's yet (a warm claim whose calls
+	// wait for this key): a backend that pauses a running sandbox while
+	// its key changes, so that no process of it can take hold of the
+	// file, need not.
+	InstallSigningKeyUntouched(ctx context.Context, id string, key []byte) (live bool, err error)
 }
 
 // Describer is the behaviour, in Capabilities.Describer, of backends with

@@ -42,10 +42,26 @@ type KeyInstaller struct {
 	// Install makes key, checked, sandbox id's signing key, id's lock
 	// held; as SigningKeyHolder's InstallSigningKey.
 	Install func(ctx context.Context, id string, key []byte) (live bool, err error)
+	// InstallUntouched is Install into a sandbox that has run nothing of
+	// its tenant's yet (InstallSigningKeyUntouched); nil means Install.
+	InstallUntouched func(ctx context.Context, id string, key []byte) (live bool, err error)
 }
 
 // InstallSigningKey implements SigningKeyHolder.
 func (k KeyInstaller) InstallSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
+	return k.install(ctx, id, key, k.Install)
+}
+
+// InstallSigningKeyUntouched implements SigningKeyHolder.
+func (k KeyInstaller) InstallSigningKeyUntouched(ctx context.Context, id string, key []byte) (bool, error) {
+	install := k.InstallUntouched
+	if install == nil {
+		install = k.Install
+	}
+	return k.install(ctx, id, key, install)
+}
+
+func (k KeyInstaller) install(ctx context.Context, id string, key []byte, install func(context.Context, string, []byte) (bool, error)) (bool, error) {
 	validate := k.ValidateID
 	if validate == nil {
 		validate = ValidateID
@@ -59,7 +75,7 @@ func (k KeyInstaller) InstallSigningKey(ctx context.Context, id string, key []by
 		return false, fmt.Errorf("%s: sandbox %s: %w", k.Name, id, err)
 	}
 	defer k.Locks.Lock(id)()
-	return k.Install(ctx, id, key)
+	return install(ctx, id, key)
 }
 
 // WriteNewFile writes data to a file it creates at path with mode (less

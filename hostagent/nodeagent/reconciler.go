@@ -373,7 +373,11 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	// takes the newest delivered. A warm claim runs already, and waits
 	// for nothing: it is reported provisioned at once, and its key goes
 	// in after that report (keyLater) or as it is delivered, while the
-	// agent holds the sandbox's calls until it is in.
+	// agent holds the sandbox's calls until it is in; having run nothing
+	// of its tenant's, it is not paused for it (Untouched). (Written
+	// before the report, a key delivered before the claim would spare
+	// the status write that says it, and put its write and sync back on
+	// the claim's step.)
 	named := sbx.Spec.Pile.SigningKey != nil
 	keyLater := named && claimed
 	if named {
@@ -381,6 +385,10 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 			// None reported yet: whatever the pile holds is read after
 			// Ensure, and the calls wait for it meanwhile.
 			r.signing.ExpectSigningKey(spec.ID, true)
+			if keyLater {
+				// Claimed just now: its first key goes in unpaused.
+				r.signing.Untouched(spec.ID)
+			}
 		}
 		if !keyLater {
 			key := r.keys.keyOrWait(sbx.UID)

@@ -41,6 +41,7 @@ type signingKeys interface {
 	SetSigningKey(ctx context.Context, tenant, sandboxID string, key []byte) (fingerprint string, live bool, err error)
 	SigningKey(id string) (fingerprint, publicKey string)
 	ExpectSigningKey(id string, expect bool)
+	Untouched(id string)
 	SetStartSigningKey(id string, key []byte)
 }
 

@@ -18,6 +18,10 @@ package nodeagent_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,12 +148,20 @@ type keyedWarmClaim struct {
 // with a warm pool of one sandbox, and claims from it sandbox "k" with a
 // signing key (Secret k-key), in a new namespace named after prefix.
 func claimWarmWithKey(t *testing.T, prefix, nodeName string, configure func(*nodeagent.Options)) *keyedWarmClaim {
+	return claimWarmWithKeyOn(t, prefix, nodeName, func(*oci.Options) {}, configure)
+}
+
+// claimWarmWithKeyOn is claimWarmWithKey with the oci backend's options
+// set by backend too.
+func claimWarmWithKeyOn(t *testing.T, prefix, nodeName string, backendOpts func(*oci.Options), configure func(*nodeagent.Options)) *keyedWarmClaim {
 	t.Helper()
 	g := NewWithT(t)
 	c := &keyedWarmClaim{ns: newNamespace(t, prefix)}
 	c.token = serviceAccounts(t, c.ns, "manager")
 	stateDir := ocitest.StateDir(t)
-	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), WarmPool: 1, WarmPoolRate: 50, NewID: sandboxids.New})
+	bo := oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), WarmPool: 1, WarmPoolRate: 50, NewID: sandboxids.New}
+	backendOpts(&bo)
+	be, err := oci.New(bo)
 	g.Expect(err).NotTo(HaveOccurred())
 	c.n = startNode(t, nodeName, stateDir, "", func(o *nodeagent.Options) {
 		o.Backends = []backend.Backend{be}
@@ -174,4 +186,69 @@ func (c *keyedWarmClaim) deliver(t *testing.T, key string) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = mc.SetSigningKey(context.Background(), agentapi.SigningKeyRequest{Namespace: c.ns, Name: "k", UID: string(c.sbx.UID), Key: key})
 	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// TestWarmClaimFirstKeyGoesInUnpaused: the first signing key of a warm
+// claim, whose calls all wait for it, goes in without pausing the
+// sandbox (no `runc pause` and `resume`, nor the `runc state` before
+// them: three runtime processes a claim in a burst paid on the node's
+// cores), since nothing of its tenant's has run in it; the same key
+// delivered again is not installed again; a new key, once a call has
+// run, pauses the sandbox while the file changes, as before.
+func TestWarmClaimFirstKeyGoesInUnpaused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// runc itself, each of its commands written down first.
+	runc, err := exec.LookPath("runc")
+	g.Expect(err).NotTo(HaveOccurred())
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	wrapper := filepath.Join(dir, "runc")
+	g.Expect(os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$*\" >>"+calls+"\nexec "+runc+" \"$@\"\n"), 0o755)).To(Succeed())
+	paused := func() int {
+		b, _ := os.ReadFile(calls)
+		n := 0
+		for _, l := range strings.Split(string(b), "\n") {
+			if slices.Contains(strings.Fields(l), "pause") {
+				n++
+			}
+		}
+		return n
+	}
+	c := claimWarmWithKeyOn(t, "warm-key-unpaused", "warm-key-c", func(o *oci.Options) { o.Runtime = wrapper }, func(o *nodeagent.Options) {
+		o.Agent.SigningKeyWait = 10 * time.Minute // the delivery ends the wait, not this
+	})
+	g.Expect(c.sbx.Status.SigningKey).To(BeNil(), "no key was delivered yet")
+
+	deliver := func(key string) {
+		c.deliver(t, key)
+		g.Eventually(func(g Gomega) {
+			var cur playgroundv1alpha1.Sandbox
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "k"}, &cur)).To(Succeed())
+			g.Expect(cur.Status.SigningKey).NotTo(BeNil())
+			g.Expect(cur.Status.SigningKey.Fingerprint).To(Equal(signingkey.Fingerprint([]byte(key))))
+		}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
+	}
+	first := strings.Repeat("ab", 32)
+	deliver(first)
+	g.Expect(paused()).To(BeZero(), "the first key of a claim that ran nothing went in without pausing it")
+	// The same key again (the claim's pass and the delivery bring it at
+	// once; a manager delivers again after its restart): in already, it
+	// is not written again, nor the sandbox paused.
+	deliver(first)
+	g.Expect(paused()).To(BeZero(), "a key the sandbox holds already is not installed again")
+
+	// The tenant's call runs, and finds the key; a new key then pauses
+	// the sandbox while it goes in.
+	h, err := c.n.client.Open(ctx, c.ns+"/k", c.id)
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := c.n.client.Exec(ctx, c.ns+"/k", h.ID, agentapi.ExecRequest{Command: "cat /pile/self.key"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal(first))
+	second := strings.Repeat("9f", 32)
+	deliver(second)
+	g.Expect(paused()).To(Equal(1), "a key replaced once the tenant's processes ran pauses the sandbox")
+	res, err = c.n.client.Exec(ctx, c.ns+"/k", h.ID, agentapi.ExecRequest{Command: "cat /pile/self.key"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(res.Stdout)).To(Equal(second))
 }

@@ -466,7 +466,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 		return backend.Capabilities{
 			ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
 			Prober: b, StartCounter: &b.starts, Dialer: b, OOMCounter: b, ForkCounter: b,
-			WorkerSupervisor: b, StorageReporter: b, PileReader: b, FileServer: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: backend.KeyInstaller{Name: "oci", Locks: &b.locks, Install: b.installSigningKey},
+			WorkerSupervisor: b, StorageReporter: b, PileReader: b, FileServer: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: backend.KeyInstaller{Name: "oci", Locks: &b.locks, Install: b.installSigningKey, InstallUntouched: b.installSigningKeyUntouched},
 			Suspender: b.suspender(), Pauser: b, Snapshotter: b.snapshots(), UsageMeter: b, EgressBroker: b, EgressMeter: b,
 			JobHolder: guestexec.Holder{Shepherd: b.jobConn, Control: b.controlConn}, Guest: &backend.Guest{StartTimeout: b.opts.StartTimeout, Connect: b.connectGuest},
 		}

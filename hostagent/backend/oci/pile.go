@@ -208,14 +208,28 @@ func clearAppendOnly(dir string) error {
 // anything. The sandbox sees the new file at once (its /pile is a bind
 // mount of this directory; gVisor revalidates bind mounts): live.
 func (b *Backend) installSigningKey(ctx context.Context, id string, key []byte) (bool, error) {
+	return b.installKey(ctx, id, key, true)
+}
+
+// installSigningKeyUntouched is the backend's
+// backend.KeyInstaller.InstallUntouched: the sandbox has run nothing of
+// its tenant's, so it is not frozen (no runc state, pause and resume,
+// three runtime processes, on a warm claim's path).
+func (b *Backend) installSigningKeyUntouched(ctx context.Context, id string, key []byte) (bool, error) {
+	return b.installKey(ctx, id, key, false)
+}
+
+func (b *Backend) installKey(ctx context.Context, id string, key []byte, freeze bool) (bool, error) {
 	sb, err := b.loadTenant(id)
 	if err != nil {
 		return false, err
 	}
 	_, hostTenant := b.hostIDs(sb)
-	thaw, err := b.freeze(ctx, id)
-	if err != nil {
-		return false, fmt.Errorf("oci: sandbox %s: freezing it while its signing key changes: %w", id, err)
+	thaw := func() error { return nil }
+	if freeze {
+		if thaw, err = b.freeze(ctx, id); err != nil {
+			return false, fmt.Errorf("oci: sandbox %s: freezing it while its signing key changes: %w", id, err)
+		}
 	}
 	err = b.withPile(id, 0, func(dir string) error {
 		return writeSigningKey(dir, key, hostTenant)
