@@ -83,6 +83,10 @@ type ImageOptions struct {
 	// RetryBase and RetryCap bound the backoff of a resolution that
 	// failed; 0: the defaults.
 	RetryBase, RetryCap time.Duration
+	// CredentialRefresh is how often the pull Secrets of a Sandbox are
+	// read again and, changed, handed to its node's agent (Secrets are
+	// not watched); 0: a minute.
+	CredentialRefresh time.Duration
 }
 
 func (o *ImageOptions) defaults() {
