@@ -100,7 +100,7 @@ const (
 	// node's agent did not take them; tried again). Absent otherwise
 	// (delivered, or no pull Secret named). A pull of a private image
 	// waits meanwhile; its Tenant is not Ready.
-	ImageCredentialsDeliveredCondition = "ImageCredentialsDelivered" //nolint:gosec // a condition type, not a credential
+	ImageCredentialsDeliveredCondition = "ImageCredentialsDelivered"
 	// RunningCondition, written by the node's agent while it serves the
 	// sandbox (provisioned, or suspended through spec.suspended), says
 	// whether its processes run: True (reason Running) while they do;
@@ -185,11 +185,11 @@ const (
 	// a Warning Event): a pull Secret spec.image names cannot be handed
 	// to the node (missing, of another type, larger than the agent
 	// takes); the node keeps the credentials it was given before, if any.
-	ReasonImageCredentialsRefused = "ImageCredentialsRefused" //nolint:gosec // a reason, not a credential
+	ReasonImageCredentialsRefused = "ImageCredentialsRefused"
 	// ReasonImageCredentialsUndelivered (ImageCredentialsDelivered=False,
 	// and a Warning Event): the agent of the sandbox's node did not take
 	// its registry credentials; tried again.
-	ReasonImageCredentialsUndelivered = "ImageCredentialsUndelivered" //nolint:gosec // a reason, not a credential
+	ReasonImageCredentialsUndelivered = "ImageCredentialsUndelivered"
 	// ReasonCPULimitReached: the sandbox spent spec.usageLimits.cpuSeconds
 	// of its period; its agent froze it until the period resets (the
 	// message says when).
