@@ -63,6 +63,9 @@ const (
 	// a resolution that failed: doubled at each failure in between.
 	DefaultImageRetryBase = 5 * time.Second
 	DefaultImageRetryCap  = 5 * time.Minute
+	// DefaultImageCredentialRefresh is how often a Sandbox's pull
+	// Secrets are read again, to hand a changed one to its node.
+	DefaultImageCredentialRefresh = credentialRefresh
 )
 
 // ImageOptions configure how the manager reaches image registries.
@@ -85,7 +88,7 @@ type ImageOptions struct {
 	RetryBase, RetryCap time.Duration
 	// CredentialRefresh is how often the pull Secrets of a Sandbox are
 	// read again and, changed, handed to its node's agent (Secrets are
-	// not watched); 0: a minute.
+	// not watched); 0: DefaultImageCredentialRefresh.
 	CredentialRefresh time.Duration
 }
 

@@ -172,7 +172,7 @@ func (r *ImageCredentialReconciler) refresh() time.Duration {
 	if r.Options.Images.CredentialRefresh > 0 {
 		return r.Options.Images.CredentialRefresh
 	}
-	return credentialRefresh
+	return DefaultImageCredentialRefresh
 }
 
 // configsDigest identifies configs without holding them: "" for none.
