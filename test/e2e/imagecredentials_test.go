@@ -83,8 +83,8 @@ func dockerConfig(registry, user, password string) []byte {
 // image with it); a changed Secret reaches it, and so does everything
 // again after the agent starts anew with nothing in memory; a Secret past
 // the bound is refused in the Sandbox's condition while the node keeps
-// what it had; the pull Secret removed from the spec, the keychain is
-// gone. The agent refuses credentials for a Sandbox of another node, for
+// what it had; the pull Secret removed from the spec, or the Sandbox
+// deleted, the keychain is gone. The agent refuses credentials for a Sandbox of another node, for
 // another UID, and past its bounds. No password is in the Sandbox's
 // status, its Events, or the manager's and the agent's logs.
 func TestImageCredentials(t *testing.T) {
@@ -226,6 +226,12 @@ func TestImageCredentials(t *testing.T) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(alice), &sbx)).To(Succeed())
 		g.Expect(meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ImageCredentialsDeliveredCondition)).To(BeNil())
 	}, settle, 100*time.Millisecond).Should(Succeed())
+
+	// Named again, then the Sandbox deleted: the agent drops them itself.
+	touch(withImage("pullcreds", "pull"))
+	g.Eventually(authenticates(creds), settle, 100*time.Millisecond).Should(Succeed())
+	g.Expect(k8sClient.Delete(ctx, &playgroundv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"}})).To(Succeed())
+	g.Eventually(func() authn.Keychain { return creds.Keychain(ns, "alice", string(alice.UID)) }, settle, 100*time.Millisecond).Should(BeNil())
 
 	// No credential in a status, an Event or a log line.
 	var sandboxes playgroundv1alpha1.SandboxList
