@@ -36,7 +36,8 @@ import (
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 )
 
-// The manager's deliveries to a node (signing keys, egress credentials)
+// The manager's deliveries to a node (signing keys, egress and registry
+// credentials)
 // say in a condition of the Sandbox, not only in an Event, what keeps
 // them from the sandbox. Each condition is present only while False: a
 // sandbox whose delivery went well costs no status write for it.
@@ -46,6 +47,7 @@ import (
 var deliveryConditions = []string{
 	playgroundv1alpha1.SigningKeyDeliveredCondition,
 	playgroundv1alpha1.EgressCredentialsDeliveredCondition,
+	playgroundv1alpha1.ImageCredentialsDeliveredCondition,
 }
 
 // refusal is the first of sbx's delivery conditions that is False, or

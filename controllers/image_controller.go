@@ -63,6 +63,9 @@ const (
 	// a resolution that failed: doubled at each failure in between.
 	DefaultImageRetryBase = 5 * time.Second
 	DefaultImageRetryCap  = 5 * time.Minute
+	// DefaultImageCredentialRefresh is how often a Sandbox's pull
+	// Secrets are read again, to hand a changed one to its node.
+	DefaultImageCredentialRefresh = credentialRefresh
 )
 
 // ImageOptions configure how the manager reaches image registries.
@@ -83,6 +86,10 @@ type ImageOptions struct {
 	// RetryBase and RetryCap bound the backoff of a resolution that
 	// failed; 0: the defaults.
 	RetryBase, RetryCap time.Duration
+	// CredentialRefresh is how often the pull Secrets of a Sandbox are
+	// read again and, changed, handed to its node's agent (Secrets are
+	// not watched); 0: DefaultImageCredentialRefresh.
+	CredentialRefresh time.Duration
 }
 
 func (o *ImageOptions) defaults() {

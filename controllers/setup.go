@@ -69,7 +69,7 @@ type Options struct {
 	// outside a cluster.
 	Owner *selfowner.Owner
 	// Agents reach the agents' API, to deliver brokered egress
-	// credentials and signing keys; nil: the manager delivers nothing
+	// credentials, registry credentials and signing keys; nil: the manager delivers nothing
 	// (the controller tests, which run no agent), and still says in a
 	// Sandbox's conditions which Secret cannot be used.
 	Agents AgentClients
@@ -188,6 +188,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&SigningKeyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("signingkey-controller")), Agents: opts.Agents, Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&ImageCredentialReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("imagecredential-controller")), Agents: opts.Agents, Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&ImageReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: eventseries.Recorder(mgr.GetEventRecorder("image-controller")), Options: opts}).SetupWithManager(mgr); err != nil {

@@ -112,6 +112,10 @@ type Options struct {
 	// Logger receives the detail of internal failures that tenants see
 	// only as an error ID; the zero Logger drops it.
 	Logger logr.Logger
+	// ImageCredentials is the pull-credential service the Agent offers
+	// (ImageCredentials); nil: a new one. A test that runs the node agent
+	// passes its own to see what the manager delivered.
+	ImageCredentials *ImageCredentials
 }
 
 // Agent is the execution kernel of one node. It is safe for concurrent use.
@@ -122,6 +126,8 @@ type Agent struct {
 	opts     Options
 	// keys is the signing-key service (signingkey.go).
 	keys *SigningKeys
+	// images is the pull-credential service (imagecredentials.go).
+	images *ImageCredentials
 	// snaps is the snapshot service (snapshot.go).
 	snaps *Snapshots
 	// workers is the worker service (workers.go).
@@ -254,6 +260,10 @@ func New(opts Options) (*Agent, error) {
 	book.clock, book.log, book.sandboxes, book.jobs, book.limiter = opts.Clock, opts.Logger, a, jm, a.limits
 	gate := callGates{awakener: a.idle, Limiter: a.limits}
 	a.keys = newSigningKeys(a, opts.SigningKeyWait)
+	a.images = opts.ImageCredentials
+	if a.images == nil {
+		a.images = NewImageCredentials()
+	}
 	a.snaps = newSnapshots(a, gate, opts.Logger)
 	a.limits.snaps = a.snaps
 	a.workers = &Workers{sandboxes: a, keys: a.keys, calls: gate}
@@ -277,6 +287,9 @@ type callGates struct {
 
 // SigningKeys is the agent's signing-key service.
 func (a *Agent) SigningKeys() *SigningKeys { return a.keys }
+
+// ImageCredentials is the agent's pull-credential service.
+func (a *Agent) ImageCredentials() *ImageCredentials { return a.images }
 
 // Snapshots is the agent's snapshot service.
 func (a *Agent) Snapshots() *Snapshots { return a.snaps }

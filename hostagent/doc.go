@@ -34,8 +34,8 @@ limitations under the License.
 // and nodeagent's for theirs). New builds them and wires them to each
 // other; the agent server (agentserver.NewServer) and the node agent
 // (nodeagent.Run) take the ones they call from the Agent (Sessions, Execs,
-// Files, SigningKeys, Snapshots, Workers, Pools, Usage, Idleness,
-// Limiter). Callers below: S agentserver, N nodeagent, C the conformance
+// Files, SigningKeys, ImageCredentials, Snapshots, Workers, Pools, Usage,
+// Idleness, Limiter). Callers below: S agentserver, N nodeagent, C the conformance
 // suite (the package's tests call most).
 //
 // Locks are taken in one order, which keeps them deadlock-free:
@@ -48,7 +48,7 @@ limitations under the License.
 //  3. the Idleness's lock;
 //  4. the Limiter's lock;
 //  5. the other services' (UsageBook, the call tracker, Snapshots,
-//     SigningKeys, Sessions, Pools) and the job engine's, none of which
+//     SigningKeys, ImageCredentials, Sessions, Pools) and the job engine's, none of which
 //     takes a lock above it while it holds its own (the job engine may
 //     charge an ended job to the book: its lock, then the book's).
 //
@@ -83,6 +83,12 @@ limitations under the License.
 //     calls waiting for one and the claims whose first key goes in
 //     unpaused; offers waitFor (keyWaiter) to Sessions and Workers,
 //     and installStartKey, track, started and forget to the sandboxes.
+//   - ImageCredentials (imagecredentials.go): SetImageCredentials,
+//     ForgetImageCredentials, Keychain (N). Owns the registry credentials
+//     the manager delivered for each Sandbox object of the node (by
+//     namespace, name and UID), parsed into a keychain, in memory only;
+//     the node agent decides which objects it takes them for and when
+//     they go, and its pulls ask Keychain. No state of another service.
 //   - Snapshots (snapshot.go): Snapshot, DeleteSnapshot, Snapshots (N).
 //     Owns the count of snapshots in progress, which Ensure, Alive and the
 //     limiter ask (taking) before they take a sandbox for dead or freeze it.

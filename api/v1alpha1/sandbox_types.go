@@ -92,6 +92,15 @@ const (
 	// them; tried again). Absent otherwise. The sandbox serves meanwhile;
 	// its Tenant is not Ready until the credentials are delivered.
 	EgressCredentialsDeliveredCondition = "EgressCredentialsDelivered" //nolint:gosec // a condition type, not a credential
+	// ImageCredentialsDeliveredCondition, written by the manager, which
+	// hands the sandbox's node the credentials of the pull Secrets
+	// spec.image names, is False while it cannot: reason
+	// ImageCredentialsRefused (a pull Secret cannot be used: the message
+	// says which, why and what to do) or ImageCredentialsUndelivered (the
+	// node's agent did not take them; tried again). Absent otherwise
+	// (delivered, or no pull Secret named). A pull of a private image
+	// waits meanwhile; its Tenant is not Ready.
+	ImageCredentialsDeliveredCondition = "ImageCredentialsDelivered"
 	// RunningCondition, written by the node's agent while it serves the
 	// sandbox (provisioned, or suspended through spec.suspended), says
 	// whether its processes run: True (reason Running) while they do;
@@ -172,6 +181,15 @@ const (
 	// and a Warning Event): the manager could not hand the sandbox's
 	// credentials to its node's agent; it tries again.
 	ReasonEgressCredentialUndelivered = "EgressCredentialUndelivered" //nolint:gosec // a reason, not a credential
+	// ReasonImageCredentialsRefused (ImageCredentialsDelivered=False, and
+	// a Warning Event): a pull Secret spec.image names cannot be handed
+	// to the node (missing, of another type, larger than the agent
+	// takes); the node keeps the credentials it was given before, if any.
+	ReasonImageCredentialsRefused = "ImageCredentialsRefused"
+	// ReasonImageCredentialsUndelivered (ImageCredentialsDelivered=False,
+	// and a Warning Event): the agent of the sandbox's node did not take
+	// its registry credentials; tried again.
+	ReasonImageCredentialsUndelivered = "ImageCredentialsUndelivered"
 	// ReasonCPULimitReached: the sandbox spent spec.usageLimits.cpuSeconds
 	// of its period; its agent froze it until the period resets (the
 	// message says when).

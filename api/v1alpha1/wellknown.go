@@ -107,6 +107,9 @@ const (
 	// egress credentials: a Sandbox's EgressCredentialsDelivered
 	// condition.
 	EgressCredentialFieldOwner = "playground-egresscredential-controller"
+	// ImageCredentialsFieldOwner is the manager's delivery of registry
+	// credentials: a Sandbox's ImageCredentialsDelivered condition.
+	ImageCredentialsFieldOwner = "playground-imagecredentials-controller"
 	// ImageFieldOwner is the manager's image resolver: a Sandbox's
 	// status.image and ImageResolved condition.
 	ImageFieldOwner = "playground-image-controller"

@@ -58,6 +58,7 @@ func runManager(ctx context.Context, args []string) error {
 	fs.Var(cmdflags.StringList(&plainHTTP), "image-registry-plain-http", "an image registry (host:port, or a host for any port) reached over cleartext HTTP; repeatable. Every other registry is reached over HTTPS only, so that no pull credential crosses the network in the clear")
 	registryTimeout := fs.Duration("image-registry-timeout", controllers.DefaultImageTimeout, "bound of each call to an image registry")
 	registryBackoff := fs.Duration("image-resolve-backoff-cap", controllers.DefaultImageRetryCap, "the longest wait before a Sandbox's image whose resolution failed is tried again (the first wait is 5s, doubled at each failure)")
+	credentialRefresh := fs.Duration("image-credential-refresh", controllers.DefaultImageCredentialRefresh, "how often the pull Secrets of a Sandbox are read again and, changed, handed to its node's agent (Secrets are not watched)")
 	logOpts := cmdflags.LogFlags(fs, "json")
 	cmdflags.VerbosityFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -71,7 +72,7 @@ func runManager(ctx context.Context, args []string) error {
 		return err
 	}
 	log := logOpts.SetLogger()
-	images := controllers.ImageOptions{PlainHTTP: plainHTTP, Timeout: *registryTimeout, RetryCap: *registryBackoff}
+	images := controllers.ImageOptions{PlainHTTP: plainHTTP, Timeout: *registryTimeout, RetryCap: *registryBackoff, CredentialRefresh: *credentialRefresh}
 	if *registryCAFile != "" {
 		if images.RootCAs, err = registryCAs(*registryCAFile); err != nil {
 			return err

@@ -205,6 +205,12 @@ func (c *Client) SetSigningKey(ctx context.Context, req SigningKeyRequest) (Sign
 	return res, err
 }
 
+// SetImageCredentials replaces the registry credentials of a Sandbox's
+// image pulls (the manager's call).
+func (c *Client) SetImageCredentials(ctx context.Context, req ImageCredentialsRequest) error {
+	return c.do(ctx, "/v1/image-credentials", req, nil)
+}
+
 // Piles lists the piles the node retains of Sandboxes that are gone, in
 // namespace ("": every namespace).
 func (c *Client) Piles(ctx context.Context, namespace string) (Piles, error) {

@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/bounds"
 	"github.com/playground-dev/playground/hostagent/exitstatus"
 )
@@ -94,6 +95,51 @@ type SigningKeyRequest struct {
 type SigningKeyResult struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 	Live        bool   `json:"live"`
+}
+
+// ImageCredentialsRequest replaces the registry credentials with which
+// the agent pulls the image of the Sandbox object Namespace/Name with
+// that UID, bound to the agent's node: the .dockerconfigjson of each pull
+// Secret its spec.image names, in that order; none forgets them. It is
+// addressed by object, as a signing key is, so that the credentials are
+// there before the sandbox's first pull. Only the manager, which reads
+// the Secrets, may send it; the agent keeps them in memory only. At most
+// MaxImageCredentialConfigs, each of at most
+// MaxImageCredentialConfigBytes (Validate).
+type ImageCredentialsRequest struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Configs are the Secrets' .dockerconfigjson bytes (base64 in JSON).
+	Configs [][]byte `json:"configs"`
+}
+
+// The bounds of an ImageCredentialsRequest: one config per pull Secret a
+// Sandbox may name, and the size of one, ample for a few registries'
+// tokens (a cloud registry's is 2 to 4 KiB), small enough that a node's
+// sandboxes cannot make its agent hold much for them.
+const (
+	MaxImageCredentialConfigs     = playgroundv1alpha1.MaxImagePullSecrets
+	MaxImageCredentialConfigBytes = 16 << 10
+)
+
+// Validate checks the request's bounds, saying which config is past
+// which (never with its content).
+func (r *ImageCredentialsRequest) Validate() error {
+	if r.Namespace == "" || r.Name == "" || r.UID == "" {
+		return &Error{Code: CodeInvalid, Message: "the request names no Sandbox: namespace, name and uid are required"}
+	}
+	if len(r.Configs) > MaxImageCredentialConfigs {
+		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("%d registry credentials for Sandbox %s/%s: at most %d (one per pull Secret of spec.image)",
+			len(r.Configs), r.Namespace, r.Name, MaxImageCredentialConfigs)}
+	}
+	for i, c := range r.Configs {
+		if len(c) == 0 || len(c) > MaxImageCredentialConfigBytes {
+			return &Error{Code: CodeInvalid, Message: fmt.Sprintf("registry credentials %d of Sandbox %s/%s are %d bytes: a pull Secret's .dockerconfigjson must hold 1 to %d bytes",
+				i+1, r.Namespace, r.Name, len(c), MaxImageCredentialConfigBytes)}
+		}
+	}
+	return nil
 }
 
 // PilesRequest lists the piles the agent's node retains of Sandboxes that

@@ -72,6 +72,9 @@ type Server struct {
 	identities IdentityAuth
 	// keys takes the manager's signing keys (SetKeyInbox); nil: none.
 	keys KeyInbox
+	// pullCreds takes the manager's registry credentials
+	// (SetPullCredentialInbox); nil: none.
+	pullCreds PullCredentialInbox
 	// piles lists and removes the node's retained piles (SetPiles); nil:
 	// none.
 	piles PileKeeper
@@ -249,6 +252,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /v1/sandboxes/{sandbox}/activity", s.call(s.activity))
 	mux.Handle("POST /v1/sandboxes/{sandbox}/egress-credentials", s.call(s.egressCredentials))
 	mux.Handle("POST /v1/signing-keys", s.call(s.signingKey))
+	mux.Handle("POST /v1/image-credentials", s.call(s.imageCredentials))
 	mux.Handle("POST /v1/piles", s.call(s.retainedPiles))
 	mux.Handle("POST /v1/piles/delete", s.call(s.removePile))
 	mux.Handle("POST /v1/handles/{handle}/renew", s.call(s.renew))
@@ -479,6 +483,37 @@ type KeyInbox interface {
 // SetKeyInbox makes the server hand signing keys to k; call it before
 // serving.
 func (s *Server) SetKeyInbox(k KeyInbox) { s.keys = k }
+
+// imageCredentials hands a Sandbox's registry credentials to the node's
+// inbox: from the manager only, as signing keys are, within the
+// protocol's bounds.
+func (s *Server) imageCredentials(r *http.Request) (any, error) {
+	if c, _ := r.Context().Value(callerKey{}).(Caller); !c.Manager {
+		return nil, &agentapi.Error{Code: agentapi.CodeForbidden, Message: "only the manager delivers registry credentials: present the manager's token bound to this node"}
+	}
+	var req agentapi.ImageCredentialsRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if s.pullCreds == nil {
+		return nil, &agentapi.Error{Code: agentapi.CodeUnavailable, Message: "this agent takes no registry credentials (it runs without its Kubernetes side)"}
+	}
+	return nil, s.pullCreds.DeliverImageCredentials(r.Context(), req)
+}
+
+// PullCredentialInbox takes the registry credentials the manager
+// delivers (the node agent's, which knows the Sandbox objects of its
+// node).
+type PullCredentialInbox interface {
+	DeliverImageCredentials(ctx context.Context, req agentapi.ImageCredentialsRequest) error
+}
+
+// SetPullCredentialInbox makes the server hand registry credentials to
+// in; call it before serving.
+func (s *Server) SetPullCredentialInbox(in PullCredentialInbox) { s.pullCreds = in }
 
 func (s *Server) open(r *http.Request) (any, error) {
 	var req agentapi.TenantRequest

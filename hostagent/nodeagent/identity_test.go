@@ -104,6 +104,20 @@ func TestComponentsAreNoTenants(t *testing.T) {
 	// that names one; the key then is the sandbox's /pile/self.key.
 	var sbx playgroundv1alpha1.Sandbox
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "x"}, &sbx)).To(Succeed())
+
+	// And registry credentials, for a Sandbox of this node that names
+	// pull Secrets.
+	pull := func(bearer string) error {
+		c, err := agentapi.NewClient(n.endpoint, bearer, rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.SetImageCredentials(ctx, agentapi.ImageCredentialsRequest{Namespace: ns, Name: "x", UID: string(sbx.UID),
+			Configs: [][]byte{[]byte(`{"auths":{"registry.test":{"auth":"dTpw"}}}`)}})
+	}
+	g.Expect(agentapi.CodeOf(pull(token("gateway", agentapi.NodeAudience(n.name))))).To(Equal(agentapi.CodeForbidden), "a gateway delivering registry credentials")
+	g.Expect(agentapi.CodeOf(pull(token("manager", agentapi.NodeAudience("components-b"))))).To(Equal(agentapi.CodeUnauth), "the manager's token for another node")
+	g.Expect(agentapi.CodeOf(pull(token("manager", agentapi.NodeAudience(n.name))))).To(Equal(agentapi.CodeInvalid), "credentials for a Sandbox that names no pull Secret")
 	key := strings.Repeat("ab", 32)
 	give := func(bearer, uid string) error {
 		c, err := agentapi.NewClient(n.endpoint, bearer, rt)

@@ -448,6 +448,11 @@ func Run(ctx context.Context, opts Options) error {
 	server.SetHTTPLimits(opts.HTTP)
 	server.SetAudit(opts.Audit, opts.NodeName)
 	server.SetKeyInbox(rec.keys)
+	pullCreds, err := newCredentialInbox(ctx, mgr, opts.NodeName, agent.ImageCredentials())
+	if err != nil {
+		return err
+	}
+	server.SetPullCredentialInbox(pullCreds)
 	server.SetPiles(&pileKeeper{r: rec, log: log.WithName("piles")})
 	if opts.Agent.Tracer != nil {
 		server.SetTracer(opts.Agent.Tracer)

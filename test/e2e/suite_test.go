@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/playground-dev/playground/controllers"
+	"github.com/playground-dev/playground/hostagent"
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
@@ -115,7 +116,13 @@ func (c *component) Stop(t *testing.T) {
 // ServiceAccount, until stopped or the test ends.
 func startManager(t *testing.T, mutate ...func(*controllers.Options)) *component {
 	t.Helper()
-	opts := controllers.ManagerOptions{SkipNameValidation: true}
+	return startManagerLogged(t, logr.Logger{}, mutate...)
+}
+
+// startManagerLogged is startManager with the manager's logs to log.
+func startManagerLogged(t *testing.T, log logr.Logger, mutate ...func(*controllers.Options)) *component {
+	t.Helper()
+	opts := controllers.ManagerOptions{SkipNameValidation: true, Logger: log}
 	// It reaches the suite's agents (signing keys, brokered egress
 	// credentials) with their shared token: in cleartext on loopback, or
 	// over TLS verified against the CA it publishes (startTLSNode).
@@ -177,6 +184,11 @@ type node struct {
 	// `playground agent` always has: the agent then records egress
 	// (its counters, logs and Events).
 	egressDNS *egressdns.Hub
+	// imageCredentials, when set, is its kernel's pull-credential
+	// service, for one start (a new agent process starts with none).
+	imageCredentials *hostagent.ImageCredentials
+	// logger, when set, receives its logs.
+	logger logr.Logger
 }
 
 // startNode runs an agent for n until stopped or the test ends.
@@ -224,6 +236,8 @@ func startNode(t *testing.T, n *node) {
 		EgressDNS:               n.egressDNS,
 	}
 	opts.Agent.Tracer = n.tracer
+	opts.Agent.ImageCredentials = n.imageCredentials
+	opts.Logger = n.logger
 	opts.UsageInterval = n.usageInterval
 	opts.StateWriteInterval = n.stateWriteInterval
 	// The node leaves the cluster with its test, as an operator removes a
