@@ -18,44 +18,82 @@ package nodeagent_test
 
 import (
 	"context"
-	"strings"
+	"os"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/conformance"
+	"github.com/playground-dev/playground/hostagent/imagestore"
+	"github.com/playground-dev/playground/hostagent/nodeagent"
+	"github.com/playground-dev/playground/internal/registrytest"
 )
 
-// TestSandboxWaitsForItsImage: a Sandbox that names an image is not
-// provisioned on its node until the manager has recorded its reference's
-// digest: its Provisioned condition says it waits for the image, and no
-// container exists; the digest written (as the manager writes it, under
-// its own field manager) starts it.
-func TestSandboxWaitsForItsImage(t *testing.T) {
+// TestSandboxRunsItsImage: a Sandbox on an image waits for the manager's
+// digest, then runs the image's system (its /etc/os-release, its tools)
+// where a default sandbox on the same node runs the node's; a new digest
+// restarts it on the new image, saying so, its workspace kept; deleted,
+// its image is no longer held in the node's store.
+func TestSandboxRunsItsImage(t *testing.T) {
+	reg := registrytest.Start(t)
+	const osA, osB = "ID=image-a\n", "ID=image-b\n"
+	digestOf := func(ref string) string { return ref[len(ref)-71:] }
+	a := digestOf(reg.Push(t, "sys/base", "v1", registrytest.Image(t, []string{"PATH=/usr/bin", "FROM_IMAGE=a"},
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, osA, true, "dash", "cat")...))), nil))
+	b := digestOf(reg.Push(t, "sys/base", "v2", registrytest.Image(t, nil,
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, osB, false, "dash", "cat")...))), nil))
+	store, err := imagestore.Open(imagestore.Options{Dir: t.TempDir(), PlainHTTP: []string{reg.Host}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ns := newNamespace(t, "image")
-	n := startNode(t, "image-a", "", "")
-	const ref = "registry.example.com/team/base:v1"
-	createSandbox(t, ns, "waits", n.name, func(s *playgroundv1alpha1.Sandbox) {
+	n := startNode(t, "image-a", "", "", func(o *nodeagent.Options) { o.Images = nodeagent.StoreImages(store) })
+	ref := reg.Host + "/sys/base:v1"
+	createSandbox(t, ns, "runs", n.name, func(s *playgroundv1alpha1.Sandbox) {
 		s.Spec.Image = &playgroundv1alpha1.SandboxImage{Reference: ref}
 	})
+	createSandbox(t, ns, "plain", n.name)
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
-		c := provisioned(getSandbox(g, ns, "waits"))
+		c := provisioned(getSandbox(g, ns, "runs"))
 		g.Expect(c).NotTo(BeNil())
 		g.Expect([]any{c.Status, c.Reason}).To(Equal([]any{metav1.ConditionFalse, playgroundv1alpha1.ReasonWaitingForImage}))
 		g.Expect(c.Message).To(ContainSubstring("Waiting for the manager to resolve image " + ref + " to a digest"))
 	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
-	g.Expect(n.containers(t)).To(BeEmpty(), "a sandbox started before its image's digest is known")
 
-	digest := "sha256:" + strings.Repeat("ab", 32)
-	status := playgroundv1alpha1ac.SandboxStatus().WithImage(playgroundv1alpha1ac.SandboxImageStatus().WithReference(ref).WithDigest(digest))
-	g.Expect(k8s.Status().Apply(context.Background(), playgroundv1alpha1ac.Sandbox("waits", ns).WithStatus(status),
-		client.FieldOwner(playgroundv1alpha1.ImageFieldOwner), client.ForceOwnership)).To(Succeed())
-	s := waitProvisioned(t, ns, "waits")
-	g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "waits")))
-	g.Expect(s.Status.Image.Digest).To(Equal(digest), "the agent's writes keep the manager's status.image")
+	resolve := func(digest string) {
+		t.Helper()
+		status := playgroundv1alpha1ac.SandboxStatus().WithImage(playgroundv1alpha1ac.SandboxImageStatus().WithReference(ref).WithDigest(digest))
+		g.Expect(k8s.Status().Apply(context.Background(), playgroundv1alpha1ac.Sandbox("runs", ns).WithStatus(status),
+			client.FieldOwner(playgroundv1alpha1.ImageFieldOwner), client.ForceOwnership)).To(Succeed())
+	}
+	resolve(a)
+	s := waitProvisioned(t, ns, "runs")
+	g.Expect(s.Status.Image.Digest).To(Equal(a), "the agent's writes keep the manager's status.image")
+	id, plain := s.Status.SandboxID, waitProvisioned(t, ns, "plain").Status.SandboxID
+	g.Expect(conformance.Sh(t, n.backend, id, "cat /etc/os-release")).To(Equal(osA))
+	node, err := os.ReadFile("/etc/os-release")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(conformance.Sh(t, n.backend, plain, "cat /etc/os-release")).To(Equal(string(node)))
+	g.Expect(conformance.Sh(t, n.backend, id, "command -v ls || echo none")).To(Equal("none\n"))
+	g.Expect(conformance.Sh(t, n.backend, id, "echo kept > /workspace/f; cat /workspace/f")).To(Equal("kept\n"))
+	g.Expect(store.Images()).To(ConsistOf(HaveField("Held", 1)))
+
+	// A re-resolve to another digest restarts it on that image.
+	resolve(b)
+	e := waitEvent(t, ns, "runs", corev1.EventTypeNormal, playgroundv1alpha1.ReasonImageChanged)
+	g.Expect(e.Note).To(ContainSubstring("on image " + b))
+	g.Expect(conformance.Sh(t, n.backend, id, "cat /etc/os-release /workspace/f")).To(Equal(osB + "kept\n"))
+	g.Expect(store.Images()).To(ConsistOf(HaveField("Held", 0), HaveField("Held", 1)))
+
+	// Gone, its image is free for the store's GC.
+	g.Expect(k8s.Delete(context.Background(), s)).To(Succeed())
+	waitGone(t, ns, "runs")
+	g.Expect(store.Images()).To(HaveEach(HaveField("Held", 0)))
 }
