@@ -19,6 +19,7 @@ package nodeagent_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,8 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/hostagent/imagestore"
 	"github.com/playground-dev/playground/hostagent/nodeagent"
@@ -96,4 +99,29 @@ func TestSandboxRunsItsImage(t *testing.T) {
 	g.Expect(k8s.Delete(context.Background(), s)).To(Succeed())
 	waitGone(t, ns, "runs")
 	g.Expect(store.Images()).To(HaveEach(HaveField("Held", 0)))
+}
+
+// TestImageOnABackendWithoutImages: a Sandbox on a backend that runs no
+// image (here a test backend in Lima's place) is refused, saying which
+// backend does, and never provisioned on the node's system instead.
+func TestImageOnABackendWithoutImages(t *testing.T) {
+	lima := backendtest.New(string(playgroundv1alpha1.BackendLima), func(string, backend.ExecRequest, backend.Sink) (int, error) { return 0, nil })
+	n := startNode(t, "image-lima", "", "", func(o *nodeagent.Options) { o.Backends = append(o.Backends, lima) })
+	ns := newNamespace(t, "image-lima")
+	ref := "registry.test/sys/base:v1"
+	createSandbox(t, ns, "refused", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Backend = playgroundv1alpha1.BackendLima
+		s.Spec.Image = &playgroundv1alpha1.SandboxImage{Reference: ref}
+	})
+	status := playgroundv1alpha1ac.SandboxStatus().WithImage(playgroundv1alpha1ac.SandboxImageStatus().WithReference(ref).WithDigest("sha256:" + strings.Repeat("ab", 32)))
+	g := NewWithT(t)
+	g.Expect(k8s.Status().Apply(context.Background(), playgroundv1alpha1ac.Sandbox("refused", ns).WithStatus(status),
+		client.FieldOwner(playgroundv1alpha1.ImageFieldOwner), client.ForceOwnership)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := provisioned(getSandbox(g, ns, "refused"))
+		g.Expect(c).NotTo(BeNil())
+		g.Expect([]any{c.Status, c.Reason}).To(Equal([]any{metav1.ConditionFalse, playgroundv1alpha1.ReasonImageRefused}))
+		g.Expect(c.Message).To(ContainSubstring("backend lima runs no image"))
+	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
+	g.Expect(lima.Has(idOf(t, ns, "refused"))).To(BeFalse(), "the sandbox was provisioned without its image")
 }
