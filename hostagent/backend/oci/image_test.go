@@ -178,11 +178,11 @@ func testImageIsTheSystem(t *testing.T, b *Backend, n *imageNode, isolation stri
 	if got := sh(t, b, "img-a", "cat /etc/os-release /workspace/f /pile/self.pile; [ -e /usr/bin/cat ] || echo no-usr"); got != n.unmergedOSName+"kept\npile\nno-usr\n" {
 		t.Errorf("after the image change: %q", got)
 	}
-	// And back to the node's system.
-	if err := b.Stop(ctx, "img-a"); err != nil {
+	// And back to the node's system, as an agent restarted after the
+	// change takes it over: running, it starts afresh.
+	if err := b.Reattach(ctx, backend.Spec{ID: "img-a", Tenant: "t/a", Isolation: isolation}); err != nil {
 		t.Fatal(err)
 	}
-	startSandbox(t, b, backend.Spec{ID: "img-a", Tenant: "t/a", Isolation: isolation})
 	if got := sh(t, b, "img-a", "cat /etc/os-release /workspace/f"); got != string(node)+"kept\n" {
 		t.Errorf("back on the node's system: %q", got)
 	}

@@ -664,6 +664,13 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := b.imageChanged(previous, spec); err != nil {
 		return err
 	}
+	if previous != imageOf(spec) {
+		// Its image changed while no agent ran: it starts afresh on the
+		// new one, its files kept, rather than run on the old.
+		if err := b.stopLocked(ctx, spec.ID); err != nil {
+			return err
+		}
+	}
 	return b.start(ctx, sb)
 }
 
