@@ -57,12 +57,26 @@ func newImageNode(t *testing.T) *imageNode {
 	n.merged = reg.Push(t, "system/merged", "1", registrytest.Image(t,
 		[]string{"PATH=/usr/bin", "IMAGE_GREETING=hello from the image"},
 		registrytest.Layer(t, registrytest.Tar(t, merged...))), nil)
+	secretDir, err := os.MkdirTemp("", "pg-node-secret-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(secretDir) })
+	secret := filepath.Join(secretDir, "secret")
+	if err := os.WriteFile(secret, []byte("the node's secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(secretDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	// A system of real /bin, /lib, /lib64, and no /usr, /sbin at all; its
 	// os-release in a second layer.
 	unmerged := registrytest.System(t, "ID=overwritten\n", false, "dash", "cat")
 	n.nousr = reg.Push(t, "system/nousr", "1", registrytest.Image(t, nil,
 		registrytest.Layer(t, registrytest.Tar(t, unmerged...)),
-		registrytest.Layer(t, registrytest.Tar(t, registrytest.File("etc/os-release", n.unmergedOSName, 0o644)))), nil)
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.File("etc/os-release", n.unmergedOSName, 0o644),
+			// A link at a file of the node's: never followed on the node.
+			registrytest.Symlink("etc/timezone", secret)))), nil)
 	s, err := imagestore.Open(imagestore.Options{Dir: t.TempDir(), PlainHTTP: []string{reg.Host}})
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +189,7 @@ func testImageIsTheSystem(t *testing.T, b *Backend, n *imageNode, isolation stri
 		t.Fatal(err)
 	}
 	startSandbox(t, b, backend.Spec{ID: "img-a", Tenant: "t/a", Isolation: isolation, Image: n.image(t, n.nousr)})
-	if got := sh(t, b, "img-a", "cat /etc/os-release /workspace/f /pile/self.pile; [ -e /usr/bin/cat ] || echo no-usr"); got != n.unmergedOSName+"kept\npile\nno-usr\n" {
+	if got := sh(t, b, "img-a", "cat /etc/os-release /workspace/f /pile/self.pile; [ -e /usr/bin/cat ] || echo no-usr; cat /etc/timezone 2>/dev/null || echo not-the-node-s"); got != n.unmergedOSName+"kept\npile\nno-usr\nnot-the-node-s\n" {
 		t.Errorf("after the image change: %q", got)
 	}
 	// And back to the node's system, as an agent restarted after the
