@@ -53,7 +53,8 @@ func TestSandboxRunsItsImage(t *testing.T) {
 		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, osA, true, "dash", "cat")...))), nil))
 	b := digestOf(reg.Push(t, "sys/base", "v2", registrytest.Image(t, nil,
 		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, osB, false, "dash", "cat")...))), nil))
-	store, err := imagestore.Open(imagestore.Options{Dir: t.TempDir(), PlainHTTP: []string{reg.Host}})
+	storeDir := t.TempDir()
+	store, err := imagestore.Open(imagestore.Options{Dir: storeDir, PlainHTTP: []string{reg.Host}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +90,19 @@ func TestSandboxRunsItsImage(t *testing.T) {
 	g.Expect(conformance.Sh(t, n.backend, id, "command -v ls || echo none")).To(Equal("none\n"))
 	g.Expect(conformance.Sh(t, n.backend, id, "echo kept > /workspace/f; cat /workspace/f")).To(Equal("kept\n"))
 	g.Expect(store.Images()).To(ConsistOf(HaveField("Held", 1)))
+
+	// A restarted agent (a new process: its store opened anew) holds the
+	// image again for the sandbox it takes over, without the registry.
+	n.stop()
+	if store, err = imagestore.Open(imagestore.Options{Dir: storeDir, PlainHTTP: []string{reg.Host}}); err != nil {
+		t.Fatal(err)
+	}
+	reg.Stop(true)
+	n = startNode(t, n.name, n.stateDir, "", func(o *nodeagent.Options) { o.Images = nodeagent.StoreImages(store) })
+	g.Eventually(store.Images).WithTimeout(timeout).Should(ConsistOf(HaveField("Held", 1)))
+	g.Expect(conformance.Sh(t, n.backend, id, "cat /etc/os-release /workspace/f")).To(Equal(osA + "kept\n"))
+	g.Expect(n.backend.Capabilities().StartCounter.Starts(id)).To(BeZero(), "the restarted agent started the sandbox again, not taking it over as it ran")
+	reg.Stop(false)
 
 	// A re-resolve to another digest restarts it on that image.
 	resolve(b)
