@@ -223,6 +223,21 @@ const (
 	// ReasonWaitingForImage: the node's agent does not provision the
 	// sandbox until the manager has resolved its image to a digest.
 	ReasonWaitingForImage = "WaitingForImage"
+	// ReasonPullingImage: the node's agent is pulling the sandbox's image
+	// into its store; the message says how many bytes of how many.
+	ReasonPullingImage = "PullingImage"
+	// ReasonImagePullFailed: the node could not pull the image (the
+	// registry unreachable or failing, the node's store full); retried
+	// with backoff. A layer the store refuses has the store's own reason
+	// (Image…, listed in docs/troubleshooting.md).
+	ReasonImagePullFailed = "ImagePullFailed"
+	// ReasonImageDenied: the image is private and cached on the node, and
+	// the registry did not confirm, under the tenant's pull credentials,
+	// that the tenant may pull it; retried with backoff.
+	ReasonImageDenied = "ImageDenied"
+	// ReasonImageChanged: the sandbox was restarted on a new image digest
+	// (an Event); its workspace, home and pile are kept.
+	ReasonImageChanged = "ImageChanged"
 
 	// Reasons of the Running condition (and the Events of its changes),
 	// beside CPULimitReached and Suspended above.

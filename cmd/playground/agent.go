@@ -109,6 +109,13 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.DurationVar(&opts.Agent.SigningKeyWait, "signing-key-wait", hostagent.DefaultSigningKeyWait, "the longest a call (a session's opening, a worker's start) waits for the signing key of a sandbox that serves before its key is in (a warm claim, whose key the manager delivers beside it): past it the call is refused as unavailable, to be retried")
 	fs.DurationVar(&opts.Agent.FileTimeout, "file-timeout", hostagent.DefaultFileTimeout, "the longest a file operation (read, write, their ranged forms, a digest) may run in a sandbox: past it, or when its caller goes, its processes are killed and the call fails saying so; a digest reads about a GiB a second")
 	newBackends := backendFlags(fs, &ociOpts)
+	var images imageStoreFlags
+	fs.StringVar(&images.dir, "image-store-dir", "", "directory of the node's image store: the images Sandboxes run, each layer unpacked once (default: image-store under --state-dir; it should outlive the agent, or every image is pulled again)")
+	fs.StringVar(&images.bytes, "image-store-bytes", "20Gi", "disk the image store's unpacked layers may take (a quantity): past it the least recently used images no sandbox runs are removed, and an image that does not fit even so is refused")
+	fs.StringVar(&images.layerBytes, "image-layer-bytes", "4Gi", "the most one layer of an image may take, compressed or unpacked (a quantity): a decompression bomb stops here")
+	fs.DurationVar(&images.checkTTL, "image-check-ttl", defaultImageCheckTTL, "how long the registry's answer that a tenant may pull a private image the node has cached is trusted before it is asked again")
+	fs.Var(cmdflags.StringList(&images.plainHTTP), "image-registry-plain-http", "an image registry (host:port, or a host for any port) the node pulls from over cleartext HTTP; repeatable. Every other registry is reached over HTTPS only, so that no pull credential crosses the network in the clear")
+	fs.StringVar(&images.caFile, "image-registry-ca-file", "", "PEM file of CAs trusted, beside the system's, for the registries the node pulls images from")
 	fs.IntVar(&ociOpts.EgressNodeConns, "egress-node-connections", oci.DefaultEgressNodeConns, "connections one sandbox holds at once to each of the agent's listeners on its link, its resolver (TCP) and its server-name gate; its nftables ruleset refuses new ones past four times this")
 	budgetFlags(fs, &opts.Budget, budget.Limits{})
 	httpFlags(fs, &opts.HTTP, agentserver.DefaultHTTPLimits())
@@ -244,6 +251,9 @@ func runAgent(ctx context.Context, args []string) error {
 	// The backends this node offers: on Linux oci, vm and lima; on
 	// FreeBSD jail (agent_<os>.go).
 	if opts.Backends, err = newBackends(ctx, opts.Logger); err != nil {
+		return err
+	}
+	if opts.Images, err = images.open(ociOpts.StateDir, opts.Backends); err != nil {
 		return err
 	}
 	// The agent records the calls of users who reach it directly; the

@@ -59,6 +59,9 @@ type Capabilities struct {
 	// network mode none. The agent advertises it in its Lease, and the
 	// manager binds a Sandbox of mode egress only where it is offered.
 	Egress bool
+	// Images is true when the backend runs a sandbox on an OCI image
+	// (Spec.Image); a backend without it refuses such a spec.
+	Images bool
 
 	// Prober tells cheaply whether a sandbox's init still runs.
 	Prober Prober
@@ -225,6 +228,28 @@ type Spec struct {
 	// limit), rather than thaw it. A sandbox that is not running is
 	// started as ever; the agent pauses it after. Never kept on the node.
 	Paused bool `json:"-"`
+	// Image, when set, is the sandbox's system in place of the node's:
+	// an OCI image the agent holds in its image store while the sandbox
+	// exists. A backend without Capabilities.Images refuses a spec with
+	// one. A new Digest applies from the sandbox's next start.
+	Image *Image `json:",omitempty"`
+}
+
+// Image is an OCI image a sandbox runs as its system: its layers unpacked
+// (overlayfs lower layers, whiteouts in overlay form) and the part of its
+// config a sandbox honours.
+type Image struct {
+	// Digest is the image's manifest digest (sha256:…).
+	Digest string
+	// Layers are the layers' directories, bottom first. The backend
+	// never writes to them, nor follows a symlink in them on the node.
+	Layers []string
+	// Env are the image's environment variables (NAME=value), exported
+	// in the login profile before the tenant's own.
+	Env []string `json:",omitempty"`
+	// WorkingDir is the image's working directory, exported in the login
+	// profile as PLAYGROUND_IMAGE_WORKDIR.
+	WorkingDir string `json:",omitempty"`
 }
 
 // Faculty is one staged build of a FacultyBundle.

@@ -18,12 +18,19 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
+	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 // imageUnresolved says why a Sandbox with spec.image cannot be started
@@ -57,4 +64,211 @@ func imageResolvedChanged(e event.UpdateEvent) bool {
 		return o != n
 	}
 	return o.Reference != n.Reference || o.Digest != n.Digest
+}
+
+// ImageStore is the node's image store as the agent uses it
+// (StoreImages makes one of hostagent/imagestore's, on Linux).
+type ImageStore interface {
+	// Pull returns the image ref (registry/repo@sha256:…) names, for
+	// tenant (namespace/name) with the credentials of kc (nil:
+	// anonymous), fetching what the node lacks and reporting the bytes
+	// fetched to progress; held until release. Its error is an
+	// *ImageError when it says why in a reason of its own.
+	Pull(ctx context.Context, ref, tenant string, kc authn.Keychain, progress func(done, total int64)) (*backend.Image, func(), error)
+	// Hold holds an image the store has, by digest, without asking the
+	// registry: for a sandbox that ran it before the agent restarted.
+	Hold(digest string) (*backend.Image, func(), error)
+}
+
+// ImageError is an image the store will not give a sandbox, with the
+// reason its Provisioned condition carries. Refused says that trying
+// again cannot help (the image's content is refused).
+type ImageError struct {
+	Reason  string
+	Refused bool
+	Err     error
+}
+
+func (e *ImageError) Error() string { return e.Err.Error() }
+func (e *ImageError) Unwrap() error { return e.Err }
+
+// Keychains gives the agent the pull credentials of a Sandbox (by its
+// namespace, name and UID) that the manager delivered to it; nil, or a
+// nil keychain, pulls anonymously.
+type Keychains interface {
+	Keychain(namespace, name, uid string) authn.Keychain
+}
+
+// pullProgressInterval bounds how often a pull's progress is written to
+// the Sandbox's condition.
+const pullProgressInterval = 2 * time.Second
+
+// sandboxImages are the images the node's sandboxes run, each held in the
+// store while its sandbox exists on the node.
+type sandboxImages struct {
+	store     ImageStore
+	keychains Keychains
+
+	mu   sync.Mutex
+	held map[string]heldImage // by sandbox ID
+}
+
+type heldImage struct {
+	img     *backend.Image
+	asked   string // the digest status.image named (an index's, or img's)
+	release func()
+}
+
+func newSandboxImages(store ImageStore, kcs Keychains) *sandboxImages {
+	return &sandboxImages{store: store, keychains: kcs, held: map[string]heldImage{}}
+}
+
+// imageRef is the reference by digest the node pulls: the repository of
+// the reference the manager resolved, at its digest.
+func imageRef(st *playgroundv1alpha1.SandboxImageStatus) string {
+	repo := st.Reference
+	if at := strings.LastIndex(repo, "@"); at >= 0 {
+		repo = repo[:at]
+	}
+	// A tag follows the last ':' that is after the last '/' (a registry's
+	// port comes before it).
+	if colon := strings.LastIndex(repo, ":"); colon > strings.LastIndex(repo, "/") {
+		repo = repo[:colon]
+	}
+	return repo + "@" + st.Digest
+}
+
+// forSandbox returns the image sbx's sandbox runs (nil: the node's
+// system), getting and holding it in the store if the sandbox does not
+// hold it yet, and the digest the sandbox held before ("" for none):
+// another than the image's means the image changed.
+func (s *sandboxImages) forSandbox(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, spec backend.Spec, progress func(done, total int64)) (img *backend.Image, before string, err error) {
+	s.mu.Lock()
+	old, had := s.held[spec.ID]
+	s.mu.Unlock()
+	if had {
+		before = old.img.Digest
+	}
+	if sbx.Spec.Image == nil || sbx.Status.Image == nil || sbx.Status.Image.Digest == "" {
+		s.release(spec.ID)
+		return nil, before, nil
+	}
+	digest := sbx.Status.Image.Digest
+	if had && old.asked == digest {
+		return old.img, before, nil
+	}
+	if s.store == nil {
+		return nil, before, &ImageError{Reason: playgroundv1alpha1.ReasonImageRefused, Refused: true,
+			Err: fmt.Errorf("this node's agent runs no images (its backends offer none, or it has no image store)")}
+	}
+	var kc authn.Keychain
+	if s.keychains != nil {
+		kc = s.keychains.Keychain(sbx.Namespace, sbx.Name, string(sbx.UID))
+	}
+	img, release, err := s.store.Pull(ctx, imageRef(sbx.Status.Image), spec.Tenant, kc, progress)
+	if err != nil {
+		return nil, before, err
+	}
+	s.keep(spec.ID, digest, img, release)
+	return img, before, nil
+}
+
+// keep records that sandbox id holds img, releasing what it held before.
+func (s *sandboxImages) keep(id, asked string, img *backend.Image, release func()) {
+	s.mu.Lock()
+	old, had := s.held[id]
+	s.held[id] = heldImage{img: img, asked: asked, release: release}
+	s.mu.Unlock()
+	if had {
+		old.release()
+	}
+}
+
+// reattach holds again, without asking the registry, the image a sandbox
+// ran before the agent restarted.
+func (s *sandboxImages) reattach(sbx *playgroundv1alpha1.Sandbox, id string) (*backend.Image, error) {
+	if sbx.Spec.Image == nil || sbx.Status.Image == nil || sbx.Status.Image.Digest == "" {
+		return nil, nil
+	}
+	if s.store == nil {
+		return nil, errors.New("this node's agent runs no images")
+	}
+	img, release, err := s.store.Hold(sbx.Status.Image.Digest)
+	if err != nil {
+		return nil, err
+	}
+	s.keep(id, sbx.Status.Image.Digest, img, release)
+	return img, nil
+}
+
+// current is the image sandbox id holds; nil for none.
+func (s *sandboxImages) current(id string) *backend.Image {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[id].img
+}
+
+// release lets the store remove the image sandbox id held (it was
+// removed, or runs no image any more).
+func (s *sandboxImages) release(id string) {
+	s.mu.Lock()
+	old, had := s.held[id]
+	delete(s.held, id)
+	s.mu.Unlock()
+	if had {
+		old.release()
+	}
+}
+
+// pullProgress writes a pull's progress in sbx's Provisioned condition,
+// at most once per pullProgressInterval.
+func (r *sandboxReconciler) pullProgress(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) func(done, total int64) {
+	var last time.Time
+	return func(done, total int64) {
+		if time.Since(last) < pullProgressInterval && done < total {
+			return
+		}
+		last = time.Now()
+		msg := fmt.Sprintf("Pulling image %s to node %s: %d of %d bytes", imageRef(sbx.Status.Image), r.node, done, total)
+		_ = r.setProvisioned(ctx, sbx, metav1.ConditionFalse, playgroundv1alpha1.ReasonPullingImage, msg)
+	}
+}
+
+// imageFailed says in sbx's Provisioned condition (and a Warning Event)
+// why it cannot have its image: a refused image waits for another digest;
+// anything else is tried again with backoff.
+func (r *sandboxReconciler) imageFailed(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, err error) error {
+	reason, refused := playgroundv1alpha1.ReasonImagePullFailed, false
+	var ie *ImageError
+	if errors.As(err, &ie) {
+		reason, refused = ie.Reason, ie.Refused
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	msg := truncate(err.Error())
+	r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "Provision", "%s", msg)
+	if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, reason, msg); serr != nil {
+		return errors.Join(err, serr)
+	}
+	if refused {
+		return nil // a new digest in status.image brings it back
+	}
+	return err
+}
+
+// digestOf is an image's digest; "" for the node's system.
+func digestOf(img *backend.Image) string {
+	if img == nil {
+		return ""
+	}
+	return img.Digest
+}
+
+// systemName says what a sandbox runs on, for Events.
+func systemName(img *backend.Image) string {
+	if img == nil || img.Digest == "" {
+		return "the node's system"
+	}
+	return "image " + img.Digest
 }

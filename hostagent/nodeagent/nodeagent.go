@@ -225,6 +225,14 @@ type Options struct {
 	// over, and no sandbox holds the others.
 	ReattachTimeout time.Duration
 
+	// Images is the node's image store, from which the sandboxes whose
+	// Sandbox names an image get it (StoreImages); nil: such a sandbox is
+	// refused (ImageRefused).
+	Images ImageStore
+	// ImageKeychains gives the pull credentials the manager delivered for
+	// a Sandbox; nil: images are pulled anonymously.
+	ImageKeychains Keychains
+
 	// Faculties configures the node's build cache of FacultyBundles: its
 	// Dir defaults to StateDir/faculties (the cache must outlive the
 	// agent, so that a restarted agent reattaches sandboxes with their

@@ -127,6 +127,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		node:      opts.NodeName,
 		endpoint:  endpoint,
 		recorder:  eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
+		images:    newSandboxImages(opts.Images, opts.ImageKeychains),
 	}
 	drift := make(chan event.GenericEvent, 256)
 	r.queue = drift
@@ -198,6 +199,8 @@ type sandboxReconciler struct {
 	recorder events.EventRecorder
 	// faculties decides the bundle builds each sandbox runs with.
 	faculties *faculties
+	// images holds the image each sandbox runs (images.go).
+	images *sandboxImages
 	// keys holds the signing keys the manager delivered.
 	keys *keyInbox
 	// queue brings a Sandbox back to the reconciler, and states paces
@@ -282,7 +285,8 @@ func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (id string
 	var warm string
 	spec := specOf("", sbx)
 	id, used, err := r.ids.AssignFrom(ownerOf(sbx), func() string {
-		if len(sbx.Bundles()) == 0 && sbx.Spec.FromSnapshot == "" {
+		// Nor one on an image: a warm sandbox runs the node's system.
+		if len(sbx.Bundles()) == 0 && sbx.Spec.FromSnapshot == "" && sbx.Spec.Image == nil {
 			warm, _ = r.pools.ClaimWarm(spec)
 		}
 		return warm
@@ -358,13 +362,29 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	restarting := wasProvisioned && !r.agent.Alive(spec.ID)
 
 	restart := wasProvisioned && r.restartRequested(sbx)
+	// The image is in the node's store, held while the sandbox exists; a
+	// new digest (or none, or a first one) restarts a running sandbox.
+	var ranImage string
+	if be, ok := r.agent.Backend(backendClass(sbx)); ok && sbx.Spec.Image != nil && !be.Capabilities().Images {
+		return r.imageFailed(ctx, sbx, &ImageError{Reason: playgroundv1alpha1.ReasonImageRefused, Refused: true,
+			Err: fmt.Errorf("backend %s runs no image on node %s (only oci does, with runc or gVisor; vm's root disk per digest is not built yet): remove spec.image, or use backend oci", backendClass(sbx), r.node)})
+	}
+	// A running sandbox keeps its condition while its new image is pulled.
+	progress := r.pullProgress(ctx, sbx)
+	if wasProvisioned {
+		progress = nil
+	}
+	if spec.Image, ranImage, err = r.images.forSandbox(ctx, sbx, spec, progress); err != nil {
+		return r.imageFailed(ctx, sbx, err)
+	}
+	imageChanged := wasProvisioned && ranImage != digestOf(spec.Image)
 	// Resumed from a suspension that stopped its processes, it starts
 	// again as after a restart; one that kept its memory is restored as
 	// it was, with the faculties it ran.
 	resumed := prev != nil && prev.Reason == playgroundv1alpha1.ReasonSuspended
 	restoring := resumed && r.agent.Checkpointed(spec)
 	var restarted bool
-	if spec.Faculties, err = r.faculties.forSandbox(ctx, sbx, spec.ID, restart || restarting || (resumed && !restoring), !wasProvisioned); err != nil {
+	if spec.Faculties, err = r.faculties.forSandbox(ctx, sbx, spec.ID, restart || imageChanged || restarting || (resumed && !restoring), !wasProvisioned); err != nil {
 		return r.waitForFaculties(ctx, sbx, err)
 	}
 	// The signing key is in the pile before the tenant's first call. A
@@ -402,7 +422,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		r.signing.ExpectSigningKey(spec.ID, false)
 	}
 	ensure := func() {
-		if restart {
+		if restart || imageChanged {
 			err = r.agent.Restart(ctx, spec)
 		} else {
 			restarted, err = r.agent.EnsureRestarted(ctx, spec)
@@ -426,6 +446,10 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	sbx.Status.RestartRequest = sbx.Spec.RestartRequest
 	r.restartAnswered(sbx, sbx.Spec.RestartRequest)
 	switch {
+	case imageChanged && !restart:
+		log.Info("Restarted the sandbox on its new image", "id", spec.ID, "from", ranImage, "to", digestOf(spec.Image))
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonImageChanged, "Restart",
+			"Restarted sandbox %s on node %s on %s (it ran %s): every process in it was killed; its workspace, home and pile are kept", spec.ID, r.node, systemName(spec.Image), systemName(&backend.Image{Digest: ranImage}))
 	case restart:
 		log.Info("Restarted the sandbox as requested", "id", spec.ID, "request", sbx.Spec.RestartRequest)
 		r.recorder.Eventf(sbx, nil, corev1.EventTypeNormal, playgroundv1alpha1.ReasonRestarted, "Restart",
@@ -561,6 +585,7 @@ func (r *sandboxReconciler) reconcileSuspended(ctx context.Context, sbx *playgro
 		return r.failed(ctx, sbx, "Suspend", fmt.Errorf("choosing the sandbox's ID: %w", err))
 	}
 	spec := specOf(id, sbx)
+	spec.Image = r.images.current(id)
 	sus, err := r.agent.Suspend(ctx, spec)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -636,6 +661,7 @@ func (r *sandboxReconciler) reconcileDelete(ctx context.Context, sbx *playground
 		}
 		return r.failed(ctx, sbx, "Destroy", fmt.Errorf("destroying sandbox %s: %w", id, err))
 	}
+	r.images.release(id)
 	// A retained pile keeps its record: a Sandbox re-created under the
 	// same name finds it. Nothing else of the sandbox is left to find.
 	if !keepPile {
@@ -851,6 +877,13 @@ func (r *sandboxReconciler) pendingReattach(ctx context.Context) ([]reattachment
 		// A running sandbox keeps the builds it has, as its status says.
 		spec := specOf(id, sbx)
 		spec.Faculties = r.faculties.fromStatus(sbx)
+		if spec.Image, err = r.images.reattach(sbx, id); err != nil {
+			// Not on the node (its store was cleared): the reconciler
+			// pulls it and starts the sandbox again on it.
+			log.Error(err, "A sandbox's image is not in the node's store; the reconciler pulls it", "sandbox", klog.KObj(sbx))
+			pending[id] = spec.Tenant
+			continue
+		}
 		out = append(out, reattachment{sbx: sbx, spec: spec})
 		pending[id] = spec.Tenant
 	}

@@ -328,6 +328,9 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := validateJailName(spec.ID); err != nil {
 		return err
 	}
+	if spec.Image != nil {
+		return fmt.Errorf("%w: the jail backend runs no OCI image (a jail's userland is the node's --jail-base): remove the image, or run the sandbox on a Linux node's oci backend", backend.ErrInvalidRequest)
+	}
 	if len(spec.Egress) > 0 {
 		return fmt.Errorf("%w: the jail backend offers network none only (a vnet jail with loopback): the Tenant's egress rules cannot be enforced here", backend.ErrInvalidRequest)
 	}

@@ -337,6 +337,9 @@ func (b *Backend) validateSpec(spec backend.Spec) error {
 	if iso := backend.IsolationOf(spec); iso != backend.IsolationContainer {
 		return fmt.Errorf("lima: sandbox %s asks for isolation %q; a Lima sandbox is a virtual machine and offers no other", spec.ID, iso)
 	}
+	if spec.Image != nil {
+		return fmt.Errorf("lima: sandbox %s names an image, which a Lima sandbox does not run (its system is the Lima VM's): remove the image, or use the oci backend", spec.ID)
+	}
 	if len(spec.Egress) > 0 {
 		// The VM's only network is Lima's user-mode network (slirp, or
 		// vz's NAT), which reaches the host's own loopback services too

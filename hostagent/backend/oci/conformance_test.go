@@ -19,6 +19,8 @@ limitations under the License.
 package oci
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -66,4 +68,66 @@ func leftovers(tb testing.TB, stateDir, id string) []string {
 		}
 	}
 	return left
+}
+
+// TestConformanceOnAnImage runs the suite on sandboxes whose system is an
+// image: a layer of the node's own userland (the suite needs a whole one,
+// which no image pushed here would hold in reasonable time), its /usr
+// hard-linked, mounted and read as an image's layers are.
+func TestConformanceOnAnImage(t *testing.T) {
+	requireRunc(t)
+	layer, err := os.MkdirTemp("", "pg-image-layer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(layer) })
+	if out, err := exec.Command("cp", "-a", "-l", "/usr", filepath.Join(layer, "usr")).CombinedOutput(); err != nil {
+		t.Skipf("hard-linking the node's /usr into a layer: %v: %s", err, out)
+	}
+	if err := os.Mkdir(filepath.Join(layer, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range DefaultEtcFiles {
+		if src := filepath.Join("/etc", e); backend.FileExists(src) {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(layer, "etc", e)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("cp", "-a", src, filepath.Join(layer, "etc", e)).CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+		}
+	}
+	for _, d := range []string{"bin", "sbin", "lib", "lib64"} {
+		if target, err := os.Readlink(filepath.Join("/", d)); err == nil {
+			if err := os.Symlink(target, filepath.Join(layer, d)); err != nil {
+				t.Fatal(err)
+			}
+		} else if fi, err := os.Stat(filepath.Join("/", d)); err == nil && fi.IsDir() {
+			t.Skipf("the node's /%s is no link into /usr: this test takes a merged-/usr node", d)
+		}
+	}
+	img := &backend.Image{Digest: "sha256:" + strings.Repeat("0c", 32), Layers: []string{layer}, Env: []string{"FROM_IMAGE=1"}}
+	conformance.Run(t, conformance.Harness{
+		NewStateDir: newStateDir,
+		New: func(tb testing.TB, dir string) backend.Backend {
+			return onImage{Backend: newBackend(tb, dir), img: img}
+		},
+		Leftovers: leftovers,
+	})
+}
+
+// onImage runs every sandbox it provisions or takes over on img.
+type onImage struct {
+	backend.Backend
+	img *backend.Image
+}
+
+func (o onImage) Provision(ctx context.Context, spec backend.Spec) error {
+	spec.Image = o.img
+	return o.Backend.Provision(ctx, spec)
+}
+
+func (o onImage) Reattach(ctx context.Context, spec backend.Spec) error {
+	spec.Image = o.img
+	return o.Backend.Reattach(ctx, spec)
 }

@@ -26,6 +26,7 @@ limitations under the License.
 //	<state>/bin/playground-sandbox-<hash>  the guest binary, by content
 //	<state>/shared/<fingerprint>/   the node's /etc entries (copies) and the guest binary (a link), overlaid by runc sandboxes (overlay.go)
 //	<state>/empty/                  every such overlay's bottom layer
+//	<state>/images/<hex>/           an image's layers mounted read-only while a sandbox names it (image.go)
 //	<state>/builders/<id>           a builder (builder.go) exists: removed by New if left
 //	<state>/sandboxes/<id>/         one sandbox or builder (root:<its gid>, 0710)
 //	    sandbox.json                the Spec (its isolation: the runtime) and the sandbox's ID-map slot

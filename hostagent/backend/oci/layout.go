@@ -29,6 +29,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -77,6 +78,9 @@ func validateSpecFields(spec backend.Spec) error {
 		return fmt.Errorf("oci: %w", err)
 	}
 	if err := validateFaculties(spec.Faculties); err != nil {
+		return err
+	}
+	if err := validateImage(spec.Image); err != nil {
 		return err
 	}
 	r := spec.Resources
@@ -200,10 +204,14 @@ func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 	if err := writeJSON(filepath.Join(dir, "sandbox.json"), sandboxFile{Spec: sb.spec, Slot: sb.slot, Builder: sb.builder, Warm: sb.warm}, 0o600); err != nil {
 		return err
 	}
-	if err := b.prepareRootfs(sb); err != nil {
+	sys, err := b.systemOf(sb)
+	if err != nil {
 		return err
 	}
-	if err := b.prepareEtc(sb); err != nil {
+	if err := b.prepareRootfs(sb, sys); err != nil {
+		return err
+	}
+	if err := b.prepareEtc(sb, sys); err != nil {
 		return err
 	}
 	if err := b.mountVolume(ctx, sb, b.volumes(sb)[0]); err != nil {
@@ -252,15 +260,29 @@ func (b *Backend) prepare(ctx context.Context, sb *sandbox) error {
 
 // prepareRootfs creates the read-only root: mount points and the symlinks
 // of merged-/usr systems. Nothing in it is writable by the sandbox.
-func (b *Backend) prepareRootfs(sb *sandbox) error {
+func (b *Backend) prepareRootfs(sb *sandbox, sys system) error {
 	rootfs := filepath.Join(sb.dir, "rootfs")
 	if err := ensureDir(rootfs, 0o755, 0, 0); err != nil {
 		return err
 	}
 	dirs := []string{"proc", "dev", "sys", "etc", "run", "tmp", "var", "home", guestapi.TenantHome, guestapi.Workspace, guestapi.PileDir, guestapi.Dir, guestapi.RunDir, filepath.Dir(guestapi.Binary), filepath.Dir(guestapi.FacultiesDir), guestapi.FacultiesDir}
-	dirs = append(dirs, b.baseDirs...)
+	dirs = append(dirs, sys.dirs...)
 	if sb.builder {
 		dirs = append(dirs, buildSrcDir, buildOutDir)
+	}
+	// A base directory of another system (an image's, or the node's
+	// before the sandbox had one) goes: a link never chmod'ed through.
+	for _, d := range b.opts.BaseDirs {
+		p := filepath.Join(rootfs, d)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		_, link := sys.links[d]
+		isLink := fi.Mode()&os.ModeSymlink != 0
+		if slices.Contains(sys.dirs, d) && isLink || link && !isLink || !link && !slices.Contains(sys.dirs, d) {
+			_ = os.Remove(p) // a mount point (empty) or a link
+		}
 	}
 	for _, d := range dirs {
 		if err := ensureDir(filepath.Join(rootfs, d), 0o755, 0, 0); err != nil {
@@ -271,7 +293,7 @@ func (b *Backend) prepareRootfs(sb *sandbox) error {
 		return err
 	}
 	links := map[string]string{"var/tmp": "/tmp"}
-	for d, target := range b.baseLinks {
+	for d, target := range sys.links {
 		links[strings.TrimPrefix(d, "/")] = target
 	}
 	for name, target := range links {
@@ -289,7 +311,7 @@ func (b *Backend) prepareRootfs(sb *sandbox) error {
 
 // prepareEtc generates the sandbox's /etc: identities, name resolution and
 // the login profile, plus mount points for the host entries in EtcFiles.
-func (b *Backend) prepareEtc(sb *sandbox) error {
+func (b *Backend) prepareEtc(sb *sandbox, sys system) error {
 	etc := filepath.Join(sb.dir, "etc")
 	if err := ensureDir(etc, 0o755, 0, 0); err != nil {
 		return err
@@ -311,12 +333,41 @@ func (b *Backend) prepareEtc(sb *sandbox) error {
 			return err
 		}
 	}
-	for _, e := range b.etcBinds {
-		src := filepath.Join(b.opts.BaseRoot, "etc", e)
+	// An entry of another system goes (a mount point, or an image's
+	// link); the generated files are not entries.
+	for _, e := range b.opts.EtcFiles {
+		if _, ok := files[e]; ok || slices.Contains(sys.etc, e) {
+			continue
+		}
+		p := filepath.Join(etc, e)
+		if target, ok := sys.etcLinks[e]; ok {
+			if cur, err := os.Readlink(p); err == nil && cur == target {
+				continue
+			}
+			_ = os.RemoveAll(p)
+			if err := os.Symlink(target, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := os.Lstat(p); err == nil {
+			_ = os.RemoveAll(p)
+		}
+	}
+	for _, e := range sys.etc {
+		src := filepath.Join(sys.root, "etc", e)
 		dst := filepath.Join(etc, e)
-		fi, err := os.Stat(src)
+		stat := os.Stat
+		if sys.image {
+			// Checked by inspectImage: no link on the way.
+			stat = os.Lstat
+		}
+		fi, err := stat(src)
 		if err != nil {
 			continue
+		}
+		if cur, err := os.Lstat(dst); err == nil && cur.Mode()&os.ModeSymlink != 0 {
+			_ = os.Remove(dst)
 		}
 		if err := ensureDir(filepath.Dir(dst), 0o755, 0, 0); err != nil {
 			return err

@@ -101,6 +101,10 @@ type Backend struct {
 	// cpu is the CPU of the sandboxes' ended containers (usage.go).
 	cpu cpuLedger
 
+	// imageMu serialises mounting and unmounting images (image.go);
+	// imageSystems are the mounted images' systems, by digest.
+	imageMu      sync.Mutex
+	imageSystems map[string]system
 	// caps are the Capabilities, made once (Capabilities).
 	caps backend.Described
 }
@@ -186,6 +190,8 @@ func New(opts Options) (*Backend, error) {
 		runc:      &runc{bin: rt, root: filepath.Join(opts.StateDir, "runc")},
 		baseLinks: make(map[string]string),
 		lifelines: make(map[string]*lifeline),
+
+		imageSystems: make(map[string]system),
 	}
 	b.slots = backend.Slots{First: 0, N: opts.IDMapSlots, Load: b.loadSlots}
 	if opts.GVisorRuntime != "" {
@@ -464,7 +470,7 @@ func (b *Backend) Name() string { return "oci" }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return b.caps.Get(func() backend.Capabilities {
 		return backend.Capabilities{
-			ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress,
+			ProvesCleanup: true, AppendOnlyPile: true, SharedPile: true, Egress: b.opts.Network == NetworkEgress, Images: true,
 			Prober: b, StartCounter: &b.starts, Dialer: b, OOMCounter: b, ForkCounter: b,
 			WorkerSupervisor: b, StorageReporter: b, PileReader: b, FileServer: b, Isolator: b, WarmPool: b, Builder: b, SigningKeyHolder: backend.KeyInstaller{Name: "oci", Locks: &b.locks, Install: b.installSigningKey, InstallUntouched: b.installSigningKeyUntouched},
 			Suspender: b.suspender(), Pauser: b, Snapshotter: b.snapshots(), UsageMeter: b, EgressBroker: b, EgressMeter: b,
@@ -592,6 +598,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 		}
 		spec.Storage = sb.spec.Storage
 	}
+	previous := imageOf(sb.spec)
 	sb.spec = spec
 	if err := b.prepare(ctx, sb); err != nil {
 		if snap != nil {
@@ -605,7 +612,7 @@ func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 			return errors.Join(err, b.destroyLocked(ctx, spec.ID, false))
 		}
 	}
-	return nil
+	return b.imageChanged(previous, spec)
 }
 
 // Start implements backend.Backend.
@@ -649,9 +656,20 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 		return err
 	}
 	spec.Storage = sb.spec.Storage // fixed at provisioning
+	previous := imageOf(sb.spec)
 	sb.spec = spec
 	if err := b.prepare(ctx, sb); err != nil {
 		return err
+	}
+	if err := b.imageChanged(previous, spec); err != nil {
+		return err
+	}
+	if previous != imageOf(spec) {
+		// Its image changed while no agent ran: it starts afresh on the
+		// new one, its files kept, rather than run on the old.
+		if err := b.stopLocked(ctx, spec.ID); err != nil {
+			return err
+		}
 	}
 	return b.start(ctx, sb)
 }
@@ -689,7 +707,17 @@ func (b *Backend) destroyLocked(ctx context.Context, id string, keepPile bool) e
 	}
 	forgetCredentials(id)
 	defer b.forgetCPU(id)
-	return b.removeSandboxDir(id, keepPile)
+	var image *backend.Image
+	if sb, err := b.load(id); err == nil {
+		image = sb.spec.Image
+	}
+	if err := b.removeSandboxDir(id, keepPile); err != nil {
+		return err
+	}
+	if image != nil {
+		return b.releaseImage(image.Digest)
+	}
+	return nil
 }
 
 // Stop ends a sandbox's container and every process in it but keeps its
@@ -1027,10 +1055,14 @@ func (b *Backend) startContainer(ctx context.Context, sb *sandbox) error {
 	// gVisor's sentry has files, devices, locks and watches of its own; a
 	// runc sandbox gets overlays and device nodes of its own of what
 	// sandboxes share, mounted where runc starts (overlay.go).
-	src := b.hostSources(sb)
+	sys, err := b.systemOf(sb)
+	if err != nil {
+		return err
+	}
+	src := b.hostSources(sb, sys)
 	var setup func() error
 	if !rt.gvisor {
-		if src, setup, err = b.baseFor(sb); err != nil {
+		if src, setup, err = b.baseFor(sb, sys); err != nil {
 			return err
 		}
 	}

@@ -99,6 +99,8 @@ const (
 	sharedGuest = "playground-sandbox"
 	// devMount is the device nodes' mount point under baseName.
 	devMount = "dev"
+	// imageEtcMount is an image's /etc's mount point under baseName.
+	imageEtcMount = "image-etc"
 )
 
 // overlayOptions, beyond the layers: no redirect or metacopy xattr of a
@@ -109,6 +111,7 @@ const overlayOptions = "redirect_dir=nofollow,metacopy=off"
 // sources say where the files every sandbox reads come from in a bundle:
 // the node's own paths (gVisor), or the sandbox's overlays (runc).
 type sources struct {
+	dirs      []string          // the base directories, in order
 	baseDirs  map[string]string // base directory → source
 	etc       []string          // the /etc entries bound in
 	etcDir    string            // where they are
@@ -116,17 +119,19 @@ type sources struct {
 	faculties map[string]string // faculty name → source
 }
 
-// hostSources are the node's own paths.
-func (b *Backend) hostSources(sb *sandbox) sources {
+// hostSources are the node's own paths (sys's: the node's system, or
+// its image's mount).
+func (b *Backend) hostSources(sb *sandbox, sys system) sources {
 	s := sources{
-		baseDirs:  make(map[string]string, len(b.baseDirs)),
-		etc:       b.etcBinds,
-		etcDir:    filepath.Join(b.opts.BaseRoot, "etc"),
+		dirs:      sys.dirs,
+		baseDirs:  make(map[string]string, len(sys.dirs)),
+		etc:       sys.etc,
+		etcDir:    filepath.Join(sys.root, "etc"),
 		guest:     b.guestBin,
 		faculties: make(map[string]string, len(sb.spec.Faculties)),
 	}
-	for _, d := range b.baseDirs {
-		s.baseDirs[d] = filepath.Join(b.opts.BaseRoot, d)
+	for _, d := range sys.dirs {
+		s.baseDirs[d] = filepath.Join(sys.root, d)
 	}
 	for _, f := range sb.spec.Faculties {
 		s.faculties[f.Name] = f.Dir
@@ -151,15 +156,22 @@ func facultyMount(name string) string { return "faculty-" + name }
 // baseFor prepares sb's overlays and device nodes for its start by runc:
 // it returns the bundle's sources in them, and the setup that mounts them,
 // to run in the runtime's mount namespace (inMountNamespace).
-func (b *Backend) baseFor(sb *sandbox) (sources, func() error, error) {
+func (b *Backend) baseFor(sb *sandbox, sys system) (sources, func() error, error) {
 	tree, etc, err := b.sharedFor(sb)
 	if err != nil {
 		return sources{}, nil, err
 	}
 	base := filepath.Join(sb.dir, baseName)
 	ovs := []overlay{{sharedMount, tree}}
-	for _, d := range b.baseDirs {
-		ovs = append(ovs, overlay{baseDirMount(d), filepath.Join(b.opts.BaseRoot, d)})
+	etcDir := filepath.Join(base, sharedMount, "etc")
+	if sys.image {
+		// The image's /etc entries, not the node's: an overlay of the
+		// image's /etc (checked no link by inspectImage).
+		ovs = append(ovs, overlay{imageEtcMount, filepath.Join(sys.root, "etc")})
+		etc, etcDir = sys.etc, filepath.Join(base, imageEtcMount)
+	}
+	for _, d := range sys.dirs {
+		ovs = append(ovs, overlay{baseDirMount(d), filepath.Join(sys.root, d)})
 	}
 	for _, f := range sb.spec.Faculties {
 		ovs = append(ovs, overlay{facultyMount(f.Name), f.Dir})
@@ -168,13 +180,14 @@ func (b *Backend) baseFor(sb *sandbox) (sources, func() error, error) {
 		return sources{}, nil, err
 	}
 	s := sources{
-		baseDirs:  make(map[string]string, len(b.baseDirs)),
+		dirs:      sys.dirs,
+		baseDirs:  make(map[string]string, len(sys.dirs)),
 		etc:       etc,
-		etcDir:    filepath.Join(base, sharedMount, "etc"),
+		etcDir:    etcDir,
 		guest:     filepath.Join(base, sharedMount, sharedGuest),
 		faculties: make(map[string]string, len(sb.spec.Faculties)),
 	}
-	for _, d := range b.baseDirs {
+	for _, d := range sys.dirs {
 		s.baseDirs[d] = filepath.Join(base, baseDirMount(d))
 	}
 	for _, f := range sb.spec.Faculties {

@@ -358,7 +358,11 @@ func BenchmarkOwnOverlays(b *testing.B) {
 				if stale {
 					be.shared.seen = time.Time{}
 				}
-				_, setup, err := be.baseFor(sb)
+				sys, err := be.systemOf(sb)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, setup, err := be.baseFor(sb, sys)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -166,7 +166,7 @@ func (b *Backend) buildSpec(sb *sandbox, src sources) *runtimeSpec {
 		// an egress namespace belongs to the node's user namespace.
 		mounts = append(mounts, mount{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}})
 	}
-	for _, d := range b.baseDirs {
+	for _, d := range src.dirs {
 		mounts = append(mounts, mount{Destination: d, Type: "bind", Source: src.baseDirs[d], Options: bindRO})
 	}
 	mounts = append(mounts, mount{Destination: "/etc", Type: "bind", Source: filepath.Join(dir, "etc"), Options: append(bindRO, "noexec")})

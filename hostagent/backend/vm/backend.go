@@ -364,6 +364,9 @@ func validateSpec(spec backend.Spec) error {
 	if len(spec.Faculties) > 0 {
 		return fmt.Errorf("vm: sandbox %s has faculties, which the vm backend does not install yet: run it on the oci backend", spec.ID)
 	}
+	if spec.Image != nil {
+		return fmt.Errorf("vm: sandbox %s names an image, which the vm backend does not run yet (a root disk built once per digest is planned): run it on the oci backend", spec.ID)
+	}
 	if err := backend.ValidateLogin(spec); err != nil {
 		return fmt.Errorf("vm: %w", err)
 	}
