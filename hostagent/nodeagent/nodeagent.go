@@ -229,8 +229,8 @@ type Options struct {
 	// Sandbox names an image get it (StoreImages); nil: such a sandbox is
 	// refused (ImageRefused).
 	Images ImageStore
-	// ImageKeychains gives the pull credentials the manager delivered for
-	// a Sandbox; nil: images are pulled anonymously.
+	// ImageKeychains gives the pull credentials of a Sandbox; nil: those
+	// the manager delivered to this agent (the Agent's ImageCredentials).
 	ImageKeychains Keychains
 
 	// Faculties configures the node's build cache of FacultyBundles: its
@@ -384,6 +384,11 @@ func Run(ctx context.Context, opts Options) error {
 	agent, err := hostagent.New(agentOpts)
 	if err != nil {
 		return fmt.Errorf("nodeagent: %w", err)
+	}
+	if opts.ImageKeychains == nil {
+		// The node's pulls use what the manager delivered to this agent
+		// for each Sandbox (POST /v1/image-credentials).
+		opts.ImageKeychains = agent.ImageCredentials()
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownGrace)

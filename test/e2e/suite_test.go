@@ -187,6 +187,8 @@ type node struct {
 	// imageCredentials, when set, is its kernel's pull-credential
 	// service, for one start (a new agent process starts with none).
 	imageCredentials *hostagent.ImageCredentials
+	// images, when set, is its image store.
+	images nodeagent.ImageStore
 	// logger, when set, receives its logs.
 	logger logr.Logger
 }
@@ -237,6 +239,7 @@ func startNode(t *testing.T, n *node) {
 	}
 	opts.Agent.Tracer = n.tracer
 	opts.Agent.ImageCredentials = n.imageCredentials
+	opts.Images = n.images
 	opts.Logger = n.logger
 	opts.UsageInterval = n.usageInterval
 	opts.StateWriteInterval = n.stateWriteInterval
