@@ -63,6 +63,8 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/backend/vm"
+	"github.com/playground-dev/playground/hostagent/imagestore"
+	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/manifest"
 	"github.com/playground-dev/playground/internal/registrytest"
 	"github.com/playground-dev/playground/internal/sysctltest"
@@ -242,7 +244,10 @@ func (env *examplesEnv) image(t *testing.T, objs []*unstructured.Unstructured, t
 		env.registry.Private(repo, user, password)
 		auth = &authn.Basic{Username: user, Password: password}
 	}
-	img := registrytest.Image(t, nil, registrytest.Layer(t, registrytest.Tar(t, registrytest.File("etc/os-release", "ID="+tenant+"\n", 0o644))))
+	// A system of this machine's shell and cat, its own os-release: what
+	// the example's sandbox runs as its system.
+	img := registrytest.Image(t, []string{"PATH=/usr/bin:/bin"},
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, "ID="+tenant+"\n", true, "dash", "cat")...)))
 	byDigest := env.registry.Push(t, repo, tag, img, auth)
 	env.digests[tenant] = byDigest[strings.Index(byDigest, "@")+1:]
 	g.Expect(unstructured.SetNestedField(tn.Object, env.registry.Host+"/"+repo+":"+tag, "spec", "sandbox", "image", "reference")).To(Succeed())
@@ -260,6 +265,7 @@ func checkImagePinned(tenant string) func(*testing.T, *examplesEnv) {
 		c := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ImageResolvedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(playgroundv1alpha1.ReasonImageResolved))
+		g.Expect(shell(t, sbx, "cat /etc/os-release")).To(Equal("ID="+tenant+"\n"), "the sandbox runs the image as its system")
 	}
 }
 
@@ -420,8 +426,12 @@ func startExamplesNode(t *testing.T, env *examplesEnv) {
 	data, err := os.ReadFile(worker)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(os.WriteFile(filepath.Join(env.facultyDir, "playground-example-worker"), data, 0o755)).To(Succeed())
+	// The node's image store, reaching the test's registry (the image
+	// examples' stand-in, on loopback in cleartext).
+	store, err := imagestore.Open(imagestore.Options{Dir: filepath.Join(stateDir, "image-store"), PlainHTTP: []string{"127.0.0.1"}})
+	g.Expect(err).NotTo(HaveOccurred())
 	startNode(t, &node{name: "examples-1", labels: pool("examples"), stateDir: stateDir,
-		hostPathPrefixes: []string{env.facultyDir}, backends: backends})
+		hostPathPrefixes: []string{env.facultyDir}, backends: backends, images: nodeagent.StoreImages(store)})
 }
 
 // waitExample waits until every FacultyBundle, WorkerMapping and Tenant
