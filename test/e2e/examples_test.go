@@ -63,8 +63,6 @@ import (
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/hostagent/backend/vm"
-	"github.com/playground-dev/playground/hostagent/imagestore"
-	"github.com/playground-dev/playground/hostagent/nodeagent"
 	"github.com/playground-dev/playground/internal/manifest"
 	"github.com/playground-dev/playground/internal/registrytest"
 	"github.com/playground-dev/playground/internal/sysctltest"
@@ -428,10 +426,8 @@ func startExamplesNode(t *testing.T, env *examplesEnv) {
 	g.Expect(os.WriteFile(filepath.Join(env.facultyDir, "playground-example-worker"), data, 0o755)).To(Succeed())
 	// The node's image store, reaching the test's registry (the image
 	// examples' stand-in, on loopback in cleartext).
-	store, err := imagestore.Open(imagestore.Options{Dir: filepath.Join(stateDir, "image-store"), PlainHTTP: []string{"127.0.0.1"}})
-	g.Expect(err).NotTo(HaveOccurred())
 	startNode(t, &node{name: "examples-1", labels: pool("examples"), stateDir: stateDir,
-		hostPathPrefixes: []string{env.facultyDir}, backends: backends, images: nodeagent.StoreImages(store)})
+		hostPathPrefixes: []string{env.facultyDir}, backends: backends, images: imageStore(t, filepath.Join(stateDir, "image-store"))})
 }
 
 // waitExample waits until every FacultyBundle, WorkerMapping and Tenant

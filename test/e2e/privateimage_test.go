@@ -1,3 +1,5 @@
+//go:build linux
+
 /*
 Copyright 2026 The Playground Authors.
 
