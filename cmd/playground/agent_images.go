@@ -22,8 +22,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/playground-dev/playground/hostagent/backend"
 )
 
 // defaultImageCheckTTL is how long a registry's yes to a tenant's pull
@@ -67,14 +65,4 @@ func (f imageStoreFlags) settings(stateDir string) (imageStoreSettings, error) {
 		return s, fmt.Errorf("--image-check-ttl: want a positive duration, not %s", f.checkTTL)
 	}
 	return s, nil
-}
-
-// runsImages says whether a backend of the node runs sandboxes on images.
-func runsImages(bes []backend.Backend) bool {
-	for _, be := range bes {
-		if be.Capabilities().Images {
-			return true
-		}
-	}
-	return false
 }

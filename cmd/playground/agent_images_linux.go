@@ -45,3 +45,13 @@ func (f imageStoreFlags) open(stateDir string, bes []backend.Backend) (nodeagent
 	}
 	return nodeagent.StoreImages(store), nil
 }
+
+// runsImages says whether a backend of the node runs sandboxes on images.
+func runsImages(bes []backend.Backend) bool {
+	for _, be := range bes {
+		if be.Capabilities().Images {
+			return true
+		}
+	}
+	return false
+}
