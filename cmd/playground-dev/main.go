@@ -36,6 +36,7 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/cmd/playground-dev/devenv"
@@ -91,6 +92,11 @@ func runDev(ctx context.Context, args []string) error {
 	opts.FacultyHostPathPrefixes = []string{devenv.DefaultFacultyHostPath}
 	fs.Var(cmdflags.StringList(&opts.FacultyHostPathPrefixes), "faculty-host-path-prefix", "a directory under which FacultyBundles' hostPath sources are read, beside the samples' (repeatable, or comma-separated); see the agent's flag")
 	fs.IntVar(&opts.WarmPool, "warm-pool", 2, "how many blank container sandboxes the node keeps started ahead of demand (0: none); see the agent's --warm-pool")
+	// A registry on this machine is reached in cleartext, as Docker's
+	// daemon does: no credential leaves the machine.
+	opts.ImageRegistryPlainHTTP = []string{"localhost", "127.0.0.1", "::1"}
+	fs.Var(cmdflags.StringList(&opts.ImageRegistryPlainHTTP), "image-registry-plain-http", "an image registry (host:port, or a host for any port) reached over cleartext HTTP, beside this machine's own (localhost, 127.0.0.1, ::1); repeatable. Every other one is reached over HTTPS only")
+	imageStoreBytes := fs.String("image-store-bytes", "20Gi", "disk the node's image store may take (a quantity); see the agent's --image-store-bytes")
 	vmf := cmdflags.AddVMFlags(fs)
 	verbose := fs.Bool("v", false, "print the components' logs to standard error too (they always go to playground.log in the state directory, formatted by the --zap-* flags)")
 	logOpts := cmdflags.LogFlags(fs, "console")
@@ -112,7 +118,11 @@ func runDev(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("--network: want none or egress, not %q", *network)
 	}
-	var err error
+	q, err := resource.ParseQuantity(*imageStoreBytes)
+	if err != nil || q.Sign() <= 0 {
+		return fmt.Errorf("--image-store-bytes: want a positive quantity such as 20Gi, not %q", *imageStoreBytes)
+	}
+	opts.ImageStoreBytes = q.Value()
 	if opts.Runsc, err = cmdflags.LookRunsc(*runsc); err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/playground-dev/playground/cmd/playground-dev/devenv"
 	"github.com/playground-dev/playground/hostagent/backend/oci"
 	"github.com/playground-dev/playground/internal/controlplane"
+	"github.com/playground-dev/playground/internal/registrytest"
 	"github.com/playground-dev/playground/internal/sysctltest"
 	"github.com/playground-dev/playground/internal/testbin"
 )
@@ -171,6 +172,33 @@ func checkEgress(t *testing.T, kubectl func(...string) string, endpoint string) 
 	}
 }
 
+// checkImage: make dev runs a Tenant on its own image, from a registry on
+// this machine (reached in cleartext, as dev allows for loopback), as
+// its sandbox's system.
+func checkImage(t *testing.T, kubectl func(...string) string, endpoint string) {
+	t.Helper()
+	reg := registrytest.Start(t)
+	ref := reg.Push(t, "dev/system", "v1", registrytest.Image(t, []string{"PATH=/usr/bin:/bin"},
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, "ID=dev-image\n", true, "dash", "cat")...))), nil)
+	tag := reg.Host + "/dev/system:v1"
+	manifest := filepath.Join(t.TempDir(), "tenant.yaml")
+	if err := os.WriteFile(manifest, []byte("apiVersion: playground.dev/v1alpha1\nkind: Tenant\nmetadata: {name: image-dev, namespace: default}\n"+
+		"spec: {sandbox: {image: {reference: "+tag+"}}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl("apply", "-f", manifest)
+	defer kubectl("delete", "-f", manifest, "--wait=false")
+	kubectl("wait", "--for=condition=Ready", "--timeout=3m", "-n", "default", "tenant/image-dev")
+	secret := kubectl("get", "secret", playgroundv1alpha1.CredentialSecretName("image-dev"), "-n", "default", "-o", "jsonpath={.data.token}")
+	token, err := base64.StdEncoding.DecodeString(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, out := execOverMCP(t, endpoint, string(token), "cat /etc/os-release"); out != "ID=dev-image\n" {
+		t.Fatalf("a make dev sandbox on image %s reads /etc/os-release %q; want the image's", ref, out)
+	}
+}
+
 type devRun struct {
 	uid, sandboxID, output string
 }
@@ -253,6 +281,7 @@ func runDevOnce(t *testing.T, root, bin, guest, assets, state, samples, facultie
 	sandboxID, output := execOverMCP(t, endpoint[1], token[1], command)
 	if plugin != "" {
 		checkEgress(t, kubectl, endpoint[1])
+		checkImage(t, kubectl, endpoint[1])
 		checkCluster(t, kubectl, printed, plugin, kubeconfig)
 	}
 

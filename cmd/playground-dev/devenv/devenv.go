@@ -95,6 +95,13 @@ type Options struct {
 	// (oci.Options): zero keeps none.
 	WarmPool     int
 	WarmPoolRate float64
+	// ImageStoreBytes bounds the node's image store (the images Tenants
+	// name, unpacked); zero: the agent's default.
+	ImageStoreBytes int64
+	// ImageRegistryPlainHTTP are the image registries (host:port, or a
+	// host for any port) the manager and the node reach over cleartext
+	// HTTP; every other one over HTTPS only.
+	ImageRegistryPlainHTTP []string
 	// Workers is how many objects the manager, and how many sandboxes the
 	// agent, handle at once; zero: their defaults.
 	Workers int
@@ -358,7 +365,8 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{Logger: opts.Logger.WithName("manager"), Options: controllers.Options{Workers: opts.Workers, Agents: agents},
+	mgr, err := controllers.NewManager(cp.Config, controllers.ManagerOptions{Logger: opts.Logger.WithName("manager"), Options: controllers.Options{Workers: opts.Workers, Agents: agents,
+		Images: controllers.ImageOptions{PlainHTTP: opts.ImageRegistryPlainHTTP}},
 		// A process may run several (the benchmarks do).
 		SkipNameValidation: true})
 	if err != nil {
@@ -391,8 +399,13 @@ func Start(ctx context.Context, opts Options, out io.Writer) (_ *Env, err error)
 			})
 		}
 	}
+	images, err := openImages(filepath.Join(nodeDir, "image-store"), opts.ImageStoreBytes, opts.ImageRegistryPlainHTTP)
+	if err != nil {
+		return nil, err
+	}
 	goRun("agent", func(ctx context.Context) error {
 		return nodeagent.Run(ctx, nodeagent.Options{
+			Images:   images,
 			Config:   cp.Config,
 			NodeName: env.Node,
 			StateDir: nodeDir,
