@@ -103,6 +103,7 @@ func (in *initProc) release() error {
 	in.control, in.listener, in.releaseR, in.releaseW = nil, nil, nil, nil
 	for pid := range in.idle {
 		// An idle shepherd holds nothing but the socket.
+		in.ending[pid] = true
 		_ = unix.Kill(pid, unix.SIGKILL)
 		delete(in.idle, pid)
 	}
@@ -118,7 +119,14 @@ func (in *initProc) release() error {
 				drained = true
 			}
 		}
+		// A killed shepherd's files are closed once it is reaped, not
+		// when /proc stops listing them: gVisor empties an exiting
+		// task's file table before it closes the files, and a checkpoint
+		// that meets the socket still open fails (and ends the sandbox).
 		holders := socketHolders(links)
+		for pid := range in.ending {
+			holders = append(holders, pid)
+		}
 		if len(holders) == 0 {
 			return nil
 		}

@@ -108,10 +108,11 @@ func RunInit(opts InitOptions) error {
 		opts.Log = os.Stderr
 	}
 	in := &initProc{
-		opts: opts,
-		log:  log.New(opts.Log, "playground-sandbox init: ", log.LstdFlags|log.LUTC),
-		idle: make(map[int]bool),
-		busy: make(map[int]bool),
+		opts:   opts,
+		log:    log.New(opts.Log, "playground-sandbox init: ", log.LstdFlags|log.LUTC),
+		idle:   make(map[int]bool),
+		busy:   make(map[int]bool),
+		ending: make(map[int]bool),
 	}
 	return in.run()
 }
@@ -133,6 +134,10 @@ type initProc struct {
 
 	idle map[int]bool // spare shepherds blocked in accept
 	busy map[int]bool // shepherds serving a command
+	// ending are the shepherds a checkpoint killed, until reaped: one
+	// that exits has left /proc's list of its files before it has let go
+	// of them, so only its reaping says they are closed (release).
+	ending map[int]bool
 	// busyPIDs carries the shepherds' reports (readBusy, noteBusy).
 	busyPIDs chan int32
 
@@ -430,6 +435,7 @@ func (in *initProc) reap() {
 			continue
 		}
 		wasIdle := in.idle[pid]
+		delete(in.ending, pid)
 		delete(in.idle, pid)
 		delete(in.busy, pid)
 		if wasIdle && !(ws.Exited() && ws.ExitStatus() == 0) {
@@ -451,6 +457,7 @@ func (in *initProc) noteBusy(msg int32) {
 		in.backoff = 0
 	case pid < 0 && in.busy[-pid] && in.released:
 		delete(in.busy, -pid)
+		in.ending[-pid] = true
 		_ = unix.Kill(-pid, unix.SIGKILL)
 	case pid < 0 && in.busy[-pid]:
 		delete(in.busy, -pid)
