@@ -21,28 +21,17 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/internal/agentlease"
 )
 
 // ImageCredentialReconciler hands the agent of a Sandbox's node the
@@ -62,12 +51,20 @@ type ImageCredentialReconciler struct {
 	Agents    AgentClients
 	Options   Options
 
-	// delivered is what each Sandbox (by UID) was last given: the digest
-	// of its configs ("" for none), and the agent process it went to.
-	mu        sync.Mutex
-	delivered map[types.UID]keyDelivery
-	// failing says since when deliveries to a Sandbox's node fail.
-	failing failing
+	delivery nodeDelivery
+}
+
+// imageCredentialDelivery is the registry credentials' delivery, said in
+// the Sandbox's ImageCredentialsDelivered condition.
+var imageCredentialDelivery = deliveryKind{
+	condition:   playgroundv1alpha1.ImageCredentialsDeliveredCondition,
+	fieldOwner:  playgroundv1alpha1.ImageCredentialsFieldOwner,
+	undelivered: playgroundv1alpha1.ReasonImageCredentialsUndelivered,
+	action:      "DeliverImageCredentials",
+}
+
+func (r *ImageCredentialReconciler) deps() deliveryDeps {
+	return deliveryDeps{deliveryKind: imageCredentialDelivery, client: r.Client, recorder: r.Recorder, agents: r.Agents, leaseNamespace: r.Options.LeaseNamespace}
 }
 
 // The registry credential reconciler reads Sandboxes, the agents' Leases
@@ -83,23 +80,17 @@ type ImageCredentialReconciler struct {
 // status what keeps them from its node: a pull Secret that cannot be
 // used is said as soon as the Sandbox names it, bound or not.
 func (r *ImageCredentialReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	sbx := &playgroundv1alpha1.Sandbox{}
-	if err := r.Client.Get(ctx, req.NamespacedName, sbx); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	sbx, err := r.delivery.fetch(ctx, r.Client, req)
+	if sbx == nil || err != nil {
+		return ctrl.Result{}, err
 	}
-	if !sbx.DeletionTimestamp.IsZero() {
-		// The node's agent drops them itself when it sees the deletion.
-		r.forget(sbx.UID)
-		return ctrl.Result{}, nil
-	}
-	r.mu.Lock()
-	last, had := r.delivered[sbx.UID]
-	r.mu.Unlock()
+	last, had := r.delivery.last(sbx.UID)
 	named := sbx.Spec.Image != nil && len(sbx.Spec.Image.PullSecrets) > 0
 	if !named && (!had || last.fingerprint == "") {
-		r.forget(sbx.UID)
-		return ctrl.Result{}, r.report(ctx, sbx, "", "")
+		r.delivery.forget(sbx.UID)
+		return ctrl.Result{}, r.delivery.report(ctx, r.deps(), sbx, "", "")
 	}
+	// Named no more, the node is handed an empty list: it drops them.
 	var configs [][]byte
 	refresh := ctrl.Result{}
 	if named {
@@ -112,59 +103,16 @@ func (r *ImageCredentialReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		if why != "" {
 			msg := fmt.Sprintf("%s. Until then the node keeps the credentials it was given before, if any, and a pull of a private image is refused (looked for again every %s)", why, r.refresh())
-			return refresh, r.report(ctx, sbx, playgroundv1alpha1.ReasonImageCredentialsRefused, msg)
+			return refresh, r.delivery.report(ctx, r.deps(), sbx, playgroundv1alpha1.ReasonImageCredentialsRefused, msg)
 		}
 	}
-	if sbx.Spec.NodeName == "" || r.Agents == nil {
-		// Bound later: its spec changes then. (A manager without a way
-		// to reach the agents delivers nothing, and says only what
-		// cannot be used.)
-		return refresh, r.report(ctx, sbx, "", "")
-	}
-	lease := &coordinationv1.Lease{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Options.LeaseNamespace, Name: agentlease.Name(sbx.Spec.NodeName)}, lease); err != nil {
-		if apierrors.IsNotFound(err) { // no agent yet: its Lease's creation brings the Sandbox back
-			return refresh, r.report(ctx, sbx, "", "")
-		}
-		return ctrl.Result{}, err
-	}
-	reg, err := agentlease.FromLease(lease)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading the Lease of node %s's agent: %w", sbx.Spec.NodeName, err)
-	}
-	if reg.Endpoint == "" {
-		return refresh, r.report(ctx, sbx, "", "") // registered later: its Lease changes then
-	}
-	fp := configsDigest(configs)
-	if had && last.fingerprint == fp && last.agent.Equal(reg.Started) {
-		return refresh, r.report(ctx, sbx, "", "")
-	}
-	if err := r.deliver(ctx, sbx, reg, configs); err != nil {
-		log.FromContext(ctx).Info("Cannot deliver the sandbox's registry credentials; trying again", "node", sbx.Spec.NodeName, "error", err.Error())
-		// An agent whose cache lags (not found), or that restarts, takes
-		// them at a retry: only a failure that persists is said.
-		reason, msg := "", ""
-		if r.failing.persists(sbx.UID, time.Now()) && agentapi.CodeOf(err) != agentapi.CodeNotFound {
-			reason = playgroundv1alpha1.ReasonImageCredentialsUndelivered
-			msg = fmt.Sprintf("The agent of node %s does not take the registry credentials of the sandbox's pull Secrets (tried again): %v", sbx.Spec.NodeName, err)
-		}
-		if rerr := r.report(ctx, sbx, reason, msg); rerr != nil {
-			return ctrl.Result{}, errors.Join(err, rerr)
-		}
-		return ctrl.Result{}, err
-	}
-	r.failing.clear(sbx.UID)
-	if !named {
-		r.forget(sbx.UID) // told to forget them: nothing more to say
-		return ctrl.Result{}, r.report(ctx, sbx, "", "")
-	}
-	r.mu.Lock()
-	if r.delivered == nil {
-		r.delivered = map[types.UID]keyDelivery{}
-	}
-	r.delivered[sbx.UID] = keyDelivery{fingerprint: fp, agent: reg.Started}
-	r.mu.Unlock()
-	return refresh, r.report(ctx, sbx, "", "")
+	return r.delivery.toNode(ctx, r.deps(), sbx, handOver{
+		fingerprint: configsDigest(configs),
+		what:        "the registry credentials of the sandbox's pull Secrets",
+		send: func(ctx context.Context, c *agentapi.Client) error {
+			return c.SetImageCredentials(ctx, agentapi.ImageCredentialsRequest{Namespace: sbx.Namespace, Name: sbx.Name, UID: string(sbx.UID), Configs: configs})
+		},
+	}, refresh)
 }
 
 // refresh is how often a Sandbox's pull Secrets are read again.
@@ -186,35 +134,6 @@ func configsDigest(configs [][]byte) string {
 		h.Write(c)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// report sets the Sandbox's ImageCredentialsDelivered condition (False
-// with reason and msg, or none for reason ""), and records a Warning
-// Event when it turns to a refusal or its message changes.
-func (r *ImageCredentialReconciler) report(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reason, msg string) error {
-	changed, err := setDelivery(ctx, r.Client, sbx, playgroundv1alpha1.ImageCredentialsFieldOwner,
-		playgroundv1alpha1.ImageCredentialsDeliveredCondition, reason, msg)
-	if changed && reason != "" {
-		r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "DeliverImageCredentials", "%s", truncate(msg, maxEventNote))
-	}
-	return err
-}
-
-func (r *ImageCredentialReconciler) forget(uid types.UID) {
-	r.mu.Lock()
-	delete(r.delivered, uid)
-	r.mu.Unlock()
-	r.failing.clear(uid)
-}
-
-func (r *ImageCredentialReconciler) deliver(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reg agentlease.Registration, configs [][]byte) error {
-	c, err := r.Agents.Client(ctx, sbx.Spec.NodeName, reg.Endpoint)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return c.SetImageCredentials(ctx, agentapi.ImageCredentialsRequest{Namespace: sbx.Namespace, Name: sbx.Name, UID: string(sbx.UID), Configs: configs})
 }
 
 // configs reads the .dockerconfigjson of each pull Secret sbx names, or
@@ -244,22 +163,11 @@ func (r *ImageCredentialReconciler) configs(ctx context.Context, sbx *playground
 	return out, "", nil
 }
 
-// SetupWithManager registers the reconciler: a Sandbox is reconciled when
-// its spec or node change, and every Sandbox of a node whose agent
-// started anew that names pull Secrets.
+// SetupWithManager registers the reconciler (setupDelivery) for the
+// Sandboxes that name pull Secrets.
 func (r *ImageCredentialReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	sandboxChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*playgroundv1alpha1.Sandbox), e.ObjectNew.(*playgroundv1alpha1.Sandbox)
-		return o.Generation != n.Generation || o.Spec.NodeName != n.Spec.NodeName || !n.DeletionTimestamp.IsZero()
-	}}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("imagecredential").
-		For(&playgroundv1alpha1.Sandbox{}, builder.WithPredicates(sandboxChanged)).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(sandboxesOfNode(r.Client, r.Options.LeaseNamespace,
-			func(s *playgroundv1alpha1.Sandbox) bool {
-				return s.Spec.Image != nil && len(s.Spec.Image.PullSecrets) > 0
-			})),
-			builder.WithPredicates(agentStarted)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
-		Complete(r)
+	return setupDelivery(mgr, "imagecredential", r, r.Client, r.Options,
+		func(s *playgroundv1alpha1.Sandbox) bool {
+			return s.Spec.Image != nil && len(s.Spec.Image.PullSecrets) > 0
+		})
 }

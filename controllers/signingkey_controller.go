@@ -18,28 +18,16 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
-	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/agentapi"
-	"github.com/playground-dev/playground/internal/agentlease"
 	"github.com/playground-dev/playground/internal/signingkey"
 )
 
@@ -60,17 +48,20 @@ type SigningKeyReconciler struct {
 	Agents    AgentClients
 	Options   Options
 
-	// delivered is what each Sandbox (by UID) was last given: the key's
-	// fingerprint, and the agent process it went to.
-	mu        sync.Mutex
-	delivered map[types.UID]keyDelivery
-	// failing says since when deliveries to a Sandbox's node fail.
-	failing failing
+	delivery nodeDelivery
 }
 
-type keyDelivery struct {
-	fingerprint string
-	agent       time.Time
+// signingKeyDelivery is the signing key's delivery, said in the
+// Sandbox's SigningKeyDelivered condition.
+var signingKeyDelivery = deliveryKind{
+	condition:   playgroundv1alpha1.SigningKeyDeliveredCondition,
+	fieldOwner:  playgroundv1alpha1.SigningKeyFieldOwner,
+	undelivered: playgroundv1alpha1.ReasonSigningKeyUndelivered,
+	action:      "DeliverSigningKey",
+}
+
+func (r *SigningKeyReconciler) deps() deliveryDeps {
+	return deliveryDeps{deliveryKind: signingKeyDelivery, client: r.Client, recorder: r.Recorder, agents: r.Agents, leaseNamespace: r.Options.LeaseNamespace}
 }
 
 // The signing key reconciler reads Sandboxes, the agents' Leases and the
@@ -86,17 +77,13 @@ type keyDelivery struct {
 // what keeps the key from it: a Secret that cannot be used is said as
 // soon as the Sandbox names it, bound or not.
 func (r *SigningKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	sbx := &playgroundv1alpha1.Sandbox{}
-	if err := r.Client.Get(ctx, req.NamespacedName, sbx); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !sbx.DeletionTimestamp.IsZero() {
-		r.forget(sbx.UID)
-		return ctrl.Result{}, nil
+	sbx, err := r.delivery.fetch(ctx, r.Client, req)
+	if sbx == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	if sbx.Spec.Pile.SigningKey == nil {
-		r.forget(sbx.UID)
-		return ctrl.Result{}, r.report(ctx, sbx, "", "")
+		r.delivery.forget(sbx.UID)
+		return ctrl.Result{}, r.delivery.report(ctx, r.deps(), sbx, "", "")
 	}
 	key, managed, why, err := r.secretKey(ctx, sbx.Namespace, sbx.Spec.Pile.SigningKey.SecretName)
 	if err != nil {
@@ -104,91 +91,22 @@ func (r *SigningKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	if why != "" {
 		msg := fmt.Sprintf("%s. Until then a sandbox not yet started waits for its key, and a running one keeps the key it holds (looked for again every %s)", why, credentialRefresh)
-		return ctrl.Result{RequeueAfter: credentialRefresh}, r.report(ctx, sbx, playgroundv1alpha1.ReasonSigningKeyRefused, msg)
+		return ctrl.Result{RequeueAfter: credentialRefresh}, r.delivery.report(ctx, r.deps(), sbx, playgroundv1alpha1.ReasonSigningKeyRefused, msg)
 	}
-	if sbx.Spec.NodeName == "" || r.Agents == nil {
-		// Bound later: its spec changes then. (A manager without a way
-		// to reach the agents delivers nothing, and says only what
-		// cannot be used.)
-		return ctrl.Result{}, r.report(ctx, sbx, "", "")
-	}
-	lease := &coordinationv1.Lease{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Options.LeaseNamespace, Name: agentlease.Name(sbx.Spec.NodeName)}, lease); err != nil {
-		if apierrors.IsNotFound(err) { // no agent yet: its Lease's creation brings the Sandbox back
-			return ctrl.Result{}, r.report(ctx, sbx, "", "")
-		}
-		return ctrl.Result{}, err
-	}
-	reg, err := agentlease.FromLease(lease)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading the Lease of node %s's agent: %w", sbx.Spec.NodeName, err)
-	}
-	if reg.Endpoint == "" {
-		return ctrl.Result{}, r.report(ctx, sbx, "", "") // registered later: its Lease changes then
-	}
+	// A key the platform team manages is read again every refresh.
 	refresh := ctrl.Result{}
 	if !managed {
 		refresh.RequeueAfter = credentialRefresh
 	}
 	fp := signingkey.Fingerprint(key)
-	r.mu.Lock()
-	last, ok := r.delivered[sbx.UID]
-	r.mu.Unlock()
-	if ok && last.fingerprint == fp && last.agent.Equal(reg.Started) {
-		return refresh, r.report(ctx, sbx, "", "")
-	}
-	if err := r.deliver(ctx, sbx, reg, key); err != nil {
-		log.FromContext(ctx).Info("Cannot deliver the sandbox's signing key; trying again", "node", sbx.Spec.NodeName, "error", err.Error())
-		// An agent whose cache lags (not found), or that restarts, takes
-		// it at a retry: only a failure that persists is said.
-		reason, msg := "", ""
-		if r.failing.persists(sbx.UID, time.Now()) && agentapi.CodeOf(err) != agentapi.CodeNotFound {
-			reason = playgroundv1alpha1.ReasonSigningKeyUndelivered
-			msg = fmt.Sprintf("The agent of node %s does not take the sandbox's signing key (fingerprint %s; tried again): %v", sbx.Spec.NodeName, fp, err)
-		}
-		if rerr := r.report(ctx, sbx, reason, msg); rerr != nil {
-			return ctrl.Result{}, errors.Join(err, rerr)
-		}
-		return ctrl.Result{}, err
-	}
-	r.failing.clear(sbx.UID)
-	r.mu.Lock()
-	if r.delivered == nil {
-		r.delivered = map[types.UID]keyDelivery{}
-	}
-	r.delivered[sbx.UID] = keyDelivery{fingerprint: fp, agent: reg.Started}
-	r.mu.Unlock()
-	return refresh, r.report(ctx, sbx, "", "")
-}
-
-// report sets the Sandbox's SigningKeyDelivered condition (False with
-// reason and msg, or none for reason ""), and records a Warning Event
-// when it turns to a refusal or its message changes.
-func (r *SigningKeyReconciler) report(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reason, msg string) error {
-	changed, err := setDelivery(ctx, r.Client, sbx, playgroundv1alpha1.SigningKeyFieldOwner,
-		playgroundv1alpha1.SigningKeyDeliveredCondition, reason, msg)
-	if changed && reason != "" {
-		r.Recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "DeliverSigningKey", "%s", truncate(msg, maxEventNote))
-	}
-	return err
-}
-
-func (r *SigningKeyReconciler) forget(uid types.UID) {
-	r.mu.Lock()
-	delete(r.delivered, uid)
-	r.mu.Unlock()
-	r.failing.clear(uid)
-}
-
-func (r *SigningKeyReconciler) deliver(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, reg agentlease.Registration, key []byte) error {
-	c, err := r.Agents.Client(ctx, sbx.Spec.NodeName, reg.Endpoint)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	_, err = c.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: sbx.Namespace, Name: sbx.Name, UID: string(sbx.UID), Key: string(key)})
-	return err
+	return r.delivery.toNode(ctx, r.deps(), sbx, handOver{
+		fingerprint: fp,
+		what:        fmt.Sprintf("the sandbox's signing key (fingerprint %s)", fp),
+		send: func(ctx context.Context, c *agentapi.Client) error {
+			_, err := c.SetSigningKey(ctx, agentapi.SigningKeyRequest{Namespace: sbx.Namespace, Name: sbx.Name, UID: string(sbx.UID), Key: string(key)})
+			return err
+		},
+	}, refresh)
 }
 
 // secretKey reads the key of a Sandbox's signing key Secret: the key and
@@ -215,20 +133,8 @@ func (r *SigningKeyReconciler) secretKey(ctx context.Context, ns, name string) (
 	return key, managed, "", nil
 }
 
-// SetupWithManager registers the reconciler: a Sandbox is reconciled when
-// its spec or node change, and every Sandbox of a node whose agent
-// started anew.
+// SetupWithManager registers the reconciler (setupDelivery).
 func (r *SigningKeyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	sandboxChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*playgroundv1alpha1.Sandbox), e.ObjectNew.(*playgroundv1alpha1.Sandbox)
-		return o.Generation != n.Generation || o.Spec.NodeName != n.Spec.NodeName || !n.DeletionTimestamp.IsZero()
-	}}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("signingkey").
-		For(&playgroundv1alpha1.Sandbox{}, builder.WithPredicates(sandboxChanged)).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(sandboxesOfNode(r.Client, r.Options.LeaseNamespace,
-			func(s *playgroundv1alpha1.Sandbox) bool { return s.Spec.Pile.SigningKey != nil })),
-			builder.WithPredicates(agentStarted)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
-		Complete(r)
+	return setupDelivery(mgr, "signingkey", r, r.Client, r.Options,
+		func(s *playgroundv1alpha1.Sandbox) bool { return s.Spec.Pile.SigningKey != nil })
 }
