@@ -264,6 +264,36 @@ func (b *Backend) releaseImage(digest string) error {
 	return nil
 }
 
+// releaseImageMounts unmounts every image once no sandbox runs (StopAll):
+// a stopped sandbox mounts its image again when it starts (systemOf), and
+// a node's state directory is left with nothing mounted under it.
+func (b *Backend) releaseImageMounts() error {
+	b.imageMu.Lock()
+	defer b.imageMu.Unlock()
+	entries, err := os.ReadDir(filepath.Join(b.opts.StateDir, imagesDir))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		root := filepath.Join(b.opts.StateDir, imagesDir, e.Name())
+		if mounted, _ := isMountPoint(root); mounted {
+			if err := unix.Unmount(root, unix.MNT_DETACH); err != nil {
+				errs = append(errs, fmt.Errorf("oci: unmounting image %s: %w", e.Name(), err))
+				continue
+			}
+		}
+		if err := os.Remove(root); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	clear(b.imageSystems)
+	return errors.Join(errs...)
+}
+
 // imageOf is the digest of spec's image; empty without one.
 func imageOf(spec backend.Spec) string {
 	if spec.Image == nil {

@@ -220,3 +220,31 @@ func TestImageIsTheSystemGVisor(t *testing.T) {
 	b := newGVisorBackend(t, newStateDir(t), runsc)
 	testImageIsTheSystem(t, b, n, backend.IsolationGVisor)
 }
+
+// TestStopAllReleasesImages: StopAll (make dev's Ctrl-C) leaves no image
+// mounted under the state directory, and a stopped sandbox of an image
+// runs on it again when it starts.
+func TestStopAllReleasesImages(t *testing.T) {
+	requireRunc(t)
+	n := newImageNode(t)
+	state := newStateDir(t)
+	b := newBackend(t, state)
+	spec := backend.Spec{ID: "img-stop", Tenant: "t/a", Image: n.image(t, n.merged)}
+	startSandbox(t, b, spec)
+	if err := b.StopAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left := volumeMounts(t, state); len(left) > 0 {
+		t.Fatalf("StopAll left %q", left)
+	}
+	b2 := newBackend(t, state)
+	if err := b2.Reattach(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.Start(context.Background(), spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, b2, spec.ID, "cat /etc/os-release"); got != n.mergedOSName {
+		t.Fatalf("started again after StopAll, the sandbox's /etc/os-release is %q, want its image's %q", got, n.mergedOSName)
+	}
+}

@@ -879,6 +879,7 @@ func (b *Backend) StopAll(ctx context.Context) error {
 	}
 	if errors.Join(errs...) == nil {
 		b.releaseGVisorNetns()
+		errs = append(errs, b.releaseImageMounts())
 	}
 	return errors.Join(errs...)
 }
