@@ -3,10 +3,13 @@
 # fresh temporary state directory and a free port, runs hack/smoke.sh with
 # the cancellation proof against the endpoint and token it prints, then with
 # the isolation checks; applies a gVisor Tenant and a vm Tenant (the VM under
-# TCG where KVM does not work) and runs both against each of them; checks
+# TCG where KVM does not work) and runs both against each of them; serves a
+# registry on loopback with an image built from this machine's files
+# (hack/crane.sh, hack/smoke-image.sh) and runs them against a Tenant on
+# that image on runc and one on gVisor, checking its os-release; checks
 # that the metrics endpoint it prints counts the calls and that a wrong
 # token fails the smoke test, then stops dev with SIGINT (as
-# Ctrl-C does) and checks that it exits 0 and leaves no runc container and
+# Ctrl-C does) and checks that it exits 0 and leaves no runc container, mount and
 # no process behind. Everything it started is stopped and its temporary
 # directory removed, whatever happens.
 #
@@ -40,6 +43,8 @@ controlplane=$(hack/controlplane.sh)
 # The stronger isolations (make smoke builds their parts): gVisor's runsc
 # and the vm backend's kernel, modules and root image.
 runsc=$(hack/runsc.sh)
+# The image tenants' registry (crane registry serve) and their image.
+crane=$(hack/crane.sh)
 eval "$(hack/vm-image.sh)"
 export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT
 
@@ -51,6 +56,7 @@ state=$work/state
 devlog=$work/dev.log
 (umask 077 && : >"$devlog") # it will hold the tenant's token
 dev_pid=""
+registry_pid=""
 
 # redact: the tenant's token (pgt_ and base64url) never reaches the output.
 redact() { sed -u -e 's/pgt_[A-Za-z0-9_-]*/pgt_<redacted>/g'; }
@@ -96,6 +102,7 @@ cleanup() {
 	fi
 	# What a failed stop left: processes naming our state directory (ours,
 	# by their pids) and runc containers under our runc root.
+	[ -z "$registry_pid" ] || kill "$registry_pid" 2>/dev/null
 	local pids
 	pids=$(processes_of_state | awk '{ print $1 }')
 	if [ -n "$pids" ]; then
@@ -185,7 +192,8 @@ fi
 # The same against a tenant of each stronger isolation that this machine
 # offers: gVisor (hack/runsc.sh) and a VM (hack/vm-image.sh; TCG here), each
 # with the isolation checks (its own kernel, a file of the node's that it
-# must not see, lo only, the pile append-only).
+# must not see, lo only, the pile append-only); and tenants on an image of
+# their own, on runc and on gVisor, whose /etc/os-release is the image's.
 marker=$work/node-only-marker
 echo "a file of the node's" >"$marker"
 echo
@@ -195,9 +203,33 @@ PLAYGROUND_TOKEN=$token hack/smoke.sh --endpoint "$endpoint" --isolation --not-v
 [ $iso_rc -eq 0 ] || failures+=("hack/smoke.sh --isolation failed for the container tenant (status $iso_rc)")
 read -r kubectl kubeconfig < <(sed -n 's/^  kubectl: *\([^ ]*\) --kubeconfig \([^ ]*\).*/\1 \2/p' "$devlog" | tail -n 1)
 kc() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
-declare -A stronger=()
+# The image tenants' image, from this machine's files, in a registry on
+# loopback (which dev reaches in cleartext).
+image=""
+"$crane" registry serve --address 127.0.0.1:0 >"$work/registry.log" 2>&1 &
+registry_pid=$!
+for _ in $(seq 50); do
+	port=$(sed -n 's/.*serving on port \([0-9]*\).*/\1/p' "$work/registry.log")
+	[ -z "$port" ] || break
+	sleep 0.2
+done
+if [ -n "$port" ] && image=$(hack/smoke-image.sh "$crane" "127.0.0.1:$port" smoke/system:v1); then
+	log "the image tenants run $image (built from this machine's files)"
+else
+	cat "$work/registry.log" >&2
+	failures+=("the smoke image could not be served and pushed")
+fi
+declare -A stronger=() flags=()
 stronger[smoke-gvisor]='{"backend":"oci","isolation":"gvisor"}'
+flags[smoke-gvisor]="--other-kernel"
 stronger[smoke-vm]='{"backend":"vm","resources":{"cpu":"1","memory":"512Mi"}}'
+flags[smoke-vm]="--other-kernel"
+if [ -n "$image" ]; then
+	stronger[smoke-image]='{"image":{"reference":"'$image'"}}'
+	flags[smoke-image]="--os-release playground-smoke"
+	stronger[smoke-image-gvisor]='{"backend":"oci","isolation":"gvisor","image":{"reference":"'$image'"}}'
+	flags[smoke-image-gvisor]="--other-kernel --os-release playground-smoke"
+fi
 for tenant in "${!stronger[@]}"; do
 	printf '{"apiVersion":"playground.dev/v1alpha1","kind":"Tenant","metadata":{"name":"%s","namespace":"default"},"spec":{"persona":"%s","sandbox":%s}}' \
 		"$tenant" "$tenant" "${stronger[$tenant]}" | kc apply -f - >/dev/null
@@ -212,9 +244,10 @@ for tenant in "${!stronger[@]}"; do
 	fi
 	secret=$(kc get tenant "$tenant" -n default -o jsonpath='{.status.credentials.secretRef.name}')
 	ttoken=$(kc get secret "$secret" -n default -o jsonpath='{.data.token}' | base64 -d)
-	log "hack/smoke.sh --endpoint $endpoint --cancel-proof --isolation --other-kernel (tenant $tenant)"
+	log "hack/smoke.sh --endpoint $endpoint --cancel-proof --isolation ${flags[$tenant]} (tenant $tenant)"
 	rc=0
-	PLAYGROUND_TOKEN=$ttoken hack/smoke.sh --endpoint "$endpoint" --cancel-proof --isolation --other-kernel --not-visible "$marker" 2>&1 | redact || rc=$?
+	# shellcheck disable=SC2086 # the flags are words
+	PLAYGROUND_TOKEN=$ttoken hack/smoke.sh --endpoint "$endpoint" --cancel-proof --isolation ${flags[$tenant]} --not-visible "$marker" 2>&1 | redact || rc=$?
 	[ $rc -eq 0 ] || failures+=("hack/smoke.sh failed for tenant $tenant (status $rc)")
 done
 
@@ -280,6 +313,14 @@ else
 	log "FAIL  processes left that name $state:"
 	printf '%s\n' "$left" | sed 's/^/  /'
 	failures+=("processes left behind")
+fi
+
+mounts=$(STATE="$state/" awk 'index($5, ENVIRON["STATE"]) == 1 { print $5 }' /proc/self/mountinfo)
+if [ -z "$mounts" ]; then
+	log "PASS  nothing left mounted under $state"
+else
+	log "FAIL  left mounted under $state: $(tr '\n' ' ' <<<"$mounts")"
+	failures+=("mounts left behind")
 fi
 
 # The sandboxes' cgroups (the oci backend's default parent is

@@ -23,6 +23,8 @@
 #      an append; with --not-visible PATH (repeatable), PATH (a file of the
 #      node's) is not there; with --other-kernel, uname -r is not this
 #      machine's (for a gvisor or vm sandbox served from this machine)
+#   9. (--os-release ID) the sandbox's system is an image's: the ID of its
+#      /etc/os-release is ID
 # and ends with the line 'N passed, N failed'. The exit status is 0 only when
 # nothing failed (2 for a usage error or a missing tool).
 #
@@ -42,6 +44,7 @@ TOKEN=${PLAYGROUND_TOKEN:-}
 CANCEL_PROOF=0
 ISOLATION=0
 OTHER_KERNEL=0
+OS_RELEASE=""
 NOT_VISIBLE=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -52,6 +55,8 @@ while [ $# -gt 0 ]; do
 	--cancel-proof) CANCEL_PROOF=1; shift ;;
 	--isolation) ISOLATION=1; shift ;;
 	--other-kernel) OTHER_KERNEL=1; shift ;;
+	--os-release) [ $# -ge 2 ] || { echo "smoke: --os-release needs an ID" >&2; exit 2; }; OS_RELEASE=$2; shift 2 ;;
+	--os-release=*) OS_RELEASE=${1#*=}; shift ;;
 	--not-visible) [ $# -ge 2 ] || { echo "smoke: --not-visible needs a path" >&2; exit 2; }; NOT_VISIBLE+=("$2"); shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "smoke: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -664,6 +669,19 @@ if [ $ISOLATION = 1 ]; then
 		/pile/?*) pass "the pile refuses truncation, and appends too: it is read-only here, as under gVisor ($(stderr_of | tr -d '\n'))" ;;
 		*) fail "the pile: $(ran)" ;;
 		esac
+	else
+		fail "exec: $ERRMSG"
+	fi
+fi
+
+if [ -n "$OS_RELEASE" ]; then
+	if run '. /etc/os-release && echo "$ID"'; then
+		got=$(stdout_of | tr -d '\n')
+		if [ "$got" = "$OS_RELEASE" ]; then
+			pass "the sandbox's system is its image's: /etc/os-release says ID=$got"
+		else
+			fail "the sandbox's /etc/os-release says ID='$got', want the image's $OS_RELEASE"
+		fi
 	else
 		fail "exec: $ERRMSG"
 	fi
