@@ -38,6 +38,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -234,6 +235,31 @@ type Resolver struct {
 	wg       sync.WaitGroup
 }
 
+// portTries bounds how many ports a resolver asked for any port tries
+// before it gives up: each is free for UDP and, most often, for TCP.
+const portTries = 16
+
+// listenBoth listens on addr over UDP and TCP, on one port. For port 0 it
+// is the port the kernel gives UDP; TCP may hold that port already (a
+// connection's local port), and then another is taken.
+func listenBoth(addr netip.AddrPort) (net.PacketConn, net.Listener, error) {
+	var lc net.ListenConfig
+	for try := 1; ; try++ {
+		pc, err := lc.ListenPacket(context.Background(), "udp4", addr.String())
+		if err != nil {
+			return nil, nil, err
+		}
+		ln, err := lc.Listen(context.Background(), "tcp4", pc.LocalAddr().String())
+		if err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+		if addr.Port() != 0 || !errors.Is(err, syscall.EADDRINUSE) || try == portTries {
+			return nil, nil, err
+		}
+	}
+}
+
 // Start binds opts.Listen (UDP and TCP) and serves until Close.
 func Start(opts Options) (*Resolver, error) {
 	if opts.Policy == nil || opts.Open == nil || opts.Denied == nil {
@@ -263,15 +289,8 @@ func Start(opts Options) (*Resolver, error) {
 	if opts.MaxTTL <= 0 {
 		opts.MaxTTL = time.Hour
 	}
-	var lc net.ListenConfig
-	pc, err := lc.ListenPacket(context.Background(), "udp4", opts.Listen.String())
+	pc, ln, err := listenBoth(opts.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("egressdns: %w", err)
-	}
-	// TCP on the same port (the one UDP took, when opts.Listen's is 0).
-	ln, err := lc.Listen(context.Background(), "tcp4", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
 		return nil, fmt.Errorf("egressdns: %w", err)
 	}
 	r := &Resolver{

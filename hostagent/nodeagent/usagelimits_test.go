@@ -247,7 +247,10 @@ func TestUsageLimitThawsAtTheReset(t *testing.T) {
 	n := startNode(t, "usage-reset-a", "", "", func(o *nodeagent.Options) {
 		o.UsageInterval = time.Hour // the thaw comes at the reset, not at a regular check
 	})
-	createSandbox(t, ns, "ws", n.name, limitedSandbox(2, 10*time.Second))
+	// One CPU-second in a period of 30: reached early in a period even on
+	// a loaded machine, where the loop gets a small share of a core (two
+	// in ten seconds were not always reached).
+	createSandbox(t, ns, "ws", n.name, limitedSandbox(1, 30*time.Second))
 	s := openSession(t, n, ns, "ws")
 	s.exec(t, busyLoop)
 	// A freeze with a few seconds of its period left (one near its end is
