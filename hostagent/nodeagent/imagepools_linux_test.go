@@ -185,7 +185,7 @@ func TestImagePoolServesSandboxesOnItsImage(t *testing.T) {
 	before := n.containers(t)
 	onImage(t, ns, "b", n.name, refB, b, nil)
 	waitProvisioned(t, ns, "b")
-	g.Eventually(n.ready).WithTimeout(timeout).WithPolling(50*time.Millisecond).Should(Equal(map[string]int{a: 1, b: 1}))
+	g.Eventually(n.ready).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(map[string]int{a: 1, b: 1}))
 	g.Expect(n.held(b)).To(Equal(2), "held by its sandbox and by its pool")
 	pooledB := slices.DeleteFunc(n.containers(t), func(c string) bool { return slices.Contains(before, c) || c == containerOf(t, ns, "b") })
 	g.Expect(pooledB).To(HaveLen(1))
@@ -193,7 +193,7 @@ func TestImagePoolServesSandboxesOnItsImage(t *testing.T) {
 	// Another takes its place in use: its pool is drained, its hold gone.
 	onImage(t, ns, "c", n.name, refC, c, nil)
 	waitProvisioned(t, ns, "c")
-	g.Eventually(n.ready).WithTimeout(timeout).WithPolling(50*time.Millisecond).Should(Equal(map[string]int{a: 1, c: 1}))
+	g.Eventually(n.ready).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(map[string]int{a: 1, c: 1}))
 	g.Eventually(func() int { return n.held(b) }).WithTimeout(timeout).WithPolling(50*time.Millisecond).Should(Equal(1), "the pool's hold of the image is released")
 	for _, ctr := range pooledB {
 		g.Expect(n.containers(t)).NotTo(ContainElement(ctr), "a pooled sandbox of an image no longer pooled still runs")
@@ -239,7 +239,7 @@ func TestImagePoolKeepsPrivateImagesPrivate(t *testing.T) {
 
 	onImage(t, nsA, "a", n.name, ref, digest, withCredentials(tokenA), pullSecret)
 	waitProvisioned(t, nsA, "a")
-	g.Eventually(n.ready).WithTimeout(timeout).WithPolling(50*time.Millisecond).Should(Equal(map[string]int{digest: 1}))
+	g.Eventually(n.ready).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(map[string]int{digest: 1}))
 	pooled := n.be.ImagePoolStats()[0]
 
 	onImage(t, nsB, "b", n.name, ref, digest, nil)
