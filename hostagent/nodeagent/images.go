@@ -216,7 +216,9 @@ func (r *sandboxReconciler) imageBeforeClaim(ctx context.Context, sbx *playgroun
 	if be, ok := r.agent.Backend(backendClass(sbx)); !ok || !be.Capabilities().Images || be.Capabilities().WarmPool == nil {
 		return gotImage{}, nil
 	}
-	if id, err := r.idOf(sbx); err != nil || id != "" {
+	// A lookup that fails is assignID's to report; the image got is
+	// dropped then.
+	if id, _ := r.idOf(sbx); id != "" {
 		return gotImage{}, nil
 	}
 	img, release, err := r.images.get(ctx, sbx, specOf("", sbx).Tenant, r.pullProgress(ctx, sbx))
