@@ -157,11 +157,13 @@ func TestImagePoolServesSandboxesOnItsImage(t *testing.T) {
 	g.Expect(n.held(p)).To(Equal(-1), "the private image was pulled anonymously")
 
 	// A Sandbox on the named image: a hit, with its signing key.
+	pooledA := n.containers(t)
 	onImage(t, ns, "k", n.name, refA, a, nil, func(s *playgroundv1alpha1.Sandbox) {
 		s.Spec.Pile.SigningKey = &playgroundv1alpha1.SigningKeySource{SecretName: "k-key"}
 	})
 	sbx := waitProvisioned(t, ns, "k")
 	id := sbx.Status.SandboxID
+	g.Expect(pooledA).To(ContainElement("pg-"+id), "the sandbox is the pooled one")
 	g.Expect(n.be.Capabilities().StartCounter.Starts(id)).To(BeEquivalentTo(1), "the sandbox's one start is the pool's")
 	g.Expect(n.be.ImagePoolStats()).To(ContainElement(And(HaveField("Digest", a), HaveField("PoolStats.Hits", BeEquivalentTo(1)))))
 	mc, err := agentapi.NewClient(n.endpoint, token("manager", agentapi.NodeAudience(n.name)), nil)
@@ -241,6 +243,7 @@ func TestImagePoolKeepsPrivateImagesPrivate(t *testing.T) {
 	waitProvisioned(t, nsA, "a")
 	g.Eventually(n.ready).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(map[string]int{digest: 1}))
 	pooled := n.be.ImagePoolStats()[0]
+	pooledIDs := slices.DeleteFunc(n.containers(t), func(c string) bool { return c == containerOf(t, nsA, "a") })
 
 	onImage(t, nsB, "b", n.name, ref, digest, nil)
 	g.Eventually(func(g Gomega) {
@@ -253,6 +256,7 @@ func TestImagePoolKeepsPrivateImagesPrivate(t *testing.T) {
 
 	onImage(t, nsB, "c", n.name, ref, digest, withCredentials(tokenB), pullSecret)
 	id := waitProvisioned(t, nsB, "c").Status.SandboxID
+	g.Expect(pooledIDs).To(ContainElement("pg-"+id), "the sandbox is the pooled one")
 	g.Expect(n.be.Capabilities().StartCounter.Starts(id)).To(BeEquivalentTo(1), "the sandbox's one start is the pool's")
 	g.Expect(n.be.ImagePoolStats()).To(ConsistOf(HaveField("PoolStats.Hits", pooled.Hits+1)))
 }
