@@ -48,8 +48,9 @@ import (
 // blank sandbox), as opts say, over an image store that pulls from reg.
 type imagePoolNode struct {
 	*node
-	be    *oci.Backend
-	store *imagestore.Store
+	be       *oci.Backend
+	store    *imagestore.Store
+	storeDir string
 }
 
 func startImagePoolNode(t *testing.T, name string, reg *registrytest.Registry, opts nodeagent.ImagePoolOptions, mutate ...func(*nodeagent.Options)) *imagePoolNode {
@@ -58,14 +59,15 @@ func startImagePoolNode(t *testing.T, name string, reg *registrytest.Registry, o
 	stateDir := ocitest.StateDir(t)
 	be, err := oci.New(oci.Options{StateDir: stateDir, GuestBinary: ocitest.GuestBinary(t), ImagePools: true, WarmPoolRate: 50, NewID: sandboxids.New})
 	g.Expect(err).NotTo(HaveOccurred())
-	store, err := imagestore.Open(imagestore.Options{Dir: t.TempDir(), PlainHTTP: []string{reg.Host}})
+	storeDir := t.TempDir()
+	store, err := imagestore.Open(imagestore.Options{Dir: storeDir, PlainHTTP: []string{reg.Host}})
 	g.Expect(err).NotTo(HaveOccurred())
 	n := startNode(t, name, stateDir, "", append([]func(*nodeagent.Options){func(o *nodeagent.Options) {
 		o.Backends = []backend.Backend{be}
 		o.Images = nodeagent.StoreImages(store)
 		o.ImagePools = opts
 	}}, mutate...)...)
-	return &imagePoolNode{node: n, be: be, store: store}
+	return &imagePoolNode{node: n, be: be, store: store, storeDir: storeDir}
 }
 
 // ready is how many sandboxes of each image the pools hold ready.
@@ -283,4 +285,37 @@ func TestImagePoolBound(t *testing.T) {
 	g.Consistently(func() int { return len(n.containers(t)) }).WithTimeout(2*time.Second).WithPolling(200*time.Millisecond).Should(Equal(3+3),
 		"three tenants' sandboxes and three pooled")
 	g.Expect(n.held(digests[0])).To(Equal(1), "an image past the bound is held by its sandbox alone")
+}
+
+// TestImagePoolAcrossRestarts: a graceful stop of the agent destroys its
+// pooled sandboxes of images with the blank ones, leaving its tenants'
+// running; the next agent, taking over the sandbox that runs the image,
+// finds the image in use again and pools it anew, held in its store.
+func TestImagePoolAcrossRestarts(t *testing.T) {
+	g := NewWithT(t)
+	reg := registrytest.Start(t)
+	ref, d := systemImage(t, reg, "sys/r", "v1", "image-r", nil, nil)
+	ns := newNamespace(t, "image-pool-restart")
+	opts := nodeagent.ImagePoolOptions{InUse: 1, Size: 1, Max: 1}
+	n := startImagePoolNode(t, "image-pool-restart", reg, opts)
+	onImage(t, ns, "s", n.name, ref, d, nil)
+	waitProvisioned(t, ns, "s")
+	g.Eventually(n.ready).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(map[string]int{d: 1}))
+
+	n.stop()
+	g.Expect(n.containers(t)).To(ConsistOf(containerOf(t, ns, "s")), "only the tenant's sandbox runs after the agent stopped")
+
+	store, err := imagestore.Open(imagestore.Options{Dir: n.storeDir, PlainHTTP: []string{reg.Host}})
+	g.Expect(err).NotTo(HaveOccurred())
+	be, err := oci.New(oci.Options{StateDir: n.stateDir, GuestBinary: ocitest.GuestBinary(t), ImagePools: true, WarmPoolRate: 50, NewID: sandboxids.New})
+	g.Expect(err).NotTo(HaveOccurred())
+	reg.Stop(true) // the image comes from the node's store
+	m := &imagePoolNode{node: startNode(t, n.name, n.stateDir, "", func(o *nodeagent.Options) {
+		o.Backends = []backend.Backend{be}
+		o.Images = nodeagent.StoreImages(store)
+		o.ImagePools = opts
+	}), be: be, store: store}
+	g.Eventually(m.ready).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(map[string]int{d: 1}))
+	g.Expect(m.held(d)).To(Equal(2), "held by the sandbox taken over and by its pool")
+	g.Expect(m.containers(t)).To(HaveLen(2))
 }
