@@ -199,6 +199,7 @@ func TestImagePoolServesSandboxesOnItsImage(t *testing.T) {
 	waitProvisioned(t, ns, "c")
 	g.Eventually(n.ready).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(map[string]int{a: 1, c: 1}))
 	g.Eventually(func() int { return n.held(b) }).WithTimeout(timeout).WithPolling(50*time.Millisecond).Should(Equal(1), "the pool's hold of the image is released")
+	g.Expect(n.held(a)).To(Equal(2), "held by its sandbox and, once, by its pool, however often the pools changed")
 	for _, ctr := range pooledB {
 		g.Expect(n.containers(t)).NotTo(ContainElement(ctr), "a pooled sandbox of an image no longer pooled still runs")
 	}
