@@ -113,23 +113,23 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		return nil, nil, fmt.Errorf("nodeagent: %w", err)
 	}
 	r := &sandboxReconciler{
-		client:     mgr.GetClient(),
-		reader:     mgr.GetAPIReader(),
-		agent:      agent,
-		signing:    agent.SigningKeys(),
-		snapshots:  agent.Snapshots(),
-		workers:    agent.Workers(),
-		pools:      agent.Pools(),
-		sessions:   agent.Sessions(),
-		usage:      agent.Usage(),
-		idle:       agent.Idleness(),
-		ids:        ids,
-		node:       opts.NodeName,
-		endpoint:   endpoint,
-		recorder:   eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
-		images:     newSandboxImages(opts.Images, opts.ImageKeychains),
-		imagePools: newImagePools(opts.ImagePools, opts.Images, agent.Pools().SetImagePools),
+		client:    mgr.GetClient(),
+		reader:    mgr.GetAPIReader(),
+		agent:     agent,
+		signing:   agent.SigningKeys(),
+		snapshots: agent.Snapshots(),
+		workers:   agent.Workers(),
+		pools:     agent.Pools(),
+		sessions:  agent.Sessions(),
+		usage:     agent.Usage(),
+		idle:      agent.Idleness(),
+		ids:       ids,
+		node:      opts.NodeName,
+		endpoint:  endpoint,
+		recorder:  eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
+		images:    newSandboxImages(opts.Images, opts.ImageKeychains),
 	}
+	r.imagePools = newImagePools(opts.ImagePools, opts.Images, agent.Pools().SetImagePools)
 	drift := make(chan event.GenericEvent, 256)
 	r.queue = drift
 	r.keys = &keyInbox{r: r, queue: drift}
