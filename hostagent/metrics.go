@@ -61,6 +61,12 @@ var (
 		"New sandboxes by how they started: claimed from the pool (hit), or not (miss: none ready, or the sandbox's spec does not fit the pool's).", []string{"backend", "result"}, nil)
 	poolEmptyDesc = prometheus.NewDesc("playground_warm_pool_empty_total",
 		"Misses of sandboxes that fit the pool but found none ready: the pool is too small, or refills too slowly, for the demand.", []string{"backend"}, nil)
+	poolImageSizeDesc = prometheus.NewDesc("playground_warm_pool_image_size",
+		"Pooled sandboxes of an image the backend keeps started ahead of demand: one series per image pooled now (the images in use, or named by the platform).", []string{"backend", "image"}, nil)
+	poolImageReadyDesc = prometheus.NewDesc("playground_warm_pool_image_ready",
+		"Pooled sandboxes of an image started and not yet claimed.", []string{"backend", "image"}, nil)
+	poolImageClaimsDesc = prometheus.NewDesc("playground_warm_pool_image_claims_total",
+		"New sandboxes on a pooled image by how they started: claimed from its pool (hit), or started cold because none was ready (empty), since the image was last pooled.", []string{"backend", "image", "result"}, nil)
 	suspendedDesc = prometheus.NewDesc("playground_sandboxes_suspended",
 		"Sandboxes of this agent suspended now, by reason: spec (the Sandbox's spec.suspended), idle (its spec.idleSuspend; the next call resumes it) or usage_limit (frozen for a spent CPU limit until its period resets).", []string{"reason"}, nil)
 	poolStartsDesc = prometheus.NewDesc("playground_warm_pool_starts_total",
@@ -145,7 +151,7 @@ type collector struct{ a *Agent }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobsActiveDesc, jobsRetainedDesc, jobsHeldDesc, jobsAdoptedDesc, jobsStartedDesc, jobsRefusedDesc, jobsHaltedDesc, jobsReclaimedDesc,
-		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc, suspendedDesc, keyWaitingDesc,
+		jobOutputDesc, jobDroppedDesc, jobEvictionsDesc, poolSizeDesc, poolReadyDesc, poolClaimsDesc, poolEmptyDesc, poolStartsDesc, poolImageSizeDesc, poolImageReadyDesc, poolImageClaimsDesc, suspendedDesc, keyWaitingDesc,
 		tenantCPUDesc, tenantMemoryDesc, tenantMemoryPeakDesc, tenantMiBSecondsDesc, tenantStorageDesc, tenantJobSecondsDesc, tenantPeriodCPUDesc, tenantExhaustedDesc} {
 		ch <- d
 	}
@@ -189,6 +195,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolEmptyDesc, prometheus.CounterValue, float64(ps.Empty), name)
 		ch <- prometheus.MustNewConstMetric(poolStartsDesc, prometheus.CounterValue, float64(ps.Started), name, "started")
 		ch <- prometheus.MustNewConstMetric(poolStartsDesc, prometheus.CounterValue, float64(ps.Failed), name, "failed")
+		for _, is := range p.ImagePoolStats() {
+			ch <- prometheus.MustNewConstMetric(poolImageSizeDesc, prometheus.GaugeValue, float64(is.Size), name, is.Digest)
+			ch <- prometheus.MustNewConstMetric(poolImageReadyDesc, prometheus.GaugeValue, float64(is.Ready), name, is.Digest)
+			ch <- prometheus.MustNewConstMetric(poolImageClaimsDesc, prometheus.CounterValue, float64(is.Hits), name, is.Digest, "hit")
+			ch <- prometheus.MustNewConstMetric(poolImageClaimsDesc, prometheus.CounterValue, float64(is.Empty), name, is.Digest, "empty")
+		}
 	}
 	spec, idle := c.a.suspendedCount(), c.a.idle.asleepCount()
 	ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(spec), "spec")

@@ -19,6 +19,7 @@ package hostagent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -80,6 +81,43 @@ func (p *Pools) UnclaimWarm(spec backend.Spec, id string) {
 		if pool := be.Capabilities().WarmPool; pool != nil {
 			pool.Unclaim(id)
 		}
+	}
+}
+
+// SetImagePools sets the images the warm pools of the backends that run
+// images keep sandboxes of (backend.WarmPool.SetImagePools). Each Release
+// is called once, when no backend keeps a pooled sandbox of its image any
+// more.
+func (p *Pools) SetImagePools(pools []backend.ImagePool) {
+	var set []backend.WarmPool
+	for _, be := range p.sandboxes.Backends() {
+		if c := be.Capabilities(); c.Images && c.WarmPool != nil {
+			set = append(set, c.WarmPool)
+		}
+	}
+	each := make([][]backend.ImagePool, len(set))
+	for _, want := range pools {
+		release := want.Release
+		if release != nil {
+			if len(set) == 0 {
+				release()
+				continue
+			}
+			// Called by the last backend to let the image go.
+			var left atomic.Int32
+			left.Store(int32(len(set)))
+			want.Release = func() {
+				if left.Add(-1) == 0 {
+					release()
+				}
+			}
+		}
+		for i := range set {
+			each[i] = append(each[i], want)
+		}
+	}
+	for i, pool := range set {
+		pool.SetImagePools(each[i])
 	}
 }
 

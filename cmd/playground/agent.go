@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -78,7 +79,11 @@ func runAgent(ctx context.Context, args []string) error {
 	fs.StringVar(&reserve, "storage-reserve", "2Gi", "free space (a quantity, e.g. 10Gi) that the state directory's filesystem keeps: below it no new sandbox is provisioned on this node (0 disables)")
 	fs.BoolVar(&ociOpts.UnboundedStorage, "unbounded-storage", false, "run without per-sandbox disk limits (no loop devices needed): one sandbox can then fill the node's disk; see docs/isolation.md")
 	fs.IntVar(&ociOpts.WarmPool, "warm-pool", 0, "how many blank sandboxes the oci backend keeps started ahead of demand: a new Sandbox that fits (isolation container, the default storage, no egress, no faculties) claims one instead of waiting for a start; 0 keeps none")
-	fs.Float64Var(&ociOpts.WarmPoolRate, "warm-pool-rate", oci.DefaultWarmPoolRate, "how many pooled sandboxes start per second at most when the warm pool refills")
+	fs.Float64Var(&ociOpts.WarmPoolRate, "warm-pool-rate", oci.DefaultWarmPoolRate, "how many pooled sandboxes start per second at most when the warm pools refill (the blank one and the images' together)")
+	fs.IntVar(&opts.ImagePools.InUse, "warm-pool-images", 0, "how many of the distinct images this node's sandboxes started most recently the oci backend keeps warm sandboxes of (--warm-pool-image-size each), so that a new Sandbox on one is claimed, not started, once the node's image store has let its tenant have the image; 0 pools none of them")
+	fs.Var(cmdflags.StringList(&opts.ImagePools.Named), "warm-pool-image", "an image by digest (registry/repo@sha256:...) the oci backend keeps warm sandboxes of as long as the agent runs, pulled anonymously when it starts (repeatable, or comma-separated): a private image cannot be pooled so, and is refused in the agent's log")
+	fs.IntVar(&opts.ImagePools.Size, "warm-pool-image-size", nodeagent.DefaultImagePoolSize, "how many warm sandboxes of each pooled image (--warm-pool-images, --warm-pool-image) are kept started")
+	fs.IntVar(&opts.ImagePools.Max, "warm-pool-images-max", nodeagent.DefaultImagePoolMax, "the most warm sandboxes of images kept started on the node, every image together: the named images first, then those in use, the most recent first")
 	fs.StringVar(&opts.ListenAddress, "listen", ":9443", "address of the agent API")
 	fs.StringVar(&opts.Endpoint, "advertise", "", "URL of the agent API published in the node's Lease (default: http(s)://$POD_IP, else the listen host, else the hostname, with the listen port)")
 	fs.StringVar(&opts.TokenFile, "token-file", "", "file of shared bearer tokens the API accepts as a trusted gateway's, one per line, re-read on change (playground-dev; clusters trust the gateway's identity instead)")
@@ -204,6 +209,9 @@ func runAgent(ctx context.Context, args []string) error {
 	if ociOpts.WarmPool < 0 || ociOpts.WarmPoolRate <= 0 {
 		return fmt.Errorf("--warm-pool must not be negative, and --warm-pool-rate must be positive")
 	}
+	if ociOpts.ImagePools, err = checkImagePools(opts.ImagePools); err != nil {
+		return err
+	}
 	ociOpts.NewID = sandboxids.New
 	for _, f := range []struct {
 		flag, value string
@@ -256,6 +264,9 @@ func runAgent(ctx context.Context, args []string) error {
 	if opts.Images, err = images.open(ociOpts.StateDir, opts.Backends); err != nil {
 		return err
 	}
+	if ociOpts.ImagePools && opts.Images == nil {
+		return errors.New("--warm-pool-images, --warm-pool-image: this node's backends run no image (only oci does, on Linux): drop them")
+	}
 	// The agent records the calls of users who reach it directly; the
 	// gateways' calls are in the gateways' trails.
 	if opts.Audit, err = auditTrail("agent", true); err != nil {
@@ -273,6 +284,23 @@ func runAgent(ctx context.Context, args []string) error {
 	defer stopTracer()
 	opts.Agent.Tracer = tracer
 	return nodeagent.Run(ctx, opts)
+}
+
+// checkImagePools checks the flags of the warm pools of images, and
+// says whether any image is pooled.
+func checkImagePools(o nodeagent.ImagePoolOptions) (bool, error) {
+	if o.InUse < 0 || o.Size < 0 || o.Max < 0 {
+		return false, fmt.Errorf("--warm-pool-images, --warm-pool-image-size and --warm-pool-images-max must not be negative")
+	}
+	for _, ref := range o.Named {
+		if _, err := name.NewDigest(ref, name.StrictValidation); err != nil {
+			return false, fmt.Errorf("--warm-pool-image %q: want an image by digest, registry/repo@sha256:<64 hex digits> (the node pools exactly those bytes; `crane digest REF` resolves a tag): %w", ref, err)
+		}
+	}
+	if (o.InUse > 0 || len(o.Named) > 0) && (o.Size == 0 || o.Max == 0) {
+		return false, fmt.Errorf("--warm-pool-image-size and --warm-pool-images-max must be positive where images are pooled (--warm-pool-images, --warm-pool-image)")
+	}
+	return o.InUse > 0 || len(o.Named) > 0, nil
 }
 
 // checkFacultyFlags refuses a host path prefix that no agent may grant

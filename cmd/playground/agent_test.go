@@ -81,6 +81,28 @@ func TestSigningKeyWaitRefused(t *testing.T) {
 	}
 }
 
+// TestImagePoolFlagsRefused: an image named for the warm pools is a
+// reference by digest, and the pools' bounds are positive where images
+// are pooled, or the agent does not start.
+func TestImagePoolFlagsRefused(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--warm-pool-image=registry.test/sys/base:v1"}, "want an image by digest"},
+		{[]string{"--warm-pool-image=registry.test/sys/base@sha256:abc"}, "want an image by digest"},
+		{[]string{"--warm-pool-images=-1"}, "must not be negative"},
+		{[]string{"--warm-pool-images=2", "--warm-pool-images-max=0"}, "must be positive where images are pooled"},
+		{[]string{"--warm-pool-image=registry.test/sys/base@" + digest, "--warm-pool-image-size=0"}, "must be positive where images are pooled"},
+	} {
+		err := runAgent(context.Background(), c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("playground agent %s: %v; want a refusal saying %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+}
+
 // TestFacultyFlagsAccepted: prefixes of tools directories pass, however
 // given.
 func TestFacultyFlagsAccepted(t *testing.T) {

@@ -880,8 +880,41 @@ type WarmPool interface {
 	// leaves no blank sandbox running on the node. After a crash the
 	// next agent adopts them instead (RunPool).
 	DrainPool(ctx context.Context) error
-	// PoolStats reports the pool, for metrics.
+	// PoolStats reports the pool, for metrics: Hits and Misses count
+	// every Claim, whichever pool it was for; the rest is the blank
+	// sandboxes'.
 	PoolStats() PoolStats
+	// SetImagePools sets the images the pool keeps sandboxes of, beside
+	// its blank ones, and how many of each (ImagePool): a Claim whose
+	// spec names one of them (by Image.Digest) takes one of its
+	// sandboxes. An image left out has its unclaimed sandboxes destroyed
+	// by RunPool, then its Release called. Pooled images' sandboxes are
+	// started by RunPool at the rate of the blank ones, sharing it.
+	SetImagePools(pools []ImagePool)
+	// ImagePoolStats reports the image pools, for metrics, in the order
+	// of the last SetImagePools.
+	ImagePoolStats() []ImagePoolStats
+}
+
+// ImagePool is the pool of one image (WarmPool.SetImagePools).
+type ImagePool struct {
+	// Image is what its sandboxes run: an image the caller holds in the
+	// node's image store until Release.
+	Image *Image
+	// Size is how many of its sandboxes are kept started.
+	Size int
+	// Release, when set, is called once, when the pool keeps no sandbox
+	// of the image any more: it left the pools and its unclaimed
+	// sandboxes are destroyed (a claimed one is its tenant's, holding
+	// the image on its own).
+	Release func()
+}
+
+// ImagePoolStats is one image pool's state and history (Size, Ready,
+// Hits, Empty, Started, Failed as in PoolStats, for its image alone).
+type ImagePoolStats struct {
+	Digest string
+	PoolStats
 }
 
 // PoolStats is a warm pool's state and history.

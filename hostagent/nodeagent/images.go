@@ -157,20 +157,75 @@ func (s *sandboxImages) forSandbox(ctx context.Context, sbx *playgroundv1alpha1.
 	if had && old.asked == digest {
 		return old.img, before, nil
 	}
+	img, release, err := s.get(ctx, sbx, spec.Tenant, progress)
+	if err != nil {
+		return nil, before, err
+	}
+	s.keep(spec.ID, digest, img, release)
+	return img, before, nil
+}
+
+// get gets sbx's image (status.image's digest) from the store for tenant,
+// with the Sandbox's pull credentials, and holds it until release.
+func (s *sandboxImages) get(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, tenant string, progress func(done, total int64)) (*backend.Image, func(), error) {
 	if s.store == nil {
-		return nil, before, &ImageError{Reason: playgroundv1alpha1.ReasonImageRefused, Refused: true,
+		return nil, nil, &ImageError{Reason: playgroundv1alpha1.ReasonImageRefused, Refused: true,
 			Err: fmt.Errorf("this node's agent runs no images (its backends offer none, or it has no image store)")}
 	}
 	var kc authn.Keychain
 	if s.keychains != nil {
 		kc = s.keychains.Keychain(sbx.Namespace, sbx.Name, string(sbx.UID))
 	}
-	img, release, err := s.store.Pull(ctx, imageRef(sbx.Status.Image), spec.Tenant, kc, progress)
-	if err != nil {
-		return nil, before, err
+	return s.store.Pull(ctx, imageRef(sbx.Status.Image), tenant, kc, progress)
+}
+
+// gotImage is an image the store gave a Sandbox before its sandbox had
+// an ID (imageBeforeClaim); its zero value is none.
+type gotImage struct {
+	img     *backend.Image
+	asked   string // status.image's digest
+	release func()
+}
+
+// drop releases the image: the sandbox got no ID.
+func (g gotImage) drop() {
+	if g.release != nil {
+		g.release()
 	}
-	s.keep(spec.ID, digest, img, release)
-	return img, before, nil
+}
+
+// keep makes the image the one sandbox id holds.
+func (g gotImage) keep(s *sandboxImages, id string) {
+	if g.img != nil {
+		s.keep(id, g.asked, g.img, g.release)
+	}
+}
+
+// imageBeforeClaim gets, where images are pooled, the image of a Sandbox
+// that has no sandbox yet, for its tenant, before it takes an ID: a
+// pooled sandbox of the image is claimed only with what the store gave
+// (assignID), exactly as a cold start would have it: the store checks a
+// cached private image against the tenant's credentials whether or not a
+// sandbox of it already runs. None (the zero gotImage) where the cold
+// path gets it after the ID, as ever.
+func (r *sandboxReconciler) imageBeforeClaim(ctx context.Context, sbx *playgroundv1alpha1.Sandbox) (gotImage, error) {
+	if r.imagePools == nil || sbx.Spec.Image == nil || sbx.Status.Image == nil || sbx.Status.Image.Digest == "" ||
+		sbx.Spec.Suspended || sbx.Spec.FromSnapshot != "" || len(sbx.Bundles()) > 0 {
+		return gotImage{}, nil
+	}
+	if be, ok := r.agent.Backend(backendClass(sbx)); !ok || !be.Capabilities().Images || be.Capabilities().WarmPool == nil {
+		return gotImage{}, nil
+	}
+	// A lookup that fails is assignID's to report; the image got is
+	// dropped then.
+	if id, _ := r.idOf(sbx); id != "" {
+		return gotImage{}, nil
+	}
+	img, release, err := r.images.get(ctx, sbx, specOf("", sbx).Tenant, r.pullProgress(ctx, sbx))
+	if err != nil {
+		return gotImage{}, err
+	}
+	return gotImage{img: img, asked: sbx.Status.Image.Digest, release: release}, nil
 }
 
 // keep records that sandbox id holds img, releasing what it held before.

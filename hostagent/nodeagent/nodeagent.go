@@ -229,6 +229,10 @@ type Options struct {
 	// Sandbox names an image get it (StoreImages); nil: such a sandbox is
 	// refused (ImageRefused).
 	Images ImageStore
+	// ImagePools are the warm pools of images (imagepools.go): none
+	// unless set; they need Images, and a backend that runs images with
+	// its image pools on (oci.Options.ImagePools).
+	ImagePools ImagePoolOptions
 	// ImageKeychains gives the pull credentials of a Sandbox; nil: those
 	// the manager delivered to this agent (the Agent's ImageCredentials).
 	ImageKeychains Keychains
@@ -539,6 +543,9 @@ func Run(ctx context.Context, opts Options) error {
 						// blank ones with it.
 						task{"warm pools", func(ctx context.Context) error {
 							return agent.Pools().RunPools(ctx, func(id string) bool { _, ok := ids.Owner(id); return ok }, opts.ShutdownGrace)
+						}},
+						task{"images named for the warm pools", func(ctx context.Context) error {
+							return rec.imagePools.pullNamed(ctx, log.WithName("image-pools"))
 						}},
 					)
 				}},

@@ -129,6 +129,7 @@ func newManager(opts Options, agent *hostagent.Agent, ids *sandboxids.Registry, 
 		recorder:  eventseries.Recorder(mgr.GetEventRecorder(playgroundv1alpha1.AgentFieldOwner)),
 		images:    newSandboxImages(opts.Images, opts.ImageKeychains),
 	}
+	r.imagePools = newImagePools(opts.ImagePools, opts.Images, agent.Pools().SetImagePools)
 	drift := make(chan event.GenericEvent, 256)
 	r.queue = drift
 	r.keys = &keyInbox{r: r, queue: drift}
@@ -201,6 +202,9 @@ type sandboxReconciler struct {
 	faculties *faculties
 	// images holds the image each sandbox runs (images.go).
 	images *sandboxImages
+	// imagePools chooses the images the warm pools keep sandboxes of
+	// (imagepools.go); nil when none is.
+	imagePools *imagePools
 	// keys holds the signing keys the manager delivered.
 	keys *keyInbox
 	// queue brings a Sandbox back to the reconciler, and states paces
@@ -279,14 +283,16 @@ func (r *sandboxReconciler) idOf(sbx *playgroundv1alpha1.Sandbox) (string, error
 // when it has none: a warm sandbox's from its backend's pool when one
 // fits (its start is done: the Ensure that follows claims it), else a new
 // one. A Sandbox with faculties waits for their builds and starts with
-// them mounted: never a pooled one. claimed says that this call took the
-// ID from a pool.
-func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox) (id string, claimed bool, err error) {
+// them mounted: never a pooled one. A Sandbox on an image claims one of
+// that image's pool only when img, the image the store gave its tenant,
+// is set; a blank one never. claimed says that this call took the ID from
+// a pool.
+func (r *sandboxReconciler) assignID(sbx *playgroundv1alpha1.Sandbox, img *backend.Image) (id string, claimed bool, err error) {
 	var warm string
 	spec := specOf("", sbx)
+	spec.Image = img
 	id, used, err := r.ids.AssignFrom(ownerOf(sbx), func() string {
-		// Nor one on an image: a warm sandbox runs the node's system.
-		if len(sbx.Bundles()) == 0 && sbx.Spec.FromSnapshot == "" && sbx.Spec.Image == nil {
+		if len(sbx.Bundles()) == 0 && sbx.Spec.FromSnapshot == "" && (sbx.Spec.Image == nil) == (img == nil) {
 			warm, _ = r.pools.ClaimWarm(spec)
 		}
 		return warm
@@ -335,12 +341,23 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 			return r.waitForImage(ctx, sbx, why)
 		}
 	}
+	// A new sandbox on an image, where images are pooled, has its image
+	// before its ID: the store gives it to the Sandbox's tenant as to any
+	// start (a cached private image only once the registry has said,
+	// under the tenant's credentials, that it may have it), and only then
+	// may a pooled sandbox of it be claimed.
+	claimImage, err := r.imageBeforeClaim(ctx, sbx)
+	if err != nil {
+		return r.imageFailed(ctx, sbx, err)
+	}
 	// The ID is recorded on the node before anything of the sandbox
 	// exists, so that whatever is made under it is found again.
-	id, claimed, err := r.assignID(sbx)
+	id, claimed, err := r.assignID(sbx, claimImage.img)
 	if err != nil {
+		claimImage.drop()
 		return r.failed(ctx, sbx, "Provision", fmt.Errorf("choosing the sandbox's ID: %w", err))
 	}
+	claimImage.keep(r.images, id)
 	spec := specOf(id, sbx)
 
 	prev := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
@@ -440,6 +457,9 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 		return r.failed(ctx, sbx, "Provision", fmt.Errorf("ensuring sandbox %s: %w", spec.ID, err))
 	}
 	r.faculties.started(spec.ID, spec.Faculties)
+	if !wasProvisioned || imageChanged {
+		r.imagePools.started(spec.Image)
+	}
 	r.idle.SetIdlePolicy(spec.ID, idlePolicy(sbx))
 	r.usage.SetUsageLimits(spec.ID, usageLimits(sbx))
 	// A request made before the sandbox first ran is met by that start.
@@ -884,6 +904,8 @@ func (r *sandboxReconciler) pendingReattach(ctx context.Context) ([]reattachment
 			pending[id] = spec.Tenant
 			continue
 		}
+		// Its image is in use on the node, as before the restart.
+		r.imagePools.started(spec.Image)
 		out = append(out, reattachment{sbx: sbx, spec: spec})
 		pending[id] = spec.Tenant
 	}

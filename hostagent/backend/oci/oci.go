@@ -261,7 +261,7 @@ func New(opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.WarmPool > 0 {
+	if opts.WarmPool > 0 || opts.ImagePools {
 		b.pool = &pool{wake: make(chan struct{}, 1), fresh: make(map[string]bool)}
 	}
 	b.maskedPaths = maskedPaths()
@@ -370,7 +370,7 @@ func (o *Options) setDefaults() error {
 	if o.WarmPool < 0 {
 		return fmt.Errorf("oci: warm pool size %d is negative", o.WarmPool)
 	}
-	if o.WarmPool > 0 && o.NewID == nil {
+	if (o.WarmPool > 0 || o.ImagePools) && o.NewID == nil {
 		return errors.New("oci: a warm pool needs NewID, which makes its sandboxes' IDs")
 	}
 	if o.WarmPoolRate <= 0 {

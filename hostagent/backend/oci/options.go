@@ -175,11 +175,17 @@ type Options struct {
 	// slot. Zero, the default, keeps none.
 	WarmPool int
 	// WarmPoolRate bounds how many pooled sandboxes start per second when
-	// the pool refills; default DefaultWarmPoolRate.
+	// the pool refills, blank and images' together; default
+	// DefaultWarmPoolRate.
 	WarmPoolRate float64
+	// ImagePools lets the agent keep pools of images beside the blank one
+	// (backend.WarmPool.SetImagePools): which images, and how many
+	// sandboxes of each, are the agent's to set. Without it the backend
+	// pools no image.
+	ImagePools bool
 	// NewID makes the IDs of pooled sandboxes: each is its tenant's
 	// sandbox ID once claimed, so it has their format. Required with
-	// WarmPool.
+	// WarmPool or ImagePools.
 	NewID func() string
 }
 

@@ -55,23 +55,65 @@ import (
 // the node's records give it an owner. An agent that died between a claim
 // and the record of its owner (a few milliseconds, in sandboxids) left one
 // sandbox that is neither pooled nor anyone's: the next destroys it.
+//
+// Pools of images (SetImagePools) sit beside the blank one: a pooled
+// sandbox of an image was made and started on it (its spec names it, as a
+// tenant's would), and only a Claim whose spec names the same digest takes
+// it. Which images are pooled, and how many of each, is the agent's
+// choice; the refill serves the blank pool first, then the images in the
+// order given, at the one rate. An image left out has its unclaimed
+// sandboxes destroyed by RunPool before its Release is called, so that the
+// image store keeps its layers while a pooled sandbox mounts them. A
+// restarted agent destroys the unclaimed sandboxes of images it finds
+// (their pools are set anew, with holds of their own) and keeps its blank
+// ones.
 
 // warmMarker is the file of an unclaimed pooled sandbox.
 const warmMarker = "warm"
 
-// pool is the backend's warm pool; nil when Options.WarmPool is zero.
+// pool is the backend's warm pool; nil when Options.WarmPool is zero
+// and Options.ImagePools false.
 type pool struct {
 	mu sync.Mutex
-	// ready are the IDs of started, unclaimed pooled sandboxes, oldest
-	// first.
+	// ready are the IDs of started, unclaimed blank pooled sandboxes,
+	// oldest first.
 	ready []string
-	// wake is signalled when a claim makes room.
-	wake  chan struct{}
+	// wake is signalled when a claim makes room, or the image pools
+	// change.
+	wake chan struct{}
+	// stats are the blank pool's Size and Ready, and the counters of
+	// every pool.
 	stats backend.PoolStats
+	// images are the image pools, in SetImagePools's order.
+	images []*imagePool
+	// discard are unclaimed pooled sandboxes no pool keeps (their image
+	// left the pools, or its pool shrank), which RunPool destroys before
+	// it calls releases, the Releases of the images that left.
+	discard  []string
+	releases []func()
 	// fresh are the sandboxes a Provision made a tenant's with their
 	// container kept, until the Start that follows: it finds them running
 	// without asking the runtime (a `runc state` is a process start).
 	fresh map[string]bool
+}
+
+// imagePool is the pool of one image.
+type imagePool struct {
+	backend.ImagePool
+	// ready are its started, unclaimed sandboxes, oldest first.
+	ready []string
+	stats backend.PoolStats
+}
+
+// imagePool returns the current pool of digest; nil for none. Called
+// with p.mu.
+func (p *pool) imagePool(digest string) *imagePool {
+	for _, ip := range p.images {
+		if ip.Image.Digest == digest {
+			return ip
+		}
+	}
+	return nil
 }
 
 // takeFresh reports whether id was claimed with its container kept since
@@ -100,21 +142,33 @@ func (b *Backend) fitsPool(spec backend.Spec) bool {
 		validateSpecFields(spec) == nil
 }
 
-// Claim implements backend.WarmPool.
+// Claim implements backend.WarmPool. A spec on an image takes a sandbox
+// of its image's pool, and fits none when its image has no pool.
 func (b *Backend) Claim(spec backend.Spec) (string, bool) {
 	p := b.pool
 	if p == nil {
 		return "", false
 	}
-	fits := b.fitsPool(spec)
+	digest := imageOf(spec)
+	fits := b.fitsPool(spec) && (digest != "" || b.opts.WarmPool > 0)
+	var ip *imagePool
 	for fits {
 		p.mu.Lock()
-		if len(p.ready) == 0 {
+		ready := &p.ready
+		if digest != "" {
+			if ip = p.imagePool(digest); ip == nil {
+				p.mu.Unlock()
+				fits = false
+				break
+			}
+			ready = &ip.ready
+		}
+		if len(*ready) == 0 {
 			p.mu.Unlock()
 			break
 		}
-		id := p.ready[0]
-		p.ready = p.ready[1:]
+		id := (*ready)[0]
+		*ready = (*ready)[1:]
 		p.mu.Unlock()
 		p.signal()
 		// Removing the marker is the claim; a sandbox whose init died
@@ -128,6 +182,9 @@ func (b *Backend) Claim(spec backend.Spec) (string, bool) {
 		}
 		p.mu.Lock()
 		p.stats.Hits++
+		if ip != nil {
+			ip.stats.Hits++
+		}
 		p.mu.Unlock()
 		return id, true
 	}
@@ -135,6 +192,10 @@ func (b *Backend) Claim(spec backend.Spec) (string, bool) {
 	p.stats.Misses++
 	if fits {
 		p.stats.Empty++
+		if ip != nil {
+			ip.stats.Misses++
+			ip.stats.Empty++
+		}
 	}
 	p.mu.Unlock()
 	return "", false
@@ -150,12 +211,103 @@ func (b *Backend) Unclaim(id string) {
 	if err != nil || !sb.warm {
 		return // provisioned (or gone) in the meantime: not the pool's
 	}
+	p := b.pool
+	p.mu.Lock()
+	ready := &p.ready
+	if d := imageOf(sb.spec); d != "" {
+		ip := p.imagePool(d)
+		if ip == nil {
+			// Its image left the pools meanwhile: it goes.
+			p.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), b.opts.StartTimeout)
+			defer cancel()
+			_ = b.destroyLocked(ctx, id, false)
+			return
+		}
+		ready = &ip.ready
+	}
+	p.mu.Unlock()
 	if ensureFile(filepath.Join(sb.dir, warmMarker), 0o600) != nil {
 		return
 	}
+	p.mu.Lock()
+	*ready = append(*ready, id)
+	p.mu.Unlock()
+}
+
+// SetImagePools implements backend.WarmPool. Every Release given is
+// called once: at once for an image already pooled (the pool keeps the
+// hold it has), for one it cannot pool, or when the backend keeps no image
+// pools; else once the image has left the pools and its sandboxes are
+// gone.
+func (b *Backend) SetImagePools(pools []backend.ImagePool) {
+	p := b.pool
+	var now []func()
+	defer func() {
+		for _, r := range now {
+			r()
+		}
+	}()
+	if p == nil || !b.opts.ImagePools {
+		for _, ip := range pools {
+			if ip.Release != nil {
+				now = append(now, ip.Release)
+			}
+		}
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next := make([]*imagePool, 0, len(pools))
+	for _, want := range pools {
+		if want.Image == nil || want.Size <= 0 || validateImage(want.Image) != nil ||
+			slices.ContainsFunc(next, func(ip *imagePool) bool { return ip.Image.Digest == want.Image.Digest }) {
+			if want.Release != nil {
+				now = append(now, want.Release)
+			}
+			continue
+		}
+		ip := p.imagePool(want.Image.Digest)
+		if ip == nil {
+			ip = &imagePool{ImagePool: want}
+		} else {
+			ip.Size = want.Size
+			if want.Release != nil {
+				now = append(now, want.Release)
+			}
+		}
+		if len(ip.ready) > ip.Size {
+			p.discard = append(p.discard, ip.ready[ip.Size:]...)
+			ip.ready = slices.Clone(ip.ready[:ip.Size])
+		}
+		next = append(next, ip)
+	}
+	for _, ip := range p.images {
+		if !slices.Contains(next, ip) {
+			p.discard = append(p.discard, ip.ready...)
+			if ip.Release != nil {
+				p.releases = append(p.releases, ip.Release)
+			}
+		}
+	}
+	p.images = next
+	p.signal()
+}
+
+// ImagePoolStats implements backend.WarmPool.
+func (b *Backend) ImagePoolStats() []backend.ImagePoolStats {
+	if b.pool == nil {
+		return nil
+	}
 	b.pool.mu.Lock()
-	b.pool.ready = append(b.pool.ready, id)
-	b.pool.mu.Unlock()
+	defer b.pool.mu.Unlock()
+	out := make([]backend.ImagePoolStats, 0, len(b.pool.images))
+	for _, ip := range b.pool.images {
+		s := ip.stats
+		s.Size, s.Ready = ip.Size, len(ip.ready)
+		out = append(out, backend.ImagePoolStats{Digest: ip.Image.Digest, PoolStats: s})
+	}
+	return out
 }
 
 // PoolStats implements backend.WarmPool.
@@ -178,16 +330,66 @@ func (p *pool) signal() {
 	}
 }
 
-// forget drops id from the ready list: Provision or Destroy took it.
+// forget drops id from the ready lists: Provision or Destroy took it.
 func (p *pool) forget(id string) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if i := slices.Index(p.ready, id); i >= 0 {
-		p.ready = slices.Delete(p.ready, i, i+1)
-		p.signal()
+	lists := []*[]string{&p.ready, &p.discard}
+	for _, ip := range p.images {
+		lists = append(lists, &ip.ready)
+	}
+	for _, l := range lists {
+		if i := slices.Index(*l, id); i >= 0 {
+			*l = slices.Delete(*l, i, i+1)
+			p.signal()
+		}
+	}
+}
+
+// short returns a pool that has fewer sandboxes ready than its size:
+// the blank one (nil) first, then the images in order.
+func (p *pool) short(blank int) (ip *imagePool, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ready) < blank {
+		return nil, true
+	}
+	for _, ip := range p.images {
+		if len(ip.ready) < ip.Size {
+			return ip, true
+		}
+	}
+	return nil, false
+}
+
+// drainDiscarded destroys the sandboxes no pool keeps, then calls the
+// Releases of the images that left the pools: none of their unclaimed
+// sandboxes mounts them any more. What could not be destroyed is tried
+// again on the next pass, the Releases with it.
+func (b *Backend) drainDiscarded(ctx context.Context, log logr.Logger) {
+	p := b.pool
+	p.mu.Lock()
+	ids, releases := p.discard, p.releases
+	p.discard, p.releases = nil, nil
+	p.mu.Unlock()
+	var failed []string
+	for _, id := range ids {
+		if err := b.discardPooledCtx(ctx, id); err != nil {
+			log.Error(err, "Removing a pooled sandbox no pool keeps", "id", id)
+			failed = append(failed, id)
+		}
+	}
+	if len(failed) > 0 {
+		p.mu.Lock()
+		p.discard, p.releases = append(p.discard, failed...), append(p.releases, releases...)
+		p.mu.Unlock()
+		return
+	}
+	for _, r := range releases {
+		r()
 	}
 }
 
@@ -204,9 +406,8 @@ func (b *Backend) RunPool(ctx context.Context, owned func(id string) bool) {
 	interval := time.Duration(float64(time.Second) / b.opts.WarmPoolRate)
 	failures := 0
 	for ctx.Err() == nil {
-		p.mu.Lock()
-		short := len(p.ready) < b.opts.WarmPool
-		p.mu.Unlock()
+		b.drainDiscarded(ctx, log)
+		ip, short := p.short(b.opts.WarmPool)
 		if !short {
 			select {
 			case <-ctx.Done():
@@ -215,13 +416,13 @@ func (b *Backend) RunPool(ctx context.Context, owned func(id string) bool) {
 			continue
 		}
 		wait := interval
-		if err := b.startPooled(ctx); err != nil {
+		if err := b.startPooled(ctx, ip); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			failures++
 			wait = min(interval<<min(failures, 6), time.Minute)
-			log.Error(err, "Starting a pooled sandbox", "retryIn", wait.String())
+			log.Error(err, "Starting a pooled sandbox", "image", imageOf(backend.Spec{Image: imageOfPool(ip)}), "retryIn", wait.String())
 		} else {
 			failures = 0
 		}
@@ -232,22 +433,46 @@ func (b *Backend) RunPool(ctx context.Context, owned func(id string) bool) {
 	}
 }
 
-// startPooled makes and starts one pooled sandbox and adds it to the
-// ready list.
-func (b *Backend) startPooled(ctx context.Context) (err error) {
-	spec := backend.Spec{ID: b.opts.NewID(), Backend: b.Name()}
+// imageOfPool is the image of an image pool; nil for the blank pool.
+func imageOfPool(ip *imagePool) *backend.Image {
+	if ip == nil {
+		return nil
+	}
+	return ip.Image
+}
+
+// startPooled makes and starts one pooled sandbox, blank or of ip's image,
+// and adds it to its ready list; to the discarded ones if ip left the
+// pools (or shrank) meanwhile.
+func (b *Backend) startPooled(ctx context.Context, ip *imagePool) (err error) {
+	spec := backend.Spec{ID: b.opts.NewID(), Backend: b.Name(), Image: imageOfPool(ip)}
 	if err := backend.ValidateID(spec.ID); err != nil {
 		return err
 	}
 	defer func() {
-		b.pool.mu.Lock()
-		if err == nil {
-			b.pool.stats.Started++
-			b.pool.ready = append(b.pool.ready, spec.ID)
-		} else {
-			b.pool.stats.Failed++
+		p := b.pool
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		stats := []*backend.PoolStats{&p.stats}
+		if ip != nil {
+			stats = append(stats, &ip.stats)
 		}
-		b.pool.mu.Unlock()
+		for _, s := range stats {
+			if err == nil {
+				s.Started++
+			} else {
+				s.Failed++
+			}
+		}
+		switch {
+		case err != nil:
+		case ip == nil:
+			p.ready = append(p.ready, spec.ID)
+		case slices.Contains(p.images, ip) && len(ip.ready) < ip.Size:
+			ip.ready = append(ip.ready, spec.ID)
+		default:
+			p.discard = append(p.discard, spec.ID)
+		}
 	}()
 	unlock := b.locks.Lock(spec.ID)
 	defer unlock()
@@ -292,8 +517,14 @@ func (b *Backend) adoptPooled(ctx context.Context, log logr.Logger, owned func(i
 			}
 			continue
 		}
+		// A pooled sandbox of an image goes: its image's pool, and the
+		// store's hold of the image, are the agent's to set anew.
+		blank := false
+		if sb, err := b.load(id); err == nil {
+			blank = sb.spec.Image == nil
+		}
 		b.pool.mu.Lock()
-		room := len(b.pool.ready) < b.opts.WarmPool && !slices.Contains(b.pool.ready, id)
+		room := blank && len(b.pool.ready) < b.opts.WarmPool && !slices.Contains(b.pool.ready, id)
 		b.pool.mu.Unlock()
 		if room && b.Alive(id) {
 			b.pool.mu.Lock()
@@ -307,19 +538,29 @@ func (b *Backend) adoptPooled(ctx context.Context, log logr.Logger, owned func(i
 	}
 }
 
-// DrainPool implements backend.WarmPool.
+// DrainPool implements backend.WarmPool: the images' sandboxes go with
+// the blank ones; their pools stay set, and their holds with them.
 func (b *Backend) DrainPool(ctx context.Context) error {
-	if b.pool == nil {
+	p := b.pool
+	if p == nil {
 		return nil
 	}
-	b.pool.mu.Lock()
-	ids := slices.Clone(b.pool.ready)
-	b.pool.mu.Unlock()
+	p.mu.Lock()
+	ids := slices.Concat(p.ready, p.discard)
+	for _, ip := range p.images {
+		ids = append(ids, ip.ready...)
+	}
+	releases := p.releases
+	p.releases = nil
+	p.mu.Unlock()
 	var errs []error
 	for _, id := range ids {
 		if err := b.discardPooledCtx(ctx, id); err != nil {
 			errs = append(errs, fmt.Errorf("destroying pooled sandbox %s: %w", id, err))
 		}
+	}
+	for _, r := range releases {
+		r()
 	}
 	return errors.Join(errs...)
 }
@@ -366,7 +607,9 @@ func (b *Backend) claimed(ctx context.Context, sb *sandbox, spec backend.Spec) (
 	if b.storage(spec.Storage) != sb.spec.Storage {
 		return false, b.destroyLocked(ctx, sb.spec.ID, false)
 	}
-	if !b.fitsPool(spec) {
+	if !b.fitsPool(spec) || imageOf(spec) != imageOf(sb.spec) {
+		// So is a system other than the one it runs (Claim never hands
+		// out one, but Provision may find one claimed for another spec).
 		return true, b.removeContainer(ctx, sb.spec.ID)
 	}
 	if !b.runc.exists(containerID(sb.spec.ID)) {
