@@ -160,7 +160,7 @@ var ErrTooLarge = errors.New("response larger than the bound of a signature's")
 // missing, malformed or verified by none of keys is no error: Result
 // says so.
 func Verify(ctx context.Context, repo name.Repository, digest v1.Hash, keys []Key, o Options) (Result, error) {
-	o.Limits = o.Limits.withDefaults()
+	o.Limits = o.withDefaults()
 	kc := o.Keychain
 	if kc == nil {
 		kc = authn.NewMultiKeychain()
@@ -232,8 +232,11 @@ func check(repo name.Repository, digest v1.Hash, layer v1.Descriptor, keys []Key
 		return nil, fmt.Sprintf("a payload of %d bytes, larger than %d", layer.Size, maxBytes), nil
 	}
 	sig, err := base64.StdEncoding.DecodeString(layer.Annotations[SignatureAnnotation])
-	if err != nil || len(sig) == 0 {
-		return nil, fmt.Sprintf("no signature in base64 in its %s annotation", SignatureAnnotation), nil
+	switch {
+	case err != nil:
+		return nil, fmt.Sprintf("no signature in base64 in its %s annotation (%v)", SignatureAnnotation, err), nil
+	case len(sig) == 0:
+		return nil, fmt.Sprintf("no signature in base64 in its %s annotation (none)", SignatureAnnotation), nil
 	}
 	body, problem, err := fetchPayload(repo, layer, maxBytes, opts)
 	if problem != "" || err != nil {
