@@ -141,6 +141,21 @@ func (r *ImageReconciler) signatures(ctx context.Context, sbx *playgroundv1alpha
 	return res.SignedBy, nil, nil
 }
 
+// unreadableSigningKeys says which of p's signing keys cannot be read,
+// and why, or "".
+func unreadableSigningKeys(p *playgroundv1alpha1.TenantPolicy) string {
+	if p.Spec.Sandbox.ImageSignatures == nil {
+		return ""
+	}
+	var why []string
+	for i, k := range p.Spec.Sandbox.ImageSignatures.Keys {
+		if _, err := imagesignature.ParseKey(k.Name, []byte(k.PublicKey)); err != nil {
+			why = append(why, fmt.Sprintf("spec.sandbox.imageSignatures.keys[%d]: %v", i, err))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
 // keysTried names a policy's keys, and those that cannot be read.
 func keysTried(sp signaturePolicy) string {
 	s := strings.Join(sp.keys, ", ")

@@ -17,12 +17,15 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/internal/imagesignature"
@@ -170,4 +173,32 @@ func TestSignatureNotRequiredReports(t *testing.T) {
 		g.Expect(evs).NotTo(BeEmpty())
 		g.Expect(evs[0].Note).To(And(ContainSubstring("TenantPolicy "+p.Name+" requires"), HaveSuffix("(not required: the image runs)")))
 	})
+}
+
+// TestUnreadableSigningKeyIsSaid: a TenantPolicy key that has PEM's shape
+// but is no public key is said on the policy (Ready=False,
+// InvalidSigningKey, naming the key), and a sandbox that needs it is
+// refused, saying the key cannot be read.
+func TestUnreadableSigningKeyIsSaid(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.Start(t)
+	ns := newNamespace(t)
+	labelNamespace(t, ns, "ceilings.test/ns", true)
+	p := policyFor(t, ns, func(s *playgroundv1alpha1.TenantPolicySpec) {
+		s.Sandbox.ImageSignatures = &playgroundv1alpha1.ImageSignaturePolicy{Keys: []playgroundv1alpha1.ImageSigningKey{
+			{Name: "garbled", PublicKey: "-----BEGIN PUBLIC KEY-----\nbm90IGEga2V5\n-----END PUBLIC KEY-----\n"}}}
+	})
+	img := image(t, "garbled-key")
+	reg.Push(t, "team/garbled", "v1", img, nil)
+	imageSandbox(t, ns, "garbled", playgroundv1alpha1.SandboxImage{Reference: reg.Host + "/team/garbled:v1"}, "")
+	eventually(t, func(g Gomega) {
+		var got playgroundv1alpha1.TenantPolicy
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: p.Name}, &got)).To(Succeed())
+		ready := meta.FindStatusCondition(got.Status.Conditions, playgroundv1alpha1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect([]any{ready.Status, ready.Reason}).To(Equal([]any{metav1.ConditionFalse, ReasonInvalidSigningKey}))
+		g.Expect(ready.Message).To(ContainSubstring("spec.sandbox.imageSignatures.keys[0]: key garbled is not a public key in PEM"))
+	})
+	refusedWith(t, ns, "garbled", playgroundv1alpha1.ReasonImageSignatureInvalid,
+		"unreadable: key "+p.Name+"/garbled is not a public key in PEM", "none of its keys can be read: correct them in the TenantPolicy")
 }
