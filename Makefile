@@ -59,7 +59,8 @@ dev: prereqs build envtest runsc vm-image ## Run the whole system locally on an 
 FUZZ := ./mcpgateway/tools:FuzzToolArguments:20000x ./mcpgateway/tools:FuzzDecodeBase64:50000x \
 	./hostagent/jobs:FuzzParseCursor:100000x ./hostagent/jobs:FuzzPoll:60000x ./hostagent/guestapi:FuzzParseFrame:100000x \
 	./internal/manifest:FuzzDecode:5000x ./hostagent/agentapi:FuzzReadBinaryExec:8000x \
-	./hostagent/guestapi/mux:FuzzClientReadsGuestBytes:20000x ./hostagent/guest:FuzzFilePath:20000x ./hostagent/guestapi:FuzzEnd:100000x
+	./hostagent/guestapi/mux:FuzzClientReadsGuestBytes:20000x ./hostagent/guest:FuzzFilePath:20000x ./hostagent/guestapi:FuzzEnd:100000x \
+	./internal/imagesignature:FuzzClaims:50000x
 FUZZTIME ?=
 
 .PHONY: test

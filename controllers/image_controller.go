@@ -51,6 +51,7 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	playgroundv1alpha1ac "github.com/playground-dev/playground/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	"github.com/playground-dev/playground/internal/imagesignature"
 	pgreconcile "github.com/playground-dev/playground/internal/reconcile"
 	"github.com/playground-dev/playground/internal/registrytransport"
 )
@@ -90,6 +91,9 @@ type ImageOptions struct {
 	// read again and, changed, handed to its node's agent (Secrets are
 	// not watched); 0: DefaultImageCredentialRefresh.
 	CredentialRefresh time.Duration
+	// Signatures bound what the check of an image's signatures reads of
+	// its registry; zero: imagesignature's defaults.
+	Signatures imagesignature.Limits
 }
 
 func (o *ImageOptions) defaults() {
@@ -200,6 +204,15 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if why != "" {
 		return r.failed(ctx, sbx, playgroundv1alpha1.ReasonPullSecretMissing, why)
 	}
+	// Without Secrets, anonymous: never the manager's own credentials.
+	kc := authn.NewMultiKeychain()
+	if len(secrets) > 0 {
+		if kc, err = k8schain.NewFromPullSecrets(ctx, secrets); err != nil {
+			// Its error may quote the Secret's bytes: not repeated.
+			return r.failed(ctx, sbx, playgroundv1alpha1.ReasonPullSecretMissing,
+				"A pull Secret's .dockerconfigjson is not valid JSON: write it again, as kubectl create secret docker-registry does")
+		}
+	}
 	var digest string
 	if d, ok := ref.(name.Digest); ok && len(secrets) == 0 {
 		// A digest is the image itself: nothing to resolve, and no
@@ -208,15 +221,6 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// credentials then).
 		digest = d.DigestStr()
 	} else {
-		// Without Secrets, anonymous: never the manager's own credentials.
-		kc := authn.NewMultiKeychain()
-		if len(secrets) > 0 {
-			if kc, err = k8schain.NewFromPullSecrets(ctx, secrets); err != nil {
-				// Its error may quote the Secret's bytes: not repeated.
-				return r.failed(ctx, sbx, playgroundv1alpha1.ReasonPullSecretMissing,
-					"A pull Secret's .dockerconfigjson is not valid JSON: write it again, as kubectl create secret docker-registry does")
-			}
-		}
 		desc, err := r.head(ctx, ref, kc)
 		if err != nil {
 			reason, msg := imageFailure(ref, img, err)
@@ -229,8 +233,20 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 		digest = desc.Digest.String()
 	}
+	// The digest is what runs: its signatures are checked before it is
+	// recorded, so that a node never starts one the policies refuse.
+	signedBy, refusal, err := r.signatures(ctx, sbx, ref, digest, kc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if refusal != nil {
+		// Looked for again with backoff: a signature is often pushed
+		// just after its image.
+		log.Info("The sandbox's image is not signed as a TenantPolicy requires; trying again", "sandbox", klog.KObj(sbx), "reference", img.Reference, "digest", digest, "reason", refusal.reason)
+		return r.failed(ctx, sbx, refusal.reason, refusal.message)
+	}
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	resolved := &playgroundv1alpha1.SandboxImageStatus{Reference: img.Reference, Digest: digest, ResolvedAt: &now, ResolveRequest: request}
+	resolved := &playgroundv1alpha1.SandboxImageStatus{Reference: img.Reference, Digest: digest, ResolvedAt: &now, ResolveRequest: request, SignedBy: signedBy}
 	if err := r.apply(ctx, sbx, resolved, resolvedCondition(resolved)); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -252,8 +268,12 @@ func (r *ImageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 // resolvedCondition is ImageResolved=True for st.
 func resolvedCondition(st *playgroundv1alpha1.SandboxImageStatus) *metav1.Condition {
+	msg := fmt.Sprintf("%s resolved to %s", st.Reference, st.Digest)
+	if len(st.SignedBy) > 0 {
+		msg += ", signed by " + strings.Join(st.SignedBy, ", ")
+	}
 	return &metav1.Condition{Type: playgroundv1alpha1.ImageResolvedCondition, Status: metav1.ConditionTrue,
-		Reason: playgroundv1alpha1.ReasonImageResolved, Message: fmt.Sprintf("%s resolved to %s", st.Reference, st.Digest)}
+		Reason: playgroundv1alpha1.ReasonImageResolved, Message: msg}
 }
 
 // runnable says whether a manifest of mediaType is an image a node runs.
@@ -436,6 +456,9 @@ func (r *ImageReconciler) apply(ctx context.Context, sbx *playgroundv1alpha1.San
 		}
 		if st.ResolveRequest != "" {
 			a.WithResolveRequest(st.ResolveRequest)
+		}
+		if len(st.SignedBy) > 0 {
+			a.WithSignedBy(st.SignedBy...)
 		}
 		status.WithImage(a)
 	}

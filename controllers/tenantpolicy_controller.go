@@ -50,6 +50,10 @@ const (
 	// paramKind TenantPolicy is bound, with Deny, to this policy: nothing
 	// refuses a write over its ceilings.
 	ReasonNotEnforced = "NotEnforced"
+	// ReasonInvalidSigningKey (Stalled): a key of the policy's
+	// spec.sandbox.imageSignatures is not a public key the manager can
+	// read; no image is verified by it.
+	ReasonInvalidSigningKey = "InvalidSigningKey"
 )
 
 // TenantPolicyReconciler reports what the manager observes of each
@@ -93,6 +97,10 @@ func (r *TenantPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if serr != nil {
 		err = pgreconcile.Stall(ReasonInvalidSelector,
 			"spec.namespaceSelector is no label selector (%v): the admission policy compares it as written, but the manager cannot tell which namespaces it selects, and does not check their namespace ceilings; fix it", serr)
+		pgreconcile.Summarize(&conds, p.Generation, metav1.Condition{}, false, err)
+	} else if why := unreadableSigningKeys(&p); why != "" {
+		err = pgreconcile.Stall(ReasonInvalidSigningKey,
+			"%s: no image is verified by it, so a sandbox that needs it is refused (ImageSignatureInvalid); give the key as cosign.pub holds it (-----BEGIN PUBLIC KEY-----, ECDSA, Ed25519 or RSA)", why)
 		pgreconcile.Summarize(&conds, p.Generation, metav1.Condition{}, false, err)
 	} else if enforcer, err2 := r.enforcer(ctx, &p); err2 != nil {
 		return ctrl.Result{}, err2

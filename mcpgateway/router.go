@@ -103,11 +103,15 @@ func (r *router) routeTenant(ctx context.Context, id clusterview.Identity) (tool
 	if err != nil {
 		return tools.Route{}, err
 	}
-	var node string
+	var node, digest string
 	if sbx, ok := r.view.Sandbox(id); ok {
 		node = sbx.Spec.NodeName
+		if sbx.Spec.Image != nil && sbx.Status.Image != nil {
+			digest = sbx.Status.Image.Digest
+		}
 	}
-	return tools.Route{Tenant: id.String(), SandboxID: sandboxID, Node: node, Agent: agent, Extended: clusterview.ToolsOf(t) == playgroundv1alpha1.ToolSetExtended}, nil
+	return tools.Route{Tenant: id.String(), SandboxID: sandboxID, Node: node, ImageDigest: digest, Agent: agent,
+		Extended: clusterview.ToolsOf(t) == playgroundv1alpha1.ToolSetExtended}, nil
 }
 
 // agentFor resolves a tenant to its sandbox's ID and the client of its

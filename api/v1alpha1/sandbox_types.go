@@ -220,6 +220,16 @@ const (
 	// ReasonImageRefused: the sandbox cannot run the image: its backend
 	// runs none (jail, lima), or its reference cannot be parsed.
 	ReasonImageRefused = "ImageRefused"
+	// ReasonImageUnsigned: a TenantPolicy of the namespace requires a
+	// signature of the image by one of its keys, and the registry holds
+	// no signature of the digest (no sha256-<hex>.sig tag).
+	ReasonImageUnsigned = "ImageUnsigned"
+	// ReasonImageSignatureInvalid: a TenantPolicy of the namespace
+	// requires a signature of the image by one of its keys, and no
+	// signature the registry holds is a valid one of the digest by them
+	// (by another key, of another digest or repository, malformed, or
+	// past the manager's bounds); the message says which keys were tried.
+	ReasonImageSignatureInvalid = "ImageSignatureInvalid"
 	// ReasonWaitingForImage: the node's agent does not provision the
 	// sandbox until the manager has resolved its image to a digest.
 	ReasonWaitingForImage = "WaitingForImage"
@@ -478,6 +488,14 @@ type SandboxImageStatus struct {
 	// resolution answered.
 	// +optional
 	ResolveRequest string `json:"resolveRequest,omitempty"`
+
+	// SignedBy are the keys whose signature of Digest the manager
+	// verified, each TENANTPOLICY/KEY, for the TenantPolicies of the
+	// namespace that name signing keys (spec.sandbox.imageSignatures).
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	SignedBy []string `json:"signedBy,omitempty"`
 }
 
 // UsageLimits bound a sandbox's spend per period (docs/operations.md,

@@ -153,6 +153,58 @@ type SandboxCeilings struct {
 	// +listType=set
 	// +optional
 	AllowedImages []string `json:"allowedImages,omitempty"`
+
+	// ImageSignatures, when set, requires the image of every sandbox
+	// (spec.image) to carry a cosign signature by one of its keys: the
+	// manager checks it when it resolves the image to a digest (and at
+	// each re-resolve), and a sandbox whose digest has no valid signature
+	// is not run (ImageResolved=False, reason ImageUnsigned or
+	// ImageSignatureInvalid, naming the keys tried). The signature is
+	// cosign's, by key, stored beside the image in its repository under
+	// the tag sha256-<hex>.sig. A sandbox resolved before the policy said
+	// so keeps its digest until its next resolution (docs/images.md,
+	// "Signatures"). A sandbox without an image is always allowed.
+	// +optional
+	ImageSignatures *ImageSignaturePolicy `json:"imageSignatures,omitempty"`
+}
+
+// ImageSignaturePolicy names the keys an image's signature must be by.
+type ImageSignaturePolicy struct {
+	// Keys are the public keys trusted to sign images: a signature by
+	// any one of them will do.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +required
+	Keys []ImageSigningKey `json:"keys"`
+
+	// Required, true by default, refuses an image without a valid
+	// signature by one of Keys. False only reports: such an image runs,
+	// its ImageResolved condition says it is not signed by a trusted key,
+	// and status.image.signedBy names the key that did verify it, if one
+	// did (a way to see which images are signed before requiring it).
+	// +kubebuilder:default=true
+	// +optional
+	Required *bool `json:"required,omitempty"`
+}
+
+// ImageSigningKey is one public key trusted to sign images.
+type ImageSigningKey struct {
+	// Name names the key in conditions and in status.image.signedBy.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// PublicKey is the key in PEM (-----BEGIN PUBLIC KEY-----, as cosign
+	// generate-key-pair writes cosign.pub): ECDSA, Ed25519 or RSA. The
+	// key, not a certificate: keyless signatures are not checked yet.
+	// +kubebuilder:validation:MaxLength=8192
+	// +kubebuilder:validation:XValidation:rule="self.contains('-----BEGIN PUBLIC KEY-----') && self.contains('-----END PUBLIC KEY-----')",message="publicKey must be a public key in PEM, from -----BEGIN PUBLIC KEY----- to -----END PUBLIC KEY----- (cosign.pub as cosign generate-key-pair writes it)"
+	// +required
+	PublicKey string `json:"publicKey"`
 }
 
 // SandboxMax is the most one sandbox may ask for.

@@ -32,6 +32,7 @@ import (
 	"github.com/playground-dev/playground/cmd/internal/cmdflags"
 	"github.com/playground-dev/playground/controllers"
 	"github.com/playground-dev/playground/internal/agentlease"
+	"github.com/playground-dev/playground/internal/imagesignature"
 	"github.com/playground-dev/playground/mcpgateway"
 )
 
@@ -58,6 +59,8 @@ func runManager(ctx context.Context, args []string) error {
 	fs.Var(cmdflags.StringList(&plainHTTP), "image-registry-plain-http", "an image registry (host:port, or a host for any port) reached over cleartext HTTP; repeatable. Every other registry is reached over HTTPS only, so that no pull credential crosses the network in the clear")
 	registryTimeout := fs.Duration("image-registry-timeout", controllers.DefaultImageTimeout, "bound of each call to an image registry")
 	registryBackoff := fs.Duration("image-resolve-backoff-cap", controllers.DefaultImageRetryCap, "the longest wait before a Sandbox's image whose resolution failed is tried again (the first wait is 5s, doubled at each failure)")
+	signatureBytes := fs.Int64("image-signature-max-bytes", imagesignature.DefaultMaxBytes, "the most bytes read of each registry response while checking an image's signatures (the manifest of its signatures, each signed payload): one past it refuses the signature")
+	signatureCount := fs.Int("image-signature-max-count", imagesignature.DefaultMaxSignatures, "the most signatures of an image's digest checked against a TenantPolicy's keys: those past it are not checked, and the condition says so")
 	credentialRefresh := fs.Duration("image-credential-refresh", controllers.DefaultImageCredentialRefresh, "how often the pull Secrets of a Sandbox are read again and, changed, handed to its node's agent (Secrets are not watched)")
 	logOpts := cmdflags.LogFlags(fs, "json")
 	cmdflags.VerbosityFlag(fs)
@@ -72,7 +75,8 @@ func runManager(ctx context.Context, args []string) error {
 		return err
 	}
 	log := logOpts.SetLogger()
-	images := controllers.ImageOptions{PlainHTTP: plainHTTP, Timeout: *registryTimeout, RetryCap: *registryBackoff, CredentialRefresh: *credentialRefresh}
+	images := controllers.ImageOptions{PlainHTTP: plainHTTP, Timeout: *registryTimeout, RetryCap: *registryBackoff, CredentialRefresh: *credentialRefresh,
+		Signatures: imagesignature.Limits{MaxBytes: *signatureBytes, MaxSignatures: *signatureCount}}
 	if *registryCAFile != "" {
 		if images.RootCAs, err = registryCAs(*registryCAFile); err != nil {
 			return err

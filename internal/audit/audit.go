@@ -99,6 +99,9 @@ type Record struct {
 	ExitCode *int   `json:"exitCode,omitempty"`
 	Node     string `json:"node,omitempty"`
 	Sandbox  string `json:"sandbox,omitempty"`
+	// ImageDigest is the digest of the image the sandbox runs as its
+	// system (its status.image.digest), for a sandbox on an image.
+	ImageDigest string `json:"imageDigest,omitempty"`
 	// Prev is the hash of the record before this one in its chain ("" for
 	// the first); Hash this one's, over every field above.
 	Prev string `json:"prev"`

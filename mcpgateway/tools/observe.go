@@ -162,7 +162,7 @@ func observeCalls(trail *audit.Trail, tracer trace.Tracer) mcp.Middleware {
 			if note.route.Tenant != "" {
 				rec.Tenant = note.route.Tenant
 			}
-			rec.Sandbox, rec.Node = note.route.SandboxID, note.route.Node
+			rec.Sandbox, rec.Node, rec.ImageDigest = note.route.SandboxID, note.route.Node, note.route.ImageDigest
 			rec.Handle, rec.Command, rec.Path, rec.Job = note.handle, note.command, note.path, note.job
 			exitCode := note.exitCode
 			note.mu.Unlock()

@@ -101,9 +101,11 @@ type Route struct {
 	// Tenant is "namespace/name", as the agents know tenants.
 	Tenant    string
 	SandboxID string
-	// Node is the sandbox's node, for the audit trail.
-	Node  string
-	Agent Agent
+	// Node is the sandbox's node, and ImageDigest the digest of the
+	// image it runs (none: the node's system), for the audit trail.
+	Node        string
+	ImageDigest string
+	Agent       Agent
 	// Extended says the tenant is served the extended tool set now: a
 	// session that began with it keeps its tools, and the calls check.
 	Extended bool

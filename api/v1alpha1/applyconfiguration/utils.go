@@ -64,6 +64,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.HostPathSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("IdleSuspend"):
 		return &apiv1alpha1.IdleSuspendApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageSignaturePolicy"):
+		return &apiv1alpha1.ImageSignaturePolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageSigningKey"):
+		return &apiv1alpha1.ImageSigningKeyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
 		return &apiv1alpha1.LocalObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LoginProfile"):

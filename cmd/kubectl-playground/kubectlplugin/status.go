@@ -97,9 +97,12 @@ type settingsRow struct {
 	Idle string `json:"idle"`
 	// Image is the image the sandbox runs as its system (empty: its
 	// node's own), and Digest what the manager resolved it to (empty
-	// while it has not).
-	Image  string `json:"image,omitempty"`
-	Digest string `json:"digest,omitempty"`
+	// while it has not); SignedBy the keys that verified its signature,
+	// TENANTPOLICY/KEY, comma-separated, where a TenantPolicy names
+	// signing keys (a string, so that a row stays comparable).
+	Image    string `json:"image,omitempty"`
+	Digest   string `json:"digest,omitempty"`
+	SignedBy string `json:"signedBy,omitempty"`
 }
 
 // tenantStatus is what status NAME -o json|yaml prints.
@@ -368,7 +371,11 @@ func (x *cli) status(ctx context.Context, name string) error {
 	fmt.Fprintln(w, "BACKEND\tISOLATION\tTOOLS\tIDLE")
 	fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Settings.Backend, cmpOr(st.Settings.Isolation, "-"), cmpOr(st.Settings.Tools, "-"), st.Settings.Idle)
 	if st.Settings.Image != "" {
-		fmt.Fprintf(w, "\nIMAGE\tDIGEST\n%s\t%s\n", st.Settings.Image, cmpOr(st.Settings.Digest, "(not resolved yet: see ImageResolved)"))
+		digest := cmpOr(st.Settings.Digest, "(not resolved yet: see ImageResolved)")
+		if st.Settings.SignedBy != "" {
+			digest += " (signed by " + st.Settings.SignedBy + ")"
+		}
+		fmt.Fprintf(w, "\nIMAGE\tDIGEST\n%s\t%s\n", st.Settings.Image, digest)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -428,7 +435,7 @@ func settingsOf(t *playgroundv1alpha1.Tenant, s *playgroundv1alpha1.Sandbox) set
 	if sb.Image != nil {
 		r.Image = sb.Image.Reference
 		if s != nil && s.Status.Image != nil && s.Status.Image.Reference == r.Image {
-			r.Digest = s.Status.Image.Digest
+			r.Digest, r.SignedBy = s.Status.Image.Digest, strings.Join(s.Status.Image.SignedBy, ", ")
 		}
 	}
 	if is := sb.IdleSuspend; is != nil {

@@ -616,7 +616,8 @@ func TestStatusSaysARefusal(t *testing.T) {
 // copies the request to the Sandbox and answers it in status.image) has
 // recorded it for that request; a failure of the resolution is said with
 // its reason and message; a tenant without an image is told so. status
-// shows the image and its digest, or that it is not resolved yet.
+// shows the image and its digest, with the key that verified its
+// signature, or that it is not resolved yet.
 func TestResolveImage(t *testing.T) {
 	ctx := context.Background()
 	const ns, ref = "resolve-image", "registry.example.com/team/base:1.4"
@@ -670,7 +671,7 @@ func TestResolveImage(t *testing.T) {
 			apimeta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: playgroundv1alpha1.ImageResolvedCondition, Status: metav1.ConditionFalse,
 				Reason: playgroundv1alpha1.ReasonRegistryUnavailable, Message: "Registry registry.example.com cannot be reached"})
 		} else {
-			s.Status.Image = &playgroundv1alpha1.SandboxImageStatus{Reference: ref, Digest: digest, ResolveRequest: request}
+			s.Status.Image = &playgroundv1alpha1.SandboxImageStatus{Reference: ref, Digest: digest, ResolveRequest: request, SignedBy: []string{"signed-images/release"}}
 		}
 		if err := k8s.Status().Update(ctx, &s); err != nil {
 			t.Error(err)
@@ -683,7 +684,7 @@ func TestResolveImage(t *testing.T) {
 	if code != 0 || out != "tenant/ada: "+ref+" resolved to "+digest+"; the sandbox runs it from its next start\n" {
 		t.Errorf("resolve-image: %d %q %q", code, out, errOut)
 	}
-	if words := status(); !strings.Contains(words, "IMAGE DIGEST "+ref+" "+digest) {
+	if words := status(); !strings.Contains(words, "IMAGE DIGEST "+ref+" "+digest+" (signed by signed-images/release)") {
 		t.Errorf("status of a tenant whose image is resolved: %s", words)
 	}
 

@@ -279,6 +279,30 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: boolean
 - name: com.github.playground-dev.playground.api.v1alpha1.ImagePullPolicy
   scalar: string
+- name: com.github.playground-dev.playground.api.v1alpha1.ImageSignaturePolicy
+  map:
+    fields:
+    - name: keys
+      type:
+        list:
+          elementType:
+            namedType: com.github.playground-dev.playground.api.v1alpha1.ImageSigningKey
+          elementRelationship: associative
+          keys:
+          - name
+    - name: required
+      type:
+        scalar: boolean
+      default: true
+- name: com.github.playground-dev.playground.api.v1alpha1.ImageSigningKey
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+    - name: publicKey
+      type:
+        scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.Isolation
   scalar: string
 - name: com.github.playground-dev.playground.api.v1alpha1.LocalObjectReference
@@ -395,6 +419,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.playground-dev.playground.api.v1alpha1.Isolation
           elementRelationship: associative
+    - name: imageSignatures
+      type:
+        namedType: com.github.playground-dev.playground.api.v1alpha1.ImageSignaturePolicy
     - name: max
       type:
         namedType: com.github.playground-dev.playground.api.v1alpha1.SandboxMax
@@ -437,6 +464,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: resolvedAt
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: signedBy
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: com.github.playground-dev.playground.api.v1alpha1.SandboxMax
   map:
     fields:

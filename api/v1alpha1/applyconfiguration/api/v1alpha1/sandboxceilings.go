@@ -53,6 +53,17 @@ type SandboxCeilingsApplyConfiguration struct {
 	// reference always names its registry). Unset, any image; a sandbox
 	// without an image (its node's own system) is always allowed.
 	AllowedImages []string `json:"allowedImages,omitempty"`
+	// ImageSignatures, when set, requires the image of every sandbox
+	// (spec.image) to carry a cosign signature by one of its keys: the
+	// manager checks it when it resolves the image to a digest (and at
+	// each re-resolve), and a sandbox whose digest has no valid signature
+	// is not run (ImageResolved=False, reason ImageUnsigned or
+	// ImageSignatureInvalid, naming the keys tried). The signature is
+	// cosign's, by key, stored beside the image in its repository under
+	// the tag sha256-<hex>.sig. A sandbox resolved before the policy said
+	// so keeps its digest until its next resolution (docs/images.md,
+	// "Signatures"). A sandbox without an image is always allowed.
+	ImageSignatures *ImageSignaturePolicyApplyConfiguration `json:"imageSignatures,omitempty"`
 }
 
 // SandboxCeilingsApplyConfiguration constructs a declarative configuration of the SandboxCeilings type for use with
@@ -112,5 +123,13 @@ func (b *SandboxCeilingsApplyConfiguration) WithAllowedImages(values ...string) 
 	for i := range values {
 		b.AllowedImages = append(b.AllowedImages, values[i])
 	}
+	return b
+}
+
+// WithImageSignatures sets the ImageSignatures field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ImageSignatures field is set to the value of the last call.
+func (b *SandboxCeilingsApplyConfiguration) WithImageSignatures(value *ImageSignaturePolicyApplyConfiguration) *SandboxCeilingsApplyConfiguration {
+	b.ImageSignatures = value
 	return b
 }

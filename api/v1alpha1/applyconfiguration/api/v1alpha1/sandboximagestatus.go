@@ -38,6 +38,10 @@ type SandboxImageStatusApplyConfiguration struct {
 	// ResolveRequest is the playground.dev/resolve-image annotation the
 	// resolution answered.
 	ResolveRequest *string `json:"resolveRequest,omitempty"`
+	// SignedBy are the keys whose signature of Digest the manager
+	// verified, each TENANTPOLICY/KEY, for the TenantPolicies of the
+	// namespace that name signing keys (spec.sandbox.imageSignatures).
+	SignedBy []string `json:"signedBy,omitempty"`
 }
 
 // SandboxImageStatusApplyConfiguration constructs a declarative configuration of the SandboxImageStatus type for use with
@@ -75,5 +79,15 @@ func (b *SandboxImageStatusApplyConfiguration) WithResolvedAt(value v1.Time) *Sa
 // If called multiple times, the ResolveRequest field is set to the value of the last call.
 func (b *SandboxImageStatusApplyConfiguration) WithResolveRequest(value string) *SandboxImageStatusApplyConfiguration {
 	b.ResolveRequest = &value
+	return b
+}
+
+// WithSignedBy adds the given value to the SignedBy field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the SignedBy field.
+func (b *SandboxImageStatusApplyConfiguration) WithSignedBy(values ...string) *SandboxImageStatusApplyConfiguration {
+	for i := range values {
+		b.SignedBy = append(b.SignedBy, values[i])
+	}
 	return b
 }
