@@ -200,7 +200,9 @@ func TestRuntimeStateWrites(t *testing.T) {
 		o.StateWriteInterval = interval
 	})
 	createSandbox(t, ns, "ws", n.name, func(s *playgroundv1alpha1.Sandbox) {
-		s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: 10 * time.Second}}
+		// Idle after a minute of the test's clock, which the test moves: a
+		// loaded machine's own minute of waits does not make it idle.
+		s.Spec.IdleSuspend = &playgroundv1alpha1.IdleSuspend{After: metav1.Duration{Duration: time.Minute}}
 	})
 	writes := watchStatus(t, ns, "ws")
 	s := openSession(t, n, ns, "ws")
@@ -213,10 +215,10 @@ func TestRuntimeStateWrites(t *testing.T) {
 
 	// A sleep: one status write, which says it, and an Event.
 	before := writes.count()
-	clock.advance(11 * time.Second)
+	clock.advance(61 * time.Second)
 	c = writes.waitRunning(t, playgroundv1alpha1.ReasonIdleStopped, timeout)
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(c.Message).To(SatisfyAll(ContainSubstring("after 10s without calls"), ContainSubstring("the next call starts it again over its files")))
+	g.Expect(c.Message).To(SatisfyAll(ContainSubstring("after 1m0s without calls"), ContainSubstring("the next call starts it again over its files")))
 	g.Expect(writes.since(before)).To(HaveLen(1), "the sleep's status writes")
 	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonIdleStopped).Action).To(Equal("Sleep"))
 
@@ -231,7 +233,7 @@ func TestRuntimeStateWrites(t *testing.T) {
 	g.Expect(waitEvent(t, ns, "ws", corev1.EventTypeNormal, playgroundv1alpha1.ReasonRunning).Action).To(Equal("Wake"))
 
 	// A wake that takes long is Waking meanwhile, and Running after.
-	clock.advance(11 * time.Second)
+	clock.advance(61 * time.Second)
 	writes.waitRunning(t, playgroundv1alpha1.ReasonIdleStopped, timeout)
 	gate := be.arm()
 	served := make(chan error, 1)
@@ -255,7 +257,7 @@ func TestRuntimeStateWrites(t *testing.T) {
 	start := time.Now()
 	const cycles = 8
 	for i := range cycles {
-		clock.advance(11 * time.Second)
+		clock.advance(61 * time.Second)
 		g.Eventually(func() int { stops, _ := be.counts(); return stops }).WithTimeout(timeout).WithPolling(20*time.Millisecond).
 			Should(Equal(stops0+i+1), "sleep %d", i+1)
 		g.Expect(s.exec(t, "echo")).To(Equal("ok"))
