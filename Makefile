@@ -66,7 +66,7 @@ FUZZTIME ?=
 .PHONY: test
 test: prereqs toolchain ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
 	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
-	PLAYGROUND_RUNSC="$$(hack/runsc.sh)" KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 -timeout 20m $(TESTFLAGS)
+	PLAYGROUND_RUNSC="$$(hack/runsc.sh)" KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 -timeout 30m $(TESTFLAGS)
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
 
 .PHONY: smoke
