@@ -71,6 +71,18 @@ func volumeMounts(t testing.TB, state string) []string {
 	return found
 }
 
+// stopAllLeavesNothing stops every sandbox of b, whose state directory is
+// state, and fails unless nothing of it is left mounted or attached.
+func stopAllLeavesNothing(t *testing.T, b *Backend, state string) {
+	t.Helper()
+	if err := b.StopAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left := volumeMounts(t, state); len(left) > 0 {
+		t.Fatalf("StopAll left %q", left)
+	}
+}
+
 // TestDiskLimits: a sandbox that fills its writable layer or its pile, in
 // bytes or in inodes, gets ENOSPC inside, while a second sandbox on the
 // node writes normally; the limits hold after the backend is re-created
@@ -140,12 +152,7 @@ func TestDiskLimits(t *testing.T) {
 	})
 
 	t.Run("after StopAll", func(t *testing.T) {
-		if err := b.StopAll(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if left := volumeMounts(t, state); len(left) > 0 {
-			t.Fatalf("StopAll left %q", left)
-		}
+		stopAllLeavesNothing(t, b, state)
 		b3 := newBackend(t, state)
 		if err := b3.Reattach(context.Background(), full); err != nil {
 			t.Fatal(err)

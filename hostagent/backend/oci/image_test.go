@@ -231,12 +231,7 @@ func TestStopAllReleasesImages(t *testing.T) {
 	b := newBackend(t, state)
 	spec := backend.Spec{ID: "img-stop", Tenant: "t/a", Image: n.image(t, n.merged)}
 	startSandbox(t, b, spec)
-	if err := b.StopAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if left := volumeMounts(t, state); len(left) > 0 {
-		t.Fatalf("StopAll left %q", left)
-	}
+	stopAllLeavesNothing(t, b, state)
 	b2 := newBackend(t, state)
 	if err := b2.Reattach(context.Background(), spec); err != nil {
 		t.Fatal(err)
