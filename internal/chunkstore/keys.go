@@ -146,8 +146,9 @@ const sealVersion = 1
 // sealOverhead is what sealing adds to a plaintext.
 const sealOverhead = 1 + 12 + 16
 
-// seal encrypts plaintext, bound to what it is (ad: the object's name), so
-// that one object put in another's place does not open.
+// seal encrypts plaintext, bound to what it is (ad: "chunk <name>" or
+// "manifest <snapshot>", not where it lies, so that the store's prefix can
+// move), so that one object put in another's place does not open.
 func (k *keys) seal(plaintext []byte, ad string) []byte {
 	out := make([]byte, 1+k.aead.NonceSize(), 1+k.aead.NonceSize()+len(plaintext)+k.aead.Overhead())
 	out[0] = sealVersion

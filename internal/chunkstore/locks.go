@@ -66,9 +66,18 @@ func randomName() string {
 	return hex.EncodeToString(b)
 }
 
+// lockBody is what a lock holds: its object's time is what counts (some
+// servers refuse an empty PUT).
+var lockBody = []byte("lock\n")
+
+func (s *Store) writeLock(ctx context.Context, obj string) error {
+	_, err := s.client.PutObject(ctx, s.cfg.Bucket, obj, bytes.NewReader(lockBody), int64(len(lockBody)), minio.PutObjectOptions{})
+	return err
+}
+
 // putLock writes lock obj and returns its time by the server's clock.
 func (s *Store) putLock(ctx context.Context, obj string) (time.Time, error) {
-	if _, err := s.client.PutObject(ctx, s.cfg.Bucket, obj, bytes.NewReader(nil), 0, minio.PutObjectOptions{}); err != nil {
+	if err := s.writeLock(ctx, obj); err != nil {
 		return time.Time{}, fmt.Errorf("writing lock %s: %w", obj, err)
 	}
 	info, err := s.client.StatObject(ctx, s.cfg.Bucket, obj, minio.StatObjectOptions{})
@@ -141,7 +150,7 @@ func (l *uploadLock) refresh(ctx context.Context) {
 		case <-t.C:
 		}
 		start := time.Now()
-		if _, err := l.s.client.PutObject(ctx, l.s.cfg.Bucket, l.obj, bytes.NewReader(nil), 0, minio.PutObjectOptions{}); err == nil {
+		if err := l.s.writeLock(ctx, l.obj); err == nil {
 			l.mu.Lock()
 			l.refreshed = start
 			l.mu.Unlock()

@@ -29,10 +29,11 @@ limitations under the License.
 // from the tenant's, so that a tenant's snapshots share their chunks and
 // no two tenants share one, and a name says nothing of what it holds. A
 // chunk and a manifest are each compressed (zstd) and sealed (AES-256-GCM
-// under a derived key, bound to the object's name). Whoever reads the
-// bucket without a tenant's key reads none of its files; a restore opens
-// every chunk and checks its name against its plaintext, and refuses one
-// that does not open or match, naming it.
+// under a derived key, bound to the chunk's name or the snapshot's ID).
+// Whoever reads the bucket without a tenant's key reads none of its files
+// (the sizes of its chunks apart); a restore opens every chunk and checks
+// its name against its plaintext, and refuses one that does not open or
+// match, naming it and the snapshot.
 //
 // It is in internal/ because both sides use it: an agent uploads and
 // restores its node's snapshots, and the manager prunes a tenant's old
@@ -282,7 +283,7 @@ func (s *Store) Put(ctx context.Context, t Tenant, id, dir string) (PutStats, er
 			case minio.ToErrorResponse(err).StatusCode != http.StatusNotFound:
 				return fmt.Errorf("looking for chunk %s: %w", name, err)
 			}
-			sealed := k.seal(s.enc.EncodeAll(data, nil), obj)
+			sealed := k.seal(s.enc.EncodeAll(data, nil), "chunk "+name)
 			if err := s.wait(gctx, len(sealed)); err != nil {
 				return err
 			}
@@ -349,7 +350,7 @@ func (s *Store) Put(ctx context.Context, t Tenant, id, dir string) (PutStats, er
 		return st, err
 	}
 	obj := s.manifestObject(k, id)
-	sealed := k.seal(s.enc.EncodeAll(plain, nil), "manifest "+obj)
+	sealed := k.seal(s.enc.EncodeAll(plain, nil), "manifest "+id)
 	if err := s.wait(ctx, len(sealed)); err != nil {
 		return st, err
 	}
@@ -451,7 +452,7 @@ func (s *Store) manifest(ctx context.Context, k *keys, id string) (*Manifest, er
 		}
 		return nil, fmt.Errorf("chunkstore: snapshot %s: reading its manifest: %w", id, err)
 	}
-	plain, err := k.open(sealed, "manifest "+obj)
+	plain, err := k.open(sealed, "manifest "+id)
 	if err == nil {
 		plain, err = s.dec.DecodeAll(plain, nil)
 	}
@@ -545,7 +546,7 @@ func (s *Store) restoreFile(ctx context.Context, k *keys, mf File, p string, zer
 				}
 				fetched.Add(1)
 				got.Add(int64(len(sealed)))
-				plain, err := k.open(sealed, obj)
+				plain, err := k.open(sealed, "chunk "+c.Name)
 				if err != nil {
 					return fmt.Errorf("chunk %s (%s): %w: %w", c.Name, obj, ErrCorrupt, err)
 				}

@@ -14,17 +14,19 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package s3test runs, for tests, a real S3-compatible server: SeaweedFS
-// (`weed mini`, built from the Go module proxy by hack/seaweedfs.sh), on
-// loopback ports, over a temporary directory, with a bucket and
-// credentials of its own, in front of which a proxy counts the requests a
-// test makes and can hold them.
+// Package s3test runs, for tests, a real S3-compatible server (hack/s3server,
+// built from the Go module proxy by hack/s3server.sh) as a process on
+// loopback, over a file in a temporary directory, with a bucket of its own,
+// and in front of it a proxy that counts the requests a test makes and can
+// hold them.
 package s3test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"net"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -32,7 +34,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,9 +44,9 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// Env names the SeaweedFS binary (`weed`): the Makefile's test target sets
-// it to "$(hack/seaweedfs.sh)". Tests that need a server skip without it.
-const Env = "PLAYGROUND_SEAWEEDFS"
+// Env names the S3 server's binary (hack/s3server.sh builds it): the
+// Makefile's test target sets it. Tests that need a server skip without it.
+const Env = "PLAYGROUND_S3SERVER"
 
 // Server is a running S3 server.
 type Server struct {
@@ -72,78 +73,47 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	bin := os.Getenv(Env)
 	if bin == "" {
-		t.Skipf("%s is unset: run `make test`, or set it to \"$(hack/seaweedfs.sh)\" (SeaweedFS, the S3 server the tests use)", Env)
+		t.Skipf("%s is unset: run `make test`, or set it to \"$(hack/s3server.sh)\" (the S3 server the tests use)", Env)
 	}
-	dir := t.TempDir()
-	ports := freePorts(t, 8)
 	s := &Server{Bucket: "playground-test", AccessKey: "playground-test", SecretKey: "playground-test-secret", counts: map[string]int{}}
-	logPath := filepath.Join(dir, "weed.log")
-	logFile, err := os.Create(logPath)
+	cmd := exec.Command(bin, "-listen=127.0.0.1:0", "-db="+filepath.Join(t.TempDir(), "s3.db"), "-buckets="+s.Bucket)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = logFile.Close() })
-	data := filepath.Join(dir, "data")
-	if err := os.Mkdir(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "mini",
-		"-dir="+data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-		"-master.port="+ports[0], "-master.port.grpc="+ports[1],
-		"-volume.port="+ports[2], "-volume.port.grpc="+ports[3],
-		"-filer.port="+ports[4], "-filer.port.grpc="+ports[5],
-		"-s3.port="+ports[6], "-s3.port.grpc="+ports[7],
-		"-s3.port.iceberg=0", "-s3.port.lance=0",
-		"-webdav=false", "-admin.ui=false",
-		"-master.telemetry=false",
-		"-bucket="+s.Bucket,
-	)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+s.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.SecretKey)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
 		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Process.Kill()
 			<-exited
 		}
 	})
-
-	server := "127.0.0.1:" + ports[6]
+	// It says where it serves once it does.
+	line, err := bufio.NewReader(io.LimitReader(stdout, 200)).ReadString('\n')
+	go func() { _, _ = io.Copy(io.Discard, stdout); _ = cmd.Wait(); close(exited) }()
+	server, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if err != nil || !ok {
+		<-exited
+		t.Fatalf("the S3 server did not start (%q, %v): %s", line, err, stderr.String())
+	}
 	s.Client, err = minio.New(server, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, "")})
 	if err != nil {
 		t.Fatal(err)
-	}
-	// Ready when the bucket it was told to make is there.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ok, err := s.Client.BucketExists(ctx, s.Bucket)
-		cancel()
-		if ok {
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("SeaweedFS exited before it served (%v); its log:\n%s", err, tail(logPath))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("SeaweedFS did not serve bucket %s within 2 minutes (%v); its log:\n%s", s.Bucket, err, tail(logPath))
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 
 	// The proxy keeps the Host header, which the signature covers.
 	target := &url.URL{Scheme: "http", Host: server}
 	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ErrorLog = log.New(io.Discard, "", 0) // a client's cancelled request is not news
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := strings.TrimPrefix(r.URL.Path, "/"+s.Bucket+"/")
 		s.mu.Lock()
@@ -231,35 +201,4 @@ func (s *Server) Put(t testing.TB, key string, data []byte) {
 	if _, err := s.Client.PutObject(context.Background(), s.Bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// freePorts is n loopback ports free a moment ago, held together so that
-// they differ.
-func freePorts(t testing.TB, n int) []string {
-	t.Helper()
-	var ls []net.Listener
-	var out []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
-	return out
-}
-
-func tail(p string) string {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return err.Error()
-	}
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
 }
