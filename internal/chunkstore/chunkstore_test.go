@@ -582,3 +582,71 @@ func TestBounds(t *testing.T) {
 		}
 	})
 }
+
+func TestUploadThatLostItsLockFailsRatherThanNameSweptChunks(t *testing.T) {
+	srv := s3test.Start(t)
+	// A lock goes stale after 2 s; the server's clock counts in seconds.
+	s := newStore(t, srv, func(c *chunkstore.Config) { c.LockStale = 2 * time.Second })
+	a := tenant("tenant-a")
+	ctx := context.Background()
+	base := randomBytes(2 << 20)
+	one, two := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(one, "f"), base, 0o600)
+	write(t, filepath.Join(two, "f"), base, 0o600)
+	write(t, filepath.Join(two, "g"), randomBytes(256<<10), 0o600)
+	if _, err := s.Put(ctx, a, "one", one); err != nil {
+		t.Fatal(err)
+	}
+	// Upload two stalls (a node frozen, say): its new chunks and its
+	// lock's refreshes are held.
+	release := make(chan struct{})
+	var uploadLocks sync.Map
+	srv.OnRequest(func(r *http.Request) {
+		if r.Method != http.MethodPut {
+			return
+		}
+		if strings.Contains(r.URL.Path, "/locks/upload-") {
+			if _, again := uploadLocks.LoadOrStore(r.URL.Path, true); !again {
+				return // the lock's first write
+			}
+			<-release
+		}
+		if strings.Contains(r.URL.Path, "/chunks/") {
+			<-release
+		}
+	})
+	done := make(chan error, 1)
+	go func() { _, err := s.Put(ctx, a, "two", two); done <- err }()
+	// A prune is held off until the stalled upload's lock is stale, then
+	// sweeps one's chunks, which two counted on.
+	for {
+		pr, err := s.Delete(ctx, a, "one")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pr.Deferred {
+			if pr.Removed == 0 {
+				t.Fatalf("the prune removed nothing: %+v", pr)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(release)
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "could not refresh its lock") {
+		t.Fatalf("an upload whose lock went stale wrote its manifest: %v", err)
+	}
+	srv.OnRequest(nil)
+	if ids, _ := s.List(ctx, a); len(ids) != 0 {
+		t.Fatalf("snapshots %v in the store; want none", ids)
+	}
+	// Put again, it sends what is missing and restores.
+	if _, err := s.Put(ctx, a, "two", two); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "two")
+	if _, err := s.Get(ctx, a, "two", dst); err != nil {
+		t.Fatal(err)
+	}
+	equalTrees(t, two, dst)
+}

@@ -57,7 +57,8 @@ type uploadLock struct {
 	done chan struct{}
 
 	mu        sync.Mutex
-	refreshed time.Time
+	refreshed time.Time // when the last write that succeeded began
+	lapsed    bool      // a gap between writes was too long: for good
 }
 
 func randomName() string {
@@ -152,6 +153,11 @@ func (l *uploadLock) refresh(ctx context.Context) {
 		start := time.Now()
 		if err := l.s.writeLock(ctx, l.obj); err == nil {
 			l.mu.Lock()
+			// A write after a gap does not undo it: a prune may have
+			// found the lock stale in the gap and swept.
+			if start.Sub(l.refreshed) > l.s.cfg.LockStale/2 {
+				l.lapsed = true
+			}
 			l.refreshed = start
 			l.mu.Unlock()
 		}
@@ -165,7 +171,7 @@ var errLockLapsed = errors.New("the upload could not refresh its lock in time, s
 func (l *uploadLock) check() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if time.Since(l.refreshed) > l.s.cfg.LockStale/2 {
+	if l.lapsed || time.Since(l.refreshed) > l.s.cfg.LockStale/2 {
 		return errLockLapsed
 	}
 	return nil
