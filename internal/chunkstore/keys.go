@@ -23,6 +23,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -96,15 +97,10 @@ func deriveKeys(t Tenant) (*keys, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The polynomial is drawn from an endless stream (AES-CTR under a
-	// derived key) until one is irreducible, as chunker.RandomPolynomial
-	// draws from crypto/rand: the same key always gives the same one.
-	polBlock, err := aes.NewCipher(polKey)
-	if err != nil {
-		return nil, err
-	}
-	stream := cipher.StreamReader{S: cipher.NewCTR(polBlock, make([]byte, aes.BlockSize)), R: zeros{}}
-	pol, err := chunker.DerivePolynomial(stream)
+	// The polynomial is drawn from an endless stream under a derived key
+	// until one is irreducible, as chunker.RandomPolynomial draws from
+	// crypto/rand: the same key always gives the same one.
+	pol, err := chunker.DerivePolynomial(&keyStream{mac: hmac.New(sha256.New, polKey)})
 	if err != nil {
 		return nil, err
 	}
@@ -120,11 +116,24 @@ func NewKey() []byte {
 	return k
 }
 
-type zeros struct{}
+// keyStream is HMAC-SHA256(key, counter) for counter 0, 1, 2…: an endless
+// stream that only the key's holder can compute.
+type keyStream struct {
+	mac     hash.Hash
+	counter uint64
+	buf     []byte
+}
 
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
+func (s *keyStream) Read(p []byte) (int, error) {
+	if len(s.buf) == 0 {
+		s.mac.Reset()
+		s.mac.Write(binary.BigEndian.AppendUint64(nil, s.counter))
+		s.counter++
+		s.buf = s.mac.Sum(nil)
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
 }
 
 // chunkName is the name of a chunk: the keyed hash of its plaintext, so
@@ -150,10 +159,11 @@ const sealOverhead = 1 + 12 + 16
 // "manifest <snapshot>", not where it lies, so that the store's prefix can
 // move), so that one object put in another's place does not open.
 func (k *keys) seal(plaintext []byte, ad string) []byte {
-	out := make([]byte, 1+k.aead.NonceSize(), 1+k.aead.NonceSize()+len(plaintext)+k.aead.Overhead())
-	out[0] = sealVersion
-	_, _ = rand.Read(out[1:])
-	return k.aead.Seal(out, out[1:], plaintext, []byte(ad))
+	nonce := make([]byte, k.aead.NonceSize())
+	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
+	out := make([]byte, 0, 1+len(nonce)+len(plaintext)+k.aead.Overhead())
+	out = append(append(out, sealVersion), nonce...)
+	return k.aead.Seal(out, nonce, plaintext, []byte(ad))
 }
 
 var errNotAuthentic = errors.New("it does not decrypt under this tenant's key: it is corrupted, or not this tenant's")

@@ -415,7 +415,7 @@ type GetStats struct {
 
 // Get restores snapshot id of tenant t into directory target, which it
 // creates (it must not exist). Every chunk is opened under the tenant's
-// key and checked against its name; the first that fails fails the
+// key and checked against its name; the first that does not fails the
 // restore with ErrCorrupt, naming it and the snapshot, and target is
 // removed. Files are root's, with the snapshot's permissions.
 func (s *Store) Get(ctx context.Context, t Tenant, id, target string) (GetStats, error) {
