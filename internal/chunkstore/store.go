@@ -107,9 +107,10 @@ type Config struct {
 	Transport http.RoundTripper
 
 	// Concurrency is how many chunks are compressed, sealed and sent (or
-	// fetched, opened and written) at once: the bound of the CPU and
-	// memory (about 2 MiB a chunk) one store takes. 0 means
-	// DefaultConcurrency.
+	// fetched, opened and written) at once: with the one reader that cuts
+	// and names them, the bound of the CPU (Concurrency+1 cores) and
+	// memory (about 3 MiB a chunk) one store's call takes; a node keeps
+	// one store. 0 means DefaultConcurrency.
 	Concurrency int
 	// BytesPerSecond bounds what the store sends and fetches, together,
 	// in bytes a second (sealed bytes, as on the wire). 0 means
@@ -201,7 +202,10 @@ func New(cfg Config) (*Store, error) {
 }
 
 // Close releases the store's compressors.
-func (s *Store) Close() { s.dec.Close() }
+func (s *Store) Close() {
+	_ = s.enc.Close()
+	s.dec.Close()
+}
 
 func (s *Store) tenantDir(k *keys) string {
 	if s.cfg.Prefix == "" {
