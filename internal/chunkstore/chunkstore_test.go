@@ -535,12 +535,24 @@ func TestBounds(t *testing.T) {
 	t.Run("concurrency", func(t *testing.T) {
 		srv := s3test.Start(t)
 		s := newStore(t, srv, func(c *chunkstore.Config) { c.Concurrency = 2 })
-		if _, err := s.Put(ctx, tenant("tenant-c"), "c", dir); err != nil {
+		r := tenant("tenant-r")
+		if _, err := s.Put(ctx, r, "r", dir); err != nil {
 			t.Fatal(err)
 		}
-		// The lock's refresher is idle; uploads: at most 2 at once.
-		if n := srv.MaxInFlight(); n > 2 {
-			t.Errorf("%d requests at once with Concurrency 2", n)
+		// Two uploads and a restore at once share the store's 2 (its
+		// locks and manifests are apart).
+		srv.WatchInFlight("/chunks/")
+		errs := make(chan error, 3)
+		go func() { _, err := s.Put(ctx, tenant("tenant-c"), "c", dir); errs <- err }()
+		go func() { _, err := s.Put(ctx, tenant("tenant-d"), "d", dir); errs <- err }()
+		go func() { _, err := s.Get(ctx, r, "r", filepath.Join(t.TempDir(), "r")); errs <- err }()
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := srv.MaxInFlight("/chunks/"); n > 2 || n == 0 {
+			t.Errorf("%d chunk requests at once with Concurrency 2", n)
 		}
 	})
 	t.Run("manifest size", func(t *testing.T) {

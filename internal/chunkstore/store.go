@@ -106,11 +106,11 @@ type Config struct {
 	// CA, say).
 	Transport http.RoundTripper
 
-	// Concurrency is how many chunks are compressed, sealed and sent (or
-	// fetched, opened and written) at once: with the one reader that cuts
-	// and names them, the bound of the CPU (Concurrency+1 cores) and
-	// memory (about 3 MiB a chunk) one store's call takes; a node keeps
-	// one store. 0 means DefaultConcurrency.
+	// Concurrency is how many chunks the store compresses, seals and
+	// sends (or fetches, opens and writes) at once, all its calls
+	// together: the bound of the CPU it takes (and of each call's memory,
+	// about 3 MiB a chunk), besides the one reader per upload that cuts and
+	// names chunks. A node keeps one store. 0 means DefaultConcurrency.
 	Concurrency int
 	// BytesPerSecond bounds what the store sends and fetches, together,
 	// in bytes a second (sealed bytes, as on the wire). 0 means
@@ -138,6 +138,10 @@ type Store struct {
 	enc     *zstd.Encoder
 	dec     *zstd.Decoder
 	bufs    sync.Pool
+	// slots bound the chunks in work across the store's calls: each call
+	// also runs at most Concurrency workers, so that its buffers are
+	// bounded while it waits for a slot.
+	slots chan struct{}
 }
 
 // ErrNotFound is returned for a snapshot the store does not hold.
@@ -196,9 +200,21 @@ func New(cfg Config) (*Store, error) {
 		limiter: rate.NewLimiter(rate.Limit(cfg.BytesPerSecond), maxSealed),
 		enc:     enc,
 		dec:     dec,
+		slots:   make(chan struct{}, cfg.Concurrency),
 	}
 	s.bufs.New = func() any { b := make([]byte, maxChunk); return &b }
 	return s, nil
+}
+
+// slot waits for one of the store's Concurrency slots; release gives it
+// back.
+func (s *Store) slot(ctx context.Context) (release func(), err error) {
+	select {
+	case s.slots <- struct{}{}:
+		return func() { <-s.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Close releases the store's compressors.
@@ -280,6 +296,11 @@ func (s *Store) Put(ctx context.Context, t Tenant, id, dir string) (PutStats, er
 	send := func(name string, buf *[]byte, data []byte) {
 		g.Go(func() error {
 			defer s.bufs.Put(buf)
+			release, err := s.slot(gctx)
+			if err != nil {
+				return err
+			}
+			defer release()
 			obj := s.chunkObject(k, name)
 			switch _, err := s.client.StatObject(gctx, s.cfg.Bucket, obj, minio.StatObjectOptions{}); {
 			case err == nil:
@@ -543,6 +564,11 @@ func (s *Store) restoreFile(ctx context.Context, k *keys, mf File, p string, zer
 				break
 			}
 			g.Go(func() error {
+				release, err := s.slot(gctx)
+				if err != nil {
+					return err
+				}
+				defer release()
 				obj := s.chunkObject(k, c.Name)
 				sealed, err := s.fetch(gctx, obj, maxSealed)
 				if err != nil {

@@ -63,8 +63,8 @@ type Server struct {
 	mu       sync.Mutex
 	counts   map[string]int // "METHOD key" → requests
 	hook     func(*http.Request)
-	inFlight int
-	maxIn    int
+	inFlight map[string]int // key → requests being served
+	maxIn    map[string]int // part of a key → most at once (MaxInFlight)
 }
 
 // Start runs a server until the test ends, or skips the test when Env is
@@ -75,7 +75,7 @@ func Start(t testing.TB) *Server {
 	if bin == "" {
 		t.Skipf("%s is unset: run `make test`, or set it to \"$(hack/s3server.sh)\" (the S3 server the tests use)", Env)
 	}
-	s := &Server{Bucket: "playground-test", AccessKey: "playground-test", SecretKey: "playground-test-secret", counts: map[string]int{}}
+	s := &Server{Bucket: "playground-test", AccessKey: "playground-test", SecretKey: "playground-test-secret", counts: map[string]int{}, inFlight: map[string]int{}, maxIn: map[string]int{}}
 	cmd := exec.Command(bin, "-listen=127.0.0.1:0", "-db="+filepath.Join(t.TempDir(), "s3.db"), "-buckets="+s.Bucket)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -124,12 +124,22 @@ func Start(t testing.TB) *Server {
 			hook(r)
 		}
 		s.mu.Lock()
-		s.inFlight++
-		s.maxIn = max(s.maxIn, s.inFlight)
+		s.inFlight[key]++
+		for p := range s.maxIn {
+			n := 0
+			for k, c := range s.inFlight {
+				if strings.Contains(k, p) {
+					n += c
+				}
+			}
+			s.maxIn[p] = max(s.maxIn[p], n)
+		}
 		s.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 		s.mu.Lock()
-		s.inFlight--
+		if s.inFlight[key]--; s.inFlight[key] == 0 {
+			delete(s.inFlight, key)
+		}
 		s.mu.Unlock()
 	}))
 	t.Cleanup(front.Close)
@@ -151,11 +161,20 @@ func (s *Server) Requests(method, prefix string) int {
 	return n
 }
 
-// MaxInFlight is the most requests the proxy has served at once.
-func (s *Server) MaxInFlight() int {
+// WatchInFlight starts counting the most requests for keys that contain
+// part that the proxy serves at once; MaxInFlight says it.
+func (s *Server) WatchInFlight(part string) {
+	s.mu.Lock()
+	s.maxIn[part] = 0
+	s.mu.Unlock()
+}
+
+// MaxInFlight is the most requests for keys that contain part (given to
+// WatchInFlight before) that the proxy has served at once.
+func (s *Server) MaxInFlight(part string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.maxIn
+	return s.maxIn[part]
 }
 
 // OnRequest calls hook with each request through the proxy before it is
