@@ -137,7 +137,8 @@ func Start(t testing.TB) *Server {
 		s.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 		s.mu.Lock()
-		if s.inFlight[key]--; s.inFlight[key] == 0 {
+		s.inFlight[key]--
+		if s.inFlight[key] == 0 {
 			delete(s.inFlight, key)
 		}
 		s.mu.Unlock()
