@@ -597,8 +597,10 @@ func TestBounds(t *testing.T) {
 
 func TestUploadThatLostItsLockFailsRatherThanNameSweptChunks(t *testing.T) {
 	srv := s3test.Start(t)
-	// A lock goes stale after 2 s; the server's clock counts in seconds.
-	s := newStore(t, srv, func(c *chunkstore.Config) { c.LockStale = 2 * time.Second })
+	s := newStore(t, srv, nil)
+	// For the stalled upload and the prune, a lock goes stale after 2 s
+	// (the server's clock counts in seconds).
+	short := newStore(t, srv, func(c *chunkstore.Config) { c.LockStale = 2 * time.Second })
 	a := tenant("tenant-a")
 	ctx := context.Background()
 	base := randomBytes(2 << 20)
@@ -628,11 +630,11 @@ func TestUploadThatLostItsLockFailsRatherThanNameSweptChunks(t *testing.T) {
 		}
 	})
 	done := make(chan error, 1)
-	go func() { _, err := s.Put(ctx, a, "two", two); done <- err }()
+	go func() { _, err := short.Put(ctx, a, "two", two); done <- err }()
 	// A prune is held off until the stalled upload's lock is stale, then
 	// sweeps one's chunks, which two counted on.
 	for {
-		pr, err := s.Delete(ctx, a, "one")
+		pr, err := short.Delete(ctx, a, "one")
 		if err != nil {
 			t.Fatal(err)
 		}
