@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds hack/s3server, the S3-compatible server that the snapshot store's
-# tests (internal/s3test, through $PLAYGROUND_S3SERVER) and `make dev` run
-# on loopback, from the Go module proxy (no download site is needed), and
+# tests (internal/s3test, through $PLAYGROUND_S3SERVER) run on loopback
+# (`make dev` will, once the store is wired in), from the Go module proxy (no download site is needed), and
 # prints the path of the binary. It is gofakes3's implementation of the S3
 # API over a bbolt file; hack/s3server/go.sum pins every module.
 #

@@ -1,4 +1,4 @@
-// Builds hack/s3server, the S3 server of the tests and `make dev`, from
+// Builds hack/s3server, the S3 server of the snapshot store's tests, from
 // the Go module proxy.
 module playground.dev/hack/s3server
 

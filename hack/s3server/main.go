@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Command s3server serves the S3 API from a file on disk, on loopback, for
-// the snapshot store's tests (internal/s3test) and `make dev`: gofakes3's
+// the snapshot store's tests (internal/s3test): gofakes3's
 // implementation of the protocol (path-style buckets, objects, listings
 // v1 and v2, multipart uploads, conditional and ranged requests) over its
 // bbolt backend. It does not check request signatures: it is a test
