@@ -324,9 +324,15 @@ func TestCorruptedOrForeignChunkIsRefusedNamingIt(t *testing.T) {
 	for _, c := range []struct {
 		what string
 		data []byte
-	}{{"a byte changed", flipped}, {"another tenant's chunk", foreign}, {"truncated", orig[:10]}} {
+	}{{"a byte changed", flipped}, {"another tenant's chunk", foreign}, {"truncated", orig[:10]}, {"missing", nil}} {
 		t.Run(c.what, func(t *testing.T) {
-			srv.Put(t, victim, c.data)
+			if c.data == nil {
+				if err := srv.Client.RemoveObject(ctx, srv.Bucket, victim, minio.RemoveObjectOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				srv.Put(t, victim, c.data)
+			}
 			dst := filepath.Join(t.TempDir(), "restored")
 			_, err := s.Get(ctx, a, "snap-a", dst)
 			if !errors.Is(err, chunkstore.ErrCorrupt) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "snap-a") {

@@ -148,8 +148,9 @@ type Store struct {
 var ErrNotFound = errors.New("no such snapshot in the store")
 
 // ErrCorrupt is returned when an object of the store does not open under
-// the tenant's key, or a chunk's contents do not match its name: it was
-// changed in the bucket, or is another tenant's.
+// the tenant's key, or a chunk's contents do not match its name (it was
+// changed in the bucket, or is another tenant's), or a chunk a manifest
+// names is missing: the snapshot cannot be restored whole.
 var ErrCorrupt = errors.New("corrupted or foreign object")
 
 // New returns the store that cfg describes. It does not reach the server.
@@ -571,6 +572,9 @@ func (s *Store) restoreFile(ctx context.Context, k *keys, mf File, p string, zer
 				defer release()
 				obj := s.chunkObject(k, c.Name)
 				sealed, err := s.fetch(gctx, obj, maxSealed)
+				if minio.ToErrorResponse(err).StatusCode == http.StatusNotFound {
+					return fmt.Errorf("chunk %s (%s): %w: it is missing from the store", c.Name, obj, ErrCorrupt)
+				}
 				if err != nil {
 					return fmt.Errorf("fetching chunk %s: %w", c.Name, err)
 				}
