@@ -622,8 +622,9 @@ func TestUploadThatLostItsLockFailsRatherThanNameSweptChunks(t *testing.T) {
 	}
 	// Upload two stalls (a node frozen, say): its new chunks and its
 	// lock's refreshes are held.
-	release := make(chan struct{})
+	release, stalled := make(chan struct{}), make(chan struct{})
 	var uploadLocks sync.Map
+	var once sync.Once
 	srv.OnRequest(func(r *http.Request) {
 		if r.Method != http.MethodPut {
 			return
@@ -635,11 +636,17 @@ func TestUploadThatLostItsLockFailsRatherThanNameSweptChunks(t *testing.T) {
 			<-release
 		}
 		if strings.Contains(r.URL.Path, "/chunks/") {
+			once.Do(func() { close(stalled) })
 			<-release
 		}
 	})
 	done := make(chan error, 1)
 	go func() { _, err := short.Put(ctx, a, "two", two); done <- err }()
+	select {
+	case <-stalled: // it holds its lock, and counts on one's chunks
+	case err := <-done:
+		t.Fatalf("the upload ended before it stalled: %v", err)
+	}
 	// A prune is held off until the stalled upload's lock is stale, then
 	// sweeps one's chunks, which two counted on.
 	for {
