@@ -66,7 +66,7 @@ FUZZTIME ?=
 .PHONY: test
 test: prereqs toolchain ## Run the test suite against a real kube-apiserver and etcd, then the fuzz targets briefly.
 	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
-	PLAYGROUND_RUNSC="$$(hack/runsc.sh)" KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -count=1 -timeout 30m $(TESTFLAGS)
+	PLAYGROUND_RUNSC="$$(hack/runsc.sh)" KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" PLAYGROUND_S3SERVER="$$(hack/s3server.sh)" $(GO) test -count=1 -timeout 30m $(TESTFLAGS)
 	@if [ "$(TESTFLAGS)" = "./..." ]; then $(MAKE) --no-print-directory fuzz; fi
 
 .PHONY: smoke
@@ -117,12 +117,13 @@ fmt: ## Format the Go code.
 	gofmt -l -w $$(git ls-files '*.go')
 
 .PHONY: tidy
-tidy: ## Tidy go.mod and go.sum of the module and of hack/'s modules (control plane, image, cluster).
+tidy: ## Tidy go.mod and go.sum of the module and of hack/'s modules (control plane, image, cluster, S3 server).
 	$(GO) mod tidy
 	cd hack/controlplane/kube && $(GO) mod tidy
 	cd hack/controlplane/etcd && $(GO) mod tidy
 	cd hack/image && $(GO) mod tidy
 	cd hack/cluster && $(GO) mod tidy
+	cd hack/s3server && $(GO) mod tidy
 
 .PHONY: lint
 lint: ## Run golangci-lint (.golangci.yml, built by hack/golangci-lint.sh) over the tree, for Linux and for FreeBSD.
@@ -190,6 +191,10 @@ helm: ## Build helm from the Go module proxy (for the chart's tests) and print i
 runsc: ## Build runsc, gVisor's runtime, from the Go module proxy (for isolation gvisor and its tests) and print its path.
 	@hack/runsc.sh
 
+.PHONY: s3server
+s3server: ## Build the S3-compatible server of the snapshot store's tests, from the Go module proxy (cached) and print its path.
+	@hack/s3server.sh
+
 .PHONY: vm-image
 vm-image: ## Build the vm backend's kernel, modules and root image from Debian's packages (cached) and print their paths.
 	@hack/vm-image.sh
@@ -200,12 +205,12 @@ vm-test: ## Run the vm backend's own tests alone (TCG when KVM is unusable): boo
 	$(GO) test -count=1 -v ./hostagent/backend/vm/ ./hostagent/guestapi/mux/
 
 # What the tests need built from sources is independent: the control plane,
-# helm, runsc and the VM image. On a cold machine they download and compile
+# helm, runsc, the S3 server and the VM image. On a cold machine they download and compile
 # at once, so the VM image's Debian downloads and each build's module
 # downloads and links overlap the other compiles.
 .PHONY: toolchain
-toolchain: ## Build the control plane, helm, runsc and the VM image, in parallel (cached).
-	@$(MAKE) --no-print-directory -j4 --output-sync=target envtest helm runsc vm-image
+toolchain: ## Build the control plane, helm, runsc, the S3 server and the VM image, in parallel (cached).
+	@$(MAKE) --no-print-directory -j5 --output-sync=target envtest helm runsc s3server vm-image
 
 .PHONY: prereqs
 prereqs: ## Install the Debian packages the tests and the agent need, when missing.

@@ -100,6 +100,7 @@ var testLibraries = []string{
 	"internal/netnstest",
 	"internal/rbactest",
 	"internal/registrytest",
+	"internal/s3test",
 	"internal/sysctltest",
 }
 
