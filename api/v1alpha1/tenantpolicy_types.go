@@ -194,7 +194,7 @@ type ImageSigningKey struct {
 	// Name names the key in conditions and in status.image.signedBy.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="name must be lower-case letters, digits, '-' and '.', beginning and ending with a letter or digit (as release-2026 or ci.signer)"
 	// +required
 	Name string `json:"name"`
 
