@@ -1,0 +1,205 @@
+//go:build linux
+
+/*
+Copyright 2026 The Playground Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package vm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/imagestore"
+	"github.com/playground-dev/playground/internal/registrytest"
+)
+
+// imageNode is a registry with two system images of this machine's
+// files, and a node's image store that pulls from it.
+type imageNode struct {
+	store          *imagestore.Store
+	merged, nousr  string // references by digest
+	mergedOSName   string
+	unmergedOSName string
+}
+
+func newImageNode(t *testing.T) *imageNode {
+	t.Helper()
+	reg := registrytest.Start(t)
+	n := &imageNode{mergedOSName: "ID=merged-vm-image\n", unmergedOSName: "ID=unmerged-vm-image\n"}
+	// A usrmerge system of a shell and cat: no sync, no ls, no /etc but
+	// its os-release, none of the guest's mount points.
+	n.merged = reg.Push(t, "system/merged", "1", registrytest.Image(t,
+		[]string{"PATH=/usr/bin", "IMAGE_GREETING=hello from the image"},
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, n.mergedOSName, true, "dash", "cat")...))), nil)
+	// Real /bin and /lib, no /usr; its os-release in a second layer.
+	n.nousr = reg.Push(t, "system/nousr", "1", registrytest.Image(t, nil,
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, "ID=overwritten\n", false, "dash", "cat")...)),
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.File("etc/os-release", n.unmergedOSName, 0o644)))), nil)
+	s, err := imagestore.Open(imagestore.Options{Dir: t.TempDir(), PlainHTTP: []string{reg.Host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.store = s
+	return n
+}
+
+// image gets ref from the store, held until the test ends, as the agent
+// hands it to the backend.
+func (n *imageNode) image(t *testing.T, ref string) *backend.Image {
+	t.Helper()
+	img, release, err := n.store.Get(context.Background(), imagestore.Request{Ref: ref, Tenant: "t/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	return &backend.Image{Digest: img.Digest, Layers: img.Layers, Env: img.Config.Env, WorkingDir: img.Config.WorkingDir}
+}
+
+// sh runs command in sandbox id and returns its stdout, failing t on an
+// error or a non-zero exit.
+func sh(ctx context.Context, t *testing.T, be *Backend, id, command string, mode backend.ShellMode) string {
+	t.Helper()
+	var out collect
+	p, err := be.Exec(ctx, id, backend.ExecRequest{Command: command, Shell: mode}, &out)
+	if err != nil {
+		t.Fatalf("%s in %s: %v", command, id, err)
+	}
+	st, err := p.Wait(ctx)
+	if err != nil || st.ExitCode != 0 {
+		t.Fatalf("%s in %s: exit %d, %v (stdout %q)", command, id, st.ExitCode, err, out.String())
+	}
+	return out.String()
+}
+
+// imageDisks lists the files of the backend's images directory.
+func imageDisks(t *testing.T, be *Backend) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(be.opts.StateDir, imagesDir))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestImageIsTheRoot: VMs on an image boot on a root disk made of it (its
+// os-release, its tools and no others, its environment in a login shell),
+// though it has nothing of the guest's but a /bin/sh; two sandboxes that
+// ask for one digest at once share one disk, built once; an image change
+// boots the VM on the new image with its workspace and pile, even one
+// written just before (the image has no sync); a disk goes with the last
+// sandbox that names its digest.
+func TestImageIsTheRoot(t *testing.T) {
+	n := newImageNode(t)
+	ctx := context.Background()
+	be := newBackend(ctx, t)
+	merged := n.image(t, n.merged)
+
+	// Two sandboxes of one digest, provisioned at once.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, id := range []string{"img-a", "img-b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = be.Provision(ctx, backend.Spec{ID: id, Tenant: "t/" + id, Image: merged})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := be.imageBuilds.Load(); got != 1 {
+		t.Errorf("two sandboxes of one image built %d root disks, want 1", got)
+	}
+	if disks := imageDisks(t, be); len(disks) != 1 {
+		t.Errorf("the images directory holds %v, want one disk", disks)
+	}
+	for _, id := range []string{"img-a", "img-b"} {
+		if err := be.Start(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"img-a", "img-b"} {
+		if got := sh(ctx, t, be, id, "cat /etc/os-release", backend.ShellClean); got != n.mergedOSName {
+			t.Errorf("%s's /etc/os-release is %q, want the image's %q", id, got, n.mergedOSName)
+		}
+	}
+	// The image's tools, not the default root's (which has ls and sync).
+	if got := sh(ctx, t, be, "img-a", "for t in dash cat ls sync; do command -v $t >/dev/null && echo $t; done; true", backend.ShellClean); got != "dash\ncat\n" {
+		t.Errorf("the image sandbox's tools are %q, want dash and cat only", got)
+	}
+	// The guest's /etc files and the tenant's user, on an image without them.
+	if got := sh(ctx, t, be, "img-a", `read -r h < /etc/hostname; echo "$h"; while IFS=: read -r u x id rest; do [ "$id" = 1000 ] && echo "$u"; done < /etc/passwd; true`, backend.ShellClean); got != "img-a\nsandbox\n" {
+		t.Errorf("the image sandbox's hostname and tenant: %q", got)
+	}
+	r := sh(ctx, t, be, "img-a", `echo "$IMAGE_GREETING"; echo "$PATH"`, backend.ShellLogin)
+	if want := "hello from the image\n/opt/faculties/bin:/usr/bin\n"; r != want {
+		t.Errorf("a login shell's image environment: %q, want %q", r, want)
+	}
+	// Nothing writes to the image's disk.
+	var out collect
+	p, err := be.Exec(ctx, "img-a", backend.ExecRequest{Command: "echo x > /usr/bin/new", Shell: backend.ShellClean}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Wait(ctx); err != nil || st.ExitCode == 0 {
+		t.Errorf("the tenant wrote into the image's /usr (exit %d, %v)", st.ExitCode, err)
+	}
+
+	// An image change: what was written just before is kept.
+	sh(ctx, t, be, "img-a", "echo kept > /workspace/f; echo pile >> /pile/self.pile", backend.ShellClean)
+	if err := be.Stop(ctx, "img-a"); err != nil {
+		t.Fatal(err)
+	}
+	running(ctx, t, be, backend.Spec{ID: "img-a", Tenant: "t/img-a", Image: n.image(t, n.nousr)})
+	if got := sh(ctx, t, be, "img-a", "cat /etc/os-release /workspace/f /pile/self.pile; [ -e /usr/bin/cat ] || echo no-usr", backend.ShellClean); got != n.unmergedOSName+"kept\npile\nno-usr\n" {
+		t.Errorf("after the image change: %q", got)
+	}
+	if disks := imageDisks(t, be); len(disks) != 2 {
+		t.Errorf("with sandboxes on two images the images directory holds %v, want two disks", disks)
+	}
+	// The last sandbox of the first image gone, its disk goes.
+	if err := be.Destroy(ctx, "img-b", false); err != nil {
+		t.Fatal(err)
+	}
+	if disks := imageDisks(t, be); len(disks) != 1 || disks[0] != filepath.Base(be.imageDisk(imageOf(backend.Spec{Image: n.image(t, n.nousr)}))) {
+		t.Errorf("with one image in use the images directory holds %v, want its disk", disks)
+	}
+	// Back to the first image, as an agent restarted after the change
+	// takes it over: running, it boots afresh on it (its disk built again).
+	if err := be.Reattach(ctx, backend.Spec{ID: "img-a", Tenant: "t/img-a", Image: merged}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(ctx, t, be, "img-a", "cat /etc/os-release /workspace/f", backend.ShellClean); got != n.mergedOSName+"kept\n" {
+		t.Errorf("back on the first image: %q", got)
+	}
+	if err := be.Destroy(ctx, "img-a", false); err != nil {
+		t.Fatal(err)
+	}
+	if disks := imageDisks(t, be); len(disks) != 0 {
+		t.Errorf("root disks left with no sandbox of theirs: %v", disks)
+	}
+}
