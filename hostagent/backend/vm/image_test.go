@@ -20,8 +20,10 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -201,5 +203,39 @@ func TestImageIsTheRoot(t *testing.T) {
 	}
 	if disks := imageDisks(t, be); len(disks) != 0 {
 		t.Errorf("root disks left with no sandbox of theirs: %v", disks)
+	}
+}
+
+// TestImageDiskKeepsTheReserve: an image's root disk counts against the
+// node's free-space reserve: a sandbox moved to an image whose disk would
+// take the node below it is refused (typed, saying so), and no disk, nor
+// any part of its build, is left.
+func TestImageDiskKeepsTheReserve(t *testing.T) {
+	kernel, modules, root := vmImage(t)
+	n := newImageNode(t)
+	dir := newStateDir(t)
+	ctx := context.Background()
+	open := func(reserve int64) *Backend {
+		be, err := New(ctx, Options{StateDir: dir, GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG, StorageReserve: reserve})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return be
+	}
+	spec := backend.Spec{ID: "before", Tenant: "t/before"}
+	if err := open(0).Provision(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	full := open(1 << 62) // more than any disk: the node is "full"
+	spec.Image = n.image(t, n.merged)
+	err := full.Provision(ctx, spec)
+	if !errors.Is(err, backend.ErrInsufficientStorage) || !strings.Contains(err.Error(), "root disk") {
+		t.Fatalf("an image's root disk below the reserve: %v, want ErrInsufficientStorage naming the root disk", err)
+	}
+	if disks := imageDisks(t, full); len(disks) != 0 {
+		t.Errorf("a refused build left %v", disks)
+	}
+	if rec, err := full.load(spec.ID); err != nil || rec.Spec.Image != nil {
+		t.Errorf("the refused sandbox's record: %+v, %v; want it on the default root still", rec, err)
 	}
 }
