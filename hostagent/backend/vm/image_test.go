@@ -21,11 +21,14 @@ package vm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/imagestore"
@@ -237,5 +240,34 @@ func TestImageDiskKeepsTheReserve(t *testing.T) {
 	}
 	if rec, err := full.load(spec.ID); err != nil || rec.Spec.Image != nil {
 		t.Errorf("the refused sandbox's record: %+v, %v; want it on the default root still", rec, err)
+	}
+}
+
+// TestImageOfTooManyLayers: an image of more layers than one overlay
+// mount takes (the page of its options) is refused at provisioning,
+// saying to flatten it, and leaves nothing.
+func TestImageOfTooManyLayers(t *testing.T) {
+	kernel, modules, root := vmImage(t)
+	reg := registrytest.Start(t)
+	layers := []v1.Layer{registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, "ID=layers\n", true, "dash")...))}
+	for i := range 80 {
+		layers = append(layers, registrytest.Layer(t, registrytest.Tar(t, registrytest.File(fmt.Sprintf("etc/layer%d", i), "x", 0o644))))
+	}
+	ref := reg.Push(t, "system/layers", "1", registrytest.Image(t, nil, layers...), nil)
+	s, err := imagestore.Open(imagestore.Options{Dir: t.TempDir(), PlainHTTP: []string{reg.Host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &imageNode{store: s}
+	be, err := New(context.Background(), Options{StateDir: newStateDir(t), GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = be.Provision(context.Background(), backend.Spec{ID: "layers", Tenant: "t/layers", Image: n.image(t, ref)})
+	if err == nil || !strings.Contains(err.Error(), "flatten the image") {
+		t.Fatalf("an image of 81 layers: %v, want a refusal saying to flatten it", err)
+	}
+	if disks := imageDisks(t, be); len(disks) != 0 {
+		t.Errorf("a refused build left %v", disks)
 	}
 }
