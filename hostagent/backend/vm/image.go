@@ -241,7 +241,7 @@ func measure(root string) (size, inodes int64, err error) {
 	const block = 4096
 	var data int64
 	seen := map[uint64]bool{} // hard-linked inodes, counted once
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
