@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/playground-dev/playground/hostagent/backend"
 	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/hostagent/guestapi"
@@ -154,6 +156,10 @@ func TestConformanceVMOnAnImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// rdump drops the sticky bit, which the image's /var/tmp has.
+	if err := unix.Chmod(filepath.Join(layer, "var", "tmp"), 0o1777); err != nil {
+		t.Fatal(err)
+	}
 	img := &backend.Image{Digest: "sha256:" + strings.Repeat("0c", 32), Layers: []string{layer}, Env: []string{"FROM_IMAGE=1"}}
 	conformance.Run(t, conformance.Harness{
 		NewStateDir: newStateDir,
@@ -175,9 +181,11 @@ func TestConformanceVMOnAnImage(t *testing.T) {
 	})
 }
 
-// onImage runs every sandbox it provisions or takes over on img.
+// onImage runs every sandbox it provisions or takes over on img. It is a
+// *Backend, Close included: the harness's restarted agent closes the
+// previous one's, whose connection a VM's port would keep otherwise.
 type onImage struct {
-	backend.Backend
+	*Backend
 	img *backend.Image
 }
 
