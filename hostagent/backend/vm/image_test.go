@@ -49,14 +49,38 @@ func newImageNode(t *testing.T) *imageNode {
 	reg := registrytest.Start(t)
 	n := &imageNode{mergedOSName: "ID=merged-vm-image\n", unmergedOSName: "ID=unmerged-vm-image\n"}
 	// A usrmerge system of a shell and cat: no sync, no ls, no /etc but
-	// its os-release, none of the guest's mount points.
+	// its os-release, none of the guest's mount points; and a setuid-root
+	// copy of its shell.
+	merged := registrytest.System(t, n.mergedOSName, true, "dash", "cat")
+	for _, e := range merged {
+		if e.Name == "usr/bin/dash" {
+			e.Name, e.Mode, e.Uid, e.Gid = "usr/bin/rootsh", 0o4755, 0, 0
+			merged = append(merged, e)
+			break
+		}
+	}
 	n.merged = reg.Push(t, "system/merged", "1", registrytest.Image(t,
 		[]string{"PATH=/usr/bin", "IMAGE_GREETING=hello from the image"},
-		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, n.mergedOSName, true, "dash", "cat")...))), nil)
-	// Real /bin and /lib, no /usr; its os-release in a second layer.
+		registrytest.Layer(t, registrytest.Tar(t, merged...))), nil)
+	// Real /bin and /lib, no /usr; in a second layer its os-release, a
+	// whiteout, an opaque directory and a link at a file of the node's.
+	secretDir, err := os.MkdirTemp("", "pgvm-node-secret-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(secretDir) })
+	secret := filepath.Join(secretDir, "secret")
+	if err := os.WriteFile(secret, []byte("the node's secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lower := append(registrytest.System(t, "ID=overwritten\n", false, "dash", "cat"),
+		registrytest.File("etc/removed", "x", 0o644), registrytest.Dir("opt/"), registrytest.Dir("opt/old/"), registrytest.File("opt/old/file", "x", 0o644))
 	n.nousr = reg.Push(t, "system/nousr", "1", registrytest.Image(t, nil,
-		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, "ID=overwritten\n", false, "dash", "cat")...)),
-		registrytest.Layer(t, registrytest.Tar(t, registrytest.File("etc/os-release", n.unmergedOSName, 0o644)))), nil)
+		registrytest.Layer(t, registrytest.Tar(t, lower...)),
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.File("etc/os-release", n.unmergedOSName, 0o644),
+			registrytest.File("etc/.wh.removed", "", 0o644),
+			registrytest.File("opt/old/.wh..wh..opq", "", 0o644), registrytest.File("opt/old/new", "x", 0o644),
+			registrytest.Symlink("etc/timezone", secret)))), nil)
 	s, err := imagestore.Open(imagestore.Options{Dir: t.TempDir(), PlainHTTP: []string{reg.Host}})
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +188,10 @@ func TestImageIsTheRoot(t *testing.T) {
 	if want := "hello from the image\n/opt/faculties/bin:/usr/bin\n"; r != want {
 		t.Errorf("a login shell's image environment: %q, want %q", r, want)
 	}
+	// The setuid-root shell is neither setuid nor root's.
+	if got := sh(ctx, t, be, "img-a", `[ -u /usr/bin/rootsh ] && echo setuid; /usr/bin/rootsh -c 'while read k r e rest; do case $k in Uid:) echo $r $e;; esac; done < /proc/self/status'`, backend.ShellClean); got != "1000 1000\n" {
+		t.Errorf("the image's setuid-root shell runs as %q, want the tenant (1000 1000) and no setuid bit", got)
+	}
 	// Nothing writes to the image's disk.
 	var out collect
 	p, err := be.Exec(ctx, "img-a", backend.ExecRequest{Command: "echo x > /usr/bin/new", Shell: backend.ShellClean}, &out)
@@ -182,6 +210,11 @@ func TestImageIsTheRoot(t *testing.T) {
 	running(ctx, t, be, backend.Spec{ID: "img-a", Tenant: "t/img-a", Image: n.image(t, n.nousr)})
 	if got := sh(ctx, t, be, "img-a", "cat /etc/os-release /workspace/f /pile/self.pile; [ -e /usr/bin/cat ] || echo no-usr", backend.ShellClean); got != n.unmergedOSName+"kept\npile\nno-usr\n" {
 		t.Errorf("after the image change: %q", got)
+	}
+	// Its layers merged by the OCI rules; its link resolved in the guest,
+	// never copied from the node.
+	if got := sh(ctx, t, be, "img-a", "[ -e /etc/removed ] || echo whited-out; echo /opt/old/*; cat /etc/timezone 2>/dev/null || echo not-the-node-s", backend.ShellClean); got != "whited-out\n/opt/old/new\nnot-the-node-s\n" {
+		t.Errorf("the second image's merged layers: %q", got)
 	}
 	if disks := imageDisks(t, be); len(disks) != 2 {
 		t.Errorf("with sandboxes on two images the images directory holds %v, want two disks", disks)
