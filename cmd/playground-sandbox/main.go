@@ -44,6 +44,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: playground-sandbox init [-spares N] [-lazy] | shepherd | hold [-attach JOB] | confine [-as BYTES] [-cpu SECONDS] [-fds N] /PROGRAM [ARGS...] | reap -uid N -gid N -- COMMAND")
+	fmt.Fprintln(os.Stderr, "usage: playground-sandbox init [-spares N] [-lazy] | shepherd | hold [-attach JOB] | confine [-as BYTES] [-cpu SECONDS] [-fds N] /PROGRAM [ARGS...] | sync | reap -uid N -gid N -- COMMAND")
 	os.Exit(2)
 }

@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/playground-dev/playground/hostagent/guest"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 )
@@ -44,6 +46,9 @@ func run(mode string, args []string) int {
 		return guest.RunHold(args)
 	case guestapi.ConfineMode:
 		return guest.RunConfine(args)
+	case guestapi.SyncMode:
+		unix.Sync()
+		return 0
 	case "vminit":
 		if err := guest.RunVMInit(); err != nil {
 			fmt.Fprintf(os.Stderr, "playground-sandbox vminit: %v\n", err)

@@ -156,6 +156,11 @@ const (
 	// parses a file a guest wrote under it.
 	ConfineMode = "confine"
 
+	// SyncMode is `playground-sandbox sync` (Linux), sync(2): the vm
+	// backend flushes a guest's file systems with it before its VM ends,
+	// whatever tools the guest's root has (an image may have no sync).
+	SyncMode = "sync"
+
 	// HoldMode is `playground-sandbox hold`, a job's holder started for
 	// that one job where no init keeps shepherds (the jail backend): its
 	// standard input is the agent's connection, on which it takes the

@@ -384,7 +384,7 @@ func (r *sandboxReconciler) reconcileNormal(ctx context.Context, sbx *playground
 	var ranImage string
 	if be, ok := r.agent.Backend(backendClass(sbx)); ok && sbx.Spec.Image != nil && !be.Capabilities().Images {
 		return r.imageFailed(ctx, sbx, &ImageError{Reason: playgroundv1alpha1.ReasonImageRefused, Refused: true,
-			Err: fmt.Errorf("backend %s runs no image on node %s (only oci does, with runc or gVisor; vm's root disk per digest is not built yet): remove spec.image, or use backend oci", backendClass(sbx), r.node)})
+			Err: fmt.Errorf("backend %s runs no image on node %s (oci, with runc or gVisor, and vm do): remove spec.image, or use backend oci or vm", backendClass(sbx), r.node)})
 	}
 	// A running sandbox keeps its condition while its new image is pulled.
 	progress := r.pullProgress(ctx, sbx)

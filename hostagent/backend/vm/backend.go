@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -117,9 +118,14 @@ type Backend struct {
 
 	mu sync.Mutex
 	// locks serialises the lifecycle operations on each sandbox.
-	locks  keyedmutex.Mutex
-	vms    map[string]*VM
-	starts backend.StartCount
+	locks keyedmutex.Mutex
+	// imageLocks serialise the builds and removals of each image's root
+	// disk (image.go), by digest; taken after a sandbox's lock.
+	imageLocks keyedmutex.Mutex
+	// imageBuilds counts the root disks built.
+	imageBuilds atomic.Int64
+	vms         map[string]*VM
+	starts      backend.StartCount
 	// slots are the VM users' slots in use and their sandboxes, read from
 	// the records on first use (loadSlots).
 	slots backend.Slots
@@ -195,6 +201,9 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		vms:     map[string]*VM{},
 	}
 	b.slots = b.newSlots()
+	if err := b.removeImageLeftovers(); err != nil {
+		return nil, err
+	}
 	if err := b.checkQEMU(ctx); err != nil {
 		return nil, err
 	}
@@ -319,11 +328,12 @@ func (b *Backend) Name() string { return "vm" }
 // Capabilities implements backend.Backend: the shepherds in the guest prove
 // cleanup as in a container, and the guest's kernel enforces the pile's
 // append-only flag, and the signing key's immutable one, which only the
-// guest's root could clear.
+// guest's root could clear. A sandbox on an image boots on a root disk
+// made of it (image.go).
 func (b *Backend) Capabilities() backend.Capabilities {
 	return b.caps.Get(func() backend.Capabilities {
 		return backend.Capabilities{
-			ProvesCleanup: true, AppendOnlyPile: true,
+			ProvesCleanup: true, AppendOnlyPile: true, Images: true,
 			Prober: b, StartCounter: &b.starts, Dialer: b, StorageReporter: b, PileReader: b, FileServer: b, UsageMeter: b, Describer: b,
 			Suspender: b, Snapshotter: b.snapshots(), SigningKeyHolder: backend.KeyInstaller{Name: "vm", Locks: &b.locks, Install: b.installSigningKey}, JobHolder: guestexec.Holder{Shepherd: b.jobConn},
 			Guest: &backend.Guest{StartTimeout: b.opts.StartTimeout, Connect: b.connectGuest},
@@ -364,8 +374,8 @@ func validateSpec(spec backend.Spec) error {
 	if len(spec.Faculties) > 0 {
 		return fmt.Errorf("vm: sandbox %s has faculties, which the vm backend does not install yet: run it on the oci backend", spec.ID)
 	}
-	if spec.Image != nil {
-		return fmt.Errorf("vm: sandbox %s names an image, which the vm backend does not run yet (a root disk built once per digest is planned): run it on the oci backend", spec.ID)
+	if err := validateImage(spec.Image); err != nil {
+		return err
 	}
 	if err := backend.ValidateLogin(spec); err != nil {
 		return fmt.Errorf("vm: %w", err)
@@ -429,7 +439,9 @@ func (b *Backend) Storage(id string) (backend.Storage, error) {
 
 // Provision implements backend.Backend: the sandbox's disk (workspace, home
 // and tmp) and pile, each an ext4 image of the spec's size and inodes,
-// sparse until written, made once; and its definition, updated each time.
+// sparse until written, made once; its image's root disk, made once per
+// digest (image.go); and its definition, updated each time. A new image
+// applies from the VM's next boot.
 func (b *Backend) Provision(ctx context.Context, spec backend.Spec) error {
 	if err := validateSpec(spec); err != nil {
 		return err
@@ -457,6 +469,31 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 	if rec.Slot, err = b.claimSlot(spec.ID, rec.Slot); err != nil {
 		return err
 	}
+	unlockImage := func() {}
+	if spec.Image != nil {
+		// Held until the record names it: a release of the digest meanwhile
+		// would remove the disk.
+		if unlockImage, err = b.holdImageDisk(ctx, spec.Image); err != nil {
+			return err
+		}
+	}
+	err = b.provisionHeld(ctx, spec, old, rec, fork)
+	unlockImage()
+	if err != nil {
+		return err
+	}
+	// Released with no image lock held: two sandboxes that swap images
+	// would otherwise each wait for the other's.
+	if old != nil && imageOf(old.Spec) != imageOf(spec) {
+		return b.releaseImage(imageOf(old.Spec))
+	}
+	return nil
+}
+
+// provisionHeld is provision once the sandbox's slot and root disk are
+// held: its disks (a fork's from its snapshot) and record.
+func (b *Backend) provisionHeld(ctx context.Context, spec backend.Spec, old *record, rec record, fork bool) error {
+	dir := b.sandboxDir(spec.ID)
 	if err := os.MkdirAll(filepath.Join(dir, "pile"), 0o700); err != nil {
 		return err
 	}
@@ -485,6 +522,13 @@ func (b *Backend) provision(ctx context.Context, spec backend.Spec) error {
 			return err
 		}
 		if err := os.Chmod(pile, 0o640); err != nil {
+			return err
+		}
+	}
+	if old != nil && imageOf(old.Spec) != imageOf(spec) {
+		// A memory saved on the other root is not this root's: the VM
+		// boots afresh.
+		if err := os.Remove(b.memoryPath(spec.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -554,7 +598,7 @@ func (b *Backend) config(rec *record) Config {
 		// The guest's init gives the tenant's processes this bound
 		// (guestapi.VMPIDsParam); its own and its shepherds' are root's.
 		KernelArgs: []string{guestapi.VMPIDsParam + "=" + strconv.FormatInt(pids, 10)},
-		QEMU:       b.opts.QEMU, Kernel: b.opts.Kernel, Initrd: filepath.Join(dir, initrdFile), Root: b.opts.Root,
+		QEMU:       b.opts.QEMU, Kernel: b.opts.Kernel, Initrd: filepath.Join(dir, initrdFile), Root: b.rootOf(rec.Spec),
 		Disks: []string{filepath.Join(dir, diskImage), filepath.Join(dir, "pile", pileImage)},
 		Dir:   dir, Accel: b.accel, VCPUs: vcpus, MemoryMiB: int(mem >> 20),
 		User: b.user(rec.Slot, b.accel == AccelKVM), LogBytes: b.opts.LogBytes,
@@ -615,7 +659,8 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 // agent is taken over through its pid file and its port; a VM that is not
 // running is booted again over its disks. The spec is recorded; the login
 // profile and the VM's size apply from its next boot (they are the
-// initramfs's and QEMU's).
+// initramfs's and QEMU's). A VM whose image changed while no agent ran
+// boots afresh on the new one, its files kept, rather than run on the old.
 func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	if err := backend.ValidateID(spec.ID); err != nil {
 		return err
@@ -623,7 +668,8 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	defer b.locks.Lock(spec.ID)()
 	// Not found comes first: a sandbox that was never made is provisioned
 	// next, and a spec it cannot run is refused there, as a provisioning.
-	if _, err := b.load(spec.ID); err != nil {
+	old, err := b.load(spec.ID)
+	if err != nil {
 		return err
 	}
 	if err := validateSpec(spec); err != nil {
@@ -631,6 +677,11 @@ func (b *Backend) Reattach(ctx context.Context, spec backend.Spec) error {
 	}
 	if err := b.provision(ctx, spec); err != nil {
 		return err
+	}
+	if imageOf(old.Spec) != imageOf(spec) {
+		if err := b.stop(ctx, spec.ID); err != nil {
+			return err
+		}
 	}
 	rec, err := b.load(spec.ID)
 	if err != nil {
@@ -727,7 +778,7 @@ func (b *Backend) boot(ctx context.Context, rec *record) (*VM, error) {
 	} else if err := b.installStagedKey(id); err != nil {
 		return nil, err
 	}
-	v, err := Start(cfg)
+	v, err := b.startOnRoot(ctx, rec, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -763,6 +814,21 @@ func (b *Backend) boot(ctx context.Context, rec *record) (*VM, error) {
 	b.vms[id] = v
 	b.mu.Unlock()
 	return v, nil
+}
+
+// startOnRoot starts QEMU for cfg once the sandbox's root disk is there:
+// an image's is made again if it is not (its build was lost), and held
+// until QEMU has it open.
+func (b *Backend) startOnRoot(ctx context.Context, rec *record, cfg Config) (*VM, error) {
+	if rec.Spec.Image == nil {
+		return Start(cfg)
+	}
+	unlock, err := b.holdImageDisk(ctx, rec.Spec.Image)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return Start(cfg)
 }
 
 // writeInitrd writes the sandbox's initramfs: the shared one, then an
@@ -874,7 +940,8 @@ func (b *Backend) stop(ctx context.Context, id string) error {
 func (b *Backend) sync(ctx context.Context, v *VM) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	frames, err := guestexec.Encode(backend.ExecRequest{Command: "sync", Shell: backend.ShellClean})
+	// The guest binary's sync, not the root's: an image may have none.
+	frames, err := guestexec.Encode(backend.ExecRequest{Command: guestapi.Binary + " " + guestapi.SyncMode, Shell: backend.ShellClean})
 	if err != nil {
 		return
 	}
@@ -915,6 +982,7 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 	if err := b.stop(ctx, id); err != nil {
 		return err
 	}
+	rec, _ := b.load(id) // its image is released once its record is gone
 	b.removeCgroup(id)
 	dir := b.sandboxDir(id)
 	ents, err := os.ReadDir(dir)
@@ -933,10 +1001,15 @@ func (b *Backend) Destroy(ctx context.Context, id string, keepPile bool) error {
 		}
 	}
 	b.slots.Release(id)
-	if keepPile {
-		return nil
+	if !keepPile {
+		if err := os.Remove(dir); err != nil {
+			return err
+		}
 	}
-	return os.Remove(dir)
+	if rec != nil {
+		return b.releaseImage(imageOf(rec.Spec))
+	}
+	return nil
 }
 
 // connectGuest is the backend's Guest.Connect (Capabilities.Guest): a

@@ -20,7 +20,8 @@ limitations under the License.
 // virtio-serial port on which the guest's init serves the guest protocol
 // (streams multiplexed by hostagent/guestapi/mux). hack/vm-image.sh builds
 // the kernel, modules and root image; the initramfs is made here, from the
-// agent's own playground-sandbox binary.
+// agent's own playground-sandbox binary. A sandbox on an OCI image boots on
+// a root disk made of it instead, once per digest (image.go).
 //
 // It is not a backend.Backend yet: see docs/isolation.md.
 package vm
