@@ -167,6 +167,11 @@ image: ## Build the container image daemonlessly into bin/playground-image.oci.t
 image-test: ## Build the image twice, check that the digests agree and that it holds the binaries and the agent's tools.
 	PLAYGROUND_IMAGE_TEST=1 $(GO) test -count=1 -timeout 30m -v -run 'TestImage|TestBuildsAgree' ./test/image/
 
+.PHONY: conformance-vm-image
+conformance-vm-image: prereqs envtest vm-image ## Run the conformance suite on VMs whose root disk is built from an image (under TCG here: about as long as TestConformanceVM).
+	eval "$$(hack/vm-image.sh)" && export PLAYGROUND_VM_KERNEL PLAYGROUND_VM_MODULES PLAYGROUND_VM_ROOT && \
+	PLAYGROUND_VM_IMAGE_CONFORMANCE=1 $(GO) test -count=1 -timeout 60m -v -run 'TestConformanceVMOnAnImage' ./hostagent/backend/vm/
+
 .PHONY: cluster-e2e
 cluster-e2e: prereqs image helm ## As root: a single-node Kubernetes here (hack/cluster.sh); Playground installed on it with Helm and kustomize, used, upgraded and uninstalled; then down, leaving nothing.
 	PLAYGROUND_CLUSTER_TEST=1 $(GO) test -count=1 -timeout 60m -v ./test/cluster/
