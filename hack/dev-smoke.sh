@@ -6,7 +6,7 @@
 # TCG where KVM does not work) and runs both against each of them; serves a
 # registry on loopback with an image built from this machine's files
 # (hack/crane.sh, hack/smoke-image.sh) and runs them against a Tenant on
-# that image on runc and one on gVisor, checking its os-release; checks
+# that image on runc, gVisor and vm, checking its os-release; checks
 # that the metrics endpoint it prints counts the calls and that a wrong
 # token fails the smoke test, then stops dev with SIGINT (as
 # Ctrl-C does) and checks that it exits 0 and leaves no runc container, mount and
@@ -193,7 +193,7 @@ fi
 # offers: gVisor (hack/runsc.sh) and a VM (hack/vm-image.sh; TCG here), each
 # with the isolation checks (its own kernel, a file of the node's that it
 # must not see, lo only, the pile append-only); and tenants on an image of
-# their own, on runc and on gVisor, whose /etc/os-release is the image's.
+# their own, on runc, gVisor and vm, whose /etc/os-release is the image's.
 marker=$work/node-only-marker
 echo "a file of the node's" >"$marker"
 echo
@@ -229,6 +229,8 @@ if [ -n "$image" ]; then
 	flags[smoke-image]="--os-release playground-smoke"
 	stronger[smoke-image-gvisor]='{"backend":"oci","isolation":"gvisor","image":{"reference":"'$image'"}}'
 	flags[smoke-image-gvisor]="--other-kernel --os-release playground-smoke"
+	stronger[smoke-image-vm]='{"backend":"vm","resources":{"cpu":"1","memory":"512Mi"},"image":{"reference":"'$image'"}}'
+	flags[smoke-image-vm]="--other-kernel --os-release playground-smoke"
 fi
 for tenant in "${!stronger[@]}"; do
 	printf '{"apiVersion":"playground.dev/v1alpha1","kind":"Tenant","metadata":{"name":"%s","namespace":"default"},"spec":{"persona":"%s","sandbox":%s}}' \
