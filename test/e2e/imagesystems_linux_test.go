@@ -36,6 +36,9 @@ import (
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/controllers"
+	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/oci"
+	"github.com/playground-dev/playground/hostagent/backend/oci/ocitest"
 	"github.com/playground-dev/playground/internal/registrytest"
 	"github.com/playground-dev/playground/mcpgateway/tools"
 )
@@ -293,4 +296,65 @@ func TestRegistryDown(t *testing.T) {
 	reg.Stop(false)
 	_, third := waitReady(t, ns, "third")
 	g.Expect(shell(t, third, "cat /etc/os-release")).To(Equal("ID=uncached-image\n"))
+}
+
+// TestSmokeInAnImageSandbox: the deployment smoke test (hack/smoke.sh,
+// with its cancellation proof and isolation checks) passes through the
+// gateway for a tenant whose sandbox runs an image, a system of this
+// machine's shell and the tools the smoke uses, on runc and, with runsc,
+// on gVisor. (vm sandboxes on images are issue 52's vm part.)
+func TestSmokeInAnImageSandbox(t *testing.T) {
+	for _, tool := range []string{"curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("hack/smoke.sh needs %s", tool)
+		}
+	}
+	g := NewWithT(t)
+	reg := registrytest.Start(t)
+	reg.Push(t, "systems/smoke", "1", registrytest.Image(t, []string{"PATH=/usr/bin"},
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, "ID=smoke-image\n", true,
+			"dash", "cat", "setsid", "sleep", "tr", "awk", "sort", "ls", "head", "tail", "uname", "rm", "mv")...))), nil)
+
+	startManager(t, func(o *controllers.Options) { o.Images.PlainHTTP = []string{"127.0.0.1"} })
+	n := &node{name: "smoke-image-1", labels: pool("smoke-image")}
+	n.stateDir = ocitest.StateDir(t)
+	be, err := oci.New(oci.Options{StateDir: n.stateDir, GuestBinary: ocitest.GuestBinary(t), GVisorRuntime: os.Getenv(ocitest.RunscEnv)})
+	g.Expect(err).NotTo(HaveOccurred())
+	n.backends = []backend.Backend{be}
+	n.images = imageStore(t, filepath.Join(t.TempDir(), "image-store"))
+	startNode(t, n)
+	url := startGateway(t)
+
+	isolations := []playgroundv1alpha1.Isolation{playgroundv1alpha1.IsolationContainer}
+	if os.Getenv(ocitest.RunscEnv) != "" {
+		isolations = append(isolations, playgroundv1alpha1.IsolationGVisor)
+	} else {
+		t.Logf("gVisor not tried: set %s", ocitest.RunscEnv)
+	}
+	ns := newNamespace(t)
+	for _, iso := range isolations {
+		t.Run(string(iso), func(t *testing.T) {
+			g := NewWithT(t)
+			name := "smoke-" + string(iso)
+			applyTenant(t, ns, name, func(tn *playgroundv1alpha1.Tenant) {
+				inPool("smoke-image")(tn)
+				tn.Spec.Sandbox.Isolation = iso
+				tn.Spec.Sandbox.Image = &playgroundv1alpha1.SandboxImage{Reference: reg.Host + "/systems/smoke:1"}
+			})
+			_, sbx := waitReady(t, ns, name)
+			g.Expect(shell(t, sbx, "cat /etc/os-release")).To(Equal("ID=smoke-image\n"))
+			args := []string{"--cancel-proof", "--isolation"}
+			if iso == playgroundv1alpha1.IsolationGVisor {
+				args = append(args, "--other-kernel")
+			}
+			cmd := exec.Command("../../hack/smoke.sh", args...)
+			cmd.Env = append(os.Environ(), "PLAYGROUND_ENDPOINT="+url, "PLAYGROUND_TOKEN="+tokenOf(g, ns, name))
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), " passed, 0 failed") {
+				t.Fatalf("hack/smoke.sh %s in an image sandbox: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			t.Logf("hack/smoke.sh %s: %s", strings.Join(args, " "), lines[len(lines)-1])
+		})
+	}
 }
