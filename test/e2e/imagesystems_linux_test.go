@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -356,5 +357,85 @@ func TestSmokeInAnImageSandbox(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 			t.Logf("hack/smoke.sh %s: %s", strings.Join(args, " "), lines[len(lines)-1])
 		})
+	}
+}
+
+// TestHostileImageIsRefusedWithItsReason: a tenant on an image with a
+// hostile layer (a path out of the layer, a hard link out of it, a write
+// through a symbolic link) or whose registry sends a layer that is not its
+// digest's is refused by the node: its Sandbox's Provisioned condition has
+// the store's reason and names the entry, its Tenant is not Ready, a tool
+// call through the gateway says the same, and nothing is written outside
+// the node's store.
+func TestHostileImageIsRefusedWithItsReason(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reg := registrytest.Start(t)
+	outside := t.TempDir()
+	system := registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, "ID=hostile\n", true, "dash", "cat")...))
+	mismatch := registrytest.Layer(t, registrytest.Tar(t, registrytest.File("usr/share/data", strings.Repeat("content ", 4096), 0o644)))
+	cases := []struct {
+		name    string
+		layer   v1.Layer
+		reason  string
+		message string
+	}{
+		{"escapes", registrytest.Layer(t, registrytest.Tar(t, registrytest.File("../../../../../../.."+outside+"/up", "x", 0o644))),
+			"ImagePathEscapes", `"../../../../../../..` + outside + `/up"`},
+		{"links-out", registrytest.Layer(t, registrytest.Tar(t, registrytest.Hardlink("usr/share/passwd", "/etc/passwd"))),
+			"ImageLinkEscapes", `"usr/share/passwd"`},
+		{"through-link", registrytest.Layer(t, registrytest.Tar(t, registrytest.Symlink("usr/share/out", outside), registrytest.File("usr/share/out/through", "x", 0o644))),
+			"ImageThroughLink", `"usr/share/out/through"`},
+		{"mismatch", mismatch, "ImageDigestMismatch", "the registry sent a layer whose digest is sha256:"},
+	}
+	for _, c := range cases {
+		reg.Push(t, "hostile/"+c.name, "1", registrytest.Image(t, []string{"PATH=/usr/bin"}, system, c.layer), nil)
+	}
+	d, err := mismatch.Digest()
+	g.Expect(err).NotTo(HaveOccurred())
+	reg.Corrupt(d.String())
+
+	startManager(t, func(o *controllers.Options) { o.Images.PlainHTTP = []string{"127.0.0.1"} })
+	n := &node{name: "hostile-image-1", labels: pool("hostile-image")}
+	storeDir := filepath.Join(t.TempDir(), "image-store")
+	n.images = imageStore(t, storeDir)
+	startNode(t, n)
+	url := startGateway(t)
+	ns := newNamespace(t)
+	for _, c := range cases {
+		applyTenant(t, ns, c.name, func(tn *playgroundv1alpha1.Tenant) {
+			inPool("hostile-image")(tn)
+			tn.Spec.Sandbox.Image = &playgroundv1alpha1.SandboxImage{Reference: reg.Host + "/hostile/" + c.name + ":1"}
+		})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var cond *metav1.Condition
+			g.Eventually(func(g Gomega) {
+				var sbx playgroundv1alpha1.Sandbox
+				g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.name}, &sbx)).To(Succeed())
+				cond = meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect([]any{cond.Status, cond.Reason}).To(Equal([]any{metav1.ConditionFalse, c.reason}), cond.Message)
+			}, settle, 100*time.Millisecond).Should(Succeed())
+			g.Expect(cond.Message).To(ContainSubstring("image refused (" + c.reason + "): " + c.message))
+			var tn playgroundv1alpha1.Tenant
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.name}, &tn)).To(Succeed())
+			g.Expect(isTrue(tn.Status.Conditions, playgroundv1alpha1.ReadyCondition)).To(BeFalse())
+			tc := connectTenant(t, url, ns, c.name)
+			g.Eventually(func() string { return tc.call("open_session", map[string]any{}, nil) }, settle, 200*time.Millisecond).
+				Should(HavePrefix("unavailable: your sandbox is not ready: " + c.reason + ": "))
+		})
+	}
+	ents, err := os.ReadDir(outside)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ents).To(BeEmpty(), "a hostile layer wrote outside the node's store")
+	layers, err := os.ReadDir(filepath.Join(storeDir, "layers"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, l := range layers {
+		s, err := system.Digest()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(l.Name()).To(HavePrefix(s.Hex), "a refused layer was kept in the store")
 	}
 }
