@@ -619,26 +619,27 @@ const analysis = `
   cores were busy is the likely cause; it was not profiled, and a run on
   a quiet machine is still to be made.
 * **P8, images (issue 52; first measured 2026-12-07, every goal met).**
-  Runs of ` + "`--only P8`" + ` between 19:12 and 19:28 UTC, on a machine loaded by four
-  other helpers' builds and tests (load 19 to 27 on its 2 cores): the cold
-  start is 2.5 to 4.4× the default's, most of it the store's pull and
-  unpack of the 101 MiB (405 to 1244 ms: fetched, both digests computed,
-  decompressed and written), and the rest about a default start and the
-  image's first mount. A start with the image cached took 0.75× to 1.03×
-  the default's in every run (the default's noise is larger than the
-  difference): it was not profiled, the goal met; a default sandbox's start
-  overlays the node's base directories for it, where an image's layers
-  are mounted once per image and a sandbox binds that mount, the likely
-  reason for the cases below 1×. exec ` + "`true`" + ` was 0.99× to 1.07× in four
-  runs before the execs alternated which sandbox went first (1.07× once),
-  0.97× to 1.03× in three since: the command is the same ` + "`sh -c true`" + `,
-  its shell read from an overlay of the image's layers rather than the
-  node's. The disk of 50 sandboxes is 1.036× one copy and their own
-  directories in every run: the rest is the node's state (the guest
-  binary, the /etc snapshot, runc's state) and the store's records, none
-  of it per sandbox. Idle memory is the same process (the guest's init and
-  a spare shepherd) either way: 1.00× once the sandboxes compared had run
-  the same single exec (an earlier count matched pg-plain1 to pg-plain10's
-  processes too, and counted the sandboxes that ran 1000 execs, whose
-  shepherds hold about 10 MiB).
+  Runs of ` + "`--only P8`" + ` between 19:12 and 19:56 UTC, on a machine loaded by four
+  other helpers' builds and tests (load 16 to 27 on its 2 cores). The cold
+  start is 2.1 to 4.4× the default's, most of it the store's pull and unpack
+  of the 101 MiB (405 to 1244 ms: fetched, both digests computed,
+  decompressed and written), the rest about a default start and the
+  image's first mount. A start with the image cached took 0.67× to 1.01×
+  the default starts made between its own (before they were, against all
+  the default starts of the run, 0.62× to 1.18×: the noise is larger than
+  the difference); it was not profiled, the goal met. exec ` + "`true`" + ` was 1.06×
+  and 1.07× in two runs: the bench's image had no /etc/ld.so.cache, and
+  strace showed its loader trying some twenty paths (glibc-hwcaps, tls,
+  x86_64 directories) for libc before finding it, each a lookup through
+  the overlay; with the cache a distribution's image has, 1.01× in three
+  runs. An image without a loader cache costs each exec those lookups;
+  a sandbox takes the node's only on the node's system. The disk of
+  50 sandboxes is 1.036× one copy and their own directories in every run:
+  the rest is the node's state (the guest binary, the /etc snapshot,
+  runc's state) and the store's records, none of it per sandbox. Idle
+  memory is the same processes (the guest's init and a spare shepherd)
+  either way: 1.00× once the sandboxes compared had run the same single
+  exec (an earlier count matched pg-plain1 to pg-plain10's processes too,
+  and counted the two sandboxes that ran 1000 execs, whose shepherds then
+  hold about 10 MiB).
 `
