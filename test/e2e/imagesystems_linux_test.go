@@ -31,6 +31,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -248,8 +249,10 @@ func TestPullInProgressIsSaid(t *testing.T) {
 // node holds (named by digest, which the manager records without asking
 // the registry) starts from the node's copy; one on an image the node
 // lacks waits, its Sandbox saying why in Provisioned (the pull failed, the
-// registry unreachable) and its Tenant not Ready; it starts once the
-// registry answers again, at the same address, without anyone's help.
+// registry unreachable) and its Tenant not Ready; a running sandbox moved
+// to that image keeps running and serving on its own, an Event saying
+// why. Both get the image once the registry answers again, at the same
+// address, without anyone's help.
 func TestRegistryDown(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -294,9 +297,40 @@ func TestRegistryDown(t *testing.T) {
 		g.Expect(isTrue(tn.Status.Conditions, playgroundv1alpha1.ReadyCondition)).To(BeFalse())
 	}, settle, 100*time.Millisecond).Should(Succeed())
 
+	// The first tenant moves to the image the node lacks: its sandbox
+	// keeps running, and serving through the gateway, on the image it has,
+	// an Event saying why it has not changed.
+	url := startGateway(t)
+	c := connectTenant(t, url, ns, "first")
+	g.Eventually(func() error {
+		var tn playgroundv1alpha1.Tenant
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "first"}, &tn); err != nil {
+			return err
+		}
+		tn.Spec.Sandbox.Image.Reference = uncached
+		return k8sClient.Update(ctx, &tn)
+	}, settle, 100*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		var events eventsv1.EventList
+		g.Expect(k8sClient.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		found := false
+		for _, e := range events.Items {
+			found = found || e.Regarding.Name == "first" && e.Reason == playgroundv1alpha1.ReasonImagePullFailed &&
+				strings.HasPrefix(e.Note, "The sandbox keeps running on its current system: registry "+reg.Host+" cannot be reached")
+		}
+		g.Expect(found).To(BeTrue(), "no Event says why the sandbox's image did not change")
+	}, settle, 100*time.Millisecond).Should(Succeed())
+	var sbx playgroundv1alpha1.Sandbox
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "first"}, &sbx)).To(Succeed())
+	g.Expect(sbx.Status.Image.Digest).To(Equal(uncached[strings.LastIndex(uncached, "@")+1:]), "the manager pinned the new digest")
+	g.Expect(isTrue(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition)).To(BeTrue(), "the running sandbox was reported not provisioned")
+	g.Expect(mcpExec(g, c.cs, "cat /etc/os-release")).To(Equal("ID=cached-image\n"), "the running sandbox stopped serving")
+
 	reg.Stop(false)
 	_, third := waitReady(t, ns, "third")
 	g.Expect(shell(t, third, "cat /etc/os-release")).To(Equal("ID=uncached-image\n"))
+	g.Eventually(func() string { return mcpExec(g, c.cs, "cat /etc/os-release") }, settle, 200*time.Millisecond).
+		Should(Equal("ID=uncached-image\n"), "the first sandbox did not move to its new image once the registry answered")
 }
 
 // TestSmokeInAnImageSandbox: the deployment smoke test (hack/smoke.sh,
