@@ -108,6 +108,14 @@ func run(ctx context.Context, opts options, out, log io.Writer) error {
 		}
 		rows = append(rows, r...)
 	}
+	if opts.selected("P8 images") {
+		fmt.Fprintln(out, "Running P8 images (the node's image store and the oci backend directly)...")
+		r, err := imageCosts(ctx, opts, sz.execs, out)
+		if err != nil {
+			return fmt.Errorf("P8 images: %w", err)
+		}
+		rows = append(rows, r...)
+	}
 	if opts.selected("suspend") {
 		fmt.Fprintln(out, "Running suspension with memory, snapshots and forks (runsc, VM; the backends directly)...")
 		r, err := suspendCosts(ctx, opts, out)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -291,7 +292,9 @@ func (r *sandboxReconciler) pullProgress(ctx context.Context, sbx *playgroundv1a
 
 // imageFailed says in sbx's Provisioned condition (and a Warning Event)
 // why it cannot have its image: a refused image waits for another digest;
-// anything else is tried again with backoff.
+// anything else is tried again with backoff. A sandbox that runs keeps
+// running on the system it has, its condition as it is: the Event alone
+// says why its image did not change.
 func (r *sandboxReconciler) imageFailed(ctx context.Context, sbx *playgroundv1alpha1.Sandbox, err error) error {
 	reason, refused := playgroundv1alpha1.ReasonImagePullFailed, false
 	var ie *ImageError
@@ -302,6 +305,18 @@ func (r *sandboxReconciler) imageFailed(ctx context.Context, sbx *playgroundv1al
 		return err
 	}
 	msg := truncate(err.Error())
+	if prov := meta.FindStatusCondition(sbx.Status.Conditions, playgroundv1alpha1.ProvisionedCondition); prov != nil && prov.Status == metav1.ConditionTrue {
+		// A running sandbox whose new image cannot be had keeps running,
+		// and serving, on the system it has: Provisioned=False would have
+		// the gateway refuse every call to it. The Event says why it has
+		// not changed; the change is tried again as a first start is.
+		r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "Restart",
+			"The sandbox keeps running on its current system: %s", msg)
+		if refused {
+			return nil
+		}
+		return err
+	}
 	r.recorder.Eventf(sbx, nil, corev1.EventTypeWarning, reason, "Provision", "%s", msg)
 	if serr := r.setProvisioned(ctx, sbx, metav1.ConditionFalse, reason, msg); serr != nil {
 		return errors.Join(err, serr)

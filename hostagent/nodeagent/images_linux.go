@@ -21,8 +21,14 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 	"github.com/playground-dev/playground/hostagent/backend"
@@ -44,10 +50,31 @@ func (s storeImages) Pull(ctx context.Context, ref, tenant string, kc authn.Keyc
 			return nil, nil, &ImageError{Reason: refused.Reason, Refused: true, Err: err}
 		case errors.As(err, &denied):
 			return nil, nil, &ImageError{Reason: playgroundv1alpha1.ReasonImageDenied, Err: err}
+		case unreachable(err):
+			// Said as such: ggcr's own words for a registry that is down
+			// name a cleartext retry after an HTTPS one, which reads as a
+			// TLS problem.
+			registry := ref
+			if d, derr := name.NewDigest(ref); derr == nil {
+				registry = d.Context().RegistryStr()
+			}
+			return nil, nil, &ImageError{Reason: playgroundv1alpha1.ReasonImagePullFailed, Err: fmt.Errorf(
+				"registry %s cannot be reached or failed, so the node cannot pull image %s: the node tries again with backoff, and the sandbox starts once the registry answers (%w)", registry, ref, err)}
 		}
 		return nil, nil, err
 	}
 	return backendImage(img), release, nil
+}
+
+// unreachable says whether a pull failed for want of a registry: no
+// answer, a connection broken, or a server error (5xx).
+func unreachable(err error) bool {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		return te.StatusCode >= http.StatusInternalServerError
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 func (s storeImages) Hold(digest string) (*backend.Image, func(), error) {

@@ -20,11 +20,16 @@ package nodeagent_test
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -140,4 +145,91 @@ func TestImageOnABackendWithoutImages(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("backend lima runs no image"))
 	}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 	g.Expect(lima.Has(idOf(t, ns, "refused"))).To(BeFalse(), "the sandbox was provisioned without its image")
+}
+
+// TestImageChangeFreesTheOldImage: a sandbox moved to another image keeps
+// its workspace and its pile; the image it left, held by no sandbox now,
+// is removed from the node's disk (its layer's directory gone) when the
+// store next needs the room, for a third image another sandbox runs,
+// while the images in use and the layer they share stay.
+func TestImageChangeFreesTheOldImage(t *testing.T) {
+	reg := registrytest.Start(t)
+	system := registrytest.Layer(t, registrytest.Tar(t, registrytest.System(t, "ID=shared-system\n", true, "dash", "cat")...))
+	own, digests := map[string]v1.Layer{}, map[string]string{}
+	for _, n := range []string{"a", "b", "c"} {
+		// Random bytes: the layer takes on disk what it says.
+		data := make([]byte, 512<<10)
+		if _, err := rand.Read(data); err != nil {
+			t.Fatal(err)
+		}
+		own[n] = registrytest.Layer(t, registrytest.Tar(t, registrytest.File("usr/share/"+n, string(data), 0o644)))
+		ref := reg.Push(t, "gc/sys", n, registrytest.Image(t, []string{"PATH=/usr/bin"}, system, own[n]), nil)
+		digests[n] = ref[strings.LastIndex(ref, "@")+1:]
+	}
+	// The bound: room for two of the images (the system layer shared),
+	// not three, measured with a store of no bound.
+	probe, err := imagestore.Open(imagestore.Options{Dir: t.TempDir(), PlainHTTP: []string{reg.Host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		_, release, err := probe.Get(context.Background(), imagestore.Request{Ref: reg.Host + "/gc/sys@" + digests[n], Tenant: "probe/p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	bound := probe.Bytes() + 256<<10
+	storeDir := t.TempDir()
+	store, err := imagestore.Open(imagestore.Options{Dir: storeDir, PlainHTTP: []string{reg.Host}, MaxBytes: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layerDir := func(l v1.Layer) string {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(storeDir, "layers", d.Hex)
+	}
+
+	ns := newNamespace(t, "image-gc")
+	n := startNode(t, "image-gc", "", "", func(o *nodeagent.Options) { o.Images = nodeagent.StoreImages(store) })
+	g := NewWithT(t)
+	resolve := func(name, tag string) {
+		t.Helper()
+		status := playgroundv1alpha1ac.SandboxStatus().WithImage(playgroundv1alpha1ac.SandboxImageStatus().WithReference(reg.Host + "/gc/sys:" + tag).WithDigest(digests[tag]))
+		g.Expect(k8s.Status().Apply(context.Background(), playgroundv1alpha1ac.Sandbox(name, ns).WithStatus(status),
+			client.FieldOwner(playgroundv1alpha1.ImageFieldOwner), client.ForceOwnership)).To(Succeed())
+	}
+	createSandbox(t, ns, "moves", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Image = &playgroundv1alpha1.SandboxImage{Reference: reg.Host + "/gc/sys:a"}
+	})
+	resolve("moves", "a")
+	id := waitProvisioned(t, ns, "moves").Status.SandboxID
+	g.Expect(conformance.Sh(t, n.backend, id, "for f in /usr/share/*; do echo ${f##*/}; done; echo kept > /workspace/f; echo piled >> /pile/self.pile")).To(Equal("a\n"))
+
+	// The tag moves to b: the sandbox restarts on it, its files kept.
+	status := playgroundv1alpha1ac.SandboxStatus().WithImage(playgroundv1alpha1ac.SandboxImageStatus().WithReference(reg.Host + "/gc/sys:a").WithDigest(digests["b"]))
+	g.Expect(k8s.Status().Apply(context.Background(), playgroundv1alpha1ac.Sandbox("moves", ns).WithStatus(status),
+		client.FieldOwner(playgroundv1alpha1.ImageFieldOwner), client.ForceOwnership)).To(Succeed())
+	waitEvent(t, ns, "moves", corev1.EventTypeNormal, playgroundv1alpha1.ReasonImageChanged)
+	g.Expect(conformance.Sh(t, n.backend, id, "for f in /usr/share/*; do echo ${f##*/}; done; cat /workspace/f /pile/self.pile")).To(Equal("b\nkept\npiled\n"), "the image change lost the workspace or the pile")
+	g.Expect(layerDir(own["a"])).To(BeADirectory(), "within its bound, the store removed an image before it needed the room")
+
+	// Another sandbox on c: the store needs the room, and frees a.
+	createSandbox(t, ns, "third", n.name, func(s *playgroundv1alpha1.Sandbox) {
+		s.Spec.Image = &playgroundv1alpha1.SandboxImage{Reference: reg.Host + "/gc/sys:c"}
+	})
+	resolve("third", "c")
+	third := waitProvisioned(t, ns, "third").Status.SandboxID
+	g.Expect(conformance.Sh(t, n.backend, third, "for f in /usr/share/*; do echo ${f##*/}; done")).To(Equal("c\n"))
+	_, err = os.Stat(layerDir(own["a"]))
+	g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "the layer of the image no sandbox uses is still on disk: %v", err)
+	for _, l := range []v1.Layer{system, own["b"], own["c"]} {
+		g.Expect(layerDir(l)).To(BeADirectory(), "a layer in use was removed")
+	}
+	g.Expect(store.Images()).To(ConsistOf(HaveField("Digest", digests["b"]), HaveField("Digest", digests["c"])))
+	g.Expect(store.Bytes()).To(BeNumerically("<=", bound))
+	g.Expect(conformance.Sh(t, n.backend, id, "for f in /usr/share/*; do echo ${f##*/}; done; cat /workspace/f")).To(Equal("b\nkept\n"))
 }

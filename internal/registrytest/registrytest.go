@@ -54,9 +54,10 @@ type Registry struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
-	private  map[string][2]string // repository prefix → user, password
-	gets     map[string]int       // blob digest → GETs served
-	corrupt  map[string]bool      // blob digests served with a byte changed
+	private  map[string][2]string     // repository prefix → user, password
+	gets     map[string]int           // blob digest → GETs served
+	corrupt  map[string]bool          // blob digests served with a byte changed
+	stalled  map[string]chan struct{} // blob digests served half, then held until closed
 	stopped  bool
 	refusals int
 }
@@ -64,7 +65,7 @@ type Registry struct {
 // Start serves a registry until the test ends.
 func Start(t testing.TB) *Registry {
 	t.Helper()
-	r := &Registry{private: map[string][2]string{}, gets: map[string]int{}, corrupt: map[string]bool{}}
+	r := &Registry{private: map[string][2]string{}, gets: map[string]int{}, corrupt: map[string]bool{}, stalled: map[string]chan struct{}{}}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.serve(inner, w, req)
@@ -94,6 +95,27 @@ func (r *Registry) Corrupt(digest string) {
 	r.mu.Lock()
 	r.corrupt[digest] = true
 	r.mu.Unlock()
+}
+
+// Stall makes the registry serve the first half of the blob, then hold
+// the rest until resume is called (or the test ends): a pull that is under
+// way for as long as a test needs, with some of its bytes fetched.
+func (r *Registry) Stall(t testing.TB, digest string) (resume func()) {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.stalled[digest] = ch
+	r.mu.Unlock()
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			r.mu.Lock()
+			delete(r.stalled, digest)
+			r.mu.Unlock()
+			close(ch)
+		})
+	}
+	t.Cleanup(resume)
+	return resume
 }
 
 // BlobGets is how many times the blob was served.
@@ -146,8 +168,28 @@ func (r *Registry) serve(inner http.Handler, w http.ResponseWriter, req *http.Re
 		digest := req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]
 		r.mu.Lock()
 		r.gets[digest]++
-		corrupt := r.corrupt[digest]
+		corrupt, stall := r.corrupt[digest], r.stalled[digest]
 		r.mu.Unlock()
+		if stall != nil {
+			rec := httptest.NewRecorder()
+			inner.ServeHTTP(rec, req)
+			body := rec.Body.Bytes()
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(body[:len(body)/2])
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			select {
+			case <-stall:
+			case <-req.Context().Done():
+				return
+			}
+			_, _ = w.Write(body[len(body)/2:])
+			return
+		}
 		if corrupt {
 			rec := httptest.NewRecorder()
 			inner.ServeHTTP(rec, req)
