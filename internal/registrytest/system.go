@@ -110,3 +110,51 @@ func System(t testing.TB, osRelease string, merged bool, binaries ...string) []E
 		File("etc/os-release", osRelease, 0o644))
 	return entries
 }
+
+// SetuidRootCopy adds to a system's entries a copy of its file from, named
+// to, owned by root with the setuid bit: what an image's author would put
+// in to gain privilege in the sandbox.
+func SetuidRootCopy(t testing.TB, entries []Entry, from, to string) []Entry {
+	t.Helper()
+	for _, e := range entries {
+		if e.Name == from {
+			e.Name, e.Mode, e.Uid, e.Gid = to, 0o4755, 0, 0
+			return append(entries, e)
+		}
+	}
+	t.Fatalf("the system has no %s to copy", from)
+	return nil
+}
+
+// PushMergedSystem pushes, as system/merged:1, a usrmerge system of dash
+// and cat whose os-release is osRelease, with a setuid-root copy of its
+// shell (usr/bin/rootsh) and an environment of its own (PATH=/usr/bin,
+// IMAGE_GREETING=hello from the image), and returns its reference by
+// digest.
+func (r *Registry) PushMergedSystem(t testing.TB, osRelease string) string {
+	t.Helper()
+	merged := SetuidRootCopy(t, System(t, osRelease, true, "dash", "cat"), "usr/bin/dash", "usr/bin/rootsh")
+	return r.Push(t, "system/merged", "1", Image(t,
+		[]string{"PATH=/usr/bin", "IMAGE_GREETING=hello from the image"},
+		Layer(t, Tar(t, merged...))), nil)
+}
+
+// NodeSecret writes a file of the node's ("the node's secret\n"), in a
+// directory of its own that anyone may search, removed when the test
+// ends, and returns its path: what an image's link must never reach.
+func NodeSecret(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pg-node-secret-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("the node's secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}

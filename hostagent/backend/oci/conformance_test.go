@@ -19,7 +19,6 @@ limitations under the License.
 package oci
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 	"testing"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/conformance"
 )
 
@@ -110,24 +110,8 @@ func TestConformanceOnAnImage(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
 		NewStateDir: newStateDir,
 		New: func(tb testing.TB, dir string) backend.Backend {
-			return onImage{Backend: newBackend(tb, dir), img: img}
+			return backendtest.OnImage{Backend: newBackend(tb, dir), Image: img}
 		},
 		Leftovers: leftovers,
 	})
-}
-
-// onImage runs every sandbox it provisions or takes over on img.
-type onImage struct {
-	backend.Backend
-	img *backend.Image
-}
-
-func (o onImage) Provision(ctx context.Context, spec backend.Spec) error {
-	spec.Image = o.img
-	return o.Backend.Provision(ctx, spec)
-}
-
-func (o onImage) Reattach(ctx context.Context, spec backend.Spec) error {
-	spec.Image = o.img
-	return o.Backend.Reattach(ctx, spec)
 }

@@ -45,30 +45,8 @@ func newImageNode(t *testing.T) *imageNode {
 	n := &imageNode{mergedOSName: "ID=merged-test-image\n", unmergedOSName: "ID=unmerged-test-image\n"}
 	// A usrmerge system (/bin, /lib, /lib64 links into /usr), with a
 	// setuid-root copy of its shell and an environment of its own.
-	merged := registrytest.System(t, n.mergedOSName, true, "dash", "cat")
-	var suid registrytest.Entry
-	for _, e := range merged {
-		if e.Name == "usr/bin/dash" {
-			suid = e
-		}
-	}
-	suid.Name, suid.Mode, suid.Uid, suid.Gid = "usr/bin/rootsh", 0o4755, 0, 0
-	merged = append(merged, suid)
-	n.merged = reg.Push(t, "system/merged", "1", registrytest.Image(t,
-		[]string{"PATH=/usr/bin", "IMAGE_GREETING=hello from the image"},
-		registrytest.Layer(t, registrytest.Tar(t, merged...))), nil)
-	secretDir, err := os.MkdirTemp("", "pg-node-secret-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(secretDir) })
-	secret := filepath.Join(secretDir, "secret")
-	if err := os.WriteFile(secret, []byte("the node's secret\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(secretDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	n.merged = reg.PushMergedSystem(t, n.mergedOSName)
+	secret := registrytest.NodeSecret(t)
 	// A system of real /bin, /lib, /lib64, and no /usr, /sbin at all; its
 	// os-release in a second layer.
 	unmerged := registrytest.System(t, "ID=overwritten\n", false, "dash", "cat")

@@ -100,20 +100,25 @@ func (c *collect) String() string {
 	return string(c.out)
 }
 
+// openWithReserve opens a vm backend (TCG) over the state directory dir
+// that keeps reserve bytes of its filesystem free.
+func openWithReserve(t *testing.T, dir string, reserve int64) *Backend {
+	t.Helper()
+	kernel, modules, root := vmImage(t)
+	be, err := New(context.Background(), Options{StateDir: dir, GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG, StorageReserve: reserve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be
+}
+
 // TestProvisionKeepsTheReserve: below the node's free-space reserve no new
 // sandbox gets disks (a clear, typed error, nothing left behind); one
 // already provisioned is provisioned again.
 func TestProvisionKeepsTheReserve(t *testing.T) {
-	kernel, modules, root := vmImage(t)
 	dir := newStateDir(t)
 	ctx := context.Background()
-	open := func(reserve int64) *Backend {
-		be, err := New(ctx, Options{StateDir: dir, GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG, StorageReserve: reserve})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return be
-	}
+	open := func(reserve int64) *Backend { return openWithReserve(t, dir, reserve) }
 	old := backend.Spec{ID: "before", Tenant: "t/before"}
 	if err := open(0).Provision(ctx, old); err != nil {
 		t.Fatal(err)

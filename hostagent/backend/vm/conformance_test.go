@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playground-dev/playground/hostagent/backend"
+	"github.com/playground-dev/playground/hostagent/backend/backendtest"
 	"github.com/playground-dev/playground/hostagent/conformance"
 	"github.com/playground-dev/playground/hostagent/guestapi"
 	"github.com/playground-dev/playground/internal/testbin"
@@ -42,7 +43,13 @@ import (
 // what this test costs.
 func TestConformanceVM(t *testing.T) {
 	kernel, modules, root := vmImage(t)
-	conformance.Run(t, conformance.Harness{
+	conformance.Run(t, vmHarness(kernel, modules, root, func(be *Backend) backend.Backend { return be }))
+}
+
+// vmHarness is the conformance suite's harness of VMs under TCG, each
+// backend as wrap makes it of the vm backend.
+func vmHarness(kernel, modules, root string, wrap func(*Backend) backend.Backend) conformance.Harness {
+	return conformance.Harness{
 		NewStateDir: newStateDir,
 		New: func(tb testing.TB, dir string) backend.Backend {
 			be, err := New(context.Background(), Options{
@@ -52,14 +59,14 @@ func TestConformanceVM(t *testing.T) {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			return be
+			return wrap(be)
 		},
 		Leftovers: leftovers,
 		Known: map[string]string{
 			"limits/memory": "a VM's memory bounds it as a whole: the guest kernel gives the tenant no limit of its own within it (docs/isolation.md, vm)",
 			"faculties":     "the vm backend does not install faculty builds yet and refuses a spec that has them",
 		},
-	})
+	}
 }
 
 // newStateDir is a short state directory (the VMs' sockets are under it)
@@ -168,40 +175,9 @@ func TestConformanceVMOnAnImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := &backend.Image{Digest: "sha256:" + strings.Repeat("0c", 32), Layers: []string{layer}, Env: []string{"FROM_IMAGE=1"}}
-	conformance.Run(t, conformance.Harness{
-		NewStateDir: newStateDir,
-		New: func(tb testing.TB, dir string) backend.Backend {
-			be, err := New(context.Background(), Options{
-				StateDir: dir, GuestBinary: guestBinary(tb),
-				Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG,
-			})
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return onImage{Backend: be, img: img}
-		},
-		Leftovers: leftovers,
-		Known: map[string]string{
-			"limits/memory": "a VM's memory bounds it as a whole: the guest kernel gives the tenant no limit of its own within it (docs/isolation.md, vm)",
-			"faculties":     "the vm backend does not install faculty builds yet and refuses a spec that has them",
-		},
-	})
-}
-
-// onImage runs every sandbox it provisions or takes over on img. It is a
-// *Backend, Close included: the harness's restarted agent closes the
-// previous one's, whose connection a VM's port would keep otherwise.
-type onImage struct {
-	*Backend
-	img *backend.Image
-}
-
-func (o onImage) Provision(ctx context.Context, spec backend.Spec) error {
-	spec.Image = o.img
-	return o.Backend.Provision(ctx, spec)
-}
-
-func (o onImage) Reattach(ctx context.Context, spec backend.Spec) error {
-	spec.Image = o.img
-	return o.Backend.Reattach(ctx, spec)
+	// The harness's restarted agent closes the previous backend, whose
+	// connection a VM's port would keep otherwise: OnImage closes it.
+	conformance.Run(t, vmHarness(kernel, modules, root, func(be *Backend) backend.Backend {
+		return backendtest.OnImage{Backend: be, Image: img}
+	}))
 }

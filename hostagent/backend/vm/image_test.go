@@ -38,46 +38,32 @@ import (
 // imageNode is a registry with two system images of this machine's
 // files, and a node's image store that pulls from it.
 type imageNode struct {
-	store          *imagestore.Store
-	merged, nousr  string // references by digest
-	mergedOSName   string
-	unmergedOSName string
+	store         *imagestore.Store
+	merged, nousr string // references by digest
 }
+
+// The os-release of the images' systems.
+const (
+	mergedOSName   = "ID=merged-vm-image\n"
+	unmergedOSName = "ID=unmerged-vm-image\n"
+)
 
 func newImageNode(t *testing.T) *imageNode {
 	t.Helper()
 	reg := registrytest.Start(t)
-	n := &imageNode{mergedOSName: "ID=merged-vm-image\n", unmergedOSName: "ID=unmerged-vm-image\n"}
+	n := &imageNode{}
 	// A usrmerge system of a shell and cat: no sync, no ls, no /etc but
 	// its os-release, none of the guest's mount points; and a setuid-root
 	// copy of its shell.
-	merged := registrytest.System(t, n.mergedOSName, true, "dash", "cat")
-	for _, e := range merged {
-		if e.Name == "usr/bin/dash" {
-			e.Name, e.Mode, e.Uid, e.Gid = "usr/bin/rootsh", 0o4755, 0, 0
-			merged = append(merged, e)
-			break
-		}
-	}
-	n.merged = reg.Push(t, "system/merged", "1", registrytest.Image(t,
-		[]string{"PATH=/usr/bin", "IMAGE_GREETING=hello from the image"},
-		registrytest.Layer(t, registrytest.Tar(t, merged...))), nil)
+	n.merged = reg.PushMergedSystem(t, mergedOSName)
 	// Real /bin and /lib, no /usr; in a second layer its os-release, a
 	// whiteout, an opaque directory and a link at a file of the node's.
-	secretDir, err := os.MkdirTemp("", "pgvm-node-secret-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(secretDir) })
-	secret := filepath.Join(secretDir, "secret")
-	if err := os.WriteFile(secret, []byte("the node's secret\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	secret := registrytest.NodeSecret(t)
 	lower := append(registrytest.System(t, "ID=overwritten\n", false, "dash", "cat"),
 		registrytest.File("etc/removed", "x", 0o644), registrytest.Dir("opt/"), registrytest.Dir("opt/old/"), registrytest.File("opt/old/file", "x", 0o644))
 	n.nousr = reg.Push(t, "system/nousr", "1", registrytest.Image(t, nil,
 		registrytest.Layer(t, registrytest.Tar(t, lower...)),
-		registrytest.Layer(t, registrytest.Tar(t, registrytest.File("etc/os-release", n.unmergedOSName, 0o644),
+		registrytest.Layer(t, registrytest.Tar(t, registrytest.File("etc/os-release", unmergedOSName, 0o644),
 			registrytest.File("etc/.wh.removed", "", 0o644),
 			registrytest.File("opt/old/.wh..wh..opq", "", 0o644), registrytest.File("opt/old/new", "x", 0o644),
 			registrytest.Symlink("etc/timezone", secret)))), nil)
@@ -172,8 +158,8 @@ func TestImageIsTheRoot(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"img-a", "img-b"} {
-		if got := sh(ctx, t, be, id, "cat /etc/os-release", backend.ShellClean); got != n.mergedOSName {
-			t.Errorf("%s's /etc/os-release is %q, want the image's %q", id, got, n.mergedOSName)
+		if got := sh(ctx, t, be, id, "cat /etc/os-release", backend.ShellClean); got != mergedOSName {
+			t.Errorf("%s's /etc/os-release is %q, want the image's %q", id, got, mergedOSName)
 		}
 	}
 	// The image's tools, not the default root's (which has ls and sync).
@@ -208,7 +194,7 @@ func TestImageIsTheRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	running(ctx, t, be, backend.Spec{ID: "img-a", Tenant: "t/img-a", Image: n.image(t, n.nousr)})
-	if got := sh(ctx, t, be, "img-a", "cat /etc/os-release /workspace/f /pile/self.pile; [ -e /usr/bin/cat ] || echo no-usr", backend.ShellClean); got != n.unmergedOSName+"kept\npile\nno-usr\n" {
+	if got := sh(ctx, t, be, "img-a", "cat /etc/os-release /workspace/f /pile/self.pile; [ -e /usr/bin/cat ] || echo no-usr", backend.ShellClean); got != unmergedOSName+"kept\npile\nno-usr\n" {
 		t.Errorf("after the image change: %q", got)
 	}
 	// Its layers merged by the OCI rules; its link resolved in the guest,
@@ -231,7 +217,7 @@ func TestImageIsTheRoot(t *testing.T) {
 	if err := be.Reattach(ctx, backend.Spec{ID: "img-a", Tenant: "t/img-a", Image: merged}); err != nil {
 		t.Fatal(err)
 	}
-	if got := sh(ctx, t, be, "img-a", "cat /etc/os-release /workspace/f", backend.ShellClean); got != n.mergedOSName+"kept\n" {
+	if got := sh(ctx, t, be, "img-a", "cat /etc/os-release /workspace/f", backend.ShellClean); got != mergedOSName+"kept\n" {
 		t.Errorf("back on the first image: %q", got)
 	}
 	if err := be.Destroy(ctx, "img-a", false); err != nil {
@@ -247,17 +233,10 @@ func TestImageIsTheRoot(t *testing.T) {
 // take the node below it is refused (typed, saying so), and no disk, nor
 // any part of its build, is left.
 func TestImageDiskKeepsTheReserve(t *testing.T) {
-	kernel, modules, root := vmImage(t)
 	n := newImageNode(t)
 	dir := newStateDir(t)
 	ctx := context.Background()
-	open := func(reserve int64) *Backend {
-		be, err := New(ctx, Options{StateDir: dir, GuestBinary: guestBinary(t), Kernel: kernel, Modules: modules, Root: root, Accel: AccelTCG, StorageReserve: reserve})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return be
-	}
+	open := func(reserve int64) *Backend { return openWithReserve(t, dir, reserve) }
 	spec := backend.Spec{ID: "before", Tenant: "t/before"}
 	if err := open(0).Provision(ctx, spec); err != nil {
 		t.Fatal(err)
