@@ -737,6 +737,11 @@ func TestNotReadySandboxSaysWhy(t *testing.T) {
 			{Type: playgroundv1alpha1.SigningKeyDeliveredCondition, Reason: playgroundv1alpha1.ReasonSigningKeyRefused, Message: "Secret team-key does not exist in namespace " + ns + ": create it"},
 		},
 		want: "unavailable: your sandbox is not ready: SigningKeyRefused: Secret team-key does not exist in namespace " + ns + ": create it",
+	}, {
+		name: "image",
+		conds: []metav1.Condition{{Type: playgroundv1alpha1.ProvisionedCondition, Reason: playgroundv1alpha1.ReasonImagePathEscapes,
+			Message: "layer sha256:1 of the image: entry ../../etc/evil leaves the layer"}},
+		want: "unavailable: your sandbox is not ready: ImagePathEscapes: layer sha256:1 of the image: entry ../../etc/evil leaves the layer",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			tn := newTenant(t, ns, "waiting-"+tc.name, nil)

@@ -192,9 +192,12 @@ func notReady(c *metav1.Condition) error {
 	next := "retry in a few seconds; if it persists, ask the operator, who sees the same in kubectl playground status"
 	switch c.Reason {
 	case playgroundv1alpha1.ReasonBackendFailed, playgroundv1alpha1.ReasonInsufficientStorage, playgroundv1alpha1.ReasonNoEligibleNode,
-		playgroundv1alpha1.ReasonFacultyUnavailable, playgroundv1alpha1.ReasonSigningKeyRefused:
-		// Retrying does not help until the spec, a Secret, a bundle or
-		// the node changes.
+		playgroundv1alpha1.ReasonFacultyUnavailable, playgroundv1alpha1.ReasonSigningKeyRefused,
+		playgroundv1alpha1.ReasonImageRefused, playgroundv1alpha1.ReasonImagePathEscapes, playgroundv1alpha1.ReasonImageLinkEscapes,
+		playgroundv1alpha1.ReasonImageThroughLink, playgroundv1alpha1.ReasonImageUnsupported, playgroundv1alpha1.ReasonImageTooLarge,
+		playgroundv1alpha1.ReasonImageTooManyEntries, playgroundv1alpha1.ReasonImageDigestMismatch, playgroundv1alpha1.ReasonImageMalformed:
+		// Retrying does not help until the spec, a Secret, a bundle, the
+		// image or the node changes.
 		next = "retrying does not help until it is fixed: ask the operator, who sees the same in kubectl playground status, then retry"
 	}
 	return fmt.Errorf("%s: your sandbox is not ready: %s: %s; %s", agentapi.CodeUnavailable, c.Reason, msg, next)

@@ -248,6 +248,21 @@ const (
 	// ReasonImageChanged: the sandbox was restarted on a new image digest
 	// (an Event); its workspace, home and pile are kept.
 	ReasonImageChanged = "ImageChanged"
+	// The node's image store's refusals of a layer, and with it of its
+	// image (hostagent/imagestore, docs/troubleshooting.md): a path out of
+	// the layer, a link out of it, a write through a symbolic link, an
+	// entry of a kind the image spec does not know, a layer past the
+	// node's bounds in bytes or in entries, a blob that is not its
+	// digest's, a layer that is not a tar. Retrying does not help: another
+	// image does.
+	ReasonImagePathEscapes    = "ImagePathEscapes"
+	ReasonImageLinkEscapes    = "ImageLinkEscapes"
+	ReasonImageThroughLink    = "ImageThroughLink"
+	ReasonImageUnsupported    = "ImageUnsupportedEntry"
+	ReasonImageTooLarge       = "ImageTooLarge"
+	ReasonImageTooManyEntries = "ImageTooManyEntries"
+	ReasonImageDigestMismatch = "ImageDigestMismatch"
+	ReasonImageMalformed      = "ImageMalformed"
 
 	// Reasons of the Running condition (and the Events of its changes),
 	// beside CPULimitReached and Suspended above.

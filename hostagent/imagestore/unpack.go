@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	playgroundv1alpha1 "github.com/playground-dev/playground/api/v1alpha1"
 )
 
 // A layer is hostile input: its author chooses every name, link, mode and
@@ -54,16 +56,16 @@ import (
 //     cannot expand without limit.
 
 // Refusal reasons: why a layer, and with it its image, was refused. Each is
-// a reason a Sandbox's condition carries (docs/troubleshooting.md).
+// a reason a Sandbox's condition carries, defined with the API's.
 const (
-	ReasonPathEscapes    = "ImagePathEscapes"
-	ReasonLinkEscapes    = "ImageLinkEscapes"
-	ReasonThroughLink    = "ImageThroughLink"
-	ReasonUnsupported    = "ImageUnsupportedEntry"
-	ReasonTooLarge       = "ImageTooLarge"
-	ReasonTooManyEntries = "ImageTooManyEntries"
-	ReasonDigestMismatch = "ImageDigestMismatch"
-	ReasonMalformed      = "ImageMalformed"
+	ReasonPathEscapes    = playgroundv1alpha1.ReasonImagePathEscapes
+	ReasonLinkEscapes    = playgroundv1alpha1.ReasonImageLinkEscapes
+	ReasonThroughLink    = playgroundv1alpha1.ReasonImageThroughLink
+	ReasonUnsupported    = playgroundv1alpha1.ReasonImageUnsupported
+	ReasonTooLarge       = playgroundv1alpha1.ReasonImageTooLarge
+	ReasonTooManyEntries = playgroundv1alpha1.ReasonImageTooManyEntries
+	ReasonDigestMismatch = playgroundv1alpha1.ReasonImageDigestMismatch
+	ReasonMalformed      = playgroundv1alpha1.ReasonImageMalformed
 )
 
 // RefusedError is a layer or image the store will not unpack, with the
