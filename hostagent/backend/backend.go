@@ -24,9 +24,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"time"
 
@@ -250,6 +252,28 @@ type Image struct {
 	// WorkingDir is the image's working directory, exported in the login
 	// profile as PLAYGROUND_IMAGE_WORKDIR.
 	WorkingDir string `json:",omitempty"`
+}
+
+var imageDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// Validate checks an image a spec names (nil: none): a sha256 digest, and
+// at least one layer, each a clean absolute directory.
+func (img *Image) Validate() error {
+	if img == nil {
+		return nil
+	}
+	if !imageDigest.MatchString(img.Digest) {
+		return fmt.Errorf("image digest %q is not sha256:<64 hex digits>", img.Digest)
+	}
+	if len(img.Layers) == 0 {
+		return fmt.Errorf("image %s has no layers", img.Digest)
+	}
+	for _, l := range img.Layers {
+		if !filepath.IsAbs(l) || filepath.Clean(l) != l {
+			return fmt.Errorf("image %s: layer directory %q is not a clean absolute path", img.Digest, l)
+		}
+	}
+	return nil
 }
 
 // Faculty is one staged build of a FacultyBundle.

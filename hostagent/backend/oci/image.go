@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -50,8 +49,6 @@ import (
 // imagesDir (in the state directory) holds the images' mounts.
 const imagesDir = "images"
 
-var imageDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-
 // system is what a sandbox's system is made of: the node's (BaseRoot) or
 // its image's.
 type system struct {
@@ -63,21 +60,10 @@ type system struct {
 	image    bool
 }
 
-// validateImage checks a spec's image.
+// validateImage checks a spec's image (backend.Image.Validate).
 func validateImage(img *backend.Image) error {
-	if img == nil {
-		return nil
-	}
-	if !imageDigest.MatchString(img.Digest) {
-		return fmt.Errorf("oci: image digest %q is not sha256:<64 hex digits>", img.Digest)
-	}
-	if len(img.Layers) == 0 {
-		return fmt.Errorf("oci: image %s has no layers", img.Digest)
-	}
-	for _, l := range img.Layers {
-		if !filepath.IsAbs(l) || filepath.Clean(l) != l {
-			return fmt.Errorf("oci: image %s: layer directory %q is not a clean absolute path", img.Digest, l)
-		}
+	if err := img.Validate(); err != nil {
+		return fmt.Errorf("oci: %w", err)
 	}
 	return nil
 }

@@ -27,7 +27,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -60,23 +59,10 @@ const imagesDir = "images"
 // buildPrefix names an image disk's build directory in imagesDir.
 const buildPrefix = ".build-"
 
-var imageDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-
-// validateImage checks a spec's image.
+// validateImage checks a spec's image (backend.Image.Validate).
 func validateImage(img *backend.Image) error {
-	if img == nil {
-		return nil
-	}
-	if !imageDigest.MatchString(img.Digest) {
-		return fmt.Errorf("vm: image digest %q is not sha256:<64 hex digits>", img.Digest)
-	}
-	if len(img.Layers) == 0 {
-		return fmt.Errorf("vm: image %s has no layers", img.Digest)
-	}
-	for _, l := range img.Layers {
-		if !filepath.IsAbs(l) || filepath.Clean(l) != l {
-			return fmt.Errorf("vm: image %s: layer directory %q is not a clean absolute path", img.Digest, l)
-		}
+	if err := img.Validate(); err != nil {
+		return fmt.Errorf("vm: %w", err)
 	}
 	return nil
 }
